@@ -1,0 +1,73 @@
+//! The kinds a failed request is counted under.
+
+/// Why a request failed. A failed request is data: it is counted under its kind, never raised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// A response with status 400 or above.
+    Status(u16),
+    /// The target refused the connection (nothing listening).
+    Refused,
+    /// The connection was reset or closed before the response was complete.
+    Reset,
+    /// Connect or request took longer than the plan's timeout.
+    Timeout,
+    /// The TLS handshake failed (certificate, protocol).
+    Tls,
+    /// The target's host name did not resolve.
+    Dns,
+    /// Any other failure to connect (unreachable network, no route to host).
+    Connect,
+    /// The response was not valid HTTP/1.1.
+    Protocol,
+    /// Any other IO error.
+    Io,
+}
+
+impl ErrorKind {
+    /// Kinds other than `Status`, in their counter order.
+    pub const FIXED: [ErrorKind; 8] = [
+        ErrorKind::Refused,
+        ErrorKind::Reset,
+        ErrorKind::Timeout,
+        ErrorKind::Tls,
+        ErrorKind::Dns,
+        ErrorKind::Connect,
+        ErrorKind::Protocol,
+        ErrorKind::Io,
+    ];
+    pub const FIXED_COUNT: usize = Self::FIXED.len();
+
+    /// The label used in snapshots, the store and reports.
+    pub fn label(&self) -> String {
+        match self {
+            ErrorKind::Status(code) => format!("status_{code}"),
+            ErrorKind::Refused => "refused".into(),
+            ErrorKind::Reset => "reset".into(),
+            ErrorKind::Timeout => "timeout".into(),
+            ErrorKind::Tls => "tls".into(),
+            ErrorKind::Dns => "dns".into(),
+            ErrorKind::Connect => "connect".into(),
+            ErrorKind::Protocol => "protocol".into(),
+            ErrorKind::Io => "io".into(),
+        }
+    }
+
+    pub(crate) fn fixed_index(&self) -> Option<usize> {
+        Self::FIXED.iter().position(|kind| kind == self)
+    }
+
+    /// Classifies an IO error from connecting or exchanging a request.
+    pub fn from_io(error: &std::io::Error) -> ErrorKind {
+        use std::io::ErrorKind as Io;
+        match error.kind() {
+            Io::ConnectionRefused => ErrorKind::Refused,
+            Io::ConnectionReset | Io::ConnectionAborted | Io::BrokenPipe | Io::UnexpectedEof => ErrorKind::Reset,
+            Io::TimedOut => ErrorKind::Timeout,
+            Io::HostUnreachable | Io::NetworkUnreachable | Io::AddrNotAvailable | Io::NetworkDown => {
+                ErrorKind::Connect
+            }
+            Io::InvalidData => ErrorKind::Protocol,
+            _ => ErrorKind::Io,
+        }
+    }
+}

@@ -1,0 +1,191 @@
+//! Measurements: what the engine records per request, and how it becomes one snapshot a second.
+//!
+//! Metrics never travel per request. Each engine worker thread owns a [`WorkerRecorder`] (one
+//! [`StepRecorder`] per step: an HDR histogram of latency in microseconds at 3 significant
+//! digits, plus counters); once a second the worker swaps it for a fresh one and hands the full
+//! one to the aggregator, which merges all workers' recorders exactly ([`WorkerRecorder::merge`])
+//! into one interval. Histograms leave the engine serialised in the HDR V2 format
+//! ([`encode_histogram`]) so that any HdrHistogram implementation can read them, and so that
+//! percentiles over any time range come from exact merges ([`merge_encoded`]), never from
+//! averaging percentiles.
+//!
+//! No async runtime and no IO here: a leaf crate the engine and the bindings share.
+
+mod error_kind;
+mod histogram;
+
+pub use error_kind::ErrorKind;
+pub use histogram::{decode_histogram, encode_histogram, merge_encoded, new_latency_histogram, HistogramError};
+
+use hdrhistogram::Histogram;
+use std::collections::BTreeMap;
+
+/// What one step did during one interval, on one worker or merged across workers.
+#[derive(Debug, Clone)]
+pub struct StepRecorder {
+    /// Latency of every completed request, in microseconds.
+    pub latency_us: Histogram<u64>,
+    pub requests: u64,
+    pub ok: u64,
+    /// Fixed kinds (refused, reset...) by index; HTTP statuses in `status_errors`.
+    pub fixed_errors: [u64; ErrorKind::FIXED_COUNT],
+    pub status_errors: BTreeMap<u16, u64>,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+}
+
+impl Default for StepRecorder {
+    fn default() -> Self {
+        Self {
+            latency_us: new_latency_histogram(),
+            requests: 0,
+            ok: 0,
+            fixed_errors: [0; ErrorKind::FIXED_COUNT],
+            status_errors: BTreeMap::new(),
+            bytes_sent: 0,
+            bytes_received: 0,
+        }
+    }
+}
+
+impl StepRecorder {
+    /// Records one finished request. `outcome` is `Ok(())` for a response below 400.
+    #[inline]
+    pub fn record(&mut self, latency_us: u64, outcome: Result<(), ErrorKind>, bytes_sent: u64, bytes_received: u64) {
+        self.latency_us.saturating_record(latency_us.max(1));
+        self.requests += 1;
+        match outcome {
+            Ok(()) => self.ok += 1,
+            Err(kind) => self.count_error(kind),
+        }
+        self.bytes_sent += bytes_sent;
+        self.bytes_received += bytes_received;
+    }
+
+    fn count_error(&mut self, kind: ErrorKind) {
+        match kind {
+            ErrorKind::Status(code) => *self.status_errors.entry(code).or_insert(0) += 1,
+            fixed => self.fixed_errors[fixed.fixed_index().expect("non-status kinds have an index")] += 1,
+        }
+    }
+
+    pub fn errors(&self) -> u64 {
+        self.requests - self.ok
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.requests == 0
+    }
+
+    /// Errors by kind label (`status_503`, `timeout`...), only the kinds that occurred.
+    pub fn errors_by_kind(&self) -> Vec<(String, u64)> {
+        let fixed = ErrorKind::FIXED
+            .iter()
+            .zip(self.fixed_errors.iter())
+            .filter(|(_, count)| **count > 0)
+            .map(|(kind, count)| (kind.label(), *count));
+        let statuses = self.status_errors.iter().map(|(code, count)| (ErrorKind::Status(*code).label(), *count));
+        fixed.chain(statuses).collect()
+    }
+
+    /// Adds `other` into `self`; exact (histogram counts are added bucket by bucket).
+    pub fn merge(&mut self, other: &StepRecorder) {
+        // Both histograms auto-resize, so adding never fails for lack of range.
+        self.latency_us.add(&other.latency_us).expect("auto-resizing histograms always add");
+        self.requests += other.requests;
+        self.ok += other.ok;
+        for (mine, theirs) in self.fixed_errors.iter_mut().zip(other.fixed_errors.iter()) {
+            *mine += theirs;
+        }
+        for (code, count) in &other.status_errors {
+            *self.status_errors.entry(*code).or_insert(0) += count;
+        }
+        self.bytes_sent += other.bytes_sent;
+        self.bytes_received += other.bytes_received;
+    }
+}
+
+/// Everything one worker thread measured during one interval.
+#[derive(Debug, Clone)]
+pub struct WorkerRecorder {
+    /// Indexed by the engine's global step index (scenario by scenario, step by step).
+    pub steps: Vec<StepRecorder>,
+    pub iterations: u64,
+    pub dropped_arrivals: u64,
+    pub connections_opened: u64,
+    /// How late timers fired, in microseconds (the generator's own health).
+    pub timer_lateness_us: Histogram<u64>,
+}
+
+impl WorkerRecorder {
+    pub fn new(step_count: usize) -> Self {
+        Self {
+            steps: (0..step_count).map(|_| StepRecorder::default()).collect(),
+            iterations: 0,
+            dropped_arrivals: 0,
+            connections_opened: 0,
+            timer_lateness_us: new_latency_histogram(),
+        }
+    }
+
+    /// Takes the recorded interval out, leaving a fresh recorder in place.
+    pub fn take(&mut self) -> WorkerRecorder {
+        let fresh = WorkerRecorder::new(self.steps.len());
+        std::mem::replace(self, fresh)
+    }
+
+    /// Adds `other` into `self`, exactly.
+    pub fn merge(&mut self, other: &WorkerRecorder) {
+        for (mine, theirs) in self.steps.iter_mut().zip(other.steps.iter()) {
+            mine.merge(theirs);
+        }
+        self.iterations += other.iterations;
+        self.dropped_arrivals += other.dropped_arrivals;
+        self.connections_opened += other.connections_opened;
+        self.timer_lateness_us
+            .add(&other.timer_lateness_us)
+            .expect("auto-resizing histograms always add");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_is_exact() {
+        let mut left = WorkerRecorder::new(2);
+        let mut right = WorkerRecorder::new(2);
+        for value in 1..=1000 {
+            left.steps[0].record(value, Ok(()), 10, 100);
+        }
+        for value in 1001..=2000 {
+            right.steps[0].record(value, Err(ErrorKind::Status(503)), 10, 100);
+        }
+        right.steps[1].record(5, Err(ErrorKind::Timeout), 1, 0);
+        left.merge(&right);
+        let step = &left.steps[0];
+        assert_eq!(step.requests, 2000);
+        assert_eq!(step.ok, 1000);
+        assert_eq!(step.errors(), 1000);
+        assert_eq!(step.bytes_received, 200_000);
+        assert_eq!(step.latency_us.len(), 2000);
+        // The median of 1..=2000 is 1000, within HDR's 3 significant digits.
+        let median = step.latency_us.value_at_quantile(0.5);
+        assert!((999..=1001).contains(&median), "median {median}");
+        assert_eq!(step.errors_by_kind(), vec![("status_503".to_owned(), 1000)]);
+        assert_eq!(left.steps[1].errors_by_kind(), vec![("timeout".to_owned(), 1)]);
+    }
+
+    #[test]
+    fn take_leaves_a_fresh_recorder() {
+        let mut recorder = WorkerRecorder::new(1);
+        recorder.steps[0].record(10, Ok(()), 1, 1);
+        recorder.iterations = 3;
+        let taken = recorder.take();
+        assert_eq!(taken.steps[0].requests, 1);
+        assert_eq!(taken.iterations, 3);
+        assert!(recorder.steps[0].is_empty());
+        assert_eq!(recorder.iterations, 0);
+    }
+}

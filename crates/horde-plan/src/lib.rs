@@ -1,0 +1,221 @@
+//! The plan: what a run does, as the engine reads it.
+//!
+//! The plan is Horde's contract between the Python control plane and the Rust engine. Its single
+//! definition lives in `python/horde/plan.py` (pydantic); this crate decodes the same JSON with
+//! serde (`deny_unknown_fields` everywhere, so a key the engine does not know is an error, never
+//! silently ignored) and validates it again, because a plan can also arrive as hand-written JSON.
+//!
+//! Two entry points:
+//! - [`decode`] turns JSON into a [`Plan`], or one [`PlanError`] located at the JSON path where
+//!   decoding stopped (serde cannot go on after a type error);
+//! - [`Plan::validate`] returns *every* semantic problem at once, each with its path, written
+//!   like pydantic's (`scenarios[0].steps[1].path`) so both sides name places the same way.
+//!
+//! This crate has no IO and no async runtime: it is a leaf the engine and the bindings build on.
+
+mod validate;
+
+use serde::{Deserialize, Serialize};
+
+pub use validate::PlanError;
+
+/// The only plan version this engine reads.
+pub const PLAN_VERSION: u32 = 1;
+
+/// A whole plan: where the target is, and the scenarios to run against it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    pub version: u32,
+    #[serde(default = "default_plan_name")]
+    pub name: String,
+    pub target: Target,
+    pub scenarios: Vec<Scenario>,
+    /// How long in-flight iterations may run on after the stages end or a stop is asked.
+    #[serde(default = "default_graceful_stop_s")]
+    pub graceful_stop_s: f64,
+}
+
+fn default_plan_name() -> String {
+    "plan".to_owned()
+}
+
+fn default_graceful_stop_s() -> f64 {
+    5.0
+}
+
+/// The system under test and how to reach it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Target {
+    pub base_url: String,
+    #[serde(default, with = "header_map")]
+    pub headers: Vec<(String, String)>,
+    #[serde(default = "default_connect_timeout_ms")]
+    pub connect_timeout_ms: f64,
+    #[serde(default = "default_request_timeout_ms")]
+    pub request_timeout_ms: f64,
+    /// Turns TLS certificate verification off (self-signed test servers).
+    #[serde(default)]
+    pub insecure: bool,
+}
+
+fn default_connect_timeout_ms() -> f64 {
+    5000.0
+}
+
+fn default_request_timeout_ms() -> f64 {
+    30000.0
+}
+
+/// One behaviour, run by its own VUs under its own workload model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: String,
+    pub steps: Vec<HttpStep>,
+    pub workload: Workload,
+}
+
+/// One HTTP request of a scenario.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpStep {
+    pub name: String,
+    pub method: String,
+    pub path: String,
+    #[serde(default, with = "header_map")]
+    pub headers: Vec<(String, String)>,
+    #[serde(default)]
+    pub body: Option<String>,
+    /// The pause after this step, before the next one.
+    #[serde(default)]
+    pub think_time: Option<ThinkTime>,
+}
+
+/// A pause a VU takes, drawn afresh each time.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ThinkTime {
+    Constant { duration_ms: f64 },
+    Uniform { min_ms: f64, max_ms: f64 },
+    Exponential { mean_ms: f64 },
+}
+
+/// How load is applied: a number of looping VUs (closed) or a rate of arrivals (open).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Workload {
+    Closed {
+        #[serde(default)]
+        start_vus: u64,
+        stages: Vec<ClosedStage>,
+    },
+    Open {
+        #[serde(default)]
+        start_rate_per_s: f64,
+        stages: Vec<OpenStage>,
+        max_vus: u64,
+    },
+}
+
+/// Move the VU count linearly to `vus` over `duration_s`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClosedStage {
+    pub duration_s: f64,
+    pub vus: u64,
+}
+
+/// Move the arrival rate linearly to `rate_per_s` over `duration_s`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenStage {
+    pub duration_s: f64,
+    pub rate_per_s: f64,
+}
+
+impl Workload {
+    /// Total length of the stages, in seconds.
+    pub fn duration_s(&self) -> f64 {
+        match self {
+            Workload::Closed { stages, .. } => stages.iter().map(|s| s.duration_s).sum(),
+            Workload::Open { stages, .. } => stages.iter().map(|s| s.duration_s).sum(),
+        }
+    }
+
+    /// The most VUs this workload can have alive at once.
+    pub fn peak_vus(&self) -> u64 {
+        match self {
+            Workload::Closed { start_vus, stages } => {
+                stages.iter().map(|s| s.vus).fold(*start_vus, u64::max)
+            }
+            Workload::Open { max_vus, .. } => *max_vus,
+        }
+    }
+}
+
+impl Plan {
+    /// The longest scenario's stages: when a run without a stop ends (before the grace period).
+    pub fn duration_s(&self) -> f64 {
+        self.scenarios.iter().map(|s| s.workload.duration_s()).fold(0.0, f64::max)
+    }
+}
+
+/// Decodes a plan from JSON; the error names the JSON path where decoding failed.
+///
+/// Headers arrive as JSON objects (`{"accept": "text/plain"}`) and keep their order.
+pub fn decode(json: &str) -> Result<Plan, PlanError> {
+    let deserializer = &mut serde_json::Deserializer::from_str(json);
+    serde_path_to_error::deserialize(deserializer).map_err(|error| {
+        let path = validate::pydantic_path(&error.path().to_string());
+        PlanError::new(path, error.into_inner().to_string())
+    })
+}
+
+/// Decodes and validates: the plan, or every problem found.
+pub fn decode_and_validate(json: &str) -> Result<Plan, Vec<PlanError>> {
+    let plan = decode(json).map_err(|error| vec![error])?;
+    let problems = plan.validate();
+    if problems.is_empty() {
+        Ok(plan)
+    } else {
+        Err(problems)
+    }
+}
+
+mod header_map {
+    //! Headers are a JSON object on the wire but an ordered list of pairs here: the order is kept
+    //! as written (some servers care) and duplicate-free by construction of a JSON object.
+
+    use serde::de::{MapAccess, Visitor};
+    use serde::ser::SerializeMap;
+    use serde::{Deserializer, Serializer};
+    use std::fmt;
+
+    pub fn serialize<S: Serializer>(pairs: &[(String, String)], serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(pairs.len()))?;
+        for (name, value) in pairs {
+            map.serialize_entry(name, value)?;
+        }
+        map.end()
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<(String, String)>, D::Error> {
+        struct PairsVisitor;
+        impl<'de> Visitor<'de> for PairsVisitor {
+            type Value = Vec<(String, String)>;
+            fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+                formatter.write_str("an object of header names to string values")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
+                let mut pairs = Vec::new();
+                while let Some((name, value)) = access.next_entry::<String, String>()? {
+                    pairs.push((name, value));
+                }
+                Ok(pairs)
+            }
+        }
+        deserializer.deserialize_map(PairsVisitor)
+    }
+}

@@ -1,0 +1,87 @@
+"""The errors Horde raises, each with the exit code the CLI ends with.
+
+A failed request is never an exception (it is counted as an error kind in the metrics); these
+are for bad input and setup faults. Every error carries a message a user can act on and, where
+one helps, a hint. The CLI prints them as ``error: ...`` / ``hint: ...`` lines.
+
+>>> err = StoreUnavailable("cannot open sqlite:///nowhere/x.sqlite", hint="check the path")
+>>> err.exit_code, str(err)
+(3, 'cannot open sqlite:///nowhere/x.sqlite')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """The documented exit codes of the ``horde`` command (README, "Exit codes")."""
+
+    OK = 0
+    INTERNAL = 1
+    INVALID_INPUT = 2
+    STORE_UNAVAILABLE = 3
+    INTERRUPTED = 130
+
+
+class HordeError(Exception):
+    """Base of every error Horde raises on purpose."""
+
+    exit_code: int = ExitCode.INTERNAL
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+class InvalidInput(HordeError):
+    """A bad flag, argument or value given by the user."""
+
+    exit_code = ExitCode.INVALID_INPUT
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem in a plan: where it is, what is wrong, and what to do about it.
+
+    ``location`` is ``file:line: path`` for YAML files, or just the attribute path such as
+    ``scenarios[0].steps[1].path`` for plans built in code.
+    """
+
+    location: str
+    message: str
+    hint: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.location}: {self.message}" if self.location else self.message
+
+
+class PlanInvalid(InvalidInput):
+    """A plan with one or more problems; all of them are listed, not just the first."""
+
+    def __init__(self, problems: list[Problem], *, source: str | None = None) -> None:
+        where = f" in {source}" if source else ""
+        count = len(problems)
+        noun = "problem" if count == 1 else "problems"
+        super().__init__(
+            f"the plan{where} has {count} {noun}",
+            hint="fix every listed problem; `horde schema` prints the plan's JSON Schema",
+        )
+        self.problems = problems
+        self.source = source
+
+
+class StoreUnavailable(HordeError):
+    """The results store cannot be opened or written."""
+
+    exit_code = ExitCode.STORE_UNAVAILABLE
+
+
+class RunNotFound(InvalidInput):
+    """No stored run matches the given id."""
+
+
+class EngineFault(HordeError):
+    """The engine could not start or failed outside any request (a setup fault)."""
