@@ -20,6 +20,17 @@ pub use histogram::{decode_histogram, encode_histogram, merge_encoded, new_laten
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 
+/// Records a value into an auto-resizing histogram. `saturating_record` would clamp to the
+/// histogram's current top instead of growing it, so `record` comes first; it only fails for
+/// values beyond what any histogram can hold, which are then clamped.
+#[inline]
+pub fn record_latency(histogram: &mut Histogram<u64>, value_us: u64) {
+    let value_us = value_us.max(1);
+    if histogram.record(value_us).is_err() {
+        histogram.saturating_record(value_us);
+    }
+}
+
 /// What one step did during one interval, on one worker or merged across workers.
 #[derive(Debug, Clone)]
 pub struct StepRecorder {
@@ -52,7 +63,7 @@ impl StepRecorder {
     /// Records one finished request. `outcome` is `Ok(())` for a response below 400.
     #[inline]
     pub fn record(&mut self, latency_us: u64, outcome: Result<(), ErrorKind>, bytes_sent: u64, bytes_received: u64) {
-        self.latency_us.saturating_record(latency_us.max(1));
+        record_latency(&mut self.latency_us, latency_us);
         self.requests += 1;
         match outcome {
             Ok(()) => self.ok += 1,
@@ -170,6 +181,7 @@ mod tests {
         assert_eq!(step.errors(), 1000);
         assert_eq!(step.bytes_received, 200_000);
         assert_eq!(step.latency_us.len(), 2000);
+        assert_eq!(step.latency_us.max(), 2000, "values are recorded, not clamped");
         // The median of 1..=2000 is 1000, within HDR's 3 significant digits.
         let median = step.latency_us.value_at_quantile(0.5);
         assert!((999..=1001).contains(&median), "median {median}");

@@ -1,0 +1,158 @@
+//! Opening connections to the target: TCP, then TLS (rustls) for https.
+
+use super::{Endpoint, Scheme};
+use crate::EngineError;
+use horde_metrics::ErrorKind;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+use tokio_rustls::TlsConnector;
+
+/// An open connection to the target, owned by one VU.
+pub enum Connection {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl Connection {
+    pub async fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        match self {
+            Connection::Plain(stream) => stream.write_all(bytes).await,
+            Connection::Tls(stream) => {
+                stream.write_all(bytes).await?;
+                stream.flush().await
+            }
+        }
+    }
+
+    pub async fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Connection::Plain(stream) => stream.read(buffer).await,
+            Connection::Tls(stream) => stream.read(buffer).await,
+        }
+    }
+}
+
+/// Everything needed to open a connection; built once per run and shared by all VUs of a worker.
+pub struct Connector {
+    endpoint: Endpoint,
+    /// Set when the host is an IP literal: no name resolution per connection.
+    fixed_address: Option<SocketAddr>,
+    tls: Option<(TlsConnector, ServerName<'static>)>,
+    connect_timeout: Duration,
+}
+
+impl Connector {
+    pub fn new(endpoint: Endpoint, connect_timeout: Duration, insecure: bool) -> Result<Self, EngineError> {
+        let fixed_address = endpoint.host.parse::<IpAddr>().ok().map(|ip| SocketAddr::new(ip, endpoint.port));
+        let tls = match endpoint.scheme {
+            Scheme::Http => None,
+            Scheme::Https => {
+                let server_name = ServerName::try_from(endpoint.host.clone())
+                    .map_err(|error| EngineError::Setup(format!("'{}' is not a valid TLS server name: {error}", endpoint.host)))?;
+                Some((TlsConnector::from(Arc::new(tls_config(insecure)?)), server_name))
+            }
+        };
+        Ok(Self { endpoint, fixed_address, tls, connect_timeout })
+    }
+
+    /// Connects (and shakes hands, for https) within the connect timeout.
+    pub async fn connect(&self) -> Result<Connection, ErrorKind> {
+        match tokio::time::timeout(self.connect_timeout, self.connect_unbounded()).await {
+            Ok(result) => result,
+            Err(_) => Err(ErrorKind::Timeout),
+        }
+    }
+
+    async fn connect_unbounded(&self) -> Result<Connection, ErrorKind> {
+        let address = match self.fixed_address {
+            Some(address) => address,
+            None => tokio::net::lookup_host((self.endpoint.host.as_str(), self.endpoint.port))
+                .await
+                .ok()
+                .and_then(|mut addresses| addresses.next())
+                .ok_or(ErrorKind::Dns)?,
+        };
+        let stream = TcpStream::connect(address).await.map_err(|error| ErrorKind::from_io(&error))?;
+        // Requests are written in one buffer; waiting to coalesce would only add latency.
+        stream.set_nodelay(true).map_err(|error| ErrorKind::from_io(&error))?;
+        match &self.tls {
+            None => Ok(Connection::Plain(stream)),
+            Some((connector, server_name)) => {
+                let tls_stream = connector.connect(server_name.clone(), stream).await.map_err(|error| {
+                    match ErrorKind::from_io(&error) {
+                        // A peer that hangs up mid-handshake is a reset, not a certificate problem.
+                        ErrorKind::Reset | ErrorKind::Refused => ErrorKind::Reset,
+                        _ => ErrorKind::Tls,
+                    }
+                })?;
+                Ok(Connection::Tls(Box::new(tls_stream)))
+            }
+        }
+    }
+}
+
+fn tls_config(insecure: bool) -> Result<ClientConfig, EngineError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|error| EngineError::Setup(format!("TLS set-up failed: {error}")))?;
+    let mut config = if insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
+            .with_no_client_auth()
+    } else {
+        let roots = RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+        builder.with_root_certificates(roots).with_no_client_auth()
+    };
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(config)
+}
+
+/// The verifier behind `insecure: true`: the handshake still happens (so its cost is measured)
+/// but any certificate is accepted.
+#[derive(Debug)]
+struct AcceptAnyCertificate(Arc<rustls::crypto::CryptoProvider>);
+
+impl ServerCertVerifier for AcceptAnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        certificate: &CertificateDer<'_>,
+        signature: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, certificate, signature, &self.0.signature_verification_algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        certificate: &CertificateDer<'_>,
+        signature: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, certificate, signature, &self.0.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}

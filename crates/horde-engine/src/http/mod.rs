@@ -1,0 +1,13 @@
+//! A lean HTTP/1.1 client: one keep-alive connection per VU, requests encoded once per plan,
+//! responses parsed with httparse into a buffer the VU reuses. No per-request task, channel or
+//! header map: the VU's own task writes the request and reads the response.
+
+mod connection;
+mod endpoint;
+mod request;
+mod response;
+
+pub use connection::{Connection, Connector};
+pub use endpoint::{Endpoint, Scheme};
+pub use request::EncodedRequest;
+pub use response::{read_response, Response};

@@ -1,0 +1,263 @@
+//! Reading one HTTP/1.1 response: headers parsed with httparse, the body read to its end by
+//! Content-Length, chunked encoding, or connection close, and counted (plan v1 keeps no body).
+
+use super::Connection;
+use horde_metrics::ErrorKind;
+
+/// Headers larger than this are treated as a protocol error rather than buffered forever.
+const MAX_HEADER_BYTES: usize = 64 * 1024;
+const MAX_HEADERS: usize = 64;
+
+/// What the VU needs to know about a response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Response {
+    pub status: u16,
+    pub bytes_received: u64,
+    /// False when the server asked to close, or framed the body by closing.
+    pub keep_alive: bool,
+}
+
+/// Why reading a response failed, and whether any byte had arrived (a reused connection that
+/// the server closed while idle yields no byte: the request is safe to send again).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadError {
+    pub kind: ErrorKind,
+    pub nothing_received: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Framing {
+    None,
+    Length(u64),
+    Chunked,
+    UntilClose,
+}
+
+/// Reads one response from `connection`, using `buffer` (kept by the VU between requests).
+pub async fn read_response(connection: &mut Connection, buffer: &mut Vec<u8>, is_head: bool) -> Result<Response, ReadError> {
+    if buffer.len() < 4096 {
+        buffer.resize(4096, 0);
+    }
+    let mut received: u64 = 0;
+    loop {
+        let (status, header_len, filled, framing, keep_alive) = read_head(connection, buffer, &mut received, is_head).await?;
+        if (100..200).contains(&status) && status != 101 {
+            // An interim response (100 Continue): drop its head and read the real one.
+            buffer.copy_within(header_len..filled, 0);
+            continue;
+        }
+        let already = filled - header_len;
+        let keep_alive = match framing {
+            Framing::None => keep_alive,
+            Framing::Length(length) => {
+                let mut remaining = length.saturating_sub(already as u64);
+                while remaining > 0 {
+                    let read = read_some(connection, buffer, 0, &mut received).await?;
+                    remaining = remaining.saturating_sub(read as u64);
+                }
+                keep_alive
+            }
+            Framing::Chunked => {
+                let mut decoder = ChunkedDecoder::default();
+                let mut done = decoder.feed(&buffer[header_len..filled]).map_err(protocol)?;
+                while !done {
+                    let read = read_some(connection, buffer, 0, &mut received).await?;
+                    done = decoder.feed(&buffer[..read]).map_err(protocol)?;
+                }
+                keep_alive
+            }
+            Framing::UntilClose => {
+                loop {
+                    match connection.read(buffer).await {
+                        Ok(0) => break,
+                        Ok(read) => received += read as u64,
+                        Err(error) => return Err(ReadError { kind: ErrorKind::from_io(&error), nothing_received: false }),
+                    }
+                }
+                false
+            }
+        };
+        return Ok(Response { status, bytes_received: received, keep_alive });
+    }
+}
+
+fn protocol(_: ()) -> ReadError {
+    ReadError { kind: ErrorKind::Protocol, nothing_received: false }
+}
+
+/// Reads into `buffer[at..]`; end of stream mid-response is a reset.
+async fn read_some(connection: &mut Connection, buffer: &mut [u8], at: usize, received: &mut u64) -> Result<usize, ReadError> {
+    match connection.read(&mut buffer[at..]).await {
+        Ok(0) => Err(ReadError { kind: ErrorKind::Reset, nothing_received: *received == 0 }),
+        Ok(read) => {
+            *received += read as u64;
+            Ok(read)
+        }
+        Err(error) => Err(ReadError { kind: ErrorKind::from_io(&error), nothing_received: *received == 0 }),
+    }
+}
+
+async fn read_head(
+    connection: &mut Connection,
+    buffer: &mut Vec<u8>,
+    received: &mut u64,
+    is_head: bool,
+) -> Result<(u16, usize, usize, Framing, bool), ReadError> {
+    let mut filled = 0;
+    loop {
+        if filled > 0 {
+            let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+            let mut response = httparse::Response::new(&mut headers);
+            match response.parse(&buffer[..filled]) {
+                Ok(httparse::Status::Complete(header_len)) => {
+                    let status = response.code.unwrap_or(0);
+                    let (framing, keep_alive) = framing_of(&response, status, is_head).map_err(protocol)?;
+                    return Ok((status, header_len, filled, framing, keep_alive));
+                }
+                Ok(httparse::Status::Partial) => {}
+                Err(_) => return Err(protocol(())),
+            }
+        }
+        if filled == buffer.len() {
+            if buffer.len() >= MAX_HEADER_BYTES {
+                return Err(protocol(()));
+            }
+            buffer.resize(buffer.len() * 2, 0);
+        }
+        filled += read_some(connection, buffer, filled, received).await?;
+    }
+}
+
+fn framing_of(response: &httparse::Response<'_, '_>, status: u16, is_head: bool) -> Result<(Framing, bool), ()> {
+    let mut length = None;
+    let mut chunked = false;
+    // HTTP/1.1 keeps the connection unless told otherwise; HTTP/1.0 closes unless told otherwise.
+    let mut keep_alive = response.version == Some(1);
+    for header in response.headers.iter() {
+        if header.name.eq_ignore_ascii_case("content-length") {
+            let text = std::str::from_utf8(header.value).map_err(|_| ())?;
+            length = Some(text.trim().parse::<u64>().map_err(|_| ())?);
+        } else if header.name.eq_ignore_ascii_case("transfer-encoding") {
+            chunked = header.value.eq_ignore_ascii_case(b"chunked") || header.value.ends_with(b"chunked");
+        } else if header.name.eq_ignore_ascii_case("connection") {
+            if header.value.eq_ignore_ascii_case(b"close") {
+                keep_alive = false;
+            } else if header.value.eq_ignore_ascii_case(b"keep-alive") {
+                keep_alive = true;
+            }
+        }
+    }
+    let framing = if is_head || status == 204 || status == 304 || (100..200).contains(&status) {
+        Framing::None
+    } else if chunked {
+        Framing::Chunked
+    } else if let Some(length) = length {
+        Framing::Length(length)
+    } else {
+        Framing::UntilClose
+    };
+    Ok((framing, keep_alive))
+}
+
+/// Walks a chunked body as it arrives, without keeping it.
+#[derive(Debug, Default)]
+struct ChunkedDecoder {
+    state: ChunkState,
+    size: u64,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+enum ChunkState {
+    #[default]
+    Size,
+    Extension,
+    SizeLf,
+    Data,
+    DataCr,
+    DataLf,
+    /// After the last chunk: trailer lines until an empty line. `true` when the current line is empty so far.
+    Trailer(bool),
+    TrailerLf(bool),
+    Done,
+}
+
+impl ChunkedDecoder {
+    /// Feeds the next bytes; `Ok(true)` once the whole body has been seen.
+    fn feed(&mut self, mut bytes: &[u8]) -> Result<bool, ()> {
+        while let Some(&byte) = bytes.first() {
+            match self.state {
+                ChunkState::Size => match byte {
+                    b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F' => {
+                        let digit = (byte as char).to_digit(16).ok_or(())? as u64;
+                        self.size = self.size.checked_mul(16).and_then(|size| size.checked_add(digit)).ok_or(())?;
+                    }
+                    b';' | b' ' | b'\t' => self.state = ChunkState::Extension,
+                    b'\r' => self.state = ChunkState::SizeLf,
+                    _ => return Err(()),
+                },
+                ChunkState::Extension => {
+                    if byte == b'\r' {
+                        self.state = ChunkState::SizeLf;
+                    }
+                }
+                ChunkState::SizeLf => {
+                    if byte != b'\n' {
+                        return Err(());
+                    }
+                    self.state = if self.size == 0 { ChunkState::Trailer(true) } else { ChunkState::Data };
+                }
+                ChunkState::Data => {
+                    let take = (self.size as usize).min(bytes.len());
+                    self.size -= take as u64;
+                    bytes = &bytes[take..];
+                    if self.size == 0 {
+                        self.state = ChunkState::DataCr;
+                    }
+                    continue;
+                }
+                ChunkState::DataCr => {
+                    if byte != b'\r' {
+                        return Err(());
+                    }
+                    self.state = ChunkState::DataLf;
+                }
+                ChunkState::DataLf => {
+                    if byte != b'\n' {
+                        return Err(());
+                    }
+                    self.state = ChunkState::Size;
+                }
+                ChunkState::Trailer(empty) => {
+                    self.state = if byte == b'\r' { ChunkState::TrailerLf(empty) } else { ChunkState::Trailer(false) };
+                }
+                ChunkState::TrailerLf(empty) => {
+                    if byte != b'\n' {
+                        return Err(());
+                    }
+                    self.state = if empty { ChunkState::Done } else { ChunkState::Trailer(true) };
+                }
+                ChunkState::Done => return Ok(true),
+            }
+            bytes = &bytes[1..];
+        }
+        Ok(self.state == ChunkState::Done)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunked_in_pieces() {
+        let body = b"4\r\nWiki\r\n5;ext=1\r\npedia\r\nE\r\n in\r\n\r\nchunks.\r\n0\r\nX-Trailer: 1\r\n\r\n";
+        for split in 0..body.len() {
+            let mut decoder = ChunkedDecoder::default();
+            let first = decoder.feed(&body[..split]).unwrap();
+            assert!(!first, "done too early at {split}");
+            assert!(decoder.feed(&body[split..]).unwrap(), "not done after split {split}");
+        }
+        let mut bad = ChunkedDecoder::default();
+        assert!(bad.feed(b"zz\r\n").is_err());
+    }
+}

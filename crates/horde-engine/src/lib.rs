@@ -1,0 +1,48 @@
+//! The engine: drives virtual users against a target and measures what happens.
+//!
+//! ```text
+//!   horde-plan ──┐
+//!                ├──▶ horde-engine ──▶ horde-py (pyo3: the only crate that knows Python)
+//! horde-metrics ─┘          ▲
+//!                horde-target (built-in target; a dev-dependency here, for known-answer tests)
+//! ```
+//!
+//! A run ([`start`]) spawns one OS thread per worker, each with its own single-threaded tokio
+//! runtime. VUs are dealt round-robin to workers and never move, so each worker records into
+//! its own [`horde_metrics::WorkerRecorder`] without locks or atomics on the request path. The
+//! open model's arrivals are dealt the same way (arrival k goes to worker k mod N), which keeps
+//! the total rate exact. Once a second every worker swaps its recorder out and sends it to the
+//! aggregator thread, which merges the parts exactly into one [`Snapshot`] and queues it for the
+//! caller ([`RunHandle::next_snapshot`]). The queue is unbounded, so a slow consumer never
+//! stalls the engine.
+//!
+//! Time: a closed VU's request is timed from just before it is sent; an open-model iteration's
+//! first request is timed from the arrival's *intended* instant, so a stalled target or a late
+//! generator shows in the latency instead of hiding in fewer samples (coordinated omission).
+//!
+//! Stopping: when the stages end or [`RunHandle::stop`] is called, no new iteration starts, VUs
+//! cut their think time, finish the request in flight, and stop; whatever has not finished
+//! after the plan's `graceful_stop_s` is dropped unrecorded. The last snapshot is marked final.
+
+mod aggregator;
+mod compiled;
+pub mod http;
+mod run;
+mod snapshot;
+mod system;
+mod think;
+mod vu;
+mod worker;
+pub mod workload;
+
+pub use run::{start, EngineOptions, Next, RunHandle};
+pub use snapshot::{Snapshot, StepSnapshot};
+
+/// Why a run could not start. Failed requests are never errors: they are counted.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("the plan is invalid: {}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    InvalidPlan(Vec<horde_plan::PlanError>),
+    #[error("{0}")]
+    Setup(String),
+}

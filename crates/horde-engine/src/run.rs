@@ -1,0 +1,148 @@
+//! Starting a run and the handle its caller holds.
+
+use crate::aggregator::{self, WorkerPart};
+use crate::compiled::CompiledPlan;
+use crate::snapshot::Snapshot;
+use crate::{system, worker, EngineError};
+use horde_plan::Plan;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
+use tokio::sync::watch;
+
+/// How the engine runs a plan (not part of the plan: the same plan runs anywhere).
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    /// Worker threads; default: the machine's available parallelism.
+    pub workers: usize,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        Self { workers: std::thread::available_parallelism().map(usize::from).unwrap_or(1) }
+    }
+}
+
+/// What every thread of a run shares.
+pub(crate) struct Shared {
+    pub plan: CompiledPlan,
+    pub workers: usize,
+    /// The run's time zero; arrivals, stages and intervals are all measured from it.
+    pub start: Instant,
+    pub start_wall: SystemTime,
+    /// Turns true once, when a stop is asked.
+    pub stop: watch::Sender<bool>,
+}
+
+/// The result of asking for the next snapshot.
+#[derive(Debug)]
+pub enum Next {
+    Snapshot(Box<Snapshot>),
+    /// Nothing arrived within the timeout; the run goes on.
+    Pending,
+    /// The final snapshot has already been handed out.
+    Finished,
+}
+
+/// A running plan: take its snapshots as they come, stop it when you like.
+pub struct RunHandle {
+    shared: Arc<Shared>,
+    snapshots: mpsc::Receiver<Snapshot>,
+    threads: Vec<JoinHandle<()>>,
+    finished: bool,
+}
+
+/// Validates the plan, then starts its workers; returns at once.
+pub fn start(plan: &Plan, options: EngineOptions) -> Result<RunHandle, EngineError> {
+    let problems = plan.validate();
+    if !problems.is_empty() {
+        return Err(EngineError::InvalidPlan(problems));
+    }
+    let compiled = CompiledPlan::compile(plan)?;
+    system::raise_open_file_limit();
+    let workers = options.workers.max(1);
+    let (stop, _) = watch::channel(false);
+    // Time zero is set a little ahead so that every worker is up before the first arrival.
+    let lead = Duration::from_millis(20);
+    let shared = Arc::new(Shared {
+        plan: compiled,
+        workers,
+        start: Instant::now() + lead,
+        start_wall: SystemTime::now() + lead,
+        stop,
+    });
+    let (parts_sender, parts) = mpsc::channel::<WorkerPart>();
+    let (snapshot_sender, snapshots) = mpsc::channel::<Snapshot>();
+    let mut threads = Vec::with_capacity(workers + 1);
+    for index in 0..workers {
+        let shared = Arc::clone(&shared);
+        let parts_sender = parts_sender.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("horde-worker-{index}"))
+            .spawn(move || worker::run_worker(index, shared, parts_sender))
+            .map_err(|error| EngineError::Setup(format!("cannot start worker thread: {error}")))?;
+        threads.push(thread);
+    }
+    drop(parts_sender);
+    let aggregator_shared = Arc::clone(&shared);
+    let thread = std::thread::Builder::new()
+        .name("horde-aggregator".into())
+        .spawn(move || aggregator::run_aggregator(aggregator_shared, parts, snapshot_sender))
+        .map_err(|error| EngineError::Setup(format!("cannot start aggregator thread: {error}")))?;
+    threads.push(thread);
+    Ok(RunHandle { shared, snapshots, threads, finished: false })
+}
+
+impl RunHandle {
+    /// Waits up to `timeout` for the next snapshot.
+    pub fn next_snapshot(&mut self, timeout: Duration) -> Next {
+        if self.finished {
+            return Next::Finished;
+        }
+        match self.snapshots.recv_timeout(timeout) {
+            Ok(snapshot) => {
+                if snapshot.is_final {
+                    self.finished = true;
+                    self.join();
+                }
+                Next::Snapshot(Box::new(snapshot))
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => Next::Pending,
+            // The aggregator always sends a final snapshot before it ends; if it is gone without
+            // one, a thread died: end the run rather than wait forever.
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                self.finished = true;
+                Next::Finished
+            }
+        }
+    }
+
+    /// Asks the run to stop: no new iterations; in-flight requests get the grace period.
+    pub fn stop(&self) {
+        self.shared.stop.send_replace(true);
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// Seconds from time zero until the stages end (before any grace period).
+    pub fn planned_duration(&self) -> Duration {
+        self.shared.plan.duration
+    }
+
+    fn join(&mut self) {
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for RunHandle {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.stop();
+        }
+    }
+}

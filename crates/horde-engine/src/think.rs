@@ -1,0 +1,66 @@
+//! Think times: the pauses VUs take between steps, drawn from each VU's own random stream.
+
+use horde_plan::ThinkTime;
+use std::time::Duration;
+
+/// A small, fast generator (SplitMix64), one per VU, seeded from the VU number so that runs are
+/// reproducible and VUs do not share state (no locking, no cross-thread traffic).
+#[derive(Debug, Clone)]
+pub struct VuRandom(u64);
+
+impl VuRandom {
+    pub fn new(seed: u64) -> Self {
+        Self(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    pub fn next_f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Draws one pause from a think-time distribution.
+pub fn draw(think_time: &ThinkTime, random: &mut VuRandom) -> Duration {
+    let milliseconds = match *think_time {
+        ThinkTime::Constant { duration_ms } => duration_ms,
+        ThinkTime::Uniform { min_ms, max_ms } => min_ms + (max_ms - min_ms) * random.next_f64(),
+        // Inverse transform; 1 - u is in (0, 1] so the logarithm is finite.
+        ThinkTime::Exponential { mean_ms } => -mean_ms * (1.0 - random.next_f64()).ln(),
+    };
+    Duration::from_secs_f64(milliseconds.max(0.0) / 1000.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mean_ms(think_time: ThinkTime) -> f64 {
+        let mut random = VuRandom::new(7);
+        let total: f64 = (0..100_000).map(|_| draw(&think_time, &mut random).as_secs_f64() * 1000.0).sum();
+        total / 100_000.0
+    }
+
+    #[test]
+    fn distributions_have_their_means() {
+        assert!((mean_ms(ThinkTime::Constant { duration_ms: 40.0 }) - 40.0).abs() < 1e-6);
+        assert!((mean_ms(ThinkTime::Uniform { min_ms: 10.0, max_ms: 30.0 }) - 20.0).abs() < 0.2);
+        assert!((mean_ms(ThinkTime::Exponential { mean_ms: 50.0 }) - 50.0).abs() < 1.0);
+    }
+
+    #[test]
+    fn uniform_stays_in_range() {
+        let mut random = VuRandom::new(1);
+        for _ in 0..10_000 {
+            let pause = draw(&ThinkTime::Uniform { min_ms: 5.0, max_ms: 6.0 }, &mut random).as_secs_f64() * 1000.0;
+            assert!((5.0..6.0 + 1e-9).contains(&pause), "{pause}");
+        }
+    }
+}

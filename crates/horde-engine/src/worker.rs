@@ -1,0 +1,304 @@
+//! One worker thread: a single-threaded tokio runtime running its share of the VUs and arrivals.
+
+use crate::aggregator::WorkerPart;
+use crate::compiled::{CompiledScenario, CompiledWorkload};
+use crate::run::Shared;
+use crate::vu::{Vu, IterationEnd};
+use crate::workload::share;
+use horde_metrics::WorkerRecorder;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+use tokio::task::LocalSet;
+
+/// How often a closed model's VU count is brought to what the stages ask.
+const RAMP_TICK: Duration = Duration::from_millis(20);
+/// How often the timer-lateness probe wakes.
+const PROBE_PERIOD: Duration = Duration::from_millis(10);
+
+/// A worker's state, shared by its tasks (all on one thread: `Rc`, `Cell`, no locks).
+pub(crate) struct WorkerState {
+    pub index: usize,
+    pub shared: Arc<Shared>,
+    pub recorder: RefCell<WorkerRecorder>,
+    pub active_vus: Cell<u64>,
+    pub busy_vus: Cell<u64>,
+    /// Set once: no new iterations from now on.
+    pub stopping: Cell<bool>,
+    /// Wakes VUs out of think times when stopping begins.
+    pub stop_notify: Notify,
+    /// Wakes the drain when the last VU leaves.
+    pub idle_notify: Notify,
+}
+
+impl WorkerState {
+    pub fn vu_started(&self) {
+        self.active_vus.set(self.active_vus.get() + 1);
+    }
+
+    pub fn vu_ended(&self) {
+        self.active_vus.set(self.active_vus.get() - 1);
+        if self.active_vus.get() == 0 {
+            self.idle_notify.notify_waiters();
+        }
+    }
+
+    fn elapsed(&self) -> Duration {
+        Instant::now().saturating_duration_since(self.shared.start)
+    }
+}
+
+/// Sends whatever is left as the worker's final part, even if the worker panics, so the
+/// aggregator never waits for a worker that is gone.
+struct FinalPart {
+    state: Rc<WorkerState>,
+    parts: mpsc::Sender<WorkerPart>,
+    last_sent: Rc<Cell<u64>>,
+}
+
+impl Drop for FinalPart {
+    fn drop(&mut self) {
+        let elapsed = self.state.elapsed();
+        let index = (elapsed.as_secs() + 1).max(self.last_sent.get() + 1);
+        let recorder = self.state.recorder.borrow_mut().take();
+        let _ = self.parts.send(WorkerPart {
+            worker: self.state.index,
+            index,
+            recorder,
+            active_vus: 0,
+            busy_vus: 0,
+            is_final: true,
+            elapsed,
+        });
+    }
+}
+
+pub(crate) fn run_worker(index: usize, shared: Arc<Shared>, parts: mpsc::Sender<WorkerPart>) {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(_) => return, // dropping `parts` tells the aggregator this worker is gone
+    };
+    let state = Rc::new(WorkerState {
+        index,
+        recorder: RefCell::new(WorkerRecorder::new(shared.plan.step_names.len())),
+        shared,
+        active_vus: Cell::new(0),
+        busy_vus: Cell::new(0),
+        stopping: Cell::new(false),
+        stop_notify: Notify::new(),
+        idle_notify: Notify::new(),
+    });
+    let last_sent = Rc::new(Cell::new(0));
+    let _final_part = FinalPart { state: Rc::clone(&state), parts: parts.clone(), last_sent: Rc::clone(&last_sent) };
+    let local = LocalSet::new();
+    local.block_on(&runtime, async move {
+        tokio::task::spawn_local(report_intervals(Rc::clone(&state), parts, last_sent));
+        tokio::task::spawn_local(probe_timer_lateness(Rc::clone(&state)));
+        let start = tokio::time::Instant::from_std(state.shared.start);
+        tokio::time::sleep_until(start).await;
+        let drivers: Vec<_> = (0..state.shared.plan.scenarios.len())
+            .map(|scenario| tokio::task::spawn_local(drive_scenario(Rc::clone(&state), scenario)))
+            .collect();
+        let mut stop = state.shared.stop.subscribe();
+        let stages_end = start + state.shared.plan.duration;
+        tokio::select! {
+            _ = tokio::time::sleep_until(stages_end) => {}
+            _ = stop.wait_for(|stopped| *stopped) => {}
+        }
+        state.stopping.set(true);
+        state.stop_notify.notify_waiters();
+        for driver in drivers {
+            let _ = driver.await;
+        }
+        let grace_end = tokio::time::Instant::now() + state.shared.plan.graceful_stop;
+        while state.active_vus.get() > 0 {
+            let idle = state.idle_notify.notified();
+            if state.active_vus.get() == 0 {
+                break;
+            }
+            if tokio::time::timeout_at(grace_end, idle).await.is_err() {
+                break; // the rest is cut unrecorded when the LocalSet is dropped
+            }
+        }
+    });
+}
+
+/// Once a second (on the run's clock), hands the interval's measurements to the aggregator.
+async fn report_intervals(state: Rc<WorkerState>, parts: mpsc::Sender<WorkerPart>, last_sent: Rc<Cell<u64>>) {
+    let start = tokio::time::Instant::from_std(state.shared.start);
+    for index in 1u64.. {
+        tokio::time::sleep_until(start + Duration::from_secs(index)).await;
+        let recorder = state.recorder.borrow_mut().take();
+        let part = WorkerPart {
+            worker: state.index,
+            index,
+            recorder,
+            active_vus: state.active_vus.get(),
+            busy_vus: state.busy_vus.get(),
+            is_final: false,
+            elapsed: state.elapsed(),
+        };
+        last_sent.set(index);
+        if parts.send(part).is_err() {
+            return;
+        }
+    }
+}
+
+/// Measures how late this worker's timers fire: a busy or starved worker shows here first.
+async fn probe_timer_lateness(state: Rc<WorkerState>) {
+    loop {
+        let due = tokio::time::Instant::now() + PROBE_PERIOD;
+        tokio::time::sleep_until(due).await;
+        let late = tokio::time::Instant::now().saturating_duration_since(due);
+        horde_metrics::record_latency(&mut state.recorder.borrow_mut().timer_lateness_us, late.as_micros() as u64);
+    }
+}
+
+async fn drive_scenario(state: Rc<WorkerState>, scenario: usize) {
+    match &state.shared.plan.scenarios[scenario].workload {
+        CompiledWorkload::Closed(_) => drive_closed(state, scenario).await,
+        CompiledWorkload::Open { .. } => drive_open(state, scenario).await,
+    }
+}
+
+fn scenario_of(state: &WorkerState, scenario: usize) -> &CompiledScenario {
+    &state.shared.plan.scenarios[scenario]
+}
+
+/// Closed model: keeps this worker's share of the asked VU count alive. VU `local` (global
+/// number `local * workers + worker`) runs iterations while `local` is below the share.
+async fn drive_closed(state: Rc<WorkerState>, scenario: usize) {
+    let CompiledWorkload::Closed(profile) = &scenario_of(&state, scenario).workload else { return };
+    let workers = state.shared.workers;
+    let wanted = Rc::new(Cell::new(0u64));
+    let alive: Rc<RefCell<Vec<bool>>> = Rc::new(RefCell::new(Vec::new()));
+    // VUs below this index were all alive at the last scan; only the rest need a look.
+    let mut scan_from = 0u64;
+    let start = tokio::time::Instant::from_std(state.shared.start);
+    let mut tick = start;
+    loop {
+        if state.stopping.get() {
+            return;
+        }
+        let elapsed = state.elapsed().as_secs_f64();
+        let target = share(profile.vus_at(elapsed), state.index, workers);
+        if target < wanted.get() {
+            scan_from = scan_from.min(target);
+        }
+        wanted.set(target);
+        {
+            let mut alive_flags = alive.borrow_mut();
+            if alive_flags.len() < target as usize {
+                alive_flags.resize(target as usize, false);
+            }
+            for local in scan_from..target {
+                if !alive_flags[local as usize] {
+                    alive_flags[local as usize] = true;
+                    let vu = Vu::new(local * workers as u64 + state.index as u64);
+                    tokio::task::spawn_local(closed_vu(
+                        Rc::clone(&state),
+                        scenario,
+                        vu,
+                        local,
+                        Rc::clone(&wanted),
+                        Rc::clone(&alive),
+                    ));
+                }
+            }
+            scan_from = target;
+        }
+        tick += RAMP_TICK;
+        tokio::time::sleep_until(tick.max(tokio::time::Instant::now())).await;
+    }
+}
+
+async fn closed_vu(
+    state: Rc<WorkerState>,
+    scenario: usize,
+    mut vu: Vu,
+    local: u64,
+    wanted: Rc<Cell<u64>>,
+    alive: Rc<RefCell<Vec<bool>>>,
+) {
+    state.vu_started();
+    while !state.stopping.get() && local < wanted.get() {
+        state.busy_vus.set(state.busy_vus.get() + 1);
+        let end = vu.run_iteration(&state, scenario_of(&state, scenario), None).await;
+        state.busy_vus.set(state.busy_vus.get() - 1);
+        state.recorder.borrow_mut().iterations += 1;
+        if end == IterationEnd::ConnectFailed {
+            // A refused connection fails in microseconds; without a pause a dead target would
+            // turn every VU into a busy loop that starves the rest of the worker.
+            tokio::task::yield_now().await;
+        }
+    }
+    alive.borrow_mut()[local as usize] = false;
+    state.vu_ended();
+}
+
+/// Open model: fires this worker's share of the arrivals (arrival k goes to worker k mod N) at
+/// their intended instants; each runs one iteration on an idle VU, or is counted as dropped.
+async fn drive_open(state: Rc<WorkerState>, scenario: usize) {
+    let CompiledWorkload::Open { profile, max_vus } = &scenario_of(&state, scenario).workload else { return };
+    let workers = state.shared.workers as u64;
+    let capacity = share(*max_vus, state.index, workers as usize);
+    let idle: Rc<RefCell<Vec<Vu>>> = Rc::new(RefCell::new(Vec::new()));
+    let mut created = 0u64;
+    let start = tokio::time::Instant::from_std(state.shared.start);
+    let mut arrival = state.index as u64;
+    while let Some(offset_s) = profile.time_of_arrival(arrival as f64) {
+        let due = start + Duration::from_secs_f64(offset_s);
+        if due > tokio::time::Instant::now() {
+            tokio::select! {
+                _ = tokio::time::sleep_until(due) => {}
+                _ = state.stop_notify.notified() => {}
+            }
+        }
+        if state.stopping.get() {
+            break;
+        }
+        let vu = idle.borrow_mut().pop().or_else(|| {
+            (created < capacity).then(|| {
+                created += 1;
+                state.vu_started();
+                Vu::new((created - 1) * workers + state.index as u64)
+            })
+        });
+        match vu {
+            Some(vu) => {
+                tokio::task::spawn_local(open_iteration(Rc::clone(&state), scenario, vu, due.into_std(), Rc::clone(&idle)));
+            }
+            None => state.recorder.borrow_mut().dropped_arrivals += 1,
+        }
+        arrival += workers;
+    }
+    // Idle VUs leave once stopping begins; busy ones leave when their iteration ends.
+    while !state.stopping.get() {
+        let stopped = state.stop_notify.notified();
+        if state.stopping.get() {
+            break;
+        }
+        stopped.await;
+    }
+    for _ in idle.borrow_mut().drain(..) {
+        state.vu_ended();
+    }
+}
+
+async fn open_iteration(state: Rc<WorkerState>, scenario: usize, mut vu: Vu, intended: Instant, idle: Rc<RefCell<Vec<Vu>>>) {
+    state.busy_vus.set(state.busy_vus.get() + 1);
+    vu.run_iteration(&state, scenario_of(&state, scenario), Some(intended)).await;
+    state.busy_vus.set(state.busy_vus.get() - 1);
+    state.recorder.borrow_mut().iterations += 1;
+    if state.stopping.get() {
+        // The VU is done for good: its connection closes now rather than at the end of the run.
+        drop(vu);
+        state.vu_ended();
+    } else {
+        idle.borrow_mut().push(vu);
+    }
+}

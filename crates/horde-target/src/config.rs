@@ -1,0 +1,150 @@
+//! What a caller may ask of the target, and how starting it can fail.
+
+use std::io;
+
+/// How to start a target. `TargetConfig::default()` listens on `127.0.0.1` at a free port, with
+/// no capacity limit, on one worker thread.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TargetConfig {
+    /// Host name or IP address to listen on, such as `"127.0.0.1"` or `"::1"`. Names are resolved
+    /// and the first address that binds is used. Default `"127.0.0.1"`.
+    pub host: String,
+    /// TCP port to listen on; `0` lets the system pick a free one, which
+    /// [`TargetHandle::port`](crate::TargetHandle::port) then reports. Default `0`.
+    pub port: u16,
+    /// A service capacity to emulate, or `None` (the default) to serve every request as soon as
+    /// its endpoint allows.
+    pub capacity: Option<Capacity>,
+    /// Worker threads of the target's own tokio runtime; at least 1. Default `1`, which leaves the
+    /// cores to the load generator that the target usually shares a machine with.
+    pub threads: usize,
+}
+
+impl Default for TargetConfig {
+    fn default() -> Self {
+        TargetConfig {
+            host: "127.0.0.1".to_string(),
+            port: 0,
+            capacity: None,
+            threads: 1,
+        }
+    }
+}
+
+/// A server with `workers` parallel workers, each taking `service_ms` per request: its maximum
+/// throughput is exactly `workers * 1000 / service_ms` requests per second, whatever the timer
+/// granularity, because completion instants are computed rather than measured (see the
+/// `capacity` module).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Capacity {
+    /// How many requests are in service at once; at least 1.
+    pub workers: usize,
+    /// Service time of one request in milliseconds; finite and greater than 0.
+    pub service_ms: f64,
+}
+
+/// Why a target could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    /// The listening socket could not be opened.
+    #[error("cannot listen on {address}: {reason}")]
+    Bind {
+        /// `host:port` as asked for.
+        address: String,
+        /// What went wrong, in words a user can act on.
+        reason: String,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// A field of [`TargetConfig`] is out of range.
+    #[error("invalid target configuration: {0}")]
+    InvalidConfig(String),
+    /// The target's runtime or thread could not be created.
+    #[error("cannot start the target's runtime: {0}")]
+    Runtime(#[source] io::Error),
+}
+
+impl TargetConfig {
+    pub(crate) fn check(&self) -> Result<(), TargetError> {
+        if self.threads == 0 {
+            return Err(TargetError::InvalidConfig(
+                "threads must be at least 1".to_string(),
+            ));
+        }
+        if let Some(capacity) = self.capacity {
+            if capacity.workers == 0 {
+                return Err(TargetError::InvalidConfig(
+                    "capacity.workers must be at least 1".to_string(),
+                ));
+            }
+            // The upper bound keeps Duration::from_secs_f64 far from overflow.
+            if !(capacity.service_ms.is_finite()
+                && capacity.service_ms > 0.0
+                && capacity.service_ms <= crate::routes::MAX_DURATION_MS)
+            {
+                return Err(TargetError::InvalidConfig(format!(
+                    "capacity.service_ms must be greater than 0 and at most {} (got {})",
+                    crate::routes::MAX_DURATION_MS,
+                    capacity.service_ms
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Turns an `io::Error` from `bind`/`listen` into advice rather than an errno.
+pub(crate) fn bind_reason(error: &io::Error, port: u16) -> String {
+    match error.kind() {
+        io::ErrorKind::AddrInUse => {
+            "address in use (another process listens there; pick another port or 0 for any free one)"
+                .to_string()
+        }
+        io::ErrorKind::AddrNotAvailable => {
+            "address not available (no interface on this host has that address)".to_string()
+        }
+        io::ErrorKind::PermissionDenied if port != 0 && port < 1024 => {
+            "permission denied (ports below 1024 need privileges; use a port >= 1024)".to_string()
+        }
+        _ => error.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_is_loopback_any_port_unlimited() {
+        let config = TargetConfig::default();
+        assert_eq!(config.host, "127.0.0.1");
+        assert_eq!(config.port, 0);
+        assert_eq!(config.capacity, None);
+        assert_eq!(config.threads, 1);
+        assert!(config.check().is_ok());
+    }
+
+    #[test]
+    fn out_of_range_fields_are_rejected() {
+        let zero_threads = TargetConfig {
+            threads: 0,
+            ..TargetConfig::default()
+        };
+        assert!(zero_threads
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("threads"));
+        for (workers, service_ms) in [(0, 10.0), (1, 0.0), (1, -1.0), (1, f64::NAN), (1, 1e300)] {
+            let config = TargetConfig {
+                capacity: Some(Capacity {
+                    workers,
+                    service_ms,
+                }),
+                ..TargetConfig::default()
+            };
+            assert!(config.check().is_err(), "{workers} {service_ms}");
+        }
+    }
+}

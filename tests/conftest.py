@@ -1,0 +1,203 @@
+"""Shared test fixtures.
+
+PostgreSQL
+----------
+``postgres_url`` (session): an admin URL of a real PostgreSQL server. Either
+``$HORDE_TEST_POSTGRES_URL``, or a private throwaway cluster started from the binaries in
+``/usr/lib/postgresql/*/bin`` on a free port of 127.0.0.1 (trust auth), stopped and deleted at the
+end of the session. Without binaries the tests using it are skipped, unless
+``HORDE_REQUIRE_POSTGRES=1`` (CI), which turns the skip into a failure.
+
+``postgres_database`` (function): a URL of a fresh, empty database on that server, dropped after
+the test, so tests never see each other's rows.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+# The repository's Python sources, for tests that start a Horde subprocess.
+PYTHON_SRC = Path(__file__).resolve().parents[1] / "python"
+
+_PG_SUPERUSER = "postgres"
+
+
+def free_tcp_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _skip_or_fail(reason: str) -> None:
+    """Skip, or fail when CI demands PostgreSQL (so its tests can never be skipped silently)."""
+    if os.environ.get("HORDE_REQUIRE_POSTGRES") == "1":
+        pytest.fail(f"HORDE_REQUIRE_POSTGRES=1 but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def _postgres_bindir() -> Path | None:
+    """The newest installed PostgreSQL's bin directory (Debian layout first, then PATH)."""
+
+    def version(path: str) -> tuple[int, ...]:
+        match = re.search(r"/postgresql/([\d.]+)/bin", path)
+        return tuple(int(part) for part in match.group(1).split(".")) if match else ()
+
+    found = sorted(
+        (Path(p).parent for p in glob.glob("/usr/lib/postgresql/*/bin/initdb")),
+        key=lambda p: version(str(p)),
+    )
+    if found:
+        return found[-1]
+    on_path = shutil.which("initdb")
+    if on_path and shutil.which("pg_ctl"):
+        return Path(on_path).parent
+    return None
+
+
+def _as_postgres_user() -> list[str]:
+    """The command prefix that runs initdb/pg_ctl as an unprivileged user.
+
+    initdb refuses to run as root, so root runs them as the ``postgres`` system user (created
+    by the Debian packages); any other user runs them as itself.
+    """
+    if os.geteuid() != 0:
+        return []
+    try:
+        pwd.getpwnam(_PG_SUPERUSER)
+    except KeyError:
+        _skip_or_fail(
+            "running as root and there is no `postgres` system user to run initdb as "
+            "(install PostgreSQL from packages, or set HORDE_TEST_POSTGRES_URL)"
+        )
+    runuser = shutil.which("runuser")
+    if runuser is None:
+        _skip_or_fail("running as root and `runuser` is missing, so initdb cannot be run")
+        raise AssertionError("unreachable")
+    return [runuser, "-u", _PG_SUPERUSER, "--"]
+
+
+def _run(command: list[str], cwd: Path, what: str) -> None:
+    """Run a cluster command; a failure fails the session set-up with its output."""
+    proc = subprocess.run(
+        command, cwd=cwd, capture_output=True, text=True, timeout=120, check=False
+    )
+    if proc.returncode != 0:
+        pytest.fail(
+            f"{what} failed ({proc.returncode}): {' '.join(command)}\n"
+            f"{proc.stdout}\n{proc.stderr}",
+            pytrace=False,
+        )
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """An admin URL (``postgresql+psycopg://``) of a real PostgreSQL server for this session."""
+    external = os.environ.get("HORDE_TEST_POSTGRES_URL")
+    if external:
+        url = make_url(external).set(drivername="postgresql+psycopg")
+        yield url.render_as_string(hide_password=False)
+        return
+
+    bindir = _postgres_bindir()
+    if bindir is None:
+        _skip_or_fail(
+            "no PostgreSQL binaries (initdb, pg_ctl) in /usr/lib/postgresql/*/bin or on PATH; "
+            "install postgresql or set HORDE_TEST_POSTGRES_URL"
+        )
+        raise AssertionError("unreachable")
+    prefix = _as_postgres_user()
+
+    workdir = Path(tempfile.mkdtemp(prefix="horde-pg-"))
+    datadir = workdir / "data"
+    started = False
+    try:
+        if prefix:
+            # The cluster's files (and its unix socket) belong to the user that runs it.
+            shutil.chown(workdir, user=_PG_SUPERUSER, group=None)
+        _run(
+            [
+                *prefix,
+                str(bindir / "initdb"),
+                "--pgdata", str(datadir),
+                "--auth", "trust",
+                "--username", _PG_SUPERUSER,
+                "--encoding", "UTF8",
+                "--locale", "C",
+                # Durability of a throwaway cluster does not matter; speed does.
+                "--no-sync",
+            ],
+            cwd=workdir,
+            what="initdb",
+        )
+        port = free_tcp_port()
+        options = " ".join(
+            [
+                "-c listen_addresses=127.0.0.1",
+                f"-c port={port}",
+                # Our own socket directory: /var/run/postgresql may be absent or not ours.
+                f"-c unix_socket_directories={workdir}",
+                "-c fsync=off",
+                "-c full_page_writes=off",
+                "-c max_connections=50",
+            ]
+        )
+        # Set before starting: a start that times out may still leave a server to stop.
+        started = True
+        _run(
+            [
+                *prefix,
+                str(bindir / "pg_ctl"),
+                "--pgdata", str(datadir),
+                "--log", str(workdir / "server.log"),
+                "--options", options,
+                "--wait",
+                "--timeout", "60",
+                "start",
+            ],
+            cwd=workdir,
+            what="pg_ctl start",
+        )
+        yield f"postgresql+psycopg://{_PG_SUPERUSER}@127.0.0.1:{port}/postgres"
+    finally:
+        if started:
+            # immediate: nothing in a throwaway cluster is worth a clean shutdown's wait.
+            subprocess.run(
+                [*prefix, str(bindir / "pg_ctl"), "--pgdata", str(datadir),
+                 "--mode", "immediate", "--wait", "stop"],
+                cwd=workdir, capture_output=True, timeout=60, check=False,
+            )
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture
+def postgres_database(postgres_url: str) -> Iterator[str]:
+    """A URL of a fresh, empty database on the session's server, dropped after the test."""
+    name = f"horde_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(postgres_url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+        yield make_url(postgres_url).set(database=name).render_as_string(hide_password=False)
+        with admin.connect() as conn:
+            version = conn.dialect.server_version_info or (0,)
+            # FORCE (PostgreSQL 13+) ends connections a test left behind (a killed child's).
+            force = " WITH (FORCE)" if version >= (13,) else ""
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}"{force}'))
+    finally:
+        admin.dispose()

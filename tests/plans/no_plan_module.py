@@ -1,0 +1,3 @@
+"""A plan module that forgot to define `plan`."""
+
+PLAN = {"version": 1}

@@ -1,0 +1,343 @@
+"""Reading plan files (python/horde/planfile.py): every problem located in the file."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from horde.errors import PlanInvalid, Problem
+from horde.plan import ClosedModel, plan_from_dict, plan_to_json
+from horde.planfile import PLAN_FILE_NAMES, load_plan
+
+PLANS = Path(__file__).parent / "plans"
+QUICKSTART = Path(__file__).parents[1] / "examples" / "quickstart"
+
+
+def problems_of(path: str | Path) -> list[Problem]:
+    with pytest.raises(PlanInvalid) as caught:
+        load_plan(path)
+    assert caught.value.source is not None
+    return caught.value.problems
+
+
+def locations(path: Path) -> list[str]:
+    prefix = f"{path}:"
+    found = []
+    for problem in problems_of(path):
+        assert problem.location.startswith(prefix), problem.location
+        assert problem.hint, problem
+        found.append(problem.location[len(prefix):])
+    return found
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+MINIMAL_YAML = """\
+version: 1
+target:
+  base_url: http://127.0.0.1:8080
+scenarios:
+  - name: browse
+    steps:
+      - {name: home, method: GET, path: /}
+    workload: {type: closed, stages: [{duration_s: 1, vus: 1}]}
+"""
+
+
+# --- YAML ----------------------------------------------------------------------------------------
+
+
+def test_unknown_keys_are_located_at_their_lines() -> None:
+    path = PLANS / "bad_unknown_key.yaml"
+    assert locations(path) == [
+        "4: duration",
+        "7: target.timeout_ms",
+        "14: scenarios[0].steps[0].pth",
+    ]
+    problems = problems_of(path)
+    assert problems[0].message == "unknown key 'duration'"
+    assert problems[0].hint == "allowed keys here: version, name, target, scenarios, graceful_stop_s"
+    assert str(problems[2]) == (
+        f"{path}:14: scenarios[0].steps[0].pth: unknown key 'pth'"
+    )
+
+
+def test_bad_values_are_located_at_their_lines() -> None:
+    path = PLANS / "bad_values.yaml"
+    assert locations(path) == [
+        "4: target.base_url",
+        "6: target.headers.bad name",
+        "11: scenarios[0].steps[0].method",
+        "12: scenarios[0].steps[0].path",
+        "16: scenarios[0].steps[0].think_time.max_ms",
+        "17: scenarios[0].steps[1].name",
+        "23: scenarios[0].workload.stages[0].duration_s",
+        "24: scenarios[0].workload.stages[0].vus",
+        # A missing key points at its parent mapping: the step that lacks a method.
+        "27: scenarios[1].steps[0].method",
+        "30: scenarios[1].steps[0].think_time.type",
+        "33: scenarios[1].workload.type",
+    ]
+    by_path = {p.location.split(": ", 1)[1]: p for p in problems_of(path)}
+    assert by_path["scenarios[1].workload.type"].hint == "use one of: 'closed', 'open'"
+    assert by_path["scenarios[0].steps[0].path"].message == "'home' must start with '/'"
+
+
+def test_missing_keys_point_at_the_parent_mapping(tmp_path: Path) -> None:
+    path = write(tmp_path, "plan.yaml", """\
+# a comment first
+version: 1
+target:
+  headers: {}
+scenarios:
+  - name: browse
+    steps:
+      - {name: home, method: GET}
+    workload:
+      type: open
+      stages: [{duration_s: 1, rate_per_s: 1}]
+""")
+    assert locations(path) == [
+        "3: target.base_url",
+        "8: scenarios[0].steps[0].path",
+        "9: scenarios[0].workload.max_vus",
+    ]
+
+
+def test_missing_top_level_key_points_at_the_document(tmp_path: Path) -> None:
+    path = write(tmp_path, "plan.yaml", "\n# the plan\nversion: 1\nname: x\n")
+    assert locations(path) == ["3: target", "3: scenarios"]
+
+
+def test_yaml_syntax_error_is_located() -> None:
+    path = PLANS / "bad_syntax.yaml"
+    (problem,) = problems_of(path)
+    assert problem.location == f"{path}:8"
+    assert problem.message.startswith("YAML syntax error: expected ',' or ']'")
+    assert "line 6" in problem.message
+    assert problem.hint is not None and "indentation" in problem.hint
+
+
+def test_tab_indentation_gets_its_own_hint(tmp_path: Path) -> None:
+    path = write(tmp_path, "plan.yaml", "version: 1\ntarget:\n\tbase_url: http://h\n")
+    (problem,) = problems_of(path)
+    assert problem.location == f"{path}:3"
+    assert problem.hint == "indent with spaces, not tabs"
+
+
+def test_duplicate_key_is_located() -> None:
+    path = PLANS / "bad_duplicate_key.yaml"
+    (problem,) = problems_of(path)
+    assert problem.location == f"{path}:4"
+    assert problem.message == 'found duplicate key "base_url"'
+    assert problem.hint is not None and "line 3" in problem.hint
+
+
+def test_empty_yaml(tmp_path: Path) -> None:
+    path = write(tmp_path, "plan.yml", "# nothing yet\n")
+    (problem,) = problems_of(path)
+    assert problem.location == str(path)
+    assert "empty" in problem.message
+    assert problem.hint is not None and "quickstart" in problem.hint
+
+
+def test_yaml_that_is_not_a_mapping(tmp_path: Path) -> None:
+    path = write(tmp_path, "plan.yaml", "\n- version: 1\n")
+    (problem,) = problems_of(path)
+    assert problem.location == f"{path}:2"
+    assert problem.message == "must be a mapping (got a list)"
+
+
+def test_yaml_values_become_plain_python(tmp_path: Path) -> None:
+    path = write(tmp_path, "plan.yaml", MINIMAL_YAML.replace(
+        "path: /}", "path: /, body: \"x\"}"
+    ) + "graceful_stop_s: 0x10\n")
+    plan = load_plan(path)
+    step = plan.scenarios[0].steps[0]
+    assert type(step.body) is str and type(plan.graceful_stop_s) is float
+    assert plan.graceful_stop_s == 16
+    json.loads(plan_to_json(plan))
+
+
+def test_yaml_number_where_text_is_expected(tmp_path: Path) -> None:
+    path = write(tmp_path, "plan.yaml", MINIMAL_YAML.replace("name: browse", "name: 2024"))
+    (problem,) = problems_of(path)
+    assert problem.location == f"{path}:5: scenarios[0].name"
+    assert problem.message == "must be text (got the number 2024)"
+    assert problem.hint == 'quote the value, e.g. "2024"'
+
+
+# --- JSON ----------------------------------------------------------------------------------------
+
+
+def test_json_syntax_error_is_located_by_line_and_column() -> None:
+    path = PLANS / "bad_syntax.json"
+    (problem,) = problems_of(path)
+    assert problem.location == f"{path}:3:50"
+    assert problem.message.startswith("JSON syntax error: ")
+    assert problem.hint is not None and "trailing commas" in problem.hint
+
+
+def test_json_plan_problems_are_located() -> None:
+    path = PLANS / "bad_values.json"
+    assert locations(path) == [
+        "8: scenarios[0].steps[0].path",
+        "10: scenarios[0].workload.max_vus",
+    ]
+
+
+def test_json_duplicate_key(tmp_path: Path) -> None:
+    path = write(tmp_path, "plan.json", '{"version": 1,\n "version": 1}\n')
+    (problem,) = problems_of(path)
+    assert problem.location == f"{path}:2"
+    assert problem.message == "duplicate key 'version'"
+
+
+def test_json_plan_loads(tmp_path: Path) -> None:
+    plan = load_plan(QUICKSTART)
+    path = write(tmp_path, "plan.json", plan_to_json(plan))
+    assert load_plan(path) == plan
+
+
+# --- Python --------------------------------------------------------------------------------------
+
+
+def test_python_module_plan() -> None:
+    plan = load_plan(PLANS / "plan_module.py")
+    assert plan.name == "from-python"
+    assert not any(name.startswith("_horde_plan_") for name in sys.modules)
+
+
+def test_python_module_with_a_dict_plan(tmp_path: Path) -> None:
+    data = json.loads(plan_to_json(load_plan(QUICKSTART)))
+    path = write(tmp_path, "dict_plan.py", f"plan = {data!r}\n")
+    assert load_plan(path) == plan_from_dict(data)
+
+
+def test_python_module_that_fails_reports_the_line() -> None:
+    path = PLANS / "broken_module.py"
+    (problem,) = problems_of(path)
+    assert problem.location == f"{path}:5"
+    assert problem.message == "KeyError: 'rat'"
+    assert problem.hint is not None
+
+
+def test_python_module_with_an_invalid_model() -> None:
+    path = PLANS / "bad_model_module.py"
+    (problem,) = problems_of(path)
+    assert problem.location == f"{path}:5: HttpStep.method"
+    assert problem.message == "method 'get' must be upper case"
+    assert problem.hint == "write 'GET'"
+
+
+def test_python_module_syntax_error(tmp_path: Path) -> None:
+    path = write(tmp_path, "plan.py", "x = 1\nplan = (\n")
+    (problem,) = problems_of(path)
+    assert problem.location.startswith(f"{path}:")
+    assert problem.message.startswith("Python syntax error")
+
+
+def test_python_module_without_plan() -> None:
+    (problem,) = problems_of(PLANS / "no_plan_module.py")
+    assert problem.message == "the module defines no `plan`"
+    assert problem.hint is not None and "define a module-level `plan = Plan(...)`" in problem.hint
+
+
+def test_python_module_with_the_wrong_plan(tmp_path: Path) -> None:
+    (problem,) = problems_of(write(tmp_path, "plan.py", "plan = ['x']\n"))
+    assert problem.message == "`plan` is a list, not a Plan"
+
+
+def test_python_module_plan_is_validated_again(tmp_path: Path) -> None:
+    path = write(tmp_path, "plan.py", f"""\
+from horde.planfile import load_plan
+plan = load_plan({str(QUICKSTART)!r})
+plan.scenarios[0].steps[0].path = "no-slash"  # pydantic does not check assignments
+""")
+    (problem,) = problems_of(path)
+    assert problem.location == "scenarios[0].steps[0].path"
+
+
+# --- directories and files -----------------------------------------------------------------------
+
+
+def test_directory_lookup_finds_the_quickstart() -> None:
+    plan = load_plan(QUICKSTART)
+    assert plan == load_plan(QUICKSTART / "plan.yaml")
+    assert plan == load_plan(str(QUICKSTART))
+
+
+def test_directory_lookup_order(tmp_path: Path) -> None:
+    plan = load_plan(QUICKSTART)
+    write(tmp_path, "plan.json", plan_to_json(plan.model_copy(update={"name": "json"})))
+    assert load_plan(tmp_path).name == "json"
+    write(tmp_path, "plan.yml", MINIMAL_YAML + "name: yml\n")
+    assert load_plan(tmp_path).name == "yml"
+
+
+def test_directory_without_a_plan(tmp_path: Path) -> None:
+    (problem,) = problems_of(tmp_path)
+    assert problem.location == str(tmp_path)
+    assert problem.hint is not None
+    for name in PLAN_FILE_NAMES:
+        assert name in problem.hint
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    path = tmp_path / "nope.yaml"
+    (problem,) = problems_of(path)
+    assert problem.location == str(path)
+    assert problem.message == "no such file or directory"
+    assert problem.hint is not None and ".yaml" in problem.hint
+
+
+def test_unknown_extension(tmp_path: Path) -> None:
+    (problem,) = problems_of(write(tmp_path, "plan.toml", "version = 1\n"))
+    assert "'.toml'" in problem.message
+    assert problem.hint is not None and ".json" in problem.hint
+
+
+def test_file_that_is_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "plan.yaml"
+    path.write_bytes(b"name: caf\xe9\n")
+    (problem,) = problems_of(path)
+    assert "UTF-8" in problem.message
+
+
+def test_quickstart_is_what_its_comments_say() -> None:
+    plan = load_plan(QUICKSTART)
+    assert plan.target.base_url == "http://127.0.0.1:8080"
+    (scenario,) = plan.scenarios
+    assert scenario.name == "browse"
+    assert [(s.name, s.method, s.path) for s in scenario.steps] == [
+        ("home", "GET", "/"), ("item", "GET", "/delay/5"),
+    ]
+    assert all(s.think_time is not None and s.think_time.type == "constant" for s in scenario.steps)
+    workload = scenario.workload
+    assert isinstance(workload, ClosedModel) and workload.start_vus == 0
+    assert [(s.duration_s, s.vus) for s in workload.stages] == [(5, 20), (15, 20)]
+    assert sum(s.duration_s for s in workload.stages) == 20
+
+
+def test_python_module_with_an_invalid_plan(tmp_path: Path) -> None:
+    path = write(tmp_path, "plan.py", """\
+from horde.plan import Plan
+
+plan = Plan(
+    version=1,
+    target={"base_url": "http://h", "verify": False},
+    scenarios=[],
+)
+""")
+    problems = problems_of(path)
+    assert [p.location for p in problems] == [
+        f"{path}:3: target.verify",
+        f"{path}:3: scenarios",
+    ]
