@@ -1,1 +1,217 @@
+//! `horde._engine`: the Python face of the engine, and the only crate that knows Python.
+//!
+//! It turns plan JSON into a running [`horde_engine::RunHandle`], hands snapshots to Python as
+//! plain dicts (histograms as HDR V2 `bytes`), exposes the pure histogram functions the control
+//! plane needs for exact merges, and starts the built-in target. The GIL is released whenever
+//! the call waits or works (polling for a snapshot, merging histograms, stopping a target), so
+//! the engine's threads and Python's never wait on each other.
+//!
+//! Error mapping: a bad plan raises `ValueError` (the control plane has already checked it with
+//! pydantic, so this is the second line of defence); a setup fault raises `RuntimeError`;
+//! a target that cannot listen raises `OSError`. Failed requests never raise: they are counted.
 
+use horde_engine::{EngineError, EngineOptions, Next, Snapshot};
+use horde_target::{Capacity, TargetConfig, TargetHandle};
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Every problem of a plan as `(path, message)` pairs; empty when the engine can run it.
+#[pyfunction]
+fn validate_plan(plan_json: &str) -> Vec<(String, String)> {
+    match horde_plan::decode_and_validate(plan_json) {
+        Ok(_) => Vec::new(),
+        Err(problems) => problems.into_iter().map(|problem| (problem.path, problem.message)).collect(),
+    }
+}
+
+/// A running plan. Poll it for snapshots; stop it when you like.
+#[pyclass(module = "horde._engine", name = "RunHandle")]
+struct PyRunHandle {
+    // Polling happens with the GIL released, so the handle lives behind its own lock.
+    inner: Mutex<horde_engine::RunHandle>,
+}
+
+#[pymethods]
+impl PyRunHandle {
+    /// The next snapshot as a dict, or None if none arrived within `timeout_s`, or after the
+    /// final one.
+    fn poll<'py>(&self, py: Python<'py>, timeout_s: f64) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let timeout = Duration::from_secs_f64(timeout_s.max(0.0));
+        let next = py.detach(|| self.inner.lock().map(|mut run| run.next_snapshot(timeout)).map_err(|_| ()));
+        match next {
+            Ok(Next::Snapshot(snapshot)) => Ok(Some(snapshot_to_dict(py, &snapshot)?)),
+            Ok(Next::Pending | Next::Finished) => Ok(None),
+            Err(_) => Err(PyRuntimeError::new_err("the run handle is unusable after a panic")),
+        }
+    }
+
+    /// Stops new iterations; in-flight requests get the plan's grace period.
+    fn stop(&self, py: Python<'_>) {
+        py.detach(|| {
+            if let Ok(run) = self.inner.lock() {
+                run.stop();
+            }
+        });
+    }
+
+    /// True once the final snapshot has been returned by `poll`.
+    #[getter]
+    fn finished(&self) -> bool {
+        self.inner.lock().map(|run| run.is_finished()).unwrap_or(true)
+    }
+
+    /// Seconds until the stages end (without the grace period).
+    #[getter]
+    fn planned_duration_s(&self) -> f64 {
+        self.inner.lock().map(|run| run.planned_duration().as_secs_f64()).unwrap_or(0.0)
+    }
+}
+
+/// Starts a run of `plan_json` on `workers` threads (default: one per core).
+#[pyfunction]
+#[pyo3(signature = (plan_json, workers=None))]
+fn start_run(py: Python<'_>, plan_json: &str, workers: Option<usize>) -> PyResult<PyRunHandle> {
+    let plan = horde_plan::decode(plan_json).map_err(|error| PyValueError::new_err(error.to_string()))?;
+    let mut options = EngineOptions::default();
+    if let Some(workers) = workers {
+        if workers == 0 {
+            return Err(PyValueError::new_err("workers must be at least 1"));
+        }
+        options.workers = workers;
+    }
+    let run = py.detach(|| horde_engine::start(&plan, options)).map_err(|error| match error {
+        EngineError::InvalidPlan(_) => PyValueError::new_err(error.to_string()),
+        EngineError::Setup(message) => PyRuntimeError::new_err(message),
+    })?;
+    Ok(PyRunHandle { inner: Mutex::new(run) })
+}
+
+fn snapshot_to_dict<'py>(py: Python<'py>, snapshot: &Snapshot) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    dict.set_item("second", snapshot.second)?;
+    dict.set_item("elapsed_s", snapshot.elapsed_s)?;
+    dict.set_item("interval_s", snapshot.interval_s)?;
+    dict.set_item("timestamp", snapshot.timestamp)?;
+    dict.set_item("final", snapshot.is_final)?;
+    let steps = PyList::empty(py);
+    for step in &snapshot.steps {
+        let entry = PyDict::new(py);
+        entry.set_item("scenario", &step.scenario)?;
+        entry.set_item("step", &step.step)?;
+        entry.set_item("requests", step.requests)?;
+        entry.set_item("ok", step.ok)?;
+        let errors = PyDict::new(py);
+        for (kind, count) in &step.errors {
+            errors.set_item(kind, count)?;
+        }
+        entry.set_item("errors", errors)?;
+        entry.set_item("bytes_sent", step.bytes_sent)?;
+        entry.set_item("bytes_received", step.bytes_received)?;
+        entry.set_item("histogram", PyBytes::new(py, &step.histogram))?;
+        steps.append(entry)?;
+    }
+    dict.set_item("steps", steps)?;
+    dict.set_item("active_vus", snapshot.active_vus)?;
+    dict.set_item("busy_vus", snapshot.busy_vus)?;
+    dict.set_item("iterations", snapshot.iterations)?;
+    dict.set_item("dropped_arrivals", snapshot.dropped_arrivals)?;
+    dict.set_item("connections_opened", snapshot.connections_opened)?;
+    dict.set_item("target_vus", snapshot.target_vus)?;
+    dict.set_item("target_rate_per_s", snapshot.target_rate_per_s)?;
+    dict.set_item("cpu_percent", snapshot.cpu_percent)?;
+    dict.set_item("timer_lateness_p99_ms", snapshot.timer_lateness_p99_ms)?;
+    Ok(dict)
+}
+
+/// Merges HDR V2 histograms exactly; returns the merged one, HDR V2 encoded.
+#[pyfunction]
+fn histogram_merge<'py>(py: Python<'py>, parts: Vec<Vec<u8>>) -> PyResult<Bound<'py, PyBytes>> {
+    let encoded = py.detach(|| {
+        let merged = horde_metrics::merge_encoded(parts.iter().map(Vec::as_slice))?;
+        horde_metrics::encode_histogram(&merged)
+    });
+    encoded.map(|bytes| PyBytes::new(py, &bytes)).map_err(|error| PyValueError::new_err(error.to_string()))
+}
+
+/// Count, min, max, mean and the given percentiles (0..100) of an HDR V2 histogram, in µs.
+#[pyfunction]
+fn histogram_stats<'py>(py: Python<'py>, blob: &[u8], percentiles: Vec<f64>) -> PyResult<Bound<'py, PyDict>> {
+    let histogram = horde_metrics::decode_histogram(blob).map_err(|error| PyValueError::new_err(error.to_string()))?;
+    let dict = PyDict::new(py);
+    let empty = histogram.is_empty();
+    dict.set_item("count", histogram.len())?;
+    dict.set_item("min_us", if empty { 0 } else { histogram.min() })?;
+    dict.set_item("max_us", if empty { 0 } else { histogram.max() })?;
+    dict.set_item("mean_us", if empty { 0.0 } else { histogram.mean() })?;
+    let values: Vec<u64> = percentiles
+        .iter()
+        .map(|percentile| if empty { 0 } else { histogram.value_at_quantile((percentile / 100.0).clamp(0.0, 1.0)) })
+        .collect();
+    dict.set_item("percentiles_us", values)?;
+    Ok(dict)
+}
+
+/// The built-in target, running on its own thread until stopped.
+#[pyclass(module = "horde._engine", name = "TargetHandle")]
+struct PyTargetHandle {
+    inner: Mutex<Option<TargetHandle>>,
+    port: u16,
+}
+
+#[pymethods]
+impl PyTargetHandle {
+    #[getter]
+    fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Stops the target (bounded: returns within about 2 s).
+    fn stop(&self, py: Python<'_>) {
+        let handle = self.inner.lock().ok().and_then(|mut inner| inner.take());
+        if let Some(handle) = handle {
+            py.detach(|| handle.stop());
+        }
+    }
+}
+
+/// Starts the built-in target. `workers` and `service_ms` together set the capacity model
+/// (at most `workers` requests in service, each taking `service_ms`).
+#[pyfunction]
+#[pyo3(signature = (host="127.0.0.1", port=0, workers=None, service_ms=None, threads=1))]
+fn start_target(
+    py: Python<'_>,
+    host: &str,
+    port: u16,
+    workers: Option<usize>,
+    service_ms: Option<f64>,
+    threads: usize,
+) -> PyResult<PyTargetHandle> {
+    let capacity = match (workers, service_ms) {
+        (None, None) => None,
+        (Some(workers), Some(service_ms)) => Some(Capacity { workers, service_ms }),
+        _ => return Err(PyValueError::new_err("the capacity model needs both workers and service_ms")),
+    };
+    let config = TargetConfig { host: host.to_owned(), port, capacity, threads };
+    let handle = py.detach(|| TargetHandle::start(config)).map_err(|error| match error {
+        horde_target::TargetError::InvalidConfig(message) => PyValueError::new_err(message),
+        other => PyOSError::new_err(other.to_string()),
+    })?;
+    let port = handle.port();
+    Ok(PyTargetHandle { inner: Mutex::new(Some(handle)), port })
+}
+
+#[pymodule]
+fn _engine(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_function(wrap_pyfunction!(validate_plan, module)?)?;
+    module.add_function(wrap_pyfunction!(start_run, module)?)?;
+    module.add_function(wrap_pyfunction!(histogram_merge, module)?)?;
+    module.add_function(wrap_pyfunction!(histogram_stats, module)?)?;
+    module.add_function(wrap_pyfunction!(start_target, module)?)?;
+    module.add_class::<PyRunHandle>()?;
+    module.add_class::<PyTargetHandle>()?;
+    module.add("ENGINE_VERSION", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -64,3 +64,287 @@ pub fn errors_of_kind(snapshots: &[Snapshot], kind: &str) -> u64 {
         .map(|(_, count)| count)
         .sum()
 }
+
+// ---------------------------------------------------------------------------------------------
+// Helpers added for the feature tests (tls, error kinds, graceful stop, robustness, workers).
+// ---------------------------------------------------------------------------------------------
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+/// Decodes a test plan written in full, and checks that it is valid.
+pub fn plan_from_json(json: &str) -> horde_plan::Plan {
+    match horde_plan::decode_and_validate(json) {
+        Ok(plan) => plan,
+        Err(problems) => panic!("test plan is invalid: {problems:?}\n{json}"),
+    }
+}
+
+/// A one-scenario plan. `target_extra` is spliced into the target object after `base_url`
+/// (for example `, "request_timeout_ms": 200, "insecure": true`); `steps` is a JSON array.
+pub fn custom_plan(base_url: &str, target_extra: &str, steps: &str, workload: &str, graceful_stop_s: f64) -> horde_plan::Plan {
+    plan_from_json(&format!(
+        r#"{{"version": 1, "target": {{"base_url": "{base_url}"{target_extra}}},
+            "graceful_stop_s": {graceful_stop_s},
+            "scenarios": [{{"name": "s", "steps": {steps}, "workload": {workload}}}]}}"#
+    ))
+}
+
+/// One GET step named `get`, with an optional constant think time (which also bounds how fast
+/// a VU can loop against a target that fails at once).
+pub fn get_step(path: &str, think_ms: Option<f64>) -> String {
+    match think_ms {
+        Some(ms) => format!(
+            r#"[{{"name": "get", "method": "GET", "path": "{path}", "think_time": {{"type": "constant", "duration_ms": {ms}}}}}]"#
+        ),
+        None => format!(r#"[{{"name": "get", "method": "GET", "path": "{path}"}}]"#),
+    }
+}
+
+/// A closed workload holding `vus` VUs for `seconds` (from the first instant: `start_vus`).
+pub fn closed(vus: u64, seconds: f64) -> String {
+    format!(r#"{{"type": "closed", "start_vus": {vus}, "stages": [{{"duration_s": {seconds}, "vus": {vus}}}]}}"#)
+}
+
+/// An open workload at a constant `rate` for `seconds`.
+pub fn open(rate: f64, seconds: f64, max_vus: u64) -> String {
+    format!(
+        r#"{{"type": "open", "start_rate_per_s": {rate}, "stages": [{{"duration_s": {seconds}, "rate_per_s": {rate}}}], "max_vus": {max_vus}}}"#
+    )
+}
+
+pub fn total_ok(snapshots: &[Snapshot]) -> u64 {
+    snapshots.iter().map(Snapshot::ok).sum()
+}
+
+pub fn bytes_received(snapshots: &[Snapshot]) -> u64 {
+    snapshots.iter().flat_map(|s| s.steps.iter()).map(|step| step.bytes_received).sum()
+}
+
+pub fn bytes_sent(snapshots: &[Snapshot]) -> u64 {
+    snapshots.iter().flat_map(|s| s.steps.iter()).map(|step| step.bytes_sent).sum()
+}
+
+pub fn connections_opened(snapshots: &[Snapshot]) -> u64 {
+    snapshots.iter().map(|s| s.connections_opened).sum()
+}
+
+/// Every error kind seen in the run, with its count.
+pub fn error_kinds(snapshots: &[Snapshot]) -> BTreeMap<String, u64> {
+    let mut kinds = BTreeMap::new();
+    for (label, count) in snapshots.iter().flat_map(|s| s.steps.iter()).flat_map(|step| step.errors.iter()) {
+        *kinds.entry(label.clone()).or_insert(0) += count;
+    }
+    kinds
+}
+
+/// The error kinds ARCHITECTURE.md documents: `status_<code>` (code >= 400) and the fixed ones.
+pub fn is_documented_kind(label: &str) -> bool {
+    if let Some(code) = label.strip_prefix("status_") {
+        return code.parse::<u16>().is_ok_and(|code| code >= 400);
+    }
+    matches!(label, "refused" | "reset" | "timeout" | "tls" | "dns" | "connect" | "protocol" | "io")
+}
+
+/// The accounting every snapshot must satisfy: per step, `requests = ok + sum(errors)`, one
+/// latency sample per request, and only documented error kinds.
+pub fn assert_accounting(snapshots: &[Snapshot]) {
+    assert!(!snapshots.is_empty(), "no snapshot at all");
+    assert!(snapshots.last().is_some_and(|s| s.is_final), "the last snapshot is not final");
+    assert_eq!(snapshots.iter().filter(|s| s.is_final).count(), 1, "exactly one final snapshot");
+    for (position, snapshot) in snapshots.iter().enumerate() {
+        assert_eq!(snapshot.second, position as u64 + 1, "snapshots are numbered 1, 2, 3...");
+        for step in &snapshot.steps {
+            let errors: u64 = step.errors.iter().map(|(_, count)| count).sum();
+            assert_eq!(step.requests, step.ok + errors, "second {}: {step:?}", snapshot.second);
+            for (label, count) in &step.errors {
+                assert!(is_documented_kind(label), "undocumented error kind {label:?}");
+                assert!(*count > 0, "a zero count is listed for {label}");
+            }
+            let histogram = horde_metrics::decode_histogram(&step.histogram).expect("histogram decodes");
+            assert_eq!(histogram.len(), step.requests, "one latency sample per request");
+        }
+    }
+}
+
+/// A port on 127.0.0.1 where nothing listens (bound, noted, released).
+pub fn closed_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+    let port = listener.local_addr().expect("local address").port();
+    drop(listener);
+    port
+}
+
+/// Names of this process's threads that belong to a run (worker and aggregator threads).
+/// Linux truncates thread names to 15 bytes: `horde-worker-0`, `horde-aggregat`.
+pub fn run_threads() -> Vec<String> {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return Vec::new() };
+    tasks
+        .filter_map(Result::ok)
+        .filter_map(|task| std::fs::read_to_string(task.path().join("comm")).ok())
+        .map(|name| name.trim().to_owned())
+        .filter(|name| name.starts_with("horde-worker") || name.starts_with("horde-aggregat"))
+        .collect()
+}
+
+/// What a [`RawServer`] handler gets for each request: the connection, the request's number in
+/// the whole server (0-based), and the request head as read.
+pub type RawHandler = dyn Fn(&mut TcpStream, u64, &[u8]) -> bool + Send + Sync;
+
+/// A hand-rolled HTTP/1.1 server on 127.0.0.1 (std::net, a thread per connection) that lets a
+/// test answer each request with exactly the bytes it wants. It reads each request head (up to
+/// the blank line; the engine's test requests have no body) and calls the handler, which writes
+/// whatever it likes and returns whether to keep reading from the connection (false closes it).
+pub struct RawServer {
+    address: SocketAddr,
+    stop: Arc<AtomicBool>,
+    requests: Arc<AtomicU64>,
+    connections: Arc<AtomicU64>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// How long a connection may stay idle before the server gives up on it (bounds every thread).
+const RAW_IDLE_LIMIT: Duration = Duration::from_secs(20);
+
+impl RawServer {
+    pub fn start(handler: impl Fn(&mut TcpStream, u64, &[u8]) -> bool + Send + Sync + 'static) -> RawServer {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        listener.set_nonblocking(true).expect("non-blocking listener");
+        let address = listener.local_addr().expect("local address");
+        let stop = Arc::new(AtomicBool::new(false));
+        let requests = Arc::new(AtomicU64::new(0));
+        let connections = Arc::new(AtomicU64::new(0));
+        let handler: Arc<RawHandler> = Arc::new(handler);
+        let thread = {
+            let (stop, requests, connections) = (Arc::clone(&stop), Arc::clone(&requests), Arc::clone(&connections));
+            std::thread::Builder::new()
+                .name("raw-server".into())
+                .spawn(move || {
+                    while !stop.load(Ordering::SeqCst) {
+                        match listener.accept() {
+                            Ok((stream, _)) => {
+                                connections.fetch_add(1, Ordering::SeqCst);
+                                let (stop, requests, handler) = (Arc::clone(&stop), Arc::clone(&requests), Arc::clone(&handler));
+                                let _ = std::thread::Builder::new()
+                                    .name("raw-connection".into())
+                                    .spawn(move || serve_raw(stream, &stop, &requests, &*handler));
+                            }
+                            Err(_) => std::thread::sleep(Duration::from_millis(2)),
+                        }
+                    }
+                })
+                .expect("spawn the raw server")
+        };
+        RawServer { address, stop, requests, connections, thread: Some(thread) }
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    /// Requests whose head the server read completely.
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::SeqCst)
+    }
+
+    pub fn connections(&self) -> u64 {
+        self.connections.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for RawServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn serve_raw(mut stream: TcpStream, stop: &AtomicBool, requests: &AtomicU64, handler: &RawHandler) {
+    let _ = stream.set_nonblocking(false);
+    let _ = stream.set_nodelay(true);
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(250)));
+    let mut pending: Vec<u8> = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let mut idle_since = Instant::now();
+    loop {
+        if let Some(end) = pending.windows(4).position(|window| window == b"\r\n\r\n") {
+            let head: Vec<u8> = pending.drain(..end + 4).collect();
+            let number = requests.fetch_add(1, Ordering::SeqCst);
+            if !handler(&mut stream, number, &head) {
+                return; // dropping the stream closes it
+            }
+            idle_since = Instant::now();
+            continue;
+        }
+        if pending.len() > 64 * 1024 {
+            return;
+        }
+        match stream.read(&mut chunk) {
+            Ok(0) => return,
+            Ok(read) => {
+                pending.extend_from_slice(&chunk[..read]);
+                idle_since = Instant::now();
+            }
+            Err(error) if matches!(error.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                if stop.load(Ordering::SeqCst) || idle_since.elapsed() > RAW_IDLE_LIMIT {
+                    return;
+                }
+            }
+            Err(_) => return,
+        }
+    }
+}
+
+/// Writes all of `bytes`, ignoring failures (the engine may have hung up: that is its right).
+pub fn send(stream: &mut TcpStream, bytes: &[u8]) {
+    let _ = stream.write_all(bytes);
+    let _ = stream.flush();
+}
+
+/// A tiny seeded generator (xorshift64*) for reproducible fuzzing without extra crates.
+#[derive(Debug, Clone)]
+pub struct XorShift(u64);
+
+impl XorShift {
+    pub fn new(seed: u64) -> Self {
+        // Never zero: xorshift stays at zero forever.
+        Self(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform in `0..bound` (bound > 0).
+    pub fn below(&mut self, bound: u64) -> u64 {
+        self.next_u64() % bound.max(1)
+    }
+
+    pub fn chance(&mut self, numerator: u64, denominator: u64) -> bool {
+        self.below(denominator) < numerator
+    }
+
+    pub fn byte(&mut self) -> u8 {
+        self.next_u64() as u8
+    }
+}
+
+/// Runs a plan to its end; also returns how long that took from `start`.
+pub fn run_timed(plan: &horde_plan::Plan, workers: usize) -> (Vec<Snapshot>, Duration) {
+    let began = Instant::now();
+    let mut run = horde_engine::start(plan, EngineOptions { workers }).expect("run starts");
+    let limit = run.planned_duration() + Duration::from_secs(20);
+    let snapshots = collect(&mut run, limit);
+    (snapshots, began.elapsed())
+}

@@ -1,0 +1,152 @@
+"""The live terminal view of a run (a sink): progress, load, latency, errors, generator health.
+
+On a terminal it redraws once a second; elsewhere (CI logs) it prints one line every few
+seconds. A target failing every request, or a generator that is itself the bottleneck, is shown
+in red, in words, so neither can be missed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.panel import Panel
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+from rich.text import Text
+
+from horde import histogram
+from horde.summary import is_generator_saturated
+
+#: Lines printed when the output is not a terminal: one every this many seconds.
+PLAIN_LINE_EVERY_S = 5
+
+
+class LiveView:
+    """Shows each snapshot as it arrives; use as a context manager around the run."""
+
+    def __init__(self, console: Console, *, title: str, planned_duration_s: float, cpu_limit_percent: float) -> None:
+        self.console = console
+        self.title = title
+        self.planned_duration_s = planned_duration_s
+        self.cpu_limit_percent = cpu_limit_percent
+        self.total_requests = 0
+        self.total_errors = 0
+        self.stopping = False
+        self._live: Live | None = None
+
+    def __enter__(self) -> LiveView:
+        if self.console.is_terminal:
+            self._live = Live(self._render(None), console=self.console, refresh_per_second=4, transient=False)
+            self._live.__enter__()
+        else:
+            self.console.print(f"{self.title}: running for {self.planned_duration_s:g} s")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live is not None:
+            self._live.__exit__(None, None, None)
+
+    def note_stopping(self) -> None:
+        """Ctrl-C was pressed: say so until the run has drained."""
+        self.stopping = True
+        if self._live is None:
+            self.console.print("stopping: no new iterations; in-flight requests are finishing (Ctrl-C again to stop now)")
+
+    def update(self, snapshot: dict[str, Any]) -> None:
+        requests = sum(int(step["requests"]) for step in snapshot["steps"])
+        errors = requests - sum(int(step["ok"]) for step in snapshot["steps"])
+        self.total_requests += requests
+        self.total_errors += errors
+        if self._live is not None:
+            self._live.update(self._render(snapshot))
+        elif snapshot["second"] % PLAIN_LINE_EVERY_S == 0 or snapshot["final"]:
+            self.console.print(self._plain_line(snapshot, requests, errors), highlight=False)
+
+    def _plain_line(self, snapshot: dict[str, Any], requests: int, errors: int) -> str:
+        latency = _latency(snapshot["steps"])
+        rate = requests / snapshot["interval_s"] if snapshot["interval_s"] > 0 else 0.0
+        line = (
+            f"{snapshot['elapsed_s']:7.1f}s  vus {snapshot['active_vus']:>6}  req/s {rate:9.1f}  "
+            f"p50 {latency[50.0]:7.2f}  p95 {latency[95.0]:7.2f}  p99 {latency[99.0]:7.2f} ms  "
+            f"errors {errors}  cpu {snapshot['cpu_percent']:.0f}%  lateness p99 {snapshot['timer_lateness_p99_ms']:.1f} ms"
+        )
+        for warning in self._warnings(snapshot, requests, errors):
+            line += f"  !! {warning}"
+        return line
+
+    def _warnings(self, snapshot: dict[str, Any], requests: int, errors: int) -> list[str]:
+        warnings = []
+        if requests and errors == requests:
+            kinds: dict[str, int] = {}
+            for step in snapshot["steps"]:
+                for kind, count in step["errors"].items():
+                    kinds[kind] = kinds.get(kind, 0) + count
+            worst = ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items(), key=lambda item: -item[1]))
+            warnings.append(f"EVERY REQUEST FAILED this second ({worst})")
+        if not snapshot["final"] and is_generator_saturated(snapshot, self.cpu_limit_percent):
+            warnings.append(
+                "GENERATOR SATURATED: the load generator itself is a bottleneck "
+                f"(CPU {snapshot['cpu_percent']:.0f}%, timer lateness p99 {snapshot['timer_lateness_p99_ms']:.1f} ms); "
+                "figures may be distorted"
+            )
+        if snapshot["dropped_arrivals"]:
+            warnings.append(f"{snapshot['dropped_arrivals']} arrivals dropped (all max_vus busy)")
+        return warnings
+
+    def _render(self, snapshot: dict[str, Any] | None) -> Panel:
+        if snapshot is None:
+            return Panel(Text("starting..."), title=self.title)
+        requests = sum(int(step["requests"]) for step in snapshot["steps"])
+        errors = requests - sum(int(step["ok"]) for step in snapshot["steps"])
+        interval = snapshot["interval_s"] or 1.0
+        latency = _latency(snapshot["steps"])
+        progress = min(snapshot["elapsed_s"], self.planned_duration_s)
+        header = Table.grid(padding=(0, 2))
+        header.add_row(
+            ProgressBar(total=max(self.planned_duration_s, 0.001), completed=progress, width=40),
+            Text(f"{snapshot['elapsed_s']:.0f} / {self.planned_duration_s:.0f} s" + ("  stopping..." if self.stopping else "")),
+        )
+        figures = Table.grid(padding=(0, 3))
+        asked = snapshot["target_rate_per_s"]
+        load = f"{snapshot['active_vus']} VUs (asked {snapshot['target_vus']})" if asked is None else (
+            f"{snapshot['active_vus']} VUs, rate asked {asked:.1f}/s, dropped {snapshot['dropped_arrivals']}"
+        )
+        figures.add_row("load", load)
+        figures.add_row("req/s", f"{requests / interval:,.1f}   (total {self.total_requests:,})")
+        figures.add_row(
+            "latency",
+            f"p50 {latency[50.0]:.2f}   p95 {latency[95.0]:.2f}   p99 {latency[99.0]:.2f} ms   (last second)",
+        )
+        error_share = 100.0 * errors / requests if requests else 0.0
+        error_style = "bold red" if errors else "green"
+        figures.add_row("errors", Text(f"{errors} this second ({error_share:.1f} %), {self.total_errors:,} in total", style=error_style))
+        figures.add_row(
+            "generator",
+            f"CPU {snapshot['cpu_percent']:.0f} %   timer lateness p99 {snapshot['timer_lateness_p99_ms']:.1f} ms",
+        )
+        steps = Table(box=None, header_style="bold")
+        for column in ("step", "req/s", "p50 ms", "p95 ms", "p99 ms", "errors"):
+            steps.add_column(column, justify="left" if column == "step" else "right")
+        for step in snapshot["steps"]:
+            stats = histogram.stats(step["histogram"])
+            steps.add_row(
+                step["step"],
+                f"{step['requests'] / interval:,.1f}",
+                f"{stats.percentile(50.0):.2f}",
+                f"{stats.percentile(95.0):.2f}",
+                f"{stats.percentile(99.0):.2f}",
+                str(step["requests"] - step["ok"]),
+            )
+        parts: list[Any] = [header, figures, steps]
+        for warning in self._warnings(snapshot, requests, errors):
+            parts.append(Text(f"!! {warning}", style="bold white on red"))
+        return Panel(Group(*parts), title=self.title)
+
+
+def _latency(steps: list[dict[str, Any]]) -> dict[float, float]:
+    blobs = [step["histogram"] for step in steps]
+    if not blobs:
+        return {50.0: 0.0, 95.0: 0.0, 99.0: 0.0}
+    return histogram.stats(histogram.merge(blobs)).percentiles_ms

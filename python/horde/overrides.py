@@ -1,0 +1,152 @@
+"""What a CI job passes on the command line, applied to a plan: load level, duration, ramp-up,
+base URL; and the one-step plan built from ``--url`` for quick checks.
+
+The rules, so that a flag always means the same thing:
+
+- ``--vus N`` makes every scenario closed at N VUs; ``--rate R`` makes every scenario open at
+  R arrivals/s (``--max-vus`` caps its VUs). Without either, each scenario keeps its model and
+  its peak level.
+- ``--duration D`` is the total length of each scenario's stages; ``--ramp-up U`` is the first
+  part of it, a linear ramp from 0 to the level. Without ``--duration`` the plan's own total
+  length is kept.
+- Any of these flags replaces the scenario's stages by that simple profile: ramp, then hold.
+
+>>> parse_duration("1m30s"), parse_duration("250ms"), parse_duration("20")
+(90.0, 0.25, 20.0)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+from urllib.parse import urlsplit
+
+from horde.errors import InvalidInput
+from horde.plan import Plan, plan_from_dict
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str, *, flag: str = "--duration") -> float:
+    """Seconds from ``90``, ``90s``, ``1m30s``, ``250ms``, ``2h``."""
+    cleaned = text.strip().lower()
+    try:
+        value = float(cleaned)
+    except ValueError:
+        parts = _DURATION_PART.findall(cleaned)
+        if not parts or "".join(number + unit for number, unit in parts) != cleaned:
+            raise InvalidInput(
+                f"{flag}: '{text}' is not a duration",
+                hint="write seconds (30), or with units: 500ms, 30s, 5m, 1h30m",
+            ) from None
+        value = sum(float(number) * _UNIT_SECONDS[unit] for number, unit in parts)
+    if not math.isfinite(value) or value < 0:
+        raise InvalidInput(f"{flag}: '{text}' must be a positive duration", hint="for example 30s")
+    return value
+
+
+def parse_header(text: str) -> tuple[str, str]:
+    """``'Name: value'`` as given to ``-H``."""
+    name, separator, value = text.partition(":")
+    if not separator or not name.strip():
+        raise InvalidInput(f"-H: '{text}' is not a header", hint="write it as 'Name: value', e.g. -H 'Accept: text/plain'")
+    return name.strip(), value.strip()
+
+
+def parse_tag(text: str) -> tuple[str, str]:
+    key, separator, value = text.partition("=")
+    if not separator or not key.strip():
+        raise InvalidInput(f"--tag: '{text}' is not key=value", hint="for example --tag build=1234")
+    return key.strip(), value.strip()
+
+
+def url_plan(url: str, *, method: str, headers: list[tuple[str, str]], body: str | None) -> dict[str, Any]:
+    """A one-step plan for ``horde run --url URL``; its load comes from the flags."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidInput(f"--url: '{url}' is not an http(s) URL with a host", hint="for example --url http://127.0.0.1:8080/")
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    return {
+        "version": 1,
+        "name": "url",
+        "target": {"base_url": f"{parts.scheme}://{parts.netloc}"},
+        "scenarios": [
+            {
+                "name": "url",
+                "steps": [
+                    {"name": f"{method.upper()} {path}", "method": method.upper(), "path": path,
+                     "headers": dict(headers), "body": body}
+                ],
+                "workload": {"type": "closed", "start_vus": 10, "stages": [{"duration_s": 10, "vus": 10}]},
+            }
+        ],
+    }
+
+
+def apply_overrides(
+    plan: Plan,
+    *,
+    vus: int | None = None,
+    rate: float | None = None,
+    max_vus: int | None = None,
+    duration_s: float | None = None,
+    ramp_up_s: float | None = None,
+    base_url: str | None = None,
+) -> Plan:
+    """The plan with the command line's overrides applied (see the module's rules)."""
+    if vus is not None and rate is not None:
+        raise InvalidInput("--vus and --rate cannot be used together", hint="--vus for a closed model, --rate for an open one")
+    if vus is not None and vus < 0:
+        raise InvalidInput(f"--vus must be 0 or more (got {vus})")
+    if rate is not None and rate <= 0:
+        raise InvalidInput(f"--rate must be more than 0 (got {rate})")
+    if max_vus is not None and max_vus < 1:
+        raise InvalidInput(f"--max-vus must be at least 1 (got {max_vus})")
+    data = plan.model_dump(mode="json")
+    if base_url is not None:
+        data["target"]["base_url"] = base_url
+    reshaping = any(value is not None for value in (vus, rate, max_vus, duration_s, ramp_up_s))
+    if reshaping:
+        for scenario in data["scenarios"]:
+            scenario["workload"] = _reshaped(scenario["workload"], vus, rate, max_vus, duration_s, ramp_up_s)
+    return plan_from_dict(data, source="the plan with the command line's overrides")
+
+
+def _reshaped(
+    workload: dict[str, Any],
+    vus: int | None,
+    rate: float | None,
+    max_vus: int | None,
+    duration_s: float | None,
+    ramp_up_s: float | None,
+) -> dict[str, Any]:
+    stages = workload["stages"]
+    total = duration_s if duration_s is not None else sum(stage["duration_s"] for stage in stages)
+    ramp = ramp_up_s or 0.0
+    if total <= 0:
+        raise InvalidInput("--duration must be more than 0", hint="for example --duration 30s")
+    if ramp >= total:
+        raise InvalidInput(
+            f"--ramp-up ({ramp:g} s) must be shorter than the duration ({total:g} s)",
+            hint="the ramp-up is the first part of --duration",
+        )
+    closed = vus is not None or (rate is None and workload["type"] == "closed")
+    if closed:
+        level: float = vus if vus is not None else max([workload.get("start_vus", 0)] + [s["vus"] for s in stages])
+        key = "vus"
+    else:
+        level = rate if rate is not None else max([workload.get("start_rate_per_s", 0.0)] + [s["rate_per_s"] for s in stages])
+        key = "rate_per_s"
+    shaped: list[dict[str, Any]] = []
+    if ramp > 0:
+        shaped.append({"duration_s": ramp, key: level})
+    shaped.append({"duration_s": total - ramp, key: level})
+    start_level = 0 if ramp > 0 else level
+    if closed:
+        return {"type": "closed", "start_vus": int(start_level), "stages": shaped}
+    cap = max_vus if max_vus is not None else workload.get("max_vus") or max(10, math.ceil(level))
+    return {"type": "open", "start_rate_per_s": float(start_level), "stages": shaped, "max_vus": cap}

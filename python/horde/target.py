@@ -1,0 +1,44 @@
+"""Serving the built-in target from the command line (``horde target``).
+
+The target itself is Rust (``crates/horde-target``); this module only starts it in-process
+and waits for Ctrl-C. Tests and benchmarks start it the same way, or as ``horde target`` in
+its own process so that its CPU is not counted as the generator's.
+"""
+
+from __future__ import annotations
+
+import time
+
+from rich.console import Console
+
+from horde import _engine
+from horde.errors import InvalidInput
+
+
+def start(*, host: str = "127.0.0.1", port: int = 0, workers: int | None = None, service_ms: float | None = None, threads: int = 1) -> object:
+    """Starts the target and returns its handle (``.port``, ``.stop()``)."""
+    try:
+        return _engine.start_target(host, port, workers, service_ms, threads)
+    except (OSError, ValueError) as error:
+        raise InvalidInput(
+            f"the target cannot start: {error}",
+            hint="pick another --port (0 picks a free one), or stop what already listens there",
+        ) from error
+
+
+def serve_until_interrupted(console: Console, **options: object) -> None:
+    handle = start(**options)  # type: ignore[arg-type]
+    port = handle.port  # type: ignore[attr-defined]
+    capacity = ""
+    if options.get("workers") is not None:
+        workers, service_ms = options["workers"], options["service_ms"]
+        capacity = f" (capacity: {workers} at once × {service_ms} ms = {float(workers) * 1000 / float(service_ms):g} req/s max)"  # type: ignore[arg-type]
+    console.print(f"built-in target listening on http://{options['host']}:{port}{capacity}; Ctrl-C to stop", highlight=False)
+    try:
+        while True:
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        handle.stop()  # type: ignore[attr-defined]
+        console.print("target stopped")
