@@ -1,0 +1,43 @@
+# Horde: every target does its own set-up on a fresh machine (Python venv, dependencies,
+# the native engine built in release mode). Rust is built once per profile: the engine tests
+# and the Python extension share target/release.
+
+VENV   := .venv
+PYTHON := $(VENV)/bin/python
+HORDE  := $(VENV)/bin/horde
+CARGO  ?= cargo
+
+.PHONY: setup demo test test-rust test-python bench lint clean
+
+$(PYTHON):
+	python3 -m venv $(VENV)
+	$(PYTHON) -m pip install --quiet --upgrade pip
+
+# Installs the Python dependencies and builds the engine into the venv (incremental).
+setup: $(PYTHON)
+	@command -v $(CARGO) >/dev/null || { echo "error: cargo not found"; echo "hint: install Rust with rustup (https://rustup.rs), then rerun"; exit 2; }
+	$(PYTHON) -m pip install --quiet "maturin>=1.7,<2"
+	$(VENV)/bin/maturin develop --release --extras test --quiet
+
+# The quick start: the built-in target on loopback, examples/quickstart live, stored in SQLite.
+demo: setup
+	scripts/demo.sh
+
+test: setup test-rust test-python
+
+test-rust:
+	$(CARGO) test --release --workspace --exclude horde-py
+
+test-python: setup
+	$(VENV)/bin/pytest tests
+
+# Horde against wrk on loopback (needs the Debian package wrk); see bench/README.md.
+bench: setup
+	$(PYTHON) bench/run.py --quick
+
+lint: setup
+	$(CARGO) clippy --release --workspace --all-targets
+	$(VENV)/bin/mypy --strict python/horde
+
+clean:
+	rm -rf $(VENV) target
