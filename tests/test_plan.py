@@ -12,6 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 import horde.plan
+import horde.plan_problems
 from horde.errors import ExitCode, PlanInvalid, Problem
 from horde.plan import (
     METHODS,
@@ -476,7 +477,7 @@ def test_python_construction_raises_located_pydantic_errors() -> None:
 def test_describe_accepts_errors_of_any_model_of_the_plan() -> None:
     with pytest.raises(ValidationError) as caught:
         Target(base_url="http://h", bogus=1)  # type: ignore[call-arg]
-    (issue,) = horde.plan.describe_validation_error(caught.value)
+    (issue,) = horde.plan_problems.describe_validation_error(caught.value)
     assert (issue.path, issue.message) == ("bogus", "unknown key 'bogus'")
     assert issue.hint is not None and issue.hint.startswith("allowed keys here: base_url, headers")
 
@@ -513,4 +514,10 @@ def test_json_schema() -> None:
 def test_docstring_examples_run() -> None:
     results = doctest.testmod(horde.plan, optionflags=doctest.ELLIPSIS)
     assert results.attempted >= 5
+    assert results.failed == 0
+
+
+def test_problem_docstring_examples_run() -> None:
+    results = doctest.testmod(horde.plan_problems, optionflags=doctest.ELLIPSIS)
+    assert results.attempted >= 1
     assert results.failed == 0

@@ -29,7 +29,8 @@ from ruamel.yaml.constructor import DuplicateKeyError
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from horde.errors import PlanInvalid, Problem
-from horde.plan import Plan, PlanIssue, describe_validation_error, input_order, plan_from_dict
+from horde.plan import Plan, plan_from_dict
+from horde.plan_problems import PlanIssue, describe_validation_error, input_order
 
 __all__ = ["PLAN_FILE_NAMES", "PLAN_SUFFIXES", "load_plan"]
 
