@@ -168,9 +168,23 @@ impl Plan {
 pub fn decode(json: &str) -> Result<Plan, PlanError> {
     let deserializer = &mut serde_json::Deserializer::from_str(json);
     serde_path_to_error::deserialize(deserializer).map_err(|error| {
-        let path = validate::pydantic_path(&error.path().to_string());
-        PlanError::new(path, error.into_inner().to_string())
+        let mut path = validate::pydantic_path(&error.path().to_string());
+        let message = error.into_inner().to_string();
+        // Inside a tagged enum (a workload, a think time) serde buffers the content and the
+        // path stops at the enum; the message still names the unknown key, so complete the path.
+        if let Some(key) = unknown_field(&message) {
+            if !path.ends_with(key) {
+                path = if path.is_empty() { key.to_owned() } else { format!("{path}.{key}") };
+            }
+        }
+        PlanError::new(path, message)
     })
+}
+
+/// The key named by serde's "unknown field `key`, expected ..." message.
+fn unknown_field(message: &str) -> Option<&str> {
+    let rest = message.strip_prefix("unknown field `")?;
+    rest.split('`').next()
 }
 
 /// Decodes and validates: the plan, or every problem found.

@@ -230,6 +230,13 @@ mod tests {
     }
 
     #[test]
+    fn unknown_key_inside_a_tagged_enum_is_located() {
+        let workload = r#"{"type": "closed", "stages": [{"duration_s": 1, "vus": 2}], "colour": "red"}"#;
+        let error = decode(&plan_json(STEP, workload)).unwrap_err();
+        assert_eq!(error.path, "scenarios[0].workload.colour");
+    }
+
+    #[test]
     fn every_problem_is_reported() {
         let step = r#"{"name": "home", "method": "get", "path": "x",
                        "think_time": {"type": "uniform", "min_ms": 5, "max_ms": 1}}"#;

@@ -1,0 +1,111 @@
+"""The plan contract, checked from both sides: pydantic (python/horde/plan.py) and the engine
+(crates/horde-plan, through horde._engine.validate_plan) accept the same plans and reject the
+same mistakes at the same location."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from horde import _engine
+from horde.errors import PlanInvalid
+from horde.plan import plan_from_dict, plan_to_json
+from horde.planfile import load_plan
+
+EXAMPLES = sorted(
+    path for path in (Path(__file__).resolve().parent.parent / "examples").rglob("plan.*") if path.suffix in {".yaml", ".yml", ".json", ".py"}
+)
+
+VALID: dict[str, Any] = {
+    "version": 1,
+    "target": {"base_url": "http://127.0.0.1:8080", "headers": {"accept": "text/plain"}},
+    "scenarios": [
+        {
+            "name": "browse",
+            "steps": [
+                {"name": "home", "method": "GET", "path": "/", "think_time": {"type": "uniform", "min_ms": 1, "max_ms": 2}},
+                {"name": "post", "method": "POST", "path": "/items", "body": "{}"},
+            ],
+            "workload": {"type": "open", "start_rate_per_s": 5, "stages": [{"duration_s": 2, "rate_per_s": 10}], "max_vus": 4},
+        }
+    ],
+}
+
+
+def test_there_are_examples() -> None:
+    assert EXAMPLES, "examples/ holds at least one plan"
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: str(p.parent.name) + "/" + p.name)
+def test_every_example_passes_both_sides(path: Path) -> None:
+    plan = load_plan(path)
+    assert _engine.validate_plan(plan_to_json(plan)) == []
+
+
+def test_a_valid_plan_passes_both_sides_as_written_and_canonical() -> None:
+    plan = plan_from_dict(VALID)
+    assert _engine.validate_plan(json.dumps(VALID)) == []  # defaults left out
+    assert _engine.validate_plan(plan_to_json(plan)) == []  # every default written out
+
+
+def _with(path: list[Any], value: Any) -> dict[str, Any]:
+    data = copy.deepcopy(VALID)
+    node: Any = data
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return data
+
+
+# (a mistake, the path both sides must report)
+MISTAKES = [
+    (_with(["version"], 2), "version"),
+    (_with(["target", "base_url"], "ftp://x"), "target.base_url"),
+    (_with(["target", "connect_timeout_ms"], 0), "target.connect_timeout_ms"),
+    (_with(["scenarios", 0, "steps", 0, "method"], "get"), "scenarios[0].steps[0].method"),
+    (_with(["scenarios", 0, "steps", 1, "path"], "items"), "scenarios[0].steps[1].path"),
+    (_with(["scenarios", 0, "steps", 1, "name"], "home"), "scenarios[0].steps[1].name"),
+    (_with(["scenarios", 0, "steps", 0, "think_time"], {"type": "uniform", "min_ms": 5, "max_ms": 1}),
+     "scenarios[0].steps[0].think_time.max_ms"),
+    (_with(["scenarios", 0, "workload", "max_vus"], 0), "scenarios[0].workload.max_vus"),
+    (_with(["scenarios", 0, "workload", "stages", 0, "duration_s"], 0), "scenarios[0].workload.stages[0].duration_s"),
+    (_with(["scenarios", 0, "workload", "stages", 0, "rate_per_s"], -1), "scenarios[0].workload.stages[0].rate_per_s"),
+]
+
+
+@pytest.mark.parametrize(("data", "path"), MISTAKES, ids=[path for _, path in MISTAKES])
+def test_each_mistake_is_rejected_by_both_sides_at_the_same_place(data: dict[str, Any], path: str) -> None:
+    with pytest.raises(PlanInvalid) as caught:
+        plan_from_dict(data)
+    assert path in [problem.location for problem in caught.value.problems]
+    engine_paths = [problem_path for problem_path, _ in _engine.validate_plan(json.dumps(data))]
+    assert path in engine_paths, engine_paths
+
+
+@pytest.mark.parametrize(
+    ("where", "path"),
+    [([], "colour"), (["target"], "target.colour"), (["scenarios", 0, "steps", 0], "scenarios[0].steps[0].colour"),
+     (["scenarios", 0, "workload"], "scenarios[0].workload.colour")],
+)
+def test_unknown_keys_are_rejected_by_both_sides(where: list[Any], path: str) -> None:
+    data = copy.deepcopy(VALID)
+    node: Any = data
+    for key in where:
+        node = node[key]
+    node["colour"] = "red"
+    with pytest.raises(PlanInvalid) as caught:
+        plan_from_dict(data)
+    assert path in [problem.location for problem in caught.value.problems]
+    (engine_problem,) = _engine.validate_plan(json.dumps(data))
+    # serde stops at the first unknown key; it names it, and where it is.
+    assert engine_problem[0].endswith("colour") and "unknown field" in engine_problem[1], engine_problem
+
+
+def test_run_start_refuses_what_the_engine_refuses() -> None:
+    from horde.run import engine_problems
+
+    assert engine_problems(json.dumps(_with(["version"], 3)))[0].location == "version"
