@@ -109,3 +109,23 @@ def test_run_start_refuses_what_the_engine_refuses() -> None:
     from horde.run import engine_problems
 
     assert engine_problems(json.dumps(_with(["version"], 3)))[0].location == "version"
+
+
+@pytest.mark.parametrize(
+    ("path", "keys", "value"),
+    [
+        ("scenarios[0].workload.stages[0].duration_s", ["scenarios", 0, "workload", "stages", 0, "duration_s"], 1e9),
+        ("scenarios[0].workload.stages[0].rate_per_s", ["scenarios", 0, "workload", "stages", 0, "rate_per_s"], 1e10),
+        ("scenarios[0].workload.max_vus", ["scenarios", 0, "workload", "max_vus"], 10**12),
+        ("target.request_timeout_ms", ["target", "request_timeout_ms"], 1e300),
+        ("graceful_stop_s", ["graceful_stop_s"], 1e6),
+        ("scenarios[0].steps[0].think_time.max_ms", ["scenarios", 0, "steps", 0, "think_time", "max_ms"], 1e12),
+    ],
+)
+def test_upper_bounds_are_the_same_on_both_sides(path: str, keys: list[Any], value: Any) -> None:
+    data = _with(keys, value)
+    with pytest.raises(PlanInvalid) as caught:
+        plan_from_dict(data)
+    problem = next(p for p in caught.value.problems if p.location == path)
+    assert "at most" in problem.message
+    assert path in [problem_path for problem_path, _ in _engine.validate_plan(json.dumps(data))]

@@ -87,6 +87,15 @@ METHODS: tuple[str, ...] = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OP
 
 Method = Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
+# Upper bounds, the same as crates/horde-plan's: far beyond any real test, low enough that no
+# valid plan can overflow a duration, an allocation or a counter in the engine.
+MAX_STAGE_DURATION_S = 30 * 24 * 3600.0
+MAX_TIMEOUT_MS = 3_600_000.0
+MAX_GRACEFUL_STOP_S = 3600.0
+MAX_THINK_TIME_MS = 86_400_000.0
+MAX_VUS = 10_000_000
+MAX_RATE_PER_S = 10_000_000.0
+
 # RFC 9110 token characters: what a header name may contain.
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 _PATH_FORBIDDEN = re.compile(r"[\x00-\x20\x7f]")
@@ -193,11 +202,13 @@ class Target(BaseModel):
     connect_timeout_ms: float = Field(
         default=5000,
         gt=0,
+        le=MAX_TIMEOUT_MS,
         description="how long to wait for a connection (TCP and TLS), in milliseconds; > 0",
     )
     request_timeout_ms: float = Field(
         default=30000,
         gt=0,
+        le=MAX_TIMEOUT_MS,
         description="how long a whole exchange may take, from sending the request to the last "
         "byte of the response body, in milliseconds; > 0",
     )
@@ -255,7 +266,7 @@ class ConstantThinkTime(BaseModel):
     model_config = _TAGGED
 
     type: Literal["constant"] = Field(default="constant", description="this think time: 'constant'")
-    duration_ms: float = Field(ge=0, description="the pause, in milliseconds; >= 0")
+    duration_ms: float = Field(ge=0, le=MAX_THINK_TIME_MS, description="the pause, in milliseconds; >= 0")
 
 
 class UniformThinkTime(BaseModel):
@@ -264,9 +275,9 @@ class UniformThinkTime(BaseModel):
     model_config = _TAGGED
 
     type: Literal["uniform"] = Field(default="uniform", description="this think time: 'uniform'")
-    min_ms: float = Field(ge=0, description="the shortest pause, in milliseconds; >= 0")
+    min_ms: float = Field(ge=0, le=MAX_THINK_TIME_MS, description="the shortest pause, in milliseconds; >= 0")
     max_ms: float = Field(
-        ge=0, description="the longest pause, in milliseconds; >= 0 and >= min_ms"
+        ge=0, le=MAX_THINK_TIME_MS, description="the longest pause, in milliseconds; >= 0 and >= min_ms"
     )
 
     @field_validator("max_ms")
@@ -290,7 +301,7 @@ class ExponentialThinkTime(BaseModel):
     type: Literal["exponential"] = Field(
         default="exponential", description="this think time: 'exponential'"
     )
-    mean_ms: float = Field(ge=0, description="the mean pause, in milliseconds; >= 0")
+    mean_ms: float = Field(ge=0, le=MAX_THINK_TIME_MS, description="the mean pause, in milliseconds; >= 0")
 
 
 ThinkTime = Annotated[
@@ -370,8 +381,8 @@ class ClosedStage(BaseModel):
 
     model_config = _STRICT_KEYS
 
-    duration_s: float = Field(gt=0, description="how long the stage lasts, in seconds; > 0")
-    vus: int = Field(ge=0, description="the VU count reached at the end of the stage; >= 0")
+    duration_s: float = Field(gt=0, le=MAX_STAGE_DURATION_S, description="how long the stage lasts, in seconds; > 0")
+    vus: int = Field(ge=0, le=MAX_VUS, description="the VU count reached at the end of the stage; >= 0")
 
 
 class OpenStage(BaseModel):
@@ -379,9 +390,9 @@ class OpenStage(BaseModel):
 
     model_config = _STRICT_KEYS
 
-    duration_s: float = Field(gt=0, description="how long the stage lasts, in seconds; > 0")
+    duration_s: float = Field(gt=0, le=MAX_STAGE_DURATION_S, description="how long the stage lasts, in seconds; > 0")
     rate_per_s: float = Field(
-        ge=0, description="the arrival rate reached at the end of the stage, per second; >= 0"
+        ge=0, le=MAX_RATE_PER_S, description="the arrival rate reached at the end of the stage, per second; >= 0"
     )
 
 
@@ -391,7 +402,7 @@ class ClosedModel(BaseModel):
     model_config = _TAGGED
 
     type: Literal["closed"] = Field(default="closed", description="this workload model: 'closed'")
-    start_vus: int = Field(default=0, ge=0, description="the VU count the first stage starts from; >= 0")
+    start_vus: int = Field(default=0, ge=0, le=MAX_VUS, description="the VU count the first stage starts from; >= 0")
     stages: list[ClosedStage] = Field(
         json_schema_extra={"minItems": 1},
         description="the load profile: each stage moves the VU count linearly to its 'vus' over "
@@ -412,7 +423,7 @@ class OpenModel(BaseModel):
 
     type: Literal["open"] = Field(default="open", description="this workload model: 'open'")
     start_rate_per_s: float = Field(
-        default=0, ge=0, description="the arrival rate the first stage starts from, per second; >= 0"
+        default=0, ge=0, le=MAX_RATE_PER_S, description="the arrival rate the first stage starts from, per second; >= 0"
     )
     stages: list[OpenStage] = Field(
         json_schema_extra={"minItems": 1},
@@ -421,6 +432,7 @@ class OpenModel(BaseModel):
     )
     max_vus: int = Field(
         ge=1,
+        le=MAX_VUS,
         description="the most VUs that may be busy at once; an arrival that finds them all busy "
         "is counted as dropped, never queued; >= 1",
     )
@@ -534,6 +546,7 @@ class Plan(BaseModel):
     graceful_stop_s: float = Field(
         default=5,
         ge=0,
+        le=MAX_GRACEFUL_STOP_S,
         description="after the stages end or a stop is asked, how long in-flight iterations may "
         "run on before they are cut, in seconds; >= 0",
     )

@@ -226,6 +226,8 @@ def _describe(error: ErrorDetails, root: type[BaseModel]) -> PlanIssue:
         message = f"must be greater than {_number(ctx.get('gt'))}{_got(value)}"
     elif kind == "greater_than_equal":
         message = f"must be {_number(ctx.get('ge'))} or more{_got(value)}"
+    elif kind == "less_than_equal":
+        message = f"must be at most {_number(ctx.get('le'))}{_got(value)}"
     elif kind == "string_too_short":
         message = "must not be empty"
     elif kind == "string_type" and isinstance(value, (int, float, bool)):

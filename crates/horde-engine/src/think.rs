@@ -35,7 +35,8 @@ pub fn draw(think_time: &ThinkTime, random: &mut VuRandom) -> Duration {
         // Inverse transform; 1 - u is in (0, 1] so the logarithm is finite.
         ThinkTime::Exponential { mean_ms } => -mean_ms * (1.0 - random.next_f64()).ln(),
     };
-    Duration::from_secs_f64(milliseconds.max(0.0) / 1000.0)
+    // The plan bounds every think time; the exponential tail is clamped to the same bound.
+    Duration::from_secs_f64(milliseconds.clamp(0.0, horde_plan::MAX_THINK_TIME_MS) / 1000.0)
 }
 
 #[cfg(test)]

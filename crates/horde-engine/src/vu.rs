@@ -28,12 +28,14 @@ pub(crate) struct Vu {
     /// Reused for every response this VU reads; grows only for very large response heads.
     buffer: Vec<u8>,
     random: VuRandom,
+    /// Bytes of the current request already written: still counted when the response times out.
+    written: u64,
 }
 
 impl Vu {
     /// `number` is the VU's number in the whole run (unique across workers).
     pub fn new(number: u64) -> Self {
-        Self { connection: None, buffer: Vec::new(), random: VuRandom::new(number) }
+        Self { connection: None, buffer: Vec::new(), random: VuRandom::new(number), written: 0 }
     }
 
     /// Runs the scenario's steps once. `intended` is the arrival's intended instant in the
@@ -61,10 +63,15 @@ impl Vu {
             state.recorder.borrow_mut().steps[step.global_index].record(latency_us, result, sent, received);
             if let Some(think_time) = &step.think_time {
                 let pause = think::draw(think_time, &mut self.random);
-                if !pause.is_zero() {
+                // Registered before the flag is read, so a stop between the two still wakes us;
+                // a stop that came earlier (during the request) skips the pause altogether.
+                let stopped = state.stop_notify.notified();
+                tokio::pin!(stopped);
+                stopped.as_mut().enable();
+                if !pause.is_zero() && !state.stopping.get() {
                     tokio::select! {
                         _ = tokio::time::sleep(pause) => {}
-                        _ = state.stop_notify.notified() => {}
+                        _ = stopped => {}
                     }
                 }
             }
@@ -76,11 +83,12 @@ impl Vu {
     /// Ok: (status, bytes sent, bytes received); Err: (why, bytes sent).
     async fn exchange(&mut self, state: &WorkerState, step: &CompiledStep) -> Result<(u16, u64, u64), (ExchangeError, u64)> {
         let plan = &state.shared.plan;
+        self.written = 0;
         match tokio::time::timeout(plan.request_timeout, self.exchange_unbounded(state, step)).await {
             Ok(result) => result,
             Err(_) => {
                 self.connection = None;
-                Err((ExchangeError { kind: ErrorKind::Timeout, connecting: false }, 0))
+                Err((ExchangeError { kind: ErrorKind::Timeout, connecting: false }, self.written))
             }
         }
     }
@@ -110,6 +118,7 @@ impl Vu {
                 return Err((ExchangeError { kind: ErrorKind::from_io(&error), connecting: false }, 0));
             }
             let sent = request.bytes.len() as u64;
+            self.written = sent;
             match read_response(connection, &mut self.buffer, request.is_head).await {
                 Ok(response) => {
                     if !response.keep_alive {

@@ -250,12 +250,22 @@ async fn drive_open(state: Rc<WorkerState>, scenario: usize) {
     let mut created = 0u64;
     let start = tokio::time::Instant::from_std(state.shared.start);
     let mut arrival = state.index as u64;
+    let mut overdue_in_a_row = 0u32;
     while let Some(offset_s) = profile.time_of_arrival(arrival as f64) {
         let due = start + Duration::from_secs_f64(offset_s);
         if due > tokio::time::Instant::now() {
+            overdue_in_a_row = 0;
             tokio::select! {
                 _ = tokio::time::sleep_until(due) => {}
                 _ = state.stop_notify.notified() => {}
+            }
+        } else {
+            // Arrivals already due fire without waiting; when the worker cannot keep up, this
+            // loop would never give the runtime back (no stop, no interval report). Yield now
+            // and then so the rest of the worker runs.
+            overdue_in_a_row += 1;
+            if overdue_in_a_row % 64 == 0 {
+                tokio::task::yield_now().await;
             }
         }
         if state.stopping.get() {

@@ -298,7 +298,6 @@ fn an_unresolvable_host_is_a_dns_error() {
 }
 
 #[test]
-#[ignore = "engine bug: an interim 1xx response's trailing bytes are dropped (http/response.rs read_response/read_head)"]
 fn a_100_continue_followed_by_the_response_in_one_packet_is_ok() {
     // The interim response and the final one arrive in the same read. read_response copies the
     // bytes after the 100's head to the front of the buffer, then read_head starts again at

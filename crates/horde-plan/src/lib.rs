@@ -22,6 +22,19 @@ pub use validate::PlanError;
 /// The only plan version this engine reads.
 pub const PLAN_VERSION: u32 = 1;
 
+// Upper bounds: far beyond any real test, low enough that no valid plan can overflow a
+// duration, an allocation or a counter. python/horde/plan.py holds the same numbers.
+/// A stage lasts at most 30 days.
+pub const MAX_STAGE_DURATION_S: f64 = 30.0 * 24.0 * 3600.0;
+/// Connect and request timeouts, and the grace period, are at most an hour.
+pub const MAX_TIMEOUT_MS: f64 = 3_600_000.0;
+pub const MAX_GRACEFUL_STOP_S: f64 = 3600.0;
+/// A think time is at most a day.
+pub const MAX_THINK_TIME_MS: f64 = 86_400_000.0;
+/// VU counts and arrival rates are at most ten million (per plan, before any scale-out).
+pub const MAX_VUS: u64 = 10_000_000;
+pub const MAX_RATE_PER_S: f64 = 10_000_000.0;
+
 /// A whole plan: where the target is, and the scenarios to run against it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

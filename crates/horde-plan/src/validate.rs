@@ -3,7 +3,10 @@
 //! The rules mirror the pydantic validators in `python/horde/plan.py`; a plan that pydantic
 //! accepts must pass here, and the tests in `tests/` feed both sides the same bad plans.
 
-use crate::{HttpStep, Plan, Scenario, ThinkTime, Workload, PLAN_VERSION};
+use crate::{
+    HttpStep, Plan, Scenario, ThinkTime, Workload, MAX_GRACEFUL_STOP_S, MAX_RATE_PER_S, MAX_STAGE_DURATION_S,
+    MAX_THINK_TIME_MS, MAX_TIMEOUT_MS, MAX_VUS, PLAN_VERSION,
+};
 use std::collections::HashSet;
 use std::fmt;
 
@@ -49,15 +52,27 @@ impl Problems {
         self.0.push(PlanError::new(path, message));
     }
 
-    fn positive(&mut self, path: String, value: f64) {
+    /// In (0, max].
+    fn positive(&mut self, path: String, value: f64, max: f64) {
         if !(value.is_finite() && value > 0.0) {
             self.push(path, format!("must be greater than 0 (got {value})"));
+        } else if value > max {
+            self.push(path, format!("must be at most {max} (got {value})"));
         }
     }
 
-    fn non_negative(&mut self, path: String, value: f64) {
+    /// In [0, max].
+    fn non_negative(&mut self, path: String, value: f64, max: f64) {
         if !(value.is_finite() && value >= 0.0) {
             self.push(path, format!("must be 0 or more (got {value})"));
+        } else if value > max {
+            self.push(path, format!("must be at most {max} (got {value})"));
+        }
+    }
+
+    fn vus(&mut self, path: String, value: u64) {
+        if value > MAX_VUS {
+            self.push(path, format!("must be at most {MAX_VUS} (got {value})"));
         }
     }
 }
@@ -72,11 +87,11 @@ impl Plan {
                 format!("unsupported plan version {}; this engine reads version {PLAN_VERSION}", self.version),
             );
         }
-        problems.non_negative("graceful_stop_s".into(), self.graceful_stop_s);
+        problems.non_negative("graceful_stop_s".into(), self.graceful_stop_s, MAX_GRACEFUL_STOP_S);
         check_base_url(&mut problems, &self.target.base_url);
         check_headers(&mut problems, "target.headers", &self.target.headers);
-        problems.positive("target.connect_timeout_ms".into(), self.target.connect_timeout_ms);
-        problems.positive("target.request_timeout_ms".into(), self.target.request_timeout_ms);
+        problems.positive("target.connect_timeout_ms".into(), self.target.connect_timeout_ms, MAX_TIMEOUT_MS);
+        problems.positive("target.request_timeout_ms".into(), self.target.request_timeout_ms, MAX_TIMEOUT_MS);
         if self.scenarios.is_empty() {
             problems.push("scenarios".into(), "must hold at least one scenario");
         }
@@ -161,17 +176,17 @@ fn check_step(problems: &mut Problems, path: &str, step: &HttpStep) {
         let think_path = format!("{path}.think_time");
         match think_time {
             ThinkTime::Constant { duration_ms } => {
-                problems.non_negative(format!("{think_path}.duration_ms"), duration_ms);
+                problems.non_negative(format!("{think_path}.duration_ms"), duration_ms, MAX_THINK_TIME_MS);
             }
             ThinkTime::Uniform { min_ms, max_ms } => {
-                problems.non_negative(format!("{think_path}.min_ms"), min_ms);
-                problems.non_negative(format!("{think_path}.max_ms"), max_ms);
+                problems.non_negative(format!("{think_path}.min_ms"), min_ms, MAX_THINK_TIME_MS);
+                problems.non_negative(format!("{think_path}.max_ms"), max_ms, MAX_THINK_TIME_MS);
                 if min_ms > max_ms {
                     problems.push(format!("{think_path}.max_ms"), format!("must be at least min_ms ({min_ms})"));
                 }
             }
             ThinkTime::Exponential { mean_ms } => {
-                problems.non_negative(format!("{think_path}.mean_ms"), mean_ms);
+                problems.non_negative(format!("{think_path}.mean_ms"), mean_ms, MAX_THINK_TIME_MS);
             }
         }
     }
@@ -179,14 +194,21 @@ fn check_step(problems: &mut Problems, path: &str, step: &HttpStep) {
 
 fn check_workload(problems: &mut Problems, path: &str, workload: &Workload) {
     let durations: Vec<f64> = match workload {
-        Workload::Closed { stages, .. } => stages.iter().map(|s| s.duration_s).collect(),
+        Workload::Closed { start_vus, stages } => {
+            problems.vus(format!("{path}.start_vus"), *start_vus);
+            for (index, stage) in stages.iter().enumerate() {
+                problems.vus(format!("{path}.stages[{index}].vus"), stage.vus);
+            }
+            stages.iter().map(|s| s.duration_s).collect()
+        }
         Workload::Open { start_rate_per_s, stages, max_vus } => {
-            problems.non_negative(format!("{path}.start_rate_per_s"), *start_rate_per_s);
+            problems.non_negative(format!("{path}.start_rate_per_s"), *start_rate_per_s, MAX_RATE_PER_S);
             if *max_vus == 0 {
                 problems.push(format!("{path}.max_vus"), "must be at least 1");
             }
+            problems.vus(format!("{path}.max_vus"), *max_vus);
             for (index, stage) in stages.iter().enumerate() {
-                problems.non_negative(format!("{path}.stages[{index}].rate_per_s"), stage.rate_per_s);
+                problems.non_negative(format!("{path}.stages[{index}].rate_per_s"), stage.rate_per_s, MAX_RATE_PER_S);
             }
             stages.iter().map(|s| s.duration_s).collect()
         }
@@ -195,7 +217,7 @@ fn check_workload(problems: &mut Problems, path: &str, workload: &Workload) {
         problems.push(format!("{path}.stages"), "must hold at least one stage");
     }
     for (index, duration_s) in durations.iter().enumerate() {
-        problems.positive(format!("{path}.stages[{index}].duration_s"), *duration_s);
+        problems.positive(format!("{path}.stages[{index}].duration_s"), *duration_s, MAX_STAGE_DURATION_S);
     }
 }
 
@@ -234,6 +256,22 @@ mod tests {
         let workload = r#"{"type": "closed", "stages": [{"duration_s": 1, "vus": 2}], "colour": "red"}"#;
         let error = decode(&plan_json(STEP, workload)).unwrap_err();
         assert_eq!(error.path, "scenarios[0].workload.colour");
+    }
+
+    #[test]
+    fn numbers_have_upper_bounds() {
+        let step = r#"{"name": "home", "method": "GET", "path": "/", "think_time": {"type": "constant", "duration_ms": 1e300}}"#;
+        let workload = r#"{"type": "open", "stages": [{"duration_s": 1e9, "rate_per_s": 1e10}], "max_vus": 100000000}"#;
+        let paths: Vec<String> = decode(&plan_json(step, workload)).unwrap().validate().into_iter().map(|p| p.path).collect();
+        assert_eq!(
+            paths,
+            vec![
+                "scenarios[0].steps[0].think_time.duration_ms",
+                "scenarios[0].workload.max_vus",
+                "scenarios[0].workload.stages[0].rate_per_s",
+                "scenarios[0].workload.stages[0].duration_s",
+            ]
+        );
     }
 
     #[test]

@@ -72,15 +72,10 @@ impl Connector {
     }
 
     async fn connect_unbounded(&self) -> Result<Connection, ErrorKind> {
-        let address = match self.fixed_address {
-            Some(address) => address,
-            None => tokio::net::lookup_host((self.endpoint.host.as_str(), self.endpoint.port))
-                .await
-                .ok()
-                .and_then(|mut addresses| addresses.next())
-                .ok_or(ErrorKind::Dns)?,
+        let stream = match self.fixed_address {
+            Some(address) => TcpStream::connect(address).await.map_err(|error| ErrorKind::from_io(&error))?,
+            None => self.connect_by_name().await?,
         };
-        let stream = TcpStream::connect(address).await.map_err(|error| ErrorKind::from_io(&error))?;
         // Requests are written in one buffer; waiting to coalesce would only add latency.
         stream.set_nodelay(true).map_err(|error| ErrorKind::from_io(&error))?;
         match &self.tls {
@@ -96,6 +91,24 @@ impl Connector {
                 Ok(Connection::Tls(Box::new(tls_stream)))
             }
         }
+    }
+}
+
+impl Connector {
+    /// Resolves the host and tries its addresses in order (a name such as `localhost` may give
+    /// `::1` first while the target listens on 127.0.0.1 only).
+    async fn connect_by_name(&self) -> Result<TcpStream, ErrorKind> {
+        let addresses = tokio::net::lookup_host((self.endpoint.host.as_str(), self.endpoint.port))
+            .await
+            .map_err(|_| ErrorKind::Dns)?;
+        let mut last_error = ErrorKind::Dns;
+        for address in addresses {
+            match TcpStream::connect(address).await {
+                Ok(stream) => return Ok(stream),
+                Err(error) => last_error = ErrorKind::from_io(&error),
+            }
+        }
+        Err(last_error)
     }
 }
 

@@ -39,11 +39,16 @@ pub async fn read_response(connection: &mut Connection, buffer: &mut Vec<u8>, is
         buffer.resize(4096, 0);
     }
     let mut received: u64 = 0;
+    // Bytes already in the buffer that belong to the next head (after an interim response).
+    let mut carried = 0;
     loop {
-        let (status, header_len, filled, framing, keep_alive) = read_head(connection, buffer, &mut received, is_head).await?;
+        let (status, header_len, filled, framing, keep_alive) =
+            read_head(connection, buffer, carried, &mut received, is_head).await?;
         if (100..200).contains(&status) && status != 101 {
-            // An interim response (100 Continue): drop its head and read the real one.
+            // An interim response (100 Continue): drop its head and read the real one, which
+            // may already have arrived in the same read.
             buffer.copy_within(header_len..filled, 0);
+            carried = filled - header_len;
             continue;
         }
         let already = filled - header_len;
@@ -100,10 +105,11 @@ async fn read_some(connection: &mut Connection, buffer: &mut [u8], at: usize, re
 async fn read_head(
     connection: &mut Connection,
     buffer: &mut Vec<u8>,
+    carried: usize,
     received: &mut u64,
     is_head: bool,
 ) -> Result<(u16, usize, usize, Framing, bool), ReadError> {
-    let mut filled = 0;
+    let mut filled = carried;
     loop {
         if filled > 0 {
             let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];

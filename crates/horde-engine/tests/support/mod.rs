@@ -340,11 +340,34 @@ impl XorShift {
     }
 }
 
-/// Runs a plan to its end; also returns how long that took from `start`.
+/// Runs a plan to its end; also returns how long that took from `start`. Fails if an engine
+/// thread panicked meanwhile (in a test binary whose tests run in parallel, any test's).
 pub fn run_timed(plan: &horde_plan::Plan, workers: usize) -> (Vec<Snapshot>, Duration) {
+    let panics = engine_panics();
     let began = Instant::now();
     let mut run = horde_engine::start(plan, EngineOptions { workers }).expect("run starts");
     let limit = run.planned_duration() + Duration::from_secs(20);
     let snapshots = collect(&mut run, limit);
-    (snapshots, began.elapsed())
+    let took = began.elapsed();
+    assert_eq!(engine_panics(), panics, "an engine thread panicked during the run");
+    (snapshots, took)
+}
+
+static ENGINE_PANICS: AtomicU64 = AtomicU64::new(0);
+static PANIC_HOOK: std::sync::Once = std::sync::Once::new();
+
+/// How many panics engine threads (`horde-*`) have had in this test process so far. The first
+/// call installs a panic hook that counts them: a panic inside a VU task is caught by tokio and
+/// would otherwise only show as missing counts.
+pub fn engine_panics() -> u64 {
+    PANIC_HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if std::thread::current().name().is_some_and(|name| name.starts_with("horde-")) {
+                ENGINE_PANICS.fetch_add(1, Ordering::SeqCst);
+            }
+            previous(info);
+        }));
+    });
+    ENGINE_PANICS.load(Ordering::SeqCst)
 }
