@@ -19,12 +19,16 @@ import os
 import pwd
 import re
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -201,3 +205,98 @@ def postgres_database(postgres_url: str) -> Iterator[str]:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}"{force}'))
     finally:
         admin.dispose()
+
+
+# -- Horde processes and the built-in target --------------------------------------------------
+
+#: The ``horde`` command of the environment running the tests (``.venv/bin/horde``).
+HORDE_BIN = Path(sys.executable).with_name("horde")
+
+
+def _default_sigint() -> None:
+    """In a child: SIGINT raises KeyboardInterrupt even if the test runner was started in the
+    background by a shell (which sets it to 'ignore', and Python keeps an ignored SIGINT)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def wait_for_port(port: int, *, timeout_s: float = 15.0) -> None:
+    """Wait (bounded) until something accepts connections on 127.0.0.1:port."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"nothing listens on 127.0.0.1:{port} after {timeout_s} s") from None
+            time.sleep(0.05)
+
+
+class HordeCli:
+    """Runs the ``horde`` command in a subprocess with its own SQLite store in ``tmp_path``."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.tmp_path = tmp_path
+        self.store_path = tmp_path / "store" / "runs.sqlite"
+        self.store_url = f"sqlite:///{self.store_path}"
+        self.env = {**os.environ, "HORDE_STORE": str(self.store_path), "NO_COLOR": "1"}
+        self.env.pop("COLUMNS", None)
+
+    def run(self, *args: str, timeout: float = 60.0, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(HORDE_BIN), *args], env=self.env, cwd=cwd or self.tmp_path, capture_output=True,
+            text=True, timeout=timeout, check=False, preexec_fn=_default_sigint,
+        )
+
+    def popen(self, *args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [str(HORDE_BIN), *args], env=self.env, cwd=self.tmp_path, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint,
+        )
+
+
+@pytest.fixture
+def horde_cli(tmp_path: Path) -> HordeCli:
+    """The ``horde`` command, with ``HORDE_STORE`` pointing into this test's ``tmp_path``."""
+    return HordeCli(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def builtin_target() -> Iterator[Any]:
+    """The built-in target, in-process on a free port of 127.0.0.1 (no capacity model)."""
+    from horde.target import start
+
+    handle = start(port=0)
+    try:
+        yield handle
+    finally:
+        handle.stop()
+
+
+@pytest.fixture
+def target_process() -> Iterator[Callable[..., int]]:
+    """Starts ``horde target`` in its own process (so its CPU is not the generator's); call it
+    with the target's flags, get its port. Every process started is stopped after the test."""
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start(*flags: str) -> int:
+        port = free_tcp_port()
+        proc = subprocess.Popen(
+            [str(HORDE_BIN), "target", "--port", str(port), *flags],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_default_sigint,
+        )
+        started.append(proc)
+        wait_for_port(port)
+        return port
+
+    try:
+        yield start
+    finally:
+        for proc in started:
+            proc.terminate()
+        for proc in started:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)

@@ -16,7 +16,9 @@ from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from horde import __version__
 from horde.errors import ExitCode, HordeError, InvalidInput, PlanInvalid
@@ -77,6 +79,8 @@ def run(
     ramp_up_s = parse_duration(ramp_up, flag="--ramp-up") if ramp_up is not None else None
     if workers is not None and workers < 1:
         raise InvalidInput(f"--workers must be at least 1 (got {workers})")
+    if summary_json is not None and summary_json.is_dir():
+        raise InvalidInput(f"--summary-json: {summary_json} is a directory", hint="give a file path, e.g. --summary-json summary.json")
     plan = _load(plan_path, url, method, header or [], body)
     plan = apply_overrides(plan, vus=vus, rate=rate, max_vus=max_vus, duration_s=duration_s, ramp_up_s=ramp_up_s, base_url=base_url)
     parameters = {
@@ -95,8 +99,14 @@ def run(
         store.finish_run(run_id, status=status, summary=summary)
         render_summary(stdout, summary, store_url=store.display_url)
     if summary_json is not None:
-        summary_json.parent.mkdir(parents=True, exist_ok=True)
-        summary_json.write_text(json.dumps(summary, indent=2) + "\n")
+        try:
+            summary_json.parent.mkdir(parents=True, exist_ok=True)
+            summary_json.write_text(json.dumps(summary, indent=2) + "\n")
+        except OSError as error:
+            raise InvalidInput(
+                f"cannot write --summary-json {summary_json}: {error.strerror or error}",
+                hint=f"the run is stored: `horde show {run_id} --json` prints the same summary",
+            ) from error
     return ExitCode.INTERRUPTED if status == "interrupted" else ExitCode.OK
 
 
@@ -150,10 +160,10 @@ def runs(
     for record in records:
         summary = record.summary or {}
         table.add_row(
-            record.run_id, record.plan_name, record.status, record.started_at.strftime("%Y-%m-%d %H:%M:%S"),
+            record.run_id, Text(record.plan_name), record.status, record.started_at.strftime("%Y-%m-%d %H:%M:%S"),
             f"{summary.get('duration_s', 0):.1f}", f"{summary.get('requests', 0):,}", f"{summary.get('rps', 0):,.1f}",
             f"{summary.get('latency_ms', {}).get('p95', 0):.2f}", f"{summary.get('error_percent', 0):.2f}",
-            " ".join(f"{k}={v}" for k, v in record.tags.items()),
+            Text(" ".join(f"{k}={v}" for k, v in record.tags.items())),
         )
     stdout.print(table)
     return ExitCode.OK
@@ -212,7 +222,7 @@ def validate(plan_path: Annotated[Path, typer.Argument(metavar="PLAN", help="pla
         raise PlanInvalid(problems, source=str(plan_path))
     steps = sum(len(scenario.steps) for scenario in plan.scenarios)
     durations = [sum(stage.duration_s for stage in scenario.workload.stages) for scenario in plan.scenarios]
-    stdout.print(f"{plan_path}: valid — {len(plan.scenarios)} scenario(s), {steps} step(s), {max(durations):g} s of stages")
+    stdout.print(f"{plan_path}: valid — {len(plan.scenarios)} scenario(s), {steps} step(s), {max(durations):g} s of stages", markup=False)
     return ExitCode.OK
 
 
@@ -224,14 +234,15 @@ def _root(version: Annotated[bool, typer.Option("--version", help="print the ver
 
 
 def print_error(error: HordeError) -> None:
-    stderr.print(f"[bold red]error:[/] {error.message}", highlight=False)
+    # soft_wrap: each message stays one line however long (logs are grepped for file:line).
+    stderr.print(f"[bold red]error:[/] {escape(error.message)}", highlight=False, soft_wrap=True)
     if isinstance(error, PlanInvalid):
         for problem in error.problems:
-            stderr.print(f"  {problem}", highlight=False, markup=False)
+            stderr.print(f"  {problem}", highlight=False, markup=False, soft_wrap=True)
             if problem.hint:
-                stderr.print(f"      hint: {problem.hint}", highlight=False, markup=False)
+                stderr.print(f"      hint: {problem.hint}", highlight=False, markup=False, soft_wrap=True)
     if error.hint:
-        stderr.print(f"[bold cyan]hint:[/] {error.hint}", highlight=False)
+        stderr.print(f"[bold cyan]hint:[/] {escape(error.hint)}", highlight=False, soft_wrap=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,6 +7,7 @@ in red, in words, so neither can be missed.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rich.console import Console, Group
@@ -35,13 +36,14 @@ class LiveView:
         self.total_errors = 0
         self.stopping = False
         self._live: Live | None = None
+        self._warned_kinds: set[str] = set()
 
     def __enter__(self) -> LiveView:
         if self.console.is_terminal:
             self._live = Live(self._render(None), console=self.console, refresh_per_second=4, transient=False)
             self._live.__enter__()
         else:
-            self.console.print(f"{self.title}: running for {self.planned_duration_s:g} s")
+            self.console.print(f"{self.title}: running for {self.planned_duration_s:g} s", markup=False, highlight=False)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -61,8 +63,14 @@ class LiveView:
         self.total_errors += errors
         if self._live is not None:
             self._live.update(self._render(snapshot))
-        elif snapshot["second"] % PLAIN_LINE_EVERY_S == 0 or snapshot["final"]:
-            self.console.print(self._plain_line(snapshot, requests, errors), highlight=False)
+            return
+        # A warning that starts between two regular lines gets a line of its own at once:
+        # otherwise a short run (or a short bad spell) would never show it.
+        kinds = {_warning_kind(warning) for warning in self._warnings(snapshot, requests, errors)}
+        new_warning = bool(kinds - self._warned_kinds)
+        self._warned_kinds = kinds
+        if snapshot["second"] % PLAIN_LINE_EVERY_S == 0 or snapshot["final"] or new_warning:
+            self.console.print(self._plain_line(snapshot, requests, errors), markup=False, highlight=False, soft_wrap=True)
 
     def _plain_line(self, snapshot: dict[str, Any], requests: int, errors: int) -> str:
         latency = _latency(snapshot["steps"])
@@ -97,7 +105,7 @@ class LiveView:
 
     def _render(self, snapshot: dict[str, Any] | None) -> Panel:
         if snapshot is None:
-            return Panel(Text("starting..."), title=self.title)
+            return Panel(Text("starting..."), title=Text(self.title))
         requests = sum(int(step["requests"]) for step in snapshot["steps"])
         errors = requests - sum(int(step["ok"]) for step in snapshot["steps"])
         interval = snapshot["interval_s"] or 1.0
@@ -132,7 +140,7 @@ class LiveView:
         for step in snapshot["steps"]:
             stats = histogram.stats(step["histogram"])
             steps.add_row(
-                step["step"],
+                Text(step["step"]),
                 f"{step['requests'] / interval:,.1f}",
                 f"{stats.percentile(50.0):.2f}",
                 f"{stats.percentile(95.0):.2f}",
@@ -142,7 +150,12 @@ class LiveView:
         parts: list[Any] = [header, figures, steps]
         for warning in self._warnings(snapshot, requests, errors):
             parts.append(Text(f"!! {warning}", style="bold white on red"))
-        return Panel(Group(*parts), title=self.title)
+        return Panel(Group(*parts), title=Text(self.title))
+
+
+def _warning_kind(warning: str) -> str:
+    """A warning without its figures: 'EVERY REQUEST FAILED this second', 'arrivals dropped'..."""
+    return re.sub(r"[^A-Za-z ]", "", warning.split("(")[0]).strip()
 
 
 def _latency(steps: list[dict[str, Any]]) -> dict[float, float]:

@@ -64,7 +64,10 @@ def parse_tag(text: str) -> tuple[str, str]:
 
 def url_plan(url: str, *, method: str, headers: list[tuple[str, str]], body: str | None) -> dict[str, Any]:
     """A one-step plan for ``horde run --url URL``; its load comes from the flags."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # e.g. an unclosed IPv6 bracket: 'http://[::1'
+        parts = urlsplit("")
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InvalidInput(f"--url: '{url}' is not an http(s) URL with a host", hint="for example --url http://127.0.0.1:8080/")
     path = parts.path or "/"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 REDACTED = "<redacted>"
 _SECRET_HEADERS = {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key"}
@@ -23,10 +24,31 @@ def _redact_headers(headers: dict[str, str]) -> dict[str, str]:
     return {name: (REDACTED if is_secret_header(name) else value) for name, value in headers.items()}
 
 
+def redact_url_password(url: str) -> str:
+    """The URL with the password of its ``user:password@`` part replaced.
+
+    >>> redact_url_password("http://me:pw@127.0.0.1:8080/api")
+    'http://me:<redacted>@127.0.0.1:8080/api'
+    """
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return url
+    if password is None:
+        return url
+    userinfo, _, hostport = parts.netloc.rpartition("@")
+    user = userinfo.partition(":")[0]
+    return urlunsplit(parts._replace(netloc=f"{user}:{REDACTED}@{hostport}"))
+
+
 def redact_plan(plan: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a plan (as a dict) with secret header values replaced."""
+    """A copy of a plan (as a dict) with secret header values (and a password in the base URL)
+    replaced."""
     redacted = copy.deepcopy(plan)
     target = redacted.get("target", {})
+    if isinstance(target.get("base_url"), str):
+        target["base_url"] = redact_url_password(target["base_url"])
     if "headers" in target:
         target["headers"] = _redact_headers(target["headers"])
     for scenario in redacted.get("scenarios", []):

@@ -18,7 +18,7 @@ def render_summary(console: Console, summary: dict[str, Any], *, store_url: str 
         latency = figures["latency_ms"]
         errors = f"{figures['errors']:,} ({figures['error_percent']:.2f} %)" if figures["errors"] else "0"
         table.add_row(
-            name,
+            Text(name),  # a step's name is the user's text, never markup
             f"{figures['requests']:,}",
             Text(errors, style="red" if figures["errors"] else ""),
             f"{figures['rps']:,.1f}",
@@ -32,19 +32,20 @@ def render_summary(console: Console, summary: dict[str, Any], *, store_url: str 
     console.print(table)
     kinds = summary.get("errors_by_kind") or {}
     if kinds:
-        console.print("errors by kind: " + ", ".join(f"{kind} {count:,}" for kind, count in kinds.items()), style="red")
+        console.print("errors by kind: " + ", ".join(f"{kind} {count:,}" for kind, count in kinds.items()), style="red", soft_wrap=True)
     generator = summary["generator"]
     line = (
         f"duration {summary['duration_s']:.1f} s · iterations {summary['iterations']:,} · peak VUs {summary['peak_vus']:,} · "
         f"connections {summary['connections_opened']:,} · dropped arrivals {summary['dropped_arrivals']:,} · "
         f"generator CPU max {generator['cpu_percent_max']:.0f} %, timer lateness p99 {generator['timer_lateness_p99_ms']:.1f} ms"
     )
-    console.print(line, highlight=False)
+    console.print(line, highlight=False, soft_wrap=True)
     if generator.get("saturated_seconds"):
         console.print(
             f"!! the generator was saturated for {generator['saturated_seconds']} s: latency and rate figures of those seconds "
             "may be the generator's, not the target's",
             style="bold red",
+            soft_wrap=True,
         )
     if store_url:
-        console.print(f"stored in {store_url} as run {summary['run_id']} (horde show {summary['run_id']})", highlight=False)
+        console.print(f"stored in {store_url} as run {summary['run_id']} (horde show {summary['run_id']})", highlight=False, markup=False, soft_wrap=True)

@@ -15,7 +15,7 @@ from horde import _engine
 from horde.errors import InvalidInput
 
 
-def start(*, host: str = "127.0.0.1", port: int = 0, workers: int | None = None, service_ms: float | None = None, threads: int = 1) -> object:
+def start(*, host: str = "127.0.0.1", port: int = 0, workers: int | None = None, service_ms: float | None = None, threads: int = 1) -> _engine.TargetHandle:
     """Starts the target and returns its handle (``.port``, ``.stop()``)."""
     try:
         return _engine.start_target(host, port, workers, service_ms, threads)
@@ -28,7 +28,7 @@ def start(*, host: str = "127.0.0.1", port: int = 0, workers: int | None = None,
 
 def serve_until_interrupted(console: Console, **options: object) -> None:
     handle = start(**options)  # type: ignore[arg-type]
-    port = handle.port  # type: ignore[attr-defined]
+    port = handle.port
     capacity = ""
     if options.get("workers") is not None:
         workers, service_ms = options["workers"], options["service_ms"]
@@ -40,5 +40,5 @@ def serve_until_interrupted(console: Console, **options: object) -> None:
     except KeyboardInterrupt:
         pass
     finally:
-        handle.stop()  # type: ignore[attr-defined]
+        handle.stop()
         console.print("target stopped")

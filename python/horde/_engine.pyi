@@ -1,0 +1,43 @@
+"""Type stub of the native module ``horde._engine`` (built from ``crates/horde-py/src/lib.rs``).
+
+Keep in step with that file and with ARCHITECTURE.md, "The native module".
+"""
+
+from typing import Any, final
+
+ENGINE_VERSION: str
+
+def validate_plan(plan_json: str) -> list[tuple[str, str]]:
+    """Every problem of a plan as ``(path, message)`` pairs; empty when the engine can run it."""
+
+@final
+class RunHandle:
+    def poll(self, timeout_s: float) -> dict[str, Any] | None:
+        """The next snapshot, or None if none came within ``timeout_s`` (or after the final one)."""
+    def stop(self) -> None: ...
+    @property
+    def finished(self) -> bool: ...
+    @property
+    def planned_duration_s(self) -> float: ...
+
+def start_run(plan_json: str, workers: int | None = None) -> RunHandle:
+    """Raises ValueError on a bad plan, RuntimeError on a setup fault."""
+
+def histogram_merge(parts: list[bytes]) -> bytes: ...
+def histogram_stats(blob: bytes, percentiles: list[float]) -> dict[str, Any]:
+    """``{"count", "min_us", "max_us", "mean_us", "percentiles_us": [...]}``"""
+
+@final
+class TargetHandle:
+    @property
+    def port(self) -> int: ...
+    def stop(self) -> None: ...
+
+def start_target(
+    host: str = "127.0.0.1",
+    port: int = 0,
+    workers: int | None = None,
+    service_ms: float | None = None,
+    threads: int = 1,
+) -> TargetHandle:
+    """Raises ValueError on a bad capacity model, OSError when it cannot listen."""

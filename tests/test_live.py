@@ -1,0 +1,128 @@
+"""horde.live.LiveView: plain lines off a terminal, a redrawn panel on one, and warnings that
+cannot be missed (every request failing, a saturated generator, dropped arrivals)."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from rich.console import Console
+
+from horde.live import PLAIN_LINE_EVERY_S, LiveView
+from test_histogram import encode
+
+CPU_LIMIT = 180.0
+
+
+def step(requests: int, ok: int, errors: dict[str, int] | None = None, latency_us: int = 1000, name: str = "home") -> dict[str, Any]:
+    return {"scenario": "s", "step": name, "requests": requests, "ok": ok, "errors": errors or {},
+            "bytes_sent": 10 * requests, "bytes_received": 20 * requests, "histogram": encode([latency_us] * requests)}
+
+
+def snap(second: int, steps: list[dict[str, Any]], *, final: bool = False, cpu: float = 20.0, lateness: float = 0.5,
+         dropped: int = 0, rate: float | None = None) -> dict[str, Any]:
+    return {"second": second, "elapsed_s": float(second), "interval_s": 1.0, "timestamp": 0.0, "final": final,
+            "steps": steps, "active_vus": 8, "busy_vus": 3, "iterations": 5, "dropped_arrivals": dropped,
+            "connections_opened": 0, "target_vus": 8, "target_rate_per_s": rate, "cpu_percent": cpu,
+            "timer_lateness_p99_ms": lateness}
+
+
+def plain_view(title: str = "horde · p · run r") -> tuple[LiveView, io.StringIO]:
+    out = io.StringIO()
+    console = Console(file=out, width=100)
+    assert not console.is_terminal
+    return LiveView(console, title=title, planned_duration_s=20, cpu_limit_percent=CPU_LIMIT), out
+
+
+def lines(out: io.StringIO) -> list[str]:
+    return out.getvalue().splitlines()
+
+
+def test_plain_output_is_a_line_every_few_seconds_and_at_the_end() -> None:
+    view, out = plain_view()
+    with view:
+        for second in range(1, 12):
+            view.update(snap(second, [step(100, 100)]))
+        view.update(snap(12, [step(30, 30)], final=True))
+    printed = lines(out)
+    assert printed[0] == "horde · p · run r: running for 20 s"
+    seconds = [second for second in range(1, 12) if second % PLAIN_LINE_EVERY_S == 0]
+    assert len(printed) == 1 + len(seconds) + 1
+    assert printed[1].split()[0] == f"{seconds[0]:.1f}s"
+    assert "req/s     100.0" in printed[1] and "p50    1.00" in printed[1] and "errors 0" in printed[1]
+    assert "!!" not in out.getvalue()
+    assert printed[-1].split()[0] == "12.0s"
+    assert view.total_requests == 1130 and view.total_errors == 0
+
+
+def test_every_request_failed_is_shown_at_once_even_between_regular_lines() -> None:
+    view, out = plain_view()
+    with view:
+        view.update(snap(1, [step(10, 0, {"refused": 7, "timeout": 3})]))
+        view.update(snap(2, [step(10, 0, {"refused": 10})]))  # same warning again: no extra line
+        view.update(snap(3, [step(10, 5, {"refused": 5})]))  # some succeed: no warning
+    printed = lines(out)
+    assert len(printed) == 2, printed
+    assert "!! EVERY REQUEST FAILED this second (refused 7, timeout 3)" in printed[1]
+    assert "errors 10" in printed[1]
+    assert view.total_errors == 25
+
+
+def test_generator_saturation_is_a_warning() -> None:
+    view, out = plain_view()
+    with view:
+        view.update(snap(1, [step(10, 10)], cpu=CPU_LIMIT + 5))
+        view.update(snap(2, [step(10, 10)]))
+        view.update(snap(3, [step(10, 10)], lateness=25.0))  # timers 25 ms late: saturated too
+        view.update(snap(4, [step(1, 1)], cpu=900.0, lateness=99.0, final=True))  # the final drain is noise
+    printed = lines(out)
+    assert len(printed) == 4, printed
+    assert "GENERATOR SATURATED" in printed[1] and "CPU 185%" in printed[1]
+    assert "GENERATOR SATURATED" in printed[2] and "timer lateness p99 25.0 ms" in printed[2]
+    assert "GENERATOR SATURATED" not in printed[3]
+
+
+def test_dropped_arrivals_are_a_warning() -> None:
+    view, out = plain_view()
+    with view:
+        view.update(snap(1, [step(10, 10)], dropped=42, rate=50.0))
+    assert "!! 42 arrivals dropped (all max_vus busy)" in lines(out)[1]
+
+
+def test_a_healthy_second_has_no_warning_and_an_empty_second_no_figures() -> None:
+    view, out = plain_view()
+    with view:
+        view.update(snap(5, []))
+    [_, line] = lines(out)
+    assert "!!" not in line
+    assert "req/s       0.0" in line and "p99    0.00 ms" in line
+
+
+def test_stopping_is_said_in_words() -> None:
+    view, out = plain_view()
+    with view:
+        view.note_stopping()
+    assert view.stopping
+    assert lines(out)[1].startswith("stopping: no new iterations")
+
+
+def test_user_text_is_never_taken_as_markup() -> None:
+    view, out = plain_view(title="horde · [/weird] [bold]name · run r")
+    with view:
+        view.update(snap(5, [step(1, 1, name="GET /a[/b]")]))
+    assert lines(out)[0] == "horde · [/weird] [bold]name · run r: running for 20 s"
+
+
+def test_terminal_panel_shows_figures_steps_and_warnings() -> None:
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=140, color_system=None)
+    view = LiveView(console, title="horde · [/p] · run r", planned_duration_s=10, cpu_limit_percent=CPU_LIMIT)
+    with view:
+        view.update(snap(1, [step(50, 0, {"status_503": 50}, name="GET /x[/y]")], dropped=3, rate=60.0, cpu=CPU_LIMIT * 2))
+        view.note_stopping()
+        view.update(snap(2, [step(50, 0, {"status_503": 50}, name="GET /x[/y]")], dropped=3, rate=60.0, cpu=CPU_LIMIT * 2))
+    text = out.getvalue()
+    for expected in ("horde · [/p] · run r", "GET /x[/y]", "EVERY REQUEST FAILED this second (status_503 50)",
+                     "GENERATOR SATURATED", "3 arrivals dropped", "rate asked 60.0/s", "stopping...",
+                     "100 in total"):
+        assert expected in text, expected

@@ -1,0 +1,90 @@
+"""Secrets stay out of stored plans: header values carrying credentials are redacted."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+import pytest
+
+from conftest import HordeCli
+from horde.redaction import REDACTED, is_secret_header, redact_plan, redact_url_password
+from horde.store import Store
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["Authorization", "authorization", "Proxy-Authorization", "Cookie", "Set-Cookie", "X-Api-Key", "api-key",
+     "X-Auth-Token", "X-CSRF-Token", "Client-Secret", "X-Password", "X-APIKEY", "X-Session-Id"],
+)
+def test_secret_headers(name: str) -> None:
+    assert is_secret_header(name)
+
+
+@pytest.mark.parametrize("name", ["Accept", "Content-Type", "User-Agent", "X-Request-Id", "Cache-Control", "Host"])
+def test_ordinary_headers(name: str) -> None:
+    assert not is_secret_header(name)
+
+
+def test_redact_plan_replaces_target_and_step_secrets_and_keeps_the_rest() -> None:
+    plan: dict[str, Any] = {
+        "version": 1,
+        "target": {"base_url": "http://h", "headers": {"Authorization": "Bearer abc", "Accept": "*/*"}},
+        "scenarios": [
+            {"name": "s", "steps": [
+                {"name": "a", "path": "/", "headers": {"Cookie": "sid=1", "X-Api-Key": "k", "X-Trace": "t"}},
+                {"name": "b", "path": "/"},  # no headers key: left as it is
+            ]},
+        ],
+    }
+    original = json.loads(json.dumps(plan))
+    redacted = redact_plan(plan)
+    assert plan == original  # the input is not modified
+    assert redacted["target"]["headers"] == {"Authorization": REDACTED, "Accept": "*/*"}
+    assert redacted["scenarios"][0]["steps"][0]["headers"] == {"Cookie": REDACTED, "X-Api-Key": REDACTED, "X-Trace": "t"}
+    assert "headers" not in redacted["scenarios"][0]["steps"][1]
+    assert list(redacted) == list(plan)  # key order kept
+    assert "abc" not in json.dumps(redacted) and "sid=1" not in json.dumps(redacted)
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [("http://me:pw@127.0.0.1:8080/api", f"http://me:{REDACTED}@127.0.0.1:8080/api"),
+     ("https://me:p@ss@h/", f"https://me:{REDACTED}@h/"),
+     ("http://me@h:1", "http://me@h:1"),  # a user name alone is no secret
+     ("http://h:1/x", "http://h:1/x"),
+     ("http://[::1", "http://[::1")],  # unparsable: left to the plan's own check
+)
+def test_redact_url_password(url: str, expected: str) -> None:
+    assert redact_url_password(url) == expected
+
+
+def test_redact_plan_redacts_a_password_in_the_base_url() -> None:
+    redacted = redact_plan({"target": {"base_url": "http://u:hunter2@h:1"}, "scenarios": []})
+    assert redacted["target"]["base_url"] == f"http://u:{REDACTED}@h:1"
+
+
+def test_redact_plan_tolerates_partial_plans() -> None:
+    assert redact_plan({}) == {}
+    assert redact_plan({"target": {}, "scenarios": [{"name": "s"}]}) == {"target": {}, "scenarios": [{"name": "s"}]}
+
+
+def test_a_run_stores_its_plan_with_secrets_redacted(horde_cli: HordeCli, builtin_target: Any) -> None:
+    result = horde_cli.run(
+        "run", "--url", f"http://127.0.0.1:{builtin_target.port}/delay/5", "--vus", "1", "--duration", "1s",
+        "--workers", "1", "-H", "Authorization: Bearer s3cr3t", "-H", "X-Auth-Token: t0k3n", "-H", "Accept: text/plain",
+        "--summary-json", str(horde_cli.tmp_path / "summary.json"),
+    )
+    assert result.returncode == 0, result.stderr
+    run_id = json.loads((horde_cli.tmp_path / "summary.json").read_text())["run_id"]
+    with Store.open(horde_cli.store_url) as store:
+        plan = store.get_run(run_id).plan
+    headers = plan["scenarios"][0]["steps"][0]["headers"]
+    assert headers == {"Authorization": REDACTED, "X-Auth-Token": REDACTED, "Accept": "text/plain"}
+    # Nowhere in the store's file, nor in what the command printed.
+    with sqlite3.connect(horde_cli.store_path) as db:
+        dump = "\n".join(db.iterdump())
+    assert "s3cr3t" not in dump and "t0k3n" not in dump
+    assert REDACTED in dump
+    assert "s3cr3t" not in result.stdout + result.stderr
