@@ -344,14 +344,7 @@ def test_unknown_port_is_free() -> None:
     [
         "horde.overrides",
         "horde.redaction",
-        pytest.param(
-            "horde.errors",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="errors.py's doctest expects `3` but ExitCode is an IntEnum whose repr is "
-                "<ExitCode.STORE_UNAVAILABLE: 3> (errors.py is not ours to fix; reported)",
-            ),
-        ),
+        "horde.errors",
         "horde.histogram",
     ],
 )

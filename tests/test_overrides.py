@@ -165,6 +165,13 @@ def test_max_vus_caps_the_open_model() -> None:
     assert workload["stages"] == [{"duration_s": 10.0, "rate_per_s": 50.0}]  # the plan's peak, held
 
 
+def test_max_vus_without_rate_on_a_closed_plan_is_refused() -> None:
+    with pytest.raises(InvalidInput) as caught:
+        apply_overrides(plan_with(CLOSED), max_vus=5)
+    assert "open model only" in caught.value.message
+    assert caught.value.hint and "--rate" in caught.value.hint
+
+
 def test_duration_alone_keeps_each_model_and_its_peak_level() -> None:
     closed, open_ = workloads(apply_overrides(plan_with(CLOSED, OPEN), duration_s=4))
     assert closed == {"type": "closed", "start_vus": 20, "stages": [{"duration_s": 4.0, "vus": 20}]}

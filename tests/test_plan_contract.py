@@ -66,6 +66,7 @@ MISTAKES = [
     (_with(["version"], 2), "version"),
     (_with(["target", "base_url"], "ftp://x"), "target.base_url"),
     (_with(["target", "connect_timeout_ms"], 0), "target.connect_timeout_ms"),
+    (_with(["target", "base_url"], "http://user:pw@127.0.0.1:8080"), "target.base_url"),
     (_with(["scenarios", 0, "steps", 0, "method"], "get"), "scenarios[0].steps[0].method"),
     (_with(["scenarios", 0, "steps", 1, "path"], "items"), "scenarios[0].steps[1].path"),
     (_with(["scenarios", 0, "steps", 1, "name"], "home"), "scenarios[0].steps[1].name"),

@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -27,7 +28,7 @@ from horde.overrides import apply_overrides, parse_duration, parse_header, parse
 from horde.plan import Plan, plan_from_dict, plan_json_schema
 from horde.planfile import load_plan
 from horde.redaction import redact_plan
-from horde.run import Run, engine_problems
+from horde.run import Run, checked_plan_json, engine_problems
 from horde.store import Store
 from horde.summary import CPU_SATURATION_PERCENT_PER_WORKER, SummaryBuilder, summarise
 from horde.summary_view import render_summary
@@ -90,9 +91,15 @@ def run(
         if value is not None
     }
     # The store is opened before any load is sent: a run that cannot be kept is not started.
+    plan_json = checked_plan_json(plan)
     with Store.open(store_url) as store:
-        engine_run = Run.start(plan, workers=workers)
-        run_id = store.create_run(plan=redact_plan(json.loads(engine_run.plan_json)), plan_name=plan.name, parameters=parameters, tags=tags)
+        # The run is recorded before any load is sent, so that load never goes unrecorded.
+        run_id = store.create_run(plan=redact_plan(json.loads(plan_json)), plan_name=plan.name, parameters=parameters, tags=tags)
+        try:
+            engine_run = Run.start(plan, workers=workers)
+        except HordeError:
+            store.finish_run(run_id, status="failed", summary=None)
+            raise
         status = _drive(engine_run, store, run_id, plan, workers)
         effective_workers = workers or os.cpu_count() or 1
         summary = _final_summary(store, run_id, status, effective_workers)
@@ -115,27 +122,46 @@ def _final_summary(store: Store, run_id: str, status: str, workers: int) -> dict
     return summarise(store.snapshots(run_id), run_id=run_id, status=status, workers=workers)
 
 
+class _Interrupts:
+    """Counts Ctrl-C presses instead of raising KeyboardInterrupt wherever the program happens
+    to be (in the middle of a store write, a snapshot would be lost)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._previous: Any = None
+
+    def __enter__(self) -> _Interrupts:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._count)
+        return self
+
+    def _count(self, signum: int, frame: object) -> None:
+        self.count += 1
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+
 def _drive(engine_run: Run, store: Store, run_id: str, plan: Plan, workers: int | None) -> str:
     """Feeds snapshots to the store and the live view until the run ends; handles Ctrl-C:
     the first stops the run gracefully, a second stops waiting for the drain."""
     cpu_limit = CPU_SATURATION_PERCENT_PER_WORKER * (workers or os.cpu_count() or 1)
     title = f"horde · {plan.name} · run {run_id}"
-    interrupted = False
-    with LiveView(stdout, title=title, planned_duration_s=engine_run.planned_duration_s, cpu_limit_percent=cpu_limit) as view:
+    with _Interrupts() as interrupts, LiveView(
+        stdout, title=title, planned_duration_s=engine_run.planned_duration_s, cpu_limit_percent=cpu_limit
+    ) as view:
         while not engine_run.finished:
-            try:
-                snapshot = engine_run.poll()
-                if snapshot is None:
-                    continue
-                store.add_snapshot(run_id, snapshot)
-                view.update(snapshot)
-            except KeyboardInterrupt:
-                if interrupted:
-                    break  # second Ctrl-C: keep what is stored, stop waiting for the drain
-                interrupted = True
+            if interrupts.count >= 2:
+                break  # second Ctrl-C: keep what is stored, stop waiting for the drain
+            if interrupts.count == 1 and not engine_run.stop_requested:
                 engine_run.stop()
                 view.note_stopping()
-    return "interrupted" if interrupted else "finished"
+            snapshot = engine_run.poll()  # waits at most POLL_INTERVAL_S, so Ctrl-C is seen soon
+            if snapshot is not None:
+                store.add_snapshot(run_id, snapshot)
+                view.update(snapshot)
+    return "interrupted" if interrupts.count else "finished"
 
 
 @app.command()

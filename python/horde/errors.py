@@ -5,7 +5,7 @@ are for bad input and setup faults. Every error carries a message a user can act
 one helps, a hint. The CLI prints them as ``error: ...`` / ``hint: ...`` lines.
 
 >>> err = StoreUnavailable("cannot open sqlite:///nowhere/x.sqlite", hint="check the path")
->>> err.exit_code, str(err)
+>>> int(err.exit_code), str(err)
 (3, 'cannot open sqlite:///nowhere/x.sqlite')
 """
 

@@ -109,6 +109,11 @@ def apply_overrides(
         raise InvalidInput(f"--rate must be more than 0 (got {rate})")
     if max_vus is not None and max_vus < 1:
         raise InvalidInput(f"--max-vus must be at least 1 (got {max_vus})")
+    if max_vus is not None and rate is None and any(s.workload.type == "closed" for s in plan.scenarios):
+        raise InvalidInput(
+            "--max-vus applies to the open model only",
+            hint="use it with --rate R (or on a plan whose scenarios are open); a closed model's VUs are --vus",
+        )
     data = plan.model_dump(mode="json")
     if base_url is not None:
         data["target"]["base_url"] = base_url

@@ -245,6 +245,13 @@ class Target(BaseModel):
             )
         if port == 0:
             raise _custom("base_url", f"'{url}' has port 0", "use the port the target listens on")
+        if "@" in parts.netloc:
+            # The engine does not send URL credentials, and they would be stored with the run.
+            raise _custom(
+                "base_url",
+                "base_url must not carry credentials (user:password@)",
+                "send them as a header instead, e.g. headers: {Authorization: 'Basic ...'}; secret headers are redacted in the store",
+            )
         if parts.query or parts.fragment or url.endswith(("?", "#")):
             raise _custom(
                 "base_url",

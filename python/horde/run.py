@@ -31,6 +31,15 @@ def engine_problems(plan_json: str) -> list[Problem]:
     return [Problem(location=path, message=message) for path, message in _engine.validate_plan(plan_json)]
 
 
+def checked_plan_json(plan: Plan) -> str:
+    """The plan's JSON once the engine has accepted it too; PlanInvalid otherwise."""
+    plan_json = plan_to_json(plan)
+    problems = engine_problems(plan_json)
+    if problems:
+        raise PlanInvalid(problems, source="the engine's check")
+    return plan_json
+
+
 class Run:
     """A plan running in the engine."""
 
@@ -42,10 +51,7 @@ class Run:
     @classmethod
     def start(cls, plan: Plan, *, workers: int | None = None) -> Run:
         """Checks the plan on the engine's side too, then starts it; returns at once."""
-        plan_json = plan_to_json(plan)
-        problems = engine_problems(plan_json)
-        if problems:
-            raise PlanInvalid(problems, source="the engine's check")
+        plan_json = checked_plan_json(plan)
         try:
             handle = _engine.start_run(plan_json, workers)
         except ValueError as error:

@@ -116,6 +116,9 @@ fn check_base_url(problems: &mut Problems, url: &str) {
             if authority.is_empty() || authority.starts_with(':') {
                 problems.push("target.base_url".into(), format!("'{url}' has no host"));
             }
+            if authority.contains('@') {
+                problems.push("target.base_url".into(), "base_url must not carry credentials (user:password@)");
+            }
         }
     }
 }
