@@ -73,6 +73,12 @@ class LiveView:
             self.console.print(self._plain_line(snapshot, requests, errors), markup=False, highlight=False, soft_wrap=True)
 
     def _plain_line(self, snapshot: dict[str, Any], requests: int, errors: int) -> str:
+        if snapshot["final"]:
+            # The final interval is the drain, often a few milliseconds: rates over it are noise.
+            return (
+                f"{snapshot['elapsed_s']:7.1f}s  finished: {requests} request(s) completed while draining "
+                f"({snapshot['interval_s'] * 1000:.0f} ms), {errors} error(s)"
+            )
         latency = _latency(snapshot["steps"])
         rate = requests / snapshot["interval_s"] if snapshot["interval_s"] > 0 else 0.0
         line = (
