@@ -24,7 +24,7 @@ SNAPSHOT_KEYS = {
     "iterations", "dropped_arrivals", "connections_opened", "target_vus", "target_rate_per_s",
     "cpu_percent", "timer_lateness_p99_ms",
 }
-STEP_KEYS = {"scenario", "step", "requests", "ok", "errors", "bytes_sent", "bytes_received", "histogram"}
+STEP_KEYS = {"scenario", "step", "kind", "requests", "ok", "errors", "bytes_sent", "bytes_received", "histogram"}
 
 
 def make_plan(port: int, path: str, workload: dict[str, Any], *, graceful_stop_s: float = 2) -> Plan:
@@ -77,7 +77,7 @@ def test_snapshots_have_the_documented_shape(builtin_target: Any) -> None:
         assert snapshot["target_rate_per_s"] is None  # closed model
         for step in snapshot["steps"]:
             assert set(step) == STEP_KEYS
-            assert (step["scenario"], step["step"]) == ("s", "r")
+            assert (step["scenario"], step["step"], step["kind"]) == ("s", "r", "request")
             assert step["requests"] == step["ok"] + sum(step["errors"].values())
             assert isinstance(step["histogram"], bytes)
     for snapshot in snapshots[:-1]:

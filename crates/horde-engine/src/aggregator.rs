@@ -141,10 +141,11 @@ fn build_snapshot(
         .enumerate()
         .filter(|(_, step)| !step.is_empty())
         .map(|(global, step)| {
-            let (scenario, name) = &plan.step_names[global];
+            let (scenario, name, kind) = &plan.step_names[global];
             StepSnapshot {
                 scenario: scenario.clone(),
                 step: name.clone(),
+                kind: kind.label(),
                 requests: step.requests,
                 ok: step.ok,
                 errors: step.errors_by_kind(),

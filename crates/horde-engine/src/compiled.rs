@@ -1,18 +1,12 @@
-//! The plan prepared for running: requests encoded, profiles built, steps numbered globally.
-//! Built once per run and shared read-only by every worker.
+//! The plan prepared for running: scenarios compiled into programs, workloads into profiles,
+//! steps numbered globally. Built once per run and shared read-only by every worker.
 
-use crate::http::{Connector, EncodedRequest, Endpoint};
+use crate::http::{Connector, Endpoint};
+use crate::interpreter::{compile_scenario, NodeCompiler, ScenarioProgram, StepKind};
 use crate::workload::Profile;
 use crate::EngineError;
-use horde_plan::{Plan, ThinkTime, Workload};
+use horde_plan::{Plan, Workload};
 use std::time::Duration;
-
-pub(crate) struct CompiledStep {
-    /// Index into the recorders' step list (all scenarios' steps, in plan order).
-    pub global_index: usize,
-    pub request: EncodedRequest,
-    pub think_time: Option<ThinkTime>,
-}
 
 pub(crate) enum CompiledWorkload {
     Closed(Profile),
@@ -20,15 +14,20 @@ pub(crate) enum CompiledWorkload {
 }
 
 pub(crate) struct CompiledScenario {
-    pub steps: Vec<CompiledStep>,
+    pub program: ScenarioProgram,
     pub workload: CompiledWorkload,
 }
 
 pub(crate) struct CompiledPlan {
     pub scenarios: Vec<CompiledScenario>,
-    /// (scenario name, step name) by global step index.
-    pub step_names: Vec<(String, String)>,
+    /// (scenario name, step or group name, kind) by global step index.
+    pub step_names: Vec<(String, String, StepKind)>,
+    pub endpoint: Endpoint,
     pub connector: Connector,
+    /// Every template of the plan, by name; shared by all workers (rendering is read-only).
+    pub environment: minijinja::Environment<'static>,
+    /// The plan's parameters, as templates see them (`params.NAME`).
+    pub params: minijinja::Value,
     pub request_timeout: Duration,
     pub graceful_stop: Duration,
     /// When the longest scenario's stages end.
@@ -43,21 +42,10 @@ impl CompiledPlan {
             Duration::from_secs_f64(plan.target.connect_timeout_ms / 1000.0),
             plan.target.insecure,
         )?;
-        let mut step_names = Vec::new();
+        let mut compiler = NodeCompiler::new(&endpoint, &plan.target.headers);
         let mut scenarios = Vec::new();
         for scenario in &plan.scenarios {
-            let steps = scenario
-                .steps
-                .iter()
-                .map(|step| {
-                    step_names.push((scenario.name.clone(), step.name.clone()));
-                    CompiledStep {
-                        global_index: step_names.len() - 1,
-                        request: EncodedRequest::encode(&endpoint, &plan.target.headers, step),
-                        think_time: step.think_time,
-                    }
-                })
-                .collect();
+            let program = compile_scenario(&mut compiler, scenario)?;
             let workload = match &scenario.workload {
                 Workload::Closed { start_vus, stages } => CompiledWorkload::Closed(Profile::closed(*start_vus, stages)),
                 Workload::Open { start_rate_per_s, stages, max_vus } => CompiledWorkload::Open {
@@ -65,15 +53,20 @@ impl CompiledPlan {
                     max_vus: *max_vus,
                 },
             };
-            scenarios.push(CompiledScenario { steps, workload });
+            check_unique_feeders(&scenario.name, &program, &workload)?;
+            scenarios.push(CompiledScenario { program, workload });
         }
+        let NodeCompiler { environment, steps: step_names, .. } = compiler;
         Ok(Self {
             scenarios,
             step_names,
             connector,
+            environment,
+            params: minijinja::Value::from_serialize(&plan.parameters),
             request_timeout: Duration::from_secs_f64(plan.target.request_timeout_ms / 1000.0),
             graceful_stop: Duration::from_secs_f64(plan.graceful_stop_s),
             duration: Duration::from_secs_f64(plan.duration_s()),
+            endpoint,
         })
     }
 
@@ -91,4 +84,22 @@ impl CompiledPlan {
         }
         (vus, rate)
     }
+}
+
+/// A unique feeder needs a row for every VU the workload can start; known before the run.
+fn check_unique_feeders(scenario: &str, program: &ScenarioProgram, workload: &CompiledWorkload) -> Result<(), EngineError> {
+    let peak = match workload {
+        CompiledWorkload::Closed(profile) => profile.peak_level().ceil() as u64,
+        CompiledWorkload::Open { max_vus, .. } => *max_vus,
+    };
+    for feeder in program.feeders.iter().filter(|feeder| feeder.mode == horde_plan::FeederMode::Unique) {
+        if peak > feeder.len() as u64 {
+            return Err(EngineError::Setup(format!(
+                "scenario '{scenario}': unique feeder '{}' has {} rows for up to {peak} VUs",
+                feeder.name,
+                feeder.len()
+            )));
+        }
+    }
+    Ok(())
 }

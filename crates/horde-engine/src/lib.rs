@@ -27,6 +27,7 @@
 mod aggregator;
 mod compiled;
 pub mod http;
+mod interpreter;
 mod run;
 mod snapshot;
 mod system;

@@ -5,6 +5,8 @@
 pub struct StepSnapshot {
     pub scenario: String,
     pub step: String,
+    /// `"request"` or `"group"` (a group's latency is the time of one pass through it).
+    pub kind: &'static str,
     pub requests: u64,
     pub ok: u64,
     /// Error kind label (`status_503`, `timeout`...) and count, only kinds that occurred.

@@ -1,18 +1,33 @@
-//! A virtual user: its connection, its buffer, its random stream, and how it runs an iteration.
+//! A virtual user: its connection, buffers, random stream, variables and cookies, and how it
+//! walks its scenario's nodes.
 
-use crate::compiled::{CompiledScenario, CompiledStep};
-use crate::http::{read_response, Connection};
+use crate::http::{encode_request, read_response, Capture, Connection, RequestParts};
+use crate::interpreter::{Body, CookieJar, JsonTemplate, LoopMode, Node, RequestNode, ResponseView, ScenarioProgram, Text};
 use crate::think::{self, VuRandom};
 use crate::worker::WorkerState;
 use horde_metrics::ErrorKind;
+use horde_plan::{FeederMode, ThinkTime};
+use minijinja::Value;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// How an iteration ended, as far as the VU's loop cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum IterationEnd {
     Completed,
-    /// The last step could not even connect (refused, DNS...).
+    /// The last request could not even connect (refused, DNS...).
     ConnectFailed,
+    Stopped,
+}
+
+/// What the walk of a list of nodes says to its caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    Continue,
+    EndIteration,
     Stopped,
 }
 
@@ -23,68 +38,354 @@ struct ExchangeError {
     connecting: bool,
 }
 
+/// The state of one walk: the open model's intended start (taken by the first request) and
+/// whether a stop ends the walk (setup and teardown are not cut by a stop, only by the grace
+/// period).
+struct Pass {
+    intended: Option<Instant>,
+    stoppable: bool,
+}
+
 pub(crate) struct Vu {
+    /// The VU's number in the whole run (unique across workers).
+    number: u64,
     connection: Option<Connection>,
     /// Reused for every response this VU reads; grows only for very large response heads.
     buffer: Vec<u8>,
+    /// Where templated requests are encoded; reused.
+    request: Vec<u8>,
+    capture: Capture,
     random: VuRandom,
     /// Bytes of the current request already written: still counted when the response times out.
     written: u64,
+    /// Variables by name: extracted values, loop items, feeder rows. Shared with the template
+    /// context without copying; changed copy-on-write.
+    vars: Arc<BTreeMap<String, Value>>,
+    cookies: CookieJar,
+    iteration: u64,
+    /// Failed outcomes recorded so far (a group fails when this moves during its pass).
+    failures: u64,
+    last_connect_failed: bool,
 }
 
 impl Vu {
-    /// `number` is the VU's number in the whole run (unique across workers).
     pub fn new(number: u64) -> Self {
-        Self { connection: None, buffer: Vec::new(), random: VuRandom::new(number), written: 0 }
+        Self {
+            number,
+            connection: None,
+            buffer: Vec::new(),
+            request: Vec::new(),
+            capture: Capture::default(),
+            random: VuRandom::new(number),
+            written: 0,
+            vars: Arc::new(BTreeMap::new()),
+            cookies: CookieJar::default(),
+            iteration: 0,
+            failures: 0,
+            last_connect_failed: false,
+        }
     }
 
-    /// Runs the scenario's steps once. `intended` is the arrival's intended instant in the
-    /// open model: the first request is timed from it, so any lateness counts as latency.
-    pub async fn run_iteration(&mut self, state: &WorkerState, scenario: &CompiledScenario, intended: Option<Instant>) -> IterationEnd {
-        let mut end = IterationEnd::Completed;
-        for (position, step) in scenario.steps.iter().enumerate() {
-            if position > 0 && state.stopping.get() {
-                return IterationEnd::Stopped;
-            }
-            let started = match intended {
-                Some(instant) if position == 0 => instant,
-                _ => Instant::now(),
-            };
-            let outcome = self.exchange(state, step).await;
-            let latency_us = started.elapsed().as_micros() as u64;
-            let (result, sent, received) = match outcome {
-                Ok((status, sent, received)) if status < 400 => (Ok(()), sent, received),
-                Ok((status, sent, received)) => (Err(ErrorKind::Status(status)), sent, received),
-                Err((error, sent)) => {
-                    end = if error.connecting { IterationEnd::ConnectFailed } else { IterationEnd::Completed };
-                    (Err(error.kind), sent, 0)
+    /// Takes the VU's unique feeder rows and runs the setup steps. False when the VU cannot
+    /// run at all (a unique feeder has no row for it).
+    pub async fn start(&mut self, state: &WorkerState, program: &ScenarioProgram) -> bool {
+        for feeder in program.feeders.iter().filter(|feeder| feeder.mode == FeederMode::Unique) {
+            match feeder.row_of_vu(self.number) {
+                Some(row) => {
+                    Arc::make_mut(&mut self.vars).insert(feeder.name.clone(), row);
                 }
-            };
-            state.recorder.borrow_mut().steps[step.global_index].record(latency_us, result, sent, received);
-            if let Some(think_time) = &step.think_time {
-                let pause = think::draw(think_time, &mut self.random);
-                // Registered before the flag is read, so a stop between the two still wakes us;
-                // a stop that came earlier (during the request) skips the pause altogether.
-                let stopped = state.stop_notify.notified();
-                tokio::pin!(stopped);
-                stopped.as_mut().enable();
-                if !pause.is_zero() && !state.stopping.get() {
-                    tokio::select! {
-                        _ = tokio::time::sleep(pause) => {}
-                        _ = stopped => {}
+                None => {
+                    if let Some(index) = program.first_request_index {
+                        self.record(state, index, 0, Err(ErrorKind::FeederExhausted), 0, 0);
+                    }
+                    return false;
+                }
+            }
+        }
+        if !program.setup.is_empty() {
+            let mut pass = Pass { intended: None, stoppable: false };
+            self.run_nodes(state, &program.setup, &mut pass).await;
+        }
+        true
+    }
+
+    /// Runs the behaviour once. `intended` is the arrival's intended instant in the open model:
+    /// the first request is timed from it, so any lateness counts as latency.
+    pub async fn run_iteration(&mut self, state: &WorkerState, program: &ScenarioProgram, intended: Option<Instant>) -> IterationEnd {
+        for feeder in program.feeders.iter().filter(|feeder| feeder.mode != FeederMode::Unique) {
+            let row = feeder.next_row(self.random.next_u64());
+            Arc::make_mut(&mut self.vars).insert(feeder.name.clone(), row);
+        }
+        self.last_connect_failed = false;
+        let mut pass = Pass { intended, stoppable: true };
+        let flow = self.run_nodes(state, &program.steps, &mut pass).await;
+        self.iteration += 1;
+        match flow {
+            Flow::Stopped => IterationEnd::Stopped,
+            _ if self.last_connect_failed => IterationEnd::ConnectFailed,
+            _ => IterationEnd::Completed,
+        }
+    }
+
+    /// Runs the teardown steps (a VU that stops on its own, not one cut by the grace period).
+    pub async fn finish(&mut self, state: &WorkerState, program: &ScenarioProgram) {
+        if !program.teardown.is_empty() {
+            let mut pass = Pass { intended: None, stoppable: false };
+            self.run_nodes(state, &program.teardown, &mut pass).await;
+        }
+    }
+
+    fn run_nodes<'a>(&'a mut self, state: &'a WorkerState, nodes: &'a [Node], pass: &'a mut Pass) -> Pin<Box<dyn Future<Output = Flow> + 'a>> {
+        Box::pin(async move {
+            for node in nodes {
+                let flow = match node {
+                    Node::Request(request) => {
+                        if pass.stoppable && state.stopping.get() && pass.intended.is_none() {
+                            return Flow::Stopped;
+                        }
+                        let intended = pass.intended.take();
+                        self.request(state, request, intended).await
+                    }
+                    Node::Group { global_index, children } => {
+                        let started = Instant::now();
+                        let failures = self.failures;
+                        let flow = self.run_nodes(state, children, pass).await;
+                        let outcome = if self.failures == failures { Ok(()) } else { Err(ErrorKind::StepFailed) };
+                        let latency_us = started.elapsed().as_micros() as u64;
+                        self.record(state, *global_index, latency_us, outcome, 0, 0);
+                        flow
+                    }
+                    Node::Choice { cumulative_weights, branches } => {
+                        let total = cumulative_weights.last().copied().unwrap_or(0.0);
+                        let draw = self.random.next_f64() * total;
+                        let branch = cumulative_weights.iter().position(|bound| draw < *bound).unwrap_or(branches.len() - 1);
+                        self.run_nodes(state, &branches[branch], pass).await
+                    }
+                    Node::Loop { mode, children } => self.run_loop(state, mode, children, pass).await,
+                    Node::If { condition, then, otherwise } => {
+                        let branch = if self.condition(state, condition) { then } else { otherwise };
+                        self.run_nodes(state, branch, pass).await
+                    }
+                    Node::Think(think_time) => {
+                        self.pause(state, think_time).await;
+                        Flow::Continue
+                    }
+                    Node::EndIteration => Flow::EndIteration,
+                };
+                if flow != Flow::Continue {
+                    return flow;
+                }
+            }
+            Flow::Continue
+        })
+    }
+
+    async fn run_loop(&mut self, state: &WorkerState, mode: &LoopMode, children: &[Node], pass: &mut Pass) -> Flow {
+        match mode {
+            LoopMode::Count(count) => {
+                for _ in 0..*count {
+                    let flow = self.run_nodes(state, children, pass).await;
+                    if flow != Flow::Continue {
+                        return flow;
+                    }
+                }
+            }
+            LoopMode::While(condition, max) => {
+                for _ in 0..*max {
+                    if !self.condition(state, condition) {
+                        break;
+                    }
+                    let flow = self.run_nodes(state, children, pass).await;
+                    if flow != Flow::Continue {
+                        return flow;
+                    }
+                }
+            }
+            LoopMode::ForEach { variable, item, max } => {
+                let items: Vec<Value> = match self.vars.get(variable).and_then(|list| list.try_iter().ok()) {
+                    Some(iterator) => iterator.take(*max as usize).collect(),
+                    None => Vec::new(),
+                };
+                for value in items {
+                    Arc::make_mut(&mut self.vars).insert(item.clone(), value);
+                    let flow = self.run_nodes(state, children, pass).await;
+                    if flow != Flow::Continue {
+                        return flow;
                     }
                 }
             }
         }
-        end
+        Flow::Continue
+    }
+
+    /// The template context: the VU's variables, then `params`, `vu`, `iteration`.
+    fn context(&self, state: &WorkerState) -> Value {
+        let builtins = minijinja::context! {
+            params => state.shared.plan.params.clone(),
+            vu => self.number,
+            iteration => self.iteration,
+        };
+        minijinja::value::merge_maps([Value::from_dyn_object(self.vars.clone()), builtins])
+    }
+
+    fn render(state: &WorkerState, context: &Value, template: &str) -> Option<String> {
+        state.shared.plan.environment.get_template(template).ok()?.render(context).ok()
+    }
+
+    fn condition(&self, state: &WorkerState, template: &str) -> bool {
+        // A condition that cannot be evaluated (a variable left unset) does not hold.
+        Self::render(state, &self.context(state), template).is_some_and(|rendered| rendered == "1")
+    }
+
+    fn render_text(state: &WorkerState, context: &Value, text: &Text) -> Option<String> {
+        match text {
+            Text::Fixed(fixed) => Some(fixed.clone()),
+            Text::Template(name) => Self::render(state, context, name),
+        }
+    }
+
+    fn render_json(state: &WorkerState, context: &Value, template: &JsonTemplate) -> Option<serde_json::Value> {
+        Some(match template {
+            JsonTemplate::Fixed(value) => value.clone(),
+            JsonTemplate::Typed(name) => serde_json::from_str(&Self::render(state, context, name)?).ok()?,
+            JsonTemplate::Text(name) => serde_json::Value::String(Self::render(state, context, name)?),
+            JsonTemplate::Array(items) => {
+                serde_json::Value::Array(items.iter().map(|item| Self::render_json(state, context, item)).collect::<Option<_>>()?)
+            }
+            JsonTemplate::Object(fields) => serde_json::Value::Object(
+                fields.iter().map(|(key, item)| Some((key.clone(), Self::render_json(state, context, item)?))).collect::<Option<_>>()?,
+            ),
+        })
+    }
+
+    /// Encodes a request whose parts are templated (or that carries cookies) into `self.request`.
+    /// Returns the rendered path (for cookie paths), or `None` when a template failed.
+    fn encode_dynamic(&mut self, state: &WorkerState, node: &RequestNode) -> Option<String> {
+        let context = self.context(state);
+        let path = Self::render_text(state, &context, &node.path)?;
+        let mut rendered_headers = Vec::with_capacity(node.headers.len());
+        for (name, value) in &node.headers {
+            rendered_headers.push((name.as_str(), Self::render_text(state, &context, value)?));
+        }
+        let (body, json) = match &node.body {
+            Body::None => (Vec::new(), false),
+            Body::Text(text) => (Self::render_text(state, &context, text)?.into_bytes(), false),
+            Body::Json(template) => (serde_json::to_vec(&Self::render_json(state, &context, template)?).ok()?, true),
+        };
+        let headers: Vec<(&str, &str)> = rendered_headers.iter().map(|(name, value)| (*name, value.as_str())).collect();
+        let cookie = self.cookies.header_for(&path);
+        let parts = RequestParts { method: &node.method, path: &path, headers: &headers, cookie: cookie.as_deref(), body: &body, json };
+        self.request.clear();
+        encode_request(&mut self.request, &state.shared.plan.endpoint, &parts);
+        Some(path)
+    }
+
+    fn record(&mut self, state: &WorkerState, index: usize, latency_us: u64, outcome: Result<(), ErrorKind>, sent: u64, received: u64) {
+        if outcome.is_err() {
+            self.failures += 1;
+        }
+        state.recorder.borrow_mut().steps[index].record(latency_us, outcome, sent, received);
+    }
+
+    async fn pause(&mut self, state: &WorkerState, think_time: &ThinkTime) {
+        let pause = think::draw(think_time, &mut self.random);
+        // Registered before the flag is read, so a stop between the two still wakes us; a stop
+        // that came earlier (during the request) skips the pause altogether.
+        let stopped = state.stop_notify.notified();
+        tokio::pin!(stopped);
+        stopped.as_mut().enable();
+        if !pause.is_zero() && !state.stopping.get() {
+            tokio::select! {
+                _ = tokio::time::sleep(pause) => {}
+                _ = stopped => {}
+            }
+        }
+    }
+
+    async fn request(&mut self, state: &WorkerState, node: &RequestNode, intended: Option<Instant>) -> Flow {
+        let started = intended.unwrap_or_else(Instant::now);
+        // Requests with nothing templated go out as encoded at start, unless cookies must be added.
+        let (fixed, path) = match (&node.fixed, self.cookies.is_empty()) {
+            (Some(bytes), true) => (Some(bytes), None),
+            _ => match self.encode_dynamic(state, node) {
+                Some(path) => (None, Some(path)),
+                None => {
+                    self.record(state, node.global_index, 0, Err(ErrorKind::TemplateFailed), 0, 0);
+                    return Flow::Continue;
+                }
+            },
+        };
+        self.capture.keep_body = node.keep_body;
+        self.capture.keep_headers = node.keep_headers;
+        let encoded = if fixed.is_none() { Some(std::mem::take(&mut self.request)) } else { None };
+        let request: &[u8] = fixed.map(Vec::as_slice).or(encoded.as_deref()).unwrap_or_default();
+        let outcome = self.exchange(state, request, node.is_head).await;
+        if let Some(buffer) = encoded {
+            // The encoding buffer is reused by the next templated request.
+            self.request = buffer;
+        }
+        let latency_us = started.elapsed().as_micros() as u64;
+        let mut end_iteration = false;
+        let (result, sent, received) = match outcome {
+            Ok((status, sent, received)) => {
+                let result = self.apply_response(node, status, path.as_deref());
+                end_iteration = result == Err(ErrorKind::CheckFailed) && node.end_on_check_failure;
+                (result, sent, received)
+            }
+            Err((error, sent)) => {
+                self.last_connect_failed = error.connecting;
+                (Err(error.kind), sent, 0)
+            }
+        };
+        self.record(state, node.global_index, latency_us, result, sent, received);
+        if let Some(think_time) = &node.think_time {
+            self.pause(state, think_time).await;
+        }
+        if end_iteration {
+            Flow::EndIteration
+        } else {
+            Flow::Continue
+        }
+    }
+
+    /// Cookies, extractors and checks on a response; the outcome to record.
+    fn apply_response(&mut self, node: &RequestNode, status: u16, path: Option<&str>) -> Result<(), ErrorKind> {
+        if !self.capture.set_cookies.is_empty() {
+            let request_path = path.unwrap_or("/");
+            for set_cookie in &self.capture.set_cookies {
+                self.cookies.store(set_cookie, request_path);
+            }
+        }
+        let mut view = ResponseView::new(status, &self.capture.body, &self.capture.headers);
+        let mut extract_failed = false;
+        for extractor in &node.extractors {
+            match extractor.extract(&mut view, &mut self.random) {
+                Some(value) => {
+                    Arc::make_mut(&mut self.vars).insert(extractor.var.clone(), value);
+                }
+                None => {
+                    Arc::make_mut(&mut self.vars).remove(&extractor.var);
+                    extract_failed = true;
+                }
+            }
+        }
+        if !node.checks.iter().all(|check| check.passes(&mut view)) {
+            Err(ErrorKind::CheckFailed)
+        } else if !node.has_status_check && status >= 400 {
+            Err(ErrorKind::Status(status))
+        } else if extract_failed {
+            Err(ErrorKind::ExtractFailed)
+        } else {
+            Ok(())
+        }
     }
 
     /// Sends one request and reads its response within the request timeout.
     /// Ok: (status, bytes sent, bytes received); Err: (why, bytes sent).
-    async fn exchange(&mut self, state: &WorkerState, step: &CompiledStep) -> Result<(u16, u64, u64), (ExchangeError, u64)> {
+    async fn exchange(&mut self, state: &WorkerState, request: &[u8], is_head: bool) -> Result<(u16, u64, u64), (ExchangeError, u64)> {
         let plan = &state.shared.plan;
         self.written = 0;
-        match tokio::time::timeout(plan.request_timeout, self.exchange_unbounded(state, step)).await {
+        match tokio::time::timeout(plan.request_timeout, self.exchange_unbounded(state, request, is_head)).await {
             Ok(result) => result,
             Err(_) => {
                 self.connection = None;
@@ -93,8 +394,7 @@ impl Vu {
         }
     }
 
-    async fn exchange_unbounded(&mut self, state: &WorkerState, step: &CompiledStep) -> Result<(u16, u64, u64), (ExchangeError, u64)> {
-        let request = &step.request;
+    async fn exchange_unbounded(&mut self, state: &WorkerState, request: &[u8], is_head: bool) -> Result<(u16, u64, u64), (ExchangeError, u64)> {
         // A kept-alive connection may have been closed by the server while idle; that shows as
         // a failure before any response byte, and the request is then sent once more on a new
         // connection, as browsers and HTTP libraries do.
@@ -110,16 +410,16 @@ impl Vu {
                 }
             }
             let connection = self.connection.as_mut().expect("connected above");
-            if let Err(error) = connection.write_all(&request.bytes).await {
+            if let Err(error) = connection.write_all(request).await {
                 self.connection = None;
                 if reused && attempt == 0 {
                     continue;
                 }
                 return Err((ExchangeError { kind: ErrorKind::from_io(&error), connecting: false }, 0));
             }
-            let sent = request.bytes.len() as u64;
+            let sent = request.len() as u64;
             self.written = sent;
-            match read_response(connection, &mut self.buffer, request.is_head).await {
+            match read_response(connection, &mut self.buffer, is_head, &mut self.capture).await {
                 Ok(response) => {
                     if !response.keep_alive {
                         self.connection = None;

@@ -3,7 +3,7 @@
 use crate::aggregator::WorkerPart;
 use crate::compiled::{CompiledScenario, CompiledWorkload};
 use crate::run::Shared;
-use crate::vu::{Vu, IterationEnd};
+use crate::vu::{IterationEnd, Vu};
 use crate::workload::share;
 use horde_metrics::WorkerRecorder;
 use std::cell::{Cell, RefCell};
@@ -225,9 +225,25 @@ async fn closed_vu(
     alive: Rc<RefCell<Vec<bool>>>,
 ) {
     state.vu_started();
+    let program = &scenario_of(&state, scenario).program;
+    if !vu.start(&state, program).await {
+        // No row for this VU in a unique feeder: it stays parked (rather than being started
+        // again and again) until the run stops. The plan check makes this rare.
+        while !state.stopping.get() {
+            let stopped = state.stop_notify.notified();
+            if state.stopping.get() {
+                break;
+            }
+            stopped.await;
+        }
+        alive.borrow_mut()[local as usize] = false;
+        state.vu_ended();
+        return;
+    }
     while !state.stopping.get() && local < wanted.get() {
+        let iteration_start = tokio::time::Instant::now();
         state.busy_vus.set(state.busy_vus.get() + 1);
-        let end = vu.run_iteration(&state, scenario_of(&state, scenario), None).await;
+        let end = vu.run_iteration(&state, program, None).await;
         state.busy_vus.set(state.busy_vus.get() - 1);
         state.recorder.borrow_mut().iterations += 1;
         if end == IterationEnd::ConnectFailed {
@@ -235,7 +251,13 @@ async fn closed_vu(
             // turn every VU into a busy loop that starves the rest of the worker.
             tokio::task::yield_now().await;
         }
+        if let Some(pacing) = program.pacing {
+            // Pacing: the next iteration starts `pacing` after this one started, however long
+            // it took (at once if it took longer).
+            wait_until(&state, iteration_start + pacing).await;
+        }
     }
+    vu.finish(&state, program).await;
     alive.borrow_mut()[local as usize] = false;
     state.vu_ended();
 }
@@ -271,16 +293,18 @@ async fn drive_open(state: Rc<WorkerState>, scenario: usize) {
         if state.stopping.get() {
             break;
         }
-        let vu = idle.borrow_mut().pop().or_else(|| {
-            (created < capacity).then(|| {
+        let vu = match idle.borrow_mut().pop() {
+            Some(vu) => Some((vu, false)),
+            None => (created < capacity).then(|| {
                 created += 1;
                 state.vu_started();
-                Vu::new((created - 1) * workers + state.index as u64)
-            })
-        });
+                (Vu::new((created - 1) * workers + state.index as u64), true)
+            }),
+        };
         match vu {
-            Some(vu) => {
-                tokio::task::spawn_local(open_iteration(Rc::clone(&state), scenario, vu, due.into_std(), Rc::clone(&idle)));
+            Some((vu, fresh)) => {
+                let iteration = open_iteration(Rc::clone(&state), scenario, vu, fresh, due.into_std(), Rc::clone(&idle));
+                tokio::task::spawn_local(iteration);
             }
             None => state.recorder.borrow_mut().dropped_arrivals += 1,
         }
@@ -294,21 +318,48 @@ async fn drive_open(state: Rc<WorkerState>, scenario: usize) {
         }
         stopped.await;
     }
-    for _ in idle.borrow_mut().drain(..) {
-        state.vu_ended();
+    let leaving: Vec<Vu> = idle.borrow_mut().drain(..).collect();
+    for mut vu in leaving {
+        let state = Rc::clone(&state);
+        tokio::task::spawn_local(async move {
+            vu.finish(&state, &scenario_of(&state, scenario).program).await;
+            state.vu_ended();
+        });
     }
 }
 
-async fn open_iteration(state: Rc<WorkerState>, scenario: usize, mut vu: Vu, intended: Instant, idle: Rc<RefCell<Vec<Vu>>>) {
+/// One arrival's iteration. A fresh VU runs its setup first; the arrival's first request is
+/// still timed from its intended instant, so the setup's time shows as that request's latency.
+async fn open_iteration(state: Rc<WorkerState>, scenario: usize, mut vu: Vu, fresh: bool, intended: Instant, idle: Rc<RefCell<Vec<Vu>>>) {
+    let program = &scenario_of(&state, scenario).program;
     state.busy_vus.set(state.busy_vus.get() + 1);
-    vu.run_iteration(&state, scenario_of(&state, scenario), Some(intended)).await;
+    let usable = !fresh || vu.start(&state, program).await;
+    if usable {
+        vu.run_iteration(&state, program, Some(intended)).await;
+        state.recorder.borrow_mut().iterations += 1;
+    }
     state.busy_vus.set(state.busy_vus.get() - 1);
-    state.recorder.borrow_mut().iterations += 1;
-    if state.stopping.get() {
+    if state.stopping.get() || !usable {
         // The VU is done for good: its connection closes now rather than at the end of the run.
+        if usable {
+            vu.finish(&state, program).await;
+        }
         drop(vu);
         state.vu_ended();
     } else {
         idle.borrow_mut().push(vu);
+    }
+}
+
+/// Sleeps until `deadline`, or until the run stops.
+async fn wait_until(state: &WorkerState, deadline: tokio::time::Instant) {
+    let stopped = state.stop_notify.notified();
+    tokio::pin!(stopped);
+    stopped.as_mut().enable();
+    if !state.stopping.get() && deadline > tokio::time::Instant::now() {
+        tokio::select! {
+            _ = tokio::time::sleep_until(deadline) => {}
+            _ = stopped => {}
+        }
     }
 }

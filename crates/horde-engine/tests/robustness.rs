@@ -4,7 +4,7 @@
 
 mod support;
 
-use horde_engine::http::{EncodedRequest, Endpoint};
+use horde_engine::http::{encode_request, Endpoint, RequestParts};
 use horde_engine::workload::Profile;
 use horde_engine::{EngineOptions, Next};
 use horde_plan::{Plan, Workload};
@@ -110,8 +110,13 @@ fn exercise_valid_plan(plan: &Plan) {
     for scenario in &plan.scenarios {
         if let Ok(endpoint) = &endpoint {
             for step in &scenario.steps {
-                let request = EncodedRequest::encode(endpoint, &plan.target.headers, step);
-                assert!(request.bytes.ends_with(step.body.as_deref().unwrap_or("").as_bytes()));
+                let horde_plan::Step::Http(step) = step else { continue };
+                let headers: Vec<(&str, &str)> = plan.target.headers.iter().chain(step.headers.iter()).map(|(n, v)| (n.as_str(), v.as_str())).collect();
+                let body = step.body.as_deref().unwrap_or("").as_bytes();
+                let parts = RequestParts { method: &step.method, path: &step.path, headers: &headers, cookie: None, body, json: false };
+                let mut bytes = Vec::new();
+                encode_request(&mut bytes, endpoint, &parts);
+                assert!(bytes.ends_with(body));
             }
         }
         let profile = match &scenario.workload {

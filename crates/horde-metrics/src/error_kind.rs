@@ -21,11 +21,21 @@ pub enum ErrorKind {
     Protocol,
     /// Any other IO error.
     Io,
+    /// A check of the plan failed on the response.
+    CheckFailed,
+    /// An extractor found nothing and had no default.
+    ExtractFailed,
+    /// A unique feeder had no row left for the VU.
+    FeederExhausted,
+    /// A template could not be rendered (a variable left unset by a failed extraction).
+    TemplateFailed,
+    /// A group pass in which some step failed.
+    StepFailed,
 }
 
 impl ErrorKind {
     /// Kinds other than `Status`, in their counter order.
-    pub const FIXED: [ErrorKind; 8] = [
+    pub const FIXED: [ErrorKind; 13] = [
         ErrorKind::Refused,
         ErrorKind::Reset,
         ErrorKind::Timeout,
@@ -34,6 +44,11 @@ impl ErrorKind {
         ErrorKind::Connect,
         ErrorKind::Protocol,
         ErrorKind::Io,
+        ErrorKind::CheckFailed,
+        ErrorKind::ExtractFailed,
+        ErrorKind::FeederExhausted,
+        ErrorKind::TemplateFailed,
+        ErrorKind::StepFailed,
     ];
     pub const FIXED_COUNT: usize = Self::FIXED.len();
 
@@ -49,6 +64,11 @@ impl ErrorKind {
             ErrorKind::Connect => "connect".into(),
             ErrorKind::Protocol => "protocol".into(),
             ErrorKind::Io => "io".into(),
+            ErrorKind::CheckFailed => "check_failed".into(),
+            ErrorKind::ExtractFailed => "extract_failed".into(),
+            ErrorKind::FeederExhausted => "feeder_exhausted".into(),
+            ErrorKind::TemplateFailed => "template_failed".into(),
+            ErrorKind::StepFailed => "step_failed".into(),
         }
     }
 

@@ -13,10 +13,16 @@
 //!
 //! This crate has no IO and no async runtime: it is a leaf the engine and the bindings build on.
 
+mod steps;
+pub mod templates;
 mod validate;
 
 use serde::{Deserialize, Serialize};
 
+pub use steps::{
+    Branch, Check, ExtractFrom, Extractor, Feeder, FeederFormat, FeederMode, GroupStep, IfStep, LoopStep, OnCheckFailure,
+    Pick, Step, ThinkStep, ChoiceStep, EndIterationStep,
+};
 pub use validate::PlanError;
 
 /// The only plan version this engine reads.
@@ -42,6 +48,10 @@ pub struct Plan {
     pub version: u32,
     #[serde(default = "default_plan_name")]
     pub name: String,
+    /// The values of the plan's parameters, already substituted by the plan loader; kept so the
+    /// stored plan says what ran.
+    #[serde(default)]
+    pub parameters: serde_json::Map<String, serde_json::Value>,
     pub target: Target,
     pub scenarios: Vec<Scenario>,
     /// How long in-flight iterations may run on after the stages end or a stop is asked.
@@ -86,11 +96,33 @@ fn default_request_timeout_ms() -> f64 {
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
     pub name: String,
-    pub steps: Vec<HttpStep>,
+    /// This scenario's share when one load level is spread over several scenarios.
+    #[serde(default = "default_weight")]
+    pub weight: f64,
+    /// Default headers of this scenario's requests (over the target's, under the step's).
+    #[serde(default, with = "header_map")]
+    pub headers: Vec<(String, String)>,
+    /// Run once per VU, before its first iteration.
+    #[serde(default)]
+    pub setup: Vec<Step>,
+    /// The behaviour: one pass is one iteration.
+    pub steps: Vec<Step>,
+    /// Run once per VU when it stops (not when cut by the grace period).
+    #[serde(default)]
+    pub teardown: Vec<Step>,
+    /// Start an iteration every `pacing_s` seconds, whatever the responses took.
+    #[serde(default)]
+    pub pacing_s: Option<f64>,
+    #[serde(default)]
+    pub feeders: Vec<Feeder>,
     pub workload: Workload,
 }
 
-/// One HTTP request of a scenario.
+fn default_weight() -> f64 {
+    1.0
+}
+
+/// One HTTP request of a scenario. `path`, header values and `body` are templates.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HttpStep {
@@ -101,9 +133,18 @@ pub struct HttpStep {
     pub headers: Vec<(String, String)>,
     #[serde(default)]
     pub body: Option<String>,
+    /// A JSON body whose strings are templates; sent with `Content-Type: application/json`.
+    #[serde(default)]
+    pub json: Option<serde_json::Value>,
     /// The pause after this step, before the next one.
     #[serde(default)]
     pub think_time: Option<ThinkTime>,
+    #[serde(default)]
+    pub extract: Vec<Extractor>,
+    #[serde(default)]
+    pub checks: Vec<Check>,
+    #[serde(default)]
+    pub on_check_failure: OnCheckFailure,
 }
 
 /// A pause a VU takes, drawn afresh each time.
@@ -211,7 +252,7 @@ pub fn decode_and_validate(json: &str) -> Result<Plan, Vec<PlanError>> {
     }
 }
 
-mod header_map {
+pub(crate) mod header_map {
     //! Headers are a JSON object on the wire but an ordered list of pairs here: the order is kept
     //! as written (some servers care) and duplicate-free by construction of a JSON object.
 

@@ -4,7 +4,7 @@
 //! accepts must pass here, and the tests in `tests/` feed both sides the same bad plans.
 
 use crate::{
-    HttpStep, Plan, Scenario, ThinkTime, Workload, MAX_GRACEFUL_STOP_S, MAX_RATE_PER_S, MAX_STAGE_DURATION_S,
+    templates, Check, ExtractFrom, HttpStep, LoopStep, Plan, Scenario, Step, ThinkTime, Workload, MAX_GRACEFUL_STOP_S, MAX_RATE_PER_S, MAX_STAGE_DURATION_S,
     MAX_THINK_TIME_MS, MAX_TIMEOUT_MS, MAX_VUS, PLAN_VERSION,
 };
 use std::collections::HashSet;
@@ -144,53 +144,299 @@ fn check_scenario(problems: &mut Problems, path: &str, scenario: &Scenario) {
     if scenario.name.is_empty() {
         problems.push(format!("{path}.name"), "must not be empty");
     }
+    problems.positive(format!("{path}.weight"), scenario.weight, f64::MAX);
+    check_headers(problems, &format!("{path}.headers"), &scenario.headers);
+    if let Some(pacing_s) = scenario.pacing_s {
+        problems.positive(format!("{path}.pacing_s"), pacing_s, MAX_STAGE_DURATION_S);
+    }
     if scenario.steps.is_empty() {
         problems.push(format!("{path}.steps"), "must hold at least one step");
     }
-    let mut names = HashSet::new();
-    for (index, step) in scenario.steps.iter().enumerate() {
-        let step_path = format!("{path}.steps[{index}]");
-        if !names.insert(step.name.as_str()) {
-            problems.push(format!("{step_path}.name"), format!("duplicate step name '{}'", step.name));
+    let mut feeder_names = HashSet::new();
+    for (index, feeder) in scenario.feeders.iter().enumerate() {
+        let feeder_path = format!("{path}.feeders[{index}]");
+        if !is_identifier(&feeder.name) {
+            problems.push(format!("{feeder_path}.name"), format!("'{}' is not a name templates can use", feeder.name));
+        } else if !feeder_names.insert(feeder.name.as_str()) {
+            problems.push(format!("{feeder_path}.name"), format!("duplicate feeder name '{}'", feeder.name));
         }
-        check_step(problems, &step_path, step);
+        if feeder.path.is_empty() {
+            problems.push(format!("{feeder_path}.path"), "must not be empty");
+        }
     }
-    check_workload(problems, &format!("{path}.workload"), &scenario.workload);
+    let mut walker = StepWalker {
+        problems,
+        environment: templates::environment(),
+        known: known_variables(scenario),
+        names: HashSet::new(),
+    };
+    for (part, steps) in [("setup", &scenario.setup), ("steps", &scenario.steps), ("teardown", &scenario.teardown)] {
+        walker.walk(&format!("{path}.{part}"), steps);
+    }
+    check_workload(walker.problems, &format!("{path}.workload"), &scenario.workload);
 }
 
-fn check_step(problems: &mut Problems, path: &str, step: &HttpStep) {
-    if step.name.is_empty() {
-        problems.push(format!("{path}.name"), "must not be empty");
-    }
-    if !METHODS.contains(&step.method.as_str()) {
-        problems.push(
-            format!("{path}.method"),
-            format!("'{}' is not one of {}", step.method, METHODS.join(", ")),
-        );
-    }
-    if !step.path.starts_with('/') {
-        problems.push(format!("{path}.path"), format!("'{}' must start with '/'", step.path));
-    }
-    if step.path.bytes().any(|byte| byte.is_ascii_whitespace() || byte.is_ascii_control()) {
-        problems.push(format!("{path}.path"), "must not contain spaces or control characters");
-    }
-    check_headers(problems, &format!("{path}.headers"), &step.headers);
-    if let Some(think_time) = step.think_time {
-        let think_path = format!("{path}.think_time");
-        match think_time {
-            ThinkTime::Constant { duration_ms } => {
-                problems.non_negative(format!("{think_path}.duration_ms"), duration_ms, MAX_THINK_TIME_MS);
+/// Every name a template of this scenario may read: builtins, feeders, and every variable some
+/// step of the scenario sets (an extractor's `var`, a `for_each` loop's `as`).
+fn known_variables(scenario: &Scenario) -> HashSet<String> {
+    fn collect(steps: &[Step], known: &mut HashSet<String>) {
+        for step in steps {
+            match step {
+                Step::Http(http) => known.extend(http.extract.iter().map(|extractor| extractor.var.clone())),
+                Step::Loop(LoopStep { as_name: Some(name), .. }) => {
+                    known.insert(name.clone());
+                }
+                _ => {}
             }
-            ThinkTime::Uniform { min_ms, max_ms } => {
-                problems.non_negative(format!("{think_path}.min_ms"), min_ms, MAX_THINK_TIME_MS);
-                problems.non_negative(format!("{think_path}.max_ms"), max_ms, MAX_THINK_TIME_MS);
-                if min_ms > max_ms {
-                    problems.push(format!("{think_path}.max_ms"), format!("must be at least min_ms ({min_ms})"));
+            for children in step.children() {
+                collect(children, known);
+            }
+        }
+    }
+    let mut known: HashSet<String> = templates::BUILTIN_NAMES.iter().map(|name| (*name).to_owned()).collect();
+    known.extend(scenario.feeders.iter().map(|feeder| feeder.name.clone()));
+    for steps in [&scenario.setup, &scenario.steps, &scenario.teardown] {
+        collect(steps, &mut known);
+    }
+    known
+}
+
+fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(first) if first.is_ascii_alphabetic() || first == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Walks a scenario's step tree in order, checking each step.
+struct StepWalker<'a> {
+    problems: &'a mut Problems,
+    environment: minijinja::Environment<'static>,
+    known: HashSet<String>,
+    /// Names of http steps and groups seen so far: unique within the scenario.
+    names: HashSet<String>,
+}
+
+impl StepWalker<'_> {
+    fn walk(&mut self, path: &str, steps: &[Step]) {
+        for (index, step) in steps.iter().enumerate() {
+            self.step(&format!("{path}[{index}]"), step);
+        }
+    }
+
+    fn unique_name(&mut self, path: &str, name: &str) {
+        if name.is_empty() {
+            self.problems.push(format!("{path}.name"), "must not be empty");
+        } else if !self.names.insert(name.to_owned()) {
+            self.problems.push(format!("{path}.name"), format!("duplicate step name '{name}'"));
+        }
+    }
+
+    fn template(&mut self, path: String, source: &str) {
+        if !templates::is_template(source) {
+            return;
+        }
+        match templates::template_variables(&self.environment, source) {
+            Ok(names) => self.unknown_names(path, names),
+            Err(error) => self.problems.push(path, format!("invalid template: {error}")),
+        }
+    }
+
+    fn expression(&mut self, path: String, source: &str) {
+        match templates::expression_variables(&self.environment, source) {
+            Ok(names) => self.unknown_names(path, names),
+            Err(error) => self.problems.push(path, format!("invalid expression: {error}")),
+        }
+    }
+
+    fn unknown_names(&mut self, path: String, names: HashSet<String>) {
+        let mut unknown: Vec<String> = names.into_iter().filter(|name| !self.known.contains(name)).collect();
+        unknown.sort();
+        for name in unknown {
+            self.problems.push(path.clone(), format!("unknown variable '{name}': no step, feeder, loop or parameter sets it"));
+        }
+    }
+
+    fn json_templates(&mut self, path: &str, value: &serde_json::Value) {
+        match value {
+            serde_json::Value::String(text) => self.template(path.to_owned(), text),
+            serde_json::Value::Array(items) => {
+                for (index, item) in items.iter().enumerate() {
+                    self.json_templates(&format!("{path}[{index}]"), item);
                 }
             }
-            ThinkTime::Exponential { mean_ms } => {
-                problems.non_negative(format!("{think_path}.mean_ms"), mean_ms, MAX_THINK_TIME_MS);
+            serde_json::Value::Object(fields) => {
+                for (key, item) in fields {
+                    self.json_templates(&format!("{path}.{key}"), item);
+                }
             }
+            _ => {}
+        }
+    }
+
+    fn step(&mut self, path: &str, step: &Step) {
+        match step {
+            Step::Http(http) => self.http(path, http),
+            Step::Group(group) => {
+                self.unique_name(path, &group.name);
+                if group.steps.is_empty() {
+                    self.problems.push(format!("{path}.steps"), "must hold at least one step");
+                }
+                self.walk(&format!("{path}.steps"), &group.steps);
+            }
+            Step::Choice(choice) => {
+                if choice.branches.is_empty() {
+                    self.problems.push(format!("{path}.branches"), "must hold at least one branch");
+                }
+                for (index, branch) in choice.branches.iter().enumerate() {
+                    let branch_path = format!("{path}.branches[{index}]");
+                    self.problems.positive(format!("{branch_path}.weight"), branch.weight, f64::MAX);
+                    self.walk(&format!("{branch_path}.steps"), &branch.steps);
+                }
+            }
+            Step::Loop(loop_step) => {
+                let modes = [loop_step.count.is_some(), loop_step.while_condition.is_some(), loop_step.for_each.is_some()];
+                if modes.iter().filter(|set| **set).count() != 1 {
+                    self.problems.push(path.to_owned(), "needs exactly one of 'count', 'while' or 'for_each'");
+                }
+                if loop_step.count.is_some_and(|count| count > MAX_LOOP_COUNT) {
+                    self.problems.push(format!("{path}.count"), format!("must be at most {MAX_LOOP_COUNT}"));
+                }
+                if loop_step.max_iterations == 0 || loop_step.max_iterations > MAX_LOOP_COUNT {
+                    self.problems.push(format!("{path}.max_iterations"), format!("must be between 1 and {MAX_LOOP_COUNT}"));
+                }
+                if let Some(condition) = &loop_step.while_condition {
+                    self.expression(format!("{path}.while"), condition);
+                }
+                if let Some(variable) = &loop_step.for_each {
+                    if !self.known.contains(variable) {
+                        self.problems.push(
+                            format!("{path}.for_each"),
+                            format!("unknown variable '{variable}': no step, feeder, loop or parameter sets it"),
+                        );
+                    }
+                }
+                match (&loop_step.for_each, &loop_step.as_name) {
+                    (Some(_), Some(name)) => {
+                        if !is_identifier(name) {
+                            self.problems.push(format!("{path}.as"), format!("'{name}' is not a name templates can use"));
+                        }
+                    }
+                    (Some(_), None) => self.problems.push(format!("{path}.as"), "'for_each' needs 'as': the name of each item"),
+                    (None, Some(_)) => self.problems.push(format!("{path}.as"), "'as' goes with 'for_each'"),
+                    (None, None) => {}
+                }
+                self.walk(&format!("{path}.steps"), &loop_step.steps);
+            }
+            Step::If(if_step) => {
+                self.expression(format!("{path}.condition"), &if_step.condition);
+                self.walk(&format!("{path}.then"), &if_step.then);
+                self.walk(&format!("{path}.else"), &if_step.otherwise);
+            }
+            Step::Think(think) => check_think_time(self.problems, &format!("{path}.think_time"), &think.think_time),
+            Step::EndIteration(_) => {}
+        }
+    }
+
+    fn http(&mut self, path: &str, step: &HttpStep) {
+        self.unique_name(path, &step.name);
+        if !METHODS.contains(&step.method.as_str()) {
+            self.problems.push(format!("{path}.method"), format!("'{}' is not one of {}", step.method, METHODS.join(", ")));
+        }
+        if !step.path.starts_with('/') {
+            self.problems.push(format!("{path}.path"), format!("'{}' must start with '/'", step.path));
+        }
+        if step.path.bytes().any(|byte| byte.is_ascii_control() || (byte == b' ' && !templates::is_template(&step.path))) {
+            self.problems.push(format!("{path}.path"), "must not contain spaces or control characters");
+        }
+        self.template(format!("{path}.path"), &step.path);
+        check_headers(self.problems, &format!("{path}.headers"), &step.headers);
+        for (name, value) in &step.headers {
+            self.template(format!("{path}.headers.{name}"), value);
+        }
+        if let Some(body) = &step.body {
+            self.template(format!("{path}.body"), body);
+        }
+        if let Some(json) = &step.json {
+            if step.body.is_some() {
+                self.problems.push(format!("{path}.json"), "a step sends either 'body' or 'json', not both");
+            }
+            self.json_templates(&format!("{path}.json"), json);
+        }
+        if let Some(think_time) = &step.think_time {
+            check_think_time(self.problems, &format!("{path}.think_time"), think_time);
+        }
+        for (index, extractor) in step.extract.iter().enumerate() {
+            let extractor_path = format!("{path}.extract[{index}]");
+            if !is_identifier(&extractor.var) || templates::BUILTIN_NAMES.contains(&extractor.var.as_str()) {
+                self.problems.push(format!("{extractor_path}.var"), format!("'{}' is not a variable name templates can use", extractor.var));
+            }
+            match (extractor.from, &extractor.expression) {
+                (ExtractFrom::Status, _) => {}
+                (_, None) => self.problems.push(format!("{extractor_path}.expression"), "is required for this 'from'"),
+                (ExtractFrom::Json, Some(expression)) => check_json_path(self.problems, format!("{extractor_path}.expression"), expression),
+                (ExtractFrom::Regex, Some(expression)) => check_regex(self.problems, format!("{extractor_path}.expression"), expression),
+                (ExtractFrom::Header, Some(expression)) => {
+                    if !is_token(expression) {
+                        self.problems.push(format!("{extractor_path}.expression"), format!("'{expression}' is not a header name"));
+                    }
+                }
+            }
+        }
+        for (index, check) in step.checks.iter().enumerate() {
+            let check_path = format!("{path}.checks[{index}]");
+            match check {
+                Check::Status { allowed } => {
+                    if allowed.is_empty() {
+                        self.problems.push(format!("{check_path}.in"), "must list at least one status");
+                    }
+                    for (position, status) in allowed.iter().enumerate() {
+                        if !(100..=599).contains(status) {
+                            self.problems.push(format!("{check_path}.in[{position}]"), format!("{status} is not an HTTP status (100-599)"));
+                        }
+                    }
+                }
+                Check::Json { expression, .. } => check_json_path(self.problems, format!("{check_path}.expression"), expression),
+                Check::BodyContains { text } => {
+                    if text.is_empty() {
+                        self.problems.push(format!("{check_path}.text"), "must not be empty");
+                    }
+                }
+                Check::BodyMatches { pattern } => check_regex(self.problems, format!("{check_path}.pattern"), pattern),
+            }
+        }
+    }
+}
+
+/// The most a loop may repeat (a count, or `max_iterations`).
+pub const MAX_LOOP_COUNT: u64 = 1_000_000;
+
+fn check_json_path(problems: &mut Problems, path: String, expression: &str) {
+    if let Err(error) = serde_json_path::JsonPath::parse(expression) {
+        problems.push(path, format!("invalid JSONPath: {error}"));
+    }
+}
+
+fn check_regex(problems: &mut Problems, path: String, pattern: &str) {
+    if let Err(error) = regex::Regex::new(pattern) {
+        let first_line = error.to_string().lines().last().unwrap_or("").trim().to_owned();
+        problems.push(path, format!("invalid regular expression: {first_line}"));
+    }
+}
+
+fn check_think_time(problems: &mut Problems, think_path: &str, think_time: &ThinkTime) {
+    match *think_time {
+        ThinkTime::Constant { duration_ms } => {
+            problems.non_negative(format!("{think_path}.duration_ms"), duration_ms, MAX_THINK_TIME_MS);
+        }
+        ThinkTime::Uniform { min_ms, max_ms } => {
+            problems.non_negative(format!("{think_path}.min_ms"), min_ms, MAX_THINK_TIME_MS);
+            problems.non_negative(format!("{think_path}.max_ms"), max_ms, MAX_THINK_TIME_MS);
+            if min_ms > max_ms {
+                problems.push(format!("{think_path}.max_ms"), format!("must be at least min_ms ({min_ms})"));
+            }
+        }
+        ThinkTime::Exponential { mean_ms } => {
+            problems.non_negative(format!("{think_path}.mean_ms"), mean_ms, MAX_THINK_TIME_MS);
         }
     }
 }
@@ -259,6 +505,56 @@ mod tests {
         let workload = r#"{"type": "closed", "stages": [{"duration_s": 1, "vus": 2}], "colour": "red"}"#;
         let error = decode(&plan_json(STEP, workload)).unwrap_err();
         assert_eq!(error.path, "scenarios[0].workload.colour");
+    }
+
+    #[test]
+    fn step_tree_problems_are_located() {
+        let steps = r#"{"name": "login", "method": "POST", "path": "/login", "json": {"user": "{{ users.login }}"},
+                        "extract": [{"var": "token", "from": "json", "expression": "$.token"},
+                                    {"var": "bad", "from": "json", "expression": "$[?"},
+                                    {"var": "r", "from": "regex", "expression": "(unclosed"}],
+                        "checks": [{"type": "status", "in": [200, 999]}]},
+                       {"type": "group", "name": "city", "steps": [
+                           {"name": "view", "method": "GET", "path": "/city/{{ token }}/{{ tokn }}"},
+                           {"type": "choice", "branches": [{"weight": 0, "steps": []}]},
+                           {"type": "loop", "count": 2, "while": "x", "steps": []},
+                           {"type": "loop", "for_each": "ids", "steps": []},
+                           {"type": "if", "condition": "token and", "then": []},
+                           {"name": "login", "method": "GET", "path": "/"}]}"#;
+        let json = format!(
+            r#"{{"version": 1, "target": {{"base_url": "http://h"}},
+                "scenarios": [{{"name": "s", "feeders": [{{"name": "users", "path": "u.csv", "format": "csv", "mode": "unique"}}],
+                                "steps": [{steps}], "workload": {CLOSED}}}]}}"#
+        );
+        let problems = decode(&json).unwrap().validate();
+        let found: Vec<(String, bool)> = problems.iter().map(|p| (p.path.clone(), p.message.contains("unknown variable"))).collect();
+        let paths: Vec<&str> = found.iter().map(|(path, _)| path.as_str()).collect();
+        assert_eq!(
+            paths,
+            vec![
+                "scenarios[0].steps[0].extract[1].expression",
+                "scenarios[0].steps[0].extract[2].expression",
+                "scenarios[0].steps[0].checks[0].in[1]",
+                "scenarios[0].steps[1].steps[0].path",
+                "scenarios[0].steps[1].steps[1].branches[0].weight",
+                "scenarios[0].steps[1].steps[2]",
+                "scenarios[0].steps[1].steps[2].while",
+                "scenarios[0].steps[1].steps[3].for_each",
+                "scenarios[0].steps[1].steps[3].as",
+                "scenarios[0].steps[1].steps[4].condition",
+                "scenarios[0].steps[1].steps[5].name",
+            ],
+            "{problems:#?}"
+        );
+        assert!(found[3].1, "the misspelt 'tokn' is an unknown variable");
+    }
+
+    #[test]
+    fn first_slice_steps_still_read_as_http() {
+        let plan = decode(&plan_json(STEP, CLOSED)).unwrap();
+        assert!(matches!(&plan.scenarios[0].steps[0], crate::Step::Http(step) if step.name == "home"));
+        let written = serde_json::to_value(&plan).unwrap();
+        assert_eq!(written["scenarios"][0]["steps"][0]["type"], "http");
     }
 
     #[test]

@@ -101,6 +101,7 @@ fn snapshot_to_dict<'py>(py: Python<'py>, snapshot: &Snapshot) -> PyResult<Bound
         let entry = PyDict::new(py);
         entry.set_item("scenario", &step.scenario)?;
         entry.set_item("step", &step.step)?;
+        entry.set_item("kind", step.kind)?;
         entry.set_item("requests", step.requests)?;
         entry.set_item("ok", step.ok)?;
         let errors = PyDict::new(py);

@@ -162,7 +162,7 @@ pub(crate) fn reject(rejection: Rejection) -> Response<Full<Bytes>> {
         Rejection::NotFound => text(
             StatusCode::NOT_FOUND,
             Bytes::from_static(
-                b"not found: endpoints are /, /delay/{ms}, /status/{code}, /bytes/{n}, /stall/{ms}\n",
+                b"not found: endpoints are /, /delay/{ms}, /status/{code}, /bytes/{n}, /stall/{ms}, /game/...\n",
             ),
         ),
         Rejection::BadRequest(reason) => text(StatusCode::BAD_REQUEST, Bytes::from(reason + "\n")),

@@ -19,6 +19,7 @@ use tokio::sync::watch;
 
 use crate::capacity::CapacityQueue;
 use crate::config::{bind_reason, TargetConfig, TargetError};
+use crate::game::{World, MAX_PLAYERS};
 use crate::service::{handle, Shared};
 use crate::stall::StallClock;
 
@@ -185,6 +186,7 @@ fn run(
             let service = Duration::from_secs_f64(capacity.service_ms / 1000.0);
             CapacityQueue::new(capacity.workers, service, now)
         }),
+        game: World::new(MAX_PLAYERS),
     });
     runtime.block_on(accept_until_shutdown(listener, shared, shutdown));
     runtime.shutdown_timeout(RUNTIME_SHUTDOWN_WAIT);

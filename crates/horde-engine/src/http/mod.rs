@@ -9,5 +9,5 @@ mod response;
 
 pub use connection::{Connection, Connector};
 pub use endpoint::{Endpoint, Scheme};
-pub use request::EncodedRequest;
-pub use response::{read_response, Response};
+pub use request::{encode_request, RequestParts};
+pub use response::{read_response, Capture, Response};

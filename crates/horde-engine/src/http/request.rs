@@ -1,46 +1,69 @@
-//! Requests encoded once per plan: a step's request line, headers and body are the same bytes on
-//! every iteration in plan v1, so they are written once and sent as one buffer.
+//! Writing a request's bytes. Requests whose every part is fixed are encoded once per plan;
+//! templated ones (and any request carrying cookies) are encoded per send into the VU's buffer.
 
 use super::Endpoint;
-use horde_plan::HttpStep;
 
-/// The bytes of one step's request, ready to write.
-#[derive(Debug, Clone)]
-pub struct EncodedRequest {
-    pub bytes: Vec<u8>,
-    /// HEAD responses carry no body whatever their headers say.
-    pub is_head: bool,
+/// What goes into one request, already rendered.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestParts<'a> {
+    pub method: &'a str,
+    /// The step's path, joined after the endpoint's prefix.
+    pub path: &'a str,
+    /// Headers in order of precedence lowest first: a later header replaces an earlier one of
+    /// the same name (case-insensitively).
+    pub headers: &'a [(&'a str, &'a str)],
+    /// The `Cookie` header value from the VU's jar, if it has any cookie for this path.
+    pub cookie: Option<&'a str>,
+    pub body: &'a [u8],
+    /// Adds `Content-Type: application/json` unless a header sets a content type.
+    pub json: bool,
 }
 
-impl EncodedRequest {
-    /// Encodes a step. Step headers override the target's headers of the same name
-    /// (case-insensitively); `Host`, `Content-Length` and `User-Agent` are added when absent.
-    pub fn encode(endpoint: &Endpoint, target_headers: &[(String, String)], step: &HttpStep) -> Self {
-        let mut headers: Vec<(&str, &str)> = Vec::new();
-        for (name, value) in target_headers.iter().chain(step.headers.iter()) {
-            headers.retain(|(existing, _)| !existing.eq_ignore_ascii_case(name));
-            headers.push((name, value));
-        }
-        let has = |wanted: &str| headers.iter().any(|(name, _)| name.eq_ignore_ascii_case(wanted));
-        let mut text = format!("{} {}{} HTTP/1.1\r\n", step.method, endpoint.path_prefix, step.path);
-        if !has("host") {
-            text.push_str(&format!("Host: {}\r\n", endpoint.host_header));
-        }
-        if !has("user-agent") {
-            text.push_str(concat!("User-Agent: horde/", env!("CARGO_PKG_VERSION"), "\r\n"));
-        }
-        for (name, value) in &headers {
-            text.push_str(&format!("{name}: {value}\r\n"));
-        }
-        let body = step.body.as_deref().unwrap_or("");
-        let needs_length = !body.is_empty() || matches!(step.method.as_str(), "POST" | "PUT" | "PATCH");
-        if needs_length && !has("content-length") {
-            text.push_str(&format!("Content-Length: {}\r\n", body.len()));
-        }
-        text.push_str("\r\n");
-        text.push_str(body);
-        Self { bytes: text.into_bytes(), is_head: step.method == "HEAD" }
+/// Appends the encoded request to `out`. `Host`, `User-Agent` and `Content-Length` are added
+/// when absent.
+pub fn encode_request(out: &mut Vec<u8>, endpoint: &Endpoint, parts: &RequestParts<'_>) {
+    let mut headers: Vec<(&str, &str)> = Vec::with_capacity(parts.headers.len() + 2);
+    for &(name, value) in parts.headers {
+        headers.retain(|(existing, _)| !existing.eq_ignore_ascii_case(name));
+        headers.push((name, value));
     }
+    let has = |wanted: &str| headers.iter().any(|(name, _)| name.eq_ignore_ascii_case(wanted));
+    let mut push = |text: &str| out.extend_from_slice(text.as_bytes());
+    push(parts.method);
+    push(" ");
+    push(&endpoint.path_prefix);
+    push(parts.path);
+    push(" HTTP/1.1\r\n");
+    if !has("host") {
+        push("Host: ");
+        push(&endpoint.host_header);
+        push("\r\n");
+    }
+    if !has("user-agent") {
+        push(concat!("User-Agent: horde/", env!("CARGO_PKG_VERSION"), "\r\n"));
+    }
+    if parts.json && !has("content-type") {
+        push("Content-Type: application/json\r\n");
+    }
+    for (name, value) in &headers {
+        push(name);
+        push(": ");
+        push(value);
+        push("\r\n");
+    }
+    if let Some(cookie) = parts.cookie {
+        push("Cookie: ");
+        push(cookie);
+        push("\r\n");
+    }
+    let needs_length = !parts.body.is_empty() || matches!(parts.method, "POST" | "PUT" | "PATCH");
+    if needs_length && !has("content-length") {
+        push("Content-Length: ");
+        push(&parts.body.len().to_string());
+        push("\r\n");
+    }
+    push("\r\n");
+    out.extend_from_slice(parts.body);
 }
 
 #[cfg(test)]
@@ -50,19 +73,14 @@ mod tests {
     #[test]
     fn encodes_with_overrides() {
         let endpoint = Endpoint::parse("http://127.0.0.1:8080/api").unwrap();
-        let step = HttpStep {
-            name: "post".into(),
-            method: "POST".into(),
-            path: "/items".into(),
-            headers: vec![("Accept".into(), "text/plain".into())],
-            body: Some("{}".into()),
-            think_time: None,
-        };
-        let target_headers = vec![("accept".into(), "application/json".into()), ("X-Run".into(), "1".into())];
-        let text = String::from_utf8(EncodedRequest::encode(&endpoint, &target_headers, &step).bytes).unwrap();
+        let headers = [("accept", "application/json"), ("X-Run", "1"), ("Accept", "text/plain")];
+        let mut out = Vec::new();
+        let parts = RequestParts { method: "POST", path: "/items", headers: &headers, cookie: Some("a=1"), body: b"{}", json: true };
+        encode_request(&mut out, &endpoint, &parts);
+        let text = String::from_utf8(out).unwrap();
         assert!(text.starts_with("POST /api/items HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"), "{text}");
-        assert!(text.contains("X-Run: 1\r\nAccept: text/plain\r\n"), "{text}");
-        assert!(!text.contains("application/json"));
+        assert!(text.contains("Content-Type: application/json\r\nX-Run: 1\r\nAccept: text/plain\r\nCookie: a=1\r\n"), "{text}");
+        assert!(!text.contains("application/json\r\nX-Run") || !text.contains("accept: application/json"));
         assert!(text.ends_with("Content-Length: 2\r\n\r\n{}"), "{text}");
     }
 }

@@ -1,5 +1,7 @@
 //! Reading one HTTP/1.1 response: headers parsed with httparse, the body read to its end by
-//! Content-Length, chunked encoding, or connection close, and counted (plan v1 keeps no body).
+//! Content-Length, chunked encoding, or connection close, and counted. The body and headers are
+//! kept only when a step needs them (extractors, checks); `Set-Cookie` values always are, for
+//! the VU's cookie jar.
 
 use super::Connection;
 use horde_metrics::ErrorKind;
@@ -15,6 +17,38 @@ pub struct Response {
     pub bytes_received: u64,
     /// False when the server asked to close, or framed the body by closing.
     pub keep_alive: bool,
+}
+
+/// Largest body kept for extractors and checks; beyond it the rest is counted, not kept.
+pub const MAX_KEPT_BODY_BYTES: usize = 64 * 1024 * 1024;
+
+/// What a step wants kept of a response. Owned by the VU and reused, so keeping costs no
+/// allocation once the buffers have grown.
+#[derive(Debug, Default)]
+pub struct Capture {
+    pub keep_body: bool,
+    pub keep_headers: bool,
+    /// The decoded body (chunked framing removed), when `keep_body`.
+    pub body: Vec<u8>,
+    /// Every header as (name, value), when `keep_headers`.
+    pub headers: Vec<(String, String)>,
+    /// Every `Set-Cookie` value, always.
+    pub set_cookies: Vec<String>,
+}
+
+impl Capture {
+    fn clear(&mut self) {
+        self.body.clear();
+        self.headers.clear();
+        self.set_cookies.clear();
+    }
+
+    fn keep(&mut self, bytes: &[u8]) {
+        if self.keep_body && self.body.len() < MAX_KEPT_BODY_BYTES {
+            let room = MAX_KEPT_BODY_BYTES - self.body.len();
+            self.body.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        }
+    }
 }
 
 /// Why reading a response failed, and whether any byte had arrived (a reused connection that
@@ -34,17 +68,24 @@ enum Framing {
 }
 
 /// Reads one response from `connection`, using `buffer` (kept by the VU between requests).
-pub async fn read_response(connection: &mut Connection, buffer: &mut Vec<u8>, is_head: bool) -> Result<Response, ReadError> {
+pub async fn read_response(
+    connection: &mut Connection,
+    buffer: &mut Vec<u8>,
+    is_head: bool,
+    capture: &mut Capture,
+) -> Result<Response, ReadError> {
     if buffer.len() < 4096 {
         buffer.resize(4096, 0);
     }
+    capture.clear();
     let mut received: u64 = 0;
     // Bytes already in the buffer that belong to the next head (after an interim response).
     let mut carried = 0;
     loop {
         let (status, header_len, filled, framing, keep_alive) =
-            read_head(connection, buffer, carried, &mut received, is_head).await?;
+            read_head(connection, buffer, carried, &mut received, is_head, capture).await?;
         if (100..200).contains(&status) && status != 101 {
+            capture.clear();
             // An interim response (100 Continue): drop its head and read the real one, which
             // may already have arrived in the same read.
             buffer.copy_within(header_len..filled, 0);
@@ -55,27 +96,34 @@ pub async fn read_response(connection: &mut Connection, buffer: &mut Vec<u8>, is
         let keep_alive = match framing {
             Framing::None => keep_alive,
             Framing::Length(length) => {
+                let first = already.min(length as usize);
+                capture.keep(&buffer[header_len..header_len + first]);
                 let mut remaining = length.saturating_sub(already as u64);
                 while remaining > 0 {
                     let read = read_some(connection, buffer, 0, &mut received).await?;
+                    capture.keep(&buffer[..read.min(remaining as usize)]);
                     remaining = remaining.saturating_sub(read as u64);
                 }
                 keep_alive
             }
             Framing::Chunked => {
                 let mut decoder = ChunkedDecoder::default();
-                let mut done = decoder.feed(&buffer[header_len..filled]).map_err(protocol)?;
+                let mut done = decoder.feed(&buffer[header_len..filled], capture).map_err(protocol)?;
                 while !done {
                     let read = read_some(connection, buffer, 0, &mut received).await?;
-                    done = decoder.feed(&buffer[..read]).map_err(protocol)?;
+                    done = decoder.feed(&buffer[..read], capture).map_err(protocol)?;
                 }
                 keep_alive
             }
             Framing::UntilClose => {
+                capture.keep(&buffer[header_len..filled]);
                 loop {
                     match connection.read(buffer).await {
                         Ok(0) => break,
-                        Ok(read) => received += read as u64,
+                        Ok(read) => {
+                            received += read as u64;
+                            capture.keep(&buffer[..read]);
+                        }
                         Err(error) => return Err(ReadError { kind: ErrorKind::from_io(&error), nothing_received: false }),
                     }
                 }
@@ -108,6 +156,7 @@ async fn read_head(
     carried: usize,
     received: &mut u64,
     is_head: bool,
+    capture: &mut Capture,
 ) -> Result<(u16, usize, usize, Framing, bool), ReadError> {
     let mut filled = carried;
     loop {
@@ -117,6 +166,18 @@ async fn read_head(
             match response.parse(&buffer[..filled]) {
                 Ok(httparse::Status::Complete(header_len)) => {
                     let status = response.code.unwrap_or(0);
+                    for header in response.headers.iter() {
+                        let is_cookie = header.name.eq_ignore_ascii_case("set-cookie");
+                        if is_cookie || capture.keep_headers {
+                            let value = String::from_utf8_lossy(header.value).into_owned();
+                            if capture.keep_headers {
+                                capture.headers.push((header.name.to_owned(), value.clone()));
+                            }
+                            if is_cookie {
+                                capture.set_cookies.push(value);
+                            }
+                        }
+                    }
                     let (framing, keep_alive) = framing_of(&response, status, is_head).map_err(protocol)?;
                     return Ok((status, header_len, filled, framing, keep_alive));
                 }
@@ -188,8 +249,9 @@ enum ChunkState {
 }
 
 impl ChunkedDecoder {
-    /// Feeds the next bytes; `Ok(true)` once the whole body has been seen.
-    fn feed(&mut self, mut bytes: &[u8]) -> Result<bool, ()> {
+    /// Feeds the next bytes, keeping chunk data in `capture`; `Ok(true)` once the whole body
+    /// has been seen.
+    fn feed(&mut self, mut bytes: &[u8], capture: &mut Capture) -> Result<bool, ()> {
         while let Some(&byte) = bytes.first() {
             match self.state {
                 ChunkState::Size => match byte {
@@ -214,6 +276,7 @@ impl ChunkedDecoder {
                 }
                 ChunkState::Data => {
                     let take = (self.size as usize).min(bytes.len());
+                    capture.keep(&bytes[..take]);
                     self.size -= take as u64;
                     bytes = &bytes[take..];
                     if self.size == 0 {
@@ -259,11 +322,13 @@ mod tests {
         let body = b"4\r\nWiki\r\n5;ext=1\r\npedia\r\nE\r\n in\r\n\r\nchunks.\r\n0\r\nX-Trailer: 1\r\n\r\n";
         for split in 0..body.len() {
             let mut decoder = ChunkedDecoder::default();
-            let first = decoder.feed(&body[..split]).unwrap();
+            let mut capture = Capture { keep_body: true, ..Capture::default() };
+            let first = decoder.feed(&body[..split], &mut capture).unwrap();
             assert!(!first, "done too early at {split}");
-            assert!(decoder.feed(&body[split..]).unwrap(), "not done after split {split}");
+            assert!(decoder.feed(&body[split..], &mut capture).unwrap(), "not done after split {split}");
+            assert_eq!(capture.body, b"Wikipedia in\r\n\r\nchunks.");
         }
         let mut bad = ChunkedDecoder::default();
-        assert!(bad.feed(b"zz\r\n").is_err());
+        assert!(bad.feed(b"zz\r\n", &mut Capture::default()).is_err());
     }
 }

@@ -73,8 +73,22 @@ impl Client {
     }
 
     pub fn request(&mut self, method: &str, path: &str, body: &[u8]) -> io::Result<Response> {
+        self.request_with(method, path, &[], body)
+    }
+
+    /// A request with extra headers, such as `("Authorization", "Bearer ...")`.
+    pub fn request_with(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> io::Result<Response> {
         let mut head =
             format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: horde-test\r\n");
+        for (name, value) in headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
         if !body.is_empty() {
             head.push_str(&format!("Content-Length: {}\r\n", body.len()));
         }

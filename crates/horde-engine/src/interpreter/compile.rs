@@ -1,0 +1,220 @@
+//! From plan steps to nodes: templates registered, expressions and patterns compiled, fixed
+//! requests encoded.
+
+use super::rules::{CompiledCheck, CompiledExtractor};
+use super::{Body, Feeder, JsonTemplate, LoopMode, Node, RequestNode, ScenarioProgram, StepKind, Text};
+use crate::http::{encode_request, Endpoint, RequestParts};
+use crate::EngineError;
+use horde_plan::templates::is_template;
+use horde_plan::{Check, HttpStep, LoopStep, OnCheckFailure, Scenario, Step};
+use minijinja::Environment;
+use std::time::Duration;
+
+/// Compiles the scenarios of one plan into nodes sharing one template environment.
+pub(crate) struct NodeCompiler<'a> {
+    pub environment: Environment<'static>,
+    /// (scenario, step name, kind) by global step index: the order of the metrics entries.
+    pub steps: Vec<(String, String, StepKind)>,
+    endpoint: &'a Endpoint,
+    target_headers: &'a [(String, String)],
+    next_template: usize,
+}
+
+impl<'a> NodeCompiler<'a> {
+    pub fn new(endpoint: &'a Endpoint, target_headers: &'a [(String, String)]) -> Self {
+        Self { environment: horde_plan::templates::environment(), steps: Vec::new(), endpoint, target_headers, next_template: 0 }
+    }
+
+    fn add_template(&mut self, source: String) -> Result<String, EngineError> {
+        let name = format!("t{}", self.next_template);
+        self.next_template += 1;
+        self.environment
+            .add_template_owned(name.clone(), source)
+            .map_err(|error| EngineError::Setup(format!("template does not compile: {error}")))?;
+        Ok(name)
+    }
+
+    fn text(&mut self, source: &str) -> Result<Text, EngineError> {
+        if is_template(source) {
+            Ok(Text::Template(self.add_template(source.to_owned())?))
+        } else {
+            Ok(Text::Fixed(source.to_owned()))
+        }
+    }
+
+    /// A condition as a template that renders "1" when it holds.
+    fn condition(&mut self, expression: &str) -> Result<String, EngineError> {
+        self.add_template(format!("{{% if ({expression}) %}}1{{% endif %}}"))
+    }
+
+    fn json(&mut self, value: &serde_json::Value) -> Result<JsonTemplate, EngineError> {
+        Ok(match value {
+            serde_json::Value::String(text) if is_template(text) => match single_expression(text) {
+                Some(expression) => JsonTemplate::Typed(self.add_template(format!("{{{{ ({expression}) | tojson }}}}"))?),
+                None => JsonTemplate::Text(self.add_template(text.clone())?),
+            },
+            serde_json::Value::Array(items) if contains_template(value) => {
+                JsonTemplate::Array(items.iter().map(|item| self.json(item)).collect::<Result<_, _>>()?)
+            }
+            serde_json::Value::Object(fields) if contains_template(value) => JsonTemplate::Object(
+                fields.iter().map(|(key, item)| Ok((key.clone(), self.json(item)?))).collect::<Result<_, EngineError>>()?,
+            ),
+            fixed => JsonTemplate::Fixed(fixed.clone()),
+        })
+    }
+
+    fn register(&mut self, scenario: &str, name: &str, kind: StepKind) -> usize {
+        self.steps.push((scenario.to_owned(), name.to_owned(), kind));
+        self.steps.len() - 1
+    }
+
+    fn nodes(&mut self, scenario: &Scenario, steps: &[Step]) -> Result<Vec<Node>, EngineError> {
+        steps.iter().map(|step| self.node(scenario, step)).collect()
+    }
+
+    fn node(&mut self, scenario: &Scenario, step: &Step) -> Result<Node, EngineError> {
+        Ok(match step {
+            Step::Http(http) => Node::Request(Box::new(self.request(scenario, http)?)),
+            Step::Group(group) => {
+                let global_index = self.register(&scenario.name, &group.name, StepKind::Group);
+                Node::Group { global_index, children: self.nodes(scenario, &group.steps)? }
+            }
+            Step::Choice(choice) => {
+                let mut total = 0.0;
+                let cumulative_weights = choice
+                    .branches
+                    .iter()
+                    .map(|branch| {
+                        total += branch.weight;
+                        total
+                    })
+                    .collect();
+                let branches = choice.branches.iter().map(|branch| self.nodes(scenario, &branch.steps)).collect::<Result<_, _>>()?;
+                Node::Choice { cumulative_weights, branches }
+            }
+            Step::Loop(loop_step) => Node::Loop { mode: self.loop_mode(loop_step)?, children: self.nodes(scenario, &loop_step.steps)? },
+            Step::If(if_step) => Node::If {
+                condition: self.condition(&if_step.condition)?,
+                then: self.nodes(scenario, &if_step.then)?,
+                otherwise: self.nodes(scenario, &if_step.otherwise)?,
+            },
+            Step::Think(think) => Node::Think(think.think_time),
+            Step::EndIteration(_) => Node::EndIteration,
+        })
+    }
+
+    fn loop_mode(&mut self, loop_step: &LoopStep) -> Result<LoopMode, EngineError> {
+        Ok(match (&loop_step.count, &loop_step.while_condition, &loop_step.for_each, &loop_step.as_name) {
+            (Some(count), _, _, _) => LoopMode::Count(*count),
+            (_, Some(condition), _, _) => LoopMode::While(self.condition(condition)?, loop_step.max_iterations),
+            (_, _, Some(variable), Some(item)) => {
+                LoopMode::ForEach { variable: variable.clone(), item: item.clone(), max: loop_step.max_iterations }
+            }
+            _ => return Err(EngineError::Setup("a loop needs count, while or for_each (with as)".into())),
+        })
+    }
+
+    fn request(&mut self, scenario: &Scenario, step: &HttpStep) -> Result<RequestNode, EngineError> {
+        let global_index = self.register(&scenario.name, &step.name, StepKind::Request);
+        let mut headers = Vec::new();
+        for (name, value) in self.target_headers.iter().chain(scenario.headers.iter()).chain(step.headers.iter()) {
+            headers.push((name.clone(), self.text(value)?));
+        }
+        let path = self.text(&step.path)?;
+        let body = match (&step.body, &step.json) {
+            (Some(body), _) => Body::Text(self.text(body)?),
+            (None, Some(json)) => Body::Json(self.json(json)?),
+            (None, None) => Body::None,
+        };
+        let extractors = step.extract.iter().map(CompiledExtractor::compile).collect::<Result<Vec<_>, _>>()?;
+        let checks = step.checks.iter().map(CompiledCheck::compile).collect::<Result<Vec<_>, _>>()?;
+        let keep_body = extractors.iter().any(CompiledExtractor::needs_body) || checks.iter().any(CompiledCheck::needs_body);
+        let keep_headers = extractors.iter().any(CompiledExtractor::needs_headers);
+        let mut node = RequestNode {
+            global_index,
+            method: step.method.clone(),
+            is_head: step.method == "HEAD",
+            path,
+            headers,
+            body,
+            fixed: None,
+            think_time: step.think_time,
+            has_status_check: step.checks.iter().any(|check| matches!(check, Check::Status { .. })),
+            end_on_check_failure: step.on_check_failure == OnCheckFailure::EndIteration,
+            extractors,
+            checks,
+            keep_body,
+            keep_headers,
+        };
+        node.fixed = fixed_bytes(self.endpoint, &node);
+        Ok(node)
+    }
+}
+
+/// The request's bytes if none of its parts is templated.
+fn fixed_bytes(endpoint: &Endpoint, node: &RequestNode) -> Option<Vec<u8>> {
+    let Text::Fixed(path) = &node.path else { return None };
+    let mut headers = Vec::with_capacity(node.headers.len());
+    for (name, value) in &node.headers {
+        let Text::Fixed(value) = value else { return None };
+        headers.push((name.as_str(), value.as_str()));
+    }
+    let (body, json) = match &node.body {
+        Body::None => (Vec::new(), false),
+        Body::Text(Text::Fixed(text)) => (text.clone().into_bytes(), false),
+        Body::Json(JsonTemplate::Fixed(value)) => (serde_json::to_vec(value).ok()?, true),
+        _ => return None,
+    };
+    let mut out = Vec::new();
+    let parts = RequestParts { method: &node.method, path, headers: &headers, cookie: None, body: &body, json };
+    encode_request(&mut out, endpoint, &parts);
+    Some(out)
+}
+
+fn contains_template(value: &serde_json::Value) -> bool {
+    match value {
+        serde_json::Value::String(text) => is_template(text),
+        serde_json::Value::Array(items) => items.iter().any(contains_template),
+        serde_json::Value::Object(fields) => fields.values().any(contains_template),
+        _ => false,
+    }
+}
+
+/// `"{{ expression }}"` and nothing else: the expression, so its value can keep its JSON type.
+fn single_expression(text: &str) -> Option<&str> {
+    let inner = text.trim().strip_prefix("{{")?.strip_suffix("}}")?;
+    (!inner.contains("{{") && !inner.contains("}}") && !inner.contains("{%")).then_some(inner.trim())
+}
+
+/// Compiles one scenario.
+pub(crate) fn compile_scenario(compiler: &mut NodeCompiler<'_>, scenario: &Scenario) -> Result<ScenarioProgram, EngineError> {
+    let first = compiler.steps.len();
+    let setup = compiler.nodes(scenario, &scenario.setup)?;
+    let steps = compiler.nodes(scenario, &scenario.steps)?;
+    let teardown = compiler.nodes(scenario, &scenario.teardown)?;
+    let first_request_index = compiler.steps[first..]
+        .iter()
+        .position(|(_, _, kind)| *kind == StepKind::Request)
+        .map(|offset| first + offset);
+    let feeders = scenario.feeders.iter().map(Feeder::load).collect::<Result<Vec<_>, _>>()?;
+    Ok(ScenarioProgram {
+        setup,
+        steps,
+        teardown,
+        pacing: scenario.pacing_s.map(Duration::from_secs_f64),
+        feeders,
+        first_request_index,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::single_expression;
+
+    #[test]
+    fn single_expressions() {
+        assert_eq!(single_expression("{{ count + 1 }}"), Some("count + 1"));
+        assert_eq!(single_expression("id-{{ x }}"), None);
+        assert_eq!(single_expression("{{ a }}{{ b }}"), None);
+    }
+}

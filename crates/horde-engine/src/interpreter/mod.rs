@@ -1,0 +1,119 @@
+//! The scenario interpreter: a plan's step tree compiled once into [`Node`]s that VUs walk.
+//!
+//! Everything that can be prepared before the run is: templates are parsed into one shared
+//! minijinja environment (looked up by name when rendered), JSONPath expressions and regular
+//! expressions are compiled, requests with no templated part are encoded to bytes, feeders are
+//! read into memory. What is left per request is rendering the templated parts, reading the
+//! response, and applying the step's extractors and checks.
+
+mod compile;
+mod cookies;
+mod feeder;
+mod rules;
+
+pub(crate) use compile::{compile_scenario, NodeCompiler};
+pub(crate) use cookies::CookieJar;
+pub(crate) use feeder::Feeder;
+pub(crate) use rules::{CompiledCheck, CompiledExtractor, ResponseView};
+
+use horde_plan::ThinkTime;
+use std::time::Duration;
+
+/// A templated or fixed piece of text.
+#[derive(Debug, Clone)]
+pub(crate) enum Text {
+    Fixed(String),
+    /// The name of a template in the plan's environment.
+    Template(String),
+}
+
+/// A JSON body with templated strings.
+#[derive(Debug, Clone)]
+pub(crate) enum JsonTemplate {
+    Fixed(serde_json::Value),
+    /// A string that is a single `{{ expression }}`: its value keeps its JSON type.
+    Typed(String),
+    Text(String),
+    Array(Vec<JsonTemplate>),
+    Object(Vec<(String, JsonTemplate)>),
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum Body {
+    None,
+    Text(Text),
+    Json(JsonTemplate),
+}
+
+/// One HTTP request step, ready to send.
+#[derive(Debug)]
+pub(crate) struct RequestNode {
+    pub global_index: usize,
+    pub method: String,
+    pub is_head: bool,
+    pub path: Text,
+    /// Target, scenario and step headers in that order (later ones win).
+    pub headers: Vec<(String, Text)>,
+    pub body: Body,
+    /// The whole request's bytes when nothing in it is templated (sent as is while the VU has
+    /// no cookie to add).
+    pub fixed: Option<Vec<u8>>,
+    pub think_time: Option<ThinkTime>,
+    pub extractors: Vec<CompiledExtractor>,
+    pub checks: Vec<CompiledCheck>,
+    /// With a status check, the check decides which statuses are fine; without, >= 400 is an error.
+    pub has_status_check: bool,
+    pub end_on_check_failure: bool,
+    pub keep_body: bool,
+    pub keep_headers: bool,
+}
+
+#[derive(Debug)]
+pub(crate) enum LoopMode {
+    Count(u64),
+    /// The name of a condition template, and the most passes.
+    While(String, u64),
+    ForEach { variable: String, item: String, max: u64 },
+}
+
+/// A compiled step.
+#[derive(Debug)]
+pub(crate) enum Node {
+    Request(Box<RequestNode>),
+    Group { global_index: usize, children: Vec<Node> },
+    /// Branches with the running sum of their weights, for one draw per pass.
+    Choice { cumulative_weights: Vec<f64>, branches: Vec<Vec<Node>> },
+    Loop { mode: LoopMode, children: Vec<Node> },
+    /// The name of the condition template.
+    If { condition: String, then: Vec<Node>, otherwise: Vec<Node> },
+    Think(ThinkTime),
+    EndIteration,
+}
+
+/// Whether the metrics entry of a global step index is a request or a group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StepKind {
+    Request,
+    Group,
+}
+
+impl StepKind {
+    pub fn label(self) -> &'static str {
+        match self {
+            StepKind::Request => "request",
+            StepKind::Group => "group",
+        }
+    }
+}
+
+/// A scenario ready to run.
+#[derive(Debug)]
+pub(crate) struct ScenarioProgram {
+    pub setup: Vec<Node>,
+    pub steps: Vec<Node>,
+    pub teardown: Vec<Node>,
+    pub pacing: Option<Duration>,
+    pub feeders: Vec<Feeder>,
+    /// Where a scenario-level error (an exhausted feeder) is counted: its first request step.
+    pub first_request_index: Option<usize>,
+}

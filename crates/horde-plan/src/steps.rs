@@ -1,0 +1,216 @@
+//! The steps of a scenario: requests, and the control flow around them.
+//!
+//! On the wire a step is an object with a `type`; without one it is an `http` step, so plans of
+//! the first slice (a flat list of requests) read unchanged.
+
+use crate::ThinkTime;
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+/// One step of a scenario.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Step {
+    Http(crate::HttpStep),
+    Group(GroupStep),
+    Choice(ChoiceStep),
+    Loop(LoopStep),
+    If(IfStep),
+    Think(ThinkStep),
+    EndIteration(EndIterationStep),
+}
+
+/// The same shape with the tag required, for decoding once the default tag is filled in.
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum TaggedStep {
+    Http(crate::HttpStep),
+    Group(GroupStep),
+    Choice(ChoiceStep),
+    Loop(LoopStep),
+    If(IfStep),
+    Think(ThinkStep),
+    EndIteration(EndIterationStep),
+}
+
+impl<'de> Deserialize<'de> for Step {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let mut object = serde_json::Map::<String, Value>::deserialize(deserializer)?;
+        object.entry("type").or_insert_with(|| Value::String("http".into()));
+        let tagged = TaggedStep::deserialize(Value::Object(object)).map_err(D::Error::custom)?;
+        Ok(match tagged {
+            TaggedStep::Http(step) => Step::Http(step),
+            TaggedStep::Group(step) => Step::Group(step),
+            TaggedStep::Choice(step) => Step::Choice(step),
+            TaggedStep::Loop(step) => Step::Loop(step),
+            TaggedStep::If(step) => Step::If(step),
+            TaggedStep::Think(step) => Step::Think(step),
+            TaggedStep::EndIteration(step) => Step::EndIteration(step),
+        })
+    }
+}
+
+/// Steps whose total time is recorded under the group's name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupStep {
+    pub name: String,
+    pub steps: Vec<Step>,
+}
+
+/// One branch per pass, drawn by weight (JMeter's throughput controller).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChoiceStep {
+    pub branches: Vec<Branch>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Branch {
+    pub weight: f64,
+    pub steps: Vec<Step>,
+}
+
+/// Repeats its steps: a number of times, while a condition holds, or for each item of a list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoopStep {
+    pub steps: Vec<Step>,
+    #[serde(default)]
+    pub count: Option<u64>,
+    #[serde(default, rename = "while")]
+    pub while_condition: Option<String>,
+    #[serde(default = "default_max_iterations")]
+    pub max_iterations: u64,
+    #[serde(default)]
+    pub for_each: Option<String>,
+    #[serde(default, rename = "as")]
+    pub as_name: Option<String>,
+}
+
+fn default_max_iterations() -> u64 {
+    1000
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IfStep {
+    pub condition: String,
+    #[serde(default)]
+    pub then: Vec<Step>,
+    #[serde(default, rename = "else")]
+    pub otherwise: Vec<Step>,
+}
+
+/// A pause on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThinkStep {
+    pub think_time: ThinkTime,
+}
+
+/// Ends the iteration here.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndIterationStep {}
+
+/// Takes a value out of a response into a VU variable.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Extractor {
+    pub var: String,
+    pub from: ExtractFrom,
+    #[serde(default)]
+    pub expression: Option<String>,
+    #[serde(default)]
+    pub pick: Pick,
+    #[serde(default)]
+    pub default: Option<Value>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExtractFrom {
+    Json,
+    Regex,
+    Header,
+    Status,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pick {
+    #[default]
+    First,
+    Random,
+    All,
+}
+
+/// A condition a response must meet; a failed check counts the request as `check_failed`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Check {
+    Status {
+        #[serde(rename = "in")]
+        allowed: Vec<u16>,
+    },
+    Json {
+        expression: String,
+        #[serde(default)]
+        equals: Option<Value>,
+    },
+    BodyContains {
+        text: String,
+    },
+    BodyMatches {
+        pattern: String,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnCheckFailure {
+    #[default]
+    Continue,
+    EndIteration,
+}
+
+/// Rows of test data, handed to VUs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Feeder {
+    pub name: String,
+    pub path: String,
+    pub format: FeederFormat,
+    pub mode: FeederMode,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FeederFormat {
+    Csv,
+    Jsonl,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FeederMode {
+    Circular,
+    Random,
+    Unique,
+}
+
+impl Step {
+    /// The steps nested directly inside this one, in order.
+    pub fn children(&self) -> Vec<&[Step]> {
+        match self {
+            Step::Group(group) => vec![&group.steps],
+            Step::Choice(choice) => choice.branches.iter().map(|branch| branch.steps.as_slice()).collect(),
+            Step::Loop(loop_step) => vec![&loop_step.steps],
+            Step::If(if_step) => vec![&if_step.then, &if_step.otherwise],
+            Step::Http(_) | Step::Think(_) | Step::EndIteration(_) => Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! Templates and expressions: the minijinja environment that plan validation and the engine
+//! share, so a template that passes the check is one the engine can render.
+//!
+//! Context names every template may use: the VU's variables (extracted values, loop items,
+//! feeder rows), `params`, `vu`, `iteration`, and the functions `random_int(low, high)`,
+//! `random_choice(list)`, `uuid()`, `now_ms()`.
+
+use minijinja::value::Value;
+use minijinja::{Environment, Error, ErrorKind};
+use std::cell::Cell;
+use std::collections::HashSet;
+
+/// Names every template may use besides the scenario's own variables.
+pub const BUILTIN_NAMES: [&str; 7] = ["params", "vu", "iteration", "random_int", "random_choice", "uuid", "now_ms"];
+
+/// Whether `text` needs rendering at all (most paths and bodies are constant: they are sent as
+/// they are, without touching the template engine).
+pub fn is_template(text: &str) -> bool {
+    text.contains("{{") || text.contains("{%") || text.contains("{#")
+}
+
+/// The environment with Horde's functions. Templates render plain text: no HTML escaping.
+pub fn environment() -> Environment<'static> {
+    let mut environment = Environment::new();
+    environment.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+    environment.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    environment.add_function("random_int", random_int);
+    environment.add_function("random_choice", random_choice);
+    environment.add_function("uuid", uuid);
+    environment.add_function("now_ms", now_ms);
+    environment
+}
+
+/// Checks a template's syntax; returns the variables it reads that it does not define itself.
+pub fn template_variables(environment: &Environment<'static>, source: &str) -> Result<HashSet<String>, String> {
+    let template = environment.template_from_str(source).map_err(|error| describe(&error))?;
+    Ok(template.undeclared_variables(false))
+}
+
+/// Checks an expression's syntax (conditions of `if` and `while`); returns the variables it reads.
+pub fn expression_variables(environment: &Environment<'static>, source: &str) -> Result<HashSet<String>, String> {
+    let expression = environment.compile_expression(source).map_err(|error| describe(&error))?;
+    Ok(expression.undeclared_variables(false))
+}
+
+fn describe(error: &Error) -> String {
+    match error.detail() {
+        Some(detail) => format!("{}: {detail}", error.kind()),
+        None => error.kind().to_string(),
+    }
+}
+
+thread_local! {
+    // Each thread draws from its own stream: no locking, and runs are reproducible per thread.
+    static RANDOM: Cell<u64> = Cell::new(0x853C_49E6_748F_EA9B ^ thread_seed());
+}
+
+fn thread_seed() -> u64 {
+    let id = format!("{:?}", std::thread::current().id());
+    id.bytes().fold(0xCBF2_9CE4_8422_2325u64, |hash, byte| (hash ^ byte as u64).wrapping_mul(0x100_0000_01B3))
+}
+
+/// SplitMix64 on the thread's stream.
+pub fn next_random() -> u64 {
+    RANDOM.with(|state| {
+        let next = state.get().wrapping_add(0x9E37_79B9_7F4A_7C15);
+        state.set(next);
+        let mut z = next;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    })
+}
+
+fn random_int(low: i64, high: i64) -> Result<i64, Error> {
+    if high < low {
+        return Err(Error::new(ErrorKind::InvalidOperation, format!("random_int({low}, {high}): high is below low")));
+    }
+    let span = (high as i128 - low as i128 + 1) as u128;
+    Ok((low as i128 + (next_random() as u128 % span) as i128) as i64)
+}
+
+fn random_choice(items: Value) -> Result<Value, Error> {
+    let length = items.len().unwrap_or(0);
+    if length == 0 {
+        return Err(Error::new(ErrorKind::InvalidOperation, "random_choice of an empty or non-list value"));
+    }
+    items.get_item(&Value::from((next_random() % length as u64) as usize))
+}
+
+fn uuid() -> String {
+    let high = next_random();
+    let low = next_random();
+    // Version 4 (random), variant 1 (RFC 9562).
+    let high = (high & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000;
+    let low = (low & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000;
+    format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        high >> 32,
+        (high >> 16) & 0xFFFF,
+        high & 0xFFFF,
+        low >> 48,
+        low & 0xFFFF_FFFF_FFFF
+    )
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|since| since.as_millis() as u64).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn functions_render() {
+        let environment = environment();
+        let rendered = environment
+            .render_str("{{ random_int(3, 3) }} {{ random_choice([7]) }} {{ uuid() | length }} {{ now_ms() > 0 }}", ())
+            .unwrap();
+        assert_eq!(rendered, "3 7 36 True");
+        for _ in 0..1000 {
+            let value = random_int(-2, 2).unwrap();
+            assert!((-2..=2).contains(&value));
+        }
+    }
+
+    #[test]
+    fn variables_and_syntax_errors() {
+        let environment = environment();
+        let names = template_variables(&environment, "/u/{{ user.id }}/{{ params.x }}{% for b in items %}{{ b }}{% endfor %}").unwrap();
+        assert_eq!(names, HashSet::from(["user".to_owned(), "params".to_owned(), "items".to_owned()]));
+        assert!(template_variables(&environment, "{{ unclosed").is_err());
+        assert_eq!(expression_variables(&environment, "gold > 100 and ready").unwrap().len(), 2);
+        assert!(expression_variables(&environment, "gold >").is_err());
+        assert!(!is_template("/plain/path"));
+    }
+}
