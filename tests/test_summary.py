@@ -198,3 +198,17 @@ def test_render_summary_shows_user_names_verbatim_and_every_figure(two_scenario_
     assert f"{summary['latency_ms']['p99']:.2f}" in text
     assert "errors by kind: status_503" in text
     assert "stored in sqlite:////tmp/x[y].sqlite as run 20260101-000000-abcd (horde show 20260101-000000-abcd)" in text
+
+
+def test_groups_are_reported_but_not_counted_again_in_the_totals(two_scenario_snapshots: list[Snapshot]) -> None:
+    # A group entry is one pass over requests already counted: it gets its own row, marked as a
+    # group, and stays out of the run's request totals and percentiles.
+    requests = [dict(entry) for entry in _entries(two_scenario_snapshots)]
+    group = {**requests[0], "step": "journey", "kind": "group", "requests": 1000, "ok": 1000, "errors": {}}
+    snapshots = [{**snap(1), "steps": requests + [group]}]
+    summary = summarise(snapshots, run_id="r", status="finished")
+    assert summary["steps"]["journey"]["kind"] == "group"
+    assert summary["steps"]["journey"]["requests"] == 1000
+    assert summary["requests"] == sum(entry["requests"] for entry in requests)
+    merged = histogram.stats(histogram.merge(entry["histogram"] for entry in requests))
+    assert summary["latency_ms"]["p99"] == merged.percentile(99.0)

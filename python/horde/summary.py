@@ -26,6 +26,7 @@ def step_key(scenario: str, step: str, ambiguous: set[str]) -> str:
 
 @dataclass
 class _StepTotals:
+    kind: str = "request"
     requests: int = 0
     ok: int = 0
     errors_by_kind: dict[str, int] = field(default_factory=dict)
@@ -63,7 +64,7 @@ class SummaryBuilder:
     def add(self, snapshot: dict[str, Any]) -> None:
         for entry in snapshot["steps"]:
             key = (entry["scenario"], entry["step"])
-            self._steps.setdefault(key, _StepTotals()).add(entry)
+            self._steps.setdefault(key, _StepTotals(kind=entry.get("kind", "request"))).add(entry)
         self.duration_s = max(self.duration_s, float(snapshot["elapsed_s"]))
         self.iterations += int(snapshot["iterations"])
         self.dropped_arrivals += int(snapshot["dropped_arrivals"])
@@ -82,18 +83,20 @@ class SummaryBuilder:
         names = [step for _, step in self._steps]
         ambiguous = {name for name in names if names.count(name) > 1}
         steps = {
-            step_key(scenario, step, ambiguous): _figures(totals, self.duration_s)
+            step_key(scenario, step, ambiguous): {"kind": totals.kind, **_figures(totals, self.duration_s)}
             for (scenario, step), totals in self._steps.items()
         }
+        # The run's totals count requests only: a group's pass is made of requests already counted.
         everything = _StepTotals()
-        for totals in self._steps.values():
+        requests_only = [totals for totals in self._steps.values() if totals.kind == "request"]
+        for totals in requests_only:
             everything.requests += totals.requests
             everything.ok += totals.ok
             for kind, count in totals.errors_by_kind.items():
                 everything.errors_by_kind[kind] = everything.errors_by_kind.get(kind, 0) + count
             everything.bytes_sent += totals.bytes_sent
             everything.bytes_received += totals.bytes_received
-        everything.histogram = histogram.merge(t.histogram for t in self._steps.values() if t.histogram)
+        everything.histogram = histogram.merge(t.histogram for t in requests_only if t.histogram)
         overall = _figures(everything, self.duration_s)
         return {
             "run_id": run_id,

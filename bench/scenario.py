@@ -1,0 +1,140 @@
+"""Scenario overhead: the generator's CPU per request for the game scenario (templates, JSON
+extraction and checks, a weighted choice, a group, cookies) against a plain GET loop sent at the
+same request rate, side by side in one run. The target for the scenario language: under 30 %
+overhead.
+
+    .venv/bin/python bench/scenario.py            # 3 repetitions x 8 s per plan (~2 min)
+    .venv/bin/python bench/scenario.py --reps 5 --seconds 10 --rate 4000
+
+Method (as in run.py): the built-in target and the generator each pinned to a CPU; every
+repetition runs each plan for N seconds and for 1 second, and the start-up corrected cost is
+(CPU_N - CPU_1) / (requests_N - requests_1): the cost of one more request once the run is going.
+CPU comes from wait4()'s rusage of the generator process itself. Plans: bench/plans/*.yaml.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import run as bench  # noqa: E402  (bench/run.py: processes, pinning, exact CPU measurement)
+
+BENCH = Path(__file__).resolve().parent
+PLANS = BENCH / "plans"
+README = BENCH / "README.md"
+TARGET_OVERHEAD = 0.30
+#: An iteration of bench/plans/game.yaml makes about this many requests (choice of 1, 2 or 3).
+GAME_REQUESTS_PER_ITERATION = 1.3
+
+
+def plan_run(env: bench.Env, plan: str, port: int, rate: float, seconds: int, tag: str, target_pid: int) -> tuple[bench.Measured, dict[str, Any]]:
+    summary_path = env.work / f"{tag}.summary.json"
+    log = env.work / f"{tag}.log"
+    argv = ["taskset", "-c", env.gen_cpu, env.horde, "run", str(PLANS / plan), "--base-url", f"http://127.0.0.1:{port}",
+            "-p", f"rate={rate:g}", "-p", f"duration={seconds}", "--workers", "1",
+            "--summary-json", str(summary_path), "--store", str(env.work / "store.sqlite")]
+    measured = bench.run_measured(env.procs, argv, log, timeout_s=seconds + 60, target_pid=target_pid)
+    if measured.rc != 0 or not summary_path.exists():
+        raise bench.BenchError(f"horde run {plan} ended with exit code {measured.rc}", hint=f"last output: {log.read_text(errors='replace')[-800:]}")
+    return measured, json.loads(summary_path.read_text())
+
+
+def measure(env: bench.Env, reps: int, seconds: int, rate: float) -> dict[str, Any]:
+    target, port = bench.start_target(env)
+    rows: dict[str, list[dict[str, float]]] = {"plain": [], "game": []}
+    try:
+        plans = {"plain": ("plain.yaml", rate), "game": ("game.yaml", rate / GAME_REQUESTS_PER_ITERATION)}
+        for rep in range(reps):
+            order = ["plain", "game"] if rep % 2 == 0 else ["game", "plain"]
+            for name in order:
+                plan, plan_rate = plans[name]
+                long, long_summary = plan_run(env, plan, port, plan_rate, seconds, f"{name}-{rep}", target.pid)
+                short, short_summary = plan_run(env, plan, port, plan_rate, 1, f"{name}-{rep}-short", target.pid)
+                requests = long_summary["requests"] - short_summary["requests"]
+                rows[name].append({
+                    "rps": long_summary["rps"],
+                    "errors": long_summary["errors"],
+                    "raw_us": long.cpu_s / long_summary["requests"] * 1e6,
+                    "marginal_us": (long.cpu_s - short.cpu_s) / requests * 1e6 if requests > 0 else float("nan"),
+                    "others": long.others_cores,
+                })
+    finally:
+        env.procs.stop(target)
+    medians = {name: {key: statistics.median(row[key] for row in values) for key in values[0]} for name, values in rows.items()}
+    return {"rows": rows, "medians": medians, "overhead": medians["game"]["marginal_us"] / medians["plain"]["marginal_us"] - 1.0}
+
+
+def render(result: dict[str, Any], command: str, reps: int, seconds: int, rate: float) -> str:
+    machine = bench.machine()
+    plain, game = result["medians"]["plain"], result["medians"]["game"]
+    met = "met" if result["overhead"] < TARGET_OVERHEAD else "NOT met"
+    lines = [
+        "### Scenario overhead",
+        "",
+        f"- machine: {machine['nproc']} CPUs, {machine['model']}, Linux {machine['kernel']}",
+        f"- date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC; command: `{command}`",
+        f"- {reps} x {seconds} s per plan (plus 1 s runs for the start-up correction), plain rate {rate:g} req/s, `--workers 1`, generator and target pinned",
+        "",
+        "| plan | req/s | errors | generator CPU µs/req (raw) | start-up corrected | others' CPU (cores) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        f"| plain GET loop (`bench/plans/plain.yaml`) | {plain['rps']:,.0f} | {plain['errors']:.0f} | {plain['raw_us']:.2f} | {plain['marginal_us']:.2f} | {plain['others']:.2f} |",
+        f"| game scenario (`bench/plans/game.yaml`) | {game['rps']:,.0f} | {game['errors']:.0f} | {game['raw_us']:.2f} | {game['marginal_us']:.2f} | {game['others']:.2f} |",
+        "",
+        f"Scenario overhead (game / plain - 1, start-up corrected): **{result['overhead'] * 100:.0f} %**; target under {TARGET_OVERHEAD * 100:.0f} %: **{met}**.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def update_readme(block: str) -> None:
+    begin, end = "<!-- scenario-overhead:begin -->", "<!-- scenario-overhead:end -->"
+    text = README.read_text()
+    section = f"{begin}\n{block}{end}"
+    if begin in text and end in text:
+        text = text[: text.index(begin)] + section + text[text.index(end) + len(end):]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    README.write_text(text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Generator CPU per request: the game scenario against a plain GET loop.")
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--seconds", type=int, default=8)
+    parser.add_argument("--rate", type=float, default=3000.0, help="requests/s of the plain loop (the game matches it)")
+    parser.add_argument("--no-readme", action="store_true")
+    parser.add_argument("--horde", help="the horde command (default: next to this Python)")
+    args = parser.parse_args(argv)
+    horde = args.horde or str(Path(sys.executable).parent / "horde")
+    cpus = sorted(os.sched_getaffinity(0))
+    gen_cpu, target_cpu = (str(cpus[0]), str(cpus[1])) if len(cpus) > 1 else (str(cpus[0]), str(cpus[0]))
+    procs = bench.Processes()
+    try:
+        with tempfile.TemporaryDirectory(prefix="horde-bench-scenario-") as work:
+            env = bench.Env(horde=horde, wrk="", gen_cpu=gen_cpu, target_cpu=target_cpu, work=Path(work), procs=procs)
+            result = measure(env, args.reps, args.seconds, args.rate)
+    except bench.BenchError as error:
+        print(f"error: {error}", file=sys.stderr)
+        if error.hint:
+            print(f"hint: {error.hint}", file=sys.stderr)
+        return 2
+    finally:
+        procs.close()
+    command = "bench/scenario.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    block = render(result, command.strip(), args.reps, args.seconds, args.rate)
+    print(block)
+    if not args.no_readme:
+        update_readme(block)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
