@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from horde.errors import ExitCode, InvalidInput, PlanInvalid
-from horde.overrides import apply_overrides, parse_duration, parse_header, parse_tag, url_plan
+from horde.overrides import apply_overrides, parse_duration, parse_header, parse_tag, spread_rate, spread_vus, url_plan
 from horde.plan import Plan, plan_from_dict
 
 
@@ -141,19 +141,21 @@ def test_no_flags_keep_the_plan() -> None:
 
 def test_vus_makes_every_scenario_closed_for_the_plan_length() -> None:
     plan = apply_overrides(plan_with(CLOSED, OPEN), vus=7)
-    # Without --duration each scenario keeps its own total length (15 s and 10 s).
+    # Without --duration each scenario keeps its own total length (15 s and 10 s); the 7 VUs are
+    # spread over the two scenarios by weight (1 and 1): 4 + 3.
     assert workloads(plan) == [
-        {"type": "closed", "start_vus": 7, "stages": [{"duration_s": 15.0, "vus": 7}]},
-        {"type": "closed", "start_vus": 7, "stages": [{"duration_s": 10.0, "vus": 7}]},
+        {"type": "closed", "start_vus": 4, "stages": [{"duration_s": 15.0, "vus": 4}]},
+        {"type": "closed", "start_vus": 3, "stages": [{"duration_s": 10.0, "vus": 3}]},
     ]
 
 
 def test_rate_makes_every_scenario_open() -> None:
     plan = apply_overrides(plan_with(CLOSED, OPEN), rate=25, duration_s=3)
     first, second = workloads(plan)
-    assert first == {"type": "open", "start_rate_per_s": 25.0, "stages": [{"duration_s": 3.0, "rate_per_s": 25.0}], "max_vus": 25}
+    # The rate is spread over the two scenarios by weight (1 and 1).
+    assert first == {"type": "open", "start_rate_per_s": 12.5, "stages": [{"duration_s": 3.0, "rate_per_s": 12.5}], "max_vus": 13}
     # An open scenario keeps its own max_vus unless --max-vus is given.
-    assert second == {"type": "open", "start_rate_per_s": 25.0, "stages": [{"duration_s": 3.0, "rate_per_s": 25.0}], "max_vus": 40}
+    assert second == {"type": "open", "start_rate_per_s": 12.5, "stages": [{"duration_s": 3.0, "rate_per_s": 12.5}], "max_vus": 40}
     assert workloads(apply_overrides(plan_with(CLOSED), rate=2.5))[0]["max_vus"] == 10  # at least 10
 
 
@@ -227,3 +229,51 @@ def test_a_bad_base_url_override_is_a_located_plan_problem() -> None:
 def test_vus_zero_is_allowed() -> None:
     [workload] = workloads(apply_overrides(plan_with(CLOSED), vus=0, duration_s=1))
     assert workload == {"type": "closed", "start_vus": 0, "stages": [{"duration_s": 1.0, "vus": 0}]}
+
+
+# -- spreading one level over weighted scenarios -------------------------------------------------
+
+
+def weighted(*weights: float) -> Plan:
+    plan = plan_with(*[CLOSED] * len(weights))
+    data = plan.model_dump(mode="json")
+    for scenario, weight in zip(data["scenarios"], weights):
+        scenario["weight"] = weight
+    return plan_from_dict(data)
+
+
+@pytest.mark.parametrize(
+    ("vus", "weights", "shares"),
+    [
+        (10, [1], [10]), (10, [70, 20, 10], [7, 2, 1]), (10, [1, 1, 1], [4, 3, 3]), (10, [3, 1], [8, 2]),
+        (1, [1, 1], [1, 0]), (0, [5, 1], [0, 0]), (100, [0.955, 0.045], [96, 4]), (7, [1, 2, 4], [1, 2, 4]),
+        (5, [1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 1, 0]),
+    ],
+)
+def test_spread_vus_is_exact_by_largest_remainder(vus: int, weights: list[float], shares: list[int]) -> None:
+    assert spread_vus(vus, weights) == shares
+
+
+def test_spread_vus_always_adds_up() -> None:
+    import random
+
+    rng = random.Random(7)
+    for _ in range(500):
+        weights = [rng.uniform(0.01, 100) for _ in range(rng.randint(1, 8))]
+        vus = rng.randint(0, 10_000)
+        shares = spread_vus(vus, weights)
+        assert sum(shares) == vus and min(shares) >= 0
+        exact = [vus * w / sum(weights) for w in weights]
+        assert all(abs(share - value) < 1 for share, value in zip(shares, exact))
+
+
+def test_vus_and_rate_are_spread_by_weight() -> None:
+    plan = weighted(3, 1)
+    assert [w["stages"] for w in workloads(apply_overrides(plan, vus=10, duration_s=5))] == [
+        [{"duration_s": 5.0, "vus": 8}], [{"duration_s": 5.0, "vus": 2}]]
+    opened = workloads(apply_overrides(plan, rate=100, max_vus=9, duration_s=5))
+    assert [w["stages"][0]["rate_per_s"] for w in opened] == [75.0, 25.0]
+    assert [w["max_vus"] for w in opened] == [7, 2]  # the cap spread too (largest remainder)
+    # Each scenario keeps at least one VU of cap.
+    assert [w["max_vus"] for w in workloads(apply_overrides(weighted(100, 1), rate=10, max_vus=2))] == [2, 1]
+    assert spread_rate(10.0, [1, 3]) == [2.5, 7.5]

@@ -24,9 +24,9 @@ from rich.text import Text
 from horde import __version__
 from horde.errors import ExitCode, HordeError, InvalidInput, PlanInvalid
 from horde.live import LiveView
-from horde.overrides import apply_overrides, parse_duration, parse_header, parse_tag, url_plan
-from horde.plan import Plan, plan_from_dict, plan_json_schema
-from horde.planfile import load_plan
+from horde.overrides import apply_overrides, parse_duration, parse_header, parse_params, parse_tag, url_plan
+from horde.plan import Plan, plan_from_dict, plan_json_schema, plan_to_json
+from horde.planfile import LoadedPlan, load_plan_file
 from horde.redaction import redact_plan
 from horde.run import Run, checked_plan_json, engine_problems
 from horde.store import Store
@@ -45,14 +45,18 @@ stdout = Console() if Console().is_terminal else Console(width=160)
 stderr = Console(stderr=True) if Console(stderr=True).is_terminal else Console(stderr=True, width=160)
 
 
-def _load(plan_path: Path | None, url: str | None, method: str, headers: list[str], body: str | None) -> Plan:
+def _load(plan_path: Path | None, url: str | None, method: str, headers: list[str], body: str | None,
+          params: dict[str, str]) -> tuple[Plan, LoadedPlan | None]:
     if plan_path is not None and url is not None:
         raise InvalidInput("give either a plan file or --url, not both", hint="--url builds a one-step plan for quick checks")
     if plan_path is not None:
-        return load_plan(plan_path)
+        loaded = load_plan_file(plan_path, params)
+        return loaded.plan, loaded
+    if url is not None and params:
+        raise InvalidInput("-p sets a plan file's parameters; --url has none", hint="use -p with a plan file that declares parameters")
     if url is not None:
         data = url_plan(url, method=method, headers=[parse_header(h) for h in headers], body=body)
-        return plan_from_dict(data, source="--url")
+        return plan_from_dict(data, source="--url"), None
     raise InvalidInput("no plan given", hint="horde run PLAN (a .yaml/.json/.py file or a folder), or horde run --url URL")
 
 
@@ -73,8 +77,10 @@ def run(
     store_url: Annotated[Optional[str], typer.Option("--store", help="store path or URL (default: $HORDE_STORE or ~/.local/share/horde/runs.sqlite)")] = None,
     summary_json: Annotated[Optional[Path], typer.Option("--summary-json", help="write the summary as JSON to this file")] = None,
     workers: Annotated[Optional[int], typer.Option("--workers", help="engine worker threads (default: one per core)")] = None,
+    param: Annotated[Optional[list[str]], typer.Option("--param", "-p", metavar="NAME=VALUE", help="set a plan parameter (repeatable); else $HORDE_PARAM_NAME, else its default")] = None,
 ) -> int:
     """Run a plan against its target, live, and store the run."""
+    params = parse_params(param or [])
     tags = dict(parse_tag(t) for t in tag or [])
     duration_s = parse_duration(duration, flag="--duration") if duration is not None else None
     ramp_up_s = parse_duration(ramp_up, flag="--ramp-up") if ramp_up is not None else None
@@ -82,12 +88,18 @@ def run(
         raise InvalidInput(f"--workers must be at least 1 (got {workers})")
     if summary_json is not None and summary_json.is_dir():
         raise InvalidInput(f"--summary-json: {summary_json} is a directory", hint="give a file path, e.g. --summary-json summary.json")
-    plan = _load(plan_path, url, method, header or [], body)
+    plan, loaded = _load(plan_path, url, method, header or [], body, params)
     plan = apply_overrides(plan, vus=vus, rate=rate, max_vus=max_vus, duration_s=duration_s, ramp_up_s=ramp_up_s, base_url=base_url)
+    if loaded is not None:
+        # The engine's own check, its problems placed on the plan file's lines.
+        problems = engine_problems(plan_to_json(plan))
+        if problems:
+            raise PlanInvalid(loaded.located(problems), source=loaded.label)
     parameters = {
         name: value
         for name, value in (("vus", vus), ("rate", rate), ("max_vus", max_vus), ("duration_s", duration_s),
-                            ("ramp_up_s", ramp_up_s), ("base_url", base_url), ("workers", workers))
+                            ("ramp_up_s", ramp_up_s), ("base_url", base_url), ("workers", workers),
+                            ("params", params or None))
         if value is not None
     }
     # The store is opened before any load is sent: a run that cannot be kept is not started.
@@ -238,17 +250,22 @@ def schema() -> int:
 
 
 @app.command()
-def validate(plan_path: Annotated[Path, typer.Argument(metavar="PLAN", help="plan file or folder")]) -> int:
+def validate(
+    plan_path: Annotated[Path, typer.Argument(metavar="PLAN", help="plan file or folder")],
+    param: Annotated[Optional[list[str]], typer.Option("--param", "-p", metavar="NAME=VALUE", help="set a plan parameter (repeatable); else $HORDE_PARAM_NAME, else its default")] = None,
+) -> int:
     """Check a plan on both sides (pydantic and the engine) without sending any request."""
-    plan = load_plan(plan_path)
-    from horde.plan import plan_to_json
-
+    loaded = load_plan_file(plan_path, parse_params(param or []))
+    plan = loaded.plan
     problems = engine_problems(plan_to_json(plan))
     if problems:
-        raise PlanInvalid(problems, source=str(plan_path))
-    steps = sum(len(scenario.steps) for scenario in plan.scenarios)
+        raise PlanInvalid(loaded.located(problems), source=loaded.label)
+    steps = sum(1 for scenario in plan.scenarios for step in scenario.all_steps() if step.type == "http")
     durations = [sum(stage.duration_s for stage in scenario.workload.stages) for scenario in plan.scenarios]
     stdout.print(f"{plan_path}: valid — {len(plan.scenarios)} scenario(s), {steps} step(s), {max(durations):g} s of stages", markup=False)
+    if plan.parameters:
+        values = ", ".join(f"{name}={json.dumps(value)}" for name, value in plan.parameters.items())
+        stdout.print(f"parameters: {values}", markup=False)
     return ExitCode.OK
 
 

@@ -3,26 +3,34 @@ base URL; and the one-step plan built from ``--url`` for quick checks.
 
 The rules, so that a flag always means the same thing:
 
-- ``--vus N`` makes every scenario closed at N VUs; ``--rate R`` makes every scenario open at
-  R arrivals/s (``--max-vus`` caps its VUs). Without either, each scenario keeps its model and
-  its peak level.
+- ``--vus N`` makes every scenario closed, ``--rate R`` open (``--max-vus`` caps its VUs).
+  With several scenarios the level is spread over them by their ``weight``: N VUs exactly (the
+  largest-remainder method: the shares add up to N), R arrivals/s and the ``--max-vus`` cap in
+  proportion (each scenario keeps at least one VU of cap). Without either flag, each scenario
+  keeps its model and its peak level.
 - ``--duration D`` is the total length of each scenario's stages; ``--ramp-up U`` is the first
   part of it, a linear ramp from 0 to the level. Without ``--duration`` the plan's own total
   length is kept.
 - Any of these flags replaces the scenario's stages by that simple profile: ramp, then hold.
 
+- A ``unique`` feeder must still have a row for each VU once the flags are applied.
+
 >>> parse_duration("1m30s"), parse_duration("250ms"), parse_duration("20")
 (90.0, 0.25, 20.0)
+>>> spread_vus(10, [70, 20, 10]), spread_vus(10, [1, 1, 1]), spread_rate(50.0, [3, 1])
+([7, 2, 1], [4, 3, 3], [37.5, 12.5])
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 from horde.errors import InvalidInput
+from horde.feeders import unique_feeder_faults
 from horde.plan import Plan, plan_from_dict
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
@@ -53,6 +61,49 @@ def parse_header(text: str) -> tuple[str, str]:
     if not separator or not name.strip():
         raise InvalidInput(f"-H: '{text}' is not a header", hint="write it as 'Name: value', e.g. -H 'Accept: text/plain'")
     return name.strip(), value.strip()
+
+
+def parse_param(text: str) -> tuple[str, str]:
+    """``NAME=VALUE`` as given to ``-p``; the value stays text until the plan's parameter reads it
+    (:func:`horde.plan_parameters.parse_parameter_value`).
+
+    >>> parse_param("vus=100"), parse_param("query=a=b")
+    (('vus', '100'), ('query', 'a=b'))
+    """
+    name, separator, value = text.partition("=")
+    if not separator or not name.strip():
+        raise InvalidInput(f"-p: '{text}' is not NAME=VALUE", hint="for example -p vus=100 -p target_response_ms=50")
+    return name.strip(), value
+
+
+def parse_params(texts: Sequence[str]) -> dict[str, str]:
+    """Every ``-p NAME=VALUE``; a name given twice is refused."""
+    params: dict[str, str] = {}
+    for text in texts:
+        name, value = parse_param(text)
+        if name in params:
+            raise InvalidInput(f"-p {name} is given twice", hint=f"keep one: -p {name}={params[name]} or -p {name}={value}")
+        params[name] = value
+    return params
+
+
+def spread_vus(vus: int, weights: Sequence[float]) -> list[int]:
+    """``vus`` split by ``weights`` into whole VUs that add up to ``vus`` exactly: each share
+    rounded down, then one more VU to the largest remainders (the first scenario on a tie)."""
+    total = sum(weights)
+    exact = [vus * weight / total for weight in weights]
+    shares = [math.floor(value) for value in exact]
+    left = vus - sum(shares)
+    by_remainder = sorted(range(len(weights)), key=lambda i: (-(exact[i] - shares[i]), i))
+    for index in by_remainder[:left]:
+        shares[index] += 1
+    return shares
+
+
+def spread_rate(rate: float, weights: Sequence[float]) -> list[float]:
+    """``rate`` split in proportion to ``weights``."""
+    total = sum(weights)
+    return [rate * weight / total for weight in weights]
 
 
 def parse_tag(text: str) -> tuple[str, str]:
@@ -114,14 +165,26 @@ def apply_overrides(
             "--max-vus applies to the open model only",
             hint="use it with --rate R (or on a plan whose scenarios are open); a closed model's VUs are --vus",
         )
-    data = plan.model_dump(mode="json")
+    data = plan.model_dump(mode="json", by_alias=True)
     if base_url is not None:
         data["target"]["base_url"] = base_url
     reshaping = any(value is not None for value in (vus, rate, max_vus, duration_s, ramp_up_s))
     if reshaping:
-        for scenario in data["scenarios"]:
-            scenario["workload"] = _reshaped(scenario["workload"], vus, rate, max_vus, duration_s, ramp_up_s)
-    return plan_from_dict(data, source="the plan with the command line's overrides")
+        weights = [scenario.weight for scenario in plan.scenarios]
+        count = len(weights)
+        vus_shares = spread_vus(vus, weights) if vus is not None else [None] * count
+        rate_shares = spread_rate(rate, weights) if rate is not None else [None] * count
+        cap_shares = [max(1, share) for share in spread_vus(max_vus, weights)] if max_vus is not None else [None] * count
+        for scenario, share_vus, share_rate, share_cap in zip(data["scenarios"], vus_shares, rate_shares, cap_shares):
+            scenario["workload"] = _reshaped(scenario["workload"], share_vus, share_rate, share_cap, duration_s, ramp_up_s)
+    changed = plan_from_dict(data, source="the plan with the command line's overrides")
+    if reshaping:
+        for _, _, fault in unique_feeder_faults(changed):
+            raise InvalidInput(
+                fault.message,
+                hint="lower --vus (or --max-vus with --rate), add rows to the feeder's file, or use mode circular or random",
+            )
+    return changed
 
 
 def _reshaped(

@@ -5,9 +5,14 @@ ARCHITECTURE.md, "The plan contract"). A plan written as YAML, JSON or Python co
 here, every problem at once and each located by its path (``scenarios[0].steps[1].path``); the
 engine (``crates/horde-plan``) decodes the JSON of :func:`plan_to_json` and checks it again.
 Every model forbids unknown keys, and wire names carry their units (``duration_ms``,
-``rate_per_s``).
+``rate_per_s``). Where a wire name is a Python keyword the attribute ends with ``_`` (``from_``,
+``while_``, ``as_``, ``else_``, ``in_``, and ``json_``); dumps use the wire names.
 
-Building a plan in Python:
+The models live in three modules, all exported here: :mod:`horde.plan_common` (shared rules,
+upper bounds, think times), :mod:`horde.plan_steps` (the steps of the scenario language) and this
+one (target, workloads, feeders, scenario, plan). Parameters (``{{ params.NAME }}``) are
+substituted before validation by :mod:`horde.planfile` and :func:`horde.scenario.plan`, which is
+also the easier way to write a plan in Python. With the models themselves:
 
 >>> from horde.plan import (
 ...     ClosedModel, ClosedStage, ConstantThinkTime, HttpStep, Plan, Scenario, Target,
@@ -45,8 +50,9 @@ scenarios: is required but missing  (hint: add 'scenarios': the behaviours to ru
 from __future__ import annotations
 
 import json
-import re
-from typing import Annotated, Any, Literal, NoReturn, Union
+import math
+from collections.abc import Iterator
+from typing import Annotated, Any, Literal, Union
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -54,123 +60,125 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
-    ValidationInfo,
     ValidatorFunctionWrapHandler,
     field_validator,
+    model_validator,
 )
-from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
 from horde.errors import PlanInvalid, Problem
+from horde.plan_common import (
+    MAX_GRACEFUL_STOP_S,
+    MAX_LOOP_COUNT,
+    MAX_LOOP_ITERATIONS,
+    MAX_PACING_S,
+    MAX_RATE_PER_S,
+    MAX_STAGE_DURATION_S,
+    MAX_STEP_DEPTH,
+    MAX_THINK_TIME_MS,
+    MAX_TIMEOUT_MS,
+    MAX_VUS,
+    MAX_WEIGHT,
+    METHODS,
+    RESERVED_NAMES,
+    STRICT_KEYS,
+    TAGGED,
+    ConstantThinkTime,
+    ExponentialThinkTime,
+    Located,
+    ThinkTime,
+    UniformThinkTime,
+    check_headers,
+    check_variable_name,
+    custom,
+    is_identifier,
+    raise_located,
+    validate_unique_names,
+    with_problems,
+)
+from horde.plan_steps import (
+    STEP_TYPES,
+    AnyStep,
+    BodyContainsCheck,
+    BodyMatchesCheck,
+    Branch,
+    Check,
+    ChoiceStep,
+    EndIterationStep,
+    Extractor,
+    GroupStep,
+    HttpStep,
+    IfStep,
+    JsonCheck,
+    LoopStep,
+    StatusCheck,
+    Step,
+    ThinkStep,
+    child_step_lists,
+    iter_steps,
+    plan_step,
+)
 
 __all__ = [
+    "MAX_GRACEFUL_STOP_S",
+    "MAX_LOOP_COUNT",
+    "MAX_LOOP_ITERATIONS",
+    "MAX_PACING_S",
+    "MAX_RATE_PER_S",
+    "MAX_STAGE_DURATION_S",
+    "MAX_STEP_DEPTH",
+    "MAX_THINK_TIME_MS",
+    "MAX_TIMEOUT_MS",
+    "MAX_VUS",
+    "MAX_WEIGHT",
     "METHODS",
+    "RESERVED_NAMES",
+    "STEP_TYPES",
+    "AnyStep",
+    "BodyContainsCheck",
+    "BodyMatchesCheck",
+    "Branch",
+    "Check",
+    "ChoiceStep",
     "ClosedModel",
     "ClosedStage",
     "ConstantThinkTime",
+    "EndIterationStep",
     "ExponentialThinkTime",
+    "Extractor",
+    "Feeder",
+    "GroupStep",
     "HttpStep",
+    "IfStep",
+    "JsonCheck",
+    "LoopStep",
     "OpenModel",
     "OpenStage",
+    "ParameterValue",
     "Plan",
     "Scenario",
+    "StatusCheck",
+    "Step",
     "Target",
+    "ThinkStep",
     "ThinkTime",
     "UniformThinkTime",
     "Workload",
+    "iter_steps",
+    "peak_vus",
     "plan_from_dict",
     "plan_json_schema",
+    "plan_step",
     "plan_to_json",
 ]
 
-#: The HTTP methods a step may use, upper case as they go on the wire.
-METHODS: tuple[str, ...] = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
-
-Method = Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
-
-# Upper bounds, the same as crates/horde-plan's: far beyond any real test, low enough that no
-# valid plan can overflow a duration, an allocation or a counter in the engine.
-MAX_STAGE_DURATION_S = 30 * 24 * 3600.0
-MAX_TIMEOUT_MS = 3_600_000.0
-MAX_GRACEFUL_STOP_S = 3600.0
-MAX_THINK_TIME_MS = 86_400_000.0
-MAX_VUS = 10_000_000
-MAX_RATE_PER_S = 10_000_000.0
-
-# RFC 9110 token characters: what a header name may contain.
-_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
-_PATH_FORBIDDEN = re.compile(r"[\x00-\x20\x7f]")
-
-# Shared by every model: unknown keys are errors, and numbers must be finite (JSON has no NaN).
-_STRICT_KEYS = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-
-def _type_is_required(schema: dict[str, Any]) -> None:
-    # The ``type`` of a think time or workload has a default for Python code, but a file must
-    # write it (it selects the model), so the schema says it is required.
-    schema["required"] = ["type", *schema.get("required", [])]
-
-
-# The models of a tagged union (think times, workloads): selected by their ``type`` key.
-_TAGGED = ConfigDict(extra="forbid", allow_inf_nan=False, json_schema_extra=_type_is_required)
-
-
-# --- errors raised by the validators ---------------------------------------------------------
-#
-# A validator reports through PydanticCustomError with the message and its hint in ``ctx`` so
-# that describe_validation_error() can pair them. Cross-field checks raise a ValidationError whose
-# line errors carry a location *relative to the model or field being validated*; pydantic
-# prefixes the outer location, so a duplicate step name is reported at
-# ``scenarios[0].steps[2].name`` rather than at the scenario.
-
-
-def _custom(kind: str, message: str, hint: str) -> PydanticCustomError:
-    # The template is a single placeholder filled from ctx: user text (a path such as '/{id}')
-    # may hold braces, and "hint" comes first so that its substitution cannot touch the message.
-    return PydanticCustomError(kind, "{detail}", {"hint": hint, "detail": message})
-
-
-_Located = tuple[tuple[str | int, ...], Any, PydanticCustomError]
-
-
-def _raise_located(title: str, errors: list[_Located]) -> NoReturn:
-    details = [InitErrorDetails(type=error, loc=loc, input=value) for loc, value, error in errors]
-    raise ValidationError.from_exception_data(title, details)
-
-
-def _check_headers(headers: dict[str, str]) -> dict[str, str]:
-    errors: list[_Located] = []
-    seen: dict[str, str] = {}
-    for name, value in headers.items():
-        if not _TOKEN.match(name):
-            errors.append(((name,), name, _custom(
-                "header_name",
-                f"'{name}' is not a valid header name",
-                "header names are letters, digits and !#$%&'*+-.^_`|~ only, no spaces or colons, "
-                "e.g. 'x-request-id'",
-            )))
-        elif name.lower() in seen:
-            errors.append(((name,), name, _custom(
-                "header_duplicate",
-                f"header '{name}' is given twice (also as '{seen[name.lower()]}')",
-                "header names are case-insensitive; keep one of them",
-            )))
-        else:
-            seen[name.lower()] = name
-        if "\r" in value or "\n" in value:
-            errors.append(((name,), value, _custom(
-                "header_value",
-                "header values cannot contain line breaks",
-                "write the value on one line (in YAML, avoid '|' and '>' block scalars here)",
-            )))
-    if errors:
-        _raise_located("headers", errors)
-    return headers
+#: A plan parameter's value.
+ParameterValue = Union[bool, int, float, str]
 
 
 def _check_stages_duration(stages: list[Any]) -> None:
     total = sum(stage.duration_s for stage in stages)
     if not total > 0:
-        raise _custom(
+        raise custom(
             "workload_duration",
             f"the stages last {total:g} s in total; a workload needs at least one stage",
             "add a stage, e.g. {duration_s: 10, vus: 5} (closed) or "
@@ -188,7 +196,7 @@ _HEADERS_DESCRIPTION = (
 class Target(BaseModel):
     """The system under test and how to reach it."""
 
-    model_config = _STRICT_KEYS
+    model_config = STRICT_KEYS
 
     base_url: str = Field(
         description="http:// or https:// URL of the target: a host, an optional port and an "
@@ -224,7 +232,7 @@ class Target(BaseModel):
             parts = urlsplit(url)
             port = parts.port
         except ValueError as error:
-            raise _custom(
+            raise custom(
                 "base_url",
                 f"'{url}' is not a valid URL ({error})",
                 "write it as scheme://host[:port][/prefix], e.g. 'http://127.0.0.1:8080'",
@@ -236,24 +244,24 @@ class Target(BaseModel):
             else:
                 message = f"'{url}' has no http:// or https:// scheme"
                 hint = "write the full URL, e.g. 'http://127.0.0.1:8080'"
-            raise _custom("base_url", message, hint)
+            raise custom("base_url", message, hint)
         if not parts.hostname:
-            raise _custom(
+            raise custom(
                 "base_url",
                 f"'{url}' has no host",
                 "put the host after the scheme, e.g. 'http://127.0.0.1:8080'",
             )
         if port == 0:
-            raise _custom("base_url", f"'{url}' has port 0", "use the port the target listens on")
+            raise custom("base_url", f"'{url}' has port 0", "use the port the target listens on")
         if "@" in parts.netloc:
             # The engine does not send URL credentials, and they would be stored with the run.
-            raise _custom(
+            raise custom(
                 "base_url",
                 "base_url must not carry credentials (user:password@)",
                 "send them as a header instead, e.g. headers: {Authorization: 'Basic ...'}; secret headers are redacted in the store",
             )
         if parts.query or parts.fragment or url.endswith(("?", "#")):
-            raise _custom(
+            raise custom(
                 "base_url",
                 f"'{url}' has a query or fragment",
                 "keep base_url to scheme, host, port and path prefix; put query strings in each "
@@ -264,129 +272,13 @@ class Target(BaseModel):
     @field_validator("headers")
     @classmethod
     def _check_header_names(cls, headers: dict[str, str]) -> dict[str, str]:
-        return _check_headers(headers)
-
-
-class ConstantThinkTime(BaseModel):
-    """The same pause every time."""
-
-    model_config = _TAGGED
-
-    type: Literal["constant"] = Field(default="constant", description="this think time: 'constant'")
-    duration_ms: float = Field(ge=0, le=MAX_THINK_TIME_MS, description="the pause, in milliseconds; >= 0")
-
-
-class UniformThinkTime(BaseModel):
-    """A pause drawn uniformly between min_ms and max_ms."""
-
-    model_config = _TAGGED
-
-    type: Literal["uniform"] = Field(default="uniform", description="this think time: 'uniform'")
-    min_ms: float = Field(ge=0, le=MAX_THINK_TIME_MS, description="the shortest pause, in milliseconds; >= 0")
-    max_ms: float = Field(
-        ge=0, le=MAX_THINK_TIME_MS, description="the longest pause, in milliseconds; >= 0 and >= min_ms"
-    )
-
-    @field_validator("max_ms")
-    @classmethod
-    def _check_range(cls, max_ms: float, info: ValidationInfo) -> float:
-        min_ms = info.data.get("min_ms")
-        if min_ms is not None and max_ms < min_ms:
-            raise _custom(
-                "uniform_range",
-                f"max_ms ({max_ms:g}) is less than min_ms ({min_ms:g})",
-                "make max_ms at least min_ms, or swap the two",
-            )
-        return max_ms
-
-
-class ExponentialThinkTime(BaseModel):
-    """A pause drawn from an exponential distribution (a Poisson process of user actions)."""
-
-    model_config = _TAGGED
-
-    type: Literal["exponential"] = Field(
-        default="exponential", description="this think time: 'exponential'"
-    )
-    mean_ms: float = Field(ge=0, le=MAX_THINK_TIME_MS, description="the mean pause, in milliseconds; >= 0")
-
-
-ThinkTime = Annotated[
-    Union[ConstantThinkTime, UniformThinkTime, ExponentialThinkTime],
-    Field(discriminator="type"),
-]
-
-
-class HttpStep(BaseModel):
-    """One HTTP request of a scenario."""
-
-    model_config = _STRICT_KEYS
-
-    name: str = Field(
-        min_length=1,
-        description="the step's name, unique in its scenario; results are reported under it",
-    )
-    method: Method = Field(description="the HTTP method, upper case: " + ", ".join(METHODS))
-    path: str = Field(
-        description="the request path, starting with '/', joined to target.base_url, "
-        "e.g. '/login' or '/items?page=2'",
-    )
-    headers: dict[str, str] = Field(
-        default_factory=dict,
-        description=f"{_HEADERS_DESCRIPTION}; override the target's headers of the same name",
-    )
-    body: str | None = Field(default=None, description="the request body as text, or null")
-    think_time: ThinkTime | None = Field(
-        default=None,
-        description="the pause after this step, before the next: "
-        "{type: constant, duration_ms}, {type: uniform, min_ms, max_ms} or "
-        "{type: exponential, mean_ms}; none by default",
-    )
-
-    @field_validator("method", mode="before")
-    @classmethod
-    def _check_method(cls, method: Any) -> Any:
-        if isinstance(method, str) and method not in METHODS:
-            if method.upper() in METHODS:
-                raise _custom(
-                    "method_case",
-                    f"method '{method}' must be upper case",
-                    f"write '{method.upper()}'",
-                )
-            raise _custom(
-                "method",
-                f"'{method}' is not a method Horde sends",
-                "use one of: " + ", ".join(METHODS),
-            )
-        return method
-
-    @field_validator("path")
-    @classmethod
-    def _check_path(cls, path: str) -> str:
-        if not path.startswith("/"):
-            if "://" in path:
-                hint = "put the scheme and host in target.base_url and only the path here, e.g. '/login'"
-            else:
-                hint = f"write the path relative to target.base_url, e.g. '/{path.lstrip('./')}'"
-            raise _custom("path", f"'{path}' must start with '/'", hint)
-        if _PATH_FORBIDDEN.search(path):
-            raise _custom(
-                "path_characters",
-                f"'{path}' contains spaces or control characters",
-                "percent-encode them, e.g. a space as %20",
-            )
-        return path
-
-    @field_validator("headers")
-    @classmethod
-    def _check_header_names(cls, headers: dict[str, str]) -> dict[str, str]:
-        return _check_headers(headers)
+        return check_headers(headers)
 
 
 class ClosedStage(BaseModel):
     """Moves the VU count linearly from the previous level to 'vus' over 'duration_s'."""
 
-    model_config = _STRICT_KEYS
+    model_config = STRICT_KEYS
 
     duration_s: float = Field(gt=0, le=MAX_STAGE_DURATION_S, description="how long the stage lasts, in seconds; > 0")
     vus: int = Field(ge=0, le=MAX_VUS, description="the VU count reached at the end of the stage; >= 0")
@@ -395,7 +287,7 @@ class ClosedStage(BaseModel):
 class OpenStage(BaseModel):
     """Moves the arrival rate linearly from the previous rate to 'rate_per_s' over 'duration_s'."""
 
-    model_config = _STRICT_KEYS
+    model_config = STRICT_KEYS
 
     duration_s: float = Field(gt=0, le=MAX_STAGE_DURATION_S, description="how long the stage lasts, in seconds; > 0")
     rate_per_s: float = Field(
@@ -406,7 +298,7 @@ class OpenStage(BaseModel):
 class ClosedModel(BaseModel):
     """A number of VUs, each looping the scenario's steps until the stages end."""
 
-    model_config = _TAGGED
+    model_config = TAGGED
 
     type: Literal["closed"] = Field(default="closed", description="this workload model: 'closed'")
     start_vus: int = Field(default=0, ge=0, le=MAX_VUS, description="the VU count the first stage starts from; >= 0")
@@ -426,7 +318,7 @@ class ClosedModel(BaseModel):
 class OpenModel(BaseModel):
     """Arrivals at a rate; each arrival runs one iteration on a free VU."""
 
-    model_config = _TAGGED
+    model_config = TAGGED
 
     type: Literal["open"] = Field(default="open", description="this workload model: 'open'")
     start_rate_per_s: float = Field(
@@ -454,80 +346,236 @@ class OpenModel(BaseModel):
 Workload = Annotated[Union[ClosedModel, OpenModel], Field(discriminator="type")]
 
 
-def _name_of(item: Any) -> str | None:
-    name = item.get("name") if isinstance(item, dict) else getattr(item, "name", None)
-    return name if isinstance(name, str) else None
+
+def _kind_of(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "null"
+    return repr(value)
 
 
-def _duplicate_names(items: Any, what: str) -> list[_Located]:
-    errors: list[_Located] = []
-    if not isinstance(items, list):
-        return errors
-    first_index: dict[str, int] = {}
-    for index, item in enumerate(items):
-        name = _name_of(item)
-        if name is None:
-            continue
-        if name in first_index:
-            errors.append(((index, "name"), name, _custom(
-                "duplicate_name",
-                f"duplicate {what} name '{name}' (also at index {first_index[name]})",
-                f"give each {what} its own name; results are reported by {what} name",
-            )))
-        else:
-            first_index[name] = index
+def peak_vus(workload: ClosedModel | OpenModel) -> int:
+    """The most VUs a workload model can run at once: a closed model's highest level, an open
+    model's ``max_vus``.
+
+    >>> peak_vus(ClosedModel(start_vus=5, stages=[ClosedStage(duration_s=1, vus=3)]))
+    5
+    """
+    if isinstance(workload, OpenModel):
+        return workload.max_vus
+    return max([workload.start_vus, *(stage.vus for stage in workload.stages)])
+
+
+#: Feeder formats by file extension, for a feeder that does not say its format.
+FEEDER_FORMATS_BY_SUFFIX: dict[str, str] = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+
+
+def _format_may_be_left_out(schema: dict[str, Any]) -> None:
+    schema["required"] = [key for key in schema.get("required", []) if key != "format"]
+
+
+class Feeder(BaseModel):
+    """Rows of test data (CSV or JSONL) handed to a scenario's VUs, one row at a time."""
+
+    model_config = ConfigDict(
+        extra="forbid", allow_inf_nan=False, serialize_by_alias=True, json_schema_extra=_format_may_be_left_out
+    )
+
+    name: str = Field(
+        description="the variable that holds the current row, e.g. 'users': templates read "
+        "{{ users.login }}",
+    )
+    path: str = Field(
+        min_length=1,
+        description="the data file, relative to the plan file's folder, e.g. 'users.csv'",
+    )
+    format: Literal["csv", "jsonl"] = Field(
+        description="'csv' (a header row names the fields) or 'jsonl' (one JSON object a line); "
+        "may be left out when the path ends in .csv, .jsonl or .ndjson",
+    )
+    mode: Literal["circular", "random", "unique"] = Field(
+        default="circular",
+        description="'circular' (default): each iteration takes the next row, from the top again "
+        "at the end; 'random': a random row per iteration; 'unique': each VU takes its own row "
+        "for its whole life (no more VUs than rows)",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _infer_format(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "format" not in data and isinstance(data.get("path"), str):
+            suffix = "." + data["path"].rsplit(".", 1)[-1].lower() if "." in data["path"] else ""
+            if suffix in FEEDER_FORMATS_BY_SUFFIX:
+                return {**data, "format": FEEDER_FORMATS_BY_SUFFIX[suffix]}
+        return data
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, name: str) -> str:
+        return check_variable_name(name, "feeder name")
+
+
+def _format_loc(loc: tuple[str | int, ...]) -> str:
+    out = ""
+    for element in loc:
+        out += f"[{element}]" if isinstance(element, int) else (f".{element}" if out else str(element))
+    return out
+
+
+_STEP_PARTS = ("setup", "steps", "teardown")
+
+
+def _scenario_structure(data: Any) -> list[Located]:
+    """The checks that span a scenario's step lists, read from its input before validation (so
+    they are listed together with the other problems): names of http and group steps unique
+    across setup, steps and teardown at any depth; steps nested at most MAX_STEP_DEPTH deep;
+    feeder names unique, and no variable named like a feeder."""
+    if not isinstance(data, dict):
+        return []
+    errors: list[Located] = []
+    feeders: dict[str, int] = {}
+    if isinstance(data.get("feeders"), list):
+        for index, feeder in enumerate(data["feeders"]):
+            name = feeder.get("name") if isinstance(feeder, dict) else getattr(feeder, "name", None)
+            if not isinstance(name, str):
+                continue
+            if name in feeders:
+                errors.append((("feeders", index, "name"), name, custom(
+                    "duplicate_name",
+                    f"duplicate feeder name '{name}' (also at feeders[{feeders[name]}])",
+                    "give each feeder its own name: it is the variable that holds the feeder's row",
+                )))
+            else:
+                feeders[name] = index
+    names: dict[str, tuple[str | int, ...]] = {}
+
+    def walk(steps: Any, prefix: tuple[str | int, ...], depth: int) -> None:
+        if not isinstance(steps, list):
+            return
+        for index, step in enumerate(steps):
+            if isinstance(step, BaseModel):  # built in Python code
+                step = step.model_dump(by_alias=True)
+            if not isinstance(step, dict):
+                continue
+            loc = (*prefix, index)
+            if depth > MAX_STEP_DEPTH:
+                errors.append((loc, step, custom(
+                    "step_depth",
+                    f"steps are nested more than {MAX_STEP_DEPTH} deep here",
+                    "flatten the scenario: move inner steps up, or split it into groups side by side",
+                )))
+                return
+            kind = step.get("type", "http")
+            name = step.get("name")
+            if kind in ("http", "group") and isinstance(name, str):
+                if name in names:
+                    errors.append(((*loc, "name"), name, custom(
+                        "duplicate_name",
+                        f"duplicate step name '{name}' (also at {_format_loc(names[name])})",
+                        "give each step and group its own name (across setup, steps and teardown); "
+                        "results are reported by step name",
+                    )))
+                else:
+                    names[name] = loc
+            variables: list[tuple[tuple[str | int, ...], Any]] = []
+            if kind == "http" and isinstance(step.get("extract"), list):
+                variables += [((*loc, "extract", i, "var"), e.get("var"))
+                              for i, e in enumerate(step["extract"]) if isinstance(e, dict)]
+            if kind == "loop":
+                variables.append(((*loc, "as"), step.get("as")))
+            for where, var in variables:
+                if isinstance(var, str) and var in feeders:
+                    errors.append((where, var, custom(
+                        "variable_feeder",
+                        f"variable '{var}' has the name of feeder '{var}'",
+                        "rename the variable or the feeder: the feeder's row is the variable of its name",
+                    )))
+            for suffix, children in child_step_lists(step):
+                walk(children, (*loc, *suffix), depth + 1)
+
+    for part in _STEP_PARTS:
+        walk(data.get(part), (part,), 1)
+    workload = data.get("workload")
+    kind = workload.get("type") if isinstance(workload, dict) else getattr(workload, "type", None)
+    if data.get("pacing_s") is not None and kind == "open":
+        errors.append((("pacing_s",), data["pacing_s"], custom(
+            "pacing_open",
+            "pacing applies to the closed model; in the open model the arrival rate sets when "
+            "iterations start",
+            "remove pacing_s, or use a closed workload",
+        )))
     return errors
 
 
-def _reraisable(line: ErrorDetails) -> InitErrorDetails:
-    ctx = line.get("ctx")
-    if ctx is not None and "detail" in ctx and "hint" in ctx:
-        kind = PydanticCustomError(line["type"], "{detail}", {"hint": ctx["hint"], "detail": ctx["detail"]})
-        return InitErrorDetails(type=kind, loc=line["loc"], input=line["input"])
-    details = InitErrorDetails(type=line["type"], loc=line["loc"], input=line["input"])
-    if ctx is not None:
-        details["ctx"] = ctx
-    return details
-
-
-def _validate_unique_names(items: Any, handler: ValidatorFunctionWrapHandler, what: str) -> Any:
-    """Validates a list of named things; duplicate names are reported even when items are bad.
-
-    The names are read from the input before validation, so a duplicate is listed together with
-    the other problems of the list rather than only once those are fixed.
-    """
-    duplicates = _duplicate_names(items, what)
-    try:
-        validated = handler(items)
-    except ValidationError as error:
-        if not duplicates:
-            raise
-        lines = [_reraisable(line) for line in error.errors()]
-        lines += [InitErrorDetails(type=kind, loc=loc, input=value) for loc, value, kind in duplicates]
-        raise ValidationError.from_exception_data(error.title, lines) from None
-    if duplicates:
-        _raise_located(what, duplicates)
-    return validated
+_STEPS_DESCRIPTION = (
+    "HTTP requests ({name, method, path, ...}) or control flow "
+    "({type: group|choice|loop|if|think|end_iteration, ...})"
+)
 
 
 class Scenario(BaseModel):
-    """One behaviour: its steps, run in order by its own VUs under its own workload model."""
+    """One behaviour: its steps, run by its own VUs under its own workload model."""
 
-    model_config = _STRICT_KEYS
+    model_config = STRICT_KEYS
 
     name: str = Field(min_length=1, description="the scenario's name, unique in the plan")
-    steps: list[HttpStep] = Field(
-        min_length=1, description="the requests each iteration makes, in order; at least one"
+    weight: float = Field(
+        default=1,
+        gt=0,
+        le=MAX_WEIGHT,
+        description="the scenario's share when --vus or --rate spread one load level over several "
+        "scenarios; default 1, > 0",
+    )
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        description=f"{_HEADERS_DESCRIPTION}; sent with this scenario's requests (over the "
+        "target's headers, under a step's); values are templates",
+    )
+    feeders: list[Feeder] = Field(
+        default_factory=list,
+        description="test data files: [{name, path, format: csv|jsonl, mode: circular|random|unique}]",
+    )
+    setup: list[Step] = Field(
+        default_factory=list,
+        description=f"steps each VU runs once before its first iteration (register, login): {_STEPS_DESCRIPTION}",
+    )
+    steps: list[Step] = Field(
+        min_length=1,
+        description=f"the behaviour each iteration runs, in order: {_STEPS_DESCRIPTION}; at least one",
+    )
+    teardown: list[Step] = Field(
+        default_factory=list,
+        description=f"steps each VU runs once when it stops (not when cut by the grace period): {_STEPS_DESCRIPTION}",
+    )
+    pacing_s: float | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_PACING_S,
+        description="closed model: start an iteration every this many seconds whatever the "
+        "responses took (device profiles); an iteration that takes longer starts the next at once",
     )
     workload: Workload = Field(
         description="how load is applied: {type: closed, stages: [...]} for a number of VUs, or "
         "{type: open, stages: [...], max_vus} for an arrival rate",
     )
 
-    @field_validator("steps", mode="wrap")
+    @field_validator("headers")
     @classmethod
-    def _check_step_names(cls, steps: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-        return _validate_unique_names(steps, handler, "step")
+    def _check_header_names(cls, headers: dict[str, str]) -> dict[str, str]:
+        return check_headers(headers)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _check_structure(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        problems = _scenario_structure(data)
+        return with_problems(data, handler, problems, "Scenario", tuple(cls.model_fields))
+
+    def all_steps(self) -> Iterator[AnyStep]:
+        """Every step of setup, steps and teardown, at any depth, depth first."""
+        yield from iter_steps([*self.setup, *self.steps, *self.teardown])
 
 
 class Plan(BaseModel):
@@ -538,12 +586,19 @@ class Plan(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
         allow_inf_nan=False,
+        serialize_by_alias=True,
         json_schema_extra={"$comment": "generated from python/horde/plan.py; do not edit"},
     )
 
     version: Literal[1] = Field(description="the plan format version; must be 1")
     name: str = Field(
         default="plan", min_length=1, description="the plan's name, shown in results"
+    )
+    parameters: dict[str, ParameterValue] = Field(
+        default_factory=dict,
+        description="plan parameters and their defaults, e.g. {vus: 100, duration_s: 60}; any "
+        "string of the plan may use '{{ params.NAME }}'; set them with -p NAME=VALUE or "
+        "HORDE_PARAM_NAME",
     )
     target: Target = Field(description="the system under test: base_url, headers, timeouts")
     scenarios: list[Scenario] = Field(
@@ -558,10 +613,43 @@ class Plan(BaseModel):
         "run on before they are cut, in seconds; >= 0",
     )
 
+    @field_validator("parameters", mode="before")
+    @classmethod
+    def _check_parameters(cls, parameters: Any) -> Any:
+        if not isinstance(parameters, dict):
+            return parameters  # pydantic says it must be a mapping
+        errors: list[Located] = []
+        seen: dict[str, str] = {}
+        for name, value in parameters.items():
+            name = str(name)
+            if not isinstance(value, (bool, int, float, str)) or (isinstance(value, float) and not math.isfinite(value)):
+                errors.append(((name,), value, custom(
+                    "parameter_value",
+                    f"parameter '{name}' must be a number, text or true/false (got {_kind_of(value)})",
+                    "give its default value, e.g. vus: 100, build: 'local', insecure: false",
+                )))
+            if not is_identifier(name):
+                errors.append(((name,), name, custom(
+                    "parameter_name",
+                    f"'{name}' is not a valid parameter name",
+                    "use letters, digits and '_', not starting with a digit, e.g. 'target_response_ms'",
+                )))
+            elif name.upper() in seen:
+                errors.append(((name,), name, custom(
+                    "parameter_duplicate",
+                    f"parameter '{name}' differs from '{seen[name.upper()]}' only in case",
+                    f"both would be set by HORDE_PARAM_{name.upper()}; rename one",
+                )))
+            else:
+                seen[name.upper()] = name
+        if errors:
+            raise_located("parameters", errors)
+        return parameters
+
     @field_validator("scenarios", mode="wrap")
     @classmethod
     def _check_scenario_names(cls, scenarios: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-        return _validate_unique_names(scenarios, handler, "scenario")
+        return validate_unique_names(scenarios, handler, "scenario")
 
 
 # --- the public functions --------------------------------------------------------------------
@@ -572,7 +660,8 @@ def plan_from_dict(data: Any, *, source: str | None = None) -> Plan:
 
     Raises :class:`~horde.errors.PlanInvalid` listing every problem found, each located by its
     path (``scenarios[0].steps[1].path``) and with a hint. ``source`` names where the data came
-    from in the error's message.
+    from in the error's message. Parameters (``{{ params.NAME }}``) are not substituted here:
+    :func:`horde.planfile.load_plan` and :func:`horde.scenario.plan` do that first.
     """
     # Imported here: plan_problems describes errors in terms of these models, so it imports them.
     from horde.plan_problems import describe_validation_error, input_order
@@ -585,19 +674,62 @@ def plan_from_dict(data: Any, *, source: str | None = None) -> Plan:
         raise PlanInvalid(problems, source=source) from None
 
 
-
-
 def plan_to_json(plan: Plan) -> str:
     """The canonical JSON of a plan, as sent to the engine and stored with a run.
 
-    Every default is written out, so the JSON says exactly what ran.
+    Every default is written out, under its wire name (``from``, ``while``, ``as``, ``else``,
+    ``in``, ``json``), so the JSON says exactly what ran.
     """
-    return json.dumps(plan.model_dump(mode="json"), separators=(",", ":"))
+    return json.dumps(plan.model_dump(mode="json", by_alias=True), separators=(",", ":"))
+
+
+#: The JSON Schema of a whole-string parameter reference, accepted wherever a plan file may
+#: write a number, a boolean or a fixed word: the loader substitutes it before validation.
+PARAMETER_REFERENCE_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "pattern": r"^\s*\{\{\s*params\.[A-Za-z_][A-Za-z0-9_]*\s*\}\}\s*$",
+}
+
+_SCALAR_TYPES = ("number", "integer", "boolean")
+
+
+def _parameterisable(prop: dict[str, Any]) -> bool:
+    if prop.get("type") in _SCALAR_TYPES or "enum" in prop:
+        return True
+    return any(_parameterisable(option) for option in prop.get("anyOf", []) if isinstance(option, dict))
+
+
+def _inline_any_json(schema: dict[str, Any]) -> None:
+    # A JSON body, an extractor's default, a check's expected value: any JSON value, written {}.
+    definitions = schema.get("$defs", {})
+    if definitions.pop("JsonValue", None) is None:
+        return
+    stack: list[Any] = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if node.get("$ref") == "#/$defs/JsonValue":
+                del node["$ref"]
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
 
 
 def plan_json_schema() -> dict[str, Any]:
-    """The JSON Schema of the plan (what ``horde schema`` prints), for editors and validators."""
-    schema = Plan.model_json_schema()
+    """The JSON Schema of the plan (what ``horde schema`` prints), for editors and validators.
+
+    It describes a plan *file*: a number, boolean or fixed word may also be written as
+    ``"{{ params.NAME }}"``.
+    """
+    schema = Plan.model_json_schema(by_alias=True)
+    _inline_any_json(schema)
+    for definition in [schema, *schema.get("$defs", {}).values()]:
+        for key, prop in definition.get("properties", {}).items():
+            if key == "type" or not _parameterisable(prop):
+                continue
+            inner = {k: v for k, v in prop.items() if k not in ("description", "default", "title")}
+            outer = {k: v for k, v in prop.items() if k in ("description", "default", "title")}
+            definition["properties"][key] = {**outer, "anyOf": [inner, PARAMETER_REFERENCE_SCHEMA]}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         **schema,

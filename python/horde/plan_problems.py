@@ -19,16 +19,29 @@ from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
 from horde.plan import (
+    BodyContainsCheck,
+    BodyMatchesCheck,
+    Branch,
+    ChoiceStep,
     ClosedModel,
     ClosedStage,
     ConstantThinkTime,
+    EndIterationStep,
     ExponentialThinkTime,
+    Extractor,
+    Feeder,
+    GroupStep,
     HttpStep,
+    IfStep,
+    JsonCheck,
+    LoopStep,
     OpenModel,
     OpenStage,
     Plan,
     Scenario,
+    StatusCheck,
     Target,
+    ThinkStep,
     UniformThinkTime,
 )
 
@@ -84,6 +97,11 @@ def _is_model(annotation: Any) -> bool:
     return isinstance(annotation, type) and issubclass(annotation, BaseModel)
 
 
+def wire_keys(model: type[BaseModel]) -> dict[str, FieldInfo]:
+    """A model's fields by the key a plan writes (the alias where there is one: ``from``)."""
+    return {field.alias or name: field for name, field in model.model_fields.items()}
+
+
 def _variants(annotation: Any) -> dict[str, type[BaseModel]]:
     """The models of a tagged union by their ``type`` tag; empty for anything else."""
     if not isinstance(annotation, tuple):
@@ -121,7 +139,7 @@ def _resolve(raw: tuple[str | int, ...], root: type[BaseModel]) -> _Place:
         loc.append(element)
         origin = typing.get_origin(annotation)
         if _is_model(annotation):
-            owner, field = annotation, annotation.model_fields.get(str(element))
+            owner, field = annotation, wire_keys(annotation).get(str(element))
             siblings, current = current, {}
             annotation = _unwrap(field.annotation) if field is not None else None
         elif origin is list and isinstance(element, int):
@@ -159,13 +177,14 @@ def _got(value: Any) -> str:
 
 
 def _field_hint(place: _Place) -> str | None:
-    if place.field is None or not place.field.description or not place.loc:
+    keys = [element for element in place.loc if isinstance(element, str)]
+    if place.field is None or not place.field.description or not keys:
         return None
-    return f"'{place.loc[-1]}': {place.field.description}"
+    return f"'{keys[-1]}': {place.field.description}"
 
 
 def _allowed_keys(model: type[BaseModel]) -> str:
-    return ", ".join(model.model_fields)
+    return ", ".join(wire_keys(model))
 
 
 def _tags(annotation: Any) -> str:
@@ -191,10 +210,10 @@ def _describe(error: ErrorDetails, root: type[BaseModel]) -> PlanIssue:
         key = str(loc[-1]) if loc else "?"
         message = f"unknown key '{key}'"
         if place.owner is not None:
-            allowed = list(place.owner.model_fields)
+            allowed = list(wire_keys(place.owner))
             hint = f"allowed keys here: {', '.join(allowed)}"
             close = difflib.get_close_matches(key, allowed, n=1)
-            elsewhere = [tag for tag, model in place.siblings.items() if key in model.model_fields]
+            elsewhere = [tag for tag, model in place.siblings.items() if key in wire_keys(model)]
             if elsewhere:
                 hint += f"; '{key}' belongs to type " + " or ".join(f"'{t}'" for t in elsewhere)
             elif close:
@@ -202,7 +221,7 @@ def _describe(error: ErrorDetails, root: type[BaseModel]) -> PlanIssue:
         else:
             hint = None
     elif kind == "union_tag_invalid":
-        loc = (*loc, str(ctx.get("discriminator", "'type'")).strip("'"))
+        loc = (*loc, "type")  # every tagged union of the plan is tagged by 'type'
         message = f"unknown type '{ctx.get('tag')}'"
         hint = f"use one of: {_tags(place.annotation) or ctx.get('expected_tags')}"
     elif kind == "union_tag_not_found":
@@ -241,14 +260,20 @@ def _describe(error: ErrorDetails, root: type[BaseModel]) -> PlanIssue:
         hint = "quote the key"
     else:
         message = f"{message}{_got(value)}"
+        if isinstance(value, str) and "{{" in value:
+            hint = ("only a value that is exactly '{{ params.NAME }}' is replaced here (by the "
+                    "parameter's value, before the plan is checked); other templates are for "
+                    "paths, headers and bodies")
     return PlanIssue(loc=loc, path=format_path(loc), message=message, hint=hint)
 
 
 _MODELS: dict[str, type[BaseModel]] = {
     model.__name__: model
     for model in (
-        Plan, Target, Scenario, HttpStep, ConstantThinkTime, UniformThinkTime,
-        ExponentialThinkTime, ClosedModel, ClosedStage, OpenModel, OpenStage,
+        Plan, Target, Scenario, Feeder, HttpStep, Extractor, StatusCheck, JsonCheck,
+        BodyContainsCheck, BodyMatchesCheck, GroupStep, ChoiceStep, Branch, LoopStep, IfStep,
+        ThinkStep, EndIterationStep, ConstantThinkTime, UniformThinkTime, ExponentialThinkTime,
+        ClosedModel, ClosedStage, OpenModel, OpenStage,
     )
 }
 

@@ -11,14 +11,24 @@ format allows:
   missing), e.g. ``plan.yaml:12: scenarios[0].steps[1].path``;
 - JSON: ``FILE:LINE:COLUMN`` for a syntax error, ``FILE:LINE: PATH`` for a plan problem;
 - Python: ``FILE:LINE`` for an exception raised by the module, ``PATH`` for a plan problem.
+
+Before the plan is checked, its parameters are substituted (:mod:`horde.plan_parameters`: values
+from ``params``, that is ``-p``, then ``HORDE_PARAM_NAME``, then the defaults) and its feeders'
+paths are made absolute (relative to the plan file's folder); after, the feeder files are
+checked (:mod:`horde.feeders`). :func:`load_plan_file` also keeps what is needed to place a
+problem found later (by the engine) on its line: :meth:`LoadedPlan.locate`.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import re
 import sys
 import traceback
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -28,11 +38,20 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.constructor import DuplicateKeyError
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-from horde.errors import PlanInvalid, Problem
-from horde.plan import Plan, plan_from_dict
-from horde.plan_problems import PlanIssue, describe_validation_error, input_order
+from horde.errors import InvalidInput, PlanInvalid, Problem
+from horde.feeders import check_feeder_file, unique_feeder_faults
+from horde.plan import FEEDER_FORMATS_BY_SUFFIX, Plan
+from horde.plan_parameters import (
+    Substituted,
+    apply_parameters,
+    explicit_parameters,
+    parse_parameter_value,
+    substitute_parameters,
+    unknown_parameter_hint,
+)
+from horde.plan_problems import describe_validation_error, format_path, input_order
 
-__all__ = ["PLAN_FILE_NAMES", "PLAN_SUFFIXES", "load_plan"]
+__all__ = ["PLAN_FILE_NAMES", "PLAN_SUFFIXES", "LoadedPlan", "check_plan_data", "load_plan", "load_plan_file", "parse_path"]
 
 #: What :func:`load_plan` looks for, in this order, when given a directory.
 PLAN_FILE_NAMES: tuple[str, ...] = ("plan.yaml", "plan.yml", "plan.json", "plan.py")
@@ -46,11 +65,56 @@ _WHAT_A_PLAN_IS = (
 )
 
 
-def load_plan(path: str | Path) -> Plan:
+Loc = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class LoadedPlan:
+    """A plan read from a file, with what is needed to locate a problem found in it later."""
+
+    plan: Plan
+    #: The file it came from, as the user named it (a folder is resolved to its plan file).
+    label: str
+    #: The file's parsed tree with line numbers (YAML, JSON), or None (Python).
+    document: Any = None
+
+    def locate(self, path: str) -> str:
+        """``FILE:LINE: PATH`` for a problem at ``path`` (``scenarios[0].steps[1].path``, as the
+        engine reports it): the line of the deepest part of the path the file writes; just
+        ``PATH`` for a Python plan."""
+        if self.document is None:
+            return path
+        return _located(self.label, _line_of(self.document, parse_path(path)), path)
+
+    def located(self, problems: list[Problem]) -> list[Problem]:
+        """The problems (located by path, as the engine's are) located in the file."""
+        return [Problem(self.locate(p.location), p.message, hint=p.hint) for p in problems]
+
+
+_PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def parse_path(path: str) -> Loc:
+    """A location from its written form: the inverse of :func:`horde.plan_problems.format_path`.
+
+    >>> parse_path("scenarios[0].steps[12].path")
+    ('scenarios', 0, 'steps', 12, 'path')
+    """
+    return tuple(int(index) if index else key for key, index in _PATH_PART.findall(path))
+
+
+def load_plan(path: str | Path, params: Mapping[str, object] | None = None) -> Plan:
     """Reads and validates the plan at ``path`` (a file or a directory holding one).
 
+    ``params`` sets parameters (what ``-p NAME=VALUE`` gives: text is read as a JSON scalar when
+    it is one); a name the plan does not declare is an :class:`~horde.errors.InvalidInput`.
     Raises :class:`~horde.errors.PlanInvalid` listing every problem, located in the file.
     """
+    return load_plan_file(path, params).plan
+
+
+def load_plan_file(path: str | Path, params: Mapping[str, object] | None = None) -> LoadedPlan:
+    """:func:`load_plan`, keeping the file's tree to locate problems found later."""
     label = str(path)
     file = Path(path)
     if not file.exists():
@@ -73,11 +137,11 @@ def load_plan(path: str | Path) -> Plan:
             hint=f"{_WHAT_A_PLAN_IS}; rename the file if it holds YAML or JSON",
         ))
     if suffix == ".py":
-        return _load_python(file, label)
+        return LoadedPlan(_load_python(file, label, params), label)
     text = _read_text(file, label)
     if suffix == ".json":
-        return _load_json(text, label)
-    return _load_yaml(text, label)
+        return _load_json(text, label, file.parent, params)
+    return _load_yaml(text, label, file.parent, params)
 
 
 def _fail(label: str, *problems: Problem) -> NoReturn:
@@ -111,7 +175,7 @@ def _yaml() -> YAML:
     return yaml
 
 
-def _load_yaml(text: str, label: str) -> Plan:
+def _load_yaml(text: str, label: str, folder: Path, params: Mapping[str, object] | None) -> LoadedPlan:
     try:
         document = _yaml().load(text)
     except MarkedYAMLError as error:
@@ -124,7 +188,33 @@ def _load_yaml(text: str, label: str) -> Plan:
             "the file holds no plan (it is empty)",
             hint="start from examples/quickstart/plan.yaml",
         ))
-    return _validate_located(_plain(document), document, label)
+    unquoted = _unquoted_templates(document, ())
+    if unquoted:
+        return _fail(label, *[
+            Problem(
+                _located(label, _line_of(document, loc), format_path(loc)),
+                f"{text} is read by YAML as a mapping, not as text",
+                hint=f'quote it: "{text}" (YAML reads {{ }} as a mapping)',
+            )
+            for loc, text in unquoted
+        ])
+    plan = _check_located(_plain(document), document, label, folder, params)
+    return LoadedPlan(plan, label, document)
+
+
+def _unquoted_templates(node: Any, loc: Loc) -> list[tuple[Loc, str]]:
+    """Where a YAML file wrote ``{{ x }}`` without quotes: a mapping whose key is a mapping."""
+    found: list[tuple[Loc, str]] = []
+    if isinstance(node, dict):
+        keys = list(node)
+        if len(keys) == 1 and isinstance(keys[0], Mapping) and len(keys[0]) == 1:
+            return [(loc, "{{ " + str(next(iter(keys[0]))) + " }}")]
+        for key, value in node.items():
+            found += _unquoted_templates(value, (*loc, str(key)))
+    elif isinstance(node, list):
+        for index, item in enumerate(node):
+            found += _unquoted_templates(item, (*loc, index))
+    return found
 
 
 _YAML_HINT = (
@@ -208,26 +298,106 @@ def _located(label: str, line: int | None, path: str) -> str:
     return f"{where}: {path}" if path else where
 
 
-def _validate_located(data: Any, document: Any, label: str) -> Plan:
+def _check_located(
+    data: Any, document: Any, label: str, folder: Path, params: Mapping[str, object] | None
+) -> Plan:
+    """Parameters, feeder paths, the plan's rules, the feeder files: every problem at once,
+    each located in the file (by line where ``document`` has lines)."""
+    return check_plan_data(
+        apply_parameters(data, params), label=label, document=document, folder=folder, in_file=True
+    )
+
+
+def check_plan_data(
+    substituted: Substituted,
+    *,
+    label: str | None = None,
+    document: Any = None,
+    folder: Path | None = None,
+    in_file: bool = False,
+) -> Plan:
+    """Validates a plan's data once its parameters are substituted (``horde.scenario.plan`` uses
+    it too): unknown parameters, the plan's rules and, given the ``folder`` feeder paths are
+    relative to, the feeder files; every problem at once. ``in_file``: the data is a YAML or
+    JSON file's, so problems are located ``FILE:LINE: PATH`` (the line where ``document`` has
+    lines); otherwise by path alone.
+    """
+    data = substituted.data
+    feeders = _absolute_feeder_paths(data, folder) if folder is not None else []
+    declared = [str(n) for n in data["parameters"]] if isinstance(data, dict) and isinstance(data.get("parameters"), dict) else []
+    issues: list[tuple[Loc, str, str | None]] = [
+        (loc, f"unknown parameter '{name}'", unknown_parameter_hint(name, declared))
+        for loc, name in substituted.unknown
+    ]
+    unknown_at = {loc for loc, _ in substituted.unknown}
+    plan: Plan | None = None
     try:
-        return Plan.model_validate(data)
+        plan = Plan.model_validate(data)
     except ValidationError as error:
-        located = [(issue, _line_of(document, issue.loc)) for issue in describe_validation_error(error)]
-        # In the order of the file: by line, then (on one line) by place in the data.
-        located.sort(key=lambda pair: (pair[1] or 0, input_order(data, pair[0].loc)))
-        raise PlanInvalid(
-            [_issue_problem(issue, label, line) for issue, line in located], source=label
-        ) from None
+        for issue in describe_validation_error(error):
+            if issue.loc in unknown_at:
+                continue  # the unknown parameter explains it
+            hint = issue.hint
+            if issue.loc in substituted.origins:
+                note = f"the value comes from parameter '{substituted.origins[issue.loc]}'"
+                hint = f"{hint} ({note})" if hint else note
+            issues.append((issue.loc, issue.message, hint))
+    for loc, shown, absolute, file_format in feeders:
+        fault = check_feeder_file(absolute, file_format)
+        if fault is not None:
+            issues.append(((*loc, "path"), f"feeder file '{shown}' {fault.message}", fault.hint))
+    if plan is not None and not issues and folder is not None:
+        for s_index, f_index, fault in unique_feeder_faults(plan):
+            issues.append((("scenarios", s_index, "feeders", f_index, "mode"), fault.message, fault.hint))
+    if issues:
+        def order(issue: tuple[Loc, str, str | None]) -> tuple[int, tuple[int, ...]]:
+            line = _line_of(document, issue[0]) if document is not None else None
+            return (line or 0, input_order(data, issue[0]))
+
+        issues.sort(key=order)
+        raise PlanInvalid([
+            Problem(
+                _located(label, _line_of(document, loc) if document is not None else None, format_path(loc))
+                if in_file and label is not None else format_path(loc),
+                message,
+                hint=hint,
+            )
+            for loc, message, hint in issues
+        ], source=label) from None
+    if plan is None:  # pragma: no cover - a failed validation always lists an issue
+        raise AssertionError("validation failed without an issue")
+    return plan
 
 
-def _issue_problem(issue: PlanIssue, label: str, line: int | None) -> Problem:
-    return Problem(_located(label, line, issue.path), issue.message, hint=issue.hint)
+def _absolute_feeder_paths(data: Any, folder: Path) -> list[tuple[Loc, str, str, str]]:
+    """Makes each feeder's path absolute (relative to ``folder``), in place; returns the feeders
+    whose file can be checked: (location, path as written, absolute path, format)."""
+    found: list[tuple[Loc, str, str, str]] = []
+    scenarios = data.get("scenarios") if isinstance(data, dict) else None
+    if not isinstance(scenarios, list):
+        return found
+    for s_index, scenario in enumerate(scenarios):
+        feeders = scenario.get("feeders") if isinstance(scenario, dict) else None
+        if not isinstance(feeders, list):
+            continue
+        for f_index, feeder in enumerate(feeders):
+            if not isinstance(feeder, dict) or not isinstance(feeder.get("path"), str) or not feeder["path"]:
+                continue
+            shown = feeder["path"]
+            absolute = os.path.abspath(os.path.join(folder, os.path.expanduser(shown)))
+            feeder["path"] = absolute
+            file_format = feeder.get("format")
+            if file_format is None:
+                file_format = FEEDER_FORMATS_BY_SUFFIX.get(os.path.splitext(shown)[1].lower())
+            if file_format in ("csv", "jsonl"):
+                found.append((("scenarios", s_index, "feeders", f_index), shown, absolute, str(file_format)))
+    return found
 
 
 # --- JSON --------------------------------------------------------------------------------------
 
 
-def _load_json(text: str, label: str) -> Plan:
+def _load_json(text: str, label: str, folder: Path, params: Mapping[str, object] | None) -> LoadedPlan:
     duplicates: list[str] = []
 
     def refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -258,7 +428,8 @@ def _load_json(text: str, label: str) -> Plan:
             )
             for key in duplicates
         ])
-    return _validate_located(data, document, label)
+    lines = document if not isinstance(document, DuplicateKeyError) else None
+    return LoadedPlan(_check_located(data, lines, label, folder, params), label, lines)
 
 
 def _json_lines(text: str) -> Any:
@@ -280,7 +451,7 @@ def _duplicate_location(label: str, document: Any, key: str) -> str:
 # --- Python ------------------------------------------------------------------------------------
 
 
-def _load_python(file: Path, label: str) -> Plan:
+def _load_python(file: Path, label: str, params: Mapping[str, object] | None) -> Plan:
     resolved = file.resolve()
     module_name = f"_horde_plan_{abs(hash(str(resolved))):x}"
     spec = importlib.util.spec_from_file_location(module_name, resolved)
@@ -292,8 +463,9 @@ def _load_python(file: Path, label: str) -> Plan:
     sys.modules[module_name] = module
     sys.path.insert(0, str(resolved.parent))
     try:
-        spec.loader.exec_module(module)
-    except PlanInvalid:
+        with explicit_parameters(params):
+            spec.loader.exec_module(module)
+    except (PlanInvalid, InvalidInput):
         raise
     except ValidationError as error:
         line = _line_in_traceback(error, resolved)
@@ -330,17 +502,42 @@ def _load_python(file: Path, label: str) -> Plan:
             "or `plan = {...}` as a dict",
         ))
     plan = module.plan
+    folder = resolved.parent
     if isinstance(plan, Plan):
-        # Checked again: a Plan changed after it was built is not validated by pydantic.
-        return plan_from_dict(plan.model_dump(), source=label)
+        # Checked again: a Plan changed after it was built is not validated by pydantic. Its
+        # parameters are already substituted (horde.plan() takes -p values); a leftover
+        # reference gets the values the plan holds.
+        _check_taken(plan, params)
+        data = plan.model_dump(mode="json", by_alias=True)
+        substituted = substitute_parameters(data, plan.parameters, skip_top=("parameters",))
+        return check_plan_data(substituted, label=label, folder=folder)
     if isinstance(plan, dict):
-        return plan_from_dict(plan, source=label)
+        return check_plan_data(apply_parameters(plan, params), label=label, folder=folder)
     return _fail(label, Problem(
         label,
         f"`plan` is a {type(plan).__name__}, not a Plan",
         hint="define a module-level `plan = Plan(...)` (from horde.plan import Plan), "
         "or `plan = {...}` as a dict",
     ))
+
+
+def _check_taken(plan: Plan, params: Mapping[str, object] | None) -> None:
+    """Every ``-p`` value reached a Plan built by the module (horde.plan() takes them)."""
+    for name, raw in (params or {}).items():
+        if name not in plan.parameters:
+            declared = ", ".join(sorted(plan.parameters))
+            raise InvalidInput(
+                f"-p {name}: the plan has no parameter '{name}'",
+                hint=f"this plan's parameters: {declared}" if declared else
+                "the plan declares no parameters; pass parameters={...} to horde.plan()",
+            )
+        held = plan.parameters[name]
+        value = parse_parameter_value(raw, held) if isinstance(raw, str) else raw
+        if value != held:
+            raise InvalidInput(
+                f"-p {name}={raw}: the plan module did not take it (its plan has {name} = {json.dumps(held)})",
+                hint="build the plan with horde.plan(..., parameters={...}): it takes -p values",
+            )
 
 
 def _qualified(model: str, path: str) -> str:

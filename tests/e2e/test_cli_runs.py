@@ -166,13 +166,13 @@ def test_quick_url_closed_and_open(horde_cli: HordeCli, builtin_target: Any) -> 
 
 def test_flags_override_the_plan(horde_cli: HordeCli, builtin_target: Any) -> None:
     plan = write_plan(horde_cli.tmp_path, builtin_target.port)
-    summary = run_horde(horde_cli, str(plan), "--vus", "2", "--duration", "1s", "--workers", "1")
+    summary = run_horde(horde_cli, str(plan), "--vus", "4", "--duration", "1s", "--workers", "1")
     assert summary["duration_s"] == pytest.approx(1.0, abs=0.5)
-    assert summary["peak_vus"] == 4  # 2 VUs in each of the two scenarios
+    assert summary["peak_vus"] == 4  # spread over the two scenarios by weight (1 and 1): 2 + 2
     record = stored(horde_cli, summary["run_id"])
     for scenario in record.plan["scenarios"]:
         assert scenario["workload"] == {"type": "closed", "start_vus": 2, "stages": [{"duration_s": 1.0, "vus": 2}]}
-    assert record.parameters == {"vus": 2, "duration_s": 1.0, "workers": 1}
+    assert record.parameters == {"vus": 4, "duration_s": 1.0, "workers": 1}
 
 
 def test_a_dead_target_is_data_not_a_crash(horde_cli: HordeCli) -> None:

@@ -371,3 +371,353 @@ pub fn engine_panics() -> u64 {
     });
     ENGINE_PANICS.load(Ordering::SeqCst)
 }
+
+// ---------------------------------------------------------------------------------------------
+// Helpers added for the scenario-language tests (scenarios.rs, scenario_flow.rs,
+// scenario_data.rs): plans written as JSON values, per-step figures, the accounting with the
+// scenario error kinds, and a server that records whole requests (bodies included).
+// ---------------------------------------------------------------------------------------------
+
+use std::sync::Mutex;
+
+/// Decodes and validates a plan given as a JSON value (`serde_json::json!`).
+pub fn plan_of(value: serde_json::Value) -> horde_plan::Plan {
+    plan_from_json(&value.to_string())
+}
+
+/// A one-scenario plan; `scenario` holds the scenario's fields except `name` (set to `s` unless
+/// given) and must include `steps` and `workload`.
+pub fn scenario_plan(base_url: &str, scenario: serde_json::Value) -> horde_plan::Plan {
+    let mut scenario = scenario;
+    let fields = scenario.as_object_mut().expect("a scenario is a JSON object");
+    fields.entry("name").or_insert_with(|| serde_json::Value::String("s".into()));
+    plan_of(serde_json::json!({
+        "version": 1,
+        "target": {"base_url": base_url, "request_timeout_ms": 5000},
+        "graceful_stop_s": 2,
+        "scenarios": [scenario],
+    }))
+}
+
+/// A closed workload as a JSON value: `vus` VUs from the first instant for `seconds`.
+pub fn closed_value(vus: u64, seconds: f64) -> serde_json::Value {
+    serde_json::json!({"type": "closed", "start_vus": vus, "stages": [{"duration_s": seconds, "vus": vus}]})
+}
+
+/// An open workload whose arrivals all fall well before the stages end: `rate` per second for
+/// `seconds`, then a second of nothing, so every iteration completes (none is cut by the end of
+/// the stages) and the number of iterations is exact: [`burst_arrivals`]. Choose `rate *
+/// seconds` not a whole number, so no arrival sits exactly on the edge.
+pub fn open_burst(rate: f64, seconds: f64, max_vus: u64) -> serde_json::Value {
+    serde_json::json!({"type": "open", "start_rate_per_s": rate, "max_vus": max_vus, "stages": [
+        {"duration_s": seconds, "rate_per_s": rate},
+        {"duration_s": 0.001, "rate_per_s": 0},
+        {"duration_s": 1.0, "rate_per_s": 0},
+    ]})
+}
+
+/// How many arrivals [`open_burst`] makes: arrivals 0, 1, ... up to `rate * seconds`.
+pub fn burst_arrivals(rate: f64, seconds: f64) -> u64 {
+    (rate * seconds).floor() as u64 + 1
+}
+
+/// Every entry of one step (or group) over the run.
+pub fn entries<'a>(snapshots: &'a [Snapshot], step: &'a str) -> impl Iterator<Item = &'a horde_engine::StepSnapshot> + 'a {
+    snapshots.iter().flat_map(|snapshot| snapshot.steps.iter()).filter(move |entry| entry.step == step)
+}
+
+/// Requests (passes, for a group) of one step over the run.
+pub fn step_requests(snapshots: &[Snapshot], step: &str) -> u64 {
+    entries(snapshots, step).map(|entry| entry.requests).sum()
+}
+
+pub fn step_ok(snapshots: &[Snapshot], step: &str) -> u64 {
+    entries(snapshots, step).map(|entry| entry.ok).sum()
+}
+
+/// Errors of one kind of one step over the run.
+pub fn step_errors(snapshots: &[Snapshot], step: &str, kind: &str) -> u64 {
+    entries(snapshots, step).flat_map(|entry| entry.errors.iter()).filter(|(label, _)| label == kind).map(|(_, count)| count).sum()
+}
+
+/// The error kinds of one step over the run, with their counts.
+pub fn step_error_kinds(snapshots: &[Snapshot], step: &str) -> BTreeMap<String, u64> {
+    let mut kinds = BTreeMap::new();
+    for (label, count) in entries(snapshots, step).flat_map(|entry| entry.errors.iter()) {
+        *kinds.entry(label.clone()).or_insert(0) += count;
+    }
+    kinds
+}
+
+/// The `kind` of a step's entries ("request" or "group"); panics if it has none or they differ.
+pub fn step_kind(snapshots: &[Snapshot], step: &str) -> &'static str {
+    let kinds: std::collections::BTreeSet<&'static str> = entries(snapshots, step).map(|entry| entry.kind).collect();
+    assert_eq!(kinds.len(), 1, "step {step:?} has kinds {kinds:?}");
+    kinds.into_iter().next().expect("one kind")
+}
+
+/// Iterations completed over the run.
+pub fn iterations(snapshots: &[Snapshot]) -> u64 {
+    snapshots.iter().map(|snapshot| snapshot.iterations).sum()
+}
+
+/// The error kinds ARCHITECTURE.md documents, those of the scenario language included.
+pub fn is_documented_scenario_kind(label: &str) -> bool {
+    is_documented_kind(label)
+        || matches!(label, "check_failed" | "extract_failed" | "feeder_exhausted" | "template_failed" | "step_failed")
+}
+
+/// [`assert_accounting`] for runs of the scenario language: the same invariants, the new error
+/// kinds allowed, and every entry's `kind` either "request" or "group" (only groups may count
+/// `step_failed`).
+pub fn assert_scenario_accounting(snapshots: &[Snapshot]) {
+    assert!(!snapshots.is_empty(), "no snapshot at all");
+    assert!(snapshots.last().is_some_and(|s| s.is_final), "the last snapshot is not final");
+    assert_eq!(snapshots.iter().filter(|s| s.is_final).count(), 1, "exactly one final snapshot");
+    for (position, snapshot) in snapshots.iter().enumerate() {
+        assert_eq!(snapshot.second, position as u64 + 1, "snapshots are numbered 1, 2, 3...");
+        for step in &snapshot.steps {
+            assert!(matches!(step.kind, "request" | "group"), "kind {:?} of {}", step.kind, step.step);
+            let errors: u64 = step.errors.iter().map(|(_, count)| count).sum();
+            assert_eq!(step.requests, step.ok + errors, "second {}: {step:?}", snapshot.second);
+            for (label, count) in &step.errors {
+                assert!(is_documented_scenario_kind(label), "undocumented error kind {label:?}");
+                assert!(*count > 0, "a zero count is listed for {label}");
+                if label == "step_failed" {
+                    assert_eq!(step.kind, "group", "step_failed on a request step {}", step.step);
+                }
+            }
+            let histogram = horde_metrics::decode_histogram(&step.histogram).expect("histogram decodes");
+            assert_eq!(histogram.len(), step.requests, "one latency sample per request");
+        }
+    }
+}
+
+/// A unique scratch file path under the system's temporary directory.
+pub fn temp_file(stem: &str, extension: &str) -> std::path::PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let unique = format!(
+        "horde-test-{stem}-{}-{}-{}.{extension}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::SeqCst),
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
+    );
+    std::env::temp_dir().join(unique)
+}
+
+/// A file that is removed when dropped (a feeder's data).
+pub struct TempFile(pub std::path::PathBuf);
+
+impl TempFile {
+    pub fn with_contents(stem: &str, extension: &str, contents: &str) -> TempFile {
+        let path = temp_file(stem, extension);
+        std::fs::write(&path, contents).expect("write a temporary file");
+        TempFile(path)
+    }
+
+    pub fn path(&self) -> String {
+        self.0.to_str().expect("a UTF-8 temporary path").to_owned()
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// One request as a [`RecordingServer`] received it.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub method: String,
+    /// The request target as sent (path and query).
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Recorded {
+    /// The first header of that name (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(header, _)| header.eq_ignore_ascii_case(name)).map(|(_, value)| value.as_str())
+    }
+
+    pub fn body_text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// What a [`RecordingServer`] handler answers.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    pub fn new(status: u16, body: impl Into<Vec<u8>>) -> Reply {
+        Reply { status, headers: Vec::new(), body: body.into() }
+    }
+
+    pub fn ok(body: impl Into<Vec<u8>>) -> Reply {
+        Reply::new(200, body)
+    }
+
+    pub fn json(status: u16, value: serde_json::Value) -> Reply {
+        Reply::new(status, value.to_string()).header("Content-Type", "application/json")
+    }
+
+    pub fn header(mut self, name: &str, value: &str) -> Reply {
+        self.headers.push((name.to_owned(), value.to_owned()));
+        self
+    }
+}
+
+/// An HTTP/1.1 server on 127.0.0.1 (std::net, a thread per connection, keep-alive) that reads
+/// whole requests, bodies included (`Content-Length` framing, what the engine sends), records
+/// each one, and answers what the handler says. The log is what the target really saw: a
+/// request the engine did not send is not in it.
+pub struct RecordingServer {
+    address: SocketAddr,
+    stop: Arc<AtomicBool>,
+    log: Arc<Mutex<Vec<Recorded>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+type RecordingHandler = dyn Fn(&Recorded) -> Reply + Send + Sync;
+
+impl RecordingServer {
+    pub fn start(handler: impl Fn(&Recorded) -> Reply + Send + Sync + 'static) -> RecordingServer {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        listener.set_nonblocking(true).expect("non-blocking listener");
+        let address = listener.local_addr().expect("local address");
+        let stop = Arc::new(AtomicBool::new(false));
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let handler: Arc<RecordingHandler> = Arc::new(handler);
+        let thread = {
+            let (stop, log) = (Arc::clone(&stop), Arc::clone(&log));
+            std::thread::Builder::new()
+                .name("recording-server".into())
+                .spawn(move || {
+                    while !stop.load(Ordering::SeqCst) {
+                        match listener.accept() {
+                            Ok((stream, _)) => {
+                                let (stop, log, handler) = (Arc::clone(&stop), Arc::clone(&log), Arc::clone(&handler));
+                                let _ = std::thread::Builder::new()
+                                    .name("recording-connection".into())
+                                    .spawn(move || serve_recorded(stream, &stop, &log, &*handler));
+                            }
+                            Err(_) => std::thread::sleep(Duration::from_millis(2)),
+                        }
+                    }
+                })
+                .expect("spawn the recording server")
+        };
+        RecordingServer { address, stop, log, thread: Some(thread) }
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    /// Every request received so far, in arrival order.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.log.lock().expect("log lock").clone()
+    }
+
+    /// Requests whose path starts with `prefix`.
+    pub fn count_prefix(&self, prefix: &str) -> usize {
+        self.log.lock().expect("log lock").iter().filter(|request| request.path.starts_with(prefix)).count()
+    }
+
+    /// Requests whose path is exactly `path`.
+    pub fn count_path(&self, path: &str) -> usize {
+        self.log.lock().expect("log lock").iter().filter(|request| request.path == path).count()
+    }
+
+    /// Received requests with a path starting with `prefix`.
+    pub fn with_prefix(&self, prefix: &str) -> Vec<Recorded> {
+        self.log.lock().expect("log lock").iter().filter(|request| request.path.starts_with(prefix)).cloned().collect()
+    }
+}
+
+impl Drop for RecordingServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A request head: method, target, headers.
+type Head = (String, String, Vec<(String, String)>);
+
+/// Splits a request head into (method, target, headers).
+fn parse_head(head: &[u8]) -> Option<Head> {
+    let text = std::str::from_utf8(head).ok()?;
+    let mut lines = text.split("\r\n");
+    let mut request_line = lines.next()?.split(' ');
+    let method = request_line.next()?.to_owned();
+    let path = request_line.next()?.to_owned();
+    let headers = lines
+        .filter(|line| !line.is_empty())
+        .filter_map(|line| line.split_once(':'))
+        .map(|(name, value)| (name.trim().to_owned(), value.trim().to_owned()))
+        .collect();
+    Some((method, path, headers))
+}
+
+fn serve_recorded(mut stream: TcpStream, stop: &AtomicBool, log: &Mutex<Vec<Recorded>>, handler: &RecordingHandler) {
+    let _ = stream.set_nonblocking(false);
+    let _ = stream.set_nodelay(true);
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(250)));
+    let mut pending: Vec<u8> = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let mut idle_since = Instant::now();
+    loop {
+        if let Some(end) = pending.windows(4).position(|window| window == b"\r\n\r\n") {
+            let Some((method, path, headers)) = parse_head(&pending[..end]) else { return };
+            let length = headers
+                .iter()
+                .find(|(name, _)| name.eq_ignore_ascii_case("content-length"))
+                .and_then(|(_, value)| value.parse::<usize>().ok())
+                .unwrap_or(0);
+            if pending.len() >= end + 4 + length {
+                let body = pending[end + 4..end + 4 + length].to_vec();
+                pending.drain(..end + 4 + length);
+                let request = Recorded { method, path, headers, body };
+                log.lock().expect("log lock").push(request.clone());
+                let reply = handler(&request);
+                let mut out = format!("HTTP/1.1 {} X\r\nContent-Length: {}\r\n", reply.status, reply.body.len()).into_bytes();
+                for (name, value) in &reply.headers {
+                    out.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
+                }
+                out.extend_from_slice(b"\r\n");
+                if request.method != "HEAD" {
+                    out.extend_from_slice(&reply.body);
+                }
+                send(&mut stream, &out);
+                idle_since = Instant::now();
+                continue;
+            }
+        }
+        if pending.len() > 1024 * 1024 {
+            return;
+        }
+        match stream.read(&mut chunk) {
+            Ok(0) => return,
+            Ok(read) => {
+                pending.extend_from_slice(&chunk[..read]);
+                idle_since = Instant::now();
+            }
+            Err(error) if matches!(error.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                if stop.load(Ordering::SeqCst) || idle_since.elapsed() > RAW_IDLE_LIMIT {
+                    return;
+                }
+            }
+            Err(_) => return,
+        }
+    }
+}
