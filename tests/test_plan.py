@@ -398,7 +398,7 @@ def test_bad_think_time_type_is_located_and_lists_the_types() -> None:
     data["scenarios"][0]["steps"][0]["think_time"] = {"type": "gaussian", "mean_ms": 3}
     problem = only_problem(data)
     assert problem.location == f"{STEP}.think_time.type"
-    assert problem.hint == "use one of: 'constant', 'uniform', 'exponential'"
+    assert problem.hint == "use one of: 'constant', 'uniform', 'normal', 'exponential'"
 
 
 def test_missing_type_is_located_and_lists_the_types() -> None:
@@ -408,7 +408,7 @@ def test_missing_type_is_located_and_lists_the_types() -> None:
     problems = problems_of(data)
     assert [(p.location, p.message, p.hint) for p in problems] == [
         (f"{STEP}.think_time", "missing 'type'",
-         "add 'type': one of 'constant', 'uniform', 'exponential'"),
+         "add 'type': one of 'constant', 'uniform', 'normal', 'exponential'"),
         ("scenarios[0].workload", "missing 'type'", "add 'type': one of 'closed', 'open'"),
     ]
 
@@ -513,7 +513,7 @@ def test_json_schema() -> None:
     definitions = schema["$defs"]
     assert set(definitions) == {
         "Target", "Scenario", "HttpStep", "ConstantThinkTime", "UniformThinkTime",
-        "ExponentialThinkTime", "ClosedModel", "ClosedStage", "OpenModel", "OpenStage",
+        "ExponentialThinkTime", "NormalThinkTime", "ClosedModel", "ClosedStage", "OpenModel", "OpenStage",
         # The scenario language's.
         "Feeder", "Extractor", "StatusCheck", "JsonCheck", "BodyContainsCheck", "BodyMatchesCheck",
         "GroupStep", "ChoiceStep", "Branch", "LoopStep", "IfStep", "ThinkStep", "EndIterationStep",

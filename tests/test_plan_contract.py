@@ -73,6 +73,8 @@ MISTAKES = [
     (_with(["scenarios", 0, "steps", 0, "think_time"], {"type": "uniform", "min_ms": 5, "max_ms": 1}),
      "scenarios[0].steps[0].think_time.max_ms"),
     (_with(["scenarios", 0, "workload", "max_vus"], 0), "scenarios[0].workload.max_vus"),
+    (_with(["scenarios", 0, "steps", 0, "think_time"], {"type": "normal", "mean_ms": 5, "stddev_ms": -1}),
+     "scenarios[0].steps[0].think_time.stddev_ms"),
     (_with(["scenarios", 0, "workload", "stages", 0, "duration_s"], 0), "scenarios[0].workload.stages[0].duration_s"),
     (_with(["scenarios", 0, "workload", "stages", 0, "rate_per_s"], -1), "scenarios[0].workload.stages[0].rate_per_s"),
 ]

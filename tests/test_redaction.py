@@ -88,3 +88,25 @@ def test_a_run_stores_its_plan_with_secrets_redacted(horde_cli: HordeCli, builti
     assert "s3cr3t" not in dump and "t0k3n" not in dump
     assert REDACTED in dump
     assert "s3cr3t" not in result.stdout + result.stderr
+
+
+def test_headers_are_redacted_at_every_depth_and_at_scenario_level() -> None:
+    secret = {"Authorization": "Bearer s3cr3t"}
+    plan = {
+        "target": {"headers": {}},
+        "scenarios": [{
+            "headers": dict(secret),
+            "setup": [{"name": "a", "headers": dict(secret)}],
+            "steps": [
+                {"type": "group", "steps": [{"name": "b", "headers": dict(secret)}]},
+                {"type": "choice", "branches": [{"weight": 1, "steps": [{"name": "c", "headers": dict(secret)}]}]},
+                {"type": "if", "then": [{"name": "d", "headers": dict(secret)}], "else": [{"name": "e", "headers": dict(secret)}]},
+                {"type": "loop", "steps": [{"name": "f", "headers": dict(secret)}]},
+            ],
+            "teardown": [{"name": "g", "headers": dict(secret)}],
+        }],
+    }
+    redacted = redact_plan(plan)
+    assert "s3cr3t" not in repr(redacted)
+    assert repr(redacted).count(REDACTED) == 8
+    assert "s3cr3t" in repr(plan), "the original is left alone"

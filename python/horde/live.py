@@ -57,8 +57,7 @@ class LiveView:
             self.console.print("stopping: no new iterations; in-flight requests are finishing (Ctrl-C again to stop now)")
 
     def update(self, snapshot: dict[str, Any]) -> None:
-        requests = sum(int(step["requests"]) for step in snapshot["steps"])
-        errors = requests - sum(int(step["ok"]) for step in snapshot["steps"])
+        requests, errors = _request_counts(snapshot)
         self.total_requests += requests
         self.total_errors += errors
         if self._live is not None:
@@ -112,8 +111,7 @@ class LiveView:
     def _render(self, snapshot: dict[str, Any] | None) -> Panel:
         if snapshot is None:
             return Panel(Text("starting..."), title=Text(self.title))
-        requests = sum(int(step["requests"]) for step in snapshot["steps"])
-        errors = requests - sum(int(step["ok"]) for step in snapshot["steps"])
+        requests, errors = _request_counts(snapshot)
         interval = snapshot["interval_s"] or 1.0
         latency = _latency(snapshot["steps"])
         progress = min(snapshot["elapsed_s"], self.planned_duration_s)
@@ -165,7 +163,14 @@ def _warning_kind(warning: str) -> str:
 
 
 def _latency(steps: list[dict[str, Any]]) -> dict[float, float]:
-    blobs = [step["histogram"] for step in steps]
+    blobs = [step["histogram"] for step in steps if step.get("kind", "request") == "request"]
     if not blobs:
         return {50.0: 0.0, 95.0: 0.0, 99.0: 0.0}
     return histogram.stats(histogram.merge(blobs)).percentiles_ms
+
+
+def _request_counts(snapshot: dict[str, Any]) -> tuple[int, int]:
+    """Requests and errors of a snapshot; group entries are passes over requests already counted."""
+    entries = [step for step in snapshot["steps"] if step.get("kind", "request") == "request"]
+    requests = sum(int(step["requests"]) for step in entries)
+    return requests, requests - sum(int(step["ok"]) for step in entries)

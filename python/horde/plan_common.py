@@ -306,11 +306,24 @@ class ExponentialThinkTime(BaseModel):
     mean_ms: float = Field(ge=0, le=MAX_THINK_TIME_MS, description="the mean pause, in milliseconds; >= 0")
 
 
+class NormalThinkTime(BaseModel):
+    """A pause drawn from a normal distribution, cut at 0 (people's reading times cluster)."""
+
+    model_config = TAGGED
+
+    type: Literal["normal"] = Field(default="normal", description="this think time: 'normal'")
+    mean_ms: float = Field(ge=0, le=MAX_THINK_TIME_MS, description="the mean pause, in milliseconds; >= 0")
+    stddev_ms: float = Field(
+        ge=0, le=MAX_THINK_TIME_MS, description="the standard deviation, in milliseconds; >= 0 (draws below 0 become 0)"
+    )
+
+
 ThinkTime = Annotated[
-    Union[ConstantThinkTime, UniformThinkTime, ExponentialThinkTime],
+    Union[ConstantThinkTime, UniformThinkTime, NormalThinkTime, ExponentialThinkTime],
     Field(discriminator="type"),
 ]
 
 THINK_TIME_DESCRIPTION = (
-    "{type: constant, duration_ms}, {type: uniform, min_ms, max_ms} or {type: exponential, mean_ms}"
+    "{type: constant, duration_ms}, {type: uniform, min_ms, max_ms}, {type: normal, mean_ms, stddev_ms} "
+    "or {type: exponential, mean_ms}"
 )

@@ -28,6 +28,7 @@ from horde.plan import (
     ConstantThinkTime,
     EndIterationStep,
     ExponentialThinkTime,
+    NormalThinkTime,
     Extractor,
     Feeder,
     GroupStep,
@@ -272,7 +273,7 @@ _MODELS: dict[str, type[BaseModel]] = {
     for model in (
         Plan, Target, Scenario, Feeder, HttpStep, Extractor, StatusCheck, JsonCheck,
         BodyContainsCheck, BodyMatchesCheck, GroupStep, ChoiceStep, Branch, LoopStep, IfStep,
-        ThinkStep, EndIterationStep, ConstantThinkTime, UniformThinkTime, ExponentialThinkTime,
+        ThinkStep, EndIterationStep, ConstantThinkTime, UniformThinkTime, ExponentialThinkTime, NormalThinkTime,
         ClosedModel, ClosedStage, OpenModel, OpenStage,
     )
 }

@@ -52,7 +52,23 @@ def redact_plan(plan: dict[str, Any]) -> dict[str, Any]:
     if "headers" in target:
         target["headers"] = _redact_headers(target["headers"])
     for scenario in redacted.get("scenarios", []):
-        for step in scenario.get("steps", []):
-            if "headers" in step:
-                step["headers"] = _redact_headers(step["headers"])
+        if isinstance(scenario.get("headers"), dict):
+            scenario["headers"] = _redact_headers(scenario["headers"])
+        for part in ("setup", "steps", "teardown"):
+            _redact_steps(scenario.get(part, []))
     return redacted
+
+
+def _redact_steps(steps: list[Any]) -> None:
+    """Redacts the headers of every step, at any depth (groups, branches, loops, ifs)."""
+    for step in steps:
+        if not isinstance(step, dict):
+            continue
+        if isinstance(step.get("headers"), dict):
+            step["headers"] = _redact_headers(step["headers"])
+        for key in ("steps", "then", "else"):
+            if isinstance(step.get(key), list):
+                _redact_steps(step[key])
+        for branch in step.get("branches", []) if isinstance(step.get("branches"), list) else []:
+            if isinstance(branch, dict) and isinstance(branch.get("steps"), list):
+                _redact_steps(branch["steps"])

@@ -79,6 +79,7 @@ __all__ = [
     "constant",
     "end_iteration",
     "exponential",
+    "normal",
     "extract",
     "feeder",
     "group",
@@ -168,7 +169,7 @@ class StepSpec(_Piece):
 
 
 class ThinkTimeSpec(_Piece):
-    """A think time (:func:`constant`, :func:`uniform`, :func:`exponential`)."""
+    """A think time (:func:`constant`, :func:`uniform`, :func:`normal`, :func:`exponential`)."""
 
 
 class ExtractorSpec(_Piece):
@@ -222,6 +223,11 @@ def constant(duration_ms: Number) -> ThinkTimeSpec:
 def uniform(min_ms: Number, max_ms: Number) -> ThinkTimeSpec:
     """A pause drawn uniformly between ``min_ms`` and ``max_ms``."""
     return ThinkTimeSpec({"type": "uniform", "min_ms": min_ms, "max_ms": max_ms})
+
+
+def normal(mean_ms: Number, stddev_ms: Number) -> ThinkTimeSpec:
+    """A pause drawn from a normal distribution (cut at 0): reading times that cluster."""
+    return ThinkTimeSpec({"type": "normal", "mean_ms": mean_ms, "stddev_ms": stddev_ms})
 
 
 def exponential(mean_ms: Number) -> ThinkTimeSpec:

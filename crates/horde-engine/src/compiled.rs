@@ -16,6 +16,9 @@ pub(crate) enum CompiledWorkload {
 pub(crate) struct CompiledScenario {
     pub program: ScenarioProgram,
     pub workload: CompiledWorkload,
+    /// Added to the scenario's own VU numbers so that `vu` is unique in the whole run: the sum
+    /// of the earlier scenarios' peak VU counts.
+    pub vu_offset: u64,
 }
 
 pub(crate) struct CompiledPlan {
@@ -44,6 +47,7 @@ impl CompiledPlan {
         )?;
         let mut compiler = NodeCompiler::new(&endpoint, &plan.target.headers);
         let mut scenarios = Vec::new();
+        let mut vu_offset = 0;
         for scenario in &plan.scenarios {
             let program = compile_scenario(&mut compiler, scenario)?;
             let workload = match &scenario.workload {
@@ -54,7 +58,9 @@ impl CompiledPlan {
                 },
             };
             check_unique_feeders(&scenario.name, &program, &workload)?;
-            scenarios.push(CompiledScenario { program, workload });
+            let peak = peak_vus(&workload);
+            scenarios.push(CompiledScenario { program, workload, vu_offset });
+            vu_offset += peak;
         }
         let NodeCompiler { environment, steps: step_names, .. } = compiler;
         Ok(Self {
@@ -86,12 +92,17 @@ impl CompiledPlan {
     }
 }
 
-/// A unique feeder needs a row for every VU the workload can start; known before the run.
-fn check_unique_feeders(scenario: &str, program: &ScenarioProgram, workload: &CompiledWorkload) -> Result<(), EngineError> {
-    let peak = match workload {
+/// The most VUs a workload can have alive at once.
+fn peak_vus(workload: &CompiledWorkload) -> u64 {
+    match workload {
         CompiledWorkload::Closed(profile) => profile.peak_level().ceil() as u64,
         CompiledWorkload::Open { max_vus, .. } => *max_vus,
-    };
+    }
+}
+
+/// A unique feeder needs a row for every VU the workload can start; known before the run.
+fn check_unique_feeders(scenario: &str, program: &ScenarioProgram, workload: &CompiledWorkload) -> Result<(), EngineError> {
+    let peak = peak_vus(workload);
     for feeder in program.feeders.iter().filter(|feeder| feeder.mode == horde_plan::FeederMode::Unique) {
         if peak > feeder.len() as u64 {
             return Err(EngineError::Setup(format!(

@@ -2,7 +2,7 @@
 //! walks its scenario's nodes.
 
 use crate::http::{encode_request, read_response, Capture, Connection, RequestParts};
-use crate::interpreter::{Body, CookieJar, JsonTemplate, LoopMode, Node, RequestNode, ResponseView, ScenarioProgram, Text};
+use crate::interpreter::{Body, CookieJar, JsonTemplate, UNDEFINED_MARK, LoopMode, Node, RequestNode, ResponseView, ScenarioProgram, Text};
 use crate::think::{self, VuRandom};
 use crate::worker::WorkerState;
 use horde_metrics::ErrorKind;
@@ -20,6 +20,8 @@ pub(crate) enum IterationEnd {
     Completed,
     /// The last request could not even connect (refused, DNS...).
     ConnectFailed,
+    /// Not one request went out (every template failed, or every branch was empty).
+    NothingSent,
     Stopped,
 }
 
@@ -47,8 +49,12 @@ struct Pass {
 }
 
 pub(crate) struct Vu {
-    /// The VU's number in the whole run (unique across workers).
+    /// The VU's number in the whole run (unique across workers and scenarios): `vu` in templates.
     number: u64,
+    /// The VU's number within its scenario: its row in a unique feeder.
+    scenario_number: u64,
+    /// Requests sent so far (an iteration or group pass that sent none is told apart).
+    sent: u64,
     connection: Option<Connection>,
     /// Reused for every response this VU reads; grows only for very large response heads.
     buffer: Vec<u8>,
@@ -69,9 +75,14 @@ pub(crate) struct Vu {
 }
 
 impl Vu {
-    pub fn new(number: u64) -> Self {
+    /// `offset` is the scenario's first VU number in the run; `scenario_number` the VU's number
+    /// within its scenario.
+    pub fn new(offset: u64, scenario_number: u64) -> Self {
+        let number = offset + scenario_number;
         Self {
             number,
+            scenario_number,
+            sent: 0,
             connection: None,
             buffer: Vec::new(),
             request: Vec::new(),
@@ -90,7 +101,7 @@ impl Vu {
     /// run at all (a unique feeder has no row for it).
     pub async fn start(&mut self, state: &WorkerState, program: &ScenarioProgram) -> bool {
         for feeder in program.feeders.iter().filter(|feeder| feeder.mode == FeederMode::Unique) {
-            match feeder.row_of_vu(self.number) {
+            match feeder.row_of_vu(self.scenario_number) {
                 Some(row) => {
                     Arc::make_mut(&mut self.vars).insert(feeder.name.clone(), row);
                 }
@@ -117,12 +128,14 @@ impl Vu {
             Arc::make_mut(&mut self.vars).insert(feeder.name.clone(), row);
         }
         self.last_connect_failed = false;
+        let sent_before = self.sent;
         let mut pass = Pass { intended, stoppable: true };
         let flow = self.run_nodes(state, &program.steps, &mut pass).await;
         self.iteration += 1;
         match flow {
             Flow::Stopped => IterationEnd::Stopped,
             _ if self.last_connect_failed => IterationEnd::ConnectFailed,
+            _ if self.sent == sent_before => IterationEnd::NothingSent,
             _ => IterationEnd::Completed,
         }
     }
@@ -149,10 +162,14 @@ impl Vu {
                     Node::Group { global_index, children } => {
                         let started = Instant::now();
                         let failures = self.failures;
+                        let sent = self.sent;
                         let flow = self.run_nodes(state, children, pass).await;
-                        let outcome = if self.failures == failures { Ok(()) } else { Err(ErrorKind::StepFailed) };
-                        let latency_us = started.elapsed().as_micros() as u64;
-                        self.record(state, *global_index, latency_us, outcome, 0, 0);
+                        // A pass cut by a stop before anything was sent is no pass at all.
+                        if !(flow == Flow::Stopped && self.sent == sent) {
+                            let outcome = if self.failures == failures { Ok(()) } else { Err(ErrorKind::StepFailed) };
+                            let latency_us = started.elapsed().as_micros() as u64;
+                            self.record(state, *global_index, latency_us, outcome, 0, 0);
+                        }
                         flow
                     }
                     Node::Choice { cumulative_weights, branches } => {
@@ -247,7 +264,13 @@ impl Vu {
     fn render_json(state: &WorkerState, context: &Value, template: &JsonTemplate) -> Option<serde_json::Value> {
         Some(match template {
             JsonTemplate::Fixed(value) => value.clone(),
-            JsonTemplate::Typed(name) => serde_json::from_str(&Self::render(state, context, name)?).ok()?,
+            JsonTemplate::Typed(name) => {
+                let rendered = Self::render(state, context, name)?;
+                if rendered == UNDEFINED_MARK {
+                    return None;
+                }
+                serde_json::from_str(&rendered).ok()?
+            }
             JsonTemplate::Text(name) => serde_json::Value::String(Self::render(state, context, name)?),
             JsonTemplate::Array(items) => {
                 serde_json::Value::Array(items.iter().map(|item| Self::render_json(state, context, item)).collect::<Option<_>>()?)
@@ -262,10 +285,15 @@ impl Vu {
     /// Returns the rendered path (for cookie paths), or `None` when a template failed.
     fn encode_dynamic(&mut self, state: &WorkerState, node: &RequestNode) -> Option<String> {
         let context = self.context(state);
-        let path = Self::render_text(state, &context, &node.path)?;
+        let path = safe_path(Self::render_text(state, &context, &node.path)?);
         let mut rendered_headers = Vec::with_capacity(node.headers.len());
         for (name, value) in &node.headers {
-            rendered_headers.push((name.as_str(), Self::render_text(state, &context, value)?));
+            let value = Self::render_text(state, &context, value)?;
+            // A line break in a header value would end the header (or the request) early.
+            if value.contains(['\r', '\n']) {
+                return None;
+            }
+            rendered_headers.push((name.as_str(), value));
         }
         let (body, json) = match &node.body {
             Body::None => (Vec::new(), false),
@@ -273,7 +301,7 @@ impl Vu {
             Body::Json(template) => (serde_json::to_vec(&Self::render_json(state, &context, template)?).ok()?, true),
         };
         let headers: Vec<(&str, &str)> = rendered_headers.iter().map(|(name, value)| (*name, value.as_str())).collect();
-        let cookie = self.cookies.header_for(&path);
+        let cookie = self.cookies.header_for(&format!("{}{path}", state.shared.plan.endpoint.path_prefix));
         let parts = RequestParts { method: &node.method, path: &path, headers: &headers, cookie: cookie.as_deref(), body: &body, json };
         self.request.clear();
         encode_request(&mut self.request, &state.shared.plan.endpoint, &parts);
@@ -305,16 +333,21 @@ impl Vu {
     async fn request(&mut self, state: &WorkerState, node: &RequestNode, intended: Option<Instant>) -> Flow {
         let started = intended.unwrap_or_else(Instant::now);
         // Requests with nothing templated go out as encoded at start, unless cookies must be added.
-        let (fixed, path) = match (&node.fixed, self.cookies.is_empty()) {
-            (Some(bytes), true) => (Some(bytes), None),
+        let (fixed, path) = match (&node.fixed, self.cookies.is_empty(), &node.path) {
+            (Some(bytes), true, Text::Fixed(path)) => (Some(bytes), path.clone()),
             _ => match self.encode_dynamic(state, node) {
-                Some(path) => (None, Some(path)),
+                Some(path) => (None, path),
                 None => {
+                    // Not sent; the step's think time still applies, as it would after a reply.
                     self.record(state, node.global_index, 0, Err(ErrorKind::TemplateFailed), 0, 0);
+                    if let Some(think_time) = &node.think_time {
+                        self.pause(state, think_time).await;
+                    }
                     return Flow::Continue;
                 }
             },
         };
+        self.sent += 1;
         self.capture.keep_body = node.keep_body;
         self.capture.keep_headers = node.keep_headers;
         let encoded = if fixed.is_none() { Some(std::mem::take(&mut self.request)) } else { None };
@@ -328,7 +361,8 @@ impl Vu {
         let mut end_iteration = false;
         let (result, sent, received) = match outcome {
             Ok((status, sent, received)) => {
-                let result = self.apply_response(node, status, path.as_deref());
+                let full_path = format!("{}{path}", state.shared.plan.endpoint.path_prefix);
+                let result = self.apply_response(node, status, &full_path);
                 end_iteration = result == Err(ErrorKind::CheckFailed) && node.end_on_check_failure;
                 (result, sent, received)
             }
@@ -349,12 +383,9 @@ impl Vu {
     }
 
     /// Cookies, extractors and checks on a response; the outcome to record.
-    fn apply_response(&mut self, node: &RequestNode, status: u16, path: Option<&str>) -> Result<(), ErrorKind> {
-        if !self.capture.set_cookies.is_empty() {
-            let request_path = path.unwrap_or("/");
-            for set_cookie in &self.capture.set_cookies {
-                self.cookies.store(set_cookie, request_path);
-            }
+    fn apply_response(&mut self, node: &RequestNode, status: u16, request_path: &str) -> Result<(), ErrorKind> {
+        for set_cookie in &self.capture.set_cookies {
+            self.cookies.store(set_cookie, request_path);
         }
         let mut view = ResponseView::new(status, &self.capture.body, &self.capture.headers);
         let mut extract_failed = false;
@@ -437,4 +468,21 @@ impl Vu {
         }
         unreachable!("the second attempt always returns")
     }
+}
+
+/// A rendered path as it may go on the request line: spaces and control characters (which
+/// would end the request line early) percent-encoded.
+fn safe_path(path: String) -> String {
+    if !path.bytes().any(|byte| byte <= b' ' || byte == 0x7F) {
+        return path;
+    }
+    let mut safe = String::with_capacity(path.len() + 8);
+    for character in path.chars() {
+        if character <= ' ' || character == '\u{7f}' {
+            safe.push_str(&format!("%{:02X}", character as u32));
+        } else {
+            safe.push(character);
+        }
+    }
+    safe
 }

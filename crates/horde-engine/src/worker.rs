@@ -198,7 +198,7 @@ async fn drive_closed(state: Rc<WorkerState>, scenario: usize) {
             for local in scan_from..target {
                 if !alive_flags[local as usize] {
                     alive_flags[local as usize] = true;
-                    let vu = Vu::new(local * workers as u64 + state.index as u64);
+                    let vu = Vu::new(scenario_of(&state, scenario).vu_offset, local * workers as u64 + state.index as u64);
                     tokio::task::spawn_local(closed_vu(
                         Rc::clone(&state),
                         scenario,
@@ -246,9 +246,10 @@ async fn closed_vu(
         let end = vu.run_iteration(&state, program, None).await;
         state.busy_vus.set(state.busy_vus.get() - 1);
         state.recorder.borrow_mut().iterations += 1;
-        if end == IterationEnd::ConnectFailed {
-            // A refused connection fails in microseconds; without a pause a dead target would
-            // turn every VU into a busy loop that starves the rest of the worker.
+        if matches!(end, IterationEnd::ConnectFailed | IterationEnd::NothingSent) {
+            // A refused connection fails in microseconds, and an iteration that sent nothing
+            // (every template failed, every branch empty) never waited at all; without a yield
+            // such a VU would spin and starve the rest of its worker, the stop included.
             tokio::task::yield_now().await;
         }
         if let Some(pacing) = program.pacing {
@@ -298,7 +299,7 @@ async fn drive_open(state: Rc<WorkerState>, scenario: usize) {
             None => (created < capacity).then(|| {
                 created += 1;
                 state.vu_started();
-                (Vu::new((created - 1) * workers + state.index as u64), true)
+                (Vu::new(scenario_of(&state, scenario).vu_offset, (created - 1) * workers + state.index as u64), true)
             }),
         };
         match vu {

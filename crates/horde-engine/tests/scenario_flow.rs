@@ -426,9 +426,6 @@ fn plain_plans_keep_the_fast_path_and_its_accounting() {
 }
 
 #[test]
-#[ignore = "engine bug: an iteration that awaits nothing (every request fails its template, or no step runs) \
-            never yields: closed_vu (worker.rs) loops without an await point, the worker's runtime starves, \
-            and the run never ends; the step's think time is also skipped on template_failed (vu.rs request)"]
 fn an_iteration_whose_requests_all_fail_their_templates_does_not_hang_the_run() {
     let target = target();
     let plan = scenario_plan(
@@ -453,8 +450,6 @@ fn an_iteration_whose_requests_all_fail_their_templates_does_not_hang_the_run() 
 }
 
 #[test]
-#[ignore = "engine bug: an iteration that sends no request never yields (worker.rs closed_vu has no await \
-            point when run_iteration completes synchronously), so the worker starves and the run never ends"]
 fn an_iteration_that_sends_nothing_does_not_hang_the_run() {
     let target = target();
     let plan = scenario_plan(
@@ -471,8 +466,6 @@ fn an_iteration_that_sends_nothing_does_not_hang_the_run() {
 }
 
 #[test]
-#[ignore = "engine bug (minor): a group pass cut by the stop before any of its steps was sent is still \
-            recorded, as an ok pass of about 0 us (vu.rs run_nodes, Node::Group records whatever the flow)"]
 fn a_group_pass_that_sent_nothing_is_not_recorded() {
     let target = target();
     const VUS: u64 = 2;

@@ -182,8 +182,6 @@ fn cookies_follow_their_path_and_are_replaced_by_name() {
 }
 
 #[test]
-#[ignore = "engine bug: cookie paths are matched against the step path without the base_url's path prefix \
-            (vu.rs encode_dynamic passes the step path to CookieJar::header_for and apply_response)"]
 fn cookies_work_under_a_base_url_with_a_path_prefix() {
     // The server sees /api/login and scopes its cookie to /api, as any server behind a prefix does.
     let server = RecordingServer::start(|request| match request.path.as_str() {
@@ -209,8 +207,6 @@ fn cookies_work_under_a_base_url_with_a_path_prefix() {
 }
 
 #[test]
-#[ignore = "engine bug: a Set-Cookie without Path received on a request with no templated part is stored \
-            with path \"/\" instead of the request's directory (vu.rs apply_response: path.unwrap_or(\"/\"))"]
 fn a_cookie_without_path_defaults_to_the_request_directory() {
     let server = RecordingServer::start(|request| match request.path.as_str() {
         "/app/login" => Reply::ok("in").header("Set-Cookie", "sid=abc"),
@@ -239,8 +235,6 @@ fn a_cookie_without_path_defaults_to_the_request_directory() {
 }
 
 #[test]
-#[ignore = "engine bug: `vu` is not unique in the run across scenarios: worker.rs numbers VUs \
-            local * workers + worker in every scenario, so each scenario has its own VU 0, 1..."]
 fn vu_numbers_are_unique_across_scenarios() {
     let target = target();
     let scenario = |name: &str| {

@@ -40,6 +40,10 @@ pub const MAX_THINK_TIME_MS: f64 = 86_400_000.0;
 /// VU counts and arrival rates are at most ten million (per plan, before any scale-out).
 pub const MAX_VUS: u64 = 10_000_000;
 pub const MAX_RATE_PER_S: f64 = 10_000_000.0;
+/// A scenario's or a branch's weight.
+pub const MAX_WEIGHT: f64 = 1_000_000.0;
+/// Steps inside steps: a top-level step is at depth 1.
+pub const MAX_STEP_DEPTH: usize = 16;
 
 /// A whole plan: where the target is, and the scenarios to run against it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -153,6 +157,8 @@ pub struct HttpStep {
 pub enum ThinkTime {
     Constant { duration_ms: f64 },
     Uniform { min_ms: f64, max_ms: f64 },
+    /// Cut at 0.
+    Normal { mean_ms: f64, stddev_ms: f64 },
     Exponential { mean_ms: f64 },
 }
 

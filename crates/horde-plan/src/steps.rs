@@ -183,8 +183,25 @@ pub enum OnCheckFailure {
 pub struct Feeder {
     pub name: String,
     pub path: String,
-    pub format: FeederFormat,
+    /// Inferred from the file's extension when left out (`.csv`; `.jsonl`, `.ndjson`).
+    #[serde(default)]
+    pub format: Option<FeederFormat>,
+    #[serde(default)]
     pub mode: FeederMode,
+}
+
+impl Feeder {
+    /// The format given, or the one the file's extension says.
+    pub fn format(&self) -> Option<FeederFormat> {
+        self.format.or_else(|| {
+            let extension = self.path.rsplit_once('.').map(|(_, extension)| extension.to_ascii_lowercase())?;
+            match extension.as_str() {
+                "csv" => Some(FeederFormat::Csv),
+                "jsonl" | "ndjson" => Some(FeederFormat::Jsonl),
+                _ => None,
+            }
+        })
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -194,9 +211,10 @@ pub enum FeederFormat {
     Jsonl,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FeederMode {
+    #[default]
     Circular,
     Random,
     Unique,

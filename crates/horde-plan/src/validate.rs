@@ -4,7 +4,7 @@
 //! accepts must pass here, and the tests in `tests/` feed both sides the same bad plans.
 
 use crate::{
-    templates, Check, ExtractFrom, HttpStep, LoopStep, Plan, Scenario, Step, ThinkTime, Workload, MAX_GRACEFUL_STOP_S, MAX_RATE_PER_S, MAX_STAGE_DURATION_S,
+    templates, Check, MAX_STEP_DEPTH, MAX_WEIGHT, ExtractFrom, HttpStep, LoopStep, Plan, Scenario, Step, ThinkTime, Workload, MAX_GRACEFUL_STOP_S, MAX_RATE_PER_S, MAX_STAGE_DURATION_S,
     MAX_THINK_TIME_MS, MAX_TIMEOUT_MS, MAX_VUS, PLAN_VERSION,
 };
 use std::collections::HashSet;
@@ -144,10 +144,13 @@ fn check_scenario(problems: &mut Problems, path: &str, scenario: &Scenario) {
     if scenario.name.is_empty() {
         problems.push(format!("{path}.name"), "must not be empty");
     }
-    problems.positive(format!("{path}.weight"), scenario.weight, f64::MAX);
+    problems.positive(format!("{path}.weight"), scenario.weight, MAX_WEIGHT);
     check_headers(problems, &format!("{path}.headers"), &scenario.headers);
     if let Some(pacing_s) = scenario.pacing_s {
         problems.positive(format!("{path}.pacing_s"), pacing_s, MAX_STAGE_DURATION_S);
+        if matches!(scenario.workload, Workload::Open { .. }) {
+            problems.push(format!("{path}.pacing_s"), "pacing applies to the closed model (the open model's arrivals already set the pace)");
+        }
     }
     if scenario.steps.is_empty() {
         problems.push(format!("{path}.steps"), "must hold at least one step");
@@ -155,13 +158,15 @@ fn check_scenario(problems: &mut Problems, path: &str, scenario: &Scenario) {
     let mut feeder_names = HashSet::new();
     for (index, feeder) in scenario.feeders.iter().enumerate() {
         let feeder_path = format!("{path}.feeders[{index}]");
-        if !is_identifier(&feeder.name) {
+        if !is_variable_name(&feeder.name) {
             problems.push(format!("{feeder_path}.name"), format!("'{}' is not a name templates can use", feeder.name));
         } else if !feeder_names.insert(feeder.name.as_str()) {
             problems.push(format!("{feeder_path}.name"), format!("duplicate feeder name '{}'", feeder.name));
         }
         if feeder.path.is_empty() {
             problems.push(format!("{feeder_path}.path"), "must not be empty");
+        } else if feeder.format().is_none() {
+            problems.push(format!("{feeder_path}.format"), "cannot be told from the file's extension: give 'csv' or 'jsonl'");
         }
     }
     let mut walker = StepWalker {
@@ -169,6 +174,8 @@ fn check_scenario(problems: &mut Problems, path: &str, scenario: &Scenario) {
         environment: templates::environment(),
         known: known_variables(scenario),
         names: HashSet::new(),
+        feeders: scenario.feeders.iter().map(|feeder| feeder.name.clone()).collect(),
+        depth: 0,
     };
     for (part, steps) in [("setup", &scenario.setup), ("steps", &scenario.steps), ("teardown", &scenario.teardown)] {
         walker.walk(&format!("{path}.{part}"), steps);
@@ -214,12 +221,30 @@ struct StepWalker<'a> {
     known: HashSet<String>,
     /// Names of http steps and groups seen so far: unique within the scenario.
     names: HashSet<String>,
+    /// Feeder names: no variable may take one.
+    feeders: HashSet<String>,
+    /// How deep the walk is (a top-level step is at depth 1).
+    depth: usize,
 }
 
 impl StepWalker<'_> {
     fn walk(&mut self, path: &str, steps: &[Step]) {
-        for (index, step) in steps.iter().enumerate() {
-            self.step(&format!("{path}[{index}]"), step);
+        self.depth += 1;
+        if self.depth > MAX_STEP_DEPTH && !steps.is_empty() {
+            self.problems.push(path.to_owned(), format!("steps are nested more than {MAX_STEP_DEPTH} deep here"));
+        } else {
+            for (index, step) in steps.iter().enumerate() {
+                self.step(&format!("{path}[{index}]"), step);
+            }
+        }
+        self.depth -= 1;
+    }
+
+    fn variable_name(&mut self, path: String, name: &str) {
+        if !is_variable_name(name) {
+            self.problems.push(path, format!("'{name}' is not a variable name templates can use"));
+        } else if self.feeders.contains(name) {
+            self.problems.push(path, format!("'{name}' is a feeder's name"));
         }
     }
 
@@ -289,7 +314,7 @@ impl StepWalker<'_> {
                 }
                 for (index, branch) in choice.branches.iter().enumerate() {
                     let branch_path = format!("{path}.branches[{index}]");
-                    self.problems.positive(format!("{branch_path}.weight"), branch.weight, f64::MAX);
+                    self.problems.positive(format!("{branch_path}.weight"), branch.weight, MAX_WEIGHT);
                     self.walk(&format!("{branch_path}.steps"), &branch.steps);
                 }
             }
@@ -297,6 +322,9 @@ impl StepWalker<'_> {
                 let modes = [loop_step.count.is_some(), loop_step.while_condition.is_some(), loop_step.for_each.is_some()];
                 if modes.iter().filter(|set| **set).count() != 1 {
                     self.problems.push(path.to_owned(), "needs exactly one of 'count', 'while' or 'for_each'");
+                }
+                if loop_step.steps.is_empty() {
+                    self.problems.push(format!("{path}.steps"), "must hold at least one step");
                 }
                 if loop_step.count.is_some_and(|count| count > MAX_LOOP_COUNT) {
                     self.problems.push(format!("{path}.count"), format!("must be at most {MAX_LOOP_COUNT}"));
@@ -316,11 +344,7 @@ impl StepWalker<'_> {
                     }
                 }
                 match (&loop_step.for_each, &loop_step.as_name) {
-                    (Some(_), Some(name)) => {
-                        if !is_identifier(name) {
-                            self.problems.push(format!("{path}.as"), format!("'{name}' is not a name templates can use"));
-                        }
-                    }
+                    (Some(_), Some(name)) => self.variable_name(format!("{path}.as"), name),
                     (Some(_), None) => self.problems.push(format!("{path}.as"), "'for_each' needs 'as': the name of each item"),
                     (None, Some(_)) => self.problems.push(format!("{path}.as"), "'as' goes with 'for_each'"),
                     (None, None) => {}
@@ -367,11 +391,12 @@ impl StepWalker<'_> {
         }
         for (index, extractor) in step.extract.iter().enumerate() {
             let extractor_path = format!("{path}.extract[{index}]");
-            if !is_identifier(&extractor.var) || templates::BUILTIN_NAMES.contains(&extractor.var.as_str()) {
-                self.problems.push(format!("{extractor_path}.var"), format!("'{}' is not a variable name templates can use", extractor.var));
-            }
+            self.variable_name(format!("{extractor_path}.var"), &extractor.var);
             match (extractor.from, &extractor.expression) {
-                (ExtractFrom::Status, _) => {}
+                (ExtractFrom::Status, None) => {}
+                (ExtractFrom::Status, Some(_)) => {
+                    self.problems.push(format!("{extractor_path}.expression"), "a status extractor takes no expression");
+                }
                 (_, None) => self.problems.push(format!("{extractor_path}.expression"), "is required for this 'from'"),
                 (ExtractFrom::Json, Some(expression)) => check_json_path(self.problems, format!("{extractor_path}.expression"), expression),
                 (ExtractFrom::Regex, Some(expression)) => check_regex(self.problems, format!("{extractor_path}.expression"), expression),
@@ -435,10 +460,25 @@ fn check_think_time(problems: &mut Problems, think_path: &str, think_time: &Thin
                 problems.push(format!("{think_path}.max_ms"), format!("must be at least min_ms ({min_ms})"));
             }
         }
+        ThinkTime::Normal { mean_ms, stddev_ms } => {
+            problems.non_negative(format!("{think_path}.mean_ms"), mean_ms, MAX_THINK_TIME_MS);
+            problems.non_negative(format!("{think_path}.stddev_ms"), stddev_ms, MAX_THINK_TIME_MS);
+        }
         ThinkTime::Exponential { mean_ms } => {
             problems.non_negative(format!("{think_path}.mean_ms"), mean_ms, MAX_THINK_TIME_MS);
         }
     }
+}
+
+/// Names a variable (an extractor's `var`, a loop's `as`, a feeder's `name`) cannot take: the
+/// template context's own names and the expression language's words (as in `plan_common.py`).
+const RESERVED_NAMES: [&str; 21] = [
+    "params", "vu", "iteration", "random_int", "random_choice", "uuid", "now_ms", "true", "false", "none", "True", "False",
+    "None", "and", "or", "not", "in", "is", "if", "else", "loop",
+];
+
+fn is_variable_name(name: &str) -> bool {
+    is_identifier(name) && !RESERVED_NAMES.contains(&name)
 }
 
 fn check_workload(problems: &mut Problems, path: &str, workload: &Workload) {
@@ -538,7 +578,9 @@ mod tests {
                 "scenarios[0].steps[1].steps[0].path",
                 "scenarios[0].steps[1].steps[1].branches[0].weight",
                 "scenarios[0].steps[1].steps[2]",
+                "scenarios[0].steps[1].steps[2].steps",
                 "scenarios[0].steps[1].steps[2].while",
+                "scenarios[0].steps[1].steps[3].steps",
                 "scenarios[0].steps[1].steps[3].for_each",
                 "scenarios[0].steps[1].steps[3].as",
                 "scenarios[0].steps[1].steps[4].condition",

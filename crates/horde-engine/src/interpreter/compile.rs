@@ -2,7 +2,7 @@
 //! requests encoded.
 
 use super::rules::{CompiledCheck, CompiledExtractor};
-use super::{Body, Feeder, JsonTemplate, LoopMode, Node, RequestNode, ScenarioProgram, StepKind, Text};
+use super::{Body, Feeder, JsonTemplate, UNDEFINED_MARK, LoopMode, Node, RequestNode, ScenarioProgram, StepKind, Text};
 use crate::http::{encode_request, Endpoint, RequestParts};
 use crate::EngineError;
 use horde_plan::templates::is_template;
@@ -50,7 +50,11 @@ impl<'a> NodeCompiler<'a> {
     fn json(&mut self, value: &serde_json::Value) -> Result<JsonTemplate, EngineError> {
         Ok(match value {
             serde_json::Value::String(text) if is_template(text) => match single_expression(text) {
-                Some(expression) => JsonTemplate::Typed(self.add_template(format!("{{{{ ({expression}) | tojson }}}}"))?),
+                // `tojson` turns an undefined value into null even in strict mode; the mark makes
+                // it a failed render instead, like any other template using an unset variable.
+                Some(expression) => JsonTemplate::Typed(self.add_template(format!(
+                    "{{% if ({expression}) is undefined %}}{UNDEFINED_MARK}{{% else %}}{{{{ ({expression}) | tojson }}}}{{% endif %}}"
+                ))?),
                 None => JsonTemplate::Text(self.add_template(text.clone())?),
             },
             serde_json::Value::Array(items) if contains_template(value) => {

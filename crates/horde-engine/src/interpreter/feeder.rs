@@ -20,7 +20,8 @@ pub(crate) struct Feeder {
 impl Feeder {
     pub fn load(feeder: &horde_plan::Feeder) -> Result<Self, EngineError> {
         let cannot = |why: String| EngineError::Setup(format!("feeder '{}' ({}): {why}", feeder.name, feeder.path));
-        let rows = match feeder.format {
+        let format = feeder.format().ok_or_else(|| cannot("unknown format: give 'csv' or 'jsonl'".into()))?;
+        let rows = match format {
             FeederFormat::Csv => {
                 let mut reader = csv::Reader::from_path(&feeder.path).map_err(|error| cannot(error.to_string()))?;
                 let headers = reader.headers().map_err(|error| cannot(error.to_string()))?.clone();
@@ -35,10 +36,15 @@ impl Feeder {
             }
             FeederFormat::Jsonl => {
                 let text = std::fs::read_to_string(&feeder.path).map_err(|error| cannot(error.to_string()))?;
+                // Editors on some systems start the file with a byte-order mark.
+                let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
                 let mut rows = Vec::new();
                 for (index, line) in text.lines().enumerate().filter(|(_, line)| !line.trim().is_empty()) {
                     let value: serde_json::Value =
                         serde_json::from_str(line).map_err(|error| cannot(format!("line {}: {error}", index + 1)))?;
+                    if !value.is_object() {
+                        return Err(cannot(format!("line {}: a row must be a JSON object (its fields are the variables)", index + 1)));
+                    }
                     rows.push(Value::from_serialize(&value));
                 }
                 rows

@@ -19,6 +19,9 @@ pub(crate) use rules::{CompiledCheck, CompiledExtractor, ResponseView};
 use horde_plan::ThinkTime;
 use std::time::Duration;
 
+/// What a typed JSON template renders when its expression is undefined.
+pub(crate) const UNDEFINED_MARK: &str = "\u{1}undefined\u{1}";
+
 /// A templated or fixed piece of text.
 #[derive(Debug, Clone)]
 pub(crate) enum Text {

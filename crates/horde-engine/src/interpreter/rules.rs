@@ -161,13 +161,21 @@ impl CompiledCheck {
                     let found = path.query(document).all();
                     match equals {
                         None => !found.is_empty(),
-                        Some(expected) => found.first().is_some_and(|value| *value == expected),
+                        Some(expected) => found.first().is_some_and(|value| json_equal(value, expected)),
                     }
                 }
             },
             CompiledCheck::BodyContains(text) => response.body.windows(text.len()).any(|window| window == text.as_slice()),
             CompiledCheck::BodyMatches(pattern) => pattern.is_match(response.body),
         }
+    }
+}
+
+/// JSON equality where numbers compare by value (`3` equals `3.0`).
+fn json_equal(left: &serde_json::Value, right: &serde_json::Value) -> bool {
+    match (left, right) {
+        (serde_json::Value::Number(a), serde_json::Value::Number(b)) => a.as_f64() == b.as_f64(),
+        _ => left == right,
     }
 }
 
