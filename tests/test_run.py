@@ -20,7 +20,7 @@ from horde.run import Run, Snapshot, engine_problems
 from horde.summary import summarise
 
 SNAPSHOT_KEYS = {
-    "second", "elapsed_s", "interval_s", "timestamp", "final", "steps", "active_vus", "busy_vus",
+    "second", "elapsed_s", "interval_s", "timestamp", "final", "steps", "active_vus", "peak_vus", "busy_vus",
     "iterations", "dropped_arrivals", "connections_opened", "target_vus", "target_rate_per_s",
     "cpu_percent", "timer_lateness_p99_ms",
 }

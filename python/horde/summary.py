@@ -69,7 +69,8 @@ class SummaryBuilder:
         self.iterations += int(snapshot["iterations"])
         self.dropped_arrivals += int(snapshot["dropped_arrivals"])
         self.connections_opened += int(snapshot["connections_opened"])
-        self.peak_vus = max(self.peak_vus, int(snapshot["active_vus"]))
+        # Stores written before snapshots carried their interval's peak have only active_vus.
+        self.peak_vus = max(self.peak_vus, int(snapshot.get("peak_vus", snapshot["active_vus"])))
         # The final interval is a few milliseconds of draining; its rates are noise.
         if not snapshot["final"]:
             cpu = float(snapshot["cpu_percent"])

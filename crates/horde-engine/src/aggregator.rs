@@ -15,6 +15,8 @@ pub(crate) struct WorkerPart {
     pub index: u64,
     pub recorder: WorkerRecorder,
     pub active_vus: u64,
+    /// The most VUs the worker had alive at once during the interval.
+    pub peak_vus: u64,
     pub busy_vus: u64,
     /// The worker's last part: it sends nothing after this.
     pub is_final: bool,
@@ -27,6 +29,7 @@ struct Pending {
     recorder: WorkerRecorder,
     reported: Vec<bool>,
     active_vus: u64,
+    peak_vus: u64,
     busy_vus: u64,
     elapsed: Duration,
 }
@@ -78,12 +81,16 @@ pub(crate) fn run_aggregator(shared: Arc<Shared>, parts: mpsc::Receiver<WorkerPa
                 recorder: WorkerRecorder::new(step_count),
                 reported: vec![false; workers],
                 active_vus: 0,
+                peak_vus: 0,
                 busy_vus: 0,
                 elapsed: Duration::ZERO,
             });
             entry.recorder.merge(&part.recorder);
             entry.reported[part.worker] = true;
             entry.active_vus += part.active_vus;
+            // Workers hold disjoint VUs: the sum of their peaks bounds the run's peak (equal to
+            // it when the peaks coincide, as in any steady stage).
+            entry.peak_vus += part.peak_vus;
             entry.busy_vus += part.busy_vus;
             entry.elapsed = entry.elapsed.max(part.elapsed);
             if part.is_final {
@@ -99,6 +106,7 @@ pub(crate) fn run_aggregator(shared: Arc<Shared>, parts: mpsc::Receiver<WorkerPa
                     recorder: WorkerRecorder::new(step_count),
                     reported: vec![true; workers],
                     active_vus: 0,
+                    peak_vus: 0,
                     busy_vus: 0,
                     elapsed: Duration::from_secs(index),
                 });
@@ -171,6 +179,7 @@ fn build_snapshot(
         is_final,
         steps,
         active_vus: interval.active_vus,
+        peak_vus: interval.peak_vus,
         busy_vus: interval.busy_vus,
         iterations: interval.recorder.iterations,
         dropped_arrivals: interval.recorder.dropped_arrivals,

@@ -28,6 +28,8 @@ pub struct Snapshot {
     pub is_final: bool,
     pub steps: Vec<StepSnapshot>,
     pub active_vus: u64,
+    /// The most VUs alive at once during the interval.
+    pub peak_vus: u64,
     pub busy_vus: u64,
     pub iterations: u64,
     pub dropped_arrivals: u64,

@@ -67,6 +67,9 @@ pub(crate) struct Vu {
     /// Variables by name: extracted values, loop items, feeder rows. Shared with the template
     /// context without copying; changed copy-on-write.
     vars: Arc<BTreeMap<String, Value>>,
+    /// The template context, built once and rebuilt only when a variable or the iteration
+    /// changes (most requests render several templates between such changes).
+    context: Option<Value>,
     cookies: CookieJar,
     iteration: u64,
     /// Failed outcomes recorded so far (a group fails when this moves during its pass).
@@ -90,6 +93,7 @@ impl Vu {
             random: VuRandom::new(number),
             written: 0,
             vars: Arc::new(BTreeMap::new()),
+            context: None,
             cookies: CookieJar::default(),
             iteration: 0,
             failures: 0,
@@ -103,7 +107,7 @@ impl Vu {
         for feeder in program.feeders.iter().filter(|feeder| feeder.mode == FeederMode::Unique) {
             match feeder.row_of_vu(self.scenario_number) {
                 Some(row) => {
-                    Arc::make_mut(&mut self.vars).insert(feeder.name.clone(), row);
+                    self.vars_mut().insert(feeder.name.clone(), row);
                 }
                 None => {
                     if let Some(index) = program.first_request_index {
@@ -125,13 +129,14 @@ impl Vu {
     pub async fn run_iteration(&mut self, state: &WorkerState, program: &ScenarioProgram, intended: Option<Instant>) -> IterationEnd {
         for feeder in program.feeders.iter().filter(|feeder| feeder.mode != FeederMode::Unique) {
             let row = feeder.next_row(self.random.next_u64());
-            Arc::make_mut(&mut self.vars).insert(feeder.name.clone(), row);
+            self.vars_mut().insert(feeder.name.clone(), row);
         }
         self.last_connect_failed = false;
         let sent_before = self.sent;
         let mut pass = Pass { intended, stoppable: true };
         let flow = self.run_nodes(state, &program.steps, &mut pass).await;
         self.iteration += 1;
+        self.context = None;
         match flow {
             Flow::Stopped => IterationEnd::Stopped,
             _ if self.last_connect_failed => IterationEnd::ConnectFailed,
@@ -224,7 +229,7 @@ impl Vu {
                     None => Vec::new(),
                 };
                 for value in items {
-                    Arc::make_mut(&mut self.vars).insert(item.clone(), value);
+                    self.vars_mut().insert(item.clone(), value);
                     let flow = self.run_nodes(state, children, pass).await;
                     if flow != Flow::Continue {
                         return flow;
@@ -236,22 +241,35 @@ impl Vu {
     }
 
     /// The template context: the VU's variables, then `params`, `vu`, `iteration`.
-    fn context(&self, state: &WorkerState) -> Value {
+    fn context(&mut self, state: &WorkerState) -> Value {
+        if let Some(context) = &self.context {
+            return context.clone();
+        }
         let builtins = minijinja::context! {
             params => state.shared.plan.params.clone(),
             vu => self.number,
             iteration => self.iteration,
         };
-        minijinja::value::merge_maps([Value::from_dyn_object(self.vars.clone()), builtins])
+        let context = minijinja::value::merge_maps([Value::from_dyn_object(self.vars.clone()), builtins]);
+        self.context = Some(context.clone());
+        context
+    }
+
+    /// The variables, for changing: the cached context (which shares them) is dropped first so
+    /// that the change does not copy the whole map.
+    fn vars_mut(&mut self) -> &mut BTreeMap<String, Value> {
+        self.context = None;
+        Arc::make_mut(&mut self.vars)
     }
 
     fn render(state: &WorkerState, context: &Value, template: &str) -> Option<String> {
         state.shared.plan.environment.get_template(template).ok()?.render(context).ok()
     }
 
-    fn condition(&self, state: &WorkerState, template: &str) -> bool {
+    fn condition(&mut self, state: &WorkerState, template: &str) -> bool {
         // A condition that cannot be evaluated (a variable left unset) does not hold.
-        Self::render(state, &self.context(state), template).is_some_and(|rendered| rendered == "1")
+        let context = self.context(state);
+        Self::render(state, &context, template).is_some_and(|rendered| rendered == "1")
     }
 
     fn render_text(state: &WorkerState, context: &Value, text: &Text) -> Option<String> {
@@ -301,7 +319,7 @@ impl Vu {
             Body::Json(template) => (serde_json::to_vec(&Self::render_json(state, &context, template)?).ok()?, true),
         };
         let headers: Vec<(&str, &str)> = rendered_headers.iter().map(|(name, value)| (*name, value.as_str())).collect();
-        let cookie = self.cookies.header_for(&format!("{}{path}", state.shared.plan.endpoint.path_prefix));
+        let cookie = self.cookies.header_for(&state.shared.plan.endpoint.path_prefix, &path);
         let parts = RequestParts { method: &node.method, path: &path, headers: &headers, cookie: cookie.as_deref(), body: &body, json };
         self.request.clear();
         encode_request(&mut self.request, &state.shared.plan.endpoint, &parts);
@@ -334,9 +352,9 @@ impl Vu {
         let started = intended.unwrap_or_else(Instant::now);
         // Requests with nothing templated go out as encoded at start, unless cookies must be added.
         let (fixed, path) = match (&node.fixed, self.cookies.is_empty(), &node.path) {
-            (Some(bytes), true, Text::Fixed(path)) => (Some(bytes), path.clone()),
+            (Some(bytes), true, Text::Fixed(path)) => (Some(bytes), std::borrow::Cow::Borrowed(path.as_str())),
             _ => match self.encode_dynamic(state, node) {
-                Some(path) => (None, path),
+                Some(path) => (None, std::borrow::Cow::Owned(path)),
                 None => {
                     // Not sent; the step's think time still applies, as it would after a reply.
                     self.record(state, node.global_index, 0, Err(ErrorKind::TemplateFailed), 0, 0);
@@ -361,8 +379,7 @@ impl Vu {
         let mut end_iteration = false;
         let (result, sent, received) = match outcome {
             Ok((status, sent, received)) => {
-                let full_path = format!("{}{path}", state.shared.plan.endpoint.path_prefix);
-                let result = self.apply_response(node, status, &full_path);
+                let result = self.apply_response(node, status, &state.shared.plan.endpoint.path_prefix, &path);
                 end_iteration = result == Err(ErrorKind::CheckFailed) && node.end_on_check_failure;
                 (result, sent, received)
             }
@@ -383,20 +400,27 @@ impl Vu {
     }
 
     /// Cookies, extractors and checks on a response; the outcome to record.
-    fn apply_response(&mut self, node: &RequestNode, status: u16, request_path: &str) -> Result<(), ErrorKind> {
-        for set_cookie in &self.capture.set_cookies {
-            self.cookies.store(set_cookie, request_path);
+    fn apply_response(&mut self, node: &RequestNode, status: u16, prefix: &str, path: &str) -> Result<(), ErrorKind> {
+        if !self.capture.set_cookies.is_empty() {
+            let request_path = format!("{prefix}{path}");
+            for set_cookie in &self.capture.set_cookies {
+                self.cookies.store(set_cookie, &request_path);
+            }
         }
         let mut view = ResponseView::new(status, &self.capture.body, &self.capture.headers);
         let mut extract_failed = false;
-        for extractor in &node.extractors {
-            match extractor.extract(&mut view, &mut self.random) {
-                Some(value) => {
-                    Arc::make_mut(&mut self.vars).insert(extractor.var.clone(), value);
-                }
-                None => {
-                    Arc::make_mut(&mut self.vars).remove(&extractor.var);
-                    extract_failed = true;
+        if !node.extractors.is_empty() {
+            self.context = None;
+            let vars = Arc::make_mut(&mut self.vars);
+            for extractor in &node.extractors {
+                match extractor.extract(&mut view, &mut self.random) {
+                    Some(value) => {
+                        vars.insert(extractor.var.clone(), value);
+                    }
+                    None => {
+                        vars.remove(&extractor.var);
+                        extract_failed = true;
+                    }
                 }
             }
         }

@@ -25,6 +25,8 @@ pub(crate) struct WorkerState {
     pub shared: Arc<Shared>,
     pub recorder: RefCell<WorkerRecorder>,
     pub active_vus: Cell<u64>,
+    /// The most VUs alive at once since the last interval report.
+    pub peak_vus: Cell<u64>,
     pub busy_vus: Cell<u64>,
     /// Set once: no new iterations from now on.
     pub stopping: Cell<bool>,
@@ -37,6 +39,12 @@ pub(crate) struct WorkerState {
 impl WorkerState {
     pub fn vu_started(&self) {
         self.active_vus.set(self.active_vus.get() + 1);
+        self.peak_vus.set(self.peak_vus.get().max(self.active_vus.get()));
+    }
+
+    /// The interval's peak, and a new interval that starts at the current count.
+    fn take_peak(&self) -> u64 {
+        self.peak_vus.replace(self.active_vus.get())
     }
 
     pub fn vu_ended(&self) {
@@ -69,6 +77,7 @@ impl Drop for FinalPart {
             index,
             recorder,
             active_vus: 0,
+            peak_vus: self.state.take_peak(),
             busy_vus: 0,
             is_final: true,
             elapsed,
@@ -86,6 +95,7 @@ pub(crate) fn run_worker(index: usize, shared: Arc<Shared>, parts: mpsc::Sender<
         recorder: RefCell::new(WorkerRecorder::new(shared.plan.step_names.len())),
         shared,
         active_vus: Cell::new(0),
+        peak_vus: Cell::new(0),
         busy_vus: Cell::new(0),
         stopping: Cell::new(false),
         stop_notify: Notify::new(),
@@ -137,6 +147,7 @@ async fn report_intervals(state: Rc<WorkerState>, parts: mpsc::Sender<WorkerPart
             index,
             recorder,
             active_vus: state.active_vus.get(),
+            peak_vus: state.take_peak(),
             busy_vus: state.busy_vus.get(),
             is_final: false,
             elapsed: state.elapsed(),

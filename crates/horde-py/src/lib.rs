@@ -116,6 +116,7 @@ fn snapshot_to_dict<'py>(py: Python<'py>, snapshot: &Snapshot) -> PyResult<Bound
     }
     dict.set_item("steps", steps)?;
     dict.set_item("active_vus", snapshot.active_vus)?;
+    dict.set_item("peak_vus", snapshot.peak_vus)?;
     dict.set_item("busy_vus", snapshot.busy_vus)?;
     dict.set_item("iterations", snapshot.iterations)?;
     dict.set_item("dropped_arrivals", snapshot.dropped_arrivals)?;

@@ -43,10 +43,21 @@ impl CookieJar {
         }
     }
 
-    /// The `Cookie` header value for a request to `path`, if any cookie applies.
-    pub fn header_for(&self, path: &str) -> Option<String> {
+    /// The `Cookie` header value for a request to `prefix` + `path` (the base URL's path prefix
+    /// and the step's path), if any cookie applies.
+    pub fn header_for(&self, prefix: &str, path: &str) -> Option<String> {
+        if self.cookies.is_empty() {
+            return None;
+        }
+        let joined;
+        let full_path = if prefix.is_empty() {
+            path
+        } else {
+            joined = format!("{prefix}{path}");
+            &joined
+        };
         let mut header = String::new();
-        for cookie in self.cookies.iter().filter(|cookie| path_matches(&cookie.path, path)) {
+        for cookie in self.cookies.iter().filter(|cookie| path_matches(&cookie.path, full_path)) {
             if !header.is_empty() {
                 header.push_str("; ");
             }
@@ -83,12 +94,12 @@ mod tests {
         let mut jar = CookieJar::default();
         jar.store("session=abc; Path=/game; HttpOnly", "/game/login");
         jar.store("theme=dark", "/settings/page");
-        assert_eq!(jar.header_for("/game/city").as_deref(), Some("session=abc"));
-        assert_eq!(jar.header_for("/gamex"), None);
-        assert_eq!(jar.header_for("/settings/x").as_deref(), Some("theme=dark"));
+        assert_eq!(jar.header_for("", "/game/city").as_deref(), Some("session=abc"));
+        assert_eq!(jar.header_for("", "/gamex"), None);
+        assert_eq!(jar.header_for("", "/settings/x").as_deref(), Some("theme=dark"));
         jar.store("session=def; Path=/game", "/game/login");
-        assert_eq!(jar.header_for("/game").as_deref(), Some("session=def"));
+        assert_eq!(jar.header_for("", "/game").as_deref(), Some("session=def"));
         jar.store("session=; Path=/game; Max-Age=0", "/game/logout");
-        assert_eq!(jar.header_for("/game/city"), None);
+        assert_eq!(jar.header_for("", "/game/city"), None);
     }
 }
