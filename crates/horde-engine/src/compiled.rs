@@ -31,6 +31,8 @@ pub(crate) struct CompiledPlan {
     pub environment: minijinja::Environment<'static>,
     /// The plan's parameters, as templates see them (`params.NAME`).
     pub params: minijinja::Value,
+    /// Memo slots a VU keeps for templates whose rendering changes only with its variables.
+    pub memo_slots: usize,
     pub request_timeout: Duration,
     pub graceful_stop: Duration,
     /// When the longest scenario's stages end.
@@ -62,13 +64,14 @@ impl CompiledPlan {
             scenarios.push(CompiledScenario { program, workload, vu_offset });
             vu_offset += peak;
         }
-        let NodeCompiler { environment, steps: step_names, .. } = compiler;
+        let NodeCompiler { environment, steps: step_names, memo_slots, .. } = compiler;
         Ok(Self {
             scenarios,
             step_names,
             connector,
             environment,
             params: minijinja::Value::from_serialize(&plan.parameters),
+            memo_slots,
             request_timeout: Duration::from_secs_f64(plan.target.request_timeout_ms / 1000.0),
             graceful_stop: Duration::from_secs_f64(plan.graceful_stop_s),
             duration: Duration::from_secs_f64(plan.duration_s()),

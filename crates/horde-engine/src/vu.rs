@@ -70,6 +70,9 @@ pub(crate) struct Vu {
     /// The template context, built once and rebuilt only when a variable or the iteration
     /// changes (most requests render several templates between such changes).
     context: Option<Value>,
+    /// Last renderings of memoizable templates (see `TemplateRef::memo_slot`), valid until a
+    /// variable changes.
+    memo: Vec<Option<String>>,
     cookies: CookieJar,
     iteration: u64,
     /// Failed outcomes recorded so far (a group fails when this moves during its pass).
@@ -94,6 +97,7 @@ impl Vu {
             written: 0,
             vars: Arc::new(BTreeMap::new()),
             context: None,
+            memo: Vec::new(),
             cookies: CookieJar::default(),
             iteration: 0,
             failures: 0,
@@ -258,8 +262,14 @@ impl Vu {
     /// The variables, for changing: the cached context (which shares them) is dropped first so
     /// that the change does not copy the whole map.
     fn vars_mut(&mut self) -> &mut BTreeMap<String, Value> {
-        self.context = None;
+        self.forget_renderings();
         Arc::make_mut(&mut self.vars)
+    }
+
+    /// A variable is about to change: the context and the memoized renderings are stale.
+    fn forget_renderings(&mut self) {
+        self.context = None;
+        self.memo.iter_mut().for_each(|rendered| *rendered = None);
     }
 
     fn render(state: &WorkerState, context: &Value, template: &str) -> Option<String> {
@@ -272,11 +282,21 @@ impl Vu {
         Self::render(state, &context, template).is_some_and(|rendered| rendered == "1")
     }
 
-    fn render_text(state: &WorkerState, context: &Value, text: &Text) -> Option<String> {
-        match text {
-            Text::Fixed(fixed) => Some(fixed.clone()),
-            Text::Template(name) => Self::render(state, context, name),
+    fn render_text(&mut self, state: &WorkerState, context: &Value, text: &Text) -> Option<String> {
+        let template = match text {
+            Text::Fixed(fixed) => return Some(fixed.clone()),
+            Text::Template(template) => template,
+        };
+        let Some(slot) = template.memo_slot else { return Self::render(state, context, &template.name) };
+        if let Some(Some(rendered)) = self.memo.get(slot) {
+            return Some(rendered.clone());
         }
+        let rendered = Self::render(state, context, &template.name)?;
+        if self.memo.len() < state.shared.plan.memo_slots {
+            self.memo.resize(state.shared.plan.memo_slots, None);
+        }
+        self.memo[slot] = Some(rendered.clone());
+        Some(rendered)
     }
 
     fn render_json(state: &WorkerState, context: &Value, template: &JsonTemplate) -> Option<serde_json::Value> {
@@ -303,10 +323,10 @@ impl Vu {
     /// Returns the rendered path (for cookie paths), or `None` when a template failed.
     fn encode_dynamic(&mut self, state: &WorkerState, node: &RequestNode) -> Option<String> {
         let context = self.context(state);
-        let path = safe_path(Self::render_text(state, &context, &node.path)?);
+        let path = safe_path(self.render_text(state, &context, &node.path)?);
         let mut rendered_headers = Vec::with_capacity(node.headers.len());
         for (name, value) in &node.headers {
-            let value = Self::render_text(state, &context, value)?;
+            let value = self.render_text(state, &context, value)?;
             // A line break in a header value would end the header (or the request) early.
             if value.contains(['\r', '\n']) {
                 return None;
@@ -315,7 +335,7 @@ impl Vu {
         }
         let (body, json) = match &node.body {
             Body::None => (Vec::new(), false),
-            Body::Text(text) => (Self::render_text(state, &context, text)?.into_bytes(), false),
+            Body::Text(text) => (self.render_text(state, &context, text)?.into_bytes(), false),
             Body::Json(template) => (serde_json::to_vec(&Self::render_json(state, &context, template)?).ok()?, true),
         };
         let headers: Vec<(&str, &str)> = rendered_headers.iter().map(|(name, value)| (*name, value.as_str())).collect();
@@ -410,7 +430,9 @@ impl Vu {
         let mut view = ResponseView::new(status, &self.capture.body, &self.capture.headers);
         let mut extract_failed = false;
         if !node.extractors.is_empty() {
+            // (forget_renderings, spelled out: the response view borrows the capture buffers)
             self.context = None;
+            self.memo.iter_mut().for_each(|rendered| *rendered = None);
             let vars = Arc::make_mut(&mut self.vars);
             for extractor in &node.extractors {
                 match extractor.extract(&mut view, &mut self.random) {

@@ -2,7 +2,7 @@
 //! requests encoded.
 
 use super::rules::{CompiledCheck, CompiledExtractor};
-use super::{Body, Feeder, JsonTemplate, UNDEFINED_MARK, LoopMode, Node, RequestNode, ScenarioProgram, StepKind, Text};
+use super::{Body, Feeder, JsonTemplate, TemplateRef, UNDEFINED_MARK, LoopMode, Node, RequestNode, ScenarioProgram, StepKind, Text};
 use crate::http::{encode_request, Endpoint, RequestParts};
 use crate::EngineError;
 use horde_plan::templates::is_template;
@@ -18,11 +18,20 @@ pub(crate) struct NodeCompiler<'a> {
     endpoint: &'a Endpoint,
     target_headers: &'a [(String, String)],
     next_template: usize,
+    /// How many memo slots templates have taken (see `TemplateRef::memo_slot`).
+    pub memo_slots: usize,
 }
 
 impl<'a> NodeCompiler<'a> {
     pub fn new(endpoint: &'a Endpoint, target_headers: &'a [(String, String)]) -> Self {
-        Self { environment: horde_plan::templates::environment(), steps: Vec::new(), endpoint, target_headers, next_template: 0 }
+        Self {
+            environment: horde_plan::templates::environment(),
+            steps: Vec::new(),
+            endpoint,
+            target_headers,
+            next_template: 0,
+            memo_slots: 0,
+        }
     }
 
     fn add_template(&mut self, source: String) -> Result<String, EngineError> {
@@ -36,9 +45,23 @@ impl<'a> NodeCompiler<'a> {
 
     fn text(&mut self, source: &str) -> Result<Text, EngineError> {
         if is_template(source) {
-            Ok(Text::Template(self.add_template(source.to_owned())?))
+            let name = self.add_template(source.to_owned())?;
+            let memo_slot = self.memoizable(source).then(|| {
+                self.memo_slots += 1;
+                self.memo_slots - 1
+            });
+            Ok(Text::Template(TemplateRef { name, memo_slot }))
         } else {
             Ok(Text::Fixed(source.to_owned()))
+        }
+    }
+
+    /// Whether a template's rendering depends only on the VU's variables and the parameters.
+    fn memoizable(&self, source: &str) -> bool {
+        const CHANGING: [&str; 5] = ["random_int", "random_choice", "uuid", "now_ms", "iteration"];
+        match horde_plan::templates::template_variables(&self.environment, source) {
+            Ok(names) => !names.iter().any(|name| CHANGING.contains(&name.as_str())),
+            Err(_) => false,
         }
     }
 

@@ -26,8 +26,17 @@ pub(crate) const UNDEFINED_MARK: &str = "\u{1}undefined\u{1}";
 #[derive(Debug, Clone)]
 pub(crate) enum Text {
     Fixed(String),
-    /// The name of a template in the plan's environment.
-    Template(String),
+    Template(TemplateRef),
+}
+
+/// A template of the plan's environment, by name.
+#[derive(Debug, Clone)]
+pub(crate) struct TemplateRef {
+    pub name: String,
+    /// Where a VU keeps this template's last rendering, when the rendering depends on nothing
+    /// but the VU's variables and the parameters (no random or clock function, no `iteration`):
+    /// it is then rendered again only after a variable changed.
+    pub memo_slot: Option<usize>,
 }
 
 /// A JSON body with templated strings.
