@@ -7,7 +7,7 @@ PYTHON := $(VENV)/bin/python
 HORDE  := $(VENV)/bin/horde
 CARGO  ?= cargo
 
-.PHONY: setup demo test test-rust test-python bench lint clean
+.PHONY: setup demo test test-rust test-python bench bench-scenario lint clean
 
 $(PYTHON):
 	python3 -m venv $(VENV)
@@ -34,6 +34,10 @@ test-python: setup
 # Horde against wrk on loopback (needs the Debian package wrk); see bench/README.md.
 bench: setup
 	$(PYTHON) bench/run.py --quick
+
+# The scenario language's cost per request against the same requests sent fixed (~4 min).
+bench-scenario: setup
+	$(PYTHON) bench/scenario.py --reps 5 --seconds 10
 
 lint: setup
 	$(CARGO) clippy --release --workspace --all-targets
