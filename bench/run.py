@@ -437,7 +437,7 @@ def render(mode: Mode, command: str, env: Env, started: dt.datetime, load_before
         errors = ", ".join(f"{k} {v}" for k, v in n["errors_by_kind"].items()) or "none"
         lines += [
             "",
-            f"**Memory per VU** — closed loop against `/delay/1000` (one request per VU per second), `--workers 1`",
+            "**Memory per VU** — closed loop against `/delay/1000` (one request per VU per second), `--workers 1`",
             "",
             "| run | VUs | s | req/s | p50 / p99 ms | errors | generator CPU s | peak RSS MiB | plateau RSS MiB |",
             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",

@@ -30,7 +30,7 @@ from horde.planfile import LoadedPlan, load_plan_file
 from horde.redaction import redact_plan
 from horde.run import Run, checked_plan_json, engine_problems
 from horde.store import Store
-from horde.summary import CPU_SATURATION_PERCENT_PER_WORKER, SummaryBuilder, summarise
+from horde.summary import CPU_SATURATION_PERCENT_PER_WORKER, summarise
 from horde.summary_view import render_summary
 
 app = typer.Typer(

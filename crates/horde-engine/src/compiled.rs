@@ -59,8 +59,8 @@ impl CompiledPlan {
                     max_vus: *max_vus,
                 },
             };
-            check_unique_feeders(&scenario.name, &program, &workload)?;
-            let peak = peak_vus(&workload);
+            let peak = scenario.workload.peak_vus();
+            check_unique_feeders(&scenario.name, &program, peak)?;
             scenarios.push(CompiledScenario { program, workload, vu_offset });
             vu_offset += peak;
         }
@@ -95,17 +95,9 @@ impl CompiledPlan {
     }
 }
 
-/// The most VUs a workload can have alive at once.
-fn peak_vus(workload: &CompiledWorkload) -> u64 {
-    match workload {
-        CompiledWorkload::Closed(profile) => profile.peak_level().ceil() as u64,
-        CompiledWorkload::Open { max_vus, .. } => *max_vus,
-    }
-}
-
-/// A unique feeder needs a row for every VU the workload can start; known before the run.
-fn check_unique_feeders(scenario: &str, program: &ScenarioProgram, workload: &CompiledWorkload) -> Result<(), EngineError> {
-    let peak = peak_vus(workload);
+/// A unique feeder needs a row for every VU the workload can start (`peak` of them); known
+/// before the run.
+fn check_unique_feeders(scenario: &str, program: &ScenarioProgram, peak: u64) -> Result<(), EngineError> {
     for feeder in program.feeders.iter().filter(|feeder| feeder.mode == horde_plan::FeederMode::Unique) {
         if peak > feeder.len() as u64 {
             return Err(EngineError::Setup(format!(

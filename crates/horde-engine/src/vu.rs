@@ -8,6 +8,7 @@ use crate::worker::WorkerState;
 use horde_metrics::ErrorKind;
 use horde_plan::{FeederMode, ThinkTime};
 use minijinja::Value;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -282,21 +283,22 @@ impl Vu {
         Self::render(state, &context, template).is_some_and(|rendered| rendered == "1")
     }
 
-    fn render_text(&mut self, state: &WorkerState, context: &Value, text: &Text) -> Option<String> {
+    /// Fixed text is borrowed from the node; only templates produce new strings.
+    fn render_text<'n>(&mut self, state: &WorkerState, context: &Value, text: &'n Text) -> Option<Cow<'n, str>> {
         let template = match text {
-            Text::Fixed(fixed) => return Some(fixed.clone()),
+            Text::Fixed(fixed) => return Some(Cow::Borrowed(fixed)),
             Text::Template(template) => template,
         };
-        let Some(slot) = template.memo_slot else { return Self::render(state, context, &template.name) };
+        let Some(slot) = template.memo_slot else { return Self::render(state, context, &template.name).map(Cow::Owned) };
         if let Some(Some(rendered)) = self.memo.get(slot) {
-            return Some(rendered.clone());
+            return Some(Cow::Owned(rendered.clone()));
         }
         let rendered = Self::render(state, context, &template.name)?;
         if self.memo.len() < state.shared.plan.memo_slots {
             self.memo.resize(state.shared.plan.memo_slots, None);
         }
         self.memo[slot] = Some(rendered.clone());
-        Some(rendered)
+        Some(Cow::Owned(rendered))
     }
 
     fn render_json(state: &WorkerState, context: &Value, template: &JsonTemplate) -> Option<serde_json::Value> {
@@ -323,7 +325,7 @@ impl Vu {
     /// Returns the rendered path (for cookie paths), or `None` when a template failed.
     fn encode_dynamic(&mut self, state: &WorkerState, node: &RequestNode) -> Option<String> {
         let context = self.context(state);
-        let path = safe_path(self.render_text(state, &context, &node.path)?);
+        let path = safe_path(self.render_text(state, &context, &node.path)?.into_owned());
         let mut rendered_headers = Vec::with_capacity(node.headers.len());
         for (name, value) in &node.headers {
             let value = self.render_text(state, &context, value)?;
@@ -335,10 +337,10 @@ impl Vu {
         }
         let (body, json) = match &node.body {
             Body::None => (Vec::new(), false),
-            Body::Text(text) => (self.render_text(state, &context, text)?.into_bytes(), false),
+            Body::Text(text) => (self.render_text(state, &context, text)?.into_owned().into_bytes(), false),
             Body::Json(template) => (serde_json::to_vec(&Self::render_json(state, &context, template)?).ok()?, true),
         };
-        let headers: Vec<(&str, &str)> = rendered_headers.iter().map(|(name, value)| (*name, value.as_str())).collect();
+        let headers: Vec<(&str, &str)> = rendered_headers.iter().map(|(name, value)| (*name, value.as_ref())).collect();
         let cookie = self.cookies.header_for(&state.shared.plan.endpoint.path_prefix, &path);
         let parts = RequestParts { method: &node.method, path: &path, headers: &headers, cookie: cookie.as_deref(), body: &body, json };
         self.request.clear();
@@ -372,9 +374,9 @@ impl Vu {
         let started = intended.unwrap_or_else(Instant::now);
         // Requests with nothing templated go out as encoded at start, unless cookies must be added.
         let (fixed, path) = match (&node.fixed, self.cookies.is_empty(), &node.path) {
-            (Some(bytes), true, Text::Fixed(path)) => (Some(bytes), std::borrow::Cow::Borrowed(path.as_str())),
+            (Some(bytes), true, Text::Fixed(path)) => (Some(bytes), Cow::Borrowed(path.as_str())),
             _ => match self.encode_dynamic(state, node) {
-                Some(path) => (None, std::borrow::Cow::Owned(path)),
+                Some(path) => (None, Cow::Owned(path)),
                 None => {
                     // Not sent; the step's think time still applies, as it would after a reply.
                     self.record(state, node.global_index, 0, Err(ErrorKind::TemplateFailed), 0, 0);

@@ -298,7 +298,7 @@ async fn drive_open(state: Rc<WorkerState>, scenario: usize) {
             // loop would never give the runtime back (no stop, no interval report). Yield now
             // and then so the rest of the worker runs.
             overdue_in_a_row += 1;
-            if overdue_in_a_row % 64 == 0 {
+            if overdue_in_a_row.is_multiple_of(64) {
                 tokio::task::yield_now().await;
             }
         }

@@ -24,11 +24,6 @@ impl Profile {
         Self { start: start_rate_per_s, stages: stages.iter().map(|s| (s.duration_s, s.rate_per_s)).collect() }
     }
 
-    /// The highest level the profile reaches.
-    pub fn peak_level(&self) -> f64 {
-        self.stages.iter().map(|(_, level)| *level).fold(self.start, f64::max)
-    }
-
     pub fn duration_s(&self) -> f64 {
         self.stages.iter().map(|(duration, _)| duration).sum()
     }

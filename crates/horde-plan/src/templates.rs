@@ -60,15 +60,23 @@ fn thread_seed() -> u64 {
     id.bytes().fold(0xCBF2_9CE4_8422_2325u64, |hash, byte| (hash ^ byte as u64).wrapping_mul(0x100_0000_01B3))
 }
 
-/// SplitMix64 on the thread's stream.
+/// One step of SplitMix64: advances `state` and returns the next output. Shared by the
+/// templates' per-thread stream and the engine's per-VU streams.
+pub fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The next value of the thread's stream.
 pub fn next_random() -> u64 {
-    RANDOM.with(|state| {
-        let next = state.get().wrapping_add(0x9E37_79B9_7F4A_7C15);
-        state.set(next);
-        let mut z = next;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+    RANDOM.with(|cell| {
+        let mut state = cell.get();
+        let value = splitmix64(&mut state);
+        cell.set(state);
+        value
     })
 }
 
