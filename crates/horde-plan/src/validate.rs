@@ -470,15 +470,12 @@ fn check_think_time(problems: &mut Problems, think_path: &str, think_time: &Thin
     }
 }
 
-/// Names a variable (an extractor's `var`, a loop's `as`, a feeder's `name`) cannot take: the
-/// template context's own names and the expression language's words (as in `plan_common.py`).
-const RESERVED_NAMES: [&str; 21] = [
-    "params", "vu", "iteration", "random_int", "random_choice", "uuid", "now_ms", "true", "false", "none", "True", "False",
-    "None", "and", "or", "not", "in", "is", "if", "else", "loop",
-];
+/// Words of the expression language a variable cannot take (besides the template context's own
+/// names, `templates::BUILTIN_NAMES`); `plan_common.py` holds the same list.
+const KEYWORDS: [&str; 14] = ["true", "false", "none", "True", "False", "None", "and", "or", "not", "in", "is", "if", "else", "loop"];
 
 fn is_variable_name(name: &str) -> bool {
-    is_identifier(name) && !RESERVED_NAMES.contains(&name)
+    is_identifier(name) && !templates::BUILTIN_NAMES.contains(&name) && !KEYWORDS.contains(&name)
 }
 
 fn check_workload(problems: &mut Problems, path: &str, workload: &Workload) {
