@@ -15,6 +15,8 @@ class RunHandle:
     def poll(self, timeout_s: float) -> dict[str, Any] | None:
         """The next snapshot, or None if none came within ``timeout_s`` (or after the final one)."""
     def stop(self) -> None: ...
+    def retarget(self, scenario: int, level: float, ramp_s: float = 0.0) -> None:
+        """Raises ValueError when the scenario or level is out of range."""
     @property
     def finished(self) -> bool: ...
     @property

@@ -66,6 +66,7 @@ from pydantic import (
 )
 
 from horde.errors import PlanInvalid, Problem
+from horde.plan_control import AutostopRule, Steer, Threshold, check_control_names
 from horde.plan_common import (
     MAX_GRACEFUL_STOP_S,
     MAX_LOOP_COUNT,
@@ -614,6 +615,21 @@ class Plan(BaseModel):
         description="after the stages end or a stop is asked, how long in-flight iterations may "
         "run on before they are cut, in seconds; >= 0",
     )
+    thresholds: list[Threshold] = Field(
+        default_factory=list,
+        description="pass/fail conditions judged on the whole run, e.g. ['p95 < 200ms', 'errors < 1%', "
+        "{condition: 'p99 < 500ms', step: login}]; a failed one ends the command with exit code 4",
+    )
+    autostop: list[AutostopRule] = Field(
+        default_factory=list,
+        description="stop the run early when a condition holds over a sliding window, e.g. "
+        "[{when: 'p95 > 1s', window_s: 10}, {when: 'errors > 5%'}, no_success]",
+    )
+    steer: Steer | None = Field(
+        default=None,
+        description="move the load level while the run goes: {type: find_max, start, step, "
+        "step_duration_s} or {type: target_response_time, target_ms, start}",
+    )
 
     @field_validator("parameters", mode="before")
     @classmethod
@@ -652,6 +668,11 @@ class Plan(BaseModel):
     @classmethod
     def _check_scenario_names(cls, scenarios: Any, handler: ValidatorFunctionWrapHandler) -> Any:
         return validate_unique_names(scenarios, handler, "scenario")
+
+    @model_validator(mode="after")
+    def _check_control_names(self) -> Plan:
+        check_control_names(self)
+        return self
 
 
 # --- the public functions --------------------------------------------------------------------

@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import Any
 
 from horde import _engine
-from horde.errors import EngineFault, PlanInvalid, Problem
+from horde.errors import EngineFault, InvalidInput, PlanInvalid, Problem
 from horde.plan import Plan, plan_to_json
 
 #: How long one wait for a snapshot may block; short, so Ctrl-C is handled promptly.
@@ -43,8 +43,9 @@ def checked_plan_json(plan: Plan) -> str:
 class Run:
     """A plan running in the engine."""
 
-    def __init__(self, handle: Any, plan_json: str) -> None:
+    def __init__(self, handle: Any, plan: Plan, plan_json: str) -> None:
         self._handle = handle
+        self.plan = plan
         self.plan_json = plan_json
         self.stop_requested = False
 
@@ -58,7 +59,7 @@ class Run:
             raise PlanInvalid([Problem(location="", message=str(error))]) from error
         except RuntimeError as error:
             raise EngineFault(f"the engine could not start: {error}") from error
-        return cls(handle, plan_json)
+        return cls(handle, plan, plan_json)
 
     @property
     def planned_duration_s(self) -> float:
@@ -78,6 +79,57 @@ class Run:
         """Stops new iterations; in-flight requests get the plan's grace period."""
         self.stop_requested = True
         self._handle.stop()
+
+    def set_load(
+        self,
+        *,
+        vus: int | None = None,
+        rate_per_s: float | None = None,
+        scenarios: list[str] | None = None,
+        ramp_s: float = 0.0,
+    ) -> dict[str, float]:
+        """Re-targets the running load: ``vus`` for closed scenarios, ``rate_per_s`` for open
+        ones, spread over them by ``weight`` as ``--vus``/``--rate`` are (all scenarios of that
+        model, or those named). The new level is reached over ``ramp_s`` seconds (at once when
+        0) and held until the stages end. Returns each scenario's new level.
+
+        Raises :class:`~horde.errors.InvalidInput` when no scenario of that model is running or
+        the level is out of range.
+        """
+        # Imported here: overrides imports the plan module only, but is not needed by plain runs.
+        from horde.overrides import spread_rate, spread_vus
+
+        if (vus is None) == (rate_per_s is None):
+            raise InvalidInput("give either vus or rate_per_s", hint="vus for closed scenarios, rate_per_s for open ones")
+        model = "closed" if vus is not None else "open"
+        unknown = sorted(set(scenarios or []) - {s.name for s in self.plan.scenarios})
+        if unknown:
+            raise InvalidInput(f"no scenario is named {', '.join(map(repr, unknown))}",
+                               hint="name one of: " + ", ".join(s.name for s in self.plan.scenarios))
+        chosen = [
+            (index, scenario) for index, scenario in enumerate(self.plan.scenarios)
+            if scenario.workload.type == model and (not scenarios or scenario.name in scenarios)
+        ]
+        if not chosen:
+            other = "--rate / rate_per_s" if model == "closed" else "--vus / vus"
+            raise InvalidInput(f"no {model} scenario to set {'VUs' if vus is not None else 'a rate'} on",
+                               hint=f"this run's scenarios are {'open' if model == 'closed' else 'closed'}: use {other}")
+        weights = [scenario.weight for _, scenario in chosen]
+        if vus is not None:
+            if vus < 0:
+                raise InvalidInput(f"vus must be 0 or more (got {vus})")
+            levels: list[float] = [float(share) for share in spread_vus(int(vus), weights)]
+        else:
+            assert rate_per_s is not None
+            if not rate_per_s >= 0:
+                raise InvalidInput(f"rate_per_s must be 0 or more (got {rate_per_s})")
+            levels = spread_rate(float(rate_per_s), weights)
+        for (index, _), level in zip(chosen, levels):
+            try:
+                self._handle.retarget(index, level, max(0.0, float(ramp_s)))
+            except ValueError as error:
+                raise InvalidInput(str(error)) from None
+        return {scenario.name: level for (_, scenario), level in zip(chosen, levels)}
 
     def __iter__(self) -> Iterator[Snapshot]:
         while not self.finished:

@@ -164,7 +164,7 @@ fn build_snapshot(
         })
         .collect();
     let (target_vus, target_rate_per_s) =
-        if is_final { (0, plan.asked_at(f64::MAX).1.map(|_| 0.0)) } else { plan.asked_at(elapsed.as_secs_f64()) };
+        if is_final { (0, shared.levels.asked_at(f64::MAX).1.map(|_| 0.0)) } else { shared.levels.asked_at(elapsed.as_secs_f64()) };
     let lateness = &interval.recorder.timer_lateness_us;
     let timer_lateness_p99_ms = if lateness.is_empty() { 0.0 } else { lateness.value_at_quantile(0.99) as f64 / 1000.0 };
     let timestamp = (shared.start_wall + elapsed)

@@ -78,21 +78,6 @@ impl CompiledPlan {
             endpoint,
         })
     }
-
-    /// What the workload models ask for at `elapsed_s`: (VUs of closed scenarios, rate of open ones).
-    pub fn asked_at(&self, elapsed_s: f64) -> (u64, Option<f64>) {
-        let mut vus = 0;
-        let mut rate = None;
-        for scenario in &self.scenarios {
-            match &scenario.workload {
-                CompiledWorkload::Closed(profile) => vus += profile.vus_at(elapsed_s),
-                CompiledWorkload::Open { profile, .. } => {
-                    *rate.get_or_insert(0.0) += profile.level_at(elapsed_s);
-                }
-            }
-        }
-        (vus, rate)
-    }
 }
 
 /// A unique feeder needs a row for every VU the workload can start (`peak` of them); known

@@ -28,6 +28,7 @@ mod aggregator;
 mod compiled;
 pub mod http;
 mod interpreter;
+mod levels;
 mod run;
 mod snapshot;
 mod system;
@@ -36,7 +37,7 @@ mod vu;
 mod worker;
 pub mod workload;
 
-pub use run::{start, EngineOptions, Next, RunHandle};
+pub use run::{start, EngineOptions, Next, RunControl, RunHandle};
 pub use snapshot::{Snapshot, StepSnapshot};
 
 /// Why a run could not start. Failed requests are never errors: they are counted.

@@ -2,6 +2,7 @@
 
 use crate::aggregator::{self, WorkerPart};
 use crate::compiled::CompiledPlan;
+use crate::levels::Levels;
 use crate::snapshot::Snapshot;
 use crate::{system, worker, EngineError};
 use horde_plan::Plan;
@@ -33,6 +34,8 @@ pub(crate) struct Shared {
     pub start_wall: SystemTime,
     /// Turns true once, when a stop is asked.
     pub stop: watch::Sender<bool>,
+    /// Each scenario's live profile (the plan's until re-targeted).
+    pub levels: Levels,
 }
 
 /// The result of asking for the next snapshot.
@@ -65,7 +68,9 @@ pub fn start(plan: &Plan, options: EngineOptions) -> Result<RunHandle, EngineErr
     let (stop, _) = watch::channel(false);
     // Time zero is set a little ahead so that every worker is up before the first arrival.
     let lead = Duration::from_millis(20);
+    let levels = Levels::new(&compiled);
     let shared = Arc::new(Shared {
+        levels,
         plan: compiled,
         workers,
         start: Instant::now() + lead,
@@ -123,6 +128,12 @@ impl RunHandle {
         self.shared.stop.send_replace(true);
     }
 
+    /// A handle that stops or re-targets this run from any thread, without waiting for a
+    /// caller blocked in [`RunHandle::next_snapshot`].
+    pub fn control(&self) -> RunControl {
+        RunControl { shared: Arc::clone(&self.shared) }
+    }
+
     pub fn is_finished(&self) -> bool {
         self.finished
     }
@@ -136,6 +147,28 @@ impl RunHandle {
         for thread in self.threads.drain(..) {
             let _ = thread.join();
         }
+    }
+}
+
+/// Stops or re-targets a run; cheap to clone, usable from any thread.
+#[derive(Clone)]
+pub struct RunControl {
+    shared: Arc<Shared>,
+}
+
+impl RunControl {
+    /// Moves scenario `scenario` (its index in the plan) to `level` from now on: a VU count for
+    /// a closed model, arrivals per second for an open one; linearly over `ramp` (at once when
+    /// zero), then held until the run's stages end. The past is kept: arrivals already due
+    /// keep their instants, and a ramp starts from the level reached now.
+    pub fn retarget(&self, scenario: usize, level: f64, ramp: Duration) -> Result<(), EngineError> {
+        let at_s = Instant::now().saturating_duration_since(self.shared.start).as_secs_f64();
+        self.shared.levels.retarget(scenario, at_s, level, ramp.as_secs_f64())
+    }
+
+    /// As [`RunHandle::stop`].
+    pub fn stop(&self) {
+        self.shared.stop.send_replace(true);
     }
 }
 

@@ -183,7 +183,11 @@ fn scenario_of(state: &WorkerState, scenario: usize) -> &CompiledScenario {
 /// Closed model: keeps this worker's share of the asked VU count alive. VU `local` (global
 /// number `local * workers + worker`) runs iterations while `local` is below the share.
 async fn drive_closed(state: Rc<WorkerState>, scenario: usize) {
-    let CompiledWorkload::Closed(profile) = &scenario_of(&state, scenario).workload else { return };
+    if !matches!(scenario_of(&state, scenario).workload, CompiledWorkload::Closed(_)) {
+        return;
+    }
+    let mut levels = state.shared.levels.watch();
+    let mut profile = state.shared.levels.profile(scenario);
     let workers = state.shared.workers;
     let wanted = Rc::new(Cell::new(0u64));
     let alive: Rc<RefCell<Vec<bool>>> = Rc::new(RefCell::new(Vec::new()));
@@ -194,6 +198,10 @@ async fn drive_closed(state: Rc<WorkerState>, scenario: usize) {
     loop {
         if state.stopping.get() {
             return;
+        }
+        if levels.has_changed().unwrap_or(false) {
+            levels.mark_unchanged();
+            profile = state.shared.levels.profile(scenario);
         }
         let elapsed = state.elapsed().as_secs_f64();
         let target = share(profile.vus_at(elapsed), state.index, workers);
@@ -277,7 +285,9 @@ async fn closed_vu(
 /// Open model: fires this worker's share of the arrivals (arrival k goes to worker k mod N) at
 /// their intended instants; each runs one iteration on an idle VU, or is counted as dropped.
 async fn drive_open(state: Rc<WorkerState>, scenario: usize) {
-    let CompiledWorkload::Open { profile, max_vus } = &scenario_of(&state, scenario).workload else { return };
+    let CompiledWorkload::Open { max_vus, .. } = &scenario_of(&state, scenario).workload else { return };
+    let mut levels = state.shared.levels.watch();
+    let mut profile = state.shared.levels.profile(scenario);
     let workers = state.shared.workers as u64;
     let capacity = share(*max_vus, state.index, workers as usize);
     let idle: Rc<RefCell<Vec<Vu>>> = Rc::new(RefCell::new(Vec::new()));
@@ -285,13 +295,37 @@ async fn drive_open(state: Rc<WorkerState>, scenario: usize) {
     let start = tokio::time::Instant::from_std(state.shared.start);
     let mut arrival = state.index as u64;
     let mut overdue_in_a_row = 0u32;
-    while let Some(offset_s) = profile.time_of_arrival(arrival as f64) {
+    loop {
+        if state.stopping.get() {
+            break;
+        }
+        if levels.has_changed().unwrap_or(false) {
+            levels.mark_unchanged();
+            profile = state.shared.levels.profile(scenario);
+        }
+        let Some(offset_s) = profile.time_of_arrival(arrival as f64) else {
+            // No more arrivals as things stand (the rate fell to zero, or the stages ended):
+            // wait for the stop, or for a re-target that brings arrivals back.
+            tokio::select! {
+                _ = state.stop_notify.notified() => {}
+                _ = levels.changed() => profile = state.shared.levels.profile(scenario),
+                _ = tokio::time::sleep_until(start + state.shared.plan.duration) => break,
+            }
+            continue;
+        };
         let due = start + Duration::from_secs_f64(offset_s);
         if due > tokio::time::Instant::now() {
             overdue_in_a_row = 0;
+            let mut retargeted = false;
             tokio::select! {
                 _ = tokio::time::sleep_until(due) => {}
                 _ = state.stop_notify.notified() => {}
+                _ = levels.changed() => retargeted = true,
+            }
+            if retargeted {
+                // This arrival's instant may have moved: take it again from the new profile.
+                profile = state.shared.levels.profile(scenario);
+                continue;
             }
         } else {
             // Arrivals already due fire without waiting; when the worker cannot keep up, this

@@ -61,6 +61,14 @@ pub struct Plan {
     /// How long in-flight iterations may run on after the stages end or a stop is asked.
     #[serde(default = "default_graceful_stop_s")]
     pub graceful_stop_s: f64,
+    /// The control plane's part of the plan: judged, watched and steered in Python from the
+    /// snapshots, never read by the engine; kept (as JSON) so that a decoded plan round-trips.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub autostop: Vec<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steer: Option<serde_json::Value>,
 }
 
 fn default_plan_name() -> String {

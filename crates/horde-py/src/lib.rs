@@ -10,7 +10,7 @@
 //! pydantic, so this is the second line of defence); a setup fault raises `RuntimeError`;
 //! a target that cannot listen raises `OSError`. Failed requests never raise: they are counted.
 
-use horde_engine::{EngineError, EngineOptions, Next, Snapshot};
+use horde_engine::{EngineError, EngineOptions, Next, RunControl, Snapshot};
 use horde_target::{Capacity, TargetConfig, TargetHandle};
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -32,6 +32,8 @@ fn validate_plan(plan_json: &str) -> Vec<(String, String)> {
 struct PyRunHandle {
     // Polling happens with the GIL released, so the handle lives behind its own lock.
     inner: Mutex<horde_engine::RunHandle>,
+    // Stop and re-target go through here, so they never wait for a poll in progress.
+    control: RunControl,
 }
 
 #[pymethods]
@@ -49,12 +51,20 @@ impl PyRunHandle {
     }
 
     /// Stops new iterations; in-flight requests get the plan's grace period.
-    fn stop(&self, py: Python<'_>) {
-        py.detach(|| {
-            if let Ok(run) = self.inner.lock() {
-                run.stop();
-            }
-        });
+    fn stop(&self) {
+        self.control.stop();
+    }
+
+    /// Moves scenario number `scenario` to `level` (VUs for a closed model, arrivals/s for an
+    /// open one) over `ramp_s` seconds (at once when 0); raises ValueError when out of range.
+    #[pyo3(signature = (scenario, level, ramp_s=0.0))]
+    fn retarget(&self, scenario: usize, level: f64, ramp_s: f64) -> PyResult<()> {
+        if !ramp_s.is_finite() || ramp_s < 0.0 {
+            return Err(PyValueError::new_err(format!("a ramp must last 0 s or more (got {ramp_s})")));
+        }
+        self.control
+            .retarget(scenario, level, Duration::from_secs_f64(ramp_s.min(horde_plan::MAX_STAGE_DURATION_S)))
+            .map_err(|error| PyValueError::new_err(error.to_string()))
     }
 
     /// True once the final snapshot has been returned by `poll`.
@@ -86,7 +96,7 @@ fn start_run(py: Python<'_>, plan_json: &str, workers: Option<usize>) -> PyResul
         EngineError::InvalidPlan(_) => PyValueError::new_err(error.to_string()),
         EngineError::Setup(message) => PyRuntimeError::new_err(message),
     })?;
-    Ok(PyRunHandle { inner: Mutex::new(run) })
+    Ok(PyRunHandle { control: run.control(), inner: Mutex::new(run) })
 }
 
 fn snapshot_to_dict<'py>(py: Python<'py>, snapshot: &Snapshot) -> PyResult<Bound<'py, PyDict>> {
