@@ -153,9 +153,9 @@ def test_rate_makes_every_scenario_open() -> None:
     plan = apply_overrides(plan_with(CLOSED, OPEN), rate=25, duration_s=3)
     first, second = workloads(plan)
     # The rate is spread over the two scenarios by weight (1 and 1).
-    assert first == {"type": "open", "start_rate_per_s": 12.5, "stages": [{"duration_s": 3.0, "rate_per_s": 12.5}], "max_vus": 13}
+    assert first == {"type": "open", "start_rate_per_s": 12.5, "stages": [{"duration_s": 3.0, "rate_per_s": 12.5}], "max_vus": 13, "arrivals": "uniform"}
     # An open scenario keeps its own max_vus unless --max-vus is given.
-    assert second == {"type": "open", "start_rate_per_s": 12.5, "stages": [{"duration_s": 3.0, "rate_per_s": 12.5}], "max_vus": 40}
+    assert second == {"type": "open", "start_rate_per_s": 12.5, "stages": [{"duration_s": 3.0, "rate_per_s": 12.5}], "max_vus": 40, "arrivals": "uniform"}
     assert workloads(apply_overrides(plan_with(CLOSED), rate=2.5))[0]["max_vus"] == 10  # at least 10
 
 
@@ -177,7 +177,7 @@ def test_max_vus_without_rate_on_a_closed_plan_is_refused() -> None:
 def test_duration_alone_keeps_each_model_and_its_peak_level() -> None:
     closed, open_ = workloads(apply_overrides(plan_with(CLOSED, OPEN), duration_s=4))
     assert closed == {"type": "closed", "start_vus": 20, "stages": [{"duration_s": 4.0, "vus": 20}]}
-    assert open_ == {"type": "open", "start_rate_per_s": 50.0, "stages": [{"duration_s": 4.0, "rate_per_s": 50.0}], "max_vus": 40}
+    assert open_ == {"type": "open", "start_rate_per_s": 50.0, "stages": [{"duration_s": 4.0, "rate_per_s": 50.0}], "max_vus": 40, "arrivals": "uniform"}
 
 
 def test_ramp_up_is_the_first_part_of_the_duration() -> None:

@@ -58,10 +58,15 @@ ARCHITECTURE_EXAMPLE: dict[str, Any] = {
 
 
 def with_language_defaults(first_slice: dict[str, Any]) -> dict[str, Any]:
-    """A first-slice plan as plan_to_json writes it now: with the scenario language's defaults."""
+    """A first-slice plan as plan_to_json writes it now: with the scenario language's defaults,
+    the target's instances, the open model's arrivals and the (empty) control sections."""
     data = copy.deepcopy(first_slice)
-    data = {"version": data.pop("version"), "name": data.pop("name", "plan"), "parameters": {}, **data}
+    data = {"version": data.pop("version"), "name": data.pop("name", "plan"), "parameters": {}, **data,
+            "thresholds": [], "autostop": [], "steer": None}
+    data["target"] = {**data["target"], "instances": []}
     for index, scenario in enumerate(data["scenarios"]):
+        if scenario["workload"]["type"] == "open":
+            scenario["workload"] = {**scenario["workload"], "arrivals": "uniform"}
         steps = [{"type": "http", **step, "json": None, "extract": [], "checks": [],
                   "on_check_failure": "continue"} for step in scenario["steps"]]
         data["scenarios"][index] = {
@@ -146,7 +151,7 @@ def test_open_model_and_every_think_time_round_trip() -> None:
     workload = plan.scenarios[0].workload
     assert isinstance(workload, OpenModel) and workload.max_vus == 10
     again = json.loads(plan_to_json(plan))
-    assert again["scenarios"][0]["workload"] == data["scenarios"][0]["workload"]
+    assert again["scenarios"][0]["workload"] == {**data["scenarios"][0]["workload"], "arrivals": "uniform"}
     assert [s["think_time"] for s in again["scenarios"][0]["steps"]] == [
         s["think_time"] for s in data["scenarios"][0]["steps"]
     ]
@@ -155,7 +160,9 @@ def test_open_model_and_every_think_time_round_trip() -> None:
 def test_plan_to_json_is_canonical() -> None:
     first = plan_to_json(plan_from_dict(minimal()))
     assert first == plan_to_json(plan_from_dict(json.loads(first)))
-    assert list(json.loads(first)) == ["version", "name", "parameters", "target", "scenarios", "graceful_stop_s"]
+    assert list(json.loads(first)) == [
+        "version", "name", "parameters", "target", "scenarios", "graceful_stop_s", "thresholds", "autostop", "steer",
+    ]
 
 
 def test_plan_built_in_python() -> None:
@@ -363,7 +370,7 @@ def test_unknown_keys_at_every_depth_are_all_listed() -> None:
     ]
     assert by_location["duration"].message == "unknown key 'duration'"
     assert by_location["duration"].hint == (
-        "allowed keys here: version, name, parameters, target, scenarios, graceful_stop_s"
+        "allowed keys here: version, name, parameters, target, scenarios, graceful_stop_s, thresholds, autostop, steer"
     )
     assert by_location["target.timeout_ms"].hint is not None
     assert by_location["target.timeout_ms"].hint.startswith(
@@ -512,6 +519,7 @@ def test_json_schema() -> None:
     assert set(schema["required"]) == {"version", "target", "scenarios"}
     definitions = schema["$defs"]
     assert set(definitions) == {
+        "Threshold", "AutostopRule", "FindMax", "TargetResponseTime",
         "Target", "Scenario", "HttpStep", "ConstantThinkTime", "UniformThinkTime",
         "ExponentialThinkTime", "NormalThinkTime", "ClosedModel", "ClosedStage", "OpenModel", "OpenStage",
         # The scenario language's.

@@ -28,6 +28,8 @@ def start_run(plan_json: str, workers: int | None = None) -> RunHandle:
 def histogram_merge(parts: list[bytes]) -> bytes: ...
 def histogram_stats(blob: bytes, percentiles: list[float]) -> dict[str, Any]:
     """``{"count", "min_us", "max_us", "mean_us", "percentiles_us": [...]}``"""
+def histogram_from_values(values_us: list[int]) -> bytes:
+    """An HDR V2 histogram of exactly these microsecond values (for known-answer tests)."""
 
 @final
 class TargetHandle:

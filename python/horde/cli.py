@@ -12,7 +12,9 @@ import os
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
+from urllib.parse import urlsplit
 from typing import Annotated, Any, Optional
 
 import typer
@@ -22,16 +24,31 @@ from rich.table import Table
 from rich.text import Text
 
 from horde import __version__
-from horde.errors import ExitCode, HordeError, InvalidInput, PlanInvalid
+from horde.errors import ExitCode, HordeError, InvalidInput, PlanInvalid, RunUnresponsive
 from horde.live import LiveView
-from horde.overrides import apply_overrides, parse_duration, parse_header, parse_params, parse_tag, url_plan
+from horde.capacity import CapacityQuestion
+from horde.cli_results import register as register_results_commands
+from horde.conductor import JUDGEMENT_KEYS, Outcome, conduct, cpu_limit_percent, planned_duration_s
+from horde.junit import junit_xml
+from horde.overrides import (
+    SteerFlags,
+    apply_overrides,
+    apply_steer_flags,
+    parse_duration,
+    parse_header,
+    parse_params,
+    parse_tag,
+    url_plan,
+)
 from horde.plan import Plan, plan_from_dict, plan_json_schema, plan_to_json
 from horde.planfile import LoadedPlan, load_plan_file
 from horde.redaction import redact_plan
 from horde.run import Run, checked_plan_json, engine_problems
 from horde.store import Store
 from horde.summary import CPU_SATURATION_PERCENT_PER_WORKER, summarise
-from horde.summary_view import render_summary
+from horde.sight import sight_plan, sight_report
+from horde.store import new_run_id
+from horde.summary_view import render_judgement, render_scale, render_sight, render_summary
 
 app = typer.Typer(
     name="horde",
@@ -78,6 +95,19 @@ def run(
     summary_json: Annotated[Optional[Path], typer.Option("--summary-json", help="write the summary as JSON to this file")] = None,
     workers: Annotated[Optional[int], typer.Option("--workers", help="engine worker threads (default: one per core)")] = None,
     param: Annotated[Optional[list[str]], typer.Option("--param", "-p", metavar="NAME=VALUE", help="set a plan parameter (repeatable); else $HORDE_PARAM_NAME, else its default")] = None,
+    find_max: Annotated[bool, typer.Option("--find-max", help="stepped ramp that stops at saturation and reports the knee", rich_help_panel="Steering")] = False,
+    target_response_ms: Annotated[Optional[float], typer.Option("--target-response-ms", help="hold this response time by steering the load", rich_help_panel="Steering")] = None,
+    percentile: Annotated[float, typer.Option("--percentile", help="the latency percentile steering and find-max judge", rich_help_panel="Steering")] = 95.0,
+    start: Annotated[Optional[float], typer.Option("--start", help="steering's first level: arrivals/s (open) or VUs (closed)", rich_help_panel="Steering")] = None,
+    step: Annotated[Optional[float], typer.Option("--step", help="find-max: what each step adds", rich_help_panel="Steering")] = None,
+    step_duration: Annotated[Optional[str], typer.Option("--step-duration", help="find-max: how long each step holds (30s)", rich_help_panel="Steering")] = None,
+    limit: Annotated[Optional[float], typer.Option("--limit", help="find-max: never go above this level", rich_help_panel="Steering")] = None,
+    latency_limit_ms: Annotated[Optional[float], typer.Option("--latency-limit-ms", help="find-max: saturated once the percentile passes this", rich_help_panel="Steering")] = None,
+    per_user_rate: Annotated[Optional[float], typer.Option("--per-user-rate", help="requests/s one user makes: capacity in users", rich_help_panel="Capacity")] = None,
+    peak_rps: Annotated[Optional[float], typer.Option("--peak-rps", help="the peak to serve, req/s: instances needed", rich_help_panel="Capacity")] = None,
+    peak_users: Annotated[Optional[float], typer.Option("--peak-users", help="the peak to serve, users (with --per-user-rate)", rich_help_panel="Capacity")] = None,
+    headroom: Annotated[float, typer.Option("--headroom", help="percent of each instance kept free at the peak", rich_help_panel="Capacity")] = 20.0,
+    junit: Annotated[Optional[Path], typer.Option("--junit", help="write thresholds and autostop as JUnit XML to this file")] = None,
 ) -> int:
     """Run a plan against its target, live, and store the run."""
     params = parse_params(param or [])
@@ -86,10 +116,16 @@ def run(
     ramp_up_s = parse_duration(ramp_up, flag="--ramp-up") if ramp_up is not None else None
     if workers is not None and workers < 1:
         raise InvalidInput(f"--workers must be at least 1 (got {workers})")
-    if summary_json is not None and summary_json.is_dir():
-        raise InvalidInput(f"--summary-json: {summary_json} is a directory", hint="give a file path, e.g. --summary-json summary.json")
+    for path, flag in ((summary_json, "--summary-json"), (junit, "--junit")):
+        if path is not None and path.is_dir():
+            raise InvalidInput(f"{flag}: {path} is a directory", hint=f"give a file path, e.g. {flag} out.{'json' if flag == '--summary-json' else 'xml'}")
+    question = CapacityQuestion(per_user_rate=per_user_rate, peak_rps=peak_rps, peak_users=peak_users, headroom_percent=headroom)
     plan, loaded = _load(plan_path, url, method, header or [], body, params)
     plan = apply_overrides(plan, vus=vus, rate=rate, max_vus=max_vus, duration_s=duration_s, ramp_up_s=ramp_up_s, base_url=base_url)
+    steer_flags = SteerFlags(find_max=find_max, target_response_ms=target_response_ms, percentile=percentile, start=start,
+                             step=step, step_duration=step_duration, limit=limit, latency_limit_ms=latency_limit_ms,
+                             duration_s=duration_s)
+    plan = apply_steer_flags(plan, steer_flags, quick=url is not None, vus_given=vus is not None)
     if loaded is not None:
         # The engine's own check, its problems placed on the plan file's lines.
         problems = engine_problems(plan_to_json(plan))
@@ -102,78 +138,181 @@ def run(
                             ("params", params or None))
         if value is not None
     }
-    # The store is opened before any load is sent: a run that cannot be kept is not started.
-    plan_json = checked_plan_json(plan)
+    checked_plan_json(plan)  # every plan problem before the store is touched
     with Store.open(store_url) as store:
-        # The run is recorded before any load is sent, so that load never goes unrecorded.
-        run_id = store.create_run(plan=redact_plan(json.loads(plan_json)), plan_name=plan.name, parameters=parameters, tags=tags)
+        title = f"horde · {plan.name}"
+        with LiveView(stdout, title=title, planned_duration_s=planned_duration_s(plan), cpu_limit_percent=cpu_limit_percent(workers)) as view:
+            outcome = conduct(plan, store, parameters=parameters, tags=tags, workers=workers, view=view, question=question)
+        render_summary(stdout, outcome.summary, store_url=store.display_url)
+        render_judgement(stdout, outcome.summary)
+    _write_outputs(outcome, summary_json, junit, plan.name)
+    return outcome.exit_code
+
+
+def _write_outputs(outcome: Outcome, summary_json: Path | None, junit: Path | None, plan_name: str) -> None:
+    for path, text, what in (
+        (summary_json, lambda: json.dumps(outcome.summary, indent=2) + "\n", "--summary-json"),
+        (junit, lambda: junit_xml(outcome.verdicts, outcome.firing, run_id=outcome.run_id, plan_name=plan_name), "--junit"),
+    ):
+        if path is None:
+            continue
         try:
-            engine_run = Run.start(plan, workers=workers)
-        except HordeError:
-            store.finish_run(run_id, status="failed", summary=None)
-            raise
-        status = _drive(engine_run, store, run_id, plan, workers)
-        effective_workers = workers or os.cpu_count() or 1
-        summary = _final_summary(store, run_id, status, effective_workers)
-        store.finish_run(run_id, status=status, summary=summary)
-        render_summary(stdout, summary, store_url=store.display_url)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text())
+        except OSError as error:
+            raise InvalidInput(
+                f"cannot write {what} {path}: {error.strerror or error}",
+                hint=f"the run is stored: `horde show {outcome.run_id} --json` prints the summary",
+            ) from error
+
+
+@app.command()
+def sight(
+    plan_path: Annotated[Optional[Path], typer.Argument(metavar="[PLAN]", help="plan file (.yaml, .json, .py) or a folder holding plan.yaml")] = None,
+    url: Annotated[Optional[str], typer.Option("--url", help="one URL instead of a plan file")] = None,
+    duration: Annotated[str, typer.Option("--duration", help="how long the single VU runs")] = "30s",
+    base_url: Annotated[Optional[str], typer.Option("--base-url", help="override target.base_url")] = None,
+    param: Annotated[Optional[list[str]], typer.Option("--param", "-p", metavar="NAME=VALUE", help="set a plan parameter (repeatable)")] = None,
+    store_url: Annotated[Optional[str], typer.Option("--store", help="store path or URL")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the sighting as JSON")] = False,
+) -> int:
+    """Sighting shot: one VU per scenario for a short time; each step's median and p95, the rate
+    one VU gets, and a suggested find-max ramp."""
+    duration_s = parse_duration(duration, flag="--duration")
+    if duration_s < 1:
+        raise InvalidInput(f"--duration must be at least 1 s (got {duration})", hint="30s is usual; the payment team's was 1m")
+    plan, loaded = _load(plan_path, url, "GET", [], None, parse_params(param or []))
+    plan = apply_overrides(plan, base_url=base_url)
+    shot = sight_plan(plan, duration_s)
+    with Store.open(store_url) as store:
+        with LiveView(stdout if not as_json else Console(stderr=True), title=f"horde sight · {plan.name}",
+                      planned_duration_s=duration_s, cpu_limit_percent=cpu_limit_percent(None)) as view:
+            label = str(plan_path) if plan_path is not None else f"--url {url}"
+            outcome = conduct(shot, store, parameters={"sight_duration_s": duration_s}, tags={"kind": "sight"}, view=view,
+                              annotate=lambda summary: {"sight": sight_report(plan, summary, label)})
+    report = outcome.summary["sight"]
+    if as_json:
+        print(json.dumps({"run_id": outcome.run_id, **report}, indent=2))
+    else:
+        render_sight(stdout, report)
+    return outcome.exit_code
+
+
+@app.command()
+def scale(
+    plan_path: Annotated[Optional[Path], typer.Argument(metavar="[PLAN]", help="plan file (.yaml, .json, .py) or a folder holding plan.yaml")] = None,
+    url: Annotated[Optional[str], typer.Option("--url", help="one URL path instead of a plan file (its host is replaced by each instance)")] = None,
+    instance: Annotated[Optional[list[str]], typer.Option("--instance", help="base URL of one instance of the target (repeatable, in order)")] = None,
+    instances: Annotated[Optional[int], typer.Option("--instances", help="start this many built-in targets instead")] = None,
+    target_workers: Annotated[Optional[int], typer.Option("--target-workers", help="built-in targets: requests each serves at once")] = None,
+    target_service_ms: Annotated[Optional[float], typer.Option("--target-service-ms", help="built-in targets: service time of each request, ms")] = None,
+    vus: Annotated[Optional[int], typer.Option("--vus", help="closed model with this many VUs per instance")] = None,
+    rate: Annotated[Optional[float], typer.Option("--rate", help="open model at this many arrivals/s per instance")] = None,
+    max_vus: Annotated[Optional[int], typer.Option("--max-vus", help="open model: most VUs busy at once")] = None,
+    duration: Annotated[Optional[str], typer.Option("--duration", help="length of each run (without --find-max)")] = None,
+    find_max: Annotated[bool, typer.Option("--find-max", help="find each instance count's knee (the ramp scales with the count)", rich_help_panel="Steering")] = False,
+    percentile: Annotated[float, typer.Option("--percentile", help="the latency percentile find-max judges", rich_help_panel="Steering")] = 95.0,
+    start: Annotated[Optional[float], typer.Option("--start", help="find-max's first level for one instance", rich_help_panel="Steering")] = None,
+    step: Annotated[Optional[float], typer.Option("--step", help="find-max's step for one instance", rich_help_panel="Steering")] = None,
+    step_duration: Annotated[Optional[str], typer.Option("--step-duration", help="find-max: how long each step holds", rich_help_panel="Steering")] = None,
+    latency_limit_ms: Annotated[Optional[float], typer.Option("--latency-limit-ms", help="find-max: saturated once the percentile passes this", rich_help_panel="Steering")] = None,
+    tag: Annotated[Optional[list[str]], typer.Option("--tag", help="key=value stored with every run (repeatable)")] = None,
+    store_url: Annotated[Optional[str], typer.Option("--store", help="store path or URL")] = None,
+    summary_json: Annotated[Optional[Path], typer.Option("--summary-json", help="write the study as JSON to this file")] = None,
+    workers: Annotated[Optional[int], typer.Option("--workers", help="engine worker threads")] = None,
+    param: Annotated[Optional[list[str]], typer.Option("--param", "-p", metavar="NAME=VALUE", help="set a plan parameter (repeatable)")] = None,
+) -> int:
+    """Scalability study: the same plan against 1..N instances of a target; throughput per
+    instance count and scaling efficiency."""
+    from horde.scale import builtin_instances, run_study
+
+    if (instance is None) == (instances is None):
+        raise InvalidInput("give the instances: --instance URL (repeatable) or --instances N (built-in targets)",
+                           hint="e.g. --instances 4 --target-workers 10 --target-service-ms 20")
+    if instance is not None and (target_workers is not None or target_service_ms is not None):
+        raise InvalidInput("--target-workers and --target-service-ms shape built-in targets; they go with --instances")
+    if (target_workers is None) != (target_service_ms is None):
+        raise InvalidInput("--target-workers and --target-service-ms go together")
+    duration_s = parse_duration(duration, flag="--duration") if duration is not None else None
+    tags = dict(parse_tag(t) for t in tag or [])
+    base = url
+    if url is not None:
+        base = urlsplit(url)._replace(scheme="http", netloc="127.0.0.1:1").geturl() if "://" in url else None
+        if base is None:
+            raise InvalidInput(f"--url: '{url}' is not an http(s) URL", hint="for example --url http://127.0.0.1:8080/api/items")
+    plan, _ = _load(plan_path, base, "GET", [], None, parse_params(param or []))
+    plan = apply_overrides(plan, vus=vus, rate=rate, max_vus=max_vus, duration_s=duration_s)
+    plan = apply_steer_flags(plan, SteerFlags(find_max=find_max, percentile=percentile, start=start, step=step,
+                                              step_duration=step_duration, latency_limit_ms=latency_limit_ms),
+                             quick=url is not None, vus_given=vus is not None)
+    study_id = new_run_id()
+
+    def run_one(instance_plan: Plan, k: int) -> tuple[str, str, dict[str, Any]]:
+        stdout.print(f"— {k} instance(s): {', '.join([instance_plan.target.base_url, *instance_plan.target.instances])}",
+                     markup=False, highlight=False, soft_wrap=True)
+        with LiveView(stdout, title=f"horde scale · {plan.name} · {k} instance(s)",
+                      planned_duration_s=planned_duration_s(instance_plan), cpu_limit_percent=cpu_limit_percent(workers)) as view:
+            outcome = conduct(instance_plan, store, parameters={"instances": k, "workers": workers} if workers else {"instances": k},
+                              tags={**tags, "scale_study": study_id, "instances": str(k)}, workers=workers, view=view)
+        return outcome.run_id, outcome.status, outcome.summary
+
+    with Store.open(store_url) as store:
+        if instances is not None:
+            with builtin_instances(instances, workers=target_workers, service_ms=target_service_ms) as urls:
+                report = run_study(plan, urls, run_one)
+        else:
+            report = run_study(plan, list(instance or []), run_one)
+    report = {"study_id": study_id, **report}
+    render_scale(stdout, report)
     if summary_json is not None:
         try:
             summary_json.parent.mkdir(parents=True, exist_ok=True)
-            summary_json.write_text(json.dumps(summary, indent=2) + "\n")
+            summary_json.write_text(json.dumps(report, indent=2) + "\n")
         except OSError as error:
-            raise InvalidInput(
-                f"cannot write --summary-json {summary_json}: {error.strerror or error}",
-                hint=f"the run is stored: `horde show {run_id} --json` prints the same summary",
-            ) from error
-    return ExitCode.INTERRUPTED if status == "interrupted" else ExitCode.OK
+            raise InvalidInput(f"cannot write --summary-json {summary_json}: {error.strerror or error}") from error
+    interrupted = any(row["status"] == "interrupted" for row in report["rows"])
+    return ExitCode.INTERRUPTED if interrupted else ExitCode.OK
 
 
-def _final_summary(store: Store, run_id: str, status: str, workers: int) -> dict[str, Any]:
-    # Recomputed from what the store holds, so that `horde show` prints exactly these numbers.
-    return summarise(store.snapshots(run_id), run_id=run_id, status=status, workers=workers)
-
-
-class _Interrupts:
-    """Counts Ctrl-C presses instead of raising KeyboardInterrupt wherever the program happens
-    to be (in the middle of a store write, a snapshot would be lost)."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self._previous: Any = None
-
-    def __enter__(self) -> _Interrupts:
-        if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGINT, self._count)
-        return self
-
-    def _count(self, signum: int, frame: object) -> None:
-        self.count += 1
-
-    def __exit__(self, *exc: object) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
-
-
-def _drive(engine_run: Run, store: Store, run_id: str, plan: Plan, workers: int | None) -> str:
-    """Feeds snapshots to the store and the live view until the run ends; handles Ctrl-C:
-    the first stops the run gracefully, a second stops waiting for the drain."""
-    cpu_limit = CPU_SATURATION_PERCENT_PER_WORKER * (workers or os.cpu_count() or 1)
-    title = f"horde · {plan.name} · run {run_id}"
-    with _Interrupts() as interrupts, LiveView(
-        stdout, title=title, planned_duration_s=engine_run.planned_duration_s, cpu_limit_percent=cpu_limit
-    ) as view:
-        while not engine_run.finished:
-            if interrupts.count >= 2:
-                break  # second Ctrl-C: keep what is stored, stop waiting for the drain
-            if interrupts.count == 1 and not engine_run.stop_requested:
-                engine_run.stop()
-                view.note_stopping()
-            snapshot = engine_run.poll()  # waits at most POLL_INTERVAL_S, so Ctrl-C is seen soon
-            if snapshot is not None:
-                store.add_snapshot(run_id, snapshot)
-                view.update(snapshot)
-    return "interrupted" if interrupts.count else "finished"
+@app.command()
+def retarget(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="a running run: its id, a unique prefix, or 'last'")],
+    vus: Annotated[Optional[int], typer.Option("--vus", help="new VU count of the closed scenarios")] = None,
+    rate: Annotated[Optional[float], typer.Option("--rate", help="new arrival rate of the open scenarios, per second")] = None,
+    scenario: Annotated[Optional[list[str]], typer.Option("--scenario", help="only this scenario (repeatable); default: all of that model")] = None,
+    ramp: Annotated[str, typer.Option("--ramp", help="reach the new level over this long (0: at once)")] = "0",
+    wait: Annotated[str, typer.Option("--wait", help="how long to wait for the run's answer")] = "10s",
+    store_url: Annotated[Optional[str], typer.Option("--store", help="store path or URL")] = None,
+) -> int:
+    """Change the VUs or the rate of a running run (from another terminal, or another machine
+    sharing a PostgreSQL store). The level is spread over scenarios by weight, as --vus/--rate."""
+    if (vus is None) == (rate is None):
+        raise InvalidInput("give either --vus or --rate", hint="e.g. horde retarget last --vus 200 --ramp 30s")
+    if vus is not None and vus < 0 or rate is not None and not rate >= 0:
+        raise InvalidInput("--vus and --rate must be 0 or more")
+    ramp_s = parse_duration(ramp, flag="--ramp")
+    wait_s = parse_duration(wait, flag="--wait")
+    request: dict[str, Any] = {"vus": vus} if vus is not None else {"rate_per_s": rate}
+    request.update({"ramp_s": ramp_s, **({"scenarios": scenario} if scenario else {})})
+    with Store.open(store_url) as store:
+        record = store.get_run(run_ref)
+        if record.status != "running":
+            raise InvalidInput(f"run {record.run_id} is not running (it is {record.status})",
+                               hint="`horde runs` lists runs; only a running run can be re-targeted")
+        request_id = store.request_load(record.run_id, request)
+        deadline = time.monotonic() + wait_s
+        answer = store.load_request_answer(request_id)
+        while answer is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+            answer = store.load_request_answer(request_id)
+    if answer is None:
+        raise RunUnresponsive(
+            f"run {record.run_id} did not answer within {wait_s:g} s",
+            hint=f"its process (pid {record.pid} on {record.host}) answers once a second while it runs; "
+            "the request stays queued until it does",
+        )
+    stdout.print(f"run {record.run_id}: {answer}", markup=False, highlight=False)
+    return ExitCode.OK if answer.startswith("applied") else ExitCode.INVALID_INPUT
 
 
 @app.command()
@@ -218,10 +357,13 @@ def show(
         record = store.get_run(run_ref)
         workers = int(record.parameters.get("workers") or os.cpu_count() or 1)
         summary = summarise(store.snapshots(record.run_id), run_id=record.run_id, status=record.status, workers=workers)
+    # Thresholds, autostop and capacity were judged when the run ended; they are kept as stored.
+    summary.update({key: record.summary[key] for key in JUDGEMENT_KEYS if record.summary and key in record.summary})
     if as_json:
         print(json.dumps(summary, indent=2))
     else:
         render_summary(stdout, summary)
+        render_judgement(stdout, summary)
     return ExitCode.OK
 
 
@@ -267,6 +409,10 @@ def validate(
         values = ", ".join(f"{name}={json.dumps(value)}" for name, value in plan.parameters.items())
         stdout.print(f"parameters: {values}", markup=False)
     return ExitCode.OK
+
+
+# export, compare, trend and report: the results center's commands live in their own module.
+register_results_commands(app)
 
 
 @app.callback(invoke_without_command=True)

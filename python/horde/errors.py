@@ -22,6 +22,22 @@ class ExitCode(IntEnum):
     INTERNAL = 1
     INVALID_INPUT = 2
     STORE_UNAVAILABLE = 3
+    #: The run ended, and one or more of its thresholds failed (or had no data to pass on).
+    THRESHOLDS_FAILED = 4
+    #: `horde retarget`: the running run did not answer in time (its process is busy or gone).
+    RUN_UNRESPONSIVE = 5
+    # Autostop ended the run early: one code per reason, so a CI job can tell what went wrong
+    # without parsing the output.
+    #: Autostop: a latency condition held over its window (p95 > 500ms).
+    AUTOSTOP_LATENCY = 10
+    #: Autostop: an error share held over its window (errors > 5%, errors.timeout > 1%).
+    AUTOSTOP_ERRORS = 11
+    #: Autostop: not one successful response over the window.
+    AUTOSTOP_NO_SUCCESS = 12
+    #: Autostop: the generator was saturated every second of the window (figures untrustworthy).
+    AUTOSTOP_GENERATOR = 13
+    #: Autostop: dropped arrivals passed their share over the window (the open model's VUs ran out).
+    AUTOSTOP_DROPPED = 14
     INTERRUPTED = 130
 
 
@@ -85,3 +101,9 @@ class RunNotFound(InvalidInput):
 
 class EngineFault(HordeError):
     """The engine could not start or failed outside any request (a setup fault)."""
+
+
+class RunUnresponsive(HordeError):
+    """A running run did not answer a request sent through the store in time."""
+
+    exit_code = ExitCode.RUN_UNRESPONSIVE

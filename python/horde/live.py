@@ -56,6 +56,11 @@ class LiveView:
         if self._live is None:
             self.console.print("stopping: no new iterations; in-flight requests are finishing (Ctrl-C again to stop now)")
 
+    def note(self, message: str) -> None:
+        """A line worth keeping above the live panel: autostop fired, steering moved or ended."""
+        console = self._live.console if self._live is not None else self.console
+        console.print(message, markup=False, highlight=False, soft_wrap=True)
+
     def update(self, snapshot: dict[str, Any]) -> None:
         requests, errors = _request_counts(snapshot)
         self.total_requests += requests

@@ -24,35 +24,25 @@ The rules, so that a flag always means the same thing:
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 from horde.errors import InvalidInput
 from horde.feeders import unique_feeder_faults
 from horde.plan import Plan, plan_from_dict
+from horde.profiles import duration_seconds
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 def parse_duration(text: str, *, flag: str = "--duration") -> float:
     """Seconds from ``90``, ``90s``, ``1m30s``, ``250ms``, ``2h``."""
-    cleaned = text.strip().lower()
     try:
-        value = float(cleaned)
-    except ValueError:
-        parts = _DURATION_PART.findall(cleaned)
-        if not parts or "".join(number + unit for number, unit in parts) != cleaned:
-            raise InvalidInput(
-                f"{flag}: '{text}' is not a duration",
-                hint="write seconds (30), or with units: 500ms, 30s, 5m, 1h30m",
-            ) from None
-        value = sum(float(number) * _UNIT_SECONDS[unit] for number, unit in parts)
-    if not math.isfinite(value) or value < 0:
-        raise InvalidInput(f"{flag}: '{text}' must be a positive duration", hint="for example 30s")
-    return value
+        return duration_seconds(text)
+    except ValueError as error:
+        hint = "for example 30s" if "positive" in str(error) else "write seconds (30), or with units: 500ms, 30s, 5m, 1h30m"
+        raise InvalidInput(f"{flag}: {error}", hint=hint) from None
 
 
 def parse_header(text: str) -> tuple[str, str]:
@@ -220,4 +210,79 @@ def _reshaped(
     if closed:
         return {"type": "closed", "start_vus": int(start_level), "stages": shaped}
     cap = max_vus if max_vus is not None else workload.get("max_vus") or max(10, math.ceil(level))
-    return {"type": "open", "start_rate_per_s": float(start_level), "stages": shaped, "max_vus": cap}
+    return {"type": "open", "start_rate_per_s": float(start_level), "stages": shaped, "max_vus": cap,
+            "arrivals": workload.get("arrivals", "uniform")}
+
+
+@dataclass(frozen=True)
+class SteerFlags:
+    """The steering flags of ``horde run`` (find-max and target response time)."""
+
+    find_max: bool = False
+    target_response_ms: float | None = None
+    percentile: float = 95.0
+    start: float | None = None
+    step: float | None = None
+    step_duration: str | None = None
+    limit: float | None = None
+    latency_limit_ms: float | None = None
+    duration_s: float | None = None
+
+
+#: The VU cap of an open model made for steering a quick --url plan: high, so that the target's
+#: queue shows as latency rather than as dropped arrivals.
+STEER_MAX_VUS = 10_000
+
+
+def apply_steer_flags(plan: Plan, flags: SteerFlags, *, quick: bool, vus_given: bool = False) -> Plan:
+    """The plan with ``steer`` set from the flags (over the plan's own ``steer``, field by field).
+
+    A quick ``--url`` plan steered without ``--vus`` becomes an open model (its level is an
+    arrival rate, as ``--start``/``--step`` in requests per second suggest).
+    """
+    steering_only = {"--start": flags.start, "--step": flags.step, "--step-duration": flags.step_duration,
+                     "--limit": flags.limit, "--latency-limit-ms": flags.latency_limit_ms}
+    if not flags.find_max and flags.target_response_ms is None:
+        given = [name for name, value in steering_only.items() if value is not None]
+        if given:
+            raise InvalidInput(f"{', '.join(given)} steer the load: give --find-max or --target-response-ms too",
+                               hint="e.g. --find-max --start 50 --step 50 --step-duration 30s")
+        return plan
+    if flags.find_max and flags.target_response_ms is not None:
+        raise InvalidInput("--find-max and --target-response-ms cannot be used together",
+                           hint="find-max looks for the knee; target response time holds a latency")
+    data = plan.model_dump(mode="json", by_alias=True)
+    if quick and not vus_given:
+        for scenario in data["scenarios"]:
+            scenario["workload"] = {"type": "open", "start_rate_per_s": 1, "stages": [{"duration_s": 1, "rate_per_s": 1}],
+                                    "max_vus": STEER_MAX_VUS}
+    own = data.get("steer") or {}
+    if flags.find_max:
+        if flags.step_duration is not None:
+            step_duration_s = parse_duration(flags.step_duration, flag="--step-duration")
+        else:
+            step_duration_s = own.get("step_duration_s", 30) if own.get("type") == "find_max" else 30
+        base = own if own.get("type") == "find_max" else {}
+        start = flags.start if flags.start is not None else base.get("start", 10)
+        steer: dict[str, Any] = {
+            **base, "type": "find_max", "start": start,
+            "step": flags.step if flags.step is not None else base.get("step", start),
+            "step_duration_s": step_duration_s, "percentile": flags.percentile,
+        }
+        if flags.limit is not None:
+            steer["limit"] = flags.limit
+        if flags.latency_limit_ms is not None:
+            steer["latency_limit_ms"] = flags.latency_limit_ms
+    else:
+        if flags.step is not None or flags.step_duration is not None or flags.latency_limit_ms is not None:
+            raise InvalidInput("--step, --step-duration and --latency-limit-ms belong to --find-max",
+                               hint="--target-response-ms takes --start, --percentile and --duration")
+        base = own if own.get("type") == "target_response_time" else {}
+        steer = {**base, "type": "target_response_time", "target_ms": flags.target_response_ms,
+                 "percentile": flags.percentile, "start": flags.start if flags.start is not None else base.get("start", 10)}
+        if flags.limit is not None:
+            steer["max"] = flags.limit
+        if flags.duration_s is not None:
+            steer["duration_s"] = flags.duration_s
+    data["steer"] = steer
+    return plan_from_dict(data, source="the steering flags")

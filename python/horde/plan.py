@@ -66,6 +66,7 @@ from pydantic import (
 )
 
 from horde.errors import PlanInvalid, Problem
+from horde.profiles import PROFILE_HINT, lower_profile
 from horde.plan_control import AutostopRule, Steer, Threshold, check_control_names
 from horde.plan_common import (
     MAX_GRACEFUL_STOP_S,
@@ -227,19 +228,28 @@ class Target(BaseModel):
         default=False,
         description="true turns TLS certificate verification off (self-signed test servers)",
     )
+    instances: list[str] = Field(
+        default_factory=list,
+        description="further base URLs of the same target, its other instances (base_url is "
+        "instance 0), e.g. ['http://10.0.0.2:8080', 'http://10.0.0.3:8080']: VU number n sends "
+        "all its requests to instance n mod (1 + the number of instances), over its own "
+        "connection and with that instance's Host header; each has base_url's scheme and path "
+        "prefix, none given twice",
+    )
 
-    @field_validator("base_url")
-    @classmethod
-    def _check_base_url(cls, url: str) -> str:
+    @staticmethod
+    def _url_problem(url: str, field: str, location: tuple[str | int, ...] = ()) -> Located | None:
+        """What is wrong with one URL of the target, if anything (``field``: how messages name it)."""
         try:
             parts = urlsplit(url)
             port = parts.port
         except ValueError as error:
-            raise custom(
+            return (location, url, custom(
                 "base_url",
                 f"'{url}' is not a valid URL ({error})",
                 "write it as scheme://host[:port][/prefix], e.g. 'http://127.0.0.1:8080'",
-            ) from None
+            ))
+        problem = None
         if parts.scheme not in ("http", "https") or not url.startswith(f"{parts.scheme}://"):
             if "://" in url:
                 message = f"'{url}' uses scheme '{parts.scheme}'; only http and https are supported"
@@ -247,30 +257,99 @@ class Target(BaseModel):
             else:
                 message = f"'{url}' has no http:// or https:// scheme"
                 hint = "write the full URL, e.g. 'http://127.0.0.1:8080'"
-            raise custom("base_url", message, hint)
-        if not parts.hostname:
-            raise custom(
+            problem = custom("base_url", message, hint)
+        elif not parts.hostname:
+            problem = custom(
                 "base_url",
                 f"'{url}' has no host",
                 "put the host after the scheme, e.g. 'http://127.0.0.1:8080'",
             )
-        if port == 0:
-            raise custom("base_url", f"'{url}' has port 0", "use the port the target listens on")
-        if "@" in parts.netloc:
+        elif port == 0:
+            problem = custom("base_url", f"'{url}' has port 0", "use the port the target listens on")
+        elif "@" in parts.netloc:
             # The engine does not send URL credentials, and they would be stored with the run.
-            raise custom(
+            problem = custom(
                 "base_url",
-                "base_url must not carry credentials (user:password@)",
+                f"{field} must not carry credentials (user:password@)",
                 "send them as a header instead, e.g. headers: {Authorization: 'Basic ...'}; secret headers are redacted in the store",
             )
-        if parts.query or parts.fragment or url.endswith(("?", "#")):
-            raise custom(
+        elif parts.query or parts.fragment or url.endswith(("?", "#")):
+            problem = custom(
                 "base_url",
                 f"'{url}' has a query or fragment",
-                "keep base_url to scheme, host, port and path prefix; put query strings in each "
+                f"keep {field} to scheme, host, port and path prefix; put query strings in each "
                 "step's path",
             )
+        return None if problem is None else (location, url, problem)
+
+    @field_validator("base_url")
+    @classmethod
+    def _check_base_url(cls, url: str) -> str:
+        problem = cls._url_problem(url, "base_url")
+        if problem is not None:
+            raise problem[2]
         return url
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _check_instances(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        # Checked on the raw data, beside the fields' own checks, so that a bad base_url does
+        # not hide the instances' problems; crates/horde-plan (validate.rs) words them the same.
+        if not isinstance(data, dict) or not isinstance(data.get("instances"), list):
+            return handler(data)
+        problems: list[Located] = []
+        base_url = data.get("base_url")
+        base = None
+        seen: dict[tuple[str, int], str] = {}
+        if isinstance(base_url, str) and cls._url_problem(base_url, "base_url") is None:
+            base = urlsplit(base_url)
+            seen[cls._address(base_url)] = "base_url"
+        for index, url in enumerate(data["instances"]):
+            if not isinstance(url, str):
+                continue  # pydantic says it must be a string
+            location = ("instances", index)
+            problem = cls._url_problem(url, "an instance", location)
+            if problem is not None:
+                problems.append(problem)
+                continue
+            parts = urlsplit(url)
+            if base is not None and parts.scheme != base.scheme:
+                problems.append((location, url, custom(
+                    "instance_scheme",
+                    f"'{url}' uses {parts.scheme}:// but base_url uses {base.scheme}://",
+                    "the instances are one target behind one protocol; give each base_url's scheme",
+                )))
+                continue
+            if base is not None and parts.path.rstrip("/") != base.path.rstrip("/"):
+                problems.append((location, url, custom(
+                    "instance_prefix",
+                    f"'{url}' has path prefix {cls._prefix(parts.path)} but base_url has "
+                    f"{cls._prefix(base.path)}",
+                    "instances differ only in host and port; give each base_url's path prefix",
+                )))
+                continue
+            address = cls._address(url)
+            if address in seen:
+                problems.append((location, url, custom(
+                    "instance_duplicate",
+                    f"'{url}' is the same instance as {seen[address]}",
+                    "list each instance once (base_url is the first instance; a port left out is "
+                    "the scheme's default)",
+                )))
+            else:
+                seen[address] = f"instances[{index}]"
+        return with_problems(data, handler, problems, "Target", tuple(cls.model_fields))
+
+    @staticmethod
+    def _address(url: str) -> tuple[str, int]:
+        """An instance is its host and port: scheme and path prefix are base_url's anyway."""
+        parts = urlsplit(url)
+        return (parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80))
+
+    @staticmethod
+    def _prefix(path: str) -> str:
+        prefix = path.rstrip("/")
+        return f"'{prefix}'" if prefix else "none"
 
     @field_validator("headers")
     @classmethod
@@ -298,10 +377,43 @@ class OpenStage(BaseModel):
     )
 
 
+def _lowered_profile(data: Any, model: str, start_key: str, level_key: str, whole: bool) -> Any:
+    """A workload written with a compact ``profile`` gets its start and stages from it."""
+    if not isinstance(data, dict) or data.get("profile") is None:
+        return data
+    text = data["profile"]
+    problem: str | None = None
+    if not isinstance(text, str):
+        problem = "must be text such as 'line(0, 100, 1m) const(100, 5m)'"
+    elif "stages" in data or start_key in data:
+        problem = f"give either 'profile' or '{start_key}'/'stages', not both"
+    else:
+        try:
+            start, stages = lower_profile(text)
+        except ValueError as error:
+            problem = str(error)
+        else:
+            if whole and any(level != int(level) for level in [start, *(level for _, level in stages)]):
+                problem = "a VU count must be a whole number at every level"
+    if problem is not None:
+        raise_located(model, [(("profile",), text, custom("profile", problem, PROFILE_HINT))])
+    convert = int if whole else float
+    return {
+        **data,
+        start_key: convert(start),
+        "stages": [{"duration_s": duration, level_key: convert(level)} for duration, level in stages],
+    }
+
+
+def _stages_or_profile(schema: dict[str, Any]) -> None:
+    TAGGED["json_schema_extra"](schema)  # type: ignore[operator, call-arg]
+    schema["required"] = [key for key in schema.get("required", []) if key != "stages"]
+
+
 class ClosedModel(BaseModel):
     """A number of VUs, each looping the scenario's steps until the stages end."""
 
-    model_config = TAGGED
+    model_config = ConfigDict(**{**TAGGED, "json_schema_extra": _stages_or_profile})
 
     type: Literal["closed"] = Field(default="closed", description="this workload model: 'closed'")
     start_vus: int = Field(default=0, ge=0, le=MAX_VUS, description="the VU count the first stage starts from; >= 0")
@@ -310,6 +422,17 @@ class ClosedModel(BaseModel):
         description="the load profile: each stage moves the VU count linearly to its 'vus' over "
         "its 'duration_s', e.g. [{duration_s: 5, vus: 20}, {duration_s: 15, vus: 20}]",
     )
+    profile: str | None = Field(
+        default=None,
+        exclude=True,
+        description="instead of start_vus and stages: 'line(0, 100, 1m) const(100, 5m)', "
+        "'step(10, 100, 10, 30s)'",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _lower_profile(cls, data: Any) -> Any:
+        return _lowered_profile(data, "ClosedModel", "start_vus", "vus", whole=True)
 
     @field_validator("stages")
     @classmethod
@@ -321,7 +444,7 @@ class ClosedModel(BaseModel):
 class OpenModel(BaseModel):
     """Arrivals at a rate; each arrival runs one iteration on a free VU."""
 
-    model_config = TAGGED
+    model_config = ConfigDict(**{**TAGGED, "json_schema_extra": _stages_or_profile})
 
     type: Literal["open"] = Field(default="open", description="this workload model: 'open'")
     start_rate_per_s: float = Field(
@@ -332,11 +455,27 @@ class OpenModel(BaseModel):
         description="the load profile: each stage moves the arrival rate linearly to its "
         "'rate_per_s' over its 'duration_s', e.g. [{duration_s: 10, rate_per_s: 50}]",
     )
+    profile: str | None = Field(
+        default=None,
+        exclude=True,
+        description="instead of start_rate_per_s and stages: 'line(10, 500, 2m)', "
+        "'step(100, 1000, 100, 30s)', 'const(200, 10m)'",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _lower_profile(cls, data: Any) -> Any:
+        return _lowered_profile(data, "OpenModel", "start_rate_per_s", "rate_per_s", whole=False)
     max_vus: int = Field(
         ge=1,
         le=MAX_VUS,
         description="the most VUs that may be busy at once; an arrival that finds them all busy "
         "is counted as dropped, never queued; >= 1",
+    )
+    arrivals: Literal["uniform", "poisson"] = Field(
+        default="uniform",
+        description="how arrivals are spaced: 'uniform' (evenly) or 'poisson' (independent, "
+        "exponential gaps, as from many independent clients)",
     )
 
     @field_validator("stages")

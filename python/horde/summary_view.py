@@ -50,3 +50,92 @@ def render_summary(console: Console, summary: dict[str, Any], *, store_url: str 
         )
     if store_url:
         console.print(f"stored in {store_url} as run {summary['run_id']} (horde show {summary['run_id']})", highlight=False, markup=False, soft_wrap=True)
+
+
+def render_judgement(console: Console, summary: dict[str, Any]) -> None:
+    """What was judged at the end of the run: thresholds, autostop, capacity (when present)."""
+    verdicts = summary.get("thresholds")
+    if verdicts:
+        table = Table(title="thresholds", title_justify="left", header_style="bold")
+        for column in ("condition", "scope", "measured", "result"):
+            table.add_column(column)
+        for verdict in verdicts:
+            scope = " / ".join(part for part in (verdict.get("scenario"), verdict.get("step")) if part) or "all requests"
+            measured = "no data" if verdict.get("measured") is None else f"{verdict['measured']:,.3f}".rstrip("0").rstrip(".")
+            table.add_row(Text(verdict["condition"]), Text(scope), measured,
+                          Text("pass", style="green") if verdict["passed"] else Text("FAIL", style="bold red"))
+        console.print(table)
+    autostop = summary.get("autostop")
+    if autostop:
+        console.print(f"!! {autostop['message']}", style="bold red", markup=False, highlight=False, soft_wrap=True)
+    capacity = summary.get("capacity")
+    if capacity:
+        _render_capacity(console, capacity)
+
+
+def _render_capacity(console: Console, capacity: dict[str, Any]) -> None:
+    lines = []
+    unit = "VUs" if capacity.get("level_unit") == "vus" else "arrivals/s"
+    percentile = f"p{capacity.get('percentile', 95):g}"
+    if capacity.get("max_rps") is not None:
+        line = f"max sustainable: {capacity['max_rps']:,.1f} req/s"
+        if capacity.get("latency_ms_at_max") is not None:
+            line += f" at {percentile} {capacity['latency_ms_at_max']:,.2f} ms"
+        if capacity.get("level_at_max") is not None:
+            line += f" (level {capacity['level_at_max']:,.6g} {unit})"
+        lines.append(line)
+    else:
+        lines.append("no level held: no maximum found")
+    if capacity.get("method") == "target_response_time":
+        lines.append(f"target {percentile} {capacity['target_ms']:g} ms held {capacity['held_s']} s "
+                     f"(longest stretch {capacity['held_longest_s']} s, first held at second {capacity['settled_after_s']})")
+    first = capacity.get("first_saturated_step")
+    if first:
+        lines.append(f"saturation: {capacity['saturation_reason']} first at step {first['index'] + 1} "
+                     f"(level {first['level']:,.6g} {unit}: {first['ok_rps']:,.1f} req/s, "
+                     f"{percentile} {first['latency_ms'] or 0:,.2f} ms, errors {first['error_percent']:.2f} %)")
+    elif capacity.get("method") == "find_max":
+        lines.append(f"no saturation found ({capacity.get('ended_because')}): the maximum is at least this")
+    if capacity.get("users_supported") is not None:
+        lines.append(f"users supported at {capacity['per_user_rate']:g} req/s each: {capacity['users_supported']:,}")
+    if capacity.get("instances_needed") is not None:
+        lines.append(f"instances for a peak of {capacity['peak_rps']:,.1f} req/s with {capacity['headroom_percent']:g} % "
+                     f"headroom: {capacity['instances_needed']}")
+    console.print("capacity", style="bold")
+    for line in lines:
+        console.print("  " + line, markup=False, highlight=False, soft_wrap=True)
+
+
+def render_sight(console: Console, report: dict[str, Any]) -> None:
+    """The sighting shot: each step's unloaded latency and the ramp to start from."""
+    table = Table(title=f"sighting shot — one VU per scenario for {report['duration_s']:.0f} s", title_justify="left",
+                  header_style="bold")
+    for column in ("step", "requests", "errors", "p50 ms", "p95 ms", "rate per VU (1000 / p50)"):
+        table.add_column(column, justify="left" if column == "step" else "right")
+    for name, step in report["steps"].items():
+        rate = "" if step["rate_per_vu"] is None else f"{step['rate_per_vu']:,.2f}/s"
+        table.add_row(Text(name + (" (group)" if step["kind"] == "group" else "")), f"{step['requests']:,}",
+                      f"{step['errors']:,}", f"{step['p50_ms']:.2f}", f"{step['p95_ms']:.2f}", rate)
+    console.print(table)
+    iteration = f", one iteration every {report['iteration_s']:.3f} s" if report.get("iteration_s") else ""
+    console.print(f"one VU made {report['vu_rps']:,.2f} req/s{iteration}; "
+                  f"VUs needed for R req/s ≈ R / {report['vu_rps']:,.2f}", markup=False, highlight=False, soft_wrap=True)
+    suggestion = report["suggestion"]
+    console.print(f"suggested find-max: steps of {suggestion['step']:g} {suggestion['unit']} every "
+                  f"{suggestion['step_duration_s']} s, up to about {suggestion['up_to']:,.0f} req/s:", markup=False, highlight=False)
+    console.print("  " + suggestion["command"], markup=False, highlight=False, soft_wrap=True)
+
+
+def render_scale(console: Console, report: dict[str, Any]) -> None:
+    """The scalability study: throughput per instance count and how linear it was."""
+    table = Table(title=f"scalability study {report['study_id']}", title_justify="left", header_style="bold")
+    for column in ("instances", "req/s", "per instance", "latency ms", "efficiency", "stopped by", "run"):
+        table.add_column(column, justify="left" if column in ("stopped by", "run") else "right")
+    for row in report["rows"]:
+        table.add_row(
+            str(row["instances"]), f"{row['throughput_rps']:,.1f}", f"{row['per_instance_rps']:,.1f}",
+            "" if row["latency_ms"] is None else f"{row['latency_ms']:.2f}",
+            "" if row["efficiency"] is None else f"{row['efficiency'] * 100:.0f} %",
+            row["saturation_reason"] or row["status"], row["run_id"],
+        )
+    console.print(table)

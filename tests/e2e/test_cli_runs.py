@@ -158,7 +158,7 @@ def test_quick_url_closed_and_open(horde_cli: HordeCli, builtin_target: Any) -> 
     assert opened["requests"] == pytest.approx(100, abs=3)
     record = stored(horde_cli, opened["run_id"])
     assert record.plan["scenarios"][0]["workload"] == {
-        "type": "open", "start_rate_per_s": 50.0, "stages": [{"duration_s": 2.0, "rate_per_s": 50.0}], "max_vus": 50,
+        "type": "open", "start_rate_per_s": 50.0, "stages": [{"duration_s": 2.0, "rate_per_s": 50.0}], "max_vus": 50, "arrivals": "uniform",
     }
     assert record.parameters == {"rate": 50.0, "duration_s": 2.0, "workers": 1}
     assert_same_numbers(show_json(horde_cli, opened["run_id"]), {k: v for k, v in opened.items() if k != "_stdout"})

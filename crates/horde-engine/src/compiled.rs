@@ -5,12 +5,12 @@ use crate::http::{Connector, Endpoint};
 use crate::interpreter::{compile_scenario, NodeCompiler, ScenarioProgram, StepKind};
 use crate::workload::Profile;
 use crate::EngineError;
-use horde_plan::{Plan, Workload};
+use horde_plan::{Arrivals, Plan, Workload};
 use std::time::Duration;
 
 pub(crate) enum CompiledWorkload {
     Closed(Profile),
-    Open { profile: Profile, max_vus: u64 },
+    Open { profile: Profile, max_vus: u64, arrivals: Arrivals },
 }
 
 pub(crate) struct CompiledScenario {
@@ -25,8 +25,11 @@ pub(crate) struct CompiledPlan {
     pub scenarios: Vec<CompiledScenario>,
     /// (scenario name, step or group name, kind) by global step index.
     pub step_names: Vec<(String, String, StepKind)>,
-    pub endpoint: Endpoint,
-    pub connector: Connector,
+    /// The target's instances, by instance index: `base_url` first, then `target.instances`.
+    /// Never empty. A VU talks to one of them only (see `Vu::start`).
+    pub endpoints: Vec<Endpoint>,
+    /// One per endpoint, same index.
+    pub connectors: Vec<Connector>,
     /// Every template of the plan, by name; shared by all workers (rendering is read-only).
     pub environment: minijinja::Environment<'static>,
     /// The plan's parameters, as templates see them (`params.NAME`).
@@ -41,22 +44,26 @@ pub(crate) struct CompiledPlan {
 
 impl CompiledPlan {
     pub fn compile(plan: &Plan) -> Result<Self, EngineError> {
-        let endpoint = Endpoint::parse(&plan.target.base_url)?;
-        let connector = Connector::new(
-            endpoint.clone(),
-            Duration::from_secs_f64(plan.target.connect_timeout_ms / 1000.0),
-            plan.target.insecure,
-        )?;
-        let mut compiler = NodeCompiler::new(&endpoint, &plan.target.headers);
+        let endpoints = std::iter::once(&plan.target.base_url)
+            .chain(&plan.target.instances)
+            .map(|url| Endpoint::parse(url))
+            .collect::<Result<Vec<_>, _>>()?;
+        let connect_timeout = Duration::from_secs_f64(plan.target.connect_timeout_ms / 1000.0);
+        let connectors = endpoints
+            .iter()
+            .map(|endpoint| Connector::new(endpoint.clone(), connect_timeout, plan.target.insecure))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut compiler = NodeCompiler::new(&endpoints, &plan.target.headers);
         let mut scenarios = Vec::new();
         let mut vu_offset = 0;
         for scenario in &plan.scenarios {
             let program = compile_scenario(&mut compiler, scenario)?;
             let workload = match &scenario.workload {
                 Workload::Closed { start_vus, stages } => CompiledWorkload::Closed(Profile::closed(*start_vus, stages)),
-                Workload::Open { start_rate_per_s, stages, max_vus } => CompiledWorkload::Open {
+                Workload::Open { start_rate_per_s, stages, max_vus, arrivals } => CompiledWorkload::Open {
                     profile: Profile::open(*start_rate_per_s, stages),
                     max_vus: *max_vus,
+                    arrivals: *arrivals,
                 },
             };
             let peak = scenario.workload.peak_vus();
@@ -68,14 +75,14 @@ impl CompiledPlan {
         Ok(Self {
             scenarios,
             step_names,
-            connector,
+            connectors,
             environment,
             params: minijinja::Value::from_serialize(&plan.parameters),
             memo_slots,
             request_timeout: Duration::from_secs_f64(plan.target.request_timeout_ms / 1000.0),
             graceful_stop: Duration::from_secs_f64(plan.graceful_stop_s),
             duration: Duration::from_secs_f64(plan.duration_s()),
-            endpoint,
+            endpoints,
         })
     }
 }

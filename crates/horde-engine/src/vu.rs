@@ -54,6 +54,11 @@ pub(crate) struct Vu {
     number: u64,
     /// The VU's number within its scenario: its row in a unique feeder.
     scenario_number: u64,
+    /// Which of the target's instances this VU talks to (`CompiledPlan::endpoints`): given at
+    /// creation (open model) or, when `BY_NUMBER`, set by `start` from the VU number; the same
+    /// one for the VU's whole life, so its connection, cookies and `Host` header stay with one
+    /// instance, as behind a client-side balancer.
+    instance: usize,
     /// Requests sent so far (an iteration or group pass that sent none is told apart).
     sent: u64,
     connection: Option<Connection>,
@@ -81,14 +86,24 @@ pub(crate) struct Vu {
     last_connect_failed: bool,
 }
 
+/// `Vu::instance` before `start`: take the instance from the VU number.
+const BY_NUMBER: usize = usize::MAX;
+
 impl Vu {
     /// `offset` is the scenario's first VU number in the run; `scenario_number` the VU's number
     /// within its scenario.
     pub fn new(offset: u64, scenario_number: u64) -> Self {
+        Self::for_instance(offset, scenario_number, BY_NUMBER)
+    }
+
+    /// A VU bound to instance `instance` of the target whatever its number: the open model
+    /// spreads arrivals over instances by arrival, not by which VU happens to be free.
+    pub fn for_instance(offset: u64, scenario_number: u64, instance: usize) -> Self {
         let number = offset + scenario_number;
         Self {
             number,
             scenario_number,
+            instance,
             sent: 0,
             connection: None,
             buffer: Vec::new(),
@@ -106,9 +121,19 @@ impl Vu {
         }
     }
 
+    pub fn instance(&self) -> usize {
+        self.instance
+    }
+
     /// Takes the VU's unique feeder rows and runs the setup steps. False when the VU cannot
     /// run at all (a unique feeder has no row for it).
     pub async fn start(&mut self, state: &WorkerState, program: &ScenarioProgram) -> bool {
+        // Here rather than in `new`: the instance count is the plan's, and every VU is started
+        // before its first request. A scenario's VUs are numbered consecutively, so they take
+        // the instances in turn.
+        if self.instance == BY_NUMBER {
+            self.instance = (self.number % state.shared.plan.endpoints.len() as u64) as usize;
+        }
         for feeder in program.feeders.iter().filter(|feeder| feeder.mode == FeederMode::Unique) {
             match feeder.row_of_vu(self.scenario_number) {
                 Some(row) => {
@@ -341,10 +366,11 @@ impl Vu {
             Body::Json(template) => (serde_json::to_vec(&Self::render_json(state, &context, template)?).ok()?, true),
         };
         let headers: Vec<(&str, &str)> = rendered_headers.iter().map(|(name, value)| (*name, value.as_ref())).collect();
-        let cookie = self.cookies.header_for(&state.shared.plan.endpoint.path_prefix, &path);
+        let endpoint = &state.shared.plan.endpoints[self.instance];
+        let cookie = self.cookies.header_for(&endpoint.path_prefix, &path);
         let parts = RequestParts { method: &node.method, path: &path, headers: &headers, cookie: cookie.as_deref(), body: &body, json };
         self.request.clear();
-        encode_request(&mut self.request, &state.shared.plan.endpoint, &parts);
+        encode_request(&mut self.request, endpoint, &parts);
         Some(path)
     }
 
@@ -374,7 +400,7 @@ impl Vu {
         let started = intended.unwrap_or_else(Instant::now);
         // Requests with nothing templated go out as encoded at start, unless cookies must be added.
         let (fixed, path) = match (&node.fixed, self.cookies.is_empty(), &node.path) {
-            (Some(bytes), true, Text::Fixed(path)) => (Some(bytes), Cow::Borrowed(path.as_str())),
+            (Some(bytes), true, Text::Fixed(path)) => (Some(&bytes[self.instance]), Cow::Borrowed(path.as_str())),
             _ => match self.encode_dynamic(state, node) {
                 Some(path) => (None, Cow::Owned(path)),
                 None => {
@@ -401,7 +427,7 @@ impl Vu {
         let mut end_iteration = false;
         let (result, sent, received) = match outcome {
             Ok((status, sent, received)) => {
-                let result = self.apply_response(node, status, &state.shared.plan.endpoint.path_prefix, &path);
+                let result = self.apply_response(node, status, &state.shared.plan.endpoints[self.instance].path_prefix, &path);
                 end_iteration = result == Err(ErrorKind::CheckFailed) && node.end_on_check_failure;
                 (result, sent, received)
             }
@@ -480,7 +506,7 @@ impl Vu {
         for attempt in 0..2 {
             let reused = self.connection.is_some();
             if !reused {
-                match state.shared.plan.connector.connect().await {
+                match state.shared.plan.connectors[self.instance].connect().await {
                     Ok(connection) => {
                         self.connection = Some(connection);
                         state.recorder.borrow_mut().connections_opened += 1;

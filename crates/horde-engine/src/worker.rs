@@ -2,6 +2,8 @@
 
 use crate::aggregator::WorkerPart;
 use crate::compiled::{CompiledScenario, CompiledWorkload};
+use crate::think::VuRandom;
+use horde_plan::Arrivals;
 use crate::run::Shared;
 use crate::vu::{IterationEnd, Vu};
 use crate::workload::share;
@@ -285,15 +287,33 @@ async fn closed_vu(
 /// Open model: fires this worker's share of the arrivals (arrival k goes to worker k mod N) at
 /// their intended instants; each runs one iteration on an idle VU, or is counted as dropped.
 async fn drive_open(state: Rc<WorkerState>, scenario: usize) {
-    let CompiledWorkload::Open { max_vus, .. } = &scenario_of(&state, scenario).workload else { return };
+    let CompiledWorkload::Open { max_vus, arrivals, .. } = &scenario_of(&state, scenario).workload else { return };
     let mut levels = state.shared.levels.watch();
     let mut profile = state.shared.levels.profile(scenario);
     let workers = state.shared.workers as u64;
     let capacity = share(*max_vus, state.index, workers as usize);
-    let idle: Rc<RefCell<Vec<Vu>>> = Rc::new(RefCell::new(Vec::new()));
+    // Idle VUs by the instance of the target they talk to. Arrival j (counted across workers)
+    // goes to instance j mod k, so arrivals spread over instances evenly even when a few VUs
+    // could carry them all (a free VU of another instance serves only when its own has none
+    // and no VU may be added).
+    let instances = state.shared.plan.endpoints.len();
+    let idle: Idle = Rc::new(RefCell::new((0..instances).map(|_| Vec::new()).collect()));
+    let mut fired = 0u64;
     let mut created = 0u64;
     let start = tokio::time::Instant::from_std(state.shared.start);
-    let mut arrival = state.index as u64;
+    // Arrivals are numbered along the rate's integral (the expected count so far). Uniform: this
+    // worker takes arrivals index, index + N, ... Poisson: each worker runs its own Poisson
+    // process at 1/N of the rate (their superposition is a Poisson process at the full rate),
+    // so its next arrival is N exponential(1) units further along the integral.
+    let mut random = VuRandom::new(0x5EED_0000 + state.index as u64);
+    let mut gap = move || match arrivals {
+        Arrivals::Uniform => workers as f64,
+        Arrivals::Poisson => -(workers as f64) * (1.0 - random.next_f64()).ln(),
+    };
+    let mut arrival = match arrivals {
+        Arrivals::Uniform => state.index as f64,
+        Arrivals::Poisson => gap(),
+    };
     let mut overdue_in_a_row = 0u32;
     loop {
         if state.stopping.get() {
@@ -303,7 +323,7 @@ async fn drive_open(state: Rc<WorkerState>, scenario: usize) {
             levels.mark_unchanged();
             profile = state.shared.levels.profile(scenario);
         }
-        let Some(offset_s) = profile.time_of_arrival(arrival as f64) else {
+        let Some(offset_s) = profile.time_of_arrival(arrival) else {
             // No more arrivals as things stand (the rate fell to zero, or the stages ended):
             // wait for the stop, or for a re-target that brings arrivals back.
             tokio::select! {
@@ -339,13 +359,18 @@ async fn drive_open(state: Rc<WorkerState>, scenario: usize) {
         if state.stopping.get() {
             break;
         }
-        let vu = match idle.borrow_mut().pop() {
+        let instance = ((fired * workers + state.index as u64) % instances as u64) as usize;
+        fired += 1;
+        let own = idle.borrow_mut()[instance].pop();
+        let vu = match own {
             Some(vu) => Some((vu, false)),
-            None => (created < capacity).then(|| {
+            None if created < capacity => {
                 created += 1;
                 state.vu_started();
-                (Vu::new(scenario_of(&state, scenario).vu_offset, (created - 1) * workers + state.index as u64), true)
-            }),
+                let number = (created - 1) * workers + state.index as u64;
+                Some((Vu::for_instance(scenario_of(&state, scenario).vu_offset, number, instance), true))
+            }
+            None => idle.borrow_mut().iter_mut().find_map(Vec::pop).map(|vu| (vu, false)),
         };
         match vu {
             Some((vu, fresh)) => {
@@ -354,7 +379,7 @@ async fn drive_open(state: Rc<WorkerState>, scenario: usize) {
             }
             None => state.recorder.borrow_mut().dropped_arrivals += 1,
         }
-        arrival += workers;
+        arrival += gap();
     }
     // Idle VUs leave once stopping begins; busy ones leave when their iteration ends.
     while !state.stopping.get() {
@@ -364,7 +389,7 @@ async fn drive_open(state: Rc<WorkerState>, scenario: usize) {
         }
         stopped.await;
     }
-    let leaving: Vec<Vu> = idle.borrow_mut().drain(..).collect();
+    let leaving: Vec<Vu> = idle.borrow_mut().iter_mut().flat_map(|vus| vus.drain(..)).collect();
     for mut vu in leaving {
         let state = Rc::clone(&state);
         tokio::task::spawn_local(async move {
@@ -376,7 +401,10 @@ async fn drive_open(state: Rc<WorkerState>, scenario: usize) {
 
 /// One arrival's iteration. A fresh VU runs its setup first; the arrival's first request is
 /// still timed from its intended instant, so the setup's time shows as that request's latency.
-async fn open_iteration(state: Rc<WorkerState>, scenario: usize, mut vu: Vu, fresh: bool, intended: Instant, idle: Rc<RefCell<Vec<Vu>>>) {
+/// An open model's idle VUs, one list per instance of the target.
+type Idle = Rc<RefCell<Vec<Vec<Vu>>>>;
+
+async fn open_iteration(state: Rc<WorkerState>, scenario: usize, mut vu: Vu, fresh: bool, intended: Instant, idle: Idle) {
     let program = &scenario_of(&state, scenario).program;
     state.busy_vus.set(state.busy_vus.get() + 1);
     let usable = !fresh || vu.start(&state, program).await;
@@ -393,7 +421,8 @@ async fn open_iteration(state: Rc<WorkerState>, scenario: usize, mut vu: Vu, fre
         drop(vu);
         state.vu_ended();
     } else {
-        idle.borrow_mut().push(vu);
+        let instance = vu.instance();
+        idle.borrow_mut()[instance].push(vu);
     }
 }
 

@@ -93,6 +93,11 @@ pub struct Target {
     /// Turns TLS certificate verification off (self-signed test servers).
     #[serde(default)]
     pub insecure: bool,
+    /// Further base URLs of the same target, its other instances (`base_url` is instance 0):
+    /// the VU numbered n sends all its requests to instance n mod (1 + `instances.len()`), as a
+    /// client-side balancer would. Only host and port may differ from `base_url`.
+    #[serde(default)]
+    pub instances: Vec<String>,
 }
 
 fn default_connect_timeout_ms() -> f64 {
@@ -184,7 +189,22 @@ pub enum Workload {
         start_rate_per_s: f64,
         stages: Vec<OpenStage>,
         max_vus: u64,
+        /// How arrivals are spaced: evenly (`uniform`) or as a Poisson process (`poisson`).
+        #[serde(default)]
+        arrivals: Arrivals,
     },
+}
+
+/// The spacing of an open model's arrivals at a given rate.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrivals {
+    /// Evenly spaced: arrival k at the instant the rate's integral reaches k.
+    #[default]
+    Uniform,
+    /// A Poisson process of that rate: independent, exponentially distributed gaps, as many
+    /// independent clients produce.
+    Poisson,
 }
 
 /// Move the VU count linearly to `vus` over `duration_s`.

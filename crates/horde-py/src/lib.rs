@@ -166,6 +166,18 @@ fn histogram_stats<'py>(py: Python<'py>, blob: &[u8], percentiles: Vec<f64>) -> 
     Ok(dict)
 }
 
+/// An HDR V2 histogram of `values_us` (microseconds; 0 counts as 1, as in the engine), encoded as
+/// the engine encodes its own: lets tests build snapshots whose percentiles are known answers.
+#[pyfunction]
+fn histogram_from_values<'py>(py: Python<'py>, values_us: Vec<u64>) -> PyResult<Bound<'py, PyBytes>> {
+    let mut histogram = horde_metrics::new_latency_histogram();
+    for value_us in values_us {
+        horde_metrics::record_latency(&mut histogram, value_us);
+    }
+    let encoded = horde_metrics::encode_histogram(&histogram).map_err(|error| PyValueError::new_err(error.to_string()))?;
+    Ok(PyBytes::new(py, &encoded))
+}
+
 /// The built-in target, running on its own thread until stopped.
 #[pyclass(module = "horde._engine", name = "TargetHandle")]
 struct PyTargetHandle {
@@ -221,6 +233,7 @@ fn _engine(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(start_run, module)?)?;
     module.add_function(wrap_pyfunction!(histogram_merge, module)?)?;
     module.add_function(wrap_pyfunction!(histogram_stats, module)?)?;
+    module.add_function(wrap_pyfunction!(histogram_from_values, module)?)?;
     module.add_function(wrap_pyfunction!(start_target, module)?)?;
     module.add_class::<PyRunHandle>()?;
     module.add_class::<PyTargetHandle>()?;

@@ -31,6 +31,7 @@ from horde.store.schema import (
     SNAPSHOT_FIELDS,
     SNAPSHOT_REQUIRED,
     STEP_FIELDS,
+    load_requests,
     runs,
     snapshot_steps,
     snapshots,
@@ -38,7 +39,7 @@ from horde.store.schema import (
 from horde.store.url import backend_of, password_of, redact_url, resolve_store_url
 
 #: The statuses a run can end with (``running`` is the only other one).
-FINAL_STATUSES: Final = frozenset({"finished", "interrupted", "aborted", "failed"})
+FINAL_STATUSES: Final = frozenset({"finished", "interrupted", "autostopped", "aborted", "failed"})
 
 # How long a SQLite writer waits for another writer (or a checkpoint) before giving up. WAL lets
 # readers and the writer run side by side, so this only matters for two concurrent writers.
@@ -273,6 +274,41 @@ class Store:
             updated = result.rowcount
         if updated == 0:
             raise self._not_found(run_id)
+
+    # -- re-targets asked from elsewhere -------------------------------------------------------
+
+    def request_load(self, run_id: str, request: dict[str, Any]) -> int:
+        """Queue a re-target for a running run; its process answers within about a second."""
+        self._require_run(run_id)
+        with self._guard("write to"), self._engine.begin() as conn:
+            result = conn.execute(load_requests.insert().values(
+                run_id=run_id, requested_at=datetime.now(timezone.utc), request_json=_dumps(request),
+            ))
+            key = result.inserted_primary_key
+        assert key is not None
+        return int(key[0])
+
+    def pending_load_requests(self, run_id: str) -> list[tuple[int, dict[str, Any]]]:
+        """Unanswered re-targets of a run, oldest first."""
+        query = (
+            select(load_requests.c.request_id, load_requests.c.request_json)
+            .where(load_requests.c.run_id == run_id, load_requests.c.answered_at.is_(None))
+            .order_by(load_requests.c.request_id)
+        )
+        with self._guard("read"), self._engine.connect() as conn:
+            rows = conn.execute(query).all()
+        return [(int(row[0]), json.loads(row[1])) for row in rows]
+
+    def answer_load_request(self, request_id: int, answer: str) -> None:
+        with self._guard("write to"), self._engine.begin() as conn:
+            conn.execute(update(load_requests).where(load_requests.c.request_id == request_id)
+                         .values(answered_at=datetime.now(timezone.utc), answer=answer))
+
+    def load_request_answer(self, request_id: int) -> str | None:
+        """The answer to a re-target, or None while it waits."""
+        with self._guard("read"), self._engine.connect() as conn:
+            row = conn.execute(select(load_requests.c.answer).where(load_requests.c.request_id == request_id)).first()
+        return None if row is None else row[0]
 
     # -- reading -------------------------------------------------------------------------------
 

@@ -137,6 +137,23 @@ snapshot_steps = Table(
     ),
 )
 
+#: Re-targets asked of a running run from elsewhere (`horde retarget`, another machine sharing a
+#: PostgreSQL store): the run's own process polls for unanswered rows and answers each.
+load_requests = Table(
+    "load_requests",
+    metadata,
+    Column("request_id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(64), nullable=False),
+    Column("requested_at", UTCDateTime, nullable=False),
+    # {"vus": N} or {"rate_per_s": R}, with optional "scenarios" and "ramp_s"
+    Column("request_json", Text, nullable=False),
+    Column("answered_at", UTCDateTime, nullable=True),
+    # "applied: ..." or "refused: ..." in words the asker prints
+    Column("answer", Text, nullable=True),
+    ForeignKeyConstraint(["run_id"], ["runs.run_id"], ondelete="CASCADE"),
+    Index("ix_load_requests_pending", "run_id", "answered_at"),
+)
+
 #: The columns of ``snapshots`` that hold a snapshot key of the same name.
 SNAPSHOT_FIELDS: tuple[str, ...] = (
     "second",

@@ -15,7 +15,8 @@ pub(crate) struct NodeCompiler<'a> {
     pub environment: Environment<'static>,
     /// (scenario, step name, kind) by global step index: the order of the metrics entries.
     pub steps: Vec<(String, String, StepKind)>,
-    endpoint: &'a Endpoint,
+    /// The target's instances; a fixed request is encoded once for each.
+    endpoints: &'a [Endpoint],
     target_headers: &'a [(String, String)],
     next_template: usize,
     /// How many memo slots templates have taken (see `TemplateRef::memo_slot`).
@@ -23,11 +24,11 @@ pub(crate) struct NodeCompiler<'a> {
 }
 
 impl<'a> NodeCompiler<'a> {
-    pub fn new(endpoint: &'a Endpoint, target_headers: &'a [(String, String)]) -> Self {
+    pub fn new(endpoints: &'a [Endpoint], target_headers: &'a [(String, String)]) -> Self {
         Self {
             environment: horde_plan::templates::environment(),
             steps: Vec::new(),
-            endpoint,
+            endpoints,
             target_headers,
             next_template: 0,
             memo_slots: 0,
@@ -173,13 +174,14 @@ impl<'a> NodeCompiler<'a> {
             keep_body,
             keep_headers,
         };
-        node.fixed = fixed_bytes(self.endpoint, &node);
+        node.fixed = fixed_bytes(self.endpoints, &node);
         Ok(node)
     }
 }
 
-/// The request's bytes if none of its parts is templated.
-fn fixed_bytes(endpoint: &Endpoint, node: &RequestNode) -> Option<Vec<u8>> {
+/// The request's bytes for each instance (they differ in the `Host` header) if none of its
+/// parts is templated.
+fn fixed_bytes(endpoints: &[Endpoint], node: &RequestNode) -> Option<Box<[Vec<u8>]>> {
     let Text::Fixed(path) = &node.path else { return None };
     let mut headers = Vec::with_capacity(node.headers.len());
     for (name, value) in &node.headers {
@@ -192,10 +194,13 @@ fn fixed_bytes(endpoint: &Endpoint, node: &RequestNode) -> Option<Vec<u8>> {
         Body::Json(JsonTemplate::Fixed(value)) => (serde_json::to_vec(value).ok()?, true),
         _ => return None,
     };
-    let mut out = Vec::new();
     let parts = RequestParts { method: &node.method, path, headers: &headers, cookie: None, body: &body, json };
-    encode_request(&mut out, endpoint, &parts);
-    Some(out)
+    let encoded = endpoints.iter().map(|endpoint| {
+        let mut out = Vec::new();
+        encode_request(&mut out, endpoint, &parts);
+        out
+    });
+    Some(encoded.collect())
 }
 
 fn contains_template(value: &serde_json::Value) -> bool {

@@ -68,8 +68,8 @@ pub(crate) struct RequestNode {
     pub headers: Vec<(String, Text)>,
     pub body: Body,
     /// The whole request's bytes when nothing in it is templated (sent as is while the VU has
-    /// no cookie to add).
-    pub fixed: Option<Vec<u8>>,
+    /// no cookie to add), by instance index of the target (`CompiledPlan::endpoints`).
+    pub fixed: Option<Box<[Vec<u8>]>>,
     pub think_time: Option<ThinkTime>,
     pub extractors: Vec<CompiledExtractor>,
     pub checks: Vec<CompiledCheck>,

@@ -1,0 +1,75 @@
+"""Capacity answers from a measured maximum: how many users one instance supports at a given
+per-user rate, and how many instances a peak needs with headroom.
+
+The arithmetic engineers did by hand in the field reports (450,000 packets/s ÷ 43 per player
+≈ 10,000 players), done once and stored with the run:
+
+>>> question = CapacityQuestion(per_user_rate=0.13, peak_users=150_000, headroom_percent=20)
+>>> block = capacity_block({"method": "find_max", "max_rps": 2_000.0}, question)
+>>> block["users_supported"], block["peak_rps"], block["instances_needed"]
+(15384, 19500.0, 13)
+
+``instances_needed`` assumes instances add up linearly; ``horde scale`` measures how far they do.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from horde.errors import InvalidInput
+
+
+@dataclass(frozen=True)
+class CapacityQuestion:
+    """What the engineer asks of the maximum: users at a per-user rate, instances for a peak."""
+
+    per_user_rate: float | None = None
+    peak_rps: float | None = None
+    peak_users: float | None = None
+    headroom_percent: float = 20.0
+
+    def __post_init__(self) -> None:
+        for name in ("per_user_rate", "peak_rps", "peak_users"):
+            value = getattr(self, name)
+            if value is not None and not (math.isfinite(value) and value > 0):
+                raise InvalidInput(f"--{name.replace('_', '-')} must be above 0 (got {value:g})")
+        if not 0 <= self.headroom_percent < 100:
+            raise InvalidInput(f"--headroom must be at least 0 and under 100 % (got {self.headroom_percent:g})",
+                               hint="20 keeps a fifth of each instance free for bursts")
+        if self.peak_users is not None and self.per_user_rate is None:
+            raise InvalidInput("--peak-users needs --per-user-rate", hint="e.g. --peak-users 150000 --per-user-rate 0.13")
+        if self.peak_users is not None and self.peak_rps is not None:
+            raise InvalidInput("give --peak-users or --peak-rps, not both")
+
+    @property
+    def asks_anything(self) -> bool:
+        return self.per_user_rate is not None or self.peak_rps is not None
+
+    @property
+    def peak(self) -> float | None:
+        """The peak as requests per second."""
+        if self.peak_rps is not None:
+            return self.peak_rps
+        if self.peak_users is not None and self.per_user_rate is not None:
+            return self.peak_users * self.per_user_rate
+        return None
+
+
+def capacity_block(found: dict[str, Any], question: CapacityQuestion | None) -> dict[str, Any]:
+    """``found`` (a steering's result, at least ``max_rps``) with the answers to ``question``."""
+    block = dict(found)
+    max_rps = found.get("max_rps")
+    if question is None or not max_rps:
+        return block
+    if question.per_user_rate is not None:
+        block["per_user_rate"] = question.per_user_rate
+        block["users_supported"] = math.floor(max_rps / question.per_user_rate)
+    peak = question.peak
+    if peak is not None:
+        usable = max_rps * (1 - question.headroom_percent / 100)
+        block["peak_rps"] = round(peak, 3)
+        block["headroom_percent"] = question.headroom_percent
+        block["instances_needed"] = math.ceil(peak / usable - 1e-9)
+    return block

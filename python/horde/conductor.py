@@ -1,0 +1,214 @@
+"""Conducting a run from start to verdict: the store record, the engine run, the live view,
+steering, autostop, Ctrl-C, and at the end the summary with its thresholds, autostop and
+capacity blocks and the exit code they call for.
+
+``horde run``, ``horde sight`` and ``horde scale`` all go through :func:`conduct`, so a run
+looks and is stored the same whichever command started it. The order at the end is fixed:
+the summary is recomputed from what the store holds (so ``horde show`` prints the same
+numbers), then thresholds are judged on those stored seconds, then the run is closed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from horde.autostop import AutostopWatch, Firing
+from horde.capacity import CapacityQuestion, capacity_block
+from horde.errors import ExitCode, HordeError
+from horde.plan import Plan
+from horde.redaction import redact_plan
+from horde.run import Run, checked_plan_json
+from horde.steering import planned_length_s, prepare_plan, steering_for
+from horde.store import Store
+from horde.summary import CPU_SATURATION_PERCENT_PER_WORKER, summarise
+from horde.thresholds import Verdict, judge, verdicts_to_json
+
+#: Summary keys the conductor adds to what summarise() computes; `horde show` keeps them.
+JUDGEMENT_KEYS = ("thresholds", "autostop", "capacity", "sight")
+
+
+class View(Protocol):
+    """What the conductor tells whoever watches (the live view, a test, the dashboard)."""
+
+    def update(self, snapshot: dict[str, Any]) -> None: ...
+    def note_stopping(self) -> None: ...
+    def note(self, message: str) -> None: ...
+
+
+class _QuietView:
+    def update(self, snapshot: dict[str, Any]) -> None:
+        pass
+
+    def note_stopping(self) -> None:
+        pass
+
+    def note(self, message: str) -> None:
+        pass
+
+
+@dataclass
+class Outcome:
+    """How a conducted run ended."""
+
+    run_id: str
+    status: str
+    summary: dict[str, Any]
+    exit_code: int
+    verdicts: list[Verdict] = field(default_factory=list)
+    firing: Firing | None = None
+
+
+class _Interrupts:
+    """Counts Ctrl-C presses instead of raising KeyboardInterrupt wherever the program happens
+    to be (in the middle of a store write, a snapshot would be lost)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._previous: Any = None
+
+    def __enter__(self) -> _Interrupts:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._count)
+        return self
+
+    def _count(self, signum: int, frame: object) -> None:
+        self.count += 1
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+
+def planned_duration_s(plan: Plan) -> float:
+    """How long the run lasts at most (before the grace period): the steering's budget, or the
+    longest scenario's stages."""
+    if plan.steer is not None:
+        return planned_length_s(plan)
+    return max(sum(stage.duration_s for stage in scenario.workload.stages) for scenario in plan.scenarios)
+
+
+def cpu_limit_percent(workers: int | None) -> float:
+    return CPU_SATURATION_PERCENT_PER_WORKER * (workers or os.cpu_count() or 1)
+
+
+def conduct(
+    plan: Plan,
+    store: Store,
+    *,
+    parameters: dict[str, Any] | None = None,
+    tags: dict[str, str] | None = None,
+    workers: int | None = None,
+    view: View | None = None,
+    question: CapacityQuestion | None = None,
+    annotate: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> Outcome:
+    """Runs ``plan`` to its end (or its autostop, or Ctrl-C) and stores it; returns the outcome.
+
+    ``annotate`` adds keys of its own to the summary before it is stored (the sighting shot's
+    report). A plan with ``steer`` runs the steering's prepared plan (each steered scenario holding the
+    starting level); that plan is what is stored, with the ``steer`` block saying how it moved.
+    """
+    view = view or _QuietView()
+    steering = steering_for(plan)
+    engine_plan = prepare_plan(plan) if steering is not None else plan
+    # The store is opened by the caller before any load is sent; the run is recorded before
+    # the engine starts, so that load never goes unrecorded.
+    plan_json = checked_plan_json(engine_plan)
+    run_id = store.create_run(
+        plan=redact_plan(json.loads(plan_json)), plan_name=plan.name, parameters=parameters or {}, tags=tags or {},
+    )
+    try:
+        engine_run = Run.start(engine_plan, workers=workers)
+    except HordeError:
+        store.finish_run(run_id, status="failed", summary=None)
+        raise
+    limit = cpu_limit_percent(workers)
+    watch = AutostopWatch(plan.autostop, cpu_limit_percent=limit)
+    firing: Firing | None = None
+    stopping_for: str | None = None
+    with _Interrupts() as interrupts:
+        while not engine_run.finished:
+            if interrupts.count >= 2:
+                break  # second Ctrl-C: keep what is stored, stop waiting for the drain
+            if interrupts.count == 1 and not engine_run.stop_requested:
+                engine_run.stop()
+                view.note_stopping()
+            snapshot = engine_run.poll()  # waits at most POLL_INTERVAL_S, so Ctrl-C is seen soon
+            if snapshot is None:
+                continue
+            store.add_snapshot(run_id, snapshot)
+            view.update(snapshot)
+            if engine_run.stop_requested:
+                continue
+            _answer_load_requests(store, run_id, engine_run, view, steered=steering is not None)
+            if firing is None:
+                firing = watch.observe(snapshot)
+                if firing is not None:
+                    view.note(firing.message)
+                    engine_run.stop()
+                    continue
+            if steering is not None:
+                steering.observe(snapshot, engine_run, cpu_limit_percent=limit)
+                if steering.done:
+                    stopping_for = "steering"
+                    view.note("steering done: stopping the run")
+                    engine_run.stop()
+    status = "interrupted" if interrupts.count else ("autostopped" if firing is not None else "finished")
+    effective_workers = workers or os.cpu_count() or 1
+    stored = store.snapshots(run_id)
+    summary = summarise(stored, run_id=run_id, status=status, workers=effective_workers)
+    verdicts = judge(plan.thresholds, stored) if plan.thresholds else []
+    if plan.thresholds:
+        summary["thresholds"] = verdicts_to_json(verdicts)
+    if firing is not None:
+        summary["autostop"] = firing.to_json()
+    if steering is not None:
+        found = steering.result()
+        found["stopped_by_steering"] = stopping_for == "steering"
+        summary["capacity"] = capacity_block(found, question)
+    elif question is not None and question.asks_anything:
+        # Capacity arithmetic on a plain run: its own throughput is the figure.
+        summary["capacity"] = capacity_block({"method": "measured_run", "max_rps": summary["rps"],
+                                              "latency_ms_at_max": summary["latency_ms"]["p95"], "percentile": 95,
+                                              "saturation_reason": None}, question)
+    if annotate is not None:
+        summary.update(annotate(summary))
+    store.finish_run(run_id, status=status, summary=summary)
+    return Outcome(run_id=run_id, status=status, summary=summary, exit_code=exit_code_for(status, firing, verdicts),
+                   verdicts=verdicts, firing=firing)
+
+
+def _answer_load_requests(store: Store, run_id: str, engine_run: Run, view: View, *, steered: bool) -> None:
+    """Applies the re-targets asked from elsewhere (``horde retarget``), once a second."""
+    for request_id, request in store.pending_load_requests(run_id):
+        if steered:
+            answer = "refused: this run's load is steered (find-max or target response time); it moves the level itself"
+        else:
+            try:
+                levels = engine_run.set_load(
+                    vus=request.get("vus"), rate_per_s=request.get("rate_per_s"),
+                    scenarios=request.get("scenarios"), ramp_s=float(request.get("ramp_s", 0.0)),
+                )
+            except HordeError as error:
+                answer = f"refused: {error.message}"
+            else:
+                answer = "applied: " + ", ".join(f"{name} → {level:g}" for name, level in levels.items())
+        store.answer_load_request(request_id, answer)
+        view.note(f"re-target: {answer}")
+
+
+def exit_code_for(status: str, firing: Firing | None, verdicts: list[Verdict]) -> int:
+    """Ctrl-C wins, then autostop's own code, then failed thresholds."""
+    if status == "interrupted":
+        return ExitCode.INTERRUPTED
+    if firing is not None:
+        return int(firing.exit_code)
+    if any(not verdict.passed for verdict in verdicts):
+        return ExitCode.THRESHOLDS_FAILED
+    return ExitCode.OK

@@ -1,0 +1,208 @@
+"""The report's charts as plotly figure specifications (plain dicts: ``{"data", "layout"}``).
+
+Figures are built as JSON-ready dicts rather than with ``plotly.graph_objects``: the report only
+needs plotly.js, and plain dicts keep the pages' content obvious and cheap to produce.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from horde.report.series import PERCENTILE_NAMES, RunSeries
+from horde.run_results import ALL_REQUESTS
+from horde.summary import TIMER_LATENESS_LIMIT_MS
+
+Figure = dict[str, Any]
+
+_TIME_AXIS: Final = {"title": {"text": "seconds since start"}, "rangemode": "tozero", "zeroline": False}
+_DASHES: Final = {"p50": "solid", "p90": "dot", "p95": "dash", "p99": "longdash", "max": "dashdot"}
+
+
+def _layout(title: str, **extra: Any) -> dict[str, Any]:
+    layout: dict[str, Any] = {
+        "title": {"text": title, "x": 0.01, "xanchor": "left"},
+        "height": 380,
+        "margin": {"l": 64, "r": 64, "t": 48, "b": 48},
+        "legend": {"orientation": "h", "y": -0.18},
+        "hovermode": "x unified",
+        "xaxis": dict(_TIME_AXIS),
+        "paper_bgcolor": "white",
+        "plot_bgcolor": "#fafafa",
+    }
+    layout.update(extra)
+    return layout
+
+
+def _line(name: str, x: list[float], y: list[Any], **extra: Any) -> dict[str, Any]:
+    return {"type": "scatter", "mode": "lines+markers", "marker": {"size": 4}, "name": name, "x": x, "y": y, **extra}
+
+
+def throughput_chart(series: RunSeries) -> Figure:
+    return {
+        "data": [
+            _line("requests/s", series.rate_elapsed_s, series.requests_per_s),
+            _line("errors/s", series.rate_elapsed_s, series.errors_per_s, line={"color": "#d62728"}),
+        ],
+        "layout": _layout("Requests and errors per second", yaxis={"title": {"text": "per second"}, "rangemode": "tozero"}),
+    }
+
+
+def latency_chart(series: RunSeries) -> Figure:
+    """Percentiles over time for all requests and for each step, one selection shown at a time
+    (a drop-down chooses; the selection is made in the browser, offline)."""
+    data: list[dict[str, Any]] = []
+    selections = list(series.latency)
+    for index, selection in enumerate(selections):
+        latency = series.latency[selection]
+        for name in PERCENTILE_NAMES:
+            data.append(_line(f"{name}", latency.elapsed_s, latency.values[name], visible=index == 0,
+                              line={"dash": _DASHES[name]}, legendgroup=name))
+    buttons = []
+    per_selection = len(PERCENTILE_NAMES)
+    for index, selection in enumerate(selections):
+        visible = [index * per_selection <= trace < (index + 1) * per_selection for trace in range(len(data))]
+        buttons.append({"label": selection, "method": "update", "args": [{"visible": visible},
+                        {"title.text": f"Latency over time: {selection}"}]})
+    return {
+        "data": data,
+        "layout": _layout(
+            f"Latency over time: {selections[0]}",
+            yaxis={"title": {"text": "ms"}, "rangemode": "tozero"},
+            updatemenus=[{"buttons": buttons, "direction": "down", "x": 1.0, "xanchor": "right", "y": 1.16,
+                          "yanchor": "top", "showactive": True}] if len(buttons) > 1 else [],
+        ),
+    }
+
+
+def distribution_chart(series: RunSeries) -> Figure:
+    data = [
+        {"type": "scatter", "mode": "lines", "line": {"shape": "hv", "width": 3 if name == ALL_REQUESTS else 1.5},
+         "name": name, "x": xs, "y": ys}
+        for name, (xs, ys) in series.distribution.items()
+    ]
+    return {
+        "data": data,
+        "layout": _layout(
+            "Latency distribution (whole run, exact merge)",
+            xaxis={"title": {"text": "latency, ms (log scale)"}, "type": "log"},
+            yaxis={"title": {"text": "% of requests at or below"}, "range": [0, 100.5]},
+            hovermode="closest",
+        ),
+    }
+
+
+def errors_chart(series: RunSeries) -> Figure:
+    data = [
+        {"type": "bar", "name": kind, "x": series.rate_elapsed_s, "y": values}
+        for kind, values in series.errors_per_s_by_kind.items()
+    ]
+    layout = _layout("Errors per second by kind", barmode="stack", yaxis={"title": {"text": "errors/s"}, "rangemode": "tozero"})
+    if not data:
+        layout["annotations"] = [{"text": "no errors in this run", "showarrow": False, "xref": "paper", "yref": "paper",
+                                  "x": 0.5, "y": 0.5, "font": {"size": 16, "color": "#2ca02c"}}]
+    return {"data": data, "layout": layout}
+
+
+def load_chart(series: RunSeries) -> Figure:
+    data = [
+        _line("active VUs", series.elapsed_s, series.active_vus),
+        _line("target VUs", series.elapsed_s, series.target_vus, line={"dash": "dash"}),
+    ]
+    if any(value is not None for value in series.target_rate_per_s):
+        data.append(_line("target rate/s", series.elapsed_s, series.target_rate_per_s, yaxis="y2", line={"dash": "dot"}))
+    data.append({"type": "bar", "name": "dropped arrivals/s", "x": series.rate_elapsed_s,
+                 "y": series.dropped_arrivals_per_s, "yaxis": "y2", "marker": {"color": "#d62728"}, "opacity": 0.6})
+    return {
+        "data": data,
+        "layout": _layout(
+            "Load: VUs, target rate, dropped arrivals",
+            yaxis={"title": {"text": "VUs"}, "rangemode": "tozero"},
+            yaxis2={"title": {"text": "per second"}, "overlaying": "y", "side": "right", "rangemode": "tozero",
+                    "showgrid": False},
+        ),
+    }
+
+
+def generator_chart(series: RunSeries) -> Figure:
+    """The generator's own health, with its limits drawn and saturated seconds shaded."""
+    start = series.elapsed_s[0] - 1.0 if series.elapsed_s else 0.0
+    end = series.elapsed_s[-1] if series.elapsed_s else 1.0
+    data = [
+        _line("generator CPU %", series.elapsed_s, series.cpu_percent),
+        _line("timer lateness p99 (ms)", series.elapsed_s, series.timer_lateness_p99_ms, yaxis="y2"),
+        {"type": "scatter", "mode": "lines", "name": f"CPU limit {series.cpu_limit_percent:g} %",
+         "x": [start, end], "y": [series.cpu_limit_percent] * 2, "line": {"dash": "dot", "color": "#1f77b4", "width": 1}},
+        {"type": "scatter", "mode": "lines", "name": f"lateness limit {TIMER_LATENESS_LIMIT_MS:g} ms", "yaxis": "y2",
+         "x": [start, end], "y": [TIMER_LATENESS_LIMIT_MS] * 2, "line": {"dash": "dot", "color": "#ff7f0e", "width": 1}},
+    ]
+    shapes = [
+        {"type": "rect", "xref": "x", "yref": "paper", "x0": begin, "x1": finish, "y0": 0, "y1": 1,
+         "fillcolor": "#d62728", "opacity": 0.15, "line": {"width": 0}}
+        for begin, finish in series.saturated_intervals
+    ]
+    return {
+        "data": data,
+        "layout": _layout(
+            "Generator health: CPU and timer lateness (shaded: saturated seconds)",
+            yaxis={"title": {"text": "CPU % (100 = one core)"}, "rangemode": "tozero"},
+            yaxis2={"title": {"text": "ms"}, "overlaying": "y", "side": "right", "rangemode": "tozero", "showgrid": False},
+            shapes=shapes,
+        ),
+    }
+
+
+def run_charts(series: RunSeries) -> dict[str, Figure]:
+    """The run report's charts by element id, in page order."""
+    return {
+        "chart-throughput": throughput_chart(series),
+        "chart-latency": latency_chart(series),
+        "chart-distribution": distribution_chart(series),
+        "chart-errors": errors_chart(series),
+        "chart-load": load_chart(series),
+        "chart-generator": generator_chart(series),
+    }
+
+
+# -- comparison: one trace per run ----------------------------------------------------------------
+
+
+def comparison_charts(labels: list[str], runs: list[RunSeries]) -> dict[str, Figure]:
+    """Overlaid charts of several runs (each on its own time axis from its start)."""
+    throughput = [_line(label, s.rate_elapsed_s, s.requests_per_s) for label, s in zip(labels, runs)]
+    p95 = [_line(label, s.latency[ALL_REQUESTS].elapsed_s, s.latency[ALL_REQUESTS].values["p95"]) for label, s in zip(labels, runs)]
+    vus = [_line(label, s.elapsed_s, s.active_vus) for label, s in zip(labels, runs)]
+    return {
+        "chart-throughput": {"data": throughput, "layout": _layout("Requests per second", yaxis={"rangemode": "tozero"})},
+        "chart-p95": {"data": p95, "layout": _layout("p95 latency over time, all requests (ms)", yaxis={"rangemode": "tozero"})},
+        "chart-distribution": _distribution_overlay(labels, runs),
+        "chart-load": {"data": vus, "layout": _layout("Active VUs", yaxis={"rangemode": "tozero"})},
+    }
+
+
+def _distribution_overlay(labels: list[str], runs: list[RunSeries]) -> Figure:
+    selections = list(dict.fromkeys(name for s in runs for name in s.distribution))
+    data: list[dict[str, Any]] = []
+    owners: list[str] = []
+    for selection in selections:
+        for label, s in zip(labels, runs):
+            xs, ys = s.distribution.get(selection, ([], []))
+            data.append({"type": "scatter", "mode": "lines", "line": {"shape": "hv"}, "name": label, "x": xs, "y": ys,
+                         "visible": selection == selections[0]})
+            owners.append(selection)
+    buttons = [
+        {"label": selection, "method": "update",
+         "args": [{"visible": [owner == selection for owner in owners]},
+                  {"title.text": f"Latency distribution: {selection}"}]}
+        for selection in selections
+    ]
+    return {
+        "data": data,
+        "layout": _layout(
+            f"Latency distribution: {selections[0] if selections else ALL_REQUESTS}",
+            xaxis={"title": {"text": "latency, ms (log scale)"}, "type": "log"},
+            yaxis={"title": {"text": "% of requests at or below"}, "range": [0, 100.5]},
+            hovermode="closest",
+            updatemenus=[{"buttons": buttons, "direction": "down", "x": 1.0, "xanchor": "right", "y": 1.16,
+                          "yanchor": "top"}] if len(buttons) > 1 else [],
+        ),
+    }

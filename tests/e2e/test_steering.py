@@ -1,0 +1,191 @@
+"""Load that steers itself, end to end against targets whose answers are known: the
+capacity-limited built-in target serves exactly workers × 1000 / service_ms requests/s, and
+with N closed VUs and no think time above its workers each request waits N / workers services.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+from conftest import HordeCli
+from horde.errors import ExitCode
+from horde.store import Store
+
+# 10 workers × 20 ms: at most 500 requests/s.
+WORKERS, SERVICE_MS = 10, 20.0
+TRUE_MAX_RPS = WORKERS * 1000 / SERVICE_MS
+
+
+def summary_of(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text())
+
+
+def test_find_max_lands_within_5_percent_of_the_true_maximum(horde_cli: HordeCli, target_process: Any) -> None:
+    port = target_process("--workers", str(WORKERS), "--service-ms", str(SERVICE_MS))
+    out = horde_cli.tmp_path / "summary.json"
+    result = horde_cli.run(
+        "run", "--url", f"http://127.0.0.1:{port}/", "--find-max", "--start", "100", "--step", "100",
+        "--step-duration", "3s", "--summary-json", str(out), "--per-user-rate", "0.5", "--peak-rps", "2000",
+        timeout=120,
+    )
+    assert result.returncode == ExitCode.OK, result.stderr
+    capacity = summary_of(out)["capacity"]
+    assert capacity["method"] == "find_max"
+    assert abs(capacity["max_rps"] - TRUE_MAX_RPS) <= 0.05 * TRUE_MAX_RPS, capacity
+    # The knee's latency is the service time and at most a short queue (at exactly the
+    # maximum, arrivals and completions race: a little queue comes and goes), never the
+    # growing queue of the saturated step.
+    assert SERVICE_MS <= capacity["latency_ms_at_max"] < 3 * SERVICE_MS
+    assert capacity["first_saturated_step"]["latency_ms"] > capacity["latency_ms_at_max"]
+    first = capacity["first_saturated_step"]
+    assert first["level"] > TRUE_MAX_RPS, "no step at or under the maximum may be called saturated"
+    assert capacity["saturation_reason"] in ("throughput_flat", "latency_rising")
+    # Past the maximum the target still serves at its maximum: what saturation looks like.
+    assert abs(first["ok_rps"] - TRUE_MAX_RPS) <= 0.05 * TRUE_MAX_RPS
+    assert capacity["users_supported"] == int(capacity["max_rps"] / 0.5)
+    assert capacity["instances_needed"] == 5  # 2000 / (500 × 0.8)
+    # The same answer is stored with the run, and `horde show` keeps it.
+    shown = json.loads(horde_cli.run("show", "last", "--json").stdout)
+    assert shown["capacity"]["max_rps"] == capacity["max_rps"]
+    assert "max sustainable" in result.stdout
+
+
+def test_target_response_time_holds_p95_within_10_percent(horde_cli: HordeCli, target_process: Any) -> None:
+    port = target_process("--workers", str(WORKERS), "--service-ms", str(SERVICE_MS))
+    # Closed VUs without think time: latency = max(1, N / workers) × 20 ms, so 50 ms needs 25 VUs.
+    plan = horde_cli.tmp_path / "plan.yaml"
+    plan.write_text(textwrap.dedent(f"""\
+        version: 1
+        name: hold-50ms
+        target: {{base_url: "http://127.0.0.1:{port}"}}
+        scenarios:
+          - name: api
+            steps: [{{name: get, method: GET, path: /}}]
+            workload: {{type: closed, stages: [{{duration_s: 1, vus: 1}}]}}
+        steer: {{type: target_response_time, target_ms: 50, percentile: 95, start: 5, duration_s: 40}}
+        """))
+    out = horde_cli.tmp_path / "summary.json"
+    result = horde_cli.run("run", str(plan), "--summary-json", str(out), timeout=120)
+    assert result.returncode == ExitCode.OK, result.stderr
+    capacity = summary_of(out)["capacity"]
+    settled = capacity["settled_after_s"]
+    assert settled is not None and settled < 30, capacity
+    # Seconds where the generator itself was late (a shared machine) are not the target's.
+    after = [entry for entry in capacity["history"]
+             if entry["second"] >= settled + 3 and entry["latency_ms"] is not None and not entry["generator_saturated"]]
+    assert len(after) >= 5
+    for entry in after:
+        # Seconds right after a move measure a window that just restarted; the held ones must
+        # be within ±10 % of T, and none may run off into overload.
+        assert entry["latency_ms"] < 1.25 * 50, entry
+    held_share = sum(entry["held"] for entry in after) / len(after)
+    assert held_share >= 0.8, capacity["history"]
+    # Little's law: N = X × R = 500/s × 50 ms = 25 VUs on average; p95 is a step function of
+    # N (each request waits 0, 1 or 2 whole services), and passes 50 ms from N = 21.
+    assert 20 <= capacity["level_at_max"] <= 25
+    # At 25 VUs the target is saturated: the rate that held 50 ms is its maximum.
+    assert abs(capacity["max_rps"] - TRUE_MAX_RPS) <= 0.05 * TRUE_MAX_RPS
+    assert capacity["held_s"] >= 10
+
+
+def test_autostop_fires_within_one_window_with_its_exit_code(horde_cli: HordeCli, builtin_target: Any) -> None:
+    plan = horde_cli.tmp_path / "plan.yaml"
+    plan.write_text(textwrap.dedent(f"""\
+        version: 1
+        name: slow
+        target: {{base_url: "http://127.0.0.1:{builtin_target.port}"}}
+        scenarios:
+          - name: api
+            steps: [{{name: slow, method: GET, path: /delay/300}}]
+            workload: {{type: closed, start_vus: 4, stages: [{{duration_s: 30, vus: 4}}]}}
+        autostop:
+          - {{when: "p95 > 200ms", window_s: 3}}
+        thresholds: ["p95 < 1s"]
+        """))
+    out = horde_cli.tmp_path / "summary.json"
+    junit = horde_cli.tmp_path / "junit.xml"
+    result = horde_cli.run("run", str(plan), "--summary-json", str(out), "--junit", str(junit), timeout=60)
+    assert result.returncode == ExitCode.AUTOSTOP_LATENCY, (result.returncode, result.stderr)
+    summary = summary_of(out)
+    assert summary["status"] == "autostopped"
+    autostop = summary["autostop"]
+    # True from the first second: it must fire as soon as the 3 s window is full.
+    assert autostop["second"] <= 4, autostop
+    assert autostop["reason"] == "latency"
+    assert summary["duration_s"] < 10
+    with Store.open(horde_cli.store_url) as store:
+        record = store.get_run(summary["run_id"])
+    assert record.status == "autostopped" and record.summary["autostop"]["second"] == autostop["second"]
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None and suite.get("failures") == "1"  # the threshold passed, autostop failed
+
+
+def test_no_success_autostop_on_a_dead_target(horde_cli: HordeCli) -> None:
+    from conftest import free_tcp_port
+
+    port = free_tcp_port()  # nothing listens there: every connection is refused
+    plan = horde_cli.tmp_path / "plan.yaml"
+    plan.write_text(textwrap.dedent(f"""\
+        version: 1
+        target: {{base_url: "http://127.0.0.1:{port}"}}
+        scenarios:
+          - name: api
+            steps: [{{name: get, method: GET, path: /}}]
+            workload: {{type: closed, start_vus: 2, stages: [{{duration_s: 30, vus: 2}}]}}
+        autostop: [{{when: no_success, window_s: 2}}]
+        """))
+    result = horde_cli.run("run", str(plan), timeout=60)
+    assert result.returncode == ExitCode.AUTOSTOP_NO_SUCCESS, result.stderr
+    assert "no successful" in result.stdout.lower() or "no_success" in result.stdout
+
+
+def test_thresholds_pass_and_fail_with_exit_codes_and_junit(horde_cli: HordeCli, builtin_target: Any) -> None:
+    base = f"http://127.0.0.1:{builtin_target.port}"
+    outcomes = {}
+    for name, thresholds in (("pass", '["p95 < 1s", "errors < 1%", "rps > 10"]'),
+                             ("fail", '["p95 < 5ms", {condition: "errors < 1%", step: get}]')):
+        plan = horde_cli.tmp_path / f"{name}.yaml"
+        plan.write_text(textwrap.dedent(f"""\
+            version: 1
+            name: judged-{name}
+            target: {{base_url: "{base}"}}
+            scenarios:
+              - name: api
+                steps: [{{name: get, method: GET, path: /delay/20}}]
+                workload: {{type: closed, stages: [{{duration_s: 2, vus: 2}}]}}
+            thresholds: {thresholds}
+            """))
+        junit = horde_cli.tmp_path / f"{name}.xml"
+        result = horde_cli.run("run", str(plan), "--junit", str(junit), timeout=60)
+        outcomes[name] = (result, ET.parse(junit).getroot())
+    passed, passed_xml = outcomes["pass"]
+    assert passed.returncode == ExitCode.OK, passed.stderr
+    suite = passed_xml.find("testsuite")
+    assert suite is not None and (suite.get("tests"), suite.get("failures")) == ("3", "0")
+    failed, failed_xml = outcomes["fail"]
+    assert failed.returncode == ExitCode.THRESHOLDS_FAILED, failed.stderr
+    suite = failed_xml.find("testsuite")
+    assert suite is not None and (suite.get("tests"), suite.get("failures")) == ("2", "1")
+    failures = [case for case in suite.iter("testcase") if case.find("failure") is not None]
+    assert failures[0].get("name", "").startswith("p95 < 5ms")
+    assert "FAIL" in failed.stdout
+
+
+def test_sighting_shot_reports_unloaded_latency_and_a_ramp(horde_cli: HordeCli, builtin_target: Any) -> None:
+    result = horde_cli.run("sight", "--url", f"http://127.0.0.1:{builtin_target.port}/delay/20", "--duration", "3s", "--json", timeout=60)
+    assert result.returncode == ExitCode.OK, result.stderr
+    report = json.loads(result.stdout)
+    (step,) = report["steps"].values()
+    assert 20 <= step["p50_ms"] < 25
+    # One VU: 1000 / ~21 ms ≈ 47 requests/s, both from the median and as measured.
+    assert 40 <= step["rate_per_vu"] <= 50
+    assert 35 <= report["vu_rps"] <= 50
+    suggestion = report["suggestion"]
+    assert suggestion["start"] >= 1 and "--find-max" in suggestion["command"]
+    with Store.open(horde_cli.store_url) as store:
+        record = store.get_run(report["run_id"])
+    assert record.tags == {"kind": "sight"} and record.summary["sight"]["vu_rps"] == report["vu_rps"]

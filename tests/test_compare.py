@@ -1,0 +1,261 @@
+"""Comparing runs: the Mann–Whitney U test over histogram buckets, the verdict rule, the ground
+truth of real runs (/delay/20 against /delay/30 differs; /delay/20 against itself does not), the
+`horde compare` and `horde trend` commands, and HDR bucket decoding against the engine's reading.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import json
+import math
+import random
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from horde import histogram
+from horde.cli import app, main
+from horde.cli_results import register
+from horde.compare import ComparisonRule, RankTest, compare_runs, judge, mann_whitney_u, trend
+from horde.errors import ExitCode
+from horde.histogram_buckets import Bucket, HistogramDecodeError, buckets
+from horde.run_results import ALL_REQUESTS, RunResults, load_run
+from horde.store import Store
+from recorded_runs import get, plan_dict, record_run
+
+register(app)
+
+
+def spread(center_us: int, width_us: int, per_value: int) -> list[Bucket]:
+    """A bell-ish distribution: counts falling off linearly around ``center_us``."""
+    return [
+        Bucket(center_us + offset, center_us + offset, per_value * (width_us - abs(offset)) + 1)
+        for offset in range(-width_us + 1, width_us)
+    ]
+
+
+def brute_force_u_test(a: list[int], b: list[int]) -> tuple[float, float]:
+    """U of ``b`` and the two-sided p-value from the expanded samples, the textbook way."""
+    u = sum((y > x) + 0.5 * (y == x) for x in a for y in b)
+    pooled = sorted(a + b)
+    ties: dict[int, int] = {}
+    for value in pooled:
+        ties[value] = ties.get(value, 0) + 1
+    n_a, n_b, n = len(a), len(b), len(a) + len(b)
+    variance = n_a * n_b / 12 * ((n + 1) - sum(t**3 - t for t in ties.values()) / (n * (n - 1)))
+    z = max(abs(u - n_a * n_b / 2) - 0.5, 0) / math.sqrt(variance)
+    return u, math.erfc(z / math.sqrt(2))
+
+
+# -- the statistic on known distributions --------------------------------------------------------
+
+
+def test_identical_distributions_give_p_one_and_no_tendency() -> None:
+    sample = spread(20_000, 300, 5)
+    test = mann_whitney_u(sample, sample)
+    assert test.p_value == pytest.approx(1.0)
+    assert test.probability_of_superiority == 0.5
+    assert test.z == 0.0
+
+
+def test_a_shift_gives_a_tiny_p_value_in_the_right_direction() -> None:
+    before = spread(20_000, 300, 5)
+    after = spread(21_000, 300, 5)  # +5 %
+    slower = mann_whitney_u(before, after)
+    assert slower.p_value < 1e-12 and slower.z > 0 and slower.probability_of_superiority > 0.9
+    faster = mann_whitney_u(after, before)
+    assert faster.p_value == pytest.approx(slower.p_value) and faster.z < 0
+    assert faster.probability_of_superiority == pytest.approx(1 - slower.probability_of_superiority)
+
+
+def test_buckets_give_the_same_u_and_p_as_the_expanded_samples() -> None:
+    generator = random.Random(7)
+    for _ in range(20):
+        a = [generator.randint(1, 12) for _ in range(generator.randint(2, 40))]
+        b = [generator.randint(2, 14) for _ in range(generator.randint(2, 40))]
+        as_buckets = lambda values: [Bucket(v, v, values.count(v)) for v in sorted(set(values))]  # noqa: E731
+        test = mann_whitney_u(as_buckets(a), as_buckets(b))
+        u, p = brute_force_u_test(a, b)
+        assert test.u == u
+        assert test.p_value == pytest.approx(p, rel=1e-9, abs=1e-15)
+        assert test.probability_of_superiority == pytest.approx(u / (len(a) * len(b)))
+
+
+def test_degenerate_samples_are_never_significant() -> None:
+    one_bucket = [Bucket(500, 500, 1000)]
+    assert mann_whitney_u(one_bucket, one_bucket).p_value == 1.0
+    assert mann_whitney_u([], one_bucket).p_value == 1.0
+
+
+def test_the_rule_needs_significance_and_a_relevant_shift() -> None:
+    rule = ComparisonRule()
+    significant_slower = RankTest(50_000, 50_000, 0.0, 9.0, p_value=1e-20, probability_of_superiority=0.8)
+    significant_faster = RankTest(50_000, 50_000, 0.0, -9.0, p_value=1e-20, probability_of_superiority=0.2)
+    ms = {"p50": 5.0, "p90": 5.0}  # absolute moves well above the 0.1 ms floor
+    assert judge(significant_slower, {"p50": 0.30, "p90": 0.01}, ms, rule)[0] == "slower"
+    assert judge(significant_slower, {"p50": 0.01, "p90": 0.06}, ms, rule)[0] == "slower"
+    # Significant but small: large samples find any shift, this one does not matter.
+    assert judge(significant_slower, {"p50": 0.02, "p90": 0.04}, ms, rule)[0] == "no significant change"
+    # +10 % of 50 µs is 5 µs: under the absolute floor.
+    assert judge(significant_slower, {"p50": 0.1, "p90": 0.1}, {"p50": 0.005, "p90": 0.005}, rule)[0] == "no significant change"
+    # A percentile moving against the test's direction is not evidence for it.
+    assert judge(significant_slower, {"p50": -0.3, "p90": -0.2}, {"p50": -5.0, "p90": -5.0}, rule)[0] == "no significant change"
+    assert judge(significant_faster, {"p50": -0.3, "p90": 0.0}, {"p50": -5.0, "p90": 0.0}, rule)[0] == "faster"
+    not_significant = RankTest(50_000, 50_000, 0.0, 1.3, p_value=0.2, probability_of_superiority=0.51)
+    assert judge(not_significant, {"p50": 0.5, "p90": 0.5}, ms, rule)[0] == "no significant change"
+    few = RankTest(5, 500, 0.0, 5.0, 1e-9, 0.9)
+    verdict, reason = judge(few, {"p50": 0.5, "p90": 0.5}, ms, rule)
+    assert verdict == "not enough data" and "5 requests" in reason
+    with pytest.raises(ValueError):
+        ComparisonRule(alpha=0.0)
+
+
+# -- HDR buckets decoded in Python agree with the engine's reading --------------------------------
+
+
+def test_decoded_buckets_agree_with_the_engines_count_min_max_and_percentiles(ground_truth: dict[str, RunResults]) -> None:
+    quantiles = [0.0, 1.0, 25.0, 50.0, 90.0, 99.0, 99.9, 100.0]
+    blobs = [results.all_requests_histogram() for results in ground_truth.values()]
+    blobs += [entry["histogram"] for results in ground_truth.values() for s in results.snapshots for entry in s["steps"]]
+    for blob in blobs:
+        found = buckets(blob)
+        stats = histogram.stats(blob, quantiles)
+        total = sum(bucket.count for bucket in found)
+        assert total == stats.count > 0
+        assert found[0].lowest_us == round(stats.min_ms * 1000)
+        assert found[-1].highest_us == round(stats.max_ms * 1000)
+        for quantile in quantiles[1:]:
+            # HDR's rule: the first bucket whose running count reaches ceil(q × count), read at its top.
+            wanted = max(1, math.ceil(quantile / 100 * total))
+            running = 0
+            for bucket in found:
+                running += bucket.count
+                if running >= wanted:
+                    break
+            assert bucket.highest_us == round(stats.percentile(quantile) * 1000), quantile
+    with pytest.raises(HistogramDecodeError):
+        buckets(b"not a histogram at all, not even close")
+
+
+# -- ground truth: real runs against the built-in target ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def store_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return f"sqlite:///{tmp_path_factory.mktemp('compare') / 'runs.sqlite'}"
+
+
+@pytest.fixture(scope="module")
+def ground_truth(builtin_target: Any, store_url: str) -> Iterator[dict[str, RunResults]]:
+    """Three 3 s runs of 4 VUs, one after the other: /delay/20 twice, then /delay/30. The step
+    has the same name in each (one plan, a new build of the target), tagged build=1..3."""
+    ids = {}
+    for label, path in (("delay20", "/delay/20"), ("delay20 again", "/delay/20"), ("delay30", "/delay/30")):
+        plan = plan_dict(builtin_target.port, [get("item", path)], vus=4, duration_s=3.0)
+        ids[label] = record_run(store_url, plan, tags={"build": str(len(ids) + 1)})
+    with Store.open(store_url) as store:
+        yield {label: load_run(store, run_id) for label, run_id in ids.items()}
+
+
+def test_delay_20_against_delay_30_is_slower(ground_truth: dict[str, RunResults]) -> None:
+    comparison = compare_runs(ground_truth["delay20"], ground_truth["delay30"])
+    assert [step.name for step in comparison.steps] == ["item", ALL_REQUESTS]
+    for step in comparison.steps:
+        assert step.verdict == "slower", step
+        assert step.test is not None and step.test.p_value < 1e-6
+        assert step.test.probability_of_superiority > 0.9
+        # 30 ms against 20 ms: the median is half as long again (the target's overhead aside).
+        assert 0.35 < (step.relative_change["p50"] or 0) < 0.6
+        assert step.relative_change["rps"] is not None and step.relative_change["rps"] < -0.2
+    assert comparison.different
+    backwards = compare_runs(ground_truth["delay30"], ground_truth["delay20"])
+    assert [step.verdict for step in backwards.steps] == ["faster", "faster"]
+
+
+def test_delay_20_against_itself_is_not_different(ground_truth: dict[str, RunResults]) -> None:
+    comparison = compare_runs(ground_truth["delay20"], ground_truth["delay20 again"])
+    for step in comparison.steps:
+        assert step.verdict == "no significant change", step
+        assert step.test is not None and step.test.n_baseline > 300
+        assert abs(step.relative_change["p50"] or 0) < 0.05
+    assert not comparison.different
+
+
+def test_figures_are_those_of_the_summary(ground_truth: dict[str, RunResults]) -> None:
+    baseline, candidate = ground_truth["delay20"], ground_truth["delay30"]
+    comparison = compare_runs(baseline, candidate)
+    step, total = comparison.steps
+    for figures, summary in ((step.baseline, baseline.summary["steps"]["item"]), (step.candidate, candidate.summary["steps"]["item"]),
+                             (total.baseline, baseline.summary), (total.candidate, candidate.summary)):
+        assert figures is not None
+        assert figures.requests == summary["requests"] and figures.rps == summary["rps"]
+        assert figures.latency_ms == {key: summary["latency_ms"][key] for key in ("p50", "p90", "p95", "p99", "max")}
+    assert step.error_percent_change == 0.0
+    assert step.change_ms["p50"] == pytest.approx(candidate.summary["steps"]["item"]["latency_ms"]["p50"]
+                                                  - baseline.summary["steps"]["item"]["latency_ms"]["p50"])
+    assert step.test is not None and step.test.n_baseline == baseline.summary["requests"]
+
+
+def test_steps_of_different_names_are_paired_when_each_run_has_one(ground_truth: dict[str, RunResults], store_url: str) -> None:
+    """Two `horde run --url` runs of different paths name their steps after the paths."""
+    source = ground_truth["delay30"]
+    with Store.open(store_url) as store:
+        renamed = store.create_run(plan={}, plan_name="url", parameters={"workers": 1}, tags={})
+        for snapshot in source.snapshots:
+            steps = [{**entry, "step": "GET /delay/30"} for entry in snapshot["steps"]]
+            store.add_snapshot(renamed, {**snapshot, "steps": steps})
+        store.finish_run(renamed, status="finished", summary=None)
+        candidate = load_run(store, renamed)
+    comparison = compare_runs(ground_truth["delay20"], candidate)
+    assert [step.name for step in comparison.steps] == ["item vs GET /delay/30", ALL_REQUESTS]
+    assert [step.verdict for step in comparison.steps] == ["slower", "slower"]
+    assert "share no step" in comparison.notes[0]
+
+
+def test_horde_compare_prints_the_verdicts(ground_truth: dict[str, RunResults], store_url: str,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    baseline, candidate = ground_truth["delay20"].run_id, ground_truth["delay30"].run_id
+    capsys.readouterr()
+    assert main(["compare", baseline, candidate[:17], "--json", "--store", store_url]) == ExitCode.OK
+    document = json.loads(capsys.readouterr().out)
+    assert (document["baseline_id"], document["candidate_id"]) == (baseline, candidate)
+    assert [step["verdict"] for step in document["steps"]] == ["slower", "slower"]
+    assert document["steps"][0]["test"]["name"].startswith("Mann-Whitney U")
+    assert document["rule"] == {"alpha": 0.01, "min_relative_change": 0.05, "min_absolute_change_ms": 0.1, "min_requests": 20}
+
+    assert main(["compare", baseline, candidate, "--store", store_url, "--min-change", "80"]) == ExitCode.OK
+    out = capsys.readouterr().out
+    assert "item" in out and out.count("no significant change") == 2
+
+    assert main(["compare", baseline, "nosuchrun", "--store", store_url]) == ExitCode.INVALID_INPUT
+    assert "no run matches" in capsys.readouterr().err
+    assert main(["compare", baseline, candidate, "--store", store_url, "--alpha", "2"]) == ExitCode.INVALID_INPUT
+    assert "alpha" in capsys.readouterr().err
+
+
+def test_trend_lists_the_tagged_runs_oldest_first(ground_truth: dict[str, RunResults], store_url: str,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    with Store.open(store_url) as store:
+        points = trend(store, "build")
+        only_two = trend(store, "build", tag_value="2")
+    assert [p.tag_value for p in points] == ["1", "2", "3"]
+    assert [p.run_id for p in points] == [r.run_id for r in ground_truth.values()]
+    for point, results in zip(points, ground_truth.values()):
+        assert point.steps["item"]["p95_ms"] == results.summary["steps"]["item"]["latency_ms"]["p95"]
+        assert point.steps[ALL_REQUESTS]["rps"] == results.summary["rps"]
+    assert [p.tag_value for p in only_two] == ["2"]
+    capsys.readouterr()
+    assert main(["trend", "build", "--json", "--store", store_url]) == ExitCode.OK
+    assert [p["tag_value"] for p in json.loads(capsys.readouterr().out)] == ["1", "2", "3"]
+    assert main(["trend", "build", "--step", "item", "--store", store_url]) == ExitCode.OK
+    assert ground_truth["delay30"].run_id in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("module_name", ["horde.compare", "horde.histogram_buckets"])
+def test_doctests(module_name: str) -> None:
+    module = importlib.import_module(module_name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0
+    assert result.failed == 0

@@ -1,0 +1,298 @@
+"""`horde report`: one self-contained HTML file per run (or comparison of runs).
+
+Checked without a browser here (tests/test_report_browser.py opens the pages in one): the
+steps table carries `horde show --json`'s numbers to the digit, the figures are the stored
+per-second data, nothing is fetched from the network, user text is escaped, and the optional
+summary sections (thresholds, autostop, capacity) and the saturation warning appear when due.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import json
+import re
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from horde.cli import app, main
+from horde.cli_results import register
+from horde.compare import compare_runs
+from horde.errors import ExitCode
+from horde.report import render_comparison_report, render_run_report
+from horde.run_results import ALL_REQUESTS, load_run
+from horde.store import Store
+from recorded_runs import get, plan_dict, record_run
+
+register(app)
+
+#: A step name that tries to break out of the table and of the figures' <script>.
+HOSTILE = 'x</script><b>"y"&'
+STEP_FIELDS = ("requests", "errors", "error_percent", "rps")
+LATENCY_FIELDS = ("p50", "p90", "p95", "p99", "max")
+
+
+class ReportPage(HTMLParser):
+    """What the tests read from a report: table rows by step, sources fetched, the figures."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__()
+        self.tables: dict[str, dict[str, dict[str, str]]] = {}
+        self.fetched: list[str] = []
+        self.scripts: list[str] = []
+        self.text_outside_scripts: list[str] = []
+        self._table: str | None = None
+        self._row: dict[str, str] | None = None
+        self._field: str | None = None
+        self._in_script = False
+        self.feed(html)
+        match = re.search(r"const FIGURES = (.*?);\n", html)
+        assert match, "no figures in the page"
+        self.figures: dict[str, Any] = json.loads(match.group(1))
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attributes = dict(attrs)
+        for name in ("src", "href"):
+            if attributes.get(name):
+                self.fetched.append(f"{tag} {name}={attributes[name]}")
+        if tag == "script":
+            self._in_script = True
+            self.scripts.append("")
+        if tag == "table" and attributes.get("id"):
+            self._table = attributes["id"]
+            self.tables[self._table or ""] = {}
+        if tag == "tr" and self._table and attributes.get("data-step") is not None:
+            self._row = {}
+            self.tables[self._table][attributes["data-step"] or ""] = self._row
+        if tag == "td" and self._row is not None and attributes.get("data-field"):
+            self._field = attributes["data-field"]
+            self._row[self._field or ""] = ""
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "script":
+            self._in_script = False
+        if tag == "td":
+            self._field = None
+        if tag == "tr":
+            self._row = None
+        if tag == "table":
+            self._table = None
+
+    def handle_data(self, data: str) -> None:
+        if self._in_script:
+            self.scripts[-1] += data
+            return
+        self.text_outside_scripts.append(data)
+        if self._row is not None and self._field:
+            self._row[self._field] += data
+
+
+@pytest.fixture(scope="module")
+def stored(builtin_target: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """(store URL, run id) of a 2 s run: a fast step, a step with a hostile name, and a group
+    around a step that always fails with 503."""
+    store_url = f"sqlite:///{tmp_path_factory.mktemp('report') / 'runs.sqlite'}"
+    plan = plan_dict(builtin_target.port, [
+        get("fast", "/"),
+        get(HOSTILE, "/delay/2"),
+        {"type": "group", "name": "g", "steps": [get("fail", "/status/503")]},
+    ], vus=2, duration_s=2.0)
+    yield store_url, record_run(store_url, plan, tags={"build": "<42>"})
+
+
+def cli(store_url: str, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main([*args, "--store", store_url])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def copy_run(store_url: str, run_id: str, *, summary_extra: dict[str, Any] | None = None,
+             snapshot_changes: dict[str, Any] | None = None) -> str:
+    """A copy of a stored run (its snapshots, optionally changed), with a stored summary that
+    has ``summary_extra`` added: what the run's threshold and autostop checks would store."""
+    with Store.open(store_url) as store:
+        source = load_run(store, run_id)
+        copy_id = store.create_run(plan=source.record.plan, plan_name="copy", parameters=source.record.parameters, tags={})
+        for snapshot in source.snapshots:
+            store.add_snapshot(copy_id, {**snapshot, **(snapshot_changes or {})})
+        store.finish_run(copy_id, status="finished", summary={**source.summary, "run_id": copy_id, **(summary_extra or {})})
+    return copy_id
+
+
+def test_steps_table_has_exactly_the_numbers_of_horde_show(stored: tuple[str, str], tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    store_url, run_id = stored
+    output = tmp_path / "out" / "report.html"
+    code, out, err = cli(store_url, capsys, "report", run_id[:15], "-o", str(output))
+    assert code == ExitCode.OK, err
+    assert str(output) in out
+    code, out, err = cli(store_url, capsys, "show", run_id, "--json")
+    assert code == ExitCode.OK, err
+    summary = json.loads(out)
+    with Store.open(store_url) as store:
+        assert load_run(store, run_id).summary == summary  # the report's source is show's summary
+    rows = ReportPage(output.read_text(encoding="utf-8")).tables["steps"]
+    assert list(rows) == [*summary["steps"], ALL_REQUESTS]
+    assert set(summary["steps"]) == {"fast", HOSTILE, "fail", "g"}
+    for name, row in rows.items():
+        figures = summary if name == ALL_REQUESTS else summary["steps"][name]
+        for field in STEP_FIELDS:
+            assert float(row[field]) == figures[field], (name, field)
+        for field in LATENCY_FIELDS:
+            assert float(row[field]) == figures["latency_ms"][field], (name, field)
+    assert float(rows["fail"]["errors"]) == summary["steps"]["fail"]["requests"] > 0
+
+
+def test_the_page_fetches_nothing_and_carries_plotly(stored: tuple[str, str]) -> None:
+    store_url, run_id = stored
+    with Store.open(store_url) as store:
+        html = render_run_report(load_run(store, run_id))
+    page = ReportPage(html)
+    assert page.fetched == []  # no src= or href= anywhere: no CDN, no stylesheet, no image
+    assert len(page.scripts) == 2
+    assert "plotly.js v" in page.scripts[0][:200] and "Plotly.newPlot" in page.scripts[1]
+    assert len(html) > 3_000_000  # plotly.js itself, inlined
+
+
+def test_user_text_is_escaped_everywhere(stored: tuple[str, str]) -> None:
+    store_url, run_id = stored
+    with Store.open(store_url) as store:
+        html = render_run_report(load_run(store, run_id))
+    assert HOSTILE not in html
+    assert "x&lt;/script&gt;&lt;b&gt;&#34;y&#34;&amp;" in html  # in the table
+    assert "build=&lt;42&gt;" in html  # tags
+    page = ReportPage(html)
+    labels = [button["label"] for button in page.figures["chart-latency"]["layout"]["updatemenus"][0]["buttons"]]
+    assert HOSTILE in labels
+    assert len(page.scripts) == 2  # the name did not open or close a script
+
+
+def test_figures_are_the_stored_seconds(stored: tuple[str, str]) -> None:
+    store_url, run_id = stored
+    with Store.open(store_url) as store:
+        results = load_run(store, run_id)
+    figures = ReportPage(render_run_report(results)).figures
+    assert list(figures) == ["chart-throughput", "chart-latency", "chart-distribution", "chart-errors", "chart-load",
+                             "chart-generator"]
+    full = [s for s in results.snapshots if not s["final"] or s["interval_s"] >= 0.5]
+    requests = figures["chart-throughput"]["data"][0]
+    assert requests["x"] == [s["elapsed_s"] for s in full]
+    assert requests["y"] == pytest.approx([
+        sum(e["requests"] for e in s["steps"] if e["kind"] == "request") / s["interval_s"] for s in full
+    ])
+    buttons = figures["chart-latency"]["layout"]["updatemenus"][0]["buttons"]
+    assert [b["label"] for b in buttons] == [ALL_REQUESTS, *results.summary["steps"]]
+    assert len(figures["chart-latency"]["data"]) == 5 * len(buttons)
+    distribution = {trace["name"]: trace for trace in figures["chart-distribution"]["data"]}
+    assert set(distribution) == {ALL_REQUESTS, "fast", HOSTILE, "fail", "g"}
+    for trace in distribution.values():
+        assert trace["y"][-1] == pytest.approx(100.0) and trace["y"] == sorted(trace["y"])
+    # The distribution's top is the step's maximum latency, as the summary has it.
+    assert distribution["fast"]["x"][-1] == results.summary["steps"]["fast"]["latency_ms"]["max"]
+    assert [trace["name"] for trace in figures["chart-errors"]["data"]] == ["status_503"]
+    assert "target VUs" in [trace["name"] for trace in figures["chart-load"]["data"]]
+
+
+def test_summary_sections_are_shown_when_the_run_stored_them(stored: tuple[str, str],
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    store_url, run_id = stored
+    copy_id = copy_run(store_url, run_id, summary_extra={
+        "thresholds": [
+            {"condition": "p95 < 500ms", "measured": 12.5, "passed": True, "message": "ok"},
+            {"condition": "errors < 1%", "measured": 33.3, "passed": False, "message": "33.3 % of requests failed"},
+        ],
+        "autostop": {"reason": "errors", "message": "stopped at 3 s: errors > 10% for 2 s"},
+        "capacity": {"max_rps": 1234.5, "knee_vus": 40},
+    })
+    with Store.open(store_url) as store:
+        results = load_run(store, copy_id)
+    html = render_run_report(results)
+    code, out, err = cli(store_url, capsys, "show", copy_id, "--json")
+    assert code == ExitCode.OK, err
+    assert results.summary == json.loads(out)  # judged sections kept as stored, as show keeps them
+    for title in ("Thresholds", "Autostop", "Capacity"):
+        assert f">{title}</h2>" in html
+    assert '<tr class="failed">' in html and '<tr class="passed">' in html
+    assert "33.3 % of requests failed" in html and "stopped at 3 s: errors &gt; 10% for 2 s" in html
+    assert "knee_vus" in html and "1234.5" in html
+    with Store.open(store_url) as store:
+        plain = render_run_report(load_run(store, run_id))
+    assert ">Thresholds</h2>" not in plain
+
+
+def test_a_saturated_generator_is_flagged(stored: tuple[str, str]) -> None:
+    store_url, run_id = stored
+    copy_id = copy_run(store_url, run_id, snapshot_changes={"timer_lateness_p99_ms": 50.0})
+    with Store.open(store_url) as store:
+        results = load_run(store, copy_id)
+        html = render_run_report(results)
+    seconds = results.summary["generator"]["saturated_seconds"]
+    assert seconds > 0
+    assert 'id="saturation-warning"' in html and f"saturated for {seconds} s" in html
+    assert len(ReportPage(html).figures["chart-generator"]["layout"]["shapes"]) == seconds
+    with Store.open(store_url) as store:
+        assert 'id="saturation-warning"' not in render_run_report(load_run(store, run_id))
+
+
+def test_comparison_report_has_the_verdicts_of_compare(stored: tuple[str, str]) -> None:
+    store_url, run_id = stored
+    copy_id = copy_run(store_url, run_id)
+    with Store.open(store_url) as store:
+        runs = [load_run(store, run_id), load_run(store, copy_id)]
+    html = render_comparison_report(runs)
+    page = ReportPage(html)
+    verdicts = re.findall(r'<tr data-step="([^"]*)" data-verdict="([^"]*)"', html)
+    expected = compare_runs(*runs)
+    assert len(verdicts) == len(expected.steps) == 5
+    assert [verdict for _, verdict in verdicts] == [step.verdict for step in expected.steps]
+    assert {verdict for _, verdict in verdicts} == {"no significant change"}  # a run against its own copy
+    for figure in ("chart-throughput", "chart-p95", "chart-load"):
+        assert [trace["name"] for trace in page.figures[figure]["data"]] == [run_id + " (build=<42>)", copy_id]
+    assert page.fetched == []
+
+
+def test_report_command_errors_and_default_file_name(stored: tuple[str, str], tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    store_url, run_id = stored
+    monkeypatch.chdir(tmp_path)
+    code, _, err = cli(store_url, capsys, "report", run_id)
+    assert code == ExitCode.OK, err
+    assert (tmp_path / f"report-{run_id}.html").is_file()
+    code, _, err = cli(store_url, capsys, "report", run_id, run_id)
+    assert code == ExitCode.OK, err
+    assert (tmp_path / f"comparison-{run_id}-vs-{run_id}.html").is_file()
+    for args, words in ((("report", "nosuchrun"), "no run matches"),
+                        (("report", run_id, "-o", str(tmp_path)), "is a directory"),
+                        (("report", run_id, run_id, "--min-requests", "0"), "at least 1")):
+        code, out, err = cli(store_url, capsys, *args)
+        assert code == ExitCode.INVALID_INPUT, (args, out, err)
+        assert "error:" in err and words in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("module_name", ["horde.report.page"])
+def test_doctests(module_name: str) -> None:
+    module = importlib.import_module(module_name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0
+    assert result.failed == 0
+
+
+def test_a_run_without_snapshots_still_has_a_report(stored: tuple[str, str]) -> None:
+    """A run that failed before its first second (the engine refused to start) is stored too."""
+    store_url, run_id = stored
+    with Store.open(store_url) as store:
+        empty_id = store.create_run(plan={}, plan_name="failed", parameters={}, tags={})
+        store.finish_run(empty_id, status="failed", summary=None)
+        empty, full = load_run(store, empty_id), load_run(store, run_id)
+    page = ReportPage(render_run_report(empty))
+    assert list(page.tables["steps"]) == [ALL_REQUESTS]
+    assert page.tables["steps"][ALL_REQUESTS]["requests"] == "0"
+    comparison = ReportPage(render_comparison_report([empty, full]))
+    assert comparison.fetched == []
+    assert {step.verdict for step in compare_runs(empty, full).steps} == {"not enough data"}
