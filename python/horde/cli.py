@@ -208,7 +208,7 @@ def scale(
     target_service_ms: Annotated[Optional[float], typer.Option("--target-service-ms", help="built-in targets: service time of each request, ms")] = None,
     vus: Annotated[Optional[int], typer.Option("--vus", help="closed model with this many VUs per instance")] = None,
     rate: Annotated[Optional[float], typer.Option("--rate", help="open model at this many arrivals/s per instance")] = None,
-    max_vus: Annotated[Optional[int], typer.Option("--max-vus", help="open model: most VUs busy at once")] = None,
+    max_vus: Annotated[Optional[int], typer.Option("--max-vus", help="open model: most VUs busy at once, per instance")] = None,
     duration: Annotated[Optional[str], typer.Option("--duration", help="length of each run (without --find-max)")] = None,
     find_max: Annotated[bool, typer.Option("--find-max", help="find each instance count's knee (the ramp scales with the count)", rich_help_panel="Steering")] = False,
     percentile: Annotated[float, typer.Option("--percentile", help="the latency percentile find-max judges", rich_help_panel="Steering")] = 95.0,

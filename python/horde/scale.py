@@ -2,9 +2,10 @@
 throughput grows with them.
 
 For k instances the plan's target gets ``base_url`` = the first instance and ``instances`` =
-the next k - 1 (VUs are dealt round-robin over them, as a client-side balancer would). A
-steered plan (find-max) has its ramp scaled by k, so each instance sees the same ramp whatever
-k is; a plain plan runs as written, and its throughput is what the instances served.
+the next k - 1 (VUs and arrivals are dealt round-robin over them, as a client-side balancer
+would). The plan's load is per instance: a find-max ramp and a plain plan's VU counts, rates and
+VU caps are multiplied by k, so each instance sees the same load whatever k is. A plain plan's
+throughput is what the instances served; a find-max plan's is its knee.
 
 Scaling efficiency at k is X(k) / (k × X(1)): 1.0 is linear, and what falls short of it is what
 the instances share (a database, a lock, a pool).
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from horde.errors import InvalidInput
-from horde.plan import Plan
+from horde.plan import ClosedModel, OpenModel, Plan, Scenario
 from horde.plan_control import FindMax
 
 #: The most instances a study may have (each is a run of its own, one after the other).
@@ -35,9 +36,9 @@ def efficiency(throughputs: Sequence[tuple[int, float]]) -> list[float | None]:
 
 
 def plan_for_instances(plan: Plan, urls: Sequence[str], k: int) -> Plan:
-    """The plan aimed at the first ``k`` instances, with a find-max ramp scaled by ``k``."""
+    """The plan aimed at the first ``k`` instances, its load multiplied by ``k``."""
     target = plan.target.model_copy(update={"base_url": urls[0], "instances": list(urls[1:k])})
-    update: dict[str, Any] = {"target": target}
+    update: dict[str, Any] = {"target": target, "scenarios": [_scaled(scenario, k) for scenario in plan.scenarios]}
     if isinstance(plan.steer, FindMax):
         steer = plan.steer
         update["steer"] = steer.model_copy(update={
@@ -45,6 +46,21 @@ def plan_for_instances(plan: Plan, urls: Sequence[str], k: int) -> Plan:
             **({"limit": steer.limit * k} if steer.limit is not None else {}),
         })
     return plan.model_copy(update=update)
+
+
+def _scaled(scenario: Scenario, k: int) -> Scenario:
+    workload = scenario.workload
+    if isinstance(workload, ClosedModel):
+        scaled: ClosedModel | OpenModel = workload.model_copy(update={
+            "start_vus": workload.start_vus * k,
+            "stages": [stage.model_copy(update={"vus": stage.vus * k}) for stage in workload.stages],
+        })
+    else:
+        scaled = workload.model_copy(update={
+            "start_rate_per_s": workload.start_rate_per_s * k, "max_vus": workload.max_vus * k,
+            "stages": [stage.model_copy(update={"rate_per_s": stage.rate_per_s * k}) for stage in workload.stages],
+        })
+    return scenario.model_copy(update={"workload": scaled})
 
 
 @dataclass

@@ -18,7 +18,7 @@ skipped: queues and connection pools move to the new level then). A step is satu
   busy, requests pile up in the target;
 - throughput stopped following the load while latency rose (``throughput_flat``): successful
   responses per second under 90 % of what the level should give (the offered rate, or for VUs
-  the previous step's throughput scaled by the VU count) with the percentile 20 % above the
+  the previous step's throughput scaled by the VU count) with the percentile 10 % above the
   first step's;
 - latency rose sharply (``latency_rising``): the percentile at 3x the first step's; in an open
   model just past capacity a queue grows in the target while throughput still looks right.
@@ -47,8 +47,9 @@ Snapshot = dict[str, Any]
 SETTLE_SHARE = 0.25
 #: Find-max: throughput under this share of what the level should give is "not following".
 FLAT_SHARE = 0.9
-#: Find-max: latency this much above the first step's counts as rising (with flat throughput).
-RISE_WITH_FLAT = 1.2
+#: Find-max: latency this much above the first step's counts as rising (with flat throughput;
+#: by Little's law a closed model's latency must rise once its throughput stops following).
+RISE_WITH_FLAT = 1.1
 #: Find-max: latency this many times the first step's is saturation whatever the throughput.
 RISE_ALONE = 3.0
 #: Find-max: dropped arrivals above this share of arrivals (percent) is saturation.
@@ -396,7 +397,9 @@ class TargetResponseTimeSteering:
             current = current + 1 if entry["held"] else 0
             longest = max(longest, current)
         first_held = held[0]["second"] if held else None
-        best = max(held, key=lambda entry: entry["ok_rps"], default=None)
+        # The highest rate that held; on a tie (a saturated target serves the same rate at
+        # several levels) the latest, which is the settled one.
+        best = max(reversed(held), key=lambda entry: entry["ok_rps"], default=None)
         latencies = [entry["latency_ms"] for entry in held]
         return {
             "method": "target_response_time",

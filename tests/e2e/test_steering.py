@@ -189,3 +189,24 @@ def test_sighting_shot_reports_unloaded_latency_and_a_ramp(horde_cli: HordeCli, 
     with Store.open(horde_cli.store_url) as store:
         record = store.get_run(report["run_id"])
     assert record.tags == {"kind": "sight"} and record.summary["sight"]["vu_rps"] == report["vu_rps"]
+
+
+def test_scale_over_built_in_instances_is_linear(horde_cli: HordeCli) -> None:
+    # Two capacity-limited instances: 500 req/s each, so 500 then 1000 (efficiency 1.0).
+    out = horde_cli.tmp_path / "scale.json"
+    result = horde_cli.run(
+        "scale", "--url", "http://127.0.0.1/", "--instances", "2", "--target-workers", str(WORKERS),
+        "--target-service-ms", str(SERVICE_MS), "--find-max", "--start", "125", "--step", "125",
+        "--step-duration", "2s", "--summary-json", str(out), timeout=180,
+    )
+    assert result.returncode == ExitCode.OK, result.stderr
+    rows = json.loads(out.read_text())["rows"]
+    assert [row["instances"] for row in rows] == [1, 2]
+    for row in rows:
+        expected = TRUE_MAX_RPS * row["instances"]
+        assert abs(row["throughput_rps"] - expected) <= 0.05 * expected, row
+    assert rows[0]["efficiency"] == 1.0 and 0.9 <= rows[1]["efficiency"] <= 1.1
+    with Store.open(horde_cli.store_url) as store:
+        second = store.get_run(rows[1]["run_id"])
+    assert second.tags["instances"] == "2" and len(second.plan["target"]["instances"]) == 1
+    assert "scalability study" in result.stdout
