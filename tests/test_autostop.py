@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from synthetic import entry
 from horde import autostop as autostop_module
-from horde._engine import histogram_from_values
 from horde.autostop import EXIT_CODES, AutostopWatch, Firing, clock
 from horde.errors import ExitCode
 from horde.plan_control import AutostopRule
@@ -17,15 +17,6 @@ from horde.plan_control import AutostopRule
 CPU_LIMIT = 180.0
 
 
-def entry(step: str, latencies_us: list[int], *, scenario: str = "shop", kind: str = "request",
-          errors: dict[str, int] | None = None) -> dict[str, Any]:
-    errors = dict(errors or {})
-    requests = len(latencies_us)
-    return {
-        "scenario": scenario, "step": step, "kind": kind, "requests": requests,
-        "ok": requests - sum(errors.values()), "errors": errors, "bytes_sent": 0, "bytes_received": 0,
-        "histogram": histogram_from_values(latencies_us),
-    }
 
 
 def snapshot(second: int, *entries: dict[str, Any], final: bool = False, iterations: int = 10, dropped: int = 0,

@@ -10,22 +10,12 @@ from typing import Any
 
 import pytest
 
+from synthetic import entry
 from horde import histogram, measure as measure_module
-from horde._engine import histogram_from_values
 from horde.measure import Figures, Scope, Window, combine, format_limit, format_value, measure, unit_of
 from horde.plan_control import parse_condition
 
 
-def entry(step: str, latencies_us: list[int], *, scenario: str = "shop", kind: str = "request",
-          errors: dict[str, int] | None = None) -> dict[str, Any]:
-    """One step's entry: a request per latency; the first ``sum(errors)`` of them failed."""
-    errors = dict(errors or {})
-    requests = len(latencies_us)
-    return {
-        "scenario": scenario, "step": step, "kind": kind, "requests": requests,
-        "ok": requests - sum(errors.values()), "errors": errors, "bytes_sent": 0, "bytes_received": 0,
-        "histogram": histogram_from_values(latencies_us),
-    }
 
 
 def snapshot(second: int, *entries: dict[str, Any], interval_s: float = 1.0, final: bool = False,

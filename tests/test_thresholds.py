@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from synthetic import entry
 from horde import thresholds as thresholds_module
-from horde._engine import histogram_from_values
 from horde.autostop import AutostopWatch
 from horde.errors import ExitCode
 from horde.plan import plan_from_dict
@@ -21,15 +21,6 @@ from horde.summary import summarise
 from horde.thresholds import Verdict, all_passed, judge, render_verdicts, verdicts_to_json
 
 
-def entry(step: str, latencies_us: list[int], *, scenario: str = "shop", kind: str = "request",
-          errors: dict[str, int] | None = None) -> dict[str, Any]:
-    errors = dict(errors or {})
-    requests = len(latencies_us)
-    return {
-        "scenario": scenario, "step": step, "kind": kind, "requests": requests,
-        "ok": requests - sum(errors.values()), "errors": errors, "bytes_sent": 0, "bytes_received": 0,
-        "histogram": histogram_from_values(latencies_us),
-    }
 
 
 def snapshot(second: int, *entries: dict[str, Any], final: bool = False, iterations: int = 0, dropped: int = 0) -> dict[str, Any]:

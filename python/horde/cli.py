@@ -11,10 +11,10 @@ import json
 import os
 import signal
 import sys
-import threading
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
+from collections.abc import Callable
 from typing import Annotated, Any, Optional
 
 import typer
@@ -42,10 +42,9 @@ from horde.overrides import (
 )
 from horde.plan import Plan, plan_from_dict, plan_json_schema, plan_to_json
 from horde.planfile import LoadedPlan, load_plan_file
-from horde.redaction import redact_plan
-from horde.run import Run, checked_plan_json, engine_problems
+from horde.run import checked_plan_json, engine_problems
 from horde.store import Store
-from horde.summary import CPU_SATURATION_PERCENT_PER_WORKER, summarise
+from horde.summary import summarise
 from horde.sight import sight_plan, sight_report
 from horde.store import new_run_id
 from horde.summary_view import render_judgement, render_scale, render_sight, render_summary
@@ -150,10 +149,11 @@ def run(
 
 
 def _write_outputs(outcome: Outcome, summary_json: Path | None, junit: Path | None, plan_name: str) -> None:
-    for path, text, what in (
+    outputs: list[tuple[Path | None, Callable[[], str], str]] = [
         (summary_json, lambda: json.dumps(outcome.summary, indent=2) + "\n", "--summary-json"),
         (junit, lambda: junit_xml(outcome.verdicts, outcome.firing, run_id=outcome.run_id, plan_name=plan_name), "--junit"),
-    ):
+    ]
+    for path, text, what in outputs:
         if path is None:
             continue
         try:

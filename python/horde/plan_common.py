@@ -55,7 +55,7 @@ _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def _type_is_required(schema: dict[str, Any]) -> None:
+def type_is_required(schema: dict[str, Any]) -> None:
     # The ``type`` of a think time, workload, check or non-HTTP step has a default for Python
     # code, but a file must write it (it selects the model), so the schema says it is required.
     schema["required"] = ["type", *schema.get("required", [])]
@@ -67,7 +67,7 @@ STRICT_KEYS = ConfigDict(extra="forbid", allow_inf_nan=False, serialize_by_alias
 
 # The models of a tagged union: selected by their ``type`` key.
 TAGGED = ConfigDict(
-    extra="forbid", allow_inf_nan=False, serialize_by_alias=True, json_schema_extra=_type_is_required
+    extra="forbid", allow_inf_nan=False, serialize_by_alias=True, json_schema_extra=type_is_required
 )
 
 
