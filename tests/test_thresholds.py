@@ -141,14 +141,14 @@ def test_a_real_run_is_judged_on_what_the_target_did(builtin_target: Any) -> Non
         for one in run:
             snapshots.append(one)
             assert time.monotonic() < deadline
-    # The stop may cut an iteration between its two requests (the final, draining snapshot);
-    # the seconds before it hold whole iterations only, so their shares are exact.
+    # A second's boundary (or the stop) may fall between an iteration's two requests, so a
+    # second holds up to one more `slow` than `broken` per VU: the 503 share is 50 % within that.
     whole_seconds = [one for one in snapshots if not one["final"]]
     verdicts = judge([
         Threshold(condition="p50 >= 20ms", step="slow"),
         Threshold(condition="p50 < 20ms", step="broken"),
-        Threshold(condition="errors.status_503 >= 50%"),
-        Threshold(condition="errors.status_503 <= 50%"),
+        Threshold(condition="errors.status_503 > 48%"),
+        Threshold(condition="errors.status_503 < 52%"),
         Threshold(condition="errors < 100%", step="visit"),
         Threshold(condition="requests > 10", step="visit"),
     ], whole_seconds)
@@ -167,4 +167,5 @@ def test_a_real_run_is_judged_on_what_the_target_did(builtin_target: Any) -> Non
 
     watch = AutostopWatch([AutostopRule(when="errors > 40%", window_s=1)], cpu_limit_percent=1e9)
     firing = next(f for f in (watch.observe(one) for one in snapshots) if f is not None)
-    assert (firing.second, firing.exit_code, firing.measured) == (1, ExitCode.AUTOSTOP_ERRORS, 50.0)
+    assert (firing.second, firing.exit_code) == (1, ExitCode.AUTOSTOP_ERRORS)
+    assert firing.measured == pytest.approx(50.0, abs=3.0)  # 2 VUs: at most 2 requests of ~80 off
