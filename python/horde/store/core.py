@@ -12,6 +12,7 @@ import json
 import os
 import secrets
 import socket
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -37,6 +38,9 @@ from horde.store.schema import (
     snapshots,
 )
 from horde.store.url import backend_of, password_of, redact_url, resolve_store_url
+
+#: How many passes creating the tables may take when another process creates them too.
+_CREATE_ATTEMPTS = 6
 
 #: The statuses a run can end with (``running`` is the only other one).
 FINAL_STATUSES: Final = frozenset({"finished", "interrupted", "autostopped", "aborted", "failed"})
@@ -499,16 +503,22 @@ def _create_tables(engine: Engine) -> None:
     """Create missing tables and indexes.
 
     Two processes opening a new store at once can race between "is the table there?" and
-    "create it"; the loser fails on the duplicate, and a second pass then finds it all present.
+    "create it"; the loser fails on the duplicate and tries again, and once the other has
+    created everything a pass finds it all present. The other may still be part way through
+    its tables when the loser looks again, hence a few passes, a little apart.
     """
     # Connect once on its own first, so that an unreachable server fails here, once, rather
-    # than in (and again after) the retry below.
+    # than in (and again after) the retries below.
     with engine.connect():
         pass
-    try:
-        schema.metadata.create_all(engine, checkfirst=True)
-    except SQLAlchemyError:
-        schema.metadata.create_all(engine, checkfirst=True)
+    for attempt in range(_CREATE_ATTEMPTS):
+        try:
+            schema.metadata.create_all(engine, checkfirst=True)
+            return
+        except SQLAlchemyError:
+            if attempt == _CREATE_ATTEMPTS - 1:
+                raise
+            time.sleep(0.05 * (attempt + 1))
 
 
 def _unavailable(
