@@ -163,6 +163,25 @@ def test_target_response_time_converges_without_overshoot() -> None:
     assert result["max_rps"] == pytest.approx(500)
 
 
+def test_target_response_time_on_a_latency_cliff_closes_in_by_bisection() -> None:
+    # Open model, evenly spaced arrivals, deterministic service: 20 ms up to 470/s, then a queue
+    # without bound. 50 ms cannot be held; the answer is the highest rate under it.
+    plan = plan_with(OPEN, {"type": "target_response_time", "target_ms": 50, "start": 100, "duration_s": 120})
+    steering = TargetResponseTimeSteering(plan)
+    target = SimulatedTarget(capacity_rps=470, service_ms=20, model="open")
+    drive(steering, target, 120)
+    result = steering.result()
+    # Latency may pass through 50 ms for a window on its way up a cliff, never for long.
+    assert result["saturation_reason"] == "latency_jumps_past_target" or result["held_longest_s"] <= 3, result
+    assert 0.95 * 470 <= result["max_rps"] <= 470
+    # Each overshoot lands closer to the cliff than the one before, and then it stays under it:
+    # no endless hunting past the cliff and back.
+    overshoots = [level for (_, level), (_, after) in zip(target.moves, target.moves[1:]) if after < level and level > 470]
+    assert 1 <= len(overshoots) <= 3 and overshoots == sorted(overshoots, reverse=True), target.moves
+    last_second, last_level = target.moves[-1]
+    assert 0.97 * 470 <= last_level <= 470 and last_second < 60, target.moves
+
+
 def test_target_response_time_ignores_seconds_the_generator_was_late() -> None:
     plan = plan_with(CLOSED, {"type": "target_response_time", "target_ms": 50, "start": 25, "duration_s": 20})
     steering = TargetResponseTimeSteering(plan)

@@ -23,6 +23,14 @@ skipped: queues and connection pools move to the new level then). A step is satu
 - latency rose sharply (``latency_rising``): the percentile at 3x the first step's; in an open
   model just past capacity a queue grows in the target while throughput still looks right.
 
+Target response time moves the level by the square root of T / latency over a 2 s window
+(bounded: up by at most 25 % far below T and 15 % near it, down by at most 20 %), leaves it
+alone within 5 % of T, and ignores seconds where the generator itself was late. A move up that
+overshoots T becomes a ceiling: later moves up stop half way to it, so a target whose latency
+is a cliff (flat, then a queue without bound, as a deterministic server at capacity) is closed
+in on by bisection instead of being jumped over again and again; after an overshoot it goes
+back a little under the last good level and waits for the queue to drain before judging again.
+
 After the first saturated step, find-max goes back to half the last good level until latency
 is back near the first step's (a queue in the target must drain, or it would spoil the next
 step), then climbs again from the last good level in quarter steps. The knee is the last good
@@ -343,6 +351,18 @@ class TargetResponseTimeSteering:
         self._window: deque[Snapshot] = deque(maxlen=TRT_WINDOW_S)
         self.history: list[dict[str, Any]] = []
         self.done = False
+        # The lowest level whose move up overshot the target: moves up stay below it (halving
+        # the distance each time), so a target whose latency is a cliff (flat, then a queue
+        # without bound) is approached by bisection rather than jumped over again and again.
+        self.ceiling = math.inf
+        self._moved_up = False
+        # The last level whose whole window held latency at or under T (+10 %): where an
+        # overshoot goes back to (a little under it, so the queue it built drains).
+        self._last_good: float | None = None
+        # After an overshoot: the queue built above the cliff drains for a while and keeps
+        # latency high at a good level; moving down again for that would overcorrect.
+        self._draining = False
+        self._previous_latency: float | None = None
 
     def observe(self, snapshot: Snapshot, run: LoadSetter, *, cpu_limit_percent: float) -> None:
         if snapshot["final"]:
@@ -358,6 +378,7 @@ class TargetResponseTimeSteering:
         self.history.append({
             "second": int(snapshot["second"]), "level": self.level, "latency_ms": latency,
             "ok_rps": figures.ok_rps, "held": held, "generator_saturated": generator_saturated,
+            "window_full": len(self._window) == TRT_WINDOW_S,
         })
         if generator_saturated:
             # This second's latency is (partly) the generator's own: steering on it would move
@@ -368,11 +389,29 @@ class TargetResponseTimeSteering:
         if len(self._window) < TRT_WINDOW_S or latency is None:
             return
         ratio = self.steer.target_ms / max(latency, 1e-3)
+        previous, self._previous_latency = self._previous_latency, latency
+        over = ratio < 1 / (1 + TRT_HELD_SHARE)
+        if not over:
+            self._last_good = self.level
+            self._draining = False
+        elif self._draining and (previous is None or latency <= previous):
+            return  # still draining what the overshoot queued (first window, or getting better)
         if abs(math.log(ratio)) < math.log1p(TRT_DEADBAND):
+            return
+        if ratio < 1 and self._moved_up:
+            self.ceiling = min(self.ceiling, self.level)  # this move up went past the target
+        if over and self._moved_up and self._last_good is not None and self._last_good < self.level:
+            self._draining = True
+            self._move(run, max(self.steer.min, 0.95 * self._last_good))
+            self._previous_latency = None  # windows at the new level are compared among themselves
             return
         up = TRT_MAX_UP_FAR if ratio > 1.5 else TRT_MAX_UP_NEAR
         factor = min(up, max(TRT_MAX_DOWN, math.sqrt(ratio)))
         level = min(self.steer.max, max(self.steer.min, self.level * factor))
+        if ratio > 1 and level > self.level and self.ceiling < math.inf:
+            level = min(level, (self.level + self.ceiling) / 2)
+            if level - self.level < 0.005 * self.level:
+                return  # as close under the cliff as it is worth going
         if self.model == "closed":
             # Whole VUs, rounded towards the current level so that a move never overshoots
             # (latency is a step function of the VU count near saturation); one VU at least.
@@ -382,6 +421,12 @@ class TargetResponseTimeSteering:
             level = min(self.steer.max, max(self.steer.min, max(1.0, level)))
         if level == self.level:
             return
+        self._move(run, level)
+
+    def _move(self, run: LoadSetter, level: float) -> None:
+        if self.model == "closed":
+            level = float(max(1, round(level)))
+        self._moved_up = level > self.level
         self.level = level
         # The window restarts: what it held was measured at the old level.
         self._window.clear()
@@ -391,7 +436,14 @@ class TargetResponseTimeSteering:
             run.set_load(rate_per_s=level, scenarios=self.scenarios)
 
     def result(self) -> dict[str, Any]:
+        """The highest rate that held the target (its window's latency at or under T + 10 %),
+        and how long the latency was held within ±10 % of T."""
         held = [entry for entry in self.history if entry["held"]]
+        under = [
+            entry for entry in self.history
+            if entry["window_full"] and entry["latency_ms"] is not None and not entry["generator_saturated"]
+            and entry["latency_ms"] <= (1 + TRT_HELD_SHARE) * self.steer.target_ms
+        ]
         longest = current = 0
         for entry in self.history:
             current = current + 1 if entry["held"] else 0
@@ -399,8 +451,15 @@ class TargetResponseTimeSteering:
         first_held = held[0]["second"] if held else None
         # The highest rate that held; on a tie (a saturated target serves the same rate at
         # several levels) the latest, which is the settled one.
-        best = max(reversed(held), key=lambda entry: entry["ok_rps"], default=None)
+        best = max(reversed(under), key=lambda entry: entry["ok_rps"], default=None)
         latencies = [entry["latency_ms"] for entry in held]
+        if held:
+            reason = None
+        elif under:
+            # Latency stayed under T at every level that did not overload the target: a cliff.
+            reason = "latency_jumps_past_target"
+        else:
+            reason = "target_never_held"
         return {
             "method": "target_response_time",
             "level_unit": "vus" if self.model == "closed" else "rate_per_s",
@@ -415,7 +474,8 @@ class TargetResponseTimeSteering:
             "latency_ms_while_held": {
                 "min": round(min(latencies), 3), "max": round(max(latencies), 3),
             } if latencies else None,
-            "saturation_reason": None if held else "target_never_held",
+            "saturation_reason": reason,
+            "overshoot_level": None if self.ceiling == math.inf else self.ceiling,
             "history": self.history,
         }
 
