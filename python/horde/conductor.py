@@ -41,6 +41,25 @@ class View(Protocol):
     def note(self, message: str) -> None: ...
 
 
+class Views:
+    """Several views as one: the terminal's live view, the Prometheus exporter, ..."""
+
+    def __init__(self, *views: View) -> None:
+        self.views = views
+
+    def update(self, snapshot: dict[str, Any]) -> None:
+        for view in self.views:
+            view.update(snapshot)
+
+    def note_stopping(self) -> None:
+        for view in self.views:
+            view.note_stopping()
+
+    def note(self, message: str) -> None:
+        for view in self.views:
+            view.note(message)
+
+
 class _QuietView:
     def update(self, snapshot: dict[str, Any]) -> None:
         pass
@@ -132,6 +151,7 @@ def conduct(
     watch = AutostopWatch(plan.autostop, cpu_limit_percent=limit)
     firing: Firing | None = None
     stopping_for: str | None = None
+    stop_asked = False  # a stop asked through the store (the dashboard) ends the run as Ctrl-C does
     with _Interrupts() as interrupts:
         while not engine_run.finished:
             if interrupts.count >= 2:
@@ -146,7 +166,7 @@ def conduct(
             view.update(snapshot)
             if engine_run.stop_requested:
                 continue
-            _answer_load_requests(store, run_id, engine_run, view, steered=steering is not None)
+            stop_asked = _answer_load_requests(store, run_id, engine_run, view, steered=steering is not None) or stop_asked
             if firing is None:
                 firing = watch.observe(snapshot)
                 if firing is not None:
@@ -159,7 +179,7 @@ def conduct(
                     stopping_for = "steering"
                     view.note("steering done: stopping the run")
                     engine_run.stop()
-    status = "interrupted" if interrupts.count else ("autostopped" if firing is not None else "finished")
+    status = "interrupted" if interrupts.count or stop_asked else ("autostopped" if firing is not None else "finished")
     effective_workers = workers or os.cpu_count() or 1
     stored = store.snapshots(run_id)
     summary = summarise(stored, run_id=run_id, status=status, workers=effective_workers)
@@ -184,10 +204,17 @@ def conduct(
                    verdicts=verdicts, firing=firing)
 
 
-def _answer_load_requests(store: Store, run_id: str, engine_run: Run, view: View, *, steered: bool) -> None:
-    """Applies the re-targets asked from elsewhere (``horde retarget``), once a second."""
+def _answer_load_requests(store: Store, run_id: str, engine_run: Run, view: View, *, steered: bool) -> bool:
+    """Applies the re-targets (and stops) asked from elsewhere (``horde retarget``, the
+    dashboard), once a second; True when a stop was asked."""
+    stop_asked = False
     for request_id, request in store.pending_load_requests(run_id):
-        if steered:
+        if request.get("stop"):
+            stop_asked = True
+            engine_run.stop()
+            answer = "applied: stopping (no new iterations; in-flight requests finish)"
+            view.note_stopping()
+        elif steered:
             answer = "refused: this run's load is steered (find-max or target response time); it moves the level itself"
         else:
             try:
@@ -201,6 +228,7 @@ def _answer_load_requests(store: Store, run_id: str, engine_run: Run, view: View
                 answer = "applied: " + ", ".join(f"{name} → {level:g}" for name, level in levels.items())
         store.answer_load_request(request_id, answer)
         view.note(f"re-target: {answer}")
+    return stop_asked
 
 
 def exit_code_for(status: str, firing: Firing | None, verdicts: list[Verdict]) -> int:

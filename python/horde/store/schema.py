@@ -145,7 +145,7 @@ load_requests = Table(
     Column("request_id", Integer, primary_key=True, autoincrement=True),
     Column("run_id", String(64), nullable=False),
     Column("requested_at", UTCDateTime, nullable=False),
-    # {"vus": N} or {"rate_per_s": R}, with optional "scenarios" and "ramp_s"
+    # {"vus": N} or {"rate_per_s": R}, with optional "scenarios" and "ramp_s"; or {"stop": true}
     Column("request_json", Text, nullable=False),
     Column("answered_at", UTCDateTime, nullable=True),
     # "applied: ..." or "refused: ..." in words the asker prints
