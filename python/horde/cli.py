@@ -13,7 +13,6 @@ import signal
 import sys
 import time
 from pathlib import Path
-from urllib.parse import urlsplit
 from collections.abc import Callable
 from typing import Annotated, Any, Optional
 
@@ -201,7 +200,7 @@ def sight(
 @app.command()
 def scale(
     plan_path: Annotated[Optional[Path], typer.Argument(metavar="[PLAN]", help="plan file (.yaml, .json, .py) or a folder holding plan.yaml")] = None,
-    url: Annotated[Optional[str], typer.Option("--url", help="one URL path instead of a plan file (its host is replaced by each instance)")] = None,
+    url: Annotated[Optional[str], typer.Option("--url", help="one URL instead of a plan file (its path is requested from each instance)")] = None,
     instance: Annotated[Optional[list[str]], typer.Option("--instance", help="base URL of one instance of the target (repeatable, in order)")] = None,
     instances: Annotated[Optional[int], typer.Option("--instances", help="start this many built-in targets instead")] = None,
     target_workers: Annotated[Optional[int], typer.Option("--target-workers", help="built-in targets: requests each serves at once")] = None,
@@ -235,12 +234,8 @@ def scale(
         raise InvalidInput("--target-workers and --target-service-ms go together")
     duration_s = parse_duration(duration, flag="--duration") if duration is not None else None
     tags = dict(parse_tag(t) for t in tag or [])
-    base = url
-    if url is not None:
-        base = urlsplit(url)._replace(scheme="http", netloc="127.0.0.1:1").geturl() if "://" in url else None
-        if base is None:
-            raise InvalidInput(f"--url: '{url}' is not an http(s) URL", hint="for example --url http://127.0.0.1:8080/api/items")
-    plan, _ = _load(plan_path, base, "GET", [], None, parse_params(param or []))
+    # With --url only its path and query matter: each run's base URL is that of its instances.
+    plan, _ = _load(plan_path, url, "GET", [], None, parse_params(param or []))
     plan = apply_overrides(plan, vus=vus, rate=rate, max_vus=max_vus, duration_s=duration_s)
     plan = apply_steer_flags(plan, SteerFlags(find_max=find_max, percentile=percentile, start=start, step=step,
                                               step_duration=step_duration, latency_limit_ms=latency_limit_ms),
