@@ -246,3 +246,24 @@ def test_run_start_refuses_a_plan_the_engine_rejects(builtin_target: Any, monkey
         Run.start(make_plan(builtin_target.port, "/", closed(1, 1)))
     assert caught.value.exit_code == 2
     assert caught.value.problems
+
+
+def test_a_plan_needing_more_connections_than_the_open_file_limit_is_refused_before_any_load() -> None:
+    from horde.errors import InvalidInput
+    from horde.plan import plan_from_dict
+    from horde.run import RESERVED_FILES, check_open_files
+
+    plan = plan_from_dict({
+        "version": 1, "target": {"base_url": "http://127.0.0.1:9"},
+        "scenarios": [
+            {"name": "a", "steps": [{"name": "get", "method": "GET", "path": "/"}],
+             "workload": {"type": "closed", "stages": [{"duration_s": 1, "vus": 15_000}]}},
+            {"name": "b", "steps": [{"name": "get", "method": "GET", "path": "/"}],
+             "workload": {"type": "open", "stages": [{"duration_s": 1, "rate_per_s": 10}], "max_vus": 5_000}},
+        ],
+    })
+    check_open_files(plan, limit=20_000 + RESERVED_FILES)  # exactly fits
+    with pytest.raises(InvalidInput) as caught:
+        check_open_files(plan, limit=20_000)
+    assert "20,000 connections" in caught.value.message and "20,000 files" in caught.value.message
+    assert caught.value.hint is not None and "generator processes" in caught.value.hint

@@ -23,7 +23,7 @@ from horde.capacity import CapacityQuestion, capacity_block
 from horde.errors import ExitCode, HordeError
 from horde.plan import Plan
 from horde.redaction import redact_plan
-from horde.run import Run, checked_plan_json
+from horde.run import Run, check_open_files, checked_plan_json
 from horde.steering import planned_length_s, prepare_plan, steering_for
 from horde.store import Store
 from horde.summary import CPU_SATURATION_PERCENT_PER_WORKER, summarise
@@ -139,6 +139,7 @@ def conduct(
     # The store is opened by the caller before any load is sent; the run is recorded before
     # the engine starts, so that load never goes unrecorded.
     plan_json = checked_plan_json(engine_plan)
+    check_open_files(engine_plan)
     run_id = store.create_run(
         plan=redact_plan(json.loads(plan_json)), plan_name=plan.name, parameters=parameters or {}, tags=tags or {},
     )

@@ -281,8 +281,8 @@ def _advanced(previous: _State, snapshot: Mapping[str, Any], cpu_limit_percent: 
         iterations=previous.iterations + int(snapshot.get("iterations", 0)),
         dropped_arrivals=previous.dropped_arrivals + int(snapshot.get("dropped_arrivals", 0)),
         connections_opened=previous.connections_opened + int(snapshot.get("connections_opened", 0)),
-        vus={name: float(snapshot[name]) for name in ("active_vus", "busy_vus", "target_vus") if snapshot.get(name) is not None},
-        target_rate_per_s=None if snapshot.get("target_rate_per_s") is None else float(snapshot["target_rate_per_s"]),
+        vus={name: snapshot[name] for name in ("active_vus", "busy_vus", "target_vus") if snapshot.get(name) is not None},
+        target_rate_per_s=snapshot.get("target_rate_per_s"),
         elapsed_s=float(snapshot.get("elapsed_s", previous.elapsed_s or 0.0)),
         finished=bool(snapshot.get("final", False)),
     )
@@ -310,7 +310,7 @@ def _second(snapshot: Mapping[str, Any], steps: Iterable[_StepKey], cpu_limit_pe
         step_quantiles=step_quantiles,
         quantiles=_quantiles(histogram.merge(request_histograms)),
         cpu_percent=float(snapshot["cpu_percent"]),
-        timer_lateness_p99_s=float(snapshot["timer_lateness_p99_ms"]) / 1000.0,
+        timer_lateness_p99_s=_seconds(float(snapshot["timer_lateness_p99_ms"])),
         saturated=is_generator_saturated(dict(snapshot), cpu_limit_percent),
     )
 
@@ -325,9 +325,15 @@ def _quantiles(blob: bytes) -> dict[str, float]:
     stats = histogram.stats(blob, [percentile for _, percentile in QUANTILES])
     if not stats.count:
         return {}
-    values = {label: stats.percentile(percentile) / 1000.0 for label, percentile in QUANTILES}
-    values[MAX_QUANTILE] = stats.max_ms / 1000.0
+    values = {label: _seconds(stats.percentile(percentile)) for label, percentile in QUANTILES}
+    values[MAX_QUANTILE] = _seconds(stats.max_ms)
     return values
+
+
+def _seconds(milliseconds: float) -> float:
+    # HDR values are whole microseconds: dividing those keeps 3.001 ms at 0.003001 s, where
+    # 3.001 / 1000 would print as 0.0030009999999999998.
+    return round(milliseconds * 1000) / 1_000_000
 
 
 def _bucketed(blob: bytes) -> tuple[list[int], int]:
@@ -389,12 +395,12 @@ def _render(state: _State, base: _Labels) -> str:
     family("horde_connections_opened_total", "counter", "Connections the VUs opened to the target.",
            [("horde_connections_opened_total", (), state.connections_opened)])
 
-    for name, key, help_text in (
+    for name, snapshot_key, help_text in (
         ("horde_active_vus", "active_vus", "VUs alive at the end of the last interval."),
         ("horde_busy_vus", "busy_vus", "VUs inside an iteration at the end of the last interval."),
         ("horde_target_vus", "target_vus", "VUs the workload model asked for at the end of the last interval."),
     ):
-        family(name, "gauge", help_text, [(name, (), state.vus[key])] if key in state.vus else [])
+        family(name, "gauge", help_text, [(name, (), state.vus[snapshot_key])] if snapshot_key in state.vus else [])
     family("horde_target_rate_per_second", "gauge", "Open model: the arrival rate asked for at the end of the last interval.",
            [] if state.target_rate_per_s is None else [("horde_target_rate_per_second", (), state.target_rate_per_s)])
 

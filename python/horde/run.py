@@ -31,6 +31,34 @@ def engine_problems(plan_json: str) -> list[Problem]:
     return [Problem(location=path, message=message) for path, message in _engine.validate_plan(plan_json)]
 
 
+#: Open files a generator keeps for itself besides its VUs' connections (the store, the
+#: target's listener when built in, logs, Python's own files).
+RESERVED_FILES = 64
+
+
+def check_open_files(plan: Plan, *, limit: int | None = None) -> None:
+    """Refuses, before any load is sent, a plan whose VUs could hold more connections at once
+    than this process may open (its hard RLIMIT_NOFILE: the engine raises the soft limit to it
+    at start), with the numbers and the way out."""
+    import resource
+
+    from horde.plan import peak_vus
+
+    if limit is None:
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        if hard == resource.RLIM_INFINITY:
+            return
+        limit = int(hard)
+    needed = sum(peak_vus(scenario.workload) for scenario in plan.scenarios)  # one connection per VU
+    if needed + RESERVED_FILES > limit:
+        raise InvalidInput(
+            f"the plan may hold {needed:,} connections at once (one per VU at its peak), but this process may "
+            f"open at most {limit:,} files ({RESERVED_FILES} of them kept for itself)",
+            hint="lower the VUs (or an open model's max_vus), raise the hard limit (ulimit -Hn, systemd "
+            "LimitNOFILE), or split the load over several generator processes",
+        )
+
+
 def checked_plan_json(plan: Plan) -> str:
     """The plan's JSON once the engine has accepted it too; PlanInvalid otherwise."""
     plan_json = plan_to_json(plan)
@@ -53,6 +81,7 @@ class Run:
     def start(cls, plan: Plan, *, workers: int | None = None) -> Run:
         """Checks the plan on the engine's side too, then starts it; returns at once."""
         plan_json = checked_plan_json(plan)
+        check_open_files(plan)
         try:
             handle = _engine.start_run(plan_json, workers)
         except ValueError as error:
