@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 from collections.abc import Callable
+from contextlib import ExitStack
 from typing import Annotated, Any, Optional
 
 import typer
@@ -27,7 +28,7 @@ from horde.errors import ExitCode, HordeError, InvalidInput, PlanInvalid, RunUnr
 from horde.live import LiveView
 from horde.capacity import CapacityQuestion
 from horde.cli_results import register as register_results_commands
-from horde.conductor import JUDGEMENT_KEYS, Outcome, conduct, cpu_limit_percent, planned_duration_s
+from horde.conductor import JUDGEMENT_KEYS, Outcome, Views, conduct, cpu_limit_percent, planned_duration_s
 from horde.junit import junit_xml
 from horde.overrides import (
     SteerFlags,
@@ -40,6 +41,7 @@ from horde.overrides import (
     url_plan,
 )
 from horde.plan import Plan, plan_from_dict, plan_json_schema, plan_to_json
+from horde.prometheus import PrometheusExporter
 from horde.planfile import LoadedPlan, load_plan_file
 from horde.run import checked_plan_json, engine_problems
 from horde.store import Store
@@ -106,6 +108,7 @@ def run(
     peak_users: Annotated[Optional[float], typer.Option("--peak-users", help="the peak to serve, users (with --per-user-rate)", rich_help_panel="Capacity")] = None,
     headroom: Annotated[float, typer.Option("--headroom", help="percent of each instance kept free at the peak", rich_help_panel="Capacity")] = 20.0,
     junit: Annotated[Optional[Path], typer.Option("--junit", help="write thresholds and autostop as JUnit XML to this file")] = None,
+    prometheus: Annotated[Optional[int], typer.Option("--prometheus", metavar="PORT", help="serve live metrics for Prometheus at 127.0.0.1:PORT/metrics (0: any free port)")] = None,
 ) -> int:
     """Run a plan against its target, live, and store the run."""
     params = parse_params(param or [])
@@ -137,10 +140,21 @@ def run(
         if value is not None
     }
     checked_plan_json(plan)  # every plan problem before the store is touched
-    with Store.open(store_url) as store:
+    with Store.open(store_url) as store, ExitStack() as served:
+        exporter: PrometheusExporter | None = None
+        if prometheus is not None:
+            if not 0 <= prometheus <= 65535:
+                raise InvalidInput(f"--prometheus: {prometheus} is not a port", hint="0 to 65535; 0 picks a free one")
+            # Started before any load: a port in use stops the command here.
+            exporter = PrometheusExporter("", plan.name, cpu_limit_percent=cpu_limit_percent(workers), port=prometheus)
+            exporter.start()
+            served.callback(exporter.stop)
+            stdout.print(f"Prometheus metrics at {exporter.url}", markup=False, highlight=False)
         title = f"horde · {plan.name}"
-        with LiveView(stdout, title=title, planned_duration_s=planned_duration_s(plan), cpu_limit_percent=cpu_limit_percent(workers)) as view:
-            outcome = conduct(plan, store, parameters=parameters, tags=tags, workers=workers, view=view, question=question)
+        with LiveView(stdout, title=title, planned_duration_s=planned_duration_s(plan), cpu_limit_percent=cpu_limit_percent(workers)) as live:
+            view = live if exporter is None else Views(live, exporter)
+            outcome = conduct(plan, store, parameters=parameters, tags=tags, workers=workers, view=view, question=question,
+                              on_recorded=exporter.set_run_id if exporter is not None else None)
         render_summary(stdout, outcome.summary, store_url=store.display_url)
         render_judgement(stdout, outcome.summary)
     _write_outputs(outcome, summary_json, junit, plan.name)

@@ -126,10 +126,12 @@ def conduct(
     view: View | None = None,
     question: CapacityQuestion | None = None,
     annotate: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    on_recorded: Callable[[str], None] | None = None,
 ) -> Outcome:
     """Runs ``plan`` to its end (or its autostop, or Ctrl-C) and stores it; returns the outcome.
 
-    ``annotate`` adds keys of its own to the summary before it is stored (the sighting shot's
+    ``on_recorded`` is told the run's id once it is recorded, before any load (an exporter labels
+    its series with it). ``annotate`` adds keys of its own to the summary before it is stored (the sighting shot's
     report). A plan with ``steer`` runs the steering's prepared plan (each steered scenario holding the
     starting level); that plan is what is stored, with the ``steer`` block saying how it moved.
     """
@@ -143,6 +145,8 @@ def conduct(
     run_id = store.create_run(
         plan=redact_plan(json.loads(plan_json)), plan_name=plan.name, parameters=parameters or {}, tags=tags or {},
     )
+    if on_recorded is not None:
+        on_recorded(run_id)
     try:
         engine_run = Run.start(engine_plan, workers=workers)
     except HordeError:

@@ -3,8 +3,9 @@
 :class:`PrometheusExporter` is a view of the conductor: it takes each snapshot, keeps the run's
 totals and the last second's figures, and serves them at ``http://HOST:PORT/metrics`` in the
 Prometheus text exposition format 0.0.4 from a thread of its own. ``update()`` never waits for a
-scrape: it folds the snapshot into a new state outside any lock and only swaps a reference under
-the lock; a scrape takes the current reference under the same lock and renders outside it.
+scrape: it folds the snapshot's counters and quantiles into a new state outside any lock and
+only swaps a reference (and queues the snapshot's histograms) under the lock; a scrape takes the
+state and the queued histograms under the same lock, then decodes and renders outside it.
 
 Every series carries the labels ``run`` and ``plan``; per-step series add ``scenario``, ``step``
 and ``step_kind`` (``request``, or ``group``: a group's pass, made of requests already counted,
@@ -47,7 +48,7 @@ import math
 import socket
 import socketserver
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Final, cast
@@ -86,33 +87,57 @@ class PrometheusEndpointUnavailable(InvalidInput):
     """The metrics endpoint cannot listen where it was asked to (port in use, no such address)."""
 
 
+#: Each second's histograms wait for the next scrape to be decoded into the buckets; past this
+#: many, update() merges them (natively, one per step), so memory stays bounded when nobody scrapes.
+_PENDING_LIMIT: Final = 1024
+
+
 @dataclass(frozen=True)
 class _StepTotals:
-    """One step's counters and cumulative latency histogram since the run started."""
+    """One step's counters since the run started."""
 
     requests: int = 0
     ok: int = 0
     errors: Mapping[str, int] = field(default_factory=dict)
     bytes_sent: int = 0
     bytes_received: int = 0
-    #: Latencies per bucket of LATENCY_BUCKETS_S, not cumulative; the last one is over 60 s.
-    bucket_counts: tuple[int, ...] = (0,) * (len(LATENCY_BUCKETS_S) + 1)
-    latency_sum_us: int = 0
 
     def plus(self, entry: Mapping[str, Any]) -> _StepTotals:
         errors = dict(self.errors)
         for kind, count in entry["errors"].items():
             errors[kind] = errors.get(kind, 0) + int(count)
-        counts, sum_us = _bucketed(entry["histogram"])
         return _StepTotals(
             requests=self.requests + int(entry["requests"]),
             ok=self.ok + int(entry["ok"]),
             errors=errors,
             bytes_sent=self.bytes_sent + int(entry.get("bytes_sent", 0)),
             bytes_received=self.bytes_received + int(entry.get("bytes_received", 0)),
-            bucket_counts=tuple(mine + new for mine, new in zip(self.bucket_counts, counts)),
-            latency_sum_us=self.latency_sum_us + sum_us,
         )
+
+
+@dataclass
+class _Buckets:
+    """One step's latencies per bucket of LATENCY_BUCKETS_S since the run started (not
+    cumulative; the last count is over 60 s), and their sum in microseconds."""
+
+    counts: list[int] = field(default_factory=lambda: [0] * (len(LATENCY_BUCKETS_S) + 1))
+    sum_us: int = 0
+
+    def add(self, blob: bytes) -> None:
+        """Adds an HDR histogram's latencies. An HDR bucket is counted under a bound when its
+        lowest value is at or under it, so a latency recorded exactly at a bound is counted under
+        it; the sum takes each bucket's middle value, as HDR's own mean does."""
+        index = 0
+        for bucket in buckets(blob):
+            # HDR buckets come lowest first, so the bound index only ever moves up.
+            while index < len(_BUCKET_BOUNDS_US) and bucket.lowest_us > _BUCKET_BOUNDS_US[index]:
+                index += 1
+            self.counts[index] += bucket.count
+            width = bucket.highest_us - bucket.lowest_us + 1
+            self.sum_us += bucket.count * (bucket.lowest_us + width // 2)
+
+    def copy(self) -> _Buckets:
+        return _Buckets(list(self.counts), self.sum_us)
 
 
 @dataclass(frozen=True)
@@ -162,20 +187,32 @@ class PrometheusExporter:
         self.cpu_limit_percent = cpu_limit_percent
         self._run_id = run_id
         self._requested_port = port
+        # _lock guards _state, _pending and _run_id, and is only ever held for a few assignments
+        # (or, when nobody scrapes for long, a native merge); _fold_lock guards _buckets and is
+        # held by one scrape at a time while it decodes histograms.
         self._lock = threading.Lock()
         self._state = _State()
+        #: The histograms of each step entry since the last scrape, in arrival order.
+        self._pending: list[tuple[_StepKey, bytes]] = []
+        self._fold_lock = threading.Lock()
+        self._buckets: dict[_StepKey, _Buckets] = {}
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
     # -- the View protocol -------------------------------------------------------------------
 
     def update(self, snapshot: dict[str, Any]) -> None:
-        """Folds one snapshot in. Never waits for a scrape: the work is done outside the lock."""
+        """Takes one snapshot in. Never waits for a scrape: the counters and the second's
+        quantiles (native HDR calls) are computed outside the lock, and decoding histograms into
+        the fixed buckets, the costly part, is left to the next scrape."""
         with self._lock:
             previous = self._state
         state = _advanced(previous, snapshot, self.cpu_limit_percent)
         with self._lock:
             self._state = state
+            self._pending.extend((_key(entry), entry["histogram"]) for entry in snapshot["steps"])
+            if len(self._pending) > _PENDING_LIMIT:
+                self._pending = _merged_by_step(self._pending)
 
     def note_stopping(self) -> None:
         """Nothing to show: the counters and gauges already say what the run does."""
@@ -223,7 +260,7 @@ class PrometheusExporter:
         self._thread.start()
 
     def stop(self) -> None:
-        """Stops serving and frees the port; the figures are gone with it."""
+        """Stops serving and frees the port (idempotent)."""
         server, thread = self._server, self._thread
         self._server, self._thread = None, None
         if server is None:
@@ -244,9 +281,18 @@ class PrometheusExporter:
 
     def render(self) -> str:
         """The exposition of the current state (what ``/metrics`` answers)."""
-        with self._lock:
-            state, run_id = self._state, self._run_id
-        return _render(state, (("run", run_id), ("plan", self.plan_name)))
+        with self._fold_lock:
+            # State and pending histograms are taken together, so each step's _count equals
+            # its requests_total in every scrape.
+            with self._lock:
+                state, run_id = self._state, self._run_id
+                pending, self._pending = self._pending, []
+            # Decoding the merge of the seconds since the last scrape, rather than each second,
+            # does the costly part once per scrape (a second's buckets mostly recur).
+            for key, blob in _merged_by_step(pending):
+                self._buckets.setdefault(key, _Buckets()).add(blob)
+            latency = {key: self._buckets[key].copy() for key in state.steps if key in self._buckets}
+        return _render(state, latency, (("run", run_id), ("plan", self.plan_name)))
 
 
 def _unavailable(host: str, port: int, error: OSError) -> PrometheusEndpointUnavailable:
@@ -336,25 +382,12 @@ def _seconds(milliseconds: float) -> float:
     return round(milliseconds * 1000) / 1_000_000
 
 
-def _bucketed(blob: bytes) -> tuple[list[int], int]:
-    """An HDR histogram's latencies per bucket of LATENCY_BUCKETS_S (not cumulative, ``+Inf``
-    last), and their sum in microseconds.
-
-    An HDR bucket is counted under a bound when its lowest value is at or under it, so a latency
-    recorded exactly at a bound is counted under it; the sum takes each bucket's middle value,
-    as HDR's own mean does.
-    """
-    counts = [0] * (len(_BUCKET_BOUNDS_US) + 1)
-    sum_us = 0
-    index = 0
-    for bucket in buckets(blob):
-        # HDR buckets come lowest first, so the bound index only ever moves up.
-        while index < len(_BUCKET_BOUNDS_US) and bucket.lowest_us > _BUCKET_BOUNDS_US[index]:
-            index += 1
-        counts[index] += bucket.count
-        width = bucket.highest_us - bucket.lowest_us + 1
-        sum_us += bucket.count * (bucket.lowest_us + width // 2)
-    return counts, sum_us
+def _merged_by_step(pending: Iterable[tuple[_StepKey, bytes]]) -> list[tuple[_StepKey, bytes]]:
+    """One exact merge per step of its pending histograms."""
+    by_step: dict[_StepKey, list[bytes]] = {}
+    for key, blob in pending:
+        by_step.setdefault(key, []).append(blob)
+    return [(key, blobs[0] if len(blobs) == 1 else histogram.merge(blobs)) for key, blobs in by_step.items()]
 
 
 # -- rendering --------------------------------------------------------------------------------
@@ -363,7 +396,7 @@ _Labels = Sequence[tuple[str, str]]
 _Sample = tuple[str, _Labels, float | int]
 
 
-def _render(state: _State, base: _Labels) -> str:
+def _render(state: _State, latency: Mapping[_StepKey, _Buckets], base: _Labels) -> str:
     lines: list[str] = []
 
     def family(name: str, kind: str, help_text: str, samples: Iterable[_Sample]) -> None:
@@ -374,7 +407,7 @@ def _render(state: _State, base: _Labels) -> str:
 
     steps = sorted(state.steps.items())
 
-    def per_step(name: str, read: Any) -> list[_Sample]:
+    def per_step(name: str, read: Callable[[_StepTotals], int]) -> list[_Sample]:
         return [(name, _step_labels(key), read(totals)) for key, totals in steps]
 
     family("horde_requests_total", "counter", "Requests completed since the run started (a group: passes).",
@@ -429,13 +462,14 @@ def _render(state: _State, base: _Labels) -> str:
            [("horde_latency_quantile_seconds", [("quantile", label)], value) for label, value in second.quantiles.items()])
 
     histogram_samples: list[_Sample] = []
-    for key, totals in steps:
+    for key, _ in steps:
         labels = _step_labels(key)
+        step_buckets = latency.get(key, _Buckets())
         cumulative = 0
-        for bound, count in zip([*map(_value, LATENCY_BUCKETS_S), "+Inf"], totals.bucket_counts):
+        for bound, count in zip([*map(_value, LATENCY_BUCKETS_S), "+Inf"], step_buckets.counts):
             cumulative += count
             histogram_samples.append(("horde_step_latency_seconds_bucket", [*labels, ("le", bound)], cumulative))
-        histogram_samples.append(("horde_step_latency_seconds_sum", labels, totals.latency_sum_us / 1_000_000))
+        histogram_samples.append(("horde_step_latency_seconds_sum", labels, step_buckets.sum_us / 1_000_000))
         histogram_samples.append(("horde_step_latency_seconds_count", labels, cumulative))
     family("horde_step_latency_seconds", "histogram",
            "Latency since the run started, in fixed buckets derived from the exact HDR histograms (histogram_quantile reads "

@@ -1,0 +1,245 @@
+"""A run as the dashboard shows it, built second by second while the run is still going.
+
+The report draws a finished run in one pass (``report.series.run_series`` over every
+snapshot, then ``report.charts``). A live run gets a new second every second for hours, so
+redoing that pass each second would cost more the longer the run. :class:`RunView` keeps what
+the pass would build and extends it with each batch of new seconds: the batch goes through
+``run_series`` itself, and its series are appended to the run's; the summary comes from the
+same ``SummaryBuilder`` that ``horde show`` uses, fed as seconds arrive. Fed the whole run, in
+any number of batches, a view equals the report's figures and ``horde show``'s numbers (the
+tests hold it to that).
+
+:class:`FigureDeltas` then turns successive figures into what a browser that already drew the
+previous ones needs: the new points of each trace (``Plotly.extendTraces``), a trace replaced
+when it changed otherwise (the generator's limit lines grow with the run), changed layout keys,
+or a whole chart when its traces changed (a new step, a new error kind).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from horde import histogram
+from horde.report.charts import Figure, run_charts
+from horde.report.series import LatencySeries, RunSeries, distribution, run_series, saturation_note
+from horde.run_results import ALL_REQUESTS, RunResults, StepId, step_names, workers_of
+from horde.store import RunRecord
+from horde.summary import CPU_SATURATION_PERCENT_PER_WORKER, SummaryBuilder
+
+#: The figures of the per-step table, in its column order (``horde show --json``'s keys).
+STEP_FIELDS: Final = ("requests", "errors", "error_percent", "rps")
+LATENCY_FIELDS: Final = ("p50", "p90", "p95", "p99", "max")
+
+
+def step_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per step, then all requests: the summary's figures, untouched."""
+    rows = []
+    for name, figures in [*summary.get("steps", {}).items(), (ALL_REQUESTS, summary)]:
+        rows.append({
+            "name": name,
+            "kind": figures.get("kind", "request"),
+            **{key: figures.get(key) for key in STEP_FIELDS},
+            **{key: figures.get("latency_ms", {}).get(key) for key in LATENCY_FIELDS},
+            "errors_by_kind": figures.get("errors_by_kind") or {},
+        })
+    return rows
+
+
+def run_header(record: RunRecord, status: str | None = None) -> dict[str, Any]:
+    """A run's identity, JSON-ready."""
+    return {
+        "run_id": record.run_id,
+        "plan_name": record.plan_name,
+        "status": status or record.status,
+        "started_at": record.started_at.isoformat(),
+        "ended_at": record.ended_at.isoformat() if record.ended_at else None,
+        "host": record.host,
+        "pid": record.pid,
+        "tags": record.tags,
+        "parameters": record.parameters,
+        # What the run was asked to judge, shown while it runs (the verdicts come at its end).
+        "thresholds": record.plan.get("thresholds") or [],
+        "autostop": record.plan.get("autostop") or [],
+        "steer": record.plan.get("steer"),
+        "models": sorted({scenario.get("workload", {}).get("type", "closed") for scenario in record.plan.get("scenarios", [])}),
+        "scenarios": [scenario.get("name") for scenario in record.plan.get("scenarios", [])],
+    }
+
+
+def run_state(record: RunRecord, status: str, summary: dict[str, Any], last: dict[str, Any] | None) -> dict[str, Any]:
+    """What the run page draws but the figures, JSON-ready: the run, its summary and steps
+    table, the saturation warning, and the gauges of its last second (``last``)."""
+    last = last or {}
+    return {
+        "run": run_header(record, status),
+        "summary": summary,
+        "steps": step_rows(summary),
+        "saturation": saturation_note(summary),
+        "last_second": int(last.get("second") or 0),
+        "elapsed_s": last.get("elapsed_s"),
+        "timestamp": last.get("timestamp"),
+        "now": {key: last.get(key) for key in ("active_vus", "target_vus", "target_rate_per_s", "busy_vus",
+                                               "cpu_percent", "timer_lateness_p99_ms")},
+    }
+
+
+class RunView:
+    """One run's summary and figures, extended by :meth:`add` as seconds arrive."""
+
+    def __init__(self, record: RunRecord) -> None:
+        self.record = record
+        self.workers = workers_of(record)
+        #: The last second added (0 before any).
+        self.last_second = 0
+        self.last_snapshot: dict[str, Any] | None = None
+        self._builder = SummaryBuilder(workers=self.workers)
+        self._kinds: dict[StepId, str] = {}
+        self._merged: dict[StepId, bytes] = {}
+        self._names: dict[StepId, str] = {}
+        self._series = _empty_series(self.workers)
+
+    def add(self, snapshots: list[dict[str, Any]]) -> None:
+        """Take the next seconds of the run (in order, none seen before)."""
+        if not snapshots:
+            return
+        for snapshot in snapshots:
+            self._builder.add(snapshot)
+            for entry in snapshot["steps"]:
+                step_id = (entry["scenario"], entry["step"])
+                self._kinds.setdefault(step_id, entry.get("kind") or "request")
+                previous = self._merged.get(step_id)
+                self._merged[step_id] = histogram.merge([previous, entry["histogram"]] if previous else [entry["histogram"]])
+        batch = RunResults(record=self.record, snapshots=snapshots, summary={}, workers=self.workers)
+        part = run_series(batch)
+        self._rename_steps()
+        batch_ids = {name: step_id for step_id, name in step_names(batch.step_ids()).items()}
+        _extend(self._series, part, lambda name: name if name == ALL_REQUESTS else self._names[batch_ids[name]])
+        self._series.distribution = {ALL_REQUESTS: distribution(self._all_requests_histogram())}
+        for step_id, blob in self._merged.items():
+            self._series.distribution[self._names[step_id]] = distribution(blob)
+        self.last_second = int(snapshots[-1]["second"])
+        self.last_snapshot = snapshots[-1]
+
+    def summary(self, status: str) -> dict[str, Any]:
+        """The summary ``horde show --json`` would print for the seconds added so far."""
+        return self._builder.summary(run_id=self.record.run_id, status=status)
+
+    def figures(self) -> dict[str, Figure]:
+        """The report's charts over the seconds added so far."""
+        return run_charts(self._series)
+
+    def state(self, status: str) -> dict[str, Any]:
+        """Everything the run page draws but the figures, JSON-ready."""
+        return run_state(self.record, status, self.summary(status), self.last_snapshot)
+
+    def _all_requests_histogram(self) -> bytes:
+        return histogram.merge(blob for step_id, blob in self._merged.items() if self._kinds[step_id] == "request")
+
+    def _rename_steps(self) -> None:
+        """Name steps over every step seen so far; a step name a new scenario shares becomes
+        ``scenario/step`` everywhere, as it would in the report of the whole run."""
+        names = step_names(self._kinds)
+        renamed = {self._names[step_id]: name for step_id, name in names.items()
+                   if step_id in self._names and self._names[step_id] != name}
+        self._names = names
+        if renamed:
+            self._series.latency = {renamed.get(key, key): value for key, value in self._series.latency.items()}
+
+
+def _empty_series(workers: int) -> RunSeries:
+    return RunSeries(
+        rate_elapsed_s=[], requests_per_s=[], errors_per_s=[], errors_per_s_by_kind={}, dropped_arrivals_per_s=[],
+        elapsed_s=[], active_vus=[], target_vus=[], target_rate_per_s=[], cpu_percent=[], timer_lateness_p99_ms=[],
+        saturated_intervals=[], cpu_limit_percent=CPU_SATURATION_PERCENT_PER_WORKER * workers,
+        latency={ALL_REQUESTS: LatencySeries()}, distribution={},
+    )
+
+
+def _extend(total: RunSeries, part: RunSeries, name_of: Callable[[str], str]) -> None:
+    """Append ``part`` (the series of the next seconds) to ``total``, as if both had been one
+    pass: an error kind new in ``part`` reads 0 before, one it lacks reads 0 in it, and the
+    kinds stay sorted as ``run_series`` sorts them."""
+    earlier_points = len(total.rate_elapsed_s)
+    new_points = len(part.rate_elapsed_s)
+    for name in ("rate_elapsed_s", "requests_per_s", "errors_per_s", "dropped_arrivals_per_s", "elapsed_s", "active_vus",
+                 "target_vus", "target_rate_per_s", "cpu_percent", "timer_lateness_p99_ms", "saturated_intervals"):
+        getattr(total, name).extend(getattr(part, name))
+    kinds = sorted(total.errors_per_s_by_kind.keys() | part.errors_per_s_by_kind.keys())
+    total.errors_per_s_by_kind = {
+        kind: total.errors_per_s_by_kind.get(kind, [0.0] * earlier_points)
+        + part.errors_per_s_by_kind.get(kind, [0.0] * new_points)
+        for kind in kinds
+    }
+    for name, latency in part.latency.items():
+        into = total.latency.setdefault(name_of(name), LatencySeries())
+        into.elapsed_s.extend(latency.elapsed_s)
+        for key, values in latency.values.items():
+            into.values[key].extend(values)
+
+
+@dataclass
+class _SentTrace:
+    x: list[Any]
+    y: list[Any]
+    rest: dict[str, Any]
+
+
+class FigureDeltas:
+    """What changed in a page's figures since the last call (see the module's docstring).
+
+    Each change, by chart id, is ``{"replace": figure}`` or any of ``{"extend": {"indices",
+    "x", "y"}, "restyle": [{"index", "x", "y"}], "relayout": {key: value}}``.
+    """
+
+    def __init__(self) -> None:
+        self._sent: dict[str, tuple[list[_SentTrace], dict[str, Any]]] = {}
+
+    def changes(self, figures: dict[str, Figure]) -> dict[str, dict[str, Any]]:
+        found: dict[str, dict[str, Any]] = {}
+        for chart_id, figure in figures.items():
+            change = self._chart_change(self._sent.get(chart_id), figure)
+            if change:
+                found[chart_id] = change
+            self._sent[chart_id] = (
+                [_SentTrace(list(trace.get("x", [])), list(trace.get("y", [])), _rest(trace)) for trace in figure["data"]],
+                copy.deepcopy(figure["layout"]),
+            )
+        return found
+
+    @staticmethod
+    def _chart_change(sent: tuple[list[_SentTrace], dict[str, Any]] | None, figure: Figure) -> dict[str, Any]:
+        if sent is None:
+            return {"replace": figure}
+        traces, layout = sent
+        data = figure["data"]
+        if len(data) != len(traces) or any(_rest(trace) != old.rest for trace, old in zip(data, traces)):
+            return {"replace": figure}
+        change: dict[str, Any] = {}
+        extend: dict[str, list[Any]] = {"indices": [], "x": [], "y": []}
+        restyle = []
+        for index, (trace, old) in enumerate(zip(data, traces)):
+            x, y = list(trace.get("x", [])), list(trace.get("y", []))
+            grown = len(x) - len(old.x)
+            if x[:len(old.x)] == old.x and y[:len(old.y)] == old.y and grown == len(y) - len(old.y) and grown >= 0:
+                if grown:
+                    extend["indices"].append(index)
+                    extend["x"].append(x[len(old.x):])
+                    extend["y"].append(y[len(old.y):])
+            else:
+                restyle.append({"index": index, "x": x, "y": y})
+        if extend["indices"]:
+            change["extend"] = extend
+        if restyle:
+            change["restyle"] = restyle
+        relayout = {key: value for key, value in figure["layout"].items() if layout.get(key) != value}
+        relayout.update({key: None for key in layout if key not in figure["layout"]})
+        if relayout:
+            change["relayout"] = relayout
+        return change
+
+
+def _rest(trace: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in trace.items() if key not in ("x", "y")}

@@ -1,0 +1,209 @@
+"use strict";
+// A run's page. A finished run is read once from /api/runs/RUN; a running one follows
+// /api/runs/RUN/events (server-sent events): a whole state first, then each second's changes,
+// then "end", after which the finished run is read once more (its verdicts are stored at the end).
+// Numbers are written as the summary holds them, so the table reads as `horde show --json`.
+(function () {
+  const root = document.getElementById("run");
+  const runId = root.dataset.runId;
+  const api = "/api/runs/" + encodeURIComponent(runId);
+  const plan = JSON.parse(document.getElementById("run-plan").textContent);
+  const FIELDS = ["requests", "errors", "error_percent", "rps", "p50", "p90", "p95", "p99", "max"];
+  const SECTIONS = {thresholds: "Thresholds", autostop: "Autostop", capacity: "Capacity", sight: "Sighting shot"};
+  let source = null;
+
+  function shown(value) {
+    if (value === null || value === undefined) { return "—"; }
+    if (typeof value === "boolean") { return value ? "yes" : "no"; }
+    if (typeof value === "object") { return JSON.stringify(value); }
+    return String(value);
+  }
+
+  function element(tag, attributes, children) {
+    const made = document.createElement(tag);
+    for (const [name, value] of Object.entries(attributes || {})) { made.setAttribute(name, value); }
+    for (const child of children || []) {
+      made.append(child instanceof Node ? child : document.createTextNode(shown(child)));
+    }
+    return made;
+  }
+
+  function problem(message) {
+    const where = document.getElementById("problem");
+    where.textContent = message || "";
+    where.hidden = !message;
+  }
+
+  function renderStatus(state) {
+    const status = state.run.status;
+    root.dataset.status = status;
+    const badge = document.getElementById("status");
+    badge.textContent = status;
+    badge.className = "status status-" + status;
+    const now = state.now || {};
+    const parts = ["second " + state.last_second];
+    if (state.elapsed_s !== null && state.elapsed_s !== undefined) { parts.push(state.elapsed_s.toFixed(1) + " s since start"); }
+    if (now.active_vus !== null && now.active_vus !== undefined) { parts.push(now.active_vus + " VUs active"); }
+    if (now.target_rate_per_s !== null && now.target_rate_per_s !== undefined) { parts.push("target " + now.target_rate_per_s + " arrivals/s"); }
+    if (status === "running") { parts.push("updated " + new Date().toLocaleTimeString()); }
+    document.getElementById("progress").textContent = parts.join(" · ");
+    document.getElementById("controls").hidden = status !== "running";
+  }
+
+  function renderHeadline(summary) {
+    const latency = summary.latency_ms || {};
+    const generator = summary.generator || {};
+    const figures = [
+      ["requests", "requests", summary.requests], ["rps", "req/s", summary.rps],
+      ["errors", "errors", shown(summary.errors) + " (" + shown(summary.error_percent) + " %)"],
+      ["p50", "p50 ms", latency.p50], ["p95", "p95 ms", latency.p95], ["p99", "p99 ms", latency.p99],
+      ["peak_vus", "peak VUs", summary.peak_vus], ["iterations", "iterations", summary.iterations],
+      ["dropped_arrivals", "dropped arrivals", summary.dropped_arrivals],
+      ["cpu_percent_max", "generator CPU max %", generator.cpu_percent_max],
+      ["timer_lateness_p99_ms", "timer lateness p99 ms", generator.timer_lateness_p99_ms],
+    ];
+    document.getElementById("headline").replaceChildren(...figures.map(function ([field, label, value]) {
+      return element("div", {"data-field": field}, [element("span", {class: "muted"}, [label]), element("b", {}, [value])]);
+    }));
+  }
+
+  function renderSteps(rows) {
+    const body = document.querySelector("#steps tbody");
+    body.replaceChildren(...rows.map(function (row, index) {
+      const total = row.name === plan.all_requests && index === rows.length - 1;
+      const cells = [element("td", {class: "name"}, [row.name]), element("td", {}, [row.kind])];
+      for (const field of FIELDS) { cells.push(element("td", {"data-field": field}, [row[field]])); }
+      return element("tr", {"data-step": row.name, class: total ? "total" : row.kind}, cells);
+    }));
+  }
+
+  function renderErrors(summary) {
+    const kinds = Object.entries(summary.errors_by_kind || {});
+    const where = document.getElementById("errors-by-kind");
+    where.replaceChildren(...(kinds.length ? ["errors by kind: "] : []).concat(kinds.flatMap(function ([kind, count], index) {
+      return [element("code", {}, [kind]), " " + count + (index < kinds.length - 1 ? ", " : "")];
+    })));
+  }
+
+  function sectionTable(key, value) {
+    if (Array.isArray(value) && value.every(function (item) { return item && typeof item === "object"; })) {
+      const columns = [...new Set(value.flatMap(Object.keys))];
+      return element("table", {class: "section", "data-section": key}, [
+        element("thead", {}, [element("tr", {}, columns.map(function (column) { return element("th", {class: "name"}, [column]); }))]),
+        element("tbody", {}, value.map(function (record) {
+          const verdict = "passed" in record ? {class: record.passed ? "passed" : "failed"} : {};
+          return element("tr", verdict, columns.map(function (column) { return element("td", {class: "name"}, [column in record ? record[column] : ""]); }));
+        })),
+      ]);
+    }
+    if (value && typeof value === "object") {
+      return element("table", {class: "section", "data-section": key}, Object.entries(value).map(function ([name, item]) {
+        return element("tr", {}, [element("th", {class: "name"}, [name]), element("td", {class: "name"}, [item])]);
+      }));
+    }
+    return element("p", {"data-section": key}, [value]);
+  }
+
+  function renderSections(state) {
+    const summary = state.summary;
+    const parts = [];
+    for (const [key, title] of Object.entries(SECTIONS)) {
+      if (summary[key] !== undefined && summary[key] !== null) {
+        parts.push(element("h2", {id: "section-" + key}, [title]), sectionTable(key, summary[key]));
+      }
+    }
+    if (state.run.status === "running") {
+      // Verdicts are judged on the whole stored run when it ends; meanwhile, what will be judged.
+      if (plan.thresholds.length) {
+        parts.push(element("h2", {}, ["Thresholds (judged when the run ends)"]),
+          element("ul", {id: "planned-thresholds"}, plan.thresholds.map(function (item) {
+            return element("li", {}, [typeof item === "string" ? item : JSON.stringify(item)]);
+          })));
+      }
+      if (plan.autostop.length) {
+        parts.push(element("h2", {}, ["Autostop (watched each second)"]),
+          element("ul", {id: "planned-autostop"}, plan.autostop.map(function (item) {
+            return element("li", {}, [typeof item === "string" ? item : JSON.stringify(item)]);
+          })));
+      }
+    }
+    document.getElementById("sections").replaceChildren(...parts);
+  }
+
+  function render(state) {
+    renderStatus(state);
+    renderHeadline(state.summary);
+    renderSteps(state.steps);
+    renderErrors(state.summary);
+    renderSections(state);
+    const warning = document.getElementById("saturation-warning");
+    warning.hidden = !state.saturation;
+    warning.replaceChildren(...(state.saturation ? [element("b", {}, ["Saturated generator. "]), state.saturation] : []));
+  }
+
+  function readJson(response) {
+    return response.json().then(function (body) {
+      if (!response.ok && response.status !== 202) { throw new Error(body.error || ("HTTP " + response.status)); }
+      return body;
+    });
+  }
+
+  function load() {
+    fetch(api, {headers: {accept: "application/json"}}).then(readJson).then(function (state) {
+      render(state);
+      HordeCharts.drawAll(state.figures);
+      problem(null);
+    }).catch(function (error) { problem("cannot read the run: " + error.message); });
+  }
+
+  function follow() {
+    source = new EventSource(api + "/events");
+    source.addEventListener("update", function (event) {
+      const state = JSON.parse(event.data);
+      render(state);
+      HordeCharts.apply(state.changes);
+      problem(null);
+    });
+    source.addEventListener("end", function () {
+      source.close();
+      source = null;
+      load();
+    });
+    source.onerror = function () {
+      // EventSource comes back by itself; the stream then starts over with a whole state.
+      if (source) { problem("lost the live stream; reconnecting..."); }
+    };
+  }
+
+  function ask(request) {
+    const answer = document.getElementById("control-answer");
+    answer.className = "";
+    answer.textContent = "asking the run...";
+    fetch(api + "/control", {method: "POST", headers: {"content-type": "application/json", accept: "application/json"},
+                             body: JSON.stringify(request)})
+      .then(readJson)
+      .then(function (body) {
+        answer.textContent = body.answer || body.message;
+        answer.className = body.applied === true ? "applied" : body.applied === false ? "refused" : "";
+      })
+      .catch(function (error) { answer.textContent = error.message; answer.className = "refused"; });
+  }
+
+  document.getElementById("stop").addEventListener("click", function () { ask({stop: true}); });
+  const apply = document.getElementById("apply");
+  if (apply) {
+    apply.addEventListener("click", function () {
+      const vus = document.getElementById("vus");
+      const rate = document.getElementById("rate");
+      const request = {ramp_s: Number(document.getElementById("ramp").value || 0)};
+      if (vus && vus.value !== "") { request.vus = Number(vus.value); }
+      else if (rate && rate.value !== "") { request.rate_per_s = Number(rate.value); }
+      else { ask({}); return; } // the answer explains what is missing
+      const scenario = document.getElementById("scenario");
+      if (scenario && scenario.value) { request.scenarios = [scenario.value]; }
+      ask(request);
+    });
+  }
+
+  if (root.dataset.status === "running") { follow(); } else { load(); }
+})();
