@@ -281,16 +281,16 @@ class FindMaxSteering:
         if self._phase.name == "refine":
             self._refine_left -= 1
             if self._refine_left <= 0:
-                self._finish(run, "refined")
+                self._finish("refined")
                 return
             self._set(run, result.level + self._refine_step, "refine", second)
             return
         following = result.level + steer.step
         if steer.limit is not None and following > steer.limit + 1e-9:
-            self._finish(run, "limit_reached")
+            self._finish("limit_reached")
             return
         if len(self.steps) >= MAX_STEPS:
-            self._finish(run, "step_budget_spent")
+            self._finish("step_budget_spent")
             return
         self._set(run, following, "climb", second)
 
@@ -298,14 +298,14 @@ class FindMaxSteering:
         if self.first_saturated is None:
             self.first_saturated = result
         if result.saturated_reason in ("generator_saturated", "no_responses"):
-            self._finish(run, result.saturated_reason)
+            self._finish(result.saturated_reason)
             return
         good = self._last_good
         refinable = self.steer.refine and self._phase.name == "climb" and good is not None
         if self.model == "closed":
             refinable = refinable and self._refine_step >= 1
         if not refinable or good is None:
-            self._finish(run, "saturated")
+            self._finish("saturated")
             return
         # Half the last good level until the target has drained what the saturated step queued.
         self._refine_left = round(1 / REFINE_SHARE) - 1
@@ -315,7 +315,7 @@ class FindMaxSteering:
         assert self._last_good is not None
         self._set(run, self._last_good.level + self._refine_step, "refine", second)
 
-    def _finish(self, run: LoadSetter, reason: str) -> None:
+    def _finish(self, reason: str) -> None:
         self.done_reason = reason
         self._phase = _Phase("done", self._phase.level, started=10**12)
 
