@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import time
 import urllib.request
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -47,16 +48,21 @@ class Browser:
         self.window = window
         self.process: subprocess.Popen[bytes] | None = None
         self._socket: ClientConnection | None = None
+        self._closing = ExitStack()
         self._next_id = 0
         #: Protocol events received so far (method, params), in order.
         self.events: list[tuple[str, dict[str, Any]]] = []
 
     def __enter__(self) -> Browser:
         self.profile.mkdir(parents=True, exist_ok=True)
+        # A profile used before keeps the last browser's port file: only a new one counts.
+        (self.profile / "DevToolsActivePort").unlink(missing_ok=True)
         self.process = subprocess.Popen(
             [chromium_or_skip(), "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             "--disable-default-apps", "--host-resolver-rules=MAP * ~NOTFOUND",
+             "--disable-default-apps",
+             # No name resolves but loopback: a page needing anything from the network fails.
+             "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
              "--remote-debugging-port=0", f"--user-data-dir={self.profile}", f"--window-size={self.window}",
              "about:blank"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -64,7 +70,7 @@ class Browser:
         try:
             port = self._debugging_port(timeout_s=30.0)
             page = self._page_socket_url(port, timeout_s=15.0)
-            self._socket = connect(page, max_size=64 * 1024 * 1024, open_timeout=15)
+            self._socket = self._closing.enter_context(connect(page, max_size=64 * 1024 * 1024, open_timeout=15))
             for domain in ("Page", "Runtime", "Log"):
                 self.send(f"{domain}.enable")
         except BaseException:
@@ -77,11 +83,11 @@ class Browser:
 
     def close(self) -> None:
         if self._socket is not None:
+            self._socket = None
             try:
-                self._socket.close()
+                self._closing.close()
             except Exception:  # noqa: BLE001 - closing a browser that is going away anyway
                 pass
-            self._socket = None
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()
             try:

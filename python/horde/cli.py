@@ -28,6 +28,7 @@ from horde.errors import ExitCode, HordeError, InvalidInput, PlanInvalid, RunUnr
 from horde.live import LiveView
 from horde.capacity import CapacityQuestion
 from horde.cli_results import register as register_results_commands
+from horde.cli_web import register as register_dashboard_command
 from horde.conductor import JUDGEMENT_KEYS, Outcome, Views, conduct, cpu_limit_percent, planned_duration_s
 from horde.junit import junit_xml
 from horde.overrides import (
@@ -109,6 +110,10 @@ def run(
     headroom: Annotated[float, typer.Option("--headroom", help="percent of each instance kept free at the peak", rich_help_panel="Capacity")] = 20.0,
     junit: Annotated[Optional[Path], typer.Option("--junit", help="write thresholds and autostop as JUnit XML to this file")] = None,
     prometheus: Annotated[Optional[int], typer.Option("--prometheus", metavar="PORT", help="serve live metrics for Prometheus at 127.0.0.1:PORT/metrics (0: any free port)")] = None,
+    ui: Annotated[bool, typer.Option("--ui", help="serve the web dashboard during the run", rich_help_panel="Dashboard")] = False,
+    ui_host: Annotated[str, typer.Option("--ui-host", help="the dashboard's address (beyond loopback it needs a token)", rich_help_panel="Dashboard")] = "127.0.0.1",
+    ui_port: Annotated[int, typer.Option("--ui-port", help="the dashboard's port (0: any free port)", rich_help_panel="Dashboard")] = 8089,
+    ui_token: Annotated[Optional[str], typer.Option("--ui-token", help="the dashboard's access token (generated when the host is not loopback)", rich_help_panel="Dashboard")] = None,
 ) -> int:
     """Run a plan against its target, live, and store the run."""
     params = parse_params(param or [])
@@ -150,6 +155,13 @@ def run(
             exporter.start()
             served.callback(exporter.stop)
             stdout.print(f"Prometheus metrics at {exporter.url}", markup=False, highlight=False)
+        if ui:
+            from horde.web import DashboardServer  # starlette and uvicorn only when asked for
+
+            dashboard = DashboardServer(store.url, host=ui_host, port=ui_port, token=ui_token).start()
+            served.callback(dashboard.stop)
+            # /runs/last opens the newest run: this one, once it is recorded (before any load).
+            stdout.print(f"dashboard at {dashboard.run_url('last')}", markup=False, highlight=False, soft_wrap=True)
         title = f"horde · {plan.name}"
         with LiveView(stdout, title=title, planned_duration_s=planned_duration_s(plan), cpu_limit_percent=cpu_limit_percent(workers)) as live:
             view = live if exporter is None else Views(live, exporter)
@@ -420,8 +432,10 @@ def validate(
     return ExitCode.OK
 
 
-# export, compare, trend and report: the results center's commands live in their own module.
+# export, compare, trend and report, and the dashboard: the results center's commands live in
+# their own modules.
 register_results_commands(app)
+register_dashboard_command(app)
 
 
 @app.callback(invoke_without_command=True)

@@ -131,6 +131,12 @@ class Store:
         #: The store's URL with any password replaced by ``***``, for messages.
         self.display_url: str = redact_url(url)
 
+    @property
+    def url(self) -> str:
+        """The store's full URL, password included: for opening the same store again in this
+        process (the dashboard's own reader); never print it, print ``display_url``."""
+        return self._url
+
     # -- opening and closing -------------------------------------------------------------------
 
     @classmethod

@@ -36,9 +36,10 @@ from horde.errors import InvalidInput
 from horde.report.charts import run_charts
 from horde.report.series import run_series
 from horde.run_results import RunResults, load_run
-from horde.store import Store, pid_alive
+from horde.store import RunRecord, Store, pid_alive
 from horde.web.dashboard import Dashboard, dashboard_of, run_filter_of
 from horde.web.run_view import FigureDeltas, RunView, run_header, run_state
+from horde.web.store_reads import RunRow
 
 #: How often a live stream looks for new seconds (a run stores one a second).
 POLL_INTERVAL_S: Final = 0.5
@@ -48,6 +49,9 @@ ANSWER_WAIT_S: Final = 5.0
 KEEPALIVE_S: Final = 10.0
 #: After this long without a new second, a run of this host whose process is gone is marked aborted.
 SILENCE_CHECK_S: Final = 5.0
+#: A live page's latency distribution is redrawn once per this many of the run's seconds: it is
+#: the costly part of a second to compute and to send (see RunView).
+DISTRIBUTION_EVERY_S: Final = 10
 #: The most runs one listing returns.
 MAX_LISTED: Final = 500
 
@@ -59,7 +63,7 @@ def query_lists(request: Request) -> dict[str, list[str]]:
     return found
 
 
-def listed_run(row: Any) -> dict[str, Any]:
+def listed_run(row: RunRow) -> dict[str, Any]:
     """A runs-list row, JSON-ready, with the headline figures of its stored summary."""
     summary = row.summary or {}
     return {
@@ -113,9 +117,9 @@ async def run_events(request: Request) -> Response:
     )
 
 
-async def _stream(dashboard: Dashboard, record: Any) -> AsyncIterator[str]:
+async def _stream(dashboard: Dashboard, record: RunRecord) -> AsyncIterator[str]:
     run_id = record.run_id
-    view = RunView(record)
+    view = RunView(record, distribution_every_s=DISTRIBUTION_EVERY_S)
     deltas = FigureDeltas()
     first = True
     last_event = last_news = time.monotonic()
@@ -145,7 +149,7 @@ async def _stream(dashboard: Dashboard, record: Any) -> AsyncIterator[str]:
         await anyio.sleep(POLL_INTERVAL_S)
 
 
-def _mark_if_abandoned(dashboard: Dashboard, record: Any) -> None:
+def _mark_if_abandoned(dashboard: Dashboard, record: RunRecord) -> None:
     """A run whose process died stays ``running`` until the store is opened again on its host;
     opening it marks the run aborted (``Store.open``), which ends the stream."""
     if record.host == socket.gethostname() and not pid_alive(int(record.pid)):
@@ -237,7 +241,7 @@ def load_request_answer(request: Request) -> Response:
                          "applied": None if answer is None else answer.startswith("applied")})
 
 
-def _answer(request_id: int, answer: str | None, record: Any) -> dict[str, Any]:
+def _answer(request_id: int, answer: str | None, record: RunRecord) -> dict[str, Any]:
     found: dict[str, Any] = {"request_id": request_id, "answer": answer,
                              "applied": None if answer is None else answer.startswith("applied")}
     if answer is None:

@@ -89,8 +89,15 @@ def run_state(record: RunRecord, status: str, summary: dict[str, Any], last: dic
 class RunView:
     """One run's summary and figures, extended by :meth:`add` as seconds arrive."""
 
-    def __init__(self, record: RunRecord) -> None:
+    def __init__(self, record: RunRecord, *, distribution_every_s: int = 1) -> None:
+        """``distribution_every_s``: redraw the latency distribution at most once per that many
+        of the run's seconds (and on its final second). It is the costly part of a second (each
+        step's histogram read bucket by bucket) and the bulkiest to send; 1 keeps it exact."""
         self.record = record
+        self.distribution_every_s = distribution_every_s
+        self._distribution_second: int | None = None
+        #: Each step's distribution curve (None: all requests) as last drawn.
+        self._curves: dict[StepId | None, tuple[list[float], list[float]]] = {}
         self.workers = workers_of(record)
         #: The last second added (0 before any).
         self.last_second = 0
@@ -112,16 +119,22 @@ class RunView:
                 self._kinds.setdefault(step_id, entry.get("kind") or "request")
                 previous = self._merged.get(step_id)
                 self._merged[step_id] = histogram.merge([previous, entry["histogram"]] if previous else [entry["histogram"]])
-        batch = RunResults(record=self.record, snapshots=snapshots, summary={}, workers=self.workers)
+        batch = _Seconds(record=self.record, snapshots=snapshots, summary={}, workers=self.workers)
         part = run_series(batch)
         self._rename_steps()
         batch_ids = {name: step_id for step_id, name in step_names(batch.step_ids()).items()}
         _extend(self._series, part, lambda name: name if name == ALL_REQUESTS else self._names[batch_ids[name]])
-        self._series.distribution = {ALL_REQUESTS: distribution(self._all_requests_histogram())}
-        for step_id, blob in self._merged.items():
-            self._series.distribution[self._names[step_id]] = distribution(blob)
         self.last_second = int(snapshots[-1]["second"])
         self.last_snapshot = snapshots[-1]
+        if (self._distribution_second is None or snapshots[-1]["final"]
+                or self.last_second - self._distribution_second >= self.distribution_every_s):
+            self._distribution_second = self.last_second
+            self._curves = {None: distribution(self._all_requests_histogram())}
+            self._curves.update({step_id: distribution(blob) for step_id, blob in self._merged.items()})
+        # Keyed by the steps' names now (a step may have been renamed since its curve was drawn).
+        self._series.distribution = {ALL_REQUESTS: self._curves[None]}
+        for step_id in self._merged:
+            self._series.distribution[self._names[step_id]] = self._curves.get(step_id, ([], []))
 
     def summary(self, status: str) -> dict[str, Any]:
         """The summary ``horde show --json`` would print for the seconds added so far."""
@@ -147,6 +160,17 @@ class RunView:
         self._names = names
         if renamed:
             self._series.latency = {renamed.get(key, key): value for key, value in self._series.latency.items()}
+
+
+class _Seconds(RunResults):
+    """A batch of a run's seconds, for ``run_series``: the view keeps the run's distribution
+    itself (from its merged histograms), so the batch's own is not worth computing."""
+
+    def merged_histograms(self) -> dict[StepId, bytes]:
+        return {}
+
+    def all_requests_histogram(self) -> bytes:
+        return histogram.merge([])
 
 
 def _empty_series(workers: int) -> RunSeries:

@@ -21,7 +21,7 @@ from typing import Final
 import uvicorn
 
 from horde.errors import InvalidInput
-from horde.web.access import is_loopback, new_token
+from horde.web.access import check_bind, is_loopback, new_token
 from horde.web.app import create_app
 from horde.web.dashboard import Dashboard
 
@@ -51,6 +51,10 @@ class DashboardServer:
         ::) is shown as this machine's loopback; :meth:`urls` lists the others."""
         return self._url(_reachable_host(self.host))
 
+    def run_url(self, run_id: str) -> str:
+        """The address of a run's page (``last``: the newest run when the page is opened)."""
+        return self._url(_reachable_host(self.host), f"runs/{run_id}")
+
     @property
     def store_display_url(self) -> str:
         """The store served, password redacted (empty before :meth:`start`)."""
@@ -68,6 +72,7 @@ class DashboardServer:
         """Listen, serve in a background thread, and return once requests are answered."""
         if self._thread is not None:
             raise RuntimeError("this dashboard server is already started")
+        check_bind(self.host, self.token)  # before anything listens
         sock = _bind(self.host, self.requested_port)
         try:
             app = create_app(self.store_url, token=self.token, host=self.host)
@@ -110,9 +115,9 @@ class DashboardServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _url(self, host: str) -> str:
+    def _url(self, host: str, path: str = "") -> str:
         shown = f"[{host}]" if ":" in host else host
-        return f"http://{shown}:{self.port}/" + (f"?token={self.token}" if self.token else "")
+        return f"http://{shown}:{self.port}/{path}" + (f"?token={self.token}" if self.token else "")
 
 
 def _reachable_host(host: str) -> str:

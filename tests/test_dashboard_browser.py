@@ -1,0 +1,161 @@
+"""The dashboard in a real headless browser (Debian's chromium, driven over the DevTools
+protocol by tests/cdp.py) against a real `horde run` in a subprocess.
+
+The live run's page must show its request counter rising, draw every panel with data, raise no
+console error, and its Stop button must end the run as `interrupted` in the store (the run's
+own process applies it); once ended, its steps table carries `horde show --json`'s numbers. A
+dashboard listening beyond loopback answers only with its token. Screenshots are kept in
+test-artifacts/ at the repository root.
+
+Skipped when chromium is missing, unless HORDE_REQUIRE_BROWSER=1 (CI), which fails instead.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cdp import Browser, chromium_or_skip
+from conftest import HordeCli
+from horde.errors import ExitCode
+from horde.run_results import ALL_REQUESTS
+from horde.store import Store
+from horde.web import DashboardServer, InsecureBind, create_app
+from horde.web.store_reads import RunFilter, StoreReader
+from recorded_runs import get, plan_dict
+
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+CHARTS = ("chart-throughput", "chart-latency", "chart-distribution", "chart-errors", "chart-load", "chart-generator")
+#: Longer than the test needs: the run is stopped from the page, never by its end.
+RUN_SECONDS = 90
+
+REQUESTS_SHOWN = "Number((document.querySelector('#headline [data-field=requests] b') || {}).textContent || 0)"
+CHARTS_DRAWN = """(() => %s.map(id => {
+  const element = document.getElementById(id);
+  return [id, !!element.querySelector('.main-svg'),
+          Math.max(0, ...(element.data || []).map(trace => (trace.x || []).length))];
+}))()""" % json.dumps(list(CHARTS))
+ANSWER = ("document.getElementById('control-answer').className && "
+          "document.getElementById('control-answer').textContent")
+STEPS_TABLE = """(() => Object.fromEntries(Array.from(document.querySelectorAll('#steps tbody tr')).map(row =>
+  [row.dataset.step, Object.fromEntries(Array.from(row.querySelectorAll('td[data-field]')).map(
+    cell => [cell.dataset.field, cell.textContent]))])))()"""
+
+
+@pytest.fixture
+def live_run(horde_cli: HordeCli, builtin_target: Any) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """`horde run` of a two-step plan (one step answers 404) in a subprocess, once its first
+    second is stored: (process, run id). The process is always ended."""
+    chromium_or_skip()  # before any load is sent
+    plan = horde_cli.tmp_path / "plan.json"
+    plan.write_text(json.dumps(plan_dict(builtin_target.port, [get("item", "/delay/5"), get("missing", "/status/404")],
+                                         vus=2, duration_s=RUN_SECONDS, name="live")))
+    process = horde_cli.popen("run", str(plan), "--workers", "1", "--tag", "ui=browser")
+    try:
+        deadline = time.monotonic() + 30
+        run_id = None
+        while run_id is None:
+            assert process.poll() is None, f"horde run ended early: {process.communicate()[1][-2000:]}"
+            assert time.monotonic() < deadline, "the run stored no second within 30 s"
+            time.sleep(0.2)
+            if not horde_cli.store_path.exists():
+                continue
+            reader = StoreReader(horde_cli.store_url)
+            try:
+                running = reader.find_runs(RunFilter(status="running"))
+                if running and reader.snapshots_after(running[0].run_id, 0):
+                    run_id = running[0].run_id
+            finally:
+                reader.close()
+        yield process, run_id
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        process.communicate(timeout=20)
+
+
+def test_a_live_run_updates_draws_and_stops_from_the_page(
+        live_run: tuple[subprocess.Popen[str], str], horde_cli: HordeCli, tmp_path: Path) -> None:
+    process, run_id = live_run
+    with DashboardServer(horde_cli.store_url) as server, Browser(tmp_path / "profile") as browser:
+        browser.open(f"{server.url}runs/{run_id}")
+        first = browser.wait_for(f"{REQUESTS_SHOWN} > 0 && {REQUESTS_SHOWN}", timeout_s=20, what="a request count")
+        later = browser.wait_for(f"{REQUESTS_SHOWN} > {first} && {REQUESTS_SHOWN}", timeout_s=20,
+                                 what="the request count to rise")
+        assert later > first
+        browser.wait_for(f"{CHARTS_DRAWN}.every(([id, drawn, points]) => drawn && points >= 2)", timeout_s=20,
+                         what="every panel drawn with two seconds or more")
+        assert browser.evaluate("document.getElementById('status').textContent") == "running"
+        steps = browser.evaluate(STEPS_TABLE)
+        assert list(steps) == ["item", "missing", ALL_REQUESTS]
+        assert browser.evaluate("document.getElementById('controls').hidden") is False
+        ARTIFACTS.mkdir(exist_ok=True)
+        browser.screenshot(ARTIFACTS / "dashboard-live.png")
+        assert (ARTIFACTS / "dashboard-live.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+        # Set the load: 3 VUs at once; the run's process answers through the store.
+        browser.evaluate("document.getElementById('vus').value = '3'; document.getElementById('apply').click()")
+        answer = browser.wait_for(ANSWER, timeout_s=15, what="the run's answer to the new load")
+        assert answer == "applied: s → 3", answer
+        browser.wait_for("document.getElementById('progress').textContent.includes('3 VUs active')", timeout_s=15,
+                         what="the third VU to show")
+
+        browser.evaluate("document.getElementById('control-answer').className = ''; "
+                         "document.getElementById('stop').click()")
+        answer = browser.wait_for(ANSWER, timeout_s=15, what="the run's answer to Stop")
+        assert answer.startswith("applied: stopping"), answer
+        assert process.wait(timeout=30) == ExitCode.INTERRUPTED
+        browser.wait_for("document.getElementById('status').textContent === 'interrupted'", timeout_s=15,
+                         what="the page to show the run ended")
+        with Store.open(horde_cli.store_url) as store:
+            assert store.get_run(run_id).status == "interrupted"
+
+        # Ended: the table holds the numbers of `horde show --json` (read by the real command).
+        shown = horde_cli.run("show", run_id, "--json")
+        assert shown.returncode == 0, shown.stderr
+        summary = json.loads(shown.stdout)
+        browser.wait_for(f"{STEPS_TABLE}[{json.dumps(ALL_REQUESTS)}].requests === {json.dumps(str(summary['requests']))}",
+                         timeout_s=10, what="the final table")
+        rows = browser.evaluate(STEPS_TABLE)
+        assert list(rows) == [*summary["steps"], ALL_REQUESTS]
+        for name, row in rows.items():
+            figures = summary if name == ALL_REQUESTS else summary["steps"][name]
+            for field in ("requests", "errors", "error_percent", "rps"):
+                assert float(row[field]) == figures[field], (name, field)
+            for field in ("p50", "p90", "p95", "p99", "max"):
+                assert float(row[field]) == figures["latency_ms"][field], (name, field)
+        browser.screenshot(ARTIFACTS / "dashboard-ended.png")
+
+        browser.open(server.url)
+        browser.wait_for(f"document.querySelector('tr[data-run=\"{run_id}\"]')?.dataset.status === 'interrupted'",
+                         timeout_s=10, what="the runs list to show the run interrupted")
+        assert browser.errors() == []
+
+
+def test_a_dashboard_beyond_loopback_answers_only_with_its_token(horde_cli: HordeCli, tmp_path: Path) -> None:
+    chromium_or_skip()
+    with pytest.raises(InsecureBind):
+        create_app(horde_cli.store_url, token=None, host="0.0.0.0")
+    with DashboardServer(horde_cli.store_url, host="0.0.0.0", port=0) as server, \
+            Browser(tmp_path / "profile") as browser:
+        assert server.token and f"?token={server.token}" in server.url
+        browser.open(f"http://127.0.0.1:{server.port}/")
+        assert "needs its token" in browser.evaluate("document.body.innerText")
+        browser.open(server.url)
+        # Redirected to the page without the token in the address; a cookie carries it on.
+        browser.wait_for("document.querySelector('h1') && document.querySelector('h1').textContent === 'Runs'",
+                         timeout_s=10, what="the runs page")
+        assert "token" not in browser.evaluate("location.href")
+        browser.open(f"http://127.0.0.1:{server.port}/trend")
+        assert browser.evaluate("document.querySelector('h1').textContent").startswith("Trend")
