@@ -230,8 +230,9 @@ class SteerFlags:
 
 
 #: The VU cap of an open model made for steering a quick --url plan: high, so that the target's
-#: queue shows as latency rather than as dropped arrivals.
-STEER_MAX_VUS = 10_000
+#: queue shows as latency rather than as dropped arrivals, and well inside a 20,000 open-file
+#: limit (one connection per VU).
+STEER_MAX_VUS = 5_000
 
 
 def apply_steer_flags(plan: Plan, flags: SteerFlags, *, quick: bool, vus_given: bool = False) -> Plan:

@@ -38,7 +38,9 @@ def efficiency(throughputs: Sequence[tuple[int, float]]) -> list[float | None]:
 def plan_for_instances(plan: Plan, urls: Sequence[str], k: int) -> Plan:
     """The plan aimed at the first ``k`` instances, its load multiplied by ``k``."""
     target = plan.target.model_copy(update={"base_url": urls[0], "instances": list(urls[1:k])})
-    update: dict[str, Any] = {"target": target, "scenarios": [_scaled(scenario, k) for scenario in plan.scenarios]}
+    # A steered plan's VU cap is a ceiling for the whole search, not a per-instance load.
+    steered = plan.steer is not None
+    update: dict[str, Any] = {"target": target, "scenarios": [_scaled(scenario, k, cap=not steered) for scenario in plan.scenarios]}
     if isinstance(plan.steer, FindMax):
         steer = plan.steer
         update["steer"] = steer.model_copy(update={
@@ -48,7 +50,7 @@ def plan_for_instances(plan: Plan, urls: Sequence[str], k: int) -> Plan:
     return plan.model_copy(update=update)
 
 
-def _scaled(scenario: Scenario, k: int) -> Scenario:
+def _scaled(scenario: Scenario, k: int, *, cap: bool) -> Scenario:
     workload = scenario.workload
     if isinstance(workload, ClosedModel):
         scaled: ClosedModel | OpenModel = workload.model_copy(update={
@@ -57,7 +59,7 @@ def _scaled(scenario: Scenario, k: int) -> Scenario:
         })
     else:
         scaled = workload.model_copy(update={
-            "start_rate_per_s": workload.start_rate_per_s * k, "max_vus": workload.max_vus * k,
+            "start_rate_per_s": workload.start_rate_per_s * k, "max_vus": workload.max_vus * (k if cap else 1),
             "stages": [stage.model_copy(update={"rate_per_s": stage.rate_per_s * k}) for stage in workload.stages],
         })
     return scenario.model_copy(update={"workload": scaled})

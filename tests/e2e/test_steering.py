@@ -6,6 +6,7 @@ with N closed VUs and no think time above its workers each request waits N / wor
 from __future__ import annotations
 
 import json
+import math
 import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -47,7 +48,9 @@ def test_find_max_lands_within_5_percent_of_the_true_maximum(horde_cli: HordeCli
     # Past the maximum the target still serves at its maximum: what saturation looks like.
     assert abs(first["ok_rps"] - TRUE_MAX_RPS) <= 0.05 * TRUE_MAX_RPS
     assert capacity["users_supported"] == int(capacity["max_rps"] / 0.5)
-    assert capacity["instances_needed"] == 5  # 2000 / (500 × 0.8)
+    # 2000 / (max × 0.8): 5 at exactly 500 req/s, 6 a hair under it.
+    assert capacity["instances_needed"] == math.ceil(2000 / (capacity["max_rps"] * 0.8) - 1e-9)
+    assert capacity["instances_needed"] in (5, 6)
     # The same answer is stored with the run, and `horde show` keeps it.
     shown = json.loads(horde_cli.run("show", "last", "--json").stdout)
     assert shown["capacity"]["max_rps"] == capacity["max_rps"]
