@@ -13,15 +13,14 @@ The tests never download a browser.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cdp import chromium_or_skip
 from conftest import HordeCli
 from horde.report import write_report
 from horde.run_results import ALL_REQUESTS, load_run
@@ -34,21 +33,12 @@ RUN_CHARTS = ("chart-throughput", "chart-latency", "chart-distribution", "chart-
 COMPARISON_CHARTS = ("chart-throughput", "chart-p95", "chart-distribution", "chart-load")
 
 
-def chromium() -> str:
-    for name in ("chromium", "chromium-browser"):
-        found = shutil.which(name)
-        if found:
-            return found
-    reason = "Debian's chromium is not installed (apt-get install chromium); the report's browser test needs it"
-    if os.environ.get("HORDE_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"HORDE_REQUIRE_BROWSER=1 but {reason}", pytrace=False)
-    pytest.skip(reason)
 
 
 def open_in_browser(page: Path, screenshot: Path, profile: Path) -> str:
     """The page's DOM once its scripts ran; a screenshot of its top is written on the way."""
     command = [
-        chromium(), "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run",
+        chromium_or_skip(), "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync",
         # No host resolves: the page must need nothing from the network.
         "--host-resolver-rules=MAP * ~NOTFOUND",
