@@ -34,6 +34,7 @@ test-python: setup
 # Horde against wrk on loopback (needs the Debian package wrk); see bench/README.md.
 bench: setup
 	$(PYTHON) bench/run.py --quick
+	$(PYTHON) bench/open_accuracy.py --seconds 5
 
 # The scenario language's cost per request against the same requests sent fixed (~4 min).
 bench-scenario: setup
