@@ -20,6 +20,10 @@
 //! first request is timed from the arrival's *intended* instant, so a stalled target or a late
 //! generator shows in the latency instead of hiding in fewer samples (coordinated omission).
 //!
+//! Re-targeting: [`RunControl::retarget`] moves a scenario's level (VUs or rate) while the run
+//! goes; workers pick the new profile up on their next tick or arrival, and an open-model pacer
+//! asleep towards an arrival the new rate has moved is woken (`levels.rs`).
+//!
 //! Stopping: when the stages end or [`RunHandle::stop`] is called, no new iteration starts, VUs
 //! cut their think time, finish the request in flight, and stop; whatever has not finished
 //! after the plan's `graceful_stop_s` is dropped unrecorded. The last snapshot is marked final.
