@@ -101,7 +101,7 @@ def test_verdicts_in_order_and_to_json() -> None:
 def test_render_verdicts_shows_each_result() -> None:
     console = Console(record=True, width=120, color_system=None)
     verdicts = judge([Threshold(condition="p50 < 1.5ms"), Threshold(condition="p95 < 1ms", step="[bold]x")], RUN)
-    render_verdicts(console, verdicts)
+    render_verdicts(console, verdicts_to_json(verdicts))
     text = console.export_text()
     assert "thresholds — 1 of 2 passed" in text
     assert "p50 < 1.5ms" in text and "pass" in text

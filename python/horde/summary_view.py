@@ -8,6 +8,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from horde.thresholds import render_verdicts
+
 
 def render_summary(console: Console, summary: dict[str, Any], *, store_url: str | None = None) -> None:
     table = Table(title=f"run {summary['run_id']} — {summary['status']}", title_justify="left", header_style="bold")
@@ -54,17 +56,7 @@ def render_summary(console: Console, summary: dict[str, Any], *, store_url: str 
 
 def render_judgement(console: Console, summary: dict[str, Any]) -> None:
     """What was judged at the end of the run: thresholds, autostop, capacity (when present)."""
-    verdicts = summary.get("thresholds")
-    if verdicts:
-        table = Table(title="thresholds", title_justify="left", header_style="bold")
-        for column in ("condition", "scope", "measured", "result"):
-            table.add_column(column)
-        for verdict in verdicts:
-            scope = " / ".join(part for part in (verdict.get("scenario"), verdict.get("step")) if part) or "all requests"
-            measured = "no data" if verdict.get("measured") is None else f"{verdict['measured']:,.3f}".rstrip("0").rstrip(".")
-            table.add_row(Text(verdict["condition"]), Text(scope), measured,
-                          Text("pass", style="green") if verdict["passed"] else Text("FAIL", style="bold red"))
-        console.print(table)
+    render_verdicts(console, summary.get("thresholds") or [])
     autostop = summary.get("autostop")
     if autostop:
         console.print(f"!! {autostop['message']}", style="bold red", markup=False, highlight=False, soft_wrap=True)

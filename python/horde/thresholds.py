@@ -16,7 +16,7 @@ A threshold with nothing to measure fails: ``p95 < 200ms`` on a step that never 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,23 +125,27 @@ def verdicts_to_json(verdicts: Iterable[Verdict]) -> list[dict[str, Any]]:
     ]
 
 
-def render_verdicts(console: Console, verdicts: Sequence[Verdict]) -> None:
-    """A table of the verdicts, failures in red; prints nothing when there are none."""
+def render_verdicts(console: Console, verdicts: Sequence[Mapping[str, Any]]) -> None:
+    """A table of the verdicts in their summary JSON form (:func:`verdicts_to_json`, what the
+    store keeps, so `horde run` and `horde show` print the same), failures in red; prints
+    nothing when there are none."""
     if not verdicts:
         return
-    passed = sum(verdict.passed for verdict in verdicts)
+    passed = sum(bool(verdict["passed"]) for verdict in verdicts)
     table = Table(
         title=f"thresholds — {passed} of {len(verdicts)} passed", title_justify="left", header_style="bold",
     )
     for column in ("threshold", "scope", "measured", "result"):
         table.add_column(column, justify="right" if column == "measured" else "left")
     for verdict in verdicts:
-        measured = "no data" if verdict.measured is None else format_value(verdict.measured, verdict.unit)
+        unit = unit_of(parse_condition(verdict["condition"]))
+        scope = Scope.of(scenario=verdict.get("scenario"), step=verdict.get("step")).describe()
+        measured = "no data" if verdict["measured"] is None else format_value(verdict["measured"], unit)
         table.add_row(
             # Conditions and step names are the user's text, never markup.
-            Text(verdict.condition),
-            Text(verdict.scope),
+            Text(verdict["condition"]),
+            Text(scope),
             measured,
-            Text("pass", style="green") if verdict.passed else Text("FAIL", style="bold red"),
+            Text("pass", style="green") if verdict["passed"] else Text("FAIL", style="bold red"),
         )
     console.print(table)
