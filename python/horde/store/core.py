@@ -21,7 +21,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
-from sqlalchemy import Engine, RowMapping, create_engine, event, select, update
+from sqlalchemy import Connection, Engine, RowMapping, create_engine, event, select, update
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
 
@@ -384,31 +384,7 @@ class Store:
         with self._guard("read"), self._engine.connect() as conn:
             if conn.execute(select(runs.c.run_id).where(runs.c.run_id == run_id)).first() is None:
                 raise self._not_found(run_id)
-            snapshot_rows = (
-                conn.execute(
-                    select(snapshots)
-                    .where(snapshots.c.run_id == run_id)
-                    .order_by(snapshots.c.second)
-                )
-                .mappings()
-                .all()
-            )
-            step_rows = (
-                conn.execute(
-                    select(snapshot_steps)
-                    .where(snapshot_steps.c.run_id == run_id)
-                    .order_by(snapshot_steps.c.second, snapshot_steps.c.position)
-                )
-                .mappings()
-                .all()
-            )
-        steps_by_second: dict[int, list[dict[str, Any]]] = {}
-        for row in step_rows:
-            steps_by_second.setdefault(int(row["second"]), []).append(_step_from_row(row))
-        return [
-            _snapshot_from_row(row, steps_by_second.get(int(row["second"]), []))
-            for row in snapshot_rows
-        ]
+            return read_snapshots(conn, run_id)
 
     # -- internals -----------------------------------------------------------------------------
 
@@ -625,6 +601,37 @@ def _snapshot_rows(
             }
         )
     return row, step_rows
+
+
+def read_snapshots(conn: Connection, run_id: str, *, after_second: int = 0) -> list[dict[str, Any]]:
+    """The run's snapshots after ``after_second`` (all of them by default), ordered by second,
+    in the shape given to ``Store.add_snapshot``; on the caller's connection, so a reader with
+    its own (read-only) engine gets the same shapes as :meth:`Store.snapshots`."""
+    snapshot_rows = (
+        conn.execute(
+            select(snapshots)
+            .where(snapshots.c.run_id == run_id, snapshots.c.second > after_second)
+            .order_by(snapshots.c.second)
+        )
+        .mappings()
+        .all()
+    )
+    if not snapshot_rows:
+        return []
+    step_rows = (
+        conn.execute(
+            select(snapshot_steps)
+            .where(snapshot_steps.c.run_id == run_id, snapshot_steps.c.second > after_second,
+                   snapshot_steps.c.second <= snapshot_rows[-1]["second"])
+            .order_by(snapshot_steps.c.second, snapshot_steps.c.position)
+        )
+        .mappings()
+        .all()
+    )
+    steps_by_second: dict[int, list[dict[str, Any]]] = {}
+    for row in step_rows:
+        steps_by_second.setdefault(int(row["second"]), []).append(_step_from_row(row))
+    return [_snapshot_from_row(row, steps_by_second.get(int(row["second"]), [])) for row in snapshot_rows]
 
 
 def _snapshot_from_row(row: RowMapping, steps: list[dict[str, Any]]) -> dict[str, Any]:

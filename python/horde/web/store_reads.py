@@ -7,8 +7,8 @@ queries run on their own connection pool, opened read-only (SQLite ``query_only`
 ``default_transaction_read_only``), so the dashboard cannot change a run except through the
 store's own API (``Store.request_load``).
 
-Snapshots come back in exactly the shape ``Store.snapshots`` gives (the tests hold the two
-readers to each other).
+Snapshots are read by the store's own ``read_snapshots`` on this pool's connection, so they come
+back in exactly the shape ``Store.snapshots`` gives.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from horde.errors import StoreUnavailable
 from horde.store import redact_url, resolve_store_url
-from horde.store.schema import SNAPSHOT_FIELDS, STEP_FIELDS, runs, snapshot_steps, snapshots
+from horde.store.core import read_snapshots
+from horde.store.schema import runs
 
 #: Most runs a filtered listing looks through (tags are filtered after the query: JSON in TEXT).
 SCAN_LIMIT: Final = 5000
@@ -131,33 +132,7 @@ class StoreReader:
     def snapshots_after(self, run_id: str, second: int) -> list[dict[str, Any]]:
         """The run's snapshots after ``second``, in order, shaped as ``Store.snapshots`` gives them."""
         with self._guard(), self._engine.connect() as conn:
-            snapshot_rows = conn.execute(
-                select(snapshots).where(snapshots.c.run_id == run_id, snapshots.c.second > second)
-                .order_by(snapshots.c.second)
-            ).mappings().all()
-            if not snapshot_rows:
-                return []
-            step_rows = conn.execute(
-                select(snapshot_steps)
-                .where(snapshot_steps.c.run_id == run_id, snapshot_steps.c.second > second,
-                       snapshot_steps.c.second <= snapshot_rows[-1]["second"])
-                .order_by(snapshot_steps.c.second, snapshot_steps.c.position)
-            ).mappings().all()
-        steps_by_second: dict[int, list[dict[str, Any]]] = {}
-        for row in step_rows:
-            step: dict[str, Any] = {key: _step_value(row, key) for key in STEP_FIELDS}
-            step.update(json.loads(row["extra_json"]) if row["extra_json"] else {})
-            steps_by_second.setdefault(int(row["second"]), []).append(step)
-        found = []
-        for row in snapshot_rows:
-            snapshot: dict[str, Any] = {}
-            for key in SNAPSHOT_FIELDS:
-                snapshot[key] = bool(row[key]) if key == "final" else row[key]
-                if key == "final":
-                    snapshot["steps"] = steps_by_second.get(int(row["second"]), [])
-            snapshot.update(json.loads(row["extra_json"]) if row["extra_json"] else {})
-            found.append(snapshot)
-        return found
+            return read_snapshots(conn, run_id, after_second=second)
 
     @contextmanager
     def _guard(self) -> Iterator[None]:
@@ -169,15 +144,6 @@ class StoreReader:
                 f"cannot read the results store {self.display_url}: {reason[0] if reason else type(error).__name__}",
                 hint="is the store still there (the SQLite file, the PostgreSQL server)?",
             ) from error
-
-
-def _step_value(row: Any, key: str) -> Any:
-    if key == "errors":
-        return json.loads(row["errors_json"])
-    if key == "histogram":
-        # Some drivers hand back memoryview for binary columns; readers get plain bytes.
-        return bytes(row["histogram"])
-    return row[key]
 
 
 def _read_only_engine(url: str) -> Engine:
