@@ -179,16 +179,17 @@ def _write_outputs(outcome: Outcome, summary_json: Path | None, junit: Path | No
         (junit, lambda: junit_xml(outcome.verdicts, outcome.firing, run_id=outcome.run_id, plan_name=plan_name), "--junit"),
     ]
     for path, text, what in outputs:
-        if path is None:
-            continue
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text())
-        except OSError as error:
-            raise InvalidInput(
-                f"cannot write {what} {path}: {error.strerror or error}",
-                hint=f"the run is stored: `horde show {outcome.run_id} --json` prints the summary",
-            ) from error
+        if path is not None:
+            _write_output(path, text(), what, hint=f"the run is stored: `horde show {outcome.run_id} --json` prints the summary")
+
+
+def _write_output(path: Path, text: str, flag: str, *, hint: str) -> None:
+    """Writes a file a flag asked for; a path that cannot be written is bad input, after the fact."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    except OSError as error:
+        raise InvalidInput(f"cannot write {flag} {path}: {error.strerror or error}", hint=hint) from error
 
 
 @app.command()
@@ -286,11 +287,8 @@ def scale(
     report = {"study_id": study_id, **report}
     render_scale(stdout, report)
     if summary_json is not None:
-        try:
-            summary_json.parent.mkdir(parents=True, exist_ok=True)
-            summary_json.write_text(json.dumps(report, indent=2) + "\n")
-        except OSError as error:
-            raise InvalidInput(f"cannot write --summary-json {summary_json}: {error.strerror or error}") from error
+        _write_output(summary_json, json.dumps(report, indent=2) + "\n", "--summary-json",
+                      hint=f"the study's runs are stored, tagged scale_study={study_id}: `horde runs` lists them")
     interrupted = any(row["status"] == "interrupted" for row in report["rows"])
     return ExitCode.INTERRUPTED if interrupted else ExitCode.OK
 
