@@ -112,7 +112,7 @@ def test_the_rule_needs_significance_and_a_relevant_shift() -> None:
         ComparisonRule(alpha=0.0)
 
 
-# -- HDR buckets decoded in Python agree with the engine's reading --------------------------------
+# -- HDR buckets agree with the engine's count, extremes and percentiles ---------------------------
 
 
 def test_decoded_buckets_agree_with_the_engines_count_min_max_and_percentiles(ground_truth: dict[str, RunResults]) -> None:

@@ -26,6 +26,8 @@ def start_run(plan_json: str, workers: int | None = None) -> RunHandle:
     """Raises ValueError on a bad plan, RuntimeError on a setup fault."""
 
 def histogram_merge(parts: list[bytes]) -> bytes: ...
+def histogram_buckets(blob: bytes) -> list[tuple[int, int, int]]:
+    """Non-empty buckets ``(lowest_us, highest_us, count)``, lowest first; ValueError on bad bytes."""
 def histogram_stats(blob: bytes, percentiles: list[float]) -> dict[str, Any]:
     """``{"count", "min_us", "max_us", "mean_us", "percentiles_us": [...]}``"""
 def histogram_from_values(values_us: list[int]) -> bytes:

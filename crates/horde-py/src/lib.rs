@@ -166,6 +166,23 @@ fn histogram_stats<'py>(py: Python<'py>, blob: &[u8], percentiles: Vec<f64>) -> 
     Ok(dict)
 }
 
+/// The non-empty buckets of an HDR V2 histogram, lowest first, as `(lowest_us, highest_us,
+/// count)`: every value the histogram cannot tell apart at its precision, both ends inclusive.
+/// For rank tests, distribution charts and fixed-bucket exposition; the GIL is released.
+#[pyfunction]
+fn histogram_buckets(py: Python<'_>, blob: &[u8]) -> PyResult<Vec<(u64, u64, u64)>> {
+    let histogram = horde_metrics::decode_histogram(blob).map_err(|error| PyValueError::new_err(error.to_string()))?;
+    Ok(py.detach(|| {
+        histogram
+            .iter_recorded()
+            .map(|bucket| {
+                let value = bucket.value_iterated_to();
+                (histogram.lowest_equivalent(value), histogram.highest_equivalent(value), bucket.count_at_value())
+            })
+            .collect()
+    }))
+}
+
 /// An HDR V2 histogram of `values_us` (microseconds; 0 counts as 1, as in the engine), encoded as
 /// the engine encodes its own: lets tests build snapshots whose percentiles are known answers.
 #[pyfunction]
@@ -234,6 +251,7 @@ fn _engine(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(histogram_merge, module)?)?;
     module.add_function(wrap_pyfunction!(histogram_stats, module)?)?;
     module.add_function(wrap_pyfunction!(histogram_from_values, module)?)?;
+    module.add_function(wrap_pyfunction!(histogram_buckets, module)?)?;
     module.add_function(wrap_pyfunction!(start_target, module)?)?;
     module.add_class::<PyRunHandle>()?;
     module.add_class::<PyTargetHandle>()?;
