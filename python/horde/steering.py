@@ -436,8 +436,8 @@ class TargetResponseTimeSteering:
             run.set_load(rate_per_s=level, scenarios=self.scenarios)
 
     def result(self) -> dict[str, Any]:
-        """The highest rate that held the target (its window's latency at or under T + 10 %),
-        and how long the latency was held within ±10 % of T."""
+        """The highest rate that held the target (latency within ±10 % of T; when it never was,
+        at or under T + 10 %), and how long the latency was held within ±10 % of T."""
         held = [entry for entry in self.history if entry["held"]]
         under = [
             entry for entry in self.history
@@ -451,7 +451,9 @@ class TargetResponseTimeSteering:
         first_held = held[0]["second"] if held else None
         # The highest rate that held; on a tie (a saturated target serves the same rate at
         # several levels) the latest, which is the settled one.
-        best = max(reversed(under), key=lambda entry: entry["ok_rps"], default=None)
+        # Seconds that held T come first: on a saturated target a lower level serves the same
+        # rate at a lower latency, and the level that holds T is the answer asked for.
+        best = max(reversed(held or under), key=lambda entry: entry["ok_rps"], default=None)
         latencies = [entry["latency_ms"] for entry in held]
         if held:
             reason = None
