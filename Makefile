@@ -13,21 +13,27 @@ $(PYTHON):
 	python3 -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --upgrade pip
 
+# Python extras installed with Horde: the tests also bring Ray (the cluster tests start a
+# local multi-node Ray cluster); the demo does not need it.
+EXTRAS ?= test
+
 # Installs the Python dependencies and builds the engine into the venv (incremental).
 setup: $(PYTHON)
 	@command -v $(CARGO) >/dev/null || { echo "error: cargo not found"; echo "hint: install Rust with rustup (https://rustup.rs), then rerun"; exit 2; }
 	$(PYTHON) -m pip install --quiet "maturin>=1.7,<2"
-	$(VENV)/bin/maturin develop --release --extras test --quiet
+	$(VENV)/bin/maturin develop --release --extras $(EXTRAS) --quiet
 
 # The quick start: the built-in target on loopback, examples/quickstart live, stored in SQLite.
 demo: setup
 	scripts/demo.sh
 
+test: EXTRAS = test,cluster
 test: setup test-rust test-python
 
 test-rust:
 	$(CARGO) test --release --workspace --exclude horde-py
 
+test-python: EXTRAS = test,cluster
 test-python: setup
 	$(VENV)/bin/pytest tests
 

@@ -24,7 +24,7 @@ import pytest
 
 from cdp import Browser, chromium_or_skip
 from conftest import HordeCli
-from horde.errors import ExitCode
+from horde.errors import ExitCode, StoreUnavailable
 from horde.run_results import ALL_REQUESTS
 from horde.store import Store
 from horde.web import DashboardServer, InsecureBind, create_app
@@ -72,6 +72,8 @@ def live_run(horde_cli: HordeCli, builtin_target: Any) -> Iterator[tuple[subproc
                 running = reader.find_runs(RunFilter(status="running"))
                 if running and reader.snapshots_after(running[0].run_id, 0):
                     run_id = running[0].run_id
+            except StoreUnavailable:
+                continue  # the file exists but the run's process has not created its tables yet
             finally:
                 reader.close()
         yield process, run_id

@@ -62,7 +62,7 @@ def with_language_defaults(first_slice: dict[str, Any]) -> dict[str, Any]:
     the target's instances, the open model's arrivals and the (empty) control sections."""
     data = copy.deepcopy(first_slice)
     data = {"version": data.pop("version"), "name": data.pop("name", "plan"), "parameters": {}, **data,
-            "thresholds": [], "autostop": [], "steer": None}
+            "thresholds": [], "autostop": [], "steer": None, "generators": None}
     data["target"] = {**data["target"], "instances": []}
     for index, scenario in enumerate(data["scenarios"]):
         if scenario["workload"]["type"] == "open":
@@ -162,6 +162,7 @@ def test_plan_to_json_is_canonical() -> None:
     assert first == plan_to_json(plan_from_dict(json.loads(first)))
     assert list(json.loads(first)) == [
         "version", "name", "parameters", "target", "scenarios", "graceful_stop_s", "thresholds", "autostop", "steer",
+        "generators",
     ]
 
 
@@ -370,7 +371,7 @@ def test_unknown_keys_at_every_depth_are_all_listed() -> None:
     ]
     assert by_location["duration"].message == "unknown key 'duration'"
     assert by_location["duration"].hint == (
-        "allowed keys here: version, name, parameters, target, scenarios, graceful_stop_s, thresholds, autostop, steer"
+        "allowed keys here: version, name, parameters, target, scenarios, graceful_stop_s, thresholds, autostop, steer, generators"
     )
     assert by_location["target.timeout_ms"].hint is not None
     assert by_location["target.timeout_ms"].hint.startswith(
@@ -519,7 +520,7 @@ def test_json_schema() -> None:
     assert set(schema["required"]) == {"version", "target", "scenarios"}
     definitions = schema["$defs"]
     assert set(definitions) == {
-        "Threshold", "AutostopRule", "FindMax", "TargetResponseTime",
+        "Threshold", "AutostopRule", "FindMax", "TargetResponseTime", "Generators",
         "Target", "Scenario", "HttpStep", "ConstantThinkTime", "UniformThinkTime",
         "ExponentialThinkTime", "NormalThinkTime", "ClosedModel", "ClosedStage", "OpenModel", "OpenStage",
         # The scenario language's.

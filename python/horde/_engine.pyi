@@ -22,8 +22,16 @@ class RunHandle:
     @property
     def planned_duration_s(self) -> float: ...
 
-def start_run(plan_json: str, workers: int | None = None) -> RunHandle:
-    """Raises ValueError on a bad plan, RuntimeError on a setup fault."""
+def start_run(
+    plan_json: str,
+    workers: int | None = None,
+    first_slot: int | None = None,
+    slots: int | None = None,
+    start_at: float | None = None,
+) -> RunHandle:
+    """Raises ValueError on a bad plan, RuntimeError on a setup fault. A generator of a run
+    spread over several gives its workers' slots (``first_slot`` of ``slots``) and the agreed
+    start (seconds since the Unix epoch)."""
 
 def histogram_merge(parts: list[bytes]) -> bytes: ...
 def histogram_buckets(blob: bytes) -> list[tuple[int, int, int]]:

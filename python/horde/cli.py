@@ -27,6 +27,7 @@ from horde import __version__
 from horde.errors import ExitCode, HordeError, InvalidInput, PlanInvalid, RunUnresponsive
 from horde.live import LiveView
 from horde.capacity import CapacityQuestion
+from horde.cluster.coordinator import ClusterOptions
 from horde.cli_results import register as register_results_commands
 from horde.cli_web import register as register_dashboard_command
 from horde.conductor import JUDGEMENT_KEYS, Outcome, Views, conduct, cpu_limit_percent, planned_duration_s
@@ -114,6 +115,8 @@ def run(
     ui_host: Annotated[str, typer.Option("--ui-host", help="the dashboard's address (beyond loopback it needs a token)", rich_help_panel="Dashboard")] = "127.0.0.1",
     ui_port: Annotated[int, typer.Option("--ui-port", help="the dashboard's port (0: any free port)", rich_help_panel="Dashboard")] = 8089,
     ui_token: Annotated[Optional[str], typer.Option("--ui-token", help="the dashboard's access token (generated when the host is not loopback)", rich_help_panel="Dashboard")] = None,
+    cluster: Annotated[Optional[str], typer.Option("--cluster", metavar="ADDRESS", help="spread the run over a Ray cluster's generators: HOST:PORT of its head, ray://HOST:PORT, or auto ($RAY_ADDRESS)", rich_help_panel="Cluster")] = None,
+    generators: Annotated[Optional[int], typer.Option("--generators", help="how many generators (default: as many as the plan needs)", rich_help_panel="Cluster")] = None,
 ) -> int:
     """Run a plan against its target, live, and store the run."""
     params = parse_params(param or [])
@@ -122,6 +125,10 @@ def run(
     ramp_up_s = parse_duration(ramp_up, flag="--ramp-up") if ramp_up is not None else None
     if workers is not None and workers < 1:
         raise InvalidInput(f"--workers must be at least 1 (got {workers})")
+    if generators is not None and (generators < 1 or cluster is None):
+        raise InvalidInput(f"--generators must be at least 1 (got {generators})" if generators < 1
+                           else "--generators needs --cluster", hint="e.g. --cluster 10.0.0.1:6379 --generators 4")
+    cluster_options = ClusterOptions(address=cluster, count=generators, workers=workers) if cluster is not None else None
     for path, flag in ((summary_json, "--summary-json"), (junit, "--junit")):
         if path is not None and path.is_dir():
             raise InvalidInput(f"{flag}: {path} is a directory", hint=f"give a file path, e.g. {flag} out.{'json' if flag == '--summary-json' else 'xml'}")
@@ -166,7 +173,7 @@ def run(
         with LiveView(stdout, title=title, planned_duration_s=planned_duration_s(plan), cpu_limit_percent=cpu_limit_percent(workers)) as live:
             view = live if exporter is None else Views(live, exporter)
             outcome = conduct(plan, store, parameters=parameters, tags=tags, workers=workers, view=view, question=question,
-                              on_recorded=exporter.set_run_id if exporter is not None else None)
+                              on_recorded=exporter.set_run_id if exporter is not None else None, cluster=cluster_options)
         render_summary(stdout, outcome.summary, store_url=store.display_url)
         render_judgement(stdout, outcome.summary)
     _write_outputs(outcome, summary_json, junit, plan.name)

@@ -16,7 +16,7 @@ import signal
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, Union
 
 from horde.autostop import AutostopWatch, Firing
 from horde.capacity import CapacityQuestion, capacity_block
@@ -24,13 +24,19 @@ from horde.errors import ExitCode, HordeError
 from horde.plan import Plan
 from horde.redaction import redact_plan
 from horde.run import Run, check_open_files, checked_plan_json
+
+if TYPE_CHECKING:
+    from horde.cluster.coordinator import ClusterOptions, ClusterRun
 from horde.steering import planned_length_s, prepare_plan, steering_for
 from horde.store import Store
 from horde.summary import CPU_SATURATION_PERCENT_PER_WORKER, summarise
 from horde.thresholds import Verdict, judge, verdicts_to_json
 
 #: Summary keys the conductor adds to what summarise() computes; `horde show` keeps them.
-JUDGEMENT_KEYS = ("thresholds", "autostop", "capacity", "sight")
+JUDGEMENT_KEYS = ("thresholds", "autostop", "capacity", "sight", "cluster")
+
+#: A run on this process's engine, or over a cluster's generators (the same surface).
+EngineRun = Union[Run, "ClusterRun"]
 
 
 class View(Protocol):
@@ -127,6 +133,7 @@ def conduct(
     question: CapacityQuestion | None = None,
     annotate: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     on_recorded: Callable[[str], None] | None = None,
+    cluster: ClusterOptions | None = None,
 ) -> Outcome:
     """Runs ``plan`` to its end (or its autostop, or Ctrl-C) and stores it; returns the outcome.
 
@@ -134,6 +141,8 @@ def conduct(
     its series with it). ``annotate`` adds keys of its own to the summary before it is stored (the sighting shot's
     report). A plan with ``steer`` runs the steering's prepared plan (each steered scenario holding the
     starting level); that plan is what is stored, with the ``steer`` block saying how it moved.
+    With ``cluster`` the run is spread over that cluster's generators and merged back into one
+    (``horde.cluster``); the summary gets a ``cluster`` block.
     """
     view = view or _QuietView()
     steering = steering_for(plan)
@@ -141,17 +150,37 @@ def conduct(
     # The store is opened by the caller before any load is sent; the run is recorded before
     # the engine starts, so that load never goes unrecorded.
     plan_json = checked_plan_json(engine_plan)
-    check_open_files(engine_plan)
+    if cluster is None:
+        check_open_files(engine_plan)  # a cluster's provisioning checks each generator's files
     run_id = store.create_run(
         plan=redact_plan(json.loads(plan_json)), plan_name=plan.name, parameters=parameters or {}, tags=tags or {},
     )
     if on_recorded is not None:
         on_recorded(run_id)
+    engine_run: EngineRun
     try:
-        engine_run = Run.start(engine_plan, workers=workers)
+        if cluster is not None:
+            from horde.cluster.coordinator import ClusterRun, worker_count
+
+            view.note(f"joining the cluster at {cluster.address} and starting its generators")
+            engine_run = ClusterRun.start(engine_plan, plan_json, cluster)
+            workers = worker_count(engine_run)
+            view.note(f"cluster: {engine_run.provision.describe()}")
+        else:
+            engine_run = Run.start(engine_plan, workers=workers)
     except HordeError:
         store.finish_run(run_id, status="failed", summary=None)
         raise
+    try:
+        return _conduct_run(plan, store, run_id, engine_run, steering, view, workers, question, annotate)
+    finally:
+        engine_run.close()
+
+
+def _conduct_run(plan: Plan, store: Store, run_id: str, engine_run: EngineRun, steering: Any, view: View,
+                 workers: int | None, question: CapacityQuestion | None,
+                 annotate: Callable[[dict[str, Any]], dict[str, Any]] | None) -> Outcome:
+    """The run's seconds, then its verdict (see :func:`conduct`)."""
     limit = cpu_limit_percent(workers)
     watch = AutostopWatch(plan.autostop, cpu_limit_percent=limit)
     firing: Firing | None = None
@@ -165,6 +194,8 @@ def conduct(
                 engine_run.stop()
                 view.note_stopping()
             snapshot = engine_run.poll()  # waits at most POLL_INTERVAL_S, so Ctrl-C is seen soon
+            for message in _cluster_notes(engine_run):
+                view.note(message)
             if snapshot is None:
                 continue
             store.add_snapshot(run_id, snapshot)
@@ -184,7 +215,10 @@ def conduct(
                     stopping_for = "steering"
                     view.note("steering done: stopping the run")
                     engine_run.stop()
-    status = "interrupted" if interrupts.count or stop_asked else ("autostopped" if firing is not None else "finished")
+    lost_stop = bool(getattr(engine_run, "stopped_for_loss", False))
+    status = ("interrupted" if interrupts.count or stop_asked
+              else "autostopped" if firing is not None
+              else "aborted" if lost_stop else "finished")
     effective_workers = workers or os.cpu_count() or 1
     stored = store.snapshots(run_id)
     summary = summarise(stored, run_id=run_id, status=status, workers=effective_workers)
@@ -202,6 +236,9 @@ def conduct(
         summary["capacity"] = capacity_block({"method": "measured_run", "max_rps": summary["rps"],
                                               "latency_ms_at_max": summary["latency_ms"]["p95"], "percentile": 95,
                                               "saturation_reason": None}, question)
+    report = getattr(engine_run, "report", None)
+    if report is not None:
+        summary["cluster"] = report()
     if annotate is not None:
         summary.update(annotate(summary))
     store.finish_run(run_id, status=status, summary=summary)
@@ -209,7 +246,17 @@ def conduct(
                    verdicts=verdicts, firing=firing)
 
 
-def _answer_load_requests(store: Store, run_id: str, engine_run: Run, view: View, *, steered: bool) -> bool:
+def _cluster_notes(engine_run: EngineRun) -> list[str]:
+    """What a cluster run noticed since last asked (suspect and lost generators)."""
+    notes: list[str] | None = getattr(engine_run, "notes", None)
+    if not notes:
+        return []
+    taken = list(notes)
+    notes.clear()
+    return taken
+
+
+def _answer_load_requests(store: Store, run_id: str, engine_run: EngineRun, view: View, *, steered: bool) -> bool:
     """Applies the re-targets (and stops) asked from elsewhere (``horde retarget``, the
     dashboard), once a second; True when a stop was asked."""
     stop_asked = False
@@ -237,11 +284,14 @@ def _answer_load_requests(store: Store, run_id: str, engine_run: Run, view: View
 
 
 def exit_code_for(status: str, firing: Firing | None, verdicts: list[Verdict]) -> int:
-    """Ctrl-C wins, then autostop's own code, then failed thresholds."""
+    """Ctrl-C wins, then autostop's own code, then a lost generator that stopped the run, then
+    failed thresholds."""
     if status == "interrupted":
         return ExitCode.INTERRUPTED
     if firing is not None:
         return int(firing.exit_code)
+    if status == "aborted":
+        return ExitCode.GENERATOR_LOST
     if any(not verdict.passed for verdict in verdicts):
         return ExitCode.THRESHOLDS_FAILED
     return ExitCode.OK

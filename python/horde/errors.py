@@ -26,6 +26,8 @@ class ExitCode(IntEnum):
     THRESHOLDS_FAILED = 4
     #: `horde retarget`: the running run did not answer in time (its process is busy or gone).
     RUN_UNRESPONSIVE = 5
+    #: `horde run --cluster`: the cluster could not be reached, or its generators could not start.
+    CLUSTER_UNAVAILABLE = 6
     # Autostop ended the run early: one code per reason, so a CI job can tell what went wrong
     # without parsing the output.
     #: Autostop: a latency condition held over its window (p95 > 500ms).
@@ -38,6 +40,8 @@ class ExitCode(IntEnum):
     AUTOSTOP_GENERATOR = 13
     #: Autostop: dropped arrivals passed their share over the window (the open model's VUs ran out).
     AUTOSTOP_DROPPED = 14
+    #: A run over several generators lost one, and its plan says `generators.on_lost: stop`.
+    GENERATOR_LOST = 15
     INTERRUPTED = 130
 
 
@@ -101,6 +105,12 @@ class RunNotFound(InvalidInput):
 
 class EngineFault(HordeError):
     """The engine could not start or failed outside any request (a setup fault)."""
+
+
+class ClusterUnavailable(HordeError):
+    """The cluster could not be reached, or its generators could not be placed or started."""
+
+    exit_code = ExitCode.CLUSTER_UNAVAILABLE
 
 
 class RunUnresponsive(HordeError):

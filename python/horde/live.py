@@ -111,6 +111,8 @@ class LiveView:
             )
         if snapshot["dropped_arrivals"]:
             warnings.append(f"{snapshot['dropped_arrivals']} arrivals dropped (all max_vus busy)")
+        if snapshot.get("lost_share"):
+            warnings.append(f"GENERATORS LOST: {snapshot['lost_share']:.0%} of the load is not being sent")
         return warnings
 
     def _render(self, snapshot: dict[str, Any] | None) -> Panel:
@@ -141,8 +143,11 @@ class LiveView:
         figures.add_row("errors", Text(f"{errors} this second ({error_share:.1f} %), {self.total_errors:,} in total", style=error_style))
         figures.add_row(
             "generator",
-            f"CPU {snapshot['cpu_percent']:.0f} %   timer lateness p99 {snapshot['timer_lateness_p99_ms']:.1f} ms",
+            f"CPU {snapshot['cpu_percent']:.0f} %   timer lateness p99 {snapshot['timer_lateness_p99_ms']:.1f} ms"
+            + ("   (the busiest generator)" if snapshot.get("generators") else ""),
         )
+        if snapshot.get("generators"):
+            figures.add_row("generators", generators_line(snapshot))
         steps = Table(box=None, header_style="bold")
         for column in ("step", "req/s", "p50 ms", "p95 ms", "p99 ms", "errors"):
             steps.add_column(column, justify="left" if column == "step" else "right")
@@ -160,6 +165,21 @@ class LiveView:
         for warning in self._warnings(snapshot, requests, errors):
             parts.append(Text(f"!! {warning}", style="bold white on red"))
         return Panel(Group(*parts), title=Text(self.title))
+
+
+def generators_line(snapshot: dict[str, Any]) -> str:
+    """A cluster run's generators this second: each one's rate, CPU and lateness, and state
+    when it is not running (so a slow or sick generator stands out)."""
+    parts = []
+    for row in snapshot["generators"]:
+        if row["state"] == "lost":
+            parts.append(f"#{row['generator']} LOST")
+            continue
+        cpu = "-" if row["cpu_percent"] is None else f"{row['cpu_percent']:.0f}%"
+        lateness = "-" if row["timer_lateness_p99_ms"] is None else f"{row['timer_lateness_p99_ms']:.1f}ms"
+        state = "" if row["state"] in ("running", "finished") else f" {row['state'].upper()}"
+        parts.append(f"#{row['generator']} {row['rps']:,.0f}/s cpu {cpu} late {lateness}{state}")
+    return "   ".join(parts)
 
 
 def _warning_kind(warning: str) -> str:

@@ -69,7 +69,7 @@ from pydantic import (
 
 from horde.errors import PlanInvalid, Problem
 from horde.plan_workloads import ClosedModel, ClosedStage, OpenModel, OpenStage, Workload, peak_vus
-from horde.plan_control import AutostopRule, FindMax, Steer, TargetResponseTime, Threshold, check_control_names
+from horde.plan_control import AutostopRule, FindMax, Generators, Steer, TargetResponseTime, Threshold, check_control_names
 from horde.plan_common import (
     MAX_GRACEFUL_STOP_S,
     MAX_LOOP_COUNT,
@@ -623,6 +623,11 @@ class Plan(BaseModel):
         default=None,
         description="move the load level while the run goes: {type: find_max, start, step, "
         "step_duration_s} or {type: target_response_time, target_ms, start}",
+    )
+    generators: Generators | None = Field(
+        default=None,
+        description="a run over several generators (horde run --cluster): {count, capacity_rps, "
+        "expected_rps, workers, on_lost: continue|stop}",
     )
 
     @field_validator("parameters", mode="before")

@@ -267,3 +267,36 @@ def check_control_names(plan: Any) -> None:
                 "steer only closed scenarios (a VU count) or only open ones (a rate): list them in steer.scenarios")))
     if errors:
         raise_located("Plan", errors)
+
+
+class Generators(BaseModel):
+    """How a run spread over several generator processes (``horde run --cluster``) is sized, and
+    what happens when one of them is lost. Ignored by a run on one generator."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, title="Generators")
+
+    count: int | None = Field(
+        default=None, ge=1, le=10_000,
+        description="how many generators; default: as many as the plan needs (VUs and connections "
+        "against each generator's open-file limit, the rate against its capacity), at least one per node",
+    )
+    capacity_rps: float | None = Field(
+        default=None, gt=0, le=MAX_RATE_PER_S,
+        description="requests per second one generator can send; default: measured by a short "
+        "calibration on each generator before the run",
+    )
+    expected_rps: float | None = Field(
+        default=None, gt=0, le=MAX_RATE_PER_S,
+        description="the plan's peak requests per second, for sizing closed models (an open model's "
+        "peak rate is known from its stages)",
+    )
+    workers: int | None = Field(
+        default=None, ge=1, le=1024,
+        description="worker threads per generator; default: the CPUs of its node shared among the "
+        "generators placed there",
+    )
+    on_lost: Literal["continue", "stop"] = Field(
+        default="continue",
+        description="when a generator or its node is lost: 'continue' (default) with the others, the "
+        "lost share recorded, or 'stop' the run",
+    )

@@ -68,6 +68,41 @@ def checked_plan_json(plan: Plan) -> str:
     return plan_json
 
 
+def load_levels(
+    plan: Plan, *, vus: int | None, rate_per_s: float | None, scenarios: list[str] | None,
+) -> list[tuple[int, str, float]]:
+    """Each re-targeted scenario's index, name and new level (see :meth:`Run.set_load`)."""
+    # Imported here: overrides imports the plan module only, but is not needed by plain runs.
+    from horde.overrides import spread_rate, spread_vus
+
+    if (vus is None) == (rate_per_s is None):
+        raise InvalidInput("give either vus or rate_per_s", hint="vus for closed scenarios, rate_per_s for open ones")
+    model = "closed" if vus is not None else "open"
+    unknown = sorted(set(scenarios or []) - {s.name for s in plan.scenarios})
+    if unknown:
+        raise InvalidInput(f"no scenario is named {', '.join(map(repr, unknown))}",
+                           hint="name one of: " + ", ".join(s.name for s in plan.scenarios))
+    chosen = [
+        (index, scenario) for index, scenario in enumerate(plan.scenarios)
+        if scenario.workload.type == model and (not scenarios or scenario.name in scenarios)
+    ]
+    if not chosen:
+        other = "--rate / rate_per_s" if model == "closed" else "--vus / vus"
+        raise InvalidInput(f"no {model} scenario to set {'VUs' if vus is not None else 'a rate'} on",
+                           hint=f"this run's scenarios are {'open' if model == 'closed' else 'closed'}: use {other}")
+    weights = [scenario.weight for _, scenario in chosen]
+    if vus is not None:
+        if vus < 0:
+            raise InvalidInput(f"vus must be 0 or more (got {vus})")
+        levels: list[float] = [float(share) for share in spread_vus(int(vus), weights)]
+    else:
+        assert rate_per_s is not None
+        if not rate_per_s >= 0:
+            raise InvalidInput(f"rate_per_s must be 0 or more (got {rate_per_s})")
+        levels = spread_rate(float(rate_per_s), weights)
+    return [(index, scenario.name, level) for (index, scenario), level in zip(chosen, levels)]
+
+
 class Run:
     """A plan running in the engine."""
 
@@ -76,6 +111,10 @@ class Run:
         self.plan = plan
         self.plan_json = plan_json
         self.stop_requested = False
+
+    def close(self) -> None:
+        """Nothing to release: the engine's threads end with the run (a cluster run kills its
+        generators here)."""
 
     @classmethod
     def start(cls, plan: Plan, *, workers: int | None = None) -> Run:
@@ -125,40 +164,13 @@ class Run:
         Raises :class:`~horde.errors.InvalidInput` when no scenario of that model is running or
         the level is out of range.
         """
-        # Imported here: overrides imports the plan module only, but is not needed by plain runs.
-        from horde.overrides import spread_rate, spread_vus
-
-        if (vus is None) == (rate_per_s is None):
-            raise InvalidInput("give either vus or rate_per_s", hint="vus for closed scenarios, rate_per_s for open ones")
-        model = "closed" if vus is not None else "open"
-        unknown = sorted(set(scenarios or []) - {s.name for s in self.plan.scenarios})
-        if unknown:
-            raise InvalidInput(f"no scenario is named {', '.join(map(repr, unknown))}",
-                               hint="name one of: " + ", ".join(s.name for s in self.plan.scenarios))
-        chosen = [
-            (index, scenario) for index, scenario in enumerate(self.plan.scenarios)
-            if scenario.workload.type == model and (not scenarios or scenario.name in scenarios)
-        ]
-        if not chosen:
-            other = "--rate / rate_per_s" if model == "closed" else "--vus / vus"
-            raise InvalidInput(f"no {model} scenario to set {'VUs' if vus is not None else 'a rate'} on",
-                               hint=f"this run's scenarios are {'open' if model == 'closed' else 'closed'}: use {other}")
-        weights = [scenario.weight for _, scenario in chosen]
-        if vus is not None:
-            if vus < 0:
-                raise InvalidInput(f"vus must be 0 or more (got {vus})")
-            levels: list[float] = [float(share) for share in spread_vus(int(vus), weights)]
-        else:
-            assert rate_per_s is not None
-            if not rate_per_s >= 0:
-                raise InvalidInput(f"rate_per_s must be 0 or more (got {rate_per_s})")
-            levels = spread_rate(float(rate_per_s), weights)
-        for (index, _), level in zip(chosen, levels):
+        chosen = load_levels(self.plan, vus=vus, rate_per_s=rate_per_s, scenarios=scenarios)
+        for index, _, level in chosen:
             try:
                 self._handle.retarget(index, level, max(0.0, float(ramp_s)))
             except ValueError as error:
                 raise InvalidInput(str(error)) from None
-        return {scenario.name: level for (_, scenario), level in zip(chosen, levels)}
+        return {name: level for _, name, level in chosen}
 
     def __iter__(self) -> Iterator[Snapshot]:
         while not self.finished:

@@ -41,7 +41,7 @@ mod vu;
 mod worker;
 pub mod workload;
 
-pub use run::{start, EngineOptions, Next, RunControl, RunHandle};
+pub use run::{start, EngineOptions, GeneratorShare, Next, RunControl, RunHandle};
 pub use snapshot::{Snapshot, StepSnapshot};
 
 /// Why a run could not start. Failed requests are never errors: they are counted.

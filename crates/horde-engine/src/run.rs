@@ -17,11 +17,53 @@ use tokio::sync::watch;
 pub struct EngineOptions {
     /// Worker threads; default: the machine's available parallelism.
     pub workers: usize,
+    /// This process's part of a run spread over several generators (scale-out); `None`: the
+    /// whole run.
+    pub generator: Option<GeneratorShare>,
+    /// When time zero falls, on this machine's wall clock: several generators start together at
+    /// an instant agreed beforehand. `None`: now (plus the workers' start-up lead).
+    pub start_at: Option<SystemTime>,
 }
 
 impl Default for EngineOptions {
     fn default() -> Self {
-        Self { workers: std::thread::available_parallelism().map(usize::from).unwrap_or(1) }
+        Self {
+            workers: std::thread::available_parallelism().map(usize::from).unwrap_or(1),
+            generator: None,
+            start_at: None,
+        }
+    }
+}
+
+impl EngineOptions {
+    /// A whole run (one generator, starting now) on `workers` threads.
+    pub fn with_workers(workers: usize) -> Self {
+        Self { workers, ..Self::default() }
+    }
+}
+
+/// This generator's place in a run spread over several generators (scale-out). The plan's VUs
+/// and arrivals are dealt over the workers of all generators as if they were the workers of one
+/// process: there are `slots` slots in all, this generator's workers hold slots `first_slot`,
+/// `first_slot + 1`, ..., and VU `i` and arrival `i` belong to slot `i mod slots`. So the
+/// generators' shares add up to the plan's level at every instant of a ramp, a generator with
+/// more workers carries a proportionally larger share, VU numbers (and with them unique feeder
+/// rows) never repeat across generators, and a re-target sent to all of them moves the total
+/// exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GeneratorShare {
+    pub first_slot: usize,
+    pub slots: usize,
+}
+
+impl GeneratorShare {
+    /// The slot of worker `worker`, and how many slots there are; alone, the workers are the
+    /// slots.
+    pub(crate) fn slot(share: Option<GeneratorShare>, worker: usize, workers: usize) -> (usize, usize) {
+        match share {
+            Some(share) => (share.first_slot + worker, share.slots),
+            None => (worker, workers),
+        }
     }
 }
 
@@ -29,6 +71,7 @@ impl Default for EngineOptions {
 pub(crate) struct Shared {
     pub plan: CompiledPlan,
     pub workers: usize,
+    pub generator: Option<GeneratorShare>,
     /// The run's time zero; arrivals, stages and intervals are all measured from it.
     pub start: Instant,
     pub start_wall: SystemTime,
@@ -62,21 +105,35 @@ pub fn start(plan: &Plan, options: EngineOptions) -> Result<RunHandle, EngineErr
     if !problems.is_empty() {
         return Err(EngineError::InvalidPlan(problems));
     }
+    let workers = options.workers.max(1);
+    let generator = options.generator;
+    if let Some(share) = generator {
+        if share.first_slot + workers > share.slots {
+            return Err(EngineError::Setup(format!(
+                "slots {}..{} (one per worker) do not fit in the run's {} slots",
+                share.first_slot,
+                share.first_slot + workers,
+                share.slots
+            )));
+        }
+    }
     let compiled = CompiledPlan::compile(plan)?;
     system::raise_open_file_limit();
-    let workers = options.workers.max(1);
     let (stop, _) = watch::channel(false);
     // Time zero is set a little ahead so that every worker is up before the first arrival.
     let lead = Duration::from_millis(20);
+    let (now, now_wall) = (Instant::now(), SystemTime::now());
+    let (start, start_wall) = match options.start_at {
+        // An agreed instant: the same wall-clock time on every generator. One already past (a
+        // slow start) starts now; the skew is visible in the snapshots' timestamps.
+        Some(at) => match at.duration_since(now_wall) {
+            Ok(ahead) => (now + ahead, at),
+            Err(_) => (now, now_wall),
+        },
+        None => (now + lead, now_wall + lead),
+    };
     let levels = Levels::new(&compiled);
-    let shared = Arc::new(Shared {
-        levels,
-        plan: compiled,
-        workers,
-        start: Instant::now() + lead,
-        start_wall: SystemTime::now() + lead,
-        stop,
-    });
+    let shared = Arc::new(Shared { levels, plan: compiled, workers, generator, start, start_wall, stop });
     let (parts_sender, parts) = mpsc::channel::<WorkerPart>();
     let (snapshot_sender, snapshots) = mpsc::channel::<Snapshot>();
     let mut threads = Vec::with_capacity(workers + 1);

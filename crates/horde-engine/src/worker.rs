@@ -4,7 +4,7 @@ use crate::aggregator::WorkerPart;
 use crate::compiled::{CompiledScenario, CompiledWorkload};
 use crate::think::VuRandom;
 use horde_plan::Arrivals;
-use crate::run::Shared;
+use crate::run::{GeneratorShare, Shared};
 use crate::vu::{IterationEnd, Vu};
 use crate::workload::share;
 use horde_metrics::WorkerRecorder;
@@ -24,6 +24,10 @@ const PROBE_PERIOD: Duration = Duration::from_millis(10);
 /// A worker's state, shared by its tasks (all on one thread: `Rc`, `Cell`, no locks).
 pub(crate) struct WorkerState {
     pub index: usize,
+    /// This worker's place among all workers of all generators, and how many there are
+    /// (`GeneratorShare::slot`): VUs and arrivals are dealt by slot.
+    pub slot: u64,
+    pub slots: u64,
     pub shared: Arc<Shared>,
     pub recorder: RefCell<WorkerRecorder>,
     pub active_vus: Cell<u64>,
@@ -92,8 +96,11 @@ pub(crate) fn run_worker(index: usize, shared: Arc<Shared>, parts: mpsc::Sender<
         Ok(runtime) => runtime,
         Err(_) => return, // dropping `parts` tells the aggregator this worker is gone
     };
+    let (slot, slots) = GeneratorShare::slot(shared.generator, index, shared.workers);
     let state = Rc::new(WorkerState {
         index,
+        slot: slot as u64,
+        slots: slots as u64,
         recorder: RefCell::new(WorkerRecorder::new(shared.plan.step_names.len())),
         shared,
         active_vus: Cell::new(0),
@@ -183,14 +190,14 @@ fn scenario_of(state: &WorkerState, scenario: usize) -> &CompiledScenario {
 }
 
 /// Closed model: keeps this worker's share of the asked VU count alive. VU `local` (global
-/// number `local * workers + worker`) runs iterations while `local` is below the share.
+/// number `local * slots + slot`) runs iterations while `local` is below the share.
 async fn drive_closed(state: Rc<WorkerState>, scenario: usize) {
     if !matches!(scenario_of(&state, scenario).workload, CompiledWorkload::Closed(_)) {
         return;
     }
     let mut levels = state.shared.levels.watch();
     let mut profile = state.shared.levels.profile(scenario);
-    let workers = state.shared.workers;
+    let (slot, slots) = (state.slot, state.slots);
     let wanted = Rc::new(Cell::new(0u64));
     let alive: Rc<RefCell<Vec<bool>>> = Rc::new(RefCell::new(Vec::new()));
     // VUs below this index were all alive at the last scan; only the rest need a look.
@@ -206,7 +213,7 @@ async fn drive_closed(state: Rc<WorkerState>, scenario: usize) {
             profile = state.shared.levels.profile(scenario);
         }
         let elapsed = state.elapsed().as_secs_f64();
-        let target = share(profile.vus_at(elapsed), state.index, workers);
+        let target = share(profile.vus_at(elapsed), slot, slots);
         if target < wanted.get() {
             scan_from = scan_from.min(target);
         }
@@ -219,7 +226,7 @@ async fn drive_closed(state: Rc<WorkerState>, scenario: usize) {
             for local in scan_from..target {
                 if !alive_flags[local as usize] {
                     alive_flags[local as usize] = true;
-                    let vu = Vu::new(scenario_of(&state, scenario).vu_offset, local * workers as u64 + state.index as u64);
+                    let vu = Vu::new(scenario_of(&state, scenario).vu_offset, local * slots + slot);
                     tokio::task::spawn_local(closed_vu(
                         Rc::clone(&state),
                         scenario,
@@ -284,14 +291,14 @@ async fn closed_vu(
     state.vu_ended();
 }
 
-/// Open model: fires this worker's share of the arrivals (arrival k goes to worker k mod N) at
+/// Open model: fires this worker's share of the arrivals (arrival k goes to slot k mod N) at
 /// their intended instants; each runs one iteration on an idle VU, or is counted as dropped.
 async fn drive_open(state: Rc<WorkerState>, scenario: usize) {
     let CompiledWorkload::Open { max_vus, arrivals, .. } = &scenario_of(&state, scenario).workload else { return };
     let mut levels = state.shared.levels.watch();
     let mut profile = state.shared.levels.profile(scenario);
-    let workers = state.shared.workers as u64;
-    let capacity = share(*max_vus, state.index, workers as usize);
+    let (slot, slots) = (state.slot, state.slots);
+    let capacity = share(*max_vus, slot, slots);
     // Idle VUs by the instance of the target they talk to. Arrival j (counted across workers)
     // goes to instance j mod k, so arrivals spread over instances evenly even when a few VUs
     // could carry them all (a free VU of another instance serves only when its own has none
@@ -302,16 +309,16 @@ async fn drive_open(state: Rc<WorkerState>, scenario: usize) {
     let mut created = 0u64;
     let start = tokio::time::Instant::from_std(state.shared.start);
     // Arrivals are numbered along the rate's integral (the expected count so far). Uniform: this
-    // worker takes arrivals index, index + N, ... Poisson: each worker runs its own Poisson
-    // process at 1/N of the rate (their superposition is a Poisson process at the full rate),
-    // so its next arrival is N exponential(1) units further along the integral.
-    let mut random = VuRandom::new(0x5EED_0000 + state.index as u64);
+    // worker takes arrivals slot, slot + N, ... (N slots over all generators). Poisson: each
+    // slot runs its own Poisson process at 1/N of the rate (their superposition is a Poisson
+    // process at the full rate), so its next arrival is N exponential(1) units further along.
+    let mut random = VuRandom::new(0x5EED_0000 + slot);
     let mut gap = move || match arrivals {
-        Arrivals::Uniform => workers as f64,
-        Arrivals::Poisson => -(workers as f64) * (1.0 - random.next_f64()).ln(),
+        Arrivals::Uniform => slots as f64,
+        Arrivals::Poisson => -(slots as f64) * (1.0 - random.next_f64()).ln(),
     };
     let mut arrival = match arrivals {
-        Arrivals::Uniform => state.index as f64,
+        Arrivals::Uniform => slot as f64,
         Arrivals::Poisson => gap(),
     };
     let mut overdue_in_a_row = 0u32;
@@ -359,7 +366,7 @@ async fn drive_open(state: Rc<WorkerState>, scenario: usize) {
         if state.stopping.get() {
             break;
         }
-        let instance = ((fired * workers + state.index as u64) % instances as u64) as usize;
+        let instance = ((fired * slots + slot) % instances as u64) as usize;
         fired += 1;
         let own = idle.borrow_mut()[instance].pop();
         let vu = match own {
@@ -367,7 +374,7 @@ async fn drive_open(state: Rc<WorkerState>, scenario: usize) {
             None if created < capacity => {
                 created += 1;
                 state.vu_started();
-                let number = (created - 1) * workers + state.index as u64;
+                let number = (created - 1) * slots + slot;
                 Some((Vu::for_instance(scenario_of(&state, scenario).vu_offset, number, instance), true))
             }
             None => idle.borrow_mut().iter_mut().find_map(Vec::pop).map(|vu| (vu, false)),

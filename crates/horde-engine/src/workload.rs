@@ -120,8 +120,7 @@ impl Profile {
 
 /// How many of the first `total` items (VUs, `max_vus` slots...) worker `worker` of `workers`
 /// owns when items are dealt round-robin: the shares always add up to `total` exactly.
-pub fn share(total: u64, worker: usize, workers: usize) -> u64 {
-    let (worker, workers) = (worker as u64, workers as u64);
+pub fn share(total: u64, worker: u64, workers: u64) -> u64 {
     if total > worker {
         (total - worker).div_ceil(workers)
     } else {

@@ -30,7 +30,7 @@ fn target() -> TargetHandle {
 /// `start()` was called, and how long the run took to finish after the stop.
 fn stop_after(plan: &horde_plan::Plan, workers: usize, after: Duration) -> (Vec<Snapshot>, Duration, Duration) {
     let began = Instant::now();
-    let mut run: RunHandle = horde_engine::start(plan, EngineOptions { workers }).expect("run starts");
+    let mut run: RunHandle = horde_engine::start(plan, EngineOptions::with_workers(workers)).expect("run starts");
     std::thread::sleep(after);
     let stop_at = began.elapsed();
     run.stop();
@@ -114,7 +114,7 @@ fn dropping_a_run_handle_stops_the_run_and_frees_its_threads() {
     let _serial = serial();
     let target = target();
     let plan = custom_plan(&target.base_url(), "", &get_step("/delay/2000", None), &closed(5, 30.0), 1.0);
-    let run = horde_engine::start(&plan, EngineOptions { workers: 2 }).expect("run starts");
+    let run = horde_engine::start(&plan, EngineOptions::with_workers(2)).expect("run starts");
     std::thread::sleep(Duration::from_millis(500));
     assert!(!run_threads().is_empty(), "the run's threads are visible while it runs");
     drop(run);
@@ -126,7 +126,7 @@ fn dropping_a_run_handle_stops_the_run_and_frees_its_threads() {
     assert_eq!(run_threads(), Vec::<String>::new(), "threads of a dropped run are still alive");
     // And the process is fine for another run.
     let plan = custom_plan(&target.base_url(), "", &get_step("/", Some(10.0)), &closed(2, 1.0), 1.0);
-    let mut run = horde_engine::start(&plan, EngineOptions { workers: 2 }).expect("second run starts");
+    let mut run = horde_engine::start(&plan, EngineOptions::with_workers(2)).expect("second run starts");
     let snapshots = collect(&mut run, Duration::from_secs(15));
     assert_accounting(&snapshots);
     let requests = total_requests(&snapshots);
@@ -139,7 +139,7 @@ fn the_run_threads_end_after_a_run_that_finished_normally() {
     let _serial = serial();
     let target = target();
     let plan = custom_plan(&target.base_url(), "", &get_step("/", Some(10.0)), &closed(2, 1.0), 1.0);
-    let mut run = horde_engine::start(&plan, EngineOptions { workers: 3 }).expect("run starts");
+    let mut run = horde_engine::start(&plan, EngineOptions::with_workers(3)).expect("run starts");
     let snapshots = collect(&mut run, Duration::from_secs(15));
     assert!(run.is_finished());
     assert_accounting(&snapshots);

@@ -15,7 +15,7 @@ fn target() -> TargetHandle {
 
 /// Runs `plan`, calling `at_second(second, control)` after each snapshot, until the end.
 fn run_with(plan: &horde_plan::Plan, workers: usize, mut at_second: impl FnMut(u64, &horde_engine::RunControl)) -> Vec<Snapshot> {
-    let mut run = horde_engine::start(plan, EngineOptions { workers }).expect("run starts");
+    let mut run = horde_engine::start(plan, EngineOptions::with_workers(workers)).expect("run starts");
     let control = run.control();
     let deadline = Instant::now() + run.planned_duration() + Duration::from_secs(15);
     let mut snapshots = Vec::new();
@@ -78,7 +78,7 @@ fn a_closed_level_ramps_to_its_new_count() {
 fn out_of_range_levels_are_refused() {
     let target = target();
     let plan = one_step_plan(&target.base_url(), "/", &open(10.0, 1.0, 5));
-    let mut run = horde_engine::start(&plan, EngineOptions { workers: 1 }).expect("run starts");
+    let mut run = horde_engine::start(&plan, EngineOptions::with_workers(1)).expect("run starts");
     let control = run.control();
     assert!(control.retarget(1, 5.0, Duration::ZERO).is_err(), "no scenario 1");
     assert!(control.retarget(0, -1.0, Duration::ZERO).is_err());

@@ -303,7 +303,7 @@ fn mutated_responses_never_panic_the_engine_and_are_all_counted() {
 /// engine's threads.
 fn start_and_stop(plan: &Plan) -> Result<(), String> {
     let panics_before = engine_panics();
-    let started = catch_unwind(AssertUnwindSafe(|| horde_engine::start(plan, EngineOptions { workers: 1 })));
+    let started = catch_unwind(AssertUnwindSafe(|| horde_engine::start(plan, EngineOptions::with_workers(1))));
     match started {
         Err(_) => return Err("start() panicked".into()),
         Ok(Err(_)) => return Ok(()), // refusing the plan is fine
@@ -357,7 +357,7 @@ fn plans_with_extreme_numbers_are_refused_before_anything_starts() {
         let problems = horde_plan::decode_and_validate(&json).expect_err(path);
         assert!(problems.iter().any(|problem| problem.path == path), "{path}: {problems:?}");
         let plan = horde_plan::decode(&json).expect("decodes");
-        assert!(horde_engine::start(&plan, EngineOptions { workers: 1 }).is_err(), "{path}: start() refuses it");
+        assert!(horde_engine::start(&plan, EngineOptions::with_workers(1)).is_err(), "{path}: start() refuses it");
     }
 }
 
@@ -399,7 +399,7 @@ fn an_extreme_arrival_rate_does_not_hang_the_run() {
     let _serial = serial();
     let base_url = format!("http://127.0.0.1:{}", closed_port());
     let plan = custom_plan(&base_url, "", &get_step("/", None), &open(1e7, 1.0, 2), 1.0);
-    let mut run = horde_engine::start(&plan, EngineOptions { workers: 1 }).expect("run starts");
+    let mut run = horde_engine::start(&plan, EngineOptions::with_workers(1)).expect("run starts");
     let snapshots = collect(&mut run, Duration::from_secs(15));
     assert_accounting(&snapshots);
     let dropped: u64 = snapshots.iter().map(|s| s.dropped_arrivals).sum();

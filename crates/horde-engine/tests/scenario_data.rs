@@ -437,7 +437,7 @@ fn a_unique_feeder_with_fewer_rows_than_vus_is_refused_at_start() {
                 "workload": workload,
             }),
         );
-        match horde_engine::start(&plan, horde_engine::EngineOptions { workers: 1 }) {
+        match horde_engine::start(&plan, horde_engine::EngineOptions::with_workers(1)) {
             Ok(_) => panic!("a plan with 5 VUs and 2 unique rows started"),
             Err(error) => {
                 let message = error.to_string();
@@ -462,7 +462,7 @@ fn a_feeder_that_cannot_be_read_is_refused_at_start() {
                 "workload": closed_value(1, 1.0),
             }),
         );
-        match horde_engine::start(&plan, horde_engine::EngineOptions { workers: 1 }) {
+        match horde_engine::start(&plan, horde_engine::EngineOptions::with_workers(1)) {
             Ok(_) => panic!("a plan with a {why} feeder started"),
             Err(error) => {
                 let message = error.to_string();

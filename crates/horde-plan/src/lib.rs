@@ -69,6 +69,9 @@ pub struct Plan {
     pub autostop: Vec<serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steer: Option<serde_json::Value>,
+    /// How a run over several generators is sized (read by the control plane that starts them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generators: Option<serde_json::Value>,
 }
 
 fn default_plan_name() -> String {

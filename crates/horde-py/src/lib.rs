@@ -10,7 +10,7 @@
 //! pydantic, so this is the second line of defence); a setup fault raises `RuntimeError`;
 //! a target that cannot listen raises `OSError`. Failed requests never raise: they are counted.
 
-use horde_engine::{EngineError, EngineOptions, Next, RunControl, Snapshot};
+use horde_engine::{GeneratorShare, EngineError, EngineOptions, Next, RunControl, Snapshot};
 use horde_target::{Capacity, TargetConfig, TargetHandle};
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -80,10 +80,20 @@ impl PyRunHandle {
     }
 }
 
-/// Starts a run of `plan_json` on `workers` threads (default: one per core).
+/// Starts a run of `plan_json` on `workers` threads (default: one per core). A generator of a
+/// run spread over several gives its place (its workers hold slots `first_slot`... of `slots`,
+/// see `GeneratorShare`) and the agreed start (`start_at`, seconds since the Unix epoch on this
+/// machine's clock).
 #[pyfunction]
-#[pyo3(signature = (plan_json, workers=None))]
-fn start_run(py: Python<'_>, plan_json: &str, workers: Option<usize>) -> PyResult<PyRunHandle> {
+#[pyo3(signature = (plan_json, workers=None, first_slot=None, slots=None, start_at=None))]
+fn start_run(
+    py: Python<'_>,
+    plan_json: &str,
+    workers: Option<usize>,
+    first_slot: Option<usize>,
+    slots: Option<usize>,
+    start_at: Option<f64>,
+) -> PyResult<PyRunHandle> {
     let plan = horde_plan::decode(plan_json).map_err(|error| PyValueError::new_err(error.to_string()))?;
     let mut options = EngineOptions::default();
     if let Some(workers) = workers {
@@ -91,6 +101,17 @@ fn start_run(py: Python<'_>, plan_json: &str, workers: Option<usize>) -> PyResul
             return Err(PyValueError::new_err("workers must be at least 1"));
         }
         options.workers = workers;
+    }
+    options.generator = match (first_slot, slots) {
+        (Some(first_slot), Some(slots)) => Some(GeneratorShare { first_slot, slots }),
+        (None, None) => None,
+        _ => return Err(PyValueError::new_err("give first_slot and slots together")),
+    };
+    if let Some(at) = start_at {
+        if !(at.is_finite() && at > 0.0) {
+            return Err(PyValueError::new_err(format!("start_at must be seconds since the Unix epoch (got {at})")));
+        }
+        options.start_at = Some(std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(at));
     }
     let run = py.detach(|| horde_engine::start(&plan, options)).map_err(|error| match error {
         EngineError::InvalidPlan(_) => PyValueError::new_err(error.to_string()),

@@ -82,7 +82,9 @@ def run_state(record: RunRecord, status: str, summary: dict[str, Any], last: dic
         "elapsed_s": last.get("elapsed_s"),
         "timestamp": last.get("timestamp"),
         "now": {key: last.get(key) for key in ("active_vus", "target_vus", "target_rate_per_s", "busy_vus",
-                                               "cpu_percent", "timer_lateness_p99_ms")},
+                                               "cpu_percent", "timer_lateness_p99_ms", "lost_share")},
+        # A run over several generators: each one's last second (a slow or lost one stands out).
+        "generators": last.get("generators"),
     }
 
 

@@ -35,7 +35,7 @@ pub fn collect(run: &mut RunHandle, limit: Duration) -> Vec<Snapshot> {
 }
 
 pub fn run_to_end(plan: &horde_plan::Plan, workers: usize) -> Vec<Snapshot> {
-    let mut run = horde_engine::start(plan, EngineOptions { workers }).expect("run starts");
+    let mut run = horde_engine::start(plan, EngineOptions::with_workers(workers)).expect("run starts");
     let limit = run.planned_duration() + Duration::from_secs(15);
     collect(&mut run, limit)
 }
@@ -345,7 +345,7 @@ impl XorShift {
 pub fn run_timed(plan: &horde_plan::Plan, workers: usize) -> (Vec<Snapshot>, Duration) {
     let panics = engine_panics();
     let began = Instant::now();
-    let mut run = horde_engine::start(plan, EngineOptions { workers }).expect("run starts");
+    let mut run = horde_engine::start(plan, EngineOptions::with_workers(workers)).expect("run starts");
     let limit = run.planned_duration() + Duration::from_secs(20);
     let snapshots = collect(&mut run, limit);
     let took = began.elapsed();

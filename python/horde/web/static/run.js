@@ -112,6 +112,18 @@
         parts.push(element("h2", {id: "section-" + key}, [title]), sectionTable(key, summary[key]));
       }
     }
+    const cluster = summary.cluster;
+    if (cluster) {
+      // A run over several generators: how they were chosen, each one, and any lost.
+      parts.push(element("h2", {id: "section-cluster"}, ["Cluster"]),
+        sectionTable("cluster", {provision: cluster.provision, "max start skew ms": cluster.max_start_skew_ms,
+                                 "lost share": cluster.lost_share}),
+        sectionTable("cluster-generators", cluster.generators));
+      if (cluster.lost && cluster.lost.length) { parts.push(sectionTable("cluster-lost", cluster.lost)); }
+    } else if (state.generators) {
+      parts.push(element("h2", {id: "section-generators"}, ["Generators (last second)"]),
+        sectionTable("generators", state.generators));
+    }
     if (state.run.status === "running") {
       // Verdicts are judged on the whole stored run when it ends; meanwhile, what will be judged.
       if (plan.thresholds.length) {

@@ -1,0 +1,72 @@
+"""A local multi-node Ray cluster for the scale-out tests.
+
+Real GCS and raylets, all on 127.0.0.1 (given explicitly: Ray would otherwise probe for a
+public address), each node with its own CPUs, memory and a resource naming it (without them
+every node claims the whole machine), each cluster in its own temp directory, with tuned
+health checks. Only the processes this cluster started are stopped at the end, never a broad
+``ray stop`` (which would end other users' clusters too). Usage statistics are off.
+
+Skipped when Ray is not installed, unless ``HORDE_REQUIRE_CLUSTER=1`` (CI), which fails instead.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any
+
+import pytest
+
+# Before Ray is imported anywhere in this process (both are read at import).
+os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+
+NODE_MEMORY = 1 << 30
+OBJECT_STORE_MEMORY = 80 << 20
+#: Health checks each second, three misses: Ray's own view of a dead node in about 3 s.
+SYSTEM_CONFIG = {"health_check_period_ms": 1000, "health_check_failure_threshold": 3,
+                 "health_check_initial_delay_ms": 1000}
+
+
+def ray_or_skip() -> Any:
+    try:
+        import ray
+    except ImportError:
+        if os.environ.get("HORDE_REQUIRE_CLUSTER") == "1":
+            pytest.fail("HORDE_REQUIRE_CLUSTER=1 but Ray is not installed (pip install 'horde[cluster]')",
+                        pytrace=False)
+        pytest.skip("Ray is not installed (pip install 'horde[cluster]')")
+    return ray
+
+
+class LocalCluster:
+    """A head node with no CPUs (no generator lands there) and ``nodes`` worker nodes with one
+    CPU each, named ``node0``, ``node1``... by a custom resource."""
+
+    def __init__(self, nodes: int) -> None:
+        ray_or_skip()
+        from ray.cluster_utils import Cluster
+
+        self.temp_dir = tempfile.mkdtemp(prefix="horde-ray-")
+        common = {"node_ip_address": "127.0.0.1", "object_store_memory": OBJECT_STORE_MEMORY, "memory": NODE_MEMORY}
+        self._cluster = Cluster(
+            initialize_head=True,
+            head_node_args={**common, "num_cpus": 0, "include_dashboard": False, "temp_dir": self.temp_dir,
+                            "resources": {"head": 1}, "_system_config": SYSTEM_CONFIG},
+        )
+        self.nodes = [self._cluster.add_node(**common, num_cpus=1, resources={f"node{index}": 1})
+                      for index in range(nodes)]
+        self._cluster.wait_for_nodes()
+
+    @property
+    def address(self) -> str:
+        address: str = self._cluster.address
+        return address
+
+    def kill_node(self, index: int) -> None:
+        """Kills a worker node's processes at once (no graceful shutdown), as a lost machine."""
+        self._cluster.remove_node(self.nodes[index], allow_graceful=False)
+
+    def shutdown(self) -> None:
+        """Stops the processes this cluster started, and only those."""
+        self._cluster.shutdown()

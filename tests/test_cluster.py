@@ -1,0 +1,233 @@
+"""Scale-out on a real local multi-node Ray cluster (``tests/ray_cluster.py``): one run over
+three generators on three nodes, merged exactly; a synchronised start; a re-target that moves
+the total; a node killed mid-run; and the ``horde run --cluster`` command.
+
+Each cluster is started by the test module or test that uses it and stopped (its own
+processes only) when done; every run is bounded (a few seconds of load).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from ray_cluster import LocalCluster, ray_or_skip
+
+from horde.cluster.coordinator import ClusterOptions, ClusterRun
+from horde.conductor import conduct
+from horde.errors import ExitCode
+from horde.plan import Plan, plan_from_dict
+from horde.run import checked_plan_json
+from horde.store import Store
+from horde.web import create_app
+
+pytestmark = pytest.mark.timeout(240)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[LocalCluster]:
+    ray_or_skip()
+    local = LocalCluster(nodes=3)
+    try:
+        yield local
+    finally:
+        local.shutdown()
+
+
+def open_burst_plan(base_url: str, rate: float, seconds: float, **extra: Any) -> Plan:
+    """Arrivals at ``rate`` for ``seconds``, then a quiet second: every iteration completes, so
+    the count is exact (arrivals 0..rate*seconds)."""
+    return plan_from_dict({
+        "version": 1, "name": "cluster-burst", "graceful_stop_s": 2,
+        "target": {"base_url": base_url, "request_timeout_ms": 5000},
+        "scenarios": [{"name": "s", "steps": [{"name": "get", "method": "GET", "path": "/delay/5"}],
+                       "workload": {"type": "open", "start_rate_per_s": rate, "max_vus": 60, "stages": [
+                           {"duration_s": seconds, "rate_per_s": rate},
+                           {"duration_s": 0.001, "rate_per_s": 0}, {"duration_s": 1, "rate_per_s": 0}]}}],
+        **extra,
+    })
+
+
+def closed_plan(base_url: str, vus: int, seconds: float, **extra: Any) -> Plan:
+    return plan_from_dict({
+        "version": 1, "name": "cluster-closed", "graceful_stop_s": 2,
+        "target": {"base_url": base_url, "request_timeout_ms": 5000},
+        "scenarios": [{"name": "s", "steps": [{"name": "get", "method": "GET", "path": "/delay/20"}],
+                       "workload": {"type": "closed", "start_vus": vus, "stages": [{"duration_s": seconds, "vus": vus}]}}],
+        **extra,
+    })
+
+
+def requests_of(snapshot: dict[str, Any]) -> int:
+    return sum(int(step["requests"]) for step in snapshot["steps"])
+
+
+def test_three_generators_merge_into_one_exact_run(cluster: LocalCluster, builtin_target: Any, tmp_path: Path) -> None:
+    plan = open_burst_plan(f"http://127.0.0.1:{builtin_target.port}", rate=301, seconds=3)
+    with Store.open(f"sqlite:///{tmp_path / 'runs.sqlite'}") as store:
+        outcome = conduct(plan, store, cluster=ClusterOptions(address=cluster.address, count=3))
+        stored = store.snapshots(outcome.run_id)
+    assert outcome.status == "finished" and outcome.exit_code == 0
+    # Arrivals 0..903 (301/s for 3 s): all of them, dealt over the three generators' slots.
+    assert outcome.summary["requests"] == 904
+    assert sum(requests_of(snapshot) for snapshot in stored) == 904
+    report = outcome.summary["cluster"]
+    assert [row["node"] for row in report["generators"]] == ["127.0.0.1"] * 3
+    assert len({row["pid"] for row in report["generators"]}) == 3, "three generator processes"
+    assert sum(row["share"] for row in report["generators"]) == pytest.approx(1.0)
+    assert report["lost"] == [] and report["lost_share"] == 0
+    # Every stored second: the merged counts are the sums of the generators' own.
+    per_generator = [0, 0, 0]
+    for snapshot in stored:
+        rows = snapshot["generators"]
+        assert requests_of(snapshot) == sum(row["requests"] for row in rows), f"second {snapshot['second']}"
+        for row in rows:
+            per_generator[row["generator"]] += row["requests"]
+    assert sum(per_generator) == 904
+    assert all(abs(count - 904 / 3) <= 2 for count in per_generator), per_generator
+    # The synchronised start: each generator's time zero within a few ms of the agreed one.
+    for row in report["generators"]:
+        assert row["start_skew_ms"] is not None
+        assert abs(row["start_skew_ms"]) <= 5 + row["skew_uncertainty_ms"], row
+    assert report["max_start_skew_ms"] is not None
+
+
+def test_a_retarget_moves_the_total_over_generators(cluster: LocalCluster, builtin_target: Any) -> None:
+    plan = closed_plan(f"http://127.0.0.1:{builtin_target.port}", vus=7, seconds=6)
+    run = ClusterRun.start(plan, checked_plan_json(plan), ClusterOptions(address=cluster.address, count=3))
+    seen: list[dict[str, Any]] = []
+    try:
+        deadline = time.monotonic() + 30
+        while not run.finished and time.monotonic() < deadline:
+            snapshot = run.poll()
+            if snapshot is None:
+                continue
+            seen.append(snapshot)
+            if snapshot["second"] == 2:
+                assert run.set_load(vus=4) == {"s": 4.0}
+    finally:
+        run.close()
+    by_second = {snapshot["second"]: snapshot for snapshot in seen}
+    assert by_second[2]["active_vus"] == 7, "7 VUs over three generators before"
+    assert by_second[4]["active_vus"] == 4 and by_second[4]["target_vus"] == 4, "4 after, in total"
+    assert sum(1 for row in by_second[4]["generators"] if row["active_vus"] > 0) == 3
+
+
+def test_a_killed_node_leaves_a_finished_stored_run_that_records_the_loss(builtin_target: Any, tmp_path: Path) -> None:
+    ray_or_skip()
+    local = LocalCluster(nodes=3)
+    try:
+        plan = closed_plan(f"http://127.0.0.1:{builtin_target.port}", vus=6, seconds=8)
+        outcome, stored = _run_and_kill(local, plan, tmp_path, kill_at_second=3)
+    finally:
+        local.shutdown()
+    assert outcome.status == "finished" and outcome.exit_code == 0
+    report = outcome.summary["cluster"]
+    assert len(report["lost"]) == 1
+    lost = report["lost"][0]
+    assert lost["share"] == pytest.approx(1 / 3)
+    assert 3 <= lost["second"] <= 6, lost
+    assert report["lost_share"] == pytest.approx(1 / 3)
+    seconds = [snapshot["second"] for snapshot in stored]
+    assert seconds == list(range(1, len(seconds) + 1)), "no second missing: nothing received was lost"
+    before = [s for s in stored if s["second"] < lost["second"]]
+    after = [s for s in stored if s["second"] > lost["second"] and not s["final"] and s["second"] <= 8]
+    assert before and after
+    assert all(s["lost_share"] == 0 for s in before)
+    assert all(s["lost_share"] == pytest.approx(1 / 3) for s in after)
+    assert all(s["active_vus"] == 4 for s in after), "the two others go on with their 4 VUs"
+    assert all(requests_of(s) > 0 for s in after)
+    assert all(sum(1 for row in s["generators"] if row["state"] == "lost") == 1 for s in after)
+
+
+def test_a_lost_generator_stops_the_run_when_the_plan_says_so(builtin_target: Any, tmp_path: Path) -> None:
+    ray_or_skip()
+    local = LocalCluster(nodes=2)
+    try:
+        plan = closed_plan(f"http://127.0.0.1:{builtin_target.port}", vus=4, seconds=20,
+                           generators={"on_lost": "stop"})
+        outcome, stored = _run_and_kill(local, plan, tmp_path, kill_at_second=2)
+    finally:
+        local.shutdown()
+    assert outcome.status == "aborted"
+    assert outcome.exit_code == ExitCode.GENERATOR_LOST
+    assert outcome.summary["cluster"]["stopped_for_loss"] is True
+    assert stored[-1]["final"] and stored[-1]["second"] < 12, "stopped well before the 20 s of stages"
+
+
+def _run_and_kill(local: LocalCluster, plan: Plan, tmp_path: Path, *, kill_at_second: int) -> tuple[Any, list[dict[str, Any]]]:
+    """Conducts ``plan`` over one generator per node, kills the last node once the store holds
+    ``kill_at_second``; returns the outcome and the stored seconds."""
+    url = f"sqlite:///{tmp_path / 'runs.sqlite'}"
+    result: dict[str, Any] = {}
+
+    def conduct_it() -> None:
+        with Store.open(url) as store:
+            result["outcome"] = conduct(plan, store, cluster=ClusterOptions(address=local.address, count=len(local.nodes)))
+
+    thread = threading.Thread(target=conduct_it)
+    thread.start()
+    with Store.open(url) as watcher:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            runs = watcher.list_runs()
+            if runs and len(watcher.snapshots(runs[0].run_id)) >= kill_at_second:
+                break
+            time.sleep(0.1)
+        local.kill_node(len(local.nodes) - 1)
+        thread.join(timeout=90)
+        assert not thread.is_alive(), "the run ended"
+        outcome = result["outcome"]
+        return outcome, watcher.snapshots(outcome.run_id)
+
+
+def test_horde_run_on_a_cluster(cluster: LocalCluster, builtin_target: Any, horde_cli: Any, tmp_path: Path) -> None:
+    plan_path = tmp_path / "plan.json"
+    plan_path.write_text(json.dumps({
+        "version": 1, "name": "on-cluster",
+        "target": {"base_url": f"http://127.0.0.1:{builtin_target.port}"},
+        "scenarios": [{"name": "s", "steps": [{"name": "get", "method": "GET", "path": "/"}],
+                       "workload": {"type": "open", "start_rate_per_s": 200, "max_vus": 20,
+                                    "stages": [{"duration_s": 3, "rate_per_s": 200}]}}],
+    }))
+    summary_path = tmp_path / "summary.json"
+    result = horde_cli.run("run", str(plan_path), "--cluster", cluster.address, "--generators", "2",
+                           "--summary-json", str(summary_path), timeout=180)
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert "2 generators" in result.stdout
+    summary = json.loads(summary_path.read_text())
+    assert len(summary["cluster"]["generators"]) == 2
+    assert 450 <= summary["requests"] <= 601  # 200/s for 3 s; a loaded machine may fire the last arrivals late, after the stages end
+    shown = horde_cli.run("show", summary["run_id"], "--json")
+    assert shown.returncode == 0 and json.loads(shown.stdout)["cluster"]["slots"] == 2
+    # The dashboard shows the run as one, with its per-generator breakdown.
+    with TestClient(create_app(horde_cli.store_url, token=None), base_url="http://127.0.0.1:8089") as client:
+        state = client.get(f"/api/runs/{summary['run_id']}").json()
+    assert state["summary"]["requests"] == summary["requests"]
+    assert state["summary"]["cluster"]["provision"].startswith("2 generators")
+    assert [row["generator"] for row in state["generators"]] == [0, 1]
+
+
+def test_cluster_flags_are_checked(horde_cli: Any, tmp_path: Path) -> None:
+    result = horde_cli.run("run", "--url", "http://127.0.0.1:9/", "--generators", "2")
+    assert result.returncode == ExitCode.INVALID_INPUT
+    assert "--generators needs --cluster" in result.stderr
+
+
+def test_an_unreachable_cluster_is_exit_6(horde_cli: Any, tmp_path: Path) -> None:
+    ray_or_skip()
+    from conftest import free_tcp_port
+
+    started = time.monotonic()
+    result = horde_cli.run("run", "--url", "http://127.0.0.1:9/", "--cluster", f"127.0.0.1:{free_tcp_port()}",
+                           "--duration", "1s", timeout=120)
+    assert result.returncode == ExitCode.CLUSTER_UNAVAILABLE, result.stderr
+    assert "cannot join the Ray cluster" in result.stderr and "hint:" in result.stderr
+    assert time.monotonic() - started < 30
