@@ -17,15 +17,16 @@ from typing import Any
 
 import pytest
 
+from horde.cluster.coordinator import HEALTH_CHECKS
+
 # Before Ray is imported anywhere in this process (both are read at import).
 os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 
 NODE_MEMORY = 1 << 30
 OBJECT_STORE_MEMORY = 80 << 20
-#: Health checks each second, three misses: Ray's own view of a dead node in about 3 s.
-SYSTEM_CONFIG = {"health_check_period_ms": 1000, "health_check_failure_threshold": 3,
-                 "health_check_initial_delay_ms": 1000}
+#: The health checks Horde ships for the clusters it starts (Ray's view of a dead node in ~3 s).
+SYSTEM_CONFIG = HEALTH_CHECKS
 
 
 def ray_or_skip() -> Any:

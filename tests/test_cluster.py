@@ -193,6 +193,7 @@ def test_horde_run_on_a_cluster(cluster: LocalCluster, builtin_target: Any, hord
     plan_path.write_text(json.dumps({
         "version": 1, "name": "on-cluster",
         "target": {"base_url": f"http://127.0.0.1:{builtin_target.port}"},
+        "thresholds": ["p99 < 2s", "requests > 100000"],  # judged on the merged run: one passes, one fails
         "scenarios": [{"name": "s", "steps": [{"name": "get", "method": "GET", "path": "/"}],
                        "workload": {"type": "open", "start_rate_per_s": 200, "max_vus": 20,
                                     "stages": [{"duration_s": 3, "rate_per_s": 200}]}}],
@@ -200,9 +201,13 @@ def test_horde_run_on_a_cluster(cluster: LocalCluster, builtin_target: Any, hord
     summary_path = tmp_path / "summary.json"
     result = horde_cli.run("run", str(plan_path), "--cluster", cluster.address, "--generators", "2",
                            "--summary-json", str(summary_path), timeout=180)
-    assert result.returncode == 0, result.stderr + result.stdout
+    assert result.returncode == ExitCode.THRESHOLDS_FAILED, result.stderr + result.stdout
     assert "2 generators" in result.stdout
     summary = json.loads(summary_path.read_text())
+    verdicts = {verdict["condition"]: verdict for verdict in summary["thresholds"]}
+    assert verdicts["p99 < 2s"]["passed"] is True
+    assert verdicts["requests > 100000"]["passed"] is False
+    assert verdicts["requests > 100000"]["measured"] == summary["requests"]
     assert len(summary["cluster"]["generators"]) == 2
     assert 450 <= summary["requests"] <= 601  # 200/s for 3 s; a loaded machine may fire the last arrivals late, after the stages end
     shown = horde_cli.run("show", summary["run_id"], "--json")
@@ -231,3 +236,14 @@ def test_an_unreachable_cluster_is_exit_6(horde_cli: Any, tmp_path: Path) -> Non
     assert result.returncode == ExitCode.CLUSTER_UNAVAILABLE, result.stderr
     assert "cannot join the Ray cluster" in result.stderr and "hint:" in result.stderr
     assert time.monotonic() - started < 30
+
+
+def test_several_generators_on_this_machine_with_a_local_cluster(builtin_target: Any, horde_cli: Any, tmp_path: Path) -> None:
+    ray_or_skip()
+    summary_path = tmp_path / "summary.json"
+    result = horde_cli.run("run", "--url", f"http://127.0.0.1:{builtin_target.port}/", "--vus", "6", "--duration", "2s",
+                           "--cluster", "local", "--generators", "2", "--summary-json", str(summary_path), timeout=180)
+    assert result.returncode == 0, result.stderr + result.stdout
+    cluster = json.loads(summary_path.read_text())["cluster"]
+    assert [row["node"] for row in cluster["generators"]] == ["127.0.0.1", "127.0.0.1"]
+    assert len({row["pid"] for row in cluster["generators"]}) == 2, "two generator processes"

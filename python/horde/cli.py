@@ -115,7 +115,7 @@ def run(
     ui_host: Annotated[str, typer.Option("--ui-host", help="the dashboard's address (beyond loopback it needs a token)", rich_help_panel="Dashboard")] = "127.0.0.1",
     ui_port: Annotated[int, typer.Option("--ui-port", help="the dashboard's port (0: any free port)", rich_help_panel="Dashboard")] = 8089,
     ui_token: Annotated[Optional[str], typer.Option("--ui-token", help="the dashboard's access token (generated when the host is not loopback)", rich_help_panel="Dashboard")] = None,
-    cluster: Annotated[Optional[str], typer.Option("--cluster", metavar="ADDRESS", help="spread the run over a Ray cluster's generators: HOST:PORT of its head, ray://HOST:PORT, or auto ($RAY_ADDRESS)", rich_help_panel="Cluster")] = None,
+    cluster: Annotated[Optional[str], typer.Option("--cluster", metavar="ADDRESS", help="spread the run over a Ray cluster's generators: HOST:PORT of its head, ray://HOST:PORT, auto ($RAY_ADDRESS), or local (several generator processes on this machine)", rich_help_panel="Cluster")] = None,
     generators: Annotated[Optional[int], typer.Option("--generators", help="how many generators (default: as many as the plan needs)", rich_help_panel="Cluster")] = None,
 ) -> int:
     """Run a plan against its target, live, and store the run."""

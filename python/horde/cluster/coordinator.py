@@ -30,7 +30,9 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import shutil
 import socket
+import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,6 +61,15 @@ SETUP_TIMEOUT_S = 60.0
 
 #: Set wherever Horde starts or joins a cluster: Ray otherwise reports usage to an outside server.
 RAY_ENVIRONMENT = {"RAY_USAGE_STATS_ENABLED": "0"}
+#: ``--cluster local``: a Ray cluster of this machine alone, started for the run.
+LOCAL = "local"
+#: The local cluster's object store: generators pass only snapshots and feeder files through it.
+LOCAL_OBJECT_STORE_BYTES = 128 << 20
+#: Health checks for the clusters Horde starts: Ray's defaults notice a killed node after about
+#: 13 s and a hung one after about 65 s; these, after about 3 s. (Horde's own per-second
+#: deadlines find a lost generator first either way.)
+HEALTH_CHECKS = {"health_check_period_ms": 1000, "health_check_failure_threshold": 3,
+                 "health_check_initial_delay_ms": 1000}
 
 
 @dataclass
@@ -148,8 +159,8 @@ def _check_reachable(address: str) -> None:
 
 
 def resolve_address(address: str) -> str:
-    """``auto`` is ``$RAY_ADDRESS``; anything else is used as given (``host:port`` of the head's
-    GCS, or ``ray://host:port`` for Ray Client)."""
+    """``auto`` is ``$RAY_ADDRESS``; ``local`` starts a cluster of this machine; anything else is
+    used as given (``host:port`` of the head's GCS, or ``ray://host:port`` for Ray Client)."""
     if address != "auto":
         return address
     found = os.environ.get("RAY_ADDRESS")
@@ -178,6 +189,8 @@ class ClusterRun:
         self._ready: list[Snapshot] = []
         self.notes: list[str] = []
         self.stopped_for_loss = False
+        #: A local cluster's temp directory, removed at close.
+        self._temp_dir: str | None = None
 
     # --- the Run surface ------------------------------------------------------------------
 
@@ -185,6 +198,30 @@ class ClusterRun:
     def start(cls, plan: Plan, plan_json: str, options: ClusterOptions) -> ClusterRun:
         """Connects, provisions and starts the generators; returns once all have started."""
         address = resolve_address(options.address)
+        if address == LOCAL:
+            # A cluster of this machine alone, started here and ended with the run: several
+            # generator processes, past one process's open-file and core limits.
+            ray = import_ray("127.0.0.1")
+            # Its own temp directory (sockets, logs), removed when the run ends: never another
+            # cluster's, and short (socket paths are limited to about 100 bytes).
+            temp_dir = tempfile.mkdtemp(prefix="horde-ray-")
+            try:
+                ray.init(address="local", namespace="horde", log_to_driver=False, logging_level="ERROR",
+                         num_cpus=os.cpu_count() or 1, include_dashboard=False, _node_ip_address="127.0.0.1",
+                         object_store_memory=LOCAL_OBJECT_STORE_BYTES, _system_config=HEALTH_CHECKS,
+                         _temp_dir=temp_dir)
+            except Exception as error:
+                shutil.rmtree(temp_dir, ignore_errors=True)
+                raise ClusterUnavailable(f"cannot start a local Ray cluster: {error}",
+                                         hint="check /tmp has space and that `ray start --head` works here") from None
+            try:
+                run = cls._start_on(ray, plan, plan_json, options)
+            except BaseException:
+                ray.shutdown()
+                shutil.rmtree(temp_dir, ignore_errors=True)
+                raise
+            run._temp_dir = temp_dir
+            return run
         _check_reachable(address)
         ray = import_ray(address)
         try:
@@ -331,6 +368,8 @@ class ClusterRun:
             except Exception:
                 pass
         self._ray.shutdown()
+        if self._temp_dir is not None:
+            shutil.rmtree(self._temp_dir, ignore_errors=True)
 
     # --- what the run reports ---------------------------------------------------------------
 
