@@ -278,7 +278,7 @@ class Generators(BaseModel):
     count: int | None = Field(
         default=None, ge=1, le=10_000,
         description="how many generators; default: as many as the plan needs (VUs and connections "
-        "against each generator's open-file limit, the rate against its capacity), at least one per node",
+        "against each generator's open-file limit, the rate against its capacity), one per node first",
     )
     capacity_rps: float | None = Field(
         default=None, gt=0, le=MAX_RATE_PER_S,
