@@ -9,6 +9,8 @@ processes only) when done; every run is bounded (a few seconds of load).
 from __future__ import annotations
 
 import json
+import os
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -118,6 +120,39 @@ def test_a_retarget_moves_the_total_over_generators(cluster: LocalCluster, built
     assert by_second[2]["active_vus"] == 7, "7 VUs over three generators before"
     assert by_second[4]["active_vus"] == 4 and by_second[4]["target_vus"] == 4, "4 after, in total"
     assert sum(1 for row in by_second[4]["generators"] if row["active_vus"] > 0) == 3
+
+
+def test_a_hung_generator_is_found_by_its_deadlines(cluster: LocalCluster, builtin_target: Any) -> None:
+    # A stopped (not dead) process: Ray still sees its actor alive; only the per-second
+    # deadlines can tell. It is lost after its second missed deadline, and killed.
+    plan = closed_plan(f"http://127.0.0.1:{builtin_target.port}", vus=6, seconds=8)
+    run = ClusterRun.start(plan, checked_plan_json(plan), ClusterOptions(address=cluster.address, count=3))
+    hung = run.generators[2]
+    assert hung.pid is not None
+    seen: list[dict[str, Any]] = []
+    notes: list[str] = []
+    try:
+        deadline = time.monotonic() + 40
+        while not run.finished and time.monotonic() < deadline:
+            snapshot = run.poll()
+            notes.extend(run.notes)
+            run.notes.clear()
+            if snapshot is None:
+                continue
+            seen.append(snapshot)
+            if snapshot["second"] == 2:
+                os.kill(hung.pid, signal.SIGSTOP)
+    finally:
+        run.close()
+    assert run.finished
+    assert hung.state == "lost" and "missed the deadlines" in (hung.lost_reason or ""), hung
+    assert hung.lost_at_second is not None and 3 <= hung.lost_at_second <= 4
+    assert any("suspect" in note for note in notes) and any("lost at second" in note for note in notes)
+    seconds = [snapshot["second"] for snapshot in seen]
+    assert seconds == list(range(1, len(seconds) + 1))
+    after = [s for s in seen if s["second"] > hung.lost_at_second and not s["final"] and s["second"] <= 8]
+    assert after, seen
+    assert [(s["active_vus"], s["lost_share"]) for s in after] == [(4, pytest.approx(1 / 3))] * len(after)
 
 
 def test_a_killed_node_leaves_a_finished_stored_run_that_records_the_loss(builtin_target: Any, tmp_path: Path) -> None:
