@@ -7,7 +7,7 @@ PYTHON := $(VENV)/bin/python
 HORDE  := $(VENV)/bin/horde
 CARGO  ?= cargo
 
-.PHONY: setup demo test test-rust test-python bench bench-scenario lint clean
+.PHONY: setup demo test test-rust test-python bench bench-scenario bench-long lint clean
 
 $(PYTHON):
 	python3 -m venv $(VENV)
@@ -37,7 +37,9 @@ test-python: EXTRAS = test,cluster
 test-python: setup
 	$(VENV)/bin/pytest tests
 
-# Horde against wrk on loopback (needs the Debian package wrk); see bench/README.md.
+# Horde against wrk on loopback, against the built-in target and nginx (needs the Debian package
+# wrk; nginx is skipped with a note when not installed), then open-model accuracy (< 5 min);
+# see bench/README.md.
 bench: setup
 	$(PYTHON) bench/run.py --quick
 	$(PYTHON) bench/open_accuracy.py --seconds 5
@@ -45,6 +47,10 @@ bench: setup
 # The scenario language's cost per request against the same requests sent fixed (~4 min).
 bench-scenario: setup
 	$(PYTHON) bench/scenario.py --reps 5 --seconds 10
+
+# Generator memory over 30 minutes of steady load (the game scenario); growth under 5 %.
+bench-long: setup
+	$(PYTHON) bench/long_run.py --minutes 30
 
 lint: setup
 	$(CARGO) clippy --release --workspace --all-targets

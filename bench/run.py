@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
 """Horde's benchmark: generator CPU per request against wrk, and memory per VU at 10,000 VUs.
 
-    .venv/bin/python bench/run.py --quick     # about 1.5 minutes (`make bench`)
-    .venv/bin/python bench/run.py --full      # about 2.5 minutes, more and longer repetitions
+    .venv/bin/python bench/run.py --quick     # about 3 minutes (`make bench`)
+    .venv/bin/python bench/run.py --full      # about 6 minutes, more and longer repetitions
 
-Everything runs on loopback against the built-in target (`horde target`, its own process). The
+Everything runs on loopback against two targets, each in its own process: the built-in one
+(`horde target`) and nginx from Debian (when installed; the bench never installs anything). The
 generator is pinned to one CPU and the target to another with `taskset`, so that neither steals
-the other's core. Every process started here runs in its own process group and is killed at the
-end, on error and on Ctrl-C too. See bench/README.md for the method and the last figures.
+the other's core. Against the built-in target Horde also runs the game scenario, to show the
+scenario language's cost on top of the HTTP path. Every process started here runs in its own
+process group and is killed at the end, on error and on Ctrl-C too. See bench/README.md for the
+method and the last figures.
 
-Standard library only, so that it runs with whatever Python runs Horde.
+Standard library only, so that it runs with whatever Python runs Horde. bench/scenario.py and
+bench/long_run.py reuse the process, measurement and README helpers below.
 """
 
 from __future__ import annotations
@@ -24,11 +28,13 @@ import resource
 import shlex
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,7 +46,8 @@ RESULTS_DIR = BENCH_DIR / "results"
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 CONNECTIONS = 50
-TARGET_RATIO = 2.0  # the slice's goal: Horde within 2x of wrk's CPU per request
+TARGET_RATIO = 1.2  # issue 6: Horde's CPU per request at most 1.2x wrk's, in the same run
+GAME_PLAN = BENCH_DIR / "plans" / "game.yaml"
 
 
 @dataclass
@@ -131,6 +138,7 @@ class Measured:
     cpu_s: float  # user + system CPU of the process (and any children it waited for)
     maxrss_kb: int  # peak resident set (getrusage ru_maxrss, KiB)
     rss_samples_kb: list[int] = field(default_factory=list)
+    rss_sample_times_s: list[float] = field(default_factory=list)  # since the start, one per sample
     target_cpu_s: float = 0.0  # the target's CPU over the same run
     others_cores: float = 0.0  # CPU used by everything else on the machine, in cores
     steal_cores: float = 0.0  # CPU the hypervisor gave to other guests, in cores
@@ -139,6 +147,19 @@ class Measured:
 def _proc_stat_cpu(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime (fields 14, 15)
+
+
+def _target_cpu(pid: int) -> float:
+    """CPU of a target process and its live children: nginx serves from a worker process that
+    its master forked, and a child's time reaches the parent's counters only once reaped."""
+    total = _proc_stat_cpu(pid)
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            try:
+                total += _proc_stat_cpu(int(child))
+            except (FileNotFoundError, ProcessLookupError):
+                pass  # exited between the two reads
+    return total
 
 
 def _machine_ticks() -> tuple[int, int]:
@@ -159,15 +180,18 @@ def _vm_rss_kb(pid: int) -> int | None:
 
 
 def run_measured(procs: Processes, argv: list[str], log: Path, *, timeout_s: float,
-                 target_pid: int | None = None, sample_rss: bool = False) -> Measured:
+                 target_pid: int | None = None, sample_rss: bool = False, sample_every_s: float = 1.0,
+                 on_sample: Callable[[float, int], None] | None = None) -> Measured:
     """Runs `argv` to its end and measures it: CPU and peak RSS from wait4()'s rusage of that
-    very child (exact, no sampling), VmRSS once a second if asked, and the machine's other load."""
+    very child (exact, no sampling), VmRSS every `sample_every_s` if asked (each sample also
+    handed to `on_sample(seconds since start, KiB)`), and the machine's other load."""
     busy0, steal0 = _machine_ticks()
-    target0 = _proc_stat_cpu(target_pid) if target_pid else 0.0
+    target0 = _target_cpu(target_pid) if target_pid else 0.0
     started = time.monotonic()
     child = procs.start(argv, log)
     samples: list[int] = []
-    next_sample = started + 1.0
+    sample_times: list[float] = []
+    next_sample = started + sample_every_s
     deadline = started + timeout_s
     reaped = False
     try:
@@ -184,7 +208,10 @@ def run_measured(procs: Processes, argv: list[str], log: Path, *, timeout_s: flo
                 rss = _vm_rss_kb(child.pid)
                 if rss is not None:
                     samples.append(rss)
-                next_sample += 1.0
+                    sample_times.append(now - started)
+                    if on_sample:
+                        on_sample(now - started, rss)
+                next_sample += sample_every_s
             time.sleep(0.02)
     finally:
         if not reaped:
@@ -192,12 +219,12 @@ def run_measured(procs: Processes, argv: list[str], log: Path, *, timeout_s: flo
     procs.stop(child)  # reaped: kills whatever might be left in its group, forgets it
     wall = time.monotonic() - started
     busy1, steal1 = _machine_ticks()
-    target_cpu = (_proc_stat_cpu(target_pid) - target0) if target_pid else 0.0
+    target_cpu = (_target_cpu(target_pid) - target0) if target_pid else 0.0
     cpu = usage.ru_utime + usage.ru_stime
     others = max(0.0, (busy1 - busy0) / CLK_TCK - cpu - target_cpu) / wall
     return Measured(
         rc=int(child.returncode), wall_s=wall, cpu_s=cpu,
-        maxrss_kb=usage.ru_maxrss, rss_samples_kb=samples, target_cpu_s=target_cpu,
+        maxrss_kb=usage.ru_maxrss, rss_samples_kb=samples, rss_sample_times_s=sample_times, target_cpu_s=target_cpu,
         others_cores=others, steal_cores=(steal1 - steal0) / CLK_TCK / wall,
     )
 
@@ -213,34 +240,48 @@ class Env:
     target_cpu: str
     work: Path
     procs: Processes
+    nginx: str | None = None
     notes: list[str] = field(default_factory=list)
 
 
-def check_environment(horde: str | None) -> tuple[str, str, str, str, list[str]]:
-    notes: list[str] = []
+NGINX_HINT = "install it (Debian/Ubuntu): sudo apt-get install -y nginx"
+
+
+def find_horde(horde: str | None) -> str:
     horde_path = horde or str(Path(sys.executable).parent / "horde")
     if not Path(horde_path).exists():
         found = shutil.which("horde")
         if not found:
             raise BenchError("the horde command was not found", hint="run `make setup` (or pass --horde PATH)")
         horde_path = found
+    return horde_path
+
+
+def find_wrk() -> str:
     wrk = shutil.which("wrk")
     if not wrk:
         raise BenchError("wrk is not installed; the bench compares Horde with it",
                          hint="install it (Debian/Ubuntu): sudo apt-get install -y wrk")
+    return wrk
+
+
+def find_nginx() -> str | None:
+    # Debian installs nginx in /usr/sbin, which is not on every user's PATH.
+    return shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/usr/local/sbin")
+
+
+def pick_cpus() -> tuple[str, str, list[str]]:
+    """(generator CPU, target CPU, notes): the first two CPUs this process may run on."""
     if not shutil.which("taskset"):
         raise BenchError("taskset is not installed", hint="sudo apt-get install -y util-linux")
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) >= 2:
-        gen_cpu, target_cpu = str(cpus[0]), str(cpus[1])
-    else:
-        gen_cpu = target_cpu = str(cpus[0])
-        notes.append("only one CPU is available: the generator and the target share it, so rates are lower and CPU per request is still comparable")
-    return horde_path, wrk, gen_cpu, target_cpu, notes
+        return str(cpus[0]), str(cpus[1]), []
+    return str(cpus[0]), str(cpus[0]), ["only one CPU is available: the generator and the target share it, so rates are lower and CPU per request is still comparable"]
 
 
-def start_target(env: Env) -> tuple[subprocess.Popen[bytes], int]:
-    log = env.work / "target.log"
+def start_target(env: Env, name: str = "target") -> tuple[subprocess.Popen[bytes], int]:
+    log = env.work / f"{name}.log"
     child = env.procs.start(["taskset", "-c", env.target_cpu, env.horde, "target", "--port", "0", "--threads", "1"], log)
     deadline = time.monotonic() + 30.0
     while time.monotonic() < deadline:
@@ -253,17 +294,93 @@ def start_target(env: Env) -> tuple[subprocess.Popen[bytes], int]:
     raise BenchError("the built-in target did not start", hint=f"its output: {log.read_text(errors='replace')[-500:]!r}")
 
 
-def horde_run(env: Env, url: str, vus: int, seconds: int, tag: str, target_pid: int,
-              sample_rss: bool = False) -> tuple[Measured, dict[str, Any]]:
+# A target comparable to `horde target --threads 1`: one worker process (pinned with the master by
+# taskset), the same `GET /` answer (200, `ok\n`, text/plain) served from memory, no logging per
+# request. Everything nginx writes goes to the bench's temporary folder.
+NGINX_CONF = """\
+daemon off;
+worker_processes 1;
+pid {work}/nginx.pid;
+error_log {work}/nginx-error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    # nginx closes a keep-alive connection after 1,000 requests by default; the bench's
+    # connections must stay open for the whole run, as with the built-in target.
+    keepalive_requests 1000000000;
+    keepalive_timeout 300s;
+    client_body_temp_path {work}/nginx-body;
+    proxy_temp_path {work}/nginx-proxy;
+    fastcgi_temp_path {work}/nginx-fastcgi;
+    uwsgi_temp_path {work}/nginx-uwsgi;
+    scgi_temp_path {work}/nginx-scgi;
+    server {{
+        listen 127.0.0.1:{port};
+        location = / {{
+            default_type text/plain;
+            return 200 "ok\\n";
+        }}
+    }}
+}}
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def start_nginx(env: Env) -> tuple[subprocess.Popen[bytes], int]:
+    if not env.nginx:
+        raise BenchError("nginx is not installed; the bench needs it as its second target", hint=NGINX_HINT)
+    port = free_port()
+    config = env.work / "nginx.conf"
+    config.write_text(NGINX_CONF.format(work=env.work, port=port))
+    log = env.work / "nginx.log"
+    # -e: the error log before the config is read (the default, /var/log/nginx, may not be writable).
+    child = env.procs.start(["taskset", "-c", env.target_cpu, env.nginx, "-p", str(env.work), "-c", str(config),
+                             "-e", str(env.work / "nginx-error.log")], log)
+    deadline = time.monotonic() + 15.0
+    while time.monotonic() < deadline and child.poll() is None:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return child, port
+        time.sleep(0.05)
+    errors = (env.work / "nginx-error.log")
+    text = (log.read_text(errors="replace") + (errors.read_text(errors="replace") if errors.exists() else ""))[-800:]
+    raise BenchError("nginx did not start", hint=f"its output: {text!r} (configuration: {config})")
+
+
+def nginx_version(nginx: str) -> str:
+    done = subprocess.run([nginx, "-v"], capture_output=True, text=True, timeout=10, check=False)
+    match = re.search(r"nginx/(\S+)", done.stderr + done.stdout)
+    return match.group(1) if match else "?"
+
+
+def horde_run(env: Env, args: list[str], seconds: float, tag: str, target_pid: int | None, *,
+              sample_rss: bool = False, sample_every_s: float = 1.0,
+              on_sample: Callable[[float, int], None] | None = None) -> tuple[Measured, dict[str, Any]]:
+    """`horde run ARGS` pinned to the generator's CPU with one worker, a throw-away store and its
+    summary JSON. `seconds` is how long ARGS make the run last; its deadline allows a minute more."""
     summary_path = env.work / f"{tag}.summary.json"
     log = env.work / f"{tag}.log"
-    argv = ["taskset", "-c", env.gen_cpu, env.horde, "run", "--url", url, "--vus", str(vus),
-            "--duration", f"{seconds}s", "--workers", "1", "--summary-json", str(summary_path),
-            "--store", str(env.work / "store.sqlite")]
-    measured = run_measured(env.procs, argv, log, timeout_s=seconds + 60, target_pid=target_pid, sample_rss=sample_rss)
+    argv = ["taskset", "-c", env.gen_cpu, env.horde, "run", *args, "--workers", "1",
+            "--summary-json", str(summary_path), "--store", str(env.work / "store.sqlite")]
+    measured = run_measured(env.procs, argv, log, timeout_s=seconds + 60, target_pid=target_pid,
+                            sample_rss=sample_rss, sample_every_s=sample_every_s, on_sample=on_sample)
     if measured.rc != 0 or not summary_path.exists():
-        raise BenchError(f"horde run ended with exit code {measured.rc}", hint=f"last output: {log.read_text(errors='replace')[-800:]}")
+        raise BenchError(f"`horde run {shlex.join(args)}` ended with exit code {measured.rc}", hint=f"last output: {log.read_text(errors='replace')[-800:]}")
     return measured, json.loads(summary_path.read_text())
+
+
+def url_args(url: str, vus: int, seconds: int) -> list[str]:
+    return ["--url", url, "--vus", str(vus), "--duration", f"{seconds}s"]
+
+
+def game_args(base_url: str, vus: int, seconds: int) -> list[str]:
+    # --vus turns the plan's open workload into a closed loop of that many players, no think time.
+    return [str(GAME_PLAN), "--base-url", base_url, "--vus", str(vus), "--duration", f"{seconds}s"]
 
 
 def wrk_run(env: Env, url: str, seconds: int, tag: str, target_pid: int) -> tuple[Measured, dict[str, Any]]:
@@ -277,9 +394,9 @@ def wrk_run(env: Env, url: str, seconds: int, tag: str, target_pid: int) -> tupl
     scale = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}[match.group(3)]
     requests, duration = int(match.group(1)), float(match.group(2)) * scale
     errors = 0
-    socket = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text)
-    if socket:
-        errors += sum(int(g) for g in socket.groups())
+    socket_errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text)
+    if socket_errors:
+        errors += sum(int(g) for g in socket_errors.groups())
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
     if non2xx:
         errors += int(non2xx.group(1))
@@ -295,44 +412,80 @@ def startup_cpu(env: Env, reps: int) -> float:
     return statistics.median(values)
 
 
-def cpu_section(env: Env, mode: Mode) -> dict[str, Any]:
-    target, port = start_target(env)
+#: Runs Horde for that many seconds under that tag: (its measure, its summary).
+HordeRunner = Callable[[int, str], tuple[Measured, dict[str, Any]]]
+
+
+def horde_pair(run_one: HordeRunner, mode: Mode, tag: str, version_cpu: float) -> dict[str, Any]:
+    """One Horde repetition: the N-second run and the short one, whose difference removes the
+    fixed cost of a run (Python start-up, plan, store, summary) from the cost per request."""
+    m, s = run_one(mode.seconds, tag)
+    ms, ss = run_one(mode.short_seconds, f"{tag}-short")
+    d_req = s["requests"] - ss["requests"]
+    marginal = (m.cpu_s - ms.cpu_s) / d_req * 1e6 if d_req > 0 else float("nan")
+    return {"requests": s["requests"], "rps": s["rps"], "errors": s["errors"], "cpu_s": m.cpu_s,
+            "us_per_req": m.cpu_s / s["requests"] * 1e6,
+            "us_per_req_marginal": marginal,
+            "us_per_req_minus_version": (m.cpu_s - version_cpu) / s["requests"] * 1e6,
+            "fixed_cpu_s": ms.cpu_s - ss["requests"] * marginal / 1e6,
+            "short_requests": ss["requests"], "short_cpu_s": ms.cpu_s,
+            "target_us_per_req": m.target_cpu_s / s["requests"] * 1e6,
+            "others_cores": m.others_cores, "steal_cores": m.steal_cores}
+
+
+#: The targets of the cost-per-request section, and how to start each (its process, its port).
+TARGETS: dict[str, Callable[[Env], tuple[subprocess.Popen[bytes], int]]] = {"builtin": start_target, "nginx": start_nginx}
+
+
+def cpu_section(env: Env, mode: Mode, target_name: str, version_cpu: float) -> dict[str, Any]:
+    """wrk and Horde (and, against the built-in target, Horde running the game scenario) in
+    alternating order against one target: rows of each tool, one per repetition."""
+    target, port = TARGETS[target_name](env)
     url = f"http://127.0.0.1:{port}/"
+
+    def plain_get(seconds: int, tag: str) -> tuple[Measured, dict[str, Any]]:
+        return horde_run(env, url_args(url, CONNECTIONS, seconds), seconds, tag, target.pid)
+
+    def game_on_a_new_target(seconds: int, tag: str) -> tuple[Measured, dict[str, Any]]:
+        # The game's world lives in the target process and grows with every run: cities fill up
+        # to 50 buildings and /game/city answers grow with them (to about 3 KB), and so does the
+        # JSON the scenario reads. A new target for each game run makes every repetition start
+        # from the same empty world, instead of costing more than the one before.
+        game_target, game_port = start_target(env, name=f"target-{tag}")
+        try:
+            return horde_run(env, game_args(f"http://127.0.0.1:{game_port}", CONNECTIONS, seconds), seconds, tag, game_target.pid)
+        finally:
+            env.procs.stop(game_target)
+
+    tools: dict[str, HordeRunner] = {"horde": plain_get}
+    if target_name == "builtin":
+        tools["game"] = game_on_a_new_target
+    rows: dict[str, list[dict[str, Any]]] = {"wrk": [], **{tool: [] for tool in tools}}
     try:
         # Warm-up: the target's first connections and the page cache of Horde's imports.
-        wrk_run(env, url, 1, "warmup-wrk", target.pid)
-        horde_run(env, url, CONNECTIONS, 1, "warmup-horde", target.pid)
-        version_cpu = startup_cpu(env, 3)
-        wrk_rows: list[dict[str, Any]] = []
-        horde_rows: list[dict[str, Any]] = []
+        wrk_run(env, url, 1, f"{target_name}-warmup-wrk", target.pid)
+        for tool, run_one in tools.items():
+            run_one(1, f"{target_name}-warmup-{tool}")
+        order = list(rows)
         for rep in range(mode.reps):
-            order = ("wrk", "horde") if rep % 2 == 0 else ("horde", "wrk")
-            for tool in order:
+            for tool in (order if rep % 2 == 0 else order[::-1]):
+                tag = f"{target_name}-{tool}-{rep}"
                 if tool == "wrk":
-                    m, s = wrk_run(env, url, mode.seconds, f"wrk-{rep}", target.pid)
-                    wrk_rows.append({"requests": s["requests"], "rps": s["rps"], "errors": s["errors"], "cpu_s": m.cpu_s,
-                                     "us_per_req": m.cpu_s / s["requests"] * 1e6,
-                                     "target_us_per_req": m.target_cpu_s / s["requests"] * 1e6,
-                                     "others_cores": m.others_cores, "steal_cores": m.steal_cores})
-                    print(f"  wrk   #{rep + 1}: {s['rps']:>9,.0f} req/s  {wrk_rows[-1]['us_per_req']:6.2f} us/req  (others {m.others_cores:.2f} cores)", flush=True)
+                    m, s = wrk_run(env, url, mode.seconds, tag, target.pid)
+                    row = {"requests": s["requests"], "rps": s["rps"], "errors": s["errors"], "cpu_s": m.cpu_s,
+                           "us_per_req": m.cpu_s / s["requests"] * 1e6,
+                           "target_us_per_req": m.target_cpu_s / s["requests"] * 1e6,
+                           "others_cores": m.others_cores, "steal_cores": m.steal_cores}
+                    detail = ""
                 else:
-                    m, s = horde_run(env, url, CONNECTIONS, mode.seconds, f"horde-{rep}", target.pid)
-                    ms, ss = horde_run(env, url, CONNECTIONS, mode.short_seconds, f"horde-short-{rep}", target.pid)
-                    d_req = s["requests"] - ss["requests"]
-                    marginal = (m.cpu_s - ms.cpu_s) / d_req * 1e6 if d_req > 0 else float("nan")
-                    horde_rows.append({"requests": s["requests"], "rps": s["rps"], "errors": s["errors"], "cpu_s": m.cpu_s,
-                                       "us_per_req": m.cpu_s / s["requests"] * 1e6,
-                                       "us_per_req_marginal": marginal,
-                                       "us_per_req_minus_version": (m.cpu_s - version_cpu) / s["requests"] * 1e6,
-                                       "fixed_cpu_s": ms.cpu_s - ss["requests"] * marginal / 1e6,
-                                       "short_requests": ss["requests"], "short_cpu_s": ms.cpu_s,
-                                       "target_us_per_req": m.target_cpu_s / s["requests"] * 1e6,
-                                       "others_cores": m.others_cores, "steal_cores": m.steal_cores})
-                    r = horde_rows[-1]
-                    print(f"  horde #{rep + 1}: {s['rps']:>9,.0f} req/s  {r['us_per_req']:6.2f} us/req raw, {marginal:6.2f} marginal  (others {m.others_cores:.2f} cores)", flush=True)
+                    row = horde_pair(tools[tool], mode, tag, version_cpu)
+                    detail = f" raw, {row['us_per_req_marginal']:6.2f} marginal"
+                rows[tool].append(row)
+                print(f"  {target_name:<7} {tool:<5} #{rep + 1}: {row['rps']:>9,.0f} req/s  {row['us_per_req']:6.2f} us/req{detail}  "
+                      f"(others {row['others_cores']:.2f} cores)", flush=True)
     finally:
         env.procs.stop(target)
-    return {"wrk": wrk_rows, "horde": horde_rows, "version_cpu_s": version_cpu}
+    return rows
 
 
 def memory_section(env: Env, mode: Mode) -> dict[str, Any]:
@@ -346,7 +499,7 @@ def memory_section(env: Env, mode: Mode) -> dict[str, Any]:
     try:
         rows = {}
         for name, n, seconds in (("baseline", mode.baseline_vus, mode.mem_baseline_seconds), ("many", vus, mode.mem_seconds)):
-            m, s = horde_run(env, url, n, seconds, f"mem-{name}", target.pid, sample_rss=True)
+            m, s = horde_run(env, url_args(url, n, seconds), seconds, f"mem-{name}", target.pid, sample_rss=True)
             samples = m.rss_samples_kb
             # The plateau: the samples of the second half of the run (all VUs up, before the drain).
             plateau = samples[len(samples) // 2:] or samples
@@ -387,51 +540,119 @@ def load() -> str:
     return " ".join(f"{v:.2f}" for v in os.getloadavg())
 
 
+TOOL_LABELS = {
+    "wrk": f"wrk 4 (`-t 1 -c {CONNECTIONS}`), `GET /`",
+    "horde": f"Horde (`--vus {CONNECTIONS} --workers 1`), `GET /`",
+    "game": f"Horde, game scenario (`bench/plans/game.yaml --vus {CONNECTIONS}`)",
+}
+
+
+def judge_cpu(cpu: dict[str, Any]) -> None:
+    """Adds to each target its medians and ratios to wrk, and to `cpu` whether the target is met
+    everywhere it was measured (start-up corrected Horde / wrk at most TARGET_RATIO)."""
+    for result in cpu["targets"].values():
+        rows = result["rows"]
+        w_us = med(rows["wrk"], "us_per_req")
+        result["wrk_us"] = w_us
+        for tool in ("horde", "game"):
+            if tool in rows:
+                result[f"{tool}_ratio_raw"] = med(rows[tool], "us_per_req") / w_us
+                result[f"{tool}_ratio_corrected"] = med(rows[tool], "us_per_req_marginal") / w_us
+        result["met"] = result["horde_ratio_corrected"] <= TARGET_RATIO
+    cpu["met"] = all(result["met"] for result in cpu["targets"].values())
+
+
+def cpu_lines(cpu: dict[str, Any], mode: Mode) -> tuple[list[str], list[str]]:
+    """(the table and its notes, the sentences of the reading) of the cost-per-request section."""
+    lines = [
+        "",
+        f"**Cost per request** — closed loop, {CONNECTIONS} keep-alive connections, {mode.reps} × {mode.seconds} s per tool and target, alternating; medians",
+        "",
+        "| target | generator | req/s | generator CPU µs/req (raw) | start-up corrected | target CPU µs/req | errors | others' CPU (cores) |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    spreads, verdicts, reading = [], [], []
+    for result in cpu["targets"].values():
+        rows, label, w_us = result["rows"], result["label"], result["wrk_us"]
+        for tool in rows:
+            r = rows[tool]
+            corrected = w_us if tool == "wrk" else med(r, "us_per_req_marginal")
+            lines.append(f"| {label} | {TOOL_LABELS[tool]} | {med(r, 'rps'):,.0f} | {med(r, 'us_per_req'):.2f} | {corrected:.2f} | "
+                         f"{med(r, 'target_us_per_req'):.2f} | {sum(x['errors'] for x in r)} | {med(r, 'others_cores'):.2f} |")
+            if tool == "horde":
+                lines.append(f"| {label} | **Horde / wrk** | {med(r, 'rps') / med(rows['wrk'], 'rps'):.2f} | {result['horde_ratio_raw']:.2f} | "
+                             f"**{result['horde_ratio_corrected']:.2f}** | | | |")
+            elif tool == "game":
+                lines.append(f"| {label} | **game / wrk** (scenario on top of the HTTP path) | | {result['game_ratio_raw']:.2f} | "
+                             f"**{result['game_ratio_corrected']:.2f}** | | | |")
+        spread = "; ".join(
+            f"{tool} " + (f"{min(x['us_per_req'] for x in rows[tool]):.2f}–{max(x['us_per_req'] for x in rows[tool]):.2f}" if tool == "wrk" else
+                          f"raw {min(x['us_per_req'] for x in rows[tool]):.2f}–{max(x['us_per_req'] for x in rows[tool]):.2f}, "
+                          f"corrected {min(x['us_per_req_marginal'] for x in rows[tool]):.2f}–{max(x['us_per_req_marginal'] for x in rows[tool]):.2f}")
+            for tool in rows)
+        spreads.append(f"{label}: {spread}")
+        verdicts.append(f"{label} **{'met' if result['met'] else 'NOT met'}** ({result['horde_ratio_corrected']:.2f}×)")
+        h = rows["horde"]
+        faster = "more" if med(h, "rps") > med(rows["wrk"], "rps") else "fewer"
+        reading.append(
+            f"Against the {label} target Horde spent {med(h, 'us_per_req_marginal'):.1f} µs of generator CPU per request once its fixed start-up "
+            f"is removed ({med(h, 'us_per_req'):.1f} µs raw over a {mode.seconds} s run) against wrk's {w_us:.1f} µs, a ratio of "
+            f"{result['horde_ratio_corrected']:.2f} ({result['horde_ratio_raw']:.2f} raw), and completed {faster} requests per second than wrk "
+            f"({med(h, 'rps'):,.0f} vs {med(rows['wrk'], 'rps'):,.0f}) with the same {CONNECTIONS} connections."
+        )
+        if "game" in rows:
+            g = rows["game"]
+            reading.append(
+                f"Running the game scenario against it (closed loop, {CONNECTIONS} players, no think time) Horde spent "
+                f"{med(g, 'us_per_req_marginal'):.1f} µs per request, {result['game_ratio_corrected']:.2f}× wrk's plain `GET /` in the same run."
+            )
+    all_horde = [x for result in cpu["targets"].values() for x in result["rows"]["horde"]]
+    minus_version = "; ".join(f"{result['label']} {med(result['rows']['horde'], 'us_per_req_minus_version'):.2f}" for result in cpu["targets"].values())
+    lines += [
+        "",
+        "Spread over the runs (min–max µs/req): " + "; ".join(spreads) + ". "
+        f"Horde's fixed cost per run (Python start-up, plan, store, summary): {statistics.median(x['fixed_cpu_s'] for x in all_horde):.2f} s CPU "
+        f"(from {mode.seconds} s vs {mode.short_seconds} s runs); `horde --version` alone: {cpu['version_cpu_s']:.2f} s; "
+        f"raw minus `--version`: {minus_version} µs/req.",
+    ]
+    if "builtin" in cpu["targets"] and "game" in cpu["targets"]["builtin"]["rows"]:
+        lines += [
+            "",
+            f"The game row is Horde running the game scenario (setup, a weighted choice, a group, JSON checks and extractors, templated "
+            f"headers and JSON bodies) as a closed loop of {CONNECTIONS} players with no think time against the built-in target's `/game/` "
+            "endpoints, each run on a new target process (an empty game world); *game / wrk* divides its CPU per request by wrk's plain "
+            "`GET /` figure from the same run, so it is the cost of the scenario language (and of the game's larger JSON requests and "
+            "responses) on top of the HTTP path. It has no target of its own; bench/scenario.py isolates the language alone, against the "
+            "same requests sent fixed.",
+        ]
+    lines += ["", f"Target (Horde within {TARGET_RATIO:g}× of wrk's CPU per request, start-up corrected): " + "; ".join(verdicts) + "."]
+    lines += [f"- skipped: {note}" for note in cpu["skipped"]]
+    met = [result["label"] for result in cpu["targets"].values() if result["met"]]
+    missed = [result["label"] for result in cpu["targets"].values() if not result["met"]]
+    reading.append(f"The {TARGET_RATIO:g}× target is " + ("met against " + " and ".join(met) if met else "")
+                   + ("; " if met and missed else "") + ("not met against " + " and ".join(missed) if missed else "") + ".")
+    return lines, reading
+
+
 def render(mode: Mode, command: str, env: Env, started: dt.datetime, load_before: str, load_after: str,
            cpu: dict[str, Any] | None, mem: dict[str, Any] | None) -> tuple[str, str]:
     """(the Markdown block, the one-paragraph reading)."""
     m = machine()
+    targets = "built-in `horde target --threads 1`" + (f", nginx {nginx_version(env.nginx)} with 1 worker" if env.nginx and cpu and "nginx" in cpu["targets"] else "")
     lines = [
         f"- machine: {m['nproc']} CPUs, {m['model']}, Linux {m['kernel']}",
         f"- date: {started.strftime('%Y-%m-%d %H:%M UTC')}; mode `{mode.name}`",
         f"- command: `{command}`",
         f"- load average (1/5/15 min) before: {load_before}; after: {load_after}",
-        f"- generator pinned to CPU {env.gen_cpu}, target (`horde target --threads 1`, own process) to CPU {env.target_cpu}",
+        f"- generator pinned to CPU {env.gen_cpu}, target ({targets}; each its own process) to CPU {env.target_cpu}",
     ]
     lines += [f"- note: {n}" for n in env.notes]
     reading: list[str] = []
     if cpu:
-        w, h = cpu["wrk"], cpu["horde"]
-        w_us, h_raw, h_marg, h_ver = med(w, "us_per_req"), med(h, "us_per_req"), med(h, "us_per_req_marginal"), med(h, "us_per_req_minus_version")
-        ratio_raw, ratio_corr = h_raw / w_us, h_marg / w_us
-        met = ratio_corr <= TARGET_RATIO
-        cpu["ratio_raw"], cpu["ratio_corrected"], cpu["met"] = ratio_raw, ratio_corr, met
-        lines += [
-            "",
-            f"**Cost per request** — closed loop, {CONNECTIONS} keep-alive connections, `GET /`, {mode.reps} × {mode.seconds} s per tool, alternating; medians",
-            "",
-            "| generator | req/s | generator CPU µs/req (raw) | start-up corrected | target CPU µs/req | errors | others' CPU (cores) |",
-            "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
-            f"| wrk 4 (`-t 1 -c {CONNECTIONS}`) | {med(w, 'rps'):,.0f} | {w_us:.2f} | {w_us:.2f} | {med(w, 'target_us_per_req'):.2f} | {sum(r['errors'] for r in w)} | {med(w, 'others_cores'):.2f} |",
-            f"| Horde (`--vus {CONNECTIONS} --workers 1`) | {med(h, 'rps'):,.0f} | {h_raw:.2f} | {h_marg:.2f} | {med(h, 'target_us_per_req'):.2f} | {sum(r['errors'] for r in h)} | {med(h, 'others_cores'):.2f} |",
-            f"| **Horde / wrk** | {med(h, 'rps') / med(w, 'rps'):.2f} | {ratio_raw:.2f} | **{ratio_corr:.2f}** | | | |",
-            "",
-            f"Spread over the runs (min–max µs/req): wrk {min(r['us_per_req'] for r in w):.2f}–{max(r['us_per_req'] for r in w):.2f}; "
-            f"Horde raw {min(r['us_per_req'] for r in h):.2f}–{max(r['us_per_req'] for r in h):.2f}, "
-            f"corrected {min(r['us_per_req_marginal'] for r in h):.2f}–{max(r['us_per_req_marginal'] for r in h):.2f}. "
-            f"Horde's fixed cost per run (Python start-up, plan, store, summary): {statistics.median(r['fixed_cpu_s'] for r in h):.2f} s CPU "
-            f"(from {mode.seconds} s vs {mode.short_seconds} s runs); `horde --version` alone: {cpu['version_cpu_s']:.2f} s; "
-            f"raw minus `--version`: {h_ver:.2f} µs/req.",
-            "",
-            f"Target (Horde within {TARGET_RATIO:g}× of wrk's CPU per request, start-up corrected): **{'met' if met else 'NOT met'}** ({ratio_corr:.2f}×).",
-        ]
-        faster = "more" if med(h, "rps") > med(w, "rps") else "fewer"
-        reading.append(
-            f"On this machine Horde spent {h_marg:.1f} µs of generator CPU per request once its fixed start-up is removed "
-            f"({h_raw:.1f} µs raw over a {mode.seconds} s run) against wrk's {w_us:.1f} µs, a ratio of {ratio_corr:.2f} "
-            f"({ratio_raw:.2f} raw), so the {TARGET_RATIO:g}× target is {'met' if met else 'not met'}; "
-            f"it completed {faster} requests per second than wrk ({med(h, 'rps'):,.0f} vs {med(w, 'rps'):,.0f}) with the same {CONNECTIONS} connections."
-        )
+        judge_cpu(cpu)
+        cpu_table, cpu_reading = cpu_lines(cpu, mode)
+        lines += cpu_table
+        reading += cpu_reading
     if mem:
         b, n = mem["baseline"], mem["many"]
         errors = ", ".join(f"{k} {v}" for k, v in n["errors_by_kind"].items()) or "none"
@@ -453,7 +674,7 @@ def render(mode: Mode, command: str, env: Env, started: dt.datetime, load_before
             f"and kept {n['rps']:,.0f} req/s (about {n['vus']:,} expected) with {n['errors']} errors."
         )
     if cpu:
-        busy = [r["others_cores"] for r in cpu["wrk"] + cpu["horde"]]
+        busy = [x["others_cores"] for result in cpu["targets"].values() for rows in result["rows"].values() for x in rows]
         worst = max(busy)
         noise = "quiet" if worst < 0.15 else "somewhat busy" if worst < 0.5 else "busy"
         reading.append(f"Other processes took up to {worst:.2f} of a core during the timed CPU runs (median {statistics.median(busy):.2f}): "
@@ -464,36 +685,75 @@ def render(mode: Mode, command: str, env: Env, started: dt.datetime, load_before
     return "\n".join(lines) + "\n\n" + paragraph + "\n", paragraph
 
 
-def update_readme(mode: Mode, block: str) -> None:
-    begin, end = f"<!-- last-figures:{mode.name}:begin -->", f"<!-- last-figures:{mode.name}:end -->"
+def write_readme_block(name: str, content: str, section: str | None = None) -> None:
+    """Replaces the README's block between `<!-- NAME:begin -->` and `<!-- NAME:end -->` with
+    `content`. A new block goes at the end of the `## SECTION` (made if missing) or of the file."""
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
     text = README.read_text() if README.exists() else "# Horde benchmark\n"
-    if "## Last figures" not in text:
-        text = text.rstrip("\n") + "\n\n## Last figures\n"
-    section = f"{begin}\n### `--{mode.name}`\n\n{block}{end}"
+    block = f"{begin}\n{content}{end}"
     if begin in text and end in text:
-        text = text[: text.index(begin)] + section + text[text.index(end) + len(end):]
-    else:  # a new block goes at the end of the "Last figures" section
-        head, heading, tail = text.partition("## Last figures\n")
+        text = text[: text.index(begin)] + block + text[text.index(end) + len(end):]
+    elif section:
+        heading = f"## {section}\n"
+        if heading not in text:
+            text = text.rstrip("\n") + f"\n\n{heading}"
+        head, heading, tail = text.partition(heading)
         next_section = re.search(r"^## ", tail, flags=re.MULTILINE)
         cut = next_section.start() if next_section else len(tail)
-        text = head + heading + tail[:cut].rstrip("\n") + "\n\n" + section + "\n" + ("\n" + tail[cut:] if tail[cut:] else "")
+        text = head + heading + tail[:cut].rstrip("\n") + "\n\n" + block + "\n" + ("\n" + tail[cut:] if tail[cut:] else "")
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
     README.write_text(text)
+
+
+def update_readme(mode: Mode, block: str) -> None:
+    write_readme_block(f"last-figures:{mode.name}", f"### `--{mode.name}`\n\n{block}", section="Last figures")
 
 
 # ----------------------------------------------------------------------------- main
 
 
+def fail(error: BenchError) -> int:
+    """Prints a set-up fault as `error:` and `hint:` lines; the exit code for it, 2."""
+    print(f"error: {error}", file=sys.stderr)
+    if error.hint:
+        print(f"hint: {error.hint}", file=sys.stderr)
+    return 2
+
+
+def end_on_signals() -> None:
+    """Ctrl-C, SIGTERM and SIGHUP all raise KeyboardInterrupt, so that the caller's `finally`
+    stops every child (SIGINT explicitly: a shell may start a background job with it ignored).
+    SIGHUP stays ignored when it already is: that is `nohup` asking the bench to outlive its
+    terminal (the 30-minute long run)."""
+    def interrupt(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        if sig == signal.SIGHUP and signal.getsignal(sig) == signal.SIG_IGN:
+            continue
+        signal.signal(sig, interrupt)
+
+
+def command_line(script: str, argv: list[str] | None) -> str:
+    """The command as it was typed, relative to the repository, for the figures' provenance."""
+    python = os.path.relpath(sys.executable, REPO) if sys.executable.startswith(str(REPO)) else sys.executable
+    return shlex.join([python, os.path.relpath(script, REPO), *(argv if argv is not None else sys.argv[1:])])
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Horde vs wrk: generator CPU per request; memory per VU at 10k VUs.")
+    parser = argparse.ArgumentParser(description="Horde vs wrk: generator CPU per request (built-in target and nginx); memory per VU at 10k VUs.")
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--quick", action="store_const", dest="mode", const="quick", help="3 x 5 s per tool, 15 s at 10k VUs (default; under 5 min)")
-    group.add_argument("--full", action="store_const", dest="mode", const="full", help="5 x 10 s per tool, 20 s at 10k VUs")
+    group.add_argument("--quick", action="store_const", dest="mode", const="quick", help="3 x 5 s per tool and target, 15 s at 10k VUs (default; under 5 min)")
+    group.add_argument("--full", action="store_const", dest="mode", const="full", help="5 x 10 s per tool and target, 20 s at 10k VUs")
     parser.add_argument("--reps", type=int, help="override the repetitions per tool")
     parser.add_argument("--seconds", type=int, help="override the length of each CPU-section run")
+    parser.add_argument("--targets", choices=("all", "builtin", "nginx"), default="all",
+                        help="cost-per-request targets: all (the built-in one, and nginx when installed; default), or only one (nginx: an error when missing)")
     parser.add_argument("--skip-cpu", action="store_true", help="skip the Horde-vs-wrk section")
     parser.add_argument("--skip-memory", action="store_true", help="skip the 10k-VU section")
     parser.add_argument("--no-readme", action="store_true", help="do not update bench/README.md")
-    parser.add_argument("--check", action="store_true", help=f"exit 1 when Horde is not within {TARGET_RATIO:g}x of wrk's CPU per request")
+    parser.add_argument("--check", action="store_true", help=f"exit 1 when Horde is not within {TARGET_RATIO:g}x of wrk's CPU per request against a target")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
     args = parser.parse_args(argv)
     mode = MODES[args.mode or "quick"]
@@ -501,28 +761,35 @@ def main(argv: list[str] | None = None) -> int:
         mode.reps = max(1, min(args.reps, 50))
     if args.seconds:
         mode.seconds = max(2, min(args.seconds, 600))
-    command = shlex.join([os.path.relpath(sys.executable, REPO) if sys.executable.startswith(str(REPO)) else sys.executable,
-                          os.path.relpath(__file__, REPO), *(argv if argv is not None else sys.argv[1:])])
+    command = command_line(__file__, argv)
 
     procs = Processes()
-    # Ctrl-C, SIGTERM and SIGHUP all end the bench through the finally below (SIGINT explicitly:
-    # a shell may start a background job with it ignored).
-    def interrupt(signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt
-
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, interrupt)
+    end_on_signals()
     try:
-        horde, wrk, gen_cpu, target_cpu, notes = check_environment(args.horde)
+        horde, wrk = find_horde(args.horde), find_wrk()
+        gen_cpu, target_cpu, notes = pick_cpus()
+        nginx = find_nginx()
+        targets = {"all": ["builtin", "nginx"], "builtin": ["builtin"], "nginx": ["nginx"]}[args.targets]
+        skipped = []
+        if "nginx" in targets and not nginx:
+            if args.targets == "nginx":
+                raise BenchError("nginx is not installed; --targets nginx needs it", hint=NGINX_HINT)
+            # `make bench` must work without nginx: the built-in target alone, and the block says so.
+            targets.remove("nginx")
+            skipped.append(f"nginx (not installed; {NGINX_HINT})")
+            print(f"note: nginx is not installed, so that target is skipped; {NGINX_HINT}", file=sys.stderr, flush=True)
         with tempfile.TemporaryDirectory(prefix="horde-bench-") as work:
-            env = Env(horde=horde, wrk=wrk, gen_cpu=gen_cpu, target_cpu=target_cpu, work=Path(work), procs=procs, notes=notes)
+            env = Env(horde=horde, wrk=wrk, gen_cpu=gen_cpu, target_cpu=target_cpu, work=Path(work), procs=procs, nginx=nginx, notes=notes)
             started = dt.datetime.now(dt.timezone.utc)
             load_before = load()
             print(f"horde bench --{mode.name}: generator on CPU {gen_cpu}, target on CPU {target_cpu}; load {load_before}", flush=True)
             cpu = mem = None
             if not args.skip_cpu:
-                print(f"cost per request: wrk vs horde, {CONNECTIONS} connections, {mode.reps} x {mode.seconds} s each", flush=True)
-                cpu = cpu_section(env, mode)
+                print(f"cost per request: wrk vs horde against {' and '.join(targets)}, {CONNECTIONS} connections, {mode.reps} x {mode.seconds} s each", flush=True)
+                version_cpu = startup_cpu(env, 3)
+                labels = {"builtin": "built-in", "nginx": f"nginx {nginx_version(nginx)}" if nginx else "nginx"}
+                cpu = {"version_cpu_s": version_cpu, "skipped": skipped,
+                       "targets": {name: {"label": labels[name], "rows": cpu_section(env, mode, name, version_cpu)} for name in targets}}
             if not args.skip_memory:
                 print(f"memory per VU: {mode.baseline_vus} then {mode.mem_vus:,} VUs against /delay/1000", flush=True)
                 mem = memory_section(env, mode)
@@ -542,10 +809,7 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
         return 0
     except BenchError as error:
-        print(f"error: {error}", file=sys.stderr)
-        if error.hint:
-            print(f"hint: {error.hint}", file=sys.stderr)
-        return 2
+        return fail(error)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

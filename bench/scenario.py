@@ -2,7 +2,9 @@
 extraction and checks, a weighted choice, a group, cookies) against a plain loop of the same
 requests (same endpoints, same mix, same rate, every request fixed and encoded once), side by side
 in one run. What differs is the interpreter's work; the target for the scenario language is
-under 30 % overhead.
+under 30 % overhead. (bench/run.py also runs the game scenario, closed-loop, beside wrk's plain
+GET: that figure is the scenario's whole cost against the leanest HTTP client; this one isolates
+the language.)
 
     .venv/bin/python bench/scenario.py            # 3 repetitions x 8 s per plan (~2 min)
     .venv/bin/python bench/scenario.py --reps 5 --seconds 10 --rate 4000
@@ -18,7 +20,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -33,7 +34,6 @@ import run as bench  # noqa: E402  (bench/run.py: processes, pinning, exact CPU 
 
 BENCH = Path(__file__).resolve().parent
 PLANS = BENCH / "plans"
-README = BENCH / "README.md"
 TARGET_OVERHEAD = 0.30
 #: An iteration of bench/plans/game.yaml makes about this many requests (measured: 1.005; a build
 #: that finds something buildable makes two, and players soon run out of resources).
@@ -59,16 +59,9 @@ def login(port: int) -> str:
 
 
 def plan_run(env: bench.Env, plan: str, port: int, params: dict[str, str], seconds: int, tag: str, target_pid: int) -> tuple[bench.Measured, dict[str, Any]]:
-    summary_path = env.work / f"{tag}.summary.json"
-    log = env.work / f"{tag}.log"
     flags = [flag for name, value in params.items() for flag in ("-p", f"{name}={value}")]
-    argv = ["taskset", "-c", env.gen_cpu, env.horde, "run", str(PLANS / plan), "--base-url", f"http://127.0.0.1:{port}",
-            *flags, "-p", f"duration={seconds}", "--workers", "1",
-            "--summary-json", str(summary_path), "--store", str(env.work / "store.sqlite")]
-    measured = bench.run_measured(env.procs, argv, log, timeout_s=seconds + 60, target_pid=target_pid)
-    if measured.rc != 0 or not summary_path.exists():
-        raise bench.BenchError(f"horde run {plan} ended with exit code {measured.rc}", hint=f"last output: {log.read_text(errors='replace')[-800:]}")
-    return measured, json.loads(summary_path.read_text())
+    args = [str(PLANS / plan), "--base-url", f"http://127.0.0.1:{port}", *flags, "-p", f"duration={seconds}"]
+    return bench.horde_run(env, args, seconds, tag, target_pid)
 
 
 def measure(env: bench.Env, reps: int, seconds: int, rate: float) -> dict[str, Any]:
@@ -119,17 +112,6 @@ def render(result: dict[str, Any], command: str, reps: int, seconds: int, rate: 
     return "\n".join(lines) + "\n"
 
 
-def update_readme(block: str) -> None:
-    begin, end = "<!-- scenario-overhead:begin -->", "<!-- scenario-overhead:end -->"
-    text = README.read_text()
-    section = f"{begin}\n{block}{end}"
-    if begin in text and end in text:
-        text = text[: text.index(begin)] + section + text[text.index(end) + len(end):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    README.write_text(text)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Generator CPU per request: the game scenario against a plain GET loop.")
     parser.add_argument("--reps", type=int, default=3)
@@ -138,26 +120,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-readme", action="store_true")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
     args = parser.parse_args(argv)
-    horde = args.horde or str(Path(sys.executable).parent / "horde")
-    cpus = sorted(os.sched_getaffinity(0))
-    gen_cpu, target_cpu = (str(cpus[0]), str(cpus[1])) if len(cpus) > 1 else (str(cpus[0]), str(cpus[0]))
     procs = bench.Processes()
+    bench.end_on_signals()
     try:
+        horde = bench.find_horde(args.horde)
+        gen_cpu, target_cpu, _notes = bench.pick_cpus()
         with tempfile.TemporaryDirectory(prefix="horde-bench-scenario-") as work:
             env = bench.Env(horde=horde, wrk="", gen_cpu=gen_cpu, target_cpu=target_cpu, work=Path(work), procs=procs)
             result = measure(env, args.reps, args.seconds, args.rate)
     except bench.BenchError as error:
-        print(f"error: {error}", file=sys.stderr)
-        if error.hint:
-            print(f"hint: {error.hint}", file=sys.stderr)
-        return 2
+        return bench.fail(error)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
     finally:
         procs.close()
     command = "bench/scenario.py " + " ".join(argv if argv is not None else sys.argv[1:])
     block = render(result, command.strip(), args.reps, args.seconds, args.rate)
     print(block)
     if not args.no_readme:
-        update_readme(block)
+        bench.write_readme_block("scenario-overhead", block)
     return 0
 
 
