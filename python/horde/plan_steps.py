@@ -455,7 +455,7 @@ class LoopStep(BaseModel):
             errors.append((("as",), None, custom(
                 "loop_as",
                 "a for_each loop needs 'as': the variable that holds the current item",
-                f"add e.g. as: item, then use {{{{ item }}}} in the loop's steps",
+                "add e.g. as: item, then use {{ item }} in the loop's steps",
             )))
         if self.as_ is not None and self.for_each is None:
             errors.append((("as",), self.as_, custom(

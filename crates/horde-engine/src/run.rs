@@ -15,7 +15,8 @@ use tokio::sync::watch;
 /// How the engine runs a plan (not part of the plan: the same plan runs anywhere).
 #[derive(Debug, Clone)]
 pub struct EngineOptions {
-    /// Worker threads; default: the machine's available parallelism.
+    /// Worker threads; default: the machine's available parallelism. A plan with a pool of N
+    /// connections runs on at most N workers.
     pub workers: usize,
 }
 
@@ -64,7 +65,12 @@ pub fn start(plan: &Plan, options: EngineOptions) -> Result<RunHandle, EngineErr
     }
     let compiled = CompiledPlan::compile(plan)?;
     system::raise_open_file_limit();
-    let workers = options.workers.max(1);
+    // A worker without a connection of the pool could never send: a pool smaller than the
+    // worker count runs on as many workers as it has connections.
+    let workers = match compiled.pool_size {
+        Some(size) => options.workers.clamp(1, usize::try_from(size).unwrap_or(usize::MAX).max(1)),
+        None => options.workers.max(1),
+    };
     let (stop, _) = watch::channel(false);
     // Time zero is set a little ahead so that every worker is up before the first arrival.
     let lead = Duration::from_millis(20);
