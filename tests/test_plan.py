@@ -59,11 +59,12 @@ ARCHITECTURE_EXAMPLE: dict[str, Any] = {
 
 def with_language_defaults(first_slice: dict[str, Any]) -> dict[str, Any]:
     """A first-slice plan as plan_to_json writes it now: with the scenario language's defaults,
-    the target's instances, the open model's arrivals and the (empty) control sections."""
+    the target's instances and connections, the open model's arrivals and the (empty) control
+    sections."""
     data = copy.deepcopy(first_slice)
     data = {"version": data.pop("version"), "name": data.pop("name", "plan"), "parameters": {}, **data,
             "thresholds": [], "autostop": [], "steer": None, "generators": None}
-    data["target"] = {**data["target"], "instances": []}
+    data["target"] = {**data["target"], "instances": [], "connections": "per_vu", "source_addresses": []}
     for index, scenario in enumerate(data["scenarios"]):
         if scenario["workload"]["type"] == "open":
             scenario["workload"] = {**scenario["workload"], "arrivals": "uniform"}
@@ -521,7 +522,7 @@ def test_json_schema() -> None:
     definitions = schema["$defs"]
     assert set(definitions) == {
         "Threshold", "AutostopRule", "FindMax", "TargetResponseTime", "Generators",
-        "Target", "Scenario", "HttpStep", "ConstantThinkTime", "UniformThinkTime",
+        "Target", "ConnectionPool", "Scenario", "HttpStep", "ConstantThinkTime", "UniformThinkTime",
         "ExponentialThinkTime", "NormalThinkTime", "ClosedModel", "ClosedStage", "OpenModel", "OpenStage",
         # The scenario language's.
         "Feeder", "Extractor", "StatusCheck", "JsonCheck", "BodyContainsCheck", "BodyMatchesCheck",

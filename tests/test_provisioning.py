@@ -112,3 +112,16 @@ def test_the_demand_of_a_plan() -> None:
                        "workload": {"type": "closed", "start_vus": 0, "stages": [{"duration_s": 5, "vus": 150_000}]}}],
     })
     assert demand_of(closed) == Demand(peak_vus=150_000, pool_size=None, peak_rps=20_000)
+
+
+def test_a_pool_caps_the_workers_and_sizes_connections_per_generator() -> None:
+    plan = plan_from_dict({
+        "version": 1, "target": {"base_url": "http://127.0.0.1:9", "connections": {"pool": 2}},
+        "scenarios": [{"name": "a", "steps": [{"name": "g", "method": "GET", "path": "/"}],
+                       "workload": {"type": "closed", "start_vus": 150_000, "stages": [{"duration_s": 5, "vus": 150_000}]}}],
+    })
+    demand = demand_of(plan)
+    assert demand == Demand(peak_vus=150_000, pool_size=2, peak_rps=None)
+    # 150,000 VUs on a pool need no more files than the pool: one generator, two workers at most.
+    result = provision(demand, nodes_of(1, cpus=16), Limits(open_files=20_000))
+    assert result.count == 1 and result.placements[0].workers == 2

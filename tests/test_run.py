@@ -267,3 +267,42 @@ def test_a_plan_needing_more_connections_than_the_open_file_limit_is_refused_bef
         check_open_files(plan, limit=20_000)
     assert "20,000 connections" in caught.value.message and "20,000 files" in caught.value.message
     assert caught.value.hint is not None and "generator processes" in caught.value.hint
+
+
+def _game_sized(connections: Any) -> Any:
+    from horde.plan import plan_from_dict
+
+    return plan_from_dict({
+        "version": 1, "target": {"base_url": "http://127.0.0.1:9", "connections": connections},
+        "scenarios": [{"name": "players", "steps": [{"name": "get", "method": "GET", "path": "/"}],
+                       "workload": {"type": "closed", "stages": [{"duration_s": 120, "vus": 150_000}]}}],
+    })
+
+
+def test_a_pool_counts_its_connections_not_the_vus() -> None:
+    from horde.run import check_open_files, connections_needed
+
+    plan = _game_sized({"pool": 100})
+    assert connections_needed(plan) == 100
+    check_open_files(plan, limit=20_000)  # 150,000 VUs over 100 connections fit
+
+
+def test_one_connection_per_vu_beyond_the_limit_is_refused_with_the_way_out() -> None:
+    from horde.errors import InvalidInput
+    from horde.run import check_open_files
+
+    with pytest.raises(InvalidInput) as caught:
+        check_open_files(_game_sized("per_vu"), limit=20_000)
+    assert "150,000 connections" in caught.value.message and "20,000 files" in caught.value.message
+    hint = caught.value.hint or ""
+    assert "connections: {pool: N}" in hint and "19,936" in hint and "generator processes" in hint
+
+
+def test_a_pool_larger_than_the_limit_is_refused() -> None:
+    from horde.errors import InvalidInput
+    from horde.run import check_open_files
+
+    with pytest.raises(InvalidInput) as caught:
+        check_open_files(_game_sized({"pool": 25_000}), limit=20_000)
+    assert "pool holds up to 25,000 connections" in caught.value.message
+    assert "at most 19,936" in (caught.value.hint or "")

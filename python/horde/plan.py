@@ -8,11 +8,11 @@ Every model forbids unknown keys, and wire names carry their units (``duration_m
 ``rate_per_s``). Where a wire name is a Python keyword the attribute ends with ``_`` (``from_``,
 ``while_``, ``as_``, ``else_``, ``in_``, and ``json_``); dumps use the wire names.
 
-The models live in five modules, all exported here: :mod:`horde.plan_common` (shared rules,
+The models live in six modules, all exported here: :mod:`horde.plan_common` (shared rules,
 upper bounds, think times), :mod:`horde.plan_steps` (the steps of the scenario language),
 :mod:`horde.plan_workloads` (closed and open models, stages and compact profiles),
-:mod:`horde.plan_control` (thresholds, autostop, steering) and this one (target, feeders,
-scenario, plan). Parameters (``{{ params.NAME }}``) are
+:mod:`horde.plan_control` (thresholds, autostop, steering), :mod:`horde.plan_target` (the
+target and how VUs reach it) and this one (feeders, scenario, plan). Parameters (``{{ params.NAME }}``) are
 substituted before validation by :mod:`horde.planfile` and :func:`horde.scenario.plan`, which is
 also the easier way to write a plan in Python. With the models themselves:
 
@@ -55,7 +55,6 @@ import json
 import math
 from collections.abc import Iterator
 from typing import Any, Literal, Union
-from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -68,6 +67,8 @@ from pydantic import (
 )
 
 from horde.errors import PlanInvalid, Problem
+from horde.plan_target import HEADERS_DESCRIPTION as _HEADERS_DESCRIPTION
+from horde.plan_target import MAX_POOL_CONNECTIONS, ConnectionPool, Connections, Target
 from horde.plan_workloads import ClosedModel, ClosedStage, OpenModel, OpenStage, Workload, peak_vus
 from horde.plan_control import AutostopRule, FindMax, Generators, Steer, TargetResponseTime, Threshold, check_control_names
 from horde.plan_common import (
@@ -126,6 +127,7 @@ __all__ = [
     "MAX_GRACEFUL_STOP_S",
     "MAX_LOOP_COUNT",
     "MAX_LOOP_ITERATIONS",
+    "MAX_POOL_CONNECTIONS",
     "MAX_PACING_S",
     "MAX_RATE_PER_S",
     "MAX_STAGE_DURATION_S",
@@ -146,6 +148,8 @@ __all__ = [
     "ChoiceStep",
     "ClosedModel",
     "ClosedStage",
+    "ConnectionPool",
+    "Connections",
     "ConstantThinkTime",
     "EndIterationStep",
     "ExponentialThinkTime",
@@ -187,172 +191,6 @@ ParameterValue = Union[bool, int, float, str]
 
 
 # --- the models ------------------------------------------------------------------------------
-
-_HEADERS_DESCRIPTION = (
-    "HTTP headers as a mapping of name to value, e.g. {accept: application/json}"
-)
-
-
-class Target(BaseModel):
-    """The system under test and how to reach it."""
-
-    model_config = STRICT_KEYS
-
-    base_url: str = Field(
-        description="http:// or https:// URL of the target: a host, an optional port and an "
-        "optional path prefix joined with each step's path, e.g. 'http://127.0.0.1:8080'",
-    )
-    headers: dict[str, str] = Field(
-        default_factory=dict,
-        description=f"{_HEADERS_DESCRIPTION}; sent with every request (a step's headers "
-        "override them)",
-    )
-    connect_timeout_ms: float = Field(
-        default=5000,
-        gt=0,
-        le=MAX_TIMEOUT_MS,
-        description="how long to wait for a connection (TCP and TLS), in milliseconds; > 0",
-    )
-    request_timeout_ms: float = Field(
-        default=30000,
-        gt=0,
-        le=MAX_TIMEOUT_MS,
-        description="how long a whole exchange may take, from sending the request to the last "
-        "byte of the response body, in milliseconds; > 0",
-    )
-    insecure: bool = Field(
-        default=False,
-        description="true turns TLS certificate verification off (self-signed test servers)",
-    )
-    instances: list[str] = Field(
-        default_factory=list,
-        description="further base URLs of the same target, its other instances (base_url is "
-        "instance 0), e.g. ['http://10.0.0.2:8080', 'http://10.0.0.3:8080']: VU number n sends "
-        "all its requests to instance n mod (1 + the number of instances), over its own "
-        "connection and with that instance's Host header; each has base_url's scheme and path "
-        "prefix, none given twice",
-    )
-
-    @staticmethod
-    def _url_problem(url: str, field: str, location: tuple[str | int, ...] = ()) -> Located | None:
-        """What is wrong with one URL of the target, if anything (``field``: how messages name it)."""
-        try:
-            parts = urlsplit(url)
-            port = parts.port
-        except ValueError as error:
-            return (location, url, custom(
-                "base_url",
-                f"'{url}' is not a valid URL ({error})",
-                "write it as scheme://host[:port][/prefix], e.g. 'http://127.0.0.1:8080'",
-            ))
-        problem = None
-        if parts.scheme not in ("http", "https") or not url.startswith(f"{parts.scheme}://"):
-            if "://" in url:
-                message = f"'{url}' uses scheme '{parts.scheme}'; only http and https are supported"
-                hint = "use an http:// or https:// URL"
-            else:
-                message = f"'{url}' has no http:// or https:// scheme"
-                hint = "write the full URL, e.g. 'http://127.0.0.1:8080'"
-            problem = custom("base_url", message, hint)
-        elif not parts.hostname:
-            problem = custom(
-                "base_url",
-                f"'{url}' has no host",
-                "put the host after the scheme, e.g. 'http://127.0.0.1:8080'",
-            )
-        elif port == 0:
-            problem = custom("base_url", f"'{url}' has port 0", "use the port the target listens on")
-        elif "@" in parts.netloc:
-            # The engine does not send URL credentials, and they would be stored with the run.
-            problem = custom(
-                "base_url",
-                f"{field} must not carry credentials (user:password@)",
-                "send them as a header instead, e.g. headers: {Authorization: 'Basic ...'}; secret headers are redacted in the store",
-            )
-        elif parts.query or parts.fragment or url.endswith(("?", "#")):
-            problem = custom(
-                "base_url",
-                f"'{url}' has a query or fragment",
-                f"keep {field} to scheme, host, port and path prefix; put query strings in each "
-                "step's path",
-            )
-        return None if problem is None else (location, url, problem)
-
-    @field_validator("base_url")
-    @classmethod
-    def _check_base_url(cls, url: str) -> str:
-        problem = cls._url_problem(url, "base_url")
-        if problem is not None:
-            raise problem[2]
-        return url
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _check_instances(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-        # Checked on the raw data, beside the fields' own checks, so that a bad base_url does
-        # not hide the instances' problems; crates/horde-plan (validate.rs) words them the same.
-        if not isinstance(data, dict) or not isinstance(data.get("instances"), list):
-            return handler(data)
-        problems: list[Located] = []
-        base_url = data.get("base_url")
-        base = None
-        seen: dict[tuple[str, int], str] = {}
-        if isinstance(base_url, str) and cls._url_problem(base_url, "base_url") is None:
-            base = urlsplit(base_url)
-            seen[cls._address(base_url)] = "base_url"
-        for index, url in enumerate(data["instances"]):
-            if not isinstance(url, str):
-                continue  # pydantic says it must be a string
-            location = ("instances", index)
-            problem = cls._url_problem(url, "an instance", location)
-            if problem is not None:
-                problems.append(problem)
-                continue
-            parts = urlsplit(url)
-            if base is not None and parts.scheme != base.scheme:
-                problems.append((location, url, custom(
-                    "instance_scheme",
-                    f"'{url}' uses {parts.scheme}:// but base_url uses {base.scheme}://",
-                    "the instances are one target behind one protocol; give each base_url's scheme",
-                )))
-                continue
-            if base is not None and parts.path.rstrip("/") != base.path.rstrip("/"):
-                problems.append((location, url, custom(
-                    "instance_prefix",
-                    f"'{url}' has path prefix {cls._prefix(parts.path)} but base_url has "
-                    f"{cls._prefix(base.path)}",
-                    "instances differ only in host and port; give each base_url's path prefix",
-                )))
-                continue
-            address = cls._address(url)
-            if address in seen:
-                problems.append((location, url, custom(
-                    "instance_duplicate",
-                    f"'{url}' is the same instance as {seen[address]}",
-                    "list each instance once (base_url is the first instance; a port left out is "
-                    "the scheme's default)",
-                )))
-            else:
-                seen[address] = f"instances[{index}]"
-        return with_problems(data, handler, problems, "Target", tuple(cls.model_fields))
-
-    @staticmethod
-    def _address(url: str) -> tuple[str, int]:
-        """An instance is its host and port: scheme and path prefix are base_url's anyway."""
-        parts = urlsplit(url)
-        return (parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80))
-
-    @staticmethod
-    def _prefix(path: str) -> str:
-        prefix = path.rstrip("/")
-        return f"'{prefix}'" if prefix else "none"
-
-    @field_validator("headers")
-    @classmethod
-    def _check_header_names(cls, headers: dict[str, str]) -> dict[str, str]:
-        return check_headers(headers)
-
-
 
 
 def _kind_of(value: Any) -> str:

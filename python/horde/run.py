@@ -18,7 +18,7 @@ from typing import Any
 
 from horde import _engine
 from horde.errors import EngineFault, InvalidInput, PlanInvalid, Problem
-from horde.plan import Plan, plan_to_json
+from horde.plan import ConnectionPool, Plan, peak_vus, plan_to_json
 
 #: How long one wait for a snapshot may block; short, so Ctrl-C is handled promptly.
 POLL_INTERVAL_S = 0.2
@@ -31,32 +31,58 @@ def engine_problems(plan_json: str) -> list[Problem]:
     return [Problem(location=path, message=message) for path, message in _engine.validate_plan(plan_json)]
 
 
-#: Open files a generator keeps for itself besides its VUs' connections (the store, the
-#: target's listener when built in, logs, Python's own files).
+#: Open files a generator keeps for itself besides its connections to the target (the store,
+#: the target's listener when built in, logs, Python's own files).
 RESERVED_FILES = 64
 
 
-def check_open_files(plan: Plan, *, limit: int | None = None) -> None:
-    """Refuses, before any load is sent, a plan whose VUs could hold more connections at once
-    than this process may open (its hard RLIMIT_NOFILE: the engine raises the soft limit to it
-    at start), with the numbers and the way out."""
-    import resource
+def connections_needed(plan: Plan) -> int:
+    """The most connections the plan's generator may hold at once: one per VU at the peak
+    (``connections: per_vu``), or the pool's size (``connections: {pool: N}``).
 
-    from horde.plan import peak_vus
+    >>> from horde.plan import plan_from_dict
+    >>> data = {"version": 1, "target": {"base_url": "http://127.0.0.1:8080"},
+    ...         "scenarios": [{"name": "s", "steps": [{"name": "get", "method": "GET", "path": "/"}],
+    ...                        "workload": {"type": "closed", "stages": [{"duration_s": 60, "vus": 150_000}]}}]}
+    >>> connections_needed(plan_from_dict(data))
+    150000
+    >>> data["target"]["connections"] = {"pool": 100}
+    >>> connections_needed(plan_from_dict(data))
+    100
+    """
+    if isinstance(plan.target.connections, ConnectionPool):
+        return plan.target.connections.pool
+    return sum(peak_vus(scenario.workload) for scenario in plan.scenarios)
+
+
+def check_open_files(plan: Plan, *, limit: int | None = None) -> None:
+    """Refuses, before any load is sent, a plan that could hold more connections at once than
+    this process may open (its hard RLIMIT_NOFILE: the engine raises the soft limit to it at
+    start), with the numbers and the way out."""
+    import resource
 
     if limit is None:
         hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
         if hard == resource.RLIM_INFINITY:
             return
         limit = int(hard)
-    needed = sum(peak_vus(scenario.workload) for scenario in plan.scenarios)  # one connection per VU
-    if needed + RESERVED_FILES > limit:
+    needed = connections_needed(plan)
+    if needed + RESERVED_FILES <= limit:
+        return
+    room = max(1, limit - RESERVED_FILES)
+    files = f"this process may open at most {limit:,} files ({RESERVED_FILES} of them kept for itself)"
+    more_processes = "split the load over several generator processes (each holds its own connections)"
+    if isinstance(plan.target.connections, ConnectionPool):
         raise InvalidInput(
-            f"the plan may hold {needed:,} connections at once (one per VU at its peak), but this process may "
-            f"open at most {limit:,} files ({RESERVED_FILES} of them kept for itself)",
-            hint="lower the VUs (or an open model's max_vus), raise the hard limit (ulimit -Hn, systemd "
-            "LimitNOFILE), or split the load over several generator processes",
+            f"the plan's pool holds up to {needed:,} connections, but {files}",
+            hint=f"use a smaller pool (connections: {{pool: N}} with N at most {room:,}), or {more_processes}",
         )
+    raise InvalidInput(
+        f"the plan may hold {needed:,} connections at once (one per VU at its peak), but {files}",
+        hint=f"let the VUs share connections: add connections: {{pool: N}} to the target (N at most {room:,}; "
+        f"a VU then waits its turn for a connection), or {more_processes}, or lower the VUs (an open "
+        "model's max_vus); a higher hard limit (ulimit -Hn, systemd LimitNOFILE) also works where allowed",
+    )
 
 
 def checked_plan_json(plan: Plan) -> str:

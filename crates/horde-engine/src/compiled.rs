@@ -1,11 +1,12 @@
 //! The plan prepared for running: scenarios compiled into programs, workloads into profiles,
 //! steps numbered globally. Built once per run and shared read-only by every worker.
 
-use crate::http::{Connector, Endpoint};
+use crate::http::{Connector, Endpoint, SourceAddresses};
 use crate::interpreter::{compile_scenario, NodeCompiler, ScenarioProgram, StepKind};
 use crate::workload::Profile;
 use crate::EngineError;
 use horde_plan::{Arrivals, Plan, Workload};
+use std::sync::Arc;
 use std::time::Duration;
 
 pub(crate) enum CompiledWorkload {
@@ -30,6 +31,9 @@ pub(crate) struct CompiledPlan {
     pub endpoints: Vec<Endpoint>,
     /// One per endpoint, same index.
     pub connectors: Vec<Connector>,
+    /// `target.connections: {pool: N}`: the generator's pool size; `None` when each VU owns its
+    /// connection.
+    pub pool_size: Option<u64>,
     /// Every template of the plan, by name; shared by all workers (rendering is read-only).
     pub environment: minijinja::Environment<'static>,
     /// The plan's parameters, as templates see them (`params.NAME`).
@@ -49,9 +53,16 @@ impl CompiledPlan {
             .map(|url| Endpoint::parse(url))
             .collect::<Result<Vec<_>, _>>()?;
         let connect_timeout = Duration::from_secs_f64(plan.target.connect_timeout_ms / 1000.0);
+        let sources = plan
+            .target
+            .source_addresses
+            .iter()
+            .map(|text| text.parse().map_err(|_| EngineError::Setup(format!("target.source_addresses: '{text}' is not an IP address"))))
+            .collect::<Result<Vec<_>, _>>()?;
+        let sources = Arc::new(SourceAddresses::new(sources));
         let connectors = endpoints
             .iter()
-            .map(|endpoint| Connector::new(endpoint.clone(), connect_timeout, plan.target.insecure))
+            .map(|endpoint| Connector::new(endpoint.clone(), connect_timeout, plan.target.insecure, Arc::clone(&sources)))
             .collect::<Result<Vec<_>, _>>()?;
         let mut compiler = NodeCompiler::new(&endpoints, &plan.target.headers);
         let mut scenarios = Vec::new();
@@ -76,6 +87,7 @@ impl CompiledPlan {
             scenarios,
             step_names,
             connectors,
+            pool_size: plan.target.connections.pool_size(),
             environment,
             params: minijinja::Value::from_serialize(&plan.parameters),
             memo_slots,

@@ -16,6 +16,11 @@
 //! caller ([`RunHandle::next_snapshot`]). The queue is unbounded, so a slow consumer never
 //! stalls the engine.
 //!
+//! Connections: each VU owns a keep-alive connection (`target.connections: per_vu`), or the
+//! VUs of a worker share that worker's part of the generator's pool (`{pool: N}`, `pool.rs`):
+//! a VU borrows a connection for one exchange, waiting its turn when all are lent. The pool
+//! is per worker for the same reason as the recorders: no lock on the request path.
+//!
 //! Time: a closed VU's request is timed from just before it is sent; an open-model iteration's
 //! first request is timed from the arrival's *intended* instant, so a stalled target or a late
 //! generator shows in the latency instead of hiding in fewer samples (coordinated omission).
@@ -33,6 +38,7 @@ mod compiled;
 pub mod http;
 mod interpreter;
 mod levels;
+mod pool;
 mod run;
 mod snapshot;
 mod system;

@@ -15,7 +15,8 @@ use tokio::sync::watch;
 /// How the engine runs a plan (not part of the plan: the same plan runs anywhere).
 #[derive(Debug, Clone)]
 pub struct EngineOptions {
-    /// Worker threads; default: the machine's available parallelism.
+    /// Worker threads; default: the machine's available parallelism. A plan with a pool of N
+    /// connections runs on at most N workers.
     pub workers: usize,
     /// This process's part of a run spread over several generators (scale-out); `None`: the
     /// whole run.
@@ -105,9 +106,24 @@ pub fn start(plan: &Plan, options: EngineOptions) -> Result<RunHandle, EngineErr
     if !problems.is_empty() {
         return Err(EngineError::InvalidPlan(problems));
     }
-    let workers = options.workers.max(1);
+    let compiled = CompiledPlan::compile(plan)?;
+    system::raise_open_file_limit();
+    // A worker without a connection of the pool could never send: a pool smaller than the
+    // worker count runs on as many workers as it has connections.
+    let workers = match compiled.pool_size {
+        Some(size) => options.workers.clamp(1, usize::try_from(size).unwrap_or(usize::MAX).max(1)),
+        None => options.workers.max(1),
+    };
     let generator = options.generator;
     if let Some(share) = generator {
+        // A generator's slots are fixed by the coordinator: each of its workers must run, or
+        // the VUs and arrivals of a missing slot would never be sent.
+        if workers < options.workers.max(1) {
+            return Err(EngineError::Setup(format!(
+                "a pool of {workers} connections cannot feed this generator's {} workers; give it at most {workers}",
+                options.workers
+            )));
+        }
         if share.first_slot + workers > share.slots {
             return Err(EngineError::Setup(format!(
                 "slots {}..{} (one per worker) do not fit in the run's {} slots",
@@ -117,8 +133,6 @@ pub fn start(plan: &Plan, options: EngineOptions) -> Result<RunHandle, EngineErr
             )));
         }
     }
-    let compiled = CompiledPlan::compile(plan)?;
-    system::raise_open_file_limit();
     let (stop, _) = watch::channel(false);
     // Time zero is set a little ahead so that every worker is up before the first arrival.
     let lead = Duration::from_millis(20);

@@ -35,3 +35,24 @@ pub fn raise_open_file_limit() -> u64 {
         limit.rlim_cur
     }
 }
+
+/// Asks Linux to pick a bound socket's port when it connects rather than when it binds
+/// (IP_BIND_ADDRESS_NO_PORT): bound to port 0, each socket would otherwise hold a port of its
+/// source address for every destination, and one address would run out after ~28,000
+/// connections whatever the targets. Best effort: elsewhere, or if refused, bind picks the port.
+pub fn defer_port_choice(socket: &impl std::os::fd::AsRawFd) {
+    #[cfg(target_os = "linux")]
+    // SAFETY: setsockopt reads an int we own, on a descriptor the socket owns and keeps open.
+    unsafe {
+        let enable: libc::c_int = 1;
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_BIND_ADDRESS_NO_PORT,
+            std::ptr::addr_of!(enable).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = socket;
+}

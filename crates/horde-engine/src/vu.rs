@@ -1,7 +1,8 @@
-//! A virtual user: its connection, buffers, random stream, variables and cookies, and how it
-//! walks its scenario's nodes.
+//! A virtual user: its connection (or, with a pool, the one it borrows per exchange), buffers,
+//! random stream, variables and cookies, and how it walks its scenario's nodes.
 
 use crate::http::{encode_request, read_response, Capture, Connection, RequestParts};
+use crate::pool::Pool;
 use crate::interpreter::{Body, CookieJar, JsonTemplate, UNDEFINED_MARK, LoopMode, Node, RequestNode, ResponseView, ScenarioProgram, Text};
 use crate::think::{self, VuRandom};
 use crate::worker::WorkerState;
@@ -487,16 +488,36 @@ impl Vu {
 
     /// Sends one request and reads its response within the request timeout.
     /// Ok: (status, bytes sent, bytes received); Err: (why, bytes sent).
+    /// With a pool, waiting for a connection is part of the exchange: its time and timeout.
     async fn exchange(&mut self, state: &WorkerState, request: &[u8], is_head: bool) -> Result<(u16, u64, u64), (ExchangeError, u64)> {
         let plan = &state.shared.plan;
         self.written = 0;
-        match tokio::time::timeout(plan.request_timeout, self.exchange_unbounded(state, request, is_head)).await {
+        let exchange = async {
+            match &state.pool {
+                None => self.exchange_unbounded(state, request, is_head).await,
+                Some(pool) => self.pooled_exchange(state, pool, request, is_head).await,
+            }
+        };
+        match tokio::time::timeout(plan.request_timeout, exchange).await {
             Ok(result) => result,
             Err(_) => {
                 self.connection = None;
                 Err((ExchangeError { kind: ErrorKind::Timeout, connecting: false }, self.written))
             }
         }
+    }
+
+    /// One exchange over a connection of the pool: the lease's connection and buffer are the
+    /// VU's for the exchange, and go back to the pool when the lease drops (the connection only
+    /// if still usable: `exchange_unbounded` drops one that failed or was closed).
+    async fn pooled_exchange(&mut self, state: &WorkerState, pool: &Pool, request: &[u8], is_head: bool) -> Result<(u16, u64, u64), (ExchangeError, u64)> {
+        let mut lease = pool.acquire(self.instance).await;
+        self.connection = lease.connection.take();
+        std::mem::swap(&mut self.buffer, &mut lease.buffer);
+        let result = self.exchange_unbounded(state, request, is_head).await;
+        std::mem::swap(&mut self.buffer, &mut lease.buffer);
+        lease.connection = self.connection.take();
+        result
     }
 
     async fn exchange_unbounded(&mut self, state: &WorkerState, request: &[u8], is_head: bool) -> Result<(u16, u64, u64), (ExchangeError, u64)> {

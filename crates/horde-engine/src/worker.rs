@@ -2,6 +2,7 @@
 
 use crate::aggregator::WorkerPart;
 use crate::compiled::{CompiledScenario, CompiledWorkload};
+use crate::pool::Pool;
 use crate::think::VuRandom;
 use horde_plan::Arrivals;
 use crate::run::{GeneratorShare, Shared};
@@ -40,6 +41,8 @@ pub(crate) struct WorkerState {
     pub stop_notify: Notify,
     /// Wakes the drain when the last VU leaves.
     pub idle_notify: Notify,
+    /// This worker's share of the generator's pool; `None` when each VU owns its connection.
+    pub pool: Option<Pool>,
 }
 
 impl WorkerState {
@@ -97,6 +100,8 @@ pub(crate) fn run_worker(index: usize, shared: Arc<Shared>, parts: mpsc::Sender<
         Err(_) => return, // dropping `parts` tells the aggregator this worker is gone
     };
     let (slot, slots) = GeneratorShare::slot(shared.generator, index, shared.workers);
+    // The pool is per generator: its workers split it among themselves.
+    let pool = shared.plan.pool_size.map(|size| Pool::new(share(size, index as u64, shared.workers as u64), shared.plan.endpoints.len()));
     let state = Rc::new(WorkerState {
         index,
         slot: slot as u64,
@@ -109,6 +114,7 @@ pub(crate) fn run_worker(index: usize, shared: Arc<Shared>, parts: mpsc::Sender<
         stopping: Cell::new(false),
         stop_notify: Notify::new(),
         idle_notify: Notify::new(),
+        pool,
     });
     let last_sent = Rc::new(Cell::new(0));
     let _final_part = FinalPart { state: Rc::clone(&state), parts: parts.clone(), last_sent: Rc::clone(&last_sent) };

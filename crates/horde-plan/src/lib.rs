@@ -40,6 +40,8 @@ pub const MAX_THINK_TIME_MS: f64 = 86_400_000.0;
 /// VU counts and arrival rates are at most ten million (per plan, before any scale-out).
 pub const MAX_VUS: u64 = 10_000_000;
 pub const MAX_RATE_PER_S: f64 = 10_000_000.0;
+/// A pool holds at most a million connections (far beyond any one process's open-file limit).
+pub const MAX_POOL_CONNECTIONS: u64 = 1_000_000;
 /// A scenario's or a branch's weight.
 pub const MAX_WEIGHT: f64 = 1_000_000.0;
 /// Steps inside steps: a top-level step is at depth 1.
@@ -101,6 +103,42 @@ pub struct Target {
     /// client-side balancer would. Only host and port may differ from `base_url`.
     #[serde(default)]
     pub instances: Vec<String>,
+    /// How VUs reach the target: each over its own connection, or through a pool shared by
+    /// the VUs of a generator.
+    #[serde(default)]
+    pub connections: Connections,
+    /// Local addresses (IP literals) outgoing connections bind to before connecting, taken in
+    /// turn, one per connection: each source address has its own range of ephemeral ports,
+    /// so several of them hold more connections to one target than one address can. Empty:
+    /// the system chooses.
+    #[serde(default)]
+    pub source_addresses: Vec<String>,
+}
+
+/// How VUs reach the target (`target.connections`).
+///
+/// On the wire: `"per_vu"` or `{"pool": N}`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Connections {
+    /// Each VU owns one keep-alive connection for its life, as real clients do.
+    #[default]
+    PerVu,
+    /// N keep-alive connections per generator, split over its workers: a VU borrows an idle
+    /// connection to its instance for one exchange and gives it back; when none is idle and
+    /// the pool is full it waits its turn (first come, first served), and the wait counts in
+    /// the request's latency.
+    Pool(u64),
+}
+
+impl Connections {
+    /// The pool's size, when the VUs share one.
+    pub fn pool_size(&self) -> Option<u64> {
+        match self {
+            Connections::PerVu => None,
+            Connections::Pool(size) => Some(*size),
+        }
+    }
 }
 
 fn default_connect_timeout_ms() -> f64 {

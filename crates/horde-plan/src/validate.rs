@@ -10,6 +10,8 @@ use crate::{
 use std::collections::HashSet;
 use std::fmt;
 
+mod target;
+
 /// One problem in a plan, located by its path (`scenarios[0].steps[1].path`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub struct PlanError {
@@ -88,7 +90,8 @@ impl Plan {
             );
         }
         problems.non_negative("graceful_stop_s".into(), self.graceful_stop_s, MAX_GRACEFUL_STOP_S);
-        check_target_urls(&mut problems, &self.target.base_url, &self.target.instances);
+        target::check_target_urls(&mut problems, &self.target.base_url, &self.target.instances);
+        target::check_connections(&mut problems, &self.target);
         check_headers(&mut problems, "target.headers", &self.target.headers);
         problems.positive("target.connect_timeout_ms".into(), self.target.connect_timeout_ms, MAX_TIMEOUT_MS);
         problems.positive("target.request_timeout_ms".into(), self.target.request_timeout_ms, MAX_TIMEOUT_MS);
@@ -105,115 +108,6 @@ impl Plan {
         }
         problems.0
     }
-}
-
-/// What of a base URL must agree between the instances of a target (scheme, path prefix) and
-/// what tells them apart (host and port).
-struct TargetUrl<'a> {
-    scheme: &'a str,
-    /// Lower case, IPv6 without brackets: `http://H` and `http://h:80` are one instance.
-    host: String,
-    /// The scheme's default when the URL gives none.
-    port: u16,
-    /// Without its trailing slashes, as the engine joins it: `/api/` and `/api` are one prefix.
-    prefix: &'a str,
-}
-
-/// `base_url`, then each of `instances` (located `target.instances[i]`): each a URL the engine
-/// can reach; the instances with base_url's scheme and path prefix, and no instance twice.
-/// python/horde/plan.py (`Target`) words the instance problems the same way.
-fn check_target_urls(problems: &mut Problems, base_url: &str, instances: &[String]) {
-    let base = check_target_url(problems, "target.base_url".into(), base_url, "base_url");
-    let mut seen: Vec<(String, u16, String)> = Vec::new();
-    if let Some(base) = &base {
-        seen.push((base.host.clone(), base.port, "base_url".into()));
-    }
-    for (index, url) in instances.iter().enumerate() {
-        let path = format!("target.instances[{index}]");
-        let Some(instance) = check_target_url(problems, path.clone(), url, "an instance") else { continue };
-        if let Some(base) = &base {
-            if instance.scheme != base.scheme {
-                problems.push(path, format!("'{url}' uses {}:// but base_url uses {}://", instance.scheme, base.scheme));
-                continue;
-            }
-            if instance.prefix != base.prefix {
-                problems.push(
-                    path,
-                    format!("'{url}' has path prefix {} but base_url has {}", describe_prefix(instance.prefix), describe_prefix(base.prefix)),
-                );
-                continue;
-            }
-        }
-        match seen.iter().find(|(host, port, _)| *host == instance.host && *port == instance.port) {
-            Some((_, _, first)) => problems.push(path, format!("'{url}' is the same instance as {first}")),
-            None => seen.push((instance.host, instance.port, format!("instances[{index}]"))),
-        }
-    }
-}
-
-fn describe_prefix(prefix: &str) -> String {
-    if prefix.is_empty() {
-        "none".into()
-    } else {
-        format!("'{prefix}'")
-    }
-}
-
-/// One URL of the target; its parts when it has no problem. `field` names it in messages. At
-/// most one problem per URL, in the order pydantic finds them.
-fn check_target_url<'a>(problems: &mut Problems, path: String, url: &'a str, field: &str) -> Option<TargetUrl<'a>> {
-    let Some((scheme, rest)) = url.split_once("://").filter(|(scheme, _)| matches!(*scheme, "http" | "https")) else {
-        problems.push(path, format!("'{url}' must start with http:// or https://"));
-        return None;
-    };
-    let (authority, prefix) = match rest.find('/') {
-        Some(index) => (&rest[..index], &rest[index..]),
-        None => (rest, ""),
-    };
-    let (credentials, host_and_port) = match authority.rsplit_once('@') {
-        Some((credentials, host_and_port)) => (Some(credentials), host_and_port),
-        None => (None, authority),
-    };
-    let (host, port) = match host_and_port.strip_prefix('[') {
-        Some(bracketed) => match bracketed.split_once(']') {
-            Some((host, tail)) => (host, tail.strip_prefix(':')),
-            None => {
-                problems.push(path, format!("'{url}' is not a valid URL (unclosed '[' in IPv6 host)"));
-                return None;
-            }
-        },
-        None => match host_and_port.rsplit_once(':') {
-            Some((host, port)) => (host, Some(port)),
-            None => (host_and_port, None),
-        },
-    };
-    let default_port = if scheme == "https" { 443 } else { 80 };
-    // An empty port (`http://h:`) is the default one, as Python's urlsplit reads it.
-    let port = match port.filter(|port| !port.is_empty()).map(str::parse::<u16>) {
-        None => default_port,
-        Some(Ok(port)) => port,
-        Some(Err(_)) => {
-            problems.push(path, format!("'{url}' is not a valid URL (bad port)"));
-            return None;
-        }
-    };
-    if host.is_empty() {
-        problems.push(path, format!("'{url}' has no host"));
-        return None;
-    }
-    if port == 0 {
-        problems.push(path, format!("'{url}' has port 0"));
-        return None;
-    }
-    if credentials.is_some() {
-        problems.push(path, format!("{field} must not carry credentials (user:password@)"));
-        return None;
-    }
-    if rest.contains(['?', '#']) {
-        problems.push(path, format!("'{url}' has a query or fragment"));
-        return None;
-    }
-    Some(TargetUrl { scheme, host: host.to_ascii_lowercase(), port, prefix: prefix.trim_end_matches('/') })
 }
 
 /// RFC 9110 token characters: what a header name may contain.

@@ -29,6 +29,7 @@ import math
 from dataclasses import dataclass, field
 
 from horde.plan import Plan
+from horde.plan_target import ConnectionPool
 from horde.plan_workloads import OpenModel, peak_vus
 
 #: Files a generator keeps for itself besides its connections (as ``horde.run.RESERVED_FILES``).
@@ -115,8 +116,8 @@ class Provision:
 def demand_of(plan: Plan) -> Demand:
     """The plan's peak VUs, its pool (if any) and its peak rate, when known."""
     vus = sum(peak_vus(scenario.workload) for scenario in plan.scenarios)
-    pool = getattr(plan.target, "connections", None)
-    pool_size = getattr(pool, "pool", None)
+    connections = plan.target.connections
+    pool_size = connections.pool if isinstance(connections, ConnectionPool) else None
     open_rates = [_peak_rate(scenario.workload) for scenario in plan.scenarios if isinstance(scenario.workload, OpenModel)]
     closed = any(not isinstance(scenario.workload, OpenModel) for scenario in plan.scenarios)
     expected = plan.generators.expected_rps if plan.generators is not None else None
@@ -126,17 +127,18 @@ def demand_of(plan: Plan) -> Demand:
         peak_rps = None  # a closed model's rate is known only once it runs
     else:
         peak_rps = sum(open_rates)
-    return Demand(peak_vus=vus, pool_size=int(pool_size) if pool_size else None, peak_rps=peak_rps)
+    return Demand(peak_vus=vus, pool_size=pool_size, peak_rps=peak_rps)
 
 
 def _peak_rate(workload: OpenModel) -> float:
     return max([workload.start_rate_per_s, *(stage.rate_per_s for stage in workload.stages)])
 
 
-def place(count: int, nodes: list[Node], *, workers: int | None = None) -> list[Placement]:
+def place(count: int, nodes: list[Node], *, workers: int | None = None, max_workers: int | None = None) -> list[Placement]:
     """Puts ``count`` generators on ``nodes``: one per node first (most CPUs first), then each on
     the node with the most CPUs left per generator. Workers: ``workers`` when given, else the
-    node's CPUs shared among its generators (at least one)."""
+    node's CPUs shared among its generators (at least one); never more than ``max_workers``
+    (a pool of N connections feeds at most N workers)."""
     if not nodes:
         raise ValueError("no nodes to place generators on")
     ordered = sorted(nodes, key=lambda node: (-node.cpus, node.address, node.node_id))
@@ -156,6 +158,8 @@ def place(count: int, nodes: list[Node], *, workers: int | None = None) -> list[
     for index, node_index in enumerate(order):
         node = ordered[node_index]
         own = workers if workers is not None else max(1, int(node.cpus // on_node[node_index]))
+        if max_workers is not None:
+            own = max(1, min(own, max_workers))
         placements.append(Placement(index=index, node_id=node.node_id, address=node.address, workers=own,
                                     first_slot=first_slot))
         first_slot += own
@@ -175,7 +179,7 @@ def provision(demand: Demand, nodes: list[Node], limits: Limits, *, count: int |
         raise ValueError(f"the pool of {demand.pool_size:,} connections per generator exceeds one generator's "
                          f"{usable_files:,} usable files")
     if count is not None:
-        placements = place(count, nodes, workers=workers)
+        placements = place(count, nodes, workers=workers, max_workers=demand.pool_size)
         result = _provision_of(placements, demand, limits)
         result.reasons.insert(0, f"{count} asked")
         return result
@@ -185,7 +189,7 @@ def provision(demand: Demand, nodes: list[Node], limits: Limits, *, count: int |
     # Past one generator per CPU, more generators only split the same workers further.
     high = max(low, min(MAX_GENERATORS, int(sum(max(1.0, node.cpus) for node in nodes))))
     for candidate in range(low, high + 1):
-        placements = place(candidate, nodes, workers=workers)
+        placements = place(candidate, nodes, workers=workers, max_workers=demand.pool_size)
         result = _provision_of(placements, demand, limits)
         if not _overloaded(result, demand, limits, usable_files):
             return result

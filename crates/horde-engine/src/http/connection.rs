@@ -1,4 +1,5 @@
-//! Opening connections to the target: TCP, then TLS (rustls) for https.
+//! Opening connections to the target: TCP (bound first to a source address when the plan
+//! lists some), then TLS (rustls) for https.
 
 use super::{Endpoint, Scheme};
 use crate::EngineError;
@@ -8,14 +9,16 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
-/// An open connection to the target, owned by one VU.
+/// An open connection to the target, owned by one VU (or, with a pool, lent to one VU per
+/// exchange).
 pub enum Connection {
     Plain(TcpStream),
     Tls(Box<TlsStream<TcpStream>>),
@@ -47,10 +50,34 @@ pub struct Connector {
     fixed_address: Option<SocketAddr>,
     tls: Option<(TlsConnector, ServerName<'static>)>,
     connect_timeout: Duration,
+    sources: Arc<SourceAddresses>,
+}
+
+/// The plan's `target.source_addresses`, taken in turn by every connection of the run (one
+/// counter for all instances and workers, so the addresses share the connections evenly).
+#[derive(Debug, Default)]
+pub struct SourceAddresses {
+    addresses: Vec<IpAddr>,
+    next: AtomicUsize,
+}
+
+impl SourceAddresses {
+    pub fn new(addresses: Vec<IpAddr>) -> Self {
+        Self { addresses, next: AtomicUsize::new(0) }
+    }
+
+    fn next(&self) -> Option<IpAddr> {
+        if self.addresses.is_empty() {
+            return None;
+        }
+        // Relaxed: the counter only spreads connections; no other memory hangs on it.
+        let turn = self.next.fetch_add(1, Ordering::Relaxed);
+        Some(self.addresses[turn % self.addresses.len()])
+    }
 }
 
 impl Connector {
-    pub fn new(endpoint: Endpoint, connect_timeout: Duration, insecure: bool) -> Result<Self, EngineError> {
+    pub fn new(endpoint: Endpoint, connect_timeout: Duration, insecure: bool, sources: Arc<SourceAddresses>) -> Result<Self, EngineError> {
         let fixed_address = endpoint.host.parse::<IpAddr>().ok().map(|ip| SocketAddr::new(ip, endpoint.port));
         let tls = match endpoint.scheme {
             Scheme::Http => None,
@@ -60,7 +87,7 @@ impl Connector {
                 Some((TlsConnector::from(Arc::new(tls_config(insecure)?)), server_name))
             }
         };
-        Ok(Self { endpoint, fixed_address, tls, connect_timeout })
+        Ok(Self { endpoint, fixed_address, tls, connect_timeout, sources })
     }
 
     /// Connects (and shakes hands, for https) within the connect timeout.
@@ -73,7 +100,7 @@ impl Connector {
 
     async fn connect_unbounded(&self) -> Result<Connection, ErrorKind> {
         let stream = match self.fixed_address {
-            Some(address) => TcpStream::connect(address).await.map_err(|error| ErrorKind::from_io(&error))?,
+            Some(address) => self.connect_to(address).await?,
             None => self.connect_by_name().await?,
         };
         // Requests are written in one buffer; waiting to coalesce would only add latency.
@@ -103,12 +130,28 @@ impl Connector {
             .map_err(|_| ErrorKind::Dns)?;
         let mut last_error = ErrorKind::Dns;
         for address in addresses {
-            match TcpStream::connect(address).await {
+            match self.connect_to(address).await {
                 Ok(stream) => return Ok(stream),
-                Err(error) => last_error = ErrorKind::from_io(&error),
+                Err(kind) => last_error = kind,
             }
         }
         Err(last_error)
+    }
+
+    /// One TCP connection, from the next source address when the plan lists some.
+    async fn connect_to(&self, address: SocketAddr) -> Result<TcpStream, ErrorKind> {
+        let Some(source) = self.sources.next() else {
+            return TcpStream::connect(address).await.map_err(|error| ErrorKind::from_io(&error));
+        };
+        // A source address that cannot be bound (not configured here, wrong family, ports
+        // exhausted) fails this connection only: counted as a connect error, like a route
+        // that does not exist.
+        let socket = if address.is_ipv4() { TcpSocket::new_v4() } else { TcpSocket::new_v6() }.map_err(|error| ErrorKind::from_io(&error))?;
+        // The port is then chosen at connect time for the whole 4-tuple, so one source
+        // address is not limited to one ephemeral range for all targets together.
+        crate::system::defer_port_choice(&socket);
+        socket.bind(SocketAddr::new(source, 0)).map_err(|_| ErrorKind::Connect)?;
+        socket.connect(address).await.map_err(|error| ErrorKind::from_io(&error))
     }
 }
 

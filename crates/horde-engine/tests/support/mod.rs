@@ -204,6 +204,8 @@ pub struct RawServer {
     stop: Arc<AtomicBool>,
     requests: Arc<AtomicU64>,
     connections: Arc<AtomicU64>,
+    /// The address each accepted connection came from, in order.
+    peers: Arc<Mutex<Vec<SocketAddr>>>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -218,16 +220,19 @@ impl RawServer {
         let stop = Arc::new(AtomicBool::new(false));
         let requests = Arc::new(AtomicU64::new(0));
         let connections = Arc::new(AtomicU64::new(0));
+        let peers = Arc::new(Mutex::new(Vec::new()));
         let handler: Arc<RawHandler> = Arc::new(handler);
         let thread = {
             let (stop, requests, connections) = (Arc::clone(&stop), Arc::clone(&requests), Arc::clone(&connections));
+            let peers = Arc::clone(&peers);
             std::thread::Builder::new()
                 .name("raw-server".into())
                 .spawn(move || {
                     while !stop.load(Ordering::SeqCst) {
                         match listener.accept() {
-                            Ok((stream, _)) => {
+                            Ok((stream, peer)) => {
                                 connections.fetch_add(1, Ordering::SeqCst);
+                                peers.lock().expect("peers lock").push(peer);
                                 let (stop, requests, handler) = (Arc::clone(&stop), Arc::clone(&requests), Arc::clone(&handler));
                                 let _ = std::thread::Builder::new()
                                     .name("raw-connection".into())
@@ -239,7 +244,7 @@ impl RawServer {
                 })
                 .expect("spawn the raw server")
         };
-        RawServer { address, stop, requests, connections, thread: Some(thread) }
+        RawServer { address, stop, requests, connections, peers, thread: Some(thread) }
     }
 
     pub fn base_url(&self) -> String {
@@ -253,6 +258,11 @@ impl RawServer {
 
     pub fn connections(&self) -> u64 {
         self.connections.load(Ordering::SeqCst)
+    }
+
+    /// Where each connection came from (source address and port), in the order accepted.
+    pub fn peers(&self) -> Vec<SocketAddr> {
+        self.peers.lock().expect("peers lock").clone()
     }
 }
 

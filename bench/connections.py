@@ -1,0 +1,306 @@
+"""Connections: the most concurrent keep-alive connections one generator process holds on this
+machine, and the memory each costs; with ``--generators N``, how many N generator processes
+hold together (a local Ray cluster, ``horde run --cluster local``): the way to C100k on one
+machine whose processes may each open 20,000 files.
+
+    .venv/bin/python bench/connections.py                     # as many as the open-file limit allows
+    .venv/bin/python bench/connections.py --connections 10000 --seconds 20
+    .venv/bin/python bench/connections.py --generators 5      # 5 x (limit - 100): about 100,000
+
+One connection per VU (`target.connections: per_vu`), each VU sending `GET /` every 5 s over
+its own keep-alive connection, so every connection stays open and in use for the whole run. The
+count is the process's hard open-file limit less 100 (19,900 of 20,000 here: the engine raises
+its soft limit to the hard one; Horde refuses a plan that could need more than the limit less
+64). Outgoing connections bind to four loopback source addresses in turn
+(`target.source_addresses: 127.0.0.2..5`), each with its own ephemeral port range. The target
+side is two built-in target processes (`target.instances`; VU n talks to instance n mod 2): one
+process may hold at most 20,000 files as well, so each holds half.
+
+Method: targets pinned to one CPU, the generator (`horde run --workers 1`) to the other. Held
+connections are counted in the generator itself (its socket descriptors in /proc/PID/fd) once a
+second, beside its VmRSS; the kernel's TCP memory comes from /proc/net/sockstat. Memory per
+connection is (median RSS of the held phase - that of a 100-VU run) / (connections - 100): a
+VU with its connection, buffers and task, as `per_vu` runs them. Figures go to bench/README.md
+("Connections").
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import resource
+import shlex
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import run as bench  # noqa: E402  (bench/run.py: processes, pinning, the built-in target)
+
+BENCH = Path(__file__).resolve().parent
+README = BENCH / "README.md"
+SOURCES = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"]
+TARGETS = 2
+BASELINE_VUS = 100
+THINK_MS = 5000
+#: Files the generator keeps besides connections (Horde's own check reserves 64).
+HEADROOM = 100
+
+
+def plan_file(work: Path, ports: list[int], vus: int, ramp_s: float, seconds: float, think_ms: float = THINK_MS) -> Path:
+    urls = [f"http://127.0.0.1:{port}" for port in ports]
+    plan = {
+        "version": 1, "name": f"connections-{vus}",
+        "target": {"base_url": urls[0], "instances": urls[1:], "connections": "per_vu", "source_addresses": SOURCES,
+                   "connect_timeout_ms": 10000, "request_timeout_ms": 30000},
+        "graceful_stop_s": 5,
+        "scenarios": [{
+            "name": "hold",
+            "steps": [{"name": "get", "method": "GET", "path": "/", "think_time": {"type": "constant", "duration_ms": think_ms}}],
+            "workload": {"type": "closed", "start_vus": 0,
+                         "stages": [{"duration_s": ramp_s, "vus": vus}, {"duration_s": seconds, "vus": vus}]},
+        }],
+    }
+    path = work / f"plan-{vus}.json"
+    path.write_text(json.dumps(plan))
+    return path
+
+
+def socket_count(pid: int) -> int | None:
+    try:
+        return sum(1 for fd in os.scandir(f"/proc/{pid}/fd") if os.readlink(fd.path).startswith("socket:"))
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+
+
+def tcp_memory_kb() -> int:
+    """The kernel's TCP buffer memory in use (all sockets of the machine), KiB."""
+    for line in Path("/proc/net/sockstat").read_text().splitlines():
+        if line.startswith("TCP:"):
+            fields = line.split()
+            return int(fields[fields.index("mem") + 1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
+    return 0
+
+
+def tcp_sockets_in_use() -> int:
+    """TCP sockets in use on the machine (both ends of a loopback connection count)."""
+    for line in Path("/proc/net/sockstat").read_text().splitlines():
+        if line.startswith("TCP:"):
+            fields = line.split()
+            return int(fields[fields.index("inuse") + 1])
+    return 0
+
+
+def tree_rss_kb(root: int) -> int | None:
+    """VmRSS of a process and all its descendants (a local Ray cluster's processes descend from
+    the `horde run` that started it), KiB."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int(Path(f"/proc/{entry.name}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry.name))
+    total, stack = 0, [root]
+    while stack:
+        pid = stack.pop()
+        rss = bench._vm_rss_kb(pid)
+        if rss is None and pid == root:
+            return None
+        total += rss or 0
+        stack.extend(children.get(pid, []))
+    return total
+
+
+def hold(env: bench.Env, ports: list[int], vus: int, ramp_s: float, seconds: float, tag: str,
+         generators: int = 1, think_ms: float = THINK_MS) -> dict[str, Any]:
+    """Runs `vus` VUs and samples, once a second, the generator's sockets, RSS and TCP memory.
+    With several generators (a local Ray cluster) the sockets are the machine's TCP sockets in
+    use beyond those before the run, halved (both ends are on this machine), and the RSS is the
+    whole process tree's (the cluster's own processes included)."""
+    summary_path = env.work / f"{tag}.summary.json"
+    log = env.work / f"{tag}.log"
+    argv = ["taskset", "-c", env.gen_cpu, env.horde, "run", str(plan_file(env.work, ports, vus, ramp_s, seconds, think_ms)),
+            "--workers", "1", "--summary-json", str(summary_path), "--store", str(env.work / "store.sqlite")]
+    if generators > 1:
+        argv += ["--cluster", "local", "--generators", str(generators)]
+    tcp_before = tcp_memory_kb()
+    sockets_before = tcp_sockets_in_use()
+    child = env.procs.start(argv, log)
+    samples: list[tuple[float, int, int, int]] = []  # (seconds since start, sockets, RSS KiB, TCP KiB)
+    started = time.monotonic()
+    deadline = started + ramp_s + seconds + 120
+    try:
+        while child.poll() is None:  # bounded by the deadline
+            if time.monotonic() > deadline:
+                raise bench.BenchError(f"horde run ({tag}) did not end in time", hint=f"its output is in {log}")
+            if generators > 1:
+                sockets: int | None = (tcp_sockets_in_use() - sockets_before) // 2
+                rss = tree_rss_kb(child.pid)
+            else:
+                sockets = socket_count(child.pid)
+                rss = bench._vm_rss_kb(child.pid)
+            if sockets is not None and rss is not None:
+                samples.append((time.monotonic() - started, sockets, rss, tcp_memory_kb()))
+            time.sleep(1.0)
+    finally:
+        env.procs.stop(child)
+    if child.returncode != 0 or not summary_path.exists():
+        raise bench.BenchError(f"horde run ({tag}) ended with exit code {child.returncode}",
+                               hint=f"last output: {log.read_text(errors='replace')[-800:]}")
+    summary = json.loads(summary_path.read_text())
+    # Held: from 3 s after the ramp (start-up and the last connections) to 2 s before the end.
+    start_s = 2.0 + ramp_s + 3.0
+    held = [sample for sample in samples if start_s <= sample[0] <= 2.0 + ramp_s + seconds - 2.0] or samples[-3:]
+    return {
+        "vus": vus, "held_samples": len(held),
+        "sockets_held_min": min(sample[1] for sample in held), "sockets_max": max(sample[1] for sample in samples),
+        "rss_held_kb": statistics.median(sample[2] for sample in held),
+        "tcp_memory_delta_kb": statistics.median(sample[3] for sample in held) - tcp_before,
+        "requests": summary["requests"], "errors_by_kind": summary["errors_by_kind"], "rps": summary["rps"],
+        "connections_opened": summary["connections_opened"], "p99_ms": summary["latency_ms"]["p99"],
+    }
+
+
+def start_targets(env: bench.Env, count: int = TARGETS) -> list[int]:
+    ports = []
+    for index in range(count):
+        # Each target logs into its own file; bench.start_target reads target.log.
+        target, port = bench.start_target(env)
+        (env.work / "target.log").rename(env.work / f"target-{index}.log")
+        ports.append(port)
+        del target  # stopped with every child of env.procs
+    return ports
+
+
+def render(result: dict[str, Any], command: str, started: dt.datetime, env: bench.Env) -> str:
+    machine = bench.machine()
+    base, many = result["baseline"], result["many"]
+    per_connection = (many["rss_held_kb"] - base["rss_held_kb"]) / (many["vus"] - base["vus"])
+    kernel = (many["tcp_memory_delta_kb"] - base["tcp_memory_delta_kb"]) / (many["vus"] - base["vus"])
+    errors = ", ".join(f"{kind} {count:,}" for kind, count in many["errors_by_kind"].items()) or "none"
+    lines = [
+        f"- machine: {machine['nproc']} CPUs, {machine['model']}, Linux {machine['kernel']}; open-file limit {result['limit']:,}",
+        f"- date: {started.strftime('%Y-%m-%d %H:%M UTC')}; command: `{command}`",
+        (f"- generator (`horde run --workers 1`) pinned to CPU {env.gen_cpu}" if result["generators"] == 1 else
+         f"- {result['generators']} generators of one worker each (`horde run --cluster local --generators "
+         f"{result['generators']} --workers 1`: a local Ray cluster, all its processes pinned to CPU {env.gen_cpu})")
+        + f"; {result['targets']} built-in targets (`target.instances`) pinned to CPU {env.target_cpu}; "
+        f"source addresses {', '.join(SOURCES)}; each VU sends `GET /` every {result['think_ms'] / 1000:g} s",
+        "",
+        "| run | VUs (one connection each) | sockets held (min over held s) | connections opened | req/s | p99 ms | errors | RSS held MiB |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name, row in (("baseline", base), ("many connections", many)):
+        row_errors = ", ".join(f"{kind} {count:,}" for kind, count in row["errors_by_kind"].items()) or "none"
+        lines.append(f"| {name} | {row['vus']:,} | {row['sockets_held_min']:,} | {row['connections_opened']:,} | {row['rps']:,.0f} | "
+                     f"{row['p99_ms']:,.1f} | {row_errors} | {row['rss_held_kb'] / 1024:,.1f} |")
+    # The baseline's sockets beyond its VUs are the process's own (the store, Python); counted
+    # machine-wide (several generators) there are none to take off.
+    held = many["sockets_held_min"] - (base["sockets_held_min"] - base["vus"] if result["generators"] == 1 else 0)
+    kernel_text = (f"plus about {kernel:.1f} KiB of kernel TCP buffer memory each" if kernel >= 0.1 else
+                   "and no kernel TCP buffer memory to speak of (an idle keep-alive socket holds no buffer pages)")
+    lines += [
+        "",
+        (f"One generator process held **{held:,} keep-alive connections** to the target at once (errors: {errors}), "
+         if result["generators"] == 1 else
+         f"{result['generators']} generator processes held **{held:,} keep-alive connections** to the target at once "
+         f"(errors: {errors}; counted as the machine's TCP sockets beyond those before the run, halved), ")
+        + f"at **{per_connection:.1f} KiB of resident memory per connection** (its VU, buffers and task included"
+        + ("" if result["generators"] == 1 else "; RSS of the whole process tree, the Ray cluster's own processes "
+           "included, less the same tree's at 100 VUs")
+        + f"), {kernel_text}; /proc/net/sockstat, machine-wide, not in RSS.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def update_readme(block: str, generators: int) -> None:
+    # One generator and several keep their own figures.
+    marker = "connections" if generators == 1 else "connections-cluster"
+    begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
+    text = README.read_text()
+    section = f"{begin}\n{block}{end}"
+    if begin in text and end in text:
+        text = text[: text.index(begin)] + section + text[text.index(end) + len(end):]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    README.write_text(text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="The most keep-alive connections one generator process holds.")
+    parser.add_argument("--connections", type=int, help="connections (one per VU); default: the open-file limit less 100")
+    parser.add_argument("--ramp", type=float, default=20.0, help="seconds to open them (default 20)")
+    parser.add_argument("--seconds", type=float, default=30.0, help="seconds held after the ramp (default 30)")
+    parser.add_argument("--generators", type=int, default=1,
+                        help="generator processes (a local Ray cluster when more than 1; needs horde[cluster]); "
+                        "the default count is then this many times the open-file limit less 100")
+    parser.add_argument("--think-ms", type=float, default=THINK_MS, help=f"each VU's pause between requests (default {THINK_MS})")
+    parser.add_argument("--no-readme", action="store_true", help="do not update bench/README.md")
+    parser.add_argument("--horde", help="the horde command (default: next to this Python)")
+    args = parser.parse_args(argv)
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    limit = 1_000_000 if limit == resource.RLIM_INFINITY else int(limit)
+    generators = max(1, args.generators)
+    per_process = limit - HEADROOM
+    connections = max(BASELINE_VUS + 1, min(args.connections or per_process * generators, per_process * generators))
+    command = shlex.join(["bench/connections.py", *(argv if argv is not None else sys.argv[1:])])
+    procs = bench.Processes()
+
+    def interrupt(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, interrupt)
+    try:
+        horde = args.horde or str(Path(sys.executable).parent / "horde")
+        if not Path(horde).exists():
+            raise bench.BenchError("the horde command was not found", hint="run `make setup` (or pass --horde PATH)")
+        if subprocess.run(["taskset", "-c", "0", "true"], check=False).returncode != 0:
+            raise bench.BenchError("taskset does not work here", hint="install util-linux")
+        cpus = sorted(os.sched_getaffinity(0))
+        with tempfile.TemporaryDirectory(prefix="horde-connections-") as work:
+            env = bench.Env(horde=horde, wrk="", gen_cpu=str(cpus[0]), target_cpu=str(cpus[-1]), work=Path(work), procs=procs)
+            started = dt.datetime.now(dt.timezone.utc)
+            # Each target process holds at most its own open-file limit: one more than needed.
+            ports = start_targets(env, max(TARGETS, -(-connections // per_process) + 1))
+            print(f"baseline: {BASELINE_VUS} connections", flush=True)
+            baseline = hold(env, ports, BASELINE_VUS, 2.0, 10.0, "baseline", generators, args.think_ms)
+            print(f"{connections:,} connections over {generators} generator(s): {args.ramp:g} s to open, "
+                  f"{args.seconds:g} s held", flush=True)
+            many = hold(env, ports, connections, args.ramp, args.seconds, "many", generators, args.think_ms)
+            result = {"limit": limit, "generators": generators, "targets": len(ports), "think_ms": args.think_ms,
+                      "baseline": baseline, "many": many}
+            block = render(result, command, started, env)
+            print()
+            print(block)
+            bench.RESULTS_DIR.mkdir(exist_ok=True)
+            (bench.RESULTS_DIR / ("connections.json" if generators == 1 else "connections-cluster.json")).write_text(json.dumps({"command": command, "date": started.isoformat(), **result}, indent=2) + "\n")
+            if not args.no_readme:
+                update_readme(block, generators)
+                print(f"updated {os.path.relpath(README)}")
+        return 0
+    except bench.BenchError as error:
+        print(f"error: {error}", file=sys.stderr)
+        if error.hint:
+            print(f"hint: {error.hint}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    finally:
+        procs.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,208 @@
+//! The target's checks: its URLs (base_url and its instances) and how VUs reach it
+//! (`connections`, `source_addresses`). python/horde/plan_target.py words them the same way.
+
+use super::Problems;
+use crate::{Connections, Target, MAX_POOL_CONNECTIONS};
+use std::net::IpAddr;
+
+/// What of a base URL must agree between the instances of a target (scheme, path prefix) and
+/// what tells them apart (host and port).
+struct TargetUrl<'a> {
+    scheme: &'a str,
+    /// Lower case, IPv6 without brackets: `http://H` and `http://h:80` are one instance.
+    host: String,
+    /// The scheme's default when the URL gives none.
+    port: u16,
+    /// Without its trailing slashes, as the engine joins it: `/api/` and `/api` are one prefix.
+    prefix: &'a str,
+}
+
+/// `base_url`, then each of `instances` (located `target.instances[i]`): each a URL the engine
+/// can reach; the instances with base_url's scheme and path prefix, and no instance twice.
+/// python/horde/plan_target.py (`Target`) words the instance problems the same way.
+pub(super) fn check_target_urls(problems: &mut Problems, base_url: &str, instances: &[String]) {
+    let base = check_target_url(problems, "target.base_url".into(), base_url, "base_url");
+    let mut seen: Vec<(String, u16, String)> = Vec::new();
+    if let Some(base) = &base {
+        seen.push((base.host.clone(), base.port, "base_url".into()));
+    }
+    for (index, url) in instances.iter().enumerate() {
+        let path = format!("target.instances[{index}]");
+        let Some(instance) = check_target_url(problems, path.clone(), url, "an instance") else { continue };
+        if let Some(base) = &base {
+            if instance.scheme != base.scheme {
+                problems.push(path, format!("'{url}' uses {}:// but base_url uses {}://", instance.scheme, base.scheme));
+                continue;
+            }
+            if instance.prefix != base.prefix {
+                problems.push(
+                    path,
+                    format!("'{url}' has path prefix {} but base_url has {}", describe_prefix(instance.prefix), describe_prefix(base.prefix)),
+                );
+                continue;
+            }
+        }
+        match seen.iter().find(|(host, port, _)| *host == instance.host && *port == instance.port) {
+            Some((_, _, first)) => problems.push(path, format!("'{url}' is the same instance as {first}")),
+            None => seen.push((instance.host, instance.port, format!("instances[{index}]"))),
+        }
+    }
+}
+
+fn describe_prefix(prefix: &str) -> String {
+    if prefix.is_empty() {
+        "none".into()
+    } else {
+        format!("'{prefix}'")
+    }
+}
+
+/// One URL of the target; its parts when it has no problem. `field` names it in messages. At
+/// most one problem per URL, in the order pydantic finds them.
+fn check_target_url<'a>(problems: &mut Problems, path: String, url: &'a str, field: &str) -> Option<TargetUrl<'a>> {
+    let Some((scheme, rest)) = url.split_once("://").filter(|(scheme, _)| matches!(*scheme, "http" | "https")) else {
+        problems.push(path, format!("'{url}' must start with http:// or https://"));
+        return None;
+    };
+    let (authority, prefix) = match rest.find('/') {
+        Some(index) => (&rest[..index], &rest[index..]),
+        None => (rest, ""),
+    };
+    let (credentials, host_and_port) = match authority.rsplit_once('@') {
+        Some((credentials, host_and_port)) => (Some(credentials), host_and_port),
+        None => (None, authority),
+    };
+    let (host, port) = match host_and_port.strip_prefix('[') {
+        Some(bracketed) => match bracketed.split_once(']') {
+            Some((host, tail)) => (host, tail.strip_prefix(':')),
+            None => {
+                problems.push(path, format!("'{url}' is not a valid URL (unclosed '[' in IPv6 host)"));
+                return None;
+            }
+        },
+        None => match host_and_port.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (host_and_port, None),
+        },
+    };
+    let default_port = if scheme == "https" { 443 } else { 80 };
+    // An empty port (`http://h:`) is the default one, as Python's urlsplit reads it.
+    let port = match port.filter(|port| !port.is_empty()).map(str::parse::<u16>) {
+        None => default_port,
+        Some(Ok(port)) => port,
+        Some(Err(_)) => {
+            problems.push(path, format!("'{url}' is not a valid URL (bad port)"));
+            return None;
+        }
+    };
+    if host.is_empty() {
+        problems.push(path, format!("'{url}' has no host"));
+        return None;
+    }
+    if port == 0 {
+        problems.push(path, format!("'{url}' has port 0"));
+        return None;
+    }
+    if credentials.is_some() {
+        problems.push(path, format!("{field} must not carry credentials (user:password@)"));
+        return None;
+    }
+    if rest.contains(['?', '#']) {
+        problems.push(path, format!("'{url}' has a query or fragment"));
+        return None;
+    }
+    Some(TargetUrl { scheme, host: host.to_ascii_lowercase(), port, prefix: prefix.trim_end_matches('/') })
+}
+
+/// `connections` (a pool's size) and `source_addresses` (IP literals, each once, of the
+/// family of the target's address when the target is given by address).
+pub(super) fn check_connections(problems: &mut Problems, target: &Target) {
+    if let Connections::Pool(size) = target.connections {
+        if size == 0 {
+            problems.push("target.connections.pool".into(), "must be at least 1 (got 0)");
+        } else if size > MAX_POOL_CONNECTIONS {
+            problems.push("target.connections.pool".into(), format!("must be at most {MAX_POOL_CONNECTIONS} (got {size})"));
+        }
+    }
+    let target_families: Vec<bool> = std::iter::once(&target.base_url)
+        .chain(&target.instances)
+        .filter_map(|url| url_ip(url))
+        .map(|ip| ip.is_ipv4())
+        .collect();
+    let mut seen: Vec<IpAddr> = Vec::new();
+    for (index, text) in target.source_addresses.iter().enumerate() {
+        let path = format!("target.source_addresses[{index}]");
+        let Ok(address) = text.parse::<IpAddr>() else {
+            problems.push(path, format!("'{text}' is not an IP address"));
+            continue;
+        };
+        if seen.contains(&address) {
+            problems.push(path, format!("'{text}' is listed twice"));
+            continue;
+        }
+        seen.push(address);
+        if target_families.iter().any(|&ipv4| ipv4 != address.is_ipv4()) {
+            let (own, other) = if address.is_ipv4() { ("IPv4", "IPv6") } else { ("IPv6", "IPv4") };
+            problems.push(path, format!("'{text}' is an {own} address but the target is reached over {other}"));
+        }
+    }
+}
+
+/// The host of a target URL when it is an IP literal (`http://[::1]:8080` gives `::1`).
+fn url_ip(url: &str) -> Option<IpAddr> {
+    let rest = url.split_once("://")?.1;
+    let authority = rest.split('/').next()?;
+    let host_and_port = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    let host = match host_and_port.strip_prefix('[') {
+        Some(bracketed) => bracketed.split_once(']')?.0,
+        None => host_and_port.rsplit_once(':').map_or(host_and_port, |(host, _)| host),
+    };
+    host.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{decode, Connections};
+
+    fn plan_with_target(target: &str) -> String {
+        format!(
+            r#"{{"version": 1, "target": {target},
+                "scenarios": [{{"name": "s", "steps": [{{"name": "x", "method": "GET", "path": "/"}}],
+                "workload": {{"type": "closed", "stages": [{{"duration_s": 1, "vus": 1}}]}}}}]}}"#
+        )
+    }
+
+    fn problems(target: &str) -> Vec<String> {
+        decode(&plan_with_target(target)).unwrap().validate().into_iter().map(|p| p.to_string()).collect()
+    }
+
+    #[test]
+    fn connections_read_per_vu_or_a_pool() {
+        let default = decode(&plan_with_target(r#"{"base_url": "http://127.0.0.1:1"}"#)).unwrap();
+        assert_eq!(default.target.connections, Connections::PerVu);
+        let per_vu = decode(&plan_with_target(r#"{"base_url": "http://127.0.0.1:1", "connections": "per_vu"}"#)).unwrap();
+        assert_eq!(per_vu.target.connections, Connections::PerVu);
+        let pool = decode(&plan_with_target(r#"{"base_url": "http://127.0.0.1:1", "connections": {"pool": 20}}"#)).unwrap();
+        assert_eq!(pool.target.connections, Connections::Pool(20));
+        assert_eq!(serde_json::to_value(pool.target.connections).unwrap(), serde_json::json!({"pool": 20}));
+        assert_eq!(serde_json::to_value(Connections::PerVu).unwrap(), serde_json::json!("per_vu"));
+        let wrong = decode(&plan_with_target(r#"{"base_url": "http://h", "connections": "shared"}"#)).unwrap_err();
+        assert_eq!(wrong.path, "target.connections");
+        assert_eq!(problems(r#"{"base_url": "http://h", "connections": {"pool": 0}}"#), vec!["target.connections.pool: must be at least 1 (got 0)"]);
+    }
+
+    #[test]
+    fn source_addresses_are_ip_literals_of_the_target_family() {
+        assert!(problems(r#"{"base_url": "http://127.0.0.1:8080", "source_addresses": ["127.0.0.2", "127.0.0.3"]}"#).is_empty());
+        assert_eq!(
+            problems(r#"{"base_url": "http://127.0.0.1:8080", "source_addresses": ["127.0.0.2", "localhost", "127.0.0.2", "::1"]}"#),
+            vec![
+                "target.source_addresses[1]: 'localhost' is not an IP address",
+                "target.source_addresses[2]: '127.0.0.2' is listed twice",
+                "target.source_addresses[3]: '::1' is an IPv6 address but the target is reached over IPv4",
+            ]
+        );
+        // A target given by name may resolve to either family: only the literal is checked.
+        assert!(problems(r#"{"base_url": "http://localhost:8080", "source_addresses": ["::1"]}"#).is_empty());
+    }
+}

@@ -1,0 +1,150 @@
+"""How VUs reach the target (``target.connections``, ``target.source_addresses``): both sides
+of the plan contract accept the same values and refuse the same mistakes at the same place,
+with a hint; a plan file locates them at their line; and a run through :class:`horde.run.Run`
+with a pool of 2 sends every request over at most 2 connections."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from horde import _engine
+from horde.errors import PlanInvalid
+from horde.plan import ConnectionPool, plan_from_dict, plan_json_schema, plan_to_json
+from horde.planfile import load_plan
+from horde.run import Run
+from horde.target import start
+
+
+def plan_data(**target: Any) -> dict[str, Any]:
+    return {
+        "version": 1,
+        "target": {"base_url": "http://127.0.0.1:8080", **target},
+        "scenarios": [{
+            "name": "s",
+            "steps": [{"name": "get", "method": "GET", "path": "/"}],
+            "workload": {"type": "closed", "stages": [{"duration_s": 1, "vus": 1}]},
+        }],
+    }
+
+
+def pydantic_problems(data: dict[str, Any]) -> list[tuple[str, str, str | None]]:
+    try:
+        plan_from_dict(data)
+    except PlanInvalid as error:
+        return [(problem.location, problem.message, problem.hint) for problem in error.problems]
+    return []
+
+
+def engine_paths(data: dict[str, Any]) -> list[str]:
+    return [path for path, _ in _engine.validate_plan(json.dumps(data))]
+
+
+def test_per_vu_is_the_default_and_is_written_out() -> None:
+    plan = plan_from_dict(plan_data())
+    assert plan.target.connections == "per_vu"
+    assert plan.target.source_addresses == []
+    wire = json.loads(plan_to_json(plan))["target"]
+    assert wire["connections"] == "per_vu" and wire["source_addresses"] == []
+    assert _engine.validate_plan(plan_to_json(plan)) == []
+
+
+def test_a_pool_and_source_addresses_pass_both_sides() -> None:
+    data = plan_data(connections={"pool": 100}, source_addresses=["127.0.0.2", "127.0.0.3"])
+    plan = plan_from_dict(data)
+    assert plan.target.connections == ConnectionPool(pool=100)
+    wire = json.loads(plan_to_json(plan))["target"]
+    assert wire["connections"] == {"pool": 100}
+    assert wire["source_addresses"] == ["127.0.0.2", "127.0.0.3"]
+    assert _engine.validate_plan(plan_to_json(plan)) == []
+    assert _engine.validate_plan(json.dumps(data)) == []
+
+
+def test_the_schema_describes_both_forms() -> None:
+    target = plan_json_schema()["$defs"]["Target"]["properties"]
+    assert "pool" in target["connections"]["description"] and "per_vu" in target["connections"]["description"]
+    assert "ephemeral" in target["source_addresses"]["description"]
+
+
+# (target fields, the location both sides report, a word the pydantic hint holds)
+MISTAKES: dict[str, tuple[dict[str, Any], str, str]] = {
+    "unknown mode": ({"connections": "shared"}, "target.connections", "pool: N"),
+    "empty pool": ({"connections": {"pool": 0}}, "target.connections.pool", "per_vu"),
+    "huge pool": ({"connections": {"pool": 10**7}}, "target.connections.pool", "generator processes"),
+    "not a name": ({"source_addresses": ["localhost"]}, "target.source_addresses[0]", "127.0.0.2"),
+    "twice": ({"source_addresses": ["127.0.0.2", "127.0.0.2"]}, "target.source_addresses[1]", "once"),
+    "other family": ({"source_addresses": ["::1"]}, "target.source_addresses[0]", "IPv4"),
+}
+
+
+@pytest.mark.parametrize("mistake", MISTAKES, ids=list(MISTAKES))
+def test_both_sides_refuse_the_same_mistake_at_the_same_place(mistake: str) -> None:
+    target, location, hint = MISTAKES[mistake]
+    data = plan_data(**target)
+    ((found_location, _, found_hint),) = pydantic_problems(data)
+    assert found_location == location
+    assert found_hint is not None and hint in found_hint, found_hint
+    assert location in engine_paths(data)
+
+
+def test_pydantic_words_a_pool_problem_once_and_lists_it_with_the_others() -> None:
+    data = plan_data(connections={"pool": "many", "size": 3}, source_addresses=["127.0.0.2", "nowhere"])
+    data["target"]["connect_timeout_ms"] = 0
+    problems = pydantic_problems(data)
+    # In the order the plan writes them.
+    assert [location for location, _, _ in problems] == [
+        "target.connections.pool", "target.connections.size", "target.source_addresses[1]",
+        "target.connect_timeout_ms",
+    ]
+    assert problems[0][1] == "must be a whole number (got 'many')"
+    assert problems[2][1] == "'nowhere' is not an IP address"
+
+
+def test_a_plan_file_locates_the_problem_at_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "plan.yaml"
+    path.write_text(
+        "version: 1\n"
+        "target:\n"
+        "  base_url: http://127.0.0.1:8080\n"
+        "  connections:\n"
+        "    pool: 0\n"
+        "scenarios:\n"
+        "  - name: s\n"
+        "    steps: [{name: get, method: GET, path: /}]\n"
+        "    workload: {type: closed, stages: [{duration_s: 1, vus: 1}]}\n"
+    )
+    with pytest.raises(PlanInvalid) as caught:
+        load_plan(path)
+    (problem,) = caught.value.problems
+    assert problem.location == f"{path}:5: target.connections.pool"
+    assert problem.message == "must be at least 1 (got 0)"
+    assert problem.hint is not None and "per_vu" in problem.hint
+
+
+def test_a_run_with_a_pool_of_two_uses_two_connections() -> None:
+    target = start()
+    try:
+        data = plan_data(connections={"pool": 2})
+        data["target"]["base_url"] = f"http://127.0.0.1:{target.port}"
+        data["scenarios"][0]["steps"][0]["think_time"] = {"type": "constant", "duration_ms": 10}
+        data["scenarios"][0]["workload"] = {"type": "closed", "start_vus": 50, "stages": [{"duration_s": 1, "vus": 50}]}
+        with Run.start(plan_from_dict(data), workers=2) as run:
+            snapshots = list(run)
+    finally:
+        target.stop()
+    assert sum(snapshot["connections_opened"] for snapshot in snapshots) <= 2
+    steps = [step for snapshot in snapshots for step in snapshot["steps"]]
+    requests = sum(step["requests"] for step in steps)
+    assert requests > 50 and sum(step["ok"] for step in steps) == requests
+
+
+@pytest.mark.parametrize("module_name", ["horde.plan_target", "horde.run"])
+def test_docstring_examples_run(module_name: str) -> None:
+    import doctest
+    import importlib
+
+    results = doctest.testmod(importlib.import_module(module_name))
+    assert results.attempted >= 2 and results.failed == 0, results
