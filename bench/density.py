@@ -4,6 +4,7 @@ with what timer lateness and memory per VU.
     .venv/bin/python bench/density.py            # 150,000 players, 60 s ramp + 120 s held (~4 min)
     .venv/bin/python bench/density.py --quick    # 20,000 players, 15 s ramp + 30 s held (~1 min)
     .venv/bin/python bench/density.py --players 100000 --pool 100 --seconds 120
+    .venv/bin/python bench/density.py --workers 2 # the generator on both CPUs (the target on one)
 
 The plan is bench/plans/density.yaml: the game scenario of examples/game (register and log in
 once, then a weighted mix of game actions with JSON extraction and checks), each player making
@@ -33,6 +34,7 @@ import signal
 import statistics
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -62,13 +64,19 @@ SIZES = {
 }
 
 
-def horde_run(env: bench.Env, tag: str, params: dict[str, str], timeout_s: float, target_pid: int) -> tuple[bench.Measured, dict[str, Any]]:
+@dataclass
+class DensityEnv(bench.Env):
+    #: The generator's worker threads.
+    workers: int = 1
+
+
+def horde_run(env: DensityEnv, tag: str, params: dict[str, str], timeout_s: float, target_pid: int) -> tuple[bench.Measured, dict[str, Any]]:
     summary_path = env.work / f"{tag}.summary.json"
     log = env.work / f"{tag}.log"
     base_url = params.pop("base_url")
     flags = [flag for name, value in params.items() for flag in ("-p", f"{name}={value}")]
     argv = ["taskset", "-c", env.gen_cpu, env.horde, "run", str(PLAN), "--base-url", base_url, *flags,
-            "--workers", "1", "--summary-json", str(summary_path), "--store", str(env.work / "store.sqlite")]
+            "--workers", str(env.workers), "--summary-json", str(summary_path), "--store", str(env.work / "store.sqlite")]
     measured = bench.run_measured(env.procs, argv, log, timeout_s=timeout_s, sample_rss=True, target_pid=target_pid)
     if measured.rc != 0 or not summary_path.exists():
         raise bench.BenchError(f"horde run ({tag}) ended with exit code {measured.rc}",
@@ -88,7 +96,7 @@ def held_seconds(env: bench.Env, run_id: str, first_second: int, last_second: in
     return [s for s in snapshots if first_second <= s["second"] <= last_second and not s["final"] and s["interval_s"] > 0.99]
 
 
-def measure(env: bench.Env, players: int, pacing: float, ramp: float, seconds: int, pool: int) -> dict[str, Any]:
+def measure(env: DensityEnv, players: int, pacing: float, ramp: float, seconds: int, pool: int) -> dict[str, Any]:
     target, port = bench.start_target(env)
     base_url = f"http://127.0.0.1:{port}"
     try:
@@ -143,7 +151,7 @@ def measure(env: bench.Env, players: int, pacing: float, ramp: float, seconds: i
     }
 
 
-def render(result: dict[str, Any], command: str, started: dt.datetime, env: bench.Env) -> str:
+def render(result: dict[str, Any], command: str, started: dt.datetime, env: DensityEnv) -> str:
     machine = bench.machine()
     met = abs(result["rate_error"]) <= RATE_TOLERANCE
     late_ok = result["lateness_p99_worst_ms"] < LATENESS_LIMIT_MS
@@ -152,7 +160,7 @@ def render(result: dict[str, Any], command: str, started: dt.datetime, env: benc
     lines = [
         f"- machine: {machine['nproc']} CPUs, {machine['model']}, Linux {machine['kernel']}",
         f"- date: {started.strftime('%Y-%m-%d %H:%M UTC')}; command: `{command}`",
-        f"- generator (`horde run --workers 1`) pinned to CPU {env.gen_cpu}, target (`horde target --threads 1`) to CPU {env.target_cpu}",
+        f"- generator (`horde run --workers {env.workers}`) pinned to CPU {env.gen_cpu}, target (`horde target --threads 1`) to CPU {env.target_cpu}",
         f"- {result['players']:,} players ramped over {result['ramp_s']:g} s, measured over {result['held_s']} held seconds; "
         f"pacing {result['pacing_s']:g} s; `connections: {{pool: {result['pool']}}}`",
         "",
@@ -177,7 +185,8 @@ def render(result: dict[str, Any], command: str, started: dt.datetime, env: benc
 def update_readme(size: str, block: str) -> None:
     begin, end = f"<!-- density:{size}:begin -->", f"<!-- density:{size}:end -->"
     text = README.read_text()
-    section = f"{begin}\n#### `{'--quick' if size == 'quick' else 'full size'}`\n\n{block}{end}"
+    title = ("--quick" if size.startswith("quick") else "full size") + (f", {size.split('-w')[1]} workers" if "-w" in size else "")
+    section = f"{begin}\n#### `{title}`\n\n{block}{end}"
     if begin in text and end in text:
         text = text[: text.index(begin)] + section + text[text.index(end) + len(end):]
     else:
@@ -193,6 +202,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ramp", type=int, help="seconds to start every player")
     parser.add_argument("--seconds", type=int, help="seconds held after the ramp")
     parser.add_argument("--pool", type=int, default=DEFAULT_POOL, help=f"connections in the pool (default {DEFAULT_POOL})")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="generator workers (default 1, pinned to the first CPU; more: pinned to every CPU, "
+                        "sharing the target's)")
     parser.add_argument("--no-readme", action="store_true", help="do not update bench/README.md")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
     args = parser.parse_args(argv)
@@ -219,13 +231,17 @@ def main(argv: list[str] | None = None) -> int:
             raise bench.BenchError("horde or taskset was not found", hint="run `make setup`; taskset is in util-linux")
         cpus = sorted(os.sched_getaffinity(0))
         with tempfile.TemporaryDirectory(prefix="horde-density-") as work:
-            env = bench.Env(horde=horde, wrk="", gen_cpu=str(cpus[0]), target_cpu=str(cpus[-1]), work=Path(work), procs=procs)
+            gen_cpus = str(cpus[0]) if args.workers <= 1 else ",".join(map(str, cpus))
+            env = DensityEnv(horde=horde, wrk="", gen_cpu=gen_cpus, target_cpu=str(cpus[-1]), work=Path(work), procs=procs,
+                             workers=max(1, args.workers))
             started = dt.datetime.now(dt.timezone.utc)
             result = measure(env, players, pacing, ramp_s, seconds, args.pool)
             block = render(result, command, started, env)
             print()
             print(block)
             bench.RESULTS_DIR.mkdir(exist_ok=True)
+            if args.workers > 1:
+                size = f"{size}-w{args.workers}"  # its own figures beside the one-worker ones
             (bench.RESULTS_DIR / f"density-{size}.json").write_text(json.dumps({"command": command, "date": started.isoformat(), **result}, indent=2) + "\n")
             if not args.no_readme:
                 update_readme(size, block)
