@@ -160,8 +160,13 @@ def hold(env: bench.Env, ports: list[int], vus: int, ramp_s: float, seconds: flo
                                hint=f"last output: {log.read_text(errors='replace')[-800:]}")
     summary = json.loads(summary_path.read_text())
     # Held: from 3 s after the ramp (start-up and the last connections) to 2 s before the end.
-    start_s = 2.0 + ramp_s + 3.0
-    held = [sample for sample in samples if start_s <= sample[0] <= 2.0 + ramp_s + seconds - 2.0] or samples[-3:]
+    # Several generators: the local Ray cluster and the generators start first, so the run's time
+    # zero comes later; the first sample with a tenth of a second of the ramp's sockets up marks it.
+    zero = 0.0
+    if generators > 1:
+        zero = next((sample[0] for sample in samples if sample[1] >= vus / (10 * ramp_s)), 0.0)
+    start_s = zero + 2.0 + ramp_s + 3.0
+    held = [sample for sample in samples if start_s <= sample[0] <= zero + 2.0 + ramp_s + seconds - 2.0] or samples[-3:]
     return {
         "vus": vus, "held_samples": len(held),
         "sockets_held_min": min(sample[1] for sample in held), "sockets_max": max(sample[1] for sample in samples),
