@@ -495,3 +495,27 @@ def test_redact_url() -> None:
     assert redact_url("sqlite:////tmp/a b/r.sqlite") == "sqlite:////tmp/a b/r.sqlite"
     with Store.open("sqlite:///:memory:") as store:
         assert store.display_url == "sqlite:///:memory:"
+
+
+def test_processes_opening_a_new_store_at_once_all_get_it(tmp_path: Path) -> None:
+    # A run and a dashboard (or a watcher) creating the same new SQLite store at the same
+    # instant: switching it to WAL takes a lock SQLite does not wait for; the store retries.
+    import threading
+
+    failures: list[str] = []
+    for trial in range(20):
+        url = f"sqlite:///{tmp_path / f'runs-{trial}.sqlite'}"
+
+        def open_it(url: str = url) -> None:
+            try:
+                with Store.open(url) as store:
+                    store.list_runs()
+            except Exception as error:  # noqa: BLE001 - any failure is the finding
+                failures.append(repr(error))
+
+        threads = [threading.Thread(target=open_it) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+    assert failures == []

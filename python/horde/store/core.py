@@ -12,6 +12,7 @@ import json
 import os
 import secrets
 import socket
+import sqlite3
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -465,13 +466,29 @@ def _create_engine(url: str, backend: str) -> Engine:
     return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
 
 
+def _switch_to_wal(cursor: Any) -> None:
+    """Puts the database in WAL mode. Switching takes an exclusive lock that SQLite does not
+    wait for (the busy timeout does not apply), so two processes opening a new store at the same
+    instant (a run and a dashboard, or a run's generators' coordinator and a watcher) would see
+    "database is locked": retry for as long as the busy timeout."""
+    deadline = time.monotonic() + _SQLITE_BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) and "busy" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
 def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
     """Per-connection SQLite settings; see the comments for why each one is needed."""
     cursor = dbapi_connection.cursor()
     try:
-        # WAL: `horde runs` in another terminal reads while `horde run` writes, neither blocks.
-        cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute(f"PRAGMA busy_timeout={_SQLITE_BUSY_TIMEOUT_MS}")
+        # WAL: `horde runs` in another terminal reads while `horde run` writes, neither blocks.
+        _switch_to_wal(cursor)
         # SQLite leaves foreign keys off unless asked; they keep orphan snapshots out.
         cursor.execute("PRAGMA foreign_keys=ON")
         # FULL: each committed second is on disk even if the machine, not just Horde, dies.
