@@ -31,10 +31,7 @@ import datetime as dt
 import json
 import os
 import resource
-import shlex
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -231,15 +228,7 @@ def render(result: dict[str, Any], command: str, started: dt.datetime, env: benc
 
 def update_readme(block: str, generators: int) -> None:
     # One generator and several keep their own figures.
-    marker = "connections" if generators == 1 else "connections-cluster"
-    begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
-    text = README.read_text()
-    section = f"{begin}\n{block}{end}"
-    if begin in text and end in text:
-        text = text[: text.index(begin)] + section + text[text.index(end) + len(end):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    README.write_text(text)
+    bench.write_readme_block("connections" if generators == 1 else "connections-cluster", block)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -259,23 +248,14 @@ def main(argv: list[str] | None = None) -> int:
     generators = max(1, args.generators)
     per_process = limit - HEADROOM
     connections = max(BASELINE_VUS + 1, min(args.connections or per_process * generators, per_process * generators))
-    command = shlex.join(["bench/connections.py", *(argv if argv is not None else sys.argv[1:])])
+    command = bench.command_line(__file__, argv)
     procs = bench.Processes()
-
-    def interrupt(signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt
-
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, interrupt)
+    bench.end_on_signals()
     try:
-        horde = args.horde or str(Path(sys.executable).parent / "horde")
-        if not Path(horde).exists():
-            raise bench.BenchError("the horde command was not found", hint="run `make setup` (or pass --horde PATH)")
-        if subprocess.run(["taskset", "-c", "0", "true"], check=False).returncode != 0:
-            raise bench.BenchError("taskset does not work here", hint="install util-linux")
-        cpus = sorted(os.sched_getaffinity(0))
+        horde = bench.find_horde(args.horde)
+        gen_cpu, target_cpu, _ = bench.pick_cpus()
         with tempfile.TemporaryDirectory(prefix="horde-connections-") as work:
-            env = bench.Env(horde=horde, wrk="", gen_cpu=str(cpus[0]), target_cpu=str(cpus[-1]), work=Path(work), procs=procs)
+            env = bench.Env(horde=horde, wrk="", gen_cpu=gen_cpu, target_cpu=target_cpu, work=Path(work), procs=procs)
             started = dt.datetime.now(dt.timezone.utc)
             # Each target process holds at most its own open-file limit: one more than needed.
             ports = start_targets(env, max(TARGETS, -(-connections // per_process) + 1))
@@ -296,10 +276,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"updated {os.path.relpath(README)}")
         return 0
     except bench.BenchError as error:
-        print(f"error: {error}", file=sys.stderr)
-        if error.hint:
-            print(f"hint: {error.hint}", file=sys.stderr)
-        return 2
+        return bench.fail(error)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -28,9 +28,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import shlex
-import shutil
-import signal
 import statistics
 import sys
 import tempfile
@@ -183,15 +180,8 @@ def render(result: dict[str, Any], command: str, started: dt.datetime, env: Dens
 
 
 def update_readme(size: str, block: str) -> None:
-    begin, end = f"<!-- density:{size}:begin -->", f"<!-- density:{size}:end -->"
-    text = README.read_text()
     title = ("--quick" if size.startswith("quick") else "full size") + (f", {size.split('-w')[1]} workers" if "-w" in size else "")
-    section = f"{begin}\n#### `{title}`\n\n{block}{end}"
-    if begin in text and end in text:
-        text = text[: text.index(begin)] + section + text[text.index(end) + len(end):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    README.write_text(text)
+    bench.write_readme_block(f"density:{size}", f"#### `{title}`\n\n{block}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -217,22 +207,16 @@ def main(argv: list[str] | None = None) -> int:
     # ramp of a whole number of periods spreads the phases evenly, any other ramp gives some
     # part of every period twice the players (and the rate a saw-tooth).
     ramp_s = max(1, round(ramp / pacing)) * pacing
-    command = shlex.join(["bench/density.py", *(argv if argv is not None else sys.argv[1:])])
+    command = bench.command_line(__file__, argv)
     procs = bench.Processes()
-
-    def interrupt(signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt
-
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, interrupt)
+    bench.end_on_signals()
     try:
-        horde = args.horde or str(Path(sys.executable).parent / "horde")
-        if not Path(horde).exists() or not shutil.which("taskset"):
-            raise bench.BenchError("horde or taskset was not found", hint="run `make setup`; taskset is in util-linux")
-        cpus = sorted(os.sched_getaffinity(0))
+        horde = bench.find_horde(args.horde)
+        gen_cpu, target_cpu, _ = bench.pick_cpus()
         with tempfile.TemporaryDirectory(prefix="horde-density-") as work:
-            gen_cpus = str(cpus[0]) if args.workers <= 1 else ",".join(map(str, cpus))
-            env = DensityEnv(horde=horde, wrk="", gen_cpu=gen_cpus, target_cpu=str(cpus[-1]), work=Path(work), procs=procs,
+            # More than one worker: the generator may run on every CPU (the target's included).
+            gen_cpus = gen_cpu if args.workers <= 1 else ",".join(map(str, sorted(os.sched_getaffinity(0))))
+            env = DensityEnv(horde=horde, wrk="", gen_cpu=gen_cpus, target_cpu=target_cpu, work=Path(work), procs=procs,
                              workers=max(1, args.workers))
             started = dt.datetime.now(dt.timezone.utc)
             result = measure(env, players, pacing, ramp_s, seconds, args.pool)
@@ -248,10 +232,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"updated {os.path.relpath(README)}")
         return 0
     except bench.BenchError as error:
-        print(f"error: {error}", file=sys.stderr)
-        if error.hint:
-            print(f"hint: {error.hint}", file=sys.stderr)
-        return 2
+        return bench.fail(error)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
