@@ -194,8 +194,9 @@ def _conduct_run(plan: Plan, store: Store, run_id: str, engine_run: EngineRun, s
                 engine_run.stop()
                 view.note_stopping()
             snapshot = engine_run.poll()  # waits at most POLL_INTERVAL_S, so Ctrl-C is seen soon
-            for message in _cluster_notes(engine_run):
+            for message in engine_run.notes:
                 view.note(message)
+            engine_run.notes.clear()
             if snapshot is None:
                 continue
             store.add_snapshot(run_id, snapshot)
@@ -215,7 +216,7 @@ def _conduct_run(plan: Plan, store: Store, run_id: str, engine_run: EngineRun, s
                     stopping_for = "steering"
                     view.note("steering done: stopping the run")
                     engine_run.stop()
-    lost_stop = bool(getattr(engine_run, "stopped_for_loss", False))
+    lost_stop = engine_run.stopped_for_loss
     status = ("interrupted" if interrupts.count or stop_asked
               else "autostopped" if firing is not None
               else "aborted" if lost_stop else "finished")
@@ -236,24 +237,14 @@ def _conduct_run(plan: Plan, store: Store, run_id: str, engine_run: EngineRun, s
         summary["capacity"] = capacity_block({"method": "measured_run", "max_rps": summary["rps"],
                                               "latency_ms_at_max": summary["latency_ms"]["p95"], "percentile": 95,
                                               "saturation_reason": None}, question)
-    report = getattr(engine_run, "report", None)
+    report = engine_run.report()
     if report is not None:
-        summary["cluster"] = report()
+        summary["cluster"] = report
     if annotate is not None:
         summary.update(annotate(summary))
     store.finish_run(run_id, status=status, summary=summary)
     return Outcome(run_id=run_id, status=status, summary=summary, exit_code=exit_code_for(status, firing, verdicts),
                    verdicts=verdicts, firing=firing)
-
-
-def _cluster_notes(engine_run: EngineRun) -> list[str]:
-    """What a cluster run noticed since last asked (suspect and lost generators)."""
-    notes: list[str] | None = getattr(engine_run, "notes", None)
-    if not notes:
-        return []
-    taken = list(notes)
-    notes.clear()
-    return taken
 
 
 def _answer_load_requests(store: Store, run_id: str, engine_run: EngineRun, view: View, *, steered: bool) -> bool:

@@ -137,10 +137,19 @@ class Run:
         self.plan = plan
         self.plan_json = plan_json
         self.stop_requested = False
+        #: What the run noticed for the live view (a cluster run's suspect and lost generators;
+        #: one process has none). The conductor shows and clears them.
+        self.notes: list[str] = []
+        #: Whether the run stopped because a part of it was lost (a cluster run only).
+        self.stopped_for_loss = False
 
     def close(self) -> None:
         """Nothing to release: the engine's threads end with the run (a cluster run kills its
         generators here)."""
+
+    def report(self) -> dict[str, Any] | None:
+        """The summary's block about how the run was spread (a cluster run's); None here."""
+        return None
 
     @classmethod
     def start(cls, plan: Plan, *, workers: int | None = None) -> Run:

@@ -198,6 +198,7 @@ class ClusterRun:
     def start(cls, plan: Plan, plan_json: str, options: ClusterOptions) -> ClusterRun:
         """Connects, provisions and starts the generators; returns once all have started."""
         address = resolve_address(options.address)
+        temp_dir: str | None = None
         if address == LOCAL:
             # A cluster of this machine alone, started here and ended with the run: several
             # generator processes, past one process's open-file and core limits.
@@ -205,37 +206,32 @@ class ClusterRun:
             # Its own temp directory (sockets, logs), removed when the run ends: never another
             # cluster's, and short (socket paths are limited to about 100 bytes).
             temp_dir = tempfile.mkdtemp(prefix="horde-ray-")
-            try:
-                ray.init(address="local", namespace="horde", log_to_driver=False, logging_level="ERROR",
-                         num_cpus=os.cpu_count() or 1, include_dashboard=False, _node_ip_address="127.0.0.1",
-                         object_store_memory=LOCAL_OBJECT_STORE_BYTES, _system_config=HEALTH_CHECKS,
-                         _temp_dir=temp_dir)
-            except Exception as error:
-                shutil.rmtree(temp_dir, ignore_errors=True)
-                raise ClusterUnavailable(f"cannot start a local Ray cluster: {error}",
-                                         hint="check /tmp has space and that `ray start --head` works here") from None
-            try:
-                run = cls._start_on(ray, plan, plan_json, options)
-            except BaseException:
-                ray.shutdown()
-                shutil.rmtree(temp_dir, ignore_errors=True)
-                raise
-            run._temp_dir = temp_dir
-            return run
-        _check_reachable(address)
-        ray = import_ray(address)
+            settings: dict[str, Any] = {
+                "address": "local", "num_cpus": os.cpu_count() or 1, "include_dashboard": False,
+                "_node_ip_address": "127.0.0.1", "object_store_memory": LOCAL_OBJECT_STORE_BYTES,
+                "_system_config": HEALTH_CHECKS, "_temp_dir": temp_dir,
+            }
+            failure = ("cannot start a local Ray cluster", "check /tmp has space and that `ray start --head` works here")
+        else:
+            _check_reachable(address)
+            ray = import_ray(address)
+            settings = {"address": address, **({"_node_ip_address": _host_of(address)} if _is_loopback(address) else {})}
+            failure = (f"cannot join the Ray cluster at {address}",
+                       "start it with `ray start --head` (see docs/cluster.md) and give the head's HOST:PORT, "
+                       "or ray://HOST:10001 for Ray Client")
         try:
-            ray.init(address=address, namespace="horde", log_to_driver=False, logging_level="ERROR",
-                     **({"_node_ip_address": _host_of(address)} if _is_loopback(address) else {}))
-        except Exception as error:  # Ray raises ConnectionError, TimeoutError, RuntimeError...
-            raise ClusterUnavailable(f"cannot join the Ray cluster at {address}: {error}",
-                                     hint="start it with `ray start --head` (see docs/cluster.md) and give "
-                                     "the head's HOST:PORT, or ray://HOST:10001 for Ray Client") from None
-        try:
-            return cls._start_on(ray, plan, plan_json, options)
+            try:
+                ray.init(namespace="horde", log_to_driver=False, logging_level="ERROR", **settings)
+            except Exception as error:  # Ray raises ConnectionError, TimeoutError, RuntimeError...
+                raise ClusterUnavailable(f"{failure[0]}: {error}", hint=failure[1]) from None
+            run = cls._start_on(ray, plan, plan_json, options)
         except BaseException:
-            ray.shutdown()
+            ray.shutdown()  # nothing to do when init failed
+            if temp_dir is not None:
+                shutil.rmtree(temp_dir, ignore_errors=True)
             raise
+        run._temp_dir = temp_dir
+        return run
 
     @classmethod
     def _start_on(cls, ray: Any, plan: Plan, plan_json: str, options: ClusterOptions) -> ClusterRun:
@@ -354,10 +350,10 @@ class ClusterRun:
                  for generator in self._live() for index, _, level in chosen]
         try:
             self._ray.get(calls, timeout=5.0)
-        except Exception as error:
-            if isinstance(error.__cause__ or error, ValueError) or "ValueError" in type(error).__name__ + str(error):
-                raise InvalidInput(str(error).splitlines()[-1]) from None
-            # A generator lost meanwhile: its deadline will record it; the others moved.
+        except ValueError as error:  # Ray re-raises a generator's ValueError as one (out of range)
+            raise InvalidInput(str(error).splitlines()[-1]) from None
+        except Exception:
+            pass  # a generator lost meanwhile: its deadline records it; the others moved
         return {name: level for _, name, level in chosen}
 
     def close(self) -> None:
