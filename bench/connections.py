@@ -6,6 +6,7 @@ machine whose processes may each open 20,000 files.
     .venv/bin/python bench/connections.py                     # as many as the open-file limit allows
     .venv/bin/python bench/connections.py --connections 10000 --seconds 20
     .venv/bin/python bench/connections.py --generators 5      # 5 x (limit - 100): about 100,000
+    .venv/bin/python bench/connections.py --connections 100000 --tag 16cpu  # where the limit allows it
 
 One connection per VU (`target.connections: per_vu`), each VU sending `GET /` every 5 s over
 its own keep-alive connection, so every connection stays open and in use for the whole run. The
@@ -30,6 +31,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import re
 import resource
 import statistics
 import sys
@@ -226,9 +228,10 @@ def render(result: dict[str, Any], command: str, started: dt.datetime, env: benc
     return "\n".join(lines) + "\n"
 
 
-def update_readme(block: str, generators: int) -> None:
-    # One generator and several keep their own figures.
-    bench.write_readme_block("connections" if generators == 1 else "connections-cluster", block)
+def figures_name(generators: int, tag: str | None) -> str:
+    """The README block and results file of these figures: one generator and several, and each
+    tag (a larger machine), keep their own."""
+    return ("connections" if generators == 1 else "connections-cluster") + (f"-{tag}" if tag else "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -240,9 +243,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="generator processes (a local Ray cluster when more than 1; needs horde[cluster]); "
                         "the default count is then this many times the open-file limit less 100")
     parser.add_argument("--think-ms", type=float, default=THINK_MS, help=f"each VU's pause between requests (default {THINK_MS})")
+    parser.add_argument("--tag", help="a name for these figures' own README block and results file (such as `16cpu` "
+                        "on a larger machine), so that they do not replace this machine's")
     parser.add_argument("--no-readme", action="store_true", help="do not update bench/README.md")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
     args = parser.parse_args(argv)
+    if args.tag and not re.fullmatch(r"[A-Za-z0-9_-]{1,32}", args.tag):
+        parser.error(f"--tag {args.tag!r}: use letters, digits, '-' and '_' (at most 32)")
     limit = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     limit = 1_000_000 if limit == resource.RLIM_INFINITY else int(limit)
     generators = max(1, args.generators)
@@ -270,9 +277,10 @@ def main(argv: list[str] | None = None) -> int:
             print()
             print(block)
             bench.RESULTS_DIR.mkdir(exist_ok=True)
-            (bench.RESULTS_DIR / ("connections.json" if generators == 1 else "connections-cluster.json")).write_text(json.dumps({"command": command, "date": started.isoformat(), **result}, indent=2) + "\n")
+            name = figures_name(generators, args.tag)
+            (bench.RESULTS_DIR / f"{name}.json").write_text(json.dumps({"command": command, "date": started.isoformat(), **result}, indent=2) + "\n")
             if not args.no_readme:
-                update_readme(block, generators)
+                bench.write_readme_block(name, block)
                 print(f"updated {os.path.relpath(README)}")
         return 0
     except bench.BenchError as error:

@@ -5,6 +5,7 @@ with what timer lateness and memory per VU.
     .venv/bin/python bench/density.py --quick    # 20,000 players, 15 s ramp + 30 s held (~1 min)
     .venv/bin/python bench/density.py --players 100000 --pool 100 --seconds 120
     .venv/bin/python bench/density.py --workers 2 # the generator on both CPUs (the target on one)
+    .venv/bin/python bench/density.py --workers 2 --target-threads 2 --tag 16cpu  # a larger machine
 
 The plan is bench/plans/density.yaml: the game scenario of examples/game (register and log in
 once, then a weighted mix of game actions with JSON extraction and checks), each player making
@@ -14,7 +15,10 @@ players share a pool of N keep-alive connections (`target.connections: {pool: N}
 connection per player would need 150,000 open files and this machine allows 20,000 per process.
 
 Method: the built-in target (`horde target --threads 1`, its own process) pinned to one CPU, the
-generator (`horde run --workers 1`) to the other. The generator's VmRSS is read once a second;
+generator (`horde run --workers 1`) to the other. With more workers the generator runs on every
+CPU, the target's included, unless the machine has a CPU for each worker and each target thread:
+then each gets its own (the generator the first `--workers` CPUs, the target the next
+`--target-threads`). The generator's VmRSS is read once a second;
 memory per VU is (median RSS of the held phase - RSS of a 10-player baseline run) / players.
 Rate, latency and timer lateness come from the run's stored snapshots over the held phase
 (from one pacing period after the ramp to the last whole second): the achieved rate is
@@ -28,6 +32,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -65,6 +70,20 @@ SIZES = {
 class DensityEnv(bench.Env):
     #: The generator's worker threads.
     workers: int = 1
+    #: The built-in target's threads.
+    target_threads: int = 1
+
+
+def cpu_layout(cpus: list[int], workers: int, target_threads: int) -> tuple[str, str]:
+    """(generator CPUs, target CPUs) for taskset. Each gets CPUs of its own where the machine has
+    enough; otherwise the target gets the second CPU and a generator of several workers every CPU
+    (sharing the target's), as on a 2-CPU machine."""
+    if len(cpus) >= workers + target_threads:
+        mine = ",".join(map(str, cpus[:workers]))
+        theirs = ",".join(map(str, cpus[workers:workers + target_threads]))
+        return mine, theirs
+    target = str(cpus[1] if len(cpus) > 1 else cpus[0])
+    return (str(cpus[0]) if workers <= 1 else ",".join(map(str, cpus))), target
 
 
 def horde_run(env: DensityEnv, tag: str, params: dict[str, str], timeout_s: float, target_pid: int) -> tuple[bench.Measured, dict[str, Any]]:
@@ -94,7 +113,7 @@ def held_seconds(env: bench.Env, run_id: str, first_second: int, last_second: in
 
 
 def measure(env: DensityEnv, players: int, pacing: float, ramp: float, seconds: int, pool: int) -> dict[str, Any]:
-    target, port = bench.start_target(env)
+    target, port = bench.start_target(env, threads=env.target_threads)
     base_url = f"http://127.0.0.1:{port}"
     try:
         print("baseline: 10 players for 5 s", flush=True)
@@ -157,7 +176,8 @@ def render(result: dict[str, Any], command: str, started: dt.datetime, env: Dens
     lines = [
         f"- machine: {machine['nproc']} CPUs, {machine['model']}, Linux {machine['kernel']}",
         f"- date: {started.strftime('%Y-%m-%d %H:%M UTC')}; command: `{command}`",
-        f"- generator (`horde run --workers {env.workers}`) pinned to CPU {env.gen_cpu}, target (`horde target --threads 1`) to CPU {env.target_cpu}",
+        f"- generator (`horde run --workers {env.workers}`) pinned to CPU {env.gen_cpu}, target "
+        f"(`horde target --threads {env.target_threads}`) to CPU {env.target_cpu}",
         f"- {result['players']:,} players ramped over {result['ramp_s']:g} s, measured over {result['held_s']} held seconds; "
         f"pacing {result['pacing_s']:g} s; `connections: {{pool: {result['pool']}}}`",
         "",
@@ -179,9 +199,8 @@ def render(result: dict[str, Any], command: str, started: dt.datetime, env: Dens
     return "\n".join(lines) + "\n"
 
 
-def update_readme(size: str, block: str) -> None:
-    title = ("--quick" if size.startswith("quick") else "full size") + (f", {size.split('-w')[1]} workers" if "-w" in size else "")
-    bench.write_readme_block(f"density:{size}", f"#### `{title}`\n\n{block}")
+def update_readme(key: str, title: str, block: str) -> None:
+    bench.write_readme_block(f"density:{key}", f"#### `{title}`\n\n{block}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -195,9 +214,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=1,
                         help="generator workers (default 1, pinned to the first CPU; more: pinned to every CPU, "
                         "sharing the target's)")
+    parser.add_argument("--target-threads", type=int, default=1, help="the built-in target's threads (default 1)")
+    parser.add_argument("--tag", help="a name for these figures' own README block and results file (such as `16cpu` "
+                        "on a larger machine), so that they do not replace this machine's")
     parser.add_argument("--no-readme", action="store_true", help="do not update bench/README.md")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
     args = parser.parse_args(argv)
+    if args.tag and not re.fullmatch(r"[A-Za-z0-9_-]{1,32}", args.tag):
+        parser.error(f"--tag {args.tag!r}: use letters, digits, '-' and '_' (at most 32)")
     size = "quick" if args.quick else "full"
     players = max(10, min(args.players or SIZES[size]["players"], 2_000_000))
     ramp = max(1, args.ramp or SIZES[size]["ramp"])
@@ -212,23 +236,27 @@ def main(argv: list[str] | None = None) -> int:
     bench.end_on_signals()
     try:
         horde = bench.find_horde(args.horde)
-        gen_cpu, target_cpu, _ = bench.pick_cpus()
+        bench.pick_cpus()  # taskset is there
+        workers, target_threads = max(1, args.workers), max(1, args.target_threads)
+        gen_cpus, target_cpus = cpu_layout(sorted(os.sched_getaffinity(0)), workers, target_threads)
         with tempfile.TemporaryDirectory(prefix="horde-density-") as work:
-            # More than one worker: the generator may run on every CPU (the target's included).
-            gen_cpus = gen_cpu if args.workers <= 1 else ",".join(map(str, sorted(os.sched_getaffinity(0))))
-            env = DensityEnv(horde=horde, wrk="", gen_cpu=gen_cpus, target_cpu=target_cpu, work=Path(work), procs=procs,
-                             workers=max(1, args.workers))
+            env = DensityEnv(horde=horde, wrk="", gen_cpu=gen_cpus, target_cpu=target_cpus, work=Path(work), procs=procs,
+                             workers=workers, target_threads=target_threads)
             started = dt.datetime.now(dt.timezone.utc)
             result = measure(env, players, pacing, ramp_s, seconds, args.pool)
             block = render(result, command, started, env)
             print()
             print(block)
             bench.RESULTS_DIR.mkdir(exist_ok=True)
-            if args.workers > 1:
-                size = f"{size}-w{args.workers}"  # its own figures beside the one-worker ones
-            (bench.RESULTS_DIR / f"density-{size}.json").write_text(json.dumps({"command": command, "date": started.isoformat(), **result}, indent=2) + "\n")
+            # Each size, worker count and tag keeps its own figures.
+            other_size = players != SIZES[size]["players"]
+            key = size + (f"-{players}p" if other_size else "") + (f"-w{workers}" if workers > 1 else "") \
+                + (f"-{args.tag}" if args.tag else "")
+            title = ("--quick" if size == "quick" else "full size") + (f", {players:,} players" if other_size else "") \
+                + (f", {workers} workers" if workers > 1 else "") + (f", {args.tag}" if args.tag else "")
+            (bench.RESULTS_DIR / f"density-{key}.json").write_text(json.dumps({"command": command, "date": started.isoformat(), **result}, indent=2) + "\n")
             if not args.no_readme:
-                update_readme(size, block)
+                update_readme(key, title, block)
                 print(f"updated {os.path.relpath(README)}")
         return 0
     except bench.BenchError as error:

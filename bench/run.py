@@ -280,9 +280,9 @@ def pick_cpus() -> tuple[str, str, list[str]]:
     return str(cpus[0]), str(cpus[0]), ["only one CPU is available: the generator and the target share it, so rates are lower and CPU per request is still comparable"]
 
 
-def start_target(env: Env, name: str = "target") -> tuple[subprocess.Popen[bytes], int]:
+def start_target(env: Env, name: str = "target", threads: int = 1) -> tuple[subprocess.Popen[bytes], int]:
     log = env.work / f"{name}.log"
-    child = env.procs.start(["taskset", "-c", env.target_cpu, env.horde, "target", "--port", "0", "--threads", "1"], log)
+    child = env.procs.start(["taskset", "-c", env.target_cpu, env.horde, "target", "--port", "0", "--threads", str(threads)], log)
     deadline = time.monotonic() + 30.0
     while time.monotonic() < deadline:
         match = re.search(r"listening on http://127\.0\.0\.1:(\d+)", log.read_text(errors="replace"))

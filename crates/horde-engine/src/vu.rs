@@ -391,7 +391,7 @@ impl Vu {
         stopped.as_mut().enable();
         if !pause.is_zero() && !state.stopping.get() {
             tokio::select! {
-                _ = tokio::time::sleep(pause) => {}
+                _ = state.pauses.until(tokio::time::Instant::now() + pause) => {}
                 _ = stopped => {}
             }
         }

@@ -2,6 +2,7 @@
 
 use crate::aggregator::WorkerPart;
 use crate::compiled::{CompiledScenario, CompiledWorkload};
+use crate::pause::Pauses;
 use crate::pool::Pool;
 use crate::think::VuRandom;
 use horde_plan::Arrivals;
@@ -43,6 +44,8 @@ pub(crate) struct WorkerState {
     pub idle_notify: Notify,
     /// This worker's share of the generator's pool; `None` when each VU owns its connection.
     pub pool: Option<Pool>,
+    /// Its VUs' think times and pacing waits (`pause.rs`: one tokio timer for all of them).
+    pub pauses: Pauses,
 }
 
 impl WorkerState {
@@ -115,6 +118,7 @@ pub(crate) fn run_worker(index: usize, shared: Arc<Shared>, parts: mpsc::Sender<
         stop_notify: Notify::new(),
         idle_notify: Notify::new(),
         pool,
+        pauses: Pauses::default(),
     });
     let last_sent = Rc::new(Cell::new(0));
     let _final_part = FinalPart { state: Rc::clone(&state), parts: parts.clone(), last_sent: Rc::clone(&last_sent) };
@@ -122,6 +126,8 @@ pub(crate) fn run_worker(index: usize, shared: Arc<Shared>, parts: mpsc::Sender<
     local.block_on(&runtime, async move {
         tokio::task::spawn_local(report_intervals(Rc::clone(&state), parts, last_sent));
         tokio::task::spawn_local(probe_timer_lateness(Rc::clone(&state)));
+        let pauses = Rc::clone(&state);
+        tokio::task::spawn_local(async move { pauses.pauses.drive().await });
         let start = tokio::time::Instant::from_std(state.shared.start);
         tokio::time::sleep_until(start).await;
         let drivers: Vec<_> = (0..state.shared.plan.scenarios.len())
@@ -446,7 +452,7 @@ async fn wait_until(state: &WorkerState, deadline: tokio::time::Instant) {
     stopped.as_mut().enable();
     if !state.stopping.get() && deadline > tokio::time::Instant::now() {
         tokio::select! {
-            _ = tokio::time::sleep_until(deadline) => {}
+            _ = state.pauses.until(deadline) => {}
             _ = stopped => {}
         }
     }
