@@ -235,15 +235,23 @@ async fn drive_closed(state: Rc<WorkerState>, scenario: usize) {
             if alive_flags.len() < target as usize {
                 alive_flags.resize(target as usize, false);
             }
+            // The VUs started at this tick start evenly over the tick rather than all at once:
+            // started together, they would stay together (pacing keeps each VU's schedule), and
+            // every pacing period their burst would delay one another's requests.
+            let starting = (scan_from..target).filter(|local| !alive_flags[*local as usize]).count() as u32;
+            let now = tokio::time::Instant::now();
+            let mut nth = 0u32;
             for local in scan_from..target {
                 if !alive_flags[local as usize] {
                     alive_flags[local as usize] = true;
                     let vu = Vu::new(scenario_of(&state, scenario).vu_offset, local * slots + slot);
+                    let starts_at = now + RAMP_TICK * nth / starting;
+                    nth += 1;
                     tokio::task::spawn_local(closed_vu(
                         Rc::clone(&state),
                         scenario,
                         vu,
-                        local,
+                        VuPlace { local, starts_at },
                         Rc::clone(&wanted),
                         Rc::clone(&alive),
                     ));
@@ -256,14 +264,26 @@ async fn drive_closed(state: Rc<WorkerState>, scenario: usize) {
     }
 }
 
+/// A closed-model VU's index in its worker's share, and when it starts.
+struct VuPlace {
+    local: u64,
+    starts_at: tokio::time::Instant,
+}
+
 async fn closed_vu(
     state: Rc<WorkerState>,
     scenario: usize,
     mut vu: Vu,
-    local: u64,
+    place: VuPlace,
     wanted: Rc<Cell<u64>>,
     alive: Rc<RefCell<Vec<bool>>>,
 ) {
+    let local = place.local;
+    wait_until(&state, place.starts_at).await;
+    if state.stopping.get() {
+        alive.borrow_mut()[local as usize] = false;
+        return;
+    }
     state.vu_started();
     let program = &scenario_of(&state, scenario).program;
     if !vu.start(&state, program).await {
@@ -280,8 +300,9 @@ async fn closed_vu(
         state.vu_ended();
         return;
     }
+    // With pacing, when this VU's next iteration is due.
+    let mut due = tokio::time::Instant::now();
     while !state.stopping.get() && local < wanted.get() {
-        let iteration_start = tokio::time::Instant::now();
         state.busy_vus.set(state.busy_vus.get() + 1);
         let end = vu.run_iteration(&state, program, None).await;
         state.busy_vus.set(state.busy_vus.get() - 1);
@@ -293,9 +314,8 @@ async fn closed_vu(
             tokio::task::yield_now().await;
         }
         if let Some(pacing) = program.pacing {
-            // Pacing: the next iteration starts `pacing` after this one started, however long
-            // it took (at once if it took longer).
-            wait_until(&state, iteration_start + pacing).await;
+            due = next_paced_start(due, pacing, tokio::time::Instant::now());
+            wait_until(&state, due).await;
         }
     }
     vu.finish(&state, program).await;
@@ -445,6 +465,16 @@ async fn open_iteration(state: Rc<WorkerState>, scenario: usize, mut vu: Vu, fre
     }
 }
 
+/// When a paced VU's next iteration starts: `pacing` after this one was *due*, however long it
+/// took, or at once if that has passed (the iteration took longer than the pacing; the schedule
+/// goes on from now). Counting from when it was due rather than when it started keeps a VU on
+/// its own schedule when its worker woke it late: counted from the late start, every VU woken
+/// together after a stall would stay together, and its burst would stall the worker again one
+/// pacing later, and grow.
+fn next_paced_start(due: tokio::time::Instant, pacing: Duration, now: tokio::time::Instant) -> tokio::time::Instant {
+    (due + pacing).max(now)
+}
+
 /// Sleeps until `deadline`, or until the run stops.
 async fn wait_until(state: &WorkerState, deadline: tokio::time::Instant) {
     let stopped = state.stop_notify.notified();
@@ -455,5 +485,23 @@ async fn wait_until(state: &WorkerState, deadline: tokio::time::Instant) {
             _ = state.pauses.until(deadline) => {}
             _ = stopped => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pacing_counts_from_when_an_iteration_was_due() {
+        let zero = tokio::time::Instant::now();
+        let ms = Duration::from_millis;
+        // Due at 0, woken 30 ms late, done at 40 ms: the next is still due at 100 ms.
+        assert_eq!(next_paced_start(zero, ms(100), zero + ms(40)), zero + ms(100));
+        // An iteration longer than the pacing: the next starts at once, and the schedule goes
+        // on from there.
+        let late = next_paced_start(zero, ms(100), zero + ms(250));
+        assert_eq!(late, zero + ms(250));
+        assert_eq!(next_paced_start(late, ms(100), zero + ms(260)), zero + ms(350));
     }
 }
