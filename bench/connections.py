@@ -31,7 +31,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import re
 import resource
 import statistics
 import sys
@@ -243,13 +242,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="generator processes (a local Ray cluster when more than 1; needs horde[cluster]); "
                         "the default count is then this many times the open-file limit less 100")
     parser.add_argument("--think-ms", type=float, default=THINK_MS, help=f"each VU's pause between requests (default {THINK_MS})")
-    parser.add_argument("--tag", help="a name for these figures' own README block and results file (such as `16cpu` "
-                        "on a larger machine), so that they do not replace this machine's")
+    bench.add_tag_argument(parser)
     parser.add_argument("--no-readme", action="store_true", help="do not update bench/README.md")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
     args = parser.parse_args(argv)
-    if args.tag and not re.fullmatch(r"[A-Za-z0-9_-]{1,32}", args.tag):
-        parser.error(f"--tag {args.tag!r}: use letters, digits, '-' and '_' (at most 32)")
     limit = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     limit = 1_000_000 if limit == resource.RLIM_INFINITY else int(limit)
     generators = max(1, args.generators)

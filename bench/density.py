@@ -32,7 +32,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import re
 import statistics
 import sys
 import tempfile
@@ -215,13 +214,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="generator workers (default 1, pinned to the first CPU; more: pinned to every CPU, "
                         "sharing the target's)")
     parser.add_argument("--target-threads", type=int, default=1, help="the built-in target's threads (default 1)")
-    parser.add_argument("--tag", help="a name for these figures' own README block and results file (such as `16cpu` "
-                        "on a larger machine), so that they do not replace this machine's")
+    bench.add_tag_argument(parser)
     parser.add_argument("--no-readme", action="store_true", help="do not update bench/README.md")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
     args = parser.parse_args(argv)
-    if args.tag and not re.fullmatch(r"[A-Za-z0-9_-]{1,32}", args.tag):
-        parser.error(f"--tag {args.tag!r}: use letters, digits, '-' and '_' (at most 32)")
     size = "quick" if args.quick else "full"
     players = max(10, min(args.players or SIZES[size]["players"], 2_000_000))
     ramp = max(1, args.ramp or SIZES[size]["ramp"])
@@ -236,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     bench.end_on_signals()
     try:
         horde = bench.find_horde(args.horde)
-        bench.pick_cpus()  # taskset is there
+        bench.require_taskset()
         workers, target_threads = max(1, args.workers), max(1, args.target_threads)
         gen_cpus, target_cpus = cpu_layout(sorted(os.sched_getaffinity(0)), workers, target_threads)
         with tempfile.TemporaryDirectory(prefix="horde-density-") as work:

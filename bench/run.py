@@ -270,10 +270,14 @@ def find_nginx() -> str | None:
     return shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/usr/local/sbin")
 
 
-def pick_cpus() -> tuple[str, str, list[str]]:
-    """(generator CPU, target CPU, notes): the first two CPUs this process may run on."""
+def require_taskset() -> None:
     if not shutil.which("taskset"):
         raise BenchError("taskset is not installed", hint="sudo apt-get install -y util-linux")
+
+
+def pick_cpus() -> tuple[str, str, list[str]]:
+    """(generator CPU, target CPU, notes): the first two CPUs this process may run on."""
+    require_taskset()
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) >= 2:
         return str(cpus[0]), str(cpus[1]), []
@@ -683,6 +687,17 @@ def render(mode: Mode, command: str, env: Env, started: dt.datetime, load_before
         reading.append(f"During the memory runs they took {max(mem['baseline']['others_cores'], mem['many']['others_cores']):.2f} of a core (RSS does not depend on it).")
     paragraph = " ".join(reading)
     return "\n".join(lines) + "\n\n" + paragraph + "\n", paragraph
+
+
+def add_tag_argument(parser: argparse.ArgumentParser) -> None:
+    """`--tag NAME`: figures of their own (README block and results file), such as a larger
+    machine's, so that they do not replace this machine's."""
+    def tag(value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,32}", value):
+            raise argparse.ArgumentTypeError(f"{value!r}: use letters, digits, '-' and '_' (at most 32)")
+        return value
+    parser.add_argument("--tag", type=tag, help="a name for these figures' own README block and results file (such as "
+                        "`16cpu` on a larger machine), so that they do not replace this machine's")
 
 
 def write_readme_block(name: str, content: str, section: str | None = None) -> None:
