@@ -3,7 +3,10 @@
 Real GCS and raylets, all on 127.0.0.1 (given explicitly: Ray would otherwise probe for a
 public address), each node with its own CPUs, memory and a resource naming it (without them
 every node claims the whole machine), each cluster in its own temp directory, with tuned
-health checks. Only the processes this cluster started are stopped at the end, never a broad
+health checks. Every path Ray writes goes under that directory: ``ray.cluster_utils.Cluster``
+also writes the head's address to ``$RAY_TMPDIR/ray/ray_current_cluster`` (``/tmp/ray/...`` by
+default, a folder a fresh machine does not have), so ``RAY_TMPDIR`` points into the cluster's own
+directory while it runs. Only the processes this cluster started are stopped at the end, never a broad
 ``ray stop`` (which would end other users' clusters too). Usage statistics are off.
 
 Skipped when Ray is not installed, unless ``HORDE_REQUIRE_CLUSTER=1`` (CI), which fails instead.
@@ -12,6 +15,7 @@ Skipped when Ray is not installed, unless ``HORDE_REQUIRE_CLUSTER=1`` (CI), whic
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from typing import Any
 
@@ -49,15 +53,21 @@ class LocalCluster:
         from ray.cluster_utils import Cluster
 
         self.temp_dir = tempfile.mkdtemp(prefix="horde-ray-")
+        # Ray's default temp dir is $RAY_TMPDIR/ray, created by no one but a previous Ray.
+        os.makedirs(os.path.join(self.temp_dir, "ray"))
+        self._previous_ray_tmpdir = os.environ.get("RAY_TMPDIR")
+        os.environ["RAY_TMPDIR"] = self.temp_dir
         common = {"node_ip_address": "127.0.0.1", "object_store_memory": OBJECT_STORE_MEMORY, "memory": NODE_MEMORY}
-        self._cluster = Cluster(
-            initialize_head=True,
-            head_node_args={**common, "num_cpus": 0, "include_dashboard": False, "temp_dir": self.temp_dir,
-                            "resources": {"head": 1}, "_system_config": SYSTEM_CONFIG},
-        )
-        self.nodes = [self._cluster.add_node(**common, num_cpus=1, resources={f"node{index}": 1})
-                      for index in range(nodes)]
-        self._cluster.wait_for_nodes()
+        self._cluster = Cluster(initialize_head=False)
+        try:
+            self._cluster.add_node(**common, num_cpus=0, include_dashboard=False, temp_dir=self.temp_dir,
+                                   resources={"head": 1}, _system_config=SYSTEM_CONFIG)
+            self.nodes = [self._cluster.add_node(**common, num_cpus=1, resources={f"node{index}": 1})
+                          for index in range(nodes)]
+            self._cluster.wait_for_nodes()
+        except BaseException:
+            self.shutdown()
+            raise
 
     @property
     def address(self) -> str:
@@ -70,4 +80,11 @@ class LocalCluster:
 
     def shutdown(self) -> None:
         """Stops the processes this cluster started, and only those."""
-        self._cluster.shutdown()
+        try:
+            self._cluster.shutdown()
+        finally:
+            if self._previous_ray_tmpdir is None:
+                os.environ.pop("RAY_TMPDIR", None)
+            else:
+                os.environ["RAY_TMPDIR"] = self._previous_ray_tmpdir
+            shutil.rmtree(self.temp_dir, ignore_errors=True)
