@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from horde import histogram
-from horde.summary import is_generator_saturated
+from horde.summary import GENERATOR_SATURATED, GENERATOR_STARVED, generator_state
 
 #: Lines printed when the output is not a terminal: one every this many seconds.
 PLAIN_LINE_EVERY_S = 5
@@ -103,7 +103,13 @@ class LiveView:
                     kinds[kind] = kinds.get(kind, 0) + count
             worst = ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items(), key=lambda item: -item[1]))
             warnings.append(f"EVERY REQUEST FAILED this second ({worst})")
-        if not snapshot["final"] and is_generator_saturated(snapshot, self.cpu_limit_percent):
+        state = generator_state(snapshot, self.cpu_limit_percent)
+        if not snapshot["final"] and state == GENERATOR_STARVED:
+            warnings.append(
+                f"generator starved (timers {snapshot['timer_lateness_p99_ms']:.0f} ms late at CPU {snapshot['cpu_percent']:.0f}%: "
+                "the machine did not run it)"
+            )
+        if not snapshot["final"] and state == GENERATOR_SATURATED:
             warnings.append(
                 "GENERATOR SATURATED: the load generator itself is a bottleneck "
                 f"(CPU {snapshot['cpu_percent']:.0f}%, timer lateness p99 {snapshot['timer_lateness_p99_ms']:.1f} ms); "

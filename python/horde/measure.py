@@ -54,13 +54,17 @@ class Scope:
 
     steps: tuple[str, ...] = ()
     scenario: str | None = None
+    #: Latency from each request's actual send (the target's side), rather than as users felt it
+    #: (open-model requests timed from their intended instant, delays before the send included).
+    from_send: bool = False
 
     @classmethod
-    def of(cls, *, scenario: str | None = None, step: str | None = None, steps: Iterable[str] | None = None) -> Scope:
+    def of(cls, *, scenario: str | None = None, step: str | None = None, steps: Iterable[str] | None = None,
+           from_send: bool = False) -> Scope:
         """The scope of ``step`` and/or any of ``steps`` (every request step when neither),
         only in ``scenario`` when given."""
         names = ([step] if step is not None else []) + list(steps or ())
-        return cls(steps=tuple(dict.fromkeys(names)), scenario=scenario)
+        return cls(steps=tuple(dict.fromkeys(names)), scenario=scenario, from_send=from_send)
 
     def includes(self, entry: Mapping[str, Any]) -> bool:
         """Whether a snapshot's step entry is in the scope."""
@@ -188,13 +192,14 @@ class Figures:
 
 
 def measure(
-    snapshots: Iterable[Snapshot], *, scenario: str | None = None, step: str | None = None, steps: Iterable[str] | None = None
+    snapshots: Iterable[Snapshot], *, scenario: str | None = None, step: str | None = None, steps: Iterable[str] | None = None,
+    from_send: bool = False,
 ) -> Figures:
     """The figures of a scope (see :class:`Scope`) over ``snapshots``, final ones included.
 
     Every histogram in scope is merged in one call, so the cost is one decode per entry.
     """
-    return _measure(snapshots, Scope.of(scenario=scenario, step=step, steps=steps))
+    return _measure(snapshots, Scope.of(scenario=scenario, step=step, steps=steps, from_send=from_send))
 
 
 def combine(parts: Iterable[Figures]) -> Figures:
@@ -233,8 +238,9 @@ def _measure(snapshots: Iterable[Snapshot], scope: Scope) -> Figures:
             ok += int(entry["ok"])
             for kind, count in entry["errors"].items():
                 errors[kind] = errors.get(kind, 0) + int(count)
-            if entry["histogram"]:
-                blobs.append(bytes(entry["histogram"]))
+            blob = (scope.from_send and entry.get("from_send_histogram")) or entry["histogram"]
+            if blob:
+                blobs.append(bytes(blob))
     merged = b"" if not blobs else blobs[0] if len(blobs) == 1 else histogram.merge(blobs)
     return Figures(
         requests=requests, ok=ok, errors=errors, histogram=merged, seconds=seconds,
@@ -283,9 +289,10 @@ class Window:
         """The seconds in the window, oldest first."""
         return [snapshot for snapshot, _ in self._seconds]
 
-    def figures(self, *, scenario: str | None = None, step: str | None = None, steps: Iterable[str] | None = None) -> Figures:
+    def figures(self, *, scenario: str | None = None, step: str | None = None, steps: Iterable[str] | None = None,
+                from_send: bool = False) -> Figures:
         """The figures of a scope over the window (see :func:`measure`)."""
-        scope = Scope.of(scenario=scenario, step=step, steps=steps)
+        scope = Scope.of(scenario=scenario, step=step, steps=steps, from_send=from_send)
         parts = []
         for snapshot, by_scope in self._seconds:
             if scope not in by_scope:

@@ -50,6 +50,15 @@ def render_summary(console: Console, summary: dict[str, Any], *, store_url: str 
             style="bold red",
             soft_wrap=True,
         )
+    if generator.get("starved_seconds"):
+        console.print(
+            f"!  the generator was starved for {generator['starved_seconds']} s (its timers ran late with little CPU used: "
+            f"the machine did not schedule it; steal up to {generator.get('steal_percent_max', 0):.1f} %, "
+            f"waited for a CPU up to {generator.get('run_delay_ms_max', 0):.0f} ms a second): latency of those seconds may "
+            "carry the machine's delays",
+            style="yellow",
+            soft_wrap=True,
+        )
     if store_url:
         console.print(f"stored in {store_url} as run {summary['run_id']} (horde show {summary['run_id']})", highlight=False, markup=False, soft_wrap=True)
 

@@ -37,24 +37,40 @@ struct Pending {
 struct CpuClock {
     wall: Instant,
     cpu: Duration,
+    run_delay: Duration,
+    machine: system::MachineCpu,
+}
+
+/// What the generator's process and machine did with the CPU over one interval.
+#[derive(Clone, Copy, Default)]
+struct CpuLap {
+    /// CPU the process used, in percent of one core.
+    cpu_percent: f64,
+    /// Time the process's threads waited to run, in ms.
+    run_delay_ms: f64,
+    /// The machine's steal, in percent of all its CPUs.
+    steal_percent: f64,
 }
 
 impl CpuClock {
     fn now() -> Self {
-        Self { wall: Instant::now(), cpu: system::process_cpu_time() }
+        Self {
+            wall: Instant::now(),
+            cpu: system::process_cpu_time(),
+            run_delay: system::process_run_delay(),
+            machine: system::machine_cpu(),
+        }
     }
 
-    /// CPU use since `self` in percent of one core, and resets to now.
-    fn lap(&mut self) -> f64 {
+    /// The interval since `self`, and resets to now.
+    fn lap(&mut self) -> CpuLap {
         let now = CpuClock::now();
         let wall = now.wall.duration_since(self.wall).as_secs_f64();
         let cpu = now.cpu.saturating_sub(self.cpu).as_secs_f64();
+        let run_delay_ms = now.run_delay.saturating_sub(self.run_delay).as_secs_f64() * 1000.0;
+        let steal_percent = now.machine.steal_share_since(&self.machine) * 100.0;
         *self = now;
-        if wall > 0.0 {
-            cpu / wall * 100.0
-        } else {
-            0.0
-        }
+        CpuLap { cpu_percent: if wall > 0.0 { cpu / wall * 100.0 } else { 0.0 }, run_delay_ms, steal_percent }
     }
 }
 
@@ -139,7 +155,7 @@ fn build_snapshot(
     elapsed: Duration,
     previous_elapsed: Duration,
     is_final: bool,
-    cpu_percent: f64,
+    cpu: CpuLap,
 ) -> Snapshot {
     let plan = &shared.plan;
     let steps = interval
@@ -160,6 +176,10 @@ fn build_snapshot(
                 bytes_sent: step.bytes_sent,
                 bytes_received: step.bytes_received,
                 histogram: encode_histogram(&step.latency_us).unwrap_or_default(),
+                from_send_histogram: step
+                    .latency_from_send()
+                    .and_then(|histogram| encode_histogram(&histogram).ok())
+                    .unwrap_or_default(),
             }
         })
         .collect();
@@ -167,6 +187,7 @@ fn build_snapshot(
         if is_final { (0, shared.levels.asked_at(f64::MAX).1.map(|_| 0.0)) } else { shared.levels.asked_at(elapsed.as_secs_f64()) };
     let lateness = &interval.recorder.timer_lateness_us;
     let timer_lateness_p99_ms = if lateness.is_empty() { 0.0 } else { lateness.value_at_quantile(0.99) as f64 / 1000.0 };
+    let timer_lateness_max_ms = if lateness.is_empty() { 0.0 } else { lateness.max() as f64 / 1000.0 };
     let timestamp = (shared.start_wall + elapsed)
         .duration_since(std::time::UNIX_EPOCH)
         .map(|since| since.as_secs_f64())
@@ -186,7 +207,10 @@ fn build_snapshot(
         connections_opened: interval.recorder.connections_opened,
         target_vus,
         target_rate_per_s,
-        cpu_percent,
+        cpu_percent: cpu.cpu_percent,
         timer_lateness_p99_ms,
+        timer_lateness_max_ms,
+        run_delay_ms: cpu.run_delay_ms,
+        steal_percent: cpu.steal_percent,
     }
 }

@@ -13,8 +13,12 @@ pub struct StepSnapshot {
     pub errors: Vec<(String, u64)>,
     pub bytes_sent: u64,
     pub bytes_received: u64,
-    /// Latency in microseconds, HDR V2 encoded.
+    /// Latency in microseconds, HDR V2 encoded, as users felt it (open-model requests timed
+    /// from their intended instant).
     pub histogram: Vec<u8>,
+    /// Latency from each request's actual send (what the target took), HDR V2 encoded; empty
+    /// when it equals `histogram` (no request of the interval was timed from an intended instant).
+    pub from_send_histogram: Vec<u8>,
 }
 
 /// One interval (normally one second) of the whole run. Field meanings are documented with
@@ -38,6 +42,15 @@ pub struct Snapshot {
     pub target_rate_per_s: Option<f64>,
     pub cpu_percent: f64,
     pub timer_lateness_p99_ms: f64,
+    /// The worst timer lateness of the interval, in ms.
+    pub timer_lateness_max_ms: f64,
+    /// How long this process's threads waited for a CPU (runnable, not running) during the
+    /// interval, summed over threads, in ms: a generator that was not scheduled (a busy or
+    /// overcommitted machine) shows here, one that was busy itself shows in `cpu_percent`.
+    pub run_delay_ms: f64,
+    /// The machine's CPU time taken by its hypervisor during the interval (steal), in percent of
+    /// all CPUs; 0 where the system does not report it.
+    pub steal_percent: f64,
 }
 
 impl Snapshot {

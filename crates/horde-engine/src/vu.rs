@@ -415,6 +415,7 @@ impl Vu {
             },
         };
         self.sent += 1;
+        let sent_at = Instant::now();
         self.capture.keep_body = node.keep_body;
         self.capture.keep_headers = node.keep_headers;
         let encoded = if fixed.is_none() { Some(std::mem::take(&mut self.request)) } else { None };
@@ -425,6 +426,7 @@ impl Vu {
             self.request = buffer;
         }
         let latency_us = started.elapsed().as_micros() as u64;
+        let from_send_us = intended.map(|_| sent_at.elapsed().as_micros() as u64);
         let mut end_iteration = false;
         let (result, sent, received) = match outcome {
             Ok((status, sent, received)) => {
@@ -438,6 +440,9 @@ impl Vu {
             }
         };
         self.record(state, node.global_index, latency_us, result, sent, received);
+        if let Some(from_send_us) = from_send_us {
+            state.recorder.borrow_mut().steps[node.global_index].record_from_send(latency_us, from_send_us);
+        }
         if let Some(think_time) = &node.think_time {
             self.pause(state, think_time).await;
         }

@@ -34,8 +34,14 @@ pub fn record_latency(histogram: &mut Histogram<u64>, value_us: u64) {
 /// What one step did during one interval, on one worker or merged across workers.
 #[derive(Debug, Clone)]
 pub struct StepRecorder {
-    /// Latency of every completed request, in microseconds.
+    /// Latency of every completed request, in microseconds, as its user felt it: a request
+    /// timed from an open-model arrival's intended instant includes any delay before its send.
     pub latency_us: Histogram<u64>,
+    /// The requests timed from an intended instant (the first of each open-model iteration):
+    /// their latency as in `latency_us`, and again from their actual send (what the target took).
+    /// Both stay empty in closed models, which cost nothing more.
+    pub intended_us: Histogram<u64>,
+    pub from_send_us: Histogram<u64>,
     pub requests: u64,
     pub ok: u64,
     /// Fixed kinds (refused, reset...) by index; HTTP statuses in `status_errors`.
@@ -49,6 +55,8 @@ impl Default for StepRecorder {
     fn default() -> Self {
         Self {
             latency_us: new_latency_histogram(),
+            intended_us: new_latency_histogram(),
+            from_send_us: new_latency_histogram(),
             requests: 0,
             ok: 0,
             fixed_errors: [0; ErrorKind::FIXED_COUNT],
@@ -71,6 +79,28 @@ impl StepRecorder {
         }
         self.bytes_sent += bytes_sent;
         self.bytes_received += bytes_received;
+    }
+
+    /// Also records, for a request just recorded with a latency from its intended instant
+    /// (`latency_us`), its latency from the actual send.
+    #[inline]
+    pub fn record_from_send(&mut self, latency_us: u64, from_send_us: u64) {
+        record_latency(&mut self.intended_us, latency_us);
+        record_latency(&mut self.from_send_us, from_send_us);
+    }
+
+    /// Every request's latency from its actual send (the target's side of the latency, without
+    /// the generator's own delays): `latency_us` with each request timed from an intended instant
+    /// counted at its send instead. `None` when no request was (then it is `latency_us` itself).
+    pub fn latency_from_send(&self) -> Option<Histogram<u64>> {
+        if self.intended_us.is_empty() {
+            return None;
+        }
+        let mut histogram = self.latency_us.clone();
+        // Exact: `intended_us` holds a subset of `latency_us`'s values, bucket by bucket.
+        histogram.subtract(&self.intended_us).ok()?;
+        histogram.add(&self.from_send_us).ok()?;
+        Some(histogram)
     }
 
     fn count_error(&mut self, kind: ErrorKind) {
@@ -103,6 +133,10 @@ impl StepRecorder {
     pub fn merge(&mut self, other: &StepRecorder) {
         // Both histograms auto-resize, so adding never fails for lack of range.
         self.latency_us.add(&other.latency_us).expect("auto-resizing histograms always add");
+        if !other.intended_us.is_empty() {
+            self.intended_us.add(&other.intended_us).expect("auto-resizing histograms always add");
+            self.from_send_us.add(&other.from_send_us).expect("auto-resizing histograms always add");
+        }
         self.requests += other.requests;
         self.ok += other.ok;
         for (mine, theirs) in self.fixed_errors.iter_mut().zip(other.fixed_errors.iter()) {
@@ -187,6 +221,31 @@ mod tests {
         assert!((999..=1001).contains(&median), "median {median}");
         assert_eq!(step.errors_by_kind(), vec![("status_503".to_owned(), 1000)]);
         assert_eq!(left.steps[1].errors_by_kind(), vec![("timeout".to_owned(), 1)]);
+    }
+
+    #[test]
+    fn latency_from_send_replaces_only_the_intended_requests() {
+        let mut step = StepRecorder::default();
+        assert!(step.latency_from_send().is_none(), "closed models: the latency is the target's");
+        // 90 requests sent on time (10 ms), 10 timed from an intended instant 40 ms before
+        // their send (50 ms felt, 10 ms at the target).
+        for _ in 0..90 {
+            step.record(10_000, Ok(()), 1, 1);
+        }
+        for _ in 0..10 {
+            step.record(50_000, Ok(()), 1, 1);
+            step.record_from_send(50_000, 10_000);
+        }
+        let mut other = StepRecorder::default();
+        other.record(20_000, Ok(()), 1, 1);
+        other.record_from_send(20_000, 20_000);
+        step.merge(&other);
+        assert_eq!(step.latency_us.len(), 101);
+        assert!(step.latency_us.max() >= 49_000);
+        let from_send = step.latency_from_send().expect("some were timed from an intended instant");
+        assert_eq!(from_send.len(), 101);
+        assert!(from_send.max() < 20_100, "max {}", from_send.max());
+        assert_eq!(from_send.count_between(9_000, 11_000), 100);
     }
 
     #[test]

@@ -143,6 +143,9 @@ fn snapshot_to_dict<'py>(py: Python<'py>, snapshot: &Snapshot) -> PyResult<Bound
         entry.set_item("bytes_sent", step.bytes_sent)?;
         entry.set_item("bytes_received", step.bytes_received)?;
         entry.set_item("histogram", PyBytes::new(py, &step.histogram))?;
+        if !step.from_send_histogram.is_empty() {
+            entry.set_item("from_send_histogram", PyBytes::new(py, &step.from_send_histogram))?;
+        }
         steps.append(entry)?;
     }
     dict.set_item("steps", steps)?;
@@ -156,6 +159,9 @@ fn snapshot_to_dict<'py>(py: Python<'py>, snapshot: &Snapshot) -> PyResult<Bound
     dict.set_item("target_rate_per_s", snapshot.target_rate_per_s)?;
     dict.set_item("cpu_percent", snapshot.cpu_percent)?;
     dict.set_item("timer_lateness_p99_ms", snapshot.timer_lateness_p99_ms)?;
+    dict.set_item("timer_lateness_max_ms", snapshot.timer_lateness_max_ms)?;
+    dict.set_item("run_delay_ms", snapshot.run_delay_ms)?;
+    dict.set_item("steal_percent", snapshot.steal_percent)?;
     Ok(dict)
 }
 

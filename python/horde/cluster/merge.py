@@ -43,6 +43,9 @@ def merge_second(parts: Sequence[Snapshot], *, final: bool) -> Snapshot:
         "target_rate_per_s": first.get("target_rate_per_s"),
         "cpu_percent": max(float(part.get("cpu_percent") or 0.0) for part in parts),
         "timer_lateness_p99_ms": max(float(part.get("timer_lateness_p99_ms") or 0.0) for part in parts),
+        "timer_lateness_max_ms": max(float(part.get("timer_lateness_max_ms") or 0.0) for part in parts),
+        "run_delay_ms": max(float(part.get("run_delay_ms") or 0.0) for part in parts),
+        "steal_percent": max(float(part.get("steal_percent") or 0.0) for part in parts),
     }
     for key in SUMMED:
         merged[key] = sum(int(part.get(key) or 0) for part in parts)
@@ -69,7 +72,7 @@ def merge_steps(step_lists: Sequence[Sequence[Snapshot]]) -> list[Snapshot]:
             for kind, count in entry["errors"].items():
                 errors[kind] = errors.get(kind, 0) + int(count)
         histograms = [bytes(entry["histogram"]) for entry in entries]
-        merged.append({
+        entry_merged: Snapshot = {
             "scenario": key[0],
             "step": key[1],
             "kind": entries[0].get("kind", "request"),
@@ -78,9 +81,18 @@ def merge_steps(step_lists: Sequence[Sequence[Snapshot]]) -> list[Snapshot]:
             "errors": errors,
             "bytes_sent": sum(int(entry["bytes_sent"]) for entry in entries),
             "bytes_received": sum(int(entry["bytes_received"]) for entry in entries),
-            "histogram": histograms[0] if len(histograms) == 1 else bytes(_engine.histogram_merge(histograms)),
-        })
+            "histogram": _merged(histograms),
+        }
+        if any(entry.get("from_send_histogram") for entry in entries):
+            # A generator that timed nothing from an intended instant sent its latency once.
+            entry_merged["from_send_histogram"] = _merged(
+                [bytes(entry.get("from_send_histogram") or entry["histogram"]) for entry in entries])
+        merged.append(entry_merged)
     return merged
+
+
+def _merged(histograms: list[bytes]) -> bytes:
+    return histograms[0] if len(histograms) == 1 else bytes(_engine.histogram_merge(histograms))
 
 
 def generator_row(index: int, address: str, state: str, part: Snapshot | None) -> dict[str, Any]:
