@@ -53,5 +53,6 @@ def start_target(
     workers: int | None = None,
     service_ms: float | None = None,
     threads: int = 1,
+    service_times: str = "fixed",
 ) -> TargetHandle:
     """Raises ValueError on a bad capacity model, OSError when it cannot listen."""

@@ -43,6 +43,7 @@ from horde.overrides import (
     url_plan,
 )
 from horde.plan import Plan, plan_from_dict, plan_json_schema, plan_to_json
+from horde.plan_control import FindMax
 from horde.prometheus import PrometheusExporter
 from horde.planfile import LoadedPlan, load_plan_file
 from horde.run import checked_plan_json, engine_problems
@@ -97,13 +98,14 @@ def run(
     summary_json: Annotated[Optional[Path], typer.Option("--summary-json", help="write the summary as JSON to this file")] = None,
     workers: Annotated[Optional[int], typer.Option("--workers", help="engine worker threads (default: one per core)")] = None,
     param: Annotated[Optional[list[str]], typer.Option("--param", "-p", metavar="NAME=VALUE", help="set a plan parameter (repeatable); else $HORDE_PARAM_NAME, else its default")] = None,
-    find_max: Annotated[bool, typer.Option("--find-max", help="stepped ramp that stops at saturation and reports the knee", rich_help_panel="Steering")] = False,
+    find_max: Annotated[bool, typer.Option("--find-max", help="find the knee: a sighting shot, a geometric climb, then bisection (a stepped ramp with --step)", rich_help_panel="Steering")] = False,
     target_response_ms: Annotated[Optional[float], typer.Option("--target-response-ms", help="hold this response time by steering the load", rich_help_panel="Steering")] = None,
     percentile: Annotated[float, typer.Option("--percentile", help="the latency percentile steering and find-max judge", rich_help_panel="Steering")] = 95.0,
-    start: Annotated[Optional[float], typer.Option("--start", help="steering's first level: arrivals/s (open) or VUs (closed)", rich_help_panel="Steering")] = None,
-    step: Annotated[Optional[float], typer.Option("--step", help="find-max: what each step adds", rich_help_panel="Steering")] = None,
-    step_duration: Annotated[Optional[str], typer.Option("--step-duration", help="find-max: how long each step holds (30s)", rich_help_panel="Steering")] = None,
-    limit: Annotated[Optional[float], typer.Option("--limit", help="find-max: never go above this level", rich_help_panel="Steering")] = None,
+    start: Annotated[Optional[float], typer.Option("--start", help="steering's first level: arrivals/s (open) or VUs (closed); find-max: default sized by a sighting shot", rich_help_panel="Steering")] = None,
+    step: Annotated[Optional[float], typer.Option("--step", help="find-max as a stepped ramp: what each step adds (default: search)", rich_help_panel="Steering")] = None,
+    step_duration: Annotated[Optional[str], typer.Option("--step-duration", help="find-max: how long each step holds (5s searching, 30s stepped)", rich_help_panel="Steering")] = None,
+    precision: Annotated[Optional[float], typer.Option("--precision", help="find-max's search: stop once the knee is bracketed within this percent (3)", rich_help_panel="Steering")] = None,
+    limit: Annotated[Optional[float], typer.Option("--limit", help="steering: never go above this level", rich_help_panel="Steering")] = None,
     latency_limit_ms: Annotated[Optional[float], typer.Option("--latency-limit-ms", help="find-max: saturated once the percentile passes this", rich_help_panel="Steering")] = None,
     per_user_rate: Annotated[Optional[float], typer.Option("--per-user-rate", help="requests/s one user makes: capacity in users", rich_help_panel="Capacity")] = None,
     peak_rps: Annotated[Optional[float], typer.Option("--peak-rps", help="the peak to serve, req/s: instances needed", rich_help_panel="Capacity")] = None,
@@ -134,10 +136,13 @@ def run(
             raise InvalidInput(f"{flag}: {path} is a directory", hint=f"give a file path, e.g. {flag} out.{'json' if flag == '--summary-json' else 'xml'}")
     question = CapacityQuestion(per_user_rate=per_user_rate, peak_rps=peak_rps, peak_users=peak_users, headroom_percent=headroom)
     plan, loaded = _load(plan_path, url, method, header or [], body, params)
-    plan = apply_overrides(plan, vus=vus, rate=rate, max_vus=max_vus, duration_s=duration_s, ramp_up_s=ramp_up_s, base_url=base_url)
+    # A quick --url plan that is steered becomes an open model (unless --vus): --max-vus caps it.
+    steered_quick = url is not None and vus is None and (find_max or target_response_ms is not None)
+    plan = apply_overrides(plan, vus=vus, rate=rate, max_vus=None if steered_quick else max_vus, duration_s=duration_s,
+                           ramp_up_s=ramp_up_s, base_url=base_url)
     steer_flags = SteerFlags(find_max=find_max, target_response_ms=target_response_ms, percentile=percentile, start=start,
                              step=step, step_duration=step_duration, limit=limit, latency_limit_ms=latency_limit_ms,
-                             duration_s=duration_s)
+                             duration_s=duration_s, precision_percent=precision, max_vus=max_vus if steered_quick else None)
     plan = apply_steer_flags(plan, steer_flags, quick=url is not None, vus_given=vus is not None)
     if loaded is not None:
         # The engine's own check, its problems placed on the plan file's lines.
@@ -170,7 +175,8 @@ def run(
             # /runs/last opens the newest run: this one, once it is recorded (before any load).
             stdout.print(f"dashboard at {dashboard.run_url('last')}", markup=False, highlight=False, soft_wrap=True)
         title = f"horde · {plan.name}"
-        with LiveView(stdout, title=title, planned_duration_s=planned_duration_s(plan), cpu_limit_percent=cpu_limit_percent(workers)) as live:
+        with LiveView(stdout, title=title, planned_duration_s=planned_duration_s(plan), cpu_limit_percent=cpu_limit_percent(workers),
+                      open_ended=isinstance(plan.steer, FindMax)) as live:
             view = live if exporter is None else Views(live, exporter)
             outcome = conduct(plan, store, parameters=parameters, tags=tags, workers=workers, view=view, question=question,
                               on_recorded=exporter.set_run_id if exporter is not None else None, cluster=cluster_options)
@@ -270,9 +276,11 @@ def scale(
     tags = dict(parse_tag(t) for t in tag or [])
     # With --url only its path and query matter: each run's base URL is that of its instances.
     plan, _ = _load(plan_path, url, "GET", [], None, parse_params(param or []))
-    plan = apply_overrides(plan, vus=vus, rate=rate, max_vus=max_vus, duration_s=duration_s)
+    steered_quick = url is not None and vus is None and find_max
+    plan = apply_overrides(plan, vus=vus, rate=rate, max_vus=None if steered_quick else max_vus, duration_s=duration_s)
     plan = apply_steer_flags(plan, SteerFlags(find_max=find_max, percentile=percentile, start=start, step=step,
-                                              step_duration=step_duration, latency_limit_ms=latency_limit_ms),
+                                              step_duration=step_duration, latency_limit_ms=latency_limit_ms,
+                                              max_vus=max_vus if steered_quick else None),
                              quick=url is not None, vus_given=vus is not None)
     study_id = new_run_id()
 
@@ -280,7 +288,8 @@ def scale(
         stdout.print(f"— {k} instance(s): {', '.join([instance_plan.target.base_url, *instance_plan.target.instances])}",
                      markup=False, highlight=False, soft_wrap=True)
         with LiveView(stdout, title=f"horde scale · {plan.name} · {k} instance(s)",
-                      planned_duration_s=planned_duration_s(instance_plan), cpu_limit_percent=cpu_limit_percent(workers)) as view:
+                      planned_duration_s=planned_duration_s(instance_plan), cpu_limit_percent=cpu_limit_percent(workers),
+                      open_ended=isinstance(instance_plan.steer, FindMax)) as view:
             outcome = conduct(instance_plan, store, parameters={"instances": k, "workers": workers} if workers else {"instances": k},
                               tags={**tags, "scale_study": study_id, "instances": str(k)}, workers=workers, view=view)
         return outcome.run_id, outcome.status, outcome.summary
@@ -400,13 +409,19 @@ def target(
     workers: Annotated[Optional[int], typer.Option("--workers", help="capacity model: requests served at once")] = None,
     service_ms: Annotated[Optional[float], typer.Option("--service-ms", help="capacity model: service time of each request, ms")] = None,
     threads: Annotated[int, typer.Option("--threads", help="the target's own threads")] = 1,
+    service_times: Annotated[str, typer.Option("--service-times", help="capacity model: 'fixed' (each request takes --service-ms) or 'exponential' (that on average: latency rises smoothly, an M/M/c queue)")] = "fixed",
 ) -> int:
     """Serve the built-in target until Ctrl-C: /, /delay/{ms}, /status/{code}, /bytes/{n}, /stall/{ms}."""
     from horde.target import serve_until_interrupted
 
     if (workers is None) != (service_ms is None):
         raise InvalidInput("--workers and --service-ms go together", hint="e.g. --workers 8 --service-ms 20 caps the target at 400 req/s")
-    serve_until_interrupted(stdout, host=host, port=port, workers=workers, service_ms=service_ms, threads=threads)
+    if service_times not in ("fixed", "exponential"):
+        raise InvalidInput(f"--service-times: '{service_times}' is not a distribution", hint="give fixed or exponential")
+    if service_times != "fixed" and workers is None:
+        raise InvalidInput("--service-times shapes the capacity model", hint="give --workers and --service-ms too")
+    serve_until_interrupted(stdout, host=host, port=port, workers=workers, service_ms=service_ms, threads=threads,
+                            service_times=service_times)
     return ExitCode.OK
 
 

@@ -200,22 +200,23 @@ def _conduct_run(plan: Plan, store: Store, run_id: str, engine_run: EngineRun, s
             if snapshot is None:
                 continue
             store.add_snapshot(run_id, snapshot)
-            view.update(snapshot)
-            if engine_run.stop_requested:
-                continue
-            stop_asked = _answer_load_requests(store, run_id, engine_run, view, steered=steering is not None) or stop_asked
-            if firing is None:
-                firing = watch.observe(snapshot)
-                if firing is not None:
-                    view.note(firing.message)
-                    engine_run.stop()
-                    continue
+            if not engine_run.stop_requested:
+                stop_asked = _answer_load_requests(store, run_id, engine_run, view, steered=steering is not None) or stop_asked
+                if firing is None:
+                    firing = watch.observe(snapshot)
+                    if firing is not None:
+                        view.note(firing.message)
+                        engine_run.stop()
+                if steering is not None and firing is None:
+                    steering.observe(snapshot, engine_run, cpu_limit_percent=limit)
+                    if steering.done:
+                        stopping_for = "steering"
+                        view.note("steering done: stopping the run")
+                        engine_run.stop()
             if steering is not None:
-                steering.observe(snapshot, engine_run, cpu_limit_percent=limit)
-                if steering.done:
-                    stopping_for = "steering"
-                    view.note("steering done: stopping the run")
-                    engine_run.stop()
+                # The views show where the steering stands (phase, step, level, last verdict).
+                snapshot = {**snapshot, "steering": steering.status()}
+            view.update(snapshot)
     lost_stop = engine_run.stopped_for_loss
     status = ("interrupted" if interrupts.count or stop_asked
               else "autostopped" if firing is not None

@@ -27,9 +27,15 @@ PLAIN_LINE_EVERY_S = 5
 class LiveView:
     """Shows each snapshot as it arrives; use as a context manager around the run."""
 
-    def __init__(self, console: Console, *, title: str, planned_duration_s: float, cpu_limit_percent: float) -> None:
+    def __init__(self, console: Console, *, title: str, planned_duration_s: float, cpu_limit_percent: float,
+                 open_ended: bool = False) -> None:
+        """``open_ended``: the run lasts until its steering has an answer (find-max), so
+        ``planned_duration_s`` is only its longest and the view shows the steering's progress
+        rather than a countdown."""
         self.console = console
         self.title = title
+        self.open_ended = open_ended
+        self._steering_said: tuple[Any, ...] | None = None
         self.planned_duration_s = planned_duration_s
         self.cpu_limit_percent = cpu_limit_percent
         self.total_requests = 0
@@ -42,6 +48,9 @@ class LiveView:
         if self.console.is_terminal:
             self._live = Live(self._render(None), console=self.console, refresh_per_second=4, transient=False)
             self._live.__enter__()
+        elif self.open_ended:
+            self.console.print(f"{self.title}: running until find-max has its answer (at most {self.planned_duration_s:g} s)",
+                               markup=False, highlight=False)
         else:
             self.console.print(f"{self.title}: running for {self.planned_duration_s:g} s", markup=False, highlight=False)
         return self
@@ -68,6 +77,14 @@ class LiveView:
         if self._live is not None:
             self._live.update(self._render(snapshot))
             return
+        steering = snapshot.get("steering")
+        if steering is not None and steering.get("method") == "find_max":
+            # One line per step judged and per phase: the search's progress, as it goes.
+            said = (steering["phase"], steering["step"], steering["level"])
+            if said != self._steering_said:
+                self._steering_said = said
+                self.console.print(f"{snapshot['elapsed_s']:7.1f}s  {steering_text(steering)}", markup=False, highlight=False,
+                                   soft_wrap=True)
         # A warning that starts between two regular lines gets a line of its own at once:
         # otherwise a short run (or a short bad spell) would never show it.
         kinds = {_warning_kind(warning) for warning in self._warnings(snapshot, requests, errors)}
@@ -129,10 +146,18 @@ class LiveView:
         latency = _latency(snapshot["steps"])
         progress = min(snapshot["elapsed_s"], self.planned_duration_s)
         header = Table.grid(padding=(0, 2))
-        header.add_row(
-            ProgressBar(total=max(self.planned_duration_s, 0.001), completed=progress, width=40),
-            Text(f"{snapshot['elapsed_s']:.0f} / {self.planned_duration_s:.0f} s" + ("  stopping..." if self.stopping else "")),
-        )
+        stopping = "  stopping..." if self.stopping else ""
+        steering = snapshot.get("steering")
+        if self.open_ended:
+            header.add_row(Text(f"{snapshot['elapsed_s']:.0f} s" + stopping),
+                           Text(steering_text(steering) if steering else "", style="bold"))
+        else:
+            header.add_row(
+                ProgressBar(total=max(self.planned_duration_s, 0.001), completed=progress, width=40),
+                Text(f"{snapshot['elapsed_s']:.0f} / {self.planned_duration_s:.0f} s" + stopping),
+            )
+            if steering:
+                header.add_row(Text(""), Text(steering_text(steering), style="bold"))
         figures = Table.grid(padding=(0, 3))
         asked = snapshot["target_rate_per_s"]
         load = f"{snapshot['active_vus']} VUs (asked {snapshot['target_vus']})" if asked is None else (
@@ -171,6 +196,41 @@ class LiveView:
         for warning in self._warnings(snapshot, requests, errors):
             parts.append(Text(f"!! {warning}", style="bold white on red"))
         return Panel(Group(*parts), title=Text(self.title))
+
+
+def steering_text(status: dict[str, Any]) -> str:
+    """Where a steering stands, in one line: find-max's phase, step, level and bracket with its
+    last verdict; target response time's level and latency against the target.
+
+    >>> steering_text({"method": "find_max", "phase": "search", "step": 6, "level": 412.0, "level_unit": "rate_per_s",
+    ...                "good_level": 400.0, "saturated_level": 800.0, "set_aside_s": 3,
+    ...                "last": {"level": 800.0, "verdict": "throughput_flat", "ok_rps": 400.2, "latency_ms": 95.1}})
+    'find-max: search, step 6 at 412/s · knee between 400/s and 800/s · last: 800/s throughput_flat (400.2 req/s, p 95.1 ms) · 3 s set aside (generator starved)'
+    """
+    unit = " VUs" if status.get("level_unit") == "vus" else "/s"
+
+    def level(value: float | None) -> str:
+        return "-" if value is None else f"{value:,.4g}{unit}"
+
+    if status.get("method") == "target_response_time":
+        latency = status.get("latency_ms")
+        shown = "-" if latency is None else f"{latency:.1f} ms"
+        text = (f"target response time: level {level(status['level'])} · latency {shown} for {status['target_ms']:g} ms"
+                + (" · held" if status.get("held") else ""))
+    else:
+        phases = {"sight": "sighting shot", "recover": "recovering (the target drains its queue)", "done": "done"}
+        text = f"find-max: {phases.get(status['phase'], status['phase'])}"
+        if status["phase"] not in ("sight", "recover", "done"):
+            text += f", step {status['step']} at {level(status['level'])}"
+        if status.get("good_level") is not None or status.get("saturated_level") is not None:
+            text += f" · knee between {level(status.get('good_level'))} and {level(status.get('saturated_level'))}"
+        last = status.get("last")
+        if last:
+            latency = "" if last.get("latency_ms") is None else f", p {last['latency_ms']:.1f} ms"
+            text += f" · last: {level(last['level'])} {last['verdict']} ({last['ok_rps']:,.1f} req/s{latency})"
+    if status.get("set_aside_s"):
+        text += f" · {status['set_aside_s']} s set aside (generator starved)"
+    return text
 
 
 def generators_line(snapshot: dict[str, Any]) -> str:

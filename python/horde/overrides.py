@@ -227,6 +227,8 @@ class SteerFlags:
     limit: float | None = None
     latency_limit_ms: float | None = None
     duration_s: float | None = None
+    precision_percent: float | None = None
+    max_vus: int | None = None
 
 
 #: The VU cap of an open model made for steering a quick --url plan: high, so that the target's
@@ -242,7 +244,8 @@ def apply_steer_flags(plan: Plan, flags: SteerFlags, *, quick: bool, vus_given: 
     arrival rate, as ``--start``/``--step`` in requests per second suggest).
     """
     steering_only = {"--start": flags.start, "--step": flags.step, "--step-duration": flags.step_duration,
-                     "--limit": flags.limit, "--latency-limit-ms": flags.latency_limit_ms}
+                     "--limit": flags.limit, "--latency-limit-ms": flags.latency_limit_ms,
+                     "--precision": flags.precision_percent}
     if not flags.find_max and flags.target_response_ms is None:
         given = [name for name, value in steering_only.items() if value is not None]
         if given:
@@ -256,28 +259,28 @@ def apply_steer_flags(plan: Plan, flags: SteerFlags, *, quick: bool, vus_given: 
     if quick and not vus_given:
         for scenario in data["scenarios"]:
             scenario["workload"] = {"type": "open", "start_rate_per_s": 1, "stages": [{"duration_s": 1, "rate_per_s": 1}],
-                                    "max_vus": STEER_MAX_VUS}
+                                    "max_vus": flags.max_vus or STEER_MAX_VUS}
     own = data.get("steer") or {}
     if flags.find_max:
-        if flags.step_duration is not None:
-            step_duration_s = parse_duration(flags.step_duration, flag="--step-duration")
-        else:
-            step_duration_s = own.get("step_duration_s", 30) if own.get("type") == "find_max" else 30
         base = own if own.get("type") == "find_max" else {}
-        start = flags.start if flags.start is not None else base.get("start", 10)
-        steer: dict[str, Any] = {
-            **base, "type": "find_max", "start": start,
-            "step": flags.step if flags.step is not None else base.get("step", start),
-            "step_duration_s": step_duration_s, "percentile": flags.percentile,
-        }
-        if flags.limit is not None:
-            steer["limit"] = flags.limit
-        if flags.latency_limit_ms is not None:
-            steer["latency_limit_ms"] = flags.latency_limit_ms
+        steer: dict[str, Any] = {**base, "type": "find_max", "percentile": flags.percentile}
+        # Without --start and --step (and none in the plan) find-max searches: a sighting shot
+        # sizes the start, the level grows geometrically, bisection finds the knee. --step asks
+        # for the stepped ramp (starting at --start, or at one step).
+        for key, value in (("start", flags.start), ("step", flags.step), ("limit", flags.limit),
+                           ("latency_limit_ms", flags.latency_limit_ms), ("precision_percent", flags.precision_percent)):
+            if value is not None:
+                steer[key] = value
+        if flags.step_duration is not None:
+            steer["step_duration_s"] = parse_duration(flags.step_duration, flag="--step-duration")
+        if flags.precision_percent is not None and steer.get("step") is not None:
+            raise InvalidInput("--precision belongs to find-max's search; a stepped ramp (--step) moves by its step",
+                               hint="drop --step to let find-max search to a precision, or drop --precision")
     else:
-        if flags.step is not None or flags.step_duration is not None or flags.latency_limit_ms is not None:
-            raise InvalidInput("--step, --step-duration and --latency-limit-ms belong to --find-max",
-                               hint="--target-response-ms takes --start, --percentile and --duration")
+        if (flags.step is not None or flags.step_duration is not None or flags.latency_limit_ms is not None
+                or flags.precision_percent is not None):
+            raise InvalidInput("--step, --step-duration, --latency-limit-ms and --precision belong to --find-max",
+                               hint="--target-response-ms takes --start, --limit, --percentile and --duration")
         base = own if own.get("type") == "target_response_time" else {}
         steer = {**base, "type": "target_response_time", "target_ms": flags.target_response_ms,
                  "percentile": flags.percentile, "start": flags.start if flags.start is not None else base.get("start", 10)}

@@ -174,21 +174,59 @@ class AutostopRule(BaseModel):
         return _checked_condition(text, allowed=("latency", "share"), hint=AUTOSTOP_HINT)
 
 
+#: Find-max's step length when the plan gives none: a search's steps are short (it takes few),
+#: a stepped ramp's are the seed's 30 s.
+SEARCH_STEP_DURATION_S = 5.0
+STEPPED_STEP_DURATION_S = 30.0
+
+
 class FindMax(BaseModel):
-    """A stepped ramp that stops by itself at saturation and reports the knee."""
+    """Finds the knee: the highest level the target serves before it saturates.
+
+    Without ``step`` it searches: a sighting shot sizes the start (unless ``start`` is given),
+    the level grows by ``growth`` each step until one saturates, then bisection between the last
+    good and the first saturated level closes in to ``precision_percent``; the steps taken grow
+    with the logarithm of the answer. With ``step`` it climbs a stepped ramp (``start``,
+    ``start + step``...) as the seed's teams do by hand, then refines in quarter steps.
+    """
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, title="FindMax")
 
     type: Literal["find_max"] = Field(description="steering: 'find_max'")
-    start: float = Field(gt=0, le=MAX_RATE_PER_S, description="the first step's level: arrivals/s (open) or VUs (closed)")
-    step: float = Field(gt=0, le=MAX_RATE_PER_S, description="how much each step adds")
-    step_duration_s: float = Field(default=30, ge=2, le=3600, description="how long each step holds, in seconds; >= 2")
+    start: float | None = Field(
+        default=None, gt=0, le=MAX_RATE_PER_S,
+        description="the first step's level: arrivals/s (open) or VUs (closed); default: sized by a sighting "
+        "shot (open) or 1 VU (closed)")
+    step: float | None = Field(
+        default=None, gt=0, le=MAX_RATE_PER_S,
+        description="a stepped ramp: how much each step adds; default: none, the level grows geometrically "
+        "and bisection finds the knee")
+    step_duration_s: float | None = Field(
+        default=None, ge=2, le=3600,
+        description=f"how long each step holds, in seconds; >= 2; default {SEARCH_STEP_DURATION_S:g} for a search, "
+        f"{STEPPED_STEP_DURATION_S:g} for a stepped ramp")
+    growth: float = Field(default=2.0, ge=1.1, le=10, description="search: the factor each step multiplies the level by until one saturates")
+    precision_percent: float = Field(
+        default=3.0, ge=0.5, le=50,
+        description="search: stop once the last good and first saturated levels are this close (percent of the good one)")
     limit: float | None = Field(default=None, gt=0, le=MAX_RATE_PER_S, description="never go above this level")
     percentile: float = Field(default=95, gt=0, le=100, description="the latency percentile judged")
     latency_limit_ms: float | None = Field(default=None, gt=0, description="saturated once the percentile passes this")
     error_limit_percent: float = Field(default=5, ge=0, le=100, description="saturated once errors pass this share")
-    refine: bool = Field(default=True, description="after the first saturation, climb again from the last good step in quarter steps")
+    refine: bool = Field(default=True, description="stepped ramp: after the first saturation, climb again from the last good step in quarter steps")
     scenarios: list[str] = Field(default_factory=list, description="the scenarios whose level is steered; default: all")
+
+    @property
+    def searching(self) -> bool:
+        """Whether this is a search (no ``step``) rather than a stepped ramp."""
+        return self.step is None
+
+    @property
+    def step_length_s(self) -> float:
+        """How long each step holds: the plan's, or the default of its method."""
+        if self.step_duration_s is not None:
+            return self.step_duration_s
+        return SEARCH_STEP_DURATION_S if self.searching else STEPPED_STEP_DURATION_S
 
 
 class TargetResponseTime(BaseModel):
@@ -251,6 +289,9 @@ def check_control_names(plan: Any) -> None:
             if name not in measured:
                 errors.append((("steer", "scenarios", index), name, custom(
                     "unknown_scenario", f"no scenario is named '{name}'", f"name one of: {', '.join(sorted(measured))}")))
+        if isinstance(steer, FindMax) and steer.limit is not None and steer.start is not None and steer.start > steer.limit:
+            errors.append((("steer", "start"), steer.start, custom(
+                "steer_range", f"start ({steer.start:g}) is above limit ({steer.limit:g})", "give start <= limit")))
         if isinstance(steer, TargetResponseTime):
             for index, name in enumerate(steer.steps):
                 if name not in set().union(*measured.values()):

@@ -43,9 +43,10 @@ def plan_for_instances(plan: Plan, urls: Sequence[str], k: int) -> Plan:
     update: dict[str, Any] = {"target": target, "scenarios": [_scaled(scenario, k, cap=not steered) for scenario in plan.scenarios]}
     if isinstance(plan.steer, FindMax):
         steer = plan.steer
+        # A search sizes its own start; a given start, step and limit are one instance's.
         update["steer"] = steer.model_copy(update={
-            "start": steer.start * k, "step": steer.step * k,
-            **({"limit": steer.limit * k} if steer.limit is not None else {}),
+            key: value * k for key, value in (("start", steer.start), ("step", steer.step), ("limit", steer.limit))
+            if value is not None
         })
     return plan.model_copy(update=update)
 

@@ -1,5 +1,5 @@
-"""Load that steers itself: find-max (a stepped ramp that stops at saturation and reports the
-knee) and target response time (hold a latency percentile at T by moving the level).
+"""Load that steers itself: find-max (the knee, in ``horde.find_max``) and target response
+time (hold a latency percentile at T by moving the level).
 
 A steering reads each snapshot as it arrives and moves the run's level through
 :meth:`horde.run.Run.set_load`: a VU count for closed scenarios, an arrival rate for open ones,
@@ -7,34 +7,17 @@ spread over the steered scenarios by their ``weight``. It never opens a socket; 
 decides comes from the same per-second snapshots the store keeps, so its answer can be checked
 against the stored run.
 
-Find-max judges each step on the seconds after it settled (the first quarter of the step is
-skipped: queues and connection pools move to the new level then). A step is saturated when:
-
-- errors pass ``error_limit_percent`` (``errors``);
-- the latency percentile passes ``latency_limit_ms``, if given (``latency_limit``);
-- the generator itself was saturated for most of the step (``generator_saturated``): the knee
-  would be the generator's, not the target's, so the search stops there;
-- an open model dropped more than 1 % of its arrivals (``dropped_arrivals``): every VU was
-  busy, requests pile up in the target;
-- throughput stopped following the load while latency rose (``throughput_flat``): successful
-  responses per second under 90 % of what the level should give (the offered rate, or for VUs
-  the previous step's throughput scaled by the VU count) with the percentile 10 % above the
-  first step's;
-- latency rose sharply (``latency_rising``): the percentile at 3x the first step's; in an open
-  model just past capacity a queue grows in the target while throughput still looks right.
-
-Target response time moves the level by the square root of T / latency over a 2 s window
-(bounded: up by at most 25 % far below T and 15 % near it, down by at most 20 %), leaves it
-alone within 5 % of T, and ignores seconds where the generator itself was late. A move up that
-overshoots T becomes a ceiling: later moves up stop half way to it, so a target whose latency
-is a cliff (flat, then a queue without bound, as a deterministic server at capacity) is closed
-in on by bisection instead of being jumped over again and again; after an overshoot it goes
-back a little under the last good level and waits for the queue to drain before judging again.
-
-After the first saturated step, find-max goes back to half the last good level until latency
-is back near the first step's (a queue in the target must drain, or it would spoil the next
-step), then climbs again from the last good level in quarter steps. The knee is the last good
-step of that finer climb: ``max_rps`` is its successful responses per second.
+Target response time judges latency from each request's actual send (the target's part; an
+open model also keeps what users felt, from the intended start) over a window of at least 2 s,
+widened at low rates until the percentile has enough samples (``samples_needed``); seconds in
+which the generator was starved are set aside, and a window with a saturated generator second
+starts again. It moves the level by the square root of T / latency (bounded: up by at most 25 %
+far below T and 15 % near it, down by at most 20 %), leaves it alone within 5 % of T. A move up
+that overshoots T becomes a ceiling: later moves up stop half way to it, so a target whose
+latency is a cliff (flat, then a queue without bound, as a deterministic server at capacity) is
+closed in on by bisection instead of being jumped over again and again; after an overshoot it
+goes back a little under the last good level and waits for the queue to drain before judging
+again.
 """
 
 from __future__ import annotations
@@ -44,32 +27,21 @@ from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from horde.measure import Figures, measure
+from horde.find_max import MAX_SEARCH_STEPS, MAX_STEPS, MAX_STRETCH, REFINE_SHARE, SIGHT_MAX_S, FindMaxSteering, first_level
+from horde.measure import measure
 from horde.plan import ClosedModel, ClosedStage, OpenModel, OpenStage, Plan
 from horde.plan_control import FindMax, TargetResponseTime
-from horde.summary import is_generator_saturated
+from horde.steered_load import LoadSetter, Snapshot, move, samples_needed, steered_model, steered_scenarios
+from horde.summary import GENERATOR_SATURATED, GENERATOR_STARVED, generator_state
 
-Snapshot = dict[str, Any]
-
-#: Find-max: the share of a step skipped before it is judged.
-SETTLE_SHARE = 0.25
-#: Find-max: throughput under this share of what the level should give is "not following".
-FLAT_SHARE = 0.9
-#: Find-max: latency this much above the first step's counts as rising (with flat throughput;
-#: by Little's law a closed model's latency must rise once its throughput stops following).
-RISE_WITH_FLAT = 1.1
-#: Find-max: latency this many times the first step's is saturation whatever the throughput.
-RISE_ALONE = 3.0
-#: Find-max: dropped arrivals above this share of arrivals (percent) is saturation.
-DROPPED_LIMIT_PERCENT = 1.0
-#: Find-max: the most steps a climb may take when the plan sets no limit.
-MAX_STEPS = 200
-#: Find-max: the refining climb's step, as a share of the plan's step.
-REFINE_SHARE = 0.25
+__all__ = ["FindMaxSteering", "LoadSetter", "Steering", "TargetResponseTimeSteering", "planned_length_s",
+           "prepare_plan", "steered_model", "steered_scenarios", "steering_for"]
 
 #: Target response time: the window each decision measures, in seconds; it restarts at each
-#: move, so a decision always sees whole seconds at the current level.
+#: move, so a decision always sees whole seconds at the current level. At low rates it widens,
+#: up to TRT_MAX_WINDOW_S, until the percentile has enough samples.
 TRT_WINDOW_S = 2
+TRT_MAX_WINDOW_S = 10
 #: Target response time: the most a decision may raise or lower the level, as a factor. Up is
 #: slower than down, and slower still near the target: overshooting into overload builds queues
 #: that take long to drain. Far below the target (latency under two thirds of it) latency says little
@@ -83,36 +55,22 @@ TRT_DEADBAND = 0.05
 TRT_HELD_SHARE = 0.10
 
 
-class LoadSetter(Protocol):
-    """What a steering needs of a run (``horde.run.Run`` has it)."""
-
-    def set_load(self, *, vus: int | None = ..., rate_per_s: float | None = ...,
-                 scenarios: list[str] | None = ..., ramp_s: float = ...) -> dict[str, float]: ...
-
-
-def steered_scenarios(plan: Plan) -> list[str]:
-    """The names of the scenarios whose level the plan's steering moves."""
-    assert plan.steer is not None
-    return list(plan.steer.scenarios) or [scenario.name for scenario in plan.scenarios]
-
-
-def steered_model(plan: Plan) -> str:
-    """``closed`` (the level is a VU count) or ``open`` (an arrival rate)."""
-    names = steered_scenarios(plan)
-    return next(s.workload.type for s in plan.scenarios if s.name in names)
-
-
 def planned_length_s(plan: Plan) -> float:
     """How long the steering may run at most: the engine's stages last this long."""
     steer = plan.steer
     assert steer is not None
     if isinstance(steer, TargetResponseTime):
         return steer.duration_s
+    # Each step may stretch to make up for starved seconds, and a recovery lasts at most two steps.
+    step_s = math.ceil(steer.step_length_s) * (MAX_STRETCH + 2)
+    if steer.step is None:
+        return SIGHT_MAX_S + MAX_SEARCH_STEPS * step_s
     climb = MAX_STEPS
     if steer.limit is not None:
-        climb = min(MAX_STEPS, math.floor((steer.limit - steer.start) / steer.step + 1e-9) + 1)
+        start = steer.start if steer.start is not None else steer.step
+        climb = min(MAX_STEPS, math.floor((steer.limit - start) / steer.step + 1e-9) + 1)
     refine = (round(1 / REFINE_SHARE) + 2) if steer.refine else 0  # recovery + finer steps
-    return (climb + refine) * steer.step_duration_s
+    return float((climb + refine) * step_s)
 
 
 def prepare_plan(plan: Plan) -> Plan:
@@ -129,10 +87,11 @@ def prepare_plan(plan: Plan) -> Plan:
     chosen = [s for s in plan.scenarios if s.name in names]
     weights = [s.weight for s in chosen]
     scenarios = []
+    start = steer.start if isinstance(steer, TargetResponseTime) else first_level(plan)
     if steered_model(plan) == "closed":
-        levels: list[float] = [float(v) for v in spread_vus(max(1, round(steer.start)), weights)]
+        levels: list[float] = [float(v) for v in spread_vus(max(1, round(start)), weights)]
     else:
-        levels = spread_rate(steer.start, weights)
+        levels = spread_rate(start, weights)
     share = {scenario.name: level for scenario, level in zip(chosen, levels)}
     for scenario in plan.scenarios:
         if scenario.name not in share:
@@ -153,191 +112,6 @@ def prepare_plan(plan: Plan) -> Plan:
     return plan.model_copy(update={"scenarios": scenarios})
 
 
-@dataclass
-class StepResult:
-    """One find-max step, judged on its settled seconds."""
-
-    index: int
-    level: float
-    seconds: int
-    rps: float
-    ok_rps: float
-    latency_ms: float | None
-    error_percent: float
-    dropped_percent: float
-    saturated_reason: str | None = None
-    phase: str = "climb"
-
-
-@dataclass
-class _Phase:
-    name: str  # "climb", "recover", "refine", "done"
-    level: float
-    started: int  # the first snapshot second of this level
-    seconds: list[Snapshot] = field(default_factory=list)
-
-
-class FindMaxSteering:
-    """Climbs in steps until saturation, refines, and reports the knee."""
-
-    def __init__(self, plan: Plan) -> None:
-        assert isinstance(plan.steer, FindMax)
-        self.steer: FindMax = plan.steer
-        self.model = steered_model(plan)
-        self.scenarios = steered_scenarios(plan)
-        self.steps: list[StepResult] = []
-        self.baseline_ms: float | None = None
-        self.first_saturated: StepResult | None = None
-        self.done_reason: str | None = None
-        self.notes: list[str] = []
-        self._phase = _Phase("climb", self.steer.start, started=1)
-        self._refine_step = self.steer.step * REFINE_SHARE
-        self._refine_left = 0
-        self._last_good: StepResult | None = None
-
-    @property
-    def done(self) -> bool:
-        return self._phase.name == "done"
-
-    def _set(self, run: LoadSetter, level: float, phase: str, second: int) -> None:
-        level = float(max(1, round(level))) if self.model == "closed" else level
-        if self.model == "closed":
-            run.set_load(vus=int(level), scenarios=self.scenarios)
-        else:
-            run.set_load(rate_per_s=level, scenarios=self.scenarios)
-        self._phase = _Phase(phase, level, started=second + 1)
-
-    def observe(self, snapshot: Snapshot, run: LoadSetter, *, cpu_limit_percent: float) -> None:
-        """Takes one snapshot; moves the level when a step ends."""
-        if snapshot["final"] or self.done:
-            return
-        phase = self._phase
-        if snapshot["second"] < phase.started:
-            return  # a second that began before the level moved
-        phase.seconds.append(snapshot)
-        second = int(snapshot["second"])
-        if phase.name == "recover":
-            figures = measure(phase.seconds[-1:])
-            latency = figures.latency_ms(self.steer.percentile)
-            calm = latency is not None and self.baseline_ms is not None and latency <= 1.5 * self.baseline_ms
-            if calm or len(phase.seconds) >= 2 * self.steer.step_duration_s:
-                self._next_refine(run, second)
-            return
-        if len(phase.seconds) < self.steer.step_duration_s:
-            return
-        result = self._judge(phase, cpu_limit_percent)
-        self.steps.append(result)
-        if result.saturated_reason is None:
-            self._last_good = result
-            if self.baseline_ms is None:
-                self.baseline_ms = result.latency_ms
-            self._after_good(run, result, second)
-        else:
-            self._after_saturated(run, result, second)
-
-    def _judge(self, phase: _Phase, cpu_limit_percent: float) -> StepResult:
-        skip = max(1, math.ceil(len(phase.seconds) * SETTLE_SHARE))
-        settled = phase.seconds[skip:]
-        figures = measure(settled)
-        latency = figures.latency_ms(self.steer.percentile)
-        result = StepResult(
-            index=len(self.steps), level=phase.level, seconds=len(settled), rps=figures.rps, ok_rps=figures.ok_rps,
-            latency_ms=latency, error_percent=figures.error_percent(), dropped_percent=figures.dropped_percent,
-            phase=phase.name,
-        )
-        result.saturated_reason = self._saturation(result, figures, settled, cpu_limit_percent)
-        return result
-
-    def _saturation(self, result: StepResult, figures: Figures, settled: list[Snapshot], cpu_limit_percent: float) -> str | None:
-        steer = self.steer
-        if figures.requests == 0:
-            return "no_responses"
-        if result.error_percent > steer.error_limit_percent:
-            return "errors"
-        if steer.latency_limit_ms is not None and result.latency_ms is not None and result.latency_ms > steer.latency_limit_ms:
-            return "latency_limit"
-        if sum(is_generator_saturated(s, cpu_limit_percent) for s in settled) * 2 > len(settled):
-            return "generator_saturated"
-        if self.model == "open" and result.dropped_percent > DROPPED_LIMIT_PERCENT:
-            return "dropped_arrivals"
-        baseline = self.baseline_ms
-        if baseline is None or result.latency_ms is None or baseline <= 0:
-            return None
-        expected = result.level if self.model == "open" else self._closed_expectation(result.level)
-        if expected is not None and result.ok_rps < FLAT_SHARE * expected and result.latency_ms > RISE_WITH_FLAT * baseline:
-            return "throughput_flat"
-        if result.latency_ms > RISE_ALONE * baseline:
-            return "latency_rising"
-        return None
-
-    def _closed_expectation(self, level: float) -> float | None:
-        good = self._last_good
-        if good is None or good.level <= 0:
-            return None
-        return good.ok_rps * level / good.level
-
-    def _after_good(self, run: LoadSetter, result: StepResult, second: int) -> None:
-        steer = self.steer
-        if self._phase.name == "refine":
-            self._refine_left -= 1
-            if self._refine_left <= 0:
-                self._finish("refined")
-                return
-            self._set(run, result.level + self._refine_step, "refine", second)
-            return
-        following = result.level + steer.step
-        if steer.limit is not None and following > steer.limit + 1e-9:
-            self._finish("limit_reached")
-            return
-        if len(self.steps) >= MAX_STEPS:
-            self._finish("step_budget_spent")
-            return
-        self._set(run, following, "climb", second)
-
-    def _after_saturated(self, run: LoadSetter, result: StepResult, second: int) -> None:
-        if self.first_saturated is None:
-            self.first_saturated = result
-        if result.saturated_reason in ("generator_saturated", "no_responses"):
-            self._finish(result.saturated_reason)
-            return
-        good = self._last_good
-        refinable = self.steer.refine and self._phase.name == "climb" and good is not None
-        if self.model == "closed":
-            refinable = refinable and self._refine_step >= 1
-        if not refinable or good is None:
-            self._finish("saturated")
-            return
-        # Half the last good level until the target has drained what the saturated step queued.
-        self._refine_left = round(1 / REFINE_SHARE) - 1
-        self._set(run, max(good.level / 2, 1.0 if self.model == "closed" else good.level / 2), "recover", second)
-
-    def _next_refine(self, run: LoadSetter, second: int) -> None:
-        assert self._last_good is not None
-        self._set(run, self._last_good.level + self._refine_step, "refine", second)
-
-    def _finish(self, reason: str) -> None:
-        self.done_reason = reason
-        self._phase = _Phase("done", self._phase.level, started=10**12)
-
-    def result(self) -> dict[str, Any]:
-        """The capacity block's find-max part."""
-        knee = self._last_good
-        first = self.first_saturated
-        unit = "vus" if self.model == "closed" else "rate_per_s"
-        return {
-            "method": "find_max",
-            "level_unit": unit,
-            "percentile": self.steer.percentile,
-            "max_rps": round(knee.ok_rps, 3) if knee else None,
-            "latency_ms_at_max": round(knee.latency_ms, 3) if knee and knee.latency_ms is not None else None,
-            "level_at_max": knee.level if knee else None,
-            "saturation_reason": first.saturated_reason if first else None,
-            "first_saturated_step": asdict(first) if first else None,
-            "ended_because": self.done_reason or "run_ended",
-            "steps": [asdict(step) for step in self.steps],
-        }
-
-
 class TargetResponseTimeSteering:
     """Holds a latency percentile at T by moving the level, and reports the highest rate that
     held it."""
@@ -348,7 +122,9 @@ class TargetResponseTimeSteering:
         self.model = steered_model(plan)
         self.scenarios = steered_scenarios(plan)
         self.level = float(self.steer.start)
-        self._window: deque[Snapshot] = deque(maxlen=TRT_WINDOW_S)
+        self._window: deque[Snapshot] = deque(maxlen=TRT_MAX_WINDOW_S)
+        self.needed = samples_needed(self.steer.percentile)
+        self.set_aside_s = 0
         self.history: list[dict[str, Any]] = []
         self.done = False
         # The lowest level whose move up overshot the target: moves up stay below it (halving
@@ -367,26 +143,36 @@ class TargetResponseTimeSteering:
     def observe(self, snapshot: Snapshot, run: LoadSetter, *, cpu_limit_percent: float) -> None:
         if snapshot["final"]:
             return
+        state = generator_state(snapshot, cpu_limit_percent)
+        generator_saturated = state == GENERATOR_SATURATED
+        if state == GENERATOR_STARVED:
+            # The machine did not run the generator: its sends bunched up, so this second says
+            # more of the machine than of the target. Set aside, without losing the window.
+            self.set_aside_s += 1
+            self.history.append({
+                "second": int(snapshot["second"]), "level": self.level, "latency_ms": None, "ok_rps": None,
+                "held": False, "generator_saturated": False, "starved": True, "window_full": False, "samples": 0,
+            })
+            return
         self._window.append(snapshot)
-        generator_saturated = is_generator_saturated(snapshot, cpu_limit_percent)
-        figures = measure(list(self._window), steps=self.steer.steps or None)
+        figures, full = self._window_figures()
         latency = figures.latency_ms(self.steer.percentile)
         held = (
-            latency is not None and len(self._window) == TRT_WINDOW_S
+            latency is not None and full
             and abs(latency - self.steer.target_ms) <= TRT_HELD_SHARE * self.steer.target_ms
         )
         self.history.append({
             "second": int(snapshot["second"]), "level": self.level, "latency_ms": latency,
             "ok_rps": figures.ok_rps, "held": held, "generator_saturated": generator_saturated,
-            "window_full": len(self._window) == TRT_WINDOW_S,
+            "starved": False, "window_full": full, "samples": figures.samples,
         })
         if generator_saturated:
             # This second's latency is (partly) the generator's own: steering on it would move
             # the target's load for the generator's trouble. Start the window again.
             self._window.clear()
             return
-        # A decision only once the last move shows in a whole window.
-        if len(self._window) < TRT_WINDOW_S or latency is None:
+        # A decision only once the last move shows in a whole window with enough samples.
+        if not full or latency is None:
             return
         ratio = self.steer.target_ms / max(latency, 1e-3)
         previous, self._previous_latency = self._previous_latency, latency
@@ -423,17 +209,36 @@ class TargetResponseTimeSteering:
             return
         self._move(run, level)
 
+    def _window_figures(self) -> tuple[Any, bool]:
+        """The figures of the shortest recent part of the window that holds TRT_WINDOW_S seconds
+        and enough samples for the percentile (latency from the send), and whether it does; the
+        whole window, not yet full, otherwise. A window of TRT_MAX_WINDOW_S counts as full."""
+        seconds = list(self._window)
+        figures = measure(seconds[-TRT_WINDOW_S:], steps=self.steer.steps or None, from_send=True)
+        size = min(len(seconds), TRT_WINDOW_S)
+        while figures.samples < self.needed and size < len(seconds):
+            size += 1
+            figures = measure(seconds[-size:], steps=self.steer.steps or None, from_send=True)
+        full = size >= TRT_WINDOW_S and (figures.samples >= self.needed or size >= TRT_MAX_WINDOW_S)
+        return figures, full
+
+    def status(self) -> dict[str, Any]:
+        """Where the steering stands, for the live view."""
+        last = self.history[-1] if self.history else None
+        return {
+            "method": "target_response_time", "phase": "hold", "level": self.level,
+            "level_unit": "vus" if self.model == "closed" else "rate_per_s", "target_ms": self.steer.target_ms,
+            "latency_ms": last["latency_ms"] if last else None, "held": bool(last and last["held"]),
+            "set_aside_s": self.set_aside_s,
+        }
+
     def _move(self, run: LoadSetter, level: float) -> None:
         if self.model == "closed":
             level = float(max(1, round(level)))
         self._moved_up = level > self.level
-        self.level = level
+        self.level = move(run, self.model, self.scenarios, level)
         # The window restarts: what it held was measured at the old level.
         self._window.clear()
-        if self.model == "closed":
-            run.set_load(vus=int(level), scenarios=self.scenarios)
-        else:
-            run.set_load(rate_per_s=level, scenarios=self.scenarios)
 
     def result(self) -> dict[str, Any]:
         """The highest rate that held the target (latency within ±10 % of T; when it never was,
@@ -446,6 +251,8 @@ class TargetResponseTimeSteering:
         ]
         longest = current = 0
         for entry in self.history:
+            if entry.get("starved"):
+                continue  # set aside: neither holds nor breaks a streak
             current = current + 1 if entry["held"] else 0
             longest = max(longest, current)
         first_held = held[0]["second"] if held else None
@@ -478,6 +285,11 @@ class TargetResponseTimeSteering:
             } if latencies else None,
             "saturation_reason": reason,
             "overshoot_level": None if self.ceiling == math.inf else self.ceiling,
+            "latency_basis": "from_send",
+            "samples_needed": self.needed,
+            "set_aside_s": self.set_aside_s,
+            "notes": [f"{self.set_aside_s} s set aside: generator starved (its timers late with little CPU used)"]
+            if self.set_aside_s else [],
             "history": self.history,
         }
 

@@ -15,10 +15,13 @@ from horde import _engine
 from horde.errors import InvalidInput
 
 
-def start(*, host: str = "127.0.0.1", port: int = 0, workers: int | None = None, service_ms: float | None = None, threads: int = 1) -> _engine.TargetHandle:
-    """Starts the target and returns its handle (``.port``, ``.stop()``)."""
+def start(*, host: str = "127.0.0.1", port: int = 0, workers: int | None = None, service_ms: float | None = None, threads: int = 1,
+          service_times: str = "fixed") -> _engine.TargetHandle:
+    """Starts the target and returns its handle (``.port``, ``.stop()``). ``service_times``:
+    ``fixed`` (every request takes ``service_ms``) or ``exponential`` (that on average: an
+    M/M/c queue, whose latency rises smoothly towards capacity)."""
     try:
-        return _engine.start_target(host, port, workers, service_ms, threads)
+        return _engine.start_target(host, port, workers, service_ms, threads, service_times)
     except (OSError, ValueError) as error:
         raise InvalidInput(
             f"the target cannot start: {error}",
@@ -32,7 +35,8 @@ def serve_until_interrupted(console: Console, **options: object) -> None:
     capacity = ""
     if options.get("workers") is not None:
         workers, service_ms = options["workers"], options["service_ms"]
-        capacity = f" (capacity: {workers} at once × {service_ms} ms = {float(workers) * 1000 / float(service_ms):g} req/s max)"  # type: ignore[arg-type]
+        mean = " on average" if options.get("service_times") == "exponential" else ""
+        capacity = f" (capacity: {workers} at once × {service_ms} ms{mean} = {float(workers) * 1000 / float(service_ms):g} req/s max)"  # type: ignore[arg-type]
     console.print(f"built-in target listening on http://{options['host']}:{port}{capacity}; Ctrl-C to stop", highlight=False)
     try:
         while True:

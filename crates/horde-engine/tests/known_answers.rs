@@ -2,7 +2,7 @@
 
 mod support;
 
-use horde_target::{Capacity, TargetConfig, TargetHandle};
+use horde_target::{Capacity, ServiceTimes, TargetConfig, TargetHandle};
 use support::{latency, one_step_plan, run_to_end, total_requests};
 
 fn target(capacity: Option<Capacity>) -> TargetHandle {
@@ -24,7 +24,7 @@ fn delay_20ms_has_a_median_of_20_to_22ms() {
 #[test]
 fn closed_throughput_matches_the_capacity_model() {
     // 10 workers x 20 ms of service: at most 500 requests/s, reached with 25 VUs and no think time.
-    let target = target(Some(Capacity { workers: 10, service_ms: 20.0 }));
+    let target = target(Some(Capacity { workers: 10, service_ms: 20.0, service_times: ServiceTimes::Fixed }));
     let plan = one_step_plan(&target.base_url(), "/", r#"{"type": "closed", "start_vus": 25, "stages": [{"duration_s": 4, "vus": 25}]}"#);
     let snapshots = run_to_end(&plan, 2);
     // Seconds 2..=4: past the first second's connection set-up, before the drain.

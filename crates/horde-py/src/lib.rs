@@ -11,7 +11,7 @@
 //! a target that cannot listen raises `OSError`. Failed requests never raise: they are counted.
 
 use horde_engine::{GeneratorShare, EngineError, EngineOptions, Next, RunControl, Snapshot};
-use horde_target::{Capacity, TargetConfig, TargetHandle};
+use horde_target::{Capacity, ServiceTimes, TargetConfig, TargetHandle};
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
@@ -246,9 +246,10 @@ impl PyTargetHandle {
 }
 
 /// Starts the built-in target. `workers` and `service_ms` together set the capacity model
-/// (at most `workers` requests in service, each taking `service_ms`).
+/// (at most `workers` requests in service, each taking `service_ms`, or that on average when
+/// `service_times` is `"exponential"`).
 #[pyfunction]
-#[pyo3(signature = (host="127.0.0.1", port=0, workers=None, service_ms=None, threads=1))]
+#[pyo3(signature = (host="127.0.0.1", port=0, workers=None, service_ms=None, threads=1, service_times="fixed"))]
 fn start_target(
     py: Python<'_>,
     host: &str,
@@ -256,10 +257,16 @@ fn start_target(
     workers: Option<usize>,
     service_ms: Option<f64>,
     threads: usize,
+    service_times: &str,
 ) -> PyResult<PyTargetHandle> {
+    let service_times = match service_times {
+        "fixed" => ServiceTimes::Fixed,
+        "exponential" => ServiceTimes::Exponential,
+        other => return Err(PyValueError::new_err(format!("service_times must be 'fixed' or 'exponential' (got '{other}')"))),
+    };
     let capacity = match (workers, service_ms) {
         (None, None) => None,
-        (Some(workers), Some(service_ms)) => Some(Capacity { workers, service_ms }),
+        (Some(workers), Some(service_ms)) => Some(Capacity { workers, service_ms, service_times }),
         _ => return Err(PyValueError::new_err("the capacity model needs both workers and service_ms")),
     };
     let config = TargetConfig { host: host.to_owned(), port, capacity, threads };

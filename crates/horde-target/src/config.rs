@@ -31,16 +31,29 @@ impl Default for TargetConfig {
     }
 }
 
-/// A server with `workers` parallel workers, each taking `service_ms` per request: its maximum
-/// throughput is exactly `workers * 1000 / service_ms` requests per second, whatever the timer
-/// granularity, because completion instants are computed rather than measured (see the
-/// `capacity` module).
+/// A server with `workers` parallel workers, each taking `service_ms` per request (on average,
+/// with exponential service times): its maximum throughput is exactly `workers * 1000 /
+/// service_ms` requests per second, whatever the timer granularity, because completion instants
+/// are computed rather than measured (see the `capacity` module).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Capacity {
     /// How many requests are in service at once; at least 1.
     pub workers: usize,
-    /// Service time of one request in milliseconds; finite and greater than 0.
+    /// Service time of one request in milliseconds (the mean, for exponential service times);
+    /// finite and greater than 0.
     pub service_ms: f64,
+    /// Every request takes `service_ms` (an M/D/c queue: latency flat up to capacity, then a
+    /// cliff), or a time drawn from an exponential distribution of that mean (M/M/c: latency
+    /// rises smoothly towards capacity, as in most real services).
+    pub service_times: ServiceTimes,
+}
+
+/// How long each request's service takes (see [`Capacity::service_times`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ServiceTimes {
+    #[default]
+    Fixed,
+    Exponential,
 }
 
 /// Why a target could not start.
@@ -141,6 +154,7 @@ mod tests {
                 capacity: Some(Capacity {
                     workers,
                     service_ms,
+                    service_times: ServiceTimes::Fixed,
                 }),
                 ..TargetConfig::default()
             };

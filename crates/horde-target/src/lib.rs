@@ -90,7 +90,7 @@
 //! use horde_target::{Capacity, TargetConfig, TargetHandle};
 //!
 //! let target = TargetHandle::start(TargetConfig {
-//!     capacity: Some(Capacity { workers: 4, service_ms: 20.0 }), // at most 200 requests/s
+//!     capacity: Some(Capacity { workers: 4, service_ms: 20.0, service_times: ServiceTimes::Fixed }), // at most 200 requests/s
 //!     ..TargetConfig::default()
 //! })?;
 //! println!("load it at {}", target.base_url());
@@ -106,5 +106,5 @@ mod server;
 mod service;
 mod stall;
 
-pub use config::{Capacity, TargetConfig, TargetError};
+pub use config::{Capacity, ServiceTimes, TargetConfig, TargetError};
 pub use server::TargetHandle;

@@ -184,7 +184,7 @@ fn run(
         stall: StallClock::new(now),
         capacity: config.capacity.map(|capacity| {
             let service = Duration::from_secs_f64(capacity.service_ms / 1000.0);
-            CapacityQueue::new(capacity.workers, service, now)
+            CapacityQueue::with_times(capacity.workers, service, capacity.service_times, now)
         }),
         game: World::new(MAX_PLAYERS),
     });

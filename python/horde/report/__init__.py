@@ -23,6 +23,7 @@ from horde import __version__
 from horde.compare import ComparisonRule, RunComparison, compare_runs
 from horde.errors import InvalidInput
 from horde.redaction import redact_plan
+from horde.report.capacity_view import capacity_charts, capacity_view
 from horde.report.charts import comparison_charts, run_charts
 from horde.report.page import ReportUnavailable, render
 from horde.report.series import run_series, saturation_note
@@ -50,7 +51,8 @@ def render_run_report(results: RunResults) -> str:
         step_rows=_step_rows(summary),
         saturation=saturation_note(summary),
         sections=_sections(results),
-        figures=run_charts(run_series(results)),
+        capacity=capacity_view(summary.get("capacity")),
+        figures={**run_charts(run_series(results)), **capacity_charts(summary.get("capacity"))},
         all_requests=ALL_REQUESTS,
     )
 
@@ -130,6 +132,7 @@ def _sections(results: RunResults) -> list[dict[str, Any]]:
         if value is not None:
             found.setdefault(key, value)
     sections = []
+    found.pop("capacity", None)  # drawn on its own: facts, the steps' table, the knee's charts
     for key, value in found.items():
         title = KNOWN_SECTIONS.get(key, key.replace("_", " ").capitalize())
         if isinstance(value, list) and all(isinstance(item, dict) for item in value):

@@ -8,6 +8,7 @@ the snapshot it was handing over. A run left ``running`` by a process that is go
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import secrets
@@ -614,7 +615,7 @@ def _snapshot_rows(
                 "bytes_sent": step["bytes_sent"],
                 "bytes_received": step["bytes_received"],
                 "histogram": bytes(step["histogram"]),
-                "extra_json": _dumps(step_extra) if step_extra else None,
+                "extra_json": _dumps(_bytes_as_text(step_extra)) if step_extra else None,
             }
         )
     return row, step_rows
@@ -675,5 +676,20 @@ def _step_from_row(row: RowMapping) -> dict[str, Any]:
         # Some drivers hand back memoryview for binary columns; callers get plain bytes.
         "histogram": bytes(row["histogram"]),
     }
-    step.update(_loads_dict(row["extra_json"]) or {})
+    step.update(_text_as_bytes(_loads_dict(row["extra_json"]) or {}))
     return step
+
+
+#: How a binary value among a step's extra keys (the latency from the send, HDR V2) is kept in
+#: its JSON column: ``{"$base64": "..."}``.
+_BYTES_KEY = "$base64"
+
+
+def _bytes_as_text(extra: dict[str, Any]) -> dict[str, Any]:
+    return {key: {_BYTES_KEY: base64.b64encode(bytes(value)).decode("ascii")} if isinstance(value, (bytes, bytearray, memoryview))
+            else value for key, value in extra.items()}
+
+
+def _text_as_bytes(extra: dict[str, Any]) -> dict[str, Any]:
+    return {key: base64.b64decode(value[_BYTES_KEY]) if isinstance(value, dict) and set(value) == {_BYTES_KEY} else value
+            for key, value in extra.items()}

@@ -34,6 +34,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from horde.compare import ComparisonRule, RunComparison, compare_runs, trend
 from horde.errors import InvalidInput
 from horde.report.charts import run_charts
+from horde.report.capacity_view import capacity_charts
 from horde.report.series import run_series
 from horde.run_results import RunResults, load_run
 from horde.store import RunRecord, Store, pid_alive
@@ -98,7 +99,7 @@ def finished_state(store: Store, ref: str) -> dict[str, Any]:
     results = load_run(store, ref)
     state = run_state(results.record, results.record.status, results.summary,
                       results.snapshots[-1] if results.snapshots else None)
-    state["figures"] = run_charts(run_series(results))
+    state["figures"] = {**run_charts(run_series(results)), **capacity_charts(results.summary.get("capacity"))}
     return state
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from horde import histogram
+from horde.report.capacity_view import capacity_view
 from horde.report.charts import Figure, run_charts
 from horde.report.series import LatencySeries, RunSeries, distribution, run_series, saturation_note
 from horde.run_results import ALL_REQUESTS, RunResults, StepId, step_names, workers_of
@@ -78,6 +79,8 @@ def run_state(record: RunRecord, status: str, summary: dict[str, Any], last: dic
         "summary": summary,
         "steps": step_rows(summary),
         "saturation": saturation_note(summary),
+        # The capacity answer as a lab shows it (facts, the steps' table); its charts are figures.
+        "capacity": capacity_view(summary.get("capacity")),
         "last_second": int(last.get("second") or 0),
         "elapsed_s": last.get("elapsed_s"),
         "timestamp": last.get("timestamp"),

@@ -9,7 +9,7 @@
   const api = "/api/runs/" + encodeURIComponent(runId);
   const plan = JSON.parse(document.getElementById("run-plan").textContent);
   const FIELDS = ["requests", "errors", "error_percent", "rps", "p50", "p90", "p95", "p99", "max"];
-  const SECTIONS = {thresholds: "Thresholds", autostop: "Autostop", capacity: "Capacity", sight: "Sighting shot"};
+  const SECTIONS = {thresholds: "Thresholds", autostop: "Autostop", sight: "Sighting shot"};
   let source = null;
 
   function shown(value) {
@@ -110,6 +110,24 @@
     for (const [key, title] of Object.entries(SECTIONS)) {
       if (summary[key] !== undefined && summary[key] !== null) {
         parts.push(element("h2", {id: "section-" + key}, [title]), sectionTable(key, summary[key]));
+      }
+    }
+    const capacity = state.capacity;
+    if (capacity) {
+      // The answer's facts, find-max's steps with their verdicts, and the knee's two curves
+      // (their figures come with the finished run's state).
+      parts.push(element("h2", {id: "section-capacity"}, ["Capacity"]),
+        element("table", {class: "section", "data-section": "capacity"}, capacity.facts.map(function ([label, value]) {
+          return element("tr", {}, [element("th", {class: "name"}, [label]), element("td", {class: "name"}, [value])]);
+        })));
+      if (capacity.steps.length) {
+        parts.push(element("table", {class: "section", "data-section": "capacity-steps"}, [
+          element("thead", {}, [element("tr", {}, capacity.columns.map(function (column) { return element("th", {class: "name"}, [column]); }))]),
+          element("tbody", {}, capacity.steps.map(function (row) {
+            return element("tr", {class: row.verdict === "good" ? "passed" : "failed"},
+              capacity.columns.map(function (column) { return element("td", {class: "name"}, [row[column]]); }));
+          })),
+        ]), element("div", {class: "chart", id: "chart-capacity-throughput"}), element("div", {class: "chart", id: "chart-capacity-latency"}));
       }
     }
     const cluster = summary.cluster;
