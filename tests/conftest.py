@@ -241,11 +241,20 @@ class HordeCli:
         self.store_url = f"sqlite:///{self.store_path}"
         self.env = {**os.environ, "HORDE_STORE": str(self.store_path), "NO_COLOR": "1"}
         self.env.pop("COLUMNS", None)
+        #: The CPUs the command runs on (all by default): a test pins the generator with it.
+        self.cpus: set[int] | None = None
 
     def run(self, *args: str, timeout: float = 60.0, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+        cpus = self.cpus
+
+        def child() -> None:
+            _default_sigint()
+            if cpus is not None:
+                os.sched_setaffinity(0, cpus)
+
         return subprocess.run(
             [str(HORDE_BIN), *args], env=self.env, cwd=cwd or self.tmp_path, capture_output=True,
-            text=True, timeout=timeout, check=False, preexec_fn=_default_sigint,
+            text=True, timeout=timeout, check=False, preexec_fn=child,
         )
 
     def popen(self, *args: str) -> subprocess.Popen[str]:
@@ -279,11 +288,18 @@ def target_process() -> Iterator[Callable[..., int]]:
     with the target's flags, get its port. Every process started is stopped after the test."""
     started: list[subprocess.Popen[bytes]] = []
 
-    def start(*flags: str) -> int:
+    def start(*flags: str, cpus: set[int] | None = None) -> int:
+        """``cpus``: pin the target to these CPUs (away from the generator's)."""
         port = free_tcp_port()
+
+        def child() -> None:
+            _default_sigint()
+            if cpus is not None:
+                os.sched_setaffinity(0, cpus)
+
         proc = subprocess.Popen(
             [str(HORDE_BIN), "target", "--port", str(port), *flags],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_default_sigint,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=child,
         )
         started.append(proc)
         wait_for_port(port)

@@ -210,7 +210,7 @@ def steering_text(status: dict[str, Any]) -> str:
     unit = " VUs" if status.get("level_unit") == "vus" else "/s"
 
     def level(value: float | None) -> str:
-        return "-" if value is None else f"{value:,.4g}{unit}"
+        return "-" if value is None else f"{value:,.0f}{unit}" if value >= 100 else f"{value:,.4g}{unit}"
 
     if status.get("method") == "target_response_time":
         latency = status.get("latency_ms")

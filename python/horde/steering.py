@@ -9,7 +9,9 @@ against the stored run.
 
 Target response time judges latency from each request's actual send (the target's part; an
 open model also keeps what users felt, from the intended start) over a window of at least 2 s,
-widened at low rates until the percentile has enough samples (``samples_needed``); seconds in
+widened at low rates until the percentile has enough samples (``samples_needed``; four times
+that once latency has passed T, where a short window's noise would move the level to and fro);
+seconds in
 which the generator was starved are set aside, and a window with a saturated generator second
 starts again. It moves the level by the square root of T / latency (bounded: up by at most 25 %
 far below T and 15 % near it, down by at most 20 %), leaves it alone within 5 % of T. A move up
@@ -23,6 +25,7 @@ again.
 from __future__ import annotations
 
 import math
+import statistics
 from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
@@ -42,6 +45,14 @@ __all__ = ["FindMaxSteering", "LoadSetter", "Steering", "TargetResponseTimeSteer
 #: up to TRT_MAX_WINDOW_S, until the percentile has enough samples.
 TRT_WINDOW_S = 2
 TRT_MAX_WINDOW_S = 10
+#: Target response time: once latency has passed T (the level that gives T is bracketed), a
+#: decision needs this many times the samples a percentile needs: there a short window's noise
+#: would move the level to and fro around T (a 2 s p95 of an M/M/4 queue at 70 % load varies
+#: by ±15 %).
+TRT_HOLD_SAMPLES = 4
+#: Target response time: latency's elasticity to the level is read only across levels this far
+#: apart (a factor): across closer ones each window's noise swamps the difference.
+TRT_ELASTICITY_SPAN = 1.1
 #: Target response time: the most a decision may raise or lower the level, as a factor. Up is
 #: slower than down, and slower still near the target: overshooting into overload builds queues
 #: that take long to drain. Far below the target (latency under two thirds of it) latency says little
@@ -49,6 +60,8 @@ TRT_MAX_WINDOW_S = 10
 TRT_MAX_UP_FAR = 1.25
 TRT_MAX_UP_NEAR = 1.15
 TRT_MAX_DOWN = 0.8
+#: Target response time: latency rising less than this (in log terms) per unit of log level is flat.
+TRT_FLAT_ELASTICITY = 0.1
 #: Target response time: within this relative distance of the target, the level is left alone.
 TRT_DEADBAND = 0.05
 #: Target response time: a second "holds" the target when its window is within this share of T.
@@ -139,6 +152,12 @@ class TargetResponseTimeSteering:
         # latency high at a good level; moving down again for that would overcorrect.
         self._draining = False
         self._previous_latency: float | None = None
+        # The level and latency of the last decision's window: with this one, latency's
+        # elasticity to the level.
+        self._previous_point: tuple[float, float] | None = None
+        # Once latency has passed T: decisions wait for more samples (see TRT_HOLD_SAMPLES).
+        self._holding = False
+        self._holding_since: int | None = None
 
     def observe(self, snapshot: Snapshot, run: LoadSetter, *, cpu_limit_percent: float) -> None:
         if snapshot["final"]:
@@ -176,7 +195,11 @@ class TargetResponseTimeSteering:
             return
         ratio = self.steer.target_ms / max(latency, 1e-3)
         previous, self._previous_latency = self._previous_latency, latency
+        point, self._previous_point = self._previous_point, (self.level, latency)
         over = ratio < 1 / (1 + TRT_HELD_SHARE)
+        if over and not self._holding:
+            self._holding = True
+            self._holding_since = int(snapshot["second"])
         if not over:
             self._last_good = self.level
             self._draining = False
@@ -191,8 +214,7 @@ class TargetResponseTimeSteering:
             self._move(run, max(self.steer.min, 0.95 * self._last_good))
             self._previous_latency = None  # windows at the new level are compared among themselves
             return
-        up = TRT_MAX_UP_FAR if ratio > 1.5 else TRT_MAX_UP_NEAR
-        factor = min(up, max(TRT_MAX_DOWN, math.sqrt(ratio)))
+        factor = self._factor(ratio, latency, point)
         level = min(self.steer.max, max(self.steer.min, self.level * factor))
         if ratio > 1 and level > self.level and self.ceiling < math.inf:
             level = min(level, (self.level + self.ceiling) / 2)
@@ -209,6 +231,33 @@ class TargetResponseTimeSteering:
             return
         self._move(run, level)
 
+    def _steady(self, held: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """The windows that held T once the level holding it was bracketed (latency had passed
+        T once), as one answer: the median of their rates, levels and latencies. Near a smooth
+        target's knee each window's percentile and rate are noisy; the highest of them would be
+        a lucky window, their median is where the level holds."""
+        settled = [entry for entry in held if self._holding_since is not None and entry["second"] >= self._holding_since]
+        if not settled:
+            return None
+        return {key: statistics.median(entry[key] for entry in settled) for key in ("level", "ok_rps", "latency_ms")}
+
+    def _factor(self, ratio: float, latency: float, point: tuple[float, float] | None) -> float:
+        """How much to multiply the level by. Below the target, latency's elasticity to the
+        level (read off this window and the previous one, at another level) says how far the
+        level that gives T is: flat latency (a smooth target far from its knee, or a cliff not
+        reached yet) climbs at the far pace; otherwise half the way there, in log terms. Without
+        an estimate, or above the target, the square root of T / latency."""
+        span = abs(math.log(self.level / point[0])) if point is not None and point[0] > 0 else 0.0
+        if ratio > 1 + TRT_HELD_SHARE and point is not None and span >= math.log(TRT_ELASTICITY_SPAN) and point[1] > 0 and latency > 0:
+            elasticity = math.log(latency / point[1]) / math.log(self.level / point[0])
+            if elasticity < TRT_FLAT_ELASTICITY:
+                return TRT_MAX_UP_FAR
+            predicted = ratio ** (1 / elasticity)  # the level that gives T, as a multiple of this one
+            up = TRT_MAX_UP_FAR if predicted > 1.5 else TRT_MAX_UP_NEAR
+            return min(up, max(1.0, math.sqrt(predicted)))
+        up = TRT_MAX_UP_FAR if ratio > 1.5 else TRT_MAX_UP_NEAR
+        return min(up, max(TRT_MAX_DOWN, math.sqrt(ratio)))
+
     def _window_figures(self) -> tuple[Any, bool]:
         """The figures of the shortest recent part of the window that holds TRT_WINDOW_S seconds
         and enough samples for the percentile (latency from the send), and whether it does; the
@@ -216,10 +265,12 @@ class TargetResponseTimeSteering:
         seconds = list(self._window)
         figures = measure(seconds[-TRT_WINDOW_S:], steps=self.steer.steps or None, from_send=True)
         size = min(len(seconds), TRT_WINDOW_S)
-        while figures.samples < self.needed and size < len(seconds):
+
+        needed = self.needed * (TRT_HOLD_SAMPLES if self._holding else 1)
+        while figures.samples < needed and size < len(seconds):
             size += 1
             figures = measure(seconds[-size:], steps=self.steer.steps or None, from_send=True)
-        full = size >= TRT_WINDOW_S and (figures.samples >= self.needed or size >= TRT_MAX_WINDOW_S)
+        full = size >= TRT_WINDOW_S and (figures.samples >= needed or size >= TRT_MAX_WINDOW_S)
         return figures, full
 
     def status(self) -> dict[str, Any]:
@@ -241,8 +292,10 @@ class TargetResponseTimeSteering:
         self._window.clear()
 
     def result(self) -> dict[str, Any]:
-        """The highest rate that held the target (latency within ±10 % of T; when it never was,
-        at or under T + 10 %), and how long the latency was held within ±10 % of T."""
+        """The rate that held the target (latency within ±10 % of T): the median of the windows
+        that held it once it was bracketed (before that, or when it never was bracketed, the
+        highest; when it never held, the highest rate at or under T + 10 %), and how long the
+        latency was held within ±10 % of T."""
         held = [entry for entry in self.history if entry["held"]]
         under = [
             entry for entry in self.history
@@ -260,7 +313,7 @@ class TargetResponseTimeSteering:
         # several levels) the latest, which is the settled one.
         # Seconds that held T come first: on a saturated target a lower level serves the same
         # rate at a lower latency, and the level that holds T is the answer asked for.
-        best = max(reversed(held or under), key=lambda entry: entry["ok_rps"], default=None)
+        best = self._steady(held) or max(reversed(held or under), key=lambda entry: entry["ok_rps"], default=None)
         latencies = [entry["latency_ms"] for entry in held]
         if held:
             reason = None

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from horde.report.capacity_view import capacity_steps
 from horde.thresholds import render_verdicts
 
 
@@ -102,9 +103,23 @@ def _render_capacity(console: Console, capacity: dict[str, Any]) -> None:
     if capacity.get("instances_needed") is not None:
         lines.append(f"instances for a peak of {capacity['peak_rps']:,.1f} req/s with {capacity['headroom_percent']:g} % "
                      f"headroom: {capacity['instances_needed']}")
+    if capacity.get("bracket_percent") is not None and capacity.get("method") == "find_max":
+        lines.append(f"the knee lies within {capacity['bracket_percent']:g} % above it "
+                     f"(found in {capacity.get('answer_after_s')} s, {len(capacity.get('steps') or [])} steps)")
+    lines.extend(f"note: {note}" for note in capacity.get("notes") or [])
     console.print("capacity", style="bold")
     for line in lines:
         console.print("  " + line, markup=False, highlight=False, soft_wrap=True)
+    if capacity.get("steps"):
+        table = Table(header_style="bold", box=None, padding=(0, 1))
+        columns = ("step", "phase", "level", "verdict", "ok req/s", "latency ms (from send)", "latency ms (as felt)", "samples",
+                   "set aside s")
+        for column in columns:
+            table.add_column(column, justify="left" if column in ("phase", "verdict") else "right")
+        for row in capacity_steps(capacity):
+            table.add_row(*(Text("-" if row[column] is None else f"{row[column]:,}" if isinstance(row[column], (int, float))
+                                 else str(row[column])) for column in columns))
+        console.print(table)
 
 
 def render_sight(console: Console, report: dict[str, Any]) -> None:
