@@ -138,8 +138,10 @@ def test_a_latency_rule_without_requests_does_not_fire() -> None:
 
 
 def test_generator_saturation_must_last_the_whole_window() -> None:
-    cpu = {n: 195.0 for n in (2, 3, 5, 6, 7)}
-    lateness = {8: 25.0}  # late timers alone saturate the generator too
+    # Late timers saturate the generator too when it used most of its CPU (at 8); late timers
+    # with little CPU used (at 9) are a starved generator, which autostop leaves alone.
+    cpu = {n: 195.0 for n in (2, 3, 5, 6, 7)} | {8: 120.0}
+    lateness = {8: 25.0, 9: 25.0}
     seconds = [snapshot(n, entry("home", [1000]), cpu=cpu.get(n, 20.0), lateness=lateness.get(n, 0.2)) for n in range(1, 12)]
     watch = AutostopWatch([rule("generator_saturated", window_s=3)], cpu_limit_percent=CPU_LIMIT)
     firing = first_firing(watch, seconds)
@@ -150,6 +152,8 @@ def test_generator_saturation_must_last_the_whole_window() -> None:
     watch = AutostopWatch([rule("generator_saturated", window_s=2)], cpu_limit_percent=CPU_LIMIT)
     firing = first_firing(watch, seconds[6:])
     assert firing is not None and firing.second == 8 and "timer lateness p99 up to 25 ms" in firing.message
+    watch = AutostopWatch([rule("generator_saturated", window_s=2)], cpu_limit_percent=CPU_LIMIT)
+    assert first_firing(watch, seconds[7:]) is None, "a starved second is not a saturated one"
 
 
 def test_a_rule_watches_only_its_scope() -> None:

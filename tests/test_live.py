@@ -73,13 +73,17 @@ def test_generator_saturation_is_a_warning() -> None:
     with view:
         view.update(snap(1, [step(10, 10)], cpu=CPU_LIMIT + 5))
         view.update(snap(2, [step(10, 10)]))
-        view.update(snap(3, [step(10, 10)], lateness=25.0))  # timers 25 ms late: saturated too
-        view.update(snap(4, [step(1, 1)], cpu=900.0, lateness=99.0, final=True))  # the final drain is noise
+        # Timers 25 ms late while the generator used most of its CPU: saturated too.
+        view.update(snap(3, [step(10, 10)], lateness=25.0, cpu=0.8 * CPU_LIMIT))
+        # Timers 25 ms late at 5 % CPU: the machine did not run it (starved), not saturated.
+        view.update(snap(4, [step(10, 10)], lateness=25.0, cpu=5.0))
+        view.update(snap(5, [step(1, 1)], cpu=900.0, lateness=99.0, final=True))  # the final drain is noise
     printed = lines(out)
-    assert len(printed) == 4, printed
+    assert len(printed) == 5, printed
     assert "GENERATOR SATURATED" in printed[1] and "CPU 185%" in printed[1]
     assert "GENERATOR SATURATED" in printed[2] and "timer lateness p99 25.0 ms" in printed[2]
-    assert "GENERATOR SATURATED" not in printed[3]
+    assert "GENERATOR SATURATED" not in printed[3] and "generator starved (timers 25 ms late at CPU 5%" in printed[3]
+    assert "GENERATOR SATURATED" not in printed[4]
 
 
 def test_dropped_arrivals_are_a_warning() -> None:

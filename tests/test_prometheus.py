@@ -394,11 +394,17 @@ def test_step_names_are_escaped_in_the_text(exporter: PrometheusExporter) -> Non
 
 
 def test_open_model_gauges_and_saturation_by_lateness(exporter: PrometheusExporter) -> None:
-    exporter.update(snapshot(1, [entry("home", [2000])], target_rate_per_s=250.5, timer_lateness_p99_ms=12.0))
+    exporter.update(snapshot(1, [entry("home", [2000])], target_rate_per_s=250.5))
+    exporter.update(snapshot(2, [entry("home", [2000])], target_rate_per_s=250.5, timer_lateness_p99_ms=12.0))
     families = families_of(exporter)
     assert families["horde_target_rate_per_second"].one() == 250.5
-    assert families["horde_generator_saturated"].one() == 1  # lateness over its 10 ms limit
-    exporter.update(snapshot(2, [entry("home", [2000])], target_rate_per_s=300.0))
+    # Lateness over its 10 ms limit with little CPU used: starved, not saturated.
+    assert families["horde_generator_saturated"].one() == 0 and families["horde_generator_starved"].one() == 1
+    exporter.update(snapshot(3, [entry("home", [2000])], target_rate_per_s=250.5, timer_lateness_p99_ms=12.0,
+                             cpu_percent=0.9 * exporter.cpu_limit_percent))
+    families = families_of(exporter)
+    assert families["horde_generator_saturated"].one() == 1 and families["horde_generator_starved"].one() == 0
+    exporter.update(snapshot(4, [entry("home", [2000])], target_rate_per_s=300.0))
     families = families_of(exporter)
     assert families["horde_generator_saturated"].one() == 0
     assert families["horde_run_finished"].one() == 0

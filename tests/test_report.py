@@ -227,7 +227,8 @@ def test_summary_sections_are_shown_when_the_run_stored_them(stored: tuple[str, 
 
 def test_a_saturated_generator_is_flagged(stored: tuple[str, str]) -> None:
     store_url, run_id = stored
-    copy_id = copy_run(store_url, run_id, snapshot_changes={"timer_lateness_p99_ms": 50.0})
+    # Late timers while the generator used its CPU: saturated (with little CPU: starved).
+    copy_id = copy_run(store_url, run_id, snapshot_changes={"timer_lateness_p99_ms": 50.0, "cpu_percent": 10_000.0})
     with Store.open(store_url) as store:
         results = load_run(store, copy_id)
         html = render_run_report(results)

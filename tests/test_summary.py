@@ -16,6 +16,7 @@ from horde.summary import (
     CPU_SATURATION_PERCENT_PER_WORKER,
     TIMER_LATENESS_LIMIT_MS,
     SummaryBuilder,
+    generator_state,
     is_generator_saturated,
     step_key,
     summarise,
@@ -155,24 +156,31 @@ def test_generator_figures_ignore_the_final_interval() -> None:
     snapshots = [
         snap(1, cpu=50.0, lateness=1.0),
         snap(2, cpu=limit + 1, lateness=2.0),  # saturated by CPU
-        snap(3, cpu=20.0, lateness=TIMER_LATENESS_LIMIT_MS + 5),  # saturated by late timers
-        snap(4, cpu=999.0, lateness=999.0, final=True),  # a few ms of draining: noise
+        snap(3, cpu=0.6 * limit, lateness=TIMER_LATENESS_LIMIT_MS + 5),  # busy, and late: saturated
+        snap(4, cpu=20.0, lateness=TIMER_LATENESS_LIMIT_MS + 5, run_delay_ms=412.0, steal_percent=3.5),  # starved
+        snap(5, cpu=999.0, lateness=999.0, final=True),  # a few ms of draining: noise
     ]
     summary = summarise(snapshots, run_id="r", status="finished", workers=2)
     assert summary["generator"] == {
         "cpu_percent_max": round(limit + 1, 1),
         "timer_lateness_p99_ms": TIMER_LATENESS_LIMIT_MS + 5,
         "saturated_seconds": 2,
+        "starved_seconds": 1,
+        "run_delay_ms_max": 412.0,
+        "steal_percent_max": 3.5,
     }
-    assert summary["iterations"] == 12
-    assert summary["connections_opened"] == 4
-    assert summary["duration_s"] == 4.0
+    assert summary["iterations"] == 15
+    assert summary["connections_opened"] == 5
+    assert summary["duration_s"] == 5.0
 
 
 def test_saturation_rule() -> None:
     assert not is_generator_saturated(snap(1, cpu=89.9, lateness=TIMER_LATENESS_LIMIT_MS), 90.0)
     assert is_generator_saturated(snap(1, cpu=90.0), 90.0)
-    assert is_generator_saturated(snap(1, lateness=TIMER_LATENESS_LIMIT_MS + 0.001), 90.0)
+    assert is_generator_saturated(snap(2, cpu=45.0, lateness=TIMER_LATENESS_LIMIT_MS + 0.001), 90.0)
+    # Late with little CPU: starved (the machine did not run it); the first second is start-up.
+    assert generator_state(snap(2, cpu=44.9, lateness=TIMER_LATENESS_LIMIT_MS + 0.001), 90.0) == "starved"
+    assert generator_state(snap(1, cpu=5.0, lateness=50.0), 90.0) == "ok"
 
 
 def test_step_key() -> None:

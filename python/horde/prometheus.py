@@ -17,7 +17,8 @@ so ``step_kind="request"`` selects each request once). Names (see ``examples/gra
   ``horde_dropped_arrivals_total``, ``horde_connections_opened_total`` (the run's);
 - gauges: ``horde_active_vus``, ``horde_busy_vus``, ``horde_target_vus``,
   ``horde_target_rate_per_second`` (open model only), ``horde_generator_cpu_percent``,
-  ``horde_timer_lateness_p99_seconds``, ``horde_generator_saturated`` (0 or 1),
+  ``horde_timer_lateness_p99_seconds``, ``horde_generator_saturated`` and
+  ``horde_generator_starved`` (0 or 1),
   ``horde_step_requests_per_second``, ``horde_step_latency_quantile_seconds`` and
   ``horde_latency_quantile_seconds`` (all requests) with ``quantile`` 0.5, 0.9, 0.95, 0.99 and 1
   (the maximum), ``horde_run_elapsed_seconds``, ``horde_run_finished``;
@@ -56,7 +57,7 @@ from typing import Any, Final, cast
 from horde import histogram
 from horde.errors import InvalidInput
 from horde.histogram_buckets import buckets
-from horde.summary import is_generator_saturated
+from horde.summary import GENERATOR_SATURATED, GENERATOR_STARVED, generator_state
 
 #: Upper bounds (seconds) of the latency histogram's buckets; ``+Inf`` follows.
 #:
@@ -152,6 +153,7 @@ class _Second:
     cpu_percent: float
     timer_lateness_p99_s: float
     saturated: bool
+    starved: bool
 
 
 @dataclass(frozen=True)
@@ -357,7 +359,8 @@ def _second(snapshot: Mapping[str, Any], steps: Iterable[_StepKey], cpu_limit_pe
         quantiles=_quantiles(histogram.merge(request_histograms)),
         cpu_percent=float(snapshot["cpu_percent"]),
         timer_lateness_p99_s=_seconds(float(snapshot["timer_lateness_p99_ms"])),
-        saturated=is_generator_saturated(dict(snapshot), cpu_limit_percent),
+        saturated=generator_state(dict(snapshot), cpu_limit_percent) == GENERATOR_SATURATED,
+        starved=generator_state(dict(snapshot), cpu_limit_percent) == GENERATOR_STARVED,
     )
 
 
@@ -443,8 +446,13 @@ def _render(state: _State, latency: Mapping[_StepKey, _Buckets], base: _Labels) 
     family("horde_timer_lateness_p99_seconds", "gauge", "How late the engine's timers fired, p99 over the last full second.",
            [] if second is None else [("horde_timer_lateness_p99_seconds", (), second.timer_lateness_p99_s)])
     family("horde_generator_saturated", "gauge",
-           "1 when the generator itself was the bottleneck in the last full second (CPU or timer lateness over its limit).",
+           "1 when the generator itself was the bottleneck in the last full second (CPU over its limit, or "
+           "timer lateness over its limit with at least half of it used).",
            [] if second is None else [("horde_generator_saturated", (), int(second.saturated))])
+    family("horde_generator_starved", "gauge",
+           "1 when the generator was not scheduled in the last full second (timer lateness over its limit with "
+           "little CPU used): that second's latency may carry the machine's delays.",
+           [] if second is None else [("horde_generator_starved", (), int(second.starved))])
     family("horde_step_requests_per_second", "gauge", "Requests per second of the last full second.",
            [] if second is None else
            [("horde_step_requests_per_second", _step_labels(key), rate) for key, rate in sorted(second.requests_per_second.items())])

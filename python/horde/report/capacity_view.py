@@ -42,6 +42,12 @@ def capacity_facts(capacity: dict[str, Any]) -> list[tuple[str, Any]]:
     percentile = capacity.get("percentile")
     if percentile is not None:
         facts.insert(1, ("percentile judged", f"p{percentile:g}"))
+    # Keys this view does not name (a newer or hand-made block) are shown as they are.
+    named = {key for _, key in _FACTS} | {"percentile", "sight", "notes", "steps", "history", "first_saturated_step",
+                                          "level_unit", "latency_basis", "samples_needed", "precision_percent",
+                                          "overshoot_level", "latency_ms_while_held", "stopped_by_steering"}
+    facts.extend((key, value) for key, value in capacity.items()
+                 if key not in named and value is not None and not isinstance(value, (dict, list)))
     sight = capacity.get("sight")
     if sight:
         facts.append(("sighting shot", f"{sight['rate_per_s']:g}/s for {sight['seconds']} s: p50 {sight['p50_ms']:g} ms, "
