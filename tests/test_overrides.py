@@ -7,7 +7,18 @@ from typing import Any
 import pytest
 
 from horde.errors import ExitCode, InvalidInput, PlanInvalid
-from horde.overrides import apply_overrides, parse_duration, parse_header, parse_tag, spread_rate, spread_vus, url_plan
+from horde.overrides import (
+    STEER_MAX_VUS,
+    SteerFlags,
+    apply_overrides,
+    apply_steer_flags,
+    parse_duration,
+    parse_header,
+    parse_tag,
+    spread_rate,
+    spread_vus,
+    url_plan,
+)
 from horde.plan import Plan, plan_from_dict
 
 
@@ -277,3 +288,40 @@ def test_vus_and_rate_are_spread_by_weight() -> None:
     # Each scenario keeps at least one VU of cap.
     assert [w["max_vus"] for w in workloads(apply_overrides(weighted(100, 1), rate=10, max_vus=2))] == [2, 1]
     assert spread_rate(10.0, [1, 3]) == [2.5, 7.5]
+
+
+def steered(flags: SteerFlags, **quick_flags: Any) -> Any:
+    plan = plan_from_dict(url_plan("http://127.0.0.1:8080/", method="GET", headers=[], body=None), source="--url")
+    plan = apply_overrides(plan, **quick_flags)
+    return apply_steer_flags(plan, flags, quick=True, vus_given="vus" in quick_flags)
+
+
+def test_find_max_without_start_or_step_is_a_search() -> None:
+    plan = steered(SteerFlags(find_max=True))
+    assert plan.steer is not None and plan.steer.type == "find_max"
+    assert plan.steer.start is None and plan.steer.step is None and plan.steer.searching
+    assert plan.steer.step_length_s == 5.0 and plan.steer.precision_percent == 3.0
+    assert plan.scenarios[0].workload.type == "open" and plan.scenarios[0].workload.max_vus == STEER_MAX_VUS
+    stepped = steered(SteerFlags(find_max=True, step=50.0, step_duration="10s"))
+    assert stepped.steer.step == 50.0 and not stepped.steer.searching and stepped.steer.step_length_s == 10.0
+    precise = steered(SteerFlags(find_max=True, start=200.0, precision_percent=1.0))
+    assert precise.steer.start == 200.0 and precise.steer.precision_percent == 1.0
+
+
+def test_steering_flags_that_apply_are_taken_and_conflicts_refused() -> None:
+    # --max-vus caps the open model a steered --url plan becomes (it used to be refused).
+    capped = steered(SteerFlags(find_max=True, max_vus=150))
+    assert capped.scenarios[0].workload.max_vus == 150
+    held = steered(SteerFlags(target_response_ms=40.0, limit=300.0, max_vus=150))
+    assert held.steer.max == 300.0 and held.scenarios[0].workload.max_vus == 150
+    with pytest.raises(InvalidInput, match="--precision belongs to find-max's search") as refused:
+        steered(SteerFlags(find_max=True, step=50.0, precision_percent=2.0))
+    assert refused.value.hint and "drop --step" in refused.value.hint
+    with pytest.raises(InvalidInput, match="belong to --find-max"):
+        steered(SteerFlags(target_response_ms=40.0, precision_percent=2.0))
+    with pytest.raises(InvalidInput, match="steer the load"):
+        steered(SteerFlags(precision_percent=2.0))
+    with pytest.raises(PlanInvalid) as invalid:
+        steered(SteerFlags(find_max=True, start=500.0, limit=100.0))
+    (problem,) = invalid.value.problems
+    assert problem.location == "steer.start" and "start (500) is above limit (100)" in problem.message

@@ -228,7 +228,7 @@ def sight(
                       planned_duration_s=duration_s, cpu_limit_percent=cpu_limit_percent(None)) as view:
             label = str(plan_path) if plan_path is not None else f"--url {url}"
             outcome = conduct(shot, store, parameters={"sight_duration_s": duration_s}, tags={"kind": "sight"}, view=view,
-                              annotate=lambda summary: {"sight": sight_report(plan, summary, label)})
+                              annotate=lambda summary: {"sight": sight_report(plan, summary, label, quick=url is not None)})
     report = outcome.summary["sight"]
     if as_json:
         print(json.dumps({"run_id": outcome.run_id, **report}, indent=2))

@@ -2,9 +2,13 @@
 each step's unloaded latency and what load to ask for.
 
 The payment team's routine, built in: fire one thread for a minute, read each request's median,
-size with TPS ≈ VUs × 1000 / median_ms, and ramp in steps from there. The suggestion is a
-find-max ramp whose first step is about what one VU offers and that reaches, in 20 steps, the
-rate the plan's own peak asks for (or 20 VUs' worth when the plan does not say).
+size with TPS ≈ VUs × 1000 / median_ms (x = 1000 / t per VU), and ramp in steps from there.
+
+One VU's rate is the least a target that serves even one request at a time can take; how many
+it serves at once, and so its maximum, one VU cannot tell. The suggestion is therefore find-max's
+search (which finds the maximum in steps that grow with its logarithm), and beside it the seed's
+stepped ramp: steps of one VU's worth, or, when the plan says what peak it must reach, steps
+that reach it in 20.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from typing import Any
 
 from horde.plan import ClosedModel, ClosedStage, Plan
 
-#: How many find-max steps the suggested ramp should take to reach the plan's peak.
+#: How many find-max steps the suggested stepped ramp takes to reach the plan's own peak.
 SUGGESTED_STEPS = 20
 #: The step duration suggested: long enough to settle and judge (a quarter is skipped).
 SUGGESTED_STEP_DURATION_S = 30
@@ -43,9 +47,10 @@ def _planned_peak_rps(plan: Plan, vu_rps: float) -> float | None:
     return peak or None
 
 
-def sight_report(plan: Plan, summary: dict[str, Any], plan_label: str) -> dict[str, Any]:
+def sight_report(plan: Plan, summary: dict[str, Any], plan_label: str, *, quick: bool = False) -> dict[str, Any]:
     """Per step: median, p95 and the rate one VU gets out of it (1000 / median); per VU: the
-    measured request rate; and a suggested find-max ramp."""
+    measured request rate; and a suggested find-max. ``quick``: a ``--url`` plan, which find-max
+    steers as an arrival rate and which has no peak of its own."""
     steps = {}
     for name, figures in summary["steps"].items():
         median = figures["latency_ms"]["p50"]
@@ -58,19 +63,19 @@ def sight_report(plan: Plan, summary: dict[str, Any], plan_label: str) -> dict[s
             "rate_per_vu": round(1000.0 / median, 3) if median > 0 and figures.get("kind", "request") == "request" else None,
         }
     vu_rps = summary["rps"] / max(1, len(plan.scenarios))
-    open_model = all(scenario.workload.type == "open" for scenario in plan.scenarios)
-    peak = _planned_peak_rps(plan, vu_rps)
-    ceiling = max(peak or 0.0, SUGGESTED_STEPS * vu_rps)
+    open_model = quick or all(scenario.workload.type == "open" for scenario in plan.scenarios)
+    peak = None if quick else _planned_peak_rps(plan, vu_rps)
+    # The plan's own peak, when it asks for more than a few VUs' worth; else unknown.
+    up_to = peak if peak is not None and vu_rps > 0 and peak > 2 * vu_rps else None
     if open_model:
-        step = _nice(ceiling / SUGGESTED_STEPS)
-        flags = f"--find-max --start {step:g} --step {step:g} --step-duration {SUGGESTED_STEP_DURATION_S}s"
+        step = _nice(up_to / SUGGESTED_STEPS if up_to else vu_rps)
         unit = "arrivals/s"
     else:
-        # In VUs: TPS ≈ VUs × vu_rps, so the ceiling needs ceiling / vu_rps VUs.
-        vus_needed = math.ceil(ceiling / vu_rps) if vu_rps > 0 else SUGGESTED_STEPS
+        # In VUs: TPS ≈ VUs × vu_rps, so the peak needs peak / vu_rps VUs.
+        vus_needed = math.ceil(up_to / vu_rps) if up_to else SUGGESTED_STEPS
         step = max(1.0, float(math.ceil(vus_needed / SUGGESTED_STEPS)))
-        flags = f"--find-max --start {step:g} --step {step:g} --step-duration {SUGGESTED_STEP_DURATION_S}s"
         unit = "VUs"
+    stepped = f"--find-max --start {step:g} --step {step:g} --step-duration {SUGGESTED_STEP_DURATION_S}s"
     return {
         "duration_s": summary["duration_s"],
         "vu_rps": round(vu_rps, 3),
@@ -81,8 +86,9 @@ def sight_report(plan: Plan, summary: dict[str, Any], plan_label: str) -> dict[s
             "start": step,
             "step": step,
             "step_duration_s": SUGGESTED_STEP_DURATION_S,
-            "up_to": round(ceiling, 3),
-            "command": f"horde run {plan_label} {flags}",
+            "up_to": round(up_to, 3) if up_to else None,
+            "command": f"horde run {plan_label} --find-max",
+            "stepped_command": f"horde run {plan_label} {stepped}",
         },
     }
 

@@ -137,9 +137,14 @@ def render_sight(console: Console, report: dict[str, Any]) -> None:
     console.print(f"one VU made {report['vu_rps']:,.2f} req/s{iteration}; "
                   f"VUs needed for R req/s ≈ R / {report['vu_rps']:,.2f}", markup=False, highlight=False, soft_wrap=True)
     suggestion = report["suggestion"]
-    console.print(f"suggested find-max: steps of {suggestion['step']:g} {suggestion['unit']} every "
-                  f"{suggestion['step_duration_s']} s, up to about {suggestion['up_to']:,.0f} req/s:", markup=False, highlight=False)
+    console.print("find the maximum (a search from one VU's worth; its steps grow with the logarithm of the answer):",
+                  markup=False, highlight=False)
     console.print("  " + suggestion["command"], markup=False, highlight=False, soft_wrap=True)
+    reach = (f"reaching the plan's peak of {suggestion['up_to']:,.0f} req/s in 20 steps" if suggestion.get("up_to")
+             else "one VU's worth a step: how many steps depends on how many requests the target serves at once")
+    console.print(f"or the stepped ramp: steps of {suggestion['step']:g} {suggestion['unit']} every "
+                  f"{suggestion['step_duration_s']} s, {reach}:", markup=False, highlight=False, soft_wrap=True)
+    console.print("  " + suggestion["stepped_command"], markup=False, highlight=False, soft_wrap=True)
 
 
 def render_scale(console: Console, report: dict[str, Any]) -> None:
