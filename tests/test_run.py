@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from horde import histogram
 from horde.errors import PlanInvalid
 from horde.plan import Plan, plan_from_dict
 from horde.run import Run, Snapshot, engine_problems
@@ -306,3 +307,24 @@ def test_a_pool_larger_than_the_limit_is_refused() -> None:
         check_open_files(_game_sized({"pool": 25_000}), limit=20_000)
     assert "pool holds up to 25,000 connections" in caught.value.message
     assert "at most 19,936" in (caught.value.hint or "")
+
+
+def test_an_open_model_keeps_latency_from_the_send_beside_latency_as_felt(builtin_target: Any) -> None:
+    # A fresh VU runs its setup (100 ms) before its first iteration; that iteration's first
+    # request is timed from its arrival's intended instant, so users felt the setup in it. The
+    # target took ~1 ms: that is its latency from the send.
+    plan = plan_from_dict({
+        "version": 1, "name": "felt", "target": {"base_url": f"http://127.0.0.1:{builtin_target.port}"},
+        "scenarios": [{"name": "s", "setup": [{"name": "login", "method": "GET", "path": "/delay/100"}],
+                       "steps": [{"name": "r", "method": "GET", "path": "/"}], "workload": open_model(5, 2, 10)}],
+    })
+    snapshots = run_to_end(plan)
+    entries = [entry for snapshot in snapshots for entry in snapshot["steps"] if entry["step"] == "r"]
+    assert entries and all("from_send_histogram" in entry for entry in entries)
+    felt = histogram.stats(histogram.merge(entry["histogram"] for entry in entries))
+    from_send = histogram.stats(histogram.merge(entry["from_send_histogram"] for entry in entries))
+    assert felt.count == from_send.count == sum(entry["requests"] for entry in entries)
+    assert felt.max_ms >= 100 and from_send.max_ms < 50, (felt.max_ms, from_send.max_ms)
+    # A closed model times every request from its send: one histogram is both.
+    closed_run = run_to_end(make_plan(builtin_target.port, "/", closed(1, 1)))
+    assert all("from_send_histogram" not in entry for snapshot in closed_run for entry in snapshot["steps"])

@@ -31,11 +31,13 @@ struct QueueState {
 }
 
 impl CapacityQueue {
-    /// `workers` must be at least 1 (checked by `TargetConfig::check`).
+    /// Fixed service times (the tests' shorthand).
+    #[cfg(test)]
     pub(crate) fn new(workers: usize, service: Duration, now: Instant) -> Self {
         Self::with_times(workers, service, ServiceTimes::Fixed, now)
     }
 
+    /// `workers` must be at least 1 (checked by `TargetConfig::check`).
     pub(crate) fn with_times(workers: usize, service: Duration, times: ServiceTimes, now: Instant) -> Self {
         let free_at = (0..workers).map(|_| Reverse(now)).collect();
         CapacityQueue {

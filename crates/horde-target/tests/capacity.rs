@@ -8,7 +8,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::{median, Client};
-use horde_target::{Capacity, TargetConfig, TargetHandle};
+use horde_target::{Capacity, ServiceTimes, TargetConfig, TargetHandle};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -17,6 +17,7 @@ fn start(workers: usize, service_ms: f64) -> TargetHandle {
         capacity: Some(Capacity {
             workers,
             service_ms,
+            service_times: ServiceTimes::Fixed,
         }),
         ..TargetConfig::default()
     })
@@ -130,14 +131,17 @@ fn invalid_capacity_is_refused_with_a_message() {
         Capacity {
             workers: 0,
             service_ms: 10.0,
+            service_times: ServiceTimes::Fixed,
         },
         Capacity {
             workers: 1,
             service_ms: 0.0,
+            service_times: ServiceTimes::Fixed,
         },
         Capacity {
             workers: 1,
             service_ms: f64::NAN,
+            service_times: ServiceTimes::Fixed,
         },
     ] {
         let error = TargetHandle::start(TargetConfig {

@@ -8,7 +8,7 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::{start_default, Client, Response};
-use horde_target::{Capacity, TargetConfig, TargetHandle};
+use horde_target::{Capacity, ServiceTimes, TargetConfig, TargetHandle};
 use serde_json::{json, Value};
 
 const MS: Duration = Duration::from_millis(1);
@@ -455,6 +455,7 @@ fn game_requests_wait_for_stalls_and_capacity() {
         capacity: Some(Capacity {
             workers: 1,
             service_ms: 50.0,
+            service_times: ServiceTimes::Fixed,
         }),
         ..TargetConfig::default()
     })

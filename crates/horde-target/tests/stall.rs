@@ -7,7 +7,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::{start_default, Client};
-use horde_target::{Capacity, TargetConfig, TargetHandle};
+use horde_target::{Capacity, ServiceTimes, TargetConfig, TargetHandle};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -108,6 +108,7 @@ fn stalled_requests_then_queue_for_capacity() {
         capacity: Some(Capacity {
             workers: 1,
             service_ms: 50.0,
+            service_times: ServiceTimes::Fixed,
         }),
         ..TargetConfig::default()
     })
