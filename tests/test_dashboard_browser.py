@@ -161,3 +161,32 @@ def test_a_dashboard_beyond_loopback_answers_only_with_its_token(horde_cli: Hord
         assert "token" not in browser.evaluate("location.href")
         browser.open(f"http://127.0.0.1:{server.port}/trend")
         assert browser.evaluate("document.querySelector('h1').textContent").startswith("Trend")
+
+
+def test_a_find_max_run_shows_its_steps_table_and_knee_charts(horde_cli: HordeCli, builtin_target: Any, tmp_path: Path) -> None:
+    from recorded_runs import record_run
+    from test_find_max import search
+
+    chromium_or_skip()
+    run_id = record_run(horde_cli.store_url, plan_dict(builtin_target.port, [get("home", "/")], vus=1, duration_s=1.0))
+    capacity = search(400, service_ms=10)[0].result()
+    with Store.open(horde_cli.store_url) as store:
+        record = store.get_run(run_id)
+        store.finish_run(run_id, status="finished", summary={**record.summary, "capacity": capacity})
+    with DashboardServer(horde_cli.store_url) as server, Browser(tmp_path / "profile") as browser:
+        browser.open(f"{server.url}runs/{run_id}")
+        rows = browser.wait_for("document.querySelectorAll('[data-section=capacity-steps] tbody tr').length",
+                                timeout_s=15, what="the capacity steps table")
+        assert rows == len(capacity["steps"])
+        drawn = browser.wait_for(
+            "['chart-capacity-throughput', 'chart-capacity-latency'].every(id => "
+            "document.getElementById(id) && document.getElementById(id).querySelector('.main-svg'))",
+            timeout_s=15, what="the knee's two charts")
+        assert drawn is True
+        facts = browser.evaluate("document.querySelector('[data-section=capacity]').innerText")
+        assert "max sustainable req/s" in facts and "{" not in facts, facts
+        verdicts = browser.evaluate("Array.from(document.querySelectorAll('[data-section=capacity-steps] tbody tr'))"
+                                    ".map(row => row.className)")
+        assert verdicts == ["passed" if step["saturated_reason"] is None else "failed" for step in capacity["steps"]]
+        browser.screenshot(ARTIFACTS / "dashboard-find-max.png")
+        assert browser.errors() == []

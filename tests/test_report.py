@@ -297,3 +297,29 @@ def test_a_run_without_snapshots_still_has_a_report(stored: tuple[str, str]) -> 
     comparison = ReportPage(render_comparison_report([empty, full]))
     assert comparison.fetched == []
     assert {step.verdict for step in compare_runs(empty, full).steps} == {"not enough data"}
+
+
+def test_a_find_max_run_shows_its_steps_and_the_knee(stored: tuple[str, str]) -> None:
+    from test_find_max import search
+
+    store_url, run_id = stored
+    steering, _ = search(400, service_ms=10)
+    capacity = steering.result()
+    copy_id = copy_run(store_url, run_id, summary_extra={"capacity": capacity})
+    with Store.open(store_url) as store:
+        html = render_run_report(load_run(store, copy_id))
+    page = ReportPage(html)
+    # A table of steps, one row each with its verdict, instead of the block as raw JSON.
+    section = html.split('id="section-capacity"')[1].split("<h2")[0]
+    table = section.split('data-section="capacity-steps"')[1].split("</table>")[0]
+    good = sum(step["saturated_reason"] is None for step in capacity["steps"])
+    assert table.count('<tr class="passed">') == good
+    assert table.count('<tr class="failed">') == len(capacity["steps"]) - good
+    assert "throughput_flat" in table and "{" not in section.split('data-section="capacity-steps"')[0]
+    assert "max sustainable req/s" in section and "knee within %" in section
+    # Load–throughput and load–latency, the knee marked at the answer's level.
+    throughput = page.figures["chart-capacity-throughput"]
+    knee = next(trace for trace in throughput["data"] if trace["name"] == "knee")
+    assert knee["x"] == [capacity["level_at_max"]] and knee["y"][0] == pytest.approx(capacity["max_rps"], abs=0.001)
+    assert page.figures["chart-capacity-latency"]["layout"]["yaxis"]["type"] == "log"
+    assert 'id="chart-capacity-throughput"' in html and 'id="chart-capacity-latency"' in html
