@@ -89,25 +89,46 @@ class Outcome:
     firing: Firing | None = None
 
 
+#: The signals that end a run the way Ctrl-C does (drained, summarised, stored), and the exit
+#: code each gives: 128 + the signal's number, as a shell reports it. SIGTERM is what CI
+#: cancellations, Kubernetes and `timeout` send; SIGHUP a closed terminal.
+STOP_SIGNALS: dict[signal.Signals, ExitCode] = {
+    signal.SIGINT: ExitCode.INTERRUPTED,
+    signal.SIGTERM: ExitCode.TERMINATED,
+    signal.SIGHUP: ExitCode.HUNG_UP,
+}
+
+
 class _Interrupts:
-    """Counts Ctrl-C presses instead of raising KeyboardInterrupt wherever the program happens
-    to be (in the middle of a store write, a snapshot would be lost)."""
+    """Counts stop signals (Ctrl-C, SIGTERM, SIGHUP) instead of raising wherever the program
+    happens to be (in the middle of a store write, a snapshot would be lost); remembers the
+    first, whose exit code the run ends with. A SIGHUP already ignored (``nohup``) stays so."""
 
     def __init__(self) -> None:
         self.count = 0
-        self._previous: Any = None
+        self.first: signal.Signals | None = None
+        self._previous: dict[signal.Signals, Any] = {}
 
     def __enter__(self) -> _Interrupts:
         if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGINT, self._count)
+            for sig in STOP_SIGNALS:
+                if sig == signal.SIGHUP and signal.getsignal(sig) == signal.SIG_IGN:
+                    continue
+                self._previous[sig] = signal.signal(sig, self._count)
         return self
 
     def _count(self, signum: int, frame: object) -> None:
         self.count += 1
+        if self.first is None:
+            self.first = signal.Signals(signum)
+
+    @property
+    def exit_code(self) -> int:
+        return int(STOP_SIGNALS.get(self.first, ExitCode.INTERRUPTED)) if self.first else int(ExitCode.INTERRUPTED)
 
     def __exit__(self, *exc: object) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
 
 
 def planned_duration_s(plan: Plan) -> float:
@@ -244,7 +265,8 @@ def _conduct_run(plan: Plan, store: Store, run_id: str, engine_run: EngineRun, s
     if annotate is not None:
         summary.update(annotate(summary))
     store.finish_run(run_id, status=status, summary=summary)
-    return Outcome(run_id=run_id, status=status, summary=summary, exit_code=exit_code_for(status, firing, verdicts),
+    exit_code = interrupts.exit_code if interrupts.count else exit_code_for(status, firing, verdicts)
+    return Outcome(run_id=run_id, status=status, summary=summary, exit_code=exit_code,
                    verdicts=verdicts, firing=firing)
 
 

@@ -43,6 +43,10 @@ class ExitCode(IntEnum):
     #: A run over several generators lost one, and its plan says `generators.on_lost: stop`.
     GENERATOR_LOST = 15
     INTERRUPTED = 130
+    #: The run was stopped by SIGHUP (a closed terminal): drained, finalised, stored as interrupted.
+    HUNG_UP = 129
+    #: The run was stopped by SIGTERM (a CI cancellation, Kubernetes, `timeout`): the same.
+    TERMINATED = 143
 
 
 class HordeError(Exception):

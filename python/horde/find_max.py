@@ -30,7 +30,9 @@ saturated when:
 Seconds in which the generator was starved (its timers late while it used little CPU: the
 machine did not run it) are set aside: the step runs longer to make up for them, at most three
 times its length, and the summary says how many were set aside. A percentile is judged over
-enough samples (``samples_needed``): at low rates a step also runs longer for them.
+enough samples (``samples_needed``): at low rates a step also runs longer for them. A search
+step whose completions fall just short of its arrivals is measured again on its later seconds
+(a queue with random service times takes seconds to settle near capacity).
 """
 
 from __future__ import annotations
@@ -64,6 +66,12 @@ FOLLOW_TOLERANCE = 0.015
 #: A search's step that serves under this share of its arrivals after two judged seconds ends
 #: at once: every further second only grows the queue the next step must wait out.
 CLEARLY_SATURATED = 0.8
+#: An open-model step whose completions fall short of its arrivals by between the tolerance and
+#: this many times it is borderline: near capacity a queue with random service times takes
+#: seconds to settle (an M/M/4 queue at 96 % load: about 6 s), and while it fills, completions
+#: lag arrivals at a level it can hold. Such a step runs on (at most MAX_STRETCH times its
+#: length) and is judged on its later half.
+BORDERLINE = 3.0
 #: The most steps any find-max takes; a search rarely needs a tenth of them (its run is sized
 #: for MAX_SEARCH_STEPS).
 MAX_STEPS = 200
@@ -124,6 +132,8 @@ class StepResult:
     iterations_per_s: float = 0.0
     #: The second the step's judgement came in (from the run's start).
     judged_at_s: int = 0
+    #: Judged on its later half after a borderline first judgement (see BORDERLINE).
+    remeasured: bool = False
 
     @property
     def verdict(self) -> str:
@@ -137,6 +147,8 @@ class _Phase:
     started: int  # the first snapshot second of this level
     seconds: list[Snapshot] = field(default_factory=list)
     states: list[str] = field(default_factory=list)
+    #: Judged on its later half: it ran on because its first judgement was borderline.
+    remeasured: bool = False
 
 
 class FindMaxSteering:
@@ -237,6 +249,9 @@ class FindMaxSteering:
             figures = measure(judged, from_send=True)
             if len(judged) < self.step_s - self.settle_s or figures.samples < self.needed:
                 return  # starved seconds or too few samples: the step runs on (bounded)
+            if self._borderline(phase, judged):
+                phase.remeasured = True
+                return  # a queue still settling, or a level just past capacity: measure again
         result = self._judge(phase, judged, second, cpu_limit_percent)
         self.steps.append(result)
         if result.saturated_reason is None:
@@ -265,9 +280,25 @@ class FindMaxSteering:
             self._after_saturated_stepped(run, second)
 
     def _judged_seconds(self, phase: _Phase) -> list[Snapshot]:
-        """The step's seconds after it settled, without those the generator was starved in."""
-        settled = list(zip(phase.seconds, phase.states))[self.settle_s:]
+        """The step's seconds after it settled (its later half once re-measured), without those
+        the generator was starved in."""
+        settle = max(self.settle_s, len(phase.seconds) // 2) if phase.remeasured else self.settle_s
+        settled = list(zip(phase.seconds, phase.states))[settle:]
         return [snapshot for snapshot, state in settled if state != GENERATOR_STARVED]
+
+    def _tolerance(self) -> float:
+        return max(FOLLOW_TOLERANCE, self.steer.precision_percent / 200.0)
+
+    def _borderline(self, phase: _Phase, judged: list[Snapshot]) -> bool:
+        """Whether an open-model search step's completions fall short of its arrivals by more
+        than the tolerance but less than BORDERLINE times it (see there)."""
+        if not self.searching or self.model != "open" or not self._iterations_are_ours or not judged:
+            return False
+        seconds = sum(float(snapshot["interval_s"]) for snapshot in judged)
+        served = sum(int(snapshot["iterations"]) for snapshot in judged) / seconds if seconds else 0.0
+        shortfall = 1.0 - served / phase.level if phase.level > 0 else 0.0
+        tolerance = self._tolerance()
+        return tolerance < shortfall < BORDERLINE * tolerance
 
     def _clearly_saturated(self, phase: _Phase, judged: list[Snapshot]) -> bool:
         if self.model != "open" or not self._iterations_are_ours or len(judged) < 2:
@@ -336,6 +367,7 @@ class FindMaxSteering:
             phase=phase.name, felt_latency_ms=felt, samples=figures.samples, tail_samples=math.floor(figures.samples * tail + 1e-9),
             set_aside_s=sum(state == GENERATOR_STARVED for state in phase.states[self.settle_s:]),
             iterations_per_s=iterations / figures.seconds if figures.seconds else 0.0, judged_at_s=second,
+            remeasured=phase.remeasured,
         )
         states = [generator_state(snapshot, cpu_limit_percent) for snapshot in judged]
         result.saturated_reason = self._saturation(result, figures, states)
@@ -354,8 +386,7 @@ class FindMaxSteering:
         if self.model == "open" and result.dropped_percent > DROPPED_LIMIT_PERCENT:
             return "dropped_arrivals"
         if self.model == "open" and self._iterations_are_ours:
-            tolerance = max(FOLLOW_TOLERANCE, steer.precision_percent / 200.0)
-            if result.iterations_per_s < (1.0 - tolerance) * result.level:
+            if result.iterations_per_s < (1.0 - self._tolerance()) * result.level:
                 return "throughput_flat"
         baseline = self.baseline_ms
         if baseline is None or result.latency_ms is None or baseline <= 0:
@@ -424,8 +455,7 @@ class FindMaxSteering:
         good = self._good
         if self._hint_rps is None or good is None:
             return None
-        tolerance = max(FOLLOW_TOLERANCE, self.steer.precision_percent / 200.0)
-        return self._hint_rps if self._hint_rps >= (1.0 - tolerance) * good.ok_rps else None
+        return self._hint_rps if self._hint_rps >= (1.0 - self._tolerance()) * good.ok_rps else None
 
     def _probe(self, good: float, bad: float) -> float:
         """The next level between the last good and the first saturated one: just under and
