@@ -178,3 +178,13 @@ def test_a_borderline_step_is_measured_again_on_its_later_seconds() -> None:
     assert first["level"] == 97 and first["saturated_reason"] is None and first["remeasured"], first
     assert first["judged_at_s"] > 5
     assert abs(steering.result()["max_rps"] - 100) <= 3
+
+
+def test_doctests() -> None:
+    import doctest
+
+    from horde import find_max, live, steered_load, summary
+
+    for module in (find_max, steered_load, summary, live):
+        result = doctest.testmod(module)
+        assert result.attempted > 0 and result.failed == 0, module.__name__

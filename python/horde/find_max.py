@@ -38,6 +38,7 @@ step whose completions fall just short of its arrivals is measured again on its 
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -134,6 +135,9 @@ class StepResult:
     judged_at_s: int = 0
     #: Judged on its later half after a borderline first judgement (see BORDERLINE).
     remeasured: bool = False
+    #: The standard error of ``iterations_per_s`` (from its seconds' spread): 0 for a target
+    #: that completes the same number each second, about √rate/√seconds for random service.
+    iterations_per_s_error: float = 0.0
 
     @property
     def verdict(self) -> str:
@@ -175,7 +179,9 @@ class FindMaxSteering:
         self.set_aside_s = 0
         self._good: StepResult | None = None  # the highest level judged good
         self._bad: StepResult | None = None  # the lowest level judged saturated
-        self._hint_rps: float | None = None  # what saturated open-model steps served at most
+        # The judged seconds of open-model steps saturated by throughput: past its capacity a
+        # target serves its capacity, so together they measure it (see _hint).
+        self._overloaded: list[Snapshot] = []
         self._tried: set[float] = set()
         self._descents = 0
         self._pending: tuple[float, str] = (0.0, "climb")  # where a recovery goes next
@@ -265,9 +271,7 @@ class FindMaxSteering:
             if self._bad is None or result.level <= self._bad.level:
                 self._bad = result
             if self.model == "open" and result.saturated_reason in ("throughput_flat", "dropped_arrivals"):
-                # Past its capacity an open-model target serves its capacity: what it served
-                # is where the knee lies (unless it collapsed, which _hint checks).
-                self._hint_rps = max(self._hint_rps or 0.0, result.ok_rps)
+                self._overloaded.extend(self._judged_seconds(phase))
         if result.saturated_reason in ("generator_saturated", "no_responses"):
             self._finish(result.saturated_reason, second)
         elif len(self.steps) >= MAX_STEPS:
@@ -291,14 +295,15 @@ class FindMaxSteering:
 
     def _borderline(self, phase: _Phase, judged: list[Snapshot]) -> bool:
         """Whether an open-model search step's completions fall short of its arrivals by more
-        than the tolerance but less than BORDERLINE times it (see there)."""
-        if not self.searching or self.model != "open" or not self._iterations_are_ours or not judged:
+        than the tolerance but less than BORDERLINE times it (see there), or by no more than
+        twice their own noise (a target with random service times completes a varying number
+        each second)."""
+        if not self.searching or self.model != "open" or not self._iterations_are_ours or not judged or phase.level <= 0:
             return False
-        seconds = sum(float(snapshot["interval_s"]) for snapshot in judged)
-        served = sum(int(snapshot["iterations"]) for snapshot in judged) / seconds if seconds else 0.0
-        shortfall = 1.0 - served / phase.level if phase.level > 0 else 0.0
+        served, error = per_second_mean(judged, "iterations")
+        shortfall = 1.0 - served / phase.level
         tolerance = self._tolerance()
-        return tolerance < shortfall < BORDERLINE * tolerance
+        return shortfall > tolerance and (shortfall < BORDERLINE * tolerance or shortfall <= 2 * error / phase.level)
 
     def _clearly_saturated(self, phase: _Phase, judged: list[Snapshot]) -> bool:
         if self.model != "open" or not self._iterations_are_ours or len(judged) < 2:
@@ -367,7 +372,7 @@ class FindMaxSteering:
             phase=phase.name, felt_latency_ms=felt, samples=figures.samples, tail_samples=math.floor(figures.samples * tail + 1e-9),
             set_aside_s=sum(state == GENERATOR_STARVED for state in phase.states[self.settle_s:]),
             iterations_per_s=iterations / figures.seconds if figures.seconds else 0.0, judged_at_s=second,
-            remeasured=phase.remeasured,
+            remeasured=phase.remeasured, iterations_per_s_error=per_second_mean(judged, "iterations")[1],
         )
         states = [generator_state(snapshot, cpu_limit_percent) for snapshot in judged]
         result.saturated_reason = self._saturation(result, figures, states)
@@ -385,8 +390,10 @@ class FindMaxSteering:
             return "latency_limit"
         if self.model == "open" and result.dropped_percent > DROPPED_LIMIT_PERCENT:
             return "dropped_arrivals"
-        if self.model == "open" and self._iterations_are_ours:
-            if result.iterations_per_s < (1.0 - self._tolerance()) * result.level:
+        if self.model == "open" and self._iterations_are_ours and result.level > 0:
+            # Short of arrivals by more than the tolerance and than twice the completions' noise.
+            shortfall = 1.0 - result.iterations_per_s / result.level
+            if shortfall > self._tolerance() and shortfall > 2 * result.iterations_per_s_error / result.level:
                 return "throughput_flat"
         baseline = self.baseline_ms
         if baseline is None or result.latency_ms is None or baseline <= 0:
@@ -445,17 +452,21 @@ class FindMaxSteering:
             return True
         hint = self._hint()
         if hint is not None and good_step.ok_rps >= (1.0 - precision) * hint:
-            return True
+            # ... if that is known well enough: within half the precision (two standard errors).
+            _, error = per_second_mean(self._overloaded, "ok")
+            if 2 * error <= precision / 2 * hint:
+                return True
         return bad - good <= precision * good + 1e-9
 
     def _hint(self) -> float | None:
-        """What saturated open-model steps served, when it tells where the knee is: at least
-        what the best good step served (a target whose throughput collapses past its knee
-        serves less, and then says nothing of where the knee is)."""
+        """What saturated open-model steps served per second, together, when it tells where the
+        knee is: at least what the best good step served (a target whose throughput collapses
+        past its knee serves less, and then says nothing of where the knee is)."""
         good = self._good
-        if self._hint_rps is None or good is None:
+        if not self._overloaded or good is None:
             return None
-        return self._hint_rps if self._hint_rps >= (1.0 - self._tolerance()) * good.ok_rps else None
+        served, _ = per_second_mean(self._overloaded, "ok")
+        return served if served >= (1.0 - self._tolerance()) * good.ok_rps else None
 
     def _probe(self, good: float, bad: float) -> float:
         """The next level between the last good and the first saturated one: just under and
@@ -562,6 +573,29 @@ class FindMaxSteering:
             "notes": notes,
             "steps": [asdict(step) for step in self.steps],
         }
+
+
+def per_second_mean(seconds: list[Snapshot], what: str) -> tuple[float, float]:
+    """The rate of ``iterations`` or ``ok`` (successful requests) over ``seconds``, and its
+    standard error from the spread of the per-second rates (0 with fewer than two seconds).
+
+    >>> second = lambda n, ok: {"interval_s": 1.0, "iterations": n, "steps": [{"kind": "request", "ok": ok}]}
+    >>> per_second_mean([second(390, 390), second(410, 410)], "ok")
+    (400.0, 10.0)
+    """
+    rates, total, span = [], 0.0, 0.0
+    for snapshot in seconds:
+        interval = float(snapshot["interval_s"])
+        if what == "iterations":
+            count = float(snapshot["iterations"])
+        else:
+            count = float(sum(int(entry["ok"]) for entry in snapshot["steps"] if entry.get("kind", "request") == "request"))
+        total, span = total + count, span + interval
+        if interval > 0:
+            rates.append(count / interval)
+    mean = total / span if span > 0 else 0.0
+    error = statistics.stdev(rates) / math.sqrt(len(rates)) if len(rates) >= 2 else 0.0
+    return mean, error
 
 
 def _nice_floor(value: float) -> float:

@@ -42,7 +42,7 @@ def samples_needed(percentile: float) -> int:
     >>> samples_needed(95), samples_needed(99), samples_needed(50), samples_needed(100)
     (200, 1000, 20, 1000)
     """
-    tail = max(1.0 - percentile / 100.0, 0.001)
+    tail = max(1.0 - percentile / 100.0, 0.01)  # the max (p100) is judged as p99 would be
     return math.ceil(MIN_TAIL_SAMPLES / tail - 1e-9)
 
 
