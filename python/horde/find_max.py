@@ -73,6 +73,10 @@ CLEARLY_SATURATED = 0.8
 #: lag arrivals at a level it can hold. Such a step runs on (at most MAX_STRETCH times its
 #: length) and is judged on its later half.
 BORDERLINE = 3.0
+#: A saturated open-model step serving under this share of its level is clearly past capacity:
+#: its queue never empties, so it served the capacity. Just past capacity a queue with random
+#: service times still empties now and then, and the servers idle: such a step serves less.
+OVERLOADED = 0.9
 #: The most steps any find-max takes; a search rarely needs a tenth of them (its run is sized
 #: for MAX_SEARCH_STEPS).
 MAX_STEPS = 200
@@ -270,7 +274,8 @@ class FindMaxSteering:
                 self.first_saturated = result
             if self._bad is None or result.level <= self._bad.level:
                 self._bad = result
-            if self.model == "open" and result.saturated_reason in ("throughput_flat", "dropped_arrivals"):
+            if (self.model == "open" and result.saturated_reason in ("throughput_flat", "dropped_arrivals")
+                    and result.ok_rps < OVERLOADED * result.level):
                 self._overloaded.extend(self._judged_seconds(phase))
         if result.saturated_reason in ("generator_saturated", "no_responses"):
             self._finish(result.saturated_reason, second)
@@ -465,8 +470,10 @@ class FindMaxSteering:
         good = self._good
         if not self._overloaded or good is None:
             return None
-        served, _ = per_second_mean(self._overloaded, "ok")
-        return served if served >= (1.0 - self._tolerance()) * good.ok_rps else None
+        served, error = per_second_mean(self._overloaded, "ok")
+        # Both rates are measured over a few seconds: a noisy target's may differ by their errors.
+        slack = 2 * (error + good.iterations_per_s_error)
+        return served if served + slack >= (1.0 - self._tolerance()) * good.ok_rps else None
 
     def _probe(self, good: float, bad: float) -> float:
         """The next level between the last good and the first saturated one: just under and
@@ -543,10 +550,14 @@ class FindMaxSteering:
                          "below it and 10 beyond): widen --step-duration for a firmer answer")
         # How far above the answer the knee may lie: the first saturated level, or what a
         # saturated step served, whichever is closer.
+        # A knee's served rate above what overloaded steps served together is noise (a target
+        # with random service times completes ±√rate a second): no level serves more than the
+        # capacity those steps measured, over more seconds.
+        hint = self._hint()
+        max_rps = None if knee is None else min(knee.ok_rps, hint) if hint is not None else knee.ok_rps
         bracket = None
         if knee is not None and self._bad is not None and knee.level > 0 and knee.ok_rps > 0:
             above = [100.0 * (self._bad.level - knee.level) / knee.level]
-            hint = self._hint()
             if hint is not None:
                 above.append(100.0 * max(0.0, hint - knee.ok_rps) / knee.ok_rps)
             bracket = round(max(0.0, min(above)), 2)
@@ -556,7 +567,8 @@ class FindMaxSteering:
             "level_unit": self._unit,
             "percentile": self.steer.percentile,
             "latency_basis": "from_send",
-            "max_rps": round(knee.ok_rps, 3) if knee else None,
+            "max_rps": round(max_rps, 3) if max_rps is not None else None,
+            "overloaded_rps": round(hint, 3) if hint is not None else None,
             "latency_ms_at_max": round(knee.latency_ms, 3) if knee and knee.latency_ms is not None else None,
             "felt_latency_ms_at_max": round(knee.felt_latency_ms, 3) if knee and knee.felt_latency_ms is not None else None,
             "level_at_max": knee.level if knee else None,

@@ -21,7 +21,8 @@ STEP_COLUMNS: tuple[tuple[str, str, int], ...] = (
 #: The answer's facts worth a line, in order: (label, key).
 _FACTS: tuple[tuple[str, str], ...] = (
     ("method", "method"), ("search", "search"), ("max sustainable req/s", "max_rps"),
-    ("level at the knee", "level_at_max"), ("latency ms at the knee (from send)", "latency_ms_at_max"),
+    ("served when overloaded req/s", "overloaded_rps"), ("level at the knee", "level_at_max"),
+    ("latency ms at the knee (from send)", "latency_ms_at_max"),
     ("latency ms at the knee (as felt)", "felt_latency_ms_at_max"), ("first saturated level", "first_saturated_level"),
     ("knee within %", "bracket_percent"), ("saturation", "saturation_reason"), ("ended because", "ended_because"),
     ("answer after s", "answer_after_s"), ("seconds set aside", "set_aside_s"), ("target ms", "target_ms"),
