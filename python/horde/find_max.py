@@ -77,6 +77,9 @@ BORDERLINE = 3.0
 #: its queue never empties, so it served the capacity. Just past capacity a queue with random
 #: service times still empties now and then, and the servers idle: such a step serves less.
 OVERLOADED = 0.9
+#: What overloaded steps served, this far under the best good step's rate (beyond their noise),
+#: is a collapse past the knee: it then says nothing of where the knee is.
+COLLAPSE = 0.1
 #: The most steps any find-max takes; a search rarely needs a tenth of them (its run is sized
 #: for MAX_SEARCH_STEPS).
 MAX_STEPS = 200
@@ -471,9 +474,10 @@ class FindMaxSteering:
         if not self._overloaded or good is None:
             return None
         served, error = per_second_mean(self._overloaded, "ok")
-        # Both rates are measured over a few seconds: a noisy target's may differ by their errors.
+        # Both rates are measured over a few seconds: a noisy target's may differ by their errors
+        # and more (a good step just after a recovery may complete a burst); a collapse is more.
         slack = 2 * (error + good.iterations_per_s_error)
-        return served if served + slack >= (1.0 - self._tolerance()) * good.ok_rps else None
+        return served if served + slack >= (1.0 - COLLAPSE) * good.ok_rps else None
 
     def _probe(self, good: float, bad: float) -> float:
         """The next level between the last good and the first saturated one: just under and
