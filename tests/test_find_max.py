@@ -188,3 +188,31 @@ def test_doctests() -> None:
     for module in (find_max, steered_load, summary, live):
         result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0, module.__name__
+
+
+class CollapsingTarget(SimulatedTarget):
+    """Past its capacity this target thrashes: it serves 60 % of it."""
+
+    def snapshot(self) -> dict[str, Any]:
+        snapshot = super().snapshot()
+        if self.level > self.capacity:
+            count = round(0.6 * self.capacity)
+            entry = snapshot["steps"][0]
+            entry["requests"] = entry["ok"] = snapshot["iterations"] = count
+            entry["histogram"] = histogram_from_values([500_000] * count)
+        return snapshot
+
+
+def test_a_target_that_collapses_past_its_knee_is_bisected_by_level() -> None:
+    plan = plan_with(OPEN, {"type": "find_max"})
+    steering = FindMaxSteering(plan)
+    target = CollapsingTarget(capacity_rps=1_000, service_ms=10, model="open")
+    target.level = steering.initial_level
+    for _ in range(600):
+        steering.observe(target.snapshot(), target, cpu_limit_percent=CPU_LIMIT)
+        if steering.done:
+            break
+    result = steering.result()
+    # What overloaded steps served (600/s) says nothing of the knee: it is bracketed by levels.
+    assert result["overloaded_rps"] is None and result["ended_because"] == "found"
+    assert 970 <= result["max_rps"] <= 1_000, result
