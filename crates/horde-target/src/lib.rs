@@ -87,7 +87,7 @@
 //! # Example
 //!
 //! ```
-//! use horde_target::{Capacity, TargetConfig, TargetHandle};
+//! use horde_target::{Capacity, ServiceTimes, TargetConfig, TargetHandle};
 //!
 //! let target = TargetHandle::start(TargetConfig {
 //!     capacity: Some(Capacity { workers: 4, service_ms: 20.0, service_times: ServiceTimes::Fixed }), // at most 200 requests/s
