@@ -316,7 +316,7 @@ class FindMaxSteering:
     def _clearly_saturated(self, phase: _Phase, judged: list[Snapshot]) -> bool:
         if self.model != "open" or not self._iterations_are_ours or len(judged) < 2:
             return False
-        served = sum(int(snapshot["iterations"]) for snapshot in judged) / sum(float(s["interval_s"]) for s in judged)
+        served, _ = per_second_mean(judged, "iterations")
         return served < CLEARLY_SATURATED * phase.level
 
     # -- the sighting shot and recovery ------------------------------------------------------

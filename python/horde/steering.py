@@ -27,8 +27,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import deque
-from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from horde.find_max import MAX_SEARCH_STEPS, MAX_STEPS, MAX_STRETCH, REFINE_SHARE, SIGHT_MAX_S, FindMaxSteering, first_level
 from horde.measure import measure

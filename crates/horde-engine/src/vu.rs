@@ -415,7 +415,9 @@ impl Vu {
             },
         };
         self.sent += 1;
-        let sent_at = Instant::now();
+        // Only a request timed from an intended instant needs its send instant too: a closed
+        // model's latency is already from its send.
+        let sent_at = intended.map(|_| Instant::now());
         self.capture.keep_body = node.keep_body;
         self.capture.keep_headers = node.keep_headers;
         let encoded = if fixed.is_none() { Some(std::mem::take(&mut self.request)) } else { None };
@@ -426,7 +428,7 @@ impl Vu {
             self.request = buffer;
         }
         let latency_us = started.elapsed().as_micros() as u64;
-        let from_send_us = intended.map(|_| sent_at.elapsed().as_micros() as u64);
+        let from_send_us = sent_at.map(|sent_at| sent_at.elapsed().as_micros() as u64);
         let mut end_iteration = false;
         let (result, sent, received) = match outcome {
             Ok((status, sent, received)) => {
