@@ -234,6 +234,15 @@ def test_a_port_in_use_for_the_target_is_invalid_input(horde_main: Any, silent_l
     assert "hint: pick another --port" in result.stderr
 
 
+def test_bad_service_times_for_the_target_are_invalid_input(horde_main: Any) -> None:
+    result = horde_main("target", "--port", "0", "--workers", "4", "--service-ms", "10", "--service-times", "gamma")
+    assert_clean_error(result, ExitCode.INVALID_INPUT)
+    assert "'gamma' is not a distribution" in result.stderr and "hint: give fixed or exponential" in result.stderr
+    result = horde_main("target", "--port", "0", "--service-times", "exponential")
+    assert_clean_error(result, ExitCode.INVALID_INPUT)
+    assert "hint: give --workers and --service-ms too" in result.stderr
+
+
 # -- schema, version, help -----------------------------------------------------------------------
 
 
