@@ -27,17 +27,16 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import (  # noqa: E402  (bench/run.py is the benches' shared harness)
+from harness import (  # noqa: E402  (bench/harness.py: the bench scripts' shared harness)
     REPO,
     BenchError,
     Processes,
     command_line,
-    end_on_signals,
-    fail,
     find_horde,
     load,
     machine,
     pick_cpus,
+    run_main,
     write_readme_block,
 )
 
@@ -91,17 +90,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     reps = max(1, min(args.reps, 20))
     command = command_line(__file__, argv)
-    procs = Processes()
-    end_on_signals()
-    rows, raw = [], []
-    try:
+
+    def body(procs: Processes) -> int:
+        rows, raw = [], []
         horde = find_horde(args.horde)
         gen_cpu, target_cpu, notes = pick_cpus()
         started = dt.datetime.now(dt.timezone.utc)
         load_before = load()
         with tempfile.TemporaryDirectory(prefix="horde-bench-capacity-") as work_dir:
             work = Path(work_dir)
-            cases = [(name, workers, service, times, ()) for name, workers, service, times in TARGETS]
+            cases: list[tuple[str, int, float, str, tuple[str, ...]]] = [
+                (name, workers, service, times, ()) for name, workers, service, times in TARGETS]
             cases.append(("400/s (4 × 10 ms), stepped ramp " + " ".join(STEPPED), 4, 10.0, "fixed", STEPPED))
             for index, (name, workers, service, times, extra) in enumerate(cases):
                 truth = workers * 1000 / service
@@ -122,35 +121,30 @@ def main(argv: list[str] | None = None) -> int:
                 raw.append({"case": name, "runs": runs})
                 print(f"{name}: {row}", flush=True)
         load_after = load()
-    except BenchError as error:
-        return fail(error)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    finally:
-        procs.close()
-    lines = [
-        f"`{command}` · {started:%Y-%m-%d %H:%M} UTC · {machine()['nproc']} CPUs ({machine()['model']}) · "
-        f"load {load_before} → {load_after}",
-        "",
-        "| target (known maximum) | runs | answer (median) | worst error | answer after (median) | wall (median) | steps (median) | seconds set aside |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for row in rows:
-        worst = "—" if row["error_percent_worst"] is None else f"{row['error_percent_worst']:+.1f} %"
-        lines.append(f"| {row['target']} | {row['runs']} | {row['answer_median']:,.1f} req/s | {worst} | "
-                     f"{row['answer_after_s_median']:g} s | {row['wall_s_median']:g} s | {row['steps_median']:g} | "
-                     f"{row['set_aside_s_total']} |")
-    lines.extend(f"\nnote: {note}" for note in notes)
-    block = "\n".join(lines) + "\n"
-    print(block)
-    results = REPO / "bench" / "results"
-    results.mkdir(exist_ok=True)
-    (results / "last-capacity.json").write_text(json.dumps({"rows": rows, "raw": raw}, indent=2) + "\n")
-    if not args.no_readme:
-        write_readme_block("last-figures:capacity", f"### Time to a capacity answer (`bench/capacity.py`)\n\n{block}",
-                           section="Last figures")
-    return 0
+        lines = [
+            f"`{command}` · {started:%Y-%m-%d %H:%M} UTC · {machine()['nproc']} CPUs ({machine()['model']}) · "
+            f"load {load_before} → {load_after}",
+            "",
+            "| target (known maximum) | runs | answer (median) | worst error | answer after (median) | wall (median) | steps (median) | seconds set aside |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for row in rows:
+            worst = "—" if row["error_percent_worst"] is None else f"{row['error_percent_worst']:+.1f} %"
+            lines.append(f"| {row['target']} | {row['runs']} | {row['answer_median']:,.1f} req/s | {worst} | "
+                         f"{row['answer_after_s_median']:g} s | {row['wall_s_median']:g} s | {row['steps_median']:g} | "
+                         f"{row['set_aside_s_total']} |")
+        lines.extend(f"\nnote: {note}" for note in notes)
+        block = "\n".join(lines) + "\n"
+        print(block)
+        results = REPO / "bench" / "results"
+        results.mkdir(exist_ok=True)
+        (results / "last-capacity.json").write_text(json.dumps({"rows": rows, "raw": raw}, indent=2) + "\n")
+        if not args.no_readme:
+            write_readme_block("last-figures:capacity", f"### Time to a capacity answer (`bench/capacity.py`)\n\n{block}",
+                               section="Last figures")
+        return 0
+
+    return run_main(body)
 
 
 if __name__ == "__main__":

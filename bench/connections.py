@@ -41,7 +41,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import run as bench  # noqa: E402  (bench/run.py: processes, pinning, the built-in target)
+import harness  # noqa: E402  (bench/harness.py: processes, pinning, the built-in target)
 
 BENCH = Path(__file__).resolve().parent
 README = BENCH / "README.md"
@@ -112,7 +112,7 @@ def tree_rss_kb(root: int) -> int | None:
     total, stack = 0, [root]
     while stack:
         pid = stack.pop()
-        rss = bench._vm_rss_kb(pid)
+        rss = harness.vm_rss_kb(pid)
         if rss is None and pid == root:
             return None
         total += rss or 0
@@ -120,7 +120,7 @@ def tree_rss_kb(root: int) -> int | None:
     return total
 
 
-def hold(env: bench.Env, ports: list[int], vus: int, ramp_s: float, seconds: float, tag: str,
+def hold(env: harness.Env, ports: list[int], vus: int, ramp_s: float, seconds: float, tag: str,
          generators: int = 1, think_ms: float = THINK_MS) -> dict[str, Any]:
     """Runs `vus` VUs and samples, once a second, the generator's sockets, RSS and TCP memory.
     With several generators (a local Ray cluster) the sockets are the machine's TCP sockets in
@@ -141,21 +141,21 @@ def hold(env: bench.Env, ports: list[int], vus: int, ramp_s: float, seconds: flo
     try:
         while child.poll() is None:  # bounded by the deadline
             if time.monotonic() > deadline:
-                raise bench.BenchError(f"horde run ({tag}) did not end in time", hint=f"its output is in {log}")
+                raise harness.BenchError(f"horde run ({tag}) did not end in time", hint=f"its output is in {log}")
             if generators > 1:
                 sockets: int | None = (tcp_sockets_in_use() - sockets_before) // 2
                 rss = tree_rss_kb(child.pid)
             else:
                 sockets = socket_count(child.pid)
-                rss = bench._vm_rss_kb(child.pid)
+                rss = harness.vm_rss_kb(child.pid)
             if sockets is not None and rss is not None:
                 samples.append((time.monotonic() - started, sockets, rss, tcp_memory_kb()))
             time.sleep(1.0)
     finally:
         env.procs.stop(child)
     if child.returncode != 0 or not summary_path.exists():
-        raise bench.BenchError(f"horde run ({tag}) ended with exit code {child.returncode}",
-                               hint=f"last output: {log.read_text(errors='replace')[-800:]}")
+        raise harness.BenchError(f"horde run ({tag}) ended with exit code {child.returncode}",
+                                 hint=f"last output: {log.read_text(errors='replace')[-800:]}")
     summary = json.loads(summary_path.read_text())
     # Held: from 3 s after the ramp (start-up and the last connections) to 2 s before the end.
     # Several generators: the local Ray cluster and the generators start first, so the run's time
@@ -175,19 +175,19 @@ def hold(env: bench.Env, ports: list[int], vus: int, ramp_s: float, seconds: flo
     }
 
 
-def start_targets(env: bench.Env, count: int = TARGETS) -> list[int]:
+def start_targets(env: harness.Env, count: int = TARGETS) -> list[int]:
     ports = []
     for index in range(count):
-        # Each target logs into its own file; bench.start_target reads target.log.
-        target, port = bench.start_target(env)
+        # Each target logs into its own file; harness.start_target reads target.log.
+        target, port = harness.start_target(env)
         (env.work / "target.log").rename(env.work / f"target-{index}.log")
         ports.append(port)
         del target  # stopped with every child of env.procs
     return ports
 
 
-def render(result: dict[str, Any], command: str, started: dt.datetime, env: bench.Env) -> str:
-    machine = bench.machine()
+def render(result: dict[str, Any], command: str, started: dt.datetime, env: harness.Env) -> str:
+    machine = harness.machine()
     base, many = result["baseline"], result["many"]
     per_connection = (many["rss_held_kb"] - base["rss_held_kb"]) / (many["vus"] - base["vus"])
     kernel = (many["tcp_memory_delta_kb"] - base["tcp_memory_delta_kb"]) / (many["vus"] - base["vus"])
@@ -242,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="generator processes (a local Ray cluster when more than 1; needs horde[cluster]); "
                         "the default count is then this many times the open-file limit less 100")
     parser.add_argument("--think-ms", type=float, default=THINK_MS, help=f"each VU's pause between requests (default {THINK_MS})")
-    bench.add_tag_argument(parser)
+    harness.add_tag_argument(parser)
     parser.add_argument("--no-readme", action="store_true", help="do not update bench/README.md")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
     args = parser.parse_args(argv)
@@ -251,14 +251,13 @@ def main(argv: list[str] | None = None) -> int:
     generators = max(1, args.generators)
     per_process = limit - HEADROOM
     connections = max(BASELINE_VUS + 1, min(args.connections or per_process * generators, per_process * generators))
-    command = bench.command_line(__file__, argv)
-    procs = bench.Processes()
-    bench.end_on_signals()
-    try:
-        horde = bench.find_horde(args.horde)
-        gen_cpu, target_cpu, _ = bench.pick_cpus()
+    command = harness.command_line(__file__, argv)
+
+    def body(procs: harness.Processes) -> int:
+        horde = harness.find_horde(args.horde)
+        gen_cpu, target_cpu, _ = harness.pick_cpus()
         with tempfile.TemporaryDirectory(prefix="horde-connections-") as work:
-            env = bench.Env(horde=horde, wrk="", gen_cpu=gen_cpu, target_cpu=target_cpu, work=Path(work), procs=procs)
+            env = harness.Env(horde=horde, wrk="", gen_cpu=gen_cpu, target_cpu=target_cpu, work=Path(work), procs=procs)
             started = dt.datetime.now(dt.timezone.utc)
             # Each target process holds at most its own open-file limit: one more than needed.
             ports = start_targets(env, max(TARGETS, -(-connections // per_process) + 1))
@@ -272,20 +271,15 @@ def main(argv: list[str] | None = None) -> int:
             block = render(result, command, started, env)
             print()
             print(block)
-            bench.RESULTS_DIR.mkdir(exist_ok=True)
+            harness.RESULTS_DIR.mkdir(exist_ok=True)
             name = figures_name(generators, args.tag)
-            (bench.RESULTS_DIR / f"{name}.json").write_text(json.dumps({"command": command, "date": started.isoformat(), **result}, indent=2) + "\n")
+            (harness.RESULTS_DIR / f"{name}.json").write_text(json.dumps({"command": command, "date": started.isoformat(), **result}, indent=2) + "\n")
             if not args.no_readme:
-                bench.write_readme_block(name, block)
+                harness.write_readme_block(name, block)
                 print(f"updated {os.path.relpath(README)}")
         return 0
-    except bench.BenchError as error:
-        return bench.fail(error)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    finally:
-        procs.close()
+
+    return harness.run_main(body)
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import run as bench  # noqa: E402  (bench/run.py: processes, pinning, exact CPU measurement)
+import harness  # noqa: E402  (bench/harness.py: processes, pinning, exact CPU measurement)
 
 BENCH = Path(__file__).resolve().parent
 PLAN = BENCH / "plans" / "density.yaml"
@@ -66,7 +66,7 @@ SIZES = {
 
 
 @dataclass
-class DensityEnv(bench.Env):
+class DensityEnv(harness.Env):
     #: The generator's worker threads.
     workers: int = 1
     #: The built-in target's threads.
@@ -85,21 +85,21 @@ def cpu_layout(cpus: list[int], workers: int, target_threads: int) -> tuple[str,
     return (str(cpus[0]) if workers <= 1 else ",".join(map(str, cpus))), target
 
 
-def horde_run(env: DensityEnv, tag: str, params: dict[str, str], timeout_s: float, target_pid: int) -> tuple[bench.Measured, dict[str, Any]]:
+def horde_run(env: DensityEnv, tag: str, params: dict[str, str], timeout_s: float, target_pid: int) -> tuple[harness.Measured, dict[str, Any]]:
     summary_path = env.work / f"{tag}.summary.json"
     log = env.work / f"{tag}.log"
     base_url = params.pop("base_url")
     flags = [flag for name, value in params.items() for flag in ("-p", f"{name}={value}")]
     argv = ["taskset", "-c", env.gen_cpu, env.horde, "run", str(PLAN), "--base-url", base_url, *flags,
             "--workers", str(env.workers), "--summary-json", str(summary_path), "--store", str(env.work / "store.sqlite")]
-    measured = bench.run_measured(env.procs, argv, log, timeout_s=timeout_s, sample_rss=True, target_pid=target_pid)
+    measured = harness.run_measured(env.procs, argv, log, timeout_s=timeout_s, sample_rss=True, target_pid=target_pid)
     if measured.rc != 0 or not summary_path.exists():
-        raise bench.BenchError(f"horde run ({tag}) ended with exit code {measured.rc}",
-                               hint=f"last output: {log.read_text(errors='replace')[-800:]}")
+        raise harness.BenchError(f"horde run ({tag}) ended with exit code {measured.rc}",
+                                 hint=f"last output: {log.read_text(errors='replace')[-800:]}")
     return measured, json.loads(summary_path.read_text())
 
 
-def held_seconds(env: bench.Env, run_id: str, first_second: int, last_second: int) -> list[dict[str, Any]]:
+def held_seconds(env: harness.Env, run_id: str, first_second: int, last_second: int) -> list[dict[str, Any]]:
     """The stored snapshots of the held phase: whole seconds `first_second` to `last_second`."""
     from horde.store import Store
 
@@ -112,7 +112,7 @@ def held_seconds(env: bench.Env, run_id: str, first_second: int, last_second: in
 
 
 def measure(env: DensityEnv, players: int, pacing: float, ramp: float, seconds: int, pool: int) -> dict[str, Any]:
-    target, port = bench.start_target(env, threads=env.target_threads)
+    target, port = harness.start_target(env, threads=env.target_threads)
     base_url = f"http://127.0.0.1:{port}"
     try:
         print("baseline: 10 players for 5 s", flush=True)
@@ -128,7 +128,7 @@ def measure(env: DensityEnv, players: int, pacing: float, ramp: float, seconds: 
     # The last second of the stages is left out: the stop may land in it.
     held = held_seconds(env, summary["run_id"], first, int(ramp) + seconds - 1)
     if not held:
-        raise bench.BenchError("the run has no held second to measure", hint="give it more --seconds than the pacing")
+        raise harness.BenchError("the run has no held second to measure", hint="give it more --seconds than the pacing")
     # RSS samples are taken once a second from the start of the process; the held phase's
     # samples are those from `first` seconds after the engine started (about 2 s of start-up).
     held_rss = many.rss_samples_kb[first + 2: first + 2 + len(held)] or many.rss_samples_kb[-5:]
@@ -144,8 +144,7 @@ def measure(env: DensityEnv, players: int, pacing: float, ramp: float, seconds: 
             if step["kind"] == "request":
                 for kind, count in step["errors"].items():
                     errors[kind] = errors.get(kind, 0) + count
-    from horde import histogram
-
+    from horde.engine import histogram
     latency = histogram.stats(histogram.merge(step["histogram"] for s in held for step in s["steps"] if step["kind"] == "request"),
                               [50.0, 99.0])
     return {
@@ -167,7 +166,7 @@ def measure(env: DensityEnv, players: int, pacing: float, ramp: float, seconds: 
 
 
 def render(result: dict[str, Any], command: str, started: dt.datetime, env: DensityEnv) -> str:
-    machine = bench.machine()
+    machine = harness.machine()
     met = abs(result["rate_error"]) <= RATE_TOLERANCE
     late_ok = result["lateness_p99_worst_ms"] < LATENESS_LIMIT_MS
     memory_ok = result["kb_per_vu"] < MEMORY_AIM_KB
@@ -199,7 +198,7 @@ def render(result: dict[str, Any], command: str, started: dt.datetime, env: Dens
 
 
 def update_readme(key: str, title: str, block: str) -> None:
-    bench.write_readme_block(f"density:{key}", f"#### `{title}`\n\n{block}")
+    harness.write_readme_block(f"density:{key}", f"#### `{title}`\n\n{block}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -214,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="generator workers (default 1, pinned to the first CPU; more: pinned to every CPU, "
                         "sharing the target's)")
     parser.add_argument("--target-threads", type=int, default=1, help="the built-in target's threads (default 1)")
-    bench.add_tag_argument(parser)
+    harness.add_tag_argument(parser)
     parser.add_argument("--no-readme", action="store_true", help="do not update bench/README.md")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
     args = parser.parse_args(argv)
@@ -227,12 +226,11 @@ def main(argv: list[str] | None = None) -> int:
     # ramp of a whole number of periods spreads the phases evenly, any other ramp gives some
     # part of every period twice the players (and the rate a saw-tooth).
     ramp_s = max(1, round(ramp / pacing)) * pacing
-    command = bench.command_line(__file__, argv)
-    procs = bench.Processes()
-    bench.end_on_signals()
-    try:
-        horde = bench.find_horde(args.horde)
-        bench.require_taskset()
+    command = harness.command_line(__file__, argv)
+
+    def body(procs: harness.Processes) -> int:
+        horde = harness.find_horde(args.horde)
+        harness.require_taskset()
         workers, target_threads = max(1, args.workers), max(1, args.target_threads)
         gen_cpus, target_cpus = cpu_layout(sorted(os.sched_getaffinity(0)), workers, target_threads)
         with tempfile.TemporaryDirectory(prefix="horde-density-") as work:
@@ -243,25 +241,20 @@ def main(argv: list[str] | None = None) -> int:
             block = render(result, command, started, env)
             print()
             print(block)
-            bench.RESULTS_DIR.mkdir(exist_ok=True)
+            harness.RESULTS_DIR.mkdir(exist_ok=True)
             # Each size, worker count and tag keeps its own figures.
             other_size = players != SIZES[size]["players"]
             key = size + (f"-{players}p" if other_size else "") + (f"-w{workers}" if workers > 1 else "") \
                 + (f"-{args.tag}" if args.tag else "")
             title = ("--quick" if size == "quick" else "full size") + (f", {players:,} players" if other_size else "") \
                 + (f", {workers} workers" if workers > 1 else "") + (f", {args.tag}" if args.tag else "")
-            (bench.RESULTS_DIR / f"density-{key}.json").write_text(json.dumps({"command": command, "date": started.isoformat(), **result}, indent=2) + "\n")
+            (harness.RESULTS_DIR / f"density-{key}.json").write_text(json.dumps({"command": command, "date": started.isoformat(), **result}, indent=2) + "\n")
             if not args.no_readme:
                 update_readme(key, title, block)
                 print(f"updated {os.path.relpath(README)}")
         return 0
-    except bench.BenchError as error:
-        return bench.fail(error)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    finally:
-        procs.close()
+
+    return harness.run_main(body)
 
 
 if __name__ == "__main__":

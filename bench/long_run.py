@@ -19,7 +19,7 @@ stored run). Raw samples go to bench/results/long-run-<date>.json (ignored by gi
 not --quick rewrites its block in bench/README.md.
 
 Standard library only. Every process it starts is killed on exit, on error and on Ctrl-C, and
-every wait has a deadline (bench/run.py's Processes and run_measured).
+every wait has a deadline (bench/harness.py's Processes and run_measured).
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import run as bench  # noqa: E402  (bench/run.py: processes, pinning, exact measurement, README blocks)
+import harness  # noqa: E402  (bench/harness.py: processes, pinning, exact measurement, README blocks)
 
-GAME = bench.REPO / "examples" / "game"
+GAME = harness.REPO / "examples" / "game"
 TARGET_GROWTH = 0.05  # issue 6: memory growth under 5 % after the warm-up
 RAMP_UP_S = 10
 
@@ -48,15 +48,15 @@ def minute_label(seconds: float) -> str:
     return f"{int(seconds // 60):02d}:{int(seconds % 60):02d}"
 
 
-def per_second_rates(env: bench.Env, run_id: str) -> list[dict[str, float]]:
+def per_second_rates(env: harness.Env, run_id: str) -> list[dict[str, float]]:
     """Requests, generator CPU % and timer lateness of each second of the stored run, through
     `horde export` (the store's public reading), with group rows left out: a group's time is
     measured as one action but it sends no request of its own."""
     path = env.work / "export.csv"
-    measured = bench.run_measured(env.procs, [env.horde, "export", run_id, "--store", str(env.work / "store.sqlite"), "-o", str(path)],
-                                  env.work / "export.log", timeout_s=300)
+    measured = harness.run_measured(env.procs, [env.horde, "export", run_id, "--store", str(env.work / "store.sqlite"), "-o", str(path)],
+                                    env.work / "export.log", timeout_s=300)
     if measured.rc != 0 or not path.exists():
-        raise bench.BenchError(f"horde export ended with exit code {measured.rc}", hint=f"its output: {(env.work / 'export.log').read_text(errors='replace')[-800:]}")
+        raise harness.BenchError(f"horde export ended with exit code {measured.rc}", hint=f"its output: {(env.work / 'export.log').read_text(errors='replace')[-800:]}")
     seconds: dict[int, dict[str, float]] = {}
     with open(path, newline="") as rows:
         for row in csv.DictReader(rows):
@@ -80,7 +80,7 @@ def slope_kb_per_minute(times_s: list[float], values_kb: list[int]) -> float:
     return sum((t - mean_t) * (v - mean_v) for t, v in zip(times_s, values_kb)) / spread * 60 if spread else 0.0
 
 
-def analyse(measured: bench.Measured, summary: dict[str, Any], seconds: list[dict[str, float]], *,
+def analyse(measured: harness.Measured, summary: dict[str, Any], seconds: list[dict[str, float]], *,
             run_s: float, warmup_s: float, window_s: float) -> dict[str, Any]:
     times, rss = measured.rss_sample_times_s, measured.rss_samples_kb
     # Sample times count from the process's start, the run's stages from a moment later (Python
@@ -90,8 +90,8 @@ def analyse(measured: bench.Measured, summary: dict[str, Any], seconds: list[dic
     end = [v for t, v in zip(times, rss) if last - window_s < t <= last]
     steady = [(t, v) for t, v in zip(times, rss) if warmup_s <= t <= last]
     if not after or not end:
-        raise bench.BenchError("too few RSS samples after the warm-up to judge growth",
-                               hint="run longer (--minutes) or sample more often (--sample-seconds)")
+        raise harness.BenchError("too few RSS samples after the warm-up to judge growth",
+                                 hint="run longer (--minutes) or sample more often (--sample-seconds)")
     rss_after, rss_end = statistics.median(after), statistics.median(end)
     growth = rss_end / rss_after - 1.0
     judged = [s for s in seconds if s["elapsed_s"] > warmup_s]
@@ -130,8 +130,8 @@ def analyse(measured: bench.Measured, summary: dict[str, Any], seconds: list[dic
 
 
 def render(figures: dict[str, Any], *, command: str, started: dt.datetime, minutes: float, players: int, devices: int,
-           warmup_s: float, window_s: float, sample_s: float, env: bench.Env, results: Path) -> str:
-    m = bench.machine()
+           warmup_s: float, window_s: float, sample_s: float, env: harness.Env, results: Path) -> str:
+    m = harness.machine()
     f = figures
     per_minute = f["rate_per_minute"]
     spread = (f"{min(per_minute):,.0f}–{max(per_minute):,.0f} req/s ({(min(per_minute) / f['rate_after_warmup'] - 1) * 100:+.1f} % to "
@@ -147,7 +147,7 @@ def render(figures: dict[str, Any], *, command: str, started: dt.datetime, minut
         f"{RAMP_UP_S} s ramp, plus {devices} telemetry devices at 1 s pacing), {minutes:g} min, `--workers 1`; generator pinned to CPU "
         f"{env.gen_cpu}, built-in target (`horde target --threads 1`, own process) to CPU {env.target_cpu}",
         f"- RSS sampled every {sample_s:g} s; warm-up {warmup_s / 60:g} min; each RSS figure is the median of the samples in a "
-        f"{window_s:g} s window; raw samples in `{results.relative_to(bench.REPO)}` (ignored by git)",
+        f"{window_s:g} s window; raw samples in `{results.relative_to(harness.REPO)}` (ignored by git)",
         "",
         "| RSS after warm-up | RSS at the end | growth | slope after warm-up | min–max after warm-up | peak |",
         "| ---: | ---: | ---: | ---: | ---: | ---: |",
@@ -182,25 +182,24 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     minutes = 2.0 if args.quick else args.minutes
     if not 1 <= minutes <= 24 * 60:
-        return bench.fail(bench.BenchError(f"--minutes {minutes:g} is out of range", hint="give 1 to 1440 minutes"))
+        return harness.fail(harness.BenchError(f"--minutes {minutes:g} is out of range", hint="give 1 to 1440 minutes"))
     run_s = minutes * 60
     warmup_s = (args.warmup_minutes * 60) if args.warmup_minutes is not None else max(0.1 * run_s, 60.0)
     # The RSS windows: 5 % of the run (90 s of 30 min), at least three samples.
     sample_s = args.sample_seconds or (2.0 if args.quick else 5.0)
     window_s = max(0.05 * run_s, 3 * sample_s)
     if warmup_s + 2 * window_s > run_s:
-        return bench.fail(bench.BenchError(f"a {warmup_s / 60:g} min warm-up leaves too little of a {minutes:g} min run to judge",
-                                           hint="lower --warmup-minutes or raise --minutes"))
-    command = bench.command_line(__file__, argv)
-    procs = bench.Processes()
-    bench.end_on_signals()
-    try:
-        horde = bench.find_horde(args.horde)
-        gen_cpu, target_cpu, notes = bench.pick_cpus()
+        return harness.fail(harness.BenchError(f"a {warmup_s / 60:g} min warm-up leaves too little of a {minutes:g} min run to judge",
+                                               hint="lower --warmup-minutes or raise --minutes"))
+    command = harness.command_line(__file__, argv)
+
+    def body(procs: harness.Processes) -> int:
+        horde = harness.find_horde(args.horde)
+        gen_cpu, target_cpu, notes = harness.pick_cpus()
         started = dt.datetime.now(dt.timezone.utc)
         with tempfile.TemporaryDirectory(prefix="horde-long-run-") as work:
-            env = bench.Env(horde=horde, wrk="", gen_cpu=gen_cpu, target_cpu=target_cpu, work=Path(work), procs=procs, notes=notes)
-            target, port = bench.start_target(env)
+            env = harness.Env(horde=horde, wrk="", gen_cpu=gen_cpu, target_cpu=target_cpu, work=Path(work), procs=procs, notes=notes)
+            target, port = harness.start_target(env)
             print(f"long run: {minutes:g} min of examples/game, {args.players} players + {args.devices} devices; generator on CPU {gen_cpu}, "
                   f"target on CPU {target_cpu}; RSS every {sample_s:g} s, warm-up {warmup_s / 60:g} min", flush=True)
             next_report = [0.0]
@@ -213,18 +212,18 @@ def main(argv: list[str] | None = None) -> int:
             game = [str(GAME), "--base-url", f"http://127.0.0.1:{port}", "-p", f"players={args.players}", "-p", f"devices={args.devices}",
                     "-p", f"ramp_up={RAMP_UP_S}", "-p", f"duration={run_s - RAMP_UP_S:g}"]
             try:
-                measured, summary = bench.horde_run(env, game, run_s, "long-run", target.pid, sample_rss=True,
-                                                    sample_every_s=sample_s, on_sample=progress)
+                measured, summary = harness.horde_run(env, game, run_s, "long-run", target.pid, sample_rss=True,
+                                                      sample_every_s=sample_s, on_sample=progress)
             finally:
                 procs.stop(target)
             seconds = per_second_rates(env, summary["run_id"])
         figures = analyse(measured, summary, seconds, run_s=run_s, warmup_s=warmup_s, window_s=window_s)
-        bench.RESULTS_DIR.mkdir(exist_ok=True)
-        results = bench.RESULTS_DIR / f"long-run-{started:%Y%m%d-%H%M%S}.json"
+        harness.RESULTS_DIR.mkdir(exist_ok=True)
+        results = harness.RESULTS_DIR / f"long-run-{started:%Y%m%d-%H%M%S}.json"
         block = render(figures, command=command, started=started, minutes=minutes, players=args.players, devices=args.devices,
                        warmup_s=warmup_s, window_s=window_s, sample_s=sample_s, env=env, results=results)
         results.write_text(json.dumps({
-            "command": command, "date": started.isoformat(), "machine": bench.machine(), "notes": notes,
+            "command": command, "date": started.isoformat(), "machine": harness.machine(), "notes": notes,
             "minutes": minutes, "players": args.players, "devices": args.devices, "warmup_s": warmup_s, "window_s": window_s,
             "figures": figures, "rss_samples": [[round(t, 2), kb] for t, kb in zip(measured.rss_sample_times_s, measured.rss_samples_kb)],
             "seconds": seconds, "summary": summary,
@@ -233,19 +232,14 @@ def main(argv: list[str] | None = None) -> int:
         print(block)
         print(f"raw samples: {os.path.relpath(results)}")
         if not (args.quick or args.no_readme):
-            bench.write_readme_block("long-run", block)
-            print(f"updated {os.path.relpath(bench.README)}")
+            harness.write_readme_block("long-run", block)
+            print(f"updated {os.path.relpath(harness.README)}")
         if args.check and not figures["met"]:
             print(f"memory grew by {figures['growth'] * 100:.1f} % after the warm-up (--check: under {TARGET_GROWTH * 100:g} %)", file=sys.stderr)
             return 1
         return 0
-    except bench.BenchError as error:
-        return bench.fail(error)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    finally:
-        procs.close()
+
+    return harness.run_main(body)
 
 
 if __name__ == "__main__":

@@ -60,9 +60,9 @@ def start_target(port: int) -> subprocess.Popen[bytes]:
 
 def measure(rate: float, seconds: int, workers: int) -> dict[str, Any]:
     # Imported here: the benchmark's own arguments are checked before Horde loads.
-    from horde import histogram
+    from horde.engine import histogram
     from horde.plan import plan_from_dict
-    from horde.run import Run
+    from horde.engine.run import Run
 
     port = free_port()
     target = start_target(port)

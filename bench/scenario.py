@@ -30,7 +30,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import run as bench  # noqa: E402  (bench/run.py: processes, pinning, exact CPU measurement)
+import harness  # noqa: E402  (bench/harness.py: processes, pinning, exact CPU measurement)
 
 BENCH = Path(__file__).resolve().parent
 PLANS = BENCH / "plans"
@@ -58,14 +58,14 @@ def login(port: int) -> str:
     return str(post("/game/login", {"login": "bench-plain", "password": "secret"})["token"])
 
 
-def plan_run(env: bench.Env, plan: str, port: int, params: dict[str, str], seconds: int, tag: str, target_pid: int) -> tuple[bench.Measured, dict[str, Any]]:
+def plan_run(env: harness.Env, plan: str, port: int, params: dict[str, str], seconds: int, tag: str, target_pid: int) -> tuple[harness.Measured, dict[str, Any]]:
     flags = [flag for name, value in params.items() for flag in ("-p", f"{name}={value}")]
     args = [str(PLANS / plan), "--base-url", f"http://127.0.0.1:{port}", *flags, "-p", f"duration={seconds}"]
-    return bench.horde_run(env, args, seconds, tag, target_pid)
+    return harness.horde_run(env, args, seconds, tag, target_pid)
 
 
-def measure(env: bench.Env, reps: int, seconds: int, rate: float) -> dict[str, Any]:
-    target, port = bench.start_target(env)
+def measure(env: harness.Env, reps: int, seconds: int, rate: float) -> dict[str, Any]:
+    target, port = harness.start_target(env)
     rows: dict[str, list[dict[str, float]]] = {"plain": [], "game": []}
     try:
         token = login(port)
@@ -92,7 +92,7 @@ def measure(env: bench.Env, reps: int, seconds: int, rate: float) -> dict[str, A
 
 
 def render(result: dict[str, Any], command: str, reps: int, seconds: int, rate: float) -> str:
-    machine = bench.machine()
+    machine = harness.machine()
     plain, game = result["medians"]["plain"], result["medians"]["game"]
     met = "met" if result["overhead"] < TARGET_OVERHEAD else "NOT met"
     lines = [
@@ -120,27 +120,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-readme", action="store_true")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
     args = parser.parse_args(argv)
-    procs = bench.Processes()
-    bench.end_on_signals()
-    try:
-        horde = bench.find_horde(args.horde)
-        gen_cpu, target_cpu, _notes = bench.pick_cpus()
+
+    def body(procs: harness.Processes) -> int:
+        horde = harness.find_horde(args.horde)
+        gen_cpu, target_cpu, _notes = harness.pick_cpus()
         with tempfile.TemporaryDirectory(prefix="horde-bench-scenario-") as work:
-            env = bench.Env(horde=horde, wrk="", gen_cpu=gen_cpu, target_cpu=target_cpu, work=Path(work), procs=procs)
+            env = harness.Env(horde=horde, wrk="", gen_cpu=gen_cpu, target_cpu=target_cpu, work=Path(work), procs=procs)
             result = measure(env, args.reps, args.seconds, args.rate)
-    except bench.BenchError as error:
-        return bench.fail(error)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    finally:
-        procs.close()
-    command = "bench/scenario.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    block = render(result, command.strip(), args.reps, args.seconds, args.rate)
-    print(block)
-    if not args.no_readme:
-        bench.write_readme_block("scenario-overhead", block)
-    return 0
+        command = "bench/scenario.py " + " ".join(argv if argv is not None else sys.argv[1:])
+        block = render(result, command.strip(), args.reps, args.seconds, args.rate)
+        print(block)
+        if not args.no_readme:
+            harness.write_readme_block("scenario-overhead", block)
+        return 0
+
+    return harness.run_main(body)
 
 
 if __name__ == "__main__":

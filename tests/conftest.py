@@ -273,7 +273,7 @@ def horde_cli(tmp_path: Path) -> HordeCli:
 @pytest.fixture(scope="module")
 def builtin_target() -> Iterator[Any]:
     """The built-in target, in-process on a free port of 127.0.0.1 (no capacity model)."""
-    from horde.target import start
+    from horde.engine.target import start
 
     handle = start(port=0)
     try:

@@ -1,7 +1,7 @@
 """Short real runs against the built-in target, recorded in a store as `horde run` records them.
 
 Shared by the tests of the results center (export, compare, report): each test needs a few
-stored runs with known answers, and running them in-process (horde.run.Run + the store) spares
+stored runs with known answers, and running them in-process (horde.engine.run.Run + the store) spares
 an interpreter start-up per run.
 """
 
@@ -11,9 +11,9 @@ import time
 from typing import Any
 
 from horde.plan import plan_from_dict
-from horde.run import Run
+from horde.engine.run import Run
 from horde.store import Store
-from horde.summary import summarise
+from horde.results.summary import summarise
 
 #: Engine threads of the recorded runs: the machine running the tests is small and shared.
 WORKERS = 1

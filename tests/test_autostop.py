@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from synthetic import entry
-from horde import autostop as autostop_module
-from horde.autostop import EXIT_CODES, AutostopWatch, Firing, clock
+from horde.control import autostop as autostop_module
+from horde.control.autostop import EXIT_CODES, AutostopWatch, Firing, clock
 from horde.errors import ExitCode
-from horde.plan_control import AutostopRule
+from horde.plan.control import AutostopRule
 
 CPU_LIMIT = 180.0
 

@@ -351,10 +351,11 @@ def test_unknown_port_is_free() -> None:
 @pytest.mark.parametrize(
     "module_name",
     [
-        "horde.overrides",
-        "horde.redaction",
+        "horde.plan.overrides",
+        "horde.cli.arguments",
+        "horde.plan.redaction",
         "horde.errors",
-        "horde.histogram",
+        "horde.engine.histogram",
     ],
 )
 def test_doctests(module_name: str) -> None:

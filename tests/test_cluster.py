@@ -23,10 +23,10 @@ from starlette.testclient import TestClient
 from ray_cluster import LocalCluster, ray_or_skip
 
 from horde.cluster.coordinator import ClusterOptions, ClusterRun
-from horde.conductor import conduct
+from horde.control.conductor import conduct
 from horde.errors import ExitCode
 from horde.plan import Plan, plan_from_dict
-from horde.run import checked_plan_json
+from horde.engine.run import checked_plan_json
 from horde.store import Store
 from horde.web import create_app
 
@@ -113,7 +113,7 @@ def test_a_retarget_moves_the_total_over_generators(cluster: LocalCluster, built
                 continue
             seen.append(snapshot)
             if snapshot["second"] == 2:
-                assert run.set_load(vus=4) == {"s": 4.0}
+                assert run.set_level(vus=4) == {"s": 4.0}
     finally:
         run.close()
     by_second = {snapshot["second"]: snapshot for snapshot in seen}

@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from horde import histogram
+from horde.engine import histogram
 from horde.cli import app, main
-from horde.cli_results import register
-from horde.compare import ComparisonRule, RankTest, compare_runs, judge, mann_whitney_u, trend
+from horde.cli.results import register
+from horde.results.compare import ComparisonRule, RankTest, compare_runs, judge, mann_whitney_u, trend
 from horde.errors import ExitCode
-from horde.histogram_buckets import Bucket, HistogramDecodeError, buckets
-from horde.run_results import ALL_REQUESTS, RunResults, load_run
+from horde.engine.histogram import Bucket, HistogramDecodeError, buckets
+from horde.results.stored_run import ALL_REQUESTS, RunResults, load_run
 from horde.store import Store
 from recorded_runs import get, plan_dict, record_run
 
@@ -253,7 +253,7 @@ def test_trend_lists_the_tagged_runs_oldest_first(ground_truth: dict[str, RunRes
     assert ground_truth["delay30"].run_id in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("module_name", ["horde.compare", "horde.histogram_buckets"])
+@pytest.mark.parametrize("module_name", ["horde.results.compare", "horde.engine.histogram"])
 def test_doctests(module_name: str) -> None:
     module = importlib.import_module(module_name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)

@@ -25,11 +25,11 @@ from starlette.testclient import TestClient
 
 from horde.cli import app as cli_app
 from horde.cli import main
-from horde.cli_web import register
+from horde.cli.web import register
 from horde.errors import ExitCode
 from horde.report.charts import run_charts
 from horde.report.series import run_series
-from horde.run_results import ALL_REQUESTS, load_run
+from horde.results.stored_run import ALL_REQUESTS, load_run
 from horde.store import Store
 from horde.web import DashboardServer, InsecureBind, create_app
 from horde.web import api as api_module
@@ -386,7 +386,7 @@ def test_the_live_stream_sends_each_new_second_then_the_end(stored: Stored, live
 
 
 class AnsweringRun:
-    """The running run's side of the controls, as conductor._answer_load_requests does it."""
+    """The running run's side of the controls, as conductor._answer_controls does it."""
 
     def __init__(self, store_url: str, run_id: str, *, answer: str) -> None:
         self.store_url, self.run_id, self.answer = store_url, run_id, answer
@@ -406,9 +406,9 @@ class AnsweringRun:
         with Store.open(self.store_url) as store:
             deadline = time.monotonic() + 20
             while not self._done.is_set() and time.monotonic() < deadline:
-                for request_id, request in store.pending_load_requests(self.run_id):
+                for request_id, request in store.pending_controls(self.run_id):
                     self.received.append(request)
-                    store.answer_load_request(request_id, self.answer)
+                    store.answer_control(request_id, self.answer)
                 time.sleep(0.1)
 
 
@@ -461,7 +461,7 @@ def test_controls_that_cannot_be_applied_are_refused(client: TestClient, live_cl
     queued = client.post(control, json={"vus": 4}, headers={"origin": BASE_URL})
     assert queued.status_code == 202 and queued.json()["answer"] is None and "queued" in queued.json()["message"]
     with Store.open(live_url) as store:
-        assert [request for _, request in store.pending_load_requests(run_id)] == [{"vus": 4, "ramp_s": 0.0}]
+        assert [request for _, request in store.pending_controls(run_id)] == [{"vus": 4, "ramp_s": 0.0}]
         store.finish_run(run_id, status="aborted", summary=None)
 
 
@@ -472,7 +472,7 @@ def test_compare_gives_compare_runs_verdicts_and_overlaid_charts(client: TestCli
     api = client.get(f"/api/compare?run={stored.alpha}&run={stored.beta}")
     assert api.status_code == 200, api.text
     with Store.open(stored.url) as store:
-        from horde.compare import compare_runs
+        from horde.results.compare import compare_runs
 
         expected = compare_runs(load_run(store, stored.alpha), load_run(store, stored.beta)).to_dict()
     comparison = api.json()["comparisons"][0]

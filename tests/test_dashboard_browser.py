@@ -25,7 +25,7 @@ import pytest
 from cdp import Browser, chromium_or_skip
 from conftest import HordeCli
 from horde.errors import ExitCode, StoreUnavailable
-from horde.run_results import ALL_REQUESTS
+from horde.results.stored_run import ALL_REQUESTS
 from horde.store import Store
 from horde.web import DashboardServer, InsecureBind, create_app
 from horde.web.store_reads import RunFilter, StoreReader

@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 
-from horde import histogram
+from horde.engine import histogram
 from horde.cli import app, main
-from horde.cli_results import register
+from horde.cli.results import register
 from horde.errors import ExitCode
-from horde.export import csv_columns, export_rows
-from horde.run_results import load_run
+from horde.results.export import csv_columns, export_rows
+from horde.results.stored_run import load_run
 from horde.store import Store
 from recorded_runs import get, plan_dict, record_run
 
@@ -171,7 +171,7 @@ def test_a_second_without_any_step_still_has_a_row(stored: tuple[str, str]) -> N
     assert empty[0]["active_vus"] == first["active_vus"]
 
 
-@pytest.mark.parametrize("module_name", ["horde.export", "horde.run_results"])
+@pytest.mark.parametrize("module_name", ["horde.results.export", "horde.results.stored_run"])
 def test_doctests(module_name: str) -> None:
     module = importlib.import_module(module_name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
@@ -183,7 +183,7 @@ def test_doctests(module_name: str) -> None:
 def test_a_run_in_postgresql_exports_and_compares_as_in_sqlite(stored: tuple[str, str], postgres_database: str) -> None:
     """The results commands use the store's public API only: a PostgreSQL store gives the same
     export, summary and comparison as SQLite for the same stored seconds."""
-    from horde.compare import compare_runs
+    from horde.results.compare import compare_runs
 
     store_url, run_id = stored
     with Store.open(store_url) as sqlite_store:

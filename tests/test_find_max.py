@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from horde._engine import histogram_from_values
-from horde.find_max import FindMaxSteering, first_level
-from horde.steering import prepare_plan
+from horde.control.find_max import FindMaxSteering, first_level
+from horde.control.steering import prepare_plan
 from test_steering import CLOSED, CPU_LIMIT, OPEN, SimulatedTarget, plan_with
 
 
@@ -148,9 +148,9 @@ class SettlingTarget(SimulatedTarget):
         super().__init__(capacity_rps=capacity_rps, service_ms=10, model="open")
         self.moved_at = 0
 
-    def set_load(self, **kwargs: Any) -> dict[str, float]:
+    def set_level(self, **kwargs: Any) -> dict[str, float]:
         self.moved_at = self.second
-        return super().set_load(**kwargs)
+        return super().set_level(**kwargs)
 
     def snapshot(self) -> dict[str, Any]:
         snapshot = super().snapshot()
@@ -183,9 +183,12 @@ def test_a_borderline_step_is_measured_again_on_its_later_seconds() -> None:
 def test_doctests() -> None:
     import doctest
 
-    from horde import find_max, live, steered_load, summary
+    from horde.control import find_max, steered_level as steered_level
 
-    for module in (find_max, steered_load, summary, live):
+    from horde.sinks import live
+
+    from horde.results import summary
+    for module in (find_max, steered_level, summary, live):
         result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0, module.__name__
 

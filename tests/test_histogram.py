@@ -1,4 +1,4 @@
-"""horde.histogram: exact merges and percentiles of HDR V2 histograms, with known answers.
+"""horde.engine.histogram: exact merges and percentiles of HDR V2 histograms, with known answers.
 
 Histograms with known contents are encoded here, in Python, in the HDR V2 wire format (the
 engine's format), so the expected percentiles are exact by construction.
@@ -12,8 +12,7 @@ from collections.abc import Iterable
 
 import pytest
 
-from horde import histogram
-
+from horde.engine import histogram
 _V2_COOKIE = 0x1C849313  # HDR V2, 8-byte words, uncompressed
 
 

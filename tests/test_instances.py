@@ -1,5 +1,5 @@
 """Several instances of one target (``target.instances``): pydantic and the engine accept and
-refuse the same instance lists at the same places, and a run through :class:`horde.run.Run`
+refuse the same instance lists at the same places, and a run through :class:`horde.engine.run.Run`
 spreads its VUs over two built-in targets, each of which sees its share.
 
 What a target received is read from the target itself: its game numbers players 1, 2, 3...,
@@ -19,8 +19,8 @@ import pytest
 from horde import _engine
 from horde.errors import PlanInvalid
 from horde.plan import Plan, plan_from_dict, plan_to_json
-from horde.run import Run, Snapshot
-from horde.target import start
+from horde.engine.run import Run, Snapshot
+from horde.engine.target import start
 
 
 def plan_data(base_url: str, instances: Any, scenario: dict[str, Any] | None = None) -> dict[str, Any]:

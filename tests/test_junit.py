@@ -7,12 +7,12 @@ import doctest
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
-from horde import junit as junit_module
-from horde.autostop import Firing
+from horde.cli import junit as junit_module
+from horde.control.autostop import Firing
 from horde.errors import ExitCode
-from horde.junit import junit_xml, write_junit
-from horde.plan_control import AutostopRule
-from horde.thresholds import Verdict
+from horde.cli.junit import junit_xml, write_junit
+from horde.plan.control import AutostopRule
+from horde.control.thresholds import Verdict
 
 PASSED = Verdict("p95 < 200ms", "login", None, "step login", 182.3, "ms", "< 200 ms", True,
                  "p95 < 200ms [step login] passed: 182.3 ms")

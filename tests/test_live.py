@@ -1,4 +1,4 @@
-"""horde.live.LiveView: plain lines off a terminal, a redrawn panel on one, and warnings that
+"""horde.sinks.live.LiveView: plain lines off a terminal, a redrawn panel on one, and warnings that
 cannot be missed (every request failing, a saturated generator, dropped arrivals)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.console import Console
 
-from horde.live import PLAIN_LINE_EVERY_S, LiveView
+from horde.sinks.live import PLAIN_LINE_EVERY_S, LiveView
 from test_histogram import encode
 
 CPU_LIMIT = 180.0

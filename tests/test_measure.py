@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from synthetic import entry
-from horde import histogram, measure as measure_module
-from horde.measure import Figures, Scope, Window, combine, format_limit, format_value, measure, unit_of
-from horde.plan_control import parse_condition
+from horde.engine import histogram
+from horde.control import measure as measure_module
+from horde.control.measure import Figures, Scope, Window, combine, format_limit, format_value, measure, unit_of
+from horde.plan.control import parse_condition
 
 
 

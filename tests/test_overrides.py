@@ -1,4 +1,4 @@
-"""horde.overrides: the command line's flags applied to a plan, and every error they can raise."""
+"""horde.plan.overrides: the command line's flags applied to a plan, and every error they can raise."""
 
 from __future__ import annotations
 
@@ -7,18 +7,16 @@ from typing import Any
 import pytest
 
 from horde.errors import ExitCode, InvalidInput, PlanInvalid
-from horde.overrides import (
+from horde.plan.overrides import (
     STEER_MAX_VUS,
     SteerFlags,
     apply_overrides,
     apply_steer_flags,
-    parse_duration,
-    parse_header,
-    parse_tag,
     spread_rate,
     spread_vus,
     url_plan,
 )
+from horde.cli.arguments import parse_duration, parse_header, parse_tag
 from horde.plan import Plan, plan_from_dict
 
 
@@ -302,7 +300,7 @@ def test_find_max_without_start_or_step_is_a_search() -> None:
     assert plan.steer.start is None and plan.steer.step is None and plan.steer.searching
     assert plan.steer.step_length_s == 5.0 and plan.steer.precision_percent == 3.0
     assert plan.scenarios[0].workload.type == "open" and plan.scenarios[0].workload.max_vus == STEER_MAX_VUS
-    stepped = steered(SteerFlags(find_max=True, step=50.0, step_duration="10s"))
+    stepped = steered(SteerFlags(find_max=True, step=50.0, step_duration_s=10.0))
     assert stepped.steer.step == 50.0 and not stepped.steer.searching and stepped.steer.step_length_s == 10.0
     precise = steered(SteerFlags(find_max=True, start=200.0, precision_percent=1.0))
     assert precise.steer.start == 200.0 and precise.steer.precision_percent == 1.0

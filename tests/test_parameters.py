@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 
 from horde.errors import ExitCode, InvalidInput, PlanInvalid
-from horde.overrides import parse_param, parse_params
-from horde.plan_parameters import (
+from horde.cli.arguments import parse_param, parse_params
+from horde.plan.parameters import (
     apply_parameters,
     parse_parameter_value,
     resolve_parameters,
     substitute_parameters,
 )
-from horde.planfile import load_plan
+from horde.plan.loader import load_plan
 
 PLAN_YAML = """\
 version: 1
@@ -330,7 +330,7 @@ def test_run_with_parameters_stores_the_values_used(tmp_path: Path, horde_main: 
 
 
 def test_docstring_examples_run() -> None:
-    for name in ("horde.plan_parameters", "horde.overrides", "horde.plan_steps", "horde.planfile"):
+    for name in ("horde.plan.parameters", "horde.plan.overrides", "horde.plan.steps", "horde.plan.loader"):
         results = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
         assert results.attempted >= 1, name
         assert results.failed == 0, name

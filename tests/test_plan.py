@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-import horde.plan_problems
+from horde.plan import problems as plan_problems
 from horde.errors import ExitCode, PlanInvalid, Problem
 from horde.plan import (
     METHODS,
@@ -503,7 +503,7 @@ def test_python_construction_raises_located_pydantic_errors() -> None:
 def test_describe_accepts_errors_of_any_model_of_the_plan() -> None:
     with pytest.raises(ValidationError) as caught:
         Target(base_url="http://h", bogus=1)  # type: ignore[call-arg]
-    (issue,) = horde.plan_problems.describe_validation_error(caught.value)
+    (issue,) = plan_problems.describe_validation_error(caught.value)
     assert (issue.path, issue.message) == ("bogus", "unknown key 'bogus'")
     assert issue.hint is not None and issue.hint.startswith("allowed keys here: base_url, headers")
 
@@ -546,13 +546,13 @@ def test_json_schema() -> None:
 
 def test_docstring_examples_run() -> None:
     # (horde.plan, the attribute of the package, is the builder's function: import the module.)
-    results = doctest.testmod(importlib.import_module("horde.plan"), optionflags=doctest.ELLIPSIS)
+    results = doctest.testmod(importlib.import_module("horde.plan.model"), optionflags=doctest.ELLIPSIS)
     assert results.attempted >= 5
     assert results.failed == 0
 
 
 def test_problem_docstring_examples_run() -> None:
-    results = doctest.testmod(horde.plan_problems, optionflags=doctest.ELLIPSIS)
+    results = doctest.testmod(plan_problems, optionflags=doctest.ELLIPSIS)
     assert results.attempted >= 1
     assert results.failed == 0
 
@@ -780,7 +780,7 @@ def test_step_models_from_python() -> None:
     assert step.model_dump()["as"] == "item"  # wire names, whatever the attribute is called
     with pytest.raises(ValidationError) as caught:
         plan_step({"type": "if", "condition": "x", "then": [], "else": "no"})
-    (issue,) = horde.plan_problems.describe_validation_error(caught.value)
+    (issue,) = plan_problems.describe_validation_error(caught.value)
     assert issue.path == "else" and issue.message.startswith("must be a list")
 
 

@@ -14,7 +14,7 @@ import pytest
 from horde import _engine
 from horde.errors import PlanInvalid
 from horde.plan import plan_from_dict, plan_to_json
-from horde.planfile import load_plan
+from horde.plan.loader import load_plan
 
 EXAMPLES = sorted(
     path for path in (Path(__file__).resolve().parent.parent / "examples").rglob("plan.*") if path.suffix in {".yaml", ".yml", ".json", ".py"}
@@ -109,7 +109,7 @@ def test_unknown_keys_are_rejected_by_both_sides(where: list[Any], path: str) ->
 
 
 def test_run_start_refuses_what_the_engine_refuses() -> None:
-    from horde.run import engine_problems
+    from horde.engine.run import engine_problems
 
     assert engine_problems(json.dumps(_with(["version"], 3)))[0].location == "version"
 

@@ -1,6 +1,6 @@
 """How VUs reach the target (``target.connections``, ``target.source_addresses``): both sides
 of the plan contract accept the same values and refuse the same mistakes at the same place,
-with a hint; a plan file locates them at their line; and a run through :class:`horde.run.Run`
+with a hint; a plan file locates them at their line; and a run through :class:`horde.engine.run.Run`
 with a pool of 2 sends every request over at most 2 connections."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import pytest
 from horde import _engine
 from horde.errors import PlanInvalid
 from horde.plan import ConnectionPool, plan_from_dict, plan_json_schema, plan_to_json
-from horde.planfile import load_plan
-from horde.run import Run
-from horde.target import start
+from horde.plan.loader import load_plan
+from horde.engine.run import Run
+from horde.engine.target import start
 
 
 def plan_data(**target: Any) -> dict[str, Any]:
@@ -141,7 +141,7 @@ def test_a_run_with_a_pool_of_two_uses_two_connections() -> None:
     assert requests > 50 and sum(step["ok"] for step in steps) == requests
 
 
-@pytest.mark.parametrize("module_name", ["horde.plan_target", "horde.run"])
+@pytest.mark.parametrize("module_name", ["horde.plan.target", "horde.engine.run"])
 def test_docstring_examples_run(module_name: str) -> None:
     import doctest
     import importlib

@@ -11,8 +11,8 @@ import pytest
 
 from horde.errors import PlanInvalid, Problem
 from horde.plan import ClosedModel, plan_from_dict, plan_to_json
-from horde.feeders import ROWS_CHECKED
-from horde.planfile import PLAN_FILE_NAMES, load_plan, load_plan_file, parse_path
+from horde.plan.feeders import ROWS_CHECKED
+from horde.plan.loader import PLAN_FILE_NAMES, load_plan, load_plan_file, parse_path
 
 PLANS = Path(__file__).parent / "plans"
 QUICKSTART = Path(__file__).parents[1] / "examples" / "quickstart"
@@ -261,7 +261,7 @@ def test_python_module_with_the_wrong_plan(tmp_path: Path) -> None:
 
 def test_python_module_plan_is_validated_again(tmp_path: Path) -> None:
     path = write(tmp_path, "plan.py", f"""\
-from horde.planfile import load_plan
+from horde.plan.loader import load_plan
 plan = load_plan({str(QUICKSTART)!r})
 plan.scenarios[0].steps[0].path = "no-slash"  # pydantic does not check assignments
 """)
@@ -475,7 +475,7 @@ def test_a_unique_feeder_needs_a_row_for_each_vu(tmp_path: Path) -> None:
 
 def test_more_vus_from_the_command_line_than_unique_rows(tmp_path: Path) -> None:
     from horde.errors import InvalidInput
-    from horde.overrides import apply_overrides
+    from horde.plan.overrides import apply_overrides
 
     plan = load_plan(feeder_plan(tmp_path, "users.csv", "login\na\nb\n", mode="unique", vus=2))
     assert apply_overrides(plan, vus=2, duration_s=5).scenarios[0].feeders[0].mode == "unique"
@@ -486,7 +486,7 @@ def test_more_vus_from_the_command_line_than_unique_rows(tmp_path: Path) -> None
 
 
 def test_rows_are_counted_once_per_version_of_the_file(tmp_path: Path) -> None:
-    from horde.feeders import count_rows
+    from horde.plan.feeders import count_rows
 
     data = tmp_path / "rows.csv"
     data.write_text('h\n1\n"2\n2"\n\n3\n')

@@ -11,7 +11,7 @@ import pytest
 
 from horde.errors import PlanInvalid
 from horde.plan import Plan
-from horde.planfile import load_plan
+from horde.plan.loader import load_plan
 
 QUICKSTART = Path(__file__).resolve().parent.parent / "examples" / "quickstart" / "plan.yaml"
 TOKENS = [b":", b"-", b"{", b"}", b"[", b"]", b"\n", b"  ", b"'", b'"', b"&a", b"*a", b"!!python/object", b"\t",

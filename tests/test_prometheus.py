@@ -1,4 +1,4 @@
-"""The Prometheus exposition (horde.prometheus) scraped over HTTP and read by a strict parser of
+"""The Prometheus exposition (horde.sinks.prometheus) scraped over HTTP and read by a strict parser of
 the text format 0.0.4, against synthetic snapshots of known latencies and a real run of the
 built-in target; and the Grafana dashboard checked against the names the exporter serves."""
 
@@ -22,12 +22,12 @@ from typing import Any
 
 import pytest
 
-import horde.prometheus
-from horde import histogram
+import horde.sinks.prometheus
+from horde.engine import histogram
 from horde.errors import HordeError
-from horde.prometheus import LATENCY_BUCKETS_S, PrometheusEndpointUnavailable, PrometheusExporter
+from horde.sinks.prometheus import LATENCY_BUCKETS_S, PrometheusEndpointUnavailable, PrometheusExporter
 from horde.plan import plan_from_dict
-from horde.run import Run, Snapshot
+from horde.engine.run import Run, Snapshot
 from synthetic import entry
 
 DASHBOARD = Path(__file__).resolve().parents[1] / "examples" / "grafana" / "horde-dashboard.json"
@@ -368,7 +368,7 @@ def test_counters_quantiles_and_buckets_match_the_snapshots(exporter: Prometheus
 def test_buckets_stay_exact_when_nobody_scrapes_for_long(exporter: PrometheusExporter,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     # Past the limit, the queued histograms are merged one per step (memory stays bounded).
-    monkeypatch.setattr(horde.prometheus, "_PENDING_LIMIT", 3)
+    monkeypatch.setattr(horde.sinks.prometheus, "_PENDING_LIMIT", 3)
     seconds = [latencies(10 + second, 40) for second in range(1, 11)]
     for second, values in enumerate(seconds, start=1):
         exporter.update(snapshot(second, [entry("home", values), entry("login", values[:5])]))
@@ -481,14 +481,14 @@ def test_update_never_waits_for_a_scrape(exporter: PrometheusExporter, monkeypat
     # A scrape held up in its costly part (decoding histograms into buckets) must not hold up
     # the run loop's update().
     decoding, release = threading.Event(), threading.Event()
-    real_buckets = horde.prometheus.buckets
+    real_buckets = horde.sinks.prometheus.buckets
 
     def slow_buckets(blob: bytes) -> Any:
         decoding.set()
         release.wait(10)
         return real_buckets(blob)
 
-    monkeypatch.setattr(horde.prometheus, "buckets", slow_buckets)
+    monkeypatch.setattr(horde.sinks.prometheus, "buckets", slow_buckets)
     exporter.update(snapshot(1, [entry("home", [1000])]))
     scraped: list[str] = []
     scraper = threading.Thread(target=lambda: scraped.append(scrape(exporter)[0]))
@@ -569,7 +569,7 @@ def test_stop_frees_the_port() -> None:
 
 
 def test_docstring_examples_run() -> None:
-    results = doctest.testmod(horde.prometheus)
+    results = doctest.testmod(horde.sinks.prometheus)
     assert results.attempted >= 2 and results.failed == 0
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from conftest import HordeCli
-from horde.redaction import REDACTED, is_secret_header, redact_plan, redact_url_password
+from horde.plan.redaction import REDACTED, is_secret_header, redact_plan, redact_url_password
 from horde.store import Store
 
 

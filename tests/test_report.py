@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 
 from horde.cli import app, main
-from horde.cli_results import register
-from horde.compare import compare_runs
+from horde.cli.results import register
+from horde.results.compare import compare_runs
 from horde.errors import ExitCode
 from horde.report import render_comparison_report, render_run_report
-from horde.run_results import ALL_REQUESTS, load_run
+from horde.results.stored_run import ALL_REQUESTS, load_run
 from horde.store import Store
 from recorded_runs import get, plan_dict, record_run
 

@@ -23,7 +23,7 @@ import pytest
 from cdp import chromium_or_skip
 from conftest import HordeCli
 from horde.report import write_report
-from horde.run_results import ALL_REQUESTS, load_run
+from horde.results.stored_run import ALL_REQUESTS, load_run
 from horde.store import Store
 from recorded_runs import get, plan_dict, record_run
 from test_report import LATENCY_FIELDS, STEP_FIELDS, ReportPage
@@ -91,7 +91,7 @@ def test_run_report_draws_in_a_browser_offline_with_the_numbers_of_horde_show(
     assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
     horde = HordeCli(tmp_path)
-    shown = horde.run("show", run_id, "--json", "--store", str(store_path))
+    shown = horde.engine.run("show", run_id, "--json", "--store", str(store_path))
     assert shown.returncode == 0, shown.stderr
     summary = json.loads(shown.stdout)
     rows = ReportPage(dom).tables["steps"]

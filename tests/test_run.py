@@ -1,4 +1,4 @@
-"""Known answers through the Python API: horde.run.Run against the built-in target.
+"""Known answers through the Python API: horde.engine.run.Run against the built-in target.
 
 Each run is short (2-4 s); the target's answers are known (a /delay/20 takes 20 ms, a capacity
 model of 10 workers x 20 ms serves 500 req/s), so the measured figures must match them.
@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from horde import histogram
+from horde.engine import histogram
 from horde.errors import PlanInvalid
 from horde.plan import Plan, plan_from_dict
-from horde.run import Run, Snapshot, engine_problems
-from horde.summary import summarise
+from horde.engine.run import Run, Snapshot, engine_problems
+from horde.results.summary import summarise
 
 SNAPSHOT_KEYS = {
     "second", "elapsed_s", "interval_s", "timestamp", "final", "steps", "active_vus", "peak_vus", "busy_vus",
@@ -240,7 +240,7 @@ def test_engine_problems_are_located() -> None:
 
 def test_run_start_refuses_a_plan_the_engine_rejects(builtin_target: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     # pydantic already refuses bad plans; the engine's own check is the second line of defence.
-    import horde.run as run_module
+    import horde.engine.run as run_module
 
     monkeypatch.setattr(run_module, "plan_to_json", lambda plan: '{"version": 2}')
     with pytest.raises(PlanInvalid) as caught:
@@ -252,7 +252,7 @@ def test_run_start_refuses_a_plan_the_engine_rejects(builtin_target: Any, monkey
 def test_a_plan_needing_more_connections_than_the_open_file_limit_is_refused_before_any_load() -> None:
     from horde.errors import InvalidInput
     from horde.plan import plan_from_dict
-    from horde.run import RESERVED_FILES, check_open_files
+    from horde.engine.run import RESERVED_FILES, check_open_files
 
     plan = plan_from_dict({
         "version": 1, "target": {"base_url": "http://127.0.0.1:9"},
@@ -281,7 +281,7 @@ def _game_sized(connections: Any) -> Any:
 
 
 def test_a_pool_counts_its_connections_not_the_vus() -> None:
-    from horde.run import check_open_files, connections_needed
+    from horde.engine.run import check_open_files, connections_needed
 
     plan = _game_sized({"pool": 100})
     assert connections_needed(plan) == 100
@@ -290,7 +290,7 @@ def test_a_pool_counts_its_connections_not_the_vus() -> None:
 
 def test_one_connection_per_vu_beyond_the_limit_is_refused_with_the_way_out() -> None:
     from horde.errors import InvalidInput
-    from horde.run import check_open_files
+    from horde.engine.run import check_open_files
 
     with pytest.raises(InvalidInput) as caught:
         check_open_files(_game_sized("per_vu"), limit=20_000)
@@ -301,7 +301,7 @@ def test_one_connection_per_vu_beyond_the_limit_is_refused_with_the_way_out() ->
 
 def test_a_pool_larger_than_the_limit_is_refused() -> None:
     from horde.errors import InvalidInput
-    from horde.run import check_open_files
+    from horde.engine.run import check_open_files
 
     with pytest.raises(InvalidInput) as caught:
         check_open_files(_game_sized({"pool": 25_000}), limit=20_000)

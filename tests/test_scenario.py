@@ -46,8 +46,8 @@ from horde.plan import (
     plan_from_dict,
     plan_to_json,
 )
-from horde.plan_parameters import explicit_parameters
-from horde.planfile import load_plan
+from horde.plan.parameters import explicit_parameters
+from horde.plan.loader import load_plan
 
 PLANS = Path(__file__).parent / "plans"
 YAML_PLAN = PLANS / "scenario_language.yaml"
@@ -310,7 +310,7 @@ plan = plan("p", base_url="http://h", scenarios=[
 
 @pytest.mark.usefixtures("engine_reads_scenarios")
 def test_a_builder_plan_runs_in_the_engine(builtin_target: Any) -> None:
-    from horde.run import Run
+    from horde.engine.run import Run
 
     built = plan("smoke", base_url=f"http://127.0.0.1:{builtin_target.port}", graceful_stop_s=1, scenarios=[
         scenario(
@@ -334,7 +334,7 @@ def test_a_builder_plan_runs_in_the_engine(builtin_target: Any) -> None:
 
 
 def test_docstring_examples_run() -> None:
-    results = doctest.testmod(importlib.import_module("horde.scenario"), optionflags=doctest.ELLIPSIS)
+    results = doctest.testmod(importlib.import_module("horde.plan.builder"), optionflags=doctest.ELLIPSIS)
     assert results.attempted >= 10
     assert results.failed == 0
 

@@ -9,16 +9,16 @@ from typing import Any
 
 import pytest
 
-from horde import capacity as capacity_module
-from horde import profiles as profiles_module
+from horde.control import capacity as capacity_module
+from horde.plan import profiles as profiles_module
 from horde._engine import histogram_from_values
-from horde.capacity import CapacityQuestion, capacity_block
+from horde.control.capacity import CapacityQuestion, capacity_block
 from horde.errors import InvalidInput, PlanInvalid
 from horde.plan import plan_from_dict
-from horde.plan_control import parse_condition
-from horde.profiles import lower_profile
-from horde.find_max import MAX_STRETCH
-from horde.steering import FindMaxSteering, TargetResponseTimeSteering, planned_length_s, prepare_plan
+from horde.plan.control import parse_condition
+from horde.plan.profiles import lower_profile
+from horde.control.find_max import MAX_STRETCH
+from horde.control.steering import FindMaxSteering, TargetResponseTimeSteering, planned_length_s, prepare_plan
 
 CPU_LIMIT = 180.0
 
@@ -48,7 +48,7 @@ class SimulatedTarget:
         self.second = 0
         self.moves: list[tuple[int, float]] = []
 
-    def set_load(self, *, vus: int | None = None, rate_per_s: float | None = None,
+    def set_level(self, *, vus: int | None = None, rate_per_s: float | None = None,
                  scenarios: list[str] | None = None, ramp_s: float = 0.0) -> dict[str, float]:
         self.level = float(vus if vus is not None else rate_per_s or 0.0)
         self.moves.append((self.second, self.level))

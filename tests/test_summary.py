@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from horde import histogram
+from horde.engine import histogram
 from horde.plan import plan_from_dict
-from horde.run import Run, Snapshot
-from horde.summary import (
+from horde.engine.run import Run, Snapshot
+from horde.results.summary import (
     CPU_SATURATION_PERCENT_PER_WORKER,
     TIMER_LATENESS_LIMIT_MS,
     SummaryBuilder,
@@ -193,7 +193,7 @@ def test_render_summary_shows_user_names_verbatim_and_every_figure(two_scenario_
 
     from rich.console import Console
 
-    from horde.summary_view import render_summary
+    from horde.cli.console import render_summary
 
     summary = summarise(two_scenario_snapshots, run_id="20260101-000000-abcd", status="finished", workers=1)
     summary["steps"]["GET /a[/b]"] = summary["steps"].pop("only_a")  # a name that looks like markup

@@ -1,4 +1,4 @@
-"""horde.target: the built-in target started in-process, and as `horde target`."""
+"""horde.engine.target: the built-in target started in-process, and as `horde target`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from conftest import HORDE_BIN, _default_sigint, free_tcp_port, wait_for_port
-from horde import target
+from horde.engine import target
 from horde.errors import InvalidInput
 
 

@@ -11,14 +11,15 @@ import pytest
 from rich.console import Console
 
 from synthetic import entry
-from horde import thresholds as thresholds_module
-from horde.autostop import AutostopWatch
+from horde.control import thresholds as thresholds_module
+from horde.control.autostop import AutostopWatch
 from horde.errors import ExitCode
 from horde.plan import plan_from_dict
-from horde.plan_control import AutostopRule, Threshold
-from horde.run import Run
-from horde.summary import summarise
-from horde.thresholds import Verdict, all_passed, judge, render_verdicts, verdicts_to_json
+from horde.plan.control import AutostopRule, Threshold
+from horde.engine.run import Run
+from horde.results.summary import summarise
+from horde.cli.console import render_verdicts
+from horde.control.thresholds import Verdict, all_passed, judge, verdicts_to_json
 
 
 

@@ -3,7 +3,7 @@
 The Python package is the control plane: it reads plans, drives the native engine
 (``horde._engine``, built from ``crates/horde-py``), stores every run and summarises it.
 
-Scenarios are written in YAML or with the builder of :mod:`horde.scenario`, exported here::
+Scenarios are written in YAML or with the builder of :mod:`horde.plan.builder`, exported here::
 
     from horde import plan, scenario, http, choice, branch, closed, stage
 
@@ -15,7 +15,7 @@ names as attributes of the package: import from the modules with ``from horde.pl
 __version__ = "0.1.0"
 
 from horde.plan import Plan  # noqa: E402
-from horde.scenario import (  # noqa: E402
+from horde.plan.builder import (  # noqa: E402
     branch,
     check,
     choice,

@@ -22,7 +22,7 @@ import pytest
 
 from conftest import HordeCli
 from horde.errors import ExitCode
-from horde.measure import measure
+from horde.control.measure import measure
 from horde.store import Store
 
 

@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from conftest import HordeCli
 from horde.plan import plan_to_json
-from horde.planfile import load_plan
+from horde.plan.loader import load_plan
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -1,4 +1,4 @@
-"""Live re-targeting: the Python API (Run.set_load) and `horde retarget` from another process
+"""Live re-targeting: the Python API (Run.set_level) and `horde retarget` from another process
 move a running load, and the snapshots show the new level from the next second on."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from conftest import HordeCli
 from horde.errors import ExitCode, InvalidInput
 from horde.plan import plan_from_dict
-from horde.run import Run
+from horde.engine.run import Run
 from horde.store import Store
 
 
@@ -41,7 +41,7 @@ def test_open_rate_moves_at_once_and_keeps_arrivals_exact(builtin_target: Any) -
         for snapshot in run:
             seen[snapshot["second"]] = snapshot
             if snapshot["second"] == 2:
-                assert run.set_load(rate_per_s=300) == {"s0": 300.0}
+                assert run.set_level(rate_per_s=300) == {"s0": 300.0}
     # Seconds 1-2 at 100/s; from the move on (just after second 2 ended) 300/s.
     assert [requests_of(seen[s]) for s in (1, 2)] == [100, 100]
     for second in (4, 5, 6):
@@ -58,7 +58,7 @@ def test_closed_vus_spread_by_weight_with_a_ramp(builtin_target: Any) -> None:
             seen[snapshot["second"]] = snapshot
             if snapshot["second"] == 1:
                 # Weights 1 and 2: 9 VUs are 3 + 6, reached over 2 s.
-                assert run.set_load(vus=9, ramp_s=2) == {"s0": 3.0, "s1": 6.0}
+                assert run.set_level(vus=9, ramp_s=2) == {"s0": 3.0, "s1": 6.0}
     assert seen[1]["target_vus"] == 6
     assert 6 < seen[2]["target_vus"] < 18
     assert [seen[s]["target_vus"] for s in (4, 5, 6)] == [9, 9, 9]
@@ -69,13 +69,13 @@ def test_set_load_refuses_what_the_run_cannot_do(builtin_target: Any) -> None:
     plan = plan_for(builtin_target.port, {"type": "closed", "start_vus": 1, "stages": [{"duration_s": 2, "vus": 1}]})
     with Run.start(plan, workers=1) as run:
         with pytest.raises(InvalidInput, match="no open scenario"):
-            run.set_load(rate_per_s=10)
+            run.set_level(rate_per_s=10)
         with pytest.raises(InvalidInput, match="no scenario is named 'nope'"):
-            run.set_load(vus=2, scenarios=["nope"])
+            run.set_level(vus=2, scenarios=["nope"])
         with pytest.raises(InvalidInput, match="either vus or rate_per_s"):
-            run.set_load()
+            run.set_level()
         with pytest.raises(InvalidInput, match="between 0 and"):
-            run.set_load(vus=10**9)
+            run.set_level(vus=10**9)
         run.stop()
         for _ in run:
             pass

@@ -1,7 +1,7 @@
 """A run over several generators on a Ray cluster, seen by the conductor as one run.
 
-:class:`ClusterRun` has the same surface as :class:`horde.run.Run` (``poll``, ``stop``,
-``set_load``, ``finished``, ``close``), so thresholds, autostop, steering, the store and the
+:class:`ClusterRun` has the same surface as :class:`horde.engine.run.Run` (``poll``, ``stop``,
+``set_level``, ``finished``, ``close``), so thresholds, autostop, steering, the store and the
 dashboard work on the merged run unchanged. What it does underneath:
 
 1. **Connect** to the cluster (``ray.init``), with Ray's usage statistics off.
@@ -38,11 +38,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from horde.cluster.generator import Generator
-from horde.cluster.merge import Snapshot, generator_row, merge_second
+from horde.cluster.merge import generator_row, merge_second
+from horde.engine.snapshot import Snapshot
 from horde.cluster.provisioning import Limits, Node, Placement, Provision, check_memory, demand_of, provision
 from horde.errors import ClusterUnavailable, InvalidInput
 from horde.plan import Plan
-from horde.run import POLL_INTERVAL_S, load_levels
+from horde.engine.run import POLL_INTERVAL_S, load_levels
 
 #: A generator's second ``s`` is due this long after the agreed start + ``s``: the engine hands
 #: a second over a few milliseconds after it ends, the pull takes a round trip, and a generator
@@ -341,9 +342,9 @@ class ClusterRun:
             except Exception:  # a generator gone meanwhile is found lost by its deadline
                 pass
 
-    def set_load(self, *, vus: int | None = None, rate_per_s: float | None = None,
+    def set_level(self, *, vus: int | None = None, rate_per_s: float | None = None,
                  scenarios: list[str] | None = None, ramp_s: float = 0.0) -> dict[str, float]:
-        """As :meth:`horde.run.Run.set_load`: every generator gets the new total level and takes
+        """As :meth:`horde.engine.run.Run.set_level`: every generator gets the new total level and takes
         its own share of it, so the sum stays exact."""
         chosen = load_levels(self.plan, vus=vus, rate_per_s=rate_per_s, scenarios=scenarios)
         calls = [generator.actor.retarget.remote(index, level, max(0.0, float(ramp_s)))
@@ -369,7 +370,7 @@ class ClusterRun:
 
     # --- what the run reports ---------------------------------------------------------------
 
-    def report(self) -> dict[str, Any]:
+    def spread_block(self) -> dict[str, Any]:
         """The ``cluster`` block of the summary: provisioning, each generator, skew and losses."""
         skews = [abs(generator.skew_ms) for generator in self.generators if generator.skew_ms is not None]
         lost = [generator for generator in self.generators if generator.state == "lost"]
@@ -502,6 +503,7 @@ class ClusterRun:
             merged = {"second": second, "elapsed_s": float(second), "interval_s": 1.0,
                       "timestamp": self.start_s + second, "final": final, "steps": [], "target_vus": None,
                       "target_rate_per_s": None, "cpu_percent": 0.0, "timer_lateness_p99_ms": 0.0,
+                      "timer_lateness_max_ms": 0.0, "run_delay_ms": 0.0, "steal_percent": 0.0,
                       "active_vus": 0, "peak_vus": 0, "busy_vus": 0, "iterations": 0, "dropped_arrivals": 0,
                       "connections_opened": 0}
         by_generator = {id(generator): part for generator, part in parts}

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from horde import _engine
+from horde.engine.snapshot import Snapshot
 
-Snapshot = dict[str, Any]
 
 #: Calibration: VUs on the plain GET, and the share of the measured capacity a generator is
 #: sized for. A plan's requests cost more than the calibration's bare GET (templates, checks,

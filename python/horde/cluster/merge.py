@@ -17,14 +17,16 @@ CPU, lateness, and its state: ``running``, ``suspect``, ``lost`` or ``finished``
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from horde import _engine
+from horde.engine.snapshot import Snapshot, StepSnapshot
 
-Snapshot = dict[str, Any]
 
 #: Counters summed over generators.
-SUMMED = ("active_vus", "peak_vus", "busy_vus", "iterations", "dropped_arrivals", "connections_opened")
+SummedKey = Literal["active_vus", "peak_vus", "busy_vus", "iterations", "dropped_arrivals", "connections_opened"]
+SUMMED: tuple[SummedKey, ...] = ("active_vus", "peak_vus", "busy_vus", "iterations", "dropped_arrivals",
+                                 "connections_opened")
 
 
 def merge_second(parts: Sequence[Snapshot], *, final: bool) -> Snapshot:
@@ -46,17 +48,25 @@ def merge_second(parts: Sequence[Snapshot], *, final: bool) -> Snapshot:
         "timer_lateness_max_ms": max(float(part.get("timer_lateness_max_ms") or 0.0) for part in parts),
         "run_delay_ms": max(float(part.get("run_delay_ms") or 0.0) for part in parts),
         "steal_percent": max(float(part.get("steal_percent") or 0.0) for part in parts),
+        "active_vus": _summed(parts, "active_vus"),
+        "peak_vus": _summed(parts, "peak_vus"),
+        "busy_vus": _summed(parts, "busy_vus"),
+        "iterations": _summed(parts, "iterations"),
+        "dropped_arrivals": _summed(parts, "dropped_arrivals"),
+        "connections_opened": _summed(parts, "connections_opened"),
     }
-    for key in SUMMED:
-        merged[key] = sum(int(part.get(key) or 0) for part in parts)
     return merged
 
 
-def merge_steps(step_lists: Sequence[Sequence[Snapshot]]) -> list[Snapshot]:
+def _summed(parts: Sequence[Snapshot], key: SummedKey) -> int:
+    return sum(int(part.get(key) or 0) for part in parts)
+
+
+def merge_steps(step_lists: Sequence[Sequence[StepSnapshot]]) -> list[StepSnapshot]:
     """Steps by (scenario, step), in the order they first appear; counters summed, errors summed
     by kind, histograms merged."""
     order: list[tuple[str, str]] = []
-    grouped: dict[tuple[str, str], list[Snapshot]] = {}
+    grouped: dict[tuple[str, str], list[StepSnapshot]] = {}
     for steps in step_lists:
         for step in steps:
             key = (step["scenario"], step["step"])
@@ -64,7 +74,7 @@ def merge_steps(step_lists: Sequence[Sequence[Snapshot]]) -> list[Snapshot]:
                 order.append(key)
                 grouped[key] = []
             grouped[key].append(step)
-    merged = []
+    merged: list[StepSnapshot] = []
     for key in order:
         entries = grouped[key]
         errors: dict[str, int] = {}
@@ -72,7 +82,7 @@ def merge_steps(step_lists: Sequence[Sequence[Snapshot]]) -> list[Snapshot]:
             for kind, count in entry["errors"].items():
                 errors[kind] = errors.get(kind, 0) + int(count)
         histograms = [bytes(entry["histogram"]) for entry in entries]
-        entry_merged: Snapshot = {
+        entry_merged: StepSnapshot = {
             "scenario": key[0],
             "step": key[1],
             "kind": entries[0].get("kind", "request"),

@@ -29,10 +29,10 @@ import math
 from dataclasses import dataclass, field
 
 from horde.plan import Plan
-from horde.plan_target import ConnectionPool
-from horde.plan_workloads import OpenModel, peak_vus
+from horde.plan.target import ConnectionPool
+from horde.plan.workloads import OpenModel, peak_vus
 
-#: Files a generator keeps for itself besides its connections (as ``horde.run.RESERVED_FILES``).
+#: Files a generator keeps for itself besides its connections (as ``horde.engine.run.RESERVED_FILES``).
 RESERVED_FILES = 64
 #: Resident memory one VU is budgeted when checking a node's memory (the engine measures about
 #: 7 KiB per VU with its connection; the budget leaves room for scenario variables and cookies).

@@ -4,10 +4,10 @@ A run report draws the run's stored snapshots (rates, latency percentiles per se
 per step, the latency distribution, errors by kind, load, the generator's health) and tables
 whose numbers are exactly those of ``horde show RUN --json``. A comparison report overlays
 several runs and gives, for each against the first, the per-step verdicts of
-:mod:`horde.compare`.
+:mod:`horde.results.compare`.
 
 >>> from horde.store import Store                                     # doctest: +SKIP
->>> from horde.run_results import load_run                            # doctest: +SKIP
+>>> from horde.results.stored_run import load_run                            # doctest: +SKIP
 >>> with Store.open() as store:                                       # doctest: +SKIP
 ...     write_report([load_run(store, "last")], Path("report.html"))
 """
@@ -20,14 +20,14 @@ from pathlib import Path
 from typing import Any, Final
 
 from horde import __version__
-from horde.compare import ComparisonRule, RunComparison, compare_runs
+from horde.results.compare import ComparisonRule, RunComparison, compare_runs
 from horde.errors import InvalidInput
-from horde.redaction import redact_plan
+from horde.plan.redaction import redact_plan
 from horde.report.capacity_view import capacity_charts, capacity_view
 from horde.report.charts import comparison_charts, run_charts
 from horde.report.page import ReportUnavailable, render
 from horde.report.series import run_series, saturation_note
-from horde.run_results import ALL_REQUESTS, RunResults
+from horde.results.stored_run import ALL_REQUESTS, RunResults
 
 __all__ = ["ReportUnavailable", "render_comparison_report", "render_run_report", "write_report"]
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any, Final
 
 from horde.report.series import PERCENTILE_NAMES, RunSeries
-from horde.run_results import ALL_REQUESTS
-from horde.summary import TIMER_LATENESS_LIMIT_MS
+from horde.results.stored_run import ALL_REQUESTS
+from horde.results.summary import TIMER_LATENESS_LIMIT_MS
 
 Figure = dict[str, Any]
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from horde import histogram
-from horde.histogram_buckets import buckets
-from horde.run_results import ALL_REQUESTS, RunResults, step_names
-from horde.summary import CPU_SATURATION_PERCENT_PER_WORKER, is_generator_saturated
+from horde.engine import histogram
+from horde.engine.histogram import buckets
+from horde.results.stored_run import ALL_REQUESTS, RunResults, step_names
+from horde.results.summary import CPU_SATURATION_PERCENT_PER_WORKER, is_generator_saturated
 
 #: A final interval shorter than this is left out of rate and latency series: a few milliseconds
 #: of draining turn two requests into hundreds per second, and a percentile of two requests.

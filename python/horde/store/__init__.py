@@ -2,7 +2,7 @@
 
 SQLite by default (``~/.local/share/horde/runs.sqlite``), or PostgreSQL
 (``postgresql+psycopg://...``), chosen by ``--store`` > ``HORDE_STORE`` > the default; see
-:func:`resolve_store_url`. Histograms are opaque bytes here: only ``horde.histogram`` reads them.
+:func:`resolve_store_url`. Histograms are opaque bytes here: only ``horde.engine.histogram`` reads them.
 
 >>> with Store.open("sqlite:///:memory:") as store:  # doctest: +SKIP
 ...     run_id = store.create_run(plan=plan, plan_name="quickstart", parameters={}, tags={})

@@ -21,12 +21,13 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from sqlalchemy import Connection, Engine, RowMapping, create_engine, event, select, update
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
 
+from horde.engine.snapshot import Snapshot
 from horde.errors import RunNotFound, StoreUnavailable
 from horde.store import schema
 from horde.store.schema import (
@@ -34,7 +35,7 @@ from horde.store.schema import (
     SNAPSHOT_FIELDS,
     SNAPSHOT_REQUIRED,
     STEP_FIELDS,
-    load_requests,
+    controls,
     runs,
     snapshot_steps,
     snapshots,
@@ -289,37 +290,37 @@ class Store:
 
     # -- re-targets asked from elsewhere -------------------------------------------------------
 
-    def request_load(self, run_id: str, request: dict[str, Any]) -> int:
+    def request_control(self, run_id: str, request: dict[str, Any]) -> int:
         """Queue a re-target for a running run; its process answers within about a second."""
         self._require_run(run_id)
         with self._guard("write to"), self._engine.begin() as conn:
-            result = conn.execute(load_requests.insert().values(
+            result = conn.execute(controls.insert().values(
                 run_id=run_id, requested_at=datetime.now(timezone.utc), request_json=_dumps(request),
             ))
             key = result.inserted_primary_key
         assert key is not None
         return int(key[0])
 
-    def pending_load_requests(self, run_id: str) -> list[tuple[int, dict[str, Any]]]:
+    def pending_controls(self, run_id: str) -> list[tuple[int, dict[str, Any]]]:
         """Unanswered re-targets of a run, oldest first."""
         query = (
-            select(load_requests.c.request_id, load_requests.c.request_json)
-            .where(load_requests.c.run_id == run_id, load_requests.c.answered_at.is_(None))
-            .order_by(load_requests.c.request_id)
+            select(controls.c.request_id, controls.c.request_json)
+            .where(controls.c.run_id == run_id, controls.c.answered_at.is_(None))
+            .order_by(controls.c.request_id)
         )
         with self._guard("read"), self._engine.connect() as conn:
             rows = conn.execute(query).all()
         return [(int(row[0]), json.loads(row[1])) for row in rows]
 
-    def answer_load_request(self, request_id: int, answer: str) -> None:
+    def answer_control(self, request_id: int, answer: str) -> None:
         with self._guard("write to"), self._engine.begin() as conn:
-            conn.execute(update(load_requests).where(load_requests.c.request_id == request_id)
+            conn.execute(update(controls).where(controls.c.request_id == request_id)
                          .values(answered_at=datetime.now(timezone.utc), answer=answer))
 
-    def load_request_answer(self, request_id: int) -> str | None:
+    def control_answer(self, request_id: int) -> str | None:
         """The answer to a re-target, or None while it waits."""
         with self._guard("read"), self._engine.connect() as conn:
-            row = conn.execute(select(load_requests.c.answer).where(load_requests.c.request_id == request_id)).first()
+            row = conn.execute(select(controls.c.answer).where(controls.c.request_id == request_id)).first()
         return None if row is None else row[0]
 
     # -- reading -------------------------------------------------------------------------------
@@ -378,10 +379,11 @@ class Store:
             )
         return _record(candidates[0])
 
-    def snapshots(self, run_id: str) -> list[dict[str, Any]]:
+    def snapshots(self, run_id: str) -> list[Snapshot]:
         """Every snapshot of the run, ordered by second, in the shape given to add_snapshot.
 
-        Known keys a stored snapshot lacked come back as ``None``.
+        Known keys a stored snapshot lacked (a run stored by an older Horde) come back as
+        ``None``, so readers take a number with ``or 0``.
         """
         with self._guard("read"), self._engine.connect() as conn:
             if conn.execute(select(runs.c.run_id).where(runs.c.run_id == run_id)).first() is None:
@@ -621,7 +623,7 @@ def _snapshot_rows(
     return row, step_rows
 
 
-def read_snapshots(conn: Connection, run_id: str, *, after_second: int = 0) -> list[dict[str, Any]]:
+def read_snapshots(conn: Connection, run_id: str, *, after_second: int = 0) -> list[Snapshot]:
     """The run's snapshots after ``after_second`` (all of them by default), ordered by second,
     in the shape given to ``Store.add_snapshot``; on the caller's connection, so a reader with
     its own (read-only) engine gets the same shapes as :meth:`Store.snapshots`."""
@@ -649,7 +651,8 @@ def read_snapshots(conn: Connection, run_id: str, *, after_second: int = 0) -> l
     steps_by_second: dict[int, list[dict[str, Any]]] = {}
     for row in step_rows:
         steps_by_second.setdefault(int(row["second"]), []).append(_step_from_row(row))
-    return [_snapshot_from_row(row, steps_by_second.get(int(row["second"]), [])) for row in snapshot_rows]
+    # The rows hold what add_snapshot was given: a snapshot's shape (see _snapshot_from_row).
+    return [cast(Snapshot, _snapshot_from_row(row, steps_by_second.get(int(row["second"]), []))) for row in snapshot_rows]
 
 
 def _snapshot_from_row(row: RowMapping, steps: list[dict[str, Any]]) -> dict[str, Any]:

@@ -127,7 +127,7 @@ snapshot_steps = Table(
     Column("errors_json", Text, nullable=False),
     Column("bytes_sent", BigInteger, nullable=False),
     Column("bytes_received", BigInteger, nullable=False),
-    # Opaque to the store: only horde.histogram (the native module) reads it.
+    # Opaque to the store: only horde.engine.histogram (the native module) reads it.
     Column("histogram", LargeBinary, nullable=False),
     Column("extra_json", Text, nullable=True),
     ForeignKeyConstraint(
@@ -137,9 +137,11 @@ snapshot_steps = Table(
     ),
 )
 
-#: Re-targets asked of a running run from elsewhere (`horde retarget`, another machine sharing a
-#: PostgreSQL store): the run's own process polls for unanswered rows and answers each.
-load_requests = Table(
+#: Controls (a stop or a re-target) asked of a running run from elsewhere (`horde retarget`, the
+#: dashboard, another machine sharing a PostgreSQL store): the run's own process polls for
+#: unanswered rows and answers each. The table keeps the name it has in every store written so
+#: far (``load_requests``); the code calls its rows controls, as the glossary does.
+controls = Table(
     "load_requests",
     metadata,
     Column("request_id", Integer, primary_key=True, autoincrement=True),

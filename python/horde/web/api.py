@@ -10,7 +10,7 @@ Everything is read from, and asked through, the store:
   ``POLL_INTERVAL_S``), carrying only the new points of each chart (see
   :class:`~horde.web.run_view.FigureDeltas`); an ``end`` event when the run has ended.
 - ``POST /api/runs/{run}/control`` queues ``{"stop": true}`` or a re-target (``{"vus": N}`` or
-  ``{"rate_per_s": R}``, optional ``ramp_s`` and ``scenarios``) with ``Store.request_load``; the
+  ``{"rate_per_s": R}``, optional ``ramp_s`` and ``scenarios``) with ``Store.request_control``; the
   run's own process applies it within a second and answers through the store. The endpoint
   waits up to ``ANSWER_WAIT_S`` for that answer (202 when it has not come yet;
   ``GET /api/load-requests/{id}`` reads it later).
@@ -31,12 +31,12 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from horde.compare import ComparisonRule, RunComparison, compare_runs, trend
+from horde.results.compare import ComparisonRule, RunComparison, compare_runs, trend
 from horde.errors import InvalidInput
 from horde.report.charts import run_charts
 from horde.report.capacity_view import capacity_charts
 from horde.report.series import run_series
-from horde.run_results import RunResults, load_run
+from horde.results.stored_run import RunResults, load_run
 from horde.store import RunRecord, Store, pid_alive
 from horde.web.dashboard import Dashboard, dashboard_of, run_filter_of
 from horde.web.run_view import FigureDeltas, RunView, run_header, run_state
@@ -222,22 +222,22 @@ async def run_control(request: Request) -> Response:
         body = await request.json()
     except ValueError:
         raise InvalidInput("the body is not JSON", hint='{"stop": true}') from None
-    load_request = load_request_of(body)
+    control = load_request_of(body)
     record = await anyio.to_thread.run_sync(dashboard.store.get_run, request.path_params["run"])
     if record.status != "running":
         return JSONResponse({"error": f"run {record.run_id} is not running (it is {record.status})"}, status_code=409)
-    request_id = await anyio.to_thread.run_sync(dashboard.store.request_load, record.run_id, load_request)
+    request_id = await anyio.to_thread.run_sync(dashboard.store.request_control, record.run_id, control)
     deadline = time.monotonic() + ANSWER_WAIT_S
-    answer = await anyio.to_thread.run_sync(dashboard.store.load_request_answer, request_id)
+    answer = await anyio.to_thread.run_sync(dashboard.store.control_answer, request_id)
     while answer is None and time.monotonic() < deadline and not dashboard.closing.is_set():
         await anyio.sleep(0.2)
-        answer = await anyio.to_thread.run_sync(dashboard.store.load_request_answer, request_id)
+        answer = await anyio.to_thread.run_sync(dashboard.store.control_answer, request_id)
     return JSONResponse(_answer(request_id, answer, record), status_code=200 if answer is not None else 202)
 
 
-def load_request_answer(request: Request) -> Response:
+def control_answer(request: Request) -> Response:
     request_id = int(request.path_params["request_id"])
-    answer = dashboard_of(request).store.load_request_answer(request_id)
+    answer = dashboard_of(request).store.control_answer(request_id)
     return JSONResponse({"request_id": request_id, "answer": answer,
                          "applied": None if answer is None else answer.startswith("applied")})
 

@@ -67,7 +67,7 @@ def create_app(store_url: str | None, *, token: str | None, host: str = "127.0.0
         Route("/api/runs/{run}", api.run_detail),
         Route("/api/runs/{run}/events", api.run_events),
         Route("/api/runs/{run}/control", api.run_control, methods=["POST"]),
-        Route("/api/load-requests/{request_id:int}", api.load_request_answer),
+        Route("/api/load-requests/{request_id:int}", api.control_answer),
         Route("/api/compare", api.comparison),
         Route("/api/trend", api.trend_points),
         # Before the static mount: plotly.js is read from the installed plotly package.

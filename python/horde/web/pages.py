@@ -13,11 +13,11 @@ from typing import Any, Final
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from horde.compare import TrendPoint, trend
+from horde.results.compare import TrendPoint, trend
 from horde.errors import InvalidInput
 from horde.report.charts import Figure, comparison_charts
 from horde.report.series import run_series
-from horde.run_results import ALL_REQUESTS, RunResults
+from horde.results.stored_run import ALL_REQUESTS, RunResults
 from horde.store import FINAL_STATUSES
 from horde.web.api import comparison_of, list_limit, listed_run, query_lists
 from horde.web.dashboard import dashboard_of, render, run_filter_of

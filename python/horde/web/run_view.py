@@ -22,13 +22,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from horde import histogram
+from horde.engine import histogram
 from horde.report.capacity_view import capacity_view
 from horde.report.charts import Figure, run_charts
 from horde.report.series import LatencySeries, RunSeries, distribution, run_series, saturation_note
-from horde.run_results import ALL_REQUESTS, RunResults, StepId, step_names, workers_of
+from horde.results.stored_run import ALL_REQUESTS, RunResults, StepId, step_names, workers_of
 from horde.store import RunRecord
-from horde.summary import CPU_SATURATION_PERCENT_PER_WORKER, SummaryBuilder
+from horde.results.summary import CPU_SATURATION_PERCENT_PER_WORKER, SummaryBuilder
+from horde.engine.snapshot import Snapshot
 
 #: The figures of the per-step table, in its column order (``horde show --json``'s keys).
 STEP_FIELDS: Final = ("requests", "errors", "error_percent", "rps")
@@ -70,10 +71,10 @@ def run_header(record: RunRecord, status: str | None = None) -> dict[str, Any]:
     }
 
 
-def run_state(record: RunRecord, status: str, summary: dict[str, Any], last: dict[str, Any] | None) -> dict[str, Any]:
+def run_state(record: RunRecord, status: str, summary: dict[str, Any], last: Snapshot | None) -> dict[str, Any]:
     """What the run page draws but the figures, JSON-ready: the run, its summary and steps
     table, the saturation warning, and the gauges of its last second (``last``)."""
-    last = last or {}
+    seen: dict[str, Any] = dict(last) if last is not None else {}
     return {
         "run": run_header(record, status),
         "summary": summary,
@@ -81,13 +82,13 @@ def run_state(record: RunRecord, status: str, summary: dict[str, Any], last: dic
         "saturation": saturation_note(summary),
         # The capacity answer as a lab shows it (facts, the steps' table); its charts are figures.
         "capacity": capacity_view(summary.get("capacity")),
-        "last_second": int(last.get("second") or 0),
-        "elapsed_s": last.get("elapsed_s"),
-        "timestamp": last.get("timestamp"),
-        "now": {key: last.get(key) for key in ("active_vus", "target_vus", "target_rate_per_s", "busy_vus",
+        "last_second": int(seen.get("second") or 0),
+        "elapsed_s": seen.get("elapsed_s"),
+        "timestamp": seen.get("timestamp"),
+        "now": {key: seen.get(key) for key in ("active_vus", "target_vus", "target_rate_per_s", "busy_vus",
                                                "cpu_percent", "timer_lateness_p99_ms", "lost_share")},
         # A run over several generators: each one's last second (a slow or lost one stands out).
-        "generators": last.get("generators"),
+        "generators": seen.get("generators"),
     }
 
 
@@ -106,14 +107,14 @@ class RunView:
         self.workers = workers_of(record)
         #: The last second added (0 before any).
         self.last_second = 0
-        self.last_snapshot: dict[str, Any] | None = None
+        self.last_snapshot: Snapshot | None = None
         self._builder = SummaryBuilder(workers=self.workers)
         self._kinds: dict[StepId, str] = {}
         self._merged: dict[StepId, bytes] = {}
         self._names: dict[StepId, str] = {}
         self._series = _empty_series(self.workers)
 
-    def add(self, snapshots: list[dict[str, Any]]) -> None:
+    def add(self, snapshots: list[Snapshot]) -> None:
         """Take the next seconds of the run (in order, none seen before)."""
         if not snapshots:
             return

@@ -5,7 +5,7 @@ without reading every plan, and to fetch only the seconds a running run stored s
 looked (every half second, for hours: re-reading the whole run each time would not do). These
 queries run on their own connection pool, opened read-only (SQLite ``query_only``, PostgreSQL
 ``default_transaction_read_only``), so the dashboard cannot change a run except through the
-store's own API (``Store.request_load``).
+store's own API (``Store.request_control``).
 
 Snapshots are read by the store's own ``read_snapshots`` on this pool's connection, so they come
 back in exactly the shape ``Store.snapshots`` gives.
@@ -28,6 +28,7 @@ from horde.errors import StoreUnavailable
 from horde.store import redact_url, resolve_store_url
 from horde.store.core import read_snapshots
 from horde.store.schema import runs
+from horde.engine.snapshot import Snapshot
 
 #: Most runs a filtered listing looks through (tags are filtered after the query: JSON in TEXT).
 SCAN_LIMIT: Final = 5000
@@ -129,7 +130,7 @@ class StoreReader:
             status = conn.execute(select(runs.c.status).where(runs.c.run_id == run_id)).scalar()
         return None if status is None else str(status)
 
-    def snapshots_after(self, run_id: str, second: int) -> list[dict[str, Any]]:
+    def snapshots_after(self, run_id: str, second: int) -> list[Snapshot]:
         """The run's snapshots after ``second``, in order, shaped as ``Store.snapshots`` gives them."""
         with self._guard(), self._engine.connect() as conn:
             return read_snapshots(conn, run_id, after_second=second)

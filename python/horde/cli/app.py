@@ -1,0 +1,505 @@
+"""The ``horde`` command.
+
+Every user mistake ends as ``error: ...`` and ``hint: ...`` lines on stderr with a documented
+exit code (``horde.errors.ExitCode``, table in the README); only a bug in Horde prints a
+traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from collections.abc import Callable
+from contextlib import ExitStack
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from horde import __version__
+from horde.errors import ExitCode, HordeError, InvalidInput, PlanInvalid, RunUnresponsive
+from horde.sinks.live import LiveView
+from horde.control.capacity import CapacityQuestion
+from horde.cluster.coordinator import ClusterOptions
+from horde.cli.results import register as register_results_commands
+from horde.cli.web import register as register_dashboard_command
+from horde.control.conductor import JUDGEMENT_KEYS, Outcome, Sinks, conduct, cpu_limit_percent, planned_duration_s
+from horde.cli.junit import junit_xml
+from horde.cli.arguments import parse_duration, parse_header, parse_params, parse_tag
+from horde.plan.overrides import SteerFlags, apply_overrides, apply_steer_flags, url_plan
+from horde.plan import Plan, plan_from_dict, plan_json_schema, plan_to_json
+from horde.plan.control import FindMax
+from horde.sinks.prometheus import PrometheusExporter
+from horde.plan.loader import LoadedPlan, load_plan_file
+from horde.engine.run import checked_plan_json, engine_problems
+from horde.store import Store
+from horde.results.summary import summarise
+from horde.control.sight import sight_plan, sight_block
+from horde.store import new_run_id
+from horde.cli.console import render_judgement, render_scale, render_sight, render_summary
+
+app = typer.Typer(
+    name="horde",
+    help="Horde: load testing and capacity lab. Run `horde run --help` to start.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+# Off a terminal (CI logs, pipes) rich would wrap at 80 columns; lines there are long and whole.
+stdout = Console() if Console().is_terminal else Console(width=160)
+stderr = Console(stderr=True) if Console(stderr=True).is_terminal else Console(stderr=True, width=160)
+
+
+def _load(plan_path: Path | None, url: str | None, method: str, headers: list[str], body: str | None,
+          params: dict[str, str]) -> tuple[Plan, LoadedPlan | None]:
+    if plan_path is not None and url is not None:
+        raise InvalidInput("give either a plan file or --url, not both", hint="--url builds a one-step plan for quick checks")
+    if plan_path is not None:
+        loaded = load_plan_file(plan_path, params)
+        return loaded.plan, loaded
+    if url is not None and params:
+        raise InvalidInput("-p sets a plan file's parameters; --url has none", hint="use -p with a plan file that declares parameters")
+    if url is not None:
+        data = url_plan(url, method=method, headers=[parse_header(h) for h in headers], body=body)
+        return plan_from_dict(data, source="--url"), None
+    raise InvalidInput("no plan given", hint="horde run PLAN (a .yaml/.json/.py file or a folder), or horde run --url URL")
+
+
+def _seconds(text: str | None, flag: str) -> float | None:
+    return parse_duration(text, flag=flag) if text is not None else None
+
+
+@app.command()
+def run(
+    plan_path: Annotated[Optional[Path], typer.Argument(metavar="[PLAN]", help="plan file (.yaml, .json, .py) or a folder holding plan.yaml")] = None,
+    url: Annotated[Optional[str], typer.Option("--url", help="quick check of one URL instead of a plan file")] = None,
+    method: Annotated[str, typer.Option("--method", "-X", help="HTTP method for --url")] = "GET",
+    header: Annotated[Optional[list[str]], typer.Option("--header", "-H", help="'Name: value' header for --url (repeatable)")] = None,
+    body: Annotated[Optional[str], typer.Option("--body", help="request body for --url")] = None,
+    vus: Annotated[Optional[int], typer.Option("--vus", help="closed model with this many VUs (every scenario)")] = None,
+    rate: Annotated[Optional[float], typer.Option("--rate", help="open model at this many arrivals/s (every scenario)")] = None,
+    max_vus: Annotated[Optional[int], typer.Option("--max-vus", help="open model: most VUs busy at once; arrivals beyond are dropped and counted")] = None,
+    duration: Annotated[Optional[str], typer.Option("--duration", help="total length of each scenario's stages: 30s, 5m...")] = None,
+    ramp_up: Annotated[Optional[str], typer.Option("--ramp-up", help="first part of --duration, a linear ramp from 0")] = None,
+    base_url: Annotated[Optional[str], typer.Option("--base-url", help="override target.base_url")] = None,
+    tag: Annotated[Optional[list[str]], typer.Option("--tag", help="key=value stored with the run (repeatable)")] = None,
+    store_url: Annotated[Optional[str], typer.Option("--store", help="store path or URL (default: $HORDE_STORE or ~/.local/share/horde/runs.sqlite)")] = None,
+    summary_json: Annotated[Optional[Path], typer.Option("--summary-json", help="write the summary as JSON to this file")] = None,
+    workers: Annotated[Optional[int], typer.Option("--workers", help="engine worker threads (default: one per core)")] = None,
+    param: Annotated[Optional[list[str]], typer.Option("--param", "-p", metavar="NAME=VALUE", help="set a plan parameter (repeatable); else $HORDE_PARAM_NAME, else its default")] = None,
+    find_max: Annotated[bool, typer.Option("--find-max", help="find the knee: a sighting shot, a geometric climb, then bisection (a stepped ramp with --step)", rich_help_panel="Steering")] = False,
+    target_response_ms: Annotated[Optional[float], typer.Option("--target-response-ms", help="hold this response time by steering the load", rich_help_panel="Steering")] = None,
+    percentile: Annotated[float, typer.Option("--percentile", help="the latency percentile steering and find-max judge", rich_help_panel="Steering")] = 95.0,
+    start: Annotated[Optional[float], typer.Option("--start", help="steering's first level: arrivals/s (open) or VUs (closed); find-max: default sized by a sighting shot", rich_help_panel="Steering")] = None,
+    step: Annotated[Optional[float], typer.Option("--step", help="find-max as a stepped ramp: what each step adds (default: search)", rich_help_panel="Steering")] = None,
+    step_duration: Annotated[Optional[str], typer.Option("--step-duration", help="find-max: how long each step holds (5s searching, 30s stepped)", rich_help_panel="Steering")] = None,
+    precision: Annotated[Optional[float], typer.Option("--precision", help="find-max's search: stop once the knee is bracketed within this percent (3)", rich_help_panel="Steering")] = None,
+    limit: Annotated[Optional[float], typer.Option("--limit", help="steering: never go above this level", rich_help_panel="Steering")] = None,
+    latency_limit_ms: Annotated[Optional[float], typer.Option("--latency-limit-ms", help="find-max: saturated once the percentile passes this", rich_help_panel="Steering")] = None,
+    per_user_rate: Annotated[Optional[float], typer.Option("--per-user-rate", help="requests/s one user makes: capacity in users", rich_help_panel="Capacity")] = None,
+    peak_rps: Annotated[Optional[float], typer.Option("--peak-rps", help="the peak to serve, req/s: instances needed", rich_help_panel="Capacity")] = None,
+    peak_users: Annotated[Optional[float], typer.Option("--peak-users", help="the peak to serve, users (with --per-user-rate)", rich_help_panel="Capacity")] = None,
+    headroom: Annotated[float, typer.Option("--headroom", help="percent of each instance kept free at the peak", rich_help_panel="Capacity")] = 20.0,
+    junit: Annotated[Optional[Path], typer.Option("--junit", help="write thresholds and autostop as JUnit XML to this file")] = None,
+    prometheus: Annotated[Optional[int], typer.Option("--prometheus", metavar="PORT", help="serve live metrics for Prometheus at 127.0.0.1:PORT/metrics (0: any free port)")] = None,
+    ui: Annotated[bool, typer.Option("--ui", help="serve the web dashboard during the run", rich_help_panel="Dashboard")] = False,
+    ui_host: Annotated[str, typer.Option("--ui-host", help="the dashboard's address (beyond loopback it needs a token)", rich_help_panel="Dashboard")] = "127.0.0.1",
+    ui_port: Annotated[int, typer.Option("--ui-port", help="the dashboard's port (0: any free port)", rich_help_panel="Dashboard")] = 8089,
+    ui_token: Annotated[Optional[str], typer.Option("--ui-token", help="the dashboard's access token (generated when the host is not loopback)", rich_help_panel="Dashboard")] = None,
+    cluster: Annotated[Optional[str], typer.Option("--cluster", metavar="ADDRESS", help="spread the run over a Ray cluster's generators: HOST:PORT of its head, ray://HOST:PORT, auto ($RAY_ADDRESS), or local (several generator processes on this machine)", rich_help_panel="Cluster")] = None,
+    generators: Annotated[Optional[int], typer.Option("--generators", help="how many generators (default: as many as the plan needs)", rich_help_panel="Cluster")] = None,
+) -> int:
+    """Run a plan against its target, live, and store the run."""
+    params = parse_params(param or [])
+    tags = dict(parse_tag(t) for t in tag or [])
+    duration_s = parse_duration(duration, flag="--duration") if duration is not None else None
+    ramp_up_s = parse_duration(ramp_up, flag="--ramp-up") if ramp_up is not None else None
+    if workers is not None and workers < 1:
+        raise InvalidInput(f"--workers must be at least 1 (got {workers})")
+    if generators is not None and (generators < 1 or cluster is None):
+        raise InvalidInput(f"--generators must be at least 1 (got {generators})" if generators < 1
+                           else "--generators needs --cluster", hint="e.g. --cluster 10.0.0.1:6379 --generators 4")
+    cluster_options = ClusterOptions(address=cluster, count=generators, workers=workers) if cluster is not None else None
+    for path, flag in ((summary_json, "--summary-json"), (junit, "--junit")):
+        if path is not None and path.is_dir():
+            raise InvalidInput(f"{flag}: {path} is a directory", hint=f"give a file path, e.g. {flag} out.{'json' if flag == '--summary-json' else 'xml'}")
+    question = CapacityQuestion(per_user_rate=per_user_rate, peak_rps=peak_rps, peak_users=peak_users, headroom_percent=headroom)
+    plan, loaded = _load(plan_path, url, method, header or [], body, params)
+    # A quick --url plan that is steered becomes an open model (unless --vus): --max-vus caps it.
+    steered_quick = url is not None and vus is None and (find_max or target_response_ms is not None)
+    plan = apply_overrides(plan, vus=vus, rate=rate, max_vus=None if steered_quick else max_vus, duration_s=duration_s,
+                           ramp_up_s=ramp_up_s, base_url=base_url)
+    steer_flags = SteerFlags(find_max=find_max, target_response_ms=target_response_ms, percentile=percentile, start=start,
+                             step=step, step_duration_s=_seconds(step_duration, "--step-duration"), limit=limit, latency_limit_ms=latency_limit_ms,
+                             duration_s=duration_s, precision_percent=precision, max_vus=max_vus if steered_quick else None)
+    plan = apply_steer_flags(plan, steer_flags, quick=url is not None, vus_given=vus is not None)
+    if loaded is not None:
+        # The engine's own check, its problems placed on the plan file's lines.
+        problems = engine_problems(plan_to_json(plan))
+        if problems:
+            raise PlanInvalid(loaded.located(problems), source=loaded.label)
+    parameters = {
+        name: value
+        for name, value in (("vus", vus), ("rate", rate), ("max_vus", max_vus), ("duration_s", duration_s),
+                            ("ramp_up_s", ramp_up_s), ("base_url", base_url), ("workers", workers),
+                            ("params", params or None))
+        if value is not None
+    }
+    checked_plan_json(plan)  # every plan problem before the store is touched
+    with Store.open(store_url) as store, ExitStack() as served:
+        exporter: PrometheusExporter | None = None
+        if prometheus is not None:
+            if not 0 <= prometheus <= 65535:
+                raise InvalidInput(f"--prometheus: {prometheus} is not a port", hint="0 to 65535; 0 picks a free one")
+            # Started before any load: a port in use stops the command here.
+            exporter = PrometheusExporter("", plan.name, cpu_limit_percent=cpu_limit_percent(workers), port=prometheus)
+            exporter.start()
+            served.callback(exporter.stop)
+            stdout.print(f"Prometheus metrics at {exporter.url}", markup=False, highlight=False)
+        if ui:
+            from horde.web import DashboardServer  # starlette and uvicorn only when asked for
+
+            dashboard = DashboardServer(store.url, host=ui_host, port=ui_port, token=ui_token).start()
+            served.callback(dashboard.stop)
+            # /runs/last opens the newest run: this one, once it is recorded (before any load).
+            stdout.print(f"dashboard at {dashboard.run_url('last')}", markup=False, highlight=False, soft_wrap=True)
+        title = f"horde · {plan.name}"
+        with LiveView(stdout, title=title, planned_duration_s=planned_duration_s(plan), cpu_limit_percent=cpu_limit_percent(workers),
+                      open_ended=isinstance(plan.steer, FindMax)) as live:
+            sink = live if exporter is None else Sinks(live, exporter)
+            outcome = conduct(plan, store, parameters=parameters, tags=tags, workers=workers, sink=sink, question=question,
+                              on_recorded=exporter.set_run_id if exporter is not None else None, cluster=cluster_options)
+        render_summary(stdout, outcome.summary, store_url=store.display_url)
+        render_judgement(stdout, outcome.summary)
+    _write_outputs(outcome, summary_json, junit, plan.name)
+    return outcome.exit_code
+
+
+def _write_outputs(outcome: Outcome, summary_json: Path | None, junit: Path | None, plan_name: str) -> None:
+    outputs: list[tuple[Path | None, Callable[[], str], str]] = [
+        (summary_json, lambda: json.dumps(outcome.summary, indent=2) + "\n", "--summary-json"),
+        (junit, lambda: junit_xml(outcome.verdicts, outcome.firing, run_id=outcome.run_id, plan_name=plan_name), "--junit"),
+    ]
+    for path, text, what in outputs:
+        if path is not None:
+            _write_output(path, text(), what, hint=f"the run is stored: `horde show {outcome.run_id} --json` prints the summary")
+
+
+def _write_output(path: Path, text: str, flag: str, *, hint: str) -> None:
+    """Writes a file a flag asked for; a path that cannot be written is bad input, after the fact."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    except OSError as error:
+        raise InvalidInput(f"cannot write {flag} {path}: {error.strerror or error}", hint=hint) from error
+
+
+@app.command()
+def sight(
+    plan_path: Annotated[Optional[Path], typer.Argument(metavar="[PLAN]", help="plan file (.yaml, .json, .py) or a folder holding plan.yaml")] = None,
+    url: Annotated[Optional[str], typer.Option("--url", help="one URL instead of a plan file")] = None,
+    duration: Annotated[str, typer.Option("--duration", help="how long the single VU runs")] = "30s",
+    base_url: Annotated[Optional[str], typer.Option("--base-url", help="override target.base_url")] = None,
+    param: Annotated[Optional[list[str]], typer.Option("--param", "-p", metavar="NAME=VALUE", help="set a plan parameter (repeatable)")] = None,
+    store_url: Annotated[Optional[str], typer.Option("--store", help="store path or URL")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the sighting as JSON")] = False,
+) -> int:
+    """Sighting shot: one VU per scenario for a short time; each step's median and p95, the rate
+    one VU gets, and a suggested find-max ramp."""
+    duration_s = parse_duration(duration, flag="--duration")
+    if duration_s < 1:
+        raise InvalidInput(f"--duration must be at least 1 s (got {duration})", hint="30s is usual; the payment team's was 1m")
+    plan, loaded = _load(plan_path, url, "GET", [], None, parse_params(param or []))
+    plan = apply_overrides(plan, base_url=base_url)
+    shot = sight_plan(plan, duration_s)
+    with Store.open(store_url) as store:
+        with LiveView(stdout if not as_json else Console(stderr=True), title=f"horde sight · {plan.name}",
+                      planned_duration_s=duration_s, cpu_limit_percent=cpu_limit_percent(None)) as view:
+            label = str(plan_path) if plan_path is not None else f"--url {url}"
+            outcome = conduct(shot, store, parameters={"sight_duration_s": duration_s}, tags={"kind": "sight"}, sink=view,
+                              annotate=lambda summary: {"sight": sight_block(plan, summary, label, quick=url is not None)})
+    report = outcome.summary["sight"]
+    if as_json:
+        print(json.dumps({"run_id": outcome.run_id, **report}, indent=2))
+    else:
+        render_sight(stdout, report)
+    return outcome.exit_code
+
+
+@app.command()
+def scale(
+    plan_path: Annotated[Optional[Path], typer.Argument(metavar="[PLAN]", help="plan file (.yaml, .json, .py) or a folder holding plan.yaml")] = None,
+    url: Annotated[Optional[str], typer.Option("--url", help="one URL instead of a plan file (its path is requested from each instance)")] = None,
+    instance: Annotated[Optional[list[str]], typer.Option("--instance", help="base URL of one instance of the target (repeatable, in order)")] = None,
+    instances: Annotated[Optional[int], typer.Option("--instances", help="start this many built-in targets instead")] = None,
+    target_workers: Annotated[Optional[int], typer.Option("--target-workers", help="built-in targets: requests each serves at once")] = None,
+    target_service_ms: Annotated[Optional[float], typer.Option("--target-service-ms", help="built-in targets: service time of each request, ms")] = None,
+    vus: Annotated[Optional[int], typer.Option("--vus", help="closed model with this many VUs per instance")] = None,
+    rate: Annotated[Optional[float], typer.Option("--rate", help="open model at this many arrivals/s per instance")] = None,
+    max_vus: Annotated[Optional[int], typer.Option("--max-vus", help="open model: most VUs busy at once, per instance")] = None,
+    duration: Annotated[Optional[str], typer.Option("--duration", help="length of each run (without --find-max)")] = None,
+    find_max: Annotated[bool, typer.Option("--find-max", help="find each instance count's knee (the ramp scales with the count)", rich_help_panel="Steering")] = False,
+    percentile: Annotated[float, typer.Option("--percentile", help="the latency percentile find-max judges", rich_help_panel="Steering")] = 95.0,
+    start: Annotated[Optional[float], typer.Option("--start", help="find-max's first level for one instance", rich_help_panel="Steering")] = None,
+    step: Annotated[Optional[float], typer.Option("--step", help="find-max's step for one instance", rich_help_panel="Steering")] = None,
+    step_duration: Annotated[Optional[str], typer.Option("--step-duration", help="find-max: how long each step holds", rich_help_panel="Steering")] = None,
+    latency_limit_ms: Annotated[Optional[float], typer.Option("--latency-limit-ms", help="find-max: saturated once the percentile passes this", rich_help_panel="Steering")] = None,
+    tag: Annotated[Optional[list[str]], typer.Option("--tag", help="key=value stored with every run (repeatable)")] = None,
+    store_url: Annotated[Optional[str], typer.Option("--store", help="store path or URL")] = None,
+    summary_json: Annotated[Optional[Path], typer.Option("--summary-json", help="write the study as JSON to this file")] = None,
+    workers: Annotated[Optional[int], typer.Option("--workers", help="engine worker threads")] = None,
+    param: Annotated[Optional[list[str]], typer.Option("--param", "-p", metavar="NAME=VALUE", help="set a plan parameter (repeatable)")] = None,
+) -> int:
+    """Scalability study: the same plan against 1..N instances of a target; throughput per
+    instance count and scaling efficiency."""
+    from horde.control.scale import builtin_instances, run_study
+
+    if (instance is None) == (instances is None):
+        raise InvalidInput("give the instances: --instance URL (repeatable) or --instances N (built-in targets)",
+                           hint="e.g. --instances 4 --target-workers 10 --target-service-ms 20")
+    if instance is not None and (target_workers is not None or target_service_ms is not None):
+        raise InvalidInput("--target-workers and --target-service-ms shape built-in targets; they go with --instances")
+    if (target_workers is None) != (target_service_ms is None):
+        raise InvalidInput("--target-workers and --target-service-ms go together")
+    duration_s = parse_duration(duration, flag="--duration") if duration is not None else None
+    tags = dict(parse_tag(t) for t in tag or [])
+    # With --url only its path and query matter: each run's base URL is that of its instances.
+    plan, _ = _load(plan_path, url, "GET", [], None, parse_params(param or []))
+    steered_quick = url is not None and vus is None and find_max
+    plan = apply_overrides(plan, vus=vus, rate=rate, max_vus=None if steered_quick else max_vus, duration_s=duration_s)
+    plan = apply_steer_flags(plan, SteerFlags(find_max=find_max, percentile=percentile, start=start, step=step,
+                                              step_duration_s=_seconds(step_duration, "--step-duration"),
+                                              latency_limit_ms=latency_limit_ms,
+                                              max_vus=max_vus if steered_quick else None),
+                             quick=url is not None, vus_given=vus is not None)
+    study_id = new_run_id()
+
+    def run_one(instance_plan: Plan, k: int) -> tuple[str, str, dict[str, Any]]:
+        stdout.print(f"— {k} instance(s): {', '.join([instance_plan.target.base_url, *instance_plan.target.instances])}",
+                     markup=False, highlight=False, soft_wrap=True)
+        with LiveView(stdout, title=f"horde scale · {plan.name} · {k} instance(s)",
+                      planned_duration_s=planned_duration_s(instance_plan), cpu_limit_percent=cpu_limit_percent(workers),
+                      open_ended=isinstance(instance_plan.steer, FindMax)) as view:
+            outcome = conduct(instance_plan, store, parameters={"instances": k, "workers": workers} if workers else {"instances": k},
+                              tags={**tags, "scale_study": study_id, "instances": str(k)}, workers=workers, sink=view)
+        return outcome.run_id, outcome.status, outcome.summary
+
+    with Store.open(store_url) as store:
+        if instances is not None:
+            with builtin_instances(instances, workers=target_workers, service_ms=target_service_ms) as urls:
+                report = run_study(plan, urls, run_one)
+        else:
+            report = run_study(plan, list(instance or []), run_one)
+    report = {"study_id": study_id, **report}
+    render_scale(stdout, report)
+    if summary_json is not None:
+        _write_output(summary_json, json.dumps(report, indent=2) + "\n", "--summary-json",
+                      hint=f"the study's runs are stored, tagged scale_study={study_id}: `horde runs` lists them")
+    interrupted = any(row["status"] == "interrupted" for row in report["rows"])
+    return ExitCode.INTERRUPTED if interrupted else ExitCode.OK
+
+
+@app.command()
+def retarget(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="a running run: its id, a unique prefix, or 'last'")],
+    vus: Annotated[Optional[int], typer.Option("--vus", help="new VU count of the closed scenarios")] = None,
+    rate: Annotated[Optional[float], typer.Option("--rate", help="new arrival rate of the open scenarios, per second")] = None,
+    scenario: Annotated[Optional[list[str]], typer.Option("--scenario", help="only this scenario (repeatable); default: all of that model")] = None,
+    ramp: Annotated[str, typer.Option("--ramp", help="reach the new level over this long (0: at once)")] = "0",
+    wait: Annotated[str, typer.Option("--wait", help="how long to wait for the run's answer")] = "10s",
+    store_url: Annotated[Optional[str], typer.Option("--store", help="store path or URL")] = None,
+) -> int:
+    """Change the VUs or the rate of a running run (from another terminal, or another machine
+    sharing a PostgreSQL store). The level is spread over scenarios by weight, as --vus/--rate."""
+    if (vus is None) == (rate is None):
+        raise InvalidInput("give either --vus or --rate", hint="e.g. horde retarget last --vus 200 --ramp 30s")
+    if vus is not None and vus < 0 or rate is not None and not rate >= 0:
+        raise InvalidInput("--vus and --rate must be 0 or more")
+    ramp_s = parse_duration(ramp, flag="--ramp")
+    wait_s = parse_duration(wait, flag="--wait")
+    request: dict[str, Any] = {"vus": vus} if vus is not None else {"rate_per_s": rate}
+    request.update({"ramp_s": ramp_s, **({"scenarios": scenario} if scenario else {})})
+    with Store.open(store_url) as store:
+        record = store.get_run(run_ref)
+        if record.status != "running":
+            raise InvalidInput(f"run {record.run_id} is not running (it is {record.status})",
+                               hint="`horde runs` lists runs; only a running run can be re-targeted")
+        request_id = store.request_control(record.run_id, request)
+        deadline = time.monotonic() + wait_s
+        answer = store.control_answer(request_id)
+        while answer is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+            answer = store.control_answer(request_id)
+    if answer is None:
+        raise RunUnresponsive(
+            f"run {record.run_id} did not answer within {wait_s:g} s",
+            hint=f"its process (pid {record.pid} on {record.host}) answers once a second while it runs; "
+            "the request stays queued until it does",
+        )
+    stdout.print(f"run {record.run_id}: {answer}", markup=False, highlight=False)
+    return ExitCode.OK if answer.startswith("applied") else ExitCode.INVALID_INPUT
+
+
+@app.command()
+def runs(
+    store_url: Annotated[Optional[str], typer.Option("--store", help="store path or URL")] = None,
+    limit: Annotated[int, typer.Option("--limit", help="how many runs, newest first")] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> int:
+    """List stored runs, newest first."""
+    with Store.open(store_url) as store:
+        records = store.list_runs(limit=limit)
+    if as_json:
+        stdout.print_json(json.dumps([
+            {"run_id": r.run_id, "plan": r.plan_name, "status": r.status, "started_at": r.started_at.isoformat(),
+             "ended_at": r.ended_at.isoformat() if r.ended_at else None, "tags": r.tags}
+            for r in records
+        ]))
+        return ExitCode.OK
+    table = Table(header_style="bold")
+    for column in ("run", "plan", "status", "started (UTC)", "duration s", "requests", "req/s", "p95 ms", "errors %", "tags"):
+        table.add_column(column)
+    for record in records:
+        summary = record.summary or {}
+        table.add_row(
+            record.run_id, Text(record.plan_name), record.status, record.started_at.strftime("%Y-%m-%d %H:%M:%S"),
+            f"{summary.get('duration_s', 0):.1f}", f"{summary.get('requests', 0):,}", f"{summary.get('rps', 0):,.1f}",
+            f"{summary.get('latency_ms', {}).get('p95', 0):.2f}", f"{summary.get('error_percent', 0):.2f}",
+            Text(" ".join(f"{k}={v}" for k, v in record.tags.items())),
+        )
+    stdout.print(table)
+    return ExitCode.OK
+
+
+@app.command()
+def show(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help="run id, a unique prefix of one, or 'last'")],
+    store_url: Annotated[Optional[str], typer.Option("--store", help="store path or URL")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
+) -> int:
+    """Show a stored run's summary, recomputed from its stored histograms."""
+    with Store.open(store_url) as store:
+        record = store.get_run(run_ref)
+        workers = int(record.parameters.get("workers") or os.cpu_count() or 1)
+        summary = summarise(store.snapshots(record.run_id), run_id=record.run_id, status=record.status, workers=workers)
+    # Thresholds, autostop and capacity were judged when the run ended; they are kept as stored.
+    summary.update({key: record.summary[key] for key in JUDGEMENT_KEYS if record.summary and key in record.summary})
+    if as_json:
+        print(json.dumps(summary, indent=2))
+    else:
+        render_summary(stdout, summary)
+        render_judgement(stdout, summary)
+    return ExitCode.OK
+
+
+@app.command()
+def target(
+    host: Annotated[str, typer.Option("--host", help="address to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="port to listen on (0: any free port)")] = 8080,
+    workers: Annotated[Optional[int], typer.Option("--workers", help="capacity model: requests served at once")] = None,
+    service_ms: Annotated[Optional[float], typer.Option("--service-ms", help="capacity model: service time of each request, ms")] = None,
+    threads: Annotated[int, typer.Option("--threads", help="the target's own threads")] = 1,
+    service_times: Annotated[str, typer.Option("--service-times", help="capacity model: 'fixed' (each request takes --service-ms) or 'exponential' (that on average: latency rises smoothly, an M/M/c queue)")] = "fixed",
+) -> int:
+    """Serve the built-in target until Ctrl-C: /, /delay/{ms}, /status/{code}, /bytes/{n}, /stall/{ms}."""
+    from horde.engine.target import serve_until_interrupted
+
+    if (workers is None) != (service_ms is None):
+        raise InvalidInput("--workers and --service-ms go together", hint="e.g. --workers 8 --service-ms 20 caps the target at 400 req/s")
+    if service_times not in ("fixed", "exponential"):
+        raise InvalidInput(f"--service-times: '{service_times}' is not a distribution", hint="give fixed or exponential")
+    if service_times != "fixed" and workers is None:
+        raise InvalidInput("--service-times shapes the capacity model", hint="give --workers and --service-ms too")
+    serve_until_interrupted(stdout, host=host, port=port, workers=workers, service_ms=service_ms, threads=threads,
+                            service_times=service_times)
+    return ExitCode.OK
+
+
+@app.command()
+def schema() -> int:
+    """Print the plan's JSON Schema (for editors that check YAML and JSON plans)."""
+    print(json.dumps(plan_json_schema(), indent=2))
+    return ExitCode.OK
+
+
+@app.command()
+def validate(
+    plan_path: Annotated[Path, typer.Argument(metavar="PLAN", help="plan file or folder")],
+    param: Annotated[Optional[list[str]], typer.Option("--param", "-p", metavar="NAME=VALUE", help="set a plan parameter (repeatable); else $HORDE_PARAM_NAME, else its default")] = None,
+) -> int:
+    """Check a plan on both sides (pydantic and the engine) without sending any request."""
+    loaded = load_plan_file(plan_path, parse_params(param or []))
+    plan = loaded.plan
+    problems = engine_problems(plan_to_json(plan))
+    if problems:
+        raise PlanInvalid(loaded.located(problems), source=loaded.label)
+    steps = sum(1 for scenario in plan.scenarios for step in scenario.all_steps() if step.type == "http")
+    durations = [sum(stage.duration_s for stage in scenario.workload.stages) for scenario in plan.scenarios]
+    stdout.print(f"{plan_path}: valid — {len(plan.scenarios)} scenario(s), {steps} step(s), {max(durations):g} s of stages", markup=False)
+    if plan.parameters:
+        values = ", ".join(f"{name}={json.dumps(value)}" for name, value in plan.parameters.items())
+        stdout.print(f"parameters: {values}", markup=False)
+    return ExitCode.OK
+
+
+# export, compare, trend and report, and the dashboard: the results center's commands live in
+# their own modules.
+register_results_commands(app)
+register_dashboard_command(app)
+
+
+@app.callback(invoke_without_command=True)
+def _root(version: Annotated[bool, typer.Option("--version", help="print the version")] = False) -> None:
+    if version:
+        stdout.print(f"horde {__version__}")
+        raise typer.Exit(0)
+
+
+def print_error(error: HordeError) -> None:
+    # soft_wrap: each message stays one line however long (logs are grepped for file:line).
+    stderr.print(f"[bold red]error:[/] {escape(error.message)}", highlight=False, soft_wrap=True)
+    if isinstance(error, PlanInvalid):
+        for problem in error.problems:
+            stderr.print(f"  {problem}", highlight=False, markup=False, soft_wrap=True)
+            if problem.hint:
+                stderr.print(f"      hint: {problem.hint}", highlight=False, markup=False, soft_wrap=True)
+    if error.hint:
+        stderr.print(f"[bold cyan]hint:[/] {escape(error.hint)}", highlight=False, soft_wrap=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``horde`` command; returns (and exits with) the exit code."""
+    try:
+        code = app(args=argv, standalone_mode=False)
+    except HordeError as error:
+        print_error(error)
+        code = error.exit_code
+    except typer.TyperException as error:
+        # Usage errors (unknown flag, bad value): the parser's own message, then exit code 2.
+        show = getattr(error, "show", None)
+        if callable(show):
+            show()
+        else:
+            stderr.print(f"error: {error.format_message()}")
+        code = ExitCode.INVALID_INPUT if error.exit_code == 2 else error.exit_code
+    except (typer.Abort, KeyboardInterrupt):
+        stderr.print("interrupted")
+        code = ExitCode.INTERRUPTED
+    except typer.Exit as exit_:
+        code = exit_.exit_code
+    code = int(code) if isinstance(code, int) else ExitCode.OK
+    if __name__ == "__main__" or argv is None:
+        sys.exit(code)
+    return code
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    main()

@@ -1,0 +1,236 @@
+"""What a person reads in the terminal: the summary printed at the end of a run and by ``horde show``
+(with its thresholds' verdicts, sighting shot, capacity and scalability blocks), and the comparison
+of two runs printed by ``horde compare``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from horde.control.measure import Scope, format_value, unit_of
+from horde.plan.control import parse_condition
+from horde.report.capacity_view import capacity_steps
+from horde.results.compare import RunComparison, StepComparison
+from horde.results.stored_run import ALL_REQUESTS
+
+
+def render_summary(console: Console, summary: dict[str, Any], *, store_url: str | None = None) -> None:
+    table = Table(title=f"run {summary['run_id']} — {summary['status']}", title_justify="left", header_style="bold")
+    for column in ("step", "requests", "errors", "req/s", "p50 ms", "p90 ms", "p95 ms", "p99 ms", "max ms"):
+        table.add_column(column, justify="left" if column == "step" else "right")
+
+    def row(name: str, figures: dict[str, Any], style: str | None = None) -> None:
+        latency = figures["latency_ms"]
+        errors = f"{figures['errors']:,} ({figures['error_percent']:.2f} %)" if figures["errors"] else "0"
+        table.add_row(
+            Text(name),  # a step's name is the user's text, never markup
+            f"{figures['requests']:,}",
+            Text(errors, style="red" if figures["errors"] else ""),
+            f"{figures['rps']:,.1f}",
+            *(f"{latency[key]:.2f}" for key in ("p50", "p90", "p95", "p99", "max")),
+            style=style,
+        )
+
+    for name, figures in summary["steps"].items():
+        # A group's row is the time of a whole pass through it, not more requests.
+        row(f"{name} (group)" if figures.get("kind") == "group" else name, figures, style="italic" if figures.get("kind") == "group" else None)
+    row("all requests", summary, style="bold")
+    console.print(table)
+    kinds = summary.get("errors_by_kind") or {}
+    if kinds:
+        console.print("errors by kind: " + ", ".join(f"{kind} {count:,}" for kind, count in kinds.items()), style="red", soft_wrap=True)
+    generator = summary["generator"]
+    line = (
+        f"duration {summary['duration_s']:.1f} s · iterations {summary['iterations']:,} · peak VUs {summary['peak_vus']:,} · "
+        f"connections {summary['connections_opened']:,} · dropped arrivals {summary['dropped_arrivals']:,} · "
+        f"generator CPU max {generator['cpu_percent_max']:.0f} %, timer lateness p99 {generator['timer_lateness_p99_ms']:.1f} ms"
+    )
+    console.print(line, highlight=False, soft_wrap=True)
+    if generator.get("saturated_seconds"):
+        console.print(
+            f"!! the generator was saturated for {generator['saturated_seconds']} s: latency and rate figures of those seconds "
+            "may be the generator's, not the target's",
+            style="bold red",
+            soft_wrap=True,
+        )
+    if generator.get("starved_seconds"):
+        console.print(
+            f"!  the generator was starved for {generator['starved_seconds']} s (its timers ran late with little CPU used: "
+            f"the machine did not schedule it; steal up to {generator.get('steal_percent_max', 0):.1f} %, "
+            f"waited for a CPU up to {generator.get('run_delay_ms_max', 0):.0f} ms a second): latency of those seconds may "
+            "carry the machine's delays",
+            style="yellow",
+            soft_wrap=True,
+        )
+    if store_url:
+        console.print(f"stored in {store_url} as run {summary['run_id']} (horde show {summary['run_id']})", highlight=False, markup=False, soft_wrap=True)
+
+
+def render_judgement(console: Console, summary: dict[str, Any]) -> None:
+    """What was judged at the end of the run: thresholds, autostop, capacity (when present)."""
+    render_verdicts(console, summary.get("thresholds") or [])
+    autostop = summary.get("autostop")
+    if autostop:
+        console.print(f"!! {autostop['message']}", style="bold red", markup=False, highlight=False, soft_wrap=True)
+    capacity = summary.get("capacity")
+    if capacity:
+        _render_capacity(console, capacity)
+
+
+def _render_capacity(console: Console, capacity: dict[str, Any]) -> None:
+    lines = []
+    unit = "VUs" if capacity.get("level_unit") == "vus" else "arrivals/s"
+    percentile = f"p{capacity.get('percentile', 95):g}"
+    if capacity.get("max_rps") is not None:
+        line = f"max sustainable: {capacity['max_rps']:,.1f} req/s"
+        if capacity.get("latency_ms_at_max") is not None:
+            line += f" at {percentile} {capacity['latency_ms_at_max']:,.2f} ms"
+        if capacity.get("level_at_max") is not None:
+            line += f" (level {capacity['level_at_max']:,.6g} {unit})"
+        lines.append(line)
+    else:
+        lines.append("no level held: no maximum found")
+    if capacity.get("method") == "target_response_time":
+        lines.append(f"target {percentile} {capacity['target_ms']:g} ms held {capacity['held_s']} s "
+                     f"(longest stretch {capacity['held_longest_s']} s, first held at second {capacity['settled_after_s']})")
+    first = capacity.get("first_saturated_step")
+    if first:
+        lines.append(f"saturation: {capacity['saturation_reason']} first at step {first['index'] + 1} "
+                     f"(level {first['level']:,.6g} {unit}: {first['ok_rps']:,.1f} req/s, "
+                     f"{percentile} {first['latency_ms'] or 0:,.2f} ms, errors {first['error_percent']:.2f} %)")
+    elif capacity.get("method") == "find_max":
+        lines.append(f"no saturation found ({capacity.get('ended_because')}): the maximum is at least this")
+    if capacity.get("users_supported") is not None:
+        lines.append(f"users supported at {capacity['per_user_rate']:g} req/s each: {capacity['users_supported']:,}")
+    if capacity.get("instances_needed") is not None:
+        lines.append(f"instances for a peak of {capacity['peak_rps']:,.1f} req/s with {capacity['headroom_percent']:g} % "
+                     f"headroom: {capacity['instances_needed']}")
+    if capacity.get("bracket_percent") is not None and capacity.get("method") == "find_max":
+        lines.append(f"the knee lies within {capacity['bracket_percent']:g} % above it "
+                     f"(found in {capacity.get('answer_after_s')} s, {len(capacity.get('steps') or [])} steps)")
+    lines.extend(f"note: {note}" for note in capacity.get("notes") or [])
+    console.print("capacity", style="bold")
+    for line in lines:
+        console.print("  " + line, markup=False, highlight=False, soft_wrap=True)
+    if capacity.get("steps"):
+        table = Table(header_style="bold", box=None, padding=(0, 1))
+        columns = ("step", "phase", "level", "verdict", "ok req/s", "latency ms (from send)", "latency ms (as felt)", "samples",
+                   "set aside s")
+        for column in columns:
+            table.add_column(column, justify="left" if column in ("phase", "verdict") else "right")
+        for row in capacity_steps(capacity):
+            table.add_row(*(Text("-" if row[column] is None else f"{row[column]:,}" if isinstance(row[column], (int, float))
+                                 else str(row[column])) for column in columns))
+        console.print(table)
+
+
+def render_sight(console: Console, report: dict[str, Any]) -> None:
+    """The sighting shot: each step's unloaded latency and the ramp to start from."""
+    table = Table(title=f"sighting shot — one VU per scenario for {report['duration_s']:.0f} s", title_justify="left",
+                  header_style="bold")
+    for column in ("step", "requests", "errors", "p50 ms", "p95 ms", "rate per VU (1000 / p50)"):
+        table.add_column(column, justify="left" if column == "step" else "right")
+    for name, step in report["steps"].items():
+        rate = "" if step["rate_per_vu"] is None else f"{step['rate_per_vu']:,.2f}/s"
+        table.add_row(Text(name + (" (group)" if step["kind"] == "group" else "")), f"{step['requests']:,}",
+                      f"{step['errors']:,}", f"{step['p50_ms']:.2f}", f"{step['p95_ms']:.2f}", rate)
+    console.print(table)
+    iteration = f", one iteration every {report['iteration_s']:.3f} s" if report.get("iteration_s") else ""
+    console.print(f"one VU made {report['vu_rps']:,.2f} req/s{iteration}; "
+                  f"VUs needed for R req/s ≈ R / {report['vu_rps']:,.2f}", markup=False, highlight=False, soft_wrap=True)
+    suggestion = report["suggestion"]
+    console.print("find the maximum (a search from one VU's worth; its steps grow with the logarithm of the answer):",
+                  markup=False, highlight=False)
+    console.print("  " + suggestion["command"], markup=False, highlight=False, soft_wrap=True)
+    reach = (f"reaching the plan's peak of {suggestion['up_to']:,.0f} req/s in 20 steps" if suggestion.get("up_to")
+             else "one VU's worth a step: how many steps depends on how many requests the target serves at once")
+    console.print(f"or the stepped ramp: steps of {suggestion['step']:g} {suggestion['unit']} every "
+                  f"{suggestion['step_duration_s']} s, {reach}:", markup=False, highlight=False, soft_wrap=True)
+    console.print("  " + suggestion["stepped_command"], markup=False, highlight=False, soft_wrap=True)
+
+
+def render_scale(console: Console, report: dict[str, Any]) -> None:
+    """The scalability study: throughput per instance count and how linear it was."""
+    table = Table(title=f"scalability study {report['study_id']}", title_justify="left", header_style="bold")
+    for column in ("instances", "req/s", "per instance", "latency ms", "efficiency", "stopped by", "run"):
+        table.add_column(column, justify="left" if column in ("stopped by", "run") else "right")
+    for row in report["rows"]:
+        table.add_row(
+            str(row["instances"]), f"{row['throughput_rps']:,.1f}", f"{row['per_instance_rps']:,.1f}",
+            "" if row["latency_ms"] is None else f"{row['latency_ms']:.2f}",
+            "" if row["efficiency"] is None else f"{row['efficiency'] * 100:.0f} %",
+            row["saturation_reason"] or row["status"], row["run_id"],
+        )
+    console.print(table)
+
+
+def render_verdicts(console: Console, verdicts: Sequence[Mapping[str, Any]]) -> None:
+    """A table of the verdicts in their summary JSON form (:func:`verdicts_to_json`, what the
+    store keeps, so `horde run` and `horde show` print the same), failures in red; prints
+    nothing when there are none."""
+    if not verdicts:
+        return
+    passed = sum(bool(verdict["passed"]) for verdict in verdicts)
+    table = Table(
+        title=f"thresholds — {passed} of {len(verdicts)} passed", title_justify="left", header_style="bold",
+    )
+    for column in ("threshold", "scope", "measured", "result"):
+        table.add_column(column, justify="right" if column == "measured" else "left")
+    for verdict in verdicts:
+        unit = unit_of(parse_condition(verdict["condition"]))
+        scope = Scope.of(scenario=verdict.get("scenario"), step=verdict.get("step")).describe()
+        measured = "no data" if verdict["measured"] is None else format_value(verdict["measured"], unit)
+        table.add_row(
+            # Conditions and step names are the user's text, never markup.
+            Text(verdict["condition"]),
+            Text(scope),
+            measured,
+            Text("pass", style="green") if verdict["passed"] else Text("FAIL", style="bold red"),
+        )
+    console.print(table)
+
+
+_VERDICT_STYLES = {"slower": "bold red", "faster": "bold green", "not enough data": "yellow"}
+
+
+def render_comparison(console: Console, comparison: RunComparison) -> None:
+    """The comparison as a table a person reads, with the rule under it."""
+    table = Table(title=f"{comparison.candidate_id} against {comparison.baseline_id}", title_justify="left", header_style="bold")
+    for column in ("step", "requests", "p50 ms", "p90 ms", "p95 ms", "p99 ms", "errors %", "p-value", "P(slower)", "verdict"):
+        table.add_column(column, justify="left" if column in ("step", "verdict") else "right")
+    for step in comparison.steps:
+        table.add_row(*_comparison_cells(step), style="bold" if step.name == ALL_REQUESTS else None)
+    console.print(table)
+    for note in comparison.notes:
+        console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
+    rule = comparison.rule
+    console.print(
+        f"test: Mann-Whitney U over the merged histograms; a step differs only if p < {rule.alpha:g} and its p50 or p90 "
+        f"moved that way by more than {rule.min_relative_change:.0%} and {rule.min_absolute_change_ms:g} ms; "
+        f"fewer than {rule.min_requests} requests: not enough data",
+        markup=False, highlight=False, soft_wrap=True, style="dim",
+    )
+
+
+def _comparison_cells(step: StepComparison) -> list[Any]:
+    def pair(before: float | None, after: float | None, change: float | None) -> str:
+        left = "—" if before is None else f"{before:,.2f}"
+        right = "—" if after is None else f"{after:,.2f}"
+        return f"{left} → {right}" + ("" if change is None else f" ({change:+.1%})")
+
+    a, b = step.baseline, step.candidate
+    cells: list[Any] = [Text(step.name), f"{a.requests if a else '—'} → {b.requests if b else '—'}"]
+    for key in ("p50", "p90", "p95", "p99"):
+        cells.append(pair(a.latency_ms[key] if a else None, b.latency_ms[key] if b else None, step.relative_change[key]))
+    errors = pair(a.error_percent if a else None, b.error_percent if b else None, None)
+    if step.error_percent_change:
+        errors += f" ({step.error_percent_change:+.2f} pt)"
+    cells.append(errors)
+    cells.append(f"{step.test.p_value:.3g}" if step.test else "—")
+    cells.append(f"{step.test.probability_of_superiority:.3f}" if step.test else "—")
+    cells.append(Text(step.verdict, style=_VERDICT_STYLES.get(step.verdict, "")))
+    return cells

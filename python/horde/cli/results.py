@@ -1,0 +1,181 @@
+"""The results commands of ``horde``: ``report``, ``export``, ``compare`` and ``trend``.
+
+They read stored runs only (no load is sent). ``register(app)`` adds them to the ``horde``
+application; errors follow ``horde.cli``'s conventions (a :class:`~horde.errors.HordeError` with
+a hint, printed as ``error:``/``hint:`` lines, with the documented exit code: 2 for a bad flag
+or an unknown run, 3 for a store that cannot be opened).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, Optional, TextIO
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from horde.cli.console import render_comparison
+from horde.results.compare import ComparisonRule, RunComparison, StepComparison, compare_runs, trend
+from horde.errors import ExitCode, InvalidInput
+from horde.results.export import FORMATS, write_export
+from horde.results.stored_run import ALL_REQUESTS, RunResults, load_run
+from horde.store import Store
+
+# Off a terminal (CI logs, pipes) rich would wrap at 80 columns; as in horde.cli, lines stay whole.
+_stdout = Console() if Console().is_terminal else Console(width=200)
+
+_COMMANDS = ("report", "export", "compare", "trend")
+_STORE_HELP = "store path or URL (default: $HORDE_STORE or ~/.local/share/horde/runs.sqlite)"
+_RUN_HELP = "run id, a unique prefix of one, or 'last'"
+
+
+def register(app: typer.Typer) -> None:
+    """Add the results commands to ``app`` (a second call does nothing)."""
+    if any(info.name in _COMMANDS for info in app.registered_commands):
+        return
+    app.command("report")(report)
+    app.command("export")(export)
+    app.command("compare")(compare)
+    app.command("trend")(trend_command)
+
+
+def _rule(alpha: float, min_change_percent: float, min_change_ms: float, min_requests: int) -> ComparisonRule:
+    try:
+        return ComparisonRule(alpha=alpha, min_relative_change=min_change_percent / 100.0,
+                              min_absolute_change_ms=min_change_ms, min_requests=min_requests)
+    except ValueError as error:
+        raise InvalidInput(str(error), hint="e.g. --alpha 0.01 --min-change 5 --min-change-ms 0.1 --min-requests 20") from None
+
+
+AlphaOption = Annotated[float, typer.Option("--alpha", help="significance level of the test (p-value below it)")]
+MinChangeOption = Annotated[float, typer.Option("--min-change", help="smallest p50/p90 change that matters, in %")]
+MinChangeMsOption = Annotated[float, typer.Option("--min-change-ms", help="smallest p50/p90 change that matters, in ms")]
+MinRequestsOption = Annotated[int, typer.Option("--min-requests", help="fewer requests in either run: not enough data")]
+StoreOption = Annotated[Optional[str], typer.Option("--store", help=_STORE_HELP)]
+
+
+def report(
+    run_refs: Annotated[list[str], typer.Argument(metavar="RUN", help=f"{_RUN_HELP}; two or more: a comparison with the first")],
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="HTML file to write (default: report-RUN.html)")] = None,
+    store_url: StoreOption = None,
+    alpha: AlphaOption = 0.01,
+    min_change: MinChangeOption = 5.0,
+    min_change_ms: MinChangeMsOption = 0.1,
+    min_requests: MinRequestsOption = 20,
+) -> int:
+    """Write a self-contained HTML report of a run, or a comparison of several (works offline)."""
+    from horde.report import write_report  # plotly.js and jinja2 only when a report is made
+
+    rule = _rule(alpha, min_change, min_change_ms, min_requests)
+    with Store.open(store_url) as store:
+        runs = [load_run(store, ref) for ref in run_refs]
+    if output is None:
+        name = runs[0].run_id if len(runs) == 1 else f"{runs[0].run_id}-vs-{runs[-1].run_id}"
+        output = Path(f"{'report' if len(runs) == 1 else 'comparison'}-{name}.html")
+    if output.is_dir():
+        raise InvalidInput(f"-o: {output} is a directory", hint="give a file path, e.g. -o report.html")
+    written = write_report(runs, output, rule)
+    _stdout.print(f"report written to {written} (open it in a browser; it works offline)", markup=False, highlight=False)
+    return ExitCode.OK
+
+
+def export(
+    run_ref: Annotated[str, typer.Argument(metavar="RUN", help=_RUN_HELP)],
+    export_format: Annotated[str, typer.Option("--format", "-f", help="csv or json")] = "csv",
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="file to write (default: standard output)")] = None,
+    store_url: StoreOption = None,
+) -> int:
+    """Export a run's per-second, per-step figures as CSV or JSON."""
+    chosen = export_format.lower()
+    if chosen not in FORMATS:
+        raise InvalidInput(f"--format must be csv or json (got {export_format!r})", hint="horde export RUN --format json")
+    if output is not None and output.is_dir():
+        raise InvalidInput(f"-o: {output} is a directory", hint="give a file path, e.g. -o run.csv")
+    with Store.open(store_url) as store:
+        results = load_run(store, run_ref)
+    with _destination(output) as stream:
+        write_export(results, "json" if chosen == "json" else "csv", stream)
+    return ExitCode.OK
+
+
+@contextmanager
+def _destination(output: Path | None) -> Iterator[TextIO]:
+    if output is None:
+        yield sys.stdout
+        return
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        # newline="": the csv module writes its own line ends.
+        stream = output.open("w", encoding="utf-8", newline="")
+    except OSError as error:
+        raise InvalidInput(f"cannot write {output}: {error.strerror or error}", hint="give a writable path with -o") from error
+    with stream:
+        yield stream
+
+
+def compare(
+    baseline_ref: Annotated[str, typer.Argument(metavar="BASELINE", help=_RUN_HELP)],
+    candidate_ref: Annotated[str, typer.Argument(metavar="CANDIDATE", help=_RUN_HELP)],
+    as_json: Annotated[bool, typer.Option("--json", help="print the comparison as JSON")] = False,
+    store_url: StoreOption = None,
+    alpha: AlphaOption = 0.01,
+    min_change: MinChangeOption = 5.0,
+    min_change_ms: MinChangeMsOption = 0.1,
+    min_requests: MinRequestsOption = 20,
+) -> int:
+    """Compare two runs step by step: percentiles, errors, and a statistical verdict."""
+    rule = _rule(alpha, min_change, min_change_ms, min_requests)
+    with Store.open(store_url) as store:
+        baseline: RunResults = load_run(store, baseline_ref)
+        candidate: RunResults = load_run(store, candidate_ref)
+    comparison = compare_runs(baseline, candidate, rule)
+    if as_json:
+        print(json.dumps(comparison.to_dict(), indent=2))
+    else:
+        render_comparison(_stdout, comparison)
+    return ExitCode.OK
+
+
+
+
+def trend_command(
+    tag_key: Annotated[str, typer.Argument(metavar="TAG", help="tag key the runs share (horde run --tag KEY=VALUE)")],
+    value: Annotated[Optional[str], typer.Option("--value", help="only runs whose tag has this value")] = None,
+    limit: Annotated[int, typer.Option("--limit", help="at most this many of the newest such runs")] = 20,
+    step: Annotated[Optional[str], typer.Option("--step", help="one step's figures (default: all requests)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    store_url: StoreOption = None,
+) -> int:
+    """Show how p95, req/s and errors moved across runs sharing a tag, oldest first."""
+    if limit < 1:
+        raise InvalidInput(f"--limit must be at least 1 (got {limit})")
+    with Store.open(store_url) as store:
+        points = trend(store, tag_key, tag_value=value, limit=limit)
+    if as_json:
+        print(json.dumps([{"run_id": p.run_id, "started_at": p.started_at.isoformat(), "status": p.status,
+                           "tag_value": p.tag_value, "steps": p.steps} for p in points], indent=2))
+        return ExitCode.OK
+    if not points:
+        _stdout.print(f"no stored run has the tag {tag_key!r}", markup=False, highlight=False)
+        return ExitCode.OK
+    name = step or ALL_REQUESTS
+    table = Table(title=f"trend of {name} over runs tagged {tag_key}", title_justify="left", header_style="bold")
+    for column in ("run", tag_key, "started (UTC)", "status", "requests", "req/s", "p95 ms", "errors %"):
+        table.add_column(column, justify="right" if column in ("requests", "req/s", "p95 ms", "errors %") else "left")
+    for point in points:
+        figures = point.steps.get(name)
+        if figures is None:
+            table.add_row(point.run_id, Text(point.tag_value), point.started_at.strftime("%Y-%m-%d %H:%M:%S"), point.status,
+                          "—", "—", "—", "—")
+            continue
+        table.add_row(point.run_id, Text(point.tag_value), point.started_at.strftime("%Y-%m-%d %H:%M:%S"), point.status,
+                      f"{figures['requests']:,}", f"{figures['rps']:,.1f}", f"{figures['p95_ms']:.2f}",
+                      f"{figures['error_percent']:.2f}")
+    _stdout.print(table)
+    return ExitCode.OK

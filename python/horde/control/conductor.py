@@ -1,0 +1,314 @@
+"""Conducting a run from start to verdict: the store record, the engine run, the live view,
+steering, autostop, Ctrl-C, and at the end the summary with its thresholds, autostop and
+capacity blocks and the exit code they call for.
+
+``horde run``, ``horde sight`` and ``horde scale`` all go through :func:`conduct`, so a run
+looks and is stored the same whichever command started it. The order at the end is fixed:
+the summary is recomputed from what the store holds (so ``horde show`` prints the same
+numbers), then thresholds are judged on those stored seconds, then the run is closed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, Union
+
+from horde.control.autostop import AutostopWatch, Firing
+from horde.control.capacity import CapacityQuestion, capacity_block
+from horde.errors import ExitCode, HordeError
+from horde.plan import Plan
+from horde.plan.redaction import redact_plan
+from horde.engine.run import Run, check_open_files, checked_plan_json
+from horde.engine.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from horde.cluster.coordinator import ClusterOptions, ClusterRun
+from horde.control.steering import planned_length_s, prepare_plan, steering_for
+from horde.store import Store
+from horde.results.summary import CPU_SATURATION_PERCENT_PER_WORKER, summarise
+from horde.control.thresholds import Verdict, judge, verdicts_to_json
+
+#: Summary keys the conductor adds to what summarise() computes; `horde show` keeps them.
+JUDGEMENT_KEYS = ("thresholds", "autostop", "capacity", "sight", "cluster")
+
+#: A run on this process's engine, or over a cluster's generators (the same surface).
+EngineRun = Union[Run, "ClusterRun"]
+
+
+class Sink(Protocol):
+    """What the conductor tells whoever watches the run: the live view, the Prometheus exporter, a
+    test. (The store is written by the conductor itself.)"""
+
+    def update(self, snapshot: Snapshot) -> None: ...
+    def note_stopping(self) -> None: ...
+    def note(self, message: str) -> None: ...
+
+
+class Sinks:
+    """Several sinks as one: the terminal's live view and the Prometheus exporter"""
+
+    def __init__(self, *sinks: Sink) -> None:
+        self.sinks = sinks
+
+    def update(self, snapshot: Snapshot) -> None:
+        for sink in self.sinks:
+            sink.update(snapshot)
+
+    def note_stopping(self) -> None:
+        for sink in self.sinks:
+            sink.note_stopping()
+
+    def note(self, message: str) -> None:
+        for sink in self.sinks:
+            sink.note(message)
+
+
+class _QuietSink:
+    def update(self, snapshot: Snapshot) -> None:
+        pass
+
+    def note_stopping(self) -> None:
+        pass
+
+    def note(self, message: str) -> None:
+        pass
+
+
+@dataclass
+class Outcome:
+    """How a conducted run ended."""
+
+    run_id: str
+    status: str
+    summary: dict[str, Any]
+    exit_code: int
+    verdicts: list[Verdict] = field(default_factory=list)
+    firing: Firing | None = None
+
+
+#: The signals that end a run the way Ctrl-C does (drained, summarised, stored), and the exit
+#: code each gives: 128 + the signal's number, as a shell reports it. SIGTERM is what CI
+#: cancellations, Kubernetes and `timeout` send; SIGHUP a closed terminal.
+STOP_SIGNALS: dict[signal.Signals, ExitCode] = {
+    signal.SIGINT: ExitCode.INTERRUPTED,
+    signal.SIGTERM: ExitCode.TERMINATED,
+    signal.SIGHUP: ExitCode.HUNG_UP,
+}
+
+
+class _Interrupts:
+    """Counts stop signals (Ctrl-C, SIGTERM, SIGHUP) instead of raising wherever the program
+    happens to be (in the middle of a store write, a snapshot would be lost); remembers the
+    first, whose exit code the run ends with. A SIGHUP already ignored (``nohup``) stays so."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.first: signal.Signals | None = None
+        self._previous: dict[signal.Signals, Any] = {}
+
+    def __enter__(self) -> _Interrupts:
+        if threading.current_thread() is threading.main_thread():
+            for sig in STOP_SIGNALS:
+                if sig == signal.SIGHUP and signal.getsignal(sig) == signal.SIG_IGN:
+                    continue
+                self._previous[sig] = signal.signal(sig, self._count)
+        return self
+
+    def _count(self, signum: int, frame: object) -> None:
+        self.count += 1
+        if self.first is None:
+            self.first = signal.Signals(signum)
+
+    @property
+    def exit_code(self) -> int:
+        return int(STOP_SIGNALS.get(self.first, ExitCode.INTERRUPTED)) if self.first else int(ExitCode.INTERRUPTED)
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
+
+
+def planned_duration_s(plan: Plan) -> float:
+    """How long the run lasts at most (before the grace period): the steering's budget, or the
+    longest scenario's stages."""
+    if plan.steer is not None:
+        return planned_length_s(plan)
+    return max(sum(stage.duration_s for stage in scenario.workload.stages) for scenario in plan.scenarios)
+
+
+def cpu_limit_percent(workers: int | None) -> float:
+    return CPU_SATURATION_PERCENT_PER_WORKER * (workers or os.cpu_count() or 1)
+
+
+def conduct(
+    plan: Plan,
+    store: Store,
+    *,
+    parameters: dict[str, Any] | None = None,
+    tags: dict[str, str] | None = None,
+    workers: int | None = None,
+    sink: Sink | None = None,
+    question: CapacityQuestion | None = None,
+    annotate: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    on_recorded: Callable[[str], None] | None = None,
+    cluster: ClusterOptions | None = None,
+) -> Outcome:
+    """Runs ``plan`` to its end (or its autostop, or Ctrl-C) and stores it; returns the outcome.
+
+    ``on_recorded`` is told the run's id once it is recorded, before any load (an exporter labels
+    its series with it). ``annotate`` adds keys of its own to the summary before it is stored (the sighting shot's
+    report). A plan with ``steer`` runs the steering's prepared plan (each steered scenario holding the
+    starting level); that plan is what is stored, with the ``steer`` block saying how it moved.
+    With ``cluster`` the run is spread over that cluster's generators and merged back into one
+    (``horde.cluster``); the summary gets a ``cluster`` block.
+    """
+    sink = sink or _QuietSink()
+    steering = steering_for(plan)
+    engine_plan = prepare_plan(plan) if steering is not None else plan
+    # The store is opened by the caller before any load is sent; the run is recorded before
+    # the engine starts, so that load never goes unrecorded.
+    plan_json = checked_plan_json(engine_plan)
+    if cluster is None:
+        check_open_files(engine_plan)  # a cluster's provisioning checks each generator's files
+    run_id = store.create_run(
+        plan=redact_plan(json.loads(plan_json)), plan_name=plan.name, parameters=parameters or {}, tags=tags or {},
+    )
+    if on_recorded is not None:
+        on_recorded(run_id)
+    engine_run: EngineRun
+    try:
+        if cluster is not None:
+            from horde.cluster.coordinator import ClusterRun, worker_count
+
+            sink.note(f"joining the cluster at {cluster.address} and starting its generators")
+            engine_run = ClusterRun.start(engine_plan, plan_json, cluster)
+            workers = worker_count(engine_run)
+            sink.note(f"cluster: {engine_run.provision.describe()}")
+        else:
+            engine_run = Run.start(engine_plan, workers=workers)
+    except HordeError:
+        store.finish_run(run_id, status="failed", summary=None)
+        raise
+    try:
+        return _conduct_run(plan, store, run_id, engine_run, steering, sink, workers, question, annotate)
+    finally:
+        engine_run.close()
+
+
+def _conduct_run(plan: Plan, store: Store, run_id: str, engine_run: EngineRun, steering: Any, sink: Sink,
+                 workers: int | None, question: CapacityQuestion | None,
+                 annotate: Callable[[dict[str, Any]], dict[str, Any]] | None) -> Outcome:
+    """The run's seconds, then its verdict (see :func:`conduct`)."""
+    limit = cpu_limit_percent(workers)
+    watch = AutostopWatch(plan.autostop, cpu_limit_percent=limit)
+    firing: Firing | None = None
+    stopping_for: str | None = None
+    stop_asked = False  # a stop asked through the store (the dashboard) ends the run as Ctrl-C does
+    with _Interrupts() as interrupts:
+        while not engine_run.finished:
+            if interrupts.count >= 2:
+                break  # second Ctrl-C: keep what is stored, stop waiting for the drain
+            if interrupts.count == 1 and not engine_run.stop_requested:
+                engine_run.stop()
+                sink.note_stopping()
+            snapshot = engine_run.poll()  # waits at most POLL_INTERVAL_S, so Ctrl-C is seen soon
+            for message in engine_run.notes:
+                sink.note(message)
+            engine_run.notes.clear()
+            if snapshot is None:
+                continue
+            store.add_snapshot(run_id, snapshot)
+            if not engine_run.stop_requested:
+                stop_asked = _answer_controls(store, run_id, engine_run, sink, steered=steering is not None) or stop_asked
+                if firing is None:
+                    firing = watch.observe(snapshot)
+                    if firing is not None:
+                        sink.note(firing.message)
+                        engine_run.stop()
+                if steering is not None and firing is None:
+                    steering.observe(snapshot, engine_run, cpu_limit_percent=limit)
+                    if steering.done:
+                        stopping_for = "steering"
+                        sink.note("steering done: stopping the run")
+                        engine_run.stop()
+            if steering is not None:
+                # The sinks show where the steering stands (phase, step, level, last verdict).
+                snapshot = snapshot.copy()
+                snapshot["steering"] = steering.status()
+            sink.update(snapshot)
+    lost_stop = engine_run.stopped_for_loss
+    status = ("interrupted" if interrupts.count or stop_asked
+              else "autostopped" if firing is not None
+              else "aborted" if lost_stop else "finished")
+    effective_workers = workers or os.cpu_count() or 1
+    stored = store.snapshots(run_id)
+    summary = summarise(stored, run_id=run_id, status=status, workers=effective_workers)
+    verdicts = judge(plan.thresholds, stored) if plan.thresholds else []
+    if plan.thresholds:
+        summary["thresholds"] = verdicts_to_json(verdicts)
+    if firing is not None:
+        summary["autostop"] = firing.to_json()
+    if steering is not None:
+        found = steering.result()
+        found["stopped_by_steering"] = stopping_for == "steering"
+        summary["capacity"] = capacity_block(found, question)
+    elif question is not None and question.asks_anything:
+        # Capacity arithmetic on a plain run: its own throughput is the figure.
+        summary["capacity"] = capacity_block({"method": "measured_run", "max_rps": summary["rps"],
+                                              "latency_ms_at_max": summary["latency_ms"]["p95"], "percentile": 95,
+                                              "saturation_reason": None}, question)
+    spread = engine_run.spread_block()
+    if spread is not None:
+        summary["cluster"] = spread
+    if annotate is not None:
+        summary.update(annotate(summary))
+    store.finish_run(run_id, status=status, summary=summary)
+    exit_code = interrupts.exit_code if interrupts.count else exit_code_for(status, firing, verdicts)
+    return Outcome(run_id=run_id, status=status, summary=summary, exit_code=exit_code,
+                   verdicts=verdicts, firing=firing)
+
+
+def _answer_controls(store: Store, run_id: str, engine_run: EngineRun, sink: Sink, *, steered: bool) -> bool:
+    """Applies the re-targets (and stops) asked from elsewhere (``horde retarget``, the
+    dashboard), once a second; True when a stop was asked."""
+    stop_asked = False
+    for request_id, request in store.pending_controls(run_id):
+        if request.get("stop"):
+            stop_asked = True
+            engine_run.stop()
+            answer = "applied: stopping (no new iterations; in-flight requests finish)"
+            sink.note_stopping()
+        elif steered:
+            answer = "refused: this run's load is steered (find-max or target response time); it moves the level itself"
+        else:
+            try:
+                levels = engine_run.set_level(
+                    vus=request.get("vus"), rate_per_s=request.get("rate_per_s"),
+                    scenarios=request.get("scenarios"), ramp_s=float(request.get("ramp_s", 0.0)),
+                )
+            except HordeError as error:
+                answer = f"refused: {error.message}"
+            else:
+                answer = "applied: " + ", ".join(f"{name} → {level:g}" for name, level in levels.items())
+        store.answer_control(request_id, answer)
+        sink.note(f"re-target: {answer}")
+    return stop_asked
+
+
+def exit_code_for(status: str, firing: Firing | None, verdicts: list[Verdict]) -> int:
+    """Ctrl-C wins, then autostop's own code, then a lost generator that stopped the run, then
+    failed thresholds."""
+    if status == "interrupted":
+        return ExitCode.INTERRUPTED
+    if firing is not None:
+        return int(firing.exit_code)
+    if status == "aborted":
+        return ExitCode.GENERATOR_LOST
+    if any(not verdict.passed for verdict in verdicts):
+        return ExitCode.THRESHOLDS_FAILED
+    return ExitCode.OK

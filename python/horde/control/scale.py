@@ -1,0 +1,132 @@
+"""Scalability study: the same plan against 1, 2, ... N instances of a target, and how far the
+throughput grows with them.
+
+For k instances the plan's target gets ``base_url`` = the first instance and ``instances`` =
+the next k - 1 (VUs and arrivals are dealt round-robin over them, as a client-side balancer
+would). The plan's load is per instance: a find-max ramp and a plain plan's VU counts, rates and
+VU caps are multiplied by k, so each instance sees the same load whatever k is. A plain plan's
+throughput is what the instances served; a find-max plan's is its knee.
+
+Scaling efficiency at k is X(k) / (k × X(1)): 1.0 is linear, and what falls short of it is what
+the instances share (a database, a lock, a pool).
+
+>>> efficiency([(1, 500.0), (2, 990.0), (4, 1600.0)])
+[1.0, 0.99, 0.8]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from horde.errors import InvalidInput
+from horde.plan import ClosedModel, OpenModel, Plan, Scenario
+from horde.plan.control import FindMax
+
+#: The most instances a study may have (each is a run of its own, one after the other).
+MAX_INSTANCES = 64
+
+
+def efficiency(throughputs: Sequence[tuple[int, float]]) -> list[float | None]:
+    """X(k) / (k × X(1)) for each (k, X(k)), the first row being k = 1."""
+    base = throughputs[0][1] if throughputs and throughputs[0][0] == 1 else None
+    return [round(x / (k * base), 3) if base else None for k, x in throughputs]
+
+
+def plan_for_instances(plan: Plan, urls: Sequence[str], k: int) -> Plan:
+    """The plan aimed at the first ``k`` instances, its load multiplied by ``k``."""
+    target = plan.target.model_copy(update={"base_url": urls[0], "instances": list(urls[1:k])})
+    # A steered plan's VU cap is a ceiling for the whole search, not a per-instance load.
+    steered = plan.steer is not None
+    update: dict[str, Any] = {"target": target, "scenarios": [_scaled(scenario, k, cap=not steered) for scenario in plan.scenarios]}
+    if isinstance(plan.steer, FindMax):
+        steer = plan.steer
+        # A search sizes its own start; a given start, step and limit are one instance's.
+        update["steer"] = steer.model_copy(update={
+            key: value * k for key, value in (("start", steer.start), ("step", steer.step), ("limit", steer.limit))
+            if value is not None
+        })
+    return plan.model_copy(update=update)
+
+
+def _scaled(scenario: Scenario, k: int, *, cap: bool) -> Scenario:
+    workload = scenario.workload
+    if isinstance(workload, ClosedModel):
+        scaled: ClosedModel | OpenModel = workload.model_copy(update={
+            "start_vus": workload.start_vus * k,
+            "stages": [stage.model_copy(update={"vus": stage.vus * k}) for stage in workload.stages],
+        })
+    else:
+        scaled = workload.model_copy(update={
+            "start_rate_per_s": workload.start_rate_per_s * k, "max_vus": workload.max_vus * (k if cap else 1),
+            "stages": [stage.model_copy(update={"rate_per_s": stage.rate_per_s * k}) for stage in workload.stages],
+        })
+    return scenario.model_copy(update={"workload": scaled})
+
+
+@dataclass
+class ScaleRow:
+    instances: int
+    run_id: str
+    status: str
+    throughput_rps: float
+    latency_ms: float | None
+    saturation_reason: str | None
+
+
+def throughput_of(summary: dict[str, Any]) -> tuple[float, float | None, str | None]:
+    """(requests/s, latency there, why it stopped) of one run of the study: find-max's knee when
+    the run was steered, otherwise the run's own successful responses per second and p95."""
+    capacity = summary.get("capacity")
+    if capacity and capacity.get("max_rps") is not None:
+        return float(capacity["max_rps"]), capacity.get("latency_ms_at_max"), capacity.get("saturation_reason")
+    ok = summary["requests"] - summary["errors"]
+    return ok / summary["duration_s"] if summary["duration_s"] else 0.0, summary["latency_ms"]["p95"], None
+
+
+def study_block(rows: Sequence[ScaleRow]) -> dict[str, Any]:
+    ratios = efficiency([(row.instances, row.throughput_rps) for row in rows])
+    return {
+        "rows": [
+            {
+                "instances": row.instances, "run_id": row.run_id, "status": row.status,
+                "throughput_rps": round(row.throughput_rps, 3),
+                "per_instance_rps": round(row.throughput_rps / row.instances, 3),
+                "latency_ms": row.latency_ms, "saturation_reason": row.saturation_reason,
+                "efficiency": ratio,
+            }
+            for row, ratio in zip(rows, ratios)
+        ],
+    }
+
+
+@contextmanager
+def builtin_instances(count: int, *, workers: int | None, service_ms: float | None) -> Iterator[list[str]]:
+    """``count`` built-in targets on free loopback ports, stopped on the way out."""
+    from horde.engine.target import start
+
+    if not 1 <= count <= MAX_INSTANCES:
+        raise InvalidInput(f"--instances must be between 1 and {MAX_INSTANCES} (got {count})")
+    handles = []
+    try:
+        for _ in range(count):
+            handles.append(start(port=0, workers=workers, service_ms=service_ms))
+        yield [f"http://127.0.0.1:{handle.port}" for handle in handles]
+    finally:
+        for handle in handles:
+            handle.stop()
+
+
+def run_study(plan: Plan, urls: Sequence[str], run_one: Callable[[Plan, int], tuple[str, str, dict[str, Any]]]) -> dict[str, Any]:
+    """Runs the plan against 1..len(urls) instances, one run each (``run_one(plan, k)`` returns
+    the run's id, status and summary), and reports throughput and efficiency per count."""
+    rows = []
+    for k in range(1, len(urls) + 1):
+        run_id, status, summary = run_one(plan_for_instances(plan, urls, k), k)
+        throughput, latency, reason = throughput_of(summary)
+        rows.append(ScaleRow(k, run_id, status, throughput, latency, reason))
+        if status == "interrupted":
+            break
+    return study_block(rows)

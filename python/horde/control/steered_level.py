@@ -1,0 +1,57 @@
+"""What a steering moves and reads: the steered scenarios and their model (a VU count or an
+arrival rate), the handle that moves their level, and how many samples a percentile needs
+before it is worth judging.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Protocol
+
+from horde.plan import Plan
+from horde.engine.snapshot import Snapshot
+
+
+#: A percentile is judged only over enough samples that this many lie beyond it: with fewer,
+#: "the p95" of 38 requests is the second-largest value, one slow request moves it.
+MIN_TAIL_SAMPLES = 10
+
+
+class LevelSetter(Protocol):
+    """What a steering needs of a run (``horde.engine.run.Run`` has it)."""
+
+    def set_level(self, *, vus: int | None = ..., rate_per_s: float | None = ...,
+                 scenarios: list[str] | None = ..., ramp_s: float = ...) -> dict[str, float]: ...
+
+
+def steered_scenarios(plan: Plan) -> list[str]:
+    """The names of the scenarios whose level the plan's steering moves."""
+    assert plan.steer is not None
+    return list(plan.steer.scenarios) or [scenario.name for scenario in plan.scenarios]
+
+
+def steered_model(plan: Plan) -> str:
+    """``closed`` (the level is a VU count) or ``open`` (an arrival rate)."""
+    names = steered_scenarios(plan)
+    return next(s.workload.type for s in plan.scenarios if s.name in names)
+
+
+def samples_needed(percentile: float) -> int:
+    """How many latencies a percentile needs to be judged (:data:`MIN_TAIL_SAMPLES` beyond it).
+
+    >>> samples_needed(95), samples_needed(99), samples_needed(50), samples_needed(100)
+    (200, 1000, 20, 1000)
+    """
+    tail = max(1.0 - percentile / 100.0, 0.01)  # the max (p100) is judged as p99 would be
+    return math.ceil(MIN_TAIL_SAMPLES / tail - 1e-9)
+
+
+def move(run: LevelSetter, model: str, scenarios: list[str], level: float) -> float:
+    """Moves the steered scenarios to ``level`` (whole VUs, at least one, for a closed model);
+    returns the level set."""
+    if model == "closed":
+        level = float(max(1, round(level)))
+        run.set_level(vus=int(level), scenarios=scenarios)
+    else:
+        run.set_level(rate_per_s=level, scenarios=scenarios)
+    return level

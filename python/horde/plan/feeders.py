@@ -1,0 +1,196 @@
+"""Feeder files, checked before any request is sent: the file can be read, a CSV has a header
+row and rows of as many fields, a JSONL file has one JSON object a line (the first
+:data:`ROWS_CHECKED` rows are read), and a ``unique`` feeder has a row for every VU.
+
+The engine reads the files again when the run starts; these checks make a bad file a located
+plan problem instead of a failed run. Both sides read files the same way: UTF-8 (a leading byte
+order mark is skipped), blank lines skipped, CSV as RFC 4180 (fields may be quoted, a quoted
+field may hold commas and line breaks).
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import json
+import os
+from dataclasses import dataclass
+
+from horde.plan.model import Plan
+from horde.plan.workloads import peak_vus
+
+__all__ = ["MAX_COUNTED_BYTES", "ROWS_CHECKED", "FeederFault", "check_feeder_file", "count_rows", "unique_feeder_faults"]
+
+#: How many rows of a feeder file are checked before a run (the engine reports later bad rows).
+ROWS_CHECKED = 100
+
+#: A unique feeder's rows are counted before the run when its file is at most this large;
+#: beyond, a VU that finds no row left counts a ``feeder_exhausted`` error during the run.
+MAX_COUNTED_BYTES = 1 << 30
+
+
+@dataclass(frozen=True)
+class FeederFault:
+    """What is wrong with a feeder file, and what to do about it."""
+
+    message: str
+    hint: str
+
+
+def _looks_like_a_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _check_csv(path: str) -> FeederFault | None:
+    with open(path, encoding="utf-8-sig", newline="") as file:
+        reader = csv.reader(file, strict=True)
+        header: list[str] | None = None
+        rows = 0
+        try:
+            for record in reader:
+                if not record or record == [""]:
+                    continue
+                if header is None:
+                    header = record
+                    fault = _check_header(header, reader.line_num)
+                    if fault is not None:
+                        return fault
+                    continue
+                if len(record) != len(header):
+                    return FeederFault(
+                        f"line {reader.line_num} has {len(record)} field(s); the header row has {len(header)}",
+                        "give every row one value per header field; quote a value that holds a "
+                        "comma, e.g. \"Paris, France\"",
+                    )
+                rows += 1
+                if rows >= ROWS_CHECKED:
+                    break
+        except csv.Error as error:
+            return FeederFault(
+                f"line {reader.line_num} is not valid CSV: {error}",
+                "close every quoted field with '\"', and write a '\"' inside one as '\"\"'",
+            )
+    if header is None:
+        return FeederFault(
+            "is empty", "a CSV feeder starts with a header row naming the fields, e.g. login,password"
+        )
+    if rows == 0:
+        return FeederFault("has a header row but no rows", "add at least one row of data under the header")
+    return None
+
+
+def _check_header(header: list[str], line: int) -> FeederFault | None:
+    names = [name.strip() for name in header]
+    for index, name in enumerate(names):
+        if not name:
+            return FeederFault(
+                f"the header row (line {line}) has an empty field name (field {index + 1})",
+                "name every field in the first row, e.g. login,password",
+            )
+        if _looks_like_a_number(name):
+            return FeederFault(
+                f"the first row (line {line}) looks like data, not a header: field '{name}' is a number",
+                "add a header row naming the fields as the first line, e.g. login,password",
+            )
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        return FeederFault(
+            f"the header row (line {line}) names field '{duplicates[0]}' twice",
+            "give each field its own name: rows are read as {name: value}",
+        )
+    return None
+
+
+def _check_jsonl(path: str) -> FeederFault | None:
+    rows = 0
+    with open(path, encoding="utf-8-sig") as file:
+        for number, line in enumerate(file, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as error:
+                return FeederFault(
+                    f"line {number} is not valid JSON: {error.msg} (column {error.colno})",
+                    "write one JSON object a line, e.g. {\"login\": \"ann\", \"password\": \"x\"}",
+                )
+            if not isinstance(row, dict):
+                return FeederFault(
+                    f"line {number} is not a JSON object (it is {type(row).__name__ if row is not None else 'null'})",
+                    "write one JSON object a line, e.g. {\"login\": \"ann\"}: its keys are the row's fields",
+                )
+            rows += 1
+            if rows >= ROWS_CHECKED:
+                break
+    if rows == 0:
+        return FeederFault("has no rows", "write one JSON object a line, e.g. {\"login\": \"ann\"}")
+    return None
+
+
+def check_feeder_file(path: str, format: str) -> FeederFault | None:
+    """The first problem of a feeder file (its first :data:`ROWS_CHECKED` rows), or None."""
+    if not os.path.exists(path):
+        return FeederFault(
+            "no such file",
+            "feeder paths are relative to the plan file's folder; check the name and the folder",
+        )
+    if os.path.isdir(path):
+        return FeederFault("is a directory, not a file", "give the data file's path, e.g. data/users.csv")
+    try:
+        return _check_csv(path) if format == "csv" else _check_jsonl(path)
+    except UnicodeDecodeError as error:
+        return FeederFault(
+            f"is not UTF-8 text (byte 0x{error.object[error.start]:02x} at offset {error.start})",
+            "save the file as UTF-8",
+        )
+    except OSError as error:
+        return FeederFault(
+            f"cannot be read: {error.strerror or error}",
+            "check that the file exists and that you may read it",
+        )
+
+
+@functools.lru_cache(maxsize=64)
+def _count(path: str, format: str, size: int, mtime_ns: int) -> int:
+    if format == "csv":
+        with open(path, encoding="utf-8-sig", newline="") as file:
+            records = sum(1 for record in csv.reader(file) if record and record != [""])
+        return max(records - 1, 0)  # the header row
+    with open(path, "rb") as binary:
+        return sum(1 for line in binary if line.strip())
+
+
+def count_rows(path: str, format: str) -> int | None:
+    """How many rows a feeder file holds (header excluded); None when it is larger than
+    :data:`MAX_COUNTED_BYTES` or cannot be read. Counted once per version of the file."""
+    try:
+        status = os.stat(path)
+        if status.st_size > MAX_COUNTED_BYTES:
+            return None
+        return _count(path, format, status.st_size, status.st_mtime_ns)
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return None
+
+
+def unique_feeder_faults(plan: Plan) -> list[tuple[int, int, FeederFault]]:
+    """Each ``unique`` feeder with fewer rows than its scenario's peak VUs, as
+    (scenario index, feeder index, fault)."""
+    faults: list[tuple[int, int, FeederFault]] = []
+    for s_index, scenario in enumerate(plan.scenarios):
+        for f_index, feeder in enumerate(scenario.feeders):
+            if feeder.mode != "unique":
+                continue
+            rows = count_rows(feeder.path, feeder.format)
+            peak = peak_vus(scenario.workload)
+            if rows is not None and rows < peak:
+                faults.append((s_index, f_index, FeederFault(
+                    f"unique feeder '{feeder.name}' has {rows} row(s) but scenario "
+                    f"'{scenario.name}' runs up to {peak} VUs; each VU needs its own row",
+                    "add rows, lower the VUs (stages, start_vus or max_vus), or use mode "
+                    "circular or random",
+                )))
+    return faults

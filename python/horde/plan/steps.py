@@ -1,0 +1,608 @@
+"""The steps of a scenario: HTTP requests and the control flow around them.
+
+A step is a mapping whose ``type`` selects its model; without ``type`` it is an HTTP request (so
+the first slice's steps are unchanged). Control-flow steps hold steps of their own:
+
+- ``http`` (:class:`HttpStep`): one request, with its :class:`Extractor` list and checks;
+- ``group`` (:class:`GroupStep`): named steps whose total time is recorded like a step's;
+- ``choice`` (:class:`ChoiceStep`): one :class:`Branch` per pass, drawn by weight;
+- ``loop`` (:class:`LoopStep`): ``count`` times, ``while`` a condition holds, or ``for_each``
+  item of a list variable;
+- ``if`` (:class:`IfStep`): ``then`` or ``else`` steps by a condition;
+- ``think`` (:class:`ThinkStep`) and ``end_iteration`` (:class:`EndIterationStep`).
+
+Import them from :mod:`horde.plan`. Template, JSONPath and regex *syntax*, and variables no step
+can set, are checked by the engine (``horde._engine.validate_plan``); these models check shape.
+
+>>> from horde.plan import plan_step
+>>> step = plan_step({"type": "choice", "branches": [
+...     {"weight": 70, "steps": [{"name": "city", "method": "GET", "path": "/city"}]},
+...     {"weight": 30, "steps": []}]})
+>>> type(step).__name__, type(step.branches[0].steps[0]).__name__
+('ChoiceStep', 'HttpStep')
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import (
+    BaseModel,
+    Discriminator,
+    Field,
+    Tag,
+    TypeAdapter,
+    field_validator,
+    model_validator,
+)
+
+from pydantic_core import PydanticCustomError
+
+from horde.plan.common import (
+    MAX_LOOP_COUNT,
+    MAX_LOOP_ITERATIONS,
+    MAX_WEIGHT,
+    METHODS,
+    STRICT_KEYS,
+    TAGGED,
+    THINK_TIME_DESCRIPTION,
+    Located,
+    Method,
+    ThinkTime,
+    check_expression,
+    check_header_name,
+    check_headers,
+    check_json_value,
+    check_variable_name,
+    custom,
+    is_identifier,
+    raise_located,
+)
+
+__all__ = [
+    "STEP_TYPES",
+    "AnyStep",
+    "BodyContainsCheck",
+    "BodyMatchesCheck",
+    "Branch",
+    "Check",
+    "ChoiceStep",
+    "EndIterationStep",
+    "Extractor",
+    "GroupStep",
+    "HttpStep",
+    "IfStep",
+    "JsonCheck",
+    "LoopStep",
+    "StatusCheck",
+    "Step",
+    "ThinkStep",
+    "child_step_lists",
+    "iter_steps",
+    "plan_step",
+]
+
+#: The step types, as written in ``type``; ``http`` is the default.
+STEP_TYPES: tuple[str, ...] = ("http", "group", "choice", "loop", "if", "think", "end_iteration")
+
+_PATH_FORBIDDEN = re.compile(r"[\x00-\x20\x7f]")
+# Template tags, whose insides may hold spaces: '/items/{{ item.id }}'.
+_TEMPLATE_TAG = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.DOTALL)
+
+_HEADERS_DESCRIPTION = "HTTP headers as a mapping of name to value, e.g. {accept: application/json}"
+_STEPS_DESCRIPTION = (
+    "steps: HTTP requests ({name, method, path, ...}) or control flow "
+    "({type: group|choice|loop|if|think|end_iteration, ...})"
+)
+
+
+# --- extraction and checks -------------------------------------------------------------------
+
+
+class Extractor(BaseModel):
+    """Takes a value from a response into a VU variable."""
+
+    model_config = STRICT_KEYS
+
+    var: str = Field(description="the variable to set, e.g. 'building_id'; templates use it as {{ building_id }}")
+    from_: Literal["json", "regex", "header", "status"] = Field(
+        alias="from",
+        description="where the value comes from: 'json' (a JSONPath over the body), 'regex' (over "
+        "the body), 'header' (a response header) or 'status' (the status code)",
+    )
+    expression: str | None = Field(
+        default=None,
+        description="json: an RFC 9535 JSONPath such as '$.buildings[?@.can_build == true].id'; "
+        "regex: a pattern, its first group is taken (or the whole match); header: the header's "
+        "name; status: none",
+    )
+    pick: Literal["first", "random", "all"] = Field(
+        default="first",
+        description="which match to keep: 'first' (default), 'random' (one at random) or 'all' (a list)",
+    )
+    default: Any = Field(
+        default=None,
+        description="the value when nothing matches; without one (null), the variable is unset "
+        "and the step counts an extract_failed error",
+    )
+
+    @field_validator("var")
+    @classmethod
+    def _check_var(cls, var: str) -> str:
+        return check_variable_name(var, "variable")
+
+    @field_validator("default")
+    @classmethod
+    def _check_default(cls, value: Any) -> Any:
+        return check_json_value(value)
+
+    @model_validator(mode="after")
+    def _check_expression(self) -> Extractor:
+        expression = self.expression
+        errors: list[Located] = []
+        if self.from_ == "status":
+            if expression is not None:
+                errors.append((("expression",), expression, custom(
+                    "extract_expression",
+                    "an extractor from 'status' takes no expression",
+                    "remove 'expression': the status code is the value",
+                )))
+        elif expression is None or not expression.strip():
+            examples = {
+                "json": "'$.items[0].id'", "regex": "'token=([a-z0-9]+)'", "header": "'location'",
+            }
+            errors.append((("expression",), expression, custom(
+                "extract_expression",
+                f"an extractor from '{self.from_}' needs an expression",
+                f"add 'expression', e.g. {examples[self.from_]}",
+            )))
+        elif self.from_ == "header":
+            try:
+                check_header_name(expression)
+            except PydanticCustomError as error:
+                errors.append((("expression",), expression, error))
+        if errors:
+            raise_located("Extractor", errors)
+        return self
+
+
+class StatusCheck(BaseModel):
+    """The response's status is one of a list."""
+
+    model_config = TAGGED
+
+    type: Literal["status"] = Field(default="status", description="this check: 'status'")
+    in_: list[Annotated[int, Field(ge=100, le=599)]] = Field(
+        alias="in",
+        min_length=1,
+        description="the accepted status codes, e.g. [200, 201]; a status check replaces the "
+        "default rule that a status >= 400 is an error",
+    )
+
+
+class JsonCheck(BaseModel):
+    """A JSONPath over the response body matches something (or equals a value)."""
+
+    model_config = TAGGED
+
+    type: Literal["json"] = Field(default="json", description="this check: 'json'")
+    expression: str = Field(
+        min_length=1, description="an RFC 9535 JSONPath, e.g. '$.status' or '$.items[?@.ok]'"
+    )
+    equals: Any = Field(
+        default=None,
+        description="the value the first match must equal; without it (null) the path must "
+        "match something",
+    )
+
+    @field_validator("equals")
+    @classmethod
+    def _check_equals(cls, value: Any) -> Any:
+        return check_json_value(value)
+
+
+class BodyContainsCheck(BaseModel):
+    """The response body contains a text."""
+
+    model_config = TAGGED
+
+    type: Literal["body_contains"] = Field(default="body_contains", description="this check: 'body_contains'")
+    text: str = Field(min_length=1, description="the text the body must contain")
+
+
+class BodyMatchesCheck(BaseModel):
+    """The response body matches a regular expression."""
+
+    model_config = TAGGED
+
+    type: Literal["body_matches"] = Field(default="body_matches", description="this check: 'body_matches'")
+    pattern: str = Field(min_length=1, description="a regular expression the body must match somewhere")
+
+
+Check = Annotated[
+    Union[StatusCheck, JsonCheck, BodyContainsCheck, BodyMatchesCheck],
+    Field(discriminator="type"),
+]
+
+
+# --- the steps -------------------------------------------------------------------------------
+
+
+class HttpStep(BaseModel):
+    """One HTTP request of a scenario."""
+
+    model_config = STRICT_KEYS
+
+    type: Literal["http"] = Field(
+        default="http", description="this step: 'http' (the default, may be left out)"
+    )
+    name: str = Field(
+        min_length=1,
+        description="the step's name, unique in its scenario; results are reported under it",
+    )
+    method: Method = Field(description="the HTTP method, upper case: " + ", ".join(METHODS))
+    path: str = Field(
+        description="the request path, starting with '/', joined to target.base_url, "
+        "e.g. '/login' or '/items/{{ item_id }}?page=2' (a template)",
+    )
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        description=f"{_HEADERS_DESCRIPTION}; values are templates; override the scenario's and "
+        "the target's headers of the same name",
+    )
+    body: str | None = Field(default=None, description="the request body as text (a template), or null")
+    json_: Any = Field(
+        default=None,
+        alias="json",
+        description="a JSON body instead of 'body' (its strings are templates); sent with "
+        "Content-Type: application/json",
+    )
+    think_time: ThinkTime | None = Field(
+        default=None,
+        description=f"the pause after this step, before the next: {THINK_TIME_DESCRIPTION}; none by default",
+    )
+    extract: list[Extractor] = Field(
+        default_factory=list,
+        description="values to take from the response into variables: "
+        "[{var, from: json|regex|header|status, expression, pick, default}]",
+    )
+    checks: list[Check] = Field(
+        default_factory=list,
+        description="conditions the response must meet, else the request counts as check_failed: "
+        "{type: status, in: [...]}, {type: json, expression, equals}, {type: body_contains, text}, "
+        "{type: body_matches, pattern}",
+    )
+    on_check_failure: Literal["continue", "end_iteration"] = Field(
+        default="continue",
+        description="what a failed check does next: 'continue' (default) or 'end_iteration'",
+    )
+
+    @field_validator("method", mode="before")
+    @classmethod
+    def _check_method(cls, method: Any) -> Any:
+        if isinstance(method, str) and method not in METHODS:
+            if method.upper() in METHODS:
+                raise custom(
+                    "method_case",
+                    f"method '{method}' must be upper case",
+                    f"write '{method.upper()}'",
+                )
+            raise custom(
+                "method",
+                f"'{method}' is not a method Horde sends",
+                "use one of: " + ", ".join(METHODS),
+            )
+        return method
+
+    @field_validator("path")
+    @classmethod
+    def _check_path(cls, path: str) -> str:
+        if not path.startswith("/"):
+            if "://" in path:
+                hint = "put the scheme and host in target.base_url and only the path here, e.g. '/login'"
+            else:
+                hint = f"write the path relative to target.base_url, e.g. '/{path.lstrip('./')}'"
+            raise custom("path", f"'{path}' must start with '/'", hint)
+        if _PATH_FORBIDDEN.search(_TEMPLATE_TAG.sub("", path)):
+            raise custom(
+                "path_characters",
+                f"'{path}' contains spaces or control characters",
+                "percent-encode them, e.g. a space as %20 (inside {{ }} spaces are fine)",
+            )
+        return path
+
+    @field_validator("headers")
+    @classmethod
+    def _check_header_names(cls, headers: dict[str, str]) -> dict[str, str]:
+        return check_headers(headers)
+
+    @field_validator("json_")
+    @classmethod
+    def _check_json(cls, value: Any) -> Any:
+        return check_json_value(value)
+
+    @model_validator(mode="after")
+    def _check_one_body(self) -> HttpStep:
+        if self.body is not None and self.json_ is not None:
+            raise_located("HttpStep", [(("json",), self.json_, custom(
+                "body_and_json",
+                "a step sends either 'body' or 'json', not both",
+                "keep 'json' for a JSON body (it sets Content-Type), or 'body' for any other text",
+            ))])
+        return self
+
+
+class GroupStep(BaseModel):
+    """Steps whose total time (think times included) is recorded under the group's name."""
+
+    model_config = TAGGED
+
+    type: Literal["group"] = Field(default="group", description="this step: 'group'")
+    name: str = Field(
+        min_length=1,
+        description="the group's name, unique in its scenario among step and group names; its "
+        "time is reported under it",
+    )
+    steps: list[Step] = Field(min_length=1, description=f"the group's {_STEPS_DESCRIPTION}; at least one")
+
+
+class Branch(BaseModel):
+    """One branch of a choice: its weight and its steps."""
+
+    model_config = STRICT_KEYS
+
+    weight: float = Field(
+        gt=0,
+        le=MAX_WEIGHT,
+        description="the branch's share: it runs weight / (sum of weights) of the passes; > 0, "
+        "e.g. 70",
+    )
+    steps: list[Step] = Field(
+        description=f"the branch's {_STEPS_DESCRIPTION}; may be empty (a weighted 'do nothing')"
+    )
+
+
+class ChoiceStep(BaseModel):
+    """One branch per pass, drawn by weight (JMeter's throughput controller)."""
+
+    model_config = TAGGED
+
+    type: Literal["choice"] = Field(default="choice", description="this step: 'choice'")
+    branches: list[Branch] = Field(
+        min_length=1,
+        description="the branches: [{weight: 70, steps: [...]}, {weight: 30, steps: [...]}]; at least one",
+    )
+
+
+class LoopStep(BaseModel):
+    """Steps repeated: ``count`` times, ``while`` a condition holds, or ``for_each`` item of a list."""
+
+    model_config = TAGGED
+
+    type: Literal["loop"] = Field(default="loop", description="this step: 'loop'")
+    count: int | None = Field(
+        default=None, ge=0, le=MAX_LOOP_COUNT, description="repeat this many times (one of count, while, for_each)"
+    )
+    while_: str | None = Field(
+        default=None,
+        alias="while",
+        min_length=1,
+        description="repeat while this expression is true, checked before each pass, e.g. "
+        "'gold >= 100' (one of count, while, for_each)",
+    )
+    max_iterations: int = Field(
+        default=1000,
+        ge=1,
+        le=MAX_LOOP_ITERATIONS,
+        description="a while loop ends after this many passes even if its condition still holds; "
+        "default 1000",
+    )
+    for_each: str | None = Field(
+        default=None,
+        min_length=1,
+        description="repeat once for each item of this list variable, e.g. 'buildings' (one of "
+        "count, while, for_each); the item is the variable named by 'as'",
+    )
+    as_: str | None = Field(
+        default=None,
+        alias="as",
+        description="with for_each: the variable that holds the current item, e.g. 'building'",
+    )
+    steps: list[Step] = Field(min_length=1, description=f"the loop's {_STEPS_DESCRIPTION}; at least one")
+
+    @field_validator("while_")
+    @classmethod
+    def _check_while(cls, condition: str | None) -> str | None:
+        return None if condition is None else check_expression(condition, "condition")
+
+    @field_validator("for_each")
+    @classmethod
+    def _check_for_each(cls, name: str | None) -> str | None:
+        if name is not None and not is_identifier(name):
+            raise custom(
+                "for_each",
+                f"for_each '{name}' is not a variable name",
+                "name a list variable, without {{ }}, e.g. 'buildings'; to loop over part of a "
+                "response, extract it first with pick: all",
+            )
+        return name
+
+    @field_validator("as_")
+    @classmethod
+    def _check_as(cls, name: str | None) -> str | None:
+        return None if name is None else check_variable_name(name, "loop variable")
+
+    @model_validator(mode="after")
+    def _check_kind(self) -> LoopStep:
+        given = [key for key, value in (("count", self.count), ("while", self.while_),
+                                        ("for_each", self.for_each)) if value is not None]
+        errors: list[Located] = []
+        if not given:
+            errors.append(((), None, custom(
+                "loop_kind",
+                "a loop needs one of 'count', 'while' or 'for_each'",
+                "add count: N, while: 'EXPRESSION', or for_each: LIST_VARIABLE with as: ITEM",
+            )))
+        for key in given[1:]:
+            errors.append(((key,), getattr(self, {"while": "while_"}.get(key, key)), custom(
+                "loop_kind",
+                f"a loop takes one of 'count', 'while' or 'for_each'; this one also has '{given[0]}'",
+                "keep one of them (nest two loops for both)",
+            )))
+        if self.for_each is not None and self.as_ is None:
+            errors.append((("as",), None, custom(
+                "loop_as",
+                "a for_each loop needs 'as': the variable that holds the current item",
+                "add e.g. as: item, then use {{ item }} in the loop's steps",
+            )))
+        if self.as_ is not None and self.for_each is None:
+            errors.append((("as",), self.as_, custom(
+                "loop_as",
+                "'as' names the item of a for_each loop; this loop has no for_each",
+                "remove 'as', or loop with for_each: LIST_VARIABLE",
+            )))
+        if errors:
+            raise_located("LoopStep", errors)
+        return self
+
+
+class IfStep(BaseModel):
+    """``then`` steps when a condition holds, else ``else`` steps."""
+
+    model_config = TAGGED
+
+    type: Literal["if"] = Field(default="if", description="this step: 'if'")
+    condition: str = Field(
+        min_length=1,
+        description="an expression over the VU's variables, e.g. 'building is defined' or 'gold >= 100'",
+    )
+    then: list[Step] = Field(
+        default_factory=list, description=f"the {_STEPS_DESCRIPTION} run when the condition holds (default none)"
+    )
+    else_: list[Step] = Field(
+        default_factory=list,
+        alias="else",
+        description=f"the {_STEPS_DESCRIPTION} run when it does not (default none)",
+    )
+
+    @field_validator("condition")
+    @classmethod
+    def _check_condition(cls, condition: str) -> str:
+        return check_expression(condition, "condition")
+
+
+class ThinkStep(BaseModel):
+    """A pause on its own."""
+
+    model_config = TAGGED
+
+    type: Literal["think"] = Field(default="think", description="this step: 'think'")
+    think_time: ThinkTime = Field(description=f"the pause: {THINK_TIME_DESCRIPTION}")
+
+
+class EndIterationStep(BaseModel):
+    """Ends the iteration here (the VU starts its next one)."""
+
+    model_config = TAGGED
+
+    type: Literal["end_iteration"] = Field(default="end_iteration", description="this step: 'end_iteration'")
+
+
+_HTTP_KEYS = frozenset(field.alias or name for name, field in HttpStep.model_fields.items())
+
+
+def _step_type(value: Any) -> Any:
+    """The tag of a step: its ``type``; ``http`` when it has none.
+
+    A mapping without ``type`` whose keys are not an HTTP step's (``branches``, ``count``...) gets
+    no tag, so the error says that its ``type`` is missing rather than listing an HTTP step's
+    missing keys.
+    """
+    if isinstance(value, dict):
+        if "type" in value:
+            tag = value["type"]
+            return tag if isinstance(tag, str) else repr(tag)
+        if "method" not in value and "path" not in value and not set(map(str, value)) <= _HTTP_KEYS:
+            return None
+        return "http"
+    return getattr(value, "type", "http")
+
+
+Step = Annotated[
+    Union[
+        Annotated[HttpStep, Tag("http")],
+        Annotated[GroupStep, Tag("group")],
+        Annotated[ChoiceStep, Tag("choice")],
+        Annotated[LoopStep, Tag("loop")],
+        Annotated[IfStep, Tag("if")],
+        Annotated[ThinkStep, Tag("think")],
+        Annotated[EndIterationStep, Tag("end_iteration")],
+    ],
+    Discriminator(_step_type),
+]
+
+for _model in (GroupStep, Branch, ChoiceStep, LoopStep, IfStep):
+    _model.model_rebuild()
+
+_STEP_ADAPTER: TypeAdapter[Any] = TypeAdapter(Step)
+_STEP_MODELS: dict[str, type[AnyStep]] = {
+    "http": HttpStep, "group": GroupStep, "choice": ChoiceStep, "loop": LoopStep, "if": IfStep,
+    "think": ThinkStep, "end_iteration": EndIterationStep,
+}
+
+
+def plan_step(data: Any) -> AnyStep:
+    """Validates one step from plain data (its ``type`` picks the model; none is ``http``).
+
+    The ValidationError of a bad step is named after the step's model and located in the step,
+    so :func:`horde.plan.problems.describe_validation_error` explains it.
+    """
+    model = _STEP_MODELS.get(_step_type(data)) if isinstance(data, dict) else None
+    if model is not None:
+        return model.model_validate(data)
+    step: AnyStep = _STEP_ADAPTER.validate_python(data)
+    return step
+
+
+def child_step_lists(step: Any) -> list[tuple[tuple[str | int, ...], Any]]:
+    """The step lists inside a step (plain data or a model), each with its location in the step.
+
+    >>> child_step_lists({"type": "if", "condition": "x", "then": [], "else": []})
+    [(('then',), []), (('else',), [])]
+    >>> child_step_lists({"name": "home", "method": "GET", "path": "/"})
+    []
+    """
+    if isinstance(step, BaseModel):
+        step = step.model_dump(by_alias=True)
+    if not isinstance(step, dict):
+        return []
+    kind = step.get("type", "http")
+    found: list[tuple[tuple[str | int, ...], Any]] = []
+    if kind in ("group", "loop"):
+        found.append((("steps",), step.get("steps")))
+    elif kind == "if":
+        found += [(("then",), step.get("then")), (("else",), step.get("else"))]
+    elif kind == "choice" and isinstance(step.get("branches"), list):
+        for index, branch in enumerate(step["branches"]):
+            if isinstance(branch, dict):
+                found.append((("branches", index, "steps"), branch.get("steps")))
+    return found
+
+
+AnyStep = Union[HttpStep, GroupStep, ChoiceStep, LoopStep, IfStep, ThinkStep, EndIterationStep]
+
+
+def iter_steps(steps: list[AnyStep]) -> Iterator[AnyStep]:
+    """Every step of a list and, depth first, every step inside them."""
+    for step in steps:
+        yield step
+        if isinstance(step, (GroupStep, LoopStep)):
+            yield from iter_steps(step.steps)
+        elif isinstance(step, IfStep):
+            yield from iter_steps(step.then)
+            yield from iter_steps(step.else_)
+        elif isinstance(step, ChoiceStep):
+            for branch in step.branches:
+                yield from iter_steps(branch.steps)

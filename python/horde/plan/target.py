@@ -1,0 +1,319 @@
+"""The target of a plan: where it is (base_url and its other instances) and how VUs reach it
+(``connections``: one connection per VU or a pool; ``source_addresses``).
+
+Exported by :mod:`horde.plan`; import the models from there.
+
+>>> from horde.plan import Target
+>>> Target(base_url="http://127.0.0.1:8080", connections={"pool": 100}).connections
+ConnectionPool(pool=100)
+>>> Target(base_url="http://127.0.0.1:8080").connections
+'per_vu'
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any, Literal, Union
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, Field, ValidatorFunctionWrapHandler, field_validator, model_validator
+
+from horde.plan.common import MAX_TIMEOUT_MS, STRICT_KEYS, Located, check_headers, custom, with_problems
+
+#: A pool's largest size (crates/horde-plan has the same bound): far beyond any one
+#: process's open-file limit.
+MAX_POOL_CONNECTIONS = 1_000_000
+
+_CONNECTIONS_HINT = (
+    "write connections: per_vu (each VU owns its connection, the default) or connections: "
+    "{pool: N} (N connections per generator process, shared by its VUs)"
+)
+
+
+class ConnectionPool(BaseModel):
+    """``connections: {pool: N}``: N keep-alive connections per generator process, split over
+    its worker threads and shared by their VUs."""
+
+    model_config = STRICT_KEYS
+
+    pool: int = Field(
+        ge=1,
+        le=MAX_POOL_CONNECTIONS,
+        description="how many keep-alive connections the generator process holds at most, "
+        "e.g. 100; a VU waits its turn when all are lent",
+    )
+
+
+#: How VUs reach the target: ``"per_vu"`` or a :class:`ConnectionPool`.
+Connections = Union[Literal["per_vu"], ConnectionPool]
+
+
+def _check_connections(data: dict[str, Any], problems: list[Located]) -> dict[str, Any]:
+    """Problems of ``connections`` located and worded here (pydantic would list one per
+    member of the union); a bad value is then left out so that it is reported once."""
+    value = data.get("connections", "per_vu")
+    if value == "per_vu" or isinstance(value, ConnectionPool):
+        return data
+    found: list[Located] = []
+    if not isinstance(value, dict):
+        found.append((("connections",), value, custom(
+            "connections", f"{_describe(value)} is not a way to connect", _CONNECTIONS_HINT)))
+    else:
+        for key in value:
+            if key != "pool":
+                found.append((("connections", key), value[key], custom(
+                    "connections_key", f"unknown key '{key}'", "a pool has one key: pool (its size)")))
+        size = value.get("pool")
+        if "pool" not in value:
+            found.append((("connections", "pool"), value, custom(
+                "connections_pool", "is required but missing", "give the pool's size, e.g. {pool: 100}")))
+        elif isinstance(size, bool) or not isinstance(size, int):
+            found.append((("connections", "pool"), size, custom(
+                "connections_pool", f"must be a whole number (got {_describe(size)})",
+                "give the pool's size, e.g. {pool: 100}")))
+        elif size < 1:
+            found.append((("connections", "pool"), size, custom(
+                "connections_pool", f"must be at least 1 (got {size})",
+                "a pool holds at least one connection; per_vu gives each VU its own")))
+        elif size > MAX_POOL_CONNECTIONS:
+            found.append((("connections", "pool"), size, custom(
+                "connections_pool", f"must be at most {MAX_POOL_CONNECTIONS} (got {size})",
+                "one process cannot hold more; use more generator processes")))
+    if not found:
+        return data
+    problems += found
+    return {key: item for key, item in data.items() if key != "connections"}
+
+
+def _describe(value: Any) -> str:
+    return repr(value) if isinstance(value, (str, int, float)) else type(value).__name__
+
+
+def _source_address_problems(data: dict[str, Any]) -> list[Located]:
+    """Each source address an IP literal, listed once, of the family of the target's address
+    (when the target is given by address: a name may resolve to either)."""
+    addresses = data.get("source_addresses")
+    if not isinstance(addresses, list):
+        return []
+    urls = [data.get("base_url"), *(data.get("instances") or [])]
+    families = {ip.version for ip in map(_url_ip, urls) if ip is not None}
+    problems: list[Located] = []
+    seen: set[ipaddress.IPv4Address | ipaddress.IPv6Address] = set()
+    for index, text in enumerate(addresses):
+        if not isinstance(text, str):
+            continue  # pydantic says it must be a string
+        location = ("source_addresses", index)
+        try:
+            address = ipaddress.ip_address(text)
+        except ValueError:
+            problems.append((location, text, custom(
+                "source_address", f"'{text}' is not an IP address",
+                "write IP addresses of this machine, e.g. '127.0.0.2' (names are not resolved here)")))
+            continue
+        if address in seen:
+            problems.append((location, text, custom(
+                "source_address", f"'{text}' is listed twice", "list each address once")))
+            continue
+        seen.add(address)
+        if any(family != address.version for family in families):
+            own, other = ("IPv4", "IPv6") if address.version == 4 else ("IPv6", "IPv4")
+            problems.append((location, text, custom(
+                "source_address", f"'{text}' is an {own} address but the target is reached over {other}",
+                f"give {other} addresses, or reach the target over {own}")))
+    return problems
+
+
+def _url_ip(url: Any) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The host of a target URL when it is an IP literal."""
+    if not isinstance(url, str):
+        return None
+    try:
+        host = urlsplit(url).hostname
+        return ipaddress.ip_address(host) if host else None
+    except ValueError:
+        return None
+
+
+HEADERS_DESCRIPTION = (
+    "HTTP headers as a mapping of name to value, e.g. {accept: application/json}"
+)
+
+
+class Target(BaseModel):
+    """The system under test and how to reach it."""
+
+    model_config = STRICT_KEYS
+
+    base_url: str = Field(
+        description="http:// or https:// URL of the target: a host, an optional port and an "
+        "optional path prefix joined with each step's path, e.g. 'http://127.0.0.1:8080'",
+    )
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        description=f"{HEADERS_DESCRIPTION}; sent with every request (a step's headers "
+        "override them)",
+    )
+    connect_timeout_ms: float = Field(
+        default=5000,
+        gt=0,
+        le=MAX_TIMEOUT_MS,
+        description="how long to wait for a connection (TCP and TLS), in milliseconds; > 0",
+    )
+    request_timeout_ms: float = Field(
+        default=30000,
+        gt=0,
+        le=MAX_TIMEOUT_MS,
+        description="how long a whole exchange may take, from sending the request to the last "
+        "byte of the response body, in milliseconds; > 0",
+    )
+    insecure: bool = Field(
+        default=False,
+        description="true turns TLS certificate verification off (self-signed test servers)",
+    )
+    instances: list[str] = Field(
+        default_factory=list,
+        description="further base URLs of the same target, its other instances (base_url is "
+        "instance 0), e.g. ['http://10.0.0.2:8080', 'http://10.0.0.3:8080']: VU number n sends "
+        "all its requests to instance n mod (1 + the number of instances), over its own "
+        "connection and with that instance's Host header; each has base_url's scheme and path "
+        "prefix, none given twice",
+    )
+    connections: Connections = Field(
+        default="per_vu",
+        description="how VUs reach the target: 'per_vu' (the default: each VU owns a keep-alive "
+        "connection, as real clients do) or {pool: N} (N keep-alive connections per generator "
+        "process, shared by its VUs: a VU borrows an idle connection to its instance for one "
+        "request and gives it back; when all are lent it waits its turn, and the wait counts in "
+        "the request's latency and timeout)",
+    )
+    source_addresses: list[str] = Field(
+        default_factory=list,
+        description="local IP addresses outgoing connections bind to, taken in turn, one per "
+        "connection, e.g. ['127.0.0.2', '127.0.0.3']: each address has its own ~28,000 "
+        "ephemeral ports, so several hold more connections to one target; an address that "
+        "cannot be bound fails that connection (counted as 'connect')",
+    )
+
+    @staticmethod
+    def _url_problem(url: str, field: str, location: tuple[str | int, ...] = ()) -> Located | None:
+        """What is wrong with one URL of the target, if anything (``field``: how messages name it)."""
+        try:
+            parts = urlsplit(url)
+            port = parts.port
+        except ValueError as error:
+            return (location, url, custom(
+                "base_url",
+                f"'{url}' is not a valid URL ({error})",
+                "write it as scheme://host[:port][/prefix], e.g. 'http://127.0.0.1:8080'",
+            ))
+        problem = None
+        if parts.scheme not in ("http", "https") or not url.startswith(f"{parts.scheme}://"):
+            if "://" in url:
+                message = f"'{url}' uses scheme '{parts.scheme}'; only http and https are supported"
+                hint = "use an http:// or https:// URL"
+            else:
+                message = f"'{url}' has no http:// or https:// scheme"
+                hint = "write the full URL, e.g. 'http://127.0.0.1:8080'"
+            problem = custom("base_url", message, hint)
+        elif not parts.hostname:
+            problem = custom(
+                "base_url",
+                f"'{url}' has no host",
+                "put the host after the scheme, e.g. 'http://127.0.0.1:8080'",
+            )
+        elif port == 0:
+            problem = custom("base_url", f"'{url}' has port 0", "use the port the target listens on")
+        elif "@" in parts.netloc:
+            # The engine does not send URL credentials, and they would be stored with the run.
+            problem = custom(
+                "base_url",
+                f"{field} must not carry credentials (user:password@)",
+                "send them as a header instead, e.g. headers: {Authorization: 'Basic ...'}; secret headers are redacted in the store",
+            )
+        elif parts.query or parts.fragment or url.endswith(("?", "#")):
+            problem = custom(
+                "base_url",
+                f"'{url}' has a query or fragment",
+                f"keep {field} to scheme, host, port and path prefix; put query strings in each "
+                "step's path",
+            )
+        return None if problem is None else (location, url, problem)
+
+    @field_validator("base_url")
+    @classmethod
+    def _check_base_url(cls, url: str) -> str:
+        problem = cls._url_problem(url, "base_url")
+        if problem is not None:
+            raise problem[2]
+        return url
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _check_instances(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        # Checked on the raw data, beside the fields' own checks, so that a bad base_url does
+        # not hide the instances' problems; crates/horde-plan (validate/target.rs) words them
+        # the same.
+        if not isinstance(data, dict):
+            return handler(data)
+        problems: list[Located] = []
+        data = _check_connections(data, problems)
+        problems += _source_address_problems(data)
+        if not isinstance(data.get("instances"), list):
+            return with_problems(data, handler, problems, "Target", tuple(cls.model_fields))
+        base_url = data.get("base_url")
+        base = None
+        seen: dict[tuple[str, int], str] = {}
+        if isinstance(base_url, str) and cls._url_problem(base_url, "base_url") is None:
+            base = urlsplit(base_url)
+            seen[cls._address(base_url)] = "base_url"
+        for index, url in enumerate(data["instances"]):
+            if not isinstance(url, str):
+                continue  # pydantic says it must be a string
+            location = ("instances", index)
+            problem = cls._url_problem(url, "an instance", location)
+            if problem is not None:
+                problems.append(problem)
+                continue
+            parts = urlsplit(url)
+            if base is not None and parts.scheme != base.scheme:
+                problems.append((location, url, custom(
+                    "instance_scheme",
+                    f"'{url}' uses {parts.scheme}:// but base_url uses {base.scheme}://",
+                    "the instances are one target behind one protocol; give each base_url's scheme",
+                )))
+                continue
+            if base is not None and parts.path.rstrip("/") != base.path.rstrip("/"):
+                problems.append((location, url, custom(
+                    "instance_prefix",
+                    f"'{url}' has path prefix {cls._prefix(parts.path)} but base_url has "
+                    f"{cls._prefix(base.path)}",
+                    "instances differ only in host and port; give each base_url's path prefix",
+                )))
+                continue
+            address = cls._address(url)
+            if address in seen:
+                problems.append((location, url, custom(
+                    "instance_duplicate",
+                    f"'{url}' is the same instance as {seen[address]}",
+                    "list each instance once (base_url is the first instance; a port left out is "
+                    "the scheme's default)",
+                )))
+            else:
+                seen[address] = f"instances[{index}]"
+        return with_problems(data, handler, problems, "Target", tuple(cls.model_fields))
+
+    @staticmethod
+    def _address(url: str) -> tuple[str, int]:
+        """An instance is its host and port: scheme and path prefix are base_url's anyway."""
+        parts = urlsplit(url)
+        return (parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80))
+
+    @staticmethod
+    def _prefix(path: str) -> str:
+        prefix = path.rstrip("/")
+        return f"'{prefix}'" if prefix else "none"
+
+    @field_validator("headers")
+    @classmethod
+    def _check_header_names(cls, headers: dict[str, str]) -> dict[str, str]:
+        return check_headers(headers)

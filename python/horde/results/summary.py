@@ -1,0 +1,203 @@
+"""The summary of a run: totals and exact percentiles over its whole duration, per step too.
+
+The same code summarises a run as it ends and a stored run (``horde show``), so both give the
+same numbers: percentiles come from the exact merge of every per-second histogram.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from horde.engine import histogram
+from horde.engine.snapshot import Snapshot, StepSnapshot
+#: Above this share of one core per engine worker, the generator itself may be the bottleneck.
+CPU_SATURATION_PERCENT_PER_WORKER = 90.0
+#: Timers firing later than this (p99 of a second) mean the generator cannot keep its schedule.
+TIMER_LATENESS_LIMIT_MS = 10.0
+#: Late timers in a second where the process used less than this share of its CPU limit mean
+#: the generator was not scheduled (starved: a busy or overcommitted machine, a hypervisor's
+#: steal, a VM's timer hiccup), not that it had too much to do (saturated). A shared VM
+#: overshoots a 1 ms sleep by 5-15 ms in most seconds with the generator almost idle.
+STARVED_CPU_SHARE = 0.5
+
+#: What a second says of the generator: it kept its schedule (``ok``); it used its CPU and fell
+#: behind (``saturated``: more load would measure the generator, not the target); or it was not
+#: scheduled (``starved``: that second's figures may carry the machine's delays, but the
+#: generator has room to spare). The run's first second is start-up, never starved.
+GENERATOR_OK, GENERATOR_SATURATED, GENERATOR_STARVED = "ok", "saturated", "starved"
+
+
+def step_key(scenario: str, step: str, ambiguous: set[str]) -> str:
+    """A step's name in summaries: its own name, or ``scenario/step`` when several scenarios
+    have a step of that name."""
+    return f"{scenario}/{step}" if step in ambiguous else step
+
+
+@dataclass
+class _StepTotals:
+    kind: str = "request"
+    requests: int = 0
+    ok: int = 0
+    errors_by_kind: dict[str, int] = field(default_factory=dict)
+    bytes_sent: int = 0
+    bytes_received: int = 0
+    histogram: bytes = b""
+
+    def add(self, entry: StepSnapshot) -> None:
+        self.requests += int(entry["requests"])
+        self.ok += int(entry["ok"])
+        for kind, count in entry["errors"].items():
+            self.errors_by_kind[kind] = self.errors_by_kind.get(kind, 0) + int(count)
+        self.bytes_sent += int(entry["bytes_sent"])
+        self.bytes_received += int(entry["bytes_received"])
+        parts = [self.histogram, entry["histogram"]] if self.histogram else [entry["histogram"]]
+        self.histogram = histogram.merge(parts)
+
+
+class SummaryBuilder:
+    """Accumulates snapshots as they arrive (merging histograms as it goes, so memory stays
+    flat however long the run) and produces the summary at any time."""
+
+    def __init__(self, *, workers: int | None = None) -> None:
+        self._steps: dict[tuple[str, str], _StepTotals] = {}
+        self.duration_s = 0.0
+        self.iterations = 0
+        self.dropped_arrivals = 0
+        self.connections_opened = 0
+        self.cpu_percent_max = 0.0
+        self.timer_lateness_p99_ms_max = 0.0
+        self.saturated_seconds = 0
+        self.starved_seconds = 0
+        self.run_delay_ms_max = 0.0
+        self.steal_percent_max = 0.0
+        self.peak_vus = 0
+        self._cpu_limit = CPU_SATURATION_PERCENT_PER_WORKER * (workers or _default_workers())
+
+    def add(self, snapshot: Snapshot) -> None:
+        for entry in snapshot["steps"]:
+            key = (entry["scenario"], entry["step"])
+            self._steps.setdefault(key, _StepTotals(kind=entry.get("kind", "request"))).add(entry)
+        self.duration_s = max(self.duration_s, float(snapshot["elapsed_s"]))
+        self.iterations += int(snapshot["iterations"])
+        self.dropped_arrivals += int(snapshot["dropped_arrivals"])
+        self.connections_opened += int(snapshot["connections_opened"])
+        # Stores written before snapshots carried their interval's peak have only active_vus.
+        self.peak_vus = max(self.peak_vus, int(snapshot.get("peak_vus", snapshot["active_vus"])))
+        # The final interval is a few milliseconds of draining; its rates are noise.
+        if not snapshot["final"]:
+            cpu = float(snapshot["cpu_percent"])
+            lateness = float(snapshot["timer_lateness_p99_ms"])
+            self.cpu_percent_max = max(self.cpu_percent_max, cpu)
+            self.timer_lateness_p99_ms_max = max(self.timer_lateness_p99_ms_max, lateness)
+            self.run_delay_ms_max = max(self.run_delay_ms_max, float(snapshot.get("run_delay_ms") or 0.0))
+            self.steal_percent_max = max(self.steal_percent_max, float(snapshot.get("steal_percent") or 0.0))
+            state = generator_state(snapshot, self._cpu_limit)
+            if state == GENERATOR_SATURATED:
+                self.saturated_seconds += 1
+            elif state == GENERATOR_STARVED:
+                self.starved_seconds += 1
+
+    def summary(self, *, run_id: str, status: str) -> dict[str, Any]:
+        names = [step for _, step in self._steps]
+        ambiguous = {name for name in names if names.count(name) > 1}
+        steps = {
+            step_key(scenario, step, ambiguous): {"kind": totals.kind, **_figures(totals, self.duration_s)}
+            for (scenario, step), totals in self._steps.items()
+        }
+        # The run's totals count requests only: a group's pass is made of requests already counted.
+        everything = _StepTotals()
+        requests_only = [totals for totals in self._steps.values() if totals.kind == "request"]
+        for totals in requests_only:
+            everything.requests += totals.requests
+            everything.ok += totals.ok
+            for kind, count in totals.errors_by_kind.items():
+                everything.errors_by_kind[kind] = everything.errors_by_kind.get(kind, 0) + count
+            everything.bytes_sent += totals.bytes_sent
+            everything.bytes_received += totals.bytes_received
+        everything.histogram = histogram.merge(t.histogram for t in requests_only if t.histogram)
+        overall = _figures(everything, self.duration_s)
+        return {
+            "run_id": run_id,
+            "status": status,
+            "duration_s": round(self.duration_s, 3),
+            **overall,
+            "iterations": self.iterations,
+            "dropped_arrivals": self.dropped_arrivals,
+            "connections_opened": self.connections_opened,
+            "peak_vus": self.peak_vus,
+            "steps": steps,
+            "generator": {
+                "cpu_percent_max": round(self.cpu_percent_max, 1),
+                "timer_lateness_p99_ms": round(self.timer_lateness_p99_ms_max, 3),
+                "saturated_seconds": self.saturated_seconds,
+                "starved_seconds": self.starved_seconds,
+                "run_delay_ms_max": round(self.run_delay_ms_max, 3),
+                "steal_percent_max": round(self.steal_percent_max, 2),
+            },
+        }
+
+
+def generator_state(snapshot: Snapshot, cpu_limit_percent: float) -> str:
+    """``ok``, ``saturated`` or ``starved`` (see :data:`GENERATOR_OK`): saturated when the
+    process used its CPU, or its timers were late while it used at least half of it; starved
+    when its timers were late while it used little CPU (it was waiting to run, not running).
+
+    >>> second = {"second": 5, "cpu_percent": 4.0, "timer_lateness_p99_ms": 27.0}
+    >>> generator_state(second, 180.0), generator_state({**second, "cpu_percent": 175.0}, 180.0)
+    ('starved', 'saturated')
+    >>> generator_state({**second, "timer_lateness_p99_ms": 2.0}, 180.0), generator_state({**second, "second": 1}, 180.0)
+    ('ok', 'ok')
+    """
+    cpu = float(snapshot["cpu_percent"])
+    if cpu >= cpu_limit_percent:
+        return GENERATOR_SATURATED
+    if float(snapshot["timer_lateness_p99_ms"]) <= TIMER_LATENESS_LIMIT_MS:
+        return GENERATOR_OK
+    if cpu >= STARVED_CPU_SHARE * cpu_limit_percent:
+        return GENERATOR_SATURATED
+    # Start-up (threads, connections, the first timers) is late once, whatever the machine.
+    return GENERATOR_OK if int(snapshot.get("second", 0)) <= 1 else GENERATOR_STARVED
+
+
+def is_generator_saturated(snapshot: Snapshot, cpu_limit_percent: float) -> bool:
+    """Whether, in this second, the generator itself was likely the bottleneck (it used its CPU
+    and fell behind); a starved second is not (see :func:`generator_state`)."""
+    return generator_state(snapshot, cpu_limit_percent) == GENERATOR_SATURATED
+
+
+def _default_workers() -> int:
+    import os
+
+    return os.cpu_count() or 1
+
+
+def _figures(totals: _StepTotals, duration_s: float) -> dict[str, Any]:
+    latency = histogram.stats(totals.histogram) if totals.histogram else None
+    errors = totals.requests - totals.ok
+    return {
+        "requests": totals.requests,
+        "errors": errors,
+        "error_percent": round(100.0 * errors / totals.requests, 3) if totals.requests else 0.0,
+        "errors_by_kind": dict(sorted(totals.errors_by_kind.items())),
+        "rps": round(totals.requests / duration_s, 3) if duration_s > 0 else 0.0,
+        "bytes_sent": totals.bytes_sent,
+        "bytes_received": totals.bytes_received,
+        "latency_ms": {
+            "p50": latency.percentile(50.0) if latency else 0.0,
+            "p90": latency.percentile(90.0) if latency else 0.0,
+            "p95": latency.percentile(95.0) if latency else 0.0,
+            "p99": latency.percentile(99.0) if latency else 0.0,
+            "max": latency.max_ms if latency else 0.0,
+            "mean": round(latency.mean_ms, 3) if latency else 0.0,
+        },
+    }
+
+
+def summarise(snapshots: Iterable[Snapshot], *, run_id: str, status: str, workers: int | None = None) -> dict[str, Any]:
+    """The summary of a complete list of snapshots (``horde show`` uses this on stored runs)."""
+    builder = SummaryBuilder(workers=workers)
+    for snapshot in snapshots:
+        builder.add(snapshot)
+    return builder.summary(run_id=run_id, status=status)

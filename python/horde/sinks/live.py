@@ -1,0 +1,268 @@
+"""The live terminal view of a run (a sink): progress, load, latency, errors, generator health.
+
+On a terminal it redraws once a second; elsewhere (CI logs) it prints one line every few
+seconds. A target failing every request, or a generator that is itself the bottleneck, is shown
+in red, in words, so neither can be missed.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.panel import Panel
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+from rich.text import Text
+
+from horde.engine import histogram
+from horde.results.summary import GENERATOR_SATURATED, GENERATOR_STARVED, generator_state
+from horde.engine.snapshot import Snapshot, StepSnapshot
+
+#: Lines printed when the output is not a terminal: one every this many seconds.
+PLAIN_LINE_EVERY_S = 5
+
+
+class LiveView:
+    """Shows each snapshot as it arrives; use as a context manager around the run."""
+
+    def __init__(self, console: Console, *, title: str, planned_duration_s: float, cpu_limit_percent: float,
+                 open_ended: bool = False) -> None:
+        """``open_ended``: the run lasts until its steering has an answer (find-max), so
+        ``planned_duration_s`` is only its longest and the view shows the steering's progress
+        rather than a countdown."""
+        self.console = console
+        self.title = title
+        self.open_ended = open_ended
+        self._steering_said: tuple[Any, ...] | None = None
+        self.planned_duration_s = planned_duration_s
+        self.cpu_limit_percent = cpu_limit_percent
+        self.total_requests = 0
+        self.total_errors = 0
+        self.stopping = False
+        self._live: Live | None = None
+        self._warned_kinds: set[str] = set()
+
+    def __enter__(self) -> LiveView:
+        if self.console.is_terminal:
+            self._live = Live(self._render(None), console=self.console, refresh_per_second=4, transient=False)
+            self._live.__enter__()
+        elif self.open_ended:
+            self.console.print(f"{self.title}: running until find-max has its answer (at most {self.planned_duration_s:g} s)",
+                               markup=False, highlight=False)
+        else:
+            self.console.print(f"{self.title}: running for {self.planned_duration_s:g} s", markup=False, highlight=False)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live is not None:
+            self._live.__exit__(None, None, None)
+
+    def note_stopping(self) -> None:
+        """Ctrl-C was pressed: say so until the run has drained."""
+        self.stopping = True
+        if self._live is None:
+            self.console.print("stopping: no new iterations; in-flight requests are finishing (Ctrl-C again to stop now)")
+
+    def note(self, message: str) -> None:
+        """A line worth keeping above the live panel: autostop fired, steering moved or ended."""
+        console = self._live.console if self._live is not None else self.console
+        console.print(message, markup=False, highlight=False, soft_wrap=True)
+
+    def update(self, snapshot: Snapshot) -> None:
+        requests, errors = _request_counts(snapshot)
+        self.total_requests += requests
+        self.total_errors += errors
+        if self._live is not None:
+            self._live.update(self._render(snapshot))
+            return
+        steering = snapshot.get("steering")
+        if steering is not None and steering.get("method") == "find_max":
+            # One line per step judged and per phase: the search's progress, as it goes.
+            said = (steering["phase"], steering["step"], steering["level"])
+            if said != self._steering_said:
+                self._steering_said = said
+                self.console.print(f"{snapshot['elapsed_s']:7.1f}s  {steering_text(steering)}", markup=False, highlight=False,
+                                   soft_wrap=True)
+        # A warning that starts between two regular lines gets a line of its own at once:
+        # otherwise a short run (or a short bad spell) would never show it.
+        kinds = {_warning_kind(warning) for warning in self._warnings(snapshot, requests, errors)}
+        new_warning = bool(kinds - self._warned_kinds)
+        self._warned_kinds = kinds
+        if snapshot["second"] % PLAIN_LINE_EVERY_S == 0 or snapshot["final"] or new_warning:
+            self.console.print(self._plain_line(snapshot, requests, errors), markup=False, highlight=False, soft_wrap=True)
+
+    def _plain_line(self, snapshot: Snapshot, requests: int, errors: int) -> str:
+        if snapshot["final"]:
+            # The final interval is the drain, often a few milliseconds: rates over it are noise.
+            return (
+                f"{snapshot['elapsed_s']:7.1f}s  finished: {requests} request(s) completed while draining "
+                f"({snapshot['interval_s'] * 1000:.0f} ms), {errors} error(s)"
+            )
+        latency = _latency(snapshot["steps"])
+        rate = requests / snapshot["interval_s"] if snapshot["interval_s"] > 0 else 0.0
+        line = (
+            f"{snapshot['elapsed_s']:7.1f}s  vus {snapshot['active_vus']:>6}  req/s {rate:9.1f}  "
+            f"p50 {latency[50.0]:7.2f}  p95 {latency[95.0]:7.2f}  p99 {latency[99.0]:7.2f} ms  "
+            f"errors {errors}  cpu {snapshot['cpu_percent']:.0f}%  lateness p99 {snapshot['timer_lateness_p99_ms']:.1f} ms"
+        )
+        for warning in self._warnings(snapshot, requests, errors):
+            line += f"  !! {warning}"
+        return line
+
+    def _warnings(self, snapshot: Snapshot, requests: int, errors: int) -> list[str]:
+        warnings = []
+        if requests and errors == requests:
+            kinds: dict[str, int] = {}
+            for step in snapshot["steps"]:
+                for kind, count in step["errors"].items():
+                    kinds[kind] = kinds.get(kind, 0) + count
+            worst = ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items(), key=lambda item: -item[1]))
+            warnings.append(f"EVERY REQUEST FAILED this second ({worst})")
+        state = generator_state(snapshot, self.cpu_limit_percent)
+        if not snapshot["final"] and state == GENERATOR_STARVED:
+            warnings.append(
+                f"generator starved (timers {snapshot['timer_lateness_p99_ms']:.0f} ms late at CPU {snapshot['cpu_percent']:.0f}%: "
+                "the machine did not run it)"
+            )
+        if not snapshot["final"] and state == GENERATOR_SATURATED:
+            warnings.append(
+                "GENERATOR SATURATED: the load generator itself is a bottleneck "
+                f"(CPU {snapshot['cpu_percent']:.0f}%, timer lateness p99 {snapshot['timer_lateness_p99_ms']:.1f} ms); "
+                "figures may be distorted"
+            )
+        if snapshot["dropped_arrivals"]:
+            warnings.append(f"{snapshot['dropped_arrivals']} arrivals dropped (all max_vus busy)")
+        if snapshot.get("lost_share"):
+            warnings.append(f"GENERATORS LOST: {snapshot['lost_share']:.0%} of the load is not being sent")
+        return warnings
+
+    def _render(self, snapshot: Snapshot | None) -> Panel:
+        if snapshot is None:
+            return Panel(Text("starting..."), title=Text(self.title))
+        requests, errors = _request_counts(snapshot)
+        interval = snapshot["interval_s"] or 1.0
+        latency = _latency(snapshot["steps"])
+        progress = min(snapshot["elapsed_s"], self.planned_duration_s)
+        header = Table.grid(padding=(0, 2))
+        stopping = "  stopping..." if self.stopping else ""
+        steering = snapshot.get("steering")
+        if self.open_ended:
+            header.add_row(Text(f"{snapshot['elapsed_s']:.0f} s" + stopping),
+                           Text(steering_text(steering) if steering else "", style="bold"))
+        else:
+            header.add_row(
+                ProgressBar(total=max(self.planned_duration_s, 0.001), completed=progress, width=40),
+                Text(f"{snapshot['elapsed_s']:.0f} / {self.planned_duration_s:.0f} s" + stopping),
+            )
+            if steering:
+                header.add_row(Text(""), Text(steering_text(steering), style="bold"))
+        figures = Table.grid(padding=(0, 3))
+        asked = snapshot["target_rate_per_s"]
+        load = f"{snapshot['active_vus']} VUs (asked {snapshot['target_vus']})" if asked is None else (
+            f"{snapshot['active_vus']} VUs, rate asked {asked:.1f}/s, dropped {snapshot['dropped_arrivals']}"
+        )
+        figures.add_row("load", load)
+        figures.add_row("req/s", f"{requests / interval:,.1f}   (total {self.total_requests:,})")
+        figures.add_row(
+            "latency",
+            f"p50 {latency[50.0]:.2f}   p95 {latency[95.0]:.2f}   p99 {latency[99.0]:.2f} ms   (last second)",
+        )
+        error_share = 100.0 * errors / requests if requests else 0.0
+        error_style = "bold red" if errors else "green"
+        figures.add_row("errors", Text(f"{errors} this second ({error_share:.1f} %), {self.total_errors:,} in total", style=error_style))
+        figures.add_row(
+            "generator",
+            f"CPU {snapshot['cpu_percent']:.0f} %   timer lateness p99 {snapshot['timer_lateness_p99_ms']:.1f} ms"
+            + ("   (the busiest generator)" if snapshot.get("generators") else ""),
+        )
+        if snapshot.get("generators"):
+            figures.add_row("generators", generators_line(snapshot))
+        steps = Table(box=None, header_style="bold")
+        for column in ("step", "req/s", "p50 ms", "p95 ms", "p99 ms", "errors"):
+            steps.add_column(column, justify="left" if column == "step" else "right")
+        for step in snapshot["steps"]:
+            stats = histogram.stats(step["histogram"])
+            steps.add_row(
+                Text(step["step"]),
+                f"{step['requests'] / interval:,.1f}",
+                f"{stats.percentile(50.0):.2f}",
+                f"{stats.percentile(95.0):.2f}",
+                f"{stats.percentile(99.0):.2f}",
+                str(step["requests"] - step["ok"]),
+            )
+        parts: list[Any] = [header, figures, steps]
+        for warning in self._warnings(snapshot, requests, errors):
+            parts.append(Text(f"!! {warning}", style="bold white on red"))
+        return Panel(Group(*parts), title=Text(self.title))
+
+
+def steering_text(status: dict[str, Any]) -> str:
+    """Where a steering stands, in one line: find-max's phase, step, level and bracket with its
+    last verdict; target response time's level and latency against the target.
+
+    >>> steering_text({"method": "find_max", "phase": "search", "step": 6, "level": 412.0, "level_unit": "rate_per_s",
+    ...                "good_level": 400.0, "saturated_level": 800.0, "set_aside_s": 3,
+    ...                "last": {"level": 800.0, "verdict": "throughput_flat", "ok_rps": 400.2, "latency_ms": 95.1}})
+    'find-max: search, step 6 at 412/s · knee between 400/s and 800/s · last: 800/s throughput_flat (400.2 req/s, p 95.1 ms) · 3 s set aside (generator starved)'
+    """
+    unit = " VUs" if status.get("level_unit") == "vus" else "/s"
+
+    def level(value: float | None) -> str:
+        return "-" if value is None else f"{value:,.0f}{unit}" if value >= 100 else f"{value:,.4g}{unit}"
+
+    if status.get("method") == "target_response_time":
+        latency = status.get("latency_ms")
+        shown = "-" if latency is None else f"{latency:.1f} ms"
+        text = (f"target response time: level {level(status['level'])} · latency {shown} for {status['target_ms']:g} ms"
+                + (" · held" if status.get("held") else ""))
+    else:
+        phases = {"sight": "sighting shot", "recover": "recovering (the target drains its queue)", "done": "done"}
+        text = f"find-max: {phases.get(status['phase'], status['phase'])}"
+        if status["phase"] not in ("sight", "recover", "done"):
+            text += f", step {status['step']} at {level(status['level'])}"
+        if status.get("good_level") is not None or status.get("saturated_level") is not None:
+            text += f" · knee between {level(status.get('good_level'))} and {level(status.get('saturated_level'))}"
+        last = status.get("last")
+        if last:
+            latency = "" if last.get("latency_ms") is None else f", p {last['latency_ms']:.1f} ms"
+            text += f" · last: {level(last['level'])} {last['verdict']} ({last['ok_rps']:,.1f} req/s{latency})"
+    if status.get("set_aside_s"):
+        text += f" · {status['set_aside_s']} s set aside (generator starved)"
+    return text
+
+
+def generators_line(snapshot: Snapshot) -> str:
+    """A cluster run's generators this second: each one's rate, CPU and lateness, and state
+    when it is not running (so a slow or sick generator stands out)."""
+    parts = []
+    for row in snapshot["generators"]:
+        if row["state"] == "lost":
+            parts.append(f"#{row['generator']} LOST")
+            continue
+        cpu = "-" if row["cpu_percent"] is None else f"{row['cpu_percent']:.0f}%"
+        lateness = "-" if row["timer_lateness_p99_ms"] is None else f"{row['timer_lateness_p99_ms']:.1f}ms"
+        state = "" if row["state"] in ("running", "finished") else f" {row['state'].upper()}"
+        parts.append(f"#{row['generator']} {row['rps']:,.0f}/s cpu {cpu} late {lateness}{state}")
+    return "   ".join(parts)
+
+
+def _warning_kind(warning: str) -> str:
+    """A warning without its figures: 'EVERY REQUEST FAILED this second', 'arrivals dropped'..."""
+    return re.sub(r"[^A-Za-z ]", "", warning.split("(")[0]).strip()
+
+
+def _latency(steps: list[StepSnapshot]) -> dict[float, float]:
+    blobs = [step["histogram"] for step in steps if step.get("kind", "request") == "request"]
+    if not blobs:
+        return {50.0: 0.0, 95.0: 0.0, 99.0: 0.0}
+    return histogram.stats(histogram.merge(blobs)).percentiles_ms
+
+
+def _request_counts(snapshot: Snapshot) -> tuple[int, int]:
+    """Requests and errors of a snapshot; group entries are passes over requests already counted."""
+    entries = [step for step in snapshot["steps"] if step.get("kind", "request") == "request"]
+    requests = sum(int(step["requests"]) for step in entries)
+    return requests, requests - sum(int(step["ok"]) for step in entries)
