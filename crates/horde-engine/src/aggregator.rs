@@ -1,28 +1,14 @@
 //! The aggregator thread: merges the workers' per-second parts exactly into snapshots.
 
-use crate::run::Shared;
+use crate::shared::Shared;
 use crate::snapshot::{Snapshot, StepSnapshot};
 use crate::system;
+use crate::worker_part::WorkerPart;
 use horde_metrics::{encode_histogram, WorkerRecorder};
 use std::collections::BTreeMap;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// One worker's measurements for interval `index` (1-based: the interval ending at `index` s).
-pub(crate) struct WorkerPart {
-    pub worker: usize,
-    pub index: u64,
-    pub recorder: WorkerRecorder,
-    pub active_vus: u64,
-    /// The most VUs the worker had alive at once during the interval.
-    pub peak_vus: u64,
-    pub busy_vus: u64,
-    /// The worker's last part: it sends nothing after this.
-    pub is_final: bool,
-    /// When the part was taken, since time zero.
-    pub elapsed: Duration,
-}
 
 /// An interval being assembled from the workers' parts.
 struct Pending {

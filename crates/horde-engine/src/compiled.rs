@@ -1,10 +1,10 @@
 //! The plan prepared for running: scenarios compiled into programs, workloads into profiles,
 //! steps numbered globally. Built once per run and shared read-only by every worker.
 
+use crate::error::EngineError;
 use crate::http::{Connector, Endpoint, SourceAddresses};
 use crate::interpreter::{compile_scenario, NodeCompiler, ScenarioProgram, StepKind};
 use crate::workload::Profile;
-use crate::EngineError;
 use horde_plan::{Arrivals, Plan, Workload};
 use std::sync::Arc;
 use std::time::Duration;

@@ -7,8 +7,8 @@
 //! moved).
 
 use crate::compiled::{CompiledPlan, CompiledWorkload};
+use crate::error::EngineError;
 use crate::workload::Profile;
-use crate::EngineError;
 use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
 

@@ -35,30 +35,33 @@
 //! Stopping: when the stages end or [`RunHandle::stop`] is called, no new iteration starts, VUs
 //! cut their think time, finish the request in flight, and stop; whatever has not finished
 //! after the plan's `graceful_stop_s` is dropped unrecorded. The last snapshot is marked final.
+//!
+//! Layout: modules depend only downward, never in a circle. `run` starts the threads; `worker`
+//! drives its VUs (`vu`) on a `worker_state`; `aggregator` merges what workers send it
+//! (`worker_part`) into snapshots. What they all share sits below them: `shared` (the run's
+//! shared state), `compiled`, `levels`, `pool`, `pause`, and at the bottom `error`
+//! ([`EngineError`]), which the crate root re-exports.
 
 mod aggregator;
 mod compiled;
+mod error;
 pub mod http;
 mod interpreter;
 mod levels;
 mod pause;
 mod pool;
 mod run;
+mod shared;
 mod snapshot;
 mod system;
 mod think;
 mod vu;
 mod worker;
+mod worker_part;
+mod worker_state;
 pub mod workload;
 
-pub use run::{start, EngineOptions, GeneratorShare, Next, RunControl, RunHandle};
+pub use error::EngineError;
+pub use run::{start, EngineOptions, Next, RunControl, RunHandle};
+pub use shared::GeneratorShare;
 pub use snapshot::{Snapshot, StepSnapshot};
-
-/// Why a run could not start. Failed requests are never errors: they are counted.
-#[derive(Debug, thiserror::Error)]
-pub enum EngineError {
-    #[error("the plan is invalid: {}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
-    InvalidPlan(Vec<horde_plan::PlanError>),
-    #[error("{0}")]
-    Setup(String),
-}

@@ -1,10 +1,17 @@
 //! Starting a run and the handle its caller holds.
+//!
+//! The entry point below the crate root: it builds what every thread shares (`shared.rs`),
+//! starts the worker threads (`worker.rs`) and the aggregator thread (`aggregator.rs`), and
+//! joins them with a channel of `WorkerPart`s (`worker_part.rs`). Nothing below imports it.
 
-use crate::aggregator::{self, WorkerPart};
+use crate::aggregator;
 use crate::compiled::CompiledPlan;
+use crate::error::EngineError;
 use crate::levels::Levels;
+use crate::shared::{GeneratorShare, Shared};
 use crate::snapshot::Snapshot;
-use crate::{system, worker, EngineError};
+use crate::worker_part::WorkerPart;
+use crate::{system, worker};
 use horde_plan::Plan;
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -41,45 +48,6 @@ impl EngineOptions {
     pub fn with_workers(workers: usize) -> Self {
         Self { workers, ..Self::default() }
     }
-}
-
-/// This generator's place in a run spread over several generators (scale-out). The plan's VUs
-/// and arrivals are dealt over the workers of all generators as if they were the workers of one
-/// process: there are `slots` slots in all, this generator's workers hold slots `first_slot`,
-/// `first_slot + 1`, ..., and VU `i` and arrival `i` belong to slot `i mod slots`. So the
-/// generators' shares add up to the plan's level at every instant of a ramp, a generator with
-/// more workers carries a proportionally larger share, VU numbers (and with them unique feeder
-/// rows) never repeat across generators, and a re-target sent to all of them moves the total
-/// exactly.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct GeneratorShare {
-    pub first_slot: usize,
-    pub slots: usize,
-}
-
-impl GeneratorShare {
-    /// The slot of worker `worker`, and how many slots there are; alone, the workers are the
-    /// slots.
-    pub(crate) fn slot(share: Option<GeneratorShare>, worker: usize, workers: usize) -> (usize, usize) {
-        match share {
-            Some(share) => (share.first_slot + worker, share.slots),
-            None => (worker, workers),
-        }
-    }
-}
-
-/// What every thread of a run shares.
-pub(crate) struct Shared {
-    pub plan: CompiledPlan,
-    pub workers: usize,
-    pub generator: Option<GeneratorShare>,
-    /// The run's time zero; arrivals, stages and intervals are all measured from it.
-    pub start: Instant,
-    pub start_wall: SystemTime,
-    /// Turns true once, when a stop is asked.
-    pub stop: watch::Sender<bool>,
-    /// Each scenario's live profile (the plan's until re-targeted).
-    pub levels: Levels,
 }
 
 /// The result of asking for the next snapshot.

@@ -2,10 +2,10 @@
 //! random stream, variables and cookies, and how it walks its scenario's nodes.
 
 use crate::http::{encode_request, read_response, Capture, Connection, RequestParts};
-use crate::pool::Pool;
 use crate::interpreter::{Body, CookieJar, JsonTemplate, UNDEFINED_MARK, LoopMode, Node, RequestNode, ResponseView, ScenarioProgram, Text};
+use crate::pool::Pool;
 use crate::think::{self, VuRandom};
-use crate::worker::WorkerState;
+use crate::worker_state::WorkerState;
 use horde_metrics::ErrorKind;
 use horde_plan::{FeederMode, ThinkTime};
 use minijinja::Value;

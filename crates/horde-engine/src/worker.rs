@@ -1,15 +1,16 @@
 //! One worker thread: a single-threaded tokio runtime running its share of the VUs and arrivals.
 
-use crate::aggregator::WorkerPart;
 use crate::compiled::{CompiledScenario, CompiledWorkload};
 use crate::pause::Pauses;
 use crate::pool::Pool;
+use crate::shared::{GeneratorShare, Shared};
 use crate::think::VuRandom;
-use horde_plan::Arrivals;
-use crate::run::{GeneratorShare, Shared};
 use crate::vu::{IterationEnd, Vu};
+use crate::worker_part::WorkerPart;
+use crate::worker_state::WorkerState;
 use crate::workload::share;
 use horde_metrics::WorkerRecorder;
+use horde_plan::Arrivals;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::mpsc;
@@ -22,54 +23,6 @@ use tokio::task::LocalSet;
 const RAMP_TICK: Duration = Duration::from_millis(20);
 /// How often the timer-lateness probe wakes.
 const PROBE_PERIOD: Duration = Duration::from_millis(10);
-
-/// A worker's state, shared by its tasks (all on one thread: `Rc`, `Cell`, no locks).
-pub(crate) struct WorkerState {
-    pub index: usize,
-    /// This worker's place among all workers of all generators, and how many there are
-    /// (`GeneratorShare::slot`): VUs and arrivals are dealt by slot.
-    pub slot: u64,
-    pub slots: u64,
-    pub shared: Arc<Shared>,
-    pub recorder: RefCell<WorkerRecorder>,
-    pub active_vus: Cell<u64>,
-    /// The most VUs alive at once since the last interval report.
-    pub peak_vus: Cell<u64>,
-    pub busy_vus: Cell<u64>,
-    /// Set once: no new iterations from now on.
-    pub stopping: Cell<bool>,
-    /// Wakes VUs out of think times when stopping begins.
-    pub stop_notify: Notify,
-    /// Wakes the drain when the last VU leaves.
-    pub idle_notify: Notify,
-    /// This worker's share of the generator's pool; `None` when each VU owns its connection.
-    pub pool: Option<Pool>,
-    /// Its VUs' think times and pacing waits (`pause.rs`: one tokio timer for all of them).
-    pub pauses: Pauses,
-}
-
-impl WorkerState {
-    pub fn vu_started(&self) {
-        self.active_vus.set(self.active_vus.get() + 1);
-        self.peak_vus.set(self.peak_vus.get().max(self.active_vus.get()));
-    }
-
-    /// The interval's peak, and a new interval that starts at the current count.
-    fn take_peak(&self) -> u64 {
-        self.peak_vus.replace(self.active_vus.get())
-    }
-
-    pub fn vu_ended(&self) {
-        self.active_vus.set(self.active_vus.get() - 1);
-        if self.active_vus.get() == 0 {
-            self.idle_notify.notify_waiters();
-        }
-    }
-
-    fn elapsed(&self) -> Duration {
-        Instant::now().saturating_duration_since(self.shared.start)
-    }
-}
 
 /// Sends whatever is left as the worker's final part, even if the worker panics, so the
 /// aggregator never waits for a worker that is gone.

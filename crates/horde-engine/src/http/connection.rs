@@ -2,7 +2,7 @@
 //! lists some), then TLS (rustls) for https.
 
 use super::{Endpoint, Scheme};
-use crate::EngineError;
+use crate::error::EngineError;
 use horde_metrics::ErrorKind;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};

@@ -1,6 +1,6 @@
 //! Where requests go: the target's scheme, host, port and path prefix, from `target.base_url`.
 
-use crate::EngineError;
+use crate::error::EngineError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scheme {

@@ -3,8 +3,8 @@
 
 use super::rules::{CompiledCheck, CompiledExtractor};
 use super::{Body, Feeder, JsonTemplate, TemplateRef, UNDEFINED_MARK, LoopMode, Node, RequestNode, ScenarioProgram, StepKind, Text};
+use crate::error::EngineError;
 use crate::http::{encode_request, Endpoint, RequestParts};
-use crate::EngineError;
 use horde_plan::templates::is_template;
 use horde_plan::{Check, HttpStep, LoopStep, OnCheckFailure, Scenario, Step};
 use minijinja::Environment;

@@ -3,7 +3,7 @@
 //! Rows are read into memory when the run starts; each becomes a template variable named after
 //! the feeder (`{{ users.login }}`).
 
-use crate::EngineError;
+use crate::error::EngineError;
 use horde_plan::{FeederFormat, FeederMode};
 use minijinja::Value;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,7 +1,7 @@
 //! What a step does with a response: extractors (values into VU variables) and checks.
 
+use crate::error::EngineError;
 use crate::think::VuRandom;
-use crate::EngineError;
 use horde_plan::{Check, ExtractFrom, Extractor, Pick};
 use minijinja::Value;
 use serde_json_path::JsonPath;
