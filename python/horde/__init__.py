@@ -8,59 +8,20 @@ Scenarios are written in YAML or with the builder of :mod:`horde.plan.builder`, 
     from horde import plan, scenario, http, choice, branch, closed, stage
 
 ``plan`` and ``scenario`` here are the builder's functions, which hide the modules of the same
-names as attributes of the package: import from the modules with ``from horde.plan import Plan``
+names as attributes of the package: import from the packages with ``from horde.plan import Plan``
 (``import horde.plan as m`` would give the function).
+
+The layers, one package each: :mod:`horde.plan` (the contract and how a plan comes to be),
+:mod:`horde.engine` (the only one that imports ``horde._engine``), :mod:`horde.control`,
+:mod:`horde.sinks`, :mod:`horde.results`, :mod:`horde.store`, :mod:`horde.report`,
+:mod:`horde.web`, :mod:`horde.cluster` and :mod:`horde.cli`; ARCHITECTURE.md maps them.
 """
 
 __version__ = "0.1.0"
 
 from horde.plan import Plan  # noqa: E402
-from horde.plan.builder import (  # noqa: E402
-    branch,
-    check,
-    choice,
-    closed,
-    constant,
-    end_iteration,
-    exponential,
-    normal,
-    extract,
-    feeder,
-    group,
-    http,
-    loop,
-    open_model,
-    param,
-    plan,
-    scenario,
-    stage,
-    think,
-    uniform,
-    when,
-)
+from horde.plan import builder as _builder  # noqa: E402
+from horde.plan.builder import *  # noqa: E402,F403  (its __all__: the functions and their types)
 
-__all__ = [
-    "Plan",
-    "__version__",
-    "branch",
-    "check",
-    "choice",
-    "closed",
-    "constant",
-    "end_iteration",
-    "exponential",
-    "normal",
-    "extract",
-    "feeder",
-    "group",
-    "http",
-    "loop",
-    "open_model",
-    "param",
-    "plan",
-    "scenario",
-    "stage",
-    "think",
-    "uniform",
-    "when",
-]
+__all__ = ["Plan", "__version__"]
+__all__ += _builder.__all__

@@ -40,8 +40,11 @@ from horde.sinks.prometheus import PrometheusExporter
 from horde.plan.loader import LoadedPlan, load_plan_file
 from horde.engine.run import checked_plan_json, engine_problems
 from horde.store import Store
+from horde.web import DashboardServer
 from horde.results.summary import summarise
-from horde.control.sight import sight_plan, sight_block
+from horde.control.scale import builtin_instances, run_study
+from horde.control.sight import sight_block, sight_plan
+from horde.engine.target import serve_until_interrupted
 from horde.store import new_run_id
 from horde.cli.console import render_judgement, render_scale, render_sight, render_summary
 
@@ -140,11 +143,10 @@ def run(
                              step=step, step_duration_s=_seconds(step_duration, "--step-duration"), limit=limit, latency_limit_ms=latency_limit_ms,
                              duration_s=duration_s, precision_percent=precision, max_vus=max_vus if steered_quick else None)
     plan = apply_steer_flags(plan, steer_flags, quick=url is not None, vus_given=vus is not None)
-    if loaded is not None:
-        # The engine's own check, its problems placed on the plan file's lines.
-        problems = engine_problems(plan_to_json(plan))
-        if problems:
-            raise PlanInvalid(loaded.located(problems), source=loaded.label)
+    # The engine's own check of the plan, before the store is touched; a file's plan has its
+    # problems placed on the file's lines.
+    plan_json = checked_plan_json(plan, locate=loaded.located if loaded else None,
+                                  source=loaded.label if loaded else "the engine's check")
     parameters = {
         name: value
         for name, value in (("vus", vus), ("rate", rate), ("max_vus", max_vus), ("duration_s", duration_s),
@@ -152,7 +154,6 @@ def run(
                             ("params", params or None))
         if value is not None
     }
-    checked_plan_json(plan)  # every plan problem before the store is touched
     with Store.open(store_url) as store, ExitStack() as served:
         exporter: PrometheusExporter | None = None
         if prometheus is not None:
@@ -164,8 +165,6 @@ def run(
             served.callback(exporter.stop)
             stdout.print(f"Prometheus metrics at {exporter.url}", markup=False, highlight=False)
         if ui:
-            from horde.web import DashboardServer  # starlette and uvicorn only when asked for
-
             dashboard = DashboardServer(store.url, host=ui_host, port=ui_port, token=ui_token).start()
             served.callback(dashboard.stop)
             # /runs/last opens the newest run: this one, once it is recorded (before any load).
@@ -175,7 +174,7 @@ def run(
                       open_ended=isinstance(plan.steer, FindMax)) as live:
             sink = live if exporter is None else Sinks(live, exporter)
             outcome = conduct(plan, store, parameters=parameters, tags=tags, workers=workers, sink=sink, question=question,
-                              on_recorded=exporter.set_run_id if exporter is not None else None, cluster=cluster_options)
+                              plan_json=plan_json, on_recorded=exporter.set_run_id if exporter is not None else None, cluster=cluster_options)
         render_summary(stdout, outcome.summary, store_url=store.display_url)
         render_judgement(stdout, outcome.summary)
     _write_outputs(outcome, summary_json, junit, plan.name)
@@ -259,7 +258,6 @@ def scale(
 ) -> int:
     """Scalability study: the same plan against 1..N instances of a target; throughput per
     instance count and scaling efficiency."""
-    from horde.control.scale import builtin_instances, run_study
 
     if (instance is None) == (instances is None):
         raise InvalidInput("give the instances: --instance URL (repeatable) or --instances N (built-in targets)",
@@ -409,7 +407,6 @@ def target(
     service_times: Annotated[str, typer.Option("--service-times", help="capacity model: 'fixed' (each request takes --service-ms) or 'exponential' (that on average: latency rises smoothly, an M/M/c queue)")] = "fixed",
 ) -> int:
     """Serve the built-in target until Ctrl-C: /, /delay/{ms}, /status/{code}, /bytes/{n}, /stall/{ms}."""
-    from horde.engine.target import serve_until_interrupted
 
     if (workers is None) != (service_ms is None):
         raise InvalidInput("--workers and --service-ms go together", hint="e.g. --workers 8 --service-ms 20 caps the target at 400 req/s")
@@ -437,9 +434,7 @@ def validate(
     """Check a plan on both sides (pydantic and the engine) without sending any request."""
     loaded = load_plan_file(plan_path, parse_params(param or []))
     plan = loaded.plan
-    problems = engine_problems(plan_to_json(plan))
-    if problems:
-        raise PlanInvalid(loaded.located(problems), source=loaded.label)
+    checked_plan_json(plan, locate=loaded.located, source=loaded.label)
     steps = sum(1 for scenario in plan.scenarios for step in scenario.all_steps() if step.type == "http")
     durations = [sum(stage.duration_s for stage in scenario.workload.stages) for scenario in plan.scenarios]
     stdout.print(f"{plan_path}: valid — {len(plan.scenarios)} scenario(s), {steps} step(s), {max(durations):g} s of stages", markup=False)

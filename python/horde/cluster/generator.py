@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from horde import _engine
+from horde.engine.run import start_handle
+from horde.engine.target import start as start_target
 from horde.engine.snapshot import Snapshot
 
 
@@ -63,7 +64,7 @@ class Generator:
         against a built-in target in this process, timing only the engine's worker thread (from
         ``/proc``; the target's threads do not count). Returns the figures and
         ``capacity_rps_per_worker``, the measured rate scaled by :data:`CALIBRATION_HEADROOM`."""
-        target = _engine.start_target("127.0.0.1", 0, None, None, 1)
+        target = start_target(threads=1)
         try:
             plan = {
                 "version": 1, "name": "calibration",
@@ -73,7 +74,7 @@ class Generator:
                                "workload": {"type": "closed", "start_vus": CALIBRATION_VUS,
                                             "stages": [{"duration_s": seconds + 5, "vus": CALIBRATION_VUS}]}}],
             }
-            handle = _engine.start_run(json.dumps(plan), 1)
+            handle = start_handle(json.dumps(plan), 1)
             # Second 1 warms up (connections, caches); seconds 2.. are measured, the worker's CPU
             # read as each second's snapshot arrives.
             marks: list[tuple[int, float]] = []
@@ -113,7 +114,7 @@ class Generator:
         for scenario in plan.get("scenarios", []):
             for feeder in scenario.get("feeders", []) or []:
                 feeder["path"] = local.get(feeder["path"], feeder["path"])
-        self._handle = _engine.start_run(json.dumps(plan), workers, first_slot, slots, start_at)
+        self._handle = start_handle(json.dumps(plan), workers, first_slot=first_slot, slots=slots, start_at=start_at)
         return {"pid": os.getpid(), "planned_duration_s": float(self._handle.planned_duration_s)}
 
     def poll(self) -> list[Snapshot]:

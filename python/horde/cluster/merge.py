@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from horde import _engine
+from horde.engine import histogram
 from horde.engine.snapshot import Snapshot, StepSnapshot
 
 
@@ -102,7 +102,7 @@ def merge_steps(step_lists: Sequence[Sequence[StepSnapshot]]) -> list[StepSnapsh
 
 
 def _merged(histograms: list[bytes]) -> bytes:
-    return histograms[0] if len(histograms) == 1 else bytes(_engine.histogram_merge(histograms))
+    return histograms[0] if len(histograms) == 1 else histogram.merge(histograms)
 
 
 def generator_row(index: int, address: str, state: str, part: Snapshot | None) -> dict[str, Any]:

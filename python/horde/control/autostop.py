@@ -31,7 +31,7 @@ from typing import Any
 from horde.errors import ExitCode
 from horde.control.measure import Scope, Window, format_limit, format_value, unit_of
 from horde.engine.snapshot import Snapshot
-from horde.plan.control import AutostopRule, Condition, parse_condition
+from horde.plan.control import AutostopRule, Condition
 from horde.results.summary import is_generator_saturated
 
 #: The exit code the run ends with, by the reason autostop fired.
@@ -117,7 +117,7 @@ class _Watched:
         self.window = Window(rule.window_s)
         self.scope = Scope.of(scenario=rule.scenario, step=rule.step)
         # Events are words; everything else was checked as a condition by the plan.
-        self.condition: Condition | None = None if rule.when in ("no_success", "generator_saturated") else parse_condition(rule.when)
+        self.condition: Condition | None = rule.condition
 
     def check(self, snapshot: Snapshot, cpu_limit_percent: float) -> Firing | None:
         if float(snapshot["elapsed_s"]) < self.rule.after_s or not self.window.full:

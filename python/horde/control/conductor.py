@@ -16,7 +16,7 @@ import signal
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, Union
+from typing import Any, Protocol, Union
 
 from horde.control.autostop import AutostopWatch, Firing
 from horde.control.capacity import CapacityQuestion, capacity_block
@@ -26,8 +26,7 @@ from horde.plan.redaction import redact_plan
 from horde.engine.run import Run, check_open_files, checked_plan_json
 from horde.engine.snapshot import Snapshot
 
-if TYPE_CHECKING:
-    from horde.cluster.coordinator import ClusterOptions, ClusterRun
+from horde.cluster.coordinator import ClusterOptions, ClusterRun, worker_count
 from horde.control.steering import planned_length_s, prepare_plan, steering_for
 from horde.store import Store
 from horde.results.summary import CPU_SATURATION_PERCENT_PER_WORKER, summarise
@@ -157,6 +156,7 @@ def conduct(
     annotate: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     on_recorded: Callable[[str], None] | None = None,
     cluster: ClusterOptions | None = None,
+    plan_json: str | None = None,
 ) -> Outcome:
     """Runs ``plan`` to its end (or its autostop, or Ctrl-C) and stores it; returns the outcome.
 
@@ -165,14 +165,18 @@ def conduct(
     report). A plan with ``steer`` runs the steering's prepared plan (each steered scenario holding the
     starting level); that plan is what is stored, with the ``steer`` block saying how it moved.
     With ``cluster`` the run is spread over that cluster's generators and merged back into one
-    (``horde.cluster``); the summary gets a ``cluster`` block.
+    (``horde.cluster``); the summary gets a ``cluster`` block. ``plan_json`` is the plan's JSON
+    as the caller checked it with :func:`~horde.engine.run.checked_plan_json` (``horde run``
+    does, before it opens the store, to place problems on the plan file's lines); a plan the
+    steering prepares, or one given without it, is checked here.
     """
     sink = sink or _QuietSink()
     steering = steering_for(plan)
     engine_plan = prepare_plan(plan) if steering is not None else plan
     # The store is opened by the caller before any load is sent; the run is recorded before
     # the engine starts, so that load never goes unrecorded.
-    plan_json = checked_plan_json(engine_plan)
+    if plan_json is None or engine_plan is not plan:
+        plan_json = checked_plan_json(engine_plan)
     if cluster is None:
         check_open_files(engine_plan)  # a cluster's provisioning checks each generator's files
     run_id = store.create_run(
@@ -183,14 +187,12 @@ def conduct(
     engine_run: EngineRun
     try:
         if cluster is not None:
-            from horde.cluster.coordinator import ClusterRun, worker_count
-
             sink.note(f"joining the cluster at {cluster.address} and starting its generators")
             engine_run = ClusterRun.start(engine_plan, plan_json, cluster)
             workers = worker_count(engine_run)
             sink.note(f"cluster: {engine_run.provision.describe()}")
         else:
-            engine_run = Run.start(engine_plan, workers=workers)
+            engine_run = Run.start(engine_plan, workers=workers, plan_json=plan_json)
     except HordeError:
         store.finish_run(run_id, status="failed", summary=None)
         raise

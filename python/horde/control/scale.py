@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from horde.engine.target import start
 from horde.errors import InvalidInput
 from horde.plan import ClosedModel, OpenModel, Plan, Scenario
 from horde.plan.control import FindMax
@@ -105,7 +106,6 @@ def study_block(rows: Sequence[ScaleRow]) -> dict[str, Any]:
 @contextmanager
 def builtin_instances(count: int, *, workers: int | None, service_ms: float | None) -> Iterator[list[str]]:
     """``count`` built-in targets on free loopback ports, stopped on the way out."""
-    from horde.engine.target import start
 
     if not 1 <= count <= MAX_INSTANCES:
         raise InvalidInput(f"--instances must be between 1 and {MAX_INSTANCES} (got {count})")

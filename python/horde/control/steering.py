@@ -34,6 +34,7 @@ from horde.control.measure import measure
 from horde.engine.snapshot import Snapshot
 from horde.plan import ClosedModel, ClosedStage, OpenModel, OpenStage, Plan
 from horde.plan.control import FindMax, TargetResponseTime
+from horde.plan.overrides import spread_rate, spread_vus
 from horde.control.steered_level import LevelSetter, move, samples_needed, steered_model, steered_scenarios
 from horde.results.summary import GENERATOR_SATURATED, GENERATOR_STARVED, generator_state
 
@@ -91,7 +92,6 @@ def prepare_plan(plan: Plan) -> Plan:
     for as long as the steering may need; the steering then moves it while the run goes. Other
     scenarios keep their own stages (a background load, such as devices while users are
     steered)."""
-    from horde.plan.overrides import spread_rate, spread_vus
 
     steer = plan.steer
     assert steer is not None

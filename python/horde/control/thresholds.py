@@ -22,7 +22,7 @@ from typing import Any
 
 from horde.control.measure import Figures, Scope, format_limit, format_value, measure, unit_of
 from horde.engine.snapshot import Snapshot
-from horde.plan.control import Condition, Threshold, parse_condition
+from horde.plan.control import Condition, Threshold
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def judge(thresholds: Sequence[Threshold], snapshots: Iterable[Snapshot]) -> lis
 
 
 def _verdict(threshold: Threshold, scope: Scope, figures: Figures) -> Verdict:
-    condition = parse_condition(threshold.condition)
+    condition = threshold.parsed
     unit = unit_of(condition)
     measured = figures.value(condition)
     passed = measured is not None and condition.holds(measured)

@@ -12,13 +12,14 @@ gracefully (no new iterations, in-flight requests get the plan's ``graceful_stop
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import Any
 
 from horde import _engine
 from horde.errors import EngineFault, InvalidInput, PlanInvalid, Problem
 from horde.plan import ConnectionPool, Plan, peak_vus, plan_to_json
+from horde.plan.overrides import spread_rate, spread_vus
 from horde.engine.snapshot import Snapshot
 
 #: How long one wait for a snapshot may block; short, so Ctrl-C is handled promptly.
@@ -85,12 +86,18 @@ def check_open_files(plan: Plan, *, limit: int | None = None) -> None:
     )
 
 
-def checked_plan_json(plan: Plan) -> str:
-    """The plan's JSON once the engine has accepted it too; PlanInvalid otherwise."""
+def checked_plan_json(plan: Plan, *, locate: Callable[[list[Problem]], list[Problem]] | None = None,
+                      source: str = "the engine's check") -> str:
+    """The plan's JSON once the engine has accepted it too; PlanInvalid otherwise. ``locate``
+    places the engine's problems on the lines of the file the plan came from.
+
+    This is the control plane's one check of a plan's JSON before it runs: the caller hands the
+    JSON on (:meth:`Run.start`, ``conduct``), and the engine checks it once more only where it
+    decodes it, at ``start_run``."""
     plan_json = plan_to_json(plan)
     problems = engine_problems(plan_json)
     if problems:
-        raise PlanInvalid(problems, source="the engine's check")
+        raise PlanInvalid(locate(problems) if locate is not None else problems, source=source)
     return plan_json
 
 
@@ -98,8 +105,6 @@ def load_levels(
     plan: Plan, *, vus: int | None, rate_per_s: float | None, scenarios: list[str] | None,
 ) -> list[tuple[int, str, float]]:
     """Each re-targeted scenario's index, name and new level (see :meth:`Run.set_level`)."""
-    # Imported here: overrides imports the plan module only, but is not needed by plain runs.
-    from horde.plan.overrides import spread_rate, spread_vus
 
     if (vus is None) == (rate_per_s is None):
         raise InvalidInput("give either vus or rate_per_s", hint="vus for closed scenarios, rate_per_s for open ones")
@@ -129,6 +134,15 @@ def load_levels(
     return [(index, scenario.name, level) for (index, scenario), level in zip(chosen, levels)]
 
 
+def start_handle(plan_json: str, workers: int | None = None, *, first_slot: int | None = None,
+                 slots: int | None = None, start_at: float | None = None) -> _engine.RunHandle:
+    """The engine's own handle on a run of checked plan JSON, for a cluster's generator: its share
+    of the run (slots ``first_slot`` .. ``first_slot + workers`` of ``slots``) starts at
+    ``start_at`` (this node's clock). The generator's coordinator checks the plan and merges the
+    seconds; a run on this machine alone goes through :class:`Run`."""
+    return _engine.start_run(plan_json, workers, first_slot, slots, start_at)
+
+
 class Run:
     """A plan running in the engine."""
 
@@ -152,9 +166,11 @@ class Run:
         return None
 
     @classmethod
-    def start(cls, plan: Plan, *, workers: int | None = None) -> Run:
-        """Checks the plan on the engine's side too, then starts it; returns at once."""
-        plan_json = checked_plan_json(plan)
+    def start(cls, plan: Plan, *, workers: int | None = None, plan_json: str | None = None) -> Run:
+        """Starts the plan; returns at once. ``plan_json`` is the plan's JSON as
+        :func:`checked_plan_json` gave it to the caller (checked here when not given)."""
+        if plan_json is None:
+            plan_json = checked_plan_json(plan)
         check_open_files(plan)
         try:
             handle = _engine.start_run(plan_json, workers)

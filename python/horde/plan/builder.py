@@ -58,6 +58,7 @@ from typing import Any, Literal, Union, overload
 from horde.errors import PlanInvalid
 from horde.plan.model import Plan
 from horde.plan.common import is_identifier
+from horde.plan.loader import check_plan_data
 from horde.plan.parameters import apply_parameters, current_explicit_parameters
 
 __all__ = [
@@ -594,7 +595,6 @@ def plan(
     data = {key: _plain(value) for key, value in data.items() if value is not None}
     declared = parameters or {}
     explicit = {key: value for key, value in current_explicit_parameters().items() if key in declared}
-    from horde.plan.loader import check_plan_data  # planfile runs .py plans that import this module
 
     try:
         return check_plan_data(apply_parameters(data, explicit))

@@ -21,9 +21,10 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from horde.plan.common import MAX_RATE_PER_S, MAX_STAGE_DURATION_S, MAX_VUS
+from horde.plan.common import MAX_RATE_PER_S, MAX_STAGE_DURATION_S, MAX_VUS, custom, raise_located
+from horde.plan.steps import GroupStep, HttpStep
 
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 
@@ -111,8 +112,6 @@ def parse_condition(text: str) -> Condition:
 
 
 def _checked_condition(text: str, *, allowed: tuple[str, ...], hint: str = CONDITION_HINT) -> str:
-    from horde.plan.common import custom
-
     try:
         condition = parse_condition(text)
     except ValueError as error:
@@ -136,10 +135,23 @@ class Threshold(BaseModel):
     def _from_text(cls, data: Any) -> Any:
         return {"condition": data} if isinstance(data, str) else data
 
+    # The condition parsed once, when the plan is checked, and carried to where it is judged.
+    _parsed: Condition | None = PrivateAttr(default=None)
+
     @field_validator("condition")
     @classmethod
     def _parse(cls, text: str) -> str:
         return _checked_condition(text, allowed=("latency", "share", "amount"))
+
+    @model_validator(mode="after")
+    def _keep_parsed(self) -> Threshold:
+        self._parsed = parse_condition(self.condition)
+        return self
+
+    @property
+    def parsed(self) -> Condition:
+        """The condition, parsed (a threshold built without validation is parsed here)."""
+        return self._parsed if self._parsed is not None else parse_condition(self.condition)
 
 
 #: The things autostop watches besides a METRIC OP VALUE condition.
@@ -166,12 +178,27 @@ class AutostopRule(BaseModel):
     def _from_text(cls, data: Any) -> Any:
         return {"when": data} if isinstance(data, str) else data
 
+    # ``when`` parsed once, when the plan is checked (None for an event such as 'no_success').
+    _parsed: Condition | None = PrivateAttr(default=None)
+
     @field_validator("when")
     @classmethod
     def _parse(cls, text: str) -> str:
         if text.strip() in AUTOSTOP_EVENTS:
             return text.strip()
         return _checked_condition(text, allowed=("latency", "share"), hint=AUTOSTOP_HINT)
+
+    @model_validator(mode="after")
+    def _keep_parsed(self) -> AutostopRule:
+        self._parsed = None if self.when in AUTOSTOP_EVENTS else parse_condition(self.when)
+        return self
+
+    @property
+    def condition(self) -> Condition | None:
+        """``when`` as a parsed condition; None when it names an event."""
+        if self._parsed is None and self.when not in AUTOSTOP_EVENTS:
+            return parse_condition(self.when)
+        return self._parsed
 
 
 #: Find-max's step length when the plan gives none: a search's steps are short (it takes few),
@@ -255,10 +282,6 @@ def check_control_names(plan: Any) -> None:
 
     Raises a located ValidationError listing every problem (called from ``Plan``'s validator).
     """
-    # Imported here: plan_steps and plan_common do not import this module, but plan does.
-    from horde.plan.common import custom, raise_located
-    from horde.plan.steps import GroupStep, HttpStep
-
     measured: dict[str, set[str]] = {
         scenario.name: {step.name for step in scenario.all_steps() if isinstance(step, (HttpStep, GroupStep))}
         for scenario in plan.scenarios

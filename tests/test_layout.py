@@ -1,0 +1,133 @@
+"""The layout ARCHITECTURE.md promises, checked on the source: which layer may import which, no
+import circles between modules, and imports inside functions only where a heavy optional part
+is loaded on demand."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "python" / "horde"
+
+#: Packages the plan layer never imports: a plan is data, checked before anything runs.
+ABOVE_THE_PLAN = ("horde.engine", "horde.control", "horde.sinks", "horde.results", "horde.cli", "horde.web",
+                  "horde.report", "horde.store", "horde.cluster", "horde._engine")
+
+#: Imports inside functions that are there on purpose: (importing module, imported module).
+LOADED_ON_DEMAND = {
+    ("horde.cli.results", "horde.report"),  # plotly.js and jinja2 only when a report is written
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path, modules: set[str]) -> list[tuple[str, bool]]:
+    """Every horde module ``path`` imports, and whether the import is at module level."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    at_top = {id(node) for node in tree.body}
+    found: list[tuple[str, bool]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            # ``from horde.x import y`` imports the module horde.x.y, or a name of horde.x.
+            names = [f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in modules else node.module
+                     for alias in node.names]
+        else:
+            continue
+        for name in names:
+            if name == "horde" or name.startswith("horde."):
+                found.append((name, id(node) in at_top))
+    return found
+
+
+def _graph() -> dict[str, dict[str, bool]]:
+    modules = {_module_name(path): path for path in PACKAGE.rglob("*.py")}
+    graph: dict[str, dict[str, bool]] = {}
+    for module, path in modules.items():
+        edges: dict[str, bool] = {}
+        for name, top in _imports(path, set(modules) | {"horde._engine"}):
+            # The nearest module that exists (``horde.plan.Plan`` is the module horde.plan).
+            while name not in modules and name != "horde._engine" and "." in name:
+                name = name.rsplit(".", 1)[0]
+            if name != module and (name in modules or name == "horde._engine"):
+                edges[name] = edges.get(name, False) or top
+        graph[module] = edges
+    return graph
+
+
+def _cycles(graph: dict[str, dict[str, bool]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for successor in graph.get(node, {}):
+            if successor not in graph:
+                continue
+            if successor not in index:
+                visit(successor)
+                low[node] = min(low[node], low[successor])
+            elif successor in on_stack:
+                low[node] = min(low[node], index[successor])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def _is_within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_only_the_engine_layer_imports_the_native_module() -> None:
+    importers = sorted(module for module, edges in _graph().items() if "horde._engine" in edges)
+    assert importers and all(_is_within(module, "horde.engine") for module in importers), importers
+
+
+def test_the_plan_layer_imports_nothing_above_it() -> None:
+    wrong = [(module, target) for module, edges in _graph().items() if _is_within(module, "horde.plan")
+             for target in edges if any(_is_within(target, package) for package in ABOVE_THE_PLAN)]
+    assert wrong == []
+
+
+def test_nothing_below_the_cli_imports_it() -> None:
+    wrong = [(module, target) for module, edges in _graph().items() if not _is_within(module, "horde.cli")
+             for target in edges if _is_within(target, "horde.cli")]
+    assert wrong == []
+
+
+def test_no_module_imports_another_that_imports_it_back() -> None:
+    assert _cycles(_graph()) == []
+
+
+def test_imports_inside_functions_are_only_the_ones_loaded_on_demand() -> None:
+    inside = {(module, target) for module, edges in _graph().items() for target, top in edges.items() if not top}
+    assert inside == LOADED_ON_DEMAND
+
+
+def test_the_checks_see_a_circle_and_a_boundary_crossing() -> None:
+    # The checks themselves: a made-up graph with a circle through three modules.
+    graph = {"a": {"b": True}, "b": {"c": True}, "c": {"a": False}, "d": {"a": True}}
+    assert _cycles(graph) == [["a", "b", "c"]]
+    assert _is_within("horde.engine.run", "horde.engine") and not _is_within("horde.engines", "horde.engine")
