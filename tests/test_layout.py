@@ -131,3 +131,21 @@ def test_the_checks_see_a_circle_and_a_boundary_crossing() -> None:
     graph = {"a": {"b": True}, "b": {"c": True}, "c": {"a": False}, "d": {"a": True}}
     assert _cycles(graph) == [["a", "b", "c"]]
     assert _is_within("horde.engine.run", "horde.engine") and not _is_within("horde.engines", "horde.engine")
+
+
+#: The layers bottom up, as ARCHITECTURE.md lists them: each imports only layers before it. The
+#: package root (``horde``: the builder re-exported, ``__version__``) sits with the plan.
+LAYERS = ("errors", "plan", "engine", "store", "results", "cluster", "control", "sinks", "report", "web", "cli")
+
+
+def _layer(module: str) -> int:
+    parts = module.split(".")
+    name = parts[1] if len(parts) > 1 else "plan"
+    return LAYERS.index(name) if name in LAYERS else -1
+
+
+def test_each_layer_imports_only_the_layers_below_it() -> None:
+    upward = [(module, target) for module, edges in _graph().items() for target in edges
+              if target != "horde._engine" and _layer(target) > _layer(module)]
+    assert upward == []
+    assert all(_layer(module) >= 0 for module in _graph()), "a package ARCHITECTURE.md does not list"
