@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -72,3 +73,46 @@ def _redact_steps(steps: list[Any]) -> None:
         for branch in step.get("branches", []) if isinstance(step.get("branches"), list) else []:
             if isinstance(branch, dict) and isinstance(branch.get("steps"), list):
                 _redact_steps(branch["steps"])
+
+
+# -- Values taken from production logs (`horde profile`) --------------------------------------
+# A log carries what users sent: tokens in query strings, e-mail addresses, session cookies.
+# These rules decide what of it may reach a written plan, profile or page.
+
+#: Query parameters named like these hold credentials even without a secret header's words.
+_SECRET_PARAMETERS = {"key", "sig", "signature", "auth", "code", "jwt", "sid", "pass", "pwd", "otp",
+                      "credential", "credentials", "hash", "nonce", "state"}
+_EMAIL = re.compile(r"[A-Za-z0-9._%+-]+(?:@|%40)[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
+#: A `name=value` pair of a query string or a cookie header.
+_PAIR = re.compile(r"([A-Za-z0-9_.-]+)=([^&;\s\"']*)")
+
+
+def is_secret_parameter(name: str) -> bool:
+    """Whether a query parameter (or a form field, a path segment naming what follows it) holds a
+    credential by its name.
+
+    >>> [is_secret_parameter(n) for n in ("access_token", "sig", "Session", "page", "q")]
+    [True, True, True, False, False]
+    """
+    lowered = name.lower()
+    return is_secret_header(lowered) or lowered in _SECRET_PARAMETERS or lowered.endswith(("_key", "-key", "_token"))
+
+
+def has_email(text: str) -> bool:
+    """Whether ``text`` holds an e-mail address (also percent-encoded: ``a%40b.org``)."""
+    return _EMAIL.search(text) is not None
+
+
+def redact_text(text: str) -> str:
+    """``text`` (a log line shown to a person) with e-mail addresses and the values of secret
+    ``name=value`` pairs (query parameters, cookies) replaced.
+
+    >>> redact_text('GET /a?token=abc&page=2 "sid=42; lang=en" bob@example.org')
+    'GET /a?token=<redacted>&page=2 "sid=<redacted>; lang=en" <redacted>'
+    """
+    def pair(match: re.Match[str]) -> str:
+        name = match.group(1)
+        return f"{name}={REDACTED}" if is_secret_parameter(name) else match.group(0)
+
+    return _PAIR.sub(pair, _EMAIL.sub(REDACTED, text))
+
