@@ -103,6 +103,11 @@ class StoreUnavailable(HordeError):
     exit_code = ExitCode.STORE_UNAVAILABLE
 
 
+class StoreTooNew(StoreUnavailable):
+    """The store was written by a newer Horde (a schema revision this one does not know): it is
+    left untouched rather than read wrongly or written in an older shape."""
+
+
 class RunNotFound(InvalidInput):
     """No stored run matches the given id."""
 

@@ -13,6 +13,7 @@ SQLite by default (``~/.local/share/horde/runs.sqlite``), or PostgreSQL
 from __future__ import annotations
 
 from horde.store.core import FINAL_STATUSES, RunRecord, Store, new_run_id, pid_alive
+from horde.store.monitor_samples import MonitorSample
 from horde.store.url import (
     DEFAULT_STORE_PATH,
     STORE_ENV,
@@ -24,6 +25,7 @@ from horde.store.url import (
 __all__ = [
     "DEFAULT_STORE_PATH",
     "FINAL_STATUSES",
+    "MonitorSample",
     "STORE_ENV",
     "RunRecord",
     "Store",

@@ -15,7 +15,7 @@ import secrets
 import socket
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -29,20 +29,22 @@ from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
 
 from horde.engine.snapshot import Snapshot
 from horde.errors import RunNotFound, StoreUnavailable
-from horde.store import schema
+from horde.store.migration import upgrade_store
+from horde.store.monitor_samples import MonitorSample, read_monitor_samples, sample_rows
 from horde.store.schema import (
     SCHEMA_VERSION,
     SNAPSHOT_FIELDS,
     SNAPSHOT_REQUIRED,
     STEP_FIELDS,
     controls,
+    monitor_samples,
     runs,
     snapshot_steps,
     snapshots,
 )
 from horde.store.url import backend_of, password_of, redact_url, resolve_store_url
 
-#: How many passes creating the tables may take when another process creates them too.
+#: How many passes bringing the tables up to date may take when another process does it too.
 _CREATE_ATTEMPTS = 6
 
 #: The statuses a run can end with (``running`` is the only other one).
@@ -133,6 +135,9 @@ class Store:
         self._password = password_of(url)
         #: The store's URL with any password replaced by ``***``, for messages.
         self.display_url: str = redact_url(url)
+        #: The schema revision this store was at before :meth:`open` upgraded it (``"0001"``,
+        #: ``"empty"`` for a new store); None when it was already up to date.
+        self.upgraded_from: str | None = None
 
     @property
     def url(self) -> str:
@@ -167,7 +172,7 @@ class Store:
         store = cls(engine, resolved)
         try:
             with store._guard("open"):
-                _create_tables(engine)
+                store.upgraded_from = _migrate(engine, resolved, display)
                 store._mark_abandoned_runs()
         except BaseException:
             engine.dispose()
@@ -323,6 +328,13 @@ class Store:
             row = conn.execute(select(controls.c.answer).where(controls.c.request_id == request_id)).first()
         return None if row is None else row[0]
 
+    def add_monitor_samples(self, run_id: str, samples: Sequence[MonitorSample]) -> None:
+        """Store monitors' samples (a second's, usually) in one committed transaction."""
+        if not samples:
+            return
+        with self._guard("write to"), self._engine.begin() as conn:
+            conn.execute(monitor_samples.insert(), sample_rows(run_id, samples))
+
     # -- reading -------------------------------------------------------------------------------
 
     def list_runs(self, *, limit: int = 50) -> list[RunRecord]:
@@ -389,6 +401,12 @@ class Store:
             if conn.execute(select(runs.c.run_id).where(runs.c.run_id == run_id)).first() is None:
                 raise self._not_found(run_id)
             return read_snapshots(conn, run_id)
+
+    def monitor_samples(self, run_id: str) -> dict[str, list[MonitorSample]]:
+        """Every sample of the run's monitors, by monitor, in order of second (empty for a run
+        without monitors, or stored before they existed)."""
+        with self._guard("read"), self._engine.connect() as conn:
+            return read_monitor_samples(conn, run_id)
 
     # -- internals -----------------------------------------------------------------------------
 
@@ -501,26 +519,23 @@ def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
         cursor.close()
 
 
-def _create_tables(engine: Engine) -> None:
-    """Create missing tables and indexes.
+def _migrate(engine: Engine, url: str, display_url: str) -> str | None:
+    """Bring the store's tables to this Horde's schema (:mod:`horde.store.migration`).
 
-    Two processes opening a new store at once can race between "is the table there?" and
-    "create it"; the loser fails on the duplicate and tries again, and once the other has
-    created everything a pass finds it all present. The other may still be part way through
-    its tables when the loser looks again, hence a few passes, a little apart.
+    Connects once on its own first, so that an unreachable server fails here, once. Two
+    processes creating a new store at the same instant serialise on the upgrade's lock; the
+    retries cover what is outside it (SQLite's switch to WAL on a brand-new file).
     """
-    # Connect once on its own first, so that an unreachable server fails here, once, rather
-    # than in (and again after) the retries below.
     with engine.connect():
         pass
     for attempt in range(_CREATE_ATTEMPTS):
         try:
-            schema.metadata.create_all(engine, checkfirst=True)
-            return
+            return upgrade_store(engine, url, display_url=display_url)
         except SQLAlchemyError:
             if attempt == _CREATE_ATTEMPTS - 1:
                 raise
             time.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _unavailable(

@@ -28,8 +28,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.types import TypeDecorator
 
-#: Written into every ``runs`` row, so that a later Horde can tell how a run was stored.
-SCHEMA_VERSION = 1
+#: Written into every ``runs`` row, so that a later Horde can tell how a run was stored: the
+#: number of the store's latest migration (``horde/store/migrations/versions/``) this Horde knows.
+SCHEMA_VERSION = 2
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -154,6 +155,22 @@ controls = Table(
     Column("answer", Text, nullable=True),
     ForeignKeyConstraint(["run_id"], ["runs.run_id"], ondelete="CASCADE"),
     Index("ix_load_requests_pending", "run_id", "answered_at"),
+)
+
+#: One row per monitor per second of a run: the figures its source gave (JSON: ``{"cpu.user_percent":
+#: 12.5, ...}``), or the reason it could not be read (a gap). ``second`` is on the snapshots' axis:
+#: second N covers (N - interval, N] since the run started. Added by migration 0002.
+monitor_samples = Table(
+    "monitor_samples",
+    metadata,
+    Column("run_id", String(64), primary_key=True),
+    Column("monitor", String(64), primary_key=True),
+    Column("second", Integer, primary_key=True),
+    Column("elapsed_s", Double, nullable=False),
+    Column("timestamp", Double, nullable=False),
+    Column("values_json", Text, nullable=True),
+    Column("error", Text, nullable=True),
+    ForeignKeyConstraint(["run_id"], ["runs.run_id"], ondelete="CASCADE"),
 )
 
 #: The columns of ``snapshots`` that hold a snapshot key of the same name.

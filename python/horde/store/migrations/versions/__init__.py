@@ -1,0 +1,1 @@
+"""One module per revision of the store's schema, oldest first by ``down_revision``."""
