@@ -135,7 +135,8 @@ def test_the_checks_see_a_circle_and_a_boundary_crossing() -> None:
 
 #: The layers bottom up, as ARCHITECTURE.md lists them: each imports only layers before it. The
 #: package root (``horde``: the builder re-exported, ``__version__``) sits with the plan.
-LAYERS = ("errors", "plan", "engine", "store", "results", "cluster", "control", "sinks", "report", "web", "cli")
+LAYERS = ("errors", "plan", "engine", "store", "results", "cluster", "control", "sinks", "report", "profile", "web",
+          "cli")
 
 
 def _layer(module: str) -> int:

@@ -29,6 +29,7 @@ from horde.sinks.live import LiveView
 from horde.control.capacity import CapacityQuestion
 from horde.cluster.coordinator import ClusterOptions
 from horde.cli.results import register as register_results_commands
+from horde.cli.profile import register as register_profile_command
 from horde.cli.web import register as register_dashboard_command
 from horde.control.conductor import JUDGEMENT_KEYS, Outcome, Sinks, conduct, cpu_limit_percent, planned_duration_s
 from horde.cli.junit import junit_xml
@@ -448,6 +449,7 @@ def validate(
 # their own modules.
 register_results_commands(app)
 register_dashboard_command(app)
+register_profile_command(app)
 
 
 @app.callback(invoke_without_command=True)

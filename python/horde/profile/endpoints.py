@@ -1,0 +1,227 @@
+"""Endpoint templates: many request paths grouped as one endpoint.
+
+An endpoint is a method and a path template: the parts of a path that vary per request — numbers,
+UUIDs, hexadecimal ids, long random tokens, e-mail addresses — become placeholders (``{id}``,
+``{token}``, ``{email}``), and the query string is kept by its parameters' names
+(``GET /users/{id}/orders?page``). Templates given with ``--template`` (``/users/{name}`` or
+``GET /users/{name}``) come first: a path they match takes their shape.
+
+Each placeholder is a *slot* whose values may be kept for the plan — but only where they are
+plain ids: values of secret-named query parameters (``token``, ``sig``...), e-mail addresses,
+tokens and whatever follows a path segment named like a secret (``/reset-token/XYZ``) are never
+kept (:mod:`horde.plan.redaction` decides what is secret).
+
+>>> templater = Templater()
+>>> shape, values = templater.template("GET", "/users/42/orders?page=2&token=abc")
+>>> shape.name, values
+('GET /users/{id}/orders?page&token', ('42', '2', None))
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final, NamedTuple
+
+from horde.errors import InvalidInput
+from horde.plan.redaction import has_email, is_secret_parameter
+
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_HEX = re.compile(r"(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}")
+_TOKEN = re.compile(r"(?=(?:[^0-9]*[0-9]){3})(?=(?:[^A-Za-z]*[A-Za-z]){3})[A-Za-z0-9_~.=-]{20,}")
+#: A segment's file extension (``123.json``): the stem is classified, the extension kept.
+_EXTENSION = re.compile(r"(.+?)(\.[A-Za-z][A-Za-z0-9]{0,5})")
+_NAME = re.compile(r"[A-Za-z0-9_.\[\]-]{1,40}")
+#: Distinct paths remembered with their template (a static path repeats; an id path rarely).
+CACHE_SIZE = 65536
+#: Longest value kept for the plan (a longer one is more likely text than an id).
+MAX_VALUE_LENGTH = 64
+#: Placeholder labels by kind of value.
+LABELS: Final = {"int": "id", "uuid": "id", "hex": "id", "token": "token", "email": "email"}
+
+
+class Slot(NamedTuple):
+    """A placeholder of an endpoint: its label (``id``, a given name, a query parameter's name),
+    the kind of its values, and whether it is in the path or the query."""
+
+    label: str
+    kind: str    # int | uuid | hex | token | email | named (a given template's) | query | secret
+    where: str   # path | query
+
+
+@dataclass(frozen=True)
+class Shape:
+    """An endpoint: its method, its path as pieces (literal text, or the index of a slot) and
+    its query parameters' names, in order."""
+
+    method: str
+    pieces: tuple[str | int, ...]
+    query: tuple[str, ...]
+    slots: tuple[Slot, ...]
+
+    @property
+    def path(self) -> str:
+        """The path template as shown: ``/users/{id}/orders``."""
+        return "".join(piece if isinstance(piece, str) else "{" + self.slots[piece].label + "}" for piece in self.pieces)
+
+    @property
+    def name(self) -> str:
+        """The endpoint's name: ``GET /users/{id}/orders?page``."""
+        query = "?" + "&".join(self.query) if self.query else ""
+        return f"{self.method} {self.path}{query}"
+
+
+def classify(segment: str) -> str | None:
+    """The kind of id a path segment (or a value) is, or None when it is literal text.
+
+    >>> [classify(s) for s in ("42", "users", "3f2a9c0d1e", "deadbeef", "a@b.io")]
+    ['int', None, 'hex', None, 'email']
+    """
+    if segment.isdigit():
+        return "int"
+    if "@" in segment or "%40" in segment:
+        return "email" if has_email(segment) else None
+    if len(segment) < 8:
+        return None
+    if _UUID.fullmatch(segment):
+        return "uuid"
+    if _HEX.fullmatch(segment):
+        return "hex"
+    if _TOKEN.fullmatch(segment):
+        return "token"
+    return None
+
+
+class GivenTemplate:
+    """A template given by the user: ``/users/{name}/orders`` or ``POST /users/{name}``."""
+
+    def __init__(self, text: str) -> None:
+        method, _, path = text.strip().rpartition(" ")
+        method = method.strip().upper()
+        if not path.startswith("/") or (method and not re.fullmatch(r"[A-Z]+", method)):
+            raise InvalidInput(f"--template: {text!r} is not a path template",
+                               hint="write it as /users/{id}/orders or GET /users/{id} (a {name} matches one path segment)")
+        self.method = method or None
+        self.text = path
+        pattern = ""
+        pieces: list[str | int] = []
+        labels: list[str] = []
+        for position, part in enumerate(re.split(r"(\{[^{}/]*\})", path)):
+            if position % 2 == 0:
+                pattern += re.escape(part)
+                if part:
+                    pieces.append(part)
+                continue
+            label = part[1:-1]
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", label):
+                raise InvalidInput(f"--template {text!r}: {part} is not a placeholder",
+                                   hint="a placeholder is a name in braces, e.g. {id} or {user}")
+            pattern += r"([^/]+)"
+            pieces.append(len(labels))
+            labels.append(label)
+        self.pattern = re.compile(pattern)
+        self.pieces = tuple(pieces)
+        self.labels = tuple(labels)
+
+
+class Templater:
+    """Turns a request's method and target into its endpoint and its slots' values."""
+
+    def __init__(self, given: Sequence[str] = ()) -> None:
+        self._given = [GivenTemplate(text) for text in given]
+        self._shapes: dict[Shape, Shape] = {}
+        self._cache: dict[tuple[str, str], tuple[Shape, tuple[str | None, ...]]] = {}
+
+    def template(self, method: str, target: str) -> tuple[Shape, tuple[str | None, ...]]:
+        key = (method, target)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        path, _, query = target.partition("?")
+        path_part = self._given_path(method, path) or self._auto_path(path)
+        pieces, slots, values = path_part
+        names: list[str] = []
+        if query:
+            for pair in query.split("&"):
+                name, _, value = pair.partition("=")
+                if not name or name in names:
+                    continue  # a repeated parameter (a[]=1&a[]=2) is one slot
+                name = name if _NAME.fullmatch(name) else "{param}"
+                if name in names:
+                    continue
+                names.append(name)
+                slots.append(_query_slot(name))
+                values.append(_query_value(name, value))
+        shape = Shape(method, tuple(pieces), tuple(names), tuple(slots))
+        shape = self._shapes.setdefault(shape, shape)  # one object per endpoint
+        result = (shape, tuple(values))
+        if len(self._cache) >= CACHE_SIZE:
+            self._cache.clear()  # bounded memory; static paths come back within a few lines
+        self._cache[key] = result
+        return result
+
+    def _given_path(self, method: str, path: str) -> tuple[list[str | int], list[Slot], list[str | None]] | None:
+        for given in self._given:
+            if given.method not in (None, method):
+                continue
+            match = given.pattern.fullmatch(path)
+            if match is None:
+                continue
+            values = [_kept(value, classify(value)) for value in match.groups()]
+            kinds = [classify(value) or "named" for value in match.groups()]
+            slots = [Slot(label, kind if kind in ("token", "email") else "named", "path")
+                     for label, kind in zip(given.labels, kinds)]
+            return list(given.pieces), slots, values
+        return None
+
+    @staticmethod
+    def _auto_path(path: str) -> tuple[list[str | int], list[Slot], list[str | None]]:
+        pieces: list[str | int] = []
+        slots: list[Slot] = []
+        values: list[str | None] = []
+        literal = ""
+        previous = ""
+        for index, segment in enumerate(path.split("/")):
+            if index:
+                literal += "/"
+            stem, extension = segment, ""
+            kind = classify(segment)
+            if kind is None and "." in segment:
+                split = _EXTENSION.fullmatch(segment)
+                if split is not None and classify(split.group(1)) is not None:
+                    stem, extension = split.group(1), split.group(2)
+                    kind = classify(stem)
+            if kind is None:
+                literal += segment
+                previous = segment
+                continue
+            if literal:
+                pieces.append(literal)
+            pieces.append(len(slots))
+            literal = extension
+            # What follows a segment named like a secret (/reset-token/XYZ) is one, whatever it looks like.
+            secret = is_secret_parameter(previous.replace("-", "_"))
+            slots.append(Slot(LABELS[kind], "secret" if secret else kind, "path"))
+            values.append(None if secret else _kept(stem, kind))
+            previous = segment
+        if literal:
+            pieces.append(literal)
+        return pieces, slots, values
+
+
+def _kept(value: str, kind: str | None) -> str | None:
+    """The value as the plan may use it, or None when it must not leave the log."""
+    if kind in ("token", "email") or len(value) > MAX_VALUE_LENGTH or has_email(value):
+        return None
+    return value
+
+
+def _query_slot(name: str) -> Slot:
+    return Slot(name, "secret" if is_secret_parameter(name) else "query", "query")
+
+
+def _query_value(name: str, value: str) -> str | None:
+    if is_secret_parameter(name):
+        return None
+    return _kept(value, classify(value))

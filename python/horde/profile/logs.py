@@ -1,0 +1,570 @@
+"""Access logs read as requests: the formats `horde profile` knows, and the streaming reader.
+
+Formats:
+
+- ``combined``: the Apache/nginx combined format (``%h %l %u %t "%r" %>s %b "%{Referer}i"
+  "%{User-agent}i"``), with whatever the site appended after it. A request's time is taken from
+  ``rt=``/``request_time=`` (seconds) or ``urt=``/``upstream_response_time=`` pairs when present,
+  else from the first bare number after the user agent: with a decimal point it is seconds
+  (nginx's ``$request_time`` always has one), a whole number is microseconds (Apache's ``%D``).
+- ``nginx``: the same, a whole number being seconds too (a format that logs ``$request_time``
+  rounded, or Apache's ``%T``).
+- ``json``: one JSON object a line; the fields are given (``--field path=uri``) or guessed from
+  the common names (:data:`FIELD_CANDIDATES`). A duration field's unit is read from its name
+  (``duration_ms``, ``request_time`` in seconds...) or its value (``"0.12s"``).
+- ``auto``: JSON when most of the first lines are objects, else ``combined``.
+
+Files may be gzip-compressed (told by their first bytes, whatever their name). The reader
+streams: memory does not grow with the log, and a line that does not parse is counted (the
+first few are kept, redacted, with their line numbers), never fatal unless most lines fail.
+"""
+
+from __future__ import annotations
+
+import calendar
+import gzip
+import io
+import json
+import math
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any, Final
+
+from horde.errors import InvalidInput
+from horde.plan.redaction import redact_text
+
+FORMATS: Final = ("auto", "combined", "nginx", "json")
+TIME_UNITS: Final = {"s": 1000.0, "ms": 1.0, "us": 0.001, "ns": 0.000001}
+
+#: JSON field names tried for each role, in order, when ``--field`` does not name one.
+FIELD_CANDIDATES: Final[dict[str, tuple[str, ...]]] = {
+    "time": ("time", "timestamp", "@timestamp", "ts", "time_iso8601", "time_local", "datetime", "date",
+             "start_time", "received_at"),
+    "method": ("method", "request_method", "http_method", "verb", "httpRequest.requestMethod", "request.method"),
+    "path": ("path", "uri", "request_uri", "url", "request_path", "httpRequest.requestUrl", "request.uri",
+             "request.url", "request.path"),
+    "query": ("query", "query_string", "args", "querystring", "request.query"),
+    "request": ("request", "request_line"),
+    "status": ("status", "status_code", "response_status", "statusCode", "httpRequest.status", "response.status",
+               "code"),
+    "duration": ("request_time", "duration_ms", "duration", "latency_ms", "latency", "response_time",
+                 "response_time_ms", "elapsed", "elapsed_ms", "took", "rt", "httpRequest.latency",
+                 "upstream_response_time"),
+    "client": ("remote_addr", "client_ip", "clientip", "ip", "remote_ip", "client", "httpRequest.remoteIp",
+               "request.remote_addr", "x_forwarded_for"),
+    "agent": ("http_user_agent", "user_agent", "userAgent", "ua", "agent", "httpRequest.userAgent",
+              "request.headers.user-agent"),
+    "cookie": ("http_cookie", "cookie", "cookies", "request.headers.cookie", "headers.cookie"),
+}
+ROLES: Final = tuple(FIELD_CANDIDATES)
+
+#: How many unparsable lines are kept to show (the rest are only counted).
+BAD_SAMPLES = 5
+#: Lines read before a file whose lines nearly all fail is refused early (a wrong --format).
+EARLY_CHECK_LINES = 2000
+#: The share of lines that may fail, at the end, before the whole log is refused.
+MAX_BAD_SHARE = 0.5
+_MONTHS: Final = {name: number for number, name in enumerate(
+    ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), start=1)}
+
+
+@dataclass(slots=True)
+class LogRecord:
+    """One request as a log line tells it."""
+
+    time_s: float            # Unix seconds; for nginx and Apache, when the response was logged
+    method: str
+    target: str              # the path with its query string, as requested
+    status: int              # 0 when the log has none
+    duration_ms: float | None
+    client: str
+    agent: str
+    session: str | None      # the named cookie's or header's value, when sessions are keyed by one
+
+
+@dataclass(frozen=True)
+class BadLine:
+    """A line that did not parse: where, why, and its start (redacted)."""
+
+    source: str
+    line: int
+    reason: str
+    text: str
+
+
+@dataclass(frozen=True)
+class SessionKey:
+    """What tells one user's session from another: the client address and user agent (``ip-ua``),
+    or a cookie or header (``cookie:NAME``, ``header:NAME``)."""
+
+    kind: str
+    name: str = ""
+
+    @classmethod
+    def parse(cls, text: str) -> SessionKey:
+        kind, _, name = text.partition(":")
+        if text == "ip-ua":
+            return cls("ip-ua")
+        if kind in ("cookie", "header") and re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+            return cls(kind, name)
+        raise InvalidInput(f"--session: {text!r} is not a session key",
+                           hint="give ip-ua (the default), cookie:NAME or header:NAME, e.g. --session cookie:sessionid")
+
+    def __str__(self) -> str:
+        return self.kind if self.kind == "ip-ua" else f"{self.kind}:{self.name}"
+
+
+# -- text formats (combined, nginx) -------------------------------------------------------------
+
+_COMBINED = re.compile(
+    r'(\S+) \S+ \S+ \[([^\]]+)\] "((?:[^"\\]|\\.)*)" (\d{3}|-) \S+'
+    r'(?: "((?:[^"\\]|\\.)*)" "((?:[^"\\]|\\.)*)")?(.*)'
+)
+#: The usual line (no escaped quote, a request line of method, path and protocol), split by the
+#: regular expression alone: several times faster; any other line takes _COMBINED's way.
+_COMBINED_PLAIN = re.compile(
+    r'(\S+) \S+ \S+ \[([^\]]+)\] "([A-Z]{1,20}) (/[^" ]*) HTTP/[0-9.]+" (\d{3}) \S+(?: "([^"]*)" "([^"]*)")?(.*)')
+_TIME_PAIRS = re.compile(r'(?:^|[\s,;])(rt|request_time|urt|upstream_response_time)[=:]"?(\d+(?:\.\d+)?)')
+_BARE_NUMBER = re.compile(r'(?:^|\s)(\d+(?:\.\d+)?)(?=\s|$)')
+_METHOD = re.compile(r"[A-Z][A-Z_-]{0,19}")
+
+
+def clf_time(text: str) -> float:
+    """A common-log-format time (``10/Oct/2000:13:55:36 -0700``) as Unix seconds.
+
+    >>> clf_time("10/Oct/2000:13:55:36 -0700")
+    971211336.0
+    """
+    day, month, year = int(text[0:2]), _MONTHS[text[3:6]], int(text[7:11])
+    hour, minute, second = int(text[12:14]), int(text[15:17]), int(text[18:20])
+    zone = text[21:26] if len(text) >= 26 else "+0000"
+    offset = (int(zone[1:3]) * 3600 + int(zone[3:5]) * 60) * (-1 if zone[0] == "-" else 1)
+    return float(calendar.timegm((year, month, day, hour, minute, second)) - offset)
+
+
+def _split_request(request: str) -> tuple[str, str] | str:
+    """(method, target) of a request line, or why it is not one."""
+    method, _, rest = request.partition(" ")
+    if not _METHOD.fullmatch(method):
+        return "no request line (METHOD PATH PROTOCOL)" if request in ("", "-") else "the request does not start with a method"
+    target, _, protocol = rest.rpartition(" ")
+    if not protocol.startswith("HTTP/"):
+        target = rest  # HTTP/0.9, or a line the server cut
+    if target.startswith(("http://", "https://")):
+        # A request to a proxy names the whole URL: keep its path.
+        slash = target.find("/", target.find("//") + 2)
+        target = target[slash:] if slash >= 0 else "/"
+    if not target.startswith("/"):
+        return "the request's target is not a path"
+    return method, target
+
+
+class TextParser:
+    """Parses combined-format lines (``combined`` or ``nginx``; see the module's text)."""
+
+    def __init__(self, fmt: str, time_unit: str | None, session: SessionKey) -> None:
+        self.format = fmt
+        # The unit of a bare number after the user agent: given, else by format.
+        self._decimal_ms = TIME_UNITS[time_unit or "s"]
+        self._whole_ms = TIME_UNITS[time_unit or ("s" if fmt == "nginx" else "us")]
+        self._session = (re.compile(rf'(?:^|[\s;"]){re.escape(session.name)}=([^;"\s&]+)')
+                         if session.kind != "ip-ua" else None)
+        self._last_time_text = ""
+        self._last_time = 0.0
+
+    def __call__(self, line: str) -> LogRecord | str:
+        plain = _COMBINED_PLAIN.match(line) if '\\"' not in line else None
+        if plain is not None:
+            client, time_text, method, target, status, _referer, agent, tail = plain.groups()
+        else:
+            match = _COMBINED.match(line)
+            if match is None:
+                return "not the combined format"
+            client, time_text, request, status, _referer, agent, tail = match.groups()
+            split = _split_request(request)
+            if isinstance(split, str):
+                return split
+            method, target = split
+        if time_text != self._last_time_text:
+            try:
+                self._last_time = clf_time(time_text)
+            except (KeyError, ValueError, IndexError):
+                return "the time is not [day/Mon/year:hh:mm:ss zone]"
+            self._last_time_text = time_text
+        session = None
+        if self._session is not None:
+            found = self._session.search(tail)
+            session = found.group(1) if found else None
+        return LogRecord(self._last_time, method, target, 0 if status == "-" else int(status),
+                         self._duration(tail) if tail else None, client, agent or "", session)
+
+    def _duration(self, tail: str) -> float | None:
+        if "=" in tail or ":" in tail:
+            pairs = dict(_TIME_PAIRS.findall(tail))
+            for name in ("rt", "request_time", "urt", "upstream_response_time"):
+                if name in pairs:
+                    return float(pairs[name]) * 1000.0
+        number = _BARE_NUMBER.search(tail)
+        if number is None:
+            return None
+        text = number.group(1)
+        return float(text) * (self._decimal_ms if "." in text else self._whole_ms)
+
+
+# -- JSON lines --------------------------------------------------------------------------------
+
+_DURATION_TEXT = re.compile(r"\s*(\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*(ns|us|µs|ms|s)?\s*")
+
+
+def unit_of_field(name: str) -> str | None:
+    """The unit a duration field's name says, or None.
+
+    >>> [unit_of_field(n) for n in ("duration_ms", "request_time", "latencyMicros", "took")]
+    ['ms', 's', 'us', None]
+    """
+    last = name.rsplit(".", 1)[-1]
+    lowered = last.lower()
+    if lowered in ("request_time", "upstream_response_time", "rt", "urt") or lowered.endswith(("_s", "_sec", "_secs", "seconds")):
+        return "s"
+    if lowered.endswith(("_ms", "millis", "msec")) or last.endswith("Ms"):
+        return "ms"
+    if lowered.endswith(("_us", "micros", "usec")) or last.endswith("Us"):
+        return "us"
+    if lowered.endswith(("_ns", "nanos", "nsec")) or last.endswith("Ns"):
+        return "ns"
+    return None
+
+
+def _getter(key: str, sample: dict[str, Any]) -> Callable[[dict[str, Any]], Any]:
+    """Reads ``key`` from an object: the key itself, or a dotted path into nested objects."""
+    if key in sample or "." not in key:
+        return lambda obj: obj.get(key)
+    parts = key.split(".")
+
+    def nested(obj: dict[str, Any]) -> Any:
+        value: Any = obj
+        for part in parts:
+            if not isinstance(value, dict):
+                return None
+            value = value.get(part)
+        return value
+
+    return nested
+
+
+def _has(key: str, sample: dict[str, Any]) -> bool:
+    return _getter(key, sample)(sample) is not None
+
+
+def json_time(value: Any) -> float | None:
+    """A time field as Unix seconds: epoch numbers (s, ms or µs by size), ISO 8601, or the
+    common log format's time.
+
+    >>> json_time("2024-03-01T10:00:00Z"), json_time(1709287200123), json_time("x")
+    (1709287200.0, 1709287200.123, None)
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        number = float(value)
+    elif isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            try:
+                return datetime.fromisoformat(value.replace(" ", "T", 1) if "T" not in value else value).timestamp()
+            except ValueError:
+                pass
+            try:
+                return clf_time(value)
+            except (KeyError, ValueError, IndexError):
+                return None
+    else:
+        return None
+    if not math.isfinite(number):
+        return None
+    # Epoch seconds reach 1e10 only in the year 2286: bigger numbers are ms, then µs.
+    return number / 1e6 if number > 1e14 else number / 1e3 if number > 1e11 else number
+
+
+class JsonParser:
+    """Parses JSON-lines logs with a field for each role (see :data:`FIELD_CANDIDATES`)."""
+
+    format = "json"
+
+    def __init__(self, fields: dict[str, str], sample: dict[str, Any], time_unit: str | None,
+                 session: SessionKey) -> None:
+        self.fields = fields
+        self._get = {role: _getter(key, sample) for role, key in fields.items()}
+        named = unit_of_field(fields["duration"]) if "duration" in fields else None
+        self._duration_ms = TIME_UNITS[time_unit or named or "ms"]
+        self._session = session
+        self._session_get: Callable[[dict[str, Any]], Any] | None = None
+        self._cookie = re.compile(rf'(?:^|[\s;]){re.escape(session.name)}=([^;\s]+)') if session.kind == "cookie" else None
+        if session.kind == "header":
+            lowered = session.name.lower()
+            candidates = [session.name, f"http_{lowered.replace('-', '_')}", f"headers.{lowered}",
+                          f"request.headers.{lowered}", f"headers.{session.name}", f"request.headers.{session.name}"]
+            key = next((c for c in candidates if _has(c, sample)), candidates[1])
+            self._session_get = _getter(key, sample)
+        self._last_time_value: Any = None
+        self._last_time = 0.0
+
+    @classmethod
+    def guess(cls, given: dict[str, str], sample_lines: Sequence[str], time_unit: str | None,
+              session: SessionKey) -> JsonParser:
+        """The parser for a log whose first lines are ``sample_lines``: each role's field as
+        given, else the first candidate the first objects have."""
+        samples = [obj for obj in (_loads(line) for line in sample_lines) if isinstance(obj, dict)]
+        if not samples:
+            raise InvalidInput("none of the log's first lines is a JSON object",
+                               hint="give --format combined or nginx for a text access log")
+        fields = dict(given)
+        for role, candidates in FIELD_CANDIDATES.items():
+            if role not in fields:
+                found = next((c for c in candidates if any(_has(c, obj) for obj in samples)), None)
+                if found is not None:
+                    fields[role] = found
+        missing = [role for role in ("time",) if role not in fields]
+        if "path" not in fields and "request" not in fields:
+            missing.append("path")
+        if missing:
+            keys = sorted({key for obj in samples for key in obj})[:20]
+            raise InvalidInput(f"cannot tell which JSON field holds the {' and the '.join(missing)}",
+                               hint=f"name it: --field {missing[0]}=NAME (the first objects have: {', '.join(keys)})")
+        merged: dict[str, Any] = {}
+        for obj in samples:
+            merged.update(obj)
+        return cls(fields, merged, time_unit, session)
+
+    def __call__(self, line: str) -> LogRecord | str:
+        obj = _loads(line)
+        if not isinstance(obj, dict):
+            return "not a JSON object"
+        get = self._get
+        time_value = get["time"](obj)
+        if time_value != self._last_time_value or time_value is None:
+            when = json_time(time_value)
+            if when is None:
+                return f"no time in field {self.fields['time']!r}"
+            self._last_time, self._last_time_value = when, time_value
+        method: Any = get["method"](obj) if "method" in get else None
+        target: Any = get["path"](obj) if "path" in get else None
+        if target is None and "request" in get:
+            request = get["request"](obj)
+            split = _split_request(request) if isinstance(request, str) else "no request line"
+            if isinstance(split, str):
+                return split
+            method, target = split
+        if not isinstance(target, str) or not target:
+            return f"no path in field {self.fields.get('path', self.fields.get('request'))!r}"
+        if target.startswith(("http://", "https://")):
+            slash = target.find("/", target.find("//") + 2)
+            target = target[slash:] if slash >= 0 else "/"
+        if not target.startswith("/"):
+            return "the path does not start with '/'"
+        if "query" in get and "?" not in target:
+            query = get["query"](obj)
+            if isinstance(query, str) and query and query != "-":
+                target = f"{target}?{query.lstrip('?')}"
+        method = method.upper() if isinstance(method, str) and method else "GET"
+        if not _METHOD.fullmatch(method):
+            return "the method is not a word"
+        return LogRecord(self._last_time, method, target, _status(get["status"](obj)) if "status" in get else 0,
+                         self._duration(get["duration"](obj)) if "duration" in get else None,
+                         str(get["client"](obj) or "") if "client" in get else "",
+                         str(get["agent"](obj) or "") if "agent" in get else "",
+                         self._session_of(obj))
+
+    def _duration(self, value: Any) -> float | None:
+        if isinstance(value, bool) or value is None:
+            return None
+        if isinstance(value, (int, float)):
+            return float(value) * self._duration_ms if math.isfinite(value) and value >= 0 else None
+        if isinstance(value, str):
+            match = _DURATION_TEXT.fullmatch(value)
+            if match is None:
+                return None  # "-" (no upstream), or text: the request still counts, untimed
+            unit = match.group(2)
+            scale = TIME_UNITS["us" if unit == "µs" else unit] if unit else self._duration_ms
+            return float(match.group(1)) * scale
+        return None
+
+    def _session_of(self, obj: dict[str, Any]) -> str | None:
+        if self._cookie is not None:
+            cookie = self._get["cookie"](obj) if "cookie" in self._get else None
+            if isinstance(cookie, dict):
+                value = cookie.get(self._session.name)
+                return str(value) if value is not None else None
+            found = self._cookie.search(cookie) if isinstance(cookie, str) else None
+            return found.group(1) if found else None
+        if self._session_get is not None:
+            value = self._session_get(obj)
+            return str(value) if value not in (None, "", "-") else None
+        return None
+
+
+def _loads(line: str) -> Any:
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
+
+
+def _status(value: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return 0
+
+
+# -- reading files ------------------------------------------------------------------------------
+
+Parser = TextParser | JsonParser
+
+
+def open_log(path: Path) -> tuple[IO[str], IO[bytes]]:
+    """The log as text lines (gzip unpacked when its first bytes say so) and the raw file, whose
+    position tells how far the reading is."""
+    try:
+        raw: IO[bytes] = open(path, "rb")  # noqa: SIM115 - closed by the caller with the text stream
+    except OSError as error:
+        raise InvalidInput(f"cannot read {path}: {error.strerror or error}",
+                           hint="give the path of an access log (plain or .gz)") from error
+    magic = raw.read(2)
+    raw.seek(0)
+    source: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if magic == b"\x1f\x8b" else raw  # type: ignore[assignment]
+    # errors="replace": a stray byte in a user agent must not stop the whole log.
+    return io.TextIOWrapper(source, encoding="utf-8", errors="replace"), raw
+
+
+def first_lines(path: Path, count: int = 50) -> list[str]:
+    """Up to ``count`` non-empty lines from the start of the log (format detection)."""
+    text, raw = open_log(path)
+    lines: list[str] = []
+    try:
+        with text:
+            for line in text:
+                if line.strip():
+                    lines.append(line.rstrip("\r\n"))
+                    if len(lines) >= count:
+                        break
+    except (OSError, EOFError, gzip.BadGzipFile) as error:
+        raise InvalidInput(f"cannot read {path}: {error}", hint="is it a whole gzip file? try `gzip -t`") from error
+    finally:
+        raw.close()
+    return lines
+
+
+def detect_format(lines: Sequence[str]) -> str:
+    """``json`` when most lines are objects, else ``combined``.
+
+    >>> detect_format(['{"a": 1}', '{"b": 2}']), detect_format(['1.2.3.4 - - [...] "GET / HTTP/1.1" 200 1'])
+    ('json', 'combined')
+    """
+    objects = sum(1 for line in lines if line.lstrip().startswith("{"))
+    return "json" if lines and objects * 2 > len(lines) else "combined"
+
+
+def make_parser(fmt: str, paths: Sequence[Path], fields: dict[str, str], time_unit: str | None,
+                session: SessionKey) -> Parser:
+    """The parser for ``fmt`` (``auto`` decided on the first file's first lines)."""
+    if fmt not in FORMATS:
+        raise InvalidInput(f"--format: {fmt!r} is not a log format", hint=f"give one of: {', '.join(FORMATS)}")
+    if time_unit is not None and time_unit not in TIME_UNITS:
+        raise InvalidInput(f"--time-unit: {time_unit!r} is not a unit", hint=f"give one of: {', '.join(TIME_UNITS)}")
+    unknown = sorted(set(fields) - set(ROLES))
+    if unknown:
+        raise InvalidInput(f"--field: {', '.join(unknown)} is not a field role", hint=f"roles: {', '.join(ROLES)}")
+    sample = next((lines for lines in (first_lines(path) for path in paths) if lines), [])
+    if fmt == "auto":
+        fmt = detect_format(sample)
+    if fmt == "json":
+        return JsonParser.guess(fields, sample, time_unit, session)
+    if fields:
+        raise InvalidInput("--field names JSON fields", hint="give --format json, or leave --field out for a text log")
+    return TextParser(fmt, time_unit, session)
+
+
+@dataclass
+class ReadCounts:
+    """What the reading met: lines, requests, the lines that failed (a few kept), bytes."""
+
+    lines: int = 0
+    records: int = 0
+    bad: int = 0
+    bad_samples: list[BadLine] = field(default_factory=list)
+    bytes_read: int = 0
+    bytes_total: int = 0
+
+    def note_bad(self, source: str, number: int, reason: str, line: str) -> None:
+        self.bad += 1
+        if len(self.bad_samples) < BAD_SAMPLES:
+            # Redacted: a line that failed may still carry a token or an address.
+            self.bad_samples.append(BadLine(source, number, reason, redact_text(line[:160])))
+
+
+#: How often (in lines) the reader reports its progress.
+PROGRESS_EVERY = 65536
+
+
+def read_records(paths: Sequence[Path], parser: Parser, counts: ReadCounts,
+                 on_progress: Callable[[ReadCounts], None] | None = None) -> Iterator[LogRecord]:
+    """Every request of the logs, in file order; ``counts`` follows the reading."""
+    counts.bytes_total = sum(_size(path) for path in paths)
+    bytes_before = lines_before = 0
+    for path in paths:
+        text, raw = open_log(path)
+        source = str(path)
+        number = file_bad = 0
+        try:
+            with text:
+                for number, line in enumerate(text, start=1):
+                    if number % PROGRESS_EVERY == 0:
+                        counts.lines, counts.bytes_read = lines_before + number, bytes_before + raw.tell()
+                        if on_progress is not None:
+                            on_progress(counts)
+                    if line.isspace() or not line:
+                        continue
+                    record = parser(line.rstrip("\r\n"))
+                    if isinstance(record, str):
+                        file_bad += 1
+                        counts.note_bad(source, number, record, line)
+                        if number == EARLY_CHECK_LINES and file_bad > 0.9 * number:
+                            _refuse(parser, counts, file_bad, number, source)
+                        continue
+                    counts.records += 1
+                    yield record
+        except (OSError, EOFError, gzip.BadGzipFile) as error:
+            raise InvalidInput(f"cannot read {path} past line {number}: {error}",
+                               hint="is it a whole gzip file? try `gzip -t`") from error
+        finally:
+            raw.close()
+        lines_before += number
+        bytes_before += _size(path)
+        counts.lines, counts.bytes_read = lines_before, bytes_before
+        if on_progress is not None:
+            on_progress(counts)
+    if counts.lines and counts.bad > MAX_BAD_SHARE * counts.lines:
+        _refuse(parser, counts, counts.bad, counts.lines, ", ".join(map(str, paths)))
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _refuse(parser: Parser, counts: ReadCounts, bad: int, lines: int, where: str) -> None:
+    first = counts.bad_samples[0] if counts.bad_samples else None
+    shown = f"; line {first.line}: {first.reason}" if first else ""
+    other = {"json": "combined or nginx"}.get(parser.format, "json (one object a line)")
+    raise InvalidInput(
+        f"{bad:,} of {lines:,} lines of {where} do not read as the {parser.format} format{shown}",
+        hint=f"is it another format? try --format {other}; JSON logs may need --field ROLE=NAME",
+    )

@@ -1,0 +1,315 @@
+"""The production profile: what a log's requests add up to.
+
+Per endpoint: requests, share by count, total time and share by time (count × response time:
+the heaviest endpoints, not only the most frequent), p50/p95 time, the status mix. Over the log:
+the rate per minute, the peak minute and hour, the peak-to-mean ratio. Per session: requests,
+think times, the most common transitions. :func:`build_profile` reads the logs once, streaming;
+:meth:`Profile.to_dict` is the JSON kept by ``--json`` (endpoint names, figures and counts:
+no id, address, agent or cookie from the log).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Final
+
+from horde.errors import InvalidInput
+from horde.profile.endpoints import Shape, Templater
+from horde.profile.histogram import LogHistogram
+from horde.profile.logs import JsonParser, LogRecord, ReadCounts, SessionKey, make_parser, read_records
+from horde.profile.sessions import Sessions
+
+#: Distinct endpoints kept; requests of further ones are counted together (bounded memory).
+MAX_ENDPOINTS = 5000
+#: The name the requests of endpoints past MAX_ENDPOINTS are counted under.
+OTHER: Final = "(other endpoints)"
+#: Requests whose slot values are kept per endpoint (a uniform sample: frequent ids stay frequent).
+SAMPLE_SIZE = 100
+#: Transitions listed in the profile.
+TOP_TRANSITIONS = 10
+#: A request counts as an error from this status up (as Horde counts them).
+ERROR_STATUS = 400
+
+
+@dataclass(frozen=True)
+class ProfileOptions:
+    """How the logs are read and grouped."""
+
+    format: str = "auto"
+    fields: dict[str, str] = field(default_factory=dict)
+    time_unit: str | None = None
+    session: SessionKey = SessionKey("ip-ua")
+    session_gap_s: float = 1800.0
+    templates: tuple[str, ...] = ()
+    max_endpoints: int = MAX_ENDPOINTS
+
+
+class EndpointStats:
+    """One endpoint's figures, and a sample of its slots' values for the plan."""
+
+    __slots__ = ("shape", "index", "count", "timing", "statuses", "samples", "_rng")
+
+    def __init__(self, shape: Shape, index: int, rng: random.Random) -> None:
+        self.shape = shape
+        self.index = index
+        self.count = 0
+        self.timing = LogHistogram()
+        self.statuses: dict[int, int] = {}
+        self.samples: list[tuple[str | None, ...]] = []
+        self._rng = rng
+
+    def add(self, record: LogRecord, values: tuple[str | None, ...]) -> None:
+        self.count += 1
+        if record.duration_ms is not None:
+            self.timing.add(record.duration_ms)
+        self.statuses[record.status] = self.statuses.get(record.status, 0) + 1
+        if values:
+            # Reservoir sampling (Algorithm R): every request has the same chance to be kept,
+            # SAMPLE_SIZE / count, and replaces a kept one drawn uniformly.
+            if len(self.samples) < SAMPLE_SIZE:
+                self.samples.append(values)
+            elif self._rng.random() * self.count < SAMPLE_SIZE:
+                self.samples[int(self._rng.random() * SAMPLE_SIZE)] = values
+
+    @property
+    def name(self) -> str:
+        return self.shape.name
+
+    def errors(self) -> int:
+        return sum(count for status, count in self.statuses.items() if status >= ERROR_STATUS)
+
+
+@dataclass
+class Profile:
+    """The profile of one or more logs (see the module's text)."""
+
+    files: list[str]
+    format: str
+    counts: ReadCounts
+    endpoints: list[EndpointStats]      # by requests, most first
+    other: EndpointStats | None         # the endpoints past the limit, together
+    per_minute: dict[int, int]          # minute since the epoch -> requests
+    overall: LogHistogram
+    sessions: Sessions
+    fields: dict[str, str] = field(default_factory=dict)
+    elapsed_s: float = 0.0
+
+    @property
+    def requests(self) -> int:
+        return self.counts.records
+
+    @property
+    def timed(self) -> bool:
+        """Whether the log gave durations (shares by time need them)."""
+        return self.overall.count > 0
+
+    def total_time_ms(self) -> float:
+        return self.overall.total
+
+    def first_minute(self) -> int:
+        return min(self.per_minute) if self.per_minute else 0
+
+    def span_minutes(self) -> int:
+        """Minutes from the first request's to the last one's, both counted."""
+        return max(self.per_minute) - min(self.per_minute) + 1 if self.per_minute else 0
+
+    def mean_per_s(self) -> float:
+        span = self.span_minutes()
+        return self.requests / (span * 60.0) if span else 0.0
+
+    def peak_minute(self) -> tuple[int, int]:
+        """(minute, requests) of the busiest minute (the earliest on a tie)."""
+        if not self.per_minute:
+            return 0, 0
+        minute = max(sorted(self.per_minute), key=lambda m: self.per_minute[m])
+        return minute, self.per_minute[minute]
+
+    def per_hour(self) -> dict[int, int]:
+        hours: dict[int, int] = {}
+        for minute, count in self.per_minute.items():
+            hours[minute // 60] = hours.get(minute // 60, 0) + count
+        return hours
+
+    def peak_hour(self) -> tuple[int, int]:
+        hours = self.per_hour()
+        if not hours:
+            return 0, 0
+        hour = max(sorted(hours), key=lambda h: hours[h])
+        return hour, hours[hour]
+
+    def peak_per_s(self, peak: str = "minute") -> float:
+        """The peak rate, requests/s, over the busiest minute or hour."""
+        return self.peak_minute()[1] / 60.0 if peak == "minute" else self.peak_hour()[1] / 3600.0
+
+    def per_user_rate(self) -> float | None:
+        """Requests/s one user makes: 1000 / (mean think time + mean response time), from the
+        sessions (None when no session had a second request)."""
+        if not self.sessions.think_ms.count:
+            return None
+        cycle_ms = self.sessions.think_ms.mean() + self.overall.mean()
+        return 1000.0 / cycle_ms if cycle_ms > 0 else None
+
+    def share(self, stats: EndpointStats, by: str) -> float:
+        if by == "time":
+            return stats.timing.total / self.overall.total if self.overall.total else 0.0
+        return stats.count / self.requests if self.requests else 0.0
+
+    def to_dict(self, *, top_transitions: int = TOP_TRANSITIONS) -> dict[str, Any]:
+        """The profile as JSON-ready data (``--json``)."""
+        counts = self.counts
+        peak_minute, peak_minute_requests = self.peak_minute()
+        peak_hour, peak_hour_requests = self.peak_hour()
+        mean = self.mean_per_s()
+        rows = [self._endpoint_dict(stats) for stats in self.endpoints]
+        if self.other is not None:
+            rows.append(self._endpoint_dict(self.other))
+        return {
+            "source": {
+                "files": self.files,
+                "format": self.format,
+                "fields": self.fields or None,
+                "lines": counts.lines,
+                "requests": self.requests,
+                "unparsed": counts.bad,
+                "unparsed_examples": [{"file": bad.source, "line": bad.line, "reason": bad.reason}
+                                      for bad in counts.bad_samples],
+                "timed_requests": self.overall.count,
+                "first_minute": _iso(self.first_minute() * 60) if self.per_minute else None,
+                "last_minute": _iso(max(self.per_minute) * 60) if self.per_minute else None,
+                "span_minutes": self.span_minutes(),
+                "read_s": round(self.elapsed_s, 3),
+            },
+            "overall": {"mean_ms": _r(self.overall.mean()), "p50_ms": _r(self.overall.percentile(50)),
+                        "p95_ms": _r(self.overall.percentile(95)), "total_time_s": _r(self.overall.total / 1000.0)}
+            if self.timed else None,
+            "endpoints": rows,
+            "rate": {
+                "mean_per_s": _r(mean),
+                "peak_minute": {"at": _iso(peak_minute * 60), "requests": peak_minute_requests,
+                                "per_s": _r(peak_minute_requests / 60.0)} if self.per_minute else None,
+                "peak_hour": {"at": _iso(peak_hour * 3600), "requests": peak_hour_requests,
+                              "per_s": _r(peak_hour_requests / 3600.0)} if self.per_minute else None,
+                "peak_to_mean": _r(peak_minute_requests / 60.0 / mean) if mean else None,
+                "per_minute": [[_iso(minute * 60), count] for minute, count in sorted(self.per_minute.items())],
+            },
+            "sessions": self._sessions_dict(top_transitions),
+        }
+
+    def _endpoint_dict(self, stats: EndpointStats) -> dict[str, Any]:
+        timing = stats.timing
+        return {
+            "endpoint": stats.name,
+            "method": stats.shape.method,
+            "path": stats.shape.path,
+            "query": list(stats.shape.query),
+            "requests": stats.count,
+            "share_by_count": _r(self.share(stats, "count"), 6),
+            "total_time_s": _r(timing.total / 1000.0) if timing.count else None,
+            "share_by_time": _r(self.share(stats, "time"), 6) if self.timed else None,
+            "mean_ms": _r(timing.mean()) if timing.count else None,
+            "p50_ms": _r(timing.percentile(50)) if timing.count else None,
+            "p95_ms": _r(timing.percentile(95)) if timing.count else None,
+            "statuses": {str(status): count for status, count in sorted(stats.statuses.items())},
+            "error_percent": _r(100.0 * stats.errors() / stats.count, 3) if stats.count else 0.0,
+        }
+
+    def endpoint_names(self) -> dict[int, str]:
+        names = {stats.index: stats.name for stats in self.endpoints}
+        if self.other is not None:
+            names[self.other.index] = OTHER
+        return names
+
+    def _sessions_dict(self, top: int) -> dict[str, Any]:
+        sessions = self.sessions
+        names = self.endpoint_names()
+        moves = sum(sessions.transitions.values())
+        rate = self.per_user_rate()
+        return {
+            "key": str(sessions.key),
+            "gap_s": sessions.gap_s,
+            "sessions": sessions.count,
+            "requests_without_key": sessions.unkeyed,
+            "requests_per_session": {"mean": _r(sessions.mean_length()), "p50": sessions.length_percentile(50),
+                                     "p95": sessions.length_percentile(95),
+                                     "max": max(sessions.lengths) if sessions.lengths else 0},
+            "think_time_ms": {"count": sessions.think_ms.count, "mean": _r(sessions.think_ms.mean()),
+                              "p50": _r(sessions.think_ms.percentile(50)),
+                              "p95": _r(sessions.think_ms.percentile(95))} if sessions.think_ms.count else None,
+            "per_user_rate_per_s": _r(rate, 6) if rate is not None else None,
+            "transitions_pruned": sessions.transitions_pruned,
+            "top_transitions": [{"from": names.get(a, "?"), "to": names.get(b, "?"), "count": count,
+                                 "share": _r(count / moves, 6)}
+                                for (a, b), count in sessions.transitions.most_common(top)],
+        }
+
+
+def _r(value: float, digits: int = 3) -> float:
+    return round(value, digits)
+
+
+def _iso(epoch_s: float) -> str:
+    return datetime.fromtimestamp(epoch_s, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class ProfileBuilder:
+    """Adds requests one at a time; :meth:`finish` gives the profile."""
+
+    def __init__(self, options: ProfileOptions, seed: int = 0) -> None:
+        self.options = options
+        self.templater = Templater(options.templates)
+        self.sessions = Sessions(options.session, options.session_gap_s)
+        self.endpoints: dict[Shape, EndpointStats] = {}
+        self.other: EndpointStats | None = None
+        self.per_minute: dict[int, int] = {}
+        self.overall = LogHistogram()
+        self._rng = random.Random(seed)  # a fixed seed: the same log writes the same plan
+
+    def add(self, record: LogRecord) -> None:
+        shape, values = self.templater.template(record.method, record.target)
+        stats = self.endpoints.get(shape)
+        if stats is None:
+            if len(self.endpoints) < self.options.max_endpoints:
+                stats = self.endpoints[shape] = EndpointStats(shape, len(self.endpoints), self._rng)
+            else:
+                if self.other is None:
+                    self.other = EndpointStats(Shape("*", (OTHER,), (), ()), self.options.max_endpoints, self._rng)
+                stats = self.other
+                values = ()
+        stats.add(record, values)
+        minute = int(record.time_s // 60)
+        self.per_minute[minute] = self.per_minute.get(minute, 0) + 1
+        self.sessions.add(record, stats.index)
+
+    def finish(self, files: Sequence[str], fmt: str, counts: ReadCounts, fields: dict[str, str]) -> Profile:
+        self.sessions.finish()
+        # All requests' durations: the endpoints' histograms merged (exact: same buckets).
+        for stats in [*self.endpoints.values(), *([self.other] if self.other else [])]:
+            self.overall.merge(stats.timing)
+        ordered = sorted(self.endpoints.values(), key=lambda stats: (-stats.count, stats.name))
+        return Profile(files=list(files), format=fmt, counts=counts, endpoints=ordered, other=self.other,
+                       per_minute=self.per_minute, overall=self.overall, sessions=self.sessions, fields=fields)
+
+
+def build_profile(paths: Sequence[Path], options: ProfileOptions,
+                  on_progress: Callable[[ReadCounts], None] | None = None) -> Profile:
+    """Reads the logs once and returns their profile; InvalidInput for a log that cannot be
+    read as its format (most lines failing) or that holds no request."""
+    started = time.perf_counter()
+    parser = make_parser(options.format, paths, options.fields, options.time_unit, options.session)
+    builder = ProfileBuilder(options)
+    counts = ReadCounts()
+    add = builder.add
+    for record in read_records(paths, parser, counts, on_progress):
+        add(record)
+    if not counts.records:
+        raise InvalidInput(f"no request found in {', '.join(map(str, paths))}",
+                           hint="give a non-empty access log (plain or .gz)")
+    fields = parser.fields if isinstance(parser, JsonParser) else {}
+    profile = builder.finish([str(path) for path in paths], parser.format, counts, fields)
+    profile.elapsed_s = time.perf_counter() - started
+    return profile
