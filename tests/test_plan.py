@@ -63,7 +63,7 @@ def with_language_defaults(first_slice: dict[str, Any]) -> dict[str, Any]:
     sections."""
     data = copy.deepcopy(first_slice)
     data = {"version": data.pop("version"), "name": data.pop("name", "plan"), "parameters": {}, **data,
-            "thresholds": [], "autostop": [], "steer": None, "generators": None}
+            "thresholds": [], "autostop": [], "steer": None, "generators": None, "monitors": []}
     data["target"] = {**data["target"], "instances": [], "connections": "per_vu", "source_addresses": []}
     for index, scenario in enumerate(data["scenarios"]):
         if scenario["workload"]["type"] == "open":
@@ -163,7 +163,7 @@ def test_plan_to_json_is_canonical() -> None:
     assert first == plan_to_json(plan_from_dict(json.loads(first)))
     assert list(json.loads(first)) == [
         "version", "name", "parameters", "target", "scenarios", "graceful_stop_s", "thresholds", "autostop", "steer",
-        "generators",
+        "generators", "monitors",
     ]
 
 
@@ -372,7 +372,7 @@ def test_unknown_keys_at_every_depth_are_all_listed() -> None:
     ]
     assert by_location["duration"].message == "unknown key 'duration'"
     assert by_location["duration"].hint == (
-        "allowed keys here: version, name, parameters, target, scenarios, graceful_stop_s, thresholds, autostop, steer, generators"
+        "allowed keys here: version, name, parameters, target, scenarios, graceful_stop_s, thresholds, autostop, steer, generators, monitors"
     )
     assert by_location["target.timeout_ms"].hint is not None
     assert by_location["target.timeout_ms"].hint.startswith(
@@ -527,6 +527,8 @@ def test_json_schema() -> None:
         # The scenario language's.
         "Feeder", "Extractor", "StatusCheck", "JsonCheck", "BodyContainsCheck", "BodyMatchesCheck",
         "GroupStep", "ChoiceStep", "Branch", "LoopStep", "IfStep", "ThinkStep", "EndIterationStep",
+        # The monitors'.
+        "HostMonitor", "PrometheusMonitor", "PostgresMonitor", "Series", "HostDiagnosis", "PostgresDiagnosis",
     }
     for name, definition in definitions.items():
         assert definition["additionalProperties"] is False, name

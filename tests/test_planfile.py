@@ -66,7 +66,7 @@ def test_unknown_keys_are_located_at_their_lines() -> None:
     problems = problems_of(path)
     assert problems[0].message == "unknown key 'duration'"
     assert problems[0].hint == (
-        "allowed keys here: version, name, parameters, target, scenarios, graceful_stop_s, thresholds, autostop, steer, generators"
+        "allowed keys here: version, name, parameters, target, scenarios, graceful_stop_s, thresholds, autostop, steer, generators, monitors"
     )
     assert str(problems[2]) == (
         f"{path}:14: scenarios[0].steps[0].pth: unknown key 'pth'"

@@ -74,6 +74,10 @@ pub struct Plan {
     /// How a run over several generators is sized (read by the control plane that starts them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generators: Option<serde_json::Value>,
+    /// What the control plane watches on the target's side (hosts, exporters, databases) while
+    /// the run goes; sampled in Python, never read by the engine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitors: Option<serde_json::Value>,
 }
 
 fn default_plan_name() -> String {

@@ -3,7 +3,7 @@
 A plan is one JSON document (version 1, specified field by field in docs/plan-reference.md).
 This package holds its pydantic models (:mod:`~horde.plan.model` with :mod:`~horde.plan.common`,
 :mod:`~horde.plan.target`, :mod:`~horde.plan.steps`, :mod:`~horde.plan.workloads`,
-:mod:`~horde.plan.control`), their located problems (:mod:`~horde.plan.problems`), and the ways
+:mod:`~horde.plan.control`, :mod:`~horde.plan.monitors`), their located problems (:mod:`~horde.plan.problems`), and the ways
 a plan is written: files (:mod:`~horde.plan.loader`, with :mod:`~horde.plan.parameters`,
 :mod:`~horde.plan.feeders` and :mod:`~horde.plan.profiles`), Python (:mod:`~horde.plan.builder`)
 and the command line's overrides and ``--url`` quick plans (:mod:`~horde.plan.overrides`);
@@ -75,6 +75,17 @@ from horde.plan.control import (
     TargetResponseTime,
     Threshold,
 )
+from horde.plan.monitors import (
+    HostDiagnosis,
+    HostMonitor,
+    Monitor,
+    MonitorCondition,
+    PostgresDiagnosis,
+    PostgresMonitor,
+    PrometheusMonitor,
+    Series,
+    parse_monitor_condition,
+)
 from horde.plan.parameters import (
     ParameterValue,
 )
@@ -89,6 +100,15 @@ from horde.plan.problems import plan_from_dict
 from horde.plan.loader import LoadedPlan, check_plan_data, load_plan, load_plan_file
 
 __all__ = [
+    "parse_monitor_condition",
+    "Series",
+    "PrometheusMonitor",
+    "PostgresMonitor",
+    "PostgresDiagnosis",
+    "MonitorCondition",
+    "Monitor",
+    "HostMonitor",
+    "HostDiagnosis",
     "AnyStep",
     "AutostopRule",
     "BodyContainsCheck",

@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from horde.plan.common import MAX_RATE_PER_S, MAX_STAGE_DURATION_S, MAX_VUS, custom, raise_located
+from horde.plan.monitors import MONITOR_CONDITION_HINT, MonitorCondition, is_monitor_condition, parse_monitor_condition
 from horde.plan.steps import GroupStep, HttpStep
 
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -111,6 +112,14 @@ def parse_condition(text: str) -> Condition:
     return Condition(metric=metric, op=op, value=value, text=text.strip())
 
 
+def _checked_monitor_condition(text: str) -> str:
+    try:
+        parse_monitor_condition(text)
+    except ValueError as error:
+        raise custom("condition", str(error), MONITOR_CONDITION_HINT) from None
+    return text.strip()
+
+
 def _checked_condition(text: str, *, allowed: tuple[str, ...], hint: str = CONDITION_HINT) -> str:
     try:
         condition = parse_condition(text)
@@ -141,12 +150,20 @@ class Threshold(BaseModel):
     @field_validator("condition")
     @classmethod
     def _parse(cls, text: str) -> str:
+        if is_monitor_condition(text):
+            return _checked_monitor_condition(text)
         return _checked_condition(text, allowed=("latency", "share", "amount"))
 
     @model_validator(mode="after")
     def _keep_parsed(self) -> Threshold:
-        self._parsed = parse_condition(self.condition)
+        if not is_monitor_condition(self.condition):
+            self._parsed = parse_condition(self.condition)
         return self
+
+    @property
+    def monitor_condition(self) -> MonitorCondition | None:
+        """The condition when it reads a monitor's metric (judged on its samples), else None."""
+        return parse_monitor_condition(self.condition) if is_monitor_condition(self.condition) else None
 
     @property
     def parsed(self) -> Condition:
@@ -186,19 +203,26 @@ class AutostopRule(BaseModel):
     def _parse(cls, text: str) -> str:
         if text.strip() in AUTOSTOP_EVENTS:
             return text.strip()
+        if is_monitor_condition(text):
+            return _checked_monitor_condition(text)
         return _checked_condition(text, allowed=("latency", "share"), hint=AUTOSTOP_HINT)
 
     @model_validator(mode="after")
     def _keep_parsed(self) -> AutostopRule:
-        self._parsed = None if self.when in AUTOSTOP_EVENTS else parse_condition(self.when)
+        self._parsed = None if self.when in AUTOSTOP_EVENTS or is_monitor_condition(self.when) else parse_condition(self.when)
         return self
 
     @property
     def condition(self) -> Condition | None:
-        """``when`` as a parsed condition; None when it names an event."""
-        if self._parsed is None and self.when not in AUTOSTOP_EVENTS:
+        """``when`` as a parsed condition; None when it names an event or reads a monitor."""
+        if self._parsed is None and self.when not in AUTOSTOP_EVENTS and not is_monitor_condition(self.when):
             return parse_condition(self.when)
         return self._parsed
+
+    @property
+    def monitor_condition(self) -> MonitorCondition | None:
+        """``when`` when it reads a monitor's metric, else None."""
+        return parse_monitor_condition(self.when) if is_monitor_condition(self.when) else None
 
 
 #: Find-max's step length when the plan gives none: a search's steps are short (it takes few),
@@ -306,6 +330,20 @@ def check_control_names(plan: Any) -> None:
         check_scope(("thresholds", index), threshold.step, threshold.scenario)
     for index, rule in enumerate(plan.autostop):
         check_scope(("autostop", index), rule.step, rule.scenario)
+    monitors = {monitor.name for monitor in getattr(plan, "monitors", [])}
+    watched = [(("thresholds", index), t.monitor_condition, t.step or t.scenario, "condition") for index, t in enumerate(plan.thresholds)]
+    watched += [(("autostop", index), r.monitor_condition, r.step or r.scenario, "when") for index, r in enumerate(plan.autostop)]
+    for loc, condition, scoped, key in watched:
+        if condition is None:
+            continue
+        if condition.monitor not in monitors:
+            errors.append(((*loc, key), condition.text, custom(
+                "unknown_monitor", f"no monitor is named '{condition.monitor}'",
+                f"name one of the plan's monitors: {', '.join(sorted(monitors))}" if monitors
+                else "add it under monitors: (or with --monitor NAME=host)")))
+        if scoped is not None:
+            errors.append(((*loc, "step"), scoped, custom(
+                "monitor_scope", "a monitor's condition has no step or scenario", "remove step and scenario from it")))
     steer = plan.steer
     if steer is not None:
         for index, name in enumerate(steer.scenarios):

@@ -73,6 +73,7 @@ from horde.plan.parameters import ParameterValue
 from horde.plan.target import HEADERS_DESCRIPTION as _HEADERS_DESCRIPTION
 from horde.plan.target import MAX_POOL_CONNECTIONS, ConnectionPool, Connections, Target
 from horde.plan.workloads import ClosedModel, ClosedStage, OpenModel, OpenStage, Workload, peak_vus
+from horde.plan.monitors import Monitor, check_monitor_names
 from horde.plan.control import AutostopRule, FindMax, Generators, Steer, TargetResponseTime, Threshold, check_control_names
 from horde.plan.common import (
     kind_of,
@@ -398,6 +399,17 @@ class Plan(BaseModel):
         description="a run over several generators (horde run --cluster): {count, capacity_rps, "
         "expected_rps, workers, on_lost: continue|stop}",
     )
+    monitors: list[Monitor] = Field(
+        default_factory=list,
+        description="what to watch on the target's side while the run goes, each on the run's time axis: "
+        "[{name, type: host}, {name, type: prometheus, url, series, node_exporter}, {name, type: postgres, dsn, "
+        "password_env}]",
+    )
+
+    @field_validator("monitors", mode="wrap")
+    @classmethod
+    def _check_monitor_names(cls, monitors: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        return check_monitor_names(monitors, handler)
 
     @field_validator("parameters", mode="before")
     @classmethod
