@@ -91,7 +91,7 @@ def test_run_report_draws_in_a_browser_offline_with_the_numbers_of_horde_show(
     assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
     horde = HordeCli(tmp_path)
-    shown = horde.engine.run("show", run_id, "--json", "--store", str(store_path))
+    shown = horde.run("show", run_id, "--json", "--store", str(store_path))
     assert shown.returncode == 0, shown.stderr
     summary = json.loads(shown.stdout)
     rows = ReportPage(dom).tables["steps"]

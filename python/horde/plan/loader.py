@@ -27,8 +27,9 @@ import os
 import re
 import sys
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -39,6 +40,7 @@ from ruamel.yaml.constructor import DuplicateKeyError
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from horde.errors import InvalidInput, PlanInvalid, Problem
+from horde.plan.bounds import MAX_DEPTH, MAX_PLAN_BYTES, MAX_PROBLEMS, flow_depth_problem, shape_problems
 from horde.plan.feeders import check_feeder_file, unique_feeder_faults
 from horde.plan.model import FEEDER_FORMATS_BY_SUFFIX, Plan
 from horde.plan.parameters import (
@@ -75,16 +77,26 @@ class LoadedPlan:
     plan: Plan
     #: The file it came from, as the user named it (a folder is resolved to its plan file).
     label: str
-    #: The file's parsed tree with line numbers (YAML, JSON), or None (Python).
+    #: The file's parsed tree with line numbers (YAML), or None (Python).
     document: Any = None
+    #: How to read the tree when it is first needed (JSON: read only to place a problem).
+    lines_of: Callable[[], Any] | None = None
+
+    @cached_property
+    def lines(self) -> Any:
+        """The parsed tree with line numbers, or None."""
+        if self.document is not None or self.lines_of is None:
+            return self.document
+        document = self.lines_of()
+        return None if isinstance(document, DuplicateKeyError) else document
 
     def locate(self, path: str) -> str:
         """``FILE:LINE: PATH`` for a problem at ``path`` (``scenarios[0].steps[1].path``, as the
         engine reports it): the line of the deepest part of the path the file writes; just
         ``PATH`` for a Python plan."""
-        if self.document is None:
+        if self.lines is None:
             return path
-        return _located(self.label, _line_of(self.document, parse_path(path)), path)
+        return _located(self.label, _line_of(self.lines, parse_path(path)), path)
 
     def located(self, problems: list[Problem]) -> list[Problem]:
         """The problems (located by path, as the engine's are) located in the file."""
@@ -150,6 +162,13 @@ def _fail(label: str, *problems: Problem) -> NoReturn:
 
 def _read_text(file: Path, label: str) -> str:
     try:
+        size = file.stat().st_size
+        if size > MAX_PLAN_BYTES:
+            return _fail(label, Problem(
+                label,
+                f"is {size:,} bytes: a plan file holds at most {MAX_PLAN_BYTES:,}",
+                hint="a plan describes behaviour; keep data (users, ids, bodies) in feeder files",
+            ))
         return file.read_text(encoding="utf-8")
     except UnicodeDecodeError as error:
         return _fail(label, Problem(
@@ -176,12 +195,22 @@ def _yaml() -> YAML:
 
 
 def _load_yaml(text: str, label: str, folder: Path, params: Mapping[str, object] | None) -> LoadedPlan:
+    too_deep = flow_depth_problem(text)
+    if too_deep is not None:
+        line, message, hint = too_deep
+        return _fail(label, Problem(f"{label}:{line}", message, hint=hint))
     try:
         document = _yaml().load(text)
     except MarkedYAMLError as error:
         return _fail(label, _yaml_syntax_problem(error, label))
     except YAMLError as error:
         return _fail(label, Problem(label, f"is not valid YAML: {error}", hint=_YAML_HINT))
+    except (RecursionError, ValueError) as error:
+        return _fail(label, _unreadable(label, error))
+    shaped = shape_problems(document)
+    if shaped:
+        return _fail(label, *[Problem(_located(label, _line_of(document, loc), format_path(loc)), message, hint=hint)
+                              for loc, message, hint in shaped])
     if document is None:
         return _fail(label, Problem(
             label,
@@ -303,6 +332,11 @@ def _check_located(
 ) -> Plan:
     """Parameters, feeder paths, the plan's rules, the feeder files: every problem at once,
     each located in the file (by line where ``document`` has lines)."""
+    # Before anything walks the data (parameters are substituted recursively).
+    shaped = shape_problems(data)
+    if shaped:
+        _fail(label, *[Problem(_located(label, _line_of(document, loc) if document is not None else None,
+                                        format_path(loc)), message, hint=hint) for loc, message, hint in shaped])
     return check_plan_data(
         apply_parameters(data, params), label=label, document=document, folder=folder, in_file=True
     )
@@ -323,6 +357,11 @@ def check_plan_data(
     lines); otherwise by path alone.
     """
     data = substituted.data
+    shaped = shape_problems(data)
+    if shaped:
+        raise PlanInvalid([Problem(_located(label, _line_of(document, loc) if document is not None else None,
+                                            format_path(loc)) if in_file and label is not None else format_path(loc),
+                                   message, hint=hint) for loc, message, hint in shaped], source=label)
     feeders = _absolute_feeder_paths(data, folder) if folder is not None else []
     declared = [str(n) for n in data["parameters"]] if isinstance(data, dict) and isinstance(data.get("parameters"), dict) else []
     issues: list[tuple[Loc, str, str | None]] = [
@@ -331,10 +370,13 @@ def check_plan_data(
     ]
     unknown_at = {loc for loc, _ in substituted.unknown}
     plan: Plan | None = None
+    more = 0
     try:
         plan = Plan.model_validate(data)
     except ValidationError as error:
-        for issue in describe_validation_error(error):
+        # Past a few dozen problems a reader stops reading; describing 20,000 costs seconds.
+        more = max(0, error.error_count() - MAX_PROBLEMS)
+        for issue in describe_validation_error(error, limit=MAX_PROBLEMS):
             if issue.loc in unknown_at:
                 continue  # the unknown parameter explains it
             hint = issue.hint
@@ -355,7 +397,7 @@ def check_plan_data(
             return (line or 0, input_order(data, issue[0]))
 
         issues.sort(key=order)
-        raise PlanInvalid([
+        problems = [
             Problem(
                 _located(label, _line_of(document, loc) if document is not None else None, format_path(loc))
                 if in_file and label is not None else format_path(loc),
@@ -363,7 +405,11 @@ def check_plan_data(
                 hint=hint,
             )
             for loc, message, hint in issues
-        ], source=label) from None
+        ]
+        if more:
+            problems.append(Problem(label or "plan", f"and {more:,} more problems of the same check",
+                                    hint=f"the first {MAX_PROBLEMS} are listed; fix them and check again"))
+        raise PlanInvalid(problems, source=label) from None
     if plan is None:  # pragma: no cover - a failed validation always lists an issue
         raise AssertionError("validation failed without an issue")
     return plan
@@ -417,9 +463,11 @@ def _load_json(text: str, label: str, folder: Path, params: Mapping[str, object]
             hint="look for a missing or extra comma, quote or bracket at this point or just "
             "before it (JSON allows no comments and no trailing commas)",
         ))
-    # JSON is YAML 1.2 flow style: ruamel gives line numbers when it can read the text.
-    document = _json_lines(text)
+    except (RecursionError, ValueError) as error:
+        return _fail(label, _unreadable(label, error))
     if duplicates:
+        # JSON is YAML 1.2 flow style: ruamel gives line numbers when it can read the text.
+        document = _json_lines(text)
         return _fail(label, *[
             Problem(
                 _duplicate_location(label, document, key),
@@ -428,11 +476,34 @@ def _load_json(text: str, label: str, folder: Path, params: Mapping[str, object]
             )
             for key in duplicates
         ])
-    lines = document if not isinstance(document, DuplicateKeyError) else None
-    return LoadedPlan(_check_located(data, lines, label, folder, params), label, lines)
+    # The lines are read only to place a problem: ruamel reads JSON at ~50 KB/s, Python's
+    # parser at ~50 MB/s, and a valid plan never needs them.
+    try:
+        plan = _check_located(data, None, label, folder, params)
+    except PlanInvalid:
+        lines = _json_lines(text)
+        _check_located(data, lines if not isinstance(lines, DuplicateKeyError) else None, label, folder, params)
+        raise
+    return LoadedPlan(plan, label, lines_of=lambda: _json_lines(text))
+
+
+def _unreadable(label: str, error: BaseException) -> Problem:
+    """A file Python's parsers give up on: nesting past their recursion, an integer past
+    Python's 4,300 digits."""
+    if isinstance(error, RecursionError):
+        return Problem(label, "nests too deep to read", hint=f"a plan nests at most {MAX_DEPTH} levels deep")
+    return Problem(label, f"cannot be read: {error}",
+                   hint="a number in a plan has at most a few digits; write a long identifier as text, in quotes")
+
+
+#: A JSON plan past this size has its problems located by path alone: ruamel, which gives the
+#: lines, reads JSON at ~50 KB/s, and a path names the place exactly.
+JSON_LINES_MAX_BYTES = 64 * 1024
 
 
 def _json_lines(text: str) -> Any:
+    if len(text) > JSON_LINES_MAX_BYTES:
+        return None
     try:
         return _yaml().load(text)
     except DuplicateKeyError as error:

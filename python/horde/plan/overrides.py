@@ -31,6 +31,7 @@ from horde.errors import InvalidInput
 from horde.plan.feeders import unique_feeder_faults
 from horde.plan.model import Plan
 from horde.plan.problems import plan_from_dict
+from horde.plan.redaction import redact_url_query
 
 
 
@@ -78,7 +79,8 @@ def url_plan(url: str, *, method: str, headers: list[tuple[str, str]], body: str
             {
                 "name": "url",
                 "steps": [
-                    {"name": f"{method.upper()} {path}", "method": method.upper(), "path": path,
+                    # The name is shown and stored as it is: a credential in the query stays out.
+                    {"name": f"{method.upper()} {redact_url_query(path)}", "method": method.upper(), "path": path,
                      "headers": dict(headers), "body": body}
                 ],
                 "workload": {"type": "closed", "start_vus": 10, "stages": [{"duration_s": 10, "vus": 10}]},

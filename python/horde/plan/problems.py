@@ -245,14 +245,15 @@ _MODELS: dict[str, type[BaseModel]] = {
 }
 
 
-def describe_validation_error(error: ValidationError) -> list[PlanIssue]:
-    """Every problem of a pydantic ValidationError, with a message and a hint.
+def describe_validation_error(error: ValidationError, *, limit: int | None = None) -> list[PlanIssue]:
+    """Every problem of a pydantic ValidationError (the first ``limit`` of them), with a message
+    and a hint.
 
     The error normally comes from validating a :class:`Plan`; one raised by another model of this
     module (``HttpStep(method="get", ...)`` in Python code) is located relative to that model.
     """
     root = _MODELS.get(error.title, Plan)
-    return [_describe(line, root) for line in error.errors(include_url=False)]
+    return [_describe(line, root) for line in error.errors(include_url=False)[:limit]]
 
 def input_order(data: Any, loc: tuple[str | int, ...]) -> tuple[int, ...]:
     """A sort key that puts problems in the order their places appear in the input.

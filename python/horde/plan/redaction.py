@@ -1,28 +1,63 @@
-"""Secrets kept out of stored plans and reports: header values that carry credentials.
+"""Secrets kept out of everything Horde writes: the stored plan and run record, and through them
+exports, reports, the dashboard; the names that metrics, the terminal and Prometheus show.
+
+A secret is found two ways:
+
+- **by name**: a header, a query field, a JSON or form body field, or a plan parameter whose name
+  looks like a credential (``Authorization``, ``X-Auth``, ``Api_Key``, ``X-Access-Key``,
+  ``access_token``, ``password``, ``session``...);
+- **by where its value came from**: a plan parameter set through the environment
+  (``HORDE_PARAM_NAME``, how a CI job passes a token) is a secret whatever its name.
+
+Each value found so is then replaced wherever it appears in the plan, not only where it was
+found (a token fed into a header through a parameter, repeated in a path, a body or a URL):
 
 >>> redact_plan({"target": {"headers": {"Authorization": "Bearer x", "Accept": "*/*"}}, "scenarios": []})
 {'target': {'headers': {'Authorization': '<redacted>', 'Accept': '*/*'}}, 'scenarios': []}
+>>> redact_url_query("http://h/items?access_token=abc123&page=2")
+'http://h/items?access_token=<redacted>&page=2'
 """
 
 from __future__ import annotations
 
 import copy
+import json
+import os
 import re
+from collections.abc import Iterable, Mapping
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from horde.plan.parameters import env_name
 
 REDACTED = "<redacted>"
-_SECRET_HEADERS = {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key"}
-_SECRET_WORDS = ("token", "secret", "password", "apikey", "api-key", "session")
+
+#: Name segments (split on ``-``, ``_``, ``.`` and case) that mark a credential.
+_SECRET_SEGMENTS = frozenset({
+    "auth", "authorization", "authentication", "key", "apikey", "token", "secret", "password", "passwd",
+    "pwd", "pass", "passphrase", "session", "sessionid", "sid", "cookie", "credential", "credentials",
+    "signature", "sig", "jwt", "bearer", "otp", "pin", "private",
+})
+#: Words that mark a credential inside a longer segment (``X-APIKEY``, ``accesstoken``).
+_SECRET_WORDS = ("token", "secret", "password", "passwd", "apikey", "session", "credential", "cookie", "auth")
+#: A secret value shorter than this is not searched for elsewhere: replacing every "1" or "on"
+#: in a plan would destroy it, and so short a value is no credential worth the name.
+MIN_VALUE_LENGTH = 4
 
 
-def is_secret_header(name: str) -> bool:
+def is_secret_name(name: str) -> bool:
+    """Whether a header, query field, body field or parameter called ``name`` carries a credential.
+
+    >>> [is_secret_name(n) for n in ("X-Auth", "Api_Key", "X-Access-Key", "access_token", "Accept", "page")]
+    [True, True, True, True, False, False]
+    """
     lowered = name.lower()
-    return lowered in _SECRET_HEADERS or any(word in lowered for word in _SECRET_WORDS)
+    segments = [s for s in re.split(r"[-_.\s]+", re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()) if s]
+    return any(s in _SECRET_SEGMENTS for s in segments) or any(word in lowered for word in _SECRET_WORDS)
 
 
-def _redact_headers(headers: dict[str, str]) -> dict[str, str]:
-    return {name: (REDACTED if is_secret_header(name) else value) for name, value in headers.items()}
+#: Kept for callers that ask about headers; headers follow the general rule.
+is_secret_header = is_secret_name
 
 
 def redact_url_password(url: str) -> str:
@@ -43,59 +78,222 @@ def redact_url_password(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:{REDACTED}@{hostport}"))
 
 
-def redact_plan(plan: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a plan (as a dict) with secret header values (and a password in the base URL)
-    replaced."""
-    redacted = copy.deepcopy(plan)
-    target = redacted.get("target", {})
-    if isinstance(target.get("base_url"), str):
-        target["base_url"] = redact_url_password(target["base_url"])
-    if "headers" in target:
-        target["headers"] = _redact_headers(target["headers"])
-    for scenario in redacted.get("scenarios", []):
-        if isinstance(scenario.get("headers"), dict):
-            scenario["headers"] = _redact_headers(scenario["headers"])
-        for part in ("setup", "steps", "teardown"):
-            _redact_steps(scenario.get(part, []))
-    return redacted
+def _query_secrets(query: str) -> list[str]:
+    return [value for name, value in parse_qsl(query, keep_blank_values=True) if is_secret_name(name) and value]
 
 
-def _redact_steps(steps: list[Any]) -> None:
-    """Redacts the headers of every step, at any depth (groups, branches, loops, ifs)."""
-    for step in steps:
+def redact_url_query(url: str) -> str:
+    """A URL or path whose query fields named like credentials have their values replaced (the
+    other fields, their order and the rest of the URL kept)."""
+    base, mark, query = url.partition("?")
+    if not mark or not _query_secrets(query):
+        return url
+    fields = [(name, REDACTED if is_secret_name(name) and value else value)
+              for name, value in parse_qsl(query, keep_blank_values=True)]
+    return base + "?" + urlencode(fields, safe="<>{}")
+
+
+def _body_field_secrets(node: Any) -> Iterable[str]:
+    """Values of fields named like credentials, at any depth of a JSON value."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if is_secret_name(str(key)) and isinstance(value, (str, int, float)) and not isinstance(value, bool):
+                yield str(value)
+            else:
+                yield from _body_field_secrets(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _body_field_secrets(item)
+
+
+def _text_body_secrets(body: str) -> list[str]:
+    """Secrets in a text body: a JSON document's credential fields, or a form's."""
+    try:
+        return list(_body_field_secrets(json.loads(body)))
+    except ValueError:
+        pass
+    if "=" in body and "\n" not in body:
+        return _query_secrets(body)
+    return []
+
+
+def _walk_steps(steps: Any) -> Iterable[dict[str, Any]]:
+    """Every step dict at any depth (groups, branches, loops, ifs)."""
+    for step in steps if isinstance(steps, list) else []:
         if not isinstance(step, dict):
             continue
-        if isinstance(step.get("headers"), dict):
-            step["headers"] = _redact_headers(step["headers"])
+        yield step
         for key in ("steps", "then", "else"):
-            if isinstance(step.get(key), list):
-                _redact_steps(step[key])
+            yield from _walk_steps(step.get(key))
         for branch in step.get("branches", []) if isinstance(step.get("branches"), list) else []:
-            if isinstance(branch, dict) and isinstance(branch.get("steps"), list):
-                _redact_steps(branch["steps"])
+            if isinstance(branch, dict):
+                yield from _walk_steps(branch.get("steps"))
+
+
+def _all_steps(plan: Mapping[str, Any]) -> Iterable[dict[str, Any]]:
+    for scenario in plan.get("scenarios", []) if isinstance(plan.get("scenarios"), list) else []:
+        if isinstance(scenario, dict):
+            for part in ("setup", "steps", "teardown"):
+                yield from _walk_steps(scenario.get(part))
+
+
+def _headers_of(plan: Mapping[str, Any]) -> Iterable[dict[str, Any]]:
+    target = plan.get("target")
+    if isinstance(target, dict) and isinstance(target.get("headers"), dict):
+        yield target["headers"]
+    for scenario in plan.get("scenarios", []) if isinstance(plan.get("scenarios"), list) else []:
+        if isinstance(scenario, dict) and isinstance(scenario.get("headers"), dict):
+            yield scenario["headers"]
+    for step in _all_steps(plan):
+        if isinstance(step.get("headers"), dict):
+            yield step["headers"]
+
+
+def _is_secret_parameter(name: str, value: object, environ: Mapping[str, str]) -> bool:
+    """A parameter named like a credential, or text set through the environment (numbers and
+    booleans from the environment are levels and switches, not credentials)."""
+    return is_secret_name(name) or (isinstance(value, str) and environ.get(env_name(name)) is not None)
+
+
+def redact_run_parameters(parameters: Mapping[str, Any], secrets: frozenset[str]) -> Any:
+    """The parameters a run is recorded with (the flags, and ``params``: what ``-p`` gave), with
+    ``-p`` values named like credentials and every secret value replaced."""
+    shown = dict(parameters)
+    if isinstance(shown.get("params"), dict):
+        shown["params"] = {name: (REDACTED if is_secret_name(str(name)) else value)
+                           for name, value in shown["params"].items()}
+    if isinstance(shown.get("base_url"), str):
+        shown["base_url"] = redact_url_query(redact_url_password(shown["base_url"]))
+    return redact_values(shown, secrets)
+
+
+def secret_names(plan: Mapping[str, Any], secrets: frozenset[str]) -> list[tuple[str, str]]:
+    """Names (the plan's, its scenarios', its steps') that hold a secret value, with where they
+    are: names are written to the terminal, the store's rows and Prometheus' labels as they are."""
+    if not secrets:
+        return []
+    found = [("name", plan.get("name"))]
+    for index, scenario in enumerate(plan.get("scenarios", []) if isinstance(plan.get("scenarios"), list) else []):
+        if not isinstance(scenario, dict):
+            continue
+        found.append((f"scenarios[{index}].name", scenario.get("name")))
+        # Located by the list the step is in: the step's own name must not be printed.
+        found.extend((f"scenarios[{index}].{part}", step.get("name"))
+                     for part in ("setup", "steps", "teardown") for step in _walk_steps(scenario.get(part)))
+    return [(where, str(name)) for where, name in found
+            if isinstance(name, str) and any(secret in name for secret in secrets)]
+
+
+def secret_values(plan: Mapping[str, Any], *, environ: Mapping[str, str] | None = None) -> frozenset[str]:
+    """Every secret value a plan (as a dict) holds, found by name or by where it came from, for
+    :func:`redact_values` to replace wherever it appears."""
+    environ = os.environ if environ is None else environ
+    found: list[str] = []
+    parameters = plan.get("parameters")
+    for name, value in parameters.items() if isinstance(parameters, dict) else []:
+        if _is_secret_parameter(str(name), value, environ) and not isinstance(value, bool):
+            found.append(str(value))
+    for headers in _headers_of(plan):
+        for name, value in headers.items():
+            if is_secret_name(str(name)) and isinstance(value, str):
+                found.append(value)
+                # "Bearer TOKEN", "Basic CREDENTIALS": the credential alone may appear elsewhere.
+                found.extend(value.split()[1:])
+    target = plan.get("target")
+    urls = [target.get("base_url")] if isinstance(target, dict) else []
+    for step in _all_steps(plan):
+        urls.append(step.get("path"))
+        if isinstance(step.get("body"), str):
+            found.extend(_text_body_secrets(step["body"]))
+        if step.get("json") is not None:
+            found.extend(_body_field_secrets(step["json"]))
+    for url in urls:
+        if isinstance(url, str):
+            found.extend(_query_secrets(url.partition("?")[2]))
+            try:
+                password = urlsplit(url).password
+            except ValueError:
+                password = None
+            if password:
+                found.append(password)
+    return frozenset(value for value in found if len(value) >= MIN_VALUE_LENGTH and "{{" not in value)
+
+
+def redact_values(data: Any, secrets: frozenset[str]) -> Any:
+    """A copy of ``data`` (JSON-like) with every occurrence of a secret value in its strings, keys
+    included, replaced; longer secrets first, so one that contains another goes whole."""
+    if not secrets:
+        return copy.deepcopy(data)
+    pattern = re.compile("|".join(re.escape(s) for s in sorted(secrets, key=len, reverse=True)))
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, str):
+            return pattern.sub(REDACTED, node)
+        if isinstance(node, dict):
+            return {walk(key) if isinstance(key, str) else key: walk(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        return node
+
+    return walk(data)
+
+
+def _redact_headers(headers: dict[str, Any]) -> dict[str, Any]:
+    return {name: (REDACTED if is_secret_name(str(name)) else value) for name, value in headers.items()}
+
+
+def _redact_body_fields(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {key: (REDACTED if is_secret_name(str(key)) and not isinstance(value, (dict, list))
+                      else _redact_body_fields(value)) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_redact_body_fields(item) for item in node]
+    return node
+
+
+def redact_plan(plan: dict[str, Any], *, secrets: frozenset[str] | None = None) -> dict[str, Any]:
+    """A copy of a plan (as a dict) fit to be stored or shown: credential headers, query fields,
+    body fields and parameters replaced by name, a password in a URL replaced, then every secret
+    value (``secrets``, by default :func:`secret_values` of the plan) replaced wherever it is."""
+    secrets = secret_values(plan) if secrets is None else secrets
+    redacted = copy.deepcopy(plan)
+    for headers in _headers_of(redacted):
+        headers.update(_redact_headers(headers))
+    target = redacted.get("target")
+    if isinstance(target, dict) and isinstance(target.get("base_url"), str):
+        target["base_url"] = redact_url_query(redact_url_password(target["base_url"]))
+    for step in _all_steps(redacted):
+        if isinstance(step.get("path"), str):
+            step["path"] = redact_url_query(step["path"])
+        if step.get("json") is not None:
+            step["json"] = _redact_body_fields(step["json"])
+    parameters = redacted.get("parameters")
+    if isinstance(parameters, dict):
+        redacted["parameters"] = {name: (REDACTED if _is_secret_parameter(str(name), value, os.environ) else value)
+                                  for name, value in parameters.items()}
+    result: dict[str, Any] = redact_values(redacted, secrets)
+    return result
 
 
 # -- Values taken from production logs (`horde profile`) --------------------------------------
 # A log carries what users sent: tokens in query strings, e-mail addresses, session cookies.
 # These rules decide what of it may reach a written plan, profile or page.
 
-#: Query parameters named like these hold credentials even without a secret header's words.
-_SECRET_PARAMETERS = {"key", "sig", "signature", "auth", "code", "jwt", "sid", "pass", "pwd", "otp",
-                      "credential", "credentials", "hash", "nonce", "state"}
+#: Query fields that carry a one-time credential in OAuth and signed-URL flows, beyond the names
+#: :func:`is_secret_name` knows.
+_SECRET_QUERY_FIELDS = frozenset({"code", "state", "nonce", "hash"})
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+(?:@|%40)[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
 #: A `name=value` pair of a query string or a cookie header.
 _PAIR = re.compile(r"([A-Za-z0-9_.-]+)=([^&;\s\"']*)")
 
 
 def is_secret_parameter(name: str) -> bool:
-    """Whether a query parameter (or a form field, a path segment naming what follows it) holds a
-    credential by its name.
+    """Whether a query field (or a path segment naming what follows it) holds a credential.
 
-    >>> [is_secret_parameter(n) for n in ("access_token", "sig", "Session", "page", "q")]
-    [True, True, True, False, False]
+    >>> [is_secret_parameter(n) for n in ("access_token", "sig", "Session", "code", "page", "q")]
+    [True, True, True, True, False, False]
     """
-    lowered = name.lower()
-    return is_secret_header(lowered) or lowered in _SECRET_PARAMETERS or lowered.endswith(("_key", "-key", "_token"))
+    return is_secret_name(name) or name.lower() in _SECRET_QUERY_FIELDS
 
 
 def has_email(text: str) -> bool:
@@ -105,7 +303,7 @@ def has_email(text: str) -> bool:
 
 def redact_text(text: str) -> str:
     """``text`` (a log line shown to a person) with e-mail addresses and the values of secret
-    ``name=value`` pairs (query parameters, cookies) replaced.
+    ``name=value`` pairs (query fields, cookies) replaced.
 
     >>> redact_text('GET /a?token=abc&page=2 "sid=42; lang=en" bob@example.org')
     'GET /a?token=<redacted>&page=2 "sid=<redacted>; lang=en" <redacted>'
@@ -115,4 +313,3 @@ def redact_text(text: str) -> str:
         return f"{name}={REDACTED}" if is_secret_parameter(name) else match.group(0)
 
     return _PAIR.sub(pair, _EMAIL.sub(REDACTED, text))
-

@@ -1,0 +1,113 @@
+"""What a plan may hold, checked before anything walks it: its size, how deep its values nest,
+how many values it expands to (YAML aliases included), and text that is valid Unicode.
+
+A plan is small (the largest example is a few KiB); these bounds are far above any real plan and
+keep a hostile or broken file from costing more than a moment: a 2.7 KB YAML alias bomb expands
+to billions of values, a JSON body nested 100,000 deep or a number of 5,000 digits breaks
+Python's parsers, a lone surrogate escape cannot be sent to the engine. Each is a located
+problem with a hint (exit 2), in well under a second.
+
+>>> shape_problems({"a": [[[1]]]}, max_depth=3)
+[(('a', 0, 0), 'values nest deeper than 3 levels', 'a plan nests at most 3 levels deep; flatten this value')]
+>>> shape_problems({"name": "ok"})
+[]
+"""
+
+from __future__ import annotations
+
+from typing import Any, Union
+
+#: The largest plan file read, in bytes.
+MAX_PLAN_BYTES = 256 * 1024
+#: The deepest nesting of mappings and lists (a JSON body's own nesting included).
+MAX_DEPTH = 64
+#: The most values (mappings, lists, scalars) a plan may expand to, YAML aliases counted each
+#: time they are used.
+MAX_VALUES = 200_000
+#: The most problems a refused plan lists (the count of the rest is given).
+MAX_PROBLEMS = 50
+
+Loc = tuple[Union[str, int], ...]
+Shaped = tuple[Loc, str, str]
+
+
+def shape_problems(data: Any, *, max_depth: int = MAX_DEPTH, max_values: int = MAX_VALUES) -> list[Shaped]:
+    """The first problem of shape found in ``data`` (plain or YAML-loaded values), or none:
+    walked without recursion and stopped at the first, so a bomb costs at most ``max_values``
+    steps."""
+    stack: list[tuple[Any, Loc]] = [(data, ())]
+    seen = 0
+    while stack:
+        node, loc = stack.pop()
+        seen += 1
+        if seen > max_values:
+            return [(loc, f"the plan expands to more than {max_values:,} values",
+                     "a plan this large is likely a YAML alias bomb or a generated mistake; "
+                     f"a plan may hold at most {max_values:,} values, aliases counted each time they are used")]
+        if isinstance(node, str):
+            if not _is_unicode(node):
+                return [(loc, "holds a lone surrogate (an escape like \\ud800 that is no character)",
+                         "write the character itself, or a valid surrogate pair")]
+            continue
+        if isinstance(node, (dict, list)) and len(loc) >= max_depth:
+            return [(loc, f"values nest deeper than {max_depth} levels",
+                     f"a plan nests at most {max_depth} levels deep; flatten this value")]
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if isinstance(key, str) and not _is_unicode(key):
+                    return [(loc, "a key holds a lone surrogate (an escape like \\ud800 that is no character)",
+                             "write the character itself, or a valid surrogate pair")]
+                stack.append((value, (*loc, str(key))))
+        elif isinstance(node, list):
+            stack.extend((item, (*loc, index)) for index, item in enumerate(node))
+    return []
+
+
+def flow_depth_problem(text: str, *, max_depth: int = MAX_DEPTH) -> tuple[int, str, str] | None:
+    """Brackets (``[``, ``{``) nested past ``max_depth`` in YAML or JSON text, found before a
+    parser recurses into them (ruamel takes seconds over a few thousand), with the line where
+    the bound was crossed. Quoted text and comments are skipped; a plain scalar with brackets
+    (``/items[0]``) closes what it opens.
+
+    >>> flow_depth_problem("x: " + "[" * 70 + "]" * 70, max_depth=64)[0]
+    1
+    >>> flow_depth_problem('path: "/a[[[[[["') is None
+    True
+    """
+    depth = 0
+    line = 1
+    quote = ""
+    index = 0
+    length = len(text)
+    while index < length:
+        char = text[index]
+        if char == "\n":
+            line += 1
+        if quote:
+            if char == "\\" and quote == '"':
+                index += 1
+            elif char == quote:
+                quote = ""
+        elif char in "\"'":
+            quote = char
+        elif char == "#" and (index == 0 or text[index - 1] in " \t\n"):
+            newline = text.find("\n", index)
+            index = length if newline == -1 else newline
+            continue
+        elif char in "[{":
+            depth += 1
+            if depth > max_depth:
+                return (line, f"values nest deeper than {max_depth} levels",
+                        f"a plan nests at most {max_depth} levels deep; flatten this value")
+        elif char in "]}":
+            depth = max(0, depth - 1)
+        index += 1
+    return None
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
