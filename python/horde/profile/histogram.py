@@ -68,6 +68,8 @@ class LogHistogram:
         if not self.count:
             return 0.0
         rank = max(1, math.ceil(self.count * percent / 100.0))
+        if rank >= self.count:
+            return self.maximum  # the largest is known exactly
         seen = self.zeros
         if seen >= rank:
             return 0.0

@@ -203,7 +203,7 @@ class Profile:
     def _endpoint_dict(self, stats: EndpointStats) -> dict[str, Any]:
         timing = stats.timing
         return {
-            "endpoint": stats.name,
+            "endpoint": OTHER if stats is self.other else stats.name,
             "method": stats.shape.method,
             "path": stats.shape.path,
             "query": list(stats.shape.query),
