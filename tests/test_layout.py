@@ -10,7 +10,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "python" / "horde"
 
 #: Packages the plan layer never imports: a plan is data, checked before anything runs.
-ABOVE_THE_PLAN = ("horde.engine", "horde.control", "horde.sinks", "horde.results", "horde.cli", "horde.web",
+ABOVE_THE_PLAN = ("horde.engine", "horde.control", "horde.monitors", "horde.sinks", "horde.results", "horde.cli", "horde.web",
                   "horde.report", "horde.store", "horde.cluster", "horde._engine")
 
 #: Imports inside functions that are there on purpose: (importing module, imported module).
@@ -135,8 +135,8 @@ def test_the_checks_see_a_circle_and_a_boundary_crossing() -> None:
 
 #: The layers bottom up, as ARCHITECTURE.md lists them: each imports only layers before it. The
 #: package root (``horde``: the builder re-exported, ``__version__``) sits with the plan.
-LAYERS = ("errors", "plan", "engine", "store", "results", "cluster", "control", "sinks", "report", "profile", "web",
-          "cli")
+LAYERS = ("errors", "plan", "engine", "store", "results", "cluster", "monitors", "control", "sinks", "report", "profile",
+          "web", "cli")
 
 
 def _layer(module: str) -> int:

@@ -42,6 +42,8 @@ class ExitCode(IntEnum):
     AUTOSTOP_DROPPED = 14
     #: A run over several generators lost one, and its plan says `generators.on_lost: stop`.
     GENERATOR_LOST = 15
+    #: Autostop: a monitor's condition held over its window (monitor.db.cpu.busy_percent > 95 for 10s).
+    AUTOSTOP_MONITOR = 16
     INTERRUPTED = 130
     #: The run was stopped by SIGHUP (a closed terminal): drained, finalised, stored as interrupted.
     HUNG_UP = 129

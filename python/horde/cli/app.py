@@ -37,6 +37,7 @@ from horde.cli.arguments import parse_duration, parse_header, parse_params, pars
 from horde.plan.overrides import SteerFlags, apply_overrides, apply_steer_flags, url_plan
 from horde.plan import Plan, plan_from_dict, plan_json_schema, plan_to_json
 from horde.plan.control import FindMax
+from horde.plan.monitors import MONITOR_FLAG_HINT, monitor_from_flag
 from horde.sinks.prometheus import PrometheusExporter
 from horde.plan.loader import LoadedPlan, load_plan_file
 from horde.engine.run import checked_plan_json, engine_problems
@@ -119,6 +120,7 @@ def run(
     ui_token: Annotated[Optional[str], typer.Option("--ui-token", help="the dashboard's access token (generated when the host is not loopback)", rich_help_panel="Dashboard")] = None,
     cluster: Annotated[Optional[str], typer.Option("--cluster", metavar="ADDRESS", help="spread the run over a Ray cluster's generators: HOST:PORT of its head, ray://HOST:PORT, auto ($RAY_ADDRESS), or local (several generator processes on this machine)", rich_help_panel="Cluster")] = None,
     generators: Annotated[Optional[int], typer.Option("--generators", help="how many generators (default: as many as the plan needs)", rich_help_panel="Cluster")] = None,
+    monitor: Annotated[Optional[list[str]], typer.Option("--monitor", metavar="NAME=SOURCE", help="watch the target's side each second, beside the plan's monitors: NAME=host (this machine), NAME=http://HOST:9100/metrics (a node_exporter), NAME=postgresql://USER@HOST/DB (repeatable)", rich_help_panel="Monitors")] = None,
 ) -> int:
     """Run a plan against its target, live, and store the run."""
     params = parse_params(param or [])
@@ -144,6 +146,7 @@ def run(
                              step=step, step_duration_s=_seconds(step_duration, "--step-duration"), limit=limit, latency_limit_ms=latency_limit_ms,
                              duration_s=duration_s, precision_percent=precision, max_vus=max_vus if steered_quick else None)
     plan = apply_steer_flags(plan, steer_flags, quick=url is not None, vus_given=vus is not None)
+    plan = _with_monitor_flags(plan, monitor or [])
     # The engine's own check of the plan, before the store is touched; a file's plan has its
     # problems placed on the file's lines.
     plan_json = checked_plan_json(plan, locate=loaded.located if loaded else None,
@@ -180,6 +183,22 @@ def run(
         render_judgement(stdout, outcome.summary)
     _write_outputs(outcome, summary_json, junit, plan.name)
     return outcome.exit_code
+
+
+def _with_monitor_flags(plan: Plan, flags: list[str]) -> Plan:
+    """The plan with the monitors given by ``--monitor`` added to its own."""
+    added = []
+    names = {existing.name for existing in plan.monitors}
+    for flag in flags:
+        try:
+            monitor = monitor_from_flag(flag)
+        except ValueError as error:
+            raise InvalidInput(f"--monitor: {error}", hint=MONITOR_FLAG_HINT) from None
+        if monitor.name in names:
+            raise InvalidInput(f"--monitor: a monitor is already named '{monitor.name}'", hint="give each monitor its own name")
+        names.add(monitor.name)
+        added.append(monitor)
+    return plan.model_copy(update={"monitors": [*plan.monitors, *added]}) if added else plan
 
 
 def _write_outputs(outcome: Outcome, summary_json: Path | None, junit: Path | None, plan_name: str) -> None:

@@ -32,7 +32,9 @@ from horde.errors import ExitCode
 from horde.control.measure import Scope, Window, format_limit, format_value, unit_of
 from horde.engine.snapshot import Snapshot
 from horde.plan.control import AutostopRule, Condition
+from horde.monitors import ConditionStreak
 from horde.results.summary import is_generator_saturated
+from horde.store import MonitorSample
 
 #: The exit code the run ends with, by the reason autostop fired.
 EXIT_CODES = {
@@ -41,6 +43,7 @@ EXIT_CODES = {
     "no_success": ExitCode.AUTOSTOP_NO_SUCCESS,
     "generator_saturated": ExitCode.AUTOSTOP_GENERATOR,
     "dropped": ExitCode.AUTOSTOP_DROPPED,
+    "monitor": ExitCode.AUTOSTOP_MONITOR,
 }
 
 
@@ -90,7 +93,7 @@ class AutostopWatch:
     """
 
     def __init__(self, rules: Sequence[AutostopRule], *, cpu_limit_percent: float) -> None:
-        self._rules = [_Watched(rule) for rule in rules]
+        self._rules = [_Watched(rule) for rule in rules if rule.monitor_condition is None]
         self._cpu_limit_percent = cpu_limit_percent
         self.fired: Firing | None = None
 
@@ -106,6 +109,37 @@ class AutostopWatch:
             if firing is not None:
                 self.fired = firing
                 return firing
+        return None
+
+
+class MonitorWatch:
+    """Watches monitors' samples against the autostop rules that read a monitor
+    (``monitor.db.cpu.busy_percent > 95 for 10s``): a rule fires once its condition held in
+    every sample for its ``for`` (else its ``window_s``) seconds, after ``after_s``."""
+
+    def __init__(self, rules: Sequence[AutostopRule]) -> None:
+        self._streaks = [(rule, ConditionStreak(condition, default_for_s=rule.window_s))
+                         for rule in rules if (condition := rule.monitor_condition) is not None]
+        self.fired: Firing | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self._streaks)
+
+    def observe(self, sample: MonitorSample) -> Firing | None:
+        if self.fired is not None:
+            return None
+        for rule, streak in self._streaks:
+            first = streak.observe(sample)
+            if first is None or sample.elapsed_s < rule.after_s:
+                continue
+            condition = streak.condition
+            measured = streak.worst if streak.worst is not None else 0.0
+            text = (f"{condition.monitor}'s {condition.metric} was {condition.op} {condition.value:g} for {streak.for_s} s "
+                    f"from second {first} (last {streak.last_value:g})")
+            self.fired = Firing(rule=rule, reason="monitor", measured=measured, unit="", second=sample.second,
+                                elapsed_s=sample.elapsed_s, exit_code=EXIT_CODES["monitor"],
+                                message=f"autostop: {text} at {clock(sample.elapsed_s)}")
+            return self.fired
         return None
 
 

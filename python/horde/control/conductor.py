@@ -31,9 +31,10 @@ from horde.control.steering import planned_length_s, prepare_plan, steering_for
 from horde.store import Store
 from horde.results.summary import CPU_SATURATION_PERCENT_PER_WORKER, summarise
 from horde.control.thresholds import Verdict, judge, verdicts_to_json
+from horde.control.watching import RunMonitors
 
 #: Summary keys the conductor adds to what summarise() computes; `horde show` keeps them.
-JUDGEMENT_KEYS = ("thresholds", "autostop", "capacity", "sight", "cluster")
+JUDGEMENT_KEYS = ("thresholds", "autostop", "capacity", "sight", "cluster", "monitors")
 
 #: A run on this process's engine, or over a cluster's generators (the same surface).
 EngineRun = Union[Run, "ClusterRun"]
@@ -184,6 +185,7 @@ def conduct(
     )
     if on_recorded is not None:
         on_recorded(run_id)
+    monitors = RunMonitors.open(plan, sink)
     engine_run: EngineRun
     try:
         if cluster is not None:
@@ -194,17 +196,20 @@ def conduct(
         else:
             engine_run = Run.start(engine_plan, workers=workers, plan_json=plan_json)
     except HordeError:
+        monitors.close()
         store.finish_run(run_id, status="failed", summary=None)
         raise
+    monitors.begin()  # the monitors' second N is the snapshots' second N
     try:
-        return _conduct_run(plan, store, run_id, engine_run, steering, sink, workers, question, annotate)
+        return _conduct_run(plan, store, run_id, engine_run, steering, sink, workers, question, annotate, monitors)
     finally:
+        monitors.close()
         engine_run.close()
 
 
 def _conduct_run(plan: Plan, store: Store, run_id: str, engine_run: EngineRun, steering: Any, sink: Sink,
                  workers: int | None, question: CapacityQuestion | None,
-                 annotate: Callable[[dict[str, Any]], dict[str, Any]] | None) -> Outcome:
+                 annotate: Callable[[dict[str, Any]], dict[str, Any]] | None, monitors: RunMonitors) -> Outcome:
     """The run's seconds, then its verdict (see :func:`conduct`)."""
     limit = cpu_limit_percent(workers)
     watch = AutostopWatch(plan.autostop, cpu_limit_percent=limit)
@@ -222,6 +227,11 @@ def _conduct_run(plan: Plan, store: Store, run_id: str, engine_run: EngineRun, s
             for message in engine_run.notes:
                 sink.note(message)
             engine_run.notes.clear()
+            monitor_firing = monitors.take(store, run_id, sink)
+            if monitor_firing is not None and firing is None and not engine_run.stop_requested:
+                firing = monitor_firing
+                sink.note(firing.message)
+                engine_run.stop()
             if snapshot is None:
                 continue
             store.add_snapshot(run_id, snapshot)
@@ -242,7 +252,9 @@ def _conduct_run(plan: Plan, store: Store, run_id: str, engine_run: EngineRun, s
                 # The sinks show where the steering stands (phase, step, level, last verdict).
                 snapshot = snapshot.copy()
                 snapshot["steering"] = steering.status()
-            sink.update(snapshot)
+            sink.update(monitors.annotate(snapshot))
+    monitors.close(store, run_id)
+    monitor_samples = monitors.samples(store, run_id)
     lost_stop = engine_run.stopped_for_loss
     status = ("interrupted" if interrupts.count or stop_asked
               else "autostopped" if firing is not None
@@ -250,7 +262,7 @@ def _conduct_run(plan: Plan, store: Store, run_id: str, engine_run: EngineRun, s
     effective_workers = workers or os.cpu_count() or 1
     stored = store.snapshots(run_id)
     summary = summarise(stored, run_id=run_id, status=status, workers=effective_workers)
-    verdicts = judge(plan.thresholds, stored) if plan.thresholds else []
+    verdicts = judge(plan.thresholds, stored, monitor_samples) if plan.thresholds else []
     if plan.thresholds:
         summary["thresholds"] = verdicts_to_json(verdicts)
     if firing is not None:
@@ -264,6 +276,9 @@ def _conduct_run(plan: Plan, store: Store, run_id: str, engine_run: EngineRun, s
         summary["capacity"] = capacity_block({"method": "measured_run", "max_rps": summary["rps"],
                                               "latency_ms_at_max": summary["latency_ms"]["p95"], "percentile": 95,
                                               "saturation_reason": None}, question)
+    monitored = monitors.block(monitor_samples)
+    if monitored is not None:
+        summary["monitors"] = monitored
     spread = engine_run.spread_block()
     if spread is not None:
         summary["cluster"] = spread

@@ -22,7 +22,10 @@ from typing import Any
 
 from horde.control.measure import Figures, Scope, format_limit, format_value, measure, unit_of
 from horde.engine.snapshot import Snapshot
+from horde.monitors import judge_monitor_condition
 from horde.plan.control import Condition, Threshold
+from horde.plan.monitors import MonitorCondition
+from horde.store import MonitorSample
 
 
 @dataclass(frozen=True)
@@ -55,19 +58,36 @@ def _name(condition: str, step: str | None, scenario: str | None, scope: str) ->
     return condition if step is None and scenario is None else f"{condition} [{scope}]"
 
 
-def judge(thresholds: Sequence[Threshold], snapshots: Iterable[Snapshot]) -> list[Verdict]:
+def judge(thresholds: Sequence[Threshold], snapshots: Iterable[Snapshot],
+          monitor_samples: Mapping[str, Sequence[MonitorSample]] | None = None) -> list[Verdict]:
     """The verdict of each threshold over ``snapshots`` (the whole run, final one included),
-    in the thresholds' order."""
+    in the thresholds' order; a threshold on a monitor is judged on ``monitor_samples``."""
     snapshots = list(snapshots)
     # Several thresholds on one scope (p95 and errors on a step) share one merge.
     figures_by_scope: dict[Scope, Figures] = {}
     verdicts = []
     for threshold in thresholds:
+        if (watched := threshold.monitor_condition) is not None:
+            verdicts.append(_monitor_verdict(watched, (monitor_samples or {}).get(watched.monitor, [])))
+            continue
         scope = Scope.of(scenario=threshold.scenario, step=threshold.step)
         if scope not in figures_by_scope:
             figures_by_scope[scope] = measure(snapshots, scenario=threshold.scenario, step=threshold.step)
         verdicts.append(_verdict(threshold, scope, figures_by_scope[scope]))
     return verdicts
+
+
+def _monitor_verdict(condition: MonitorCondition, samples: Sequence[MonitorSample]) -> Verdict:
+    passed, worst, failed_at = judge_monitor_condition(condition, samples)
+    limit = f"{condition.op} {condition.value:g}"
+    if worst is None:
+        message = f"{condition.text} failed: monitor {condition.monitor} never gave {condition.metric}"
+    elif passed:
+        message = f"{condition.text} passed: worst {worst:g}"
+    else:
+        message = f"{condition.text} failed: not {limit} from second {failed_at} (worst {worst:g})"
+    return Verdict(condition=condition.text, step=None, scenario=None, scope=f"monitor {condition.monitor}",
+                   measured=worst, unit="", limit=limit, passed=passed, message=message)
 
 
 def _verdict(threshold: Threshold, scope: Scope, figures: Figures) -> Verdict:

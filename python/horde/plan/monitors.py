@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidatorFunctionWrapHandler, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidatorFunctionWrapHandler, field_validator
 
 from horde.plan.common import TAGGED, custom, validate_unique_names
 
@@ -226,3 +226,45 @@ def parse_monitor_condition(text: str) -> MonitorCondition:
     return MonitorCondition(monitor=match.group("monitor"), metric=match.group("metric"), op=match.group("op"),
                             value=float(match.group("value")), for_s=None if for_s is None else int(for_s),
                             text=text.strip())
+
+
+# --- monitors given on the command line -------------------------------------------------------
+
+MONITOR_FLAG_HINT = (
+    "write --monitor NAME=host (this machine), NAME=http://HOST:9100/metrics (a node_exporter: that machine's host "
+    "figures) or NAME=postgresql://USER@HOST:PORT/DATABASE (password from PGPASSWORD or ~/.pgpass)"
+)
+
+
+def monitor_from_flag(text: str) -> HostMonitor | PrometheusMonitor | PostgresMonitor:
+    """A monitor from ``--monitor NAME=SPEC``; ValueError with what is wrong (hint:
+    :data:`MONITOR_FLAG_HINT`).
+
+    >>> monitor_from_flag("db=postgresql://app@127.0.0.1/game").type
+    'postgres'
+    >>> monitor_from_flag("web=http://10.0.0.7:9100/metrics").node_exporter
+    True
+    """
+    name, equals, spec = text.partition("=")
+    if not equals or not name.strip() or not spec.strip():
+        raise ValueError(f"'{text}' is not NAME=SOURCE")
+    name, spec = name.strip(), spec.strip()
+    data: dict[str, Any]
+    if spec == "host":
+        data = {"name": name, "type": "host"}
+    elif spec.startswith(("http://", "https://")):
+        data = {"name": name, "type": "prometheus", "url": spec, "node_exporter": True}
+    elif spec.startswith(("postgresql://", "postgres://")):
+        data = {"name": name, "type": "postgres", "dsn": spec}
+    else:
+        raise ValueError(f"'{spec}' is not a source (host, an http:// URL or a postgresql:// DSN)")
+    try:
+        if data["type"] == "host":
+            return HostMonitor.model_validate(data)
+        if data["type"] == "prometheus":
+            return PrometheusMonitor.model_validate(data)
+        return PostgresMonitor.model_validate(data)
+    except ValidationError as error:
+        details = error.errors()[0]
+        message = details.get("ctx", {}).get("detail") or details["msg"]
+        raise ValueError(f"--monitor {name}: {message}") from None

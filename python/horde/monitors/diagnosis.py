@@ -1,0 +1,228 @@
+"""Diagnosis: plain sentences about the target's side, each with the second it started.
+
+The rules read monitors' samples as they come (live) or a stored run's (afterwards: the same
+rules over the same samples give the same sentences). Their thresholds are the monitor's
+``diagnosis`` settings (:mod:`horde.plan.monitors`). A rule speaks once per subject (a host, an
+interface, a table, a standby) per run, at the first second its condition was met:
+
+- host (and a node_exporter's machine): CPU busy above ``cpu_percent`` for ``cpu_for_s`` s; an
+  interface above ``nic_percent`` of its link for ``nic_for_s`` s; time-wait sockets growing
+  faster than ``time_wait_growth_per_s`` over ``time_wait_window_s`` s past ``time_wait_min``;
+- postgres: a table's dead tuples growing faster than ``dead_tuples_growth_per_s`` over
+  ``dead_tuples_window_s`` s past ``dead_tuples_min`` (autovacuum's removals included, so it is
+  losing); a standby's replay lag rising over all of ``lag_window_s`` s past ``lag_min_bytes``;
+  a standby's feedback xmin older than ``xmin_age_limit`` transactions for ``xmin_for_s`` s while
+  dead tuples grow (hot_standby_feedback holding back vacuum); client connections at
+  ``connections_percent`` of ``max_connections``.
+
+>>> from horde.plan.monitors import HostMonitor
+>>> from horde.store import MonitorSample
+>>> diagnosis = Diagnosis([HostMonitor(name="db", diagnosis={"cpu_for_s": 3})])
+>>> found = [diagnosis.observe(MonitorSample("db", second, float(second), 0.0, {"cpu.busy_percent": busy}))
+...          for second, busy in enumerate([40, 95, 97, 99, 98], 1)]
+>>> [finding.message for finding in diagnosis.findings]
+['db: CPU busy above 90 % for 3 s from second 2 (up to 99 %)']
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from horde.plan.monitors import HostDiagnosis, HostMonitor, Monitor, PostgresDiagnosis, PostgresMonitor, PrometheusMonitor
+from horde.store import MonitorSample
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One rule that fired: on which monitor and subject, from which second, in words."""
+
+    monitor: str
+    rule: str
+    subject: str
+    second: int
+    message: str
+    #: The figure the rule judged (``cpu.busy_percent``), for charts and the capacity block.
+    metric: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"monitor": self.monitor, "rule": self.rule, "subject": self.subject, "second": self.second,
+                "metric": self.metric, "message": self.message}
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.1f}"
+
+
+def _bytes(value: float) -> str:
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(value) >= size:
+            return f"{value / size:,.1f} {unit}"
+    return f"{value:,.0f} B"
+
+
+class _Streak:
+    """How long a condition has held in a row: (first second, seconds, worst value)."""
+
+    def __init__(self) -> None:
+        self.first: int | None = None
+        self.last = 0
+        self.worst = 0.0
+
+    def add(self, second: int, interval_s: int, holds: bool, value: float) -> int:
+        if not holds:
+            self.first = None
+            return 0
+        if self.first is None:
+            self.first, self.worst = second, value
+        self.last = second
+        self.worst = max(self.worst, value)
+        return second - self.first + interval_s
+
+
+class _Rules:
+    """One monitor's rules and their state."""
+
+    def __init__(self, monitor: Monitor) -> None:
+        self.monitor = monitor
+        self.fired: set[tuple[str, str]] = set()
+        self.streaks: dict[tuple[str, str], _Streak] = {}
+        self.windows: dict[tuple[str, str], deque[tuple[int, float]]] = {}
+
+    def streak(self, rule: str, subject: str) -> _Streak:
+        return self.streaks.setdefault((rule, subject), _Streak())
+
+    def window(self, rule: str, subject: str, second: int, value: float, length_s: int) -> deque[tuple[int, float]]:
+        points = self.windows.setdefault((rule, subject), deque())
+        points.append((second, value))
+        while points and points[0][0] < second - length_s:
+            points.popleft()
+        return points
+
+    def fire(self, rule: str, subject: str, second: int, metric: str, message: str) -> Finding | None:
+        if (rule, subject) in self.fired:
+            return None
+        self.fired.add((rule, subject))
+        return Finding(self.monitor.name, rule, subject, second, f"{self.monitor.name}: {message}", metric)
+
+
+def _subjects(values: dict[str, float], prefix: str, suffix: str) -> Iterable[tuple[str, float]]:
+    """(subject, value) of every figure named ``prefix.SUBJECT.suffix``."""
+    for key, value in values.items():
+        if key.startswith(prefix + ".") and key.endswith("." + suffix):
+            subject = key[len(prefix) + 1: -len(suffix) - 1]
+            if subject:
+                yield subject, value
+
+
+def _host_rules(rules: _Rules, settings: HostDiagnosis, sample: MonitorSample, values: dict[str, float]) -> list[Finding | None]:
+    found: list[Finding | None] = []
+    interval = rules.monitor.interval_s
+    busy = values.get("cpu.busy_percent")
+    if busy is not None:
+        streak = rules.streak("host_cpu", "cpu")
+        held = streak.add(sample.second, interval, busy > settings.cpu_percent, busy)
+        if held >= settings.cpu_for_s and streak.first is not None:
+            found.append(rules.fire("host_cpu", "cpu", streak.first, "cpu.busy_percent",
+                                    f"CPU busy above {settings.cpu_percent:g} % for {settings.cpu_for_s} s from second "
+                                    f"{streak.first} (up to {streak.worst:.0f} %)"))
+    for interface, share in _subjects(values, "net", "link_percent"):
+        streak = rules.streak("nic_saturated", interface)
+        held = streak.add(sample.second, interval, share > settings.nic_percent, share)
+        if held >= settings.nic_for_s and streak.first is not None:
+            speed = values.get(f"net.{interface}.link_mbps", 0.0)
+            found.append(rules.fire("nic_saturated", interface, streak.first, f"net.{interface}.link_percent",
+                                    f"interface {interface} saturated: above {settings.nic_percent:g} % of its "
+                                    f"{speed:,.0f} Mbit/s for {settings.nic_for_s} s from second {streak.first} "
+                                    f"(up to {streak.worst:.0f} %)"))
+    time_wait = values.get("tcp.time_wait")
+    if time_wait is not None:
+        points = rules.window("time_wait", "tcp", sample.second, time_wait, settings.time_wait_window_s)
+        (first_second, first), (last_second, last) = points[0], points[-1]
+        span = last_second - first_second
+        if span >= settings.time_wait_window_s and last > settings.time_wait_min:
+            growth = (last - first) / span
+            if growth > settings.time_wait_growth_per_s:
+                found.append(rules.fire("time_wait", "tcp", first_second, "tcp.time_wait",
+                                        f"time-wait sockets piling up: from {first:,.0f} to {last:,.0f} in {span} s "
+                                        f"(+{growth:,.0f}/s) from second {first_second}"))
+    return found
+
+
+def _postgres_rules(rules: _Rules, settings: PostgresDiagnosis, sample: MonitorSample, values: dict[str, float]) -> list[Finding | None]:
+    found: list[Finding | None] = []
+    interval = rules.monitor.interval_s
+    for table, dead in _subjects(values, "tables", "dead_tuples"):
+        points = rules.window("dead_tuples", table, sample.second, dead, settings.dead_tuples_window_s)
+        vacuums = rules.window("autovacuum", table, sample.second, values.get(f"tables.{table}.autovacuum_runs", 0.0),
+                               settings.dead_tuples_window_s)
+        (first_second, first), (last_second, last) = points[0], points[-1]
+        span = last_second - first_second
+        if span >= settings.dead_tuples_window_s and last > settings.dead_tuples_min:
+            growth = (last - first) / span
+            if growth > settings.dead_tuples_growth_per_s:
+                runs = sum(count for _, count in vacuums)
+                found.append(rules.fire("dead_tuples", table, first_second, f"tables.{table}.dead_tuples",
+                                        f"table {table}: dead tuples grew from {first:,.0f} to {last:,.0f} in {span} s "
+                                        f"(+{_number(growth)}/s) from second {first_second}, faster than autovacuum "
+                                        f"removes them ({runs:.0f} autovacuum runs meanwhile)"))
+    dead_total = values.get("dead_tuples")
+    dead_points = rules.window("dead_total", "all", sample.second, dead_total, settings.xmin_for_s) if dead_total is not None else None
+    for standby, lag in _subjects(values, "replication", "replay_lag_bytes"):
+        points = rules.window("replication_lag", standby, sample.second, lag, settings.lag_window_s)
+        (first_second, first), (last_second, last) = points[0], points[-1]
+        span = last_second - first_second
+        rising = all(later >= earlier for (_, earlier), (_, later) in zip(points, list(points)[1:]))
+        if span >= settings.lag_window_s and rising and last > first and last > settings.lag_min_bytes:
+            found.append(rules.fire("replication_lag", standby, first_second, f"replication.{standby}.replay_lag_bytes",
+                                    f"standby {standby}: replication lag rising without bound, from {_bytes(first)} to "
+                                    f"{_bytes(last)} of WAL behind in {span} s from second {first_second}"))
+    for standby, age in _subjects(values, "replication", "xmin_age"):
+        streak = rules.streak("standby_xmin", standby)
+        held = streak.add(sample.second, interval, age > settings.xmin_age_limit, age)
+        growing = dead_points is not None and len(dead_points) > 1 and dead_points[-1][1] > dead_points[0][1]
+        if held >= settings.xmin_for_s and growing and streak.first is not None:
+            found.append(rules.fire("standby_feedback", standby, streak.first, f"replication.{standby}.xmin_age",
+                                    f"standby {standby} holds back vacuum: the xmin it reports (hot_standby_feedback) "
+                                    f"was over {settings.xmin_age_limit:,} transactions old from second {streak.first} "
+                                    f"(up to {streak.worst:,.0f}) while dead tuples grew to {dead_total or 0:,.0f}"))
+    total, maximum = values.get("connections.total"), values.get("connections.max")
+    if total is not None and maximum:
+        if total >= maximum * settings.connections_percent / 100:
+            found.append(rules.fire("connections", "server", sample.second, "connections.total",
+                                    f"connections at max_connections: {total:,.0f} of {maximum:,.0f} from second "
+                                    f"{sample.second}"))
+    return found
+
+
+class Diagnosis:
+    """The rules of a run's monitors; feed it samples in order of second, per monitor."""
+
+    def __init__(self, monitors: Sequence[Monitor]) -> None:
+        self._rules = {monitor.name: _Rules(monitor) for monitor in monitors}
+        self.findings: list[Finding] = []
+
+    def observe(self, sample: MonitorSample) -> list[Finding]:
+        """The findings this sample completes (usually none)."""
+        rules = self._rules.get(sample.monitor)
+        if rules is None or sample.values is None:
+            return []
+        monitor = rules.monitor
+        if isinstance(monitor, HostMonitor) or (isinstance(monitor, PrometheusMonitor) and monitor.node_exporter):
+            found = _host_rules(rules, monitor.diagnosis, sample, sample.values)
+        elif isinstance(monitor, PostgresMonitor):
+            found = _postgres_rules(rules, monitor.diagnosis, sample, sample.values)
+        else:
+            found = []
+        new = [finding for finding in found if finding is not None]
+        self.findings.extend(new)
+        return new
+
+    def observe_all(self, samples: dict[str, list[MonitorSample]]) -> list[Finding]:
+        """Every finding of a stored run's samples, in order of the second they started."""
+        for monitor_samples in samples.values():
+            for sample in monitor_samples:
+                self.observe(sample)
+        return sorted(self.findings, key=lambda finding: (finding.second, finding.monitor))

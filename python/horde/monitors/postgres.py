@@ -1,0 +1,254 @@
+"""The ``postgres`` source: a PostgreSQL server's own statistics, read over one connection.
+
+Figures (rates per second over the interval since the last reading; the database is the DSN's):
+
+- ``transactions_per_s``, ``commits_per_s``, ``rollbacks_per_s``;
+- the statement mix: ``statements.select_per_s``, ``insert``, ``update``, ``delete``, ``other``
+  from ``pg_stat_statements`` when the extension is installed in the database
+  (``statements.from_pg_stat_statements`` is 1), else from the tuple counters (0): rows
+  returned by scans stand for selects, rows inserted, updated, deleted for the rest;
+- ``rows.returned_per_s`` (read by scans) and ``rows.fetched_per_s`` (handed back), and
+  ``rows.inserted_per_s``, ``updated``, ``deleted``, ``rows.hot_updated_per_s``;
+  ``hot_update_percent`` (HOT updates among updates in the interval);
+- ``cache_hit_percent`` (buffer hits among block reads in the interval); ``temp_bytes_per_s``;
+  ``deadlocks`` (in the interval);
+- ``dead_tuples`` and ``live_tuples`` (every followed table), ``autovacuum_runs`` and
+  ``autoanalyze_runs`` (in the interval), and per table ``tables.SCHEMA.TABLE.dead_tuples``,
+  ``live_tuples``, ``dead_tuples_per_s`` (growth, negative when vacuum removed more),
+  ``autovacuum_runs``, ``autoanalyze_runs``;
+- ``connections.active``, ``idle``, ``idle_in_transaction``, ``other``, ``connections.total``
+  (client backends of the whole server) and ``connections.max`` (``max_connections``);
+  ``locks_waiting``;
+- on a primary, per standby (its ``application_name``): ``replication.NAME.write_lag_s``,
+  ``flush_lag_s``, ``replay_lag_s``, ``replay_lag_bytes`` (WAL sent but not replayed), and
+  ``xmin_age`` (transactions since the xmin the standby reports with hot_standby_feedback);
+  ``replication_lag_s`` and ``replication_lag_bytes`` are the worst standby's;
+  ``standby_xmin_age`` the oldest. On a standby, ``in_recovery`` is 1 and ``replay_delay_s``
+  is how long ago the last replayed transaction committed on the primary.
+
+The password comes from the environment variable the monitor names (or libpq's own), read when
+the run starts; it is never stored. Table names keep only letters, digits and ``_``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+
+from horde.monitors.source import CounterRates, SourceUnavailable
+from horde.plan.monitors import PostgresMonitor
+
+#: Tables followed when the monitor names none: the most dead tuples first.
+MAX_TABLES = 50
+
+_DATABASE = """
+SELECT xact_commit, xact_rollback, blks_read, blks_hit, tup_returned, tup_fetched, tup_inserted, tup_updated,
+       tup_deleted, temp_bytes, deadlocks
+FROM pg_stat_database WHERE datname = current_database()"""
+_TABLES = """
+SELECT schemaname, relname, n_live_tup, n_dead_tup, n_tup_upd, n_tup_hot_upd, autovacuum_count, autoanalyze_count
+FROM pg_stat_user_tables ORDER BY n_dead_tup DESC, relid"""
+_CONNECTIONS = """
+SELECT coalesce(state, 'other') AS state, count(*) AS connections FROM pg_stat_activity
+WHERE backend_type = 'client backend' GROUP BY 1"""
+_REPLICATION = """
+SELECT coalesce(nullif(application_name, ''), client_addr::text, pid::text) AS standby,
+       extract(epoch FROM write_lag)::float8 AS write_lag_s, extract(epoch FROM flush_lag)::float8 AS flush_lag_s,
+       extract(epoch FROM replay_lag)::float8 AS replay_lag_s,
+       pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn)::float8 AS replay_lag_bytes,
+       age(backend_xmin)::float8 AS xmin_age
+FROM pg_stat_replication"""
+_STATEMENTS = """
+SELECT lower(substring(ltrim(query) FROM '^[A-Za-z]+')) AS verb, sum(calls)::float8 AS calls
+FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) GROUP BY 1"""
+_VERBS = ("select", "insert", "update", "delete")
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
+class PostgresSource:
+    kind = "postgres"
+
+    def __init__(self, monitor: PostgresMonitor) -> None:
+        self.name = monitor.name
+        self._monitor = monitor
+        self._connection: psycopg.Connection[dict[str, Any]] | None = None
+        self._rates = CounterRates()
+        self._has_statements = False
+        self._max_connections = 0.0
+        self._tables = set(monitor.tables)
+
+    def _connect(self) -> psycopg.Connection[dict[str, Any]]:
+        password = os.environ.get(self._monitor.password_env) if self._monitor.password_env else None
+        options: dict[str, Any] = {"connect_timeout": self._monitor.connect_timeout_s, "autocommit": True,
+                                   "application_name": "horde-monitor", "row_factory": dict_row}
+        if password is not None:
+            options["password"] = password
+        try:
+            connection = psycopg.connect(self._monitor.dsn, **options)
+            # A statistics read that hangs (a locked catalogue) must not stall the monitor for long.
+            connection.execute("SET statement_timeout = 2000")
+            self._has_statements = connection.execute(
+                "SELECT 1 FROM pg_extension WHERE extname = 'pg_stat_statements'").fetchone() is not None
+            row = connection.execute("SELECT current_setting('max_connections')::float8 AS m").fetchone()
+            self._max_connections = float(row["m"]) if row else 0.0
+        except psycopg.Error as error:
+            raise SourceUnavailable(f"cannot connect to {self._monitor.dsn}: {_first_line(error)}") from error
+        return connection
+
+    def open(self) -> None:
+        self._connection = self._connect()
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    def read(self, now: float) -> dict[str, float]:
+        if self._connection is None or self._connection.closed:
+            self._connection = self._connect()
+        try:
+            return self._read(self._connection, now)
+        except psycopg.Error as error:
+            self.close()  # the next reading reconnects
+            raise SourceUnavailable(f"reading {self._monitor.dsn} failed: {_first_line(error)}") from error
+
+    def _rate(self, key: str, value: Any, now: float) -> float | None:
+        return None if value is None else self._rates.rate(key, float(value), now)
+
+    def _read(self, connection: psycopg.Connection[dict[str, Any]], now: float) -> dict[str, float]:
+        values: dict[str, float] = {"connections.max": self._max_connections}
+        database = connection.execute(_DATABASE).fetchone() or {}
+        rates = {key: self._rate(key, database.get(key), now) for key in database}
+        if rates.get("xact_commit") is not None and rates.get("xact_rollback") is not None:
+            values["commits_per_s"] = rates["xact_commit"] or 0.0
+            values["rollbacks_per_s"] = rates["xact_rollback"] or 0.0
+            values["transactions_per_s"] = values["commits_per_s"] + values["rollbacks_per_s"]
+        for column, figure in (("tup_returned", "rows.returned_per_s"), ("tup_fetched", "rows.fetched_per_s"),
+                               ("tup_inserted", "rows.inserted_per_s"), ("tup_updated", "rows.updated_per_s"),
+                               ("tup_deleted", "rows.deleted_per_s"), ("temp_bytes", "temp_bytes_per_s")):
+            if rates.get(column) is not None:
+                values[figure] = rates[column] or 0.0
+        hit, read = rates.get("blks_hit"), rates.get("blks_read")
+        if hit is not None and read is not None and hit + read > 0:
+            values["cache_hit_percent"] = 100.0 * hit / (hit + read)
+        deadlocks = self._rates.delta("deadlocks.count", float(database.get("deadlocks") or 0))
+        if deadlocks is not None:
+            values["deadlocks"] = deadlocks
+        values.update(self._statements(connection, values, now))
+        values.update(self._tables_read(connection, now))
+        values.update(self._connections(connection))
+        values.update(self._replication(connection))
+        return values
+
+    def _statements(self, connection: psycopg.Connection[dict[str, Any]], values: dict[str, float], now: float) -> dict[str, float]:
+        mix: dict[str, float] = {}
+        if self._has_statements:
+            calls = {verb: 0.0 for verb in (*_VERBS, "other")}
+            for row in connection.execute(_STATEMENTS).fetchall():
+                verb = row["verb"] if row["verb"] in _VERBS else "other"
+                calls[verb] += float(row["calls"] or 0)
+            for verb, count in calls.items():
+                rate = self._rates.rate(f"statements.{verb}", count, now)
+                if rate is not None:
+                    mix[f"statements.{verb}_per_s"] = rate
+            mix["statements.from_pg_stat_statements"] = 1.0
+            return mix
+        for verb, figure in (("select", "rows.returned_per_s"), ("insert", "rows.inserted_per_s"),
+                             ("update", "rows.updated_per_s"), ("delete", "rows.deleted_per_s")):
+            if figure in values:
+                mix[f"statements.{verb}_per_s"] = values[figure]
+        mix["statements.from_pg_stat_statements"] = 0.0
+        return mix
+
+    def _tables_read(self, connection: psycopg.Connection[dict[str, Any]], now: float) -> dict[str, float]:
+        values: dict[str, float] = {"dead_tuples": 0.0, "live_tuples": 0.0}
+        updates = hot = 0.0
+        autovacuum = autoanalyze = 0.0
+        complete = True
+        followed = 0
+        for row in connection.execute(_TABLES).fetchall():
+            qualified = f"{row['schemaname']}.{row['relname']}"
+            if self._tables and qualified not in self._tables and row["relname"] not in self._tables:
+                continue
+            dead, live = float(row["n_dead_tup"] or 0), float(row["n_live_tup"] or 0)
+            values["dead_tuples"] += dead
+            values["live_tuples"] += live
+            prefix = f"tables.{_safe(row['schemaname'])}.{_safe(row['relname'])}"
+            moved = {what: self._rates.delta(f"{prefix}.{what}", float(row[column] or 0))
+                     for what, column in (("updates", "n_tup_upd"), ("hot", "n_tup_hot_upd"),
+                                          ("autovacuum", "autovacuum_count"), ("autoanalyze", "autoanalyze_count"))}
+            growth = self._rates.rate(f"{prefix}.dead", dead, now)
+            if any(value is None for value in moved.values()):
+                complete = False
+            updates += moved["updates"] or 0.0
+            hot += moved["hot"] or 0.0
+            autovacuum += moved["autovacuum"] or 0.0
+            autoanalyze += moved["autoanalyze"] or 0.0
+            if self._tables or followed < MAX_TABLES:
+                followed += 1
+                values[f"{prefix}.dead_tuples"] = dead
+                values[f"{prefix}.live_tuples"] = live
+                if growth is not None:
+                    values[f"{prefix}.dead_tuples_per_s"] = growth
+                if moved["autovacuum"] is not None:
+                    values[f"{prefix}.autovacuum_runs"] = moved["autovacuum"] or 0.0
+                    values[f"{prefix}.autoanalyze_runs"] = moved["autoanalyze"] or 0.0
+        if complete:
+            values["autovacuum_runs"] = autovacuum
+            values["autoanalyze_runs"] = autoanalyze
+            if updates > 0:
+                values["hot_update_percent"] = 100.0 * hot / updates
+            growth_total = self._rates.rate("dead_tuples", values["dead_tuples"], now)
+            if growth_total is not None:
+                values["dead_tuples_per_s"] = growth_total
+        return values
+
+    def _connections(self, connection: psycopg.Connection[dict[str, Any]]) -> dict[str, float]:
+        values = {"connections.active": 0.0, "connections.idle": 0.0, "connections.idle_in_transaction": 0.0,
+                  "connections.other": 0.0}
+        for row in connection.execute(_CONNECTIONS).fetchall():
+            state = _safe(str(row["state"]).replace(" (aborted)", "_aborted"))
+            key = f"connections.{state}" if f"connections.{state}" in values else "connections.other"
+            values[key] += float(row["connections"])
+        values["connections.total"] = sum(values.values())
+        waiting = connection.execute("SELECT count(*)::float8 AS n FROM pg_locks WHERE NOT granted").fetchone()
+        values["locks_waiting"] = float(waiting["n"]) if waiting else 0.0
+        return values
+
+    def _replication(self, connection: psycopg.Connection[dict[str, Any]]) -> dict[str, float]:
+        recovery = connection.execute(
+            "SELECT pg_is_in_recovery() AS r, extract(epoch FROM now() - pg_last_xact_replay_timestamp())::float8 AS d"
+        ).fetchone() or {}
+        if recovery.get("r"):
+            values = {"in_recovery": 1.0}
+            if recovery.get("d") is not None:
+                values["replay_delay_s"] = float(recovery["d"])
+            return values
+        values = {"in_recovery": 0.0}
+        worst: dict[str, float] = {}
+        for row in connection.execute(_REPLICATION).fetchall():
+            prefix = f"replication.{_safe(str(row['standby']))}"
+            for column in ("write_lag_s", "flush_lag_s", "replay_lag_s", "replay_lag_bytes", "xmin_age"):
+                if row[column] is not None:
+                    values[f"{prefix}.{column}"] = float(row[column])
+            # An idle standby's lag times are NULL (nothing to replay): no lag, not unknown.
+            lag_s = float(row["replay_lag_s"] or 0.0)
+            worst["replication_lag_s"] = max(worst.get("replication_lag_s", 0.0), lag_s)
+            worst["replication_lag_bytes"] = max(worst.get("replication_lag_bytes", 0.0), float(row["replay_lag_bytes"] or 0.0))
+            if row["xmin_age"] is not None:
+                worst["standby_xmin_age"] = max(worst.get("standby_xmin_age", 0.0), float(row["xmin_age"]))
+        values.update(worst)
+        values["standbys"] = float(len(connection.execute("SELECT 1 FROM pg_stat_replication").fetchall()))
+        return values
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__

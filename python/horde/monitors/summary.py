@@ -1,0 +1,67 @@
+"""A run's monitors in its summary: per monitor its samples, gaps and headline figures (mean,
+peak, last), and the diagnosis; what ``horde show``, the report and the dashboard print."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from horde.monitors.diagnosis import Finding
+from horde.store import MonitorSample
+
+#: The figures a summary lists per kind of source, in this order, when the source gave them.
+HEADLINE: dict[str, tuple[str, ...]] = {
+    "host": ("cpu.busy_percent", "cpu.iowait_percent", "cpu.steal_percent", "load.1m", "memory.used_percent",
+             "net.rx_bytes_per_s", "net.tx_bytes_per_s", "tcp.established", "tcp.time_wait", "files.open"),
+    "postgres": ("transactions_per_s", "statements.select_per_s", "statements.insert_per_s", "statements.update_per_s",
+                 "statements.delete_per_s", "rows.returned_per_s", "rows.fetched_per_s", "cache_hit_percent",
+                 "hot_update_percent", "dead_tuples", "autovacuum_runs", "connections.total", "locks_waiting", "deadlocks",
+                 "temp_bytes_per_s", "replication_lag_s", "replication_lag_bytes", "standby_xmin_age"),
+}
+#: Figures added up over the run rather than averaged (counts per interval).
+COUNTS = ("autovacuum_runs", "autoanalyze_runs", "deadlocks")
+#: The most figures a prometheus source lists (its series, in the order first seen).
+MAX_SERIES = 20
+
+
+def headline_metrics(kind: str, node_exporter: bool, seen: Sequence[str]) -> list[str]:
+    if kind == "prometheus":
+        series = [metric for metric in seen if not metric.startswith(("cpu.", "load.", "memory.", "net.", "tcp.", "disk.", "files."))]
+        return series[:MAX_SERIES] + ([m for m in HEADLINE["host"] if m in seen] if node_exporter else [])
+    return [metric for metric in HEADLINE.get(kind, ()) if metric in seen]
+
+
+def figures_of(samples: Sequence[MonitorSample], metrics: Sequence[str]) -> dict[str, dict[str, float]]:
+    figures: dict[str, dict[str, float]] = {}
+    for metric in metrics:
+        values = [sample.values[metric] for sample in samples if sample.values is not None and metric in sample.values]
+        if not values:
+            continue
+        entry = {"mean": sum(values) / len(values), "max": max(values), "last": values[-1]}
+        if metric in COUNTS:
+            entry["total"] = sum(values)
+        figures[metric] = {key: round(value, 3) for key, value in entry.items()}
+    return figures
+
+
+def monitors_block(kinds: dict[str, str], node_exporters: set[str], samples: dict[str, list[MonitorSample]],
+                   findings: Sequence[Finding], warnings: Sequence[str]) -> dict[str, Any]:
+    """The summary's ``monitors`` block."""
+    sources: dict[str, Any] = {}
+    for name, kind in kinds.items():
+        own = [sample for sample in samples.get(name, []) if sample.second > 0 or sample.is_gap]
+        seen: list[str] = []
+        for sample in own:
+            for metric in sample.values or {}:
+                if metric not in seen:
+                    seen.append(metric)
+        gaps = [sample for sample in own if sample.is_gap]
+        sources[name] = {
+            "type": kind,
+            "samples": sum(1 for sample in own if not sample.is_gap),
+            "gaps": len(gaps),
+            "first_gap": None if not gaps else {"second": gaps[0].second, "reason": gaps[0].error},
+            "figures": figures_of(own, headline_metrics(kind, name in node_exporters, seen)),
+        }
+    return {"sources": sources, "warnings": list(warnings),
+            "diagnosis": [finding.to_json() for finding in sorted(findings, key=lambda f: (f.second, f.monitor))]}
