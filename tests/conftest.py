@@ -238,6 +238,7 @@ class HordeCli:
     def __init__(self, tmp_path: Path) -> None:
         self.tmp_path = tmp_path
         self.store_path = tmp_path / "store" / "runs.sqlite"
+        self.store_path.parent.mkdir(exist_ok=True)  # horde makes only the default store's folder
         self.store_url = f"sqlite:///{self.store_path}"
         self.env = {**os.environ, "HORDE_STORE": str(self.store_path), "NO_COLOR": "1"}
         self.env.pop("COLUMNS", None)

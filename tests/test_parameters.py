@@ -268,6 +268,7 @@ def test_parse_param() -> None:
 def horde_main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> Any:
     from horde.cli import main
 
+    (tmp_path / "store").mkdir()
     monkeypatch.setenv("HORDE_STORE", str(tmp_path / "store" / "runs.sqlite"))
     monkeypatch.chdir(tmp_path)
 

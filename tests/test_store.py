@@ -413,6 +413,24 @@ def test_unavailable_sqlite_directory(tmp_path: Path) -> None:
     assert err.hint and "writable" in err.hint and "HORDE_STORE" in err.hint
 
 
+def test_a_store_path_in_a_missing_folder_is_refused_and_nothing_is_made(tmp_path: Path) -> None:
+    # A mistyped --store must not leave a tree of folders behind it.
+    path = tmp_path / "nonexistent" / "dir" / "x.sqlite"
+    with pytest.raises(StoreUnavailable) as caught:
+        Store.open(str(path))
+    assert caught.value.exit_code == 3
+    assert f"the folder {path.parent} does not exist" in caught.value.message
+    assert caught.value.hint and "only the default store's folder" in caught.value.hint
+    assert not (tmp_path / "nonexistent").exists()
+
+
+def test_a_new_sqlite_store_is_readable_by_its_owner_only(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite"
+    with Store.open(str(path)):
+        pass
+    assert path.stat().st_mode & 0o077 == 0, oct(path.stat().st_mode)
+
+
 def test_unavailable_sqlite_not_a_database(tmp_path: Path) -> None:
     path = tmp_path / "garbage.sqlite"
     path.write_bytes(b"this is not a SQLite database" * 100)

@@ -230,7 +230,7 @@ def _comparison_cells(step: StepComparison) -> list[Any]:
     if step.error_percent_change:
         errors += f" ({step.error_percent_change:+.2f} pt)"
     cells.append(errors)
-    cells.append(f"{step.test.p_value:.3g}" if step.test else "—")
+    cells.append(step.test.p_text if step.test else "—")
     cells.append(f"{step.test.probability_of_superiority:.3f}" if step.test else "—")
     cells.append(Text(step.verdict, style=_VERDICT_STYLES.get(step.verdict, "")))
     return cells

@@ -97,6 +97,16 @@ class RankTest:
     probability_of_superiority: float
     name: str = TEST_NAME
 
+    @property
+    def p_text(self) -> str:
+        """The p-value as a person reads it: ``0.0123``, ``3.2e-45``, and ``< 1e-300`` where it is
+        too small for a float (never a bare ``0``, which would claim certainty).
+
+        >>> [RankTest(1, 1, 0.0, 0.0, p, 0.5).p_text for p in (0.01234, 3.2e-45, 0.0)]
+        ['0.0123', '3.2e-45', '< 1e-300']
+        """
+        return "< 1e-300" if self.p_value < 1e-300 else f"{self.p_value:.3g}"
+
 
 def mann_whitney_u(baseline: Sequence[Bucket], candidate: Sequence[Bucket]) -> RankTest:
     """The Mann–Whitney U test over two histograms' buckets (``horde.engine.histogram``).
@@ -280,7 +290,7 @@ def judge(test: RankTest, relative_change: dict[str, float | None], change_ms: d
         f"{key} {_percent(relative_change.get(key))}" + _milliseconds(change_ms.get(key)) for key in RELEVANCE_PERCENTILES
     )
     if test.p_value >= rule.alpha:
-        return "no significant change", f"p = {test.p_value:.3g} is not below alpha = {rule.alpha:g} ({shown})"
+        return "no significant change", f"p = {test.p_text} is not below alpha = {rule.alpha:g} ({shown})"
     slower = test.probability_of_superiority > 0.5
     sign = 1.0 if slower else -1.0
     relevant = [
@@ -290,11 +300,11 @@ def judge(test: RankTest, relative_change: dict[str, float | None], change_ms: d
     ]
     if not relevant:
         return "no significant change", (
-            f"significant (p = {test.p_value:.3g}) but too small to matter: {shown}; neither moved "
+            f"significant (p = {test.p_text}) but too small to matter: {shown}; neither moved "
             f"{'up' if slower else 'down'} by more than {rule.min_relative_change:.0%} and {rule.min_absolute_change_ms:g} ms"
         )
     verdict: Verdict = "slower" if slower else "faster"
-    return verdict, f"p = {test.p_value:.3g} < {rule.alpha:g} and {shown}"
+    return verdict, f"p = {test.p_text} < {rule.alpha:g} and {shown}"
 
 
 def _compare_step(

@@ -42,7 +42,7 @@ from horde.store.schema import (
     snapshot_steps,
     snapshots,
 )
-from horde.store.url import backend_of, password_of, redact_url, resolve_store_url
+from horde.store.url import backend_of, default_store_path, password_of, redact_url, resolve_store_url
 
 #: How many passes bringing the tables up to date may take when another process does it too.
 _CREATE_ATTEMPTS = 6
@@ -473,10 +473,19 @@ def _create_engine(url: str, backend: str) -> Engine:
         database = make_url(url).database
         if database and database != ":memory:" and not database.startswith("file:"):
             # The first run on a machine creates ~/.local/share/horde/.
+            path = Path(database).expanduser()
+            # Only the default store's folder is made: a mistyped --store path must not leave a
+            # tree of folders behind it (it would be /nonexistent/dir, made by root).
+            if not path.parent.is_dir() and path != default_store_path():
+                raise ValueError(f"the folder {path.parent} does not exist")
             try:
-                Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                # A new store is readable by its owner only (plans, tags, results are the team's;
+                # SQLite gives its -wal and -shm files the database file's permissions).
+                if not path.exists():
+                    os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
             except OSError as exc:
-                raise ValueError(f"cannot create the directory for {database}: {exc}") from exc
+                raise ValueError(f"cannot create the store file {database}: {exc}") from exc
         engine = create_engine(url, pool_pre_ping=True)
         event.listen(engine, "connect", _configure_sqlite)
         return engine
@@ -553,7 +562,7 @@ def _unavailable(
         )
     else:
         hint = (
-            "check that the directory exists or can be created and is writable, and that the "
+            "check that the folder exists (only the default store's folder is made for you) and is writable, and that the "
             "file is a SQLite database; choose another store with --store or HORDE_STORE"
         )
     return StoreUnavailable(f"cannot {action} the results store {display_url}: {reason}", hint=hint)
