@@ -1,0 +1,268 @@
+"""Monitors against real parts: this machine's /proc, a real node_exporter (Debian package
+prometheus-node-exporter) scraped on loopback, a real PostgreSQL primary with a streaming standby
+(tests/postgres_cluster.py) under an update-heavy load; figures checked against what each part
+reports itself, and the diagnosis firing for the seed's hot_standby_feedback case."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import json
+import random
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from conftest import HordeCli, free_tcp_port, wait_for_port
+from horde.monitors import Diagnosis
+from horde.monitors.host import HostSource
+from horde.monitors.postgres import PostgresSource
+from horde.monitors.prometheus import PrometheusSource
+from horde.plan import HostMonitor, PostgresMonitor, PrometheusMonitor
+from horde.store import MonitorSample, Store
+from postgres_cluster import PostgresPair, postgres_pair
+
+NODE_EXPORTER = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
+
+
+@pytest.mark.parametrize("module", ["exposition", "source", "host", "prometheus", "diagnosis", "conditions"])
+def test_doctests(module: str) -> None:
+    assert doctest.testmod(importlib.import_module(f"horde.monitors.{module}")).failed == 0
+
+
+@pytest.fixture(scope="module")
+def node_exporter() -> Iterator[str]:
+    if NODE_EXPORTER is None:
+        pytest.fail("prometheus-node-exporter is not installed (apt-get install prometheus-node-exporter; .ci/run does)")
+    port = free_tcp_port()
+    # Loopback included (Debian's build leaves it out by default): the test's traffic goes there.
+    process = subprocess.Popen([NODE_EXPORTER, f"--web.listen-address=127.0.0.1:{port}", "--collector.netdev.device-exclude=^$"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port)
+        yield f"http://127.0.0.1:{port}/metrics"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def _send_over_loopback(size: int) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        received = 0
+
+        def receive() -> None:
+            nonlocal received
+            connection, _ = server.accept()
+            with connection:
+                while chunk := connection.recv(1 << 16):
+                    received += len(chunk)
+
+        thread = threading.Thread(target=receive)
+        thread.start()
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            client.sendall(b"x" * size)
+        thread.join(timeout=10)
+        assert received == size
+
+
+def test_a_node_exporter_scrape_gives_this_machines_host_figures(node_exporter: str) -> None:
+    monitor = PrometheusMonitor(name="node", url=node_exporter, node_exporter=True, series=[
+        {"name": "node_network_receive_bytes_total", "labels": {"device": "lo"}},
+        {"name": "node_cpu_seconds_total", "labels": {"mode": "~idle|user"}, "sum": True},
+        {"name": "node_filefd_maximum"},
+    ])
+    remote, local = PrometheusSource(monitor), HostSource(HostMonitor(name="gen"))
+    remote.open()
+    local.open()
+    first = time.monotonic()
+    remote.read(first), local.read(first)
+    _send_over_loopback(5_000_000)
+    second = time.monotonic()
+    scraped, read = remote.read(second), local.read(second)
+    # Figures node_exporter reads from the same /proc files: equal.
+    for figure in ("memory.total_bytes", "cpu.count", "files.max"):
+        assert scraped[figure] == read[figure], figure
+    # A counter becomes its rate: the 5 MB sent over loopback, and little else, in the interval.
+    received = scraped["node_network_receive_bytes_total"] * (second - first)
+    assert 5_000_000 <= received <= 7_000_000
+    assert 5_000_000 <= read["net.lo.rx_bytes_per_s"] * (second - first) <= 7_000_000
+    assert scraped["node_filefd_maximum"] == read["files.max"]  # a gauge stays its value
+    assert 0 <= scraped["cpu.busy_percent"] <= 100 and "node_cpu_seconds_total" in scraped
+    assert scraped["tcp.time_wait"] >= 0 and read["tcp.time_wait"] >= 0
+
+
+class _Exporter(BaseHTTPRequestHandler):
+    body = ""
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        data = type(self).body.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; version=0.0.4")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_counters_become_rates_across_a_reset_and_gauges_stay_values() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Exporter)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/metrics"
+        source = PrometheusSource(PrometheusMonitor(name="app", url=url, series=[
+            {"name": "requests_total", "labels": {"code": "~2.."}}, {"name": "queue_depth"}]))
+        readings = []
+        for instant, (count, depth) in enumerate([(100, 7), (150, 9), (20, 3)]):
+            _Exporter.body = (f'# TYPE requests_total counter\nrequests_total{{code="200"}} {count}\n'
+                              f'requests_total{{code="500"}} 999\n# TYPE queue_depth gauge\nqueue_depth {depth}\n')
+            readings.append(source.read(float(instant) * 2))
+        assert readings[0] == {"queue_depth": 7.0}  # a counter's first reading is only its base
+        assert readings[1] == {"requests_total.200": 25.0, "queue_depth": 9.0}
+        assert readings[2] == {"requests_total.200": 10.0, "queue_depth": 3.0}  # reset: 20 counted since
+    finally:
+        server.shutdown()
+
+
+def test_time_wait_sockets_are_counted_as_the_kernel_counts_them() -> None:
+    source = HostSource(HostMonitor(name="gen"))
+    before = source.read(time.monotonic())["tcp.time_wait"]
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        for _ in range(200):
+            client = socket.create_connection(("127.0.0.1", port))
+            accepted, _ = server.accept()
+            client.close()  # the side that closes first keeps the time-wait
+            accepted.close()
+        after = source.read(time.monotonic())["tcp.time_wait"]
+        kernel = int(Path("/proc/net/sockstat").read_text().split("tw ")[1].split()[0])
+    assert after >= before + 150
+    assert abs(after - kernel) <= 20
+
+
+@pytest.fixture(scope="module")
+def pair() -> Iterator[PostgresPair]:
+    yield from postgres_pair()
+
+
+def test_a_primary_and_its_standby_under_updates_with_a_long_standby_transaction(pair: PostgresPair) -> None:
+    with psycopg.connect(pair.primary, autocommit=True) as primary:
+        primary.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        primary.execute("CREATE TABLE items (id int PRIMARY KEY, hits int NOT NULL, score int NOT NULL)")
+        primary.execute("CREATE INDEX items_score ON items (score)")
+        primary.execute("INSERT INTO items SELECT i, 0, 0 FROM generate_series(1, 2000) i")
+        primary.execute("SELECT pg_stat_statements_reset()")
+    monitor = PostgresMonitor(name="pg", dsn=pair.primary, diagnosis={
+        "xmin_age_limit": 300, "xmin_for_s": 3, "dead_tuples_min": 500, "dead_tuples_growth_per_s": 20,
+        "dead_tuples_window_s": 4, "lag_window_s": 4, "lag_min_bytes": 50_000})
+    source = PostgresSource(monitor)
+    source.open()
+    # The standby: a long transaction (its snapshot is what hot_standby_feedback reports), and
+    # replay paused, so the lag can only grow while the primary writes.
+    standby = psycopg.connect(pair.standby, autocommit=True)
+    standby.execute("SELECT pg_wal_replay_pause()")
+    reader = psycopg.connect(pair.standby)
+    reader.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+    reader.execute("SELECT count(*) FROM items").fetchone()
+    updates = 0
+    stop = threading.Event()
+
+    def load() -> None:
+        nonlocal updates
+        chance = random.Random(7)
+        with psycopg.connect(pair.primary, autocommit=True) as connection:
+            while not stop.is_set():
+                row = chance.randint(1, 2000)
+                # Half touch an indexed column (no HOT update possible), half not.
+                column = "score" if chance.random() < 0.5 else "hits"
+                connection.execute(f"UPDATE items SET {column} = {column} + 1 WHERE id = %s", (row,))
+                updates += 1
+
+    diagnosis = Diagnosis([monitor])
+    samples: list[MonitorSample] = []
+    start = time.monotonic()
+    source.read(start)
+    worker = threading.Thread(target=load)
+    worker.start()
+    try:
+        for second in range(1, 11):
+            time.sleep(max(0.0, start + second - time.monotonic()))
+            now = time.monotonic()
+            sample = MonitorSample("pg", second, now - start, time.time(), source.read(now))
+            samples.append(sample)
+            diagnosis.observe(sample)
+    finally:
+        stop.set()
+        worker.join(timeout=10)
+    time.sleep(1.2)  # PostgreSQL publishes a backend's statistics at most once a second
+    now = time.monotonic()
+    last = source.read(now)
+    with psycopg.connect(pair.primary, autocommit=True) as primary:
+        dead, hot, updated = primary.execute(
+            "SELECT n_dead_tup, n_tup_hot_upd, n_tup_upd FROM pg_stat_user_tables WHERE relname = 'items'").fetchone()
+        standby_name, xmin_age, lag_bytes = primary.execute(
+            "SELECT application_name, age(backend_xmin), pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn) "
+            "FROM pg_stat_replication").fetchone()
+        update_calls = primary.execute(
+            "SELECT sum(calls) FROM pg_stat_statements WHERE query ILIKE 'UPDATE items%'").fetchone()[0]
+    reader.close()
+    standby.execute("SELECT pg_wal_replay_resume()")
+    standby.close()
+    source.close()
+
+    assert updates > 200, "the load did too little to judge anything"
+    # Figures as PostgreSQL reports them at the same moment.
+    assert last["tables.public.items.dead_tuples"] == dead > 500
+    assert last["replication." + standby_name.replace(" ", "_") + ".xmin_age"] == pytest.approx(xmin_age, abs=5)
+    assert last["replication_lag_bytes"] == pytest.approx(float(lag_bytes), abs=64_000) and lag_bytes > 50_000
+    assert last["standby_xmin_age"] >= 300 and last["statements.from_pg_stat_statements"] == 1.0
+    # Rates add up to the counts: the statement mix's updates over the run are the updates sent.
+    intervals = [samples[0].elapsed_s] + [b.elapsed_s - a.elapsed_s for a, b in zip(samples, samples[1:])] + [
+        now - start - samples[-1].elapsed_s]
+    counted = sum(values.get("statements.update_per_s", 0.0) * interval
+                  for values, interval in zip([s.values or {} for s in samples] + [last], intervals))
+    assert counted == pytest.approx(float(update_calls), rel=0.01) and update_calls == updates
+    assert 0 < last.get("hot_update_percent", 50) <= 100 and 0 < hot < updated
+    assert all(0 <= (s.values or {}).get("cache_hit_percent", 100) <= 100 for s in samples)
+    # The diagnosis: the seed's hot_standby_feedback case, dead tuples, and a lag that only grows.
+    rules = {finding.rule: finding for finding in diagnosis.findings}
+    assert {"standby_feedback", "dead_tuples", "replication_lag"} <= set(rules), [f.message for f in diagnosis.findings]
+    assert "holds back vacuum" in rules["standby_feedback"].message and "from second" in rules["standby_feedback"].message
+    assert rules["dead_tuples"].subject == "public.items"
+
+
+def test_a_run_with_monitors_stores_them_on_its_time_axis(horde_cli: HordeCli, node_exporter: str,
+                                                           target_process: object) -> None:
+    port = target_process()  # type: ignore[operator]
+    horde_cli.store_path.parent.mkdir(parents=True, exist_ok=True)
+    result = horde_cli.run("run", "--url", f"http://127.0.0.1:{port}/", "--rate", "100", "--duration", "4s",
+                           "--monitor", "gen=host", "--monitor", f"node={node_exporter}",
+                           "--monitor", "gone=postgresql://horde@127.0.0.1:1/none", "--summary-json", "summary.json")
+    assert result.returncode == 0, result.stderr
+    assert "warning: monitor gone: cannot connect" in result.stdout + result.stderr
+    summary = json.loads((horde_cli.tmp_path / "summary.json").read_text())
+    sources = summary["monitors"]["sources"]
+    assert sources["gen"]["samples"] >= 4 and sources["node"]["samples"] >= 4 and sources["gen"]["gaps"] == 0
+    assert sources["gone"]["samples"] == 0 and sources["gone"]["gaps"] >= 4  # a gap, not a failed run
+    with Store.open(horde_cli.store_url) as store:
+        stored = store.monitor_samples(summary["run_id"])
+        snapshots = store.snapshots(summary["run_id"])
+    seconds = [sample.second for sample in stored["gen"]]
+    assert seconds[:4] == [1, 2, 3, 4]  # sample N at second N, as the snapshots
+    by_second = {snapshot["second"]: snapshot for snapshot in snapshots}
+    for sample in stored["gen"][:4]:
+        # Read within a fraction of a second of the end of the snapshot of the same second.
+        assert abs(sample.timestamp - float(by_second[sample.second]["timestamp"])) < 0.5
+    assert stored["node"][0].values and "cpu.busy_percent" in stored["node"][-1].values  # type: ignore[operator]
+    shown = horde_cli.run("show", summary["run_id"], "--json")
+    assert json.loads(shown.stdout)["monitors"]["sources"]["gen"]["samples"] == sources["gen"]["samples"]
