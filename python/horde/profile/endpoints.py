@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from dataclasses import dataclass
 from typing import Final, NamedTuple
 
 from horde.errors import InvalidInput
-from horde.plan.redaction import has_email, is_secret_parameter
+from horde.plan.redaction import has_email, is_secret_parameter as _is_secret_parameter
 
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _HEX = re.compile(r"(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}")
@@ -39,6 +40,11 @@ CACHE_SIZE = 65536
 MAX_VALUE_LENGTH = 64
 #: Placeholder labels by kind of value.
 LABELS: Final = {"int": "id", "uuid": "id", "hex": "id", "token": "token", "email": "email"}
+
+
+#: Whether a name (a query field's, a path segment's) is a credential's: asked per request for
+#: the same few names, so remembered.
+is_secret_parameter = lru_cache(maxsize=4096)(_is_secret_parameter)
 
 
 class Slot(NamedTuple):
@@ -177,6 +183,7 @@ class Templater:
 
     @staticmethod
     def _auto_path(path: str) -> tuple[list[str | int], list[Slot], list[str | None]]:
+        # Called for every request whose exact path was not seen lately: written for speed.
         pieces: list[str | int] = []
         slots: list[Slot] = []
         values: list[str | None] = []
@@ -186,12 +193,17 @@ class Templater:
             if index:
                 literal += "/"
             stem, extension = segment, ""
-            kind = classify(segment)
-            if kind is None and "." in segment:
-                split = _EXTENSION.fullmatch(segment)
-                if split is not None and classify(split.group(1)) is not None:
-                    stem, extension = split.group(1), split.group(2)
-                    kind = classify(stem)
+            if segment.isdigit():
+                kind: str | None = "int"
+            elif len(segment) < 8 and "@" not in segment and "%" not in segment and "." not in segment:
+                kind = None  # too short for any id but a number
+            else:
+                kind = classify(segment)
+                if kind is None and "." in segment:
+                    split = _EXTENSION.fullmatch(segment)
+                    if split is not None and classify(split.group(1)) is not None:
+                        stem, extension = split.group(1), split.group(2)
+                        kind = classify(stem)
             if kind is None:
                 literal += segment
                 previous = segment
@@ -202,7 +214,7 @@ class Templater:
             literal = extension
             # What follows a segment named like a secret (/reset-token/XYZ) is one, whatever it looks like.
             secret = is_secret_parameter(previous.replace("-", "_"))
-            slots.append(Slot(LABELS[kind], "secret" if secret else kind, "path"))
+            slots.append(_slot(LABELS[kind], "secret" if secret else kind, "path"))
             values.append(None if secret else _kept(stem, kind))
             previous = segment
         if literal:
@@ -210,15 +222,23 @@ class Templater:
         return pieces, slots, values
 
 
+@lru_cache(maxsize=1024)
+def _slot(label: str, kind: str, where: str) -> Slot:
+    """One Slot object per distinct slot (a request's slots are compared, not rebuilt)."""
+    return Slot(label, kind, where)
+
+
 def _kept(value: str, kind: str | None) -> str | None:
     """The value as the plan may use it, or None when it must not leave the log."""
-    if kind in ("token", "email") or len(value) > MAX_VALUE_LENGTH or has_email(value):
+    if kind in ("token", "email") or len(value) > MAX_VALUE_LENGTH:
+        return None
+    if ("@" in value or "%40" in value) and has_email(value):
         return None
     return value
 
 
 def _query_slot(name: str) -> Slot:
-    return Slot(name, "secret" if is_secret_parameter(name) else "query", "query")
+    return _slot(name, "secret" if is_secret_parameter(name) else "query", "query")
 
 
 def _query_value(name: str, value: str) -> str | None:

@@ -1,0 +1,164 @@
+"""`horde profile`'s speed and memory: lines per second on a generated access log of a few
+million lines, beside a plain `awk` pass over the same file, and peak memory at two sizes (flat
+with the log's size: the profile keeps per-endpoint counters, not lines).
+
+    .venv/bin/python bench/log_profile.py                   # 2,000,000 lines (and 500,000 for memory)
+    .venv/bin/python bench/log_profile.py --lines 1000000   # a modest size on a small machine
+    .venv/bin/python bench/log_profile.py --gzip            # the same log gzip-compressed
+
+The log is nginx's combined format with `$request_time $upstream_response_time`, over a day:
+12 endpoints (ids in paths, query strings with a token), 20,000 clients, a few user agents,
+busier in the afternoon. `horde profile LOG --json FILE --session-gap 30m` reads it (off a
+terminal: no progress bar) and `awk '{ n[$7]++ } END { for (k in n) c++; print c }' LOG` (one
+pass counting requests per path, the least any log tool does) is the reference. Each is run to
+its end once per size, its CPU and peak RSS taken from wait4()'s rusage (bench/harness.py);
+lines/s is lines over the wall time of the whole command (start-up included). Figures go to
+bench/README.md ("Log profile").
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import gzip
+import json
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import harness  # noqa: E402  (bench/harness.py: processes, exact CPU and memory measurement)
+
+AWK_PROGRAM = "{ n[$7]++ } END { for (k in n) c++; print c }"
+#: 2024-03-01 00:00:00 UTC: the generated day's start.
+DAY_START = 1709251200
+AGENTS = ["Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 Chrome/122.0",
+          "Mozilla/5.0 (iPhone; CPU iPhone OS 17_3 like Mac OS X) Mobile/15E148",
+          "okhttp/4.12.0", "python-requests/2.31"]
+
+
+def generate(path: Path, lines: int, *, compress: bool, seed: int = 1) -> None:
+    """A day of nginx combined-format lines, in time order, written in blocks."""
+    rng = random.Random(seed)
+    endpoints = [("GET", "/api/items/{}", 30), ("GET", "/api/items/{}/reviews?page={}", 10), ("POST", "/api/cart", 8),
+                 ("GET", "/api/users/{}/orders?token={}", 8), ("GET", "/", 15), ("GET", "/static/app.{}.js", 10),
+                 ("POST", "/api/login", 3), ("GET", "/api/search?q=shoe{}&page={}", 7), ("PUT", "/api/cart/{}", 3),
+                 ("DELETE", "/api/cart/{}", 1), ("GET", "/health", 3), ("GET", "/api/orders/{}", 2)]
+    weights = [weight for *_, weight in endpoints]
+    opener = (lambda p: gzip.open(p, "wt", encoding="utf-8", compresslevel=1)) if compress else (lambda p: open(p, "w", encoding="utf-8"))
+    stamp_cache: dict[int, str] = {}
+    with opener(path) as out:
+        block: list[str] = []
+        chosen = rng.choices(range(len(endpoints)), weights=weights, k=lines)
+        for i in range(lines):
+            # Busier in the afternoon: the day's seconds drawn denser around 15:00.
+            second = DAY_START + int(86400 * (i / lines) ** 1.15)
+            stamp = stamp_cache.get(second)
+            if stamp is None:
+                stamp_cache.clear()
+                stamp = stamp_cache[second] = time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(second))
+            method, template, _ = endpoints[chosen[i]]
+            target = template.format(rng.randrange(1, 100_000), rng.randrange(1, 10))
+            seconds = rng.expovariate(1 / 0.04)
+            client = rng.randrange(20_000)
+            block.append(f'10.{client // 250}.{client % 250}.1 - - [{stamp}] '
+                         f'"{method} {target} HTTP/1.1" 200 {rng.randrange(100, 20000)} "-" "{AGENTS[i % 4]}" '
+                         f"{seconds:.3f} {seconds * 0.9:.3f}\n")
+            if len(block) >= 65536:
+                out.write("".join(block))
+                block.clear()
+        out.write("".join(block))
+
+
+def measure(procs: harness.Processes, argv: list[str], work: Path, tag: str, lines: int) -> dict[str, Any]:
+    measured = harness.run_measured(procs, argv, work / f"{tag}.out", timeout_s=3600)
+    if measured.rc != 0:
+        raise harness.BenchError(f"{argv[0]} ended with exit code {measured.rc}", hint=f"its output: {(work / f'{tag}.out').read_text()[-600:]}")
+    return {"wall_s": round(measured.wall_s, 3), "cpu_s": round(measured.cpu_s, 3), "lines_per_s": round(lines / measured.wall_s),
+            "peak_rss_mib": round(measured.maxrss_kb / 1024, 1), "others_cores": round(measured.others_cores, 2)}
+
+
+def render(results: list[dict[str, Any]], command: str, started: dt.datetime, awk: str, compress: bool) -> str:
+    machine = harness.machine()
+    rows = ["| lines | log | tool | wall s | lines/s | CPU s | peak RSS MiB | other load (cores) |",
+            "| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for result in results:
+        for tool in ("horde", "awk"):
+            figures = result[tool]
+            rows.append(f"| {result['lines']:,} | {result['log_mib']:,.0f} MiB{' gz' if compress else ''} | "
+                        f"{'horde profile' if tool == 'horde' else 'awk'} | {figures['wall_s']:.2f} | {figures['lines_per_s']:,} | "
+                        f"{figures['cpu_s']:.2f} | {figures['peak_rss_mib']:.1f} | {figures['others_cores']:.2f} |")
+    big, small = results[-1], results[0]
+    ratio = big["horde"]["lines_per_s"] / big["awk"]["lines_per_s"]
+    growth = big["horde"]["peak_rss_mib"] / small["horde"]["peak_rss_mib"] - 1
+    return "\n".join([
+        f"Measured {started:%Y-%m-%d %H:%M} UTC on {machine['model']} ({machine['nproc']} CPUs, Linux {machine['kernel']}), "
+        f"load before {harness.load()}; `{command}`; awk is `{awk}`.",
+        "",
+        *rows,
+        "",
+        f"`horde profile` reads {ratio:.2f}× awk's lines per second (a pass that only counts paths); "
+        f"from {small['lines']:,} to {big['lines']:,} lines its peak memory moved {growth * 100:+.1f} %.",
+        "",
+    ])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="horde profile: lines per second against awk, memory against the log's size.")
+    parser.add_argument("--lines", type=int, default=2_000_000, help="lines of the larger log (default 2,000,000; the smaller has a quarter)")
+    parser.add_argument("--gzip", action="store_true", help="compress the logs (horde unpacks them; awk reads them through zcat)")
+    parser.add_argument("--no-readme", action="store_true", help="do not update bench/README.md")
+    parser.add_argument("--horde", help="the horde command (default: next to this Python)")
+    args = parser.parse_args(argv)
+    command = harness.command_line(__file__, argv)
+    lines_big = max(10_000, args.lines)
+
+    def body(procs: harness.Processes) -> int:
+        horde = harness.find_horde(args.horde)
+        awk = shutil.which("awk")
+        if awk is None:
+            raise harness.BenchError("awk is not installed", hint="sudo apt-get install -y mawk")
+        awk_name = os.path.realpath(awk)
+        started = dt.datetime.now(dt.timezone.utc)
+        results = []
+        with tempfile.TemporaryDirectory(prefix="horde-log-profile-") as folder:
+            work = Path(folder)
+            for lines in (lines_big // 4, lines_big):
+                log = work / f"access-{lines}.log{'.gz' if args.gzip else ''}"
+                print(f"generating {lines:,} lines ...", flush=True)
+                generate(log, lines, compress=args.gzip)
+                awk_argv = (["sh", "-c", f"zcat '{log}' | {awk} '{AWK_PROGRAM}'"] if args.gzip else [awk, AWK_PROGRAM, str(log)])
+                result = {"lines": lines, "log_mib": log.stat().st_size / 2**20,
+                          "awk": measure(procs, awk_argv, work, f"awk-{lines}", lines),
+                          "horde": measure(procs, [horde, "profile", str(log), "--json", str(work / f"p-{lines}.json")],
+                                           work, f"horde-{lines}", lines)}
+                profile = json.loads((work / f"p-{lines}.json").read_text())
+                if profile["source"]["requests"] != lines:
+                    raise harness.BenchError(f"horde profile counted {profile['source']['requests']:,} requests of {lines:,}")
+                result["horde"]["read_s"] = profile["source"]["read_s"]
+                print(f"  awk {result['awk']['lines_per_s']:,} lines/s, horde profile {result['horde']['lines_per_s']:,} lines/s "
+                      f"({result['horde']['peak_rss_mib']} MiB)", flush=True)
+                results.append(result)
+        block = render(results, command, started, awk_name, args.gzip)
+        print()
+        print(block)
+        harness.RESULTS_DIR.mkdir(exist_ok=True)
+        (harness.RESULTS_DIR / "log-profile.json").write_text(json.dumps(
+            {"command": command, "date": started.isoformat(), "results": results}, indent=2) + "\n")
+        if not args.no_readme:
+            harness.write_readme_block("log-profile" + ("-gzip" if args.gzip else ""), block,
+                                       section="Log profile (`bench/log_profile.py`)")
+            print(f"updated {os.path.relpath(harness.README)}")
+        return 0
+
+    return harness.run_main(body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
