@@ -205,7 +205,7 @@ def test_to_json_holds_the_rule_and_the_moment() -> None:
 
 def test_exit_codes() -> None:
     assert {reason: int(code) for reason, code in EXIT_CODES.items()} == {
-        "latency": 10, "errors": 11, "no_success": 12, "generator_saturated": 13, "dropped": 14}
+        "latency": 10, "errors": 11, "no_success": 12, "generator_saturated": 13, "dropped": 14, "monitor": 16}
     assert int(ExitCode.THRESHOLDS_FAILED) == 4
     # Distinct from every other code of the command.
     assert len({int(code) for code in ExitCode}) == len(ExitCode)

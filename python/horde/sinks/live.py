@@ -108,6 +108,8 @@ class LiveView:
             f"p50 {latency[50.0]:7.2f}  p95 {latency[95.0]:7.2f}  p99 {latency[99.0]:7.2f} ms  "
             f"errors {errors}  cpu {snapshot['cpu_percent']:.0f}%  lateness p99 {snapshot['timer_lateness_p99_ms']:.1f} ms"
         )
+        if snapshot.get("monitors"):
+            line += f"  | {monitors_line(snapshot)}"
         for warning in self._warnings(snapshot, requests, errors):
             line += f"  !! {warning}"
         return line
@@ -180,6 +182,8 @@ class LiveView:
         )
         if snapshot.get("generators"):
             figures.add_row("generators", generators_line(snapshot))
+        if snapshot.get("monitors"):
+            figures.add_row("monitors", monitors_line(snapshot))
         steps = Table(box=None, header_style="bold")
         for column in ("step", "req/s", "p50 ms", "p95 ms", "p99 ms", "errors"):
             steps.add_column(column, justify="left" if column == "step" else "right")
@@ -232,6 +236,32 @@ def steering_text(status: dict[str, Any]) -> str:
     if status.get("set_aside_s"):
         text += f" · {status['set_aside_s']} s set aside (generator starved)"
     return text
+
+
+#: The figures the live view shows of a monitor, the most telling first, when it gave them.
+MONITOR_FIGURES = (("cpu.busy_percent", "cpu {:.0f}%"), ("net.rx_bytes_per_s", "rx {:.1e} B/s"),
+                   ("tcp.time_wait", "tw {:,.0f}"), ("transactions_per_s", "tps {:,.0f}"),
+                   ("dead_tuples", "dead {:,.0f}"), ("replication_lag_s", "lag {:.1f}s"),
+                   ("connections.total", "conns {:,.0f}"))
+
+
+def monitors_line(snapshot: Snapshot) -> str:
+    """Each monitor's most telling latest figures in one line; a gap says so.
+
+    >>> monitors_line({"monitors": {"db": {"values": {"cpu.busy_percent": 97.2, "transactions_per_s": 812.0}},
+    ...                             "pg": {"values": None, "error": "refused"}}})  # doctest: +SKIP
+    'db cpu 97% tps 812 · pg (gap)'
+    """
+    parts = []
+    monitors: dict[str, dict[str, Any]] = snapshot.get("monitors") or {}  # type: ignore[assignment]
+    for name, latest in monitors.items():
+        values = latest.get("values")
+        if values is None:
+            parts.append(f"{name} (gap)")
+            continue
+        shown = [form.format(values[key]) for key, form in MONITOR_FIGURES if key in values][:4]
+        parts.append(" ".join([name, *shown]))
+    return " · ".join(parts)
 
 
 def generators_line(snapshot: Snapshot) -> str:
