@@ -48,7 +48,7 @@ from horde.control.scale import builtin_instances, run_study
 from horde.control.sight import sight_block, sight_plan
 from horde.engine.target import serve_until_interrupted
 from horde.store import new_run_id
-from horde.cli.console import render_judgement, render_scale, render_sight, render_summary
+from horde.cli.console import Column, fitted_table, render_judgement, render_scale, render_sight, render_summary
 
 app = typer.Typer(
     name="horde",
@@ -381,18 +381,20 @@ def runs(
             for r in records
         ]))
         return ExitCode.OK
-    table = Table(header_style="bold")
-    for column in ("run", "plan", "status", "started (UTC)", "duration s", "requests", "req/s", "p95 ms", "errors %", "tags"):
-        table.add_column(column)
+    # A narrow terminal drops the least telling columns; the run id is never cut.
+    columns = [Column("run", 100, "left", keep=True), Column("plan", 80, "left"), Column("status", 90, "left"),
+               Column("started (UTC)", 60, "left"), Column("duration s", 40), Column("requests", 70),
+               Column("req/s", 50), Column("p95 ms", 55), Column("errors %", 65), Column("tags", 30, "left")]
+    rows = []
     for record in records:
         summary = record.summary or {}
-        table.add_row(
+        rows.append([
             record.run_id, Text(record.plan_name), record.status, record.started_at.strftime("%Y-%m-%d %H:%M:%S"),
             f"{summary.get('duration_s', 0):.1f}", f"{summary.get('requests', 0):,}", f"{summary.get('rps', 0):,.1f}",
             f"{summary.get('latency_ms', {}).get('p95', 0):.2f}", f"{summary.get('error_percent', 0):.2f}",
             Text(" ".join(f"{k}={v}" for k, v in record.tags.items())),
-        )
-    stdout.print(table)
+        ])
+    stdout.print(fitted_table(stdout, columns, rows))
     return ExitCode.OK
 
 

@@ -5,7 +5,8 @@ of two runs printed by ``horde compare``."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from rich.console import Console
 from rich.table import Table
@@ -213,14 +214,52 @@ def render_verdicts(console: Console, verdicts: Sequence[Mapping[str, Any]]) -> 
 _VERDICT_STYLES = {"slower": "bold red", "faster": "bold green", "not enough data": "yellow"}
 
 
+@dataclass(frozen=True)
+class Column:
+    """A column of a table fitted to the terminal: ``keep`` columns (a run id, a verdict) are
+    never cut or dropped; the others go, lowest ``priority`` first, when the table is wider than
+    the terminal; a value is never cut in the middle."""
+
+    name: str
+    priority: int
+    justify: Literal["left", "right"] = "right"
+    keep: bool = False
+
+
+def fitted_table(console: Console, columns: Sequence[Column], rows: Sequence[Sequence[Any]],
+                 styles: Sequence[str | None] | None = None, **options: Any) -> Table:
+    """A rich Table of ``rows`` with as many of ``columns`` as fit ``console``'s width whole."""
+    def width(cell: Any) -> int:
+        text = cell.plain if isinstance(cell, Text) else str(cell)
+        return max((len(line) for line in text.splitlines()), default=0)
+
+    natural = [max([len(column.name), *(width(row[index]) for row in rows)]) for index, column in enumerate(columns)]
+    kept = list(range(len(columns)))
+    # Each column costs its text, a space either side and a border.
+    while sum(natural[i] + 3 for i in kept) + 1 > console.width:
+        droppable = [i for i in kept if not columns[i].keep]
+        if not droppable:
+            break
+        kept.remove(min(droppable, key=lambda i: columns[i].priority))
+    table = Table(header_style="bold", **options)
+    for index in kept:
+        column = columns[index]
+        table.add_column(column.name, justify=column.justify, no_wrap=True, min_width=natural[index],
+                         overflow="fold")
+    for number, row in enumerate(rows):
+        table.add_row(*(row[i] for i in kept), style=styles[number] if styles else None)
+    return table
+
+
 def render_comparison(console: Console, comparison: RunComparison) -> None:
     """The comparison as a table a person reads, with the rule under it."""
-    table = Table(title=f"{comparison.candidate_id} against {comparison.baseline_id}", title_justify="left", header_style="bold")
-    for column in ("step", "requests", "p50 ms", "p90 ms", "p95 ms", "p99 ms", "errors %", "p-value", "P(slower)", "verdict"):
-        table.add_column(column, justify="left" if column in ("step", "verdict") else "right")
-    for step in comparison.steps:
-        table.add_row(*_comparison_cells(step), style="bold" if step.name == ALL_REQUESTS else None)
-    console.print(table)
+    columns = [Column("step", 100, "left", keep=True), Column("requests", 60), Column("p50 ms", 70),
+               Column("p90 ms", 40), Column("p95 ms", 80), Column("p99 ms", 50), Column("errors %", 65),
+               Column("p-value", 45), Column("P(slower)", 30), Column("verdict", 100, "left", keep=True)]
+    console.print(fitted_table(
+        console, columns, [_comparison_cells(step) for step in comparison.steps],
+        styles=["bold" if step.name == ALL_REQUESTS else None for step in comparison.steps],
+        title=f"{comparison.candidate_id} against {comparison.baseline_id}", title_justify="left"))
     for note in comparison.notes:
         console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
     rule = comparison.rule
