@@ -14,7 +14,7 @@ from conftest import HordeCli
 from horde.cli.app import main
 from horde.errors import ExitCode, InvalidInput
 from horde.plan.loader import load_plan_file
-from horde.profile import PlanOptions, ProfileOptions, SessionKey, Templater, build_profile, classify, write_page, write_plan
+from horde.profile import PlanOptions, ProfileOptions, SessionKey, Templater, build_profile, classify, render_page, write_plan
 from horde.profile.histogram import LogHistogram
 from horde.profile.logs import LogRecord
 from horde.profile.sessions import Sessions
@@ -250,7 +250,7 @@ def test_choices_the_log_cannot_honour(tmp_path: Path) -> None:
 def test_the_page(tmp_path: Path) -> None:
     profile = build_profile([known_log(tmp_path)], ProfileOptions())
     written = write_plan(profile, tmp_path / "plan.yaml", PlanOptions())
-    html = write_page(profile, tmp_path / "page.html", written).read_text()
+    html = render_page(profile, written)
     assert html.startswith("<!DOCTYPE html>") and "Plotly.newPlot" in html and "<script src" not in html
     assert 'id="rate-chart"' in html and 'id="shares-chart"' in html and "share by time" in html
     assert 'data-endpoint="POST /orders"' in html and "horde sight" in html

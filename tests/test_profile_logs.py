@@ -211,3 +211,15 @@ def test_well_formed_lines_read_back_exactly(method: str, parts: list[str], stat
     assert isinstance(record, LogRecord)
     assert (record.method, record.target, record.status, record.time_s) == (method, target, status, T0 + offset)
     assert record.duration_ms == pytest.approx(round(micros / 1e6, 3) * 1000.0)
+
+
+def test_progress_is_reported_as_the_reading_goes(tmp_path: Path) -> None:
+    count = logs.PROGRESS_EVERY + 1000
+    path = write_log(tmp_path / "a.log", [combined_line(Hit(T0 + i // 1000, "GET", "/")) for i in range(count)])
+    parser = make_parser("auto", [path], {}, None, SessionKey("ip-ua"))
+    seen: list[tuple[int, int]] = []
+    counts = ReadCounts()
+    for _ in read_records([path], parser, counts, lambda c: seen.append((c.lines, c.bytes_read))):
+        pass
+    assert seen[0][0] == logs.PROGRESS_EVERY and 0 < seen[0][1] < path.stat().st_size
+    assert seen[-1] == (count, path.stat().st_size) and counts.bytes_total == path.stat().st_size

@@ -23,7 +23,7 @@ from rich.text import Text
 from horde.cli.arguments import parse_duration
 from horde.errors import ExitCode, InvalidInput
 from horde.profile import FORMATS, PlanOptions, Profile, ProfileOptions, ReadCounts, SessionKey, WrittenPlan
-from horde.profile import build_profile, write_page, write_plan
+from horde.profile import build_profile, render_page, write_plan
 from horde.profile.logs import ROLES
 
 # Off a terminal (CI logs, pipes) rich would wrap at 80 columns; as in horde.cli, lines stay whole.
@@ -126,11 +126,11 @@ def profile(
     if outputs["--json"] is not None:
         data: dict[str, Any] = result.to_dict()
         data["plan"] = written.to_dict() if written is not None else None
-        _write_json(outputs["--json"], data)
+        _write(outputs["--json"], json.dumps(data, indent=2) + "\n", "--json")
         _stdout.print(f"profile written to {outputs['--json']}", markup=False, highlight=False)
     if outputs["--html"] is not None:
-        page = write_page(result, outputs["--html"], written)
-        _stdout.print(f"page written to {page} (open it in a browser; it works offline)", markup=False, highlight=False)
+        _write(outputs["--html"], render_page(result, written), "--html")
+        _stdout.print(f"page written to {outputs['--html']} (open it in a browser; it works offline)", markup=False, highlight=False)
     return ExitCode.OK
 
 
@@ -217,10 +217,10 @@ def _ms(value: float | None) -> str:
     return "—" if value is None else f"{value:,.1f}"
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
+def _write(path: Path, text: str, flag: str) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        path.write_text(text, encoding="utf-8")
     except OSError as error:
-        raise InvalidInput(f"cannot write {path}: {error.strerror or error}", hint="give a writable path with --json") from error
+        raise InvalidInput(f"cannot write {flag} {path}: {error.strerror or error}", hint=f"give a writable path with {flag}") from error
 

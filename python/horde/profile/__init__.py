@@ -15,7 +15,7 @@ below it imports it.
 
 from horde.profile.endpoints import Shape, Slot, Templater, classify
 from horde.profile.logs import FORMATS, LogRecord, ReadCounts, SessionKey
-from horde.profile.page import write_page
+from horde.profile.page import render_page
 from horde.profile.plan_writer import PlanOptions, WrittenPlan, write_plan
 from horde.profile.profile import Profile, ProfileOptions, build_profile
 
@@ -31,8 +31,8 @@ __all__ = [
     "Slot",
     "Templater",
     "WrittenPlan",
+    "render_page",
     "build_profile",
     "classify",
-    "write_page",
     "write_plan",
 ]

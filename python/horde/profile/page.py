@@ -17,7 +17,6 @@ import jinja2
 from markupsafe import Markup
 
 from horde import __version__
-from horde.errors import InvalidInput
 from horde.profile.plan_writer import WrittenPlan
 from horde.profile.profile import Profile
 from horde.report.page import environment, plotly_js
@@ -89,13 +88,3 @@ def render_page(profile: Profile, plan: WrittenPlan | None = None) -> str:
         figures={"rate-chart": rate_chart(data), "shares-chart": shares_chart(data)},
     )
 
-
-def write_page(profile: Profile, path: Path, plan: WrittenPlan | None = None) -> Path:
-    html = render_page(profile, plan)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(html, encoding="utf-8")
-    except OSError as error:
-        raise InvalidInput(f"cannot write the page to {path}: {error.strerror or error}",
-                           hint="give a writable file path with --html") from error
-    return path
