@@ -3,6 +3,8 @@ cut a run id, a step name or a verdict in the middle."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 from rich.text import Text
 
@@ -40,3 +42,23 @@ def test_kept_columns_stay_even_when_nothing_else_fits() -> None:
     text = rendered(20)
     assert "run" in text and RUN_ID[:15] in text
     assert "plan" not in text and "status" not in text
+
+
+def test_every_example_in_the_help_parses() -> None:
+    # Each command's --help ends with examples; each must name flags the command has. Click
+    # parses the whole line before it acts on --help, so an unknown flag fails here.
+    import shlex
+
+    from typer.main import get_command
+
+    from horde.cli import app, main
+
+    group: Any = get_command(app)
+    examples = []
+    for name, command in group.commands.items():
+        epilog = command.epilog or ""
+        assert epilog.startswith("Examples:"), f"horde {name} --help shows no examples"
+        examples += [line.strip() for line in epilog.splitlines() if line.strip().startswith("horde ")]
+    assert len(examples) >= 2 * len(group.commands)
+    for example in examples:
+        assert main([*shlex.split(example)[1:], "--help"]) == 0, example

@@ -33,7 +33,7 @@ from horde.cli.profile import register as register_profile_command
 from horde.cli.web import register as register_dashboard_command
 from horde.control.conductor import JUDGEMENT_KEYS, Outcome, Sinks, conduct, cpu_limit_percent, planned_duration_s
 from horde.cli.junit import junit_xml
-from horde.cli.arguments import parse_duration, parse_header, parse_params, parse_tag
+from horde.cli.arguments import HordeCommand, parse_duration, parse_header, parse_params, parse_tag
 from horde.plan.overrides import SteerFlags, apply_overrides, apply_steer_flags, url_plan
 from horde.plan import Plan, plan_from_dict, plan_json_schema, plan_to_json
 from horde.plan.control import FindMax
@@ -81,9 +81,9 @@ def _seconds(text: str | None, flag: str) -> float | None:
     return parse_duration(text, flag=flag) if text is not None else None
 
 
-@app.command()
+@app.command(cls=HordeCommand, epilog="Examples:\n\n  horde run examples/quickstart\n\n  horde run plan.yaml --vus 50 --duration 2m --tag build=1234\n\n  horde run --url http://127.0.0.1:8080/ --rate 500 --duration 30s\n\n  horde run --url http://127.0.0.1:8080/ --find-max --summary-json max.json\n\n  horde run plan.yaml -p vus=200 --junit junit.xml --prometheus 9464")
 def run(
-    plan_path: Annotated[Optional[Path], typer.Argument(metavar="[PLAN]", help="plan file (.yaml, .json, .py) or a folder holding plan.yaml")] = None,
+    plan_path: Annotated[Optional[Path], typer.Argument(metavar="PLAN", help="plan file (.yaml, .json, .py) or a folder holding plan.yaml")] = None,
     url: Annotated[Optional[str], typer.Option("--url", help="quick check of one URL instead of a plan file")] = None,
     method: Annotated[str, typer.Option("--method", "-X", help="HTTP method for --url")] = "GET",
     header: Annotated[Optional[list[str]], typer.Option("--header", "-H", help="'Name: value' header for --url (repeatable)")] = None,
@@ -220,9 +220,9 @@ def _write_output(path: Path, text: str, flag: str, *, hint: str) -> None:
         raise InvalidInput(f"cannot write {flag} {path}: {error.strerror or error}", hint=hint) from error
 
 
-@app.command()
+@app.command(cls=HordeCommand, epilog="Examples:\n\n  horde sight plan.yaml\n\n  horde sight --url http://127.0.0.1:8080/ --duration 10s")
 def sight(
-    plan_path: Annotated[Optional[Path], typer.Argument(metavar="[PLAN]", help="plan file (.yaml, .json, .py) or a folder holding plan.yaml")] = None,
+    plan_path: Annotated[Optional[Path], typer.Argument(metavar="PLAN", help="plan file (.yaml, .json, .py) or a folder holding plan.yaml")] = None,
     url: Annotated[Optional[str], typer.Option("--url", help="one URL instead of a plan file")] = None,
     duration: Annotated[str, typer.Option("--duration", help="how long the single VU runs")] = "30s",
     base_url: Annotated[Optional[str], typer.Option("--base-url", help="override target.base_url")] = None,
@@ -252,9 +252,9 @@ def sight(
     return outcome.exit_code
 
 
-@app.command()
+@app.command(cls=HordeCommand, epilog="Examples:\n\n  horde scale plan.yaml --instances 4\n\n  horde scale --url http://127.0.0.1:8080/ --instances 3 --find-max")
 def scale(
-    plan_path: Annotated[Optional[Path], typer.Argument(metavar="[PLAN]", help="plan file (.yaml, .json, .py) or a folder holding plan.yaml")] = None,
+    plan_path: Annotated[Optional[Path], typer.Argument(metavar="PLAN", help="plan file (.yaml, .json, .py) or a folder holding plan.yaml")] = None,
     url: Annotated[Optional[str], typer.Option("--url", help="one URL instead of a plan file (its path is requested from each instance)")] = None,
     instance: Annotated[Optional[list[str]], typer.Option("--instance", help="base URL of one instance of the target (repeatable, in order)")] = None,
     instances: Annotated[Optional[int], typer.Option("--instances", help="start this many built-in targets instead")] = None,
@@ -324,7 +324,7 @@ def scale(
     return ExitCode.INTERRUPTED if interrupted else ExitCode.OK
 
 
-@app.command()
+@app.command(cls=HordeCommand, epilog="Examples:\n\n  horde retarget last --vus 300\n\n  horde retarget 20261123 --rate 800 --ramp 30s")
 def retarget(
     run_ref: Annotated[str, typer.Argument(metavar="RUN", help="a running run: its id, a unique prefix, or 'last'")],
     vus: Annotated[Optional[int], typer.Option("--vus", help="new VU count of the closed scenarios")] = None,
@@ -365,7 +365,7 @@ def retarget(
     return ExitCode.OK if answer.startswith("applied") else ExitCode.INVALID_INPUT
 
 
-@app.command()
+@app.command(cls=HordeCommand, epilog="Examples:\n\n  horde runs\n\n  horde runs --limit 5 --json")
 def runs(
     store_url: Annotated[Optional[str], typer.Option("--store", help="store path or URL")] = None,
     limit: Annotated[int, typer.Option("--limit", help="how many runs, newest first")] = 20,
@@ -398,7 +398,7 @@ def runs(
     return ExitCode.OK
 
 
-@app.command()
+@app.command(cls=HordeCommand, epilog="Examples:\n\n  horde show last\n\n  horde show 20261123 --json")
 def show(
     run_ref: Annotated[str, typer.Argument(metavar="RUN", help="run id, a unique prefix of one, or 'last'")],
     store_url: Annotated[Optional[str], typer.Option("--store", help="store path or URL")] = None,
@@ -419,7 +419,7 @@ def show(
     return ExitCode.OK
 
 
-@app.command()
+@app.command(cls=HordeCommand, epilog="Examples:\n\n  horde target --port 8080\n\n  horde target --workers 4 --service-ms 10 --service-times exponential")
 def target(
     host: Annotated[str, typer.Option("--host", help="address to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="port to listen on (0: any free port)")] = 8080,
@@ -441,14 +441,14 @@ def target(
     return ExitCode.OK
 
 
-@app.command()
+@app.command(cls=HordeCommand, epilog="Examples:\n\n  horde schema > plan.schema.json")
 def schema() -> int:
     """Print the plan's JSON Schema (for editors that check YAML and JSON plans)."""
     print(json.dumps(plan_json_schema(), indent=2))
     return ExitCode.OK
 
 
-@app.command()
+@app.command(cls=HordeCommand, epilog="Examples:\n\n  horde validate plan.yaml\n\n  horde validate examples/game -p players=500")
 def validate(
     plan_path: Annotated[Path, typer.Argument(metavar="PLAN", help="plan file or folder")],
     param: Annotated[Optional[list[str]], typer.Option("--param", "-p", metavar="NAME=VALUE", help="set a plan parameter (repeatable); else $HORDE_PARAM_NAME, else its default")] = None,

@@ -1,4 +1,4 @@
-"""The command line's arguments as Horde reads them: durations (``--duration 1m30s``), headers
+"""The command line's arguments as Horde reads them and shows them in ``--help``: durations (``--duration 1m30s``), headers
 (``-H 'Name: value'``), parameters (``-p NAME=VALUE``) and tags (``--tag key=value``), each
 refused with the flag it came from and a hint.
 
@@ -9,6 +9,10 @@ refused with the flag it came from and a hint.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from typer.core import TyperCommand, TyperOption
 
 from horde.errors import InvalidInput
 from horde.plan.profiles import duration_seconds
@@ -60,3 +64,35 @@ def parse_tag(text: str) -> tuple[str, str]:
     if not separator or not key.strip():
         raise InvalidInput(f"--tag: '{text}' is not key=value", hint="for example --tag build=1234")
     return key.strip(), value.strip()
+
+
+#: What ``--help`` shows an option takes, by its Python type (typer would show ``<int>``).
+_METAVARS: dict[type, str] = {int: "N", float: "NUMBER", str: "TEXT", Path: "FILE"}
+
+
+class HordeCommand(TyperCommand):
+    """A command whose ``--help`` says what each option takes as a person would: a flag shows
+    nothing (not ``<bool>``), a value its name (``N``, ``NUMBER``, ``TEXT``, ``FILE``) unless
+    the option gives its own (``NAME=VALUE``)."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        params: list[Any] = super().get_params(ctx)
+        for param in params:
+            # Typer carries its own copy of click: options are told by typer's class.
+            if param.param_type_name != "option" or param.metavar not in (None, ""):
+                continue
+            if param.is_flag:
+                param.metavar = ""
+            else:
+                param.metavar = _metavar_of(param)
+        return params
+
+
+def _metavar_of(option: TyperOption) -> str:
+    python_type: Any = getattr(getattr(option, "type_descriptor", None), "annotation", None)
+    if isinstance(python_type, type) and python_type in _METAVARS:
+        return _METAVARS[python_type]
+    # list[str] and the like: the element's name.
+    element = getattr(python_type, "__args__", (None,))[0]
+    return _METAVARS.get(element, "VALUE") if isinstance(element, type) else "VALUE"
+

@@ -20,7 +20,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 from rich.table import Table
 from rich.text import Text
 
-from horde.cli.arguments import parse_duration
+from horde.cli.arguments import HordeCommand, parse_duration
 from horde.errors import ExitCode, InvalidInput
 from horde.profile import FORMATS, PlanOptions, Profile, ProfileOptions, ReadCounts, SessionKey, WrittenPlan
 from horde.profile import build_profile, render_page, write_plan
@@ -37,7 +37,7 @@ def register(app: typer.Typer) -> None:
     """Add ``profile`` to ``app`` (a second call does nothing)."""
     if any(info.name == "profile" for info in app.registered_commands):
         return
-    app.command("profile")(profile)
+    app.command("profile", cls=HordeCommand, epilog="Examples:\n\n  horde profile access.log --plan plan.yaml --html profile.html\n\n  horde profile api.jsonl.gz --format json --field path=uri --by time --cover 95")(profile)
 
 
 def _fields(texts: list[str]) -> dict[str, str]:

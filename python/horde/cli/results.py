@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from horde.cli.arguments import HordeCommand
 from horde.cli.console import render_comparison
 from horde.results.compare import ComparisonRule, RunComparison, StepComparison, compare_runs, trend
 from horde.errors import ExitCode, InvalidInput
@@ -39,10 +40,10 @@ def register(app: typer.Typer) -> None:
     """Add the results commands to ``app`` (a second call does nothing)."""
     if any(info.name in _COMMANDS for info in app.registered_commands):
         return
-    app.command("report")(report)
-    app.command("export")(export)
-    app.command("compare")(compare)
-    app.command("trend")(trend_command)
+    app.command("report", cls=HordeCommand, epilog="Examples:\n\n  horde report last -o report.html\n\n  horde report RUN_A RUN_B RUN_C")(report)
+    app.command("export", cls=HordeCommand, epilog="Examples:\n\n  horde export last --format csv -o seconds.csv\n\n  horde export 20261123 --format json")(export)
+    app.command("compare", cls=HordeCommand, epilog="Examples:\n\n  horde compare RUN_A RUN_B\n\n  horde compare 20261122 last --alpha 0.05")(compare)
+    app.command("trend", cls=HordeCommand, epilog="Examples:\n\n  horde trend build\n\n  horde trend build --step checkout --json")(trend_command)
 
 
 def _rule(alpha: float, min_change_percent: float, min_change_ms: float, min_requests: int) -> ComparisonRule:

@@ -15,6 +15,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
+from horde.cli.arguments import HordeCommand
 from horde.errors import ExitCode
 from horde.web.server import DashboardServer
 
@@ -28,7 +29,7 @@ def register(app: typer.Typer) -> None:
     """Add ``horde ui`` to ``app`` (a second call does nothing)."""
     if any(info.name == _COMMAND for info in app.registered_commands):
         return
-    app.command(_COMMAND)(ui)
+    app.command(_COMMAND, cls=HordeCommand, epilog="Examples:\n\n  horde ui\n\n  horde ui --host 0.0.0.0 --port 8089 --token \"$DASHBOARD_TOKEN\"")(ui)
 
 
 def ui(

@@ -20,9 +20,9 @@ from typing import Any, Protocol, Union
 
 from horde.control.autostop import AutostopWatch, Firing
 from horde.control.capacity import CapacityQuestion, capacity_block
-from horde.errors import ExitCode, HordeError
+from horde.errors import ExitCode, HordeError, PlanInvalid, Problem
 from horde.plan import Plan
-from horde.plan.redaction import redact_plan
+from horde.plan.redaction import redact_plan, redact_run_parameters, redact_values, secret_names, secret_values
 from horde.engine.run import Run, check_open_files, checked_plan_json
 from horde.engine.snapshot import Snapshot
 
@@ -180,8 +180,18 @@ def conduct(
         plan_json = checked_plan_json(engine_plan)
     if cluster is None:
         check_open_files(engine_plan)  # a cluster's provisioning checks each generator's files
+    # Secrets never reach the store (and through it exports, reports, the dashboard): found by
+    # name and by where their values came from, replaced wherever they appear.
+    plan_data = json.loads(plan_json)
+    secrets = secret_values(plan_data)
+    named = secret_names(plan_data, secrets)
+    if named:
+        raise PlanInvalid([Problem(location=where, message="a name holds a secret value",
+                                   hint="names are written as they are to the terminal, the store and "
+                                        "Prometheus: name it without the secret") for where, _ in named])
     run_id = store.create_run(
-        plan=redact_plan(json.loads(plan_json)), plan_name=plan.name, parameters=parameters or {}, tags=tags or {},
+        plan=redact_plan(plan_data, secrets=secrets), plan_name=plan.name,
+        parameters=redact_run_parameters(parameters or {}, secrets), tags=redact_values(tags or {}, secrets),
     )
     if on_recorded is not None:
         on_recorded(run_id)

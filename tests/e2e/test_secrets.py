@@ -1,0 +1,139 @@
+"""Secrets stay secret: one marker value planted through every way a credential enters a run
+(an environment parameter, ``-p``, headers of the common credential names, a query string, a JSON
+body, ``--url`` with ``-H`` and ``--body``) is found in none of what Horde writes: the terminal,
+the store's files, ``--summary-json``, JUnit, ``horde show``/``runs``/``export``, the HTML report,
+the dashboard's API and the Prometheus endpoint while the run goes."""
+
+from __future__ import annotations
+
+import json
+import stat
+import textwrap
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from starlette.testclient import TestClient
+
+from conftest import HordeCli, free_tcp_port
+from horde.errors import ExitCode
+from horde.web import create_app
+
+MARKER = "s3cr3t-M4RK3R-42"
+
+
+def _scrape_while_running(horde_cli: HordeCli, args: list[str], port: int) -> tuple[str, str, str, int]:
+    running = horde_cli.popen(*args, "--prometheus", str(port))
+    scraped = ""
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and "horde_requests_total{" not in scraped:
+            time.sleep(0.3)
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as response:
+                    scraped = response.read().decode()
+            except OSError:
+                continue
+        out, err = running.communicate(timeout=30)
+    finally:
+        running.kill()
+    return out, err, scraped, running.returncode
+
+
+def _store_bytes(horde_cli: HordeCli) -> bytes:
+    """The store's files as they lie on disk (the database, its WAL and shared memory)."""
+    return b"".join(path.read_bytes() for path in horde_cli.store_path.parent.iterdir() if path.is_file())
+
+
+def test_a_planted_secret_reaches_no_output(horde_cli: HordeCli, builtin_target: Any) -> None:
+    plan = horde_cli.tmp_path / "plan.yaml"
+    plan.write_text(textwrap.dedent(f"""\
+        version: 1
+        name: secrets
+        parameters: {{upstream: "none", api_token: "none"}}
+        target:
+          base_url: "http://127.0.0.1:{builtin_target.port}"
+          headers: {{Authorization: "Bearer {{{{ params.api_token }}}}", X-Trace: "{{{{ params.upstream }}}}"}}
+        scenarios:
+          - name: api
+            steps:
+              - name: get
+                method: GET
+                path: "/?access_token={{{{ params.upstream }}}}&page=2"
+                headers: {{X-Auth: "{MARKER}", Api_Key: "{MARKER}", X-Access-Key: "{MARKER}", Cookie: "sid={MARKER}"}}
+              - name: post
+                method: POST
+                path: /
+                json: {{user: me, password: "{{{{ params.api_token }}}}"}}
+            workload: {{type: closed, start_vus: 2, stages: [{{duration_s: 3, vus: 2}}]}}
+        thresholds: ["errors < 50%"]
+        """))
+    # The environment (how a CI job passes a token) and -p, for parameters of any name.
+    horde_cli.env["HORDE_PARAM_UPSTREAM"] = MARKER
+    summary, junit = horde_cli.tmp_path / "summary.json", horde_cli.tmp_path / "junit.xml"
+    out, err, scraped, code = _scrape_while_running(
+        horde_cli, ["run", str(plan), "-p", f"api_token={MARKER}", "--summary-json", str(summary),
+                    "--junit", str(junit)], free_tcp_port())
+    assert code == ExitCode.OK, err
+    quick = horde_cli.run("run", "--url", f"http://127.0.0.1:{builtin_target.port}/?access_token={MARKER}",
+                          "-H", f"X-Api-Key: {MARKER}", "--body", json.dumps({"password": MARKER}),
+                          "--method", "POST", "--vus", "1", "--duration", "1s")
+    assert quick.returncode == ExitCode.OK, quick.stderr
+    run_id = json.loads(summary.read_text())["run_id"]
+
+    written: dict[str, str] = {
+        "run stdout": out, "run stderr": err, "prometheus": scraped, "summary json": summary.read_text(),
+        "junit": junit.read_text(), "--url stdout": quick.stdout, "--url stderr": quick.stderr,
+    }
+    for command in (["show", run_id], ["show", run_id, "--json"], ["show", "last", "--json"], ["runs", "--json"],
+                    ["export", run_id, "--format", "json"], ["export", "last", "--format", "csv"]):
+        result = horde_cli.run(*command)
+        assert result.returncode == ExitCode.OK, result.stderr
+        written[" ".join(command)] = result.stdout + result.stderr
+    report = horde_cli.tmp_path / "report.html"
+    assert horde_cli.run("report", run_id, "last", "-o", str(report)).returncode == ExitCode.OK
+    written["report"] = report.read_text()
+    with TestClient(create_app(horde_cli.store_url, token=None), base_url="http://127.0.0.1:8089") as client:
+        for path in ("/api/runs", f"/api/runs/{run_id}", "/api/runs/last"):
+            response = client.get(path)
+            assert response.status_code == 200, path
+            written[path] = response.text
+
+    leaks = [where for where, text in written.items() if MARKER in text]
+    assert leaks == [], f"the secret was written to: {leaks}"
+    assert MARKER.encode() not in _store_bytes(horde_cli)
+    # What was redacted is still said to be there: the plan as run keeps its shape.
+    stored_plan = json.loads(horde_cli.run("show", run_id, "--json").stdout)
+    assert "<redacted>" in written["report"] and "access_token=" in written["report"]
+    assert stored_plan["requests"] > 0
+    # The requests carried the real values (the target saw them): every one was answered.
+    assert json.loads(summary.read_text())["errors"] == 0
+
+
+def test_a_new_store_is_readable_by_its_owner_only(horde_cli: HordeCli, builtin_target: Any) -> None:
+    result = horde_cli.run("run", "--url", f"http://127.0.0.1:{builtin_target.port}/", "--vus", "1", "--duration", "1s")
+    assert result.returncode == ExitCode.OK, result.stderr
+    mode = stat.S_IMODE(horde_cli.store_path.stat().st_mode)
+    assert mode & 0o077 == 0, oct(mode)
+
+
+def test_a_name_holding_a_secret_is_refused_before_any_load(horde_cli: HordeCli, builtin_target: Any) -> None:
+    plan = horde_cli.tmp_path / "named.yaml"
+    plan.write_text(textwrap.dedent(f"""\
+        version: 1
+        name: named
+        parameters: {{api_token: "none"}}
+        target: {{base_url: "http://127.0.0.1:{builtin_target.port}"}}
+        scenarios:
+          - name: api
+            steps: [{{name: "get {{{{ params.api_token }}}}", method: GET, path: /}}]
+            workload: {{type: closed, start_vus: 1, stages: [{{duration_s: 1, vus: 1}}]}}
+        """))
+    result = horde_cli.run("run", str(plan), "-p", f"api_token={MARKER}")
+    assert result.returncode == ExitCode.INVALID_INPUT, result.stderr
+    assert "a name holds a secret value" in result.stderr and "hint:" in result.stderr
+    assert MARKER not in result.stdout + result.stderr
+    assert json.loads(horde_cli.run("runs", "--json").stdout) == []
+    assert not any(MARKER.encode() in path.read_bytes() for path in Path(horde_cli.store_path).parent.glob("*")
+                   if path.is_file())
