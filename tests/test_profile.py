@@ -47,6 +47,15 @@ def test_same_endpoint_same_shape_object() -> None:
     assert templater.template("GET", "/a/1")[0] is not templater.template("POST", "/a/1")[0]
 
 
+def test_paths_of_one_skeleton_keep_their_own_literal_segments() -> None:
+    # /api/v2/items/5 and /api/v3/items/66 are both /api/v0/items/0 with their digits zeroed.
+    templater = Templater()
+    assert templater.template("GET", "/api/v2/items/5") == (templater.template("GET", "/api/v2/items/5")[0], ("5",))
+    shape, values = templater.template("GET", "/api/v3/items/6")
+    assert (shape.name, values) == ("GET /api/v3/items/{id}", ("6",))
+    assert templater.template("GET", "/api/v3/items/7")[1] == ("7",)
+
+
 def test_given_templates_come_first() -> None:
     templater = Templater(["/blog/{slug}", "POST /users/{name}/avatar"])
     assert templater.template("GET", "/blog/summer-sale")[0].name == "GET /blog/{slug}"

@@ -46,6 +46,7 @@ def test_nginx_combined_with_request_time(tmp_path: Path) -> None:
     (" 0.250", "combined", 250.0),                 # nginx's $request_time: seconds with a point
     (" 250000", "combined", 250.0),                # Apache's %D: microseconds
     (" 2", "nginx", 2000.0),                       # a whole number in the nginx format: seconds
+    (" 0.125 key=value", "combined", 125.0),       # pairs, but none of them a time
     (' rt=0.042 uct="0.000" urt="0.040"', "combined", 42.0),   # key=value pairs: rt first
     (' urt="0.040"', "combined", 40.0),
     ("", "combined", None),                        # plain combined: no time

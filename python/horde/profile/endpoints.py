@@ -38,6 +38,7 @@ _NAME = re.compile(r"[A-Za-z0-9_.\[\]-]{1,40}")
 CACHE_SIZE = 65536
 #: Longest value kept for the plan (a longer one is more likely text than an id).
 MAX_VALUE_LENGTH = 64
+_DIGITS_TO_ZERO: Final = str.maketrans("123456789", "000000000")
 #: Placeholder labels by kind of value.
 LABELS: Final = {"int": "id", "uuid": "id", "hex": "id", "token": "token", "email": "email"}
 
@@ -138,6 +139,7 @@ class Templater:
         self._given = [GivenTemplate(text) for text in given]
         self._shapes: dict[Shape, Shape] = {}
         self._cache: dict[tuple[str, str], tuple[Shape, tuple[str | None, ...]]] = {}
+        self._skeletons: dict[str, _Skeleton] = {}
 
     def template(self, method: str, target: str) -> tuple[Shape, tuple[str | None, ...]]:
         key = (method, target)
@@ -145,7 +147,7 @@ class Templater:
         if cached is not None:
             return cached
         path, _, query = target.partition("?")
-        path_part = self._given_path(method, path) or self._auto_path(path)
+        path_part = (self._given_path(method, path) if self._given else None) or self._skeleton_path(path)
         pieces, slots, values = path_part
         names: list[str] = []
         if query:
@@ -181,15 +183,37 @@ class Templater:
             return list(given.pieces), slots, values
         return None
 
+    def _skeleton_path(self, path: str) -> tuple[list[str | int], list[Slot], list[str | None]]:
+        """The path's template through its skeleton (its digits all written 0): a segment's kind
+        depends only on its skeleton, so a path whose skeleton was seen, with the same literal
+        segments, has the same template; only its values are read (most paths with ids come
+        this way, with no segment classified again)."""
+        skeleton = path.translate(_DIGITS_TO_ZERO)
+        known = self._skeletons.get(skeleton)
+        segments = path.split("/")
+        if known is not None and all(segments[index] == text for index, text in known.literals):
+            values = [None if slot.kind == "secret" else _kept(segments[index][:length], slot.kind)
+                      for slot, (index, length) in zip(known.slots, known.positions)]
+            return list(known.pieces), list(known.slots), values
+        pieces, slots, values, positions = self._auto_path(segments)
+        if len(self._skeletons) >= CACHE_SIZE:
+            self._skeletons.clear()
+        taken = {index for index, _ in positions}
+        self._skeletons[skeleton] = _Skeleton(tuple(pieces), tuple(slots), tuple(positions),
+                                              tuple((i, s) for i, s in enumerate(segments) if i not in taken))
+        return pieces, slots, values
+
     @staticmethod
-    def _auto_path(path: str) -> tuple[list[str | int], list[Slot], list[str | None]]:
-        # Called for every request whose exact path was not seen lately: written for speed.
+    def _auto_path(segments: list[str]) -> tuple[list[str | int], list[Slot], list[str | None], list[tuple[int, int]]]:
+        """Pieces, slots and values of a path (split at '/'), and where each slot's value is:
+        (segment, length of its stem)."""
         pieces: list[str | int] = []
         slots: list[Slot] = []
         values: list[str | None] = []
+        positions: list[tuple[int, int]] = []
         literal = ""
         previous = ""
-        for index, segment in enumerate(path.split("/")):
+        for index, segment in enumerate(segments):
             if index:
                 literal += "/"
             stem, extension = segment, ""
@@ -216,10 +240,20 @@ class Templater:
             secret = is_secret_parameter(previous.replace("-", "_"))
             slots.append(_slot(LABELS[kind], "secret" if secret else kind, "path"))
             values.append(None if secret else _kept(stem, kind))
+            positions.append((index, len(stem)))
             previous = segment
         if literal:
             pieces.append(literal)
-        return pieces, slots, values
+        return pieces, slots, values, positions
+
+
+class _Skeleton(NamedTuple):
+    """A path template as :meth:`Templater._skeleton_path` remembers it."""
+
+    pieces: tuple[str | int, ...]
+    slots: tuple[Slot, ...]
+    positions: tuple[tuple[int, int], ...]   # each slot's (segment, stem length)
+    literals: tuple[tuple[int, str], ...]    # the other segments, which must be equal
 
 
 @lru_cache(maxsize=1024)
