@@ -9,9 +9,7 @@ import doctest
 import importlib
 import json
 import random
-import shutil
 import socket
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -21,16 +19,15 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from conftest import HordeCli, free_tcp_port, wait_for_port
+from conftest import HordeCli
 from horde.monitors import Diagnosis
 from horde.monitors.host import HostSource
 from horde.monitors.postgres import PostgresSource
 from horde.monitors.prometheus import PrometheusSource
 from horde.plan import HostMonitor, PostgresMonitor, PrometheusMonitor
 from horde.store import MonitorSample, Store
+from node_exporter import node_exporter as start_node_exporter
 from postgres_cluster import PostgresPair, postgres_pair
-
-NODE_EXPORTER = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
 
 
 @pytest.mark.parametrize("module", ["exposition", "source", "host", "prometheus", "diagnosis", "conditions"])
@@ -40,18 +37,8 @@ def test_doctests(module: str) -> None:
 
 @pytest.fixture(scope="module")
 def node_exporter() -> Iterator[str]:
-    if NODE_EXPORTER is None:
-        pytest.fail("prometheus-node-exporter is not installed (apt-get install prometheus-node-exporter; .ci/run does)")
-    port = free_tcp_port()
-    # Loopback included (Debian's build leaves it out by default): the test's traffic goes there.
-    process = subprocess.Popen([NODE_EXPORTER, f"--web.listen-address=127.0.0.1:{port}", "--collector.netdev.device-exclude=^$"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_for_port(port)
-        yield f"http://127.0.0.1:{port}/metrics"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+    with start_node_exporter() as url:
+        yield url
 
 
 def _send_over_loopback(size: int) -> None:

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from horde.control.measure import Scope, format_value, unit_of
 from horde.plan.control import parse_condition
+from horde.plan.monitors import is_monitor_condition, parse_monitor_condition
 from horde.report.capacity_view import capacity_steps
 from horde.results.compare import RunComparison, StepComparison
 from horde.results.stored_run import ALL_REQUESTS
@@ -198,9 +199,14 @@ def render_verdicts(console: Console, verdicts: Sequence[Mapping[str, Any]]) -> 
     for column in ("threshold", "scope", "measured", "result"):
         table.add_column(column, justify="right" if column == "measured" else "left")
     for verdict in verdicts:
-        unit = unit_of(parse_condition(verdict["condition"]))
-        scope = Scope.of(scenario=verdict.get("scenario"), step=verdict.get("step")).describe()
-        measured = "no data" if verdict["measured"] is None else format_value(verdict["measured"], unit)
+        if is_monitor_condition(verdict["condition"]):
+            # A monitor's figure has its own unit in its name (cpu.busy_percent, tcp.time_wait).
+            scope = f"monitor {parse_monitor_condition(verdict['condition']).monitor}"
+            measured = "no data" if verdict["measured"] is None else f"{verdict['measured']:,.6g}"
+        else:
+            unit = unit_of(parse_condition(verdict["condition"]))
+            scope = Scope.of(scenario=verdict.get("scenario"), step=verdict.get("step")).describe()
+            measured = "no data" if verdict["measured"] is None else format_value(verdict["measured"], unit)
         table.add_row(
             # Conditions and step names are the user's text, never markup.
             Text(verdict["condition"]),
