@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import HordeCli
 from horde.cli.app import main
@@ -28,6 +30,8 @@ from profile_logs import T0, Hit, combined_line, write_log
     ("/files/3f9a0c7be12d/raw", "GET /files/{id}/raw", ("3f9a0c7be12d",)),
     ("/o/123e4567-e89b-12d3-a456-426614174000", "GET /o/{id}", ("123e4567-e89b-12d3-a456-426614174000",)),
     ("/items/17.json", "GET /items/{id}.json", ("17",)),
+    ("/static/app.3f9a0c7be1.js", "GET /static/app.{id}.js", ("3f9a0c7be1",)),
+    ("/v/1.20.3/x", "GET /v/{id}.{id}.{id}/x", ("1", "20", "3")),
     ("/about/team", "GET /about/team", ()),
     ("/search?q=shoes&page=2&q=boots", "GET /search?q&page", ("shoes", "2")),
     ("/u/bob@example.org/feed", "GET /u/{email}/feed", (None,)),
@@ -54,6 +58,22 @@ def test_paths_of_one_skeleton_keep_their_own_literal_segments() -> None:
     shape, values = templater.template("GET", "/api/v3/items/6")
     assert (shape.name, values) == ("GET /api/v3/items/{id}", ("6",))
     assert templater.template("GET", "/api/v3/items/7")[1] == ("7",)
+    assert templater.template("GET", "/p/v2.123")[0].name == "GET /p/v2.{id}"
+    assert templater.template("GET", "/p/v3.456")[0].name == "GET /p/v3.{id}"
+
+
+segment = st.one_of(st.integers(0, 10**6).map(str), st.sampled_from(["v2", "v3", "api", "items", "app.17.js", "a1b2c3d4e5",
+                                                                    "3f9a0c7be1", "token", "x@y.io", "17.json", "v1.2"]),
+                    st.text(alphabet="ab12.-_", min_size=1, max_size=10))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(segment, min_size=1, max_size=5), min_size=1, max_size=20))
+def test_remembered_templates_are_the_ones_made_afresh(paths: list[list[str]]) -> None:
+    templater = Templater()
+    for parts in paths:
+        target = "/" + "/".join(parts)
+        assert templater.template("GET", target) == Templater().template("GET", target), target
 
 
 def test_given_templates_come_first() -> None:

@@ -31,8 +31,6 @@ from horde.plan.redaction import has_email, is_secret_parameter as _is_secret_pa
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _HEX = re.compile(r"(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}")
 _TOKEN = re.compile(r"(?=(?:[^0-9]*[0-9]){3})(?=(?:[^A-Za-z]*[A-Za-z]){3})[A-Za-z0-9_~.=-]{20,}")
-#: A segment's file extension (``123.json``): the stem is classified, the extension kept.
-_EXTENSION = re.compile(r"(.+?)(\.[A-Za-z][A-Za-z0-9]{0,5})")
 _NAME = re.compile(r"[A-Za-z0-9_.\[\]-]{1,40}")
 #: Distinct paths remembered with their template (a static path repeats; an id path rarely).
 CACHE_SIZE = 65536
@@ -186,65 +184,86 @@ class Templater:
     def _skeleton_path(self, path: str) -> tuple[list[str | int], list[Slot], list[str | None]]:
         """The path's template through its skeleton (its digits all written 0): a segment's kind
         depends only on its skeleton, so a path whose skeleton was seen, with the same literal
-        segments, has the same template; only its values are read (most paths with ids come
-        this way, with no segment classified again)."""
+        text, has the same template; only its values are read (most paths with ids come this
+        way, with no segment classified again)."""
         skeleton = path.translate(_DIGITS_TO_ZERO)
         known = self._skeletons.get(skeleton)
         segments = path.split("/")
-        if known is not None and all(segments[index] == text for index, text in known.literals):
-            values = [None if slot.kind == "secret" else _kept(segments[index][:length], slot.kind)
-                      for slot, (index, length) in zip(known.slots, known.positions)]
+        if known is not None and all(segments[index][start:end] == text for index, start, end, text in known.literals):
+            values = [None if slot.kind == "secret" else _kept(segments[index][start:end], slot.kind)
+                      for slot, (index, start, end) in zip(known.slots, known.positions)]
             return list(known.pieces), list(known.slots), values
         pieces, slots, values, positions = self._auto_path(segments)
         if len(self._skeletons) >= CACHE_SIZE:
             self._skeletons.clear()
-        taken = {index for index, _ in positions}
         self._skeletons[skeleton] = _Skeleton(tuple(pieces), tuple(slots), tuple(positions),
-                                              tuple((i, s) for i, s in enumerate(segments) if i not in taken))
+                                              _literal_ranges(segments, positions))
         return pieces, slots, values
 
     @staticmethod
-    def _auto_path(segments: list[str]) -> tuple[list[str | int], list[Slot], list[str | None], list[tuple[int, int]]]:
+    def _auto_path(segments: list[str]) -> tuple[list[str | int], list[Slot], list[str | None], list[tuple[int, int, int]]]:
         """Pieces, slots and values of a path (split at '/'), and where each slot's value is:
-        (segment, length of its stem)."""
+        (segment, start, end). A segment is one id, or dotted parts of which some are ids
+        (``app.3f9a0c7be1.js``, ``17.json``)."""
         pieces: list[str | int] = []
         slots: list[Slot] = []
         values: list[str | None] = []
-        positions: list[tuple[int, int]] = []
+        positions: list[tuple[int, int, int]] = []
         literal = ""
         previous = ""
         for index, segment in enumerate(segments):
             if index:
                 literal += "/"
-            stem, extension = segment, ""
             if segment.isdigit():
-                kind: str | None = "int"
+                parts: list[tuple[str, str | None]] = [(segment, "int")]
             elif len(segment) < 8 and "@" not in segment and "%" not in segment and "." not in segment:
-                kind = None  # too short for any id but a number
+                parts = [(segment, None)]  # too short for any id but a number
             else:
                 kind = classify(segment)
                 if kind is None and "." in segment:
-                    split = _EXTENSION.fullmatch(segment)
-                    if split is not None and classify(split.group(1)) is not None:
-                        stem, extension = split.group(1), split.group(2)
-                        kind = classify(stem)
-            if kind is None:
-                literal += segment
-                previous = segment
-                continue
-            if literal:
-                pieces.append(literal)
-            pieces.append(len(slots))
-            literal = extension
-            # What follows a segment named like a secret (/reset-token/XYZ) is one, whatever it looks like.
-            secret = is_secret_parameter(previous.replace("-", "_"))
-            slots.append(_slot(LABELS[kind], "secret" if secret else kind, "path"))
-            values.append(None if secret else _kept(stem, kind))
-            positions.append((index, len(stem)))
+                    parts = [(part, classify(part)) for part in segment.split(".")]
+                else:
+                    parts = [(segment, kind)]
+            offset = 0
+            for number, (part, kind) in enumerate(parts):
+                if number:
+                    literal += "."
+                    offset += 1
+                if kind is None:
+                    literal += part
+                else:
+                    if literal:
+                        pieces.append(literal)
+                    literal = ""
+                    pieces.append(len(slots))
+                    # What follows a segment named like a secret (/reset-token/XYZ) is one,
+                    # whatever it looks like.
+                    secret = is_secret_parameter(previous.replace("-", "_"))
+                    slots.append(_slot(LABELS[kind], "secret" if secret else kind, "path"))
+                    values.append(None if secret else _kept(part, kind))
+                    positions.append((index, offset, offset + len(part)))
+                offset += len(part)
             previous = segment
         if literal:
             pieces.append(literal)
         return pieces, slots, values, positions
+
+
+def _literal_ranges(segments: list[str], positions: list[tuple[int, int, int]]) -> tuple[tuple[int, int, int, str], ...]:
+    """Each segment's text outside its slots, as (segment, start, end, text)."""
+    taken: dict[int, list[tuple[int, int]]] = {}
+    for index, start, end in positions:
+        taken.setdefault(index, []).append((start, end))
+    ranges = []
+    for index, segment in enumerate(segments):
+        start = 0
+        for slot_start, slot_end in taken.get(index, []):
+            if slot_start > start:
+                ranges.append((index, start, slot_start, segment[start:slot_start]))
+            start = slot_end
+        if start < len(segment) or index not in taken:
+            ranges.append((index, start, len(segment), segment[start:]))
+    return tuple(ranges)
 
 
 class _Skeleton(NamedTuple):
@@ -252,8 +271,8 @@ class _Skeleton(NamedTuple):
 
     pieces: tuple[str | int, ...]
     slots: tuple[Slot, ...]
-    positions: tuple[tuple[int, int], ...]   # each slot's (segment, stem length)
-    literals: tuple[tuple[int, str], ...]    # the other segments, which must be equal
+    positions: tuple[tuple[int, int, int], ...]   # each slot's (segment, start, end)
+    literals: tuple[tuple[int, int, int, str], ...]  # the text between, which must be equal
 
 
 @lru_cache(maxsize=1024)
