@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -542,3 +543,28 @@ def test_validate_and_run_place_the_engines_problems_on_their_lines(tmp_path: Pa
         assert "plan.yaml:7: scenarios[0].steps[0].path: unknown variable 'missing'" in err
         assert "plan.yaml:8: scenarios[0].steps[0].extract[0].expression: invalid JSONPath" in err
     assert not (tmp_path / "runs.sqlite").exists()  # refused before the store was opened
+
+
+@pytest.mark.parametrize("name,data", [("users.csv", "id,login,password\n1,ann,x\n"),
+                                       ("users.jsonl", '{"id": 1, "login": "ann", "password": "x"}\n')])
+def test_a_template_reading_a_field_its_feeder_lacks_is_located_with_the_fields(tmp_path: Path, name: str,
+                                                                               data: str) -> None:
+    (tmp_path / name).write_text(data)
+    plan = write(tmp_path, "plan.yaml", textwrap.dedent(f"""\
+        version: 1
+        name: feeders
+        target: {{base_url: "http://127.0.0.1:1"}}
+        scenarios:
+          - name: s
+            feeders: [{{name: users, path: {name}}}]
+            steps:
+              - name: login
+                method: POST
+                path: "/login/{{{{ users.id }}}}"
+                json: {{user: "{{{{ users.logn }}}}", pass: "{{{{ users.password }}}}"}}
+            workload: {{type: closed, stages: [{{duration_s: 1, vus: 1}}]}}
+        """))
+    (problem,) = problems_of(plan)
+    assert problem.location == f"{plan}:11: scenarios[0].steps[0].json.user"
+    assert "feeder 'users' has no field 'logn'" in problem.message
+    assert problem.hint and "did you mean 'users.login'?" in problem.hint and "id, login, password" in problem.hint

@@ -11,15 +11,19 @@ field may hold commas and line breaks).
 from __future__ import annotations
 
 import csv
+import difflib
 import functools
 import json
 import os
+import re
 from dataclasses import dataclass
+from typing import Any
 
 from horde.plan.model import Plan
 from horde.plan.workloads import peak_vus
 
-__all__ = ["MAX_COUNTED_BYTES", "ROWS_CHECKED", "FeederFault", "check_feeder_file", "count_rows", "unique_feeder_faults"]
+__all__ = ["MAX_COUNTED_BYTES", "ROWS_CHECKED", "FeederFault", "check_feeder_file", "count_rows", "feeder_columns",
+           "unknown_column_faults", "unique_feeder_faults"]
 
 #: How many rows of a feeder file are checked before a run (the engine reports later bad rows).
 ROWS_CHECKED = 100
@@ -194,3 +198,64 @@ def unique_feeder_faults(plan: Plan) -> list[tuple[int, int, FeederFault]]:
                     "circular or random",
                 )))
     return faults
+
+
+def feeder_columns(path: str, format: str) -> list[str] | None:
+    """The fields a feeder's rows have: a CSV's header, the keys of a JSONL file's first object;
+    None when the file cannot be read (:func:`check_feeder_file` says why)."""
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as file:
+            if format == "csv":
+                for record in csv.reader(file):
+                    if record and record != [""]:
+                        return record
+                return None
+            for line in file:
+                if line.strip():
+                    row = json.loads(line)
+                    return [str(key) for key in row] if isinstance(row, dict) else None
+    except (OSError, UnicodeDecodeError, csv.Error, ValueError):
+        return None
+    return None
+
+
+#: A template's expression or statement: ``{{ users.login }}``, ``{% if users.admin %}``.
+_TEMPLATE_PART = re.compile(r"\{\{(.*?)\}\}|\{%(.*?)%\}", re.S)
+
+
+def _strings(node: Any, loc: tuple[str | int, ...]) -> list[tuple[tuple[str | int, ...], str]]:
+    if isinstance(node, str):
+        return [(loc, node)]
+    if isinstance(node, dict):
+        return [found for key, value in node.items() for found in _strings(value, (*loc, key))]
+    if isinstance(node, list):
+        return [found for index, item in enumerate(node) for found in _strings(item, (*loc, index))]
+    return []
+
+
+def unknown_column_faults(plan: Plan) -> list[tuple[tuple[str | int, ...], FeederFault]]:
+    """Each template that reads a field its feeder's rows do not have (``{{ users.logn }}``
+    against a header ``id,login,password``), located at the string that holds it. The engine
+    would render it at run time and count ``template_failed`` for every request."""
+    faults: list[tuple[tuple[str | int, ...], FeederFault]] = []
+    for s_index, scenario in enumerate(plan.scenarios):
+        columns = {feeder.name: feeder_columns(feeder.path, feeder.format) for feeder in scenario.feeders}
+        known = {name: fields for name, fields in columns.items() if fields is not None}
+        if not known:
+            continue
+        reference = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, known)) + r")\.([A-Za-z_][A-Za-z0-9_]*)")
+        data = scenario.model_dump(mode="json", by_alias=True)
+        for part in ("setup", "steps", "teardown"):
+            for loc, text in _strings(data.get(part), ("scenarios", s_index, part)):
+                for match in _TEMPLATE_PART.finditer(text):
+                    for name, field in reference.findall(match.group(1) or match.group(2) or ""):
+                        if field in known[name]:
+                            continue
+                        close = difflib.get_close_matches(field, known[name], n=1)
+                        faults.append((loc, FeederFault(
+                            f"'{name}.{field}': feeder '{name}' has no field '{field}'",
+                            (f"did you mean '{name}.{close[0]}'? " if close else "")
+                            + f"its rows have: {', '.join(known[name])}",
+                        )))
+    return faults
+

@@ -41,7 +41,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from horde.errors import InvalidInput, PlanInvalid, Problem
 from horde.plan.bounds import MAX_DEPTH, MAX_PLAN_BYTES, MAX_PROBLEMS, flow_depth_problem, shape_problems
-from horde.plan.feeders import check_feeder_file, unique_feeder_faults
+from horde.plan.feeders import check_feeder_file, unique_feeder_faults, unknown_column_faults
 from horde.plan.model import FEEDER_FORMATS_BY_SUFFIX, Plan
 from horde.plan.parameters import (
     Substituted,
@@ -391,6 +391,8 @@ def check_plan_data(
     if plan is not None and not issues and folder is not None:
         for s_index, f_index, fault in unique_feeder_faults(plan):
             issues.append((("scenarios", s_index, "feeders", f_index, "mode"), fault.message, fault.hint))
+        for loc, fault in unknown_column_faults(plan):
+            issues.append((loc, fault.message, fault.hint))
     if issues:
         def order(issue: tuple[Loc, str, str | None]) -> tuple[int, tuple[int, ...]]:
             line = _line_of(document, issue[0]) if document is not None else None
