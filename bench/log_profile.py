@@ -7,8 +7,8 @@ with the log's size: the profile keeps per-endpoint counters, not lines).
     .venv/bin/python bench/log_profile.py --gzip            # the same log gzip-compressed
 
 The log is nginx's combined format with `$request_time $upstream_response_time`, over a day:
-12 endpoints (ids in paths, query strings with a token), 20,000 clients, a few user agents,
-busier in the afternoon. `horde profile LOG --json FILE --session-gap 30m` reads it (off a
+12 endpoints (ids in paths, query strings with a token), 20,000 clients (each with its user
+agent), busier in the afternoon. `horde profile LOG --json FILE --session-gap 30m` reads it (off a
 terminal: no progress bar) and `awk '{ n[$7]++ } END { for (k in n) c++; print c }' LOG` (one
 pass counting requests per path, the least any log tool does) is the reference. Each is run to
 its end once per size, its CPU and peak RSS taken from wait4()'s rusage (bench/harness.py);
@@ -22,6 +22,7 @@ import argparse
 import datetime as dt
 import gzip
 import json
+import math
 import os
 import random
 import shutil
@@ -52,27 +53,34 @@ def generate(path: Path, lines: int, *, compress: bool, seed: int = 1) -> None:
                  ("DELETE", "/api/cart/{}", 1), ("GET", "/health", 3), ("GET", "/api/orders/{}", 2)]
     weights = [weight for *_, weight in endpoints]
     opener = (lambda p: gzip.open(p, "wt", encoding="utf-8", compresslevel=1)) if compress else (lambda p: open(p, "w", encoding="utf-8"))
-    stamp_cache: dict[int, str] = {}
+    # Busier in the afternoon: minute m's share of the day follows 1 + 0.9 cos(2π (m/1440 - 15/24)).
+    shares = [1 + 0.9 * math.cos(2 * math.pi * (minute / 1440 - 15 / 24)) for minute in range(1440)]
+    total, cumulative, bounds = sum(shares), 0.0, [0]
+    for share in shares:
+        cumulative += share
+        bounds.append(round(lines * cumulative / total))
+    counts = [end - start for start, end in zip(bounds, bounds[1:])]
     with opener(path) as out:
         block: list[str] = []
         chosen = rng.choices(range(len(endpoints)), weights=weights, k=lines)
-        for i in range(lines):
-            # Busier in the afternoon: the day's seconds drawn denser around 15:00.
-            second = DAY_START + int(86400 * (i / lines) ** 1.15)
-            stamp = stamp_cache.get(second)
-            if stamp is None:
-                stamp_cache.clear()
-                stamp = stamp_cache[second] = time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(second))
-            method, template, _ = endpoints[chosen[i]]
-            target = template.format(rng.randrange(1, 100_000), rng.randrange(1, 10))
-            seconds = rng.expovariate(1 / 0.04)
-            client = rng.randrange(20_000)
-            block.append(f'10.{client // 250}.{client % 250}.1 - - [{stamp}] '
-                         f'"{method} {target} HTTP/1.1" 200 {rng.randrange(100, 20000)} "-" "{AGENTS[i % 4]}" '
-                         f"{seconds:.3f} {seconds * 0.9:.3f}\n")
-            if len(block) >= 65536:
-                out.write("".join(block))
-                block.clear()
+        i = previous = 0
+        stamp = ""
+        for minute, count in enumerate(counts):
+            for j in range(count):
+                second = DAY_START + 60 * minute + 60 * j // count
+                if second != previous:
+                    stamp, previous = time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(second)), second
+                method, template, _ = endpoints[chosen[i]]
+                target = template.format(rng.randrange(1, 100_000), rng.randrange(1, 10))
+                seconds = rng.expovariate(1 / 0.04)
+                client = rng.randrange(20_000)
+                block.append(f'10.{client // 250}.{client % 250}.1 - - [{stamp}] '
+                             f'"{method} {target} HTTP/1.1" 200 {rng.randrange(100, 20000)} "-" "{AGENTS[client % 4]}" '
+                             f"{seconds:.3f} {seconds * 0.9:.3f}\n")
+                i += 1
+                if len(block) >= 65536:
+                    out.write("".join(block))
+                    block.clear()
         out.write("".join(block))
 
 
@@ -86,14 +94,16 @@ def measure(procs: harness.Processes, argv: list[str], work: Path, tag: str, lin
 
 def render(results: list[dict[str, Any]], command: str, started: dt.datetime, awk: str, compress: bool) -> str:
     machine = harness.machine()
-    rows = ["| lines | log | tool | wall s | lines/s | CPU s | peak RSS MiB | other load (cores) |",
-            "| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |"]
+    rows = ["| lines | log | tool | wall s | lines/s | lines/s reading | CPU s | peak RSS MiB | other load (cores) |",
+            "| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for result in results:
         for tool in ("horde", "awk"):
             figures = result[tool]
+            reading = f"{round(result['lines'] / figures['read_s']):,}" if tool == "horde" and figures.get("read_s") else "—"
             rows.append(f"| {result['lines']:,} | {result['log_mib']:,.0f} MiB{' gz' if compress else ''} | "
-                        f"{'horde profile' if tool == 'horde' else 'awk'} | {figures['wall_s']:.2f} | {figures['lines_per_s']:,} | "
-                        f"{figures['cpu_s']:.2f} | {figures['peak_rss_mib']:.1f} | {figures['others_cores']:.2f} |")
+                        f"{'horde profile' if tool == 'horde' else 'awk'} | {figures['wall_s']:.2f} | "
+                        f"{figures['lines_per_s']:,} | {reading} | {figures['cpu_s']:.2f} | {figures['peak_rss_mib']:.1f} | "
+                        f"{figures['others_cores']:.2f} |")
     big, small = results[-1], results[0]
     ratio = big["horde"]["lines_per_s"] / big["awk"]["lines_per_s"]
     growth = big["horde"]["peak_rss_mib"] / small["horde"]["peak_rss_mib"] - 1
@@ -102,6 +112,9 @@ def render(results: list[dict[str, Any]], command: str, started: dt.datetime, aw
         f"load before {harness.load()}; `{command}`; awk is `{awk}`.",
         "",
         *rows,
+        "",
+        "*lines/s reading*: the lines over the time `horde profile` itself reports for reading them "
+        "(without the command's start-up: Python and the `horde` command's imports).",
         "",
         f"`horde profile` reads {ratio:.2f}× awk's lines per second (a pass that only counts paths); "
         f"from {small['lines']:,} to {big['lines']:,} lines its peak memory moved {growth * 100:+.1f} %.",
