@@ -363,3 +363,20 @@ def test_doctests(module_name: str) -> None:
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+def test_init_writes_the_starter_plan_pointed_at_the_target(horde_main: Any, tmp_path: Path) -> None:
+    folder = tmp_path / "load-tests"
+    result = horde_main("init", str(folder), "--url", "https://staging.example.com/")
+    assert result.returncode == ExitCode.OK, result.stderr
+    plan = folder / "plan.yaml"
+    assert "base_url: https://staging.example.com\n" in plan.read_text()
+    assert "# The quickstart plan" in plan.read_text()  # the commented starter, as shipped
+    assert f"horde run {folder}" in result.stdout
+    assert horde_main("validate", str(folder)).returncode == ExitCode.OK
+    again = horde_main("init", str(folder))
+    assert again.returncode == ExitCode.INVALID_INPUT and "exists already" in again.stderr and "--force" in again.stderr
+    assert horde_main("init", str(folder), "--force").returncode == ExitCode.OK
+    assert "base_url: http://127.0.0.1:8080\n" in plan.read_text()
+    bad = horde_main("init", str(tmp_path / "other"), "--url", "staging.example.com")
+    assert bad.returncode == ExitCode.INVALID_INPUT and "hint:" in bad.stderr and not (tmp_path / "other").exists()

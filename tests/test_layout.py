@@ -15,7 +15,10 @@ ABOVE_THE_PLAN = ("horde.engine", "horde.control", "horde.monitors", "horde.sink
 
 #: Imports inside functions that are there on purpose: (importing module, imported module).
 LOADED_ON_DEMAND = {
-    ("horde.cli.results", "horde.report"),  # plotly.js and jinja2 only when a report is written
+    # The control package names the conductor's types but loads it (and the store) when asked.
+    ("horde.control", "horde.control.conductor"),
+    # The profile's HTML page brings the report's machinery; `horde profile --html` loads it.
+    ("horde.profile", "horde.profile.page"),
 }
 
 
@@ -122,7 +125,10 @@ def test_no_module_imports_another_that_imports_it_back() -> None:
 
 
 def test_imports_inside_functions_are_only_the_ones_loaded_on_demand() -> None:
-    inside = {(module, target) for module, edges in _graph().items() for target, top in edges.items() if not top}
+    # The CLI's commands import their layers when they run, so that `horde --help` and
+    # `horde validate` do not pay for the store, the dashboard or the reports.
+    inside = {(module, target) for module, edges in _graph().items() for target, top in edges.items()
+              if not top and not _is_within(module, "horde.cli")}
     assert inside == LOADED_ON_DEMAND
 
 
@@ -150,3 +156,22 @@ def test_each_layer_imports_only_the_layers_below_it() -> None:
               if target != "horde._engine" and _layer(target) > _layer(module)]
     assert upward == []
     assert all(_layer(module) >= 0 for module in _graph()), "a package ARCHITECTURE.md does not list"
+
+
+def test_help_and_validate_load_neither_the_store_nor_the_dashboard_nor_the_reports() -> None:
+    # What `horde --help` and `horde validate` cost at start-up is what they import: the plan
+    # layer and the engine's check, not SQLAlchemy, Alembic, Starlette, plotly, jinja2 or Ray.
+    import subprocess
+    import sys
+
+    probe = ("import sys\n"
+             "from horde.cli import main\n"
+             "main(['--help'])\n"
+             "main(['validate', sys.argv[1]])\n"
+             "heavy = ('sqlalchemy', 'alembic', 'starlette', 'uvicorn', 'plotly', 'jinja2', 'ray')\n"
+             "print('loaded:', ' '.join(name for name in heavy if name in sys.modules))")
+    quickstart = PACKAGE.parents[1] / "examples" / "quickstart"
+    result = subprocess.run([sys.executable, "-c", probe, str(quickstart)], capture_output=True, text=True,
+                            timeout=60, check=False)
+    assert "valid" in result.stdout, result.stdout + result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "loaded:"

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from collections.abc import Callable
 from contextlib import ExitStack
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.console import Console
@@ -25,30 +25,16 @@ from rich.text import Text
 
 from horde import __version__
 from horde.errors import ExitCode, HordeError, InvalidInput, PlanInvalid, RunUnresponsive
-from horde.sinks.live import LiveView
-from horde.control.capacity import CapacityQuestion
-from horde.cluster.coordinator import ClusterOptions
 from horde.cli.results import register as register_results_commands
 from horde.cli.profile import register as register_profile_command
 from horde.cli.web import register as register_dashboard_command
-from horde.control.conductor import JUDGEMENT_KEYS, Outcome, Sinks, conduct, cpu_limit_percent, planned_duration_s
-from horde.cli.junit import junit_xml
+from horde.cli.init import register as register_init_command
 from horde.cli.arguments import HordeCommand, parse_duration, parse_header, parse_params, parse_tag
-from horde.plan.overrides import SteerFlags, apply_overrides, apply_steer_flags, url_plan
-from horde.plan import Plan, plan_from_dict, plan_json_schema, plan_to_json
-from horde.plan.control import FindMax
-from horde.plan.monitors import MONITOR_FLAG_HINT, monitor_from_flag
-from horde.sinks.prometheus import PrometheusExporter
-from horde.plan.loader import LoadedPlan, load_plan_file
-from horde.engine.run import checked_plan_json, engine_problems
-from horde.store import Store
-from horde.web import DashboardServer
-from horde.results.summary import summarise
-from horde.control.scale import builtin_instances, run_study
-from horde.control.sight import sight_block, sight_plan
-from horde.engine.target import serve_until_interrupted
-from horde.store import new_run_id
-from horde.cli.console import Column, fitted_table, render_judgement, render_scale, render_sight, render_summary
+
+if TYPE_CHECKING:  # types only: the commands import their layers when they run
+    from horde.control.conductor import Outcome
+    from horde.plan import Plan
+    from horde.plan.loader import LoadedPlan
 
 app = typer.Typer(
     name="horde",
@@ -64,6 +50,9 @@ stderr = Console(stderr=True) if Console(stderr=True).is_terminal else Console(s
 
 def _load(plan_path: Path | None, url: str | None, method: str, headers: list[str], body: str | None,
           params: dict[str, str]) -> tuple[Plan, LoadedPlan | None]:
+    from horde.plan import plan_from_dict
+    from horde.plan.loader import load_plan_file
+    from horde.plan.overrides import url_plan
     if plan_path is not None and url is not None:
         raise InvalidInput("give either a plan file or --url, not both", hint="--url builds a one-step plan for quick checks")
     if plan_path is not None:
@@ -123,6 +112,17 @@ def run(
     monitor: Annotated[Optional[list[str]], typer.Option("--monitor", metavar="NAME=SOURCE", help="watch the target's side each second, beside the plan's monitors: NAME=host (this machine), NAME=http://HOST:9100/metrics (a node_exporter), NAME=postgresql://USER@HOST/DB (repeatable)", rich_help_panel="Monitors")] = None,
 ) -> int:
     """Run a plan against its target, live, and store the run."""
+    from horde.cli.console import render_judgement, render_summary
+    from horde.cluster.coordinator import ClusterOptions
+    from horde.control.capacity import CapacityQuestion
+    from horde.control.conductor import Sinks, conduct, cpu_limit_percent, planned_duration_s
+    from horde.engine.run import checked_plan_json
+    from horde.plan.control import FindMax
+    from horde.plan.overrides import SteerFlags, apply_overrides, apply_steer_flags
+    from horde.sinks.live import LiveView
+    from horde.sinks.prometheus import PrometheusExporter
+    from horde.store import Store
+    from horde.web import DashboardServer
     params = parse_params(param or [])
     tags = dict(parse_tag(t) for t in tag or [])
     duration_s = parse_duration(duration, flag="--duration") if duration is not None else None
@@ -187,6 +187,7 @@ def run(
 
 def _with_monitor_flags(plan: Plan, flags: list[str]) -> Plan:
     """The plan with the monitors given by ``--monitor`` added to its own."""
+    from horde.plan.monitors import MONITOR_FLAG_HINT, monitor_from_flag
     added = []
     names = {existing.name for existing in plan.monitors}
     for flag in flags:
@@ -202,6 +203,7 @@ def _with_monitor_flags(plan: Plan, flags: list[str]) -> Plan:
 
 
 def _write_outputs(outcome: Outcome, summary_json: Path | None, junit: Path | None, plan_name: str) -> None:
+    from horde.cli.junit import junit_xml
     outputs: list[tuple[Path | None, Callable[[], str], str]] = [
         (summary_json, lambda: json.dumps(outcome.summary, indent=2) + "\n", "--summary-json"),
         (junit, lambda: junit_xml(outcome.verdicts, outcome.firing, run_id=outcome.run_id, plan_name=plan_name), "--junit"),
@@ -232,6 +234,12 @@ def sight(
 ) -> int:
     """Sighting shot: one VU per scenario for a short time; each step's median and p95, the rate
     one VU gets, and a suggested find-max ramp."""
+    from horde.cli.console import render_sight
+    from horde.control.conductor import conduct, cpu_limit_percent
+    from horde.control.sight import sight_block, sight_plan
+    from horde.plan.overrides import apply_overrides
+    from horde.sinks.live import LiveView
+    from horde.store import Store
     duration_s = parse_duration(duration, flag="--duration")
     if duration_s < 1:
         raise InvalidInput(f"--duration must be at least 1 s (got {duration})", hint="30s is usual; the payment team's was 1m")
@@ -278,6 +286,14 @@ def scale(
 ) -> int:
     """Scalability study: the same plan against 1..N instances of a target; throughput per
     instance count and scaling efficiency."""
+    from horde.cli.console import render_scale
+    from horde.control.conductor import conduct, cpu_limit_percent, planned_duration_s
+    from horde.control.scale import builtin_instances, run_study
+    from horde.plan import Plan
+    from horde.plan.control import FindMax
+    from horde.plan.overrides import SteerFlags, apply_overrides, apply_steer_flags
+    from horde.sinks.live import LiveView
+    from horde.store import Store, new_run_id
 
     if (instance is None) == (instances is None):
         raise InvalidInput("give the instances: --instance URL (repeatable) or --instances N (built-in targets)",
@@ -336,6 +352,7 @@ def retarget(
 ) -> int:
     """Change the VUs or the rate of a running run (from another terminal, or another machine
     sharing a PostgreSQL store). The level is spread over scenarios by weight, as --vus/--rate."""
+    from horde.store import Store
     if (vus is None) == (rate is None):
         raise InvalidInput("give either --vus or --rate", hint="e.g. horde retarget last --vus 200 --ramp 30s")
     if vus is not None and vus < 0 or rate is not None and not rate >= 0:
@@ -372,6 +389,8 @@ def runs(
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> int:
     """List stored runs, newest first."""
+    from horde.cli.console import Column, fitted_table
+    from horde.store import Store
     with Store.open(store_url) as store:
         records = store.list_runs(limit=limit)
     if as_json:
@@ -405,6 +424,10 @@ def show(
     as_json: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
 ) -> int:
     """Show a stored run's summary, recomputed from its stored histograms."""
+    from horde.cli.console import render_judgement, render_summary
+    from horde.control.conductor import JUDGEMENT_KEYS
+    from horde.results.summary import summarise
+    from horde.store import Store
     with Store.open(store_url) as store:
         record = store.get_run(run_ref)
         workers = int(record.parameters.get("workers") or os.cpu_count() or 1)
@@ -429,6 +452,7 @@ def target(
     service_times: Annotated[str, typer.Option("--service-times", help="capacity model: 'fixed' (each request takes --service-ms) or 'exponential' (that on average: latency rises smoothly, an M/M/c queue)")] = "fixed",
 ) -> int:
     """Serve the built-in target until Ctrl-C: /, /delay/{ms}, /status/{code}, /bytes/{n}, /stall/{ms}."""
+    from horde.engine.target import serve_until_interrupted
 
     if (workers is None) != (service_ms is None):
         raise InvalidInput("--workers and --service-ms go together", hint="e.g. --workers 8 --service-ms 20 caps the target at 400 req/s")
@@ -444,6 +468,7 @@ def target(
 @app.command(cls=HordeCommand, epilog="Examples:\n\n  horde schema > plan.schema.json")
 def schema() -> int:
     """Print the plan's JSON Schema (for editors that check YAML and JSON plans)."""
+    from horde.plan import plan_json_schema
     print(json.dumps(plan_json_schema(), indent=2))
     return ExitCode.OK
 
@@ -454,6 +479,8 @@ def validate(
     param: Annotated[Optional[list[str]], typer.Option("--param", "-p", metavar="NAME=VALUE", help="set a plan parameter (repeatable); else $HORDE_PARAM_NAME, else its default")] = None,
 ) -> int:
     """Check a plan on both sides (pydantic and the engine) without sending any request."""
+    from horde.engine.run import checked_plan_json
+    from horde.plan.loader import load_plan_file
     loaded = load_plan_file(plan_path, parse_params(param or []))
     plan = loaded.plan
     checked_plan_json(plan, locate=loaded.located, source=loaded.label)
@@ -470,6 +497,7 @@ def validate(
 # their own modules.
 register_results_commands(app)
 register_dashboard_command(app)
+register_init_command(app)
 register_profile_command(app)
 
 

@@ -23,7 +23,7 @@ from rich.text import Text
 from horde.cli.arguments import HordeCommand, parse_duration
 from horde.errors import ExitCode, InvalidInput
 from horde.profile import FORMATS, PlanOptions, Profile, ProfileOptions, ReadCounts, SessionKey, WrittenPlan
-from horde.profile import build_profile, render_page, write_plan
+from horde.profile import build_profile, write_plan
 from horde.profile.logs import ROLES
 
 # Off a terminal (CI logs, pipes) rich would wrap at 80 columns; as in horde.cli, lines stay whole.
@@ -129,6 +129,8 @@ def profile(
         _write(outputs["--json"], json.dumps(data, indent=2) + "\n", "--json")
         _stdout.print(f"profile written to {outputs['--json']}", markup=False, highlight=False)
     if outputs["--html"] is not None:
+        from horde.profile.page import render_page  # the report's machinery, only for --html
+
         _write(outputs["--html"], render_page(result, written), "--html")
         _stdout.print(f"page written to {outputs['--html']} (open it in a browser; it works offline)", markup=False, highlight=False)
     return ExitCode.OK

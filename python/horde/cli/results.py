@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Optional, TextIO
+from typing import TYPE_CHECKING, Annotated, Any, Optional, TextIO
 
 import typer
 from rich.console import Console
@@ -21,12 +21,10 @@ from rich.table import Table
 from rich.text import Text
 
 from horde.cli.arguments import HordeCommand
-from horde.cli.console import render_comparison
-from horde.results.compare import ComparisonRule, RunComparison, StepComparison, compare_runs, trend
 from horde.errors import ExitCode, InvalidInput
-from horde.results.export import FORMATS, write_export
-from horde.results.stored_run import ALL_REQUESTS, RunResults, load_run
-from horde.store import Store
+
+if TYPE_CHECKING:  # types only: the commands import their layers when they run
+    from horde.results.compare import ComparisonRule
 
 # Off a terminal (CI logs, pipes) rich would wrap at 80 columns; as in horde.cli, lines stay whole.
 _stdout = Console() if Console().is_terminal else Console(width=200)
@@ -47,6 +45,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _rule(alpha: float, min_change_percent: float, min_change_ms: float, min_requests: int) -> ComparisonRule:
+    from horde.results.compare import ComparisonRule
     try:
         return ComparisonRule(alpha=alpha, min_relative_change=min_change_percent / 100.0,
                               min_absolute_change_ms=min_change_ms, min_requests=min_requests)
@@ -71,6 +70,8 @@ def report(
     min_requests: MinRequestsOption = 20,
 ) -> int:
     """Write a self-contained HTML report of a run, or a comparison of several (works offline)."""
+    from horde.results.stored_run import load_run
+    from horde.store import Store
     from horde.report import write_report  # plotly.js and jinja2 only when a report is made
 
     rule = _rule(alpha, min_change, min_change_ms, min_requests)
@@ -93,6 +94,9 @@ def export(
     store_url: StoreOption = None,
 ) -> int:
     """Export a run's per-second, per-step figures as CSV or JSON."""
+    from horde.results.export import FORMATS, write_export
+    from horde.results.stored_run import load_run
+    from horde.store import Store
     chosen = export_format.lower()
     if chosen not in FORMATS:
         raise InvalidInput(f"--format must be csv or json (got {export_format!r})", hint="horde export RUN --format json")
@@ -131,6 +135,10 @@ def compare(
     min_requests: MinRequestsOption = 20,
 ) -> int:
     """Compare two runs step by step: percentiles, errors, and a statistical verdict."""
+    from horde.cli.console import render_comparison
+    from horde.results.compare import compare_runs
+    from horde.results.stored_run import RunResults, load_run
+    from horde.store import Store
     rule = _rule(alpha, min_change, min_change_ms, min_requests)
     with Store.open(store_url) as store:
         baseline: RunResults = load_run(store, baseline_ref)
@@ -154,6 +162,9 @@ def trend_command(
     store_url: StoreOption = None,
 ) -> int:
     """Show how p95, req/s and errors moved across runs sharing a tag, oldest first."""
+    from horde.results.compare import trend
+    from horde.results.stored_run import ALL_REQUESTS
+    from horde.store import Store
     if limit < 1:
         raise InvalidInput(f"--limit must be at least 1 (got {limit})")
     with Store.open(store_url) as store:

@@ -17,7 +17,6 @@ from rich.console import Console
 
 from horde.cli.arguments import HordeCommand
 from horde.errors import ExitCode
-from horde.web.server import DashboardServer
 
 # Off a terminal (CI logs, pipes) rich would wrap at 80 columns and split the URL.
 _stdout = Console() if Console().is_terminal else Console(width=400)
@@ -40,6 +39,7 @@ def ui(
     open_browser: Annotated[bool, typer.Option("--open-browser/--no-open-browser", help="open the dashboard in the default browser")] = False,
 ) -> int:
     """Serve the web dashboard: stored runs, live runs updating each second, comparisons, trends."""
+    from horde.web.server import DashboardServer
     server = DashboardServer(store_url, host=host, port=port, token=token).start()
     try:
         urls = server.urls()

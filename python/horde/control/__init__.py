@@ -10,6 +10,20 @@ sighting shot) and :mod:`~horde.control.scale` (the scalability study) build the
 two studies.
 """
 
-from horde.control.conductor import Outcome, Sink, Sinks, conduct
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from horde.control.conductor import Outcome, Sink, Sinks, conduct
 
 __all__ = ["Outcome", "Sink", "Sinks", "conduct"]
+
+
+def __getattr__(name: str) -> Any:
+    # The conductor brings the store (SQLAlchemy, Alembic) and the cluster: it is loaded when one
+    # of its names is asked for, so that a module needing only the sighting shot's sizing or the
+    # figures of measure.py (the plan writer of `horde profile`, `horde validate`) stays light.
+    if name in __all__:
+        from horde.control import conductor
+
+        return getattr(conductor, name)
+    raise AttributeError(f"module 'horde.control' has no attribute {name!r}")

@@ -13,11 +13,15 @@ This layer sits above the report (whose page machinery it reuses) and below the 
 below it imports it.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from horde.profile.endpoints import Shape, Slot, Templater, classify
 from horde.profile.logs import FORMATS, LogRecord, ReadCounts, SessionKey
-from horde.profile.page import render_page
 from horde.profile.plan_writer import PlanOptions, WrittenPlan, write_plan
 from horde.profile.profile import Profile, ProfileOptions, build_profile
+
+if TYPE_CHECKING:
+    from horde.profile.page import render_page
 
 __all__ = [
     "FORMATS",
@@ -36,3 +40,14 @@ __all__ = [
     "classify",
     "write_plan",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The page brings the report's machinery (jinja2, the results and the store under it): it
+    # is loaded when asked for, so that `horde --help` and `horde validate`, which register the
+    # profile command, stay light.
+    if name == "render_page":
+        from horde.profile.page import render_page
+
+        return render_page
+    raise AttributeError(f"module 'horde.profile' has no attribute {name!r}")
