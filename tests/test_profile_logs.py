@@ -129,14 +129,15 @@ def test_a_log_in_the_wrong_format_is_refused_with_a_hint(tmp_path: Path) -> Non
 
 
 def test_mostly_bad_lines_are_refused_early(tmp_path: Path) -> None:
-    lines = ["not a log line"] * (logs.EARLY_CHECK_LINES + 10)
+    # Line EARLY_CHECK_LINES itself reads: the check does not wait for a bad one.
+    lines = ["not a log line"] * (logs.EARLY_CHECK_LINES - 2) + [combined_line(Hit(T0, "GET", "/"))] * 2 + ["x"] * 10
     path = write_log(tmp_path / "a.log", lines)
     parser = make_parser("combined", [path], {}, None, SessionKey("ip-ua"))
     counts = ReadCounts()
     with pytest.raises(InvalidInput):
         for _ in read_records([path], parser, counts):
             pass
-    assert counts.bad == logs.EARLY_CHECK_LINES  # stopped there, not at the end
+    assert counts.bad == logs.EARLY_CHECK_LINES - 2  # stopped there, not at the end
 
 
 @pytest.mark.parametrize(("flag", "value"), [("format", "apache"), ("time_unit", "h")])
@@ -222,5 +223,6 @@ def test_progress_is_reported_as_the_reading_goes(tmp_path: Path) -> None:
     counts = ReadCounts()
     for _ in read_records([path], parser, counts, lambda c: seen.append((c.lines, c.bytes_read))):
         pass
-    assert seen[0][0] == logs.PROGRESS_EVERY and 0 < seen[0][1] < path.stat().st_size
+    assert [lines for lines, _ in seen[:2]] == [logs.EARLY_CHECK_LINES, logs.PROGRESS_EVERY]
+    assert 0 < seen[0][1] < seen[1][1] < path.stat().st_size
     assert seen[-1] == (count, path.stat().st_size) and counts.bytes_total == path.stat().st_size

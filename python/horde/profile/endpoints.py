@@ -22,7 +22,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import lru_cache
-from dataclasses import dataclass
 from typing import Final, NamedTuple
 
 from horde.errors import InvalidInput
@@ -55,10 +54,9 @@ class Slot(NamedTuple):
     where: str   # path | query
 
 
-@dataclass(frozen=True)
-class Shape:
+class Shape(NamedTuple):
     """An endpoint: its method, its path as pieces (literal text, or the index of a slot) and
-    its query parameters' names, in order."""
+    its query parameters' names, in order. (A named tuple: made and hashed per request, in C.)"""
 
     method: str
     pieces: tuple[str | int, ...]
@@ -189,6 +187,7 @@ class Templater:
         skeleton = path.translate(_DIGITS_TO_ZERO)
         known = self._skeletons.get(skeleton)
         segments = path.split("/")
+        # The skeleton keeps every character but digits: only literal text holding digits can differ.
         if known is not None and all(segments[index][start:end] == text for index, start, end, text in known.literals):
             values = [None if slot.kind == "secret" else _kept(segments[index][start:end], slot.kind)
                       for slot, (index, start, end) in zip(known.slots, known.positions)]
@@ -250,7 +249,8 @@ class Templater:
 
 
 def _literal_ranges(segments: list[str], positions: list[tuple[int, int, int]]) -> tuple[tuple[int, int, int, str], ...]:
-    """Each segment's text outside its slots, as (segment, start, end, text)."""
+    """Each segment's text outside its slots that holds a digit, as (segment, start, end, text):
+    what another path of the same skeleton may have otherwise."""
     taken: dict[int, list[tuple[int, int]]] = {}
     for index, start, end in positions:
         taken.setdefault(index, []).append((start, end))
@@ -263,7 +263,7 @@ def _literal_ranges(segments: list[str], positions: list[tuple[int, int, int]]) 
             start = slot_end
         if start < len(segment) or index not in taken:
             ranges.append((index, start, len(segment), segment[start:]))
-    return tuple(ranges)
+    return tuple(found for found in ranges if any(character.isdigit() for character in found[3]))
 
 
 class _Skeleton(NamedTuple):

@@ -531,7 +531,9 @@ def read_records(paths: Sequence[Path], parser: Parser, counts: ReadCounts,
         try:
             with text:
                 for number, line in enumerate(text, start=1):
-                    if number % PROGRESS_EVERY == 0:
+                    if number % PROGRESS_EVERY == 0 or number == EARLY_CHECK_LINES:
+                        if number == EARLY_CHECK_LINES and file_bad > 0.9 * number:
+                            _refuse(parser, counts, file_bad, number, source)
                         counts.lines, counts.bytes_read = lines_before + number, bytes_before + raw.tell()
                         if on_progress is not None:
                             on_progress(counts)
@@ -541,8 +543,6 @@ def read_records(paths: Sequence[Path], parser: Parser, counts: ReadCounts,
                     if isinstance(record, str):
                         file_bad += 1
                         counts.note_bad(source, number, record, line)
-                        if number == EARLY_CHECK_LINES and file_bad > 0.9 * number:
-                            _refuse(parser, counts, file_bad, number, source)
                         continue
                     counts.records += 1
                     yield record
