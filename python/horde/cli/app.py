@@ -83,6 +83,7 @@ def run(
     duration: Annotated[Optional[str], typer.Option("--duration", help="total length of each scenario's stages: 30s, 5m...")] = None,
     ramp_up: Annotated[Optional[str], typer.Option("--ramp-up", help="first part of --duration, a linear ramp from 0")] = None,
     base_url: Annotated[Optional[str], typer.Option("--base-url", help="override target.base_url")] = None,
+    insecure: Annotated[bool, typer.Option("--insecure", help="turn TLS certificate verification off (self-signed test servers)")] = False,
     tag: Annotated[Optional[list[str]], typer.Option("--tag", help="key=value stored with the run (repeatable)")] = None,
     store_url: Annotated[Optional[str], typer.Option("--store", help="store path or URL (default: $HORDE_STORE or ~/.local/share/horde/runs.sqlite)")] = None,
     summary_json: Annotated[Optional[Path], typer.Option("--summary-json", help="write the summary as JSON to this file")] = None,
@@ -141,7 +142,7 @@ def run(
     # A quick --url plan that is steered becomes an open model (unless --vus): --max-vus caps it.
     steered_quick = url is not None and vus is None and (find_max or target_response_ms is not None)
     plan = apply_overrides(plan, vus=vus, rate=rate, max_vus=None if steered_quick else max_vus, duration_s=duration_s,
-                           ramp_up_s=ramp_up_s, base_url=base_url)
+                           ramp_up_s=ramp_up_s, base_url=base_url, insecure=insecure)
     steer_flags = SteerFlags(find_max=find_max, target_response_ms=target_response_ms, percentile=percentile, start=start,
                              step=step, step_duration_s=_seconds(step_duration, "--step-duration"), limit=limit, latency_limit_ms=latency_limit_ms,
                              duration_s=duration_s, precision_percent=precision, max_vus=max_vus if steered_quick else None)

@@ -20,6 +20,38 @@ from horde.results.compare import RunComparison, StepComparison
 from horde.results.stored_run import ALL_REQUESTS
 
 
+#: What each error kind usually means, and what to do (docs/troubleshooting.md says more).
+ERROR_HINTS = {
+    "refused": "nothing listens at the target's address and port: is it running, and is base_url right?",
+    "reset": "the target closed connections mid-exchange: a crash, a proxy's limit, or a keep-alive timeout shorter than the run's pauses",
+    "timeout": "no whole response within target.request_timeout_ms (or no connection within connect_timeout_ms): the target is saturated or stalled",
+    "tls": "the TLS handshake failed: a self-signed or private certificate needs --insecure (target.insecure: true) for a test server",
+    "dns": "the target's host name did not resolve: check base_url's host and this machine's resolver",
+    "connect": "the connection could not be opened (no route to host, network unreachable): check the address and the network between",
+    "protocol": "the response was not valid HTTP/1.1: a TLS port reached with http://, or a non-HTTP server",
+    "io": "an input/output error on the connection: see the operating system's message in the run's output",
+    "check_failed": "a check of the plan failed on the response: compare what the step expects with what the target sends",
+    "extract_failed": "an extractor found nothing and has no default: later steps using its variable fail as template_failed",
+    "template_failed": "a template could not be rendered: usually a variable a failed extraction left unset",
+    "feeder_exhausted": "a unique feeder ran out of rows: add rows, or use mode circular or random",
+    "step_failed": "a pass of a group in which some step failed: see that step's own errors",
+}
+
+
+def error_hint(kind: str) -> str | None:
+    """The hint shown under a run's errors for ``kind`` (``status_503`` by its class)."""
+    if kind.startswith("status_"):
+        code = kind.removeprefix("status_")
+        if code.startswith("5"):
+            return "the target answered with a server error: its own logs say why (overload shows as 503)"
+        if code in ("401", "403"):
+            return "the target refused the credentials: check the plan's headers and the token's parameter"
+        if code == "429":
+            return "the target is rate limiting: the load passed its limit"
+        return "the target refused the request: check the step's method, path and body"
+    return ERROR_HINTS.get(kind)
+
+
 def render_summary(console: Console, summary: dict[str, Any], *, store_url: str | None = None) -> None:
     table = Table(title=f"run {summary['run_id']} — {summary['status']}", title_justify="left", header_style="bold")
     for column in ("step", "requests", "errors", "req/s", "p50 ms", "p90 ms", "p95 ms", "p99 ms", "max ms"):
@@ -45,6 +77,10 @@ def render_summary(console: Console, summary: dict[str, Any], *, store_url: str 
     kinds = summary.get("errors_by_kind") or {}
     if kinds:
         console.print("errors by kind: " + ", ".join(f"{kind} {count:,}" for kind, count in kinds.items()), style="red", soft_wrap=True)
+        for kind in sorted(kinds, key=lambda k: -kinds[k])[:4]:
+            hint = error_hint(kind)
+            if hint:
+                console.print(f"  {kind}: {hint}", markup=False, highlight=False, soft_wrap=True)
     generator = summary["generator"]
     line = (
         f"duration {summary['duration_s']:.1f} s · iterations {summary['iterations']:,} · peak VUs {summary['peak_vus']:,} · "

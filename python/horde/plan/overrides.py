@@ -98,8 +98,10 @@ def apply_overrides(
     duration_s: float | None = None,
     ramp_up_s: float | None = None,
     base_url: str | None = None,
+    insecure: bool = False,
 ) -> Plan:
-    """The plan with the command line's overrides applied (see the module's rules)."""
+    """The plan with the command line's overrides applied (see the module's rules);
+    ``insecure`` turns TLS certificate verification off (``target.insecure``)."""
     if vus is not None and rate is not None:
         raise InvalidInput("--vus and --rate cannot be used together", hint="--vus for a closed model, --rate for an open one")
     if vus is not None and vus < 0:
@@ -116,6 +118,8 @@ def apply_overrides(
     data = plan.model_dump(mode="json", by_alias=True)
     if base_url is not None:
         data["target"]["base_url"] = base_url
+    if insecure:
+        data["target"]["insecure"] = True
     reshaping = any(value is not None for value in (vus, rate, max_vus, duration_s, ramp_up_s))
     if reshaping:
         weights = [scenario.weight for scenario in plan.scenarios]
