@@ -131,9 +131,12 @@ class GivenTemplate:
 class Templater:
     """Turns a request's method and target into its endpoint and its slots' values."""
 
-    def __init__(self, given: Sequence[str] = ()) -> None:
+    def __init__(self, given: Sequence[str] = (), max_shapes: int = 10_000) -> None:
         self._given = [GivenTemplate(text) for text in given]
+        #: One object per endpoint (so that a caller may key by its id), for the first
+        #: max_shapes endpoints: a log of ever new paths must not grow the memory.
         self._shapes: dict[Shape, Shape] = {}
+        self._max_shapes = max_shapes
         self._cache: dict[tuple[str, str], tuple[Shape, tuple[str | None, ...]]] = {}
         self._skeletons: dict[str, _Skeleton] = {}
 
@@ -158,7 +161,11 @@ class Templater:
                 slots.append(_query_slot(name))
                 values.append(_query_value(name, value))
         shape = Shape(method, tuple(pieces), tuple(names), tuple(slots))
-        shape = self._shapes.setdefault(shape, shape)  # one object per endpoint
+        known = self._shapes.get(shape)
+        if known is not None:
+            shape = known
+        elif len(self._shapes) < self._max_shapes:
+            self._shapes[shape] = shape
         result = (shape, tuple(values))
         if len(self._cache) >= CACHE_SIZE:
             self._cache.clear()  # bounded memory; static paths come back within a few lines

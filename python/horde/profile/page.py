@@ -1,25 +1,22 @@
 """The production profile as an HTML page (``horde profile --html FILE``), in the report's style.
 
-The page extends the report's shell (:mod:`horde.report.page`: its styles, the inlined plotly.js,
-the figures drawn from JSON, its number filters), so that it works offline from disk like a run
-report: the rate over the log's span, the shares by count and by time side by side, the
+The page is rendered by the report's machinery (:func:`horde.report.page.render`: the shell's
+styles, the inlined plotly.js, the figures drawn from JSON, its number filters) from its template
+beside the report's (``report/templates/profile.html.j2``), so that it works offline from disk
+like a run report: the rate over the log's span, the shares by count and by time side by side, the
 endpoints' table, sessions and transitions. It shows what :meth:`Profile.to_dict` holds (names
 and figures), never a value from the log.
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Final
-
-import jinja2
-from markupsafe import Markup
 
 from horde import __version__
 from horde.profile.plan_writer import WrittenPlan
 from horde.profile.profile import Profile
-from horde.report.page import environment, plotly_js
+from horde.report.page import render
 
 #: Endpoints drawn in the shares chart (the table lists them all).
 CHART_ENDPOINTS: Final = 15
@@ -27,14 +24,6 @@ CHART_ENDPOINTS: Final = 15
 MINUTES_DRAWN: Final = 10_080
 
 Figure = dict[str, Any]
-
-
-@lru_cache(maxsize=1)
-def _environment() -> jinja2.Environment:
-    # The report's environment (filters, escaping) with this package's templates found first.
-    report = environment()
-    return report.overlay(loader=jinja2.ChoiceLoader([jinja2.PackageLoader("horde.profile", "templates"),
-                                                      report.loader or jinja2.DictLoader({})]))
 
 
 def rate_chart(data: dict[str, Any]) -> Figure:
@@ -79,8 +68,8 @@ def shares_chart(data: dict[str, Any]) -> Figure:
 
 def render_page(profile: Profile, plan: WrittenPlan | None = None) -> str:
     data = profile.to_dict()
-    return _environment().get_template("profile.html.j2").render(
-        plotly_js=Markup(plotly_js()),
+    return render(
+        "profile.html.j2",
         title="Horde production profile — " + ", ".join(Path(name).name for name in profile.files),
         version=__version__,
         profile=data,

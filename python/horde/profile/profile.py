@@ -261,27 +261,33 @@ class ProfileBuilder:
 
     def __init__(self, options: ProfileOptions, seed: int = 0) -> None:
         self.options = options
-        self.templater = Templater(options.templates)
+        self.templater = Templater(options.templates, max_shapes=options.max_endpoints)
         self.sessions = Sessions(options.session, options.session_gap_s)
         self.endpoints: dict[Shape, EndpointStats] = {}
+        # The same endpoints by the id of their (interned) shape: an int's hash, not a tuple's.
+        self._by_id: dict[int, EndpointStats] = {}
         self.other: EndpointStats | None = None
         self.per_minute: dict[int, int] = {}
+        self._last_time = -1.0
+        self._last_minute = 0
         self.overall = LogHistogram()
         self._rng = random.Random(seed)  # a fixed seed: the same log writes the same plan
 
     def add(self, record: LogRecord) -> None:
         shape, values = self.templater.template(record.method, record.target)
-        stats = self.endpoints.get(shape)
+        stats = self._by_id.get(id(shape))
         if stats is None:
             if len(self.endpoints) < self.options.max_endpoints:
-                stats = self.endpoints[shape] = EndpointStats(shape, len(self.endpoints), self._rng)
+                stats = self.endpoints[shape] = self._by_id[id(shape)] = EndpointStats(shape, len(self.endpoints), self._rng)
             else:
                 if self.other is None:
                     self.other = EndpointStats(Shape("*", (OTHER,), (), ()), self.options.max_endpoints, self._rng)
                 stats = self.other
                 values = ()
         stats.add(record, values)
-        minute = int(record.time_s // 60)
+        if record.time_s != self._last_time:
+            self._last_time, self._last_minute = record.time_s, int(record.time_s // 60)
+        minute = self._last_minute
         self.per_minute[minute] = self.per_minute.get(minute, 0) + 1
         self.sessions.add(record, stats.index)
 
