@@ -68,7 +68,7 @@ def sight_block(plan: Plan, summary: dict[str, Any], plan_label: str, *, quick: 
     # The plan's own peak, when it asks for more than a few VUs' worth; else unknown.
     up_to = peak if peak is not None and vu_rps > 0 and peak > 2 * vu_rps else None
     if open_model:
-        step = _nice(up_to / SUGGESTED_STEPS if up_to else vu_rps)
+        step = nice_number(up_to / SUGGESTED_STEPS if up_to else vu_rps)
         unit = "arrivals/s"
     else:
         # In VUs: TPS ≈ VUs × vu_rps, so the peak needs peak / vu_rps VUs.
@@ -93,7 +93,7 @@ def sight_block(plan: Plan, summary: dict[str, Any], plan_label: str, *, quick: 
     }
 
 
-def _nice(value: float) -> float:
+def nice_number(value: float) -> float:
     """A round number near ``value`` (1, 2, 2.5 or 5 times a power of ten), at least 1."""
     if value <= 1:
         return 1.0

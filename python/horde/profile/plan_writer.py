@@ -34,7 +34,7 @@ from urllib.parse import quote
 
 from ruamel.yaml import YAML
 
-from horde.control.sight import SUGGESTED_STEP_DURATION_S, SUGGESTED_STEPS, _nice as nice_number
+from horde.control.sight import SUGGESTED_STEP_DURATION_S, SUGGESTED_STEPS, nice_number
 from horde.engine.run import checked_plan_json
 from horde.errors import InvalidInput
 from horde.plan import MAX_THINK_TIME_MS, METHODS
