@@ -19,6 +19,7 @@ from horde.plan.loader import load_plan_file
 from horde.profile import PlanOptions, ProfileOptions, SessionKey, Templater, build_profile, classify, render_page, write_plan
 from horde.profile.histogram import LogHistogram
 from horde.profile.logs import LogRecord
+from horde.profile.profile import ProfileBuilder
 from horde.profile.sessions import Sessions
 from profile_logs import T0, Hit, combined_line, write_log
 
@@ -182,6 +183,15 @@ def test_endpoints_past_the_limit_are_counted_together(tmp_path: Path) -> None:
     profile = build_profile([write_log(tmp_path / "a.log", lines)], ProfileOptions(max_endpoints=5))
     data = profile.to_dict()
     assert len(profile.endpoints) == 5 and data["endpoints"][-1] == {**data["endpoints"][-1], "endpoint": "(other endpoints)", "requests": 3}
+
+
+def test_ever_new_paths_do_not_grow_the_memory() -> None:
+    builder = ProfileBuilder(ProfileOptions(max_endpoints=50))
+    for i in range(2000):
+        builder.add(LogRecord(T0 + i, "GET", f"/page-{chr(97 + i % 26)}{chr(97 + i // 26 % 26)}{chr(97 + i // 676)}",
+                              200, 1.0, "c", "a", None))
+    assert len(builder.endpoints) == 50 and len(builder.templater._shapes) == 50
+    assert builder.other is not None and builder.other.count == 2000 - 50 * (2000 // 2000)
 
 
 def test_an_empty_log_is_refused(tmp_path: Path) -> None:

@@ -78,6 +78,15 @@ def test_gzip_is_told_by_its_bytes(tmp_path: Path) -> None:
     assert len(records) == 100 and counts.lines == 100 and counts.bytes_read == path.stat().st_size
 
 
+def test_several_files_are_read_in_the_order_given(tmp_path: Path) -> None:
+    older = write_log(tmp_path / "access.log.2.gz", [combined_line(Hit(T0 + i, "GET", "/a")) for i in range(3)], gzipped=True)
+    newer = write_log(tmp_path / "access.log", [combined_line(Hit(T0 + 10 + i, "GET", "/b")) for i in range(2)] + ["junk"])
+    records, counts, _ = read_all([older, newer])
+    assert [r.target for r in records] == ["/a"] * 3 + ["/b"] * 2
+    assert counts.lines == 6 and counts.bad == 1 and counts.bad_samples[0].source == str(newer)
+    assert counts.bad_samples[0].line == 3  # numbered within its own file
+
+
 def test_json_fields_are_guessed(tmp_path: Path) -> None:
     hit = Hit(T0 + 1.5, "DELETE", "/api/items/9", status=204, seconds=0.0075, client="198.51.100.1")
     records, _, fmt = read_all([write_log(tmp_path / "a.jsonl", [json_line(hit)])])
