@@ -65,6 +65,15 @@ def test_time_zones_and_escaped_quotes(tmp_path: Path) -> None:
     assert records[0].time_s == T0 - 7200 and records[0].target == '/a\\"b' and records[0].agent == 'agent \\"quoted\\"'
 
 
+def test_times_within_a_minute_and_across_zones() -> None:
+    parser = TextParser("combined", None, SessionKey("ip-ua"))
+    stamps = ["01/Mar/2024:10:00:05 +0000", "01/Mar/2024:10:00:59 +0000", "01/Mar/2024:10:00:59 +0100",
+              "01/Mar/2024:10:01:00 +0000", "01/Mar/2024:10:01:xx +0000", "01/Mar/2024:10:01:07 +0000"]
+    got = [parser(f'1.2.3.4 - - [{stamp}] "GET / HTTP/1.1" 200 1') for stamp in stamps]
+    assert [g.time_s if isinstance(g, LogRecord) else g for g in got] == [
+        T0 + 5, T0 + 59, T0 + 59 - 3600, T0 + 60, "the time is not [day/Mon/year:hh:mm:ss zone]", T0 + 67]
+
+
 def test_a_proxy_request_keeps_the_path(tmp_path: Path) -> None:
     line = f'10.0.0.1 - - [{clf(T0)}] "GET http://example.org/x/y?z=1 HTTP/1.1" 200 1 "-" "a"'
     records, _, _ = read_all([write_log(tmp_path / "a.log", [line])])

@@ -176,6 +176,8 @@ class TextParser:
                          if session.kind != "ip-ua" else None)
         self._last_time_text = ""
         self._last_time = 0.0
+        self._last_minute_text = ""
+        self._minute_start = 0.0
 
     def __call__(self, line: str) -> LogRecord | str:
         plain = _COMBINED_PLAIN.match(line) if '\\"' not in line else None
@@ -192,9 +194,18 @@ class TextParser:
                 return split
             method, target = split
         if time_text != self._last_time_text:
+            # Within a minute only the seconds change: the minute's start is remembered.
+            minute = time_text[:17] + time_text[20:]
             try:
-                self._last_time = clf_time(time_text)
+                if minute != self._last_minute_text:
+                    self._minute_start = clf_time(time_text[:18] + "00" + time_text[20:])
+                    self._last_minute_text = minute
+                second = time_text[18:20]
+                if not second.isdigit() or time_text[17] != ":":
+                    raise ValueError(time_text)
+                self._last_time = self._minute_start + int(second)
             except (KeyError, ValueError, IndexError):
+                self._last_minute_text = ""
                 return "the time is not [day/Mon/year:hh:mm:ss zone]"
             self._last_time_text = time_text
         session = None
