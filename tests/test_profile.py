@@ -226,6 +226,18 @@ def test_the_plan_covers_the_share_asked_and_weights_by_count(tmp_path: Path) ->
     assert text.startswith("# Written by `horde profile` from 210 requests") and "horde sight" in text
 
 
+def test_many_vus_share_a_pool(tmp_path: Path) -> None:
+    profile = build_profile([known_log(tmp_path)], ProfileOptions())
+    # 2 req/s × 300 = 600 arrivals/s: max_vus 1,200 (2 s each), past which VUs share a pool:
+    # 4 × 600/s × the p95 (100 ms) = 240 connections.
+    written = write_plan(profile, tmp_path / "plan.yaml", PlanOptions(headroom_percent=29_900))
+    plan = load_plan_file(written.path).plan
+    assert plan.scenarios[0].workload.max_vus == 1200  # type: ignore[union-attr]
+    assert plan.target.connections.pool == pytest.approx(240, abs=3)  # type: ignore[union-attr]
+    small = write_plan(profile, tmp_path / "small.yaml", PlanOptions())
+    assert load_plan_file(small.path).plan.target.connections == "per_vu"
+
+
 def test_by_time_takes_the_heaviest_first(tmp_path: Path) -> None:
     profile = build_profile([known_log(tmp_path)], ProfileOptions())
     written = write_plan(profile, tmp_path / "plan.yaml", PlanOptions(cover_percent=50, by="time"))

@@ -151,6 +151,9 @@ def write_plan(profile: Profile, path: Path, options: PlanOptions) -> WrittenPla
     if parameters:
         data["parameters"] = parameters
     data["target"] = {"base_url": options.base_url}
+    pool = _pool(scenario["workload"], sizing)
+    if pool is not None:
+        data["target"]["connections"] = {"pool": pool}
     data["scenarios"] = [scenario]
     if options.find_max:
         data["steer"] = {"type": "find_max", **{key: sizing["find_max"][key] for key in ("start", "step", "step_duration_s")}}
@@ -285,6 +288,21 @@ def _workload(options: PlanOptions, sizing: dict[str, Any]) -> dict[str, Any]:
     max_vus = max(10, math.ceil(rate * max(2.0, 4.0 * p95_s)))
     stages = ([{"duration_s": ramp, "rate_per_s": rate}] if ramp > 0 else []) + ([{"duration_s": hold, "rate_per_s": rate}] if hold > 0 else [])
     return {"type": "open", "start_rate_per_s": 0 if ramp > 0 else rate, "max_vus": max_vus, "stages": stages}
+
+
+#: VUs beyond which the plan's VUs share a pool of connections rather than one each (a
+#: connection per VU is an open file per VU: tens of thousands would pass a process's limit).
+POOL_ABOVE_VUS = 1000
+
+
+def _pool(workload: dict[str, Any], sizing: dict[str, Any]) -> int | None:
+    """A pool for a plan with many VUs: a few times rate × exchange time (Little's law, with
+    the log's p95 as the exchange time, at least 10 ms), at least 10 connections."""
+    vus = int(workload.get("max_vus") or max([workload.get("start_vus", 0), *(stage["vus"] for stage in workload["stages"])]))
+    if vus <= POOL_ABOVE_VUS:
+        return None
+    exchange_s = max(0.01, float(sizing["p95_ms"] or 0.0) / 1000.0)
+    return min(vus, max(10, math.ceil(4 * float(sizing["rate_per_s"]) * exchange_s)))
 
 
 def _header(profile: Profile, options: PlanOptions, covered: float, sizing: dict[str, Any],
