@@ -155,13 +155,18 @@ def _split_request(request: str) -> tuple[str, str] | str:
     target, _, protocol = rest.rpartition(" ")
     if not protocol.startswith("HTTP/"):
         target = rest  # HTTP/0.9, or a line the server cut
-    if target.startswith(("http://", "https://")):
-        # A request to a proxy names the whole URL: keep its path.
-        slash = target.find("/", target.find("//") + 2)
-        target = target[slash:] if slash >= 0 else "/"
+    target = _path_of(target)
     if not target.startswith("/"):
         return "the request's target is not a path"
     return method, target
+
+
+def _path_of(target: str) -> str:
+    """The path and query of a request's target: a request to a proxy names the whole URL."""
+    if target.startswith(("http://", "https://")):
+        slash = target.find("/", target.find("//") + 2)
+        return target[slash:] if slash >= 0 else "/"
+    return target
 
 
 class TextParser:
@@ -379,9 +384,7 @@ class JsonParser:
             method, target = split
         if not isinstance(target, str) or not target:
             return f"no path in field {self.fields.get('path', self.fields.get('request'))!r}"
-        if target.startswith(("http://", "https://")):
-            slash = target.find("/", target.find("//") + 2)
-            target = target[slash:] if slash >= 0 else "/"
+        target = _path_of(target)
         if not target.startswith("/"):
             return "the path does not start with '/'"
         if "query" in get and "?" not in target:
