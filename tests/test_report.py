@@ -154,8 +154,9 @@ def test_the_page_fetches_nothing_and_carries_plotly(stored: tuple[str, str]) ->
         html = render_run_report(load_run(store, run_id))
     page = ReportPage(html)
     assert page.fetched == []  # no src= or href= anywhere: no CDN, no stylesheet, no image
-    assert len(page.scripts) == 2
-    assert "plotly.js v" in page.scripts[0][:200] and "Plotly.newPlot" in page.scripts[1]
+    assert len(page.scripts) == 3
+    assert "plotly.js v" in page.scripts[0][:200] and "HordeLinkedAxes" in page.scripts[1]
+    assert "Plotly.newPlot" in page.scripts[2]
     assert len(html) > 3_000_000  # plotly.js itself, inlined
 
 
@@ -169,7 +170,7 @@ def test_user_text_is_escaped_everywhere(stored: tuple[str, str]) -> None:
     page = ReportPage(html)
     labels = [button["label"] for button in page.figures["chart-latency"]["layout"]["updatemenus"][0]["buttons"]]
     assert HOSTILE in labels
-    assert len(page.scripts) == 2  # the name did not open or close a script
+    assert len(page.scripts) == 3  # the name did not open or close a script
 
 
 def test_figures_are_the_stored_seconds(stored: tuple[str, str]) -> None:

@@ -27,9 +27,11 @@ interface, a table, a standby) per run, at the first second its condition was me
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
 
 from horde.plan.monitors import HostDiagnosis, HostMonitor, Monitor, PostgresDiagnosis, PostgresMonitor, PrometheusMonitor
 from horde.store import MonitorSample
@@ -226,3 +228,16 @@ class Diagnosis:
             for sample in monitor_samples:
                 self.observe(sample)
         return sorted(self.findings, key=lambda finding: (finding.second, finding.monitor))
+
+
+_MONITORS = TypeAdapter(list[Monitor])
+
+
+def plan_monitors(plan: Mapping[str, Any]) -> list[Monitor]:
+    """The monitors of a stored plan (its JSON), to judge its stored samples again: a run still
+    going, or one whose process died before it stored its summary. None at all when they do not
+    validate (a plan stored by another version of Horde)."""
+    try:
+        return _MONITORS.validate_python(plan.get("monitors") or [])
+    except ValidationError:
+        return []

@@ -1,7 +1,8 @@
 """Self-contained HTML reports of stored runs (``horde report``): one file, offline from disk.
 
 A run report draws the run's stored snapshots (rates, latency percentiles per second overall and
-per step, the latency distribution, errors by kind, load, the generator's health) and tables
+per step, the latency distribution, errors by kind, load, the generator's health), each monitor's
+figures on the same time axis with the diagnosis, and tables
 whose numbers are exactly those of ``horde show RUN --json``. A comparison report overlays
 several runs and gives, for each against the first, the per-step verdicts of
 :mod:`horde.results.compare`.
@@ -24,9 +25,10 @@ from horde.results.compare import ComparisonRule, RunComparison, compare_runs
 from horde.errors import InvalidInput
 from horde.plan.redaction import redact_plan
 from horde.report.capacity_view import capacity_charts, capacity_view
-from horde.report.charts import comparison_charts, run_charts
+from horde.report.charts import comparison_charts, monitor_charts, run_charts
+from horde.report.monitors_view import monitors_view, stored_findings
 from horde.report.page import ReportUnavailable, render
-from horde.report.series import run_series, saturation_note
+from horde.report.series import monitor_series, run_series, saturation_note
 from horde.results.stored_run import ALL_REQUESTS, RunResults
 
 __all__ = ["ReportUnavailable", "render_comparison_report", "render_run_report", "write_report"]
@@ -42,6 +44,8 @@ _LATENCY_FIELDS: Final = ("p50", "p90", "p95", "p99", "max")
 def render_run_report(results: RunResults) -> str:
     """The HTML of one run's report."""
     summary = results.summary
+    monitors = monitor_series(results.record.plan, results.monitor_samples)
+    findings = stored_findings(results.record.plan, summary, results.monitor_samples)
     return render(
         "run.html.j2",
         title=f"Horde run {results.run_id} — {results.record.plan_name}",
@@ -52,7 +56,9 @@ def render_run_report(results: RunResults) -> str:
         saturation=saturation_note(summary),
         sections=_sections(results),
         capacity=capacity_view(summary.get("capacity")),
-        figures={**run_charts(run_series(results)), **capacity_charts(summary.get("capacity"))},
+        monitors=monitors_view(monitors, findings, summary.get("monitors")),
+        figures={**run_charts(run_series(results)), **capacity_charts(summary.get("capacity")),
+                 **monitor_charts(monitors, findings)},
         all_requests=ALL_REQUESTS,
     )
 
@@ -133,6 +139,7 @@ def _sections(results: RunResults) -> list[dict[str, Any]]:
             found.setdefault(key, value)
     sections = []
     found.pop("capacity", None)  # drawn on its own: facts, the steps' table, the knee's charts
+    found.pop("monitors", None)  # drawn on its own: the diagnosis, a table and a chart per source
     for key, value in found.items():
         title = KNOWN_SECTIONS.get(key, key.replace("_", " ").capitalize())
         if isinstance(value, list) and all(isinstance(item, dict) for item in value):

@@ -1,20 +1,26 @@
 """The report's charts as plotly figure specifications (plain dicts: ``{"data", "layout"}``).
 
 Figures are built as JSON-ready dicts rather than with ``plotly.graph_objects``: the report only
-needs plotly.js, and plain dicts keep the pages' content obvious and cheap to produce.
+needs plotly.js, and plain dicts keep the pages' content obvious and cheap to produce. A chart
+over the run's time axis says so in its layout (``meta``: :data:`TIME_AXIS`): the pages zoom
+such charts together (``linked_axes.js``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from horde.report.series import PERCENTILE_NAMES, RunSeries
+from horde.monitors.summary import headline_metrics
+from horde.report.series import PERCENTILE_NAMES, MonitorSeries, RunSeries
 from horde.results.stored_run import ALL_REQUESTS
 from horde.results.summary import TIMER_LATENESS_LIMIT_MS
 
 Figure = dict[str, Any]
 
 _TIME_AXIS: Final = {"title": {"text": "seconds since start"}, "rangemode": "tozero", "zeroline": False}
+#: The layout's ``meta`` of a chart over the run's time axis: zoomed with the others.
+TIME_AXIS: Final = "time-axis"
 _DASHES: Final = {"p50": "solid", "p90": "dot", "p95": "dash", "p99": "longdash", "max": "dashdot"}
 
 
@@ -29,6 +35,8 @@ def _layout(title: str, **extra: Any) -> dict[str, Any]:
         "paper_bgcolor": "white",
         "plot_bgcolor": "#fafafa",
     }
+    if "xaxis" not in extra:
+        layout["meta"] = TIME_AXIS
     layout.update(extra)
     return layout
 
@@ -161,6 +169,97 @@ def run_charts(series: RunSeries) -> dict[str, Figure]:
         "chart-load": load_chart(series),
         "chart-generator": generator_chart(series),
     }
+
+
+# -- monitors: a chart per source on the run's time axis -------------------------------------------
+
+#: A monitor's figures grouped by unit, in the order its chart's menu offers them: (group, axis title).
+MONITOR_UNITS: Final = (("%", "%"), ("per second", "per second"), ("bytes/s", "bytes per second"),
+                        ("values", "value"), ("seconds", "seconds"), ("bytes", "bytes"))
+#: The group a source's chart opens on: its most telling figures.
+_FIRST_UNIT: Final = {"host": "%", "postgres": "per second"}
+
+
+def metric_unit(metric: str) -> str:
+    """The unit group of a monitor's figure, read off its name (names carry their units).
+
+    >>> metric_unit("cpu.busy_percent"), metric_unit("net.rx_bytes_per_s"), metric_unit("transactions_per_s")
+    ('%', 'bytes/s', 'per second')
+    >>> metric_unit("replication_lag_s"), metric_unit("replication_lag_bytes"), metric_unit("tcp.time_wait")
+    ('seconds', 'bytes', 'values')
+    """
+    if metric.endswith("_percent"):
+        return "%"
+    if metric.endswith("bytes_per_s"):
+        return "bytes/s"
+    if metric.endswith("_per_s"):
+        return "per second"
+    if metric.endswith("_s"):
+        return "seconds"
+    if metric.endswith("_bytes"):
+        return "bytes"
+    return "values"
+
+
+def charted_metrics(series: MonitorSeries, findings: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The figures a monitor's chart draws: its headline figures (those the summary lists), then
+    those its diagnosis judged (a table's dead tuples, a standby's lag), so a finding's evidence
+    is on the chart."""
+    metrics = headline_metrics(series.kind, series.node_exporter, list(series.values))
+    for finding in findings:
+        metric = str(finding.get("metric"))
+        if finding.get("monitor") == series.name and metric in series.values and metric not in metrics:
+            metrics.append(metric)
+    return metrics
+
+
+def monitor_chart(series: MonitorSeries, findings: Sequence[Mapping[str, Any]],
+                  marks: Sequence[tuple[float, str]] = ()) -> Figure:
+    """One monitor's figures over the run, a unit group at a time (a menu chooses); each of its
+    findings marked at the second it started, gaps shaded, and ``marks`` (second, label: the
+    knee) drawn as on every chart of the run's axis."""
+    metrics = charted_metrics(series, findings)
+    present = [unit for unit, _ in MONITOR_UNITS if any(metric_unit(metric) == unit for metric in metrics)]
+    first = _FIRST_UNIT.get(series.kind, present[0] if present else "values")
+    units = ([first] if first in present else []) + [unit for unit in present if unit != first]
+    titles = dict(MONITOR_UNITS)
+    data: list[dict[str, Any]] = []
+    owners: list[str] = []
+    for unit in units:
+        for metric in (metric for metric in metrics if metric_unit(metric) == unit):
+            data.append(_line(metric, series.seconds, series.values[metric], visible=unit == units[0]))
+            owners.append(unit)
+    buttons = [{"label": titles[unit], "method": "update",
+                "args": [{"visible": [owner == unit for owner in owners]}, {"yaxis.title.text": titles[unit]}]}
+               for unit in units]
+    shapes: list[dict[str, Any]] = [
+        {"type": "rect", "xref": "x", "yref": "paper", "x0": second - 1, "x1": second, "y0": 0, "y1": 1,
+         "fillcolor": "#7f7f7f", "opacity": 0.2, "line": {"width": 0}} for second, _ in series.gaps]
+    annotations: list[dict[str, Any]] = []
+    lines = [(float(finding["second"]), str(finding["rule"]).replace("_", " "), "#d62728")
+             for finding in findings if finding.get("monitor") == series.name]
+    lines += [(second, label, "#1f77b4") for second, label in marks]
+    for second, label, color in lines:
+        shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": second, "x1": second, "y0": 0, "y1": 1,
+                       "line": {"color": color, "dash": "dot", "width": 1.5}})
+        annotations.append({"x": second, "y": 1, "xref": "x", "yref": "paper", "text": label, "showarrow": False,
+                            "xanchor": "left", "yanchor": "top", "font": {"size": 11, "color": color}})
+    if not data:
+        reason = f": {series.gaps[0][1]}" if series.gaps else ""
+        annotations.append({"text": f"no figures from this monitor{reason}", "showarrow": False, "xref": "paper",
+                            "yref": "paper", "x": 0.5, "y": 0.5, "font": {"size": 14, "color": "#7f7f7f"}})
+    kind = "node_exporter" if series.node_exporter else series.kind
+    return {"data": data, "layout": _layout(
+        f"Monitor {series.name} ({kind})", shapes=shapes, annotations=annotations,
+        yaxis={"title": {"text": titles.get(units[0], "value") if units else "value"}, "rangemode": "tozero"},
+        updatemenus=[{"buttons": buttons, "direction": "down", "x": 1.0, "xanchor": "right", "y": 1.16,
+                      "yanchor": "top", "showactive": True}] if len(buttons) > 1 else [])}
+
+
+def monitor_charts(series: Mapping[str, MonitorSeries], findings: Sequence[Mapping[str, Any]],
+                   marks: Sequence[tuple[float, str]] = ()) -> dict[str, Figure]:
+    """A chart per monitor by element id (``chart-monitor-NAME``; monitor names are ids' letters)."""
+    return {f"chart-monitor-{name}": monitor_chart(one, findings, marks) for name, one in series.items()}
 
 
 # -- comparison: one trace per run ----------------------------------------------------------------

@@ -40,6 +40,16 @@ def plotly_js() -> str:
     return data.decode("utf-8").replace("</script", "<\\/script")
 
 
+@lru_cache(maxsize=1)
+def linked_axes_js() -> str:
+    """The script that zooms the charts over the run's time axis together (``linked_axes.js``,
+    shipped in this package; the dashboard serves the same file)."""
+    data = pkgutil.get_data("horde.report", "linked_axes.js")
+    if data is None:
+        raise ReportUnavailable("horde.report has no linked_axes.js", hint="reinstall Horde")
+    return data.decode("utf-8").replace("</script", "<\\/script")
+
+
 def script_json(value: Any) -> Markup:
     """``value`` as JSON that is safe inside a <script> element."""
     return Markup(json.dumps(value, separators=(",", ":")).replace("</", "<\\/"))
@@ -95,4 +105,5 @@ def environment() -> jinja2.Environment:
 
 
 def render(template: str, **context: Any) -> str:
-    return environment().get_template(template).render(plotly_js=Markup(plotly_js()), **context)
+    return environment().get_template(template).render(plotly_js=Markup(plotly_js()),
+                                                        linked_axes_js=Markup(linked_axes_js()), **context)

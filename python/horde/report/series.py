@@ -2,7 +2,8 @@
 
 Everything here is read off the stored snapshots: rates from each interval's counts and true
 length, percentiles from each interval's histograms merged exactly (never averaged), the
-distribution from the run's merged histogram buckets.
+distribution from the run's merged histogram buckets. Each monitor's samples become a
+:class:`MonitorSeries` on the same axis (a sample's second is the snapshot's).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from horde.engine import histogram
 from horde.engine.histogram import buckets
 from horde.results.stored_run import ALL_REQUESTS, RunResults, step_names
 from horde.results.summary import CPU_SATURATION_PERCENT_PER_WORKER, is_generator_saturated
+from horde.store import MonitorSample
 
 #: A final interval shorter than this is left out of rate and latency series: a few milliseconds
 #: of draining turn two requests into hundreds per second, and a percentile of two requests.
@@ -57,6 +59,50 @@ class RunSeries:
     latency: dict[str, LatencySeries]
     #: The same keys: (latency ms at each bucket's top, % of requests at or below it).
     distribution: dict[str, tuple[list[float], list[float]]]
+
+
+@dataclass
+class MonitorSeries:
+    """One monitor's figures over a run: its samples' seconds (the snapshots' axis) and each
+    figure's value at each of them (None: the figure was not given then, or a gap)."""
+
+    name: str
+    #: ``host``, ``prometheus`` or ``postgres``.
+    kind: str
+    #: A prometheus source read as a remote host (its figures are the host's).
+    node_exporter: bool = False
+    seconds: list[float] = field(default_factory=list)
+    values: dict[str, list[float | None]] = field(default_factory=dict)
+    #: (second, reason) of each sample its source could not give.
+    gaps: list[tuple[int, str]] = field(default_factory=list)
+
+    def add(self, sample: MonitorSample) -> None:
+        """Appends a sample (in order of second; one already added is ignored)."""
+        if self.seconds and sample.second <= self.seconds[-1]:
+            return
+        before = len(self.seconds)
+        self.seconds.append(float(sample.second))
+        if sample.values is None:
+            self.gaps.append((sample.second, sample.error or "not read"))
+        for metric, value in (sample.values or {}).items():
+            self.values.setdefault(metric, [None] * before).append(value)
+        # A figure this sample lacks (a gap: every figure) reads None, so the line breaks there.
+        for column in self.values.values():
+            if len(column) == before:
+                column.append(None)
+
+
+def monitor_series(plan: dict[str, Any], samples: dict[str, list[MonitorSample]]) -> dict[str, MonitorSeries]:
+    """Each monitor of the stored plan (in its order) with its samples; a monitor with samples
+    but not in the plan (a store written by hand) comes after, as a prometheus source."""
+    series = {str(monitor["name"]): MonitorSeries(str(monitor["name"]), str(monitor.get("type", "host")),
+                                                  bool(monitor.get("node_exporter", False)))
+              for monitor in plan.get("monitors") or [] if isinstance(monitor, dict) and "name" in monitor}
+    for name, found in samples.items():
+        into = series.setdefault(name, MonitorSeries(name, "prometheus"))
+        for sample in found:
+            into.add(sample)
+    return series
 
 
 def run_series(results: RunResults) -> RunSeries:

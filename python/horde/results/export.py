@@ -6,6 +6,14 @@ of that second's histogram, beside the run's own figures for that second (VUs, t
 dropped arrivals, the generator's CPU and timer lateness). Both formats hold the same rows; in
 JSON the errors by kind are a dict, in CSV one ``errors_<kind>`` column per kind seen in the run.
 
+Monitors (the target's side): in JSON, a ``monitors`` object keeps every sample of each monitor
+as a row of its own (``{"second", "elapsed_s", "timestamp", "values", "error"}``: ``values`` null
+and ``error`` the reason in a gap). In CSV they are columns after the run's own: for each
+monitor, ``monitor.NAME.error`` (a gap's reason; empty when read) then ``monitor.NAME.FIGURE``
+for every figure it gave during the run (in the order first given), each filled on the rows of
+its sample's second; a sample of a second without a snapshot (second 0: its first reading
+failed) is in the JSON only.
+
 >>> csv_columns(["timeout", "status_503"])[:8]
 ['second', 'elapsed_s', 'interval_s', 'timestamp', 'final', 'scenario', 'step', 'kind']
 >>> csv_columns(["timeout", "status_503"])[10:13]
@@ -47,6 +55,33 @@ def csv_columns(kinds: Iterable[str]) -> list[str]:
     return [*_TIME_COLUMNS, *_STEP_COLUMNS, *per_kind, *_FIGURE_COLUMNS, *RUN_COLUMNS]
 
 
+def monitor_columns(results: RunResults) -> list[str]:
+    """The CSV's monitor columns: per monitor its gap column, then a column per figure it gave.
+
+    >>> from horde.store import MonitorSample
+    >>> run = RunResults(record=None, snapshots=[], summary={}, workers=1, monitor_samples={"db": [
+    ...     MonitorSample("db", 1, 1.0, 0.0, {"cpu.busy_percent": 40.0}), MonitorSample("db", 2, 2.0, 0.0, None, "refused")]})
+    >>> monitor_columns(run)
+    ['monitor.db.error', 'monitor.db.cpu.busy_percent']
+    """
+    columns: list[str] = []
+    for name, samples in results.monitor_samples.items():
+        columns.append(f"monitor.{name}.error")
+        columns.extend(dict.fromkeys(f"monitor.{name}.{metric}" for sample in samples for metric in sample.values or {}))
+    return columns
+
+
+def _monitor_cells(results: RunResults) -> dict[int, dict[str, Any]]:
+    """Each second's monitor cells (column -> value) for the CSV."""
+    cells: dict[int, dict[str, Any]] = {}
+    for name, samples in results.monitor_samples.items():
+        for sample in samples:
+            into = cells.setdefault(sample.second, {})
+            into[f"monitor.{name}.error"] = sample.error
+            into.update({f"monitor.{name}.{metric}": value for metric, value in (sample.values or {}).items()})
+    return cells
+
+
 def export_rows(results: RunResults) -> list[dict[str, Any]]:
     """The export's rows, in second order then the snapshot's step order."""
     rows: list[dict[str, Any]] = []
@@ -67,6 +102,7 @@ def write_export(results: RunResults, export_format: ExportFormat, stream: TextI
     kinds = error_kinds(results)
     if export_format == "json":
         record = results.record
+        kinds_of_monitors = {str(monitor.get("name")): monitor.get("type") for monitor in record.plan.get("monitors") or []}
         document = {
             "run_id": record.run_id,
             "plan_name": record.plan_name,
@@ -77,14 +113,20 @@ def write_export(results: RunResults, export_format: ExportFormat, stream: TextI
             "parameters": record.parameters,
             "error_kinds": kinds,
             "rows": rows,
+            "monitors": {name: {"type": kinds_of_monitors.get(name), "samples": [
+                {"second": sample.second, "elapsed_s": sample.elapsed_s, "timestamp": sample.timestamp,
+                 "values": sample.values, "error": sample.error} for sample in samples]}
+                for name, samples in results.monitor_samples.items()},
         }
         json.dump(document, stream, indent=1)
         stream.write("\n")
         return
-    writer = csv.DictWriter(stream, fieldnames=csv_columns(kinds), lineterminator="\n")
+    monitored = _monitor_cells(results)
+    writer = csv.DictWriter(stream, fieldnames=[*csv_columns(kinds), *monitor_columns(results)], lineterminator="\n")
     writer.writeheader()
     for row in rows:
         flat = {key: value for key, value in row.items() if key != "errors_by_kind"}
+        flat.update(monitored.get(int(row["second"]), {}))
         by_kind = row["errors_by_kind"]
         for kind in kinds:
             # Every kind has a number on a step row (0 when absent); a row without a step has none.

@@ -1,4 +1,5 @@
-"""A stored run read back for analysis: its record, snapshots, summary and merged histograms.
+"""A stored run read back for analysis: its record, snapshots, summary, merged histograms and
+monitors' samples.
 
 Export, comparison and reports all start here, so they agree with ``horde show`` to the digit:
 the summary is recomputed from the stored histograms exactly as ``horde show`` does (same
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from horde.engine import histogram
-from horde.store import RunRecord, Store
+from horde.store import MonitorSample, RunRecord, Store
 from horde.results.summary import step_key, summarise
 from horde.engine.snapshot import Snapshot
 
@@ -55,6 +56,8 @@ class RunResults:
     workers: int
     #: The summary keys kept as stored rather than recomputed (see :meth:`stored_sections`).
     stored_keys: tuple[str, ...] = ()
+    #: Each monitor's samples (the target's side), by monitor name, in order of second.
+    monitor_samples: dict[str, list[MonitorSample]] = field(default_factory=dict)
     _merged: dict[StepId, bytes] | None = field(default=None, repr=False)
 
     @property
@@ -113,4 +116,5 @@ def load_run(store: Store, ref: str) -> RunResults:
     # cannot be recomputed from the snapshots alone, so it is kept as stored.
     stored = {key: value for key, value in (record.summary or {}).items() if key not in summary}
     summary.update(stored)
-    return RunResults(record=record, snapshots=snapshots, summary=summary, workers=workers, stored_keys=tuple(stored))
+    return RunResults(record=record, snapshots=snapshots, summary=summary, workers=workers, stored_keys=tuple(stored),
+                      monitor_samples=store.monitor_samples(record.run_id))

@@ -22,6 +22,10 @@ so ``step_kind="request"`` selects each request once). Names (see ``examples/gra
   ``horde_step_requests_per_second``, ``horde_step_latency_quantile_seconds`` and
   ``horde_latency_quantile_seconds`` (all requests) with ``quantile`` 0.5, 0.9, 0.95, 0.99 and 1
   (the maximum), ``horde_run_elapsed_seconds``, ``horde_run_finished``;
+- the target's side (the run's monitors, their latest sample): ``horde_monitor_value`` (labels
+  ``monitor`` and ``metric``, the figure's name as the plan's conditions write it:
+  ``cpu.busy_percent``), ``horde_monitor_up`` (1 when the latest sample was read, 0 in a gap)
+  and ``horde_monitor_sample_second`` (the run's second that sample belongs to);
 - a histogram: ``horde_step_latency_seconds`` (``_bucket``, ``_sum``, ``_count``), cumulative.
 
 The last second's figures (rates, quantiles, CPU, timer lateness, saturation) come from full
@@ -170,6 +174,8 @@ class _State:
     second: _Second | None = None
     elapsed_s: float | None = None
     finished: bool = False
+    #: Each monitor's latest sample: {"second", "values" (None in a gap), "error"}.
+    monitors: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 class PrometheusExporter:
@@ -336,6 +342,8 @@ def _advanced(previous: _State, snapshot: Snapshot, cpu_limit_percent: float) ->
         target_rate_per_s=snapshot.get("target_rate_per_s"),
         elapsed_s=float(snapshot.get("elapsed_s", previous.elapsed_s or 0.0)),
         finished=bool(snapshot.get("final", False)),
+        # The conductor adds each monitor's latest sample to the snapshot the sinks get.
+        monitors=cast(Mapping[str, Any], snapshot).get("monitors") or previous.monitors,
     )
     if snapshot.get("final", False):
         return state
@@ -487,6 +495,17 @@ def _render(state: _State, latency: Mapping[_StepKey, _Buckets], base: _Labels) 
            "a quantile to within its bucket only).",
            histogram_samples)
 
+    monitors = sorted(state.monitors.items())
+    family("horde_monitor_value", "gauge",
+           "A monitor's figure (the target's side) at its latest sample; metric is the figure's name as conditions "
+           "write it (monitor.NAME.METRIC).",
+           [("horde_monitor_value", (("monitor", name), ("metric", metric)), float(value))
+            for name, latest in monitors for metric, value in sorted((latest.get("values") or {}).items())
+            if isinstance(value, (int, float))])
+    family("horde_monitor_up", "gauge", "1 when a monitor's latest sample was read, 0 when its source could not be (a gap).",
+           [("horde_monitor_up", (("monitor", name),), int(latest.get("values") is not None)) for name, latest in monitors])
+    family("horde_monitor_sample_second", "gauge", "The run's second a monitor's latest sample belongs to.",
+           [("horde_monitor_sample_second", (("monitor", name),), int(latest.get("second") or 0)) for name, latest in monitors])
     family("horde_run_elapsed_seconds", "gauge", "Seconds since the run started, at the end of the last interval.",
            [] if state.elapsed_s is None else [("horde_run_elapsed_seconds", (), state.elapsed_s)])
     family("horde_run_finished", "gauge", "1 once the run's final snapshot has come (the figures no longer move).",

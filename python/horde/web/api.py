@@ -3,10 +3,10 @@
 Everything is read from, and asked through, the store:
 
 - ``GET /api/runs`` lists runs (the runs page's filters); ``GET /api/runs/{run}`` is a run as its
-  page draws it: the summary exactly as ``horde show RUN --json`` prints it, the steps table, and
-  the report's figures.
+  page draws it: the summary exactly as ``horde show RUN --json`` prints it, the steps table, the
+  monitors' tables and diagnosis, and the report's figures (a chart per monitor among them).
 - ``GET /api/runs/{run}/events`` streams a run as server-sent events: one ``update`` with the
-  whole state first, then one each time the run's process stores new seconds (looked for every
+  whole state first, then one each time the run's process stores new seconds or monitor samples (looked for every
   ``POLL_INTERVAL_S``), carrying only the new points of each chart (see
   :class:`~horde.web.run_view.FigureDeltas`); an ``end`` event when the run has ended.
 - ``POST /api/runs/{run}/control`` queues ``{"stop": true}`` or a re-target (``{"vus": N}`` or
@@ -33,11 +33,12 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from horde.results.compare import ComparisonRule, RunComparison, compare_runs, trend
 from horde.errors import InvalidInput
-from horde.report.charts import run_charts
+from horde.report.charts import monitor_charts, run_charts
 from horde.report.capacity_view import capacity_charts
-from horde.report.series import run_series
+from horde.report.monitors_view import monitors_view, stored_findings
+from horde.report.series import monitor_series, run_series
 from horde.results.stored_run import RunResults, load_run
-from horde.store import RunRecord, Store, pid_alive
+from horde.store import MonitorSample, RunRecord, Store, pid_alive
 from horde.web.dashboard import Dashboard, dashboard_of, run_filter_of
 from horde.web.run_view import FigureDeltas, RunView, run_header, run_state
 from horde.web.store_reads import RunRow
@@ -97,9 +98,13 @@ def finished_state(store: Store, ref: str) -> dict[str, Any]:
     """A run as its page draws it, read whole from the store (``horde show``'s summary, the
     report's figures)."""
     results = load_run(store, ref)
+    monitors = monitor_series(results.record.plan, results.monitor_samples)
+    findings = stored_findings(results.record.plan, results.summary, results.monitor_samples)
     state = run_state(results.record, results.record.status, results.summary,
-                      results.snapshots[-1] if results.snapshots else None)
-    state["figures"] = {**run_charts(run_series(results)), **capacity_charts(results.summary.get("capacity"))}
+                      results.snapshots[-1] if results.snapshots else None,
+                      monitors_view(monitors, findings, results.summary.get("monitors")))
+    state["figures"] = {**run_charts(run_series(results)), **capacity_charts(results.summary.get("capacity")),
+                        **monitor_charts(monitors, findings)}
     return state
 
 
@@ -130,7 +135,10 @@ async def _stream(dashboard: Dashboard, record: RunRecord) -> AsyncIterator[str]
         # Status first: when it reads ended, the snapshots read next include the last one.
         status = await anyio.to_thread.run_sync(dashboard.reader.run_status, run_id) or "aborted"
         new = await anyio.to_thread.run_sync(dashboard.reader.snapshots_after, run_id, view.last_second)
-        if new or first:
+        sampled = (await anyio.to_thread.run_sync(dashboard.reader.monitor_samples_after, run_id, view.monitors_read_after)
+                   if view.monitors.watching else {})
+        if new or first or _news(view, sampled):
+            await anyio.to_thread.run_sync(view.add_monitor_samples, sampled)
             await anyio.to_thread.run_sync(view.add, new)
             state = view.state(status)
             state["changes"] = deltas.changes(view.figures())
@@ -148,6 +156,11 @@ async def _stream(dashboard: Dashboard, record: RunRecord) -> AsyncIterator[str]
             last_event = now
             yield ": keep-alive\n\n"
         await anyio.sleep(POLL_INTERVAL_S)
+
+
+def _news(view: RunView, sampled: dict[str, list[MonitorSample]]) -> bool:
+    """Whether ``sampled`` holds a sample the view has not taken yet."""
+    return any(sample.second > view.monitors.last_seconds.get(name, -1) for name, found in sampled.items() for sample in found)
 
 
 def _mark_if_abandoned(dashboard: Dashboard, record: RunRecord) -> None:

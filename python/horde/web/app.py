@@ -23,7 +23,7 @@ from starlette.staticfiles import StaticFiles
 
 from horde import __version__
 from horde.errors import HordeError, InvalidInput, RunNotFound, StoreUnavailable
-from horde.report.page import plotly_js
+from horde.report.page import linked_axes_js, plotly_js
 from horde.store import Store, resolve_store_url
 from horde.web import api, pages
 from horde.web.access import AccessGate, check_bind
@@ -72,6 +72,7 @@ def create_app(store_url: str | None, *, token: str | None, host: str = "127.0.0
         Route("/api/trend", api.trend_points),
         # Before the static mount: plotly.js is read from the installed plotly package.
         Route("/static/plotly.min.js", _plotly),
+        Route("/static/linked_axes.js", _linked_axes),
         Mount("/static", StaticFiles(directory=STATIC_DIRECTORY), name="static"),
     ]
     app = Starlette(
@@ -88,6 +89,12 @@ def _plotly(request: Request) -> Response:
     # The file only changes with the plotly package, which only changes with Horde's install.
     return Response(plotly_js(), media_type="text/javascript",
                     headers={"cache-control": "public, max-age=86400", "etag": f'"plotly-{__version__}"'})
+
+
+def _linked_axes(request: Request) -> Response:
+    # The report's own script (it inlines it): one file zooms both pages' time axes together.
+    return Response(linked_axes_js(), media_type="text/javascript",
+                    headers={"cache-control": "public, max-age=86400", "etag": f'"linked-axes-{__version__}"'})
 
 
 def _horde_error(request: Request, error: Exception) -> Response:

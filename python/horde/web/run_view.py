@@ -24,13 +24,17 @@ from typing import Any, Final
 
 from horde.engine import histogram
 from horde.report.capacity_view import capacity_view
-from horde.report.charts import Figure, run_charts
+from horde.report.charts import Figure, monitor_charts, run_charts
+from horde.report.monitors_view import MonitorsWatch
 from horde.report.series import LatencySeries, RunSeries, distribution, run_series, saturation_note
 from horde.results.stored_run import ALL_REQUESTS, RunResults, StepId, step_names, workers_of
-from horde.store import RunRecord
+from horde.store import MonitorSample, RunRecord
 from horde.results.summary import CPU_SATURATION_PERCENT_PER_WORKER, SummaryBuilder
 from horde.engine.snapshot import Snapshot
 
+#: How far behind the latest second taken the monitors' samples are read again (a monitor's
+#: thread may store second N after another's N + 1; a reading slower than this is a gap anyway).
+MONITOR_LAG_S: Final = 10
 #: The figures of the per-step table, in its column order (``horde show --json``'s keys).
 STEP_FIELDS: Final = ("requests", "errors", "error_percent", "rps")
 LATENCY_FIELDS: Final = ("p50", "p90", "p95", "p99", "max")
@@ -68,14 +72,18 @@ def run_header(record: RunRecord, status: str | None = None) -> dict[str, Any]:
         "steer": record.plan.get("steer"),
         "models": sorted({scenario.get("workload", {}).get("type", "closed") for scenario in record.plan.get("scenarios", [])}),
         "scenarios": [scenario.get("name") for scenario in record.plan.get("scenarios", [])],
+        "monitors": [monitor.get("name") for monitor in record.plan.get("monitors") or []],
     }
 
 
-def run_state(record: RunRecord, status: str, summary: dict[str, Any], last: Snapshot | None) -> dict[str, Any]:
+def run_state(record: RunRecord, status: str, summary: dict[str, Any], last: Snapshot | None,
+              monitors: dict[str, Any] | None = None) -> dict[str, Any]:
     """What the run page draws but the figures, JSON-ready: the run, its summary and steps
-    table, the saturation warning, and the gauges of its last second (``last``)."""
+    table, the saturation warning, the gauges of its last second (``last``), and the monitors'
+    tables and diagnosis (``monitors``: :func:`~horde.report.monitors_view.monitors_view`)."""
     seen: dict[str, Any] = dict(last) if last is not None else {}
     return {
+        "monitors": monitors,
         "run": run_header(record, status),
         "summary": summary,
         "steps": step_rows(summary),
@@ -113,6 +121,17 @@ class RunView:
         self._merged: dict[StepId, bytes] = {}
         self._names: dict[StepId, str] = {}
         self._series = _empty_series(self.workers)
+        self.monitors = MonitorsWatch(record.plan)
+
+    def add_monitor_samples(self, samples: dict[str, list[MonitorSample]]) -> None:
+        """Take the monitors' samples stored since the last call (any already taken are skipped)."""
+        self.monitors.add(samples)
+
+    @property
+    def monitors_read_after(self) -> int:
+        """The second after which the monitors' samples are read again: a little behind the
+        latest taken, as the samples of one second are stored by several threads."""
+        return max(0, max(self.monitors.last_seconds.values(), default=0) - MONITOR_LAG_S)
 
     def add(self, snapshots: list[Snapshot]) -> None:
         """Take the next seconds of the run (in order, none seen before)."""
@@ -148,11 +167,11 @@ class RunView:
 
     def figures(self) -> dict[str, Figure]:
         """The report's charts over the seconds added so far."""
-        return run_charts(self._series)
+        return {**run_charts(self._series), **monitor_charts(self.monitors.series, self.monitors.findings)}
 
     def state(self, status: str) -> dict[str, Any]:
         """Everything the run page draws but the figures, JSON-ready."""
-        return run_state(self.record, status, self.summary(status), self.last_snapshot)
+        return run_state(self.record, status, self.summary(status), self.last_snapshot, self.monitors.view())
 
     def _all_requests_histogram(self) -> bytes:
         return histogram.merge(blob for step_id, blob in self._merged.items() if self._kinds[step_id] == "request")

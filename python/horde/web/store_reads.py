@@ -25,8 +25,9 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from horde.errors import StoreUnavailable
-from horde.store import redact_url, resolve_store_url
+from horde.store import MonitorSample, redact_url, resolve_store_url
 from horde.store.core import read_snapshots
+from horde.store.monitor_samples import read_monitor_samples
 from horde.store.schema import runs
 from horde.engine.snapshot import Snapshot
 
@@ -134,6 +135,11 @@ class StoreReader:
         """The run's snapshots after ``second``, in order, shaped as ``Store.snapshots`` gives them."""
         with self._guard(), self._engine.connect() as conn:
             return read_snapshots(conn, run_id, after_second=second)
+
+    def monitor_samples_after(self, run_id: str, second: int) -> dict[str, list[MonitorSample]]:
+        """The run's monitors' samples after ``second``, by monitor, as ``Store.monitor_samples`` gives them."""
+        with self._guard(), self._engine.connect() as conn:
+            return read_monitor_samples(conn, run_id, after_second=second)
 
     @contextmanager
     def _guard(self) -> Iterator[None]:

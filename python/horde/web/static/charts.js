@@ -8,7 +8,8 @@ window.HordeCharts = (function () {
   function draw(element, figure) {
     // uirevision: a redraw keeps what the reader did (zoom, hidden traces).
     const layout = Object.assign({}, figure.layout, {uirevision: "horde"});
-    Plotly.react(element, figure.data, layout, CONFIG);
+    // Then zoomed with the other charts over the run's time axis (linked_axes.js).
+    Plotly.react(element, figure.data, layout, CONFIG).then(HordeLinkedAxes.follow);
   }
 
   function drawAll(figures) {

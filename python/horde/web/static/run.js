@@ -160,8 +160,29 @@
     document.getElementById("sections").replaceChildren(...parts);
   }
 
+  function renderMonitors(monitors) {
+    // The target's side: the diagnosis sentences, each source's samples and gaps, the warnings
+    // given at its start (the charts are figures, drawn with the others).
+    const where = document.getElementById("monitors");
+    if (!where || !monitors) { return; }
+    const parts = [];
+    if (monitors.diagnosis.length) {
+      parts.push(element("div", {class: "warning", id: "diagnosis"}, [element("b", {}, ["Diagnosis of the target's side"]),
+        element("ul", {}, monitors.diagnosis.map(function (finding) {
+          return element("li", {"data-rule": finding.rule, "data-monitor": finding.monitor, "data-second": finding.second},
+                         [finding.message]);
+        }))]));
+    } else {
+      parts.push(element("p", {id: "diagnosis-none"}, ["No diagnosis rule fired" + (root.dataset.status === "running" ? " so far." : ".")]));
+    }
+    for (const warning of monitors.warnings) { parts.push(element("p", {class: "warning"}, [warning])); }
+    parts.push(sectionTable("monitors", monitors.sources));
+    document.getElementById("monitors").replaceChildren(...parts);
+  }
+
   function render(state) {
     renderStatus(state);
+    renderMonitors(state.monitors);
     renderHeadline(state.summary);
     renderSteps(state.steps);
     renderErrors(state.summary);
