@@ -158,6 +158,9 @@ def _render_capacity(console: Console, capacity: dict[str, Any]) -> None:
                      f"{percentile} {first['latency_ms'] or 0:,.2f} ms, errors {first['error_percent']:.2f} %)")
     elif capacity.get("method") == "find_max":
         lines.append(f"no saturation found ({capacity.get('ended_because')}): the maximum is at least this")
+    broke = capacity.get("what_broke_first")
+    if broke:
+        lines.append(f"what broke first: {broke['sentence']}")
     if capacity.get("users_supported") is not None:
         lines.append(f"users supported at {capacity['per_user_rate']:g} req/s each: {capacity['users_supported']:,}")
     if capacity.get("instances_needed") is not None:

@@ -289,6 +289,10 @@ def _conduct_run(plan: Plan, store: Store, run_id: str, engine_run: EngineRun, s
     monitored = monitors.block(monitor_samples)
     if monitored is not None:
         summary["monitors"] = monitored
+        if steering is not None:
+            # The monitors as evidence beside the knee: which limit was crossed first, and when.
+            summary["capacity"]["what_broke_first"] = monitors.what_broke_first(summary["capacity"], stored,
+                                                                                 monitor_samples, monitored)
     spread = engine_run.spread_block()
     if spread is not None:
         summary["cluster"] = spread

@@ -141,6 +141,8 @@ class StepResult:
     iterations_per_s: float = 0.0
     #: The second the step's judgement came in (from the run's start).
     judged_at_s: int = 0
+    #: The step's first second at its level (what broke first is timed from it).
+    started_s: int = 0
     #: Judged on its later half after a borderline first judgement (see BORDERLINE).
     remeasured: bool = False
     #: The standard error of ``iterations_per_s`` (from its seconds' spread): 0 for a target
@@ -380,7 +382,7 @@ class FindMaxSteering:
             latency_ms=latency, error_percent=figures.error_percent(), dropped_percent=figures.dropped_percent,
             phase=phase.name, felt_latency_ms=felt, samples=figures.samples, tail_samples=math.floor(figures.samples * tail + 1e-9),
             set_aside_s=sum(state == GENERATOR_STARVED for state in phase.states[self.settle_s:]),
-            iterations_per_s=iterations / figures.seconds if figures.seconds else 0.0, judged_at_s=second,
+            iterations_per_s=iterations / figures.seconds if figures.seconds else 0.0, judged_at_s=second, started_s=phase.started,
             remeasured=phase.remeasured, iterations_per_s_error=per_second_mean(judged, "iterations")[1],
         )
         states = [generator_state(snapshot, cpu_limit_percent) for snapshot in judged]

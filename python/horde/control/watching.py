@@ -1,6 +1,7 @@
 """The monitors' part of conducting a run: open them before the load, begin with the engine, take
 their samples each pass of the run loop (store, live diagnosis, autostop, the sinks' latest
-figures), and at the end the summary's ``monitors`` block from what the store holds.
+figures), and at the end the summary's ``monitors`` block from what the store holds and, for a
+steered run, what broke first.
 
 Kept out of the conductor so that its loop reads as before: one call per pass, and a run without
 monitors pays nothing (every method of the empty :class:`RunMonitors` returns at once).
@@ -8,11 +9,14 @@ monitors pays nothing (every method of the empty :class:`RunMonitors` returns at
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from horde.control.autostop import Firing, MonitorWatch
+from horde.control.broke_first import what_broke_first
 from horde.engine.snapshot import Snapshot
 from horde.monitors import Diagnosis, Monitoring, monitors_block
+from horde.monitors.crossings import limit_crossings
 from horde.plan import Plan
 from horde.plan.monitors import PrometheusMonitor
 from horde.store import MonitorSample, Store
@@ -97,3 +101,12 @@ class RunMonitors:
         block["cost"] = {name: {key: round(value, 4) for key, value in cost.items()}
                          for name, cost in self._monitoring.cost().items()}
         return block
+
+    def what_broke_first(self, capacity: dict[str, Any], snapshots: Sequence[Snapshot],
+                         samples: dict[str, list[MonitorSample]], block: dict[str, Any]) -> dict[str, Any] | None:
+        """A steered run's capacity block's ``what_broke_first`` (the limits the monitors saw
+        crossed beside the moment the load gave way); None without monitors."""
+        if self._monitoring is None:
+            return None
+        crossings = limit_crossings(self._plan.monitors, samples, block.get("diagnosis", []))
+        return what_broke_first(capacity, snapshots, self._plan.steer, crossings, self._monitoring.names)

@@ -24,7 +24,7 @@ from horde import __version__
 from horde.results.compare import ComparisonRule, RunComparison, compare_runs
 from horde.errors import InvalidInput
 from horde.plan.redaction import redact_plan
-from horde.report.capacity_view import capacity_charts, capacity_view
+from horde.report.capacity_view import broke_first_marks, capacity_charts, capacity_view
 from horde.report.charts import comparison_charts, monitor_charts, run_charts
 from horde.report.monitors_view import monitors_view, stored_findings
 from horde.report.page import ReportUnavailable, render
@@ -58,7 +58,7 @@ def render_run_report(results: RunResults) -> str:
         capacity=capacity_view(summary.get("capacity")),
         monitors=monitors_view(monitors, findings, summary.get("monitors")),
         figures={**run_charts(run_series(results)), **capacity_charts(summary.get("capacity")),
-                 **monitor_charts(monitors, findings)},
+                 **monitor_charts(monitors, findings, broke_first_marks(summary.get("capacity")))},
         all_requests=ALL_REQUESTS,
     )
 

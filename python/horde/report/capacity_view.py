@@ -1,7 +1,7 @@
-"""A capacity answer as a capacity lab shows it: the answer's facts in words, the table of
-find-max's steps (level, verdict, throughput, latency), and the load–throughput and
-load–latency curves with the knee marked. The report and the dashboard both draw these, from
-the summary's ``capacity`` block.
+"""A capacity answer as a capacity lab shows it: the answer's facts in words (with what broke
+first, when the run was monitored), the table of find-max's steps (level, verdict, throughput,
+latency), and the load–throughput and load–latency curves with the knee marked. The report and
+the dashboard both draw these, from the summary's ``capacity`` block.
 """
 
 from __future__ import annotations
@@ -49,6 +49,14 @@ def capacity_facts(capacity: dict[str, Any]) -> list[tuple[str, Any]]:
                                           "overshoot_level", "latency_ms_while_held", "stopped_by_steering"}
     facts.extend((key, value) for key, value in capacity.items()
                  if key not in named and value is not None and not isinstance(value, (dict, list)))
+    broke = capacity.get("what_broke_first")
+    if broke:
+        # Next to the knee: the monitors' evidence, in the order things gave way.
+        after = max((index for index, (label, _) in enumerate(facts)
+                     if label in ("level at the knee", "latency ms at the knee (as felt)", "first saturated level", "saturation")),
+                    default=len(facts) - 1)
+        facts[after + 1:after + 1] = [("what broke first", broke["sentence"]),
+                                      *(("also crossed", crossing["phrase"]) for crossing in broke.get("crossings", [])[1:])]
     sight = capacity.get("sight")
     if sight:
         facts.append(("sighting shot", f"{sight['rate_per_s']:g}/s for {sight['seconds']} s: p50 {sight['p50_ms']:g} ms, "
@@ -131,6 +139,18 @@ def capacity_charts(capacity: dict[str, Any] | None) -> dict[str, Figure]:
             **layout, "title": {"text": f"Load and latency ({percentile}), by find-max step", "x": 0.01, "xanchor": "left"},
             "yaxis": {"title": {"text": "ms (log scale)"}, "type": "log"}}},
     }
+
+
+def broke_first_marks(capacity: dict[str, Any] | None) -> list[tuple[float, str]]:
+    """The moments of what broke first, to mark on the charts over the run's time axis: the
+    first limit a monitor saw crossed, and when the load side gave way."""
+    broke = (capacity or {}).get("what_broke_first") or {}
+    marks = []
+    if broke.get("first"):
+        marks.append((float(broke["first"]["second"]), f"first limit: {broke['first']['monitor']} {broke['first']['rule']}"))
+    if broke.get("load"):
+        marks.append((float(broke["load"]["second"]), "load gave way"))
+    return marks
 
 
 def capacity_view(capacity: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -34,7 +34,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from horde.results.compare import ComparisonRule, RunComparison, compare_runs, trend
 from horde.errors import InvalidInput
 from horde.report.charts import monitor_charts, run_charts
-from horde.report.capacity_view import capacity_charts
+from horde.report.capacity_view import broke_first_marks, capacity_charts
 from horde.report.monitors_view import monitors_view, stored_findings
 from horde.report.series import monitor_series, run_series
 from horde.results.stored_run import RunResults, load_run
@@ -104,7 +104,7 @@ def finished_state(store: Store, ref: str) -> dict[str, Any]:
                       results.snapshots[-1] if results.snapshots else None,
                       monitors_view(monitors, findings, results.summary.get("monitors")))
     state["figures"] = {**run_charts(run_series(results)), **capacity_charts(results.summary.get("capacity")),
-                        **monitor_charts(monitors, findings)}
+                        **monitor_charts(monitors, findings, broke_first_marks(results.summary.get("capacity")))}
     return state
 
 
