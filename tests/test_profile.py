@@ -370,6 +370,13 @@ def test_bad_flags_exit_2_with_a_hint(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "error:" in err and "hint:" in err and words in err and "Traceback" not in err
 
 
+def test_a_bad_choice_is_told_before_the_log_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    unreadable = write_log(tmp_path / "a.jsonl", ['{"time": 1, "path": "/"}'] * 5)  # not nginx
+    assert main(["profile", str(unreadable), "--format", "nginx", "--model", "crowd"]) == ExitCode.INVALID_INPUT
+    err = capsys.readouterr().err
+    assert "--model" in err and "lines" not in err
+
+
 def test_a_missing_log_and_a_wrong_format_exit_2(horde_cli: HordeCli, tmp_path: Path) -> None:
     result = horde_cli.run("profile", str(tmp_path / "nowhere.log"))
     assert result.returncode == 2 and "no such file" in result.stderr and "hint:" in result.stderr

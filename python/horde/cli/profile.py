@@ -111,6 +111,7 @@ def profile(
     )
     if plan_options.ramp_up_s >= plan_options.duration_s:
         raise InvalidInput(f"--ramp-up ({ramp_up}) must be shorter than --duration ({duration})", hint="e.g. --duration 5m --ramp-up 1m")
+    plan_options.check_choices()  # a mistyped choice is told before a long log is read
     for path in logs:
         if not path.is_file():
             raise InvalidInput(f"{path}: no such file", hint="give the path of an access log (plain or .gz)")

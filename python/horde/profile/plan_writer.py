@@ -68,22 +68,26 @@ class PlanOptions:
     peak: str = "minute"
     find_max: bool = False
 
-    def check(self, profile: Profile) -> None:
-        """InvalidInput for a choice the profile cannot honour."""
+    def check_choices(self) -> None:
+        """InvalidInput for a choice that is none of its flag's: told before any log is read."""
         if self.by not in ("count", "time"):
             raise InvalidInput(f"--by: {self.by!r} is neither count nor time", hint="--by count (the default) or --by time")
-        if self.by == "time" and not profile.timed:
-            raise InvalidInput("--by time needs response times, and this log has none",
-                               hint="log $request_time (nginx) or %D (Apache), or use --by count")
         if self.model not in MODELS:
             raise InvalidInput(f"--model: {self.model!r} is not a workload", hint="--model open (arrivals) or --model users (VUs)")
-        if self.model == "users" and profile.per_user_rate() is None:
-            raise InvalidInput("--model users needs think times, and no session of this log had a second request",
-                               hint="key sessions with --session cookie:NAME, or use --model open")
         if self.ids not in IDS:
             raise InvalidInput(f"--ids: {self.ids!r} is neither seen nor feeder", hint="--ids seen (inline) or --ids feeder (a CSV file)")
         if self.peak not in ("minute", "hour"):
             raise InvalidInput(f"--peak: {self.peak!r} is neither minute nor hour", hint="--peak minute (the default) or --peak hour")
+
+    def check(self, profile: Profile) -> None:
+        """InvalidInput for a choice the profile cannot honour."""
+        self.check_choices()
+        if self.by == "time" and not profile.timed:
+            raise InvalidInput("--by time needs response times, and this log has none",
+                               hint="log $request_time (nginx) or %D (Apache), or use --by count")
+        if self.model == "users" and profile.per_user_rate() is None:
+            raise InvalidInput("--model users needs think times, and no session of this log had a second request",
+                               hint="key sessions with --session cookie:NAME, or use --model open")
 
 
 @dataclass
