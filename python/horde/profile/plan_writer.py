@@ -324,7 +324,8 @@ def _header(profile: Profile, options: PlanOptions, covered: float, sizing: dict
     ]
     if sizing["median_ms"]:
         lines.append(f"Sizing: median {sizing['median_ms']:g} ms, so one VU sends x = 1000 / t = "
-                     f"{sizing['per_vu_rps']:g} req/s and the rate needs about {sizing['vus_at_rate']} at once.")
+                     f"{sizing['per_vu_rps']:g} req/s and the rate needs about {sizing['vus_at_rate']} "
+                     f"VU{'' if sizing['vus_at_rate'] == 1 else 's'} busy at once (TPS = VUs × x).")
     lines += [
         "First a sighting shot (one VU, each endpoint's unloaded time):",
         f"  {sizing['sight_command']}",
