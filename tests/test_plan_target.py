@@ -148,3 +148,65 @@ def test_docstring_examples_run(module_name: str) -> None:
 
     results = doctest.testmod(importlib.import_module(module_name))
     assert results.attempted >= 2 and results.failed == 0, results
+
+
+# Issue 16: URLs that passed validation and then failed the run (exit 1, a failed run stored).
+BAD_URLS: dict[str, tuple[str, str]] = {
+    "empty port": ("http://127.0.0.1:", "empty port"),
+    "upper-case scheme": ("HTTP://127.0.0.1:8080", "upper case"),
+    "mixed-case scheme": ("Https://localhost", "upper case"),
+    "trailing dot": ("http://example.com.:8080", "ends with a dot"),
+    "space in the host": ("http://exa mple.com", "space"),
+    "space before the port": ("http://localhost :8080", "space"),
+    "empty label": ("http://a..b:80", "empty label"),
+    "not ASCII": ("http://bücher.de", "xn--"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_URLS, ids=list(BAD_URLS))
+def test_both_sides_refuse_a_url_the_engine_could_not_use(case: str) -> None:
+    url, words = BAD_URLS[case]
+    data = plan_data(base_url=url)
+    ((location, message, hint),) = pydantic_problems(data)
+    assert location == "target.base_url" and words in message, message
+    assert hint
+    assert engine_paths(data) == ["target.base_url"]
+    (engine_message,) = [message for _, message in _engine.validate_plan(json.dumps(data))]
+    assert words in engine_message, engine_message
+
+
+def test_the_upper_case_scheme_hint_writes_the_url_as_it_should_be() -> None:
+    ((_, _, hint),) = pydantic_problems(plan_data(base_url="HTTP://127.0.0.1:8080/api"))
+    assert hint == "write 'http://127.0.0.1:8080/api'"
+
+
+def test_hosts_the_engine_can_use_pass_both_sides() -> None:
+    for url in ("http://127.0.0.1:8080", "http://[::1]:8080/api", "https://my_host-1.internal", "http://localhost"):
+        assert pydantic_problems(plan_data(base_url=url)) == [], url
+        assert engine_paths(plan_data(base_url=url)) == [], url
+
+
+def test_the_response_bounds_and_the_backoff_have_defaults_written_out() -> None:
+    plan = plan_from_dict(plan_data())
+    wire = json.loads(plan_to_json(plan))["target"]
+    assert wire["max_response_header_bytes"] == 256 * 1024
+    assert wire["max_kept_body_bytes"] == 1024 * 1024
+    assert wire["connect_backoff"] is True
+    custom = plan_data(max_response_header_bytes=1 << 20, max_kept_body_bytes=1, connect_backoff=False)
+    assert pydantic_problems(custom) == [] and engine_paths(custom) == []
+    described = plan_json_schema()["$defs"]["Target"]["properties"]
+    assert "headers_too_large" in described["max_response_header_bytes"]["description"]
+    assert "body_too_large" in described["max_kept_body_bytes"]["description"]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "words"),
+    [("max_response_header_bytes", 1023, "1024 or more"), ("max_response_header_bytes", 64 * 1024 * 1024 + 1, "at most"),
+     ("max_kept_body_bytes", 0, "1 or more"), ("max_kept_body_bytes", 2**30 + 1, "at most"),
+     ("connect_backoff", "sometimes", "")],
+)
+def test_both_sides_refuse_response_bounds_out_of_range(field: str, value: Any, words: str) -> None:
+    data = plan_data(**{field: value})
+    ((location, message, _),) = pydantic_problems(data)
+    assert location == f"target.{field}" and words in message, message
+    assert engine_paths(data) == [f"target.{field}"]

@@ -67,6 +67,32 @@ def show_json(horde_cli: HordeCli, run_id: str) -> dict[str, Any]:
     return shown
 
 
+def listed(horde_cli: HordeCli, run_id: str) -> dict[str, Any]:
+    """The run as `horde runs --json` lists it."""
+    result = horde_cli.run("runs", "--json")
+    assert result.returncode == 0, result.stderr
+    [entry] = [entry for entry in json.loads(result.stdout) if entry["run_id"] == run_id]
+    return dict(entry)
+
+
+def assert_runs_and_show_agree(horde_cli: HordeCli, run_id: str, status: str) -> dict[str, Any]:
+    """`horde runs` (JSON and table) and `horde show` give the run the same status, duration and
+    totals (issue 16: an aborted run was listed with 0.0 s and 0 requests)."""
+    shown = show_json(horde_cli, run_id)
+    entry = listed(horde_cli, run_id)
+    assert shown["status"] == entry["status"] == status
+    for key in ("duration_s", "requests", "errors", "rps"):
+        assert entry[key] == shown[key], (key, entry, shown)
+    horde_cli.env["COLUMNS"] = "250"  # wide enough that no column is dropped
+    try:
+        table = horde_cli.run("runs")
+    finally:
+        horde_cli.env.pop("COLUMNS")
+    [row] = [line for line in table.stdout.splitlines() if run_id in line]
+    assert f"{shown['duration_s']:.1f}" in row and f"{shown['requests']:,}" in row and status in row, row
+    return shown
+
+
 @pytest.mark.parametrize(("stop_signal", "code"), [(signal.SIGINT, ExitCode.INTERRUPTED), (signal.SIGTERM, ExitCode.TERMINATED),
                                                     (signal.SIGHUP, ExitCode.HUNG_UP)], ids=["ctrl-c", "SIGTERM", "SIGHUP"])
 def test_a_stop_signal_stops_gracefully_and_keeps_the_run(horde_cli: HordeCli, builtin_target: Any,
@@ -103,8 +129,7 @@ def test_a_stop_signal_stops_gracefully_and_keeps_the_run(horde_cli: HordeCli, b
     assert snapshots[-1]["final"]
     assert sum(step["requests"] for s in snapshots for step in s["steps"]) == summary["requests"]
     assert show_json(horde_cli, run_id) == summary
-    runs = horde_cli.run("runs")
-    assert run_id in runs.stdout and "interrupted" in runs.stdout
+    assert assert_runs_and_show_agree(horde_cli, run_id, "interrupted") == summary
 
 
 def test_a_second_ctrl_c_stops_waiting_for_the_drain(horde_cli: HordeCli, builtin_target: Any) -> None:
@@ -154,7 +179,7 @@ def test_a_killed_run_is_marked_aborted_with_its_snapshots(horde_cli: HordeCli, 
         snapshots = store.snapshots(run_id)
     assert len(snapshots) == kept
     assert not any(s["final"] for s in snapshots)
-    # What was kept can still be summarised.
-    shown = show_json(horde_cli, run_id)
-    assert shown["status"] == "aborted"
+    # What was kept can still be summarised, and `horde runs` says the same as `horde show`.
+    shown = assert_runs_and_show_agree(horde_cli, run_id, "aborted")
     assert shown["requests"] == sum(step["requests"] for s in snapshots for step in s["steps"]) > 0
+    assert shown["duration_s"] == snapshots[-1]["elapsed_s"] >= 2

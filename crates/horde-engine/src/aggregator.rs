@@ -191,6 +191,8 @@ fn build_snapshot(
         iterations: interval.recorder.iterations,
         dropped_arrivals: interval.recorder.dropped_arrivals,
         connections_opened: interval.recorder.connections_opened,
+        connect_backoffs: interval.recorder.connect_backoffs,
+        connect_backoff_s: interval.recorder.connect_backoff_us as f64 / 1e6,
         target_vus,
         target_rate_per_s,
         cpu_percent: cpu.cpu_percent,

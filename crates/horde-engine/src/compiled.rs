@@ -2,7 +2,7 @@
 //! steps numbered globally. Built once per run and shared read-only by every worker.
 
 use crate::error::EngineError;
-use crate::http::{Connector, Endpoint, SourceAddresses};
+use crate::http::{Connector, Endpoint, ReadLimits, SourceAddresses};
 use crate::interpreter::{compile_scenario, NodeCompiler, ScenarioProgram, StepKind};
 use crate::workload::Profile;
 use horde_plan::{Arrivals, Plan, Workload};
@@ -41,6 +41,10 @@ pub(crate) struct CompiledPlan {
     /// Memo slots a VU keeps for templates whose rendering changes only with its variables.
     pub memo_slots: usize,
     pub request_timeout: Duration,
+    /// `target.max_response_header_bytes` and `target.max_kept_body_bytes`.
+    pub read_limits: ReadLimits,
+    /// `target.connect_backoff`: closed-model VUs pause after a failed connect.
+    pub connect_backoff: bool,
     pub graceful_stop: Duration,
     /// When the longest scenario's stages end.
     pub duration: Duration,
@@ -92,6 +96,11 @@ impl CompiledPlan {
             params: minijinja::Value::from_serialize(&plan.parameters),
             memo_slots,
             request_timeout: Duration::from_secs_f64(plan.target.request_timeout_ms / 1000.0),
+            read_limits: ReadLimits {
+                max_head_bytes: usize::try_from(plan.target.max_response_header_bytes).unwrap_or(usize::MAX),
+                max_kept_body_bytes: usize::try_from(plan.target.max_kept_body_bytes).unwrap_or(usize::MAX),
+            },
+            connect_backoff: plan.target.connect_backoff,
             graceful_stop: Duration::from_secs_f64(plan.graceful_stop_s),
             duration: Duration::from_secs_f64(plan.duration_s()),
             endpoints,

@@ -38,6 +38,10 @@ pub struct Snapshot {
     pub iterations: u64,
     pub dropped_arrivals: u64,
     pub connections_opened: u64,
+    /// Pauses VUs took after a failed connect (`target.connect_backoff`), and their time
+    /// summed over VUs, in seconds.
+    pub connect_backoffs: u64,
+    pub connect_backoff_s: f64,
     pub target_vus: u64,
     pub target_rate_per_s: Option<f64>,
     pub cpu_percent: f64,

@@ -14,7 +14,12 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// `target.connect_backoff`: the first pause after a failed connect, doubled with each failure
+/// in a row up to the last.
+const FIRST_CONNECT_BACKOFF: Duration = Duration::from_millis(10);
+const MAX_CONNECT_BACKOFF: Duration = Duration::from_secs(1);
 
 /// How an iteration ended, as far as the VU's loop cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,6 +90,31 @@ pub(crate) struct Vu {
     /// Failed outcomes recorded so far (a group fails when this moves during its pass).
     failures: u64,
     last_connect_failed: bool,
+    /// Whether this VU pauses after a failed connect (closed models, `target.connect_backoff`),
+    /// and its last pause (zero: none since its last connect that succeeded).
+    backs_off: bool,
+    backoff: Duration,
+}
+
+/// A request on its way. Recorded as `cut` if the VU's task is dropped before the request
+/// ends: the grace period ran out and the worker dropped its tasks (see `run_worker`).
+struct InFlight<'a> {
+    state: &'a WorkerState,
+    index: usize,
+    started: Instant,
+    ended: bool,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if self.ended {
+            return;
+        }
+        let latency_us = self.started.elapsed().as_micros() as u64;
+        if let Ok(mut recorder) = self.state.recorder.try_borrow_mut() {
+            recorder.steps[self.index].record(latency_us, Err(ErrorKind::Cut), 0, 0);
+        }
+    }
 }
 
 /// `Vu::instance` before `start`: take the instance from the VU number.
@@ -119,7 +149,15 @@ impl Vu {
             iteration: 0,
             failures: 0,
             last_connect_failed: false,
+            backs_off: false,
+            backoff: Duration::ZERO,
         }
+    }
+
+    /// Makes this VU pause after a failed connect (`target.connect_backoff`, closed models: an
+    /// open model's arrivals keep the plan's pace whatever the target does).
+    pub fn set_connect_backoff(&mut self, enabled: bool) {
+        self.backs_off = enabled;
     }
 
     pub fn instance(&self) -> usize {
@@ -384,17 +422,18 @@ impl Vu {
 
     async fn pause(&mut self, state: &WorkerState, think_time: &ThinkTime) {
         let pause = think::draw(think_time, &mut self.random);
-        // Registered before the flag is read, so a stop between the two still wakes us; a stop
-        // that came earlier (during the request) skips the pause altogether.
-        let stopped = state.stop_notify.notified();
-        tokio::pin!(stopped);
-        stopped.as_mut().enable();
-        if !pause.is_zero() && !state.stopping.get() {
-            tokio::select! {
-                _ = state.pauses.until(tokio::time::Instant::now() + pause) => {}
-                _ = stopped => {}
-            }
-        }
+        wait_unless_stopped(state, pause).await;
+    }
+
+    /// The pause after a failed connect: 10 ms, then twice the last one up to 1 s; counted
+    /// with its length (a stop ends it early).
+    async fn back_off(&mut self, state: &WorkerState) {
+        self.backoff = if self.backoff.is_zero() { FIRST_CONNECT_BACKOFF } else { (self.backoff * 2).min(MAX_CONNECT_BACKOFF) };
+        let began = Instant::now();
+        wait_unless_stopped(state, self.backoff).await;
+        let mut recorder = state.recorder.borrow_mut();
+        recorder.connect_backoffs += 1;
+        recorder.connect_backoff_us += began.elapsed().as_micros() as u64;
     }
 
     async fn request(&mut self, state: &WorkerState, node: &RequestNode, intended: Option<Instant>) -> Flow {
@@ -422,7 +461,9 @@ impl Vu {
         self.capture.keep_headers = node.keep_headers;
         let encoded = if fixed.is_none() { Some(std::mem::take(&mut self.request)) } else { None };
         let request: &[u8] = fixed.map(Vec::as_slice).or(encoded.as_deref()).unwrap_or_default();
+        let mut in_flight = InFlight { state, index: node.global_index, started, ended: false };
         let outcome = self.exchange(state, request, node.is_head).await;
+        in_flight.ended = true;
         if let Some(buffer) = encoded {
             // The encoding buffer is reused by the next templated request.
             self.request = buffer;
@@ -430,20 +471,26 @@ impl Vu {
         let latency_us = started.elapsed().as_micros() as u64;
         let from_send_us = sent_at.map(|sent_at| sent_at.elapsed().as_micros() as u64);
         let mut end_iteration = false;
+        let mut back_off = false;
         let (result, sent, received) = match outcome {
             Ok((status, sent, received)) => {
                 let result = self.apply_response(node, status, &state.shared.plan.endpoints[self.instance].path_prefix, &path);
-                end_iteration = result == Err(ErrorKind::CheckFailed) && node.end_on_check_failure;
+                // A check that could not be judged (the body past the bound) did not pass.
+                end_iteration = matches!(result, Err(ErrorKind::CheckFailed | ErrorKind::BodyTooLarge)) && node.end_on_check_failure;
                 (result, sent, received)
             }
             Err((error, sent)) => {
                 self.last_connect_failed = error.connecting;
+                back_off = error.connecting && self.backs_off;
                 (Err(error.kind), sent, 0)
             }
         };
         self.record(state, node.global_index, latency_us, result, sent, received);
         if let Some(from_send_us) = from_send_us {
             state.recorder.borrow_mut().steps[node.global_index].record_from_send(latency_us, from_send_us);
+        }
+        if back_off {
+            self.back_off(state).await;
         }
         if let Some(think_time) = &node.think_time {
             self.pause(state, think_time).await;
@@ -463,6 +510,9 @@ impl Vu {
                 self.cookies.store(set_cookie, &request_path);
             }
         }
+        // A body past `max_kept_body_bytes` was kept only in part: what reads it is not judged
+        // on a part (a check could pass or fail on the cut), and the step counts as body_too_large.
+        let truncated = node.keep_body && self.capture.body_truncated;
         let mut view = ResponseView::new(status, &self.capture.body, &self.capture.headers);
         let mut extract_failed = false;
         if !node.extractors.is_empty() {
@@ -471,6 +521,11 @@ impl Vu {
             self.memo.iter_mut().for_each(|rendered| *rendered = None);
             let vars = Arc::make_mut(&mut self.vars);
             for extractor in &node.extractors {
+                if truncated && extractor.needs_body() {
+                    vars.remove(&extractor.var);
+                    extract_failed = true;
+                    continue;
+                }
                 match extractor.extract(&mut view, &mut self.random) {
                     Some(value) => {
                         vars.insert(extractor.var.clone(), value);
@@ -482,7 +537,9 @@ impl Vu {
                 }
             }
         }
-        if !node.checks.iter().all(|check| check.passes(&mut view)) {
+        if truncated {
+            Err(ErrorKind::BodyTooLarge)
+        } else if !node.checks.iter().all(|check| check.passes(&mut view)) {
             Err(ErrorKind::CheckFailed)
         } else if !node.has_status_check && status >= 400 {
             Err(ErrorKind::Status(status))
@@ -537,6 +594,7 @@ impl Vu {
                 match state.shared.plan.connectors[self.instance].connect().await {
                     Ok(connection) => {
                         self.connection = Some(connection);
+                        self.backoff = Duration::ZERO;
                         state.recorder.borrow_mut().connections_opened += 1;
                     }
                     Err(kind) => return Err((ExchangeError { kind, connecting: true }, 0)),
@@ -552,7 +610,7 @@ impl Vu {
             }
             let sent = request.len() as u64;
             self.written = sent;
-            match read_response(connection, &mut self.buffer, is_head, &mut self.capture).await {
+            match read_response(connection, &mut self.buffer, is_head, &mut self.capture, state.shared.plan.read_limits).await {
                 Ok(response) => {
                     if !response.keep_alive {
                         self.connection = None;
@@ -569,6 +627,21 @@ impl Vu {
             }
         }
         unreachable!("the second attempt always returns")
+    }
+}
+
+/// Sleeps for `pause`, or until the run stops. The stop's notification is registered before
+/// the flag is read, so a stop between the two still wakes it; a stop that came earlier (during
+/// the request) skips the pause altogether.
+async fn wait_unless_stopped(state: &WorkerState, pause: Duration) {
+    let stopped = state.stop_notify.notified();
+    tokio::pin!(stopped);
+    stopped.as_mut().enable();
+    if !pause.is_zero() && !state.stopping.get() {
+        tokio::select! {
+            _ = state.pauses.until(tokio::time::Instant::now() + pause) => {}
+            _ = stopped => {}
+        }
     }
 }
 

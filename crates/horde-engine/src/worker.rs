@@ -104,7 +104,9 @@ pub(crate) fn run_worker(index: usize, shared: Arc<Shared>, parts: mpsc::Sender<
                 break;
             }
             if tokio::time::timeout_at(grace_end, idle).await.is_err() {
-                break; // the rest is cut unrecorded when the LocalSet is dropped
+                // The rest is cut when the LocalSet is dropped: each request still on its way
+                // records itself as `cut` (vu.rs, `InFlight`) before the final part is sent.
+                break;
             }
         }
     });
@@ -238,6 +240,7 @@ async fn closed_vu(
         return;
     }
     state.vu_started();
+    vu.set_connect_backoff(state.shared.plan.connect_backoff);
     let program = &scenario_of(&state, scenario).program;
     if !vu.start(&state, program).await {
         // No row for this VU in a unique feeder: it stays parked (rather than being started
@@ -261,9 +264,10 @@ async fn closed_vu(
         state.busy_vus.set(state.busy_vus.get() - 1);
         state.recorder.borrow_mut().iterations += 1;
         if matches!(end, IterationEnd::ConnectFailed | IterationEnd::NothingSent) {
-            // A refused connection fails in microseconds, and an iteration that sent nothing
-            // (every template failed, every branch empty) never waited at all; without a yield
-            // such a VU would spin and starve the rest of its worker, the stop included.
+            // A refused connection fails in microseconds (and backs off only when the plan
+            // lets it), and an iteration that sent nothing (every template failed, every branch
+            // empty) never waited at all; without a yield such a VU would spin and starve the
+            // rest of its worker, the stop included.
             tokio::task::yield_now().await;
         }
         if let Some(pacing) = program.pacing {

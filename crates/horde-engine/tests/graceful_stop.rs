@@ -69,7 +69,7 @@ fn stop_completes_and_records_the_requests_in_flight() {
 }
 
 #[test]
-fn requests_still_in_flight_after_the_grace_period_are_cut_unrecorded() {
+fn requests_still_in_flight_after_the_grace_period_are_counted_as_cut_in_the_last_snapshot() {
     let _serial = serial();
     let target = target();
     let plan = custom_plan(&target.base_url(), "", &get_step("/delay/5000", None), &closed(5, 30.0), 0.5);
@@ -77,9 +77,15 @@ fn requests_still_in_flight_after_the_grace_period_are_cut_unrecorded() {
     assert_accounting(&snapshots);
     assert!(after_stop < Duration::from_millis(2500), "the run took {after_stop:?} to end after the stop");
     assert!(after_stop >= Duration::from_millis(400), "ended {after_stop:?} after the stop: the grace period was not given");
-    assert_eq!(total_requests(&snapshots), 0, "cut requests must not be recorded: {:?}", error_kinds(&snapshots));
+    assert_eq!(total_requests(&snapshots), 5, "each VU's request was cut once: {:?}", error_kinds(&snapshots));
+    assert_eq!(error_kinds(&snapshots).into_iter().collect::<Vec<_>>(), vec![("cut".to_owned(), 5)]);
+    let last = snapshots.last().expect("snapshots");
+    assert!(last.is_final);
+    assert_eq!(last.requests(), 5, "the cut requests are counted in the final snapshot");
+    // Their latency is how long they had been waiting when cut: from before the stop to its grace's end.
+    let shortest = support::latency(&snapshots, "get").min();
+    assert!(shortest >= 1_400_000, "a cut request waited at least 1.4 s, not {shortest} us");
     assert_eq!(connections_opened(&snapshots), 5);
-    assert!(snapshots.last().is_some_and(|s| s.is_final));
 }
 
 #[test]

@@ -399,7 +399,8 @@ fn no_teardown_for_vus_cut_by_the_grace_period() {
     let (snapshots, took) = run_timed(&plan, 1);
     assert_scenario_accounting(&snapshots);
     assert_eq!(step_requests(&snapshots, "hello"), 2);
-    assert_eq!(step_requests(&snapshots, "slow"), 0, "cut requests are not recorded");
+    assert_eq!(step_requests(&snapshots, "slow"), 2, "each VU's request in flight is counted once, as cut");
+    assert_eq!(support::step_errors(&snapshots, "slow", "cut"), 2);
     assert_eq!(step_requests(&snapshots, "bye"), 0, "a VU cut by the grace period does not tear down");
     assert!(took < std::time::Duration::from_millis(2900), "the run waited for the cut iterations: {took:?}");
 }

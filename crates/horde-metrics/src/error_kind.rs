@@ -19,23 +19,31 @@ pub enum ErrorKind {
     Connect,
     /// The response was not valid HTTP/1.1.
     Protocol,
+    /// The response's head (status line and headers) was larger than the plan's
+    /// `target.max_response_header_bytes`.
+    HeadersTooLarge,
     /// Any other IO error.
     Io,
     /// A check of the plan failed on the response.
     CheckFailed,
     /// An extractor found nothing and had no default.
     ExtractFailed,
+    /// A step's checks or extractors needed the body, and it was larger than the plan's
+    /// `target.max_kept_body_bytes`: the body was read and counted, not judged.
+    BodyTooLarge,
     /// A unique feeder had no row left for the VU.
     FeederExhausted,
     /// A template could not be rendered (a variable left unset by a failed extraction).
     TemplateFailed,
     /// A group pass in which some step failed.
     StepFailed,
+    /// Still in flight when the grace period ended: the request was cut without an answer.
+    Cut,
 }
 
 impl ErrorKind {
     /// Kinds other than `Status`, in their counter order.
-    pub const FIXED: [ErrorKind; 13] = [
+    pub const FIXED: [ErrorKind; 16] = [
         ErrorKind::Refused,
         ErrorKind::Reset,
         ErrorKind::Timeout,
@@ -43,12 +51,15 @@ impl ErrorKind {
         ErrorKind::Dns,
         ErrorKind::Connect,
         ErrorKind::Protocol,
+        ErrorKind::HeadersTooLarge,
         ErrorKind::Io,
         ErrorKind::CheckFailed,
         ErrorKind::ExtractFailed,
+        ErrorKind::BodyTooLarge,
         ErrorKind::FeederExhausted,
         ErrorKind::TemplateFailed,
         ErrorKind::StepFailed,
+        ErrorKind::Cut,
     ];
     pub const FIXED_COUNT: usize = Self::FIXED.len();
 
@@ -63,12 +74,15 @@ impl ErrorKind {
             ErrorKind::Dns => "dns".into(),
             ErrorKind::Connect => "connect".into(),
             ErrorKind::Protocol => "protocol".into(),
+            ErrorKind::HeadersTooLarge => "headers_too_large".into(),
             ErrorKind::Io => "io".into(),
             ErrorKind::CheckFailed => "check_failed".into(),
             ErrorKind::ExtractFailed => "extract_failed".into(),
+            ErrorKind::BodyTooLarge => "body_too_large".into(),
             ErrorKind::FeederExhausted => "feeder_exhausted".into(),
             ErrorKind::TemplateFailed => "template_failed".into(),
             ErrorKind::StepFailed => "step_failed".into(),
+            ErrorKind::Cut => "cut".into(),
         }
     }
 

@@ -158,6 +158,10 @@ pub struct WorkerRecorder {
     pub iterations: u64,
     pub dropped_arrivals: u64,
     pub connections_opened: u64,
+    /// Pauses VUs took after a failed connect (`target.connect_backoff`), and their time in
+    /// microseconds (counted when each pause ends, cut short by a stop or not).
+    pub connect_backoffs: u64,
+    pub connect_backoff_us: u64,
     /// How late timers fired, in microseconds (the generator's own health).
     pub timer_lateness_us: Histogram<u64>,
 }
@@ -169,6 +173,8 @@ impl WorkerRecorder {
             iterations: 0,
             dropped_arrivals: 0,
             connections_opened: 0,
+            connect_backoffs: 0,
+            connect_backoff_us: 0,
             timer_lateness_us: new_latency_histogram(),
         }
     }
@@ -187,6 +193,8 @@ impl WorkerRecorder {
         self.iterations += other.iterations;
         self.dropped_arrivals += other.dropped_arrivals;
         self.connections_opened += other.connections_opened;
+        self.connect_backoffs += other.connect_backoffs;
+        self.connect_backoff_us += other.connect_backoff_us;
         self.timer_lateness_us
             .add(&other.timer_lateness_us)
             .expect("auto-resizing histograms always add");

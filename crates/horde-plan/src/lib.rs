@@ -42,6 +42,14 @@ pub const MAX_VUS: u64 = 10_000_000;
 pub const MAX_RATE_PER_S: f64 = 10_000_000.0;
 /// A pool holds at most a million connections (far beyond any one process's open-file limit).
 pub const MAX_POOL_CONNECTIONS: u64 = 1_000_000;
+/// `target.max_response_header_bytes`: 256 KiB by default (Chrome's limit on a response's
+/// headers; servers send a few KiB), 1 KiB to 64 MiB.
+pub const DEFAULT_MAX_RESPONSE_HEADER_BYTES: u64 = 256 * 1024;
+pub const MIN_RESPONSE_HEADER_BYTES: u64 = 1024;
+pub const MAX_RESPONSE_HEADER_BYTES: u64 = 64 * 1024 * 1024;
+/// `target.max_kept_body_bytes`: 1 MiB by default, 1 byte to 1 GiB, per VU.
+pub const DEFAULT_MAX_KEPT_BODY_BYTES: u64 = 1024 * 1024;
+pub const MAX_KEPT_BODY_BYTES: u64 = 1024 * 1024 * 1024;
 /// A scenario's or a branch's weight.
 pub const MAX_WEIGHT: f64 = 1_000_000.0;
 /// Steps inside steps: a top-level step is at depth 1.
@@ -117,6 +125,32 @@ pub struct Target {
     /// the system chooses.
     #[serde(default)]
     pub source_addresses: Vec<String>,
+    /// The largest response head (status line and headers) read: a larger one fails as
+    /// `headers_too_large`. Any number of headers fits within it.
+    #[serde(default = "default_max_response_header_bytes")]
+    pub max_response_header_bytes: u64,
+    /// The most of a response body a VU keeps for its step's checks and extractors (a body is
+    /// always read to its end and counted; it is kept only when a check or extractor reads
+    /// it). A longer body fails such a step as `body_too_large`.
+    #[serde(default = "default_max_kept_body_bytes")]
+    pub max_kept_body_bytes: u64,
+    /// A closed-model VU whose connect failed pauses before its next request: 10 ms, doubling
+    /// with each failure in a row up to 1 s, back to none after a connect succeeds. `false`:
+    /// it tries again at once.
+    #[serde(default = "default_connect_backoff")]
+    pub connect_backoff: bool,
+}
+
+fn default_max_response_header_bytes() -> u64 {
+    DEFAULT_MAX_RESPONSE_HEADER_BYTES
+}
+
+fn default_max_kept_body_bytes() -> u64 {
+    DEFAULT_MAX_KEPT_BODY_BYTES
+}
+
+fn default_connect_backoff() -> bool {
+    true
 }
 
 /// How VUs reach the target (`target.connections`).

@@ -155,6 +155,8 @@ fn snapshot_to_dict<'py>(py: Python<'py>, snapshot: &Snapshot) -> PyResult<Bound
     dict.set_item("iterations", snapshot.iterations)?;
     dict.set_item("dropped_arrivals", snapshot.dropped_arrivals)?;
     dict.set_item("connections_opened", snapshot.connections_opened)?;
+    dict.set_item("connect_backoffs", snapshot.connect_backoffs)?;
+    dict.set_item("connect_backoff_s", snapshot.connect_backoff_s)?;
     dict.set_item("target_vus", snapshot.target_vus)?;
     dict.set_item("target_rate_per_s", snapshot.target_rate_per_s)?;
     dict.set_item("cpu_percent", snapshot.cpu_percent)?;

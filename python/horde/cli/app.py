@@ -391,13 +391,20 @@ def runs(
 ) -> int:
     """List stored runs, newest first."""
     from horde.cli.console import Column, fitted_table
+    from horde.results.summary import summarise
     from horde.store import Store
     with Store.open(store_url) as store:
         records = store.list_runs(limit=limit)
+        # A run with no summary stored (still going, or aborted: its process died before writing
+        # one) is summed up from its stored seconds, as `horde show` does, so that both agree.
+        summaries = {record.run_id: record.summary or summarise(store.snapshots(record.run_id), run_id=record.run_id,
+                                                                  status=record.status)
+                     for record in records}
     if as_json:
         stdout.print_json(json.dumps([
             {"run_id": r.run_id, "plan": r.plan_name, "status": r.status, "started_at": r.started_at.isoformat(),
-             "ended_at": r.ended_at.isoformat() if r.ended_at else None, "tags": r.tags}
+             "ended_at": r.ended_at.isoformat() if r.ended_at else None, "tags": r.tags,
+             **{key: summaries[r.run_id].get(key) for key in ("duration_s", "requests", "errors", "rps")}}
             for r in records
         ]))
         return ExitCode.OK
@@ -407,7 +414,7 @@ def runs(
                Column("req/s", 50), Column("p95 ms", 55), Column("errors %", 65), Column("tags", 30, "left")]
     rows = []
     for record in records:
-        summary = record.summary or {}
+        summary = summaries[record.run_id]
         rows.append([
             record.run_id, Text(record.plan_name), record.status, record.started_at.strftime("%Y-%m-%d %H:%M:%S"),
             f"{summary.get('duration_s', 0):.1f}", f"{summary.get('requests', 0):,}", f"{summary.get('rps', 0):,.1f}",

@@ -18,6 +18,7 @@ from horde.plan.monitors import is_monitor_condition, parse_monitor_condition
 from horde.report.capacity_view import capacity_steps
 from horde.results.compare import RunComparison, StepComparison
 from horde.results.stored_run import ALL_REQUESTS
+from horde.results.summary import nothing_completed
 
 
 #: What each error kind usually means, and what to do (docs/troubleshooting.md says more).
@@ -29,6 +30,9 @@ ERROR_HINTS = {
     "dns": "the target's host name did not resolve: check base_url's host and this machine's resolver",
     "connect": "the connection could not be opened (no route to host, network unreachable): check the address and the network between",
     "protocol": "the response was not valid HTTP/1.1: a TLS port reached with http://, or a non-HTTP server",
+    "headers_too_large": "the response's head passed target.max_response_header_bytes (256 KiB by default): raise it if the target really sends that much",
+    "body_too_large": "a check or extractor needed a body longer than target.max_kept_body_bytes (1 MiB by default): raise it, or check something smaller",
+    "cut": "requests were still waiting for an answer when the grace period ended: the target stalled, or graceful_stop_s is shorter than its responses",
     "io": "an input/output error on the connection: see the operating system's message in the run's output",
     "check_failed": "a check of the plan failed on the response: compare what the step expects with what the target sends",
     "extract_failed": "an extractor found nothing and has no default: later steps using its variable fail as template_failed",
@@ -53,6 +57,10 @@ def error_hint(kind: str) -> str | None:
 
 
 def render_summary(console: Console, summary: dict[str, Any], *, store_url: str | None = None) -> None:
+    # First, above the table: a run whose table looks calm may have done nothing at all.
+    completed = nothing_completed(summary)
+    if completed:
+        console.print(f"!! {completed}", style="bold red", markup=False, highlight=False, soft_wrap=True)
     table = Table(title=f"run {summary['run_id']} — {summary['status']}", title_justify="left", header_style="bold")
     for column in ("step", "requests", "errors", "req/s", "p50 ms", "p90 ms", "p95 ms", "p99 ms", "max ms"):
         table.add_column(column, justify="left" if column == "step" else "right")
@@ -101,6 +109,13 @@ def render_summary(console: Console, summary: dict[str, Any], *, store_url: str 
             f"the machine did not schedule it; steal up to {generator.get('steal_percent_max', 0):.1f} %, "
             f"waited for a CPU up to {generator.get('run_delay_ms_max', 0):.0f} ms a second): latency of those seconds may "
             "carry the machine's delays",
+            style="yellow",
+            soft_wrap=True,
+        )
+    if summary.get("connect_backoffs"):
+        console.print(
+            f"!  connects failed: VUs paused {summary['connect_backoffs']:,} times before trying again "
+            f"({summary.get('connect_backoff_s', 0):,.1f} s in all; target.connect_backoff)",
             style="yellow",
             soft_wrap=True,
         )

@@ -54,6 +54,8 @@ def merge_second(parts: Sequence[Snapshot], *, final: bool) -> Snapshot:
         "iterations": _summed(parts, "iterations"),
         "dropped_arrivals": _summed(parts, "dropped_arrivals"),
         "connections_opened": _summed(parts, "connections_opened"),
+        "connect_backoffs": sum(int(part.get("connect_backoffs") or 0) for part in parts),
+        "connect_backoff_s": sum(float(part.get("connect_backoff_s") or 0.0) for part in parts),
     }
     return merged
 

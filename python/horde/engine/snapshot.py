@@ -44,6 +44,10 @@ class Snapshot(TypedDict):
     iterations: int
     dropped_arrivals: int  # open model: arrivals that found no free VU
     connections_opened: int
+    # Pauses VUs took after a failed connect (``target.connect_backoff``) and their time summed
+    # over VUs; absent from runs stored before the backoff existed.
+    connect_backoffs: NotRequired[int]
+    connect_backoff_s: NotRequired[float]
     target_vus: int | None  # what the workload model asked for at the end of the interval
     target_rate_per_s: float | None  # open model only
     cpu_percent: float  # the generator's CPU over the interval (100 = one core)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ipaddress
 from typing import Any, Literal, Union
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from pydantic import BaseModel, Field, ValidatorFunctionWrapHandler, field_validator, model_validator
 
@@ -23,6 +23,14 @@ from horde.plan.common import MAX_TIMEOUT_MS, STRICT_KEYS, Located, check_header
 #: A pool's largest size (crates/horde-plan has the same bound): far beyond any one
 #: process's open-file limit.
 MAX_POOL_CONNECTIONS = 1_000_000
+#: ``max_response_header_bytes``: by default 256 KiB (Chrome's limit on a response's headers;
+#: servers send a few KiB), from 1 KiB to 64 MiB (crates/horde-plan has the same numbers).
+DEFAULT_MAX_RESPONSE_HEADER_BYTES = 256 * 1024
+MIN_RESPONSE_HEADER_BYTES = 1024
+MAX_RESPONSE_HEADER_BYTES = 64 * 1024 * 1024
+#: ``max_kept_body_bytes``: by default 1 MiB per VU, from 1 byte to 1 GiB.
+DEFAULT_MAX_KEPT_BODY_BYTES = 1024 * 1024
+MAX_KEPT_BODY_BYTES = 1024 * 1024 * 1024
 
 _CONNECTIONS_HINT = (
     "write connections: per_vu (each VU owns its connection, the default) or connections: "
@@ -134,6 +142,41 @@ def _url_ip(url: Any) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
         return None
 
 
+def _host_as_written(parts: SplitResult) -> str:
+    """The host of a URL as written (urlsplit's ``hostname`` is lower-cased, without brackets)."""
+    host_and_port = parts.netloc.rpartition("@")[2]
+    if host_and_port.startswith("["):
+        return host_and_port[1:].partition("]")[0]
+    return host_and_port.rpartition(":")[0] if ":" in host_and_port else host_and_port
+
+
+def _host_problem(parts: SplitResult) -> str | None:
+    """Why a URL's host cannot be connected to as written, if it cannot: an IPv6 literal that
+    does not parse; a name with a space or another character no host name has, an empty label
+    or a trailing dot (``example.com.`` would go to the system resolver as an absolute name).
+    crates/horde-plan (``host_problem`` in validate/target.rs) says the same.
+
+    >>> _host_problem(urlsplit("http://example.com.:80")), _host_problem(urlsplit("http://[::1]:80"))
+    ('it ends with a dot', None)
+    """
+    host = _host_as_written(parts)
+    if parts.netloc.rpartition("@")[2].startswith("["):
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            return "not an IPv6 address"
+        return None
+    if any(character.isspace() or not character.isprintable() for character in host):
+        return "it contains a space or a control character"
+    if host.endswith("."):
+        return "it ends with a dot"
+    if not all(character.isascii() and (character.isalnum() or character in "-._") for character in host):
+        return "a host name has only ASCII letters, digits, '-', '_' and '.'; write an international name as xn--..."
+    if any(label == "" for label in host.split(".")):
+        return "it has an empty label between dots"
+    return None
+
+
 HEADERS_DESCRIPTION = (
     "HTTP headers as a mapping of name to value, e.g. {accept: application/json}"
 )
@@ -193,6 +236,29 @@ class Target(BaseModel):
         "ephemeral ports, so several hold more connections to one target; an address that "
         "cannot be bound fails that connection (counted as 'connect')",
     )
+    max_response_header_bytes: int = Field(
+        default=DEFAULT_MAX_RESPONSE_HEADER_BYTES,
+        ge=MIN_RESPONSE_HEADER_BYTES,
+        le=MAX_RESPONSE_HEADER_BYTES,
+        description="the largest response head (status line and headers, any number of them) "
+        "read, in bytes; a larger one counts as 'headers_too_large'. Default 262144 (256 KiB)",
+    )
+    max_kept_body_bytes: int = Field(
+        default=DEFAULT_MAX_KEPT_BODY_BYTES,
+        ge=1,
+        le=MAX_KEPT_BODY_BYTES,
+        description="the most of a response body a VU keeps for its step's checks and extractors, "
+        "in bytes (every body is read to its end and counted; it is kept only when a check or an "
+        "extractor reads it); a longer one fails such a step as 'body_too_large', its checks not "
+        "judged. Default 1048576 (1 MiB)",
+    )
+    connect_backoff: bool = Field(
+        default=True,
+        description="a closed-model VU whose connect failed pauses before its next request: 10 ms, "
+        "doubling with each failure in a row up to 1 s, none again once a connect succeeds (the "
+        "summary counts the pauses); false: it tries again at once. The open model's arrivals "
+        "keep the plan's pace either way",
+    )
 
     @staticmethod
     def _url_problem(url: str, field: str, location: tuple[str | int, ...] = ()) -> Located | None:
@@ -208,7 +274,10 @@ class Target(BaseModel):
             ))
         problem = None
         if parts.scheme not in ("http", "https") or not url.startswith(f"{parts.scheme}://"):
-            if "://" in url:
+            if parts.scheme in ("http", "https") and url[: len(parts.scheme) + 3].lower() == f"{parts.scheme}://":
+                message = f"'{url}' writes its scheme in upper case: write http:// or https://"
+                hint = f"write '{parts.scheme}://{url[len(parts.scheme) + 3:]}'"
+            elif "://" in url:
                 message = f"'{url}' uses scheme '{parts.scheme}'; only http and https are supported"
                 hint = "use an http:// or https:// URL"
             else:
@@ -220,6 +289,20 @@ class Target(BaseModel):
                 "base_url",
                 f"'{url}' has no host",
                 "put the host after the scheme, e.g. 'http://127.0.0.1:8080'",
+            )
+        elif parts.netloc.endswith(":"):
+            problem = custom(
+                "base_url",
+                f"'{url}' has an empty port (a ':' with no number after it)",
+                "write the port the target listens on, e.g. 'http://127.0.0.1:8080', or leave out "
+                "the ':' for the scheme's default port",
+            )
+        elif (host_problem := _host_problem(parts)) is not None:
+            problem = custom(
+                "base_url",
+                f"'{url}' has an invalid host '{_host_as_written(parts)}' ({host_problem})",
+                "write a host name (letters, digits, '-', '.'), an IPv4 address, or an IPv6 "
+                "address in brackets, e.g. 'http://[::1]:8080'",
             )
         elif port == 0:
             problem = custom("base_url", f"'{url}' has port 0", "use the port the target listens on")

@@ -66,6 +66,8 @@ class SummaryBuilder:
         self.iterations = 0
         self.dropped_arrivals = 0
         self.connections_opened = 0
+        self.connect_backoffs = 0
+        self.connect_backoff_s = 0.0
         self.cpu_percent_max = 0.0
         self.timer_lateness_p99_ms_max = 0.0
         self.saturated_seconds = 0
@@ -83,6 +85,9 @@ class SummaryBuilder:
         self.iterations += int(snapshot["iterations"])
         self.dropped_arrivals += int(snapshot["dropped_arrivals"])
         self.connections_opened += int(snapshot["connections_opened"])
+        # Runs stored before the connect backoff have neither.
+        self.connect_backoffs += int(snapshot.get("connect_backoffs") or 0)
+        self.connect_backoff_s += float(snapshot.get("connect_backoff_s") or 0.0)
         # Stores written before snapshots carried their interval's peak have only active_vus.
         self.peak_vus = max(self.peak_vus, int(snapshot.get("peak_vus", snapshot["active_vus"])))
         # The final interval is a few milliseconds of draining; its rates are noise.
@@ -126,6 +131,8 @@ class SummaryBuilder:
             "iterations": self.iterations,
             "dropped_arrivals": self.dropped_arrivals,
             "connections_opened": self.connections_opened,
+            "connect_backoffs": self.connect_backoffs,
+            "connect_backoff_s": round(self.connect_backoff_s, 3),
             "peak_vus": self.peak_vus,
             "steps": steps,
             "generator": {
@@ -137,6 +144,27 @@ class SummaryBuilder:
                 "steal_percent_max": round(self.steal_percent_max, 2),
             },
         }
+
+
+def nothing_completed(summary: dict[str, Any]) -> str | None:
+    """The line a summary opens with when not one request succeeded (a dead, stalled or broken
+    target; requests cut at the end of the grace period count as failed), else ``None``.
+
+    >>> nothing_completed({"requests": 3, "errors": 3, "errors_by_kind": {"cut": 3}})
+    'nothing completed: none of the 3 requests succeeded (cut 3)'
+    >>> nothing_completed({"requests": 0, "errors": 0, "errors_by_kind": {}})
+    'nothing completed: not one request was sent'
+    >>> nothing_completed({"requests": 5, "errors": 1, "errors_by_kind": {"timeout": 1}}) is None
+    True
+    """
+    requests, errors = int(summary.get("requests") or 0), int(summary.get("errors") or 0)
+    if requests and errors < requests:
+        return None
+    if not requests:
+        return "nothing completed: not one request was sent"
+    kinds = sorted((summary.get("errors_by_kind") or {}).items(), key=lambda item: (-int(item[1]), item[0]))
+    why = ", ".join(f"{kind} {count:,}" for kind, count in kinds[:4]) + (", ..." if len(kinds) > 4 else "")
+    return f"nothing completed: none of the {requests:,} requests succeeded ({why})"
 
 
 def generator_state(snapshot: Snapshot, cpu_limit_percent: float) -> str:

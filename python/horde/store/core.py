@@ -64,6 +64,10 @@ _RUN_ID_ATTEMPTS = 8
 # Driver messages can run long (SQLAlchemy appends statements and parameters); keep the gist.
 _MAX_REASON_CHARS = 300
 
+#: How long a SQLite store file of 0 bytes may take to become a database before it is judged
+#: emptied: a process creating a new store writes its first page within milliseconds.
+_EMPTY_FILE_GRACE_S = 1.0
+
 _RUNNING = "running"
 
 
@@ -165,6 +169,8 @@ class Store:
                 f"cannot open the results store {display}: unsupported kind of store {backend!r}",
                 hint="give a SQLite file path or a postgresql:// URL with --store or HORDE_STORE",
             )
+        if backend == "sqlite":
+            _refuse_an_emptied_file(resolved, display)
         try:
             engine = _create_engine(resolved, backend)
         except (ArgumentError, SQLAlchemyError, ImportError, ValueError) as exc:
@@ -494,6 +500,34 @@ def _create_engine(url: str, backend: str) -> Engine:
         connect_args["connect_timeout"] = _POSTGRES_CONNECT_TIMEOUT_S
     # pre_ping: a long run outlives server restarts and idle-connection reapers.
     return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
+
+
+def _refuse_an_emptied_file(url: str, display_url: str) -> None:
+    """Refuse a SQLite store file of 0 bytes: SQLite would take it for a new, empty store and
+    every run it held would silently be gone. A file that gains its first page within
+    :data:`_EMPTY_FILE_GRACE_S` is a store another process is creating at this moment."""
+    try:
+        database = make_url(url).database
+    except ArgumentError:
+        return  # the open says what is wrong with the URL
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return
+    path = Path(database).expanduser()
+    deadline = time.monotonic() + _EMPTY_FILE_GRACE_S
+    while True:
+        try:
+            if path.stat().st_size > 0:
+                return
+        except OSError:
+            return  # absent: a new store; unreadable: the open says so
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.05)
+    raise StoreUnavailable(
+        f"cannot open the results store {display_url}: the file is empty (0 bytes), so it holds no runs",
+        hint="it was truncated or copied wrongly: restore it from a backup, or remove it to start a new store, or "
+        "choose another store with --store or HORDE_STORE",
+    )
 
 
 def _switch_to_wal(cursor: Any) -> None:

@@ -10,4 +10,4 @@ mod response;
 pub use connection::{Connection, Connector, SourceAddresses};
 pub use endpoint::{Endpoint, Scheme};
 pub use request::{encode_request, RequestParts};
-pub use response::{read_response, Capture, Response};
+pub use response::{read_response, Capture, ReadError, ReadLimits, Response};

@@ -6,9 +6,31 @@
 use super::Connection;
 use horde_metrics::ErrorKind;
 
-/// Headers larger than this are treated as a protocol error rather than buffered forever.
-const MAX_HEADER_BYTES: usize = 64 * 1024;
-const MAX_HEADERS: usize = 64;
+/// Headers parsed into an array on the stack; a response with more is parsed again with an
+/// array on the heap as long as its head has lines (the head's size is what is bounded).
+const STACK_HEADERS: usize = 64;
+/// A VU's read buffer starts at this size and goes back to it after a response whose head made
+/// it grow past `KEPT_BUFFER_BYTES`, so that one large head does not stay in every VU.
+const INITIAL_BUFFER_BYTES: usize = 4096;
+const KEPT_BUFFER_BYTES: usize = 64 * 1024;
+
+/// The plan's bounds on what one response may make a VU hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadLimits {
+    /// `target.max_response_header_bytes`: a longer head fails as `headers_too_large`.
+    pub max_head_bytes: usize,
+    /// `target.max_kept_body_bytes`: the most of a body kept for checks and extractors.
+    pub max_kept_body_bytes: usize,
+}
+
+impl Default for ReadLimits {
+    fn default() -> Self {
+        Self {
+            max_head_bytes: horde_plan::DEFAULT_MAX_RESPONSE_HEADER_BYTES as usize,
+            max_kept_body_bytes: horde_plan::DEFAULT_MAX_KEPT_BODY_BYTES as usize,
+        }
+    }
+}
 
 /// What the VU needs to know about a response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,17 +41,20 @@ pub struct Response {
     pub keep_alive: bool,
 }
 
-/// Largest body kept for extractors and checks; beyond it the rest is counted, not kept.
-pub const MAX_KEPT_BODY_BYTES: usize = 64 * 1024 * 1024;
-
 /// What a step wants kept of a response. Owned by the VU and reused, so keeping costs no
 /// allocation once the buffers have grown.
 #[derive(Debug, Default)]
 pub struct Capture {
     pub keep_body: bool,
     pub keep_headers: bool,
-    /// The decoded body (chunked framing removed), when `keep_body`.
+    /// The decoded body (chunked framing removed), when `keep_body`: at most the read's
+    /// `max_kept_body_bytes` of it.
     pub body: Vec<u8>,
+    /// The body was longer than `max_kept_body_bytes`: `body` holds only its start (the rest
+    /// was read and counted, not kept).
+    pub body_truncated: bool,
+    /// How much of the body may be kept (set by each read from its limits).
+    body_limit: usize,
     /// Every header as (name, value), when `keep_headers`.
     pub headers: Vec<(String, String)>,
     /// Every `Set-Cookie` value, always.
@@ -37,17 +62,23 @@ pub struct Capture {
 }
 
 impl Capture {
-    fn clear(&mut self) {
+    fn clear(&mut self, body_limit: usize) {
         self.body.clear();
+        self.body_truncated = false;
+        self.body_limit = body_limit;
         self.headers.clear();
         self.set_cookies.clear();
     }
 
     fn keep(&mut self, bytes: &[u8]) {
-        if self.keep_body && self.body.len() < MAX_KEPT_BODY_BYTES {
-            let room = MAX_KEPT_BODY_BYTES - self.body.len();
-            self.body.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        if !self.keep_body || bytes.is_empty() {
+            return;
         }
+        let room = self.body_limit.saturating_sub(self.body.len());
+        if bytes.len() > room {
+            self.body_truncated = true;
+        }
+        self.body.extend_from_slice(&bytes[..bytes.len().min(room)]);
     }
 }
 
@@ -73,19 +104,24 @@ pub async fn read_response(
     buffer: &mut Vec<u8>,
     is_head: bool,
     capture: &mut Capture,
+    limits: ReadLimits,
 ) -> Result<Response, ReadError> {
-    if buffer.len() < 4096 {
-        buffer.resize(4096, 0);
+    if buffer.len() > KEPT_BUFFER_BYTES {
+        buffer.truncate(INITIAL_BUFFER_BYTES);
+        buffer.shrink_to_fit();
     }
-    capture.clear();
+    if buffer.len() < INITIAL_BUFFER_BYTES {
+        buffer.resize(INITIAL_BUFFER_BYTES, 0);
+    }
+    capture.clear(limits.max_kept_body_bytes);
     let mut received: u64 = 0;
     // Bytes already in the buffer that belong to the next head (after an interim response).
     let mut carried = 0;
     loop {
         let (status, header_len, filled, framing, keep_alive) =
-            read_head(connection, buffer, carried, &mut received, is_head, capture).await?;
+            read_head(connection, buffer, carried, &mut received, is_head, capture, limits.max_head_bytes).await?;
         if (100..200).contains(&status) && status != 101 {
-            capture.clear();
+            capture.clear(limits.max_kept_body_bytes);
             // An interim response (100 Continue): drop its head and read the real one, which
             // may already have arrived in the same read.
             buffer.copy_within(header_len..filled, 0);
@@ -157,41 +193,70 @@ async fn read_head(
     received: &mut u64,
     is_head: bool,
     capture: &mut Capture,
+    max_head_bytes: usize,
 ) -> Result<(u16, usize, usize, Framing, bool), ReadError> {
     let mut filled = carried;
+    // Where the bytes not yet looked at begin: past its first KiB, a head is parsed again only
+    // once a line has ended among them, so that a long head arriving in many small pieces is not
+    // parsed again for each piece (a short one is, so that garbage is told at once).
+    let mut unseen = 0;
     loop {
-        if filled > 0 {
-            let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-            let mut response = httparse::Response::new(&mut headers);
-            match response.parse(&buffer[..filled]) {
-                Ok(httparse::Status::Complete(header_len)) => {
-                    let status = response.code.unwrap_or(0);
-                    for header in response.headers.iter() {
-                        let is_cookie = header.name.eq_ignore_ascii_case("set-cookie");
-                        if is_cookie || capture.keep_headers {
-                            let value = String::from_utf8_lossy(header.value).into_owned();
-                            if capture.keep_headers {
-                                capture.headers.push((header.name.to_owned(), value.clone()));
-                            }
-                            if is_cookie {
-                                capture.set_cookies.push(value);
-                            }
+        if filled > 0 && (filled <= 1024 || buffer[unseen..filled].contains(&b'\n')) {
+            let parsed = parse_head(&buffer[..filled], |response, header_len| {
+                let status = response.code.unwrap_or(0);
+                for header in response.headers.iter() {
+                    let is_cookie = header.name.eq_ignore_ascii_case("set-cookie");
+                    if is_cookie || capture.keep_headers {
+                        let value = String::from_utf8_lossy(header.value).into_owned();
+                        if capture.keep_headers {
+                            capture.headers.push((header.name.to_owned(), value.clone()));
+                        }
+                        if is_cookie {
+                            capture.set_cookies.push(value);
                         }
                     }
-                    let (framing, keep_alive) = framing_of(&response, status, is_head).map_err(protocol)?;
-                    return Ok((status, header_len, filled, framing, keep_alive));
                 }
-                Ok(httparse::Status::Partial) => {}
-                Err(_) => return Err(protocol(())),
+                if status < 100 {
+                    return Err(()); // httparse reads any three digits; HTTP's codes start at 100
+                }
+                framing_of(response, status, is_head).map(|(framing, keep_alive)| (status, header_len, framing, keep_alive))
+            });
+            match parsed {
+                Ok(Some(Ok((status, header_len, framing, keep_alive)))) => return Ok((status, header_len, filled, framing, keep_alive)),
+                Ok(None) => {}
+                Ok(Some(Err(()))) | Err(()) => return Err(protocol(())),
             }
         }
+        unseen = filled;
         if filled == buffer.len() {
-            if buffer.len() >= MAX_HEADER_BYTES {
-                return Err(protocol(()));
+            if buffer.len() >= max_head_bytes {
+                return Err(ReadError { kind: ErrorKind::HeadersTooLarge, nothing_received: false });
             }
-            buffer.resize(buffer.len() * 2, 0);
+            buffer.resize((buffer.len() * 2).min(max_head_bytes), 0);
         }
         filled += read_some(connection, buffer, filled, received).await?;
+    }
+}
+
+/// Parses a response head; `complete` reads it when it is whole. `Ok(None)`: more bytes are
+/// needed. Headers go into an array on the stack, or, when there are more than it holds, into
+/// one on the heap with a place for each line of the head.
+fn parse_head<T>(bytes: &[u8], complete: impl FnOnce(&httparse::Response<'_, '_>, usize) -> T) -> Result<Option<T>, ()> {
+    let mut stack = [httparse::EMPTY_HEADER; STACK_HEADERS];
+    let mut response = httparse::Response::new(&mut stack);
+    match response.parse(bytes) {
+        Ok(httparse::Status::Complete(header_len)) => return Ok(Some(complete(&response, header_len))),
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(httparse::Error::TooManyHeaders) => {}
+        Err(_) => return Err(()),
+    }
+    let lines = bytes.iter().filter(|&&byte| byte == b'\n').count() + 1;
+    let mut heap = vec![httparse::EMPTY_HEADER; lines];
+    let mut response = httparse::Response::new(&mut heap);
+    match response.parse(bytes) {
+        Ok(httparse::Status::Complete(header_len)) => Ok(Some(complete(&response, header_len))),
+        Ok(httparse::Status::Partial) => Ok(None),
+        Err(_) => Err(()),
     }
 }
 
@@ -322,7 +387,7 @@ mod tests {
         let body = b"4\r\nWiki\r\n5;ext=1\r\npedia\r\nE\r\n in\r\n\r\nchunks.\r\n0\r\nX-Trailer: 1\r\n\r\n";
         for split in 0..body.len() {
             let mut decoder = ChunkedDecoder::default();
-            let mut capture = Capture { keep_body: true, ..Capture::default() };
+            let mut capture = Capture { keep_body: true, body_limit: usize::MAX, ..Capture::default() };
             let first = decoder.feed(&body[..split], &mut capture).unwrap();
             assert!(!first, "done too early at {split}");
             assert!(decoder.feed(&body[split..], &mut capture).unwrap(), "not done after split {split}");

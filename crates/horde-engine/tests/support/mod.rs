@@ -147,7 +147,7 @@ pub fn is_documented_kind(label: &str) -> bool {
     if let Some(code) = label.strip_prefix("status_") {
         return code.parse::<u16>().is_ok_and(|code| code >= 400);
     }
-    matches!(label, "refused" | "reset" | "timeout" | "tls" | "dns" | "connect" | "protocol" | "io")
+    matches!(label, "refused" | "reset" | "timeout" | "tls" | "dns" | "connect" | "protocol" | "headers_too_large" | "io" | "cut")
 }
 
 /// The accounting every snapshot must satisfy: per step, `requests = ok + sum(errors)`, one
@@ -474,7 +474,7 @@ pub fn iterations(snapshots: &[Snapshot]) -> u64 {
 /// The error kinds ARCHITECTURE.md documents, those of the scenario language included.
 pub fn is_documented_scenario_kind(label: &str) -> bool {
     is_documented_kind(label)
-        || matches!(label, "check_failed" | "extract_failed" | "feeder_exhausted" | "template_failed" | "step_failed")
+        || matches!(label, "check_failed" | "extract_failed" | "body_too_large" | "feeder_exhausted" | "template_failed" | "step_failed")
 }
 
 /// [`assert_accounting`] for runs of the scenario language: the same invariants, the new error

@@ -2,7 +2,9 @@
 //! (`connections`, `source_addresses`). python/horde/plan_target.py words them the same way.
 
 use super::Problems;
-use crate::{Connections, Target, MAX_POOL_CONNECTIONS};
+use crate::{
+    Connections, Target, MAX_KEPT_BODY_BYTES, MAX_POOL_CONNECTIONS, MAX_RESPONSE_HEADER_BYTES, MIN_RESPONSE_HEADER_BYTES,
+};
 use std::net::IpAddr;
 
 /// What of a base URL must agree between the instances of a target (scheme, path prefix) and
@@ -61,10 +63,15 @@ fn describe_prefix(prefix: &str) -> String {
 /// most one problem per URL, in the order pydantic finds them.
 fn check_target_url<'a>(problems: &mut Problems, path: String, url: &'a str, field: &str) -> Option<TargetUrl<'a>> {
     let Some((scheme, rest)) = url.split_once("://").filter(|(scheme, _)| matches!(*scheme, "http" | "https")) else {
-        problems.push(path, format!("'{url}' must start with http:// or https://"));
+        let upper_case = url.split_once("://").is_some_and(|(scheme, _)| scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https"));
+        if upper_case {
+            problems.push(path, format!("'{url}' writes its scheme in upper case: write http:// or https://"));
+        } else {
+            problems.push(path, format!("'{url}' must start with http:// or https://"));
+        }
         return None;
     };
-    let (authority, prefix) = match rest.find('/') {
+    let (authority, prefix) = match rest.find(['/', '?', '#']) {
         Some(index) => (&rest[..index], &rest[index..]),
         None => (rest, ""),
     };
@@ -86,9 +93,13 @@ fn check_target_url<'a>(problems: &mut Problems, path: String, url: &'a str, fie
         },
     };
     let default_port = if scheme == "https" { 443 } else { 80 };
-    // An empty port (`http://h:`) is the default one, as Python's urlsplit reads it.
-    let port = match port.filter(|port| !port.is_empty()).map(str::parse::<u16>) {
+    let port = match port.map(str::parse::<u16>) {
         None => default_port,
+        // `http://h:` (a colon and no number) is a port left out by mistake, not the default.
+        Some(Err(_)) if port == Some("") => {
+            problems.push(path, format!("'{url}' has an empty port (a ':' with no number after it)"));
+            return None;
+        }
         Some(Ok(port)) => port,
         Some(Err(_)) => {
             problems.push(path, format!("'{url}' is not a valid URL (bad port)"));
@@ -97,6 +108,10 @@ fn check_target_url<'a>(problems: &mut Problems, path: String, url: &'a str, fie
     };
     if host.is_empty() {
         problems.push(path, format!("'{url}' has no host"));
+        return None;
+    }
+    if let Some(why) = host_problem(host, host_and_port.starts_with('[')) {
+        problems.push(path, format!("'{url}' has an invalid host '{host}' ({why})"));
         return None;
     }
     if port == 0 {
@@ -114,6 +129,30 @@ fn check_target_url<'a>(problems: &mut Problems, path: String, url: &'a str, fie
     Some(TargetUrl { scheme, host: host.to_ascii_lowercase(), port, prefix: prefix.trim_end_matches('/') })
 }
 
+/// Why a URL's host cannot be connected to as written, if it cannot: an IPv6 literal (in
+/// brackets) that does not parse; a name with a space or another character no host name has,
+/// an empty label or a trailing dot (`example.com.` would go to the system resolver as an
+/// absolute name, and differ from `example.com` in the Host header and TLS name).
+/// python/horde/plan/target.py (`_host_problem`) says the same.
+pub(crate) fn host_problem(host: &str, bracketed: bool) -> Option<&'static str> {
+    if bracketed {
+        return host.parse::<std::net::Ipv6Addr>().is_err().then_some("not an IPv6 address");
+    }
+    if host.chars().any(|character| character.is_whitespace() || character.is_control()) {
+        return Some("it contains a space or a control character");
+    }
+    if host.ends_with('.') {
+        return Some("it ends with a dot");
+    }
+    if !host.chars().all(|character| character.is_ascii_alphanumeric() || matches!(character, '-' | '.' | '_')) {
+        return Some("a host name has only ASCII letters, digits, '-', '_' and '.'; write an international name as xn--...");
+    }
+    if host.split('.').any(str::is_empty) {
+        return Some("it has an empty label between dots");
+    }
+    None
+}
+
 /// `connections` (a pool's size) and `source_addresses` (IP literals, each once, of the
 /// family of the target's address when the target is given by address).
 pub(super) fn check_connections(problems: &mut Problems, target: &Target) {
@@ -123,6 +162,17 @@ pub(super) fn check_connections(problems: &mut Problems, target: &Target) {
         } else if size > MAX_POOL_CONNECTIONS {
             problems.push("target.connections.pool".into(), format!("must be at most {MAX_POOL_CONNECTIONS} (got {size})"));
         }
+    }
+    let header_bytes = target.max_response_header_bytes;
+    if !(MIN_RESPONSE_HEADER_BYTES..=MAX_RESPONSE_HEADER_BYTES).contains(&header_bytes) {
+        problems.push(
+            "target.max_response_header_bytes".into(),
+            format!("must be from {MIN_RESPONSE_HEADER_BYTES} to {MAX_RESPONSE_HEADER_BYTES} (got {header_bytes})"),
+        );
+    }
+    let body_bytes = target.max_kept_body_bytes;
+    if !(1..=MAX_KEPT_BODY_BYTES).contains(&body_bytes) {
+        problems.push("target.max_kept_body_bytes".into(), format!("must be from 1 to {MAX_KEPT_BODY_BYTES} (got {body_bytes})"));
     }
     let target_families: Vec<bool> = std::iter::once(&target.base_url)
         .chain(&target.instances)
