@@ -97,9 +97,12 @@ class LiveView:
     def _plain_line(self, snapshot: Snapshot, requests: int, errors: int) -> str:
         if snapshot["final"]:
             # The final interval is the drain, often a few milliseconds: rates over it are noise.
+            # Requests the grace period's end cut are counted in it too, but did not complete.
+            cut = sum(int(step["errors"].get("cut", 0)) for step in snapshot["steps"] if step.get("kind", "request") == "request")
+            cut_text = f", {cut} cut at the end of the grace period" if cut else ""
             return (
-                f"{snapshot['elapsed_s']:7.1f}s  finished: {requests} request(s) completed while draining "
-                f"({snapshot['interval_s'] * 1000:.0f} ms), {errors} error(s)"
+                f"{snapshot['elapsed_s']:7.1f}s  finished: {requests - cut} request(s) completed while draining "
+                f"({snapshot['interval_s'] * 1000:.0f} ms){cut_text}, {errors} error(s)"
             )
         latency = _latency(snapshot["steps"])
         rate = requests / snapshot["interval_s"] if snapshot["interval_s"] > 0 else 0.0
