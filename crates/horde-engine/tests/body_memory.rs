@@ -7,7 +7,7 @@
 
 mod support;
 
-use support::{closed, custom_plan, error_kinds, run_timed, total_requests, RawServer};
+use support::{closed, custom_plan, error_kinds, huge_body_server, run_timed, total_requests};
 
 const BODY_BYTES: usize = 24 * 1024 * 1024;
 const VUS: u64 = 10;
@@ -37,20 +37,7 @@ fn peak_growth(url: &str, target_extra: &str) -> (u64, Vec<String>, u64) {
 
 #[test]
 fn a_body_check_holds_at_most_the_bound_per_vu() {
-    let server = RawServer::start(|stream, _, _| {
-        let chunk = [b'x'; 64 * 1024];
-        support::send(stream, format!("HTTP/1.1 200 OK\r\nContent-Length: {BODY_BYTES}\r\n\r\n").as_bytes());
-        let mut left = BODY_BYTES - 7;
-        while left > 0 {
-            let take = left.min(chunk.len());
-            if std::io::Write::write_all(stream, &chunk[..take]).is_err() {
-                return false;
-            }
-            left -= take;
-        }
-        support::send(stream, b"THE-END");
-        true
-    });
+    let server = huge_body_server(BODY_BYTES);
     let url = server.base_url();
     let (bounded, kinds, requests) = peak_growth(&url, "");
     eprintln!("{VUS} VUs checking {BODY_BYTES}-byte bodies, {requests} responses: peak RSS grew {} MiB with the default bound", bounded >> 20);

@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use support::{
-    assert_scenario_accounting, closed, closed_port, connections_opened, custom_plan, error_kinds, get_step, run_timed, send,
-    total_ok, total_requests, RawServer,
+    assert_scenario_accounting, closed, closed_port, connections_opened, custom_plan, error_kinds, get_step, huge_body_server,
+    run_timed, send, total_ok, total_requests, RawServer,
 };
 
 /// A run of `seconds` with a grace period of `grace_s` ends within this much more.
@@ -240,25 +240,6 @@ fn a_head_past_the_bound_is_headers_too_large_and_the_bound_is_the_plans() {
     let (accepted, _) = run_timed(&custom_plan(&server.base_url(), extra, &get_step("/", Some(20.0)), &closed(1, 1.0), 0.5), 1);
     assert_eq!(total_ok(&accepted), total_requests(&accepted), "errors: {:?}", error_kinds(&accepted));
     assert!(total_requests(&accepted) >= 5);
-}
-
-/// A server whose every answer is a body of `size` bytes ending in "THE-END", written from a
-/// small buffer (the server holds no body in memory).
-fn huge_body_server(size: usize) -> RawServer {
-    RawServer::start(move |stream, _, _| {
-        let chunk = [b'x'; 64 * 1024];
-        send(stream, format!("HTTP/1.1 200 OK\r\nContent-Length: {size}\r\n\r\n").as_bytes());
-        let mut left = size - 7;
-        while left > 0 {
-            let take = left.min(chunk.len());
-            if std::io::Write::write_all(stream, &chunk[..take]).is_err() {
-                return false;
-            }
-            left -= take;
-        }
-        send(stream, b"THE-END");
-        true
-    })
 }
 
 #[test]

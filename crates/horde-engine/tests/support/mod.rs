@@ -311,6 +311,25 @@ fn serve_raw(mut stream: TcpStream, stop: &AtomicBool, requests: &AtomicU64, han
     }
 }
 
+/// A server whose every answer is a body of `size` bytes ending in "THE-END", written from a
+/// small buffer (the server holds no body in memory, so only the engine's memory grows).
+pub fn huge_body_server(size: usize) -> RawServer {
+    RawServer::start(move |stream, _, _| {
+        let chunk = [b'x'; 64 * 1024];
+        send(stream, format!("HTTP/1.1 200 OK\r\nContent-Length: {size}\r\n\r\n").as_bytes());
+        let mut left = size - b"THE-END".len();
+        while left > 0 {
+            let take = left.min(chunk.len());
+            if stream.write_all(&chunk[..take]).is_err() {
+                return false;
+            }
+            left -= take;
+        }
+        send(stream, b"THE-END");
+        true
+    })
+}
+
 /// Writes all of `bytes`, ignoring failures (the engine may have hung up: that is its right).
 pub fn send(stream: &mut TcpStream, bytes: &[u8]) {
     let _ = stream.write_all(bytes);
