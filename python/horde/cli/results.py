@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional, TextIO
+from typing import TYPE_CHECKING, Annotated, Optional, TextIO
 
 import typer
 from rich.console import Console

@@ -6,10 +6,9 @@ before it is worth judging.
 from __future__ import annotations
 
 import math
-from typing import Any, Protocol
+from typing import Protocol
 
 from horde.plan import Plan
-from horde.engine.snapshot import Snapshot
 
 
 #: A percentile is judged only over enough samples that this many lie beyond it: with fewer,

@@ -56,47 +56,34 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    ValidationError,
     ValidatorFunctionWrapHandler,
     field_validator,
     model_validator,
 )
 
-from horde.errors import PlanInvalid, Problem
+from horde.errors import PlanInvalid
 from horde.plan.parameters import ParameterValue
 from horde.plan.target import HEADERS_DESCRIPTION as _HEADERS_DESCRIPTION
-from horde.plan.target import MAX_POOL_CONNECTIONS, ConnectionPool, Connections, Target
-from horde.plan.workloads import ClosedModel, ClosedStage, OpenModel, OpenStage, Workload, peak_vus
+from horde.plan.target import Target
+from horde.plan.workloads import ClosedModel, ClosedStage, Workload
 from horde.plan.monitors import Monitor, check_monitor_names
-from horde.plan.control import AutostopRule, FindMax, Generators, Steer, TargetResponseTime, Threshold, check_control_names
+from horde.plan.control import AutostopRule, Generators, Steer, Threshold, check_control_names
 from horde.plan.common import (
     kind_of,
     MAX_GRACEFUL_STOP_S,
-    MAX_LOOP_COUNT,
-    MAX_LOOP_ITERATIONS,
     MAX_PACING_S,
-    MAX_RATE_PER_S,
-    MAX_STAGE_DURATION_S,
     MAX_STEP_DEPTH,
-    MAX_THINK_TIME_MS,
-    MAX_TIMEOUT_MS,
-    MAX_VUS,
     MAX_WEIGHT,
-    METHODS,
-    RESERVED_NAMES,
     STRICT_KEYS,
     ConstantThinkTime,
-    ExponentialThinkTime,
-    NormalThinkTime,
     Located,
     ThinkTime,
-    UniformThinkTime,
     check_headers,
     check_variable_name,
     custom,
@@ -105,28 +92,7 @@ from horde.plan.common import (
     validate_unique_names,
     with_problems,
 )
-from horde.plan.steps import (
-    STEP_TYPES,
-    AnyStep,
-    BodyContainsCheck,
-    BodyMatchesCheck,
-    Branch,
-    Check,
-    ChoiceStep,
-    EndIterationStep,
-    Extractor,
-    GroupStep,
-    HttpStep,
-    IfStep,
-    JsonCheck,
-    LoopStep,
-    StatusCheck,
-    Step,
-    ThinkStep,
-    child_step_lists,
-    iter_steps,
-    plan_step,
-)
+from horde.plan.steps import AnyStep, HttpStep, Step, child_step_lists, iter_steps
 
 __all__ = ["Feeder", "Plan", "Scenario", "plan_json_schema", "plan_to_json"]
 

@@ -8,7 +8,6 @@ to do; :func:`input_order` sorts problems the way they appear in the input.
 from __future__ import annotations
 
 import difflib
-import json
 import types
 import typing
 from dataclasses import dataclass
