@@ -7,7 +7,7 @@ PYTHON := $(VENV)/bin/python
 HORDE  := $(VENV)/bin/horde
 CARGO  ?= cargo
 
-.PHONY: setup demo test test-rust test-python bench bench-scenario bench-long lint clean
+.PHONY: setup demo test test-rust test-python bench bench-scenario bench-monitors bench-long lint clean
 
 $(PYTHON):
 	python3 -m venv $(VENV)
@@ -47,6 +47,11 @@ bench: setup
 # The scenario language's cost per request against the same requests sent fixed (~4 min).
 bench-scenario: setup
 	$(PYTHON) bench/scenario.py --reps 5 --seconds 10
+
+# The monitors' cost: CPU per sample of each source, the generator with and without them (~3 min;
+# needs PostgreSQL's server binaries and prometheus-node-exporter).
+bench-monitors: setup
+	$(PYTHON) bench/monitors.py --reps 5 --seconds 10
 
 # Generator memory over 30 minutes of steady load (the game scenario); growth under 5 %.
 bench-long: setup

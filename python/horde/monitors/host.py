@@ -12,7 +12,8 @@ Figures (rates per second over the interval since the last reading):
   ``net.rx_bytes_per_s`` and the like add every interface but loopback;
 - ``tcp.established``, ``tcp.time_wait``, ``tcp.close_wait``, ``tcp.syn_sent``, ``tcp.syn_recv``,
   ``tcp.fin_wait1``, ``tcp.fin_wait2``, ``tcp.last_ack``, ``tcp.closing``, ``tcp.listen``: IPv4
-  and IPv6 sockets by state;
+  and IPv6 sockets by state (counted as :mod:`horde.monitors.sockets` says, at a cost that does not
+  grow with the established and time-wait sockets);
 - ``disk.DEV.reads_per_s``, ``writes_per_s``, ``read_bytes_per_s``, ``write_bytes_per_s``,
   ``busy_percent`` (time the device had IO in flight);
 - ``files.open``, ``files.max``: file handles of the whole system.
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from horde.monitors.sockets import tcp_states
 from horde.monitors.source import CounterRates, SourceUnavailable
 from horde.plan.monitors import HostMonitor
 
@@ -82,6 +84,9 @@ class HostSource:
         self._sys = root / "sys"
         self._rates = CounterRates()
         self._cpu_last: dict[str, float] | None = None
+        # Sockets are counted through netlink (horde.monitors.sockets: /proc/net/tcp costs CPU per
+        # socket); a /proc of another root (tests) is read as files.
+        self._netlink = root == Path("/")
 
     def open(self) -> None:
         if not (self._proc / "stat").exists():
@@ -161,6 +166,12 @@ class HostSource:
         return values
 
     def _tcp(self) -> dict[str, float]:
+        if self._netlink:
+            try:
+                counted = tcp_states(self._proc)
+                return {f"tcp.{state}": float(count) for state, count in counted.items() if state != "close"}
+            except OSError:
+                self._netlink = False  # not allowed here (a sandbox): /proc/net/tcp from now on
         counts = dict.fromkeys(TCP_STATES.values(), 0)
         for name in ("tcp", "tcp6"):
             try:
