@@ -1,13 +1,15 @@
 """Every example runs: the quickstart and the game showcase, through the real `horde` command
-against the built-in target, with their results checked action by action."""
+against the built-in target, with their results checked action by action; the monitored example
+through its own script (the target, a PostgreSQL and its load), its diagnosis in its report."""
 
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any, Callable
 
-from conftest import HordeCli
+from conftest import HORDE_BIN, HordeCli, _postgres_bindir, _skip_or_fail
 from horde.plan import plan_to_json
 from horde.plan.loader import load_plan
 
@@ -59,3 +61,20 @@ def test_the_quickstart_example_runs(horde_cli: HordeCli, target_process: Callab
     assert summary["errors"] == 0
     assert set(summary["steps"]) == {"home", "item"}
     assert summary["steps"]["item"]["latency_ms"]["p50"] >= 5.0  # /delay/5
+
+
+def test_the_monitored_example_shows_the_diagnosis_in_its_report(horde_cli: HordeCli) -> None:
+    bindir = _postgres_bindir()
+    if bindir is None:
+        _skip_or_fail("no PostgreSQL binaries (initdb, pg_ctl, pgbench); install postgresql")
+    report = horde_cli.tmp_path / "report.html"
+    # 12 s: the dead-tuple rule's 10 s window, and a little more.
+    env = {**horde_cli.env, "DURATION": "12", "REPORT": str(report), "HORDE": str(HORDE_BIN), "PG_BINDIR": str(bindir)}
+    done = subprocess.run([str(EXAMPLES / "monitored" / "run.sh")], env=env, cwd=horde_cli.tmp_path, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:] + done.stdout[-2000:]
+    assert "diagnosis: pg: connections at max_connections: 12 of 12 from second" in done.stdout
+    assert "diagnosis: pg: table public.items: dead tuples grew from" in done.stdout
+    html = report.read_text()
+    assert 'id="diagnosis"' in html and 'data-rule="dead_tuples" data-monitor="pg"' in html
+    assert 'id="chart-monitor-pg"' in html and 'id="chart-monitor-host"' in html

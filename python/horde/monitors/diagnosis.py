@@ -58,7 +58,12 @@ def _number(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.1f}"
 
 
-def _bytes(value: float) -> str:
+def format_bytes(value: float) -> str:
+    """A byte count in the unit that reads best.
+
+    >>> format_bytes(5_240_000), format_bytes(812)
+    ('5.2 MB', '812 B')
+    """
     for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if abs(value) >= size:
             return f"{value / size:,.1f} {unit}"
@@ -179,8 +184,8 @@ def _postgres_rules(rules: _Rules, settings: PostgresDiagnosis, sample: MonitorS
         rising = all(later >= earlier for (_, earlier), (_, later) in zip(points, list(points)[1:]))
         if span >= settings.lag_window_s and rising and last > first and last > settings.lag_min_bytes:
             found.append(rules.fire("replication_lag", standby, first_second, f"replication.{standby}.replay_lag_bytes",
-                                    f"standby {standby}: replication lag rising without bound, from {_bytes(first)} to "
-                                    f"{_bytes(last)} of WAL behind in {span} s from second {first_second}"))
+                                    f"standby {standby}: replication lag rising without bound, from {format_bytes(first)} to "
+                                    f"{format_bytes(last)} of WAL behind in {span} s from second {first_second}"))
     for standby, age in _subjects(values, "replication", "xmin_age"):
         streak = rules.streak("standby_xmin", standby)
         held = streak.add(sample.second, interval, age > settings.xmin_age_limit, age)

@@ -239,10 +239,11 @@ def monitor_chart(series: MonitorSeries, findings: Sequence[Mapping[str, Any]],
     lines = [(float(finding["second"]), str(finding["rule"]).replace("_", " "), "#d62728")
              for finding in findings if finding.get("monitor") == series.name]
     lines += [(second, label, "#1f77b4") for second, label in marks]
-    for second, label, color in lines:
+    for index, (second, label, color) in enumerate(lines):
         shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": second, "x1": second, "y0": 0, "y1": 1,
                        "line": {"color": color, "dash": "dot", "width": 1.5}})
-        annotations.append({"x": second, "y": 1, "xref": "x", "yref": "paper", "text": label, "showarrow": False,
+        # Labels step down the chart, so two marks at one second stay readable.
+        annotations.append({"x": second, "y": 1 - 0.07 * (index % 5), "xref": "x", "yref": "paper", "text": label, "showarrow": False,
                             "xanchor": "left", "yanchor": "top", "font": {"size": 11, "color": color}})
     if not data:
         reason = f": {series.gaps[0][1]}" if series.gaps else ""

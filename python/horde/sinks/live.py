@@ -8,6 +8,7 @@ in red, in words, so neither can be missed.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console, Group
@@ -20,6 +21,7 @@ from rich.text import Text
 from horde.engine import histogram
 from horde.results.summary import GENERATOR_SATURATED, GENERATOR_STARVED, generator_state
 from horde.engine.snapshot import Snapshot, StepSnapshot
+from horde.monitors.diagnosis import format_bytes
 
 #: Lines printed when the output is not a terminal: one every this many seconds.
 PLAIN_LINE_EVERY_S = 5
@@ -242,10 +244,11 @@ def steering_text(status: dict[str, Any]) -> str:
 
 
 #: The figures the live view shows of a monitor, the most telling first, when it gave them.
-MONITOR_FIGURES = (("cpu.busy_percent", "cpu {:.0f}%"), ("net.rx_bytes_per_s", "rx {:.1e} B/s"),
-                   ("tcp.time_wait", "tw {:,.0f}"), ("transactions_per_s", "tps {:,.0f}"),
-                   ("dead_tuples", "dead {:,.0f}"), ("replication_lag_s", "lag {:.1f}s"),
-                   ("connections.total", "conns {:,.0f}"))
+MONITOR_FIGURES: tuple[tuple[str, Callable[[float], str]], ...] = (
+    ("cpu.busy_percent", "cpu {:.0f}%".format), ("net.rx_bytes_per_s", lambda value: f"rx {format_bytes(value)}/s"),
+    ("tcp.time_wait", "tw {:,.0f}".format), ("transactions_per_s", "tps {:,.0f}".format),
+    ("dead_tuples", "dead {:,.0f}".format), ("replication_lag_s", "lag {:.1f}s".format),
+    ("connections.total", "conns {:,.0f}".format))
 
 
 def monitors_line(snapshot: Snapshot) -> str:
@@ -262,7 +265,7 @@ def monitors_line(snapshot: Snapshot) -> str:
         if values is None:
             parts.append(f"{name} (gap)")
             continue
-        shown = [form.format(values[key]) for key, form in MONITOR_FIGURES if key in values][:4]
+        shown = [form(values[key]) for key, form in MONITOR_FIGURES if key in values][:4]
         parts.append(" ".join([name, *shown]))
     return " · ".join(parts)
 
