@@ -31,6 +31,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -355,6 +356,38 @@ def command_line(script: str, argv: list[str] | None) -> str:
     """The command as it was typed, relative to the repository, for the figures' provenance."""
     python = os.path.relpath(sys.executable, REPO) if sys.executable.startswith(str(REPO)) else sys.executable
     return shlex.join([python, os.path.relpath(script, REPO), *(argv if argv is not None else sys.argv[1:])])
+
+
+def side_by_side_main(argv: list[str] | None, *, script: str, description: str, default_rate: float, rate_help: str,
+                      measure: Callable[[Env, int, int, float], dict[str, Any]],
+                      render: Callable[[dict[str, Any], str, int, int, float], str], block: str,
+                      section: str | None = None) -> int:
+    """The main() of a script that runs two plans side by side at one rate (scenario.py,
+    monitors.py): `--reps`, `--seconds`, `--rate`, `--no-readme`, `--horde`; `measure(env, reps,
+    seconds, rate)` in a temporary folder with the generator and the target pinned, then
+    `render(result, command, reps, seconds, rate)` printed and written to the README's `block`."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--seconds", type=int, default=8)
+    parser.add_argument("--rate", type=float, default=default_rate, help=rate_help)
+    parser.add_argument("--no-readme", action="store_true")
+    parser.add_argument("--horde", help="the horde command (default: next to this Python)")
+    args = parser.parse_args(argv)
+
+    def body(procs: Processes) -> int:
+        horde = find_horde(args.horde)
+        gen_cpu, target_cpu, _notes = pick_cpus()
+        with tempfile.TemporaryDirectory(prefix=f"horde-bench-{Path(script).stem}-") as work:
+            env = Env(horde=horde, wrk="", gen_cpu=gen_cpu, target_cpu=target_cpu, work=Path(work), procs=procs)
+            result = measure(env, args.reps, args.seconds, args.rate)
+        command = f"bench/{Path(script).name} " + " ".join(argv if argv is not None else sys.argv[1:])
+        text = render(result, command.strip(), args.reps, args.seconds, args.rate)
+        print(text)
+        if not args.no_readme:
+            write_readme_block(block, text, section=section)
+        return 0
+
+    return run_main(body)
 
 
 def run_main(body: Callable[[Processes], int]) -> int:

@@ -20,7 +20,6 @@ machine's CPU, not the generator's. Figures go to bench/README.md ("Monitors' co
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
 import os
@@ -29,7 +28,6 @@ import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -116,13 +114,13 @@ def measure(env: harness.Env, reps: int, seconds: int, rate: float) -> dict[str,
     target, port = harness.start_target(env)
     node = start_node_exporter(env)
     dsn, prefix, pg_ctl = start_postgres(env)
-    monitors = [{"name": "host", "type": "host"},
+    monitors: list[dict[str, Any]] = [{"name": "host", "type": "host"},
                 {"name": "node", "type": "prometheus", "url": node, "node_exporter": True},
                 {"name": "pg", "type": "postgres", "dsn": dsn}]
     rows: dict[str, list[dict[str, float]]] = {"plain": [], "monitored": []}
     samples: dict[str, list[dict[str, float]]] = {name: [] for name in MONITORS}
     try:
-        plans = {"plain": [], "monitored": monitors}
+        plans: dict[str, list[dict[str, Any]]] = {"plain": [], "monitored": monitors}
         for rep in range(reps):
             for name in (["plain", "monitored"] if rep % 2 == 0 else ["monitored", "plain"]):
                 run: dict[str, tuple[harness.Measured, dict[str, Any]]] = {}
@@ -206,28 +204,10 @@ def render(result: dict[str, Any], command: str, reps: int, seconds: int, rate: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Monitors' cost: CPU per sample, and per request with and without monitors.")
-    parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--seconds", type=int, default=8)
-    parser.add_argument("--rate", type=float, default=1000.0, help="arrivals/s of both plans")
-    parser.add_argument("--no-readme", action="store_true")
-    parser.add_argument("--horde", help="the horde command (default: next to this Python)")
-    args = parser.parse_args(argv)
-
-    def body(procs: harness.Processes) -> int:
-        horde = harness.find_horde(args.horde)
-        gen_cpu, target_cpu, _notes = harness.pick_cpus()
-        with tempfile.TemporaryDirectory(prefix="horde-bench-monitors-") as work:
-            env = harness.Env(horde=horde, wrk="", gen_cpu=gen_cpu, target_cpu=target_cpu, work=Path(work), procs=procs)
-            result = measure(env, args.reps, args.seconds, args.rate)
-        block = render(result, harness.command_line(__file__, argv).split(" ", 1)[1], args.reps, args.seconds, args.rate)
-        print(block)
-        if not args.no_readme:
-            harness.write_readme_block("monitors-cost", block, section="Monitors' cost (`bench/monitors.py`)")
-        return 0
-
-    return harness.run_main(body)
-
+    return harness.side_by_side_main(
+        argv, script=__file__, description="Monitors' cost: CPU per sample, and per request with and without monitors.",
+        default_rate=1000.0, rate_help="arrivals/s of both plans", measure=measure, render=render,
+        block="monitors-cost", section="Monitors' cost (`bench/monitors.py`)")
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -17,12 +17,10 @@ CPU comes from wait4()'s rusage of the generator process itself. Plans: bench/pl
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
 import statistics
 import sys
-import tempfile
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -113,29 +111,10 @@ def render(result: dict[str, Any], command: str, reps: int, seconds: int, rate: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Generator CPU per request: the game scenario against a plain GET loop.")
-    parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--seconds", type=int, default=8)
-    parser.add_argument("--rate", type=float, default=3000.0, help="requests/s of the plain loop (the game matches it)")
-    parser.add_argument("--no-readme", action="store_true")
-    parser.add_argument("--horde", help="the horde command (default: next to this Python)")
-    args = parser.parse_args(argv)
-
-    def body(procs: harness.Processes) -> int:
-        horde = harness.find_horde(args.horde)
-        gen_cpu, target_cpu, _notes = harness.pick_cpus()
-        with tempfile.TemporaryDirectory(prefix="horde-bench-scenario-") as work:
-            env = harness.Env(horde=horde, wrk="", gen_cpu=gen_cpu, target_cpu=target_cpu, work=Path(work), procs=procs)
-            result = measure(env, args.reps, args.seconds, args.rate)
-        command = "bench/scenario.py " + " ".join(argv if argv is not None else sys.argv[1:])
-        block = render(result, command.strip(), args.reps, args.seconds, args.rate)
-        print(block)
-        if not args.no_readme:
-            harness.write_readme_block("scenario-overhead", block)
-        return 0
-
-    return harness.run_main(body)
-
+    return harness.side_by_side_main(
+        argv, script=__file__, description="Generator CPU per request: the game scenario against a plain GET loop.",
+        default_rate=3000.0, rate_help="requests/s of the plain loop (the game matches it)", measure=measure, render=render,
+        block="scenario-overhead")
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,11 +23,11 @@ import pytest
 
 from cdp import Browser, chromium_or_skip
 from conftest import HordeCli
-from horde.errors import ExitCode, StoreUnavailable
+from horde.errors import ExitCode
 from horde.results.stored_run import ALL_REQUESTS
 from horde.store import Store
 from horde.web import DashboardServer, InsecureBind, create_app
-from horde.web.store_reads import RunFilter, StoreReader
+from live_runs import first_stored_second
 from recorded_runs import get, plan_dict
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
@@ -59,24 +58,7 @@ def live_run(horde_cli: HordeCli, builtin_target: Any) -> Iterator[tuple[subproc
                                          vus=2, duration_s=RUN_SECONDS, name="live")))
     process = horde_cli.popen("run", str(plan), "--workers", "1", "--tag", "ui=browser")
     try:
-        deadline = time.monotonic() + 30
-        run_id = None
-        while run_id is None:
-            assert process.poll() is None, f"horde run ended early: {process.communicate()[1][-2000:]}"
-            assert time.monotonic() < deadline, "the run stored no second within 30 s"
-            time.sleep(0.2)
-            if not horde_cli.store_path.exists():
-                continue
-            reader = StoreReader(horde_cli.store_url)
-            try:
-                running = reader.find_runs(RunFilter(status="running"))
-                if running and reader.snapshots_after(running[0].run_id, 0):
-                    run_id = running[0].run_id
-            except StoreUnavailable:
-                continue  # the file exists but the run's process has not created its tables yet
-            finally:
-                reader.close()
-        yield process, run_id
+        yield process, first_stored_second(horde_cli, process)
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGINT)

@@ -11,7 +11,6 @@ import csv
 import io
 import json
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,12 +20,11 @@ import pytest
 
 from cdp import Browser, chromium_or_skip
 from conftest import HordeCli, free_tcp_port
-from horde.errors import StoreUnavailable
 from horde.report import write_report
 from horde.results.stored_run import load_run
 from horde.store import Store
 from horde.web import DashboardServer
-from horde.web.store_reads import RunFilter, StoreReader
+from live_runs import first_stored_second
 from node_exporter import node_exporter, write_gauge
 from test_report_browser import ARTIFACTS, assert_charts_drawn, open_in_browser
 
@@ -73,30 +71,11 @@ def monitored(builtin_target: Any, tmp_path_factory: pytest.TempPathFactory) -> 
         port = free_tcp_port()
         process = horde.popen("run", str(plan), "--workers", "1", "--prometheus", str(port))
         try:
-            yield MonitoredRun(horde, process, _first_second(horde, process), port)
+            yield MonitoredRun(horde, process, first_stored_second(horde, process), port)
         finally:
             if process.poll() is None:
                 process.kill()
             process.communicate(timeout=20)
-
-
-def _first_second(horde: HordeCli, process: subprocess.Popen[str]) -> str:
-    deadline = time.monotonic() + 30
-    while True:
-        assert process.poll() is None, f"horde run ended early: {process.communicate()[1][-2000:]}"
-        assert time.monotonic() < deadline, "the run stored no second within 30 s"
-        time.sleep(0.2)
-        if not horde.store_path.exists():
-            continue
-        reader = StoreReader(horde.store_url)
-        try:
-            running = reader.find_runs(RunFilter(status="running"))
-            if running and reader.snapshots_after(running[0].run_id, 0):
-                return running[0].run_id
-        except StoreUnavailable:
-            continue  # the run's process has not made its tables yet
-        finally:
-            reader.close()
 
 
 def test_the_dashboard_shows_monitors_live_with_the_diagnosis_and_a_shared_zoom(monitored: MonitoredRun, tmp_path: Path) -> None:
