@@ -82,7 +82,7 @@ def test_a_find_max_run_names_what_broke_first_everywhere_its_answer_is_shown(ho
         "version": 1, "name": "knee", "target": {"base_url": f"http://127.0.0.1:{port}"},
         "scenarios": [{"name": "s", "steps": [{"name": "home", "method": "GET", "path": "/"}],
                        "workload": {"type": "open", "max_vus": 100, "stages": [{"duration_s": 1, "rate_per_s": 1}]}}],
-        "steer": {"type": "find_max", "start": 50, "step": 100, "step_duration_s": 3, "refine": False, "latency_limit_ms": 30},
+        "steer": {"type": "find_max", "start": 100, "step": 150, "step_duration_s": 3, "refine": False, "latency_limit_ms": 30},
         # A CPU limit this machine passes as soon as it sends load: a real crossing, timed by the samples.
         "monitors": [{"name": "gen", "type": "host", "diagnosis": {"cpu_percent": 1}}],
     }))
