@@ -65,7 +65,8 @@ def with_language_defaults(first_slice: dict[str, Any]) -> dict[str, Any]:
     data = {"version": data.pop("version"), "name": data.pop("name", "plan"), "parameters": {}, **data,
             "thresholds": [], "autostop": [], "steer": None, "generators": None, "monitors": []}
     data["target"] = {**data["target"], "instances": [], "connections": "per_vu", "source_addresses": [],
-                      "max_response_header_bytes": 256 * 1024, "max_kept_body_bytes": 1024 * 1024, "connect_backoff": True}
+                      "max_response_header_bytes": 256 * 1024, "max_kept_body_bytes": 1024 * 1024, "connect_backoff": True,
+                      "password_env": None, "password_file": None}
     for index, scenario in enumerate(data["scenarios"]):
         if scenario["workload"]["type"] == "open":
             scenario["workload"] = {**scenario["workload"], "arrivals": "uniform"}
@@ -528,6 +529,8 @@ def test_json_schema() -> None:
         # The scenario language's.
         "Feeder", "Extractor", "StatusCheck", "JsonCheck", "BodyContainsCheck", "BodyMatchesCheck",
         "GroupStep", "ChoiceStep", "Branch", "LoopStep", "IfStep", "ThinkStep", "EndIterationStep",
+        # The postgres transport's.
+        "SqlStep", "SqlStatement", "SqlExtractor", "SqlRowCountCheck", "SqlColumnCheck",
         # The monitors'.
         "HostMonitor", "PrometheusMonitor", "PostgresMonitor", "Series", "HostDiagnosis", "PostgresDiagnosis",
     }
@@ -717,7 +720,7 @@ LANGUAGE_CASES: dict[str, tuple[Callable[[dict[str, Any]], None], str, str, str]
     "condition with braces": (change(IF, condition="{{ token }}"), f"{SC}.steps[2].condition", "an expression, not a template",
                               "without {{ }}"),
     "unknown step type": (change(IF, type="when"), f"{SC}.steps[2].type", "unknown type 'when'",
-                          "'http', 'group', 'choice', 'loop', 'if', 'think', 'end_iteration'"),
+                          "'http', 'sql', 'group', 'choice', 'loop', 'if', 'think', 'end_iteration'"),
     "control-flow keys without a type": (change(LOOP, type=...), f"{SC}.steps[1]", "missing 'type'", "add 'type': one of 'http'"),
     "key of another step type": (change(LOGIN, count=3), f"{SC}.setup[0].count", "unknown key 'count'", "belongs to type 'loop'"),
     "think step without think time": (
@@ -791,7 +794,7 @@ def test_language_schema() -> None:
     definitions = plan_json_schema()["$defs"]
     steps = definitions["Scenario"]["properties"]["steps"]["items"]["oneOf"]
     assert {ref["$ref"].rsplit("/", 1)[1] for ref in steps} == {
-        "HttpStep", "GroupStep", "ChoiceStep", "LoopStep", "IfStep", "ThinkStep", "EndIterationStep"}
+        "HttpStep", "SqlStep", "GroupStep", "ChoiceStep", "LoopStep", "IfStep", "ThinkStep", "EndIterationStep"}
     # An HTTP step may leave its type out; the others say it.
     assert "type" not in definitions["HttpStep"]["required"]
     for name in ("GroupStep", "ChoiceStep", "LoopStep", "IfStep", "ThinkStep", "EndIterationStep", "StatusCheck"):

@@ -34,6 +34,8 @@ pub(crate) struct CompiledPlan {
     /// `target.connections: {pool: N}`: the generator's pool size; `None` when each VU owns its
     /// connection.
     pub pool_size: Option<u64>,
+    /// A `postgresql://` target's connections (its `endpoints` then only number the instances).
+    pub sql: Option<crate::sql::SqlTarget>,
     /// Every template of the plan, by name; shared by all workers (rendering is read-only).
     pub environment: minijinja::Environment<'static>,
     /// The plan's parameters, as templates see them (`params.NAME`).
@@ -54,7 +56,7 @@ impl CompiledPlan {
     pub fn compile(plan: &Plan) -> Result<Self, EngineError> {
         let endpoints = std::iter::once(&plan.target.base_url)
             .chain(&plan.target.instances)
-            .map(|url| Endpoint::parse(url))
+            .map(|url| Endpoint::parse(&crate::sql::endpoint_url(url)))
             .collect::<Result<Vec<_>, _>>()?;
         let connect_timeout = Duration::from_secs_f64(plan.target.connect_timeout_ms / 1000.0);
         let sources = plan
@@ -68,6 +70,7 @@ impl CompiledPlan {
             .iter()
             .map(|endpoint| Connector::new(endpoint.clone(), connect_timeout, plan.target.insecure, Arc::clone(&sources)))
             .collect::<Result<Vec<_>, _>>()?;
+        let sql = crate::sql::SqlTarget::from_plan(&plan.target)?;
         let mut compiler = NodeCompiler::new(&endpoints, &plan.target.headers);
         let mut scenarios = Vec::new();
         let mut vu_offset = 0;
@@ -91,7 +94,9 @@ impl CompiledPlan {
             scenarios,
             step_names,
             connectors,
-            pool_size: plan.target.connections.pool_size(),
+            // A postgresql:// target's pool is its own (`SqlTarget::pool_size`).
+            pool_size: plan.target.connections.pool_size().filter(|_| sql.is_none()),
+            sql,
             environment,
             params: minijinja::Value::from_serialize(&plan.parameters),
             memo_slots,

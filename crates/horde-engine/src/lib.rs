@@ -52,6 +52,7 @@ mod pause;
 mod pool;
 mod run;
 mod shared;
+mod sql;
 mod snapshot;
 mod system;
 mod think;

@@ -1,6 +1,8 @@
 //! A virtual user: its connection (or, with a pool, the one it borrows per exchange), buffers,
 //! random stream, variables and cookies, and how it walks its scenario's nodes.
 
+mod sql_step;
+
 use crate::http::{encode_request, read_response, Capture, Connection, RequestParts};
 use crate::interpreter::{Body, CookieJar, JsonTemplate, UNDEFINED_MARK, LoopMode, Node, RequestNode, ResponseView, ScenarioProgram, Text};
 use crate::pool::Pool;
@@ -94,6 +96,8 @@ pub(crate) struct Vu {
     /// and its last pause (zero: none since its last connect that succeeded).
     backs_off: bool,
     backoff: Duration,
+    /// Its SQL connection between `sql` steps (`vu/sql_step.rs`).
+    sql: sql_step::VuSql,
 }
 
 /// A request on its way. Recorded as `cut` if the VU's task is dropped before the request
@@ -151,6 +155,7 @@ impl Vu {
             last_connect_failed: false,
             backs_off: false,
             backoff: Duration::ZERO,
+            sql: sql_step::VuSql::default(),
         }
     }
 
@@ -232,6 +237,13 @@ impl Vu {
                         }
                         let intended = pass.intended.take();
                         self.request(state, request, intended).await
+                    }
+                    Node::Sql(step) => {
+                        if pass.stoppable && state.stopping.get() && pass.intended.is_none() {
+                            return Flow::Stopped;
+                        }
+                        let intended = pass.intended.take();
+                        self.sql_step(state, step, intended).await
                     }
                     Node::Group { global_index, children } => {
                         let started = Instant::now();

@@ -58,6 +58,9 @@ pub(crate) fn run_worker(index: usize, shared: Arc<Shared>, parts: mpsc::Sender<
     let (slot, slots) = GeneratorShare::slot(shared.generator, index, shared.workers);
     // The pool is per generator: its workers split it among themselves.
     let pool = shared.plan.pool_size.map(|size| Pool::new(share(size, index as u64, shared.workers as u64), shared.plan.endpoints.len()));
+    let sql_pool = shared.plan.sql.as_ref().and_then(|sql| sql.pool_size).map(|size| {
+        crate::sql::SqlPool::new(share(size, index as u64, shared.workers as u64), shared.plan.endpoints.len())
+    });
     let state = Rc::new(WorkerState {
         index,
         slot: slot as u64,
@@ -71,6 +74,7 @@ pub(crate) fn run_worker(index: usize, shared: Arc<Shared>, parts: mpsc::Sender<
         stop_notify: Notify::new(),
         idle_notify: Notify::new(),
         pool,
+        sql_pool,
         pauses: Pauses::default(),
     });
     let last_sent = Rc::new(Cell::new(0));

@@ -39,11 +39,22 @@ pub enum ErrorKind {
     StepFailed,
     /// Still in flight when the grace period ended: the request was cut without an answer.
     Cut,
+    /// PostgreSQL: SQLSTATE 40001, a serializable transaction could not be serialized.
+    SqlSerializationFailure,
+    /// PostgreSQL: SQLSTATE 40P01, the statement was chosen as a deadlock's victim.
+    SqlDeadlock,
+    /// PostgreSQL: SQLSTATE 23505, a unique constraint was violated.
+    SqlUniqueViolation,
+    /// PostgreSQL: the connection failed or was closed (class 08, 57P01-57P03 shutdown or
+    /// start-up, a terminated backend, a broken socket).
+    SqlConnectionFailure,
+    /// PostgreSQL: any other error the server reported.
+    SqlOther,
 }
 
 impl ErrorKind {
     /// Kinds other than `Status`, in their counter order.
-    pub const FIXED: [ErrorKind; 16] = [
+    pub const FIXED: [ErrorKind; 21] = [
         ErrorKind::Refused,
         ErrorKind::Reset,
         ErrorKind::Timeout,
@@ -60,6 +71,11 @@ impl ErrorKind {
         ErrorKind::TemplateFailed,
         ErrorKind::StepFailed,
         ErrorKind::Cut,
+        ErrorKind::SqlSerializationFailure,
+        ErrorKind::SqlDeadlock,
+        ErrorKind::SqlUniqueViolation,
+        ErrorKind::SqlConnectionFailure,
+        ErrorKind::SqlOther,
     ];
     pub const FIXED_COUNT: usize = Self::FIXED.len();
 
@@ -83,6 +99,11 @@ impl ErrorKind {
             ErrorKind::TemplateFailed => "template_failed".into(),
             ErrorKind::StepFailed => "step_failed".into(),
             ErrorKind::Cut => "cut".into(),
+            ErrorKind::SqlSerializationFailure => "sql_serialization_failure".into(),
+            ErrorKind::SqlDeadlock => "sql_deadlock".into(),
+            ErrorKind::SqlUniqueViolation => "sql_unique_violation".into(),
+            ErrorKind::SqlConnectionFailure => "sql_connection_failure".into(),
+            ErrorKind::SqlOther => "sql_other".into(),
         }
     }
 

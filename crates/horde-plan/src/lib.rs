@@ -13,6 +13,7 @@
 //!
 //! This crate has no IO and no async runtime: it is a leaf the engine and the bindings build on.
 
+mod sql;
 mod steps;
 pub mod templates;
 mod validate;
@@ -23,6 +24,7 @@ pub use steps::{
     Branch, Check, ExtractFrom, Extractor, Feeder, FeederFormat, FeederMode, GroupStep, IfStep, LoopStep, OnCheckFailure,
     Pick, Step, ThinkStep, ChoiceStep, EndIterationStep,
 };
+pub use sql::{is_postgres_url, SqlCheck, SqlExtractFrom, SqlExtractor, SqlMode, SqlStatement, SqlStep};
 pub use validate::PlanError;
 
 /// The only plan version this engine reads.
@@ -139,6 +141,12 @@ pub struct Target {
     /// it tries again at once.
     #[serde(default = "default_connect_backoff")]
     pub connect_backoff: bool,
+    /// A `postgresql://` target's password: the name of the environment variable holding it,
+    /// or a file whose first line is it (read by the engine when it connects; never in the plan).
+    #[serde(default)]
+    pub password_env: Option<String>,
+    #[serde(default)]
+    pub password_file: Option<String>,
 }
 
 fn default_max_response_header_bytes() -> u64 {

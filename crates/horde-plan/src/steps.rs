@@ -13,6 +13,7 @@ use serde_json::Value;
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Step {
     Http(crate::HttpStep),
+    Sql(crate::sql::SqlStep),
     Group(GroupStep),
     Choice(ChoiceStep),
     Loop(LoopStep),
@@ -26,6 +27,7 @@ pub enum Step {
 #[serde(tag = "type", rename_all = "snake_case")]
 enum TaggedStep {
     Http(crate::HttpStep),
+    Sql(crate::sql::SqlStep),
     Group(GroupStep),
     Choice(ChoiceStep),
     Loop(LoopStep),
@@ -41,6 +43,7 @@ impl<'de> Deserialize<'de> for Step {
         let tagged = TaggedStep::deserialize(Value::Object(object)).map_err(D::Error::custom)?;
         Ok(match tagged {
             TaggedStep::Http(step) => Step::Http(step),
+            TaggedStep::Sql(step) => Step::Sql(step),
             TaggedStep::Group(step) => Step::Group(step),
             TaggedStep::Choice(step) => Step::Choice(step),
             TaggedStep::Loop(step) => Step::Loop(step),
@@ -228,7 +231,7 @@ impl Step {
             Step::Choice(choice) => choice.branches.iter().map(|branch| branch.steps.as_slice()).collect(),
             Step::Loop(loop_step) => vec![&loop_step.steps],
             Step::If(if_step) => vec![&if_step.then, &if_step.otherwise],
-            Step::Http(_) | Step::Think(_) | Step::EndIteration(_) => Vec::new(),
+            Step::Http(_) | Step::Sql(_) | Step::Think(_) | Step::EndIteration(_) => Vec::new(),
         }
     }
 }

@@ -10,6 +10,7 @@ use crate::{
 use std::collections::HashSet;
 use std::fmt;
 
+mod sql;
 mod target;
 
 /// One problem in a plan, located by its path (`scenarios[0].steps[1].path`).
@@ -90,7 +91,10 @@ impl Plan {
             );
         }
         problems.non_negative("graceful_stop_s".into(), self.graceful_stop_s, MAX_GRACEFUL_STOP_S);
-        target::check_target_urls(&mut problems, &self.target.base_url, &self.target.instances);
+        if !crate::is_postgres_url(&self.target.base_url) {
+            target::check_target_urls(&mut problems, &self.target.base_url, &self.target.instances);
+        }
+        sql::check_transport(&mut problems, self);
         target::check_connections(&mut problems, &self.target);
         check_headers(&mut problems, "target.headers", &self.target.headers);
         problems.positive("target.connect_timeout_ms".into(), self.target.connect_timeout_ms, MAX_TIMEOUT_MS);
@@ -177,6 +181,7 @@ fn known_variables(scenario: &Scenario) -> HashSet<String> {
         for step in steps {
             match step {
                 Step::Http(http) => known.extend(http.extract.iter().map(|extractor| extractor.var.clone())),
+                Step::Sql(sql) => known.extend(sql.extract.iter().map(|extractor| extractor.var.clone())),
                 Step::Loop(LoopStep { as_name: Some(name), .. }) => {
                     known.insert(name.clone());
                 }
@@ -288,6 +293,7 @@ impl StepWalker<'_> {
     fn step(&mut self, path: &str, step: &Step) {
         match step {
             Step::Http(http) => self.http(path, http),
+            Step::Sql(sql) => self.sql(path, sql),
             Step::Group(group) => {
                 self.unique_name(path, &group.name);
                 if group.steps.is_empty() {

@@ -39,6 +39,12 @@ ERROR_HINTS = {
     "template_failed": "a template could not be rendered: usually a variable a failed extraction left unset",
     "feeder_exhausted": "a unique feeder ran out of rows: add rows, or use mode circular or random",
     "step_failed": "a pass of a group in which some step failed: see that step's own errors",
+    "sql_serialization_failure": "SQLSTATE 40001: serializable transactions conflicted; the application would retry them",
+    "sql_deadlock": "SQLSTATE 40P01: transactions locked rows in different orders; lock in one order",
+    "sql_unique_violation": "SQLSTATE 23505: an insert repeated a key; draw keys from a unique feeder or a sequence",
+    "sql_connection_failure": "the database closed or refused the connection (a terminated backend, a restart, "
+                              "max_connections): see the server's log; the next step connects again",
+    "sql_other": "the database reported another error (a syntax error, a missing table...): run the step's query in psql",
 }
 
 

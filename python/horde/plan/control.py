@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 
 from horde.plan.common import MAX_RATE_PER_S, MAX_STAGE_DURATION_S, MAX_VUS, custom, raise_located
 from horde.plan.monitors import MONITOR_CONDITION_HINT, MonitorCondition, is_monitor_condition, parse_monitor_condition
+from horde.plan.sql import SqlStep
 from horde.plan.steps import GroupStep, HttpStep
 
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -307,7 +308,7 @@ def check_control_names(plan: Any) -> None:
     Raises a located ValidationError listing every problem (called from ``Plan``'s validator).
     """
     measured: dict[str, set[str]] = {
-        scenario.name: {step.name for step in scenario.all_steps() if isinstance(step, (HttpStep, GroupStep))}
+        scenario.name: {step.name for step in scenario.all_steps() if isinstance(step, (HttpStep, GroupStep, SqlStep))}
         for scenario in plan.scenarios
     }
     errors: list[Any] = []

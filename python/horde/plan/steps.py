@@ -40,6 +40,8 @@ from pydantic import (
 
 from pydantic_core import PydanticCustomError
 
+from horde.plan.sql import SqlStep
+
 from horde.plan.common import (
     MAX_LOOP_COUNT,
     MAX_LOOP_ITERATIONS,
@@ -85,7 +87,7 @@ __all__ = [
 ]
 
 #: The step types, as written in ``type``; ``http`` is the default.
-STEP_TYPES: tuple[str, ...] = ("http", "group", "choice", "loop", "if", "think", "end_iteration")
+STEP_TYPES: tuple[str, ...] = ("http", "sql", "group", "choice", "loop", "if", "think", "end_iteration")
 
 _PATH_FORBIDDEN = re.compile(r"[\x00-\x20\x7f]")
 # Template tags, whose insides may hold spaces: '/items/{{ item.id }}'.
@@ -533,6 +535,7 @@ def _step_type(value: Any) -> Any:
 Step = Annotated[
     Union[
         Annotated[HttpStep, Tag("http")],
+        Annotated[SqlStep, Tag("sql")],
         Annotated[GroupStep, Tag("group")],
         Annotated[ChoiceStep, Tag("choice")],
         Annotated[LoopStep, Tag("loop")],
@@ -548,7 +551,7 @@ for _model in (GroupStep, Branch, ChoiceStep, LoopStep, IfStep):
 
 _STEP_ADAPTER: TypeAdapter[Any] = TypeAdapter(Step)
 _STEP_MODELS: dict[str, type[AnyStep]] = {
-    "http": HttpStep, "group": GroupStep, "choice": ChoiceStep, "loop": LoopStep, "if": IfStep,
+    "http": HttpStep, "sql": SqlStep, "group": GroupStep, "choice": ChoiceStep, "loop": LoopStep, "if": IfStep,
     "think": ThinkStep, "end_iteration": EndIterationStep,
 }
 
@@ -591,7 +594,7 @@ def child_step_lists(step: Any) -> list[tuple[tuple[str | int, ...], Any]]:
     return found
 
 
-AnyStep = Union[HttpStep, GroupStep, ChoiceStep, LoopStep, IfStep, ThinkStep, EndIterationStep]
+AnyStep = Union[HttpStep, SqlStep, GroupStep, ChoiceStep, LoopStep, IfStep, ThinkStep, EndIterationStep]
 
 
 def iter_steps(steps: list[AnyStep]) -> Iterator[AnyStep]:

@@ -18,6 +18,7 @@ from urllib.parse import SplitResult, urlsplit
 
 from pydantic import BaseModel, Field, ValidatorFunctionWrapHandler, field_validator, model_validator
 
+from horde.plan.sql import is_postgres_url
 from horde.plan.common import MAX_TIMEOUT_MS, STRICT_KEYS, Located, check_headers, custom, with_problems
 
 #: A pool's largest size (crates/horde-plan has the same bound): far beyond any one
@@ -252,6 +253,17 @@ class Target(BaseModel):
         "extractor reads it); a longer one fails such a step as 'body_too_large', its checks not "
         "judged. Default 1048576 (1 MiB)",
     )
+    password_env: str | None = Field(
+        default=None,
+        min_length=1,
+        description="a postgresql:// target: the environment variable the engine reads the "
+        "password from when it connects (never stored), e.g. PGPASSWORD",
+    )
+    password_file: str | None = Field(
+        default=None,
+        min_length=1,
+        description="a postgresql:// target: a file whose first line is the password",
+    )
     connect_backoff: bool = Field(
         default=True,
         description="a closed-model VU whose connect failed pauses before its next request: 10 ms, "
@@ -263,6 +275,12 @@ class Target(BaseModel):
     @staticmethod
     def _url_problem(url: str, field: str, location: tuple[str | int, ...] = ()) -> Located | None:
         """What is wrong with one URL of the target, if anything (``field``: how messages name it)."""
+        if is_postgres_url(url):
+            if not urlsplit(url).hostname:
+                return (location, url, custom(
+                    "base_url", f"'{url}' names no host", "e.g. 'postgresql://app@127.0.0.1:5432/game'",
+                ))
+            return None
         try:
             parts = urlsplit(url)
             port = parts.port
@@ -389,7 +407,8 @@ class Target(BaseModel):
     def _address(url: str) -> tuple[str, int]:
         """An instance is its host and port: scheme and path prefix are base_url's anyway."""
         parts = urlsplit(url)
-        return (parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80))
+        default = 5432 if is_postgres_url(url) else 443 if parts.scheme == "https" else 80
+        return (parts.hostname or "", parts.port or default)
 
     @staticmethod
     def _prefix(path: str) -> str:

@@ -1,6 +1,8 @@
 //! From plan steps to nodes: templates registered, expressions and patterns compiled, fixed
 //! requests encoded.
 
+mod sql_step;
+
 use super::rules::{CompiledCheck, CompiledExtractor};
 use super::{Body, Feeder, JsonTemplate, TemplateRef, UNDEFINED_MARK, LoopMode, Node, RequestNode, ScenarioProgram, StepKind, Text};
 use crate::error::EngineError;
@@ -103,6 +105,7 @@ impl<'a> NodeCompiler<'a> {
     fn node(&mut self, scenario: &Scenario, step: &Step) -> Result<Node, EngineError> {
         Ok(match step {
             Step::Http(http) => Node::Request(Box::new(self.request(scenario, http)?)),
+            Step::Sql(sql) => Node::Sql(Box::new(self.sql(scenario, sql)?)),
             Step::Group(group) => {
                 let global_index = self.register(&scenario.name, &group.name, StepKind::Group);
                 Node::Group { global_index, children: self.nodes(scenario, &group.steps)? }

@@ -1,0 +1,166 @@
+"""The postgres transport against a real PostgreSQL (the conftest's initdb server): a weighted
+query mix whose counts the database itself reports, and errors counted by kind (a unique
+violation, a bad statement, backends terminated mid-run) while the run goes on."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import psycopg
+import pytest
+
+from horde.engine.run import Run, Snapshot
+from horde.plan import plan_from_dict
+
+#: The seed's statement mix: 83 % select, 3 % insert, 11.6 % update, 1.6 % delete.
+WEIGHTS = {"select": 83.0, "insert": 3.0, "update": 11.6, "delete": 1.6}
+
+
+def libpq_url(url: str) -> str:
+    return url.replace("postgresql+psycopg://", "postgresql://")
+
+
+def run_to_end(plan: dict[str, Any], timeout_s: float = 30.0, during: Any = None) -> list[Snapshot]:
+    snapshots: list[Snapshot] = []
+    deadline = time.monotonic() + timeout_s
+    with Run.start(plan_from_dict(plan), workers=1) as run:
+        for snapshot in run:
+            snapshots.append(snapshot)
+            if during is not None:
+                during(snapshot)
+            assert time.monotonic() < deadline, "the run did not end in time"
+    return snapshots
+
+
+def totals(snapshots: list[Snapshot]) -> dict[str, dict[str, Any]]:
+    by_step: dict[str, dict[str, Any]] = {}
+    for snapshot in snapshots:
+        for step in snapshot["steps"]:
+            entry = by_step.setdefault(step["step"], {"requests": 0, "ok": 0, "errors": {}})
+            entry["requests"] += int(step["requests"])
+            entry["ok"] += int(step["ok"])
+            for kind, count in step["errors"].items():
+                entry["errors"][kind] = entry["errors"].get(kind, 0) + int(count)
+    return by_step
+
+
+def plan_of(url: str, steps: list[dict[str, Any]], *, vus: int = 4, duration_s: float = 3.0) -> dict[str, Any]:
+    return {
+        "version": 1,
+        "name": "sql",
+        "target": {"base_url": libpq_url(url)},
+        "scenarios": [{
+            "name": "db",
+            "steps": steps,
+            "workload": {"type": "closed", "start_vus": vus, "stages": [{"duration_s": duration_s, "vus": vus}]},
+        }],
+        "graceful_stop_s": 2,
+    }
+
+
+def table_counts(connection: psycopg.Connection[Any]) -> dict[str, tuple[int, int, int, int, int]]:
+    rows = connection.execute(
+        "SELECT relname, coalesce(idx_scan, 0), n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del FROM pg_stat_user_tables"
+    ).fetchall()
+    return {row[0]: (row[1], row[2], row[3], row[4], row[5]) for row in rows}
+
+
+def test_a_weighted_mix_is_what_the_database_counts(postgres_database: str) -> None:
+    with psycopg.connect(libpq_url(postgres_database), autocommit=True) as connection:
+        connection.execute("CREATE TABLE profile (id int PRIMARY KEY, name text NOT NULL)")
+        connection.execute("INSERT INTO profile SELECT g, 'player ' || g FROM generate_series(1, 1000) g")
+        connection.execute("CREATE TABLE player (id int PRIMARY KEY, score int NOT NULL) WITH (fillfactor = 70)")
+        connection.execute("INSERT INTO player SELECT g, 0 FROM generate_series(1, 1000) g")
+        connection.execute("CREATE TABLE event (id bigserial PRIMARY KEY, player_id int NOT NULL)")
+        connection.execute("CREATE TABLE doomed (id bigint PRIMARY KEY)")
+        connection.execute("INSERT INTO doomed SELECT g FROM generate_series(1, 200000) g")
+        connection.execute("CREATE SEQUENCE doomed_next")
+        connection.execute("ANALYZE")
+        before = table_counts(connection)
+    steps = [{"type": "choice", "branches": [
+        {"weight": WEIGHTS["select"], "steps": [{
+            "type": "sql", "name": "select", "mode": "prepared",
+            "query": "SELECT name FROM profile WHERE id = $1", "params": ["{{ random_int(1, 1000) }}"],
+            "extract": [{"var": "name", "from": "column", "column": "name"}],
+            "checks": [{"type": "row_count", "equals": 1}],
+        }]},
+        {"weight": WEIGHTS["insert"], "steps": [{
+            "type": "sql", "name": "insert", "mode": "extended",
+            "query": "INSERT INTO event (player_id) VALUES ($1)", "params": ["{{ vu }}"],
+            "checks": [{"type": "row_count", "equals": 1}],
+        }]},
+        {"weight": WEIGHTS["update"], "steps": [{
+            "type": "sql", "name": "update", "mode": "simple",
+            "query": "UPDATE player SET score = score + 1 WHERE id = $1", "params": ["{{ random_int(1, 1000) }}"],
+            "checks": [{"type": "row_count", "equals": 1}],
+        }]},
+        {"weight": WEIGHTS["delete"], "steps": [{
+            "type": "sql", "name": "delete", "mode": "prepared",
+            "query": "DELETE FROM doomed WHERE id = (SELECT nextval('doomed_next'))",
+            "checks": [{"type": "row_count", "equals": 1}],
+        }]},
+    ]}]
+    found = totals(run_to_end(plan_of(postgres_database, steps)))
+    for name in WEIGHTS:
+        assert found[name]["errors"] == {}, found
+    horde_counts = {name: found[name]["ok"] for name in WEIGHTS}
+    # A backend flushes its statistics when it exits (the run's connections are closed by now).
+    deadline = time.monotonic() + 10
+    with psycopg.connect(libpq_url(postgres_database), autocommit=True) as connection:
+        while True:
+            after = table_counts(connection)
+            database_counts = {
+                "select": after["profile"][0] - before["profile"][0],
+                "insert": after["event"][1] - before["event"][1],
+                "update": after["player"][2] - before["player"][2],
+                "delete": after["doomed"][4] - before["doomed"][4],
+            }
+            if database_counts == horde_counts or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        hot_updates = after["player"][3] - before["player"][3]
+    assert database_counts == horde_counts
+    total = sum(database_counts.values())
+    assert total > 2000, f"too few statements for the shares to mean anything: {database_counts}"
+    weight_total = sum(WEIGHTS.values())
+    for name, weight in WEIGHTS.items():
+        share = 100 * database_counts[name] / total
+        assert abs(share - 100 * weight / weight_total) < 2.5, (name, share, database_counts)
+    # score is in no index and the pages have room: most updates are HOT.
+    assert hot_updates > 0.8 * database_counts["update"]
+
+
+def test_sql_errors_and_dropped_connections_are_counted_by_kind(postgres_database: str) -> None:
+    with psycopg.connect(libpq_url(postgres_database), autocommit=True) as connection:
+        connection.execute("CREATE TABLE once (id int PRIMARY KEY)")
+    steps = [
+        {"type": "sql", "name": "read", "query": "SELECT $1::int AS n", "params": ["{{ vu }}"],
+         "checks": [{"type": "row_count", "equals": 1}]},
+        {"type": "sql", "name": "duplicate", "query": "INSERT INTO once VALUES (1)"},
+        {"type": "sql", "name": "bad", "query": "SELECT * FROM no_such_table"},
+        {"type": "sql", "name": "transfer", "statements": [
+            {"query": "SELECT 1"}, {"query": "UPDATE once SET id = id WHERE id = 1"}]},
+        {"type": "think", "think_time": {"type": "constant", "duration_ms": 5}},
+    ]
+    terminated = threading.Event()
+
+    def terminate_backends(snapshot: Snapshot) -> None:
+        if snapshot["second"] == 2 and not terminated.is_set():
+            terminated.set()
+            with psycopg.connect(libpq_url(postgres_database), autocommit=True) as admin:
+                admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'horde'")
+
+    snapshots = run_to_end(plan_of(postgres_database, steps, vus=3, duration_s=4.0), during=terminate_backends)
+    found = totals(snapshots)
+    assert terminated.is_set()
+    assert found["duplicate"]["errors"].get("sql_unique_violation", 0) >= found["duplicate"]["requests"] - 1 - 3
+    assert found["bad"]["errors"].get("sql_other", 0) > 0
+    dropped = sum(entry["errors"].get("sql_connection_failure", 0) for entry in found.values())
+    assert 1 <= dropped <= 3, found
+    # The run went on: reads succeeded after the backends were terminated.
+    late_ok = sum(int(step["ok"]) for snapshot in snapshots if snapshot["second"] >= 3
+                  for step in snapshot["steps"] if step["step"] == "read")
+    assert late_ok > 0
+    assert found["transfer"]["ok"] > 0
