@@ -22,7 +22,7 @@ from horde.results.summary import summarise
 
 SNAPSHOT_KEYS = {
     "second", "elapsed_s", "interval_s", "timestamp", "final", "steps", "active_vus", "peak_vus", "busy_vus",
-    "iterations", "dropped_arrivals", "connections_opened", "connect_backoffs", "connect_backoff_s", "target_vus", "target_rate_per_s",
+    "iterations", "dropped_arrivals", "connections_opened", "connect_backoffs", "connect_backoff_s", "setup_failures", "target_vus", "target_rate_per_s",
     "cpu_percent", "timer_lateness_p99_ms", "timer_lateness_max_ms", "run_delay_ms", "steal_percent",
 }
 STEP_KEYS = {"scenario", "step", "kind", "requests", "ok", "errors", "bytes_sent", "bytes_received", "histogram"}

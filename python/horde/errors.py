@@ -28,6 +28,9 @@ class ExitCode(IntEnum):
     RUN_UNRESPONSIVE = 5
     #: `horde run --cluster`: the cluster could not be reached, or its generators could not start.
     CLUSTER_UNAVAILABLE = 6
+    #: The run ended without opening one connection to the target (refused, DNS, TLS, connect
+    #: timeout...): it measured nothing of the target.
+    NO_CONNECTION = 7
     # Autostop ended the run early: one code per reason, so a CI job can tell what went wrong
     # without parsing the output.
     #: Autostop: a latency condition held over its window (p95 > 500ms).

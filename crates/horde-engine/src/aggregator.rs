@@ -166,6 +166,12 @@ fn build_snapshot(
                     .latency_from_send()
                     .and_then(|histogram| encode_histogram(&histogram).ok())
                     .unwrap_or_default(),
+                error_details: step.details_by_kind(),
+                checks: plan.check_labels[global]
+                    .iter()
+                    .zip(&step.checks)
+                    .map(|(label, [passes, failures])| (label.clone(), *passes, *failures))
+                    .collect(),
             }
         })
         .collect();
@@ -193,6 +199,7 @@ fn build_snapshot(
         connections_opened: interval.recorder.connections_opened,
         connect_backoffs: interval.recorder.connect_backoffs,
         connect_backoff_s: interval.recorder.connect_backoff_us as f64 / 1e6,
+        setup_failures: interval.recorder.setup_failures,
         target_vus,
         target_rate_per_s,
         cpu_percent: cpu.cpu_percent,

@@ -26,6 +26,8 @@ pub(crate) struct CompiledPlan {
     pub scenarios: Vec<CompiledScenario>,
     /// (scenario name, step or group name, kind) by global step index.
     pub step_names: Vec<(String, String, StepKind)>,
+    /// Each step's checks in words, by global step index (the checks summary's names).
+    pub check_labels: Vec<Vec<String>>,
     /// The target's instances, by instance index: `base_url` first, then `target.instances`.
     /// Never empty. A VU talks to one of them only (see `Vu::start`).
     pub endpoints: Vec<Endpoint>,
@@ -66,9 +68,13 @@ impl CompiledPlan {
             .map(|text| text.parse().map_err(|_| EngineError::Setup(format!("target.source_addresses: '{text}' is not an IP address"))))
             .collect::<Result<Vec<_>, _>>()?;
         let sources = Arc::new(SourceAddresses::new(sources));
+        let extra_roots = match &plan.target.ca_file {
+            Some(path) => crate::http::read_ca_file(path)?,
+            None => Vec::new(),
+        };
         let connectors = endpoints
             .iter()
-            .map(|endpoint| Connector::new(endpoint.clone(), connect_timeout, plan.target.insecure, Arc::clone(&sources)))
+            .map(|endpoint| Connector::new(endpoint.clone(), connect_timeout, plan.target.insecure, &extra_roots, Arc::clone(&sources)))
             .collect::<Result<Vec<_>, _>>()?;
         let sql = crate::sql::SqlTarget::from_plan(&plan.target)?;
         let mut compiler = NodeCompiler::new(&endpoints, &plan.target.headers);
@@ -89,10 +95,11 @@ impl CompiledPlan {
             scenarios.push(CompiledScenario { program, workload, vu_offset });
             vu_offset += peak;
         }
-        let NodeCompiler { environment, steps: step_names, memo_slots, .. } = compiler;
+        let NodeCompiler { environment, steps: step_names, check_labels, memo_slots, .. } = compiler;
         Ok(Self {
             scenarios,
             step_names,
+            check_labels,
             connectors,
             // A postgresql:// target's pool is its own (`SqlTarget::pool_size`).
             pool_size: plan.target.connections.pool_size().filter(|_| sql.is_none()),

@@ -19,6 +19,11 @@ pub struct StepSnapshot {
     /// Latency from each request's actual send (what the target took), HDR V2 encoded; empty
     /// when it equals `histogram` (no request of the interval was timed from an intended instant).
     pub from_send_histogram: Vec<u8>,
+    /// The first distinct messages of each error kind: (kind label, message, count); bounded
+    /// (`horde_metrics::MAX_DETAILS_PER_KIND` per kind), empty while nothing failed.
+    pub error_details: Vec<(String, String, u64)>,
+    /// Each check of the step in words, with its passes and failures; empty without checks.
+    pub checks: Vec<(String, u64, u64)>,
 }
 
 /// One interval (normally one second) of the whole run. Field meanings are documented with
@@ -42,6 +47,8 @@ pub struct Snapshot {
     /// summed over VUs, in seconds.
     pub connect_backoffs: u64,
     pub connect_backoff_s: f64,
+    /// VUs whose setup failed in the interval (each VU counted once in the run).
+    pub setup_failures: u64,
     pub target_vus: u64,
     pub target_rate_per_s: Option<f64>,
     pub cpu_percent: f64,

@@ -4,7 +4,7 @@
 mod sql_step;
 
 use crate::http::{encode_request, read_response, Capture, Connection, RequestParts};
-use crate::interpreter::{Body, CookieJar, JsonTemplate, UNDEFINED_MARK, LoopMode, Node, RequestNode, ResponseView, ScenarioProgram, Text};
+use crate::interpreter::{body_prefix, Body, CookieJar, JsonTemplate, UNDEFINED_MARK, LoopMode, Node, RequestNode, ResponseView, ScenarioProgram, Text};
 use crate::pool::Pool;
 use crate::think::{self, VuRandom};
 use crate::worker_state::WorkerState;
@@ -42,11 +42,13 @@ enum Flow {
     Stopped,
 }
 
-/// Why one exchange failed, and whether it failed before reaching the target.
-#[derive(Debug, Clone, Copy)]
+/// Why one exchange failed, in words too (the error detail), and whether it failed before
+/// reaching the target.
+#[derive(Debug, Clone)]
 struct ExchangeError {
     kind: ErrorKind,
     connecting: bool,
+    detail: String,
 }
 
 /// The state of one walk: the open model's intended start (taken by the first request) and
@@ -55,6 +57,8 @@ struct ExchangeError {
 struct Pass {
     intended: Option<Instant>,
     stoppable: bool,
+    /// The setup: its first failed step ends it (a failed login is one error, not a cascade).
+    ends_on_failure: bool,
 }
 
 pub(crate) struct Vu {
@@ -98,6 +102,13 @@ pub(crate) struct Vu {
     backoff: Duration,
     /// Its SQL connection between `sql` steps (`vu/sql_step.rs`).
     sql: sql_step::VuSql,
+    /// The setup has run without a failure: the behaviour may run. Until then each iteration
+    /// runs the setup first, and ends where a setup step fails.
+    set_up: bool,
+    /// The setup failed once already (the VU is counted once in `setup_failures`).
+    setup_failed: bool,
+    /// The last pause after a failed setup (zero: none since the last setup that succeeded).
+    setup_backoff: Duration,
 }
 
 /// A request on its way. Recorded as `cut` if the VU's task is dropped before the request
@@ -116,7 +127,9 @@ impl Drop for InFlight<'_> {
         }
         let latency_us = self.started.elapsed().as_micros() as u64;
         if let Ok(mut recorder) = self.state.recorder.try_borrow_mut() {
-            recorder.steps[self.index].record(latency_us, Err(ErrorKind::Cut), 0, 0);
+            let step = &mut recorder.steps[self.index];
+            step.record(latency_us, Err(ErrorKind::Cut), 0, 0);
+            step.note_detail(ErrorKind::Cut, "no answer yet when the grace period (graceful_stop_s) ended".into());
         }
     }
 }
@@ -156,6 +169,9 @@ impl Vu {
             backs_off: false,
             backoff: Duration::ZERO,
             sql: sql_step::VuSql::default(),
+            set_up: false,
+            setup_failed: false,
+            setup_backoff: Duration::ZERO,
         }
     }
 
@@ -186,16 +202,38 @@ impl Vu {
                 None => {
                     if let Some(index) = program.first_request_index {
                         self.record(state, index, 0, Err(ErrorKind::FeederExhausted), 0, 0);
+                        let message = format!("unique feeder '{}' has no row for VU {}", feeder.name, self.scenario_number);
+                        self.note(state, index, ErrorKind::FeederExhausted, message);
                     }
                     return false;
                 }
             }
         }
-        if !program.setup.is_empty() {
-            let mut pass = Pass { intended: None, stoppable: false };
-            self.run_nodes(state, &program.setup, &mut pass).await;
-        }
+        // The setup runs at the start of the first iteration (and again at the start of each
+        // later one until it succeeds): see `run_iteration`.
+        self.set_up = program.setup.is_empty();
         true
+    }
+
+    /// Runs the setup steps up to the first that fails; true when none did. A VU whose setup
+    /// fails is counted once in the snapshot's `setup_failures`.
+    async fn run_setup(&mut self, state: &WorkerState, program: &ScenarioProgram) -> bool {
+        let failures = self.failures;
+        let mut pass = Pass { intended: None, stoppable: false, ends_on_failure: true };
+        self.run_nodes(state, &program.setup, &mut pass).await;
+        self.set_up = self.failures == failures;
+        if !self.set_up && !self.setup_failed {
+            self.setup_failed = true;
+            state.recorder.borrow_mut().setup_failures += 1;
+        }
+        if !self.set_up && self.backs_off {
+            // Tried again at the next iteration, after a pause (as after a failed connect), so
+            // that a failing login is not hammered by every VU in a loop.
+            self.setup_backoff =
+                if self.setup_backoff.is_zero() { FIRST_CONNECT_BACKOFF } else { (self.setup_backoff * 2).min(MAX_CONNECT_BACKOFF) };
+            wait_unless_stopped(state, self.setup_backoff).await;
+        }
+        self.set_up
     }
 
     /// Runs the behaviour once. `intended` is the arrival's intended instant in the open model:
@@ -207,8 +245,13 @@ impl Vu {
         }
         self.last_connect_failed = false;
         let sent_before = self.sent;
-        let mut pass = Pass { intended, stoppable: true };
-        let flow = self.run_nodes(state, &program.steps, &mut pass).await;
+        // A failed setup ends the iteration: the behaviour would only fail on what it left unset.
+        let flow = if self.set_up || self.run_setup(state, program).await {
+            let mut pass = Pass { intended, stoppable: true, ends_on_failure: false };
+            self.run_nodes(state, &program.steps, &mut pass).await
+        } else {
+            Flow::EndIteration
+        };
         self.iteration += 1;
         self.context = None;
         match flow {
@@ -222,7 +265,7 @@ impl Vu {
     /// Runs the teardown steps (a VU that stops on its own, not one cut by the grace period).
     pub async fn finish(&mut self, state: &WorkerState, program: &ScenarioProgram) {
         if !program.teardown.is_empty() {
-            let mut pass = Pass { intended: None, stoppable: false };
+            let mut pass = Pass { intended: None, stoppable: false, ends_on_failure: false };
             self.run_nodes(state, &program.teardown, &mut pass).await;
         }
     }
@@ -230,6 +273,7 @@ impl Vu {
     fn run_nodes<'a>(&'a mut self, state: &'a WorkerState, nodes: &'a [Node], pass: &'a mut Pass) -> Pin<Box<dyn Future<Output = Flow> + 'a>> {
         Box::pin(async move {
             for node in nodes {
+                let failures = self.failures;
                 let flow = match node {
                     Node::Request(request) => {
                         if pass.stoppable && state.stopping.get() && pass.intended.is_none() {
@@ -277,6 +321,9 @@ impl Vu {
                 };
                 if flow != Flow::Continue {
                     return flow;
+                }
+                if pass.ends_on_failure && self.failures != failures {
+                    return Flow::EndIteration;
                 }
             }
             Flow::Continue
@@ -425,6 +472,63 @@ impl Vu {
         Some(path)
     }
 
+    /// Keeps `message` as a detail of `kind` on step `index` (bounded; failures only).
+    fn note(&self, state: &WorkerState, index: usize, kind: ErrorKind, message: String) {
+        state.recorder.borrow_mut().steps[index].note_detail(kind, message);
+    }
+
+    /// Why a request's templates could not be rendered: the first variable they read that the
+    /// VU does not hold, else the template engine's own message.
+    fn template_failure(&mut self, state: &WorkerState, node: &RequestNode) -> String {
+        fn json_names<'n>(template: &'n JsonTemplate, names: &mut Vec<&'n str>) {
+            match template {
+                JsonTemplate::Fixed(_) => {}
+                JsonTemplate::Typed(name) | JsonTemplate::Text(name) => names.push(name),
+                JsonTemplate::Array(items) => items.iter().for_each(|item| json_names(item, names)),
+                JsonTemplate::Object(fields) => fields.iter().for_each(|(_, item)| json_names(item, names)),
+            }
+        }
+        let mut names: Vec<(&str, &str)> = Vec::new();
+        if let Text::Template(template) = &node.path {
+            names.push(("path", &template.name));
+        }
+        for (header, value) in &node.headers {
+            if let Text::Template(template) = value {
+                names.push((header, &template.name));
+            }
+        }
+        match &node.body {
+            Body::Text(Text::Template(template)) => names.push(("body", &template.name)),
+            Body::Json(template) => {
+                let mut json = Vec::new();
+                json_names(template, &mut json);
+                names.extend(json.into_iter().map(|name| ("json", name)));
+            }
+            _ => {}
+        }
+        let context = self.context(state);
+        let environment = &state.shared.plan.environment;
+        for (part, name) in &names {
+            let Ok(template) = environment.get_template(name) else { continue };
+            let mut variables: Vec<String> = template.undeclared_variables(true).into_iter().collect();
+            variables.sort();
+            for variable in variables {
+                let mut value = context.clone();
+                for (depth, attribute) in variable.split('.').enumerate() {
+                    value = value.get_attr(attribute).unwrap_or(Value::UNDEFINED);
+                    if value.is_undefined() {
+                        let unset = variable.split('.').take(depth + 1).collect::<Vec<_>>().join(".");
+                        return format!("{part}: variable '{unset}' is not set");
+                    }
+                }
+            }
+            if let Err(error) = template.render(&context) {
+                return format!("{part}: {error}");
+            }
+        }
+        "a rendered header value holds a line break".into()
+    }
+
     fn record(&mut self, state: &WorkerState, index: usize, latency_us: u64, outcome: Result<(), ErrorKind>, sent: u64, received: u64) {
         if outcome.is_err() {
             self.failures += 1;
@@ -458,6 +562,8 @@ impl Vu {
                 None => {
                     // Not sent; the step's think time still applies, as it would after a reply.
                     self.record(state, node.global_index, 0, Err(ErrorKind::TemplateFailed), 0, 0);
+                    let why = self.template_failure(state, node);
+                    self.note(state, node.global_index, ErrorKind::TemplateFailed, why);
                     if let Some(think_time) = &node.think_time {
                         self.pause(state, think_time).await;
                     }
@@ -484,21 +590,26 @@ impl Vu {
         let from_send_us = sent_at.map(|sent_at| sent_at.elapsed().as_micros() as u64);
         let mut end_iteration = false;
         let mut back_off = false;
-        let (result, sent, received) = match outcome {
+        let (result, sent, received, detail) = match outcome {
             Ok((status, sent, received)) => {
-                let result = self.apply_response(node, status, &state.shared.plan.endpoints[self.instance].path_prefix, &path);
+                let (result, why) = self.apply_response(state, node, status, &path);
                 // A check that could not be judged (the body past the bound) did not pass.
                 end_iteration = matches!(result, Err(ErrorKind::CheckFailed | ErrorKind::BodyTooLarge)) && node.end_on_check_failure;
-                (result, sent, received)
+                (result, sent, received, why)
             }
             Err((error, sent)) => {
                 self.last_connect_failed = error.connecting;
                 back_off = error.connecting && self.backs_off;
-                (Err(error.kind), sent, 0)
+                (Err(error.kind), sent, 0, Some(error.detail))
             }
         };
         self.record(state, node.global_index, latency_us, result, sent, received);
-        if let Some(from_send_us) = from_send_us {
+        if let (Err(kind), Some(detail)) = (result, detail) {
+            self.note(state, node.global_index, kind, detail);
+        }
+        // Only a request timed in `latency_us` (it got a response) has a latency from its send.
+        let timed = result.is_ok() || result.is_err_and(|kind| kind.got_response());
+        if let Some(from_send_us) = from_send_us.filter(|_| timed) {
             state.recorder.borrow_mut().steps[node.global_index].record_from_send(latency_us, from_send_us);
         }
         if back_off {
@@ -514,8 +625,10 @@ impl Vu {
         }
     }
 
-    /// Cookies, extractors and checks on a response; the outcome to record.
-    fn apply_response(&mut self, node: &RequestNode, status: u16, prefix: &str, path: &str) -> Result<(), ErrorKind> {
+    /// Cookies, extractors and checks on a response (each check counted); the outcome to
+    /// record, and on a failure why (the error detail).
+    fn apply_response(&mut self, state: &WorkerState, node: &RequestNode, status: u16, path: &str) -> (Result<(), ErrorKind>, Option<String>) {
+        let prefix = &state.shared.plan.endpoints[self.instance].path_prefix;
         if !self.capture.set_cookies.is_empty() {
             let request_path = format!("{prefix}{path}");
             for set_cookie in &self.capture.set_cookies {
@@ -526,7 +639,7 @@ impl Vu {
         // on a part (a check could pass or fail on the cut), and the step counts as body_too_large.
         let truncated = node.keep_body && self.capture.body_truncated;
         let mut view = ResponseView::new(status, &self.capture.body, &self.capture.headers);
-        let mut extract_failed = false;
+        let mut extract_failed = None;
         if !node.extractors.is_empty() {
             // (forget_renderings, spelled out: the response view borrows the capture buffers)
             self.context = None;
@@ -535,7 +648,7 @@ impl Vu {
             for extractor in &node.extractors {
                 if truncated && extractor.needs_body() {
                     vars.remove(&extractor.var);
-                    extract_failed = true;
+                    extract_failed.get_or_insert(extractor);
                     continue;
                 }
                 match extractor.extract(&mut view, &mut self.random) {
@@ -544,21 +657,38 @@ impl Vu {
                     }
                     None => {
                         vars.remove(&extractor.var);
-                        extract_failed = true;
+                        extract_failed.get_or_insert(extractor);
                     }
                 }
             }
         }
         if truncated {
-            Err(ErrorKind::BodyTooLarge)
-        } else if !node.checks.iter().all(|check| check.passes(&mut view)) {
-            Err(ErrorKind::CheckFailed)
+            let limit = state.shared.plan.read_limits.max_kept_body_bytes;
+            return (Err(ErrorKind::BodyTooLarge), Some(format!("status {status}: the body passed target.max_kept_body_bytes ({limit} bytes)")));
+        }
+        // Every check is judged (and counted), not only up to the first that fails.
+        let mut failed_check = None;
+        if !node.checks.is_empty() {
+            let mut recorder = state.recorder.borrow_mut();
+            let step = &mut recorder.steps[node.global_index];
+            for (index, check) in node.checks.iter().enumerate() {
+                let passed = check.passes(&mut view);
+                step.record_check(index, passed);
+                if !passed && failed_check.is_none() {
+                    failed_check = Some(check.failure(&mut view));
+                }
+            }
+        }
+        if let Some(why) = failed_check {
+            (Err(ErrorKind::CheckFailed), Some(why))
         } else if !node.has_status_check && status >= 400 {
-            Err(ErrorKind::Status(status))
-        } else if extract_failed {
-            Err(ErrorKind::ExtractFailed)
+            let why = format!("{} — {}", self.capture.error_status_line, body_prefix(&self.capture.error_body));
+            (Err(ErrorKind::Status(status)), Some(why))
+        } else if let Some(extractor) = extract_failed {
+            let why = format!("extractor '{}' ({}) found nothing (status {status}, {})", extractor.var, extractor.description, body_prefix(view.body));
+            (Err(ErrorKind::ExtractFailed), Some(why))
         } else {
-            Ok(())
+            (Ok(()), None)
         }
     }
 
@@ -578,7 +708,8 @@ impl Vu {
             Ok(result) => result,
             Err(_) => {
                 self.connection = None;
-                Err((ExchangeError { kind: ErrorKind::Timeout, connecting: false }, self.written))
+                let detail = format!("no whole response within {} ms (target.request_timeout_ms)", plan.request_timeout.as_millis());
+                Err((ExchangeError { kind: ErrorKind::Timeout, connecting: false, detail }, self.written))
             }
         }
     }
@@ -596,6 +727,12 @@ impl Vu {
         result
     }
 
+    /// The VU's instance of the target as `host:port`, for error details.
+    fn address(&self, state: &WorkerState) -> String {
+        let endpoint = &state.shared.plan.endpoints[self.instance];
+        format!("{}:{}", endpoint.host, endpoint.port)
+    }
+
     async fn exchange_unbounded(&mut self, state: &WorkerState, request: &[u8], is_head: bool) -> Result<(u16, u64, u64), (ExchangeError, u64)> {
         // A kept-alive connection may have been closed by the server while idle; that shows as
         // a failure before any response byte, and the request is then sent once more on a new
@@ -603,13 +740,13 @@ impl Vu {
         for attempt in 0..2 {
             let reused = self.connection.is_some();
             if !reused {
-                match state.shared.plan.connectors[self.instance].connect().await {
+                match state.shared.plan.connectors[self.instance].connect_detailed().await {
                     Ok(connection) => {
                         self.connection = Some(connection);
                         self.backoff = Duration::ZERO;
                         state.recorder.borrow_mut().connections_opened += 1;
                     }
-                    Err(kind) => return Err((ExchangeError { kind, connecting: true }, 0)),
+                    Err((kind, detail)) => return Err((ExchangeError { kind, connecting: true, detail }, 0)),
                 }
             }
             let connection = self.connection.as_mut().expect("connected above");
@@ -618,7 +755,8 @@ impl Vu {
                 if reused && attempt == 0 {
                     continue;
                 }
-                return Err((ExchangeError { kind: ErrorKind::from_io(&error), connecting: false }, 0));
+                let detail = format!("{error} while sending the request to {}", self.address(state));
+                return Err((ExchangeError { kind: ErrorKind::from_io(&error), connecting: false, detail }, 0));
             }
             let sent = request.len() as u64;
             self.written = sent;
@@ -634,7 +772,17 @@ impl Vu {
                     if reused && attempt == 0 && error.nothing_received {
                         continue;
                     }
-                    return Err((ExchangeError { kind: error.kind, connecting: false }, sent));
+                    let why = match error.kind {
+                        ErrorKind::Reset => "the connection closed before the response ended".to_owned(),
+                        ErrorKind::Protocol => "the response is not valid HTTP/1.1".to_owned(),
+                        ErrorKind::HeadersTooLarge => format!(
+                            "the response head passed target.max_response_header_bytes ({} bytes)",
+                            state.shared.plan.read_limits.max_head_bytes
+                        ),
+                        kind => format!("{} while reading the response", kind.label()),
+                    };
+                    let detail = format!("{why} ({})", self.address(state));
+                    return Err((ExchangeError { kind: error.kind, connecting: false, detail }, sent));
                 }
             }
         }

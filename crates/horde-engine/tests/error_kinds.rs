@@ -85,10 +85,11 @@ fn a_slow_response_times_out_at_the_request_timeout() {
     assert!(requests >= 6, "only {requests} requests");
     assert_eq!(total_ok(&snapshots), 0);
     assert_eq!(kinds(&snapshots), vec!["timeout"]);
-    let histogram = latency(&snapshots, "get");
-    let p50_ms = histogram.value_at_quantile(0.5) as f64 / 1000.0;
-    assert!((190.0..=400.0).contains(&p50_ms), "p50 {p50_ms} ms, expected about 200");
-    assert!(histogram.min() as f64 / 1000.0 >= 190.0, "min {} us", histogram.min());
+    // A timed-out request got no response: counted, never timed (its "latency" would be the
+    // timeout, not the target's).
+    assert!(latency(&snapshots, "get").is_empty(), "a timeout is not a latency result");
+    // Each took the timeout: 2 VUs for 2 s at 200 ms each make about 20 requests.
+    assert!(requests <= 24, "{requests} requests: more than 2 VUs can make at 200 ms each");
     // A timed-out connection is not reused: a new one per request.
     assert_eq!(connections_opened(&snapshots), requests);
     assert!(took < Duration::from_secs(10), "took {took:?}");

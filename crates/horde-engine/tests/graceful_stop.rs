@@ -82,9 +82,8 @@ fn requests_still_in_flight_after_the_grace_period_are_counted_as_cut_in_the_las
     let last = snapshots.last().expect("snapshots");
     assert!(last.is_final);
     assert_eq!(last.requests(), 5, "the cut requests are counted in the final snapshot");
-    // Their latency is how long they had been waiting when cut: from before the stop to its grace's end.
-    let shortest = support::latency(&snapshots, "get").min();
-    assert!(shortest >= 1_400_000, "a cut request waited at least 1.4 s, not {shortest} us");
+    // A cut request got no answer: counted, never timed.
+    assert!(support::latency(&snapshots, "get").is_empty(), "a cut request is not a latency result");
     assert_eq!(connections_opened(&snapshots), 5);
 }
 

@@ -31,11 +31,65 @@ pub fn record_latency(histogram: &mut Histogram<u64>, value_us: u64) {
     }
 }
 
+/// At most this many distinct messages are kept per error kind per step (per worker and per
+/// interval, and again once merged); later distinct messages are counted by kind only.
+pub const MAX_DETAILS_PER_KIND: usize = 8;
+/// A kept message is cut to this many bytes (at a character boundary).
+pub const MAX_DETAIL_BYTES: usize = 200;
+
+/// One distinct message of an error kind (`connection refused (os error 111) to 127.0.0.1:1`),
+/// and how many failures of the interval carried it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorDetail {
+    pub kind: ErrorKind,
+    pub message: String,
+    pub count: u64,
+}
+
+/// `message` cut to at most [`MAX_DETAIL_BYTES`], at a character boundary.
+pub fn bounded_message(mut message: String) -> String {
+    if message.len() > MAX_DETAIL_BYTES {
+        let mut end = MAX_DETAIL_BYTES;
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        message.truncate(end);
+    }
+    message
+}
+
+impl ErrorKind {
+    /// Whether a request failed this way got a response (or, for a group, a whole pass): its
+    /// time is a latency result. A request that never got one (refused, reset, timeout, a
+    /// malformed or oversized head, not sent, cut...) is counted, never timed: its "latency"
+    /// would be how fast it failed.
+    #[inline]
+    pub fn got_response(&self) -> bool {
+        !matches!(
+            self,
+            ErrorKind::Refused
+                | ErrorKind::Reset
+                | ErrorKind::Timeout
+                | ErrorKind::Tls
+                | ErrorKind::Dns
+                | ErrorKind::Connect
+                | ErrorKind::Protocol
+                | ErrorKind::HeadersTooLarge
+                | ErrorKind::Io
+                | ErrorKind::FeederExhausted
+                | ErrorKind::TemplateFailed
+                | ErrorKind::Cut
+        )
+    }
+}
+
 /// What one step did during one interval, on one worker or merged across workers.
 #[derive(Debug, Clone)]
 pub struct StepRecorder {
-    /// Latency of every completed request, in microseconds, as its user felt it: a request
+    /// Latency of every request that got a response (a status below 400 or not: see
+    /// [`ErrorKind::got_response`]), in microseconds, as its user felt it: a request
     /// timed from an open-model arrival's intended instant includes any delay before its send.
+    /// Requests that never got a response are counted in `requests` and the errors only.
     pub latency_us: Histogram<u64>,
     /// The requests timed from an intended instant (the first of each open-model iteration):
     /// their latency as in `latency_us`, and again from their actual send (what the target took).
@@ -49,6 +103,12 @@ pub struct StepRecorder {
     pub status_errors: BTreeMap<u16, u64>,
     pub bytes_sent: u64,
     pub bytes_received: u64,
+    /// The first distinct messages of each error kind (bounded: [`MAX_DETAILS_PER_KIND`]),
+    /// counted. Empty (no allocation) while nothing fails.
+    pub details: Vec<ErrorDetail>,
+    /// Each check of the step (in the plan's order): (passes, failures). Empty for a step
+    /// without checks.
+    pub checks: Vec<[u64; 2]>,
 }
 
 impl Default for StepRecorder {
@@ -63,6 +123,8 @@ impl Default for StepRecorder {
             status_errors: BTreeMap::new(),
             bytes_sent: 0,
             bytes_received: 0,
+            details: Vec::new(),
+            checks: Vec::new(),
         }
     }
 }
@@ -70,8 +132,11 @@ impl Default for StepRecorder {
 impl StepRecorder {
     /// Records one finished request. `outcome` is `Ok(())` for a response below 400.
     #[inline]
+    /// Its latency is recorded only when it got a response ([`ErrorKind::got_response`]).
     pub fn record(&mut self, latency_us: u64, outcome: Result<(), ErrorKind>, bytes_sent: u64, bytes_received: u64) {
-        record_latency(&mut self.latency_us, latency_us);
+        if outcome.is_ok() || outcome.is_err_and(|kind| kind.got_response()) {
+            record_latency(&mut self.latency_us, latency_us);
+        }
         self.requests += 1;
         match outcome {
             Ok(()) => self.ok += 1,
@@ -101,6 +166,41 @@ impl StepRecorder {
         histogram.subtract(&self.intended_us).ok()?;
         histogram.add(&self.from_send_us).ok()?;
         Some(histogram)
+    }
+
+    /// Keeps `message` as a detail of `kind` (counted once more if already kept; dropped when
+    /// the kind already has [`MAX_DETAILS_PER_KIND`] others). Called on failures only.
+    pub fn note_detail(&mut self, kind: ErrorKind, message: String) {
+        self.add_detail(kind, message, 1);
+    }
+
+    fn add_detail(&mut self, kind: ErrorKind, message: String, count: u64) {
+        let message = bounded_message(message);
+        let mut of_kind = 0;
+        for detail in self.details.iter_mut().filter(|detail| detail.kind == kind) {
+            if detail.message == message {
+                detail.count += count;
+                return;
+            }
+            of_kind += 1;
+        }
+        if of_kind < MAX_DETAILS_PER_KIND {
+            self.details.push(ErrorDetail { kind, message, count });
+        }
+    }
+
+    /// Counts one judgement of check number `check` of the step.
+    #[inline]
+    pub fn record_check(&mut self, check: usize, passed: bool) {
+        if self.checks.len() <= check {
+            self.checks.resize(check + 1, [0, 0]);
+        }
+        self.checks[check][usize::from(!passed)] += 1;
+    }
+
+    /// The details as (kind label, message, count), in the order they first occurred.
+    pub fn details_by_kind(&self) -> Vec<(String, String, u64)> {
+        self.details.iter().map(|detail| (detail.kind.label(), detail.message.clone(), detail.count)).collect()
     }
 
     fn count_error(&mut self, kind: ErrorKind) {
@@ -147,6 +247,16 @@ impl StepRecorder {
         }
         self.bytes_sent += other.bytes_sent;
         self.bytes_received += other.bytes_received;
+        for detail in &other.details {
+            self.add_detail(detail.kind, detail.message.clone(), detail.count);
+        }
+        for (check, [passes, failures]) in other.checks.iter().enumerate() {
+            if self.checks.len() <= check {
+                self.checks.resize(check + 1, [0, 0]);
+            }
+            self.checks[check][0] += passes;
+            self.checks[check][1] += failures;
+        }
     }
 }
 
@@ -162,6 +272,8 @@ pub struct WorkerRecorder {
     /// microseconds (counted when each pause ends, cut short by a stop or not).
     pub connect_backoffs: u64,
     pub connect_backoff_us: u64,
+    /// VUs whose setup failed (each counted once, at its first failed setup).
+    pub setup_failures: u64,
     /// How late timers fired, in microseconds (the generator's own health).
     pub timer_lateness_us: Histogram<u64>,
 }
@@ -175,6 +287,7 @@ impl WorkerRecorder {
             connections_opened: 0,
             connect_backoffs: 0,
             connect_backoff_us: 0,
+            setup_failures: 0,
             timer_lateness_us: new_latency_histogram(),
         }
     }
@@ -195,6 +308,7 @@ impl WorkerRecorder {
         self.connections_opened += other.connections_opened;
         self.connect_backoffs += other.connect_backoffs;
         self.connect_backoff_us += other.connect_backoff_us;
+        self.setup_failures += other.setup_failures;
         self.timer_lateness_us
             .add(&other.timer_lateness_us)
             .expect("auto-resizing histograms always add");
@@ -254,6 +368,45 @@ mod tests {
         assert_eq!(from_send.len(), 101);
         assert!(from_send.max() < 20_100, "max {}", from_send.max());
         assert_eq!(from_send.count_between(9_000, 11_000), 100);
+    }
+
+    #[test]
+    fn only_requests_that_got_a_response_are_timed() {
+        let mut step = StepRecorder::default();
+        step.record(1_000, Ok(()), 1, 1);
+        step.record(2_000, Err(ErrorKind::Status(503)), 1, 1);
+        step.record(3_000, Err(ErrorKind::CheckFailed), 1, 1);
+        for kind in [ErrorKind::Refused, ErrorKind::Reset, ErrorKind::Timeout, ErrorKind::Tls, ErrorKind::Dns, ErrorKind::Connect,
+                     ErrorKind::Protocol, ErrorKind::Io, ErrorKind::TemplateFailed, ErrorKind::Cut, ErrorKind::FeederExhausted] {
+            step.record(5, Err(kind), 0, 0);
+        }
+        assert_eq!(step.requests, 14, "every request is counted");
+        assert_eq!(step.latency_us.len(), 3, "only those with a response are timed");
+        assert_eq!(step.latency_us.min(), 1_000);
+    }
+
+    #[test]
+    fn details_are_counted_by_message_and_bounded() {
+        let mut left = StepRecorder::default();
+        let mut right = StepRecorder::default();
+        for _ in 0..3 {
+            left.note_detail(ErrorKind::Refused, "connection refused to 127.0.0.1:1".into());
+        }
+        for index in 0..20 {
+            right.note_detail(ErrorKind::Status(503), format!("HTTP/1.1 503 busy {index}"));
+        }
+        right.note_detail(ErrorKind::Refused, "connection refused to 127.0.0.1:1".into());
+        right.note_detail(ErrorKind::CheckFailed, "é".repeat(150));
+        left.merge(&right);
+        assert_eq!(left.details[0], ErrorDetail { kind: ErrorKind::Refused, message: "connection refused to 127.0.0.1:1".into(), count: 4 });
+        assert_eq!(left.details.iter().filter(|detail| detail.kind == ErrorKind::Status(503)).count(), MAX_DETAILS_PER_KIND);
+        let long = left.details.iter().find(|detail| detail.kind == ErrorKind::CheckFailed).unwrap();
+        assert_eq!(long.message.len(), MAX_DETAIL_BYTES, "cut at a character boundary");
+        left.record_check(1, false);
+        right.record_check(1, true);
+        right.record_check(0, true);
+        left.merge(&right);
+        assert_eq!(left.checks, vec![[1, 0], [1, 1]]);
     }
 
     #[test]

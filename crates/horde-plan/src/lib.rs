@@ -112,6 +112,10 @@ pub struct Target {
     /// Turns TLS certificate verification off (self-signed test servers).
     #[serde(default)]
     pub insecure: bool,
+    /// A PEM file of CA certificates trusted besides the usual roots (a private CA), read when
+    /// the run starts.
+    #[serde(default)]
+    pub ca_file: Option<String>,
     /// Further base URLs of the same target, its other instances (`base_url` is instance 0):
     /// the VU numbered n sends all its requests to instance n mod (1 + `instances.len()`), as a
     /// client-side balancer would. Only host and port may differ from `base_url`.

@@ -146,6 +146,28 @@ fn snapshot_to_dict<'py>(py: Python<'py>, snapshot: &Snapshot) -> PyResult<Bound
         if !step.from_send_histogram.is_empty() {
             entry.set_item("from_send_histogram", PyBytes::new(py, &step.from_send_histogram))?;
         }
+        if !step.error_details.is_empty() {
+            let details = PyList::empty(py);
+            for (kind, message, count) in &step.error_details {
+                let detail = PyDict::new(py);
+                detail.set_item("kind", kind)?;
+                detail.set_item("message", message)?;
+                detail.set_item("count", count)?;
+                details.append(detail)?;
+            }
+            entry.set_item("error_details", details)?;
+        }
+        if !step.checks.is_empty() {
+            let checks = PyList::empty(py);
+            for (check, passes, failures) in &step.checks {
+                let counted = PyDict::new(py);
+                counted.set_item("check", check)?;
+                counted.set_item("passes", passes)?;
+                counted.set_item("failures", failures)?;
+                checks.append(counted)?;
+            }
+            entry.set_item("checks", checks)?;
+        }
         steps.append(entry)?;
     }
     dict.set_item("steps", steps)?;
@@ -157,6 +179,7 @@ fn snapshot_to_dict<'py>(py: Python<'py>, snapshot: &Snapshot) -> PyResult<Bound
     dict.set_item("connections_opened", snapshot.connections_opened)?;
     dict.set_item("connect_backoffs", snapshot.connect_backoffs)?;
     dict.set_item("connect_backoff_s", snapshot.connect_backoff_s)?;
+    dict.set_item("setup_failures", snapshot.setup_failures)?;
     dict.set_item("target_vus", snapshot.target_vus)?;
     dict.set_item("target_rate_per_s", snapshot.target_rate_per_s)?;
     dict.set_item("cpu_percent", snapshot.cpu_percent)?;

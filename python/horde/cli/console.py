@@ -26,7 +26,8 @@ ERROR_HINTS = {
     "refused": "nothing listens at the target's address and port: is it running, and is base_url right?",
     "reset": "the target closed connections mid-exchange: a crash, a proxy's limit, or a keep-alive timeout shorter than the run's pauses",
     "timeout": "no whole response within target.request_timeout_ms (or no connection within connect_timeout_ms): the target is saturated or stalled",
-    "tls": "the TLS handshake failed: a self-signed or private certificate needs --insecure (target.insecure: true) for a test server",
+    "tls": "the TLS handshake failed (the reason is above): a private CA's certificate needs target.ca_file (a PEM file of the CA); "
+           "a self-signed test server --insecure (target.insecure: true)",
     "dns": "the target's host name did not resolve: check base_url's host and this machine's resolver",
     "connect": "the connection could not be opened (no route to host, network unreachable): check the address and the network between",
     "protocol": "the response was not valid HTTP/1.1: a TLS port reached with http://, or a non-HTTP server",
@@ -74,12 +75,14 @@ def render_summary(console: Console, summary: dict[str, Any], *, store_url: str 
     def row(name: str, figures: dict[str, Any], style: str | None = None) -> None:
         latency = figures["latency_ms"]
         errors = f"{figures['errors']:,} ({figures['error_percent']:.2f} %)" if figures["errors"] else "0"
+        # Not one response: no latency was measured (a 0.00 would read as a fast target).
+        timed = figures.get("responses") != 0 or not figures["requests"]
         table.add_row(
             Text(name),  # a step's name is the user's text, never markup
             f"{figures['requests']:,}",
             Text(errors, style="red" if figures["errors"] else ""),
             f"{figures['rps']:,.1f}",
-            *(f"{latency[key]:.2f}" for key in ("p50", "p90", "p95", "p99", "max")),
+            *(f"{latency[key]:.2f}" if timed else "-" for key in ("p50", "p90", "p95", "p99", "max")),
             style=style,
         )
 
@@ -89,12 +92,23 @@ def render_summary(console: Console, summary: dict[str, Any], *, store_url: str 
     row("all requests", summary, style="bold")
     console.print(table)
     kinds = summary.get("errors_by_kind") or {}
+    responses = summary.get("responses")
+    if responses is not None and responses < summary["requests"]:
+        console.print(f"latency covers the {responses:,} requests that got a response; "
+                      f"{summary['requests'] - responses:,} got none (counted above, not timed)",
+                      markup=False, highlight=False, soft_wrap=True)
     if kinds:
         console.print("errors by kind: " + ", ".join(f"{kind} {count:,}" for kind, count in kinds.items()), style="red", soft_wrap=True)
+        render_error_details(console, summary.get("error_details") or [])
         for kind in sorted(kinds, key=lambda k: -kinds[k])[:4]:
             hint = error_hint(kind)
             if hint:
                 console.print(f"  {kind}: {hint}", markup=False, highlight=False, soft_wrap=True)
+    render_checks(console, summary.get("checks") or [])
+    if summary.get("setup_failures"):
+        console.print(f"!  setup failed for {summary['setup_failures']:,} VUs (each such iteration ended at its failed "
+                      "setup step; the VU tried its setup again at its next iteration)",
+                      style="yellow", markup=False, highlight=False, soft_wrap=True)
     generator = summary["generator"]
     line = (
         f"duration {summary['duration_s']:.1f} s · iterations {summary['iterations']:,} · peak VUs {summary['peak_vus']:,} · "
@@ -127,6 +141,48 @@ def render_summary(console: Console, summary: dict[str, Any], *, store_url: str 
         )
     if store_url:
         console.print(f"stored in {store_url} as run {summary['run_id']} (horde show {summary['run_id']})", highlight=False, markup=False, soft_wrap=True)
+
+
+#: The most error messages the console summary lists (the stored summary keeps more).
+SHOWN_ERROR_DETAILS = 8
+
+
+def error_detail_lines(details: Sequence[Mapping[str, Any]], limit: int = SHOWN_ERROR_DETAILS) -> list[str]:
+    """One line per distinct error message, commonest first.
+
+    >>> error_detail_lines([{"kind": "refused", "message": "Connection refused (os error 111) to 127.0.0.1:1", "count": 100}])
+    ['refused: Connection refused (os error 111) to 127.0.0.1:1 — 100']
+    """
+    ordered = sorted(details, key=lambda detail: (-int(detail["count"]), str(detail["kind"])))
+    lines = [f"{detail['kind']}: {detail['message']} — {int(detail['count']):,}" for detail in ordered[:limit]]
+    if len(ordered) > limit:
+        lines.append(f"... {len(ordered) - limit} more messages (horde export, the report)")
+    return lines
+
+
+def render_error_details(console: Console, details: Sequence[Mapping[str, Any]]) -> None:
+    for line in error_detail_lines(details):
+        console.print("  " + line, markup=False, highlight=False, soft_wrap=True)
+
+
+def check_lines(checks: Sequence[Mapping[str, Any]]) -> list[str]:
+    """k6's list: each check by its step, ✓ when it always passed, ✗ with its failures.
+
+    >>> check_lines([{"step": "login", "check": "status in [200]", "passes": 9, "failures": 1, "pass_percent": 90.0}])
+    ['✗ login: status in [200] — 90.00 % passed (9 ✓ / 1 ✗)']
+    """
+    return [
+        f"{'✗' if check['failures'] else '✓'} {check['step']}: {check['check']} — "
+        f"{float(check['pass_percent']):.2f} % passed ({int(check['passes']):,} ✓ / {int(check['failures']):,} ✗)"
+        for check in checks
+    ]
+
+
+def render_checks(console: Console, checks: Sequence[Mapping[str, Any]]) -> None:
+    if checks:
+        console.print("checks", style="bold")
+    for line, check in zip(check_lines(checks), checks):
+        console.print("  " + line, style="red" if check["failures"] else "green", markup=False, highlight=False, soft_wrap=True)
 
 
 def render_judgement(console: Console, summary: dict[str, Any]) -> None:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from horde.engine import histogram
-from horde.engine.snapshot import Snapshot, StepSnapshot
+from horde.engine.snapshot import Snapshot, StepSnapshot, merge_checks, merge_error_details
 
 
 #: Counters summed over generators.
@@ -56,6 +56,7 @@ def merge_second(parts: Sequence[Snapshot], *, final: bool) -> Snapshot:
         "connections_opened": _summed(parts, "connections_opened"),
         "connect_backoffs": sum(int(part.get("connect_backoffs") or 0) for part in parts),
         "connect_backoff_s": sum(float(part.get("connect_backoff_s") or 0.0) for part in parts),
+        "setup_failures": sum(int(part.get("setup_failures") or 0) for part in parts),
     }
     return merged
 
@@ -99,6 +100,12 @@ def merge_steps(step_lists: Sequence[Sequence[StepSnapshot]]) -> list[StepSnapsh
             # A generator that timed nothing from an intended instant sent its latency once.
             entry_merged["from_send_histogram"] = _merged(
                 [bytes(entry.get("from_send_histogram") or entry["histogram"]) for entry in entries])
+        details = merge_error_details(entry.get("error_details") or [] for entry in entries)
+        if details:
+            entry_merged["error_details"] = details
+        checks = merge_checks(entry.get("checks") or [] for entry in entries)
+        if checks:
+            entry_merged["checks"] = checks
         merged.append(entry_merged)
     return merged
 

@@ -29,7 +29,7 @@ from horde.engine.snapshot import Snapshot
 from horde.cluster.coordinator import ClusterOptions, ClusterRun, worker_count
 from horde.control.steering import planned_length_s, prepare_plan, steering_for
 from horde.store import Store
-from horde.results.summary import CPU_SATURATION_PERCENT_PER_WORKER, summarise
+from horde.results.summary import CPU_SATURATION_PERCENT_PER_WORKER, no_connection, summarise
 from horde.control.thresholds import Verdict, judge, verdicts_to_json
 from horde.control.watching import RunMonitors
 
@@ -299,7 +299,7 @@ def _conduct_run(plan: Plan, store: Store, run_id: str, engine_run: EngineRun, s
     if annotate is not None:
         summary.update(annotate(summary))
     store.finish_run(run_id, status=status, summary=summary)
-    exit_code = interrupts.exit_code if interrupts.count else exit_code_for(status, firing, verdicts)
+    exit_code = interrupts.exit_code if interrupts.count else exit_code_for(status, firing, verdicts, summary)
     return Outcome(run_id=run_id, status=status, summary=summary, exit_code=exit_code,
                    verdicts=verdicts, firing=firing)
 
@@ -331,15 +331,18 @@ def _answer_controls(store: Store, run_id: str, engine_run: EngineRun, sink: Sin
     return stop_asked
 
 
-def exit_code_for(status: str, firing: Firing | None, verdicts: list[Verdict]) -> int:
+def exit_code_for(status: str, firing: Firing | None, verdicts: list[Verdict],
+                  summary: dict[str, Any] | None = None) -> int:
     """Ctrl-C wins, then autostop's own code, then a lost generator that stopped the run, then
-    failed thresholds."""
+    a run that opened no connection, then failed thresholds."""
     if status == "interrupted":
         return ExitCode.INTERRUPTED
     if firing is not None:
         return int(firing.exit_code)
     if status == "aborted":
         return ExitCode.GENERATOR_LOST
+    if summary is not None and no_connection(summary):
+        return ExitCode.NO_CONNECTION
     if any(not verdict.passed for verdict in verdicts):
         return ExitCode.THRESHOLDS_FAILED
     return ExitCode.OK

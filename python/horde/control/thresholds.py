@@ -114,7 +114,10 @@ def _why_no_value(condition: Condition, figures: Figures) -> str:
         return "no measured time"
     if figures.requests == 0:
         return "no requests in scope"
-    return "no latency samples in scope"
+    # Latency covers requests that got a response; a run where none did measured nothing.
+    kinds = sorted(figures.errors.items(), key=lambda item: (-item[1], item[0]))
+    why = ", ".join(f"{kind} {count:,}" for kind, count in kinds[:3])
+    return f"no response was measured: none of the {figures.requests:,} requests in scope got one" + (f" ({why})" if why else "")
 
 
 def all_passed(verdicts: Iterable[Verdict]) -> bool:

@@ -8,7 +8,25 @@ as HDR V2 histograms (microseconds, 3 significant digits), never as averaged per
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, NotRequired, TypedDict
+
+
+class ErrorDetail(TypedDict):
+    """One distinct message of an error kind: ``refused``, ``Connection refused (os error 111)
+    to 127.0.0.1:1``, and how many failures carried it."""
+
+    kind: str
+    message: str
+    count: int
+
+
+class CheckCount(TypedDict):
+    """One check of a step (``status in [200]``, ``json $.ok == true``): passes and failures."""
+
+    check: str
+    passes: int
+    failures: int
 
 
 class StepSnapshot(TypedDict):
@@ -26,6 +44,11 @@ class StepSnapshot(TypedDict):
     # Present when some request was timed from an intended start: the same requests' latency
     # from their actual send (what the target took).
     from_send_histogram: NotRequired[bytes]
+    # The first distinct messages of each error kind, counted (at most 8 per kind, 200 bytes
+    # each): present when something failed.
+    error_details: NotRequired[list[ErrorDetail]]
+    # Each check of the step in words, with its passes and failures: present when it has checks.
+    checks: NotRequired[list[CheckCount]]
 
 
 class Snapshot(TypedDict):
@@ -48,6 +71,8 @@ class Snapshot(TypedDict):
     # over VUs; absent from runs stored before the backoff existed.
     connect_backoffs: NotRequired[int]
     connect_backoff_s: NotRequired[float]
+    # VUs whose setup failed (each VU counted once); absent from runs stored before it existed.
+    setup_failures: NotRequired[int]
     target_vus: int | None  # what the workload model asked for at the end of the interval
     target_rate_per_s: float | None  # open model only
     cpu_percent: float  # the generator's CPU over the interval (100 = one core)
@@ -61,3 +86,45 @@ class Snapshot(TypedDict):
     lost_share: NotRequired[float]
     # What the conductor adds for its sinks while a steering runs: its phase, step, level, last verdict.
     steering: NotRequired[dict[str, Any]]
+
+
+#: The most distinct messages kept per error kind of a step, as the engine keeps them.
+MAX_DETAILS_PER_KIND = 8
+
+
+def merge_error_details(lists: Iterable[Iterable[ErrorDetail]]) -> list[ErrorDetail]:
+    """Error details of several snapshots (or generators) as one list: counts added by (kind,
+    message), in the order they first occurred, at most :data:`MAX_DETAILS_PER_KIND` messages
+    per kind (a later distinct message is counted by its kind only, as in the engine).
+
+    >>> merge_error_details([[{"kind": "refused", "message": "m", "count": 2}],
+    ...                      [{"kind": "refused", "message": "m", "count": 3}]])
+    [{'kind': 'refused', 'message': 'm', 'count': 5}]
+    """
+    merged: dict[tuple[str, str], ErrorDetail] = {}
+    per_kind: dict[str, int] = {}
+    for details in lists:
+        for detail in details:
+            key = (detail["kind"], detail["message"])
+            if key in merged:
+                merged[key]["count"] += int(detail["count"])
+            elif per_kind.get(detail["kind"], 0) < MAX_DETAILS_PER_KIND:
+                per_kind[detail["kind"]] = per_kind.get(detail["kind"], 0) + 1
+                merged[key] = {"kind": detail["kind"], "message": detail["message"], "count": int(detail["count"])}
+    return list(merged.values())
+
+
+def merge_checks(lists: Iterable[Iterable[CheckCount]]) -> list[CheckCount]:
+    """Check counts of several snapshots (or generators): passes and failures added by check.
+
+    >>> merge_checks([[{"check": "status in [200]", "passes": 3, "failures": 1}],
+    ...               [{"check": "status in [200]", "passes": 1, "failures": 0}]])
+    [{'check': 'status in [200]', 'passes': 4, 'failures': 1}]
+    """
+    merged: dict[str, CheckCount] = {}
+    for checks in lists:
+        for check in checks:
+            entry = merged.setdefault(check["check"], {"check": check["check"], "passes": 0, "failures": 0})
+            entry["passes"] += int(check["passes"])
+            entry["failures"] += int(check["failures"])
+    return list(merged.values())

@@ -418,9 +418,13 @@ def check_plan_data(
 
 
 def _absolute_feeder_paths(data: Any, folder: Path) -> list[tuple[Loc, str, str, str]]:
-    """Makes each feeder's path absolute (relative to ``folder``), in place; returns the feeders
-    whose file can be checked: (location, path as written, absolute path, format)."""
+    """Makes each feeder's path absolute (relative to ``folder``), in place, and the target's
+    ``ca_file`` too; returns the feeders whose file can be checked: (location, path as written,
+    absolute path, format)."""
     found: list[tuple[Loc, str, str, str]] = []
+    target = data.get("target") if isinstance(data, dict) else None
+    if isinstance(target, dict) and isinstance(target.get("ca_file"), str) and target["ca_file"]:
+        target["ca_file"] = os.path.abspath(os.path.join(folder, os.path.expanduser(target["ca_file"])))
     scenarios = data.get("scenarios") if isinstance(data, dict) else None
     if not isinstance(scenarios, list):
         return found

@@ -214,6 +214,13 @@ class Target(BaseModel):
         default=False,
         description="true turns TLS certificate verification off (self-signed test servers)",
     )
+    ca_file: str | None = Field(
+        default=None,
+        min_length=1,
+        description="a PEM file of CA certificates to trust besides the usual roots, relative to "
+        "the plan file's folder (a private CA: its certificates are verified, not waved through "
+        "as with insecure)",
+    )
     instances: list[str] = Field(
         default_factory=list,
         description="further base URLs of the same target, its other instances (base_url is "

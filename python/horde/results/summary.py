@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from horde.engine import histogram
-from horde.engine.snapshot import Snapshot, StepSnapshot
+from horde.engine.snapshot import CheckCount, ErrorDetail, Snapshot, StepSnapshot, merge_checks, merge_error_details
 #: Above this share of one core per engine worker, the generator itself may be the bottleneck.
 CPU_SATURATION_PERCENT_PER_WORKER = 90.0
 #: Timers firing later than this (p99 of a second) mean the generator cannot keep its schedule.
@@ -44,6 +44,8 @@ class _StepTotals:
     bytes_sent: int = 0
     bytes_received: int = 0
     histogram: bytes = b""
+    error_details: list[ErrorDetail] = field(default_factory=list)
+    checks: list[CheckCount] = field(default_factory=list)
 
     def add(self, entry: StepSnapshot) -> None:
         self.requests += int(entry["requests"])
@@ -54,6 +56,10 @@ class _StepTotals:
         self.bytes_received += int(entry["bytes_received"])
         parts = [self.histogram, entry["histogram"]] if self.histogram else [entry["histogram"]]
         self.histogram = histogram.merge(parts)
+        if entry.get("error_details"):
+            self.error_details = merge_error_details([self.error_details, entry.get("error_details") or []])
+        if entry.get("checks"):
+            self.checks = merge_checks([self.checks, entry.get("checks") or []])
 
 
 class SummaryBuilder:
@@ -68,6 +74,7 @@ class SummaryBuilder:
         self.connections_opened = 0
         self.connect_backoffs = 0
         self.connect_backoff_s = 0.0
+        self.setup_failures = 0
         self.cpu_percent_max = 0.0
         self.timer_lateness_p99_ms_max = 0.0
         self.saturated_seconds = 0
@@ -88,6 +95,7 @@ class SummaryBuilder:
         # Runs stored before the connect backoff have neither.
         self.connect_backoffs += int(snapshot.get("connect_backoffs") or 0)
         self.connect_backoff_s += float(snapshot.get("connect_backoff_s") or 0.0)
+        self.setup_failures += int(snapshot.get("setup_failures") or 0)
         # Stores written before snapshots carried their interval's peak have only active_vus.
         self.peak_vus = max(self.peak_vus, int(snapshot.get("peak_vus", snapshot["active_vus"])))
         # The final interval is a few milliseconds of draining; its rates are noise.
@@ -122,7 +130,14 @@ class SummaryBuilder:
             everything.bytes_sent += totals.bytes_sent
             everything.bytes_received += totals.bytes_received
         everything.histogram = histogram.merge(t.histogram for t in requests_only if t.histogram)
+        everything.error_details = merge_error_details(t.error_details for t in requests_only)
         overall = _figures(everything, self.duration_s)
+        checks = [
+            {"step": key, "check": check["check"], "passes": check["passes"], "failures": check["failures"],
+             "pass_percent": round(100.0 * check["passes"] / (check["passes"] + check["failures"]), 2)
+             if check["passes"] + check["failures"] else 0.0}
+            for key, figures in steps.items() for check in figures.pop("checks", [])
+        ]
         return {
             "run_id": run_id,
             "status": status,
@@ -133,6 +148,8 @@ class SummaryBuilder:
             "connections_opened": self.connections_opened,
             "connect_backoffs": self.connect_backoffs,
             "connect_backoff_s": round(self.connect_backoff_s, 3),
+            "setup_failures": self.setup_failures,
+            "checks": checks,
             "peak_vus": self.peak_vus,
             "steps": steps,
             "generator": {
@@ -146,9 +163,33 @@ class SummaryBuilder:
         }
 
 
+#: Error kinds of a request that failed before any connection was open.
+CONNECT_KINDS = ("refused", "connect", "dns", "tls", "timeout")
+
+
+def no_connection(summary: dict[str, Any]) -> bool:
+    """Whether requests were tried and not one connection could be opened (a target down, a
+    wrong address, a refused certificate): the run has its own exit code.
+
+    >>> no_connection({"requests": 5, "ok": 0, "connections_opened": 0, "errors_by_kind": {"refused": 5}})
+    True
+    >>> no_connection({"requests": 5, "ok": 0, "connections_opened": 0, "errors_by_kind": {"template_failed": 5}})
+    False
+    """
+    requests = int(summary.get("requests") or 0)
+    kinds = summary.get("errors_by_kind") or {}
+    return (requests > 0 and int(summary.get("connections_opened") or 0) == 0
+            and requests == int(summary.get("errors") or requests) and any(kinds.get(kind) for kind in CONNECT_KINDS))
+
+
 def nothing_completed(summary: dict[str, Any]) -> str | None:
     """The line a summary opens with when not one request succeeded (a dead, stalled or broken
-    target; requests cut at the end of the grace period count as failed), else ``None``.
+    target; requests cut at the end of the grace period count as failed), else ``None``. When
+    not one connection could be opened, it says so, with the first reason.
+
+    >>> nothing_completed({"requests": 4, "errors": 4, "connections_opened": 0, "errors_by_kind": {"refused": 4},
+    ...     "error_details": [{"kind": "refused", "message": "Connection refused (os error 111) to 127.0.0.1:1", "count": 4}]})
+    'no connection could be opened: all 4 requests failed to connect (refused 4: Connection refused (os error 111) to 127.0.0.1:1)'
 
     >>> nothing_completed({"requests": 3, "errors": 3, "errors_by_kind": {"cut": 3}})
     'nothing completed: none of the 3 requests succeeded (cut 3)'
@@ -162,6 +203,12 @@ def nothing_completed(summary: dict[str, Any]) -> str | None:
         return None
     if not requests:
         return "nothing completed: not one request was sent"
+    if no_connection(summary):
+        kinds = sorted((summary.get("errors_by_kind") or {}).items(), key=lambda item: (-int(item[1]), item[0]))
+        kind, count = kinds[0]
+        first = next((detail["message"] for detail in summary.get("error_details") or [] if detail["kind"] == kind), None)
+        return (f"no connection could be opened: all {requests:,} requests failed to connect "
+                f"({kind} {count:,}{': ' + first if first else ''})")
     kinds = sorted((summary.get("errors_by_kind") or {}).items(), key=lambda item: (-int(item[1]), item[0]))
     why = ", ".join(f"{kind} {count:,}" for kind, count in kinds[:4]) + (", ..." if len(kinds) > 4 else "")
     return f"nothing completed: none of the {requests:,} requests succeeded ({why})"
@@ -203,6 +250,8 @@ def _default_workers() -> int:
 
 def _figures(totals: _StepTotals, duration_s: float) -> dict[str, Any]:
     latency = histogram.stats(totals.histogram) if totals.histogram else None
+    if latency is not None and not latency.count:
+        latency = None
     errors = totals.requests - totals.ok
     return {
         "requests": totals.requests,
@@ -212,6 +261,11 @@ def _figures(totals: _StepTotals, duration_s: float) -> dict[str, Any]:
         "rps": round(totals.requests / duration_s, 3) if duration_s > 0 else 0.0,
         "bytes_sent": totals.bytes_sent,
         "bytes_received": totals.bytes_received,
+        # The requests the latency figures cover: those that got a response (any status).
+        # Requests that got none (refused, reset, timeout, cut...) are counted, never timed.
+        "responses": latency.count if latency else 0,
+        "error_details": sorted(totals.error_details, key=lambda detail: (-detail["count"], detail["kind"])),
+        "checks": totals.checks,
         "latency_ms": {
             "p50": latency.percentile(50.0) if latency else 0.0,
             "p90": latency.percentile(90.0) if latency else 0.0,

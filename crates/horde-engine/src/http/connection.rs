@@ -77,14 +77,21 @@ impl SourceAddresses {
 }
 
 impl Connector {
-    pub fn new(endpoint: Endpoint, connect_timeout: Duration, insecure: bool, sources: Arc<SourceAddresses>) -> Result<Self, EngineError> {
+    /// `extra_roots`: certificates (DER) trusted besides the usual roots (`target.ca_file`).
+    pub fn new(
+        endpoint: Endpoint,
+        connect_timeout: Duration,
+        insecure: bool,
+        extra_roots: &[CertificateDer<'static>],
+        sources: Arc<SourceAddresses>,
+    ) -> Result<Self, EngineError> {
         let fixed_address = endpoint.host.parse::<IpAddr>().ok().map(|ip| SocketAddr::new(ip, endpoint.port));
         let tls = match endpoint.scheme {
             Scheme::Http => None,
             Scheme::Https => {
                 let server_name = ServerName::try_from(endpoint.host.clone())
                     .map_err(|error| EngineError::Setup(format!("'{}' is not a valid TLS server name: {error}", endpoint.host)))?;
-                Some((TlsConnector::from(Arc::new(tls_config(insecure)?)), server_name))
+                Some((TlsConnector::from(Arc::new(tls_config(insecure, extra_roots)?)), server_name))
             }
         };
         Ok(Self { endpoint, fixed_address, tls, connect_timeout, sources })
@@ -92,28 +99,38 @@ impl Connector {
 
     /// Connects (and shakes hands, for https) within the connect timeout.
     pub async fn connect(&self) -> Result<Connection, ErrorKind> {
+        self.connect_detailed().await.map_err(|(kind, _)| kind)
+    }
+
+    /// As [`Connector::connect`], with what went wrong in words on failure (the operating
+    /// system's error and the address, the TLS reason): the error detail of the run.
+    pub async fn connect_detailed(&self) -> Result<Connection, (ErrorKind, String)> {
         match tokio::time::timeout(self.connect_timeout, self.connect_unbounded()).await {
             Ok(result) => result,
-            Err(_) => Err(ErrorKind::Timeout),
+            Err(_) => Err((
+                ErrorKind::Timeout,
+                format!("no connection to {}:{} within {} ms", self.endpoint.host, self.endpoint.port, self.connect_timeout.as_millis()),
+            )),
         }
     }
 
-    async fn connect_unbounded(&self) -> Result<Connection, ErrorKind> {
+    async fn connect_unbounded(&self) -> Result<Connection, (ErrorKind, String)> {
         let stream = match self.fixed_address {
             Some(address) => self.connect_to(address).await?,
             None => self.connect_by_name().await?,
         };
         // Requests are written in one buffer; waiting to coalesce would only add latency.
-        stream.set_nodelay(true).map_err(|error| ErrorKind::from_io(&error))?;
+        stream.set_nodelay(true).map_err(|error| (ErrorKind::from_io(&error), error.to_string()))?;
         match &self.tls {
             None => Ok(Connection::Plain(stream)),
             Some((connector, server_name)) => {
                 let tls_stream = connector.connect(server_name.clone(), stream).await.map_err(|error| {
-                    match ErrorKind::from_io(&error) {
+                    let kind = match ErrorKind::from_io(&error) {
                         // A peer that hangs up mid-handshake is a reset, not a certificate problem.
                         ErrorKind::Reset | ErrorKind::Refused => ErrorKind::Reset,
                         _ => ErrorKind::Tls,
-                    }
+                    };
+                    (kind, format!("TLS handshake with {}:{}: {error}", self.endpoint.host, self.endpoint.port))
                 })?;
                 Ok(Connection::Tls(Box::new(tls_stream)))
             }
@@ -124,38 +141,55 @@ impl Connector {
 impl Connector {
     /// Resolves the host and tries its addresses in order (a name such as `localhost` may give
     /// `::1` first while the target listens on 127.0.0.1 only).
-    async fn connect_by_name(&self) -> Result<TcpStream, ErrorKind> {
-        let addresses = tokio::net::lookup_host((self.endpoint.host.as_str(), self.endpoint.port))
+    async fn connect_by_name(&self) -> Result<TcpStream, (ErrorKind, String)> {
+        let host = self.endpoint.host.as_str();
+        let addresses = tokio::net::lookup_host((host, self.endpoint.port))
             .await
-            .map_err(|_| ErrorKind::Dns)?;
-        let mut last_error = ErrorKind::Dns;
+            .map_err(|error| (ErrorKind::Dns, format!("cannot resolve '{host}': {error}")))?;
+        let mut last_error = (ErrorKind::Dns, format!("'{host}' resolved to no address"));
         for address in addresses {
             match self.connect_to(address).await {
                 Ok(stream) => return Ok(stream),
-                Err(kind) => last_error = kind,
+                Err(error) => last_error = error,
             }
         }
         Err(last_error)
     }
 
     /// One TCP connection, from the next source address when the plan lists some.
-    async fn connect_to(&self, address: SocketAddr) -> Result<TcpStream, ErrorKind> {
+    async fn connect_to(&self, address: SocketAddr) -> Result<TcpStream, (ErrorKind, String)> {
+        let failed = |error: io::Error| (ErrorKind::from_io(&error), format!("{error} to {address}"));
         let Some(source) = self.sources.next() else {
-            return TcpStream::connect(address).await.map_err(|error| ErrorKind::from_io(&error));
+            return TcpStream::connect(address).await.map_err(failed);
         };
         // A source address that cannot be bound (not configured here, wrong family, ports
         // exhausted) fails this connection only: counted as a connect error, like a route
         // that does not exist.
-        let socket = if address.is_ipv4() { TcpSocket::new_v4() } else { TcpSocket::new_v6() }.map_err(|error| ErrorKind::from_io(&error))?;
+        let socket = if address.is_ipv4() { TcpSocket::new_v4() } else { TcpSocket::new_v6() }.map_err(failed)?;
         // The port is then chosen at connect time for the whole 4-tuple, so one source
         // address is not limited to one ephemeral range for all targets together.
         crate::system::defer_port_choice(&socket);
-        socket.bind(SocketAddr::new(source, 0)).map_err(|_| ErrorKind::Connect)?;
-        socket.connect(address).await.map_err(|error| ErrorKind::from_io(&error))
+        socket
+            .bind(SocketAddr::new(source, 0))
+            .map_err(|error| (ErrorKind::Connect, format!("cannot bind source address {source}: {error}")))?;
+        socket.connect(address).await.map_err(failed)
     }
 }
 
-fn tls_config(insecure: bool) -> Result<ClientConfig, EngineError> {
+/// The certificates of a PEM file (`target.ca_file`), for the root store.
+pub fn read_ca_file(path: &str) -> Result<Vec<CertificateDer<'static>>, EngineError> {
+    use rustls::pki_types::pem::PemObject;
+    let pem = std::fs::read(path).map_err(|error| EngineError::Setup(format!("target.ca_file: cannot read '{path}': {error}")))?;
+    let certificates = CertificateDer::pem_slice_iter(&pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| EngineError::Setup(format!("target.ca_file: '{path}' is not a PEM file of certificates: {error}")))?;
+    if certificates.is_empty() {
+        return Err(EngineError::Setup(format!("target.ca_file: '{path}' holds no certificate")));
+    }
+    Ok(certificates)
+}
+
+fn tls_config(insecure: bool, extra_roots: &[CertificateDer<'static>]) -> Result<ClientConfig, EngineError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -166,7 +200,12 @@ fn tls_config(insecure: bool) -> Result<ClientConfig, EngineError> {
             .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
             .with_no_client_auth()
     } else {
-        let roots = RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+        let mut roots = RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+        for certificate in extra_roots {
+            roots
+                .add(certificate.clone())
+                .map_err(|error| EngineError::Setup(format!("target.ca_file: a certificate cannot be trusted: {error}")))?;
+        }
         builder.with_root_certificates(roots).with_no_client_auth()
     };
     config.alpn_protocols = vec![b"http/1.1".to_vec()];

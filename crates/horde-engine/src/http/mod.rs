@@ -7,7 +7,7 @@ mod endpoint;
 mod request;
 mod response;
 
-pub use connection::{Connection, Connector, SourceAddresses};
+pub use connection::{read_ca_file, Connection, Connector, SourceAddresses};
 pub use endpoint::{Endpoint, Scheme};
 pub use request::{encode_request, RequestParts};
 pub use response::{read_response, Capture, ReadError, ReadLimits, Response};

@@ -59,7 +59,15 @@ pub struct Capture {
     pub headers: Vec<(String, String)>,
     /// Every `Set-Cookie` value, always.
     pub set_cookies: Vec<String>,
+    /// For a response with status >= 400 only (the error detail): its status line, and the
+    /// first [`ERROR_BODY_PREFIX_BYTES`] of its body. Untouched by responses below 400.
+    pub error_status_line: String,
+    pub error_body: Vec<u8>,
+    error_wanted: bool,
 }
+
+/// How much of an error response's body its error detail shows.
+pub const ERROR_BODY_PREFIX_BYTES: usize = 120;
 
 impl Capture {
     fn clear(&mut self, body_limit: usize) {
@@ -68,9 +76,18 @@ impl Capture {
         self.body_limit = body_limit;
         self.headers.clear();
         self.set_cookies.clear();
+        if self.error_wanted {
+            self.error_wanted = false;
+            self.error_status_line.clear();
+            self.error_body.clear();
+        }
     }
 
     fn keep(&mut self, bytes: &[u8]) {
+        if self.error_wanted && self.error_body.len() < ERROR_BODY_PREFIX_BYTES {
+            let room = ERROR_BODY_PREFIX_BYTES - self.error_body.len();
+            self.error_body.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        }
         if !self.keep_body || bytes.is_empty() {
             return;
         }
@@ -218,6 +235,11 @@ async fn read_head(
                 }
                 if status < 100 {
                     return Err(()); // httparse reads any three digits; HTTP's codes start at 100
+                }
+                if status >= 400 {
+                    capture.error_wanted = true;
+                    capture.error_status_line =
+                        format!("HTTP/1.{} {status} {}", response.version.unwrap_or(1), response.reason.unwrap_or_default());
                 }
                 framing_of(response, status, is_head).map(|(framing, keep_alive)| (status, header_len, framing, keep_alive))
             });

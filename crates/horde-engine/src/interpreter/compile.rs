@@ -17,6 +17,8 @@ pub(crate) struct NodeCompiler<'a> {
     pub environment: Environment<'static>,
     /// (scenario, step name, kind) by global step index: the order of the metrics entries.
     pub steps: Vec<(String, String, StepKind)>,
+    /// Each step's checks in words (`rules::check_label`), by global step index.
+    pub check_labels: Vec<Vec<String>>,
     /// The target's instances; a fixed request is encoded once for each.
     endpoints: &'a [Endpoint],
     target_headers: &'a [(String, String)],
@@ -30,6 +32,7 @@ impl<'a> NodeCompiler<'a> {
         Self {
             environment: horde_plan::templates::environment(),
             steps: Vec::new(),
+            check_labels: Vec::new(),
             endpoints,
             target_headers,
             next_template: 0,
@@ -95,6 +98,7 @@ impl<'a> NodeCompiler<'a> {
 
     fn register(&mut self, scenario: &str, name: &str, kind: StepKind) -> usize {
         self.steps.push((scenario.to_owned(), name.to_owned(), kind));
+        self.check_labels.push(Vec::new());
         self.steps.len() - 1
     }
 
@@ -159,6 +163,7 @@ impl<'a> NodeCompiler<'a> {
         };
         let extractors = step.extract.iter().map(CompiledExtractor::compile).collect::<Result<Vec<_>, _>>()?;
         let checks = step.checks.iter().map(CompiledCheck::compile).collect::<Result<Vec<_>, _>>()?;
+        self.check_labels[global_index] = step.checks.iter().map(super::rules::check_label).collect();
         let keep_body = extractors.iter().any(CompiledExtractor::needs_body) || checks.iter().any(CompiledCheck::needs_body);
         let keep_headers = extractors.iter().any(CompiledExtractor::needs_headers);
         let mut node = RequestNode {

@@ -14,7 +14,7 @@ mod rules;
 pub(crate) use compile::{compile_scenario, NodeCompiler};
 pub(crate) use cookies::CookieJar;
 pub(crate) use feeder::Feeder;
-pub(crate) use rules::{CompiledCheck, CompiledExtractor, ResponseView};
+pub(crate) use rules::{body_prefix, CompiledCheck, CompiledExtractor, ResponseView};
 
 use horde_plan::ThinkTime;
 use std::time::Duration;

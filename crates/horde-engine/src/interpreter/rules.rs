@@ -36,6 +36,8 @@ enum Source {
 /// An extractor, compiled.
 pub(crate) struct CompiledExtractor {
     pub var: String,
+    /// The extractor in words, for the error detail: `json $.token`.
+    pub description: String,
     source: Source,
     pick: Pick,
     default: Option<Value>,
@@ -62,8 +64,15 @@ impl CompiledExtractor {
             ExtractFrom::Header => Source::Header(expression()),
             ExtractFrom::Status => Source::Status,
         };
+        let from = match extractor.from {
+            ExtractFrom::Json => "json",
+            ExtractFrom::Regex => "regex",
+            ExtractFrom::Header => "header",
+            ExtractFrom::Status => "status",
+        };
         Ok(Self {
             var: extractor.var.clone(),
+            description: format!("{from} {}", expression()).trim_end().to_owned(),
             source,
             pick: extractor.pick,
             default: extractor.default.as_ref().map(Value::from_serialize),
@@ -117,7 +126,7 @@ impl CompiledExtractor {
 /// A check, compiled.
 pub(crate) enum CompiledCheck {
     Status(Vec<u16>),
-    Json { path: JsonPath, equals: Option<serde_json::Value> },
+    Json { path: JsonPath, expression: String, equals: Option<serde_json::Value> },
     BodyContains(Vec<u8>),
     BodyMatches(regex::bytes::Regex),
 }
@@ -139,6 +148,7 @@ impl CompiledCheck {
             Check::Status { allowed } => CompiledCheck::Status(allowed.clone()),
             Check::Json { expression, equals } => CompiledCheck::Json {
                 path: JsonPath::parse(expression).map_err(|e| setup_error("invalid JSONPath", e))?,
+                expression: expression.clone(),
                 equals: equals.clone(),
             },
             Check::BodyContains { text } => CompiledCheck::BodyContains(text.as_bytes().to_vec()),
@@ -155,7 +165,7 @@ impl CompiledCheck {
     pub fn passes(&self, response: &mut ResponseView<'_>) -> bool {
         match self {
             CompiledCheck::Status(allowed) => allowed.contains(&response.status),
-            CompiledCheck::Json { path, equals } => match response.json() {
+            CompiledCheck::Json { path, equals, .. } => match response.json() {
                 None => false,
                 Some(document) => {
                     let found = path.query(document).all();
@@ -169,6 +179,54 @@ impl CompiledCheck {
             CompiledCheck::BodyMatches(pattern) => pattern.is_match(response.body),
         }
     }
+}
+
+/// A check in words, as the checks summary names it: `status in [200, 201]`,
+/// `json $.ok == true`, `body contains "name"`, `body matches /id: \d+/`.
+pub(crate) fn check_label(check: &Check) -> String {
+    match check {
+        Check::Status { allowed } => {
+            format!("status in [{}]", allowed.iter().map(u16::to_string).collect::<Vec<_>>().join(", "))
+        }
+        Check::Json { expression, equals: None } => format!("json {expression} exists"),
+        Check::Json { expression, equals: Some(value) } => format!("json {expression} == {value}"),
+        Check::BodyContains { text } => format!("body contains {text:?}"),
+        Check::BodyMatches { pattern } => format!("body matches /{pattern}/"),
+    }
+}
+
+impl CompiledCheck {
+    /// Why the check failed on `response`, with what was expected and what was found: the
+    /// error detail. Called on a failure only.
+    pub fn failure(&self, response: &mut ResponseView<'_>) -> String {
+        match self {
+            CompiledCheck::Status(allowed) => format!("status {} not in {allowed:?}", response.status),
+            CompiledCheck::Json { path, expression, equals } => {
+                let found = response.json().map(|document| path.query(document).all().first().map(|value| value.to_string()));
+                match (found, equals) {
+                    (None, _) => format!("json {expression}: the body is not JSON ({})", body_prefix(response.body)),
+                    (Some(None), _) => format!("json {expression}: found nothing"),
+                    (Some(Some(found)), Some(expected)) => format!("json {expression}: expected {expected}, found {found}"),
+                    (Some(Some(found)), None) => format!("json {expression}: found {found}"),
+                }
+            }
+            CompiledCheck::BodyContains(text) => {
+                format!("body does not contain {:?} ({})", String::from_utf8_lossy(text), body_prefix(response.body))
+            }
+            CompiledCheck::BodyMatches(pattern) => format!("body does not match /{}/ ({})", pattern.as_str(), body_prefix(response.body)),
+        }
+    }
+}
+
+/// The start of a body, as text, for an error detail.
+pub(crate) fn body_prefix(body: &[u8]) -> String {
+    const SHOWN: usize = 80;
+    if body.is_empty() {
+        return "empty body".into();
+    }
+    let text = String::from_utf8_lossy(&body[..body.len().min(SHOWN)]);
+    let ellipsis = if body.len() > SHOWN { "..." } else { "" };
+    format!("body {:?}{ellipsis}", text.trim_end())
 }
 
 /// JSON equality where numbers compare by value (`3` equals `3.0`).
@@ -224,5 +282,10 @@ mod tests {
         assert!(!check(r#"{"type": "json", "expression": "$.missing"}"#).passes(&mut view));
         assert!(check(r#"{"type": "body_contains", "text": "name"}"#).passes(&mut view));
         assert!(check(r#"{"type": "body_matches", "pattern": "\"name\":\\s*\"x\""}"#).passes(&mut view));
+        assert_eq!(check(r#"{"type": "json", "expression": "$.ok", "equals": false}"#).failure(&mut view), "json $.ok: expected false, found true");
+        assert_eq!(check(r#"{"type": "status", "in": [200]}"#).failure(&mut view), "status 201 not in [200]");
+        let label = |json: &str| check_label(&serde_json::from_str(json).unwrap());
+        assert_eq!(label(r#"{"type": "status", "in": [200, 201]}"#), "status in [200, 201]");
+        assert_eq!(label(r#"{"type": "json", "expression": "$.ok", "equals": true}"#), "json $.ok == true");
     }
 }

@@ -142,6 +142,12 @@ pub fn error_kinds(snapshots: &[Snapshot]) -> BTreeMap<String, u64> {
     kinds
 }
 
+/// The kinds of a request that got no response: counted, never timed.
+pub fn is_without_response(label: &str) -> bool {
+    matches!(label, "refused" | "reset" | "timeout" | "tls" | "dns" | "connect" | "protocol" | "headers_too_large" | "io" | "cut"
+        | "template_failed" | "feeder_exhausted")
+}
+
 /// The error kinds ARCHITECTURE.md documents: `status_<code>` (code >= 400) and the fixed ones.
 pub fn is_documented_kind(label: &str) -> bool {
     if let Some(code) = label.strip_prefix("status_") {
@@ -151,7 +157,8 @@ pub fn is_documented_kind(label: &str) -> bool {
 }
 
 /// The accounting every snapshot must satisfy: per step, `requests = ok + sum(errors)`, one
-/// latency sample per request, and only documented error kinds.
+/// latency sample per request that got a response (none for one that got none: refused,
+/// reset, timeout, cut...), and only documented error kinds.
 pub fn assert_accounting(snapshots: &[Snapshot]) {
     assert!(!snapshots.is_empty(), "no snapshot at all");
     assert!(snapshots.last().is_some_and(|s| s.is_final), "the last snapshot is not final");
@@ -166,7 +173,8 @@ pub fn assert_accounting(snapshots: &[Snapshot]) {
                 assert!(*count > 0, "a zero count is listed for {label}");
             }
             let histogram = horde_metrics::decode_histogram(&step.histogram).expect("histogram decodes");
-            assert_eq!(histogram.len(), step.requests, "one latency sample per request");
+            let untimed: u64 = step.errors.iter().filter(|(label, _)| is_without_response(label)).map(|(_, count)| count).sum();
+            assert_eq!(histogram.len(), step.requests - untimed, "one latency sample per request that got a response");
         }
     }
 }
@@ -517,7 +525,8 @@ pub fn assert_scenario_accounting(snapshots: &[Snapshot]) {
                 }
             }
             let histogram = horde_metrics::decode_histogram(&step.histogram).expect("histogram decodes");
-            assert_eq!(histogram.len(), step.requests, "one latency sample per request");
+            let untimed: u64 = step.errors.iter().filter(|(label, _)| is_without_response(label)).map(|(_, count)| count).sum();
+            assert_eq!(histogram.len(), step.requests - untimed, "one latency sample per request that got a response");
         }
     }
 }

@@ -83,6 +83,21 @@
     where.replaceChildren(...(kinds.length ? ["errors by kind: "] : []).concat(kinds.flatMap(function ([kind, count], index) {
       return [element("code", {}, [kind]), " " + count + (index < kinds.length - 1 ? ", " : "")];
     })));
+    // The first distinct messages of each kind, then k6's list of checks.
+    const details = (summary.error_details || []).map(function (detail) {
+      return element("li", {"data-kind": detail.kind}, [element("code", {}, [detail.kind]), ": " + detail.message + " — " + detail.count]);
+    });
+    const checks = (summary.checks || []).map(function (check) {
+      return element("li", {class: check.failures ? "failed" : "passed"}, [
+        (check.failures ? "✗ " : "✓ ") + check.step + ": " + check.check + " — " + check.pass_percent.toFixed(2) +
+        " % passed (" + check.passes + " ✓ / " + check.failures + " ✗)"]);
+    });
+    let list = document.getElementById("error-details");
+    if (!list) {
+      list = element("div", {id: "error-details"}, []);
+      where.after(list);
+    }
+    list.replaceChildren(element("ul", {}, details), element("ul", {id: "checks"}, checks));
   }
 
   function sectionTable(key, value) {
