@@ -62,7 +62,8 @@ impl ErrorKind {
     /// Whether a request failed this way got a response (or, for a group, a whole pass): its
     /// time is a latency result. A request that never got one (refused, reset, timeout, a
     /// malformed or oversized head, not sent, cut...) is counted, never timed: its "latency"
-    /// would be how fast it failed.
+    /// would be how fast it failed. A SQL error is the server's answer, and timed; a SQL
+    /// connection failure is not one.
     #[inline]
     pub fn got_response(&self) -> bool {
         !matches!(
@@ -79,6 +80,7 @@ impl ErrorKind {
                 | ErrorKind::FeederExhausted
                 | ErrorKind::TemplateFailed
                 | ErrorKind::Cut
+                | ErrorKind::SqlConnectionFailure
         )
     }
 }
