@@ -1,6 +1,8 @@
 """Every example runs: the quickstart and the game showcase, through the real `horde` command
 against the built-in target, with their results checked action by action; the monitored example
-through its own script (the target, a PostgreSQL and its load), its diagnosis in its report."""
+through its own script (the target, a PostgreSQL and its load), its diagnosis in its report; the
+game database through its own script (a primary, a streaming standby, the seed's tables), the
+mix the database counted and the HOT share in its report."""
 
 from __future__ import annotations
 
@@ -78,3 +80,31 @@ def test_the_monitored_example_shows_the_diagnosis_in_its_report(horde_cli: Hord
     html = report.read_text()
     assert 'id="diagnosis"' in html and 'data-rule="dead_tuples" data-monitor="pg"' in html
     assert 'id="chart-monitor-pg"' in html and 'id="chart-monitor-host"' in html
+
+
+def test_the_game_db_example_drives_the_seed_mix_and_reports_the_database_side(horde_cli: HordeCli) -> None:
+    bindir = _postgres_bindir()
+    if bindir is None:
+        _skip_or_fail("no PostgreSQL binaries (initdb, pg_ctl, pg_basebackup); install postgresql")
+    report = horde_cli.tmp_path / "report.html"
+    # Lean: the smallest fill and 8 s of load; the long read (a third of the run) is too short
+    # here for the feedback rule's 5 s, so it is off.
+    env = {**horde_cli.env, "DURATION": "8", "SCALE": "1", "LONG_READ": "0", "REPORT": str(report),
+           "HORDE": str(HORDE_BIN), "PG_BINDIR": str(bindir)}
+    done = subprocess.run([str(EXAMPLES / "game-db" / "run.sh")], env=env, cwd=horde_cli.tmp_path, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:] + done.stdout[-2000:]
+    shown = json.loads(horde_cli.run("show", "last", "--json").stdout)
+    steps = shown["steps"]
+    assert shown["errors"] == 0, shown["errors_by_kind"]
+    counts = {kind: sum(entry["requests"] for name, entry in steps.items() if name.startswith(kind + "_"))
+              for kind in ("select", "insert", "update", "delete")}
+    total = sum(counts.values())
+    for kind, weight in {"select": 83.0, "insert": 3.0, "update": 11.6, "delete": 1.6}.items():
+        assert abs(100 * counts[kind] / total - weight) < 1.5, counts
+    html = report.read_text()
+    assert 'id="chart-monitor-primary"' in html and 'id="chart-monitor-standby"' in html
+    for figure in ("statements.select_per_s", "hot_update_percent", "dead_tuples", "replication_lag_s"):
+        assert figure in html, figure
+    # Both servers were read every second (a standby without pg_stat_statements loaded is a gap).
+    assert "gaps" not in done.stdout, done.stdout[-3000:]
