@@ -7,7 +7,7 @@ PYTHON := $(VENV)/bin/python
 HORDE  := $(VENV)/bin/horde
 CARGO  ?= cargo
 
-.PHONY: setup demo test test-rust test-python bench bench-scenario bench-monitors bench-long lint clean
+.PHONY: setup demo test test-rust test-python bench bench-scenario bench-monitors bench-sql bench-long lint clean
 
 $(PYTHON):
 	python3 -m venv $(VENV)
@@ -52,6 +52,11 @@ bench-scenario: setup
 # needs PostgreSQL's server binaries and prometheus-node-exporter).
 bench-monitors: setup
 	$(PYTHON) bench/monitors.py --reps 5 --seconds 10
+
+# Horde against pgbench: tx/s and client CPU per transaction on the same scripts (~2.5 min; needs
+# PostgreSQL's server binaries and pgbench).
+bench-sql: setup
+	$(PYTHON) bench/sql.py --reps 5 --seconds 5
 
 # Generator memory over 30 minutes of steady load (the game scenario); growth under 5 %.
 bench-long: setup
