@@ -46,21 +46,32 @@ def _start(prefix: list[str], bindir: Path, datadir: Path, workdir: Path, port: 
           "--options", options, "--wait", "--timeout", "60", "start"], cwd=workdir, what=f"pg_ctl start ({datadir.name})")
 
 
-def postgres_pair() -> Iterator[PostgresPair]:
-    """The generator behind the ``postgres_pair`` fixture."""
+def required_bindir() -> Path:
+    """PostgreSQL's server binaries; the test is skipped (failed in CI) without them."""
     bindir = _postgres_bindir()
     if bindir is None:
         _skip_or_fail("no PostgreSQL binaries (initdb, pg_ctl, pg_basebackup); install postgresql")
         raise AssertionError("unreachable")
+    return bindir
+
+
+def initdb(prefix: list[str], bindir: Path, workdir: Path, datadir: Path) -> None:
+    """A new cluster in ``datadir`` (trust auth), ``workdir`` handed to the user it runs as."""
+    if prefix:
+        shutil.chown(workdir, user=_PG_SUPERUSER, group=None)
+    _run([*prefix, str(bindir / "initdb"), "--pgdata", str(datadir), "--auth", "trust", "--username", _PG_SUPERUSER,
+          "--encoding", "UTF8", "--locale", "C", "--no-sync"], cwd=workdir, what="initdb")
+
+
+def postgres_pair() -> Iterator[PostgresPair]:
+    """The generator behind the ``postgres_pair`` fixture."""
+    bindir = required_bindir()
     prefix = _as_postgres_user()
     workdir = Path(tempfile.mkdtemp(prefix="horde-pg-pair-"))
     primary, standby = workdir / "primary", workdir / "standby"
     started: list[Path] = []
     try:
-        if prefix:
-            shutil.chown(workdir, user=_PG_SUPERUSER, group=None)
-        _run([*prefix, str(bindir / "initdb"), "--pgdata", str(primary), "--auth", "trust", "--username", _PG_SUPERUSER,
-              "--encoding", "UTF8", "--locale", "C", "--no-sync"], cwd=workdir, what="initdb")
+        initdb(prefix, bindir, workdir, primary)
         primary_port, standby_port = free_tcp_port(), free_tcp_port()
         common = ["fsync=off", "full_page_writes=off", "max_connections=30"]
         _start(prefix, bindir, primary, workdir, primary_port, [

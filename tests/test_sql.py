@@ -18,9 +18,9 @@ from typing import Any
 import psycopg
 import pytest
 
-from conftest import _PG_SUPERUSER, _as_postgres_user, _postgres_bindir, _run, _skip_or_fail, free_tcp_port
+from conftest import _PG_SUPERUSER, _as_postgres_user, free_tcp_port
 from horde.engine.run import Run, Snapshot
-from postgres_cluster import _start
+from postgres_cluster import _start, initdb, required_bindir
 from horde.plan import plan_from_dict
 
 #: The seed's statement mix: 83 % select, 3 % insert, 11.6 % update, 1.6 % delete.
@@ -88,7 +88,7 @@ def test_a_weighted_mix_is_what_the_database_counts(postgres_database: str) -> N
         connection.execute("CREATE SEQUENCE doomed_next")
         connection.execute("ANALYZE")
         before = table_counts(connection)
-    steps = [{"type": "choice", "branches": [
+    steps: list[dict[str, Any]] = [{"type": "choice", "branches": [
         {"weight": WEIGHTS["select"], "steps": [{
             "type": "sql", "name": "select", "mode": "prepared",
             "query": "SELECT name FROM profile WHERE id = $1", "params": ["{{ random_int(1, 1000) }}"],
@@ -144,7 +144,7 @@ def test_a_weighted_mix_is_what_the_database_counts(postgres_database: str) -> N
 def test_sql_errors_and_dropped_connections_are_counted_by_kind(postgres_database: str) -> None:
     with psycopg.connect(libpq_url(postgres_database), autocommit=True) as connection:
         connection.execute("CREATE TABLE once (id int PRIMARY KEY)")
-    steps = [
+    steps: list[dict[str, Any]] = [
         {"type": "sql", "name": "read", "query": "SELECT $1::int AS n", "params": ["{{ vu }}"],
          "checks": [{"type": "row_count", "equals": 1}]},
         {"type": "sql", "name": "duplicate", "query": "INSERT INTO once VALUES (1)"},
@@ -184,7 +184,7 @@ def test_a_pool_keeps_a_transaction_spanning_steps_on_one_connection(postgres_da
     # lock rows 1-10 and credits 11-20, always in that order: no deadlock (a deadlock's victim
     # stopped by the run's end before its COMMIT would hand its aborted transaction back to the
     # pool, which the next BEGIN then fails on; the engine should drop such a connection).
-    steps = [
+    steps: list[dict[str, Any]] = [
         {"type": "sql", "name": "begin", "query": "BEGIN"},
         {"type": "sql", "name": "debit", "query": "UPDATE account SET balance = balance - 1 WHERE id = $1 "
          "RETURNING txid_current() AS xid", "params": ["{{ random_int(1, 10) }}"],
@@ -237,18 +237,12 @@ def test_an_open_model_keeps_its_rate_against_postgres(postgres_database: str) -
 def restartable_server() -> Iterator[tuple[str, list[str]]]:
     """A throwaway server of this test's own (the session's is shared): its URL and the
     ``pg_ctl restart`` command line."""
-    bindir = _postgres_bindir()
-    if bindir is None:
-        _skip_or_fail("no PostgreSQL binaries (initdb, pg_ctl); install postgresql")
-        raise AssertionError("unreachable")
+    bindir = required_bindir()
     prefix = _as_postgres_user()
     workdir = Path(tempfile.mkdtemp(prefix="horde-pg-restart-"))
     datadir = workdir / "data"
     try:
-        if prefix:
-            shutil.chown(workdir, user=_PG_SUPERUSER, group=None)
-        _run([*prefix, str(bindir / "initdb"), "--pgdata", str(datadir), "--auth", "trust", "--username", _PG_SUPERUSER,
-              "--encoding", "UTF8", "--locale", "C", "--no-sync"], cwd=workdir, what="initdb")
+        initdb(prefix, bindir, workdir, datadir)
         port = free_tcp_port()
         _start(prefix, bindir, datadir, workdir, port, ["fsync=off", "full_page_writes=off", "max_connections=20"])
         # pg_ctl restart reuses the options the server was started with (postmaster.opts).
@@ -263,7 +257,7 @@ def restartable_server() -> Iterator[tuple[str, list[str]]]:
 
 def test_a_server_restart_mid_run_is_counted_and_the_run_goes_on(restartable_server: tuple[str, list[str]]) -> None:
     url, restart = restartable_server
-    steps = [{"type": "sql", "name": "read", "query": "SELECT $1::int AS n", "params": ["{{ vu }}"],
+    steps: list[dict[str, Any]] = [{"type": "sql", "name": "read", "query": "SELECT $1::int AS n", "params": ["{{ vu }}"],
               "checks": [{"type": "row_count", "equals": 1}]},
              {"type": "think", "think_time": {"type": "constant", "duration_ms": 5}}]
     restarted: list[subprocess.CompletedProcess[str]] = []
