@@ -30,7 +30,10 @@ pub(crate) struct SqlLease {
 
 impl Drop for SqlLease {
     fn drop(&mut self) {
-        if let Some(connection) = self.connection.take().filter(|connection| !connection.is_closed()) {
+        // A connection left inside a transaction (its VU stopped between the transaction's
+        // steps, at the run's end) is closed, not lent: the next borrower would run inside the
+        // abandoned transaction, or wait on its locks.
+        if let Some(connection) = self.connection.take().filter(|connection| !connection.is_closed() && !connection.in_transaction) {
             self.idle.borrow_mut()[self.instance].push(connection);
         }
     }
