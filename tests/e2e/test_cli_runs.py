@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from conftest import HordeCli, free_tcp_port
+from horde.errors import ExitCode
 from horde.store import Store
 
 FIGURES = {"requests", "errors", "rps", "latency_ms"}
@@ -177,9 +178,15 @@ def test_flags_override_the_plan(horde_cli: HordeCli, builtin_target: Any) -> No
 
 def test_a_dead_target_is_data_not_a_crash(horde_cli: HordeCli) -> None:
     port = free_tcp_port()  # nothing listens there
-    summary = run_horde(horde_cli, "--url", f"http://127.0.0.1:{port}/", "--vus", "1", "--duration", "2s",
-                        "--workers", "1")
-    stdout = summary.pop("_stdout")
+    summary_path = horde_cli.tmp_path / "summary.json"
+    result = horde_cli.run("run", "--url", f"http://127.0.0.1:{port}/", "--vus", "1", "--duration", "2s",
+                           "--workers", "1", "--summary-json", str(summary_path))
+    # Not a crash: the run is stored and summed up; no connection at all has its own exit code.
+    assert result.returncode == ExitCode.NO_CONNECTION, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    summary = json.loads(summary_path.read_text())
+    stdout = result.stdout
+    assert "no connection could be opened" in stdout
     assert summary["status"] == "finished"
     assert summary["requests"] > 0
     assert summary["errors"] == summary["requests"]

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from conftest import HORDE_BIN, HordeCli, free_tcp_port
+from horde.errors import ExitCode
 
 
 def write_plan(directory: Path, base_url: str, *, vus: int = 3, seconds: float = 1.0, grace_s: float = 0.5,
@@ -111,7 +112,7 @@ def test_a_refused_port_is_retried_with_backoff_and_the_summary_counts_it(horde_
     plan = write_plan(horde_cli.tmp_path, f"http://127.0.0.1:{port}", vus=4, seconds=2.0)
     summary_path = horde_cli.tmp_path / "summary.json"
     code, out, err, _, _ = run_measured(horde_cli, "run", str(plan), "--workers", "1", "--summary-json", str(summary_path))
-    assert code == 0, (out, err)
+    assert code == ExitCode.NO_CONNECTION, (out, err)
     summary = json.loads(summary_path.read_text())
     assert set(summary["errors_by_kind"]) == {"refused"}
     # 10, 20, 40 ... 1000 ms: 8 tries a VU in 2 s, not tens of thousands.
@@ -119,7 +120,7 @@ def test_a_refused_port_is_retried_with_backoff_and_the_summary_counts_it(horde_
     assert summary["connect_backoffs"] >= summary["requests"] - 4
     assert 4 * 1.5 <= summary["connect_backoff_s"] <= 4 * 2.5, summary["connect_backoff_s"]
     assert "connects failed: VUs paused" in out
-    assert "!! nothing completed" in out
+    assert "!! no connection could be opened" in out
 
 
 def test_a_body_check_keeps_memory_bounded(horde_cli: HordeCli, builtin_target: Any) -> None:
