@@ -150,7 +150,8 @@ def test_a_hung_generator_is_found_by_its_deadlines(cluster: LocalCluster, built
     assert any("suspect" in note for note in notes) and any("lost at second" in note for note in notes)
     seconds = [snapshot["second"] for snapshot in seen]
     assert seconds == list(range(1, len(seconds) + 1))
-    after = [s for s in seen if s["second"] > hung.lost_at_second and not s["final"] and s["second"] <= 8]
+    # Second 8 ends as the stages do: its VUs may be stopping at the instant it is taken.
+    after = [s for s in seen if s["second"] > hung.lost_at_second and not s["final"] and s["second"] < 8]
     assert after, seen
     assert [(s["active_vus"], s["lost_share"]) for s in after] == [(4, pytest.approx(1 / 3))] * len(after)
 
