@@ -23,7 +23,10 @@ memory per VU is (median RSS of the held phase - RSS of a 10-player baseline run
 Rate, latency and timer lateness come from the run's stored snapshots over the held phase
 (from one pacing period after the ramp to the last whole second): the achieved rate is
 iterations per second against players / pacing, and the timer lateness is each second's p99
-(its worst second and its median). Figures go to bench/README.md ("VU density").
+(its worst second and its median). The generator's CPU per request over the held phase (from
+each second's CPU share) is measured again on a rate-matched run of 1,000 players (the same
+iterations per second from a shorter pacing): their ratio is the density tax, the cost of
+having many players. Figures go to bench/README.md ("VU density").
 """
 
 from __future__ import annotations
@@ -108,7 +111,14 @@ def held_seconds(env: harness.Env, run_id: str, first_second: int, last_second: 
         snapshots = store.snapshots(run_id)
     finally:
         store.close()
-    return [s for s in snapshots if first_second <= s["second"] <= last_second and not s["final"] and s["interval_s"] > 0.99]
+    return [dict(s) for s in snapshots if first_second <= s["second"] <= last_second and not s["final"] and s["interval_s"] > 0.99]
+
+
+#: The players of the rate-matched baseline: the same iterations per second from few players
+#: (a short pacing), so that the ratio of CPU per request is the cost of having many players.
+TAX_BASELINE_PLAYERS = 1_000
+#: The aim for that ratio (issue: 150,000 players within 1.3x of 1,000 at the same rate).
+TAX_AIM = 1.3
 
 
 def measure(env: DensityEnv, players: int, pacing: float, ramp: float, seconds: int, pool: int) -> dict[str, Any]:
@@ -118,22 +128,31 @@ def measure(env: DensityEnv, players: int, pacing: float, ramp: float, seconds: 
         print("baseline: 10 players for 5 s", flush=True)
         baseline, _ = horde_run(env, "baseline", {"base_url": base_url, "players": "10", "pacing": str(pacing), "ramp": "1",
                                                   "duration": "5", "pool": str(pool)}, timeout_s=120, target_pid=target.pid)
+        # The same rate from 1,000 players: what a request costs without the density.
+        few = min(TAX_BASELINE_PLAYERS, players)
+        few_pacing = pacing * few / players
+        few_ramp = max(1, round(5 / few_pacing)) * few_pacing
+        print(f"rate-matched baseline: {few:,} players, pacing {few_pacing:g} s, held {seconds} s", flush=True)
+        _, few_summary = horde_run(env, "rate-matched", {"base_url": base_url, "players": str(few), "pacing": f"{few_pacing:g}",
+                                                         "ramp": f"{few_ramp:g}", "duration": str(seconds), "pool": str(pool)},
+                                   timeout_s=few_ramp + seconds + 300, target_pid=target.pid)
         print(f"density: {players:,} players, ramp {ramp} s, held {seconds} s, pacing {pacing:g} s, pool {pool}", flush=True)
         many, summary = horde_run(env, "density", {"base_url": base_url, "players": str(players), "pacing": str(pacing),
                                                    "ramp": f"{ramp:g}", "duration": str(seconds), "pool": str(pool)},
                                   timeout_s=ramp + seconds + 600, target_pid=target.pid)
     finally:
         env.procs.stop(target)
+    few_held = held_seconds(env, few_summary["run_id"], int(few_ramp + few_pacing) + 2, int(few_ramp) + seconds - 1)
     first = int(ramp + pacing) + 2
     # The last second of the stages is left out: the stop may land in it.
     held = held_seconds(env, summary["run_id"], first, int(ramp) + seconds - 1)
-    if not held:
+    if not held or not few_held:
         raise harness.BenchError("the run has no held second to measure", hint="give it more --seconds than the pacing")
     # RSS samples are taken once a second from the start of the process; the held phase's
     # samples are those from `first` seconds after the engine started (about 2 s of start-up).
     held_rss = many.rss_samples_kb[first + 2: first + 2 + len(held)] or many.rss_samples_kb[-5:]
     baseline_rss = statistics.median(baseline.rss_samples_kb[2:] or baseline.rss_samples_kb)
-    requests = sum(step["requests"] for s in held for step in s["steps"] if step["kind"] == "request")
+    requests = _requests(held)
     iterations = sum(s["iterations"] for s in held)
     lateness = [float(s["timer_lateness_p99_ms"]) for s in held]
     asked = players / pacing
@@ -147,6 +166,7 @@ def measure(env: DensityEnv, players: int, pacing: float, ramp: float, seconds: 
     from horde.engine import histogram
     latency = histogram.stats(histogram.merge(step["histogram"] for s in held for step in s["steps"] if step["kind"] == "request"),
                               [50.0, 99.0])
+    cpu_us, few_cpu_us = _cpu_us_per_request(held), _cpu_us_per_request(few_held)
     return {
         "players": players, "pacing_s": pacing, "ramp_s": ramp, "held_s": len(held), "pool": pool,
         "asked_iterations_per_s": asked, "iterations_per_s": achieved, "rate_error": achieved / asked - 1,
@@ -154,6 +174,11 @@ def measure(env: DensityEnv, players: int, pacing: float, ramp: float, seconds: 
         "requests_per_s": requests / len(held), "errors": errors, "requests": requests,
         "lateness_p99_worst_ms": max(lateness), "lateness_p99_median_ms": statistics.median(lateness),
         "cpu_percent_median": statistics.median(float(s["cpu_percent"]) for s in held),
+        "cpu_us_per_request": cpu_us,
+        "rate_matched": {"players": few, "pacing_s": few_pacing, "held_s": len(few_held), "cpu_us_per_request": few_cpu_us,
+                         "iterations_per_s": sum(s["iterations"] for s in few_held) / len(few_held),
+                         "requests_per_s": _requests(few_held) / len(few_held)},
+        "density_tax": cpu_us / few_cpu_us if few_cpu_us else None,
         "active_vus_min": min(s["active_vus"] for s in held),
         "rss_held_kb": statistics.median(held_rss), "rss_peak_kb": many.maxrss_kb, "rss_baseline_kb": baseline_rss,
         "kb_per_vu": (statistics.median(held_rss) - baseline_rss) / players,
@@ -165,12 +190,26 @@ def measure(env: DensityEnv, players: int, pacing: float, ramp: float, seconds: 
     }
 
 
+def _requests(seconds: list[dict[str, Any]]) -> int:
+    return sum(step["requests"] for s in seconds for step in s["steps"] if step["kind"] == "request")
+
+
+def _cpu_us_per_request(seconds: list[dict[str, Any]]) -> float:
+    """The generator's CPU per request over these seconds (each snapshot's CPU share of its
+    interval): a figure that compares across machines better than a share of a core."""
+    cpu_s = sum(float(s["cpu_percent"]) / 100 * float(s["interval_s"]) for s in seconds)
+    requests = _requests(seconds)
+    return cpu_s * 1e6 / requests if requests else 0.0
+
+
 def render(result: dict[str, Any], command: str, started: dt.datetime, env: DensityEnv) -> str:
     machine = harness.machine()
     met = abs(result["rate_error"]) <= RATE_TOLERANCE
     late_ok = result["lateness_p99_worst_ms"] < LATENESS_LIMIT_MS
     memory_ok = result["kb_per_vu"] < MEMORY_AIM_KB
     errors = ", ".join(f"{kind} {count:,}" for kind, count in sorted(result["errors"].items())) or "none"
+    matched = result["rate_matched"]
+    tax = result["density_tax"] or float("nan")
     lines = [
         f"- machine: {machine['nproc']} CPUs, {machine['model']}, Linux {machine['kernel']}",
         f"- date: {started.strftime('%Y-%m-%d %H:%M UTC')}; command: `{command}`",
@@ -179,13 +218,13 @@ def render(result: dict[str, Any], command: str, started: dt.datetime, env: Dens
         f"- {result['players']:,} players ramped over {result['ramp_s']:g} s, measured over {result['held_s']} held seconds; "
         f"pacing {result['pacing_s']:g} s; `connections: {{pool: {result['pool']}}}`",
         "",
-        "| players | asked it/s | achieved it/s | error | worst second | req/s | p50 / p99 ms | errors | timer lateness p99 (worst s / median) | generator CPU | RSS held | per VU |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| players | asked it/s | achieved it/s | error | worst second | req/s | p50 / p99 ms | errors | timer lateness p99 (worst s / median) | generator CPU | CPU µs/req | RSS held | per VU |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
         f"| {result['players']:,} | {result['asked_iterations_per_s']:,.0f} | {result['iterations_per_s']:,.1f} | "
         f"{result['rate_error'] * 100:+.2f} % | {result['worst_second_error'] * 100:.2f} % | {result['requests_per_s']:,.0f} | "
         f"{result['p50_ms']:.2f} / {result['p99_ms']:.2f} | {errors} | "
         f"{result['lateness_p99_worst_ms']:.1f} / {result['lateness_p99_median_ms']:.1f} ms | {result['cpu_percent_median']:.0f} % of a core | "
-        f"{result['rss_held_kb'] / 1024:,.0f} MiB | **{result['kb_per_vu']:.1f} KiB** |",
+        f"{result['cpu_us_per_request']:.1f} | {result['rss_held_kb'] / 1024:,.0f} MiB | **{result['kb_per_vu']:.1f} KiB** |",
         "",
         f"Rate within {RATE_TOLERANCE:.0%}: **{'met' if met else 'not met'}**; timer lateness p99 under "
         f"{LATENESS_LIMIT_MS:g} ms in every held second: **{'met' if late_ok else 'not met'}**; memory per VU under "
@@ -193,6 +232,11 @@ def render(result: dict[str, Any], command: str, started: dt.datetime, env: Dens
         f"with 10 players; peak {result['rss_peak_kb'] / 1024:,.0f} MiB). Connections opened in the whole run: "
         f"{result['connections_opened']:,}. The target used {result['target_cpu_s'] / result['wall_s']:.0%} of its core over the "
         f"run; other processes took {result['others_cores']:.2f} of a core.",
+        "",
+        f"Density tax: the same rate ({matched['iterations_per_s']:,.0f} it/s, {matched['requests_per_s']:,.0f} req/s) from "
+        f"{matched['players']:,} players (pacing {matched['pacing_s']:g} s) cost **{matched['cpu_us_per_request']:.1f} µs** of "
+        f"generator CPU per request; {result['players']:,} players cost **{result['cpu_us_per_request']:.1f} µs**: "
+        f"**×{tax:.2f}** (aim ≤ ×{TAX_AIM:g}: **{'met' if tax <= TAX_AIM else 'not met'}**).",
     ]
     return "\n".join(lines) + "\n"
 
