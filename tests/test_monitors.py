@@ -185,6 +185,12 @@ def test_a_primary_and_its_standby_under_updates_with_a_long_standby_transaction
     source.open()
     # The standby: a long transaction (its snapshot is what hot_standby_feedback reports), and
     # replay paused, so the lag can only grow while the primary writes.
+    # The standby has the extension in its replicated catalogue, not its library loaded: its
+    # statement mix comes from the tuple counters, and each reading still succeeds.
+    standby_source = PostgresSource(PostgresMonitor(name="standby", dsn=pair.standby))
+    standby_source.open()
+    assert standby_source.read(time.monotonic())["statements.from_pg_stat_statements"] == 0.0
+    standby_source.close()
     standby = psycopg.connect(pair.standby, autocommit=True)
     standby.execute("SELECT pg_wal_replay_pause()")
     reader = psycopg.connect(pair.standby)

@@ -96,6 +96,13 @@ class PostgresSource:
             connection.execute("SET statement_timeout = 2000")
             self._has_statements = connection.execute(
                 "SELECT 1 FROM pg_extension WHERE extname = 'pg_stat_statements'").fetchone() is not None
+            if self._has_statements:
+                # A standby has the extension in its (replicated) catalogue without the library
+                # loaded, and the view then refuses every read: the tuple counters stand in.
+                try:
+                    connection.execute("SELECT 1 FROM pg_stat_statements LIMIT 1").fetchall()
+                except psycopg.errors.ObjectNotInPrerequisiteState:
+                    self._has_statements = False
             row = connection.execute("SELECT current_setting('max_connections')::float8 AS m").fetchone()
             self._max_connections = float(row["m"]) if row else 0.0
         except psycopg.Error as error:
