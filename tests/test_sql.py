@@ -22,6 +22,7 @@ from conftest import _PG_SUPERUSER, _as_postgres_user, free_tcp_port
 from horde.engine.run import Run, Snapshot
 from postgres_cluster import _start, initdb, required_bindir
 from horde.plan import plan_from_dict
+from horde.results.summary import summarise
 
 #: The seed's statement mix: 83 % select, 3 % insert, 11.6 % update, 1.6 % delete.
 WEIGHTS = {"select": 83.0, "insert": 3.0, "update": 11.6, "delete": 1.6}
@@ -47,9 +48,10 @@ def totals(snapshots: list[Snapshot]) -> dict[str, dict[str, Any]]:
     by_step: dict[str, dict[str, Any]] = {}
     for snapshot in snapshots:
         for step in snapshot["steps"]:
-            entry = by_step.setdefault(step["step"], {"requests": 0, "ok": 0, "errors": {}})
+            entry = by_step.setdefault(step["step"], {"requests": 0, "ok": 0, "errors": {}, "rows": 0})
             entry["requests"] += int(step["requests"])
             entry["ok"] += int(step["ok"])
+            entry["rows"] += int(step.get("rows", 0))
             for kind, count in step["errors"].items():
                 entry["errors"][kind] = entry["errors"].get(kind, 0) + int(count)
     return by_step
@@ -111,9 +113,15 @@ def test_a_weighted_mix_is_what_the_database_counts(postgres_database: str) -> N
             "checks": [{"type": "row_count", "equals": 1}],
         }]},
     ]}]
-    found = totals(run_to_end(plan_of(postgres_database, steps)))
+    snapshots = run_to_end(plan_of(postgres_database, steps))
+    found = totals(snapshots)
     for name in WEIGHTS:
         assert found[name]["errors"] == {}, found
+        # Each statement returned or changed exactly one row (its check says so).
+        assert found[name]["rows"] == found[name]["ok"] > 0, found
+    summary = summarise(snapshots, run_id="sql", status="completed")
+    assert summary["steps"]["select"]["rows"] == found["select"]["ok"] and summary["steps"]["select"]["rows_per_s"] > 0
+    assert "rows" not in summary  # the run's totals count requests; rows belong to steps
     horde_counts = {name: found[name]["ok"] for name in WEIGHTS}
     # A backend flushes its statistics when it exits (the run's connections are closed by now).
     deadline = time.monotonic() + 10

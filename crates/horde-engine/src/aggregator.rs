@@ -161,6 +161,7 @@ fn build_snapshot(
                 errors: step.errors_by_kind(),
                 bytes_sent: step.bytes_sent,
                 bytes_received: step.bytes_received,
+                rows: step.rows,
                 histogram: encode_histogram(&step.latency_us).unwrap_or_default(),
                 from_send_histogram: step
                     .latency_from_send()

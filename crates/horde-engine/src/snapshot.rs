@@ -13,6 +13,8 @@ pub struct StepSnapshot {
     pub errors: Vec<(String, u64)>,
     pub bytes_sent: u64,
     pub bytes_received: u64,
+    /// Rows returned or changed by an `sql` step's statements; 0 for HTTP.
+    pub rows: u64,
     /// Latency in microseconds, HDR V2 encoded, as users felt it (open-model requests timed
     /// from their intended instant).
     pub histogram: Vec<u8>,

@@ -105,6 +105,9 @@ pub struct StepRecorder {
     pub status_errors: BTreeMap<u16, u64>,
     pub bytes_sent: u64,
     pub bytes_received: u64,
+    /// Rows the step's statements returned or changed (`sql` steps; 0 for HTTP), as
+    /// PostgreSQL reports them in each statement's command tag.
+    pub rows: u64,
     /// The first distinct messages of each error kind (bounded: [`MAX_DETAILS_PER_KIND`]),
     /// counted. Empty (no allocation) while nothing fails.
     pub details: Vec<ErrorDetail>,
@@ -125,6 +128,7 @@ impl Default for StepRecorder {
             status_errors: BTreeMap::new(),
             bytes_sent: 0,
             bytes_received: 0,
+            rows: 0,
             details: Vec::new(),
             checks: Vec::new(),
         }
@@ -249,6 +253,7 @@ impl StepRecorder {
         }
         self.bytes_sent += other.bytes_sent;
         self.bytes_received += other.bytes_received;
+        self.rows += other.rows;
         for detail in &other.details {
             self.add_detail(detail.kind, detail.message.clone(), detail.count);
         }
@@ -332,8 +337,11 @@ mod tests {
             right.steps[0].record(value, Err(ErrorKind::Status(503)), 10, 100);
         }
         right.steps[1].record(5, Err(ErrorKind::Timeout), 1, 0);
+        left.steps[0].rows = 7;
+        right.steps[0].rows = 5;
         left.merge(&right);
         let step = &left.steps[0];
+        assert_eq!(step.rows, 12);
         assert_eq!(step.requests, 2000);
         assert_eq!(step.ok, 1000);
         assert_eq!(step.errors(), 1000);

@@ -142,6 +142,9 @@ fn snapshot_to_dict<'py>(py: Python<'py>, snapshot: &Snapshot) -> PyResult<Bound
         entry.set_item("errors", errors)?;
         entry.set_item("bytes_sent", step.bytes_sent)?;
         entry.set_item("bytes_received", step.bytes_received)?;
+        if step.rows > 0 {
+            entry.set_item("rows", step.rows)?;
+        }
         entry.set_item("histogram", PyBytes::new(py, &step.histogram))?;
         if !step.from_send_histogram.is_empty() {
             entry.set_item("from_send_histogram", PyBytes::new(py, &step.from_send_histogram))?;

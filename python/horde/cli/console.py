@@ -91,6 +91,11 @@ def render_summary(console: Console, summary: dict[str, Any], *, store_url: str 
         row(f"{name} (group)" if figures.get("kind") == "group" else name, figures, style="italic" if figures.get("kind") == "group" else None)
     row("all requests", summary, style="bold")
     console.print(table)
+    with_rows = [(name, figures) for name, figures in summary["steps"].items() if figures.get("rows")]
+    if with_rows:
+        console.print("rows returned or changed: " + ", ".join(
+            f"{name} {figures['rows']:,} ({figures['rows_per_s']:,.1f}/s)" for name, figures in with_rows),
+            markup=False, highlight=False, soft_wrap=True)
     kinds = summary.get("errors_by_kind") or {}
     responses = summary.get("responses")
     if responses is not None and responses < summary["requests"]:

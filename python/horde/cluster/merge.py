@@ -96,6 +96,9 @@ def merge_steps(step_lists: Sequence[Sequence[StepSnapshot]]) -> list[StepSnapsh
             "bytes_received": sum(int(entry["bytes_received"]) for entry in entries),
             "histogram": _merged(histograms),
         }
+        rows = sum(int(entry.get("rows", 0)) for entry in entries)
+        if rows:
+            entry_merged["rows"] = rows
         if any(entry.get("from_send_histogram") for entry in entries):
             # A generator that timed nothing from an intended instant sent its latency once.
             entry_merged["from_send_histogram"] = _merged(

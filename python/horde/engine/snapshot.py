@@ -40,6 +40,8 @@ class StepSnapshot(TypedDict):
     errors: dict[str, int]  # error kind -> count; requests = ok + sum(errors)
     bytes_sent: int
     bytes_received: int
+    # Rows returned or changed by an ``sql`` step's statements: present when there were any.
+    rows: NotRequired[int]
     histogram: bytes  # latency as felt: from an open-model arrival's intended start
     # Present when some request was timed from an intended start: the same requests' latency
     # from their actual send (what the target took).

@@ -43,6 +43,7 @@ class _StepTotals:
     errors_by_kind: dict[str, int] = field(default_factory=dict)
     bytes_sent: int = 0
     bytes_received: int = 0
+    rows: int = 0
     histogram: bytes = b""
     error_details: list[ErrorDetail] = field(default_factory=list)
     checks: list[CheckCount] = field(default_factory=list)
@@ -54,6 +55,7 @@ class _StepTotals:
             self.errors_by_kind[kind] = self.errors_by_kind.get(kind, 0) + int(count)
         self.bytes_sent += int(entry["bytes_sent"])
         self.bytes_received += int(entry["bytes_received"])
+        self.rows += int(entry.get("rows", 0))
         parts = [self.histogram, entry["histogram"]] if self.histogram else [entry["histogram"]]
         self.histogram = histogram.merge(parts)
         if entry.get("error_details"):
@@ -261,6 +263,9 @@ def _figures(totals: _StepTotals, duration_s: float) -> dict[str, Any]:
         "rps": round(totals.requests / duration_s, 3) if duration_s > 0 else 0.0,
         "bytes_sent": totals.bytes_sent,
         "bytes_received": totals.bytes_received,
+        # Rows an sql step's statements returned or changed (absent for HTTP steps).
+        **({"rows": totals.rows, "rows_per_s": round(totals.rows / duration_s, 3) if duration_s > 0 else 0.0}
+           if totals.rows else {}),
         # The requests the latency figures cover: those that got a response (any status).
         # Requests that got none (refused, reset, timeout, cut...) are counted, never timed.
         "responses": latency.count if latency else 0,

@@ -20,6 +20,8 @@ pub(crate) struct SqlConnection {
 /// What one statement returned: rows returned or affected, and the first row when asked for.
 pub(crate) struct StatementOutcome {
     pub row_count: u64,
+    /// The rows of the step's statements so far, this one's included (the step's `rows`).
+    pub step_rows: u64,
     pub first_row: Option<FirstRow>,
 }
 
@@ -116,7 +118,7 @@ impl SqlConnection {
                 _ => {}
             }
         }
-        Ok(StatementOutcome { row_count, first_row })
+        Ok(StatementOutcome { row_count, step_rows: row_count, first_row })
     }
 }
 
@@ -133,7 +135,8 @@ async fn read_rows(stream: tokio_postgres::RowStream, keep_row: bool) -> Result<
         }
         rows += 1;
     }
-    Ok(StatementOutcome { row_count: stream.rows_affected().unwrap_or(rows), first_row })
+    let row_count = stream.rows_affected().unwrap_or(rows);
+    Ok(StatementOutcome { row_count, step_rows: row_count, first_row })
 }
 
 /// A parameter's type left for the server to infer (OID 0), as an untyped literal's would be.

@@ -50,6 +50,7 @@ impl Vu {
         let latency_us = started.elapsed().as_micros() as u64;
         let mut end_iteration = false;
         let mut back_off = false;
+        let rows = outcome.as_ref().map_or(0, |outcome| outcome.step_rows);
         let result = match outcome {
             Ok(outcome) => {
                 let result = self.apply_sql_result(node, &outcome);
@@ -63,6 +64,9 @@ impl Vu {
             }
         };
         self.record(state, node.global_index, latency_us, result, 0, 0);
+        if rows > 0 {
+            state.recorder.borrow_mut().steps[node.global_index].rows += rows;
+        }
         if let Some(sent_at) = sent_at {
             state.recorder.borrow_mut().steps[node.global_index].record_from_send(latency_us, sent_at.elapsed().as_micros() as u64);
         }
@@ -161,11 +165,14 @@ async fn run_statements(connection: &mut SqlConnection, node: &SqlNode, params: 
     if node.transaction {
         connection.batch("BEGIN").await.map_err(|error| classify(&error))?;
     }
-    let mut last = None;
+    let mut last: Option<StatementOutcome> = None;
     for (index, statement) in node.statements.iter().enumerate() {
         let keep_row = node.keep_row && index + 1 == node.statements.len();
         match connection.run((node.global_index, index), statement, &params[index], node.mode, keep_row).await {
-            Ok(outcome) => last = Some(outcome),
+            Ok(mut outcome) => {
+                outcome.step_rows += last.map_or(0, |last| last.step_rows);
+                last = Some(outcome);
+            }
             Err(error) => {
                 if node.transaction && !connection.is_closed() {
                     let _ = connection.batch("ROLLBACK").await;
