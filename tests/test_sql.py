@@ -213,9 +213,9 @@ def test_a_pool_keeps_a_transaction_spanning_steps_on_one_connection(postgres_da
             seen.append(int(row[0]) if row else 0)
 
     found = totals(run_to_end(plan, during=count_connections))
-    # The run's end stops VUs between steps, so a transaction can be left open; its pooled
-    # connection goes back to the pool holding its row locks (an engine bug still open: the pool
-    # should drop such a connection), and a step waiting on those locks is cut at the grace's end.
+    # The run's end stops VUs between steps, so a transaction can be left open (its connection is
+    # then closed, never lent again); a step of another VU waiting on its row locks meanwhile is
+    # cut at the grace's end.
     cut = sum(found[name]["errors"].pop("cut", 0) for name in found)
     assert cut <= 6, found
     for name in ("begin", "debit", "credit", "commit"):
