@@ -186,6 +186,33 @@ def test_target_response_time_on_a_latency_cliff_closes_in_by_bisection() -> Non
     assert 0.97 * 470 <= last_level <= 470 and last_second < 60, target.moves
 
 
+class StepTarget(SimulatedTarget):
+    """A closed target whose p95 is a step function of the VUs, with no VU count inside ±10 %
+    of 50 ms: 40.8 ms at 20 VUs, 56 ms at 21 (each request waits 0, 1 or 2 whole services)."""
+
+    def snapshot(self) -> dict[str, Any]:
+        snapshot = super().snapshot()
+        vus = round(self.level)
+        latency_ms = 22.0 if vus <= 10 else 40.8 - 1.88 * (20 - vus) if vus <= 20 else 56.0 + 2.0 * (vus - 21)
+        count = snapshot["steps"][0]["requests"]
+        snapshot["steps"][0]["histogram"] = histogram_from_values([round(latency_ms * 1000)] * count)
+        return snapshot
+
+
+def test_target_response_time_between_whole_vus_stays_under_the_step() -> None:
+    plan = plan_with(CLOSED, {"type": "target_response_time", "target_ms": 50, "start": 5, "duration_s": 80})
+    steering = TargetResponseTimeSteering(plan)
+    target = StepTarget(capacity_rps=500, service_ms=20, model="closed")
+    drive(steering, target, 80)
+    result = steering.result()
+    # One VU more overshoots, one less undershoots: once it has seen 21 VUs overshoot, the level
+    # stays at 20 rather than hunting between them (each visit to 21 queues requests for T + 12 %).
+    visits = [level for _, level in target.moves if level >= 21]
+    assert 1 <= len(visits) <= 2, target.moves
+    assert target.moves[-1][1] == 20 and target.moves[-1][0] < 50, target.moves
+    assert result["level_at_max"] == 20 and result["saturation_reason"] == "latency_jumps_past_target"
+
+
 def test_target_response_time_ignores_seconds_the_generator_was_late() -> None:
     plan = plan_with(CLOSED, {"type": "target_response_time", "target_ms": 50, "start": 25, "duration_s": 20})
     steering = TargetResponseTimeSteering(plan)

@@ -66,7 +66,23 @@ TRT_FLAT_ELASTICITY = 0.1
 #: Target response time: within this relative distance of the target, the level is left alone.
 TRT_DEADBAND = 0.05
 #: Target response time: a second "holds" the target when its window is within this share of T.
+#: Once the level that gives T is bracketed, this band is also the dead band: a window's
+#: percentile is an estimate (a p95 from 800 samples of an M/M/4 queue at 70 % load varies by
+#: about ±8 %), and a level moved on every estimate off by 5 % hunts around T on noise alone.
 TRT_HELD_SHARE = 0.10
+#: Target response time: a change of latency between two windows counts as latency's response
+#: to the level only beyond this many standard errors of the two windows' percentiles together;
+#: within it the latency is flat for all the windows can tell.
+TRT_NOISE_SE = 2.0
+#: Target response time: latency's elasticity to the level near T, as read across the bracket
+#: (the windows just under and just over T), is kept within these bounds (at the upper one or
+#: beyond, latency is a cliff, and moves up bisect under it instead); without a bracket it is
+#: taken as TRT_DEFAULT_ELASTICITY. A move near T goes half the way, in log terms, to the
+#: level the elasticity predicts gives T: a move by the square root of T / latency alone would
+#: overcorrect where latency rises as the fifth power of the rate (a queue near its knee) and
+#: swing the level to and fro around T.
+TRT_ELASTICITY_BOUNDS = (1.0, 8.0)
+TRT_DEFAULT_ELASTICITY = 2.0
 
 
 def planned_length_s(plan: Plan) -> float:
@@ -152,11 +168,18 @@ class TargetResponseTimeSteering:
         # latency high at a good level; moving down again for that would overcorrect.
         self._draining = False
         self._previous_latency: float | None = None
-        # The level and latency of the last decision's window: with this one, latency's
-        # elasticity to the level.
-        self._previous_point: tuple[float, float] | None = None
+        # The level, latency and latency's standard error (in log terms) of the last
+        # decision's window: with this one, latency's elasticity to the level.
+        self._previous_point: tuple[float, float, float] | None = None
+        # The latest decision windows under and over T (beyond the held band), as (level,
+        # latency): across them, latency's elasticity near T.
+        self._under: tuple[float, float] | None = None
+        self._over: tuple[float, float] | None = None
         # Once latency has passed T: decisions wait for more samples (see TRT_HOLD_SAMPLES).
         self._holding = False
+        # The first decision's window, at the lowest level the climb starts from: across the
+        # climb's whole span, latency's elasticity is read above each window's noise.
+        self._anchor: tuple[float, float, float] | None = None
         self._holding_since: int | None = None
 
     def observe(self, snapshot: Snapshot, run: LevelSetter, *, cpu_limit_percent: float) -> None:
@@ -194,9 +217,16 @@ class TargetResponseTimeSteering:
         if not full or latency is None:
             return
         ratio = self.steer.target_ms / max(latency, 1e-3)
+        error = self._log_error(figures)
         previous, self._previous_latency = self._previous_latency, latency
-        point, self._previous_point = self._previous_point, (self.level, latency)
+        point, self._previous_point = self._previous_point, (self.level, latency, error)
+        if self._anchor is None or self.level < self._anchor[0]:
+            self._anchor = self._previous_point
         over = ratio < 1 / (1 + TRT_HELD_SHARE)
+        if over and not self._draining:
+            self._over = (self.level, latency)  # (while draining, latency is the queue's, not the level's)
+        elif ratio > 1 + TRT_HELD_SHARE:
+            self._under = (self.level, latency)
         if over and not self._holding:
             self._holding = True
             self._holding_since = int(snapshot["second"])
@@ -205,16 +235,19 @@ class TargetResponseTimeSteering:
             self._draining = False
         elif self._draining and (previous is None or latency <= previous):
             return  # still draining what the overshoot queued (first window, or getting better)
-        if abs(math.log(ratio)) < math.log1p(TRT_DEADBAND):
+        if abs(math.log(ratio)) < math.log1p(TRT_DEADBAND) or (self._holding and held):
             return
         if ratio < 1 and self._moved_up:
             self.ceiling = min(self.ceiling, self.level)  # this move up went past the target
         if over and self._moved_up and self._last_good is not None and self._last_good < self.level:
             self._draining = True
-            self._move(run, max(self.steer.min, 0.95 * self._last_good))
+            # A closed model builds no queue beyond its VUs: back to the last good level itself
+            # (5 % under it would be whole VUs under it, and the next climb an overshoot again).
+            back = self._last_good if self.model == "closed" else 0.95 * self._last_good
+            self._move(run, max(self.steer.min, back))
             self._previous_latency = None  # windows at the new level are compared among themselves
             return
-        factor = self._factor(ratio, latency, point)
+        factor = self._factor(ratio, latency, self._previous_point[2], point)
         level = min(self.steer.max, max(self.steer.min, self.level * factor))
         if ratio > 1 and level > self.level and self.ceiling < math.inf:
             level = min(level, (self.level + self.ceiling) / 2)
@@ -226,6 +259,8 @@ class TargetResponseTimeSteering:
             level = float(math.floor(level) if ratio > 1 else math.ceil(level))
             if level == self.level:
                 level = self.level + (1 if ratio > 1 else -1)
+            if ratio > 1 and level >= self.ceiling:
+                return  # one VU more is the level that overshot: as close under it as whole VUs go
             level = min(self.steer.max, max(self.steer.min, max(1.0, level)))
         if level == self.level:
             return
@@ -241,22 +276,65 @@ class TargetResponseTimeSteering:
             return None
         return {key: statistics.median(entry[key] for entry in settled) for key in ("level", "ok_rps", "latency_ms")}
 
-    def _factor(self, ratio: float, latency: float, point: tuple[float, float] | None) -> float:
+    def _factor(self, ratio: float, latency: float, error: float, point: tuple[float, float, float] | None) -> float:
         """How much to multiply the level by. Below the target, latency's elasticity to the
-        level (read off this window and the previous one, at another level) says how far the
-        level that gives T is: flat latency (a smooth target far from its knee, or a cliff not
-        reached yet) climbs at the far pace; otherwise half the way there, in log terms. Without
-        an estimate, or above the target, the square root of T / latency."""
-        span = abs(math.log(self.level / point[0])) if point is not None and point[0] > 0 else 0.0
-        if ratio > 1 + TRT_HELD_SHARE and point is not None and span >= math.log(TRT_ELASTICITY_SPAN) and point[1] > 0 and latency > 0:
-            elasticity = math.log(latency / point[1]) / math.log(self.level / point[0])
-            if elasticity < TRT_FLAT_ELASTICITY:
-                return TRT_MAX_UP_FAR
-            predicted = ratio ** (1 / elasticity)  # the level that gives T, as a multiple of this one
-            up = TRT_MAX_UP_FAR if predicted > 1.5 else TRT_MAX_UP_NEAR
-            return min(up, max(1.0, math.sqrt(predicted)))
+        level (read off this window and the previous one at another level, and, while climbing,
+        the first one) says how far the level that gives T is: latency that did not rise beyond
+        the windows' noise (a smooth target far from its knee, or a cliff not reached yet)
+        climbs at the far pace; otherwise half the way there, in log terms. Once T is
+        bracketed, half the way to the level the bracket's elasticity predicts (on a cliff,
+        where that elasticity is no guide, moves up stay under the ceiling: see
+        :meth:`observe`). Without an estimate, the square root of T / latency."""
+        low_bound, high_bound = TRT_ELASTICITY_BOUNDS
+        if self._holding:
+            bracket = self._bracket_elasticity()
+            if ratio < 1 or (bracket is not None and bracket < high_bound):
+                elasticity = min(high_bound, max(low_bound, bracket if bracket is not None else TRT_DEFAULT_ELASTICITY))
+                return min(TRT_MAX_UP_NEAR, max(TRT_MAX_DOWN, float(ratio ** (1 / (2 * elasticity)))))
+        if point is None:
+            # The first decision: a probe, so that the next window reads latency's elasticity.
+            if ratio > 1 + TRT_DEADBAND:
+                return TRT_MAX_UP_FAR if ratio > 1.5 else TRT_MAX_UP_NEAR
+            return max(TRT_MAX_DOWN, math.sqrt(ratio))
+        if ratio > 1 + TRT_HELD_SHARE and latency > 0:
+            # The steeper reading that stands above the windows' noise says how near the knee is.
+            readings = []
+            for level, then, then_error in (point,) if self._holding else (point, self._anchor or point):
+                span = math.log(self.level / level) if level > 0 else 0.0
+                if span >= math.log(TRT_ELASTICITY_SPAN) and then > 0:
+                    change = math.log(latency / then)
+                    noise = TRT_NOISE_SE * math.hypot(error, then_error)
+                    readings.append(change / span if change > max(noise, TRT_FLAT_ELASTICITY * span) else 0.0)
+            if readings:
+                elasticity = max(readings)
+                if elasticity == 0.0:
+                    return TRT_MAX_UP_FAR  # flat beyond noise: the knee is not near
+                predicted = ratio ** (1 / elasticity)  # the level that gives T, as a multiple of this one
+                up = TRT_MAX_UP_FAR if predicted > 1.5 else TRT_MAX_UP_NEAR
+                return min(up, max(1.0, math.sqrt(predicted)))
         up = TRT_MAX_UP_FAR if ratio > 1.5 else TRT_MAX_UP_NEAR
         return min(up, max(TRT_MAX_DOWN, math.sqrt(ratio)))
+
+    def _bracket_elasticity(self) -> float | None:
+        """Latency's elasticity to the level across the latest windows under and over T; None
+        without such a pair."""
+        if self._under is None or self._over is None:
+            return None
+        (low, fast), (high, slow) = self._under, self._over
+        if high <= low * 1.001 or slow <= fast:
+            return None  # the queue an overshoot built still draining: no reading
+        return math.log(slow / fast) / math.log(high / low)
+
+    def _log_error(self, figures: Any) -> float:
+        """The standard error of the window's percentile, in log terms: half the log distance
+        between the percentiles one binomial standard error of rank either side of it."""
+        share = self.steer.percentile / 100
+        step = math.sqrt(share * (1 - share) / max(figures.samples, 1))
+        low = figures.latency_ms(100 * max(share - step, 0.0))
+        high = figures.latency_ms(100 * min(share + step, 1.0))
+        if not low or not high or low <= 0:
+            return 0.0
+        return math.log(high / low) / 2
 
     def _window_figures(self) -> tuple[Any, bool]:
         """The figures of the shortest recent part of the window that holds TRT_WINDOW_S seconds
