@@ -99,7 +99,7 @@ def test_a_healthy_second_has_no_warning_and_an_empty_second_no_figures() -> Non
         view.update(snap(5, []))
     [_, line] = lines(out)
     assert "!!" not in line
-    assert "req/s       0.0" in line and "p99    0.00 ms" in line
+    assert "req/s       0.0" in line and "p99       - ms" in line
 
 
 def test_stopping_is_said_in_words() -> None:
@@ -130,3 +130,20 @@ def test_terminal_panel_shows_figures_steps_and_warnings() -> None:
                      "GENERATOR SATURATED", "3 arrivals dropped", "rate asked 60.0/s", "stopping...",
                      "100 in total"):
         assert expected in text, expected
+
+
+def test_a_second_without_a_response_shows_no_latency_rather_than_zero() -> None:
+    # Refused requests are counted, never timed: their histogram is empty.
+    refused = {**step(10, 0, {"refused": 10}), "histogram": encode([])}
+    view, out = plain_view()
+    with view:
+        view.update(snap(1, [refused]))
+    line = lines(out)[1]
+    assert "p50       -  p95       -  p99       - ms" in line and "0.00" not in line
+    panel = io.StringIO()
+    terminal = LiveView(Console(file=panel, width=120, force_terminal=True, color_system=None), title="t",
+                        planned_duration_s=20, cpu_limit_percent=CPU_LIMIT)
+    with terminal:
+        terminal.update(snap(1, [refused]))
+        terminal.update(snap(2, [refused]))
+    assert "no response in the last second" in panel.getvalue() and "0.00" not in panel.getvalue()

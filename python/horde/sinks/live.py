@@ -110,7 +110,7 @@ class LiveView:
         rate = requests / snapshot["interval_s"] if snapshot["interval_s"] > 0 else 0.0
         line = (
             f"{snapshot['elapsed_s']:7.1f}s  vus {snapshot['active_vus']:>6}  req/s {rate:9.1f}  "
-            f"p50 {latency[50.0]:7.2f}  p95 {latency[95.0]:7.2f}  p99 {latency[99.0]:7.2f} ms  "
+            f"p50 {_ms(latency, 50.0):>7}  p95 {_ms(latency, 95.0):>7}  p99 {_ms(latency, 99.0):>7} ms  "
             f"errors {errors}  cpu {snapshot['cpu_percent']:.0f}%  lateness p99 {snapshot['timer_lateness_p99_ms']:.1f} ms"
         )
         if snapshot.get("monitors"):
@@ -175,7 +175,8 @@ class LiveView:
         figures.add_row("req/s", f"{requests / interval:,.1f}   (total {self.total_requests:,})")
         figures.add_row(
             "latency",
-            f"p50 {latency[50.0]:.2f}   p95 {latency[95.0]:.2f}   p99 {latency[99.0]:.2f} ms   (last second)",
+            f"p50 {_ms(latency, 50.0)}   p95 {_ms(latency, 95.0)}   p99 {_ms(latency, 99.0)} ms   (last second)"
+            if latency else "-   (no response in the last second: nothing to time)",
         )
         error_share = 100.0 * errors / requests if requests else 0.0
         error_style = "bold red" if errors else "green"
@@ -197,9 +198,7 @@ class LiveView:
             steps.add_row(
                 Text(step["step"]),
                 f"{step['requests'] / interval:,.1f}",
-                f"{stats.percentile(50.0):.2f}",
-                f"{stats.percentile(95.0):.2f}",
-                f"{stats.percentile(99.0):.2f}",
+                *(f"{stats.percentile(p):.2f}" if stats.count else "-" for p in (50.0, 95.0, 99.0)),
                 str(step["requests"] - step["ok"]),
             )
         parts: list[Any] = [header, figures, steps]
@@ -290,11 +289,18 @@ def _warning_kind(warning: str) -> str:
     return re.sub(r"[^A-Za-z ]", "", warning.split("(")[0]).strip()
 
 
-def _latency(steps: list[StepSnapshot]) -> dict[float, float]:
+def _latency(steps: list[StepSnapshot]) -> dict[float, float] | None:
+    """The requests' latency percentiles, or None when no request got a response (failed
+    requests are counted, never timed: a 0.00 would read as a fast target)."""
     blobs = [step["histogram"] for step in steps if step.get("kind", "request") == "request"]
     if not blobs:
-        return {50.0: 0.0, 95.0: 0.0, 99.0: 0.0}
-    return histogram.stats(histogram.merge(blobs)).percentiles_ms
+        return None
+    stats = histogram.stats(histogram.merge(blobs))
+    return stats.percentiles_ms if stats.count else None
+
+
+def _ms(latency: dict[float, float] | None, percentile: float) -> str:
+    return "-" if latency is None else f"{latency[percentile]:.2f}"
 
 
 def _request_counts(snapshot: Snapshot) -> tuple[int, int]:
