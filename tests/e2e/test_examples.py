@@ -103,6 +103,9 @@ def test_the_game_db_example_drives_the_seed_mix_and_reports_the_database_side(h
     for kind, weight in {"select": 83.0, "insert": 3.0, "update": 11.6, "delete": 1.6}.items():
         assert abs(100 * counts[kind] / total - weight) < 1.5, counts
     html = report.read_text()
+    # The rows each statement returned or changed, beside the steps' figures.
+    assert all(steps[name].get("rows", 0) > 0 for name in steps if name.startswith(("select_", "update_"))), steps
+    assert '<th>rows</th>' in html and 'data-field="rows"' in html
     assert 'id="chart-monitor-primary"' in html and 'id="chart-monitor-standby"' in html
     for figure in ("statements.select_per_s", "hot_update_percent", "dead_tuples", "replication_lag_s"):
         assert figure in html, figure

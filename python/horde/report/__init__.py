@@ -126,6 +126,8 @@ def _step_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
             **{key: figures[key] for key in _STEP_FIELDS},
             **{key: figures["latency_ms"][key] for key in _LATENCY_FIELDS},
             "errors_by_kind": figures.get("errors_by_kind") or {},
+            # sql steps: the rows their statements returned or changed.
+            "rows": figures.get("rows"), "rows_per_s": figures.get("rows_per_s"),
         })
     return rows
 
