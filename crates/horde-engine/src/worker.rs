@@ -253,6 +253,9 @@ async fn closed_vu(
     if !vu.start(&state, program).await {
         // No row for this VU in a unique feeder: it stays parked (rather than being started
         // again and again) until the run stops. The plan check makes this rare.
+        if state.shared.single_iteration {
+            state.shared.stop.send_replace(true);
+        }
         while !state.stopping.get() {
             let stopped = state.stop_notify.notified();
             if state.stopping.get() {

@@ -20,11 +20,11 @@ from typing import Any, Protocol, Union
 
 from horde.control.autostop import AutostopWatch, Firing
 from horde.control.capacity import CapacityQuestion, capacity_block
-from horde.errors import ExitCode, HordeError, PlanInvalid, Problem
+from horde.errors import ExitCode, HordeError, InvalidInput, PlanInvalid, Problem
 from horde.plan import Plan
 from horde.plan.redaction import redact_plan, redact_run_parameters, redact_values, secret_names, secret_values
 from horde.engine.run import Run, check_open_files, checked_plan_json
-from horde.engine.snapshot import Snapshot
+from horde.engine.snapshot import Exchange, Snapshot
 
 from horde.cluster.coordinator import ClusterOptions, ClusterRun, worker_count
 from horde.control.steering import planned_length_s, prepare_plan, steering_for
@@ -158,6 +158,8 @@ def conduct(
     on_recorded: Callable[[str], None] | None = None,
     cluster: ClusterOptions | None = None,
     plan_json: str | None = None,
+    record_exchanges: int = 0,
+    on_exchanges: Callable[[list[Exchange]], None] | None = None,
 ) -> Outcome:
     """Runs ``plan`` to its end (or its autostop, or Ctrl-C) and stores it; returns the outcome.
 
@@ -169,8 +171,13 @@ def conduct(
     (``horde.cluster``); the summary gets a ``cluster`` block. ``plan_json`` is the plan's JSON
     as the caller checked it with :func:`~horde.engine.run.checked_plan_json` (``horde run``
     does, before it opens the store, to place problems on the plan file's lines); a plan the
-    steering prepares, or one given without it, is checked here.
+    steering prepares, or one given without it, is checked here. ``record_exchanges`` (``--debug
+    N``): the first N exchanges of each step are handed to ``on_exchanges`` as they come, and
+    never stored.
     """
+    if record_exchanges and cluster is not None:
+        raise InvalidInput("--debug shows exchanges of a run on this machine only",
+                           hint="drop --cluster to see exchanges (a few VUs show every kind of exchange)")
     sink = sink or _QuietSink()
     steering = steering_for(plan)
     engine_plan = prepare_plan(plan) if steering is not None else plan
@@ -204,7 +211,8 @@ def conduct(
             workers = worker_count(engine_run)
             sink.note(f"cluster: {engine_run.provision.describe()}")
         else:
-            engine_run = Run.start(engine_plan, workers=workers, plan_json=plan_json)
+            engine_run = Run.start(engine_plan, workers=workers, plan_json=plan_json,
+                                   record_exchanges=record_exchanges, on_exchanges=on_exchanges)
     except HordeError:
         monitors.close()
         store.finish_run(run_id, status="failed", summary=None)
