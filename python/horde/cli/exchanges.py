@@ -15,6 +15,9 @@ from rich.console import Console
 
 from horde.plan.redaction import redact_exchange
 
+#: How much of a body the engine records (``crates/horde-engine/src/exchange.rs``).
+BODY_PREFIX_BYTES = 2048
+
 
 def _lines(prefix: str, text: str) -> list[str]:
     return [f"{prefix} {line}".rstrip() for line in text.replace("\r\n", "\n").split("\n")]
@@ -47,8 +50,8 @@ def exchange_lines(exchange: Mapping[str, Any]) -> list[str]:
         if body:
             lines.append(">")
             lines += _lines(">", body)
-            if exchange.get("request_body_bytes", 0) > len(body.encode()):
-                lines.append(f"> … ({exchange['request_body_bytes']:,} bytes in all)")
+            if exchange.get("request_body_bytes", 0) > BODY_PREFIX_BYTES:
+                lines.append(f"> … (cut at 2 KiB of {exchange['request_body_bytes']:,} bytes)")
     else:
         lines.append("> (not sent)")
     response, body = exchange.get("response") or "", exchange.get("response_body") or ""
