@@ -368,6 +368,7 @@ impl Vu {
     }
 
     /// The template context: the VU's variables, then `params`, `vu`, `iteration`.
+    #[inline]
     fn context(&mut self, state: &WorkerState) -> Value {
         if let Some(context) = &self.context {
             return context.clone();
@@ -384,17 +385,20 @@ impl Vu {
 
     /// The variables, for changing: the cached context (which shares them) is dropped first so
     /// that the change does not copy the whole map.
+    #[inline]
     fn vars_mut(&mut self) -> &mut BTreeMap<String, Value> {
         self.forget_renderings();
         Arc::make_mut(&mut self.vars)
     }
 
     /// A variable is about to change: the context and the memoized renderings are stale.
+    #[inline]
     fn forget_renderings(&mut self) {
         self.context = None;
         self.memo.iter_mut().for_each(|rendered| *rendered = None);
     }
 
+    #[inline]
     fn render(state: &WorkerState, context: &Value, template: &str) -> Option<String> {
         state.shared.plan.environment.get_template(template).ok()?.render(context).ok()
     }
@@ -406,6 +410,7 @@ impl Vu {
     }
 
     /// Fixed text is borrowed from the node; only templates produce new strings.
+    #[inline]
     fn render_text<'n>(&mut self, state: &WorkerState, context: &Value, text: &'n Text) -> Option<Cow<'n, str>> {
         let template = match text {
             Text::Fixed(fixed) => return Some(Cow::Borrowed(fixed)),
@@ -424,10 +429,12 @@ impl Vu {
     }
 
     /// Keeps `message` as a detail of `kind` on step `index` (bounded; failures only).
+    #[inline]
     fn note(&self, state: &WorkerState, index: usize, kind: ErrorKind, message: String) {
         state.recorder.borrow_mut().steps[index].note_detail(kind, message);
     }
 
+    #[inline]
     fn record(&mut self, state: &WorkerState, index: usize, latency_us: u64, outcome: Result<(), ErrorKind>, sent: u64, received: u64) {
         if outcome.is_err() {
             self.failures += 1;
