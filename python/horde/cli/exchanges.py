@@ -45,6 +45,8 @@ def exchange_lines(exchange: Mapping[str, Any]) -> list[str]:
     title = f"── {exchange['scenario']} › {exchange['step']}  ({exchange['phase']}, VU {exchange['vu']}, iteration {exchange['iteration']})"
     lines = [title]
     request, body = exchange.get("request") or "", exchange.get("request_body") or ""
+    # A step whose template failed was not sent (a `sql` step shows the statement it would run).
+    sent = exchange.get("outcome") != "template_failed" and bool(request)
     if request:
         lines += _lines(">", request)
         if body:
@@ -52,8 +54,6 @@ def exchange_lines(exchange: Mapping[str, Any]) -> list[str]:
             lines += _lines(">", body)
             if exchange.get("request_body_bytes", 0) > BODY_PREFIX_BYTES:
                 lines.append(f"> … (cut at 2 KiB of {exchange['request_body_bytes']:,} bytes)")
-    else:
-        lines.append("> (not sent)")
     response, body = exchange.get("response") or "", exchange.get("response_body") or ""
     if response:
         lines += _lines("<", response)
@@ -62,10 +62,12 @@ def exchange_lines(exchange: Mapping[str, Any]) -> list[str]:
             lines += _lines("<", body.rstrip("\n"))
             if exchange.get("response_body_truncated"):
                 lines.append("< … (cut at 2 KiB)")
-    elif request:
+    elif sent:
         lines.append("< (no response)")
+    else:
+        lines.append("  (not sent)")
     outcome = str(exchange.get("outcome") or "ok")
-    timing = f" in {exchange['latency_us'] / 1000:.2f} ms" if request else ""
+    timing = f" in {exchange['latency_us'] / 1000:.2f} ms" if sent else ""
     lines.append(f"  {outcome}{timing}" + (f" — {exchange['detail']}" if exchange.get("detail") else ""))
     for check in exchange.get("checks") or []:
         mark = "✓" if check["passed"] else "✗"

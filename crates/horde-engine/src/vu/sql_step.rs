@@ -191,15 +191,15 @@ impl Vu {
             Ok(outcome) => {
                 let mut response = format!("{} row(s)", outcome.row_count);
                 if let Some(row) = &outcome.first_row {
-                    let columns: Vec<String> = row.columns.iter().map(|(name, value)| format!("{name} = {value:?}")).collect();
+                    let columns: Vec<String> = row.columns.iter().map(|(name, value)| format!("{name} = {}", column_text(value))).collect();
                     response.push_str(&format!("; first row: {}", columns.join(", ")));
                 }
                 exchange.response = bounded(response, MAX_BODY_BYTES).0;
                 let view = SqlResultView { row_count: outcome.row_count, first_row: outcome.first_row.as_ref() };
                 for check in &node.checks {
                     let passed = view.passes(check);
-                    let why = (!passed).then(|| format!("expected {}, got {}", serde_json::to_string(check).unwrap_or_default(), exchange.response));
-                    exchange.checks.push((serde_json::to_string(check).unwrap_or_default(), passed, why));
+                    let why = (!passed).then(|| format!("expected {}, got {}", check_label(check), exchange.response));
+                    exchange.checks.push((check_label(check), passed, why));
                 }
             }
             Err((_, words, _)) => exchange.detail = Some(words.clone()),
@@ -234,6 +234,39 @@ impl Vu {
         } else {
             Ok(())
         }
+    }
+}
+
+/// A `sql` check in words, for a recorded exchange: `row_count == 1`, `column who == "ann"`.
+fn check_label(check: &horde_plan::SqlCheck) -> String {
+    match check {
+        horde_plan::SqlCheck::RowCount { equals, min, max } => {
+            let mut parts = Vec::new();
+            if let Some(equals) = equals {
+                parts.push(format!("row_count == {equals}"));
+            }
+            if let Some(min) = min {
+                parts.push(format!("row_count >= {min}"));
+            }
+            if let Some(max) = max {
+                parts.push(format!("row_count <= {max}"));
+            }
+            if parts.is_empty() { "row_count".to_owned() } else { parts.join(" and ") }
+        }
+        horde_plan::SqlCheck::Column { column, equals } => format!("column {column} == {equals}"),
+    }
+}
+
+/// A column's value as a recorded exchange shows it: `NULL`, `42`, `"ann"`.
+fn column_text(value: &crate::sql::ColumnValue) -> String {
+    use crate::sql::ColumnValue;
+    match value {
+        ColumnValue::Null => "NULL".to_owned(),
+        ColumnValue::Bool(value) => value.to_string(),
+        ColumnValue::Int(value) => value.to_string(),
+        ColumnValue::Float(value) => value.to_string(),
+        ColumnValue::Text(value) => format!("{value:?}"),
+        ColumnValue::Unreadable => "(a type not decoded: cast it to text)".to_owned(),
     }
 }
 
