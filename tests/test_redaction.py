@@ -131,3 +131,14 @@ def test_a_shown_exchange_loses_credentials_and_later_ones_the_token_a_login_ret
              "checks": [{"check": "status in [200]", "passed": False, "why": "tok-777777"}], "vars": []}
     shown = redact_exchange(later, secrets)
     assert "tok-777777" not in json.dumps(shown) and "env-secret-1" not in json.dumps(shown)
+
+
+def test_error_details_lose_the_plans_secret_values_before_they_are_stored() -> None:
+    from horde.control.conductor import _redact_error_details
+
+    snapshot: Any = {"steps": [{"step": "login", "error_details": [
+        {"kind": "sql_other", "message": 'SQLSTATE 22P02: invalid input syntax for type integer: "pw-s3cr3t"', "count": 2}]},
+        {"step": "home"}]}
+    _redact_error_details(snapshot, frozenset({"pw-s3cr3t"}))
+    assert snapshot["steps"][0]["error_details"][0]["message"].endswith('integer: "<redacted>"')
+    assert snapshot["steps"][1] == {"step": "home"}

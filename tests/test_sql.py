@@ -299,10 +299,13 @@ def test_try_shows_each_statement_its_parameters_rows_and_sqlstate(postgres_data
          "extract": [{"var": "who", "from": "column", "column": "who"}],
          "checks": [{"type": "row_count", "equals": 1}]},
         {"type": "sql", "name": "duplicate", "query": "INSERT INTO once VALUES ($1, $2)", "params": ["1", "{{ who }}"]},
+        # The server's message quotes the value: a credential's is redacted there too.
+        {"type": "sql", "name": "cast", "query": "SELECT $1::int", "params": ["{{ params.db_password }}"]},
     ]
     horde_cli = HordeCli(tmp_path)
     plan = tmp_path / "sql.json"
-    plan.write_text(__import__("json").dumps(plan_of(postgres_database, steps, vus=1)))
+    plan.write_text(__import__("json").dumps({**plan_of(postgres_database, steps, vus=1),
+                                              "parameters": {"db_password": "pw-s3cr3t-1"}}))
     done = horde_cli.run("try", str(plan))
     lines = done.stdout.splitlines()
     assert done.returncode == 8, done.stdout + done.stderr
@@ -311,3 +314,5 @@ def test_try_shows_each_statement_its_parameters_rows_and_sqlstate(postgres_data
     assert "  who = first" in lines and "  ✓ row_count == 1" in lines
     assert '>   $2 = "first"' in lines
     assert any(line.startswith("  sql_unique_violation in ") and "SQLSTATE 23505" in line for line in lines), done.stdout
+    assert any(line.startswith("  sql_other in ") and "SQLSTATE 22P02" in line for line in lines), done.stdout
+    assert "pw-s3cr3t-1" not in done.stdout + done.stderr and '>   $1 = "<redacted>"' in lines

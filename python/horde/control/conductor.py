@@ -219,15 +219,27 @@ def conduct(
         raise
     monitors.begin()  # the monitors' second N is the snapshots' second N
     try:
-        return _conduct_run(plan, store, run_id, engine_run, steering, sink, workers, question, annotate, monitors)
+        return _conduct_run(plan, store, run_id, engine_run, steering, sink, workers, question, annotate, monitors, secrets)
     finally:
         monitors.close()
         engine_run.close()
 
 
+def _redact_error_details(snapshot: Snapshot, secrets: frozenset[str]) -> None:
+    """The error details' messages with the plan's secret values replaced, before the store or a
+    sink sees them: a message quotes what the target answered (a body prefix, a SQL error naming
+    a parameter's value), which may hold a credential the plan sent."""
+    if not secrets:
+        return
+    for step in snapshot["steps"]:
+        if "error_details" in step:
+            step["error_details"] = redact_values(step["error_details"], secrets)
+
+
 def _conduct_run(plan: Plan, store: Store, run_id: str, engine_run: EngineRun, steering: Any, sink: Sink,
                  workers: int | None, question: CapacityQuestion | None,
-                 annotate: Callable[[dict[str, Any]], dict[str, Any]] | None, monitors: RunMonitors) -> Outcome:
+                 annotate: Callable[[dict[str, Any]], dict[str, Any]] | None, monitors: RunMonitors,
+                 secrets: frozenset[str] = frozenset()) -> Outcome:
     """The run's seconds, then its verdict (see :func:`conduct`)."""
     limit = cpu_limit_percent(workers)
     watch = AutostopWatch(plan.autostop, cpu_limit_percent=limit)
@@ -252,6 +264,7 @@ def _conduct_run(plan: Plan, store: Store, run_id: str, engine_run: EngineRun, s
                 engine_run.stop()
             if snapshot is None:
                 continue
+            _redact_error_details(snapshot, secrets)
             store.add_snapshot(run_id, snapshot)
             if not engine_run.stop_requested:
                 stop_asked = _answer_controls(store, run_id, engine_run, sink, steered=steering is not None) or stop_asked

@@ -44,6 +44,13 @@ impl Vu {
     /// VU's variables and the plan's parameters named like a credential, a feeder row's fields
     /// included) and keeps it for the worker's next part.
     pub(super) fn keep_exchange(&self, state: &WorkerState, mut exchange: Exchange) {
+        exchange.redact(self.secrets(state));
+        state.exchanges.borrow_mut().push(exchange);
+    }
+
+    /// The values of the VU's variables and the plan's parameters named like a credential (a
+    /// feeder row's fields included): what a recorded exchange or an error detail must not show.
+    pub(super) fn secrets(&self, state: &WorkerState) -> Vec<String> {
         let mut secrets = Vec::new();
         for (name, value) in self.vars.iter() {
             secret_values(name, value, &mut secrets);
@@ -55,8 +62,9 @@ impl Vu {
                 }
             }
         }
-        exchange.redact(secrets);
-        state.exchanges.borrow_mut().push(exchange);
+        secrets.retain(|secret| secret.len() >= 4);
+        secrets.sort_by_key(|secret| std::cmp::Reverse(secret.len()));
+        secrets
     }
 }
 

@@ -89,7 +89,11 @@ impl Vu {
             self.sql_record(state, node, &params, started, latency_us, result, &outcome);
         }
         if let (Err(kind), Some(words)) = (result, error_words) {
-            self.note(state, node.global_index, kind, words.clone());
+            // A server's message may quote a parameter's value (`invalid input syntax for type
+            // integer: "..."`): credentials the VU holds are redacted from it.
+            let mut words = words.clone();
+            crate::exchange::redact_values(&mut words, &self.secrets(state));
+            self.note(state, node.global_index, kind, words);
         }
         if let Some(sent_at) = sent_at {
             state.recorder.borrow_mut().steps[node.global_index].record_from_send(latency_us, sent_at.elapsed().as_micros() as u64);
