@@ -356,6 +356,8 @@ def test_unknown_port_is_free() -> None:
         "horde.plan.redaction",
         "horde.errors",
         "horde.engine.histogram",
+        "horde.cli.exchanges",
+        "horde.control.trial",
     ],
 )
 def test_doctests(module_name: str) -> None:

@@ -110,3 +110,35 @@ def test_headers_are_redacted_at_every_depth_and_at_scenario_level() -> None:
     assert "s3cr3t" not in repr(redacted)
     assert repr(redacted).count(REDACTED) == 8
     assert "s3cr3t" in repr(plan), "the original is left alone"
+
+
+def test_a_shown_exchange_loses_credentials_and_later_ones_the_token_a_login_returned() -> None:
+    from horde.plan.redaction import redact_exchange
+
+    secrets: set[str] = {"env-secret-1"}
+    login = {"transport": "http", "request": "POST /login?sig=abc123 HTTP/1.1\r\nX-Api-Key: k-9999\r\nAccept: */*",
+             "request_body": '{"user": "me", "password": "hunter22"}', "response": "HTTP/1.1 200 OK\r\nSet-Cookie: s=1",
+             "response_body": '{"access_token": "tok-777777", "id": 4}', "detail": None, "checks": [],
+             "vars": [{"name": "session_key", "value": "v-1"}, {"name": "id", "value": "4"}]}
+    shown = redact_exchange(login, secrets)
+    assert shown["request"] == ("POST /login?sig=<redacted> HTTP/1.1\nX-Api-Key: <redacted>\nAccept: */*")
+    assert json.loads(shown["request_body"]) == {"user": "me", "password": REDACTED}
+    assert "tok-777777" not in shown["response_body"] and "Set-Cookie: <redacted>" in shown["response"]
+    assert shown["vars"] == [{"name": "session_key", "value": REDACTED}, {"name": "id", "value": "4"}]
+    # The token the login answered is a secret from now on, wherever it shows.
+    later = {"transport": "http", "request": "GET /me?t=tok-777777 HTTP/1.1", "request_body": "",
+             "response": "", "response_body": "", "detail": "status 500 for tok-777777 and env-secret-1",
+             "checks": [{"check": "status in [200]", "passed": False, "why": "tok-777777"}], "vars": []}
+    shown = redact_exchange(later, secrets)
+    assert "tok-777777" not in json.dumps(shown) and "env-secret-1" not in json.dumps(shown)
+
+
+def test_error_details_lose_the_plans_secret_values_before_they_are_stored() -> None:
+    from horde.control.conductor import _redact_error_details
+
+    snapshot: Any = {"steps": [{"step": "login", "error_details": [
+        {"kind": "sql_other", "message": 'SQLSTATE 22P02: invalid input syntax for type integer: "pw-s3cr3t"', "count": 2}]},
+        {"step": "home"}]}
+    _redact_error_details(snapshot, frozenset({"pw-s3cr3t"}))
+    assert snapshot["steps"][0]["error_details"][0]["message"].endswith('integer: "<redacted>"')
+    assert snapshot["steps"][1] == {"step": "home"}

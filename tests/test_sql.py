@@ -294,3 +294,33 @@ def test_a_server_restart_mid_run_is_counted_and_the_run_goes_on(restartable_ser
     assert by_second.get(1, 0) > 0
     # Reads succeeded again at the end, on new connections to the restarted server.
     assert by_second.get(6, 0) > 0, by_second
+
+
+def test_try_shows_each_statement_its_parameters_rows_and_sqlstate(postgres_database: str, tmp_path: Path) -> None:
+    from conftest import HordeCli
+
+    with psycopg.connect(libpq_url(postgres_database), autocommit=True) as connection:
+        connection.execute("CREATE TABLE once (id int PRIMARY KEY, who text)")
+        connection.execute("INSERT INTO once VALUES (1, 'first')")
+    steps: list[dict[str, Any]] = [
+        {"type": "sql", "name": "read", "query": "SELECT who FROM once WHERE id = $1", "params": ["1"],
+         "extract": [{"var": "who", "from": "column", "column": "who"}],
+         "checks": [{"type": "row_count", "equals": 1}]},
+        {"type": "sql", "name": "duplicate", "query": "INSERT INTO once VALUES ($1, $2)", "params": ["1", "{{ who }}"]},
+        # The server's message quotes the value: a credential's is redacted there too.
+        {"type": "sql", "name": "cast", "query": "SELECT $1::int", "params": ["{{ params.db_password }}"]},
+    ]
+    horde_cli = HordeCli(tmp_path)
+    plan = tmp_path / "sql.json"
+    plan.write_text(__import__("json").dumps({**plan_of(postgres_database, steps, vus=1),
+                                              "parameters": {"db_password": "pw-s3cr3t-1"}}))
+    done = horde_cli.run("try", str(plan))
+    lines = done.stdout.splitlines()
+    assert done.returncode == 8, done.stdout + done.stderr
+    assert "> SELECT who FROM once WHERE id = $1" in lines and '>   $1 = "1"' in lines
+    assert "< 1 row(s); first row: who = \"first\"" in lines, done.stdout
+    assert "  who = first" in lines and "  ✓ row_count == 1" in lines
+    assert '>   $2 = "first"' in lines
+    assert any(line.startswith("  sql_unique_violation in ") and "SQLSTATE 23505" in line for line in lines), done.stdout
+    assert any(line.startswith("  sql_other in ") and "SQLSTATE 22P02" in line for line in lines), done.stdout
+    assert "pw-s3cr3t-1" not in done.stdout + done.stderr and '>   $1 = "<redacted>"' in lines

@@ -28,10 +28,14 @@ def start_run(
     first_slot: int | None = None,
     slots: int | None = None,
     start_at: float | None = None,
+    record_exchanges: int = 0,
+    single_iteration: bool = False,
 ) -> RunHandle:
     """Raises ValueError on a bad plan, RuntimeError on a setup fault. A generator of a run
     spread over several gives its workers' slots (``first_slot`` of ``slots``) and the agreed
-    start (seconds since the Unix epoch)."""
+    start (seconds since the Unix epoch). ``record_exchanges``: keep the first N exchanges of
+    each step in full (a snapshot's ``exchanges``); ``single_iteration``: each VU runs one
+    iteration with its setup and teardown, then the run stops (``horde try``)."""
 
 def histogram_merge(parts: list[bytes]) -> bytes: ...
 def histogram_buckets(blob: bytes) -> list[tuple[int, int, int]]:

@@ -31,6 +31,8 @@ class ExitCode(IntEnum):
     #: The run ended without opening one connection to the target (refused, DNS, TLS, connect
     #: timeout...): it measured nothing of the target.
     NO_CONNECTION = 7
+    #: `horde try`: a step or a check of the iteration failed (each exchange shows which and why).
+    TRY_FAILED = 8
     # Autostop ended the run early: one code per reason, so a CI job can tell what went wrong
     # without parsing the output.
     #: Autostop: a latency condition held over its window (p95 > 500ms).

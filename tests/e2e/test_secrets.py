@@ -137,3 +137,40 @@ def test_a_name_holding_a_secret_is_refused_before_any_load(horde_cli: HordeCli,
     assert json.loads(horde_cli.run("runs", "--json").stdout) == []
     assert not any(MARKER.encode() in path.read_bytes() for path in Path(horde_cli.store_path).parent.glob("*")
                    if path.is_file())
+
+
+def test_a_planted_secret_reaches_no_printed_exchange(horde_cli: HordeCli, builtin_target: Any) -> None:
+    # `--debug N` and `horde try` print requests whole: every way the marker enters a request
+    # (a header named like a credential, one fed by a parameter set through the environment, a
+    # query field, a JSON body field, a cookie, a templated path) is redacted in what they print.
+    plan = horde_cli.tmp_path / "debug.yaml"
+    plan.write_text(textwrap.dedent(f"""\
+        version: 1
+        name: debug-secrets
+        parameters: {{upstream: "none", api_token: "none"}}
+        target:
+          base_url: "http://127.0.0.1:{builtin_target.port}"
+          headers: {{Authorization: "Bearer {{{{ params.api_token }}}}", X-Trace: "{{{{ params.upstream }}}}"}}
+        scenarios:
+          - name: api
+            steps:
+              - name: get
+                method: GET
+                path: "/?access_token={MARKER}&up={{{{ params.upstream }}}}&page=2"
+                headers: {{X-Auth: "{MARKER}", Cookie: "sid={MARKER}"}}
+              - name: post
+                method: POST
+                path: /
+                json: {{user: me, password: "{{{{ params.api_token }}}}"}}
+            workload: {{type: closed, start_vus: 2, stages: [{{duration_s: 1, vus: 2}}]}}
+        """))
+    horde_cli.env["HORDE_PARAM_UPSTREAM"] = MARKER
+    debug = horde_cli.run("run", str(plan), "-p", f"api_token={MARKER}", "--debug", "3")
+    assert debug.returncode == ExitCode.OK, debug.stderr
+    tried = horde_cli.run("try", str(plan), "-p", f"api_token={MARKER}")
+    assert tried.returncode == ExitCode.OK, tried.stdout + tried.stderr
+    for result in (debug, tried):
+        assert "> Authorization: <redacted>" in result.stdout and "access_token=<redacted>" in result.stdout
+        assert '"password":"<redacted>"' in result.stdout
+        assert MARKER not in result.stdout + result.stderr
+    assert MARKER.encode() not in _store_bytes(horde_cli)

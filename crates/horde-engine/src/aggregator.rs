@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 /// An interval being assembled from the workers' parts.
 struct Pending {
     recorder: WorkerRecorder,
+    exchanges: Vec<crate::exchange::Exchange>,
     reported: Vec<bool>,
     active_vus: u64,
     peak_vus: u64,
@@ -81,6 +82,7 @@ pub(crate) fn run_aggregator(shared: Arc<Shared>, parts: mpsc::Receiver<WorkerPa
         if let Ok(part) = part {
             let entry = pending.entry(part.index).or_insert_with(|| Pending {
                 recorder: WorkerRecorder::new(step_count),
+                exchanges: Vec::new(),
                 reported: vec![false; workers],
                 active_vus: 0,
                 peak_vus: 0,
@@ -88,6 +90,7 @@ pub(crate) fn run_aggregator(shared: Arc<Shared>, parts: mpsc::Receiver<WorkerPa
                 elapsed: Duration::ZERO,
             });
             entry.recorder.merge(&part.recorder);
+            entry.exchanges.extend(part.exchanges);
             entry.reported[part.worker] = true;
             entry.active_vus += part.active_vus;
             // Workers hold disjoint VUs: the sum of their peaks bounds the run's peak (equal to
@@ -106,6 +109,7 @@ pub(crate) fn run_aggregator(shared: Arc<Shared>, parts: mpsc::Receiver<WorkerPa
             for index in next_index..=last {
                 let interval = pending.remove(&index).unwrap_or_else(|| Pending {
                     recorder: WorkerRecorder::new(step_count),
+                    exchanges: Vec::new(),
                     reported: vec![true; workers],
                     active_vus: 0,
                     peak_vus: 0,
@@ -208,5 +212,10 @@ fn build_snapshot(
         timer_lateness_max_ms,
         run_delay_ms: cpu.run_delay_ms,
         steal_percent: cpu.steal_percent,
+        exchanges: {
+            let mut exchanges = interval.exchanges;
+            exchanges.sort_by(|a, b| a.started_s.total_cmp(&b.started_s));
+            exchanges
+        },
     }
 }

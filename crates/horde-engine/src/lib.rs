@@ -45,6 +45,7 @@
 mod aggregator;
 mod compiled;
 mod error;
+mod exchange;
 pub mod http;
 mod interpreter;
 mod levels;
@@ -63,6 +64,7 @@ mod worker_state;
 pub mod workload;
 
 pub use error::EngineError;
+pub use exchange::Exchange;
 pub use run::{start, EngineOptions, Next, RunControl, RunHandle};
 pub use shared::GeneratorShare;
 pub use snapshot::{Snapshot, StepSnapshot};

@@ -31,6 +31,12 @@ pub struct EngineOptions {
     /// When time zero falls, on this machine's wall clock: several generators start together at
     /// an instant agreed beforehand. `None`: now (plus the workers' start-up lead).
     pub start_at: Option<SystemTime>,
+    /// Record the first N exchanges of each step in full (`Snapshot::exchanges`); 0: none, at no
+    /// cost (see `exchange.rs`).
+    pub record_exchanges: u32,
+    /// Each VU runs one iteration (setup, steps, teardown), after which the run stops: `horde try`
+    /// (a plan of one VU).
+    pub single_iteration: bool,
 }
 
 impl Default for EngineOptions {
@@ -39,6 +45,8 @@ impl Default for EngineOptions {
             workers: std::thread::available_parallelism().map(usize::from).unwrap_or(1),
             generator: None,
             start_at: None,
+            record_exchanges: 0,
+            single_iteration: false,
         }
     }
 }
@@ -115,7 +123,9 @@ pub fn start(plan: &Plan, options: EngineOptions) -> Result<RunHandle, EngineErr
         None => (now + lead, now_wall + lead),
     };
     let levels = Levels::new(&compiled);
-    let shared = Arc::new(Shared { levels, plan: compiled, workers, generator, start, start_wall, stop });
+    let recording = crate::exchange::Recording::new(options.record_exchanges, compiled.step_names.len());
+    let single_iteration = options.single_iteration;
+    let shared = Arc::new(Shared { levels, plan: compiled, workers, generator, start, start_wall, stop, recording, single_iteration });
     let (parts_sender, parts) = mpsc::channel::<WorkerPart>();
     let (snapshot_sender, snapshots) = mpsc::channel::<Snapshot>();
     let mut threads = Vec::with_capacity(workers + 1);

@@ -47,4 +47,8 @@ pub(crate) struct Shared {
     pub stop: watch::Sender<bool>,
     /// Each scenario's live profile (the plan's until re-targeted).
     pub levels: Levels,
+    /// Exchange recording (`--debug N`, `horde try`); `None`: off, and free.
+    pub recording: Option<crate::exchange::Recording>,
+    /// `horde try`: each VU runs one iteration (setup, steps, teardown), then the run stops.
+    pub single_iteration: bool,
 }

@@ -64,6 +64,9 @@ pub struct Snapshot {
     /// The machine's CPU time taken by its hypervisor during the interval (steal), in percent of
     /// all CPUs; 0 where the system does not report it.
     pub steal_percent: f64,
+    /// Exchanges recorded in full during the interval (`EngineOptions::record_exchanges`), in
+    /// the order they started; empty when recording is off.
+    pub exchanges: Vec<crate::exchange::Exchange>,
 }
 
 impl Snapshot {

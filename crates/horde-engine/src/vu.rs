@@ -1,11 +1,12 @@
 //! A virtual user: its connection (or, with a pool, the one it borrows per exchange), buffers,
 //! random stream, variables and cookies, and how it walks its scenario's nodes.
 
+mod http_step;
+mod recording;
 mod sql_step;
 
-use crate::http::{encode_request, read_response, Capture, Connection, RequestParts};
-use crate::interpreter::{body_prefix, Body, CookieJar, JsonTemplate, UNDEFINED_MARK, LoopMode, Node, RequestNode, ResponseView, ScenarioProgram, Text};
-use crate::pool::Pool;
+use crate::http::{Capture, Connection};
+use crate::interpreter::{CookieJar, LoopMode, Node, ScenarioProgram, Text};
 use crate::think::{self, VuRandom};
 use crate::worker_state::WorkerState;
 use horde_metrics::ErrorKind;
@@ -40,15 +41,6 @@ enum Flow {
     Continue,
     EndIteration,
     Stopped,
-}
-
-/// Why one exchange failed, in words too (the error detail), and whether it failed before
-/// reaching the target.
-#[derive(Debug, Clone)]
-struct ExchangeError {
-    kind: ErrorKind,
-    connecting: bool,
-    detail: String,
 }
 
 /// The state of one walk: the open model's intended start (taken by the first request) and
@@ -109,6 +101,9 @@ pub(crate) struct Vu {
     setup_failed: bool,
     /// The last pause after a failed setup (zero: none since the last setup that succeeded).
     setup_backoff: Duration,
+    /// Which part of its scenario the VU runs: `setup`, `steps` or `teardown` (recorded
+    /// exchanges say it).
+    phase: &'static str,
 }
 
 /// A request on its way. Recorded as `cut` if the VU's task is dropped before the request
@@ -172,6 +167,7 @@ impl Vu {
             set_up: false,
             setup_failed: false,
             setup_backoff: Duration::ZERO,
+            phase: "setup",
         }
     }
 
@@ -219,6 +215,7 @@ impl Vu {
     /// fails is counted once in the snapshot's `setup_failures`.
     async fn run_setup(&mut self, state: &WorkerState, program: &ScenarioProgram) -> bool {
         let failures = self.failures;
+        self.phase = "setup";
         let mut pass = Pass { intended: None, stoppable: false, ends_on_failure: true };
         self.run_nodes(state, &program.setup, &mut pass).await;
         self.set_up = self.failures == failures;
@@ -247,6 +244,7 @@ impl Vu {
         let sent_before = self.sent;
         // A failed setup ends the iteration: the behaviour would only fail on what it left unset.
         let flow = if self.set_up || self.run_setup(state, program).await {
+            self.phase = "steps";
             let mut pass = Pass { intended, stoppable: true, ends_on_failure: false };
             self.run_nodes(state, &program.steps, &mut pass).await
         } else {
@@ -265,6 +263,7 @@ impl Vu {
     /// Runs the teardown steps (a VU that stops on its own, not one cut by the grace period).
     pub async fn finish(&mut self, state: &WorkerState, program: &ScenarioProgram) {
         if !program.teardown.is_empty() {
+            self.phase = "teardown";
             let mut pass = Pass { intended: None, stoppable: false, ends_on_failure: false };
             self.run_nodes(state, &program.teardown, &mut pass).await;
         }
@@ -369,6 +368,7 @@ impl Vu {
     }
 
     /// The template context: the VU's variables, then `params`, `vu`, `iteration`.
+    #[inline]
     fn context(&mut self, state: &WorkerState) -> Value {
         if let Some(context) = &self.context {
             return context.clone();
@@ -385,17 +385,20 @@ impl Vu {
 
     /// The variables, for changing: the cached context (which shares them) is dropped first so
     /// that the change does not copy the whole map.
+    #[inline]
     fn vars_mut(&mut self) -> &mut BTreeMap<String, Value> {
         self.forget_renderings();
         Arc::make_mut(&mut self.vars)
     }
 
     /// A variable is about to change: the context and the memoized renderings are stale.
+    #[inline]
     fn forget_renderings(&mut self) {
         self.context = None;
         self.memo.iter_mut().for_each(|rendered| *rendered = None);
     }
 
+    #[inline]
     fn render(state: &WorkerState, context: &Value, template: &str) -> Option<String> {
         state.shared.plan.environment.get_template(template).ok()?.render(context).ok()
     }
@@ -407,6 +410,7 @@ impl Vu {
     }
 
     /// Fixed text is borrowed from the node; only templates produce new strings.
+    #[inline]
     fn render_text<'n>(&mut self, state: &WorkerState, context: &Value, text: &'n Text) -> Option<Cow<'n, str>> {
         let template = match text {
             Text::Fixed(fixed) => return Some(Cow::Borrowed(fixed)),
@@ -424,111 +428,13 @@ impl Vu {
         Some(Cow::Owned(rendered))
     }
 
-    fn render_json(state: &WorkerState, context: &Value, template: &JsonTemplate) -> Option<serde_json::Value> {
-        Some(match template {
-            JsonTemplate::Fixed(value) => value.clone(),
-            JsonTemplate::Typed(name) => {
-                let rendered = Self::render(state, context, name)?;
-                if rendered == UNDEFINED_MARK {
-                    return None;
-                }
-                serde_json::from_str(&rendered).ok()?
-            }
-            JsonTemplate::Text(name) => serde_json::Value::String(Self::render(state, context, name)?),
-            JsonTemplate::Array(items) => {
-                serde_json::Value::Array(items.iter().map(|item| Self::render_json(state, context, item)).collect::<Option<_>>()?)
-            }
-            JsonTemplate::Object(fields) => serde_json::Value::Object(
-                fields.iter().map(|(key, item)| Some((key.clone(), Self::render_json(state, context, item)?))).collect::<Option<_>>()?,
-            ),
-        })
-    }
-
-    /// Encodes a request whose parts are templated (or that carries cookies) into `self.request`.
-    /// Returns the rendered path (for cookie paths), or `None` when a template failed.
-    fn encode_dynamic(&mut self, state: &WorkerState, node: &RequestNode) -> Option<String> {
-        let context = self.context(state);
-        let path = safe_path(self.render_text(state, &context, &node.path)?.into_owned());
-        let mut rendered_headers = Vec::with_capacity(node.headers.len());
-        for (name, value) in &node.headers {
-            let value = self.render_text(state, &context, value)?;
-            // A line break in a header value would end the header (or the request) early.
-            if value.contains(['\r', '\n']) {
-                return None;
-            }
-            rendered_headers.push((name.as_str(), value));
-        }
-        let (body, json) = match &node.body {
-            Body::None => (Vec::new(), false),
-            Body::Text(text) => (self.render_text(state, &context, text)?.into_owned().into_bytes(), false),
-            Body::Json(template) => (serde_json::to_vec(&Self::render_json(state, &context, template)?).ok()?, true),
-        };
-        let headers: Vec<(&str, &str)> = rendered_headers.iter().map(|(name, value)| (*name, value.as_ref())).collect();
-        let endpoint = &state.shared.plan.endpoints[self.instance];
-        let cookie = self.cookies.header_for(&endpoint.path_prefix, &path);
-        let parts = RequestParts { method: &node.method, path: &path, headers: &headers, cookie: cookie.as_deref(), body: &body, json };
-        self.request.clear();
-        encode_request(&mut self.request, endpoint, &parts);
-        Some(path)
-    }
-
     /// Keeps `message` as a detail of `kind` on step `index` (bounded; failures only).
+    #[inline]
     fn note(&self, state: &WorkerState, index: usize, kind: ErrorKind, message: String) {
         state.recorder.borrow_mut().steps[index].note_detail(kind, message);
     }
 
-    /// Why a request's templates could not be rendered: the first variable they read that the
-    /// VU does not hold, else the template engine's own message.
-    fn template_failure(&mut self, state: &WorkerState, node: &RequestNode) -> String {
-        fn json_names<'n>(template: &'n JsonTemplate, names: &mut Vec<&'n str>) {
-            match template {
-                JsonTemplate::Fixed(_) => {}
-                JsonTemplate::Typed(name) | JsonTemplate::Text(name) => names.push(name),
-                JsonTemplate::Array(items) => items.iter().for_each(|item| json_names(item, names)),
-                JsonTemplate::Object(fields) => fields.iter().for_each(|(_, item)| json_names(item, names)),
-            }
-        }
-        let mut names: Vec<(&str, &str)> = Vec::new();
-        if let Text::Template(template) = &node.path {
-            names.push(("path", &template.name));
-        }
-        for (header, value) in &node.headers {
-            if let Text::Template(template) = value {
-                names.push((header, &template.name));
-            }
-        }
-        match &node.body {
-            Body::Text(Text::Template(template)) => names.push(("body", &template.name)),
-            Body::Json(template) => {
-                let mut json = Vec::new();
-                json_names(template, &mut json);
-                names.extend(json.into_iter().map(|name| ("json", name)));
-            }
-            _ => {}
-        }
-        let context = self.context(state);
-        let environment = &state.shared.plan.environment;
-        for (part, name) in &names {
-            let Ok(template) = environment.get_template(name) else { continue };
-            let mut variables: Vec<String> = template.undeclared_variables(true).into_iter().collect();
-            variables.sort();
-            for variable in variables {
-                let mut value = context.clone();
-                for (depth, attribute) in variable.split('.').enumerate() {
-                    value = value.get_attr(attribute).unwrap_or(Value::UNDEFINED);
-                    if value.is_undefined() {
-                        let unset = variable.split('.').take(depth + 1).collect::<Vec<_>>().join(".");
-                        return format!("{part}: variable '{unset}' is not set");
-                    }
-                }
-            }
-            if let Err(error) = template.render(&context) {
-                return format!("{part}: {error}");
-            }
-        }
-        "a rendered header value holds a line break".into()
-    }
-
+    #[inline]
     fn record(&mut self, state: &WorkerState, index: usize, latency_us: u64, outcome: Result<(), ErrorKind>, sent: u64, received: u64) {
         if outcome.is_err() {
             self.failures += 1;
@@ -551,243 +457,6 @@ impl Vu {
         recorder.connect_backoffs += 1;
         recorder.connect_backoff_us += began.elapsed().as_micros() as u64;
     }
-
-    async fn request(&mut self, state: &WorkerState, node: &RequestNode, intended: Option<Instant>) -> Flow {
-        let started = intended.unwrap_or_else(Instant::now);
-        // Requests with nothing templated go out as encoded at start, unless cookies must be added.
-        let (fixed, path) = match (&node.fixed, self.cookies.is_empty(), &node.path) {
-            (Some(bytes), true, Text::Fixed(path)) => (Some(&bytes[self.instance]), Cow::Borrowed(path.as_str())),
-            _ => match self.encode_dynamic(state, node) {
-                Some(path) => (None, Cow::Owned(path)),
-                None => {
-                    // Not sent; the step's think time still applies, as it would after a reply.
-                    self.record(state, node.global_index, 0, Err(ErrorKind::TemplateFailed), 0, 0);
-                    let why = self.template_failure(state, node);
-                    self.note(state, node.global_index, ErrorKind::TemplateFailed, why);
-                    if let Some(think_time) = &node.think_time {
-                        self.pause(state, think_time).await;
-                    }
-                    return Flow::Continue;
-                }
-            },
-        };
-        self.sent += 1;
-        // Only a request timed from an intended instant needs its send instant too: a closed
-        // model's latency is already from its send.
-        let sent_at = intended.map(|_| Instant::now());
-        self.capture.keep_body = node.keep_body;
-        self.capture.keep_headers = node.keep_headers;
-        let encoded = if fixed.is_none() { Some(std::mem::take(&mut self.request)) } else { None };
-        let request: &[u8] = fixed.map(Vec::as_slice).or(encoded.as_deref()).unwrap_or_default();
-        let mut in_flight = InFlight { state, index: node.global_index, started, ended: false };
-        let outcome = self.exchange(state, request, node.is_head).await;
-        in_flight.ended = true;
-        if let Some(buffer) = encoded {
-            // The encoding buffer is reused by the next templated request.
-            self.request = buffer;
-        }
-        let latency_us = started.elapsed().as_micros() as u64;
-        let from_send_us = sent_at.map(|sent_at| sent_at.elapsed().as_micros() as u64);
-        let mut end_iteration = false;
-        let mut back_off = false;
-        let (result, sent, received, detail) = match outcome {
-            Ok((status, sent, received)) => {
-                let (result, why) = self.apply_response(state, node, status, &path);
-                // A check that could not be judged (the body past the bound) did not pass.
-                end_iteration = matches!(result, Err(ErrorKind::CheckFailed | ErrorKind::BodyTooLarge)) && node.end_on_check_failure;
-                (result, sent, received, why)
-            }
-            Err((error, sent)) => {
-                self.last_connect_failed = error.connecting;
-                back_off = error.connecting && self.backs_off;
-                (Err(error.kind), sent, 0, Some(error.detail))
-            }
-        };
-        self.record(state, node.global_index, latency_us, result, sent, received);
-        if let (Err(kind), Some(detail)) = (result, detail) {
-            self.note(state, node.global_index, kind, detail);
-        }
-        // Only a request timed in `latency_us` (it got a response) has a latency from its send.
-        let timed = result.is_ok() || result.is_err_and(|kind| kind.got_response());
-        if let Some(from_send_us) = from_send_us.filter(|_| timed) {
-            state.recorder.borrow_mut().steps[node.global_index].record_from_send(latency_us, from_send_us);
-        }
-        if back_off {
-            self.back_off(state).await;
-        }
-        if let Some(think_time) = &node.think_time {
-            self.pause(state, think_time).await;
-        }
-        if end_iteration {
-            Flow::EndIteration
-        } else {
-            Flow::Continue
-        }
-    }
-
-    /// Cookies, extractors and checks on a response (each check counted); the outcome to
-    /// record, and on a failure why (the error detail).
-    fn apply_response(&mut self, state: &WorkerState, node: &RequestNode, status: u16, path: &str) -> (Result<(), ErrorKind>, Option<String>) {
-        let prefix = &state.shared.plan.endpoints[self.instance].path_prefix;
-        if !self.capture.set_cookies.is_empty() {
-            let request_path = format!("{prefix}{path}");
-            for set_cookie in &self.capture.set_cookies {
-                self.cookies.store(set_cookie, &request_path);
-            }
-        }
-        // A body past `max_kept_body_bytes` was kept only in part: what reads it is not judged
-        // on a part (a check could pass or fail on the cut), and the step counts as body_too_large.
-        let truncated = node.keep_body && self.capture.body_truncated;
-        let mut view = ResponseView::new(status, &self.capture.body, &self.capture.headers);
-        let mut extract_failed = None;
-        if !node.extractors.is_empty() {
-            // (forget_renderings, spelled out: the response view borrows the capture buffers)
-            self.context = None;
-            self.memo.iter_mut().for_each(|rendered| *rendered = None);
-            let vars = Arc::make_mut(&mut self.vars);
-            for extractor in &node.extractors {
-                if truncated && extractor.needs_body() {
-                    vars.remove(&extractor.var);
-                    extract_failed.get_or_insert(extractor);
-                    continue;
-                }
-                match extractor.extract(&mut view, &mut self.random) {
-                    Some(value) => {
-                        vars.insert(extractor.var.clone(), value);
-                    }
-                    None => {
-                        vars.remove(&extractor.var);
-                        extract_failed.get_or_insert(extractor);
-                    }
-                }
-            }
-        }
-        if truncated {
-            let limit = state.shared.plan.read_limits.max_kept_body_bytes;
-            return (Err(ErrorKind::BodyTooLarge), Some(format!("status {status}: the body passed target.max_kept_body_bytes ({limit} bytes)")));
-        }
-        // Every check is judged (and counted), not only up to the first that fails.
-        let mut failed_check = None;
-        if !node.checks.is_empty() {
-            let mut recorder = state.recorder.borrow_mut();
-            let step = &mut recorder.steps[node.global_index];
-            for (index, check) in node.checks.iter().enumerate() {
-                let passed = check.passes(&mut view);
-                step.record_check(index, passed);
-                if !passed && failed_check.is_none() {
-                    failed_check = Some(check.failure(&mut view));
-                }
-            }
-        }
-        if let Some(why) = failed_check {
-            (Err(ErrorKind::CheckFailed), Some(why))
-        } else if !node.has_status_check && status >= 400 {
-            let why = format!("{} — {}", self.capture.error_status_line, body_prefix(&self.capture.error_body));
-            (Err(ErrorKind::Status(status)), Some(why))
-        } else if let Some(extractor) = extract_failed {
-            let why = format!("extractor '{}' ({}) found nothing (status {status}, {})", extractor.var, extractor.description, body_prefix(view.body));
-            (Err(ErrorKind::ExtractFailed), Some(why))
-        } else {
-            (Ok(()), None)
-        }
-    }
-
-    /// Sends one request and reads its response within the request timeout.
-    /// Ok: (status, bytes sent, bytes received); Err: (why, bytes sent).
-    /// With a pool, waiting for a connection is part of the exchange: its time and timeout.
-    async fn exchange(&mut self, state: &WorkerState, request: &[u8], is_head: bool) -> Result<(u16, u64, u64), (ExchangeError, u64)> {
-        let plan = &state.shared.plan;
-        self.written = 0;
-        let exchange = async {
-            match &state.pool {
-                None => self.exchange_unbounded(state, request, is_head).await,
-                Some(pool) => self.pooled_exchange(state, pool, request, is_head).await,
-            }
-        };
-        match tokio::time::timeout(plan.request_timeout, exchange).await {
-            Ok(result) => result,
-            Err(_) => {
-                self.connection = None;
-                let detail = format!("no whole response within {} ms (target.request_timeout_ms)", plan.request_timeout.as_millis());
-                Err((ExchangeError { kind: ErrorKind::Timeout, connecting: false, detail }, self.written))
-            }
-        }
-    }
-
-    /// One exchange over a connection of the pool: the lease's connection and buffer are the
-    /// VU's for the exchange, and go back to the pool when the lease drops (the connection only
-    /// if still usable: `exchange_unbounded` drops one that failed or was closed).
-    async fn pooled_exchange(&mut self, state: &WorkerState, pool: &Pool, request: &[u8], is_head: bool) -> Result<(u16, u64, u64), (ExchangeError, u64)> {
-        let mut lease = pool.acquire(self.instance).await;
-        self.connection = lease.connection.take();
-        std::mem::swap(&mut self.buffer, &mut lease.buffer);
-        let result = self.exchange_unbounded(state, request, is_head).await;
-        std::mem::swap(&mut self.buffer, &mut lease.buffer);
-        lease.connection = self.connection.take();
-        result
-    }
-
-    /// The VU's instance of the target as `host:port`, for error details.
-    fn address(&self, state: &WorkerState) -> String {
-        let endpoint = &state.shared.plan.endpoints[self.instance];
-        format!("{}:{}", endpoint.host, endpoint.port)
-    }
-
-    async fn exchange_unbounded(&mut self, state: &WorkerState, request: &[u8], is_head: bool) -> Result<(u16, u64, u64), (ExchangeError, u64)> {
-        // A kept-alive connection may have been closed by the server while idle; that shows as
-        // a failure before any response byte, and the request is then sent once more on a new
-        // connection, as browsers and HTTP libraries do.
-        for attempt in 0..2 {
-            let reused = self.connection.is_some();
-            if !reused {
-                match state.shared.plan.connectors[self.instance].connect_detailed().await {
-                    Ok(connection) => {
-                        self.connection = Some(connection);
-                        self.backoff = Duration::ZERO;
-                        state.recorder.borrow_mut().connections_opened += 1;
-                    }
-                    Err((kind, detail)) => return Err((ExchangeError { kind, connecting: true, detail }, 0)),
-                }
-            }
-            let connection = self.connection.as_mut().expect("connected above");
-            if let Err(error) = connection.write_all(request).await {
-                self.connection = None;
-                if reused && attempt == 0 {
-                    continue;
-                }
-                let detail = format!("{error} while sending the request to {}", self.address(state));
-                return Err((ExchangeError { kind: ErrorKind::from_io(&error), connecting: false, detail }, 0));
-            }
-            let sent = request.len() as u64;
-            self.written = sent;
-            match read_response(connection, &mut self.buffer, is_head, &mut self.capture, state.shared.plan.read_limits).await {
-                Ok(response) => {
-                    if !response.keep_alive {
-                        self.connection = None;
-                    }
-                    return Ok((response.status, sent, response.bytes_received));
-                }
-                Err(error) => {
-                    self.connection = None;
-                    if reused && attempt == 0 && error.nothing_received {
-                        continue;
-                    }
-                    let why = match error.kind {
-                        ErrorKind::Reset => "the connection closed before the response ended".to_owned(),
-                        ErrorKind::Protocol => "the response is not valid HTTP/1.1".to_owned(),
-                        ErrorKind::HeadersTooLarge => format!(
-                            "the response head passed target.max_response_header_bytes ({} bytes)",
-                            state.shared.plan.read_limits.max_head_bytes
-                        ),
-                        kind => format!("{} while reading the response", kind.label()),
-                    };
-                    let detail = format!("{why} ({})", self.address(state));
-                    return Err((ExchangeError { kind: error.kind, connecting: false, detail }, sent));
-                }
-            }
-        }
-        unreachable!("the second attempt always returns")
-    }
 }
 
 /// Sleeps for `pause`, or until the run stops. The stop's notification is registered before
@@ -803,21 +472,4 @@ async fn wait_unless_stopped(state: &WorkerState, pause: Duration) {
             _ = stopped => {}
         }
     }
-}
-
-/// A rendered path as it may go on the request line: spaces and control characters (which
-/// would end the request line early) percent-encoded.
-fn safe_path(path: String) -> String {
-    if !path.bytes().any(|byte| byte <= b' ' || byte == 0x7F) {
-        return path;
-    }
-    let mut safe = String::with_capacity(path.len() + 8);
-    for character in path.chars() {
-        if character <= ' ' || character == '\u{7f}' {
-            safe.push_str(&format!("%{:02X}", character as u32));
-        } else {
-            safe.push(character);
-        }
-    }
-    safe
 }

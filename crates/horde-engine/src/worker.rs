@@ -37,10 +37,12 @@ impl Drop for FinalPart {
         let elapsed = self.state.elapsed();
         let index = (elapsed.as_secs() + 1).max(self.last_sent.get() + 1);
         let recorder = self.state.recorder.borrow_mut().take();
+        let exchanges = self.state.exchanges.take();
         let _ = self.parts.send(WorkerPart {
             worker: self.state.index,
             index,
             recorder,
+            exchanges,
             active_vus: 0,
             peak_vus: self.state.take_peak(),
             busy_vus: 0,
@@ -76,6 +78,7 @@ pub(crate) fn run_worker(index: usize, shared: Arc<Shared>, parts: mpsc::Sender<
         pool,
         sql_pool,
         pauses: Pauses::default(),
+        exchanges: RefCell::new(Vec::new()),
     });
     let last_sent = Rc::new(Cell::new(0));
     let _final_part = FinalPart { state: Rc::clone(&state), parts: parts.clone(), last_sent: Rc::clone(&last_sent) };
@@ -126,6 +129,7 @@ async fn report_intervals(state: Rc<WorkerState>, parts: mpsc::Sender<WorkerPart
             worker: state.index,
             index,
             recorder,
+            exchanges: state.exchanges.take(),
             active_vus: state.active_vus.get(),
             peak_vus: state.take_peak(),
             busy_vus: state.busy_vus.get(),
@@ -249,6 +253,9 @@ async fn closed_vu(
     if !vu.start(&state, program).await {
         // No row for this VU in a unique feeder: it stays parked (rather than being started
         // again and again) until the run stops. The plan check makes this rare.
+        if state.shared.single_iteration {
+            state.shared.stop.send_replace(true);
+        }
         while !state.stopping.get() {
             let stopped = state.stop_notify.notified();
             if state.stopping.get() {
@@ -274,6 +281,9 @@ async fn closed_vu(
             // rest of its worker, the stop included.
             tokio::task::yield_now().await;
         }
+        if state.shared.single_iteration {
+            break;
+        }
         if let Some(pacing) = program.pacing {
             due = next_paced_start(due, pacing, tokio::time::Instant::now());
             wait_until(&state, due).await;
@@ -282,6 +292,10 @@ async fn closed_vu(
     vu.finish(&state, program).await;
     alive.borrow_mut()[local as usize] = false;
     state.vu_ended();
+    if state.shared.single_iteration {
+        // `horde try`: the one VU has run its iteration and its teardown; the run is over.
+        state.shared.stop.send_replace(true);
+    }
 }
 
 /// Open model: fires this worker's share of the arrivals (arrival k goes to slot k mod N) at

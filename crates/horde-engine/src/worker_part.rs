@@ -11,6 +11,8 @@ pub(crate) struct WorkerPart {
     pub worker: usize,
     pub index: u64,
     pub recorder: WorkerRecorder,
+    /// Exchanges the worker recorded during the interval (`crate::exchange`); empty when off.
+    pub exchanges: Vec<crate::exchange::Exchange>,
     pub active_vus: u64,
     /// The most VUs the worker had alive at once during the interval.
     pub peak_vus: u64,

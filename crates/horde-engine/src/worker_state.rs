@@ -39,6 +39,9 @@ pub(crate) struct WorkerState {
     pub sql_pool: Option<crate::sql::SqlPool>,
     /// Its VUs' think times and pacing waits (`pause.rs`: one tokio timer for all of them).
     pub pauses: Pauses,
+    /// Exchanges recorded since the last part (`crate::exchange`); always empty in a run that
+    /// records none.
+    pub exchanges: RefCell<Vec<crate::exchange::Exchange>>,
 }
 
 impl WorkerState {

@@ -27,7 +27,7 @@ fn start_generators(plan: &horde_plan::Plan, workers: &[usize]) -> (Vec<RunHandl
         .map(|&workers| {
             let generator = Some(GeneratorShare { first_slot, slots });
             first_slot += workers;
-            horde_engine::start(plan, EngineOptions { workers, generator, start_at: Some(at) }).expect("generator starts")
+            horde_engine::start(plan, EngineOptions { workers, generator, start_at: Some(at), ..EngineOptions::default() }).expect("generator starts")
         })
         .collect();
     (runs, at)

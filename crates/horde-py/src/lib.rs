@@ -10,7 +10,7 @@
 //! pydantic, so this is the second line of defence); a setup fault raises `RuntimeError`;
 //! a target that cannot listen raises `OSError`. Failed requests never raise: they are counted.
 
-use horde_engine::{GeneratorShare, EngineError, EngineOptions, Next, RunControl, Snapshot};
+use horde_engine::{GeneratorShare, EngineError, EngineOptions, Exchange, Next, RunControl, Snapshot};
 use horde_target::{Capacity, ServiceTimes, TargetConfig, TargetHandle};
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -85,7 +85,8 @@ impl PyRunHandle {
 /// see `GeneratorShare`) and the agreed start (`start_at`, seconds since the Unix epoch on this
 /// machine's clock).
 #[pyfunction]
-#[pyo3(signature = (plan_json, workers=None, first_slot=None, slots=None, start_at=None))]
+#[pyo3(signature = (plan_json, workers=None, first_slot=None, slots=None, start_at=None, record_exchanges=0, single_iteration=false))]
+#[allow(clippy::too_many_arguments)]
 fn start_run(
     py: Python<'_>,
     plan_json: &str,
@@ -93,9 +94,11 @@ fn start_run(
     first_slot: Option<usize>,
     slots: Option<usize>,
     start_at: Option<f64>,
+    record_exchanges: u32,
+    single_iteration: bool,
 ) -> PyResult<PyRunHandle> {
     let plan = horde_plan::decode(plan_json).map_err(|error| PyValueError::new_err(error.to_string()))?;
-    let mut options = EngineOptions::default();
+    let mut options = EngineOptions { record_exchanges, single_iteration, ..EngineOptions::default() };
     if let Some(workers) = workers {
         if workers == 0 {
             return Err(PyValueError::new_err("workers must be at least 1"));
@@ -190,6 +193,53 @@ fn snapshot_to_dict<'py>(py: Python<'py>, snapshot: &Snapshot) -> PyResult<Bound
     dict.set_item("timer_lateness_max_ms", snapshot.timer_lateness_max_ms)?;
     dict.set_item("run_delay_ms", snapshot.run_delay_ms)?;
     dict.set_item("steal_percent", snapshot.steal_percent)?;
+    if !snapshot.exchanges.is_empty() {
+        let exchanges = PyList::empty(py);
+        for exchange in &snapshot.exchanges {
+            exchanges.append(exchange_to_dict(py, exchange)?)?;
+        }
+        dict.set_item("exchanges", exchanges)?;
+    }
+    Ok(dict)
+}
+
+/// One recorded exchange (`horde_engine::Exchange`, already redacted by the engine) as a dict.
+fn exchange_to_dict<'py>(py: Python<'py>, exchange: &Exchange) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    dict.set_item("scenario", &exchange.scenario)?;
+    dict.set_item("step", &exchange.step)?;
+    dict.set_item("phase", exchange.phase)?;
+    dict.set_item("transport", exchange.transport)?;
+    dict.set_item("vu", exchange.vu)?;
+    dict.set_item("iteration", exchange.iteration)?;
+    dict.set_item("started_s", exchange.started_s)?;
+    dict.set_item("request", &exchange.request)?;
+    dict.set_item("request_body", &exchange.request_body)?;
+    dict.set_item("request_body_bytes", exchange.request_body_bytes)?;
+    dict.set_item("response", &exchange.response)?;
+    dict.set_item("response_body", &exchange.response_body)?;
+    dict.set_item("response_body_truncated", exchange.response_body_truncated)?;
+    dict.set_item("status", exchange.status)?;
+    dict.set_item("latency_us", exchange.latency_us)?;
+    dict.set_item("outcome", &exchange.outcome)?;
+    dict.set_item("detail", &exchange.detail)?;
+    let checks = PyList::empty(py);
+    for (check, passed, why) in &exchange.checks {
+        let judged = PyDict::new(py);
+        judged.set_item("check", check)?;
+        judged.set_item("passed", passed)?;
+        judged.set_item("why", why)?;
+        checks.append(judged)?;
+    }
+    dict.set_item("checks", checks)?;
+    let vars = PyList::empty(py);
+    for (name, value) in &exchange.vars {
+        let var = PyDict::new(py);
+        var.set_item("name", name)?;
+        var.set_item("value", value)?;
+        vars.append(var)?;
+    }
+    dict.set_item("vars", vars)?;
     Ok(dict)
 }
 

@@ -110,6 +110,7 @@ def run(
     cluster: Annotated[Optional[str], typer.Option("--cluster", metavar="ADDRESS", help="spread the run over a Ray cluster's generators: HOST:PORT of its head, ray://HOST:PORT, auto ($RAY_ADDRESS), or local (several generator processes on this machine)", rich_help_panel="Cluster")] = None,
     generators: Annotated[Optional[int], typer.Option("--generators", help="how many generators (default: as many as the plan needs)", rich_help_panel="Cluster")] = None,
     monitor: Annotated[Optional[list[str]], typer.Option("--monitor", metavar="NAME=SOURCE", help="watch the target's side each second, beside the plan's monitors: NAME=host (this machine), NAME=http://HOST:9100/metrics (a node_exporter), NAME=postgresql://USER@HOST/DB (repeatable)", rich_help_panel="Monitors")] = None,
+    debug: Annotated[Optional[int], typer.Option("--debug", "--http-debug", metavar="N", help="print the first N exchanges of each step in full (request, response, timing, checks; secrets redacted)")] = None,
 ) -> int:
     """Run a plan against its target, live, and store the run."""
     from horde.cli.console import render_judgement, render_summary
@@ -129,6 +130,9 @@ def run(
     ramp_up_s = parse_duration(ramp_up, flag="--ramp-up") if ramp_up is not None else None
     if workers is not None and workers < 1:
         raise InvalidInput(f"--workers must be at least 1 (got {workers})")
+    _check_debug(debug)
+    if debug and cluster is not None:
+        raise InvalidInput("--debug shows exchanges of a run on this machine only", hint="drop --cluster (or --debug)")
     if generators is not None and (generators < 1 or cluster is None):
         raise InvalidInput(f"--generators must be at least 1 (got {generators})" if generators < 1
                            else "--generators needs --cluster", hint="e.g. --cluster 10.0.0.1:6379 --generators 4")
@@ -174,15 +178,68 @@ def run(
             # /runs/last opens the newest run: this one, once it is recorded (before any load).
             stdout.print(f"dashboard at {dashboard.run_url('last')}", markup=False, highlight=False, soft_wrap=True)
         title = f"horde · {plan.name}"
+        printer = _exchange_printer(plan_json) if debug else None
         with LiveView(stdout, title=title, planned_duration_s=planned_duration_s(plan), cpu_limit_percent=cpu_limit_percent(workers),
                       open_ended=isinstance(plan.steer, FindMax)) as live:
             sink = live if exporter is None else Sinks(live, exporter)
             outcome = conduct(plan, store, parameters=parameters, tags=tags, workers=workers, sink=sink, question=question,
-                              plan_json=plan_json, on_recorded=exporter.set_run_id if exporter is not None else None, cluster=cluster_options)
+                              plan_json=plan_json, on_recorded=exporter.set_run_id if exporter is not None else None, cluster=cluster_options,
+                              record_exchanges=debug or 0, on_exchanges=printer)
         render_summary(stdout, outcome.summary, store_url=store.display_url)
         render_judgement(stdout, outcome.summary)
     _write_outputs(outcome, summary_json, junit, plan.name)
     return outcome.exit_code
+
+
+#: The most exchanges per step --debug records (each is printed whole: a few show every kind).
+MAX_DEBUG_EXCHANGES = 1000
+
+
+def _check_debug(debug: int | None) -> None:
+    if debug is not None and not 1 <= debug <= MAX_DEBUG_EXCHANGES:
+        raise InvalidInput(f"--debug takes how many exchanges of each step to print: 1 to {MAX_DEBUG_EXCHANGES} (got {debug})",
+                           hint="for example --debug 2 (the first two exchanges of every step)")
+
+
+def _exchange_printer(plan_json: str) -> Any:
+    """Prints recorded exchanges on stdout, redacted with the plan's secret values."""
+    from horde.cli.exchanges import ExchangePrinter
+    from horde.plan.redaction import secret_values
+    return ExchangePrinter(stdout, secret_values(json.loads(plan_json)))
+
+
+@app.command(name="try", cls=HordeCommand, epilog="Examples:\n\n  horde try examples/game\n\n  horde try plan.yaml --scenario player -p city=paris\n\n  horde try --url http://127.0.0.1:8080/")
+def try_(
+    plan_path: Annotated[Optional[Path], typer.Argument(metavar="PLAN", help="plan file (.yaml, .json, .py) or a folder holding plan.yaml")] = None,
+    scenario: Annotated[Optional[list[str]], typer.Option("--scenario", metavar="NAME", help="try this scenario only (repeatable; default: every scenario)")] = None,
+    param: Annotated[Optional[list[str]], typer.Option("--param", "-p", metavar="NAME=VALUE", help="set a plan parameter (repeatable); else $HORDE_PARAM_NAME, else its default")] = None,
+    base_url: Annotated[Optional[str], typer.Option("--base-url", help="override target.base_url")] = None,
+    insecure: Annotated[bool, typer.Option("--insecure", help="turn TLS certificate verification off (self-signed test servers)")] = False,
+    url: Annotated[Optional[str], typer.Option("--url", help="try one URL instead of a plan file")] = None,
+    method: Annotated[str, typer.Option("--method", "-X", help="HTTP method for --url")] = "GET",
+    header: Annotated[Optional[list[str]], typer.Option("--header", "-H", help="'Name: value' header for --url (repeatable)")] = None,
+    body: Annotated[Optional[str], typer.Option("--body", help="request body for --url")] = None,
+) -> int:
+    """Run one VU through one iteration (setup, steps, teardown) of each scenario and show every
+    exchange, the variables each step sets and each check; nothing is stored."""
+    from horde.control.trial import chosen_scenarios, describe, trial_exit_code, try_scenario
+    from horde.engine.run import checked_plan_json
+    from horde.plan.overrides import apply_overrides
+    plan, loaded = _load(plan_path, url, method, header or [], body, parse_params(param or []))
+    plan = apply_overrides(plan, base_url=base_url, insecure=insecure)
+    # The whole plan is checked as `horde validate` checks it, its problems on the file's lines.
+    plan_json = checked_plan_json(plan, locate=loaded.located if loaded else None,
+                                  source=loaded.label if loaded else "the engine's check")
+    names = chosen_scenarios(plan, scenario or [])
+    printer = _exchange_printer(plan_json)
+    results = []
+    for name in names:
+        stdout.print(f"scenario {name}: one VU, one iteration", markup=False, highlight=False)
+        results.append(try_scenario(plan, name, printer))
+    stdout.print("", markup=False)
+    for result in results:
+        stdout.print(("✓ " if result.passed else "✗ ") + describe(result), markup=False, highlight=False, soft_wrap=True)
+    return trial_exit_code(results)
 
 
 def _with_monitor_flags(plan: Plan, flags: list[str]) -> Plan:

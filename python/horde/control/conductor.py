@@ -20,11 +20,11 @@ from typing import Any, Protocol, Union
 
 from horde.control.autostop import AutostopWatch, Firing
 from horde.control.capacity import CapacityQuestion, capacity_block
-from horde.errors import ExitCode, HordeError, PlanInvalid, Problem
+from horde.errors import ExitCode, HordeError, InvalidInput, PlanInvalid, Problem
 from horde.plan import Plan
 from horde.plan.redaction import redact_plan, redact_run_parameters, redact_values, secret_names, secret_values
 from horde.engine.run import Run, check_open_files, checked_plan_json
-from horde.engine.snapshot import Snapshot
+from horde.engine.snapshot import Exchange, Snapshot
 
 from horde.cluster.coordinator import ClusterOptions, ClusterRun, worker_count
 from horde.control.steering import planned_length_s, prepare_plan, steering_for
@@ -158,6 +158,8 @@ def conduct(
     on_recorded: Callable[[str], None] | None = None,
     cluster: ClusterOptions | None = None,
     plan_json: str | None = None,
+    record_exchanges: int = 0,
+    on_exchanges: Callable[[list[Exchange]], None] | None = None,
 ) -> Outcome:
     """Runs ``plan`` to its end (or its autostop, or Ctrl-C) and stores it; returns the outcome.
 
@@ -169,8 +171,13 @@ def conduct(
     (``horde.cluster``); the summary gets a ``cluster`` block. ``plan_json`` is the plan's JSON
     as the caller checked it with :func:`~horde.engine.run.checked_plan_json` (``horde run``
     does, before it opens the store, to place problems on the plan file's lines); a plan the
-    steering prepares, or one given without it, is checked here.
+    steering prepares, or one given without it, is checked here. ``record_exchanges`` (``--debug
+    N``): the first N exchanges of each step are handed to ``on_exchanges`` as they come, and
+    never stored.
     """
+    if record_exchanges and cluster is not None:
+        raise InvalidInput("--debug shows exchanges of a run on this machine only",
+                           hint="drop --cluster to see exchanges (a few VUs show every kind of exchange)")
     sink = sink or _QuietSink()
     steering = steering_for(plan)
     engine_plan = prepare_plan(plan) if steering is not None else plan
@@ -204,22 +211,35 @@ def conduct(
             workers = worker_count(engine_run)
             sink.note(f"cluster: {engine_run.provision.describe()}")
         else:
-            engine_run = Run.start(engine_plan, workers=workers, plan_json=plan_json)
+            engine_run = Run.start(engine_plan, workers=workers, plan_json=plan_json,
+                                   record_exchanges=record_exchanges, on_exchanges=on_exchanges)
     except HordeError:
         monitors.close()
         store.finish_run(run_id, status="failed", summary=None)
         raise
     monitors.begin()  # the monitors' second N is the snapshots' second N
     try:
-        return _conduct_run(plan, store, run_id, engine_run, steering, sink, workers, question, annotate, monitors)
+        return _conduct_run(plan, store, run_id, engine_run, steering, sink, workers, question, annotate, monitors, secrets)
     finally:
         monitors.close()
         engine_run.close()
 
 
+def _redact_error_details(snapshot: Snapshot, secrets: frozenset[str]) -> None:
+    """The error details' messages with the plan's secret values replaced, before the store or a
+    sink sees them: a message quotes what the target answered (a body prefix, a SQL error naming
+    a parameter's value), which may hold a credential the plan sent."""
+    if not secrets:
+        return
+    for step in snapshot["steps"]:
+        if "error_details" in step:
+            step["error_details"] = redact_values(step["error_details"], secrets)
+
+
 def _conduct_run(plan: Plan, store: Store, run_id: str, engine_run: EngineRun, steering: Any, sink: Sink,
                  workers: int | None, question: CapacityQuestion | None,
-                 annotate: Callable[[dict[str, Any]], dict[str, Any]] | None, monitors: RunMonitors) -> Outcome:
+                 annotate: Callable[[dict[str, Any]], dict[str, Any]] | None, monitors: RunMonitors,
+                 secrets: frozenset[str] = frozenset()) -> Outcome:
     """The run's seconds, then its verdict (see :func:`conduct`)."""
     limit = cpu_limit_percent(workers)
     watch = AutostopWatch(plan.autostop, cpu_limit_percent=limit)
@@ -244,6 +264,7 @@ def _conduct_run(plan: Plan, store: Store, run_id: str, engine_run: EngineRun, s
                 engine_run.stop()
             if snapshot is None:
                 continue
+            _redact_error_details(snapshot, secrets)
             store.add_snapshot(run_id, snapshot)
             if not engine_run.stop_requested:
                 stop_asked = _answer_controls(store, run_id, engine_run, sink, steered=steering is not None) or stop_asked

@@ -20,7 +20,7 @@ from horde import _engine
 from horde.errors import EngineFault, InvalidInput, PlanInvalid, Problem
 from horde.plan import ConnectionPool, Plan, peak_vus, plan_to_json
 from horde.plan.overrides import spread_rate, spread_vus
-from horde.engine.snapshot import Snapshot
+from horde.engine.snapshot import Exchange, Snapshot
 
 #: How long one wait for a snapshot may block; short, so Ctrl-C is handled promptly.
 POLL_INTERVAL_S = 0.2
@@ -146,10 +146,13 @@ def start_handle(plan_json: str, workers: int | None = None, *, first_slot: int 
 class Run:
     """A plan running in the engine."""
 
-    def __init__(self, handle: Any, plan: Plan, plan_json: str) -> None:
+    def __init__(self, handle: Any, plan: Plan, plan_json: str,
+                 on_exchanges: Callable[[list[Exchange]], None] | None = None) -> None:
         self._handle = handle
         self.plan = plan
         self.plan_json = plan_json
+        #: Told the exchanges each snapshot brings (a run started with ``record_exchanges``).
+        self.on_exchanges = on_exchanges
         self.stop_requested = False
         #: What the run noticed for the live view (a cluster run's suspect and lost generators;
         #: one process has none). The conductor shows and clears them.
@@ -166,19 +169,28 @@ class Run:
         return None
 
     @classmethod
-    def start(cls, plan: Plan, *, workers: int | None = None, plan_json: str | None = None) -> Run:
+    def start(cls, plan: Plan, *, workers: int | None = None, plan_json: str | None = None, record_exchanges: int = 0,
+              single_iteration: bool = False, on_exchanges: Callable[[list[Exchange]], None] | None = None) -> Run:
         """Starts the plan; returns at once. ``plan_json`` is the plan's JSON as
-        :func:`checked_plan_json` gave it to the caller (checked here when not given)."""
+        :func:`checked_plan_json` gave it to the caller (checked here when not given).
+
+        ``record_exchanges``: the engine records the first N exchanges of each step in full
+        (redacted, bounded) and ``on_exchanges`` is told them as their snapshots come; 0 records
+        nothing, at no cost. ``single_iteration``: each VU runs one iteration (setup, steps,
+        teardown), then the run stops (``horde try``)."""
+        if record_exchanges < 0:
+            raise InvalidInput(f"the exchanges to record must be 0 or more (got {record_exchanges})")
         if plan_json is None:
             plan_json = checked_plan_json(plan)
         check_open_files(plan)
         try:
-            handle = _engine.start_run(plan_json, workers)
+            handle = _engine.start_run(plan_json, workers, record_exchanges=record_exchanges,
+                                       single_iteration=single_iteration)
         except ValueError as error:
             raise PlanInvalid([Problem(location="", message=str(error))]) from error
         except RuntimeError as error:
             raise EngineFault(f"the engine could not start: {error}") from error
-        return cls(handle, plan, plan_json)
+        return cls(handle, plan, plan_json, on_exchanges)
 
     @property
     def planned_duration_s(self) -> float:
@@ -192,6 +204,11 @@ class Run:
     def poll(self, timeout_s: float = POLL_INTERVAL_S) -> Snapshot | None:
         """The next snapshot, or None if none came within ``timeout_s``."""
         snapshot: Snapshot | None = self._handle.poll(timeout_s)
+        if snapshot is not None and "exchanges" in snapshot:
+            # Off the snapshot before the store or a sink sees it: exchanges are shown, never kept.
+            exchanges = snapshot.pop("exchanges")
+            if self.on_exchanges is not None:
+                self.on_exchanges(exchanges)
         return snapshot
 
     def stop(self) -> None:

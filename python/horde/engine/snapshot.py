@@ -29,6 +29,47 @@ class CheckCount(TypedDict):
     failures: int
 
 
+class CheckJudged(TypedDict):
+    """One check of a recorded exchange: in words, whether it passed, and why not (expected and
+    found)."""
+
+    check: str
+    passed: bool
+    why: str | None
+
+
+class ExchangeVar(TypedDict):
+    """A variable the step extracts, with its value after the step (None: unset)."""
+
+    name: str
+    value: str | None
+
+
+class Exchange(TypedDict):
+    """One exchange recorded in full (``horde run --debug N``, ``horde try``): bounded (heads at
+    8 KiB, bodies at 2 KiB) and with credentials already redacted by the engine."""
+
+    scenario: str
+    step: str
+    phase: str  # "setup", "steps" or "teardown"
+    transport: str  # "http" or "sql"
+    vu: int
+    iteration: int
+    started_s: float  # since the run's time zero
+    request: str  # HTTP: request line and headers; SQL: the statements with their parameters
+    request_body: str
+    request_body_bytes: int
+    response: str  # HTTP: status line and headers; SQL: the rows and the first row kept
+    response_body: str
+    response_body_truncated: bool
+    status: int | None
+    latency_us: int
+    outcome: str  # "ok" or the error kind (status_401, check_failed, refused...)
+    detail: str | None  # why it failed, as the error details say it
+    checks: list[CheckJudged]
+    vars: list[ExchangeVar]
+
+
 class StepSnapshot(TypedDict):
     """One step's (or group's) outcomes over the interval."""
 
@@ -88,6 +129,10 @@ class Snapshot(TypedDict):
     lost_share: NotRequired[float]
     # What the conductor adds for its sinks while a steering runs: its phase, step, level, last verdict.
     steering: NotRequired[dict[str, Any]]
+    # Exchanges recorded in full during the interval, when the run records them (``--debug``);
+    # ``Run.poll`` takes them off and hands them to its ``on_exchanges`` before anything else
+    # (the store, the sinks) sees the snapshot.
+    exchanges: NotRequired[list[Exchange]]
 
 
 #: The most distinct messages kept per error kind of a step, as the engine keeps them.

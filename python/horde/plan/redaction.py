@@ -197,8 +197,10 @@ def secret_values(plan: Mapping[str, Any], *, environ: Mapping[str, str] | None 
         for name, value in headers.items():
             if is_secret_name(str(name)) and isinstance(value, str):
                 found.append(value)
-                # "Bearer TOKEN", "Basic CREDENTIALS": the credential alone may appear elsewhere.
-                found.extend(value.split()[1:])
+                # "Bearer TOKEN", "Basic CREDENTIALS": the credential alone may appear elsewhere
+                # (not the words of a template: "Bearer {{ token }}" holds no credential itself).
+                if "{{" not in value:
+                    found.extend(value.split()[1:])
     target = plan.get("target")
     urls = [target.get("base_url")] if isinstance(target, dict) else []
     for step in _all_steps(plan):
@@ -313,3 +315,75 @@ def redact_text(text: str) -> str:
         return f"{name}={REDACTED}" if is_secret_parameter(name) else match.group(0)
 
     return _PAIR.sub(pair, _EMAIL.sub(REDACTED, text))
+
+
+# -- Exchanges shown by `horde run --debug` and `horde try` -----------------------------------
+# The engine redacts each recorded exchange before it leaves it (credential headers and query
+# fields by name, the values of the VU's variables and the plan's parameters named like a
+# credential). What is shown is redacted once more here, with what only the control plane knows:
+# the plan's secret values (parameters set through the environment too), and the credential
+# fields of JSON and form bodies, whose values are then redacted in every later exchange too.
+
+#: The exchange's texts that are redacted.
+_EXCHANGE_TEXTS = ("request", "request_body", "response", "response_body", "detail")
+
+
+def _redact_head(head: str) -> str:
+    """An HTTP head: its first line's query fields and every header named like a credential."""
+    lines = head.split("\r\n") if "\r\n" in head else head.split("\n")
+    if lines:
+        method, space, rest = lines[0].partition(" ")
+        target, space2, version = rest.partition(" ")
+        if space and "?" in target:
+            lines[0] = f"{method} {redact_url_query(target)}{space2}{version}"
+    for index, line in enumerate(lines[1:], start=1):
+        name, colon, _ = line.partition(":")
+        if colon and is_secret_name(name.strip()):
+            lines[index] = f"{name}: {REDACTED}"
+    return "\n".join(lines)
+
+
+def _redact_body(body: str) -> str:
+    """A body's JSON or form fields named like a credential (a body cut short is left as the
+    secret values redact it)."""
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return redact_text(body) if "=" in body and "\n" not in body else body
+    redacted = _redact_body_fields(document)
+    # Written again only when a field was redacted: otherwise the body shows as it was sent.
+    return json.dumps(redacted, ensure_ascii=False) if redacted != document else body
+
+
+def redact_exchange(exchange: Mapping[str, Any], secrets: set[str]) -> dict[str, Any]:
+    """A copy of a recorded exchange fit to be shown: heads, bodies and variables redacted by
+    name, then every value of ``secrets`` replaced. ``secrets`` (the plan's :func:`secret_values`
+    to begin with) is added to: the credential fields found in this exchange's bodies, so that a
+    token a login returns is redacted in the exchanges after it.
+
+    >>> shown = redact_exchange({"transport": "http", "request": "GET /?token=abcd HTTP/1.1\\nX-Auth: abcd",
+    ...                          "response_body": '{"session": "s-12345"}', "vars": [], "checks": []}, set())
+    >>> shown["request"], shown["response_body"]
+    ('GET /?token=<redacted> HTTP/1.1\\nX-Auth: <redacted>', '{"session": "<redacted>"}')
+    """
+    for part in ("request_body", "response_body"):
+        text = exchange.get(part)
+        if isinstance(text, str) and text:
+            secrets.update(value for value in _text_body_secrets(text) if len(value) >= MIN_VALUE_LENGTH)
+    shown = dict(copy.deepcopy(exchange))
+    if shown.get("transport") == "http":
+        for part in ("request", "response"):
+            if isinstance(shown.get(part), str):
+                shown[part] = _redact_head(shown[part])
+        for part in ("request_body", "response_body"):
+            if isinstance(shown.get(part), str) and shown[part]:
+                shown[part] = _redact_body(shown[part])
+    shown["vars"] = [{**var, "value": REDACTED} if is_secret_name(str(var.get("name"))) and var.get("value") is not None
+                     else var for var in shown.get("vars") or []]
+    frozen = frozenset(secret for secret in secrets if len(secret) >= MIN_VALUE_LENGTH)
+    for part in _EXCHANGE_TEXTS:
+        if isinstance(shown.get(part), str):
+            shown[part] = redact_values(shown[part], frozen)
+    shown["checks"] = redact_values(shown.get("checks") or [], frozen)
+    shown["vars"] = redact_values(shown["vars"], frozen)
+    return shown

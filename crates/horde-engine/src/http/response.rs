@@ -64,6 +64,13 @@ pub struct Capture {
     pub error_status_line: String,
     pub error_body: Vec<u8>,
     error_wanted: bool,
+    /// Exchange recording (`crate::exchange`): when set, the response's head as received and
+    /// the first `MAX_BODY_BYTES` of its decoded body are kept too, whatever the step needs.
+    /// False (and both buffers empty) in a run without recording.
+    pub record: bool,
+    pub recorded_head: Vec<u8>,
+    pub recorded_body: Vec<u8>,
+    pub recorded_body_truncated: bool,
 }
 
 /// How much of an error response's body its error detail shows.
@@ -81,12 +88,22 @@ impl Capture {
             self.error_status_line.clear();
             self.error_body.clear();
         }
+        if self.record {
+            self.recorded_head.clear();
+            self.recorded_body.clear();
+            self.recorded_body_truncated = false;
+        }
     }
 
     fn keep(&mut self, bytes: &[u8]) {
         if self.error_wanted && self.error_body.len() < ERROR_BODY_PREFIX_BYTES {
             let room = ERROR_BODY_PREFIX_BYTES - self.error_body.len();
             self.error_body.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        }
+        if self.record {
+            let room = crate::exchange::MAX_BODY_BYTES.saturating_sub(self.recorded_body.len());
+            self.recorded_body_truncated |= bytes.len() > room;
+            self.recorded_body.extend_from_slice(&bytes[..bytes.len().min(room)]);
         }
         if !self.keep_body || bytes.is_empty() {
             return;
@@ -244,7 +261,13 @@ async fn read_head(
                 framing_of(response, status, is_head).map(|(framing, keep_alive)| (status, header_len, framing, keep_alive))
             });
             match parsed {
-                Ok(Some(Ok((status, header_len, framing, keep_alive)))) => return Ok((status, header_len, filled, framing, keep_alive)),
+                Ok(Some(Ok((status, header_len, framing, keep_alive)))) => {
+                    if capture.record {
+                        capture.recorded_head.clear();
+                        capture.recorded_head.extend_from_slice(&buffer[..header_len.min(crate::exchange::MAX_HEAD_BYTES)]);
+                    }
+                    return Ok((status, header_len, filled, framing, keep_alive));
+                }
                 Ok(None) => {}
                 Ok(Some(Err(()))) | Err(()) => return Err(protocol(())),
             }

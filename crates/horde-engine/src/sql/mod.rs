@@ -25,7 +25,7 @@ mod result;
 
 pub(crate) use connection::{SqlConnection, StatementOutcome};
 pub(crate) use pool::{SqlLease, SqlPool};
-pub(crate) use result::SqlResultView;
+pub(crate) use result::{ColumnValue, SqlResultView};
 
 use crate::error::EngineError;
 use crate::interpreter::Text;

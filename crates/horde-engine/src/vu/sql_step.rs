@@ -2,6 +2,7 @@
 //! and one step timed, run, judged and recorded as an HTTP request is.
 
 use super::{Flow, InFlight, Vu};
+use crate::exchange::{bounded, MAX_BODY_BYTES, MAX_HEAD_BYTES};
 use crate::sql::{classify, SqlConnection, SqlLease, SqlNode, SqlResultView, StatementOutcome};
 use crate::worker_state::WorkerState;
 use horde_metrics::ErrorKind;
@@ -16,12 +17,24 @@ pub(crate) struct VuSql {
     lease: Option<SqlLease>,
 }
 
-/// Why a step failed, and whether before reaching the database (a failed connect).
-type StepError = (ErrorKind, bool);
+/// Why a step failed (its kind, and the server's SQLSTATE and message or the client's error),
+/// and whether before reaching the database (a failed connect).
+type StepError = (ErrorKind, String, bool);
+
+/// An error's kind, and its words: `SQLSTATE 23505: duplicate key value...` or the client's.
+fn described(error: &tokio_postgres::Error) -> (ErrorKind, String) {
+    let words = match error.as_db_error() {
+        Some(db) => format!("SQLSTATE {}: {}", db.code().code(), db.message()),
+        None => error.to_string(),
+    };
+    (classify(error), words)
+}
 
 impl Vu {
     pub(super) async fn sql_step(&mut self, state: &WorkerState, node: &SqlNode, intended: Option<Instant>) -> Flow {
         let started = intended.unwrap_or_else(Instant::now);
+        // One branch when the run records no exchanges (`crate::exchange`).
+        let recording = state.shared.recording.as_ref().is_some_and(|recording| recording.claim(node.global_index));
         let context = self.context(state);
         let mut params: Vec<Vec<String>> = Vec::with_capacity(node.statements.len());
         for statement in &node.statements {
@@ -30,6 +43,13 @@ impl Vu {
             let Some(rendered) = rendered else {
                 // Not sent; the step's think time still applies, as it would after a result.
                 self.record(state, node.global_index, 0, Err(ErrorKind::TemplateFailed), 0, 0);
+                if recording {
+                    let mut exchange = self.exchange_record(state, node.global_index, "sql", started);
+                    exchange.request = statement.query.clone();
+                    exchange.outcome = ErrorKind::TemplateFailed.label();
+                    exchange.detail = Some("a parameter's template could not be rendered (a variable it reads is not set)".into());
+                    self.keep_exchange(state, exchange);
+                }
                 if let Some(think_time) = &node.think_time {
                     self.pause(state, think_time).await;
                 }
@@ -44,28 +64,40 @@ impl Vu {
             Ok(outcome) => outcome,
             // The connection went with the dropped exchange: a late answer must not be read as
             // the next statement's.
-            Err(_) => Err((ErrorKind::Timeout, false)),
+            Err(_) => Err((ErrorKind::Timeout, format!("no result within {} ms (target.request_timeout_ms)", state.shared.plan.request_timeout.as_millis()), false)),
         };
         in_flight.ended = true;
         let latency_us = started.elapsed().as_micros() as u64;
         let mut end_iteration = false;
         let mut back_off = false;
         let rows = outcome.as_ref().map_or(0, |outcome| outcome.step_rows);
-        let result = match outcome {
+        let mut error_words = None;
+        let result = match &outcome {
             Ok(outcome) => {
-                let result = self.apply_sql_result(node, &outcome);
+                let result = self.apply_sql_result(node, outcome);
                 end_iteration = result == Err(ErrorKind::CheckFailed) && node.end_on_check_failure;
                 result
             }
-            Err((kind, connecting)) => {
-                self.last_connect_failed = connecting;
-                back_off = connecting && self.backs_off;
-                Err(kind)
+            Err((kind, words, connecting)) => {
+                self.last_connect_failed = *connecting;
+                back_off = *connecting && self.backs_off;
+                error_words = Some(words);
+                Err(*kind)
             }
         };
         self.record(state, node.global_index, latency_us, result, 0, 0);
         if rows > 0 {
             state.recorder.borrow_mut().steps[node.global_index].rows += rows;
+        }
+        if recording {
+            self.sql_record(state, node, &params, started, latency_us, result, &outcome);
+        }
+        if let (Err(kind), Some(words)) = (result, error_words) {
+            // A server's message may quote a parameter's value (`invalid input syntax for type
+            // integer: "..."`): credentials the VU holds are redacted from it.
+            let mut words = words.clone();
+            crate::exchange::redact_values(&mut words, &self.secrets(state));
+            self.note(state, node.global_index, kind, words);
         }
         if let Some(sent_at) = sent_at {
             state.recorder.borrow_mut().steps[node.global_index].record_from_send(latency_us, sent_at.elapsed().as_micros() as u64);
@@ -111,11 +143,14 @@ impl Vu {
                     state.recorder.borrow_mut().connections_opened += 1;
                     connection
                 }
-                Err(error) => return Err((classify(&error), true)),
+                Err(error) => {
+                    let (kind, words) = described(&error);
+                    return Err((kind, words, true));
+                }
             },
         };
         let result = run_statements(&mut connection, node, params).await;
-        let broken = connection.is_closed() || result.as_ref().err() == Some(&ErrorKind::SqlConnectionFailure);
+        let broken = connection.is_closed() || matches!(result, Err((ErrorKind::SqlConnectionFailure, _)));
         if !broken {
             match lease {
                 None => self.sql.connection = Some(connection),
@@ -128,7 +163,57 @@ impl Vu {
                 }
             }
         }
-        result.map_err(|kind| (kind, false))
+        result.map_err(|(kind, words)| (kind, words, false))
+    }
+
+    /// Records a claimed `sql` step (`crate::exchange`): its statements with their parameters,
+    /// the rows returned or affected and the first row when kept, or the server's SQLSTATE and
+    /// message; each check judged; the variables it extracts.
+    #[allow(clippy::too_many_arguments)]
+    fn sql_record(
+        &mut self,
+        state: &WorkerState,
+        node: &SqlNode,
+        params: &[Vec<String>],
+        started: Instant,
+        latency_us: u64,
+        result: Result<(), ErrorKind>,
+        outcome: &Result<StatementOutcome, StepError>,
+    ) {
+        let mut exchange = self.exchange_record(state, node.global_index, "sql", started);
+        let mut request = String::new();
+        for (statement, params) in node.statements.iter().zip(params) {
+            request.push_str(statement.query.trim());
+            request.push('\n');
+            for (index, param) in params.iter().enumerate() {
+                request.push_str(&format!("  ${} = {param:?}\n", index + 1));
+            }
+        }
+        exchange.request = bounded(request.trim_end().to_owned(), MAX_HEAD_BYTES).0;
+        exchange.latency_us = latency_us;
+        exchange.outcome = match result {
+            Ok(()) => "ok".to_owned(),
+            Err(kind) => kind.label(),
+        };
+        match outcome {
+            Ok(outcome) => {
+                let mut response = format!("{} row(s)", outcome.row_count);
+                if let Some(row) = &outcome.first_row {
+                    let columns: Vec<String> = row.columns.iter().map(|(name, value)| format!("{name} = {}", column_text(value))).collect();
+                    response.push_str(&format!("; first row: {}", columns.join(", ")));
+                }
+                exchange.response = bounded(response, MAX_BODY_BYTES).0;
+                let view = SqlResultView { row_count: outcome.row_count, first_row: outcome.first_row.as_ref() };
+                for check in &node.checks {
+                    let passed = view.passes(check);
+                    let why = (!passed).then(|| format!("expected {}, got {}", check_label(check), exchange.response));
+                    exchange.checks.push((check_label(check), passed, why));
+                }
+            }
+            Err((_, words, _)) => exchange.detail = Some(words.clone()),
+        }
+        exchange.vars = self.extracted(node.extractors.iter().map(|extractor| extractor.var.as_str()));
+        self.keep_exchange(state, exchange);
     }
 
     /// Extractors and checks on the last statement's result; the outcome to record.
@@ -160,10 +245,43 @@ impl Vu {
     }
 }
 
+/// A `sql` check in words, for a recorded exchange: `row_count == 1`, `column who == "ann"`.
+fn check_label(check: &horde_plan::SqlCheck) -> String {
+    match check {
+        horde_plan::SqlCheck::RowCount { equals, min, max } => {
+            let mut parts = Vec::new();
+            if let Some(equals) = equals {
+                parts.push(format!("row_count == {equals}"));
+            }
+            if let Some(min) = min {
+                parts.push(format!("row_count >= {min}"));
+            }
+            if let Some(max) = max {
+                parts.push(format!("row_count <= {max}"));
+            }
+            if parts.is_empty() { "row_count".to_owned() } else { parts.join(" and ") }
+        }
+        horde_plan::SqlCheck::Column { column, equals } => format!("column {column} == {equals}"),
+    }
+}
+
+/// A column's value as a recorded exchange shows it: `NULL`, `42`, `"ann"`.
+fn column_text(value: &crate::sql::ColumnValue) -> String {
+    use crate::sql::ColumnValue;
+    match value {
+        ColumnValue::Null => "NULL".to_owned(),
+        ColumnValue::Bool(value) => value.to_string(),
+        ColumnValue::Int(value) => value.to_string(),
+        ColumnValue::Float(value) => value.to_string(),
+        ColumnValue::Text(value) => format!("{value:?}"),
+        ColumnValue::Unreadable => "(a type not decoded: cast it to text)".to_owned(),
+    }
+}
+
 /// The step's statements, in a transaction when the step holds several; the last one's result.
-async fn run_statements(connection: &mut SqlConnection, node: &SqlNode, params: &[Vec<String>]) -> Result<StatementOutcome, ErrorKind> {
+async fn run_statements(connection: &mut SqlConnection, node: &SqlNode, params: &[Vec<String>]) -> Result<StatementOutcome, (ErrorKind, String)> {
     if node.transaction {
-        connection.batch("BEGIN").await.map_err(|error| classify(&error))?;
+        connection.batch("BEGIN").await.map_err(|error| described(&error))?;
     }
     let mut last: Option<StatementOutcome> = None;
     for (index, statement) in node.statements.iter().enumerate() {
@@ -177,12 +295,12 @@ async fn run_statements(connection: &mut SqlConnection, node: &SqlNode, params: 
                 if node.transaction && !connection.is_closed() {
                     let _ = connection.batch("ROLLBACK").await;
                 }
-                return Err(classify(&error));
+                return Err(described(&error));
             }
         }
     }
     if node.transaction {
-        connection.batch("COMMIT").await.map_err(|error| classify(&error))?;
+        connection.batch("COMMIT").await.map_err(|error| described(&error))?;
     }
-    last.ok_or(ErrorKind::SqlOther)
+    last.ok_or((ErrorKind::SqlOther, "the step ran no statement".to_owned()))
 }
