@@ -119,6 +119,12 @@ def test_a_live_run_updates_draws_and_stops_from_the_page(
                 assert float(row[field]) == figures[field], (name, field)
             for field in ("p50", "p90", "p95", "p99", "max"):
                 assert float(row[field]) == figures["latency_ms"][field], (name, field)
+        # Why requests failed, as `horde show` says it: the 404's status line, counted.
+        details = browser.evaluate("Array.from(document.querySelectorAll('#error-details li[data-kind]')).map("
+                                   "item => [item.dataset.kind, item.textContent])")
+        expected = [[detail["kind"], f"{detail['kind']}: {detail['message']} — {detail['count']}"]
+                    for detail in summary["error_details"]]
+        assert details == expected and any(kind == "status_404" for kind, _ in details), (details, expected)
         browser.screenshot(ARTIFACTS / "dashboard-ended.png")
 
         browser.open(server.url)
