@@ -45,6 +45,10 @@ def histogram_from_values(values_us: list[int]) -> bytes:
 class TargetHandle:
     @property
     def port(self) -> int: ...
+    @property
+    def tcp_port(self) -> int | None: ...
+    @property
+    def udp_port(self) -> int | None: ...
     def stop(self) -> None: ...
 
 def start_target(
@@ -54,5 +58,8 @@ def start_target(
     service_ms: float | None = None,
     threads: int = 1,
     service_times: str = "fixed",
+    tcp_port: int | None = None,
+    udp_port: int | None = None,
+    tcp_framing: str = "newline",
 ) -> TargetHandle:
     """Raises ValueError on a bad capacity model, OSError when it cannot listen."""

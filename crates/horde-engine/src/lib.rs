@@ -48,6 +48,7 @@ mod error;
 pub mod http;
 mod interpreter;
 mod levels;
+mod message;
 mod pause;
 mod pool;
 mod run;

@@ -1,7 +1,9 @@
 //! A virtual user: its connection (or, with a pool, the one it borrows per exchange), buffers,
 //! random stream, variables and cookies, and how it walks its scenario's nodes.
 
+mod message_step;
 mod sql_step;
+mod template_failure;
 
 use crate::http::{encode_request, read_response, Capture, Connection, RequestParts};
 use crate::interpreter::{body_prefix, Body, CookieJar, JsonTemplate, UNDEFINED_MARK, LoopMode, Node, RequestNode, ResponseView, ScenarioProgram, Text};
@@ -102,6 +104,8 @@ pub(crate) struct Vu {
     backoff: Duration,
     /// Its SQL connection between `sql` steps (`vu/sql_step.rs`).
     sql: sql_step::VuSql,
+    /// Its connection and message numbers between message steps (`vu/message_step.rs`).
+    messages: message_step::VuMessages,
     /// The setup has run without a failure: the behaviour may run. Until then each iteration
     /// runs the setup first, and ends where a setup step fails.
     set_up: bool,
@@ -169,6 +173,7 @@ impl Vu {
             backs_off: false,
             backoff: Duration::ZERO,
             sql: sql_step::VuSql::default(),
+            messages: message_step::VuMessages::default(),
             set_up: false,
             setup_failed: false,
             setup_backoff: Duration::ZERO,
@@ -282,12 +287,16 @@ impl Vu {
                         let intended = pass.intended.take();
                         self.request(state, request, intended).await
                     }
+                    Node::Sql(_) | Node::Message(_) if pass.stoppable && state.stopping.get() && pass.intended.is_none() => {
+                        return Flow::Stopped;
+                    }
                     Node::Sql(step) => {
-                        if pass.stoppable && state.stopping.get() && pass.intended.is_none() {
-                            return Flow::Stopped;
-                        }
                         let intended = pass.intended.take();
                         self.sql_step(state, step, intended).await
+                    }
+                    Node::Message(step) => {
+                        let intended = pass.intended.take();
+                        self.message_step(state, step, intended).await
                     }
                     Node::Group { global_index, children } => {
                         let started = Instant::now();
@@ -475,58 +484,6 @@ impl Vu {
     /// Keeps `message` as a detail of `kind` on step `index` (bounded; failures only).
     fn note(&self, state: &WorkerState, index: usize, kind: ErrorKind, message: String) {
         state.recorder.borrow_mut().steps[index].note_detail(kind, message);
-    }
-
-    /// Why a request's templates could not be rendered: the first variable they read that the
-    /// VU does not hold, else the template engine's own message.
-    fn template_failure(&mut self, state: &WorkerState, node: &RequestNode) -> String {
-        fn json_names<'n>(template: &'n JsonTemplate, names: &mut Vec<&'n str>) {
-            match template {
-                JsonTemplate::Fixed(_) => {}
-                JsonTemplate::Typed(name) | JsonTemplate::Text(name) => names.push(name),
-                JsonTemplate::Array(items) => items.iter().for_each(|item| json_names(item, names)),
-                JsonTemplate::Object(fields) => fields.iter().for_each(|(_, item)| json_names(item, names)),
-            }
-        }
-        let mut names: Vec<(&str, &str)> = Vec::new();
-        if let Text::Template(template) = &node.path {
-            names.push(("path", &template.name));
-        }
-        for (header, value) in &node.headers {
-            if let Text::Template(template) = value {
-                names.push((header, &template.name));
-            }
-        }
-        match &node.body {
-            Body::Text(Text::Template(template)) => names.push(("body", &template.name)),
-            Body::Json(template) => {
-                let mut json = Vec::new();
-                json_names(template, &mut json);
-                names.extend(json.into_iter().map(|name| ("json", name)));
-            }
-            _ => {}
-        }
-        let context = self.context(state);
-        let environment = &state.shared.plan.environment;
-        for (part, name) in &names {
-            let Ok(template) = environment.get_template(name) else { continue };
-            let mut variables: Vec<String> = template.undeclared_variables(true).into_iter().collect();
-            variables.sort();
-            for variable in variables {
-                let mut value = context.clone();
-                for (depth, attribute) in variable.split('.').enumerate() {
-                    value = value.get_attr(attribute).unwrap_or(Value::UNDEFINED);
-                    if value.is_undefined() {
-                        let unset = variable.split('.').take(depth + 1).collect::<Vec<_>>().join(".");
-                        return format!("{part}: variable '{unset}' is not set");
-                    }
-                }
-            }
-            if let Err(error) = template.render(&context) {
-                return format!("{part}: {error}");
-            }
-        }
-        "a rendered header value holds a line break".into()
     }
 
     fn record(&mut self, state: &WorkerState, index: usize, latency_us: u64, outcome: Result<(), ErrorKind>, sent: u64, received: u64) {

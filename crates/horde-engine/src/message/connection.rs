@@ -1,0 +1,105 @@
+//! A VU's connection to a message target: a framed TCP stream, or a connected UDP socket used
+//! directly or through the impaired network (`impair.rs`).
+
+use super::framing::{decode, encode};
+use super::impair::ImpairedLink;
+use bytes::BytesMut;
+use horde_plan::{Framing, Network};
+use std::io;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpStream, UdpSocket};
+
+/// The largest datagram read (UDP's own limit).
+const MAX_DATAGRAM: usize = 65_536;
+
+pub(crate) enum MessageConnection {
+    Tcp { stream: TcpStream, framing: Framing, buffer: BytesMut, frame: Vec<u8> },
+    Udp { socket: UdpSocket, buffer: Vec<u8> },
+    ImpairedUdp(ImpairedLink),
+}
+
+/// One message received, and the bytes it took on the wire (its framing included).
+pub(crate) struct Received {
+    pub message: Vec<u8>,
+    pub wire_bytes: u64,
+}
+
+impl MessageConnection {
+    pub async fn tcp(address: std::net::SocketAddr, framing: Framing) -> io::Result<Self> {
+        let stream = TcpStream::connect(address).await?;
+        // Messages are small and each is a unit: Nagle's wait would add up to 40 ms to an RTT.
+        stream.set_nodelay(true)?;
+        Ok(Self::Tcp { stream, framing, buffer: BytesMut::with_capacity(4096), frame: Vec::new() })
+    }
+
+    /// A UDP socket connected to the target (so only its datagrams come in, and an ICMP "port
+    /// unreachable" shows as a refused receive), impaired when the scenario says so.
+    pub async fn udp(address: std::net::SocketAddr, network: Option<Network>, seed: u64) -> io::Result<Self> {
+        let local: std::net::SocketAddr = if address.is_ipv4() { ([0, 0, 0, 0], 0).into() } else { (std::net::Ipv6Addr::UNSPECIFIED, 0).into() };
+        let socket = UdpSocket::bind(local).await?;
+        socket.connect(address).await?;
+        Ok(match network {
+            Some(network) => Self::ImpairedUdp(ImpairedLink::start(socket, network, seed)),
+            None => Self::Udp { socket, buffer: vec![0; MAX_DATAGRAM] },
+        })
+    }
+
+    pub fn is_datagram(&self) -> bool {
+        !matches!(self, Self::Tcp { .. })
+    }
+
+    /// Sends one message; the bytes it took on the wire (framing included).
+    pub async fn send(&mut self, message: Vec<u8>) -> io::Result<u64> {
+        match self {
+            Self::Tcp { stream, framing, frame, .. } => {
+                frame.clear();
+                encode(*framing, &message, frame)?;
+                stream.write_all(frame).await?;
+                Ok(frame.len() as u64)
+            }
+            Self::Udp { socket, .. } => Ok(socket.send(&message).await? as u64),
+            Self::ImpairedUdp(link) => {
+                let length = message.len() as u64;
+                link.send(message)?;
+                Ok(length)
+            }
+        }
+    }
+
+    /// The next whole message (cancel safe: a message partly read stays in the buffer).
+    pub async fn recv(&mut self) -> io::Result<Received> {
+        match self {
+            Self::Tcp { stream, framing, buffer, .. } => loop {
+                let before = buffer.len();
+                if let Some(message) = decode(*framing, buffer)? {
+                    let wire_bytes = (before - buffer.len()) as u64;
+                    return Ok(Received { message: message.to_vec(), wire_bytes });
+                }
+                if buffer.capacity() - buffer.len() < 1024 {
+                    buffer.reserve(4096);
+                }
+                if stream.read_buf(buffer).await? == 0 {
+                    return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the target closed the connection"));
+                }
+            },
+            Self::Udp { socket, buffer } => {
+                let length = socket.recv(buffer).await?;
+                Ok(Received { message: buffer[..length].to_vec(), wire_bytes: length as u64 })
+            }
+            Self::ImpairedUdp(link) => {
+                let message = link.recv().await?;
+                let wire_bytes = message.len() as u64;
+                Ok(Received { message, wire_bytes })
+            }
+        }
+    }
+
+    /// Datagrams put on and taken off the wire since the last call, when an impaired link
+    /// counts them apart from the messages (`None`: they are the messages themselves).
+    pub fn take_wire_counts(&mut self) -> Option<(u64, u64)> {
+        match self {
+            Self::ImpairedUdp(link) => Some((link.wire.sent.take(), link.wire.received.take())),
+            _ => None,
+        }
+    }
+}
