@@ -66,7 +66,7 @@ def with_language_defaults(first_slice: dict[str, Any]) -> dict[str, Any]:
             "thresholds": [], "autostop": [], "steer": None, "generators": None, "monitors": []}
     data["target"] = {**data["target"], "instances": [], "connections": "per_vu", "source_addresses": [],
                       "max_response_header_bytes": 256 * 1024, "max_kept_body_bytes": 1024 * 1024, "connect_backoff": True,
-                      "password_env": None, "password_file": None, "ca_file": None, "framing": None}
+                      "password_env": None, "password_file": None, "ca_file": None, "framing": None, "kcp": None}
     for index, scenario in enumerate(data["scenarios"]):
         if scenario["workload"]["type"] == "open":
             scenario["workload"] = {**scenario["workload"], "arrivals": "uniform"}
@@ -532,7 +532,7 @@ def test_json_schema() -> None:
         # The postgres transport's.
         "SqlStep", "SqlStatement", "SqlExtractor", "SqlRowCountCheck", "SqlColumnCheck",
         "ConnectStep", "SendStep", "ReceiveStep", "PingStep", "StreamStep", "CloseStep",
-        "NewlineFraming", "LengthFraming", "RawFraming", "Network",
+        "NewlineFraming", "LengthFraming", "RawFraming", "Network", "KcpOptions",
         # The monitors'.
         "HostMonitor", "PrometheusMonitor", "PostgresMonitor", "Series", "HostDiagnosis", "PostgresDiagnosis",
     }

@@ -49,6 +49,8 @@ class TargetHandle:
     def tcp_port(self) -> int | None: ...
     @property
     def udp_port(self) -> int | None: ...
+    @property
+    def kcp_port(self) -> int | None: ...
     def stop(self) -> None: ...
 
 def start_target(
@@ -61,5 +63,6 @@ def start_target(
     tcp_port: int | None = None,
     udp_port: int | None = None,
     tcp_framing: str = "newline",
+    kcp_port: int | None = None,
 ) -> TargetHandle:
     """Raises ValueError on a bad capacity model, OSError when it cannot listen."""

@@ -160,7 +160,12 @@ fn room_moves(url: &str, players: u64) -> Vec<Snapshot> {
 #[test]
 fn a_rooms_moves_reach_every_player_squared() {
     let gateway = gateway(GatewayFraming::Newline);
-    for (url, players) in [(format!("tcp://{}", gateway.tcp_addr.unwrap()), 6u64), (format!("udp://{}", gateway.udp_addr.unwrap()), 5)] {
+    let urls = [
+        (format!("tcp://{}", gateway.tcp_addr.unwrap()), 6u64),
+        (format!("udp://{}", gateway.udp_addr.unwrap()), 5),
+        (format!("kcp://{}", gateway.kcp_addr.unwrap()), 4),
+    ];
+    for (url, players) in urls {
         let snapshots = room_moves(&url, players);
         assert_eq!(step_ok(&snapshots, "move"), players, "{url}");
         assert_eq!(step_ok(&snapshots, "moves"), players * players, "{url}: {:?}", support::step_error_kinds(&snapshots, "moves"));
@@ -175,4 +180,71 @@ fn a_closed_port_is_refused_and_counted() {
     let snapshots = run_to_end(&plan, 1);
     assert!(step_errors(&snapshots, "rtt", "refused") > 0);
     assert_eq!(step_ok(&snapshots, "rtt"), 0);
+}
+
+#[test]
+fn a_stream_sends_on_schedule_and_counts_each_second() {
+    let gateway = gateway(GatewayFraming::Length(2));
+    let url = format!("tcp://{}", gateway.tcp_addr.unwrap());
+    // 40 a second for 1.5 s: exactly 60 frames, sent at 0, 25, ... 1475 ms; each echoed back.
+    let steps = json!([
+        {"type": "stream", "name": "move", "text": "move {{ seq }}", "per_second": 40, "duration_ms": 1500},
+        {"type": "think", "think_time": {"type": "constant", "duration_ms": 60000}}
+    ]);
+    let mut plan = scenario_plan(&url, json!({"steps": steps, "workload": closed_value(1, 2.0)}));
+    plan.target.framing = Some(horde_plan::Framing::Length { bytes: 2, endian: horde_plan::Endian::Big, adjust: 0 });
+    plan.graceful_stop_s = 0.5;
+    let snapshots = run_to_end(&plan, 1);
+    let counts = messages(&snapshots, "move");
+    assert_eq!(counts.sent, 60, "{counts:?}");
+    // The last echo may still be on its way when the stream ends.
+    assert!((59..=60).contains(&counts.received), "{counts:?}");
+    assert_eq!(gateway.counts.tcp_in.load(Ordering::Relaxed), 60);
+    assert_eq!(step_ok(&snapshots, "move"), 1, "one stream, recorded when it ended");
+    // Its first second shows its frames as they went, before the stream ended.
+    let first = snapshots.iter().find(|snapshot| snapshot.second == 1).expect("a first second");
+    let sent = first.steps.iter().find(|entry| entry.step == "move").map_or(0, |entry| entry.messages.sent);
+    assert!((39..=41).contains(&sent), "{sent} frames in the first second");
+    // 2 bytes of length and "move N" each.
+    let bytes: u64 = entries(&snapshots, "move").map(|entry| entry.bytes_sent).sum();
+    let payload: u64 = (1..=60u64).map(|seq| 5 + seq.to_string().len() as u64).sum();
+    assert_eq!(bytes, payload + 2 * 60);
+}
+
+fn kcp_plan(url: &str, network: Value, vus: u64, seconds: f64) -> horde_plan::Plan {
+    let mut plan = scenario_plan(url, json!({"steps": ping_loop(10.0, 3000.0), "workload": closed_value(vus, seconds), "network": network}));
+    // Fast mode, as the report's robots and most game clients run it.
+    plan.target.kcp = Some(horde_plan::KcpOptions { nodelay: true, interval_ms: 10, resend: 2, no_congestion_window: true, ..Default::default() });
+    plan
+}
+
+#[test]
+fn kcp_answers_every_ping_on_a_clean_link() {
+    let gateway = gateway(GatewayFraming::Newline);
+    let plan = kcp_plan(&format!("kcp://{}", gateway.kcp_addr.unwrap()), Value::Null, 2, 1.0);
+    let snapshots = run_to_end(&plan, 1);
+    let pings = step_requests(&snapshots, "rtt");
+    assert!(pings > 50, "only {pings} pings");
+    assert_eq!(step_ok(&snapshots, "rtt"), pings, "{:?}", support::step_error_kinds(&snapshots, "rtt"));
+    let counts = messages(&snapshots, "rtt");
+    assert_eq!((counts.sent, counts.received, counts.retransmitted), (pings, pings, 0), "{counts:?}");
+    assert_eq!(gateway.counts.kcp_in.load(Ordering::Relaxed), pings);
+}
+
+#[test]
+fn kcp_delivers_every_ping_under_ten_percent_loss_each_way() {
+    let gateway = gateway(GatewayFraming::Newline);
+    let network = json!({"loss_percent": 10.0, "seed": 3});
+    let plan = kcp_plan(&format!("kcp://{}", gateway.kcp_addr.unwrap()), network, 8, 2.5);
+    let snapshots = run_to_end(&plan, 1);
+    let pings = step_requests(&snapshots, "rtt");
+    assert!(pings > 300, "only {pings} pings");
+    assert_eq!(step_ok(&snapshots, "rtt"), pings, "KCP resends what UDP loses: {:?}", support::step_error_kinds(&snapshots, "rtt"));
+    let counts = messages(&snapshots, "rtt");
+    assert!(counts.retransmitted > 0, "{counts:?}");
+    let rtt = latency(&snapshots, "rtt");
+    let (p50, p99) = (rtt.value_at_quantile(0.5) as f64 / 1000.0, rtt.value_at_quantile(0.99) as f64 / 1000.0);
+    eprintln!("KCP, 10 % loss each way: {pings} pings, none lost, {} segments resent, RTT p50 {p50} ms p99 {p99} ms", counts.retransmitted);
+    // The report's figure: KCP kept the RTT under 300 ms at this loss.
+    assert!(p99 < 300.0, "p99 {p99} ms");
 }

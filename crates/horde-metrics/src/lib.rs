@@ -100,6 +100,8 @@ pub struct MessageCounts {
     pub datagrams_received: u64,
     /// Replies to an earlier ping of the VU that came after that ping was counted `lost`.
     pub late: u64,
+    /// KCP only: data segments the engine's KCP sent again (a timeout or a fast resend).
+    pub retransmitted: u64,
 }
 
 impl MessageCounts {
@@ -109,6 +111,7 @@ impl MessageCounts {
         self.datagrams_sent += other.datagrams_sent;
         self.datagrams_received += other.datagrams_received;
         self.late += other.late;
+        self.retransmitted += other.retransmitted;
     }
 
     pub fn is_empty(&self) -> bool {

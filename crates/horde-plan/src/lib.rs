@@ -26,7 +26,7 @@ pub use steps::{
     Pick, Step, ThinkStep, ChoiceStep, EndIterationStep,
 };
 pub use message::{
-    CloseStep, ConnectStep, Endian, Framing, MessageTransport, Network, Payload, PingStep, ReceiveStep, SendStep, StreamStep,
+    CloseStep, ConnectStep, Endian, Framing, KcpOptions, MessageTransport, Network, Payload, PingStep, ReceiveStep, SendStep, StreamStep,
     MAX_MESSAGE_BYTES, MAX_STREAM_MESSAGES, SEQ_VARIABLE,
 };
 pub use sql::{is_postgres_url, SqlCheck, SqlExtractFrom, SqlExtractor, SqlMode, SqlStatement, SqlStep};
@@ -160,6 +160,9 @@ pub struct Target {
     /// left out).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub framing: Option<Framing>,
+    /// A `kcp://` target's KCP knobs (`ikcp.c`'s defaults when left out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kcp: Option<KcpOptions>,
 }
 
 fn default_max_response_header_bytes() -> u64 {

@@ -19,6 +19,8 @@ pub const SEQ_VARIABLE: &str = "seq";
 pub enum MessageTransport {
     Tcp,
     Udp,
+    /// KCP (reliable, ordered messages over UDP, as the reference C implementation `ikcp.c`).
+    Kcp,
 }
 
 impl MessageTransport {
@@ -27,6 +29,8 @@ impl MessageTransport {
             Some(Self::Tcp)
         } else if url.starts_with("udp://") {
             Some(Self::Udp)
+        } else if url.starts_with("kcp://") {
+            Some(Self::Kcp)
         } else {
             None
         }
@@ -60,7 +64,67 @@ pub enum Endian {
     Little,
 }
 
-/// A scenario's impaired network: applied by the engine to its own UDP datagrams, each way.
+/// A `kcp://` target's KCP knobs (`target.kcp`), with `ikcp.c`'s defaults: a gateway built on the
+/// reference implementation talks to Horde unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KcpOptions {
+    /// The conversation id; each VU's own (its number + 1) when left out.
+    #[serde(default)]
+    pub conv: Option<u32>,
+    /// `ikcp_nodelay`'s first knob: no exponential backoff of the retransmission timeout, and a
+    /// lower minimum RTO (30 ms instead of 100).
+    #[serde(default)]
+    pub nodelay: bool,
+    /// The internal update interval in ms (`ikcp_interval`).
+    #[serde(default = "default_kcp_interval_ms")]
+    pub interval_ms: u32,
+    /// Fast resend after this many duplicate ACKs (0: off).
+    #[serde(default)]
+    pub resend: u32,
+    /// Turns the congestion window off (`nc`).
+    #[serde(default)]
+    pub no_congestion_window: bool,
+    #[serde(default = "default_kcp_send_window")]
+    pub send_window: u16,
+    #[serde(default = "default_kcp_receive_window")]
+    pub receive_window: u16,
+    #[serde(default = "default_kcp_mtu")]
+    pub mtu: u32,
+}
+
+fn default_kcp_interval_ms() -> u32 {
+    100
+}
+
+fn default_kcp_send_window() -> u16 {
+    32
+}
+
+fn default_kcp_receive_window() -> u16 {
+    128
+}
+
+fn default_kcp_mtu() -> u32 {
+    1400
+}
+
+impl Default for KcpOptions {
+    fn default() -> Self {
+        Self {
+            conv: None,
+            nodelay: false,
+            interval_ms: default_kcp_interval_ms(),
+            resend: 0,
+            no_congestion_window: false,
+            send_window: default_kcp_send_window(),
+            receive_window: default_kcp_receive_window(),
+            mtu: default_kcp_mtu(),
+        }
+    }
+}
+
+/// A scenario's impaired network: applied by the engine to its own UDP datagrams (KCP's too), each way.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Network {

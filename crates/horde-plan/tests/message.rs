@@ -59,7 +59,7 @@ fn bad_message_plans_are_located() {
     let found = problems(&text);
     for expected in [
         "target.base_url: 'udp://127.0.0.1:0' has a bad port '0'",
-        "target.framing: a udp:// target's datagram is a message",
+        "target.framing: a udp:// or kcp:// target's datagram is a message",
         "scenarios[0].network.delay_ms: must be 0 or more",
         "scenarios[0].network.loss_percent: must be at most 100",
         "scenarios[0].steps[0]: needs exactly one of 'text', 'hex', 'base64' or 'json'",
@@ -70,7 +70,7 @@ fn bad_message_plans_are_located() {
         "scenarios[0].steps[4].checks[0].type: a message has no status",
         "scenarios[0].steps[4].extract[0].from: a message has no status or headers",
         "scenarios[0].steps[4].extract[0].var: 'seq' is the message number",
-        "scenarios[0].steps[5].type: an http step against a tcp:// or udp:// target",
+        "scenarios[0].steps[5].type: an http step against a message target",
     ] {
         assert!(found.iter().any(|problem| problem.starts_with(expected)), "missing '{expected}' in {found:#?}");
     }
@@ -80,10 +80,29 @@ fn bad_message_plans_are_located() {
 fn message_steps_need_a_message_target_and_network_needs_udp() {
     let text = plan("http://127.0.0.1:8080", json!({"framing": {"type": "raw"}}), json!([{"type": "ping", "name": "rtt"}]), json!({"delay_ms": 20}));
     let found = problems(&text);
-    assert!(found.iter().any(|problem| problem.starts_with("scenarios[0].steps[0].type: a message step needs a tcp:// or udp://")), "{found:#?}");
+    assert!(found.iter().any(|problem| problem.starts_with("scenarios[0].steps[0].type: a message step needs a tcp://, udp:// or kcp://")), "{found:#?}");
     assert!(found.iter().any(|problem| problem.starts_with("scenarios[0].network: the engine impairs its own UDP datagrams only")), "{found:#?}");
     assert!(found.iter().any(|problem| problem.starts_with("target.framing: framing is for a tcp:// target")), "{found:#?}");
     let bytes = plan("tcp://h:1", json!({"framing": {"type": "length", "bytes": 3}}), json!([{"type": "close"}]), Value::Null);
     assert!(problems(&bytes).iter().any(|problem| problem.starts_with("target.framing.bytes: must be 1, 2 or 4")));
     assert!(decode(&plan("tcp://h:1", json!({}), json!([{"type": "send", "name": "s", "text": "x", "extra": 1}]), Value::Null)).is_err());
+}
+
+#[test]
+fn kcp_targets_take_ikcp_knobs_with_its_defaults() {
+    let text = plan("kcp://127.0.0.1:7000", json!({}), json!([{"type": "ping", "name": "rtt"}]), json!({"loss_percent": 10}));
+    let decoded = decode_and_validate(&text).expect("valid");
+    assert_eq!(decoded.target.kcp, None);
+    assert_eq!(horde_plan::KcpOptions::default().interval_ms, 100);
+    let bad = plan_with_kcp(json!({"interval_ms": 5, "mtu": 20, "send_window": 0, "resend": 1000}));
+    let found = problems(&bad);
+    for expected in ["target.kcp.interval_ms", "target.kcp.mtu", "target.kcp.send_window", "target.kcp.resend"] {
+        assert!(found.iter().any(|problem| problem.starts_with(expected)), "missing {expected} in {found:#?}");
+    }
+    let on_udp = plan("udp://127.0.0.1:7000", json!({"kcp": {"nodelay": true}}), json!([{"type": "close"}]), Value::Null);
+    assert!(problems(&on_udp).iter().any(|problem| problem.starts_with("target.kcp: KCP's knobs are for a kcp:// target")));
+}
+
+fn plan_with_kcp(kcp: Value) -> String {
+    plan("kcp://127.0.0.1:7000", json!({"kcp": kcp}), json!([{"type": "close"}]), Value::Null)
 }

@@ -175,6 +175,7 @@ fn snapshot_to_dict<'py>(py: Python<'py>, snapshot: &Snapshot) -> PyResult<Bound
             messages.set_item("datagrams_sent", step.messages.datagrams_sent)?;
             messages.set_item("datagrams_received", step.messages.datagrams_received)?;
             messages.set_item("late", step.messages.late)?;
+            messages.set_item("retransmitted", step.messages.retransmitted)?;
             entry.set_item("messages", messages)?;
         }
         steps.append(entry)?;
@@ -265,6 +266,7 @@ struct PyTargetHandle {
     gateway: Mutex<Option<GatewayHandle>>,
     tcp_port: Option<u16>,
     udp_port: Option<u16>,
+    kcp_port: Option<u16>,
 }
 
 #[pymethods]
@@ -284,6 +286,11 @@ impl PyTargetHandle {
         self.udp_port
     }
 
+    #[getter]
+    fn kcp_port(&self) -> Option<u16> {
+        self.kcp_port
+    }
+
     /// Stops the target and its gateway (bounded: returns within about 2 s each).
     fn stop(&self, py: Python<'_>) {
         let handle = self.inner.lock().ok().and_then(|mut inner| inner.take());
@@ -299,12 +306,12 @@ impl PyTargetHandle {
 
 /// Starts the built-in target. `workers` and `service_ms` together set the capacity model
 /// (at most `workers` requests in service, each taking `service_ms`, or that on average when
-/// `service_times` is `"exponential"`). `tcp_port` and `udp_port` start the gateway on those
+/// `service_times` is `"exponential"`). `tcp_port`, `udp_port` and `kcp_port` start the gateway on those
 /// ports too (0: a free one), its TCP messages framed as `tcp_framing` says (`newline`,
 /// `length1`, `length2` or `length4`: a big-endian length prefix).
 #[pyfunction]
 #[pyo3(signature = (host="127.0.0.1", port=0, workers=None, service_ms=None, threads=1, service_times="fixed",
-                    tcp_port=None, udp_port=None, tcp_framing="newline"))]
+                    tcp_port=None, udp_port=None, tcp_framing="newline", kcp_port=None))]
 #[allow(clippy::too_many_arguments)]
 fn start_target(
     py: Python<'_>,
@@ -317,6 +324,7 @@ fn start_target(
     tcp_port: Option<u16>,
     udp_port: Option<u16>,
     tcp_framing: &str,
+    kcp_port: Option<u16>,
 ) -> PyResult<PyTargetHandle> {
     let framing = match tcp_framing {
         "newline" => GatewayFraming::Newline,
@@ -335,21 +343,23 @@ fn start_target(
         (Some(workers), Some(service_ms)) => Some(Capacity { workers, service_ms, service_times }),
         _ => return Err(PyValueError::new_err("the capacity model needs both workers and service_ms")),
     };
+    // The gateway first: once the HTTP port answers (what a caller waits for), every port is bound.
+    let gateway = if tcp_port.is_some() || udp_port.is_some() || kcp_port.is_some() {
+        let config = GatewayConfig { host: host.to_owned(), tcp_port, udp_port, kcp_port, framing, threads };
+        Some(py.detach(|| GatewayHandle::start(config)).map_err(|error| PyOSError::new_err(format!("the gateway cannot start: {error}")))?)
+    } else {
+        None
+    };
     let config = TargetConfig { host: host.to_owned(), port, capacity, threads };
     let handle = py.detach(|| TargetHandle::start(config)).map_err(|error| match error {
         horde_target::TargetError::InvalidConfig(message) => PyValueError::new_err(message),
         other => PyOSError::new_err(other.to_string()),
     })?;
     let port = handle.port();
-    let gateway = if tcp_port.is_some() || udp_port.is_some() {
-        let config = GatewayConfig { host: host.to_owned(), tcp_port, udp_port, framing, threads };
-        Some(py.detach(|| GatewayHandle::start(config)).map_err(|error| PyOSError::new_err(format!("the gateway cannot start: {error}")))?)
-    } else {
-        None
-    };
     let tcp_port = gateway.as_ref().and_then(|gateway| gateway.tcp_addr).map(|address| address.port());
     let udp_port = gateway.as_ref().and_then(|gateway| gateway.udp_addr).map(|address| address.port());
-    Ok(PyTargetHandle { inner: Mutex::new(Some(handle)), port, gateway: Mutex::new(gateway), tcp_port, udp_port })
+    let kcp_port = gateway.as_ref().and_then(|gateway| gateway.kcp_addr).map(|address| address.port());
+    Ok(PyTargetHandle { inner: Mutex::new(Some(handle)), port, gateway: Mutex::new(gateway), tcp_port, udp_port, kcp_port })
 }
 
 #[pymodule]

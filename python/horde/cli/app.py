@@ -459,9 +459,10 @@ def target(
     service_times: Annotated[str, typer.Option("--service-times", help="capacity model: 'fixed' (each request takes --service-ms) or 'exponential' (that on average: latency rises smoothly, an M/M/c queue)")] = "fixed",
     tcp_port: Annotated[Optional[int], typer.Option("--tcp-port", help="game gateway on this TCP port too (0: any free port): echo, 'ping N' -> 'pong N', rooms ('join R', 'move ...' to every player of R)")] = None,
     udp_port: Annotated[Optional[int], typer.Option("--udp-port", help="the game gateway on this UDP port too (a datagram is a message)")] = None,
+    kcp_port: Annotated[Optional[int], typer.Option("--kcp-port", help="the game gateway over KCP on this UDP port too (ikcp's fast mode)")] = None,
     tcp_framing: Annotated[str, typer.Option("--tcp-framing", help="the gateway's TCP messages: 'newline', or a big-endian length prefix 'length1', 'length2', 'length4'")] = "newline",
 ) -> int:
-    """Serve the built-in target until Ctrl-C: /, /delay/{ms}, /status/{code}, /bytes/{n}, /stall/{ms}; with --tcp-port or --udp-port, the game gateway too."""
+    """Serve the built-in target until Ctrl-C: /, /delay/{ms}, /status/{code}, /bytes/{n}, /stall/{ms}; with --tcp-port, --udp-port or --kcp-port, the game gateway too."""
     from horde.engine.target import serve_until_interrupted
 
     if (workers is None) != (service_ms is None):
@@ -473,7 +474,7 @@ def target(
     if tcp_framing not in ("newline", "length1", "length2", "length4"):
         raise InvalidInput(f"--tcp-framing: '{tcp_framing}' is not a framing", hint="give newline, length1, length2 or length4")
     serve_until_interrupted(stdout, host=host, port=port, workers=workers, service_ms=service_ms, threads=threads,
-                            service_times=service_times, tcp_port=tcp_port, udp_port=udp_port, tcp_framing=tcp_framing)
+                            service_times=service_times, tcp_port=tcp_port, udp_port=udp_port, tcp_framing=tcp_framing, kcp_port=kcp_port)
     return ExitCode.OK
 
 

@@ -166,6 +166,8 @@ def message_lines(steps: Mapping[str, Mapping[str, Any]]) -> list[str]:
                      f"in {counts['datagrams_received']:,} ({counts['datagrams_received_per_s']:,.1f}/s)")
         if counts["late"]:
             line += f" · late replies {counts['late']:,}"
+        if counts.get("retransmitted"):
+            line += f" · KCP resent {counts['retransmitted']:,}"
         lines.append(line)
     return lines
 

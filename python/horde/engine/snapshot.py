@@ -31,18 +31,20 @@ class CheckCount(TypedDict):
 
 class MessageCounts(TypedDict):
     """A message step's traffic over the interval (``tcp://``, ``udp://`` targets): messages sent
-    and received; datagrams put on and taken off the wire (UDP; with an impaired network, lost
-    ones are not sent and duplicates are sent twice); replies to pings already counted lost."""
+    and received; datagrams put on and taken off the wire (UDP, KCP; with an impaired network,
+    lost ones are not sent and duplicates are sent twice); replies to pings already counted
+    lost; KCP's data segments sent again."""
 
     sent: int
     received: int
     datagrams_sent: int
     datagrams_received: int
     late: int
+    retransmitted: NotRequired[int]
 
 
 #: The counters of :class:`MessageCounts`, in order.
-MESSAGE_COUNTERS = ("sent", "received", "datagrams_sent", "datagrams_received", "late")
+MESSAGE_COUNTERS = ("sent", "received", "datagrams_sent", "datagrams_received", "late", "retransmitted")
 
 
 def merge_messages(counts: Iterable[MessageCounts | None]) -> MessageCounts | None:
@@ -50,7 +52,7 @@ def merge_messages(counts: Iterable[MessageCounts | None]) -> MessageCounts | No
 
     >>> merge_messages([{"sent": 2, "received": 1, "datagrams_sent": 2, "datagrams_received": 1, "late": 0},
     ...                 None, {"sent": 1, "received": 1, "datagrams_sent": 0, "datagrams_received": 0, "late": 1}])
-    {'sent': 3, 'received': 2, 'datagrams_sent': 2, 'datagrams_received': 1, 'late': 1}
+    {'sent': 3, 'received': 2, 'datagrams_sent': 2, 'datagrams_received': 1, 'late': 1, 'retransmitted': 0}
     >>> merge_messages([None]) is None
     True
     """
@@ -63,6 +65,7 @@ def merge_messages(counts: Iterable[MessageCounts | None]) -> MessageCounts | No
         datagrams_sent=sum(int(count["datagrams_sent"]) for count in present),
         datagrams_received=sum(int(count["datagrams_received"]) for count in present),
         late=sum(int(count["late"]) for count in present),
+        retransmitted=sum(int(count.get("retransmitted") or 0) for count in present),
     )
 
 

@@ -1,6 +1,7 @@
-"""The message transports' part of the plan: raw TCP and UDP gateways (game servers, brokers).
+"""The message transports' part of the plan: raw TCP, UDP and KCP gateways (game servers, brokers).
 
-A plan whose ``target.base_url`` is ``tcp://host:port`` or ``udp://host:port`` runs message steps:
+A plan whose ``target.base_url`` is ``tcp://host:port``, ``udp://host:port`` or ``kcp://host:port``
+(reliable messages over UDP, ``ikcp.c``'s protocol, its knobs in ``target.kcp``) runs message steps:
 ``connect``, ``send``, ``receive``, ``ping``, ``stream`` and ``close``. Over TCP ``target.framing``
 cuts the byte stream into messages; over UDP a datagram is a message, and a scenario's
 ``network`` impairs the engine's own datagrams both ways. ``{{ seq }}`` in a message template is
@@ -36,6 +37,7 @@ __all__ = [
     "MESSAGE_SCHEMES",
     "CloseStep",
     "ConnectStep",
+    "KcpOptions",
     "LengthFraming",
     "Network",
     "NewlineFraming",
@@ -48,7 +50,7 @@ __all__ = [
 ]
 
 #: The schemes of a message target.
-MESSAGE_SCHEMES = ("tcp", "udp")
+MESSAGE_SCHEMES = ("tcp", "udp", "kcp")
 #: The most messages one stream step may send (duration over interval).
 MAX_STREAM_MESSAGES = 10_000_000
 
@@ -98,6 +100,25 @@ class RawFraming(BaseModel):
 
 
 Framing = Annotated[Union[NewlineFraming, LengthFraming, RawFraming], Field(discriminator="type")]
+
+
+# --- KCP's knobs (target.kcp) --------------------------------------------------------------------
+
+
+class KcpOptions(BaseModel):
+    """A ``kcp://`` target's KCP knobs, with ``ikcp.c``'s defaults (its fast mode: nodelay true,
+    interval_ms 10, resend 2, no_congestion_window true)."""
+
+    model_config = STRICT_KEYS
+
+    conv: int | None = Field(default=None, ge=0, le=2**32 - 1, description="the conversation id; each VU its own (its number + 1) when left out")
+    nodelay: bool = Field(default=False, description="no exponential RTO backoff and a 30 ms minimum RTO")
+    interval_ms: int = Field(default=100, ge=10, le=5000, description="KCP's internal update interval")
+    resend: int = Field(default=0, ge=0, le=100, description="fast resend after this many duplicate ACKs (0: off)")
+    no_congestion_window: bool = Field(default=False, description="turn the congestion window off")
+    send_window: int = Field(default=32, ge=1, le=65535, description="the send window, in segments")
+    receive_window: int = Field(default=128, ge=1, le=65535, description="the receive window, in segments")
+    mtu: int = Field(default=1400, ge=50, le=65000, description="the largest datagram KCP writes")
 
 
 # --- the impaired network (scenario.network) ------------------------------------------------------

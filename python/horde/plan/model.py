@@ -297,7 +297,7 @@ class Scenario(BaseModel):
     )
     network: Network | None = Field(
         default=None,
-        description="a udp:// target: the impaired network the engine puts this scenario's datagrams "
+        description="a udp:// or kcp:// target: the impaired network the engine puts this scenario's datagrams "
         "through, each way: {delay_ms, jitter_ms, loss_percent, duplicate_percent, reorder_percent, seed}",
     )
 

@@ -18,7 +18,7 @@ from urllib.parse import SplitResult, urlsplit
 
 from pydantic import BaseModel, Field, ValidatorFunctionWrapHandler, field_validator, model_validator
 
-from horde.plan.message import Framing, is_message_url
+from horde.plan.message import Framing, KcpOptions, is_message_url
 from horde.plan.sql import is_postgres_url
 from horde.plan.common import MAX_TIMEOUT_MS, STRICT_KEYS, Located, check_headers, custom, with_problems
 
@@ -276,6 +276,11 @@ class Target(BaseModel):
         default=None,
         description="a tcp:// target: how its byte stream is cut into messages: {type: newline} (the "
         "default), {type: length, bytes: 1|2|4, endian: big|little, adjust} or {type: raw}",
+    )
+    kcp: KcpOptions | None = Field(
+        default=None,
+        description="a kcp:// target: KCP's knobs {conv, nodelay, interval_ms, resend, no_congestion_window, "
+        "send_window, receive_window, mtu}, ikcp.c's defaults when left out",
     )
     connect_backoff: bool = Field(
         default=True,

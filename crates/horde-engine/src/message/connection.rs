@@ -3,8 +3,9 @@
 
 use super::framing::{decode, encode};
 use super::impair::ImpairedLink;
+use super::kcp::KcpLink;
 use bytes::BytesMut;
-use horde_plan::{Framing, Network};
+use horde_plan::{Framing, KcpOptions, Network};
 use std::io;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UdpSocket};
@@ -16,6 +17,14 @@ pub(crate) enum MessageConnection {
     Tcp { stream: TcpStream, framing: Framing, buffer: BytesMut, frame: Vec<u8> },
     Udp { socket: UdpSocket, buffer: Vec<u8> },
     ImpairedUdp(ImpairedLink),
+    Kcp(KcpLink),
+}
+
+/// What a link that counts its own datagrams counted since it was last asked.
+pub(crate) struct WireTaken {
+    pub sent: u64,
+    pub received: u64,
+    pub retransmitted: u64,
 }
 
 /// One message received, and the bytes it took on the wire (its framing included).
@@ -35,17 +44,17 @@ impl MessageConnection {
     /// A UDP socket connected to the target (so only its datagrams come in, and an ICMP "port
     /// unreachable" shows as a refused receive), impaired when the scenario says so.
     pub async fn udp(address: std::net::SocketAddr, network: Option<Network>, seed: u64) -> io::Result<Self> {
-        let local: std::net::SocketAddr = if address.is_ipv4() { ([0, 0, 0, 0], 0).into() } else { (std::net::Ipv6Addr::UNSPECIFIED, 0).into() };
-        let socket = UdpSocket::bind(local).await?;
-        socket.connect(address).await?;
+        let socket = connected_socket(address).await?;
         Ok(match network {
             Some(network) => Self::ImpairedUdp(ImpairedLink::start(socket, network, seed)),
             None => Self::Udp { socket, buffer: vec![0; MAX_DATAGRAM] },
         })
     }
 
-    pub fn is_datagram(&self) -> bool {
-        !matches!(self, Self::Tcp { .. })
+    /// A KCP session with the target over a socket of its own, `conv` its conversation.
+    pub async fn kcp(address: std::net::SocketAddr, options: KcpOptions, conv: u32, network: Option<Network>, seed: u64) -> io::Result<Self> {
+        let socket = connected_socket(address).await?;
+        Ok(Self::Kcp(KcpLink::start(socket, options, conv, network, seed)))
     }
 
     /// Sends one message; the bytes it took on the wire (framing included).
@@ -59,6 +68,12 @@ impl MessageConnection {
             }
             Self::Udp { socket, .. } => Ok(socket.send(&message).await? as u64),
             Self::ImpairedUdp(link) => {
+                let length = message.len() as u64;
+                link.send(message)?;
+                Ok(length)
+            }
+            // The message's bytes: KCP's headers, acknowledgements and resends are its own.
+            Self::Kcp(link) => {
                 let length = message.len() as u64;
                 link.send(message)?;
                 Ok(length)
@@ -91,15 +106,31 @@ impl MessageConnection {
                 let wire_bytes = message.len() as u64;
                 Ok(Received { message, wire_bytes })
             }
+            Self::Kcp(link) => {
+                let message = link.recv().await?;
+                let wire_bytes = message.len() as u64;
+                Ok(Received { message, wire_bytes })
+            }
         }
     }
 
-    /// Datagrams put on and taken off the wire since the last call, when an impaired link
-    /// counts them apart from the messages (`None`: they are the messages themselves).
-    pub fn take_wire_counts(&mut self) -> Option<(u64, u64)> {
-        match self {
-            Self::ImpairedUdp(link) => Some((link.wire.sent.take(), link.wire.received.take())),
-            _ => None,
-        }
+    /// Datagrams put on and taken off the wire since the last call, when the link counts them
+    /// apart from the messages (an impaired link, KCP); `None`: they are the messages themselves.
+    pub fn take_wire_counts(&mut self) -> Option<WireTaken> {
+        let wire = match self {
+            Self::ImpairedUdp(link) => &link.wire,
+            Self::Kcp(link) => &link.wire,
+            _ => return None,
+        };
+        Some(WireTaken { sent: wire.sent.take(), received: wire.received.take(), retransmitted: wire.retransmitted.take() })
     }
+}
+
+/// A UDP socket on an ephemeral port, connected to the target (so only its datagrams come in,
+/// and an ICMP "port unreachable" shows as a refused receive).
+async fn connected_socket(address: std::net::SocketAddr) -> io::Result<UdpSocket> {
+    let local: std::net::SocketAddr = if address.is_ipv4() { ([0, 0, 0, 0], 0).into() } else { (std::net::Ipv6Addr::UNSPECIFIED, 0).into() };
+    let socket = UdpSocket::bind(local).await?;
+    socket.connect(address).await?;
+    Ok(socket)
 }

@@ -20,13 +20,15 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 /// The largest datagram read (UDP's own limit).
-const MAX_DATAGRAM: usize = 65_536;
+pub(crate) const MAX_DATAGRAM: usize = 65_536;
 
-/// Datagrams the task put on the wire and took off it (read by the VU after each step).
+/// Datagrams the task put on the wire and took off it, and KCP's retransmitted segments (read
+/// by the VU after each step).
 #[derive(Default)]
 pub(crate) struct WireCounts {
     pub sent: Cell<u64>,
     pub received: Cell<u64>,
+    pub retransmitted: Cell<u64>,
 }
 
 /// The VU's side of an impaired link.
@@ -72,11 +74,27 @@ impl ImpairedLink {
 pub(crate) struct Impairment {
     network: Network,
     random: VuRandom,
+    /// Datagrams held so far: orders those due at the same instant first in, first out.
+    order: u64,
 }
 
 impl Impairment {
     pub fn new(network: Network, seed: u64) -> Self {
-        Self { network, random: VuRandom::new(network.seed ^ seed.wrapping_mul(0xA076_1D64_78BD_642F)) }
+        Self { network, random: VuRandom::new(network.seed ^ seed.wrapping_mul(0xA076_1D64_78BD_642F)), order: 0 }
+    }
+
+    /// Puts the copies of `datagram` that get through (none, one or two) in `held`, each due
+    /// after its own delay.
+    pub fn hold(&mut self, held: &mut Held, way: Way, datagram: Vec<u8>) {
+        let now = Instant::now();
+        let delays = self.delays();
+        let copies = delays.len();
+        let mut datagram = Some(datagram);
+        for (index, delay) in delays.into_iter().enumerate() {
+            let copy = if index + 1 == copies { datagram.take().unwrap_or_default() } else { datagram.clone().unwrap_or_default() };
+            self.order += 1;
+            held.push(Reverse((now + delay, self.order, way, copy)));
+        }
     }
 
     fn happens(&mut self, percent: f64) -> bool {
@@ -105,14 +123,14 @@ impl Impairment {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Way {
+pub(crate) enum Way {
     Out,
     In,
 }
 
 /// Datagrams held back, soonest first: (due, order of scheduling, way, datagram); the order
 /// keeps datagrams due at the same instant first in, first out.
-type Held = BinaryHeap<Reverse<(Instant, u64, Way, Vec<u8>)>>;
+pub(crate) type Held = BinaryHeap<Reverse<(Instant, u64, Way, Vec<u8>)>>;
 
 async fn pump(
     socket: UdpSocket,
@@ -122,19 +140,7 @@ async fn pump(
     wire: Rc<WireCounts>,
 ) {
     let mut queue: Held = BinaryHeap::new();
-    let mut order = 0u64;
     let mut buffer = vec![0u8; MAX_DATAGRAM];
-    let mut schedule = |queue: &mut Held, way: Way, datagram: Vec<u8>, impairment: &mut Impairment| {
-        let now = Instant::now();
-        let delays = impairment.delays();
-        let last = delays.len();
-        let mut datagram = Some(datagram);
-        for (index, delay) in delays.into_iter().enumerate() {
-            let copy = if index + 1 == last { datagram.take().unwrap_or_default() } else { datagram.clone().unwrap_or_default() };
-            order += 1;
-            queue.push(Reverse((now + delay, order, way, copy)));
-        }
-    };
     loop {
         let next_due = queue.peek().map(|Reverse((due, ..))| *due);
         tokio::select! {
@@ -159,13 +165,13 @@ async fn pump(
                 }
             }
             datagram = outgoing.recv() => match datagram {
-                Some(datagram) => schedule(&mut queue, Way::Out, datagram, &mut impairment),
+                Some(datagram) => impairment.hold(&mut queue, Way::Out, datagram),
                 None => return,
             },
             received = socket.recv(&mut buffer) => match received {
                 Ok(length) => {
                     wire.received.set(wire.received.get() + 1);
-                    schedule(&mut queue, Way::In, buffer[..length].to_vec(), &mut impairment);
+                    impairment.hold(&mut queue, Way::In, buffer[..length].to_vec());
                 }
                 Err(error) => {
                     if incoming.send(Err(error)).is_err() {

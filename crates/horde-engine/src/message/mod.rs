@@ -3,6 +3,7 @@
 //!
 //! - `framing.rs`: a TCP stream cut into messages (newline, length-prefixed, raw);
 //! - `connection.rs`: a VU's connection: a framed TCP stream or a connected UDP socket;
+//! - `kcp.rs`: a VU's KCP session (`kcp://`) in a task that owns its socket;
 //! - `impair.rs`: the impaired network (`scenario.network`) a VU's datagrams go through both
 //!   ways, in a task on the worker's `LocalSet` that owns the socket.
 //!
@@ -14,17 +15,19 @@
 mod connection;
 mod framing;
 mod impair;
+mod kcp;
 
 pub(crate) use connection::{MessageConnection, Received};
 
 use crate::interpreter::{CompiledCheck, CompiledExtractor, JsonTemplate, Text};
-use horde_plan::{Framing, MessageTransport, Network, Target, ThinkTime};
+use horde_plan::{Framing, KcpOptions, MessageTransport, Network, Target, ThinkTime};
 use std::time::Duration;
 
 /// A `tcp://` or `udp://` target: what every VU's connection needs.
 pub(crate) struct MessageTarget {
     pub transport: MessageTransport,
     pub framing: Framing,
+    pub kcp: KcpOptions,
     pub connect_timeout: Duration,
 }
 
@@ -33,6 +36,7 @@ impl MessageTarget {
         Some(Self {
             transport: MessageTransport::of_url(&target.base_url)?,
             framing: target.framing.unwrap_or(Framing::Newline),
+            kcp: target.kcp.unwrap_or_default(),
             connect_timeout: Duration::from_secs_f64(target.connect_timeout_ms / 1000.0),
         })
     }

@@ -67,10 +67,11 @@ impl Vu {
         in_flight.ended = true;
         let latency_us = started.elapsed().as_micros() as u64;
         if let Some(connection) = self.messages.connection.as_mut() {
-            if let Some((sent, received)) = connection.take_wire_counts() {
+            if let Some(wire) = connection.take_wire_counts() {
                 let counts = &mut state.recorder.borrow_mut().steps[index].messages;
-                counts.datagrams_sent += sent;
-                counts.datagrams_received += received;
+                counts.datagrams_sent += wire.sent;
+                counts.datagrams_received += wire.received;
+                counts.retransmitted += wire.retransmitted;
             }
         }
         let mut back_off = false;
@@ -165,6 +166,12 @@ impl Vu {
             let connection = match target.transport {
                 MessageTransport::Tcp => MessageConnection::tcp(resolved, target.framing).await,
                 MessageTransport::Udp => MessageConnection::udp(resolved, node.network, seed).await,
+                MessageTransport::Kcp => {
+                    // Each VU its own conversation unless the plan fixes one (the gateway tells
+                    // sessions apart by address either way).
+                    let conv = target.kcp.conv.unwrap_or((self.number as u32).wrapping_add(1));
+                    MessageConnection::kcp(resolved, target.kcp, conv, node.network, seed).await
+                }
             };
             connection.map_err(|error| StepError { kind: ErrorKind::from_io(&error), detail: format!("{error} connecting to {address}"), connecting: true })
         };
@@ -302,9 +309,9 @@ fn template_failed(what: &str) -> StepError {
 }
 
 /// Whether this connection's messages are datagrams the VU itself puts on the wire (an
-/// impaired link counts its own).
+/// impaired link and KCP count their own).
 fn direct_datagrams(connection: &MessageConnection) -> bool {
-    connection.is_datagram() && !matches!(connection, MessageConnection::ImpairedUdp(_))
+    matches!(connection, MessageConnection::Udp { .. })
 }
 
 async fn send(state: &WorkerState, index: usize, connection: &mut MessageConnection, message: Vec<u8>) -> Result<(), StepError> {

@@ -20,10 +20,10 @@ pub(super) fn check_transport(problems: &mut Problems, plan: &Plan) {
             }
         }
         if plan.target.connections.pool_size().is_some() {
-            problems.push("target.connections".into(), "a tcp:// or udp:// target has one connection per VU: remove the pool");
+            problems.push("target.connections".into(), "a message target has one connection per VU: remove the pool");
         }
-        if transport == MessageTransport::Udp && plan.target.framing.is_some() {
-            problems.push("target.framing".into(), "a udp:// target's datagram is a message: framing is for tcp://");
+        if transport != MessageTransport::Tcp && plan.target.framing.is_some() {
+            problems.push("target.framing".into(), "a udp:// or kcp:// target's datagram is a message: framing is for tcp://");
         }
         if let Some(Framing::Length { bytes, .. }) = plan.target.framing {
             if !matches!(bytes, 1 | 2 | 4) {
@@ -33,11 +33,16 @@ pub(super) fn check_transport(problems: &mut Problems, plan: &Plan) {
     } else if plan.target.framing.is_some() {
         problems.push("target.framing".into(), "framing is for a tcp:// target");
     }
+    match (&plan.target.kcp, transport) {
+        (Some(kcp), Some(MessageTransport::Kcp)) => check_kcp(problems, kcp),
+        (Some(_), _) => problems.push("target.kcp".into(), "KCP's knobs are for a kcp:// target"),
+        _ => {}
+    }
     for (index, scenario) in plan.scenarios.iter().enumerate() {
         if let Some(network) = &scenario.network {
             let path = format!("scenarios[{index}].network");
-            if transport != Some(MessageTransport::Udp) {
-                problems.push(path.clone(), "the engine impairs its own UDP datagrams only: network needs a udp:// target");
+            if !matches!(transport, Some(MessageTransport::Udp | MessageTransport::Kcp)) {
+                problems.push(path.clone(), "the engine impairs its own UDP datagrams only: network needs a udp:// or kcp:// target");
             }
             check_network(problems, &path, network);
         }
@@ -51,6 +56,26 @@ fn scheme(transport: MessageTransport) -> &'static str {
     match transport {
         MessageTransport::Tcp => "tcp://",
         MessageTransport::Udp => "udp://",
+        MessageTransport::Kcp => "kcp://",
+    }
+}
+
+/// `ikcp.c`'s own bounds: an interval of 10 to 5000 ms (it clamps), an MTU of 50 bytes or more.
+fn check_kcp(problems: &mut Problems, kcp: &crate::KcpOptions) {
+    if !(10..=5000).contains(&kcp.interval_ms) {
+        problems.push("target.kcp.interval_ms".into(), format!("must be between 10 and 5000 (got {})", kcp.interval_ms));
+    }
+    if !(50..=65_000).contains(&kcp.mtu) {
+        problems.push("target.kcp.mtu".into(), format!("must be between 50 and 65000 (got {})", kcp.mtu));
+    }
+    if kcp.send_window == 0 {
+        problems.push("target.kcp.send_window".into(), "must be at least 1");
+    }
+    if kcp.receive_window == 0 {
+        problems.push("target.kcp.receive_window".into(), "must be at least 1");
+    }
+    if kcp.resend > 100 {
+        problems.push("target.kcp.resend".into(), format!("must be at most 100 (got {})", kcp.resend));
     }
 }
 
@@ -63,13 +88,13 @@ fn check_step_protocol(problems: &mut Problems, path: &str, steps: &[Step], mess
         let step_path = format!("{path}[{index}]");
         match step {
             Step::Http(_) if messages => {
-                problems.push(format!("{step_path}.type"), "an http step against a tcp:// or udp:// target: use send, receive or ping");
+                problems.push(format!("{step_path}.type"), "an http step against a message target: use send, receive or ping");
             }
             Step::Sql(_) if messages => {
-                problems.push(format!("{step_path}.type"), "a sql step against a tcp:// or udp:// target: use send, receive or ping");
+                problems.push(format!("{step_path}.type"), "a sql step against a message target: use send, receive or ping");
             }
             step if is_message_step(step) && !messages => {
-                problems.push(format!("{step_path}.type"), "a message step needs a tcp:// or udp:// target.base_url");
+                problems.push(format!("{step_path}.type"), "a message step needs a tcp://, udp:// or kcp:// target.base_url");
             }
             _ => {}
         }

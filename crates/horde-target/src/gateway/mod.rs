@@ -2,7 +2,8 @@
 //! advance, for the message transports' known-answer tests and demos.
 //!
 //! Every message is text; over TCP messages are framed (newline-delimited, or a big-endian
-//! length prefix of 1, 2 or 4 bytes), over UDP a datagram is a message. What comes back:
+//! length prefix of 1, 2 or 4 bytes), over UDP a datagram is a message, over KCP (a session per
+//! client address on a UDP port, `ikcp.c`'s protocol in fast mode) a KCP message. What comes back:
 //!
 //! | message | answer |
 //! | --- | --- |
@@ -20,6 +21,7 @@
 //! Like the HTTP target it runs on a thread of its own with its own tokio runtime and stops
 //! within a bounded time ([`GatewayHandle::stop`] or drop).
 
+mod kcp;
 mod rooms;
 
 use rooms::{Player, Rooms};
@@ -58,13 +60,14 @@ pub struct GatewayConfig {
     pub host: String,
     pub tcp_port: Option<u16>,
     pub udp_port: Option<u16>,
+    pub kcp_port: Option<u16>,
     pub framing: GatewayFraming,
     pub threads: usize,
 }
 
 impl Default for GatewayConfig {
     fn default() -> Self {
-        Self { host: "127.0.0.1".into(), tcp_port: Some(0), udp_port: Some(0), framing: GatewayFraming::Newline, threads: 1 }
+        Self { host: "127.0.0.1".into(), tcp_port: Some(0), udp_port: Some(0), kcp_port: Some(0), framing: GatewayFraming::Newline, threads: 1 }
     }
 }
 
@@ -75,7 +78,12 @@ pub struct GatewayCounts {
     pub tcp_out: AtomicU64,
     pub udp_in: AtomicU64,
     pub udp_out: AtomicU64,
-    /// Broadcasts not queued for a TCP player whose queue was full.
+    /// KCP messages in and out, and the datagrams carrying them (resends and ACKs included).
+    pub kcp_in: AtomicU64,
+    pub kcp_out: AtomicU64,
+    pub kcp_datagrams_in: AtomicU64,
+    pub kcp_datagrams_out: AtomicU64,
+    /// Broadcasts not queued for a TCP or KCP player whose queue was full.
     pub tcp_dropped: AtomicU64,
 }
 
@@ -84,6 +92,7 @@ pub struct GatewayCounts {
 pub struct GatewayHandle {
     pub tcp_addr: Option<SocketAddr>,
     pub udp_addr: Option<SocketAddr>,
+    pub kcp_addr: Option<SocketAddr>,
     pub counts: Arc<GatewayCounts>,
     shutdown: Option<watch::Sender<bool>>,
     thread: Option<JoinHandle<()>>,
@@ -103,14 +112,16 @@ impl GatewayHandle {
             .thread_name("horde-gateway-worker")
             .enable_all()
             .build()?;
-        let (tcp, udp) = {
+        let (tcp, udp, kcp) = {
             let _entered = runtime.enter();
             let tcp = config.tcp_port.map(|port| bind_tcp(&config.host, port)).transpose()?;
             let udp = config.udp_port.map(|port| bind_udp(&config.host, port)).transpose()?;
-            (tcp, udp)
+            let kcp = config.kcp_port.map(|port| bind_udp(&config.host, port)).transpose()?;
+            (tcp, udp, kcp)
         };
         let tcp_addr = tcp.as_ref().map(TcpListener::local_addr).transpose()?;
         let udp_addr = udp.as_ref().map(UdpSocket::local_addr).transpose()?;
+        let kcp_addr = kcp.as_ref().map(UdpSocket::local_addr).transpose()?;
         let counts = Arc::new(GatewayCounts::default());
         let (shutdown_sender, shutdown) = watch::channel(false);
         let (finished_sender, finished) = mpsc::channel();
@@ -125,6 +136,9 @@ impl GatewayHandle {
                 if let Some(socket) = udp {
                     tasks.push(tokio::spawn(serve_udp(socket, Arc::clone(&rooms), Arc::clone(&serving_counts), shutdown.clone())));
                 }
+                if let Some(socket) = kcp {
+                    tasks.push(tokio::spawn(kcp::serve_kcp(socket, Arc::clone(&rooms), Arc::clone(&serving_counts), shutdown.clone())));
+                }
                 let mut shutdown = shutdown;
                 let _ = shutdown.wait_for(|stop| *stop).await;
                 for task in tasks {
@@ -134,7 +148,7 @@ impl GatewayHandle {
             runtime.shutdown_timeout(Duration::from_millis(500));
             let _ = finished_sender.send(());
         })?;
-        Ok(GatewayHandle { tcp_addr, udp_addr, counts, shutdown: Some(shutdown_sender), thread: Some(thread), finished })
+        Ok(GatewayHandle { tcp_addr, udp_addr, kcp_addr, counts, shutdown: Some(shutdown_sender), thread: Some(thread), finished })
     }
 
     pub fn stop(mut self) {

@@ -14,12 +14,15 @@ use tokio::sync::mpsc;
 pub(crate) enum Player {
     Tcp { id: u64, queue: mpsc::Sender<Arc<[u8]>> },
     Udp { address: SocketAddr, socket: Arc<UdpSocket> },
+    /// A KCP session of the gateway's KCP task, reached through that task's queue.
+    Kcp { address: SocketAddr, queue: mpsc::Sender<(SocketAddr, Arc<[u8]>)> },
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 enum PlayerKey {
     Tcp(u64),
     Udp(SocketAddr),
+    Kcp(SocketAddr),
 }
 
 impl Player {
@@ -27,6 +30,7 @@ impl Player {
         match self {
             Player::Tcp { id, .. } => PlayerKey::Tcp(*id),
             Player::Udp { address, .. } => PlayerKey::Udp(*address),
+            Player::Kcp { address, .. } => PlayerKey::Kcp(*address),
         }
     }
 
@@ -42,6 +46,11 @@ impl Player {
             Player::Udp { address, socket } => {
                 if socket.try_send_to(&message, *address).is_ok() {
                     counts.udp_out.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            Player::Kcp { address, queue } => {
+                if queue.try_send((*address, message)).is_err() {
+                    counts.tcp_dropped.fetch_add(1, Ordering::Relaxed);
                 }
             }
         }
@@ -72,7 +81,7 @@ impl Rooms {
         let mut inner = self.lock();
         let key = player.key();
         let already_udp = inner.room_of.contains_key(&key);
-        if matches!(key, PlayerKey::Udp(_)) && !already_udp && inner.udp_players >= MAX_UDP_PLAYERS {
+        if matches!(key, PlayerKey::Udp(_) | PlayerKey::Kcp(_)) && !already_udp && inner.udp_players >= MAX_UDP_PLAYERS {
             return None;
         }
         if inner.rooms.get(room).is_some_and(|players| players.len() >= MAX_ROOM_PLAYERS) && inner.room_of.get(&key).map(String::as_str) != Some(room) {
@@ -83,7 +92,7 @@ impl Rooms {
         players.push(player.clone());
         let members = players.len();
         inner.room_of.insert(key, room.to_owned());
-        if matches!(key, PlayerKey::Udp(_)) {
+        if matches!(key, PlayerKey::Udp(_) | PlayerKey::Kcp(_)) {
             inner.udp_players += 1;
         }
         Some(members)
@@ -119,7 +128,7 @@ impl Rooms {
 
 fn leave_locked(inner: &mut Inner, key: PlayerKey) {
     let Some(room) = inner.room_of.remove(&key) else { return };
-    if matches!(key, PlayerKey::Udp(_)) {
+    if matches!(key, PlayerKey::Udp(_) | PlayerKey::Kcp(_)) {
         inner.udp_players -= 1;
     }
     if let Some(players) = inner.rooms.get_mut(&room) {
