@@ -13,9 +13,32 @@ use tokio::net::{TcpStream, UdpSocket};
 /// The largest datagram read (UDP's own limit).
 const MAX_DATAGRAM: usize = 65_536;
 
+thread_local! {
+    /// The one buffer a worker thread reads datagrams into: a VU keeps only what came, so ten
+    /// thousand UDP or KCP VUs do not hold ten thousand 64-KiB buffers.
+    static DATAGRAM: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; MAX_DATAGRAM]);
+}
+
+/// The next datagram on `socket` (cancel safe): waits until the socket is readable, then reads
+/// into the thread's buffer (never borrowed across an await) and copies out what came.
+pub(crate) async fn recv_datagram(socket: &UdpSocket) -> io::Result<Vec<u8>> {
+    loop {
+        socket.readable().await?;
+        let received = DATAGRAM.with(|buffer| {
+            let mut buffer = buffer.borrow_mut();
+            socket.try_recv(&mut buffer).map(|length| buffer[..length].to_vec())
+        });
+        match received {
+            // Readiness can be spurious: wait again.
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => continue,
+            other => return other,
+        }
+    }
+}
+
 pub(crate) enum MessageConnection {
     Tcp { stream: TcpStream, framing: Framing, buffer: BytesMut, frame: Vec<u8> },
-    Udp { socket: UdpSocket, buffer: Vec<u8> },
+    Udp { socket: UdpSocket },
     ImpairedUdp(ImpairedLink),
     Kcp(KcpLink),
 }
@@ -47,7 +70,7 @@ impl MessageConnection {
         let socket = connected_socket(address).await?;
         Ok(match network {
             Some(network) => Self::ImpairedUdp(ImpairedLink::start(socket, network, seed)),
-            None => Self::Udp { socket, buffer: vec![0; MAX_DATAGRAM] },
+            None => Self::Udp { socket },
         })
     }
 
@@ -66,7 +89,7 @@ impl MessageConnection {
                 stream.write_all(frame).await?;
                 Ok(frame.len() as u64)
             }
-            Self::Udp { socket, .. } => Ok(socket.send(&message).await? as u64),
+            Self::Udp { socket } => Ok(socket.send(&message).await? as u64),
             Self::ImpairedUdp(link) => {
                 let length = message.len() as u64;
                 link.send(message)?;
@@ -97,9 +120,10 @@ impl MessageConnection {
                     return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the target closed the connection"));
                 }
             },
-            Self::Udp { socket, buffer } => {
-                let length = socket.recv(buffer).await?;
-                Ok(Received { message: buffer[..length].to_vec(), wire_bytes: length as u64 })
+            Self::Udp { socket } => {
+                let message = recv_datagram(socket).await?;
+                let wire_bytes = message.len() as u64;
+                Ok(Received { message, wire_bytes })
             }
             Self::ImpairedUdp(link) => {
                 let message = link.recv().await?;

@@ -19,9 +19,6 @@ use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-/// The largest datagram read (UDP's own limit).
-pub(crate) const MAX_DATAGRAM: usize = 65_536;
-
 /// Datagrams the task put on the wire and took off it, and KCP's retransmitted segments (read
 /// by the VU after each step).
 #[derive(Default)]
@@ -140,7 +137,6 @@ async fn pump(
     wire: Rc<WireCounts>,
 ) {
     let mut queue: Held = BinaryHeap::new();
-    let mut buffer = vec![0u8; MAX_DATAGRAM];
     loop {
         let next_due = queue.peek().map(|Reverse((due, ..))| *due);
         tokio::select! {
@@ -168,10 +164,10 @@ async fn pump(
                 Some(datagram) => impairment.hold(&mut queue, Way::Out, datagram),
                 None => return,
             },
-            received = socket.recv(&mut buffer) => match received {
-                Ok(length) => {
+            received = super::connection::recv_datagram(&socket) => match received {
+                Ok(datagram) => {
                     wire.received.set(wire.received.get() + 1);
-                    impairment.hold(&mut queue, Way::In, buffer[..length].to_vec());
+                    impairment.hold(&mut queue, Way::In, datagram);
                 }
                 Err(error) => {
                     if incoming.send(Err(error)).is_err() {

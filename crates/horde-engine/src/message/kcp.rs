@@ -12,7 +12,8 @@
 //! Each session has its own timer (its update deadline); a worker's thousands of sessions on one
 //! timer heap, as `pause.rs` does for pauses, is left to do.
 
-use super::impair::{Held, Impairment, Way, WireCounts, MAX_DATAGRAM};
+use super::connection::recv_datagram;
+use super::impair::{Held, Impairment, Way, WireCounts};
 use horde_plan::{KcpOptions, Network};
 use std::cell::RefCell;
 use std::cmp::Reverse;
@@ -145,8 +146,6 @@ async fn drive(
     wire: Rc<WireCounts>,
 ) {
     let mut held: Held = BinaryHeap::new();
-    let mut buffer = vec![0u8; MAX_DATAGRAM];
-    let mut message = vec![0u8; MAX_DATAGRAM * 4];
     session.update();
     loop {
         for datagram in session.take_written(&wire) {
@@ -155,8 +154,12 @@ async fn drive(
                 None => send(&socket, &datagram, &wire).await,
             }
         }
-        while let Ok(length) = session.kcp.recv(&mut message) {
-            if incoming.send(Ok(message[..length].to_vec())).is_err() {
+        // Each message read into a buffer of its own size: a session holds no large buffer.
+        while let Ok(size) = session.kcp.peeksize() {
+            let mut message = vec![0u8; size];
+            let Ok(length) = session.kcp.recv(&mut message) else { break };
+            message.truncate(length);
+            if incoming.send(Ok(message)).is_err() {
                 return;
             }
         }
@@ -193,13 +196,13 @@ async fn drive(
                 }
                 None => return,
             },
-            received = socket.recv(&mut buffer) => match received {
-                Ok(length) => {
+            received = recv_datagram(&socket) => match received {
+                Ok(datagram) => {
                     wire.received.set(wire.received.get() + 1);
                     match impairment.as_mut() {
-                        Some(impairment) => impairment.hold(&mut held, Way::In, buffer[..length].to_vec()),
+                        Some(impairment) => impairment.hold(&mut held, Way::In, datagram),
                         None => {
-                            let _ = session.kcp.input(&buffer[..length]);
+                            let _ = session.kcp.input(&datagram);
                         }
                     }
                     session.update();
