@@ -7,7 +7,7 @@ PYTHON := $(VENV)/bin/python
 HORDE  := $(VENV)/bin/horde
 CARGO  ?= cargo
 
-.PHONY: setup demo test test-rust test-python bench bench-scenario bench-monitors bench-sql bench-long lint clean
+.PHONY: setup demo test test-rust test-python bench bench-scenario bench-monitors bench-sql bench-gateway bench-long lint clean
 
 $(PYTHON):
 	python3 -m venv $(VENV)
@@ -57,6 +57,11 @@ bench-monitors: setup
 # PostgreSQL's server binaries and pgbench).
 bench-sql: setup
 	$(PYTHON) bench/sql.py --reps 5 --seconds 5
+
+# Messages/s one generator core sends and receives against the built-in gateway over TCP, UDP and
+# KCP, and its CPU per message (~1 min).
+bench-gateway: setup
+	$(PYTHON) bench/gateway.py --reps 2 --seconds 5
 
 # Generator memory over 30 minutes of steady load (the game scenario); growth under 5 %.
 bench-long: setup

@@ -66,7 +66,7 @@ def with_language_defaults(first_slice: dict[str, Any]) -> dict[str, Any]:
             "thresholds": [], "autostop": [], "steer": None, "generators": None, "monitors": []}
     data["target"] = {**data["target"], "instances": [], "connections": "per_vu", "source_addresses": [],
                       "max_response_header_bytes": 256 * 1024, "max_kept_body_bytes": 1024 * 1024, "connect_backoff": True,
-                      "password_env": None, "password_file": None, "ca_file": None}
+                      "password_env": None, "password_file": None, "ca_file": None, "framing": None, "kcp": None}
     for index, scenario in enumerate(data["scenarios"]):
         if scenario["workload"]["type"] == "open":
             scenario["workload"] = {**scenario["workload"], "arrivals": "uniform"}
@@ -74,7 +74,7 @@ def with_language_defaults(first_slice: dict[str, Any]) -> dict[str, Any]:
                   "on_check_failure": "continue"} for step in scenario["steps"]]
         data["scenarios"][index] = {
             "name": scenario["name"], "weight": 1.0, "headers": {}, "feeders": [], "setup": [],
-            "steps": steps, "teardown": [], "pacing_s": None, "workload": scenario["workload"],
+            "steps": steps, "teardown": [], "pacing_s": None, "workload": scenario["workload"], "network": None,
         }
     return data
 
@@ -531,6 +531,8 @@ def test_json_schema() -> None:
         "GroupStep", "ChoiceStep", "Branch", "LoopStep", "IfStep", "ThinkStep", "EndIterationStep",
         # The postgres transport's.
         "SqlStep", "SqlStatement", "SqlExtractor", "SqlRowCountCheck", "SqlColumnCheck",
+        "ConnectStep", "SendStep", "ReceiveStep", "PingStep", "StreamStep", "CloseStep",
+        "NewlineFraming", "LengthFraming", "RawFraming", "Network", "KcpOptions",
         # The monitors'.
         "HostMonitor", "PrometheusMonitor", "PostgresMonitor", "Series", "HostDiagnosis", "PostgresDiagnosis",
     }
@@ -720,7 +722,8 @@ LANGUAGE_CASES: dict[str, tuple[Callable[[dict[str, Any]], None], str, str, str]
     "condition with braces": (change(IF, condition="{{ token }}"), f"{SC}.steps[2].condition", "an expression, not a template",
                               "without {{ }}"),
     "unknown step type": (change(IF, type="when"), f"{SC}.steps[2].type", "unknown type 'when'",
-                          "'http', 'sql', 'group', 'choice', 'loop', 'if', 'think', 'end_iteration'"),
+                          "'http', 'sql', 'connect', 'send', 'receive', 'ping', 'stream', 'close', 'group', 'choice', 'loop', 'if', "
+                          "'think', 'end_iteration'"),
     "control-flow keys without a type": (change(LOOP, type=...), f"{SC}.steps[1]", "missing 'type'", "add 'type': one of 'http'"),
     "key of another step type": (change(LOGIN, count=3), f"{SC}.setup[0].count", "unknown key 'count'", "belongs to type 'loop'"),
     "think step without think time": (
@@ -794,7 +797,8 @@ def test_language_schema() -> None:
     definitions = plan_json_schema()["$defs"]
     steps = definitions["Scenario"]["properties"]["steps"]["items"]["oneOf"]
     assert {ref["$ref"].rsplit("/", 1)[1] for ref in steps} == {
-        "HttpStep", "SqlStep", "GroupStep", "ChoiceStep", "LoopStep", "IfStep", "ThinkStep", "EndIterationStep"}
+        "HttpStep", "SqlStep", "GroupStep", "ChoiceStep", "LoopStep", "IfStep", "ThinkStep", "EndIterationStep",
+        "ConnectStep", "SendStep", "ReceiveStep", "PingStep", "StreamStep", "CloseStep"}
     # An HTTP step may leave its type out; the others say it.
     assert "type" not in definitions["HttpStep"]["required"]
     for name in ("GroupStep", "ChoiceStep", "LoopStep", "IfStep", "ThinkStep", "EndIterationStep", "StatusCheck"):

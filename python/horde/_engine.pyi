@@ -49,6 +49,12 @@ def histogram_from_values(values_us: list[int]) -> bytes:
 class TargetHandle:
     @property
     def port(self) -> int: ...
+    @property
+    def tcp_port(self) -> int | None: ...
+    @property
+    def udp_port(self) -> int | None: ...
+    @property
+    def kcp_port(self) -> int | None: ...
     def stop(self) -> None: ...
 
 def start_target(
@@ -58,5 +64,9 @@ def start_target(
     service_ms: float | None = None,
     threads: int = 1,
     service_times: str = "fixed",
+    tcp_port: int | None = None,
+    udp_port: int | None = None,
+    tcp_framing: str = "newline",
+    kcp_port: int | None = None,
 ) -> TargetHandle:
     """Raises ValueError on a bad capacity model, OSError when it cannot listen."""

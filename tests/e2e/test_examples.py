@@ -111,3 +111,20 @@ def test_the_game_db_example_drives_the_seed_mix_and_reports_the_database_side(h
         assert figure in html, figure
     # Both servers were read every second (a standby without pg_stat_statements loaded is a gap).
     assert "gaps" not in done.stdout, done.stdout[-3000:]
+
+
+def test_the_gateway_example_runs_over_kcp(horde_cli: HordeCli, target_process: Callable[..., int]) -> None:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        kcp_port = probe.getsockname()[1]
+    target_process("--kcp-port", str(kcp_port))
+    summary = run_summary(horde_cli, str(EXAMPLES / "gateway" / "kcp.yaml"), "--base-url", f"kcp://127.0.0.1:{kcp_port}",
+                          "-p", "robots=4", "-p", "duration=2")
+    steps = summary["steps"]
+    # KCP resends what the 10 % loss takes: every ping is answered, every robot joined its room.
+    assert steps["rtt"]["requests"] > 20 and steps["rtt"]["errors"] == 0, steps["rtt"]
+    assert steps["joined"]["requests"] == 4 and steps["joined"]["errors"] == 0
+    assert steps["rtt"]["latency_ms"]["p50"] >= 40.0, "20 ms each way"
+    assert steps["move"]["messages"]["sent"] >= 4 * 10, steps["move"]["messages"]

@@ -177,6 +177,7 @@ fn build_snapshot(
                     .zip(&step.checks)
                     .map(|(label, [passes, failures])| (label.clone(), *passes, *failures))
                     .collect(),
+                messages: step.messages,
             }
         })
         .collect();

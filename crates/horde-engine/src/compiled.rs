@@ -38,6 +38,8 @@ pub(crate) struct CompiledPlan {
     pub pool_size: Option<u64>,
     /// A `postgresql://` target's connections (its `endpoints` then only number the instances).
     pub sql: Option<crate::sql::SqlTarget>,
+    /// A `tcp://` or `udp://` target's transport and framing.
+    pub message: Option<crate::message::MessageTarget>,
     /// Every template of the plan, by name; shared by all workers (rendering is read-only).
     pub environment: minijinja::Environment<'static>,
     /// The plan's parameters, as templates see them (`params.NAME`).
@@ -58,7 +60,7 @@ impl CompiledPlan {
     pub fn compile(plan: &Plan) -> Result<Self, EngineError> {
         let endpoints = std::iter::once(&plan.target.base_url)
             .chain(&plan.target.instances)
-            .map(|url| Endpoint::parse(&crate::sql::endpoint_url(url)))
+            .map(|url| Endpoint::parse(&crate::message::endpoint_url(&crate::sql::endpoint_url(url))))
             .collect::<Result<Vec<_>, _>>()?;
         let connect_timeout = Duration::from_secs_f64(plan.target.connect_timeout_ms / 1000.0);
         let sources = plan
@@ -104,6 +106,7 @@ impl CompiledPlan {
             // A postgresql:// target's pool is its own (`SqlTarget::pool_size`).
             pool_size: plan.target.connections.pool_size().filter(|_| sql.is_none()),
             sql,
+            message: crate::message::MessageTarget::from_plan(&plan.target),
             environment,
             params: minijinja::Value::from_serialize(&plan.parameters),
             memo_slots,

@@ -49,6 +49,7 @@ mod exchange;
 pub mod http;
 mod interpreter;
 mod levels;
+mod message;
 mod pause;
 mod pool;
 mod run;

@@ -26,6 +26,8 @@ pub struct StepSnapshot {
     pub error_details: Vec<(String, String, u64)>,
     /// Each check of the step in words, with its passes and failures; empty without checks.
     pub checks: Vec<(String, u64, u64)>,
+    /// A message step's messages and datagrams (`tcp://`, `udp://`); all zero for other steps.
+    pub messages: horde_metrics::MessageCounts,
 }
 
 /// One interval (normally one second) of the whole run. Field meanings are documented with

@@ -3,7 +3,9 @@
 
 mod http_step;
 mod recording;
+mod message_step;
 mod sql_step;
+mod template_failure;
 
 use crate::http::{Capture, Connection};
 use crate::interpreter::{CookieJar, LoopMode, Node, ScenarioProgram, Text};
@@ -94,6 +96,8 @@ pub(crate) struct Vu {
     backoff: Duration,
     /// Its SQL connection between `sql` steps (`vu/sql_step.rs`).
     sql: sql_step::VuSql,
+    /// Its connection and message numbers between message steps (`vu/message_step.rs`).
+    messages: message_step::VuMessages,
     /// The setup has run without a failure: the behaviour may run. Until then each iteration
     /// runs the setup first, and ends where a setup step fails.
     set_up: bool,
@@ -164,6 +168,7 @@ impl Vu {
             backs_off: false,
             backoff: Duration::ZERO,
             sql: sql_step::VuSql::default(),
+            messages: message_step::VuMessages::default(),
             set_up: false,
             setup_failed: false,
             setup_backoff: Duration::ZERO,
@@ -281,12 +286,16 @@ impl Vu {
                         let intended = pass.intended.take();
                         self.request(state, request, intended).await
                     }
+                    Node::Sql(_) | Node::Message(_) if pass.stoppable && state.stopping.get() && pass.intended.is_none() => {
+                        return Flow::Stopped;
+                    }
                     Node::Sql(step) => {
-                        if pass.stoppable && state.stopping.get() && pass.intended.is_none() {
-                            return Flow::Stopped;
-                        }
                         let intended = pass.intended.take();
                         self.sql_step(state, step, intended).await
+                    }
+                    Node::Message(step) => {
+                        let intended = pass.intended.take();
+                        self.message_step(state, step, intended).await
                     }
                     Node::Group { global_index, children } => {
                         let started = Instant::now();

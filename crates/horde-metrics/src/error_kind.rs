@@ -15,8 +15,11 @@ pub enum ErrorKind {
     Tls,
     /// The target's host name did not resolve.
     Dns,
-    /// Any other failure to connect (unreachable network, no route to host).
+    /// Any other failure to connect (an address not available, a source address not bound).
     Connect,
+    /// No route to the target's host or network (EHOSTUNREACH 113, ENETUNREACH 101): kept apart
+    /// from other connect failures, as a routing fault rather than the target's.
+    NoRoute,
     /// The response was not valid HTTP/1.1.
     Protocol,
     /// The response's head (status line and headers) was larger than the plan's
@@ -50,11 +53,13 @@ pub enum ErrorKind {
     SqlConnectionFailure,
     /// PostgreSQL: any other error the server reported.
     SqlOther,
+    /// A `ping` step's reply did not come within its timeout (a message transport).
+    Lost,
 }
 
 impl ErrorKind {
     /// Kinds other than `Status`, in their counter order.
-    pub const FIXED: [ErrorKind; 21] = [
+    pub const FIXED: [ErrorKind; 23] = [
         ErrorKind::Refused,
         ErrorKind::Reset,
         ErrorKind::Timeout,
@@ -76,6 +81,8 @@ impl ErrorKind {
         ErrorKind::SqlUniqueViolation,
         ErrorKind::SqlConnectionFailure,
         ErrorKind::SqlOther,
+        ErrorKind::NoRoute,
+        ErrorKind::Lost,
     ];
     pub const FIXED_COUNT: usize = Self::FIXED.len();
 
@@ -104,6 +111,8 @@ impl ErrorKind {
             ErrorKind::SqlUniqueViolation => "sql_unique_violation".into(),
             ErrorKind::SqlConnectionFailure => "sql_connection_failure".into(),
             ErrorKind::SqlOther => "sql_other".into(),
+            ErrorKind::NoRoute => "no_route".into(),
+            ErrorKind::Lost => "lost".into(),
         }
     }
 
@@ -118,11 +127,26 @@ impl ErrorKind {
             Io::ConnectionRefused => ErrorKind::Refused,
             Io::ConnectionReset | Io::ConnectionAborted | Io::BrokenPipe | Io::UnexpectedEof => ErrorKind::Reset,
             Io::TimedOut => ErrorKind::Timeout,
-            Io::HostUnreachable | Io::NetworkUnreachable | Io::AddrNotAvailable | Io::NetworkDown => {
-                ErrorKind::Connect
-            }
+            Io::HostUnreachable | Io::NetworkUnreachable => ErrorKind::NoRoute,
+            Io::AddrNotAvailable | Io::NetworkDown => ErrorKind::Connect,
             Io::InvalidData => ErrorKind::Protocol,
             _ => ErrorKind::Io,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ErrorKind;
+
+    #[test]
+    fn no_route_to_host_is_kept_apart_from_other_connect_failures() {
+        // EHOSTUNREACH (113) and ENETUNREACH (101) on Linux: the IoT report charts 113 alone.
+        assert_eq!(ErrorKind::from_io(&std::io::Error::from_raw_os_error(113)), ErrorKind::NoRoute);
+        assert_eq!(ErrorKind::from_io(&std::io::Error::from_raw_os_error(101)), ErrorKind::NoRoute);
+        assert_eq!(ErrorKind::from_io(&std::io::Error::from_raw_os_error(99)), ErrorKind::Connect, "EADDRNOTAVAIL");
+        assert_eq!(ErrorKind::from_io(&std::io::Error::from_raw_os_error(111)), ErrorKind::Refused);
+        assert_eq!(ErrorKind::NoRoute.label(), "no_route");
+        assert_eq!(ErrorKind::Lost.label(), "lost");
     }
 }

@@ -74,6 +74,8 @@ impl ErrorKind {
                 | ErrorKind::Tls
                 | ErrorKind::Dns
                 | ErrorKind::Connect
+                | ErrorKind::NoRoute
+                | ErrorKind::Lost
                 | ErrorKind::Protocol
                 | ErrorKind::HeadersTooLarge
                 | ErrorKind::Io
@@ -82,6 +84,38 @@ impl ErrorKind {
                 | ErrorKind::Cut
                 | ErrorKind::SqlConnectionFailure
         )
+    }
+}
+
+/// A message step's traffic (the `tcp://` and `udp://` transports), counted as it happens: a
+/// stream's frames show in the second they went out, not when the stream ends.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MessageCounts {
+    /// Messages the step sent and received (over TCP, framed messages; over UDP, datagrams).
+    pub sent: u64,
+    pub received: u64,
+    /// Datagrams the engine put on the wire and took off it (UDP only; with an impaired network
+    /// these differ from the messages: lost ones are not sent, duplicates are sent twice).
+    pub datagrams_sent: u64,
+    pub datagrams_received: u64,
+    /// Replies to an earlier ping of the VU that came after that ping was counted `lost`.
+    pub late: u64,
+    /// KCP only: data segments the engine's KCP sent again (a timeout or a fast resend).
+    pub retransmitted: u64,
+}
+
+impl MessageCounts {
+    pub fn add(&mut self, other: &MessageCounts) {
+        self.sent += other.sent;
+        self.received += other.received;
+        self.datagrams_sent += other.datagrams_sent;
+        self.datagrams_received += other.datagrams_received;
+        self.late += other.late;
+        self.retransmitted += other.retransmitted;
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == MessageCounts::default()
     }
 }
 
@@ -114,6 +148,8 @@ pub struct StepRecorder {
     /// Each check of the step (in the plan's order): (passes, failures). Empty for a step
     /// without checks.
     pub checks: Vec<[u64; 2]>,
+    /// Message steps only: messages and datagrams sent and received, late replies.
+    pub messages: MessageCounts,
 }
 
 impl Default for StepRecorder {
@@ -131,6 +167,7 @@ impl Default for StepRecorder {
             rows: 0,
             details: Vec::new(),
             checks: Vec::new(),
+            messages: MessageCounts::default(),
         }
     }
 }
@@ -220,8 +257,9 @@ impl StepRecorder {
         self.requests - self.ok
     }
 
+    /// Nothing finished and no message moved (a stream still going shows by its messages).
     pub fn is_empty(&self) -> bool {
-        self.requests == 0
+        self.requests == 0 && self.messages.is_empty()
     }
 
     /// Errors by kind label (`status_503`, `timeout`...), only the kinds that occurred.
@@ -254,6 +292,7 @@ impl StepRecorder {
         self.bytes_sent += other.bytes_sent;
         self.bytes_received += other.bytes_received;
         self.rows += other.rows;
+        self.messages.add(&other.messages);
         for detail in &other.details {
             self.add_detail(detail.kind, detail.message.clone(), detail.count);
         }

@@ -13,6 +13,7 @@
 //!
 //! This crate has no IO and no async runtime: it is a leaf the engine and the bindings build on.
 
+mod message;
 mod sql;
 mod steps;
 pub mod templates;
@@ -23,6 +24,10 @@ use serde::{Deserialize, Serialize};
 pub use steps::{
     Branch, Check, ExtractFrom, Extractor, Feeder, FeederFormat, FeederMode, GroupStep, IfStep, LoopStep, OnCheckFailure,
     Pick, Step, ThinkStep, ChoiceStep, EndIterationStep,
+};
+pub use message::{
+    CloseStep, ConnectStep, Endian, Framing, KcpOptions, MessageTransport, Network, Payload, PingStep, ReceiveStep, SendStep, StreamStep,
+    MAX_MESSAGE_BYTES, MAX_STREAM_MESSAGES, SEQ_VARIABLE,
 };
 pub use sql::{is_postgres_url, SqlCheck, SqlExtractFrom, SqlExtractor, SqlMode, SqlStatement, SqlStep};
 pub use validate::PlanError;
@@ -151,6 +156,13 @@ pub struct Target {
     pub password_env: Option<String>,
     #[serde(default)]
     pub password_file: Option<String>,
+    /// A `tcp://` target: how its byte stream is cut into messages (newline-delimited when
+    /// left out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub framing: Option<Framing>,
+    /// A `kcp://` target's KCP knobs (`ikcp.c`'s defaults when left out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kcp: Option<KcpOptions>,
 }
 
 fn default_max_response_header_bytes() -> u64 {
@@ -224,6 +236,9 @@ pub struct Scenario {
     #[serde(default)]
     pub feeders: Vec<Feeder>,
     pub workload: Workload,
+    /// A `udp://` target: the impaired network the engine puts its datagrams through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<Network>,
 }
 
 fn default_weight() -> f64 {

@@ -14,6 +14,12 @@ use serde_json::Value;
 pub enum Step {
     Http(crate::HttpStep),
     Sql(crate::sql::SqlStep),
+    Connect(crate::ConnectStep),
+    Send(crate::SendStep),
+    Receive(crate::ReceiveStep),
+    Ping(crate::PingStep),
+    Stream(crate::StreamStep),
+    Close(crate::CloseStep),
     Group(GroupStep),
     Choice(ChoiceStep),
     Loop(LoopStep),
@@ -28,6 +34,12 @@ pub enum Step {
 enum TaggedStep {
     Http(crate::HttpStep),
     Sql(crate::sql::SqlStep),
+    Connect(crate::ConnectStep),
+    Send(crate::SendStep),
+    Receive(crate::ReceiveStep),
+    Ping(crate::PingStep),
+    Stream(crate::StreamStep),
+    Close(crate::CloseStep),
     Group(GroupStep),
     Choice(ChoiceStep),
     Loop(LoopStep),
@@ -44,6 +56,12 @@ impl<'de> Deserialize<'de> for Step {
         Ok(match tagged {
             TaggedStep::Http(step) => Step::Http(step),
             TaggedStep::Sql(step) => Step::Sql(step),
+            TaggedStep::Connect(step) => Step::Connect(step),
+            TaggedStep::Send(step) => Step::Send(step),
+            TaggedStep::Receive(step) => Step::Receive(step),
+            TaggedStep::Ping(step) => Step::Ping(step),
+            TaggedStep::Stream(step) => Step::Stream(step),
+            TaggedStep::Close(step) => Step::Close(step),
             TaggedStep::Group(step) => Step::Group(step),
             TaggedStep::Choice(step) => Step::Choice(step),
             TaggedStep::Loop(step) => Step::Loop(step),
@@ -232,6 +250,7 @@ impl Step {
             Step::Loop(loop_step) => vec![&loop_step.steps],
             Step::If(if_step) => vec![&if_step.then, &if_step.otherwise],
             Step::Http(_) | Step::Sql(_) | Step::Think(_) | Step::EndIteration(_) => Vec::new(),
+            Step::Connect(_) | Step::Send(_) | Step::Receive(_) | Step::Ping(_) | Step::Stream(_) | Step::Close(_) => Vec::new(),
         }
     }
 }

@@ -10,6 +10,7 @@ use crate::{
 use std::collections::HashSet;
 use std::fmt;
 
+mod message;
 mod sql;
 mod target;
 
@@ -91,10 +92,11 @@ impl Plan {
             );
         }
         problems.non_negative("graceful_stop_s".into(), self.graceful_stop_s, MAX_GRACEFUL_STOP_S);
-        if !crate::is_postgres_url(&self.target.base_url) {
+        if !crate::is_postgres_url(&self.target.base_url) && crate::MessageTransport::of_url(&self.target.base_url).is_none() {
             target::check_target_urls(&mut problems, &self.target.base_url, &self.target.instances);
         }
         sql::check_transport(&mut problems, self);
+        message::check_transport(&mut problems, self);
         target::check_connections(&mut problems, &self.target);
         check_headers(&mut problems, "target.headers", &self.target.headers);
         problems.positive("target.connect_timeout_ms".into(), self.target.connect_timeout_ms, MAX_TIMEOUT_MS);
@@ -182,6 +184,10 @@ fn known_variables(scenario: &Scenario) -> HashSet<String> {
             match step {
                 Step::Http(http) => known.extend(http.extract.iter().map(|extractor| extractor.var.clone())),
                 Step::Sql(sql) => known.extend(sql.extract.iter().map(|extractor| extractor.var.clone())),
+                Step::Receive(receive) => known.extend(receive.extract.iter().map(|extractor| extractor.var.clone())),
+                Step::Send(_) | Step::Ping(_) | Step::Stream(_) => {
+                    known.insert(crate::SEQ_VARIABLE.to_owned());
+                }
                 Step::Loop(LoopStep { as_name: Some(name), .. }) => {
                     known.insert(name.clone());
                 }
@@ -294,6 +300,7 @@ impl StepWalker<'_> {
         match step {
             Step::Http(http) => self.http(path, http),
             Step::Sql(sql) => self.sql(path, sql),
+            Step::Connect(_) | Step::Send(_) | Step::Receive(_) | Step::Ping(_) | Step::Stream(_) | Step::Close(_) => self.message(path, step),
             Step::Group(group) => {
                 self.unique_name(path, &group.name);
                 if group.steps.is_empty() {
@@ -382,7 +389,13 @@ impl StepWalker<'_> {
         if let Some(think_time) = &step.think_time {
             check_think_time(self.problems, &format!("{path}.think_time"), think_time);
         }
-        for (index, extractor) in step.extract.iter().enumerate() {
+        self.extractors(path, &step.extract);
+        self.checks(path, &step.checks);
+    }
+
+    /// A step's extractors (`{path}.extract[i]`): variable names, and each expression's syntax.
+    fn extractors(&mut self, path: &str, extractors: &[crate::Extractor]) {
+        for (index, extractor) in extractors.iter().enumerate() {
             let extractor_path = format!("{path}.extract[{index}]");
             self.variable_name(format!("{extractor_path}.var"), &extractor.var);
             match (extractor.from, &extractor.expression) {
@@ -400,7 +413,11 @@ impl StepWalker<'_> {
                 }
             }
         }
-        for (index, check) in step.checks.iter().enumerate() {
+    }
+
+    /// A step's checks (`{path}.checks[i]`).
+    fn checks(&mut self, path: &str, checks: &[Check]) {
+        for (index, check) in checks.iter().enumerate() {
             let check_path = format!("{path}.checks[{index}]");
             match check {
                 Check::Status { allowed } => {

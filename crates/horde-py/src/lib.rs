@@ -11,7 +11,7 @@
 //! a target that cannot listen raises `OSError`. Failed requests never raise: they are counted.
 
 use horde_engine::{GeneratorShare, EngineError, EngineOptions, Exchange, Next, RunControl, Snapshot};
-use horde_target::{Capacity, ServiceTimes, TargetConfig, TargetHandle};
+use horde_target::{Capacity, GatewayConfig, GatewayFraming, GatewayHandle, ServiceTimes, TargetConfig, TargetHandle};
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
@@ -174,6 +174,16 @@ fn snapshot_to_dict<'py>(py: Python<'py>, snapshot: &Snapshot) -> PyResult<Bound
             }
             entry.set_item("checks", checks)?;
         }
+        if !step.messages.is_empty() {
+            let messages = PyDict::new(py);
+            messages.set_item("sent", step.messages.sent)?;
+            messages.set_item("received", step.messages.received)?;
+            messages.set_item("datagrams_sent", step.messages.datagrams_sent)?;
+            messages.set_item("datagrams_received", step.messages.datagrams_received)?;
+            messages.set_item("late", step.messages.late)?;
+            messages.set_item("retransmitted", step.messages.retransmitted)?;
+            entry.set_item("messages", messages)?;
+        }
         steps.append(entry)?;
     }
     dict.set_item("steps", steps)?;
@@ -305,6 +315,11 @@ fn histogram_from_values<'py>(py: Python<'py>, values_us: Vec<u64>) -> PyResult<
 struct PyTargetHandle {
     inner: Mutex<Option<TargetHandle>>,
     port: u16,
+    /// The gateway's TCP and UDP ports, when asked for (`tcp_port`, `udp_port`).
+    gateway: Mutex<Option<GatewayHandle>>,
+    tcp_port: Option<u16>,
+    udp_port: Option<u16>,
+    kcp_port: Option<u16>,
 }
 
 #[pymethods]
@@ -314,20 +329,43 @@ impl PyTargetHandle {
         self.port
     }
 
-    /// Stops the target (bounded: returns within about 2 s).
+    #[getter]
+    fn tcp_port(&self) -> Option<u16> {
+        self.tcp_port
+    }
+
+    #[getter]
+    fn udp_port(&self) -> Option<u16> {
+        self.udp_port
+    }
+
+    #[getter]
+    fn kcp_port(&self) -> Option<u16> {
+        self.kcp_port
+    }
+
+    /// Stops the target and its gateway (bounded: returns within about 2 s each).
     fn stop(&self, py: Python<'_>) {
         let handle = self.inner.lock().ok().and_then(|mut inner| inner.take());
         if let Some(handle) = handle {
             py.detach(|| handle.stop());
+        }
+        let gateway = self.gateway.lock().ok().and_then(|mut gateway| gateway.take());
+        if let Some(gateway) = gateway {
+            py.detach(|| gateway.stop());
         }
     }
 }
 
 /// Starts the built-in target. `workers` and `service_ms` together set the capacity model
 /// (at most `workers` requests in service, each taking `service_ms`, or that on average when
-/// `service_times` is `"exponential"`).
+/// `service_times` is `"exponential"`). `tcp_port`, `udp_port` and `kcp_port` start the gateway on those
+/// ports too (0: a free one), its TCP messages framed as `tcp_framing` says (`newline`,
+/// `length1`, `length2` or `length4`: a big-endian length prefix).
 #[pyfunction]
-#[pyo3(signature = (host="127.0.0.1", port=0, workers=None, service_ms=None, threads=1, service_times="fixed"))]
+#[pyo3(signature = (host="127.0.0.1", port=0, workers=None, service_ms=None, threads=1, service_times="fixed",
+                    tcp_port=None, udp_port=None, tcp_framing="newline", kcp_port=None))]
+#[allow(clippy::too_many_arguments)]
 fn start_target(
     py: Python<'_>,
     host: &str,
@@ -336,7 +374,18 @@ fn start_target(
     service_ms: Option<f64>,
     threads: usize,
     service_times: &str,
+    tcp_port: Option<u16>,
+    udp_port: Option<u16>,
+    tcp_framing: &str,
+    kcp_port: Option<u16>,
 ) -> PyResult<PyTargetHandle> {
+    let framing = match tcp_framing {
+        "newline" => GatewayFraming::Newline,
+        "length1" => GatewayFraming::Length(1),
+        "length2" => GatewayFraming::Length(2),
+        "length4" => GatewayFraming::Length(4),
+        other => return Err(PyValueError::new_err(format!("tcp_framing must be newline, length1, length2 or length4 (got '{other}')"))),
+    };
     let service_times = match service_times {
         "fixed" => ServiceTimes::Fixed,
         "exponential" => ServiceTimes::Exponential,
@@ -347,13 +396,23 @@ fn start_target(
         (Some(workers), Some(service_ms)) => Some(Capacity { workers, service_ms, service_times }),
         _ => return Err(PyValueError::new_err("the capacity model needs both workers and service_ms")),
     };
+    // The gateway first: once the HTTP port answers (what a caller waits for), every port is bound.
+    let gateway = if tcp_port.is_some() || udp_port.is_some() || kcp_port.is_some() {
+        let config = GatewayConfig { host: host.to_owned(), tcp_port, udp_port, kcp_port, framing, threads };
+        Some(py.detach(|| GatewayHandle::start(config)).map_err(|error| PyOSError::new_err(format!("the gateway cannot start: {error}")))?)
+    } else {
+        None
+    };
     let config = TargetConfig { host: host.to_owned(), port, capacity, threads };
     let handle = py.detach(|| TargetHandle::start(config)).map_err(|error| match error {
         horde_target::TargetError::InvalidConfig(message) => PyValueError::new_err(message),
         other => PyOSError::new_err(other.to_string()),
     })?;
     let port = handle.port();
-    Ok(PyTargetHandle { inner: Mutex::new(Some(handle)), port })
+    let tcp_port = gateway.as_ref().and_then(|gateway| gateway.tcp_addr).map(|address| address.port());
+    let udp_port = gateway.as_ref().and_then(|gateway| gateway.udp_addr).map(|address| address.port());
+    let kcp_port = gateway.as_ref().and_then(|gateway| gateway.kcp_addr).map(|address| address.port());
+    Ok(PyTargetHandle { inner: Mutex::new(Some(handle)), port, gateway: Mutex::new(gateway), tcp_port, udp_port, kcp_port })
 }
 
 #[pymodule]

@@ -12,6 +12,9 @@
 //! so it can be started from plain Rust, from Python through `horde-py`, or from the engine's
 //! integration tests, and it stops within a bounded time ([`TargetHandle::stop`] or drop).
 //!
+//! Beside it, [`GatewayHandle`] serves a game gateway on TCP and UDP (echo, ping replies, rooms
+//! whose moves are broadcast to every player): the message transports' target.
+//!
 //! It also hosts a small city-building game under `/game/` (see [below](#the-game)), so that
 //! stateful scenarios (register, log in, act on what earlier answers said) have a target too.
 //!
@@ -101,10 +104,12 @@
 mod capacity;
 mod config;
 mod game;
+mod gateway;
 mod routes;
 mod server;
 mod service;
 mod stall;
 
 pub use config::{Capacity, ServiceTimes, TargetConfig, TargetError};
+pub use gateway::{GatewayConfig, GatewayCounts, GatewayFraming, GatewayHandle, MAX_ROOM_PLAYERS, MAX_UDP_PLAYERS};
 pub use server::TargetHandle;

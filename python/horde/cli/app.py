@@ -514,8 +514,12 @@ def target(
     service_ms: Annotated[Optional[float], typer.Option("--service-ms", help="capacity model: service time of each request, ms")] = None,
     threads: Annotated[int, typer.Option("--threads", help="the target's own threads")] = 1,
     service_times: Annotated[str, typer.Option("--service-times", help="capacity model: 'fixed' (each request takes --service-ms) or 'exponential' (that on average: latency rises smoothly, an M/M/c queue)")] = "fixed",
+    tcp_port: Annotated[Optional[int], typer.Option("--tcp-port", help="game gateway on this TCP port too (0: any free port): echo, 'ping N' -> 'pong N', rooms ('join R', 'move ...' to every player of R)")] = None,
+    udp_port: Annotated[Optional[int], typer.Option("--udp-port", help="the game gateway on this UDP port too (a datagram is a message)")] = None,
+    kcp_port: Annotated[Optional[int], typer.Option("--kcp-port", help="the game gateway over KCP on this UDP port too (ikcp's fast mode)")] = None,
+    tcp_framing: Annotated[str, typer.Option("--tcp-framing", help="the gateway's TCP messages: 'newline', or a big-endian length prefix 'length1', 'length2', 'length4'")] = "newline",
 ) -> int:
-    """Serve the built-in target until Ctrl-C: /, /delay/{ms}, /status/{code}, /bytes/{n}, /stall/{ms}."""
+    """Serve the built-in target until Ctrl-C: /, /delay/{ms}, /status/{code}, /bytes/{n}, /stall/{ms}; with --tcp-port, --udp-port or --kcp-port, the game gateway too."""
     from horde.engine.target import serve_until_interrupted
 
     if (workers is None) != (service_ms is None):
@@ -524,8 +528,10 @@ def target(
         raise InvalidInput(f"--service-times: '{service_times}' is not a distribution", hint="give fixed or exponential")
     if service_times != "fixed" and workers is None:
         raise InvalidInput("--service-times shapes the capacity model", hint="give --workers and --service-ms too")
+    if tcp_framing not in ("newline", "length1", "length2", "length4"):
+        raise InvalidInput(f"--tcp-framing: '{tcp_framing}' is not a framing", hint="give newline, length1, length2 or length4")
     serve_until_interrupted(stdout, host=host, port=port, workers=workers, service_ms=service_ms, threads=threads,
-                            service_times=service_times)
+                            service_times=service_times, tcp_port=tcp_port, udp_port=udp_port, tcp_framing=tcp_framing, kcp_port=kcp_port)
     return ExitCode.OK
 
 
@@ -535,6 +541,10 @@ def schema() -> int:
     from horde.plan import plan_json_schema
     print(json.dumps(plan_json_schema(), indent=2))
     return ExitCode.OK
+
+
+#: Step types that hold or order other steps, not measured themselves (``horde validate`` counts the rest).
+_CONTROL_FLOW = ("group", "choice", "loop", "if", "think", "end_iteration")
 
 
 @app.command(cls=HordeCommand, epilog="Examples:\n\n  horde validate plan.yaml\n\n  horde validate examples/game -p players=500")
@@ -548,7 +558,7 @@ def validate(
     loaded = load_plan_file(plan_path, parse_params(param or []))
     plan = loaded.plan
     checked_plan_json(plan, locate=loaded.located, source=loaded.label)
-    steps = sum(1 for scenario in plan.scenarios for step in scenario.all_steps() if step.type == "http")
+    steps = sum(1 for scenario in plan.scenarios for step in scenario.all_steps() if step.type not in _CONTROL_FLOW)
     durations = [sum(stage.duration_s for stage in scenario.workload.stages) for scenario in plan.scenarios]
     stdout.print(f"{plan_path}: valid — {len(plan.scenarios)} scenario(s), {steps} step(s), {max(durations):g} s of stages", markup=False)
     if plan.parameters:

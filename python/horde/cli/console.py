@@ -29,7 +29,9 @@ ERROR_HINTS = {
     "tls": "the TLS handshake failed (the reason is above): a private CA's certificate needs target.ca_file (a PEM file of the CA); "
            "a self-signed test server --insecure (target.insecure: true)",
     "dns": "the target's host name did not resolve: check base_url's host and this machine's resolver",
-    "connect": "the connection could not be opened (no route to host, network unreachable): check the address and the network between",
+    "connect": "the connection could not be opened (an address not available, a source address not bound): check the addresses",
+    "no_route": "no route to the target's host or network (EHOSTUNREACH 113, ENETUNREACH 101): check routes, firewalls and that the host is up",
+    "lost": "a ping's reply did not come within its timeout_ms: lost on the way (or the gateway dropped it); late ones are counted apart",
     "protocol": "the response was not valid HTTP/1.1: a TLS port reached with http://, or a non-HTTP server",
     "headers_too_large": "the response's head passed target.max_response_header_bytes (256 KiB by default): raise it if the target really sends that much",
     "body_too_large": "a check or extractor needed a body longer than target.max_kept_body_bytes (1 MiB by default): raise it, or check something smaller",
@@ -110,6 +112,7 @@ def render_summary(console: Console, summary: dict[str, Any], *, store_url: str 
             if hint:
                 console.print(f"  {kind}: {hint}", markup=False, highlight=False, soft_wrap=True)
     render_checks(console, summary.get("checks") or [])
+    render_messages(console, summary["steps"])
     if summary.get("setup_failures"):
         console.print(f"!  setup failed for {summary['setup_failures']:,} VUs (each such iteration ended at its failed "
                       "setup step; the VU tried its setup again at its next iteration)",
@@ -146,6 +149,41 @@ def render_summary(console: Console, summary: dict[str, Any], *, store_url: str 
         )
     if store_url:
         console.print(f"stored in {store_url} as run {summary['run_id']} (horde show {summary['run_id']})", highlight=False, markup=False, soft_wrap=True)
+
+
+def message_lines(steps: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """One line per message step (``tcp://``, ``udp://``): messages and datagrams a second, late replies.
+
+    >>> message_lines({"rtt": {"messages": {"sent": 100, "received": 98, "datagrams_sent": 90,
+    ...     "datagrams_received": 80, "late": 2, "sent_per_s": 10.0, "received_per_s": 9.8,
+    ...     "datagrams_sent_per_s": 9.0, "datagrams_received_per_s": 8.0}}, "home": {}})
+    ['rtt: sent 100 (10.0/s), received 98 (9.8/s) · datagrams out 90 (9.0/s), in 80 (8.0/s) · late replies 2']
+    """
+    lines = []
+    for name, figures in steps.items():
+        counts = figures.get("messages")
+        if not counts:
+            continue
+        line = (f"{name}: sent {counts['sent']:,} ({counts['sent_per_s']:,.1f}/s), "
+                f"received {counts['received']:,} ({counts['received_per_s']:,.1f}/s)")
+        if counts["datagrams_sent"] or counts["datagrams_received"]:
+            line += (f" · datagrams out {counts['datagrams_sent']:,} ({counts['datagrams_sent_per_s']:,.1f}/s), "
+                     f"in {counts['datagrams_received']:,} ({counts['datagrams_received_per_s']:,.1f}/s)")
+        if counts["late"]:
+            line += f" · late replies {counts['late']:,}"
+        if counts.get("retransmitted"):
+            line += f" · KCP resent {counts['retransmitted']:,}"
+        lines.append(line)
+    return lines
+
+
+def render_messages(console: Console, steps: Mapping[str, Mapping[str, Any]]) -> None:
+    """The message steps' traffic, under the table (their latency is in it: a ping's is its RTT)."""
+    lines = message_lines(steps)
+    if lines:
+        console.print("messages:", style="bold", highlight=False)
+        for line in lines:
+            console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
 
 
 #: The most error messages the console summary lists (the stored summary keeps more).

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from horde.engine import histogram
-from horde.engine.snapshot import Snapshot, StepSnapshot, merge_checks, merge_error_details
+from horde.engine.snapshot import Snapshot, StepSnapshot, merge_checks, merge_error_details, merge_messages
 
 
 #: Counters summed over generators.
@@ -109,6 +109,9 @@ def merge_steps(step_lists: Sequence[Sequence[StepSnapshot]]) -> list[StepSnapsh
         checks = merge_checks(entry.get("checks") or [] for entry in entries)
         if checks:
             entry_merged["checks"] = checks
+        messages = merge_messages(entry.get("messages") for entry in entries)
+        if messages:
+            entry_merged["messages"] = messages
         merged.append(entry_merged)
     return merged
 

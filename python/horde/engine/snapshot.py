@@ -70,6 +70,46 @@ class Exchange(TypedDict):
     vars: list[ExchangeVar]
 
 
+class MessageCounts(TypedDict):
+    """A message step's traffic over the interval (``tcp://``, ``udp://`` targets): messages sent
+    and received; datagrams put on and taken off the wire (UDP, KCP; with an impaired network,
+    lost ones are not sent and duplicates are sent twice); replies to pings already counted
+    lost; KCP's data segments sent again."""
+
+    sent: int
+    received: int
+    datagrams_sent: int
+    datagrams_received: int
+    late: int
+    retransmitted: NotRequired[int]
+
+
+#: The counters of :class:`MessageCounts`, in order.
+MESSAGE_COUNTERS = ("sent", "received", "datagrams_sent", "datagrams_received", "late", "retransmitted")
+
+
+def merge_messages(counts: Iterable[MessageCounts | None]) -> MessageCounts | None:
+    """Sums message counts (``None``: a step that moved no message).
+
+    >>> merge_messages([{"sent": 2, "received": 1, "datagrams_sent": 2, "datagrams_received": 1, "late": 0},
+    ...                 None, {"sent": 1, "received": 1, "datagrams_sent": 0, "datagrams_received": 0, "late": 1}])
+    {'sent': 3, 'received': 2, 'datagrams_sent': 2, 'datagrams_received': 1, 'late': 1, 'retransmitted': 0}
+    >>> merge_messages([None]) is None
+    True
+    """
+    present = [count for count in counts if count]
+    if not present:
+        return None
+    return MessageCounts(
+        sent=sum(int(count["sent"]) for count in present),
+        received=sum(int(count["received"]) for count in present),
+        datagrams_sent=sum(int(count["datagrams_sent"]) for count in present),
+        datagrams_received=sum(int(count["datagrams_received"]) for count in present),
+        late=sum(int(count["late"]) for count in present),
+        retransmitted=sum(int(count.get("retransmitted") or 0) for count in present),
+    )
+
+
 class StepSnapshot(TypedDict):
     """One step's (or group's) outcomes over the interval."""
 
@@ -92,6 +132,8 @@ class StepSnapshot(TypedDict):
     error_details: NotRequired[list[ErrorDetail]]
     # Each check of the step in words, with its passes and failures: present when it has checks.
     checks: NotRequired[list[CheckCount]]
+    # A message step's messages and datagrams: present when it moved any.
+    messages: NotRequired[MessageCounts]
 
 
 class Snapshot(TypedDict):

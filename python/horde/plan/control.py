@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 
 from horde.plan.common import MAX_RATE_PER_S, MAX_STAGE_DURATION_S, MAX_VUS, custom, raise_located
 from horde.plan.monitors import MONITOR_CONDITION_HINT, MonitorCondition, is_monitor_condition, parse_monitor_condition
+from horde.plan.message import ConnectStep, PingStep, ReceiveStep, SendStep, StreamStep
 from horde.plan.sql import SqlStep
 from horde.plan.steps import GroupStep, HttpStep
 
@@ -301,6 +302,10 @@ class TargetResponseTime(BaseModel):
 Steer = Annotated[Union[FindMax, TargetResponseTime], Field(discriminator="type")]
 
 
+#: Message steps are measured as requests are (thresholds and autostop name them).
+_MESSAGE_STEPS = (ConnectStep, SendStep, ReceiveStep, PingStep, StreamStep)
+
+
 def check_control_names(plan: Any) -> None:
     """Every step, group and scenario a threshold, autostop rule or steering names exists, and
     the steered scenarios share one workload model (their level is one number: VUs or a rate).
@@ -308,7 +313,7 @@ def check_control_names(plan: Any) -> None:
     Raises a located ValidationError listing every problem (called from ``Plan``'s validator).
     """
     measured: dict[str, set[str]] = {
-        scenario.name: {step.name for step in scenario.all_steps() if isinstance(step, (HttpStep, GroupStep, SqlStep))}
+        scenario.name: {step.name for step in scenario.all_steps() if isinstance(step, (HttpStep, GroupStep, SqlStep, *_MESSAGE_STEPS))}
         for scenario in plan.scenarios
     }
     errors: list[Any] = []

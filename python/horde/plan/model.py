@@ -71,6 +71,7 @@ from horde.errors import PlanInvalid
 from horde.plan.parameters import ParameterValue
 from horde.plan.target import HEADERS_DESCRIPTION as _HEADERS_DESCRIPTION
 from horde.plan.target import Target
+from horde.plan.message import Network
 from horde.plan.workloads import ClosedModel, ClosedStage, Workload
 from horde.plan.monitors import Monitor, check_monitor_names
 from horde.plan.control import AutostopRule, Generators, Steer, Threshold, check_control_names
@@ -293,6 +294,11 @@ class Scenario(BaseModel):
     workload: Workload = Field(
         description="how load is applied: {type: closed, stages: [...]} for a number of VUs, or "
         "{type: open, stages: [...], max_vus} for an arrival rate",
+    )
+    network: Network | None = Field(
+        default=None,
+        description="a udp:// or kcp:// target: the impaired network the engine puts this scenario's datagrams "
+        "through, each way: {delay_ms, jitter_ms, loss_percent, duplicate_percent, reorder_percent, seed}",
     )
 
     @field_validator("headers")

@@ -18,6 +18,7 @@ from urllib.parse import SplitResult, urlsplit
 
 from pydantic import BaseModel, Field, ValidatorFunctionWrapHandler, field_validator, model_validator
 
+from horde.plan.message import Framing, KcpOptions, is_message_url
 from horde.plan.sql import is_postgres_url
 from horde.plan.common import MAX_TIMEOUT_MS, STRICT_KEYS, Located, check_headers, custom, with_problems
 
@@ -271,6 +272,16 @@ class Target(BaseModel):
         min_length=1,
         description="a postgresql:// target: a file whose first line is the password",
     )
+    framing: Framing | None = Field(
+        default=None,
+        description="a tcp:// target: how its byte stream is cut into messages: {type: newline} (the "
+        "default), {type: length, bytes: 1|2|4, endian: big|little, adjust} or {type: raw}",
+    )
+    kcp: KcpOptions | None = Field(
+        default=None,
+        description="a kcp:// target: KCP's knobs {conv, nodelay, interval_ms, resend, no_congestion_window, "
+        "send_window, receive_window, mtu}, ikcp.c's defaults when left out",
+    )
     connect_backoff: bool = Field(
         default=True,
         description="a closed-model VU whose connect failed pauses before its next request: 10 ms, "
@@ -282,6 +293,18 @@ class Target(BaseModel):
     @staticmethod
     def _url_problem(url: str, field: str, location: tuple[str | int, ...] = ()) -> Located | None:
         """What is wrong with one URL of the target, if anything (``field``: how messages name it)."""
+        if is_message_url(url):
+            try:
+                parts = urlsplit(url)
+                well_formed = bool(parts.hostname and parts.port) and not (parts.path or parts.query or parts.username)
+            except ValueError:
+                well_formed = False
+            if not well_formed:
+                scheme = url.split("://", 1)[0]
+                return (location, url, custom(
+                    "base_url", f"'{url}' is not {scheme}://host:port", f"e.g. '{scheme}://127.0.0.1:7000'",
+                ))
+            return None
         if is_postgres_url(url):
             if not urlsplit(url).hostname:
                 return (location, url, custom(

@@ -11,7 +11,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from horde.engine import histogram
-from horde.engine.snapshot import CheckCount, ErrorDetail, Snapshot, StepSnapshot, merge_checks, merge_error_details
+from horde.engine.snapshot import (
+    CheckCount,
+    ErrorDetail,
+    MessageCounts,
+    Snapshot,
+    StepSnapshot,
+    merge_checks,
+    merge_error_details,
+    merge_messages,
+)
 #: Above this share of one core per engine worker, the generator itself may be the bottleneck.
 CPU_SATURATION_PERCENT_PER_WORKER = 90.0
 #: Timers firing later than this (p99 of a second) mean the generator cannot keep its schedule.
@@ -47,6 +56,7 @@ class _StepTotals:
     histogram: bytes = b""
     error_details: list[ErrorDetail] = field(default_factory=list)
     checks: list[CheckCount] = field(default_factory=list)
+    messages: MessageCounts | None = None
 
     def add(self, entry: StepSnapshot) -> None:
         self.requests += int(entry["requests"])
@@ -62,6 +72,8 @@ class _StepTotals:
             self.error_details = merge_error_details([self.error_details, entry.get("error_details") or []])
         if entry.get("checks"):
             self.checks = merge_checks([self.checks, entry.get("checks") or []])
+        if entry.get("messages"):
+            self.messages = merge_messages([self.messages, entry.get("messages")])
 
 
 class SummaryBuilder:
@@ -133,6 +145,7 @@ class SummaryBuilder:
             everything.bytes_received += totals.bytes_received
         everything.histogram = histogram.merge(t.histogram for t in requests_only if t.histogram)
         everything.error_details = merge_error_details(t.error_details for t in requests_only)
+        everything.messages = merge_messages(t.messages for t in requests_only)
         overall = _figures(everything, self.duration_s)
         checks = [
             {"step": key, "check": check["check"], "passes": check["passes"], "failures": check["failures"],
@@ -166,7 +179,7 @@ class SummaryBuilder:
 
 
 #: Error kinds of a request that failed before any connection was open.
-CONNECT_KINDS = ("refused", "connect", "dns", "tls", "timeout")
+CONNECT_KINDS = ("refused", "connect", "no_route", "dns", "tls", "timeout")
 
 
 def no_connection(summary: dict[str, Any]) -> bool:
@@ -271,6 +284,7 @@ def _figures(totals: _StepTotals, duration_s: float) -> dict[str, Any]:
         "responses": latency.count if latency else 0,
         "error_details": sorted(totals.error_details, key=lambda detail: (-detail["count"], detail["kind"])),
         "checks": totals.checks,
+        **({"messages": _message_figures(totals.messages, duration_s)} if totals.messages else {}),
         "latency_ms": {
             "p50": latency.percentile(50.0) if latency else 0.0,
             "p90": latency.percentile(90.0) if latency else 0.0,
@@ -280,6 +294,18 @@ def _figures(totals: _StepTotals, duration_s: float) -> dict[str, Any]:
             "mean": round(latency.mean_ms, 3) if latency else 0.0,
         },
     }
+
+
+def _message_figures(counts: MessageCounts, duration_s: float) -> dict[str, Any]:
+    """A message step's counts with their rates (messages and datagrams a second).
+
+    >>> _message_figures({"sent": 20, "received": 10, "datagrams_sent": 20, "datagrams_received": 10, "late": 0}, 10.0)["sent_per_s"]
+    2.0
+    """
+    figures: dict[str, Any] = dict(counts)
+    for counter in ("sent", "received", "datagrams_sent", "datagrams_received"):
+        figures[f"{counter}_per_s"] = round(int(counts[counter]) / duration_s, 3) if duration_s > 0 else 0.0
+    return figures
 
 
 def summarise(snapshots: Iterable[Snapshot], *, run_id: str, status: str, workers: int | None = None) -> dict[str, Any]:

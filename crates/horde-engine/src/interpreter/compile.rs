@@ -1,6 +1,7 @@
 //! From plan steps to nodes: templates registered, expressions and patterns compiled, fixed
 //! requests encoded.
 
+mod message_step;
 mod sql_step;
 
 use super::rules::{CompiledCheck, CompiledExtractor};
@@ -64,7 +65,7 @@ impl<'a> NodeCompiler<'a> {
 
     /// Whether a template's rendering depends only on the VU's variables and the parameters.
     fn memoizable(&self, source: &str) -> bool {
-        const CHANGING: [&str; 5] = ["random_int", "random_choice", "uuid", "now_ms", "iteration"];
+        const CHANGING: [&str; 6] = ["random_int", "random_choice", "uuid", "now_ms", "iteration", horde_plan::SEQ_VARIABLE];
         match horde_plan::templates::template_variables(&self.environment, source) {
             Ok(names) => !names.iter().any(|name| CHANGING.contains(&name.as_str())),
             Err(_) => false,
@@ -110,6 +111,9 @@ impl<'a> NodeCompiler<'a> {
         Ok(match step {
             Step::Http(http) => Node::Request(Box::new(self.request(scenario, http)?)),
             Step::Sql(sql) => Node::Sql(Box::new(self.sql(scenario, sql)?)),
+            Step::Connect(_) | Step::Send(_) | Step::Receive(_) | Step::Ping(_) | Step::Stream(_) | Step::Close(_) => {
+                Node::Message(Box::new(self.message(scenario, step)?))
+            }
             Step::Group(group) => {
                 let global_index = self.register(&scenario.name, &group.name, StepKind::Group);
                 Node::Group { global_index, children: self.nodes(scenario, &group.steps)? }

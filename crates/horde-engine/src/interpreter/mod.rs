@@ -94,6 +94,8 @@ pub(crate) enum Node {
     Request(Box<RequestNode>),
     /// A `sql` step (the `postgres` transport, `crate::sql`).
     Sql(Box<crate::sql::SqlNode>),
+    /// A message step (`tcp://`, `udp://`: `crate::message`).
+    Message(Box<crate::message::MessageNode>),
     Group { global_index: usize, children: Vec<Node> },
     /// Branches with the running sum of their weights, for one draw per pass.
     Choice { cumulative_weights: Vec<f64>, branches: Vec<Vec<Node>> },

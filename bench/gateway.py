@@ -1,0 +1,134 @@
+"""Messages a second one generator core sends and receives against the built-in gateway, over
+TCP, UDP and KCP, and the generator's CPU per message.
+
+    .venv/bin/python bench/gateway.py                 # 2 repetitions x 5 s per transport (~1 min)
+    .venv/bin/python bench/gateway.py --reps 3 --seconds 8 --vus 100
+
+Method (as scenario.py): the generator (`horde run --workers 1`) and the gateway (`horde target
+--tcp-port 0 --udp-port 0 --kcp-port 0`) each pinned to a CPU; each VU pings in a loop without
+pausing (`ping` steps: one message out, its reply in), so the rate is what one core sustains with
+that many messages in flight. Each repetition runs each transport for N seconds and for 1
+second; CPU from wait4()'s rusage of the generator process itself (its Python control plane
+included), start-up corrected: (CPU_N - CPU_1) / (messages_N - messages_1), messages counting
+both ways. Figures go to bench/README.md ("Game gateways"). No reference client is measured
+beside it yet (a small C or Rust echo client: left to do).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import harness  # noqa: E402  (bench/harness.py: processes, pinning, exact CPU measurement)
+
+TRANSPORTS = ("tcp", "udp", "kcp")
+
+
+def start_gateway(env: harness.Env) -> tuple[int, dict[str, int]]:
+    """The built-in target with its gateway on free ports, pinned; (its pid, port by transport)."""
+    log = env.work / "gateway.log"
+    child = env.procs.start(["taskset", "-c", env.target_cpu, env.horde, "target", "--port", "0",
+                             "--tcp-port", "0", "--udp-port", "0", "--kcp-port", "0"], log)
+    deadline = time.monotonic() + 30.0
+    while time.monotonic() < deadline:  # bounded
+        ports = dict(re.findall(r"gateway on (tcp|udp|kcp)://127\.0\.0\.1:(\d+)", log.read_text(errors="replace")))
+        if len(ports) == len(TRANSPORTS):
+            return child.pid, {transport: int(port) for transport, port in ports.items()}
+        if child.poll() is not None:
+            break
+        time.sleep(0.05)
+    raise harness.BenchError("the gateway did not start", hint=f"its output: {log.read_text(errors='replace')[-500:]!r}")
+
+
+def plan(env: harness.Env, transport: str, port: int, vus: int, seconds: int) -> Path:
+    target: dict[str, Any] = {"base_url": f"{transport}://127.0.0.1:{port}"}
+    if transport == "kcp":
+        target["kcp"] = {"nodelay": True, "interval_ms": 10, "resend": 2, "no_congestion_window": True}
+    document = {
+        "version": 1, "name": f"gateway-{transport}", "target": target, "graceful_stop_s": 2,
+        "scenarios": [{"name": "pingers", "steps": [{"type": "ping", "name": "rtt", "reply_seq": "pong (\\d+)", "timeout_ms": 1000}],
+                       "workload": {"type": "closed", "start_vus": vus, "stages": [{"duration_s": seconds, "vus": vus}]}}],
+    }
+    path = env.work / f"{transport}-{seconds}.json"
+    path.write_text(json.dumps(document))
+    return path
+
+
+def messages_of(summary: dict[str, Any]) -> int:
+    counts = summary["steps"]["rtt"].get("messages") or {}
+    return int(counts.get("sent", 0)) + int(counts.get("received", 0))
+
+
+def measure(env: harness.Env, reps: int, seconds: int, vus: int) -> dict[str, Any]:
+    target_pid, ports = start_gateway(env)
+    results: dict[str, list[dict[str, float]]] = {transport: [] for transport in TRANSPORTS}
+    for rep in range(reps):
+        for transport in TRANSPORTS:
+            long_run, long_summary = harness.horde_run(env, [str(plan(env, transport, ports[transport], vus, seconds))],
+                                                       seconds, f"{transport}-{rep}-long", target_pid)
+            short_run, short_summary = harness.horde_run(env, [str(plan(env, transport, ports[transport], vus, 1))],
+                                                         1, f"{transport}-{rep}-short", target_pid)
+            messages_long, messages_short = messages_of(long_summary), messages_of(short_summary)
+            rtt = long_summary["steps"]["rtt"]
+            results[transport].append({
+                "messages_per_s": messages_long / max(long_summary["duration_s"], 1e-9),
+                "cpu_us_per_message": 1e6 * (long_run.cpu_s - short_run.cpu_s) / max(messages_long - messages_short, 1),
+                "p50_ms": rtt["latency_ms"]["p50"], "p99_ms": rtt["latency_ms"]["p99"],
+                "errors": rtt["errors"], "gateway_cores": long_run.target_cpu_s / long_run.wall_s,
+                "others_cores": long_run.others_cores,
+            })
+    return {"results": results, "machine": harness.machine(), "load": harness.load()}
+
+
+def render(result: dict[str, Any], command: str, reps: int, seconds: int, vus: int) -> str:
+    lines = [
+        f"`{command}` — {reps} repetitions × {seconds} s, {vus} VUs pinging without pause, one worker; "
+        f"machine: {result['machine']['nproc']} CPUs ({result['machine']['model']}), load {result['load']}",
+        "",
+        "| transport | messages/s (both ways) | generator CPU µs/message | RTT p50 ms | RTT p99 ms | errors | gateway cores | others' cores |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for transport, runs in result["results"].items():
+        median = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+        lines.append(
+            f"| {transport} | {median['messages_per_s']:,.0f} | {median['cpu_us_per_message']:.1f} | {median['p50_ms']:.2f} | "
+            f"{median['p99_ms']:.2f} | {median['errors']:.0f} | {median['gateway_cores']:.2f} | {median['others_cores']:.2f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--reps", type=int, default=2)
+    parser.add_argument("--seconds", type=int, default=5)
+    parser.add_argument("--vus", type=int, default=50)
+    parser.add_argument("--no-readme", action="store_true")
+    parser.add_argument("--horde", help="the horde command (default: next to this Python)")
+    args = parser.parse_args(argv)
+
+    def body(procs: harness.Processes) -> int:
+        horde = harness.find_horde(args.horde)
+        gen_cpu, target_cpu, _notes = harness.pick_cpus()
+        with tempfile.TemporaryDirectory(prefix="horde-bench-gateway-") as work:
+            env = harness.Env(horde=horde, wrk="", gen_cpu=gen_cpu, target_cpu=target_cpu, work=Path(work), procs=procs)
+            result = measure(env, args.reps, args.seconds, args.vus)
+        text = render(result, harness.command_line(__file__, argv), args.reps, args.seconds, args.vus)
+        print(text)
+        if not args.no_readme:
+            harness.write_readme_block("gateway", text, section="Game gateways")
+        return 0
+
+    return harness.run_main(body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

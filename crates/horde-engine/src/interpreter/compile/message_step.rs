@@ -1,0 +1,70 @@
+//! Message steps compiled: payloads into templates, patterns and JSONPaths parsed once.
+
+use super::{NodeCompiler, StepKind};
+use crate::error::EngineError;
+use crate::interpreter::rules::{check_label, CompiledCheck, CompiledExtractor};
+use crate::message::{MessageAction, MessageNode, PayloadNode, ReceiveNode};
+use horde_plan::{OnCheckFailure, Payload, Scenario, Step};
+use std::time::Duration;
+
+fn milliseconds(value: f64) -> Duration {
+    Duration::from_secs_f64(value / 1000.0)
+}
+
+fn regex(pattern: &str) -> Result<regex::bytes::Regex, EngineError> {
+    regex::bytes::Regex::new(pattern).map_err(|error| EngineError::Setup(format!("invalid regular expression '{pattern}': {error}")))
+}
+
+impl NodeCompiler<'_> {
+    pub(super) fn message(&mut self, scenario: &Scenario, step: &Step) -> Result<MessageNode, EngineError> {
+        let (name, think_time, action) = match step {
+            Step::Connect(connect) => (Some(&connect.name), connect.think_time, MessageAction::Connect),
+            Step::Send(send) => (Some(&send.name), send.think_time, MessageAction::Send(self.payload(&send.payloads())?)),
+            Step::Receive(receive) => {
+                let node = ReceiveNode {
+                    pattern: receive.pattern.as_deref().map(regex).transpose()?,
+                    json_path: receive
+                        .json_path
+                        .as_deref()
+                        .map(|path| serde_json_path::JsonPath::parse(path).map_err(|error| EngineError::Setup(format!("invalid JSONPath: {error}"))))
+                        .transpose()?,
+                    timeout: milliseconds(receive.timeout_ms),
+                    extractors: receive.extract.iter().map(CompiledExtractor::compile).collect::<Result<_, _>>()?,
+                    checks: receive.checks.iter().map(CompiledCheck::compile).collect::<Result<_, _>>()?,
+                    end_on_check_failure: receive.on_check_failure == OnCheckFailure::EndIteration,
+                };
+                (Some(&receive.name), receive.think_time, MessageAction::Receive(Box::new(node)))
+            }
+            Step::Ping(ping) => (
+                Some(&ping.name),
+                ping.think_time,
+                MessageAction::Ping { text: self.text(&ping.text)?, reply_seq: regex(&ping.reply_seq)?, timeout: milliseconds(ping.timeout_ms) },
+            ),
+            Step::Stream(stream) => (
+                Some(&stream.name),
+                stream.think_time,
+                MessageAction::Stream {
+                    payload: self.payload(&stream.payloads())?,
+                    interval: milliseconds(stream.interval_ms()),
+                    duration: milliseconds(stream.duration_ms),
+                },
+            ),
+            _ => (None, None, MessageAction::Close),
+        };
+        let global_index = name.map(|name| self.register(&scenario.name, name, StepKind::Request));
+        if let (Some(index), Step::Receive(receive)) = (global_index, step) {
+            self.check_labels[index] = receive.checks.iter().map(check_label).collect();
+        }
+        Ok(MessageNode { global_index, action, think_time, network: scenario.network })
+    }
+
+    fn payload(&mut self, payloads: &[Payload<'_>]) -> Result<PayloadNode, EngineError> {
+        Ok(match payloads.first() {
+            Some(Payload::Text(text)) => PayloadNode::Text(self.text(text)?),
+            Some(Payload::Hex(hex)) => PayloadNode::Hex(self.text(hex)?),
+            Some(Payload::Base64(base64)) => PayloadNode::Base64(self.text(base64)?),
+            Some(Payload::Json(json)) => PayloadNode::Json(self.json(json)?),
+            None => return Err(EngineError::Setup("a message step needs text, hex, base64 or json".into())),
+        })
+    }
+}

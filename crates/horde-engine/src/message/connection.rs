@@ -1,0 +1,160 @@
+//! A VU's connection to a message target: a framed TCP stream, or a connected UDP socket used
+//! directly or through the impaired network (`impair.rs`).
+
+use super::framing::{decode, encode};
+use super::impair::ImpairedLink;
+use super::kcp::KcpLink;
+use bytes::BytesMut;
+use horde_plan::{Framing, KcpOptions, Network};
+use std::io;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpStream, UdpSocket};
+
+/// The largest datagram read (UDP's own limit).
+const MAX_DATAGRAM: usize = 65_536;
+
+thread_local! {
+    /// The one buffer a worker thread reads datagrams into: a VU keeps only what came, so ten
+    /// thousand UDP or KCP VUs do not hold ten thousand 64-KiB buffers.
+    static DATAGRAM: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; MAX_DATAGRAM]);
+}
+
+/// The next datagram on `socket` (cancel safe): waits until the socket is readable, then reads
+/// into the thread's buffer (never borrowed across an await) and copies out what came.
+pub(crate) async fn recv_datagram(socket: &UdpSocket) -> io::Result<Vec<u8>> {
+    loop {
+        socket.readable().await?;
+        let received = DATAGRAM.with(|buffer| {
+            let mut buffer = buffer.borrow_mut();
+            socket.try_recv(&mut buffer).map(|length| buffer[..length].to_vec())
+        });
+        match received {
+            // Readiness can be spurious: wait again.
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => continue,
+            other => return other,
+        }
+    }
+}
+
+pub(crate) enum MessageConnection {
+    Tcp { stream: TcpStream, framing: Framing, buffer: BytesMut, frame: Vec<u8> },
+    Udp { socket: UdpSocket },
+    ImpairedUdp(ImpairedLink),
+    Kcp(KcpLink),
+}
+
+/// What a link that counts its own datagrams counted since it was last asked.
+pub(crate) struct WireTaken {
+    pub sent: u64,
+    pub received: u64,
+    pub retransmitted: u64,
+}
+
+/// One message received, and the bytes it took on the wire (its framing included).
+pub(crate) struct Received {
+    pub message: Vec<u8>,
+    pub wire_bytes: u64,
+}
+
+impl MessageConnection {
+    pub async fn tcp(address: std::net::SocketAddr, framing: Framing) -> io::Result<Self> {
+        let stream = TcpStream::connect(address).await?;
+        // Messages are small and each is a unit: Nagle's wait would add up to 40 ms to an RTT.
+        stream.set_nodelay(true)?;
+        Ok(Self::Tcp { stream, framing, buffer: BytesMut::with_capacity(4096), frame: Vec::new() })
+    }
+
+    /// A UDP socket connected to the target (so only its datagrams come in, and an ICMP "port
+    /// unreachable" shows as a refused receive), impaired when the scenario says so.
+    pub async fn udp(address: std::net::SocketAddr, network: Option<Network>, seed: u64) -> io::Result<Self> {
+        let socket = connected_socket(address).await?;
+        Ok(match network {
+            Some(network) => Self::ImpairedUdp(ImpairedLink::start(socket, network, seed)),
+            None => Self::Udp { socket },
+        })
+    }
+
+    /// A KCP session with the target over a socket of its own, `conv` its conversation.
+    pub async fn kcp(address: std::net::SocketAddr, options: KcpOptions, conv: u32, network: Option<Network>, seed: u64) -> io::Result<Self> {
+        let socket = connected_socket(address).await?;
+        Ok(Self::Kcp(KcpLink::start(socket, options, conv, network, seed)))
+    }
+
+    /// Sends one message; the bytes it took on the wire (framing included).
+    pub async fn send(&mut self, message: Vec<u8>) -> io::Result<u64> {
+        match self {
+            Self::Tcp { stream, framing, frame, .. } => {
+                frame.clear();
+                encode(*framing, &message, frame)?;
+                stream.write_all(frame).await?;
+                Ok(frame.len() as u64)
+            }
+            Self::Udp { socket } => Ok(socket.send(&message).await? as u64),
+            Self::ImpairedUdp(link) => {
+                let length = message.len() as u64;
+                link.send(message)?;
+                Ok(length)
+            }
+            // The message's bytes: KCP's headers, acknowledgements and resends are its own.
+            Self::Kcp(link) => {
+                let length = message.len() as u64;
+                link.send(message)?;
+                Ok(length)
+            }
+        }
+    }
+
+    /// The next whole message (cancel safe: a message partly read stays in the buffer).
+    pub async fn recv(&mut self) -> io::Result<Received> {
+        match self {
+            Self::Tcp { stream, framing, buffer, .. } => loop {
+                let before = buffer.len();
+                if let Some(message) = decode(*framing, buffer)? {
+                    let wire_bytes = (before - buffer.len()) as u64;
+                    return Ok(Received { message: message.to_vec(), wire_bytes });
+                }
+                if buffer.capacity() - buffer.len() < 1024 {
+                    buffer.reserve(4096);
+                }
+                if stream.read_buf(buffer).await? == 0 {
+                    return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the target closed the connection"));
+                }
+            },
+            Self::Udp { socket } => {
+                let message = recv_datagram(socket).await?;
+                let wire_bytes = message.len() as u64;
+                Ok(Received { message, wire_bytes })
+            }
+            Self::ImpairedUdp(link) => {
+                let message = link.recv().await?;
+                let wire_bytes = message.len() as u64;
+                Ok(Received { message, wire_bytes })
+            }
+            Self::Kcp(link) => {
+                let message = link.recv().await?;
+                let wire_bytes = message.len() as u64;
+                Ok(Received { message, wire_bytes })
+            }
+        }
+    }
+
+    /// Datagrams put on and taken off the wire since the last call, when the link counts them
+    /// apart from the messages (an impaired link, KCP); `None`: they are the messages themselves.
+    pub fn take_wire_counts(&mut self) -> Option<WireTaken> {
+        let wire = match self {
+            Self::ImpairedUdp(link) => &link.wire,
+            Self::Kcp(link) => &link.wire,
+            _ => return None,
+        };
+        Some(WireTaken { sent: wire.sent.take(), received: wire.received.take(), retransmitted: wire.retransmitted.take() })
+    }
+}
+
+/// A UDP socket on an ephemeral port, connected to the target (so only its datagrams come in,
+/// and an ICMP "port unreachable" shows as a refused receive).
+async fn connected_socket(address: std::net::SocketAddr) -> io::Result<UdpSocket> {
+    let local: std::net::SocketAddr = if address.is_ipv4() { ([0, 0, 0, 0], 0).into() } else { (std::net::Ipv6Addr::UNSPECIFIED, 0).into() };
+    let socket = UdpSocket::bind(local).await?;
+    socket.connect(address).await?;
+    Ok(socket)
+}

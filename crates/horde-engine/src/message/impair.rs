@@ -1,0 +1,217 @@
+//! The impaired network (`scenario.network`) a VU's UDP datagrams go through, both ways.
+//!
+//! A VU with an impaired network does not use its socket itself: a task on the worker's
+//! `LocalSet` owns the socket and holds every datagram, outgoing and incoming, in one queue by
+//! due time, delayed (delay ± jitter), dropped, duplicated or held back past later ones (reorder)
+//! by draws from a random stream seeded by `network.seed` and the VU number, so the same plan
+//! impairs the same way. The VU hands datagrams to the task and takes delivered ones from it
+//! through channels; the task ends when the VU drops its side (a `close`, the VU's end).
+
+use crate::think::VuRandom;
+use horde_plan::Network;
+use std::cell::Cell;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io;
+use std::rc::Rc;
+use std::time::Duration;
+use tokio::net::UdpSocket;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+/// Datagrams the task put on the wire and took off it, and KCP's retransmitted segments (read
+/// by the VU after each step).
+#[derive(Default)]
+pub(crate) struct WireCounts {
+    pub sent: Cell<u64>,
+    pub received: Cell<u64>,
+    pub retransmitted: Cell<u64>,
+}
+
+/// The VU's side of an impaired link.
+pub(crate) struct ImpairedLink {
+    outgoing: mpsc::UnboundedSender<Vec<u8>>,
+    incoming: mpsc::UnboundedReceiver<io::Result<Vec<u8>>>,
+    pub wire: Rc<WireCounts>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for ImpairedLink {
+    fn drop(&mut self) {
+        // Datagrams still held are dropped with the link, as a closed socket's would be.
+        self.task.abort();
+    }
+}
+
+impl ImpairedLink {
+    /// Starts the task that owns `socket` (connected to the target) on the worker's `LocalSet`.
+    pub fn start(socket: UdpSocket, network: Network, seed: u64) -> Self {
+        let (outgoing, outgoing_rx) = mpsc::unbounded_channel();
+        let (incoming_tx, incoming) = mpsc::unbounded_channel();
+        let wire = Rc::new(WireCounts::default());
+        let impairment = Impairment::new(network, seed);
+        let task = tokio::task::spawn_local(pump(socket, impairment, outgoing_rx, incoming_tx, Rc::clone(&wire)));
+        Self { outgoing, incoming, wire, task }
+    }
+
+    pub fn send(&self, datagram: Vec<u8>) -> io::Result<()> {
+        self.outgoing.send(datagram).map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the impaired link's task ended"))
+    }
+
+    /// The next datagram delivered through the impairment (cancel safe).
+    pub async fn recv(&mut self) -> io::Result<Vec<u8>> {
+        match self.incoming.recv().await {
+            Some(result) => result,
+            None => Err(io::Error::new(io::ErrorKind::BrokenPipe, "the impaired link's task ended")),
+        }
+    }
+}
+
+/// The draws: what happens to each datagram.
+pub(crate) struct Impairment {
+    network: Network,
+    random: VuRandom,
+    /// Datagrams held so far: orders those due at the same instant first in, first out.
+    order: u64,
+}
+
+impl Impairment {
+    pub fn new(network: Network, seed: u64) -> Self {
+        Self { network, random: VuRandom::new(network.seed ^ seed.wrapping_mul(0xA076_1D64_78BD_642F)), order: 0 }
+    }
+
+    /// Puts the copies of `datagram` that get through (none, one or two) in `held`, each due
+    /// after its own delay.
+    pub fn hold(&mut self, held: &mut Held, way: Way, datagram: Vec<u8>) {
+        let now = Instant::now();
+        let delays = self.delays();
+        let copies = delays.len();
+        let mut datagram = Some(datagram);
+        for (index, delay) in delays.into_iter().enumerate() {
+            let copy = if index + 1 == copies { datagram.take().unwrap_or_default() } else { datagram.clone().unwrap_or_default() };
+            self.order += 1;
+            held.push(Reverse((now + delay, self.order, way, copy)));
+        }
+    }
+
+    fn happens(&mut self, percent: f64) -> bool {
+        percent > 0.0 && self.random.next_f64() * 100.0 < percent
+    }
+
+    /// The delays after which copies of one datagram arrive: none (lost), one, or two
+    /// (duplicated), each drawn on its own.
+    pub fn delays(&mut self) -> Vec<Duration> {
+        if self.happens(self.network.loss_percent) {
+            return Vec::new();
+        }
+        let copies = if self.happens(self.network.duplicate_percent) { 2 } else { 1 };
+        (0..copies)
+            .map(|_| {
+                let Network { delay_ms, jitter_ms, reorder_percent, .. } = self.network;
+                let jitter = if jitter_ms > 0.0 { jitter_ms * (2.0 * self.random.next_f64() - 1.0) } else { 0.0 };
+                let mut milliseconds = (delay_ms + jitter).max(0.0);
+                if self.happens(reorder_percent) {
+                    milliseconds += (delay_ms + jitter_ms).max(1.0);
+                }
+                Duration::from_secs_f64(milliseconds / 1000.0)
+            })
+            .collect()
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Way {
+    Out,
+    In,
+}
+
+/// Datagrams held back, soonest first: (due, order of scheduling, way, datagram); the order
+/// keeps datagrams due at the same instant first in, first out.
+pub(crate) type Held = BinaryHeap<Reverse<(Instant, u64, Way, Vec<u8>)>>;
+
+async fn pump(
+    socket: UdpSocket,
+    mut impairment: Impairment,
+    mut outgoing: mpsc::UnboundedReceiver<Vec<u8>>,
+    incoming: mpsc::UnboundedSender<io::Result<Vec<u8>>>,
+    wire: Rc<WireCounts>,
+) {
+    let mut queue: Held = BinaryHeap::new();
+    loop {
+        let next_due = queue.peek().map(|Reverse((due, ..))| *due);
+        tokio::select! {
+            biased;
+            _ = tokio::time::sleep_until(next_due.unwrap_or_else(Instant::now)), if next_due.is_some() => {
+                let now = Instant::now();
+                while queue.peek().is_some_and(|Reverse((due, ..))| *due <= now) {
+                    let Some(Reverse((_, _, way, datagram))) = queue.pop() else { break };
+                    match way {
+                        Way::Out => {
+                            // A send error (the target's port closed: ICMP) shows on a later receive.
+                            if socket.send(&datagram).await.is_ok() {
+                                wire.sent.set(wire.sent.get() + 1);
+                            }
+                        }
+                        Way::In => {
+                            if incoming.send(Ok(datagram)).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                }
+            }
+            datagram = outgoing.recv() => match datagram {
+                Some(datagram) => impairment.hold(&mut queue, Way::Out, datagram),
+                None => return,
+            },
+            received = super::connection::recv_datagram(&socket) => match received {
+                Ok(datagram) => {
+                    wire.received.set(wire.received.get() + 1);
+                    impairment.hold(&mut queue, Way::In, datagram);
+                }
+                Err(error) => {
+                    if incoming.send(Err(error)).is_err() {
+                        return;
+                    }
+                }
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn network(loss_percent: f64, duplicate_percent: f64) -> Network {
+        Network { delay_ms: 20.0, jitter_ms: 5.0, loss_percent, duplicate_percent, reorder_percent: 0.0, seed: 7 }
+    }
+
+    #[test]
+    fn draws_are_repeatable_and_near_their_shares() {
+        let draws = |seed| {
+            let mut impairment = Impairment::new(network(10.0, 5.0), seed);
+            (0..20_000).map(|_| impairment.delays()).collect::<Vec<_>>()
+        };
+        let first = draws(3);
+        assert_eq!(first, draws(3), "same seed, same impairment");
+        assert_ne!(first, draws(4), "each VU its own stream");
+        let lost = first.iter().filter(|copies| copies.is_empty()).count();
+        let duplicated = first.iter().filter(|copies| copies.len() == 2).count();
+        // 10 % of 20,000: sd = sqrt(20000 * 0.1 * 0.9) ≈ 42; 5 sd either way.
+        assert!((2000 - 212..=2000 + 212).contains(&lost), "lost {lost}");
+        // 5 % of the 90 % kept ≈ 900, sd ≈ 30.
+        assert!((900 - 150..=900 + 150).contains(&duplicated), "duplicated {duplicated}");
+        for delay in first.iter().flatten() {
+            assert!((Duration::from_millis(15)..=Duration::from_millis(25)).contains(delay), "{delay:?}");
+        }
+    }
+
+    #[test]
+    fn reordered_datagrams_are_held_one_more_delay() {
+        let mut impairment = Impairment::new(Network { reorder_percent: 100.0, ..network(0.0, 0.0) }, 1);
+        for delay in impairment.delays() {
+            assert!(delay >= Duration::from_millis(15 + 25), "{delay:?}");
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! A VU's KCP session (`kcp://`): reliable, ordered messages over its own UDP socket, with
+//! `ikcp.c`'s protocol and knobs (the `kcp` crate, a sans-IO port of it, driven here).
+//!
+//! A task on the worker's `LocalSet` owns the socket and the session: it hands the VU's messages
+//! to KCP and sends at once what KCP writes (as kcp-go does by default), feeds KCP the datagrams
+//! that come in, delivers the messages KCP reassembles, and calls KCP's update when its `check`
+//! says. With an impaired network the datagrams go through the same draws as plain UDP's, each
+//! way, before KCP sees them, so KCP's retransmissions are the real answer to the loss.
+//! Retransmissions are counted from the segments KCP writes: a data segment whose number was
+//! already sent is a retransmission.
+//!
+//! Each session has its own timer (its update deadline); a worker's thousands of sessions on one
+//! timer heap, as `pause.rs` does for pauses, is left to do.
+
+use super::connection::recv_datagram;
+use super::impair::{Held, Impairment, Way, WireCounts};
+use horde_plan::{KcpOptions, Network};
+use std::cell::RefCell;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io;
+use std::rc::Rc;
+use std::time::Duration;
+use tokio::net::UdpSocket;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+/// KCP's command byte of a data segment, and its segment header's length (`ikcp.c`).
+const PUSH: u8 = 81;
+const HEADER: usize = 24;
+
+/// Where KCP writes its datagrams: taken by the task after each call into KCP.
+#[derive(Clone, Default)]
+struct Written(Rc<RefCell<Vec<Vec<u8>>>>);
+
+impl io::Write for Written {
+    fn write(&mut self, datagram: &[u8]) -> io::Result<usize> {
+        self.0.borrow_mut().push(datagram.to_vec());
+        Ok(datagram.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The VU's side of a KCP session.
+pub(crate) struct KcpLink {
+    outgoing: mpsc::UnboundedSender<Vec<u8>>,
+    incoming: mpsc::UnboundedReceiver<io::Result<Vec<u8>>>,
+    pub wire: Rc<WireCounts>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for KcpLink {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl KcpLink {
+    pub fn start(socket: UdpSocket, options: KcpOptions, conv: u32, network: Option<Network>, seed: u64) -> Self {
+        let (outgoing, outgoing_rx) = mpsc::unbounded_channel();
+        let (incoming_tx, incoming) = mpsc::unbounded_channel();
+        let wire = Rc::new(WireCounts::default());
+        let impairment = network.map(|network| Impairment::new(network, seed));
+        let session = Session::new(options, conv);
+        let task = tokio::task::spawn_local(drive(socket, session, impairment, outgoing_rx, incoming_tx, Rc::clone(&wire)));
+        Self { outgoing, incoming, wire, task }
+    }
+
+    pub fn send(&self, message: Vec<u8>) -> io::Result<()> {
+        self.outgoing.send(message).map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the KCP session's task ended"))
+    }
+
+    pub async fn recv(&mut self) -> io::Result<Vec<u8>> {
+        match self.incoming.recv().await {
+            Some(result) => result,
+            None => Err(io::Error::new(io::ErrorKind::BrokenPipe, "the KCP session's task ended")),
+        }
+    }
+}
+
+/// The KCP state machine, its clock, and what it wrote.
+struct Session {
+    kcp: kcp::Kcp<Written>,
+    written: Written,
+    started: Instant,
+    /// The highest data segment number sent so far (retransmissions are those at or below it).
+    highest_sent: Option<u32>,
+}
+
+impl Session {
+    fn new(options: KcpOptions, conv: u32) -> Self {
+        let written = Written::default();
+        let mut kcp = kcp::Kcp::new(conv, written.clone());
+        kcp.set_nodelay(options.nodelay, options.interval_ms as i32, options.resend as i32, options.no_congestion_window);
+        kcp.set_wndsize(options.send_window, options.receive_window);
+        // Bounds checked by the plan's validation (50 bytes or more).
+        let _ = kcp.set_mtu(options.mtu as usize);
+        Self { kcp, written, started: Instant::now(), highest_sent: None }
+    }
+
+    fn now_ms(&self) -> u32 {
+        self.started.elapsed().as_millis() as u32
+    }
+
+    fn update(&mut self) {
+        let now = self.now_ms();
+        let _ = self.kcp.update(now);
+    }
+
+    /// When KCP wants its next update.
+    fn next_update(&self) -> Instant {
+        Instant::now() + Duration::from_millis(u64::from(self.kcp.check(self.now_ms())))
+    }
+
+    /// What KCP wrote since the last call, its retransmitted data segments counted.
+    fn take_written(&mut self, wire: &WireCounts) -> Vec<Vec<u8>> {
+        let datagrams = std::mem::take(&mut *self.written.0.borrow_mut());
+        for datagram in &datagrams {
+            let mut offset = 0;
+            while offset + HEADER <= datagram.len() {
+                let header = &datagram[offset..offset + HEADER];
+                let sn = u32::from_le_bytes([header[12], header[13], header[14], header[15]]);
+                let length = u32::from_le_bytes([header[20], header[21], header[22], header[23]]) as usize;
+                if header[4] == PUSH {
+                    match self.highest_sent {
+                        Some(highest) if sn.wrapping_sub(highest) as i32 <= 0 => wire.retransmitted.set(wire.retransmitted.get() + 1),
+                        _ => self.highest_sent = Some(sn),
+                    }
+                }
+                offset += HEADER + length;
+            }
+        }
+        datagrams
+    }
+}
+
+async fn drive(
+    socket: UdpSocket,
+    mut session: Session,
+    mut impairment: Option<Impairment>,
+    mut outgoing: mpsc::UnboundedReceiver<Vec<u8>>,
+    incoming: mpsc::UnboundedSender<io::Result<Vec<u8>>>,
+    wire: Rc<WireCounts>,
+) {
+    let mut held: Held = BinaryHeap::new();
+    session.update();
+    loop {
+        for datagram in session.take_written(&wire) {
+            match impairment.as_mut() {
+                Some(impairment) => impairment.hold(&mut held, Way::Out, datagram),
+                None => send(&socket, &datagram, &wire).await,
+            }
+        }
+        // Each message read into a buffer of its own size: a session holds no large buffer.
+        while let Ok(size) = session.kcp.peeksize() {
+            let mut message = vec![0u8; size];
+            let Ok(length) = session.kcp.recv(&mut message) else { break };
+            message.truncate(length);
+            if incoming.send(Ok(message)).is_err() {
+                return;
+            }
+        }
+        if session.kcp.is_dead_link() {
+            let _ = incoming.send(Err(io::Error::new(io::ErrorKind::ConnectionReset, "KCP gave up: a segment was resent too often (dead link)")));
+            return;
+        }
+        let next_held = held.peek().map(|Reverse((due, ..))| *due);
+        let wake = next_held.map_or(session.next_update(), |due| due.min(session.next_update()));
+        tokio::select! {
+            biased;
+            _ = tokio::time::sleep_until(wake) => {
+                let now = Instant::now();
+                while held.peek().is_some_and(|Reverse((due, ..))| *due <= now) {
+                    let Some(Reverse((_, _, way, datagram))) = held.pop() else { break };
+                    match way {
+                        Way::Out => send(&socket, &datagram, &wire).await,
+                        // A datagram not of this conversation is KCP's to refuse.
+                        Way::In => {
+                            let _ = session.kcp.input(&datagram);
+                        }
+                    }
+                }
+                session.update();
+            }
+            next = outgoing.recv() => match next {
+                Some(next) => {
+                    if let Err(error) = session.kcp.send(&next) {
+                        let _ = incoming.send(Err(io::Error::new(io::ErrorKind::InvalidInput, format!("KCP refused the message: {error}"))));
+                    }
+                    // Out at once rather than at the next update (kcp-go's default).
+                    session.update();
+                    let _ = session.kcp.flush();
+                }
+                None => return,
+            },
+            received = recv_datagram(&socket) => match received {
+                Ok(datagram) => {
+                    wire.received.set(wire.received.get() + 1);
+                    match impairment.as_mut() {
+                        Some(impairment) => impairment.hold(&mut held, Way::In, datagram),
+                        None => {
+                            let _ = session.kcp.input(&datagram);
+                        }
+                    }
+                    session.update();
+                }
+                Err(error) => {
+                    if incoming.send(Err(error)).is_err() {
+                        return;
+                    }
+                }
+            },
+        }
+    }
+}
+
+async fn send(socket: &UdpSocket, datagram: &[u8], wire: &WireCounts) {
+    // A send error (the target's port closed: ICMP) shows on a later receive.
+    if socket.send(datagram).await.is_ok() {
+        wire.sent.set(wire.sent.get() + 1);
+    }
+}

@@ -1,0 +1,396 @@
+//! A VU's message steps (`tcp://`, `udp://`: `crate::message`): its one connection between
+//! steps, its message numbers, and each step timed, run and recorded as an HTTP request is.
+
+use super::{Flow, InFlight, Vu};
+use crate::interpreter::{body_prefix, ResponseView, Text};
+use crate::message::{
+    decode_base64, decode_hex, reply_number, MessageAction, MessageConnection, MessageNode, PayloadNode, ReceiveNode, Received,
+};
+use crate::worker_state::WorkerState;
+use horde_metrics::ErrorKind;
+use horde_plan::MessageTransport;
+use minijinja::Value;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What a VU keeps between its message steps.
+#[derive(Default)]
+pub(crate) struct VuMessages {
+    connection: Option<MessageConnection>,
+    /// The VU's last message number (`seq` in templates), counted over its life.
+    seq: u64,
+    /// Connections opened so far: each impaired link draws from a random stream of its own.
+    opened: u64,
+    /// The numbers of the last pings counted lost: a reply carrying one is counted late.
+    lost: VecDeque<u64>,
+}
+
+/// How many lost ping numbers a VU remembers for counting late replies.
+const REMEMBERED_LOST: usize = 64;
+
+/// Why a step failed: its kind, in words, and whether it failed before reaching the target.
+struct StepError {
+    kind: ErrorKind,
+    detail: String,
+    connecting: bool,
+}
+
+impl StepError {
+    fn io(error: &std::io::Error, doing: &str) -> Self {
+        Self { kind: ErrorKind::from_io(error), detail: format!("{error} {doing}"), connecting: false }
+    }
+}
+
+/// A step that got what it waited for: whether a failed check ends the iteration, and why it
+/// failed when a check or an extractor did (counted, and timed: the message came).
+struct Answered {
+    result: Result<(), (ErrorKind, String)>,
+    end_iteration: bool,
+}
+
+impl Answered {
+    const OK: Answered = Answered { result: Ok(()), end_iteration: false };
+}
+
+impl Vu {
+    pub(super) async fn message_step(&mut self, state: &WorkerState, node: &MessageNode, intended: Option<Instant>) -> Flow {
+        let Some(index) = node.global_index else {
+            // `close`: the next message step opens a new connection.
+            self.messages.connection = None;
+            return Flow::Continue;
+        };
+        let started = intended.unwrap_or_else(Instant::now);
+        self.sent += 1;
+        let mut in_flight = InFlight { state, index, started, ended: false };
+        let outcome = self.run_message(state, node, index).await;
+        in_flight.ended = true;
+        let latency_us = started.elapsed().as_micros() as u64;
+        if let Some(connection) = self.messages.connection.as_mut() {
+            if let Some(wire) = connection.take_wire_counts() {
+                let counts = &mut state.recorder.borrow_mut().steps[index].messages;
+                counts.datagrams_sent += wire.sent;
+                counts.datagrams_received += wire.received;
+                counts.retransmitted += wire.retransmitted;
+            }
+        }
+        let mut back_off = false;
+        let mut end_iteration = false;
+        match outcome {
+            Ok(answered) => {
+                end_iteration = answered.end_iteration;
+                let result = answered.result.as_ref().map_err(|(kind, _)| *kind).copied();
+                self.record(state, index, latency_us, result, 0, 0);
+                if let Err((kind, detail)) = answered.result {
+                    self.note(state, index, kind, detail);
+                }
+            }
+            Err(error) => {
+                self.last_connect_failed = error.connecting;
+                back_off = error.connecting && self.backs_off;
+                self.record(state, index, latency_us, Err(error.kind), 0, 0);
+                self.note(state, index, error.kind, error.detail);
+            }
+        }
+        if back_off {
+            self.back_off(state).await;
+        }
+        if let Some(think_time) = &node.think_time {
+            self.pause(state, think_time).await;
+        }
+        if end_iteration {
+            Flow::EndIteration
+        } else {
+            Flow::Continue
+        }
+    }
+
+    /// Runs one step on the VU's connection (opened first when it has none; `connect` opens a
+    /// new one). A connection that failed is dropped: the next step connects again.
+    async fn run_message(&mut self, state: &WorkerState, node: &MessageNode, index: usize) -> Result<Answered, StepError> {
+        if matches!(node.action, MessageAction::Connect) {
+            self.messages.connection = None;
+        }
+        let mut connection = match self.messages.connection.take() {
+            Some(connection) => connection,
+            None => self.open(state, node).await?,
+        };
+        let outcome = match &node.action {
+            MessageAction::Connect | MessageAction::Close => Ok(Answered::OK),
+            MessageAction::Send(payload) => match self.render_payload(state, payload) {
+                Ok(message) => send(state, index, &mut connection, message).await.map(|_| Answered::OK),
+                Err(error) => Err(error),
+            },
+            MessageAction::Receive(receive) => match wait_for(state, index, &mut connection, receive).await {
+                Ok(message) => Ok(self.apply_message(state, index, receive, &message)),
+                Err(error) => Err(error),
+            },
+            MessageAction::Ping { text, reply_seq, timeout } => {
+                let seq = self.next_seq();
+                match self.render_text_with_seq(state, text, seq) {
+                    Ok(message) => {
+                        let lost = &mut self.messages.lost;
+                        let outcome = ping(state, index, &mut connection, message, seq, reply_seq, *timeout, lost).await;
+                        if outcome.as_ref().is_err_and(|error| error.kind == ErrorKind::Lost) {
+                            if lost.len() == REMEMBERED_LOST {
+                                lost.pop_front();
+                            }
+                            lost.push_back(seq);
+                        }
+                        outcome
+                    }
+                    Err(error) => Err(error),
+                }
+            }
+            MessageAction::Stream { payload, interval, duration } => self.stream(state, index, &mut connection, payload, *interval, *duration).await,
+        };
+        // Kept unless it broke: a timeout or a lost ping leaves it usable (its late answer is
+        // skipped by the next step that waits for something else).
+        let broken = outcome.as_ref().is_err_and(|error| !matches!(error.kind, ErrorKind::Timeout | ErrorKind::Lost | ErrorKind::TemplateFailed));
+        if !broken {
+            self.messages.connection = Some(connection);
+        }
+        outcome
+    }
+
+    async fn open(&mut self, state: &WorkerState, node: &MessageNode) -> Result<MessageConnection, StepError> {
+        let target = state.shared.plan.message.as_ref().expect("message steps run only against a tcp:// or udp:// target");
+        let endpoint = &state.shared.plan.endpoints[self.instance];
+        let address = if endpoint.host.contains(':') { format!("[{}]:{}", endpoint.host, endpoint.port) } else { format!("{}:{}", endpoint.host, endpoint.port) };
+        let seed = self.number.wrapping_mul(1_000_003).wrapping_add(self.messages.opened);
+        let connect = async {
+            let resolved = tokio::net::lookup_host(&address).await.ok().and_then(|mut addresses| addresses.next());
+            let Some(resolved) = resolved else {
+                return Err(StepError { kind: ErrorKind::Dns, detail: format!("'{address}' does not resolve"), connecting: true });
+            };
+            let connection = match target.transport {
+                MessageTransport::Tcp => MessageConnection::tcp(resolved, target.framing).await,
+                MessageTransport::Udp => MessageConnection::udp(resolved, node.network, seed).await,
+                MessageTransport::Kcp => {
+                    // Each VU its own conversation unless the plan fixes one (the gateway tells
+                    // sessions apart by address either way).
+                    let conv = target.kcp.conv.unwrap_or((self.number as u32).wrapping_add(1));
+                    MessageConnection::kcp(resolved, target.kcp, conv, node.network, seed).await
+                }
+            };
+            connection.map_err(|error| StepError { kind: ErrorKind::from_io(&error), detail: format!("{error} connecting to {address}"), connecting: true })
+        };
+        let connection = match tokio::time::timeout(target.connect_timeout, connect).await {
+            Ok(result) => result?,
+            Err(_) => {
+                let detail = format!("no connection to {address} within {} ms (target.connect_timeout_ms)", target.connect_timeout.as_millis());
+                return Err(StepError { kind: ErrorKind::Timeout, detail, connecting: true });
+            }
+        };
+        self.messages.opened += 1;
+        self.backoff = Duration::ZERO;
+        state.recorder.borrow_mut().connections_opened += 1;
+        Ok(connection)
+    }
+
+    fn next_seq(&mut self) -> u64 {
+        self.messages.seq += 1;
+        self.messages.seq
+    }
+
+    /// A template rendered with `seq`, the message's number, besides the VU's own context.
+    fn render_text_with_seq(&mut self, state: &WorkerState, text: &Text, seq: u64) -> Result<Vec<u8>, StepError> {
+        let template = match text {
+            Text::Fixed(fixed) => return Ok(fixed.clone().into_bytes()),
+            Text::Template(template) => template,
+        };
+        let context = self.context_with_seq(state, seq);
+        Self::render(state, &context, &template.name).map(String::into_bytes).ok_or_else(|| template_failed("the message"))
+    }
+
+    fn context_with_seq(&mut self, state: &WorkerState, seq: u64) -> Value {
+        let context = self.context(state);
+        minijinja::value::merge_maps([minijinja::context! { seq => seq }, context])
+    }
+
+    fn render_payload(&mut self, state: &WorkerState, payload: &PayloadNode) -> Result<Vec<u8>, StepError> {
+        let seq = self.next_seq();
+        match payload {
+            PayloadNode::Text(text) => self.render_text_with_seq(state, text, seq),
+            PayloadNode::Hex(text) => {
+                let rendered = self.render_text_with_seq(state, text, seq)?;
+                decode_hex(&String::from_utf8_lossy(&rendered)).ok_or_else(|| template_failed("hex: not an even number of hex digits"))
+            }
+            PayloadNode::Base64(text) => {
+                let rendered = self.render_text_with_seq(state, text, seq)?;
+                decode_base64(&String::from_utf8_lossy(&rendered)).ok_or_else(|| template_failed("base64: not valid base64"))
+            }
+            PayloadNode::Json(template) => {
+                let context = self.context_with_seq(state, seq);
+                let value = Self::render_json(state, &context, template).ok_or_else(|| template_failed("json"))?;
+                serde_json::to_vec(&value).map_err(|_| template_failed("json"))
+            }
+        }
+    }
+
+    /// Extractors and checks on the message a `receive` waited for.
+    fn apply_message(&mut self, state: &WorkerState, index: usize, node: &ReceiveNode, message: &[u8]) -> Answered {
+        let mut view = ResponseView::new(200, message, &[]);
+        let mut extract_failed = None;
+        if !node.extractors.is_empty() {
+            self.forget_renderings();
+            let vars = Arc::make_mut(&mut self.vars);
+            for extractor in &node.extractors {
+                match extractor.extract(&mut view, &mut self.random) {
+                    Some(value) => {
+                        vars.insert(extractor.var.clone(), value);
+                    }
+                    None => {
+                        vars.remove(&extractor.var);
+                        extract_failed.get_or_insert(extractor);
+                    }
+                }
+            }
+        }
+        let mut failed_check = None;
+        if !node.checks.is_empty() {
+            let mut recorder = state.recorder.borrow_mut();
+            let step = &mut recorder.steps[index];
+            for (position, check) in node.checks.iter().enumerate() {
+                let passed = check.passes(&mut view);
+                step.record_check(position, passed);
+                if !passed && failed_check.is_none() {
+                    failed_check = Some(check.failure(&mut view));
+                }
+            }
+        }
+        if let Some(why) = failed_check {
+            Answered { result: Err((ErrorKind::CheckFailed, why)), end_iteration: node.end_on_check_failure }
+        } else if let Some(extractor) = extract_failed {
+            let why = format!("extractor '{}' ({}) found nothing in {}", extractor.var, extractor.description, body_prefix(message));
+            Answered { result: Err((ErrorKind::ExtractFailed, why)), end_iteration: false }
+        } else {
+            Answered::OK
+        }
+    }
+
+    /// Sends a message every `interval` for `duration`, counting what arrives meanwhile. Ends
+    /// early when the run stops (a stream is no reason to outlast the grace period).
+    async fn stream(
+        &mut self,
+        state: &WorkerState,
+        index: usize,
+        connection: &mut MessageConnection,
+        payload: &PayloadNode,
+        interval: Duration,
+        duration: Duration,
+    ) -> Result<Answered, StepError> {
+        let start = tokio::time::Instant::now();
+        let end = start + duration;
+        let mut next_send = start;
+        loop {
+            let now = tokio::time::Instant::now();
+            if now >= end || state.stopping.get() {
+                return Ok(Answered::OK);
+            }
+            if now >= next_send {
+                let message = self.render_payload(state, payload)?;
+                send(state, index, connection, message).await?;
+                // On schedule, not from this send: a late send is followed by the next at once.
+                next_send += interval;
+                continue;
+            }
+            match tokio::time::timeout_at(next_send.min(end), connection.recv()).await {
+                Ok(Ok(received)) => count_received(state, index, connection, &received),
+                Ok(Err(error)) => return Err(StepError::io(&error, "while streaming")),
+                Err(_) => {}
+            }
+        }
+    }
+}
+
+fn template_failed(what: &str) -> StepError {
+    StepError { kind: ErrorKind::TemplateFailed, detail: format!("{what} could not be rendered (a variable unset?)"), connecting: false }
+}
+
+/// Whether this connection's messages are datagrams the VU itself puts on the wire (an
+/// impaired link and KCP count their own).
+fn direct_datagrams(connection: &MessageConnection) -> bool {
+    matches!(connection, MessageConnection::Udp { .. })
+}
+
+async fn send(state: &WorkerState, index: usize, connection: &mut MessageConnection, message: Vec<u8>) -> Result<(), StepError> {
+    let wire_bytes = connection.send(message).await.map_err(|error| StepError::io(&error, "while sending"))?;
+    let mut recorder = state.recorder.borrow_mut();
+    let step = &mut recorder.steps[index];
+    step.bytes_sent += wire_bytes;
+    step.messages.sent += 1;
+    if direct_datagrams(connection) {
+        step.messages.datagrams_sent += 1;
+    }
+    Ok(())
+}
+
+fn count_received(state: &WorkerState, index: usize, connection: &MessageConnection, received: &Received) {
+    let mut recorder = state.recorder.borrow_mut();
+    let step = &mut recorder.steps[index];
+    step.bytes_received += received.wire_bytes;
+    step.messages.received += 1;
+    if direct_datagrams(connection) {
+        step.messages.datagrams_received += 1;
+    }
+}
+
+/// The first message that matches, every message before it counted and skipped.
+async fn wait_for(state: &WorkerState, index: usize, connection: &mut MessageConnection, node: &ReceiveNode) -> Result<Vec<u8>, StepError> {
+    let deadline = tokio::time::Instant::now() + node.timeout;
+    loop {
+        match tokio::time::timeout_at(deadline, connection.recv()).await {
+            Ok(Ok(received)) => {
+                count_received(state, index, connection, &received);
+                if node.matches(&received.message) {
+                    return Ok(received.message);
+                }
+            }
+            Ok(Err(error)) => return Err(StepError::io(&error, "while receiving")),
+            Err(_) => {
+                let detail = format!("no matching message within {} ms", node.timeout.as_millis());
+                return Err(StepError { kind: ErrorKind::Timeout, detail, connecting: false });
+            }
+        }
+    }
+}
+
+/// Sends ping number `seq` and waits for the reply carrying it; a reply to an earlier ping
+/// counted lost that comes meanwhile is counted late.
+#[allow(clippy::too_many_arguments)]
+async fn ping(
+    state: &WorkerState,
+    index: usize,
+    connection: &mut MessageConnection,
+    message: Vec<u8>,
+    seq: u64,
+    reply_seq: &regex::bytes::Regex,
+    timeout: Duration,
+    lost: &mut VecDeque<u64>,
+) -> Result<Answered, StepError> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    send(state, index, connection, message).await?;
+    loop {
+        match tokio::time::timeout_at(deadline, connection.recv()).await {
+            Ok(Ok(received)) => {
+                count_received(state, index, connection, &received);
+                match reply_number(reply_seq, &received.message) {
+                    Some(number) if number == seq => return Ok(Answered::OK),
+                    Some(number) => {
+                        if let Some(position) = lost.iter().position(|earlier| *earlier == number) {
+                            lost.remove(position);
+                            state.recorder.borrow_mut().steps[index].messages.late += 1;
+                        }
+                    }
+                    None => {}
+                }
+            }
+            Ok(Err(error)) => return Err(StepError::io(&error, "while waiting for a ping's reply")),
+            Err(_) => {
+                let detail = format!("no reply numbered as the ping within {} ms", timeout.as_millis());
+                return Err(StepError { kind: ErrorKind::Lost, detail, connecting: false });
+            }
+        }
+    }
+}

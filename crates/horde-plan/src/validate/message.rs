@@ -1,0 +1,242 @@
+//! The message transports' checks (`tcp://`, `udp://`): the URL, the framing, the scenario's
+//! impaired network, that every step speaks the target's protocol, and each message step.
+//! python/horde/plan/message.py words the same problems the same way.
+
+use super::{check_json_path, check_regex, check_think_time, Problems, StepWalker};
+use crate::message::{Framing, MessageTransport, Network, Payload, MAX_STREAM_MESSAGES};
+use crate::{Check, ExtractFrom, Plan, Step, MAX_TIMEOUT_MS, SEQ_VARIABLE};
+
+/// `target` and the steps of every scenario against the transport `base_url` names.
+pub(super) fn check_transport(problems: &mut Problems, plan: &Plan) {
+    let transport = MessageTransport::of_url(&plan.target.base_url);
+    if let Some(transport) = transport {
+        check_message_url(problems, "target.base_url".into(), &plan.target.base_url);
+        for (index, url) in plan.target.instances.iter().enumerate() {
+            let path = format!("target.instances[{index}]");
+            if MessageTransport::of_url(url) != Some(transport) {
+                problems.push(path, format!("'{url}' must use the scheme of base_url ({})", scheme(transport)));
+            } else {
+                check_message_url(problems, path, url);
+            }
+        }
+        if plan.target.connections.pool_size().is_some() {
+            problems.push("target.connections".into(), "a message target has one connection per VU: remove the pool");
+        }
+        if transport != MessageTransport::Tcp && plan.target.framing.is_some() {
+            problems.push("target.framing".into(), "a udp:// or kcp:// target's datagram is a message: framing is for tcp://");
+        }
+        if let Some(Framing::Length { bytes, .. }) = plan.target.framing {
+            if !matches!(bytes, 1 | 2 | 4) {
+                problems.push("target.framing.bytes".into(), format!("must be 1, 2 or 4 (got {bytes})"));
+            }
+        }
+    } else if plan.target.framing.is_some() {
+        problems.push("target.framing".into(), "framing is for a tcp:// target");
+    }
+    match (&plan.target.kcp, transport) {
+        (Some(kcp), Some(MessageTransport::Kcp)) => check_kcp(problems, kcp),
+        (Some(_), _) => problems.push("target.kcp".into(), "KCP's knobs are for a kcp:// target"),
+        _ => {}
+    }
+    for (index, scenario) in plan.scenarios.iter().enumerate() {
+        if let Some(network) = &scenario.network {
+            let path = format!("scenarios[{index}].network");
+            if !matches!(transport, Some(MessageTransport::Udp | MessageTransport::Kcp)) {
+                problems.push(path.clone(), "the engine impairs its own UDP datagrams only: network needs a udp:// or kcp:// target");
+            }
+            check_network(problems, &path, network);
+        }
+        for (part, steps) in [("setup", &scenario.setup), ("steps", &scenario.steps), ("teardown", &scenario.teardown)] {
+            check_step_protocol(problems, &format!("scenarios[{index}].{part}"), steps, transport.is_some());
+        }
+    }
+}
+
+fn scheme(transport: MessageTransport) -> &'static str {
+    match transport {
+        MessageTransport::Tcp => "tcp://",
+        MessageTransport::Udp => "udp://",
+        MessageTransport::Kcp => "kcp://",
+    }
+}
+
+/// `ikcp.c`'s own bounds: an interval of 10 to 5000 ms (it clamps), an MTU of 50 bytes or more.
+fn check_kcp(problems: &mut Problems, kcp: &crate::KcpOptions) {
+    if !(10..=5000).contains(&kcp.interval_ms) {
+        problems.push("target.kcp.interval_ms".into(), format!("must be between 10 and 5000 (got {})", kcp.interval_ms));
+    }
+    if !(50..=65_000).contains(&kcp.mtu) {
+        problems.push("target.kcp.mtu".into(), format!("must be between 50 and 65000 (got {})", kcp.mtu));
+    }
+    if kcp.send_window == 0 {
+        problems.push("target.kcp.send_window".into(), "must be at least 1");
+    }
+    if kcp.receive_window == 0 {
+        problems.push("target.kcp.receive_window".into(), "must be at least 1");
+    }
+    if kcp.resend > 100 {
+        problems.push("target.kcp.resend".into(), format!("must be at most 100 (got {})", kcp.resend));
+    }
+}
+
+fn is_message_step(step: &Step) -> bool {
+    matches!(step, Step::Connect(_) | Step::Send(_) | Step::Receive(_) | Step::Ping(_) | Step::Stream(_) | Step::Close(_))
+}
+
+fn check_step_protocol(problems: &mut Problems, path: &str, steps: &[Step], messages: bool) {
+    for (index, step) in steps.iter().enumerate() {
+        let step_path = format!("{path}[{index}]");
+        match step {
+            Step::Http(_) if messages => {
+                problems.push(format!("{step_path}.type"), "an http step against a message target: use send, receive or ping");
+            }
+            Step::Sql(_) if messages => {
+                problems.push(format!("{step_path}.type"), "a sql step against a message target: use send, receive or ping");
+            }
+            step if is_message_step(step) && !messages => {
+                problems.push(format!("{step_path}.type"), "a message step needs a tcp://, udp:// or kcp:// target.base_url");
+            }
+            _ => {}
+        }
+        for (part, children) in child_parts(step) {
+            check_step_protocol(problems, &format!("{step_path}.{part}"), children, messages);
+        }
+    }
+}
+
+/// A step's nested lists with their keys, for locating problems inside them.
+fn child_parts(step: &Step) -> Vec<(String, &[Step])> {
+    match step {
+        Step::Group(group) => vec![("steps".into(), group.steps.as_slice())],
+        Step::Loop(loop_step) => vec![("steps".into(), loop_step.steps.as_slice())],
+        Step::If(if_step) => vec![("then".into(), if_step.then.as_slice()), ("else".into(), if_step.otherwise.as_slice())],
+        Step::Choice(choice) => {
+            choice.branches.iter().enumerate().map(|(index, branch)| (format!("branches[{index}].steps"), branch.steps.as_slice())).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// `tcp://host:port` or `udp://host:port`: a host, a port, nothing after them.
+fn check_message_url(problems: &mut Problems, path: String, url: &str) {
+    let rest = url.split_once("://").map(|(_, rest)| rest).unwrap_or_default();
+    let example = format!("e.g. {}127.0.0.1:7000", &url[..url.len() - rest.len()]);
+    let Some((host, port)) = rest.rsplit_once(':') else {
+        problems.push(path, format!("'{url}' names no port, {example}"));
+        return;
+    };
+    if host.is_empty() || host.contains(['/', '@', '?', '#']) {
+        problems.push(path, format!("'{url}' is not host:port, {example}"));
+    } else if port.parse::<u16>().ok().filter(|port| *port > 0).is_none() {
+        problems.push(path, format!("'{url}' has a bad port '{port}', {example}"));
+    }
+}
+
+fn check_network(problems: &mut Problems, path: &str, network: &Network) {
+    problems.non_negative(format!("{path}.delay_ms"), network.delay_ms, MAX_TIMEOUT_MS);
+    problems.non_negative(format!("{path}.jitter_ms"), network.jitter_ms, MAX_TIMEOUT_MS);
+    for (key, value) in [
+        ("loss_percent", network.loss_percent),
+        ("duplicate_percent", network.duplicate_percent),
+        ("reorder_percent", network.reorder_percent),
+    ] {
+        problems.non_negative(format!("{path}.{key}"), value, 100.0);
+    }
+}
+
+impl StepWalker<'_> {
+    pub(super) fn message(&mut self, path: &str, step: &Step) {
+        match step {
+            Step::Connect(connect) => {
+                self.unique_name(path, &connect.name);
+                self.think(path, connect.think_time.as_ref());
+            }
+            Step::Send(send) => {
+                self.unique_name(path, &send.name);
+                self.payload(path, &send.payloads());
+                self.think(path, send.think_time.as_ref());
+            }
+            Step::Receive(receive) => {
+                self.unique_name(path, &receive.name);
+                if let Some(pattern) = &receive.pattern {
+                    check_regex(self.problems, format!("{path}.match"), pattern);
+                }
+                if let Some(json_path) = &receive.json_path {
+                    check_json_path(self.problems, format!("{path}.json_path"), json_path);
+                }
+                self.problems.positive(format!("{path}.timeout_ms"), receive.timeout_ms, MAX_TIMEOUT_MS);
+                for (index, extractor) in receive.extract.iter().enumerate() {
+                    if matches!(extractor.from, ExtractFrom::Status | ExtractFrom::Header) {
+                        self.problems.push(format!("{path}.extract[{index}].from"), "a message has no status or headers: use json or regex");
+                    }
+                    if extractor.var == SEQ_VARIABLE {
+                        self.problems.push(format!("{path}.extract[{index}].var"), "'seq' is the message number: choose another name");
+                    }
+                }
+                for (index, check) in receive.checks.iter().enumerate() {
+                    if matches!(check, Check::Status { .. }) {
+                        self.problems.push(format!("{path}.checks[{index}].type"), "a message has no status: use json, body_contains or body_matches");
+                    }
+                }
+                self.extractors(path, &receive.extract);
+                self.checks(path, &receive.checks);
+                self.think(path, receive.think_time.as_ref());
+            }
+            Step::Ping(ping) => {
+                self.unique_name(path, &ping.name);
+                self.template(format!("{path}.text"), &ping.text);
+                if !ping.text.contains(SEQ_VARIABLE) {
+                    self.problems.push(format!("{path}.text"), "must carry the message number, e.g. 'ping {{ seq }}'");
+                }
+                check_regex(self.problems, format!("{path}.reply_seq"), &ping.reply_seq);
+                if regex::Regex::new(&ping.reply_seq).is_ok_and(|regex| regex.captures_len() < 2) {
+                    self.problems.push(format!("{path}.reply_seq"), "needs a capture group around the number, e.g. 'pong (\\d+)'");
+                }
+                self.problems.positive(format!("{path}.timeout_ms"), ping.timeout_ms, MAX_TIMEOUT_MS);
+                self.think(path, ping.think_time.as_ref());
+            }
+            Step::Stream(stream) => {
+                self.unique_name(path, &stream.name);
+                self.payload(path, &stream.payloads());
+                match (stream.every_ms, stream.per_second) {
+                    (Some(every_ms), None) => self.problems.positive(format!("{path}.every_ms"), every_ms, MAX_TIMEOUT_MS),
+                    (None, Some(per_second)) => self.problems.positive(format!("{path}.per_second"), per_second, 1_000_000.0),
+                    _ => self.problems.push(path.to_owned(), "needs exactly one of 'every_ms' or 'per_second'"),
+                }
+                self.problems.positive(format!("{path}.duration_ms"), stream.duration_ms, MAX_TIMEOUT_MS);
+                let interval_ms = stream.interval_ms();
+                if interval_ms > 0.0 && stream.duration_ms / interval_ms > MAX_STREAM_MESSAGES {
+                    self.problems.push(format!("{path}.duration_ms"), format!("would send more than {MAX_STREAM_MESSAGES} messages"));
+                }
+                self.think(path, stream.think_time.as_ref());
+            }
+            _ => {}
+        }
+    }
+
+    fn think(&mut self, path: &str, think_time: Option<&crate::ThinkTime>) {
+        if let Some(think_time) = think_time {
+            check_think_time(self.problems, &format!("{path}.think_time"), think_time);
+        }
+    }
+
+    /// Exactly one of text, hex, base64 or json; each a template.
+    fn payload(&mut self, path: &str, payloads: &[Payload<'_>]) {
+        if payloads.len() != 1 {
+            self.problems.push(path.to_owned(), "needs exactly one of 'text', 'hex', 'base64' or 'json'");
+        }
+        for payload in payloads {
+            match payload {
+                Payload::Text(text) => self.template(format!("{path}.text"), text),
+                Payload::Hex(hex) => {
+                    self.template(format!("{path}.hex"), hex);
+                    if !crate::templates::is_template(hex) && (hex.len() % 2 != 0 || !hex.bytes().all(|byte| byte.is_ascii_hexdigit())) {
+                        self.problems.push(format!("{path}.hex"), "is not hex: an even number of 0-9a-f digits");
+                    }
+                }
+                Payload::Base64(base64) => self.template(format!("{path}.base64"), base64),
+                Payload::Json(json) => self.json_templates(&format!("{path}.json"), json),
+            }
+        }
+    }
+}

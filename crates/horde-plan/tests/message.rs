@@ -1,0 +1,108 @@
+//! Message plans (`tcp://`, `udp://`): what decodes, and every problem located.
+
+use horde_plan::{decode, decode_and_validate, Framing, Step};
+use serde_json::{json, Value};
+
+fn plan(base_url: &str, target_extra: Value, steps: Value, network: Value) -> String {
+    let mut target = json!({"base_url": base_url});
+    target.as_object_mut().unwrap().extend(target_extra.as_object().cloned().unwrap_or_default());
+    let mut scenario = json!({"name": "robots", "steps": steps, "workload": {"type": "closed", "stages": [{"duration_s": 1, "vus": 1}]}});
+    if !network.is_null() {
+        scenario["network"] = network;
+    }
+    json!({"version": 1, "target": target, "scenarios": [scenario]}).to_string()
+}
+
+fn problems(text: &str) -> Vec<String> {
+    match decode_and_validate(text) {
+        Ok(_) => Vec::new(),
+        Err(problems) => problems.iter().map(ToString::to_string).collect(),
+    }
+}
+
+#[test]
+fn a_whole_message_scenario_decodes_and_validates() {
+    let text = plan(
+        "tcp://127.0.0.1:7000",
+        json!({"framing": {"type": "length", "bytes": 2, "endian": "little", "adjust": 2}}),
+        json!([
+            {"type": "connect", "name": "connect"},
+            {"type": "send", "name": "join", "text": "join room-{{ vu % 4 }}", "hex": null, "base64": null, "json": null, "think_time": null},
+            {"type": "receive", "name": "joined", "match": "^joined", "extract": [{"var": "members", "from": "regex", "expression": "(\\d+)$"}]},
+            {"type": "ping", "name": "rtt"},
+            {"type": "stream", "name": "move", "json": {"x": "{{ seq }}", "t": "{{ now_ms() }}"}, "per_second": 20, "duration_ms": 1000},
+            {"type": "close"}
+        ]),
+        Value::Null,
+    );
+    let plan = decode_and_validate(&text).expect("valid");
+    assert_eq!(plan.target.framing, Some(Framing::Length { bytes: 2, endian: horde_plan::Endian::Little, adjust: 2 }));
+    assert!(matches!(plan.scenarios[0].steps[3], Step::Ping(ref ping) if ping.text == "ping {{ seq }}" && ping.timeout_ms == 1000.0));
+    assert!(matches!(plan.scenarios[0].steps[5], Step::Close(_)));
+}
+
+#[test]
+fn bad_message_plans_are_located() {
+    let text = plan(
+        "udp://127.0.0.1:0",
+        json!({"framing": {"type": "newline"}}),
+        json!([
+            {"type": "send", "name": "nothing"},
+            {"type": "send", "name": "odd", "hex": "abc"},
+            {"type": "ping", "name": "rtt", "text": "ping", "reply_seq": "\\d+"},
+            {"type": "stream", "name": "move", "text": "m", "duration_ms": 1000},
+            {"type": "receive", "name": "r", "checks": [{"type": "status", "in": [200]}], "extract": [{"var": "seq", "from": "header", "expression": "x"}]},
+            {"name": "home", "method": "GET", "path": "/"}
+        ]),
+        json!({"loss_percent": 120, "delay_ms": -1}),
+    );
+    let found = problems(&text);
+    for expected in [
+        "target.base_url: 'udp://127.0.0.1:0' has a bad port '0'",
+        "target.framing: a udp:// or kcp:// target's datagram is a message",
+        "scenarios[0].network.delay_ms: must be 0 or more",
+        "scenarios[0].network.loss_percent: must be at most 100",
+        "scenarios[0].steps[0]: needs exactly one of 'text', 'hex', 'base64' or 'json'",
+        "scenarios[0].steps[1].hex: is not hex",
+        "scenarios[0].steps[2].text: must carry the message number",
+        "scenarios[0].steps[2].reply_seq: needs a capture group",
+        "scenarios[0].steps[3]: needs exactly one of 'every_ms' or 'per_second'",
+        "scenarios[0].steps[4].checks[0].type: a message has no status",
+        "scenarios[0].steps[4].extract[0].from: a message has no status or headers",
+        "scenarios[0].steps[4].extract[0].var: 'seq' is the message number",
+        "scenarios[0].steps[5].type: an http step against a message target",
+    ] {
+        assert!(found.iter().any(|problem| problem.starts_with(expected)), "missing '{expected}' in {found:#?}");
+    }
+}
+
+#[test]
+fn message_steps_need_a_message_target_and_network_needs_udp() {
+    let text = plan("http://127.0.0.1:8080", json!({"framing": {"type": "raw"}}), json!([{"type": "ping", "name": "rtt"}]), json!({"delay_ms": 20}));
+    let found = problems(&text);
+    assert!(found.iter().any(|problem| problem.starts_with("scenarios[0].steps[0].type: a message step needs a tcp://, udp:// or kcp://")), "{found:#?}");
+    assert!(found.iter().any(|problem| problem.starts_with("scenarios[0].network: the engine impairs its own UDP datagrams only")), "{found:#?}");
+    assert!(found.iter().any(|problem| problem.starts_with("target.framing: framing is for a tcp:// target")), "{found:#?}");
+    let bytes = plan("tcp://h:1", json!({"framing": {"type": "length", "bytes": 3}}), json!([{"type": "close"}]), Value::Null);
+    assert!(problems(&bytes).iter().any(|problem| problem.starts_with("target.framing.bytes: must be 1, 2 or 4")));
+    assert!(decode(&plan("tcp://h:1", json!({}), json!([{"type": "send", "name": "s", "text": "x", "extra": 1}]), Value::Null)).is_err());
+}
+
+#[test]
+fn kcp_targets_take_ikcp_knobs_with_its_defaults() {
+    let text = plan("kcp://127.0.0.1:7000", json!({}), json!([{"type": "ping", "name": "rtt"}]), json!({"loss_percent": 10}));
+    let decoded = decode_and_validate(&text).expect("valid");
+    assert_eq!(decoded.target.kcp, None);
+    assert_eq!(horde_plan::KcpOptions::default().interval_ms, 100);
+    let bad = plan_with_kcp(json!({"interval_ms": 5, "mtu": 20, "send_window": 0, "resend": 1000}));
+    let found = problems(&bad);
+    for expected in ["target.kcp.interval_ms", "target.kcp.mtu", "target.kcp.send_window", "target.kcp.resend"] {
+        assert!(found.iter().any(|problem| problem.starts_with(expected)), "missing {expected} in {found:#?}");
+    }
+    let on_udp = plan("udp://127.0.0.1:7000", json!({"kcp": {"nodelay": true}}), json!([{"type": "close"}]), Value::Null);
+    assert!(problems(&on_udp).iter().any(|problem| problem.starts_with("target.kcp: KCP's knobs are for a kcp:// target")));
+}
+
+fn plan_with_kcp(kcp: Value) -> String {
+    plan("kcp://127.0.0.1:7000", json!({"kcp": kcp}), json!([{"type": "close"}]), Value::Null)
+}

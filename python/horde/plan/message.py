@@ -1,0 +1,303 @@
+"""The message transports' part of the plan: raw TCP, UDP and KCP gateways (game servers, brokers).
+
+A plan whose ``target.base_url`` is ``tcp://host:port``, ``udp://host:port`` or ``kcp://host:port``
+(reliable messages over UDP, ``ikcp.c``'s protocol, its knobs in ``target.kcp``) runs message steps:
+``connect``, ``send``, ``receive``, ``ping``, ``stream`` and ``close``. Over TCP ``target.framing``
+cuts the byte stream into messages; over UDP a datagram is a message, and a scenario's
+``network`` impairs the engine's own datagrams both ways. ``{{ seq }}`` in a message template is
+the VU's message number. crates/horde-plan (``message.rs``) holds the same model and checks.
+
+>>> step = PingStep.model_validate({"type": "ping", "name": "rtt", "timeout_ms": 500})
+>>> step.text, step.reply_seq, step.timeout_ms
+('ping {{ seq }}', '(\\\\d+)', 500.0)
+>>> StreamStep.model_validate({"type": "stream", "name": "move", "text": "move {{ seq }}",
+...     "per_second": 10, "duration_ms": 1000}).per_second
+10.0
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from horde.plan.common import (
+    MAX_TIMEOUT_MS,
+    STRICT_KEYS,
+    TAGGED,
+    THINK_TIME_DESCRIPTION,
+    ThinkTime,
+    check_json_value,
+    custom,
+)
+from horde.plan.rules import Check, Extractor
+
+__all__ = [
+    "MESSAGE_SCHEMES",
+    "CloseStep",
+    "ConnectStep",
+    "KcpOptions",
+    "LengthFraming",
+    "Network",
+    "NewlineFraming",
+    "PingStep",
+    "RawFraming",
+    "ReceiveStep",
+    "SendStep",
+    "StreamStep",
+    "is_message_url",
+]
+
+#: The schemes of a message target.
+MESSAGE_SCHEMES = ("tcp", "udp", "kcp")
+#: The most messages one stream step may send (duration over interval).
+MAX_STREAM_MESSAGES = 10_000_000
+
+
+def is_message_url(url: str) -> bool:
+    """Whether a base URL names a TCP or UDP gateway.
+
+    >>> is_message_url("udp://127.0.0.1:7000"), is_message_url("http://h")
+    (True, False)
+    """
+    return url.startswith(tuple(f"{scheme}://" for scheme in MESSAGE_SCHEMES))
+
+
+# --- framing (target.framing) -----------------------------------------------------------------
+
+
+class NewlineFraming(BaseModel):
+    """Each message ends with a line break (the default framing of a tcp:// target)."""
+
+    model_config = TAGGED
+
+    type: Literal["newline"] = Field(default="newline", description="this framing: 'newline'")
+
+
+class LengthFraming(BaseModel):
+    """Each message is preceded by its length in 1, 2 or 4 bytes."""
+
+    model_config = TAGGED
+
+    type: Literal["length"] = Field(default="length", description="this framing: 'length'")
+    bytes: Literal[1, 2, 4] = Field(description="the length field's size: 1, 2 or 4 bytes")
+    endian: Literal["big", "little"] = Field(default="big", description="the field's byte order: 'big' (default) or 'little'")
+    adjust: int = Field(
+        default=0,
+        ge=-(2**31),
+        le=2**31,
+        description="added to the payload's length in the field, e.g. 2 when a 2-byte field counts itself",
+    )
+
+
+class RawFraming(BaseModel):
+    """No framing: each read is a message, each send written as is."""
+
+    model_config = TAGGED
+
+    type: Literal["raw"] = Field(default="raw", description="this framing: 'raw'")
+
+
+Framing = Annotated[Union[NewlineFraming, LengthFraming, RawFraming], Field(discriminator="type")]
+
+
+# --- KCP's knobs (target.kcp) --------------------------------------------------------------------
+
+
+class KcpOptions(BaseModel):
+    """A ``kcp://`` target's KCP knobs, with ``ikcp.c``'s defaults (its fast mode: nodelay true,
+    interval_ms 10, resend 2, no_congestion_window true)."""
+
+    model_config = STRICT_KEYS
+
+    conv: int | None = Field(default=None, ge=0, le=2**32 - 1, description="the conversation id; each VU its own (its number + 1) when left out")
+    nodelay: bool = Field(default=False, description="no exponential RTO backoff and a 30 ms minimum RTO")
+    interval_ms: int = Field(default=100, ge=10, le=5000, description="KCP's internal update interval")
+    resend: int = Field(default=0, ge=0, le=100, description="fast resend after this many duplicate ACKs (0: off)")
+    no_congestion_window: bool = Field(default=False, description="turn the congestion window off")
+    send_window: int = Field(default=32, ge=1, le=65535, description="the send window, in segments")
+    receive_window: int = Field(default=128, ge=1, le=65535, description="the receive window, in segments")
+    mtu: int = Field(default=1400, ge=50, le=65000, description="the largest datagram KCP writes")
+
+
+# --- the impaired network (scenario.network) ------------------------------------------------------
+
+
+class Network(BaseModel):
+    """The impaired network the engine puts a scenario's UDP datagrams through, each way."""
+
+    model_config = STRICT_KEYS
+
+    delay_ms: float = Field(default=0, ge=0, le=MAX_TIMEOUT_MS, description="added to every datagram, each way")
+    jitter_ms: float = Field(default=0, ge=0, le=MAX_TIMEOUT_MS, description="each delay drawn in delay_ms ± jitter_ms")
+    loss_percent: float = Field(default=0, ge=0, le=100, description="the share of datagrams dropped, each way")
+    duplicate_percent: float = Field(default=0, ge=0, le=100, description="the share of datagrams sent twice")
+    reorder_percent: float = Field(
+        default=0, ge=0, le=100,
+        description="the share of datagrams held back one more delay + jitter (at least 1 ms) so later ones overtake them",
+    )
+    seed: int = Field(default=1, ge=0, le=2**64 - 1, description="the draws' seed: same seed, same impairment")
+
+
+# --- the steps ---------------------------------------------------------------------------------
+
+_PAYLOAD_KEYS = ("text", "hex", "base64", "json")
+_HEX = re.compile(r"^(?:[0-9a-fA-F]{2})*$")
+
+
+def _check_payload(step: Any) -> None:
+    """Exactly one payload key; fixed hex must be hex."""
+    values = {"text": step.text, "hex": step.hex, "base64": step.base64, "json": step.json_}
+    given = [key for key in _PAYLOAD_KEYS if values[key] is not None]
+    if len(given) != 1:
+        raise custom(
+            "message_payload",
+            "needs exactly one of 'text', 'hex', 'base64' or 'json'" + (f" (got {', '.join(given)})" if given else ""),
+            "e.g. text: 'move {{ seq }}'",
+        )
+    hex_text = step.hex
+    if hex_text is not None and "{" not in hex_text and not _HEX.match(hex_text):
+        raise custom("message_payload", f"'{hex_text}' is not hex: an even number of 0-9a-f digits", "e.g. hex: '0a0b'")
+
+
+class ConnectStep(BaseModel):
+    """Opens the VU's connection (TCP) or socket (UDP); its time is the step's latency."""
+
+    model_config = STRICT_KEYS
+
+    type: Literal["connect"] = Field(default="connect", description="this step: 'connect' (a tcp:// or udp:// target)")
+    name: str = Field(min_length=1, description="the step's name, unique in its scenario")
+    think_time: ThinkTime | None = Field(default=None, description=f"the pause after this step: {THINK_TIME_DESCRIPTION}")
+
+
+class SendStep(BaseModel):
+    """Sends one message (connecting first when the VU has no connection)."""
+
+    model_config = STRICT_KEYS
+
+    type: Literal["send"] = Field(default="send", description="this step: 'send'")
+    name: str = Field(min_length=1, description="the step's name, unique in its scenario")
+    text: str | None = Field(default=None, description="the message as text, a template ({{ seq }}: the message number)")
+    hex: str | None = Field(default=None, description="the message as bytes in hex, e.g. '0a0b'; a template")
+    base64: str | None = Field(default=None, description="the message as bytes in base64; a template")
+    json_: Any = Field(default=None, alias="json", description="the message as JSON whose strings are templates")
+    think_time: ThinkTime | None = Field(default=None, description=f"the pause after this step: {THINK_TIME_DESCRIPTION}")
+
+    @field_validator("json_")
+    @classmethod
+    def _check_json(cls, value: Any) -> Any:
+        return check_json_value(value)
+
+    @model_validator(mode="after")
+    def _check_payload(self) -> SendStep:
+        _check_payload(self)
+        return self
+
+
+class ReceiveStep(BaseModel):
+    """Waits for the first message that matches; those before it are counted and skipped."""
+
+    model_config = STRICT_KEYS
+
+    type: Literal["receive"] = Field(default="receive", description="this step: 'receive'")
+    name: str = Field(min_length=1, description="the step's name, unique in its scenario")
+    match: str | None = Field(default=None, min_length=1, description="a regular expression the message must match")
+    json_path: str | None = Field(default=None, min_length=1, description="a JSONPath that must find something in the message")
+    timeout_ms: float = Field(default=5000, gt=0, le=MAX_TIMEOUT_MS, description="how long to wait; past it the step is a timeout")
+    extract: list[Extractor] = Field(default_factory=list, description="values taken from the message: from json or regex")
+    checks: list[Check] = Field(default_factory=list, description="conditions on the message: json, body_contains, body_matches")
+    on_check_failure: Literal["continue", "end_iteration"] = Field(
+        default="continue", description="what a failed check does next: 'continue' (default) or 'end_iteration'",
+    )
+    think_time: ThinkTime | None = Field(default=None, description=f"the pause after this step: {THINK_TIME_DESCRIPTION}")
+
+    @field_validator("match")
+    @classmethod
+    def _check_match(cls, pattern: str | None) -> str | None:
+        if pattern is not None:
+            try:
+                re.compile(pattern)
+            except re.error as error:
+                raise custom("message_match", f"invalid regular expression: {error}", "e.g. match: '^pong'") from None
+        return pattern
+
+    @model_validator(mode="after")
+    def _check_rules(self) -> ReceiveStep:
+        for extractor in self.extract:
+            if extractor.from_ in ("status", "header"):
+                raise custom("message_extract", "a message has no status or headers", "extract from json or regex")
+            if extractor.var == "seq":
+                raise custom("message_extract", "'seq' is the message number", "choose another variable name")
+        for check in self.checks:
+            if check.type == "status":
+                raise custom("message_check", "a message has no status", "check with json, body_contains or body_matches")
+        return self
+
+
+class PingStep(BaseModel):
+    """Sends a numbered message and times the reply carrying the same number (lost past a timeout)."""
+
+    model_config = STRICT_KEYS
+
+    type: Literal["ping"] = Field(default="ping", description="this step: 'ping'")
+    name: str = Field(min_length=1, description="the step's name, unique in its scenario")
+    text: str = Field(default="ping {{ seq }}", description="the message, carrying {{ seq }}: its number")
+    reply_seq: str = Field(
+        default=r"(\d+)",
+        description="a regular expression whose first group is a reply's number; the reply with the ping's number ends the step",
+    )
+    timeout_ms: float = Field(default=1000, gt=0, le=MAX_TIMEOUT_MS, description="past it, the ping counts as lost")
+    think_time: ThinkTime | None = Field(default=None, description=f"the pause after this step: {THINK_TIME_DESCRIPTION}")
+
+    @model_validator(mode="after")
+    def _check_numbering(self) -> PingStep:
+        if "seq" not in self.text:
+            raise custom("ping_text", "the ping must carry its number", "e.g. text: 'ping {{ seq }}'")
+        try:
+            groups = re.compile(self.reply_seq).groups
+        except re.error as error:
+            raise custom("ping_reply_seq", f"invalid regular expression: {error}", r"e.g. reply_seq: 'pong (\d+)'") from None
+        if groups < 1:
+            raise custom("ping_reply_seq", "reply_seq needs a capture group around the number", r"e.g. reply_seq: 'pong (\d+)'")
+        return self
+
+
+class StreamStep(BaseModel):
+    """Sends a message every N ms (or N a second) for a duration, reading meanwhile."""
+
+    model_config = STRICT_KEYS
+
+    type: Literal["stream"] = Field(default="stream", description="this step: 'stream'")
+    name: str = Field(min_length=1, description="the step's name, unique in its scenario")
+    text: str | None = Field(default=None, description="each message as text, a template ({{ seq }}: its number)")
+    hex: str | None = Field(default=None, description="each message as bytes in hex; a template")
+    base64: str | None = Field(default=None, description="each message as bytes in base64; a template")
+    json_: Any = Field(default=None, alias="json", description="each message as JSON whose strings are templates")
+    every_ms: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_MS, description="the interval between sends")
+    per_second: float | None = Field(default=None, gt=0, le=1_000_000, description="or: sends a second")
+    duration_ms: float = Field(gt=0, le=MAX_TIMEOUT_MS, description="how long the stream lasts")
+    think_time: ThinkTime | None = Field(default=None, description=f"the pause after this step: {THINK_TIME_DESCRIPTION}")
+
+    @field_validator("json_")
+    @classmethod
+    def _check_json(cls, value: Any) -> Any:
+        return check_json_value(value)
+
+    @model_validator(mode="after")
+    def _check_stream(self) -> StreamStep:
+        _check_payload(self)
+        if (self.every_ms is None) == (self.per_second is None):
+            raise custom("stream_rate", "a stream needs exactly one of 'every_ms' or 'per_second'", "e.g. per_second: 10")
+        interval_ms = self.every_ms if self.every_ms is not None else 1000 / (self.per_second or 1)
+        if self.duration_ms / interval_ms > MAX_STREAM_MESSAGES:
+            raise custom("stream_rate", f"the stream would send more than {MAX_STREAM_MESSAGES} messages", "shorten duration_ms")
+        return self
+
+
+class CloseStep(BaseModel):
+    """Closes the VU's connection; the next message step opens a new one."""
+
+    model_config = TAGGED
+
+    type: Literal["close"] = Field(default="close", description="this step: 'close'")

@@ -1,0 +1,100 @@
+"""Game gateways end to end: ``horde target --tcp-port --udp-port`` in its own process, a YAML
+plan of message steps run by ``horde run`` over an impaired UDP network (known loss and
+delay), the summary's and the console's message figures, ``horde show`` reading them back
+from the store, and a bad message plan located (exit 2)."""
+
+from __future__ import annotations
+
+import json
+import math
+import socket
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from conftest import HordeCli, free_tcp_port, wait_for_port
+from horde.errors import ExitCode
+
+
+def free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def gateway_ports(target_process: Callable[..., int]) -> tuple[int, int]:
+    tcp_port, udp_port = free_tcp_port(), free_udp_port()
+    target_process("--tcp-port", str(tcp_port), "--udp-port", str(udp_port))
+    wait_for_port(tcp_port)
+    return tcp_port, udp_port
+
+
+def write(directory: Path, text: str) -> Path:
+    path = directory / "gateway.yaml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_impaired_udp_pings_by_the_cli(horde_cli: HordeCli, target_process: Callable[..., int]) -> None:
+    _, udp_port = gateway_ports(target_process)
+    plan = write(horde_cli.tmp_path, f"""\
+        version: 1
+        name: gateway
+        target: {{base_url: "udp://127.0.0.1:{udp_port}"}}
+        scenarios:
+          - name: robots
+            network: {{delay_ms: 20, loss_percent: 10, seed: 7}}
+            steps:
+              - {{type: ping, name: rtt, reply_seq: "pong (\\\\d+)", timeout_ms: 150,
+                  think_time: {{type: constant, duration_ms: 5}}}}
+            workload: {{type: closed, start_vus: 10, stages: [{{duration_s: 3, vus: 10}}]}}
+        graceful_stop_s: 1
+        """)
+    summary_path = horde_cli.tmp_path / "summary.json"
+    result = horde_cli.run("run", str(plan), "--summary-json", str(summary_path), timeout=60)
+    assert "Traceback" not in result.stderr, result.stderr
+    summary: dict[str, Any] = json.loads(summary_path.read_text())
+    rtt = summary["steps"]["rtt"]
+    pings = rtt["requests"]
+    lost = rtt["errors_by_kind"].get("lost", 0)
+    assert pings > 200, rtt
+    assert set(rtt["errors_by_kind"]) <= {"lost"}, rtt["errors_by_kind"]
+    # Answered when neither way lost it: 0.9 * 0.9; 5 standard deviations either way.
+    expected, sd = pings * 0.19, math.sqrt(pings * 0.19 * 0.81)
+    assert abs(lost - expected) <= 5 * sd, (lost, pings)
+    # 20 ms each way, plus loopback and timer granularity.
+    assert 40.0 <= rtt["latency_ms"]["p50"] <= 45.0, rtt["latency_ms"]
+    assert rtt["responses"] == pings - lost, "lost pings are counted, never timed"
+    messages = rtt["messages"]
+    assert messages["sent"] == pings
+    assert messages["received"] == pings - lost
+    assert 0 < messages["datagrams_sent"] < messages["sent"], "10 % of the pings never left"
+    assert messages["sent_per_s"] > 0
+    assert "messages:" in result.stdout and "rtt: sent" in result.stdout, result.stdout
+    assert "lost" in result.stdout
+    # The stored run gives the same figures back.
+    shown = horde_cli.run("show", summary["run_id"], "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["steps"]["rtt"]["messages"] == messages
+
+
+def test_a_bad_message_plan_is_located(horde_cli: HordeCli) -> None:
+    plan = write(horde_cli.tmp_path, """\
+        version: 1
+        target: {base_url: "tcp://127.0.0.1:7000", framing: {type: length, bytes: 3}}
+        scenarios:
+          - name: robots
+            network: {loss_percent: 10}
+            steps:
+              - {type: ping, name: rtt, text: "ping"}
+              - {type: send, name: move}
+            workload: {type: closed, stages: [{duration_s: 1, vus: 1}]}
+        """)
+    result = horde_cli.run("validate", str(plan))
+    assert result.returncode == ExitCode.INVALID_INPUT, (result.stdout, result.stderr)
+    output = result.stdout + result.stderr
+    for located in ("target.framing.bytes", "scenarios[0].steps[0]", "the ping must carry its number", "scenarios[0].steps[1]",
+                    "needs exactly one of 'text', 'hex', 'base64' or 'json'"):
+        assert located in output, output

@@ -1,0 +1,96 @@
+"""Message plans (tcp://, udp://, kcp://) on both sides of the contract: pydantic and the engine
+accept the same plans, the gateway examples included, and both refuse the same mistakes."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from horde import _engine
+from horde.errors import PlanInvalid
+from horde.plan import plan_from_dict, plan_to_json
+from horde.plan.loader import load_plan
+
+GATEWAY = Path(__file__).resolve().parent.parent / "examples" / "gateway"
+
+ROBOTS: dict[str, Any] = {
+    "version": 1,
+    "target": {"base_url": "tcp://127.0.0.1:7000", "framing": {"type": "length", "bytes": 4, "endian": "little", "adjust": 4}},
+    "scenarios": [{
+        "name": "robots",
+        "setup": [{"type": "connect", "name": "connect"}],
+        "steps": [
+            {"type": "send", "name": "join", "json": {"room": "r{{ vu % 3 }}", "seq": "{{ seq }}"}},
+            {"type": "receive", "name": "joined", "json_path": "$.room", "timeout_ms": 500,
+             "extract": [{"var": "room", "from": "json", "expression": "$.room"}],
+             "checks": [{"type": "json", "expression": "$.ok", "equals": True}]},
+            {"type": "stream", "name": "move", "base64": "bW92ZQ==", "every_ms": 50, "duration_ms": 1000},
+            {"type": "ping", "name": "rtt", "text": "ping {{ seq }} {{ room }}", "reply_seq": "pong (\\d+)"},
+            {"type": "close"},
+        ],
+        "workload": {"type": "closed", "stages": [{"duration_s": 1, "vus": 2}]},
+    }],
+}
+
+
+def with_target(plan: dict[str, Any], **target: Any) -> dict[str, Any]:
+    changed = copy.deepcopy(plan)
+    changed["target"] = target
+    return changed
+
+
+@pytest.mark.parametrize("name", ["kcp.yaml", "udp.yaml"])
+def test_the_gateway_examples_pass_both_sides(name: str) -> None:
+    assert _engine.validate_plan(plan_to_json(load_plan(GATEWAY / name))) == []
+
+
+@pytest.mark.parametrize("target", [
+    ROBOTS["target"],
+    {"base_url": "udp://127.0.0.1:7000"},
+    {"base_url": "kcp://127.0.0.1:7000", "kcp": {"nodelay": True, "interval_ms": 10, "resend": 2, "no_congestion_window": True}},
+])
+def test_message_plans_pass_both_sides(target: dict[str, Any]) -> None:
+    plan = with_target(ROBOTS, **target)
+    if not target["base_url"].startswith("udp"):
+        plan["scenarios"][0]["network"] = None
+    canonical = plan_to_json(plan_from_dict(plan))
+    assert _engine.validate_plan(canonical) == []
+
+
+def test_the_impaired_network_passes_both_sides_for_udp_and_kcp_only() -> None:
+    for scheme in ("udp", "kcp"):
+        plan = with_target(ROBOTS, base_url=f"{scheme}://127.0.0.1:7000")
+        plan["scenarios"][0]["network"] = {"delay_ms": 20, "jitter_ms": 5, "loss_percent": 10, "duplicate_percent": 1,
+                                           "reorder_percent": 2, "seed": 9}
+        assert _engine.validate_plan(plan_to_json(plan_from_dict(plan))) == []
+    plan = copy.deepcopy(ROBOTS)
+    plan["scenarios"][0]["network"] = {"loss_percent": 10}
+    problems = dict(_engine.validate_plan(plan_to_json(plan_from_dict(plan))))
+    assert problems["scenarios[0].network"].startswith("the engine impairs its own UDP datagrams only")
+
+
+@pytest.mark.parametrize(("change", "location"), [
+    ({"target": {"base_url": "tcp://127.0.0.1"}}, "target.base_url"),
+    ({"target": {"base_url": "tcp://127.0.0.1:7000", "framing": {"type": "length", "bytes": 3}}}, "target.framing.bytes"),
+    ({"target": {"base_url": "kcp://127.0.0.1:7000", "kcp": {"interval_ms": 1}}}, "target.kcp.interval_ms"),
+    ({"step": {"type": "ping", "name": "p", "text": "no number"}}, "scenarios[0].steps[0]"),
+    ({"step": {"type": "send", "name": "s", "text": "a", "hex": "0a"}}, "scenarios[0].steps[0]"),
+    ({"step": {"type": "stream", "name": "s", "text": "a", "duration_ms": 10}}, "scenarios[0].steps[0]"),
+    ({"step": {"type": "receive", "name": "r", "checks": [{"type": "status", "in": [200]}]}}, "scenarios[0].steps[0]"),
+])
+def test_both_sides_refuse_the_same_mistakes(change: dict[str, Any], location: str) -> None:
+    plan = copy.deepcopy(ROBOTS)
+    if "target" in change:
+        plan["target"] = change["target"]
+    if "step" in change:
+        plan["scenarios"][0]["steps"] = [change["step"]]
+    with pytest.raises(PlanInvalid) as caught:
+        plan_from_dict(plan)
+    assert any(problem.location.startswith(location) for problem in caught.value.problems), caught.value.problems
+    # The engine, given the same JSON as written (no pydantic in front), refuses it too.
+    problems = _engine.validate_plan(json.dumps(plan))
+    assert any(path.startswith(location) for path, _ in problems), problems
