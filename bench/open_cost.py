@@ -29,6 +29,7 @@ its whole-run figures are reported beside them. Results: bench/results/open-cost
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import json
 import math
@@ -159,7 +160,8 @@ def horde_window(env: harness.Env, first_second: int) -> dict[str, Any]:
 
 
 def horde_run(env: harness.Env, url: str, rate: float, seconds: int, tag: str, target_pid: int) -> dict[str, Any]:
-    """The N-second run and a 1-second one: their difference is the cost of one more request."""
+    """The N-second run and a 1-second one: their difference is the cost of one more request.
+    `env.horde` is the Horde that runs (the baseline build's, for that tool)."""
     args = ["--url", url, "--rate", f"{rate:g}", "--max-vus", str(MAX_VUS), "--duration"]
     m, s = harness.horde_run(env, [*args, f"{seconds}s"], seconds, tag, target_pid)
     # Snapshot k covers second (k-1, k]: from the whole second nearest wrk2's calibration end on.
@@ -180,7 +182,7 @@ def horde_run(env: harness.Env, url: str, rate: float, seconds: int, tag: str, t
 # ----------------------------------------------------------------------------- the bench
 
 
-def measure(env: harness.Env, wrk2: str | None, rates: list[float], reps: int, seconds: int) -> dict[str, Any]:
+def measure(env: harness.Env, wrk2: str | None, rates: list[float], reps: int, seconds: int, baseline: str | None) -> dict[str, Any]:
     target, port = harness.start_target(env)
     url = f"http://127.0.0.1:{port}/"
     results: dict[str, Any] = {}
@@ -188,7 +190,7 @@ def measure(env: harness.Env, wrk2: str | None, rates: list[float], reps: int, s
         # Warm-up: the target's first connections and the page cache of Horde's imports.
         harness.horde_run(env, ["--url", url, "--rate", "1000", "--duration", "1s"], 1, "warmup", target.pid)
         for rate in rates:
-            rows: dict[str, list[dict[str, Any]]] = {"wrk2": [], "horde": []} if wrk2 else {"horde": []}
+            rows: dict[str, list[dict[str, Any]]] = {**({"wrk2": []} if wrk2 else {}), "horde": [], **({"baseline": []} if baseline else {})}
             for rep in range(reps):
                 for tool in (list(rows) if rep % 2 == 0 else list(rows)[::-1]):
                     tag = f"{rate:g}-{tool}-{rep}"
@@ -196,10 +198,11 @@ def measure(env: harness.Env, wrk2: str | None, rates: list[float], reps: int, s
                         assert wrk2 is not None
                         row = wrk2_run(env, wrk2, url, rate, seconds, tag, target.pid)
                     else:
-                        row = horde_run(env, url, rate, seconds, tag, target.pid)
+                        horde = dataclasses.replace(env, horde=baseline) if tool == "baseline" and baseline else env
+                        row = horde_run(horde, url, rate, seconds, tag, target.pid)
                     rows[tool].append(row)
-                    extra = f", {row['us_per_req_marginal']:.2f} marginal" if tool == "horde" else ""
-                    print(f"  {rate:>7,.0f}/s {tool:<5} #{rep + 1}: {row['rps']:>8,.0f} req/s  {row['us_per_req']:6.2f} us/req{extra}  "
+                    extra = f", {row['us_per_req_marginal']:.2f} marginal" if tool != "wrk2" else ""
+                    print(f"  {rate:>7,.0f}/s {tool:<8} #{rep + 1}: {row['rps']:>8,.0f} req/s  {row['us_per_req']:6.2f} us/req{extra}  "
                           f"p50 {row['p50_ms']:.2f}  p99 {row['p99_ms']:.2f}  p99.9 {row['p99.9_ms']:.2f} ms  "
                           f"(others {row['others_cores']:.2f} cores)", flush=True)
             results[f"{rate:g}"] = rows
@@ -214,7 +217,7 @@ def med(rows: list[dict[str, Any]], key: str) -> float:
 
 
 def render(results: dict[str, Any], command: str, env: harness.Env, wrk2_note: str, wrk2_found: bool, started: dt.datetime,
-           load_before: str, load_after: str, reps: int, seconds: int, version_cpu: float) -> str:
+           load_before: str, load_after: str, reps: int, seconds: int, version_cpu: float, baseline: str | None) -> str:
     m = harness.machine()
     window_from = (WRK2_CALIBRATION_MS + 5 * CONNECTIONS) / 1000
     lines = [
@@ -240,10 +243,20 @@ def render(results: dict[str, Any], command: str, env: harness.Env, wrk2_note: s
                              f"{med(r, 'p50_ms'):.2f} | {med(r, 'p99_ms'):.2f} | {med(r, 'p99.9_ms'):.2f} | | "
                              f"{med(r, 'target_us_per_req'):.2f} | {sum(x['errors'] for x in r)} | {med(r, 'others_cores'):.2f} |")
             else:
-                lines.append(f"| {float(rate):,.0f}/s | Horde | {med(r, 'rps'):,.0f} | {med(r, 'us_per_req'):.2f} | {med(r, 'us_per_req_marginal'):.2f} | "
+                label = "Horde, baseline build" if tool == "baseline" else "Horde"
+                lines.append(f"| {float(rate):,.0f}/s | {label} | {med(r, 'rps'):,.0f} | {med(r, 'us_per_req'):.2f} | {med(r, 'us_per_req_marginal'):.2f} | "
                              f"{med(r, 'p50_ms'):.2f} | {med(r, 'p99_ms'):.2f} | {med(r, 'p99.9_ms'):.2f} | "
                              f"{med(r, 'whole_p50_ms'):.2f} / {med(r, 'whole_p99_ms'):.2f} | {med(r, 'target_us_per_req'):.2f} | "
                              f"{sum(x['errors'] for x in r)} ({sum(x['dropped'] for x in r)}) | {med(r, 'others_cores'):.2f} |")
+        if "baseline" in rows:
+            h, b = rows["horde"], rows["baseline"]
+            cpu = med(h, "us_per_req_marginal") / med(b, "us_per_req_marginal")
+            tails = [med(h, f"p{p:g}_ms") / med(b, f"p{p:g}_ms") for p in PERCENTILES]
+            lines.append(f"| {float(rate):,.0f}/s | **Horde / baseline build** | {med(h, 'rps') / med(b, 'rps'):.2f} | "
+                         f"{med(h, 'us_per_req') / med(b, 'us_per_req'):.2f} | **{cpu:.2f}** | {tails[0]:.2f} | {tails[1]:.2f} | {tails[2]:.2f} | | | | |")
+            reading.append(f"At {float(rate):,.0f} arrivals/s this build spent {cpu:.2f}× the baseline build's CPU per request "
+                           f"({med(h, 'us_per_req_marginal'):.1f} against {med(b, 'us_per_req_marginal'):.1f} µs, start-up corrected), "
+                           f"with a p99 {tails[1]:.2f}× the baseline's.")
         if "wrk2" in rows:
             h, w = rows["horde"], rows["wrk2"]
             cpu = med(h, "us_per_req_marginal") / med(w, "us_per_req")
@@ -256,6 +269,7 @@ def render(results: dict[str, Any], command: str, env: harness.Env, wrk2_note: s
                            f"its p99 was {med(h, 'p99_ms'):.2f} ms against {med(w, 'p99_ms'):.2f} ({tails[1]:.2f}×) and its p99.9 "
                            f"{med(h, 'p99.9_ms'):.2f} against {med(w, 'p99.9_ms'):.2f} ({tails[2]:.2f}×).")
     all_horde = [x for rows in results.values() for x in rows["horde"]]
+    baseline_note = f" The baseline build is `{baseline}`, run the same way in the same rotation." if baseline else ""
     busy = [x["others_cores"] for rows in results.values() for r in rows.values() for x in r]
     lines += [
         "",
@@ -264,7 +278,7 @@ def render(results: dict[str, Any], command: str, env: harness.Env, wrk2_note: s
         f"per-second snapshots; Horde's whole-run figures include the first seconds too (new connections). "
         f"Horde's fixed CPU per run (Python start-up, plan, store, summary; from the {seconds} s and 1 s runs): "
         f"{statistics.median(x['fixed_cpu_s'] for x in all_horde):.2f} s; `horde --version` alone: {version_cpu:.2f} s. "
-        f"Other processes took up to {max(busy):.2f} of a core during the runs (median {statistics.median(busy):.2f}).",
+        f"Other processes took up to {max(busy):.2f} of a core during the runs (median {statistics.median(busy):.2f})." + baseline_note,
     ]
     if not wrk2_found:
         lines.append(f"- skipped: {wrk2_note}")
@@ -283,6 +297,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="wrk2's source folder: the bench runs `make` there (default: $HORDE_WRK2_SRC)")
     parser.add_argument("--no-readme", action="store_true", help="do not update bench/README.md")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
+    parser.add_argument("--baseline-horde", metavar="PATH", help="another build's horde command, run the same way in the same "
+                        "rotation (a before/after comparison measured side by side)")
     args = parser.parse_args(argv)
     command = harness.command_line(__file__, argv)
 
@@ -292,6 +308,8 @@ def main(argv: list[str] | None = None) -> int:
         if not 1 <= args.reps <= 50 or any(not 1 <= rate <= 200_000 for rate in args.rates):
             raise harness.BenchError("--reps must be 1 to 50 and each rate 1 to 200,000 arrivals/s")
         horde = harness.find_horde(args.horde)
+        if args.baseline_horde and not Path(args.baseline_horde).exists():
+            raise harness.BenchError(f"--baseline-horde {args.baseline_horde}: no such file", hint="the horde command of the other build")
         wrk2, wrk2_note = find_wrk2(args.wrk2, args.wrk2_src)
         if not wrk2:
             print(f"note: skipping {wrk2_note}", file=sys.stderr, flush=True)
@@ -304,10 +322,10 @@ def main(argv: list[str] | None = None) -> int:
                   f"{args.reps} x {args.seconds} s; generator on CPU {gen_cpu}, target on CPU {target_cpu}; load {load_before}", flush=True)
             versions = [harness.run_measured(procs, ["taskset", "-c", gen_cpu, horde, "--version"], env.work / f"version-{i}.log", timeout_s=60).cpu_s
                         for i in range(3)]
-            results = measure(env, wrk2, args.rates, args.reps, args.seconds)
+            results = measure(env, wrk2, args.rates, args.reps, args.seconds, args.baseline_horde)
             load_after = harness.load()
             text = render(results, command, env, wrk2_note, wrk2 is not None, started, load_before, load_after, args.reps, args.seconds,
-                          statistics.median(versions))
+                          statistics.median(versions), args.baseline_horde)
             for note in env.notes:
                 text += f"- note: {note}\n"
         print()
