@@ -4,6 +4,7 @@ cannot be missed (every request failing, a saturated generator, dropped arrivals
 from __future__ import annotations
 
 import io
+import threading
 from typing import Any
 
 from rich.console import Console
@@ -147,3 +148,18 @@ def test_a_second_without_a_response_shows_no_latency_rather_than_zero() -> None
         terminal.update(snap(1, [refused]))
         terminal.update(snap(2, [refused]))
     assert "no response in the last second" in panel.getvalue() and "0.00" not in panel.getvalue()
+
+
+def test_terminal_panel_is_redrawn_per_snapshot_not_on_a_timer() -> None:
+    # rich's auto-refresh would redraw the same panel 4 times a second from a thread of its own,
+    # CPU taken from the core the engine's worker may share (issue 22): the panel is redrawn when
+    # a snapshot comes, and when the stop is noted (so "stopping..." shows at once).
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=140, color_system=None)
+    view = LiveView(console, title="horde · p · run r", planned_duration_s=10, cpu_limit_percent=CPU_LIMIT)
+    with view:
+        assert not [thread for thread in threading.enumerate() if type(thread).__name__ == "_RefreshThread"]
+        view.update(snap(1, [step(50, 0, name="GET /x")]))
+        assert "GET /x" in out.getvalue()
+        view.note_stopping()
+        assert "stopping..." in out.getvalue()

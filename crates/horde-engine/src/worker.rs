@@ -312,6 +312,8 @@ async fn drive_open(state: Rc<WorkerState>, scenario: usize) {
     // and no VU may be added).
     let instances = state.shared.plan.endpoints.len();
     let idle: Idle = Rc::new(RefCell::new((0..instances).map(|_| Vec::new()).collect()));
+    // Every open-model VU this driver creates: its idle ones are woken to leave at the stop.
+    let mut everyone: Vec<Rc<ArrivalSlot>> = Vec::new();
     let mut fired = 0u64;
     let mut created = 0u64;
     let start = tokio::time::Instant::from_std(state.shared.start);
@@ -376,20 +378,21 @@ async fn drive_open(state: Rc<WorkerState>, scenario: usize) {
         let instance = ((fired * slots + slot) % instances as u64) as usize;
         fired += 1;
         let own = idle.borrow_mut()[instance].pop();
-        let vu = match own {
-            Some(vu) => Some((vu, false)),
+        let idle_vu = own.or_else(|| if created < capacity { None } else { idle.borrow_mut().iter_mut().find_map(Vec::pop) });
+        match idle_vu {
+            // An idle VU's task is parked on its slot: handing it the arrival wakes it.
+            Some(vu) => vu.hand(due.into_std()),
             None if created < capacity => {
+                // A new VU: a task of its own, which serves this arrival and then every arrival
+                // handed to it while it is idle (no task spawned per arrival).
                 created += 1;
                 state.vu_started();
                 let number = (created - 1) * slots + slot;
-                Some((Vu::for_instance(scenario_of(&state, scenario).vu_offset, number, instance), true))
-            }
-            None => idle.borrow_mut().iter_mut().find_map(Vec::pop).map(|vu| (vu, false)),
-        };
-        match vu {
-            Some((vu, fresh)) => {
-                let iteration = open_iteration(Rc::clone(&state), scenario, vu, fresh, due.into_std(), Rc::clone(&idle));
-                tokio::task::spawn_local(iteration);
+                let vu = Vu::for_instance(scenario_of(&state, scenario).vu_offset, number, instance);
+                let arrivals = Rc::new(ArrivalSlot::new(vu.instance()));
+                arrivals.hand(due.into_std());
+                everyone.push(Rc::clone(&arrivals));
+                tokio::task::spawn_local(open_vu(Rc::clone(&state), scenario, vu, arrivals, Rc::clone(&idle)));
             }
             None => state.recorder.borrow_mut().dropped_arrivals += 1,
         }
@@ -403,41 +406,92 @@ async fn drive_open(state: Rc<WorkerState>, scenario: usize) {
         }
         stopped.await;
     }
-    let leaving: Vec<Vu> = idle.borrow_mut().iter_mut().flat_map(|vus| vus.drain(..)).collect();
-    for mut vu in leaving {
-        let state = Rc::clone(&state);
-        tokio::task::spawn_local(async move {
-            vu.finish(&state, &scenario_of(&state, scenario).program).await;
-            state.vu_ended();
-        });
+    // Stopping: every VU's task is woken (a busy one's wake is noticed once its iteration ends);
+    // each leaves, its teardown run and its connection closed.
+    idle.borrow_mut().iter_mut().for_each(Vec::clear);
+    for vu in everyone {
+        vu.wake();
     }
 }
 
-/// One arrival's iteration. A fresh VU runs its setup first; the arrival's first request is
-/// still timed from its intended instant, so the setup's time shows as that request's latency.
-/// An open model's idle VUs, one list per instance of the target.
-type Idle = Rc<RefCell<Vec<Vec<Vu>>>>;
+/// An open model's idle VUs (the slots their tasks are parked on), one list per instance of the
+/// target.
+type Idle = Rc<RefCell<Vec<Vec<Rc<ArrivalSlot>>>>>;
 
-async fn open_iteration(state: Rc<WorkerState>, scenario: usize, mut vu: Vu, fresh: bool, intended: Instant, idle: Idle) {
-    let program = &scenario_of(&state, scenario).program;
-    state.busy_vus.set(state.busy_vus.get() + 1);
-    let usable = !fresh || vu.start(&state, program).await;
-    if usable {
-        vu.run_iteration(&state, program, Some(intended)).await;
-        state.recorder.borrow_mut().iterations += 1;
+/// Where the pacer hands an open-model VU its next arrival, and the waker of the VU's task
+/// parked there: one wake per arrival, instead of a task spawned (and its future moved and
+/// freed) per arrival.
+struct ArrivalSlot {
+    /// The instance of the target this VU talks to.
+    instance: usize,
+    /// The intended instant of the arrival handed to the VU, until it takes it.
+    due: Cell<Option<Instant>>,
+    waker: RefCell<Option<std::task::Waker>>,
+}
+
+impl ArrivalSlot {
+    fn new(instance: usize) -> Self {
+        Self { instance, due: Cell::new(None), waker: RefCell::new(None) }
     }
-    state.busy_vus.set(state.busy_vus.get() - 1);
-    if state.stopping.get() || !usable {
-        // The VU is done for good: its connection closes now rather than at the end of the run.
-        if usable {
-            vu.finish(&state, program).await;
+
+    /// Hands the VU an arrival due at `intended` and wakes its task.
+    fn hand(&self, intended: Instant) {
+        self.due.set(Some(intended));
+        self.wake();
+    }
+
+    fn wake(&self) {
+        if let Some(waker) = self.waker.borrow_mut().take() {
+            waker.wake();
         }
-        drop(vu);
-        state.vu_ended();
-    } else {
-        let instance = vu.instance();
-        idle.borrow_mut()[instance].push(vu);
     }
+
+    /// The next arrival handed to this VU, or `None` once `stopping` is set and none is.
+    async fn next(&self, stopping: &Cell<bool>) -> Option<Instant> {
+        std::future::poll_fn(|cx| {
+            if let Some(due) = self.due.take() {
+                return std::task::Poll::Ready(Some(due));
+            }
+            if stopping.get() {
+                return std::task::Poll::Ready(None);
+            }
+            *self.waker.borrow_mut() = Some(cx.waker().clone());
+            std::task::Poll::Pending
+        })
+        .await
+    }
+}
+
+/// One open-model VU for its whole life: it runs each arrival handed to it (its setup first, on
+/// the first), then goes back to the idle list and waits for the next; it leaves when the run
+/// stops or its setup failed. Each arrival's first request is timed from its intended instant,
+/// so the setup's time shows as that request's latency.
+async fn open_vu(state: Rc<WorkerState>, scenario: usize, mut vu: Vu, arrivals: Rc<ArrivalSlot>, idle: Idle) {
+    let program = &scenario_of(&state, scenario).program;
+    let mut fresh = true;
+    while let Some(intended) = arrivals.next(&state.stopping).await {
+        state.busy_vus.set(state.busy_vus.get() + 1);
+        let usable = !std::mem::take(&mut fresh) || vu.start(&state, program).await;
+        if usable {
+            vu.run_iteration(&state, program, Some(intended)).await;
+            state.recorder.borrow_mut().iterations += 1;
+        }
+        state.busy_vus.set(state.busy_vus.get() - 1);
+        if !usable {
+            // Its setup failed: the VU is done for good (no teardown, as before).
+            drop(vu);
+            state.vu_ended();
+            return;
+        }
+        if state.stopping.get() {
+            break;
+        }
+        idle.borrow_mut()[arrivals.instance].push(Rc::clone(&arrivals));
+    }
+    // The VU is done for good: its connection closes now rather than at the end of the run.
+    vu.finish(&state, program).await;
+    drop(vu);
+    state.vu_ended();
 }
 
 /// When a paced VU's next iteration starts: `pacing` after this one was *due*, however long it
@@ -466,6 +520,51 @@ async fn wait_until(state: &WorkerState, deadline: tokio::time::Instant) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_parked_open_vu_takes_each_arrival_handed_to_it_then_leaves_at_the_stop() {
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        LocalSet::new().block_on(&runtime, async {
+            let slot = Rc::new(ArrivalSlot::new(3));
+            let stopping = Rc::new(Cell::new(false));
+            let taken: Rc<RefCell<Vec<Option<Instant>>>> = Rc::default();
+            let start = Instant::now();
+            let at = |ms| start + Duration::from_millis(ms);
+            // Handed before the VU's task first runs: not lost.
+            slot.hand(at(1));
+            let task = tokio::task::spawn_local({
+                let (slot, stopping, taken) = (Rc::clone(&slot), Rc::clone(&stopping), Rc::clone(&taken));
+                async move {
+                    loop {
+                        let next = slot.next(&stopping).await;
+                        taken.borrow_mut().push(next);
+                        if next.is_none() {
+                            break;
+                        }
+                    }
+                }
+            });
+            tokio::task::yield_now().await;
+            assert_eq!(*taken.borrow(), vec![Some(at(1))]);
+            // Parked: nothing more until an arrival is handed, and then exactly that one.
+            tokio::task::yield_now().await;
+            assert_eq!(taken.borrow().len(), 1);
+            assert!(slot.waker.borrow().is_some(), "the parked task left its waker");
+            slot.hand(at(2));
+            tokio::task::yield_now().await;
+            assert_eq!(*taken.borrow(), vec![Some(at(1)), Some(at(2))]);
+            // A wake with nothing handed (the stop not yet set) is no arrival.
+            slot.wake();
+            tokio::task::yield_now().await;
+            assert_eq!(taken.borrow().len(), 2);
+            // An arrival handed before the stop is still served; then the VU leaves.
+            slot.hand(at(3));
+            stopping.set(true);
+            task.await.unwrap();
+            assert_eq!(*taken.borrow(), vec![Some(at(1)), Some(at(2)), Some(at(3)), None]);
+            assert_eq!(slot.instance, 3);
+        });
+    }
 
     #[test]
     fn pacing_counts_from_when_an_iteration_was_due() {

@@ -45,11 +45,16 @@ class LiveView:
         self.total_errors = 0
         self.stopping = False
         self._live: Live | None = None
+        #: The last snapshot shown on the terminal's panel (redrawn with "stopping..." at Ctrl-C).
+        self._last: Snapshot | None = None
         self._warned_kinds: set[str] = set()
 
     def __enter__(self) -> LiveView:
         if self.console.is_terminal:
-            self._live = Live(self._render(None), console=self.console, refresh_per_second=4, transient=False)
+            # Redrawn when there is something new (a snapshot, once a second; the stop), not on a
+            # timer: rich's auto-refresh redraws the same panel 4 times a second from a thread of
+            # its own, CPU taken from the core the engine's worker may share (issue 22).
+            self._live = Live(self._render(None), console=self.console, auto_refresh=False, transient=False)
             self._live.__enter__()
         elif self.open_ended:
             self.console.print(f"{self.title}: running until find-max has its answer (at most {self.planned_duration_s:g} s)",
@@ -65,7 +70,9 @@ class LiveView:
     def note_stopping(self) -> None:
         """Ctrl-C was pressed: say so until the run has drained."""
         self.stopping = True
-        if self._live is None:
+        if self._live is not None:
+            self._live.update(self._render(self._last), refresh=True)
+        else:
             self.console.print("stopping: no new iterations; in-flight requests are finishing (Ctrl-C again to stop now)")
 
     def note(self, message: str) -> None:
@@ -78,7 +85,8 @@ class LiveView:
         self.total_requests += requests
         self.total_errors += errors
         if self._live is not None:
-            self._live.update(self._render(snapshot))
+            self._last = snapshot
+            self._live.update(self._render(snapshot), refresh=True)
             return
         steering = snapshot.get("steering")
         if steering is not None and steering.get("method") == "find_max":
