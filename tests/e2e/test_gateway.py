@@ -78,6 +78,13 @@ def test_impaired_udp_pings_by_the_cli(horde_cli: HordeCli, target_process: Call
     shown = horde_cli.run("show", summary["run_id"], "--json")
     assert shown.returncode == 0, shown.stderr
     assert json.loads(shown.stdout)["steps"]["rtt"]["messages"] == messages
+    # And so does the HTML report, in its messages table.
+    report = horde_cli.tmp_path / "report.html"
+    written = horde_cli.run("report", summary["run_id"], "--output", str(report))
+    assert written.returncode == 0, written.stderr
+    html = report.read_text()
+    assert 'id="section-messages"' in html and 'data-step="rtt"' in html
+    assert f"<td>{messages['datagrams_sent']}</td>" in html
 
 
 def test_a_bad_message_plan_is_located(horde_cli: HordeCli) -> None:
