@@ -3,6 +3,12 @@ TCP, UDP and KCP, and the generator's CPU per message.
 
     .venv/bin/python bench/gateway.py                 # 2 repetitions x 5 s per transport (~1 min)
     .venv/bin/python bench/gateway.py --reps 3 --seconds 8 --vus 100
+    .venv/bin/python bench/gateway.py --connections 10000 --interval-ms 1000   # many idle-ish connections
+
+`--connections N`: instead, N TCP connections (opened over the first half of the run, two
+workers) each pinging every `--interval-ms`, held for the second half: errors, RTT and the
+generator's timer lateness (the worst second's p99; the issue's aim: under 10 ms at 10,000
+connections pinging every 100 ms) and its peak RSS.
 
 Method (as scenario.py): the generator (`horde run --workers 1`) and the gateway (`horde target
 --tcp-port 0 --udp-port 0 --kcp-port 0`) each pinned to a CPU; each VU pings in a loop without
@@ -106,11 +112,38 @@ def render(result: dict[str, Any], command: str, reps: int, seconds: int, vus: i
     return "\n".join(lines) + "\n"
 
 
+def measure_connections(env: harness.Env, connections: int, interval_ms: float, seconds: int) -> dict[str, Any]:
+    target_pid, ports = start_gateway(env)
+    document = {
+        "version": 1, "name": "gateway-connections", "graceful_stop_s": 3,
+        "target": {"base_url": f"tcp://127.0.0.1:{ports['tcp']}", "connect_timeout_ms": 10000},
+        "scenarios": [{"name": "pingers", "setup": [{"type": "connect", "name": "connect"}],
+                       "steps": [{"type": "ping", "name": "rtt", "reply_seq": "pong (\\d+)", "timeout_ms": 2000,
+                                  "think_time": {"type": "constant", "duration_ms": interval_ms}}],
+                       "workload": {"type": "closed", "start_vus": 0, "stages": [
+                           {"duration_s": seconds / 2, "vus": connections}, {"duration_s": seconds / 2, "vus": connections}]}}],
+    }
+    path = env.work / "connections.json"
+    path.write_text(json.dumps(document))
+    # Two workers: connections are spread over them as VUs are.
+    argv = ["taskset", "-c", env.gen_cpu, env.horde, "run", str(path), "--workers", "2", "--summary-json",
+            str(env.work / "connections.summary.json"), "--store", str(env.work / "store.sqlite")]
+    measured = harness.run_measured(env.procs, argv, env.work / "connections.log", timeout_s=seconds + 90, target_pid=target_pid)
+    summary = json.loads((env.work / "connections.summary.json").read_text())
+    rtt = summary["steps"]["rtt"]
+    return {"connections": summary["steps"]["connect"]["requests"], "connect_errors": summary["steps"]["connect"]["errors"],
+            "pings": rtt["requests"], "errors": rtt["errors"], "p50_ms": rtt["latency_ms"]["p50"], "p99_ms": rtt["latency_ms"]["p99"],
+            "timer_lateness_p99_ms": summary["generator"]["timer_lateness_p99_ms"], "maxrss_mb": measured.maxrss_kb / 1024,
+            "cpu_s": measured.cpu_s, "others_cores": measured.others_cores, "load": harness.load()}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--reps", type=int, default=2)
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--vus", type=int, default=50)
+    parser.add_argument("--connections", type=int, help="instead: this many TCP connections pinging every --interval-ms")
+    parser.add_argument("--interval-ms", type=float, default=100.0)
     parser.add_argument("--no-readme", action="store_true")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
     args = parser.parse_args(argv)
@@ -120,6 +153,17 @@ def main(argv: list[str] | None = None) -> int:
         gen_cpu, target_cpu, _notes = harness.pick_cpus()
         with tempfile.TemporaryDirectory(prefix="horde-bench-gateway-") as work:
             env = harness.Env(horde=horde, wrk="", gen_cpu=gen_cpu, target_cpu=target_cpu, work=Path(work), procs=procs)
+            if args.connections:
+                held = measure_connections(env, args.connections, args.interval_ms, max(args.seconds, 10))
+                text = (f"`{harness.command_line(__file__, argv)}`: {held['connections']:,} TCP connections "
+                        f"({held['connect_errors']} failed) pinging every {args.interval_ms:g} ms: {held['pings']:,} pings, "
+                        f"{held['errors']} errors, RTT p50 {held['p50_ms']:.2f} ms p99 {held['p99_ms']:.2f} ms, timer lateness "
+                        f"p99 (worst second) {held['timer_lateness_p99_ms']:.1f} ms, peak RSS {held['maxrss_mb']:.0f} MB, "
+                        f"generator CPU {held['cpu_s']:.1f} s; others' cores {held['others_cores']:.2f}, load {held['load']}\n")
+                print(text)
+                if not args.no_readme:
+                    harness.write_readme_block("gateway-connections", text, section="Game gateways")
+                return 0
             result = measure(env, args.reps, args.seconds, args.vus)
         text = render(result, harness.command_line(__file__, argv), args.reps, args.seconds, args.vus)
         print(text)
