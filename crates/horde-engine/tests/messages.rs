@@ -275,3 +275,17 @@ fn a_gateway_that_stops_reading_times_sends_out_and_the_connection_is_replaced()
     assert!(support::connections_opened(&snapshots) >= timeouts, "a half-written frame's connection is not reused");
     held.join().unwrap();
 }
+
+#[test]
+fn the_open_model_pings_once_per_arrival() {
+    let gateway = gateway(GatewayFraming::Newline);
+    let url = format!("udp://{}", gateway.udp_addr.unwrap());
+    let (rate, seconds) = (60.0, 1.55);
+    let steps = json!([{"type": "ping", "name": "rtt", "reply_seq": "pong (\\d+)"}]);
+    let plan = scenario_plan(&url, json!({"steps": steps, "workload": support::open_burst(rate, seconds, 10)}));
+    let snapshots = run_to_end(&plan, 1);
+    let arrivals = support::burst_arrivals(rate, seconds);
+    assert_eq!(step_requests(&snapshots, "rtt"), arrivals);
+    assert_eq!(step_ok(&snapshots, "rtt"), arrivals);
+    assert_eq!(support::iterations(&snapshots), arrivals);
+}
