@@ -16,16 +16,21 @@ pausing (`ping` steps: one message out, its reply in), so the rate is what one c
 that many messages in flight. Each repetition runs each transport for N seconds and for 1
 second; CPU from wait4()'s rusage of the generator process itself (its Python control plane
 included), start-up corrected: (CPU_N - CPU_1) / (messages_N - messages_1), messages counting
-both ways. Figures go to bench/README.md ("Game gateways"). No reference client is measured
-beside it yet (a small C or Rust echo client: left to do).
+both ways. Beside each TCP and UDP figure, the reference: `ping_client` (a plain Rust client,
+`crates/horde-target/examples/ping_client.rs`, built by this script with cargo: the same pings
+with nothing else, on one current-thread runtime), measured the same way; the ratio is Horde's
+CPU per message over the reference's. Figures go to bench/README.md ("Game gateways").
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -55,6 +60,28 @@ def start_gateway(env: harness.Env) -> tuple[int, dict[str, int]]:
     raise harness.BenchError("the gateway did not start", hint=f"its output: {log.read_text(errors='replace')[-500:]!r}")
 
 
+def build_reference() -> str:
+    """Builds the reference client (release) and returns its path."""
+    cargo = shutil.which("cargo")
+    if cargo is None:
+        raise harness.BenchError("cargo was not found: the reference client is built with it", hint="install Rust with rustup")
+    built = subprocess.run([cargo, "build", "--release", "--quiet", "-p", "horde-target", "--example", "ping_client"],
+                           cwd=harness.REPO, capture_output=True, text=True, timeout=900, check=False)
+    if built.returncode != 0:
+        raise harness.BenchError("the reference client did not build", hint=built.stderr[-800:])
+    return str(harness.REPO / "target" / "release" / "examples" / "ping_client")
+
+
+def reference_run(env: harness.Env, client: str, transport: str, port: int, vus: int, seconds: int, tag: str,
+                  target_pid: int) -> tuple[harness.Measured, int]:
+    log = env.work / f"{tag}.log"
+    argv = ["taskset", "-c", env.gen_cpu, client, transport, f"127.0.0.1:{port}", str(vus), str(seconds)]
+    measured = harness.run_measured(env.procs, argv, log, timeout_s=seconds + 60, target_pid=target_pid)
+    if measured.rc != 0:
+        raise harness.BenchError(f"the reference client ended with exit code {measured.rc}", hint=log.read_text(errors="replace")[-500:])
+    return measured, int(json.loads(log.read_text().strip().splitlines()[-1])["messages"])
+
+
 def plan(env: harness.Env, transport: str, port: int, vus: int, seconds: int) -> Path:
     target: dict[str, Any] = {"base_url": f"{transport}://127.0.0.1:{port}"}
     if transport == "kcp":
@@ -75,6 +102,7 @@ def messages_of(summary: dict[str, Any]) -> int:
 
 
 def measure(env: harness.Env, reps: int, seconds: int, vus: int) -> dict[str, Any]:
+    client = build_reference()
     target_pid, ports = start_gateway(env)
     results: dict[str, list[dict[str, float]]] = {transport: [] for transport in TRANSPORTS}
     for rep in range(reps):
@@ -85,7 +113,18 @@ def measure(env: harness.Env, reps: int, seconds: int, vus: int) -> dict[str, An
                                                          1, f"{transport}-{rep}-short", target_pid)
             messages_long, messages_short = messages_of(long_summary), messages_of(short_summary)
             rtt = long_summary["steps"]["rtt"]
+            reference: dict[str, float] = {"reference_messages_per_s": math.nan, "reference_cpu_us_per_message": math.nan}
+            if transport in ("tcp", "udp"):
+                ref_long, ref_messages_long = reference_run(env, client, transport, ports[transport], vus, seconds,
+                                                            f"ref-{transport}-{rep}-long", target_pid)
+                ref_short, ref_messages_short = reference_run(env, client, transport, ports[transport], vus, 1,
+                                                              f"ref-{transport}-{rep}-short", target_pid)
+                reference = {
+                    "reference_messages_per_s": ref_messages_long / max(ref_long.wall_s, 1e-9),
+                    "reference_cpu_us_per_message": 1e6 * (ref_long.cpu_s - ref_short.cpu_s) / max(ref_messages_long - ref_messages_short, 1),
+                }
             results[transport].append({
+                **reference,
                 "messages_per_s": messages_long / max(long_summary["duration_s"], 1e-9),
                 "cpu_us_per_message": 1e6 * (long_run.cpu_s - short_run.cpu_s) / max(messages_long - messages_short, 1),
                 "p50_ms": rtt["latency_ms"]["p50"], "p99_ms": rtt["latency_ms"]["p99"],
@@ -100,13 +139,16 @@ def render(result: dict[str, Any], command: str, reps: int, seconds: int, vus: i
         f"`{command}` — {reps} repetitions × {seconds} s, {vus} VUs pinging without pause, one worker; "
         f"machine: {result['machine']['nproc']} CPUs ({result['machine']['model']}), load {result['load']}",
         "",
-        "| transport | messages/s (both ways) | generator CPU µs/message | RTT p50 ms | RTT p99 ms | errors | gateway cores | others' cores |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| transport | messages/s (both ways) | generator CPU µs/message | reference messages/s | reference µs/message | ratio | RTT p50 ms | RTT p99 ms | errors | gateway cores | others' cores |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for transport, runs in result["results"].items():
         median = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+        has_reference = not math.isnan(median["reference_cpu_us_per_message"])
+        reference = (f"{median['reference_messages_per_s']:,.0f} | {median['reference_cpu_us_per_message']:.1f} | "
+                     f"{median['cpu_us_per_message'] / median['reference_cpu_us_per_message']:.2f}×" if has_reference else "- | - | -")
         lines.append(
-            f"| {transport} | {median['messages_per_s']:,.0f} | {median['cpu_us_per_message']:.1f} | {median['p50_ms']:.2f} | "
+            f"| {transport} | {median['messages_per_s']:,.0f} | {median['cpu_us_per_message']:.1f} | {reference} | {median['p50_ms']:.2f} | "
             f"{median['p99_ms']:.2f} | {median['errors']:.0f} | {median['gateway_cores']:.2f} | {median['others_cores']:.2f} |"
         )
     return "\n".join(lines) + "\n"
