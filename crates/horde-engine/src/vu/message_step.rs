@@ -4,7 +4,8 @@
 use super::{Flow, InFlight, Vu};
 use crate::interpreter::{body_prefix, ResponseView, Text};
 use crate::message::{
-    decode_base64, decode_hex, reply_number, MessageAction, MessageConnection, MessageNode, PayloadNode, ReceiveNode, Received,
+    decode_base64, decode_hex, reply_number, MessageAction, MessageConnection, MessageNode, MessageText, PayloadNode, ReceiveNode,
+    Received,
 };
 use crate::worker_state::WorkerState;
 use horde_metrics::ErrorKind;
@@ -206,10 +207,17 @@ impl Vu {
     }
 
     /// A template rendered with `seq`, the message's number, besides the VU's own context.
-    fn render_text_with_seq(&mut self, state: &WorkerState, text: &Text, seq: u64) -> Result<Vec<u8>, StepError> {
+    fn render_text_with_seq(&mut self, state: &WorkerState, text: &MessageText, seq: u64) -> Result<Vec<u8>, StepError> {
         let template = match text {
-            Text::Fixed(fixed) => return Ok(fixed.clone().into_bytes()),
-            Text::Template(template) => template,
+            MessageText::Seq { prefix, suffix } => {
+                let mut message = Vec::with_capacity(prefix.len() + 20 + suffix.len());
+                message.extend_from_slice(prefix.as_bytes());
+                message.extend_from_slice(seq.to_string().as_bytes());
+                message.extend_from_slice(suffix.as_bytes());
+                return Ok(message);
+            }
+            MessageText::Text(Text::Fixed(fixed)) => return Ok(fixed.clone().into_bytes()),
+            MessageText::Text(Text::Template(template)) => template,
         };
         let context = self.context_with_seq(state, seq);
         Self::render(state, &context, &template.name).map(String::into_bytes).ok_or_else(|| template_failed("the message"))
