@@ -3,6 +3,12 @@ TCP, UDP and KCP, and the generator's CPU per message.
 
     .venv/bin/python bench/gateway.py                 # 2 repetitions x 5 s per transport (~1 min)
     .venv/bin/python bench/gateway.py --reps 3 --seconds 8 --vus 100
+    .venv/bin/python bench/gateway.py --connections 10000 --interval-ms 1000   # many idle-ish connections
+
+`--connections N`: instead, N TCP connections (opened over the first half of the run, two
+workers) each pinging every `--interval-ms`, held for the second half: errors, RTT and the
+generator's timer lateness (the worst second's p99; the issue's aim: under 10 ms at 10,000
+connections pinging every 100 ms) and its peak RSS.
 
 Method (as scenario.py): the generator (`horde run --workers 1`) and the gateway (`horde target
 --tcp-port 0 --udp-port 0 --kcp-port 0`) each pinned to a CPU; each VU pings in a loop without
@@ -10,16 +16,21 @@ pausing (`ping` steps: one message out, its reply in), so the rate is what one c
 that many messages in flight. Each repetition runs each transport for N seconds and for 1
 second; CPU from wait4()'s rusage of the generator process itself (its Python control plane
 included), start-up corrected: (CPU_N - CPU_1) / (messages_N - messages_1), messages counting
-both ways. Figures go to bench/README.md ("Game gateways"). No reference client is measured
-beside it yet (a small C or Rust echo client: left to do).
+both ways. Beside each TCP and UDP figure, the reference: `ping_client` (a plain Rust client,
+`crates/horde-target/examples/ping_client.rs`, built by this script with cargo: the same pings
+with nothing else, on one current-thread runtime), measured the same way; the ratio is Horde's
+CPU per message over the reference's. Figures go to bench/README.md ("Game gateways").
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -49,6 +60,28 @@ def start_gateway(env: harness.Env) -> tuple[int, dict[str, int]]:
     raise harness.BenchError("the gateway did not start", hint=f"its output: {log.read_text(errors='replace')[-500:]!r}")
 
 
+def build_reference() -> str:
+    """Builds the reference client (release) and returns its path."""
+    cargo = shutil.which("cargo")
+    if cargo is None:
+        raise harness.BenchError("cargo was not found: the reference client is built with it", hint="install Rust with rustup")
+    built = subprocess.run([cargo, "build", "--release", "--quiet", "-p", "horde-target", "--example", "ping_client"],
+                           cwd=harness.REPO, capture_output=True, text=True, timeout=900, check=False)
+    if built.returncode != 0:
+        raise harness.BenchError("the reference client did not build", hint=built.stderr[-800:])
+    return str(harness.REPO / "target" / "release" / "examples" / "ping_client")
+
+
+def reference_run(env: harness.Env, client: str, transport: str, port: int, vus: int, seconds: int, tag: str,
+                  target_pid: int) -> tuple[harness.Measured, int]:
+    log = env.work / f"{tag}.log"
+    argv = ["taskset", "-c", env.gen_cpu, client, transport, f"127.0.0.1:{port}", str(vus), str(seconds)]
+    measured = harness.run_measured(env.procs, argv, log, timeout_s=seconds + 60, target_pid=target_pid)
+    if measured.rc != 0:
+        raise harness.BenchError(f"the reference client ended with exit code {measured.rc}", hint=log.read_text(errors="replace")[-500:])
+    return measured, int(json.loads(log.read_text().strip().splitlines()[-1])["messages"])
+
+
 def plan(env: harness.Env, transport: str, port: int, vus: int, seconds: int) -> Path:
     target: dict[str, Any] = {"base_url": f"{transport}://127.0.0.1:{port}"}
     if transport == "kcp":
@@ -69,6 +102,7 @@ def messages_of(summary: dict[str, Any]) -> int:
 
 
 def measure(env: harness.Env, reps: int, seconds: int, vus: int) -> dict[str, Any]:
+    client = build_reference()
     target_pid, ports = start_gateway(env)
     results: dict[str, list[dict[str, float]]] = {transport: [] for transport in TRANSPORTS}
     for rep in range(reps):
@@ -79,7 +113,18 @@ def measure(env: harness.Env, reps: int, seconds: int, vus: int) -> dict[str, An
                                                          1, f"{transport}-{rep}-short", target_pid)
             messages_long, messages_short = messages_of(long_summary), messages_of(short_summary)
             rtt = long_summary["steps"]["rtt"]
+            reference: dict[str, float] = {"reference_messages_per_s": math.nan, "reference_cpu_us_per_message": math.nan}
+            if transport in ("tcp", "udp"):
+                ref_long, ref_messages_long = reference_run(env, client, transport, ports[transport], vus, seconds,
+                                                            f"ref-{transport}-{rep}-long", target_pid)
+                ref_short, ref_messages_short = reference_run(env, client, transport, ports[transport], vus, 1,
+                                                              f"ref-{transport}-{rep}-short", target_pid)
+                reference = {
+                    "reference_messages_per_s": ref_messages_long / max(ref_long.wall_s, 1e-9),
+                    "reference_cpu_us_per_message": 1e6 * (ref_long.cpu_s - ref_short.cpu_s) / max(ref_messages_long - ref_messages_short, 1),
+                }
             results[transport].append({
+                **reference,
                 "messages_per_s": messages_long / max(long_summary["duration_s"], 1e-9),
                 "cpu_us_per_message": 1e6 * (long_run.cpu_s - short_run.cpu_s) / max(messages_long - messages_short, 1),
                 "p50_ms": rtt["latency_ms"]["p50"], "p99_ms": rtt["latency_ms"]["p99"],
@@ -94,16 +139,44 @@ def render(result: dict[str, Any], command: str, reps: int, seconds: int, vus: i
         f"`{command}` — {reps} repetitions × {seconds} s, {vus} VUs pinging without pause, one worker; "
         f"machine: {result['machine']['nproc']} CPUs ({result['machine']['model']}), load {result['load']}",
         "",
-        "| transport | messages/s (both ways) | generator CPU µs/message | RTT p50 ms | RTT p99 ms | errors | gateway cores | others' cores |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| transport | messages/s (both ways) | generator CPU µs/message | reference messages/s | reference µs/message | ratio | RTT p50 ms | RTT p99 ms | errors | gateway cores | others' cores |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for transport, runs in result["results"].items():
         median = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+        has_reference = not math.isnan(median["reference_cpu_us_per_message"])
+        reference = (f"{median['reference_messages_per_s']:,.0f} | {median['reference_cpu_us_per_message']:.1f} | "
+                     f"{median['cpu_us_per_message'] / median['reference_cpu_us_per_message']:.2f}×" if has_reference else "- | - | -")
         lines.append(
-            f"| {transport} | {median['messages_per_s']:,.0f} | {median['cpu_us_per_message']:.1f} | {median['p50_ms']:.2f} | "
+            f"| {transport} | {median['messages_per_s']:,.0f} | {median['cpu_us_per_message']:.1f} | {reference} | {median['p50_ms']:.2f} | "
             f"{median['p99_ms']:.2f} | {median['errors']:.0f} | {median['gateway_cores']:.2f} | {median['others_cores']:.2f} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def measure_connections(env: harness.Env, connections: int, interval_ms: float, seconds: int) -> dict[str, Any]:
+    target_pid, ports = start_gateway(env)
+    document = {
+        "version": 1, "name": "gateway-connections", "graceful_stop_s": 3,
+        "target": {"base_url": f"tcp://127.0.0.1:{ports['tcp']}", "connect_timeout_ms": 10000},
+        "scenarios": [{"name": "pingers", "setup": [{"type": "connect", "name": "connect"}],
+                       "steps": [{"type": "ping", "name": "rtt", "reply_seq": "pong (\\d+)", "timeout_ms": 2000,
+                                  "think_time": {"type": "constant", "duration_ms": interval_ms}}],
+                       "workload": {"type": "closed", "start_vus": 0, "stages": [
+                           {"duration_s": seconds / 2, "vus": connections}, {"duration_s": seconds / 2, "vus": connections}]}}],
+    }
+    path = env.work / "connections.json"
+    path.write_text(json.dumps(document))
+    # Two workers: connections are spread over them as VUs are.
+    argv = ["taskset", "-c", env.gen_cpu, env.horde, "run", str(path), "--workers", "2", "--summary-json",
+            str(env.work / "connections.summary.json"), "--store", str(env.work / "store.sqlite")]
+    measured = harness.run_measured(env.procs, argv, env.work / "connections.log", timeout_s=seconds + 90, target_pid=target_pid)
+    summary = json.loads((env.work / "connections.summary.json").read_text())
+    rtt = summary["steps"]["rtt"]
+    return {"connections": summary["steps"]["connect"]["requests"], "connect_errors": summary["steps"]["connect"]["errors"],
+            "pings": rtt["requests"], "errors": rtt["errors"], "p50_ms": rtt["latency_ms"]["p50"], "p99_ms": rtt["latency_ms"]["p99"],
+            "timer_lateness_p99_ms": summary["generator"]["timer_lateness_p99_ms"], "maxrss_mb": measured.maxrss_kb / 1024,
+            "cpu_s": measured.cpu_s, "others_cores": measured.others_cores, "load": harness.load()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -111,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=2)
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--vus", type=int, default=50)
+    parser.add_argument("--connections", type=int, help="instead: this many TCP connections pinging every --interval-ms")
+    parser.add_argument("--interval-ms", type=float, default=100.0)
     parser.add_argument("--no-readme", action="store_true")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
     args = parser.parse_args(argv)
@@ -120,6 +195,17 @@ def main(argv: list[str] | None = None) -> int:
         gen_cpu, target_cpu, _notes = harness.pick_cpus()
         with tempfile.TemporaryDirectory(prefix="horde-bench-gateway-") as work:
             env = harness.Env(horde=horde, wrk="", gen_cpu=gen_cpu, target_cpu=target_cpu, work=Path(work), procs=procs)
+            if args.connections:
+                held = measure_connections(env, args.connections, args.interval_ms, max(args.seconds, 10))
+                text = (f"`{harness.command_line(__file__, argv)}`: {held['connections']:,} TCP connections "
+                        f"({held['connect_errors']} failed) pinging every {args.interval_ms:g} ms: {held['pings']:,} pings, "
+                        f"{held['errors']} errors, RTT p50 {held['p50_ms']:.2f} ms p99 {held['p99_ms']:.2f} ms, timer lateness "
+                        f"p99 (worst second) {held['timer_lateness_p99_ms']:.1f} ms, peak RSS {held['maxrss_mb']:.0f} MB, "
+                        f"generator CPU {held['cpu_s']:.1f} s; others' cores {held['others_cores']:.2f}, load {held['load']}\n")
+                print(text)
+                if not args.no_readme:
+                    harness.write_readme_block("gateway-connections", text, section="Game gateways")
+                return 0
             result = measure(env, args.reps, args.seconds, args.vus)
         text = render(result, harness.command_line(__file__, argv), args.reps, args.seconds, args.vus)
         print(text)

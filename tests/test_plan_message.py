@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from horde import _engine
+import horde
+from horde import _engine, check, closed, extract, message, scenario, stage
 from horde.errors import PlanInvalid
 from horde.plan import plan_from_dict, plan_to_json
 from horde.plan.loader import load_plan
@@ -94,3 +95,25 @@ def test_both_sides_refuse_the_same_mistakes(change: dict[str, Any], location: s
     # The engine, given the same JSON as written (no pydantic in front), refuses it too.
     problems = _engine.validate_plan(json.dumps(plan))
     assert any(path.startswith(location) for path, _ in problems), problems
+
+
+def test_the_builder_writes_the_same_message_plan() -> None:
+    built = horde.plan(
+        "plan",
+        base_url="tcp://127.0.0.1:7000",
+        framing={"type": "length", "bytes": 4, "endian": "little", "adjust": 4},
+        scenarios=[scenario(
+            "robots",
+            setup=[message.connect("connect")],
+            steps=[
+                message.send("join", json={"room": "r{{ vu % 3 }}", "seq": "{{ seq }}"}),
+                message.receive("joined", json_path="$.room", timeout_ms=500, extract=[extract.json("room", "$.room")],
+                                checks=[check.json("$.ok", equals=True)]),
+                message.stream("move", base64="bW92ZQ==", every_ms=50, duration_ms=1000),
+                message.ping("rtt", "ping {{ seq }} {{ room }}", reply_seq="pong (\\d+)"),
+                message.close(),
+            ],
+            workload=closed([stage(1, vus=2)]),
+        )],
+    )
+    assert plan_to_json(built) == plan_to_json(plan_from_dict(ROBOTS))

@@ -632,3 +632,24 @@ def test_the_dashboard_imports_with_a_datasource_input_and_variables() -> None:
         assert all('run="$run"' in target["expr"] for target in panel["targets"]), panel["title"]
         position = panel["gridPos"]
         assert position["x"] + position["w"] <= 24
+
+
+def test_message_steps_count_their_messages_by_direction() -> None:
+    from horde._engine import histogram_from_values
+    from horde.sinks.prometheus import PrometheusExporter
+
+    exporter = PrometheusExporter("r1", "gateway", cpu_limit_percent=90.0)
+    counts = {"sent": 3, "received": 2, "datagrams_sent": 3, "datagrams_received": 2, "late": 1, "retransmitted": 4}
+    entry = {"scenario": "s", "step": "rtt", "kind": "request", "requests": 3, "ok": 2, "errors": {"lost": 1},
+             "bytes_sent": 30, "bytes_received": 20, "histogram": histogram_from_values([1000, 2000]), "messages": counts}
+    http = {**entry, "step": "home", "messages": None}
+    http.pop("messages")
+    base = {"elapsed_s": 1.0, "interval_s": 1.0, "final": False, "active_vus": 1, "busy_vus": 1, "iterations": 1,
+            "dropped_arrivals": 0, "connections_opened": 1, "target_vus": 1, "target_rate_per_s": None,
+            "cpu_percent": 1.0, "timer_lateness_p99_ms": 0.1}
+    for second in (1, 2):
+        exporter.update({**base, "second": second, "steps": [entry, http]})
+    lines = [line for line in exporter.render().splitlines() if line.startswith("horde_messages_total")]
+    assert len(lines) == len(counts), "the HTTP step has no message series"
+    for counter, value in counts.items():
+        assert f'step="rtt",step_kind="request",counter="{counter}"}} {2 * value}' in "\n".join(lines), counter

@@ -103,8 +103,9 @@ def test_the_two_files_use_every_construct_of_the_language() -> None:
     loaded = load_plan(YAML_PLAN)
     wire = json.loads(plan_to_json(loaded))
     steps = [step for s in loaded.scenarios for step in s.all_steps()]
-    # SQL steps need a postgresql:// target: tests/test_sql.py uses them.
-    assert {step.type for step in steps} == set(STEP_TYPES) - {"sql"}
+    # SQL steps need a postgresql:// target (tests/test_sql.py uses them), message steps a
+    # tcp://, udp:// or kcp:// one (tests/test_plan_message.py, tests/e2e/test_gateway.py).
+    assert {step.type for step in steps} == set(STEP_TYPES) - {"sql", "connect", "send", "receive", "ping", "stream", "close"}
     https = [step for step in steps if isinstance(step, HttpStep)]
     assert {e.from_ for step in https for e in step.extract} == {"json", "regex", "header", "status"}
     assert {e.pick for step in https for e in step.extract} == {"first", "random", "all"}

@@ -78,6 +78,13 @@ def test_impaired_udp_pings_by_the_cli(horde_cli: HordeCli, target_process: Call
     shown = horde_cli.run("show", summary["run_id"], "--json")
     assert shown.returncode == 0, shown.stderr
     assert json.loads(shown.stdout)["steps"]["rtt"]["messages"] == messages
+    # And so does the HTML report, in its messages table.
+    report = horde_cli.tmp_path / "report.html"
+    written = horde_cli.run("report", summary["run_id"], "--output", str(report))
+    assert written.returncode == 0, written.stderr
+    html = report.read_text()
+    assert 'id="section-messages"' in html and 'data-step="rtt"' in html
+    assert f"<td>{messages['datagrams_sent']}</td>" in html
 
 
 def test_a_bad_message_plan_is_located(horde_cli: HordeCli) -> None:
@@ -98,3 +105,27 @@ def test_a_bad_message_plan_is_located(horde_cli: HordeCli) -> None:
     for located in ("target.framing.bytes", "scenarios[0].steps[0]", "the ping must carry its number", "scenarios[0].steps[1]",
                     "needs exactly one of 'text', 'hex', 'base64' or 'json'"):
         assert located in output, output
+
+
+def test_capacity_in_players_counts_messages(horde_cli: HordeCli, target_process: Callable[..., int]) -> None:
+    tcp_port, _ = gateway_ports(target_process)
+    plan = write(horde_cli.tmp_path, f"""\
+        version: 1
+        target: {{base_url: "tcp://127.0.0.1:{tcp_port}"}}
+        scenarios:
+          - name: robots
+            steps:
+              - {{type: ping, name: rtt, reply_seq: "pong (\\\\d+)", think_time: {{type: constant, duration_ms: 10}}}}
+            workload: {{type: closed, start_vus: 4, stages: [{{duration_s: 2, vus: 4}}]}}
+        """)
+    summary_path = horde_cli.tmp_path / "summary.json"
+    result = horde_cli.run("run", str(plan), "--per-user-rate", "43", "--summary-json", str(summary_path), timeout=60)
+    assert result.returncode == 0, result.stderr
+    summary: dict[str, Any] = json.loads(summary_path.read_text())
+    capacity = summary["capacity"]
+    messages = summary["messages"]
+    # The maximum is the run's messages a second, both ways; players = that / 43 (the report's arithmetic).
+    assert capacity["rate_unit"] == "messages/s"
+    assert capacity["max_messages_per_s"] == round(messages["sent_per_s"] + messages["received_per_s"], 3)
+    assert capacity["users_supported"] == math.floor(capacity["max_messages_per_s"] / 43)
+    assert "users supported at 43 messages/s each" in result.stdout, result.stdout

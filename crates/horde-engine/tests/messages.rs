@@ -248,3 +248,44 @@ fn kcp_delivers_every_ping_under_ten_percent_loss_each_way() {
     // The report's figure: KCP kept the RTT under 300 ms at this loss.
     assert!(p99 < 300.0, "p99 {p99} ms");
 }
+
+#[test]
+fn a_gateway_that_stops_reading_times_sends_out_and_the_connection_is_replaced() {
+    // Accepts and never reads: the socket buffers fill, then each send waits until the request timeout.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let held = std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        listener.set_nonblocking(true).unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(6);
+        while std::time::Instant::now() < deadline {
+            if let Ok((stream, _)) = listener.accept() {
+                kept.push(stream);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    });
+    let big = "x".repeat(256 * 1024);
+    let steps = json!([{"type": "send", "name": "flood", "text": big}]);
+    let mut plan = scenario_plan(&format!("tcp://{address}"), json!({"steps": steps, "workload": closed_value(1, 2.0)}));
+    plan.target.request_timeout_ms = 300.0;
+    let snapshots = run_to_end(&plan, 1);
+    let timeouts = step_errors(&snapshots, "flood", "timeout");
+    assert!(timeouts >= 2, "{:?}", support::step_error_kinds(&snapshots, "flood"));
+    assert!(support::connections_opened(&snapshots) >= timeouts, "a half-written frame's connection is not reused");
+    held.join().unwrap();
+}
+
+#[test]
+fn the_open_model_pings_once_per_arrival() {
+    let gateway = gateway(GatewayFraming::Newline);
+    let url = format!("udp://{}", gateway.udp_addr.unwrap());
+    let (rate, seconds) = (60.0, 1.55);
+    let steps = json!([{"type": "ping", "name": "rtt", "reply_seq": "pong (\\d+)"}]);
+    let plan = scenario_plan(&url, json!({"steps": steps, "workload": support::open_burst(rate, seconds, 10)}));
+    let snapshots = run_to_end(&plan, 1);
+    let arrivals = support::burst_arrivals(rate, seconds);
+    assert_eq!(step_requests(&snapshots, "rtt"), arrivals);
+    assert_eq!(step_ok(&snapshots, "rtt"), arrivals);
+    assert_eq!(support::iterations(&snapshots), arrivals);
+}

@@ -97,7 +97,7 @@ def run(
     precision: Annotated[Optional[float], typer.Option("--precision", help="find-max's search: stop once the knee is bracketed within this percent (3)", rich_help_panel="Steering")] = None,
     limit: Annotated[Optional[float], typer.Option("--limit", help="steering: never go above this level", rich_help_panel="Steering")] = None,
     latency_limit_ms: Annotated[Optional[float], typer.Option("--latency-limit-ms", help="find-max: saturated once the percentile passes this", rich_help_panel="Steering")] = None,
-    per_user_rate: Annotated[Optional[float], typer.Option("--per-user-rate", help="requests/s one user makes: capacity in users", rich_help_panel="Capacity")] = None,
+    per_user_rate: Annotated[Optional[float], typer.Option("--per-user-rate", help="requests/s one user makes (against a tcp://, udp:// or kcp:// target: messages/s, sent and received): capacity in users", rich_help_panel="Capacity")] = None,
     peak_rps: Annotated[Optional[float], typer.Option("--peak-rps", help="the peak to serve, req/s: instances needed", rich_help_panel="Capacity")] = None,
     peak_users: Annotated[Optional[float], typer.Option("--peak-users", help="the peak to serve, users (with --per-user-rate)", rich_help_panel="Capacity")] = None,
     headroom: Annotated[float, typer.Option("--headroom", help="percent of each instance kept free at the peak", rich_help_panel="Capacity")] = 20.0,

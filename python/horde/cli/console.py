@@ -266,6 +266,8 @@ def _render_capacity(console: Console, capacity: dict[str, Any]) -> None:
         if capacity.get("level_at_max") is not None:
             line += f" (level {capacity['level_at_max']:,.6g} {unit})"
         lines.append(line)
+        if capacity.get("max_messages_per_s") is not None:
+            lines.append(f"messages at that level: {capacity['max_messages_per_s']:,.1f}/s, sent and received")
     else:
         lines.append("no level held: no maximum found")
     if capacity.get("method") == "target_response_time":
@@ -282,9 +284,10 @@ def _render_capacity(console: Console, capacity: dict[str, Any]) -> None:
     if broke:
         lines.append(f"what broke first: {broke['sentence']}")
     if capacity.get("users_supported") is not None:
-        lines.append(f"users supported at {capacity['per_user_rate']:g} req/s each: {capacity['users_supported']:,}")
+        rate_unit = "messages/s" if capacity.get("rate_unit") == "messages/s" else "req/s"
+        lines.append(f"users supported at {capacity['per_user_rate']:g} {rate_unit} each: {capacity['users_supported']:,}")
     if capacity.get("instances_needed") is not None:
-        lines.append(f"instances for a peak of {capacity['peak_rps']:,.1f} req/s with {capacity['headroom_percent']:g} % "
+        lines.append(f"instances for a peak of {capacity['peak_rps']:,.1f} {'messages/s' if capacity.get('rate_unit') else 'req/s'} with {capacity['headroom_percent']:g} % "
                      f"headroom: {capacity['instances_needed']}")
     if capacity.get("bracket_percent") is not None and capacity.get("method") == "find_max":
         lines.append(f"the knee lies within {capacity['bracket_percent']:g} % above it "

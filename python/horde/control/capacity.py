@@ -9,6 +9,14 @@ The arithmetic engineers did by hand in the field reports (450,000 packets/s ÷ 
 >>> block["users_supported"], block["peak_rps"], block["instances_needed"]
 (15384, 19500.0, 13)
 
+A gateway's maximum is in messages (``max_messages_per_s``: sent and received, the gateway's
+packets in and out), and so is its per-user rate, as in the report:
+
+>>> block = capacity_block({"method": "find_max", "max_rps": 900.0, "max_messages_per_s": 450_000.0},
+...                        CapacityQuestion(per_user_rate=43))
+>>> block["users_supported"], block["rate_unit"]
+(10465, 'messages/s')
+
 ``instances_needed`` assumes instances add up linearly; ``horde scale`` measures how far they do.
 """
 
@@ -61,6 +69,9 @@ def capacity_block(found: dict[str, Any], question: CapacityQuestion | None) -> 
     """``found`` (a steering's result, at least ``max_rps``) with the answers to ``question``."""
     block = dict(found)
     max_rps = found.get("max_rps")
+    if found.get("max_messages_per_s"):
+        max_rps = found["max_messages_per_s"]
+        block["rate_unit"] = "messages/s"
     if question is None or not max_rps:
         return block
     if question.per_user_rate is not None:
@@ -69,7 +80,7 @@ def capacity_block(found: dict[str, Any], question: CapacityQuestion | None) -> 
     peak = question.peak
     if peak is not None:
         usable = max_rps * (1 - question.headroom_percent / 100)
-        block["peak_rps"] = round(peak, 3)
+        block["peak_rps"] = round(peak, 3)  # in rate_unit when the maximum is in messages
         block["headroom_percent"] = question.headroom_percent
         block["instances_needed"] = math.ceil(peak / usable - 1e-9)
     return block

@@ -304,7 +304,10 @@ def _conduct_run(plan: Plan, store: Store, run_id: str, engine_run: EngineRun, s
         summary["capacity"] = capacity_block(found, question)
     elif question is not None and question.asks_anything:
         # Capacity arithmetic on a plain run: its own throughput is the figure.
+        messages = summary.get("messages") or {}
+        max_messages = float(messages.get("sent_per_s", 0.0)) + float(messages.get("received_per_s", 0.0))
         summary["capacity"] = capacity_block({"method": "measured_run", "max_rps": summary["rps"],
+                                              "max_messages_per_s": round(max_messages, 3) or None,
                                               "latency_ms_at_max": summary["latency_ms"]["p95"], "percentile": 95,
                                               "saturation_reason": None}, question)
     monitored = monitors.block(monitor_samples)

@@ -115,6 +115,25 @@ def first_level(plan: Plan) -> float:
     return 1.0 if steered_model(plan) == "closed" else SIGHT_RATE_PER_S
 
 
+def messages_per_second(seconds: list[Snapshot]) -> float:
+    """Messages the request steps sent and received a second over these seconds (a group's
+    messages are its steps').
+
+    >>> counts = {"sent": 40, "received": 160, "datagrams_sent": 0, "datagrams_received": 0, "late": 0}
+    >>> messages_per_second([{"interval_s": 1.0, "steps": [{"kind": "request", "messages": counts}]},
+    ...                      {"interval_s": 1.0, "steps": [{"kind": "request"}]}])
+    100.0
+    """
+    total = 0
+    for snapshot in seconds:
+        for entry in snapshot["steps"]:
+            counts = entry.get("messages")
+            if counts and entry.get("kind", "request") == "request":
+                total += int(counts["sent"]) + int(counts["received"])
+    elapsed = sum(float(snapshot["interval_s"]) for snapshot in seconds)
+    return total / elapsed if elapsed > 0 else 0.0
+
+
 @dataclass
 class StepResult:
     """One find-max step, judged on its settled seconds."""
@@ -148,6 +167,9 @@ class StepResult:
     #: The standard error of ``iterations_per_s`` (from its seconds' spread): 0 for a target
     #: that completes the same number each second, about √rate/√seconds for random service.
     iterations_per_s_error: float = 0.0
+    #: Message steps (tcp://, udp://, kcp://): messages a second, sent and received together
+    #: (the gateway's packets in and out); 0 for HTTP and SQL.
+    messages_per_s: float = 0.0
 
     @property
     def verdict(self) -> str:
@@ -384,6 +406,7 @@ class FindMaxSteering:
             set_aside_s=sum(state == GENERATOR_STARVED for state in phase.states[self.settle_s:]),
             iterations_per_s=iterations / figures.seconds if figures.seconds else 0.0, judged_at_s=second, started_s=phase.started,
             remeasured=phase.remeasured, iterations_per_s_error=per_second_mean(judged, "iterations")[1],
+            messages_per_s=messages_per_second(judged),
         )
         states = [generator_state(snapshot, cpu_limit_percent) for snapshot in judged]
         result.saturated_reason = self._saturation(result, figures, states)
@@ -575,6 +598,8 @@ class FindMaxSteering:
             "percentile": self.steer.percentile,
             "latency_basis": "from_send",
             "max_rps": round(max_rps, 3) if max_rps is not None else None,
+            # A gateway's capacity is in messages: what the knee's level moved a second.
+            "max_messages_per_s": round(knee.messages_per_s, 3) if knee and knee.messages_per_s else None,
             "overloaded_rps": round(hint, 3) if hint is not None else None,
             "latency_ms_at_max": round(knee.latency_ms, 3) if knee and knee.latency_ms is not None else None,
             "felt_latency_ms_at_max": round(knee.felt_latency_ms, 3) if knee and knee.felt_latency_ms is not None else None,

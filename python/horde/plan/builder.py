@@ -86,6 +86,7 @@ __all__ = [
     "group",
     "http",
     "loop",
+    "message",
     "open_model",
     "param",
     "plan",
@@ -165,8 +166,9 @@ class _Piece:
 
 
 class StepSpec(_Piece):
-    """A step: an HTTP request or control flow (made by :data:`http`, :func:`group`,
-    :func:`choice`, :func:`loop`, :func:`when`, :func:`think`, :func:`end_iteration`)."""
+    """A step: an HTTP request, a message step or control flow (made by :data:`http`,
+    :data:`message`, :func:`group`, :func:`choice`, :func:`loop`, :func:`when`, :func:`think`,
+    :func:`end_iteration`)."""
 
 
 class ThinkTimeSpec(_Piece):
@@ -477,6 +479,64 @@ def end_iteration() -> StepSpec:
     return StepSpec({"type": "end_iteration"})
 
 
+# --- message steps (tcp://, udp://, kcp:// targets) --------------------------------------------
+
+
+class _Message:
+    """Message steps against a gateway: ``message.connect(name)``, ``message.send(name, text)``,
+    ``message.receive(name, match=...)``, ``message.ping(name)``, ``message.stream(name, text,
+    per_second=..., duration_ms=...)``, ``message.close()``. ``{{ seq }}`` in a message is its
+    number; ``hex``, ``base64`` or ``json`` may replace ``text``.
+
+    >>> message.ping("rtt", reply_seq="pong (\\d+)").lower()
+    {'type': 'ping', 'name': 'rtt', 'reply_seq': 'pong (\\\\d+)'}
+    >>> message.stream("move", "move {{ seq }}", per_second=10, duration_ms=1000).lower()["per_second"]
+    10
+    """
+
+    def connect(self, name: str, *, think_time: ThinkTimeSpec | None = None) -> StepSpec:
+        """Opens the VU's connection (a new one if it had one); timed."""
+        return StepSpec({"type": "connect", "name": name, "think_time": think_time.lower() if think_time else None})
+
+    def send(self, name: str, text: str | None = None, *, hex: str | None = None, base64: str | None = None,
+             json: JSON = None, think_time: ThinkTimeSpec | None = None) -> StepSpec:
+        """Sends one message: exactly one of ``text``, ``hex``, ``base64`` or ``json``."""
+        return StepSpec({"type": "send", "name": name, "text": text, "hex": hex, "base64": base64, "json": json,
+                         "think_time": think_time.lower() if think_time else None})
+
+    def receive(self, name: str, *, match: str | None = None, json_path: str | None = None, timeout_ms: Number | None = None,
+                extract: Sequence[ExtractorSpec] = (), checks: Sequence[CheckSpec] = (),
+                on_check_failure: OnCheckFailure | None = None, think_time: ThinkTimeSpec | None = None) -> StepSpec:
+        """Waits for the first message matching ``match`` (a regular expression) and/or ``json_path``."""
+        return StepSpec({
+            "type": "receive", "name": name, "match": match, "json_path": json_path, "timeout_ms": timeout_ms,
+            "extract": [e.lower() for e in extract] or None, "checks": [c.lower() for c in checks] or None,
+            "on_check_failure": on_check_failure, "think_time": think_time.lower() if think_time else None,
+        })
+
+    def ping(self, name: str, text: str | None = None, *, reply_seq: str | None = None, timeout_ms: Number | None = None,
+             think_time: ThinkTimeSpec | None = None) -> StepSpec:
+        """A numbered message (``ping {{ seq }}`` by default) timed to the reply carrying its number."""
+        return StepSpec({"type": "ping", "name": name, "text": text, "reply_seq": reply_seq, "timeout_ms": timeout_ms,
+                         "think_time": think_time.lower() if think_time else None})
+
+    def stream(self, name: str, text: str | None = None, *, hex: str | None = None, base64: str | None = None,
+               json: JSON = None, every_ms: Number | None = None, per_second: Number | None = None,
+               duration_ms: Number, think_time: ThinkTimeSpec | None = None) -> StepSpec:
+        """A message every ``every_ms`` (or ``per_second`` a second) for ``duration_ms``, reading meanwhile."""
+        return StepSpec({"type": "stream", "name": name, "text": text, "hex": hex, "base64": base64, "json": json,
+                         "every_ms": every_ms, "per_second": per_second, "duration_ms": duration_ms,
+                         "think_time": think_time.lower() if think_time else None})
+
+    def close(self) -> StepSpec:
+        """Closes the VU's connection; the next message step opens another."""
+        return StepSpec({"type": "close"})
+
+
+#: Message steps (see :class:`_Message`).
+message = _Message()
+
+
 # --- data, workloads, scenarios, the plan ------------------------------------------------------
 
 
@@ -540,11 +600,13 @@ def scenario(
     headers: Headers | None = None,
     pacing_s: Number | None = None,
     feeders: Sequence[FeederSpec] = (),
+    network: Mapping[str, Number] | None = None,
 ) -> ScenarioSpec:
     """A scenario: each VU runs ``setup`` once, then ``steps`` once per iteration, then
     ``teardown`` when it stops. ``headers`` go with each of its requests; ``pacing_s`` starts an
     iteration every that many seconds (closed model); ``weight`` is its share when ``--vus`` or
-    ``--rate`` spread one level over several scenarios."""
+    ``--rate`` spread one level over several scenarios; ``network`` (a udp:// or kcp:// target)
+    impairs its datagrams: ``{"delay_ms": 20, "loss_percent": 10}``."""
     return ScenarioSpec({
         "name": name,
         "weight": weight,
@@ -555,6 +617,7 @@ def scenario(
         "teardown": _steps(teardown) or None,
         "pacing_s": pacing_s,
         "workload": workload.lower(),
+        "network": dict(network) if network is not None else None,
     })
 
 
@@ -569,13 +632,16 @@ def plan(
     request_timeout_ms: Number | None = None,
     insecure: bool | Param | None = None,
     graceful_stop_s: Number | None = None,
+    framing: Mapping[str, Any] | None = None,
+    kcp: Mapping[str, Any] | None = None,
 ) -> Plan:
     """The plan, validated: parameters substituted (``-p`` values when ``horde`` loads this
     module, then ``HORDE_PARAM_NAME``, then the defaults in ``parameters``).
 
     Raises :class:`~horde.errors.PlanInvalid` listing every problem, located by path
     (``scenarios[0].steps[1].path``), and :class:`~horde.errors.InvalidInput` for a parameter
-    value of the wrong kind.
+    value of the wrong kind. ``framing`` (a tcp:// target) and ``kcp`` (a kcp:// target) are
+    the target's, as in YAML: ``framing={"type": "length", "bytes": 2}``.
     """
     target = {
         "base_url": base_url,
@@ -583,6 +649,8 @@ def plan(
         "connect_timeout_ms": connect_timeout_ms,
         "request_timeout_ms": request_timeout_ms,
         "insecure": insecure,
+        "framing": dict(framing) if framing is not None else None,
+        "kcp": dict(kcp) if kcp is not None else None,
     }
     data = {
         "version": 1,

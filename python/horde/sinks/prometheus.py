@@ -13,7 +13,9 @@ so ``step_kind="request"`` selects each request once). Names (see ``examples/gra
 
 - counters since the run started: ``horde_requests_total``, ``horde_ok_responses_total``,
   ``horde_errors_total`` (``kind``: the error kind), ``horde_sent_bytes_total``,
-  ``horde_received_bytes_total`` (per step); ``horde_iterations_total``,
+  ``horde_received_bytes_total`` (per step), ``horde_messages_total`` (message steps; label
+  ``counter``: sent, received, datagrams_sent, datagrams_received, late, retransmitted);
+  ``horde_iterations_total``,
   ``horde_dropped_arrivals_total``, ``horde_connections_opened_total`` (the run's);
 - gauges: ``horde_active_vus``, ``horde_busy_vus``, ``horde_target_vus``,
   ``horde_target_rate_per_second`` (open model only), ``horde_generator_cpu_percent``,
@@ -62,7 +64,7 @@ from horde.engine import histogram
 from horde.errors import InvalidInput
 from horde.engine.histogram import buckets
 from horde.results.summary import GENERATOR_SATURATED, GENERATOR_STARVED, generator_state
-from horde.engine.snapshot import Snapshot
+from horde.engine.snapshot import MESSAGE_COUNTERS, Snapshot
 
 #: Upper bounds (seconds) of the latency histogram's buckets; ``+Inf`` follows.
 #:
@@ -107,6 +109,8 @@ class _StepTotals:
     errors: Mapping[str, int] = field(default_factory=dict)
     bytes_sent: int = 0
     bytes_received: int = 0
+    #: A message step's counters (``messages`` in the snapshot): sent, received, datagrams...
+    messages: Mapping[str, int] = field(default_factory=dict)
 
     def plus(self, entry: Mapping[str, Any]) -> _StepTotals:
         errors = dict(self.errors)
@@ -118,6 +122,8 @@ class _StepTotals:
             errors=errors,
             bytes_sent=self.bytes_sent + int(entry.get("bytes_sent", 0)),
             bytes_received=self.bytes_received + int(entry.get("bytes_received", 0)),
+            messages={counter: self.messages.get(counter, 0) + int((entry.get("messages") or {}).get(counter) or 0)
+                      for counter in MESSAGE_COUNTERS} if entry.get("messages") or self.messages else self.messages,
         )
 
 
@@ -435,6 +441,11 @@ def _render(state: _State, latency: Mapping[_StepKey, _Buckets], base: _Labels) 
            per_step("horde_sent_bytes_total", lambda totals: totals.bytes_sent))
     family("horde_received_bytes_total", "counter", "Bytes received from the target.",
            per_step("horde_received_bytes_total", lambda totals: totals.bytes_received))
+    message_steps = [(key, totals) for key, totals in steps if totals.messages]
+    family("horde_messages_total", "counter",
+           "Message steps (tcp://, udp://, kcp://): messages and datagrams by direction, late replies, KCP resends.",
+           [("horde_messages_total", [*_step_labels(key), ("counter", counter)], totals.messages.get(counter, 0))
+            for key, totals in message_steps for counter in MESSAGE_COUNTERS])
     family("horde_iterations_total", "counter", "Iterations completed since the run started.",
            [("horde_iterations_total", (), state.iterations)])
     family("horde_dropped_arrivals_total", "counter", "Open model: arrivals that found every VU busy (never run late).",

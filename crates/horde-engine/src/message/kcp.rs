@@ -9,8 +9,11 @@
 //! Retransmissions are counted from the segments KCP writes: a data segment whose number was
 //! already sent is a retransmission.
 //!
-//! Each session has its own timer (its update deadline); a worker's thousands of sessions on one
-//! timer heap, as `pause.rs` does for pauses, is left to do.
+//! KCP wants an update every `interval_ms`. Ten thousand sessions each on a timer of its own would
+//! put ten thousand timers in tokio's wheel, re-armed every 10 ms; instead a worker's sessions
+//! share one clock ([`KcpClock`]): a single ticker task wakes every waiting session once per
+//! interval, as `pause.rs` keeps a worker's pauses under one timer. Only datagrams held by an
+//! impaired network take timers of their own, while they are held.
 
 use super::connection::recv_datagram;
 use super::impair::{Held, Impairment, Way, WireCounts};
@@ -28,6 +31,41 @@ use tokio::time::Instant;
 /// KCP's command byte of a data segment, and its segment header's length (`ikcp.c`).
 const PUSH: u8 = 81;
 const HEADER: usize = 24;
+
+/// The tick a worker's KCP sessions share: one ticker task (started with the first session of
+/// the thread, ended once none is left) notifies every session waiting for it.
+pub(crate) struct KcpClock {
+    tick: tokio::sync::Notify,
+}
+
+thread_local! {
+    static CLOCK: RefCell<std::rc::Weak<KcpClock>> = const { RefCell::new(std::rc::Weak::new()) };
+}
+
+impl KcpClock {
+    /// This worker thread's clock, started at `interval` if it was not running.
+    fn shared(interval: Duration) -> Rc<KcpClock> {
+        CLOCK.with(|clock| {
+            if let Some(running) = clock.borrow().upgrade() {
+                return running;
+            }
+            let running = Rc::new(KcpClock { tick: tokio::sync::Notify::new() });
+            let weak = Rc::downgrade(&running);
+            tokio::task::spawn_local(async move {
+                let mut ticks = tokio::time::interval(interval);
+                ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                loop {
+                    ticks.tick().await;
+                    // No session left: the ticker ends; the next session starts another.
+                    let Some(clock) = weak.upgrade() else { return };
+                    clock.tick.notify_waiters();
+                }
+            });
+            *clock.borrow_mut() = Rc::downgrade(&running);
+            running
+        })
+    }
+}
 
 /// Where KCP writes its datagrams: taken by the task after each call into KCP.
 #[derive(Clone, Default)]
@@ -65,7 +103,8 @@ impl KcpLink {
         let wire = Rc::new(WireCounts::default());
         let impairment = network.map(|network| Impairment::new(network, seed));
         let session = Session::new(options, conv);
-        let task = tokio::task::spawn_local(drive(socket, session, impairment, outgoing_rx, incoming_tx, Rc::clone(&wire)));
+        let clock = KcpClock::shared(Duration::from_millis(u64::from(options.interval_ms)));
+        let task = tokio::task::spawn_local(drive(socket, session, clock, impairment, outgoing_rx, incoming_tx, Rc::clone(&wire)));
         Self { outgoing, incoming, wire, task }
     }
 
@@ -110,11 +149,6 @@ impl Session {
         let _ = self.kcp.update(now);
     }
 
-    /// When KCP wants its next update.
-    fn next_update(&self) -> Instant {
-        Instant::now() + Duration::from_millis(u64::from(self.kcp.check(self.now_ms())))
-    }
-
     /// What KCP wrote since the last call, its retransmitted data segments counted.
     fn take_written(&mut self, wire: &WireCounts) -> Vec<Vec<u8>> {
         let datagrams = std::mem::take(&mut *self.written.0.borrow_mut());
@@ -140,6 +174,7 @@ impl Session {
 async fn drive(
     socket: UdpSocket,
     mut session: Session,
+    clock: Rc<KcpClock>,
     mut impairment: Option<Impairment>,
     mut outgoing: mpsc::UnboundedReceiver<Vec<u8>>,
     incoming: mpsc::UnboundedSender<io::Result<Vec<u8>>>,
@@ -168,10 +203,11 @@ async fn drive(
             return;
         }
         let next_held = held.peek().map(|Reverse((due, ..))| *due);
-        let wake = next_held.map_or(session.next_update(), |due| due.min(session.next_update()));
         tokio::select! {
             biased;
-            _ = tokio::time::sleep_until(wake) => {
+            // KCP's own pace: its update decides whether anything is due (a flush, a resend).
+            _ = clock.tick.notified() => session.update(),
+            _ = tokio::time::sleep_until(next_held.unwrap_or_else(Instant::now)), if next_held.is_some() => {
                 let now = Instant::now();
                 while held.peek().is_some_and(|Reverse((due, ..))| *due <= now) {
                     let Some(Reverse((_, _, way, datagram))) = held.pop() else { break };
@@ -221,5 +257,26 @@ async fn send(socket: &UdpSocket, datagram: &[u8], wire: &WireCounts) {
     // A send error (the target's port closed: ICMP) shows on a later receive.
     if socket.send(datagram).await.is_ok() {
         wire.sent.set(wire.sent.get() + 1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_workers_sessions_share_one_clock_that_ends_with_them() {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let local = tokio::task::LocalSet::new();
+        local.block_on(&runtime, async {
+            let first = KcpClock::shared(Duration::from_millis(10));
+            let second = KcpClock::shared(Duration::from_millis(10));
+            assert!(Rc::ptr_eq(&first, &second), "one ticker per worker thread");
+            tokio::time::timeout(Duration::from_millis(500), first.tick.notified()).await.expect("a tick reaches a waiting session");
+            drop((first, second));
+            assert!(CLOCK.with(|clock| clock.borrow().upgrade().is_none()), "no session, no clock");
+            let third = KcpClock::shared(Duration::from_millis(10));
+            tokio::time::timeout(Duration::from_millis(500), third.tick.notified()).await.expect("a new ticker for a new session");
+        });
     }
 }

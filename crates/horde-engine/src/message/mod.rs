@@ -51,12 +51,34 @@ pub(crate) fn endpoint_url(url: &str) -> String {
     }
 }
 
+/// A message's text, compiled. The commonest message template numbers a fixed text
+/// (`ping {{ seq }}`, `move {{ seq }}`): that one is written without the template engine, which
+/// would cost more than the rest of the message's way out.
+#[derive(Debug)]
+pub(crate) enum MessageText {
+    Seq { prefix: String, suffix: String },
+    Text(Text),
+}
+
+impl MessageText {
+    /// `source` as a prefix and suffix around its one `{{ seq }}`, when nothing else in it is
+    /// templated.
+    pub fn seq_only(source: &str) -> Option<(String, String)> {
+        let start = source.find("{{")?;
+        let end = start + source[start..].find("}}")?;
+        let (prefix, suffix) = (&source[..start], &source[end + 2..]);
+        let templated = |text: &str| text.contains("{{") || text.contains("{%") || text.contains("{#");
+        (source[start + 2..end].trim() == horde_plan::SEQ_VARIABLE && !templated(prefix) && !templated(suffix))
+            .then(|| (prefix.to_owned(), suffix.to_owned()))
+    }
+}
+
 /// A message's payload, compiled: rendered per message with `seq` (the VU's message number).
 #[derive(Debug)]
 pub(crate) enum PayloadNode {
-    Text(Text),
-    Hex(Text),
-    Base64(Text),
+    Text(MessageText),
+    Hex(MessageText),
+    Base64(MessageText),
     Json(JsonTemplate),
 }
 
@@ -76,7 +98,7 @@ pub(crate) enum MessageAction {
     Connect,
     Send(PayloadNode),
     Receive(Box<ReceiveNode>),
-    Ping { text: Text, reply_seq: regex::bytes::Regex, timeout: Duration },
+    Ping { text: MessageText, reply_seq: regex::bytes::Regex, timeout: Duration },
     Stream { payload: PayloadNode, interval: Duration, duration: Duration },
     Close,
 }
@@ -139,5 +161,10 @@ mod tests {
         assert_eq!(reply_number(&reply_seq, b"pong 42 extra"), Some(42));
         assert_eq!(reply_number(&reply_seq, b"move 42"), None);
         assert_eq!(endpoint_url("udp://127.0.0.1:7000"), "http://127.0.0.1:7000");
+        assert_eq!(MessageText::seq_only("ping {{ seq }}!"), Some(("ping ".into(), "!".into())));
+        assert_eq!(MessageText::seq_only("{{seq}}"), Some((String::new(), String::new())));
+        assert_eq!(MessageText::seq_only("ping {{ seq }} {{ vu }}"), None);
+        assert_eq!(MessageText::seq_only("ping {{ seq + 1 }}"), None);
+        assert_eq!(MessageText::seq_only("{% if x %}{{ seq }}"), None);
     }
 }

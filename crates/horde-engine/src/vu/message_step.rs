@@ -4,7 +4,8 @@
 use super::{Flow, InFlight, Vu};
 use crate::interpreter::{body_prefix, ResponseView, Text};
 use crate::message::{
-    decode_base64, decode_hex, reply_number, MessageAction, MessageConnection, MessageNode, PayloadNode, ReceiveNode, Received,
+    decode_base64, decode_hex, reply_number, MessageAction, MessageConnection, MessageNode, MessageText, PayloadNode, ReceiveNode,
+    Received,
 };
 use crate::worker_state::WorkerState;
 use horde_metrics::ErrorKind;
@@ -29,16 +30,24 @@ pub(crate) struct VuMessages {
 /// How many lost ping numbers a VU remembers for counting late replies.
 const REMEMBERED_LOST: usize = 64;
 
-/// Why a step failed: its kind, in words, and whether it failed before reaching the target.
+/// Why a step failed: its kind, in words, whether it failed before reaching the target, and
+/// whether its connection is still fit for the next step (a message that did not come leaves it
+/// so; a failed read or write, or a frame half written, does not).
 struct StepError {
     kind: ErrorKind,
     detail: String,
     connecting: bool,
+    keeps_connection: bool,
 }
 
 impl StepError {
     fn io(error: &std::io::Error, doing: &str) -> Self {
-        Self { kind: ErrorKind::from_io(error), detail: format!("{error} {doing}"), connecting: false }
+        Self { kind: ErrorKind::from_io(error), detail: format!("{error} {doing}"), connecting: false, keeps_connection: false }
+    }
+
+    /// Something awaited did not come in time; the connection stays.
+    fn awaited(kind: ErrorKind, detail: String) -> Self {
+        Self { kind, detail, connecting: false, keeps_connection: true }
     }
 }
 
@@ -146,8 +155,7 @@ impl Vu {
         };
         // Kept unless it broke: a timeout or a lost ping leaves it usable (its late answer is
         // skipped by the next step that waits for something else).
-        let broken = outcome.as_ref().is_err_and(|error| !matches!(error.kind, ErrorKind::Timeout | ErrorKind::Lost | ErrorKind::TemplateFailed));
-        if !broken {
+        if outcome.as_ref().map_or_else(|error| error.keeps_connection, |_| true) {
             self.messages.connection = Some(connection);
         }
         outcome
@@ -161,7 +169,7 @@ impl Vu {
         let connect = async {
             let resolved = tokio::net::lookup_host(&address).await.ok().and_then(|mut addresses| addresses.next());
             let Some(resolved) = resolved else {
-                return Err(StepError { kind: ErrorKind::Dns, detail: format!("'{address}' does not resolve"), connecting: true });
+                return Err(StepError { kind: ErrorKind::Dns, detail: format!("'{address}' does not resolve"), connecting: true, keeps_connection: false });
             };
             let connection = match target.transport {
                 MessageTransport::Tcp => MessageConnection::tcp(resolved, target.framing).await,
@@ -173,13 +181,18 @@ impl Vu {
                     MessageConnection::kcp(resolved, target.kcp, conv, node.network, seed).await
                 }
             };
-            connection.map_err(|error| StepError { kind: ErrorKind::from_io(&error), detail: format!("{error} connecting to {address}"), connecting: true })
+            connection.map_err(|error| StepError {
+                kind: ErrorKind::from_io(&error),
+                detail: format!("{error} connecting to {address}"),
+                connecting: true,
+                keeps_connection: false,
+            })
         };
         let connection = match tokio::time::timeout(target.connect_timeout, connect).await {
             Ok(result) => result?,
             Err(_) => {
                 let detail = format!("no connection to {address} within {} ms (target.connect_timeout_ms)", target.connect_timeout.as_millis());
-                return Err(StepError { kind: ErrorKind::Timeout, detail, connecting: true });
+                return Err(StepError { kind: ErrorKind::Timeout, detail, connecting: true, keeps_connection: false });
             }
         };
         self.messages.opened += 1;
@@ -194,10 +207,17 @@ impl Vu {
     }
 
     /// A template rendered with `seq`, the message's number, besides the VU's own context.
-    fn render_text_with_seq(&mut self, state: &WorkerState, text: &Text, seq: u64) -> Result<Vec<u8>, StepError> {
+    fn render_text_with_seq(&mut self, state: &WorkerState, text: &MessageText, seq: u64) -> Result<Vec<u8>, StepError> {
         let template = match text {
-            Text::Fixed(fixed) => return Ok(fixed.clone().into_bytes()),
-            Text::Template(template) => template,
+            MessageText::Seq { prefix, suffix } => {
+                let mut message = Vec::with_capacity(prefix.len() + 20 + suffix.len());
+                message.extend_from_slice(prefix.as_bytes());
+                message.extend_from_slice(seq.to_string().as_bytes());
+                message.extend_from_slice(suffix.as_bytes());
+                return Ok(message);
+            }
+            MessageText::Text(Text::Fixed(fixed)) => return Ok(fixed.clone().into_bytes()),
+            MessageText::Text(Text::Template(template)) => template,
         };
         let context = self.context_with_seq(state, seq);
         Self::render(state, &context, &template.name).map(String::into_bytes).ok_or_else(|| template_failed("the message"))
@@ -305,7 +325,7 @@ impl Vu {
 }
 
 fn template_failed(what: &str) -> StepError {
-    StepError { kind: ErrorKind::TemplateFailed, detail: format!("{what} could not be rendered (a variable unset?)"), connecting: false }
+    StepError::awaited(ErrorKind::TemplateFailed, format!("{what} could not be rendered (a variable unset?)"))
 }
 
 /// Whether this connection's messages are datagrams the VU itself puts on the wire (an
@@ -314,8 +334,17 @@ fn direct_datagrams(connection: &MessageConnection) -> bool {
     matches!(connection, MessageConnection::Udp { .. })
 }
 
+/// Sends one message within `target.request_timeout_ms` (a TCP gateway that stops reading
+/// fills the socket's buffer; the frame then half written, the connection is dropped).
 async fn send(state: &WorkerState, index: usize, connection: &mut MessageConnection, message: Vec<u8>) -> Result<(), StepError> {
-    let wire_bytes = connection.send(message).await.map_err(|error| StepError::io(&error, "while sending"))?;
+    let timeout = state.shared.plan.request_timeout;
+    let wire_bytes = match tokio::time::timeout(timeout, connection.send(message)).await {
+        Ok(sent) => sent.map_err(|error| StepError::io(&error, "while sending"))?,
+        Err(_) => {
+            let detail = format!("the message could not be written within {} ms (target.request_timeout_ms)", timeout.as_millis());
+            return Err(StepError { kind: ErrorKind::Timeout, detail, connecting: false, keeps_connection: false });
+        }
+    };
     let mut recorder = state.recorder.borrow_mut();
     let step = &mut recorder.steps[index];
     step.bytes_sent += wire_bytes;
@@ -349,8 +378,7 @@ async fn wait_for(state: &WorkerState, index: usize, connection: &mut MessageCon
             }
             Ok(Err(error)) => return Err(StepError::io(&error, "while receiving")),
             Err(_) => {
-                let detail = format!("no matching message within {} ms", node.timeout.as_millis());
-                return Err(StepError { kind: ErrorKind::Timeout, detail, connecting: false });
+                return Err(StepError::awaited(ErrorKind::Timeout, format!("no matching message within {} ms", node.timeout.as_millis())));
             }
         }
     }
@@ -388,8 +416,7 @@ async fn ping(
             }
             Ok(Err(error)) => return Err(StepError::io(&error, "while waiting for a ping's reply")),
             Err(_) => {
-                let detail = format!("no reply numbered as the ping within {} ms", timeout.as_millis());
-                return Err(StepError { kind: ErrorKind::Lost, detail, connecting: false });
+                return Err(StepError::awaited(ErrorKind::Lost, format!("no reply numbered as the ping within {} ms", timeout.as_millis())));
             }
         }
     }

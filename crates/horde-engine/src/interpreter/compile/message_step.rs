@@ -3,7 +3,7 @@
 use super::{NodeCompiler, StepKind};
 use crate::error::EngineError;
 use crate::interpreter::rules::{check_label, CompiledCheck, CompiledExtractor};
-use crate::message::{MessageAction, MessageNode, PayloadNode, ReceiveNode};
+use crate::message::{MessageAction, MessageNode, MessageText, PayloadNode, ReceiveNode};
 use horde_plan::{OnCheckFailure, Payload, Scenario, Step};
 use std::time::Duration;
 
@@ -38,7 +38,7 @@ impl NodeCompiler<'_> {
             Step::Ping(ping) => (
                 Some(&ping.name),
                 ping.think_time,
-                MessageAction::Ping { text: self.text(&ping.text)?, reply_seq: regex(&ping.reply_seq)?, timeout: milliseconds(ping.timeout_ms) },
+                MessageAction::Ping { text: self.message_text(&ping.text)?, reply_seq: regex(&ping.reply_seq)?, timeout: milliseconds(ping.timeout_ms) },
             ),
             Step::Stream(stream) => (
                 Some(&stream.name),
@@ -58,11 +58,18 @@ impl NodeCompiler<'_> {
         Ok(MessageNode { global_index, action, think_time, network: scenario.network })
     }
 
+    fn message_text(&mut self, source: &str) -> Result<MessageText, EngineError> {
+        Ok(match MessageText::seq_only(source) {
+            Some((prefix, suffix)) => MessageText::Seq { prefix, suffix },
+            None => MessageText::Text(self.text(source)?),
+        })
+    }
+
     fn payload(&mut self, payloads: &[Payload<'_>]) -> Result<PayloadNode, EngineError> {
         Ok(match payloads.first() {
-            Some(Payload::Text(text)) => PayloadNode::Text(self.text(text)?),
-            Some(Payload::Hex(hex)) => PayloadNode::Hex(self.text(hex)?),
-            Some(Payload::Base64(base64)) => PayloadNode::Base64(self.text(base64)?),
+            Some(Payload::Text(text)) => PayloadNode::Text(self.message_text(text)?),
+            Some(Payload::Hex(hex)) => PayloadNode::Hex(self.message_text(hex)?),
+            Some(Payload::Base64(base64)) => PayloadNode::Base64(self.message_text(base64)?),
             Some(Payload::Json(json)) => PayloadNode::Json(self.json(json)?),
             None => return Err(EngineError::Setup("a message step needs text, hex, base64 or json".into())),
         })
