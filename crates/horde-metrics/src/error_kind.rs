@@ -54,8 +54,8 @@ pub enum ErrorKind {
     /// as RFC 9113 numbers them, [`H2_RESET_OTHER`] for any other code. Build it with
     /// [`ErrorKind::h2_reset`].
     H2Reset(u8),
-    /// HTTP/2: the server ended the connection (GOAWAY, or a connection error) before the
-    /// request's response ended.
+    /// HTTP/2: the connection ended with a GOAWAY before the request's response ended. (A
+    /// server that closes its socket right after its GOAWAY may show as `Reset` instead.)
     H2GoAway,
     /// The plan insists on HTTP/2 (`target.http_version: "2"`) and the TLS server did not
     /// choose h2 in ALPN.
