@@ -210,3 +210,22 @@ def test_both_sides_refuse_response_bounds_out_of_range(field: str, value: Any, 
     ((location, message, _),) = pydantic_problems(data)
     assert location == f"target.{field}" and words in message, message
     assert engine_paths(data) == [f"target.{field}"]
+
+
+@pytest.mark.parametrize(("written", "wire"), [(None, "1.1"), ("1.1", "1.1"), (1.1, "1.1"), (2, "2"), ("2", "2"), ("auto", "auto")])
+def test_http_version_reads_as_yaml_writes_it_and_reaches_the_engine(written: Any, wire: str) -> None:
+    data = plan_data(base_url="https://127.0.0.1:8443") if written is None else plan_data(base_url="https://127.0.0.1:8443", http_version=written)
+    assert pydantic_problems(data) == [] and engine_paths(data) == []
+    assert json.loads(plan_to_json(plan_from_dict(data)))["target"]["http_version"] == wire
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [({"http_version": "3"}, "is not an HTTP version"),
+     ({"http_version": "auto", "connections": {"pool": 4}}, "'auto' cannot be combined with connections")],
+)
+def test_both_sides_refuse_an_http_version_they_cannot_honour(extra: dict[str, Any], words: str) -> None:
+    data = plan_data(**extra)
+    ((location, message, _),) = pydantic_problems(data)
+    assert location == "target.http_version" and words in message, message
+    assert engine_paths(data) == ["target.http_version"]

@@ -2,10 +2,10 @@
 //! steps numbered globally. Built once per run and shared read-only by every worker.
 
 use crate::error::EngineError;
-use crate::http::{Connector, Endpoint, ReadLimits, SourceAddresses};
+use crate::http::{Connector, Endpoint, Http2Mode, ReadLimits, SourceAddresses};
 use crate::interpreter::{compile_scenario, NodeCompiler, ScenarioProgram, StepKind};
 use crate::workload::Profile;
-use horde_plan::{Arrivals, Plan, Workload};
+use horde_plan::{Arrivals, HttpVersion, Plan, Workload};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -51,6 +51,9 @@ pub(crate) struct CompiledPlan {
     pub read_limits: ReadLimits,
     /// `target.connect_backoff`: closed-model VUs pause after a failed connect.
     pub connect_backoff: bool,
+    /// `target.http_version` "2" or "auto"; `None` for HTTP/1.1 only, whose requests then take
+    /// the HTTP/1.1 client's path with nothing more to decide.
+    pub http2: Option<Http2Mode>,
     pub graceful_stop: Duration,
     /// When the longest scenario's stages end.
     pub duration: Duration,
@@ -74,9 +77,14 @@ impl CompiledPlan {
             Some(path) => crate::http::read_ca_file(path)?,
             None => Vec::new(),
         };
+        let http2 = match plan.target.http_version {
+            HttpVersion::Http1 => None,
+            HttpVersion::Http2 => Some(Http2Mode::Insist),
+            HttpVersion::Auto => Some(Http2Mode::Alpn),
+        };
         let connectors = endpoints
             .iter()
-            .map(|endpoint| Connector::new(endpoint.clone(), connect_timeout, plan.target.insecure, &extra_roots, Arc::clone(&sources)))
+            .map(|endpoint| Connector::new(endpoint.clone(), connect_timeout, plan.target.insecure, http2.is_some(), &extra_roots, Arc::clone(&sources)))
             .collect::<Result<Vec<_>, _>>()?;
         let sql = crate::sql::SqlTarget::from_plan(&plan.target)?;
         let mut compiler = NodeCompiler::new(&endpoints, &plan.target.headers);
@@ -116,6 +124,7 @@ impl CompiledPlan {
                 max_kept_body_bytes: usize::try_from(plan.target.max_kept_body_bytes).unwrap_or(usize::MAX),
             },
             connect_backoff: plan.target.connect_backoff,
+            http2,
             graceful_stop: Duration::from_secs_f64(plan.graceful_stop_s),
             duration: Duration::from_secs_f64(plan.duration_s()),
             endpoints,

@@ -46,6 +46,7 @@ mod aggregator;
 mod compiled;
 mod error;
 mod exchange;
+mod h2_pool;
 pub mod http;
 mod interpreter;
 mod levels;

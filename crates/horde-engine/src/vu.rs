@@ -1,13 +1,14 @@
 //! A virtual user: its connection (or, with a pool, the one it borrows per exchange), buffers,
 //! random stream, variables and cookies, and how it walks its scenario's nodes.
 
+mod http2_step;
 mod http_step;
 mod recording;
 mod message_step;
 mod sql_step;
 mod template_failure;
 
-use crate::http::{Capture, Connection};
+use crate::http::{Capture, Connection, H2Sender};
 use crate::interpreter::{CookieJar, LoopMode, Node, ScenarioProgram, Text};
 use crate::think::{self, VuRandom};
 use crate::worker_state::WorkerState;
@@ -68,6 +69,9 @@ pub(crate) struct Vu {
     /// Requests sent so far (an iteration or group pass that sent none is told apart).
     sent: u64,
     connection: Option<Connection>,
+    /// Its own HTTP/2 connection (`target.http_version` "2" or "auto", no pool); boxed so
+    /// that a VU of an HTTP/1.1 plan carries one word for it.
+    h2: Option<Box<H2Sender>>,
     /// Reused for every response this VU reads; grows only for very large response heads.
     buffer: Vec<u8>,
     /// Where templated requests are encoded; reused.
@@ -153,6 +157,7 @@ impl Vu {
             instance,
             sent: 0,
             connection: None,
+            h2: None,
             buffer: Vec::new(),
             request: Vec::new(),
             capture: Capture::default(),

@@ -59,7 +59,13 @@ pub(crate) fn run_worker(index: usize, shared: Arc<Shared>, parts: mpsc::Sender<
     };
     let (slot, slots) = GeneratorShare::slot(shared.generator, index, shared.workers);
     // The pool is per generator: its workers split it among themselves.
-    let pool = shared.plan.pool_size.map(|size| Pool::new(share(size, index as u64, shared.workers as u64), shared.plan.endpoints.len()));
+    let worker_share = |size| share(size, index as u64, shared.workers as u64);
+    let instances = shared.plan.endpoints.len();
+    let (pool, h2_pool) = match (shared.plan.pool_size, shared.plan.http2) {
+        (None, _) => (None, None),
+        (Some(size), None) => (Some(Pool::new(worker_share(size), instances)), None),
+        (Some(size), Some(_)) => (None, Some(crate::h2_pool::H2Pool::new(worker_share(size), instances))),
+    };
     let sql_pool = shared.plan.sql.as_ref().and_then(|sql| sql.pool_size).map(|size| {
         crate::sql::SqlPool::new(share(size, index as u64, shared.workers as u64), shared.plan.endpoints.len())
     });
@@ -76,6 +82,7 @@ pub(crate) fn run_worker(index: usize, shared: Arc<Shared>, parts: mpsc::Sender<
         stop_notify: Notify::new(),
         idle_notify: Notify::new(),
         pool,
+        h2_pool,
         sql_pool,
         pauses: Pauses::default(),
         exchanges: RefCell::new(Vec::new()),

@@ -35,6 +35,9 @@ pub(crate) struct WorkerState {
     pub idle_notify: Notify,
     /// This worker's share of the generator's pool; `None` when each VU owns its connection.
     pub pool: Option<Pool>,
+    /// The same share over HTTP/2 (`http_version` "2"): connections multiplexed by the VUs;
+    /// `pool` is then `None`.
+    pub h2_pool: Option<crate::h2_pool::H2Pool>,
     /// This worker's share of a `postgresql://` target's pool (`crate::sql::SqlPool`).
     pub sql_pool: Option<crate::sql::SqlPool>,
     /// Its VUs' think times and pacing waits (`pause.rs`: one tokio timer for all of them).

@@ -55,11 +55,42 @@ pub enum ErrorKind {
     SqlOther,
     /// A `ping` step's reply did not come within its timeout (a message transport).
     Lost,
+    /// HTTP/2: the server reset the request's stream (RST_STREAM), with its error code: 0 to 13
+    /// as RFC 9113 numbers them, [`H2_RESET_OTHER`] for any other code. Build it with
+    /// [`ErrorKind::h2_reset`].
+    H2Reset(u8),
+    /// HTTP/2: the connection ended with a GOAWAY before the request's response ended. (A
+    /// server that closes its socket right after its GOAWAY may show as `Reset` instead.)
+    H2GoAway,
+    /// The plan insists on HTTP/2 (`target.http_version: "2"`) and the TLS server did not
+    /// choose h2 in ALPN.
+    H2Refused,
 }
+
+/// HTTP/2 error codes by number (RFC 9113 section 7), as [`ErrorKind::H2Reset`] labels them.
+const H2_CODES: [&str; 14] = [
+    "no_error",
+    "protocol_error",
+    "internal_error",
+    "flow_control_error",
+    "settings_timeout",
+    "stream_closed",
+    "frame_size_error",
+    "refused_stream",
+    "cancel",
+    "compression_error",
+    "connect_error",
+    "enhance_your_calm",
+    "inadequate_security",
+    "http_1_1_required",
+];
+
+/// [`ErrorKind::H2Reset`] of a code outside RFC 9113's list.
+pub const H2_RESET_OTHER: u8 = 14;
 
 impl ErrorKind {
     /// Kinds other than `Status`, in their counter order.
-    pub const FIXED: [ErrorKind; 23] = [
+    pub const FIXED: [ErrorKind; 40] = [
         ErrorKind::Refused,
         ErrorKind::Reset,
         ErrorKind::Timeout,
@@ -83,6 +114,23 @@ impl ErrorKind {
         ErrorKind::SqlOther,
         ErrorKind::NoRoute,
         ErrorKind::Lost,
+        ErrorKind::H2Reset(0),
+        ErrorKind::H2Reset(1),
+        ErrorKind::H2Reset(2),
+        ErrorKind::H2Reset(3),
+        ErrorKind::H2Reset(4),
+        ErrorKind::H2Reset(5),
+        ErrorKind::H2Reset(6),
+        ErrorKind::H2Reset(7),
+        ErrorKind::H2Reset(8),
+        ErrorKind::H2Reset(9),
+        ErrorKind::H2Reset(10),
+        ErrorKind::H2Reset(11),
+        ErrorKind::H2Reset(12),
+        ErrorKind::H2Reset(13),
+        ErrorKind::H2Reset(H2_RESET_OTHER),
+        ErrorKind::H2GoAway,
+        ErrorKind::H2Refused,
     ];
     pub const FIXED_COUNT: usize = Self::FIXED.len();
 
@@ -113,6 +161,20 @@ impl ErrorKind {
             ErrorKind::SqlOther => "sql_other".into(),
             ErrorKind::NoRoute => "no_route".into(),
             ErrorKind::Lost => "lost".into(),
+            ErrorKind::H2Reset(code) => match H2_CODES.get(usize::from(*code)) {
+                Some(name) => format!("h2_reset_{name}"),
+                None => "h2_reset_other".into(),
+            },
+            ErrorKind::H2GoAway => "h2_goaway".into(),
+            ErrorKind::H2Refused => "h2_refused".into(),
+        }
+    }
+
+    /// The kind of an HTTP/2 stream reset with error code `code`.
+    pub fn h2_reset(code: u32) -> ErrorKind {
+        match u8::try_from(code) {
+            Ok(code) if usize::from(code) < H2_CODES.len() => ErrorKind::H2Reset(code),
+            _ => ErrorKind::H2Reset(H2_RESET_OTHER),
         }
     }
 
@@ -137,7 +199,7 @@ impl ErrorKind {
 
 #[cfg(test)]
 mod tests {
-    use super::ErrorKind;
+    use super::*;
 
     #[test]
     fn no_route_to_host_is_kept_apart_from_other_connect_failures() {
@@ -148,5 +210,17 @@ mod tests {
         assert_eq!(ErrorKind::from_io(&std::io::Error::from_raw_os_error(111)), ErrorKind::Refused);
         assert_eq!(ErrorKind::NoRoute.label(), "no_route");
         assert_eq!(ErrorKind::Lost.label(), "lost");
+    }
+
+    #[test]
+    fn h2_resets_are_labelled_by_their_code() {
+        assert_eq!(ErrorKind::h2_reset(7).label(), "h2_reset_refused_stream");
+        assert_eq!(ErrorKind::h2_reset(0xd).label(), "h2_reset_http_1_1_required");
+        assert_eq!(ErrorKind::h2_reset(0xff).label(), "h2_reset_other");
+        assert_eq!(ErrorKind::h2_reset(u32::MAX), ErrorKind::H2Reset(H2_RESET_OTHER));
+        // Every fixed kind has its own counter and its own label.
+        let labels: std::collections::BTreeSet<String> = ErrorKind::FIXED.iter().map(ErrorKind::label).collect();
+        assert_eq!(labels.len(), ErrorKind::FIXED_COUNT);
+        assert!(ErrorKind::FIXED.iter().all(|kind| kind.fixed_index().is_some()));
     }
 }

@@ -14,7 +14,7 @@
 mod error_kind;
 mod histogram;
 
-pub use error_kind::ErrorKind;
+pub use error_kind::{ErrorKind, H2_RESET_OTHER};
 pub use histogram::{decode_histogram, encode_histogram, merge_encoded, new_latency_histogram, HistogramError};
 
 use hdrhistogram::Histogram;
@@ -83,6 +83,9 @@ impl ErrorKind {
                 | ErrorKind::TemplateFailed
                 | ErrorKind::Cut
                 | ErrorKind::SqlConnectionFailure
+                | ErrorKind::H2Reset(_)
+                | ErrorKind::H2GoAway
+                | ErrorKind::H2Refused
         )
     }
 }

@@ -130,6 +130,11 @@ pub struct Target {
     /// the VUs of a generator.
     #[serde(default)]
     pub connections: Connections,
+    /// Which HTTP the VUs speak: `"1.1"` (the default), `"2"` (h2c with prior knowledge for
+    /// `http://`, and over TLS a server that does not choose h2 in ALPN fails as `h2_refused`) or
+    /// `"auto"` (ALPN over TLS offers h2 and http/1.1, the server chooses; `http://` stays 1.1).
+    #[serde(default)]
+    pub http_version: HttpVersion,
     /// Local addresses (IP literals) outgoing connections bind to before connecting, taken in
     /// turn, one per connection: each source address has its own range of ephemeral ports,
     /// so several of them hold more connections to one target than one address can. Empty:
@@ -175,6 +180,61 @@ fn default_max_kept_body_bytes() -> u64 {
 
 fn default_connect_backoff() -> bool {
     true
+}
+
+/// `target.http_version`. On the wire: `"1.1"`, `"2"` or `"auto"`; the numbers `1.1` and `2`
+/// are read too, as YAML writes them unquoted (python/horde/plan/target.py reads them alike).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub enum HttpVersion {
+    #[default]
+    #[serde(rename = "1.1")]
+    Http1,
+    #[serde(rename = "2")]
+    Http2,
+    #[serde(rename = "auto")]
+    Auto,
+}
+
+impl<'de> Deserialize<'de> for HttpVersion {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = HttpVersion;
+            fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+                formatter.write_str("'1.1', '2' or 'auto'")
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<HttpVersion, E> {
+                match text {
+                    "1.1" => Ok(HttpVersion::Http1),
+                    "2" => Ok(HttpVersion::Http2),
+                    "auto" => Ok(HttpVersion::Auto),
+                    _ => Err(E::invalid_value(serde::de::Unexpected::Str(text), &self)),
+                }
+            }
+            fn visit_u64<E: serde::de::Error>(self, number: u64) -> Result<HttpVersion, E> {
+                match number {
+                    2 => Ok(HttpVersion::Http2),
+                    _ => Err(E::invalid_value(serde::de::Unexpected::Unsigned(number), &self)),
+                }
+            }
+            fn visit_i64<E: serde::de::Error>(self, number: i64) -> Result<HttpVersion, E> {
+                match number {
+                    2 => Ok(HttpVersion::Http2),
+                    _ => Err(E::invalid_value(serde::de::Unexpected::Signed(number), &self)),
+                }
+            }
+            fn visit_f64<E: serde::de::Error>(self, number: f64) -> Result<HttpVersion, E> {
+                if number == 1.1 {
+                    Ok(HttpVersion::Http1)
+                } else if number == 2.0 {
+                    Ok(HttpVersion::Http2)
+                } else {
+                    Err(E::invalid_value(serde::de::Unexpected::Float(number), &self))
+                }
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
 }
 
 /// How VUs reach the target (`target.connections`).

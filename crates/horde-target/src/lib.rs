@@ -1,5 +1,7 @@
-//! The built-in target: a small HTTP/1.1 server whose answers are known in advance, used for
-//! demos and for known-answer tests of Horde's numbers.
+//! The built-in target: a small HTTP server whose answers are known in advance, used for demos
+//! and for known-answer tests of Horde's numbers. It speaks HTTP/1.1 and HTTP/2 in clear text
+//! (h2c with prior knowledge) on the same port: the protocol is told by the connection's first
+//! bytes. An HTTP/2 connection allows [`MAX_CONCURRENT_STREAMS`] streams at once.
 //!
 //! A load tester is only trustworthy if its figures can be checked. This target makes that
 //! possible: a `/delay/50` request takes 50 ms, so a measured p50 far from 50 ms is the
@@ -112,4 +114,4 @@ mod stall;
 
 pub use config::{Capacity, ServiceTimes, TargetConfig, TargetError};
 pub use gateway::{GatewayConfig, GatewayCounts, GatewayFraming, GatewayHandle, MAX_ROOM_PLAYERS, MAX_UDP_PLAYERS};
-pub use server::TargetHandle;
+pub use server::{TargetHandle, MAX_CONCURRENT_STREAMS};

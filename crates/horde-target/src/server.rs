@@ -11,9 +11,9 @@ use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::watch;
 
@@ -26,6 +26,11 @@ use crate::stall::StallClock;
 /// Pending connections the kernel may queue before `accept`. A load generator opens hundreds of
 /// connections in a burst at start; the usual default of 128 would refuse some of them.
 const LISTEN_BACKLOG: u32 = 4096;
+
+/// Streams one HTTP/2 connection may have open at once (advertised in SETTINGS). High enough that
+/// a pool of few connections shared by many VUs is limited by the target's capacity model, not
+/// by the protocol; a client must still respect it.
+pub const MAX_CONCURRENT_STREAMS: u32 = 1000;
 
 /// How long in-flight requests get to finish once a stop is asked. Shorter than `STOP_WAIT` so
 /// that the runtime is normally torn down, not abandoned.
@@ -295,13 +300,21 @@ async fn serve_connection(
         let shared = Arc::clone(&shared);
         async move { handle(&shared, request).await }
     });
-    let connection = http1::Builder::new()
+    // One port for both protocols: hyper-util reads the first bytes and serves HTTP/2 to a
+    // client that opens with the h2c preface (prior knowledge), HTTP/1.1 to any other.
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
         .timer(TokioTimer::new())
         // hyper's default 30 s header timeout also runs while a keep-alive connection idles,
         // which would close the connections of VUs with long think times.
         .header_read_timeout(None)
-        .keep_alive(true)
-        .serve_connection(TokioIo::new(stream), service);
+        .keep_alive(true);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(MAX_CONCURRENT_STREAMS);
+    let connection = builder.serve_connection(TokioIo::new(stream), service);
     let mut connection = std::pin::pin!(connection);
     tokio::select! {
         // Errors are the client's doing (a reset, a malformed request hyper answered with 400);

@@ -48,11 +48,16 @@ ERROR_HINTS = {
     "sql_connection_failure": "the database closed or refused the connection (a terminated backend, a restart, "
                               "max_connections): see the server's log; the next step connects again",
     "sql_other": "the database reported another error (a syntax error, a missing table...): run the step's query in psql",
+    "h2_goaway": "the server ended the HTTP/2 connection (GOAWAY) before responses ended: a restart or its connection limit",
+    "h2_refused": "target.http_version is '2' but the TLS server did not choose h2: it speaks HTTP/1.1 only; use 'auto' or '1.1'",
 }
 
 
 def error_hint(kind: str) -> str | None:
     """The hint shown under a run's errors for ``kind`` (``status_503`` by its class)."""
+    if kind.startswith("h2_reset_"):
+        return ("the server reset HTTP/2 streams with that code (refused_stream: too many at once; enhance_your_calm: "
+                "too fast): the server's stream and rate limits, or its logs")
     if kind.startswith("status_"):
         code = kind.removeprefix("status_")
         if code.startswith("5"):

@@ -95,6 +95,39 @@ def _check_connections(data: dict[str, Any], problems: list[Located]) -> dict[st
     return {key: item for key, item in data.items() if key != "connections"}
 
 
+#: ``http_version``'s values: HTTP/1.1 only (the default), HTTP/2 insisted on, or ALPN's choice.
+HttpVersion = Literal["1.1", "2", "auto"]
+
+
+def _check_http_version(data: dict[str, Any], problems: list[Located]) -> dict[str, Any]:
+    """``http_version`` read as YAML writes it (``2`` and ``1.1`` unquoted are numbers) and
+    checked against the rest of the target; crates/horde-plan (validate/target.rs) words the
+    problems the same. A bad value is left out so that it is reported once."""
+    if "http_version" not in data:
+        return data
+    value = data["http_version"]
+    text = {2: "2", 1.1: "1.1"}.get(value, value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+    problem = None
+    if text not in ("1.1", "2", "auto"):
+        problem = custom(
+            "http_version", f"{_describe(value)} is not an HTTP version",
+            "write http_version: '1.1' (the default), '2' (h2c for http://, h2 required over TLS) "
+            "or auto (ALPN over TLS offers h2 and http/1.1)")
+    elif text != "1.1" and isinstance(data.get("base_url"), str) and is_postgres_url(data["base_url"]):
+        problem = custom(
+            "http_version", f"'{text}' is for http:// and https:// targets",
+            "leave http_version out for a postgresql:// target")
+    elif text == "auto" and data.get("connections", "per_vu") != "per_vu":
+        problem = custom(
+            "http_version", "'auto' cannot be combined with connections: {pool: N} (a pool "
+            "multiplexes HTTP/2 connections and must know the protocol before connecting)",
+            "write http_version: '2' (the server speaks HTTP/2) or '1.1'")
+    if problem is None:
+        return {**data, "http_version": text}
+    problems.append((("http_version",), value, problem))
+    return {key: item for key, item in data.items() if key != "http_version"}
+
+
 def _describe(value: Any) -> str:
     return repr(value) if isinstance(value, (str, int, float)) else type(value).__name__
 
@@ -237,6 +270,15 @@ class Target(BaseModel):
         "process, shared by its VUs: a VU borrows an idle connection to its instance for one "
         "request and gives it back; when all are lent it waits its turn, and the wait counts in "
         "the request's latency and timeout)",
+    )
+    http_version: HttpVersion = Field(
+        default="1.1",
+        description="which HTTP the VUs speak: '1.1' (the default), '2' (HTTP/2: with prior "
+        "knowledge, h2c, for http://; over TLS the server must choose h2 in ALPN, or the request "
+        "fails as 'h2_refused') or 'auto' (over TLS ALPN offers h2 and http/1.1 and the server "
+        "chooses; http:// stays 1.1). Over HTTP/2 a VU's requests share its connection, and a "
+        "pool's N connections are multiplexed by all the VUs (within the server's limit of "
+        "concurrent streams); 'auto' takes no pool",
     )
     source_addresses: list[str] = Field(
         default_factory=list,
@@ -388,6 +430,7 @@ class Target(BaseModel):
             return handler(data)
         problems: list[Located] = []
         data = _check_connections(data, problems)
+        data = _check_http_version(data, problems)
         problems += _source_address_problems(data)
         if not isinstance(data.get("instances"), list):
             return with_problems(data, handler, problems, "Target", tuple(cls.model_fields))

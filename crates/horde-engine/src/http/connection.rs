@@ -35,6 +35,14 @@ impl Connection {
         }
     }
 
+    /// Whether the TLS handshake chose h2 in ALPN (never, in clear text).
+    pub fn negotiated_h2(&self) -> bool {
+        match self {
+            Connection::Plain(_) => false,
+            Connection::Tls(stream) => stream.get_ref().1.alpn_protocol() == Some(b"h2"),
+        }
+    }
+
     pub async fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
         match self {
             Connection::Plain(stream) => stream.read(buffer).await,
@@ -78,10 +86,12 @@ impl SourceAddresses {
 
 impl Connector {
     /// `extra_roots`: certificates (DER) trusted besides the usual roots (`target.ca_file`).
+    /// `offer_h2`: ALPN offers h2 before http/1.1 (`target.http_version` "2" or "auto").
     pub fn new(
         endpoint: Endpoint,
         connect_timeout: Duration,
         insecure: bool,
+        offer_h2: bool,
         extra_roots: &[CertificateDer<'static>],
         sources: Arc<SourceAddresses>,
     ) -> Result<Self, EngineError> {
@@ -91,13 +101,17 @@ impl Connector {
             Scheme::Https => {
                 let server_name = ServerName::try_from(endpoint.host.clone())
                     .map_err(|error| EngineError::Setup(format!("'{}' is not a valid TLS server name: {error}", endpoint.host)))?;
-                Some((TlsConnector::from(Arc::new(tls_config(insecure, extra_roots)?)), server_name))
+                Some((TlsConnector::from(Arc::new(tls_config(insecure, offer_h2, extra_roots)?)), server_name))
             }
         };
         Ok(Self { endpoint, fixed_address, tls, connect_timeout, sources })
     }
 
     /// Connects (and shakes hands, for https) within the connect timeout.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
     pub async fn connect(&self) -> Result<Connection, ErrorKind> {
         self.connect_detailed().await.map_err(|(kind, _)| kind)
     }
@@ -189,7 +203,7 @@ pub fn read_ca_file(path: &str) -> Result<Vec<CertificateDer<'static>>, EngineEr
     Ok(certificates)
 }
 
-fn tls_config(insecure: bool, extra_roots: &[CertificateDer<'static>]) -> Result<ClientConfig, EngineError> {
+fn tls_config(insecure: bool, offer_h2: bool, extra_roots: &[CertificateDer<'static>]) -> Result<ClientConfig, EngineError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -208,7 +222,10 @@ fn tls_config(insecure: bool, extra_roots: &[CertificateDer<'static>]) -> Result
         }
         builder.with_root_certificates(roots).with_no_client_auth()
     };
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    // Both are offered even when the plan insists on HTTP/2: a server without h2 then still
+    // completes the handshake, and the VU can say that it refused h2 (`h2_refused`) rather
+    // than fail as a TLS error.
+    config.alpn_protocols = if offer_h2 { vec![b"h2".to_vec(), b"http/1.1".to_vec()] } else { vec![b"http/1.1".to_vec()] };
     Ok(config)
 }
 

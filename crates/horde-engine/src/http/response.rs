@@ -63,7 +63,7 @@ pub struct Capture {
     /// first [`ERROR_BODY_PREFIX_BYTES`] of its body. Untouched by responses below 400.
     pub error_status_line: String,
     pub error_body: Vec<u8>,
-    error_wanted: bool,
+    pub(super) error_wanted: bool,
     /// Exchange recording (`crate::exchange`): when set, the response's head as received and
     /// the first `MAX_BODY_BYTES` of its decoded body are kept too, whatever the step needs.
     /// False (and both buffers empty) in a run without recording.
@@ -77,7 +77,7 @@ pub struct Capture {
 pub const ERROR_BODY_PREFIX_BYTES: usize = 120;
 
 impl Capture {
-    fn clear(&mut self, body_limit: usize) {
+    pub(super) fn clear(&mut self, body_limit: usize) {
         self.body.clear();
         self.body_truncated = false;
         self.body_limit = body_limit;
@@ -95,7 +95,7 @@ impl Capture {
         }
     }
 
-    fn keep(&mut self, bytes: &[u8]) {
+    pub(super) fn keep(&mut self, bytes: &[u8]) {
         if self.error_wanted && self.error_body.len() < ERROR_BODY_PREFIX_BYTES {
             let room = ERROR_BODY_PREFIX_BYTES - self.error_body.len();
             self.error_body.extend_from_slice(&bytes[..bytes.len().min(room)]);

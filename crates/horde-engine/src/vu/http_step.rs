@@ -17,10 +17,10 @@ use std::time::{Duration, Instant};
 /// Why one exchange failed, in words too (the error detail), and whether it failed before
 /// reaching the target.
 #[derive(Debug, Clone)]
-struct ExchangeError {
-    kind: ErrorKind,
-    connecting: bool,
-    detail: String,
+pub(super) struct ExchangeError {
+    pub kind: ErrorKind,
+    pub connecting: bool,
+    pub detail: String,
 }
 
 impl Vu {
@@ -277,14 +277,20 @@ impl Vu {
         let plan = &state.shared.plan;
         self.written = 0;
         let exchange = async {
-            match &state.pool {
-                None => self.exchange_unbounded(state, request, is_head).await,
-                Some(pool) => self.pooled_exchange(state, pool, request, is_head).await,
+            match (&state.pool, plan.http2) {
+                (None, None) => self.exchange_unbounded(state, request, is_head).await,
+                (Some(pool), _) => self.pooled_exchange(state, pool, request, is_head).await,
+                (None, Some(mode)) => match &state.h2_pool {
+                    None => self.own_h2_exchange(state, mode, request, is_head).await,
+                    Some(pool) => self.pooled_h2_exchange(state, pool, mode, request).await,
+                },
             }
         };
         match tokio::time::timeout(plan.request_timeout, exchange).await {
             Ok(result) => result,
             Err(_) => {
+                // An HTTP/1.1 connection is left mid-response; an HTTP/2 one is kept, the
+                // stream being cancelled (RST_STREAM) when its future is dropped.
                 self.connection = None;
                 let detail = format!("no whole response within {} ms (target.request_timeout_ms)", plan.request_timeout.as_millis());
                 Err((ExchangeError { kind: ErrorKind::Timeout, connecting: false, detail }, self.written))
@@ -311,7 +317,7 @@ impl Vu {
         format!("{}:{}", endpoint.host, endpoint.port)
     }
 
-    async fn exchange_unbounded(&mut self, state: &WorkerState, request: &[u8], is_head: bool) -> Result<(u16, u64, u64), (ExchangeError, u64)> {
+    pub(super) async fn exchange_unbounded(&mut self, state: &WorkerState, request: &[u8], is_head: bool) -> Result<(u16, u64, u64), (ExchangeError, u64)> {
         // A kept-alive connection may have been closed by the server while idle; that shows as
         // a failure before any response byte, and the request is then sent once more on a new
         // connection, as browsers and HTTP libraries do.

@@ -145,7 +145,8 @@ pub fn error_kinds(snapshots: &[Snapshot]) -> BTreeMap<String, u64> {
 /// The kinds of a request that got no response: counted, never timed.
 pub fn is_without_response(label: &str) -> bool {
     matches!(label, "refused" | "reset" | "timeout" | "tls" | "dns" | "connect" | "protocol" | "headers_too_large" | "io" | "cut"
-        | "template_failed" | "feeder_exhausted")
+        | "template_failed" | "feeder_exhausted" | "h2_goaway" | "h2_refused")
+        || label.starts_with("h2_reset_")
 }
 
 /// The error kinds ARCHITECTURE.md documents: `status_<code>` (code >= 400) and the fixed ones.
@@ -153,7 +154,9 @@ pub fn is_documented_kind(label: &str) -> bool {
     if let Some(code) = label.strip_prefix("status_") {
         return code.parse::<u16>().is_ok_and(|code| code >= 400);
     }
-    matches!(label, "refused" | "reset" | "timeout" | "tls" | "dns" | "connect" | "protocol" | "headers_too_large" | "io" | "cut")
+    matches!(label, "refused" | "reset" | "timeout" | "tls" | "dns" | "connect" | "protocol" | "headers_too_large" | "io" | "cut"
+        | "h2_goaway" | "h2_refused")
+        || label.starts_with("h2_reset_")
 }
 
 /// The accounting every snapshot must satisfy: per step, `requests = ok + sum(errors)`, one

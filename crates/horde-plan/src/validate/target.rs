@@ -3,7 +3,7 @@
 
 use super::Problems;
 use crate::{
-    Connections, Target, MAX_KEPT_BODY_BYTES, MAX_POOL_CONNECTIONS, MAX_RESPONSE_HEADER_BYTES, MIN_RESPONSE_HEADER_BYTES,
+    Connections, HttpVersion, Target, MAX_KEPT_BODY_BYTES, MAX_POOL_CONNECTIONS, MAX_RESPONSE_HEADER_BYTES, MIN_RESPONSE_HEADER_BYTES,
 };
 use std::net::IpAddr;
 
@@ -163,6 +163,7 @@ pub(super) fn check_connections(problems: &mut Problems, target: &Target) {
             problems.push("target.connections.pool".into(), format!("must be at most {MAX_POOL_CONNECTIONS} (got {size})"));
         }
     }
+    check_http_version(problems, target);
     let header_bytes = target.max_response_header_bytes;
     if !(MIN_RESPONSE_HEADER_BYTES..=MAX_RESPONSE_HEADER_BYTES).contains(&header_bytes) {
         problems.push(
@@ -198,6 +199,24 @@ pub(super) fn check_connections(problems: &mut Problems, target: &Target) {
     }
 }
 
+/// `http_version`: HTTP/2 is for http(s) targets; with a pool the engine multiplexes HTTP/2
+/// connections, so it must know before connecting that every connection will speak it.
+fn check_http_version(problems: &mut Problems, target: &Target) {
+    let wanted = match target.http_version {
+        HttpVersion::Http1 => return,
+        HttpVersion::Http2 => "2",
+        HttpVersion::Auto => "auto",
+    };
+    if crate::is_postgres_url(&target.base_url) {
+        problems.push("target.http_version".into(), format!("'{wanted}' is for http:// and https:// targets; leave it out for a postgresql:// one"));
+    } else if target.http_version == HttpVersion::Auto && target.connections.pool_size().is_some() {
+        problems.push(
+            "target.http_version".into(),
+            "'auto' cannot be combined with connections: {pool: N} (a pool multiplexes HTTP/2 connections and must know the protocol before connecting): write '2' or '1.1'",
+        );
+    }
+}
+
 /// The host of a target URL when it is an IP literal (`http://[::1]:8080` gives `::1`).
 fn url_ip(url: &str) -> Option<IpAddr> {
     let rest = url.split_once("://")?.1;
@@ -212,7 +231,7 @@ fn url_ip(url: &str) -> Option<IpAddr> {
 
 #[cfg(test)]
 mod tests {
-    use crate::{decode, Connections};
+    use crate::{decode, Connections, HttpVersion};
 
     fn plan_with_target(target: &str) -> String {
         format!(
@@ -224,6 +243,25 @@ mod tests {
 
     fn problems(target: &str) -> Vec<String> {
         decode(&plan_with_target(target)).unwrap().validate().into_iter().map(|p| p.to_string()).collect()
+    }
+
+    #[test]
+    fn http_version_reads_three_values_and_auto_refuses_a_pool() {
+        let default = decode(&plan_with_target(r#"{"base_url": "http://127.0.0.1:1"}"#)).unwrap();
+        assert_eq!(default.target.http_version, HttpVersion::Http1);
+        for (text, version) in [("1.1", HttpVersion::Http1), ("2", HttpVersion::Http2), ("auto", HttpVersion::Auto)] {
+            let plan = decode(&plan_with_target(&format!(r#"{{"base_url": "https://h", "http_version": "{text}"}}"#))).unwrap();
+            assert_eq!(plan.target.http_version, version);
+            assert_eq!(serde_json::to_value(version).unwrap(), serde_json::json!(text));
+        }
+        let unquoted = decode(&plan_with_target(r#"{"base_url": "http://h", "http_version": 2}"#)).unwrap();
+        assert_eq!(unquoted.target.http_version, HttpVersion::Http2);
+        let wrong = decode(&plan_with_target(r#"{"base_url": "http://h", "http_version": "3"}"#)).unwrap_err();
+        assert_eq!(wrong.path, "target.http_version");
+        let pooled = problems(r#"{"base_url": "https://h", "http_version": "auto", "connections": {"pool": 2}}"#);
+        assert_eq!(pooled.len(), 1);
+        assert!(pooled[0].starts_with("target.http_version: 'auto' cannot be combined with connections"), "{pooled:?}");
+        assert!(problems(r#"{"base_url": "http://h", "http_version": "2", "connections": {"pool": 2}}"#).is_empty());
     }
 
     #[test]

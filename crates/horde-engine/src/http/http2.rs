@@ -1,0 +1,221 @@
+//! HTTP/2 (`target.http_version` "2" or "auto"): connections opened by the same [`Connector`]
+//! (TCP, TLS with ALPN) and handed to the `h2` crate, whose connection task runs beside the VUs
+//! on the worker's runtime. A request is the HTTP/1.1 encoding the plan already made (fixed or
+//! rendered per send), read again into HTTP/2's form, so that templates, cookies and headers
+//! work the same over both protocols; the response fills the same [`Capture`] as an HTTP/1.1
+//! one, so checks, extractors, cookies and recorded exchanges do not know which protocol it was.
+//!
+//! Bytes counted: a request as its HTTP/1.1 encoding, a response as its decoded head (status
+//! line and headers written as HTTP/1.1 would) plus its body. HPACK compression and framing
+//! are not measured: the figures compare across protocols, not with the wire.
+
+use super::{Capture, Connection, Connector, Endpoint, ReadLimits, Scheme};
+use bytes::Bytes;
+use horde_metrics::ErrorKind;
+
+/// A handle on an HTTP/2 connection: cloned, it lets several VUs open streams on it at once.
+pub type H2Sender = h2::client::SendRequest<Bytes>;
+
+/// How a plan that may speak HTTP/2 chooses it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Http2Mode {
+    /// `"2"`: h2c with prior knowledge over `http://`; over TLS the server must choose h2.
+    Insist,
+    /// `"auto"`: over TLS the server chooses between h2 and http/1.1; `http://` stays HTTP/1.1.
+    Alpn,
+}
+
+/// What a connection turned out to speak.
+pub enum Opened {
+    Http2(H2Sender),
+    Http1(Connection),
+}
+
+/// Why an HTTP/2 exchange failed, and what it says of the connection.
+#[derive(Debug)]
+pub struct H2Failure {
+    pub kind: ErrorKind,
+    pub detail: String,
+    /// The connection can carry no more streams (GOAWAY, IO error, protocol error): drop it.
+    pub connection_lost: bool,
+    /// Nothing of the request reached the server (the connection was already closed when the
+    /// stream was to open): the request may be sent again on a new connection.
+    pub not_sent: bool,
+}
+
+/// Per-stream and per-connection receive windows: large enough that a response of a few MiB
+/// is not held back by WINDOW_UPDATE round trips (the RFC's 64 KiB default would be), small
+/// enough to bound what one connection buffers. h2load's defaults are larger still.
+const STREAM_WINDOW: u32 = 1 << 20;
+const CONNECTION_WINDOW: u32 = 16 << 20;
+
+/// Connects and, when HTTP/2 is to be spoken, performs its handshake. Over TLS with
+/// [`Http2Mode::Alpn`], a server that chose http/1.1 gives an HTTP/1.1 connection; with
+/// [`Http2Mode::Insist`] it is an `h2_refused` error.
+pub async fn open(connector: &Connector, mode: Http2Mode, limits: ReadLimits) -> Result<Opened, (ErrorKind, String)> {
+    let connection = connector.connect_detailed().await?;
+    let endpoint = connector.endpoint();
+    let speak_h2 = match (&connection, mode) {
+        (Connection::Plain(_), Http2Mode::Insist) => true,
+        (Connection::Plain(_), Http2Mode::Alpn) => false,
+        (Connection::Tls(_), _) => connection.negotiated_h2(),
+    };
+    if !speak_h2 {
+        if mode == Http2Mode::Insist {
+            return Err((
+                ErrorKind::H2Refused,
+                format!("{}:{} did not choose h2 in the TLS handshake (ALPN) and target.http_version is '2'", endpoint.host, endpoint.port),
+            ));
+        }
+        return Ok(Opened::Http1(connection));
+    }
+    let mut builder = h2::client::Builder::new();
+    builder
+        .initial_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(CONNECTION_WINDOW)
+        // The bound on a response head, as over HTTP/1.1 (the decoded header list).
+        .max_header_list_size(u32::try_from(limits.max_head_bytes).unwrap_or(u32::MAX))
+        // The server pushes nothing to a load generator.
+        .enable_push(false);
+    let handshake = match connection {
+        Connection::Plain(stream) => builder.handshake(stream).await.map(|(sender, driver)| spawn_driver(sender, driver)),
+        Connection::Tls(stream) => builder.handshake(*stream).await.map(|(sender, driver)| spawn_driver(sender, driver)),
+    };
+    handshake
+        .map(Opened::Http2)
+        .map_err(|error| (ErrorKind::Protocol, format!("HTTP/2 handshake with {}:{}: {error}", endpoint.host, endpoint.port)))
+}
+
+/// The connection's frames are read and written by a task of its own on the worker's runtime;
+/// it ends when every sender is dropped and the last stream is done, or the connection fails.
+fn spawn_driver<T>(sender: H2Sender, driver: h2::client::Connection<T, Bytes>) -> H2Sender
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    tokio::spawn(async move {
+        // Its error reaches the streams too, which is where it is counted.
+        let _ = driver.await;
+    });
+    sender
+}
+
+/// Headers that name HTTP/1.1's connection and are forbidden over HTTP/2 (RFC 9113 8.2.2);
+/// `host` becomes the `:authority` pseudo-header.
+fn connection_specific(name: &str) -> bool {
+    ["host", "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te"]
+        .iter()
+        .any(|forbidden| name.eq_ignore_ascii_case(forbidden))
+}
+
+/// The HTTP/1.1 encoding of a request (`super::encode_request`) as an HTTP/2 request and its body.
+fn to_h2(endpoint: &Endpoint, encoded: &[u8]) -> Result<(http::Request<()>, Bytes), String> {
+    let lines = encoded.iter().filter(|&&byte| byte == b'\n').count() + 1;
+    let mut headers = vec![httparse::EMPTY_HEADER; lines];
+    let mut parsed = httparse::Request::new(&mut headers);
+    let head_len = match parsed.parse(encoded) {
+        Ok(httparse::Status::Complete(head_len)) => head_len,
+        _ => return Err("the request could not be read back for HTTP/2".into()),
+    };
+    let scheme = match endpoint.scheme {
+        Scheme::Http => "http",
+        Scheme::Https => "https",
+    };
+    let authority = parsed
+        .headers
+        .iter()
+        .find(|header| header.name.eq_ignore_ascii_case("host"))
+        .and_then(|header| std::str::from_utf8(header.value).ok())
+        .unwrap_or(&endpoint.host_header);
+    let uri = format!("{scheme}://{authority}{}", parsed.path.unwrap_or("/"));
+    let mut builder = http::Request::builder().method(parsed.method.unwrap_or("GET")).uri(uri);
+    for header in parsed.headers.iter().filter(|header| !connection_specific(header.name)) {
+        builder = builder.header(header.name, header.value);
+    }
+    let request = builder.body(()).map_err(|error| format!("the request is not valid for HTTP/2: {error}"))?;
+    Ok((request, Bytes::copy_from_slice(&encoded[head_len..])))
+}
+
+/// Sends one request as a stream of `sender`'s connection and reads its response into
+/// `capture`. Ok: (status, bytes sent, bytes received). Waits while the server's limit of
+/// concurrent streams is reached (that wait is part of the request's latency).
+pub async fn exchange_h2(
+    sender: &mut H2Sender,
+    endpoint: &Endpoint,
+    encoded: &[u8],
+    capture: &mut Capture,
+    limits: ReadLimits,
+) -> Result<(u16, u64, u64), H2Failure> {
+    let address = format!("{}:{}", endpoint.host, endpoint.port);
+    let (request, body) = to_h2(endpoint, encoded)
+        // Not sent, but a second try would fail the same: not flagged as `not_sent`.
+        .map_err(|detail| H2Failure { kind: ErrorKind::Protocol, detail, connection_lost: false, not_sent: false })?;
+    let ready = std::mem::replace(sender, sender.clone()).ready().await;
+    *sender = ready.map_err(|error| H2Failure { not_sent: true, ..failure(&error, &address) })?;
+    let (response, mut stream) = sender
+        .send_request(request, body.is_empty())
+        .map_err(|error| H2Failure { not_sent: true, ..failure(&error, &address) })?;
+    if !body.is_empty() {
+        // Queued by h2 and sent as the server's flow-control window allows.
+        stream.send_data(body, true).map_err(|error| failure(&error, &address))?;
+    }
+    let response = response.await.map_err(|error| failure(&error, &address))?;
+    let status = response.status().as_u16();
+    capture.clear(limits.max_kept_body_bytes);
+    let mut received = format!("HTTP/2 {status}\r\n").len() as u64 + 2;
+    if capture.record {
+        capture.recorded_head.extend_from_slice(format!("HTTP/2 {status}\r\n").as_bytes());
+    }
+    for (name, value) in response.headers() {
+        received += (name.as_str().len() + value.len() + 4) as u64;
+        let is_cookie = name == http::header::SET_COOKIE;
+        if is_cookie || capture.keep_headers {
+            let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+            if capture.keep_headers {
+                capture.headers.push((name.as_str().to_owned(), value.clone()));
+            }
+            if is_cookie {
+                capture.set_cookies.push(value);
+            }
+        }
+        if capture.record && capture.recorded_head.len() < crate::exchange::MAX_HEAD_BYTES {
+            capture.recorded_head.extend_from_slice(format!("{name}: {}\r\n", String::from_utf8_lossy(value.as_bytes())).as_bytes());
+        }
+    }
+    if received > limits.max_head_bytes as u64 {
+        return Err(H2Failure {
+            kind: ErrorKind::HeadersTooLarge,
+            detail: format!("the response head passed target.max_response_header_bytes ({} bytes) ({address})", limits.max_head_bytes),
+            connection_lost: false,
+            not_sent: false,
+        });
+    }
+    if status >= 400 {
+        capture.error_wanted = true;
+        capture.error_status_line = format!("HTTP/2 {status}");
+    }
+    let mut body = response.into_body();
+    while let Some(chunk) = body.data().await {
+        let chunk = chunk.map_err(|error| failure(&error, &address))?;
+        // The window is given back as the body is read, so a long body keeps flowing.
+        let _ = body.flow_control().release_capacity(chunk.len());
+        received += chunk.len() as u64;
+        capture.keep(&chunk);
+    }
+    Ok((status, encoded.len() as u64, received))
+}
+
+/// An `h2` error as Horde counts it: a stream reset by its code, a GOAWAY, an IO error by its
+/// kind, anything else as a protocol error.
+fn failure(error: &h2::Error, address: &str) -> H2Failure {
+    let (kind, detail, connection_lost) = if error.is_go_away() {
+        let reason = error.reason().map_or_else(|| "no code".to_owned(), |reason| format!("{reason:?}"));
+        (ErrorKind::H2GoAway, format!("the server ended the HTTP/2 connection (GOAWAY, {reason}) before the response ended ({address})"), true)
+    } else if let (true, Some(reason)) = (error.is_reset(), error.reason()) {
+        (ErrorKind::h2_reset(reason.into()), format!("the server reset the stream ({reason:?}, code {}) ({address})", u32::from(reason)), false)
+    } else if let Some(io) = error.get_io() {
+        (ErrorKind::from_io(io), format!("{io} on the HTTP/2 connection ({address})"), true)
+    } else {
+        (ErrorKind::Protocol, format!("HTTP/2: {error} ({address})"), true)
+    };
+    H2Failure { kind, detail, connection_lost, not_sent: false }
+}
