@@ -461,6 +461,22 @@ impl Vu {
         wait_unless_stopped(state, pause).await;
     }
 
+    /// How every step kind ends: the back-off after a failed connect, the step's think time
+    /// (it applies after a failure too, as after a response), and whether the iteration goes on.
+    async fn end_step(&mut self, state: &WorkerState, back_off: bool, think_time: Option<&ThinkTime>, end_iteration: bool) -> Flow {
+        if back_off {
+            self.back_off(state).await;
+        }
+        if let Some(think_time) = think_time {
+            self.pause(state, think_time).await;
+        }
+        if end_iteration {
+            Flow::EndIteration
+        } else {
+            Flow::Continue
+        }
+    }
+
     /// The pause after a failed connect: 10 ms, then twice the last one up to 1 s; counted
     /// with its length (a stop ends it early).
     async fn back_off(&mut self, state: &WorkerState) {

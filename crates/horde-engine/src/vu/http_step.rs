@@ -150,17 +150,7 @@ impl Vu {
         if let Some(from_send_us) = from_send_us.filter(|_| timed) {
             state.recorder.borrow_mut().steps[node.global_index].record_from_send(latency_us, from_send_us);
         }
-        if back_off {
-            self.back_off(state).await;
-        }
-        if let Some(think_time) = &node.think_time {
-            self.pause(state, think_time).await;
-        }
-        if end_iteration {
-            Flow::EndIteration
-        } else {
-            Flow::Continue
-        }
+        self.end_step(state, back_off, node.think_time.as_ref(), end_iteration).await
     }
 
     /// A recorded exchange completed with its response (`crate::exchange`): the head and body

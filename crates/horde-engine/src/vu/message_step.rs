@@ -101,17 +101,7 @@ impl Vu {
                 self.note(state, index, error.kind, error.detail);
             }
         }
-        if back_off {
-            self.back_off(state).await;
-        }
-        if let Some(think_time) = &node.think_time {
-            self.pause(state, think_time).await;
-        }
-        if end_iteration {
-            Flow::EndIteration
-        } else {
-            Flow::Continue
-        }
+        self.end_step(state, back_off, node.think_time.as_ref(), end_iteration).await
     }
 
     /// Runs one step on the VU's connection (opened first when it has none; `connect` opens a

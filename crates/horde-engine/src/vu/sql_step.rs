@@ -102,17 +102,7 @@ impl Vu {
         if let Some(sent_at) = sent_at {
             state.recorder.borrow_mut().steps[node.global_index].record_from_send(latency_us, sent_at.elapsed().as_micros() as u64);
         }
-        if back_off {
-            self.back_off(state).await;
-        }
-        if let Some(think_time) = &node.think_time {
-            self.pause(state, think_time).await;
-        }
-        if end_iteration {
-            Flow::EndIteration
-        } else {
-            Flow::Continue
-        }
+        self.end_step(state, back_off, node.think_time.as_ref(), end_iteration).await
     }
 
     /// Takes a connection (the VU's own, or one of the pool's, waiting its turn), runs the step's
