@@ -307,9 +307,17 @@ impl Vu {
                         let failures = self.failures;
                         let sent = self.sent;
                         let flow = self.run_nodes(state, children, pass).await;
-                        // A pass cut by a stop before anything was sent is no pass at all.
+                        // A pass cut by a stop before anything was sent is no pass at all; one cut
+                        // after some of its requests did not complete, and is counted `cut`, never
+                        // as a pass that held (its last requests were never sent).
                         if !(flow == Flow::Stopped && self.sent == sent) {
-                            let outcome = if self.failures == failures { Ok(()) } else { Err(ErrorKind::StepFailed) };
+                            let outcome = if self.failures != failures {
+                                Err(ErrorKind::StepFailed)
+                            } else if flow == Flow::Stopped {
+                                Err(ErrorKind::Cut)
+                            } else {
+                                Ok(())
+                            };
                             let latency_us = started.elapsed().as_micros() as u64;
                             self.record(state, *global_index, latency_us, outcome, 0, 0);
                         }
