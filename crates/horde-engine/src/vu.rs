@@ -98,10 +98,13 @@ pub(crate) struct Vu {
     /// and its last pause (zero: none since its last connect that succeeded).
     backs_off: bool,
     backoff: Duration,
-    /// Its SQL connection between `sql` steps (`vu/sql_step.rs`).
-    sql: sql_step::VuSql,
-    /// Its connection and message numbers between message steps (`vu/message_step.rs`).
-    messages: message_step::VuMessages,
+    /// Its SQL connection between `sql` steps (`vu/sql_step.rs`), from its first `sql` step:
+    /// boxed and made on first use, so that a VU of a plan without them carries one word for it
+    /// (a VU's size is paid 150,000 times over: see `bench/README.md`, "VU density").
+    sql: Option<Box<sql_step::VuSql>>,
+    /// Its connection and message numbers between message steps (`vu/message_step.rs`), from its
+    /// first message step; boxed for the same reason.
+    messages: Option<Box<message_step::VuMessages>>,
     /// The setup has run without a failure: the behaviour may run. Until then each iteration
     /// runs the setup first, and ends where a setup step fails.
     set_up: bool,
@@ -172,8 +175,8 @@ impl Vu {
             last_connect_failed: false,
             backs_off: false,
             backoff: Duration::ZERO,
-            sql: sql_step::VuSql::default(),
-            messages: message_step::VuMessages::default(),
+            sql: None,
+            messages: None,
             set_up: false,
             setup_failed: false,
             setup_backoff: Duration::ZERO,

@@ -214,7 +214,7 @@ async fn drive_closed(state: Rc<WorkerState>, scenario: usize) {
             for local in scan_from..target {
                 if !alive_flags[local as usize] {
                     alive_flags[local as usize] = true;
-                    let vu = Vu::new(scenario_of(&state, scenario).vu_offset, local * slots + slot);
+                    let vu = Box::new(Vu::new(scenario_of(&state, scenario).vu_offset, local * slots + slot));
                     let starts_at = now + RAMP_TICK * nth / starting;
                     nth += 1;
                     tokio::task::spawn_local(closed_vu(
@@ -240,10 +240,14 @@ struct VuPlace {
     starts_at: tokio::time::Instant,
 }
 
+/// The VU comes boxed: an `async fn` keeps its arguments twice in its future (as given and as
+/// moved into its body), and a VU's task is allocated at its future's largest size for its whole
+/// life, so a VU passed by value cost its size twice over for as long as it lived
+/// (`bench/README.md`, "VU density").
 async fn closed_vu(
     state: Rc<WorkerState>,
     scenario: usize,
-    mut vu: Vu,
+    mut vu: Box<Vu>,
     place: VuPlace,
     wanted: Rc<Cell<u64>>,
     alive: Rc<RefCell<Vec<bool>>>,
@@ -395,7 +399,7 @@ async fn drive_open(state: Rc<WorkerState>, scenario: usize) {
                 created += 1;
                 state.vu_started();
                 let number = (created - 1) * slots + slot;
-                let vu = Vu::for_instance(scenario_of(&state, scenario).vu_offset, number, instance);
+                let vu = Box::new(Vu::for_instance(scenario_of(&state, scenario).vu_offset, number, instance));
                 let arrivals = Rc::new(ArrivalSlot::new(vu.instance()));
                 arrivals.hand(due.into_std());
                 everyone.push(Rc::clone(&arrivals));
@@ -473,7 +477,8 @@ impl ArrivalSlot {
 /// the first), then goes back to the idle list and waits for the next; it leaves when the run
 /// stops or its setup failed. Each arrival's first request is timed from its intended instant,
 /// so the setup's time shows as that request's latency.
-async fn open_vu(state: Rc<WorkerState>, scenario: usize, mut vu: Vu, arrivals: Rc<ArrivalSlot>, idle: Idle) {
+/// The VU comes boxed, as to `closed_vu`.
+async fn open_vu(state: Rc<WorkerState>, scenario: usize, mut vu: Box<Vu>, arrivals: Rc<ArrivalSlot>, idle: Idle) {
     let program = &scenario_of(&state, scenario).program;
     let mut fresh = true;
     while let Some(intended) = arrivals.next(&state.stopping).await {

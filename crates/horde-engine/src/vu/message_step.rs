@@ -66,7 +66,9 @@ impl Vu {
     pub(super) async fn message_step(&mut self, state: &WorkerState, node: &MessageNode, intended: Option<Instant>) -> Flow {
         let Some(index) = node.global_index else {
             // `close`: the next message step opens a new connection.
-            self.messages.connection = None;
+            if let Some(messages) = self.messages.as_mut() {
+                messages.connection = None;
+            }
             return Flow::Continue;
         };
         let started = intended.unwrap_or_else(Instant::now);
@@ -75,7 +77,7 @@ impl Vu {
         let outcome = self.run_message(state, node, index).await;
         in_flight.ended = true;
         let latency_us = started.elapsed().as_micros() as u64;
-        if let Some(connection) = self.messages.connection.as_mut() {
+        if let Some(connection) = self.messages.as_mut().and_then(|messages| messages.connection.as_mut()) {
             if let Some(wire) = connection.take_wire_counts() {
                 let counts = &mut state.recorder.borrow_mut().steps[index].messages;
                 counts.datagrams_sent += wire.sent;
@@ -107,10 +109,11 @@ impl Vu {
     /// Runs one step on the VU's connection (opened first when it has none; `connect` opens a
     /// new one). A connection that failed is dropped: the next step connects again.
     async fn run_message(&mut self, state: &WorkerState, node: &MessageNode, index: usize) -> Result<Answered, StepError> {
+        let messages = self.messages.get_or_insert_with(Box::default);
         if matches!(node.action, MessageAction::Connect) {
-            self.messages.connection = None;
+            messages.connection = None;
         }
-        let mut connection = match self.messages.connection.take() {
+        let mut connection = match messages.connection.take() {
             Some(connection) => connection,
             None => self.open(state, node).await?,
         };
@@ -128,7 +131,7 @@ impl Vu {
                 let seq = self.next_seq();
                 match self.render_text_with_seq(state, text, seq) {
                     Ok(message) => {
-                        let lost = &mut self.messages.lost;
+                        let lost = &mut self.messages.get_or_insert_with(Box::default).lost;
                         let outcome = ping(state, index, &mut connection, message, seq, reply_seq, *timeout, lost).await;
                         if outcome.as_ref().is_err_and(|error| error.kind == ErrorKind::Lost) {
                             if lost.len() == REMEMBERED_LOST {
@@ -146,7 +149,7 @@ impl Vu {
         // Kept unless it broke: a timeout or a lost ping leaves it usable (its late answer is
         // skipped by the next step that waits for something else).
         if outcome.as_ref().map_or_else(|error| error.keeps_connection, |_| true) {
-            self.messages.connection = Some(connection);
+            self.messages.get_or_insert_with(Box::default).connection = Some(connection);
         }
         outcome
     }
@@ -155,7 +158,8 @@ impl Vu {
         let target = state.shared.plan.message.as_ref().expect("message steps run only against a tcp:// or udp:// target");
         let endpoint = &state.shared.plan.endpoints[self.instance];
         let address = if endpoint.host.contains(':') { format!("[{}]:{}", endpoint.host, endpoint.port) } else { format!("{}:{}", endpoint.host, endpoint.port) };
-        let seed = self.number.wrapping_mul(1_000_003).wrapping_add(self.messages.opened);
+        let opened = self.messages.as_ref().map_or(0, |messages| messages.opened);
+        let seed = self.number.wrapping_mul(1_000_003).wrapping_add(opened);
         let connect = async {
             let resolved = tokio::net::lookup_host(&address).await.ok().and_then(|mut addresses| addresses.next());
             let Some(resolved) = resolved else {
@@ -185,15 +189,16 @@ impl Vu {
                 return Err(StepError { kind: ErrorKind::Timeout, detail, connecting: true, keeps_connection: false });
             }
         };
-        self.messages.opened += 1;
+        self.messages.get_or_insert_with(Box::default).opened += 1;
         self.backoff = Duration::ZERO;
         state.recorder.borrow_mut().connections_opened += 1;
         Ok(connection)
     }
 
     fn next_seq(&mut self) -> u64 {
-        self.messages.seq += 1;
-        self.messages.seq
+        let messages = self.messages.get_or_insert_with(Box::default);
+        messages.seq += 1;
+        messages.seq
     }
 
     /// A template rendered with `seq`, the message's number, besides the VU's own context.

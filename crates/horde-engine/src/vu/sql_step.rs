@@ -111,9 +111,9 @@ impl Vu {
         let target = state.shared.plan.sql.as_ref().expect("sql steps run only against a postgresql:// target");
         let mut lease = None;
         let held = match &state.sql_pool {
-            None => self.sql.connection.take(),
+            None => self.sql.as_mut().and_then(|sql| sql.connection.take()),
             Some(pool) => {
-                let mut taken = match self.sql.lease.take() {
+                let mut taken = match self.sql.as_mut().and_then(|sql| sql.lease.take()) {
                     Some(held) => held,
                     None => pool.acquire(self.instance).await,
                 };
@@ -143,12 +143,12 @@ impl Vu {
         let broken = connection.is_closed() || matches!(result, Err((ErrorKind::SqlConnectionFailure, _)));
         if !broken {
             match lease {
-                None => self.sql.connection = Some(connection),
+                None => self.sql.get_or_insert_with(Box::default).connection = Some(connection),
                 Some(mut lease) => {
                     let in_transaction = connection.in_transaction;
                     lease.connection = Some(connection);
                     if in_transaction {
-                        self.sql.lease = Some(lease);
+                        self.sql.get_or_insert_with(Box::default).lease = Some(lease);
                     }
                 }
             }
