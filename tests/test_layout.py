@@ -5,9 +5,11 @@ is loaded on demand."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "python" / "horde"
+ENGINE_SOURCE = Path(__file__).resolve().parents[1] / "crates" / "horde-engine" / "src"
 
 #: Packages the plan layer never imports: a plan is data, checked before anything runs.
 ABOVE_THE_PLAN = ("horde.engine", "horde.control", "horde.monitors", "horde.sinks", "horde.results", "horde.cli", "horde.web",
@@ -175,3 +177,75 @@ def test_help_and_validate_load_neither_the_store_nor_the_dashboard_nor_the_repo
                             timeout=60, check=False)
     assert "valid" in result.stdout, result.stdout + result.stderr
     assert result.stdout.strip().splitlines()[-1] == "loaded:"
+
+
+# -- the engine crate ----------------------------------------------------------------------------
+
+#: A path through the crate, ``crate::`` then a name or a brace group; the comment that ends a
+#: line (``//``, ``///``, ``//!`` after a space or at the start) is not code.
+_CRATE_PATH = re.compile(r"\bcrate::(\w+|\{)")
+_LINE_COMMENT = re.compile(r"(^|\s)//.*$", re.MULTILINE)
+
+
+def _brace_group_heads(text: str, start: int) -> list[str]:
+    """The first name of each item in the brace group opening at ``text[start]``:
+    ``{error::EngineError, think::{VuRandom, Pause}}`` gives ``error``, ``think``."""
+    heads, depth, item = [], 0, ""
+    for char in text[start:]:
+        if char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+        if depth == 1 and char not in "{,":
+            item += char
+        elif depth == 1 or depth == 0:
+            heads.append(item.strip().split("::")[0])
+            item = ""
+        if depth == 0:
+            break
+    return [head for head in heads if head]
+
+
+def _engine_graph(source: Path = ENGINE_SOURCE) -> dict[str, dict[str, bool]]:
+    """The engine crate's top-level modules and which others each names through ``crate::``
+    (anywhere in its files, tests included)."""
+    modules = {path.stem for path in source.glob("*.rs") if path.stem != "lib"}
+    modules |= {path.name for path in source.iterdir() if path.is_dir()}
+    graph: dict[str, dict[str, bool]] = {module: {} for module in modules}
+    for path in source.rglob("*.rs"):
+        module = path.relative_to(source).parts[0].removesuffix(".rs")
+        if module == "lib":
+            continue
+        code = _LINE_COMMENT.sub("", path.read_text(encoding="utf-8"))
+        for match in _CRATE_PATH.finditer(code):
+            names = [match.group(1)] if match.group(1) != "{" else _brace_group_heads(code, match.end() - 1)
+            graph[module].update({name: True for name in names if name in modules and name != module})
+    return graph
+
+
+def test_the_engine_crate_has_no_module_circle() -> None:
+    # lib.rs promises that the crate's modules depend only downward: no circle through `crate::`.
+    graph = _engine_graph()
+    assert {"run", "worker", "vu", "interpreter", "sql", "message"} <= set(graph), sorted(graph)
+    assert "sql" in graph["interpreter"] and "run" not in graph["worker"]
+    assert _cycles(graph) == []
+
+
+def test_the_engine_scan_sees_a_circle_through_crate_paths(tmp_path: Path) -> None:
+    # The shape the crate once had: the interpreter's nodes held the SQL and message steps, whose
+    # modules took their templated text back from the interpreter.
+    files = {
+        "lib.rs": "mod interpreter;\nmod message;\nmod sql;\nmod template;\n",
+        "interpreter/mod.rs": "/// A `sql` step (`crate::template`).\npub(crate) enum Node { Sql(Box<crate::sql::SqlNode>) }\n",
+        "sql/mod.rs": "use crate::{template::Text, message::{Framing}};\n",
+        "message/mod.rs": "use crate::interpreter::Node; // not crate::sql\n",
+        "template.rs": "const HOME: &str = \"http://localhost/\"; use crate::error::EngineError;\n",
+        "error.rs": "",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(text)
+    graph = _engine_graph(tmp_path)
+    assert graph == {"interpreter": {"sql": True}, "sql": {"template": True, "message": True},
+                     "message": {"interpreter": True}, "template": {"error": True}, "error": {}}
+    assert _cycles(graph) == [["interpreter", "message", "sql"]]

@@ -11,10 +11,16 @@ Scenarios are written in YAML or with the builder of :mod:`horde.plan.builder`, 
 names as attributes of the package: import from the packages with ``from horde.plan import Plan``
 (``import horde.plan as m`` would give the function).
 
-The layers, one package each: :mod:`horde.plan` (the contract and how a plan comes to be),
-:mod:`horde.engine` (the only one that imports ``horde._engine``), :mod:`horde.control`,
-:mod:`horde.sinks`, :mod:`horde.results`, :mod:`horde.store`, :mod:`horde.report`,
-:mod:`horde.web`, :mod:`horde.cluster` and :mod:`horde.cli`; ARCHITECTURE.md maps them.
+The layers, one package each, bottom up (each imports only those before it): :mod:`horde.errors`,
+:mod:`horde.plan` (the contract and how a plan comes to be), :mod:`horde.engine` (the only one
+that imports ``horde._engine``), :mod:`horde.store`, :mod:`horde.results`, :mod:`horde.cluster`,
+:mod:`horde.monitors` (the target's side of a run), :mod:`horde.control` (the conductor and
+steering), :mod:`horde.sinks`, :mod:`horde.report`, :mod:`horde.profile` (access logs into a
+production profile), :mod:`horde.web` and :mod:`horde.cli`; ARCHITECTURE.md maps them.
+
+The ``horde`` command (:mod:`horde.cli`): ``run``, ``try``, ``sight``, ``scale``, ``retarget``,
+``runs``, ``show``, ``target``, ``schema``, ``validate``, ``report``, ``export``, ``compare``,
+``trend``, ``ui``, ``init`` and ``profile``.
 """
 
 __version__ = "0.1.0"

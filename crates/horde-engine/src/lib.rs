@@ -36,11 +36,14 @@
 //! cut their think time, finish the request in flight, and stop; whatever has not finished
 //! after the plan's `graceful_stop_s` is dropped unrecorded. The last snapshot is marked final.
 //!
-//! Layout: modules depend only downward, never in a circle. `run` starts the threads; `worker`
-//! drives its VUs (`vu`) on a `worker_state`; `aggregator` merges what workers send it
-//! (`worker_part`) into snapshots. What they all share sits below them: `shared` (the run's
-//! shared state), `compiled`, `levels`, `pool`, `pause`, and at the bottom `error`
-//! ([`EngineError`]), which the crate root re-exports.
+//! Layout: modules depend only downward, never in a circle (`tests/test_layout.py` checks it on
+//! the source). `run` starts the threads; `worker` drives its VUs (`vu`) on a `worker_state`;
+//! `aggregator` merges what workers send it (`worker_part`) into snapshots. What they all share
+//! sits below them: `shared` (the run's shared state), `compiled`, `levels`, `pool`, `pause`.
+//! The plan's steps come down the same way: `interpreter` compiles the step tree into nodes, of
+//! which the `sql` and `message` steps are defined by their transports; all three hold their
+//! templated text in `template` and their extractors and checks in `response_rules`. At the
+//! bottom is `error` ([`EngineError`]), which the crate root re-exports.
 
 mod aggregator;
 mod compiled;
@@ -53,11 +56,13 @@ mod levels;
 mod message;
 mod pause;
 mod pool;
+mod response_rules;
 mod run;
 mod shared;
 mod sql;
 mod snapshot;
 mod system;
+mod template;
 mod think;
 mod vu;
 mod worker;

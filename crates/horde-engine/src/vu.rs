@@ -9,7 +9,8 @@ mod sql_step;
 mod template_failure;
 
 use crate::http::{Capture, Connection, H2Sender};
-use crate::interpreter::{CookieJar, LoopMode, Node, ScenarioProgram, Text};
+use crate::interpreter::{CookieJar, LoopMode, Node, ScenarioProgram};
+use crate::template::Text;
 use crate::think::{self, VuRandom};
 use crate::worker_state::WorkerState;
 use horde_metrics::ErrorKind;

@@ -7,13 +7,13 @@ steps and groups named, optionally only those of one scenario. :func:`measure` a
 entries up and merges their latency histograms exactly (never averaging percentiles);
 :class:`Window` does the same over the last N seconds of a run as it goes.
 
->>> from horde._engine import histogram_from_values
+>>> from horde.engine.histogram import from_values
 >>> second = {"elapsed_s": 1.0, "interval_s": 1.0, "final": False, "iterations": 9,
 ...           "dropped_arrivals": 1, "steps": [
 ...     {"scenario": "shop", "step": "home", "kind": "request", "requests": 10, "ok": 9,
-...      "errors": {"timeout": 1}, "histogram": histogram_from_values([1000] * 9 + [2000])},
+...      "errors": {"timeout": 1}, "histogram": from_values([1000] * 9 + [2000])},
 ...     {"scenario": "shop", "step": "visit", "kind": "group", "requests": 5, "ok": 5,
-...      "errors": {}, "histogram": histogram_from_values([1500] * 5)}]}
+...      "errors": {}, "histogram": from_values([1500] * 5)}]}
 >>> figures = measure([second])
 >>> figures.requests, figures.latency_ms(50), figures.max_ms, figures.error_percent("timeout")
 (10, 1.0, 2.0, 10.0)

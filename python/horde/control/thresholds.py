@@ -3,12 +3,12 @@
 A threshold with nothing to measure fails: ``p95 < 200ms`` on a step that never ran, or
 ``errors < 1%`` with no requests, would otherwise pass a run that tested nothing.
 
->>> from horde._engine import histogram_from_values
+>>> from horde.engine.histogram import from_values
 >>> from horde.plan.control import Threshold
 >>> second = {"elapsed_s": 1.0, "interval_s": 1.0, "final": False, "iterations": 4,
 ...           "dropped_arrivals": 0, "steps": [
 ...     {"scenario": "shop", "step": "login", "kind": "request", "requests": 4, "ok": 4,
-...      "errors": {}, "histogram": histogram_from_values([150_000] * 3 + [900_000])}]}
+...      "errors": {}, "histogram": from_values([150_000] * 3 + [900_000])}]}
 >>> [verdict.message for verdict in judge([Threshold(condition="p50 < 200ms", step="login"),
 ...                                        Threshold(condition="max < 500ms")], [second])]
 ['p50 < 200ms [step login] passed: 150 ms', 'max < 500ms failed: 900.1 ms, not < 500 ms']

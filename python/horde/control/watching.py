@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from horde.control.autostop import Firing, MonitorWatch
 from horde.control.broke_first import what_broke_first
-from horde.engine.snapshot import Snapshot
+from horde.engine.snapshot import MonitorLatest, Snapshot
 from horde.monitors import Diagnosis, Monitoring, monitors_block
 from horde.monitors.crossings import limit_crossings
 from horde.plan import Plan
@@ -35,7 +35,7 @@ class RunMonitors:
         self._diagnosis = Diagnosis(plan.monitors)
         self._watch = MonitorWatch(plan.autostop)
         #: Each monitor's latest figures (or its gap's reason), for the live view and the exporter.
-        self.latest: dict[str, dict[str, Any]] = {}
+        self.latest: dict[str, MonitorLatest] = {}
 
     @classmethod
     def open(cls, plan: Plan, sink: _Notes) -> RunMonitors:
@@ -75,9 +75,9 @@ class RunMonitors:
         """The snapshot the sinks get: with each monitor's latest figures under ``monitors``."""
         if self._monitoring is None or not self.latest:
             return snapshot
-        shown = dict(snapshot)
-        shown["monitors"] = {name: dict(latest) for name, latest in self.latest.items()}
-        return shown  # type: ignore[return-value]
+        shown = snapshot.copy()
+        shown["monitors"] = {name: latest.copy() for name, latest in self.latest.items()}
+        return shown
 
     def close(self, store: Store | None = None, run_id: str | None = None) -> None:
         """Stops the sources; the samples not taken yet are stored when a store is given."""

@@ -7,7 +7,7 @@ Everything above this layer reaches the engine through these modules (``tests/te
 checks it).
 """
 
-from horde.engine.histogram import Bucket, HistogramDecodeError, LatencyStats, buckets, merge, stats
+from horde.engine.histogram import Bucket, HistogramDecodeError, LatencyStats, buckets, from_values, merge, stats
 from horde.engine.run import Run, checked_plan_json, engine_problems
 from horde.engine.snapshot import Snapshot, StepSnapshot
 
@@ -21,6 +21,7 @@ __all__ = [
     "buckets",
     "checked_plan_json",
     "engine_problems",
+    "from_values",
     "merge",
     "stats",
 ]

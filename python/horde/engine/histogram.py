@@ -47,6 +47,16 @@ def merge(parts: Iterable[bytes]) -> bytes:
     return bytes(_engine.histogram_merge(list(parts)))
 
 
+def from_values(values_us: Iterable[int]) -> bytes:
+    """A histogram of known latencies (microseconds), as the engine would record them: for
+    examples and tests.
+
+    >>> stats(from_values([1000, 3000])).count
+    2
+    """
+    return bytes(_engine.histogram_from_values(list(values_us)))
+
+
 def stats(blob: bytes, percentiles: Iterable[float] = SUMMARY_PERCENTILES) -> LatencyStats:
     wanted = list(percentiles)
     raw = _engine.histogram_stats(blob, wanted)

@@ -136,6 +136,15 @@ class StepSnapshot(TypedDict):
     messages: NotRequired[MessageCounts]
 
 
+class MonitorLatest(TypedDict):
+    """A monitor's latest sample, as the conductor hands it to the sinks: the second it covers,
+    its figures (``cpu.busy_percent``... per second for rates), or ``None`` and the gap's reason."""
+
+    second: int
+    values: dict[str, float] | None
+    error: str | None
+
+
 class Snapshot(TypedDict):
     """One interval of a run. ``second`` is 1-based and covers (second-1, second] since start;
     the last snapshot may be shorter and has ``final`` set."""
@@ -171,6 +180,9 @@ class Snapshot(TypedDict):
     lost_share: NotRequired[float]
     # What the conductor adds for its sinks while a steering runs: its phase, step, level, last verdict.
     steering: NotRequired[dict[str, Any]]
+    # What the conductor adds for its sinks while monitors run: each monitor's latest sample
+    # (:mod:`horde.control.watching`); never from the engine, never stored with the snapshot.
+    monitors: NotRequired[dict[str, MonitorLatest]]
     # Exchanges recorded in full during the interval, when the run records them (``--debug``);
     # ``Run.poll`` takes them off and hands them to its ``on_exchanges`` before anything else
     # (the store, the sinks) sees the snapshot.

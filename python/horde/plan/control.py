@@ -146,8 +146,10 @@ class Threshold(BaseModel):
     def _from_text(cls, data: Any) -> Any:
         return {"condition": data} if isinstance(data, str) else data
 
-    # The condition parsed once, when the plan is checked, and carried to where it is judged.
+    # The condition parsed once, when the plan is checked, and carried to where it is judged: on
+    # the run's figures, or on a monitor's samples.
     _parsed: Condition | None = PrivateAttr(default=None)
+    _monitor_parsed: MonitorCondition | None = PrivateAttr(default=None)
 
     @field_validator("condition")
     @classmethod
@@ -158,14 +160,18 @@ class Threshold(BaseModel):
 
     @model_validator(mode="after")
     def _keep_parsed(self) -> Threshold:
-        if not is_monitor_condition(self.condition):
+        if is_monitor_condition(self.condition):
+            self._monitor_parsed = parse_monitor_condition(self.condition)
+        else:
             self._parsed = parse_condition(self.condition)
         return self
 
     @property
     def monitor_condition(self) -> MonitorCondition | None:
         """The condition when it reads a monitor's metric (judged on its samples), else None."""
-        return parse_monitor_condition(self.condition) if is_monitor_condition(self.condition) else None
+        if not is_monitor_condition(self.condition):
+            return None
+        return self._monitor_parsed if self._monitor_parsed is not None else parse_monitor_condition(self.condition)
 
     @property
     def parsed(self) -> Condition:
@@ -197,8 +203,10 @@ class AutostopRule(BaseModel):
     def _from_text(cls, data: Any) -> Any:
         return {"when": data} if isinstance(data, str) else data
 
-    # ``when`` parsed once, when the plan is checked (None for an event such as 'no_success').
+    # ``when`` parsed once, when the plan is checked (None for an event such as 'no_success'), as
+    # a condition on the run's figures or on a monitor's samples.
     _parsed: Condition | None = PrivateAttr(default=None)
+    _monitor_parsed: MonitorCondition | None = PrivateAttr(default=None)
 
     @field_validator("when")
     @classmethod
@@ -212,6 +220,7 @@ class AutostopRule(BaseModel):
     @model_validator(mode="after")
     def _keep_parsed(self) -> AutostopRule:
         self._parsed = None if self.when in AUTOSTOP_EVENTS or is_monitor_condition(self.when) else parse_condition(self.when)
+        self._monitor_parsed = parse_monitor_condition(self.when) if is_monitor_condition(self.when) else None
         return self
 
     @property
@@ -224,7 +233,9 @@ class AutostopRule(BaseModel):
     @property
     def monitor_condition(self) -> MonitorCondition | None:
         """``when`` when it reads a monitor's metric, else None."""
-        return parse_monitor_condition(self.when) if is_monitor_condition(self.when) else None
+        if not is_monitor_condition(self.when):
+            return None
+        return self._monitor_parsed if self._monitor_parsed is not None else parse_monitor_condition(self.when)
 
 
 #: Find-max's step length when the plan gives none: a search's steps are short (it takes few),

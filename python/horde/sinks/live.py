@@ -266,8 +266,7 @@ def monitors_line(snapshot: Snapshot) -> str:
     'db cpu 97% tps 812 · pg (gap)'
     """
     parts = []
-    monitors: dict[str, dict[str, Any]] = snapshot.get("monitors") or {}  # type: ignore[assignment]
-    for name, latest in monitors.items():
+    for name, latest in snapshot.get("monitors", {}).items():
         values = latest.get("values")
         if values is None:
             parts.append(f"{name} (gap)")

@@ -1,6 +1,6 @@
 """A run's figures for Prometheus (and through it Grafana), served while the run goes (a sink).
 
-:class:`PrometheusExporter` is a view of the conductor: it takes each snapshot, keeps the run's
+:class:`PrometheusExporter` is one of the conductor's sinks: it takes each snapshot, keeps the run's
 totals and the last second's figures, and serves them at ``http://HOST:PORT/metrics`` in the
 Prometheus text exposition format 0.0.4 from a thread of its own. ``update()`` never waits for a
 scrape: it folds the snapshot's counters and quantiles into a new state outside any lock and
@@ -35,12 +35,12 @@ seconds only: the run's final snapshot is the drain, often a few milliseconds, o
 is noise, so it moves the counters, the histogram and the VU gauges and leaves the last full
 second's figures in place. Everything stays served, unchanged, until :meth:`stop`.
 
->>> from horde._engine import histogram_from_values
+>>> from horde.engine.histogram import from_values
 >>> exporter = PrometheusExporter("r1", "shop", cpu_limit_percent=90.0)
 >>> exporter.update({"second": 1, "elapsed_s": 1.0, "interval_s": 1.0, "final": False,
 ...     "steps": [{"scenario": "s", "step": "home", "kind": "request", "requests": 2, "ok": 2,
 ...                "errors": {}, "bytes_sent": 10, "bytes_received": 20,
-...                "histogram": histogram_from_values([1000, 3000])}],
+...                "histogram": from_values([1000, 3000])}],
 ...     "active_vus": 2, "busy_vus": 1, "iterations": 2, "dropped_arrivals": 0,
 ...     "connections_opened": 2, "target_vus": 2, "target_rate_per_s": None,
 ...     "cpu_percent": 12.5, "timer_lateness_p99_ms": 0.25})
@@ -64,7 +64,7 @@ from horde.engine import histogram
 from horde.errors import InvalidInput
 from horde.engine.histogram import buckets
 from horde.results.summary import GENERATOR_SATURATED, GENERATOR_STARVED, generator_state
-from horde.engine.snapshot import MESSAGE_COUNTERS, Snapshot
+from horde.engine.snapshot import MESSAGE_COUNTERS, MonitorLatest, Snapshot
 
 #: Upper bounds (seconds) of the latency histogram's buckets; ``+Inf`` follows.
 #:
@@ -180,12 +180,12 @@ class _State:
     second: _Second | None = None
     elapsed_s: float | None = None
     finished: bool = False
-    #: Each monitor's latest sample: {"second", "values" (None in a gap), "error"}.
-    monitors: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: Each monitor's latest sample (its values None in a gap).
+    monitors: Mapping[str, MonitorLatest] = field(default_factory=dict)
 
 
 class PrometheusExporter:
-    """Serves a run's figures at ``http://HOST:PORT/metrics``; a view of the conductor.
+    """Serves a run's figures at ``http://HOST:PORT/metrics``; a sink of the conductor.
 
     ``run_id`` and ``plan_name`` label every series. ``cpu_limit_percent`` is the generator's CPU
     limit (``conductor.cpu_limit_percent(workers)``), for ``horde_generator_saturated``. Port 0
@@ -214,7 +214,7 @@ class PrometheusExporter:
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
-    # -- the View protocol -------------------------------------------------------------------
+    # -- the Sink protocol -------------------------------------------------------------------
 
     def update(self, snapshot: Snapshot) -> None:
         """Takes one snapshot in. Never waits for a scrape: the counters and the second's
@@ -349,7 +349,7 @@ def _advanced(previous: _State, snapshot: Snapshot, cpu_limit_percent: float) ->
         elapsed_s=float(snapshot.get("elapsed_s", previous.elapsed_s or 0.0)),
         finished=bool(snapshot.get("final", False)),
         # The conductor adds each monitor's latest sample to the snapshot the sinks get.
-        monitors=cast(Mapping[str, Any], snapshot).get("monitors") or previous.monitors,
+        monitors=snapshot.get("monitors") or previous.monitors,
     )
     if snapshot.get("final", False):
         return state

@@ -4,8 +4,9 @@
 mod message_step;
 mod sql_step;
 
-use super::rules::{CompiledCheck, CompiledExtractor};
-use super::{Body, Feeder, JsonTemplate, TemplateRef, UNDEFINED_MARK, LoopMode, Node, RequestNode, ScenarioProgram, StepKind, Text};
+use super::{Body, Feeder, LoopMode, Node, RequestNode, ScenarioProgram, StepKind};
+use crate::response_rules::{check_label, CompiledCheck, CompiledExtractor};
+use crate::template::{JsonTemplate, TemplateRef, Text, UNDEFINED_MARK};
 use crate::error::EngineError;
 use crate::http::{encode_request, Endpoint, RequestParts};
 use horde_plan::templates::is_template;
@@ -18,7 +19,7 @@ pub(crate) struct NodeCompiler<'a> {
     pub environment: Environment<'static>,
     /// (scenario, step name, kind) by global step index: the order of the metrics entries.
     pub steps: Vec<(String, String, StepKind)>,
-    /// Each step's checks in words (`rules::check_label`), by global step index.
+    /// Each step's checks in words (`response_rules::check_label`), by global step index.
     pub check_labels: Vec<Vec<String>>,
     /// The target's instances; a fixed request is encoded once for each.
     endpoints: &'a [Endpoint],
@@ -167,7 +168,7 @@ impl<'a> NodeCompiler<'a> {
         };
         let extractors = step.extract.iter().map(CompiledExtractor::compile).collect::<Result<Vec<_>, _>>()?;
         let checks = step.checks.iter().map(CompiledCheck::compile).collect::<Result<Vec<_>, _>>()?;
-        self.check_labels[global_index] = step.checks.iter().map(super::rules::check_label).collect();
+        self.check_labels[global_index] = step.checks.iter().map(check_label).collect();
         let keep_body = extractors.iter().any(CompiledExtractor::needs_body) || checks.iter().any(CompiledCheck::needs_body);
         let keep_headers = extractors.iter().any(CompiledExtractor::needs_headers);
         let mut node = RequestNode {

@@ -19,7 +19,8 @@ mod kcp;
 
 pub(crate) use connection::{MessageConnection, Received};
 
-use crate::interpreter::{CompiledCheck, CompiledExtractor, JsonTemplate, Text};
+use crate::response_rules::{CompiledCheck, CompiledExtractor};
+use crate::template::{JsonTemplate, Text};
 use horde_plan::{Framing, KcpOptions, MessageTransport, Network, Target, ThinkTime};
 use std::time::Duration;
 

@@ -28,7 +28,7 @@ pub(crate) use pool::{SqlLease, SqlPool};
 pub(crate) use result::{ColumnValue, SqlResultView};
 
 use crate::error::EngineError;
-use crate::interpreter::Text;
+use crate::template::Text;
 use horde_metrics::ErrorKind;
 use horde_plan::{SqlCheck, SqlExtractFrom, SqlMode, Target, ThinkTime};
 use std::time::Duration;

@@ -5,7 +5,9 @@
 use super::{Flow, InFlight, Vu};
 use crate::exchange::{text_prefix, Exchange, MAX_BODY_BYTES, MAX_HEAD_BYTES};
 use crate::http::{encode_request, read_response, RequestParts};
-use crate::interpreter::{body_prefix, Body, JsonTemplate, RequestNode, ResponseView, Text, UNDEFINED_MARK};
+use crate::interpreter::{Body, RequestNode};
+use crate::response_rules::{body_prefix, ResponseView};
+use crate::template::{JsonTemplate, Text, UNDEFINED_MARK};
 use crate::pool::Pool;
 use crate::worker_state::WorkerState;
 use horde_metrics::ErrorKind;

@@ -2,7 +2,8 @@
 //! steps, its message numbers, and each step timed, run and recorded as an HTTP request is.
 
 use super::{Flow, InFlight, Vu};
-use crate::interpreter::{body_prefix, ResponseView, Text};
+use crate::response_rules::{body_prefix, ResponseView};
+use crate::template::Text;
 use crate::message::{
     decode_base64, decode_hex, reply_number, MessageAction, MessageConnection, MessageNode, MessageText, PayloadNode, ReceiveNode,
     Received,

@@ -2,7 +2,8 @@
 //! `template_failed` request.
 
 use super::Vu;
-use crate::interpreter::{Body, JsonTemplate, RequestNode, Text};
+use crate::interpreter::{Body, RequestNode};
+use crate::template::{JsonTemplate, Text};
 use crate::worker_state::WorkerState;
 use minijinja::Value;
 

@@ -2,7 +2,7 @@
 
 use super::{NodeCompiler, StepKind};
 use crate::error::EngineError;
-use crate::interpreter::rules::{check_label, CompiledCheck, CompiledExtractor};
+use crate::response_rules::{check_label, CompiledCheck, CompiledExtractor};
 use crate::message::{MessageAction, MessageNode, MessageText, PayloadNode, ReceiveNode};
 use horde_plan::{OnCheckFailure, Payload, Scenario, Step};
 use std::time::Duration;
