@@ -37,7 +37,16 @@ from profile_logs import T0, Hit, combined_line, write_log
     ("/search?q=shoes&page=2&q=boots", "GET /search?q&page", ("shoes", "2")),
     ("/u/bob@example.org/feed", "GET /u/{email}/feed", (None,)),
     ("/dl/AbC123dEf456GhI789jKl0", "GET /dl/{token}", (None,)),
-    ("/reset-token/12345", "GET /reset-token/{id}", (None,)),      # after a secret-named segment: never kept
+    # After a segment named like a secret: a placeholder whatever its length or shape, never kept.
+    ("/reset-token/12345", "GET /reset-token/{secret}", (None,)),
+    ("/reset-token/abQ12", "GET /reset-token/{secret}", (None,)),
+    ("/api/key/ABCDEFGHIJKLMNOP", "GET /api/key/{secret}", (None,)),
+    ("/session/x.y/end", "GET /session/{secret}/end", (None,)),
+    ("/oauth/token", "GET /oauth/token", ()),                        # a credential's name, not one
+    ("/auth/api-key/Zz9", "GET /auth/api-key/{secret}", (None,)),
+    # Letters only, in a random-looking mix: a token; written words stay text.
+    ("/dl/qZkTwRbXmPvLsNdH", "GET /dl/{token}", (None,)),
+    ("/dl/XMLHttpRequestHandler", "GET /dl/XMLHttpRequestHandler", ()),
     ("/x?access_token=abc&sig=zz&page=1", "GET /x?access_token&sig&page", (None, None, "1")),
     ("/x?contact=bob%40example.org", "GET /x?contact", (None,)),
 ])
@@ -78,7 +87,9 @@ def test_remembered_templates_are_the_ones_made_afresh(paths: list[list[str]]) -
 
 
 def test_given_templates_come_first() -> None:
-    templater = Templater(["/blog/{slug}", "POST /users/{name}/avatar"])
+    templater = Templater(["/blog/{slug}", "POST /users/{name}/avatar", "/reset-token/{t}", "/a/{token}"])
+    assert templater.template("GET", "/reset-token/abQ12") == (templater.template("GET", "/reset-token/x")[0], (None,))
+    assert templater.template("GET", "/a/abc")[1] == (None,)
     assert templater.template("GET", "/blog/summer-sale")[0].name == "GET /blog/{slug}"
     assert templater.template("POST", "/users/ann/avatar")[0].name == "POST /users/{name}/avatar"
     assert templater.template("GET", "/users/ann/avatar")[0].name == "GET /users/ann/avatar"  # its method only
@@ -308,7 +319,8 @@ def test_the_page(tmp_path: Path) -> None:
     assert "from the stored run" not in html  # the profile's own footer
 
 
-MARKERS = ("MARKERTOKEN123", "marker.person", "MARKERCOOKIE42", "MARKERSIG77")
+MARKERS = ("MARKERTOKEN123", "marker.person", "MARKERCOOKIE42", "MARKERSIG77",
+           "MrkQ9", "MARKERKEYLETTERS", "qZkTwRbXmPvLsNdH")
 
 
 def marked_log(tmp_path: Path) -> Path:
@@ -316,8 +328,11 @@ def marked_log(tmp_path: Path) -> Path:
     for i in range(60):
         targets = [f"/api/items/{i % 5}?token=MARKERTOKEN123&page=1",
                    f"/users/marker.person@example.org/feed?sig=MARKERSIG77",
-                   f"/search?contact=marker.person%40example.org&q=x"]
-        hit = Hit(T0 + i, "GET", targets[i % 3], client=f"10.0.0.{i % 4}", cookie=f"lang=en; sessionid=MARKERCOOKIE42{i % 4}")
+                   f"/search?contact=marker.person%40example.org&q=x",
+                   "/reset-token/MrkQ9",             # short, after a secret-named segment
+                   "/api/key/MARKERKEYLETTERS",      # letters only, after one
+                   "/dl/qZkTwRbXmPvLsNdH"]           # letters only in a random mix, after none
+        hit = Hit(T0 + i, "GET", targets[i % 6], client=f"10.0.0.{i % 4}", cookie=f"lang=en; sessionid=MARKERCOOKIE42{i % 4}")
         lines.append(combined_line(hit))
     lines.append("broken line with token=MARKERTOKEN123 and marker.person@example.org")
     return write_log(tmp_path / "access.log", lines)
@@ -341,6 +356,7 @@ def test_secrets_never_leave_the_log(horde_cli: HordeCli, tmp_path: Path, ids: s
     assert plan.parameters == {"token": "redacted", "sig": "redacted"}
     data = json.loads((out / "profile.json").read_text())
     assert data["sessions"]["sessions"] == 4 and data["plan"]["path"] == str(out / "plan.yaml")
+    assert {"GET /reset-token/{secret}", "GET /api/key/{secret}", "GET /dl/{token}"} <= {row["endpoint"] for row in data["endpoints"]}
 
 
 @pytest.mark.parametrize(("args", "words"), [
