@@ -407,3 +407,28 @@ def test_the_table_and_the_rate(horde_cli: HordeCli, tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "GET /items/{id}" in result.stdout and "peak minute 2 req/s" in result.stdout
     assert "lines/s" in result.stderr and "\r" not in result.stderr  # no progress bar off a terminal
+
+
+# -- one endpoint, one row; the plan on disk only once checked; the peak hour of a short log ----
+
+HEX_IDS = ["1a2b3c4d", "12345678", "deadbeef99", "87654321", "0badf00d", "20240301"]  # some all digits
+
+
+def hex_id_log(tmp_path: Path) -> Path:
+    lines = [combined_line(Hit(T0 + i, "GET", f"/api/items/{HEX_IDS[i % len(HEX_IDS)]}")) for i in range(60)]
+    lines += [combined_line(Hit(T0 + 60 + i, "POST", "/api/cart")) for i in range(10)]
+    return write_log(tmp_path / "access.log", lines)
+
+
+def test_one_endpoint_is_one_row_whatever_the_kinds_of_its_ids(tmp_path: Path) -> None:
+    profile = build_profile([hex_id_log(tmp_path)], ProfileOptions())
+    assert [(stats.name, stats.count) for stats in profile.endpoints] == [("GET /api/items/{id}", 60), ("POST /api/cart", 10)]
+    items = profile.endpoints[0]
+    assert items.slot_kinds(0) == {"int", "hex"} and {sample[0] for sample in items.samples} == set(HEX_IDS)
+    out = tmp_path / "out"
+    assert main(["profile", str(tmp_path / "access.log"), "--plan", str(out / "plan.yaml"), "--cover", "100",
+                 "--json", str(out / "profile.json")]) == ExitCode.OK
+    assert branches_of(out / "plan.yaml") == pytest.approx({"GET /api/items/{id}": 100 * 60 / 70, "POST /api/cart": 100 * 10 / 70},
+                                                           abs=1e-3)
+    data = json.loads((out / "profile.json").read_text())
+    assert [row["endpoint"] for row in data["endpoints"]] == ["GET /api/items/{id}", "POST /api/cart"]

@@ -197,12 +197,12 @@ def _path_template(stats: EndpointStats, ids: str, feeders: dict[str, list[list[
             return "{{ " + f"{feeder_name}.{columns[index]}" + " }}"
         seen = [str(sample[index]) for sample in stats.samples if sample[index] is not None
                 and _SAFE_VALUE.fullmatch(str(sample[index]))][:INLINE_VALUES]
-        if seen and slot.kind != "secret":
+        if seen and "secret" not in stats.slot_kinds(index):
             distinct = list(dict.fromkeys(seen))
             if len(distinct) == 1:
                 return distinct[0]
             return "{{ random_choice(" + json.dumps(seen, separators=(",", ":")) + ") }}"
-        return _generated(slot, parameters)
+        return _generated(slot, stats.slot_kinds(index), parameters)
 
     path = "".join(quote(piece, safe=_PATH_SAFE) if isinstance(piece, str) else value(piece) for piece in shape.pieces)
     query_slots = [i for i, slot in enumerate(shape.slots) if slot.where == "query"]
@@ -211,17 +211,18 @@ def _path_template(stats: EndpointStats, ids: str, feeders: dict[str, list[list[
     return path
 
 
-def _generated(slot: Slot, parameters: dict[str, str]) -> str:
+def _generated(slot: Slot, kinds: set[str], parameters: dict[str, str]) -> str:
     """A value for a slot whose values the log may not give: a parameter for a secret query
-    field, else one made up in the slot's kind."""
-    if slot.kind == "secret" and slot.where == "query":
+    field, else one made up in the kind of the slot's values (of ``kinds``, those seen across
+    the endpoint's shapes, the one a number would not fit: a uuid for a hex id)."""
+    if "secret" in kinds and slot.where == "query":
         name = re.sub(r"\W", "_", slot.label).strip("_").lower() or "secret"
         name = name if name[0].isalpha() else f"p_{name}"
         parameters.setdefault(name, SECRET_DEFAULT)
         return "{{ params." + name + " }}"
-    if slot.kind == "email":
+    if "email" in kinds:
         return "user{{ random_int(1, 100000) }}@example.com"
-    if slot.kind in ("token", "uuid", "hex", "secret"):
+    if kinds & {"token", "uuid", "hex", "secret"}:
         return "{{ uuid() }}"
     return "{{ random_int(1, 1000) }}"
 
