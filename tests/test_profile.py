@@ -432,3 +432,29 @@ def test_one_endpoint_is_one_row_whatever_the_kinds_of_its_ids(tmp_path: Path) -
                                                            abs=1e-3)
     data = json.loads((out / "profile.json").read_text())
     assert [row["endpoint"] for row in data["endpoints"]] == ["GET /api/items/{id}", "POST /api/cart"]
+
+
+def test_a_plan_that_fails_its_check_is_not_left_on_disk(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from horde.errors import PlanInvalid, Problem
+    from horde.profile import plan_writer
+
+    def refused(plan: object, *, locate: object = None, source: str = "") -> str:
+        raise PlanInvalid([Problem("scenarios[0].steps[0]", "refused by the engine")], source=source)
+
+    log = known_log(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "old.yaml").write_text("# an older plan\n")
+    monkeypatch.setattr(plan_writer, "checked_plan_json", refused)
+    code = main(["profile", str(log), "--ids", "feeder", "--plan", str(out / "plan.yaml"), "--json", str(out / "profile.json"),
+                 "--html", str(out / "page.html")])
+    err = capsys.readouterr().err
+    assert code == ExitCode.INVALID_INPUT and "plan.yaml (not written)" in err and "refused by the engine" in err
+    # No plan, no temporary file, no feeder files; the profile's JSON and page describe the log all the same.
+    assert sorted(path.name for path in out.iterdir()) == ["old.yaml", "page.html", "profile.json"]
+    assert json.loads((out / "profile.json").read_text())["plan"] is None
+    # An older plan at the path stays as it was.
+    code = main(["profile", str(log), "--plan", str(out / "old.yaml")])
+    assert code == ExitCode.INVALID_INPUT and (out / "old.yaml").read_text() == "# an older plan\n"
+    assert sorted(path.name for path in out.iterdir()) == ["old.yaml", "page.html", "profile.json"]

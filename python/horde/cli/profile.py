@@ -121,7 +121,15 @@ def profile(
     if plan_path is not None:
         plan_options.check(result)  # before anything is printed or written
     _show(result, top)
-    written = write_plan(result, plan_path, plan_options) if plan_path is not None else None
+    written = None
+    plan_failed: Optional[InvalidInput] = None
+    if plan_path is not None:
+        try:
+            written = write_plan(result, plan_path, plan_options)
+        except InvalidInput as error:
+            # The JSON and the page describe the log, which was read: they are still written
+            # (without a plan), then the plan's error is told; the plan itself is not on disk.
+            plan_failed = error
     if written is not None:
         _show_plan(written)
     if outputs["--json"] is not None:
@@ -134,6 +142,8 @@ def profile(
 
         _write(outputs["--html"], render_page(result, written), "--html")
         _stdout.print(f"page written to {outputs['--html']} (open it in a browser; it works offline)", markup=False, highlight=False)
+    if plan_failed is not None:
+        raise plan_failed
     return ExitCode.OK
 
 
