@@ -458,3 +458,24 @@ def test_a_plan_that_fails_its_check_is_not_left_on_disk(tmp_path: Path, capsys:
     code = main(["profile", str(log), "--plan", str(out / "old.yaml")])
     assert code == ExitCode.INVALID_INPUT and (out / "old.yaml").read_text() == "# an older plan\n"
     assert sorted(path.name for path in out.iterdir()) == ["old.yaml", "page.html", "profile.json"]
+
+
+def test_the_peak_hour_of_a_log_under_an_hour_is_over_its_span(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # 16 minutes from 10:03: 60 requests a minute, and 1,200 in the busiest (20 req/s).
+    start = T0 + 180
+    times = [start + 60 * minute + i * 60 / (1200 if minute == 5 else 60) for minute in range(16)
+             for i in range(1200 if minute == 5 else 60)]
+    log = write_log(tmp_path / "a.log", [combined_line(Hit(t, "GET", "/")) for t in times])
+    profile = build_profile([log], ProfileOptions())
+    assert profile.peak_per_s("minute") == 20.0
+    assert profile.peak_per_s("hour") == pytest.approx(2100 / 960)       # not 2,100 / 3,600
+    assert profile.to_dict()["rate"]["peak_hour"] == {"at": "2024-03-01T10:03:00Z", "requests": 2100, "minutes": 16,
+                                                      "per_s": pytest.approx(2.188, abs=1e-3)}
+    written = write_plan(profile, tmp_path / "plan.yaml", PlanOptions(peak="hour", headroom_percent=0))
+    assert written.sizing["rate_per_s"] == pytest.approx(2100 / 960, abs=1e-3) and written.sizing["peak_minutes"] == 16
+    assert "(over the 16 minutes of it the log covers)" in written.path.read_text()
+    assert main(["profile", str(log)]) == ExitCode.OK
+    assert "peak hour 2.188 req/s at 2024-03-01T10:03:00Z (over the 16 minutes of it the log covers)" in capsys.readouterr().out
+    # A full hour is over its 3,600 s.
+    long_log = write_log(tmp_path / "b.log", [combined_line(Hit(T0 + 30 * i, "GET", "/")) for i in range(240)])
+    assert build_profile([long_log], ProfileOptions()).peak_per_s("hour") == pytest.approx(120 / 3600)

@@ -202,7 +202,8 @@ def _show(result: Profile, top: int) -> None:
     if rate["peak_minute"]:
         _stdout.print(f"rate: mean {rate['mean_per_s']:g} req/s; peak minute {rate['peak_minute']['per_s']:g} req/s "
                       f"at {rate['peak_minute']['at']}; peak hour {rate['peak_hour']['per_s']:g} req/s at "
-                      f"{rate['peak_hour']['at']}; peak to mean {rate['peak_to_mean']}", markup=False, highlight=False)
+                      f"{rate['peak_hour']['at']}{_partial_hour(rate['peak_hour']['minutes'])}; "
+                      f"peak to mean {rate['peak_to_mean']}", markup=False, highlight=False)
     sessions = data["sessions"]
     think = sessions["think_time_ms"]
     _stdout.print(f"sessions ({sessions['key']}): {sessions['sessions']:,}, {sessions['requests_per_session']['mean']:g} "
@@ -224,6 +225,11 @@ def _show_plan(written: WrittenPlan) -> None:
         _stdout.print(f"  note: {note}", markup=False, highlight=False)
     _stdout.print(f"  sighting shot: {sizing['sight_command']}", markup=False, highlight=False)
     _stdout.print(f"  find-max:      {sizing['find_max_command']}", markup=False, highlight=False)
+
+
+def _partial_hour(minutes: int) -> str:
+    """What a peak hour the log covers only in part was measured over."""
+    return "" if minutes >= 60 else f" (over the {minutes} minute{'' if minutes == 1 else 's'} of it the log covers)"
 
 
 def _ms(value: float | None) -> str:

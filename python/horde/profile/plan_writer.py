@@ -290,6 +290,8 @@ def _sizing(profile: Profile, options: PlanOptions, path: Path) -> dict[str, Any
     sizing: dict[str, Any] = {
         "peak": options.peak,
         "peak_per_s": round(peak, 3),
+        # The minutes the peak was measured over: 1, or the part of its hour the log covers.
+        "peak_minutes": 1 if options.peak == "minute" else profile.hour_covered(profile.peak_hour()[0])[1],
         "headroom_percent": options.headroom_percent,
         "rate_per_s": rate,
         "median_ms": round(median_ms, 3) if median_ms else None,
@@ -355,7 +357,9 @@ def _header(profile: Profile, options: PlanOptions, covered: float, sizing: dict
         f"Written by `horde profile` from {profile.requests:,} requests of {files}",
         f"({span['first_minute']} to {span['last_minute']}).",
         f"Endpoints covering {covered * 100:.1f} % of the requests by {options.by}, weighted by their counts.",
-        f"Workload: the peak {options.peak}'s {sizing['peak_per_s']:g} req/s plus {options.headroom_percent:g} % "
+        f"Workload: the peak {options.peak}'s {sizing['peak_per_s']:g} req/s"
+        + (f" (over the {sizing['peak_minutes']} minutes of it the log covers)" if options.peak == "hour" and sizing["peak_minutes"] < 60 else "")
+        + f" plus {options.headroom_percent:g} % "
         f"headroom = {sizing['rate_per_s']:g} req/s"
         + (f", as {sizing['users']} users at {sizing['per_user_rate_per_s']:g} req/s each." if options.model == "users"
            else ", as an open model (one request per arrival)."),

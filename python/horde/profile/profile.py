@@ -158,9 +158,22 @@ class Profile:
         hour = max(sorted(hours), key=lambda h: hours[h])
         return hour, hours[hour]
 
+    def hour_covered(self, hour: int) -> tuple[int, int]:
+        """(first minute, minutes) of the clock hour ``hour`` that the log's span covers: all 60
+        but at the log's ends (a 16-minute log covers 16 minutes of its hour)."""
+        if not self.per_minute:
+            return hour * 60, 0
+        start = max(hour * 60, min(self.per_minute))
+        return start, min(hour * 60 + 59, max(self.per_minute)) - start + 1
+
     def peak_per_s(self, peak: str = "minute") -> float:
-        """The peak rate, requests/s, over the busiest minute or hour."""
-        return self.peak_minute()[1] / 60.0 if peak == "minute" else self.peak_hour()[1] / 3600.0
+        """The peak rate, requests/s, over the busiest minute or hour; an hour's over the part
+        of it the log covers (a log under an hour: its span), not over 3,600 s."""
+        if peak == "minute":
+            return self.peak_minute()[1] / 60.0
+        hour, requests = self.peak_hour()
+        minutes = self.hour_covered(hour)[1]
+        return requests / (minutes * 60.0) if minutes else 0.0
 
     def per_user_rate(self) -> float | None:
         """Requests/s one user makes: 1000 / (mean think time + mean response time), from the
@@ -208,8 +221,10 @@ class Profile:
                 "mean_per_s": _r(mean),
                 "peak_minute": {"at": _iso(peak_minute * 60), "requests": peak_minute_requests,
                                 "per_s": _r(peak_minute_requests / 60.0)} if self.per_minute else None,
-                "peak_hour": {"at": _iso(peak_hour * 3600), "requests": peak_hour_requests,
-                              "per_s": _r(peak_hour_requests / 3600.0)} if self.per_minute else None,
+                # "at": where the log's span enters the hour; "minutes": how much of it it covers.
+                "peak_hour": {"at": _iso(self.hour_covered(peak_hour)[0] * 60), "requests": peak_hour_requests,
+                              "minutes": self.hour_covered(peak_hour)[1],
+                              "per_s": _r(self.peak_per_s("hour"))} if self.per_minute else None,
                 "peak_to_mean": _r(peak_minute_requests / 60.0 / mean) if mean else None,
                 "per_minute": [[_iso(minute * 60), count] for minute, count in sorted(self.per_minute.items())],
             },
