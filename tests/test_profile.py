@@ -42,6 +42,8 @@ from profile_logs import T0, Hit, combined_line, write_log
     ("/reset-token/abQ12", "GET /reset-token/{secret}", (None,)),
     ("/api/key/ABCDEFGHIJKLMNOP", "GET /api/key/{secret}", (None,)),
     ("/session/x.y/end", "GET /session/{secret}/end", (None,)),
+    ("/reset-token/abcdef", "GET /reset-token/{secret}", (None,)),
+    ("/auth/login", "GET /auth/{secret}", (None,)),                  # wide on purpose (--template keeps it apart)
     ("/oauth/token", "GET /oauth/token", ()),                        # a credential's name, not one
     ("/auth/api-key/Zz9", "GET /auth/api-key/{secret}", (None,)),
     # Letters only, in a random-looking mix: a token; written words stay text.
@@ -90,6 +92,7 @@ def test_given_templates_come_first() -> None:
     templater = Templater(["/blog/{slug}", "POST /users/{name}/avatar", "/reset-token/{t}", "/a/{token}"])
     assert templater.template("GET", "/reset-token/abQ12") == (templater.template("GET", "/reset-token/x")[0], (None,))
     assert templater.template("GET", "/a/abc")[1] == (None,)
+    assert Templater(["/auth/login"]).template("POST", "/auth/login")[0].name == "POST /auth/login"
     assert templater.template("GET", "/blog/summer-sale")[0].name == "GET /blog/{slug}"
     assert templater.template("POST", "/users/ann/avatar")[0].name == "POST /users/{name}/avatar"
     assert templater.template("GET", "/users/ann/avatar")[0].name == "GET /users/ann/avatar"  # its method only

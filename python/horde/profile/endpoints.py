@@ -35,8 +35,8 @@ _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}
 _HEX = re.compile(r"(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}")
 _TOKEN = re.compile(r"(?=(?:[^0-9]*[0-9]){3})(?=(?:[^A-Za-z]*[A-Za-z]){3})[A-Za-z0-9_~.=-]{20,}")
 _NAME = re.compile(r"[A-Za-z0-9_.\[\]-]{1,40}")
-#: A path segment that names a credential rather than holding one: lowercase words (``token``,
-#: ``api-key``, ``session``), kept as text even after a secret-named segment (``/oauth/token``).
+#: Lowercase words: one that names a credential (``token``, ``api-key``, ``session``) names it
+#: rather than holding it, and is kept as text even after a secret-named segment (``/oauth/token``).
 _ROUTE_WORD = re.compile(r"[a-z]+(?:[-_][a-z]+)*")
 _VOWELS: Final = frozenset("aeiouAEIOU")
 #: Letters-only segments at least this long are looked at for a random mix (a key, a session id).
@@ -260,7 +260,7 @@ class Templater:
         for index, segment in enumerate(segments):
             if index:
                 literal += "/"
-            if segment and names_a_secret(previous) and not _ROUTE_WORD.fullmatch(segment):
+            if segment and names_a_secret(previous) and not (_ROUTE_WORD.fullmatch(segment) and names_a_secret(segment)):
                 # What follows a segment named like a secret (/reset-token/XYZ, /api/key/XYZ) is
                 # one, whatever its length or shape: the whole segment, never kept.
                 parts: list[tuple[str, str | None]] = [(segment, "secret")]
