@@ -92,7 +92,7 @@ def measure(procs: harness.Processes, argv: list[str], work: Path, tag: str, lin
             "peak_rss_mib": round(measured.maxrss_kb / 1024, 1), "others_cores": round(measured.others_cores, 2)}
 
 
-def render(results: list[dict[str, Any]], command: str, started: dt.datetime, awk: str, compress: bool) -> str:
+def render(results: list[dict[str, Any]], command: str, started: dt.datetime, awk: str, compress: bool, load_before: str) -> str:
     machine = harness.machine()
     rows = ["| lines | log | tool | wall s | lines/s | lines/s reading | CPU s | peak RSS MiB | other load (cores) |",
             "| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
@@ -109,7 +109,8 @@ def render(results: list[dict[str, Any]], command: str, started: dt.datetime, aw
     growth = big["horde"]["peak_rss_mib"] / small["horde"]["peak_rss_mib"] - 1
     return "\n".join([
         f"Measured {started:%Y-%m-%d %H:%M} UTC on {machine['model']} ({machine['nproc']} CPUs, Linux {machine['kernel']}), "
-        f"load before {harness.load()}; `{command}`; awk is `{awk}`.",
+        f"load average before {load_before}, after {harness.load()} (a shared machine: *other load* is the "
+        f"other processes' cores during each command); `{command}`; awk is `{awk}`.",
         "",
         *rows,
         "",
@@ -139,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
             raise harness.BenchError("awk is not installed", hint="sudo apt-get install -y mawk")
         awk_name = os.path.realpath(awk)
         started = dt.datetime.now(dt.timezone.utc)
+        load_before = harness.load()
         results = []
         with tempfile.TemporaryDirectory(prefix="horde-log-profile-") as folder:
             work = Path(folder)
@@ -158,12 +160,13 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  awk {result['awk']['lines_per_s']:,} lines/s, horde profile {result['horde']['lines_per_s']:,} lines/s "
                       f"({result['horde']['peak_rss_mib']} MiB)", flush=True)
                 results.append(result)
-        block = render(results, command, started, awk_name, args.gzip)
+        block = render(results, command, started, awk_name, args.gzip, load_before)
         print()
         print(block)
         harness.RESULTS_DIR.mkdir(exist_ok=True)
-        (harness.RESULTS_DIR / "log-profile.json").write_text(json.dumps(
-            {"command": command, "date": started.isoformat(), "results": results}, indent=2) + "\n")
+        (harness.RESULTS_DIR / f"log-profile{'-gzip' if args.gzip else ''}.json").write_text(json.dumps(
+            {"command": command, "date": started.isoformat(), "load_before": load_before, "load_after": harness.load(),
+             "results": results}, indent=2) + "\n")
         if not args.no_readme:
             harness.write_readme_block("log-profile" + ("-gzip" if args.gzip else ""), block,
                                        section="Log profile (`bench/log_profile.py`)")

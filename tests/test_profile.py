@@ -37,7 +37,18 @@ from profile_logs import T0, Hit, combined_line, write_log
     ("/search?q=shoes&page=2&q=boots", "GET /search?q&page", ("shoes", "2")),
     ("/u/bob@example.org/feed", "GET /u/{email}/feed", (None,)),
     ("/dl/AbC123dEf456GhI789jKl0", "GET /dl/{token}", (None,)),
-    ("/reset-token/12345", "GET /reset-token/{id}", (None,)),      # after a secret-named segment: never kept
+    # After a segment named like a secret: a placeholder whatever its length or shape, never kept.
+    ("/reset-token/12345", "GET /reset-token/{secret}", (None,)),
+    ("/reset-token/abQ12", "GET /reset-token/{secret}", (None,)),
+    ("/api/key/ABCDEFGHIJKLMNOP", "GET /api/key/{secret}", (None,)),
+    ("/session/x.y/end", "GET /session/{secret}/end", (None,)),
+    ("/reset-token/abcdef", "GET /reset-token/{secret}", (None,)),
+    ("/auth/login", "GET /auth/{secret}", (None,)),                  # wide on purpose (--template keeps it apart)
+    ("/oauth/token", "GET /oauth/token", ()),                        # a credential's name, not one
+    ("/auth/api-key/Zz9", "GET /auth/api-key/{secret}", (None,)),
+    # Letters only, in a random-looking mix: a token; written words stay text.
+    ("/dl/qZkTwRbXmPvLsNdH", "GET /dl/{token}", (None,)),
+    ("/dl/XMLHttpRequestHandler", "GET /dl/XMLHttpRequestHandler", ()),
     ("/x?access_token=abc&sig=zz&page=1", "GET /x?access_token&sig&page", (None, None, "1")),
     ("/x?contact=bob%40example.org", "GET /x?contact", (None,)),
 ])
@@ -78,7 +89,10 @@ def test_remembered_templates_are_the_ones_made_afresh(paths: list[list[str]]) -
 
 
 def test_given_templates_come_first() -> None:
-    templater = Templater(["/blog/{slug}", "POST /users/{name}/avatar"])
+    templater = Templater(["/blog/{slug}", "POST /users/{name}/avatar", "/reset-token/{t}", "/a/{token}"])
+    assert templater.template("GET", "/reset-token/abQ12") == (templater.template("GET", "/reset-token/x")[0], (None,))
+    assert templater.template("GET", "/a/abc")[1] == (None,)
+    assert Templater(["/auth/login"]).template("POST", "/auth/login")[0].name == "POST /auth/login"
     assert templater.template("GET", "/blog/summer-sale")[0].name == "GET /blog/{slug}"
     assert templater.template("POST", "/users/ann/avatar")[0].name == "POST /users/{name}/avatar"
     assert templater.template("GET", "/users/ann/avatar")[0].name == "GET /users/ann/avatar"  # its method only
@@ -308,7 +322,8 @@ def test_the_page(tmp_path: Path) -> None:
     assert "from the stored run" not in html  # the profile's own footer
 
 
-MARKERS = ("MARKERTOKEN123", "marker.person", "MARKERCOOKIE42", "MARKERSIG77")
+MARKERS = ("MARKERTOKEN123", "marker.person", "MARKERCOOKIE42", "MARKERSIG77",
+           "MrkQ9", "MARKERKEYLETTERS", "qZkTwRbXmPvLsNdH")
 
 
 def marked_log(tmp_path: Path) -> Path:
@@ -316,8 +331,11 @@ def marked_log(tmp_path: Path) -> Path:
     for i in range(60):
         targets = [f"/api/items/{i % 5}?token=MARKERTOKEN123&page=1",
                    f"/users/marker.person@example.org/feed?sig=MARKERSIG77",
-                   f"/search?contact=marker.person%40example.org&q=x"]
-        hit = Hit(T0 + i, "GET", targets[i % 3], client=f"10.0.0.{i % 4}", cookie=f"lang=en; sessionid=MARKERCOOKIE42{i % 4}")
+                   f"/search?contact=marker.person%40example.org&q=x",
+                   "/reset-token/MrkQ9",             # short, after a secret-named segment
+                   "/api/key/MARKERKEYLETTERS",      # letters only, after one
+                   "/dl/qZkTwRbXmPvLsNdH"]           # letters only in a random mix, after none
+        hit = Hit(T0 + i, "GET", targets[i % 6], client=f"10.0.0.{i % 4}", cookie=f"lang=en; sessionid=MARKERCOOKIE42{i % 4}")
         lines.append(combined_line(hit))
     lines.append("broken line with token=MARKERTOKEN123 and marker.person@example.org")
     return write_log(tmp_path / "access.log", lines)
@@ -341,6 +359,7 @@ def test_secrets_never_leave_the_log(horde_cli: HordeCli, tmp_path: Path, ids: s
     assert plan.parameters == {"token": "redacted", "sig": "redacted"}
     data = json.loads((out / "profile.json").read_text())
     assert data["sessions"]["sessions"] == 4 and data["plan"]["path"] == str(out / "plan.yaml")
+    assert {"GET /reset-token/{secret}", "GET /api/key/{secret}", "GET /dl/{token}"} <= {row["endpoint"] for row in data["endpoints"]}
 
 
 @pytest.mark.parametrize(("args", "words"), [
@@ -391,3 +410,75 @@ def test_the_table_and_the_rate(horde_cli: HordeCli, tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "GET /items/{id}" in result.stdout and "peak minute 2 req/s" in result.stdout
     assert "lines/s" in result.stderr and "\r" not in result.stderr  # no progress bar off a terminal
+
+
+# -- one endpoint, one row; the plan on disk only once checked; the peak hour of a short log ----
+
+HEX_IDS = ["1a2b3c4d", "12345678", "deadbeef99", "87654321", "0badf00d", "20240301"]  # some all digits
+
+
+def hex_id_log(tmp_path: Path) -> Path:
+    lines = [combined_line(Hit(T0 + i, "GET", f"/api/items/{HEX_IDS[i % len(HEX_IDS)]}")) for i in range(60)]
+    lines += [combined_line(Hit(T0 + 60 + i, "POST", "/api/cart")) for i in range(10)]
+    return write_log(tmp_path / "access.log", lines)
+
+
+def test_one_endpoint_is_one_row_whatever_the_kinds_of_its_ids(tmp_path: Path) -> None:
+    profile = build_profile([hex_id_log(tmp_path)], ProfileOptions())
+    assert [(stats.name, stats.count) for stats in profile.endpoints] == [("GET /api/items/{id}", 60), ("POST /api/cart", 10)]
+    items = profile.endpoints[0]
+    assert items.slot_kinds(0) == {"int", "hex"} and {sample[0] for sample in items.samples} == set(HEX_IDS)
+    out = tmp_path / "out"
+    assert main(["profile", str(tmp_path / "access.log"), "--plan", str(out / "plan.yaml"), "--cover", "100",
+                 "--json", str(out / "profile.json")]) == ExitCode.OK
+    assert branches_of(out / "plan.yaml") == pytest.approx({"GET /api/items/{id}": 100 * 60 / 70, "POST /api/cart": 100 * 10 / 70},
+                                                           abs=1e-3)
+    data = json.loads((out / "profile.json").read_text())
+    assert [row["endpoint"] for row in data["endpoints"]] == ["GET /api/items/{id}", "POST /api/cart"]
+
+
+def test_a_plan_that_fails_its_check_is_not_left_on_disk(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from horde.errors import PlanInvalid, Problem
+    from horde.profile import plan_writer
+
+    def refused(plan: object, *, locate: object = None, source: str = "") -> str:
+        raise PlanInvalid([Problem("scenarios[0].steps[0]", "refused by the engine")], source=source)
+
+    log = known_log(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "old.yaml").write_text("# an older plan\n")
+    monkeypatch.setattr(plan_writer, "checked_plan_json", refused)
+    code = main(["profile", str(log), "--ids", "feeder", "--plan", str(out / "plan.yaml"), "--json", str(out / "profile.json"),
+                 "--html", str(out / "page.html")])
+    err = capsys.readouterr().err
+    assert code == ExitCode.INVALID_INPUT and "plan.yaml (not written)" in err and "refused by the engine" in err
+    # No plan, no temporary file, no feeder files; the profile's JSON and page describe the log all the same.
+    assert sorted(path.name for path in out.iterdir()) == ["old.yaml", "page.html", "profile.json"]
+    assert json.loads((out / "profile.json").read_text())["plan"] is None
+    # An older plan at the path stays as it was.
+    code = main(["profile", str(log), "--plan", str(out / "old.yaml")])
+    assert code == ExitCode.INVALID_INPUT and (out / "old.yaml").read_text() == "# an older plan\n"
+    assert sorted(path.name for path in out.iterdir()) == ["old.yaml", "page.html", "profile.json"]
+
+
+def test_the_peak_hour_of_a_log_under_an_hour_is_over_its_span(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # 16 minutes from 10:03: 60 requests a minute, and 1,200 in the busiest (20 req/s).
+    start = T0 + 180
+    times = [start + 60 * minute + i * 60 / (1200 if minute == 5 else 60) for minute in range(16)
+             for i in range(1200 if minute == 5 else 60)]
+    log = write_log(tmp_path / "a.log", [combined_line(Hit(t, "GET", "/")) for t in times])
+    profile = build_profile([log], ProfileOptions())
+    assert profile.peak_per_s("minute") == 20.0
+    assert profile.peak_per_s("hour") == pytest.approx(2100 / 960)       # not 2,100 / 3,600
+    assert profile.to_dict()["rate"]["peak_hour"] == {"at": "2024-03-01T10:03:00Z", "requests": 2100, "minutes": 16,
+                                                      "per_s": pytest.approx(2.188, abs=1e-3)}
+    written = write_plan(profile, tmp_path / "plan.yaml", PlanOptions(peak="hour", headroom_percent=0))
+    assert written.sizing["rate_per_s"] == pytest.approx(2100 / 960, abs=1e-3) and written.sizing["peak_minutes"] == 16
+    assert "(over the 16 minutes of it the log covers)" in written.path.read_text()
+    assert main(["profile", str(log)]) == ExitCode.OK
+    assert "peak hour 2.188 req/s at 2024-03-01T10:03:00Z (over the 16 minutes of it the log covers)" in capsys.readouterr().out
+    # A full hour is over its 3,600 s.
+    long_log = write_log(tmp_path / "b.log", [combined_line(Hit(T0 + 30 * i, "GET", "/")) for i in range(240)])
+    assert build_profile([long_log], ProfileOptions()).peak_per_s("hour") == pytest.approx(120 / 3600)

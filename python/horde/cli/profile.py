@@ -121,7 +121,15 @@ def profile(
     if plan_path is not None:
         plan_options.check(result)  # before anything is printed or written
     _show(result, top)
-    written = write_plan(result, plan_path, plan_options) if plan_path is not None else None
+    written = None
+    plan_failed: Optional[InvalidInput] = None
+    if plan_path is not None:
+        try:
+            written = write_plan(result, plan_path, plan_options)
+        except InvalidInput as error:
+            # The JSON and the page describe the log, which was read: they are still written
+            # (without a plan), then the plan's error is told; the plan itself is not on disk.
+            plan_failed = error
     if written is not None:
         _show_plan(written)
     if outputs["--json"] is not None:
@@ -134,6 +142,8 @@ def profile(
 
         _write(outputs["--html"], render_page(result, written), "--html")
         _stdout.print(f"page written to {outputs['--html']} (open it in a browser; it works offline)", markup=False, highlight=False)
+    if plan_failed is not None:
+        raise plan_failed
     return ExitCode.OK
 
 
@@ -192,7 +202,8 @@ def _show(result: Profile, top: int) -> None:
     if rate["peak_minute"]:
         _stdout.print(f"rate: mean {rate['mean_per_s']:g} req/s; peak minute {rate['peak_minute']['per_s']:g} req/s "
                       f"at {rate['peak_minute']['at']}; peak hour {rate['peak_hour']['per_s']:g} req/s at "
-                      f"{rate['peak_hour']['at']}; peak to mean {rate['peak_to_mean']}", markup=False, highlight=False)
+                      f"{rate['peak_hour']['at']}{_partial_hour(rate['peak_hour']['minutes'])}; "
+                      f"peak to mean {rate['peak_to_mean']}", markup=False, highlight=False)
     sessions = data["sessions"]
     think = sessions["think_time_ms"]
     _stdout.print(f"sessions ({sessions['key']}): {sessions['sessions']:,}, {sessions['requests_per_session']['mean']:g} "
@@ -214,6 +225,11 @@ def _show_plan(written: WrittenPlan) -> None:
         _stdout.print(f"  note: {note}", markup=False, highlight=False)
     _stdout.print(f"  sighting shot: {sizing['sight_command']}", markup=False, highlight=False)
     _stdout.print(f"  find-max:      {sizing['find_max_command']}", markup=False, highlight=False)
+
+
+def _partial_hour(minutes: int) -> str:
+    """What a peak hour the log covers only in part was measured over."""
+    return "" if minutes >= 60 else f" (over the {minutes} minute{'' if minutes == 1 else 's'} of it the log covers)"
 
 
 def _ms(value: float | None) -> str:

@@ -1,15 +1,19 @@
 """Endpoint templates: many request paths grouped as one endpoint.
 
 An endpoint is a method and a path template: the parts of a path that vary per request — numbers,
-UUIDs, hexadecimal ids, long random tokens, e-mail addresses — become placeholders (``{id}``,
-``{token}``, ``{email}``), and the query string is kept by its parameters' names
+UUIDs, hexadecimal ids, long random tokens (letters and digits, or letters only in a random-looking
+mix), e-mail addresses — become placeholders (``{id}``, ``{token}``, ``{email}``), the segment
+after one named like a credential becomes ``{secret}`` whatever it looks like
+(``/reset-token/{secret}``, ``/api/key/{secret}``; not when it is itself a credential's name in
+lowercase, ``/oauth/token``), and the query string is kept by its parameters' names
 (``GET /users/{id}/orders?page``). Templates given with ``--template`` (``/users/{name}`` or
 ``GET /users/{name}``) come first: a path they match takes their shape.
 
 Each placeholder is a *slot* whose values may be kept for the plan — but only where they are
 plain ids: values of secret-named query parameters (``token``, ``sig``...), e-mail addresses,
 tokens and whatever follows a path segment named like a secret (``/reset-token/XYZ``) are never
-kept (:mod:`horde.plan.redaction` decides what is secret).
+kept (:mod:`horde.plan.redaction` decides what is secret); neither is the value of a given
+template's placeholder named like a secret (``{token}``) or after such a segment.
 
 >>> templater = Templater()
 >>> shape, values = templater.template("GET", "/users/42/orders?page=2&token=abc")
@@ -31,13 +35,19 @@ _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}
 _HEX = re.compile(r"(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}")
 _TOKEN = re.compile(r"(?=(?:[^0-9]*[0-9]){3})(?=(?:[^A-Za-z]*[A-Za-z]){3})[A-Za-z0-9_~.=-]{20,}")
 _NAME = re.compile(r"[A-Za-z0-9_.\[\]-]{1,40}")
+#: Lowercase words: one that names a credential (``token``, ``api-key``, ``session``) names it
+#: rather than holding it, and is kept as text even after a secret-named segment (``/oauth/token``).
+_ROUTE_WORD = re.compile(r"[a-z]+(?:[-_][a-z]+)*")
+_VOWELS: Final = frozenset("aeiouAEIOU")
+#: Letters-only segments at least this long are looked at for a random mix (a key, a session id).
+RANDOM_LETTERS_LENGTH = 16
 #: Distinct paths remembered with their template (a static path repeats; an id path rarely).
 CACHE_SIZE = 65536
 #: Longest value kept for the plan (a longer one is more likely text than an id).
 MAX_VALUE_LENGTH = 64
 _DIGITS_TO_ZERO: Final = str.maketrans("123456789", "000000000")
 #: Placeholder labels by kind of value.
-LABELS: Final = {"int": "id", "uuid": "id", "hex": "id", "token": "token", "email": "email"}
+LABELS: Final = {"int": "id", "uuid": "id", "hex": "id", "token": "token", "email": "email", "secret": "secret"}
 
 
 #: Whether a name (a query field's, a path segment's) is a credential's: asked per request for
@@ -91,9 +101,32 @@ def classify(segment: str) -> str | None:
         return "uuid"
     if _HEX.fullmatch(segment):
         return "hex"
-    if _TOKEN.fullmatch(segment):
+    if _TOKEN.fullmatch(segment) or random_letters(segment):
         return "token"
     return None
+
+
+def random_letters(segment: str) -> bool:
+    """Whether a letters-only segment looks drawn at random (a key or a session id), not written
+    (``productRecommendations``, ``ORDERCONFIRMATION``): at least 16 letters with few vowels, and
+    in mixed case the case changing often (camelCase changes it once a word).
+
+    >>> [random_letters(s) for s in ("qZkTwRbXmPvLsNdH", "XMLHttpRequestHandler", "checkoutConfirmationPage")]
+    [True, False, False]
+    """
+    if len(segment) < RANDOM_LETTERS_LENGTH or not (segment.isascii() and segment.isalpha()):
+        return False
+    vowels = sum(character in _VOWELS for character in segment) / len(segment)
+    if segment.islower() or segment.isupper():
+        return vowels < 0.2
+    changes = sum(a.isupper() != b.isupper() for a, b in zip(segment, segment[1:])) / (len(segment) - 1)
+    return vowels < 0.3 and changes >= 0.3
+
+
+def names_a_secret(segment: str) -> bool:
+    """Whether a path segment names a credential, so that the next segment holds one
+    (``/reset-token/XYZ``, ``/api/key/XYZ``, ``/session/XYZ``)."""
+    return bool(segment) and is_secret_parameter(segment.replace("-", "_"))
 
 
 class GivenTemplate:
@@ -110,9 +143,12 @@ class GivenTemplate:
         pattern = ""
         pieces: list[str | int] = []
         labels: list[str] = []
+        secret: list[bool] = []
+        before = ""  # the path up to the placeholder
         for position, part in enumerate(re.split(r"(\{[^{}/]*\})", path)):
             if position % 2 == 0:
                 pattern += re.escape(part)
+                before += part
                 if part:
                     pieces.append(part)
                 continue
@@ -123,9 +159,13 @@ class GivenTemplate:
             pattern += r"([^/]+)"
             pieces.append(len(labels))
             labels.append(label)
+            # {token}, or a placeholder after a segment named like a secret (/reset-token/{t}).
+            secret.append(is_secret_parameter(label) or (before.endswith("/") and names_a_secret(before[:-1].rpartition("/")[2])))
+            before += part
         self.pattern = re.compile(pattern)
         self.pieces = tuple(pieces)
         self.labels = tuple(labels)
+        self.secret = tuple(secret)
 
 
 class Templater:
@@ -179,9 +219,9 @@ class Templater:
             match = given.pattern.fullmatch(path)
             if match is None:
                 continue
-            values = [_kept(value, classify(value)) for value in match.groups()]
-            kinds = [classify(value) or "named" for value in match.groups()]
-            slots = [Slot(label, kind if kind in ("token", "email") else "named", "path")
+            kinds = ["secret" if secret else classify(value) or "named" for value, secret in zip(match.groups(), given.secret)]
+            values = [_kept(value, kind) for value, kind in zip(match.groups(), kinds)]
+            slots = [_slot(label, kind if kind in ("token", "email", "secret") else "named", "path")
                      for label, kind in zip(given.labels, kinds)]
             return list(given.pieces), slots, values
         return None
@@ -220,8 +260,12 @@ class Templater:
         for index, segment in enumerate(segments):
             if index:
                 literal += "/"
-            if segment.isdigit():
-                parts: list[tuple[str, str | None]] = [(segment, "int")]
+            if segment and names_a_secret(previous) and not (_ROUTE_WORD.fullmatch(segment) and names_a_secret(segment)):
+                # What follows a segment named like a secret (/reset-token/XYZ, /api/key/XYZ) is
+                # one, whatever its length or shape: the whole segment, never kept.
+                parts: list[tuple[str, str | None]] = [(segment, "secret")]
+            elif segment.isdigit():
+                parts = [(segment, "int")]
             elif len(segment) < 8 and "@" not in segment and "%" not in segment and "." not in segment:
                 parts = [(segment, None)]  # too short for any id but a number
             else:
@@ -242,11 +286,8 @@ class Templater:
                         pieces.append(literal)
                     literal = ""
                     pieces.append(len(slots))
-                    # What follows a segment named like a secret (/reset-token/XYZ) is one,
-                    # whatever it looks like.
-                    secret = is_secret_parameter(previous.replace("-", "_"))
-                    slots.append(_slot(LABELS[kind], "secret" if secret else kind, "path"))
-                    values.append(None if secret else _kept(part, kind))
+                    slots.append(_slot(LABELS[kind], kind, "path"))
+                    values.append(_kept(part, kind))
                     positions.append((index, offset, offset + len(part)))
                 offset += len(part)
             previous = segment
@@ -290,7 +331,7 @@ def _slot(label: str, kind: str, where: str) -> Slot:
 
 def _kept(value: str, kind: str | None) -> str | None:
     """The value as the plan may use it, or None when it must not leave the log."""
-    if kind in ("token", "email") or len(value) > MAX_VALUE_LENGTH:
+    if kind in ("token", "email", "secret") or len(value) > MAX_VALUE_LENGTH:
         return None
     if ("@" in value or "%40" in value) and has_email(value):
         return None

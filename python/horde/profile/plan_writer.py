@@ -16,7 +16,8 @@ x = 1000 / t requests a second (t the log's median time), so the rate needs rate
 sighting shot first (``horde sight PLAN``), then find-max's stepped ramp in steps that reach
 the rate in :data:`~horde.control.sight.SUGGESTED_STEPS` (``--find-max`` writes it into the
 plan's ``steer``). The plan is checked on both sides (pydantic and the engine) before it is
-kept.
+kept: written to a temporary file beside it, checked, then renamed, so that a plan that fails
+its check is never left on disk.
 """
 
 from __future__ import annotations
@@ -25,7 +26,10 @@ import csv
 import io
 import json
 import math
+import os
 import re
+import shutil
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +40,7 @@ from ruamel.yaml import YAML
 
 from horde.control.sight import SUGGESTED_STEP_DURATION_S, SUGGESTED_STEPS, nice_number
 from horde.engine.run import checked_plan_json
-from horde.errors import InvalidInput
+from horde.errors import InvalidInput, PlanInvalid, Problem
 from horde.plan import MAX_THINK_TIME_MS, METHODS
 from horde.plan.loader import load_plan_file
 from horde.profile.endpoints import Slot
@@ -161,20 +165,53 @@ def write_plan(profile: Profile, path: Path, options: PlanOptions) -> WrittenPla
     data["scenarios"] = [scenario]
     if options.find_max:
         data["steer"] = {"type": "find_max", **{key: sizing["find_max"][key] for key in ("start", "step", "step_duration_s")}}
-    written: list[Path] = []
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if feeders:
-            feeder_dir.mkdir(exist_ok=True)
-            for name, table in feeders.items():
-                written.append(feeder_dir / f"{name}.csv")
-                written[-1].write_text(_csv(table), encoding="utf-8")
-        path.write_text(_header(profile, options, covered, sizing, parameters) + _yaml(data), encoding="utf-8")
-    except OSError as error:
-        raise InvalidInput(f"cannot write the plan to {path}: {error.strerror or error}", hint="give a writable path with --plan") from error
-    loaded = load_plan_file(path)
-    checked_plan_json(loaded.plan, locate=loaded.located, source=str(path))
+    written = _write_checked(path, _header(profile, options, covered, sizing, parameters) + _yaml(data),
+                             feeder_dir, {f"{name}.csv": _csv(table) for name, table in feeders.items()})
     return WrittenPlan(path, written, rows, covered, sizing, notes)
+
+
+def _write_checked(path: Path, text: str, feeder_dir: Path, feeders: dict[str, str]) -> list[Path]:
+    """Writes the plan and its feeder files, the plan only once checked on both sides: first to
+    a temporary file in its folder (its feeders found from there as from the plan), then renamed
+    over ``path``. A plan that fails its check is not left on disk, nor are the feeder files
+    written for it (an older plan at ``path`` stays as it was). The feeder files written."""
+    written: list[Path] = []
+    made_dir = False
+    temporary: Path | None = None
+    try:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if feeders:
+                made_dir = not feeder_dir.exists()
+                feeder_dir.mkdir(exist_ok=True)
+                for name, table in feeders.items():
+                    written.append(feeder_dir / name)
+                    written[-1].write_text(table, encoding="utf-8")
+            # Made as any file is (the umask's permissions), under a name no one else takes.
+            temporary = path.parent / f".{path.stem}.{uuid.uuid4().hex[:12]}{path.suffix}"
+            with temporary.open("x", encoding="utf-8") as out:
+                out.write(text)
+        except OSError as error:
+            raise InvalidInput(f"cannot write the plan to {path}: {error.strerror or error}", hint="give a writable path with --plan") from error
+        try:
+            loaded = load_plan_file(temporary)
+            checked_plan_json(loaded.plan, locate=loaded.located, source=str(path))
+        except PlanInvalid as error:
+            # Told as the plan's own problems: the temporary file's name means nothing to the reader.
+            raise PlanInvalid([Problem(problem.location.replace(str(temporary), str(path)), problem.message, problem.hint)
+                               for problem in error.problems], source=f"{path} (not written)") from None
+        os.replace(temporary, path)
+        temporary = None
+        return written
+    except BaseException:
+        for file in written:
+            file.unlink(missing_ok=True)
+        if made_dir:
+            shutil.rmtree(feeder_dir, ignore_errors=True)
+        raise
+    finally:
+        if temporary is not None:
+            temporary.unlink(missing_ok=True)
 
 
 def _path_template(stats: EndpointStats, ids: str, feeders: dict[str, list[list[str]]], parameters: dict[str, str]) -> str:
@@ -197,12 +234,12 @@ def _path_template(stats: EndpointStats, ids: str, feeders: dict[str, list[list[
             return "{{ " + f"{feeder_name}.{columns[index]}" + " }}"
         seen = [str(sample[index]) for sample in stats.samples if sample[index] is not None
                 and _SAFE_VALUE.fullmatch(str(sample[index]))][:INLINE_VALUES]
-        if seen and slot.kind != "secret":
+        if seen and "secret" not in stats.slot_kinds(index):
             distinct = list(dict.fromkeys(seen))
             if len(distinct) == 1:
                 return distinct[0]
             return "{{ random_choice(" + json.dumps(seen, separators=(",", ":")) + ") }}"
-        return _generated(slot, parameters)
+        return _generated(slot, stats.slot_kinds(index), parameters)
 
     path = "".join(quote(piece, safe=_PATH_SAFE) if isinstance(piece, str) else value(piece) for piece in shape.pieces)
     query_slots = [i for i, slot in enumerate(shape.slots) if slot.where == "query"]
@@ -211,17 +248,18 @@ def _path_template(stats: EndpointStats, ids: str, feeders: dict[str, list[list[
     return path
 
 
-def _generated(slot: Slot, parameters: dict[str, str]) -> str:
+def _generated(slot: Slot, kinds: set[str], parameters: dict[str, str]) -> str:
     """A value for a slot whose values the log may not give: a parameter for a secret query
-    field, else one made up in the slot's kind."""
-    if slot.kind == "secret" and slot.where == "query":
+    field, else one made up in the kind of the slot's values (of ``kinds``, those seen across
+    the endpoint's shapes, the one a number would not fit: a uuid for a hex id)."""
+    if "secret" in kinds and slot.where == "query":
         name = re.sub(r"\W", "_", slot.label).strip("_").lower() or "secret"
         name = name if name[0].isalpha() else f"p_{name}"
         parameters.setdefault(name, SECRET_DEFAULT)
         return "{{ params." + name + " }}"
-    if slot.kind == "email":
+    if "email" in kinds:
         return "user{{ random_int(1, 100000) }}@example.com"
-    if slot.kind in ("token", "uuid", "hex", "secret"):
+    if kinds & {"token", "uuid", "hex", "secret"}:
         return "{{ uuid() }}"
     return "{{ random_int(1, 1000) }}"
 
@@ -252,6 +290,8 @@ def _sizing(profile: Profile, options: PlanOptions, path: Path) -> dict[str, Any
     sizing: dict[str, Any] = {
         "peak": options.peak,
         "peak_per_s": round(peak, 3),
+        # The minutes the peak was measured over: 1, or the part of its hour the log covers.
+        "peak_minutes": 1 if options.peak == "minute" else profile.hour_covered(profile.peak_hour()[0])[1],
         "headroom_percent": options.headroom_percent,
         "rate_per_s": rate,
         "median_ms": round(median_ms, 3) if median_ms else None,
@@ -317,7 +357,9 @@ def _header(profile: Profile, options: PlanOptions, covered: float, sizing: dict
         f"Written by `horde profile` from {profile.requests:,} requests of {files}",
         f"({span['first_minute']} to {span['last_minute']}).",
         f"Endpoints covering {covered * 100:.1f} % of the requests by {options.by}, weighted by their counts.",
-        f"Workload: the peak {options.peak}'s {sizing['peak_per_s']:g} req/s plus {options.headroom_percent:g} % "
+        f"Workload: the peak {options.peak}'s {sizing['peak_per_s']:g} req/s"
+        + (f" (over the {sizing['peak_minutes']} minutes of it the log covers)" if options.peak == "hour" and sizing["peak_minutes"] < 60 else "")
+        + f" plus {options.headroom_percent:g} % "
         f"headroom = {sizing['rate_per_s']:g} req/s"
         + (f", as {sizing['users']} users at {sizing['per_user_rate_per_s']:g} req/s each." if options.model == "users"
            else ", as an open model (one request per arrival)."),

@@ -34,6 +34,15 @@ SAMPLE_SIZE = 100
 TOP_TRANSITIONS = 10
 #: A request counts as an error from this status up (as Horde counts them).
 ERROR_STATUS = 400
+#: Shapes of one endpoint remembered by identity (ids of kinds int, hex, uuid in one slot, as
+#: ``{id}``; more are looked up by name, which is slower but right).
+MAX_VARIANTS = 16
+
+
+def endpoint_key(shape: Shape) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """What makes one endpoint, one row: its name as shown and its slots' labels, whatever the
+    kinds of their values (``/items/{id}`` with a number or a hex id is one endpoint)."""
+    return shape.name, tuple((slot.label, slot.where) for slot in shape.slots)
 
 
 @dataclass(frozen=True)
@@ -50,12 +59,15 @@ class ProfileOptions:
 
 
 class EndpointStats:
-    """One endpoint's figures, and a sample of its slots' values for the plan."""
+    """One endpoint's figures, and a sample of its slots' values for the plan. ``shape`` is its
+    first shape; ``shapes`` all those seen, which differ only in their slots' kinds (a number, a
+    hex id) and tell the plan what values to make up where the log gives none."""
 
-    __slots__ = ("shape", "index", "count", "timing", "statuses", "samples", "_rng")
+    __slots__ = ("shape", "shapes", "index", "count", "timing", "statuses", "samples", "_rng")
 
     def __init__(self, shape: Shape, index: int, rng: random.Random) -> None:
         self.shape = shape
+        self.shapes = [shape]
         self.index = index
         self.count = 0
         self.timing = LogHistogram()
@@ -79,6 +91,10 @@ class EndpointStats:
     @property
     def name(self) -> str:
         return self.shape.name
+
+    def slot_kinds(self, index: int) -> set[str]:
+        """The kinds of values slot ``index`` held across the endpoint's shapes."""
+        return {shape.slots[index].kind for shape in self.shapes}
 
     def errors(self) -> int:
         return sum(count for status, count in self.statuses.items() if status >= ERROR_STATUS)
@@ -142,9 +158,22 @@ class Profile:
         hour = max(sorted(hours), key=lambda h: hours[h])
         return hour, hours[hour]
 
+    def hour_covered(self, hour: int) -> tuple[int, int]:
+        """(first minute, minutes) of the clock hour ``hour`` that the log's span covers: all 60
+        but at the log's ends (a 16-minute log covers 16 minutes of its hour)."""
+        if not self.per_minute:
+            return hour * 60, 0
+        start = max(hour * 60, min(self.per_minute))
+        return start, min(hour * 60 + 59, max(self.per_minute)) - start + 1
+
     def peak_per_s(self, peak: str = "minute") -> float:
-        """The peak rate, requests/s, over the busiest minute or hour."""
-        return self.peak_minute()[1] / 60.0 if peak == "minute" else self.peak_hour()[1] / 3600.0
+        """The peak rate, requests/s, over the busiest minute or hour; an hour's over the part
+        of it the log covers (a log under an hour: its span), not over 3,600 s."""
+        if peak == "minute":
+            return self.peak_minute()[1] / 60.0
+        hour, requests = self.peak_hour()
+        minutes = self.hour_covered(hour)[1]
+        return requests / (minutes * 60.0) if minutes else 0.0
 
     def per_user_rate(self) -> float | None:
         """Requests/s one user makes: 1000 / (mean think time + mean response time), from the
@@ -192,8 +221,10 @@ class Profile:
                 "mean_per_s": _r(mean),
                 "peak_minute": {"at": _iso(peak_minute * 60), "requests": peak_minute_requests,
                                 "per_s": _r(peak_minute_requests / 60.0)} if self.per_minute else None,
-                "peak_hour": {"at": _iso(peak_hour * 3600), "requests": peak_hour_requests,
-                              "per_s": _r(peak_hour_requests / 3600.0)} if self.per_minute else None,
+                # "at": where the log's span enters the hour; "minutes": how much of it it covers.
+                "peak_hour": {"at": _iso(self.hour_covered(peak_hour)[0] * 60), "requests": peak_hour_requests,
+                              "minutes": self.hour_covered(peak_hour)[1],
+                              "per_s": _r(self.peak_per_s("hour"))} if self.per_minute else None,
                 "peak_to_mean": _r(peak_minute_requests / 60.0 / mean) if mean else None,
                 "per_minute": [[_iso(minute * 60), count] for minute, count in sorted(self.per_minute.items())],
             },
@@ -263,8 +294,10 @@ class ProfileBuilder:
         self.options = options
         self.templater = Templater(options.templates, max_shapes=options.max_endpoints)
         self.sessions = Sessions(options.session, options.session_gap_s)
-        self.endpoints: dict[Shape, EndpointStats] = {}
-        # The same endpoints by the id of their (interned) shape: an int's hash, not a tuple's.
+        #: By endpoint_key(): one row per name, whatever the kinds of its ids.
+        self.endpoints: dict[tuple[str, tuple[tuple[str, str], ...]], EndpointStats] = {}
+        # The same endpoints by the id of their (interned) shapes: an int's hash, not a tuple's.
+        # Each shape so keyed is kept in its endpoint's shapes, so that its id stays its own.
         self._by_id: dict[int, EndpointStats] = {}
         self.other: EndpointStats | None = None
         self.per_minute: dict[int, int] = {}
@@ -275,21 +308,32 @@ class ProfileBuilder:
 
     def add(self, record: LogRecord) -> None:
         shape, values = self.templater.template(record.method, record.target)
-        stats = self._by_id.get(id(shape))
+        stats = self._by_id.get(id(shape)) or self._endpoint(shape)
         if stats is None:
-            if len(self.endpoints) < self.options.max_endpoints:
-                stats = self.endpoints[shape] = self._by_id[id(shape)] = EndpointStats(shape, len(self.endpoints), self._rng)
-            else:
-                if self.other is None:
-                    self.other = EndpointStats(Shape("*", (OTHER,), (), ()), self.options.max_endpoints, self._rng)
-                stats = self.other
-                values = ()
+            if self.other is None:
+                self.other = EndpointStats(Shape("*", (OTHER,), (), ()), self.options.max_endpoints, self._rng)
+            stats = self.other
+            values = ()
         stats.add(record, values)
         if record.time_s != self._last_time:
             self._last_time, self._last_minute = record.time_s, int(record.time_s // 60)
         minute = self._last_minute
         self.per_minute[minute] = self.per_minute.get(minute, 0) + 1
         self.sessions.add(record, stats.index)
+
+    def _endpoint(self, shape: Shape) -> EndpointStats | None:
+        """The endpoint of a shape not seen before (by identity): the one of the same name, or a
+        new one while there is room (None past max_endpoints)."""
+        key = endpoint_key(shape)
+        stats = self.endpoints.get(key)
+        if stats is None:
+            if len(self.endpoints) >= self.options.max_endpoints:
+                return None
+            stats = self.endpoints[key] = self._by_id[id(shape)] = EndpointStats(shape, len(self.endpoints), self._rng)
+        elif len(stats.shapes) < MAX_VARIANTS and shape not in stats.shapes:
+            stats.shapes.append(shape)
+            self._by_id[id(shape)] = stats
+        return stats
 
     def finish(self, files: Sequence[str], fmt: str, counts: ReadCounts, fields: dict[str, str]) -> Profile:
         self.sessions.finish()
