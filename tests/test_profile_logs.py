@@ -139,6 +139,13 @@ def test_bad_lines_are_counted_with_their_numbers(tmp_path: Path) -> None:
     assert "s3cr3t" not in counts.bad_samples[0].text  # shown redacted
 
 
+def test_a_json_line_nested_past_the_recursion_limit_is_a_bad_line(tmp_path: Path) -> None:
+    good = [json_line(Hit(T0 + i, "GET", "/")) for i in range(20)]
+    deep = '{"path": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    records, counts, _ = read_all([write_log(tmp_path / "a.log", good[:10] + [deep] + good[10:])], "json")
+    assert len(records) == 20 and counts.bad == 1 and counts.bad_samples[0].line == 11
+
+
 def test_a_log_in_the_wrong_format_is_refused_with_a_hint(tmp_path: Path) -> None:
     lines = [json_line(Hit(T0, "GET", "/"))] * 10
     with pytest.raises(InvalidInput) as error:

@@ -429,9 +429,11 @@ class JsonParser:
 
 
 def _loads(line: str) -> Any:
+    """The line's JSON, or None (a bad line). A line nested deeper than Python's recursion limit
+    is a bad line too, not a crash."""
     try:
         return json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 
