@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from horde.plan.bounds import loads_bounded
 from horde.plan.parameters import env_name
 
 REDACTED = "<redacted>"
@@ -109,7 +110,7 @@ def _body_field_secrets(node: Any) -> Iterable[str]:
 def _text_body_secrets(body: str) -> list[str]:
     """Secrets in a text body: a JSON document's credential fields, or a form's."""
     try:
-        return list(_body_field_secrets(json.loads(body)))
+        return list(_body_field_secrets(loads_bounded(body)))
     except ValueError:
         pass
     if "=" in body and "\n" not in body:
@@ -347,7 +348,7 @@ def _redact_body(body: str) -> str:
     """A body's JSON or form fields named like a credential (a body cut short is left as the
     secret values redact it)."""
     try:
-        document = json.loads(body)
+        document = loads_bounded(body)
     except ValueError:
         return redact_text(body) if "=" in body and "\n" not in body else body
     redacted = _redact_body_fields(document)
