@@ -113,3 +113,82 @@ def test_the_shape_walk_stops_at_the_bound_without_recursion() -> None:
     started = time.perf_counter()
     (problem,) = shape_problems({"a": bomb}, max_depth=100)
     assert "more than" in problem[1] and time.perf_counter() - started < 1.0
+
+
+# --- JSON held in text: a `body:` string, --body, -p, a feeder row, a recorded response ------
+# Each is decoded somewhere (to find its secrets, to read a parameter's value): nested past the
+# plan's bound it is refused where it is written, and where it is only read it is never a
+# RecursionError.
+
+DEEP_TEXT = "[" * 100_000 + "]" * 100_000
+
+
+def _horde(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    from horde.cli import main
+    capsys.readouterr()
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code, out + err
+
+
+def _text_body_plan(tmp_path: Path, body: str, parameters: dict[str, Any] | None = None) -> Path:
+    data = dict(BASE, scenarios=[dict(BASE["scenarios"][0], steps=[
+        {"name": "g", "method": "POST", "path": "/", "body": body}])])
+    if parameters is not None:
+        data["parameters"] = parameters
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_a_body_string_holding_json_nested_past_the_bound_is_refused_where_it_is(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HORDE_STORE", str(tmp_path / "runs.sqlite"))
+    path = _text_body_plan(tmp_path, DEEP_TEXT)
+    for command in ("validate", "run"):
+        started = time.perf_counter()
+        code, output = _horde(capsys, command, str(path), *(["--duration", "1s"] if command == "run" else []))
+        assert code == 2, output
+        assert f"{path}: scenarios[0].steps[0].body: holds JSON text nested deeper than {MAX_DEPTH} levels" in output
+        assert time.perf_counter() - started < 2.0
+
+
+def test_a_body_string_at_the_bound_and_text_with_brackets_still_load(tmp_path: Path) -> None:
+    body = "[" * MAX_DEPTH + "]" * MAX_DEPTH
+    assert load_plan(_text_body_plan(tmp_path, body)).scenarios[0].steps[0].body == body  # type: ignore[union-attr]
+    text = "tags: " + "[" * 1000
+    assert load_plan(_text_body_plan(tmp_path, text)).scenarios[0].steps[0].body == text  # type: ignore[union-attr]
+
+
+def test_a_url_body_nested_past_the_bound_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HORDE_STORE", str(tmp_path / "runs.sqlite"))
+    deep = "[" * 20_000 + "]" * 20_000
+    for command in ("run", "try"):
+        code, output = _horde(capsys, command, "--url", "http://127.0.0.1:1/", "-X", "POST", "--body", deep,
+                              *(["--duration", "1s"] if command == "run" else []))
+        assert code == 2, output
+        assert "scenarios[0].steps[0].body: holds JSON text nested deeper than" in output
+
+
+def test_a_parameter_given_nested_json_is_refused_not_decoded(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _text_body_plan(tmp_path, "{{ params.b }}", parameters={"n": 1, "b": "x"})
+    code, output = _horde(capsys, "validate", str(path), "-p", "n=" + "[" * 5000)
+    assert code == 2 and "parameter 'n' takes a number" in output, output
+    assert "(5,000 characters)" in output and "[" * 100 not in output  # quoted by its start
+    code, output = _horde(capsys, "validate", str(path), "-p", "b=" + "[" * 5000 + "]" * 5000)
+    assert code == 2 and "scenarios[0].steps[0].body: holds JSON text nested deeper than" in output, output
+
+
+def test_json_text_only_read_is_never_a_recursion_error(tmp_path: Path) -> None:
+    from horde.plan.feeders import check_feeder_file
+    from horde.plan.redaction import redact_exchange
+    exchange = {"transport": "http", "request": "POST / HTTP/1.1", "request_body": DEEP_TEXT,
+                "response": "HTTP/1.1 200 OK", "response_body": DEEP_TEXT, "vars": [], "checks": []}
+    shown = redact_exchange(exchange, set())
+    assert shown["response_body"] == DEEP_TEXT
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"a": 1}\n' + DEEP_TEXT + "\n")
+    fault = check_feeder_file(str(rows), "jsonl")
+    assert fault is not None and "line 2" in fault.message

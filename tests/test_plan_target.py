@@ -160,6 +160,9 @@ BAD_URLS: dict[str, tuple[str, str]] = {
     "space before the port": ("http://localhost :8080", "space"),
     "empty label": ("http://a..b:80", "empty label"),
     "not ASCII": ("http://bücher.de", "xn--"),
+    "a label starting and ending with '-'": ("http://-bad-.com/", "starts or ends with '-'"),
+    "a label ending with '-'": ("http://api.bad-.com:80", "starts or ends with '-'"),
+    "a last label starting with '-'": ("http://a.-b", "starts or ends with '-'"),
 }
 
 
@@ -181,7 +184,8 @@ def test_the_upper_case_scheme_hint_writes_the_url_as_it_should_be() -> None:
 
 
 def test_hosts_the_engine_can_use_pass_both_sides() -> None:
-    for url in ("http://127.0.0.1:8080", "http://[::1]:8080/api", "https://my_host-1.internal", "http://localhost"):
+    for url in ("http://127.0.0.1:8080", "http://[::1]:8080/api", "https://my_host-1.internal", "http://localhost",
+                "http://xn--bcher-kva.de", "http://a-b--c.example"):
         assert pydantic_problems(plan_data(base_url=url)) == [], url
         assert engine_paths(plan_data(base_url=url)) == [], url
 

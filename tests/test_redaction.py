@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from conftest import HordeCli
-from horde.plan.redaction import REDACTED, is_secret_header, redact_plan, redact_url_password
+from horde.plan.redaction import REDACTED, is_secret_header, redact_plan, redact_url_password, secret_values
 from horde.store import Store
 
 
@@ -142,3 +142,16 @@ def test_error_details_lose_the_plans_secret_values_before_they_are_stored() -> 
     _redact_error_details(snapshot, frozenset({"pw-s3cr3t"}))
     assert snapshot["steps"][0]["error_details"][0]["message"].endswith('integer: "<redacted>"')
     assert snapshot["steps"][1] == {"step": "home"}
+
+
+def test_a_one_time_code_in_a_query_and_a_credential_object_in_a_body_are_secrets() -> None:
+    plan = {"target": {"base_url": "http://h"}, "scenarios": [{"name": "s", "steps": [
+        {"name": "cb", "method": "GET", "path": "/cb?code=ONE-TIME-1&page=2"},
+        {"name": "j", "method": "POST", "path": "/", "json": {"credentials": {"user": "USER-77", "keys": ["KEY-88"]}}},
+        {"name": "t", "method": "POST", "path": "/", "body": '{"auth": [{"k": "TEXT-99"}]}'},
+    ]}]}
+    assert secret_values(plan, environ={}) >= {"ONE-TIME-1", "USER-77", "KEY-88", "TEXT-99"}
+    shown = json.dumps(redact_plan(plan))
+    assert not any(value in shown for value in ("ONE-TIME-1", "USER-77", "KEY-88", "TEXT-99")), shown
+    steps = redact_plan(plan)["scenarios"][0]["steps"]
+    assert steps[0]["path"] == "/cb?code=<redacted>&page=2" and steps[1]["json"] == {"credentials": "<redacted>"}

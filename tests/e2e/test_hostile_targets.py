@@ -40,13 +40,15 @@ def write_plan(directory: Path, base_url: str, *, vus: int = 3, seconds: float =
     return plan
 
 
-@pytest.fixture
-def silent_target() -> Iterator[int]:
-    """A TCP server on 127.0.0.1 that accepts, reads and never answers."""
+@pytest.fixture(params=["silent", "a byte a second"])
+def stalled_target(request: pytest.FixtureRequest) -> Iterator[int]:
+    """A TCP server on 127.0.0.1 that accepts and never answers: it says nothing ("silent"), or
+    sends the start of a status line one byte a second ("a byte a second", slowloris)."""
     listener = socket.create_server(("127.0.0.1", 0))
     listener.settimeout(0.2)
     stop = threading.Event()
     held: list[socket.socket] = []
+    dribble = request.param == "a byte a second"
 
     def serve() -> None:
         while not stop.is_set():
@@ -54,15 +56,29 @@ def silent_target() -> Iterator[int]:
                 connection, _ = listener.accept()
             except (TimeoutError, OSError):
                 continue
-            held.append(connection)  # read nothing back, say nothing: the request hangs
+            held.append(connection)  # read nothing back: the request hangs
 
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
+    def drip() -> None:
+        sent: dict[int, int] = {}  # bytes of the status line sent, per connection
+        line = b"HTTP/1.1 200 OK\r\n"
+        while not stop.wait(1.0):
+            for connection in list(held):
+                offset = sent.get(id(connection), 0)
+                try:
+                    connection.send(line[offset % len(line):offset % len(line) + 1])
+                except OSError:
+                    pass
+                sent[id(connection)] = offset + 1
+
+    threads = [threading.Thread(target=serve, daemon=True)] + ([threading.Thread(target=drip, daemon=True)] if dribble else [])
+    for thread in threads:
+        thread.start()
     try:
         yield int(listener.getsockname()[1])
     finally:
         stop.set()
-        thread.join(timeout=5)
+        for thread in threads:
+            thread.join(timeout=5)
         for connection in held:
             connection.close()
         listener.close()
@@ -88,23 +104,27 @@ def run_measured(horde_cli: HordeCli, *args: str, timeout_s: float = 60) -> tupl
     return proc.returncode, out_path.read_text(), err_path.read_text(), usage.ru_maxrss * 1024, time.monotonic() - began
 
 
-def test_a_target_that_never_answers_is_counted_as_cut_and_said_loudly(horde_cli: HordeCli, silent_target: int) -> None:
+def test_a_target_that_never_answers_is_counted_as_cut_said_loudly_and_exits_7(horde_cli: HordeCli, stalled_target: int) -> None:
     # The default 30 s request timeout outlives the 1 s run: before issue 16 the run said
-    # "finished, 0 requests, 0 errors".
-    plan = write_plan(horde_cli.tmp_path, f"http://127.0.0.1:{silent_target}")
+    # "finished, 0 requests, 0 errors"; then it said "nothing completed" and exited 0, and a CI
+    # job against a stalled target was green.
+    plan = write_plan(horde_cli.tmp_path, f"http://127.0.0.1:{stalled_target}")
     summary_path = horde_cli.tmp_path / "summary.json"
     code, out, err, _, took = run_measured(horde_cli, "run", str(plan), "--workers", "1", "--summary-json", str(summary_path))
-    assert code == 0, (out, err)
+    assert code == ExitCode.NO_CONNECTION == 7, (out, err)
     assert took < 1.0 + 0.5 + 6, f"{took:.1f} s"  # stages, grace, start-up and store
     summary = json.loads(summary_path.read_text())
     assert summary["requests"] == 3 and summary["errors_by_kind"] == {"cut": 3}, summary
+    assert summary["connections_opened"] == 3 and summary["responses"] == 0, summary
     summary_lines = [line for line in out.splitlines() if line.strip()]
-    first = next(index for index, line in enumerate(summary_lines) if "nothing completed" in line)
-    assert summary_lines[first].startswith("!! nothing completed: none of the 3 requests succeeded (cut 3)")
+    first = next(index for index, line in enumerate(summary_lines) if "never answered" in line)
+    # Not the words of a refused port: the connections opened, nothing came back on them.
+    assert summary_lines[first].startswith(
+        "!! the target never answered: 3 connections opened, not one of the 3 requests got a response (cut 3)")
     assert not any(line.startswith("┏") or "all requests" in line for line in summary_lines[:first]), "the line comes first"
     assert "cut: requests were still waiting" in out
     shown = horde_cli.run("show", summary["run_id"])
-    assert "!! nothing completed" in shown.stdout
+    assert "!! the target never answered" in shown.stdout
 
 
 def test_a_refused_port_is_retried_with_backoff_and_the_summary_counts_it(horde_cli: HordeCli) -> None:

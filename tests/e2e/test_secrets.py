@@ -21,6 +21,11 @@ from horde.errors import ExitCode
 from horde.web import create_app
 
 MARKER = "s3cr3t-M4RK3R-42"
+#: Planted only as a one-time credential of a query string (``?code=``, OAuth's callback), and
+#: only inside an object under a credential-named body field: each found by its own rule.
+CODE_MARKER = "c0de-M4RK3R-43"
+NESTED_MARKER = "n3st-M4RK3R-44"
+MARKERS = (MARKER, CODE_MARKER, NESTED_MARKER)
 
 
 def _scrape_while_running(horde_cli: HordeCli, args: list[str], port: int) -> tuple[str, str, str, int]:
@@ -60,12 +65,12 @@ def test_a_planted_secret_reaches_no_output(horde_cli: HordeCli, builtin_target:
             steps:
               - name: get
                 method: GET
-                path: "/?access_token={{{{ params.upstream }}}}&page=2"
+                path: "/?access_token={{{{ params.upstream }}}}&page=2&code={CODE_MARKER}"
                 headers: {{X-Auth: "{MARKER}", Api_Key: "{MARKER}", X-Access-Key: "{MARKER}", Cookie: "sid={MARKER}"}}
               - name: post
                 method: POST
                 path: /
-                json: {{user: me, password: "{{{{ params.api_token }}}}"}}
+                json: {{user: me, password: "{{{{ params.api_token }}}}", credentials: {{user: "{NESTED_MARKER}", keys: ["{NESTED_MARKER}"]}}}}
             workload: {{type: closed, start_vus: 2, stages: [{{duration_s: 3, vus: 2}}]}}
         thresholds: ["errors < 50%"]
         """))
@@ -76,8 +81,9 @@ def test_a_planted_secret_reaches_no_output(horde_cli: HordeCli, builtin_target:
         horde_cli, ["run", str(plan), "-p", f"api_token={MARKER}", "--summary-json", str(summary),
                     "--junit", str(junit)], free_tcp_port())
     assert code == ExitCode.OK, err
-    quick = horde_cli.run("run", "--url", f"http://127.0.0.1:{builtin_target.port}/?access_token={MARKER}",
-                          "-H", f"X-Api-Key: {MARKER}", "--body", json.dumps({"password": MARKER}),
+    quick = horde_cli.run("run", "--url", f"http://127.0.0.1:{builtin_target.port}/?access_token={MARKER}&code={CODE_MARKER}",
+                          "-H", f"X-Api-Key: {MARKER}",
+                          "--body", json.dumps({"password": MARKER, "credentials": {"a": [NESTED_MARKER]}}),
                           "--method", "POST", "--vus", "1", "--duration", "1s")
     assert quick.returncode == ExitCode.OK, quick.stderr
     run_id = json.loads(summary.read_text())["run_id"]
@@ -100,12 +106,12 @@ def test_a_planted_secret_reaches_no_output(horde_cli: HordeCli, builtin_target:
             assert response.status_code == 200, path
             written[path] = response.text
 
-    leaks = [where for where, text in written.items() if MARKER in text]
+    leaks = [(marker, where) for where, text in written.items() for marker in MARKERS if marker in text]
     assert leaks == [], f"the secret was written to: {leaks}"
-    assert MARKER.encode() not in _store_bytes(horde_cli)
+    assert not [marker for marker in MARKERS if marker.encode() in _store_bytes(horde_cli)]
     # What was redacted is still said to be there: the plan as run keeps its shape.
     stored_plan = json.loads(horde_cli.run("show", run_id, "--json").stdout)
-    assert "<redacted>" in written["report"] and "access_token=" in written["report"]
+    assert "<redacted>" in written["report"] and "access_token=" in written["report"] and "code=" in written["report"]
     assert stored_plan["requests"] > 0
     # The requests carried the real values (the target saw them): every one was answered.
     assert json.loads(summary.read_text())["errors"] == 0

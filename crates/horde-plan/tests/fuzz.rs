@@ -229,7 +229,8 @@ fn reproducers_of_issue_16_are_refused_without_a_panic() {
 #[test]
 fn target_urls_with_an_empty_port_an_upper_case_scheme_or_a_bad_host_are_refused_at_base_url() {
     for url in ["http://127.0.0.1:", "HTTP://127.0.0.1:8080", "Https://localhost", "http://example.com.:80", "http://exa mple.com",
-                "http://localhost :80", "http://a..b", "http://[zz]:80", "http://bücher.de"] {
+                "http://localhost :80", "http://a..b", "http://[zz]:80", "http://bücher.de", "http://-bad-.com/",
+                "http://bad-.com:80", "http://a.-b:80"] {
         let mut plan = valid_plan();
         plan["target"]["base_url"] = json!(url);
         plan["target"]["instances"] = json!([]);

@@ -29,7 +29,7 @@ from horde.engine.snapshot import Exchange, Snapshot
 from horde.cluster.coordinator import ClusterOptions, ClusterRun, worker_count
 from horde.control.steering import planned_length_s, prepare_plan, steering_for
 from horde.store import Store
-from horde.results.summary import CPU_SATURATION_PERCENT_PER_WORKER, no_connection, summarise
+from horde.results.summary import CPU_SATURATION_PERCENT_PER_WORKER, never_answered, summarise
 from horde.control.thresholds import Verdict, judge, verdicts_to_json
 from horde.control.watching import RunMonitors
 
@@ -358,14 +358,15 @@ def _answer_controls(store: Store, run_id: str, engine_run: EngineRun, sink: Sin
 def exit_code_for(status: str, firing: Firing | None, verdicts: list[Verdict],
                   summary: dict[str, Any] | None = None) -> int:
     """Ctrl-C wins, then autostop's own code, then a lost generator that stopped the run, then
-    a run that opened no connection, then failed thresholds."""
+    a run the target never answered (no connection, or not one response), then failed
+    thresholds."""
     if status == "interrupted":
         return ExitCode.INTERRUPTED
     if firing is not None:
         return int(firing.exit_code)
     if status == "aborted":
         return ExitCode.GENERATOR_LOST
-    if summary is not None and no_connection(summary):
+    if summary is not None and never_answered(summary):
         return ExitCode.NO_CONNECTION
     if any(not verdict.passed for verdict in verdicts):
         return ExitCode.THRESHOLDS_FAILED

@@ -15,6 +15,8 @@ problem with a hint (exit 2), in well under a second.
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any, Union
 
 #: The largest plan file read, in bytes.
@@ -48,6 +50,9 @@ def shape_problems(data: Any, *, max_depth: int = MAX_DEPTH, max_values: int = M
             if not _is_unicode(node):
                 return [(loc, "holds a lone surrogate (an escape like \\ud800 that is no character)",
                          "write the character itself, or a valid surrogate pair")]
+            if loc and loc[-1] == "body" and json_text_too_deep(node, max_depth=max_depth):
+                return [(loc, f"holds JSON text nested deeper than {max_depth} levels",
+                         f"a body read as JSON nests at most {max_depth} levels deep (as a plan does); flatten it")]
             continue
         if isinstance(node, (dict, list)) and len(loc) >= max_depth:
             return [(loc, f"values nest deeper than {max_depth} levels",
@@ -61,6 +66,54 @@ def shape_problems(data: Any, *, max_depth: int = MAX_DEPTH, max_values: int = M
         elif isinstance(node, list):
             stack.extend((item, (*loc, index)) for index, item in enumerate(node))
     return []
+
+
+#: A JSON string (with its escapes), skipped when JSON text's brackets are counted.
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"?', re.DOTALL)
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def json_text_too_deep(text: str, *, max_depth: int = MAX_DEPTH) -> bool:
+    """Whether ``text`` starts as JSON does (with ``[`` or ``{``) and its brackets, outside its
+    strings, nest deeper than ``max_depth``: counted without parsing, so a body nested 100,000
+    deep costs a scan, not a RecursionError. A text body that merely starts with a bracket is
+    read the same way: it would be decoded as JSON to find its secrets.
+
+    >>> json_text_too_deep("[" * 65 + "]" * 65), json_text_too_deep('{"a": "[[[[[["}', max_depth=2)
+    (True, False)
+    >>> json_text_too_deep("text [[[[", max_depth=2)
+    False
+    """
+    if not text.lstrip().startswith(("[", "{")) or text.count("[") + text.count("{") <= max_depth:
+        return False
+    depth = 0
+    for match in _BRACKETS.finditer(_JSON_STRING.sub("", text)):
+        if match.group() in "[{":
+            depth += 1
+            if depth > max_depth:
+                return True
+        else:
+            depth = max(0, depth - 1)
+    return False
+
+
+def loads_bounded(text: str, *, max_depth: int = MAX_DEPTH) -> Any:
+    """``json.loads(text)`` for JSON text from a plan, a flag or a response, refused (ValueError)
+    when it nests deeper than ``max_depth`` instead of raising RecursionError.
+
+    >>> loads_bounded('{"a": [1]}')
+    {'a': [1]}
+    >>> loads_bounded("[" * 100_000 + "]" * 100_000)
+    Traceback (most recent call last):
+    ...
+    ValueError: JSON text nested deeper than 64 levels
+    """
+    if json_text_too_deep(text, max_depth=max_depth):
+        raise ValueError(f"JSON text nested deeper than {max_depth} levels")
+    try:
+        return json.loads(text)
+    except RecursionError:  # pragma: no cover - the scan above finds it first
+        raise ValueError(f"JSON text nested deeper than {max_depth} levels") from None
 
 
 def flow_depth_problem(text: str, *, max_depth: int = MAX_DEPTH) -> tuple[int, str, str] | None:

@@ -55,7 +55,9 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Union, overload
 
-from horde.errors import PlanInvalid
+from horde.errors import PlanInvalid, Problem
+from horde.plan.bounds import MAX_DEPTH, shape_problems
+from horde.plan.problems import format_path
 from horde.plan.model import Plan
 from horde.plan.common import is_identifier
 from horde.plan.loader import check_plan_data
@@ -132,14 +134,27 @@ Count = Union[int, Param]
 Headers = Mapping[str, str]
 
 
-def _plain(value: Any) -> Any:
-    """Plain data: a Param as its text, mappings as dicts, sequences as lists (copies)."""
+def _plain(value: Any, depth: int = 0) -> Any:
+    """Plain data: a Param as its text, mappings as dicts, sequences as lists (copies).
+
+    A value nested past the plan's bound (:data:`horde.plan.bounds.MAX_DEPTH`, a list that
+    contains itself included) is cut there, an empty list standing for what was deeper: the
+    copy stays within Python's recursion, and :func:`plan` refuses it where it is ("values nest
+    deeper than 64 levels") instead of a RecursionError.
+
+    >>> deep: list[Any] = []
+    >>> deep.append(deep)
+    >>> _plain(deep, depth=MAX_DEPTH - 1)
+    [[[]]]
+    """
     if isinstance(value, str):
         return str(value)
+    if depth > MAX_DEPTH and isinstance(value, (Mapping, Sequence)):
+        return []
     if isinstance(value, Mapping):
-        return {str(key): _plain(item) for key, item in value.items()}
+        return {str(key): _plain(item, depth + 1) for key, item in value.items()}
     if isinstance(value, Sequence):
-        return [_plain(item) for item in value]
+        return [_plain(item, depth + 1) for item in value]
     return value
 
 
@@ -661,6 +676,11 @@ def plan(
         "graceful_stop_s": graceful_stop_s,
     }
     data = {key: _plain(value) for key, value in data.items() if value is not None}
+    # Before anything walks the data (a parameter's name is looked up in the environment).
+    shaped = shape_problems(data)
+    if shaped:
+        raise PlanInvalid([Problem(format_path(loc), message, hint=hint) for loc, message, hint in shaped],
+                          source=f"plan '{name}'")
     declared = parameters or {}
     explicit = {key: value for key, value in current_explicit_parameters().items() if key in declared}
 

@@ -122,6 +122,12 @@ def _check_jsonl(path: str) -> FeederFault | None:
                     f"line {number} is not valid JSON: {error.msg} (column {error.colno})",
                     "write one JSON object a line, e.g. {\"login\": \"ann\", \"password\": \"x\"}",
                 )
+            except (RecursionError, ValueError) as error:
+                return FeederFault(
+                    f"line {number} cannot be read: "
+                    + ("it nests too deep" if isinstance(error, RecursionError) else str(error)),
+                    "a row is one flat JSON object of a few fields, e.g. {\"login\": \"ann\"}",
+                )
             if not isinstance(row, dict):
                 return FeederFault(
                     f"line {number} is not a JSON object (it is {type(row).__name__ if row is not None else 'null'})",
@@ -214,7 +220,7 @@ def feeder_columns(path: str, format: str) -> list[str] | None:
                 if line.strip():
                     row = json.loads(line)
                     return [str(key) for key in row] if isinstance(row, dict) else None
-    except (OSError, UnicodeDecodeError, csv.Error, ValueError):
+    except (OSError, UnicodeDecodeError, csv.Error, RecursionError, ValueError):
         return None
     return None
 

@@ -76,11 +76,11 @@ def _refuse_constant(text: str) -> Any:
 
 def parse_parameter_value(text: str, default: object = None) -> ParameterValue:
     """A parameter's value from text (``-p`` or the environment); see the module's rules."""
-    if isinstance(default, str):
-        return text
+    if isinstance(default, str) or text.lstrip().startswith(("[", "{")):
+        return text  # a JSON list or object is no parameter value: never decoded, however deep
     try:
         value = json.loads(text, parse_constant=_refuse_constant)
-    except ValueError:
+    except (RecursionError, ValueError):
         return text
     if isinstance(value, (bool, int, float)):
         return value
@@ -144,11 +144,11 @@ def resolve_parameters(
         if name in explicit:
             raw = explicit[name]
             value = parse_parameter_value(raw, default) if isinstance(raw, str) else raw
-            source = f"-p {name}={raw}"
+            source = f"-p {name}={_shown(raw)}"
         elif env_name(name) in environ:
             raw = environ[env_name(name)]
             value = parse_parameter_value(raw, default)
-            source = f"{env_name(name)}={raw}"
+            source = f"{env_name(name)}={_shown(raw)}"
         if source is not None and (not _is_value(value) or not _same_kind(value, default)):
             raise InvalidInput(
                 f"{source}: parameter '{name}' takes {_kind(default)} (its default is {json.dumps(default)})",
@@ -156,6 +156,13 @@ def resolve_parameters(
             )
         values[name] = value  # type: ignore[assignment]  # checked by _is_value/_same_kind
     return values
+
+
+def _shown(raw: object, limit: int = 60) -> str:
+    """A value as an error message quotes it: cut past ``limit`` characters (a value of 5,000
+    brackets is shown by its start and its length)."""
+    text = str(raw)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
 
 
 def _formatted(value: ParameterValue) -> str:

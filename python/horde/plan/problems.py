@@ -286,7 +286,13 @@ def plan_from_dict(data: Any, *, source: str | None = None) -> Plan:
     path (``scenarios[0].steps[1].path``) and with a hint. ``source`` names where the data came
     from in the error's message. Parameters (``{{ params.NAME }}``) are not substituted here:
     :func:`horde.plan.loader.load_plan` and :func:`horde.plan.builder.plan` do that first.
+    The bounds of :mod:`horde.plan.bounds` are checked before anything walks the data.
     """
+    from horde.plan.bounds import shape_problems
+    shaped = shape_problems(data)
+    if shaped:
+        raise PlanInvalid([Problem(location=format_path(loc), message=message, hint=hint)
+                           for loc, message, hint in shaped], source=source)
     try:
         return Plan.model_validate(data)
     except ValidationError as error:

@@ -5,7 +5,9 @@ A secret is found two ways:
 
 - **by name**: a header, a query field, a JSON or form body field, or a plan parameter whose name
   looks like a credential (``Authorization``, ``X-Auth``, ``Api_Key``, ``X-Access-Key``,
-  ``access_token``, ``password``, ``session``...);
+  ``access_token``, ``password``, ``session``...), and a query field holding a one-time
+  credential (``code``, ``state``, ``nonce``, ``hash``); under a body field so named, an object or
+  a list is a secret whole;
 - **by where its value came from**: a plan parameter set through the environment
   (``HORDE_PARAM_NAME``, how a CI job passes a token) is a secret whatever its name.
 
@@ -28,6 +30,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from horde.plan.bounds import loads_bounded
 from horde.plan.parameters import env_name
 
 REDACTED = "<redacted>"
@@ -78,27 +81,59 @@ def redact_url_password(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:{REDACTED}@{hostport}"))
 
 
+#: Query fields that carry a one-time credential in OAuth and signed-URL flows, beyond the names
+#: :func:`is_secret_name` knows: a callback's ``?code=`` is as good as a password while it lasts.
+_SECRET_QUERY_FIELDS = frozenset({"code", "state", "nonce", "hash"})
+
+
+def is_secret_parameter(name: str) -> bool:
+    """Whether a query field (or a form field, or a path segment naming what follows it) holds a
+    credential: the rule for a run's URLs and for what ``horde profile`` reads from logs.
+
+    >>> [is_secret_parameter(n) for n in ("access_token", "sig", "Session", "code", "page", "q")]
+    [True, True, True, True, False, False]
+    """
+    return is_secret_name(name) or name.lower() in _SECRET_QUERY_FIELDS
+
+
 def _query_secrets(query: str) -> list[str]:
-    return [value for name, value in parse_qsl(query, keep_blank_values=True) if is_secret_name(name) and value]
+    return [value for name, value in parse_qsl(query, keep_blank_values=True) if is_secret_parameter(name) and value]
 
 
 def redact_url_query(url: str) -> str:
-    """A URL or path whose query fields named like credentials have their values replaced (the
-    other fields, their order and the rest of the URL kept)."""
+    """A URL or path whose query fields holding a credential (:func:`is_secret_parameter`) have
+    their values replaced (the other fields, their order and the rest of the URL kept).
+
+    >>> redact_url_query("/callback?code=4%2F0Ab&scope=email")
+    '/callback?code=<redacted>&scope=email'
+    """
     base, mark, query = url.partition("?")
     if not mark or not _query_secrets(query):
         return url
-    fields = [(name, REDACTED if is_secret_name(name) and value else value)
+    fields = [(name, REDACTED if is_secret_parameter(name) and value else value)
               for name, value in parse_qsl(query, keep_blank_values=True)]
     return base + "?" + urlencode(fields, safe="<>{}")
 
 
+def _leaves(node: Any) -> Iterable[str]:
+    """Every scalar (text or number) of a JSON value, at any depth."""
+    if isinstance(node, dict):
+        for value in node.values():
+            yield from _leaves(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _leaves(item)
+    elif isinstance(node, (str, int, float)) and not isinstance(node, bool):
+        yield str(node)
+
+
 def _body_field_secrets(node: Any) -> Iterable[str]:
-    """Values of fields named like credentials, at any depth of a JSON value."""
+    """Values of fields named like credentials, at any depth of a JSON value: under such a field
+    an object or a list is a secret whole (``{"credentials": {"user": "u", "key": "k"}}``)."""
     if isinstance(node, dict):
         for key, value in node.items():
-            if is_secret_name(str(key)) and isinstance(value, (str, int, float)) and not isinstance(value, bool):
-                yield str(value)
+            if is_secret_name(str(key)):
+                yield from _leaves(value)
             else:
                 yield from _body_field_secrets(value)
     elif isinstance(node, list):
@@ -109,7 +144,7 @@ def _body_field_secrets(node: Any) -> Iterable[str]:
 def _text_body_secrets(body: str) -> list[str]:
     """Secrets in a text body: a JSON document's credential fields, or a form's."""
     try:
-        return list(_body_field_secrets(json.loads(body)))
+        return list(_body_field_secrets(loads_bounded(body)))
     except ValueError:
         pass
     if "=" in body and "\n" not in body:
@@ -245,9 +280,11 @@ def _redact_headers(headers: dict[str, Any]) -> dict[str, Any]:
 
 
 def _redact_body_fields(node: Any) -> Any:
+    """A JSON value with each field named like a credential replaced, whatever it holds (an
+    object or a list under ``credentials`` goes whole)."""
     if isinstance(node, dict):
-        return {key: (REDACTED if is_secret_name(str(key)) and not isinstance(value, (dict, list))
-                      else _redact_body_fields(value)) for key, value in node.items()}
+        return {key: (REDACTED if is_secret_name(str(key)) else _redact_body_fields(value))
+                for key, value in node.items()}
     if isinstance(node, list):
         return [_redact_body_fields(item) for item in node]
     return node
@@ -281,21 +318,9 @@ def redact_plan(plan: dict[str, Any], *, secrets: frozenset[str] | None = None) 
 # A log carries what users sent: tokens in query strings, e-mail addresses, session cookies.
 # These rules decide what of it may reach a written plan, profile or page.
 
-#: Query fields that carry a one-time credential in OAuth and signed-URL flows, beyond the names
-#: :func:`is_secret_name` knows.
-_SECRET_QUERY_FIELDS = frozenset({"code", "state", "nonce", "hash"})
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+(?:@|%40)[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
 #: A `name=value` pair of a query string or a cookie header.
 _PAIR = re.compile(r"([A-Za-z0-9_.-]+)=([^&;\s\"']*)")
-
-
-def is_secret_parameter(name: str) -> bool:
-    """Whether a query field (or a path segment naming what follows it) holds a credential.
-
-    >>> [is_secret_parameter(n) for n in ("access_token", "sig", "Session", "code", "page", "q")]
-    [True, True, True, True, False, False]
-    """
-    return is_secret_name(name) or name.lower() in _SECRET_QUERY_FIELDS
 
 
 def has_email(text: str) -> bool:
@@ -347,7 +372,7 @@ def _redact_body(body: str) -> str:
     """A body's JSON or form fields named like a credential (a body cut short is left as the
     secret values redact it)."""
     try:
-        document = json.loads(body)
+        document = loads_bounded(body)
     except ValueError:
         return redact_text(body) if "=" in body and "\n" not in body else body
     redacted = _redact_body_fields(document)

@@ -187,8 +187,9 @@ def _host_as_written(parts: SplitResult) -> str:
 
 def _host_problem(parts: SplitResult) -> str | None:
     """Why a URL's host cannot be connected to as written, if it cannot: an IPv6 literal that
-    does not parse; a name with a space or another character no host name has, an empty label
-    or a trailing dot (``example.com.`` would go to the system resolver as an absolute name).
+    does not parse; a name with a space or another character no host name has, an empty label,
+    a label starting or ending with ``-`` (``-bad-.com``) or a trailing dot (``example.com.``
+    would go to the system resolver as an absolute name).
     crates/horde-plan (``host_problem`` in validate/target.rs) says the same.
 
     >>> _host_problem(urlsplit("http://example.com.:80")), _host_problem(urlsplit("http://[::1]:80"))
@@ -209,6 +210,8 @@ def _host_problem(parts: SplitResult) -> str | None:
         return "a host name has only ASCII letters, digits, '-', '_' and '.'; write an international name as xn--..."
     if any(label == "" for label in host.split(".")):
         return "it has an empty label between dots"
+    if any(label.startswith("-") or label.endswith("-") for label in host.split(".")):
+        return "a label starts or ends with '-' (no resolver looks such a name up)"
     return None
 
 

@@ -197,6 +197,34 @@ def no_connection(summary: dict[str, Any]) -> bool:
             and requests == int(summary.get("errors") or requests) and any(kinds.get(kind) for kind in CONNECT_KINDS))
 
 
+#: Error kinds of a request that got no answer at all: no connection, or a connection on which
+#: nothing came back before the request's timeout, the end of the run, or the connection's end.
+NO_ANSWER_KINDS = (*CONNECT_KINDS, "cut", "reset", "io", "lost")
+
+
+def never_answered(summary: dict[str, Any]) -> bool:
+    """Whether requests were tried and the target answered not one of them: no connection
+    (:func:`no_connection`), or connections opened and not one response came back (a server
+    that accepts and never answers, or answers a byte a second: its requests time out or are
+    cut at the end). Both have the exit code 7. A response of any status is an answer.
+
+    >>> never_answered({"requests": 4, "errors": 4, "responses": 0, "connections_opened": 4, "errors_by_kind": {"cut": 4}})
+    True
+    >>> never_answered({"requests": 4, "errors": 4, "responses": 4, "connections_opened": 4, "errors_by_kind": {"status_503": 4}})
+    False
+    >>> never_answered({"requests": 4, "errors": 4, "responses": 0, "connections_opened": 4, "errors_by_kind": {"template_failed": 4}})
+    False
+    """
+    if no_connection(summary):
+        return True
+    requests = int(summary.get("requests") or 0)
+    kinds = {kind for kind, count in (summary.get("errors_by_kind") or {}).items() if count}
+    # A group's pass failed because its steps did: its own kind says nothing about the target.
+    kinds.discard("step_failed")
+    return (requests > 0 and requests == int(summary.get("errors") or 0) and not int(summary.get("responses") or 0)
+            and bool(kinds) and kinds <= set(NO_ANSWER_KINDS))
+
+
 def nothing_completed(summary: dict[str, Any]) -> str | None:
     """The line a summary opens with when not one request succeeded (a dead, stalled or broken
     target; requests cut at the end of the grace period count as failed), else ``None``. When
@@ -206,8 +234,10 @@ def nothing_completed(summary: dict[str, Any]) -> str | None:
     ...     "error_details": [{"kind": "refused", "message": "Connection refused (os error 111) to 127.0.0.1:1", "count": 4}]})
     'no connection could be opened: all 4 requests failed to connect (refused 4: Connection refused (os error 111) to 127.0.0.1:1)'
 
-    >>> nothing_completed({"requests": 3, "errors": 3, "errors_by_kind": {"cut": 3}})
-    'nothing completed: none of the 3 requests succeeded (cut 3)'
+    >>> nothing_completed({"requests": 3, "errors": 3, "errors_by_kind": {"status_500": 3}, "responses": 3})
+    'nothing completed: none of the 3 requests succeeded (status_500 3)'
+    >>> nothing_completed({"requests": 3, "errors": 3, "errors_by_kind": {"cut": 3}, "connections_opened": 3})
+    'the target never answered: 3 connections opened, not one of the 3 requests got a response (cut 3)'
     >>> nothing_completed({"requests": 0, "errors": 0, "errors_by_kind": {}})
     'nothing completed: not one request was sent'
     >>> nothing_completed({"requests": 5, "errors": 1, "errors_by_kind": {"timeout": 1}}) is None
@@ -226,6 +256,10 @@ def nothing_completed(summary: dict[str, Any]) -> str | None:
                 f"({kind} {count:,}{': ' + first if first else ''})")
     kinds = sorted((summary.get("errors_by_kind") or {}).items(), key=lambda item: (-int(item[1]), item[0]))
     why = ", ".join(f"{kind} {count:,}" for kind, count in kinds[:4]) + (", ..." if len(kinds) > 4 else "")
+    if never_answered(summary):
+        opened = int(summary.get("connections_opened") or 0)
+        return (f"the target never answered: {opened:,} connection{'s' if opened != 1 else ''} opened, "
+                f"not one of the {requests:,} requests got a response ({why})")
     return f"nothing completed: none of the {requests:,} requests succeeded ({why})"
 
 

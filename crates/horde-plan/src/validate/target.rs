@@ -131,8 +131,9 @@ fn check_target_url<'a>(problems: &mut Problems, path: String, url: &'a str, fie
 
 /// Why a URL's host cannot be connected to as written, if it cannot: an IPv6 literal (in
 /// brackets) that does not parse; a name with a space or another character no host name has,
-/// an empty label or a trailing dot (`example.com.` would go to the system resolver as an
-/// absolute name, and differ from `example.com` in the Host header and TLS name).
+/// an empty label, a label starting or ending with `-` (`-bad-.com`), or a trailing dot
+/// (`example.com.` would go to the system resolver as an absolute name, and differ from
+/// `example.com` in the Host header and TLS name).
 /// python/horde/plan/target.py (`_host_problem`) says the same.
 pub(crate) fn host_problem(host: &str, bracketed: bool) -> Option<&'static str> {
     if bracketed {
@@ -149,6 +150,9 @@ pub(crate) fn host_problem(host: &str, bracketed: bool) -> Option<&'static str> 
     }
     if host.split('.').any(str::is_empty) {
         return Some("it has an empty label between dots");
+    }
+    if host.split('.').any(|label| label.starts_with('-') || label.ends_with('-')) {
+        return Some("a label starts or ends with '-' (no resolver looks such a name up)");
     }
     None
 }
