@@ -153,6 +153,16 @@ pub(crate) fn redact_head(head: &str) -> String {
     out
 }
 
+/// Query fields that carry a one-time credential under a plain name (an OAuth `code` and
+/// `state`...): redacted as credential names are. The control plane's `_SECRET_QUERY_FIELDS`
+/// holds the same names.
+const ONE_TIME_QUERY_FIELDS: &[&str] = &["code", "state", "nonce", "hash"];
+
+/// Whether a query field called `name` holds a secret: a credential name, or a one-time field.
+fn is_secret_query_field(name: &str) -> bool {
+    is_secret_name(name) || ONE_TIME_QUERY_FIELDS.iter().any(|field| name.eq_ignore_ascii_case(field))
+}
+
 /// `GET /path?access_token=abc&page=2 HTTP/1.1` with `abc` redacted (a status line is kept).
 fn redact_request_line(line: &str) -> String {
     let Some((before, query_and_rest)) = line.split_once('?') else { return line.to_owned() };
@@ -160,7 +170,7 @@ fn redact_request_line(line: &str) -> String {
     let fields: Vec<String> = query
         .split('&')
         .map(|field| match field.split_once('=') {
-            Some((name, value)) if !value.is_empty() && is_secret_name(name) => format!("{name}={REDACTED}"),
+            Some((name, value)) if !value.is_empty() && is_secret_query_field(name) => format!("{name}={REDACTED}"),
             _ => field.to_owned(),
         })
         .collect();
@@ -232,6 +242,7 @@ mod tests {
 
     #[test]
     fn heads_lose_their_credentials() {
+        assert_eq!(redact_request_line("GET /cb?code=c0de&state=st4te&page=2 HTTP/1.1"), "GET /cb?code=<redacted>&state=<redacted>&page=2 HTTP/1.1");
         let head = "GET /a?access_token=abc&page=2 HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer xyz\r\nCookie: sid=1";
         assert_eq!(redact_head(head), "GET /a?access_token=<redacted>&page=2 HTTP/1.1\r\nHost: h\r\nAuthorization: <redacted>\r\nCookie: <redacted>");
         assert_eq!(redact_head("HTTP/1.1 200 OK\r\nSet-Cookie: session=abc"), "HTTP/1.1 200 OK\r\nSet-Cookie: <redacted>");

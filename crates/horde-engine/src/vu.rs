@@ -7,6 +7,7 @@ mod recording;
 mod message_step;
 mod sql_step;
 mod template_failure;
+mod vars;
 
 use crate::http::{Capture, Connection, H2Sender};
 use crate::interpreter::{CookieJar, LoopMode, Node, ScenarioProgram};
@@ -17,7 +18,6 @@ use horde_metrics::ErrorKind;
 use horde_plan::{FeederMode, ThinkTime};
 use minijinja::Value;
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -83,7 +83,7 @@ pub(crate) struct Vu {
     written: u64,
     /// Variables by name: extracted values, loop items, feeder rows. Shared with the template
     /// context without copying; changed copy-on-write.
-    vars: Arc<BTreeMap<String, Value>>,
+    vars: Arc<vars::Vars>,
     /// The template context, built once and rebuilt only when a variable or the iteration
     /// changes (most requests render several templates between such changes).
     context: Option<Value>,
@@ -167,7 +167,7 @@ impl Vu {
             capture: Capture::default(),
             random: VuRandom::new(number),
             written: 0,
-            vars: Arc::new(BTreeMap::new()),
+            vars: Arc::new(vars::Vars::default()),
             context: None,
             memo: Vec::new(),
             cookies: CookieJar::default(),
@@ -412,7 +412,7 @@ impl Vu {
     /// The variables, for changing: the cached context (which shares them) is dropped first so
     /// that the change does not copy the whole map.
     #[inline]
-    fn vars_mut(&mut self) -> &mut BTreeMap<String, Value> {
+    fn vars_mut(&mut self) -> &mut vars::Vars {
         self.forget_renderings();
         Arc::make_mut(&mut self.vars)
     }

@@ -83,6 +83,7 @@ def redact_url_password(url: str) -> str:
 
 #: Query fields that carry a one-time credential in OAuth and signed-URL flows, beyond the names
 #: :func:`is_secret_name` knows: a callback's ``?code=`` is as good as a password while it lasts.
+#: (The engine redacts recorded exchanges by the same names: `ONE_TIME_QUERY_FIELDS`.)
 _SECRET_QUERY_FIELDS = frozenset({"code", "state", "nonce", "hash"})
 
 
