@@ -25,6 +25,7 @@ from horde.monitors.host import HostSource
 from horde.monitors.postgres import PostgresSource
 from horde.monitors.prometheus import PrometheusSource
 from horde.plan import HostMonitor, PostgresMonitor, PrometheusMonitor
+from horde.plan.monitor_figures import HOST_FIGURES, NODE_EXPORTER_FIGURES, POSTGRES_FIGURES, figure_matches
 from horde.store import MonitorSample, Store
 from node_exporter import node_exporter as start_node_exporter
 from postgres_cluster import PostgresPair, postgres_pair
@@ -85,6 +86,17 @@ def test_a_node_exporter_scrape_gives_this_machines_host_figures(node_exporter: 
     assert scraped["node_filefd_maximum"] == read["files.max"]  # a gauge stays its value
     assert 0 <= scraped["cpu.busy_percent"] <= 100 and "node_cpu_seconds_total" in scraped
     assert scraped["tcp.time_wait"] >= 0 and read["tcp.time_wait"] >= 0
+    assert_listed(HOST_FIGURES, read)
+    assert_listed(NODE_EXPORTER_FIGURES, scraped, kept=("node_network_receive_bytes_total", "node_cpu_seconds_total",
+                                                        "node_filefd_maximum"))
+    assert "tcp.close_wait" in read and "tcp.close_wait" not in scraped  # node_exporter gives two states
+
+
+def assert_listed(figures: tuple[str, ...], values: dict[str, float], kept: tuple[str, ...] = ()) -> None:
+    """Every figure a real reading gave is in its source's list (the list the plan check uses)."""
+    unlisted = [key for key in values if not any(figure_matches(figure, key) for figure in figures)
+                and not key.startswith(kept or ("\0",))]
+    assert not unlisted
 
 
 class _Exporter(BaseHTTPRequestHandler):
@@ -189,7 +201,9 @@ def test_a_primary_and_its_standby_under_updates_with_a_long_standby_transaction
     # statement mix comes from the tuple counters, and each reading still succeeds.
     standby_source = PostgresSource(PostgresMonitor(name="standby", dsn=pair.standby))
     standby_source.open()
-    assert standby_source.read(time.monotonic())["statements.from_pg_stat_statements"] == 0.0
+    on_standby = standby_source.read(time.monotonic())
+    assert on_standby["statements.from_pg_stat_statements"] == 0.0 and on_standby["in_recovery"] == 1.0
+    assert_listed(POSTGRES_FIGURES, on_standby)
     standby_source.close()
     standby = psycopg.connect(pair.standby, autocommit=True)
     standby.execute("SELECT pg_wal_replay_pause()")
@@ -243,6 +257,7 @@ def test_a_primary_and_its_standby_under_updates_with_a_long_standby_transaction
     source.close()
 
     assert updates > 200, "the load did too little to judge anything"
+    assert_listed(POSTGRES_FIGURES, last)
     # Figures as PostgreSQL reports them at the same moment.
     assert last["tables.public.items.dead_tuples"] == dead > 500
     assert last["replication." + standby_name.replace(" ", "_") + ".xmin_age"] == pytest.approx(xmin_age, abs=5)
