@@ -133,20 +133,74 @@ def test_counters_become_rates_across_a_reset_and_gauges_stay_values() -> None:
         server.shutdown()
 
 
+def _leave_time_waits(server: socket.socket, count: int) -> None:
+    """``count`` loopback connections to ``server`` opened and closed, each leaving a time-wait
+    socket (for the kernel's 60 s)."""
+    port = server.getsockname()[1]
+    for _ in range(count):
+        client = socket.create_connection(("127.0.0.1", port))
+        accepted, _ = server.accept()
+        client.close()  # the side that closes first keeps the time-wait
+        accepted.close()
+
+
 def test_time_wait_sockets_are_counted_as_the_kernel_counts_them() -> None:
     source = HostSource(HostMonitor(name="gen"))
     before = source.read(time.monotonic())["tcp.time_wait"]
     with socket.create_server(("127.0.0.1", 0)) as server:
-        port = server.getsockname()[1]
-        for _ in range(200):
-            client = socket.create_connection(("127.0.0.1", port))
-            accepted, _ = server.accept()
-            client.close()  # the side that closes first keeps the time-wait
-            accepted.close()
+        _leave_time_waits(server, 200)
         after = source.read(time.monotonic())["tcp.time_wait"]
         kernel = int(Path("/proc/net/sockstat").read_text().split("tw ")[1].split()[0])
     assert after >= before + 150
     assert abs(after - kernel) <= 20
+
+
+def test_time_wait_sockets_piling_up_are_diagnosed_from_real_sockets() -> None:
+    monitor = HostMonitor(name="gen", diagnosis={"time_wait_window_s": 2, "time_wait_growth_per_s": 100,
+                                                 "time_wait_min": 300})
+    source, diagnosis = HostSource(monitor), Diagnosis([monitor])
+    source.read(time.monotonic())
+    counts = []
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        for second in (1, 2, 3):
+            if second > 1:
+                _leave_time_waits(server, 400)
+            values = source.read(time.monotonic())
+            counts.append(values["tcp.time_wait"])
+            found = diagnosis.observe(MonitorSample("gen", second, float(second), time.time(), values))
+            assert bool(found) == (second == 3)  # once the window's 2 s are seen, not before
+    (finding,) = diagnosis.findings
+    assert (finding.rule, finding.second, finding.metric) == ("time_wait", 1, "tcp.time_wait")
+    growth = (counts[2] - counts[0]) / 2
+    assert growth >= 300  # 800 new time-wait sockets over the window's 2 s (others come and go)
+    assert finding.message == (f"gen: time-wait sockets piling up: from {counts[0]:,.0f} to {counts[2]:,.0f} in 2 s "
+                               f"(+{growth:,.0f}/s) from second 1")
+
+
+def test_an_interface_past_its_link_speed_is_diagnosed_saturated() -> None:
+    """Real loopback traffic judged against a link of 8 Mbit/s (1 MB/s): 2 MB each half second
+    is 4 MB/s, four times the link, for the rule's 2 s."""
+    monitor = HostMonitor(name="gen", interfaces=["lo"], interval_s=1, diagnosis={"link_speed_mbps": 8, "nic_for_s": 2})
+    source, diagnosis = HostSource(monitor), Diagnosis([monitor])
+    start = time.monotonic()
+    source.read(start)
+    readings = []
+    for second in (1, 2):
+        _send_over_loopback(2_000_000)
+        time.sleep(max(0.0, start + second * 0.5 - time.monotonic()))
+        values = source.read(time.monotonic())
+        readings.append(values)
+        diagnosis.observe(MonitorSample("gen", second, float(second), time.time(), values))
+    for values in readings:
+        busiest = max(values["net.lo.rx_bytes_per_s"], values["net.lo.tx_bytes_per_s"])
+        assert values["net.lo.link_mbps"] == 8
+        assert values["net.lo.link_percent"] == pytest.approx(100 * busiest * 8 / 1e6 / 8)
+        assert values["net.lo.link_percent"] > 300
+    (finding,) = diagnosis.findings
+    assert (finding.rule, finding.subject, finding.second, finding.metric) == ("nic_saturated", "lo", 1, "net.lo.link_percent")
+    worst = max(values["net.lo.link_percent"] for values in readings)
+    assert finding.message == (f"gen: interface lo saturated: above 90 % of its 8 Mbit/s for 2 s from second 1 "
+                               f"(up to {worst:.0f} %)")
 
 
 def test_sockets_are_counted_by_state_as_proc_net_tcp_lists_them() -> None:
