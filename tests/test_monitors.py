@@ -10,16 +10,18 @@ import importlib
 import json
 import random
 import socket
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import psycopg
 import pytest
 
-from conftest import HordeCli
+from conftest import HordeCli, free_tcp_port
 from horde.monitors import Diagnosis
 from horde.monitors.host import HostSource
 from horde.monitors.postgres import PostgresSource
@@ -27,7 +29,8 @@ from horde.monitors.prometheus import PrometheusSource
 from horde.plan import HostMonitor, PostgresMonitor, PrometheusMonitor
 from horde.plan.monitor_figures import HOST_FIGURES, NODE_EXPORTER_FIGURES, POSTGRES_FIGURES, figure_matches
 from horde.store import MonitorSample, Store
-from node_exporter import node_exporter as start_node_exporter
+from node_exporter import node_exporter as running_node_exporter
+from node_exporter import start_node_exporter, stop
 from postgres_cluster import PostgresPair, postgres_pair
 
 
@@ -38,7 +41,7 @@ def test_doctests(module: str) -> None:
 
 @pytest.fixture(scope="module")
 def node_exporter() -> Iterator[str]:
-    with start_node_exporter() as url:
+    with running_node_exporter() as url:
         yield url
 
 
@@ -357,3 +360,64 @@ def test_a_run_with_monitors_stores_them_on_its_time_axis(horde_cli: HordeCli, n
     assert stored["node"][0].values and "cpu.busy_percent" in stored["node"][-1].values  # type: ignore[operator]
     shown = horde_cli.run("show", summary["run_id"], "--json")
     assert json.loads(shown.stdout)["monitors"]["sources"]["gen"]["samples"] == sources["gen"]["samples"]
+
+
+def _stored_node_samples(store_path: Path) -> list[tuple[int, bool]]:
+    """(second, is a gap) of monitor 'node''s samples stored so far (read while the run writes)."""
+    try:
+        with closing(sqlite3.connect(f"file:{store_path}?mode=ro", uri=True, timeout=1)) as database:
+            rows = database.execute("SELECT second, values_json IS NULL FROM monitor_samples WHERE monitor = 'node' "
+                                    "ORDER BY second").fetchall()
+    except sqlite3.Error:
+        return []  # not made yet, or busy: asked again
+    return [(int(second), bool(gap)) for second, gap in rows]
+
+
+def test_an_exporter_stopped_mid_run_is_a_gap_then_its_series_resumes(horde_cli: HordeCli, target_process: object) -> None:
+    """node_exporter is stopped once its first sample is stored and started again on the same
+    port after two gaps: the run succeeds, its series shows the gap and resumes."""
+    port = target_process()  # type: ignore[operator]
+    exporter_port = free_tcp_port()
+    processes = [start_node_exporter(exporter_port)]
+    done = threading.Event()
+    events: list[str] = []
+
+    def outage() -> None:
+        while not done.is_set() and not any(not gap for _, gap in _stored_node_samples(horde_cli.store_path)):
+            time.sleep(0.05)
+        stop(processes[0])
+        events.append("stopped")
+        while not done.is_set() and sum(gap for _, gap in _stored_node_samples(horde_cli.store_path)) < 2:
+            time.sleep(0.05)
+        processes.append(start_node_exporter(exporter_port))
+        events.append("started")
+
+    driver = threading.Thread(target=outage)
+    driver.start()
+    try:
+        result = horde_cli.run("run", "--url", f"http://127.0.0.1:{port}/", "--rate", "50", "--duration", "6s",
+                               "--monitor", f"node=http://127.0.0.1:{exporter_port}/metrics", "--summary-json", "summary.json")
+    finally:
+        done.set()
+        driver.join(timeout=20)
+        for process in processes:
+            stop(process)
+    assert events == ["stopped", "started"], events
+    assert result.returncode == 0, result.stdout + result.stderr
+    summary = json.loads((horde_cli.tmp_path / "summary.json").read_text())
+    assert summary["status"] == "finished"
+    node = summary["monitors"]["sources"]["node"]
+    assert node["gaps"] >= 2 and "cannot scrape" in node["first_gap"]["reason"]
+    with Store.open(horde_cli.store_url) as store:
+        samples = store.monitor_samples(summary["run_id"])["node"]
+    gaps = [sample.second for sample in samples if sample.is_gap]
+    before = [sample for sample in samples if sample.second < gaps[0]]
+    after = [sample for sample in samples if sample.second > gaps[-1]]
+    assert gaps == list(range(gaps[0], gaps[-1] + 1))  # one outage: seconds in a row
+    assert before and all(not sample.is_gap for sample in before)
+    assert after and all(sample.values for sample in after)
+    # The rates after the gap are measured over it: still shares and byte counts, not garbage.
+    for sample in after:
+        values = sample.values or {}
+        assert 0 <= values["cpu.busy_percent"] <= 100 and values["net.lo.rx_bytes_per_s"] >= 0
+    assert node["samples"] == len(before) + len(after)
