@@ -335,6 +335,135 @@ def test_a_primary_and_its_standby_under_updates_with_a_long_standby_transaction
     assert rules["dead_tuples"].subject == "public.items"
 
 
+_DATABASE_COUNTERS = ("SELECT xact_commit + xact_rollback, xact_rollback, tup_fetched, temp_bytes, deadlocks "
+                      "FROM pg_stat_database WHERE datname = 'figures'")
+
+
+def test_postgres_figures_add_up_to_what_postgresql_counts(pair: PostgresPair) -> None:
+    """A known load on a database of its own (selects, inserts, updates, deletes, a sort that
+    spills, a lock waited on, a deadlock): the monitor's figures over the readings against
+    PostgreSQL's own counters, read from another database so that reading them counts nowhere."""
+    observer = psycopg.connect(pair.primary, autocommit=True)
+
+    def connected(count: int) -> None:
+        """Waits until ``count`` connections are left on the database. A backend publishes what
+        it counted as it exits, before it leaves pg_stat_activity: what the ones that closed
+        did is then counted."""
+        deadline = time.monotonic() + 10
+        while observer.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = 'figures' "
+                               "AND backend_type = 'client backend'").fetchone() != (count,):
+            assert time.monotonic() < deadline, "connections to the database did not end"
+            time.sleep(0.02)
+
+    observer.execute("CREATE DATABASE figures")
+    dsn = pair.dsn(pair.primary_port, "figures")
+    with psycopg.connect(dsn, autocommit=True) as setup:
+        setup.execute("CREATE EXTENSION pg_stat_statements")
+        # Not vacuumed nor analysed by autovacuum meanwhile: a worker's own transactions would count.
+        setup.execute("CREATE TABLE accounts (id int PRIMARY KEY, balance int NOT NULL) WITH (autovacuum_enabled = off)")
+        setup.execute("INSERT INTO accounts SELECT i, 100 FROM generate_series(1, 1000) i")
+    connected(0)
+    source = PostgresSource(PostgresMonitor(name="pg", dsn=dsn))
+    source.open()
+    readings: list[tuple[float, dict[str, float]]] = []
+
+    def published() -> None:
+        # A backend publishes its statistics at most once a second: the monitor's connection is
+        # asked to publish at once, so what PostgreSQL counts next holds all the monitor did.
+        assert source._connection is not None
+        source._connection.execute("SELECT pg_stat_force_next_flush()")
+
+    def read() -> dict[str, float]:
+        now = time.monotonic()
+        readings.append((now, source.read(now)))
+        published()
+        return readings[-1][1]
+
+    source.read(time.monotonic())  # its caches warmed: each reading then fetches as many catalogue rows
+    published()
+    read()
+    base = observer.execute(_DATABASE_COUNTERS).fetchone()
+    sent = {"select": 0, "insert": 0, "update": 0, "delete": 0}
+    chance = random.Random(11)
+    with psycopg.connect(dsn, autocommit=True) as load:
+        for number in range(1, 1201):
+            verb = chance.choices(list(sent), weights=[50, 20, 20, 10])[0]
+            if verb == "select":
+                load.execute("SELECT balance FROM accounts WHERE id = %s", (chance.randint(1, 1000),)).fetchone()
+            elif verb == "insert":
+                load.execute("INSERT INTO accounts VALUES (%s, 0)", (1000 + number,))
+            elif verb == "update":
+                load.execute("UPDATE accounts SET balance = balance + 1 WHERE id = %s", (chance.randint(1, 1000),))
+            else:
+                load.execute("DELETE FROM accounts WHERE id = %s", (chance.randint(3, 1000),))  # 1 and 2 stay
+            sent[verb] += 1
+        # A sort far past work_mem spills to a temporary file.
+        load.execute("SET work_mem = '64kB'")
+        assert len(load.execute("SELECT i FROM generate_series(1, 100000) i ORDER BY md5(i::text)").fetchall()) == 100_000
+    read()
+    # Two transactions each holding the row the other wants: a waits (a lock not granted), then
+    # b asks too, and PostgreSQL ends one of them as a deadlock.
+    first, second = psycopg.connect(dsn, autocommit=True), psycopg.connect(dsn, autocommit=True)
+    for connection, row in ((first, 1), (second, 2)):
+        connection.execute("SET deadlock_timeout = '100ms'")
+        connection.execute("BEGIN")
+        connection.execute("UPDATE accounts SET balance = balance - 1 WHERE id = %s", (row,))
+    outcomes: list[str] = []
+
+    def cross(connection: psycopg.Connection[tuple[object, ...]], row: int) -> None:
+        try:
+            connection.execute("UPDATE accounts SET balance = balance - 1 WHERE id = %s", (row,))
+            outcomes.append("updated")
+        except psycopg.errors.DeadlockDetected:
+            outcomes.append("deadlock")
+        connection.execute("ROLLBACK")
+
+    waiter = threading.Thread(target=cross, args=(first, 2))
+    waiter.start()
+    deadline = time.monotonic() + 10
+    while observer.execute("SELECT count(*) FROM pg_locks WHERE NOT granted").fetchone() != (1,):
+        assert time.monotonic() < deadline, "the update did not wait on the lock"
+        time.sleep(0.02)
+    waiting = read()["locks_waiting"]
+    assert waiting == observer.execute("SELECT count(*) FROM pg_locks WHERE NOT granted").fetchone()[0] == 1
+    cross(second, 1)
+    waiter.join(timeout=10)
+    first.close()
+    second.close()
+    assert sorted(outcomes) == ["deadlock", "updated"]
+    connected(1)  # the monitor's own
+    read()
+    last = observer.execute(_DATABASE_COUNTERS).fetchone()
+    source.close()
+    observer.close()
+
+    def counted(figure: str) -> float:
+        """A rate's figure over every interval: what the monitor says happened since the base."""
+        return sum(values.get(figure, 0.0) * (now - before)
+                   for (before, _), (now, values) in zip(readings, readings[1:]))
+
+    transactions, rollbacks, fetched, temp_bytes, deadlocks = (after - before for after, before in zip(last, base))
+    statements = sum(sent.values())
+    # Each of the monitor's readings counts the same few transactions of its own, published
+    # after the reading: they cancel out. An autovacuum worker visiting the database (every
+    # second here) may publish its transaction and catalogue reads between a reading and
+    # PostgreSQL's counters.
+    assert counted("transactions_per_s") == pytest.approx(transactions, abs=3), (counted("transactions_per_s"), transactions)
+    assert transactions >= statements
+    assert counted("rollbacks_per_s") == pytest.approx(rollbacks) and rollbacks == 2  # the deadlock's two
+    assert counted("rows.fetched_per_s") == pytest.approx(fetched, abs=300)
+    assert fetched >= sent["select"]  # live rows fetched by index scans: the selects' rows, the updates' ...
+    assert counted("temp_bytes_per_s") == pytest.approx(temp_bytes) and temp_bytes > 1_000_000
+    assert sum(values["deadlocks"] for _, values in readings[1:]) == deadlocks == 1
+    # The statement mix from pg_stat_statements: each verb's calls, the monitor's own reads among
+    # the selects (with the sort's); the deadlock's updates that completed among the updates.
+    assert all(values["statements.from_pg_stat_statements"] == 1.0 for _, values in readings)
+    assert counted("statements.insert_per_s") == pytest.approx(sent["insert"])
+    assert counted("statements.delete_per_s") == pytest.approx(sent["delete"])
+    assert counted("statements.update_per_s") == pytest.approx(sent["update"] + 3)
+    assert sent["select"] + 1 <= counted("statements.select_per_s") <= sent["select"] + 1 + 12 * len(readings)
+
+
 def test_a_run_with_monitors_stores_them_on_its_time_axis(horde_cli: HordeCli, node_exporter: str,
                                                            target_process: object) -> None:
     port = target_process()  # type: ignore[operator]
