@@ -22,12 +22,10 @@ from conftest import free_tcp_port, wait_for_port
 NODE_EXPORTER = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
 
 
-@contextmanager
-def node_exporter(textfile_dir: Path | None = None) -> Iterator[str]:
-    """Starts node_exporter; yields its /metrics URL; stops it at the end."""
+def start_node_exporter(port: int, textfile_dir: Path | None = None) -> subprocess.Popen[bytes]:
+    """node_exporter serving 127.0.0.1:``port``, once it answers (the caller stops it)."""
     if NODE_EXPORTER is None:
         pytest.fail("prometheus-node-exporter is not installed (apt-get install prometheus-node-exporter; .ci/run does)")
-    port = free_tcp_port()
     # Loopback included (Debian's build leaves it out by default): tests' traffic goes there.
     flags = [f"--web.listen-address=127.0.0.1:{port}", "--collector.netdev.device-exclude=^$"]
     if textfile_dir is not None:
@@ -35,10 +33,26 @@ def node_exporter(textfile_dir: Path | None = None) -> Iterator[str]:
     process = subprocess.Popen([NODE_EXPORTER, *flags], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for_port(port)
+    except BaseException:
+        stop(process)
+        raise
+    return process
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    process.wait(timeout=10)
+
+
+@contextmanager
+def node_exporter(textfile_dir: Path | None = None) -> Iterator[str]:
+    """Starts node_exporter; yields its /metrics URL; stops it at the end."""
+    port = free_tcp_port()
+    process = start_node_exporter(port, textfile_dir)
+    try:
         yield f"http://127.0.0.1:{port}/metrics"
     finally:
-        process.terminate()
-        process.wait(timeout=10)
+        stop(process)
 
 
 def write_gauge(textfile_dir: Path, name: str, value: float) -> None:

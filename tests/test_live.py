@@ -3,13 +3,14 @@ cannot be missed (every request failing, a saturated generator, dropped arrivals
 
 from __future__ import annotations
 
+import doctest
 import io
 import threading
 from typing import Any
 
 from rich.console import Console
 
-from horde.sinks.live import PLAIN_LINE_EVERY_S, LiveView
+from horde.sinks.live import PLAIN_LINE_EVERY_S, LiveView, monitors_line
 from test_histogram import encode
 
 CPU_LIMIT = 180.0
@@ -163,3 +164,39 @@ def test_terminal_panel_is_redrawn_per_snapshot_not_on_a_timer() -> None:
         assert "GET /x" in out.getvalue()
         view.note_stopping()
         assert "stopping..." in out.getvalue()
+
+
+def test_monitors_are_one_line_of_their_most_telling_figures_and_a_gap_says_so() -> None:
+    host = {"second": 5, "error": None, "values": {
+        "load.1m": 3.5, "tcp.time_wait": 12_345.0, "cpu.busy_percent": 97.4, "net.rx_bytes_per_s": 5_240_000.0,
+        "connections.total": 80.0, "memory.used_percent": 40.0}}
+    database = {"second": 5, "error": None, "values": {"transactions_per_s": 812.4, "dead_tuples": 150_000.0,
+                                                       "replication_lag_s": 2.25, "connections.total": 28.0}}
+    gone = {"second": 5, "values": None, "error": "cannot scrape http://10.0.0.5:9100/metrics: refused"}
+    snapshot = {**snap(5, [step(100, 100)]), "monitors": {"gen": host, "db": database, "node": gone}}
+    expected = "gen cpu 97% rx 5.2 MB/s tw 12,345 conns 80 · db tps 812 dead 150,000 lag 2.2s conns 28 · node (gap)"
+    assert monitors_line(snapshot) == expected  # type: ignore[arg-type]
+    runner = doctest.DocTestRunner()
+    for example in doctest.DocTestFinder().find(monitors_line, globs={"monitors_line": monitors_line}):
+        runner.run(example)
+    assert runner.summarize(verbose=False) == (0, 1)  # its docstring's example, the (gap) form, holds
+    # Off a terminal: at the end of the regular line; on one: the panel's "monitors" row.
+    view, out = plain_view()
+    with view:
+        for second in range(1, 5):
+            view.update(snap(second, [step(100, 100)]))
+        view.update(snapshot)
+    (line,) = lines(out)[1:]
+    assert line.startswith("    5.0s") and line.endswith(f"  | {expected}")
+    panel = io.StringIO()
+    terminal = LiveView(Console(file=panel, width=160, force_terminal=True, color_system=None), title="t",
+                        planned_duration_s=20, cpu_limit_percent=CPU_LIMIT)
+    with terminal:
+        terminal.update(snapshot)
+    row = next(text for text in panel.getvalue().splitlines() if "monitors" in text)
+    assert row.split("monitors", 1)[1].strip().rstrip("│").strip() == expected
+    # A run without monitors shows no such line.
+    view, out = plain_view()
+    with view:
+        view.update(snap(5, [step(100, 100)]))
+    assert "|" not in lines(out)[1]

@@ -102,15 +102,27 @@ def test_thresholds_on_monitors_pass_and_fail_a_run(horde_cli: HordeCli, target_
     write_gauge(textfile_dir, GAUGE, 40)
     plan = write_plan(horde_cli, port, exporter, 2, thresholds=[
         f"monitor.db.{GAUGE} < 50", "monitor.gen.cpu.busy_percent <= 100", "monitor.gen.memory.used_percent > 100 for 2s",
-        "monitor.db.no_such_figure < 1"])
+        "monitor.db.disk.no_such_disk.busy_percent < 1"])
     result = horde_cli.run("run", str(plan), "--summary-json", "summary.json")
     assert result.returncode == 4, result.stdout + result.stderr
     summary = json.loads((horde_cli.tmp_path / "summary.json").read_text())
     verdicts = [(verdict["condition"], verdict["passed"]) for verdict in summary["thresholds"]]
     assert verdicts == [(f"monitor.db.{GAUGE} < 50", True), ("monitor.gen.cpu.busy_percent <= 100", True),
-                        ("monitor.gen.memory.used_percent > 100 for 2s", False), ("monitor.db.no_such_figure < 1", False)]
+                        ("monitor.gen.memory.used_percent > 100 for 2s", False), ("monitor.db.disk.no_such_disk.busy_percent < 1", False)]
     messages = [verdict["message"] for verdict in summary["thresholds"]]
     assert messages[0] == f"monitor.db.{GAUGE} < 50 passed: worst 40"
     assert messages[2].startswith("monitor.gen.memory.used_percent > 100 for 2s failed: not > 100 from second 1")
-    assert messages[3] == "monitor.db.no_such_figure < 1 failed: monitor db never gave no_such_figure"
+    assert messages[3] == "monitor.db.disk.no_such_disk.busy_percent < 1 failed: monitor db never gave disk.no_such_disk.busy_percent"
     assert "thresholds — 2 of 4 passed" in result.stdout and "no data" in result.stdout
+
+
+def test_a_condition_on_a_figure_the_monitor_never_gives_is_a_bad_plan(horde_cli: HordeCli) -> None:
+    """The issue's own 'monitor.db.cpu_percent' on a node_exporter: exit 2 before any request,
+    at its place, with the figure meant; `horde validate` says the same."""
+    plan = write_plan(horde_cli, 9, "http://127.0.0.1:9/metrics", 2, autostop=[{"when": "monitor.db.cpu_percent > 95 for 10s"}])
+    for command in ("run", "validate"):
+        result = horde_cli.run(command, str(plan))
+        assert result.returncode == 2, result.stdout + result.stderr
+        said = result.stdout + result.stderr
+        assert "autostop[0].when" in said and "monitor db (node_exporter) never gives 'cpu_percent'" in said
+        assert "did you mean cpu.busy_percent" in said

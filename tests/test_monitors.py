@@ -10,23 +10,27 @@ import importlib
 import json
 import random
 import socket
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import psycopg
 import pytest
 
-from conftest import HordeCli
+from conftest import HordeCli, free_tcp_port
 from horde.monitors import Diagnosis
 from horde.monitors.host import HostSource
 from horde.monitors.postgres import PostgresSource
 from horde.monitors.prometheus import PrometheusSource
 from horde.plan import HostMonitor, PostgresMonitor, PrometheusMonitor
+from horde.plan.monitor_figures import HOST_FIGURES, NODE_EXPORTER_FIGURES, POSTGRES_FIGURES, figure_matches
 from horde.store import MonitorSample, Store
-from node_exporter import node_exporter as start_node_exporter
+from node_exporter import node_exporter as running_node_exporter
+from node_exporter import start_node_exporter, stop
 from postgres_cluster import PostgresPair, postgres_pair
 
 
@@ -37,7 +41,7 @@ def test_doctests(module: str) -> None:
 
 @pytest.fixture(scope="module")
 def node_exporter() -> Iterator[str]:
-    with start_node_exporter() as url:
+    with running_node_exporter() as url:
         yield url
 
 
@@ -85,6 +89,17 @@ def test_a_node_exporter_scrape_gives_this_machines_host_figures(node_exporter: 
     assert scraped["node_filefd_maximum"] == read["files.max"]  # a gauge stays its value
     assert 0 <= scraped["cpu.busy_percent"] <= 100 and "node_cpu_seconds_total" in scraped
     assert scraped["tcp.time_wait"] >= 0 and read["tcp.time_wait"] >= 0
+    assert_listed(HOST_FIGURES, read)
+    assert_listed(NODE_EXPORTER_FIGURES, scraped, kept=("node_network_receive_bytes_total", "node_cpu_seconds_total",
+                                                        "node_filefd_maximum"))
+    assert "tcp.close_wait" in read and "tcp.close_wait" not in scraped  # node_exporter gives two states
+
+
+def assert_listed(figures: tuple[str, ...], values: dict[str, float], kept: tuple[str, ...] = ()) -> None:
+    """Every figure a real reading gave is in its source's list (the list the plan check uses)."""
+    unlisted = [key for key in values if not any(figure_matches(figure, key) for figure in figures)
+                and not key.startswith(kept or ("\0",))]
+    assert not unlisted
 
 
 class _Exporter(BaseHTTPRequestHandler):
@@ -121,20 +136,74 @@ def test_counters_become_rates_across_a_reset_and_gauges_stay_values() -> None:
         server.shutdown()
 
 
+def _leave_time_waits(server: socket.socket, count: int) -> None:
+    """``count`` loopback connections to ``server`` opened and closed, each leaving a time-wait
+    socket (for the kernel's 60 s)."""
+    port = server.getsockname()[1]
+    for _ in range(count):
+        client = socket.create_connection(("127.0.0.1", port))
+        accepted, _ = server.accept()
+        client.close()  # the side that closes first keeps the time-wait
+        accepted.close()
+
+
 def test_time_wait_sockets_are_counted_as_the_kernel_counts_them() -> None:
     source = HostSource(HostMonitor(name="gen"))
     before = source.read(time.monotonic())["tcp.time_wait"]
     with socket.create_server(("127.0.0.1", 0)) as server:
-        port = server.getsockname()[1]
-        for _ in range(200):
-            client = socket.create_connection(("127.0.0.1", port))
-            accepted, _ = server.accept()
-            client.close()  # the side that closes first keeps the time-wait
-            accepted.close()
+        _leave_time_waits(server, 200)
         after = source.read(time.monotonic())["tcp.time_wait"]
         kernel = int(Path("/proc/net/sockstat").read_text().split("tw ")[1].split()[0])
     assert after >= before + 150
     assert abs(after - kernel) <= 20
+
+
+def test_time_wait_sockets_piling_up_are_diagnosed_from_real_sockets() -> None:
+    monitor = HostMonitor(name="gen", diagnosis={"time_wait_window_s": 2, "time_wait_growth_per_s": 100,
+                                                 "time_wait_min": 300})
+    source, diagnosis = HostSource(monitor), Diagnosis([monitor])
+    source.read(time.monotonic())
+    counts = []
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        for second in (1, 2, 3):
+            if second > 1:
+                _leave_time_waits(server, 400)
+            values = source.read(time.monotonic())
+            counts.append(values["tcp.time_wait"])
+            found = diagnosis.observe(MonitorSample("gen", second, float(second), time.time(), values))
+            assert bool(found) == (second == 3)  # once the window's 2 s are seen, not before
+    (finding,) = diagnosis.findings
+    assert (finding.rule, finding.second, finding.metric) == ("time_wait", 1, "tcp.time_wait")
+    growth = (counts[2] - counts[0]) / 2
+    assert growth >= 300  # 800 new time-wait sockets over the window's 2 s (others come and go)
+    assert finding.message == (f"gen: time-wait sockets piling up: from {counts[0]:,.0f} to {counts[2]:,.0f} in 2 s "
+                               f"(+{growth:,.0f}/s) from second 1")
+
+
+def test_an_interface_past_its_link_speed_is_diagnosed_saturated() -> None:
+    """Real loopback traffic judged against a link of 8 Mbit/s (1 MB/s): 2 MB each half second
+    is 4 MB/s, four times the link, for the rule's 2 s."""
+    monitor = HostMonitor(name="gen", interfaces=["lo"], interval_s=1, diagnosis={"link_speed_mbps": 8, "nic_for_s": 2})
+    source, diagnosis = HostSource(monitor), Diagnosis([monitor])
+    start = time.monotonic()
+    source.read(start)
+    readings = []
+    for second in (1, 2):
+        _send_over_loopback(2_000_000)
+        time.sleep(max(0.0, start + second * 0.5 - time.monotonic()))
+        values = source.read(time.monotonic())
+        readings.append(values)
+        diagnosis.observe(MonitorSample("gen", second, float(second), time.time(), values))
+    for values in readings:
+        busiest = max(values["net.lo.rx_bytes_per_s"], values["net.lo.tx_bytes_per_s"])
+        assert values["net.lo.link_mbps"] == 8
+        assert values["net.lo.link_percent"] == pytest.approx(100 * busiest * 8 / 1e6 / 8)
+        assert values["net.lo.link_percent"] > 300
+    (finding,) = diagnosis.findings
+    assert (finding.rule, finding.subject, finding.second, finding.metric) == ("nic_saturated", "lo", 1, "net.lo.link_percent")
+    worst = max(values["net.lo.link_percent"] for values in readings)
+    assert finding.message == (f"gen: interface lo saturated: above 90 % of its 8 Mbit/s for 2 s from second 1 "
+                               f"(up to {worst:.0f} %)")
 
 
 def test_sockets_are_counted_by_state_as_proc_net_tcp_lists_them() -> None:
@@ -189,7 +258,9 @@ def test_a_primary_and_its_standby_under_updates_with_a_long_standby_transaction
     # statement mix comes from the tuple counters, and each reading still succeeds.
     standby_source = PostgresSource(PostgresMonitor(name="standby", dsn=pair.standby))
     standby_source.open()
-    assert standby_source.read(time.monotonic())["statements.from_pg_stat_statements"] == 0.0
+    on_standby = standby_source.read(time.monotonic())
+    assert on_standby["statements.from_pg_stat_statements"] == 0.0 and on_standby["in_recovery"] == 1.0
+    assert_listed(POSTGRES_FIGURES, on_standby)
     standby_source.close()
     standby = psycopg.connect(pair.standby, autocommit=True)
     standby.execute("SELECT pg_wal_replay_pause()")
@@ -243,6 +314,7 @@ def test_a_primary_and_its_standby_under_updates_with_a_long_standby_transaction
     source.close()
 
     assert updates > 200, "the load did too little to judge anything"
+    assert_listed(POSTGRES_FIGURES, last)
     # Figures as PostgreSQL reports them at the same moment.
     assert last["tables.public.items.dead_tuples"] == dead > 500
     assert last["replication." + standby_name.replace(" ", "_") + ".xmin_age"] == pytest.approx(xmin_age, abs=5)
@@ -261,6 +333,135 @@ def test_a_primary_and_its_standby_under_updates_with_a_long_standby_transaction
     assert {"standby_feedback", "dead_tuples", "replication_lag"} <= set(rules), [f.message for f in diagnosis.findings]
     assert "holds back vacuum" in rules["standby_feedback"].message and "from second" in rules["standby_feedback"].message
     assert rules["dead_tuples"].subject == "public.items"
+
+
+_DATABASE_COUNTERS = ("SELECT xact_commit + xact_rollback, xact_rollback, tup_fetched, temp_bytes, deadlocks "
+                      "FROM pg_stat_database WHERE datname = 'figures'")
+
+
+def test_postgres_figures_add_up_to_what_postgresql_counts(pair: PostgresPair) -> None:
+    """A known load on a database of its own (selects, inserts, updates, deletes, a sort that
+    spills, a lock waited on, a deadlock): the monitor's figures over the readings against
+    PostgreSQL's own counters, read from another database so that reading them counts nowhere."""
+    observer = psycopg.connect(pair.primary, autocommit=True)
+
+    def connected(count: int) -> None:
+        """Waits until ``count`` connections are left on the database. A backend publishes what
+        it counted as it exits, before it leaves pg_stat_activity: what the ones that closed
+        did is then counted."""
+        deadline = time.monotonic() + 10
+        while observer.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = 'figures' "
+                               "AND backend_type = 'client backend'").fetchone() != (count,):
+            assert time.monotonic() < deadline, "connections to the database did not end"
+            time.sleep(0.02)
+
+    observer.execute("CREATE DATABASE figures")
+    dsn = pair.dsn(pair.primary_port, "figures")
+    with psycopg.connect(dsn, autocommit=True) as setup:
+        setup.execute("CREATE EXTENSION pg_stat_statements")
+        # Not vacuumed nor analysed by autovacuum meanwhile: a worker's own transactions would count.
+        setup.execute("CREATE TABLE accounts (id int PRIMARY KEY, balance int NOT NULL) WITH (autovacuum_enabled = off)")
+        setup.execute("INSERT INTO accounts SELECT i, 100 FROM generate_series(1, 1000) i")
+    connected(0)
+    source = PostgresSource(PostgresMonitor(name="pg", dsn=dsn))
+    source.open()
+    readings: list[tuple[float, dict[str, float]]] = []
+
+    def published() -> None:
+        # A backend publishes its statistics at most once a second: the monitor's connection is
+        # asked to publish at once, so what PostgreSQL counts next holds all the monitor did.
+        assert source._connection is not None
+        source._connection.execute("SELECT pg_stat_force_next_flush()")
+
+    def read() -> dict[str, float]:
+        now = time.monotonic()
+        readings.append((now, source.read(now)))
+        published()
+        return readings[-1][1]
+
+    source.read(time.monotonic())  # its caches warmed: each reading then fetches as many catalogue rows
+    published()
+    read()
+    base = observer.execute(_DATABASE_COUNTERS).fetchone()
+    sent = {"select": 0, "insert": 0, "update": 0, "delete": 0}
+    chance = random.Random(11)
+    with psycopg.connect(dsn, autocommit=True) as load:
+        for number in range(1, 1201):
+            verb = chance.choices(list(sent), weights=[50, 20, 20, 10])[0]
+            if verb == "select":
+                load.execute("SELECT balance FROM accounts WHERE id = %s", (chance.randint(1, 1000),)).fetchone()
+            elif verb == "insert":
+                load.execute("INSERT INTO accounts VALUES (%s, 0)", (1000 + number,))
+            elif verb == "update":
+                load.execute("UPDATE accounts SET balance = balance + 1 WHERE id = %s", (chance.randint(1, 1000),))
+            else:
+                load.execute("DELETE FROM accounts WHERE id = %s", (chance.randint(3, 1000),))  # 1 and 2 stay
+            sent[verb] += 1
+        # A sort far past work_mem spills to a temporary file.
+        load.execute("SET work_mem = '64kB'")
+        assert len(load.execute("SELECT i FROM generate_series(1, 100000) i ORDER BY md5(i::text)").fetchall()) == 100_000
+    read()
+    # Two transactions each holding the row the other wants: a waits (a lock not granted), then
+    # b asks too, and PostgreSQL ends one of them as a deadlock.
+    first, second = psycopg.connect(dsn, autocommit=True), psycopg.connect(dsn, autocommit=True)
+    for connection, row in ((first, 1), (second, 2)):
+        connection.execute("SET deadlock_timeout = '100ms'")
+        connection.execute("BEGIN")
+        connection.execute("UPDATE accounts SET balance = balance - 1 WHERE id = %s", (row,))
+    outcomes: list[str] = []
+
+    def cross(connection: psycopg.Connection[tuple[object, ...]], row: int) -> None:
+        try:
+            connection.execute("UPDATE accounts SET balance = balance - 1 WHERE id = %s", (row,))
+            outcomes.append("updated")
+        except psycopg.errors.DeadlockDetected:
+            outcomes.append("deadlock")
+        connection.execute("ROLLBACK")
+
+    waiter = threading.Thread(target=cross, args=(first, 2))
+    waiter.start()
+    deadline = time.monotonic() + 10
+    while observer.execute("SELECT count(*) FROM pg_locks WHERE NOT granted").fetchone() != (1,):
+        assert time.monotonic() < deadline, "the update did not wait on the lock"
+        time.sleep(0.02)
+    waiting = read()["locks_waiting"]
+    assert waiting == observer.execute("SELECT count(*) FROM pg_locks WHERE NOT granted").fetchone()[0] == 1
+    cross(second, 1)
+    waiter.join(timeout=10)
+    first.close()
+    second.close()
+    assert sorted(outcomes) == ["deadlock", "updated"]
+    connected(1)  # the monitor's own
+    read()
+    last = observer.execute(_DATABASE_COUNTERS).fetchone()
+    source.close()
+    observer.close()
+
+    def counted(figure: str) -> float:
+        """A rate's figure over every interval: what the monitor says happened since the base."""
+        return sum(values.get(figure, 0.0) * (now - before)
+                   for (before, _), (now, values) in zip(readings, readings[1:]))
+
+    transactions, rollbacks, fetched, temp_bytes, deadlocks = (after - before for after, before in zip(last, base))
+    statements = sum(sent.values())
+    # Each of the monitor's readings counts the same few transactions of its own, published
+    # after the reading: they cancel out. An autovacuum worker visiting the database (every
+    # second here) may publish its transaction and catalogue reads between a reading and
+    # PostgreSQL's counters.
+    assert counted("transactions_per_s") == pytest.approx(transactions, abs=3), (counted("transactions_per_s"), transactions)
+    assert transactions >= statements
+    assert counted("rollbacks_per_s") == pytest.approx(rollbacks) and rollbacks == 2  # the deadlock's two
+    assert counted("rows.fetched_per_s") == pytest.approx(fetched, abs=300)
+    assert fetched >= sent["select"]  # live rows fetched by index scans: the selects' rows, the updates' ...
+    assert counted("temp_bytes_per_s") == pytest.approx(temp_bytes) and temp_bytes > 1_000_000
+    assert sum(values["deadlocks"] for _, values in readings[1:]) == deadlocks == 1
+    # The statement mix from pg_stat_statements: each verb's calls, the monitor's own reads among
+    # the selects (with the sort's); the deadlock's updates that completed among the updates.
+    assert all(values["statements.from_pg_stat_statements"] == 1.0 for _, values in readings)
+    assert counted("statements.insert_per_s") == pytest.approx(sent["insert"])
+    assert counted("statements.delete_per_s") == pytest.approx(sent["delete"])
+    assert counted("statements.update_per_s") == pytest.approx(sent["update"] + 3)
+    assert sent["select"] + 1 <= counted("statements.select_per_s") <= sent["select"] + 1 + 12 * len(readings)
 
 
 def test_a_run_with_monitors_stores_them_on_its_time_axis(horde_cli: HordeCli, node_exporter: str,
@@ -288,3 +489,64 @@ def test_a_run_with_monitors_stores_them_on_its_time_axis(horde_cli: HordeCli, n
     assert stored["node"][0].values and "cpu.busy_percent" in stored["node"][-1].values  # type: ignore[operator]
     shown = horde_cli.run("show", summary["run_id"], "--json")
     assert json.loads(shown.stdout)["monitors"]["sources"]["gen"]["samples"] == sources["gen"]["samples"]
+
+
+def _stored_node_samples(store_path: Path) -> list[tuple[int, bool]]:
+    """(second, is a gap) of monitor 'node''s samples stored so far (read while the run writes)."""
+    try:
+        with closing(sqlite3.connect(f"file:{store_path}?mode=ro", uri=True, timeout=1)) as database:
+            rows = database.execute("SELECT second, values_json IS NULL FROM monitor_samples WHERE monitor = 'node' "
+                                    "ORDER BY second").fetchall()
+    except sqlite3.Error:
+        return []  # not made yet, or busy: asked again
+    return [(int(second), bool(gap)) for second, gap in rows]
+
+
+def test_an_exporter_stopped_mid_run_is_a_gap_then_its_series_resumes(horde_cli: HordeCli, target_process: object) -> None:
+    """node_exporter is stopped once its first sample is stored and started again on the same
+    port after two gaps: the run succeeds, its series shows the gap and resumes."""
+    port = target_process()  # type: ignore[operator]
+    exporter_port = free_tcp_port()
+    processes = [start_node_exporter(exporter_port)]
+    done = threading.Event()
+    events: list[str] = []
+
+    def outage() -> None:
+        while not done.is_set() and not any(not gap for _, gap in _stored_node_samples(horde_cli.store_path)):
+            time.sleep(0.05)
+        stop(processes[0])
+        events.append("stopped")
+        while not done.is_set() and sum(gap for _, gap in _stored_node_samples(horde_cli.store_path)) < 2:
+            time.sleep(0.05)
+        processes.append(start_node_exporter(exporter_port))
+        events.append("started")
+
+    driver = threading.Thread(target=outage)
+    driver.start()
+    try:
+        result = horde_cli.run("run", "--url", f"http://127.0.0.1:{port}/", "--rate", "50", "--duration", "6s",
+                               "--monitor", f"node=http://127.0.0.1:{exporter_port}/metrics", "--summary-json", "summary.json")
+    finally:
+        done.set()
+        driver.join(timeout=20)
+        for process in processes:
+            stop(process)
+    assert events == ["stopped", "started"], events
+    assert result.returncode == 0, result.stdout + result.stderr
+    summary = json.loads((horde_cli.tmp_path / "summary.json").read_text())
+    assert summary["status"] == "finished"
+    node = summary["monitors"]["sources"]["node"]
+    assert node["gaps"] >= 2 and "cannot scrape" in node["first_gap"]["reason"]
+    with Store.open(horde_cli.store_url) as store:
+        samples = store.monitor_samples(summary["run_id"])["node"]
+    gaps = [sample.second for sample in samples if sample.is_gap]
+    before = [sample for sample in samples if sample.second < gaps[0]]
+    after = [sample for sample in samples if sample.second > gaps[-1]]
+    assert gaps == list(range(gaps[0], gaps[-1] + 1))  # one outage: seconds in a row
+    assert before and all(not sample.is_gap for sample in before)
+    assert after and all(sample.values for sample in after)
+    # The rates after the gap are measured over it: still shares and byte counts, not garbage.
+    for sample in after:
+        values = sample.values or {}
+        assert 0 <= values["cpu.busy_percent"] <= 100 and values["net.lo.rx_bytes_per_s"] >= 0
+    assert node["samples"] == len(before) + len(after)

@@ -4,6 +4,7 @@ autostop; the engine takes a plan with monitors (and leaves them to the control 
 from __future__ import annotations
 
 import doctest
+import re
 from typing import Any
 
 import pytest
@@ -26,8 +27,9 @@ def problems(data: dict[str, Any]) -> list[tuple[str, str, str | None]]:
     return [(problem.location, problem.message, problem.hint) for problem in caught.value.problems]
 
 
-def test_doctests() -> None:
-    assert doctest.testmod(importlib.import_module("horde.plan.monitors")).failed == 0
+@pytest.mark.parametrize("module", ["monitors", "monitor_figures"])
+def test_doctests(module: str) -> None:
+    assert doctest.testmod(importlib.import_module(f"horde.plan.{module}")).failed == 0
 
 
 def test_a_plan_with_every_kind_of_monitor_reaches_the_engine() -> None:
@@ -71,3 +73,43 @@ def test_monitor_conditions_name_a_monitor_of_the_plan() -> None:
                                autostop=[{"when": "monitor.db.cpu.busy_percent > 95 for 5s", "step": "home"}]))
     assert [location for location, _, _ in found] == ["thresholds[0].condition", "autostop[0].step"]
     assert "no monitor is named 'dbb'" in found[0][1]
+
+
+def test_a_condition_on_a_figure_its_monitor_never_gives_is_refused_with_close_names() -> None:
+    """An autostop rule on a figure the source cannot give would never fire: the plan check
+    refuses it at its place, and names the figures meant (the issue's own 'cpu_percent')."""
+    found = problems(plan_with(
+        monitors=[{"name": "db", "type": "host"}, {"name": "pg", "type": "postgres", "dsn": "postgresql://app@db/game"},
+                  {"name": "node", "type": "prometheus", "url": "http://10.0.0.5:9100/metrics", "node_exporter": True,
+                   "series": [{"name": "http_requests_total"}]},
+                  {"name": "app", "type": "prometheus", "url": "http://10.0.0.5:8080/metrics"}],
+        thresholds=["monitor.pg.replication_lag < 5", "monitor.pg.cpu.busy_percent < 90",
+                    "monitor.pg.tables.public.items.dead_tuples < 1000", "monitor.app.anything_at_all < 1",
+                    "monitor.node.http_requests_total.500 < 1", "monitor.node.net.eth0.100.link_percent < 90"],
+        autostop=[{"when": "monitor.db.cpu_percent > 95 for 10s"}, {"when": "monitor.node.tcp.close_wait > 100"},
+                  {"when": "monitor.db.tcp.close_wait > 100"}, {"when": "monitor.node.disk.sda.busy_prcent > 90"}]))
+    assert [(location, message) for location, message, _ in found] == [
+        ("thresholds[0].condition", "monitor pg (postgres) never gives 'replication_lag'"),
+        ("thresholds[1].condition", "monitor pg (postgres) never gives 'cpu.busy_percent'"),
+        ("autostop[0].when", "monitor db (host) never gives 'cpu_percent'"),
+        ("autostop[1].when", "monitor node (node_exporter) never gives 'tcp.close_wait'"),
+        ("autostop[3].when", "monitor node (node_exporter) never gives 'disk.sda.busy_prcent'"),
+    ]
+    hints = [hint or "" for _, _, hint in found]
+    assert hints[0].startswith("did you mean replication_lag_s, replication_lag_bytes")
+    assert "not its machine's" in hints[1]
+    assert hints[2].startswith("did you mean cpu.busy_percent,") and "docs/plan-reference.md" in hints[2]
+    assert "tcp.established and tcp.time_wait only" in hints[3]
+    assert hints[4].startswith("did you mean disk.DEV.busy_percent")
+
+
+def test_every_known_figure_is_in_the_plan_reference() -> None:
+    """The figures' one list and the reference the hints point to say the same names."""
+    from pathlib import Path
+
+    figures = importlib.import_module("horde.plan.monitor_figures")
+    reference = (Path(__file__).parents[1] / "docs" / "plan-reference.md").read_text()
+    section = reference[reference.index("**Figures**"):reference.index("**Diagnosis**")]
+    listed = set(re.findall(r"`([a-z0-9_.A-Z]+)`", section))
+    for name in (*figures.HOST_FIGURES, *figures.POSTGRES_FIGURES):
+        assert name in listed, name

@@ -1,22 +1,9 @@
 """The ``host`` source: the machine Horde runs on, read from /proc and /sys.
 
-Figures (rates per second over the interval since the last reading):
-
-- ``cpu.user_percent`` (nice included), ``cpu.system_percent``, ``cpu.iowait_percent``,
-  ``cpu.irq_percent``, ``cpu.softirq_percent``, ``cpu.steal_percent``, ``cpu.idle_percent``,
-  ``cpu.busy_percent`` (100 less idle and iowait), ``cpu.count``: shares of all CPUs' time;
-- ``load.1m``, ``load.5m``, ``load.15m``;
-- ``memory.total_bytes``, ``memory.available_bytes``, ``memory.used_bytes``, ``memory.used_percent``;
-- ``net.IF.rx_bytes_per_s``, ``tx_bytes_per_s``, ``rx_packets_per_s``, ``tx_packets_per_s``, and
-  where the link speed is known ``link_mbps`` and ``link_percent`` (the busier direction's share);
-  ``net.rx_bytes_per_s`` and the like add every interface but loopback;
-- ``tcp.established``, ``tcp.time_wait``, ``tcp.close_wait``, ``tcp.syn_sent``, ``tcp.syn_recv``,
-  ``tcp.fin_wait1``, ``tcp.fin_wait2``, ``tcp.last_ack``, ``tcp.closing``, ``tcp.listen``: IPv4
-  and IPv6 sockets by state (counted as :mod:`horde.monitors.sockets` says, at a cost that does not
-  grow with the established and time-wait sockets);
-- ``disk.DEV.reads_per_s``, ``writes_per_s``, ``read_bytes_per_s``, ``write_bytes_per_s``,
-  ``busy_percent`` (time the device had IO in flight);
-- ``files.open``, ``files.max``: file handles of the whole system.
+Its figures are :data:`horde.plan.monitor_figures.HOST_FIGURES` (rates per second over the
+interval since the last reading): CPU shares, load, memory, network per interface and added up,
+TCP sockets by state (counted as :mod:`horde.monitors.sockets` says, at a cost that does not grow
+with the established and time-wait sockets), disks, open files.
 
 A remote machine is read the same way through its node_exporter (:mod:`horde.monitors.node_exporter`).
 """

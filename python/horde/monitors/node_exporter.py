@@ -2,8 +2,9 @@
 judged like the one Horde runs on (the ``prometheus`` source with ``node_exporter: true``).
 
 node_exporter reads the same /proc files the host source does, on its own machine; the figures
-have the host source's names (:mod:`horde.monitors.host`). Sockets come from ``sockstat`` (TCP in
-use, time-wait) and ``netstat`` (established), node_exporter's default collectors.
+have the host source's names (:data:`horde.plan.monitor_figures.NODE_EXPORTER_FIGURES`). Sockets
+come from ``sockstat`` (time-wait) and ``netstat`` (established), node_exporter's default
+collectors: the other TCP states are not given.
 """
 
 from __future__ import annotations

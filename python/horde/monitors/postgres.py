@@ -1,30 +1,11 @@
 """The ``postgres`` source: a PostgreSQL server's own statistics, read over one connection.
 
-Figures (rates per second over the interval since the last reading; the database is the DSN's):
-
-- ``transactions_per_s``, ``commits_per_s``, ``rollbacks_per_s``;
-- the statement mix: ``statements.select_per_s``, ``insert``, ``update``, ``delete``, ``other``
-  from ``pg_stat_statements`` when the extension is installed in the database
-  (``statements.from_pg_stat_statements`` is 1), else from the tuple counters (0): rows
-  returned by scans stand for selects, rows inserted, updated, deleted for the rest;
-- ``rows.returned_per_s`` (read by scans) and ``rows.fetched_per_s`` (handed back), and
-  ``rows.inserted_per_s``, ``updated``, ``deleted``, ``rows.hot_updated_per_s``;
-  ``hot_update_percent`` (HOT updates among updates in the interval);
-- ``cache_hit_percent`` (buffer hits among block reads in the interval); ``temp_bytes_per_s``;
-  ``deadlocks`` (in the interval);
-- ``dead_tuples`` and ``live_tuples`` (every followed table), ``autovacuum_runs`` and
-  ``autoanalyze_runs`` (in the interval), and per table ``tables.SCHEMA.TABLE.dead_tuples``,
-  ``live_tuples``, ``dead_tuples_per_s`` (growth, negative when vacuum removed more),
-  ``autovacuum_runs``, ``autoanalyze_runs``;
-- ``connections.active``, ``idle``, ``idle_in_transaction``, ``other``, ``connections.total``
-  (client backends of the whole server) and ``connections.max`` (``max_connections``);
-  ``locks_waiting``;
-- on a primary, per standby (its ``application_name``): ``replication.NAME.write_lag_s``,
-  ``flush_lag_s``, ``replay_lag_s``, ``replay_lag_bytes`` (WAL sent but not replayed), and
-  ``xmin_age`` (transactions since the xmin the standby reports with hot_standby_feedback);
-  ``replication_lag_s`` and ``replication_lag_bytes`` are the worst standby's;
-  ``standby_xmin_age`` the oldest. On a standby, ``in_recovery`` is 1 and ``replay_delay_s``
-  is how long ago the last replayed transaction committed on the primary.
+Its figures are :data:`horde.plan.monitor_figures.POSTGRES_FIGURES` (rates per second over the
+interval since the last reading; the database is the DSN's): transactions, the statement mix
+(from ``pg_stat_statements`` when the extension is installed in the database, else from the
+tuple counters: rows returned by scans stand for selects), rows, cache hits, HOT updates, temp
+bytes, deadlocks, dead tuples and autovacuum per followed table, connections, locks waiting, and
+on a primary each standby's lag and the xmin it holds back.
 
 The password comes from the environment variable the monitor names (or libpq's own), read when
 the run starts; it is never stored. Table names keep only letters, digits and ``_``.

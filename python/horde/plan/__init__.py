@@ -3,7 +3,8 @@
 A plan is one JSON document (version 1, specified field by field in docs/plan-reference.md).
 This package holds its pydantic models (:mod:`~horde.plan.model` with :mod:`~horde.plan.common`,
 :mod:`~horde.plan.target`, :mod:`~horde.plan.steps`, :mod:`~horde.plan.workloads`,
-:mod:`~horde.plan.control`, :mod:`~horde.plan.monitors`), their located problems (:mod:`~horde.plan.problems`), and the ways
+:mod:`~horde.plan.control`, :mod:`~horde.plan.monitors` with the figures each monitor gives,
+:mod:`~horde.plan.monitor_figures`), their located problems (:mod:`~horde.plan.problems`), and the ways
 a plan is written: files (:mod:`~horde.plan.loader`, with :mod:`~horde.plan.parameters`,
 :mod:`~horde.plan.feeders` and :mod:`~horde.plan.profiles`), Python (:mod:`~horde.plan.builder`)
 and the command line's overrides and ``--url`` quick plans (:mod:`~horde.plan.overrides`);

@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from horde.plan.common import MAX_RATE_PER_S, MAX_STAGE_DURATION_S, MAX_VUS, custom, raise_located
+from horde.plan.monitor_figures import unknown_figure
 from horde.plan.monitors import MONITOR_CONDITION_HINT, MonitorCondition, is_monitor_condition, parse_monitor_condition
 from horde.plan.message import ConnectStep, PingStep, ReceiveStep, SendStep, StreamStep
 from horde.plan.sql import SqlStep
@@ -347,7 +348,7 @@ def check_control_names(plan: Any) -> None:
         check_scope(("thresholds", index), threshold.step, threshold.scenario)
     for index, rule in enumerate(plan.autostop):
         check_scope(("autostop", index), rule.step, rule.scenario)
-    monitors = {monitor.name for monitor in getattr(plan, "monitors", [])}
+    monitors = {monitor.name: monitor for monitor in getattr(plan, "monitors", [])}
     watched = [(("thresholds", index), t.monitor_condition, t.step or t.scenario, "condition") for index, t in enumerate(plan.thresholds)]
     watched += [(("autostop", index), r.monitor_condition, r.step or r.scenario, "when") for index, r in enumerate(plan.autostop)]
     for loc, condition, scoped, key in watched:
@@ -358,6 +359,8 @@ def check_control_names(plan: Any) -> None:
                 "unknown_monitor", f"no monitor is named '{condition.monitor}'",
                 f"name one of the plan's monitors: {', '.join(sorted(monitors))}" if monitors
                 else "add it under monitors: (or with --monitor NAME=host)")))
+        elif (unknown := unknown_figure(monitors[condition.monitor], condition.metric)) is not None:
+            errors.append(((*loc, key), condition.text, custom("unknown_monitor_figure", *unknown)))
         if scoped is not None:
             errors.append(((*loc, "step"), scoped, custom(
                 "monitor_scope", "a monitor's condition has no step or scenario", "remove step and scenario from it")))

@@ -70,7 +70,7 @@ class PostgresDiagnosis(BaseModel):
 class _Monitor(BaseModel):
     model_config = TAGGED
 
-    name: str = Field(description="the monitor's name, unique in the plan: 'db' in monitor.db.cpu_busy_percent")
+    name: str = Field(description="the monitor's name, unique in the plan: 'db' in monitor.db.cpu.busy_percent")
     interval_s: int = Field(default=1, ge=1, le=MAX_INTERVAL_S, description="read the source every this many seconds; default 1")
 
     @field_validator("name")

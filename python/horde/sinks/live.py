@@ -262,7 +262,7 @@ def monitors_line(snapshot: Snapshot) -> str:
     """Each monitor's most telling latest figures in one line; a gap says so.
 
     >>> monitors_line({"monitors": {"db": {"values": {"cpu.busy_percent": 97.2, "transactions_per_s": 812.0}},
-    ...                             "pg": {"values": None, "error": "refused"}}})  # doctest: +SKIP
+    ...                             "pg": {"values": None, "error": "refused"}}})
     'db cpu 97% tps 812 · pg (gap)'
     """
     parts = []
