@@ -73,9 +73,9 @@ mod tests {
         assert_eq!(vars.get("token"), Some(&Value::from("def")));
         let shared = Value::from_dyn_object(Arc::new(vars.clone()));
         let mut environment = minijinja::Environment::new();
-        environment.add_template("t", "{{ token }}/{{ id }}/{{ missing is undefined }}").unwrap();
+        environment.add_template("t", "{{ token }}/{{ id }}/{% if missing is undefined %}unset{% endif %}").unwrap();
         let context = minijinja::value::merge_maps([shared, minijinja::context! { vu => 3 }]);
-        assert_eq!(environment.get_template("t").unwrap().render(&context).unwrap(), "def/7/true");
+        assert_eq!(environment.get_template("t").unwrap().render(&context).unwrap(), "def/7/unset");
         vars.remove("token");
         assert_eq!(vars.get("token"), None);
         assert_eq!(vars.iter().count(), 1);
