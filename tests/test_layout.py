@@ -21,6 +21,8 @@ LOADED_ON_DEMAND = {
     ("horde.control", "horde.control.conductor"),
     # The profile's HTML page brings the report's machinery; `horde profile --html` loads it.
     ("horde.profile", "horde.profile.page"),
+    # The postgres source brings psycopg; only a run with a postgres monitor loads it.
+    ("horde.monitors.sampler", "horde.monitors.postgres"),
 }
 
 

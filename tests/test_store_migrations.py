@@ -13,6 +13,7 @@ import json
 import shutil
 import sqlite3
 import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from conftest import HORDE_BIN
 from horde.errors import ExitCode, StoreTooNew
 from horde.results.stored_run import load_run
 from horde.store import MonitorSample, Store
-from horde.store.migration import BASELINE_REVISION, head_revision
+from horde.store.migration import BASELINE_REVISION, HEAD_REVISION, head_revision
 from horde.store.schema import metadata
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -176,6 +177,22 @@ def test_a_store_from_a_newer_horde_is_refused_and_left_alone(tmp_path: Path) ->
                             timeout=60, check=False)
     assert result.returncode == 3, result.stderr
     assert "newer Horde" in result.stderr and "hint:" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_store_at_the_latest_revision_opens_without_loading_alembic(tmp_path: Path) -> None:
+    # The revision written out for the fast path is the scripts' own head.
+    assert HEAD_REVISION == head_revision()
+    path = tmp_path / "runs.sqlite"
+    Store.open(str(path)).close()  # a new store: created by the migrations
+    probe = ("import sys; from horde.store import Store; Store.open(sys.argv[1]).close(); "
+             "print(sorted(name for name in sys.modules if name.split('.')[0] == 'alembic'))")
+    result = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True, timeout=60, check=True)
+    assert result.stdout.strip() == "[]", result.stdout
+    # An old store still loads it, and is upgraded.
+    old = _v1_copy(tmp_path)
+    result = subprocess.run([sys.executable, "-c", probe, str(old)], capture_output=True, text=True, timeout=60, check=True)
+    assert "'alembic'" in result.stdout
+    assert sqlite3.connect(old).execute("SELECT version_num FROM alembic_version").fetchall() == [(HEAD_REVISION,)]
 
 
 def test_processes_opening_an_old_store_at_once_upgrade_it_once(tmp_path: Path) -> None:

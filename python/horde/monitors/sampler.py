@@ -17,7 +17,6 @@ import time
 from collections.abc import Sequence
 
 from horde.monitors.host import HostSource
-from horde.monitors.postgres import PostgresSource
 from horde.monitors.prometheus import PrometheusSource
 from horde.monitors.source import Source, SourceUnavailable
 from horde.plan.monitors import HostMonitor, Monitor, PrometheusMonitor
@@ -30,6 +29,10 @@ def source_for(monitor: Monitor) -> Source:
         return HostSource(monitor)
     if isinstance(monitor, PrometheusMonitor):
         return PrometheusSource(monitor)
+    # Loaded here: it brings psycopg (a tenth of a second), which a run without a postgres
+    # monitor never needs (`bench/README.md`, the open model's start-up).
+    from horde.monitors.postgres import PostgresSource
+
     return PostgresSource(monitor)
 
 

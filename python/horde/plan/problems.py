@@ -18,6 +18,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
 from horde.errors import PlanInvalid, Problem
+from horde.plan.bounds import shape_problems
 from horde.plan.common import kind_of
 from horde.plan.common import ConstantThinkTime, ExponentialThinkTime, NormalThinkTime, UniformThinkTime
 from horde.plan.model import Feeder, Plan, Scenario
@@ -288,7 +289,6 @@ def plan_from_dict(data: Any, *, source: str | None = None) -> Plan:
     :func:`horde.plan.loader.load_plan` and :func:`horde.plan.builder.plan` do that first.
     The bounds of :mod:`horde.plan.bounds` are checked before anything walks the data.
     """
-    from horde.plan.bounds import shape_problems
     shaped = shape_problems(data)
     if shaped:
         raise PlanInvalid([Problem(location=format_path(loc), message=message, hint=hint)

@@ -22,20 +22,27 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
 from horde.errors import StoreTooNew
 
+if TYPE_CHECKING:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+# Alembic is imported only when a store is not at HEAD_REVISION: it takes a fifth of a second to
+# import, paid by every `horde run` on a store already up to date (the usual case) for nothing.
+
 #: Where the revisions live (shipped inside the package: see pyproject's ``[tool.maturin]``).
 MIGRATIONS_DIR: Final = Path(__file__).with_name("migrations")
+
+#: The latest revision this Horde knows, written out so that a store already at it is recognised
+#: without reading the revision scripts (a test checks it against them: :func:`head_revision`).
+HEAD_REVISION: Final = "0002"
 
 #: The revision a store made before migrations is at: ``schema_version`` 1.
 BASELINE_REVISION: Final = "0001"
@@ -48,6 +55,8 @@ _POSTGRES_LOCK_KEY: Final = 0x686F72646531  # "horde1"
 
 
 def _config(connection: Connection | None = None) -> Config:
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     config.attributes["connection"] = connection
@@ -56,6 +65,8 @@ def _config(connection: Connection | None = None) -> Config:
 
 def script_directory() -> ScriptDirectory:
     """The store's revisions, as Alembic reads them."""
+    from alembic.script import ScriptDirectory
+
     return ScriptDirectory.from_config(_config())
 
 
@@ -69,7 +80,17 @@ def head_revision() -> str:
 def store_revisions(connection: Connection) -> tuple[str, ...]:
     """The revisions the store says it is at: ``()`` for an empty store or one made before
     migrations (tell them apart with :func:`is_premigration_store`)."""
+    from alembic.runtime.migration import MigrationContext
+
     return tuple(MigrationContext.configure(connection).get_current_heads())
+
+
+def _recorded_revisions(connection: Connection) -> tuple[str, ...]:
+    """What the store's ``alembic_version`` table holds, read without Alembic (``()`` when the
+    table is absent)."""
+    if not inspect(connection).has_table("alembic_version"):
+        return ()
+    return tuple(str(row[0]) for row in connection.execute(text("SELECT version_num FROM alembic_version")))
 
 
 def is_premigration_store(connection: Connection) -> bool:
@@ -86,10 +107,12 @@ def upgrade_store(engine: Engine, url: str, *, display_url: str) -> str | None:
     a revision this Horde does not know; database errors propagate (the store turns them into
     ``StoreUnavailable``).
     """
+    with engine.connect() as connection:
+        if _recorded_revisions(connection) == (HEAD_REVISION,):
+            return None
+        current = store_revisions(connection)
     scripts = script_directory()
     head = scripts.get_current_head()
-    with engine.connect() as connection:
-        current = store_revisions(connection)
     if current == (head,):
         return None
     _refuse_unknown(current, scripts, display_url)
@@ -100,6 +123,8 @@ def upgrade_store(engine: Engine, url: str, *, display_url: str) -> str | None:
             return None  # another process upgraded it while this one waited for the lock
         before = current[0] if current else None
         config = _config(connection)
+        from alembic import command
+
         if not current and is_premigration_store(connection):
             command.stamp(config, BASELINE_REVISION)
             before = BASELINE_REVISION
@@ -156,6 +181,7 @@ def _upgrade_transaction(engine: Engine, url: str) -> Iterator[Connection]:
 
 __all__ = [
     "BASELINE_REVISION",
+    "HEAD_REVISION",
     "MIGRATIONS_DIR",
     "head_revision",
     "is_premigration_store",
