@@ -174,11 +174,12 @@ def test_a_killed_node_leaves_a_finished_stored_run_that_records_the_loss(builti
     seconds = [snapshot["second"] for snapshot in stored]
     assert seconds == list(range(1, len(seconds) + 1)), "no second missing: nothing received was lost"
     before = [s for s in stored if s["second"] < lost["second"]]
-    after = [s for s in stored if s["second"] > lost["second"] and not s["final"] and s["second"] <= 8]
+    # Second 8 ends as the stages do: its VUs may be stopping at the instant it is taken.
+    after = [s for s in stored if s["second"] > lost["second"] and not s["final"] and s["second"] < 8]
     assert before and after
     assert all(s["lost_share"] == 0 for s in before)
     assert all(s["lost_share"] == pytest.approx(1 / 3) for s in after)
-    assert all(s["active_vus"] == 4 for s in after), "the two others go on with their 4 VUs"
+    assert [s["active_vus"] for s in after] == [4] * len(after), "the two others go on with their 4 VUs"
     assert all(requests_of(s) > 0 for s in after)
     assert all(sum(1 for row in s["generators"] if row["state"] == "lost") == 1 for s in after)
 
