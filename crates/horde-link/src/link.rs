@@ -24,6 +24,9 @@ const NETNS_DIR: &str = "/run/netns";
 /// Every link's namespace is named `horde-link-PID-N`.
 pub const NAMESPACE_PREFIX: &str = "horde-link-";
 
+/// Each device's transmit queue, in packets.
+const TX_QUEUE: &str = "16384";
+
 static LINKS: AtomicU32 = AtomicU32::new(0);
 
 #[derive(Debug, thiserror::Error)]
@@ -112,12 +115,14 @@ impl Link {
             .map_err(|error| failed("cannot create the TUN device inside the namespace", error))?;
         let (outer, inner) = (self.outside_address.to_string(), self.inside_address.to_string());
         ip(&["addr", "add", &outer, "peer", &inner, "dev", &self.outside_device])?;
-        ip(&["link", "set", "dev", &self.outside_device, "up"])?;
+        // A queue long enough for a burst of thousands of VUs' packets at once (the TUN
+        // default, 500, drops the rest before the relay sees them).
+        ip(&["link", "set", "dev", &self.outside_device, "txqueuelen", TX_QUEUE, "up"])?;
         let namespace = self.namespace.clone();
         let within = |args: &[&str]| ip(&[&["-n", namespace.as_str()], args].concat());
         within(&["link", "set", "dev", "lo", "up"])?;
         within(&["addr", "add", &inner, "peer", &outer, "dev", &self.inside_device])?;
-        within(&["link", "set", "dev", &self.inside_device, "up"])?;
+        within(&["link", "set", "dev", &self.inside_device, "txqueuelen", TX_QUEUE, "up"])?;
         // The namespace reaches the rest of the machine through the link too.
         within(&["route", "add", "default", "dev", &self.inside_device])?;
         let impairments = [Impairment::new(network, Way::Out as u64), Impairment::new(network, Way::Back as u64)];
