@@ -184,3 +184,14 @@ def test_bad_impairments_are_refused(capsys: pytest.CaptureFixture[str]) -> None
 
     assert main(["link", "--loss-percent", "120", "--", "true"]) == ExitCode.INVALID_INPUT
     assert "--loss-percent" in capsys.readouterr().err
+
+
+def test_the_netem_probe_answers_without_changing_anything() -> None:
+    from horde.engine.link import netem_available
+
+    # This machine's kernel has no netem; elsewhere the probe may say yes. Either way it leaves
+    # no qdisc behind: it tried on a throwaway namespace's loopback.
+    before = subprocess.run(["tc", "qdisc", "show"], capture_output=True, text=True, check=False).stdout if shutil.which("tc") else ""
+    assert netem_available() in (True, False)
+    after = subprocess.run(["tc", "qdisc", "show"], capture_output=True, text=True, check=False).stdout if shutil.which("tc") else ""
+    assert before == after

@@ -170,6 +170,9 @@ def serve(console: Console, options: LinkOptions, command: Sequence[str]) -> int
         try:
             console.print(f"link up: namespace {handle.namespace}, reach it at {handle.inside_address} "
                           f"(this side {handle.outside_address}); {options.describe()}", highlight=False)
+            if netem_available():
+                console.print("note: this kernel has netem too: `tc qdisc add dev DEVICE root netem delay 20ms loss 10%` "
+                              "impairs a real device, traffic leaving the machine included", highlight=False)
             if not command:
                 console.print(f"run commands inside with: ip netns exec {handle.namespace} COMMAND; Ctrl-C to stop", highlight=False)
                 while not signals.event.wait(0.5):
