@@ -80,6 +80,8 @@ def start_link(
     duplicate_percent: float = 0.0,
     reorder_percent: float = 0.0,
     seed: int = 1,
+    rate_mbit: float | None = None,
+    queue_ms: float = 100.0,
 ) -> LinkHandle:
     """Raises PermissionError when not root, FileNotFoundError without /dev/net/tun or `ip`,
     OSError otherwise."""

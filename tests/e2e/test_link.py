@@ -184,6 +184,8 @@ def test_bad_impairments_are_refused(capsys: pytest.CaptureFixture[str]) -> None
 
     assert main(["link", "--loss-percent", "120", "--", "true"]) == ExitCode.INVALID_INPUT
     assert "--loss-percent" in capsys.readouterr().err
+    assert main(["link", "--rate-mbit", "0", "--", "true"]) == ExitCode.INVALID_INPUT
+    assert "--rate-mbit" in capsys.readouterr().err
 
 
 def test_the_netem_probe_answers_without_changing_anything() -> None:

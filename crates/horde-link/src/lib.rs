@@ -4,9 +4,10 @@
 //!   stream. The engine applies them to its own UDP and KCP datagrams (`scenario.network`);
 //! - `tun.rs`, `relay.rs`, `link.rs`: the link (`horde link`), for TCP and any protocol: a
 //!   network namespace reached through two TUN devices, whose IP packets a relay thread delays,
-//!   drops, duplicates and reorders in user space with the same draws, both ways, so that the
-//!   kernel's own TCP sees real loss and retransmits. Needs root (CAP_NET_ADMIN and
-//!   CAP_SYS_ADMIN: the namespace, the devices, their addresses).
+//!   drops, duplicates and reorders in user space with the same draws (behind a bottleneck of a
+//!   given rate if asked), both ways, so that the kernel's own TCP sees real loss and
+//!   retransmits. Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN: the namespace, the devices,
+//!   their addresses).
 //!
 //! ```text
 //!  generator (this namespace)                         the namespace (horde-link-PID-N)
@@ -21,3 +22,4 @@ pub mod tun;
 
 pub use impairment::{Impairment, Random};
 pub use link::{Link, LinkError, LinkStats, NAMESPACE_PREFIX};
+pub use relay::Shaping;

@@ -8,7 +8,7 @@
 #![allow(unsafe_code)]
 
 use crate::impairment::Impairment;
-use crate::relay::{self, Counters, Stop, Way};
+use crate::relay::{self, Counters, Shaping, Stop, Way};
 use crate::tun::Tun;
 use horde_plan::Network;
 use std::io;
@@ -58,6 +58,8 @@ pub struct LinkStats {
     pub packets: [u64; 2],
     pub bytes: [u64; 2],
     pub dropped: [u64; 2],
+    /// Dropped by the bottleneck's full queue.
+    pub overflowed: [u64; 2],
     pub duplicated: [u64; 2],
     pub delivered: [u64; 2],
     pub write_errors: [u64; 2],
@@ -81,8 +83,14 @@ pub struct Link {
 
 impl Link {
     /// Builds the link and starts its relay: `network` each way (the same delay, loss... out and
-    /// back; each way its own draws from `network.seed`).
-    pub fn start(network: Network) -> Result<Self, LinkError> {
+    /// back; each way its own draws from `network.seed`), behind a bottleneck when `shaping`
+    /// says so.
+    pub fn start(network: Network, shaping: Option<Shaping>) -> Result<Self, LinkError> {
+        if let Some(shaping) = shaping {
+            if !(shaping.bits_per_s.is_finite() && shaping.bits_per_s > 0.0) {
+                return Err(LinkError::Io(format!("a rate of {} bits/s cannot carry a packet", shaping.bits_per_s)));
+            }
+        }
         remove_stale_namespaces();
         let pid = std::process::id();
         let number = LINKS.fetch_add(1, Ordering::Relaxed);
@@ -102,12 +110,12 @@ impl Link {
             relay: None,
             namespace_made: false,
         };
-        link.build(network)?;
+        link.build(network, shaping)?;
         drop(lock);
         Ok(link)
     }
 
-    fn build(&mut self, network: Network) -> Result<(), LinkError> {
+    fn build(&mut self, network: Network, shaping: Option<Shaping>) -> Result<(), LinkError> {
         let outside = Tun::open(&self.outside_device).map_err(|error| failed("cannot create a TUN device (/dev/net/tun)", error))?;
         ip(&["netns", "add", &self.namespace])?;
         self.namespace_made = true;
@@ -117,11 +125,15 @@ impl Link {
         ip(&["addr", "add", &outer, "peer", &inner, "dev", &self.outside_device])?;
         // A queue long enough for a burst of thousands of VUs' packets at once (the TUN
         // default, 500, drops the rest before the relay sees them).
+        // No IPv6 link-local address: the link carries IPv4 only, and nothing of its own (no
+        // router solicitations), so that its counts are the traffic's.
+        ip(&["link", "set", "dev", &self.outside_device, "addrgenmode", "none"])?;
         ip(&["link", "set", "dev", &self.outside_device, "txqueuelen", TX_QUEUE, "up"])?;
         let namespace = self.namespace.clone();
         let within = |args: &[&str]| ip(&[&["-n", namespace.as_str()], args].concat());
         within(&["link", "set", "dev", "lo", "up"])?;
         within(&["addr", "add", &inner, "peer", &outer, "dev", &self.inside_device])?;
+        within(&["link", "set", "dev", &self.inside_device, "addrgenmode", "none"])?;
         within(&["link", "set", "dev", &self.inside_device, "txqueuelen", TX_QUEUE, "up"])?;
         // The namespace reaches the rest of the machine through the link too.
         within(&["route", "add", "default", "dev", &self.inside_device])?;
@@ -130,7 +142,7 @@ impl Link {
         let relay = std::thread::Builder::new()
             .name("horde-link".into())
             .spawn(move || {
-                let result = relay::run([outside, inside], impairments, stop, Arc::clone(&counters));
+                let result = relay::run([outside, inside], impairments, shaping, stop, Arc::clone(&counters));
                 counters.cpu_ns.store(relay::thread_cpu_ns(), Ordering::Relaxed);
                 result
             })
@@ -173,6 +185,7 @@ impl Link {
             packets: load(&counters.read),
             bytes: load(&counters.bytes),
             dropped: load(&counters.dropped),
+            overflowed: load(&counters.overflowed),
             duplicated: load(&counters.duplicated),
             delivered: load(&counters.delivered),
             write_errors: load(&counters.write_errors),

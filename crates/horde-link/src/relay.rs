@@ -30,12 +30,29 @@ pub enum Way {
     Back = 1,
 }
 
+/// A bottleneck each way: packets leave at `bits_per_s` one after another (a packet of B bytes
+/// takes 8B / rate on the wire) from a drop-tail queue holding at most `queue` of backlog; the
+/// delay comes after. Lost packets (the draws) never take the wire.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Shaping {
+    pub bits_per_s: f64,
+    pub queue: Duration,
+}
+
+impl Shaping {
+    fn transmit(&self, bytes: usize) -> Duration {
+        Duration::from_secs_f64(bytes as f64 * 8.0 / self.bits_per_s)
+    }
+}
+
 /// What the relay has done, each way (index [`Way`]), counted as it goes.
 #[derive(Debug, Default)]
 pub struct Counters {
     pub read: [AtomicU64; 2],
     pub bytes: [AtomicU64; 2],
     pub dropped: [AtomicU64; 2],
+    /// Dropped by a full queue ([`Shaping`]), not by the draws.
+    pub overflowed: [AtomicU64; 2],
     pub duplicated: [AtomicU64; 2],
     pub delivered: [AtomicU64; 2],
     /// Writes a device refused (its namespace's stack, e.g. out of memory): lost.
@@ -73,8 +90,16 @@ impl Stop {
 type Held = BinaryHeap<Reverse<(Instant, u64, Way, Vec<u8>)>>;
 
 /// Runs until `stop` is signalled (or a device fails).
-pub(crate) fn run(devices: [Tun; 2], mut impairments: [Impairment; 2], stop: Arc<Stop>, counters: Arc<Counters>) -> io::Result<()> {
-    let transparent = impairments.iter().all(Impairment::is_transparent);
+pub(crate) fn run(
+    devices: [Tun; 2],
+    mut impairments: [Impairment; 2],
+    shaping: Option<Shaping>,
+    stop: Arc<Stop>,
+    counters: Arc<Counters>,
+) -> io::Result<()> {
+    let transparent = shaping.is_none() && impairments.iter().all(Impairment::is_transparent);
+    // When each way's wire is free again (with a bottleneck).
+    let mut wire_free = [Instant::now(); 2];
     let mut held: Held = BinaryHeap::new();
     let mut order = 0u64;
     let mut scratch = vec![0u8; MAX_PACKET];
@@ -129,9 +154,19 @@ pub(crate) fn run(devices: [Tun; 2], mut impairments: [Impairment; 2], stop: Arc
                     2 => add(&counters.duplicated[way as usize], 1),
                     _ => {}
                 }
-                let now = Instant::now();
+                let mut now = Instant::now();
+                if let (Some(shaping), false) = (shaping, delays.is_empty()) {
+                    let start = wire_free[way as usize].max(now);
+                    if start - now > shaping.queue {
+                        add(&counters.overflowed[way as usize], 1);
+                        continue;
+                    }
+                    wire_free[way as usize] = start + shaping.transmit(length);
+                    // Off the wire: the delay runs from there.
+                    now = wire_free[way as usize];
+                }
                 for delay in delays {
-                    if delay.is_zero() && held.is_empty() {
+                    if delay.is_zero() && shaping.is_none() && held.is_empty() {
                         deliver(to, packet, way, &counters);
                         continue;
                     }

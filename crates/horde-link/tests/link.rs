@@ -3,10 +3,10 @@
 //! each way, with 10 % loss each way (the kernel retransmits), and nothing left behind.
 #![allow(unsafe_code)]
 
-use horde_link::{Link, NAMESPACE_PREFIX};
+use horde_link::{Link, Shaping, NAMESPACE_PREFIX};
 use horde_plan::Network;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
@@ -90,7 +90,7 @@ fn tcp_through_a_plain_link_is_answered_and_nothing_is_left_behind() {
     if !is_root() {
         return;
     }
-    let link = Link::start(network(0.0, 0.0)).expect("the link starts");
+    let link = Link::start(network(0.0, 0.0), None).expect("the link starts");
     assert!(link.namespace().starts_with(NAMESPACE_PREFIX));
     let (namespace, devices) = (link.namespace().to_owned(), [link.outside_device().to_owned(), link.inside_device().to_owned()]);
     let times = pings(echo_inside(&link), 50, Duration::ZERO);
@@ -106,7 +106,7 @@ fn twenty_ms_each_way_is_forty_ms_round_trip() {
     if !is_root() {
         return;
     }
-    let link = Link::start(network(20.0, 0.0)).expect("the link starts");
+    let link = Link::start(network(20.0, 0.0), None).expect("the link starts");
     let times = pings(echo_inside(&link), 30, Duration::from_millis(5));
     let median = percentile(&times, 0.5);
     assert!((Duration::from_millis(40)..Duration::from_millis(46)).contains(&median), "median {median:?}");
@@ -117,7 +117,7 @@ fn under_loss_tcp_delivers_everything_late() {
     if !is_root() {
         return;
     }
-    let link = Link::start(network(5.0, 10.0)).expect("the link starts");
+    let link = Link::start(network(5.0, 10.0), None).expect("the link starts");
     let times = pings(echo_inside(&link), 150, Duration::from_millis(2));
     // Every line came back (pings asserts it); the losses show as retransmission timeouts
     // (at least Linux's 200 ms minimum) in the tail.
@@ -125,4 +125,38 @@ fn under_loss_tcp_delivers_everything_late() {
     assert!(percentile(&times, 0.99) >= Duration::from_millis(200), "p99 {:?}", percentile(&times, 0.99));
     let stats = link.stats();
     assert!(stats.dropped[0] > 0 && stats.dropped[1] > 0, "{stats:?}");
+}
+
+#[test]
+fn a_bottleneck_carries_its_rate_and_no_more() {
+    if !is_root() {
+        return;
+    }
+    // 4 Mbit/s each way: 512 KiB take about 1.05 s (payload over packets of 1500 bytes: 97 %).
+    let shaping = Shaping { bits_per_s: 4e6, queue: Duration::from_millis(500) };
+    let link = Link::start(network(1.0, 0.0), Some(shaping)).expect("the link starts");
+    let namespace = File::open(link.namespace_path()).expect("namespace file");
+    let address = SocketAddr::new(link.inside_address().into(), 0);
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    const BYTES: usize = 512 * 1024;
+    std::thread::spawn(move || {
+        // SAFETY: setns changes only this thread's network namespace.
+        assert_eq!(unsafe { libc::setns(namespace.as_raw_fd(), libc::CLONE_NEWNET) }, 0);
+        let listener = TcpListener::bind(address).expect("bind inside");
+        ready_tx.send(listener.local_addr().expect("address")).expect("send");
+        let (mut stream, _) = listener.accept().expect("accept");
+        let mut buffer = vec![0u8; BYTES];
+        stream.read_exact(&mut buffer).expect("every byte arrives");
+        stream.write_all(b"done").expect("answer");
+    });
+    let address = ready_rx.recv_timeout(Duration::from_secs(5)).expect("the sink started");
+    let mut stream = TcpStream::connect_timeout(&address, Duration::from_secs(5)).expect("connect");
+    let started = Instant::now();
+    stream.write_all(&vec![7u8; BYTES]).expect("send");
+    let mut done = [0u8; 4];
+    stream.read_exact(&mut done).expect("the sink answers");
+    let elapsed = started.elapsed().as_secs_f64();
+    let mbit_per_s = BYTES as f64 * 8.0 / elapsed / 1e6;
+    eprintln!("{mbit_per_s:.2} Mbit/s in {elapsed:.2} s");
+    assert!((3.2..=4.0).contains(&mbit_per_s), "{mbit_per_s:.2} Mbit/s in {elapsed:.2} s");
 }

@@ -1,7 +1,8 @@
 //! The emulated link (`horde link`): `start_link` builds it, `LinkHandle` reads its figures and
 //! tears it down.
 
-use horde_link::{Link, LinkError, LinkStats};
+use horde_link::{Link, LinkError, LinkStats, Shaping};
+use std::time::Duration;
 use horde_plan::Network;
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError};
 use pyo3::prelude::*;
@@ -34,6 +35,7 @@ fn stats_dict<'py>(py: Python<'py>, stats: &LinkStats) -> PyResult<Bound<'py, Py
         ("packets", stats.packets),
         ("bytes", stats.bytes),
         ("dropped", stats.dropped),
+        ("overflowed", stats.overflowed),
         ("duplicated", stats.duplicated),
         ("delivered", stats.delivered),
         ("write_errors", stats.write_errors),
@@ -112,10 +114,13 @@ impl PyLinkHandle {
 }
 
 /// Builds a link (a namespace reached through two TUN devices) and starts its relay, the same
-/// impairment each way. Needs root: PermissionError when not allowed, FileNotFoundError when
-/// `/dev/net/tun` or `ip` is missing, OSError otherwise.
+/// impairment each way, behind a bottleneck of `rate_mbit` Mbit/s each way (a drop-tail queue of
+/// `queue_ms` of backlog) when given. Needs root: PermissionError when not allowed,
+/// FileNotFoundError when `/dev/net/tun` or `ip` is missing, OSError otherwise.
 #[pyfunction]
-#[pyo3(signature = (delay_ms=0.0, jitter_ms=0.0, loss_percent=0.0, duplicate_percent=0.0, reorder_percent=0.0, seed=1))]
+#[pyo3(signature = (delay_ms=0.0, jitter_ms=0.0, loss_percent=0.0, duplicate_percent=0.0, reorder_percent=0.0, seed=1,
+                    rate_mbit=None, queue_ms=100.0))]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn start_link(
     py: Python<'_>,
     delay_ms: f64,
@@ -124,9 +129,12 @@ pub(crate) fn start_link(
     duplicate_percent: f64,
     reorder_percent: f64,
     seed: u64,
+    rate_mbit: Option<f64>,
+    queue_ms: f64,
 ) -> PyResult<PyLinkHandle> {
     let network = Network { delay_ms, jitter_ms, loss_percent, duplicate_percent, reorder_percent, seed };
-    let link = py.detach(|| Link::start(network)).map_err(to_python)?;
+    let shaping = rate_mbit.map(|rate| Shaping { bits_per_s: rate * 1e6, queue: Duration::from_secs_f64(queue_ms.max(0.0) / 1000.0) });
+    let link = py.detach(|| Link::start(network, shaping)).map_err(to_python)?;
     Ok(PyLinkHandle {
         namespace: link.namespace().to_owned(),
         outside_device: link.outside_device().to_owned(),

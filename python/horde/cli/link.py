@@ -35,10 +35,12 @@ def link(
     duplicate_percent: Annotated[float, typer.Option("--duplicate-percent", help="packets delivered twice, each way")] = 0.0,
     reorder_percent: Annotated[float, typer.Option("--reorder-percent", help="packets held back one more delay + jitter, so later ones overtake them")] = 0.0,
     seed: Annotated[int, typer.Option("--seed", help="the draws' seed: the same seed, the same impairment")] = 1,
+    rate_mbit: Annotated[Optional[float], typer.Option("--rate-mbit", help="a bottleneck each way: packets leave one after another at this rate")] = None,
+    queue_ms: Annotated[float, typer.Option("--queue-ms", help="with --rate-mbit: the bottleneck's drop-tail queue holds at most this much backlog")] = 100.0,
 ) -> int:
     """Run COMMAND (the system under test) in a network namespace reached through a link Horde emulates: TCP sees real loss and retransmits. Needs root."""
     from horde.engine.link import LinkOptions, serve
 
     options = LinkOptions(delay_ms=delay_ms, jitter_ms=jitter_ms, loss_percent=loss_percent, duplicate_percent=duplicate_percent,
-                          reorder_percent=reorder_percent, seed=seed)
+                          reorder_percent=reorder_percent, seed=seed, rate_mbit=rate_mbit, queue_ms=queue_ms)
     return serve(stdout, options, command or [])

@@ -51,6 +51,10 @@ class LinkOptions:
     duplicate_percent: float = 0.0
     reorder_percent: float = 0.0
     seed: int = 1
+    #: A bottleneck each way: packets leave one after another at this rate (None: no limit)...
+    rate_mbit: float | None = None
+    #: ... from a drop-tail queue holding at most this much backlog.
+    queue_ms: float = 100.0
 
     def check(self) -> None:
         for name in ("delay_ms", "jitter_ms"):
@@ -61,6 +65,10 @@ class LinkOptions:
             value = getattr(self, name)
             if not 0 <= value <= 100:
                 raise InvalidInput(f"--{name.replace('_', '-')}: {value:g} is not a share", hint="give 0 to 100 (percent)")
+        if self.rate_mbit is not None and not 0.001 <= self.rate_mbit <= 100_000:
+            raise InvalidInput(f"--rate-mbit: {self.rate_mbit:g} is out of range", hint="give 0.001 to 100000 Mbit/s")
+        if not 0 <= self.queue_ms <= 60_000:
+            raise InvalidInput(f"--queue-ms: {self.queue_ms:g} is out of range", hint="give 0 to 60000 ms")
         if not 0 <= self.seed < 2**64:
             raise InvalidInput(f"--seed: {self.seed} is out of range", hint="give 0 to 2^64 - 1")
 
@@ -69,6 +77,8 @@ class LinkOptions:
         for name, value in (("loss", self.loss_percent), ("duplicates", self.duplicate_percent), ("reordered", self.reorder_percent)):
             if value:
                 parts.append(f"{value:g} % {name}")
+        if self.rate_mbit is not None:
+            parts.append(f"{self.rate_mbit:g} Mbit/s each way (queue {self.queue_ms:g} ms)")
         return ", ".join(parts) + f", seed {self.seed}"
 
 
@@ -82,7 +92,7 @@ def start(options: LinkOptions) -> _engine.LinkHandle:
         raise LinkUnavailable("the `ip` command (iproute2) is not installed", hint="install iproute2")
     try:
         return _engine.start_link(options.delay_ms, options.jitter_ms, options.loss_percent, options.duplicate_percent,
-                                  options.reorder_percent, options.seed)
+                                  options.reorder_percent, options.seed, options.rate_mbit, options.queue_ms)
     except PermissionError as error:
         raise LinkUnavailable(f"the link cannot be built: {error}", hint=ROOT_HINT) from error
     except FileNotFoundError as error:
@@ -164,7 +174,7 @@ def _stop_command(process: subprocess.Popen[bytes]) -> None:
 def serve(console: Console, options: LinkOptions, command: Sequence[str]) -> int:
     """Builds the link, runs ``command`` inside its namespace (or, without one, holds the link)
     until it ends or a stop signal comes, tears everything down and says what the link did.
-    Returns the command's exit code, or 128 + the stop signal's number."""
+    Returns the command's exit code, or 128 + the stop signal's number; without a command, 0."""
     with _StopSignals() as signals:
         handle = start(options)
         try:
@@ -178,7 +188,7 @@ def serve(console: Console, options: LinkOptions, command: Sequence[str]) -> int
                 while not signals.event.wait(0.5):
                     if not handle.running:
                         raise LinkUnavailable("the link's relay stopped (a device failed)")
-                return int(STOP_SIGNALS[signals.first]) if signals.first else ExitCode.OK
+                return ExitCode.OK  # without a command, a stop signal is how a link ends
             env = {**os.environ, "HORDE_LINK_NAMESPACE": handle.namespace, "HORDE_LINK_ADDRESS": handle.inside_address,
                    "HORDE_LINK_PEER": handle.outside_address}
             try:
@@ -202,8 +212,8 @@ def serve(console: Console, options: LinkOptions, command: Sequence[str]) -> int
 def _stats_line(stats: dict[str, float]) -> str:
     def way(name: str) -> str:
         packets, dropped = int(stats[f"packets_{name}"]), int(stats[f"dropped_{name}"])
-        duplicated = int(stats[f"duplicated_{name}"])
-        extra = f", {duplicated} duplicated" if duplicated else ""
+        duplicated, overflowed = int(stats[f"duplicated_{name}"]), int(stats[f"overflowed_{name}"])
+        extra = (f", {duplicated} duplicated" if duplicated else "") + (f", {overflowed} over the full queue" if overflowed else "")
         return f"{name} {packets} packets ({dropped} dropped{extra})"
 
     return f"link down: {way('out')}, {way('back')}; relay CPU {stats['cpu_s']:.2f} s"
