@@ -198,13 +198,19 @@ def serve(console: Console, options: LinkOptions, command: Sequence[str]) -> int
                 raise InvalidInput(f"cannot run {command[0]}: {error}") from error
             while process.poll() is None and not signals.event.is_set():
                 signals.event.wait(0.2)
+                if not handle.running:
+                    _stop_command(process)
+                    raise LinkUnavailable("the link's relay stopped (a device failed): the command was stopped with it")
             if signals.first is not None:
                 _stop_command(process)
                 return int(STOP_SIGNALS[signals.first])
             return process.returncode if process.returncode >= 0 else 128 - process.returncode
         finally:
             started = time.monotonic()
-            handle.stop()
+            try:
+                handle.stop()
+            except OSError as error:  # torn down all the same; the relay had failed on its own
+                console.print(f"the link's relay had failed: {error}", highlight=False)
             stats = handle.stats()
             console.print(_stats_line(stats) + f"; torn down in {time.monotonic() - started:.2f} s", highlight=False)
 
