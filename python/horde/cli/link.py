@@ -12,13 +12,15 @@ from horde.cli.terminal import stdout
 
 EPILOG = """Examples:
 
+  horde link --delay-ms 50 --jitter-ms 10 --rate-mbit 10
+
+  horde link --loss-percent 5 --seed 7
+
   sudo horde link --delay-ms 20 --loss-percent 10 -- horde target --host 0.0.0.0 --tcp-port 7000
 
-  (then, from this namespace: tcp://10.77.0.2:7000; the address is printed)
-
-  sudo horde link --delay-ms 50 --jitter-ms 10   # holds the link; ip netns exec NAME COMMAND runs inside
-
-Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN); exit code 17 when it cannot build the link."""
+Without a command the link holds until Ctrl-C (ip netns exec NAME COMMAND runs anything inside);
+the generator reaches the namespace at the address printed (10.77.0.2 for the first link).
+Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN): exit code 17 when the link cannot be built."""
 
 
 def register(app: typer.Typer) -> None:
