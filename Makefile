@@ -7,7 +7,7 @@ PYTHON := $(VENV)/bin/python
 HORDE  := $(VENV)/bin/horde
 CARGO  ?= cargo
 
-.PHONY: setup demo test test-rust test-python bench bench-scenario bench-monitors bench-sql bench-gateway bench-long bench-open lint clean
+.PHONY: setup demo test test-rust test-python bench bench-scenario bench-monitors bench-sql bench-gateway bench-link bench-long bench-open lint clean
 
 $(PYTHON):
 	python3 -m venv $(VENV)
@@ -62,6 +62,10 @@ bench-sql: setup
 # KCP, and its CPU per message (~1 min).
 bench-gateway: setup
 	$(PYTHON) bench/gateway.py --reps 2 --seconds 5
+
+# The emulated link's own cost (horde link; needs root): packets/s relayed, CPU per packet.
+bench-link: setup
+	$(PYTHON) bench/link.py --reps 2 --seconds 5
 
 # The open model against wrk2 at 5,000 and 20,000 arrivals/s: CPU per request and p50/p99/p99.9
 # (~5 min; wrk2 from PATH, or built with `make` in HORDE_WRK2_SRC; skipped with a note otherwise).

@@ -57,6 +57,35 @@ class TargetHandle:
     def kcp_port(self) -> int | None: ...
     def stop(self) -> None: ...
 
+class LinkHandle:
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def outside_device(self) -> str: ...
+    @property
+    def inside_device(self) -> str: ...
+    @property
+    def outside_address(self) -> str: ...
+    @property
+    def inside_address(self) -> str: ...
+    @property
+    def running(self) -> bool: ...
+    def stats(self) -> dict[str, float]: ...
+    def stop(self) -> None: ...
+
+def start_link(
+    delay_ms: float = 0.0,
+    jitter_ms: float = 0.0,
+    loss_percent: float = 0.0,
+    duplicate_percent: float = 0.0,
+    reorder_percent: float = 0.0,
+    seed: int = 1,
+    rate_mbit: float | None = None,
+    queue_ms: float = 100.0,
+) -> LinkHandle:
+    """Raises PermissionError when not root, FileNotFoundError without /dev/net/tun or `ip`,
+    OSError otherwise."""
+
 def start_target(
     host: str = "127.0.0.1",
     port: int = 0,

@@ -50,6 +50,9 @@ class ExitCode(IntEnum):
     GENERATOR_LOST = 15
     #: Autostop: a monitor's condition held over its window (monitor.db.cpu.busy_percent > 95 for 10s).
     AUTOSTOP_MONITOR = 16
+    #: `horde link`: the emulated link could not be built: not root (it needs CAP_NET_ADMIN and
+    #: CAP_SYS_ADMIN), or /dev/net/tun or the `ip` command is missing.
+    LINK_UNAVAILABLE = 17
     INTERRUPTED = 130
     #: The run was stopped by SIGHUP (a closed terminal): drained, finalised, stored as interrupted.
     HUNG_UP = 129
@@ -128,6 +131,12 @@ class ClusterUnavailable(HordeError):
     """The cluster could not be reached, or its generators could not be placed or started."""
 
     exit_code = ExitCode.CLUSTER_UNAVAILABLE
+
+
+class LinkUnavailable(HordeError):
+    """The emulated link (``horde link``) could not be built: not root, no TUN, no ``ip``."""
+
+    exit_code = ExitCode.LINK_UNAVAILABLE
 
 
 class RunUnresponsive(HordeError):

@@ -7,6 +7,7 @@ mix the database counted and the HOT share in its report."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any, Callable
@@ -128,3 +129,20 @@ def test_the_gateway_example_runs_over_kcp(horde_cli: HordeCli, target_process: 
     assert steps["joined"]["requests"] == 4 and steps["joined"]["errors"] == 0
     assert steps["rtt"]["latency_ms"]["p50"] >= 40.0, "20 ms each way"
     assert steps["move"]["messages"]["sent"] >= 4 * 10, steps["move"]["messages"]
+
+
+def test_the_gateway_example_compares_tcp_and_kcp_through_the_link(horde_cli: HordeCli) -> None:
+    import os
+    import shutil
+
+    if os.geteuid() != 0 or shutil.which("ip") is None or not Path("/dev/net/tun").exists():
+        import pytest
+
+        pytest.skip("link.sh needs root, /dev/net/tun and ip (the emulated link)")
+    done = subprocess.run([str(EXAMPLES / "gateway" / "link.sh"), "-p", "robots=3", "-p", "duration=2"],
+                          env={**horde_cli.env, "HORDE": str(HORDE_BIN)}, cwd=horde_cli.tmp_path, capture_output=True,
+                          text=True, timeout=180, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    # Both runs, then the comparison, then the link's own account of what it dropped.
+    assert "gateway-tcp" in done.stdout and "gateway-kcp" in done.stdout and " against " in done.stdout
+    assert re.search(r"link down: out \d+ packets \(\d+ dropped\)", done.stdout), done.stdout[-2000:]

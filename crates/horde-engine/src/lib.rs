@@ -2,8 +2,8 @@
 //!
 //! ```text
 //!   horde-plan ──┐
-//!                ├──▶ horde-engine ──▶ horde-py (pyo3: the only crate that knows Python)
-//! horde-metrics ─┘          ▲
+//! horde-metrics ─┼──▶ horde-engine ──▶ horde-py (pyo3: the only crate that knows Python)
+//!   horde-link ──┘          ▲          (horde-link: the impaired network's draws, and the link)
 //!                horde-target (built-in target; a dev-dependency here, for known-answer tests)
 //! ```
 //!

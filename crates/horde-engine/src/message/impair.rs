@@ -4,17 +4,17 @@
 //! `LocalSet` owns the socket and holds every datagram, outgoing and incoming, in one queue by
 //! due time, delayed (delay ± jitter), dropped, duplicated or held back past later ones (reorder)
 //! by draws from a random stream seeded by `network.seed` and the VU number, so the same plan
-//! impairs the same way. The VU hands datagrams to the task and takes delivered ones from it
-//! through channels; the task ends when the VU drops its side (a `close`, the VU's end).
+//! impairs the same way. The draws are `horde_link::Impairment`'s, which `horde link` applies
+//! to IP packets (TCP and any protocol) the same way. The VU hands datagrams to the task and
+//! takes delivered ones from it through channels; the task ends when the VU drops its side (a
+//! `close`, the VU's end).
 
-use crate::think::VuRandom;
 use horde_plan::Network;
 use std::cell::Cell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io;
 use std::rc::Rc;
-use std::time::Duration;
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -67,24 +67,25 @@ impl ImpairedLink {
     }
 }
 
-/// The draws: what happens to each datagram.
+/// The draws (`horde_link::Impairment`, which the link's relay uses too) and the order of the
+/// datagrams held.
 pub(crate) struct Impairment {
-    network: Network,
-    random: VuRandom,
+    draws: horde_link::Impairment,
     /// Datagrams held so far: orders those due at the same instant first in, first out.
     order: u64,
 }
 
 impl Impairment {
+    /// `seed`: the VU's number, so that each VU draws its own stream.
     pub fn new(network: Network, seed: u64) -> Self {
-        Self { network, random: VuRandom::new(network.seed ^ seed.wrapping_mul(0xA076_1D64_78BD_642F)), order: 0 }
+        Self { draws: horde_link::Impairment::new(network, seed), order: 0 }
     }
 
     /// Puts the copies of `datagram` that get through (none, one or two) in `held`, each due
     /// after its own delay.
     pub fn hold(&mut self, held: &mut Held, way: Way, datagram: Vec<u8>) {
         let now = Instant::now();
-        let delays = self.delays();
+        let delays = self.draws.delays();
         let copies = delays.len();
         let mut datagram = Some(datagram);
         for (index, delay) in delays.into_iter().enumerate() {
@@ -92,30 +93,6 @@ impl Impairment {
             self.order += 1;
             held.push(Reverse((now + delay, self.order, way, copy)));
         }
-    }
-
-    fn happens(&mut self, percent: f64) -> bool {
-        percent > 0.0 && self.random.next_f64() * 100.0 < percent
-    }
-
-    /// The delays after which copies of one datagram arrive: none (lost), one, or two
-    /// (duplicated), each drawn on its own.
-    pub fn delays(&mut self) -> Vec<Duration> {
-        if self.happens(self.network.loss_percent) {
-            return Vec::new();
-        }
-        let copies = if self.happens(self.network.duplicate_percent) { 2 } else { 1 };
-        (0..copies)
-            .map(|_| {
-                let Network { delay_ms, jitter_ms, reorder_percent, .. } = self.network;
-                let jitter = if jitter_ms > 0.0 { jitter_ms * (2.0 * self.random.next_f64() - 1.0) } else { 0.0 };
-                let mut milliseconds = (delay_ms + jitter).max(0.0);
-                if self.happens(reorder_percent) {
-                    milliseconds += (delay_ms + jitter_ms).max(1.0);
-                }
-                Duration::from_secs_f64(milliseconds / 1000.0)
-            })
-            .collect()
     }
 }
 
@@ -175,43 +152,6 @@ async fn pump(
                     }
                 }
             },
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn network(loss_percent: f64, duplicate_percent: f64) -> Network {
-        Network { delay_ms: 20.0, jitter_ms: 5.0, loss_percent, duplicate_percent, reorder_percent: 0.0, seed: 7 }
-    }
-
-    #[test]
-    fn draws_are_repeatable_and_near_their_shares() {
-        let draws = |seed| {
-            let mut impairment = Impairment::new(network(10.0, 5.0), seed);
-            (0..20_000).map(|_| impairment.delays()).collect::<Vec<_>>()
-        };
-        let first = draws(3);
-        assert_eq!(first, draws(3), "same seed, same impairment");
-        assert_ne!(first, draws(4), "each VU its own stream");
-        let lost = first.iter().filter(|copies| copies.is_empty()).count();
-        let duplicated = first.iter().filter(|copies| copies.len() == 2).count();
-        // 10 % of 20,000: sd = sqrt(20000 * 0.1 * 0.9) ≈ 42; 5 sd either way.
-        assert!((2000 - 212..=2000 + 212).contains(&lost), "lost {lost}");
-        // 5 % of the 90 % kept ≈ 900, sd ≈ 30.
-        assert!((900 - 150..=900 + 150).contains(&duplicated), "duplicated {duplicated}");
-        for delay in first.iter().flatten() {
-            assert!((Duration::from_millis(15)..=Duration::from_millis(25)).contains(delay), "{delay:?}");
-        }
-    }
-
-    #[test]
-    fn reordered_datagrams_are_held_one_more_delay() {
-        let mut impairment = Impairment::new(Network { reorder_percent: 100.0, ..network(0.0, 0.0) }, 1);
-        for delay in impairment.delays() {
-            assert!(delay >= Duration::from_millis(15 + 25), "{delay:?}");
         }
     }
 }
