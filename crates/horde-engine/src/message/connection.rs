@@ -1,9 +1,10 @@
-//! A VU's connection to a message target: a framed TCP stream, or a connected UDP socket used
-//! directly or through the impaired network (`impair.rs`).
+//! A VU's connection to a message target: a framed TCP stream, a connected UDP socket used
+//! directly or through the impaired network (`impair.rs`), a KCP session, or a WebSocket.
 
 use super::framing::{decode, encode};
 use super::impair::ImpairedLink;
 use super::kcp::KcpLink;
+use super::websocket::WebSocketLink;
 use bytes::BytesMut;
 use horde_plan::{Framing, KcpOptions, Network};
 use std::io;
@@ -41,6 +42,7 @@ pub(crate) enum MessageConnection {
     Udp { socket: UdpSocket },
     ImpairedUdp(ImpairedLink),
     Kcp(KcpLink),
+    WebSocket(Box<WebSocketLink>),
 }
 
 /// What a link that counts its own datagrams counted since it was last asked.
@@ -80,9 +82,12 @@ impl MessageConnection {
         Ok(Self::Kcp(KcpLink::start(socket, options, conv, network, seed)))
     }
 
-    /// Sends one message; the bytes it took on the wire (framing included).
-    pub async fn send(&mut self, message: Vec<u8>) -> io::Result<u64> {
+    /// Sends one message; the bytes it took on the wire (framing included). `binary`: a
+    /// WebSocket sends it in a binary frame rather than a text one (other transports carry
+    /// bytes either way).
+    pub async fn send(&mut self, message: Vec<u8>, binary: bool) -> io::Result<u64> {
         match self {
+            Self::WebSocket(link) => link.send(&message, binary).await,
             Self::Tcp { stream, framing, frame, .. } => {
                 frame.clear();
                 encode(*framing, &message, frame)?;
@@ -134,6 +139,10 @@ impl MessageConnection {
                 let message = link.recv().await?;
                 let wire_bytes = message.len() as u64;
                 Ok(Received { message, wire_bytes })
+            }
+            Self::WebSocket(link) => {
+                let message = link.recv().await?;
+                Ok(Received { message: message.payload, wire_bytes: message.wire_bytes })
             }
         }
     }
