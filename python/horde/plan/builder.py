@@ -509,9 +509,12 @@ class _Message:
     10
     """
 
-    def connect(self, name: str, *, think_time: ThinkTimeSpec | None = None) -> StepSpec:
-        """Opens the VU's connection (a new one if it had one); timed."""
-        return StepSpec({"type": "connect", "name": name, "think_time": think_time.lower() if think_time else None})
+    def connect(self, name: str, *, path: str | None = None, headers: Mapping[str, str] | None = None,
+                think_time: ThinkTimeSpec | None = None) -> StepSpec:
+        """Opens the VU's connection (a new one if it had one); timed. Against a ws:// or wss://
+        target it is the upgrade: ``path`` after base_url's, ``headers`` (templates)."""
+        return StepSpec({"type": "connect", "name": name, "path": path, "headers": dict(headers) if headers else None,
+                         "think_time": think_time.lower() if think_time else None})
 
     def send(self, name: str, text: str | None = None, *, hex: str | None = None, base64: str | None = None,
              json: JSON = None, think_time: ThinkTimeSpec | None = None) -> StepSpec:
