@@ -44,7 +44,7 @@ def with_target(plan: dict[str, Any], **target: Any) -> dict[str, Any]:
     return changed
 
 
-@pytest.mark.parametrize("name", ["kcp.yaml", "udp.yaml"])
+@pytest.mark.parametrize("name", ["kcp.yaml", "udp.yaml", "websocket.yaml"])
 def test_the_gateway_examples_pass_both_sides(name: str) -> None:
     assert _engine.validate_plan(plan_to_json(load_plan(GATEWAY / name))) == []
 
