@@ -136,6 +136,7 @@ CHAT: dict[str, Any] = {
             {"type": "send", "name": "bytes", "hex": "0a0b"},
             {"type": "receive", "name": "heard", "match": "^hello", "timeout_ms": 500},
             {"type": "ping", "name": "rtt", "reply_seq": "ping (\\d+)"},
+            {"type": "ping", "name": "frame_rtt", "text": "{{ seq }}", "control_frame": True},
             {"type": "close"},
         ],
         "workload": {"type": "closed", "stages": [{"duration_s": 1, "vus": 2}]},
@@ -164,6 +165,8 @@ def test_websocket_plans_pass_both_sides(base_url: str) -> None:
     ({"tcp": True, "step": {"type": "group", "name": "g", "steps": [{"type": "http", "name": "h", "method": "GET", "path": "/"}]}},
      "scenarios[0].steps[0].steps[0].type"),
     ({"http": True, "step": {"type": "send", "name": "s", "text": "x"}}, "scenarios[0].steps[0].type"),
+    ({"tcp": True, "step": {"type": "ping", "name": "p", "control_frame": True}}, "scenarios[0].steps[0].control_frame"),
+    ({"step": {"type": "ping", "name": "p", "text": "{{ seq }}" + "x" * 130, "control_frame": True}}, "scenarios[0].steps[0]"),
 ])
 def test_both_sides_refuse_the_same_websocket_mistakes(change: dict[str, Any], location: str) -> None:
     plan = copy.deepcopy(CHAT)
@@ -199,6 +202,7 @@ def test_the_builder_writes_the_same_websocket_plan() -> None:
                 message.send("bytes", hex="0a0b"),
                 message.receive("heard", match="^hello", timeout_ms=500),
                 message.ping("rtt", reply_seq="ping (\\d+)"),
+                message.ping("frame_rtt", "{{ seq }}", control_frame=True),
                 message.close(),
             ],
             workload=closed([stage(1, vus=2)]),

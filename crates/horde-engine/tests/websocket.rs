@@ -229,3 +229,22 @@ fn wss_goes_through_tls_with_the_plans_trust() {
     assert_eq!(target.websocket_counts().ws_in.load(Ordering::Relaxed), pings);
     std::thread::sleep(Duration::from_millis(10));
 }
+
+#[test]
+fn a_ping_control_frame_is_answered_by_the_servers_pong() {
+    let target = target();
+    let steps = json!([
+        {"type": "ping", "name": "rtt", "text": "{{ seq }}", "timeout_ms": 1000, "control_frame": true,
+         "think_time": {"type": "constant", "duration_ms": 5.0}}
+    ]);
+    let plan = scenario_plan(&ws_url(&target, "/ws/delay/50"), json!({"steps": steps, "workload": closed_value(2, 0.6)}));
+    let snapshots = run_to_end(&plan, 1);
+    let pings = step_requests(&snapshots, "rtt");
+    assert!(pings > 50, "only {pings} pings");
+    assert_eq!(step_ok(&snapshots, "rtt"), pings, "{:?} {:?}", step_error_kinds(&snapshots, "rtt"), details(&snapshots, "rtt"));
+    let counts = messages(&snapshots, "rtt");
+    assert_eq!((counts.sent, counts.received), (pings, pings));
+    // The WebSocket stack answers at once: the route's 50 ms delay is for messages only.
+    assert!(latency(&snapshots, "rtt").value_at_quantile(0.5) < 20_000);
+    assert_eq!(target.websocket_counts().ws_in.load(Ordering::Relaxed), 0, "a ping frame is no message");
+}

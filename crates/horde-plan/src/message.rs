@@ -269,9 +269,17 @@ pub struct PingStep {
     pub reply_seq: String,
     #[serde(default = "default_ping_timeout_ms")]
     pub timeout_ms: f64,
+    /// A WebSocket target: the ping goes as a ping control frame (its payload the text, at most
+    /// 125 bytes) and the pong carrying its number ends it: the RTT of the server's WebSocket
+    /// stack rather than of its application.
+    #[serde(default)]
+    pub control_frame: bool,
     #[serde(default)]
     pub think_time: Option<ThinkTime>,
 }
+
+/// The most a WebSocket control frame (a ping's payload) carries.
+pub const MAX_CONTROL_FRAME_BYTES: usize = 125;
 
 fn default_ping_text() -> String {
     "ping {{ seq }}".into()

@@ -135,6 +135,11 @@ fn websocket_plans_take_http_steps_and_an_upgrade_and_refuse_framing() {
     let tcp = problems(&plan("tcp://h:1", json!({}), json!([{"type": "connect", "name": "c", "path": "/x", "headers": {"A": "b"}}]), Value::Null));
     assert!(tcp.iter().any(|problem| problem.starts_with("scenarios[0].steps[0].path: an upgrade path is for a ws://")), "{tcp:#?}");
     assert!(tcp.iter().any(|problem| problem.starts_with("scenarios[0].steps[0].headers: upgrade headers are for a ws://")), "{tcp:#?}");
+    let frame = problems(&plan("udp://h:1", json!({}), json!([{"type": "ping", "name": "p", "control_frame": true}]), Value::Null));
+    assert!(frame.iter().any(|problem| problem.starts_with("scenarios[0].steps[0].control_frame: a ping control frame is for a ws://")), "{frame:#?}");
+    let long = "x".repeat(130) + "{{ seq }}";
+    let too_long = problems(&plan("ws://h", json!({}), json!([{"type": "ping", "name": "p", "text": long, "control_frame": true}]), Value::Null));
+    assert!(too_long.iter().any(|problem| problem.starts_with("scenarios[0].steps[0].text: a ping control frame carries at most 125")), "{too_long:#?}");
     let http = problems(&plan("tcp://h:1", json!({}), json!([{"type": "http", "name": "h", "method": "GET", "path": "/"}]), Value::Null));
     assert!(http.iter().any(|problem| problem.contains("an http step against a message target")), "{http:#?}");
 }

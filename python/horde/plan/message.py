@@ -64,6 +64,8 @@ __all__ = [
 MESSAGE_SCHEMES = ("tcp", "udp", "kcp", "ws", "wss")
 #: The schemes of a WebSocket target.
 WEBSOCKET_SCHEMES = ("ws", "wss")
+#: The most a WebSocket control frame (a ping step's ``control_frame``) carries.
+MAX_CONTROL_FRAME_BYTES = 125
 #: The most messages one stream step may send (duration over interval).
 MAX_STREAM_MESSAGES = 10_000_000
 
@@ -143,6 +145,9 @@ def message_step_problems(base_url: str, scenarios: list[Any]) -> list[Located]:
                 problems.append(((*here, "type"), kind, custom(
                     "message_step", "an http step against a message target: use send, receive or ping",
                     "a ws:// or wss:// target takes http steps beside its messages")))
+            elif isinstance(step, PingStep) and step.control_frame and not websocket:
+                problems.append(((*here, "control_frame"), True, custom(
+                    "control_frame", "a ping control frame is for a ws:// or wss:// target", "remove control_frame")))
             elif isinstance(step, ConnectStep) and message and not websocket:
                 if step.path is not None:
                     problems.append(((*here, "path"), step.path, custom(
@@ -370,6 +375,11 @@ class PingStep(BaseModel):
         description="a regular expression whose first group is a reply's number; the reply with the ping's number ends the step",
     )
     timeout_ms: float = Field(default=1000, gt=0, le=MAX_TIMEOUT_MS, description="past it, the ping counts as lost")
+    control_frame: bool = Field(
+        default=False,
+        description="a ws:// or wss:// target: the ping goes as a WebSocket ping control frame (its payload the text, "
+        "at most 125 bytes) and the pong carrying its number ends it: the server's WebSocket stack answers, not its application",
+    )
     think_time: ThinkTime | None = Field(default=None, description=f"the pause after this step: {THINK_TIME_DESCRIPTION}")
 
     @model_validator(mode="after")
@@ -382,6 +392,8 @@ class PingStep(BaseModel):
             raise custom("ping_reply_seq", f"invalid regular expression: {error}", r"e.g. reply_seq: 'pong (\d+)'") from None
         if groups < 1:
             raise custom("ping_reply_seq", "reply_seq needs a capture group around the number", r"e.g. reply_seq: 'pong (\d+)'")
+        if self.control_frame and len(self.text.encode()) > MAX_CONTROL_FRAME_BYTES:
+            raise custom("ping_text", f"a ping control frame carries at most {MAX_CONTROL_FRAME_BYTES} bytes", "shorten the text")
         return self
 
 

@@ -56,6 +56,9 @@ pub(crate) struct WireTaken {
 pub(crate) struct Received {
     pub message: Vec<u8>,
     pub wire_bytes: u64,
+    /// A WebSocket's pong (a control frame, not a message of the application): only a
+    /// `control_frame` ping reads it.
+    pub control: bool,
 }
 
 impl MessageConnection {
@@ -109,6 +112,15 @@ impl MessageConnection {
         }
     }
 
+    /// Sends a WebSocket ping control frame carrying `payload` (at most 125 bytes); the bytes it
+    /// took on the wire.
+    pub async fn send_ping(&mut self, payload: &[u8]) -> io::Result<u64> {
+        match self {
+            Self::WebSocket(link) => link.send_ping(payload).await,
+            _ => Err(io::Error::new(io::ErrorKind::Unsupported, "a ping control frame needs a WebSocket")),
+        }
+    }
+
     /// The next whole message (cancel safe: a message partly read stays in the buffer).
     pub async fn recv(&mut self) -> io::Result<Received> {
         match self {
@@ -116,7 +128,7 @@ impl MessageConnection {
                 let before = buffer.len();
                 if let Some(message) = decode(*framing, buffer)? {
                     let wire_bytes = (before - buffer.len()) as u64;
-                    return Ok(Received { message: message.to_vec(), wire_bytes });
+                    return Ok(Received { message: message.to_vec(), wire_bytes, control: false });
                 }
                 if buffer.capacity() - buffer.len() < 1024 {
                     buffer.reserve(4096);
@@ -128,21 +140,21 @@ impl MessageConnection {
             Self::Udp { socket } => {
                 let message = recv_datagram(socket).await?;
                 let wire_bytes = message.len() as u64;
-                Ok(Received { message, wire_bytes })
+                Ok(Received { message, wire_bytes, control: false })
             }
             Self::ImpairedUdp(link) => {
                 let message = link.recv().await?;
                 let wire_bytes = message.len() as u64;
-                Ok(Received { message, wire_bytes })
+                Ok(Received { message, wire_bytes, control: false })
             }
             Self::Kcp(link) => {
                 let message = link.recv().await?;
                 let wire_bytes = message.len() as u64;
-                Ok(Received { message, wire_bytes })
+                Ok(Received { message, wire_bytes, control: false })
             }
             Self::WebSocket(link) => {
                 let message = link.recv().await?;
-                Ok(Received { message: message.payload, wire_bytes: message.wire_bytes })
+                Ok(Received { message: message.payload, wire_bytes: message.wire_bytes, control: message.control })
             }
         }
     }

@@ -118,7 +118,8 @@ pub(crate) enum MessageAction {
     Connect,
     Send(PayloadNode),
     Receive(Box<ReceiveNode>),
-    Ping { text: MessageText, reply_seq: regex::bytes::Regex, timeout: Duration },
+    /// `control_frame`: a WebSocket's ping control frame, answered by a pong.
+    Ping { text: MessageText, reply_seq: regex::bytes::Regex, timeout: Duration, control_frame: bool },
     Stream { payload: PayloadNode, interval: Duration, duration: Duration },
     Close,
 }

@@ -90,10 +90,13 @@ pub(crate) struct WebSocketLink {
     random: u64,
 }
 
-/// One data message read (text or binary alike), and the bytes its frames took on the wire.
+/// One data message read (text or binary alike), or a pong, and the bytes its frames took on
+/// the wire.
 pub(crate) struct Message {
     pub payload: Vec<u8>,
     pub wire_bytes: u64,
+    /// A pong: the answer to a ping control frame, not a message of the application.
+    pub control: bool,
 }
 
 impl WebSocketLink {
@@ -180,7 +183,20 @@ impl WebSocketLink {
         Ok(wire_bytes)
     }
 
-    /// The next data message (cancel safe: a frame partly read stays in the buffer, a pong
+    /// Sends a ping control frame (its payload at most 125 bytes); the bytes it took.
+    pub async fn send_ping(&mut self, payload: &[u8]) -> io::Result<u64> {
+        if payload.len() > 125 {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "a ping control frame carries at most 125 bytes"));
+        }
+        let before = self.pending.len();
+        let mask = next_random(&mut self.random) as u32;
+        encode_frame(OPCODE_PING, payload, mask.to_be_bytes(), &mut self.pending);
+        let wire_bytes = (self.pending.len() - before) as u64;
+        self.flush_pending().await?;
+        Ok(wire_bytes)
+    }
+
+    /// The next data message or pong (cancel safe: a frame partly read stays in the buffer, a pong
     /// partly written stays pending).
     pub async fn recv(&mut self) -> io::Result<Message> {
         loop {
@@ -234,7 +250,7 @@ impl WebSocketLink {
                     let mask = next_random(&mut self.random) as u32;
                     encode_frame(OPCODE_PONG, &frame.payload, mask.to_be_bytes(), &mut self.pending);
                 }
-                OPCODE_PONG => {}
+                OPCODE_PONG => return Ok(Some(Message { payload: frame.payload, wire_bytes: frame.wire_bytes, control: true })),
                 OPCODE_CLOSE => {
                     let code = (frame.payload.len() >= 2).then(|| u16::from_be_bytes([frame.payload[0], frame.payload[1]]));
                     let reason = String::from_utf8_lossy(frame.payload.get(2..).unwrap_or_default()).into_owned();
@@ -246,7 +262,7 @@ impl WebSocketLink {
                 }
                 OPCODE_TEXT | OPCODE_BINARY if self.fragments.is_none() => {
                     if frame.fin {
-                        return Ok(Some(Message { payload: frame.payload, wire_bytes: frame.wire_bytes }));
+                        return Ok(Some(Message { payload: frame.payload, wire_bytes: frame.wire_bytes, control: false }));
                     }
                     self.fragments = Some((frame.opcode, frame.payload, frame.wire_bytes));
                 }
@@ -259,7 +275,7 @@ impl WebSocketLink {
                     *wire_bytes += frame.wire_bytes;
                     if frame.fin {
                         let (_, payload, wire_bytes) = self.fragments.take().expect("checked above");
-                        return Ok(Some(Message { payload, wire_bytes }));
+                        return Ok(Some(Message { payload, wire_bytes, control: false }));
                     }
                 }
                 opcode => return Err(broken(format!("an unexpected frame (opcode {opcode:#x})"))),

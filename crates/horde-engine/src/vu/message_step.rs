@@ -130,12 +130,13 @@ impl Vu {
                 Ok(message) => Ok(self.apply_message(state, index, receive, &message)),
                 Err(error) => Err(error),
             },
-            MessageAction::Ping { text, reply_seq, timeout } => {
+            MessageAction::Ping { text, reply_seq, timeout, control_frame } => {
                 let seq = self.next_seq();
                 match self.render_text_with_seq(state, text, seq) {
                     Ok(message) => {
                         let lost = &mut self.messages.get_or_insert_with(Box::default).lost;
-                        let outcome = ping(state, index, &mut connection, message, seq, reply_seq, *timeout, lost).await;
+                        let ping_of = Ping { message, seq, reply_seq, timeout: *timeout, control_frame: *control_frame };
+                        let outcome = ping(state, index, &mut connection, ping_of, lost).await;
                         if outcome.as_ref().is_err_and(|error| error.kind == ErrorKind::Lost) {
                             if lost.len() == REMEMBERED_LOST {
                                 lost.pop_front();
@@ -375,6 +376,8 @@ impl Vu {
                 continue;
             }
             match tokio::time::timeout_at(next_send.min(end), connection.recv()).await {
+                // A pong is no message: only a control-frame ping reads it.
+                Ok(Ok(received)) if received.control => {}
                 Ok(Ok(received)) => count_received(state, index, connection, &received),
                 Ok(Err(error)) => return Err(StepError::io(&error, "while streaming")),
                 Err(_) => {}
@@ -419,6 +422,24 @@ async fn send(state: &WorkerState, index: usize, connection: &mut MessageConnect
     Ok(())
 }
 
+/// Sends a WebSocket ping control frame within `target.request_timeout_ms`, counted as a
+/// message sent.
+async fn send_control_ping(state: &WorkerState, index: usize, connection: &mut MessageConnection, payload: &[u8]) -> Result<(), StepError> {
+    let timeout = state.shared.plan.request_timeout;
+    let wire_bytes = match tokio::time::timeout(timeout, connection.send_ping(payload)).await {
+        Ok(sent) => sent.map_err(|error| StepError::io(&error, "while sending a ping frame"))?,
+        Err(_) => {
+            let detail = format!("the ping frame could not be written within {} ms (target.request_timeout_ms)", timeout.as_millis());
+            return Err(StepError { kind: ErrorKind::Timeout, detail, connecting: false, keeps_connection: false });
+        }
+    };
+    let mut recorder = state.recorder.borrow_mut();
+    let step = &mut recorder.steps[index];
+    step.bytes_sent += wire_bytes;
+    step.messages.sent += 1;
+    Ok(())
+}
+
 fn count_received(state: &WorkerState, index: usize, connection: &MessageConnection, received: &Received) {
     let mut recorder = state.recorder.borrow_mut();
     let step = &mut recorder.steps[index];
@@ -434,6 +455,7 @@ async fn wait_for(state: &WorkerState, index: usize, connection: &mut MessageCon
     let deadline = tokio::time::Instant::now() + node.timeout;
     loop {
         match tokio::time::timeout_at(deadline, connection.recv()).await {
+            Ok(Ok(received)) if received.control => {}
             Ok(Ok(received)) => {
                 count_received(state, index, connection, &received);
                 if node.matches(&received.message) {
@@ -448,23 +470,44 @@ async fn wait_for(state: &WorkerState, index: usize, connection: &mut MessageCon
     }
 }
 
-/// Sends ping number `seq` and waits for the reply carrying it; a reply to an earlier ping
-/// counted lost that comes meanwhile is counted late.
-#[allow(clippy::too_many_arguments)]
+/// One ping, rendered: its message, its number, where a reply carries the number, how long to
+/// wait, and whether it goes as a WebSocket ping control frame (answered by a pong).
+struct Ping<'a> {
+    message: Vec<u8>,
+    seq: u64,
+    reply_seq: &'a regex::bytes::Regex,
+    timeout: Duration,
+    control_frame: bool,
+}
+
+/// Sends ping number `seq` and waits for the reply carrying it (a pong, for a control frame);
+/// a reply to an earlier ping counted lost that comes meanwhile is counted late.
 async fn ping(
     state: &WorkerState,
     index: usize,
     connection: &mut MessageConnection,
-    message: Vec<u8>,
-    seq: u64,
-    reply_seq: &regex::bytes::Regex,
-    timeout: Duration,
+    ping: Ping<'_>,
     lost: &mut VecDeque<u64>,
 ) -> Result<Answered, StepError> {
+    let Ping { message, seq, reply_seq, timeout, control_frame } = ping;
     let deadline = tokio::time::Instant::now() + timeout;
-    send(state, index, connection, message, false).await?;
+    if control_frame {
+        if message.len() > horde_plan::MAX_CONTROL_FRAME_BYTES {
+            return Err(StepError::awaited(
+                ErrorKind::TemplateFailed,
+                format!("the ping is {} bytes: a ping control frame carries at most {}", message.len(), horde_plan::MAX_CONTROL_FRAME_BYTES),
+            ));
+        }
+        send_control_ping(state, index, connection, &message).await?;
+    } else {
+        send(state, index, connection, message, false).await?;
+    }
     loop {
         match tokio::time::timeout_at(deadline, connection.recv()).await {
+            // A pong outside a control-frame ping, and a message a control-frame ping does not
+            // wait for, are skipped (the latter counted).
+            Ok(Ok(received)) if received.control && !control_frame => {}
+            Ok(Ok(received)) if !received.control && control_frame => count_received(state, index, connection, &received),
             Ok(Ok(received)) => {
                 count_received(state, index, connection, &received);
                 match reply_number(reply_seq, &received.message) {

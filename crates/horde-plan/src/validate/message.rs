@@ -96,6 +96,9 @@ fn check_step_protocol(problems: &mut Problems, path: &str, steps: &[Step], tran
             step if is_message_step(step) && !messages => {
                 problems.push(format!("{step_path}.type"), "a message step needs a tcp://, udp://, kcp://, ws:// or wss:// target.base_url");
             }
+            Step::Ping(ping) if ping.control_frame && !websocket => {
+                problems.push(format!("{step_path}.control_frame"), "a ping control frame is for a ws:// or wss:// target");
+            }
             Step::Connect(connect) if messages && !websocket => {
                 if connect.path.is_some() {
                     problems.push(format!("{step_path}.path"), "an upgrade path is for a ws:// or wss:// target");
@@ -248,6 +251,9 @@ impl StepWalker<'_> {
                     self.problems.push(format!("{path}.reply_seq"), "needs a capture group around the number, e.g. 'pong (\\d+)'");
                 }
                 self.problems.positive(format!("{path}.timeout_ms"), ping.timeout_ms, MAX_TIMEOUT_MS);
+                if ping.control_frame && ping.text.len() > crate::MAX_CONTROL_FRAME_BYTES {
+                    self.problems.push(format!("{path}.text"), format!("a ping control frame carries at most {} bytes", crate::MAX_CONTROL_FRAME_BYTES));
+                }
                 self.think(path, ping.think_time.as_ref());
             }
             Step::Stream(stream) => {

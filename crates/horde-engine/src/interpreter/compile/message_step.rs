@@ -39,7 +39,12 @@ impl NodeCompiler<'_> {
             Step::Ping(ping) => (
                 Some(&ping.name),
                 ping.think_time,
-                MessageAction::Ping { text: self.message_text(&ping.text)?, reply_seq: regex(&ping.reply_seq)?, timeout: milliseconds(ping.timeout_ms) },
+                MessageAction::Ping {
+                    text: self.message_text(&ping.text)?,
+                    reply_seq: regex(&ping.reply_seq)?,
+                    timeout: milliseconds(ping.timeout_ms),
+                    control_frame: ping.control_frame,
+                },
             ),
             Step::Stream(stream) => (
                 Some(&stream.name),
