@@ -1,5 +1,6 @@
 """Messages a second one generator core sends and receives against the built-in gateway, over
-TCP, UDP and KCP, and the generator's CPU per message.
+TCP, UDP and KCP, and against the built-in target's WebSocket echo (`/ws/echo`), and the
+generator's CPU per message.
 
     .venv/bin/python bench/gateway.py                 # 2 repetitions x 5 s per transport (~1 min)
     .venv/bin/python bench/gateway.py --reps 3 --seconds 8 --vus 100
@@ -16,7 +17,7 @@ pausing (`ping` steps: one message out, its reply in), so the rate is what one c
 that many messages in flight. Each repetition runs each transport for N seconds and for 1
 second; CPU from wait4()'s rusage of the generator process itself (its Python control plane
 included), start-up corrected: (CPU_N - CPU_1) / (messages_N - messages_1), messages counting
-both ways. Beside each TCP and UDP figure, the reference: `ping_client` (a plain Rust client,
+both ways. Beside each TCP, UDP and WebSocket figure, the reference: `ping_client` (a plain Rust client,
 `crates/horde-target/examples/ping_client.rs`, built by this script with cargo: the same pings
 with nothing else, on one current-thread runtime), measured the same way; the ratio is Horde's
 CPU per message over the reference's. Figures go to bench/README.md ("Game gateways").
@@ -41,7 +42,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness  # noqa: E402  (bench/harness.py: processes, pinning, exact CPU measurement)
 
-TRANSPORTS = ("tcp", "udp", "kcp")
+TRANSPORTS = ("tcp", "udp", "kcp", "ws")
+#: The transports the reference client speaks too.
+REFERENCED = ("tcp", "udp", "ws")
 
 
 def start_gateway(env: harness.Env) -> tuple[int, dict[str, int]]:
@@ -51,7 +54,10 @@ def start_gateway(env: harness.Env) -> tuple[int, dict[str, int]]:
                              "--tcp-port", "0", "--udp-port", "0", "--kcp-port", "0"], log)
     deadline = time.monotonic() + 30.0
     while time.monotonic() < deadline:  # bounded
-        ports = dict(re.findall(r"gateway on (tcp|udp|kcp)://127\.0\.0\.1:(\d+)", log.read_text(errors="replace")))
+        text = log.read_text(errors="replace")
+        ports = dict(re.findall(r"gateway on (tcp|udp|kcp)://127\.0\.0\.1:(\d+)", text))
+        # The WebSocket is the HTTP port's.
+        ports.update(("ws", port) for port in re.findall(r"listening on http://127\.0\.0\.1:(\d+)", text))
         if len(ports) == len(TRANSPORTS):
             return child.pid, {transport: int(port) for transport, port in ports.items()}
         if child.poll() is not None:
@@ -83,12 +89,14 @@ def reference_run(env: harness.Env, client: str, transport: str, port: int, vus:
 
 
 def plan(env: harness.Env, transport: str, port: int, vus: int, seconds: int) -> Path:
-    target: dict[str, Any] = {"base_url": f"{transport}://127.0.0.1:{port}"}
+    target: dict[str, Any] = {"base_url": f"{transport}://127.0.0.1:{port}" + ("/ws/echo" if transport == "ws" else "")}
+    # The echo sends a ping back as it came; the gateway answers `pong N`.
+    reply_seq = "ping (\\d+)" if transport == "ws" else "pong (\\d+)"
     if transport == "kcp":
         target["kcp"] = {"nodelay": True, "interval_ms": 10, "resend": 2, "no_congestion_window": True}
     document = {
         "version": 1, "name": f"gateway-{transport}", "target": target, "graceful_stop_s": 2,
-        "scenarios": [{"name": "pingers", "steps": [{"type": "ping", "name": "rtt", "reply_seq": "pong (\\d+)", "timeout_ms": 1000}],
+        "scenarios": [{"name": "pingers", "steps": [{"type": "ping", "name": "rtt", "reply_seq": reply_seq, "timeout_ms": 1000}],
                        "workload": {"type": "closed", "start_vus": vus, "stages": [{"duration_s": seconds, "vus": vus}]}}],
     }
     path = env.work / f"{transport}-{seconds}.json"
@@ -114,7 +122,7 @@ def measure(env: harness.Env, reps: int, seconds: int, vus: int) -> dict[str, An
             messages_long, messages_short = messages_of(long_summary), messages_of(short_summary)
             rtt = long_summary["steps"]["rtt"]
             reference: dict[str, float] = {"reference_messages_per_s": math.nan, "reference_cpu_us_per_message": math.nan}
-            if transport in ("tcp", "udp"):
+            if transport in REFERENCED:
                 ref_long, ref_messages_long = reference_run(env, client, transport, ports[transport], vus, seconds,
                                                             f"ref-{transport}-{rep}-long", target_pid)
                 ref_short, ref_messages_short = reference_run(env, client, transport, ports[transport], vus, 1,

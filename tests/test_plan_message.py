@@ -44,7 +44,7 @@ def with_target(plan: dict[str, Any], **target: Any) -> dict[str, Any]:
     return changed
 
 
-@pytest.mark.parametrize("name", ["kcp.yaml", "udp.yaml"])
+@pytest.mark.parametrize("name", ["kcp.yaml", "udp.yaml", "websocket.yaml"])
 def test_the_gateway_examples_pass_both_sides(name: str) -> None:
     assert _engine.validate_plan(plan_to_json(load_plan(GATEWAY / name))) == []
 
@@ -70,7 +70,11 @@ def test_the_impaired_network_passes_both_sides_for_udp_and_kcp_only() -> None:
         assert _engine.validate_plan(plan_to_json(plan_from_dict(plan))) == []
     plan = copy.deepcopy(ROBOTS)
     plan["scenarios"][0]["network"] = {"loss_percent": 10}
-    problems = dict(_engine.validate_plan(plan_to_json(plan_from_dict(plan))))
+    with pytest.raises(PlanInvalid) as caught:
+        plan_from_dict(plan)
+    assert [problem.location for problem in caught.value.problems] == ["scenarios[0].network"]
+    assert caught.value.problems[0].message.startswith("the engine impairs its own UDP datagrams only")
+    problems = dict(_engine.validate_plan(json.dumps(plan)))
     assert problems["scenarios[0].network"].startswith("the engine impairs its own UDP datagrams only")
 
 
@@ -117,3 +121,91 @@ def test_the_builder_writes_the_same_message_plan() -> None:
         )],
     )
     assert plan_to_json(built) == plan_to_json(plan_from_dict(ROBOTS))
+
+
+CHAT: dict[str, Any] = {
+    "version": 1,
+    "target": {"base_url": "ws://127.0.0.1:8080", "headers": {"X-Client": "horde"}},
+    "scenarios": [{
+        "name": "chat",
+        "setup": [{"type": "http", "name": "login", "method": "POST", "path": "/game/login",
+                   "json": {"login": "u{{ vu }}", "password": "p"}}],
+        "steps": [
+            {"type": "connect", "name": "join", "path": "/ws/rooms/r{{ vu % 3 }}", "headers": {"Authorization": "Bearer {{ vu }}"}},
+            {"type": "send", "name": "say", "text": "hello {{ seq }}"},
+            {"type": "send", "name": "bytes", "hex": "0a0b"},
+            {"type": "receive", "name": "heard", "match": "^hello", "timeout_ms": 500},
+            {"type": "ping", "name": "rtt", "reply_seq": "ping (\\d+)"},
+            {"type": "ping", "name": "frame_rtt", "text": "{{ seq }}", "control_frame": True},
+            {"type": "close"},
+        ],
+        "workload": {"type": "closed", "stages": [{"duration_s": 1, "vus": 2}]},
+    }],
+}
+
+
+@pytest.mark.parametrize("base_url", ["ws://127.0.0.1:8080", "wss://chat.example/ws", "ws://[::1]:9000/a"])
+def test_websocket_plans_pass_both_sides(base_url: str) -> None:
+    plan = copy.deepcopy(CHAT)
+    plan["target"]["base_url"] = base_url
+    assert _engine.validate_plan(plan_to_json(plan_from_dict(plan))) == []
+
+
+@pytest.mark.parametrize(("change", "location"), [
+    ({"target": {"base_url": "ws://127.0.0.1:8080/x?q=1"}}, "target.base_url"),
+    ({"target": {"base_url": "ws://:8080"}}, "target.base_url"),
+    ({"target": {"base_url": "ws://127.0.0.1:8080", "framing": {"type": "raw"}}}, "target.framing"),
+    ({"target": {"base_url": "wss://127.0.0.1:8443", "kcp": {"nodelay": True}}}, "target.kcp"),
+    ({"target": {"base_url": "udp://127.0.0.1:7000", "framing": {"type": "newline"}}}, "target.framing"),
+    ({"network": {"delay_ms": 20}}, "scenarios[0].network"),
+    ({"step": {"type": "connect", "name": "c", "path": "ws/echo"}}, "scenarios[0].steps[0]"),
+    ({"step": {"type": "connect", "name": "c", "headers": {"bad name": "x"}}}, "scenarios[0].steps[0]"),
+    ({"tcp": True, "step": {"type": "connect", "name": "c", "path": "/ws"}}, "scenarios[0].steps[0].path"),
+    ({"tcp": True, "step": {"type": "connect", "name": "c", "headers": {"A": "b"}}}, "scenarios[0].steps[0].headers"),
+    ({"tcp": True, "step": {"type": "group", "name": "g", "steps": [{"type": "http", "name": "h", "method": "GET", "path": "/"}]}},
+     "scenarios[0].steps[0].steps[0].type"),
+    ({"http": True, "step": {"type": "send", "name": "s", "text": "x"}}, "scenarios[0].steps[0].type"),
+    ({"tcp": True, "step": {"type": "ping", "name": "p", "control_frame": True}}, "scenarios[0].steps[0].control_frame"),
+    ({"step": {"type": "ping", "name": "p", "text": "{{ seq }}" + "x" * 130, "control_frame": True}}, "scenarios[0].steps[0]"),
+])
+def test_both_sides_refuse_the_same_websocket_mistakes(change: dict[str, Any], location: str) -> None:
+    plan = copy.deepcopy(CHAT)
+    plan["scenarios"][0]["setup"] = []
+    if "target" in change:
+        plan["target"] = change["target"]
+    if change.get("tcp"):
+        plan["target"] = {"base_url": "tcp://127.0.0.1:7000"}
+    if change.get("http"):
+        plan["target"] = {"base_url": "http://127.0.0.1:8080"}
+    if "network" in change:
+        plan["scenarios"][0]["network"] = change["network"]
+    if "step" in change:
+        plan["scenarios"][0]["steps"] = [change["step"]]
+    with pytest.raises(PlanInvalid) as caught:
+        plan_from_dict(plan)
+    assert any(problem.location.startswith(location) for problem in caught.value.problems), caught.value.problems
+    problems = _engine.validate_plan(json.dumps(plan))
+    assert any(path.startswith(location) for path, _ in problems), problems
+
+
+def test_the_builder_writes_the_same_websocket_plan() -> None:
+    built = horde.plan(
+        "plan",
+        base_url="ws://127.0.0.1:8080",
+        headers={"X-Client": "horde"},
+        scenarios=[scenario(
+            "chat",
+            setup=[horde.http.post("login", "/game/login", json={"login": "u{{ vu }}", "password": "p"})],
+            steps=[
+                message.connect("join", path="/ws/rooms/r{{ vu % 3 }}", headers={"Authorization": "Bearer {{ vu }}"}),
+                message.send("say", "hello {{ seq }}"),
+                message.send("bytes", hex="0a0b"),
+                message.receive("heard", match="^hello", timeout_ms=500),
+                message.ping("rtt", reply_seq="ping (\\d+)"),
+                message.ping("frame_rtt", "{{ seq }}", control_frame=True),
+                message.close(),
+            ],
+            workload=closed([stage(1, vus=2)]),
+        )],
+    )
+    assert plan_to_json(built) == plan_to_json(plan_from_dict(CHAT))

@@ -129,3 +129,27 @@ def test_capacity_in_players_counts_messages(horde_cli: HordeCli, target_process
     assert capacity["max_messages_per_s"] == round(messages["sent_per_s"] + messages["received_per_s"], 3)
     assert capacity["users_supported"] == math.floor(capacity["max_messages_per_s"] / 43)
     assert "users supported at 43 messages/s each" in result.stdout, result.stdout
+
+
+def test_a_websocket_chat_by_the_cli(horde_cli: HordeCli, target_process: Callable[..., int]) -> None:
+    # The WebSocket example against `horde target`: 4 chatters in 2 rooms (each message to both
+    # members of its room), 4 pingers on /ws/delay/10 (each answer 10 ms after its ping).
+    port = target_process()
+    plan = Path(__file__).resolve().parents[2] / "examples" / "gateway" / "websocket.yaml"
+    summary_path = horde_cli.tmp_path / "summary.json"
+    result = horde_cli.run("run", str(plan), "--base-url", f"ws://127.0.0.1:{port}", "-p", "users=4", "-p", "rooms=2",
+                           "-p", "duration=2", "--summary-json", str(summary_path), timeout=60)
+    assert result.returncode == 0, result.stderr[-2000:] + result.stdout[-2000:]
+    summary: dict[str, Any] = json.loads(summary_path.read_text())
+    steps = summary["steps"]
+    assert summary["errors"] == 0, summary["errors_by_kind"]
+    assert steps["login"]["requests"] == 4 and steps["join"]["requests"] == 4
+    said = steps["say"]["messages"]
+    # 5 a second each for 2 s; every one comes back twice (both members), the last few perhaps
+    # still on their way when the run ends.
+    assert said["sent"] >= 4 * 5 * 2 - 4, said
+    assert 2 * said["sent"] - 8 <= said["received"] <= 2 * said["sent"], said
+    rtt = steps["rtt"]
+    assert rtt["requests"] > 40 and rtt["messages"]["received"] == rtt["requests"], rtt
+    assert 10.0 <= rtt["latency_ms"]["p50"] <= 14.0, rtt["latency_ms"]
+    assert "messages:" in result.stdout and "say: sent" in result.stdout, result.stdout

@@ -38,7 +38,7 @@ pub(crate) struct CompiledPlan {
     pub pool_size: Option<u64>,
     /// A `postgresql://` target's connections (its `endpoints` then only number the instances).
     pub sql: Option<crate::sql::SqlTarget>,
-    /// A `tcp://` or `udp://` target's transport and framing.
+    /// A `tcp://`, `udp://`, `kcp://`, `ws://` or `wss://` target's transport and framing.
     pub message: Option<crate::message::MessageTarget>,
     /// Every template of the plan, by name; shared by all workers (rendering is read-only).
     pub environment: minijinja::Environment<'static>,
@@ -88,6 +88,7 @@ impl CompiledPlan {
             .collect::<Result<Vec<_>, _>>()?;
         let sql = crate::sql::SqlTarget::from_plan(&plan.target)?;
         let mut compiler = NodeCompiler::new(&endpoints, &plan.target.headers);
+        compiler.websocket = horde_plan::MessageTransport::of_url(&plan.target.base_url).is_some_and(horde_plan::MessageTransport::is_websocket);
         let mut scenarios = Vec::new();
         let mut vu_offset = 0;
         for scenario in &plan.scenarios {

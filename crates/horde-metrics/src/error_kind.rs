@@ -65,6 +65,9 @@ pub enum ErrorKind {
     /// The plan insists on HTTP/2 (`target.http_version: "2"`) and the TLS server did not
     /// choose h2 in ALPN.
     H2Refused,
+    /// WebSocket: the server closed the connection with a close frame (its code in the error
+    /// detail) while the VU still expected messages.
+    WsClosed,
 }
 
 /// HTTP/2 error codes by number (RFC 9113 section 7), as [`ErrorKind::H2Reset`] labels them.
@@ -90,7 +93,7 @@ pub const H2_RESET_OTHER: u8 = 14;
 
 impl ErrorKind {
     /// Kinds other than `Status`, in their counter order.
-    pub const FIXED: [ErrorKind; 40] = [
+    pub const FIXED: [ErrorKind; 41] = [
         ErrorKind::Refused,
         ErrorKind::Reset,
         ErrorKind::Timeout,
@@ -131,6 +134,7 @@ impl ErrorKind {
         ErrorKind::H2Reset(H2_RESET_OTHER),
         ErrorKind::H2GoAway,
         ErrorKind::H2Refused,
+        ErrorKind::WsClosed,
     ];
     pub const FIXED_COUNT: usize = Self::FIXED.len();
 
@@ -167,6 +171,7 @@ impl ErrorKind {
             },
             ErrorKind::H2GoAway => "h2_goaway".into(),
             ErrorKind::H2Refused => "h2_refused".into(),
+            ErrorKind::WsClosed => "ws_closed".into(),
         }
     }
 
@@ -210,6 +215,7 @@ mod tests {
         assert_eq!(ErrorKind::from_io(&std::io::Error::from_raw_os_error(111)), ErrorKind::Refused);
         assert_eq!(ErrorKind::NoRoute.label(), "no_route");
         assert_eq!(ErrorKind::Lost.label(), "lost");
+        assert_eq!(ErrorKind::WsClosed.label(), "ws_closed");
     }
 
     #[test]

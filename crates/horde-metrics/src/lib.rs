@@ -86,6 +86,7 @@ impl ErrorKind {
                 | ErrorKind::H2Reset(_)
                 | ErrorKind::H2GoAway
                 | ErrorKind::H2Refused
+                | ErrorKind::WsClosed
         )
     }
 }

@@ -21,6 +21,9 @@ pub enum MessageTransport {
     Udp,
     /// KCP (reliable, ordered messages over UDP, as the reference C implementation `ikcp.c`).
     Kcp,
+    /// WebSocket (RFC 6455): `ws://` in clear text, `wss://` over TLS. `connect` is the HTTP/1.1
+    /// upgrade; a data frame (text or binary) is a message.
+    WebSocket { secure: bool },
 }
 
 impl MessageTransport {
@@ -31,9 +34,28 @@ impl MessageTransport {
             Some(Self::Udp)
         } else if url.starts_with("kcp://") {
             Some(Self::Kcp)
+        } else if url.starts_with("ws://") {
+            Some(Self::WebSocket { secure: false })
+        } else if url.starts_with("wss://") {
+            Some(Self::WebSocket { secure: true })
         } else {
             None
         }
+    }
+
+    /// The URL's scheme, as written (`"tcp://"`).
+    pub fn scheme(self) -> &'static str {
+        match self {
+            Self::Tcp => "tcp://",
+            Self::Udp => "udp://",
+            Self::Kcp => "kcp://",
+            Self::WebSocket { secure: false } => "ws://",
+            Self::WebSocket { secure: true } => "wss://",
+        }
+    }
+
+    pub fn is_websocket(self) -> bool {
+        matches!(self, Self::WebSocket { .. })
     }
 }
 
@@ -171,11 +193,20 @@ fn payloads<'a>(text: &'a Option<String>, hex: &'a Option<String>, base64: &'a O
     given
 }
 
-/// Opens the VU's connection (TCP) or its socket (UDP); timed as the step's latency.
+/// Opens the VU's connection (TCP) or its socket (UDP), or performs a WebSocket's upgrade
+/// (`ws://`, `wss://`); timed as the step's latency.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConnectStep {
     pub name: String,
+    /// A WebSocket's upgrade path (a template, its query included), joined to base_url's path
+    /// as an HTTP step's path is; base_url's path alone when left out.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// A WebSocket's upgrade request headers (templates), after the target's and the
+    /// scenario's; the VU's cookies go with them.
+    #[serde(default, with = "crate::header_map")]
+    pub headers: Vec<(String, String)>,
     #[serde(default)]
     pub think_time: Option<ThinkTime>,
 }
@@ -238,9 +269,17 @@ pub struct PingStep {
     pub reply_seq: String,
     #[serde(default = "default_ping_timeout_ms")]
     pub timeout_ms: f64,
+    /// A WebSocket target: the ping goes as a ping control frame (its payload the text, at most
+    /// 125 bytes) and the pong carrying its number ends it: the RTT of the server's WebSocket
+    /// stack rather than of its application.
+    #[serde(default)]
+    pub control_frame: bool,
     #[serde(default)]
     pub think_time: Option<ThinkTime>,
 }
+
+/// The most a WebSocket control frame (a ping's payload) carries.
+pub const MAX_CONTROL_FRAME_BYTES: usize = 125;
 
 fn default_ping_text() -> String {
     "ping {{ seq }}".into()

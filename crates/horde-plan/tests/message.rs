@@ -1,4 +1,5 @@
-//! Message plans (`tcp://`, `udp://`): what decodes, and every problem located.
+//! Message plans (`tcp://`, `udp://`, `kcp://`, `ws://`, `wss://`): what decodes, and every
+//! problem located.
 
 use horde_plan::{decode, decode_and_validate, Framing, Step};
 use serde_json::{json, Value};
@@ -80,7 +81,7 @@ fn bad_message_plans_are_located() {
 fn message_steps_need_a_message_target_and_network_needs_udp() {
     let text = plan("http://127.0.0.1:8080", json!({"framing": {"type": "raw"}}), json!([{"type": "ping", "name": "rtt"}]), json!({"delay_ms": 20}));
     let found = problems(&text);
-    assert!(found.iter().any(|problem| problem.starts_with("scenarios[0].steps[0].type: a message step needs a tcp://, udp:// or kcp://")), "{found:#?}");
+    assert!(found.iter().any(|problem| problem.starts_with("scenarios[0].steps[0].type: a message step needs a tcp://, udp://, kcp://, ws:// or wss://")), "{found:#?}");
     assert!(found.iter().any(|problem| problem.starts_with("scenarios[0].network: the engine impairs its own UDP datagrams only")), "{found:#?}");
     assert!(found.iter().any(|problem| problem.starts_with("target.framing: framing is for a tcp:// target")), "{found:#?}");
     let bytes = plan("tcp://h:1", json!({"framing": {"type": "length", "bytes": 3}}), json!([{"type": "close"}]), Value::Null);
@@ -105,4 +106,40 @@ fn kcp_targets_take_ikcp_knobs_with_its_defaults() {
 
 fn plan_with_kcp(kcp: Value) -> String {
     plan("kcp://127.0.0.1:7000", json!({"kcp": kcp}), json!([{"type": "close"}]), Value::Null)
+}
+
+#[test]
+fn websocket_plans_take_http_steps_and_an_upgrade_and_refuse_framing() {
+    let steps = json!([
+        {"type": "http", "name": "login", "method": "POST", "path": "/game/login", "json": {"login": "u{{ vu }}"}},
+        {"type": "connect", "name": "upgrade", "path": "/ws/rooms/r{{ vu % 4 }}", "headers": {"Authorization": "Bearer {{ vu }}"}},
+        {"type": "send", "name": "move", "base64": "bW92ZQ=="},
+        {"type": "ping", "name": "rtt"},
+        {"type": "close"}
+    ]);
+    for url in ["ws://127.0.0.1:8080", "wss://game.example/ws", "ws://[::1]:9000/a/b"] {
+        let decoded = decode_and_validate(&plan(url, json!({}), steps.clone(), Value::Null)).unwrap_or_else(|problems| panic!("{url}: {problems:?}"));
+        assert!(matches!(&decoded.scenarios[0].steps[1], Step::Connect(connect) if connect.headers.len() == 1));
+    }
+    let found = problems(&plan("ws://h:0/x?q=1", json!({"framing": {"type": "raw"}, "kcp": {}}), json!([{"type": "connect", "name": "c", "path": "ws"}]), json!({"delay_ms": 5})));
+    for expected in [
+        "target.base_url: 'ws://h:0/x?q=1' has a query or fragment",
+        "target.framing: a WebSocket's frames are its messages",
+        "target.kcp: KCP's knobs are for a kcp:// target",
+        "scenarios[0].network: the engine impairs its own UDP datagrams only",
+        "scenarios[0].steps[0].path: 'ws' must start with '/'",
+    ] {
+        assert!(found.iter().any(|problem| problem.starts_with(expected)), "missing '{expected}' in {found:#?}");
+    }
+    assert!(problems(&plan("wss://:443", json!({}), json!([{"type": "close"}]), Value::Null)).iter().any(|problem| problem.contains("names no host")));
+    let tcp = problems(&plan("tcp://h:1", json!({}), json!([{"type": "connect", "name": "c", "path": "/x", "headers": {"A": "b"}}]), Value::Null));
+    assert!(tcp.iter().any(|problem| problem.starts_with("scenarios[0].steps[0].path: an upgrade path is for a ws://")), "{tcp:#?}");
+    assert!(tcp.iter().any(|problem| problem.starts_with("scenarios[0].steps[0].headers: upgrade headers are for a ws://")), "{tcp:#?}");
+    let frame = problems(&plan("udp://h:1", json!({}), json!([{"type": "ping", "name": "p", "control_frame": true}]), Value::Null));
+    assert!(frame.iter().any(|problem| problem.starts_with("scenarios[0].steps[0].control_frame: a ping control frame is for a ws://")), "{frame:#?}");
+    let long = "x".repeat(130) + "{{ seq }}";
+    let too_long = problems(&plan("ws://h", json!({}), json!([{"type": "ping", "name": "p", "text": long, "control_frame": true}]), Value::Null));
+    assert!(too_long.iter().any(|problem| problem.starts_with("scenarios[0].steps[0].text: a ping control frame carries at most 125")), "{too_long:#?}");
+    let http = problems(&plan("tcp://h:1", json!({}), json!([{"type": "http", "name": "h", "method": "GET", "path": "/"}]), Value::Null));
+    assert!(http.iter().any(|problem| problem.contains("an http step against a message target")), "{http:#?}");
 }

@@ -15,7 +15,9 @@
 //! integration tests, and it stops within a bounded time ([`TargetHandle::stop`] or drop).
 //!
 //! Beside it, [`GatewayHandle`] serves a game gateway on TCP and UDP (echo, ping replies, rooms
-//! whose moves are broadcast to every player): the message transports' target.
+//! whose moves are broadcast to every player): the message transports' target. The HTTP port
+//! speaks WebSocket too (`/ws/echo`, `/ws/delay/{ms}`, `/ws/rooms/{room}`, the gateway's rooms;
+//! see `websocket.rs`).
 //!
 //! It also hosts a small city-building game under `/game/` (see [below](#the-game)), so that
 //! stateful scenarios (register, log in, act on what earlier answers said) have a target too.
@@ -33,6 +35,7 @@
 //! | `/bytes/{n}` | `200` with exactly `n` zero bytes, `n` at most 16 MiB (`400` beyond) |
 //! | `/stall/{ms}` | `200` at once; every other request arriving in the next `ms` milliseconds waits until the stall ends. Requests already in service are not affected; a later stall extends an earlier one |
 //! | `/game/...` | the game, below |
+//! | `/ws/echo`, `/ws/delay/{ms}`, `/ws/rooms/{room}` | a WebSocket upgrade (`101`): each message echoed, echoed after `ms`, or sent to every member of the room; `400` for a request that is no upgrade |
 //! | anything else | `404` |
 //!
 //! A malformed number gets `400` with a one-line reason. Delays and stalls are at most one hour.
@@ -108,6 +111,7 @@ mod config;
 mod game;
 mod gateway;
 mod routes;
+mod websocket;
 mod server;
 mod service;
 mod stall;
@@ -115,3 +119,4 @@ mod stall;
 pub use config::{Capacity, ServiceTimes, TargetConfig, TargetError};
 pub use gateway::{GatewayConfig, GatewayCounts, GatewayFraming, GatewayHandle, MAX_ROOM_PLAYERS, MAX_UDP_PLAYERS};
 pub use server::{TargetHandle, MAX_CONCURRENT_STREAMS};
+pub use websocket::accept_key as websocket_accept_key;

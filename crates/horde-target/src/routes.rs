@@ -70,7 +70,7 @@ pub(crate) fn is_stall_control(path: &str) -> bool {
     path.starts_with("/stall/")
 }
 
-fn parse_milliseconds(text: &str) -> Result<Duration, Rejection> {
+pub(crate) fn parse_milliseconds(text: &str) -> Result<Duration, Rejection> {
     let bad = || {
         Rejection::BadRequest(format!(
             "`{text}` is not a number of milliseconds (expected digits with an optional \

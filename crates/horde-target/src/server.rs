@@ -22,6 +22,8 @@ use crate::config::{bind_reason, TargetConfig, TargetError};
 use crate::game::{World, MAX_PLAYERS};
 use crate::service::{handle, Shared};
 use crate::stall::StallClock;
+use crate::websocket::WebSocketState;
+use crate::GatewayCounts;
 
 /// Pending connections the kernel may queue before `accept`. A load generator opens hundreds of
 /// connections in a burst at start; the usual default of 128 would refuse some of them.
@@ -50,6 +52,7 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
 #[derive(Debug)]
 pub struct TargetHandle {
     local_addr: SocketAddr,
+    websocket_counts: Arc<GatewayCounts>,
     shutdown: Option<watch::Sender<bool>>,
     finished: mpsc::Receiver<()>,
     thread: Option<JoinHandle<()>>,
@@ -69,13 +72,15 @@ impl TargetHandle {
         let (ready_sender, ready) = mpsc::sync_channel(1);
         let (finished_sender, finished) = mpsc::channel();
         let (shutdown_sender, shutdown) = watch::channel(false);
+        let websocket_counts = Arc::new(GatewayCounts::default());
+        let counts = Arc::clone(&websocket_counts);
         // Everything runtime-related, failures included, happens on the target's thread: a
         // tokio runtime must not be dropped on a thread that is running async code, which the
         // caller's may be.
         let thread = std::thread::Builder::new()
             .name("horde-target".to_string())
             .spawn(move || {
-                run(config, shutdown, ready_sender);
+                run(config, counts, shutdown, ready_sender);
                 // Nobody may be listening any more; that is fine.
                 let _ = finished_sender.send(());
             })
@@ -83,6 +88,7 @@ impl TargetHandle {
         match ready.recv() {
             Ok(Ok(local_addr)) => Ok(TargetHandle {
                 local_addr,
+                websocket_counts,
                 shutdown: Some(shutdown_sender),
                 finished,
                 thread: Some(thread),
@@ -104,6 +110,12 @@ impl TargetHandle {
     /// The port the target listens on (the one picked by the system when asked for port 0).
     pub fn port(&self) -> u16 {
         self.local_addr.port()
+    }
+
+    /// What its WebSockets (`/ws/...`) counted: `ws_in`, `ws_out` (messages) and `tcp_dropped`
+    /// (broadcasts lost to a member that did not read).
+    pub fn websocket_counts(&self) -> &GatewayCounts {
+        &self.websocket_counts
     }
 
     /// The address the target listens on.
@@ -150,6 +162,7 @@ impl Drop for TargetHandle {
 /// The body of the target's thread: build the runtime, bind, report, serve until shutdown.
 fn run(
     config: TargetConfig,
+    websocket_counts: Arc<GatewayCounts>,
     shutdown: watch::Receiver<bool>,
     ready: mpsc::SyncSender<Result<SocketAddr, TargetError>>,
 ) {
@@ -192,6 +205,7 @@ fn run(
             CapacityQueue::with_times(capacity.workers, service, capacity.service_times, now)
         }),
         game: World::new(MAX_PLAYERS),
+        websocket: Arc::new(WebSocketState::new(websocket_counts)),
     });
     runtime.block_on(accept_until_shutdown(listener, shared, shutdown));
     runtime.shutdown_timeout(RUNTIME_SHUTDOWN_WAIT);
@@ -314,7 +328,8 @@ async fn serve_connection(
         .http2()
         .timer(TokioTimer::new())
         .max_concurrent_streams(MAX_CONCURRENT_STREAMS);
-    let connection = builder.serve_connection(TokioIo::new(stream), service);
+    // With upgrades: a WebSocket's 101 hands the connection over (`websocket.rs`).
+    let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
     let mut connection = std::pin::pin!(connection);
     tokio::select! {
         // Errors are the client's doing (a reset, a malformed request hyper answered with 400);

@@ -17,6 +17,7 @@ use crate::capacity::CapacityQueue;
 use crate::game::{self, World};
 use crate::routes::{self, Route};
 use crate::stall::StallClock;
+use crate::websocket::{self, WebSocketState};
 
 /// State shared by every connection of one target.
 #[derive(Debug)]
@@ -24,6 +25,7 @@ pub(crate) struct Shared {
     pub(crate) stall: StallClock,
     pub(crate) capacity: Option<CapacityQueue>,
     pub(crate) game: World,
+    pub(crate) websocket: std::sync::Arc<WebSocketState>,
 }
 
 /// Serves one request. Timing starts when hyper hands over the parsed head, which is the
@@ -42,6 +44,10 @@ pub(crate) async fn handle(
         }
         drain(request.into_body()).await;
         return Ok(routed.map_or_else(routes::reject, routes::respond));
+    }
+
+    if websocket::is_websocket_path(path) {
+        return Ok(websocket::upgrade(&shared.websocket, request));
     }
 
     if game::is_game_path(path) {

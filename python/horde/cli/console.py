@@ -50,6 +50,8 @@ ERROR_HINTS = {
     "sql_other": "the database reported another error (a syntax error, a missing table...): run the step's query in psql",
     "h2_goaway": "the server ended the HTTP/2 connection (GOAWAY) before responses ended: a restart or its connection limit",
     "h2_refused": "target.http_version is '2' but the TLS server did not choose h2: it speaks HTTP/1.1 only; use 'auto' or '1.1'",
+    "ws_closed": "the server closed the WebSocket with a close frame (its code and reason are above) while a step still waited on it; "
+                 "the next message step connects again",
 }
 
 

@@ -509,9 +509,12 @@ class _Message:
     10
     """
 
-    def connect(self, name: str, *, think_time: ThinkTimeSpec | None = None) -> StepSpec:
-        """Opens the VU's connection (a new one if it had one); timed."""
-        return StepSpec({"type": "connect", "name": name, "think_time": think_time.lower() if think_time else None})
+    def connect(self, name: str, *, path: str | None = None, headers: Mapping[str, str] | None = None,
+                think_time: ThinkTimeSpec | None = None) -> StepSpec:
+        """Opens the VU's connection (a new one if it had one); timed. Against a ws:// or wss://
+        target it is the upgrade: ``path`` after base_url's, ``headers`` (templates)."""
+        return StepSpec({"type": "connect", "name": name, "path": path, "headers": dict(headers) if headers else None,
+                         "think_time": think_time.lower() if think_time else None})
 
     def send(self, name: str, text: str | None = None, *, hex: str | None = None, base64: str | None = None,
              json: JSON = None, think_time: ThinkTimeSpec | None = None) -> StepSpec:
@@ -530,10 +533,11 @@ class _Message:
         })
 
     def ping(self, name: str, text: str | None = None, *, reply_seq: str | None = None, timeout_ms: Number | None = None,
-             think_time: ThinkTimeSpec | None = None) -> StepSpec:
-        """A numbered message (``ping {{ seq }}`` by default) timed to the reply carrying its number."""
+             control_frame: bool | None = None, think_time: ThinkTimeSpec | None = None) -> StepSpec:
+        """A numbered message (``ping {{ seq }}`` by default) timed to the reply carrying its number;
+        ``control_frame``: a WebSocket's ping control frame, timed to its pong."""
         return StepSpec({"type": "ping", "name": name, "text": text, "reply_seq": reply_seq, "timeout_ms": timeout_ms,
-                         "think_time": think_time.lower() if think_time else None})
+                         "control_frame": control_frame, "think_time": think_time.lower() if think_time else None})
 
     def stream(self, name: str, text: str | None = None, *, hex: str | None = None, base64: str | None = None,
                json: JSON = None, every_ms: Number | None = None, per_second: Number | None = None,

@@ -1,11 +1,16 @@
-"""The message transports' part of the plan: raw TCP, UDP and KCP gateways (game servers, brokers).
+"""The message transports' part of the plan: raw TCP, UDP and KCP gateways (game servers, brokers)
+and WebSockets.
 
 A plan whose ``target.base_url`` is ``tcp://host:port``, ``udp://host:port`` or ``kcp://host:port``
-(reliable messages over UDP, ``ikcp.c``'s protocol, its knobs in ``target.kcp``) runs message steps:
+(reliable messages over UDP, ``ikcp.c``'s protocol, its knobs in ``target.kcp``), or
+``ws://host[:port][/path]`` / ``wss://...`` (WebSocket, over TLS for wss) runs message steps:
 ``connect``, ``send``, ``receive``, ``ping``, ``stream`` and ``close``. Over TCP ``target.framing``
 cuts the byte stream into messages; over UDP a datagram is a message, and a scenario's
-``network`` impairs the engine's own datagrams both ways. ``{{ seq }}`` in a message template is
-the VU's message number. crates/horde-plan (``message.rs``) holds the same model and checks.
+``network`` impairs the engine's own datagrams both ways; over a WebSocket a data frame is a
+message, ``connect`` is the HTTP/1.1 upgrade (its ``path`` and ``headers``, the VU's cookies),
+and http steps may go beside the message steps to the same host (a login before the upgrade).
+``{{ seq }}`` in a message template is the VU's message number. crates/horde-plan
+(``message.rs``, ``validate/message.rs``) holds the same model and checks.
 
 >>> step = PingStep.model_validate({"type": "ping", "name": "rtt", "timeout_ms": 500})
 >>> step.text, step.reply_seq, step.timeout_ms
@@ -27,7 +32,9 @@ from horde.plan.common import (
     STRICT_KEYS,
     TAGGED,
     THINK_TIME_DESCRIPTION,
+    Located,
     ThinkTime,
+    check_headers,
     check_json_value,
     custom,
 )
@@ -35,6 +42,7 @@ from horde.plan.rules import Check, Extractor
 
 __all__ = [
     "MESSAGE_SCHEMES",
+    "WEBSOCKET_SCHEMES",
     "CloseStep",
     "ConnectStep",
     "KcpOptions",
@@ -47,10 +55,17 @@ __all__ = [
     "SendStep",
     "StreamStep",
     "is_message_url",
+    "is_websocket_url",
+    "message_option_problems",
+    "message_step_problems",
 ]
 
 #: The schemes of a message target.
-MESSAGE_SCHEMES = ("tcp", "udp", "kcp")
+MESSAGE_SCHEMES = ("tcp", "udp", "kcp", "ws", "wss")
+#: The schemes of a WebSocket target.
+WEBSOCKET_SCHEMES = ("ws", "wss")
+#: The most a WebSocket control frame (a ping step's ``control_frame``) carries.
+MAX_CONTROL_FRAME_BYTES = 125
 #: The most messages one stream step may send (duration over interval).
 MAX_STREAM_MESSAGES = 10_000_000
 
@@ -62,6 +77,95 @@ def is_message_url(url: str) -> bool:
     (True, False)
     """
     return url.startswith(tuple(f"{scheme}://" for scheme in MESSAGE_SCHEMES))
+
+
+def is_websocket_url(url: str) -> bool:
+    """Whether a base URL names a WebSocket.
+
+    >>> is_websocket_url("wss://h/ws"), is_websocket_url("tcp://h:1")
+    (True, False)
+    """
+    return url.startswith(("ws://", "wss://"))
+
+
+def message_option_problems(data: dict[str, Any]) -> list[Located]:
+    """The target's framing and KCP knobs against its scheme (raw target data), located; the
+    engine's check words them alike.
+
+    >>> [error.message() for _, _, error in message_option_problems({"base_url": "ws://h", "framing": {"type": "raw"}})]
+    ["a WebSocket's frames are its messages: framing is for tcp://"]
+    """
+    url = data.get("base_url")
+    if not isinstance(url, str):
+        return []
+    problems: list[Located] = []
+    framing = data.get("framing")
+    if framing is not None and not url.startswith("tcp://"):
+        if is_websocket_url(url):
+            message = "a WebSocket's frames are its messages: framing is for tcp://"
+        elif is_message_url(url):
+            message = "a udp:// or kcp:// target's datagram is a message: framing is for tcp://"
+        else:
+            message = "framing is for a tcp:// target"
+        problems.append((("framing",), framing, custom("framing", message, "remove framing")))
+    if data.get("kcp") is not None and not url.startswith("kcp://"):
+        problems.append((("kcp",), data["kcp"], custom("kcp", "KCP's knobs are for a kcp:// target", "remove kcp")))
+    return problems
+
+
+def _child_steps(step: Any) -> list[tuple[tuple[str | int, ...], list[Any]]]:
+    """The step lists inside a step model, each with its location in the step."""
+    found: list[tuple[tuple[str | int, ...], list[Any]]] = []
+    for attribute, key in (("steps", "steps"), ("then", "then"), ("else_", "else")):
+        children = getattr(step, attribute, None)
+        if isinstance(children, list):
+            found.append(((key,), children))
+    for index, branch in enumerate(getattr(step, "branches", None) or []):
+        found.append((("branches", index, "steps"), branch.steps))
+    return found
+
+
+def message_step_problems(base_url: str, scenarios: list[Any]) -> list[Located]:
+    """Each scenario's network and steps against the target's protocol, located as the engine's
+    check locates them: message steps need a message target, http steps a WebSocket's or an
+    HTTP one, an upgrade's path and headers a WebSocket, the impaired network UDP or KCP."""
+    message = is_message_url(base_url)
+    websocket = is_websocket_url(base_url)
+    problems: list[Located] = []
+
+    def walk(steps: list[Any], location: tuple[str | int, ...]) -> None:
+        for index, step in enumerate(steps):
+            here = (*location, index)
+            kind = getattr(step, "type", None)
+            if kind in ("connect", "send", "receive", "ping", "stream", "close") and not message:
+                problems.append(((*here, "type"), kind, custom(
+                    "message_step", "a message step needs a tcp://, udp://, kcp://, ws:// or wss:// target.base_url",
+                    "point target.base_url at the gateway, e.g. 'ws://127.0.0.1:8080/ws/echo'")))
+            elif kind == "http" and message and not websocket:
+                problems.append(((*here, "type"), kind, custom(
+                    "message_step", "an http step against a message target: use send, receive or ping",
+                    "a ws:// or wss:// target takes http steps beside its messages")))
+            elif isinstance(step, PingStep) and step.control_frame and not websocket:
+                problems.append(((*here, "control_frame"), True, custom(
+                    "control_frame", "a ping control frame is for a ws:// or wss:// target", "remove control_frame")))
+            elif isinstance(step, ConnectStep) and message and not websocket:
+                if step.path is not None:
+                    problems.append(((*here, "path"), step.path, custom(
+                        "upgrade", "an upgrade path is for a ws:// or wss:// target", "remove path")))
+                if step.headers:
+                    problems.append(((*here, "headers"), step.headers, custom(
+                        "upgrade", "upgrade headers are for a ws:// or wss:// target", "remove headers")))
+            for child_location, children in _child_steps(step):
+                walk(children, (*here, *child_location))
+
+    for index, scenario in enumerate(scenarios):
+        if scenario.network is not None and not base_url.startswith(("udp://", "kcp://")):
+            problems.append((("scenarios", index, "network"), scenario.network, custom(
+                "network", "the engine impairs its own UDP datagrams only: network needs a udp:// or kcp:// target",
+                "remove network, or impair the link outside Horde")))
+        for part in ("setup", "steps", "teardown"):
+            walk(getattr(scenario, part), ("scenarios", index, part))
+    return problems
 
 
 # --- framing (target.framing) -----------------------------------------------------------------
@@ -162,12 +266,35 @@ def _check_payload(step: Any) -> None:
 
 
 class ConnectStep(BaseModel):
-    """Opens the VU's connection (TCP) or socket (UDP); its time is the step's latency."""
+    """Opens the VU's connection (TCP) or socket (UDP), or upgrades to a WebSocket (ws://, wss://);
+    its time is the step's latency."""
 
     model_config = STRICT_KEYS
 
-    type: Literal["connect"] = Field(default="connect", description="this step: 'connect' (a tcp:// or udp:// target)")
+    type: Literal["connect"] = Field(default="connect", description="this step: 'connect' (a message target)")
     name: str = Field(min_length=1, description="the step's name, unique in its scenario")
+    path: str | None = Field(
+        default=None,
+        description="a WebSocket's upgrade path, starting with '/', joined to target.base_url's path; a template, "
+        "its query included, e.g. '/ws/rooms/{{ room }}'; base_url's path alone when left out",
+    )
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="a WebSocket's upgrade request headers (templates), after the target's and the scenario's; "
+        "the VU's cookies go with them",
+    )
+
+    @field_validator("path")
+    @classmethod
+    def _check_path(cls, path: str | None) -> str | None:
+        if path is not None and not path.startswith("/"):
+            raise custom("path", f"'{path}' must start with '/'", f"e.g. '/{path.lstrip('./')}'")
+        return path
+
+    @field_validator("headers")
+    @classmethod
+    def _check_headers(cls, headers: dict[str, str]) -> dict[str, str]:
+        return check_headers(headers)
     think_time: ThinkTime | None = Field(default=None, description=f"the pause after this step: {THINK_TIME_DESCRIPTION}")
 
 
@@ -248,6 +375,11 @@ class PingStep(BaseModel):
         description="a regular expression whose first group is a reply's number; the reply with the ping's number ends the step",
     )
     timeout_ms: float = Field(default=1000, gt=0, le=MAX_TIMEOUT_MS, description="past it, the ping counts as lost")
+    control_frame: bool = Field(
+        default=False,
+        description="a ws:// or wss:// target: the ping goes as a WebSocket ping control frame (its payload the text, "
+        "at most 125 bytes) and the pong carrying its number ends it: the server's WebSocket stack answers, not its application",
+    )
     think_time: ThinkTime | None = Field(default=None, description=f"the pause after this step: {THINK_TIME_DESCRIPTION}")
 
     @model_validator(mode="after")
@@ -260,6 +392,8 @@ class PingStep(BaseModel):
             raise custom("ping_reply_seq", f"invalid regular expression: {error}", r"e.g. reply_seq: 'pong (\d+)'") from None
         if groups < 1:
             raise custom("ping_reply_seq", "reply_seq needs a capture group around the number", r"e.g. reply_seq: 'pong (\d+)'")
+        if self.control_frame and len(self.text.encode()) > MAX_CONTROL_FRAME_BYTES:
+            raise custom("ping_text", f"a ping control frame carries at most {MAX_CONTROL_FRAME_BYTES} bytes", "shorten the text")
         return self
 
 

@@ -18,7 +18,7 @@ from urllib.parse import SplitResult, urlsplit
 
 from pydantic import BaseModel, Field, ValidatorFunctionWrapHandler, field_validator, model_validator
 
-from horde.plan.message import Framing, KcpOptions, is_message_url
+from horde.plan.message import Framing, KcpOptions, is_message_url, is_websocket_url, message_option_problems
 from horde.plan.sql import is_postgres_url
 from horde.plan.common import MAX_TIMEOUT_MS, STRICT_KEYS, Located, check_headers, custom, with_problems
 
@@ -227,7 +227,8 @@ class Target(BaseModel):
 
     base_url: str = Field(
         description="http:// or https:// URL of the target: a host, an optional port and an "
-        "optional path prefix joined with each step's path, e.g. 'http://127.0.0.1:8080'",
+        "optional path prefix joined with each step's path, e.g. 'http://127.0.0.1:8080'; or a "
+        "message target: tcp://, udp://, kcp:// host:port, ws:// or wss:// host[:port][/path] (WebSocket)",
     )
     headers: dict[str, str] = Field(
         default_factory=dict,
@@ -338,6 +339,20 @@ class Target(BaseModel):
     @staticmethod
     def _url_problem(url: str, field: str, location: tuple[str | int, ...] = ()) -> Located | None:
         """What is wrong with one URL of the target, if anything (``field``: how messages name it)."""
+        if is_websocket_url(url):
+            scheme = url.split("://", 1)[0]
+            try:
+                parts = urlsplit(url)
+                port_ok = parts.port != 0
+                well_formed = bool(parts.hostname) and port_ok and not (parts.query or parts.fragment or parts.username)
+            except ValueError:
+                well_formed = False
+            if not well_formed:
+                return (location, url, custom(
+                    "base_url", f"'{url}' is not {scheme}://host[:port][/path]",
+                    f"e.g. '{scheme}://127.0.0.1:8080/ws/echo'; a query goes in the connect step's path",
+                ))
+            return None
         if is_message_url(url):
             try:
                 parts = urlsplit(url)
@@ -435,6 +450,7 @@ class Target(BaseModel):
         data = _check_connections(data, problems)
         data = _check_http_version(data, problems)
         problems += _source_address_problems(data)
+        problems += message_option_problems(data)
         if not isinstance(data.get("instances"), list):
             return with_problems(data, handler, problems, "Target", tuple(cls.model_fields))
         base_url = data.get("base_url")

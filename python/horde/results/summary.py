@@ -199,7 +199,7 @@ def no_connection(summary: dict[str, Any]) -> bool:
 
 #: Error kinds of a request that got no answer at all: no connection, or a connection on which
 #: nothing came back before the request's timeout, the end of the run, or the connection's end.
-NO_ANSWER_KINDS = (*CONNECT_KINDS, "cut", "reset", "io", "lost")
+NO_ANSWER_KINDS = (*CONNECT_KINDS, "cut", "reset", "io", "lost", "ws_closed")
 
 
 def never_answered(summary: dict[str, Any]) -> bool:

@@ -49,6 +49,30 @@ impl Connection {
             Connection::Tls(stream) => stream.read(buffer).await,
         }
     }
+
+    /// Reads into the spare capacity of `buffer` (cancel safe: what was read is in `buffer`).
+    pub async fn read_buf(&mut self, buffer: &mut bytes::BytesMut) -> io::Result<usize> {
+        match self {
+            Connection::Plain(stream) => stream.read_buf(buffer).await,
+            Connection::Tls(stream) => stream.read_buf(buffer).await,
+        }
+    }
+
+    /// Writes some of `bytes` (cancel safe: the count says how many went); [`Connection::flush`]
+    /// then pushes a TLS stream's records out.
+    pub async fn write_some(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        match self {
+            Connection::Plain(stream) => stream.write(bytes).await,
+            Connection::Tls(stream) => stream.write(bytes).await,
+        }
+    }
+
+    pub async fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Connection::Plain(_) => Ok(()),
+            Connection::Tls(stream) => stream.flush().await,
+        }
+    }
 }
 
 /// Everything needed to open a connection; built once per run and shared by all VUs of a worker.

@@ -27,6 +27,10 @@ pub(crate) struct NodeCompiler<'a> {
     next_template: usize,
     /// How many memo slots templates have taken (see `TemplateRef::memo_slot`).
     pub memo_slots: usize,
+    /// A `ws://` or `wss://` target: message steps carry the upgrade that opens a connection.
+    pub websocket: bool,
+    /// Each scenario's upgrade for the message steps other than `connect`, by scenario name.
+    scenario_upgrades: std::collections::HashMap<String, std::sync::Arc<crate::message::UpgradeNode>>,
 }
 
 impl<'a> NodeCompiler<'a> {
@@ -39,6 +43,8 @@ impl<'a> NodeCompiler<'a> {
             target_headers,
             next_template: 0,
             memo_slots: 0,
+            websocket: false,
+            scenario_upgrades: std::collections::HashMap::new(),
         }
     }
 

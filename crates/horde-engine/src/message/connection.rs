@@ -1,9 +1,10 @@
-//! A VU's connection to a message target: a framed TCP stream, or a connected UDP socket used
-//! directly or through the impaired network (`impair.rs`).
+//! A VU's connection to a message target: a framed TCP stream, a connected UDP socket used
+//! directly or through the impaired network (`impair.rs`), a KCP session, or a WebSocket.
 
 use super::framing::{decode, encode};
 use super::impair::ImpairedLink;
 use super::kcp::KcpLink;
+use super::websocket::WebSocketLink;
 use bytes::BytesMut;
 use horde_plan::{Framing, KcpOptions, Network};
 use std::io;
@@ -41,6 +42,7 @@ pub(crate) enum MessageConnection {
     Udp { socket: UdpSocket },
     ImpairedUdp(ImpairedLink),
     Kcp(KcpLink),
+    WebSocket(Box<WebSocketLink>),
 }
 
 /// What a link that counts its own datagrams counted since it was last asked.
@@ -54,6 +56,9 @@ pub(crate) struct WireTaken {
 pub(crate) struct Received {
     pub message: Vec<u8>,
     pub wire_bytes: u64,
+    /// A WebSocket's pong (a control frame, not a message of the application): only a
+    /// `control_frame` ping reads it.
+    pub control: bool,
 }
 
 impl MessageConnection {
@@ -80,9 +85,12 @@ impl MessageConnection {
         Ok(Self::Kcp(KcpLink::start(socket, options, conv, network, seed)))
     }
 
-    /// Sends one message; the bytes it took on the wire (framing included).
-    pub async fn send(&mut self, message: Vec<u8>) -> io::Result<u64> {
+    /// Sends one message; the bytes it took on the wire (framing included). `binary`: a
+    /// WebSocket sends it in a binary frame rather than a text one (other transports carry
+    /// bytes either way).
+    pub async fn send(&mut self, message: Vec<u8>, binary: bool) -> io::Result<u64> {
         match self {
+            Self::WebSocket(link) => link.send(&message, binary).await,
             Self::Tcp { stream, framing, frame, .. } => {
                 frame.clear();
                 encode(*framing, &message, frame)?;
@@ -104,6 +112,15 @@ impl MessageConnection {
         }
     }
 
+    /// Sends a WebSocket ping control frame carrying `payload` (at most 125 bytes); the bytes it
+    /// took on the wire.
+    pub async fn send_ping(&mut self, payload: &[u8]) -> io::Result<u64> {
+        match self {
+            Self::WebSocket(link) => link.send_ping(payload).await,
+            _ => Err(io::Error::new(io::ErrorKind::Unsupported, "a ping control frame needs a WebSocket")),
+        }
+    }
+
     /// The next whole message (cancel safe: a message partly read stays in the buffer).
     pub async fn recv(&mut self) -> io::Result<Received> {
         match self {
@@ -111,7 +128,7 @@ impl MessageConnection {
                 let before = buffer.len();
                 if let Some(message) = decode(*framing, buffer)? {
                     let wire_bytes = (before - buffer.len()) as u64;
-                    return Ok(Received { message: message.to_vec(), wire_bytes });
+                    return Ok(Received { message: message.to_vec(), wire_bytes, control: false });
                 }
                 if buffer.capacity() - buffer.len() < 1024 {
                     buffer.reserve(4096);
@@ -123,17 +140,21 @@ impl MessageConnection {
             Self::Udp { socket } => {
                 let message = recv_datagram(socket).await?;
                 let wire_bytes = message.len() as u64;
-                Ok(Received { message, wire_bytes })
+                Ok(Received { message, wire_bytes, control: false })
             }
             Self::ImpairedUdp(link) => {
                 let message = link.recv().await?;
                 let wire_bytes = message.len() as u64;
-                Ok(Received { message, wire_bytes })
+                Ok(Received { message, wire_bytes, control: false })
             }
             Self::Kcp(link) => {
                 let message = link.recv().await?;
                 let wire_bytes = message.len() as u64;
-                Ok(Received { message, wire_bytes })
+                Ok(Received { message, wire_bytes, control: false })
+            }
+            Self::WebSocket(link) => {
+                let message = link.recv().await?;
+                Ok(Received { message: message.payload, wire_bytes: message.wire_bytes, control: message.control })
             }
         }
     }

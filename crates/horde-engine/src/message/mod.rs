@@ -5,7 +5,9 @@
 //! - `connection.rs`: a VU's connection: a framed TCP stream or a connected UDP socket;
 //! - `kcp.rs`: a VU's KCP session (`kcp://`) in a task that owns its socket;
 //! - `impair.rs`: the impaired network (`scenario.network`) a VU's datagrams go through both
-//!   ways, in a task on the worker's `LocalSet` that owns the socket.
+//!   ways, in a task on the worker's `LocalSet` that owns the socket;
+//! - `websocket.rs`: a VU's WebSocket (`ws://`, `wss://`): the upgrade over the HTTP client's
+//!   connection (TLS included), then masked frames out and data frames in.
 //!
 //! The VU side (`vu/message_step.rs`) runs each step on the VU's one connection (opened by
 //! `connect`, or by the first step that needs it) and records it as a request is: a `ping`'s
@@ -16,8 +18,10 @@ mod connection;
 mod framing;
 mod impair;
 mod kcp;
+mod websocket;
 
 pub(crate) use connection::{MessageConnection, Received};
+pub(crate) use websocket::{error_kind as websocket_error_kind, Upgrade, WebSocketLink};
 
 use crate::response_rules::{CompiledCheck, CompiledExtractor};
 use crate::template::{JsonTemplate, Text};
@@ -44,10 +48,14 @@ impl MessageTarget {
 }
 
 /// A message URL as the HTTP endpoint parser reads host and port (`tcp://h:1` → `http://h:1`):
-/// instances are numbered and dealt to VUs as for HTTP.
+/// instances are numbered and dealt to VUs as for HTTP. A WebSocket's is its HTTP server's
+/// (`ws://` → `http://`, `wss://` → `https://`, the path kept): its upgrade and the plan's http
+/// steps go there.
 pub(crate) fn endpoint_url(url: &str) -> String {
+    let rest = url.split_once("://").map(|(_, rest)| rest).unwrap_or_default();
     match MessageTransport::of_url(url) {
-        Some(_) => format!("http://{}", url.split_once("://").map(|(_, rest)| rest).unwrap_or_default()),
+        Some(MessageTransport::WebSocket { secure: true }) => format!("https://{rest}"),
+        Some(_) => format!("http://{rest}"),
         None => url.to_owned(),
     }
 }
@@ -92,6 +100,17 @@ pub(crate) struct MessageNode {
     pub think_time: Option<ThinkTime>,
     /// The scenario's impaired network (UDP only).
     pub network: Option<Network>,
+    /// A WebSocket's upgrade when this step opens the connection: a `connect` step's own, the
+    /// scenario's (base_url's path, the target's and scenario's headers) for any other step.
+    pub upgrade: Option<std::sync::Arc<UpgradeNode>>,
+}
+
+/// A WebSocket's upgrade request, compiled: its path after base_url's and its headers, each
+/// a template.
+#[derive(Debug)]
+pub(crate) struct UpgradeNode {
+    pub path: Option<Text>,
+    pub headers: Vec<(String, Text)>,
 }
 
 #[derive(Debug)]
@@ -99,7 +118,8 @@ pub(crate) enum MessageAction {
     Connect,
     Send(PayloadNode),
     Receive(Box<ReceiveNode>),
-    Ping { text: MessageText, reply_seq: regex::bytes::Regex, timeout: Duration },
+    /// `control_frame`: a WebSocket's ping control frame, answered by a pong.
+    Ping { text: MessageText, reply_seq: regex::bytes::Regex, timeout: Duration, control_frame: bool },
     Stream { payload: PayloadNode, interval: Duration, duration: Duration },
     Close,
 }
@@ -162,6 +182,7 @@ mod tests {
         assert_eq!(reply_number(&reply_seq, b"pong 42 extra"), Some(42));
         assert_eq!(reply_number(&reply_seq, b"move 42"), None);
         assert_eq!(endpoint_url("udp://127.0.0.1:7000"), "http://127.0.0.1:7000");
+        assert_eq!(endpoint_url("wss://h:8443/ws/echo"), "https://h:8443/ws/echo");
         assert_eq!(MessageText::seq_only("ping {{ seq }}!"), Some(("ping ".into(), "!".into())));
         assert_eq!(MessageText::seq_only("{{seq}}"), Some((String::new(), String::new())));
         assert_eq!(MessageText::seq_only("ping {{ seq }} {{ vu }}"), None);

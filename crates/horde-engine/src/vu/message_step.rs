@@ -1,12 +1,13 @@
-//! A VU's message steps (`tcp://`, `udp://`: `crate::message`): its one connection between
-//! steps, its message numbers, and each step timed, run and recorded as an HTTP request is.
+//! A VU's message steps (`tcp://`, `udp://`, `kcp://`, `ws://`, `wss://`: `crate::message`):
+//! its one connection between steps, its message numbers, and each step timed, run and
+//! recorded as an HTTP request is.
 
 use super::{Flow, InFlight, Vu};
 use crate::response_rules::{body_prefix, ResponseView};
 use crate::template::Text;
 use crate::message::{
-    decode_base64, decode_hex, reply_number, MessageAction, MessageConnection, MessageNode, MessageText, PayloadNode, ReceiveNode,
-    Received,
+    decode_base64, decode_hex, reply_number, websocket_error_kind, MessageAction, MessageConnection, MessageNode, MessageText,
+    PayloadNode, ReceiveNode, Received, Upgrade, UpgradeNode, WebSocketLink,
 };
 use crate::worker_state::WorkerState;
 use horde_metrics::ErrorKind;
@@ -43,7 +44,7 @@ struct StepError {
 
 impl StepError {
     fn io(error: &std::io::Error, doing: &str) -> Self {
-        Self { kind: ErrorKind::from_io(error), detail: format!("{error} {doing}"), connecting: false, keeps_connection: false }
+        Self { kind: websocket_error_kind(error), detail: format!("{error} {doing}"), connecting: false, keeps_connection: false }
     }
 
     /// Something awaited did not come in time; the connection stays.
@@ -66,9 +67,10 @@ impl Answered {
 impl Vu {
     pub(super) async fn message_step(&mut self, state: &WorkerState, node: &MessageNode, intended: Option<Instant>) -> Flow {
         let Some(index) = node.global_index else {
-            // `close`: the next message step opens a new connection.
-            if let Some(messages) = self.messages.as_mut() {
-                messages.connection = None;
+            // `close`: the next message step opens a new connection. A WebSocket says goodbye
+            // first, without waiting longer than a send may.
+            if let Some(MessageConnection::WebSocket(mut link)) = self.messages.as_mut().and_then(|messages| messages.connection.take()) {
+                let _ = tokio::time::timeout(state.shared.plan.request_timeout, link.close()).await;
             }
             return Flow::Continue;
         };
@@ -116,24 +118,25 @@ impl Vu {
         }
         let mut connection = match messages.connection.take() {
             Some(connection) => connection,
-            None => self.open(state, node).await?,
+            None => self.open(state, node, index).await?,
         };
         let outcome = match &node.action {
             MessageAction::Connect | MessageAction::Close => Ok(Answered::OK),
             MessageAction::Send(payload) => match self.render_payload(state, payload) {
-                Ok(message) => send(state, index, &mut connection, message).await.map(|_| Answered::OK),
+                Ok(message) => send(state, index, &mut connection, message, is_binary(payload)).await.map(|_| Answered::OK),
                 Err(error) => Err(error),
             },
             MessageAction::Receive(receive) => match wait_for(state, index, &mut connection, receive).await {
                 Ok(message) => Ok(self.apply_message(state, index, receive, &message)),
                 Err(error) => Err(error),
             },
-            MessageAction::Ping { text, reply_seq, timeout } => {
+            MessageAction::Ping { text, reply_seq, timeout, control_frame } => {
                 let seq = self.next_seq();
                 match self.render_text_with_seq(state, text, seq) {
                     Ok(message) => {
                         let lost = &mut self.messages.get_or_insert_with(Box::default).lost;
-                        let outcome = ping(state, index, &mut connection, message, seq, reply_seq, *timeout, lost).await;
+                        let ping_of = Ping { message, seq, reply_seq, timeout: *timeout, control_frame: *control_frame };
+                        let outcome = ping(state, index, &mut connection, ping_of, lost).await;
                         if outcome.as_ref().is_err_and(|error| error.kind == ErrorKind::Lost) {
                             if lost.len() == REMEMBERED_LOST {
                                 lost.pop_front();
@@ -155,8 +158,27 @@ impl Vu {
         outcome
     }
 
-    async fn open(&mut self, state: &WorkerState, node: &MessageNode) -> Result<MessageConnection, StepError> {
-        let target = state.shared.plan.message.as_ref().expect("message steps run only against a tcp:// or udp:// target");
+    async fn open(&mut self, state: &WorkerState, node: &MessageNode, index: usize) -> Result<MessageConnection, StepError> {
+        let target = state.shared.plan.message.as_ref().expect("message steps run only against a message target");
+        if let Some(upgrade) = &node.upgrade {
+            let connection = match tokio::time::timeout(target.connect_timeout, self.open_websocket(state, upgrade, index)).await {
+                Ok(result) => result?,
+                Err(_) => {
+                    let endpoint = &state.shared.plan.endpoints[self.instance];
+                    let detail = format!(
+                        "no WebSocket to {}:{} within {} ms (target.connect_timeout_ms)",
+                        endpoint.host,
+                        endpoint.port,
+                        target.connect_timeout.as_millis()
+                    );
+                    return Err(StepError { kind: ErrorKind::Timeout, detail, connecting: true, keeps_connection: false });
+                }
+            };
+            self.messages.get_or_insert_with(Box::default).opened += 1;
+            self.backoff = Duration::ZERO;
+            state.recorder.borrow_mut().connections_opened += 1;
+            return Ok(connection);
+        }
         let endpoint = &state.shared.plan.endpoints[self.instance];
         let address = if endpoint.host.contains(':') { format!("[{}]:{}", endpoint.host, endpoint.port) } else { format!("{}:{}", endpoint.host, endpoint.port) };
         let opened = self.messages.as_ref().map_or(0, |messages| messages.opened);
@@ -175,6 +197,7 @@ impl Vu {
                     let conv = target.kcp.conv.unwrap_or((self.number as u32).wrapping_add(1));
                     MessageConnection::kcp(resolved, target.kcp, conv, node.network, seed).await
                 }
+                MessageTransport::WebSocket { .. } => unreachable!("a WebSocket's steps carry their upgrade"),
             };
             connection.map_err(|error| StepError {
                 kind: ErrorKind::from_io(&error),
@@ -194,6 +217,47 @@ impl Vu {
         self.backoff = Duration::ZERO;
         state.recorder.borrow_mut().connections_opened += 1;
         Ok(connection)
+    }
+
+    /// Connects through the HTTP client's connector (TLS for `wss://`) and upgrades, with the
+    /// VU's cookies for the upgrade's path; cookies the 101 sets go to the jar.
+    async fn open_websocket(&mut self, state: &WorkerState, upgrade: &UpgradeNode, index: usize) -> Result<MessageConnection, StepError> {
+        let connecting = |(kind, detail): (ErrorKind, String)| StepError { kind, detail, connecting: true, keeps_connection: false };
+        let plan = &state.shared.plan;
+        let endpoint = &plan.endpoints[self.instance];
+        let context = self.context(state);
+        let mut headers = Vec::with_capacity(upgrade.headers.len());
+        for (name, value) in &upgrade.headers {
+            let rendered = self.render_text(state, &context, value).ok_or_else(|| template_failed("an upgrade header"))?;
+            headers.push((name.as_str(), rendered.into_owned()));
+        }
+        let step_path = match &upgrade.path {
+            Some(path) => self.render_text(state, &context, path).ok_or_else(|| template_failed("the upgrade's path"))?.into_owned(),
+            None => String::new(),
+        };
+        let path = match format!("{}{step_path}", endpoint.path_prefix) {
+            path if path.is_empty() => "/".to_owned(),
+            path => path,
+        };
+        let cookie = self.cookies.header_for("", &path);
+        let connection = plan.connectors[self.instance].connect_detailed().await.map_err(connecting)?;
+        let request = Upgrade {
+            path: &path,
+            host_header: &endpoint.host_header,
+            headers: &headers,
+            cookie,
+            max_head_bytes: plan.read_limits.max_head_bytes,
+        };
+        let seed = self.number.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ self.messages.as_ref().map_or(0, |messages| messages.opened).wrapping_add(1);
+        let upgraded = WebSocketLink::upgrade(connection, &request, seed).await.map_err(connecting)?;
+        for set_cookie in &upgraded.set_cookies {
+            self.cookies.store(set_cookie, &path);
+        }
+        let mut recorder = state.recorder.borrow_mut();
+        let step = &mut recorder.steps[index];
+        step.bytes_sent += upgraded.bytes_sent;
+        step.bytes_received += upgraded.bytes_received;
+        Ok(MessageConnection::WebSocket(Box::new(upgraded.link)))
     }
 
     fn next_seq(&mut self) -> u64 {
@@ -306,12 +370,14 @@ impl Vu {
             }
             if now >= next_send {
                 let message = self.render_payload(state, payload)?;
-                send(state, index, connection, message).await?;
+                send(state, index, connection, message, is_binary(payload)).await?;
                 // On schedule, not from this send: a late send is followed by the next at once.
                 next_send += interval;
                 continue;
             }
             match tokio::time::timeout_at(next_send.min(end), connection.recv()).await {
+                // A pong is no message: only a control-frame ping reads it.
+                Ok(Ok(received)) if received.control => {}
                 Ok(Ok(received)) => count_received(state, index, connection, &received),
                 Ok(Err(error)) => return Err(StepError::io(&error, "while streaming")),
                 Err(_) => {}
@@ -324,6 +390,11 @@ fn template_failed(what: &str) -> StepError {
     StepError::awaited(ErrorKind::TemplateFailed, format!("{what} could not be rendered (a variable unset?)"))
 }
 
+/// Whether a payload is bytes (hex, base64): a WebSocket sends it in a binary frame.
+fn is_binary(payload: &PayloadNode) -> bool {
+    matches!(payload, PayloadNode::Hex(_) | PayloadNode::Base64(_))
+}
+
 /// Whether this connection's messages are datagrams the VU itself puts on the wire (an
 /// impaired link and KCP count their own).
 fn direct_datagrams(connection: &MessageConnection) -> bool {
@@ -332,9 +403,9 @@ fn direct_datagrams(connection: &MessageConnection) -> bool {
 
 /// Sends one message within `target.request_timeout_ms` (a TCP gateway that stops reading
 /// fills the socket's buffer; the frame then half written, the connection is dropped).
-async fn send(state: &WorkerState, index: usize, connection: &mut MessageConnection, message: Vec<u8>) -> Result<(), StepError> {
+async fn send(state: &WorkerState, index: usize, connection: &mut MessageConnection, message: Vec<u8>, binary: bool) -> Result<(), StepError> {
     let timeout = state.shared.plan.request_timeout;
-    let wire_bytes = match tokio::time::timeout(timeout, connection.send(message)).await {
+    let wire_bytes = match tokio::time::timeout(timeout, connection.send(message, binary)).await {
         Ok(sent) => sent.map_err(|error| StepError::io(&error, "while sending"))?,
         Err(_) => {
             let detail = format!("the message could not be written within {} ms (target.request_timeout_ms)", timeout.as_millis());
@@ -348,6 +419,24 @@ async fn send(state: &WorkerState, index: usize, connection: &mut MessageConnect
     if direct_datagrams(connection) {
         step.messages.datagrams_sent += 1;
     }
+    Ok(())
+}
+
+/// Sends a WebSocket ping control frame within `target.request_timeout_ms`, counted as a
+/// message sent.
+async fn send_control_ping(state: &WorkerState, index: usize, connection: &mut MessageConnection, payload: &[u8]) -> Result<(), StepError> {
+    let timeout = state.shared.plan.request_timeout;
+    let wire_bytes = match tokio::time::timeout(timeout, connection.send_ping(payload)).await {
+        Ok(sent) => sent.map_err(|error| StepError::io(&error, "while sending a ping frame"))?,
+        Err(_) => {
+            let detail = format!("the ping frame could not be written within {} ms (target.request_timeout_ms)", timeout.as_millis());
+            return Err(StepError { kind: ErrorKind::Timeout, detail, connecting: false, keeps_connection: false });
+        }
+    };
+    let mut recorder = state.recorder.borrow_mut();
+    let step = &mut recorder.steps[index];
+    step.bytes_sent += wire_bytes;
+    step.messages.sent += 1;
     Ok(())
 }
 
@@ -366,6 +455,7 @@ async fn wait_for(state: &WorkerState, index: usize, connection: &mut MessageCon
     let deadline = tokio::time::Instant::now() + node.timeout;
     loop {
         match tokio::time::timeout_at(deadline, connection.recv()).await {
+            Ok(Ok(received)) if received.control => {}
             Ok(Ok(received)) => {
                 count_received(state, index, connection, &received);
                 if node.matches(&received.message) {
@@ -380,23 +470,44 @@ async fn wait_for(state: &WorkerState, index: usize, connection: &mut MessageCon
     }
 }
 
-/// Sends ping number `seq` and waits for the reply carrying it; a reply to an earlier ping
-/// counted lost that comes meanwhile is counted late.
-#[allow(clippy::too_many_arguments)]
+/// One ping, rendered: its message, its number, where a reply carries the number, how long to
+/// wait, and whether it goes as a WebSocket ping control frame (answered by a pong).
+struct Ping<'a> {
+    message: Vec<u8>,
+    seq: u64,
+    reply_seq: &'a regex::bytes::Regex,
+    timeout: Duration,
+    control_frame: bool,
+}
+
+/// Sends ping number `seq` and waits for the reply carrying it (a pong, for a control frame);
+/// a reply to an earlier ping counted lost that comes meanwhile is counted late.
 async fn ping(
     state: &WorkerState,
     index: usize,
     connection: &mut MessageConnection,
-    message: Vec<u8>,
-    seq: u64,
-    reply_seq: &regex::bytes::Regex,
-    timeout: Duration,
+    ping: Ping<'_>,
     lost: &mut VecDeque<u64>,
 ) -> Result<Answered, StepError> {
+    let Ping { message, seq, reply_seq, timeout, control_frame } = ping;
     let deadline = tokio::time::Instant::now() + timeout;
-    send(state, index, connection, message).await?;
+    if control_frame {
+        if message.len() > horde_plan::MAX_CONTROL_FRAME_BYTES {
+            return Err(StepError::awaited(
+                ErrorKind::TemplateFailed,
+                format!("the ping is {} bytes: a ping control frame carries at most {}", message.len(), horde_plan::MAX_CONTROL_FRAME_BYTES),
+            ));
+        }
+        send_control_ping(state, index, connection, &message).await?;
+    } else {
+        send(state, index, connection, message, false).await?;
+    }
     loop {
         match tokio::time::timeout_at(deadline, connection.recv()).await {
+            // A pong outside a control-frame ping, and a message a control-frame ping does not
+            // wait for, are skipped (the latter counted).
+            Ok(Ok(received)) if received.control && !control_frame => {}
+            Ok(Ok(received)) if !received.control && control_frame => count_received(state, index, connection, &received),
             Ok(Ok(received)) => {
                 count_received(state, index, connection, &received);
                 match reply_number(reply_seq, &received.message) {

@@ -145,7 +145,7 @@ pub fn error_kinds(snapshots: &[Snapshot]) -> BTreeMap<String, u64> {
 /// The kinds of a request that got no response: counted, never timed.
 pub fn is_without_response(label: &str) -> bool {
     matches!(label, "refused" | "reset" | "timeout" | "tls" | "dns" | "connect" | "protocol" | "headers_too_large" | "io" | "cut"
-        | "template_failed" | "feeder_exhausted" | "h2_goaway" | "h2_refused")
+        | "template_failed" | "feeder_exhausted" | "h2_goaway" | "h2_refused" | "ws_closed")
         || label.starts_with("h2_reset_")
 }
 
@@ -155,7 +155,7 @@ pub fn is_documented_kind(label: &str) -> bool {
         return code.parse::<u16>().is_ok_and(|code| code >= 400);
     }
     matches!(label, "refused" | "reset" | "timeout" | "tls" | "dns" | "connect" | "protocol" | "headers_too_large" | "io" | "cut"
-        | "h2_goaway" | "h2_refused")
+        | "h2_goaway" | "h2_refused" | "ws_closed")
         || label.starts_with("h2_reset_")
 }
 

@@ -1,8 +1,9 @@
-//! The message transports' checks (`tcp://`, `udp://`): the URL, the framing, the scenario's
-//! impaired network, that every step speaks the target's protocol, and each message step.
+//! The message transports' checks (`tcp://`, `udp://`, `kcp://`, `ws://`, `wss://`): the URL,
+//! the framing, the scenario's impaired network, that every step speaks the target's protocol,
+//! and each message step.
 //! python/horde/plan/message.py words the same problems the same way.
 
-use super::{check_json_path, check_regex, check_think_time, Problems, StepWalker};
+use super::{check_headers, check_json_path, check_regex, check_think_time, Problems, StepWalker};
 use crate::message::{Framing, MessageTransport, Network, Payload, MAX_STREAM_MESSAGES};
 use crate::{Check, ExtractFrom, Plan, Step, MAX_TIMEOUT_MS, SEQ_VARIABLE};
 
@@ -10,19 +11,21 @@ use crate::{Check, ExtractFrom, Plan, Step, MAX_TIMEOUT_MS, SEQ_VARIABLE};
 pub(super) fn check_transport(problems: &mut Problems, plan: &Plan) {
     let transport = MessageTransport::of_url(&plan.target.base_url);
     if let Some(transport) = transport {
-        check_message_url(problems, "target.base_url".into(), &plan.target.base_url);
+        check_message_url(problems, "target.base_url".into(), &plan.target.base_url, transport);
         for (index, url) in plan.target.instances.iter().enumerate() {
             let path = format!("target.instances[{index}]");
             if MessageTransport::of_url(url) != Some(transport) {
-                problems.push(path, format!("'{url}' must use the scheme of base_url ({})", scheme(transport)));
+                problems.push(path, format!("'{url}' must use the scheme of base_url ({})", transport.scheme()));
             } else {
-                check_message_url(problems, path, url);
+                check_message_url(problems, path, url, transport);
             }
         }
         if plan.target.connections.pool_size().is_some() {
             problems.push("target.connections".into(), "a message target has one connection per VU: remove the pool");
         }
-        if transport != MessageTransport::Tcp && plan.target.framing.is_some() {
+        if transport.is_websocket() && plan.target.framing.is_some() {
+            problems.push("target.framing".into(), "a WebSocket's frames are its messages: framing is for tcp://");
+        } else if transport != MessageTransport::Tcp && plan.target.framing.is_some() {
             problems.push("target.framing".into(), "a udp:// or kcp:// target's datagram is a message: framing is for tcp://");
         }
         if let Some(Framing::Length { bytes, .. }) = plan.target.framing {
@@ -47,16 +50,8 @@ pub(super) fn check_transport(problems: &mut Problems, plan: &Plan) {
             check_network(problems, &path, network);
         }
         for (part, steps) in [("setup", &scenario.setup), ("steps", &scenario.steps), ("teardown", &scenario.teardown)] {
-            check_step_protocol(problems, &format!("scenarios[{index}].{part}"), steps, transport.is_some());
+            check_step_protocol(problems, &format!("scenarios[{index}].{part}"), steps, transport);
         }
-    }
-}
-
-fn scheme(transport: MessageTransport) -> &'static str {
-    match transport {
-        MessageTransport::Tcp => "tcp://",
-        MessageTransport::Udp => "udp://",
-        MessageTransport::Kcp => "kcp://",
     }
 }
 
@@ -83,23 +78,39 @@ fn is_message_step(step: &Step) -> bool {
     matches!(step, Step::Connect(_) | Step::Send(_) | Step::Receive(_) | Step::Ping(_) | Step::Stream(_) | Step::Close(_))
 }
 
-fn check_step_protocol(problems: &mut Problems, path: &str, steps: &[Step], messages: bool) {
+/// Every step against the target's protocol. A WebSocket's target is an HTTP server too: its
+/// http steps (a login whose cookies the upgrade then carries) go to the same host over
+/// http:// (`ws://`) or https:// (`wss://`).
+fn check_step_protocol(problems: &mut Problems, path: &str, steps: &[Step], transport: Option<MessageTransport>) {
+    let messages = transport.is_some();
+    let websocket = transport.is_some_and(MessageTransport::is_websocket);
     for (index, step) in steps.iter().enumerate() {
         let step_path = format!("{path}[{index}]");
         match step {
-            Step::Http(_) if messages => {
+            Step::Http(_) if messages && !websocket => {
                 problems.push(format!("{step_path}.type"), "an http step against a message target: use send, receive or ping");
             }
             Step::Sql(_) if messages => {
                 problems.push(format!("{step_path}.type"), "a sql step against a message target: use send, receive or ping");
             }
             step if is_message_step(step) && !messages => {
-                problems.push(format!("{step_path}.type"), "a message step needs a tcp://, udp:// or kcp:// target.base_url");
+                problems.push(format!("{step_path}.type"), "a message step needs a tcp://, udp://, kcp://, ws:// or wss:// target.base_url");
+            }
+            Step::Ping(ping) if ping.control_frame && !websocket => {
+                problems.push(format!("{step_path}.control_frame"), "a ping control frame is for a ws:// or wss:// target");
+            }
+            Step::Connect(connect) if messages && !websocket => {
+                if connect.path.is_some() {
+                    problems.push(format!("{step_path}.path"), "an upgrade path is for a ws:// or wss:// target");
+                }
+                if !connect.headers.is_empty() {
+                    problems.push(format!("{step_path}.headers"), "upgrade headers are for a ws:// or wss:// target");
+                }
             }
             _ => {}
         }
         for (part, children) in child_parts(step) {
-            check_step_protocol(problems, &format!("{step_path}.{part}"), children, messages);
+            check_step_protocol(problems, &format!("{step_path}.{part}"), children, transport);
         }
     }
 }
@@ -117,8 +128,13 @@ fn child_parts(step: &Step) -> Vec<(String, &[Step])> {
     }
 }
 
-/// `tcp://host:port` or `udp://host:port`: a host, a port, nothing after them.
-fn check_message_url(problems: &mut Problems, path: String, url: &str) {
+/// `tcp://host:port` or `udp://host:port`: a host, a port, nothing after them. A WebSocket's
+/// `ws://host[:port][/path]`: a host, the port when not the scheme's (80, 443), a path.
+fn check_message_url(problems: &mut Problems, path: String, url: &str, transport: MessageTransport) {
+    if transport.is_websocket() {
+        check_websocket_url(problems, path, url, transport);
+        return;
+    }
     let rest = url.split_once("://").map(|(_, rest)| rest).unwrap_or_default();
     let example = format!("e.g. {}127.0.0.1:7000", &url[..url.len() - rest.len()]);
     let Some((host, port)) = rest.rsplit_once(':') else {
@@ -129,6 +145,38 @@ fn check_message_url(problems: &mut Problems, path: String, url: &str) {
         problems.push(path, format!("'{url}' is not host:port, {example}"));
     } else if port.parse::<u16>().ok().filter(|port| *port > 0).is_none() {
         problems.push(path, format!("'{url}' has a bad port '{port}', {example}"));
+    }
+}
+
+fn check_websocket_url(problems: &mut Problems, path: String, url: &str, transport: MessageTransport) {
+    let scheme = transport.scheme();
+    let rest = &url[scheme.len()..];
+    let example = format!("e.g. {scheme}127.0.0.1:8080/ws/echo");
+    let authority = rest.split('/').next().unwrap_or_default();
+    if rest.contains(['?', '#']) {
+        problems.push(path, format!("'{url}' has a query or fragment: put a query in the connect step's path"));
+        return;
+    }
+    if authority.contains('@') {
+        problems.push(path, format!("'{url}' must not carry credentials (user:password@): send them as a header"));
+        return;
+    }
+    let (host, port) = match authority.strip_prefix('[') {
+        Some(bracketed) => match bracketed.split_once(']') {
+            Some((host, tail)) => (host, tail.strip_prefix(':')),
+            None => ("", None),
+        },
+        None => match authority.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        },
+    };
+    if host.is_empty() {
+        problems.push(path, format!("'{url}' names no host, {example}"));
+    } else if let Some(port) = port {
+        if port.parse::<u16>().ok().filter(|port| *port > 0).is_none() {
+            problems.push(path, format!("'{url}' has a bad port '{port}', {example}"));
+        }
     }
 }
 
@@ -149,6 +197,16 @@ impl StepWalker<'_> {
         match step {
             Step::Connect(connect) => {
                 self.unique_name(path, &connect.name);
+                if let Some(upgrade_path) = &connect.path {
+                    self.template(format!("{path}.path"), upgrade_path);
+                    if !upgrade_path.starts_with('/') {
+                        self.problems.push(format!("{path}.path"), format!("'{upgrade_path}' must start with '/'"));
+                    }
+                }
+                check_headers(self.problems, &format!("{path}.headers"), &connect.headers);
+                for (name, value) in &connect.headers {
+                    self.template(format!("{path}.headers.{name}"), value);
+                }
                 self.think(path, connect.think_time.as_ref());
             }
             Step::Send(send) => {
@@ -193,6 +251,9 @@ impl StepWalker<'_> {
                     self.problems.push(format!("{path}.reply_seq"), "needs a capture group around the number, e.g. 'pong (\\d+)'");
                 }
                 self.problems.positive(format!("{path}.timeout_ms"), ping.timeout_ms, MAX_TIMEOUT_MS);
+                if ping.control_frame && ping.text.len() > crate::MAX_CONTROL_FRAME_BYTES {
+                    self.problems.push(format!("{path}.text"), format!("a ping control frame carries at most {} bytes", crate::MAX_CONTROL_FRAME_BYTES));
+                }
                 self.think(path, ping.think_time.as_ref());
             }
             Step::Stream(stream) => {

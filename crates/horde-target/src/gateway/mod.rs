@@ -24,7 +24,7 @@
 mod kcp;
 mod rooms;
 
-use rooms::{Player, Rooms};
+pub(crate) use rooms::{Player, Rooms};
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -83,8 +83,11 @@ pub struct GatewayCounts {
     pub kcp_out: AtomicU64,
     pub kcp_datagrams_in: AtomicU64,
     pub kcp_datagrams_out: AtomicU64,
-    /// Broadcasts not queued for a TCP or KCP player whose queue was full.
+    /// Broadcasts not queued for a TCP, KCP or WebSocket player whose queue was full.
     pub tcp_dropped: AtomicU64,
+    /// WebSocket messages in and out (the HTTP target's `/ws/` paths).
+    pub ws_in: AtomicU64,
+    pub ws_out: AtomicU64,
 }
 
 /// A running gateway. Dropping it stops it.

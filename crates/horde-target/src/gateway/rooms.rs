@@ -16,6 +16,8 @@ pub(crate) enum Player {
     Udp { address: SocketAddr, socket: Arc<UdpSocket> },
     /// A KCP session of the gateway's KCP task, reached through that task's queue.
     Kcp { address: SocketAddr, queue: mpsc::Sender<(SocketAddr, Arc<[u8]>)> },
+    /// A WebSocket of the HTTP target, reached through its writer's queue.
+    WebSocket { id: u64, queue: mpsc::Sender<crate::websocket::Outgoing> },
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -23,6 +25,7 @@ enum PlayerKey {
     Tcp(u64),
     Udp(SocketAddr),
     Kcp(SocketAddr),
+    WebSocket(u64),
 }
 
 impl Player {
@@ -31,6 +34,7 @@ impl Player {
             Player::Tcp { id, .. } => PlayerKey::Tcp(*id),
             Player::Udp { address, .. } => PlayerKey::Udp(*address),
             Player::Kcp { address, .. } => PlayerKey::Kcp(*address),
+            Player::WebSocket { id, .. } => PlayerKey::WebSocket(*id),
         }
     }
 
@@ -50,6 +54,11 @@ impl Player {
             }
             Player::Kcp { address, queue } => {
                 if queue.try_send((*address, message)).is_err() {
+                    counts.tcp_dropped.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            Player::WebSocket { queue, .. } => {
+                if queue.try_send(crate::websocket::data(message)).is_err() {
                     counts.tcp_dropped.fetch_add(1, Ordering::Relaxed);
                 }
             }

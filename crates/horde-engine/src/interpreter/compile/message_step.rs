@@ -3,8 +3,9 @@
 use super::{NodeCompiler, StepKind};
 use crate::error::EngineError;
 use crate::response_rules::{check_label, CompiledCheck, CompiledExtractor};
-use crate::message::{MessageAction, MessageNode, MessageText, PayloadNode, ReceiveNode};
+use crate::message::{MessageAction, MessageNode, MessageText, PayloadNode, ReceiveNode, UpgradeNode};
 use horde_plan::{OnCheckFailure, Payload, Scenario, Step};
+use std::sync::Arc;
 use std::time::Duration;
 
 fn milliseconds(value: f64) -> Duration {
@@ -38,7 +39,12 @@ impl NodeCompiler<'_> {
             Step::Ping(ping) => (
                 Some(&ping.name),
                 ping.think_time,
-                MessageAction::Ping { text: self.message_text(&ping.text)?, reply_seq: regex(&ping.reply_seq)?, timeout: milliseconds(ping.timeout_ms) },
+                MessageAction::Ping {
+                    text: self.message_text(&ping.text)?,
+                    reply_seq: regex(&ping.reply_seq)?,
+                    timeout: milliseconds(ping.timeout_ms),
+                    control_frame: ping.control_frame,
+                },
             ),
             Step::Stream(stream) => (
                 Some(&stream.name),
@@ -55,7 +61,28 @@ impl NodeCompiler<'_> {
         if let (Some(index), Step::Receive(receive)) = (global_index, step) {
             self.check_labels[index] = receive.checks.iter().map(check_label).collect();
         }
-        Ok(MessageNode { global_index, action, think_time, network: scenario.network })
+        let upgrade = match step {
+            _ if !self.websocket => None,
+            Step::Connect(connect) => Some(Arc::new(self.upgrade(scenario, connect.path.as_deref(), &connect.headers)?)),
+            _ => Some(match self.scenario_upgrades.get(&scenario.name) {
+                Some(upgrade) => Arc::clone(upgrade),
+                None => {
+                    let upgrade = Arc::new(self.upgrade(scenario, None, &[])?);
+                    self.scenario_upgrades.insert(scenario.name.clone(), Arc::clone(&upgrade));
+                    upgrade
+                }
+            }),
+        };
+        Ok(MessageNode { global_index, action, think_time, network: scenario.network, upgrade })
+    }
+
+    /// A WebSocket's upgrade: the target's headers, the scenario's, then the step's.
+    fn upgrade(&mut self, scenario: &Scenario, path: Option<&str>, step_headers: &[(String, String)]) -> Result<UpgradeNode, EngineError> {
+        let mut headers = Vec::new();
+        for (name, value) in self.target_headers.iter().chain(scenario.headers.iter()).chain(step_headers.iter()) {
+            headers.push((name.clone(), self.text(value)?));
+        }
+        Ok(UpgradeNode { path: path.map(|path| self.text(path)).transpose()?, headers })
     }
 
     fn message_text(&mut self, source: &str) -> Result<MessageText, EngineError> {
