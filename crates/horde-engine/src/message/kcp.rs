@@ -13,7 +13,12 @@
 //! put ten thousand timers in tokio's wheel, re-armed every 10 ms; instead a worker's sessions
 //! share one clock ([`KcpClock`]): a single ticker task wakes every waiting session once per
 //! interval, as `pause.rs` keeps a worker's pauses under one timer. Only datagrams held by an
-//! impaired network take timers of their own, while they are held.
+//! impaired network take timers of their own, while they are held. And only a session with
+//! something due waits for the tick: data sent and not yet acknowledged (its resends), or
+//! datagrams taken in since its last flush (their ACKs, sent at the next tick as `ikcp.c`
+//! does). An idle session (a ping answered and acknowledged, the next one not yet sent) sleeps
+//! until its VU or the network wakes it: a session pinging every 100 ms is woken by the tick a
+//! few times per ping rather than 100 times a second.
 
 use super::connection::recv_datagram;
 use super::impair::{Held, Impairment, Way, WireCounts};
@@ -182,6 +187,8 @@ async fn drive(
 ) {
     let mut held: Held = BinaryHeap::new();
     session.update();
+    // Datagrams went into KCP since its last flush: their ACKs are due at the next tick.
+    let mut acks_due = false;
     loop {
         for datagram in session.take_written(&wire) {
             match impairment.as_mut() {
@@ -203,10 +210,17 @@ async fn drive(
             return;
         }
         let next_held = held.peek().map(|Reverse((due, ..))| *due);
+        let tick_due = acks_due || session.kcp.wait_snd() > 0;
         tokio::select! {
             biased;
-            // KCP's own pace: its update decides whether anything is due (a flush, a resend).
-            _ = clock.tick.notified() => session.update(),
+            // KCP's own pace: its update decides whether a resend is due; the ACKs go out now
+            // whatever the update decided (its last flush may have been less than an interval ago).
+            _ = clock.tick.notified(), if tick_due => {
+                session.update();
+                if std::mem::take(&mut acks_due) {
+                    let _ = session.kcp.flush();
+                }
+            }
             _ = tokio::time::sleep_until(next_held.unwrap_or_else(Instant::now)), if next_held.is_some() => {
                 let now = Instant::now();
                 while held.peek().is_some_and(|Reverse((due, ..))| *due <= now) {
@@ -216,6 +230,7 @@ async fn drive(
                         // A datagram not of this conversation is KCP's to refuse.
                         Way::In => {
                             let _ = session.kcp.input(&datagram);
+                            acks_due = true;
                         }
                     }
                 }
@@ -226,9 +241,11 @@ async fn drive(
                     if let Err(error) = session.kcp.send(&next) {
                         let _ = incoming.send(Err(io::Error::new(io::ErrorKind::InvalidInput, format!("KCP refused the message: {error}"))));
                     }
-                    // Out at once rather than at the next update (kcp-go's default).
+                    // Out at once rather than at the next update (kcp-go's default), pending
+                    // ACKs with it.
                     session.update();
                     let _ = session.kcp.flush();
+                    acks_due = false;
                 }
                 None => return,
             },
@@ -239,6 +256,7 @@ async fn drive(
                         Some(impairment) => impairment.hold(&mut held, Way::In, datagram),
                         None => {
                             let _ = session.kcp.input(&datagram);
+                            acks_due = true;
                         }
                     }
                     session.update();
