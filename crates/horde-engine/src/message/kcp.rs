@@ -213,6 +213,26 @@ async fn drive(
         let tick_due = acks_due || session.kcp.wait_snd() > 0;
         tokio::select! {
             biased;
+            // What came in first: after a stall (a starved worker) the tick and the peer's ACKs
+            // are ready together, and an update before the ACKs would resend what they acknowledge.
+            received = recv_datagram(&socket) => match received {
+                Ok(datagram) => {
+                    wire.received.set(wire.received.get() + 1);
+                    match impairment.as_mut() {
+                        Some(impairment) => impairment.hold(&mut held, Way::In, datagram),
+                        None => {
+                            let _ = session.kcp.input(&datagram);
+                            acks_due = true;
+                        }
+                    }
+                    session.update();
+                }
+                Err(error) => {
+                    if incoming.send(Err(error)).is_err() {
+                        return;
+                    }
+                }
+            },
             // KCP's own pace: its update decides whether a resend is due; the ACKs go out now
             // whatever the update decided (its last flush may have been less than an interval ago).
             _ = clock.tick.notified(), if tick_due => {
@@ -248,24 +268,6 @@ async fn drive(
                     acks_due = false;
                 }
                 None => return,
-            },
-            received = recv_datagram(&socket) => match received {
-                Ok(datagram) => {
-                    wire.received.set(wire.received.get() + 1);
-                    match impairment.as_mut() {
-                        Some(impairment) => impairment.hold(&mut held, Way::In, datagram),
-                        None => {
-                            let _ = session.kcp.input(&datagram);
-                            acks_due = true;
-                        }
-                    }
-                    session.update();
-                }
-                Err(error) => {
-                    if incoming.send(Err(error)).is_err() {
-                        return;
-                    }
-                }
             },
         }
     }
