@@ -21,7 +21,7 @@
 //! sent) costs nothing per tick, and no session's task is woken by the clock: a ping costs the
 //! VU's send, one wake of the session's task when the reply comes, and the VU's wake.
 
-use super::connection::recv_datagram;
+use super::connection::{recv_datagram, try_recv_datagram};
 use super::impair::{Held, Impairment, Way, WireCounts};
 use horde_plan::{KcpOptions, Network};
 use std::cell::{Cell, RefCell};
@@ -63,10 +63,10 @@ impl KcpClock {
                 let mut ticks = tokio::time::interval(interval);
                 ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 loop {
-                    ticks.tick().await;
+                    let scheduled = ticks.tick().await;
                     // No session left: the ticker ends; the next session starts another.
                     let Some(clock) = weak.upgrade() else { return };
-                    clock.tick();
+                    clock.tick(scheduled.elapsed() > interval);
                 }
             });
             *clock.borrow_mut() = Rc::downgrade(&running);
@@ -75,8 +75,10 @@ impl KcpClock {
     }
 
     /// One tick: each session on the list updated (its resends, its ACKs) and what it wrote
-    /// sent; those with nothing more due leave the list.
-    fn tick(&self) {
+    /// sent; those with nothing more due leave the list. A tick `late` by more than an interval
+    /// (the worker was stalled, its sessions' tasks too) first takes in what waits in each
+    /// session's socket, so that the update does not resend what the peer has acknowledged.
+    fn tick(&self, late: bool) {
         self.ticks.set(self.ticks.get() + 1);
         let due = std::mem::take(&mut *self.due.borrow_mut());
         let mut kept = Vec::with_capacity(due.len());
@@ -84,6 +86,16 @@ impl KcpClock {
             let Some(shared) = weak.upgrade() else { continue };
             let still_due = {
                 let mut session = shared.session.borrow_mut();
+                if late && session.impairment.is_none() {
+                    while let Ok(datagram) = try_recv_datagram(&shared.socket) {
+                        shared.wire.received.set(shared.wire.received.get() + 1);
+                        take_in(&shared, &mut session, &datagram);
+                    }
+                    if session.kcp.peeksize().is_ok() {
+                        // A message for the VU: its task delivers it.
+                        shared.poke.notify_one();
+                    }
+                }
                 session.update();
                 if std::mem::take(&mut session.acks_due) {
                     let _ = session.kcp.flush();
