@@ -5,11 +5,14 @@ generator's CPU per message.
     .venv/bin/python bench/gateway.py                 # 2 repetitions x 5 s per transport (~1 min)
     .venv/bin/python bench/gateway.py --reps 3 --seconds 8 --vus 100
     .venv/bin/python bench/gateway.py --connections 10000 --interval-ms 1000   # many idle-ish connections
+    .venv/bin/python bench/gateway.py --connections 3000 --transport kcp       # KCP sessions against TCP
 
-`--connections N`: instead, N TCP connections (opened over the first half of the run, two
-workers) each pinging every `--interval-ms`, held for the second half: errors, RTT and the
+`--connections N`: instead, N TCP connections opened over the first half of the run (two
+workers), each pinging every `--interval-ms`, held for the second half: errors, RTT and the
 generator's timer lateness (the worst second's p99; the issue's aim: under 10 ms at 10,000
-connections pinging every 100 ms) and its peak RSS.
+connections pinging every 100 ms), its peak RSS, and the gateway's CPU. With `--transport kcp`,
+N KCP sessions (fast mode: nodelay, 10 ms interval) and then N TCP connections the same way,
+`--reps` times in turn, so that KCP's RTT is read beside TCP's at the same load.
 
 Method (as scenario.py): the generator (`horde run --workers 1`) and the gateway (`horde target
 --tcp-port 0 --udp-port 0 --kcp-port 0`) each pinned to a CPU; each VU pings in a loop without
@@ -162,11 +165,13 @@ def render(result: dict[str, Any], command: str, reps: int, seconds: int, vus: i
     return "\n".join(lines) + "\n"
 
 
-def measure_connections(env: harness.Env, connections: int, interval_ms: float, seconds: int) -> dict[str, Any]:
+def measure_connections(env: harness.Env, connections: int, interval_ms: float, seconds: int, transport: str) -> dict[str, Any]:
     target_pid, ports = start_gateway(env)
+    target: dict[str, Any] = {"base_url": f"{transport}://127.0.0.1:{ports[transport]}", "connect_timeout_ms": 10000}
+    if transport == "kcp":
+        target["kcp"] = {"nodelay": True, "interval_ms": 10, "resend": 2, "no_congestion_window": True}
     document = {
-        "version": 1, "name": "gateway-connections", "graceful_stop_s": 3,
-        "target": {"base_url": f"tcp://127.0.0.1:{ports['tcp']}", "connect_timeout_ms": 10000},
+        "version": 1, "name": f"gateway-{transport}-connections", "graceful_stop_s": 3, "target": target,
         "scenarios": [{"name": "pingers", "setup": [{"type": "connect", "name": "connect"}],
                        "steps": [{"type": "ping", "name": "rtt", "reply_seq": "pong (\\d+)", "timeout_ms": 2000,
                                   "think_time": {"type": "constant", "duration_ms": interval_ms}}],
@@ -182,9 +187,34 @@ def measure_connections(env: harness.Env, connections: int, interval_ms: float, 
     summary = json.loads((env.work / "connections.summary.json").read_text())
     rtt = summary["steps"]["rtt"]
     return {"connections": summary["steps"]["connect"]["requests"], "connect_errors": summary["steps"]["connect"]["errors"],
-            "pings": rtt["requests"], "errors": rtt["errors"], "p50_ms": rtt["latency_ms"]["p50"], "p99_ms": rtt["latency_ms"]["p99"],
+            "pings": rtt["requests"], "errors": rtt["errors"], "resent": int((rtt.get("messages") or {}).get("retransmitted", 0)), "p50_ms": rtt["latency_ms"]["p50"], "p99_ms": rtt["latency_ms"]["p99"],
             "timer_lateness_p99_ms": summary["generator"]["timer_lateness_p99_ms"], "maxrss_mb": measured.maxrss_kb / 1024,
-            "cpu_s": measured.cpu_s, "others_cores": measured.others_cores, "load": harness.load()}
+            "cpu_s": measured.cpu_s, "gateway_cores": measured.target_cpu_s / measured.wall_s,
+            "others_cores": measured.others_cores, "load": harness.load()}
+
+
+def kcp_against_tcp(env: harness.Env, args: argparse.Namespace, command: str) -> str:
+    """N KCP sessions, then as many TCP connections at the same load, `--reps` times in turn: a
+    row per run and the median p99 of each."""
+    seconds = max(args.seconds, 10)
+    runs = [(transport, measure_connections(env, args.connections, args.interval_ms, seconds, transport))
+            for _ in range(args.reps) for transport in ("kcp", "tcp")]
+    lines = [
+        f"`{command}` — {args.connections:,} KCP sessions (fast mode) against as many TCP connections, each pinging "
+        f"every {args.interval_ms:g} ms, {args.reps} × {seconds} s each in turn; machine: {harness.machine()['nproc']} CPUs "
+        f"({harness.machine()['model']})",
+        "",
+        "| transport | connected | pings | errors | KCP resends | RTT p50 ms | RTT p99 ms | timer lateness p99 ms (worst second) | generator CPU s | gateway cores | others' cores | load after |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for transport, held in runs:
+        lines.append(f"| {transport} | {held['connections']:,} | {held['pings']:,} | {held['errors']} | "
+                     f"{held['resent'] if transport == 'kcp' else '-'} | {held['p50_ms']:.2f} | {held['p99_ms']:.2f} | "
+                     f"{held['timer_lateness_p99_ms']:.1f} | {held['cpu_s']:.1f} | {held['gateway_cores']:.2f} | "
+                     f"{held['others_cores']:.2f} | {held['load']} |")
+    medians = {transport: statistics.median(held["p99_ms"] for kind, held in runs if kind == transport) for transport in ("kcp", "tcp")}
+    lines += ["", f"Median RTT p99: KCP {medians['kcp']:.2f} ms, TCP {medians['tcp']:.2f} ms."]
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -194,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vus", type=int, default=50)
     parser.add_argument("--connections", type=int, help="instead: this many TCP connections pinging every --interval-ms")
     parser.add_argument("--interval-ms", type=float, default=100.0)
+    parser.add_argument("--transport", choices=("tcp", "kcp"), default="tcp",
+                        help="with --connections: TCP connections, or KCP sessions measured in turn with as many TCP connections (--reps times)")
     parser.add_argument("--no-readme", action="store_true")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
     args = parser.parse_args(argv)
@@ -203,13 +235,20 @@ def main(argv: list[str] | None = None) -> int:
         gen_cpu, target_cpu, _notes = harness.pick_cpus()
         with tempfile.TemporaryDirectory(prefix="horde-bench-gateway-") as work:
             env = harness.Env(horde=horde, wrk="", gen_cpu=gen_cpu, target_cpu=target_cpu, work=Path(work), procs=procs)
+            if args.connections and args.transport == "kcp":
+                text = kcp_against_tcp(env, args, harness.command_line(__file__, argv))
+                print(text)
+                if not args.no_readme:
+                    harness.write_readme_block("gateway-kcp-sessions", text, section="Game gateways")
+                return 0
             if args.connections:
-                held = measure_connections(env, args.connections, args.interval_ms, max(args.seconds, 10))
+                held = measure_connections(env, args.connections, args.interval_ms, max(args.seconds, 10), "tcp")
                 text = (f"`{harness.command_line(__file__, argv)}`: {held['connections']:,} TCP connections "
                         f"({held['connect_errors']} failed) pinging every {args.interval_ms:g} ms: {held['pings']:,} pings, "
                         f"{held['errors']} errors, RTT p50 {held['p50_ms']:.2f} ms p99 {held['p99_ms']:.2f} ms, timer lateness "
                         f"p99 (worst second) {held['timer_lateness_p99_ms']:.1f} ms, peak RSS {held['maxrss_mb']:.0f} MB, "
-                        f"generator CPU {held['cpu_s']:.1f} s; others' cores {held['others_cores']:.2f}, load {held['load']}\n")
+                        f"generator CPU {held['cpu_s']:.1f} s, gateway {held['gateway_cores']:.2f} cores; others' cores "
+                        f"{held['others_cores']:.2f}, load {held['load']}\n")
                 print(text)
                 if not args.no_readme:
                     harness.write_readme_block("gateway-connections", text, section="Game gateways")

@@ -183,6 +183,41 @@ def test_a_view_built_second_by_second_equals_the_whole_run(stored: Stored) -> N
                 assert view.summary("finished") == results.summary
 
 
+def test_a_message_runs_view_draws_its_message_charts_as_the_whole_run(tmp_path: Path) -> None:
+    """A UDP run's seconds (a ping step, a stream step): the view, fed second by second, draws
+    the report's message charts; the stream's frames count, its latency is no round trip."""
+    def ping(number: int, latencies_us: list[int], lost: int) -> dict[str, Any]:
+        made = entry("rtt", latencies_us + [0] * lost, scenario="s", errors={"lost": lost} if lost else None)
+        made["histogram"] = entry("rtt", latencies_us)["histogram"]  # lost pings are counted, never timed
+        made["messages"] = {"sent": len(latencies_us) + lost, "received": len(latencies_us), "datagrams_sent": 10 * number,
+                            "datagrams_received": 9 * number, "late": 1, "retransmitted": 0}
+        return made
+
+    move = entry("move", [1_000_000], scenario="s")
+    move["messages"] = {"sent": 50, "received": 50, "datagrams_sent": 50, "datagrams_received": 50, "late": 0, "retransmitted": 0}
+    snapshots = [second(1, [ping(1, [40_000, 41_000], 1), move]), second(2, [ping(2, [42_000], 0)]),
+                 second(3, [ping(3, [43_000, 44_000], 2)], final=True)]
+    plan = {"version": 1, "target": {"base_url": "udp://127.0.0.1:7000"},
+            "scenarios": [{"name": "s", "steps": [{"type": "ping", "name": "rtt"}, {"type": "stream", "name": "move"}]}]}
+    with Store.open(f"sqlite:///{tmp_path / 'runs.sqlite'}") as store:
+        run_id = store.create_run(plan=plan, plan_name="udp", parameters={"workers": 1}, tags={})
+        for snapshot in snapshots:
+            store.add_snapshot(run_id, snapshot)
+        store.finish_run(run_id, status="finished", summary=None)
+        results = load_run(store, run_id)
+    view = RunView(results.record)
+    for snapshot in results.snapshots:
+        view.add([snapshot])
+    figures = view.figures()
+    assert figures == run_charts(run_series(results))
+    traces = {trace["name"]: trace for chart in ("chart-messages", "chart-message-losses", "chart-rtt")
+              for trace in figures[chart]["data"]}
+    assert traces["messages sent/s"]["y"] == [53.0, 1.0, 4.0] and traces["datagrams in/s"]["y"] == [59.0, 18.0, 27.0]
+    assert traces["lost replies/s"]["y"] == [1.0, 0.0, 2.0] and traces["late replies/s"]["y"] == [1.0, 1.0, 1.0]
+    assert traces["max"]["y"] == pytest.approx([41.0, 42.0, 44.0], rel=1e-3), "the stream's second is not a round trip"
+    assert [trace["x"] for trace in figures["chart-messages"]["data"]][0] == [1.0, 2.0, 3.0]
+
+
 def test_a_step_name_a_later_scenario_shares_is_renamed_as_in_the_whole_run(tmp_path: Path) -> None:
     """Seconds 1-2 have s/home only ("home"); second 3 brings t/home: both become scenario/step."""
     snapshots = [

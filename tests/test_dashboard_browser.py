@@ -178,3 +178,38 @@ def test_a_find_max_run_shows_its_steps_table_and_knee_charts(horde_cli: HordeCl
         assert verdicts == ["passed" if step["saturated_reason"] is None else "failed" for step in capacity["steps"]]
         browser.screenshot(ARTIFACTS / "dashboard-find-max.png")
         assert browser.errors() == []
+
+
+MESSAGE_CHARTS = ("chart-messages", "chart-message-losses", "chart-rtt")
+
+
+def test_a_message_run_draws_its_message_charts(horde_cli: HordeCli, tmp_path: Path) -> None:
+    """A real UDP run against the built-in gateway (10 % loss each way): its page draws the
+    traffic, losses and round-trip charts beside the HTTP ones, zoomed with them."""
+    from horde.engine.target import start
+    from recorded_runs import record_run
+
+    chromium_or_skip()
+    gateway = start(port=0, udp_port=0)
+    try:
+        plan = plan_dict(0, [{"type": "ping", "name": "rtt", "reply_seq": "pong (\\d+)", "timeout_ms": 200,
+                              "think_time": {"type": "constant", "duration_ms": 20}}], vus=2, duration_s=2.5, name="udp")
+        plan["target"] = {"base_url": f"udp://127.0.0.1:{gateway.udp_port}"}
+        plan["scenarios"][0]["network"] = {"loss_percent": 10, "seed": 5}
+        plan["graceful_stop_s"] = 0.5
+        run_id = record_run(horde_cli.store_url, plan)
+    finally:
+        gateway.stop()
+    drawn = CHARTS_DRAWN.replace(json.dumps(list(CHARTS)), json.dumps([*CHARTS, *MESSAGE_CHARTS]))
+    with DashboardServer(horde_cli.store_url) as server, Browser(tmp_path / "profile") as browser:
+        browser.open(f"{server.url}runs/{run_id}")
+        browser.wait_for(f"{drawn}.every(([id, drawn, points]) => drawn && points >= 2)", timeout_s=20,
+                         what="every chart, the message ones included, drawn with two seconds or more")
+        names = browser.evaluate("Object.fromEntries(%s.map(id => [id, document.getElementById(id).data.map(t => t.name)]))"
+                                 % json.dumps(list(MESSAGE_CHARTS)))
+        assert names == {"chart-messages": ["messages sent/s", "messages received/s", "datagrams out/s", "datagrams in/s"],
+                         "chart-message-losses": ["lost replies/s", "late replies/s", "KCP resends/s"],
+                         "chart-rtt": ["p50", "p90", "p95", "p99", "max"]}, names
+        assert browser.evaluate("document.getElementById('chart-rtt').layout.meta") == "time-axis"
+        browser.screenshot(ARTIFACTS / "dashboard-messages.png")
+        assert browser.errors() == []

@@ -209,3 +209,21 @@ def test_the_builder_writes_the_same_websocket_plan() -> None:
         )],
     )
     assert plan_to_json(built) == plan_to_json(plan_from_dict(CHAT))
+
+
+@pytest.mark.parametrize("rate", [125000, 2500.5, "1mbit", "1Mbit/s", "500kbit", "125kB/s", "2MB", "1.5 kB/s", "8bit"])
+def test_a_rate_limit_passes_both_sides(rate: Any) -> None:
+    plan = with_target(ROBOTS, base_url="udp://127.0.0.1:7000")
+    plan["scenarios"][0]["network"] = {"delay_ms": 20, "rate_limit": rate}
+    assert _engine.validate_plan(plan_to_json(plan_from_dict(plan))) == []
+
+
+@pytest.mark.parametrize("rate", ["1mb", "fast", "kB", "10 kbps", 0, -5, "0.5B/s", True, 2e12])
+def test_both_sides_refuse_the_same_rate_limits(rate: Any) -> None:
+    plan = with_target(ROBOTS, base_url="udp://127.0.0.1:7000")
+    plan["scenarios"][0]["network"] = {"rate_limit": rate}
+    with pytest.raises(PlanInvalid) as caught:
+        plan_from_dict(plan)
+    assert [problem.location for problem in caught.value.problems] == ["scenarios[0].network.rate_limit"]
+    problems = _engine.validate_plan(json.dumps(plan))
+    assert [path for path, _ in problems] == ["scenarios[0].network.rate_limit"], problems

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import socket
 import textwrap
 from collections.abc import Callable
@@ -85,6 +86,24 @@ def test_impaired_udp_pings_by_the_cli(horde_cli: HordeCli, target_process: Call
     html = report.read_text()
     assert 'id="section-messages"' in html and 'data-step="rtt"' in html
     assert f"<td>{messages['datagrams_sent']}</td>" in html
+    # Its message charts beside the HTTP ones, on the run's time axis, from the stored seconds.
+    figures = json.loads(re.search(r"const FIGURES = (.*?);\n", html).group(1))  # type: ignore[union-attr]
+    traffic, trouble, rtt_chart = figures["chart-messages"], figures["chart-message-losses"], figures["chart-rtt"]
+    assert list(figures).index("chart-messages") == list(figures).index("chart-distribution") + 1
+    assert all(chart["layout"]["meta"] == "time-axis" for chart in (traffic, trouble, rtt_chart))
+    by_name = {trace["name"]: trace for chart in (traffic, trouble, rtt_chart) for trace in chart["data"]}
+    assert list(by_name) == ["messages sent/s", "messages received/s", "datagrams out/s", "datagrams in/s",
+                             "lost replies/s", "late replies/s", "KCP resends/s", "p50", "p90", "p95", "p99", "max"]
+    # The full seconds' rates add up to the summary's counts, less its short final interval at most.
+    seconds = len(by_name["messages sent/s"]["x"])
+    assert seconds >= 3 and by_name["messages sent/s"]["x"] == by_name["lost replies/s"]["x"]
+    for name, count in (("messages sent/s", messages["sent"]), ("datagrams out/s", messages["datagrams_sent"]),
+                        ("lost replies/s", lost)):
+        assert 0.8 * count <= sum(by_name[name]["y"]) <= count * 1.01, (name, by_name[name]["y"], count)
+    assert min(by_name["lost replies/s"]["y"]) > 0 and max(by_name["KCP resends/s"]["y"]) == 0
+    # 20 ms each way: every second's median round trip is 40 ms and a little.
+    assert all(40.0 <= p50 <= 46.0 for p50 in by_name["p50"]["y"]), by_name["p50"]["y"]
+    # (A plain HTTP run draws none of them: tests/test_report.py holds its list.)
 
 
 def test_a_bad_message_plan_is_located(horde_cli: HordeCli) -> None:

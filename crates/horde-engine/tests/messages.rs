@@ -289,3 +289,38 @@ fn the_open_model_pings_once_per_arrival() {
     assert_eq!(step_ok(&snapshots, "rtt"), arrivals);
     assert_eq!(support::iterations(&snapshots), arrivals);
 }
+
+#[test]
+fn a_rate_limited_link_carries_its_rate_and_its_queue_delays_the_round_trip() {
+    let gateway = gateway(GatewayFraming::Newline);
+    let url = format!("udp://{}", gateway.udp_addr.unwrap());
+    // 500-byte datagrams offered at 500 kB/s for 2 s to a link of 800 kbit/s (100 kB/s each
+    // way), then a ping queued behind the last of them.
+    let steps = json!([
+        {"type": "stream", "name": "flood", "text": "x".repeat(500), "per_second": 1000, "duration_ms": 2000},
+        {"type": "ping", "name": "rtt", "text": "ping {{ seq }}", "reply_seq": "pong (\\d+)", "timeout_ms": 2000},
+        {"type": "think", "think_time": {"type": "constant", "duration_ms": 60000}}
+    ]);
+    let network = json!({"rate_limit": "800kbit"});
+    // The stage outlasts the stream and the ping; the think is cut by the graceful stop.
+    let mut plan = scenario_plan(&url, json!({"steps": steps, "workload": closed_value(1, 2.6), "network": network}));
+    plan.graceful_stop_s = 0.5;
+    let snapshots = run_to_end(&plan, 1);
+    let flood = messages(&snapshots, "flood");
+    assert!(flood.sent >= 1900, "{flood:?}");
+    let through = gateway.counts.udp_in.load(Ordering::Relaxed) - 1;
+    // The queue drains while the ping waits: its last datagrams count in the ping's step.
+    assert_eq!(flood.datagrams_sent + messages(&snapshots, "rtt").datagrams_sent, through + 1, "the wire count is the gateway's");
+    // The bucket's first 1,500 bytes, then 100 kB/s for the 2 s of the stream and the 100 ms its
+    // full queue takes to drain: 423 datagrams of 500 bytes.
+    let expected = (1500.0 + 100_000.0 * 2.1) / 500.0;
+    let rate = through as f64 * 500.0 / 2.1;
+    eprintln!("800 kbit/s link: {through} of {} datagrams through (expected {expected}), {rate:.0} bytes/s", flood.sent);
+    let rtt = latency(&snapshots, "rtt");
+    assert!((through as f64 - expected).abs() <= 0.03 * expected, "{through} datagrams through, expected {expected}");
+    assert_eq!((rtt.len(), step_ok(&snapshots, "rtt")), (1, 1), "{:?}", support::step_error_kinds(&snapshots, "rtt"));
+    let rtt_ms = rtt.max() as f64 / 1000.0;
+    eprintln!("a ping behind a full queue: RTT {rtt_ms} ms");
+    // The queue's 100 ms (less the last datagram's 5 ms) plus loopback and the echoes' own pacing.
+    assert!((95.0..=150.0).contains(&rtt_ms), "RTT {rtt_ms} ms");
+}

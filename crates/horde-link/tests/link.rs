@@ -30,7 +30,7 @@ fn start(network: Network, shaping: Option<Shaping>) -> Option<Link> {
 }
 
 fn network(delay_ms: f64, loss_percent: f64) -> Network {
-    Network { delay_ms, jitter_ms: 0.0, loss_percent, duplicate_percent: 0.0, reorder_percent: 0.0, seed: 3 }
+    Network { delay_ms, jitter_ms: 0.0, loss_percent, duplicate_percent: 0.0, reorder_percent: 0.0, rate_limit: None, seed: 3 }
 }
 
 /// A line echo server listening inside the link's namespace; returns its address.

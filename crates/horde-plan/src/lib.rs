@@ -26,7 +26,7 @@ pub use steps::{
     Pick, Step, ThinkStep, ChoiceStep, EndIterationStep,
 };
 pub use message::{
-    CloseStep, ConnectStep, Endian, MAX_CONTROL_FRAME_BYTES, Framing, KcpOptions, MessageTransport, Network, Payload, PingStep, ReceiveStep, SendStep, StreamStep,
+    CloseStep, ConnectStep, Endian, MAX_CONTROL_FRAME_BYTES, Framing, KcpOptions, MessageTransport, Network, Payload, RateLimit, PingStep, ReceiveStep, SendStep, StreamStep,
     MAX_MESSAGE_BYTES, MAX_STREAM_MESSAGES, SEQ_VARIABLE,
 };
 pub use sql::{is_postgres_url, SqlCheck, SqlExtractFrom, SqlExtractor, SqlMode, SqlStatement, SqlStep};

@@ -4,7 +4,8 @@
 //! A plan whose `target.base_url` is `tcp://host:port` or `udp://host:port` sends messages instead
 //! of HTTP requests. Over TCP the target's `framing` cuts the byte stream into messages; over UDP
 //! a datagram is a message. A scenario's `network` impairs its UDP datagrams both ways inside the
-//! engine (delay, jitter, loss, duplicates, reordering), seeded so that a run can be repeated.
+//! engine (delay, jitter, loss, duplicates, reordering, a rate limit), seeded so that a run can be
+//! repeated.
 
 use crate::{Check, Extractor, OnCheckFailure, ThinkTime};
 use serde::{Deserialize, Serialize};
@@ -164,6 +165,9 @@ pub struct Network {
     /// later ones overtake them.
     #[serde(default)]
     pub reorder_percent: f64,
+    /// The link's rate each way: a token bucket (see [`RateLimit`]); none when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit: Option<RateLimit>,
     /// The draws' seed: the same seed, plan and VU give the same impairment.
     #[serde(default = "default_seed")]
     pub seed: u64,
@@ -171,6 +175,83 @@ pub struct Network {
 
 fn default_seed() -> u64 {
     1
+}
+
+/// `network.rate_limit`: the bytes a second the impaired link carries each way. Written as a
+/// number (bytes a second) or as a string, a number and a unit: `bit`, `kbit`, `mbit`, `gbit`
+/// (bits a second, as `tc` writes them, any case) or `B`, `kB`, `MB`, `GB` (bytes a second),
+/// either optionally followed by `/s`; k, M and G are powers of 1000 (`"1mbit"` = `"125kB/s"` =
+/// `125000`). Between [`RateLimit::MIN`] and [`RateLimit::MAX`] bytes a second.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateLimit {
+    pub bytes_per_s: f64,
+}
+
+impl RateLimit {
+    pub const MIN: f64 = 1.0;
+    pub const MAX: f64 = 1e12;
+    const FORMS: &'static str = "a number of bytes a second, or e.g. \"1mbit\", \"500kbit\", \"125kB/s\", \"2MB/s\"";
+
+    /// The rate a string names, or why not.
+    pub fn parse(text: &str) -> Result<RateLimit, String> {
+        let text = text.trim();
+        let text = text.strip_suffix("/s").unwrap_or(text);
+        let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
+        let (number, unit) = (&text[..split], text[split..].trim_start());
+        let value: f64 = number.parse().map_err(|_| format!("'{text}' is not a rate: {}", Self::FORMS))?;
+        let bytes_per_unit = match unit {
+            "B" => 1.0,
+            "kB" => 1e3,
+            "MB" => 1e6,
+            "GB" => 1e9,
+            _ => match unit.to_ascii_lowercase().as_str() {
+                "bit" => 1.0 / 8.0,
+                "kbit" => 1e3 / 8.0,
+                "mbit" => 1e6 / 8.0,
+                "gbit" => 1e9 / 8.0,
+                _ => return Err(format!("'{text}' has no known unit: {}", Self::FORMS)),
+            },
+        };
+        Self::of_bytes(value * bytes_per_unit)
+    }
+
+    fn of_bytes(bytes_per_s: f64) -> Result<RateLimit, String> {
+        if !(Self::MIN..=Self::MAX).contains(&bytes_per_s) {
+            return Err(format!("a rate limit is from {} byte to {:e} bytes a second, not {bytes_per_s}", Self::MIN, Self::MAX));
+        }
+        Ok(RateLimit { bytes_per_s })
+    }
+}
+
+impl Serialize for RateLimit {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_f64(self.bytes_per_s)
+    }
+}
+
+impl<'de> Deserialize<'de> for RateLimit {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Rate;
+        impl serde::de::Visitor<'_> for Rate {
+            type Value = RateLimit;
+            fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+                formatter.write_str(RateLimit::FORMS)
+            }
+            fn visit_f64<E: serde::de::Error>(self, value: f64) -> Result<RateLimit, E> {
+                RateLimit::of_bytes(value).map_err(E::custom)
+            }
+            fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<RateLimit, E> {
+                self.visit_f64(value as f64)
+            }
+            fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<RateLimit, E> {
+                self.visit_f64(value as f64)
+            }
+            fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<RateLimit, E> {
+                RateLimit::parse(value).map_err(E::custom)
+            }
+        }
+        deserializer.deserialize_any(Rate)
+    }
 }
 
 /// What a message carries: text, bytes written in hex or base64, or JSON; each a template.

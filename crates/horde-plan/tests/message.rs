@@ -143,3 +143,32 @@ fn websocket_plans_take_http_steps_and_an_upgrade_and_refuse_framing() {
     let http = problems(&plan("tcp://h:1", json!({}), json!([{"type": "http", "name": "h", "method": "GET", "path": "/"}]), Value::Null));
     assert!(http.iter().any(|problem| problem.contains("an http step against a message target")), "{http:#?}");
 }
+
+#[test]
+fn a_rate_limit_is_bytes_a_second_written_as_a_number_or_with_a_unit() {
+    let rate = |value: Value| {
+        let text = plan("udp://127.0.0.1:7000", json!({}), json!([{"type": "ping", "name": "rtt"}]), json!({"rate_limit": value}));
+        decode_and_validate(&text).map(|plan| plan.scenarios[0].network.and_then(|network| network.rate_limit).map(|rate| rate.bytes_per_s))
+    };
+    for (written, bytes_per_s) in [
+        (json!(125000), 125_000.0),
+        (json!(2500.5), 2500.5),
+        (json!("1mbit"), 125_000.0),
+        (json!("1Mbit/s"), 125_000.0),
+        (json!("500kbit"), 62_500.0),
+        (json!("8bit"), 1.0),
+        (json!("1gbit"), 125_000_000.0),
+        (json!("125kB/s"), 125_000.0),
+        (json!("2MB"), 2_000_000.0),
+        (json!("1.5 kB/s"), 1500.0),
+        (json!("100B/s"), 100.0),
+    ] {
+        assert_eq!(rate(written.clone()).expect("valid"), Some(bytes_per_s), "{written}");
+    }
+    for wrong in [json!("1mb"), json!("fast"), json!("kB"), json!("10 kbps"), json!(0), json!(-5), json!("0.5B/s"), json!(true), json!(2e12)] {
+        let problems = rate(wrong.clone()).expect_err(&format!("{wrong} refused"));
+        assert!(problems[0].to_string().starts_with("scenarios[0].network.rate_limit"), "{wrong}: {problems:?}");
+    }
+    let network: horde_plan::Network = serde_json::from_value(json!({"rate_limit": "1mbit"})).unwrap();
+    assert_eq!(serde_json::to_value(network).unwrap()["rate_limit"], json!(125000.0), "written back in bytes a second");
+}

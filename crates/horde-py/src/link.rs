@@ -132,7 +132,7 @@ pub(crate) fn start_link(
     rate_mbit: Option<f64>,
     queue_ms: f64,
 ) -> PyResult<PyLinkHandle> {
-    let network = Network { delay_ms, jitter_ms, loss_percent, duplicate_percent, reorder_percent, seed };
+    let network = Network { delay_ms, jitter_ms, loss_percent, duplicate_percent, reorder_percent, rate_limit: None, seed };
     let shaping = rate_mbit.map(|rate| Shaping { bits_per_s: rate * 1e6, queue: Duration::from_secs_f64(queue_ms.max(0.0) / 1000.0) });
     let link = py.detach(|| Link::start(network, shaping)).map_err(to_python)?;
     Ok(PyLinkHandle {

@@ -298,7 +298,7 @@ class Scenario(BaseModel):
     network: Network | None = Field(
         default=None,
         description="a udp:// or kcp:// target: the impaired network the engine puts this scenario's datagrams "
-        "through, each way: {delay_ms, jitter_ms, loss_percent, duplicate_percent, reorder_percent, seed}",
+        "through, each way: {delay_ms, jitter_ms, loss_percent, duplicate_percent, reorder_percent, rate_limit, seed}",
     )
 
     @field_validator("headers")

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from horde.monitors.summary import headline_metrics
-from horde.report.series import PERCENTILE_NAMES, MonitorSeries, RunSeries
+from horde.report.series import PERCENTILE_NAMES, MessageSeries, MonitorSeries, RunSeries
 from horde.results.stored_run import ALL_REQUESTS
 from horde.results.summary import TIMER_LATENESS_LIMIT_MS
 
@@ -160,14 +160,45 @@ def generator_chart(series: RunSeries) -> Figure:
 
 
 def run_charts(series: RunSeries) -> dict[str, Figure]:
-    """The run report's charts by element id, in page order."""
+    """The run report's charts by element id, in page order; a message run's three charts
+    (:func:`message_charts`) once it has a second of them."""
     return {
         "chart-throughput": throughput_chart(series),
         "chart-latency": latency_chart(series),
         "chart-distribution": distribution_chart(series),
+        **(message_charts(series.messages) if series.messages.elapsed_s else {}),
         "chart-errors": errors_chart(series),
         "chart-load": load_chart(series),
         "chart-generator": generator_chart(series),
+    }
+
+
+# -- messages: a message run's traffic, losses and round-trip time --------------------------------
+
+#: The traces of the message charts: (series key, trace name, line style).
+_TRAFFIC: Final = (("sent", "messages sent/s", "solid"), ("received", "messages received/s", "solid"),
+                   ("datagrams_sent", "datagrams out/s", "dot"), ("datagrams_received", "datagrams in/s", "dot"))
+_TROUBLE: Final = (("lost", "lost replies/s", "#d62728"), ("late", "late replies/s", "#ff7f0e"),
+                   ("retransmitted", "KCP resends/s", "#9467bd"))
+
+
+def message_charts(series: MessageSeries) -> dict[str, Figure]:
+    """Messages and datagrams (packets) each way per second; lost and late replies and KCP's
+    resends per second; the pings' round-trip time percentiles. All on the run's time axis."""
+    traffic = [_line(name, series.elapsed_s, series.per_s[key], line={"dash": dash}) for key, name, dash in _TRAFFIC]
+    trouble = [_line(name, series.elapsed_s, series.per_s[key], line={"color": color}) for key, name, color in _TROUBLE]
+    rtt = series.rtt
+    round_trip = [_line(name, rtt.elapsed_s, rtt.values[name], line={"dash": _DASHES[name]}) for name in PERCENTILE_NAMES]
+    layout_rtt = _layout("Ping round-trip time (all ping steps)", yaxis={"title": {"text": "ms"}, "rangemode": "tozero"})
+    if not rtt.elapsed_s:
+        layout_rtt["annotations"] = [{"text": "no ping answered yet", "showarrow": False, "xref": "paper", "yref": "paper",
+                                      "x": 0.5, "y": 0.5, "font": {"size": 14, "color": "#7f7f7f"}}]
+    return {
+        "chart-messages": {"data": traffic, "layout": _layout(
+            "Messages and datagrams (packets) per second", yaxis={"title": {"text": "per second"}, "rangemode": "tozero"})},
+        "chart-message-losses": {"data": trouble, "layout": _layout(
+            "Lost and late replies, KCP resends per second", yaxis={"title": {"text": "per second"}, "rangemode": "tozero"})},
+        "chart-rtt": {"data": round_trip, "layout": layout_rtt},
     }
 
 

@@ -3,7 +3,9 @@
 Everything here is read off the stored snapshots: rates from each interval's counts and true
 length, percentiles from each interval's histograms merged exactly (never averaged), the
 distribution from the run's merged histogram buckets. Each monitor's samples become a
-:class:`MonitorSeries` on the same axis (a sample's second is the snapshot's).
+:class:`MonitorSeries` on the same axis (a sample's second is the snapshot's). A run against a
+message target (``tcp://``, ``udp://``, ``kcp://``) adds its :class:`MessageSeries`: its message
+steps' counts per second and its pings' round-trip time.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from typing import Any, Final
 
 from horde.engine import histogram
 from horde.engine.histogram import buckets
+from horde.engine.snapshot import StepSnapshot
+from horde.plan.message import is_message_url
 from horde.results.stored_run import ALL_REQUESTS, RunResults, step_names
 from horde.results.summary import CPU_SATURATION_PERCENT_PER_WORKER, is_generator_saturated
 from horde.store import MonitorSample
@@ -25,6 +29,9 @@ PERCENTILES: Final = (50.0, 90.0, 95.0, 99.0)
 PERCENTILE_NAMES: Final = ("p50", "p90", "p95", "p99", "max")
 #: Most points of one distribution curve (a wide distribution has thousands of buckets).
 MAX_DISTRIBUTION_POINTS: Final = 800
+#: A message step's counts drawn per second (the snapshot's ``messages`` keys, and ``lost``:
+#: pings whose reply never came, an error kind).
+MESSAGE_RATES: Final = ("sent", "received", "datagrams_sent", "datagrams_received", "lost", "late", "retransmitted")
 
 
 @dataclass
@@ -33,6 +40,16 @@ class LatencySeries:
 
     elapsed_s: list[float] = field(default_factory=list)
     values: dict[str, list[float]] = field(default_factory=lambda: {name: [] for name in PERCENTILE_NAMES})
+
+
+@dataclass
+class MessageSeries:
+    """A message run's figures per second, its message steps summed: each of
+    :data:`MESSAGE_RATES` per second, and its ping steps' round-trip time (ms, merged exactly)."""
+
+    elapsed_s: list[float] = field(default_factory=list)
+    per_s: dict[str, list[float]] = field(default_factory=lambda: {name: [] for name in MESSAGE_RATES})
+    rtt: LatencySeries = field(default_factory=LatencySeries)
 
 
 @dataclass
@@ -59,6 +76,8 @@ class RunSeries:
     latency: dict[str, LatencySeries]
     #: The same keys: (latency ms at each bucket's top, % of requests at or below it).
     distribution: dict[str, tuple[list[float], list[float]]]
+    #: A message run's figures (none for an HTTP or SQL run).
+    messages: MessageSeries = field(default_factory=MessageSeries)
 
 
 @dataclass
@@ -123,6 +142,9 @@ def run_series(results: RunResults) -> RunSeries:
         latency={ALL_REQUESTS: LatencySeries(), **{names[s]: LatencySeries() for s in results.step_ids()}},
         distribution={},
     )
+    plan = results.record.plan
+    message_run = is_message_url(str((plan.get("target") or {}).get("base_url") or ""))
+    pings = ping_steps(plan) if message_run else set()
     for snapshot in results.snapshots:
         elapsed = float(snapshot["elapsed_s"])
         interval = float(snapshot["interval_s"] or 0.0)
@@ -137,6 +159,8 @@ def run_series(results: RunResults) -> RunSeries:
                 count = sum(int(e["errors"].get(kind, 0)) for e in requests)
                 series.errors_per_s_by_kind[kind].append(count * per_s)
             series.dropped_arrivals_per_s.append(int(snapshot.get("dropped_arrivals") or 0) * per_s)
+            if message_run:
+                _add_messages(series.messages, elapsed, per_s, snapshot["steps"], pings)
         series.elapsed_s.append(elapsed)
         series.active_vus.append(snapshot.get("active_vus"))
         series.target_vus.append(snapshot.get("target_vus"))
@@ -157,6 +181,43 @@ def run_series(results: RunResults) -> RunSeries:
     for step_id, blob in results.merged_histograms().items():
         series.distribution[names[step_id]] = distribution(blob)
     return series
+
+
+def ping_steps(plan: dict[str, Any]) -> set[tuple[str, str]]:
+    """The (scenario, step) of each ``ping`` step of a stored plan, at any depth (groups, loops,
+    branches)."""
+    found: set[tuple[str, str]] = set()
+
+    def walk(scenario: str, node: Any) -> None:
+        if isinstance(node, list):
+            for item in node:
+                walk(scenario, item)
+        elif isinstance(node, dict):
+            if node.get("type") == "ping" and isinstance(node.get("name"), str):
+                found.add((scenario, node["name"]))
+            for key, value in node.items():
+                if key != "json":  # a message's payload, not a step
+                    walk(scenario, value)
+
+    for scenario in plan.get("scenarios") or []:
+        if isinstance(scenario, dict):
+            walk(str(scenario.get("name")), [scenario.get(key) for key in ("setup", "steps", "teardown")])
+    return found
+
+
+def _add_messages(target: MessageSeries, elapsed: float, per_s: float, entries: list[StepSnapshot],
+                  pings: set[tuple[str, str]]) -> None:
+    target.elapsed_s.append(elapsed)
+    counts: list[dict[str, Any]] = [dict(entry.get("messages") or {}) for entry in entries]
+    for name in MESSAGE_RATES:
+        if name == "lost":
+            total = sum(int(entry["errors"].get("lost", 0)) for entry in entries)
+        else:
+            total = sum(int(count.get(name) or 0) for count in counts)
+        target.per_s[name].append(total * per_s)
+    replies = [entry["histogram"] for entry in entries if (entry["scenario"], entry["step"]) in pings]
+    if replies:
+        _add_latency(target.rtt, elapsed, replies)
 
 
 def distribution(blob: bytes) -> tuple[list[float], list[float]]:

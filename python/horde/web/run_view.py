@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from horde.engine import histogram
+from horde.plan.message import is_message_url
 from horde.report.capacity_view import capacity_view
 from horde.report.charts import Figure, monitor_charts, run_charts
 from horde.report.monitors_view import MonitorsWatch
@@ -73,6 +74,8 @@ def run_header(record: RunRecord, status: str | None = None) -> dict[str, Any]:
         "models": sorted({scenario.get("workload", {}).get("type", "closed") for scenario in record.plan.get("scenarios", [])}),
         "scenarios": [scenario.get("name") for scenario in record.plan.get("scenarios", [])],
         "monitors": [monitor.get("name") for monitor in record.plan.get("monitors") or []],
+        # A message target: the page holds the message charts, drawn once its seconds come.
+        "messages": is_message_url(str((record.plan.get("target") or {}).get("base_url") or "")),
     }
 
 
@@ -223,10 +226,17 @@ def _extend(total: RunSeries, part: RunSeries, name_of: Callable[[str], str]) ->
         for kind in kinds
     }
     for name, latency in part.latency.items():
-        into = total.latency.setdefault(name_of(name), LatencySeries())
-        into.elapsed_s.extend(latency.elapsed_s)
-        for key, values in latency.values.items():
-            into.values[key].extend(values)
+        _extend_latency(total.latency.setdefault(name_of(name), LatencySeries()), latency)
+    total.messages.elapsed_s.extend(part.messages.elapsed_s)
+    for key, values in part.messages.per_s.items():
+        total.messages.per_s[key].extend(values)
+    _extend_latency(total.messages.rtt, part.messages.rtt)
+
+
+def _extend_latency(into: LatencySeries, latency: LatencySeries) -> None:
+    into.elapsed_s.extend(latency.elapsed_s)
+    for key, values in latency.values.items():
+        into.values[key].extend(values)
 
 
 @dataclass

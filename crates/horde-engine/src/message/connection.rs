@@ -25,16 +25,20 @@ thread_local! {
 pub(crate) async fn recv_datagram(socket: &UdpSocket) -> io::Result<Vec<u8>> {
     loop {
         socket.readable().await?;
-        let received = DATAGRAM.with(|buffer| {
-            let mut buffer = buffer.borrow_mut();
-            socket.try_recv(&mut buffer).map(|length| buffer[..length].to_vec())
-        });
-        match received {
+        match try_recv_datagram(socket) {
             // Readiness can be spurious: wait again.
             Err(error) if error.kind() == io::ErrorKind::WouldBlock => continue,
             other => return other,
         }
     }
+}
+
+/// A datagram already on `socket`, read now (`WouldBlock` when none is).
+pub(crate) fn try_recv_datagram(socket: &UdpSocket) -> io::Result<Vec<u8>> {
+    DATAGRAM.with(|buffer| {
+        let mut buffer = buffer.borrow_mut();
+        socket.try_recv(&mut buffer).map(|length| buffer[..length].to_vec())
+    })
 }
 
 pub(crate) enum MessageConnection {
