@@ -26,7 +26,7 @@ impl Vu {
                 if self.connection.is_some() {
                     return self.exchange_unbounded(state, request, is_head).await;
                 }
-                match open(&plan.connectors[self.instance], mode, plan.read_limits).await {
+                match open(&plan.connectors[self.instance], mode, &plan.http2_settings, plan.read_limits).await {
                     Ok(opened) => {
                         self.backoff = Duration::ZERO;
                         state.recorder.borrow_mut().connections_opened += 1;
@@ -69,7 +69,7 @@ impl Vu {
                 let mut held = place.connection.lock().await;
                 let reused = held.is_some();
                 if !reused {
-                    match open(&plan.connectors[self.instance], mode, plan.read_limits).await {
+                    match open(&plan.connectors[self.instance], mode, &plan.http2_settings, plan.read_limits).await {
                         Ok(Opened::Http2(sender)) => {
                             self.backoff = Duration::ZERO;
                             state.recorder.borrow_mut().connections_opened += 1;
