@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from conftest import HordeCli
+from test_report import ReportPage
 
 
 def test_horde_run_over_h2c_multiplexes_one_pooled_connection(horde_cli: HordeCli, target_process: Any) -> None:
@@ -35,3 +36,26 @@ scenarios:
     # 20 VUs waiting 20 ms each: one HTTP/1.1 connection would carry at most 50 requests/s
     # (100 in 2 s); multiplexed, about 1,000/s.
     assert summary["requests"] > 500, summary
+    # Each request counted by the protocol it went over, in the summary and on the console.
+    assert summary["steps"]["slow"]["http2"] == summary["requests"] == summary["http2"], summary
+    assert "http1" not in summary["steps"]["slow"], summary
+    assert f"requests by protocol: slow {summary['requests']:,} over HTTP/2, 0 over HTTP/1.1" in result.stdout, result.stdout
+    report = horde_cli.tmp_path / "report.html"
+    result = horde_cli.run("report", summary["run_id"], "-o", str(report), timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = ReportPage(report.read_text(encoding="utf-8")).tables["steps"]
+    assert rows["slow"]["http2"] == str(summary['requests']) and rows["slow"]["http1"] == "", rows["slow"]
+
+
+def test_the_protocol_counts_add_up_across_generators() -> None:
+    from horde.cluster.merge import merge_steps
+    from horde.engine.histogram import from_values
+
+    def entry(**protocols: int) -> dict[str, Any]:
+        return {"scenario": "s", "step": "get", "kind": "request", "requests": sum(protocols.values()), "ok": sum(protocols.values()),
+                "errors": {}, "bytes_sent": 0, "bytes_received": 0, "histogram": from_values([1000]), **protocols}
+
+    (merged,) = merge_steps([[entry(http1=2, http2=5)], [entry(http2=3)]])  # type: ignore[list-item]
+    assert (merged.get("http1"), merged.get("http2")) == (2, 8)
+    (plain,) = merge_steps([[entry()], [entry()]])  # type: ignore[list-item]
+    assert "http1" not in plain and "http2" not in plain

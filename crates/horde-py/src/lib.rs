@@ -148,6 +148,12 @@ fn snapshot_to_dict<'py>(py: Python<'py>, snapshot: &Snapshot) -> PyResult<Bound
         if step.rows > 0 {
             entry.set_item("rows", step.rows)?;
         }
+        if step.http1 > 0 {
+            entry.set_item("http1", step.http1)?;
+        }
+        if step.http2 > 0 {
+            entry.set_item("http2", step.http2)?;
+        }
         entry.set_item("histogram", PyBytes::new(py, &step.histogram))?;
         if !step.from_send_histogram.is_empty() {
             entry.set_item("from_send_histogram", PyBytes::new(py, &step.from_send_histogram))?;

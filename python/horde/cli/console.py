@@ -103,6 +103,11 @@ def render_summary(console: Console, summary: dict[str, Any], *, store_url: str 
         console.print("rows returned or changed: " + ", ".join(
             f"{name} {figures['rows']:,} ({figures['rows_per_s']:,.1f}/s)" for name, figures in with_rows),
             markup=False, highlight=False, soft_wrap=True)
+    by_protocol = [(name, figures) for name, figures in summary["steps"].items() if figures.get("http1") or figures.get("http2")]
+    if by_protocol:
+        console.print("requests by protocol: " + ", ".join(
+            f"{name} {figures.get('http2', 0):,} over HTTP/2, {figures.get('http1', 0):,} over HTTP/1.1"
+            for name, figures in by_protocol), markup=False, highlight=False, soft_wrap=True)
     kinds = summary.get("errors_by_kind") or {}
     responses = summary.get("responses")
     if responses is not None and responses < summary["requests"]:

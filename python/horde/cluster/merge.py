@@ -99,6 +99,10 @@ def merge_steps(step_lists: Sequence[Sequence[StepSnapshot]]) -> list[StepSnapsh
         rows = sum(int(entry.get("rows", 0)) for entry in entries)
         if rows:
             entry_merged["rows"] = rows
+        for protocol in ("http1", "http2"):
+            count = sum(int(entry.get(protocol, 0)) for entry in entries)
+            if count:
+                entry_merged[protocol] = count
         if any(entry.get("from_send_histogram") for entry in entries):
             # A generator that timed nothing from an intended instant sent its latency once.
             entry_merged["from_send_histogram"] = _merged(
