@@ -52,10 +52,11 @@ def test_the_protocol_counts_add_up_across_generators() -> None:
     from horde.engine.histogram import from_values
 
     def entry(**protocols: int) -> dict[str, Any]:
-        return {"scenario": "s", "step": "get", "kind": "request", "requests": sum(protocols.values()), "ok": sum(protocols.values()),
+        sent = protocols.get("http1", 0) + protocols.get("http2", 0)
+        return {"scenario": "s", "step": "get", "kind": "request", "requests": sent, "ok": sent,
                 "errors": {}, "bytes_sent": 0, "bytes_received": 0, "histogram": from_values([1000]), **protocols}
 
-    (merged,) = merge_steps([[entry(http1=2, http2=5)], [entry(http2=3)]])  # type: ignore[list-item]
-    assert (merged.get("http1"), merged.get("http2")) == (2, 8)
+    (merged,) = merge_steps([[entry(http1=2, http2=5, h2_stalls=1)], [entry(http2=3, h2_stalls=2)]])  # type: ignore[list-item]
+    assert (merged.get("http1"), merged.get("http2"), merged.get("h2_stalls")) == (2, 8, 3)
     (plain,) = merge_steps([[entry()], [entry()]])  # type: ignore[list-item]
     assert "http1" not in plain and "http2" not in plain

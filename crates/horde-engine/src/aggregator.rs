@@ -168,6 +168,7 @@ fn build_snapshot(
                 rows: step.rows,
                 http1: step.http1,
                 http2: step.http2,
+                h2_stalls: step.h2_stalls,
                 histogram: encode_histogram(&step.latency_us).unwrap_or_default(),
                 from_send_histogram: step
                     .latency_from_send()

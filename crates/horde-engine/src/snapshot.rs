@@ -18,6 +18,8 @@ pub struct StepSnapshot {
     /// Requests sent over HTTP/1.1 and HTTP/2 (`http_version` "2" or "auto" only; 0 otherwise).
     pub http1: u64,
     pub http2: u64,
+    /// Requests over HTTP/2 whose body waited over 100 ms for the server's flow-control window.
+    pub h2_stalls: u64,
     /// Latency in microseconds, HDR V2 encoded, as users felt it (open-model requests timed
     /// from their intended instant).
     pub histogram: Vec<u8>,

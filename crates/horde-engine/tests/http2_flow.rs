@@ -311,3 +311,58 @@ fn streams_past_a_goaway_count_as_h2_goaway_and_later_requests_reconnect() {
         assert!(ok >= (opened - 1) * (8 - per_connection), "{ok} answered over {opened} connections");
     }
 }
+
+/// An h2c server advertising a stream window of `window` bytes that reads each request's body
+/// a piece at a time, 20 ms apart, giving the window back as it goes, then answers.
+fn slow_reader(window: u32, runtime: &tokio::runtime::Runtime) -> SocketAddr {
+    let listener = runtime.block_on(TcpListener::bind("127.0.0.1:0")).expect("bind");
+    let address = listener.local_addr().expect("address");
+    runtime.spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else { continue };
+            tokio::spawn(async move {
+                let Ok(mut connection) = h2::server::Builder::new().initial_window_size(window).handshake::<_, bytes::Bytes>(stream).await else { return };
+                while let Some(Ok((request, mut respond))) = connection.accept().await {
+                    tokio::spawn(async move {
+                        let mut body = request.into_body();
+                        while let Some(Ok(piece)) = body.data().await {
+                            tokio::time::sleep(Duration::from_millis(20)).await;
+                            let _ = body.flow_control().release_capacity(piece.len());
+                        }
+                        let _ = respond.send_response(http::Response::new(()), true);
+                    });
+                }
+            });
+        }
+    });
+    address
+}
+
+fn stalls(snapshots: &[horde_engine::Snapshot]) -> u64 {
+    snapshots.iter().flat_map(|snapshot| snapshot.steps.iter()).map(|step| step.h2_stalls).sum()
+}
+
+#[test]
+fn a_body_held_back_by_a_shut_window_counts_as_a_stall_not_an_error() {
+    let runtime = runtime();
+    let body = "x".repeat(16_000);
+    let steps = format!(r#"[{{"name": "upload", "method": "POST", "path": "/", "body": "{body}"}}]"#);
+    // A window of 1,024 bytes read every 20 ms: sixteen pieces, about 300 ms of waiting each.
+    // HTTP/2's default of 65,535 takes the body at once.
+    for (window, stalled) in [(1024, true), (65_535, false)] {
+        let address = slow_reader(window, &runtime);
+        let plan = custom_plan(&format!("http://{address}"), r#", "http_version": "2""#, &steps, &closed(2, 1.0), 2.0);
+        let (snapshots, _) = run_timed(&plan, 1);
+        assert_accounting(&snapshots);
+        assert!(error_kinds(&snapshots).is_empty(), "{window}: {:?}", error_kinds(&snapshots));
+        let ok = total_ok(&snapshots);
+        assert!(ok >= 2, "{window}: {ok}");
+        if stalled {
+            // Each VU's first body may leave before the server's SETTINGS shrink the window.
+            let stalls = stalls(&snapshots);
+            assert!(stalls > 0 && stalls + 2 >= ok, "{stalls} of {ok} uploads through a 1,024-byte window stalled");
+        } else {
+            assert_eq!(stalls(&snapshots), 0);
+        }
+    }
+}

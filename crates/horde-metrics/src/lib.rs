@@ -150,6 +150,9 @@ pub struct StepRecorder {
     /// a request that never reached a connection is in neither.
     pub http1: u64,
     pub http2: u64,
+    /// Requests over HTTP/2 whose body waited for send capacity (the server's flow-control
+    /// window) longer than the engine's stall threshold: counted, not errors.
+    pub h2_stalls: u64,
     /// The first distinct messages of each error kind (bounded: [`MAX_DETAILS_PER_KIND`]),
     /// counted. Empty (no allocation) while nothing fails.
     pub details: Vec<ErrorDetail>,
@@ -175,6 +178,7 @@ impl Default for StepRecorder {
             rows: 0,
             http1: 0,
             http2: 0,
+            h2_stalls: 0,
             details: Vec::new(),
             checks: Vec::new(),
             messages: MessageCounts::default(),
@@ -304,6 +308,7 @@ impl StepRecorder {
         self.rows += other.rows;
         self.http1 += other.http1;
         self.http2 += other.http2;
+        self.h2_stalls += other.h2_stalls;
         self.messages.add(&other.messages);
         for detail in &other.details {
             self.add_detail(detail.kind, detail.message.clone(), detail.count);

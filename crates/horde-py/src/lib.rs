@@ -154,6 +154,9 @@ fn snapshot_to_dict<'py>(py: Python<'py>, snapshot: &Snapshot) -> PyResult<Bound
         if step.http2 > 0 {
             entry.set_item("http2", step.http2)?;
         }
+        if step.h2_stalls > 0 {
+            entry.set_item("h2_stalls", step.h2_stalls)?;
+        }
         entry.set_item("histogram", PyBytes::new(py, &step.histogram))?;
         if !step.from_send_histogram.is_empty() {
             entry.set_item("from_send_histogram", PyBytes::new(py, &step.from_send_histogram))?;

@@ -99,7 +99,7 @@ def merge_steps(step_lists: Sequence[Sequence[StepSnapshot]]) -> list[StepSnapsh
         rows = sum(int(entry.get("rows", 0)) for entry in entries)
         if rows:
             entry_merged["rows"] = rows
-        for protocol in ("http1", "http2"):
+        for protocol in ("http1", "http2", "h2_stalls"):
             count = sum(int(entry.get(protocol, 0)) for entry in entries)
             if count:
                 entry_merged[protocol] = count

@@ -127,6 +127,9 @@ class StepSnapshot(TypedDict):
     # present when there were any (a request that reached no connection is in neither).
     http1: NotRequired[int]
     http2: NotRequired[int]
+    # Requests over HTTP/2 whose body waited over 100 ms for the server's flow-control window
+    # (counted, not an error): present when there were any.
+    h2_stalls: NotRequired[int]
     histogram: bytes  # latency as felt: from an open-model arrival's intended start
     # Present when some request was timed from an intended start: the same requests' latency
     # from their actual send (what the target took).

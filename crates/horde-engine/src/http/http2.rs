@@ -169,10 +169,9 @@ pub async fn exchange_h2(
         .send_request(request, body.is_empty())
         .map_err(|error| H2Failure { not_sent: true, ..failure(&error, &address) })?;
     if !body.is_empty() {
-        // Queued by h2 and sent as the server's flow-control window allows.
-        if let Err(error) = stream.send_data(body, true) {
-            return Err(after_goaway(sender, failure(&error, &address)).await);
-        }
+        // Sent as the server's flow-control window allows; a body that could not be sent
+        // (the stream reset, or answered early) leaves the response to tell what happened.
+        capture.h2_stalled = send_body(&mut stream, body).await > H2_STALL;
     }
     let response = match response.await {
         Ok(response) => response,
@@ -224,6 +223,36 @@ pub async fn exchange_h2(
         capture.keep(&chunk);
     }
     Ok((status, encoded.len() as u64, received))
+}
+
+/// A request body that waited longer than this for send capacity counts as a flow-control
+/// stall (`h2_stalls`): the server's window stayed shut (or, for a body past h2's send buffer
+/// of 400 KiB, the socket did not drain) for a tenth of a second.
+pub const H2_STALL: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Sends `body` on `stream` in pieces no larger than the send capacity h2 assigns it (the
+/// server's stream and connection windows, within h2's send buffer), ending the stream with
+/// the last piece; returns how long it waited for capacity in all.
+async fn send_body(stream: &mut h2::SendStream<Bytes>, mut body: Bytes) -> std::time::Duration {
+    let mut waited = std::time::Duration::ZERO;
+    stream.reserve_capacity(body.len());
+    while !body.is_empty() {
+        let mut capacity = stream.capacity();
+        if capacity == 0 {
+            let since = std::time::Instant::now();
+            let polled = std::future::poll_fn(|context| stream.poll_capacity(context)).await;
+            waited += since.elapsed();
+            match polled {
+                Some(Ok(assigned)) => capacity = assigned,
+                _ => return waited,
+            }
+        }
+        let piece = body.split_to(capacity.min(body.len()));
+        if stream.send_data(piece, body.is_empty()).is_err() {
+            return waited;
+        }
+    }
+    waited
 }
 
 /// A stream cut by the connection's end (an IO error: the server closed it) after the server
