@@ -182,3 +182,26 @@ fn a_stream_reset_is_counted_by_its_code_and_the_connection_kept() {
     // A reset ends one stream, not the connection.
     assert_eq!(connections_opened(&snapshots), 2);
 }
+
+#[test]
+fn the_built_in_target_over_tls_negotiates_h2_with_a_plan_that_trusts_its_certificate() {
+    let names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
+    let tls = horde_target::self_signed(&names).expect("a self-signed certificate");
+    let certificate = std::env::temp_dir().join(format!("horde-target-tls-{}.pem", std::process::id()));
+    std::fs::write(&certificate, &tls.certificate_pem).expect("the certificate written");
+    let config = horde_target::TargetConfig { tls: Some(tls), ..horde_target::TargetConfig::default() };
+    let target = horde_target::TargetHandle::start(config).expect("target starts");
+    assert!(target.base_url().starts_with("https://127.0.0.1:"), "{}", target.base_url());
+    for (version, over_h2) in [("2", true), ("auto", true), ("1.1", false)] {
+        let extra = format!(r#", "ca_file": {:?}, "http_version": "{version}""#, certificate.display().to_string());
+        let plan = custom_plan(&target.base_url(), &extra, &get_step("/", None), &closed(2, 0.5), 2.0);
+        let (snapshots, _) = run_timed(&plan, 1);
+        assert_accounting(&snapshots);
+        assert!(error_kinds(&snapshots).is_empty(), "{version}: {:?}", error_kinds(&snapshots));
+        let ok = total_ok(&snapshots);
+        assert!(ok > 50, "{version}: {ok}");
+        // HTTP/2 chosen in ALPN; a plan of HTTP/1.1 only counts no protocol.
+        assert_eq!(by_protocol(&snapshots), if over_h2 { (0, ok) } else { (0, 0) }, "{version}");
+    }
+    let _ = std::fs::remove_file(&certificate);
+}

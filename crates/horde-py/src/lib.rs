@@ -373,7 +373,7 @@ impl PyTargetHandle {
 /// `length1`, `length2` or `length4`: a big-endian length prefix).
 #[pyfunction]
 #[pyo3(signature = (host="127.0.0.1", port=0, workers=None, service_ms=None, threads=1, service_times="fixed",
-                    tcp_port=None, udp_port=None, tcp_framing="newline", kcp_port=None))]
+                    tcp_port=None, udp_port=None, tcp_framing="newline", kcp_port=None, tls=None))]
 #[allow(clippy::too_many_arguments)]
 fn start_target(
     py: Python<'_>,
@@ -387,6 +387,7 @@ fn start_target(
     udp_port: Option<u16>,
     tcp_framing: &str,
     kcp_port: Option<u16>,
+    tls: Option<(String, String)>,
 ) -> PyResult<PyTargetHandle> {
     let framing = match tcp_framing {
         "newline" => GatewayFraming::Newline,
@@ -412,7 +413,8 @@ fn start_target(
     } else {
         None
     };
-    let config = TargetConfig { host: host.to_owned(), port, capacity, threads };
+    let tls = tls.map(|(certificate_pem, key_pem)| horde_target::TargetTls { certificate_pem, key_pem });
+    let config = TargetConfig { host: host.to_owned(), port, capacity, threads, tls };
     let handle = py.detach(|| TargetHandle::start(config)).map_err(|error| match error {
         horde_target::TargetError::InvalidConfig(message) => PyValueError::new_err(message),
         other => PyOSError::new_err(other.to_string()),
@@ -424,6 +426,14 @@ fn start_target(
     Ok(PyTargetHandle { inner: Mutex::new(Some(handle)), port, gateway: Mutex::new(gateway), tcp_port, udp_port, kcp_port })
 }
 
+/// A self-signed certificate for `names` (host names or IP addresses), made now:
+/// (certificate PEM, private key PEM), for `start_target(tls=...)`.
+#[pyfunction]
+fn self_signed_certificate(names: Vec<String>) -> PyResult<(String, String)> {
+    let tls = horde_target::self_signed(&names).map_err(|error| PyValueError::new_err(error.to_string()))?;
+    Ok((tls.certificate_pem, tls.key_pem))
+}
+
 #[pymodule]
 fn _engine(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(validate_plan, module)?)?;
@@ -433,6 +443,7 @@ fn _engine(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(histogram_from_values, module)?)?;
     module.add_function(wrap_pyfunction!(histogram_buckets, module)?)?;
     module.add_function(wrap_pyfunction!(start_target, module)?)?;
+    module.add_function(wrap_pyfunction!(self_signed_certificate, module)?)?;
     module.add_class::<PyRunHandle>()?;
     module.add_class::<PyTargetHandle>()?;
     module.add("ENGINE_VERSION", env!("CARGO_PKG_VERSION"))?;
