@@ -31,10 +31,9 @@ def start(*, host: str = "127.0.0.1", port: int = 0, workers: int | None = None,
     try:
         return _engine.start_target(host, port, workers, service_ms, threads, service_times, tcp_port, udp_port, tcp_framing, kcp_port, tls)
     except (OSError, ValueError) as error:
-        raise InvalidInput(
-            f"the target cannot start: {error}",
-            hint="pick another --port (0 picks a free one), or stop what already listens there",
-        ) from error
+        hint = ("give --tls-cert a PEM certificate (chain) and --tls-key its PEM private key, or --tls alone for a "
+                "self-signed one") if "TLS" in str(error) else "pick another --port (0 picks a free one), or stop what already listens there"
+        raise InvalidInput(f"the target cannot start: {error}", hint=hint) from error
 
 
 def tls_material(host: str, certificate: Path | None, key: Path | None) -> tuple[tuple[str, str], Path, bool]:
