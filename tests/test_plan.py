@@ -66,7 +66,7 @@ def with_language_defaults(first_slice: dict[str, Any]) -> dict[str, Any]:
             "thresholds": [], "autostop": [], "steer": None, "generators": None, "monitors": []}
     data["target"] = {**data["target"], "instances": [], "connections": "per_vu", "source_addresses": [],
                       "max_response_header_bytes": 256 * 1024, "max_kept_body_bytes": 1024 * 1024, "connect_backoff": True, "http_version": "1.1",
-                      "password_env": None, "password_file": None, "ca_file": None, "framing": None, "kcp": None}
+                      "password_env": None, "password_file": None, "ca_file": None, "framing": None, "kcp": None, "http2": None}
     for index, scenario in enumerate(data["scenarios"]):
         if scenario["workload"]["type"] == "open":
             scenario["workload"] = {**scenario["workload"], "arrivals": "uniform"}
@@ -524,7 +524,7 @@ def test_json_schema() -> None:
     definitions = schema["$defs"]
     assert set(definitions) == {
         "Threshold", "AutostopRule", "FindMax", "TargetResponseTime", "Generators",
-        "Target", "ConnectionPool", "Scenario", "HttpStep", "ConstantThinkTime", "UniformThinkTime",
+        "Target", "ConnectionPool", "Http2Settings", "Scenario", "HttpStep", "ConstantThinkTime", "UniformThinkTime",
         "ExponentialThinkTime", "NormalThinkTime", "ClosedModel", "ClosedStage", "OpenModel", "OpenStage",
         # The scenario language's.
         "Feeder", "Extractor", "StatusCheck", "JsonCheck", "BodyContainsCheck", "BodyMatchesCheck",

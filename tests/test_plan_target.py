@@ -233,3 +233,35 @@ def test_both_sides_refuse_an_http_version_they_cannot_honour(extra: dict[str, A
     ((location, message, _),) = pydantic_problems(data)
     assert location == "target.http_version" and words in message, message
     assert engine_paths(data) == ["target.http_version"]
+
+
+def test_http2_settings_have_the_engine_defaults_and_reach_it() -> None:
+    data = plan_data(http_version="2", http2={"max_concurrent_streams": 8})
+    assert pydantic_problems(data) == [] and engine_paths(data) == []
+    wire = json.loads(plan_to_json(plan_from_dict(data)))["target"]["http2"]
+    assert wire == {"stream_window_bytes": 1 << 20, "connection_window_bytes": 16 << 20, "max_concurrent_streams": 8}
+    assert json.loads(plan_to_json(plan_from_dict(plan_data())))["target"].get("http2") is None
+    described = plan_json_schema()["$defs"]["Http2Settings"]["properties"]
+    assert "SETTINGS_INITIAL_WINDOW_SIZE" in described["stream_window_bytes"]["description"]
+
+
+@pytest.mark.parametrize(
+    ("http2", "field", "words"),
+    [({"stream_window_bytes": 0}, "stream_window_bytes", "1 or more"),
+     ({"stream_window_bytes": 2**31}, "stream_window_bytes", "at most"),
+     ({"connection_window_bytes": 65534}, "connection_window_bytes", "65535 or more"),
+     ({"connection_window_bytes": 2**31}, "connection_window_bytes", "at most"),
+     ({"max_concurrent_streams": 0}, "max_concurrent_streams", "1 or more")],
+)
+def test_both_sides_bound_the_http2_settings_by_rfc_9113(http2: dict[str, Any], field: str, words: str) -> None:
+    data = plan_data(http_version="auto", base_url="https://127.0.0.1:8443", http2=http2)
+    ((location, message, _),) = pydantic_problems(data)
+    assert location == f"target.http2.{field}" and words in message, message
+    assert engine_paths(data) == [f"target.http2.{field}"]
+
+
+def test_both_sides_refuse_http2_settings_for_an_http1_target() -> None:
+    data = plan_data(http2={"stream_window_bytes": 65535})
+    ((location, message, _),) = pydantic_problems(data)
+    assert location == "target.http2" and "need http_version '2' or 'auto'" in message, message
+    assert engine_paths(data) == ["target.http2"]

@@ -97,5 +97,10 @@ def start_target(
     udp_port: int | None = None,
     tcp_framing: str = "newline",
     kcp_port: int | None = None,
+    tls: tuple[str, str] | None = None,
 ) -> TargetHandle:
-    """Raises ValueError on a bad capacity model, OSError when it cannot listen."""
+    """Raises ValueError on a bad capacity model or TLS certificate, OSError when it cannot
+    listen. ``tls``: (certificate PEM, key PEM): HTTPS, ALPN offering h2 and http/1.1."""
+
+def self_signed_certificate(names: list[str]) -> tuple[str, str]:
+    """A self-signed certificate for host names and IP addresses: (certificate PEM, key PEM)."""

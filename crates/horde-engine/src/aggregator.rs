@@ -166,6 +166,9 @@ fn build_snapshot(
                 bytes_sent: step.bytes_sent,
                 bytes_received: step.bytes_received,
                 rows: step.rows,
+                http1: step.http1,
+                http2: step.http2,
+                h2_stalls: step.h2_stalls,
                 histogram: encode_histogram(&step.latency_us).unwrap_or_default(),
                 from_send_histogram: step
                     .latency_from_send()

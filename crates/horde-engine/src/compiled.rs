@@ -54,6 +54,8 @@ pub(crate) struct CompiledPlan {
     /// `target.http_version` "2" or "auto"; `None` for HTTP/1.1 only, whose requests then take
     /// the HTTP/1.1 client's path with nothing more to decide.
     pub http2: Option<Http2Mode>,
+    /// `target.http2`, or its defaults.
+    pub http2_settings: horde_plan::Http2Settings,
     pub graceful_stop: Duration,
     /// When the longest scenario's stages end.
     pub duration: Duration,
@@ -126,6 +128,7 @@ impl CompiledPlan {
             },
             connect_backoff: plan.target.connect_backoff,
             http2,
+            http2_settings: plan.target.http2.unwrap_or_default(),
             graceful_stop: Duration::from_secs_f64(plan.graceful_stop_s),
             duration: Duration::from_secs_f64(plan.duration_s()),
             endpoints,

@@ -15,6 +15,11 @@ pub struct StepSnapshot {
     pub bytes_received: u64,
     /// Rows returned or changed by an `sql` step's statements; 0 for HTTP.
     pub rows: u64,
+    /// Requests sent over HTTP/1.1 and HTTP/2 (`http_version` "2" or "auto" only; 0 otherwise).
+    pub http1: u64,
+    pub http2: u64,
+    /// Requests over HTTP/2 whose body waited over 100 ms for the server's flow-control window.
+    pub h2_stalls: u64,
     /// Latency in microseconds, HDR V2 encoded, as users felt it (open-model requests timed
     /// from their intended instant).
     pub histogram: Vec<u8>,

@@ -95,6 +95,10 @@ pub(crate) struct Vu {
     /// Failed outcomes recorded so far (a group fails when this moves during its pass).
     failures: u64,
     last_connect_failed: bool,
+    /// With `http_version` "2" or "auto": the protocol the current request went over
+    /// (`Some(true)`: HTTP/2), `None` while it reached no connection (the step's `http1` and
+    /// `http2` counts).
+    over_h2: Option<bool>,
     /// Whether this VU pauses after a failed connect (closed models, `target.connect_backoff`),
     /// and its last pause (zero: none since its last connect that succeeded).
     backs_off: bool,
@@ -174,6 +178,7 @@ impl Vu {
             iteration: 0,
             failures: 0,
             last_connect_failed: false,
+            over_h2: None,
             backs_off: false,
             backoff: Duration::ZERO,
             sql: None,

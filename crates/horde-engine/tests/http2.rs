@@ -11,6 +11,12 @@ use std::sync::Arc;
 use std::time::Duration;
 use support::{assert_accounting, closed, connections_opened, custom_plan, error_kinds, get_step, run_timed, total_ok, total_requests};
 
+/// Requests counted over HTTP/1.1 and over HTTP/2 (the steps' `http1` and `http2`).
+fn by_protocol(snapshots: &[horde_engine::Snapshot]) -> (u64, u64) {
+    let steps = || snapshots.iter().flat_map(|snapshot| snapshot.steps.iter());
+    (steps().map(|step| step.http1).sum(), steps().map(|step| step.http2).sum())
+}
+
 fn h2c_plan(base_url: &str, target_extra: &str, path: &str, vus: u64, seconds: f64) -> horde_plan::Plan {
     custom_plan(base_url, &format!(r#", "http_version": "2"{target_extra}"#), &get_step(path, None), &closed(vus, seconds), 2.0)
 }
@@ -24,6 +30,7 @@ fn a_pool_of_one_h2c_connection_is_multiplexed_by_all_vus() {
     let (snapshots, _) = run_timed(&plan, 1);
     assert_accounting(&snapshots);
     assert_eq!(connections_opened(&snapshots), 1, "one connection for all VUs");
+    assert_eq!(by_protocol(&snapshots), (0, total_requests(&snapshots)));
     assert!(error_kinds(&snapshots).is_empty(), "{:?}", error_kinds(&snapshots));
     let ok = total_ok(&snapshots);
     assert_eq!(ok, total_requests(&snapshots));
@@ -119,6 +126,7 @@ fn alpn_chooses_h2_when_the_server_offers_it() {
         let ok = total_ok(&snapshots);
         assert!(ok > 100, "{version}: {ok}");
         assert_eq!(server.h2_requests.load(Ordering::SeqCst) - before, ok, "{version}: every request over HTTP/2");
+        assert_eq!(by_protocol(&snapshots), (0, ok), "{version}: counted over HTTP/2");
     }
     assert_eq!(server.h1_requests.load(Ordering::SeqCst), 0);
 }
@@ -131,6 +139,7 @@ fn auto_falls_back_to_http1_and_2_counts_the_refusal() {
     assert!(error_kinds(&snapshots).is_empty(), "{:?}", error_kinds(&snapshots));
     let ok = total_ok(&snapshots);
     assert!(ok > 100 && server.h1_requests.load(Ordering::SeqCst) == ok, "{ok}");
+    assert_eq!(by_protocol(&snapshots), (ok, 0), "ALPN chose http/1.1: counted over HTTP/1.1");
 
     let (snapshots, _) = run_timed(&server.plan("2"), 1);
     assert_accounting(&snapshots);
@@ -138,6 +147,8 @@ fn auto_falls_back_to_http1_and_2_counts_the_refusal() {
     assert_eq!(total_ok(&snapshots), 0);
     assert_eq!(kinds.keys().collect::<Vec<_>>(), vec!["h2_refused"], "{kinds:?}");
     assert_eq!(server.h2_requests.load(Ordering::SeqCst), 0);
+    // Refused at the handshake: no request reached a connection.
+    assert_eq!(by_protocol(&snapshots), (0, 0));
 }
 
 /// An h2c server (the `h2` crate's own) that resets every stream with ENHANCE_YOUR_CALM.
@@ -170,4 +181,27 @@ fn a_stream_reset_is_counted_by_its_code_and_the_connection_kept() {
     assert!(kinds["h2_reset_enhance_your_calm"] > 20, "{kinds:?}");
     // A reset ends one stream, not the connection.
     assert_eq!(connections_opened(&snapshots), 2);
+}
+
+#[test]
+fn the_built_in_target_over_tls_negotiates_h2_with_a_plan_that_trusts_its_certificate() {
+    let names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
+    let tls = horde_target::self_signed(&names).expect("a self-signed certificate");
+    let certificate = std::env::temp_dir().join(format!("horde-target-tls-{}.pem", std::process::id()));
+    std::fs::write(&certificate, &tls.certificate_pem).expect("the certificate written");
+    let config = horde_target::TargetConfig { tls: Some(tls), ..horde_target::TargetConfig::default() };
+    let target = horde_target::TargetHandle::start(config).expect("target starts");
+    assert!(target.base_url().starts_with("https://127.0.0.1:"), "{}", target.base_url());
+    for (version, over_h2) in [("2", true), ("auto", true), ("1.1", false)] {
+        let extra = format!(r#", "ca_file": {:?}, "http_version": "{version}""#, certificate.display().to_string());
+        let plan = custom_plan(&target.base_url(), &extra, &get_step("/", None), &closed(2, 0.5), 2.0);
+        let (snapshots, _) = run_timed(&plan, 1);
+        assert_accounting(&snapshots);
+        assert!(error_kinds(&snapshots).is_empty(), "{version}: {:?}", error_kinds(&snapshots));
+        let ok = total_ok(&snapshots);
+        assert!(ok > 50, "{version}: {ok}");
+        // HTTP/2 chosen in ALPN; a plan of HTTP/1.1 only counts no protocol.
+        assert_eq!(by_protocol(&snapshots), if over_h2 { (0, ok) } else { (0, 0) }, "{version}");
+    }
+    let _ = std::fs::remove_file(&certificate);
 }

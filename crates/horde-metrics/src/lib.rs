@@ -146,6 +146,14 @@ pub struct StepRecorder {
     /// Rows the step's statements returned or changed (`sql` steps; 0 for HTTP), as
     /// PostgreSQL reports them in each statement's command tag.
     pub rows: u64,
+    /// Requests sent over HTTP/1.1 and over HTTP/2, counted only when the plan may speak
+    /// HTTP/2 (`target.http_version` "2" or "auto"; "auto" over TLS takes what ALPN chose);
+    /// a request that never reached a connection is in neither.
+    pub http1: u64,
+    pub http2: u64,
+    /// Requests over HTTP/2 whose body waited for send capacity (the server's flow-control
+    /// window) longer than the engine's stall threshold: counted, not errors.
+    pub h2_stalls: u64,
     /// The first distinct messages of each error kind (bounded: [`MAX_DETAILS_PER_KIND`]),
     /// counted. Empty (no allocation) while nothing fails.
     pub details: Vec<ErrorDetail>,
@@ -169,6 +177,9 @@ impl Default for StepRecorder {
             bytes_sent: 0,
             bytes_received: 0,
             rows: 0,
+            http1: 0,
+            http2: 0,
+            h2_stalls: 0,
             details: Vec::new(),
             checks: Vec::new(),
             messages: MessageCounts::default(),
@@ -296,6 +307,9 @@ impl StepRecorder {
         self.bytes_sent += other.bytes_sent;
         self.bytes_received += other.bytes_received;
         self.rows += other.rows;
+        self.http1 += other.http1;
+        self.http2 += other.http2;
+        self.h2_stalls += other.h2_stalls;
         self.messages.add(&other.messages);
         for detail in &other.details {
             self.add_detail(detail.kind, detail.message.clone(), detail.count);
@@ -382,9 +396,11 @@ mod tests {
         right.steps[1].record(5, Err(ErrorKind::Timeout), 1, 0);
         left.steps[0].rows = 7;
         right.steps[0].rows = 5;
+        (left.steps[0].http1, left.steps[0].http2, right.steps[0].http2) = (1, 2, 3);
         left.merge(&right);
         let step = &left.steps[0];
         assert_eq!(step.rows, 12);
+        assert_eq!((step.http1, step.http2), (1, 5));
         assert_eq!(step.requests, 2000);
         assert_eq!(step.ok, 1000);
         assert_eq!(step.errors(), 1000);

@@ -135,6 +135,10 @@ pub struct Target {
     /// `"auto"` (ALPN over TLS offers h2 and http/1.1, the server chooses; `http://` stays 1.1).
     #[serde(default)]
     pub http_version: HttpVersion,
+    /// HTTP/2's knobs (`http_version` "2" or "auto"): the receive windows the client advertises
+    /// and a cap on its concurrent streams per connection; the engine's defaults when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http2: Option<Http2Settings>,
     /// Local addresses (IP literals) outgoing connections bind to before connecting, taken in
     /// turn, one per connection: each source address has its own range of ephemeral ports,
     /// so several of them hold more connections to one target than one address can. Empty:
@@ -180,6 +184,56 @@ fn default_max_kept_body_bytes() -> u64 {
 
 fn default_connect_backoff() -> bool {
     true
+}
+
+/// The largest flow-control window HTTP/2 allows (RFC 9113 6.9.1: 2^31-1 octets).
+pub const MAX_H2_WINDOW_BYTES: u64 = (1 << 31) - 1;
+/// The connection's window never starts below the RFC's initial 65,535 octets: WINDOW_UPDATE
+/// only widens it.
+pub const MIN_H2_CONNECTION_WINDOW_BYTES: u64 = 65_535;
+/// `target.http2.max_concurrent_streams`' largest value (SETTINGS values are 31-bit in practice).
+pub const MAX_H2_CONCURRENT_STREAMS: u64 = (1 << 31) - 1;
+
+/// `target.http2`: what the HTTP/2 client advertises and keeps to, per connection.
+/// python/horde/plan/target.py (`Http2Settings`) has the same fields, defaults and bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Http2Settings {
+    /// Each stream's receive window (SETTINGS_INITIAL_WINDOW_SIZE), 1 to 2^31-1 bytes.
+    #[serde(default = "default_h2_stream_window_bytes")]
+    pub stream_window_bytes: u64,
+    /// The connection's receive window (raised from 65,535 by a WINDOW_UPDATE), 65,535 to
+    /// 2^31-1 bytes.
+    #[serde(default = "default_h2_connection_window_bytes")]
+    pub connection_window_bytes: u64,
+    /// The most streams the client opens at once on one connection (below the server's own
+    /// SETTINGS_MAX_CONCURRENT_STREAMS); `None`: the server's limit only.
+    #[serde(default)]
+    pub max_concurrent_streams: Option<u64>,
+}
+
+/// 1 MiB per stream: a response of a few MiB is not held back by WINDOW_UPDATE round trips
+/// (the RFC's 64 KiB default would be).
+pub const DEFAULT_H2_STREAM_WINDOW_BYTES: u64 = 1 << 20;
+/// 16 MiB per connection: enough for many streams at once, bounded per connection.
+pub const DEFAULT_H2_CONNECTION_WINDOW_BYTES: u64 = 16 << 20;
+
+fn default_h2_stream_window_bytes() -> u64 {
+    DEFAULT_H2_STREAM_WINDOW_BYTES
+}
+
+fn default_h2_connection_window_bytes() -> u64 {
+    DEFAULT_H2_CONNECTION_WINDOW_BYTES
+}
+
+impl Default for Http2Settings {
+    fn default() -> Self {
+        Self {
+            stream_window_bytes: DEFAULT_H2_STREAM_WINDOW_BYTES,
+            connection_window_bytes: DEFAULT_H2_CONNECTION_WINDOW_BYTES,
+            max_concurrent_streams: None,
+        }
+    }
 }
 
 /// `target.http_version`. On the wire: `"1.1"`, `"2"` or `"auto"`; the numbers `1.1` and `2`

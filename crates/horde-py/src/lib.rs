@@ -151,6 +151,15 @@ fn snapshot_to_dict<'py>(py: Python<'py>, snapshot: &Snapshot) -> PyResult<Bound
         if step.rows > 0 {
             entry.set_item("rows", step.rows)?;
         }
+        if step.http1 > 0 {
+            entry.set_item("http1", step.http1)?;
+        }
+        if step.http2 > 0 {
+            entry.set_item("http2", step.http2)?;
+        }
+        if step.h2_stalls > 0 {
+            entry.set_item("h2_stalls", step.h2_stalls)?;
+        }
         entry.set_item("histogram", PyBytes::new(py, &step.histogram))?;
         if !step.from_send_histogram.is_empty() {
             entry.set_item("from_send_histogram", PyBytes::new(py, &step.from_send_histogram))?;
@@ -367,7 +376,7 @@ impl PyTargetHandle {
 /// `length1`, `length2` or `length4`: a big-endian length prefix).
 #[pyfunction]
 #[pyo3(signature = (host="127.0.0.1", port=0, workers=None, service_ms=None, threads=1, service_times="fixed",
-                    tcp_port=None, udp_port=None, tcp_framing="newline", kcp_port=None))]
+                    tcp_port=None, udp_port=None, tcp_framing="newline", kcp_port=None, tls=None))]
 #[allow(clippy::too_many_arguments)]
 fn start_target(
     py: Python<'_>,
@@ -381,6 +390,7 @@ fn start_target(
     udp_port: Option<u16>,
     tcp_framing: &str,
     kcp_port: Option<u16>,
+    tls: Option<(String, String)>,
 ) -> PyResult<PyTargetHandle> {
     let framing = match tcp_framing {
         "newline" => GatewayFraming::Newline,
@@ -406,7 +416,8 @@ fn start_target(
     } else {
         None
     };
-    let config = TargetConfig { host: host.to_owned(), port, capacity, threads };
+    let tls = tls.map(|(certificate_pem, key_pem)| horde_target::TargetTls { certificate_pem, key_pem });
+    let config = TargetConfig { host: host.to_owned(), port, capacity, threads, tls };
     let handle = py.detach(|| TargetHandle::start(config)).map_err(|error| match error {
         horde_target::TargetError::InvalidConfig(message) => PyValueError::new_err(message),
         other => PyOSError::new_err(other.to_string()),
@@ -416,6 +427,14 @@ fn start_target(
     let udp_port = gateway.as_ref().and_then(|gateway| gateway.udp_addr).map(|address| address.port());
     let kcp_port = gateway.as_ref().and_then(|gateway| gateway.kcp_addr).map(|address| address.port());
     Ok(PyTargetHandle { inner: Mutex::new(Some(handle)), port, gateway: Mutex::new(gateway), tcp_port, udp_port, kcp_port })
+}
+
+/// A self-signed certificate for `names` (host names or IP addresses), made now:
+/// (certificate PEM, private key PEM), for `start_target(tls=...)`.
+#[pyfunction]
+fn self_signed_certificate(names: Vec<String>) -> PyResult<(String, String)> {
+    let tls = horde_target::self_signed(&names).map_err(|error| PyValueError::new_err(error.to_string()))?;
+    Ok((tls.certificate_pem, tls.key_pem))
 }
 
 #[pymodule]
@@ -428,6 +447,7 @@ fn _engine(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(histogram_buckets, module)?)?;
     module.add_function(wrap_pyfunction!(start_target, module)?)?;
     module.add_function(wrap_pyfunction!(link::start_link, module)?)?;
+    module.add_function(wrap_pyfunction!(self_signed_certificate, module)?)?;
     module.add_class::<PyRunHandle>()?;
     module.add_class::<PyTargetHandle>()?;
     module.add_class::<link::PyLinkHandle>()?;

@@ -18,6 +18,24 @@ pub struct TargetConfig {
     /// Worker threads of the target's own tokio runtime; at least 1. Default `1`, which leaves the
     /// cores to the load generator that the target usually shares a machine with.
     pub threads: usize,
+    /// Serve HTTPS with this certificate and key (ALPN offers h2 and http/1.1) instead of
+    /// plain HTTP; `None` (the default): HTTP/1.1 and h2c in clear text.
+    pub tls: Option<TargetTls>,
+}
+
+/// A certificate chain and its private key, both PEM: what the target serves HTTPS with
+/// ([`crate::self_signed`] makes one).
+#[derive(Clone, PartialEq)]
+pub struct TargetTls {
+    pub certificate_pem: String,
+    pub key_pem: String,
+}
+
+impl std::fmt::Debug for TargetTls {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The key stays out of logs.
+        formatter.debug_struct("TargetTls").field("certificate_pem", &self.certificate_pem).finish_non_exhaustive()
+    }
 }
 
 impl Default for TargetConfig {
@@ -27,6 +45,7 @@ impl Default for TargetConfig {
             port: 0,
             capacity: None,
             threads: 1,
+            tls: None,
         }
     }
 }

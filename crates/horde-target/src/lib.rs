@@ -115,8 +115,10 @@ mod websocket;
 mod server;
 mod service;
 mod stall;
+mod tls;
 
-pub use config::{Capacity, ServiceTimes, TargetConfig, TargetError};
+pub use config::{Capacity, ServiceTimes, TargetConfig, TargetError, TargetTls};
+pub use tls::self_signed;
 pub use gateway::{GatewayConfig, GatewayCounts, GatewayFraming, GatewayHandle, MAX_ROOM_PLAYERS, MAX_UDP_PLAYERS};
 pub use server::{TargetHandle, MAX_CONCURRENT_STREAMS};
 pub use websocket::accept_key as websocket_accept_key;

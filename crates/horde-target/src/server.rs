@@ -47,12 +47,16 @@ const STOP_WAIT: Duration = Duration::from_secs(2);
 /// Pause after a failed `accept` (typically out of file descriptors), so that the loop neither
 /// spins nor gives up on a listener that will work again once descriptors are freed.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
+/// How long a client may take over its TLS handshake before the connection is dropped.
+const TLS_HANDSHAKE_WAIT: Duration = Duration::from_secs(10);
 
 /// A running target. Dropping it stops the target, as [`TargetHandle::stop`] does.
 #[derive(Debug)]
 pub struct TargetHandle {
     local_addr: SocketAddr,
     websocket_counts: Arc<GatewayCounts>,
+    /// HTTPS (`TargetConfig::tls`): the base URL's scheme.
+    tls: bool,
     shutdown: Option<watch::Sender<bool>>,
     finished: mpsc::Receiver<()>,
     thread: Option<JoinHandle<()>>,
@@ -69,6 +73,7 @@ impl TargetHandle {
     /// [`TargetError::Runtime`] when the thread or runtime cannot be created.
     pub fn start(config: TargetConfig) -> Result<TargetHandle, TargetError> {
         config.check()?;
+        let tls = config.tls.is_some();
         let (ready_sender, ready) = mpsc::sync_channel(1);
         let (finished_sender, finished) = mpsc::channel();
         let (shutdown_sender, shutdown) = watch::channel(false);
@@ -89,6 +94,7 @@ impl TargetHandle {
             Ok(Ok(local_addr)) => Ok(TargetHandle {
                 local_addr,
                 websocket_counts,
+                tls,
                 shutdown: Some(shutdown_sender),
                 finished,
                 thread: Some(thread),
@@ -125,7 +131,7 @@ impl TargetHandle {
 
     /// The target's base URL, such as `http://127.0.0.1:41234`, for a plan's `target.base_url`.
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.local_addr)
+        format!("{}://{}", if self.tls { "https" } else { "http" }, self.local_addr)
     }
 
     /// Stops the target: it stops accepting, closes idle connections, lets requests in flight
@@ -178,6 +184,13 @@ fn run(
             return;
         }
     };
+    let acceptor = match config.tls.as_ref().map(crate::tls::acceptor).transpose() {
+        Ok(acceptor) => acceptor,
+        Err(error) => {
+            let _ = ready.send(Err(error));
+            return;
+        }
+    };
     let bound = {
         // The listener registers with the runtime that is current when it is created.
         let _entered = runtime.enter();
@@ -207,7 +220,7 @@ fn run(
         game: World::new(MAX_PLAYERS),
         websocket: Arc::new(WebSocketState::new(websocket_counts)),
     });
-    runtime.block_on(accept_until_shutdown(listener, shared, shutdown));
+    runtime.block_on(accept_until_shutdown(listener, acceptor, shared, shutdown));
     runtime.shutdown_timeout(RUNTIME_SHUTDOWN_WAIT);
 }
 
@@ -272,6 +285,7 @@ fn display_address(host: &str, port: u16) -> String {
 
 async fn accept_until_shutdown(
     listener: TcpListener,
+    acceptor: Option<tokio_rustls::TlsAcceptor>,
     shared: Arc<Shared>,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -288,6 +302,7 @@ async fn accept_until_shutdown(
             Ok((stream, _peer)) => {
                 tokio::spawn(serve_connection(
                     stream,
+                    acceptor.clone(),
                     Arc::clone(&shared),
                     shutdown.clone(),
                     alive.clone(),
@@ -303,13 +318,30 @@ async fn accept_until_shutdown(
 
 async fn serve_connection(
     stream: TcpStream,
+    acceptor: Option<tokio_rustls::TlsAcceptor>,
     shared: Arc<Shared>,
-    mut shutdown: watch::Receiver<bool>,
+    shutdown: watch::Receiver<bool>,
     _alive: tokio::sync::mpsc::Sender<()>,
 ) {
     // Small responses must leave at once: Nagle's algorithm would hold one back until the
     // client's delayed ACK, adding up to 40 ms to a latency the target promises to know.
     let _ = stream.set_nodelay(true);
+    match acceptor {
+        None => serve_http(stream, shared, shutdown).await,
+        Some(acceptor) => {
+            // A client that fails its handshake (or never finishes it) is simply dropped.
+            if let Ok(Ok(tls)) = tokio::time::timeout(TLS_HANDSHAKE_WAIT, acceptor.accept(stream)).await {
+                serve_http(tls, shared, shutdown).await;
+            }
+        }
+    }
+}
+
+/// Serves HTTP/1.1 and HTTP/2 on one connection, in clear text or inside TLS.
+async fn serve_http<S>(stream: S, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let service = service_fn(move |request| {
         let shared = Arc::clone(&shared);
         async move { handle(&shared, request).await }

@@ -105,6 +105,15 @@ def render_summary(console: Console, summary: dict[str, Any], *, store_url: str 
         console.print("rows returned or changed: " + ", ".join(
             f"{name} {figures['rows']:,} ({figures['rows_per_s']:,.1f}/s)" for name, figures in with_rows),
             markup=False, highlight=False, soft_wrap=True)
+    by_protocol = [(name, figures) for name, figures in summary["steps"].items() if figures.get("http1") or figures.get("http2")]
+    if by_protocol:
+        console.print("requests by protocol: " + ", ".join(
+            f"{name} {figures.get('http2', 0):,} over HTTP/2, {figures.get('http1', 0):,} over HTTP/1.1"
+            for name, figures in by_protocol), markup=False, highlight=False, soft_wrap=True)
+    stalled = [(name, figures["h2_stalls"]) for name, figures in summary["steps"].items() if figures.get("h2_stalls")]
+    if stalled:
+        console.print("HTTP/2 bodies held back over 100 ms by the server's flow-control window: " + ", ".join(
+            f"{name} {count:,}" for name, count in stalled), markup=False, highlight=False, soft_wrap=True)
     kinds = summary.get("errors_by_kind") or {}
     responses = summary.get("responses")
     if responses is not None and responses < summary["requests"]:

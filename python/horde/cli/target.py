@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -14,7 +15,7 @@ from horde.cli.terminal import stdout
 
 def register(app: typer.Typer) -> None:
     """Add ``target`` to ``app``."""
-    app.command("target", cls=HordeCommand, epilog="Examples:\n\n  horde target --port 8080\n\n  horde target --workers 4 --service-ms 10 --service-times exponential")(target)
+    app.command("target", cls=HordeCommand, epilog="Examples:\n\n  horde target --port 8080\n\n  horde target --workers 4 --service-ms 10 --service-times exponential\n\n  horde target --tls --port 8443")(target)
 
 
 def target(
@@ -27,9 +28,12 @@ def target(
     tcp_port: Annotated[Optional[int], typer.Option("--tcp-port", help="game gateway on this TCP port too (0: any free port): echo, 'ping N' -> 'pong N', rooms ('join R', 'move ...' to every player of R)")] = None,
     udp_port: Annotated[Optional[int], typer.Option("--udp-port", help="the game gateway on this UDP port too (a datagram is a message)")] = None,
     kcp_port: Annotated[Optional[int], typer.Option("--kcp-port", help="the game gateway over KCP on this UDP port too (ikcp's fast mode)")] = None,
+    tls: Annotated[bool, typer.Option("--tls", help="serve HTTPS (ALPN: h2 and http/1.1) with a self-signed certificate made at start, whose PEM file is printed: a plan trusts it with target.ca_file")] = False,
+    tls_cert: Annotated[Optional[Path], typer.Option("--tls-cert", help="serve HTTPS with this PEM certificate (chain) instead of a self-signed one; with --tls-key")] = None,
+    tls_key: Annotated[Optional[Path], typer.Option("--tls-key", help="the PEM private key of --tls-cert")] = None,
     tcp_framing: Annotated[str, typer.Option("--tcp-framing", help="the gateway's TCP messages: 'newline', or a big-endian length prefix 'length1', 'length2', 'length4'")] = "newline",
 ) -> int:
-    """Serve the built-in target until Ctrl-C: /, /delay/{ms}, /status/{code}, /bytes/{n}, /stall/{ms}; with --tcp-port, --udp-port or --kcp-port, the game gateway too."""
+    """Serve the built-in target until Ctrl-C: /, /delay/{ms}, /status/{code}, /bytes/{n}, /stall/{ms}, over HTTPS with --tls; with --tcp-port, --udp-port or --kcp-port, the game gateway too."""
     from horde.engine.target import serve_until_interrupted
 
     if (workers is None) != (service_ms is None):
@@ -41,5 +45,6 @@ def target(
     if tcp_framing not in ("newline", "length1", "length2", "length4"):
         raise InvalidInput(f"--tcp-framing: '{tcp_framing}' is not a framing", hint="give newline, length1, length2 or length4")
     serve_until_interrupted(stdout, host=host, port=port, workers=workers, service_ms=service_ms, threads=threads,
-                            service_times=service_times, tcp_port=tcp_port, udp_port=udp_port, tcp_framing=tcp_framing, kcp_port=kcp_port)
+                            service_times=service_times, tcp_port=tcp_port, udp_port=udp_port, tcp_framing=tcp_framing, kcp_port=kcp_port,
+                            tls=tls, tls_cert=tls_cert, tls_key=tls_key)
     return ExitCode.OK

@@ -99,6 +99,16 @@ def merge_steps(step_lists: Sequence[Sequence[StepSnapshot]]) -> list[StepSnapsh
         rows = sum(int(entry.get("rows", 0)) for entry in entries)
         if rows:
             entry_merged["rows"] = rows
+        # Requests by protocol, and HTTP/2 bodies stalled: each kept when non-zero.
+        http1 = sum(int(entry.get("http1", 0)) for entry in entries)
+        if http1:
+            entry_merged["http1"] = http1
+        http2 = sum(int(entry.get("http2", 0)) for entry in entries)
+        if http2:
+            entry_merged["http2"] = http2
+        h2_stalls = sum(int(entry.get("h2_stalls", 0)) for entry in entries)
+        if h2_stalls:
+            entry_merged["h2_stalls"] = h2_stalls
         if any(entry.get("from_send_histogram") for entry in entries):
             # A generator that timed nothing from an intended instant sent its latency once.
             entry_merged["from_send_histogram"] = _merged(

@@ -123,6 +123,13 @@ class StepSnapshot(TypedDict):
     bytes_received: int
     # Rows returned or changed by an ``sql`` step's statements: present when there were any.
     rows: NotRequired[int]
+    # With http_version "2" or "auto": the requests sent over HTTP/1.1 and over HTTP/2, each
+    # present when there were any (a request that reached no connection is in neither).
+    http1: NotRequired[int]
+    http2: NotRequired[int]
+    # Requests over HTTP/2 whose body waited over 100 ms for the server's flow-control window
+    # (counted, not an error): present when there were any.
+    h2_stalls: NotRequired[int]
     histogram: bytes  # latency as felt: from an open-model arrival's intended start
     # Present when some request was timed from an intended start: the same requests' latency
     # from their actual send (what the target took).

@@ -38,6 +38,7 @@ from horde.plan.target import (
     MAX_POOL_CONNECTIONS,
     ConnectionPool,
     Connections,
+    Http2Settings,
     Target,
 )
 from horde.plan.steps import (
@@ -121,6 +122,7 @@ __all__ = [
     "ClosedStage",
     "ConnectionPool",
     "Connections",
+    "Http2Settings",
     "ConstantThinkTime",
     "EndIterationStep",
     "ExponentialThinkTime",

@@ -34,6 +34,14 @@ MAX_RESPONSE_HEADER_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_KEPT_BODY_BYTES = 1024 * 1024
 MAX_KEPT_BODY_BYTES = 1024 * 1024 * 1024
 
+#: ``http2``'s bounds (RFC 9113 6.9.1: a window is at most 2^31-1 octets; the connection's starts
+#: at 65,535 and WINDOW_UPDATE only widens it); crates/horde-plan has the same numbers.
+MAX_H2_WINDOW_BYTES = 2**31 - 1
+MIN_H2_CONNECTION_WINDOW_BYTES = 65_535
+MAX_H2_CONCURRENT_STREAMS = 2**31 - 1
+DEFAULT_H2_STREAM_WINDOW_BYTES = 1 << 20
+DEFAULT_H2_CONNECTION_WINDOW_BYTES = 16 << 20
+
 _CONNECTIONS_HINT = (
     "write connections: per_vu (each VU owns its connection, the default) or connections: "
     "{pool: N} (N connections per generator process, shared by its VUs)"
@@ -95,6 +103,42 @@ def _check_connections(data: dict[str, Any], problems: list[Located]) -> dict[st
     return {key: item for key, item in data.items() if key != "connections"}
 
 
+class Http2Settings(BaseModel):
+    """``http2``: what the HTTP/2 client advertises and keeps to on each connection
+    (crates/horde-plan ``Http2Settings``: the same fields, defaults and bounds).
+
+    >>> Http2Settings(stream_window_bytes=65535).connection_window_bytes
+    16777216
+    """
+
+    model_config = STRICT_KEYS
+
+    stream_window_bytes: int = Field(
+        default=DEFAULT_H2_STREAM_WINDOW_BYTES,
+        ge=1,
+        le=MAX_H2_WINDOW_BYTES,
+        description="each stream's receive window, advertised as SETTINGS_INITIAL_WINDOW_SIZE, "
+        "from 1 to 2147483647 bytes (default 1048576): a response larger than it flows as the "
+        "client reads it, one WINDOW_UPDATE per half window",
+    )
+    connection_window_bytes: int = Field(
+        default=DEFAULT_H2_CONNECTION_WINDOW_BYTES,
+        ge=MIN_H2_CONNECTION_WINDOW_BYTES,
+        le=MAX_H2_WINDOW_BYTES,
+        description="the connection's receive window, shared by its streams (raised from "
+        "HTTP/2's initial 65535 by a WINDOW_UPDATE), from 65535 to 2147483647 bytes (default "
+        "16777216)",
+    )
+    max_concurrent_streams: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_H2_CONCURRENT_STREAMS,
+        description="the most streams the client opens at once on one connection, below the "
+        "server's own SETTINGS_MAX_CONCURRENT_STREAMS (a request waits for a free stream, and "
+        "the wait is part of its latency); left out: the server's limit only",
+    )
+
+
 #: ``http_version``'s values: HTTP/1.1 only (the default), HTTP/2 insisted on, or ALPN's choice.
 HttpVersion = Literal["1.1", "2", "auto"]
 
@@ -104,7 +148,7 @@ def _check_http_version(data: dict[str, Any], problems: list[Located]) -> dict[s
     checked against the rest of the target; crates/horde-plan (validate/target.rs) words the
     problems the same. A bad value is left out so that it is reported once."""
     if "http_version" not in data:
-        return data
+        return _check_http2(data, problems)
     value = data["http_version"]
     text = {2: "2", 1.1: "1.1"}.get(value, value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
     problem = None
@@ -123,9 +167,19 @@ def _check_http_version(data: dict[str, Any], problems: list[Located]) -> dict[s
             "multiplexes HTTP/2 connections and must know the protocol before connecting)",
             "write http_version: '2' (the server speaks HTTP/2) or '1.1'")
     if problem is None:
-        return {**data, "http_version": text}
+        return _check_http2({**data, "http_version": text}, problems)
     problems.append((("http_version",), value, problem))
     return {key: item for key, item in data.items() if key != "http_version"}
+
+
+def _check_http2(data: dict[str, Any], problems: list[Located]) -> dict[str, Any]:
+    """``http2`` only where HTTP/2 may be spoken; crates/horde-plan words it the same."""
+    if data.get("http2") is None or data.get("http_version", "1.1") != "1.1":
+        return data
+    problems.append((("http2",), data["http2"], custom(
+        "http2", "HTTP/2's settings need http_version '2' or 'auto' (the target speaks HTTP/1.1)",
+        "add http_version: '2' or auto, or leave http2 out")))
+    return {key: item for key, item in data.items() if key != "http2"}
 
 
 def _describe(value: Any) -> str:
@@ -283,6 +337,13 @@ class Target(BaseModel):
         "chooses; http:// stays 1.1). Over HTTP/2 a VU's requests share its connection, and a "
         "pool's N connections are multiplexed by all the VUs (within the server's limit of "
         "concurrent streams); 'auto' takes no pool",
+    )
+    http2: Http2Settings | None = Field(
+        default=None,
+        description="HTTP/2's knobs, with http_version '2' or 'auto': {stream_window_bytes, "
+        "connection_window_bytes, max_concurrent_streams}; the receive windows the client "
+        "advertises (default 1 MiB per stream, 16 MiB per connection) and a cap on the streams it "
+        "opens at once per connection (default: the server's limit only)",
     )
     source_addresses: list[str] = Field(
         default_factory=list,

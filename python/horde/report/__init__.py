@@ -128,6 +128,8 @@ def _step_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
             "errors_by_kind": figures.get("errors_by_kind") or {},
             # sql steps: the rows their statements returned or changed.
             "rows": figures.get("rows"), "rows_per_s": figures.get("rows_per_s"),
+            # http_version "2" or "auto": requests by the protocol they went over.
+            "http1": figures.get("http1"), "http2": figures.get("http2"), "h2_stalls": figures.get("h2_stalls"),
         })
     return rows
 

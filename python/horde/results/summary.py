@@ -53,6 +53,9 @@ class _StepTotals:
     bytes_sent: int = 0
     bytes_received: int = 0
     rows: int = 0
+    http1: int = 0
+    http2: int = 0
+    h2_stalls: int = 0
     histogram: bytes = b""
     error_details: list[ErrorDetail] = field(default_factory=list)
     checks: list[CheckCount] = field(default_factory=list)
@@ -66,6 +69,9 @@ class _StepTotals:
         self.bytes_sent += int(entry["bytes_sent"])
         self.bytes_received += int(entry["bytes_received"])
         self.rows += int(entry.get("rows", 0))
+        self.http1 += int(entry.get("http1", 0))
+        self.http2 += int(entry.get("http2", 0))
+        self.h2_stalls += int(entry.get("h2_stalls", 0))
         parts = [self.histogram, entry["histogram"]] if self.histogram else [entry["histogram"]]
         self.histogram = histogram.merge(parts)
         if entry.get("error_details"):
@@ -143,6 +149,9 @@ class SummaryBuilder:
                 everything.errors_by_kind[kind] = everything.errors_by_kind.get(kind, 0) + count
             everything.bytes_sent += totals.bytes_sent
             everything.bytes_received += totals.bytes_received
+            everything.http1 += totals.http1
+            everything.http2 += totals.http2
+            everything.h2_stalls += totals.h2_stalls
         everything.histogram = histogram.merge(t.histogram for t in requests_only if t.histogram)
         everything.error_details = merge_error_details(t.error_details for t in requests_only)
         everything.messages = merge_messages(t.messages for t in requests_only)
@@ -313,6 +322,11 @@ def _figures(totals: _StepTotals, duration_s: float) -> dict[str, Any]:
         # Rows an sql step's statements returned or changed (absent for HTTP steps).
         **({"rows": totals.rows, "rows_per_s": round(totals.rows / duration_s, 3) if duration_s > 0 else 0.0}
            if totals.rows else {}),
+        # With http_version "2" or "auto": requests by the protocol they went over (when any).
+        **({"http1": totals.http1} if totals.http1 else {}),
+        **({"http2": totals.http2} if totals.http2 else {}),
+        # Bodies held back over 100 ms by the server's HTTP/2 flow-control window (when any).
+        **({"h2_stalls": totals.h2_stalls} if totals.h2_stalls else {}),
         # The requests the latency figures cover: those that got a response (any status).
         # Requests that got none (refused, reset, timeout, cut...) are counted, never timed.
         "responses": latency.count if latency else 0,

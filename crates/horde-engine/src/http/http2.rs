@@ -12,9 +12,17 @@
 use super::{Capture, Connection, Connector, Endpoint, ReadLimits, Scheme};
 use bytes::Bytes;
 use horde_metrics::ErrorKind;
+use horde_plan::Http2Settings;
+use std::sync::Arc;
 
 /// A handle on an HTTP/2 connection: cloned, it lets several VUs open streams on it at once.
-pub type H2Sender = h2::client::SendRequest<Bytes>;
+/// With `target.http2.max_concurrent_streams`, a semaphore shared by its clones keeps the
+/// streams open at once within that cap (h2 keeps only the server's limit).
+#[derive(Clone)]
+pub struct H2Sender {
+    sender: h2::client::SendRequest<Bytes>,
+    streams: Option<Arc<tokio::sync::Semaphore>>,
+}
 
 /// How a plan that may speak HTTP/2 chooses it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,16 +51,11 @@ pub struct H2Failure {
     pub not_sent: bool,
 }
 
-/// Per-stream and per-connection receive windows: large enough that a response of a few MiB
-/// is not held back by WINDOW_UPDATE round trips (the RFC's 64 KiB default would be), small
-/// enough to bound what one connection buffers. h2load's defaults are larger still.
-const STREAM_WINDOW: u32 = 1 << 20;
-const CONNECTION_WINDOW: u32 = 16 << 20;
-
 /// Connects and, when HTTP/2 is to be spoken, performs its handshake. Over TLS with
 /// [`Http2Mode::Alpn`], a server that chose http/1.1 gives an HTTP/1.1 connection; with
-/// [`Http2Mode::Insist`] it is an `h2_refused` error.
-pub async fn open(connector: &Connector, mode: Http2Mode, limits: ReadLimits) -> Result<Opened, (ErrorKind, String)> {
+/// [`Http2Mode::Insist`] it is an `h2_refused` error. `settings` (`target.http2`, validated
+/// within RFC 9113's bounds) give the receive windows advertised and the cap on streams.
+pub async fn open(connector: &Connector, mode: Http2Mode, settings: &Http2Settings, limits: ReadLimits) -> Result<Opened, (ErrorKind, String)> {
     let connection = connector.connect_detailed().await?;
     let endpoint = connector.endpoint();
     let speak_h2 = match (&connection, mode) {
@@ -70,9 +73,12 @@ pub async fn open(connector: &Connector, mode: Http2Mode, limits: ReadLimits) ->
         return Ok(Opened::Http1(connection));
     }
     let mut builder = h2::client::Builder::new();
+    // The windows' defaults (1 MiB per stream, 16 MiB per connection, horde-plan's) keep a
+    // response of a few MiB from waiting on WINDOW_UPDATE round trips, as the RFC's 64 KiB would.
+    let window = |bytes: u64| u32::try_from(bytes).unwrap_or(u32::MAX >> 1);
     builder
-        .initial_window_size(STREAM_WINDOW)
-        .initial_connection_window_size(CONNECTION_WINDOW)
+        .initial_window_size(window(settings.stream_window_bytes))
+        .initial_connection_window_size(window(settings.connection_window_bytes))
         // The bound on a response head, as over HTTP/1.1 (the decoded header list).
         .max_header_list_size(u32::try_from(limits.max_head_bytes).unwrap_or(u32::MAX))
         // The server pushes nothing to a load generator.
@@ -81,14 +87,15 @@ pub async fn open(connector: &Connector, mode: Http2Mode, limits: ReadLimits) ->
         Connection::Plain(stream) => builder.handshake(stream).await.map(|(sender, driver)| spawn_driver(sender, driver)),
         Connection::Tls(stream) => builder.handshake(*stream).await.map(|(sender, driver)| spawn_driver(sender, driver)),
     };
+    let cap = settings.max_concurrent_streams.map(|streams| usize::try_from(streams).unwrap_or(usize::MAX).min(tokio::sync::Semaphore::MAX_PERMITS));
     handshake
-        .map(Opened::Http2)
+        .map(|sender| Opened::Http2(H2Sender { sender, streams: cap.map(|permits| Arc::new(tokio::sync::Semaphore::new(permits))) }))
         .map_err(|error| (ErrorKind::Protocol, format!("HTTP/2 handshake with {}:{}: {error}", endpoint.host, endpoint.port)))
 }
 
 /// The connection's frames are read and written by a task of its own on the worker's runtime;
 /// it ends when every sender is dropped and the last stream is done, or the connection fails.
-fn spawn_driver<T>(sender: H2Sender, driver: h2::client::Connection<T, Bytes>) -> H2Sender
+fn spawn_driver<T>(sender: h2::client::SendRequest<Bytes>, driver: h2::client::Connection<T, Bytes>) -> h2::client::SendRequest<Bytes>
 where
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
@@ -137,9 +144,9 @@ fn to_h2(endpoint: &Endpoint, encoded: &[u8]) -> Result<(http::Request<()>, Byte
 
 /// Sends one request as a stream of `sender`'s connection and reads its response into
 /// `capture`. Ok: (status, bytes sent, bytes received). Waits while the server's limit of
-/// concurrent streams is reached (that wait is part of the request's latency).
+/// concurrent streams, or the plan's cap, is reached (that wait is part of the request's latency).
 pub async fn exchange_h2(
-    sender: &mut H2Sender,
+    connection: &mut H2Sender,
     endpoint: &Endpoint,
     encoded: &[u8],
     capture: &mut Capture,
@@ -149,16 +156,27 @@ pub async fn exchange_h2(
     let (request, body) = to_h2(endpoint, encoded)
         // Not sent, but a second try would fail the same: not flagged as `not_sent`.
         .map_err(|detail| H2Failure { kind: ErrorKind::Protocol, detail, connection_lost: false, not_sent: false })?;
+    // Held until the response's body ends (or the exchange fails): a stream of the cap's.
+    let streams = connection.streams.clone();
+    let _stream_permit = match &streams {
+        Some(streams) => streams.acquire().await.ok(),
+        None => None,
+    };
+    let sender = &mut connection.sender;
     let ready = std::mem::replace(sender, sender.clone()).ready().await;
     *sender = ready.map_err(|error| H2Failure { not_sent: true, ..failure(&error, &address) })?;
     let (response, mut stream) = sender
         .send_request(request, body.is_empty())
         .map_err(|error| H2Failure { not_sent: true, ..failure(&error, &address) })?;
     if !body.is_empty() {
-        // Queued by h2 and sent as the server's flow-control window allows.
-        stream.send_data(body, true).map_err(|error| failure(&error, &address))?;
+        // Sent as the server's flow-control window allows; a body that could not be sent
+        // (the stream reset, or answered early) leaves the response to tell what happened.
+        capture.h2_stalled = send_body(&mut stream, body).await > H2_STALL;
     }
-    let response = response.await.map_err(|error| failure(&error, &address))?;
+    let response = match response.await {
+        Ok(response) => response,
+        Err(error) => return Err(after_goaway(sender, failure(&error, &address)).await),
+    };
     let status = response.status().as_u16();
     capture.clear(limits.max_kept_body_bytes);
     let mut received = format!("HTTP/2 {status}\r\n").len() as u64 + 2;
@@ -195,13 +213,69 @@ pub async fn exchange_h2(
     }
     let mut body = response.into_body();
     while let Some(chunk) = body.data().await {
-        let chunk = chunk.map_err(|error| failure(&error, &address))?;
+        let chunk = match chunk {
+            Ok(chunk) => chunk,
+            Err(error) => return Err(after_goaway(sender, failure(&error, &address)).await),
+        };
         // The window is given back as the body is read, so a long body keeps flowing.
         let _ = body.flow_control().release_capacity(chunk.len());
         received += chunk.len() as u64;
         capture.keep(&chunk);
     }
     Ok((status, encoded.len() as u64, received))
+}
+
+/// A request body that waited longer than this for send capacity counts as a flow-control
+/// stall (`h2_stalls`): the server's window stayed shut (or, for a body past h2's send buffer
+/// of 400 KiB, the socket did not drain) for a tenth of a second.
+pub const H2_STALL: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Sends `body` on `stream` in pieces no larger than the send capacity h2 assigns it (the
+/// server's stream and connection windows, within h2's send buffer), ending the stream with
+/// the last piece; returns how long it waited for capacity in all.
+async fn send_body(stream: &mut h2::SendStream<Bytes>, mut body: Bytes) -> std::time::Duration {
+    let mut waited = std::time::Duration::ZERO;
+    stream.reserve_capacity(body.len());
+    while !body.is_empty() {
+        let mut capacity = stream.capacity();
+        if capacity == 0 {
+            let since = std::time::Instant::now();
+            let polled = std::future::poll_fn(|context| stream.poll_capacity(context)).await;
+            waited += since.elapsed();
+            match polled {
+                Some(Ok(assigned)) => capacity = assigned,
+                _ => return waited,
+            }
+        }
+        let piece = body.split_to(capacity.min(body.len()));
+        if stream.send_data(piece, body.is_empty()).is_err() {
+            return waited;
+        }
+    }
+    waited
+}
+
+/// A stream cut by the connection's end (an IO error: the server closed it) after the server
+/// had sent GOAWAY is counted as `h2_goaway`, not `reset`: the server announced it was going
+/// and closed before answering. The connection's own error tells: h2 keeps the GOAWAY it read
+/// as the connection's error, and a sender polled once returns it. A connection cut without a
+/// GOAWAY read first (none sent, or lost in a TCP reset) stays `reset`.
+async fn after_goaway(sender: &mut h2::client::SendRequest<Bytes>, failure: H2Failure) -> H2Failure {
+    if !failure.connection_lost || failure.kind == ErrorKind::H2GoAway {
+        return failure;
+    }
+    let polled = std::future::poll_fn(|context| std::task::Poll::Ready(sender.poll_ready(context))).await;
+    match polled {
+        std::task::Poll::Ready(Err(error)) if error.is_go_away() => {
+            let reason = error.reason().map_or_else(|| "no code".to_owned(), |reason| format!("{reason:?}"));
+            H2Failure {
+                kind: ErrorKind::H2GoAway,
+                detail: format!("the server closed the HTTP/2 connection after its GOAWAY ({reason}) before answering: {}", failure.detail),
+                ..failure
+            }
+        }
+        _ => failure,
+    }
 }
 
 /// An `h2` error as Horde counts it: a stream reset by its code, a GOAWAY, an IO error by its

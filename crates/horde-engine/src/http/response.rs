@@ -64,6 +64,9 @@ pub struct Capture {
     pub error_status_line: String,
     pub error_body: Vec<u8>,
     pub(super) error_wanted: bool,
+    /// Over HTTP/2: the request's body waited longer than [`super::H2_STALL`] for send
+    /// capacity (the step's `h2_stalls`); taken by the VU after each exchange.
+    pub h2_stalled: bool,
     /// Exchange recording (`crate::exchange`): when set, the response's head as received and
     /// the first `MAX_BODY_BYTES` of its decoded body are kept too, whatever the step needs.
     /// False (and both buffers empty) in a run without recording.

@@ -24,9 +24,10 @@ impl Vu {
             let reused = self.h2.is_some();
             if !reused {
                 if self.connection.is_some() {
+                    self.over_h2 = Some(false);
                     return self.exchange_unbounded(state, request, is_head).await;
                 }
-                match open(&plan.connectors[self.instance], mode, plan.read_limits).await {
+                match open(&plan.connectors[self.instance], mode, &plan.http2_settings, plan.read_limits).await {
                     Ok(opened) => {
                         self.backoff = Duration::ZERO;
                         state.recorder.borrow_mut().connections_opened += 1;
@@ -34,6 +35,7 @@ impl Vu {
                             Opened::Http2(sender) => self.h2 = Some(Box::new(sender)),
                             Opened::Http1(connection) => {
                                 self.connection = Some(connection);
+                                self.over_h2 = Some(false);
                                 return self.exchange_unbounded(state, request, is_head).await;
                             }
                         }
@@ -43,9 +45,13 @@ impl Vu {
             }
             let sender = self.h2.as_mut().expect("connected above");
             let endpoint = &plan.endpoints[self.instance];
+            self.over_h2 = Some(true);
             match exchange_h2(sender, endpoint, request, &mut self.capture, plan.read_limits).await {
                 Ok(outcome) => return Ok(outcome),
                 Err(failure) => {
+                    if failure.not_sent {
+                        self.over_h2 = None;
+                    }
                     if failure.connection_lost || failure.not_sent {
                         self.h2 = None;
                     }
@@ -69,7 +75,7 @@ impl Vu {
                 let mut held = place.connection.lock().await;
                 let reused = held.is_some();
                 if !reused {
-                    match open(&plan.connectors[self.instance], mode, plan.read_limits).await {
+                    match open(&plan.connectors[self.instance], mode, &plan.http2_settings, plan.read_limits).await {
                         Ok(Opened::Http2(sender)) => {
                             self.backoff = Duration::ZERO;
                             state.recorder.borrow_mut().connections_opened += 1;
@@ -87,9 +93,13 @@ impl Vu {
                 (*number, reused, sender.clone())
             };
             let endpoint = &plan.endpoints[self.instance];
+            self.over_h2 = Some(true);
             match exchange_h2(&mut sender, endpoint, request, &mut self.capture, plan.read_limits).await {
                 Ok(outcome) => return Ok(outcome),
                 Err(failure) => {
+                    if failure.not_sent {
+                        self.over_h2 = None;
+                    }
                     if failure.connection_lost || failure.not_sent {
                         let mut held = place.connection.lock().await;
                         if held.as_ref().is_some_and(|(held_number, _)| *held_number == number) {

@@ -118,6 +118,13 @@ impl Vu {
         let mut in_flight = InFlight { state, index: node.global_index, started, ended: false };
         let outcome = self.exchange(state, request, node.is_head).await;
         in_flight.ended = true;
+        if let Some(over_h2) = self.over_h2.take() {
+            let step = &mut state.recorder.borrow_mut().steps[node.global_index];
+            *(if over_h2 { &mut step.http2 } else { &mut step.http1 }) += 1;
+            if std::mem::take(&mut self.capture.h2_stalled) {
+                step.h2_stalls += 1;
+            }
+        }
         if let Some(buffer) = encoded {
             // The encoding buffer is reused by the next templated request.
             self.request = buffer;

@@ -3,7 +3,7 @@
 
 use super::Problems;
 use crate::{
-    Connections, HttpVersion, Target, MAX_KEPT_BODY_BYTES, MAX_POOL_CONNECTIONS, MAX_RESPONSE_HEADER_BYTES, MIN_RESPONSE_HEADER_BYTES,
+    Connections, HttpVersion, Target, MAX_H2_CONCURRENT_STREAMS, MAX_H2_WINDOW_BYTES, MAX_KEPT_BODY_BYTES, MIN_H2_CONNECTION_WINDOW_BYTES, MAX_POOL_CONNECTIONS, MAX_RESPONSE_HEADER_BYTES, MIN_RESPONSE_HEADER_BYTES,
 };
 use std::net::IpAddr;
 
@@ -206,6 +206,7 @@ pub(super) fn check_connections(problems: &mut Problems, target: &Target) {
 /// `http_version`: HTTP/2 is for http(s) targets; with a pool the engine multiplexes HTTP/2
 /// connections, so it must know before connecting that every connection will speak it.
 fn check_http_version(problems: &mut Problems, target: &Target) {
+    check_http2_settings(problems, target);
     let wanted = match target.http_version {
         HttpVersion::Http1 => return,
         HttpVersion::Http2 => "2",
@@ -218,6 +219,26 @@ fn check_http_version(problems: &mut Problems, target: &Target) {
             "target.http_version".into(),
             "'auto' cannot be combined with connections: {pool: N} (a pool multiplexes HTTP/2 connections and must know the protocol before connecting): write '2' or '1.1'",
         );
+    }
+}
+
+/// `http2`: RFC 9113's bounds on the windows, at least one stream, and only where HTTP/2 may
+/// be spoken. python/horde/plan/target.py (`Http2Settings`) words them the same.
+fn check_http2_settings(problems: &mut Problems, target: &Target) {
+    let Some(settings) = &target.http2 else { return };
+    if target.http_version == HttpVersion::Http1 {
+        problems.push("target.http2".into(), "HTTP/2's settings need http_version '2' or 'auto' (the target speaks HTTP/1.1)");
+        return;
+    }
+    let bounded = [
+        ("stream_window_bytes", settings.stream_window_bytes, 1, MAX_H2_WINDOW_BYTES),
+        ("connection_window_bytes", settings.connection_window_bytes, MIN_H2_CONNECTION_WINDOW_BYTES, MAX_H2_WINDOW_BYTES),
+        ("max_concurrent_streams", settings.max_concurrent_streams.unwrap_or(1), 1, MAX_H2_CONCURRENT_STREAMS),
+    ];
+    for (field, value, low, high) in bounded {
+        if !(low..=high).contains(&value) {
+            problems.push(format!("target.http2.{field}"), format!("must be from {low} to {high} (got {value})"));
+        }
     }
 }
 
@@ -266,6 +287,28 @@ mod tests {
         assert_eq!(pooled.len(), 1);
         assert!(pooled[0].starts_with("target.http_version: 'auto' cannot be combined with connections"), "{pooled:?}");
         assert!(problems(r#"{"base_url": "http://h", "http_version": "2", "connections": {"pool": 2}}"#).is_empty());
+    }
+
+    #[test]
+    fn http2_settings_are_bounded_and_need_http2() {
+        let plan = decode(&plan_with_target(r#"{"base_url": "http://h", "http_version": "2", "http2": {"max_concurrent_streams": 4}}"#)).unwrap();
+        let settings = plan.target.http2.unwrap();
+        assert_eq!((settings.stream_window_bytes, settings.connection_window_bytes, settings.max_concurrent_streams), (1 << 20, 16 << 20, Some(4)));
+        assert!(plan.validate().is_empty());
+        assert_eq!(
+            problems(r#"{"base_url": "http://h", "http_version": "2", "http2": {"stream_window_bytes": 0, "connection_window_bytes": 65534, "max_concurrent_streams": 0}}"#),
+            vec![
+                "target.http2.stream_window_bytes: must be from 1 to 2147483647 (got 0)",
+                "target.http2.connection_window_bytes: must be from 65535 to 2147483647 (got 65534)",
+                "target.http2.max_concurrent_streams: must be from 1 to 2147483647 (got 0)",
+            ]
+        );
+        assert_eq!(
+            problems(r#"{"base_url": "http://h", "http2": {"stream_window_bytes": 2147483648}}"#),
+            vec!["target.http2: HTTP/2's settings need http_version '2' or 'auto' (the target speaks HTTP/1.1)"]
+        );
+        let wrong = decode(&plan_with_target(r#"{"base_url": "http://h", "http_version": "2", "http2": {"window": 1}}"#)).unwrap_err();
+        assert!(wrong.path.starts_with("target.http2"), "{}", wrong.path);
     }
 
     #[test]
