@@ -3,25 +3,10 @@
 use horde_plan::ThinkTime;
 use std::time::Duration;
 
-/// A small, fast generator (SplitMix64), one per VU, seeded from the VU number so that runs are
-/// reproducible and VUs do not share state (no locking, no cross-thread traffic).
-#[derive(Debug, Clone)]
-pub struct VuRandom(u64);
-
-impl VuRandom {
-    pub fn new(seed: u64) -> Self {
-        Self(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        horde_plan::templates::splitmix64(&mut self.0)
-    }
-
-    /// Uniform in [0, 1).
-    pub fn next_f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
+/// A VU's random stream: SplitMix64, seeded from the VU number so that runs are reproducible and
+/// VUs do not share state (no locking, no cross-thread traffic). The same generator as the
+/// impaired network's draws (`horde_link::Random`), written once there.
+pub use horde_link::Random as VuRandom;
 
 /// Draws one pause from a think-time distribution.
 pub fn draw(think_time: &ThinkTime, random: &mut VuRandom) -> Duration {
