@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
 import harness  # noqa: E402  (bench/harness.py: processes, pinning, exact CPU measurement)
+from gateway import messages_of  # noqa: E402  (the same pings, counted as bench/gateway.py counts them)
 
 ROWS = (("udp", "direct"), ("udp", "link"), ("tcp", "direct"), ("tcp", "link"), ("udp", "link, 20 ms each way"))
 
@@ -64,11 +65,6 @@ def plan(env: harness.Env, transport: str, address: str, port: int, vus: int, se
     path = env.work / f"{tag}-{seconds}.json"
     path.write_text(json.dumps(document))
     return path
-
-
-def messages_of(summary: dict[str, Any]) -> int:
-    counts = summary["steps"]["rtt"].get("messages") or {}
-    return int(counts.get("sent", 0)) + int(counts.get("received", 0))
 
 
 def one_row(env: harness.Env, transport: str, path: str, vus: int, seconds: int, tag: str) -> dict[str, float]:

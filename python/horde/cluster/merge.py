@@ -27,6 +27,9 @@ from horde.engine.snapshot import Snapshot, StepSnapshot, merge_checks, merge_er
 SummedKey = Literal["active_vus", "peak_vus", "busy_vus", "iterations", "dropped_arrivals", "connections_opened"]
 SUMMED: tuple[SummedKey, ...] = ("active_vus", "peak_vus", "busy_vus", "iterations", "dropped_arrivals",
                                  "connections_opened")
+#: A step's counters that a snapshot carries only when non-zero.
+OptionalCounter = Literal["rows", "http1", "http2", "h2_stalls"]
+OPTIONAL_COUNTERS: tuple[OptionalCounter, ...] = ("rows", "http1", "http2", "h2_stalls")
 
 
 def merge_second(parts: Sequence[Snapshot], *, final: bool) -> Snapshot:
@@ -96,19 +99,12 @@ def merge_steps(step_lists: Sequence[Sequence[StepSnapshot]]) -> list[StepSnapsh
             "bytes_received": sum(int(entry["bytes_received"]) for entry in entries),
             "histogram": _merged(histograms),
         }
-        rows = sum(int(entry.get("rows", 0)) for entry in entries)
-        if rows:
-            entry_merged["rows"] = rows
-        # Requests by protocol, and HTTP/2 bodies stalled: each kept when non-zero.
-        http1 = sum(int(entry.get("http1", 0)) for entry in entries)
-        if http1:
-            entry_merged["http1"] = http1
-        http2 = sum(int(entry.get("http2", 0)) for entry in entries)
-        if http2:
-            entry_merged["http2"] = http2
-        h2_stalls = sum(int(entry.get("h2_stalls", 0)) for entry in entries)
-        if h2_stalls:
-            entry_merged["h2_stalls"] = h2_stalls
+        # Counters a snapshot carries only when non-zero (SQL rows, requests by protocol, HTTP/2
+        # bodies stalled): summed, and kept when the sum is.
+        for counter in OPTIONAL_COUNTERS:
+            total = sum(int(entry.get(counter, 0)) for entry in entries)
+            if total:
+                entry_merged[counter] = total
         if any(entry.get("from_send_histogram") for entry in entries):
             # A generator that timed nothing from an intended instant sent its latency once.
             entry_merged["from_send_histogram"] = _merged(
