@@ -503,7 +503,7 @@ class _Message:
     per_second=..., duration_ms=...)``, ``message.close()``. ``{{ seq }}`` in a message is its
     number; ``hex``, ``base64`` or ``json`` may replace ``text``.
 
-    >>> message.ping("rtt", reply_seq="pong (\\d+)").lower()
+    >>> message.ping("rtt", reply_seq=r"pong (\\d+)").lower()
     {'type': 'ping', 'name': 'rtt', 'reply_seq': 'pong (\\\\d+)'}
     >>> message.stream("move", "move {{ seq }}", per_second=10, duration_ms=1000).lower()["per_second"]
     10
