@@ -5,6 +5,7 @@
 //! asked to stop (an eventfd).
 #![allow(unsafe_code)]
 
+use crate::bottleneck::Bottleneck;
 use crate::impairment::Impairment;
 use crate::tun::Tun;
 use std::cmp::Reverse;
@@ -30,9 +31,9 @@ pub enum Way {
     Back = 1,
 }
 
-/// A bottleneck each way: packets leave at `bits_per_s` one after another (a packet of B bytes
-/// takes 8B / rate on the wire) from a drop-tail queue holding at most `queue` of backlog; the
-/// delay comes after. Lost packets (the draws) never take the wire.
+/// The link's rate limit each way (`--rate-mbit`, `--queue-ms`): a [`Bottleneck`] of
+/// `bits_per_s` whose drop-tail queue holds at most `queue` of waiting; the delay comes after.
+/// Lost packets (the draws) never take the wire.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Shaping {
     pub bits_per_s: f64,
@@ -40,8 +41,8 @@ pub struct Shaping {
 }
 
 impl Shaping {
-    fn transmit(&self, bytes: usize) -> Duration {
-        Duration::from_secs_f64(bytes as f64 * 8.0 / self.bits_per_s)
+    fn bottleneck(&self) -> Bottleneck {
+        Bottleneck::new(self.bits_per_s / 8.0, self.queue)
     }
 }
 
@@ -51,7 +52,7 @@ pub struct Counters {
     pub read: [AtomicU64; 2],
     pub bytes: [AtomicU64; 2],
     pub dropped: [AtomicU64; 2],
-    /// Dropped by a full queue ([`Shaping`]), not by the draws.
+    /// Dropped by a full queue (the [`Bottleneck`]), not by the draws.
     pub overflowed: [AtomicU64; 2],
     pub duplicated: [AtomicU64; 2],
     pub delivered: [AtomicU64; 2],
@@ -98,8 +99,7 @@ pub(crate) fn run(
     counters: Arc<Counters>,
 ) -> io::Result<()> {
     let transparent = shaping.is_none() && impairments.iter().all(Impairment::is_transparent);
-    // When each way's wire is free again (with a bottleneck).
-    let mut wire_free = [Instant::now(); 2];
+    let mut bottlenecks = shaping.map(|shaping| [shaping.bottleneck(), shaping.bottleneck()]);
     let mut held: Held = BinaryHeap::new();
     let mut order = 0u64;
     let mut scratch = vec![0u8; MAX_PACKET];
@@ -155,18 +155,16 @@ pub(crate) fn run(
                     _ => {}
                 }
                 let mut now = Instant::now();
-                if let (Some(shaping), false) = (shaping, delays.is_empty()) {
-                    let start = wire_free[way as usize].max(now);
-                    if start - now > shaping.queue {
+                if let (Some(bottlenecks), false) = (bottlenecks.as_mut(), delays.is_empty()) {
+                    let Some(wait) = bottlenecks[way as usize].admit(now, length) else {
                         add(&counters.overflowed[way as usize], 1);
                         continue;
-                    }
-                    wire_free[way as usize] = start + shaping.transmit(length);
+                    };
                     // Off the wire: the delay runs from there.
-                    now = wire_free[way as usize];
+                    now += wait;
                 }
                 for delay in delays {
-                    if delay.is_zero() && shaping.is_none() && held.is_empty() {
+                    if delay.is_zero() && bottlenecks.is_none() && held.is_empty() {
                         deliver(to, packet, way, &counters);
                         continue;
                     }

@@ -37,8 +37,8 @@ def link(
     duplicate_percent: Annotated[float, typer.Option("--duplicate-percent", help="packets delivered twice, each way")] = 0.0,
     reorder_percent: Annotated[float, typer.Option("--reorder-percent", help="packets held back one more delay + jitter, so later ones overtake them")] = 0.0,
     seed: Annotated[int, typer.Option("--seed", help="the draws' seed: the same seed, the same impairment")] = 1,
-    rate_mbit: Annotated[Optional[float], typer.Option("--rate-mbit", help="a bottleneck each way: packets leave one after another at this rate")] = None,
-    queue_ms: Annotated[float, typer.Option("--queue-ms", help="with --rate-mbit: the bottleneck's drop-tail queue holds at most this much backlog")] = 100.0,
+    rate_mbit: Annotated[Optional[float], typer.Option("--rate-mbit", help="a bottleneck each way (a token bucket of 1,500 bytes filled at this rate, as network.rate_limit)")] = None,
+    queue_ms: Annotated[float, typer.Option("--queue-ms", help="with --rate-mbit: the longest a packet waits for the bottleneck before it is dropped")] = 100.0,
 ) -> int:
     """Run COMMAND (the system under test) in a network namespace reached through a link Horde emulates: TCP sees real loss and retransmits. Needs root."""
     from horde.engine.link import LinkOptions, serve

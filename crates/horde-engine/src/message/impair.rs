@@ -9,13 +9,15 @@
 //! takes delivered ones from it through channels; the task ends when the VU drops its side (a
 //! `close`, the VU's end).
 //!
-//! With `network.rate_limit` each way is a link of that many bytes a second: a token bucket of
-//! [`BUCKET_BYTES`] filled at the rate, a datagram leaving once the bucket holds its size, in
-//! order, then delayed as above. Datagrams wait their turn in a queue of [`QUEUE_WAIT`]: one
-//! that would wait longer is dropped (tail drop), so a link offered more than its rate carries
-//! its rate and adds up to that wait to the round trip. The bucket draws nothing at random: the
-//! random stream is the same with or without it.
+//! With `network.rate_limit` each way is a link of that many bytes a second, the
+//! `horde_link::Bottleneck` that `horde link --rate-mbit` puts in front of IP packets too: a
+//! token bucket one Ethernet frame deep filled at the rate, a datagram leaving once the bucket
+//! holds its size, in order, then delayed as above. Datagrams wait their turn in a queue of
+//! [`QUEUE_WAIT`]: one that would wait longer is dropped (tail drop), so a link offered more than
+//! its rate carries its rate and adds up to that wait to the round trip. The bucket draws nothing
+//! at random: the random stream is the same with or without it.
 
+use horde_link::Bottleneck;
 use horde_plan::Network;
 use std::cell::Cell;
 use std::cmp::Reverse;
@@ -75,46 +77,8 @@ impl ImpairedLink {
     }
 }
 
-/// The token bucket's depth: an Ethernet frame, so an idle link passes a datagram up to that
-/// size at once and a busier one paces every byte at the rate.
-pub(crate) const BUCKET_BYTES: f64 = 1500.0;
 /// The longest a datagram waits for the rate limit's link before it is dropped.
 pub(crate) const QUEUE_WAIT: Duration = Duration::from_millis(100);
-
-/// One way of a rate-limited link: a token bucket and its queue, kept as when the last
-/// datagram let through leaves and the tokens left then.
-pub(crate) struct Bucket {
-    bytes_per_s: f64,
-    free_at: Option<Instant>,
-    tokens: f64,
-}
-
-impl Bucket {
-    pub fn new(bytes_per_s: f64) -> Self {
-        Self { bytes_per_s, free_at: None, tokens: BUCKET_BYTES }
-    }
-
-    /// How long a datagram of `length` bytes offered at `now` waits before it leaves, or `None`
-    /// when that wait would pass [`QUEUE_WAIT`] (dropped; the bucket is as before).
-    pub fn admit(&mut self, now: Instant, length: usize) -> Option<Duration> {
-        let free_at = self.free_at.unwrap_or(now);
-        let start = free_at.max(now);
-        let tokens = (self.tokens + (start - free_at).as_secs_f64() * self.bytes_per_s).min(BUCKET_BYTES);
-        let length = length as f64;
-        let (leaves, left) = if tokens >= length {
-            (start, tokens - length)
-        } else {
-            (start + Duration::from_secs_f64((length - tokens) / self.bytes_per_s), 0.0)
-        };
-        let wait = leaves - now;
-        if wait > QUEUE_WAIT {
-            return None;
-        }
-        self.free_at = Some(leaves);
-        self.tokens = left;
-        Some(wait)
-    }
-}
 
 /// The draws (`horde_link::Impairment`, which the link's relay uses too) and the order of the
 /// datagrams held.
@@ -123,14 +87,14 @@ pub(crate) struct Impairment {
     /// Datagrams held so far: orders those due at the same instant first in, first out.
     order: u64,
     /// The rate limit's link, out and in.
-    buckets: Option<[Bucket; 2]>,
+    bottlenecks: Option<[Bottleneck; 2]>,
 }
 
 impl Impairment {
     /// `seed`: the VU's number, so that each VU draws its own stream.
     pub fn new(network: Network, seed: u64) -> Self {
-        let buckets = network.rate_limit.map(|rate| [Bucket::new(rate.bytes_per_s), Bucket::new(rate.bytes_per_s)]);
-        Self { draws: horde_link::Impairment::new(network, seed), order: 0, buckets }
+        let bottlenecks = network.rate_limit.map(|rate| [Bottleneck::new(rate.bytes_per_s, QUEUE_WAIT), Bottleneck::new(rate.bytes_per_s, QUEUE_WAIT)]);
+        Self { draws: horde_link::Impairment::new(network, seed), order: 0, bottlenecks }
     }
 
     /// Puts the copies of `datagram` that get through (none, one or two) in `held`, each due
@@ -142,8 +106,8 @@ impl Impairment {
         let mut datagram = Some(datagram);
         for (index, delay) in delays.into_iter().enumerate() {
             let copy = if index + 1 == copies { datagram.take().unwrap_or_default() } else { datagram.clone().unwrap_or_default() };
-            let wait = match self.buckets.as_mut() {
-                Some(buckets) => match buckets[way as usize].admit(now, copy.len()) {
+            let wait = match self.bottlenecks.as_mut() {
+                Some(bottlenecks) => match bottlenecks[way as usize].admit(now.into_std(), copy.len()) {
                     Some(wait) => wait,
                     None => continue,
                 },
@@ -221,41 +185,6 @@ mod tests {
 
     fn network(loss_percent: f64, duplicate_percent: f64) -> Network {
         Network { delay_ms: 20.0, jitter_ms: 5.0, loss_percent, duplicate_percent, reorder_percent: 0.0, rate_limit: None, seed: 7 }
-    }
-
-    #[test]
-    fn a_rate_limited_link_carries_its_rate_and_drops_past_its_queue() {
-        // 100 kB/s offered 500-byte datagrams at 500 kB/s (one a millisecond) for 10 s.
-        let mut bucket = Bucket::new(100_000.0);
-        let start = Instant::now();
-        let (mut passed, mut last_leaves, mut longest) = (0u64, Duration::ZERO, Duration::ZERO);
-        for millisecond in 0..10_000u64 {
-            let now = start + Duration::from_millis(millisecond);
-            if let Some(wait) = bucket.admit(now, 500) {
-                passed += 500;
-                longest = longest.max(wait);
-                last_leaves = Duration::from_millis(millisecond) + wait;
-            }
-        }
-        // The bucket's first 1,500 bytes at once, then exactly the rate until the last leaves.
-        let expected = 1500.0 + 100_000.0 * last_leaves.as_secs_f64();
-        assert!((passed as f64 - expected).abs() <= 500.0, "{passed} bytes passed, expected {expected}");
-        assert!((10.0..10.1).contains(&last_leaves.as_secs_f64()), "the queue drains its 100 ms after the offer ends: {last_leaves:?}");
-        assert!(longest <= QUEUE_WAIT && longest >= QUEUE_WAIT - Duration::from_millis(5), "a full queue waits 100 ms: {longest:?}");
-    }
-
-    #[test]
-    fn an_idle_rate_limited_link_passes_a_datagram_at_once_and_paces_a_burst() {
-        let mut bucket = Bucket::new(10_000.0);
-        let now = Instant::now();
-        assert_eq!(bucket.admit(now, 1000), Some(Duration::ZERO));
-        // 500 tokens left: the next 1,000 bytes wait for 500 more, 50 ms at 10 kB/s.
-        assert_eq!(bucket.admit(now, 1000), Some(Duration::from_millis(50)));
-        // Queued behind it: 100 ms more, past the queue's wait: dropped, and the bucket unchanged.
-        assert_eq!(bucket.admit(now, 1000), None);
-        assert_eq!(bucket.admit(now, 400), Some(Duration::from_millis(90)));
-        // A second later the bucket is full again.
-        assert_eq!(bucket.admit(now + Duration::from_secs(1), 1500), Some(Duration::ZERO));
     }
 
     #[test]
