@@ -324,3 +324,73 @@ fn a_rate_limited_link_carries_its_rate_and_its_queue_delays_the_round_trip() {
     // The queue's 100 ms (less the last datagram's 5 ms) plus loopback and the echoes' own pacing.
     assert!((95.0..=150.0).contains(&rtt_ms), "RTT {rtt_ms} ms");
 }
+
+/// The peers' addresses a plain listener saw: a TCP echo of newline-framed lines, and a UDP echo,
+/// each on its own thread for `seconds`.
+fn peers_seen(plan_for: impl Fn(&str) -> horde_plan::Plan) -> (Vec<std::net::IpAddr>, Vec<std::net::IpAddr>) {
+    use std::io::{BufRead, Write};
+    use std::sync::{Arc, Mutex};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_read_timeout(Some(std::time::Duration::from_millis(100))).unwrap();
+    let (tcp_url, udp_url) = (format!("tcp://{}", listener.local_addr().unwrap()), format!("udp://{}", udp.local_addr().unwrap()));
+    let tcp_peers = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&tcp_peers);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(4) {
+            let stream = stream.unwrap();
+            seen.lock().unwrap().push(stream.peer_addr().unwrap().ip());
+            std::thread::spawn(move || {
+                let mut writer = stream.try_clone().unwrap();
+                for line in std::io::BufReader::new(stream).lines().map_while(Result::ok) {
+                    let reply = line.replace("ping", "pong");
+                    if writer.write_all(format!("{reply}\n").as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let udp_peers = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&udp_peers);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stopped = Arc::clone(&stop);
+    let echo = std::thread::spawn(move || {
+        let mut buffer = [0u8; 1500];
+        while !stopped.load(Ordering::Relaxed) {
+            if let Ok((length, peer)) = udp.recv_from(&mut buffer) {
+                seen.lock().unwrap().push(peer.ip());
+                let reply = String::from_utf8_lossy(&buffer[..length]).replace("ping", "pong");
+                let _ = udp.send_to(reply.as_bytes(), peer);
+            }
+        }
+    });
+    for url in [&tcp_url, &udp_url] {
+        let snapshots = run_to_end(&plan_for(url), 1);
+        assert_eq!(step_ok(&snapshots, "rtt"), step_requests(&snapshots, "rtt"), "every ping answered over {url}");
+    }
+    stop.store(true, Ordering::Relaxed);
+    echo.join().unwrap();
+    let (mut tcp, mut udp) = (tcp_peers.lock().unwrap().clone(), udp_peers.lock().unwrap().clone());
+    tcp.sort();
+    udp.sort();
+    udp.dedup();
+    (tcp, udp)
+}
+
+#[test]
+fn message_connections_bind_to_the_source_addresses_in_turn() {
+    let (tcp, udp) = peers_seen(|url| {
+        support::plan_of(json!({
+            "version": 1,
+            "target": {"base_url": url, "source_addresses": ["127.0.0.2", "127.0.0.3"]},
+            "graceful_stop_s": 2,
+            "scenarios": [{"name": "s", "setup": [{"type": "connect", "name": "connect"}],
+                           "steps": ping_loop(20.0, 1000.0), "workload": closed_value(4, 0.5)}],
+        }))
+    });
+    let (two, three): (std::net::IpAddr, std::net::IpAddr) = ("127.0.0.2".parse().unwrap(), "127.0.0.3".parse().unwrap());
+    // Four VUs' connections, two from each address.
+    assert_eq!(tcp, vec![two, two, three, three]);
+    assert_eq!(udp, vec![two, three]);
+}

@@ -195,7 +195,15 @@ impl Connector {
     }
 
     /// One TCP connection, from the next source address when the plan lists some.
-    async fn connect_to(&self, address: SocketAddr) -> Result<TcpStream, (ErrorKind, String)> {
+    /// The next of `target.source_addresses` in turn, if the plan gives any: a message
+    /// target's UDP and KCP sockets bind to it.
+    pub(crate) fn next_source(&self) -> Option<IpAddr> {
+        self.sources.next()
+    }
+
+    /// A TCP connection to `address` from the next source address (if any): HTTP's, and a
+    /// message target's TCP connections.
+    pub(crate) async fn connect_to(&self, address: SocketAddr) -> Result<TcpStream, (ErrorKind, String)> {
         let failed = |error: io::Error| (ErrorKind::from_io(&error), format!("{error} to {address}"));
         let Some(source) = self.sources.next() else {
             return TcpStream::connect(address).await.map_err(failed);

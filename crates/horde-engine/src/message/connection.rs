@@ -8,6 +8,7 @@ use super::websocket::WebSocketLink;
 use bytes::BytesMut;
 use horde_plan::{Framing, KcpOptions, Network};
 use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UdpSocket};
 
@@ -66,17 +67,19 @@ pub(crate) struct Received {
 }
 
 impl MessageConnection {
-    pub async fn tcp(address: std::net::SocketAddr, framing: Framing) -> io::Result<Self> {
-        let stream = TcpStream::connect(address).await?;
+    /// A framed stream over `stream`, connected (from the plan's next source address, if any)
+    /// by the target's HTTP connector.
+    pub fn tcp(stream: TcpStream, framing: Framing) -> io::Result<Self> {
         // Messages are small and each is a unit: Nagle's wait would add up to 40 ms to an RTT.
         stream.set_nodelay(true)?;
         Ok(Self::Tcp { stream, framing, buffer: BytesMut::with_capacity(4096), frame: Vec::new() })
     }
 
-    /// A UDP socket connected to the target (so only its datagrams come in, and an ICMP "port
-    /// unreachable" shows as a refused receive), impaired when the scenario says so.
-    pub async fn udp(address: std::net::SocketAddr, network: Option<Network>, seed: u64) -> io::Result<Self> {
-        let socket = connected_socket(address).await?;
+    /// A UDP socket bound to `source` (or any local address) and connected to the target (so
+    /// only its datagrams come in, and an ICMP "port unreachable" shows as a refused receive),
+    /// impaired when the scenario says so.
+    pub async fn udp(address: SocketAddr, source: Option<IpAddr>, network: Option<Network>, seed: u64) -> io::Result<Self> {
+        let socket = connected_socket(address, source).await?;
         Ok(match network {
             Some(network) => Self::ImpairedUdp(ImpairedLink::start(socket, network, seed)),
             None => Self::Udp { socket },
@@ -84,8 +87,8 @@ impl MessageConnection {
     }
 
     /// A KCP session with the target over a socket of its own, `conv` its conversation.
-    pub async fn kcp(address: std::net::SocketAddr, options: KcpOptions, conv: u32, network: Option<Network>, seed: u64) -> io::Result<Self> {
-        let socket = connected_socket(address).await?;
+    pub async fn kcp(address: SocketAddr, source: Option<IpAddr>, options: KcpOptions, conv: u32, network: Option<Network>, seed: u64) -> io::Result<Self> {
+        let socket = connected_socket(address, source).await?;
         Ok(Self::Kcp(KcpLink::start(socket, options, conv, network, seed)))
     }
 
@@ -175,11 +178,12 @@ impl MessageConnection {
     }
 }
 
-/// A UDP socket on an ephemeral port, connected to the target (so only its datagrams come in,
-/// and an ICMP "port unreachable" shows as a refused receive).
-async fn connected_socket(address: std::net::SocketAddr) -> io::Result<UdpSocket> {
-    let local: std::net::SocketAddr = if address.is_ipv4() { ([0, 0, 0, 0], 0).into() } else { (std::net::Ipv6Addr::UNSPECIFIED, 0).into() };
-    let socket = UdpSocket::bind(local).await?;
+/// A UDP socket on an ephemeral port of `source` (or of any local address), connected to the
+/// target (so only its datagrams come in, and an ICMP "port unreachable" shows as a refused
+/// receive).
+async fn connected_socket(address: SocketAddr, source: Option<IpAddr>) -> io::Result<UdpSocket> {
+    let any = if address.is_ipv4() { IpAddr::V4(Ipv4Addr::UNSPECIFIED) } else { IpAddr::V6(Ipv6Addr::UNSPECIFIED) };
+    let socket = UdpSocket::bind(SocketAddr::new(source.unwrap_or(any), 0)).await?;
     socket.connect(address).await?;
     Ok(socket)
 }

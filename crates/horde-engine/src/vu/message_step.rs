@@ -188,14 +188,24 @@ impl Vu {
             let Some(resolved) = resolved else {
                 return Err(StepError { kind: ErrorKind::Dns, detail: format!("'{address}' does not resolve"), connecting: true, keeps_connection: false });
             };
+            // The target's HTTP connector holds `target.source_addresses`, taken in turn.
+            let connector = &state.shared.plan.connectors[self.instance];
             let connection = match target.transport {
-                MessageTransport::Tcp => MessageConnection::tcp(resolved, target.framing).await,
-                MessageTransport::Udp => MessageConnection::udp(resolved, node.network, seed).await,
+                MessageTransport::Tcp => {
+                    let stream = connector.connect_to(resolved).await.map_err(|(kind, detail)| StepError {
+                        kind,
+                        detail,
+                        connecting: true,
+                        keeps_connection: false,
+                    })?;
+                    MessageConnection::tcp(stream, target.framing)
+                }
+                MessageTransport::Udp => MessageConnection::udp(resolved, connector.next_source(), node.network, seed).await,
                 MessageTransport::Kcp => {
                     // Each VU its own conversation unless the plan fixes one (the gateway tells
                     // sessions apart by address either way).
                     let conv = target.kcp.conv.unwrap_or((self.number as u32).wrapping_add(1));
-                    MessageConnection::kcp(resolved, target.kcp, conv, node.network, seed).await
+                    MessageConnection::kcp(resolved, connector.next_source(), target.kcp, conv, node.network, seed).await
                 }
                 MessageTransport::WebSocket { .. } => unreachable!("a WebSocket's steps carry their upgrade"),
             };
