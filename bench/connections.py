@@ -7,6 +7,12 @@ machine whose processes may each open 20,000 files.
     .venv/bin/python bench/connections.py --connections 10000 --seconds 20
     .venv/bin/python bench/connections.py --generators 5      # 5 x (limit - 100): about 100,000
     .venv/bin/python bench/connections.py --connections 100000 --tag 16cpu  # where the limit allows it
+    .venv/bin/python bench/connections.py --generators 5 --transport tcp   # C100k of message connections
+
+`--transport tcp`: message connections instead (`tcp://`, the built-in gateway's TCP port,
+`horde target --tcp-port`), each VU connecting once (a `connect` setup step) and then sending a
+`ping` every think time and reading its `pong` over its own connection; the gateways are
+`target.instances` as the targets are, and the connections bind to the same source addresses.
 
 One connection per VU (`target.connections: per_vu`), each VU sending `GET /` every 5 s over
 its own keep-alive connection, so every connection stays open and in use for the whole run. The
@@ -31,6 +37,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import re
 import resource
 import statistics
 import sys
@@ -53,20 +60,20 @@ THINK_MS = 5000
 HEADROOM = 100
 
 
-def plan_file(work: Path, ports: list[int], vus: int, ramp_s: float, seconds: float, think_ms: float = THINK_MS) -> Path:
-    urls = [f"http://127.0.0.1:{port}" for port in ports]
-    plan = {
-        "version": 1, "name": f"connections-{vus}",
-        "target": {"base_url": urls[0], "instances": urls[1:], "connections": "per_vu", "source_addresses": SOURCES,
-                   "connect_timeout_ms": 10000, "request_timeout_ms": 30000},
-        "graceful_stop_s": 5,
-        "scenarios": [{
-            "name": "hold",
-            "steps": [{"name": "get", "method": "GET", "path": "/", "think_time": {"type": "constant", "duration_ms": think_ms}}],
-            "workload": {"type": "closed", "start_vus": 0,
-                         "stages": [{"duration_s": ramp_s, "vus": vus}, {"duration_s": seconds, "vus": vus}]},
-        }],
-    }
+def plan_file(work: Path, ports: list[int], vus: int, ramp_s: float, seconds: float, think_ms: float = THINK_MS,
+              transport: str = "http") -> Path:
+    think = {"type": "constant", "duration_ms": think_ms}
+    workload = {"type": "closed", "start_vus": 0, "stages": [{"duration_s": ramp_s, "vus": vus}, {"duration_s": seconds, "vus": vus}]}
+    urls = [f"{transport}://127.0.0.1:{port}" for port in ports]
+    target: dict[str, Any] = {"base_url": urls[0], "instances": urls[1:], "source_addresses": SOURCES, "connect_timeout_ms": 10000}
+    if transport == "http":
+        target.update(connections="per_vu", request_timeout_ms=30000)
+        scenario = {"name": "hold", "steps": [{"name": "get", "method": "GET", "path": "/", "think_time": think}], "workload": workload}
+    else:
+        scenario = {"name": "hold", "setup": [{"type": "connect", "name": "connect"}],
+                    "steps": [{"type": "ping", "name": "rtt", "reply_seq": "pong (\\d+)", "timeout_ms": 30000, "think_time": think}],
+                    "workload": workload}
+    plan = {"version": 1, "name": f"connections-{transport}-{vus}", "target": target, "graceful_stop_s": 5, "scenarios": [scenario]}
     path = work / f"plan-{vus}.json"
     path.write_text(json.dumps(plan))
     return path
@@ -121,14 +128,14 @@ def tree_rss_kb(root: int) -> int | None:
 
 
 def hold(env: harness.Env, ports: list[int], vus: int, ramp_s: float, seconds: float, tag: str,
-         generators: int = 1, think_ms: float = THINK_MS) -> dict[str, Any]:
+         generators: int = 1, think_ms: float = THINK_MS, transport: str = "http") -> dict[str, Any]:
     """Runs `vus` VUs and samples, once a second, the generator's sockets, RSS and TCP memory.
     With several generators (a local Ray cluster) the sockets are the machine's TCP sockets in
     use beyond those before the run, halved (both ends are on this machine), and the RSS is the
     whole process tree's (the cluster's own processes included)."""
     summary_path = env.work / f"{tag}.summary.json"
     log = env.work / f"{tag}.log"
-    argv = ["taskset", "-c", env.gen_cpu, env.horde, "run", str(plan_file(env.work, ports, vus, ramp_s, seconds, think_ms)),
+    argv = ["taskset", "-c", env.gen_cpu, env.horde, "run", str(plan_file(env.work, ports, vus, ramp_s, seconds, think_ms, transport)),
             "--workers", "1", "--summary-json", str(summary_path), "--store", str(env.work / "store.sqlite")]
     if generators > 1:
         argv += ["--cluster", "local", "--generators", str(generators)]
@@ -175,7 +182,11 @@ def hold(env: harness.Env, ports: list[int], vus: int, ramp_s: float, seconds: f
     }
 
 
-def start_targets(env: harness.Env, count: int = TARGETS) -> list[int]:
+def start_targets(env: harness.Env, count: int = TARGETS, transport: str = "http") -> list[int]:
+    """`count` built-in targets pinned to the target CPU; their HTTP ports, or with `transport`
+    tcp their gateways' TCP ports."""
+    if transport == "tcp":
+        return [start_gateway(env, index) for index in range(count)]
     ports = []
     for index in range(count):
         # Each target logs into its own file; harness.start_target reads target.log.
@@ -186,9 +197,26 @@ def start_targets(env: harness.Env, count: int = TARGETS) -> list[int]:
     return ports
 
 
+def start_gateway(env: harness.Env, index: int) -> int:
+    """A built-in target with its gateway on a free TCP port, pinned to the target CPU; the port."""
+    log = env.work / f"gateway-{index}.log"
+    child = env.procs.start(["taskset", "-c", env.target_cpu, env.horde, "target", "--port", "0", "--tcp-port", "0"], log)
+    deadline = time.monotonic() + 30.0
+    while time.monotonic() < deadline:  # bounded
+        match = re.search(r"gateway on tcp://127\.0\.0\.1:(\d+)", log.read_text(errors="replace"))
+        if match:
+            return int(match.group(1))
+        if child.poll() is not None:
+            break
+        time.sleep(0.05)
+    raise harness.BenchError("the gateway did not start", hint=f"its output: {log.read_text(errors='replace')[-500:]!r}")
+
+
 def render(result: dict[str, Any], command: str, started: dt.datetime, env: harness.Env) -> str:
     machine = harness.machine()
     base, many = result["baseline"], result["many"]
+    http = result.get("transport", "http") == "http"
+    kind = "keep-alive connections" if http else "TCP message connections"
     per_connection = (many["rss_held_kb"] - base["rss_held_kb"]) / (many["vus"] - base["vus"])
     kernel = (many["tcp_memory_delta_kb"] - base["tcp_memory_delta_kb"]) / (many["vus"] - base["vus"])
     errors = ", ".join(f"{kind} {count:,}" for kind, count in many["errors_by_kind"].items()) or "none"
@@ -198,8 +226,10 @@ def render(result: dict[str, Any], command: str, started: dt.datetime, env: harn
         (f"- generator (`horde run --workers 1`) pinned to CPU {env.gen_cpu}" if result["generators"] == 1 else
          f"- {result['generators']} generators of one worker each (`horde run --cluster local --generators "
          f"{result['generators']} --workers 1`: a local Ray cluster, all its processes pinned to CPU {env.gen_cpu})")
-        + f"; {result['targets']} built-in targets (`target.instances`) pinned to CPU {env.target_cpu}; "
-        f"source addresses {', '.join(SOURCES)}; each VU sends `GET /` every {result['think_ms'] / 1000:g} s",
+        + f"; {result['targets']} built-in {'targets' if http else 'gateways (`horde target --tcp-port`)'} (`target.instances`) "
+        f"pinned to CPU {env.target_cpu}; source addresses {', '.join(SOURCES)}; each VU "
+        + (f"sends `GET /` every {result['think_ms'] / 1000:g} s" if http else
+           f"connects once (`tcp://`, newline framing) and pings every {result['think_ms'] / 1000:g} s (`ping`, the reply's `pong N` matched)"),
         "",
         "| run | VUs (one connection each) | sockets held (min over held s) | connections opened | req/s | p99 ms | errors | RSS held MiB |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
@@ -212,12 +242,12 @@ def render(result: dict[str, Any], command: str, started: dt.datetime, env: harn
     # machine-wide (several generators) there are none to take off.
     held = many["sockets_held_min"] - (base["sockets_held_min"] - base["vus"] if result["generators"] == 1 else 0)
     kernel_text = (f"plus about {kernel:.1f} KiB of kernel TCP buffer memory each" if kernel >= 0.1 else
-                   "and no kernel TCP buffer memory to speak of (an idle keep-alive socket holds no buffer pages)")
+                   "and no kernel TCP buffer memory to speak of (an idle socket holds no buffer pages)")
     lines += [
         "",
-        (f"One generator process held **{held:,} keep-alive connections** to the target at once (errors: {errors}), "
+        (f"One generator process held **{held:,} {kind}** to the target at once (errors: {errors}), "
          if result["generators"] == 1 else
-         f"{result['generators']} generator processes held **{held:,} keep-alive connections** to the target at once "
+         f"{result['generators']} generator processes held **{held:,} {kind}** to the target at once "
          f"(errors: {errors}; counted as the machine's TCP sockets beyond those before the run, halved), ")
         + f"at **{per_connection:.1f} KiB of resident memory per connection** (its VU, buffers and task included"
         + ("" if result["generators"] == 1 else "; RSS of the whole process tree, the Ray cluster's own processes "
@@ -227,10 +257,11 @@ def render(result: dict[str, Any], command: str, started: dt.datetime, env: harn
     return "\n".join(lines) + "\n"
 
 
-def figures_name(generators: int, tag: str | None) -> str:
-    """The README block and results file of these figures: one generator and several, and each
-    tag (a larger machine), keep their own."""
-    return ("connections" if generators == 1 else "connections-cluster") + (f"-{tag}" if tag else "")
+def figures_name(generators: int, tag: str | None, transport: str = "http") -> str:
+    """The README block and results file of these figures: one generator and several, each
+    transport, and each tag (a larger machine), keep their own."""
+    return (("connections" if generators == 1 else "connections-cluster") + ("" if transport == "http" else f"-{transport}")
+            + (f"-{tag}" if tag else ""))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -242,6 +273,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="generator processes (a local Ray cluster when more than 1; needs horde[cluster]); "
                         "the default count is then this many times the open-file limit less 100")
     parser.add_argument("--think-ms", type=float, default=THINK_MS, help=f"each VU's pause between requests (default {THINK_MS})")
+    parser.add_argument("--transport", choices=("http", "tcp"), default="http",
+                        help="http: keep-alive HTTP connections (default); tcp: message connections to the built-in gateway, pinging")
     harness.add_tag_argument(parser)
     parser.add_argument("--no-readme", action="store_true", help="do not update bench/README.md")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
@@ -260,19 +293,19 @@ def main(argv: list[str] | None = None) -> int:
             env = harness.Env(horde=horde, wrk="", gen_cpu=gen_cpu, target_cpu=target_cpu, work=Path(work), procs=procs)
             started = dt.datetime.now(dt.timezone.utc)
             # Each target process holds at most its own open-file limit: one more than needed.
-            ports = start_targets(env, max(TARGETS, -(-connections // per_process) + 1))
+            ports = start_targets(env, max(TARGETS, -(-connections // per_process) + 1), args.transport)
             print(f"baseline: {BASELINE_VUS} connections", flush=True)
-            baseline = hold(env, ports, BASELINE_VUS, 2.0, 10.0, "baseline", generators, args.think_ms)
+            baseline = hold(env, ports, BASELINE_VUS, 2.0, 10.0, "baseline", generators, args.think_ms, args.transport)
             print(f"{connections:,} connections over {generators} generator(s): {args.ramp:g} s to open, "
                   f"{args.seconds:g} s held", flush=True)
-            many = hold(env, ports, connections, args.ramp, args.seconds, "many", generators, args.think_ms)
-            result = {"limit": limit, "generators": generators, "targets": len(ports), "think_ms": args.think_ms,
+            many = hold(env, ports, connections, args.ramp, args.seconds, "many", generators, args.think_ms, args.transport)
+            result = {"limit": limit, "generators": generators, "targets": len(ports), "think_ms": args.think_ms, "transport": args.transport,
                       "baseline": baseline, "many": many}
             block = render(result, command, started, env)
             print()
             print(block)
             harness.RESULTS_DIR.mkdir(exist_ok=True)
-            name = figures_name(generators, args.tag)
+            name = figures_name(generators, args.tag, args.transport)
             (harness.RESULTS_DIR / f"{name}.json").write_text(json.dumps({"command": command, "date": started.isoformat(), **result}, indent=2) + "\n")
             if not args.no_readme:
                 harness.write_readme_block(name, block)
