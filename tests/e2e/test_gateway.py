@@ -172,3 +172,24 @@ def test_a_websocket_chat_by_the_cli(horde_cli: HordeCli, target_process: Callab
     assert rtt["requests"] > 40 and rtt["messages"]["received"] == rtt["requests"], rtt
     assert 10.0 <= rtt["latency_ms"]["p50"] <= 14.0, rtt["latency_ms"]
     assert "messages:" in result.stdout and "say: sent" in result.stdout, result.stdout
+
+
+def test_try_shows_what_message_steps_sent_and_received(horde_cli: HordeCli, target_process: Callable[..., int]) -> None:
+    # One VU of each scenario of the WebSocket example: the upgrade each connection made, the
+    # chatter's messages out and the room's back (8 each way kept, the rest counted), the ping
+    # and its answer; the login's token redacted in the upgrade as everywhere.
+    port = target_process()
+    plan = Path(__file__).resolve().parents[2] / "examples" / "gateway" / "websocket.yaml"
+    done = horde_cli.run("try", str(plan), "--base-url", f"ws://127.0.0.1:{port}", "-p", "frames=20", timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:] + done.stdout[-2000:]
+    out = done.stdout
+    join = out[out.index("── chatters › join"):out.index("── chatters › say")]
+    assert re.search(r"^> \(WebSocket upgrade at 127\.0\.0\.1:\d+/ws/rooms/room-0\)$", join, re.M), join
+    assert "(not sent)" not in join and "(no response)" not in out
+    say = out[out.index("── chatters › say"):out.index("scenario pingers")]
+    sent = re.findall(r"^> say 0 (\d+)$", say, re.M)
+    assert sent == [str(n) for n in range(1, 9)], say
+    assert re.search(r"^> … and \d+ more$", say, re.M) and re.findall(r"^< say 0 (\d+)$", say, re.M)[:2] == ["1", "2"], say
+    rtt = out[out.index("── pingers › rtt"):]
+    assert re.search(r"^> ping \d+$", rtt, re.M) and re.search(r"^< ping \d+$", rtt, re.M), rtt
+    assert re.search(r"^  ok in \d+\.\d+ ms$", rtt, re.M), rtt

@@ -33,7 +33,8 @@ pub struct Exchange {
     pub step: String,
     /// `"setup"`, `"steps"` or `"teardown"`: which part of the scenario the step ran in.
     pub phase: &'static str,
-    /// `"http"` or `"sql"`.
+    /// `"http"`, `"sql"` or `"message"` (a message step: `request` holds the connection it
+    /// opened and the messages it sent, a line each; `response` the messages it received).
     pub transport: &'static str,
     pub vu: u64,
     pub iteration: u64,

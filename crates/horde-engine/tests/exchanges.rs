@@ -87,3 +87,50 @@ fn a_single_iteration_runs_setup_steps_and_teardown_once_then_stops() {
     assert_eq!(steps, expected.map(|(step, phase)| (step.to_owned(), phase)));
     assert_eq!(snapshots.iter().map(|snapshot| snapshot.iterations).sum::<u64>(), 1);
 }
+
+#[test]
+fn a_message_steps_exchange_holds_its_connection_its_messages_checks_and_variables() {
+    use horde_target::{GatewayConfig, GatewayHandle};
+    let gateway = GatewayHandle::start(GatewayConfig::default()).expect("gateway starts");
+    let url = format!("tcp://{}", gateway.tcp_addr.unwrap());
+    let plan = scenario_plan(
+        &url,
+        json!({
+            "steps": [
+                {"type": "send", "name": "hello", "text": "hello {{ vu }}-{{ seq }} token=" },
+                {"type": "receive", "name": "echo", "match": "^hello", "timeout_ms": 2000,
+                 "extract": [{"var": "echoed", "from": "regex", "expression": "hello (\\d+)-"}],
+                 "checks": [{"type": "body_contains", "text": "hello"}, {"type": "body_contains", "text": "absent"}]},
+                {"type": "ping", "name": "rtt", "reply_seq": "pong (\\d+)"},
+                {"type": "stream", "name": "moves", "text": "move {{ seq }}", "per_second": 100, "duration_ms": 300},
+            ],
+            "workload": closed_value(1, 5.0),
+        }),
+    );
+    let options = EngineOptions { record_exchanges: 1, single_iteration: true, ..EngineOptions::with_workers(1) };
+    let recorded = exchanges(&run(&plan, options));
+    let step = |name: &str| recorded.iter().find(|exchange| exchange.step == name).unwrap_or_else(|| panic!("{name}: {recorded:#?}")).clone();
+    let address = gateway.tcp_addr.unwrap().to_string();
+    let hello = step("hello");
+    assert_eq!(hello.transport, "message");
+    // The connection the first step opened, then its message (seq 1).
+    assert_eq!(hello.request, format!("(connect to {address})\nhello 0-1 token="));
+    assert_eq!((hello.response.as_str(), hello.outcome.as_str()), ("", "ok"));
+    let echo = step("echo");
+    assert_eq!((echo.request.as_str(), echo.response.as_str()), ("", "hello 0-1 token="));
+    // The second check fails: the step's outcome says so, and the record judges each.
+    assert_eq!(echo.outcome, "check_failed");
+    assert_eq!(echo.checks.iter().map(|(_, passed, _)| *passed).collect::<Vec<_>>(), vec![true, false]);
+    assert!(echo.checks[1].2.as_deref().is_some_and(|why| why.contains("absent")), "{:?}", echo.checks);
+    assert_eq!(echo.vars, vec![("echoed".to_owned(), Some("0".to_owned()))]);
+    let rtt = step("rtt");
+    assert_eq!((rtt.request.as_str(), rtt.response.as_str(), rtt.outcome.as_str()), ("ping 2", "pong 2", "ok"));
+    assert!(rtt.latency_us > 0);
+    // About 30 moves in 300 ms: the first 8 kept each way, the rest counted.
+    let moves = step("moves");
+    let sent: Vec<&str> = moves.request.lines().collect();
+    assert_eq!(sent.len(), 9, "{sent:?}");
+    assert_eq!(&sent[..2], ["move 3", "move 4"]);
+    assert!(sent[8].starts_with("… and ") && sent[8].ends_with(" more"), "{sent:?}");
+    assert!(moves.response.lines().next().is_some_and(|line| line == "move 3"), "{:?}", moves.response);
+}

@@ -24,7 +24,9 @@ def _lines(prefix: str, text: str) -> list[str]:
 
 
 def exchange_lines(exchange: Mapping[str, Any]) -> list[str]:
-    """One (already redacted) exchange as lines of text.
+    """One (already redacted) exchange as lines of text. A message step's (``transport``
+    ``message``) ``>`` lines are the connection it opened and the messages it sent, its ``<``
+    lines the messages it received.
 
     >>> lines = exchange_lines({"scenario": "s", "step": "get", "phase": "steps", "transport": "http", "vu": 0,
     ...     "iteration": 0, "request": "GET / HTTP/1.1\\r\\nHost: h", "request_body": "", "request_body_bytes": 0,
@@ -62,12 +64,17 @@ def exchange_lines(exchange: Mapping[str, Any]) -> list[str]:
             lines += _lines("<", body.rstrip("\n"))
             if exchange.get("response_body_truncated"):
                 lines.append("< … (cut at 2 KiB)")
+    elif exchange.get("transport") == "message":
+        # A message step that sends has no answer to wait for; one that waited and got nothing
+        # says so in its outcome (lost, timeout).
+        pass
     elif sent:
         lines.append("< (no response)")
     else:
         lines.append("  (not sent)")
     outcome = str(exchange.get("outcome") or "ok")
-    timing = f" in {exchange['latency_us'] / 1000:.2f} ms" if sent else ""
+    # A message step that only receives sent nothing and still took its time.
+    timing = f" in {exchange['latency_us'] / 1000:.2f} ms" if sent or exchange.get("transport") == "message" else ""
     lines.append(f"  {outcome}{timing}" + (f" — {exchange['detail']}" if exchange.get("detail") else ""))
     for check in exchange.get("checks") or []:
         mark = "✓" if check["passed"] else "✗"

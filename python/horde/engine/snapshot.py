@@ -52,7 +52,7 @@ class Exchange(TypedDict):
     scenario: str
     step: str
     phase: str  # "setup", "steps" or "teardown"
-    transport: str  # "http" or "sql"
+    transport: str  # "http", "sql" or "message"
     vu: int
     iteration: int
     started_s: float  # since the run's time zero

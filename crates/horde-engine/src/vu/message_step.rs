@@ -1,8 +1,10 @@
 //! A VU's message steps (`tcp://`, `udp://`, `kcp://`, `ws://`, `wss://`: `crate::message`):
 //! its one connection between steps, its message numbers, and each step timed, run and
-//! recorded as an HTTP request is.
+//! recorded as an HTTP request is: a recorded step (`horde try`, `--debug`) keeps the messages
+//! it sent and received, the connection it opened, and its checks and variables.
 
 use super::{Flow, InFlight, Vu};
+use crate::exchange::{text_prefix, MAX_BODY_BYTES};
 use crate::response_rules::{body_prefix, ResponseView};
 use crate::template::Text;
 use crate::message::{
@@ -31,6 +33,53 @@ pub(crate) struct VuMessages {
 
 /// How many lost ping numbers a VU remembers for counting late replies.
 const REMEMBERED_LOST: usize = 64;
+
+/// Messages a recorded step keeps each way; those beyond are counted.
+const TRACED_MESSAGES: usize = 8;
+
+/// What a recorded message step did on the wire, in order each way: `sent` the connection it
+/// opened and the messages it sent, `received` the messages that came (each cut to
+/// [`MAX_BODY_BYTES`]); `matched` the message a `receive` waited for, its checks judged again on
+/// it for the record.
+#[derive(Default)]
+struct MessageTrace {
+    sent: Vec<String>,
+    received: Vec<String>,
+    more_sent: u64,
+    more_received: u64,
+    matched: Option<Vec<u8>>,
+}
+
+impl MessageTrace {
+    fn sent(trace: &mut Option<Self>, line: impl FnOnce() -> String) {
+        if let Some(trace) = trace {
+            if trace.sent.len() < TRACED_MESSAGES {
+                trace.sent.push(line());
+            } else {
+                trace.more_sent += 1;
+            }
+        }
+    }
+
+    fn received(trace: &mut Option<Self>, message: &[u8]) {
+        if let Some(trace) = trace {
+            if trace.received.len() < TRACED_MESSAGES {
+                trace.received.push(text_prefix(message, MAX_BODY_BYTES));
+            } else {
+                trace.more_received += 1;
+            }
+        }
+    }
+
+    /// The lines of one way, with the count of those not kept.
+    fn lines(kept: Vec<String>, more: u64) -> String {
+        let mut text = kept.join("\n");
+        if more > 0 {
+            text.push_str(&format!("\n… and {more} more"));
+        }
+        text
+    }
+}
 
 /// Why a step failed: its kind, in words, whether it failed before reaching the target, and
 /// whether its connection is still fit for the next step (a message that did not come leaves it
@@ -75,11 +124,17 @@ impl Vu {
             return Flow::Continue;
         };
         let started = intended.unwrap_or_else(Instant::now);
+        // One branch when the run records no exchanges (`crate::exchange`).
+        let recording = state.shared.recording.as_ref().is_some_and(|recording| recording.claim(index));
+        let mut trace = recording.then(MessageTrace::default);
         self.sent += 1;
         let mut in_flight = InFlight { state, index, started, ended: false };
-        let outcome = self.run_message(state, node, index).await;
+        let outcome = self.run_message(state, node, index, &mut trace).await;
         in_flight.ended = true;
         let latency_us = started.elapsed().as_micros() as u64;
+        if let Some(trace) = trace {
+            self.message_record(state, node, index, started, latency_us, &outcome, trace);
+        }
         if let Some(connection) = self.messages.as_mut().and_then(|messages| messages.connection.as_mut()) {
             if let Some(wire) = connection.take_wire_counts() {
                 let counts = &mut state.recorder.borrow_mut().steps[index].messages;
@@ -109,25 +164,77 @@ impl Vu {
         self.end_step(state, back_off, node.think_time.as_ref(), end_iteration).await
     }
 
+    /// A recorded message step's exchange (`crate::exchange`): the connection it opened and the
+    /// messages it sent (`request`), those it received (`response`), its outcome, each check
+    /// judged again on the message a `receive` waited for, and the variables it extracts.
+    #[allow(clippy::too_many_arguments)]
+    fn message_record(
+        &mut self,
+        state: &WorkerState,
+        node: &MessageNode,
+        index: usize,
+        started: Instant,
+        latency_us: u64,
+        outcome: &Result<Answered, StepError>,
+        trace: MessageTrace,
+    ) {
+        let mut exchange = self.exchange_record(state, index, "message", started);
+        exchange.request = MessageTrace::lines(trace.sent, trace.more_sent);
+        exchange.response = MessageTrace::lines(trace.received, trace.more_received);
+        exchange.latency_us = latency_us;
+        let (label, detail) = match outcome {
+            Ok(Answered { result: Ok(()), .. }) => ("ok".to_owned(), None),
+            Ok(Answered { result: Err((kind, detail)), .. }) => (kind.label(), Some(detail.clone())),
+            Err(error) => (error.kind.label(), Some(error.detail.clone())),
+        };
+        exchange.outcome = label;
+        exchange.detail = detail;
+        if let MessageAction::Receive(receive) = &node.action {
+            if let Some(message) = &trace.matched {
+                let labels = &state.shared.plan.check_labels[index];
+                let mut view = ResponseView::new(200, message, &[]);
+                for (position, check) in receive.checks.iter().enumerate() {
+                    let passed = check.passes(&mut view);
+                    let why = (!passed).then(|| check.failure(&mut view));
+                    exchange.checks.push((labels.get(position).cloned().unwrap_or_default(), passed, why));
+                }
+            }
+            exchange.vars = self.extracted(receive.extractors.iter().map(|extractor| extractor.var.as_str()));
+        }
+        self.keep_exchange(state, exchange);
+    }
+
     /// Runs one step on the VU's connection (opened first when it has none; `connect` opens a
     /// new one). A connection that failed is dropped: the next step connects again.
-    async fn run_message(&mut self, state: &WorkerState, node: &MessageNode, index: usize) -> Result<Answered, StepError> {
+    async fn run_message(
+        &mut self,
+        state: &WorkerState,
+        node: &MessageNode,
+        index: usize,
+        trace: &mut Option<MessageTrace>,
+    ) -> Result<Answered, StepError> {
         let messages = self.messages.get_or_insert_with(Box::default);
         if matches!(node.action, MessageAction::Connect) {
             messages.connection = None;
         }
         let mut connection = match messages.connection.take() {
             Some(connection) => connection,
-            None => self.open(state, node, index).await?,
+            None => self.open(state, node, index, trace).await?,
         };
         let outcome = match &node.action {
             MessageAction::Connect | MessageAction::Close => Ok(Answered::OK),
             MessageAction::Send(payload) => match self.render_payload(state, payload) {
-                Ok(message) => send(state, index, &mut connection, message, is_binary(payload)).await.map(|_| Answered::OK),
+                Ok(message) => send(state, index, &mut connection, message, is_binary(payload), trace).await.map(|_| Answered::OK),
                 Err(error) => Err(error),
             },
-            MessageAction::Receive(receive) => match wait_for(state, index, &mut connection, receive).await {
-                Ok(message) => Ok(self.apply_message(state, index, receive, &message)),
+            MessageAction::Receive(receive) => match wait_for(state, index, &mut connection, receive, trace).await {
+                Ok(message) => {
+                    let answered = self.apply_message(state, index, receive, &message);
+                    if let Some(trace) = trace {
+                        trace.matched = Some(message);
+                    }
+                    Ok(answered)
+                }
                 Err(error) => Err(error),
             },
             MessageAction::Ping { text, reply_seq, timeout, control_frame } => {
@@ -136,7 +243,7 @@ impl Vu {
                     Ok(message) => {
                         let lost = &mut self.messages.get_or_insert_with(Box::default).lost;
                         let ping_of = Ping { message, seq, reply_seq, timeout: *timeout, control_frame: *control_frame };
-                        let outcome = ping(state, index, &mut connection, ping_of, lost).await;
+                        let outcome = ping(state, index, &mut connection, ping_of, lost, trace).await;
                         if outcome.as_ref().is_err_and(|error| error.kind == ErrorKind::Lost) {
                             if lost.len() == REMEMBERED_LOST {
                                 lost.pop_front();
@@ -148,7 +255,9 @@ impl Vu {
                     Err(error) => Err(error),
                 }
             }
-            MessageAction::Stream { payload, interval, duration } => self.stream(state, index, &mut connection, payload, *interval, *duration).await,
+            MessageAction::Stream { payload, interval, duration } => {
+                self.stream(state, index, &mut connection, payload, (*interval, *duration), trace).await
+            }
         };
         // Kept unless it broke: a timeout or a lost ping leaves it usable (its late answer is
         // skipped by the next step that waits for something else).
@@ -158,10 +267,16 @@ impl Vu {
         outcome
     }
 
-    async fn open(&mut self, state: &WorkerState, node: &MessageNode, index: usize) -> Result<MessageConnection, StepError> {
+    async fn open(
+        &mut self,
+        state: &WorkerState,
+        node: &MessageNode,
+        index: usize,
+        trace: &mut Option<MessageTrace>,
+    ) -> Result<MessageConnection, StepError> {
         let target = state.shared.plan.message.as_ref().expect("message steps run only against a message target");
         if let Some(upgrade) = &node.upgrade {
-            let connection = match tokio::time::timeout(target.connect_timeout, self.open_websocket(state, upgrade, index)).await {
+            let connection = match tokio::time::timeout(target.connect_timeout, self.open_websocket(state, upgrade, index, trace)).await {
                 Ok(result) => result?,
                 Err(_) => {
                     let endpoint = &state.shared.plan.endpoints[self.instance];
@@ -181,6 +296,7 @@ impl Vu {
         }
         let endpoint = &state.shared.plan.endpoints[self.instance];
         let address = if endpoint.host.contains(':') { format!("[{}]:{}", endpoint.host, endpoint.port) } else { format!("{}:{}", endpoint.host, endpoint.port) };
+        MessageTrace::sent(trace, || format!("(connect to {address})"));
         let opened = self.messages.as_ref().map_or(0, |messages| messages.opened);
         let seed = self.number.wrapping_mul(1_000_003).wrapping_add(opened);
         let connect = async {
@@ -231,7 +347,13 @@ impl Vu {
 
     /// Connects through the HTTP client's connector (TLS for `wss://`) and upgrades, with the
     /// VU's cookies for the upgrade's path; cookies the 101 sets go to the jar.
-    async fn open_websocket(&mut self, state: &WorkerState, upgrade: &UpgradeNode, index: usize) -> Result<MessageConnection, StepError> {
+    async fn open_websocket(
+        &mut self,
+        state: &WorkerState,
+        upgrade: &UpgradeNode,
+        index: usize,
+        trace: &mut Option<MessageTrace>,
+    ) -> Result<MessageConnection, StepError> {
         let connecting = |(kind, detail): (ErrorKind, String)| StepError { kind, detail, connecting: true, keeps_connection: false };
         let plan = &state.shared.plan;
         let endpoint = &plan.endpoints[self.instance];
@@ -250,6 +372,7 @@ impl Vu {
             path => path,
         };
         let cookie = self.cookies.header_for("", &path);
+        MessageTrace::sent(trace, || format!("(WebSocket upgrade at {}{path})", endpoint.host_header));
         let connection = plan.connectors[self.instance].connect_detailed().await.map_err(connecting)?;
         let request = Upgrade {
             path: &path,
@@ -367,8 +490,8 @@ impl Vu {
         index: usize,
         connection: &mut MessageConnection,
         payload: &PayloadNode,
-        interval: Duration,
-        duration: Duration,
+        (interval, duration): (Duration, Duration),
+        trace: &mut Option<MessageTrace>,
     ) -> Result<Answered, StepError> {
         let start = tokio::time::Instant::now();
         let end = start + duration;
@@ -380,7 +503,7 @@ impl Vu {
             }
             if now >= next_send {
                 let message = self.render_payload(state, payload)?;
-                send(state, index, connection, message, is_binary(payload)).await?;
+                send(state, index, connection, message, is_binary(payload), trace).await?;
                 // On schedule, not from this send: a late send is followed by the next at once.
                 next_send += interval;
                 continue;
@@ -388,12 +511,21 @@ impl Vu {
             match tokio::time::timeout_at(next_send.min(end), connection.recv()).await {
                 // A pong is no message: only a control-frame ping reads it.
                 Ok(Ok(received)) if received.control => {}
-                Ok(Ok(received)) => count_received(state, index, connection, &received),
+                Ok(Ok(received)) => count_received(state, index, connection, &received, trace),
                 Ok(Err(error)) => return Err(StepError::io(&error, "while streaming")),
                 Err(_) => {}
             }
         }
     }
+}
+
+/// A binary message's start in hex, for its record.
+fn hex_prefix(message: &[u8]) -> String {
+    let mut text: String = message.iter().take(MAX_BODY_BYTES / 2).map(|byte| format!("{byte:02x}")).collect();
+    if message.len() > MAX_BODY_BYTES / 2 {
+        text.push('…');
+    }
+    text
 }
 
 fn template_failed(what: &str) -> StepError {
@@ -413,7 +545,15 @@ fn direct_datagrams(connection: &MessageConnection) -> bool {
 
 /// Sends one message within `target.request_timeout_ms` (a TCP gateway that stops reading
 /// fills the socket's buffer; the frame then half written, the connection is dropped).
-async fn send(state: &WorkerState, index: usize, connection: &mut MessageConnection, message: Vec<u8>, binary: bool) -> Result<(), StepError> {
+async fn send(
+    state: &WorkerState,
+    index: usize,
+    connection: &mut MessageConnection,
+    message: Vec<u8>,
+    binary: bool,
+    trace: &mut Option<MessageTrace>,
+) -> Result<(), StepError> {
+    MessageTrace::sent(trace, || if binary { format!("(binary, {} bytes) {}", message.len(), hex_prefix(&message)) } else { text_prefix(&message, MAX_BODY_BYTES) });
     let timeout = state.shared.plan.request_timeout;
     let wire_bytes = match tokio::time::timeout(timeout, connection.send(message, binary)).await {
         Ok(sent) => sent.map_err(|error| StepError::io(&error, "while sending"))?,
@@ -434,7 +574,14 @@ async fn send(state: &WorkerState, index: usize, connection: &mut MessageConnect
 
 /// Sends a WebSocket ping control frame within `target.request_timeout_ms`, counted as a
 /// message sent.
-async fn send_control_ping(state: &WorkerState, index: usize, connection: &mut MessageConnection, payload: &[u8]) -> Result<(), StepError> {
+async fn send_control_ping(
+    state: &WorkerState,
+    index: usize,
+    connection: &mut MessageConnection,
+    payload: &[u8],
+    trace: &mut Option<MessageTrace>,
+) -> Result<(), StepError> {
+    MessageTrace::sent(trace, || format!("(ping frame) {}", text_prefix(payload, MAX_BODY_BYTES)));
     let timeout = state.shared.plan.request_timeout;
     let wire_bytes = match tokio::time::timeout(timeout, connection.send_ping(payload)).await {
         Ok(sent) => sent.map_err(|error| StepError::io(&error, "while sending a ping frame"))?,
@@ -450,7 +597,8 @@ async fn send_control_ping(state: &WorkerState, index: usize, connection: &mut M
     Ok(())
 }
 
-fn count_received(state: &WorkerState, index: usize, connection: &MessageConnection, received: &Received) {
+fn count_received(state: &WorkerState, index: usize, connection: &MessageConnection, received: &Received, trace: &mut Option<MessageTrace>) {
+    MessageTrace::received(trace, &received.message);
     let mut recorder = state.recorder.borrow_mut();
     let step = &mut recorder.steps[index];
     step.bytes_received += received.wire_bytes;
@@ -461,13 +609,19 @@ fn count_received(state: &WorkerState, index: usize, connection: &MessageConnect
 }
 
 /// The first message that matches, every message before it counted and skipped.
-async fn wait_for(state: &WorkerState, index: usize, connection: &mut MessageConnection, node: &ReceiveNode) -> Result<Vec<u8>, StepError> {
+async fn wait_for(
+    state: &WorkerState,
+    index: usize,
+    connection: &mut MessageConnection,
+    node: &ReceiveNode,
+    trace: &mut Option<MessageTrace>,
+) -> Result<Vec<u8>, StepError> {
     let deadline = tokio::time::Instant::now() + node.timeout;
     loop {
         match tokio::time::timeout_at(deadline, connection.recv()).await {
             Ok(Ok(received)) if received.control => {}
             Ok(Ok(received)) => {
-                count_received(state, index, connection, &received);
+                count_received(state, index, connection, &received, trace);
                 if node.matches(&received.message) {
                     return Ok(received.message);
                 }
@@ -498,6 +652,7 @@ async fn ping(
     connection: &mut MessageConnection,
     ping: Ping<'_>,
     lost: &mut VecDeque<u64>,
+    trace: &mut Option<MessageTrace>,
 ) -> Result<Answered, StepError> {
     let Ping { message, seq, reply_seq, timeout, control_frame } = ping;
     let deadline = tokio::time::Instant::now() + timeout;
@@ -508,18 +663,18 @@ async fn ping(
                 format!("the ping is {} bytes: a ping control frame carries at most {}", message.len(), horde_plan::MAX_CONTROL_FRAME_BYTES),
             ));
         }
-        send_control_ping(state, index, connection, &message).await?;
+        send_control_ping(state, index, connection, &message, trace).await?;
     } else {
-        send(state, index, connection, message, false).await?;
+        send(state, index, connection, message, false, trace).await?;
     }
     loop {
         match tokio::time::timeout_at(deadline, connection.recv()).await {
             // A pong outside a control-frame ping, and a message a control-frame ping does not
             // wait for, are skipped (the latter counted).
             Ok(Ok(received)) if received.control && !control_frame => {}
-            Ok(Ok(received)) if !received.control && control_frame => count_received(state, index, connection, &received),
+            Ok(Ok(received)) if !received.control && control_frame => count_received(state, index, connection, &received, trace),
             Ok(Ok(received)) => {
-                count_received(state, index, connection, &received);
+                count_received(state, index, connection, &received, trace);
                 match reply_number(reply_seq, &received.message) {
                     Some(number) if number == seq => return Ok(Answered::OK),
                     Some(number) => {
