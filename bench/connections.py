@@ -157,6 +157,8 @@ def hold(env: harness.Env, ports: list[int], vus: int, ramp_s: float, seconds: f
                 rss = harness.vm_rss_kb(child.pid)
             if sockets is not None and rss is not None:
                 samples.append((time.monotonic() - started, sockets, rss, tcp_memory_kb()))
+                if len(samples) % 5 == 0:  # progress, and a trace of the run when a figure looks wrong
+                    print(f"  {samples[-1][0]:5.0f} s: {sockets:,} sockets, RSS {rss / 1024:,.0f} MiB", flush=True)
             time.sleep(1.0)
     finally:
         env.procs.stop(child)
