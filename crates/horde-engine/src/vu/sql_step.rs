@@ -3,7 +3,7 @@
 
 use super::{Flow, InFlight, Vu};
 use crate::exchange::{bounded, MAX_BODY_BYTES, MAX_HEAD_BYTES};
-use crate::sql::{classify, SqlConnection, SqlLease, SqlNode, SqlResultView, StatementOutcome};
+use crate::sql::{classify, SqlConnection, SqlError, SqlLease, SqlNode, SqlResultView, StatementOutcome};
 use crate::worker_state::WorkerState;
 use horde_metrics::ErrorKind;
 use std::time::{Duration, Instant};
@@ -22,12 +22,8 @@ pub(crate) struct VuSql {
 type StepError = (ErrorKind, String, bool);
 
 /// An error's kind, and its words: `SQLSTATE 23505: duplicate key value...` or the client's.
-fn described(error: &tokio_postgres::Error) -> (ErrorKind, String) {
-    let words = match error.as_db_error() {
-        Some(db) => format!("SQLSTATE {}: {}", db.code().code(), db.message()),
-        None => error.to_string(),
-    };
-    (classify(error), words)
+fn described(error: &SqlError) -> (ErrorKind, String) {
+    (classify(error), error.to_string())
 }
 
 impl Vu {
