@@ -31,11 +31,13 @@ impl Vu {
         let started = intended.unwrap_or_else(Instant::now);
         // One branch when the run records no exchanges (`crate::exchange`).
         let recording = state.shared.recording.as_ref().is_some_and(|recording| recording.claim(node.global_index));
-        let context = self.context(state);
+        // The template context is built only for a parameter the direct path cannot render
+        // (`crate::template::Direct`): after a feeder's row changed the variables, building it
+        // again costs more than rendering a plain `{{ row.column }}`.
+        let mut context = None;
         let mut params: Vec<Vec<String>> = Vec::with_capacity(node.statements.len());
         for statement in &node.statements {
-            let rendered: Option<Vec<String>> =
-                statement.params.iter().map(|param| self.render_text(state, &context, param).map(|text| text.into_owned())).collect();
+            let rendered: Option<Vec<String>> = statement.params.iter().map(|param| self.render_param(state, &mut context, param)).collect();
             let Some(rendered) = rendered else {
                 // Not sent; the step's think time still applies, as it would after a result.
                 self.record(state, node.global_index, 0, Err(ErrorKind::TemplateFailed), 0, 0);
@@ -99,6 +101,18 @@ impl Vu {
             state.recorder.borrow_mut().steps[node.global_index].record_from_send(latency_us, sent_at.elapsed().as_micros() as u64);
         }
         self.end_step(state, back_off, node.think_time.as_ref(), end_iteration).await
+    }
+
+    /// One parameter's text: directly when it is a lone variable or `random_int` call, else by
+    /// the template engine, with the context built on first need.
+    fn render_param(&mut self, state: &WorkerState, context: &mut Option<minijinja::Value>, param: &crate::template::Text) -> Option<String> {
+        if let crate::template::Text::Template(template) = param {
+            if let Some(rendered) = template.direct.as_ref().and_then(|direct| self.render_direct(direct)) {
+                return Some(rendered);
+            }
+        }
+        let context = context.get_or_insert_with(|| self.context(state)).clone();
+        self.render_text(state, &context, param).map(std::borrow::Cow::into_owned)
     }
 
     /// Takes a connection (the VU's own, or one of the pool's, waiting its turn), runs the step's
