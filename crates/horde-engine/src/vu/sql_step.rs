@@ -6,6 +6,9 @@ use crate::exchange::{bounded, MAX_BODY_BYTES, MAX_HEAD_BYTES};
 use crate::sql::{classify, SqlConnection, SqlError, SqlLease, SqlNode, SqlResultView, StatementOutcome};
 use crate::worker_state::WorkerState;
 use horde_metrics::ErrorKind;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 /// Where a VU's SQL connection waits between its steps.
@@ -15,6 +18,11 @@ pub(crate) struct VuSql {
     connection: Option<SqlConnection>,
     /// `connections: {pool: N}`: the lease a VU keeps while its transaction spans steps.
     lease: Option<SqlLease>,
+    /// The step's deadline (`target.request_timeout_ms`), one timer kept for the VU's life and
+    /// moved later at each step: tokio extends a registered timer to a later deadline with one
+    /// atomic store, where a new timer per step (`tokio::time::timeout`) took the timer wheel's
+    /// lock to insert it and again to remove it.
+    deadline: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 /// Why a step failed (its kind, and the server's SQLSTATE and message or the client's error),
@@ -58,12 +66,29 @@ impl Vu {
         self.sent += 1;
         let sent_at = intended.map(|_| Instant::now());
         let mut in_flight = InFlight { state, index: node.global_index, started, ended: false };
-        let outcome = match tokio::time::timeout(state.shared.plan.request_timeout, self.sql_exchange(state, node, &params)).await {
-            Ok(outcome) => outcome,
-            // The connection went with the dropped exchange: a late answer must not be read as
-            // the next statement's.
-            Err(_) => Err((ErrorKind::Timeout, format!("no result within {} ms (target.request_timeout_ms)", state.shared.plan.request_timeout.as_millis()), false)),
+        // From the step's start in a closed model (no second clock read); from now in an open
+        // one, whose step started at its intended time.
+        let deadline = sent_at.unwrap_or(started) + state.shared.plan.request_timeout;
+        let mut timer = match self.sql.as_mut().and_then(|sql| sql.deadline.take()) {
+            Some(mut timer) => {
+                timer.as_mut().reset(deadline.into());
+                timer
+            }
+            None => Box::pin(tokio::time::sleep_until(deadline.into())),
         };
+        let outcome = {
+            let mut exchange = std::pin::pin!(self.sql_exchange(state, node, &params));
+            std::future::poll_fn(|cx| match exchange.as_mut().poll(cx) {
+                Poll::Ready(outcome) => Poll::Ready(outcome),
+                // The connection goes with the dropped exchange: a late answer must not be read
+                // as the next statement's.
+                Poll::Pending => timer.as_mut().poll(cx).map(|()| {
+                    Err((ErrorKind::Timeout, format!("no result within {} ms (target.request_timeout_ms)", state.shared.plan.request_timeout.as_millis()), false))
+                }),
+            })
+            .await
+        };
+        self.sql.get_or_insert_with(Box::default).deadline = Some(timer);
         in_flight.ended = true;
         let latency_us = started.elapsed().as_micros() as u64;
         let mut end_iteration = false;
