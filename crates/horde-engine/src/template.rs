@@ -30,12 +30,21 @@ pub(crate) struct TemplateRef {
 /// building its context and running its VM (about a microsecond a parameter, a tenth of a SQL
 /// statement's client CPU). A variable not among the VU's own (a built-in, a parameter), or a
 /// variable that shadows `random_int`, falls back to the template engine.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Direct {
-    /// `{{ name }}` or `{{ name.field }}`.
-    Var { name: String, field: Option<String> },
+    /// `{{ name }}` or `{{ name.field }}` (the field as the key value a lookup takes, made once).
+    Var { name: String, field: Option<minijinja::Value> },
     /// `{{ random_int(low, high) }}`, low <= high.
     RandomInt { low: i64, high: i64 },
+}
+
+/// A value as `{{ value }}` prints it: a string as it is (copied without the formatter), any
+/// other value by its `Display`, as minijinja's own output does with no escaping.
+pub(crate) fn rendered(value: &minijinja::Value) -> String {
+    match value.as_str() {
+        Some(text) if value.kind() == minijinja::value::ValueKind::String => text.to_owned(),
+        _ => value.to_string(),
+    }
 }
 
 /// Words minijinja reads as literals or operators, never as a variable.
@@ -63,7 +72,7 @@ impl Direct {
                 && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
                 && !KEYWORDS.contains(&word)
         };
-        (identifier(name) && field.is_none_or(identifier)).then(|| Direct::Var { name: name.to_owned(), field: field.map(str::to_owned) })
+        (identifier(name) && field.is_none_or(identifier)).then(|| Direct::Var { name: name.to_owned(), field: field.map(minijinja::Value::from) })
     }
 }
 
@@ -84,7 +93,7 @@ mod tests {
 
     #[test]
     fn only_a_lone_variable_or_random_int_is_direct() {
-        let var = |name: &str, field: Option<&str>| Some(Direct::Var { name: name.into(), field: field.map(Into::into) });
+        let var = |name: &str, field: Option<&str>| Some(Direct::Var { name: name.into(), field: field.map(minijinja::Value::from) });
         assert_eq!(Direct::of("{{ t.aid }}"), var("t", Some("aid")));
         assert_eq!(Direct::of("{{token}}"), var("token", None));
         assert_eq!(Direct::of("{{ random_int(1, 100000) }}"), Some(Direct::RandomInt { low: 1, high: 100000 }));
@@ -104,7 +113,8 @@ mod tests {
         let row = minijinja::Value::from_serialize(serde_json::json!({"aid": "17", "n": 3, "f": 1.5, "b": true, "z": null}));
         for field in ["aid", "n", "f", "b", "z"] {
             let engine = environment.render_str(&format!("{{{{ t.{field} }}}}"), minijinja::context! { t => row.clone() }).unwrap();
-            assert_eq!(row.get_attr(field).unwrap().to_string(), engine, "{field}");
+            assert_eq!(super::rendered(&row.get_item(&minijinja::Value::from(field)).unwrap()), engine, "{field}");
         }
+        assert_eq!(super::rendered(&minijinja::Value::from("it's")), environment.render_str("{{ s }}", minijinja::context! { s => "it's" }).unwrap());
     }
 }

@@ -474,8 +474,12 @@ impl Vu {
             Direct::Var { name, field } => {
                 let value = self.vars.get(name)?;
                 match field {
-                    None => Some(value.to_string()),
-                    Some(field) => value.get_attr(field).ok().filter(|value| !value.is_undefined()).map(|value| value.to_string()),
+                    None => Some(crate::template::rendered(value)),
+                    // A map's field (a feeder's row): `t.aid` looks the key up as `t['aid']` does.
+                    Some(field) if value.kind() == minijinja::value::ValueKind::Map => {
+                        value.get_item(field).ok().filter(|value| !value.is_undefined()).map(|value| crate::template::rendered(&value))
+                    }
+                    Some(_) => None,
                 }
             }
             Direct::RandomInt { low, high } => {
