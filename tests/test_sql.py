@@ -324,3 +324,50 @@ def test_try_shows_each_statement_its_parameters_rows_and_sqlstate(postgres_data
     assert any(line.startswith("  sql_unique_violation in ") and "SQLSTATE 23505" in line for line in lines), done.stdout
     assert any(line.startswith("  sql_other in ") and "SQLSTATE 22P02" in line for line in lines), done.stdout
     assert "pw-s3cr3t-1" not in done.stdout + done.stderr and '>   $1 = "<redacted>"' in lines
+
+
+@pytest.fixture
+def password_server() -> Iterator[str]:
+    """A throwaway server of this test's own whose pg_hba.conf asks three roles for their
+    passwords by SCRAM-SHA-256, MD5 and in clear text (trust for the superuser that makes them):
+    its superuser URL."""
+    bindir = required_bindir()
+    prefix = _as_postgres_user()
+    workdir = Path(tempfile.mkdtemp(prefix="horde-pg-login-"))
+    datadir = workdir / "data"
+    try:
+        initdb(prefix, bindir, workdir, datadir)
+        hba = datadir / "pg_hba.conf"
+        hba.write_text("host all scram_user 127.0.0.1/32 scram-sha-256\nhost all md5_user 127.0.0.1/32 md5\n"
+                       "host all clear_user 127.0.0.1/32 password\n" + hba.read_text())
+        port = free_tcp_port()
+        _start(prefix, bindir, datadir, workdir, port, ["fsync=off", "max_connections=20"])
+        url = f"postgresql://{_PG_SUPERUSER}@127.0.0.1:{port}/postgres"
+        with psycopg.connect(url, autocommit=True) as connection:
+            for role, encryption in (("scram_user", "scram-sha-256"), ("md5_user", "md5"), ("clear_user", "scram-sha-256")):
+                connection.execute(f"SET password_encryption = '{encryption}'")
+                connection.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'pw-{role}'")
+        yield url
+    finally:
+        subprocess.run([*prefix, str(bindir / "pg_ctl"), "--pgdata", str(datadir), "--mode", "immediate", "--wait", "stop"],
+                       cwd=workdir, capture_output=True, timeout=60, check=False)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def test_logins_by_scram_md5_and_clear_password_and_a_wrong_one_counted(password_server: str,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    steps: list[dict[str, Any]] = [{"type": "sql", "name": "who", "mode": "prepared", "query": "SELECT current_user::text AS who",
+                                    "checks": [{"type": "row_count", "equals": 1}]}]
+    for role in ("scram_user", "md5_user", "clear_user"):
+        monkeypatch.setenv("HORDE_TEST_PGPASSWORD", f"pw-{role}")
+        plan = plan_of(password_server.replace(f"{_PG_SUPERUSER}@", f"{role}@"), [{**steps[0], "checks": [
+            {"type": "column", "column": "who", "equals": role}]}], vus=2, duration_s=1.0)
+        plan["target"]["password_env"] = "HORDE_TEST_PGPASSWORD"
+        found = totals(run_to_end(plan))
+        assert found["who"]["errors"] == {} and found["who"]["ok"] > 10, (role, found)
+    monkeypatch.setenv("HORDE_TEST_PGPASSWORD", "not-the-password")
+    plan = plan_of(password_server.replace(f"{_PG_SUPERUSER}@", "scram_user@"), steps, vus=1, duration_s=1.0)
+    plan["target"]["password_env"] = "HORDE_TEST_PGPASSWORD"
+    found = totals(run_to_end(plan))
+    # SQLSTATE 28P01 (invalid_password): counted as the database's error, the run going on.
+    assert found["who"]["ok"] == 0 and set(found["who"]["errors"]) == {"sql_other"}, found

@@ -447,6 +447,11 @@ impl Vu {
             Text::Fixed(fixed) => return Some(Cow::Borrowed(fixed)),
             Text::Template(template) => template,
         };
+        if let Some(direct) = &template.direct {
+            if let Some(rendered) = self.render_direct(direct) {
+                return Some(Cow::Owned(rendered));
+            }
+        }
         let Some(slot) = template.memo_slot else { return Self::render(state, context, &template.name).map(Cow::Owned) };
         if let Some(Some(rendered)) = self.memo.get(slot) {
             return Some(Cow::Owned(rendered.clone()));
@@ -457,6 +462,33 @@ impl Vu {
         }
         self.memo[slot] = Some(rendered.clone());
         Some(Cow::Owned(rendered))
+    }
+
+    /// A template that is one variable or one `random_int` call (`crate::template::Direct`),
+    /// rendered without the template engine; `None` when the engine must decide (a name that is
+    /// not the VU's own variable, a field the value lacks, a variable named `random_int`).
+    #[inline]
+    fn render_direct(&self, direct: &crate::template::Direct) -> Option<String> {
+        use crate::template::Direct;
+        match direct {
+            Direct::Var { name, field } => {
+                let value = self.vars.get(name)?;
+                match field {
+                    None => Some(crate::template::rendered(value)),
+                    // A map's field (a feeder's row): `t.aid` looks the key up as `t['aid']` does.
+                    Some(field) if value.kind() == minijinja::value::ValueKind::Map => {
+                        value.get_item(field).ok().filter(|value| !value.is_undefined()).map(|value| crate::template::rendered(&value))
+                    }
+                    Some(_) => None,
+                }
+            }
+            Direct::RandomInt { low, high } => {
+                if self.vars.get("random_int").is_some() {
+                    return None;
+                }
+                horde_plan::templates::random_int(*low, *high).ok().map(|value| value.to_string())
+            }
+        }
     }
 
     /// Keeps `message` as a detail of `kind` on step `index` (bounded; failures only).

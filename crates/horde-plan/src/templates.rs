@@ -80,7 +80,9 @@ pub fn next_random() -> u64 {
     })
 }
 
-fn random_int(low: i64, high: i64) -> Result<i64, Error> {
+/// `random_int(low, high)`: uniform in [low, high] from the thread's stream (the engine calls it
+/// directly for a parameter that is only this call: `horde_engine::template::Direct`).
+pub fn random_int(low: i64, high: i64) -> Result<i64, Error> {
     if high < low {
         return Err(Error::new(ErrorKind::InvalidOperation, format!("random_int({low}, {high}): high is below low")));
     }

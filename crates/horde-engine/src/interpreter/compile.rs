@@ -64,7 +64,7 @@ impl<'a> NodeCompiler<'a> {
                 self.memo_slots += 1;
                 self.memo_slots - 1
             });
-            Ok(Text::Template(TemplateRef { name, memo_slot }))
+            Ok(Text::Template(TemplateRef { name, memo_slot, direct: crate::template::Direct::of(source) }))
         } else {
             Ok(Text::Fixed(source.to_owned()))
         }

@@ -1,20 +1,35 @@
-//! One PostgreSQL connection and how a statement goes over it in each mode.
+//! One PostgreSQL connection, driven in the VU's own task, and how a statement goes over it in
+//! each mode.
+//!
+//! A statement's messages (Parse, Bind, Execute, Sync; or Query) are written into one buffer and
+//! sent with one write; its replies are read in the same task up to ReadyForQuery. There is no
+//! socket task and no channel between the VU and its connection (tokio-postgres's split client
+//! cost a wake and a task switch per statement): the connection is a plain value that a VU or
+//! the pool holds, and dropping it (a step's timeout) closes it.
 
-use super::result::{ColumnValue, FirstRow};
-use super::{quote_literal, SimplePart, StatementNode, TransactionEffect};
+use super::result::FirstRow;
+use super::wire::{self, Column, SqlError, Wire};
+use super::{SimplePart, StatementNode};
 use horde_plan::SqlMode;
+use postgres_protocol::message::frontend;
+use postgres_protocol::IsNull;
 use std::collections::HashMap;
-use tokio_postgres::types::{to_sql_checked, Format, IsNull, ToSql, Type};
-use tokio_postgres::{Client, NoTls, SimpleQueryMessage, Statement};
+use std::rc::Rc;
 
-/// A connection: the client half (the socket half runs as a task on the worker's `LocalSet`),
-/// its prepared statements, and whether a transaction is open on it.
+/// A connection: its socket, its prepared statements, and whether a transaction is open on it.
 pub(crate) struct SqlConnection {
-    client: Client,
+    pub(super) wire: Wire,
     /// `mode: prepared`: by (step's global index, statement index).
-    prepared: HashMap<(usize, usize), Statement>,
-    /// A `BEGIN` ran and no `COMMIT`/`ROLLBACK` yet (by the statements' first keywords).
+    prepared: HashMap<(usize, usize), Prepared>,
+    /// The server's own word, from its last ReadyForQuery: a transaction is open (or failed and
+    /// not yet rolled back) on this connection.
     pub in_transaction: bool,
+}
+
+/// A statement prepared on this connection: its name there and its result's columns.
+struct Prepared {
+    name: Rc<str>,
+    columns: Rc<[Column]>,
 }
 
 /// What one statement returned: rows returned or affected, and the first row when asked for.
@@ -25,23 +40,55 @@ pub(crate) struct StatementOutcome {
     pub first_row: Option<FirstRow>,
 }
 
+/// Result columns in binary (format code 1 for all): numbers and booleans read without parsing.
+const BINARY_RESULTS: [i16; 1] = [1];
+
+/// How a result's rows are encoded: binary (extended and prepared) or text (simple).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Text,
+    Binary,
+}
+
+impl Drop for SqlConnection {
+    fn drop(&mut self) {
+        self.wire.terminate();
+    }
+}
+
 impl SqlConnection {
-    pub async fn connect(config: &tokio_postgres::Config) -> Result<Self, tokio_postgres::Error> {
-        let (client, connection) = config.connect(NoTls).await?;
-        tokio::task::spawn_local(async move {
-            // Ends when the client is dropped or the server closes; the client sees the error.
-            let _ = connection.await;
-        });
-        Ok(Self { client, prepared: HashMap::new(), in_transaction: false })
+    pub(super) fn new(wire: Wire) -> Self {
+        Self { wire, prepared: HashMap::new(), in_transaction: false }
     }
 
+    /// Opens a connection to the first of the URL's hosts that takes the login (`connect.rs`).
+    pub async fn connect(config: &tokio_postgres::Config) -> Result<Self, SqlError> {
+        super::connect::connect(config).await
+    }
+
+    /// Whether the connection may not be used again: the server closed it or ended the session,
+    /// or a read or write failed.
     pub fn is_closed(&self) -> bool {
-        self.client.is_closed()
+        self.wire.broken
     }
 
     /// Runs text with no parameters through the simple protocol (`BEGIN`, `COMMIT`, `ROLLBACK`).
-    pub async fn batch(&mut self, text: &str) -> Result<(), tokio_postgres::Error> {
-        self.client.batch_execute(text).await
+    pub async fn batch(&mut self, text: &str) -> Result<(), SqlError> {
+        frontend::query(text, &mut self.wire.out).map_err(encode)?;
+        self.wire.send().await?;
+        self.read_results(false, Format::Text, None, None).await.map(|_| ())
+    }
+
+    /// A server setting's value (`SHOW name`), for the login's `target_session_attrs` check.
+    pub(super) async fn show(&mut self, name: &str) -> Result<String, SqlError> {
+        frontend::query(&format!("SHOW {name}"), &mut self.wire.out).map_err(encode)?;
+        self.wire.send().await?;
+        let outcome = self.read_results(true, Format::Text, None, None).await?;
+        let value = outcome.first_row.and_then(|row| row.columns.into_iter().next()).map(|(_, value)| value);
+        Ok(match value {
+            Some(super::ColumnValue::Text(text)) => text,
+            _ => String::new(),
+        })
     }
 
     /// Runs one statement with its rendered parameters.
@@ -52,115 +99,180 @@ impl SqlConnection {
         params: &[String],
         mode: SqlMode,
         keep_row: bool,
-    ) -> Result<StatementOutcome, tokio_postgres::Error> {
-        let outcome = match mode {
-            SqlMode::Simple => self.run_simple(statement, params, keep_row).await?,
+    ) -> Result<StatementOutcome, SqlError> {
+        match mode {
+            SqlMode::Simple => {
+                self.write_simple(statement, params)?;
+                self.wire.send().await?;
+                self.read_results(keep_row, Format::Text, None, None).await
+            }
             SqlMode::Extended => {
-                let typed = params.iter().map(|param| (TextParam(param), UNSPECIFIED.clone()));
-                let stream = self.client.query_typed_raw(&statement.query, typed).await?;
-                read_rows(stream, keep_row).await?
+                // The unnamed statement and portal: parsed, bound and run in one round trip; a
+                // Describe of the portal only when the first row's column names are wanted.
+                let out = &mut self.wire.out;
+                frontend::parse("", &statement.query, std::iter::empty(), out).map_err(encode)?;
+                bind(out, "", params)?;
+                if keep_row {
+                    frontend::describe(b'P', "", out).map_err(encode)?;
+                }
+                frontend::execute("", 0, out).map_err(encode)?;
+                frontend::sync(out);
+                self.wire.send().await?;
+                self.read_results(keep_row, Format::Binary, None, None).await
             }
             SqlMode::Prepared => {
-                let prepared = match self.prepared.get(&key) {
-                    Some(prepared) => prepared.clone(),
-                    None => {
-                        let prepared = self.client.prepare(&statement.query).await?;
-                        self.prepared.insert(key, prepared.clone());
-                        prepared
-                    }
-                };
-                let stream = self.client.query_raw(&prepared, params.iter().map(|param| TextParam(param))).await?;
-                read_rows(stream, keep_row).await?
+                if let Some(prepared) = self.prepared.get(&key) {
+                    let columns = Rc::clone(&prepared.columns);
+                    let out = &mut self.wire.out;
+                    bind(out, &prepared.name, params)?;
+                    frontend::execute("", 0, out).map_err(encode)?;
+                    frontend::sync(out);
+                    self.wire.send().await?;
+                    return self.read_results(keep_row, Format::Binary, Some(columns), None).await;
+                }
+                // The first time on this connection: prepared, described, bound and run in one
+                // round trip (the description comes before the rows it describes).
+                let name: Rc<str> = format!("horde_{}_{}", key.0, key.1).into();
+                let out = &mut self.wire.out;
+                frontend::parse(&name, &statement.query, std::iter::empty(), out).map_err(encode)?;
+                frontend::describe(b'S', &name, out).map_err(encode)?;
+                bind(out, &name, params)?;
+                frontend::execute("", 0, out).map_err(encode)?;
+                frontend::sync(out);
+                self.wire.send().await?;
+                self.read_results(keep_row, Format::Binary, None, Some((key, name))).await
             }
-        };
-        match statement.transaction_effect {
-            TransactionEffect::Begins => self.in_transaction = true,
-            TransactionEffect::Ends => self.in_transaction = false,
-            TransactionEffect::None => {}
         }
-        Ok(outcome)
     }
 
-    async fn run_simple(&mut self, statement: &StatementNode, params: &[String], keep_row: bool) -> Result<StatementOutcome, tokio_postgres::Error> {
-        let text = if params.is_empty() {
-            std::borrow::Cow::Borrowed(statement.query.as_str())
-        } else {
-            let mut text = String::with_capacity(statement.query.len() + 16 * params.len());
-            for part in &statement.simple_parts {
-                match part {
-                    SimplePart::Text(piece) => text.push_str(piece),
-                    // A placeholder past the parameters given stays NULL, as the server would say.
-                    SimplePart::Param(index) => match params.get(*index) {
-                        Some(value) => quote_literal(value, &mut text),
-                        None => text.push_str("NULL"),
-                    },
-                }
-            }
-            std::borrow::Cow::Owned(text)
-        };
-        let mut row_count = 0;
-        let mut first_row = None;
-        for message in self.client.simple_query(&text).await? {
-            match message {
-                SimpleQueryMessage::Row(row) if keep_row && first_row.is_none() => {
-                    let columns = row
-                        .columns()
-                        .iter()
-                        .enumerate()
-                        .map(|(index, column)| {
-                            let value = row.get(index).map_or(ColumnValue::Null, |text| ColumnValue::Text(text.to_owned()));
-                            (column.name().to_owned(), value)
-                        })
-                        .collect();
-                    first_row = Some(FirstRow { columns });
-                }
-                SimpleQueryMessage::CommandComplete(count) => row_count = count,
-                _ => {}
+    /// `mode: simple`: the parameters quoted into the query's text as literals.
+    fn write_simple(&mut self, statement: &StatementNode, params: &[String]) -> Result<(), SqlError> {
+        if params.is_empty() {
+            return frontend::query(&statement.query, &mut self.wire.out).map_err(encode);
+        }
+        let mut text = String::with_capacity(statement.query.len() + 16 * params.len());
+        for part in &statement.simple_parts {
+            match part {
+                SimplePart::Text(piece) => text.push_str(piece),
+                // A placeholder past the parameters given stays NULL, as the server would say.
+                SimplePart::Param(index) => match params.get(*index) {
+                    Some(value) => super::quote_literal(value, &mut text),
+                    None => text.push_str("NULL"),
+                },
             }
         }
+        frontend::query(&text, &mut self.wire.out).map_err(encode)
+    }
+
+    /// Reads replies up to ReadyForQuery: the (last) result's count, the first row when asked
+    /// for, the first error. A statement being prepared (`preparing`) is kept once the server
+    /// has described it, whatever happens to its execution after that (it exists there now).
+    async fn read_results(
+        &mut self,
+        keep_row: bool,
+        format: Format,
+        mut columns: Option<Rc<[Column]>>,
+        mut preparing: Option<((usize, usize), Rc<str>)>,
+    ) -> Result<StatementOutcome, SqlError> {
+        let mut rows = 0u64;
+        let mut row_count = None;
+        let mut first_row = None;
+        let mut error = None;
+        loop {
+            let frame = match self.wire.frame().await {
+                Ok(frame) => frame,
+                // A server that ends the session says why first (57P01 and kin): that is the error.
+                Err(lost) => return Err(error.unwrap_or(lost)),
+            };
+            let body = self.wire.body(frame);
+            match frame.tag {
+                b'D' => {
+                    rows += 1;
+                    if keep_row && first_row.is_none() {
+                        let values = wire::data_row(body);
+                        first_row = Some(match (values, &columns) {
+                            (Ok(values), Some(columns)) => match format {
+                                Format::Binary => FirstRow::from_binary(columns, &values),
+                                Format::Text => FirstRow::from_text(columns, &values),
+                            },
+                            _ => FirstRow { columns: Vec::new() },
+                        });
+                    }
+                }
+                b'C' => {
+                    let count = wire::command_rows(body);
+                    // A simple query's results each end so; the last one counts.
+                    row_count = Some(count);
+                    rows = 0;
+                }
+                b'T' => {
+                    let described: Rc<[Column]> = match wire::row_description(body) {
+                        Ok(described) => described.into(),
+                        Err(malformed) => {
+                            self.wire.broken = true;
+                            return Err(malformed);
+                        }
+                    };
+                    if let Some((key, name)) = preparing.take() {
+                        self.prepared.insert(key, Prepared { name, columns: Rc::clone(&described) });
+                    }
+                    columns = Some(described);
+                }
+                // NoData: a statement that returns no rows (an UPDATE) was described.
+                b'n' => {
+                    if let Some((key, name)) = preparing.take() {
+                        self.prepared.insert(key, Prepared { name, columns: Rc::from(Vec::new()) });
+                    }
+                }
+                b'E' => {
+                    let (server_error, fatal) = wire::error_response(body);
+                    if fatal {
+                        self.wire.broken = true;
+                    }
+                    error.get_or_insert(server_error);
+                }
+                b'Z' => {
+                    self.in_transaction = wire::in_transaction(body);
+                    self.wire.consume(frame);
+                    break;
+                }
+                // ParseComplete, BindComplete, ParameterDescription, EmptyQueryResponse,
+                // PortalSuspended, CloseComplete; and what the server may send at any time:
+                // NoticeResponse, ParameterStatus, NotificationResponse.
+                b'1' | b'2' | b't' | b'I' | b's' | b'3' | b'N' | b'S' | b'A' => {}
+                other => {
+                    self.wire.broken = true;
+                    return Err(SqlError::Client(format!("an unexpected backend message '{}'", char::from(other))));
+                }
+            }
+            self.wire.consume(frame);
+        }
+        if let Some(error) = error {
+            return Err(error);
+        }
+        let row_count = row_count.unwrap_or(rows);
         Ok(StatementOutcome { row_count, step_rows: row_count, first_row })
     }
 }
 
-/// Reads a result to its end: its count, and its first row's columns when asked for.
-async fn read_rows(stream: tokio_postgres::RowStream, keep_row: bool) -> Result<StatementOutcome, tokio_postgres::Error> {
-    use futures_util::StreamExt;
-    let mut stream = std::pin::pin!(stream);
-    let mut rows = 0u64;
-    let mut first_row = None;
-    while let Some(row) = stream.next().await {
-        let row = row?;
-        if keep_row && first_row.is_none() {
-            first_row = Some(FirstRow::decode(&row));
-        }
-        rows += 1;
-    }
-    let row_count = stream.rows_affected().unwrap_or(rows);
-    Ok(StatementOutcome { row_count, step_rows: row_count, first_row })
+/// Bind: the parameters as text (the server parses each into its parameter's type, as it does
+/// for pgbench's), every result column in binary.
+fn bind(out: &mut bytes::BytesMut, statement: &str, params: &[String]) -> Result<(), SqlError> {
+    frontend::bind(
+        "",
+        statement,
+        std::iter::empty(),
+        params,
+        |param, out| {
+            out.extend_from_slice(param.as_bytes());
+            Ok(IsNull::No)
+        },
+        BINARY_RESULTS,
+        out,
+    )
+    .map_err(|_| SqlError::Client("a statement's parameters could not be encoded (more than 32,767 of them, or a value over 2 GiB)".into()))
 }
 
-/// A parameter's type left for the server to infer (OID 0), as an untyped literal's would be.
-static UNSPECIFIED: std::sync::LazyLock<Type> =
-    std::sync::LazyLock::new(|| Type::new("unspecified".into(), 0, tokio_postgres::types::Kind::Pseudo, "pg_catalog".into()));
-
-/// A rendered template sent as a parameter in text format: the server parses it into the
-/// parameter's type (an `int4`, a `timestamptz`...), as it does for pgbench's parameters.
-#[derive(Debug)]
-struct TextParam<'a>(&'a str);
-
-impl ToSql for TextParam<'_> {
-    fn to_sql(&self, _type: &Type, out: &mut bytes::BytesMut) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
-        out.extend_from_slice(self.0.as_bytes());
-        Ok(IsNull::No)
-    }
-
-    fn accepts(_type: &Type) -> bool {
-        true
-    }
-
-    fn encode_format(&self, _type: &Type) -> Format {
-        Format::Text
-    }
-
-    to_sql_checked!();
+fn encode(error: std::io::Error) -> SqlError {
+    SqlError::Client(format!("a statement could not be encoded: {error}"))
 }

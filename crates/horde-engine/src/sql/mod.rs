@@ -1,15 +1,20 @@
 //! The `postgres` transport: `sql` steps sent straight to a PostgreSQL database.
 //!
 //! A plan whose `target.base_url` is `postgresql://user@host:port/database` runs `sql` steps
-//! instead of HTTP requests, over tokio-postgres connections driven on the worker's own
-//! current-thread runtime (each connection's socket task is spawned on the worker's `LocalSet`,
-//! so a VU and its connection never leave their thread).
+//! instead of HTTP requests, over connections of Horde's own small client of PostgreSQL's wire
+//! protocol (`postgres-protocol`'s message encoders and login helpers), each driven in the task
+//! of the VU that holds it: a statement is written with one write and its replies read in that
+//! task, with no socket task, channel or wake between them (pgbench's own pattern).
 //!
+//! - `connect.rs`: opening a connection: the URL's hosts in turn (tokio-postgres's `Config` parses
+//!   the URL by libpq's rules), startup and login (trust, password, MD5, SCRAM-SHA-256; no TLS).
 //! - `connection.rs`: one connection, its statements prepared so far (`mode: prepared` prepares
 //!   once per connection, as pgbench `-M prepared`), and how a statement goes over the wire in
 //!   each mode (simple: parameters quoted into the text; extended: parse, bind, execute of an
-//!   unnamed statement in one round trip; prepared: bind and execute). Parameters are always sent
-//!   as text and typed by the server, as pgbench sends them.
+//!   unnamed statement in one round trip; prepared: bind and execute, the first time parse and
+//!   describe too, still one round trip). Parameters are always sent as text and typed by the
+//!   server, as pgbench sends them.
+//! - `wire.rs`: the socket and its buffers, backend messages read in place, errors.
 //! - `pool.rs`: `target.connections: {pool: N}` for SQL: a worker's share of N connections in use
 //!   at once; a VU holds its connection through a transaction that spans steps.
 //! - `result.rs`: what a step keeps of a result (the row count, the first row's columns when an
@@ -19,13 +24,16 @@
 //! The VU side (`vu/sql_step.rs`) times a step like a request: from the open model's intended
 //! start, or from just before the connection is taken.
 
+mod connect;
 mod connection;
 mod pool;
 mod result;
+mod wire;
 
 pub(crate) use connection::{SqlConnection, StatementOutcome};
 pub(crate) use pool::{SqlLease, SqlPool};
 pub(crate) use result::{ColumnValue, SqlResultView};
+pub(crate) use wire::SqlError;
 
 use crate::error::EngineError;
 use crate::template::Text;
@@ -111,9 +119,6 @@ pub(crate) struct StatementNode {
     /// `mode: simple`: the query cut at its `$n` placeholders, for quoting the parameters in.
     pub simple_parts: Vec<SimplePart>,
     pub params: Vec<Text>,
-    /// The statement's transaction keyword, for a pool to keep a VU's connection through a
-    /// transaction that spans steps.
-    pub transaction_effect: TransactionEffect,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,13 +126,6 @@ pub(crate) enum SimplePart {
     Text(String),
     /// The parameter at this index (`$1` is 0).
     Param(usize),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum TransactionEffect {
-    None,
-    Begins,
-    Ends,
 }
 
 /// One `sql` step, ready to run.
@@ -199,35 +197,23 @@ pub(crate) fn simple_parts(query: &str) -> Vec<SimplePart> {
     parts
 }
 
-/// What a statement does to the connection's transaction, from its first keyword.
-pub(crate) fn transaction_effect(query: &str) -> TransactionEffect {
-    let first = query.trim_start().split(|c: char| !c.is_ascii_alphabetic()).next().unwrap_or_default().to_ascii_uppercase();
-    match first.as_str() {
-        "BEGIN" | "START" => TransactionEffect::Begins,
-        "COMMIT" | "END" | "ROLLBACK" | "ABORT" => TransactionEffect::Ends,
-        _ => TransactionEffect::None,
-    }
-}
-
 /// The kind a failed statement is counted under, by SQLSTATE; without one, by what broke.
-pub(crate) fn classify(error: &tokio_postgres::Error) -> ErrorKind {
-    if let Some(code) = error.code() {
-        return match code.code() {
+pub(crate) fn classify(error: &SqlError) -> ErrorKind {
+    match error {
+        SqlError::Server { code, .. } => match code.as_str() {
             "40001" => ErrorKind::SqlSerializationFailure,
             "40P01" => ErrorKind::SqlDeadlock,
             "23505" => ErrorKind::SqlUniqueViolation,
             code if code.starts_with("08") || code.starts_with("57P") => ErrorKind::SqlConnectionFailure,
             _ => ErrorKind::SqlOther,
-        };
-    }
-    let io = std::error::Error::source(error).and_then(|source| source.downcast_ref::<std::io::Error>());
-    match io.map(ErrorKind::from_io) {
-        Some(ErrorKind::Refused) => ErrorKind::Refused,
-        Some(ErrorKind::Timeout) => ErrorKind::Timeout,
-        Some(ErrorKind::Dns) => ErrorKind::Dns,
-        _ if error.is_closed() || io.is_some() => ErrorKind::SqlConnectionFailure,
-        // A parameter the server could not take, a result the client could not read.
-        _ => ErrorKind::SqlOther,
+        },
+        SqlError::Connect(io) | SqlError::Io(io) => match ErrorKind::from_io(io) {
+            kind @ (ErrorKind::Refused | ErrorKind::Timeout | ErrorKind::Dns) => kind,
+            _ => ErrorKind::SqlConnectionFailure,
+        },
+        SqlError::Closed => ErrorKind::SqlConnectionFailure,
+        // A login this client cannot do, a message it did not expect.
+        SqlError::Client(_) => ErrorKind::SqlOther,
     }
 }
 
@@ -270,13 +256,6 @@ mod tests {
         let mut out = String::new();
         quote_literal("it's", &mut out);
         assert_eq!(out, "'it''s'");
-    }
-
-    #[test]
-    fn transaction_keywords() {
-        assert_eq!(transaction_effect("  begin isolation level serializable"), TransactionEffect::Begins);
-        assert_eq!(transaction_effect("COMMIT;"), TransactionEffect::Ends);
-        assert_eq!(transaction_effect("select 1"), TransactionEffect::None);
     }
 
     #[test]

@@ -5,6 +5,9 @@
 //! they asked (tokio's semaphore is fair). Idle connections are kept per instance of the
 //! target; a lease's connection goes back when the lease drops, unless it broke. A VU whose
 //! statement left a transaction open keeps its lease until a later step ends the transaction.
+//! A connection is read only while a statement runs on it, so one the server closed while it
+//! sat idle is found out by the next step that takes it (`sql_connection_failure`, as a
+//! `per_vu` connection's step is), not when it is given back.
 
 use super::SqlConnection;
 use std::cell::RefCell;

@@ -1,8 +1,7 @@
 //! What a step keeps of a result, and its extractors and checks.
 
+use super::wire::Column;
 use horde_plan::{SqlCheck, SqlExtractFrom, SqlExtractor};
-use tokio_postgres::types::{FromSql, Type};
-use tokio_postgres::Row;
 
 /// A column's value as templates and checks see it.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,34 +21,32 @@ pub(crate) struct FirstRow {
     pub columns: Vec<(String, ColumnValue)>,
 }
 
-/// A column's bytes as the server sent them (binary format), whatever its type.
-struct Raw<'a>(&'a [u8]);
-
-impl<'a> FromSql<'a> for Raw<'a> {
-    fn from_sql(_type: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
-        Ok(Raw(raw))
-    }
-
-    fn accepts(_type: &Type) -> bool {
-        true
-    }
-}
-
 impl FirstRow {
-    /// Decodes a binary-format row: integers, floats, booleans, numerics and text types; other
-    /// types read as `Unreadable`.
-    pub fn decode(row: &Row) -> Self {
-        let columns = row
-            .columns()
+    /// A binary-format row (extended and prepared modes): integers, floats, booleans, numerics
+    /// and text types; other types read as `Unreadable`.
+    pub fn from_binary(columns: &[Column], values: &[Option<&[u8]>]) -> Self {
+        let columns = columns
             .iter()
-            .enumerate()
-            .map(|(index, column)| {
-                let value = match row.try_get::<_, Option<Raw<'_>>>(index) {
-                    Ok(Some(Raw(bytes))) => decode_binary(column.type_(), bytes),
-                    Ok(None) => ColumnValue::Null,
-                    Err(_) => ColumnValue::Unreadable,
+            .zip(values)
+            .map(|(column, value)| {
+                let value = value.map_or(ColumnValue::Null, |bytes| decode_binary(column.type_oid, bytes));
+                (column.name.clone(), value)
+            })
+            .collect();
+        Self { columns }
+    }
+
+    /// A text-format row (simple mode): every value as the server wrote it.
+    pub fn from_text(columns: &[Column], values: &[Option<&[u8]>]) -> Self {
+        let columns = columns
+            .iter()
+            .zip(values)
+            .map(|(column, value)| {
+                let value = match value {
+                    None => ColumnValue::Null,
+                    Some(bytes) => std::str::from_utf8(bytes).map_or(ColumnValue::Unreadable, |text| ColumnValue::Text(text.to_owned())),
                 };
-                (column.name().to_owned(), value)
+                (column.name.clone(), value)
             })
             .collect();
         Self { columns }
@@ -60,21 +57,40 @@ impl FirstRow {
     }
 }
 
-fn decode_binary(kind: &Type, bytes: &[u8]) -> ColumnValue {
+/// Type OIDs the reader decodes (PostgreSQL's pg_type.dat: fixed since the types were added).
+mod oid {
+    pub const BOOL: u32 = 16;
+    pub const NAME: u32 = 19;
+    pub const INT8: u32 = 20;
+    pub const INT2: u32 = 21;
+    pub const INT4: u32 = 23;
+    pub const TEXT: u32 = 25;
+    pub const OID: u32 = 26;
+    pub const JSON: u32 = 114;
+    pub const FLOAT4: u32 = 700;
+    pub const FLOAT8: u32 = 701;
+    pub const UNKNOWN: u32 = 705;
+    pub const BPCHAR: u32 = 1042;
+    pub const VARCHAR: u32 = 1043;
+    pub const NUMERIC: u32 = 1700;
+    pub const JSONB: u32 = 3802;
+}
+
+fn decode_binary(type_oid: u32, bytes: &[u8]) -> ColumnValue {
     let fixed = |size: usize| (bytes.len() == size).then_some(bytes);
-    let decoded = match *kind {
-        Type::BOOL => fixed(1).map(|b| ColumnValue::Bool(b[0] != 0)),
-        Type::INT2 => fixed(2).map(|b| ColumnValue::Int(i16::from_be_bytes([b[0], b[1]]).into())),
-        Type::INT4 => fixed(4).and_then(|b| b.try_into().ok()).map(|b| ColumnValue::Int(i32::from_be_bytes(b).into())),
-        Type::INT8 => fixed(8).and_then(|b| b.try_into().ok()).map(|b| ColumnValue::Int(i64::from_be_bytes(b))),
-        Type::OID => fixed(4).and_then(|b| b.try_into().ok()).map(|b| ColumnValue::Int(u32::from_be_bytes(b).into())),
-        Type::FLOAT4 => fixed(4).and_then(|b| b.try_into().ok()).map(|b| ColumnValue::Float(f32::from_be_bytes(b).into())),
-        Type::FLOAT8 => fixed(8).and_then(|b| b.try_into().ok()).map(|b| ColumnValue::Float(f64::from_be_bytes(b))),
-        Type::NUMERIC => decode_numeric(bytes).map(ColumnValue::Text),
-        Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN | Type::JSON => {
+    let decoded = match type_oid {
+        oid::BOOL => fixed(1).map(|b| ColumnValue::Bool(b[0] != 0)),
+        oid::INT2 => fixed(2).map(|b| ColumnValue::Int(i16::from_be_bytes([b[0], b[1]]).into())),
+        oid::INT4 => fixed(4).and_then(|b| b.try_into().ok()).map(|b| ColumnValue::Int(i32::from_be_bytes(b).into())),
+        oid::INT8 => fixed(8).and_then(|b| b.try_into().ok()).map(|b| ColumnValue::Int(i64::from_be_bytes(b))),
+        oid::OID => fixed(4).and_then(|b| b.try_into().ok()).map(|b| ColumnValue::Int(u32::from_be_bytes(b).into())),
+        oid::FLOAT4 => fixed(4).and_then(|b| b.try_into().ok()).map(|b| ColumnValue::Float(f32::from_be_bytes(b).into())),
+        oid::FLOAT8 => fixed(8).and_then(|b| b.try_into().ok()).map(|b| ColumnValue::Float(f64::from_be_bytes(b))),
+        oid::NUMERIC => decode_numeric(bytes).map(ColumnValue::Text),
+        oid::TEXT | oid::VARCHAR | oid::BPCHAR | oid::NAME | oid::UNKNOWN | oid::JSON => {
             std::str::from_utf8(bytes).ok().map(|text| ColumnValue::Text(text.to_owned()))
         }
-        Type::JSONB => bytes.split_first().and_then(|(_, text)| std::str::from_utf8(text).ok()).map(|text| ColumnValue::Text(text.to_owned())),
+        oid::JSONB => bytes.split_first().and_then(|(_, text)| std::str::from_utf8(text).ok()).map(|text| ColumnValue::Text(text.to_owned())),
         _ => None,
     };
     decoded.unwrap_or(ColumnValue::Unreadable)

@@ -2,7 +2,7 @@
 
 use super::{NodeCompiler, StepKind};
 use crate::error::EngineError;
-use crate::sql::{simple_parts, transaction_effect, SqlNode, StatementNode};
+use crate::sql::{simple_parts, SqlNode, StatementNode};
 use horde_plan::{OnCheckFailure, Scenario, SqlStep};
 
 impl NodeCompiler<'_> {
@@ -16,7 +16,6 @@ impl NodeCompiler<'_> {
                     query: query.to_owned(),
                     simple_parts: simple_parts(query),
                     params: params.iter().map(|param| self.text(param)).collect::<Result<_, EngineError>>()?,
-                    transaction_effect: transaction_effect(query),
                 })
             })
             .collect::<Result<Vec<_>, EngineError>>()?;

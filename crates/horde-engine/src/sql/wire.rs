@@ -1,0 +1,301 @@
+//! PostgreSQL's wire protocol as the connection reads and writes it: the socket and its two
+//! buffers, backend messages cut out of the read buffer in place (no copy, no allocation for a
+//! message the step does not keep), the bodies the client reads, and what can go wrong.
+//!
+//! Frontend messages are written with `postgres-protocol`'s encoders into one buffer and sent
+//! with one write; the replies are read in the VU's own task (`connection.rs`).
+
+use bytes::{Buf, BytesMut};
+use std::fmt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Why a statement, a connect or a login failed.
+#[derive(Debug)]
+pub(crate) enum SqlError {
+    /// The server's ErrorResponse: its SQLSTATE and message.
+    Server { code: String, message: String },
+    /// The socket could not be opened (refused, timed out, no such host...).
+    Connect(std::io::Error),
+    /// Reading or writing an open connection failed.
+    Io(std::io::Error),
+    /// The server closed the connection.
+    Closed,
+    /// Something this client cannot do or did not expect (an unsupported login method, TLS asked
+    /// for, a message out of place).
+    Client(String),
+}
+
+impl fmt::Display for SqlError {
+    fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SqlError::Server { code, message } => write!(out, "SQLSTATE {code}: {message}"),
+            SqlError::Connect(error) => write!(out, "error connecting to server: {error}"),
+            SqlError::Io(error) => write!(out, "error communicating with the server: {error}"),
+            SqlError::Closed => out.write_str("connection closed"),
+            SqlError::Client(words) => out.write_str(words),
+        }
+    }
+}
+
+/// The socket: TCP, or a Unix socket when the URL's host is a directory (libpq's rule).
+pub(super) enum Stream {
+    Tcp(tokio::net::TcpStream),
+    Unix(tokio::net::UnixStream),
+}
+
+/// A backend message found at the front of the read buffer: its type byte and body length (the
+/// body is `input[5..5 + len]`; `consume` drops it once read).
+#[derive(Clone, Copy)]
+pub(super) struct Frame {
+    pub tag: u8,
+    pub len: usize,
+}
+
+/// The socket with its buffers, and whether it is still usable.
+pub(super) struct Wire {
+    stream: Stream,
+    /// Frontend messages waiting for `send`.
+    pub out: BytesMut,
+    /// Bytes read and not yet consumed.
+    input: BytesMut,
+    /// The server closed, a read or write failed, a FATAL error came, or the protocol lost step:
+    /// nothing more may be sent on it.
+    pub broken: bool,
+}
+
+/// Read-buffer room asked for before each read: a whole reply of a small result in one read.
+const READ_CHUNK: usize = 8 * 1024;
+
+impl Wire {
+    pub fn new(stream: Stream) -> Self {
+        Self { stream, out: BytesMut::with_capacity(1024), input: BytesMut::with_capacity(READ_CHUNK), broken: false }
+    }
+
+    /// Writes what `out` holds, in one write when the socket takes it.
+    pub async fn send(&mut self) -> Result<(), SqlError> {
+        let written = match &mut self.stream {
+            Stream::Tcp(stream) => stream.write_all(&self.out).await,
+            Stream::Unix(stream) => stream.write_all(&self.out).await,
+        };
+        self.out.clear();
+        written.map_err(|error| {
+            self.broken = true;
+            SqlError::Io(error)
+        })
+    }
+
+    /// The next whole message, reading from the socket as needed.
+    pub async fn frame(&mut self) -> Result<Frame, SqlError> {
+        loop {
+            if self.input.len() >= 5 {
+                let declared = u32::from_be_bytes([self.input[1], self.input[2], self.input[3], self.input[4]]) as usize;
+                if declared < 4 {
+                    self.broken = true;
+                    return Err(SqlError::Client(format!("a backend message declared {declared} bytes")));
+                }
+                if self.input.len() > declared {
+                    return Ok(Frame { tag: self.input[0], len: declared - 4 });
+                }
+                self.input.reserve(declared + 1 - self.input.len());
+            }
+            self.fill().await?;
+        }
+    }
+
+    /// The body of the frame `frame` returned last.
+    pub fn body(&self, frame: Frame) -> &[u8] {
+        &self.input[5..5 + frame.len]
+    }
+
+    /// Drops the frame `frame` returned last.
+    pub fn consume(&mut self, frame: Frame) {
+        self.input.advance(5 + frame.len);
+    }
+
+    async fn fill(&mut self) -> Result<(), SqlError> {
+        if self.input.capacity() - self.input.len() < READ_CHUNK / 2 {
+            self.input.reserve(READ_CHUNK);
+        }
+        let read = match &mut self.stream {
+            Stream::Tcp(stream) => stream.read_buf(&mut self.input).await,
+            Stream::Unix(stream) => stream.read_buf(&mut self.input).await,
+        };
+        match read {
+            Ok(0) => {
+                self.broken = true;
+                Err(SqlError::Closed)
+            }
+            Ok(_) => Ok(()),
+            Err(error) => {
+                self.broken = true;
+                Err(SqlError::Io(error))
+            }
+        }
+    }
+
+    /// Says goodbye (Terminate) if the socket takes it at once, so that the server logs a
+    /// client that left rather than one that vanished; never waits.
+    pub fn terminate(&mut self) {
+        if self.broken {
+            return;
+        }
+        let goodbye = [b'X', 0, 0, 0, 4];
+        let _ = match &self.stream {
+            Stream::Tcp(stream) => stream.try_write(&goodbye),
+            Stream::Unix(stream) => stream.try_write(&goodbye),
+        };
+    }
+}
+
+/// A column of a result: its name and type (as RowDescription gives them).
+#[derive(Debug, Clone)]
+pub(crate) struct Column {
+    pub name: String,
+    pub type_oid: u32,
+}
+
+/// A NUL-terminated string at the front of `bytes`, and the rest after its NUL.
+fn cstr(bytes: &[u8]) -> Result<(&str, &[u8]), SqlError> {
+    let end = bytes.iter().position(|byte| *byte == 0).ok_or_else(|| malformed("a string without its end"))?;
+    let text = std::str::from_utf8(&bytes[..end]).map_err(|_| malformed("a string that is not UTF-8"))?;
+    Ok((text, &bytes[end + 1..]))
+}
+
+fn malformed(what: &str) -> SqlError {
+    SqlError::Client(format!("a malformed backend message ({what})"))
+}
+
+fn be_u32(bytes: &[u8], at: usize) -> Result<u32, SqlError> {
+    bytes.get(at..at + 4).map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]])).ok_or_else(|| malformed("too short"))
+}
+
+fn be_u16(bytes: &[u8], at: usize) -> Result<u16, SqlError> {
+    bytes.get(at..at + 2).map(|b| u16::from_be_bytes([b[0], b[1]])).ok_or_else(|| malformed("too short"))
+}
+
+/// RowDescription: each column's name and type.
+pub(super) fn row_description(body: &[u8]) -> Result<Vec<Column>, SqlError> {
+    let count = be_u16(body, 0)? as usize;
+    let mut rest = &body[2..];
+    let mut columns = Vec::with_capacity(count);
+    for _ in 0..count {
+        let (name, after) = cstr(rest)?;
+        // table OID (4), attribute number (2), type OID (4), size (2), modifier (4), format (2).
+        let type_oid = be_u32(after, 6)?;
+        rest = after.get(18..).ok_or_else(|| malformed("a short column description"))?;
+        columns.push(Column { name: name.to_owned(), type_oid });
+    }
+    Ok(columns)
+}
+
+/// DataRow: each value's bytes, `None` for NULL.
+pub(super) fn data_row(body: &[u8]) -> Result<Vec<Option<&[u8]>>, SqlError> {
+    let count = be_u16(body, 0)? as usize;
+    let mut at = 2;
+    let mut values = Vec::with_capacity(count);
+    for _ in 0..count {
+        let len = be_u32(body, at)? as i32;
+        at += 4;
+        if len < 0 {
+            values.push(None);
+        } else {
+            let end = at + len as usize;
+            values.push(Some(body.get(at..end).ok_or_else(|| malformed("a short value"))?));
+            at = end;
+        }
+    }
+    Ok(values)
+}
+
+/// CommandComplete: the rows its tag counts (`SELECT 3`, `INSERT 0 1`, `UPDATE 2`), 0 for a tag
+/// without a count (`BEGIN`), as tokio-postgres and libpq's PQcmdTuples read it.
+pub(super) fn command_rows(body: &[u8]) -> u64 {
+    let tag = body.split(|byte| *byte == 0).next().unwrap_or_default();
+    let last = tag.rsplit(|byte| *byte == b' ').next().unwrap_or_default();
+    std::str::from_utf8(last).ok().and_then(|count| count.parse().ok()).unwrap_or(0)
+}
+
+/// ErrorResponse: the error, and whether the server ends the session with it (FATAL, PANIC).
+pub(super) fn error_response(body: &[u8]) -> (SqlError, bool) {
+    let mut code = String::new();
+    let mut message = String::new();
+    let mut severity = "";
+    let mut rest = body;
+    while let Some((&field, after)) = rest.split_first() {
+        if field == 0 {
+            break;
+        }
+        let Ok((value, next)) = cstr(after) else { break };
+        match field {
+            b'C' => code = value.to_owned(),
+            b'M' => message = value.to_owned(),
+            // 'V' is never translated (9.6 and later); 'S' may be, and is the older servers' only one.
+            b'V' => severity = value,
+            b'S' if severity.is_empty() => severity = value,
+            _ => {}
+        }
+        rest = next;
+    }
+    let fatal = matches!(severity, "FATAL" | "PANIC");
+    (SqlError::Server { code, message }, fatal)
+}
+
+/// ReadyForQuery's status: whether a transaction is open (`T`) or failed (`E`) rather than idle.
+pub(super) fn in_transaction(body: &[u8]) -> bool {
+    body.first().is_some_and(|status| *status != b'I')
+}
+
+/// An Authentication request: its code and what follows (a salt, SASL mechanisms or data).
+pub(super) fn authentication(body: &[u8]) -> Result<(u32, &[u8]), SqlError> {
+    Ok((be_u32(body, 0)?, &body[4..]))
+}
+
+/// The SASL mechanisms an AuthenticationSASL request offers.
+pub(super) fn sasl_mechanisms(mut body: &[u8]) -> Vec<&str> {
+    let mut mechanisms = Vec::new();
+    while let Ok((mechanism, rest)) = cstr(body) {
+        if mechanism.is_empty() {
+            break;
+        }
+        mechanisms.push(mechanism);
+        body = rest;
+    }
+    mechanisms
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_tags_give_their_counts() {
+        assert_eq!(command_rows(b"SELECT 3\0"), 3);
+        assert_eq!(command_rows(b"INSERT 0 12\0"), 12);
+        assert_eq!(command_rows(b"BEGIN\0"), 0);
+        assert_eq!(command_rows(b"CREATE TABLE\0"), 0);
+    }
+
+    #[test]
+    fn errors_keep_code_message_and_severity() {
+        let body = b"SFATAL\0VFATAL\0C57P01\0Mterminating connection due to administrator command\0\0";
+        let (error, fatal) = error_response(body);
+        assert!(fatal);
+        assert_eq!(error.to_string(), "SQLSTATE 57P01: terminating connection due to administrator command");
+        let (error, fatal) = error_response(b"SERROR\0C23505\0Mduplicate key\0\0");
+        assert!(!fatal);
+        assert!(matches!(error, SqlError::Server { ref code, .. } if code == "23505"));
+    }
+
+    #[test]
+    fn rows_and_descriptions_are_read_in_place() {
+        // One column "n", int4 (OID 23).
+        let mut description = vec![0, 1];
+        description.extend_from_slice(b"n\0");
+        description.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 23, 0, 4, 255, 255, 255, 255, 0, 1]);
+        let columns = row_description(&description).unwrap();
+        assert_eq!((columns[0].name.as_str(), columns[0].type_oid), ("n", 23));
+        let row = [0, 2, 0, 0, 0, 4, 0, 0, 0, 7, 255, 255, 255, 255];
+        assert_eq!(data_row(&row).unwrap(), vec![Some(&[0u8, 0, 0, 7][..]), None]);
+        assert!(data_row(&[0, 1, 0, 0, 0, 9, 1]).is_err(), "a value longer than its message");
+    }
+}
