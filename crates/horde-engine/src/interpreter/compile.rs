@@ -125,6 +125,19 @@ impl<'a> NodeCompiler<'a> {
                 let global_index = self.register(&scenario.name, &group.name, StepKind::Group);
                 Node::Group { global_index, children: self.nodes(scenario, &group.steps)? }
             }
+            Step::Parallel(parallel) => {
+                let global_index = self.register(&scenario.name, &parallel.name, StepKind::Group);
+                let requests = parallel
+                    .steps
+                    .iter()
+                    .map(|step| match step {
+                        Step::Http(http) => self.request(scenario, http),
+                        // horde-plan's validate refuses anything else in a parallel group.
+                        _ => Err(EngineError::Setup(format!("parallel group '{}' holds a step that is not an http step", parallel.name))),
+                    })
+                    .collect::<Result<_, _>>()?;
+                Node::Parallel { global_index, requests }
+            }
             Step::Choice(choice) => {
                 let mut total = 0.0;
                 let cumulative_weights = choice

@@ -66,6 +66,9 @@ pub(crate) enum Node {
     /// A message step (`tcp://`, `udp://`: `crate::message`).
     Message(Box<crate::message::MessageNode>),
     Group { global_index: usize, children: Vec<Node> },
+    /// A `parallel` group: requests sent at once (`vu/parallel_step.rs`), the pass timed under
+    /// `global_index` like a group's.
+    Parallel { global_index: usize, requests: Vec<RequestNode> },
     /// Branches with the running sum of their weights, for one draw per pass.
     Choice { cumulative_weights: Vec<f64>, branches: Vec<Vec<Node>> },
     Loop { mode: LoopMode, children: Vec<Node> },
