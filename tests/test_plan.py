@@ -528,7 +528,7 @@ def test_json_schema() -> None:
         "ExponentialThinkTime", "NormalThinkTime", "ClosedModel", "ClosedStage", "OpenModel", "OpenStage",
         # The scenario language's.
         "Feeder", "Extractor", "StatusCheck", "JsonCheck", "BodyContainsCheck", "BodyMatchesCheck",
-        "GroupStep", "ChoiceStep", "Branch", "LoopStep", "IfStep", "ThinkStep", "EndIterationStep",
+        "GroupStep", "ParallelStep", "ChoiceStep", "Branch", "LoopStep", "IfStep", "ThinkStep", "EndIterationStep",
         # The postgres transport's.
         "SqlStep", "SqlStatement", "SqlExtractor", "SqlRowCountCheck", "SqlColumnCheck",
         "ConnectStep", "SendStep", "ReceiveStep", "PingStep", "StreamStep", "CloseStep",

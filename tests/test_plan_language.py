@@ -246,7 +246,7 @@ def test_language_schema() -> None:
     definitions = plan_json_schema()["$defs"]
     steps = definitions["Scenario"]["properties"]["steps"]["items"]["oneOf"]
     assert {ref["$ref"].rsplit("/", 1)[1] for ref in steps} == {
-        "HttpStep", "SqlStep", "GroupStep", "ChoiceStep", "LoopStep", "IfStep", "ThinkStep", "EndIterationStep",
+        "HttpStep", "SqlStep", "GroupStep", "ParallelStep", "ChoiceStep", "LoopStep", "IfStep", "ThinkStep", "EndIterationStep",
         "ConnectStep", "SendStep", "ReceiveStep", "PingStep", "StreamStep", "CloseStep"}
     # An HTTP step may leave its type out; the others say it.
     assert "type" not in definitions["HttpStep"]["required"]

@@ -36,7 +36,6 @@ from pydantic import (
     Field,
     Tag,
     TypeAdapter,
-    ValidatorFunctionWrapHandler,
     field_validator,
     model_validator,
 )
@@ -66,7 +65,6 @@ from horde.plan.common import (
     custom,
     is_identifier,
     raise_located,
-    with_problems,
 )
 
 __all__ = [
@@ -266,10 +264,12 @@ class ParallelStep(BaseModel):
         "http steps only, without think_time",
     )
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _check_requests_only(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-        return with_problems(data, handler, parallel_problems(data), "ParallelStep", tuple(cls.model_fields))
+    @model_validator(mode="after")
+    def _check_requests_only(self) -> ParallelStep:
+        problems = parallel_problems(self)
+        if problems:
+            raise_located("ParallelStep", problems)
+        return self
 
 
 def parallel_problems(data: Any) -> list[Located]:
