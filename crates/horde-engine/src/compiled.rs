@@ -92,6 +92,7 @@ impl CompiledPlan {
             .collect::<Result<Vec<_>, _>>()?;
         let sql = crate::sql::SqlTarget::from_plan(&plan.target)?;
         let mut compiler = NodeCompiler::new(&endpoints, &plan.target.headers);
+        compiler.http2 = http2.is_some();
         compiler.websocket = horde_plan::MessageTransport::of_url(&plan.target.base_url).is_some_and(horde_plan::MessageTransport::is_websocket);
         let mut scenarios = Vec::new();
         let mut vu_offset = 0;

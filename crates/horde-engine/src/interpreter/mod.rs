@@ -39,6 +39,9 @@ pub(crate) struct RequestNode {
     /// The whole request's bytes when nothing in it is templated (sent as is while the VU has
     /// no cookie to add), by instance index of the target (`CompiledPlan::endpoints`).
     pub fixed: Option<Box<[Vec<u8>]>>,
+    /// With `target.http_version` "2" or "auto": the same fixed request in HTTP/2's form, by
+    /// instance, so that a send does not read its bytes back into that form.
+    pub fixed_h2: Option<Box<[crate::http::H2Request]>>,
     pub think_time: Option<ThinkTime>,
     pub extractors: Vec<CompiledExtractor>,
     pub checks: Vec<CompiledCheck>,

@@ -5,7 +5,7 @@
 
 use super::lane::{ExchangeError, Lane};
 use crate::h2_pool::H2Pool;
-use crate::http::{exchange_h2, open, H2Failure, Http2Mode, Opened};
+use crate::http::{exchange_h2, open, H2Failure, H2Request, Http2Mode, Opened};
 use crate::worker_state::WorkerState;
 use horde_metrics::ErrorKind;
 
@@ -14,7 +14,7 @@ type Exchanged = Result<(u16, u64, u64), (ExchangeError, u64)>;
 impl Lane {
     /// Over the VU's own connection: HTTP/2 once connected so, or HTTP/1.1 when ALPN chose it
     /// ("auto"), for the VU's life on that connection.
-    pub(super) async fn own_h2_exchange(&mut self, state: &WorkerState, instance: usize, mode: Http2Mode, request: &[u8], is_head: bool) -> Exchanged {
+    pub(super) async fn own_h2_exchange(&mut self, state: &WorkerState, instance: usize, mode: Http2Mode, request: &[u8], h2_form: Option<&H2Request>, is_head: bool) -> Exchanged {
         let plan = &state.shared.plan;
         // A stream that found the connection closed (the server's idle timeout, a GOAWAY between
         // requests) never reached it: sent once more on a new connection, as over HTTP/1.1.
@@ -44,7 +44,7 @@ impl Lane {
             let sender = self.h2.as_mut().expect("connected above");
             let endpoint = &plan.endpoints[instance];
             self.over_h2 = Some(true);
-            match exchange_h2(sender, endpoint, request, &mut self.capture, plan.read_limits).await {
+            match exchange_h2(sender, endpoint, request, h2_form, &mut self.capture, plan.read_limits).await {
                 Ok(outcome) => return Ok(outcome),
                 Err(failure) => {
                     if failure.not_sent {
@@ -65,7 +65,7 @@ impl Lane {
 
     /// Over the next connection of the worker's pool, shared with the VUs that use it at the
     /// same time; the first VU to find its place empty connects, the others wait for it.
-    pub(super) async fn pooled_h2_exchange(&mut self, state: &WorkerState, instance: usize, pool: &H2Pool, mode: Http2Mode, request: &[u8]) -> Exchanged {
+    pub(super) async fn pooled_h2_exchange(&mut self, state: &WorkerState, instance: usize, pool: &H2Pool, mode: Http2Mode, request: &[u8], h2_form: Option<&H2Request>) -> Exchanged {
         let plan = &state.shared.plan;
         let place = pool.place(instance);
         for attempt in 0..2 {
@@ -92,7 +92,7 @@ impl Lane {
             };
             let endpoint = &plan.endpoints[instance];
             self.over_h2 = Some(true);
-            match exchange_h2(&mut sender, endpoint, request, &mut self.capture, plan.read_limits).await {
+            match exchange_h2(&mut sender, endpoint, request, h2_form, &mut self.capture, plan.read_limits).await {
                 Ok(outcome) => return Ok(outcome),
                 Err(failure) => {
                     if failure.not_sent {

@@ -5,7 +5,7 @@
 use super::lane::ExchangeError;
 use super::{Flow, InFlight, Vu};
 use crate::exchange::{text_prefix, Exchange, MAX_BODY_BYTES, MAX_HEAD_BYTES};
-use crate::http::{encode_request, Capture, RequestParts};
+use crate::http::{encode_request, Capture, H2Request, RequestParts};
 use crate::interpreter::{Body, RequestNode};
 use crate::response_rules::{body_prefix, ResponseView};
 use crate::template::{JsonTemplate, Text, UNDEFINED_MARK};
@@ -19,6 +19,8 @@ use std::time::{Duration, Instant};
 /// A request ready to go out: its bytes (fixed, from the plan, or rendered here) and its path.
 pub(super) struct Prepared<'n> {
     pub fixed: Option<&'n Vec<u8>>,
+    /// The fixed request in HTTP/2's form, when the plan may speak HTTP/2.
+    pub h2: Option<&'n H2Request>,
     pub encoded: Option<Vec<u8>>,
     pub path: Cow<'n, str>,
 }
@@ -90,10 +92,11 @@ impl Vu {
     pub(super) fn prepare<'n>(&mut self, state: &WorkerState, node: &'n RequestNode, started: Instant, recording: bool) -> Option<Prepared<'n>> {
         // Requests with nothing templated go out as encoded at start, unless cookies must be added.
         if let (Some(bytes), true, Text::Fixed(path)) = (&node.fixed, self.cookies.is_empty(), &node.path) {
-            return Some(Prepared { fixed: Some(&bytes[self.instance]), encoded: None, path: Cow::Borrowed(path.as_str()) });
+            let h2 = node.fixed_h2.as_ref().map(|forms| &forms[self.instance]);
+            return Some(Prepared { fixed: Some(&bytes[self.instance]), h2, encoded: None, path: Cow::Borrowed(path.as_str()) });
         }
         match self.encode_dynamic(state, node) {
-            Some(path) => Some(Prepared { fixed: None, encoded: Some(std::mem::take(&mut self.request)), path: Cow::Owned(path) }),
+            Some(path) => Some(Prepared { fixed: None, h2: None, encoded: Some(std::mem::take(&mut self.request)), path: Cow::Owned(path) }),
             None => {
                 self.record(state, node.global_index, 0, Err(ErrorKind::TemplateFailed), 0, 0);
                 let why = self.template_failure(state, node);
@@ -130,7 +133,7 @@ impl Vu {
         let exchange = recording.then(|| self.request_record(state, node.global_index, started, prepared.bytes()));
         self.lane.capture.record = recording;
         let mut in_flight = InFlight { state, index: node.global_index, started, ended: false };
-        let outcome = self.lane.exchange(state, self.instance, prepared.bytes(), node.is_head).await;
+        let outcome = self.lane.exchange(state, self.instance, prepared.bytes(), prepared.h2, node.is_head).await;
         in_flight.ended = true;
         if std::mem::take(&mut self.lane.connected) {
             self.backoff = Duration::ZERO;

@@ -4,7 +4,7 @@
 //! (`vu/parallel_step.rs`). The exchange over each transport (`http2_step.rs` for HTTP/2) is
 //! the lane's, not the VU's, so that several run side by side.
 
-use crate::http::{read_response, Capture, Connection, H2Sender};
+use crate::http::{read_response, Capture, Connection, H2Request, H2Sender};
 use crate::pool::Pool;
 use crate::worker_state::WorkerState;
 use horde_metrics::ErrorKind;
@@ -47,7 +47,7 @@ impl Lane {
     /// Sends one request and reads its response within the request timeout.
     /// Ok: (status, bytes sent, bytes received); Err: (why, bytes sent).
     /// With a pool, waiting for a connection is part of the exchange: its time and timeout.
-    pub(super) async fn exchange(&mut self, state: &WorkerState, instance: usize, request: &[u8], is_head: bool) -> Result<(u16, u64, u64), (ExchangeError, u64)> {
+    pub(super) async fn exchange(&mut self, state: &WorkerState, instance: usize, request: &[u8], h2_form: Option<&H2Request>, is_head: bool) -> Result<(u16, u64, u64), (ExchangeError, u64)> {
         let plan = &state.shared.plan;
         self.written = 0;
         let exchange = async {
@@ -55,8 +55,8 @@ impl Lane {
                 (None, None) => self.exchange_unbounded(state, instance, request, is_head).await,
                 (Some(pool), _) => self.pooled_exchange(state, instance, pool, request, is_head).await,
                 (None, Some(mode)) => match &state.h2_pool {
-                    None => self.own_h2_exchange(state, instance, mode, request, is_head).await,
-                    Some(pool) => self.pooled_h2_exchange(state, instance, pool, mode, request).await,
+                    None => self.own_h2_exchange(state, instance, mode, request, h2_form, is_head).await,
+                    Some(pool) => self.pooled_h2_exchange(state, instance, pool, mode, request, h2_form).await,
                 },
             }
         };
