@@ -152,3 +152,46 @@ fn in_the_open_model_an_iteration_ends_when_its_group_ends() {
     // Each request is timed from its arrival's intended start, and from its send too.
     assert!(entries(&snapshots, "r0").any(|entry| !entry.from_send_histogram.is_empty()));
 }
+
+#[test]
+fn with_a_pool_each_request_takes_a_pool_connection_or_a_stream_of_one() {
+    let target = TargetHandle::start(TargetConfig::default()).expect("target starts");
+    // HTTP/2, a pool of one: the four requests are streams of its one connection.
+    let plan = page_plan(&target.base_url(), json!({"http_version": "2", "connections": {"pool": 1}}), closed_value(1, 1.5));
+    let snapshots = run(&plan, EngineOptions::with_workers(1));
+    assert_page_answered(&snapshots);
+    assert_eq!(connections_opened(&snapshots), 1);
+    let (median, max) = page_ms(&snapshots);
+    assert!(median < 2 * DELAY_MS && max < REQUESTS as u64 * DELAY_MS, "page: median {median} ms, max {max} ms");
+    // HTTP/1.1, a pool of two: two requests at a time, each on a connection borrowed from it.
+    let plan = page_plan(&target.base_url(), json!({"connections": {"pool": 2}}), closed_value(1, 1.5));
+    let snapshots = run(&plan, EngineOptions::with_workers(1));
+    assert_page_answered(&snapshots);
+    assert_eq!(connections_opened(&snapshots), 2);
+    assert!(latency(&snapshots, "page").min() / 1000 >= 2 * DELAY_MS);
+}
+
+#[test]
+fn a_request_whose_template_fails_is_counted_and_the_others_go_out() {
+    let target = TargetHandle::start(TargetConfig::default()).expect("target starts");
+    let plan = plan_of(json!({
+        "version": 1,
+        "target": {"base_url": target.base_url()},
+        "scenarios": [{"name": "s",
+            "steps": [
+                {"type": "parallel", "name": "both", "steps": [
+                    {"name": "fine", "method": "GET", "path": "/delay/20"},
+                    // `later` is set after the group: unset at the first pass.
+                    {"name": "unset", "method": "GET", "path": "/{{ later }}"},
+                ]},
+                {"name": "set", "method": "GET", "path": "/", "extract": [{"var": "later", "from": "status", "default": 1}]},
+                {"type": "end_iteration"},
+            ],
+            "workload": closed_value(1, 0.3)}],
+    }));
+    let snapshots = run(&plan, EngineOptions { single_iteration: true, ..EngineOptions::with_workers(1) });
+    assert_eq!(step_ok(&snapshots, "fine"), 1);
+    assert_eq!(support::step_errors(&snapshots, "unset", "template_failed"), 1);
+    // The group's pass failed with one of its requests.
+    assert_eq!(support::step_errors(&snapshots, "both", "step_failed"), 1);
+}
