@@ -186,8 +186,11 @@ pub async fn exchange_h2(
         None => None,
     };
     let sender = &mut connection.sender;
-    let ready = std::mem::replace(sender, sender.clone()).ready().await;
-    *sender = ready.map_err(|error| H2Failure { not_sent: true, ..failure(&error, address) })?;
+    // Polled in place: `ready()` would take the sender, and a clone of it (a lock of h2's
+    // stream store, twice with its drop) would stand in meanwhile.
+    std::future::poll_fn(|context| sender.poll_ready(context))
+        .await
+        .map_err(|error| H2Failure { not_sent: true, ..failure(&error, address) })?;
     let (response, mut stream) = sender
         .send_request(request, body.is_empty())
         .map_err(|error| H2Failure { not_sent: true, ..failure(&error, address) })?;
