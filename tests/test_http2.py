@@ -105,3 +105,39 @@ scenarios:
         target.wait(timeout=20)
     # The certificate made for this target went with it.
     assert not certificate.exists()
+
+
+def test_a_parallel_group_from_the_builder_over_h2c_tried_then_run(horde_cli: HordeCli, target_process: Any) -> None:
+    port = target_process()
+    plan = horde_cli.tmp_path / "plan.py"
+    plan.write_text(f"""
+import horde
+from horde import check, closed, http, parallel, scenario, stage
+
+plan = horde.plan(
+    "page",
+    base_url="http://127.0.0.1:{port}",
+    http_version="2",
+    scenarios=[scenario("browser", steps=[
+        parallel("page", *[http.get(f"r{{index}}", "/delay/200", checks=[check.status(200)]) for index in range(4)]),
+    ], workload=closed([stage(2, vus=1)], start_vus=1))],
+)
+""")
+    tried = horde_cli.run("try", str(plan), timeout=60)
+    assert tried.returncode == 0, tried.stdout + tried.stderr
+    # Each request of the group is its own recorded exchange.
+    for index in range(4):
+        assert f"r{index}" in tried.stdout, tried.stdout
+    assert tried.stdout.count("GET /delay/200") == 4, tried.stdout
+    result = horde_cli.run("run", str(plan), "--workers", "1", "--summary-json", "summary.json", timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    summary = json.loads((horde_cli.tmp_path / "summary.json").read_text())
+    assert summary["connections_opened"] == 1, summary
+    assert summary["errors"] == 0, summary
+    page = summary["steps"]["page"]
+    assert page["requests"] >= 3 and page["errors"] == 0, page
+    for index in range(4):
+        assert summary["steps"][f"r{index}"]["http2"] == summary["steps"][f"r{index}"]["requests"] == page["requests"], summary["steps"]
+    # Four 200 ms requests at once: a pass takes about one delay, where one after another
+    # would take 800 ms (bounded loosely: a shared machine).
+    assert page["latency_ms"]["p50"] < 400, page

@@ -65,7 +65,7 @@ def with_language_defaults(first_slice: dict[str, Any]) -> dict[str, Any]:
     data = {"version": data.pop("version"), "name": data.pop("name", "plan"), "parameters": {}, **data,
             "thresholds": [], "autostop": [], "steer": None, "generators": None, "monitors": []}
     data["target"] = {**data["target"], "instances": [], "connections": "per_vu", "source_addresses": [],
-                      "max_response_header_bytes": 256 * 1024, "max_kept_body_bytes": 1024 * 1024, "connect_backoff": True, "http_version": "1.1",
+                      "max_response_header_bytes": 256 * 1024, "max_kept_body_bytes": 1024 * 1024, "connect_backoff": True, "parallel_connections": 6, "http_version": "1.1",
                       "password_env": None, "password_file": None, "ca_file": None, "framing": None, "kcp": None, "http2": None}
     for index, scenario in enumerate(data["scenarios"]):
         if scenario["workload"]["type"] == "open":
@@ -528,7 +528,7 @@ def test_json_schema() -> None:
         "ExponentialThinkTime", "NormalThinkTime", "ClosedModel", "ClosedStage", "OpenModel", "OpenStage",
         # The scenario language's.
         "Feeder", "Extractor", "StatusCheck", "JsonCheck", "BodyContainsCheck", "BodyMatchesCheck",
-        "GroupStep", "ChoiceStep", "Branch", "LoopStep", "IfStep", "ThinkStep", "EndIterationStep",
+        "GroupStep", "ParallelStep", "ChoiceStep", "Branch", "LoopStep", "IfStep", "ThinkStep", "EndIterationStep",
         # The postgres transport's.
         "SqlStep", "SqlStatement", "SqlExtractor", "SqlRowCountCheck", "SqlColumnCheck",
         "ConnectStep", "SendStep", "ReceiveStep", "PingStep", "StreamStep", "CloseStep",

@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from horde import _engine
+from horde.errors import PlanInvalid
 from horde.plan import problems as plan_problems
-from horde.plan import HttpStep, LoopStep, Scenario, plan_from_dict, plan_json_schema, plan_step, plan_to_json
+from horde.plan import HttpStep, LoopStep, ParallelStep, Scenario, plan_from_dict, plan_json_schema, plan_step, plan_to_json
 from test_plan import locations, minimal, only_problem
 
 
@@ -169,7 +171,7 @@ LANGUAGE_CASES: dict[str, tuple[Callable[[dict[str, Any]], None], str, str, str]
     "condition with braces": (change(IF, condition="{{ token }}"), f"{SC}.steps[2].condition", "an expression, not a template",
                               "without {{ }}"),
     "unknown step type": (change(IF, type="when"), f"{SC}.steps[2].type", "unknown type 'when'",
-                          "'http', 'sql', 'connect', 'send', 'receive', 'ping', 'stream', 'close', 'group', 'choice', 'loop', 'if', "
+                          "'http', 'sql', 'connect', 'send', 'receive', 'ping', 'stream', 'close', 'group', 'parallel', 'choice', 'loop', 'if', "
                           "'think', 'end_iteration'"),
     "control-flow keys without a type": (change(LOOP, type=...), f"{SC}.steps[1]", "missing 'type'", "add 'type': one of 'http'"),
     "key of another step type": (change(LOGIN, count=3), f"{SC}.setup[0].count", "unknown key 'count'", "belongs to type 'loop'"),
@@ -244,7 +246,7 @@ def test_language_schema() -> None:
     definitions = plan_json_schema()["$defs"]
     steps = definitions["Scenario"]["properties"]["steps"]["items"]["oneOf"]
     assert {ref["$ref"].rsplit("/", 1)[1] for ref in steps} == {
-        "HttpStep", "SqlStep", "GroupStep", "ChoiceStep", "LoopStep", "IfStep", "ThinkStep", "EndIterationStep",
+        "HttpStep", "SqlStep", "GroupStep", "ParallelStep", "ChoiceStep", "LoopStep", "IfStep", "ThinkStep", "EndIterationStep",
         "ConnectStep", "SendStep", "ReceiveStep", "PingStep", "StreamStep", "CloseStep"}
     # An HTTP step may leave its type out; the others say it.
     assert "type" not in definitions["HttpStep"]["required"]
@@ -255,3 +257,85 @@ def test_language_schema() -> None:
     assert "format" not in definitions["Feeder"]["required"]
     assert definitions["HttpStep"]["properties"]["json"].get("description")
     assert "JsonValue" not in definitions
+
+
+# --- parallel groups ----------------------------------------------------------------------------
+
+PARALLEL_MISTAKES: dict[str, tuple[dict[str, Any], str, str, str]] = {
+    "think time on a request": (
+        {"name": "css", "method": "GET", "path": "/a.css", "think_time": {"type": "constant", "duration_ms": 5}},
+        "think_time", "takes no think time", "add {type: think, ...} after the group"),
+    "think step": (
+        {"type": "think", "think_time": {"type": "constant", "duration_ms": 5}},
+        "type", "a think step inside a parallel group", "move the think step out"),
+    "nested group": (
+        {"type": "group", "name": "inner", "steps": [{"name": "x", "method": "GET", "path": "/"}]},
+        "type", "holds http steps only, not 'group'", "a loop, if or choice may hold the whole group"),
+    "nested loop": (
+        {"type": "loop", "count": 2, "steps": [{"name": "x", "method": "GET", "path": "/"}]},
+        "type", "holds http steps only, not 'loop'", "a loop, if or choice may hold the whole group"),
+}
+
+
+def parallel_plan(*steps: dict[str, Any], base_url: str = "http://127.0.0.1:8080", **target: Any) -> dict[str, Any]:
+    return {
+        "version": 1,
+        "target": {"base_url": base_url, **target},
+        "scenarios": [{"name": "s", "steps": [
+            {"name": "home", "method": "GET", "path": "/"},
+            {"type": "parallel", "name": "page", "steps": [{"name": "js", "method": "GET", "path": "/a.js"}, *steps]},
+        ], "workload": {"type": "closed", "stages": [{"duration_s": 1, "vus": 1}]}}],
+    }
+
+
+@pytest.mark.parametrize("case", list(PARALLEL_MISTAKES))
+def test_a_parallel_group_holds_requests_only_on_both_sides(case: str) -> None:
+    step, key, message, hint = PARALLEL_MISTAKES[case]
+    data = parallel_plan(step)
+    problem = only_problem(data)
+    assert problem.location == f"{SC}.steps[1].steps[1].{key}"
+    assert message in problem.message
+    assert problem.hint is not None and hint in problem.hint, problem.hint
+    # The engine's validator finds the same problem at the same place, in the same words.
+    engine = _engine.validate_plan(json.dumps(data))
+    assert [path for path, _ in engine] == [problem.location], engine
+    assert message in engine[0][1]
+
+
+def test_parallel_group_names_and_bounds_agree_on_both_sides() -> None:
+    data = parallel_plan({"name": "home", "method": "GET", "path": "/b.js"}, parallel_connections=0)
+    with pytest.raises(PlanInvalid) as caught:
+        plan_from_dict(data)
+    locations = sorted(problem.location for problem in caught.value.problems)
+    assert locations == ["scenarios[0].steps[1].steps[1].name", "target.parallel_connections"], caught.value.problems
+    assert sorted(path for path, _ in _engine.validate_plan(json.dumps(data))) == locations
+    empty = parallel_plan()
+    empty["scenarios"][0]["steps"][1]["steps"] = []
+    assert only_problem(empty).location == f"{SC}.steps[1].steps"
+    assert [path for path, _ in _engine.validate_plan(json.dumps(empty))] == [f"{SC}.steps[1].steps"]
+
+
+@pytest.mark.parametrize(("base_url", "words"), [
+    ("postgresql://horde@127.0.0.1:5432/horde", "a postgresql:// target takes sql steps"),
+    ("tcp://127.0.0.1:9000", "against a message target use send, receive or ping"),
+])
+def test_a_parallel_group_needs_an_http_target_on_both_sides(base_url: str, words: str) -> None:
+    data = parallel_plan(base_url=base_url)
+    data["scenarios"][0]["steps"] = data["scenarios"][0]["steps"][1:]
+    problem = only_problem(data)
+    assert (problem.location, words in problem.message) == (f"{SC}.steps[0].type", True), problem
+    engine = _engine.validate_plan(json.dumps(data))
+    assert (f"{SC}.steps[0].type", True) in [(path, words in message) for path, message in engine], engine
+
+
+def test_a_parallel_group_round_trips_and_counts_its_requests_as_steps() -> None:
+    data = parallel_plan({"name": "css", "method": "GET", "path": "/a.css",
+                          "extract": [{"var": "etag", "from": "header", "expression": "etag"}]},
+                         http_version="2")
+    plan = plan_from_dict(data)
+    group = plan.scenarios[0].steps[1]
+    assert isinstance(group, ParallelStep) and [step.name for step in group.steps] == ["js", "css"]
+    assert [step.name for step in plan.scenarios[0].all_steps() if step.type == "http"] == ["home", "js", "css"]
+    assert plan.target.parallel_connections == 6
+    assert _engine.validate_plan(plan_to_json(plan)) == []
+    assert plan_from_dict(json.loads(plan_to_json(plan))) == plan

@@ -4,7 +4,7 @@ scenario_language.yaml beside it (tests/test_scenario.py compares their JSON byt
 import horde
 from horde import (
     branch, check, choice, closed, constant, end_iteration, exponential, extract, feeder, group,
-    http, loop, open_model, param, scenario, stage, think, uniform, when,
+    http, loop, open_model, parallel, param, scenario, stage, think, uniform, when,
 )
 
 player = scenario(
@@ -48,6 +48,8 @@ player = scenario(
             branch(5),
         ),
         loop(http.get("resources", "/game/resources"), count=2),
+        parallel("dashboard", http.get("army", "/game/army"),
+                 http.get("market", "/game/market", extract=[extract.status("market_status")])),
         loop(think(exponential(50)), while_="login_status == 200 and iteration < 3", max_iterations=5),
         when("token",
              http.post("collect", "/game/collect", think_time=constant(param("think_ms"))),

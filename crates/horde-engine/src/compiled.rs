@@ -56,6 +56,8 @@ pub(crate) struct CompiledPlan {
     pub http2: Option<Http2Mode>,
     /// `target.http2`, or its defaults.
     pub http2_settings: horde_plan::Http2Settings,
+    /// `target.parallel_connections`: the lanes a `parallel` group runs at once over HTTP/1.1.
+    pub parallel_connections: usize,
     pub graceful_stop: Duration,
     /// When the longest scenario's stages end.
     pub duration: Duration,
@@ -90,6 +92,7 @@ impl CompiledPlan {
             .collect::<Result<Vec<_>, _>>()?;
         let sql = crate::sql::SqlTarget::from_plan(&plan.target)?;
         let mut compiler = NodeCompiler::new(&endpoints, &plan.target.headers);
+        compiler.http2 = http2.is_some();
         compiler.websocket = horde_plan::MessageTransport::of_url(&plan.target.base_url).is_some_and(horde_plan::MessageTransport::is_websocket);
         let mut scenarios = Vec::new();
         let mut vu_offset = 0;
@@ -129,6 +132,7 @@ impl CompiledPlan {
             connect_backoff: plan.target.connect_backoff,
             http2,
             http2_settings: plan.target.http2.unwrap_or_default(),
+            parallel_connections: usize::try_from(plan.target.parallel_connections).unwrap_or(usize::MAX).max(1),
             graceful_stop: Duration::from_secs_f64(plan.graceful_stop_s),
             duration: Duration::from_secs_f64(plan.duration_s()),
             endpoints,

@@ -3,13 +3,14 @@
 
 mod http2_step;
 mod http_step;
+mod lane;
+mod parallel_step;
 mod recording;
 mod message_step;
 mod sql_step;
 mod template_failure;
 mod vars;
 
-use crate::http::{Capture, Connection, H2Sender};
 use crate::interpreter::{CookieJar, LoopMode, Node, ScenarioProgram};
 use crate::template::Text;
 use crate::think::{self, VuRandom};
@@ -69,18 +70,15 @@ pub(crate) struct Vu {
     instance: usize,
     /// Requests sent so far (an iteration or group pass that sent none is told apart).
     sent: u64,
-    connection: Option<Connection>,
-    /// Its own HTTP/2 connection (`target.http_version` "2" or "auto", no pool); boxed so
-    /// that a VU of an HTTP/1.1 plan carries one word for it.
-    h2: Option<Box<H2Sender>>,
-    /// Reused for every response this VU reads; grows only for very large response heads.
-    buffer: Vec<u8>,
+    /// Its connection, read buffer and response capture for one request at a time.
+    lane: lane::Lane,
+    /// More lanes for a `parallel` group's requests over HTTP/1.1, kept with their connections
+    /// for the next group (at most `target.parallel_connections` - 1); empty for a VU that runs
+    /// no such group.
+    extra_lanes: Vec<lane::Lane>,
     /// Where templated requests are encoded; reused.
     request: Vec<u8>,
-    capture: Capture,
     random: VuRandom,
-    /// Bytes of the current request already written: still counted when the response times out.
-    written: u64,
     /// Variables by name: extracted values, loop items, feeder rows. Shared with the template
     /// context without copying; changed copy-on-write.
     vars: Arc<vars::Vars>,
@@ -95,10 +93,6 @@ pub(crate) struct Vu {
     /// Failed outcomes recorded so far (a group fails when this moves during its pass).
     failures: u64,
     last_connect_failed: bool,
-    /// With `http_version` "2" or "auto": the protocol the current request went over
-    /// (`Some(true)`: HTTP/2), `None` while it reached no connection (the step's `http1` and
-    /// `http2` counts).
-    over_h2: Option<bool>,
     /// Whether this VU pauses after a failed connect (closed models, `target.connect_backoff`),
     /// and its last pause (zero: none since its last connect that succeeded).
     backs_off: bool,
@@ -164,13 +158,10 @@ impl Vu {
             scenario_number,
             instance,
             sent: 0,
-            connection: None,
-            h2: None,
-            buffer: Vec::new(),
+            lane: lane::Lane::default(),
+            extra_lanes: Vec::new(),
             request: Vec::new(),
-            capture: Capture::default(),
             random: VuRandom::new(number),
-            written: 0,
             vars: Arc::new(vars::Vars::default()),
             context: None,
             memo: Vec::new(),
@@ -178,7 +169,6 @@ impl Vu {
             iteration: 0,
             failures: 0,
             last_connect_failed: false,
-            over_h2: None,
             backs_off: false,
             backoff: Duration::ZERO,
             sql: None,
@@ -330,6 +320,19 @@ impl Vu {
                             let latency_us = started.elapsed().as_micros() as u64;
                             self.record(state, *global_index, latency_us, outcome, 0, 0);
                         }
+                        flow
+                    }
+                    Node::Parallel { global_index, requests } => {
+                        if pass.stoppable && state.stopping.get() && pass.intended.is_none() {
+                            return Flow::Stopped;
+                        }
+                        let started = Instant::now();
+                        let failures = self.failures;
+                        let intended = pass.intended.take();
+                        let flow = self.parallel(state, requests, intended).await;
+                        let outcome = if self.failures != failures { Err(ErrorKind::StepFailed) } else { Ok(()) };
+                        let latency_us = started.elapsed().as_micros() as u64;
+                        self.record(state, *global_index, latency_us, outcome, 0, 0);
                         flow
                     }
                     Node::Choice { cumulative_weights, branches } => {

@@ -205,3 +205,36 @@ fn the_built_in_target_over_tls_negotiates_h2_with_a_plan_that_trusts_its_certif
     }
     let _ = std::fs::remove_file(&certificate);
 }
+
+#[test]
+fn a_fixed_request_kept_in_http2_form_arrives_whole() {
+    let target = horde_target::TargetHandle::start(horde_target::TargetConfig::default()).expect("target starts");
+    // Nothing templated: each request goes out as its HTTP/2 form made at the plan's start.
+    // The game API answers 201, then 200 with a token, only to the method, path, content type
+    // and body it expects.
+    let credentials = r#"{"login": "ann", "password": "pw"}"#;
+    let plan = custom_plan(
+        &target.base_url(),
+        r#", "http_version": "2""#,
+        &format!(
+            r#"[{{"name": "login", "method": "POST", "path": "/game/login", "json": {credentials},
+                  "checks": [{{"type": "status", "in": [200]}}, {{"type": "json", "expression": "$.token"}}]}}]"#
+        ),
+        &closed(1, 0.5),
+        2.0,
+    );
+    let mut plan = plan;
+    let register = horde_plan::decode(&format!(
+        r#"{{"version": 1, "target": {{"base_url": "http://h"}}, "scenarios": [{{"name": "s",
+            "steps": [{{"name": "register", "method": "POST", "path": "/game/register", "json": {credentials}}}],
+            "workload": {{"type": "closed", "stages": [{{"duration_s": 1, "vus": 1}}]}}}}]}}"#
+    ))
+    .expect("decodes");
+    plan.scenarios[0].setup = register.scenarios[0].steps.clone();
+    let (snapshots, _) = run_timed(&plan, 1);
+    assert_accounting(&snapshots);
+    assert!(error_kinds(&snapshots).is_empty(), "{:?}", error_kinds(&snapshots));
+    let (http1, http2) = by_protocol(&snapshots);
+    assert_eq!(http1, 0);
+    assert!(http2 > 10 && total_ok(&snapshots) == http2, "{http2} over HTTP/2, {} ok", total_ok(&snapshots));
+}

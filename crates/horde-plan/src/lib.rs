@@ -22,7 +22,7 @@ mod validate;
 use serde::{Deserialize, Serialize};
 
 pub use steps::{
-    Branch, Check, ExtractFrom, Extractor, Feeder, FeederFormat, FeederMode, GroupStep, IfStep, LoopStep, OnCheckFailure,
+    Branch, Check, ExtractFrom, Extractor, Feeder, FeederFormat, FeederMode, GroupStep, IfStep, ParallelStep, LoopStep, OnCheckFailure,
     Pick, Step, ThinkStep, ChoiceStep, EndIterationStep,
 };
 pub use message::{
@@ -57,6 +57,10 @@ pub const MAX_RESPONSE_HEADER_BYTES: u64 = 64 * 1024 * 1024;
 /// `target.max_kept_body_bytes`: 1 MiB by default, 1 byte to 1 GiB, per VU.
 pub const DEFAULT_MAX_KEPT_BODY_BYTES: u64 = 1024 * 1024;
 pub const MAX_KEPT_BODY_BYTES: u64 = 1024 * 1024 * 1024;
+/// `target.parallel_connections`: the connections a VU uses at once for a `parallel` group over
+/// HTTP/1.1, its own among them: 6 by default, as browsers open per host; 1 to 256.
+pub const DEFAULT_PARALLEL_CONNECTIONS: u64 = 6;
+pub const MAX_PARALLEL_CONNECTIONS: u64 = 256;
 /// A scenario's or a branch's weight.
 pub const MAX_WEIGHT: f64 = 1_000_000.0;
 /// Steps inside steps: a top-level step is at depth 1.
@@ -159,6 +163,12 @@ pub struct Target {
     /// it tries again at once.
     #[serde(default = "default_connect_backoff")]
     pub connect_backoff: bool,
+    /// Over HTTP/1.1, the most connections a VU uses at once to send a `parallel` group's
+    /// requests (its own connection among them; the others it keeps alive for its next group);
+    /// requests past them wait for one to be free. Over HTTP/2 a group's requests are streams
+    /// of the VU's connection (or the pool's) and this does not apply.
+    #[serde(default = "default_parallel_connections")]
+    pub parallel_connections: u64,
     /// A `postgresql://` target's password: the name of the environment variable holding it,
     /// or a file whose first line is it (read by the engine when it connects; never in the plan).
     #[serde(default)]
@@ -184,6 +194,10 @@ fn default_max_kept_body_bytes() -> u64 {
 
 fn default_connect_backoff() -> bool {
     true
+}
+
+fn default_parallel_connections() -> u64 {
+    DEFAULT_PARALLEL_CONNECTIONS
 }
 
 /// The largest flow-control window HTTP/2 allows (RFC 9113 6.9.1: 2^31-1 octets).

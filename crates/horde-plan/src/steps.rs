@@ -21,6 +21,7 @@ pub enum Step {
     Stream(crate::StreamStep),
     Close(crate::CloseStep),
     Group(GroupStep),
+    Parallel(ParallelStep),
     Choice(ChoiceStep),
     Loop(LoopStep),
     If(IfStep),
@@ -41,6 +42,7 @@ enum TaggedStep {
     Stream(crate::StreamStep),
     Close(crate::CloseStep),
     Group(GroupStep),
+    Parallel(ParallelStep),
     Choice(ChoiceStep),
     Loop(LoopStep),
     If(IfStep),
@@ -63,6 +65,7 @@ impl<'de> Deserialize<'de> for Step {
             TaggedStep::Stream(step) => Step::Stream(step),
             TaggedStep::Close(step) => Step::Close(step),
             TaggedStep::Group(step) => Step::Group(step),
+            TaggedStep::Parallel(step) => Step::Parallel(step),
             TaggedStep::Choice(step) => Step::Choice(step),
             TaggedStep::Loop(step) => Step::Loop(step),
             TaggedStep::If(step) => Step::If(step),
@@ -76,6 +79,16 @@ impl<'de> Deserialize<'de> for Step {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GroupStep {
+    pub name: String,
+    pub steps: Vec<Step>,
+}
+
+/// HTTP requests a VU sends at once, as a browser fetches a page's resources, and waits for
+/// all; the pass is timed under the group's name, like a group's. Its steps are `http` steps
+/// only, without think times (`validate` says so): nothing in it runs after anything else.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParallelStep {
     pub name: String,
     pub steps: Vec<Step>,
 }
@@ -246,6 +259,7 @@ impl Step {
     pub fn children(&self) -> Vec<&[Step]> {
         match self {
             Step::Group(group) => vec![&group.steps],
+            Step::Parallel(parallel) => vec![&parallel.steps],
             Step::Choice(choice) => choice.branches.iter().map(|branch| branch.steps.as_slice()).collect(),
             Step::Loop(loop_step) => vec![&loop_step.steps],
             Step::If(if_step) => vec![&if_step.then, &if_step.otherwise],

@@ -308,6 +308,7 @@ impl StepWalker<'_> {
                 }
                 self.walk(&format!("{path}.steps"), &group.steps);
             }
+            Step::Parallel(parallel) => self.parallel(path, parallel),
             Step::Choice(choice) => {
                 if choice.branches.is_empty() {
                     self.problems.push(format!("{path}.branches"), "must hold at least one branch");
@@ -359,6 +360,45 @@ impl StepWalker<'_> {
             Step::Think(think) => check_think_time(self.problems, &format!("{path}.think_time"), &think.think_time),
             Step::EndIteration(_) => {}
         }
+    }
+
+    /// A `parallel` group: its requests go out at once, so it holds `http` steps only (control
+    /// flow or a pause inside would order what has no order) and none pauses after its request.
+    /// python/horde/plan/steps.py (`ParallelStep`) words the same problems.
+    fn parallel(&mut self, path: &str, parallel: &crate::ParallelStep) {
+        self.unique_name(path, &parallel.name);
+        if parallel.steps.is_empty() {
+            self.problems.push(format!("{path}.steps"), "must hold at least one step");
+        }
+        self.depth += 1;
+        if self.depth > MAX_STEP_DEPTH && !parallel.steps.is_empty() {
+            self.problems.push(format!("{path}.steps"), format!("steps are nested more than {MAX_STEP_DEPTH} deep here"));
+            self.depth -= 1;
+            return;
+        }
+        for (index, step) in parallel.steps.iter().enumerate() {
+            let step_path = format!("{path}.steps[{index}]");
+            match step {
+                Step::Http(http) => {
+                    if http.think_time.is_some() {
+                        self.problems.push(
+                            format!("{step_path}.think_time"),
+                            "a request of a parallel group takes no think time: its requests go out at once (pause after the group with a think step)",
+                        );
+                    }
+                    self.http(&step_path, http);
+                }
+                Step::Think(_) => self.problems.push(
+                    format!("{step_path}.type"),
+                    "a think step inside a parallel group: its requests go out at once (put the pause before or after the group)",
+                ),
+                other => self.problems.push(
+                    format!("{step_path}.type"),
+                    format!("a parallel group holds http steps only, not '{}' (put control flow around the group)", step_type(other)),
+                ),
+            }
+        }
+        self.depth -= 1;
     }
 
     fn http(&mut self, path: &str, step: &HttpStep) {
@@ -440,6 +480,14 @@ impl StepWalker<'_> {
             }
         }
     }
+}
+
+/// A step's `type` as a plan writes it.
+fn step_type(step: &Step) -> String {
+    serde_json::to_value(step)
+        .ok()
+        .and_then(|value| value.get("type").and_then(serde_json::Value::as_str).map(str::to_owned))
+        .unwrap_or_default()
 }
 
 /// The most a loop may repeat (a count, or `max_iterations`).
@@ -596,6 +644,44 @@ mod tests {
             "{problems:#?}"
         );
         assert!(found[3].1, "the misspelt 'tokn' is an unknown variable");
+    }
+
+    #[test]
+    fn a_parallel_group_holds_requests_without_pauses() {
+        let steps = r#"{"type": "parallel", "name": "page", "steps": [
+                           {"name": "css", "method": "GET", "path": "/a.css", "extract": [{"var": "etag", "from": "header", "expression": "etag"}]},
+                           {"name": "js", "method": "GET", "path": "/a.js", "think_time": {"type": "constant", "duration_ms": 5}},
+                           {"type": "think", "think_time": {"type": "constant", "duration_ms": 5}},
+                           {"type": "group", "name": "inner", "steps": [{"name": "x", "method": "GET", "path": "/"}]},
+                           {"name": "css", "method": "GET", "path": "/b.css"}]},
+                       {"type": "parallel", "name": "empty", "steps": []},
+                       {"name": "next", "method": "GET", "path": "/{{ etag }}"}"#;
+        let json = format!(
+            r#"{{"version": 1, "target": {{"base_url": "http://h", "parallel_connections": 0}},
+                "scenarios": [{{"name": "s", "steps": [{steps}], "workload": {CLOSED}}}]}}"#
+        );
+        let problems: Vec<String> = decode(&json).unwrap().validate().iter().map(|p| format!("{}: {}", p.path, p.message)).collect();
+        assert_eq!(
+            problems,
+            vec![
+                "target.parallel_connections: must be from 1 to 256 (got 0)",
+                "scenarios[0].steps[0].steps[1].think_time: a request of a parallel group takes no think time: its requests go out at once (pause after the group with a think step)",
+                "scenarios[0].steps[0].steps[2].type: a think step inside a parallel group: its requests go out at once (put the pause before or after the group)",
+                "scenarios[0].steps[0].steps[3].type: a parallel group holds http steps only, not 'group' (put control flow around the group)",
+                "scenarios[0].steps[0].steps[4].name: duplicate step name 'css'",
+                "scenarios[0].steps[1].steps: must hold at least one step",
+            ],
+        );
+        let postgres = format!(
+            r#"{{"version": 1, "target": {{"base_url": "postgresql://u@h/d"}},
+                "scenarios": [{{"name": "s", "steps": [{{"type": "parallel", "name": "p", "steps": [{STEP}]}}], "workload": {CLOSED}}}]}}"#
+        );
+        let problems: Vec<String> = decode(&postgres).unwrap().validate().iter().map(|p| format!("{}: {}", p.path, p.message)).collect();
+        assert!(problems.contains(&"scenarios[0].steps[0].type: a parallel group sends http requests: a postgresql:// target takes sql steps".to_owned()), "{problems:?}");
+        let tcp = postgres.replace("postgresql://u@h/d", "tcp://h:1");
+        let problems: Vec<String> = decode(&tcp).unwrap().validate().iter().map(|p| format!("{}: {}", p.path, p.message)).collect();
+        assert!(problems.contains(&"scenarios[0].steps[0].type: a parallel group sends http requests: against a message target use send, receive or ping".to_owned()), "{problems:?}");
+        assert!(decode(&postgres.replace("postgresql://u@h/d", "ws://h:1/ws/echo")).unwrap().validate().is_empty());
     }
 
     #[test]

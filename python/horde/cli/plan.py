@@ -29,7 +29,7 @@ def schema() -> int:
 
 
 #: Step types that hold or order other steps, not measured themselves (``horde validate`` counts the rest).
-_CONTROL_FLOW = ("group", "choice", "loop", "if", "think", "end_iteration")
+_CONTROL_FLOW = ("group", "parallel", "choice", "loop", "if", "think", "end_iteration")
 
 
 def validate(

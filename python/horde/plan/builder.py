@@ -90,6 +90,7 @@ __all__ = [
     "loop",
     "message",
     "open_model",
+    "parallel",
     "param",
     "plan",
     "scenario",
@@ -432,6 +433,19 @@ def group(name: str, *steps: StepSpec) -> StepSpec:
     return StepSpec({"type": "group", "name": name, "steps": _steps(steps)})
 
 
+def parallel(name: str, *requests: StepSpec) -> StepSpec:
+    """HTTP requests a VU sends at once (a page's resources, as a browser fetches them) and
+    waits for; the pass is recorded under ``name`` like a group's, each request under its own.
+    Only :data:`http` steps, without ``think_time``; their extractions apply when the group ends,
+    in the order given.
+
+    >>> page = parallel("page", http.get("css", "/site.css"), http.get("js", "/app.js"))
+    >>> page.lower()["type"], [step["name"] for step in page.lower()["steps"]]
+    ('parallel', ['css', 'js'])
+    """
+    return StepSpec({"type": "parallel", "name": name, "steps": _steps(requests)})
+
+
 def branch(weight: Number, *steps: StepSpec) -> BranchSpec:
     """A branch of a :func:`choice`, taken ``weight`` / (sum of weights) of the time; it may have
     no steps (a weighted "do nothing")."""
@@ -653,6 +667,8 @@ def plan(
     graceful_stop_s: Number | None = None,
     framing: Mapping[str, Any] | None = None,
     kcp: Mapping[str, Any] | None = None,
+    http_version: Literal["1.1", "2", "auto"] | None = None,
+    parallel_connections: int | Param | None = None,
 ) -> Plan:
     """The plan, validated: parameters substituted (``-p`` values when ``horde`` loads this
     module, then ``HORDE_PARAM_NAME``, then the defaults in ``parameters``).
@@ -660,7 +676,9 @@ def plan(
     Raises :class:`~horde.errors.PlanInvalid` listing every problem, located by path
     (``scenarios[0].steps[1].path``), and :class:`~horde.errors.InvalidInput` for a parameter
     value of the wrong kind. ``framing`` (a tcp:// target) and ``kcp`` (a kcp:// target) are
-    the target's, as in YAML: ``framing={"type": "length", "bytes": 2}``.
+    the target's, as in YAML: ``framing={"type": "length", "bytes": 2}``; so are
+    ``http_version`` and ``parallel_connections`` (HTTP/1.1 connections a VU uses at once for a
+    :func:`parallel` group).
     """
     target = {
         "base_url": base_url,
@@ -670,6 +688,8 @@ def plan(
         "insecure": insecure,
         "framing": dict(framing) if framing is not None else None,
         "kcp": dict(kcp) if kcp is not None else None,
+        "http_version": http_version,
+        "parallel_connections": parallel_connections,
     }
     data = {
         "version": 1,

@@ -28,7 +28,7 @@ from horde.plan.monitor_figures import unknown_figure
 from horde.plan.monitors import MONITOR_CONDITION_HINT, MonitorCondition, is_monitor_condition, parse_monitor_condition
 from horde.plan.message import ConnectStep, PingStep, ReceiveStep, SendStep, StreamStep
 from horde.plan.sql import SqlStep
-from horde.plan.steps import GroupStep, HttpStep
+from horde.plan.steps import GroupStep, HttpStep, ParallelStep
 
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 
@@ -325,7 +325,7 @@ def check_control_names(plan: Any) -> None:
     Raises a located ValidationError listing every problem (called from ``Plan``'s validator).
     """
     measured: dict[str, set[str]] = {
-        scenario.name: {step.name for step in scenario.all_steps() if isinstance(step, (HttpStep, GroupStep, SqlStep, *_MESSAGE_STEPS))}
+        scenario.name: {step.name for step in scenario.all_steps() if isinstance(step, (HttpStep, GroupStep, ParallelStep, SqlStep, *_MESSAGE_STEPS))}
         for scenario in plan.scenarios
     }
     errors: list[Any] = []

@@ -135,6 +135,7 @@ def message_step_problems(base_url: str, scenarios: list[Any]) -> list[Located]:
     HTTP one, an upgrade's path and headers a WebSocket, the impaired network UDP or KCP."""
     message = is_message_url(base_url)
     websocket = is_websocket_url(base_url)
+    postgres = base_url.startswith(("postgresql://", "postgres://"))
     problems: list[Located] = []
 
     def walk(steps: list[Any], location: tuple[str | int, ...]) -> None:
@@ -145,6 +146,14 @@ def message_step_problems(base_url: str, scenarios: list[Any]) -> list[Located]:
                 problems.append(((*here, "type"), kind, custom(
                     "message_step", "a message step needs a tcp://, udp://, kcp://, ws:// or wss:// target.base_url",
                     "point target.base_url at the gateway, e.g. 'ws://127.0.0.1:8080/ws/echo'")))
+            elif kind == "parallel" and postgres:
+                problems.append(((*here, "type"), kind, custom(
+                    "parallel_step", "a parallel group sends http requests: a postgresql:// target takes sql steps",
+                    "send the statements one after another as sql steps")))
+            elif kind == "parallel" and message and not websocket:
+                problems.append(((*here, "type"), kind, custom(
+                    "parallel_step", "a parallel group sends http requests: against a message target use send, receive or ping",
+                    "a ws:// or wss:// target takes http steps, and parallel groups, beside its messages")))
             elif kind == "http" and message and not websocket:
                 problems.append(((*here, "type"), kind, custom(
                     "message_step", "an http step against a message target: use send, receive or ping",
@@ -159,6 +168,9 @@ def message_step_problems(base_url: str, scenarios: list[Any]) -> list[Located]:
                 if step.headers:
                     problems.append(((*here, "headers"), step.headers, custom(
                         "upgrade", "upgrade headers are for a ws:// or wss:// target", "remove headers")))
+            if kind == "parallel":
+                # Refused as a whole above where it does not fit; its requests are not told again.
+                continue
             for child_location, children in _child_steps(step):
                 walk(children, (*here, *child_location))
 

@@ -204,7 +204,7 @@ def _scenario_structure(data: Any) -> list[Located]:
                 return
             kind = step.get("type", "http")
             name = step.get("name")
-            if kind in ("http", "group") and isinstance(name, str):
+            if kind in ("http", "group", "parallel") and isinstance(name, str):
                 if name in names:
                     errors.append(((*loc, "name"), name, custom(
                         "duplicate_name",

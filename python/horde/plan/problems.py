@@ -22,7 +22,7 @@ from horde.plan.bounds import shape_problems
 from horde.plan.common import kind_of
 from horde.plan.common import ConstantThinkTime, ExponentialThinkTime, NormalThinkTime, UniformThinkTime
 from horde.plan.model import Feeder, Plan, Scenario
-from horde.plan.steps import BodyContainsCheck, BodyMatchesCheck, Branch, ChoiceStep, EndIterationStep, Extractor, GroupStep, HttpStep, IfStep, JsonCheck, LoopStep, StatusCheck, ThinkStep
+from horde.plan.steps import BodyContainsCheck, BodyMatchesCheck, Branch, ChoiceStep, EndIterationStep, Extractor, GroupStep, HttpStep, ParallelStep, IfStep, JsonCheck, LoopStep, StatusCheck, ThinkStep
 from horde.plan.target import Target
 from horde.plan.workloads import ClosedModel, ClosedStage, OpenModel, OpenStage
 
@@ -238,7 +238,7 @@ _MODELS: dict[str, type[BaseModel]] = {
     model.__name__: model
     for model in (
         Plan, Target, Scenario, Feeder, HttpStep, Extractor, StatusCheck, JsonCheck,
-        BodyContainsCheck, BodyMatchesCheck, GroupStep, ChoiceStep, Branch, LoopStep, IfStep,
+        BodyContainsCheck, BodyMatchesCheck, GroupStep, ParallelStep, ChoiceStep, Branch, LoopStep, IfStep,
         ThinkStep, EndIterationStep, ConstantThinkTime, UniformThinkTime, ExponentialThinkTime, NormalThinkTime,
         ClosedModel, ClosedStage, OpenModel, OpenStage,
     )

@@ -5,6 +5,8 @@ the first slice's steps are unchanged). Control-flow steps hold steps of their o
 
 - ``http`` (:class:`HttpStep`): one request, with its :class:`Extractor` list and checks;
 - ``group`` (:class:`GroupStep`): named steps whose total time is recorded like a step's;
+- ``parallel`` (:class:`ParallelStep`): named HTTP requests a VU sends at once (as a browser
+  fetches a page's resources), timed like a group;
 - ``choice`` (:class:`ChoiceStep`): one :class:`Branch` per pass, drawn by weight;
 - ``loop`` (:class:`LoopStep`): ``count`` times, ``while`` a condition holds, or ``for_each``
   item of a list variable;
@@ -80,6 +82,7 @@ __all__ = [
     "IfStep",
     "JsonCheck",
     "LoopStep",
+    "ParallelStep",
     "StatusCheck",
     "Step",
     "ThinkStep",
@@ -91,7 +94,7 @@ __all__ = [
 #: The step types, as written in ``type``; ``http`` is the default.
 STEP_TYPES: tuple[str, ...] = (
     "http", "sql", "connect", "send", "receive", "ping", "stream", "close",
-    "group", "choice", "loop", "if", "think", "end_iteration",
+    "group", "parallel", "choice", "loop", "if", "think", "end_iteration",
 )
 
 _PATH_FORBIDDEN = re.compile(r"[\x00-\x20\x7f]")
@@ -225,6 +228,83 @@ class GroupStep(BaseModel):
         "time is reported under it",
     )
     steps: list[Step] = Field(min_length=1, description=f"the group's {_STEPS_DESCRIPTION}; at least one")
+
+
+class ParallelStep(BaseModel):
+    """HTTP requests a VU sends at once, as a browser fetches a page's resources, then waits for
+    all; the pass (first send to last response) is recorded under the group's name.
+
+    Over HTTP/2 the requests are streams of the VU's connection (or the pool's); over HTTP/1.1
+    they go out on up to ``target.parallel_connections`` connections of the VU. Each request
+    keeps its own results; what responses set (extracted variables, cookies) is applied when the
+    group ends, in step order (the later step wins). Its steps are ``http`` steps without think
+    times: nothing in the group comes after anything else.
+
+    >>> ParallelStep.model_validate({"name": "page", "steps": [
+    ...     {"name": "css", "method": "GET", "path": "/site.css"},
+    ...     {"type": "think", "think_time": {"type": "constant", "duration_ms": 5}}]})
+    Traceback (most recent call last):
+    ...
+    pydantic_core._pydantic_core.ValidationError: 1 validation error for ParallelStep
+    steps.1.type
+      a think step inside a parallel group: its requests go out at once (put the pause before or after the group) ...
+    """
+
+    model_config = TAGGED
+
+    type: Literal["parallel"] = Field(default="parallel", description="this step: 'parallel'")
+    name: str = Field(
+        min_length=1,
+        description="the group's name, unique in its scenario among step and group names; each "
+        "pass's time (first send to last response) is reported under it",
+    )
+    steps: list[Step] = Field(
+        min_length=1,
+        description="the HTTP requests ({name, method, path, ...}) sent at once; at least one, "
+        "http steps only, without think_time",
+    )
+
+    @model_validator(mode="after")
+    def _check_requests_only(self) -> ParallelStep:
+        problems = parallel_problems(self)
+        if problems:
+            raise_located("ParallelStep", problems)
+        return self
+
+
+def parallel_problems(data: Any) -> list[Located]:
+    """A parallel group's steps that cannot go out at once, located in the group: anything but an
+    http step, and a think time (crates/horde-plan words the same problems)."""
+    if isinstance(data, BaseModel):
+        data = data.model_dump(by_alias=True)
+    steps = data.get("steps") if isinstance(data, dict) else None
+    problems: list[Located] = []
+    for index, step in enumerate(steps if isinstance(steps, list) else []):
+        if isinstance(step, BaseModel):
+            step = step.model_dump(by_alias=True)
+        kind = _step_type(step)
+        if kind == "http":
+            if isinstance(step, dict) and step.get("think_time") is not None:
+                problems.append((("steps", index, "think_time"), step["think_time"], custom(
+                    "parallel_think",
+                    "a request of a parallel group takes no think time: its requests go out at once "
+                    "(pause after the group with a think step)",
+                    "remove think_time here, and add {type: think, ...} after the group",
+                )))
+        elif kind == "think":
+            problems.append((("steps", index, "type"), kind, custom(
+                "parallel_think",
+                "a think step inside a parallel group: its requests go out at once (put the pause "
+                "before or after the group)",
+                "move the think step out of the group",
+            )))
+        elif isinstance(kind, str):
+            problems.append((("steps", index, "type"), kind, custom(
+                "parallel_step",
+                f"a parallel group holds http steps only, not '{kind}' (put control flow around the group)",
+                "keep only requests in the group; a loop, if or choice may hold the whole group",
+            )))
+    return problems
 
 
 class Branch(BaseModel):
@@ -420,6 +500,7 @@ Step = Annotated[
         Annotated[StreamStep, Tag("stream")],
         Annotated[CloseStep, Tag("close")],
         Annotated[GroupStep, Tag("group")],
+        Annotated[ParallelStep, Tag("parallel")],
         Annotated[ChoiceStep, Tag("choice")],
         Annotated[LoopStep, Tag("loop")],
         Annotated[IfStep, Tag("if")],
@@ -429,13 +510,13 @@ Step = Annotated[
     Discriminator(_step_type),
 ]
 
-for _model in (GroupStep, Branch, ChoiceStep, LoopStep, IfStep):
+for _model in (GroupStep, ParallelStep, Branch, ChoiceStep, LoopStep, IfStep):
     _model.model_rebuild()
 
 _STEP_ADAPTER: TypeAdapter[Any] = TypeAdapter(Step)
 _STEP_MODELS: dict[str, type[AnyStep]] = {
     "http": HttpStep, "sql": SqlStep, "connect": ConnectStep, "send": SendStep, "receive": ReceiveStep,
-    "ping": PingStep, "stream": StreamStep, "close": CloseStep, "group": GroupStep, "choice": ChoiceStep, "loop": LoopStep, "if": IfStep,
+    "ping": PingStep, "stream": StreamStep, "close": CloseStep, "group": GroupStep, "parallel": ParallelStep, "choice": ChoiceStep, "loop": LoopStep, "if": IfStep,
     "think": ThinkStep, "end_iteration": EndIterationStep,
 }
 
@@ -467,7 +548,7 @@ def child_step_lists(step: Any) -> list[tuple[tuple[str | int, ...], Any]]:
         return []
     kind = step.get("type", "http")
     found: list[tuple[tuple[str | int, ...], Any]] = []
-    if kind in ("group", "loop"):
+    if kind in ("group", "parallel", "loop"):
         found.append((("steps",), step.get("steps")))
     elif kind == "if":
         found += [(("then",), step.get("then")), (("else",), step.get("else"))]
@@ -480,7 +561,7 @@ def child_step_lists(step: Any) -> list[tuple[tuple[str | int, ...], Any]]:
 
 AnyStep = Union[
     HttpStep, SqlStep, ConnectStep, SendStep, ReceiveStep, PingStep, StreamStep, CloseStep,
-    GroupStep, ChoiceStep, LoopStep, IfStep, ThinkStep, EndIterationStep,
+    GroupStep, ParallelStep, ChoiceStep, LoopStep, IfStep, ThinkStep, EndIterationStep,
 ]
 
 
@@ -488,7 +569,7 @@ def iter_steps(steps: list[AnyStep]) -> Iterator[AnyStep]:
     """Every step of a list and, depth first, every step inside them."""
     for step in steps:
         yield step
-        if isinstance(step, (GroupStep, LoopStep)):
+        if isinstance(step, (GroupStep, ParallelStep, LoopStep)):
             yield from iter_steps(step.steps)
         elif isinstance(step, IfStep):
             yield from iter_steps(step.then)

@@ -34,6 +34,11 @@ MAX_RESPONSE_HEADER_BYTES = 64 * 1024 * 1024
 DEFAULT_MAX_KEPT_BODY_BYTES = 1024 * 1024
 MAX_KEPT_BODY_BYTES = 1024 * 1024 * 1024
 
+#: ``parallel_connections``: the HTTP/1.1 connections a VU uses at once for a parallel group, its
+#: own among them: 6 by default, as browsers open per host; 1 to 256 (crates/horde-plan too).
+DEFAULT_PARALLEL_CONNECTIONS = 6
+MAX_PARALLEL_CONNECTIONS = 256
+
 #: ``http2``'s bounds (RFC 9113 6.9.1: a window is at most 2^31-1 octets; the connection's starts
 #: at 65,535 and WINDOW_UPDATE only widens it); crates/horde-plan has the same numbers.
 MAX_H2_WINDOW_BYTES = 2**31 - 1
@@ -388,6 +393,15 @@ class Target(BaseModel):
         default=None,
         description="a kcp:// target: KCP's knobs {conv, nodelay, interval_ms, resend, no_congestion_window, "
         "send_window, receive_window, mtu}, ikcp.c's defaults when left out",
+    )
+    parallel_connections: int = Field(
+        default=DEFAULT_PARALLEL_CONNECTIONS,
+        ge=1,
+        le=MAX_PARALLEL_CONNECTIONS,
+        description="over HTTP/1.1, the most connections a VU uses at once for a parallel group's "
+        "requests, its own among them (the others it keeps alive for its next group); requests "
+        "past them wait for a free one, the wait counted in their latency. Default 6, as browsers "
+        "open per host; over HTTP/2 a group's requests are streams of one connection",
     )
     connect_backoff: bool = Field(
         default=True,

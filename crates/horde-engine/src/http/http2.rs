@@ -1,8 +1,9 @@
 //! HTTP/2 (`target.http_version` "2" or "auto"): connections opened by the same [`Connector`]
 //! (TCP, TLS with ALPN) and handed to the `h2` crate, whose connection task runs beside the VUs
-//! on the worker's runtime. A request is the HTTP/1.1 encoding the plan already made (fixed or
-//! rendered per send), read again into HTTP/2's form, so that templates, cookies and headers
-//! work the same over both protocols; the response fills the same [`Capture`] as an HTTP/1.1
+//! on the worker's runtime. A request is the HTTP/1.1 encoding the plan already made, read again
+//! into HTTP/2's form, so that templates, cookies and headers work the same over both protocols:
+//! once per plan for a request with nothing templated ([`H2Request`], kept beside its HTTP/1.1
+//! bytes), per send for one rendered; the response fills the same [`Capture`] as an HTTP/1.1
 //! one, so checks, extractors, cookies and recorded exchanges do not know which protocol it was.
 //!
 //! Bytes counted: a request as its HTTP/1.1 encoding, a response as its decoded head (status
@@ -114,6 +115,22 @@ fn connection_specific(name: &str) -> bool {
         .any(|forbidden| name.eq_ignore_ascii_case(forbidden))
 }
 
+/// A request in HTTP/2's form: its head (method, URI, headers) and its body. Made once for a
+/// request with nothing templated, and cloned per send (the URI's and the values' bytes are
+/// shared, not copied).
+#[derive(Debug, Clone)]
+pub struct H2Request {
+    head: http::Request<()>,
+    body: Bytes,
+}
+
+impl H2Request {
+    /// The HTTP/2 form of `encoded`, an HTTP/1.1 request to `endpoint`.
+    pub fn from_encoded(endpoint: &Endpoint, encoded: &[u8]) -> Result<Self, String> {
+        to_h2(endpoint, encoded).map(|(head, body)| Self { head, body })
+    }
+}
+
 /// The HTTP/1.1 encoding of a request (`super::encode_request`) as an HTTP/2 request and its body.
 fn to_h2(endpoint: &Endpoint, encoded: &[u8]) -> Result<(http::Request<()>, Bytes), String> {
     let lines = encoded.iter().filter(|&&byte| byte == b'\n').count() + 1;
@@ -143,19 +160,25 @@ fn to_h2(endpoint: &Endpoint, encoded: &[u8]) -> Result<(http::Request<()>, Byte
 }
 
 /// Sends one request as a stream of `sender`'s connection and reads its response into
-/// `capture`. Ok: (status, bytes sent, bytes received). Waits while the server's limit of
+/// `capture`: `prepared`, its HTTP/2 form made beforehand, or else `encoded` read into that form
+/// here. Ok: (status, bytes sent (`encoded`'s length), bytes received). Waits while the server's limit of
 /// concurrent streams, or the plan's cap, is reached (that wait is part of the request's latency).
 pub async fn exchange_h2(
     connection: &mut H2Sender,
     endpoint: &Endpoint,
     encoded: &[u8],
+    prepared: Option<&H2Request>,
     capture: &mut Capture,
     limits: ReadLimits,
 ) -> Result<(u16, u64, u64), H2Failure> {
-    let address = format!("{}:{}", endpoint.host, endpoint.port);
-    let (request, body) = to_h2(endpoint, encoded)
-        // Not sent, but a second try would fail the same: not flagged as `not_sent`.
-        .map_err(|detail| H2Failure { kind: ErrorKind::Protocol, detail, connection_lost: false, not_sent: false })?;
+    // Written into error details only: no text is made for a request that succeeds.
+    let address = Address(endpoint);
+    let (request, body) = match prepared {
+        Some(prepared) => (prepared.head.clone(), prepared.body.clone()),
+        None => to_h2(endpoint, encoded)
+            // Not sent, but a second try would fail the same: not flagged as `not_sent`.
+            .map_err(|detail| H2Failure { kind: ErrorKind::Protocol, detail, connection_lost: false, not_sent: false })?,
+    };
     // Held until the response's body ends (or the exchange fails): a stream of the cap's.
     let streams = connection.streams.clone();
     let _stream_permit = match &streams {
@@ -163,11 +186,14 @@ pub async fn exchange_h2(
         None => None,
     };
     let sender = &mut connection.sender;
-    let ready = std::mem::replace(sender, sender.clone()).ready().await;
-    *sender = ready.map_err(|error| H2Failure { not_sent: true, ..failure(&error, &address) })?;
+    // Polled in place: `ready()` would take the sender, and a clone of it (a lock of h2's
+    // stream store, twice with its drop) would stand in meanwhile.
+    std::future::poll_fn(|context| sender.poll_ready(context))
+        .await
+        .map_err(|error| H2Failure { not_sent: true, ..failure(&error, address) })?;
     let (response, mut stream) = sender
         .send_request(request, body.is_empty())
-        .map_err(|error| H2Failure { not_sent: true, ..failure(&error, &address) })?;
+        .map_err(|error| H2Failure { not_sent: true, ..failure(&error, address) })?;
     if !body.is_empty() {
         // Sent as the server's flow-control window allows; a body that could not be sent
         // (the stream reset, or answered early) leaves the response to tell what happened.
@@ -175,11 +201,12 @@ pub async fn exchange_h2(
     }
     let response = match response.await {
         Ok(response) => response,
-        Err(error) => return Err(after_goaway(sender, failure(&error, &address)).await),
+        Err(error) => return Err(after_goaway(sender, failure(&error, address)).await),
     };
     let status = response.status().as_u16();
     capture.clear(limits.max_kept_body_bytes);
-    let mut received = format!("HTTP/2 {status}\r\n").len() as u64 + 2;
+    // "HTTP/2 NNN\r\n" (a status has three digits) and the blank line ending the head.
+    let mut received = STATUS_LINE_BYTES + 2;
     if capture.record {
         capture.recorded_head.extend_from_slice(format!("HTTP/2 {status}\r\n").as_bytes());
     }
@@ -215,7 +242,7 @@ pub async fn exchange_h2(
     while let Some(chunk) = body.data().await {
         let chunk = match chunk {
             Ok(chunk) => chunk,
-            Err(error) => return Err(after_goaway(sender, failure(&error, &address)).await),
+            Err(error) => return Err(after_goaway(sender, failure(&error, address)).await),
         };
         // The window is given back as the body is read, so a long body keeps flowing.
         let _ = body.flow_control().release_capacity(chunk.len());
@@ -223,6 +250,19 @@ pub async fn exchange_h2(
         capture.keep(&chunk);
     }
     Ok((status, encoded.len() as u64, received))
+}
+
+/// `HTTP/2 NNN\r\n`: the status line a response's head is counted with, as HTTP/1.1 writes it.
+const STATUS_LINE_BYTES: u64 = 12;
+
+/// The target's `host:port` in an error detail, written only when one is.
+#[derive(Clone, Copy)]
+struct Address<'a>(&'a Endpoint);
+
+impl std::fmt::Display for Address<'_> {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(formatter, "{}:{}", self.0.host, self.0.port)
+    }
 }
 
 /// A request body that waited longer than this for send capacity counts as a flow-control
@@ -280,7 +320,7 @@ async fn after_goaway(sender: &mut h2::client::SendRequest<Bytes>, failure: H2Fa
 
 /// An `h2` error as Horde counts it: a stream reset by its code, a GOAWAY, an IO error by its
 /// kind, anything else as a protocol error.
-fn failure(error: &h2::Error, address: &str) -> H2Failure {
+fn failure(error: &h2::Error, address: Address<'_>) -> H2Failure {
     let (kind, detail, connection_lost) = if error.is_go_away() {
         let reason = error.reason().map_or_else(|| "no code".to_owned(), |reason| format!("{reason:?}"));
         (ErrorKind::H2GoAway, format!("the server ended the HTTP/2 connection (GOAWAY, {reason}) before the response ended ({address})"), true)

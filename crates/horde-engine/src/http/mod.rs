@@ -13,6 +13,6 @@ mod response;
 
 pub use connection::{read_ca_file, Connection, Connector, SourceAddresses};
 pub use endpoint::{Endpoint, Scheme};
-pub use http2::{exchange_h2, open, H2Failure, H2Sender, Http2Mode, Opened, H2_STALL};
+pub use http2::{exchange_h2, open, H2Failure, H2Request, H2Sender, Http2Mode, Opened, H2_STALL};
 pub use request::{encode_request, RequestParts};
 pub use response::{read_response, Capture, ReadError, ReadLimits, Response};

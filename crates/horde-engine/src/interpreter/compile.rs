@@ -8,7 +8,7 @@ use super::{Body, Feeder, LoopMode, Node, RequestNode, ScenarioProgram, StepKind
 use crate::response_rules::{check_label, CompiledCheck, CompiledExtractor};
 use crate::template::{JsonTemplate, TemplateRef, Text, UNDEFINED_MARK};
 use crate::error::EngineError;
-use crate::http::{encode_request, Endpoint, RequestParts};
+use crate::http::{encode_request, Endpoint, H2Request, RequestParts};
 use horde_plan::templates::is_template;
 use horde_plan::{Check, HttpStep, LoopStep, OnCheckFailure, Scenario, Step};
 use minijinja::Environment;
@@ -29,6 +29,8 @@ pub(crate) struct NodeCompiler<'a> {
     pub memo_slots: usize,
     /// A `ws://` or `wss://` target: message steps carry the upgrade that opens a connection.
     pub websocket: bool,
+    /// `target.http_version` "2" or "auto": fixed requests are kept in HTTP/2's form too.
+    pub http2: bool,
     /// Each scenario's upgrade for the message steps other than `connect`, by scenario name.
     scenario_upgrades: std::collections::HashMap<String, std::sync::Arc<crate::message::UpgradeNode>>,
 }
@@ -44,6 +46,7 @@ impl<'a> NodeCompiler<'a> {
             next_template: 0,
             memo_slots: 0,
             websocket: false,
+            http2: false,
             scenario_upgrades: std::collections::HashMap::new(),
         }
     }
@@ -125,6 +128,19 @@ impl<'a> NodeCompiler<'a> {
                 let global_index = self.register(&scenario.name, &group.name, StepKind::Group);
                 Node::Group { global_index, children: self.nodes(scenario, &group.steps)? }
             }
+            Step::Parallel(parallel) => {
+                let global_index = self.register(&scenario.name, &parallel.name, StepKind::Group);
+                let requests = parallel
+                    .steps
+                    .iter()
+                    .map(|step| match step {
+                        Step::Http(http) => self.request(scenario, http),
+                        // horde-plan's validate refuses anything else in a parallel group.
+                        _ => Err(EngineError::Setup(format!("parallel group '{}' holds a step that is not an http step", parallel.name))),
+                    })
+                    .collect::<Result<_, _>>()?;
+                Node::Parallel { global_index, requests }
+            }
             Step::Choice(choice) => {
                 let mut total = 0.0;
                 let cumulative_weights = choice
@@ -185,6 +201,7 @@ impl<'a> NodeCompiler<'a> {
             headers,
             body,
             fixed: None,
+            fixed_h2: None,
             think_time: step.think_time,
             has_status_check: step.checks.iter().any(|check| matches!(check, Check::Status { .. })),
             end_on_check_failure: step.on_check_failure == OnCheckFailure::EndIteration,
@@ -194,6 +211,12 @@ impl<'a> NodeCompiler<'a> {
             keep_headers,
         };
         node.fixed = fixed_bytes(self.endpoints, &node);
+        if self.http2 {
+            node.fixed_h2 = node.fixed.as_ref().and_then(|fixed| {
+                // A request HTTP/2 cannot carry is left to fail at its send, with its reason.
+                fixed.iter().zip(self.endpoints).map(|(bytes, endpoint)| H2Request::from_encoded(endpoint, bytes).ok()).collect()
+            });
+        }
         Ok(node)
     }
 }

@@ -39,6 +39,9 @@ pub(crate) struct RequestNode {
     /// The whole request's bytes when nothing in it is templated (sent as is while the VU has
     /// no cookie to add), by instance index of the target (`CompiledPlan::endpoints`).
     pub fixed: Option<Box<[Vec<u8>]>>,
+    /// With `target.http_version` "2" or "auto": the same fixed request in HTTP/2's form, by
+    /// instance, so that a send does not read its bytes back into that form.
+    pub fixed_h2: Option<Box<[crate::http::H2Request]>>,
     pub think_time: Option<ThinkTime>,
     pub extractors: Vec<CompiledExtractor>,
     pub checks: Vec<CompiledCheck>,
@@ -66,6 +69,9 @@ pub(crate) enum Node {
     /// A message step (`tcp://`, `udp://`: `crate::message`).
     Message(Box<crate::message::MessageNode>),
     Group { global_index: usize, children: Vec<Node> },
+    /// A `parallel` group: requests sent at once (`vu/parallel_step.rs`), the pass timed under
+    /// `global_index` like a group's.
+    Parallel { global_index: usize, requests: Vec<RequestNode> },
     /// Branches with the running sum of their weights, for one draw per pass.
     Choice { cumulative_weights: Vec<f64>, branches: Vec<Vec<Node>> },
     Loop { mode: LoopMode, children: Vec<Node> },

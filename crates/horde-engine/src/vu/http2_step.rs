@@ -3,20 +3,18 @@
 //! pool, multiplexed with other VUs (`crate::h2_pool`). Everything before and after the
 //! exchange (rendering, checks, recording) is `http_step`'s, the same for both protocols.
 
-use super::http_step::ExchangeError;
-use super::Vu;
+use super::lane::{ExchangeError, Lane};
 use crate::h2_pool::H2Pool;
-use crate::http::{exchange_h2, open, H2Failure, Http2Mode, Opened};
+use crate::http::{exchange_h2, open, H2Failure, H2Request, Http2Mode, Opened};
 use crate::worker_state::WorkerState;
 use horde_metrics::ErrorKind;
-use std::time::Duration;
 
 type Exchanged = Result<(u16, u64, u64), (ExchangeError, u64)>;
 
-impl Vu {
+impl Lane {
     /// Over the VU's own connection: HTTP/2 once connected so, or HTTP/1.1 when ALPN chose it
     /// ("auto"), for the VU's life on that connection.
-    pub(super) async fn own_h2_exchange(&mut self, state: &WorkerState, mode: Http2Mode, request: &[u8], is_head: bool) -> Exchanged {
+    pub(super) async fn own_h2_exchange(&mut self, state: &WorkerState, instance: usize, mode: Http2Mode, request: &[u8], h2_form: Option<&H2Request>, is_head: bool) -> Exchanged {
         let plan = &state.shared.plan;
         // A stream that found the connection closed (the server's idle timeout, a GOAWAY between
         // requests) never reached it: sent once more on a new connection, as over HTTP/1.1.
@@ -25,18 +23,18 @@ impl Vu {
             if !reused {
                 if self.connection.is_some() {
                     self.over_h2 = Some(false);
-                    return self.exchange_unbounded(state, request, is_head).await;
+                    return self.exchange_unbounded(state, instance, request, is_head).await;
                 }
-                match open(&plan.connectors[self.instance], mode, &plan.http2_settings, plan.read_limits).await {
+                match open(&plan.connectors[instance], mode, &plan.http2_settings, plan.read_limits).await {
                     Ok(opened) => {
-                        self.backoff = Duration::ZERO;
+                        self.connected = true;
                         state.recorder.borrow_mut().connections_opened += 1;
                         match opened {
                             Opened::Http2(sender) => self.h2 = Some(Box::new(sender)),
                             Opened::Http1(connection) => {
                                 self.connection = Some(connection);
                                 self.over_h2 = Some(false);
-                                return self.exchange_unbounded(state, request, is_head).await;
+                                return self.exchange_unbounded(state, instance, request, is_head).await;
                             }
                         }
                     }
@@ -44,9 +42,9 @@ impl Vu {
                 }
             }
             let sender = self.h2.as_mut().expect("connected above");
-            let endpoint = &plan.endpoints[self.instance];
+            let endpoint = &plan.endpoints[instance];
             self.over_h2 = Some(true);
-            match exchange_h2(sender, endpoint, request, &mut self.capture, plan.read_limits).await {
+            match exchange_h2(sender, endpoint, request, h2_form, &mut self.capture, plan.read_limits).await {
                 Ok(outcome) => return Ok(outcome),
                 Err(failure) => {
                     if failure.not_sent {
@@ -67,17 +65,17 @@ impl Vu {
 
     /// Over the next connection of the worker's pool, shared with the VUs that use it at the
     /// same time; the first VU to find its place empty connects, the others wait for it.
-    pub(super) async fn pooled_h2_exchange(&mut self, state: &WorkerState, pool: &H2Pool, mode: Http2Mode, request: &[u8]) -> Exchanged {
+    pub(super) async fn pooled_h2_exchange(&mut self, state: &WorkerState, instance: usize, pool: &H2Pool, mode: Http2Mode, request: &[u8], h2_form: Option<&H2Request>) -> Exchanged {
         let plan = &state.shared.plan;
-        let place = pool.place(self.instance);
+        let place = pool.place(instance);
         for attempt in 0..2 {
             let (number, reused, mut sender) = {
                 let mut held = place.connection.lock().await;
                 let reused = held.is_some();
                 if !reused {
-                    match open(&plan.connectors[self.instance], mode, &plan.http2_settings, plan.read_limits).await {
+                    match open(&plan.connectors[instance], mode, &plan.http2_settings, plan.read_limits).await {
                         Ok(Opened::Http2(sender)) => {
-                            self.backoff = Duration::ZERO;
+                            self.connected = true;
                             state.recorder.borrow_mut().connections_opened += 1;
                             *held = Some((pool.number(), sender));
                         }
@@ -92,9 +90,9 @@ impl Vu {
                 let (number, sender) = held.as_ref().expect("connected above");
                 (*number, reused, sender.clone())
             };
-            let endpoint = &plan.endpoints[self.instance];
+            let endpoint = &plan.endpoints[instance];
             self.over_h2 = Some(true);
-            match exchange_h2(&mut sender, endpoint, request, &mut self.capture, plan.read_limits).await {
+            match exchange_h2(&mut sender, endpoint, request, h2_form, &mut self.capture, plan.read_limits).await {
                 Ok(outcome) => return Ok(outcome),
                 Err(failure) => {
                     if failure.not_sent {

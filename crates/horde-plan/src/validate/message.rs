@@ -90,6 +90,9 @@ fn check_step_protocol(problems: &mut Problems, path: &str, steps: &[Step], tran
             Step::Http(_) if messages && !websocket => {
                 problems.push(format!("{step_path}.type"), "an http step against a message target: use send, receive or ping");
             }
+            Step::Parallel(_) if messages && !websocket => {
+                problems.push(format!("{step_path}.type"), "a parallel group sends http requests: against a message target use send, receive or ping");
+            }
             Step::Sql(_) if messages => {
                 problems.push(format!("{step_path}.type"), "a sql step against a message target: use send, receive or ping");
             }

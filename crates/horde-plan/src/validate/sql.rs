@@ -43,6 +43,9 @@ fn check_step_protocol(problems: &mut Problems, path: &str, steps: &[Step], post
             Step::Http(_) if postgres => {
                 problems.push(format!("{step_path}.type"), "an http step against a postgresql:// target: write a sql step");
             }
+            Step::Parallel(_) if postgres => {
+                problems.push(format!("{step_path}.type"), "a parallel group sends http requests: a postgresql:// target takes sql steps");
+            }
             Step::Sql(_) if !postgres => {
                 problems.push(format!("{step_path}.type"), "a sql step needs a postgresql:// target.base_url");
             }

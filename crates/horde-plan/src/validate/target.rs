@@ -179,6 +179,10 @@ pub(super) fn check_connections(problems: &mut Problems, target: &Target) {
     if !(1..=MAX_KEPT_BODY_BYTES).contains(&body_bytes) {
         problems.push("target.max_kept_body_bytes".into(), format!("must be from 1 to {MAX_KEPT_BODY_BYTES} (got {body_bytes})"));
     }
+    let parallel = target.parallel_connections;
+    if !(1..=crate::MAX_PARALLEL_CONNECTIONS).contains(&parallel) {
+        problems.push("target.parallel_connections".into(), format!("must be from 1 to {} (got {parallel})", crate::MAX_PARALLEL_CONNECTIONS));
+    }
     let target_families: Vec<bool> = std::iter::once(&target.base_url)
         .chain(&target.instances)
         .filter_map(|url| url_ip(url))
