@@ -10,7 +10,7 @@ mod template_failure;
 mod vars;
 
 use crate::http::{Capture, Connection, H2Sender};
-use crate::interpreter::{CookieJar, LoopMode, Node, ScenarioProgram};
+use crate::interpreter::{Condition, CookieJar, LoopMode, Node, ScenarioProgram};
 use crate::template::Text;
 use crate::think::{self, VuRandom};
 use crate::worker_state::WorkerState;
@@ -88,8 +88,8 @@ pub(crate) struct Vu {
     /// changes (most requests render several templates between such changes).
     context: Option<Value>,
     /// Last renderings of memoizable templates (see `TemplateRef::memo_slot`), valid until a
-    /// variable changes.
-    memo: Vec<Option<String>>,
+    /// variable they read changes; shared with the requests that send them.
+    memo: Vec<Option<Arc<str>>>,
     cookies: CookieJar,
     iteration: u64,
     /// Failed outcomes recorded so far (a group fails when this moves during its pass).
@@ -429,34 +429,58 @@ impl Vu {
         self.memo.iter_mut().for_each(|rendered| *rendered = None);
     }
 
+    /// Variable `name` is about to change: the context is stale, and of the memoized renderings
+    /// those of templates that read it (`CompiledPlan::memo_readers`).
+    #[inline]
+    fn forget_renderings_of(&mut self, state: &WorkerState, name: &str) {
+        self.context = None;
+        if let Some(slots) = state.shared.plan.memo_readers.get(name) {
+            for slot in slots {
+                if let Some(rendered) = self.memo.get_mut(*slot) {
+                    *rendered = None;
+                }
+            }
+        }
+    }
+
     #[inline]
     fn render(state: &WorkerState, context: &Value, template: &str) -> Option<String> {
         state.shared.plan.environment.get_template(template).ok()?.render(context).ok()
     }
 
-    fn condition(&mut self, state: &WorkerState, template: &str) -> bool {
+    fn condition(&mut self, state: &WorkerState, condition: &Condition) -> bool {
+        // A variable alone holds as the template's `if` would judge it (its value's truth),
+        // without rendering; a variable not set goes to the template, which fails on it.
+        if let Some(value) = condition.variable.as_deref().and_then(|name| self.vars.get(name)) {
+            return value.is_true();
+        }
         // A condition that cannot be evaluated (a variable left unset) does not hold.
         let context = self.context(state);
-        Self::render(state, &context, template).is_some_and(|rendered| rendered == "1")
+        Self::render(state, &context, &condition.template).is_some_and(|rendered| rendered == "1")
     }
 
-    /// Fixed text is borrowed from the node; only templates produce new strings.
+    /// Fixed text is borrowed from the node, a memoized rendering shared; only templates
+    /// rendered anew produce new strings, and only they need the context (built on first use).
     #[inline]
-    fn render_text<'n>(&mut self, state: &WorkerState, context: &Value, text: &'n Text) -> Option<Cow<'n, str>> {
+    fn render_text<'n>(&mut self, state: &WorkerState, text: &'n Text) -> Option<Rendered<'n>> {
         let template = match text {
-            Text::Fixed(fixed) => return Some(Cow::Borrowed(fixed)),
+            Text::Fixed(fixed) => return Some(Rendered::Fixed(fixed)),
             Text::Template(template) => template,
         };
-        let Some(slot) = template.memo_slot else { return Self::render(state, context, &template.name).map(Cow::Owned) };
+        let Some(slot) = template.memo_slot else {
+            let context = self.context(state);
+            return Self::render(state, &context, &template.name).map(Rendered::New);
+        };
         if let Some(Some(rendered)) = self.memo.get(slot) {
-            return Some(Cow::Owned(rendered.clone()));
+            return Some(Rendered::Memo(Arc::clone(rendered)));
         }
-        let rendered = Self::render(state, context, &template.name)?;
+        let context = self.context(state);
+        let rendered: Arc<str> = Self::render(state, &context, &template.name)?.into();
         if self.memo.len() < state.shared.plan.memo_slots {
             self.memo.resize(state.shared.plan.memo_slots, None);
         }
-        self.memo[slot] = Some(rendered.clone());
-        Some(Cow::Owned(rendered))
+        self.memo[slot] = Some(Arc::clone(&rendered));
+        Some(Rendered::Memo(rendered))
     }
 
     /// Keeps `message` as a detail of `kind` on step `index` (bounded; failures only).
@@ -503,6 +527,44 @@ impl Vu {
         let mut recorder = state.recorder.borrow_mut();
         recorder.connect_backoffs += 1;
         recorder.connect_backoff_us += began.elapsed().as_micros() as u64;
+    }
+}
+
+/// A text as rendered for one request: the node's own fixed text, a memoized rendering, or a
+/// new one.
+enum Rendered<'n> {
+    Fixed(&'n str),
+    Memo(Arc<str>),
+    New(String),
+}
+
+impl<'n> Rendered<'n> {
+    fn into_owned(self) -> String {
+        match self {
+            Rendered::Fixed(text) => text.to_owned(),
+            Rendered::Memo(text) => text.as_ref().to_owned(),
+            Rendered::New(text) => text,
+        }
+    }
+
+    /// Borrowed when it is the node's own text.
+    fn into_cow(self) -> Cow<'n, str> {
+        match self {
+            Rendered::Fixed(text) => Cow::Borrowed(text),
+            rendered => Cow::Owned(rendered.into_owned()),
+        }
+    }
+}
+
+impl std::ops::Deref for Rendered<'_> {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        match self {
+            Rendered::Fixed(text) => text,
+            Rendered::Memo(text) => text,
+            Rendered::New(text) => text,
+        }
     }
 }
 

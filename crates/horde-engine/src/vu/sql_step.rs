@@ -35,11 +35,10 @@ impl Vu {
         let started = intended.unwrap_or_else(Instant::now);
         // One branch when the run records no exchanges (`crate::exchange`).
         let recording = state.shared.recording.as_ref().is_some_and(|recording| recording.claim(node.global_index));
-        let context = self.context(state);
         let mut params: Vec<Vec<String>> = Vec::with_capacity(node.statements.len());
         for statement in &node.statements {
             let rendered: Option<Vec<String>> =
-                statement.params.iter().map(|param| self.render_text(state, &context, param).map(|text| text.into_owned())).collect();
+                statement.params.iter().map(|param| self.render_text(state, param).map(|text| text.into_owned())).collect();
             let Some(rendered) = rendered else {
                 // Not sent; the step's think time still applies, as it would after a result.
                 self.record(state, node.global_index, 0, Err(ErrorKind::TemplateFailed), 0, 0);
@@ -60,11 +59,11 @@ impl Vu {
         self.sent += 1;
         let sent_at = intended.map(|_| Instant::now());
         let mut in_flight = InFlight { state, index: node.global_index, started, ended: false };
-        let outcome = match tokio::time::timeout(state.shared.plan.request_timeout, self.sql_exchange(state, node, &params)).await {
-            Ok(outcome) => outcome,
+        let outcome = match state.deadlines.within(state.shared.plan.request_timeout, self.sql_exchange(state, node, &params)).await {
+            Some(outcome) => outcome,
             // The connection went with the dropped exchange: a late answer must not be read as
             // the next statement's.
-            Err(_) => Err((ErrorKind::Timeout, format!("no result within {} ms (target.request_timeout_ms)", state.shared.plan.request_timeout.as_millis()), false)),
+            None => Err((ErrorKind::Timeout, format!("no result within {} ms (target.request_timeout_ms)", state.shared.plan.request_timeout.as_millis()), false)),
         };
         in_flight.ended = true;
         let latency_us = started.elapsed().as_micros() as u64;
