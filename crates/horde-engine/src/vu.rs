@@ -290,7 +290,16 @@ impl Vu {
 
     fn run_nodes<'a>(&'a mut self, state: &'a WorkerState, nodes: &'a [Node], pass: &'a mut Pass) -> Pin<Box<dyn Future<Output = Flow> + 'a>> {
         Box::pin(async move {
-            for node in nodes {
+            // A choice or an `if` that ends the list goes on with its branch in this same walk
+            // (a tail call), rather than in a walk of its own: each walk is a boxed future, one
+            // allocation and a copy of a few KB per level (`bench/README.md`, issue 22). The
+            // checks after each node then apply to the branch's nodes, as they would in the
+            // branch's own walk, and its end is the list's end.
+            let mut nodes = nodes;
+            let mut next = 0;
+            while let Some(node) = nodes.get(next) {
+                next += 1;
+                let last = next == nodes.len();
                 let failures = self.failures;
                 let flow = match node {
                     Node::Request(request) => {
@@ -336,11 +345,19 @@ impl Vu {
                         let total = cumulative_weights.last().copied().unwrap_or(0.0);
                         let draw = self.random.next_f64() * total;
                         let branch = cumulative_weights.iter().position(|bound| draw < *bound).unwrap_or(branches.len() - 1);
+                        if last {
+                            (nodes, next) = (&branches[branch], 0);
+                            continue;
+                        }
                         self.run_nodes(state, &branches[branch], pass).await
                     }
                     Node::Loop { mode, children } => self.run_loop(state, mode, children, pass).await,
                     Node::If { condition, then, otherwise } => {
                         let branch = if self.condition(state, condition) { then } else { otherwise };
+                        if last {
+                            (nodes, next) = (branch, 0);
+                            continue;
+                        }
                         self.run_nodes(state, branch, pass).await
                     }
                     Node::Think(think_time) => {
