@@ -20,6 +20,7 @@ other bench scripts; this file is the CPU and memory benchmark itself.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -226,16 +227,17 @@ def horde_pair(run_one: HordeRunner, mode: Mode, tag: str, version_cpu: float) -
 TARGETS: dict[str, Callable[[Env], tuple[subprocess.Popen[bytes], int]]] = {"builtin": start_target, "nginx": start_nginx}
 
 
-def cpu_section(env: Env, mode: Mode, target_name: str, version_cpu: float) -> dict[str, Any]:
+def cpu_section(env: Env, mode: Mode, target_name: str, version_cpu: float, baseline: str | None = None) -> dict[str, Any]:
     """wrk and Horde (and, against the built-in target, Horde running the game scenario) in
-    alternating order against one target: rows of each tool, one per repetition."""
+    alternating order against one target: rows of each tool, one per repetition. With `baseline`
+    (another build's horde command) that build's `GET /` and game runs take their turns too."""
     target, port = TARGETS[target_name](env)
     url = f"http://127.0.0.1:{port}/"
 
-    def plain_get(seconds: int, tag: str) -> tuple[Measured, dict[str, Any]]:
+    def plain_get(seconds: int, tag: str, env: Env = env) -> tuple[Measured, dict[str, Any]]:
         return horde_run(env, url_args(url, CONNECTIONS, seconds), seconds, tag, target.pid)
 
-    def game_on_a_new_target(seconds: int, tag: str) -> tuple[Measured, dict[str, Any]]:
+    def game_on_a_new_target(seconds: int, tag: str, env: Env = env) -> tuple[Measured, dict[str, Any]]:
         # The game's world lives in the target process and grows with every run: cities fill up
         # to 50 buildings and /game/city answers grow with them (to about 3 KB), and so does the
         # JSON the scenario reads. A new target for each game run makes every repetition start
@@ -249,6 +251,12 @@ def cpu_section(env: Env, mode: Mode, target_name: str, version_cpu: float) -> d
     tools: dict[str, HordeRunner] = {"horde": plain_get}
     if target_name == "builtin":
         tools["game"] = game_on_a_new_target
+    if baseline:
+        # The baseline build's runs, each beside this build's in the same rotation.
+        base_env = dataclasses.replace(env, horde=baseline)
+        tools["horde_base"] = lambda seconds, tag: plain_get(seconds, tag, base_env)
+        if target_name == "builtin":
+            tools["game_base"] = lambda seconds, tag: game_on_a_new_target(seconds, tag, base_env)
     rows: dict[str, list[dict[str, Any]]] = {"wrk": [], **{tool: [] for tool in tools}}
     try:
         # Warm-up: the target's first connections and the page cache of Horde's imports.
@@ -270,7 +278,7 @@ def cpu_section(env: Env, mode: Mode, target_name: str, version_cpu: float) -> d
                     row = horde_pair(tools[tool], mode, tag, version_cpu)
                     detail = f" raw, {row['us_per_req_marginal']:6.2f} marginal"
                 rows[tool].append(row)
-                print(f"  {target_name:<7} {tool:<5} #{rep + 1}: {row['rps']:>9,.0f} req/s  {row['us_per_req']:6.2f} us/req{detail}  "
+                print(f"  {target_name:<7} {tool:<10} #{rep + 1}: {row['rps']:>9,.0f} req/s  {row['us_per_req']:6.2f} us/req{detail}  "
                       f"(others {row['others_cores']:.2f} cores)", flush=True)
     finally:
         env.procs.stop(target)
@@ -320,6 +328,8 @@ TOOL_LABELS = {
     "wrk": f"wrk 4 (`-t 1 -c {CONNECTIONS}`), `GET /`",
     "horde": f"Horde (`--vus {CONNECTIONS} --workers 1`), `GET /`",
     "game": f"Horde, game scenario (`bench/plans/game.yaml --vus {CONNECTIONS}`)",
+    "horde_base": "Horde, baseline build, `GET /`",
+    "game_base": "Horde, baseline build, game scenario",
 }
 
 
@@ -330,7 +340,7 @@ def judge_cpu(cpu: dict[str, Any]) -> None:
         rows = result["rows"]
         w_us = med(rows["wrk"], "us_per_req")
         result["wrk_us"] = w_us
-        for tool in ("horde", "game"):
+        for tool in ("horde", "game", "horde_base", "game_base"):
             if tool in rows:
                 result[f"{tool}_ratio_raw"] = med(rows[tool], "us_per_req") / w_us
                 result[f"{tool}_ratio_corrected"] = med(rows[tool], "us_per_req_marginal") / w_us
@@ -361,6 +371,14 @@ def cpu_lines(cpu: dict[str, Any], mode: Mode) -> tuple[list[str], list[str]]:
             elif tool == "game":
                 lines.append(f"| {label} | **game / wrk** (scenario on top of the HTTP path) | | {result['game_ratio_raw']:.2f} | "
                              f"**{result['game_ratio_corrected']:.2f}** | | | |")
+            elif tool in ("horde_base", "game_base"):
+                mine = rows[tool.removesuffix("_base")]
+                what = "Horde" if tool == "horde_base" else "game"
+                lines.append(f"| {label} | **{what} / baseline build's** | {med(mine, 'rps') / med(r, 'rps'):.2f} | "
+                             f"{med(mine, 'us_per_req') / med(r, 'us_per_req'):.2f} | "
+                             f"**{med(mine, 'us_per_req_marginal') / med(r, 'us_per_req_marginal'):.2f}** | | | |")
+                lines.append(f"| {label} | baseline build's {what} / wrk | | "
+                             f"{result[f'{tool}_ratio_raw']:.2f} | {result[f'{tool}_ratio_corrected']:.2f} | | | |")
         spread = "; ".join(
             f"{tool} " + (f"{min(x['us_per_req'] for x in rows[tool]):.2f}–{max(x['us_per_req'] for x in rows[tool]):.2f}" if tool == "wrk" else
                           f"raw {min(x['us_per_req'] for x in rows[tool]):.2f}–{max(x['us_per_req'] for x in rows[tool]):.2f}, "
@@ -382,6 +400,14 @@ def cpu_lines(cpu: dict[str, Any], mode: Mode) -> tuple[list[str], list[str]]:
                 f"Running the game scenario against it (closed loop, {CONNECTIONS} players, no think time) Horde spent "
                 f"{med(g, 'us_per_req_marginal'):.1f} µs per request, {result['game_ratio_corrected']:.2f}× wrk's plain `GET /` in the same run."
             )
+        for tool in ("horde_base", "game_base"):
+            if tool in rows:
+                mine, base = rows[tool.removesuffix("_base")], rows[tool]
+                what = "`GET /`" if tool == "horde_base" else "the game scenario"
+                reading.append(
+                    f"The baseline build ran {what} at {med(base, 'us_per_req_marginal'):.1f} µs per request ({result[f'{tool}_ratio_corrected']:.2f}× wrk's), "
+                    f"so this build spent {med(mine, 'us_per_req_marginal') / med(base, 'us_per_req_marginal'):.2f}× the baseline's CPU per request on it."
+                )
     all_horde = [x for result in cpu["targets"].values() for x in result["rows"]["horde"]]
     minus_version = "; ".join(f"{result['label']} {med(result['rows']['horde'], 'us_per_req_minus_version'):.2f}" for result in cpu["targets"].values())
     lines += [
@@ -482,6 +508,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-readme", action="store_true", help="do not update bench/README.md")
     parser.add_argument("--check", action="store_true", help=f"exit 1 when Horde is not within {TARGET_RATIO:g}x of wrk's CPU per request against a target")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
+    parser.add_argument("--baseline-horde", metavar="PATH", help="another build's horde command (a script that runs it will do): its "
+                        "`GET /` and game runs take their turns in the same rotation, with rows comparing this build to it")
     args = parser.parse_args(argv)
     mode = MODES[args.mode or "quick"]
     if args.reps:
@@ -492,6 +520,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def body(procs: Processes) -> int:
         horde, wrk = find_horde(args.horde), find_wrk()
+        if args.baseline_horde and not Path(args.baseline_horde).exists():
+            raise BenchError(f"--baseline-horde {args.baseline_horde}: no such file", hint="the horde command of the other build")
         gen_cpu, target_cpu, notes = pick_cpus()
         nginx = find_nginx()
         targets = {"all": ["builtin", "nginx"], "builtin": ["builtin"], "nginx": ["nginx"]}[args.targets]
@@ -514,7 +544,7 @@ def main(argv: list[str] | None = None) -> int:
                 version_cpu = startup_cpu(env, 3)
                 labels = {"builtin": "built-in", "nginx": f"nginx {nginx_version(nginx)}" if nginx else "nginx"}
                 cpu = {"version_cpu_s": version_cpu, "skipped": skipped,
-                       "targets": {name: {"label": labels[name], "rows": cpu_section(env, mode, name, version_cpu)} for name in targets}}
+                       "targets": {name: {"label": labels[name], "rows": cpu_section(env, mode, name, version_cpu, args.baseline_horde)} for name in targets}}
             if not args.skip_memory:
                 print(f"memory per VU: {mode.baseline_vus} then {mode.mem_vus:,} VUs against /delay/1000", flush=True)
                 mem = memory_section(env, mode)

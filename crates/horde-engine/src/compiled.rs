@@ -46,6 +46,8 @@ pub(crate) struct CompiledPlan {
     pub params: minijinja::Value,
     /// Memo slots a VU keeps for templates whose rendering changes only with its variables.
     pub memo_slots: usize,
+    /// The memo slots whose template reads each variable: what a new value of it makes stale.
+    pub memo_readers: std::collections::HashMap<String, Vec<usize>>,
     pub request_timeout: Duration,
     /// `target.max_response_header_bytes` and `target.max_kept_body_bytes`.
     pub read_limits: ReadLimits,
@@ -111,7 +113,7 @@ impl CompiledPlan {
             scenarios.push(CompiledScenario { program, workload, vu_offset });
             vu_offset += peak;
         }
-        let NodeCompiler { environment, steps: step_names, check_labels, memo_slots, .. } = compiler;
+        let NodeCompiler { environment, steps: step_names, check_labels, memo_slots, memo_readers, .. } = compiler;
         Ok(Self {
             scenarios,
             step_names,
@@ -124,6 +126,7 @@ impl CompiledPlan {
             environment,
             params: minijinja::Value::from_serialize(&plan.parameters),
             memo_slots,
+            memo_readers,
             request_timeout: Duration::from_secs_f64(plan.target.request_timeout_ms / 1000.0),
             read_limits: ReadLimits {
                 max_head_bytes: usize::try_from(plan.target.max_response_header_bytes).unwrap_or(usize::MAX),

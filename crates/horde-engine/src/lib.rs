@@ -47,6 +47,7 @@
 
 mod aggregator;
 mod compiled;
+mod deadline;
 mod error;
 mod exchange;
 mod h2_pool;

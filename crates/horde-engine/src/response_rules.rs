@@ -1,5 +1,9 @@
 //! What a step does with a response: extractors (values into VU variables) and checks.
 
+mod json_scope;
+
+pub(crate) use json_scope::JsonScope;
+
 use crate::error::EngineError;
 use crate::think::VuRandom;
 use horde_plan::{Check, ExtractFrom, Extractor, Pick};
@@ -11,18 +15,21 @@ pub(crate) struct ResponseView<'a> {
     pub status: u16,
     pub body: &'a [u8],
     pub headers: &'a [(String, String)],
-    /// The body parsed as JSON, once, on first use (`None` inside: not JSON).
+    /// What of the body the step's JSON extractors and checks read.
+    scope: &'a JsonScope,
+    /// The body parsed as JSON (as far as `scope` reaches), once, on first use (`None` inside:
+    /// not JSON).
     parsed: Option<Option<serde_json::Value>>,
 }
 
 impl<'a> ResponseView<'a> {
-    pub fn new(status: u16, body: &'a [u8], headers: &'a [(String, String)]) -> Self {
-        Self { status, body, headers, parsed: None }
+    pub fn new(status: u16, body: &'a [u8], headers: &'a [(String, String)], scope: &'a JsonScope) -> Self {
+        Self { status, body, headers, scope, parsed: None }
     }
 
     fn json(&mut self) -> Option<&serde_json::Value> {
-        let body = self.body;
-        self.parsed.get_or_insert_with(|| serde_json::from_slice(body).ok()).as_ref()
+        let (body, scope) = (self.body, self.scope);
+        self.parsed.get_or_insert_with(|| scope.parse(body)).as_ref()
     }
 }
 
@@ -81,6 +88,14 @@ impl CompiledExtractor {
 
     pub fn needs_body(&self) -> bool {
         matches!(self.source, Source::Json(_) | Source::Regex(_))
+    }
+
+    /// Its JSONPath, for a JSON extractor (`JsonScope::of`).
+    pub fn json_path(&self) -> Option<&JsonPath> {
+        match &self.source {
+            Source::Json(path) => Some(path),
+            _ => None,
+        }
     }
 
     pub fn needs_headers(&self) -> bool {
@@ -160,6 +175,14 @@ impl CompiledCheck {
 
     pub fn needs_body(&self) -> bool {
         !matches!(self, CompiledCheck::Status(_))
+    }
+
+    /// Its JSONPath, for a JSON check (`JsonScope::of`).
+    pub fn json_path(&self) -> Option<&JsonPath> {
+        match self {
+            CompiledCheck::Json { path, .. } => Some(path),
+            _ => None,
+        }
     }
 
     pub fn passes(&self, response: &mut ResponseView<'_>) -> bool {
@@ -250,7 +273,7 @@ mod tests {
         let body = br#"{"buildings": [{"id": 1, "can_build": true}, {"id": 2, "can_build": false}, {"id": 3, "can_build": true}]}"#;
         let headers = vec![("X-Id".to_owned(), "abc".to_owned())];
         let mut random = VuRandom::new(1);
-        let mut view = ResponseView::new(200, body, &headers);
+        let mut view = ResponseView::new(200, body, &headers, &JsonScope::Whole);
         let all = extractor(r#"{"var": "ids", "from": "json", "expression": "$.buildings[?@.can_build == true].id", "pick": "all"}"#);
         assert_eq!(all.extract(&mut view, &mut random).unwrap().to_string(), "[1, 3]");
         let first = extractor(r#"{"var": "id", "from": "json", "expression": "$.buildings[*].id"}"#);
@@ -273,7 +296,10 @@ mod tests {
     #[test]
     fn checks() {
         let headers = Vec::new();
-        let mut view = ResponseView::new(201, br#"{"ok": true, "name": "x"}"#, &headers);
+        // Parsed only as far as `$.ok` and `$.missing` reach, as a step with these checks would.
+        let paths = [JsonPath::parse("$.ok").unwrap(), JsonPath::parse("$.missing").unwrap()];
+        let scope = JsonScope::of(&paths);
+        let mut view = ResponseView::new(201, br#"{"ok": true, "name": "x"}"#, &headers, &scope);
         let check = |json: &str| CompiledCheck::compile(&serde_json::from_str(json).unwrap()).unwrap();
         assert!(check(r#"{"type": "status", "in": [200, 201]}"#).passes(&mut view));
         assert!(!check(r#"{"type": "status", "in": [200]}"#).passes(&mut view));

@@ -11,7 +11,7 @@ mod sql_step;
 mod template_failure;
 mod vars;
 
-use crate::interpreter::{CookieJar, LoopMode, Node, ScenarioProgram};
+use crate::interpreter::{Condition, CookieJar, LoopMode, Node, ScenarioProgram};
 use crate::template::Text;
 use crate::think::{self, VuRandom};
 use crate::worker_state::WorkerState;
@@ -86,8 +86,8 @@ pub(crate) struct Vu {
     /// changes (most requests render several templates between such changes).
     context: Option<Value>,
     /// Last renderings of memoizable templates (see `TemplateRef::memo_slot`), valid until a
-    /// variable changes.
-    memo: Vec<Option<String>>,
+    /// variable they read changes; shared with the requests that send them.
+    memo: Vec<Option<Arc<str>>>,
     cookies: CookieJar,
     iteration: u64,
     /// Failed outcomes recorded so far (a group fails when this moves during its pass).
@@ -280,7 +280,16 @@ impl Vu {
 
     fn run_nodes<'a>(&'a mut self, state: &'a WorkerState, nodes: &'a [Node], pass: &'a mut Pass) -> Pin<Box<dyn Future<Output = Flow> + 'a>> {
         Box::pin(async move {
-            for node in nodes {
+            // A choice or an `if` that ends the list goes on with its branch in this same walk
+            // (a tail call), rather than in a walk of its own: each walk is a boxed future, one
+            // allocation and a copy of a few KB per level (`bench/README.md`, issue 22). The
+            // checks after each node then apply to the branch's nodes, as they would in the
+            // branch's own walk, and its end is the list's end.
+            let mut nodes = nodes;
+            let mut next = 0;
+            while let Some(node) = nodes.get(next) {
+                next += 1;
+                let last = next == nodes.len();
                 let failures = self.failures;
                 let flow = match node {
                     Node::Request(request) => {
@@ -339,11 +348,19 @@ impl Vu {
                         let total = cumulative_weights.last().copied().unwrap_or(0.0);
                         let draw = self.random.next_f64() * total;
                         let branch = cumulative_weights.iter().position(|bound| draw < *bound).unwrap_or(branches.len() - 1);
+                        if last {
+                            (nodes, next) = (&branches[branch], 0);
+                            continue;
+                        }
                         self.run_nodes(state, &branches[branch], pass).await
                     }
                     Node::Loop { mode, children } => self.run_loop(state, mode, children, pass).await,
                     Node::If { condition, then, otherwise } => {
                         let branch = if self.condition(state, condition) { then } else { otherwise };
+                        if last {
+                            (nodes, next) = (branch, 0);
+                            continue;
+                        }
                         self.run_nodes(state, branch, pass).await
                     }
                     Node::Think(think_time) => {
@@ -432,39 +449,63 @@ impl Vu {
         self.memo.iter_mut().for_each(|rendered| *rendered = None);
     }
 
+    /// Variable `name` is about to change: the context is stale, and of the memoized renderings
+    /// those of templates that read it (`CompiledPlan::memo_readers`).
+    #[inline]
+    fn forget_renderings_of(&mut self, state: &WorkerState, name: &str) {
+        self.context = None;
+        if let Some(slots) = state.shared.plan.memo_readers.get(name) {
+            for slot in slots {
+                if let Some(rendered) = self.memo.get_mut(*slot) {
+                    *rendered = None;
+                }
+            }
+        }
+    }
+
     #[inline]
     fn render(state: &WorkerState, context: &Value, template: &str) -> Option<String> {
         state.shared.plan.environment.get_template(template).ok()?.render(context).ok()
     }
 
-    fn condition(&mut self, state: &WorkerState, template: &str) -> bool {
+    fn condition(&mut self, state: &WorkerState, condition: &Condition) -> bool {
+        // A variable alone holds as the template's `if` would judge it (its value's truth),
+        // without rendering; a variable not set goes to the template, which fails on it.
+        if let Some(value) = condition.variable.as_deref().and_then(|name| self.vars.get(name)) {
+            return value.is_true();
+        }
         // A condition that cannot be evaluated (a variable left unset) does not hold.
         let context = self.context(state);
-        Self::render(state, &context, template).is_some_and(|rendered| rendered == "1")
+        Self::render(state, &context, &condition.template).is_some_and(|rendered| rendered == "1")
     }
 
-    /// Fixed text is borrowed from the node; only templates produce new strings.
+    /// Fixed text is borrowed from the node, a memoized rendering shared; only templates
+    /// rendered anew produce new strings, and only they need the context (built on first use).
     #[inline]
-    fn render_text<'n>(&mut self, state: &WorkerState, context: &Value, text: &'n Text) -> Option<Cow<'n, str>> {
+    fn render_text<'n>(&mut self, state: &WorkerState, text: &'n Text) -> Option<Rendered<'n>> {
         let template = match text {
-            Text::Fixed(fixed) => return Some(Cow::Borrowed(fixed)),
+            Text::Fixed(fixed) => return Some(Rendered::Fixed(fixed)),
             Text::Template(template) => template,
         };
         if let Some(direct) = &template.direct {
             if let Some(rendered) = self.render_direct(direct) {
-                return Some(Cow::Owned(rendered));
+                return Some(Rendered::New(rendered));
             }
         }
-        let Some(slot) = template.memo_slot else { return Self::render(state, context, &template.name).map(Cow::Owned) };
+        let Some(slot) = template.memo_slot else {
+            let context = self.context(state);
+            return Self::render(state, &context, &template.name).map(Rendered::New);
+        };
         if let Some(Some(rendered)) = self.memo.get(slot) {
-            return Some(Cow::Owned(rendered.clone()));
+            return Some(Rendered::Memo(Arc::clone(rendered)));
         }
-        let rendered = Self::render(state, context, &template.name)?;
+        let context = self.context(state);
+        let rendered: Arc<str> = Self::render(state, &context, &template.name)?.into();
         if self.memo.len() < state.shared.plan.memo_slots {
             self.memo.resize(state.shared.plan.memo_slots, None);
         }
-        self.memo[slot] = Some(rendered.clone());
-        Some(Cow::Owned(rendered))
+        self.memo[slot] = Some(Arc::clone(&rendered));
+        Some(Rendered::Memo(rendered))
     }
 
     /// A template that is one variable or one `random_int` call (`crate::template::Direct`),
@@ -538,6 +579,44 @@ impl Vu {
         let mut recorder = state.recorder.borrow_mut();
         recorder.connect_backoffs += 1;
         recorder.connect_backoff_us += began.elapsed().as_micros() as u64;
+    }
+}
+
+/// A text as rendered for one request: the node's own fixed text, a memoized rendering, or a
+/// new one.
+enum Rendered<'n> {
+    Fixed(&'n str),
+    Memo(Arc<str>),
+    New(String),
+}
+
+impl<'n> Rendered<'n> {
+    fn into_owned(self) -> String {
+        match self {
+            Rendered::Fixed(text) => text.to_owned(),
+            Rendered::Memo(text) => text.as_ref().to_owned(),
+            Rendered::New(text) => text,
+        }
+    }
+
+    /// Borrowed when it is the node's own text.
+    fn into_cow(self) -> Cow<'n, str> {
+        match self {
+            Rendered::Fixed(text) => Cow::Borrowed(text),
+            rendered => Cow::Owned(rendered.into_owned()),
+        }
+    }
+}
+
+impl std::ops::Deref for Rendered<'_> {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        match self {
+            Rendered::Fixed(text) => text,
+            Rendered::Memo(text) => text,
+            Rendered::New(text) => text,
+        }
     }
 }
 

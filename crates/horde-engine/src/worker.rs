@@ -1,6 +1,7 @@
 //! One worker thread: a single-threaded tokio runtime running its share of the VUs and arrivals.
 
 use crate::compiled::{CompiledScenario, CompiledWorkload};
+use crate::deadline::Deadlines;
 use crate::pause::Pauses;
 use crate::pool::Pool;
 use crate::shared::{GeneratorShare, Shared};
@@ -85,6 +86,7 @@ pub(crate) fn run_worker(index: usize, shared: Arc<Shared>, parts: mpsc::Sender<
         h2_pool,
         sql_pool,
         pauses: Pauses::default(),
+        deadlines: Deadlines::default(),
         exchanges: RefCell::new(Vec::new()),
     });
     let last_sent = Rc::new(Cell::new(0));
@@ -95,6 +97,8 @@ pub(crate) fn run_worker(index: usize, shared: Arc<Shared>, parts: mpsc::Sender<
         tokio::task::spawn_local(probe_timer_lateness(Rc::clone(&state)));
         let pauses = Rc::clone(&state);
         tokio::task::spawn_local(async move { pauses.pauses.drive().await });
+        let deadlines = Rc::clone(&state);
+        tokio::task::spawn_local(async move { deadlines.deadlines.drive().await });
         let start = tokio::time::Instant::from_std(state.shared.start);
         tokio::time::sleep_until(start).await;
         let drivers: Vec<_> = (0..state.shared.plan.scenarios.len())

@@ -5,6 +5,7 @@
 //! records into it: with the state here, the worker depends on the VUs and both depend on
 //! this, instead of the two depending on each other.
 
+use crate::deadline::Deadlines;
 use crate::pause::Pauses;
 use crate::pool::Pool;
 use crate::shared::Shared;
@@ -42,6 +43,8 @@ pub(crate) struct WorkerState {
     pub sql_pool: Option<crate::sql::SqlPool>,
     /// Its VUs' think times and pacing waits (`pause.rs`: one tokio timer for all of them).
     pub pauses: Pauses,
+    /// Its exchanges' request timeouts (`deadline.rs`: one tokio timer for all of them).
+    pub deadlines: Deadlines,
     /// Exchanges recorded since the last part (`crate::exchange`); always empty in a run that
     /// records none.
     pub exchanges: RefCell<Vec<crate::exchange::Exchange>>,

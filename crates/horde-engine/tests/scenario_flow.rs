@@ -184,6 +184,41 @@ fn if_and_else_branches_follow_the_condition() {
     assert!(error_kinds(&snapshots).is_empty(), "{:?}", error_kinds(&snapshots));
 }
 
+/// A condition that is a variable alone is judged by its value's truth, as the template's
+/// `if` judges it (the engine reads the variable without rendering): a non-empty list and a
+/// number other than 0 hold; an empty list, 0 and an empty string do not.
+#[test]
+fn a_variable_alone_holds_as_its_value_is_true() {
+    let target = target();
+    let (rate, seconds) = (10.0, 1.55);
+    let branch = |variable: &str| {
+        json!({"type": "if", "condition": format!(" {variable} "), "then": [get(&format!("{variable}_then"), &format!("/?{variable}"))],
+               "else": [get(&format!("{variable}_else"), &format!("/?{variable}_else"))]})
+    };
+    let default = |variable: &str, value: serde_json::Value| json!({"var": variable, "from": "json", "expression": "$.nothing", "default": value});
+    let plan = scenario_plan(
+        &target.base_url(),
+        json!({
+            "steps": [
+                {"name": "probe", "method": "GET", "path": "/status/202",
+                 "extract": [{"var": "code", "from": "status"}, default("listed", json!([0])), default("empty", json!([])),
+                             default("zero", json!(0)), default("blank", json!(""))]},
+                branch("code"), branch("listed"), branch("empty"), branch("zero"), branch("blank"),
+            ],
+            "workload": open_burst(rate, seconds, 4),
+        }),
+    );
+    let (snapshots, _) = run_timed(&plan, 1);
+    assert_scenario_accounting(&snapshots);
+    let passes = burst_arrivals(rate, seconds);
+    for (variable, holds) in [("code", true), ("listed", true), ("empty", false), ("zero", false), ("blank", false)] {
+        let (then, otherwise) = if holds { (passes, 0) } else { (0, passes) };
+        assert_eq!(step_requests(&snapshots, &format!("{variable}_then")), then, "{variable}");
+        assert_eq!(step_requests(&snapshots, &format!("{variable}_else")), otherwise, "{variable}");
+    }
+    assert!(error_kinds(&snapshots).is_empty(), "{:?}", error_kinds(&snapshots));
+}
+
 #[test]
 fn the_iteration_counter_alternates_per_vu() {
     let target = target();

@@ -4,8 +4,8 @@
 mod message_step;
 mod sql_step;
 
-use super::{Body, Feeder, LoopMode, Node, RequestNode, ScenarioProgram, StepKind};
-use crate::response_rules::{check_label, CompiledCheck, CompiledExtractor};
+use super::{Body, Condition, Feeder, LoopMode, Node, RequestNode, ScenarioProgram, StepKind};
+use crate::response_rules::{check_label, CompiledCheck, CompiledExtractor, JsonScope};
 use crate::template::{JsonTemplate, TemplateRef, Text, UNDEFINED_MARK};
 use crate::error::EngineError;
 use crate::http::{encode_request, Endpoint, H2Request, RequestParts};
@@ -27,6 +27,8 @@ pub(crate) struct NodeCompiler<'a> {
     next_template: usize,
     /// How many memo slots templates have taken (see `TemplateRef::memo_slot`).
     pub memo_slots: usize,
+    /// The memo slots whose template reads each variable (`CompiledPlan::memo_readers`).
+    pub memo_readers: std::collections::HashMap<String, Vec<usize>>,
     /// A `ws://` or `wss://` target: message steps carry the upgrade that opens a connection.
     pub websocket: bool,
     /// `target.http_version` "2" or "auto": fixed requests are kept in HTTP/2's form too.
@@ -45,6 +47,7 @@ impl<'a> NodeCompiler<'a> {
             target_headers,
             next_template: 0,
             memo_slots: 0,
+            memo_readers: std::collections::HashMap::new(),
             websocket: false,
             http2: false,
             scenario_upgrades: std::collections::HashMap::new(),
@@ -63,9 +66,13 @@ impl<'a> NodeCompiler<'a> {
     fn text(&mut self, source: &str) -> Result<Text, EngineError> {
         if is_template(source) {
             let name = self.add_template(source.to_owned())?;
-            let memo_slot = self.memoizable(source).then(|| {
+            let memo_slot = self.memoizable(source).map(|variables| {
+                let slot = self.memo_slots;
                 self.memo_slots += 1;
-                self.memo_slots - 1
+                for variable in variables {
+                    self.memo_readers.entry(variable).or_default().push(slot);
+                }
+                slot
             });
             Ok(Text::Template(TemplateRef { name, memo_slot, direct: crate::template::Direct::of(source) }))
         } else {
@@ -73,18 +80,19 @@ impl<'a> NodeCompiler<'a> {
         }
     }
 
-    /// Whether a template's rendering depends only on the VU's variables and the parameters.
-    fn memoizable(&self, source: &str) -> bool {
+    /// The variables a template reads, when its rendering depends only on them and the
+    /// parameters (`None`: it changes on its own).
+    fn memoizable(&self, source: &str) -> Option<std::collections::HashSet<String>> {
         const CHANGING: [&str; 6] = ["random_int", "random_choice", "uuid", "now_ms", "iteration", horde_plan::SEQ_VARIABLE];
-        match horde_plan::templates::template_variables(&self.environment, source) {
-            Ok(names) => !names.iter().any(|name| CHANGING.contains(&name.as_str())),
-            Err(_) => false,
-        }
+        let names = horde_plan::templates::template_variables(&self.environment, source).ok()?;
+        (!names.iter().any(|name| CHANGING.contains(&name.as_str()))).then_some(names)
     }
 
-    /// A condition as a template that renders "1" when it holds.
-    fn condition(&mut self, expression: &str) -> Result<String, EngineError> {
-        self.add_template(format!("{{% if ({expression}) %}}1{{% endif %}}"))
+    /// A condition as a template that renders "1" when it holds; with the variable's name when
+    /// it is a variable alone.
+    fn condition(&mut self, expression: &str) -> Result<Condition, EngineError> {
+        let template = self.add_template(format!("{{% if ({expression}) %}}1{{% endif %}}"))?;
+        Ok(Condition { template, variable: bare_variable(expression) })
     }
 
     fn json(&mut self, value: &serde_json::Value) -> Result<JsonTemplate, EngineError> {
@@ -193,6 +201,8 @@ impl<'a> NodeCompiler<'a> {
         self.check_labels[global_index] = step.checks.iter().map(check_label).collect();
         let keep_body = extractors.iter().any(CompiledExtractor::needs_body) || checks.iter().any(CompiledCheck::needs_body);
         let keep_headers = extractors.iter().any(CompiledExtractor::needs_headers);
+        let json_paths = extractors.iter().filter_map(CompiledExtractor::json_path).chain(checks.iter().filter_map(CompiledCheck::json_path));
+        let json_scope = JsonScope::of(json_paths);
         let mut node = RequestNode {
             global_index,
             method: step.method.clone(),
@@ -207,6 +217,7 @@ impl<'a> NodeCompiler<'a> {
             end_on_check_failure: step.on_check_failure == OnCheckFailure::EndIteration,
             extractors,
             checks,
+            json_scope,
             keep_body,
             keep_headers,
         };
@@ -281,6 +292,19 @@ pub(crate) fn compile_scenario(compiler: &mut NodeCompiler<'_>, scenario: &Scena
     })
 }
 
+/// The variable a condition is, when it is one name alone (`if: buildable`): one the template
+/// would look up among the VU's variables. Not a literal (`true`, `none`...), an operator, or
+/// a built-in that templates see over the variables (`params`, `vu`, `iteration`).
+fn bare_variable(expression: &str) -> Option<String> {
+    const NOT_VARIABLES: [&str; 14] =
+        ["true", "false", "none", "True", "False", "None", "not", "and", "or", "in", "is", "params", "vu", "iteration"];
+    let name = expression.trim();
+    let mut characters = name.chars();
+    let first = characters.next()?;
+    let is_name = (first.is_ascii_alphabetic() || first == '_') && characters.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    (is_name && !NOT_VARIABLES.contains(&name)).then(|| name.to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::single_expression;
@@ -292,3 +316,4 @@ mod tests {
         assert_eq!(single_expression("{{ a }}{{ b }}"), None);
     }
 }
+

@@ -14,7 +14,7 @@ pub(crate) use compile::{compile_scenario, NodeCompiler};
 pub(crate) use cookies::CookieJar;
 pub(crate) use feeder::Feeder;
 
-use crate::response_rules::{CompiledCheck, CompiledExtractor};
+use crate::response_rules::{CompiledCheck, CompiledExtractor, JsonScope};
 use crate::template::{JsonTemplate, Text};
 use horde_plan::ThinkTime;
 use std::time::Duration;
@@ -45,6 +45,8 @@ pub(crate) struct RequestNode {
     pub think_time: Option<ThinkTime>,
     pub extractors: Vec<CompiledExtractor>,
     pub checks: Vec<CompiledCheck>,
+    /// What of a JSON answer its extractors and checks read: the part that is parsed.
+    pub json_scope: JsonScope,
     /// With a status check, the check decides which statuses are fine; without, >= 400 is an error.
     pub has_status_check: bool,
     pub end_on_check_failure: bool,
@@ -55,9 +57,19 @@ pub(crate) struct RequestNode {
 #[derive(Debug)]
 pub(crate) enum LoopMode {
     Count(u64),
-    /// The name of a condition template, and the most passes.
-    While(String, u64),
+    /// The condition, and the most passes.
+    While(Condition, u64),
     ForEach { variable: String, item: String, max: u64 },
+}
+
+/// An `if` or `while` condition, compiled.
+#[derive(Debug)]
+pub(crate) struct Condition {
+    /// The template that renders "1" when the condition holds.
+    pub template: String,
+    /// The variable's name, for a condition that is a variable alone: its value's truth is read
+    /// without rendering (`Vu::condition`).
+    pub variable: Option<String>,
 }
 
 /// A compiled step.
@@ -75,8 +87,7 @@ pub(crate) enum Node {
     /// Branches with the running sum of their weights, for one draw per pass.
     Choice { cumulative_weights: Vec<f64>, branches: Vec<Vec<Node>> },
     Loop { mode: LoopMode, children: Vec<Node> },
-    /// The name of the condition template.
-    If { condition: String, then: Vec<Node>, otherwise: Vec<Node> },
+    If { condition: Condition, then: Vec<Node>, otherwise: Vec<Node> },
     Think(ThinkTime),
     EndIteration,
 }

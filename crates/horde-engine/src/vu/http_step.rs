@@ -61,12 +61,15 @@ impl Vu {
 
     /// Encodes a request whose parts are templated (or that carries cookies) into `self.request`.
     /// Returns the rendered path (for cookie paths), or `None` when a template failed.
-    fn encode_dynamic(&mut self, state: &WorkerState, node: &RequestNode) -> Option<String> {
-        let context = self.context(state);
-        let path = safe_path(self.render_text(state, &context, &node.path)?.into_owned());
+    fn encode_dynamic<'n>(&mut self, state: &WorkerState, node: &'n RequestNode) -> Option<Cow<'n, str>> {
+        let path = self.render_text(state, &node.path)?;
+        let path = match safe_path(&path) {
+            Some(safe) => Cow::Owned(safe),
+            None => path.into_cow(),
+        };
         let mut rendered_headers = Vec::with_capacity(node.headers.len());
         for (name, value) in &node.headers {
-            let value = self.render_text(state, &context, value)?;
+            let value = self.render_text(state, value)?;
             // A line break in a header value would end the header (or the request) early.
             if value.contains(['\r', '\n']) {
                 return None;
@@ -75,10 +78,13 @@ impl Vu {
         }
         let (body, json) = match &node.body {
             Body::None => (Vec::new(), false),
-            Body::Text(text) => (self.render_text(state, &context, text)?.into_owned().into_bytes(), false),
-            Body::Json(template) => (serde_json::to_vec(&Self::render_json(state, &context, template)?).ok()?, true),
+            Body::Text(text) => (self.render_text(state, text)?.into_owned().into_bytes(), false),
+            Body::Json(template) => {
+                let context = self.context(state);
+                (serde_json::to_vec(&Self::render_json(state, &context, template)?).ok()?, true)
+            }
         };
-        let headers: Vec<(&str, &str)> = rendered_headers.iter().map(|(name, value)| (*name, value.as_ref())).collect();
+        let headers: Vec<(&str, &str)> = rendered_headers.iter().map(|(name, value)| (*name, &**value)).collect();
         let endpoint = &state.shared.plan.endpoints[self.instance];
         let cookie = self.cookies.header_for(&endpoint.path_prefix, &path);
         let parts = RequestParts { method: &node.method, path: &path, headers: &headers, cookie: cookie.as_deref(), body: &body, json };
@@ -96,7 +102,7 @@ impl Vu {
             return Some(Prepared { fixed: Some(&bytes[self.instance]), h2, encoded: None, path: Cow::Borrowed(path.as_str()) });
         }
         match self.encode_dynamic(state, node) {
-            Some(path) => Some(Prepared { fixed: None, h2: None, encoded: Some(std::mem::take(&mut self.request)), path: Cow::Owned(path) }),
+            Some(path) => Some(Prepared { fixed: None, h2: None, encoded: Some(std::mem::take(&mut self.request)), path }),
             None => {
                 self.record(state, node.global_index, 0, Err(ErrorKind::TemplateFailed), 0, 0);
                 let why = self.template_failure(state, node);
@@ -236,7 +242,7 @@ impl Vu {
             exchange.response_body_truncated = capture.recorded_body_truncated;
             if result != Err(ErrorKind::BodyTooLarge) {
                 let labels = &state.shared.plan.check_labels[node.global_index];
-                let mut view = ResponseView::new(status, &capture.body, &capture.headers);
+                let mut view = ResponseView::new(status, &capture.body, &capture.headers, &node.json_scope);
                 for (index, check) in node.checks.iter().enumerate() {
                     let passed = check.passes(&mut view);
                     let why = (!passed).then(|| check.failure(&mut view));
@@ -261,12 +267,21 @@ impl Vu {
         // A body past `max_kept_body_bytes` was kept only in part: what reads it is not judged
         // on a part (a check could pass or fail on the cut), and the step counts as body_too_large.
         let truncated = node.keep_body && capture.body_truncated;
-        let mut view = ResponseView::new(status, &capture.body, &capture.headers);
+        let mut view = ResponseView::new(status, &capture.body, &capture.headers, &node.json_scope);
         let mut extract_failed = None;
         if !node.extractors.is_empty() {
-            // (forget_renderings, spelled out: the response view borrows the capture buffers)
+            // Only the renderings that read an extracted variable are stale (forget_renderings_of,
+            // spelled out: the response view borrows the capture buffers).
             self.context = None;
-            self.memo.iter_mut().for_each(|rendered| *rendered = None);
+            for extractor in &node.extractors {
+                if let Some(slots) = state.shared.plan.memo_readers.get(&extractor.var) {
+                    for slot in slots {
+                        if let Some(rendered) = self.memo.get_mut(*slot) {
+                            *rendered = None;
+                        }
+                    }
+                }
+            }
             let vars = Arc::make_mut(&mut self.vars);
             for extractor in &node.extractors {
                 if truncated && extractor.needs_body() {
@@ -317,10 +332,10 @@ impl Vu {
 }
 
 /// A rendered path as it may go on the request line: spaces and control characters (which
-/// would end the request line early) percent-encoded.
-fn safe_path(path: String) -> String {
+/// would end the request line early) percent-encoded; `None` when it has none.
+fn safe_path(path: &str) -> Option<String> {
     if !path.bytes().any(|byte| byte <= b' ' || byte == 0x7F) {
-        return path;
+        return None;
     }
     let mut safe = String::with_capacity(path.len() + 8);
     for character in path.chars() {
@@ -330,5 +345,5 @@ fn safe_path(path: String) -> String {
             safe.push(character);
         }
     }
-    safe
+    Some(safe)
 }

@@ -60,9 +60,10 @@ impl Lane {
                 },
             }
         };
-        match tokio::time::timeout(plan.request_timeout, exchange).await {
-            Ok(result) => result,
-            Err(_) => {
+        // The worker's one deadline list, not a timer entry per request (`crate::deadline`).
+        match state.deadlines.within(plan.request_timeout, exchange).await {
+            Some(result) => result,
+            None => {
                 // An HTTP/1.1 connection is left mid-response; an HTTP/2 one is kept, the
                 // stream being cancelled (RST_STREAM) when its future is dropped.
                 self.connection = None;

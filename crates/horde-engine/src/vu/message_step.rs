@@ -5,7 +5,7 @@
 
 use super::{Flow, InFlight, Vu};
 use crate::exchange::{text_prefix, MAX_BODY_BYTES};
-use crate::response_rules::{body_prefix, ResponseView};
+use crate::response_rules::{body_prefix, JsonScope, ResponseView};
 use crate::template::Text;
 use crate::message::{
     decode_base64, decode_hex, reply_number, websocket_error_kind, MessageAction, MessageConnection, MessageNode, MessageText,
@@ -192,7 +192,7 @@ impl Vu {
         if let MessageAction::Receive(receive) = &node.action {
             if let Some(message) = &trace.matched {
                 let labels = &state.shared.plan.check_labels[index];
-                let mut view = ResponseView::new(200, message, &[]);
+                let mut view = ResponseView::new(200, message, &[], &JsonScope::Whole);
                 for (position, check) in receive.checks.iter().enumerate() {
                     let passed = check.passes(&mut view);
                     let why = (!passed).then(|| check.failure(&mut view));
@@ -357,14 +357,13 @@ impl Vu {
         let connecting = |(kind, detail): (ErrorKind, String)| StepError { kind, detail, connecting: true, keeps_connection: false };
         let plan = &state.shared.plan;
         let endpoint = &plan.endpoints[self.instance];
-        let context = self.context(state);
         let mut headers = Vec::with_capacity(upgrade.headers.len());
         for (name, value) in &upgrade.headers {
-            let rendered = self.render_text(state, &context, value).ok_or_else(|| template_failed("an upgrade header"))?;
+            let rendered = self.render_text(state, value).ok_or_else(|| template_failed("an upgrade header"))?;
             headers.push((name.as_str(), rendered.into_owned()));
         }
         let step_path = match &upgrade.path {
-            Some(path) => self.render_text(state, &context, path).ok_or_else(|| template_failed("the upgrade's path"))?.into_owned(),
+            Some(path) => self.render_text(state, path).ok_or_else(|| template_failed("the upgrade's path"))?.into_owned(),
             None => String::new(),
         };
         let path = match format!("{}{step_path}", endpoint.path_prefix) {
@@ -443,10 +442,14 @@ impl Vu {
 
     /// Extractors and checks on the message a `receive` waited for.
     fn apply_message(&mut self, state: &WorkerState, index: usize, node: &ReceiveNode, message: &[u8]) -> Answered {
-        let mut view = ResponseView::new(200, message, &[]);
+        // A message is read whole (its steps are not where a run spends its time).
+        let whole = JsonScope::Whole;
+        let mut view = ResponseView::new(200, message, &[], &whole);
         let mut extract_failed = None;
         if !node.extractors.is_empty() {
-            self.forget_renderings();
+            for extractor in &node.extractors {
+                self.forget_renderings_of(state, &extractor.var);
+            }
             let vars = Arc::make_mut(&mut self.vars);
             for extractor in &node.extractors {
                 match extractor.extract(&mut view, &mut self.random) {

@@ -6,9 +6,6 @@ use crate::exchange::{bounded, MAX_BODY_BYTES, MAX_HEAD_BYTES};
 use crate::sql::{classify, SqlConnection, SqlError, SqlLease, SqlNode, SqlResultView, StatementOutcome};
 use crate::worker_state::WorkerState;
 use horde_metrics::ErrorKind;
-use std::future::Future;
-use std::pin::Pin;
-use std::task::Poll;
 use std::time::{Duration, Instant};
 
 /// Where a VU's SQL connection waits between its steps.
@@ -18,11 +15,6 @@ pub(crate) struct VuSql {
     connection: Option<SqlConnection>,
     /// `connections: {pool: N}`: the lease a VU keeps while its transaction spans steps.
     lease: Option<SqlLease>,
-    /// The step's deadline (`target.request_timeout_ms`), one timer kept for the VU's life and
-    /// moved later at each step: tokio extends a registered timer to a later deadline with one
-    /// atomic store, where a new timer per step (`tokio::time::timeout`) took the timer wheel's
-    /// lock to insert it and again to remove it.
-    deadline: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 /// Why a step failed (its kind, and the server's SQLSTATE and message or the client's error),
@@ -39,13 +31,12 @@ impl Vu {
         let started = intended.unwrap_or_else(Instant::now);
         // One branch when the run records no exchanges (`crate::exchange`).
         let recording = state.shared.recording.as_ref().is_some_and(|recording| recording.claim(node.global_index));
-        // The template context is built only for a parameter the direct path cannot render
-        // (`crate::template::Direct`): after a feeder's row changed the variables, building it
-        // again costs more than rendering a plain `{{ row.column }}`.
-        let mut context = None;
+        // A parameter that is a lone variable or `random_int` call is rendered directly, and the
+        // template context built only for one that needs it (`Vu::render_text`).
         let mut params: Vec<Vec<String>> = Vec::with_capacity(node.statements.len());
         for statement in &node.statements {
-            let rendered: Option<Vec<String>> = statement.params.iter().map(|param| self.render_param(state, &mut context, param)).collect();
+            let rendered: Option<Vec<String>> =
+                statement.params.iter().map(|param| self.render_text(state, param).map(|text| text.into_owned())).collect();
             let Some(rendered) = rendered else {
                 // Not sent; the step's think time still applies, as it would after a result.
                 self.record(state, node.global_index, 0, Err(ErrorKind::TemplateFailed), 0, 0);
@@ -66,29 +57,13 @@ impl Vu {
         self.sent += 1;
         let sent_at = intended.map(|_| Instant::now());
         let mut in_flight = InFlight { state, index: node.global_index, started, ended: false };
-        // From the step's start in a closed model (no second clock read); from now in an open
-        // one, whose step started at its intended time.
-        let deadline = sent_at.unwrap_or(started) + state.shared.plan.request_timeout;
-        let mut timer = match self.sql.as_mut().and_then(|sql| sql.deadline.take()) {
-            Some(mut timer) => {
-                timer.as_mut().reset(deadline.into());
-                timer
-            }
-            None => Box::pin(tokio::time::sleep_until(deadline.into())),
+        // The worker's one deadline list, not a timer entry per step (`crate::deadline`).
+        let outcome = match state.deadlines.within(state.shared.plan.request_timeout, self.sql_exchange(state, node, &params)).await {
+            Some(outcome) => outcome,
+            // The connection went with the dropped exchange: a late answer must not be read as
+            // the next statement's.
+            None => Err((ErrorKind::Timeout, format!("no result within {} ms (target.request_timeout_ms)", state.shared.plan.request_timeout.as_millis()), false)),
         };
-        let outcome = {
-            let mut exchange = std::pin::pin!(self.sql_exchange(state, node, &params));
-            std::future::poll_fn(|cx| match exchange.as_mut().poll(cx) {
-                Poll::Ready(outcome) => Poll::Ready(outcome),
-                // The connection goes with the dropped exchange: a late answer must not be read
-                // as the next statement's.
-                Poll::Pending => timer.as_mut().poll(cx).map(|()| {
-                    Err((ErrorKind::Timeout, format!("no result within {} ms (target.request_timeout_ms)", state.shared.plan.request_timeout.as_millis()), false))
-                }),
-            })
-            .await
-        };
-        self.sql.get_or_insert_with(Box::default).deadline = Some(timer);
         in_flight.ended = true;
         let latency_us = started.elapsed().as_micros() as u64;
         let mut end_iteration = false;
@@ -126,18 +101,6 @@ impl Vu {
             state.recorder.borrow_mut().steps[node.global_index].record_from_send(latency_us, sent_at.elapsed().as_micros() as u64);
         }
         self.end_step(state, back_off, node.think_time.as_ref(), end_iteration).await
-    }
-
-    /// One parameter's text: directly when it is a lone variable or `random_int` call, else by
-    /// the template engine, with the context built on first need.
-    fn render_param(&mut self, state: &WorkerState, context: &mut Option<minijinja::Value>, param: &crate::template::Text) -> Option<String> {
-        if let crate::template::Text::Template(template) = param {
-            if let Some(rendered) = template.direct.as_ref().and_then(|direct| self.render_direct(direct)) {
-                return Some(rendered);
-            }
-        }
-        let context = context.get_or_insert_with(|| self.context(state)).clone();
-        self.render_text(state, &context, param).map(std::borrow::Cow::into_owned)
     }
 
     /// Takes a connection (the VU's own, or one of the pool's, waiting its turn), runs the step's
