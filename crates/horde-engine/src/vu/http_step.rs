@@ -241,13 +241,8 @@ impl Vu {
             exchange.response_body = text_prefix(&capture.recorded_body, MAX_BODY_BYTES);
             exchange.response_body_truncated = capture.recorded_body_truncated;
             if result != Err(ErrorKind::BodyTooLarge) {
-                let labels = &state.shared.plan.check_labels[node.global_index];
                 let mut view = ResponseView::new(status, &capture.body, &capture.headers, &node.json_scope);
-                for (index, check) in node.checks.iter().enumerate() {
-                    let passed = check.passes(&mut view);
-                    let why = (!passed).then(|| check.failure(&mut view));
-                    exchange.checks.push((labels.get(index).cloned().unwrap_or_default(), passed, why));
-                }
+                exchange.checks = super::recording::judged(&state.shared.plan.check_labels[node.global_index], &node.checks, &mut view);
             }
         }
         exchange.vars = self.extracted(node.extractors.iter().map(|extractor| extractor.var.as_str()));

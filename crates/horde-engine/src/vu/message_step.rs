@@ -191,13 +191,8 @@ impl Vu {
         exchange.detail = detail;
         if let MessageAction::Receive(receive) = &node.action {
             if let Some(message) = &trace.matched {
-                let labels = &state.shared.plan.check_labels[index];
                 let mut view = ResponseView::new(200, message, &[], &JsonScope::Whole);
-                for (position, check) in receive.checks.iter().enumerate() {
-                    let passed = check.passes(&mut view);
-                    let why = (!passed).then(|| check.failure(&mut view));
-                    exchange.checks.push((labels.get(position).cloned().unwrap_or_default(), passed, why));
-                }
+                exchange.checks = super::recording::judged(&state.shared.plan.check_labels[index], &receive.checks, &mut view);
             }
             exchange.vars = self.extracted(receive.extractors.iter().map(|extractor| extractor.var.as_str()));
         }

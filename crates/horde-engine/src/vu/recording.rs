@@ -4,6 +4,7 @@
 
 use super::Vu;
 use crate::exchange::{is_secret_name, text_prefix, value_text, Exchange, MAX_BODY_BYTES, MAX_HEAD_BYTES};
+use crate::response_rules::{CompiledCheck, ResponseView};
 use crate::worker_state::WorkerState;
 use minijinja::Value;
 use std::time::Instant;
@@ -86,4 +87,18 @@ fn secret_values(name: &str, value: &Value, secrets: &mut Vec<String>) {
             }
         }
     }
+}
+
+/// Each of a step's checks judged again on what it received, for its record: its label, whether
+/// it passed, and when not, what it expected and found.
+pub(super) fn judged(labels: &[String], checks: &[CompiledCheck], view: &mut ResponseView<'_>) -> Vec<(String, bool, Option<String>)> {
+    checks
+        .iter()
+        .enumerate()
+        .map(|(index, check)| {
+            let passed = check.passes(view);
+            let why = (!passed).then(|| check.failure(view));
+            (labels.get(index).cloned().unwrap_or_default(), passed, why)
+        })
+        .collect()
 }
