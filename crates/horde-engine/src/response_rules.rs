@@ -34,7 +34,8 @@ impl<'a> ResponseView<'a> {
 }
 
 enum Source {
-    Json(JsonPath),
+    /// The path, and the expression it was parsed from (`JsonScope::of` reads the text).
+    Json(JsonPath, String),
     Regex(regex::bytes::Regex),
     Header(String),
     Status,
@@ -64,7 +65,10 @@ impl CompiledExtractor {
     pub fn compile(extractor: &Extractor) -> Result<Self, EngineError> {
         let expression = || extractor.expression.clone().unwrap_or_default();
         let source = match extractor.from {
-            ExtractFrom::Json => Source::Json(JsonPath::parse(&expression()).map_err(|e| setup_error("invalid JSONPath", e))?),
+            ExtractFrom::Json => {
+                let expression = expression();
+                Source::Json(JsonPath::parse(&expression).map_err(|e| setup_error("invalid JSONPath", e))?, expression)
+            }
             ExtractFrom::Regex => {
                 Source::Regex(regex::bytes::Regex::new(&expression()).map_err(|e| setup_error("invalid regular expression", e))?)
             }
@@ -87,13 +91,13 @@ impl CompiledExtractor {
     }
 
     pub fn needs_body(&self) -> bool {
-        matches!(self.source, Source::Json(_) | Source::Regex(_))
+        matches!(self.source, Source::Json(..) | Source::Regex(_))
     }
 
-    /// Its JSONPath, for a JSON extractor (`JsonScope::of`).
-    pub fn json_path(&self) -> Option<&JsonPath> {
+    /// Its JSONPath as written, for a JSON extractor (`JsonScope::of`).
+    pub fn json_expression(&self) -> Option<&str> {
         match &self.source {
-            Source::Json(path) => Some(path),
+            Source::Json(_, expression) => Some(expression),
             _ => None,
         }
     }
@@ -105,7 +109,7 @@ impl CompiledExtractor {
     /// The value to set, or `None` when nothing matched and there is no default.
     pub fn extract(&self, response: &mut ResponseView<'_>, random: &mut VuRandom) -> Option<Value> {
         let found: Vec<Value> = match &self.source {
-            Source::Json(path) => match response.json() {
+            Source::Json(path, _) => match response.json() {
                 Some(document) => path.query(document).all().into_iter().map(Value::from_serialize).collect(),
                 None => Vec::new(),
             },
@@ -177,10 +181,10 @@ impl CompiledCheck {
         !matches!(self, CompiledCheck::Status(_))
     }
 
-    /// Its JSONPath, for a JSON check (`JsonScope::of`).
-    pub fn json_path(&self) -> Option<&JsonPath> {
+    /// Its JSONPath as written, for a JSON check (`JsonScope::of`).
+    pub fn json_expression(&self) -> Option<&str> {
         match self {
-            CompiledCheck::Json { path, .. } => Some(path),
+            CompiledCheck::Json { expression, .. } => Some(expression),
             _ => None,
         }
     }
@@ -297,8 +301,7 @@ mod tests {
     fn checks() {
         let headers = Vec::new();
         // Parsed only as far as `$.ok` and `$.missing` reach, as a step with these checks would.
-        let paths = [JsonPath::parse("$.ok").unwrap(), JsonPath::parse("$.missing").unwrap()];
-        let scope = JsonScope::of(&paths);
+        let scope = JsonScope::of(["$.ok", "$.missing"]);
         let mut view = ResponseView::new(201, br#"{"ok": true, "name": "x"}"#, &headers, &scope);
         let check = |json: &str| CompiledCheck::compile(&serde_json::from_str(json).unwrap()).unwrap();
         assert!(check(r#"{"type": "status", "in": [200, 201]}"#).passes(&mut view));
