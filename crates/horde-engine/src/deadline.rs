@@ -138,21 +138,10 @@ impl Deadlines {
     /// Runs `future` for at most `timeout`: its output, or `None` when the timeout passed
     /// first (the future is then dropped). The timeout only fires while [`Deadlines::drive`]
     /// runs on the same thread.
-    pub async fn within<F: Future>(&self, timeout: Duration, future: F) -> Option<F::Output> {
+    pub fn within<F: Future>(&self, timeout: Duration, future: F) -> Within<'_, F> {
         // As tokio's `timeout`: a timeout too long to be an instant never fires.
         let deadline = Instant::now().checked_add(timeout);
-        let mut filed = Filed { deadlines: self, slot: None };
-        let mut future = std::pin::pin!(future);
-        std::future::poll_fn(|cx| {
-            if let Poll::Ready(output) = future.as_mut().poll(cx) {
-                return Poll::Ready(Some(output));
-            }
-            match deadline {
-                Some(deadline) if filed.expired(deadline, cx) => Poll::Ready(None),
-                _ => Poll::Pending,
-            }
-        })
-        .await
+        Within { future, deadline, filed: Filed { deadlines: self, slot: None } }
     }
 
     /// Exchanges filed and not yet ended or dropped.
@@ -194,6 +183,34 @@ impl Deadlines {
                 return Poll::Pending;
             }
             // The timer is already due: fire again.
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// [`Deadlines::within`]'s future. A named future rather than an `async fn`: an `async fn`
+    /// keeps its argument twice in its state (as given, and pinned in its body), and an HTTP
+    /// exchange is kilobytes, copied into the VU's step futures at every request.
+    pub(crate) struct Within<'d, F> {
+        // Dropped before its filing is taken back, as the exchange ends before its deadline.
+        #[pin]
+        future: F,
+        deadline: Option<Instant>,
+        filed: Filed<'d>,
+    }
+}
+
+impl<F: Future> Future for Within<'_, F> {
+    type Output = Option<F::Output>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        if let Poll::Ready(output) = this.future.poll(cx) {
+            return Poll::Ready(Some(output));
+        }
+        match *this.deadline {
+            Some(deadline) if this.filed.expired(deadline, cx) => Poll::Ready(None),
+            _ => Poll::Pending,
         }
     }
 }

@@ -308,7 +308,9 @@ impl Vu {
                     }
                     Node::Message(step) => {
                         let intended = pass.intended.take();
-                        self.message_step(state, step, intended).await
+                        // Boxed, as a parallel group is below: the walk's future is copied into
+                        // its box at every iteration and group, at the size of its largest step.
+                        Box::pin(self.message_step(state, step, intended)).await
                     }
                     Node::Group { global_index, children } => {
                         let started = Instant::now();
@@ -338,7 +340,7 @@ impl Vu {
                         let started = Instant::now();
                         let failures = self.failures;
                         let intended = pass.intended.take();
-                        let flow = self.parallel(state, requests, intended).await;
+                        let flow = Box::pin(self.parallel(state, requests, intended)).await;
                         let outcome = if self.failures != failures { Err(ErrorKind::StepFailed) } else { Ok(()) };
                         let latency_us = started.elapsed().as_micros() as u64;
                         self.record(state, *global_index, latency_us, outcome, 0, 0);
