@@ -120,6 +120,10 @@ class Measured:
     target_cpu_s: float = 0.0  # the target's CPU over the same run
     others_cores: float = 0.0  # CPU used by everything else on the machine, in cores
     steal_cores: float = 0.0  # CPU the hypervisor gave to other guests, in cores
+    # CPU of the process (every thread) between two instants of its run (`cpu_window_s`), and
+    # the wall time between them: its steady cost, without start-up, connection set-up or exit.
+    window_cpu_s: float | None = None
+    window_wall_s: float | None = None
 
 
 def _proc_stat_cpu(pid: int) -> float:
@@ -159,10 +163,13 @@ def vm_rss_kb(pid: int) -> int | None:
 
 def run_measured(procs: Processes, argv: list[str], log: Path, *, timeout_s: float,
                  target_pid: int | None = None, sample_rss: bool = False, sample_every_s: float = 1.0,
-                 on_sample: Callable[[float, int], None] | None = None) -> Measured:
+                 on_sample: Callable[[float, int], None] | None = None,
+                 cpu_window_s: tuple[float, float] | None = None) -> Measured:
     """Runs `argv` to its end and measures it: CPU and peak RSS from wait4()'s rusage of that
     very child (exact, no sampling), VmRSS every `sample_every_s` if asked (each sample also
-    handed to `on_sample(seconds since start, KiB)`), and the machine's other load."""
+    handed to `on_sample(seconds since start, KiB)`), the machine's other load, and, with
+    `cpu_window_s` (from, to: seconds since the start), the child's CPU between those instants
+    read from /proc (the child itself: a command that execs, as taskset does, keeps its pid)."""
     busy0, steal0 = _machine_ticks()
     target0 = _target_cpu(target_pid) if target_pid else 0.0
     started = time.monotonic()
@@ -172,6 +179,7 @@ def run_measured(procs: Processes, argv: list[str], log: Path, *, timeout_s: flo
     next_sample = started + sample_every_s
     deadline = started + timeout_s
     reaped = False
+    window: list[tuple[float, float]] = []  # (instant, CPU s) at the window's start and end
     try:
         while True:  # bounded by `deadline`
             pid, status, usage = os.wait4(child.pid, os.WNOHANG)
@@ -180,6 +188,12 @@ def run_measured(procs: Processes, argv: list[str], log: Path, *, timeout_s: flo
                 child.returncode = os.waitstatus_to_exitcode(status)
                 break
             now = time.monotonic()
+            if cpu_window_s and len(window) < 2 and now - started >= cpu_window_s[len(window)]:
+                try:
+                    window.append((now, _proc_stat_cpu(child.pid)))
+                except (FileNotFoundError, ProcessLookupError):
+                    pass  # exiting: no window
+            
             if now > deadline:
                 raise BenchError(f"{shlex.join(argv)} did not end within {timeout_s:.0f} s", hint=f"its output is in {log}")
             if sample_rss and now >= next_sample:
@@ -204,6 +218,8 @@ def run_measured(procs: Processes, argv: list[str], log: Path, *, timeout_s: flo
         rc=int(child.returncode), wall_s=wall, cpu_s=cpu,
         maxrss_kb=usage.ru_maxrss, rss_samples_kb=samples, rss_sample_times_s=sample_times, target_cpu_s=target_cpu,
         others_cores=others, steal_cores=(steal1 - steal0) / CLK_TCK / wall,
+        window_cpu_s=window[1][1] - window[0][1] if len(window) == 2 else None,
+        window_wall_s=window[1][0] - window[0][0] if len(window) == 2 else None,
     )
 
 
@@ -265,7 +281,8 @@ def start_target(env: Env, name: str = "target", threads: int = 1) -> tuple[subp
 
 def horde_run(env: Env, args: list[str], seconds: float, tag: str, target_pid: int | None, *,
               sample_rss: bool = False, sample_every_s: float = 1.0,
-              on_sample: Callable[[float, int], None] | None = None) -> tuple[Measured, dict[str, Any]]:
+              on_sample: Callable[[float, int], None] | None = None,
+              cpu_window_s: tuple[float, float] | None = None) -> tuple[Measured, dict[str, Any]]:
     """`horde run ARGS` pinned to the generator's CPU with one worker, a throw-away store and its
     summary JSON. `seconds` is how long ARGS make the run last; its deadline allows a minute more."""
     summary_path = env.work / f"{tag}.summary.json"
@@ -273,7 +290,8 @@ def horde_run(env: Env, args: list[str], seconds: float, tag: str, target_pid: i
     argv = ["taskset", "-c", env.gen_cpu, env.horde, "run", *args, "--workers", "1",
             "--summary-json", str(summary_path), "--store", str(env.work / "store.sqlite")]
     measured = run_measured(env.procs, argv, log, timeout_s=seconds + 60, target_pid=target_pid,
-                            sample_rss=sample_rss, sample_every_s=sample_every_s, on_sample=on_sample)
+                            sample_rss=sample_rss, sample_every_s=sample_every_s, on_sample=on_sample,
+                            cpu_window_s=cpu_window_s)
     if measured.rc != 0 or not summary_path.exists():
         raise BenchError(f"`horde run {shlex.join(args)}` ended with exit code {measured.rc}", hint=f"last output: {log.read_text(errors='replace')[-800:]}")
     return measured, json.loads(summary_path.read_text())

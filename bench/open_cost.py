@@ -9,9 +9,15 @@ Both tools send `GET /` to the same built-in target (its own process, pinned to 
 same constant rate, the generator pinned to the other CPU, and both time each request from its
 *intended* start (wrk2's corrected latency; Horde's open model). Per rate and tool: requests/s,
 generator CPU per request (exact, from wait4() of the generator process), p50/p99/p99.9 and the
-target's CPU per request; Horde's fixed start-up CPU is measured apart (a 1 s run beside each
-long one, as in run.py) and shown separately, so that its per-request figure is the cost of
-one more request once the run is going.
+target's CPU per request. Two figures leave Horde's fixed start-up CPU (the Python control
+plane's imports, the plan, the store) out, so that its per-request figure is the cost of one
+more request once the run is going: *start-up corrected* (a 1 s run beside each long one, as in
+run.py: the difference of the two runs' CPU over the difference of their requests), and
+*steady* (each tool's CPU read from /proc from 4 s after its start to 1 s before its end, every
+thread of the process, over the requests of those seconds at the rate it achieved). The steady
+figure is the one compared: the corrected one carries the noise of two whole runs, start-ups
+and connection set-ups included (a tenth of a second of it is 1.3 µs per request in a 15 s run
+at 5,000/s).
 
 wrk2 (https://github.com/giltene/wrk2) is no Debian package. The bench looks for `wrk2` on
 PATH, or takes `--wrk2 PATH`, or builds it with `make` in the source folder given by
@@ -57,6 +63,9 @@ WRK2_MAKE_TIMEOUT_S = 900
 WRK2_HINT = ("build wrk2 from its source (https://github.com/giltene/wrk2: `make` needs a C compiler, libssl-dev "
              "and zlib) and pass --wrk2 PATH/TO/wrk, or --wrk2-src DIR to have the bench run `make` there")
 PERCENTILES = (50.0, 99.0, 99.9)
+#: The steady window: from this long after a tool's start to `STEADY_TAIL_S` before its end.
+STEADY_FROM_S = 4.0
+STEADY_TAIL_S = 1.0
 
 #: Run with the Python that runs Horde: Horde's latency percentiles over a window of seconds,
 #: read off the run's snapshots in its store (merged with Horde's own HDR code).
@@ -121,7 +130,7 @@ def wrk2_run(env: harness.Env, wrk2: str, url: str, rate: float, seconds: int, t
     log = env.work / f"{tag}.log"
     argv = ["taskset", "-c", env.gen_cpu, wrk2, "-t", "1", "-c", str(CONNECTIONS), "-d", f"{seconds}s", "-R", f"{rate:g}",
             "--latency", url]
-    m = harness.run_measured(env.procs, argv, log, timeout_s=seconds + 60, target_pid=target_pid)
+    m = harness.run_measured(env.procs, argv, log, timeout_s=seconds + 60, target_pid=target_pid, cpu_window_s=steady_window(seconds))
     text = log.read_text(errors="replace")
     total = re.search(r"(\d+) requests in ([\d.]+)(us|ms|s|m)\b", text)
     if m.rc != 0 or not total:
@@ -139,8 +148,22 @@ def wrk2_run(env: harness.Env, wrk2: str, url: str, rate: float, seconds: int, t
     if non2xx:
         errors += int(non2xx.group(1))
     return {"requests": requests, "rps": requests / duration_s, "errors": errors, "cpu_s": m.cpu_s,
-            "us_per_req": m.cpu_s / requests * 1e6, "target_us_per_req": m.target_cpu_s / requests * 1e6,
+            "us_per_req": m.cpu_s / requests * 1e6, "us_per_req_steady": steady_us_per_req(m, requests / duration_s),
+            "target_us_per_req": m.target_cpu_s / requests * 1e6,
             **{f"p{p:g}_ms": latency[p] for p in PERCENTILES}, "others_cores": m.others_cores}
+
+
+def steady_window(seconds: int) -> tuple[float, float] | None:
+    """The seconds (since the start) over which a tool's steady CPU is read; none for short runs."""
+    end = seconds - STEADY_TAIL_S
+    return (STEADY_FROM_S, end) if end - STEADY_FROM_S >= 2.0 else None
+
+
+def steady_us_per_req(m: harness.Measured, rps: float) -> float:
+    """CPU µs per request over the steady window, at the rate the run achieved."""
+    if m.window_cpu_s is None or not m.window_wall_s or rps <= 0:
+        return float("nan")
+    return m.window_cpu_s / (rps * m.window_wall_s) * 1e6
 
 
 # ----------------------------------------------------------------------------- Horde
@@ -163,7 +186,7 @@ def horde_run(env: harness.Env, url: str, rate: float, seconds: int, tag: str, t
     """The N-second run and a 1-second one: their difference is the cost of one more request.
     `env.horde` is the Horde that runs (the baseline build's, for that tool)."""
     args = ["--url", url, "--rate", f"{rate:g}", "--max-vus", str(MAX_VUS), "--duration"]
-    m, s = harness.horde_run(env, [*args, f"{seconds}s"], seconds, tag, target_pid)
+    m, s = harness.horde_run(env, [*args, f"{seconds}s"], seconds, tag, target_pid, cpu_window_s=steady_window(seconds))
     # Snapshot k covers second (k-1, k]: from the whole second nearest wrk2's calibration end on.
     window = horde_window(env, first_second=round((WRK2_CALIBRATION_MS + 5 * CONNECTIONS) / 1000) + 1)
     ms, ss = harness.horde_run(env, [*args, "1s"], 1, f"{tag}-short", target_pid)
@@ -172,7 +195,7 @@ def horde_run(env: harness.Env, url: str, rate: float, seconds: int, tag: str, t
     whole = s.get("latency_ms", {})
     return {"requests": s["requests"], "rps": s["rps"], "errors": s["errors"], "dropped": s.get("dropped_arrivals", 0),
             "peak_vus": s.get("peak_vus"), "cpu_s": m.cpu_s, "us_per_req": m.cpu_s / s["requests"] * 1e6,
-            "us_per_req_marginal": marginal, "fixed_cpu_s": ms.cpu_s - ss["requests"] * marginal / 1e6,
+            "us_per_req_marginal": marginal, "us_per_req_steady": steady_us_per_req(m, s["rps"]), "fixed_cpu_s": ms.cpu_s - ss["requests"] * marginal / 1e6,
             "short_cpu_s": ms.cpu_s, "target_us_per_req": m.target_cpu_s / s["requests"] * 1e6,
             **{f"p{p:g}_ms": v for p, v in zip(PERCENTILES, window["percentiles_ms"])},
             "window_requests": window["count"], "whole_p50_ms": whole.get("p50"), "whole_p99_ms": whole.get("p99"),
@@ -202,7 +225,8 @@ def measure(env: harness.Env, wrk2: str | None, rates: list[float], reps: int, s
                         row = horde_run(horde, url, rate, seconds, tag, target.pid)
                     rows[tool].append(row)
                     extra = f", {row['us_per_req_marginal']:.2f} marginal" if tool != "wrk2" else ""
-                    print(f"  {rate:>7,.0f}/s {tool:<8} #{rep + 1}: {row['rps']:>8,.0f} req/s  {row['us_per_req']:6.2f} us/req{extra}  "
+                    print(f"  {rate:>7,.0f}/s {tool:<8} #{rep + 1}: {row['rps']:>8,.0f} req/s  {row['us_per_req']:6.2f} us/req{extra}, "
+                          f"{row['us_per_req_steady']:.2f} steady  "
                           f"p50 {row['p50_ms']:.2f}  p99 {row['p99_ms']:.2f}  p99.9 {row['p99.9_ms']:.2f} ms  "
                           f"(others {row['others_cores']:.2f} cores)", flush=True)
             results[f"{rate:g}"] = rows
@@ -231,41 +255,47 @@ def render(results: dict[str, Any], command: str, env: harness.Env, wrk2_note: s
         f"- wrk2: `wrk -t 1 -c {CONNECTIONS} -d {seconds}s -R RATE --latency URL` ({wrk2_note if wrk2_found else 'skipped'}); "
         f"Horde: `horde run --url URL --rate RATE --max-vus {MAX_VUS} --duration {seconds}s --workers 1` (full metrics and the store, as always)",
         "",
-        "| rate | generator | req/s | CPU µs/req (raw) | start-up corrected | p50 ms | p99 ms | p99.9 ms | Horde whole-run p50 / p99 ms | "
+        "| rate | generator | req/s | CPU µs/req (raw) | start-up corrected | steady | p50 ms | p99 ms | p99.9 ms | Horde whole-run p50 / p99 ms | "
         "target CPU µs/req | errors (dropped) | others' CPU (cores) |",
-        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     reading = []
     for rate, rows in results.items():
         for tool, r in rows.items():
             if tool == "wrk2":
                 lines.append(f"| {float(rate):,.0f}/s | wrk2 | {med(r, 'rps'):,.0f} | {med(r, 'us_per_req'):.2f} | {med(r, 'us_per_req'):.2f} | "
+                             f"{med(r, 'us_per_req_steady'):.2f} | "
                              f"{med(r, 'p50_ms'):.2f} | {med(r, 'p99_ms'):.2f} | {med(r, 'p99.9_ms'):.2f} | | "
                              f"{med(r, 'target_us_per_req'):.2f} | {sum(x['errors'] for x in r)} | {med(r, 'others_cores'):.2f} |")
             else:
                 label = "Horde, baseline build" if tool == "baseline" else "Horde"
                 lines.append(f"| {float(rate):,.0f}/s | {label} | {med(r, 'rps'):,.0f} | {med(r, 'us_per_req'):.2f} | {med(r, 'us_per_req_marginal'):.2f} | "
+                             f"{med(r, 'us_per_req_steady'):.2f} | "
                              f"{med(r, 'p50_ms'):.2f} | {med(r, 'p99_ms'):.2f} | {med(r, 'p99.9_ms'):.2f} | "
                              f"{med(r, 'whole_p50_ms'):.2f} / {med(r, 'whole_p99_ms'):.2f} | {med(r, 'target_us_per_req'):.2f} | "
                              f"{sum(x['errors'] for x in r)} ({sum(x['dropped'] for x in r)}) | {med(r, 'others_cores'):.2f} |")
         if "baseline" in rows:
             h, b = rows["horde"], rows["baseline"]
-            cpu = med(h, "us_per_req_marginal") / med(b, "us_per_req_marginal")
+            corrected = med(h, "us_per_req_marginal") / med(b, "us_per_req_marginal")
+            steady = med(h, "us_per_req_steady") / med(b, "us_per_req_steady")
             tails = [med(h, f"p{p:g}_ms") / med(b, f"p{p:g}_ms") for p in PERCENTILES]
             lines.append(f"| {float(rate):,.0f}/s | **Horde / baseline build** | {med(h, 'rps') / med(b, 'rps'):.2f} | "
-                         f"{med(h, 'us_per_req') / med(b, 'us_per_req'):.2f} | **{cpu:.2f}** | {tails[0]:.2f} | {tails[1]:.2f} | {tails[2]:.2f} | | | | |")
-            reading.append(f"At {float(rate):,.0f} arrivals/s this build spent {cpu:.2f}× the baseline build's CPU per request "
-                           f"({med(h, 'us_per_req_marginal'):.1f} against {med(b, 'us_per_req_marginal'):.1f} µs, start-up corrected), "
-                           f"with a p99 {tails[1]:.2f}× the baseline's.")
+                         f"{med(h, 'us_per_req') / med(b, 'us_per_req'):.2f} | {corrected:.2f} | **{steady:.2f}** | {tails[0]:.2f} | {tails[1]:.2f} | "
+                         f"{tails[2]:.2f} | | | | |")
+            reading.append(f"At {float(rate):,.0f} arrivals/s this build spent {steady:.2f}× the baseline build's CPU per request "
+                           f"({med(h, 'us_per_req_steady'):.1f} against {med(b, 'us_per_req_steady'):.1f} µs, steady; {corrected:.2f}× "
+                           f"start-up corrected), with a p99 {tails[1]:.2f}× the baseline's.")
         if "wrk2" in rows:
             h, w = rows["horde"], rows["wrk2"]
-            cpu = med(h, "us_per_req_marginal") / med(w, "us_per_req")
+            corrected = med(h, "us_per_req_marginal") / med(w, "us_per_req")
+            steady = med(h, "us_per_req_steady") / med(w, "us_per_req_steady")
             raw = med(h, "us_per_req") / med(w, "us_per_req")
             tails = [med(h, f"p{p:g}_ms") / med(w, f"p{p:g}_ms") for p in PERCENTILES]
-            lines.append(f"| {float(rate):,.0f}/s | **Horde / wrk2** | {med(h, 'rps') / med(w, 'rps'):.2f} | {raw:.2f} | **{cpu:.2f}** | "
-                         f"{tails[0]:.2f} | **{tails[1]:.2f}** | {tails[2]:.2f} | | | | |")
-            reading.append(f"At {float(rate):,.0f} arrivals/s Horde spent {med(h, 'us_per_req_marginal'):.1f} µs of CPU per request once "
-                           f"started ({med(h, 'us_per_req'):.1f} raw) against wrk2's {med(w, 'us_per_req'):.1f}, {cpu:.2f}× ({raw:.2f}× raw); "
+            lines.append(f"| {float(rate):,.0f}/s | **Horde / wrk2** | {med(h, 'rps') / med(w, 'rps'):.2f} | {raw:.2f} | {corrected:.2f} | "
+                         f"**{steady:.2f}** | {tails[0]:.2f} | **{tails[1]:.2f}** | {tails[2]:.2f} | | | | |")
+            reading.append(f"At {float(rate):,.0f} arrivals/s Horde spent {med(h, 'us_per_req_steady'):.1f} µs of CPU per request in the "
+                           f"steady seconds against wrk2's {med(w, 'us_per_req_steady'):.1f}, {steady:.2f}× ({corrected:.2f}× start-up "
+                           f"corrected, {raw:.2f}× raw); "
                            f"its p99 was {med(h, 'p99_ms'):.2f} ms against {med(w, 'p99_ms'):.2f} ({tails[1]:.2f}×) and its p99.9 "
                            f"{med(h, 'p99.9_ms'):.2f} against {med(w, 'p99.9_ms'):.2f} ({tails[2]:.2f}×).")
     all_horde = [x for rows in results.values() for x in rows["horde"]]
@@ -276,6 +306,8 @@ def render(results: dict[str, Any], command: str, env: harness.Env, wrk2_note: s
         f"Percentiles (both tools timed from each request's intended start) cover wrk2's recording window, from its calibration's "
         f"end ({window_from:g} s after its start) to the end of the run; Horde's over the same seconds of its run, from its "
         f"per-second snapshots; Horde's whole-run figures include the first seconds too (new connections). "
+        f"*Steady*: each process's CPU (every thread) from {STEADY_FROM_S:g} s after its start to {STEADY_TAIL_S:g} s before its "
+        f"end, read from /proc, over the requests of those seconds at its achieved rate. "
         f"Horde's fixed CPU per run (Python start-up, plan, store, summary; from the {seconds} s and 1 s runs): "
         f"{statistics.median(x['fixed_cpu_s'] for x in all_horde):.2f} s; `horde --version` alone: {version_cpu:.2f} s. "
         f"Other processes took up to {max(busy):.2f} of a core during the runs (median {statistics.median(busy):.2f})." + baseline_note,
