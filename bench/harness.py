@@ -223,6 +223,25 @@ def run_measured(procs: Processes, argv: list[str], log: Path, *, timeout_s: flo
     )
 
 
+#: A run's steady window (`run_measured`'s `cpu_window_s`): from this long after its start to
+#: `STEADY_TAIL_S` before its end, past start-up and connection set-up, short of the exit.
+STEADY_FROM_S = 4.0
+STEADY_TAIL_S = 1.0
+
+
+def steady_window(seconds: float) -> tuple[float, float] | None:
+    """The seconds (since the start) over which a run's steady CPU is read; none for short runs."""
+    end = seconds - STEADY_TAIL_S
+    return (STEADY_FROM_S, end) if end - STEADY_FROM_S >= 2.0 else None
+
+
+def steady_us_per(m: Measured, rate: float) -> float:
+    """CPU µs per request (or transaction) over the steady window, at the rate the run achieved."""
+    if m.window_cpu_s is None or not m.window_wall_s or rate <= 0:
+        return float("nan")
+    return m.window_cpu_s / (rate * m.window_wall_s) * 1e6
+
+
 # ----------------------------------------------------------------------------- set-up
 
 

@@ -63,9 +63,6 @@ WRK2_MAKE_TIMEOUT_S = 900
 WRK2_HINT = ("build wrk2 from its source (https://github.com/giltene/wrk2: `make` needs a C compiler, libssl-dev "
              "and zlib) and pass --wrk2 PATH/TO/wrk, or --wrk2-src DIR to have the bench run `make` there")
 PERCENTILES = (50.0, 99.0, 99.9)
-#: The steady window: from this long after a tool's start to `STEADY_TAIL_S` before its end.
-STEADY_FROM_S = 4.0
-STEADY_TAIL_S = 1.0
 
 #: Run with the Python that runs Horde: Horde's latency percentiles over a window of seconds,
 #: read off the run's snapshots in its store (merged with Horde's own HDR code).
@@ -130,7 +127,7 @@ def wrk2_run(env: harness.Env, wrk2: str, url: str, rate: float, seconds: int, t
     log = env.work / f"{tag}.log"
     argv = ["taskset", "-c", env.gen_cpu, wrk2, "-t", "1", "-c", str(CONNECTIONS), "-d", f"{seconds}s", "-R", f"{rate:g}",
             "--latency", url]
-    m = harness.run_measured(env.procs, argv, log, timeout_s=seconds + 60, target_pid=target_pid, cpu_window_s=steady_window(seconds))
+    m = harness.run_measured(env.procs, argv, log, timeout_s=seconds + 60, target_pid=target_pid, cpu_window_s=harness.steady_window(seconds))
     text = log.read_text(errors="replace")
     total = re.search(r"(\d+) requests in ([\d.]+)(us|ms|s|m)\b", text)
     if m.rc != 0 or not total:
@@ -148,22 +145,10 @@ def wrk2_run(env: harness.Env, wrk2: str, url: str, rate: float, seconds: int, t
     if non2xx:
         errors += int(non2xx.group(1))
     return {"requests": requests, "rps": requests / duration_s, "errors": errors, "cpu_s": m.cpu_s,
-            "us_per_req": m.cpu_s / requests * 1e6, "us_per_req_steady": steady_us_per_req(m, requests / duration_s),
+            "us_per_req": m.cpu_s / requests * 1e6, "us_per_req_steady": harness.steady_us_per(m, requests / duration_s),
             "target_us_per_req": m.target_cpu_s / requests * 1e6,
             **{f"p{p:g}_ms": latency[p] for p in PERCENTILES}, "others_cores": m.others_cores}
 
-
-def steady_window(seconds: int) -> tuple[float, float] | None:
-    """The seconds (since the start) over which a tool's steady CPU is read; none for short runs."""
-    end = seconds - STEADY_TAIL_S
-    return (STEADY_FROM_S, end) if end - STEADY_FROM_S >= 2.0 else None
-
-
-def steady_us_per_req(m: harness.Measured, rps: float) -> float:
-    """CPU µs per request over the steady window, at the rate the run achieved."""
-    if m.window_cpu_s is None or not m.window_wall_s or rps <= 0:
-        return float("nan")
-    return m.window_cpu_s / (rps * m.window_wall_s) * 1e6
 
 
 # ----------------------------------------------------------------------------- Horde
@@ -186,7 +171,7 @@ def horde_run(env: harness.Env, url: str, rate: float, seconds: int, tag: str, t
     """The N-second run and a 1-second one: their difference is the cost of one more request.
     `env.horde` is the Horde that runs (the baseline build's, for that tool)."""
     args = ["--url", url, "--rate", f"{rate:g}", "--max-vus", str(MAX_VUS), "--duration"]
-    m, s = harness.horde_run(env, [*args, f"{seconds}s"], seconds, tag, target_pid, cpu_window_s=steady_window(seconds))
+    m, s = harness.horde_run(env, [*args, f"{seconds}s"], seconds, tag, target_pid, cpu_window_s=harness.steady_window(seconds))
     # Snapshot k covers second (k-1, k]: from the whole second nearest wrk2's calibration end on.
     window = horde_window(env, first_second=round((WRK2_CALIBRATION_MS + 5 * CONNECTIONS) / 1000) + 1)
     ms, ss = harness.horde_run(env, [*args, "1s"], 1, f"{tag}-short", target_pid)
@@ -195,7 +180,7 @@ def horde_run(env: harness.Env, url: str, rate: float, seconds: int, tag: str, t
     whole = s.get("latency_ms", {})
     return {"requests": s["requests"], "rps": s["rps"], "errors": s["errors"], "dropped": s.get("dropped_arrivals", 0),
             "peak_vus": s.get("peak_vus"), "cpu_s": m.cpu_s, "us_per_req": m.cpu_s / s["requests"] * 1e6,
-            "us_per_req_marginal": marginal, "us_per_req_steady": steady_us_per_req(m, s["rps"]), "fixed_cpu_s": ms.cpu_s - ss["requests"] * marginal / 1e6,
+            "us_per_req_marginal": marginal, "us_per_req_steady": harness.steady_us_per(m, s["rps"]), "fixed_cpu_s": ms.cpu_s - ss["requests"] * marginal / 1e6,
             "short_cpu_s": ms.cpu_s, "target_us_per_req": m.target_cpu_s / s["requests"] * 1e6,
             **{f"p{p:g}_ms": v for p, v in zip(PERCENTILES, window["percentiles_ms"])},
             "window_requests": window["count"], "whole_p50_ms": whole.get("p50"), "whole_p99_ms": whole.get("p99"),
@@ -306,7 +291,7 @@ def render(results: dict[str, Any], command: str, env: harness.Env, wrk2_note: s
         f"Percentiles (both tools timed from each request's intended start) cover wrk2's recording window, from its calibration's "
         f"end ({window_from:g} s after its start) to the end of the run; Horde's over the same seconds of its run, from its "
         f"per-second snapshots; Horde's whole-run figures include the first seconds too (new connections). "
-        f"*Steady*: each process's CPU (every thread) from {STEADY_FROM_S:g} s after its start to {STEADY_TAIL_S:g} s before its "
+        f"*Steady*: each process's CPU (every thread) from {harness.STEADY_FROM_S:g} s after its start to {harness.STEADY_TAIL_S:g} s before its "
         f"end, read from /proc, over the requests of those seconds at its achieved rate. "
         f"Horde's fixed CPU per run (Python start-up, plan, store, summary; from the {seconds} s and 1 s runs): "
         f"{statistics.median(x['fixed_cpu_s'] for x in all_horde):.2f} s; `horde --version` alone: {version_cpu:.2f} s. "
