@@ -534,6 +534,80 @@ mod tests {
         }
     }
 
+    /// Generated documents and paths: whatever the reader makes of a path, alone or beside
+    /// another, its query finds on the pruned parse what it finds on the whole document.
+    mod generated {
+        use super::*;
+        use proptest::prelude::*;
+
+        const KEYS: [&str; 5] = ["a", "b", "kind", "can_build", "x"];
+
+        fn document() -> impl Strategy<Value = serde_json::Value> {
+            let leaf = prop_oneof![
+                Just(serde_json::Value::Null),
+                any::<bool>().prop_map(serde_json::Value::from),
+                (-3i64..4).prop_map(serde_json::Value::from),
+                prop::sample::select(vec!["x", "farm", "@.a]$", "it's"]).prop_map(serde_json::Value::from),
+            ];
+            leaf.prop_recursive(4, 40, 4, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::Array),
+                    prop::collection::vec((prop::sample::select(KEYS.to_vec()), inner), 0..4)
+                        .prop_map(|members| serde_json::Value::Object(members.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())),
+                ]
+            })
+        }
+
+        /// Mostly an object at the top, as answers are, so that paths from `$` find members.
+        fn answer() -> impl Strategy<Value = serde_json::Value> {
+            prop_oneof![
+                3 => prop::collection::vec((prop::sample::select(KEYS.to_vec()), document()), 1..6)
+                    .prop_map(|members| serde_json::Value::Object(members.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())),
+                1 => document(),
+            ]
+        }
+
+        fn segment() -> impl Strategy<Value = String> {
+            let key = prop::sample::select(KEYS.to_vec());
+            prop_oneof![
+                key.clone().prop_map(|k| format!(".{k}")),
+                Just(".*".to_owned()),
+                Just("[*]".to_owned()),
+                (-2i64..3).prop_map(|n| format!("[{n}]")),
+                key.clone().prop_map(|k| format!("..{k}")),
+                key.clone().prop_map(|k| format!("['{k}']")),
+                Just("[0:2]".to_owned()),
+                (key.clone(), -1i64..3).prop_map(|(k, n)| format!("[?@.{k} == {n}]")),
+                key.clone().prop_map(|k| format!("[?@.{k}]")),
+                (key.clone(), key.clone()).prop_map(|(k, j)| format!("[?@.{k}.{j} > 0 || !(@.{j} == 'x')]")),
+                key.clone().prop_map(|k| format!("[?length(@.{k}) > 1]")),
+                key.clone().prop_map(|k| format!("[?@.{k} == $.a]")),
+                key.clone().prop_map(|k| format!("[?@['{k}'] == '@.a]$']")),
+                Just("[?@ == true]".to_owned()),
+                Just("[?@.*]".to_owned()),
+            ]
+        }
+
+        fn path() -> impl Strategy<Value = String> {
+            prop::collection::vec(segment(), 0..4).prop_map(|segments| format!("${}", segments.concat()))
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+            #[test]
+            fn a_pruned_parse_answers_as_the_whole(whole in answer(), first in path(), second in path()) {
+                let body = serde_json::to_vec(&whole).unwrap();
+                for query in [&first, &second] {
+                    let parsed = JsonPath::parse(query).unwrap();
+                    let alone = JsonScope::of([query.as_str()]).parse(&body).unwrap();
+                    prop_assert_eq!(parsed.query(&alone).all(), parsed.query(&whole).all(), "{} alone", query);
+                    let pair = JsonScope::of([first.as_str(), second.as_str()]).parse(&body).unwrap();
+                    prop_assert_eq!(parsed.query(&pair).all(), parsed.query(&whole).all(), "{} beside {} and {}", query, first, second);
+                }
+            }
+        }
+    }
+
     /// A body the whole parse refuses is refused too, even where the scope reads past it.
     #[test]
     fn what_is_not_json_stays_not_json() {
