@@ -24,10 +24,6 @@ use tokio::task::LocalSet;
 const RAMP_TICK: Duration = Duration::from_millis(20);
 /// How often the timer-lateness probe wakes.
 const PROBE_PERIOD: Duration = Duration::from_millis(10);
-/// The open model's pacer waits this long or less for an arrival without watching for the stop
-/// or a re-target (it sees either when the wait ends): at most 5 ms late, against the once-a-
-/// second snapshots and level changes.
-const UNWATCHED_WAIT: Duration = Duration::from_millis(5);
 
 /// Sends whatever is left as the worker's final part, even if the worker panics, so the
 /// aggregator never waits for a worker that is gone.
@@ -369,15 +365,7 @@ async fn drive_open(state: Rc<WorkerState>, scenario: usize) {
             continue;
         };
         let due = start + Duration::from_secs_f64(offset_s);
-        let now = tokio::time::Instant::now();
-        if due > now && due - now <= UNWATCHED_WAIT {
-            // A short wait needs no watch on the stop and the level: both are looked at again
-            // above before the next arrival. Watching costs a waiter registered and removed on
-            // each of two notifiers (a lock each) per arrival, which at thousands of arrivals a
-            // second is a share of the pacer's cost (bench/README.md, issue 22).
-            overdue_in_a_row = 0;
-            tokio::time::sleep_until(due).await;
-        } else if due > now {
+        if due > tokio::time::Instant::now() {
             overdue_in_a_row = 0;
             let mut retargeted = false;
             tokio::select! {
