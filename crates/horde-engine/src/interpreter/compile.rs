@@ -201,8 +201,9 @@ impl<'a> NodeCompiler<'a> {
         self.check_labels[global_index] = step.checks.iter().map(check_label).collect();
         let keep_body = extractors.iter().any(CompiledExtractor::needs_body) || checks.iter().any(CompiledCheck::needs_body);
         let keep_headers = extractors.iter().any(CompiledExtractor::needs_headers);
-        let json_paths = extractors.iter().filter_map(CompiledExtractor::json_expression).chain(checks.iter().filter_map(CompiledCheck::json_expression));
-        let json_scope = JsonScope::of(json_paths);
+        let json_expressions =
+            extractors.iter().filter_map(CompiledExtractor::json_expression).chain(checks.iter().filter_map(CompiledCheck::json_expression));
+        let json_scope = JsonScope::of(json_expressions);
         let mut node = RequestNode {
             global_index,
             method: step.method.clone(),
