@@ -46,6 +46,7 @@
 //! bottom is `error` ([`EngineError`]), which the crate root re-exports.
 
 mod aggregator;
+mod arrival_timer;
 mod compiled;
 mod deadline;
 mod error;

@@ -1,5 +1,6 @@
 //! One worker thread: a single-threaded tokio runtime running its share of the VUs and arrivals.
 
+use crate::arrival_timer::ArrivalTimer;
 use crate::compiled::{CompiledScenario, CompiledWorkload};
 use crate::deadline::Deadlines;
 use crate::pause::Pauses;
@@ -346,6 +347,8 @@ async fn drive_open(state: Rc<WorkerState>, scenario: usize) {
         Arrivals::Poisson => gap(),
     };
     let mut overdue_in_a_row = 0u32;
+    // Each wait's timer is registered before the previous one fires (`crate::arrival_timer`).
+    let mut timer = ArrivalTimer::new(start);
     loop {
         if state.stopping.get() {
             break;
@@ -368,8 +371,9 @@ async fn drive_open(state: Rc<WorkerState>, scenario: usize) {
         if due > tokio::time::Instant::now() {
             overdue_in_a_row = 0;
             let mut retargeted = false;
+            timer.arm(due);
             tokio::select! {
-                _ = tokio::time::sleep_until(due) => {}
+                _ = timer.wait() => {}
                 _ = state.stop_notify.notified() => {}
                 _ = levels.changed() => retargeted = true,
             }
