@@ -128,11 +128,45 @@ fn reach(expression: &str) -> Vec<Reach> {
                     rest = after;
                 }
                 Some((Bracketed::Root, _)) => return Vec::new(),
-                None => return steps,
+                None => return until_not_understood(steps, rest),
             },
-            _ => return steps,
+            _ => return until_not_understood(steps, rest),
         }
     }
+}
+
+/// The steps read with certainty, where the rest of the path (`rest`) is not understood: the
+/// value where they end is kept whole, unless a filter further on reads the root
+/// (`$.x[?@.*][?@.a == $.a]`): then the whole document is.
+fn until_not_understood(steps: Vec<Reach>, rest: &[u8]) -> Vec<Reach> {
+    if reads_root(rest) {
+        Vec::new()
+    } else {
+        steps
+    }
+}
+
+/// Whether `text`, the rest of a path, names the root (`$`) outside its string literals.
+fn reads_root(text: &[u8]) -> bool {
+    let mut at = 0;
+    while let Some(&c) = text.get(at) {
+        match c {
+            b'$' => return true,
+            b'\'' | b'"' => {
+                // To the closing quote, past escaped characters; an unclosed one reads no root.
+                at += 1;
+                while let Some(&inside) = text.get(at) {
+                    if inside == c {
+                        break;
+                    }
+                    at += if inside == b'\\' { 2 } else { 1 };
+                }
+            }
+            _ => {}
+        }
+        at += 1;
+    }
+    false
 }
 
 enum Bracketed {
@@ -466,6 +500,10 @@ mod tests {
         assert_eq!(scope(&["$.a[?@.x == \"it\\\"s $\"].z"]), members(&[("a", each(members(&[("x", Whole), ("z", Whole)])))]));
         // A filter reading the root needs the whole document.
         assert_eq!(scope(&["$.a[?@.x == $.y].z"]), Whole);
+        // ... even after a segment not understood (found by the proptest below).
+        assert_eq!(scope(&["$.x[?@.*][?@.a == $.a]"]), Whole);
+        assert_eq!(scope(&["$.x[1:2][?@.a == $.a]"]), Whole);
+        assert_eq!(scope(&["$.x[1:2][?@.a == '$']"]), members(&[("x", Whole)]));
         assert_eq!(scope(&["$['token']"]), Whole);
         assert_eq!(scope(&["$.a.b", "$.a", "$.c..d", "$.e.*"]), members(&[("a", Whole), ("c", Whole), ("e", each(Whole))]));
         assert_eq!(scope(&["$.a", "$..b"]), Whole);
@@ -490,6 +528,7 @@ mod tests {
             r#"{"a": {"b": {"c": [1, {"d": 2}]}}, "è": {"f": true}, "y": 2}"#,
             r#"{"a": [{"x": 2, "z": "two", "name": "abc"}, {"x": "@.y]$", "z": 1}, {"x": 1.5, "z": [true]}], "y": 2}"#,
             "  {}  ",
+            r#"{"a": null, "x": [[null]]}"#,
         ];
         let queries = [
             "$.resources.gold",
@@ -514,6 +553,7 @@ mod tests {
             "$.x",
             "$.è.f",
             "$.buildings.kind",
+            "$.x[?@.*][?@.a == $.a]",
         ];
         for body in bodies {
             let whole: serde_json::Value = serde_json::from_str(body).unwrap();
