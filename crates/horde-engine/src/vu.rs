@@ -255,7 +255,7 @@ impl Vu {
         let flow = if self.set_up || self.run_setup(state, program).await {
             self.phase = "steps";
             let mut pass = Pass { intended, stoppable: true, ends_on_failure: false };
-            self.run_nodes(state, &program.steps, &mut pass).await
+            self.walk(state, &program.steps, &mut pass).await
         } else {
             Flow::EndIteration
         };
@@ -278,108 +278,115 @@ impl Vu {
         }
     }
 
+    /// A walk below the iteration's own (a group, a branch, a loop's body): boxed, since a walk
+    /// holds the walks below it.
     fn run_nodes<'a>(&'a mut self, state: &'a WorkerState, nodes: &'a [Node], pass: &'a mut Pass) -> Pin<Box<dyn Future<Output = Flow> + 'a>> {
-        Box::pin(async move {
-            // A choice or an `if` that ends the list goes on with its branch in this same walk
-            // (a tail call), rather than in a walk of its own: each walk is a boxed future, one
-            // allocation and a copy of a few KB per level (`bench/README.md`, issue 22). The
-            // checks after each node then apply to the branch's nodes, as they would in the
-            // branch's own walk, and its end is the list's end.
-            let mut nodes = nodes;
-            let mut next = 0;
-            while let Some(node) = nodes.get(next) {
-                next += 1;
-                let last = next == nodes.len();
-                let failures = self.failures;
-                let flow = match node {
-                    Node::Request(request) => {
-                        if pass.stoppable && state.stopping.get() && pass.intended.is_none() {
-                            return Flow::Stopped;
-                        }
-                        let intended = pass.intended.take();
-                        self.request(state, request, intended).await
-                    }
-                    Node::Sql(_) | Node::Message(_) if pass.stoppable && state.stopping.get() && pass.intended.is_none() => {
+        Box::pin(self.walk(state, nodes, pass))
+    }
+
+    /// Walks a list of nodes. The iteration's own walk is awaited in place (in the VU task's
+    /// future, made once per VU), not boxed: a box per iteration was an allocation and a copy
+    /// of the whole walk's future (2.6 KB) at every arrival of the open model.
+    async fn walk(&mut self, state: &WorkerState, nodes: &[Node], pass: &mut Pass) -> Flow {
+        // A choice or an `if` that ends the list goes on with its branch in this same walk
+        // (a tail call), rather than in a walk of its own: each walk is a boxed future, one
+        // allocation and a copy of a few KB per level (`bench/README.md`, issue 22). The
+        // checks after each node then apply to the branch's nodes, as they would in the
+        // branch's own walk, and its end is the list's end.
+        let mut nodes = nodes;
+        let mut next = 0;
+        while let Some(node) = nodes.get(next) {
+            next += 1;
+            let last = next == nodes.len();
+            let failures = self.failures;
+            let flow = match node {
+                Node::Request(request) => {
+                    if pass.stoppable && state.stopping.get() && pass.intended.is_none() {
                         return Flow::Stopped;
                     }
-                    Node::Sql(step) => {
-                        let intended = pass.intended.take();
-                        self.sql_step(state, step, intended).await
-                    }
-                    Node::Message(step) => {
-                        let intended = pass.intended.take();
-                        // Boxed, as a parallel group is below: the walk's future is copied into
-                        // its box at every iteration and group, at the size of its largest step.
-                        Box::pin(self.message_step(state, step, intended)).await
-                    }
-                    Node::Group { global_index, children } => {
-                        let started = Instant::now();
-                        let failures = self.failures;
-                        let sent = self.sent;
-                        let flow = self.run_nodes(state, children, pass).await;
-                        // A pass cut by a stop before anything was sent is no pass at all; one cut
-                        // after some of its requests did not complete, and is counted `cut`, never
-                        // as a pass that held (its last requests were never sent).
-                        if !(flow == Flow::Stopped && self.sent == sent) {
-                            let outcome = if self.failures != failures {
-                                Err(ErrorKind::StepFailed)
-                            } else if flow == Flow::Stopped {
-                                Err(ErrorKind::Cut)
-                            } else {
-                                Ok(())
-                            };
-                            let latency_us = started.elapsed().as_micros() as u64;
-                            self.record(state, *global_index, latency_us, outcome, 0, 0);
-                        }
-                        flow
-                    }
-                    Node::Parallel { global_index, requests } => {
-                        if pass.stoppable && state.stopping.get() && pass.intended.is_none() {
-                            return Flow::Stopped;
-                        }
-                        let started = Instant::now();
-                        let failures = self.failures;
-                        let intended = pass.intended.take();
-                        let flow = Box::pin(self.parallel(state, requests, intended)).await;
-                        let outcome = if self.failures != failures { Err(ErrorKind::StepFailed) } else { Ok(()) };
+                    let intended = pass.intended.take();
+                    self.request(state, request, intended).await
+                }
+                Node::Sql(_) | Node::Message(_) if pass.stoppable && state.stopping.get() && pass.intended.is_none() => {
+                    return Flow::Stopped;
+                }
+                Node::Sql(step) => {
+                    let intended = pass.intended.take();
+                    self.sql_step(state, step, intended).await
+                }
+                Node::Message(step) => {
+                    let intended = pass.intended.take();
+                    // Boxed, as a parallel group is below: the walk's future is copied into
+                    // its box at every iteration and group, at the size of its largest step.
+                    Box::pin(self.message_step(state, step, intended)).await
+                }
+                Node::Group { global_index, children } => {
+                    let started = Instant::now();
+                    let failures = self.failures;
+                    let sent = self.sent;
+                    let flow = self.run_nodes(state, children, pass).await;
+                    // A pass cut by a stop before anything was sent is no pass at all; one cut
+                    // after some of its requests did not complete, and is counted `cut`, never
+                    // as a pass that held (its last requests were never sent).
+                    if !(flow == Flow::Stopped && self.sent == sent) {
+                        let outcome = if self.failures != failures {
+                            Err(ErrorKind::StepFailed)
+                        } else if flow == Flow::Stopped {
+                            Err(ErrorKind::Cut)
+                        } else {
+                            Ok(())
+                        };
                         let latency_us = started.elapsed().as_micros() as u64;
                         self.record(state, *global_index, latency_us, outcome, 0, 0);
-                        flow
                     }
-                    Node::Choice { cumulative_weights, branches } => {
-                        let total = cumulative_weights.last().copied().unwrap_or(0.0);
-                        let draw = self.random.next_f64() * total;
-                        let branch = cumulative_weights.iter().position(|bound| draw < *bound).unwrap_or(branches.len() - 1);
-                        if last {
-                            (nodes, next) = (&branches[branch], 0);
-                            continue;
-                        }
-                        self.run_nodes(state, &branches[branch], pass).await
-                    }
-                    Node::Loop { mode, children } => self.run_loop(state, mode, children, pass).await,
-                    Node::If { condition, then, otherwise } => {
-                        let branch = if self.condition(state, condition) { then } else { otherwise };
-                        if last {
-                            (nodes, next) = (branch, 0);
-                            continue;
-                        }
-                        self.run_nodes(state, branch, pass).await
-                    }
-                    Node::Think(think_time) => {
-                        self.pause(state, think_time).await;
-                        Flow::Continue
-                    }
-                    Node::EndIteration => Flow::EndIteration,
-                };
-                if flow != Flow::Continue {
-                    return flow;
+                    flow
                 }
-                if pass.ends_on_failure && self.failures != failures {
-                    return Flow::EndIteration;
+                Node::Parallel { global_index, requests } => {
+                    if pass.stoppable && state.stopping.get() && pass.intended.is_none() {
+                        return Flow::Stopped;
+                    }
+                    let started = Instant::now();
+                    let failures = self.failures;
+                    let intended = pass.intended.take();
+                    let flow = Box::pin(self.parallel(state, requests, intended)).await;
+                    let outcome = if self.failures != failures { Err(ErrorKind::StepFailed) } else { Ok(()) };
+                    let latency_us = started.elapsed().as_micros() as u64;
+                    self.record(state, *global_index, latency_us, outcome, 0, 0);
+                    flow
                 }
+                Node::Choice { cumulative_weights, branches } => {
+                    let total = cumulative_weights.last().copied().unwrap_or(0.0);
+                    let draw = self.random.next_f64() * total;
+                    let branch = cumulative_weights.iter().position(|bound| draw < *bound).unwrap_or(branches.len() - 1);
+                    if last {
+                        (nodes, next) = (&branches[branch], 0);
+                        continue;
+                    }
+                    self.run_nodes(state, &branches[branch], pass).await
+                }
+                Node::Loop { mode, children } => self.run_loop(state, mode, children, pass).await,
+                Node::If { condition, then, otherwise } => {
+                    let branch = if self.condition(state, condition) { then } else { otherwise };
+                    if last {
+                        (nodes, next) = (branch, 0);
+                        continue;
+                    }
+                    self.run_nodes(state, branch, pass).await
+                }
+                Node::Think(think_time) => {
+                    self.pause(state, think_time).await;
+                    Flow::Continue
+                }
+                Node::EndIteration => Flow::EndIteration,
+            };
+            if flow != Flow::Continue {
+                return flow;
             }
-            Flow::Continue
-        })
+            if pass.ends_on_failure && self.failures != failures {
+                return Flow::EndIteration;
+            }
+        }
+        Flow::Continue
     }
 
     async fn run_loop(&mut self, state: &WorkerState, mode: &LoopMode, children: &[Node], pass: &mut Pass) -> Flow {
