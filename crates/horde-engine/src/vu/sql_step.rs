@@ -125,7 +125,9 @@ impl Vu {
         // application's would, and the next step connects afresh.
         let mut connection = match held {
             Some(connection) => connection,
-            None => match SqlConnection::connect(&target.configs[self.instance]).await {
+            // Boxed: connecting (1 KB of future) is rare, and held in place it would double the
+            // exchange's future, which is copied into the step's at every statement.
+            None => match Box::pin(SqlConnection::connect(&target.configs[self.instance])).await {
                 Ok(connection) => {
                     self.backoff = Duration::ZERO;
                     state.recorder.borrow_mut().connections_opened += 1;
