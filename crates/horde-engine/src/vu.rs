@@ -316,8 +316,8 @@ impl Vu {
                 }
                 Node::Message(step) => {
                     let intended = pass.intended.take();
-                    // Boxed, as a parallel group is below: the walk's future is copied into
-                    // its box at every iteration and group, at the size of its largest step.
+                    // Boxed, as a parallel group is below: a walk's future is the size of its
+                    // largest step, held in every VU's task and copied into a box at every group.
                     Box::pin(self.message_step(state, step, intended)).await
                 }
                 Node::Group { global_index, children } => {
