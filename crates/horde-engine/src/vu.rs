@@ -289,8 +289,8 @@ impl Vu {
     /// of the whole walk's future (2.6 KB) at every arrival of the open model.
     async fn walk(&mut self, state: &WorkerState, nodes: &[Node], pass: &mut Pass) -> Flow {
         // A choice or an `if` that ends the list goes on with its branch in this same walk
-        // (a tail call), rather than in a walk of its own: each walk is a boxed future, one
-        // allocation and a copy of a few KB per level (`bench/README.md`, issue 22). The
+        // (a tail call), rather than in a walk of its own: each walk below the iteration's is a
+        // boxed future, one allocation and a copy of a few KB per level (`bench/README.md`). The
         // checks after each node then apply to the branch's nodes, as they would in the
         // branch's own walk, and its end is the list's end.
         let mut nodes = nodes;

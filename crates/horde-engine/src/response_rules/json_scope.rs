@@ -152,21 +152,27 @@ fn reads_root(text: &[u8]) -> bool {
     while let Some(&c) = text.get(at) {
         match c {
             b'$' => return true,
-            b'\'' | b'"' => {
-                // To the closing quote, past escaped characters; an unclosed one reads no root.
-                at += 1;
-                while let Some(&inside) = text.get(at) {
-                    if inside == c {
-                        break;
-                    }
-                    at += if inside == b'\\' { 2 } else { 1 };
-                }
-            }
+            // An unclosed literal reads no root.
+            b'\'' | b'"' => match literal_end(text, at) {
+                Some(end) => at = end,
+                None => return false,
+            },
             _ => {}
         }
         at += 1;
     }
     false
+}
+
+/// Where the string literal opening at `text[start]` (a quote) closes, past escaped characters;
+/// `None` when it does not.
+fn literal_end(text: &[u8], start: usize) -> Option<usize> {
+    let quote = text[start];
+    let mut at = start + 1;
+    while *text.get(at)? != quote {
+        at += if text[at] == b'\\' { 2 } else { 1 };
+    }
+    Some(at)
 }
 
 enum Bracketed {
@@ -205,13 +211,7 @@ fn filter(text: &[u8]) -> Option<(Bracketed, &[u8])> {
             b'(' => depth += 1,
             b')' => depth = depth.checked_sub(1)?,
             b'$' => return Some((Bracketed::Root, &[])),
-            b'\'' | b'"' => {
-                // A string literal: to its closing quote, past escaped characters.
-                at += 1;
-                while *text.get(at)? != c {
-                    at += if text[at] == b'\\' { 2 } else { 1 };
-                }
-            }
+            b'\'' | b'"' => at = literal_end(text, at)?,
             b'@' => {
                 let mut names = Vec::new();
                 while let [b'.', first, ..] = &text[at + 1..] {
