@@ -242,6 +242,12 @@ def steady_us_per(m: Measured, rate: float) -> float:
     return m.window_cpu_s / (rate * m.window_wall_s) * 1e6
 
 
+def paired(mine: list[dict[str, Any]], theirs: list[dict[str, Any]], key: str) -> list[float]:
+    """Each repetition's ratio of `key`, the two tools' runs of a repetition being back to back: a
+    drift of the machine between repetitions (this VM's is several percent) cancels in each."""
+    return [a[key] / b[key] for a, b in zip(mine, theirs)]
+
+
 # ----------------------------------------------------------------------------- set-up
 
 

@@ -225,12 +225,6 @@ def med(rows: list[dict[str, Any]], key: str) -> float:
     return float(statistics.median(values)) if values else float("nan")
 
 
-def paired(mine: list[dict[str, Any]], theirs: list[dict[str, Any]], key: str) -> list[float]:
-    """Each repetition's ratio of `key`, the two tools' runs of a repetition being back to back: a
-    drift of the machine between repetitions (this VM's is several percent) cancels in each."""
-    return [a[key] / b[key] for a, b in zip(mine, theirs)]
-
-
 def render(results: dict[str, Any], command: str, env: harness.Env, wrk2_note: str, wrk2_found: bool, started: dt.datetime,
            load_before: str, load_after: str, reps: int, seconds: int, version_cpu: float, baseline: str | None) -> str:
     m = harness.machine()
@@ -284,7 +278,7 @@ def render(results: dict[str, Any], command: str, env: harness.Env, wrk2_note: s
             tails = [med(h, f"p{p:g}_ms") / med(w, f"p{p:g}_ms") for p in PERCENTILES]
             lines.append(f"| {float(rate):,.0f}/s | **Horde / wrk2** | {med(h, 'rps') / med(w, 'rps'):.2f} | {raw:.2f} | {corrected:.2f} | "
                          f"**{steady:.2f}** | {tails[0]:.2f} | **{tails[1]:.2f}** | {tails[2]:.2f} | | | | |")
-            pairs = paired(h, w, "us_per_req_steady")
+            pairs = harness.paired(h, w, "us_per_req_steady")
             reading.append(f"At {float(rate):,.0f} arrivals/s Horde spent {med(h, 'us_per_req_steady'):.1f} µs of CPU per request in the "
                            f"steady seconds against wrk2's {med(w, 'us_per_req_steady'):.1f}, {steady:.2f}× ({corrected:.2f}× start-up "
                            f"corrected, {raw:.2f}× raw; repetition by repetition, each pair run back to back, "

@@ -197,10 +197,7 @@ def render(result: dict[str, Any], command: str, reps: int, seconds: int, client
         horde, pgbench = result["medians"][script]["horde"], result["medians"][script]["pgbench"]
         rate_ok = horde["tps"] >= 0.97 * pgbench["tps"]  # within 3 %: the repetitions' own spread
         cpu_ok = horde["steady_us"] <= pgbench["steady_us"]
-        # Each repetition runs the two clients back to back: their ratio there carries no drift of
-        # the machine between repetitions.
-        pairs = [mine["steady_us"] / theirs["steady_us"]
-                 for mine, theirs in zip(result["rows"][script]["horde"], result["rows"][script]["pgbench"])]
+        pairs = harness.paired(result["rows"][script]["horde"], result["rows"][script]["pgbench"], "steady_us")
         verdicts.append(f"{script}: rate {horde['tps'] / pgbench['tps'] * 100:.0f} % of pgbench's ({'met' if rate_ok else 'NOT met'}), "
                         f"CPU per transaction {horde['steady_us'] / pgbench['steady_us']:.2f}x pgbench's in the steady seconds "
                         f"({'met' if cpu_ok else 'NOT met'}; {horde['marginal_us'] / pgbench['marginal_us']:.2f}x start-up corrected; "
