@@ -124,6 +124,11 @@ class Measured:
     # the wall time between them: its steady cost, without start-up, connection set-up or exit.
     window_cpu_s: float | None = None
     window_wall_s: float | None = None
+    # Over the same window: the process's wake-ups (times any of its threads was switched in)
+    # and, per CPU named in `idle_cpus`, how often that CPU went idle (halted): on a VM each of
+    # those is a wake-up the hypervisor serves, which costs whoever wakes the CPU again.
+    window_wakeups: int | None = None
+    window_halts: dict[str, int] = field(default_factory=dict)
 
 
 def _proc_stat_cpu(pid: int) -> float:
@@ -142,6 +147,26 @@ def _target_cpu(pid: int) -> float:
             except (FileNotFoundError, ProcessLookupError):
                 pass  # exited between the two reads
     return total
+
+
+def _wakeups(pid: int) -> int:
+    """Times the process's threads were switched in (each thread's third schedstat field)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[2])
+        except (FileNotFoundError, ProcessLookupError):
+            pass  # a thread that ended between the listing and the read
+    return total
+
+
+def idle_entries(cpu: str) -> int | None:
+    """How often `cpu` has entered an idle state that halts it (not the polling one), from
+    cpuidle's counters; None where the kernel keeps none."""
+    states = sorted(Path(f"/sys/devices/system/cpu/cpu{cpu}/cpuidle").glob("state*"))
+    if not states:
+        return None
+    return sum(int((state / "usage").read_text()) for state in states if (state / "name").read_text().strip() != "POLL")
 
 
 def _machine_ticks() -> tuple[int, int]:
@@ -164,12 +189,13 @@ def vm_rss_kb(pid: int) -> int | None:
 def run_measured(procs: Processes, argv: list[str], log: Path, *, timeout_s: float,
                  target_pid: int | None = None, sample_rss: bool = False, sample_every_s: float = 1.0,
                  on_sample: Callable[[float, int], None] | None = None,
-                 cpu_window_s: tuple[float, float] | None = None) -> Measured:
+                 cpu_window_s: tuple[float, float] | None = None, idle_cpus: tuple[str, ...] = ()) -> Measured:
     """Runs `argv` to its end and measures it: CPU and peak RSS from wait4()'s rusage of that
     very child (exact, no sampling), VmRSS every `sample_every_s` if asked (each sample also
     handed to `on_sample(seconds since start, KiB)`), the machine's other load, and, with
     `cpu_window_s` (from, to: seconds since the start), the child's CPU between those instants
-    read from /proc (the child itself: a command that execs, as taskset does, keeps its pid)."""
+    read from /proc (the child itself: a command that execs, as taskset does, keeps its pid),
+    with its wake-ups and the halts of each CPU in `idle_cpus` over the same window."""
     busy0, steal0 = _machine_ticks()
     target0 = _target_cpu(target_pid) if target_pid else 0.0
     started = time.monotonic()
@@ -179,7 +205,8 @@ def run_measured(procs: Processes, argv: list[str], log: Path, *, timeout_s: flo
     next_sample = started + sample_every_s
     deadline = started + timeout_s
     reaped = False
-    window: list[tuple[float, float]] = []  # (instant, CPU s) at the window's start and end
+    # (instant, CPU s, wake-ups, halts per CPU) at the window's start and end
+    window: list[tuple[float, float, int, dict[str, int]]] = []
     try:
         while True:  # bounded by `deadline`
             pid, status, usage = os.wait4(child.pid, os.WNOHANG)
@@ -190,10 +217,10 @@ def run_measured(procs: Processes, argv: list[str], log: Path, *, timeout_s: flo
             now = time.monotonic()
             if cpu_window_s and len(window) < 2 and now - started >= cpu_window_s[len(window)]:
                 try:
-                    window.append((now, _proc_stat_cpu(child.pid)))
+                    halts = {cpu: count for cpu in idle_cpus if (count := idle_entries(cpu)) is not None}
+                    window.append((now, _proc_stat_cpu(child.pid), _wakeups(child.pid), halts))
                 except (FileNotFoundError, ProcessLookupError):
                     pass  # exiting: no window
-            
             if now > deadline:
                 raise BenchError(f"{shlex.join(argv)} did not end within {timeout_s:.0f} s", hint=f"its output is in {log}")
             if sample_rss and now >= next_sample:
@@ -220,6 +247,8 @@ def run_measured(procs: Processes, argv: list[str], log: Path, *, timeout_s: flo
         others_cores=others, steal_cores=(steal1 - steal0) / CLK_TCK / wall,
         window_cpu_s=window[1][1] - window[0][1] if len(window) == 2 else None,
         window_wall_s=window[1][0] - window[0][0] if len(window) == 2 else None,
+        window_wakeups=window[1][2] - window[0][2] if len(window) == 2 else None,
+        window_halts={cpu: window[1][3][cpu] - window[0][3][cpu] for cpu in window[1][3]} if len(window) == 2 else {},
     )
 
 
@@ -240,6 +269,18 @@ def steady_us_per(m: Measured, rate: float) -> float:
     if m.window_cpu_s is None or not m.window_wall_s or rate <= 0:
         return float("nan")
     return m.window_cpu_s / (rate * m.window_wall_s) * 1e6
+
+
+def window_rates(m: Measured, rate: float, gen_cpu: str, target_cpu: str) -> dict[str, float]:
+    """Over the steady window: the process's wake-ups per request (or transaction) at the rate it
+    achieved, and its CPU's and the target's CPU's halts per second (NaN where not counted)."""
+    nan = float("nan")
+    wall = m.window_wall_s or 0.0
+    if not wall or m.window_wakeups is None or rate <= 0:
+        return {"wakeups_per_req": nan, "gen_halts_s": nan, "target_halts_s": nan}
+    return {"wakeups_per_req": m.window_wakeups / (rate * wall),
+            "gen_halts_s": m.window_halts[gen_cpu] / wall if gen_cpu in m.window_halts else nan,
+            "target_halts_s": m.window_halts[target_cpu] / wall if target_cpu in m.window_halts else nan}
 
 
 def paired(mine: list[dict[str, Any]], theirs: list[dict[str, Any]], key: str) -> list[float]:
@@ -316,7 +357,7 @@ def horde_run(env: Env, args: list[str], seconds: float, tag: str, target_pid: i
             "--summary-json", str(summary_path), "--store", str(env.work / "store.sqlite")]
     measured = run_measured(env.procs, argv, log, timeout_s=seconds + 60, target_pid=target_pid,
                             sample_rss=sample_rss, sample_every_s=sample_every_s, on_sample=on_sample,
-                            cpu_window_s=cpu_window_s)
+                            cpu_window_s=cpu_window_s, idle_cpus=(env.gen_cpu, env.target_cpu))
     if measured.rc != 0 or not summary_path.exists():
         raise BenchError(f"`horde run {shlex.join(args)}` ended with exit code {measured.rc}", hint=f"last output: {log.read_text(errors='replace')[-800:]}")
     return measured, json.loads(summary_path.read_text())

@@ -127,7 +127,8 @@ def wrk2_run(env: harness.Env, wrk2: str, url: str, rate: float, seconds: int, t
     log = env.work / f"{tag}.log"
     argv = ["taskset", "-c", env.gen_cpu, wrk2, "-t", "1", "-c", str(CONNECTIONS), "-d", f"{seconds}s", "-R", f"{rate:g}",
             "--latency", url]
-    m = harness.run_measured(env.procs, argv, log, timeout_s=seconds + 60, target_pid=target_pid, cpu_window_s=harness.steady_window(seconds))
+    m = harness.run_measured(env.procs, argv, log, timeout_s=seconds + 60, target_pid=target_pid, cpu_window_s=harness.steady_window(seconds),
+                             idle_cpus=(env.gen_cpu, env.target_cpu))
     text = log.read_text(errors="replace")
     total = re.search(r"(\d+) requests in ([\d.]+)(us|ms|s|m)\b", text)
     if m.rc != 0 or not total:
@@ -147,6 +148,7 @@ def wrk2_run(env: harness.Env, wrk2: str, url: str, rate: float, seconds: int, t
     return {"requests": requests, "rps": requests / duration_s, "errors": errors, "cpu_s": m.cpu_s,
             "us_per_req": m.cpu_s / requests * 1e6, "us_per_req_steady": harness.steady_us_per(m, requests / duration_s),
             "target_us_per_req": m.target_cpu_s / requests * 1e6,
+            **harness.window_rates(m, requests / duration_s, env.gen_cpu, env.target_cpu),
             **{f"p{p:g}_ms": latency[p] for p in PERCENTILES}, "others_cores": m.others_cores}
 
 
@@ -182,6 +184,7 @@ def horde_run(env: harness.Env, url: str, rate: float, seconds: int, tag: str, t
             "peak_vus": s.get("peak_vus"), "cpu_s": m.cpu_s, "us_per_req": m.cpu_s / s["requests"] * 1e6,
             "us_per_req_marginal": marginal, "us_per_req_steady": harness.steady_us_per(m, s["rps"]), "fixed_cpu_s": ms.cpu_s - ss["requests"] * marginal / 1e6,
             "short_cpu_s": ms.cpu_s, "target_us_per_req": m.target_cpu_s / s["requests"] * 1e6,
+            **harness.window_rates(m, s["rps"], env.gen_cpu, env.target_cpu),
             **{f"p{p:g}_ms": v for p, v in zip(PERCENTILES, window["percentiles_ms"])},
             "window_requests": window["count"], "whole_p50_ms": whole.get("p50"), "whole_p99_ms": whole.get("p99"),
             "others_cores": m.others_cores}
@@ -285,6 +288,20 @@ def render(results: dict[str, Any], command: str, env: harness.Env, wrk2_note: s
                            f"{', '.join(f'{x:.2f}' for x in pairs)}×, median {statistics.median(pairs):.2f}×); "
                            f"its p99 was {med(h, 'p99_ms'):.2f} ms against {med(w, 'p99_ms'):.2f} ({tails[1]:.2f}×) and its p99.9 "
                            f"{med(h, 'p99.9_ms'):.2f} against {med(w, 'p99.9_ms'):.2f} ({tails[2]:.2f}×).")
+    lines += [
+        "",
+        "Wake-ups in the steady seconds (medians): how often the generator's threads were switched in, per request, and how often "
+        "each pinned CPU halted, per second. On a VM a halted CPU is woken by the hypervisor, and the cost lands on whoever wakes it: "
+        "the generator's first request after a pause pays to wake the target's CPU, the target's answer to wake the generator's.",
+        "",
+        "| rate | generator | wake-ups per request | generator's CPU halts/s | target's CPU halts/s | target CPU µs/req |",
+        "| ---: | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for rate, rows in results.items():
+        for tool, r in rows.items():
+            label = {"wrk2": "wrk2", "baseline": "Horde, baseline build"}.get(tool, "Horde")
+            lines.append(f"| {float(rate):,.0f}/s | {label} | {med(r, 'wakeups_per_req'):.3f} | {med(r, 'gen_halts_s'):,.0f} | "
+                         f"{med(r, 'target_halts_s'):,.0f} | {med(r, 'target_us_per_req'):.2f} |")
     all_horde = [x for rows in results.values() for x in rows["horde"]]
     baseline_note = f" The baseline build is `{baseline}`, run the same way in the same rotation." if baseline else ""
     busy = [x["others_cores"] for rows in results.values() for r in rows.values() for x in r]

@@ -109,7 +109,8 @@ def run_pgbench(env: harness.Env, pgbench: str, script: str, port: int, clients:
     log = env.work / f"{tag}.log"
     argv = ["taskset", "-c", env.gen_cpu, pgbench, "-n", "-M", "prepared", "-b", script, "-c", str(clients), "-j", "1",
             "-T", str(seconds), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "postgres"]
-    measured = harness.run_measured(env.procs, argv, log, timeout_s=seconds + 60, cpu_window_s=harness.steady_window(seconds))
+    measured = harness.run_measured(env.procs, argv, log, timeout_s=seconds + 60, cpu_window_s=harness.steady_window(seconds),
+                                    idle_cpus=(env.gen_cpu, env.target_cpu))
     out = log.read_text(errors="replace")
     done = re.search(r"number of transactions actually processed: (\d+)", out)
     tps = re.search(r"tps = ([\d.]+) \(without initial connection time\)", out)
@@ -158,6 +159,7 @@ def measure(env: harness.Env, reps: int, seconds: int, clients: int, scale: int)
                         # others_cores counts everything but the client: the database is not "others".
                         "others": max(0.0, long.others_cores - db_cpu / long.wall_s),
                         "steal": long.steal_cores,
+                        **harness.window_rates(long, tps, env.gen_cpu, env.target_cpu),
                     })
                     print(f"rep {rep} {script:11} {tool:7} {tps:8.0f} tx/s  {rows[script][tool][-1]['marginal_us']:7.1f} us/tx, "
                           f"{rows[script][tool][-1]['steady_us']:7.1f} steady",
@@ -202,6 +204,16 @@ def render(result: dict[str, Any], command: str, reps: int, seconds: int, client
                         f"CPU per transaction {horde['steady_us'] / pgbench['steady_us']:.2f}x pgbench's in the steady seconds "
                         f"({'met' if cpu_ok else 'NOT met'}; {horde['marginal_us'] / pgbench['marginal_us']:.2f}x start-up corrected; "
                         f"repetition by repetition {', '.join(f'{x:.2f}' for x in pairs)}x, median {statistics.median(pairs):.2f}x)")
+    lines += ["", "Wake-ups in the steady seconds (medians): how often the client's threads were switched in, and how often its CPU "
+              "halted, per transaction; how often the database's CPU halted, per second. On a VM a halted CPU is woken by the "
+              "hypervisor, at the cost of whoever wakes it: a result that finds the client's CPU halted costs the database "
+              "an interrupt to another CPU.", "",
+              "| script | client | wake-ups per tx | client's CPU halts per tx | database's CPU halts/s |", "| --- | --- | ---: | ---: | ---: |"]
+    for script in SCRIPTS:
+        for tool in TOOLS:
+            median = result["medians"][script][tool]
+            lines.append(f"| {script} | {tool} | {median['wakeups_per_req']:.3f} | {median['gen_halts_s'] / median['tps']:.3f} "
+                         f"| {median['target_halts_s']:,.0f} |")
     lines += ["", f"*Steady*: each client's CPU (every thread of its process) from {harness.STEADY_FROM_S:g} s after its start to "
               f"{harness.STEADY_TAIL_S:g} s before its end, read from /proc, over the transactions of those seconds at its rate; "
               "*start-up corrected*: the long run's CPU less a 1 s run's, over the difference of their transactions.",
