@@ -129,11 +129,20 @@ class Measured:
     # those is a wake-up the hypervisor serves, which costs whoever wakes the CPU again.
     window_wakeups: int | None = None
     window_halts: dict[str, int] = field(default_factory=dict)
+    # The user-space part of `window_cpu_s` (the rest is the kernel's work for the process):
+    # this VM's noise is mostly in the kernel's part (wake-ups, halts), so a difference in user
+    # space shows over fewer repetitions.
+    window_user_s: float | None = None
+
+
+def _proc_stat_times(pid: int) -> tuple[float, float]:
+    """(user, system) CPU seconds of a process, every thread included."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) / CLK_TCK, int(fields[12]) / CLK_TCK  # utime, stime (fields 14, 15)
 
 
 def _proc_stat_cpu(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime (fields 14, 15)
+    return sum(_proc_stat_times(pid))
 
 
 def _target_cpu(pid: int) -> float:
@@ -205,8 +214,8 @@ def run_measured(procs: Processes, argv: list[str], log: Path, *, timeout_s: flo
     next_sample = started + sample_every_s
     deadline = started + timeout_s
     reaped = False
-    # (instant, CPU s, wake-ups, halts per CPU) at the window's start and end
-    window: list[tuple[float, float, int, dict[str, int]]] = []
+    # (instant, CPU s, wake-ups, halts per CPU, user CPU s) at the window's start and end
+    window: list[tuple[float, float, int, dict[str, int], float]] = []
     try:
         while True:  # bounded by `deadline`
             pid, status, usage = os.wait4(child.pid, os.WNOHANG)
@@ -218,7 +227,8 @@ def run_measured(procs: Processes, argv: list[str], log: Path, *, timeout_s: flo
             if cpu_window_s and len(window) < 2 and now - started >= cpu_window_s[len(window)]:
                 try:
                     halts = {cpu: count for cpu in idle_cpus if (count := idle_entries(cpu)) is not None}
-                    window.append((now, _proc_stat_cpu(child.pid), _wakeups(child.pid), halts))
+                    user, system = _proc_stat_times(child.pid)
+                    window.append((now, user + system, _wakeups(child.pid), halts, user))
                 except (FileNotFoundError, ProcessLookupError):
                     pass  # exiting: no window
             if now > deadline:
@@ -249,6 +259,7 @@ def run_measured(procs: Processes, argv: list[str], log: Path, *, timeout_s: flo
         window_wall_s=window[1][0] - window[0][0] if len(window) == 2 else None,
         window_wakeups=window[1][2] - window[0][2] if len(window) == 2 else None,
         window_halts={cpu: window[1][3][cpu] - window[0][3][cpu] for cpu in window[1][3]} if len(window) == 2 else {},
+        window_user_s=window[1][4] - window[0][4] if len(window) == 2 else None,
     )
 
 
@@ -269,6 +280,13 @@ def steady_us_per(m: Measured, rate: float) -> float:
     if m.window_cpu_s is None or not m.window_wall_s or rate <= 0:
         return float("nan")
     return m.window_cpu_s / (rate * m.window_wall_s) * 1e6
+
+
+def steady_user_us_per(m: Measured, rate: float) -> float:
+    """The user-space part of `steady_us_per` (the rest is the kernel's, for the process)."""
+    if m.window_user_s is None or not m.window_wall_s or rate <= 0:
+        return float("nan")
+    return m.window_user_s / (rate * m.window_wall_s) * 1e6
 
 
 def window_rates(m: Measured, rate: float, gen_cpu: str, target_cpu: str) -> dict[str, float]:

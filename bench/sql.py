@@ -21,8 +21,9 @@ alternating which goes first; CPU from wait4()'s rusage of the client process it
 the start-up corrected cost is (CPU_N - CPU_1) / (transactions_N - transactions_1), and the
 steady cost each client's CPU read from /proc over its steady seconds (`harness.steady_window`)
 over the transactions of those seconds; the target is judged on the steady cost, which carries
-neither run's start-up nor its noise. The
-database's CPU (postmaster and backends) is read from /proc around each run; "others' CPU" is
+neither run's start-up nor its noise. The steady cost is also split into the client's user space
+and the kernel's work for it (utime and stime from /proc; this VM's noise is mostly the
+kernel's). The database's CPU (postmaster and backends) is read from /proc around each run; "others' CPU" is
 the rest of the machine, in cores. Figures go to bench/README.md ("Horde against pgbench").
 """
 
@@ -154,6 +155,8 @@ def measure(env: harness.Env, reps: int, seconds: int, clients: int, scale: int)
                         "raw_us": long.cpu_s / done * 1e6,
                         "marginal_us": (long.cpu_s - short.cpu_s) / (done - short_done) * 1e6,
                         "steady_us": harness.steady_us_per(long, tps),
+                        "user_us": harness.steady_user_us_per(long, tps),
+                        "kernel_us": harness.steady_us_per(long, tps) - harness.steady_user_us_per(long, tps),
                         "db_us": db_cpu / done * 1e6,
                         "db_cores": db_cpu / long.wall_s,
                         # others_cores counts everything but the client: the database is not "others".
@@ -204,16 +207,21 @@ def render(result: dict[str, Any], command: str, reps: int, seconds: int, client
                         f"CPU per transaction {horde['steady_us'] / pgbench['steady_us']:.2f}x pgbench's in the steady seconds "
                         f"({'met' if cpu_ok else 'NOT met'}; {horde['marginal_us'] / pgbench['marginal_us']:.2f}x start-up corrected; "
                         f"repetition by repetition {', '.join(f'{x:.2f}' for x in pairs)}x, median {statistics.median(pairs):.2f}x)")
-    lines += ["", "Wake-ups in the steady seconds (medians): how often the client's threads were switched in, and how often its CPU "
-              "halted, per transaction; how often the database's CPU halted, per second. On a VM a halted CPU is woken by the "
+    lines += ["", "Where the client's steady CPU goes, and its wake-ups (medians): its user space and the kernel's work for it, "
+              "per transaction (utime and stime from /proc: this VM's noise is mostly in the kernel's part, so a difference in "
+              "user space shows over fewer repetitions); how often its threads were switched in, and how often its CPU halted, "
+              "per transaction; how often the database's CPU halted, per second. On a VM a halted CPU is woken by the "
               "hypervisor, at the cost of whoever wakes it: a result that finds the client's CPU halted costs the database "
               "an interrupt to another CPU.", "",
-              "| script | client | wake-ups per tx | client's CPU halts per tx | database's CPU halts/s |", "| --- | --- | ---: | ---: | ---: |"]
+              "| script | client | user space µs/tx (min-max) | kernel µs/tx | wake-ups per tx | client's CPU halts per tx "
+              "| database's CPU halts/s |", "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
     for script in SCRIPTS:
         for tool in TOOLS:
             median = result["medians"][script][tool]
-            lines.append(f"| {script} | {tool} | {median['wakeups_per_req']:.3f} | {median['gen_halts_s'] / median['tps']:.3f} "
-                         f"| {median['target_halts_s']:,.0f} |")
+            users = [row["user_us"] for row in result["rows"][script][tool]]
+            lines.append(f"| {script} | {tool} | {median['user_us']:.2f} ({min(users):.2f}-{max(users):.2f}) "
+                         f"| {median['kernel_us']:.2f} | {median['wakeups_per_req']:.3f} "
+                         f"| {median['gen_halts_s'] / median['tps']:.3f} | {median['target_halts_s']:,.0f} |")
     lines += ["", f"*Steady*: each client's CPU (every thread of its process) from {harness.STEADY_FROM_S:g} s after its start to "
               f"{harness.STEADY_TAIL_S:g} s before its end, read from /proc, over the transactions of those seconds at its rate; "
               "*start-up corrected*: the long run's CPU less a 1 s run's, over the difference of their transactions.",

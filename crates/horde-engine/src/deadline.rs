@@ -135,12 +135,13 @@ impl Inner {
 }
 
 impl Deadlines {
-    /// Runs `future` for at most `timeout`: its output, or `None` when the timeout passed
+    /// Runs `future` until `timeout` after `from`: its output, or `None` when the timeout passed
     /// first (the future is then dropped). The timeout only fires while [`Deadlines::drive`]
-    /// runs on the same thread.
-    pub fn within<F: Future>(&self, timeout: Duration, future: F) -> Within<'_, F> {
+    /// runs on the same thread. `from` is an instant the caller has just read (an exchange's
+    /// start or send): the clock is read once per exchange, not once more here.
+    pub fn within<F: Future>(&self, from: Instant, timeout: Duration, future: F) -> Within<'_, F> {
         // As tokio's `timeout`: a timeout too long to be an instant never fires.
-        let deadline = Instant::now().checked_add(timeout);
+        let deadline = from.checked_add(timeout);
         Within { future, deadline, filed: Filed { deadlines: self, slot: None } }
     }
 
@@ -281,9 +282,9 @@ mod tests {
     #[test]
     fn an_answer_before_the_deadline_wins_and_leaves_nothing_filed() {
         on_local(|deadlines| async move {
-            let answered = deadlines.within(Duration::from_millis(100), tokio::time::sleep(Duration::from_millis(99))).await;
+            let answered = deadlines.within(Instant::now(), Duration::from_millis(100), tokio::time::sleep(Duration::from_millis(99))).await;
             assert_eq!(answered, Some(()));
-            assert_eq!(deadlines.within(Duration::from_millis(100), async { 7 }).await, Some(7));
+            assert_eq!(deadlines.within(Instant::now(), Duration::from_millis(100), async { 7 }).await, Some(7));
             assert_eq!(deadlines.pending(), 0);
         });
     }
@@ -292,10 +293,25 @@ mod tests {
     fn a_late_answer_times_out_at_its_deadline() {
         on_local(|deadlines| async move {
             let start = Instant::now();
-            let late = deadlines.within(Duration::from_millis(100), tokio::time::sleep(Duration::from_millis(500))).await;
+            let late = deadlines.within(Instant::now(), Duration::from_millis(100), tokio::time::sleep(Duration::from_millis(500))).await;
             assert_eq!(late, None);
             let elapsed = start.elapsed();
             assert!(elapsed >= Duration::from_millis(100) && elapsed <= Duration::from_millis(101), "{elapsed:?}");
+            assert_eq!(deadlines.pending(), 0);
+        });
+    }
+
+    #[test]
+    fn the_timeout_runs_from_the_instant_given() {
+        on_local(|deadlines| async move {
+            // An exchange whose step started 40 ms before it was filed has 60 ms left of 100.
+            let started = Instant::now();
+            tokio::time::sleep(Duration::from_millis(40)).await;
+            let filed = Instant::now();
+            let late = deadlines.within(started, Duration::from_millis(100), tokio::time::sleep(Duration::from_millis(500))).await;
+            assert_eq!(late, None);
+            let waited = filed.elapsed();
+            assert!(waited >= Duration::from_millis(60) && waited <= Duration::from_millis(61), "{waited:?}");
             assert_eq!(deadlines.pending(), 0);
         });
     }
@@ -314,7 +330,7 @@ mod tests {
                 let answer_ms = if i % 2 == 0 && i < 6 { 30 } else { 1_000 };
                 tasks.push(tokio::task::spawn_local(async move {
                     let filed = Instant::now();
-                    let outcome = deadlines.within(Duration::from_millis(timeout_ms), tokio::time::sleep(Duration::from_millis(answer_ms))).await;
+                    let outcome = deadlines.within(Instant::now(), Duration::from_millis(timeout_ms), tokio::time::sleep(Duration::from_millis(answer_ms))).await;
                     ended.borrow_mut().push((i, outcome.is_some(), filed.duration_since(start), filed.elapsed()));
                 }));
                 tokio::time::sleep(Duration::from_millis(10)).await;
@@ -337,14 +353,14 @@ mod tests {
     fn a_dropped_exchange_frees_its_slot_for_the_next() {
         on_local(|deadlines| async move {
             let cut = tokio::select! {
-                _ = deadlines.within(Duration::from_millis(50), std::future::pending::<()>()) => false,
+                _ = deadlines.within(Instant::now(), Duration::from_millis(50), std::future::pending::<()>()) => false,
                 _ = tokio::time::sleep(Duration::from_millis(20)) => true,
             };
             assert!(cut);
             assert_eq!(deadlines.pending(), 0);
             // The slot is reused; the dropped exchange's deadline (at 50 ms) must not end this one.
             let start = Instant::now();
-            let outcome = deadlines.within(Duration::from_millis(100), tokio::time::sleep(Duration::from_millis(60))).await;
+            let outcome = deadlines.within(Instant::now(), Duration::from_millis(100), tokio::time::sleep(Duration::from_millis(60))).await;
             assert_eq!(outcome, Some(()));
             assert!(start.elapsed() >= Duration::from_millis(60));
             assert_eq!(deadlines.pending(), 0);

@@ -139,7 +139,8 @@ impl Vu {
         let exchange = recording.then(|| self.request_record(state, node.global_index, started, prepared.bytes()));
         self.lane.capture.record = recording;
         let mut in_flight = InFlight { state, index: node.global_index, started, ended: false };
-        let outcome = self.lane.exchange(state, self.instance, prepared.bytes(), prepared.h2, node.is_head).await;
+        // The timeout runs from the send (the start, in a closed model: no clock read of its own).
+        let outcome = self.lane.exchange(state, self.instance, prepared.bytes(), prepared.h2, node.is_head, sent_at.unwrap_or(started)).await;
         in_flight.ended = true;
         if std::mem::take(&mut self.lane.connected) {
             self.backoff = Duration::ZERO;

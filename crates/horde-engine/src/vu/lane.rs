@@ -8,6 +8,7 @@ use crate::http::{read_response, Capture, Connection, H2Request, H2Sender};
 use crate::pool::Pool;
 use crate::worker_state::WorkerState;
 use horde_metrics::ErrorKind;
+use std::time::Instant;
 
 /// Why one exchange failed, in words too (the error detail), and whether it failed before
 /// reaching the target.
@@ -44,10 +45,19 @@ fn address(state: &WorkerState, instance: usize) -> String {
 }
 
 impl Lane {
-    /// Sends one request and reads its response within the request timeout.
+    /// Sends one request and reads its response within the request timeout, counted from
+    /// `from` (the request's send, read by the caller).
     /// Ok: (status, bytes sent, bytes received); Err: (why, bytes sent).
     /// With a pool, waiting for a connection is part of the exchange: its time and timeout.
-    pub(super) async fn exchange(&mut self, state: &WorkerState, instance: usize, request: &[u8], h2_form: Option<&H2Request>, is_head: bool) -> Result<(u16, u64, u64), (ExchangeError, u64)> {
+    pub(super) async fn exchange(
+        &mut self,
+        state: &WorkerState,
+        instance: usize,
+        request: &[u8],
+        h2_form: Option<&H2Request>,
+        is_head: bool,
+        from: Instant,
+    ) -> Result<(u16, u64, u64), (ExchangeError, u64)> {
         let plan = &state.shared.plan;
         self.written = 0;
         let exchange = async {
@@ -64,7 +74,7 @@ impl Lane {
             }
         };
         // The worker's one deadline list, not a timer entry per request (`crate::deadline`).
-        match state.deadlines.within(plan.request_timeout, exchange).await {
+        match state.deadlines.within(tokio::time::Instant::from_std(from), plan.request_timeout, exchange).await {
             Some(result) => result,
             None => {
                 // An HTTP/1.1 connection is left mid-response; an HTTP/2 one is kept, the

@@ -129,7 +129,9 @@ impl Vu {
                     lane.capture.keep_body = item.node.keep_body;
                     lane.capture.keep_headers = item.node.keep_headers;
                     lane.capture.record = item.exchange.is_some();
-                    let outcome = lane.exchange(state, instance, item.prepared.bytes(), item.prepared.h2, item.node.is_head).await;
+                    // Each request's timeout runs from its own send (a lane sends its next
+                    // request when the one before is answered).
+                    let outcome = lane.exchange(state, instance, item.prepared.bytes(), item.prepared.h2, item.node.is_head, Instant::now()).await;
                     let done = Done { outcome, ended: Instant::now(), over_h2: lane.over_h2.take() };
                     // The response stays whole until the group ends (its extractors run then);
                     // the lane reads its next one into a new capture.

@@ -57,8 +57,10 @@ impl Vu {
         self.sent += 1;
         let sent_at = intended.map(|_| Instant::now());
         let mut in_flight = InFlight { state, index: node.global_index, started, ended: false };
-        // The worker's one deadline list, not a timer entry per step (`crate::deadline`).
-        let outcome = match state.deadlines.within(state.shared.plan.request_timeout, self.sql_exchange(state, node, &params)).await {
+        // The worker's one deadline list, not a timer entry per step (`crate::deadline`); the
+        // timeout runs from the send (the start, in a closed model).
+        let from = tokio::time::Instant::from_std(sent_at.unwrap_or(started));
+        let outcome = match state.deadlines.within(from, state.shared.plan.request_timeout, self.sql_exchange(state, node, &params)).await {
             Some(outcome) => outcome,
             // The connection went with the dropped exchange: a late answer must not be read as
             // the next statement's.
