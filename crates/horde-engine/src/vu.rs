@@ -528,11 +528,17 @@ impl Vu {
                 let value = self.vars.get(name)?;
                 match field {
                     None => Some(crate::template::rendered(value)),
-                    // A map's field (a feeder's row): `t.aid` looks the key up as `t['aid']` does.
-                    Some(field) if value.kind() == minijinja::value::ValueKind::Map => {
+                    Some(field) => {
+                        // A CSV feeder's row: its field's text, read in place.
+                        if let Some(row) = value.downcast_object_ref::<crate::interpreter::CsvRow>() {
+                            return row.field(field.as_str()?).map(str::to_owned);
+                        }
+                        // A map's field (a JSON feeder's row): `t.aid` looks the key up as `t['aid']` does.
+                        if value.kind() != minijinja::value::ValueKind::Map {
+                            return None;
+                        }
                         value.get_item(field).ok().filter(|value| !value.is_undefined()).map(|value| crate::template::rendered(&value))
                     }
-                    Some(_) => None,
                 }
             }
             Direct::RandomInt { low, high } => {
