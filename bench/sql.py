@@ -23,8 +23,8 @@ steady cost each client's CPU read from /proc over its steady seconds (`harness.
 over the transactions of those seconds; the target is judged on the steady cost, which carries
 neither run's start-up nor its noise. The steady cost is also split into the client's user space
 and the kernel's work for it (utime and stime from /proc; this VM's noise is mostly the
-kernel's). The database's CPU (postmaster and backends) is read from /proc around each run; "others' CPU" is
-the rest of the machine, in cores. Figures go to bench/README.md ("Horde against pgbench").
+kernel's). The database's CPU (postmaster and backends) is read from /proc around each run;
+"others' CPU" is the rest of the machine, in cores. Figures go to bench/README.md ("Horde against pgbench").
 """
 
 from __future__ import annotations
@@ -150,13 +150,14 @@ def measure(env: harness.Env, reps: int, seconds: int, clients: int, scale: int)
                             done, tps = int(summary["requests"]), float(summary["rps"])
                         runs.append((measured, done, tps, database_cpu_s(data) - db0))
                     (long, done, tps, db_cpu), (short, short_done, _, _) = runs
+                    steady_us, user_us = harness.steady_us_per(long, tps), harness.steady_user_us_per(long, tps)
                     rows[script][tool].append({
                         "tps": tps,
                         "raw_us": long.cpu_s / done * 1e6,
                         "marginal_us": (long.cpu_s - short.cpu_s) / (done - short_done) * 1e6,
-                        "steady_us": harness.steady_us_per(long, tps),
-                        "user_us": harness.steady_user_us_per(long, tps),
-                        "kernel_us": harness.steady_us_per(long, tps) - harness.steady_user_us_per(long, tps),
+                        "steady_us": steady_us,
+                        "user_us": user_us,
+                        "kernel_us": steady_us - user_us,
                         "db_us": db_cpu / done * 1e6,
                         "db_cores": db_cpu / long.wall_s,
                         # others_cores counts everything but the client: the database is not "others".

@@ -293,7 +293,7 @@ mod tests {
     fn a_late_answer_times_out_at_its_deadline() {
         on_local(|deadlines| async move {
             let start = Instant::now();
-            let late = deadlines.within(Instant::now(), Duration::from_millis(100), tokio::time::sleep(Duration::from_millis(500))).await;
+            let late = deadlines.within(start, Duration::from_millis(100), tokio::time::sleep(Duration::from_millis(500))).await;
             assert_eq!(late, None);
             let elapsed = start.elapsed();
             assert!(elapsed >= Duration::from_millis(100) && elapsed <= Duration::from_millis(101), "{elapsed:?}");
@@ -330,7 +330,7 @@ mod tests {
                 let answer_ms = if i % 2 == 0 && i < 6 { 30 } else { 1_000 };
                 tasks.push(tokio::task::spawn_local(async move {
                     let filed = Instant::now();
-                    let outcome = deadlines.within(Instant::now(), Duration::from_millis(timeout_ms), tokio::time::sleep(Duration::from_millis(answer_ms))).await;
+                    let outcome = deadlines.within(filed, Duration::from_millis(timeout_ms), tokio::time::sleep(Duration::from_millis(answer_ms))).await;
                     ended.borrow_mut().push((i, outcome.is_some(), filed.duration_since(start), filed.elapsed()));
                 }));
                 tokio::time::sleep(Duration::from_millis(10)).await;
@@ -360,7 +360,7 @@ mod tests {
             assert_eq!(deadlines.pending(), 0);
             // The slot is reused; the dropped exchange's deadline (at 50 ms) must not end this one.
             let start = Instant::now();
-            let outcome = deadlines.within(Instant::now(), Duration::from_millis(100), tokio::time::sleep(Duration::from_millis(60))).await;
+            let outcome = deadlines.within(start, Duration::from_millis(100), tokio::time::sleep(Duration::from_millis(60))).await;
             assert_eq!(outcome, Some(()));
             assert!(start.elapsed() >= Duration::from_millis(60));
             assert_eq!(deadlines.pending(), 0);

@@ -143,20 +143,21 @@ impl Feeder {
 mod tests {
     use super::*;
 
-    fn csv_feeder(text: &str) -> Feeder {
+    /// A circular feeder `t` loaded from `text` as a CSV file.
+    fn load_csv(text: &str) -> Result<Feeder, EngineError> {
         let path = std::env::temp_dir().join(format!("horde-feeder-{}-{:?}.csv", std::process::id(), std::thread::current().id()));
         std::fs::write(&path, text).unwrap();
         let plan = horde_plan::Feeder { name: "t".into(), path: path.to_string_lossy().into_owned(), format: None, mode: FeederMode::Circular };
         let feeder = Feeder::load(&plan);
         std::fs::remove_file(&path).unwrap();
-        feeder.unwrap()
+        feeder
     }
 
     #[test]
     fn a_csv_row_reads_as_the_map_of_its_fields() {
         // Quoted fields with commas and quotes, an empty field, a name given twice (the last
         // column wins, as in a map built from the row), text that is not ASCII.
-        let feeder = csv_feeder("login,password,note,login\nann,\"s3,cr\"\"t\",,ann2\nbob,pw,café,bob2\n");
+        let feeder = load_csv("login,password,note,login\nann,\"s3,cr\"\"t\",,ann2\nbob,pw,café,bob2\n").unwrap();
         assert_eq!(feeder.len(), 2);
         let first = feeder.next_row(0);
         let row = first.downcast_object_ref::<CsvRow>().unwrap();
@@ -179,11 +180,7 @@ mod tests {
 
     #[test]
     fn a_csv_row_with_a_missing_field_is_refused_with_its_line() {
-        let path = std::env::temp_dir().join(format!("horde-feeder-short-{}.csv", std::process::id()));
-        std::fs::write(&path, "a,b\n1,2\n3\n").unwrap();
-        let plan = horde_plan::Feeder { name: "t".into(), path: path.to_string_lossy().into_owned(), format: None, mode: FeederMode::Circular };
-        let error = Feeder::load(&plan).unwrap_err().to_string();
-        std::fs::remove_file(&path).unwrap();
+        let error = load_csv("a,b\n1,2\n3\n").unwrap_err().to_string();
         assert!(error.contains("row 3"), "{error}");
     }
 }
