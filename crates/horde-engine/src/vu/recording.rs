@@ -102,3 +102,20 @@ pub(super) fn judged(labels: &[String], checks: &[CompiledCheck], view: &mut Res
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_csv_feeder_rows_credential_fields_are_secrets() {
+        let path = std::env::temp_dir().join(format!("horde-recording-secrets-{}.csv", std::process::id()));
+        std::fs::write(&path, "login,password\nann,hunter22\n").unwrap();
+        let plan = horde_plan::Feeder { name: "user".into(), path: path.to_string_lossy().into_owned(), format: None, mode: Default::default() };
+        let feeder = crate::interpreter::Feeder::load(&plan);
+        std::fs::remove_file(&path).unwrap();
+        let mut secrets = Vec::new();
+        secret_values("user", &feeder.unwrap().next_row(0), &mut secrets);
+        assert_eq!(secrets, ["hunter22"]);
+    }
+}
