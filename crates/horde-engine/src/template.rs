@@ -40,10 +40,20 @@ pub(crate) enum Direct {
 
 /// A value as `{{ value }}` prints it: a string as it is (copied without the formatter), any
 /// other value by its `Display`, as minijinja's own output does with no escaping.
+#[cfg(test)]
 pub(crate) fn rendered(value: &minijinja::Value) -> String {
+    let mut text = String::new();
+    push_rendered(value, &mut text);
+    text
+}
+
+/// [`rendered`] at the end of `out`, a buffer its caller reuses.
+pub(crate) fn push_rendered(value: &minijinja::Value, out: &mut String) {
+    use std::fmt::Write;
     match value.as_str() {
-        Some(text) if value.kind() == minijinja::value::ValueKind::String => text.to_owned(),
-        _ => value.to_string(),
+        Some(text) if value.kind() == minijinja::value::ValueKind::String => out.push_str(text),
+        // Writing to a String cannot fail.
+        _ => write!(out, "{value}").unwrap_or(()),
     }
 }
 

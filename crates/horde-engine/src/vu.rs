@@ -497,7 +497,8 @@ impl Vu {
             Text::Template(template) => template,
         };
         if let Some(direct) = &template.direct {
-            if let Some(rendered) = self.render_direct(direct) {
+            let mut rendered = String::new();
+            if self.render_direct(direct, &mut rendered) {
                 return Some(Rendered::New(rendered));
             }
         }
@@ -517,35 +518,71 @@ impl Vu {
         Some(Rendered::Memo(rendered))
     }
 
+    /// Renders `text` at the end of `out`, a buffer the caller keeps between its steps: a
+    /// fixed or memoized text, a variable or a `random_int` call is written without an
+    /// allocation of its own (`vu/sql_step.rs`'s parameters). False when a variable it reads is
+    /// not set; `out` is then as it was.
+    fn render_text_into(&mut self, state: &WorkerState, text: &Text, out: &mut String) -> bool {
+        if let Text::Template(template) = text {
+            if let Some(direct) = &template.direct {
+                if self.render_direct(direct, out) {
+                    return true;
+                }
+            }
+        }
+        match self.render_text(state, text) {
+            Some(rendered) => {
+                out.push_str(rendered.as_str());
+                true
+            }
+            None => false,
+        }
+    }
+
     /// A template that is one variable or one `random_int` call (`crate::template::Direct`),
-    /// rendered without the template engine; `None` when the engine must decide (a name that is
-    /// not the VU's own variable, a field the value lacks, a variable named `random_int`).
+    /// rendered at the end of `out` without the template engine; false, with `out` as it was,
+    /// when the engine must decide (a name that is not the VU's own variable, a field the value
+    /// lacks, a variable named `random_int`).
     #[inline]
-    fn render_direct(&self, direct: &crate::template::Direct) -> Option<String> {
-        use crate::template::Direct;
+    fn render_direct(&self, direct: &crate::template::Direct, out: &mut String) -> bool {
+        use crate::template::{push_rendered, Direct};
         match direct {
             Direct::Var { name, field } => {
-                let value = self.vars.get(name)?;
+                let Some(value) = self.vars.get(name) else { return false };
                 match field {
-                    None => Some(crate::template::rendered(value)),
+                    None => push_rendered(value, out),
                     Some(field) => {
                         // A CSV feeder's row: its field's text, read in place.
                         if let Some(row) = value.downcast_object_ref::<crate::interpreter::CsvRow>() {
-                            return row.field(field.as_str()?).map(str::to_owned);
+                            let Some(text) = field.as_str().and_then(|field| row.field(field)) else { return false };
+                            out.push_str(text);
+                            return true;
                         }
                         // A map's field (a JSON feeder's row): `t.aid` looks the key up as `t['aid']` does.
                         if value.kind() != minijinja::value::ValueKind::Map {
-                            return None;
+                            return false;
                         }
-                        value.get_item(field).ok().filter(|value| !value.is_undefined()).map(|value| crate::template::rendered(&value))
+                        match value.get_item(field) {
+                            Ok(value) if !value.is_undefined() => push_rendered(&value, out),
+                            _ => return false,
+                        }
                     }
                 }
+                true
             }
             Direct::RandomInt { low, high } => {
                 if self.vars.get("random_int").is_some() {
-                    return None;
+                    return false;
                 }
-                horde_plan::templates::random_int(*low, *high).ok().map(|value| value.to_string())
+                match horde_plan::templates::random_int(*low, *high) {
+                    Ok(value) => {
+                        use std::fmt::Write;
+                        // Writing to a String cannot fail.
+                        write!(out, "{value}").unwrap_or(());
+                        true
+                    }
+                    Err(_) => false,
+                }
             }
         }
     }
@@ -606,6 +643,14 @@ enum Rendered<'n> {
 }
 
 impl<'n> Rendered<'n> {
+    fn as_str(&self) -> &str {
+        match self {
+            Rendered::Fixed(text) => text,
+            Rendered::Memo(text) => text,
+            Rendered::New(text) => text,
+        }
+    }
+
     fn into_owned(self) -> String {
         match self {
             Rendered::Fixed(text) => text.to_owned(),

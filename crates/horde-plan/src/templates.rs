@@ -87,7 +87,13 @@ pub fn random_int(low: i64, high: i64) -> Result<i64, Error> {
         return Err(Error::new(ErrorKind::InvalidOperation, format!("random_int({low}, {high}): high is below low")));
     }
     let span = (high as i128 - low as i128 + 1) as u128;
-    Ok((low as i128 + (next_random() as u128 % span) as i128) as i64)
+    // The same draw in 64 bits when the span fits them (all but the whole i64 range): a 128-bit
+    // remainder is a library call, a tenth of a SQL parameter's rendering.
+    let offset = match u64::try_from(span) {
+        Ok(span) => (next_random() % span) as i128,
+        Err(_) => (next_random() as u128 % span) as i128,
+    };
+    Ok((low as i128 + offset) as i64)
 }
 
 fn random_choice(items: Value) -> Result<Value, Error> {
@@ -129,10 +135,22 @@ mod tests {
             .render_str("{{ random_int(3, 3) }} {{ random_choice([7]) }} {{ uuid() | length }} {{ now_ms() > 0 }}", ())
             .unwrap();
         assert_eq!(rendered, "3 7 36 True");
+        let mut seen = HashSet::new();
         for _ in 0..1000 {
             let value = random_int(-2, 2).unwrap();
             assert!((-2..=2).contains(&value));
+            seen.insert(value);
         }
+        assert_eq!(seen.len(), 5, "every value of the span is drawn");
+        // The whole i64 range (a span of 2^64, past the 64-bit draw) and its ends.
+        let mut signs = HashSet::new();
+        for _ in 0..200 {
+            signs.insert(random_int(i64::MIN, i64::MAX).unwrap().signum());
+        }
+        assert!(signs.contains(&-1) && signs.contains(&1));
+        assert_eq!(random_int(i64::MAX, i64::MAX).unwrap(), i64::MAX);
+        assert_eq!(random_int(i64::MIN, i64::MIN).unwrap(), i64::MIN);
+        assert!(random_int(i64::MIN, i64::MIN + 1).unwrap() <= i64::MIN + 1);
     }
 
     #[test]

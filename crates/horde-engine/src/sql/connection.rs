@@ -14,7 +14,9 @@ use horde_plan::SqlMode;
 use postgres_protocol::message::frontend;
 use postgres_protocol::IsNull;
 use std::collections::HashMap;
+use std::future::Future;
 use std::rc::Rc;
+use std::task::{ready, Context, Poll};
 
 /// A connection: its socket, its prepared statements, and whether a transaction is open on it.
 pub(crate) struct SqlConnection {
@@ -24,6 +26,27 @@ pub(crate) struct SqlConnection {
     /// The server's own word, from its last ReadyForQuery: a transaction is open (or failed and
     /// not yet rolled back) on this connection.
     pub in_transaction: bool,
+    /// The replies of the statement in flight, as read so far.
+    reading: Reading,
+}
+
+/// What a statement's replies are read for, and what they said so far. Kept in the connection
+/// rather than in the statement's future: a statement is then one poll function under a
+/// closure of one reference (`SqlConnection::exchange`), not an `async fn` whose state the
+/// step's future holds and moves (issue 19: this client's cost is in its user space).
+#[derive(Default)]
+struct Reading {
+    keep_row: bool,
+    format: Format,
+    /// The result's columns: known when prepared, or once a RowDescription comes.
+    columns: Option<Rc<[Column]>>,
+    /// A statement being prepared: kept once the server has described it, whatever happens to
+    /// its execution after that (it exists there now).
+    preparing: Option<((usize, usize), Rc<str>)>,
+    rows: u64,
+    row_count: Option<u64>,
+    first_row: Option<FirstRow>,
+    error: Option<SqlError>,
 }
 
 /// A statement prepared on this connection: its name there and its result's columns.
@@ -44,8 +67,9 @@ pub(crate) struct StatementOutcome {
 const BINARY_RESULTS: [i16; 1] = [1];
 
 /// How a result's rows are encoded: binary (extended and prepared) or text (simple).
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
 enum Format {
+    #[default]
     Text,
     Binary,
 }
@@ -58,7 +82,7 @@ impl Drop for SqlConnection {
 
 impl SqlConnection {
     pub(super) fn new(wire: Wire) -> Self {
-        Self { wire, prepared: HashMap::new(), in_transaction: false }
+        Self { wire, prepared: HashMap::new(), in_transaction: false, reading: Reading::default() }
     }
 
     /// Opens a connection to the first of the URL's hosts that takes the login (`connect.rs`).
@@ -75,15 +99,13 @@ impl SqlConnection {
     /// Runs text with no parameters through the simple protocol (`BEGIN`, `COMMIT`, `ROLLBACK`).
     pub async fn batch(&mut self, text: &str) -> Result<(), SqlError> {
         frontend::query(text, &mut self.wire.out).map_err(encode)?;
-        self.wire.send().await?;
-        self.read_results(false, Format::Text, None, None).await.map(|_| ())
+        self.exchange(false, Format::Text, None, None).await.map(|_| ())
     }
 
     /// A server setting's value (`SHOW name`), for the login's `target_session_attrs` check.
     pub(super) async fn show(&mut self, name: &str) -> Result<String, SqlError> {
         frontend::query(&format!("SHOW {name}"), &mut self.wire.out).map_err(encode)?;
-        self.wire.send().await?;
-        let outcome = self.read_results(true, Format::Text, None, None).await?;
+        let outcome = self.exchange(true, Format::Text, None, None).await?;
         let value = outcome.first_row.and_then(|row| row.columns.into_iter().next()).map(|(_, value)| value);
         Ok(match value {
             Some(super::ColumnValue::Text(text)) => text,
@@ -92,19 +114,43 @@ impl SqlConnection {
     }
 
     /// Runs one statement with its rendered parameters.
-    pub async fn run(
+    pub fn run(
         &mut self,
         key: (usize, usize),
         statement: &StatementNode,
         params: &[String],
         mode: SqlMode,
         keep_row: bool,
-    ) -> Result<StatementOutcome, SqlError> {
+    ) -> impl Future<Output = Result<StatementOutcome, SqlError>> + '_ {
+        let written = match self.write_statement(key, statement, params, mode, keep_row) {
+            Ok(written) => Ok(written),
+            Err(error) => {
+                // Nothing of a statement that could not be encoded is sent.
+                self.wire.out.clear();
+                Err(error)
+            }
+        };
+        async move {
+            let (format, columns, preparing) = written?;
+            self.exchange(keep_row, format, columns, preparing).await
+        }
+    }
+
+    /// Writes one statement's messages into the send buffer: how its result will come, its
+    /// columns when prepared before, and its name when it is being prepared now.
+    #[allow(clippy::type_complexity)]
+    fn write_statement(
+        &mut self,
+        key: (usize, usize),
+        statement: &StatementNode,
+        params: &[String],
+        mode: SqlMode,
+        keep_row: bool,
+    ) -> Result<(Format, Option<Rc<[Column]>>, Option<((usize, usize), Rc<str>)>), SqlError> {
         match mode {
             SqlMode::Simple => {
                 self.write_simple(statement, params)?;
-                self.wire.send().await?;
-                self.read_results(keep_row, Format::Text, None, None).await
+                Ok((Format::Text, None, None))
             }
             SqlMode::Extended => {
                 // The unnamed statement and portal: parsed, bound and run in one round trip; a
@@ -117,8 +163,7 @@ impl SqlConnection {
                 }
                 frontend::execute("", 0, out).map_err(encode)?;
                 frontend::sync(out);
-                self.wire.send().await?;
-                self.read_results(keep_row, Format::Binary, None, None).await
+                Ok((Format::Binary, None, None))
             }
             SqlMode::Prepared => {
                 if let Some(prepared) = self.prepared.get(&key) {
@@ -127,8 +172,7 @@ impl SqlConnection {
                     bind(out, &prepared.name, params)?;
                     frontend::execute("", 0, out).map_err(encode)?;
                     frontend::sync(out);
-                    self.wire.send().await?;
-                    return self.read_results(keep_row, Format::Binary, Some(columns), None).await;
+                    return Ok((Format::Binary, Some(columns), None));
                 }
                 // The first time on this connection: prepared, described, bound and run in one
                 // round trip (the description comes before the rows it describes).
@@ -139,8 +183,7 @@ impl SqlConnection {
                 bind(out, &name, params)?;
                 frontend::execute("", 0, out).map_err(encode)?;
                 frontend::sync(out);
-                self.wire.send().await?;
-                self.read_results(keep_row, Format::Binary, None, Some((key, name))).await
+                Ok((Format::Binary, None, Some((key, name))))
             }
         }
     }
@@ -164,34 +207,39 @@ impl SqlConnection {
         frontend::query(&text, &mut self.wire.out).map_err(encode)
     }
 
-    /// Reads replies up to ReadyForQuery: the (last) result's count, the first row when asked
-    /// for, the first error. A statement being prepared (`preparing`) is kept once the server
-    /// has described it, whatever happens to its execution after that (it exists there now).
-    async fn read_results(
+    /// Sends what the send buffer holds and reads the replies up to ReadyForQuery: the (last)
+    /// result's count, the first row when asked for, the first error.
+    fn exchange(
         &mut self,
         keep_row: bool,
         format: Format,
-        mut columns: Option<Rc<[Column]>>,
-        mut preparing: Option<((usize, usize), Rc<str>)>,
-    ) -> Result<StatementOutcome, SqlError> {
-        let mut rows = 0u64;
-        let mut row_count = None;
-        let mut first_row = None;
-        let mut error = None;
+        columns: Option<Rc<[Column]>>,
+        preparing: Option<((usize, usize), Rc<str>)>,
+    ) -> impl Future<Output = Result<StatementOutcome, SqlError>> + '_ {
+        self.reading = Reading { keep_row, format, columns, preparing, ..Reading::default() };
+        // Sending is done once the buffer is empty: later polls go straight to the replies.
+        std::future::poll_fn(move |cx| {
+            ready!(self.wire.poll_send(cx))?;
+            self.poll_results(cx)
+        })
+    }
+
+    fn poll_results(&mut self, cx: &mut Context<'_>) -> Poll<Result<StatementOutcome, SqlError>> {
+        let reading = &mut self.reading;
         loop {
-            let frame = match self.wire.frame().await {
+            let frame = match ready!(self.wire.poll_frame(cx)) {
                 Ok(frame) => frame,
                 // A server that ends the session says why first (57P01 and kin): that is the error.
-                Err(lost) => return Err(error.unwrap_or(lost)),
+                Err(lost) => return Poll::Ready(Err(reading.error.take().unwrap_or(lost))),
             };
             let body = self.wire.body(frame);
             match frame.tag {
                 b'D' => {
-                    rows += 1;
-                    if keep_row && first_row.is_none() {
+                    reading.rows += 1;
+                    if reading.keep_row && reading.first_row.is_none() {
                         let values = wire::data_row(body);
-                        first_row = Some(match (values, &columns) {
-                            (Ok(values), Some(columns)) => match format {
+                        reading.first_row = Some(match (values, &reading.columns) {
+                            (Ok(values), Some(columns)) => match reading.format {
                                 Format::Binary => FirstRow::from_binary(columns, &values),
                                 Format::Text => FirstRow::from_text(columns, &values),
                             },
@@ -200,27 +248,26 @@ impl SqlConnection {
                     }
                 }
                 b'C' => {
-                    let count = wire::command_rows(body);
                     // A simple query's results each end so; the last one counts.
-                    row_count = Some(count);
-                    rows = 0;
+                    reading.row_count = Some(wire::command_rows(body));
+                    reading.rows = 0;
                 }
                 b'T' => {
                     let described: Rc<[Column]> = match wire::row_description(body) {
                         Ok(described) => described.into(),
                         Err(malformed) => {
                             self.wire.broken = true;
-                            return Err(malformed);
+                            return Poll::Ready(Err(malformed));
                         }
                     };
-                    if let Some((key, name)) = preparing.take() {
+                    if let Some((key, name)) = reading.preparing.take() {
                         self.prepared.insert(key, Prepared { name, columns: Rc::clone(&described) });
                     }
-                    columns = Some(described);
+                    reading.columns = Some(described);
                 }
                 // NoData: a statement that returns no rows (an UPDATE) was described.
                 b'n' => {
-                    if let Some((key, name)) = preparing.take() {
+                    if let Some((key, name)) = reading.preparing.take() {
                         self.prepared.insert(key, Prepared { name, columns: Rc::from(Vec::new()) });
                     }
                 }
@@ -229,7 +276,7 @@ impl SqlConnection {
                     if fatal {
                         self.wire.broken = true;
                     }
-                    error.get_or_insert(server_error);
+                    reading.error.get_or_insert(server_error);
                 }
                 b'Z' => {
                     self.in_transaction = wire::in_transaction(body);
@@ -242,16 +289,19 @@ impl SqlConnection {
                 b'1' | b'2' | b't' | b'I' | b's' | b'3' | b'N' | b'S' | b'A' => {}
                 other => {
                     self.wire.broken = true;
-                    return Err(SqlError::Client(format!("an unexpected backend message '{}'", char::from(other))));
+                    return Poll::Ready(Err(SqlError::Client(format!("an unexpected backend message '{}'", char::from(other)))));
                 }
             }
             self.wire.consume(frame);
         }
-        if let Some(error) = error {
-            return Err(error);
+        if let Some(error) = reading.error.take() {
+            return Poll::Ready(Err(error));
         }
-        let row_count = row_count.unwrap_or(rows);
-        Ok(StatementOutcome { row_count, step_rows: row_count, first_row })
+        let row_count = reading.row_count.unwrap_or(reading.rows);
+        // The columns and the statement's name go back (their last references are the
+        // prepared statement's).
+        reading.columns = None;
+        Poll::Ready(Ok(StatementOutcome { row_count, step_rows: row_count, first_row: reading.first_row.take() }))
     }
 }
 

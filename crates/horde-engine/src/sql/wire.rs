@@ -7,7 +7,11 @@
 
 use bytes::{Buf, BytesMut};
 use std::fmt;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+use tokio::io::AsyncWrite;
+use tokio_util::io::poll_read_buf;
 
 /// Why a statement, a connect or a login failed.
 #[derive(Debug)]
@@ -54,8 +58,9 @@ pub(super) struct Frame {
 /// The socket with its buffers, and whether it is still usable.
 pub(super) struct Wire {
     stream: Stream,
-    /// Frontend messages waiting for `send`.
+    /// Frontend messages waiting for `send`, and how much of them a send has written so far.
     pub out: BytesMut,
+    sent: usize,
     /// Bytes read and not yet consumed.
     input: BytesMut,
     /// The server closed, a read or write failed, a FATAL error came, or the protocol lost step:
@@ -68,37 +73,66 @@ const READ_CHUNK: usize = 8 * 1024;
 
 impl Wire {
     pub fn new(stream: Stream) -> Self {
-        Self { stream, out: BytesMut::with_capacity(1024), input: BytesMut::with_capacity(READ_CHUNK), broken: false }
+        Self { stream, out: BytesMut::with_capacity(1024), sent: 0, input: BytesMut::with_capacity(READ_CHUNK), broken: false }
     }
 
     /// Writes what `out` holds, in one write when the socket takes it.
-    pub async fn send(&mut self) -> Result<(), SqlError> {
-        let written = match &mut self.stream {
-            Stream::Tcp(stream) => stream.write_all(&self.out).await,
-            Stream::Unix(stream) => stream.write_all(&self.out).await,
-        };
-        self.out.clear();
-        written.map_err(|error| {
-            self.broken = true;
-            SqlError::Io(error)
-        })
+    ///
+    /// This and [`Wire::frame`] are poll functions under a closure of one reference, not
+    /// `async fn`s over tokio's write and read futures: a statement's future held those nested
+    /// three deep, each level a state to resume and a few hundred bytes more of the step's
+    /// future, which is moved at every step (issue 19: this client's cost is in its user
+    /// space, `bench/README.md`).
+    pub fn send(&mut self) -> impl Future<Output = Result<(), SqlError>> + '_ {
+        std::future::poll_fn(move |cx| self.poll_send(cx))
     }
 
     /// The next whole message, reading from the socket as needed.
-    pub async fn frame(&mut self) -> Result<Frame, SqlError> {
+    pub fn frame(&mut self) -> impl Future<Output = Result<Frame, SqlError>> + '_ {
+        std::future::poll_fn(move |cx| self.poll_frame(cx))
+    }
+
+    /// [`Wire::send`] as a poll function (a statement's own, `connection.rs`).
+    pub fn poll_send(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), SqlError>> {
+        while self.sent < self.out.len() {
+            let pending = &self.out[self.sent..];
+            let written = match &mut self.stream {
+                Stream::Tcp(stream) => Pin::new(stream).poll_write(cx, pending),
+                Stream::Unix(stream) => Pin::new(stream).poll_write(cx, pending),
+            };
+            let error = match ready!(written) {
+                Ok(0) => std::io::Error::from(std::io::ErrorKind::WriteZero),
+                Ok(count) => {
+                    self.sent += count;
+                    continue;
+                }
+                Err(error) => error,
+            };
+            self.out.clear();
+            self.sent = 0;
+            self.broken = true;
+            return Poll::Ready(Err(SqlError::Io(error)));
+        }
+        self.out.clear();
+        self.sent = 0;
+        Poll::Ready(Ok(()))
+    }
+
+    /// [`Wire::frame`] as a poll function.
+    pub fn poll_frame(&mut self, cx: &mut Context<'_>) -> Poll<Result<Frame, SqlError>> {
         loop {
             if self.input.len() >= 5 {
                 let declared = u32::from_be_bytes([self.input[1], self.input[2], self.input[3], self.input[4]]) as usize;
                 if declared < 4 {
                     self.broken = true;
-                    return Err(SqlError::Client(format!("a backend message declared {declared} bytes")));
+                    return Poll::Ready(Err(SqlError::Client(format!("a backend message declared {declared} bytes"))));
                 }
                 if self.input.len() > declared {
-                    return Ok(Frame { tag: self.input[0], len: declared - 4 });
+                    return Poll::Ready(Ok(Frame { tag: self.input[0], len: declared - 4 }));
                 }
                 self.input.reserve(declared + 1 - self.input.len());
             }
-            self.fill().await?;
+            ready!(self.poll_fill(cx))?;
         }
     }
 
@@ -112,15 +146,17 @@ impl Wire {
         self.input.advance(5 + frame.len);
     }
 
-    async fn fill(&mut self) -> Result<(), SqlError> {
+    /// One read into the buffer. A read that leaves room in it shows that the socket is drained,
+    /// and the next waits for readiness without a read that would fail (tokio's `poll_read`).
+    fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), SqlError>> {
         if self.input.capacity() - self.input.len() < READ_CHUNK / 2 {
             self.input.reserve(READ_CHUNK);
         }
         let read = match &mut self.stream {
-            Stream::Tcp(stream) => stream.read_buf(&mut self.input).await,
-            Stream::Unix(stream) => stream.read_buf(&mut self.input).await,
+            Stream::Tcp(stream) => poll_read_buf(Pin::new(stream), cx, &mut self.input),
+            Stream::Unix(stream) => poll_read_buf(Pin::new(stream), cx, &mut self.input),
         };
-        match read {
+        Poll::Ready(match ready!(read) {
             Ok(0) => {
                 self.broken = true;
                 Err(SqlError::Closed)
@@ -130,7 +166,7 @@ impl Wire {
                 self.broken = true;
                 Err(SqlError::Io(error))
             }
-        }
+        })
     }
 
     /// Says goodbye (Terminate) if the socket takes it at once, so that the server logs a

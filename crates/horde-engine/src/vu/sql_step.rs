@@ -15,6 +15,53 @@ pub(crate) struct VuSql {
     connection: Option<SqlConnection>,
     /// `connections: {pool: N}`: the lease a VU keeps while its transaction spans steps.
     lease: Option<SqlLease>,
+    /// The buffers of the last step's parameters, reused by the next.
+    params: SqlParams,
+}
+
+/// A step's rendered parameters, statement after statement, in strings a VU keeps from one
+/// step to the next: once they have grown, rendering a step's parameters allocates nothing
+/// (a vector of strings per statement was three allocations and frees a transaction).
+#[derive(Default)]
+pub(crate) struct SqlParams {
+    /// Every string rendered so far; the first `used` hold this step's values.
+    values: Vec<String>,
+    used: usize,
+    /// Where each statement's values end in `values`.
+    ends: Vec<usize>,
+}
+
+impl SqlParams {
+    fn clear(&mut self) {
+        self.used = 0;
+        self.ends.clear();
+    }
+
+    /// The next value's string, emptied.
+    fn next_value(&mut self) -> &mut String {
+        if self.used == self.values.len() {
+            self.values.push(String::new());
+        }
+        let value = &mut self.values[self.used];
+        value.clear();
+        self.used += 1;
+        value
+    }
+
+    /// The last value given back (its template could not be rendered).
+    fn drop_value(&mut self) {
+        self.used -= 1;
+    }
+
+    fn end_statement(&mut self) {
+        self.ends.push(self.used);
+    }
+
+    /// Statement `index`'s values.
+    pub(crate) fn statement(&self, index: usize) -> &[String] {
+        let start = if index == 0 { 0 } else { self.ends[index - 1] };
+        &self.values[start..self.ends[index]]
+    }
 }
 
 /// Why a step failed (its kind, and the server's SQLSTATE and message or the client's error),
@@ -32,12 +79,21 @@ impl Vu {
         // One branch when the run records no exchanges (`crate::exchange`).
         let recording = state.shared.recording.as_ref().is_some_and(|recording| recording.claim(node.global_index));
         // A parameter that is a lone variable or `random_int` call is rendered directly, and the
-        // template context built only for one that needs it (`Vu::render_text`).
-        let mut params: Vec<Vec<String>> = Vec::with_capacity(node.statements.len());
+        // template context built only for one that needs it (`Vu::render_text_into`).
+        let mut params = self.sql.as_mut().map(|sql| std::mem::take(&mut sql.params)).unwrap_or_default();
+        params.clear();
         for statement in &node.statements {
-            let rendered: Option<Vec<String>> =
-                statement.params.iter().map(|param| self.render_text(state, param).map(|text| text.into_owned())).collect();
-            let Some(rendered) = rendered else {
+            let mut rendered = true;
+            for param in &statement.params {
+                rendered = self.render_text_into(state, param, params.next_value());
+                if !rendered {
+                    params.drop_value();
+                    break;
+                }
+            }
+            params.end_statement();
+            if !rendered {
+                self.keep_sql_params(params);
                 // Not sent; the step's think time still applies, as it would after a result.
                 self.record(state, node.global_index, 0, Err(ErrorKind::TemplateFailed), 0, 0);
                 if recording {
@@ -51,8 +107,7 @@ impl Vu {
                     self.pause(state, think_time).await;
                 }
                 return Flow::Continue;
-            };
-            params.push(rendered);
+            }
         }
         self.sent += 1;
         let sent_at = intended.map(|_| Instant::now());
@@ -92,6 +147,7 @@ impl Vu {
         if recording {
             self.sql_record(state, node, &params, started, latency_us, result, &outcome);
         }
+        self.keep_sql_params(params);
         if let (Err(kind), Some(words)) = (result, error_words) {
             // A server's message may quote a parameter's value (`invalid input syntax for type
             // integer: "..."`): credentials the VU holds are redacted from it.
@@ -105,9 +161,14 @@ impl Vu {
         self.end_step(state, back_off, node.think_time.as_ref(), end_iteration).await
     }
 
+    /// Keeps a step's parameter buffers for the VU's next step.
+    fn keep_sql_params(&mut self, params: SqlParams) {
+        self.sql.get_or_insert_with(Box::default).params = params;
+    }
+
     /// Takes a connection (the VU's own, or one of the pool's, waiting its turn), runs the step's
     /// statements on it, and keeps it for the next step unless it broke.
-    async fn sql_exchange(&mut self, state: &WorkerState, node: &SqlNode, params: &[Vec<String>]) -> Result<StatementOutcome, StepError> {
+    async fn sql_exchange(&mut self, state: &WorkerState, node: &SqlNode, params: &SqlParams) -> Result<StatementOutcome, StepError> {
         let target = state.shared.plan.sql.as_ref().expect("sql steps run only against a postgresql:// target");
         let mut lease = None;
         let held = match &state.sql_pool {
@@ -166,7 +227,7 @@ impl Vu {
         &mut self,
         state: &WorkerState,
         node: &SqlNode,
-        params: &[Vec<String>],
+        params: &SqlParams,
         started: Instant,
         latency_us: u64,
         result: Result<(), ErrorKind>,
@@ -174,7 +235,8 @@ impl Vu {
     ) {
         let mut exchange = self.exchange_record(state, node.global_index, "sql", started);
         let mut request = String::new();
-        for (statement, params) in node.statements.iter().zip(params) {
+        for (index, statement) in node.statements.iter().enumerate() {
+            let params = params.statement(index);
             request.push_str(statement.query.trim());
             request.push('\n');
             for (index, param) in params.iter().enumerate() {
@@ -271,14 +333,14 @@ fn column_text(value: &crate::sql::ColumnValue) -> String {
 }
 
 /// The step's statements, in a transaction when the step holds several; the last one's result.
-async fn run_statements(connection: &mut SqlConnection, node: &SqlNode, params: &[Vec<String>]) -> Result<StatementOutcome, (ErrorKind, String)> {
+async fn run_statements(connection: &mut SqlConnection, node: &SqlNode, params: &SqlParams) -> Result<StatementOutcome, (ErrorKind, String)> {
     if node.transaction {
         connection.batch("BEGIN").await.map_err(|error| described(&error))?;
     }
     let mut last: Option<StatementOutcome> = None;
     for (index, statement) in node.statements.iter().enumerate() {
         let keep_row = node.keep_row && index + 1 == node.statements.len();
-        match connection.run((node.global_index, index), statement, &params[index], node.mode, keep_row).await {
+        match connection.run((node.global_index, index), statement, params.statement(index), node.mode, keep_row).await {
             Ok(mut outcome) => {
                 outcome.step_rows += last.map_or(0, |last| last.step_rows);
                 last = Some(outcome);
