@@ -13,7 +13,6 @@ use super::{SimplePart, StatementNode};
 use horde_plan::SqlMode;
 use postgres_protocol::message::frontend;
 use postgres_protocol::IsNull;
-use std::collections::HashMap;
 use std::future::Future;
 use std::rc::Rc;
 use std::task::{ready, Context, Poll};
@@ -21,8 +20,9 @@ use std::task::{ready, Context, Poll};
 /// A connection: its socket, its prepared statements, and whether a transaction is open on it.
 pub(crate) struct SqlConnection {
     pub(super) wire: Wire,
-    /// `mode: prepared`: by (step's global index, statement index).
-    prepared: HashMap<(usize, usize), Prepared>,
+    /// `mode: prepared`: by step (its global index), then by statement. Indexed rather than
+    /// hashed: a SipHash of the key was a twentieth of a select's client instructions.
+    prepared: Vec<Vec<Option<Prepared>>>,
     /// The server's own word, from its last ReadyForQuery: a transaction is open (or failed and
     /// not yet rolled back) on this connection.
     pub in_transaction: bool,
@@ -82,12 +82,15 @@ impl Drop for SqlConnection {
 
 impl SqlConnection {
     pub(super) fn new(wire: Wire) -> Self {
-        Self { wire, prepared: HashMap::new(), in_transaction: false, reading: Reading::default() }
+        Self { wire, prepared: Vec::new(), in_transaction: false, reading: Reading::default() }
     }
 
     /// Opens a connection to the first of the URL's hosts that takes the login (`connect.rs`).
-    pub async fn connect(config: &tokio_postgres::Config) -> Result<Self, SqlError> {
-        super::connect::connect(config).await
+    /// Boxed: a VU, a lease and the pool hand a connection on at every step, and a step's future
+    /// holds it while it runs (a few hundred bytes moved each time, and room for it in every
+    /// step's future, where a box is a pointer).
+    pub async fn connect(config: &tokio_postgres::Config) -> Result<Box<Self>, SqlError> {
+        super::connect::connect(config).await.map(Box::new)
     }
 
     /// Whether the connection may not be used again: the server closed it or ended the session,
@@ -166,7 +169,7 @@ impl SqlConnection {
                 Ok((Format::Binary, None, None))
             }
             SqlMode::Prepared => {
-                if let Some(prepared) = self.prepared.get(&key) {
+                if let Some(prepared) = self.prepared.get(key.0).and_then(|statements| statements.get(key.1)).and_then(Option::as_ref) {
                     let columns = Rc::clone(&prepared.columns);
                     let out = &mut self.wire.out;
                     bind(out, &prepared.name, params)?;
@@ -261,14 +264,14 @@ impl SqlConnection {
                         }
                     };
                     if let Some((key, name)) = reading.preparing.take() {
-                        self.prepared.insert(key, Prepared { name, columns: Rc::clone(&described) });
+                        keep_prepared(&mut self.prepared, key, Prepared { name, columns: Rc::clone(&described) });
                     }
                     reading.columns = Some(described);
                 }
                 // NoData: a statement that returns no rows (an UPDATE) was described.
                 b'n' => {
                     if let Some((key, name)) = reading.preparing.take() {
-                        self.prepared.insert(key, Prepared { name, columns: Rc::from(Vec::new()) });
+                        keep_prepared(&mut self.prepared, key, Prepared { name, columns: Rc::from(Vec::new()) });
                     }
                 }
                 b'E' => {
@@ -303,6 +306,18 @@ impl SqlConnection {
         reading.columns = None;
         Poll::Ready(Ok(StatementOutcome { row_count, step_rows: row_count, first_row: reading.first_row.take() }))
     }
+}
+
+/// Files a statement prepared on the connection under its (step, statement) key.
+fn keep_prepared(prepared: &mut Vec<Vec<Option<Prepared>>>, (step, statement): (usize, usize), kept: Prepared) {
+    if prepared.len() <= step {
+        prepared.resize_with(step + 1, Vec::new);
+    }
+    let statements = &mut prepared[step];
+    if statements.len() <= statement {
+        statements.resize_with(statement + 1, || None);
+    }
+    statements[statement] = Some(kept);
 }
 
 /// Bind: the parameters as text (the server parses each into its parameter's type, as it does

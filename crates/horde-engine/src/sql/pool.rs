@@ -18,7 +18,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 pub(crate) struct SqlPool {
     permits: Arc<Semaphore>,
     /// Idle connections by instance; the last given back is lent first.
-    idle: Rc<RefCell<Vec<Vec<SqlConnection>>>>,
+    idle: Rc<RefCell<Vec<Vec<Box<SqlConnection>>>>>,
 }
 
 /// The right to one connection for one step (or one transaction): `connection` is the idle
@@ -26,9 +26,9 @@ pub(crate) struct SqlPool {
 /// is given back (leave it `None` for a connection that broke).
 pub(crate) struct SqlLease {
     _permit: OwnedSemaphorePermit,
-    idle: Rc<RefCell<Vec<Vec<SqlConnection>>>>,
+    idle: Rc<RefCell<Vec<Vec<Box<SqlConnection>>>>>,
     instance: usize,
-    pub connection: Option<SqlConnection>,
+    pub connection: Option<Box<SqlConnection>>,
 }
 
 impl Drop for SqlLease {

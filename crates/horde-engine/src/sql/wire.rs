@@ -248,7 +248,12 @@ pub(super) fn data_row(body: &[u8]) -> Result<Vec<Option<&[u8]>>, SqlError> {
 pub(super) fn command_rows(body: &[u8]) -> u64 {
     let tag = body.split(|byte| *byte == 0).next().unwrap_or_default();
     let last = tag.rsplit(|byte| *byte == b' ').next().unwrap_or_default();
-    std::str::from_utf8(last).ok().and_then(|count| count.parse().ok()).unwrap_or(0)
+    // Digits read in place (one a transaction's every statement ends with): no UTF-8 check,
+    // no parser. A word (`BEGIN`), nothing, or a count past u64 counts 0.
+    if last.is_empty() || !last.iter().all(u8::is_ascii_digit) {
+        return 0;
+    }
+    last.iter().try_fold(0u64, |count, digit| count.checked_mul(10)?.checked_add(u64::from(digit - b'0'))).unwrap_or(0)
 }
 
 /// ErrorResponse: the error, and whether the server ends the session with it (FATAL, PANIC).
@@ -309,6 +314,11 @@ mod tests {
         assert_eq!(command_rows(b"INSERT 0 12\0"), 12);
         assert_eq!(command_rows(b"BEGIN\0"), 0);
         assert_eq!(command_rows(b"CREATE TABLE\0"), 0);
+        assert_eq!(command_rows(b"UPDATE 18446744073709551615\0"), u64::MAX);
+        assert_eq!(command_rows(b"UPDATE 18446744073709551616\0"), 0, "past u64");
+        assert_eq!(command_rows(b"SELECT 1x\0"), 0);
+        assert_eq!(command_rows(b"\0"), 0);
+        assert_eq!(command_rows(b""), 0);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 #[derive(Default)]
 pub(crate) struct VuSql {
     /// `connections: per_vu`: the VU's own connection.
-    connection: Option<SqlConnection>,
+    connection: Option<Box<SqlConnection>>,
     /// `connections: {pool: N}`: the lease a VU keeps while its transaction spans steps.
     lease: Option<SqlLease>,
     /// The buffers of the last step's parameters, reused by the next.
