@@ -15,10 +15,15 @@ use std::rc::Rc;
 use std::sync::Arc;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+/// Idle connections by instance, each in the box it was opened in: a lease takes it and gives
+/// it back as a pointer, not as the connection's few hundred bytes.
+#[allow(clippy::vec_box)]
+type Idle = Rc<RefCell<Vec<Vec<Box<SqlConnection>>>>>;
+
 pub(crate) struct SqlPool {
     permits: Arc<Semaphore>,
     /// Idle connections by instance; the last given back is lent first.
-    idle: Rc<RefCell<Vec<Vec<Box<SqlConnection>>>>>,
+    idle: Idle,
 }
 
 /// The right to one connection for one step (or one transaction): `connection` is the idle
@@ -26,7 +31,7 @@ pub(crate) struct SqlPool {
 /// is given back (leave it `None` for a connection that broke).
 pub(crate) struct SqlLease {
     _permit: OwnedSemaphorePermit,
-    idle: Rc<RefCell<Vec<Vec<Box<SqlConnection>>>>>,
+    idle: Idle,
     instance: usize,
     pub connection: Option<Box<SqlConnection>>,
 }
