@@ -93,7 +93,14 @@ pub(crate) fn run_worker(index: usize, shared: Arc<Shared>, parts: mpsc::Sender<
     let last_sent = Rc::new(Cell::new(0));
     let _final_part = FinalPart { state: Rc::clone(&state), parts: parts.clone(), last_sent: Rc::clone(&last_sent) };
     let local = LocalSet::new();
-    local.block_on(&runtime, async move {
+    // The worker's own course (start, stop, grace) runs as a task of its own, and the LocalSet
+    // waits for a flag it sets: the future given to `block_on` is polled again at every wake of
+    // any task of the set, and this course's select of a timer and the stop watch (then its
+    // task's handle) was a twentieth of a SQL transaction's client instructions (issue 19).
+    let ended = Rc::new(CourseEnd::default());
+    let course_end = Rc::clone(&ended);
+    let course = local.spawn_local(async move {
+        let _ended = CourseEnded(course_end);
         tokio::task::spawn_local(report_intervals(Rc::clone(&state), parts, last_sent));
         tokio::task::spawn_local(probe_timer_lateness(Rc::clone(&state)));
         let pauses = Rc::clone(&state);
@@ -129,6 +136,45 @@ pub(crate) fn run_worker(index: usize, shared: Arc<Shared>, parts: mpsc::Sender<
             }
         }
     });
+    local.block_on(&runtime, std::future::poll_fn(|cx| ended.poll(cx)));
+    // The course has ended: its handle is ready at once, with its panic if it had one.
+    if let Err(error) = local.block_on(&runtime, course) {
+        if error.is_panic() {
+            std::panic::resume_unwind(error.into_panic());
+        }
+    }
+}
+
+/// Whether a worker's course has ended, and the waker of the worker's thread waiting for it.
+#[derive(Default)]
+struct CourseEnd {
+    ended: Cell<bool>,
+    waiter: RefCell<Option<std::task::Waker>>,
+}
+
+impl CourseEnd {
+    fn poll(&self, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        if self.ended.get() {
+            return std::task::Poll::Ready(());
+        }
+        let mut waiter = self.waiter.borrow_mut();
+        if !waiter.as_ref().is_some_and(|waker| waker.will_wake(cx.waker())) {
+            *waiter = Some(cx.waker().clone());
+        }
+        std::task::Poll::Pending
+    }
+}
+
+/// Marks the course ended when it is dropped: at its end, or when it panics.
+struct CourseEnded(Rc<CourseEnd>);
+
+impl Drop for CourseEnded {
+    fn drop(&mut self) {
+        self.0.ended.set(true);
+        if let Some(waker) = self.0.waiter.borrow_mut().take() {
+            waker.wake();
+        }
+    }
 }
 
 /// Once a second (on the run's clock), hands the interval's measurements to the aggregator.
