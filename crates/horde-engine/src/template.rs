@@ -2,6 +2,8 @@
 //! up by name when a VU renders it. The HTTP, SQL and message steps all hold their templated
 //! parts in these types; the VU renders them (`vu.rs`, `vu/http_step.rs`).
 
+use crate::interpreter::ColumnHint;
+
 /// What a typed JSON template renders when its expression is undefined.
 pub(crate) const UNDEFINED_MARK: &str = "\u{1}undefined\u{1}";
 
@@ -32,8 +34,9 @@ pub(crate) struct TemplateRef {
 /// variable that shadows `random_int`, falls back to the template engine.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Direct {
-    /// `{{ name }}` or `{{ name.field }}` (the field as the key value a lookup takes, made once).
-    Var { name: String, field: Option<minijinja::Value> },
+    /// `{{ name }}` or `{{ name.field }}` (the field as the key value a lookup takes, made once;
+    /// in a CSV feeder's row, the place its column was found last).
+    Var { name: String, field: Option<minijinja::Value>, column: ColumnHint },
     /// `{{ random_int(low, high) }}`, low <= high.
     RandomInt { low: i64, high: i64 },
 }
@@ -82,7 +85,7 @@ impl Direct {
                 && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
                 && !KEYWORDS.contains(&word)
         };
-        (identifier(name) && field.is_none_or(identifier)).then(|| Direct::Var { name: name.to_owned(), field: field.map(minijinja::Value::from) })
+        (identifier(name) && field.is_none_or(identifier)).then(|| Direct::Var { name: name.to_owned(), field: field.map(minijinja::Value::from), column: ColumnHint::default() })
     }
 }
 
@@ -103,7 +106,7 @@ mod tests {
 
     #[test]
     fn only_a_lone_variable_or_random_int_is_direct() {
-        let var = |name: &str, field: Option<&str>| Some(Direct::Var { name: name.into(), field: field.map(minijinja::Value::from) });
+        let var = |name: &str, field: Option<&str>| Some(Direct::Var { name: name.into(), field: field.map(minijinja::Value::from), column: ColumnHint::default() });
         assert_eq!(Direct::of("{{ t.aid }}"), var("t", Some("aid")));
         assert_eq!(Direct::of("{{token}}"), var("token", None));
         assert_eq!(Direct::of("{{ random_int(1, 100000) }}"), Some(Direct::RandomInt { low: 1, high: 100000 }));

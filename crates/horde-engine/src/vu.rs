@@ -547,14 +547,14 @@ impl Vu {
     fn render_direct(&self, direct: &crate::template::Direct, out: &mut String) -> bool {
         use crate::template::{push_rendered, Direct};
         match direct {
-            Direct::Var { name, field } => {
+            Direct::Var { name, field, column } => {
                 let Some(value) = self.vars.get(name) else { return false };
                 match field {
                     None => push_rendered(value, out),
                     Some(field) => {
                         // A CSV feeder's row: its field's text, read in place.
                         if let Some(row) = value.downcast_object_ref::<crate::interpreter::CsvRow>() {
-                            let Some(text) = field.as_str().and_then(|field| row.field(field)) else { return false };
+                            let Some(text) = field.as_str().and_then(|field| row.field_hinted(field, column)) else { return false };
                             out.push_str(text);
                             return true;
                         }

@@ -63,6 +63,10 @@ pub(crate) struct StatementOutcome {
     pub first_row: Option<FirstRow>,
 }
 
+/// Execute of the unnamed portal, all its rows (max rows 0), then Sync: the same bytes for every
+/// statement, written as they are rather than encoded each time.
+const EXECUTE_AND_SYNC: [u8; 15] = [b'E', 0, 0, 0, 9, 0, 0, 0, 0, 0, b'S', 0, 0, 0, 4];
+
 /// Result columns in binary (format code 1 for all): numbers and booleans read without parsing.
 const BINARY_RESULTS: [i16; 1] = [1];
 
@@ -164,8 +168,7 @@ impl SqlConnection {
                 if keep_row {
                     frontend::describe(b'P', "", out).map_err(encode)?;
                 }
-                frontend::execute("", 0, out).map_err(encode)?;
-                frontend::sync(out);
+                out.put_slice(&EXECUTE_AND_SYNC);
                 Ok((Format::Binary, None, None))
             }
             SqlMode::Prepared => {
@@ -173,8 +176,7 @@ impl SqlConnection {
                     let columns = Rc::clone(&prepared.columns);
                     let out = &mut self.wire.out;
                     bind(out, &prepared.name, params)?;
-                    frontend::execute("", 0, out).map_err(encode)?;
-                    frontend::sync(out);
+                    out.put_slice(&EXECUTE_AND_SYNC);
                     return Ok((Format::Binary, Some(columns), None));
                 }
                 // The first time on this connection: prepared, described, bound and run in one
@@ -184,8 +186,7 @@ impl SqlConnection {
                 frontend::parse(&name, &statement.query, std::iter::empty(), out).map_err(encode)?;
                 frontend::describe(b'S', &name, out).map_err(encode)?;
                 bind(out, &name, params)?;
-                frontend::execute("", 0, out).map_err(encode)?;
-                frontend::sync(out);
+                out.put_slice(&EXECUTE_AND_SYNC);
                 Ok((Format::Binary, None, Some((key, name))))
             }
         }
@@ -401,6 +402,14 @@ mod tests {
             assert_eq!(&out[..6], b"before");
             assert_eq!(&out[6..], &reference(statement, &params)[..], "{statement} with {} parameters", params.len());
         }
+    }
+
+    #[test]
+    fn execute_and_sync_are_what_postgres_protocol_writes() {
+        let mut out = BytesMut::new();
+        frontend::execute("", 0, &mut out).unwrap();
+        frontend::sync(&mut out);
+        assert_eq!(&out[..], &EXECUTE_AND_SYNC[..]);
     }
 
     #[test]
