@@ -49,6 +49,14 @@ struct Reading {
     error: Option<SqlError>,
 }
 
+/// What a statement's replies will be: how its rows are encoded, its columns when it was
+/// prepared before, and its key and name when it is being prepared now.
+struct Expected {
+    format: Format,
+    columns: Option<Rc<[Column]>>,
+    preparing: Option<((usize, usize), Rc<str>)>,
+}
+
 /// A statement prepared on this connection: its name there and its result's columns.
 struct Prepared {
     name: Rc<str>,
@@ -120,7 +128,8 @@ impl SqlConnection {
         })
     }
 
-    /// Runs one statement with its rendered parameters.
+    /// Runs one statement with its rendered parameters: its messages written into the send
+    /// buffer now, then sent and its replies read by the future.
     pub fn run(
         &mut self,
         key: (usize, usize),
@@ -129,35 +138,22 @@ impl SqlConnection {
         mode: SqlMode,
         keep_row: bool,
     ) -> impl Future<Output = Result<StatementOutcome, SqlError>> + '_ {
-        let written = match self.write_statement(key, statement, params, mode, keep_row) {
-            Ok(written) => Ok(written),
-            Err(error) => {
-                // Nothing of a statement that could not be encoded is sent.
-                self.wire.out.clear();
-                Err(error)
-            }
-        };
+        let written = self.write_statement(key, statement, params, mode, keep_row).inspect_err(|_| {
+            // Nothing of a statement that could not be encoded is sent.
+            self.wire.out.clear();
+        });
         async move {
-            let (format, columns, preparing) = written?;
+            let Expected { format, columns, preparing } = written?;
             self.exchange(keep_row, format, columns, preparing).await
         }
     }
 
-    /// Writes one statement's messages into the send buffer: how its result will come, its
-    /// columns when prepared before, and its name when it is being prepared now.
-    #[allow(clippy::type_complexity)]
-    fn write_statement(
-        &mut self,
-        key: (usize, usize),
-        statement: &StatementNode,
-        params: &[String],
-        mode: SqlMode,
-        keep_row: bool,
-    ) -> Result<(Format, Option<Rc<[Column]>>, Option<((usize, usize), Rc<str>)>), SqlError> {
+    /// Writes one statement's messages into the send buffer; what its replies will be.
+    fn write_statement(&mut self, key: (usize, usize), statement: &StatementNode, params: &[String], mode: SqlMode, keep_row: bool) -> Result<Expected, SqlError> {
         match mode {
             SqlMode::Simple => {
                 self.write_simple(statement, params)?;
-                Ok((Format::Text, None, None))
+                Ok(Expected { format: Format::Text, columns: None, preparing: None })
             }
             SqlMode::Extended => {
                 // The unnamed statement and portal: parsed, bound and run in one round trip; a
@@ -169,7 +165,7 @@ impl SqlConnection {
                     frontend::describe(b'P', "", out).map_err(encode)?;
                 }
                 out.put_slice(&EXECUTE_AND_SYNC);
-                Ok((Format::Binary, None, None))
+                Ok(Expected { format: Format::Binary, columns: None, preparing: None })
             }
             SqlMode::Prepared => {
                 if let Some(prepared) = self.prepared.get(key.0).and_then(|statements| statements.get(key.1)).and_then(Option::as_ref) {
@@ -177,7 +173,7 @@ impl SqlConnection {
                     let out = &mut self.wire.out;
                     bind(out, &prepared.name, params)?;
                     out.put_slice(&EXECUTE_AND_SYNC);
-                    return Ok((Format::Binary, Some(columns), None));
+                    return Ok(Expected { format: Format::Binary, columns: Some(columns), preparing: None });
                 }
                 // The first time on this connection: prepared, described, bound and run in one
                 // round trip (the description comes before the rows it describes).
@@ -187,7 +183,7 @@ impl SqlConnection {
                 frontend::describe(b'S', &name, out).map_err(encode)?;
                 bind(out, &name, params)?;
                 out.put_slice(&EXECUTE_AND_SYNC);
-                Ok((Format::Binary, None, Some((key, name))))
+                Ok(Expected { format: Format::Binary, columns: None, preparing: Some((key, name)) })
             }
         }
     }
