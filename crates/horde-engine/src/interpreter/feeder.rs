@@ -10,6 +10,7 @@
 //! (`bench/README.md`, "Notes on issue 19's gap").
 
 use crate::error::EngineError;
+use crate::template::ColumnHint;
 use horde_plan::{FeederFormat, FeederMode};
 use minijinja::value::{Enumerator, Object, ObjectRepr};
 use minijinja::Value;
@@ -50,26 +51,6 @@ impl Columns {
         let place = self.place(name)?;
         hint.0.store(place, Ordering::Relaxed);
         Some(place)
-    }
-}
-
-/// Where a template's `{{ row.field }}` found its field's column last time (`Columns::place_hinted`):
-/// a guess checked by the column's name at each use, so that a wrong one (another feeder's
-/// layout) only costs the search it saves. The search (a binary search of the names) was a
-/// tenth of a CSV-fed SQL transaction's client instructions.
-#[derive(Debug, Default)]
-pub(crate) struct ColumnHint(std::sync::atomic::AtomicUsize);
-
-impl Clone for ColumnHint {
-    fn clone(&self) -> Self {
-        Self(std::sync::atomic::AtomicUsize::new(self.0.load(Ordering::Relaxed)))
-    }
-}
-
-/// A guess is no part of what a template means.
-impl PartialEq for ColumnHint {
-    fn eq(&self, _: &Self) -> bool {
-        true
     }
 }
 

@@ -12,7 +12,7 @@ mod feeder;
 
 pub(crate) use compile::{compile_scenario, NodeCompiler};
 pub(crate) use cookies::CookieJar;
-pub(crate) use feeder::{ColumnHint, CsvRow, Feeder};
+pub(crate) use feeder::{CsvRow, Feeder};
 
 use crate::response_rules::{CompiledCheck, CompiledExtractor, JsonScope};
 use crate::template::{JsonTemplate, Text};
