@@ -62,7 +62,21 @@ impl SqlParams {
         let start = if index == 0 { 0 } else { self.ends[index - 1] };
         &self.values[start..self.ends[index]]
     }
+
+    /// Lets go of the strings that grew past [`KEPT_PARAM_BYTES`]: a VU keeps room for the
+    /// usual parameter between its steps, not for the largest one it ever sent (a 100 KB
+    /// document a step at 10,000 VUs would otherwise hold a gigabyte).
+    fn shed_large(&mut self) {
+        for value in &mut self.values {
+            if value.capacity() > KEPT_PARAM_BYTES {
+                *value = String::new();
+            }
+        }
+    }
 }
+
+/// The most of a parameter's string a VU keeps between its steps.
+const KEPT_PARAM_BYTES: usize = 1024;
 
 /// Why a step failed (its kind, and the server's SQLSTATE and message or the client's error),
 /// and whether before reaching the database (a failed connect).
@@ -165,7 +179,8 @@ impl Vu {
     }
 
     /// Keeps a step's parameter buffers for the VU's next step.
-    fn keep_sql_params(&mut self, params: SqlParams) {
+    fn keep_sql_params(&mut self, mut params: SqlParams) {
+        params.shed_large();
         self.sql.get_or_insert_with(Box::default).params = params;
     }
 
@@ -360,4 +375,48 @@ async fn run_statements(connection: &mut SqlConnection, node: &SqlNode, params: 
         connection.batch("COMMIT").await.map_err(|error| described(&error))?;
     }
     last.ok_or((ErrorKind::SqlOther, "the step ran no statement".to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fill(params: &mut SqlParams, statements: &[&[&str]]) {
+        params.clear();
+        for values in statements {
+            for value in *values {
+                params.next_value().push_str(value);
+            }
+            params.end_statement();
+        }
+    }
+
+    #[test]
+    fn parameters_are_kept_statement_by_statement_in_reused_strings() {
+        let mut params = SqlParams::default();
+        fill(&mut params, &[&["1", "ann"], &[], &["x"]]);
+        assert_eq!((params.statement(0), params.statement(1), params.statement(2)), (&["1".to_owned(), "ann".to_owned()][..], &[][..], &["x".to_owned()][..]));
+        // The next step reuses the strings, emptied first.
+        fill(&mut params, &[&["22"]]);
+        assert_eq!(params.statement(0), ["22"]);
+        assert_eq!(params.values.len(), 3, "no new string for a value that had one");
+        // A value given back (its template failed) is not among the statement's.
+        params.clear();
+        params.next_value().push_str("7");
+        params.next_value().push_str("half");
+        params.drop_value();
+        params.end_statement();
+        assert_eq!(params.statement(0), ["7"]);
+    }
+
+    #[test]
+    fn a_large_parameter_is_not_kept_between_steps() {
+        let mut params = SqlParams::default();
+        let large = "x".repeat(KEPT_PARAM_BYTES * 100);
+        fill(&mut params, &[&["small", &large]]);
+        params.shed_large();
+        assert!(params.values[0].capacity() > 0 && params.values[1].capacity() == 0);
+        fill(&mut params, &[&["a", "b"]]);
+        assert_eq!(params.statement(0), ["a", "b"]);
+    }
 }
