@@ -402,7 +402,7 @@ mod tests {
         assert_eq!(params.values.len(), 3, "no new string for a value that had one");
         // A value given back (its template failed) is not among the statement's.
         params.clear();
-        params.next_value().push_str("7");
+        params.next_value().push('7');
         params.next_value().push_str("half");
         params.drop_value();
         params.end_statement();
