@@ -57,6 +57,13 @@ struct Expected {
     preparing: Option<((usize, usize), Rc<str>)>,
 }
 
+impl Expected {
+    /// A simple query's: rows in text, no statement prepared.
+    fn text() -> Self {
+        Self { format: Format::Text, columns: None, preparing: None }
+    }
+}
+
 /// A statement prepared on this connection: its name there and its result's columns.
 struct Prepared {
     name: Rc<str>,
@@ -114,13 +121,13 @@ impl SqlConnection {
     /// Runs text with no parameters through the simple protocol (`BEGIN`, `COMMIT`, `ROLLBACK`).
     pub async fn batch(&mut self, text: &str) -> Result<(), SqlError> {
         frontend::query(text, &mut self.wire.out).map_err(encode)?;
-        self.exchange(false, Format::Text, None, None).await.map(|_| ())
+        self.exchange(false, Expected::text()).await.map(|_| ())
     }
 
     /// A server setting's value (`SHOW name`), for the login's `target_session_attrs` check.
     pub(super) async fn show(&mut self, name: &str) -> Result<String, SqlError> {
         frontend::query(&format!("SHOW {name}"), &mut self.wire.out).map_err(encode)?;
-        let outcome = self.exchange(true, Format::Text, None, None).await?;
+        let outcome = self.exchange(true, Expected::text()).await?;
         let value = outcome.first_row.and_then(|row| row.columns.into_iter().next()).map(|(_, value)| value);
         Ok(match value {
             Some(super::ColumnValue::Text(text)) => text,
@@ -142,10 +149,7 @@ impl SqlConnection {
             // Nothing of a statement that could not be encoded is sent.
             self.wire.out.clear();
         });
-        async move {
-            let Expected { format, columns, preparing } = written?;
-            self.exchange(keep_row, format, columns, preparing).await
-        }
+        async move { self.exchange(keep_row, written?).await }
     }
 
     /// Writes one statement's messages into the send buffer; what its replies will be.
@@ -153,7 +157,7 @@ impl SqlConnection {
         match mode {
             SqlMode::Simple => {
                 self.write_simple(statement, params)?;
-                Ok(Expected { format: Format::Text, columns: None, preparing: None })
+                Ok(Expected::text())
             }
             SqlMode::Extended => {
                 // The unnamed statement and portal: parsed, bound and run in one round trip; a
@@ -209,13 +213,8 @@ impl SqlConnection {
 
     /// Sends what the send buffer holds and reads the replies up to ReadyForQuery: the (last)
     /// result's count, the first row when asked for, the first error.
-    fn exchange(
-        &mut self,
-        keep_row: bool,
-        format: Format,
-        columns: Option<Rc<[Column]>>,
-        preparing: Option<((usize, usize), Rc<str>)>,
-    ) -> impl Future<Output = Result<StatementOutcome, SqlError>> + '_ {
+    fn exchange(&mut self, keep_row: bool, expected: Expected) -> impl Future<Output = Result<StatementOutcome, SqlError>> + '_ {
+        let Expected { format, columns, preparing } = expected;
         self.reading = Reading { keep_row, format, columns, preparing, ..Reading::default() };
         // Sending is done once the buffer is empty: later polls go straight to the replies.
         std::future::poll_fn(move |cx| {
