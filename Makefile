@@ -1,6 +1,7 @@
 # Horde: every target does its own set-up on a fresh machine (Python venv, dependencies,
-# the native engine built in release mode). Rust is built once per profile: the engine tests
-# and the Python extension share target/release.
+# the native engine built optimised). Rust is built once per profile: the engine's tests in
+# target/release, the Python extension in target/wheel (`release` with link-time optimisation
+# over every crate, Cargo.toml).
 
 VENV   := .venv
 PYTHON := $(VENV)/bin/python
@@ -21,7 +22,7 @@ EXTRAS ?= test
 setup: $(PYTHON)
 	@command -v $(CARGO) >/dev/null || { echo "error: cargo not found"; echo "hint: install Rust with rustup (https://rustup.rs), then rerun"; exit 2; }
 	$(PYTHON) -m pip install --quiet "maturin>=1.7,<2"
-	$(VENV)/bin/maturin develop --release --extras $(EXTRAS) --quiet
+	$(VENV)/bin/maturin develop --profile wheel --extras $(EXTRAS) --quiet
 
 # The quick start: the built-in target on loopback, examples/quickstart live, stored in SQLite.
 demo: setup

@@ -24,11 +24,13 @@ import argparse
 import json
 import os
 import platform
+import random
 import re
 import resource
 import shlex
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -141,6 +143,24 @@ def _proc_stat_times(pid: int) -> tuple[float, float]:
     return int(fields[11]) / CLK_TCK, int(fields[12]) / CLK_TCK  # utime, stime (fields 14, 15)
 
 
+def _threads_stat_times(pid: int) -> tuple[float, float]:
+    """(user, system) CPU seconds of a process summed over its live threads. The kernel splits
+    a task's exact run time into user and system by the ratio of its ticks over its whole life,
+    and never lets either go back: read off the process, a window's split carries the ratio of
+    everything before it (for Horde, the Python control plane's start-up, nearly all user
+    space), so a steady window's user time comes out inflated. Each thread's own split does not
+    carry its neighbours' history: the worker's is its steady ratio."""
+    user = system = 0.0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # a thread that ended between the listing and the read
+        user += int(fields[11]) / CLK_TCK
+        system += int(fields[12]) / CLK_TCK
+    return user, system
+
+
 def _proc_stat_cpu(pid: int) -> float:
     return sum(_proc_stat_times(pid))
 
@@ -228,7 +248,9 @@ def run_measured(procs: Processes, argv: list[str], log: Path, *, timeout_s: flo
                 try:
                     halts = {cpu: count for cpu in idle_cpus if (count := idle_entries(cpu)) is not None}
                     user, system = _proc_stat_times(child.pid)
-                    window.append((now, user + system, _wakeups(child.pid), halts, user))
+                    # The window's CPU is the process's (every thread, exact); its user space is
+                    # its threads' (see `_threads_stat_times`).
+                    window.append((now, user + system, _wakeups(child.pid), halts, _threads_stat_times(child.pid)[0]))
                 except (FileNotFoundError, ProcessLookupError):
                     pass  # exiting: no window
             if now > deadline:
@@ -305,6 +327,19 @@ def paired(mine: list[dict[str, Any]], theirs: list[dict[str, Any]], key: str) -
     """Each repetition's ratio of `key`, the two tools' runs of a repetition being back to back: a
     drift of the machine between repetitions (this VM's is several percent) cancels in each."""
     return [a[key] / b[key] for a, b in zip(mine, theirs)]
+
+
+def median_interval(values: list[float], level: float = 0.9, resamples: int = 4000) -> tuple[float, float]:
+    """A percentile-bootstrap interval of the median of `values` (repetitions' paired ratios):
+    how far the median could move were the repetitions drawn again from the same machine. Seeded,
+    so a report reads the same from the same figures. With five repetitions it is wide; that
+    width is the honest answer to "is 1.02x more than 1.00x here?"."""
+    if len(values) < 2:
+        return (values[0], values[0]) if values else (float("nan"), float("nan"))
+    draw = random.Random(0)
+    medians = sorted(statistics.median(draw.choices(values, k=len(values))) for _ in range(resamples))
+    tail = (1.0 - level) / 2
+    return medians[int(tail * resamples)], medians[min(resamples - 1, int((1.0 - tail) * resamples))]
 
 
 # ----------------------------------------------------------------------------- set-up

@@ -207,10 +207,12 @@ def render(result: dict[str, Any], command: str, reps: int, seconds: int, client
         verdicts.append(f"{script}: rate {horde['tps'] / pgbench['tps'] * 100:.0f} % of pgbench's ({'met' if rate_ok else 'NOT met'}), "
                         f"CPU per transaction {horde['steady_us'] / pgbench['steady_us']:.2f}x pgbench's in the steady seconds "
                         f"({'met' if cpu_ok else 'NOT met'}; {horde['marginal_us'] / pgbench['marginal_us']:.2f}x start-up corrected; "
-                        f"repetition by repetition {', '.join(f'{x:.2f}' for x in pairs)}x, median {statistics.median(pairs):.2f}x)")
+                        f"repetition by repetition {', '.join(f'{x:.2f}' for x in pairs)}x, median {statistics.median(pairs):.2f}x, "
+                        "90 % bootstrap interval {:.2f}-{:.2f}x)".format(*harness.median_interval(pairs)))
     lines += ["", "Where the client's steady CPU goes, and its wake-ups (medians): its user space and the kernel's work for it, "
-              "per transaction (utime and stime from /proc: this VM's noise is mostly in the kernel's part, so a difference in "
-              "user space shows over fewer repetitions); how often its threads were switched in, and how often its CPU halted, "
+              "per transaction (utime and stime from /proc, summed over the client's threads; the kernel samples that split at "
+              "its tick, 250 Hz here, and `perf record` on the same runs puts less of Horde's time in user space than the tick "
+              "does: read the split as a trend, the sum is exact); how often its threads were switched in, and how often its CPU halted, "
               "per transaction; how often the database's CPU halted, per second. On a VM a halted CPU is woken by the "
               "hypervisor, at the cost of whoever wakes it: a result that finds the client's CPU halted costs the database "
               "an interrupt to another CPU.", "",
