@@ -236,46 +236,13 @@ impl SqlConnection {
                 b'D' => {
                     reading.rows += 1;
                     if reading.keep_row && reading.first_row.is_none() {
-                        let values = wire::data_row(body);
-                        reading.first_row = Some(match (values, &reading.columns) {
-                            (Ok(values), Some(columns)) => match reading.format {
-                                Format::Binary => FirstRow::from_binary(columns, &values),
-                                Format::Text => FirstRow::from_text(columns, &values),
-                            },
-                            _ => FirstRow { columns: Vec::new() },
-                        });
+                        reading.first_row = Some(first_row(reading, body));
                     }
                 }
                 b'C' => {
                     // A simple query's results each end so; the last one counts.
                     reading.row_count = Some(wire::command_rows(body));
                     reading.rows = 0;
-                }
-                b'T' => {
-                    let described: Rc<[Column]> = match wire::row_description(body) {
-                        Ok(described) => described.into(),
-                        Err(malformed) => {
-                            self.wire.broken = true;
-                            return Poll::Ready(Err(malformed));
-                        }
-                    };
-                    if let Some((key, name)) = reading.preparing.take() {
-                        keep_prepared(&mut self.prepared, key, Prepared { name, columns: Rc::clone(&described) });
-                    }
-                    reading.columns = Some(described);
-                }
-                // NoData: a statement that returns no rows (an UPDATE) was described.
-                b'n' => {
-                    if let Some((key, name)) = reading.preparing.take() {
-                        keep_prepared(&mut self.prepared, key, Prepared { name, columns: Rc::from(Vec::new()) });
-                    }
-                }
-                b'E' => {
-                    let (server_error, fatal) = wire::error_response(body);
-                    if fatal {
-                        self.wire.broken = true;
-                    }
-                    reading.error.get_or_insert(server_error);
                 }
                 b'Z' => {
                     self.in_transaction = wire::in_transaction(body);
@@ -286,9 +253,14 @@ impl SqlConnection {
                 // PortalSuspended, CloseComplete; and what the server may send at any time:
                 // NoticeResponse, ParameterStatus, NotificationResponse.
                 b'1' | b'2' | b't' | b'I' | b's' | b'3' | b'N' | b'S' | b'A' => {}
-                other => {
-                    self.wire.broken = true;
-                    return Poll::Ready(Err(SqlError::Client(format!("an unexpected backend message '{}'", char::from(other)))));
+                tag => {
+                    let (error, broken) = seldom_reply(&mut self.prepared, reading, tag, body);
+                    if broken {
+                        self.wire.broken = true;
+                    }
+                    if let Some(error) = error {
+                        return Poll::Ready(Err(error));
+                    }
                 }
             }
             self.wire.consume(frame);
@@ -301,6 +273,55 @@ impl SqlConnection {
         // prepared statement's).
         reading.columns = None;
         Poll::Ready(Ok(StatementOutcome { row_count, step_rows: row_count, first_row: reading.first_row.take() }))
+    }
+}
+
+/// The first row of a result, decoded by its columns (a step that extracts or checks a column).
+/// Out of line: most statements of a load keep no row, and the reply loop stays small.
+#[inline(never)]
+fn first_row(reading: &Reading, body: &[u8]) -> FirstRow {
+    match (wire::data_row(body), &reading.columns) {
+        (Ok(values), Some(columns)) => match reading.format {
+            Format::Binary => FirstRow::from_binary(columns, &values),
+            Format::Text => FirstRow::from_text(columns, &values),
+        },
+        _ => FirstRow { columns: Vec::new() },
+    }
+}
+
+/// A reply that a statement's loop seldom reads: a description (the first run of a prepared
+/// statement), an error, or a message no statement expects. Out of line and cold, so that the
+/// loop's usual replies (rows, the command's tag, ReadyForQuery) lie together in the
+/// instruction cache (issue 19: the worker's user time is in its cache misses). The error that
+/// ends the statement now, if any, and whether the connection is broken.
+#[cold]
+#[inline(never)]
+fn seldom_reply(prepared: &mut Vec<Vec<Option<Prepared>>>, reading: &mut Reading, tag: u8, body: &[u8]) -> (Option<SqlError>, bool) {
+    match tag {
+        b'T' => {
+            let described: Rc<[Column]> = match wire::row_description(body) {
+                Ok(described) => described.into(),
+                Err(malformed) => return (Some(malformed), true),
+            };
+            if let Some((key, name)) = reading.preparing.take() {
+                keep_prepared(prepared, key, Prepared { name, columns: Rc::clone(&described) });
+            }
+            reading.columns = Some(described);
+            (None, false)
+        }
+        // NoData: a statement that returns no rows (an UPDATE) was described.
+        b'n' => {
+            if let Some((key, name)) = reading.preparing.take() {
+                keep_prepared(prepared, key, Prepared { name, columns: Rc::from(Vec::new()) });
+            }
+            (None, false)
+        }
+        b'E' => {
+            let (server_error, fatal) = wire::error_response(body);
+            reading.error.get_or_insert(server_error);
+            (None, fatal)
+        }
+        other => (Some(SqlError::Client(format!("an unexpected backend message '{}'", char::from(other)))), true),
     }
 }
 

@@ -108,15 +108,8 @@ impl Vu {
             params.end_statement();
             if !rendered {
                 self.keep_sql_params(params);
+                self.sql_template_failed(state, node, &statement.query, started, recording);
                 // Not sent; the step's think time still applies, as it would after a result.
-                self.record(state, node.global_index, 0, Err(ErrorKind::TemplateFailed), 0, 0);
-                if recording {
-                    let mut exchange = self.exchange_record(state, node.global_index, "sql", started);
-                    exchange.request = statement.query.clone();
-                    exchange.outcome = ErrorKind::TemplateFailed.label();
-                    exchange.detail = Some("a parameter's template could not be rendered (a variable it reads is not set)".into());
-                    self.keep_exchange(state, exchange);
-                }
                 if let Some(think_time) = &node.think_time {
                     self.pause(state, think_time).await;
                 }
@@ -166,16 +159,40 @@ impl Vu {
         }
         self.keep_sql_params(params);
         if let (Err(kind), Some(words)) = (result, error_words) {
-            // A server's message may quote a parameter's value (`invalid input syntax for type
-            // integer: "..."`): credentials the VU holds are redacted from it.
-            let mut words = words.clone();
-            crate::exchange::redact_values(&mut words, &self.secrets(state));
-            self.note(state, node.global_index, kind, words);
+            self.note_sql_error(state, node.global_index, kind, words);
         }
         if let Some(sent_at) = sent_at {
             state.recorder.borrow_mut().steps[node.global_index].record_from_send(latency_us, sent_at.elapsed().as_micros() as u64);
         }
         self.end_step(state, back_off, node.think_time.as_ref(), end_iteration).await
+    }
+
+    /// A step whose parameters could not be rendered: counted, and recorded when claimed.
+    /// This and the two below are out of line and cold: a step's usual path (rendered, sent,
+    /// answered) then lies together in the instruction cache, where the worker's user time
+    /// goes (issue 19).
+    #[cold]
+    #[inline(never)]
+    fn sql_template_failed(&mut self, state: &WorkerState, node: &SqlNode, query: &str, started: Instant, recording: bool) {
+        self.record(state, node.global_index, 0, Err(ErrorKind::TemplateFailed), 0, 0);
+        if recording {
+            let mut exchange = self.exchange_record(state, node.global_index, "sql", started);
+            exchange.request = query.to_owned();
+            exchange.outcome = ErrorKind::TemplateFailed.label();
+            exchange.detail = Some("a parameter's template could not be rendered (a variable it reads is not set)".into());
+            self.keep_exchange(state, exchange);
+        }
+    }
+
+    /// A failed step's words, kept for the run's error details.
+    #[cold]
+    #[inline(never)]
+    fn note_sql_error(&self, state: &WorkerState, index: usize, kind: ErrorKind, words: &str) {
+        // A server's message may quote a parameter's value (`invalid input syntax for type
+        // integer: "..."`): credentials the VU holds are redacted from it.
+        let mut words = words.to_owned();
+        crate::exchange::redact_values(&mut words, &self.secrets(state));
+        self.note(state, index, kind, words);
     }
 
     /// Keeps a step's parameter buffers for the VU's next step.
@@ -207,8 +224,9 @@ impl Vu {
         let mut connection = match held {
             Some(connection) => connection,
             // Boxed: connecting (1 KB of future) is rare, and held in place it would double the
-            // exchange's future, which is copied into the step's at every statement.
-            None => match Box::pin(SqlConnection::connect(&target.configs[self.instance])).await {
+            // exchange's future, which is copied into the step's at every statement. Polled
+            // through `dyn`, so that its code stays out of the step's.
+            None => match connecting(&target.configs[self.instance]).await {
                 Ok(connection) => {
                     self.backoff = Duration::ZERO;
                     state.recorder.borrow_mut().connections_opened += 1;
@@ -241,6 +259,8 @@ impl Vu {
     /// the rows returned or affected and the first row when kept, or the server's SQLSTATE and
     /// message; each check judged; the variables it extracts.
     #[allow(clippy::too_many_arguments)]
+    #[cold]
+    #[inline(never)]
     fn sql_record(
         &mut self,
         state: &WorkerState,
@@ -348,6 +368,11 @@ fn column_text(value: &crate::sql::ColumnValue) -> String {
         ColumnValue::Text(value) => format!("{value:?}"),
         ColumnValue::Unreadable => "(a type not decoded: cast it to text)".to_owned(),
     }
+}
+
+/// A new connection's login, boxed and behind `dyn` (see `Vu::sql_exchange`).
+fn connecting(config: &tokio_postgres::Config) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Box<SqlConnection>, SqlError>> + '_>> {
+    Box::pin(SqlConnection::connect(config))
 }
 
 /// The step's statements, in a transaction when the step holds several; the last one's result.
