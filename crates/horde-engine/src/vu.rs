@@ -202,7 +202,7 @@ impl Vu {
         for feeder in program.feeders.iter().filter(|feeder| feeder.mode == FeederMode::Unique) {
             match feeder.row_of_vu(self.scenario_number) {
                 Some(row) => {
-                    self.vars_mut().insert(feeder.name.clone(), row);
+                    self.vars_mut().insert(&feeder.name, row);
                 }
                 None => {
                     if let Some(index) = program.first_request_index {
@@ -247,7 +247,7 @@ impl Vu {
     pub async fn run_iteration(&mut self, state: &WorkerState, program: &ScenarioProgram, intended: Option<Instant>) -> IterationEnd {
         for feeder in program.feeders.iter().filter(|feeder| feeder.mode != FeederMode::Unique) {
             let row = feeder.next_row(self.random.next_u64());
-            self.vars_mut().insert(feeder.name.clone(), row);
+            self.vars_mut().insert(&feeder.name, row);
         }
         self.last_connect_failed = false;
         let sent_before = self.sent;
@@ -416,7 +416,7 @@ impl Vu {
                     None => Vec::new(),
                 };
                 for value in items {
-                    self.vars_mut().insert(item.clone(), value);
+                    self.vars_mut().insert(item, value);
                     let flow = self.run_nodes(state, children, pass).await;
                     if flow != Flow::Continue {
                         return flow;

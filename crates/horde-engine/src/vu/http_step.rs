@@ -287,7 +287,7 @@ impl Vu {
                 }
                 match extractor.extract(&mut view, &mut self.random) {
                     Some(value) => {
-                        vars.insert(extractor.var.clone(), value);
+                        vars.insert(&extractor.var, value);
                     }
                     None => {
                         vars.remove(&extractor.var);

@@ -449,7 +449,7 @@ impl Vu {
             for extractor in &node.extractors {
                 match extractor.extract(&mut view, &mut self.random) {
                     Some(value) => {
-                        vars.insert(extractor.var.clone(), value);
+                        vars.insert(&extractor.var, value);
                     }
                     None => {
                         vars.remove(&extractor.var);

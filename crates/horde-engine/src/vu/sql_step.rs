@@ -313,7 +313,7 @@ impl Vu {
         let view = SqlResultView { row_count: outcome.row_count, first_row: outcome.first_row.as_ref() };
         let mut extract_failed = false;
         if !node.extractors.is_empty() {
-            let values: Vec<_> = node.extractors.iter().map(|extractor| (extractor.var.clone(), view.extract(extractor))).collect();
+            let values: Vec<_> = node.extractors.iter().map(|extractor| (extractor.var.as_str(), view.extract(extractor))).collect();
             let vars = self.vars_mut();
             for (var, value) in values {
                 match value {
@@ -321,7 +321,7 @@ impl Vu {
                         vars.insert(var, value);
                     }
                     None => {
-                        vars.remove(&var);
+                        vars.remove(var);
                         extract_failed = true;
                     }
                 }
@@ -399,7 +399,8 @@ async fn run_statements(connection: &mut SqlConnection, node: &SqlNode, params: 
     if node.transaction {
         connection.batch("COMMIT").await.map_err(|error| described(&error))?;
     }
-    last.ok_or((ErrorKind::SqlOther, "the step ran no statement".to_owned()))
+    // Lazily: the words are made only when there is no result (an allocation a step otherwise).
+    last.ok_or_else(|| (ErrorKind::SqlOther, "the step ran no statement".to_owned()))
 }
 
 #[cfg(test)]
