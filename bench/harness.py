@@ -137,10 +137,15 @@ class Measured:
     window_user_s: float | None = None
 
 
+def _stat_times(stat: Path) -> tuple[float, float]:
+    """(user, system) CPU seconds from a `stat` file of /proc (a process's or a thread's)."""
+    fields = stat.read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) / CLK_TCK, int(fields[12]) / CLK_TCK  # utime, stime (fields 14, 15)
+
+
 def _proc_stat_times(pid: int) -> tuple[float, float]:
     """(user, system) CPU seconds of a process, every thread included."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return int(fields[11]) / CLK_TCK, int(fields[12]) / CLK_TCK  # utime, stime (fields 14, 15)
+    return _stat_times(Path(f"/proc/{pid}/stat"))
 
 
 def _threads_stat_times(pid: int) -> tuple[float, float]:
@@ -153,11 +158,11 @@ def _threads_stat_times(pid: int) -> tuple[float, float]:
     user = system = 0.0
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
-            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            thread_user, thread_system = _stat_times(task / "stat")
         except (FileNotFoundError, ProcessLookupError):
             continue  # a thread that ended between the listing and the read
-        user += int(fields[11]) / CLK_TCK
-        system += int(fields[12]) / CLK_TCK
+        user += thread_user
+        system += thread_system
     return user, system
 
 

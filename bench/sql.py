@@ -204,11 +204,12 @@ def render(result: dict[str, Any], command: str, reps: int, seconds: int, client
         rate_ok = horde["tps"] >= 0.97 * pgbench["tps"]  # within 3 %: the repetitions' own spread
         cpu_ok = horde["steady_us"] <= pgbench["steady_us"]
         pairs = harness.paired(result["rows"][script]["horde"], result["rows"][script]["pgbench"], "steady_us")
+        low, high = harness.median_interval(pairs)
         verdicts.append(f"{script}: rate {horde['tps'] / pgbench['tps'] * 100:.0f} % of pgbench's ({'met' if rate_ok else 'NOT met'}), "
                         f"CPU per transaction {horde['steady_us'] / pgbench['steady_us']:.2f}x pgbench's in the steady seconds "
                         f"({'met' if cpu_ok else 'NOT met'}; {horde['marginal_us'] / pgbench['marginal_us']:.2f}x start-up corrected; "
                         f"repetition by repetition {', '.join(f'{x:.2f}' for x in pairs)}x, median {statistics.median(pairs):.2f}x, "
-                        "90 % bootstrap interval {:.2f}-{:.2f}x)".format(*harness.median_interval(pairs)))
+                        f"90 % bootstrap interval {low:.2f}-{high:.2f}x)")
     lines += ["", "Where the client's steady CPU goes, and its wake-ups (medians): its user space and the kernel's work for it, "
               "per transaction (utime and stime from /proc, summed over the client's threads; the kernel samples that split at "
               "its tick, 250 Hz here, and `perf record` on the same runs puts less of Horde's time in user space than the tick "

@@ -313,15 +313,14 @@ impl Vu {
         let view = SqlResultView { row_count: outcome.row_count, first_row: outcome.first_row.as_ref() };
         let mut extract_failed = false;
         if !node.extractors.is_empty() {
-            let values: Vec<_> = node.extractors.iter().map(|extractor| (extractor.var.as_str(), view.extract(extractor))).collect();
+            // The result is read, not the variables: each extractor sets its own as it goes, as
+            // an HTTP step's do, with no vector of values between.
             let vars = self.vars_mut();
-            for (var, value) in values {
-                match value {
-                    Some(value) => {
-                        vars.insert(var, value);
-                    }
+            for extractor in &node.extractors {
+                match view.extract(extractor) {
+                    Some(value) => vars.insert(&extractor.var, value),
                     None => {
-                        vars.remove(var);
+                        vars.remove(&extractor.var);
                         extract_failed = true;
                     }
                 }
