@@ -1,6 +1,7 @@
 """Scale-out on a real local multi-node Ray cluster (``tests/ray_cluster.py``): one run over
 three generators on three nodes, merged exactly; a synchronised start; a re-target that moves
-the total; a node killed mid-run; and the ``horde run --cluster`` command.
+the total; a re-pace that every generator takes; a node killed mid-run; and the
+``horde run --cluster`` command.
 
 Each cluster is started by the test module or test that uses it and stopped (its own
 processes only) when done; every run is bounded (a few seconds of load).
@@ -120,6 +121,45 @@ def test_a_retarget_moves_the_total_over_generators(cluster: LocalCluster, built
     assert by_second[2]["active_vus"] == 7, "7 VUs over three generators before"
     assert by_second[4]["active_vus"] == 4 and by_second[4]["target_vus"] == 4, "4 after, in total"
     assert sum(1 for row in by_second[4]["generators"] if row["active_vus"] > 0) == 3
+
+
+def test_a_pace_goes_to_every_generator(cluster: LocalCluster, builtin_target: Any) -> None:
+    # 6 VUs starting an iteration every 200 ms: 30 requests a second, 60 at twice the pace.
+    workload = {"type": "closed", "start_vus": 6, "stages": [{"duration_s": 7, "vus": 6}]}
+    plan = plan_from_dict({
+        "version": 1, "name": "cluster-pace", "graceful_stop_s": 2,
+        "target": {"base_url": f"http://127.0.0.1:{builtin_target.port}"},
+        "scenarios": [{"name": "s", "pacing_s": 0.2, "workload": workload,
+                       "steps": [{"name": "get", "method": "GET", "path": "/"}]}],
+    })
+    options = ClusterOptions(address=cluster.address, count=3)
+    run = ClusterRun.start(plan, checked_plan_json(plan), options)
+    seen: dict[int, dict[str, Any]] = {}
+    try:
+        deadline = time.monotonic() + 30
+        while not run.finished and time.monotonic() < deadline:
+            snapshot = run.poll()
+            if snapshot is None:
+                continue
+            seen[snapshot["second"]] = snapshot
+            if snapshot["second"] == 2:
+                assert run.set_pace(2.0) == {"s": 2.0}
+    finally:
+        run.close()
+    def rates(seconds: tuple[int, ...]) -> dict[int, float]:
+        """Each generator's requests a second, on average over ``seconds``."""
+        totals: dict[int, float] = {}
+        for second in seconds:
+            for row in seen[second]["generators"]:
+                totals[row["generator"]] = totals.get(row["generator"], 0) + row["requests"]
+        return {generator: total / len(seconds) for generator, total in totals.items()}
+
+    before, after = rates((1, 2)), rates((4, 5, 6))
+    assert 1.7 <= sum(after.values()) / sum(before.values()) <= 2.3, (before, after)
+    # Each generator's share went faster, not one generator's.
+    assert len(before) == 3, before
+    assert all(1.6 <= after[index] / before[index] <= 2.4 for index in before), (before, after)
+    assert all(seen[second]["active_vus"] == 6 for second in range(1, 7))
 
 
 def test_a_hung_generator_is_found_by_its_deadlines(cluster: LocalCluster, builtin_target: Any) -> None:

@@ -17,6 +17,9 @@ class RunHandle:
     def stop(self) -> None: ...
     def retarget(self, scenario: int, level: float, ramp_s: float = 0.0) -> None:
         """Raises ValueError when the scenario or level is out of range."""
+    def repace(self, scenario: int, factor: float) -> None:
+        """Each pause scenario number ``scenario``'s VUs start from now on (think times, pacing)
+        is the plan's divided by ``factor``; raises ValueError unless 0.001 <= factor <= 1000."""
     @property
     def finished(self) -> bool: ...
     @property

@@ -32,6 +32,10 @@
 //! goes; workers pick the new profile up on their next tick or arrival, and an open-model pacer
 //! asleep towards an arrival the new rate has moved is woken (`levels.rs`).
 //!
+//! Re-pacing: [`RunControl::repace`] sets a scenario's pace factor while the run goes; the same
+//! VUs go faster or slower, each pause they start from then on (think times, pacing) divided by
+//! it (`pace_factors.rs`: one atomic load per pause, the plan's pauses untouched at 1.0).
+//!
 //! Stopping: when the stages end or [`RunHandle::stop`] is called, no new iteration starts, VUs
 //! cut their think time, finish the request in flight, and stop; whatever has not finished
 //! after the plan's `graceful_stop_s` is dropped unrecorded. The last snapshot is marked final.
@@ -39,7 +43,8 @@
 //! Layout: modules depend only downward, never in a circle (`tests/test_layout.py` checks it on
 //! the source). `run` starts the threads; `worker` drives its VUs (`vu`) on a `worker_state`;
 //! `aggregator` merges what workers send it (`worker_part`) into snapshots. What they all share
-//! sits below them: `shared` (the run's shared state), `compiled`, `levels`, `pool`, `pause`.
+//! sits below them: `shared` (the run's shared state), `compiled`, `levels`, `pace_factors`,
+//! `pool`, `pause`.
 //! The plan's steps come down the same way: `interpreter` compiles the step tree into nodes, of
 //! which the `sql` and `message` steps are defined by their transports; all three hold their
 //! templated text in `template` and their extractors and checks in `response_rules`. At the
@@ -56,6 +61,7 @@ pub mod http;
 mod interpreter;
 mod levels;
 mod message;
+mod pace_factors;
 mod pause;
 mod pool;
 mod response_rules;
@@ -74,6 +80,7 @@ pub mod workload;
 
 pub use error::EngineError;
 pub use exchange::Exchange;
+pub use pace_factors::{MAX_PACE_FACTOR, MIN_PACE_FACTOR};
 pub use run::{start, EngineOptions, Next, RunControl, RunHandle};
 pub use shared::GeneratorShare;
 pub use snapshot::{Snapshot, StepSnapshot};

@@ -8,6 +8,7 @@ use crate::aggregator;
 use crate::compiled::CompiledPlan;
 use crate::error::EngineError;
 use crate::levels::Levels;
+use crate::pace_factors::PaceFactors;
 use crate::shared::{GeneratorShare, Shared};
 use crate::snapshot::Snapshot;
 use crate::worker_part::WorkerPart;
@@ -123,9 +124,21 @@ pub fn start(plan: &Plan, options: EngineOptions) -> Result<RunHandle, EngineErr
         None => (now + lead, now_wall + lead),
     };
     let levels = Levels::new(&compiled);
+    let pace_factors = PaceFactors::new(compiled.scenarios.len());
     let recording = crate::exchange::Recording::new(options.record_exchanges, compiled.step_names.len());
     let single_iteration = options.single_iteration;
-    let shared = Arc::new(Shared { levels, plan: compiled, workers, generator, start, start_wall, stop, recording, single_iteration });
+    let shared = Arc::new(Shared {
+        levels,
+        pace_factors,
+        plan: compiled,
+        workers,
+        generator,
+        start,
+        start_wall,
+        stop,
+        recording,
+        single_iteration,
+    });
     let (parts_sender, parts) = mpsc::channel::<WorkerPart>();
     let (snapshot_sender, snapshots) = mpsc::channel::<Snapshot>();
     let mut threads = Vec::with_capacity(workers + 1);
@@ -177,8 +190,8 @@ impl RunHandle {
         self.shared.stop.send_replace(true);
     }
 
-    /// A handle that stops or re-targets this run from any thread, without waiting for a
-    /// caller blocked in [`RunHandle::next_snapshot`].
+    /// A handle that stops, re-targets or re-paces this run from any thread, without waiting
+    /// for a caller blocked in [`RunHandle::next_snapshot`].
     pub fn control(&self) -> RunControl {
         RunControl { shared: Arc::clone(&self.shared) }
     }
@@ -199,7 +212,7 @@ impl RunHandle {
     }
 }
 
-/// Stops or re-targets a run; cheap to clone, usable from any thread.
+/// Stops, re-targets or re-paces a run; cheap to clone, usable from any thread.
 #[derive(Clone)]
 pub struct RunControl {
     shared: Arc<Shared>,
@@ -213,6 +226,15 @@ impl RunControl {
     pub fn retarget(&self, scenario: usize, level: f64, ramp: Duration) -> Result<(), EngineError> {
         let at_s = Instant::now().saturating_duration_since(self.shared.start).as_secs_f64();
         self.shared.levels.retarget(scenario, at_s, level, ramp.as_secs_f64())
+    }
+
+    /// Sets scenario `scenario`'s pace factor: from now on each pause one of its VUs starts
+    /// (think times, the pacing between iteration starts) is the plan's divided by `factor`,
+    /// so 2.0 runs twice as fast and 0.5 half as fast, with the same VUs. Pauses already
+    /// waiting keep their end (`pace_factors.rs`). Refused unless `factor` is finite and within
+    /// [`MIN_PACE_FACTOR`](crate::MIN_PACE_FACTOR)..=[`MAX_PACE_FACTOR`](crate::MAX_PACE_FACTOR).
+    pub fn repace(&self, scenario: usize, factor: f64) -> Result<(), EngineError> {
+        self.shared.pace_factors.set(scenario, factor)
     }
 
     /// As [`RunHandle::stop`].

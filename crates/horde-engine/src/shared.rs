@@ -7,6 +7,7 @@
 
 use crate::compiled::CompiledPlan;
 use crate::levels::Levels;
+use crate::pace_factors::PaceFactors;
 use std::time::{Instant, SystemTime};
 use tokio::sync::watch;
 
@@ -47,6 +48,8 @@ pub(crate) struct Shared {
     pub stop: watch::Sender<bool>,
     /// Each scenario's live profile (the plan's until re-targeted).
     pub levels: Levels,
+    /// Each scenario's pace factor (1.0 until re-paced): its VUs' pauses are divided by it.
+    pub pace_factors: PaceFactors,
     /// Exchange recording (`--debug N`, `horde try`); `None`: off, and free.
     pub recording: Option<crate::exchange::Recording>,
     /// `horde try`: each VU runs one iteration (setup, steps, teardown), then the run stops.

@@ -61,6 +61,10 @@ struct Pass {
 pub(crate) struct Vu {
     /// The VU's number in the whole run (unique across workers and scenarios): `vu` in templates.
     number: u64,
+    /// Its scenario's index in the plan: whose pace factor its pauses follow
+    /// (`Shared::pace_factors`). A u32 lies in padding the VU already had, where a usize added
+    /// 8 bytes to every VU (520 bytes against 528); no plan holds 2^32 scenarios.
+    scenario: u32,
     /// The VU's number within its scenario: its row in a unique feeder.
     scenario_number: u64,
     /// Which of the target's instances this VU talks to (`CompiledPlan::endpoints`): given at
@@ -143,18 +147,24 @@ impl Drop for InFlight<'_> {
 const BY_NUMBER: usize = usize::MAX;
 
 impl Vu {
-    /// `offset` is the scenario's first VU number in the run; `scenario_number` the VU's number
-    /// within its scenario.
-    pub fn new(offset: u64, scenario_number: u64) -> Self {
-        Self::for_instance(offset, scenario_number, BY_NUMBER)
+    /// A VU of scenario number `scenario`: `offset` is the scenario's first VU number in the
+    /// run; `scenario_number` the VU's number within its scenario.
+    pub fn new(scenario: usize, offset: u64, scenario_number: u64) -> Self {
+        Self::for_instance(scenario, offset, scenario_number, BY_NUMBER)
     }
 
     /// A VU bound to instance `instance` of the target whatever its number: the open model
     /// spreads arrivals over instances by arrival, not by which VU happens to be free.
-    pub fn for_instance(offset: u64, scenario_number: u64, instance: usize) -> Self {
+    pub fn for_instance(
+        scenario: usize,
+        offset: u64,
+        scenario_number: u64,
+        instance: usize,
+    ) -> Self {
         let number = offset + scenario_number;
         Self {
             number,
+            scenario: scenario as u32,
             scenario_number,
             instance,
             sent: 0,
@@ -600,8 +610,11 @@ impl Vu {
         state.recorder.borrow_mut().steps[index].record(latency_us, outcome, sent, received);
     }
 
+    /// A think time: drawn from the plan's distribution (the VU's random stream moves the same
+    /// whatever the pace), then divided by the scenario's pace factor of now.
     async fn pause(&mut self, state: &WorkerState, think_time: &ThinkTime) {
-        let pause = think::draw(think_time, &mut self.random);
+        let drawn = think::draw(think_time, &mut self.random);
+        let pause = state.shared.pace_factors.scaled(self.scenario as usize, drawn);
         wait_unless_stopped(state, pause).await;
     }
 

@@ -265,7 +265,8 @@ async fn drive_closed(state: Rc<WorkerState>, scenario: usize) {
             for local in scan_from..target {
                 if !alive_flags[local as usize] {
                     alive_flags[local as usize] = true;
-                    let vu = Box::new(Vu::new(scenario_of(&state, scenario).vu_offset, local * slots + slot));
+                    let offset = scenario_of(&state, scenario).vu_offset;
+                    let vu = Box::new(Vu::new(scenario, offset, local * slots + slot));
                     let starts_at = now + RAMP_TICK * nth / starting;
                     nth += 1;
                     tokio::task::spawn_local(closed_vu(
@@ -347,7 +348,10 @@ async fn closed_vu(
             break;
         }
         if let Some(pacing) = program.pacing {
-            due = next_paced_start(due, pacing, tokio::time::Instant::now());
+            // At the scenario's pace of now (`pace_factors.rs`); a wait already filed keeps its
+            // end, so a change shows from the period after the one this VU is in.
+            let period = state.shared.pace_factors.scaled(scenario, pacing);
+            due = next_paced_start(due, period, tokio::time::Instant::now());
             wait_until(&state, due).await;
         }
     }
@@ -453,7 +457,8 @@ async fn drive_open(state: Rc<WorkerState>, scenario: usize) {
                 created += 1;
                 state.vu_started();
                 let number = (created - 1) * slots + slot;
-                let vu = Box::new(Vu::for_instance(scenario_of(&state, scenario).vu_offset, number, instance));
+                let offset = scenario_of(&state, scenario).vu_offset;
+                let vu = Box::new(Vu::for_instance(scenario, offset, number, instance));
                 let arrivals = Rc::new(ArrivalSlot::new(vu.instance()));
                 arrivals.hand(due.into_std());
                 everyone.push(Rc::clone(&arrivals));
@@ -643,5 +648,20 @@ mod tests {
         let late = next_paced_start(zero, ms(100), zero + ms(250));
         assert_eq!(late, zero + ms(250));
         assert_eq!(next_paced_start(late, ms(100), zero + ms(260)), zero + ms(350));
+    }
+
+    #[test]
+    fn a_pace_factor_divides_the_pacing_from_the_next_period_on() {
+        let factors = crate::pace_factors::PaceFactors::new(1);
+        let zero = tokio::time::Instant::now();
+        let (ms, pacing) = (Duration::from_millis, Duration::from_millis(200));
+        let first = next_paced_start(zero, factors.scaled(0, pacing), zero + ms(5));
+        assert_eq!(first, zero + ms(200));
+        // Twice the pace: the period computed after the change is half the plan's.
+        factors.set(0, 2.0).unwrap();
+        let second = next_paced_start(first, factors.scaled(0, pacing), first + ms(5));
+        assert_eq!(second, zero + ms(300));
+        factors.set(0, 0.5).unwrap();
+        assert_eq!(next_paced_start(second, factors.scaled(0, pacing), second), zero + ms(700));
     }
 }

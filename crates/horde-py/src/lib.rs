@@ -70,6 +70,16 @@ impl PyRunHandle {
             .map_err(|error| PyValueError::new_err(error.to_string()))
     }
 
+    /// Sets scenario number `scenario`'s pace factor: each pause its VUs start from now on
+    /// (think times, pacing) is the plan's divided by `factor` (2.0: twice the pace, 0.5: half),
+    /// the VU count unchanged; pauses already waiting keep their end. Raises ValueError unless
+    /// `factor` is finite and between 0.001 and 1000, or when there is no such scenario.
+    fn repace(&self, scenario: usize, factor: f64) -> PyResult<()> {
+        self.control
+            .repace(scenario, factor)
+            .map_err(|error| PyValueError::new_err(error.to_string()))
+    }
+
     /// True once the final snapshot has been returned by `poll`.
     #[getter]
     fn finished(&self) -> bool {

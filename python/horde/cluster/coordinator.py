@@ -1,8 +1,8 @@
 """A run over several generators on a Ray cluster, seen by the conductor as one run.
 
 :class:`ClusterRun` has the same surface as :class:`horde.engine.run.Run` (``poll``, ``stop``,
-``set_level``, ``finished``, ``close``), so thresholds, autostop, steering, the store and the
-dashboard work on the merged run unchanged. What it does underneath:
+``set_level``, ``set_pace``, ``finished``, ``close``), so thresholds, autostop, steering, the
+store and the dashboard work on the merged run unchanged. What it does underneath:
 
 1. **Connect** to the cluster (``ray.init``), with Ray's usage statistics off.
 2. **Provision**: one probe generator per node describes its node (CPUs, open-file limit) and,
@@ -43,7 +43,7 @@ from horde.engine.snapshot import Snapshot
 from horde.cluster.provisioning import Limits, Node, Placement, Provision, check_memory, demand_of, provision
 from horde.errors import ClusterUnavailable, InvalidInput
 from horde.plan import Plan
-from horde.engine.run import POLL_INTERVAL_S, load_levels
+from horde.engine.run import POLL_INTERVAL_S, load_levels, paced_scenarios
 
 #: A generator's second ``s`` is due this long after the agreed start + ``s``: the engine hands
 #: a second over a few milliseconds after it ends, the pull takes a round trip, and a generator
@@ -356,6 +356,21 @@ class ClusterRun:
         except Exception:
             pass  # a generator lost meanwhile: its deadline records it; the others moved
         return {name: level for _, name, level in chosen}
+
+    def set_pace(self, factor: float, *, scenarios: list[str] | None = None) -> dict[str, float]:
+        """As :meth:`horde.engine.run.Run.set_pace`: every generator gets the same factor, so
+        every share of the VUs goes at the same pace and the total moves by ``factor``."""
+        chosen = paced_scenarios(self.plan, scenarios)
+        factor = float(factor)
+        calls = [generator.actor.repace.remote(index, factor)
+                 for generator in self._live() for index, _ in chosen]
+        try:
+            self._ray.get(calls, timeout=5.0)
+        except ValueError as error:  # Ray re-raises a generator's ValueError as one (bad factor)
+            raise InvalidInput(str(error).splitlines()[-1]) from None
+        except Exception:
+            pass  # a generator lost meanwhile: its deadline records it; the others moved
+        return {name: factor for _, name in chosen}
 
     def close(self) -> None:
         """Ends every generator actor and leaves the cluster."""

@@ -138,6 +138,12 @@ class Generator:
         if self._handle is not None:
             self._handle.retarget(scenario, level, ramp_s)
 
+    def repace(self, scenario: int, factor: float) -> None:
+        """Sets a scenario's pace factor on this generator's VUs (every generator gets the same
+        one)."""
+        if self._handle is not None:
+            self._handle.repace(scenario, factor)
+
 
 def _worker_cpu_s() -> float:
     """CPU seconds used so far by this process's engine worker threads."""

@@ -134,6 +134,19 @@ def load_levels(
     return [(index, scenario.name, level) for (index, scenario), level in zip(chosen, levels)]
 
 
+def paced_scenarios(plan: Plan, scenarios: list[str] | None) -> list[tuple[int, str]]:
+    """Each scenario a new pace applies to, by index and name: all of them, or those named (see
+    :meth:`Run.set_pace`)."""
+
+    known = [scenario.name for scenario in plan.scenarios]
+    unknown = sorted(set(scenarios or []) - set(known))
+    if unknown:
+        raise InvalidInput(f"no scenario is named {', '.join(map(repr, unknown))}",
+                           hint="name one of: " + ", ".join(known))
+    return [(index, name) for index, name in enumerate(known)
+            if not scenarios or name in scenarios]
+
+
 def start_handle(plan_json: str, workers: int | None = None, *, first_slot: int | None = None,
                  slots: int | None = None, start_at: float | None = None) -> _engine.RunHandle:
     """The engine's own handle on a run of checked plan JSON, for a cluster's generator: its share
@@ -239,6 +252,28 @@ class Run:
             except ValueError as error:
                 raise InvalidInput(str(error)) from None
         return {name: level for _, name, level in chosen}
+
+    def set_pace(self, factor: float, *, scenarios: list[str] | None = None) -> dict[str, float]:
+        """Re-paces the running load: the same VUs, with their connections and logins, go
+        ``factor`` times as fast. Each pause a VU of the chosen scenarios (all, or those named)
+        starts from now on, its think times and the pacing between its iteration starts, is the
+        plan's divided by ``factor``: 2.0 halves them, 0.5 doubles them, 1.0 is the plan's pace
+        again. Pauses already waiting keep their end. The VU count stays as it is, and so does an
+        open scenario's arrival rate (only its VUs' think times move). Returns each scenario's
+        new factor.
+
+        Raises :class:`~horde.errors.InvalidInput` when no scenario has a name given, or when
+        ``factor`` is not a number between 0.001 and 1000.
+        """
+        chosen = paced_scenarios(self.plan, scenarios)
+        factor = float(factor)
+        for index, _ in chosen:
+            try:
+                self._handle.repace(index, factor)
+            except ValueError as error:
+                # The engine refuses a bad factor at the first scenario, before any has moved.
+                raise InvalidInput(str(error)) from None
+        return {name: factor for _, name in chosen}
 
     def __iter__(self) -> Iterator[Snapshot]:
         while not self.finished:
