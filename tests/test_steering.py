@@ -1,6 +1,7 @@
 """The steering rules on simulated targets whose answers are known exactly, one snapshot a
-second, without sockets: find-max's knee and reasons, target response time's convergence, the
-plan each prepares, plus compact profiles, conditions and capacity arithmetic."""
+second, without sockets: find-max's knee and reasons, the plan each steering prepares, plus
+compact profiles, conditions and capacity arithmetic (target response time's own tests are in
+test_target_response_time.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from horde.plan import plan_from_dict
 from horde.plan.control import parse_condition
 from horde.plan.profiles import lower_profile
 from horde.control.find_max import MAX_STRETCH
-from horde.control.steering import FindMaxSteering, TargetResponseTimeSteering, planned_length_s, prepare_plan
+from horde.control.steering import FindMaxSteering, planned_length_s, prepare_plan
 
 CPU_LIMIT = 180.0
 
@@ -145,86 +146,6 @@ def test_find_max_stops_when_the_generator_is_saturated() -> None:
             break
     assert steering.done and steering.result()["ended_because"] == "generator_saturated"
     assert steering.result()["level_at_max"] == 200
-
-
-def test_target_response_time_converges_without_overshoot() -> None:
-    # Closed: latency = VUs / capacity above 10 VUs; 50 ms is exactly 25 VUs.
-    plan = plan_with(CLOSED, {"type": "target_response_time", "target_ms": 50, "start": 5, "duration_s": 60})
-    steering = TargetResponseTimeSteering(plan)
-    target = SimulatedTarget(capacity_rps=500, service_ms=20, model="closed")
-    drive(steering, target, 60)
-    result = steering.result()
-    # Within the 5 % dead band of 50 ms: 24 VUs (48 ms) or 25 (50 ms); 23 (46 ms) moves up.
-    assert result["level_at_max"] in (24, 25) and result["latency_ms_at_max"] == pytest.approx(50, rel=0.05)
-    assert result["settled_after_s"] is not None and result["settled_after_s"] <= 25
-    settled = [entry for entry in result["history"] if entry["second"] > result["settled_after_s"]]
-    # Once settled, every second within ±10 % of T (a second right after a one-VU move starts a
-    # new window and is not counted as held, hence most rather than all held).
-    assert all(abs(entry["latency_ms"] - 50) <= 5 for entry in settled)
-    assert sum(entry["held"] for entry in settled) >= 0.9 * len(settled)
-    # Never above 10 % over the target while climbing: no overshoot into overload.
-    assert max(entry["latency_ms"] for entry in result["history"]) <= 55
-    assert result["max_rps"] == pytest.approx(500)
-
-
-def test_target_response_time_on_a_latency_cliff_closes_in_by_bisection() -> None:
-    # Open model, evenly spaced arrivals, deterministic service: 20 ms up to 470/s, then a queue
-    # without bound. 50 ms cannot be held; the answer is the highest rate under it.
-    plan = plan_with(OPEN, {"type": "target_response_time", "target_ms": 50, "start": 100, "duration_s": 120})
-    steering = TargetResponseTimeSteering(plan)
-    target = SimulatedTarget(capacity_rps=470, service_ms=20, model="open")
-    drive(steering, target, 120)
-    result = steering.result()
-    # Latency may pass through 50 ms for a window on its way up a cliff, never for long.
-    assert result["saturation_reason"] == "latency_jumps_past_target" or result["held_longest_s"] <= 3, result
-    assert 0.95 * 470 <= result["max_rps"] <= 470
-    # Each overshoot lands closer to the cliff than the one before, and then it stays under it:
-    # no endless hunting past the cliff and back.
-    overshoots = [level for (_, level), (_, after) in zip(target.moves, target.moves[1:]) if after < level and level > 470]
-    assert 1 <= len(overshoots) <= 3 and overshoots == sorted(overshoots, reverse=True), target.moves
-    last_second, last_level = target.moves[-1]
-    assert 0.97 * 470 <= last_level <= 470 and last_second < 60, target.moves
-
-
-class StepTarget(SimulatedTarget):
-    """A closed target whose p95 is a step function of the VUs, with no VU count inside ±10 %
-    of 50 ms: 40.8 ms at 20 VUs, 56 ms at 21 (each request waits 0, 1 or 2 whole services)."""
-
-    def snapshot(self) -> dict[str, Any]:
-        snapshot = super().snapshot()
-        vus = round(self.level)
-        latency_ms = 22.0 if vus <= 10 else 40.8 - 1.88 * (20 - vus) if vus <= 20 else 56.0 + 2.0 * (vus - 21)
-        count = snapshot["steps"][0]["requests"]
-        snapshot["steps"][0]["histogram"] = histogram_from_values([round(latency_ms * 1000)] * count)
-        return snapshot
-
-
-def test_target_response_time_between_whole_vus_stays_under_the_step() -> None:
-    plan = plan_with(CLOSED, {"type": "target_response_time", "target_ms": 50, "start": 5, "duration_s": 80})
-    steering = TargetResponseTimeSteering(plan)
-    target = StepTarget(capacity_rps=500, service_ms=20, model="closed")
-    drive(steering, target, 80)
-    result = steering.result()
-    # One VU more overshoots, one less undershoots: once it has seen 21 VUs overshoot, the level
-    # stays at 20 rather than hunting between them (each visit to 21 queues requests for T + 12 %).
-    visits = [level for _, level in target.moves if level >= 21]
-    assert 1 <= len(visits) <= 2, target.moves
-    assert target.moves[-1][1] == 20 and target.moves[-1][0] < 50, target.moves
-    assert result["level_at_max"] == 20 and result["saturation_reason"] == "latency_jumps_past_target"
-
-
-def test_target_response_time_ignores_seconds_the_generator_was_late() -> None:
-    plan = plan_with(CLOSED, {"type": "target_response_time", "target_ms": 50, "start": 25, "duration_s": 20})
-    steering = TargetResponseTimeSteering(plan)
-    target = SimulatedTarget(capacity_rps=500, service_ms=20, model="closed")
-    target.level = 25
-    for second in range(12):
-        snapshot = target.snapshot()
-        if second == 5:
-            snapshot["timer_lateness_p99_ms"] = 300.0
-            snapshot["steps"][0]["histogram"] = histogram_from_values([400_000] * 500)
-        steering.observe(snapshot, target, cpu_limit_percent=CPU_LIMIT)
-    assert target.moves == [], "a late generator's second must not move the load"
 
 
 def test_prepared_plan_holds_the_start_level_spread_by_weight() -> None:

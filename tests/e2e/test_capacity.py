@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from conftest import HordeCli
+from queue_sim import mmc_p95_ms
 from horde.errors import ExitCode
 from horde.control.measure import measure
 from horde.store import Store
@@ -74,24 +75,6 @@ def test_find_max_on_a_smooth_target(horde_cli: HordeCli, target_process: Any) -
     assert_steps_are_right(capacity, 400)
     # What users felt (from each arrival's intended start) is kept beside what the target took.
     assert capacity["felt_latency_ms_at_max"] >= 0.95 * capacity["latency_ms_at_max"]
-
-
-def mmc_p95_ms(rate_per_s: float, servers: int, mean_ms: float, percentile: float = 95.0) -> float:
-    """The response-time percentile of an M/M/c queue (Erlang C; waiting ~ Exp(cμ − λ))."""
-    mu, load = 1 / mean_ms, rate_per_s / 1000 * mean_ms
-    below = sum(load**k / math.factorial(k) for k in range(servers))
-    top = load**servers / math.factorial(servers) * servers / (servers - load)
-    waiting = top / (below + top)
-    drain = servers * mu - rate_per_s / 1000
-
-    def beyond(t: float) -> float:
-        return (1 - waiting) * math.exp(-mu * t) + waiting * (drain * math.exp(-mu * t) - mu * math.exp(-drain * t)) / (drain - mu)
-
-    low, high = 0.0, 10_000.0
-    for _ in range(80):
-        middle = (low + high) / 2
-        low, high = (middle, high) if beyond(middle) > 1 - percentile / 100 else (low, middle)
-    return low
 
 
 def test_target_response_time_holds_p95_on_a_smooth_target(horde_cli: HordeCli, target_process: Any) -> None:

@@ -1,5 +1,5 @@
-"""What a steering moves and reads: the steered scenarios and their model (a VU count or an
-arrival rate), the handle that moves their level, and how many samples a percentile needs
+"""What a steering moves and reads: the steered scenarios and their model (a VU count, an
+arrival rate, or the pace of a fixed population), the handle that moves their level, and how many samples a percentile needs
 before it is worth judging.
 """
 
@@ -21,6 +21,8 @@ class LevelSetter(Protocol):
 
     def set_level(self, *, vus: int | None = ..., rate_per_s: float | None = ...,
                  scenarios: list[str] | None = ..., ramp_s: float = ...) -> dict[str, float]: ...
+
+    def set_pace(self, factor: float, *, scenarios: list[str] | None = ...) -> dict[str, float]: ...
 
 
 def steered_scenarios(plan: Plan) -> list[str]:
@@ -46,9 +48,11 @@ def samples_needed(percentile: float) -> int:
 
 
 def move(run: LevelSetter, model: str, scenarios: list[str], level: float) -> float:
-    """Moves the steered scenarios to ``level`` (whole VUs, at least one, for a closed model);
-    returns the level set."""
-    if model == "closed":
+    """Moves the steered scenarios to ``level`` (whole VUs, at least one, for a closed model; a
+    factor on their think times and pacing for ``pace``); returns the level set."""
+    if model == "pace":
+        run.set_pace(level, scenarios=scenarios)
+    elif model == "closed":
         level = float(max(1, round(level)))
         run.set_level(vus=int(level), scenarios=scenarios)
     else:

@@ -295,8 +295,9 @@ class FindMax(BaseModel):
 
 
 class TargetResponseTime(BaseModel):
-    """Holds a latency percentile at a target by steering the level; reports the highest level
-    that held it."""
+    """Finds the highest level whose latency percentile is at or under a target, and holds it
+    there while the system changes; reports the rate that held it and for how long, or which
+    case kept it from holding (see ``horde.control.target_response_time``)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, title="TargetResponseTime")
 
@@ -304,11 +305,31 @@ class TargetResponseTime(BaseModel):
     target_ms: float = Field(gt=0, le=3_600_000, description="the response time to hold, in ms")
     percentile: float = Field(default=95, gt=0, le=100, description="which percentile is held")
     steps: list[str] = Field(default_factory=list, description="the steps or groups whose latency is held; default: all")
-    start: float = Field(gt=0, le=MAX_RATE_PER_S, description="the level to start from: arrivals/s (open) or VUs (closed)")
-    min: float = Field(default=1, gt=0, le=MAX_RATE_PER_S, description="never go below this level")
-    max: float = Field(default=MAX_VUS, gt=0, le=MAX_RATE_PER_S, description="never go above this level")
+    by: Literal["level", "pace"] = Field(
+        default="level",
+        description="what moves: 'level' (the VUs of closed scenarios, the arrival rate of open ones) or 'pace' "
+        "(closed scenarios keep their VUs, and so their connections and logins; each VU's think times and pacing "
+        "are divided by the pace, 1 being the plan's own)")
+    start: float | None = Field(
+        default=None, gt=0, le=MAX_RATE_PER_S,
+        description="the level to start from: VUs (closed), arrivals/s (open) or a pace; default 1 VU, 10/s or pace 1")
+    min: float = Field(default=1, gt=0, le=MAX_RATE_PER_S, description="never go below this level (a pace: default 0.01)")
+    max: float = Field(default=MAX_VUS, gt=0, le=MAX_RATE_PER_S, description="never go above this level (a pace: default 100)")
     duration_s: float = Field(default=120, ge=5, le=MAX_STAGE_DURATION_S, description="how long the run steers, in seconds")
     scenarios: list[str] = Field(default_factory=list, description="the scenarios whose level is steered; default: all")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _pace_bounds(cls, data: Any) -> Any:
+        # A pace is a factor around 1, not a count: its own defaults for the range.
+        if isinstance(data, dict) and data.get("by") == "pace":
+            data = {"min": PACE_MIN, "max": PACE_MAX, **data}
+        return data
+
+
+#: The range of a steered pace (a factor on the plan's think times and pacing).
+PACE_MIN = 0.01
+PACE_MAX = 100.0
 
 
 Steer = Annotated[Union[FindMax, TargetResponseTime], Field(discriminator="type")]
@@ -381,6 +402,20 @@ def check_control_names(plan: Any) -> None:
             if steer.min > steer.max:
                 errors.append((("steer", "min"), steer.min, custom(
                     "steer_range", f"min ({steer.min:g}) is above max ({steer.max:g})", "give min <= start <= max")))
+            if steer.by == "pace":
+                for index, scenario in enumerate(plan.scenarios):
+                    if steer.scenarios and scenario.name not in steer.scenarios:
+                        continue
+                    if scenario.workload.type != "closed":
+                        errors.append((("scenarios", index, "workload", "type"), scenario.workload.type, custom(
+                            "steer_pace_open", f"scenario '{scenario.name}' is open: steering by pace keeps a "
+                            "population of VUs, and an open model's arrivals set its own pace",
+                            "give it a closed workload (VUs), or steer by level (drop steer.by)")))
+                    elif scenario.pacing_s is None and not any(getattr(step, "think_time", None) is not None
+                                                               for step in scenario.all_steps()):
+                        errors.append((("scenarios", index), scenario.name, custom(
+                            "steer_pace_no_pause", f"scenario '{scenario.name}' has no think time or pacing: "
+                            "its pace has nothing to scale", "add pacing_s or think times, or steer by level (drop steer.by)")))
         steered = [s for s in plan.scenarios if not steer.scenarios or s.name in steer.scenarios]
         models = {s.workload.type for s in steered}
         if len(models) > 1:
