@@ -170,6 +170,36 @@ def test_run_page_names_the_run_and_follows_last(client: TestClient, stored: Sto
     assert client.get("/static/run.js").status_code == 200
 
 
+def test_a_target_response_time_run_shows_its_answer_readings_and_chart(stored: Stored, tmp_path: Path) -> None:
+    """The run's JSON carries the answer as the report words it (the sentence first, no
+    maximum), its readings as the table, and the chart over the run's time axis."""
+    from horde.report.capacity_view import capacity_charts
+    from test_report import target_response_time_answer
+
+    capacity = target_response_time_answer("held")
+    url = f"sqlite:///{tmp_path / 'steered.sqlite'}"
+    with Store.open(stored.url) as source_store:
+        source = load_run(source_store, stored.alpha)
+    with Store.open(url) as store:
+        run_id = store.create_run(plan=source.record.plan, plan_name="steered", parameters={}, tags={})
+        for snapshot in source.snapshots:
+            store.add_snapshot(run_id, snapshot)
+        store.finish_run(run_id, status="finished", summary={**source.summary, "run_id": run_id, "capacity": capacity})
+    with TestClient(create_app(url, token=None), base_url=BASE_URL) as steered:
+        state = steered.get(f"/api/runs/{run_id}").json()
+    view = state["capacity"]
+    assert view["facts"][0] == ["answer", capacity["sentence"]] and view["facts"][1] == ["outcome", "T held"]
+    assert "max sustainable" not in json.dumps(view) and "knee" not in json.dumps(view)
+    assert view["table"] == "capacity-readings" and view["columns"][3] == "level (VUs)"
+    assert [row["reading"] for row in view["steps"]] == [reading["index"] + 1 for reading in capacity["readings"]]
+    assert view["passed"] == [reading["verdict"] in ("under", "at") for reading in capacity["readings"]]
+    assert view["charts"] == ["chart-capacity-target"] and "±10 %" in view["chart_note"]
+    figure = state["figures"]["chart-capacity-target"]
+    assert figure == json.loads(json.dumps(capacity_charts(capacity)["chart-capacity-target"]))
+    assert figure["layout"]["meta"] == "time-axis"
+    assert set(state["figures"]) == {*RUN_CHARTS, "chart-capacity-target"}
+
+
 def test_a_view_built_second_by_second_equals_the_whole_run(stored: Stored) -> None:
     with Store.open(stored.url) as store:
         for run_id in (stored.alpha, stored.beta):

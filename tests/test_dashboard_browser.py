@@ -180,6 +180,49 @@ def test_a_find_max_run_shows_its_steps_table_and_knee_charts(horde_cli: HordeCl
         assert browser.errors() == []
 
 
+#: The target-response-time chart zoomed to seconds 10..60: the run's charts over time follow.
+TARGET_ZOOM = ("Plotly.relayout(document.getElementById('chart-capacity-target'), {'xaxis.range': [10, 60]})"
+               ".then(() => true)")
+TARGET_FOLLOWED = ("['chart-throughput', 'chart-latency', 'chart-load'].every(id => "
+                   "JSON.stringify(document.getElementById(id).layout.xaxis.range) === '[10,60]')")
+
+
+def test_a_target_response_time_run_shows_its_answer_readings_and_linked_chart(
+        horde_cli: HordeCli, builtin_target: Any, tmp_path: Path) -> None:
+    from recorded_runs import record_run
+    from test_report import target_response_time_answer
+
+    chromium_or_skip()
+    run_id = record_run(horde_cli.store_url, plan_dict(builtin_target.port, [get("home", "/")], vus=1, duration_s=1.0))
+    capacity = target_response_time_answer("held")
+    with Store.open(horde_cli.store_url) as store:
+        record = store.get_run(run_id)
+        store.finish_run(run_id, status="finished", summary={**record.summary, "capacity": capacity})
+    with DashboardServer(horde_cli.store_url) as server, Browser(tmp_path / "profile") as browser:
+        browser.open(f"{server.url}runs/{run_id}")
+        rows = browser.wait_for("document.querySelectorAll('[data-section=capacity-readings] tbody tr').length",
+                                timeout_s=15, what="the readings table")
+        assert rows == len(capacity["readings"])
+        browser.wait_for("document.getElementById('chart-capacity-target') && "
+                         "document.getElementById('chart-capacity-target').querySelector('.main-svg')",
+                         timeout_s=15, what="the target response time chart")
+        names = browser.evaluate("document.getElementById('chart-capacity-target').data.map(trace => trace.name)")
+        assert {"T: p95 40 ms", "±10 % of T", "level (VUs)", "p95 over the last 20 s"} <= set(names), names
+        facts = browser.evaluate("Array.from(document.querySelectorAll('[data-section=capacity] tr'))"
+                                 ".map(row => [row.cells[0].textContent, row.cells[1].textContent])")
+        assert facts[0] == ["answer", capacity["sentence"]], facts
+        assert not any("max sustainable" in label or "knee" in label for label, _ in facts), facts
+        verdicts = browser.evaluate("Array.from(document.querySelectorAll('[data-section=capacity-readings] tbody tr'))"
+                                    ".map(row => row.className)")
+        assert verdicts == ["passed" if reading["verdict"] in ("under", "at") else "failed"
+                            for reading in capacity["readings"]]
+        # On the run's time axis: zooming it zooms the run's other charts.
+        assert browser.evaluate(TARGET_ZOOM) is True
+        browser.wait_for(TARGET_FOLLOWED, timeout_s=10, what="the run's charts to follow the zoom")
+        browser.screenshot(ARTIFACTS / "dashboard-target-response-time.png")
+        assert browser.errors() == []
+
+
 MESSAGE_CHARTS = ("chart-messages", "chart-message-losses", "chart-rtt")
 
 

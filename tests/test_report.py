@@ -4,6 +4,8 @@ Checked without a browser here (tests/test_report_browser.py opens the pages in 
 steps table carries `horde show --json`'s numbers to the digit, the figures are the stored
 per-second data, nothing is fetched from the network, user text is escaped, and the optional
 summary sections (thresholds, autostop, capacity) and the saturation warning appear when due.
+A steered run's capacity answer is a capacity lab's: find-max's steps and knee; target response
+time's sentence, readings and the chart of its level and percentile against T over the run's time.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import importlib
 import json
 import re
 from collections.abc import Iterator
+from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -24,6 +27,7 @@ from horde.cli.results import register
 from horde.results.compare import compare_runs
 from horde.errors import ExitCode
 from horde.report import render_comparison_report, render_run_report
+from horde.report.capacity_view import capacity_facts
 from horde.results.stored_run import ALL_REQUESTS, load_run
 from horde.store import Store
 from recorded_runs import get, plan_dict, record_run
@@ -277,7 +281,7 @@ def test_report_command_errors_and_default_file_name(stored: tuple[str, str], tm
         assert "error:" in err and words in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("module_name", ["horde.report.page"])
+@pytest.mark.parametrize("module_name", ["horde.report.page", "horde.report.capacity_view"])
 def test_doctests(module_name: str) -> None:
     module = importlib.import_module(module_name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
@@ -324,3 +328,166 @@ def test_a_find_max_run_shows_its_steps_and_the_knee(stored: tuple[str, str]) ->
     assert knee["x"] == [capacity["level_at_max"]] and knee["y"][0] == pytest.approx(capacity["max_rps"], abs=0.001)
     assert page.figures["chart-capacity-latency"]["layout"]["yaxis"]["type"] == "log"
     assert 'id="chart-capacity-throughput"' in html and 'id="chart-capacity-latency"' in html
+
+
+def target_response_time_answer(outcome: str) -> dict[str, Any]:
+    """The capacity block of target response time steered over a simulated server (queue_sim):
+    ``held`` (closed VUs thinking 100 ms before an M/M/4 queue; T = p95 40 ms is held) or
+    ``cliff`` (four servers of exactly 10 ms fed evenly: 10 ms up to 400/s, then a queue without
+    bound, so no level holds p95 40 ms)."""
+    from queue_sim import QueueServer, drive
+    from test_target_response_time import CLOSED, OPEN, closed_mm4, steering_for
+
+    if outcome == "held":
+        steering, server = steering_for(CLOSED, 40), closed_mm4(1)
+    else:
+        steering = steering_for({**OPEN, "arrivals": "uniform"}, 40)
+        server = QueueServer(servers=4, service_ms=10.0, model="open", service="constant", arrivals="uniform")
+    drive(steering, server, 150)
+    answer = steering.result()
+    assert answer["outcome"] == outcome, answer["sentence"]
+    return answer
+
+
+def capacity_section(html: str) -> str:
+    return html.split('id="section-capacity"')[1].split("<h2")[0]
+
+
+def facts_shown(html: str) -> list[tuple[str, str]]:
+    """The capacity facts table's (label, text) rows, in order."""
+    table = capacity_section(html).split('data-section="capacity"')[1].split("</table>")[0]
+    return [(unescape(label), unescape(value))
+            for label, value in re.findall(r'<tr><th class="name">(.*?)</th><td class="name">(.*?)</td></tr>', table)]
+
+
+def readings_shown(html: str) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    """The readings table: its headings, and each row's class with its cells' text."""
+    table = capacity_section(html).split('data-section="capacity-readings"')[1].split("</table>")[0]
+    headings = [unescape(heading) for heading in re.findall(r'<th class="name">(.*?)</th>', table)]
+    rows = [(verdict, [unescape(cell) for cell in re.findall(r'<td class="name">(.*?)</td>', cells)])
+            for verdict, cells in re.findall(r'<tr class="(passed|failed)">(.*?)</tr>', table)]
+    return headings, rows
+
+
+def report_with_capacity(stored: tuple[str, str], capacity: dict[str, Any]) -> str:
+    store_url, run_id = stored
+    copy_id = copy_run(store_url, run_id, summary_extra={"capacity": capacity})
+    with Store.open(store_url) as store:
+        return render_run_report(load_run(store, copy_id))
+
+
+def test_a_target_response_time_run_that_held_t_reads_as_held(stored: tuple[str, str]) -> None:
+    capacity = target_response_time_answer("held")
+    html = report_with_capacity(stored, capacity)
+    shown = facts_shown(html)
+    facts = dict(shown)
+    labels = [label for label, _ in shown]
+    # The sentence first, then the facts in the order a performance engineer reads them.
+    assert shown[0] == ("answer", capacity["sentence"]) and capacity["sentence"].startswith("T held:")
+    order = ["answer", "outcome", "target", "level held", "rate held", "seconds T held", "converged after",
+             "highest level under T", "lowest level over T"]
+    assert [label for label in labels if label in order] == order, labels
+    assert facts["outcome"] == "T held"
+    assert facts["target"] == "p95 40 ms, latency timed from each request's send; held within ±10 % (36 to 44 ms)"
+    assert facts["level held"].startswith(f"{capacity['level_at_max']:,.0f} VUs")
+    assert facts["rate held"].startswith(f"{capacity['max_rps']:,.1f} req/s successful")
+    assert facts["p95 over the held seconds"] == f"{capacity['latency_ms_at_max']:,.2f} ms"
+    assert facts["seconds T held"].startswith(
+        f"{capacity['held_s']} of {capacity['tracked_s']} s after convergence ({capacity['held_percent']:g} %)")
+    assert facts["converged after"] == f"{capacity['converged_after_s']} s"
+    highest = capacity["highest_under_target"]
+    assert facts["highest level under T"] == (
+        f"{highest['level']:,.0f} VUs: {highest['ok_rps']:,.1f} req/s successful, "
+        f"p95 {highest['latency_ms']:,.2f} ms (judged at second {highest['second']})")
+    # Find-max's words are not this answer's; nor are the block's tables and series raw JSON.
+    section = capacity_section(html)
+    assert "max sustainable" not in html and "knee" not in section
+    assert "{" not in section.split('data-section="capacity-readings"')[0]
+
+    # The readings: one row each, coloured by verdict, the percentile with its interval.
+    headings, rows = readings_shown(html)
+    assert headings == ["reading", "at second", "phase", "level (VUs)", "verdict", "ok req/s", "p95 ms (interval)",
+                        "samples", "seconds"]
+    readings = capacity["readings"]
+    expected = ["passed" if reading["verdict"] in ("under", "at") else "failed" for reading in readings]
+    assert [verdict for verdict, _ in rows] == expected
+    for (_, cells), reading in zip(rows, readings):
+        assert cells[0] == str(reading["index"] + 1) and cells[1] == str(reading["judged_at_s"])
+        assert cells[2] == reading["phase"] and cells[4].split(" ")[0] == reading["verdict"]
+        assert cells[6].startswith(f"{reading['latency_ms']:,.2f} ({reading['low_ms']:,.2f}–")
+        assert cells[7] == str(reading["samples"]) and cells[8] == str(reading["seconds"])
+
+    # The chart over the run's time axis: T, its band, the percentile, the level, held seconds shaded.
+    figure = ReportPage(html).figures["chart-capacity-target"]
+    assert 'id="chart-capacity-target"' in html and figure["layout"]["meta"] == "time-axis"
+    history = capacity["history"]
+    seconds = [float(entry["second"]) for entry in history]
+    traces = {trace["name"]: trace for trace in figure["data"]}
+    assert traces["T: p95 40 ms"]["y"] == [40.0, 40.0] and traces["T: p95 40 ms"]["x"] == [0.0, seconds[-1]]
+    band = figure["data"].index(traces["±10 % of T"])
+    assert figure["data"][band - 1]["y"] == pytest.approx([36.0, 36.0])
+    assert traces["±10 % of T"]["y"] == pytest.approx([44.0, 44.0]) and traces["±10 % of T"]["fill"] == "tonexty"
+    level = traces["level (VUs)"]
+    assert level["yaxis"] == "y2" and level["x"] == seconds and level["y"] == [entry["level"] for entry in history]
+    assert traces["p95 over the last 20 s"]["y"] == [entry.get("held_window_ms") for entry in history]
+    assert traces["p95 of the level's window"]["y"] == [entry["latency_ms"] for entry in history]
+    assert traces["readings"]["x"] == [reading["judged_at_s"] for reading in readings]
+    shaded = [shape for shape in figure["layout"]["shapes"]
+              if shape["type"] == "rect" and shape["fillcolor"] == "#2ca02c"]
+    assert sum(shape["x1"] - shape["x0"] for shape in shaded) == capacity["held_s"] > 0
+    assert {"converged"} <= {note["text"] for note in figure["layout"]["annotations"]}
+    assert figure["layout"]["yaxis"] == {"title": {"text": "ms"}, "rangemode": "tozero"}
+
+
+def test_a_target_response_time_run_that_did_not_hold_t_never_reads_as_a_maximum(
+        stored: tuple[str, str]) -> None:
+    capacity = target_response_time_answer("cliff")
+    assert capacity["max_rps"] is not None  # the highest level under T: a rate, yet not a maximum
+    html = report_with_capacity(stored, capacity)
+    shown = facts_shown(html)
+    facts = dict(shown)
+    assert shown[0] == ("answer", capacity["sentence"]) and capacity["sentence"].startswith("T cannot be held")
+    assert facts["outcome"] == "T cannot be held: latency jumps past T between two adjacent levels"
+    assert "level held" not in facts and "rate held" not in facts
+    highest, lowest = capacity["highest_under_target"], capacity["lowest_over_target"]
+    for label, reading in (("highest level under T", highest), ("lowest level over T", lowest)):
+        assert facts[label].startswith(f"{reading['level']:,.1f} arrivals/s: {reading['ok_rps']:,.1f} req/s"), facts
+    assert facts["seconds T held"].startswith(f"{capacity['held_s']} of {capacity['tracked_s']} s")
+    assert "max sustainable" not in html and "knee" not in capacity_section(html)
+    headings, rows = readings_shown(html)
+    assert headings[3] == "level (arrivals/s)" and len(rows) == len(capacity["readings"])
+    assert "failed" in {verdict for verdict, _ in rows}
+    figure = ReportPage(html).figures["chart-capacity-target"]
+    assert "level (arrivals/s)" in [trace["name"] for trace in figure["data"]]
+    # Past the cliff latency is many times T: the axis stops at 3 × T so that T's band stays legible.
+    assert max(reading["latency_ms"] for reading in capacity["readings"]) > 3 * 40
+    assert figure["layout"]["yaxis"]["range"] == [0, 120.0]
+
+
+@pytest.mark.parametrize(("outcome", "limit", "words"), [
+    ("unreachable", None, "T unreachable: even the lowest level was over T"),
+    ("not_reached", "generator_saturated", "T not reached: latency stayed under T at the highest level allowed "
+                                           "(the generator's own CPU)"),
+    ("kept_crossing", None, "T not held: latency kept crossing T"),
+    ("not_converged", None, "not converged: the run ended before the level settled"),
+])
+def test_target_response_time_facts_word_each_outcome(outcome: str, limit: str | None, words: str) -> None:
+    capacity = {"method": "target_response_time", "by": "pace", "level_unit": "pace", "percentile": 99,
+                "target_ms": 250.0, "outcome": outcome, "limit": limit, "sentence": "the steering's own sentence",
+                "latency_basis": "from_send",
+                "converged_after_s": None, "held_s": 0, "tracked_s": 0, "held_percent": None, "set_aside_s": 3,
+                "max_rps": None, "level_at_max": None, "latency_ms_at_max": None, "samples_needed": 1000,
+                "highest_under_target": {"level": 1.5, "ok_rps": 80.0, "latency_ms": 120.0, "second": 30},
+                "lowest_over_target": None, "readings": [], "history": [], "stopped_by_steering": False,
+                "notes": ["3 s set aside: generator starved"], "what_broke_first": {"sentence": "db CPU first"},
+                "a_newer_key": 7}
+    facts = capacity_facts(capacity)
+    assert facts[:2] == [("answer", "the steering's own sentence"), ("outcome", words)]
+    shown = dict(facts)
+    assert shown["target"].startswith("p99 250 ms") and shown["converged after"] == "did not converge"
+    assert shown["steered by"].startswith("the pace of a fixed population")
+    assert shown["highest level under T"] == "pace ×1.5: 80.0 req/s successful, p99 120.00 ms (judged at second 30)"
+    assert "lowest level over T" not in shown and "seconds T held" not in shown
+    assert shown["what broke first"] == "db CPU first" and shown["a_newer_key"] == 7
+    assert facts[-1] == ("note", "3 s set aside: generator starved")
+    assert not any("max" in label or "knee" in label for label, _ in facts)

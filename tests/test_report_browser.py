@@ -20,13 +20,13 @@ from typing import Any
 
 import pytest
 
-from cdp import chromium_or_skip
+from cdp import Browser, chromium_or_skip
 from conftest import HordeCli
 from horde.report import write_report
 from horde.results.stored_run import ALL_REQUESTS, load_run
 from horde.store import Store
 from recorded_runs import get, plan_dict, record_run
-from test_report import LATENCY_FIELDS, STEP_FIELDS, ReportPage
+from test_report import LATENCY_FIELDS, STEP_FIELDS, ReportPage, copy_run, target_response_time_answer
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
 RUN_CHARTS = ("chart-throughput", "chart-latency", "chart-distribution", "chart-errors", "chart-load", "chart-generator")
@@ -118,3 +118,28 @@ def test_comparison_report_draws_in_a_browser_offline(stored_runs: tuple[Path, s
     assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # /delay/10 against /delay/5: the verdict the page shows is "slower".
     assert re.search(r'data-step="item" data-verdict="slower"', dom), "the verdict row is missing"
+
+
+def test_a_target_response_time_report_draws_its_chart_zoomed_with_the_others(
+        stored_runs: tuple[Path, str, str], tmp_path: Path) -> None:
+    store_path, run_id, _ = stored_runs
+    store_url = f"sqlite:///{store_path}"
+    copy_id = copy_run(store_url, run_id, summary_extra={"capacity": target_response_time_answer("cliff")})
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = ARTIFACTS / "report-target-response-time.html"
+    with Store.open(store_url) as store:
+        write_report([load_run(store, copy_id)], page)
+    dom = open_in_browser(page, ARTIFACTS / "report-target-response-time.png", tmp_path / "dump-profile")
+    assert_charts_drawn(dom, (*RUN_CHARTS, "chart-capacity-target"))
+    assert "max sustainable" not in dom
+    with Browser(tmp_path / "profile") as browser:
+        browser.open(page.resolve().as_uri())
+        browser.wait_for("document.getElementById('chart-capacity-target').querySelector('.main-svg')",
+                         timeout_s=20, what="the target response time chart")
+        zoom = ("Plotly.relayout(document.getElementById('chart-capacity-target'), {'xaxis.range': [10, 60]})"
+                ".then(() => true)")
+        assert browser.evaluate(zoom) is True
+        browser.wait_for("['chart-throughput', 'chart-latency', 'chart-generator'].every(id => "
+                         "JSON.stringify(document.getElementById(id).layout.xaxis.range) === '[10,60]')",
+                         timeout_s=10, what="the run's charts to follow the zoom")
+        assert browser.errors() == []

@@ -24,7 +24,9 @@ TIME_AXIS: Final = "time-axis"
 _DASHES: Final = {"p50": "solid", "p90": "dot", "p95": "dash", "p99": "longdash", "max": "dashdot"}
 
 
-def _layout(title: str, **extra: Any) -> dict[str, Any]:
+def chart_layout(title: str, **extra: Any) -> dict[str, Any]:
+    """The layout every chart of a run shares; over the run's time axis (:data:`TIME_AXIS`,
+    zoomed with the others) unless ``extra`` gives its own ``xaxis``."""
     layout: dict[str, Any] = {
         "title": {"text": title, "x": 0.01, "xanchor": "left"},
         "height": 380,
@@ -51,7 +53,8 @@ def throughput_chart(series: RunSeries) -> Figure:
             _line("requests/s", series.rate_elapsed_s, series.requests_per_s),
             _line("errors/s", series.rate_elapsed_s, series.errors_per_s, line={"color": "#d62728"}),
         ],
-        "layout": _layout("Requests and errors per second", yaxis={"title": {"text": "per second"}, "rangemode": "tozero"}),
+        "layout": chart_layout("Requests and errors per second",
+                               yaxis={"title": {"text": "per second"}, "rangemode": "tozero"}),
     }
 
 
@@ -73,7 +76,7 @@ def latency_chart(series: RunSeries) -> Figure:
                         {"title.text": f"Latency over time: {selection}"}]})
     return {
         "data": data,
-        "layout": _layout(
+        "layout": chart_layout(
             f"Latency over time: {selections[0]}",
             yaxis={"title": {"text": "ms"}, "rangemode": "tozero"},
             updatemenus=[{"buttons": buttons, "direction": "down", "x": 1.0, "xanchor": "right", "y": 1.16,
@@ -90,7 +93,7 @@ def distribution_chart(series: RunSeries) -> Figure:
     ]
     return {
         "data": data,
-        "layout": _layout(
+        "layout": chart_layout(
             "Latency distribution (whole run, exact merge)",
             xaxis={"title": {"text": "latency, ms (log scale)"}, "type": "log"},
             yaxis={"title": {"text": "% of requests at or below"}, "range": [0, 100.5]},
@@ -104,7 +107,8 @@ def errors_chart(series: RunSeries) -> Figure:
         {"type": "bar", "name": kind, "x": series.rate_elapsed_s, "y": values}
         for kind, values in series.errors_per_s_by_kind.items()
     ]
-    layout = _layout("Errors per second by kind", barmode="stack", yaxis={"title": {"text": "errors/s"}, "rangemode": "tozero"})
+    layout = chart_layout("Errors per second by kind", barmode="stack",
+                          yaxis={"title": {"text": "errors/s"}, "rangemode": "tozero"})
     if not data:
         layout["annotations"] = [{"text": "no errors in this run", "showarrow": False, "xref": "paper", "yref": "paper",
                                   "x": 0.5, "y": 0.5, "font": {"size": 16, "color": "#2ca02c"}}]
@@ -122,7 +126,7 @@ def load_chart(series: RunSeries) -> Figure:
                  "y": series.dropped_arrivals_per_s, "yaxis": "y2", "marker": {"color": "#d62728"}, "opacity": 0.6})
     return {
         "data": data,
-        "layout": _layout(
+        "layout": chart_layout(
             "Load: VUs, target rate, dropped arrivals",
             yaxis={"title": {"text": "VUs"}, "rangemode": "tozero"},
             yaxis2={"title": {"text": "per second"}, "overlaying": "y", "side": "right", "rangemode": "tozero",
@@ -150,7 +154,7 @@ def generator_chart(series: RunSeries) -> Figure:
     ]
     return {
         "data": data,
-        "layout": _layout(
+        "layout": chart_layout(
             "Generator health: CPU and timer lateness (shaded: saturated seconds)",
             yaxis={"title": {"text": "CPU % (100 = one core)"}, "rangemode": "tozero"},
             yaxis2={"title": {"text": "ms"}, "overlaying": "y", "side": "right", "rangemode": "tozero", "showgrid": False},
@@ -189,14 +193,15 @@ def message_charts(series: MessageSeries) -> dict[str, Figure]:
     trouble = [_line(name, series.elapsed_s, series.per_s[key], line={"color": color}) for key, name, color in _TROUBLE]
     rtt = series.rtt
     round_trip = [_line(name, rtt.elapsed_s, rtt.values[name], line={"dash": _DASHES[name]}) for name in PERCENTILE_NAMES]
-    layout_rtt = _layout("Ping round-trip time (all ping steps)", yaxis={"title": {"text": "ms"}, "rangemode": "tozero"})
+    layout_rtt = chart_layout("Ping round-trip time (all ping steps)",
+                              yaxis={"title": {"text": "ms"}, "rangemode": "tozero"})
     if not rtt.elapsed_s:
         layout_rtt["annotations"] = [{"text": "no ping answered yet", "showarrow": False, "xref": "paper", "yref": "paper",
                                       "x": 0.5, "y": 0.5, "font": {"size": 14, "color": "#7f7f7f"}}]
     return {
-        "chart-messages": {"data": traffic, "layout": _layout(
+        "chart-messages": {"data": traffic, "layout": chart_layout(
             "Messages and datagrams (packets) per second", yaxis={"title": {"text": "per second"}, "rangemode": "tozero"})},
-        "chart-message-losses": {"data": trouble, "layout": _layout(
+        "chart-message-losses": {"data": trouble, "layout": chart_layout(
             "Lost and late replies, KCP resends per second", yaxis={"title": {"text": "per second"}, "rangemode": "tozero"})},
         "chart-rtt": {"data": round_trip, "layout": layout_rtt},
     }
@@ -244,6 +249,20 @@ def charted_metrics(series: MonitorSeries, findings: Sequence[Mapping[str, Any]]
     return metrics
 
 
+def moment_lines(lines: Sequence[tuple[float, str, str]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Moments on the run's time axis, each (second, label, colour): a dotted line across the
+    chart and its label (layout ``shapes`` and ``annotations``)."""
+    shapes: list[dict[str, Any]] = []
+    annotations: list[dict[str, Any]] = []
+    for index, (second, label, color) in enumerate(lines):
+        shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": second, "x1": second, "y0": 0, "y1": 1,
+                       "line": {"color": color, "dash": "dot", "width": 1.5}})
+        # Labels step down the chart, so two marks at one second stay readable.
+        annotations.append({"x": second, "y": 1 - 0.07 * (index % 5), "xref": "x", "yref": "paper", "text": label,
+                            "showarrow": False, "xanchor": "left", "yanchor": "top", "font": {"size": 11, "color": color}})
+    return shapes, annotations
+
+
 def monitor_chart(series: MonitorSeries, findings: Sequence[Mapping[str, Any]],
                   marks: Sequence[tuple[float, str]] = ()) -> Figure:
     """One monitor's figures over the run, a unit group at a time (a menu chooses); each of its
@@ -266,22 +285,17 @@ def monitor_chart(series: MonitorSeries, findings: Sequence[Mapping[str, Any]],
     shapes: list[dict[str, Any]] = [
         {"type": "rect", "xref": "x", "yref": "paper", "x0": second - 1, "x1": second, "y0": 0, "y1": 1,
          "fillcolor": "#7f7f7f", "opacity": 0.2, "line": {"width": 0}} for second, _ in series.gaps]
-    annotations: list[dict[str, Any]] = []
     lines = [(float(finding["second"]), str(finding["rule"]).replace("_", " "), "#d62728")
              for finding in findings if finding.get("monitor") == series.name]
     lines += [(second, label, "#1f77b4") for second, label in marks]
-    for index, (second, label, color) in enumerate(lines):
-        shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": second, "x1": second, "y0": 0, "y1": 1,
-                       "line": {"color": color, "dash": "dot", "width": 1.5}})
-        # Labels step down the chart, so two marks at one second stay readable.
-        annotations.append({"x": second, "y": 1 - 0.07 * (index % 5), "xref": "x", "yref": "paper", "text": label, "showarrow": False,
-                            "xanchor": "left", "yanchor": "top", "font": {"size": 11, "color": color}})
+    drawn, annotations = moment_lines(lines)
+    shapes.extend(drawn)
     if not data:
         reason = f": {series.gaps[0][1]}" if series.gaps else ""
         annotations.append({"text": f"no figures from this monitor{reason}", "showarrow": False, "xref": "paper",
                             "yref": "paper", "x": 0.5, "y": 0.5, "font": {"size": 14, "color": "#7f7f7f"}})
     kind = "node_exporter" if series.node_exporter else series.kind
-    return {"data": data, "layout": _layout(
+    return {"data": data, "layout": chart_layout(
         f"Monitor {series.name} ({kind})", shapes=shapes, annotations=annotations,
         yaxis={"title": {"text": titles.get(units[0], "value") if units else "value"}, "rangemode": "tozero"},
         updatemenus=[{"buttons": buttons, "direction": "down", "x": 1.0, "xanchor": "right", "y": 1.16,
@@ -303,10 +317,12 @@ def comparison_charts(labels: list[str], runs: list[RunSeries]) -> dict[str, Fig
     p95 = [_line(label, s.latency[ALL_REQUESTS].elapsed_s, s.latency[ALL_REQUESTS].values["p95"]) for label, s in zip(labels, runs)]
     vus = [_line(label, s.elapsed_s, s.active_vus) for label, s in zip(labels, runs)]
     return {
-        "chart-throughput": {"data": throughput, "layout": _layout("Requests per second", yaxis={"rangemode": "tozero"})},
-        "chart-p95": {"data": p95, "layout": _layout("p95 latency over time, all requests (ms)", yaxis={"rangemode": "tozero"})},
+        "chart-throughput": {"data": throughput,
+                             "layout": chart_layout("Requests per second", yaxis={"rangemode": "tozero"})},
+        "chart-p95": {"data": p95, "layout": chart_layout("p95 latency over time, all requests (ms)",
+                                                          yaxis={"rangemode": "tozero"})},
         "chart-distribution": _distribution_overlay(labels, runs),
-        "chart-load": {"data": vus, "layout": _layout("Active VUs", yaxis={"rangemode": "tozero"})},
+        "chart-load": {"data": vus, "layout": chart_layout("Active VUs", yaxis={"rangemode": "tozero"})},
     }
 
 
@@ -328,7 +344,7 @@ def _distribution_overlay(labels: list[str], runs: list[RunSeries]) -> Figure:
     ]
     return {
         "data": data,
-        "layout": _layout(
+        "layout": chart_layout(
             f"Latency distribution: {selections[0] if selections else ALL_REQUESTS}",
             xaxis={"title": {"text": "latency, ms (log scale)"}, "type": "log"},
             yaxis={"title": {"text": "% of requests at or below"}, "range": [0, 100.5]},

@@ -129,21 +129,25 @@
     }
     const capacity = state.capacity;
     if (capacity) {
-      // The answer's facts, find-max's steps with their verdicts, and the knee's two curves
-      // (their figures come with the finished run's state).
+      // The answer's facts, its table (find-max's steps, or target response time's readings)
+      // with each row's verdict, and its charts (their figures come with the finished run's state).
       parts.push(element("h2", {id: "section-capacity"}, ["Capacity"]),
         element("table", {class: "section", "data-section": "capacity"}, capacity.facts.map(function ([label, value]) {
           return element("tr", {}, [element("th", {class: "name"}, [label]), element("td", {class: "name"}, [value])]);
         })));
       if (capacity.steps.length) {
-        parts.push(element("table", {class: "section", "data-section": "capacity-steps"}, [
+        parts.push(element("table", {class: "section", "data-section": capacity.table}, [
           element("thead", {}, [element("tr", {}, capacity.columns.map(function (column) { return element("th", {class: "name"}, [column]); }))]),
-          element("tbody", {}, capacity.steps.map(function (row) {
-            return element("tr", {class: row.verdict === "good" ? "passed" : "failed"},
+          element("tbody", {}, capacity.steps.map(function (row, index) {
+            return element("tr", {class: capacity.passed[index] ? "passed" : "failed"},
               capacity.columns.map(function (column) { return element("td", {class: "name"}, [row[column]]); }));
           })),
-        ]), element("div", {class: "chart", id: "chart-capacity-throughput"}), element("div", {class: "chart", id: "chart-capacity-latency"}));
+        ]));
       }
+      if (capacity.chart_note) {
+        parts.push(element("p", {class: "muted", id: "capacity-chart-note"}, [capacity.chart_note]));
+      }
+      for (const chart of capacity.charts) { parts.push(element("div", {class: "chart", id: chart})); }
     }
     const cluster = summary.cluster;
     if (cluster) {
