@@ -6,7 +6,7 @@
 # the primary's vacuum, as in the seed. Everything it starts is stopped, and its folder deleted,
 # when it ends (Ctrl-C too).
 #
-#   examples/game-db/run.sh                                  # scale 1, 60 s; ./game-db-report.html
+#   examples/game-db/run.sh                                  # scale 1, 90 s; ./game-db-report.html
 #   SCALE=10 DURATION=300 TARGET_MS=10 examples/game-db/run.sh
 #   LONG_READ=0 examples/game-db/run.sh                      # no long read on the standby
 #
@@ -17,8 +17,8 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 scale=${SCALE:-1}
-duration=${DURATION:-60}
-target_ms=${TARGET_MS:-3}
+duration=${DURATION:-90}
+target_ms=${TARGET_MS:-2}
 long_read=${LONG_READ:-1}
 report=${REPORT:-game-db-report.html}
 horde=${HORDE:-$(command -v horde || echo "$here/../../.venv/bin/horde")}

@@ -271,7 +271,56 @@ def _render_monitors(console: Console, monitors: dict[str, Any]) -> None:
         console.print(f"diagnosis: {finding['message']}", style="bold yellow", markup=False, highlight=False, soft_wrap=True)
 
 
+#: The most of a target-response-time run's readings the terminal lists (the latest); the
+#: report and `horde show --json` have them all.
+MAX_READINGS_SHOWN = 30
+
+
+def _render_target_response_time(console: Console, capacity: dict[str, Any]) -> None:
+    """Target response time: its answer in one sentence (never "max sustainable" when T was
+    not held), how long it took and held, then its readings."""
+    lines = [str(capacity["sentence"])]
+    if capacity.get("converged_after_s") is not None:
+        lines.append(f"converged after {capacity['converged_after_s']} s; held {capacity['held_s']} of "
+                     f"{capacity['tracked_s']} s since ({capacity['held_percent']:g} %: the p{capacity['percentile']:g} "
+                     f"over the 20 s ending each second within ±10 % of {capacity['target_ms']:g} ms)")
+    broke = capacity.get("what_broke_first")
+    if broke:
+        lines.append(f"what broke first: {broke['sentence']}")
+    if capacity.get("users_supported") is not None:
+        lines.append(f"users supported at {capacity['per_user_rate']:g} req/s each: {capacity['users_supported']:,}")
+    if capacity.get("instances_needed") is not None:
+        lines.append(f"instances for a peak of {capacity['peak_rps']:,.1f} req/s with {capacity['headroom_percent']:g} % "
+                     f"headroom: {capacity['instances_needed']}")
+    lines.extend(f"note: {note}" for note in capacity.get("notes") or [])
+    console.print("capacity (target response time)", style="bold")
+    for line in lines:
+        console.print("  " + line, markup=False, highlight=False, soft_wrap=True)
+    readings = capacity.get("readings") or []
+    if not readings:
+        return
+    unit = {"vus": " VUs", "rate_per_s": "/s", "pace": "×"}.get(str(capacity.get("level_unit")), "")
+    table = Table(header_style="bold", box=None, padding=(0, 1))
+    percentile = f"p{capacity.get('percentile', 95):g} ms"
+    for column in ("second", "phase", "level", "verdict", "ok req/s", percentile, "interval", "samples"):
+        table.add_column(column, justify="left" if column in ("phase", "verdict", "interval") else "right")
+    for reading in readings[-MAX_READINGS_SHOWN:]:
+        latency = reading.get("latency_ms")
+        low, high = reading.get("low_ms"), reading.get("high_ms")
+        interval = "-" if low is None or high is None or high == float("inf") else f"{low:,.2f}–{high:,.2f}"
+        table.add_row(str(reading["judged_at_s"]), reading["phase"], f"{reading['level']:,.4g}{unit}",
+                      reading["verdict"] + (" (estimate)" if reading.get("basis") == "estimate" else ""),
+                      f"{reading['ok_rps']:,.1f}", "-" if latency is None else f"{latency:,.2f}", interval,
+                      f"{reading['samples']:,}")
+    if len(readings) > MAX_READINGS_SHOWN:
+        console.print(f"  the last {MAX_READINGS_SHOWN} of {len(readings)} readings:", markup=False, highlight=False)
+    console.print(table)
+
+
 def _render_capacity(console: Console, capacity: dict[str, Any]) -> None:
+    if capacity.get("method") == "target_response_time":
+        _render_target_response_time(console, capacity)
+        return
     lines = []
     unit = "VUs" if capacity.get("level_unit") == "vus" else "arrivals/s"
     percentile = f"p{capacity.get('percentile', 95):g}"
@@ -286,9 +335,6 @@ def _render_capacity(console: Console, capacity: dict[str, Any]) -> None:
             lines.append(f"messages at that level: {capacity['max_messages_per_s']:,.1f}/s, sent and received")
     else:
         lines.append("no level held: no maximum found")
-    if capacity.get("method") == "target_response_time":
-        lines.append(f"target {percentile} {capacity['target_ms']:g} ms held {capacity['held_s']} s "
-                     f"(longest stretch {capacity['held_longest_s']} s, first held at second {capacity['settled_after_s']})")
     first = capacity.get("first_saturated_step")
     if first:
         lines.append(f"saturation: {capacity['saturation_reason']} first at step {first['index'] + 1} "

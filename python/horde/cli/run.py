@@ -34,7 +34,7 @@ def register(app: typer.Typer) -> None:
     app.command("run", cls=HordeCommand, epilog="Examples:\n\n  horde run examples/quickstart\n\n  horde run plan.yaml --vus 50 --duration 2m --tag build=1234\n\n  horde run --url http://127.0.0.1:8080/ --rate 500 --duration 30s\n\n  horde run --url http://127.0.0.1:8080/ --find-max --summary-json max.json\n\n  horde run plan.yaml -p vus=200 --junit junit.xml --prometheus 9464")(run)
     app.command("try", cls=HordeCommand, epilog="Examples:\n\n  horde try examples/game\n\n  horde try plan.yaml --scenario player -p city=paris\n\n  horde try --url http://127.0.0.1:8080/")(try_)
     app.command("sight", cls=HordeCommand, epilog="Examples:\n\n  horde sight plan.yaml\n\n  horde sight --url http://127.0.0.1:8080/ --duration 10s")(sight)
-    app.command("scale", cls=HordeCommand, epilog="Examples:\n\n  horde scale plan.yaml --instances 4\n\n  horde scale --url http://127.0.0.1:8080/ --instances 3 --find-max")(scale)
+    app.command("scale", cls=HordeCommand, epilog="Examples:\n\n  horde scale plan.yaml --instances 4\n\n  horde scale --url http://127.0.0.1:8080/ --instances 3 --find-max\n\n  horde scale --url http://127.0.0.1:8080/ --instances 3 --target-response-ms 50 --duration 2m")(scale)
     app.command("retarget", cls=HordeCommand, epilog="Examples:\n\n  horde retarget last --vus 300\n\n  horde retarget 20261123 --rate 800 --ramp 30s")(retarget)
 
 
@@ -78,9 +78,10 @@ def run(
     workers: Annotated[Optional[int], typer.Option("--workers", help="engine worker threads (default: one per core)")] = None,
     param: Annotated[Optional[list[str]], typer.Option("--param", "-p", metavar="NAME=VALUE", help="set a plan parameter (repeatable); else $HORDE_PARAM_NAME, else its default")] = None,
     find_max: Annotated[bool, typer.Option("--find-max", help="find the knee: a sighting shot, a geometric climb, then bisection (a stepped ramp with --step)", rich_help_panel="Steering")] = False,
-    target_response_ms: Annotated[Optional[float], typer.Option("--target-response-ms", help="hold this response time by steering the load", rich_help_panel="Steering")] = None,
+    target_response_ms: Annotated[Optional[float], typer.Option("--target-response-ms", help="find the highest load whose percentile holds this response time, and keep it there", rich_help_panel="Steering")] = None,
     percentile: Annotated[float, typer.Option("--percentile", help="the latency percentile steering and find-max judge", rich_help_panel="Steering")] = 95.0,
-    start: Annotated[Optional[float], typer.Option("--start", help="steering's first level: arrivals/s (open) or VUs (closed); find-max: default sized by a sighting shot", rich_help_panel="Steering")] = None,
+    steer_by: Annotated[Optional[str], typer.Option("--steer-by", metavar="level|pace", help="target response time: move the level (VUs or rate; default) or keep the plan's VUs and move their pace (think times and pacing)", rich_help_panel="Steering")] = None,
+    start: Annotated[Optional[float], typer.Option("--start", help="steering's first level: arrivals/s (open), VUs (closed) or a pace; default: a sighting shot (find-max), 1 VU, 10/s or pace 1 (target response time)", rich_help_panel="Steering")] = None,
     step: Annotated[Optional[float], typer.Option("--step", help="find-max as a stepped ramp: what each step adds (default: search)", rich_help_panel="Steering")] = None,
     step_duration: Annotated[Optional[str], typer.Option("--step-duration", help="find-max: how long each step holds (5s searching, 30s stepped)", rich_help_panel="Steering")] = None,
     precision: Annotated[Optional[float], typer.Option("--precision", help="find-max's search: stop once the knee is bracketed within this percent (3)", rich_help_panel="Steering")] = None,
@@ -137,7 +138,8 @@ def run(
                            ramp_up_s=ramp_up_s, base_url=base_url, insecure=insecure)
     steer_flags = SteerFlags(find_max=find_max, target_response_ms=target_response_ms, percentile=percentile, start=start,
                              step=step, step_duration_s=_seconds(step_duration, "--step-duration"), limit=limit, latency_limit_ms=latency_limit_ms,
-                             duration_s=duration_s, precision_percent=precision, max_vus=max_vus if steered_quick else None)
+                             duration_s=duration_s, precision_percent=precision, max_vus=max_vus if steered_quick else None,
+                             steer_by=steer_by)
     plan = apply_steer_flags(plan, steer_flags, quick=url is not None, vus_given=vus is not None)
     plan = _with_monitor_flags(plan, monitor or [])
     # The engine's own check of the plan, before the store is touched; a file's plan has its
@@ -311,7 +313,8 @@ def scale(
     max_vus: Annotated[Optional[int], typer.Option("--max-vus", help="open model: most VUs busy at once, per instance")] = None,
     duration: Annotated[Optional[str], typer.Option("--duration", help="length of each run (without --find-max)")] = None,
     find_max: Annotated[bool, typer.Option("--find-max", help="find each instance count's knee (the ramp scales with the count)", rich_help_panel="Steering")] = False,
-    percentile: Annotated[float, typer.Option("--percentile", help="the latency percentile find-max judges", rich_help_panel="Steering")] = 95.0,
+    target_response_ms: Annotated[Optional[float], typer.Option("--target-response-ms", help="for each instance count, the highest load whose percentile holds this response time", rich_help_panel="Steering")] = None,
+    percentile: Annotated[float, typer.Option("--percentile", help="the latency percentile find-max and target response time judge", rich_help_panel="Steering")] = 95.0,
     start: Annotated[Optional[float], typer.Option("--start", help="find-max's first level for one instance", rich_help_panel="Steering")] = None,
     step: Annotated[Optional[float], typer.Option("--step", help="find-max's step for one instance", rich_help_panel="Steering")] = None,
     step_duration: Annotated[Optional[str], typer.Option("--step-duration", help="find-max: how long each step holds", rich_help_panel="Steering")] = None,
@@ -344,9 +347,11 @@ def scale(
     tags = dict(parse_tag(t) for t in tag or [])
     # With --url only its path and query matter: each run's base URL is that of its instances.
     plan, _ = _load(plan_path, url, "GET", [], None, parse_params(param or []))
-    steered_quick = url is not None and vus is None and find_max
+    steered_quick = url is not None and vus is None and (find_max or target_response_ms is not None)
     plan = apply_overrides(plan, vus=vus, rate=rate, max_vus=None if steered_quick else max_vus, duration_s=duration_s)
-    plan = apply_steer_flags(plan, SteerFlags(find_max=find_max, percentile=percentile, start=start, step=step,
+    plan = apply_steer_flags(plan, SteerFlags(find_max=find_max, target_response_ms=target_response_ms,
+                                              duration_s=duration_s if target_response_ms is not None else None,
+                                              percentile=percentile, start=start, step=step,
                                               step_duration_s=_seconds(step_duration, "--step-duration"),
                                               latency_limit_ms=latency_limit_ms,
                                               max_vus=max_vus if steered_quick else None),

@@ -9,10 +9,10 @@ A resource that crossed its limit before the load gave way is the likely bottlen
 crossing says the bottleneck is something the monitors do not watch.
 
 >>> capacity = {"method": "target_response_time", "percentile": 95, "target_ms": 50.0,
-...             "history": [{"second": 3, "latency_ms": 30.0, "window_full": True},
-...                         {"second": 4, "latency_ms": 61.0, "window_full": True}]}
+...             "readings": [{"started_s": 2, "judged_at_s": 3, "latency_ms": 30.0, "verdict": "under"},
+...                          {"started_s": 5, "judged_at_s": 7, "latency_ms": 61.0, "verdict": "over"}]}
 >>> what_broke_first(capacity, [], None, [], ["db"])["sentence"]
-'no monitored resource crossed its limit (monitors db); p95 crossed 50 ms at second 4'
+'no monitored resource crossed its limit (monitors db); p95 crossed 50 ms from second 5'
 """
 
 from __future__ import annotations
@@ -45,11 +45,12 @@ def load_moment(capacity: Mapping[str, Any], snapshots: Sequence[Snapshot],
     """When the load side gave way: ``{"second", "phrase"}``, or None when it never did."""
     percentile = f"p{capacity.get('percentile', 95):g}"
     if capacity.get("method") == "target_response_time":
+        # The first level read over T: from its first judged second (its reading came later).
         target = float(capacity["target_ms"])
-        for entry in capacity.get("history") or []:
-            if entry.get("window_full") and entry.get("latency_ms") is not None and entry["latency_ms"] > target:
-                return {"second": int(entry["second"]),
-                        "phrase": f"{percentile} crossed {target:g} ms at second {entry['second']}"}
+        for reading in capacity.get("readings") or []:
+            if reading.get("verdict") == "over" and reading.get("latency_ms") is not None:
+                return {"second": int(reading["started_s"]),
+                        "phrase": f"{percentile} crossed {target:g} ms from second {reading['started_s']}"}
         return None
     first = capacity.get("first_saturated_step")
     if not first:

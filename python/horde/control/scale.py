@@ -78,9 +78,18 @@ class ScaleRow:
 
 
 def throughput_of(summary: dict[str, Any]) -> tuple[float, float | None, str | None]:
-    """(requests/s, latency there, why it stopped) of one run of the study: find-max's knee when
-    the run was steered, otherwise the run's own successful responses per second and p95."""
+    """(requests/s, latency there, why it stopped) of one run of the study: find-max's knee or
+    the rate that held the target response time when the run was steered, otherwise the run's
+    own successful responses per second and p95. A target response time not held gives the
+    highest level read under T and its outcome (``kept_crossing``...), never the run's mixed
+    throughput."""
     capacity = summary.get("capacity")
+    if capacity and capacity.get("method") == "target_response_time":
+        outcome = None if capacity.get("outcome") == "held" else capacity.get("outcome")
+        if capacity.get("max_rps") is not None:
+            return float(capacity["max_rps"]), capacity.get("latency_ms_at_max"), outcome
+        under = capacity.get("highest_under_target") or {}
+        return float(under.get("ok_rps") or 0.0), under.get("latency_ms"), outcome
     if capacity and capacity.get("max_rps") is not None:
         return float(capacity["max_rps"]), capacity.get("latency_ms_at_max"), capacity.get("saturation_reason")
     ok = summary["requests"] - summary["errors"]

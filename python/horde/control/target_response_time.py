@@ -249,10 +249,14 @@ class TargetResponseTimeSteering:
     def status(self) -> dict[str, Any]:
         """Where the steering stands, for the live view."""
         last = self.readings[-1] if self.readings else None
+        now = self.history[-1] if self.history else {}
+        # Holding, the percentile over the last 20 s (what "held" is judged on); searching, the
+        # current level's reading so far.
+        latency = now.get("held_window_ms") if now.get("held_window_ms") is not None else now.get("latency_ms")
         return {
             "method": "target_response_time", "phase": self._current.phase, "level": self.level,
             "level_unit": self.level_unit, "target_ms": self.target, "percentile": self.steer.percentile,
-            "latency_ms": last.latency_ms if last else None, "held": bool(last and last.held),
+            "latency_ms": latency, "held": bool(now.get("held")),
             "last": None if last is None else {"level": last.level, "verdict": last.verdict, "latency_ms": last.latency_ms},
             "set_aside_s": self.set_aside_s,
         }

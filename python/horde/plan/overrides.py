@@ -191,6 +191,8 @@ class SteerFlags:
     duration_s: float | None = None
     precision_percent: float | None = None
     max_vus: int | None = None
+    #: Target response time: what moves, "level" (VUs or rate) or "pace" (each VU's pauses).
+    steer_by: str | None = None
 
 
 #: The VU cap of an open model made for steering a quick --url plan: high, so that the target's
@@ -208,6 +210,9 @@ def apply_steer_flags(plan: Plan, flags: SteerFlags, *, quick: bool, vus_given: 
     steering_only = {"--start": flags.start, "--step": flags.step, "--step-duration": flags.step_duration_s,
                      "--limit": flags.limit, "--latency-limit-ms": flags.latency_limit_ms,
                      "--precision": flags.precision_percent}
+    if flags.steer_by is not None and flags.target_response_ms is None:
+        raise InvalidInput("--steer-by belongs to --target-response-ms",
+                           hint="e.g. --target-response-ms 50 --steer-by pace (the plan's VUs kept, their pace steered)")
     if not flags.find_max and flags.target_response_ms is None:
         given = [name for name, value in steering_only.items() if value is not None]
         if given:
@@ -218,7 +223,7 @@ def apply_steer_flags(plan: Plan, flags: SteerFlags, *, quick: bool, vus_given: 
         raise InvalidInput("--find-max and --target-response-ms cannot be used together",
                            hint="find-max looks for the knee; target response time holds a latency")
     data = plan.model_dump(mode="json", by_alias=True)
-    if quick and not vus_given:
+    if quick and not vus_given and flags.steer_by != "pace":
         for scenario in data["scenarios"]:
             scenario["workload"] = {"type": "open", "start_rate_per_s": 1, "stages": [{"duration_s": 1, "rate_per_s": 1}],
                                     "max_vus": flags.max_vus or STEER_MAX_VUS}
@@ -244,8 +249,15 @@ def apply_steer_flags(plan: Plan, flags: SteerFlags, *, quick: bool, vus_given: 
             raise InvalidInput("--step, --step-duration, --latency-limit-ms and --precision belong to --find-max",
                                hint="--target-response-ms takes --start, --limit, --percentile and --duration")
         base = own if own.get("type") == "target_response_time" else {}
-        steer = {**base, "type": "target_response_time", "target_ms": flags.target_response_ms,
-                 "percentile": flags.percentile, "start": flags.start if flags.start is not None else base.get("start", 10)}
+        steer = {**base, "type": "target_response_time", "target_ms": flags.target_response_ms, "percentile": flags.percentile}
+        # Without --start the steering starts from its own default (1 VU, 10/s or the plan's pace).
+        if flags.start is not None:
+            steer["start"] = flags.start
+        if flags.steer_by is not None:
+            if flags.steer_by not in ("level", "pace"):
+                raise InvalidInput(f"--steer-by takes level or pace (got '{flags.steer_by}')",
+                                   hint="level moves the VUs or the rate; pace keeps the VUs and moves their think times")
+            steer["by"] = flags.steer_by
         if flags.limit is not None:
             steer["max"] = flags.limit
         if flags.duration_s is not None:

@@ -223,16 +223,26 @@ def steering_text(status: dict[str, Any]) -> str:
     ...                "good_level": 400.0, "saturated_level": 800.0, "set_aside_s": 3,
     ...                "last": {"level": 800.0, "verdict": "throughput_flat", "ok_rps": 400.2, "latency_ms": 95.1}})
     'find-max: search, step 6 at 412/s · knee between 400/s and 800/s · last: 800/s throughput_flat (400.2 req/s, p 95.1 ms) · 3 s set aside (generator starved)'
+    >>> steering_text({"method": "target_response_time", "phase": "hold", "level": 37.0, "level_unit": "vus",
+    ...                "percentile": 95, "target_ms": 3.0, "latency_ms": 2.91, "held": True})
+    'target response time: holding at 37 VUs · p95 2.9 ms for 3 ms · held'
     """
-    unit = " VUs" if status.get("level_unit") == "vus" else "/s"
+    unit = {"vus": " VUs", "pace": "×"}.get(str(status.get("level_unit")), "/s")
 
     def level(value: float | None) -> str:
-        return "-" if value is None else f"{value:,.0f}{unit}" if value >= 100 else f"{value:,.4g}{unit}"
+        if value is None:
+            return "-"
+        if unit == "×":
+            return f"pace ×{value:.3g}"
+        return f"{value:,.0f}{unit}" if value >= 100 else f"{value:,.4g}{unit}"
 
     if status.get("method") == "target_response_time":
         latency = status.get("latency_ms")
         shown = "-" if latency is None else f"{latency:.1f} ms"
-        text = (f"target response time: level {level(status['level'])} · latency {shown} for {status['target_ms']:g} ms"
+        phases = {"climb": "climbing", "descend": "descending", "bisect": "closing in", "hold": "holding",
+                  "recover": "recovering (the target drains its queue)", "drain": "draining"}
+        text = (f"target response time: {phases.get(status['phase'], status['phase'])} at {level(status['level'])} · "
+                f"p{status.get('percentile', 95):g} {shown} for {status['target_ms']:g} ms"
                 + (" · held" if status.get("held") else ""))
     else:
         phases = {"sight": "sighting shot", "recover": "recovering (the target drains its queue)", "done": "done"}
