@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
+import subprocess
 import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from conftest import HordeCli
 from horde.errors import ExitCode
@@ -85,6 +89,53 @@ def test_target_response_time_on_a_deterministic_target(horde_cli: HordeCli, tar
     assert abs(capacity["max_rps"] - TRUE_MAX_RPS) <= 0.05 * TRUE_MAX_RPS
     assert ("T held:" if capacity["outcome"] == "held" else "T cannot be held") in result.stdout
     assert "max sustainable" not in result.stdout
+
+
+#: A statement the database spends a fraction of a millisecond of CPU on: with connections
+#: that never think, its latency grows with each connection past the CPUs.
+PG_STATEMENT = "SELECT sum(i) FROM generate_series(1, 3000) AS i"
+
+
+def pgbench_p95_ms(url: str, clients: int, folder: Path, seconds: int = 6) -> float:
+    """pgbench's own p95 (from its per-transaction log) with ``clients`` connections running
+    PG_STATEMENT for ``seconds``: a reference the steering did not produce."""
+    script = folder / "statement.sql"
+    script.write_text(PG_STATEMENT + ";\n")
+    prefix = folder / f"pgbench-{clients}"
+    subprocess.run(["pgbench", "--no-vacuum", "--client", str(clients), "--jobs", "1", "--time", str(seconds),
+                    "--file", str(script), "--log", f"--log-prefix={prefix}", url],
+                   cwd=folder, capture_output=True, text=True, timeout=seconds + 60, check=True)
+    latencies = sorted(int(line.split()[2]) for log in folder.glob(f"{prefix.name}.*") for line in log.read_text().splitlines())
+    assert len(latencies) > 200, len(latencies)
+    return latencies[math.ceil(0.95 * len(latencies)) - 1] / 1000.0
+
+
+def test_target_response_time_against_postgresql(horde_cli: HordeCli, postgres_database: str) -> None:
+    if shutil.which("pgbench") is None:
+        pytest.fail("pgbench not found (Debian: postgresql-client); it is the reference here", pytrace=False)
+    url = postgres_database.replace("postgresql+psycopg://", "postgresql://")
+    plan = horde_cli.tmp_path / "plan.yaml"
+    plan.write_text(textwrap.dedent(f"""\
+        version: 1
+        name: hold-3ms
+        target: {{base_url: "{url}"}}
+        scenarios:
+          - name: db
+            steps: [{{type: sql, name: sum, mode: prepared, query: "{PG_STATEMENT}"}}]
+            workload: {{type: closed, stages: [{{duration_s: 1, vus: 1}}]}}
+        steer: {{type: target_response_time, target_ms: 3, percentile: 95, max: 50, duration_s: 50}}
+        """))
+    out = horde_cli.tmp_path / "summary.json"
+    result = horde_cli.run("run", str(plan), "--summary-json", str(out), timeout=150)
+    assert result.returncode == ExitCode.OK, result.stderr
+    capacity = summary_of(out)["capacity"]
+    assert capacity["outcome"] in ("held", "cliff"), capacity["sentence"]
+    assert capacity["converged_after_s"] is not None and capacity["converged_after_s"] <= 45, capacity["readings"]
+    level = int(capacity["level_at_max"])
+    # pgbench, with the same statement: a fifth fewer connections stay under T, a fifth more
+    # go over it (the database's latency grows with its connections once its CPUs are busy).
+    assert pgbench_p95_ms(url, max(1, round(0.8 * level)), horde_cli.tmp_path) < 3.0, capacity["readings"]
+    assert pgbench_p95_ms(url, round(1.2 * level) + 1, horde_cli.tmp_path) > 3.0, capacity["readings"]
 
 
 def test_autostop_fires_within_one_window_with_its_exit_code(horde_cli: HordeCli, builtin_target: Any) -> None:

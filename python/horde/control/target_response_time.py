@@ -55,6 +55,7 @@ from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from horde.control.find_max import messages_per_second
 from horde.control.measure import Figures, measure
 from horde.control.steered_level import LevelSetter, move, samples_needed, steered_model, steered_scenarios
 from horde.engine import histogram
@@ -224,10 +225,10 @@ class TargetResponseTimeSteering:
         self._over: Reading | None = None  # the lowest level read over T (bracket)
         self._ceiling: _Ceiling | None = None
         self._streak = 0  # hold: seconds in a row sure to be over T (+) or under it (-)
-        # Each counted second's histogram (the steered steps, from the send) and successful
-        # responses a second, once converged: the answer is read over the held seconds (their
+        # Each second's histogram (the steered steps, from the send), successful responses and
+        # messages a second, once converged: the answer is read over the held seconds (their
         # histograms merged, never percentiles averaged).
-        self._seconds_held: dict[int, tuple[bytes, float]] = {}
+        self._seconds_held: dict[int, tuple[bytes, float, float]] = {}
         self._trail: deque[bytes] = deque(maxlen=HELD_WINDOW_S)
         self._limit: str | None = None  # what stopped the climb short of T: max, generator, max_vus
         self._last_over_ms: float | None = None  # the percentile of the reading just judged over T
@@ -315,7 +316,8 @@ class TargetResponseTimeSteering:
         entry["held_window_ms"] = _rounded(latency)
         entry["held"] = (latency is not None and abs(latency - self.target) <= BAND * self.target
                          and own.error_percent() <= ERROR_LIMIT_PERCENT)
-        self._seconds_held[int(snapshot["second"])] = (own.histogram, own.ok / max(own.seconds, 1e-9))
+        self._seconds_held[int(snapshot["second"])] = (own.histogram, own.ok / max(own.seconds, 1e-9),
+                                                      messages_per_second([snapshot]))
 
     def _observe_hold(self, current: _Level, entry: dict[str, Any], run: LevelSetter, second: int) -> None:
         """Holding: the percentile over the current level's seconds (the last HOLD_WINDOW_S of
@@ -428,7 +430,8 @@ class TargetResponseTimeSteering:
         latency = figures.latency_ms(self.steer.percentile)
         low, high = self._batch_interval(current.seconds, latency) if latency is not None else (None, None)
         saturated = sum(state == GENERATOR_SATURATED for state in current.states)
-        verdict = basis = None
+        verdict: str | None = None
+        basis = ""
         if figures.requests == 0 or latency is None:
             if counted >= longest:
                 verdict, basis = "over", "no_responses"
@@ -736,6 +739,10 @@ class TargetResponseTimeSteering:
             blobs = [blob for blob in blobs if blob]
             merged = histogram.merge(blobs) if len(blobs) > 1 else blobs[0]
             answer["max_rps"] = round(statistics.fmean(self._seconds_held[entry["second"]][1] for entry in held_entries), 3)
+            # Message steps (tcp://, udp://, kcp://): the messages a second at that level, sent
+            # and received, which a gateway's capacity is counted in.
+            messages = statistics.fmean(self._seconds_held[entry["second"]][2] for entry in held_entries)
+            answer["max_messages_per_s"] = round(messages, 3) or None
             answer["level_at_max"] = statistics.median_low(entry["level"] for entry in held_entries)
             answer["latency_ms_at_max"] = _rounded(histogram.stats(merged, (self.steer.percentile,)).percentile(self.steer.percentile))
         highest = self._highest_under()
