@@ -297,6 +297,29 @@ def test_horde_run_on_a_cluster(cluster: LocalCluster, builtin_target: Any, hord
     assert [row["generator"] for row in state["generators"]] == [0, 1]
 
 
+def test_target_response_time_steers_the_merged_run(cluster: LocalCluster, target_process: Any, horde_cli: Any,
+                                                    tmp_path: Path) -> None:
+    # The steering reads the generators' merged seconds and moves their total: the same answer
+    # as on one generator (tests/e2e/test_steering.py), a deterministic target whose p95 passes
+    # 50 ms from about 21 VUs at its 500/s maximum.
+    port = target_process("--workers", "10", "--service-ms", "20")
+    plan_path = tmp_path / "plan.json"
+    plan_path.write_text(json.dumps({
+        "version": 1, "name": "trt-on-cluster", "target": {"base_url": f"http://127.0.0.1:{port}"},
+        "scenarios": [{"name": "s", "steps": [{"name": "get", "method": "GET", "path": "/"}],
+                       "workload": {"type": "closed", "stages": [{"duration_s": 1, "vus": 1}]}}],
+        "steer": {"type": "target_response_time", "target_ms": 50, "duration_s": 45},
+    }))
+    summary_path = tmp_path / "summary.json"
+    result = horde_cli.run("run", str(plan_path), "--cluster", cluster.address, "--generators", "2",
+                           "--summary-json", str(summary_path), timeout=180)
+    assert result.returncode == ExitCode.OK, result.stderr + result.stdout
+    capacity = json.loads(summary_path.read_text())["capacity"]
+    assert capacity["outcome"] in ("held", "cliff"), capacity["sentence"]
+    assert capacity["level_at_max"] in (20, 21, 22), capacity["readings"]
+    assert abs(capacity["max_rps"] - 500) <= 25
+
+
 def test_cluster_flags_are_checked(horde_cli: Any, tmp_path: Path) -> None:
     result = horde_cli.run("run", "--url", "http://127.0.0.1:9/", "--generators", "2")
     assert result.returncode == ExitCode.INVALID_INPUT

@@ -249,3 +249,20 @@ def test_seconds_the_generator_was_starved_are_set_aside() -> None:
         steering.observe(snapshot, server, cpu_limit_percent=180.0)
     assert server.moves == [], "a starved generator's seconds must not move the load"
     assert steering.result()["set_aside_s"] == 10
+
+
+def test_a_scale_study_reads_the_rate_that_held_t_or_says_why_not() -> None:
+    # horde scale: a held answer is the instance count's throughput; one not held is never the
+    # run's mixed throughput, but the highest level read under T, with the outcome as its reason.
+    from horde.control.scale import throughput_of
+
+    steering = steering_for(OPEN, 40)
+    drive(steering, mm4(seed=2), 150)
+    held = steering.result()
+    summary = {"requests": 10_000, "errors": 0, "duration_s": 10.0, "latency_ms": {"p95": 99.0}}
+    assert throughput_of({**summary, "capacity": held}) == (held["max_rps"], held["latency_ms_at_max"], None)
+    steering = steering_for(OPEN, 40, max=120)
+    drive(steering, mm4(), 90)
+    short = steering.result()
+    rate, latency, reason = throughput_of({**summary, "capacity": short})
+    assert reason == "not_reached" and rate == short["highest_under_target"]["ok_rps"] and rate != 1000.0
