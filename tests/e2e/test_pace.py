@@ -73,3 +73,49 @@ def test_a_pace_goes_to_the_named_scenarios_and_bad_ones_are_refused(builtin_tar
         run.stop()
         for _ in run:
             pass
+
+
+def test_target_response_time_steers_the_pace_of_a_fixed_population(horde_cli: Any, target_process: Any) -> None:
+    # The seed's way: 40 players online the whole run (their connections and logins), their
+    # think time steered so that p95 holds T, against an M/M/4 queue (four workers, exponential
+    # service of 10 ms on average). The rate that holds T is the target's, however the load is
+    # made: it matches what an open model at that rate measures from the same target.
+    import json
+    import textwrap
+
+    from horde.control.measure import measure
+    from horde.store import Store
+
+    port = target_process("--workers", "4", "--service-ms", "10", "--service-times", "exponential")
+    plan = horde_cli.tmp_path / "plan.yaml"
+    plan.write_text(textwrap.dedent(f"""\
+        version: 1
+        name: paced-players
+        target: {{base_url: "http://127.0.0.1:{port}"}}
+        scenarios:
+          - name: players
+            steps:
+              - {{name: get, method: GET, path: /, think_time: {{type: exponential, mean_ms: 400}}}}
+            workload: {{type: closed, start_vus: 40, stages: [{{duration_s: 1, vus: 40}}]}}
+        steer: {{type: target_response_time, target_ms: 40, by: pace, duration_s: 80}}
+        """))
+    out = horde_cli.tmp_path / "summary.json"
+    result = horde_cli.run("run", str(plan), "--summary-json", str(out), timeout=200)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(out.read_text())
+    capacity = summary["capacity"]
+    assert capacity["level_unit"] == "pace" and capacity["outcome"] in ("held", "kept_crossing"), capacity["sentence"]
+    assert capacity["converged_after_s"] is not None and capacity["converged_after_s"] <= 60, capacity["readings"]
+    with Store.open(horde_cli.store_url) as store:
+        seconds = [s for s in store.snapshots(summary["run_id"]) if not s["final"]]
+    assert {s["active_vus"] for s in seconds[2:]} == {40}  # the population never moved
+    # The rate the steered pace gave, over its last 20 s, held at a fixed open rate: p95 near T.
+    last = seconds[-20:]
+    rate = measure(last).ok_rps
+    check = horde_cli.tmp_path / "check.json"
+    fixed = horde_cli.run("run", "--url", f"http://127.0.0.1:{port}/", "--rate", f"{rate:.1f}", "--max-vus", "500",
+                          "--duration", "20s", "--summary-json", str(check), timeout=60)
+    assert fixed.returncode == 0, fixed.stderr
+    with Store.open(horde_cli.store_url) as store:
+        open_seconds = [s for s in store.snapshots(json.loads(check.read_text())["run_id"]) if not s["final"]][3:]
+    assert 30.0 <= measure(open_seconds, from_send=True).latency_ms(95) <= 50.0, rate
