@@ -150,6 +150,31 @@ def test_capacity_in_players_counts_messages(horde_cli: HordeCli, target_process
     assert "users supported at 43 messages/s each" in result.stdout, result.stdout
 
 
+def test_target_response_time_on_a_gateway_says_when_t_is_out_of_reach(horde_cli: HordeCli,
+                                                                       target_process: Callable[..., int]) -> None:
+    # Pings over loopback to the built-in gateway answer in well under a millisecond at any of
+    # the allowed levels: the steering climbs to the plan's max and says T was not reached
+    # there (never "held"), with the messages a second it measured at the highest level.
+    tcp_port, _ = gateway_ports(target_process)
+    plan = write(horde_cli.tmp_path, f"""\
+        version: 1
+        target: {{base_url: "tcp://127.0.0.1:{tcp_port}"}}
+        scenarios:
+          - name: robots
+            steps:
+              - {{type: ping, name: rtt, reply_seq: "pong (\\\\d+)", think_time: {{type: constant, duration_ms: 10}}}}
+            workload: {{type: closed, start_vus: 1, stages: [{{duration_s: 1, vus: 1}}]}}
+        steer: {{type: target_response_time, target_ms: 20, max: 12, duration_s: 25}}
+        """)
+    summary_path = horde_cli.tmp_path / "summary.json"
+    result = horde_cli.run("run", str(plan), "--summary-json", str(summary_path), timeout=90)
+    assert result.returncode == 0, result.stderr
+    capacity = json.loads(summary_path.read_text())["capacity"]
+    assert capacity["outcome"] == "not_reached" and capacity["limit"] == "max", capacity["sentence"]
+    assert capacity["highest_under_target"]["level"] == 12 and capacity["max_rps"] is None
+    assert "T not reached" in result.stdout and "max sustainable" not in result.stdout
+
+
 def test_a_websocket_chat_by_the_cli(horde_cli: HordeCli, target_process: Callable[..., int]) -> None:
     # The WebSocket example against `horde target`: 4 chatters in 2 rooms (each message to both
     # members of its room), 4 pingers on /ws/delay/10 (each answer 10 ms after its ping).

@@ -774,6 +774,8 @@ class TargetResponseTimeSteering:
         return answer
 
     def _outcome(self, held_s: int, tracked_s: int) -> tuple[str, str | None]:
+        """Which case the run was, from the seconds after convergence (the percentile over the
+        20 s ending each: held, under the band or over it) and the readings' bracket."""
         if self.converged_at_s is None:
             judged = [r for r in self.readings if r.verdict != "limit"]
             if judged and all(r.verdict == "over" for r in judged) and min(r.level for r in judged) <= self.steer.min:
@@ -781,19 +783,20 @@ class TargetResponseTimeSteering:
             return "not_converged", None
         if tracked_s and held_s >= HELD_SHARE_FOR_ANSWER * tracked_s:
             return "held", None
-        late = [r for r in self.readings if r.judged_at_s >= self.converged_at_s and r.latency_ms is not None]
-        if not late:
+        after = [entry for entry in self.history if entry["second"] >= self.converged_at_s
+                 and not entry["starved"] and entry.get("held_window_ms") is not None]
+        if not after:
             return "not_converged", None
-        under = [r for r in late if r.verdict in ("under", "at") and r.latency_ms is not None and r.latency_ms < self.target * (1 - BAND)]
-        over = [r for r in late if r.verdict in ("over", "limit")]
-        if all(r.verdict == "over" for r in late) and min(r.level for r in late) <= self.steer.min:
+        under_s = sum(entry["held_window_ms"] < self.target * (1 - BAND) for entry in after)
+        over_s = sum(entry["held_window_ms"] > self.target * (1 + BAND) for entry in after)
+        if 2 * over_s > len(after) and all(entry["level"] <= self.steer.min for entry in after):
             return "unreachable", None
-        if self._limit is not None and 2 * len(under) >= len(late) and not [r for r in over if r.verdict == "over"]:
+        late_over = [r for r in self.readings if r.judged_at_s >= self.converged_at_s and r.verdict == "over"]
+        if self._limit is not None and 2 * under_s >= len(after) and not late_over:
             return "not_reached", self._limit
-        highest, lowest_over = self._highest_under(), None
-        if highest is not None:
-            lowest_over = self._lowest_over_above(highest.level)
-        if highest is not None and lowest_over is not None and 2 * len(under) >= len(late) and self._is_cliff(highest, lowest_over):
+        highest = self._highest_under()
+        lowest_over = self._lowest_over_above(highest.level) if highest is not None else None
+        if highest is not None and lowest_over is not None and 2 * under_s >= len(after) and self._is_cliff(highest, lowest_over):
             return "cliff", None
         return "kept_crossing", None
 
