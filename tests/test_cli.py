@@ -6,8 +6,12 @@ from __future__ import annotations
 import doctest
 import importlib
 import json
+import os
 import re
+import shutil
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,8 +20,8 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from conftest import HordeCli, free_tcp_port
-from horde.errors import ExitCode
+from conftest import HORDE_BIN, HordeCli, free_tcp_port
+from horde.errors import ClusterUnavailable, ExitCode
 
 REPO = Path(__file__).resolve().parents[1]
 QUICKSTART = REPO / "examples" / "quickstart"
@@ -175,6 +179,30 @@ def test_bad_arguments(horde_cli: HordeCli, horde_main: Any, args: list[str], me
 
 
 @pytest.mark.parametrize(
+    ("args", "message", "hint"),
+    [
+        (["run", "--url", "http://127.0.0.1:1/", "--duration", "2", "sec"],
+         "error: 'sec' after --duration 2 is a stray argument, taken for the plan file: a duration is one "
+         "word", "hint: write --duration 2s (durations are written 2s, 500ms, 1m, 1h30m)"),
+        (["run", "--duration", "1.5", "minutes", "--url", "http://127.0.0.1:1/"],
+         "'minutes' after --duration 1.5", "hint: write --duration 1.5m"),
+        (["sight", "--url", "http://127.0.0.1:1/", "--duration", "10", "s"],
+         "'s' after --duration 10 is a stray", "--duration 10s"),
+        (["run", "--url", "http://127.0.0.1:1/", "extra"], "error: 'extra' is a stray argument beside --url",
+         "hint: --url needs no plan file"),
+    ],
+)
+def test_a_stray_word_taken_for_the_plan_is_named(horde_cli: HordeCli, horde_main: Any, args: list[str],
+                                                  message: str, hint: str) -> None:
+    # `--duration 2 sec`: the shell gives "sec" apart, and the command line takes it for PLAN.
+    result = horde_main(*args)
+    assert_clean_error(result, ExitCode.INVALID_INPUT)
+    assert message in result.stderr and hint in result.stderr
+    assert "not both" not in result.stderr
+    assert not horde_cli.store_path.exists()
+
+
+@pytest.mark.parametrize(
     "args",
     [["run", "--vus", "abc", "--url", "http://127.0.0.1:1/"], ["nosuchcommand"], ["show"], ["runs", "--limit", "x"]],
 )
@@ -225,6 +253,87 @@ def test_store_unreachable_from_the_environment(horde_main: Any, monkeypatch: py
     result = horde_main("runs")
     assert_clean_error(result, ExitCode.STORE_UNAVAILABLE)
     assert "hint:" in result.stderr
+
+
+def _as_a_user_who_may_not_write(read_only_file: Path) -> list[str]:
+    """A command prefix under which ``read_only_file`` cannot be written: none for an ordinary
+    user; for root (CI), setpriv without CAP_DAC_OVERRIDE, keeping CAP_DAC_READ_SEARCH so that
+    the interpreter and the package still read; the test is skipped where that cannot be done."""
+    if os.geteuid() != 0:
+        return []
+    prefix = ["setpriv", "--bounding-set", "-dac_override", "--inh-caps", "-dac_override"]
+    probe = [sys.executable, "-c", f"import os, sys; sys.exit(os.access({str(read_only_file)!r}, os.W_OK))"]
+    dropped = shutil.which("setpriv") is not None and not subprocess.run(
+        [*prefix, *probe], capture_output=True, check=False).returncode
+    if not dropped:
+        pytest.skip("root cannot drop CAP_DAC_OVERRIDE here (setpriv missing, or no CAP_SETPCAP)")
+    return prefix
+
+
+def test_runs_and_show_read_a_store_this_user_may_only_read(horde_cli: HordeCli, tmp_path: Path) -> None:
+    from horde.store import Store
+    from synthetic import entry
+
+    folder = tmp_path / "teammate"
+    folder.mkdir()
+    store_path = folder / "runs.sqlite"
+    with Store.open(f"sqlite:///{store_path}") as store:
+        run_id = store.create_run(plan={}, plan_name="shared", parameters={"workers": 1}, tags={"build": "7"})
+        for second in (1, 2):
+            store.add_snapshot(run_id, {
+                "second": second, "elapsed_s": float(second), "interval_s": 1.0,
+                "timestamp": 1763819000.0 + second, "final": second == 2,
+                "steps": [entry("home", [1000, 2000, 3000])], "active_vus": 1, "busy_vus": 1, "iterations": 3,
+                "dropped_arrivals": 0, "connections_opened": 1, "target_vus": 1, "target_rate_per_s": None,
+                "cpu_percent": 5.0, "timer_lateness_p99_ms": 0.1})
+        store.finish_run(run_id, status="finished", summary=None)
+    # Neither the file nor its folder is writable: SQLite cannot make its -wal and -shm files.
+    store_path.chmod(0o444)
+    folder.chmod(0o555)
+    try:
+        prefix = _as_a_user_who_may_not_write(store_path)
+
+        def horde(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run([*prefix, str(HORDE_BIN), *args, "--store", str(store_path)],
+                                  env=horde_cli.env, cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                                  check=False)
+
+        listed = horde("runs", "--json")
+        assert listed.returncode == ExitCode.OK, listed.stderr
+        assert [row["run_id"] for row in json.loads(listed.stdout)] == [run_id]
+        shown = horde("show", "last")
+        assert shown.returncode == ExitCode.OK, shown.stderr
+        assert run_id in shown.stdout and "home" in shown.stdout
+        # Recording a run is refused at once, saying why.
+        refused = horde("run", "--url", f"http://127.0.0.1:{free_tcp_port()}/", "--duration", "1s")
+        assert_clean_error(refused, ExitCode.STORE_UNAVAILABLE)
+        assert "hint: this user may only read the store" in refused.stderr
+        assert sorted(path.name for path in folder.iterdir()) == ["runs.sqlite"]
+    finally:
+        folder.chmod(0o755)
+
+
+def test_cluster_without_ray_exits_6_with_the_install_hint(
+        horde_main: Any, monkeypatch: pytest.MonkeyPatch, silent_listener: tuple[int, socket.socket]) -> None:
+    port, sock = silent_listener
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails as where it is not installed
+    result = horde_main("run", "--url", f"http://127.0.0.1:{port}/", "--duration", "1s", "--cluster", "local")
+    assert_clean_error(result, ExitCode.CLUSTER_UNAVAILABLE)
+    assert "needs Ray, which is not installed" in result.stderr
+    assert "hint: pip install 'horde[cluster]'" in result.stderr
+    assert_no_connection(sock)
+    assert ClusterUnavailable.exit_code == 6
+
+
+def test_the_readme_documents_every_exit_code_and_no_other() -> None:
+    section = (REPO / "README.md").read_text().split("\n## Exit codes\n", 1)[1].split("\n## ", 1)[0]
+    documented = [int(code) for code in re.findall(r"^\| (\d+) \|", section, re.MULTILINE)]
+    assert len(documented) == len(set(documented)), "a code is documented twice"
+    # An IntEnum member sharing another's number is an alias: __members__ shows it, iteration not.
+    assert len({int(code) for code in ExitCode.__members__.values()}) == len(ExitCode.__members__)
+    assert sorted(documented) == sorted(int(code) for code in ExitCode), (
+        f"in the code, not the README: {sorted(set(map(int, ExitCode)) - set(documented))}; "
+        f"in the README, not the code: {sorted(set(documented) - set(map(int, ExitCode)))}")
 
 
 def test_a_port_in_use_for_the_target_is_invalid_input(horde_main: Any, silent_listener: tuple[int, socket.socket]) -> None:
@@ -336,6 +445,23 @@ def test_version_and_help(horde_main: Any) -> None:
     assert result.returncode == 0
     for flag in ("--url", "--vus", "--rate", "--duration", "--summary-json", "--store"):
         assert flag in result.stdout
+
+
+def test_target_help_lists_every_route_the_target_serves(horde_main: Any) -> None:
+    # The routes as the target's source declares them, so that a new one cannot go unlisted.
+    source = REPO / "crates" / "horde-target" / "src"
+    http = re.findall(r"^\s*/// `(/[^`]*)`$", (source / "routes.rs").read_text(), re.MULTILINE)
+    game_source = (source / "game" / "routes.rs").read_text()
+    game = [f"/game/{name}" for name in re.findall(r'^\s*"(\w+)" => Endpoint::', game_source, re.MULTILINE)]
+    websocket = (source / "websocket.rs").read_text()
+    ws = [f"/ws/{name}" for name in re.findall(r'Some\("(\w+)"\) => Ok\(WsRoute', websocket)]
+    ws += [f"/ws/{name}/" for name in re.findall(r'Some\(\("(\w+)", \w+\)\)', websocket)]
+    assert (len(http), len(game), len(ws)) == (5, 7, 3), (http, game, ws)  # the patterns still find them
+    result = horde_main("target", "--help")
+    assert result.returncode == ExitCode.OK
+    text = " ".join(result.stdout.split())
+    missing = [route for route in (*http, *game, *ws) if route not in text]
+    assert missing == [], f"horde target --help does not list {missing}"
 
 
 def test_unknown_port_is_free() -> None:

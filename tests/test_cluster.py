@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -23,9 +24,9 @@ from starlette.testclient import TestClient
 
 from ray_cluster import LocalCluster, ray_or_skip
 
-from horde.cluster.coordinator import ClusterOptions, ClusterRun
+from horde.cluster.coordinator import ClusterOptions, ClusterRun, import_ray
 from horde.control.conductor import conduct
-from horde.errors import ExitCode
+from horde.errors import ClusterUnavailable, ExitCode
 from horde.plan import Plan, plan_from_dict
 from horde.engine.run import checked_plan_json
 from horde.store import Store
@@ -318,6 +319,19 @@ def test_target_response_time_steers_the_merged_run(cluster: LocalCluster, targe
     assert capacity["outcome"] in ("held", "cliff"), capacity["sentence"]
     assert capacity["level_at_max"] in (20, 21, 22), capacity["readings"]
     assert abs(capacity["max_rps"] - 500) <= 25
+
+
+def test_without_ray_the_cluster_is_unavailable_with_the_install_hint(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Exit 6, as the README says: the cluster cannot be reached from this machine; the flags
+    # were right (tests/test_cli.py runs the whole command).
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails as where it is not installed
+    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")  # import_ray sets it; restored after the test
+    with pytest.raises(ClusterUnavailable) as raised:
+        import_ray("10.0.0.1:6379")
+    assert raised.value.exit_code == ExitCode.CLUSTER_UNAVAILABLE == 6
+    assert "needs Ray, which is not installed" in raised.value.message
+    assert raised.value.hint == "pip install 'horde[cluster]'"
 
 
 def test_cluster_flags_are_checked(horde_cli: Any, tmp_path: Path) -> None:

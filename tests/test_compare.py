@@ -18,12 +18,14 @@ import pytest
 from horde.engine import histogram
 from horde.cli import app, main
 from horde.cli.results import register
-from horde.results.compare import ComparisonRule, RankTest, compare_runs, judge, mann_whitney_u, trend
+from horde.results.compare import (ComparisonRule, Gate, RankTest, compare_runs, judge, mann_whitney_u,
+                                   regressions, trend)
 from horde.errors import ExitCode
 from horde.engine.histogram import Bucket, HistogramDecodeError, buckets
 from horde.results.stored_run import ALL_REQUESTS, RunResults, load_run
 from horde.store import Store
 from recorded_runs import get, plan_dict, record_run
+from synthetic import entry
 
 register(app)
 
@@ -191,7 +193,8 @@ def test_figures_are_those_of_the_summary(ground_truth: dict[str, RunResults]) -
                              (total.baseline, baseline.summary), (total.candidate, candidate.summary)):
         assert figures is not None
         assert figures.requests == summary["requests"] and figures.rps == summary["rps"]
-        assert figures.latency_ms == {key: summary["latency_ms"][key] for key in ("p50", "p90", "p95", "p99", "max")}
+        assert figures.latency_ms == {key: summary["latency_ms"][key]
+                                      for key in ("p50", "p90", "p95", "p99", "mean", "max")}
     assert step.error_percent_change == 0.0
     assert step.change_ms["p50"] == pytest.approx(candidate.summary["steps"]["item"]["latency_ms"]["p50"]
                                                   - baseline.summary["steps"]["item"]["latency_ms"]["p50"])
@@ -233,6 +236,109 @@ def test_horde_compare_prints_the_verdicts(ground_truth: dict[str, RunResults], 
     assert "no run matches" in capsys.readouterr().err
     assert main(["compare", baseline, candidate, "--store", store_url, "--alpha", "2"]) == ExitCode.INVALID_INPUT
     assert "alpha" in capsys.readouterr().err
+
+
+# -- --fail-on: the exit a CI job gates a build on ------------------------------------------------
+
+
+def test_fail_on_exits_18_when_a_step_is_significantly_slower_by_more_than_the_margin(
+        ground_truth: dict[str, RunResults], store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    d20, d20_again, d30 = (ground_truth[label].run_id for label in ("delay20", "delay20 again", "delay30"))
+
+    def horde_compare(*args: str) -> int:
+        return main(["compare", *args, "--store", store_url])
+
+    capsys.readouterr()
+    # /delay/30 against /delay/20: every figure about half as long again.
+    assert horde_compare(d20, d30, "--fail-on", "p95:10%") == ExitCode.REGRESSION
+    out = capsys.readouterr().out
+    assert "REGRESSION (p95:10%) item: p95" in out and "REGRESSION (p95:10%) all requests: p95" in out
+    assert "exit 18: 2 regression(s) beyond --fail-on p95:10%" in out
+    # Within the margin, not different, or faster: no regression, exit 0.
+    assert horde_compare(d20, d30, "--fail-on", "p95:80%") == ExitCode.OK
+    assert "no regression beyond --fail-on p95:80%" in capsys.readouterr().out
+    assert horde_compare(d20, d20_again, "--fail-on", "p50:0", "--fail-on", "mean") == ExitCode.OK
+    assert horde_compare(d30, d20, "--fail-on", "p99:0%") == ExitCode.OK
+    capsys.readouterr()
+    # --json keeps stdout one document, with the gates and what failed them.
+    code = horde_compare(d20, d30, "--json", "--fail-on", "mean:10%", "--fail-on", "errors:0")
+    assert code == ExitCode.REGRESSION
+    document = json.loads(capsys.readouterr().out)
+    assert document["gates"] == ["mean:10%", "errors:0pt"]
+    failed = [(r["gate"], r["step"]) for r in document["regressions"]]
+    assert failed == [("mean:10%", "item"), ("mean:10%", ALL_REQUESTS)]
+    assert all(35 < r["worse_by"] < 60 and r["p_value"] < 1e-6 for r in document["regressions"])
+    # Throughput (a closed model: a third fewer requests a second) is judged on the seconds: three
+    # against three cannot reach p < 0.01, and can reach p < 0.1.
+    assert horde_compare(d20, d30, "--fail-on", "rps:10%") == ExitCode.OK
+    assert horde_compare(d20, d30, "--fail-on", "rps:10%", "--alpha", "0.1") == ExitCode.REGRESSION
+    assert "req/s" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("flag, message", [("p96:10%", "'p96' is not a figure"),
+                                           ("p95:ten", "'ten' is not a margin"), ("p95:-5%", "0 or more")])
+def test_a_bad_fail_on_is_invalid_input(ground_truth: dict[str, RunResults], store_url: str,
+                                        capsys: pytest.CaptureFixture[str], flag: str, message: str) -> None:
+    baseline, candidate = ground_truth["delay20"].run_id, ground_truth["delay30"].run_id
+    capsys.readouterr()
+    code = main(["compare", baseline, candidate, "--store", store_url, "--fail-on", flag])
+    assert code == ExitCode.INVALID_INPUT
+    err = capsys.readouterr().err
+    assert message in err and "hint: e.g. --fail-on p95:10%" in err
+
+
+def stored_synthetic_run(store_url: str, seconds: list[list[dict[str, Any]]]) -> RunResults:
+    """A run stored from known per-second step entries (synthetic.entry), ending on a short drain."""
+    with Store.open(store_url) as store:
+        run_id = store.create_run(plan={}, plan_name="synthetic", parameters={"workers": 1}, tags={})
+        for number, steps in enumerate([*seconds, []], start=1):
+            final = number == len(seconds) + 1
+            store.add_snapshot(run_id, {
+                "second": number, "elapsed_s": number - 1 + (0.01 if final else 1.0),
+                "interval_s": 0.01 if final else 1.0, "timestamp": 1763819000.0 + number, "final": final,
+                "steps": steps, "active_vus": 4, "busy_vus": 4, "iterations": 10, "dropped_arrivals": 0,
+                "connections_opened": 0, "target_vus": 4, "target_rate_per_s": None, "cpu_percent": 5.0,
+                "timer_lateness_p99_ms": 0.1})
+        store.finish_run(run_id, status="finished", summary=None)
+        return load_run(store, run_id)
+
+
+def test_a_slower_tail_alone_fails_a_p99_gate_and_not_a_p50_one(store_url: str) -> None:
+    # 1 % of the baseline's requests take 9 ms, 5 % of the candidate's (its slowest 4 % of the
+    # rest went there): the median and p90 hold, the rank test sees too small a shift (those
+    # requests were the slowest already), and the p99 is four times longer.
+    baseline = stored_synthetic_run(store_url, [[entry("pay", list(range(1000, 1990)) + [9000] * 10)]])
+    candidate = stored_synthetic_run(store_url, [[entry("pay", list(range(1000, 1950)) + [9000] * 50)]])
+    comparison = compare_runs(baseline, candidate)
+    step = comparison.steps[0]
+    assert step.verdict == "no significant change" and step.test is not None and step.test.p_value > 0.01
+    assert step.relative_change["p50"] == 0.0 and step.relative_change["p90"] == 0.0
+    assert step.tail_tests["p99"] < 1e-6 and step.tail_tests["p50"] == 1.0
+    found = regressions(comparison, [Gate.parse("p99:50%"), Gate.parse("p50:0"), Gate.parse("p90:0")])
+    assert [(r.gate, r.step) for r in found] == [("p99:50%", "pay"), ("p99:50%", ALL_REQUESTS)]
+    assert "more of its requests lie above the baseline's p99" in found[0].sentence
+    # The same tail, the other way round: faster is never a regression.
+    assert regressions(compare_runs(candidate, baseline), [Gate.parse("p99:0")]) == []
+
+
+def test_an_error_gate_needs_more_points_than_the_margin_and_a_significant_rise(
+        store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    def run(failed_per_second: int) -> RunResults:
+        second = [entry("pay", [2000] * 1000, errors={"status_503": failed_per_second})]
+        return stored_synthetic_run(store_url, [second] * 3)
+
+    baseline, worse, slightly = run(10), run(40), run(12)  # 1 %, 4 %, 1.2 % errors
+    found = regressions(compare_runs(baseline, worse), [Gate.parse("errors:1"), Gate.parse("p95:0")])
+    assert [(r.gate, r.step, r.worse_by) for r in found] == [("errors:1pt", "pay", 3.0),
+                                                              ("errors:1pt", ALL_REQUESTS, 3.0)]
+    assert found[0].p_value < 1e-12 and "1.00 % → 4.00 %" in found[0].sentence
+    assert regressions(compare_runs(baseline, worse), [Gate.parse("errors:5")]) == []  # within the margin
+    # 30 errors against 36: chance.
+    assert regressions(compare_runs(baseline, slightly), [Gate.parse("errors:0")]) == []
+    capsys.readouterr()
+    code = main(["compare", baseline.run_id, worse.run_id, "--store", store_url, "--fail-on", "errors:1%"])
+    assert code == ExitCode.REGRESSION
+    assert "REGRESSION (errors:1pt) pay: errors 1.00 % → 4.00 % (+3.00 points" in capsys.readouterr().out
 
 
 def test_trend_lists_the_tagged_runs_oldest_first(ground_truth: dict[str, RunResults], store_url: str,

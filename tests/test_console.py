@@ -62,3 +62,62 @@ def test_every_example_in_the_help_parses() -> None:
     assert len(examples) >= 2 * len(group.commands)
     for example in examples:
         assert main([*shlex.split(example)[1:], "--help"]) == 0, example
+
+
+STEP_NAMES = ["POST /api/v1/checkout/confirm", "GET /api/v1/catalogue/items", "login",
+              "browse the catalogue page"]
+
+
+def run_summary() -> dict[str, Any]:
+    from horde.results.summary import summarise
+    from synthetic import entry
+
+    snapshots = [{
+        "second": second, "elapsed_s": float(second), "interval_s": 1.0, "timestamp": 0.0,
+        "final": second == 3,
+        "steps": [entry(name, [1000 * (index + 1) + 37 * k for k in range(200)],
+                        errors={"status_503": 12} if index == 0 else None)
+                  for index, name in enumerate(STEP_NAMES)],
+        "active_vus": 4, "busy_vus": 4, "iterations": 200, "dropped_arrivals": 0, "connections_opened": 4,
+        "target_vus": 4, "target_rate_per_s": None, "cpu_percent": 5.0, "timer_lateness_p99_ms": 0.1,
+    } for second in (1, 2, 3)]
+    return summarise(snapshots, run_id=RUN_ID, status="finished", workers=1)
+
+
+def rendered_summary(width: int) -> str:
+    from horde.cli.console import render_summary
+
+    console = Console(width=width, record=True, color_system=None)
+    render_summary(console, run_summary())
+    return console.export_text()
+
+
+def test_the_summary_at_80_columns_keeps_step_names_whole_and_the_essential_figures() -> None:
+    text = rendered_summary(80)
+    table = text.split("errors by kind")[0]
+    rows = [line for line in table.splitlines() if line.startswith("│")]
+    for name in [*STEP_NAMES, "all requests"]:
+        assert sum(name in row for row in rows) == 1, (name, table)  # whole, on one line
+    assert "…" not in text
+    for column in ("requests", "errors", "req/s", "p95 ms"):
+        assert column in table
+    assert "36 (6.00 %)" in table and "8.00" in table  # the first step's errors and p95
+    assert "left out at 80 columns: p50 ms, p90 ms, p99 ms, max ms" in text
+    assert max(len(line) for line in table.splitlines()) <= 80
+
+
+def test_a_narrower_summary_breaks_names_between_words_never_inside_one() -> None:
+    text = rendered_summary(50)
+    table = text.split("errors by kind")[0]
+    words = {word for line in table.splitlines() for word in line.replace("│", " ").split()}
+    for name in STEP_NAMES:
+        assert set(name.split()) <= words, name  # "/api/v1/checkout/confirm" whole, if on a line of its own
+    assert "p95 ms" in table and "…" not in text
+    assert max(len(line) for line in table.splitlines()) <= 50
+
+
+def test_a_wide_summary_shows_every_column_and_says_nothing_is_left_out() -> None:
+    text = rendered_summary(200)
+    assert all(column in text for column in ("p50 ms", "p90 ms", "p95 ms", "p99 ms", "max ms"))
+    assert "left out" not in text
+    assert any(STEP_NAMES[0] in line and "8.37" in line for line in text.splitlines())

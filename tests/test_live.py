@@ -200,3 +200,44 @@ def test_monitors_are_one_line_of_their_most_telling_figures_and_a_gap_says_so()
     with view:
         view.update(snap(5, [step(100, 100)]))
     assert "|" not in lines(out)[1]
+
+
+def test_the_last_frame_and_the_summary_say_the_same_cpu() -> None:
+    # The final interval is the drain, a few milliseconds: the engine's CPU share over it is no
+    # second's (18 % over 4 ms where each second read 2 %). The summary leaves it out; so does
+    # the panel, which keeps the last full second and says what the drain did.
+    from horde.cli.console import render_summary
+    from horde.results.summary import summarise
+
+    seconds = [snap(second, [step(100, 100)], cpu=2.0) for second in (1, 2, 3)]
+    drain = {**snap(4, [step(3, 2, {"cut": 1})], final=True, cpu=35.0), "interval_s": 0.004,
+             "elapsed_s": 3.004}
+    said = "finished: 2 request(s) completed while draining (4 ms), 1 cut at the end of the grace period"
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=140, color_system=None)
+    with LiveView(console, title="horde · p", planned_duration_s=3, cpu_limit_percent=CPU_LIMIT) as view:
+        for snapshot in [*seconds, drain]:
+            view.update(snapshot)
+    last_frame = out.getvalue().rsplit("horde · p", 1)[1]
+    assert "CPU 2 %" in last_frame and "(last second)" in last_frame and "CPU 35" not in last_frame
+    assert said in last_frame
+    assert "100.0   (total 303)" in last_frame  # the last second's rate, every request in the total
+    summary = summarise([*seconds, drain], run_id="r", status="finished",  # type: ignore[list-item]
+                        workers=1)
+    assert summary["generator"]["cpu_percent_max"] == 2.0
+    printed = Console(width=200, record=True, color_system=None)
+    render_summary(printed, summary)
+    assert "generator CPU max 2 % (its busiest second)" in printed.export_text()
+    # Off a terminal the drain's line has no CPU figure at all.
+    view, plain = plain_view()
+    with view:
+        for snapshot in [*seconds, drain]:
+            view.update(snapshot)
+    assert lines(plain)[-1] == f"    3.0s  {said}, 1 error(s)"
+
+
+def test_doctests() -> None:
+    import horde.sinks.live
+
+    result = doctest.testmod(horde.sinks.live)
+    assert result.attempted >= 2 and result.failed == 0

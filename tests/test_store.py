@@ -537,3 +537,35 @@ def test_processes_opening_a_new_store_at_once_all_get_it(tmp_path: Path) -> Non
         for thread in threads:
             thread.join(timeout=30)
     assert failures == []
+
+
+def test_a_store_this_user_may_only_read_is_read_and_never_written(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # A teammate's store: readable, neither it nor its folder writable by this user. Root may
+    # write anything, so the test tells the store what an ordinary user's access() would say;
+    # the read-only open (mode=ro) then holds even for root. tests/test_cli.py runs `horde runs`
+    # and `horde show` on such a store as a user that really may not write it.
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    url = f"sqlite:///{folder / 'runs.sqlite'}"
+    with Store.open(url) as store:
+        run_id = store.create_run(plan=make_plan(), plan_name="quickstart", parameters={},
+                                  tags={"build": "7"})
+        store.add_snapshot(run_id, make_snapshot(1))
+        store.add_snapshot(run_id, make_snapshot(2, final=True))
+        store.finish_run(run_id, status="finished", summary={"requests": 3})
+        written = store.snapshots(run_id)
+    before = (folder / "runs.sqlite").read_bytes()
+    real_access = os.access
+    monkeypatch.setattr(os, "access",
+                        lambda path, mode, **kw: False if mode & os.W_OK else real_access(path, mode, **kw))
+    with Store.open(url) as store:
+        assert store.read_only
+        assert [record.run_id for record in store.list_runs()] == [run_id]
+        assert store.get_run("last").tags == {"build": "7"}
+        assert store.snapshots(run_id) == written
+        with pytest.raises(StoreUnavailable) as refused:
+            store.create_run(plan=make_plan(), plan_name="quickstart", parameters={}, tags={})
+    assert "readonly" in refused.value.message and "may only read the store" in (refused.value.hint or "")
+    assert refused.value.exit_code == ExitCode.STORE_UNAVAILABLE
+    assert (folder / "runs.sqlite").read_bytes() == before

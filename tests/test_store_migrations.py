@@ -10,6 +10,7 @@ created on PostgreSQL (pg_dump). Each test upgrades a copy and reads every run b
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -24,7 +25,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import MetaData, create_engine, select, text
 
 from conftest import HORDE_BIN
-from horde.errors import ExitCode, StoreTooNew
+from horde.errors import ExitCode, StoreTooNew, StoreUnavailable
 from horde.results.stored_run import load_run
 from horde.store import MonitorSample, Store
 from horde.store.migration import BASELINE_REVISION, HEAD_REVISION, head_revision
@@ -157,6 +158,22 @@ def test_the_migrations_build_the_schema_the_code_declares_on_postgresql(postgre
     with Store.open(postgres_database) as store:
         assert store.upgraded_from == "empty"
     assert _schema_differences(postgres_database) == []
+
+
+def test_an_old_store_this_user_may_only_read_is_refused_not_upgraded(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Opened read-only, it cannot be brought up to date, and this Horde's queries would not fit it.
+    path = _v1_copy(tmp_path)
+    before = path.read_bytes()
+    real_access = os.access
+    monkeypatch.setattr(os, "access",
+                        lambda where, mode, **kw: False if mode & os.W_OK else real_access(where, mode, **kw))
+    with pytest.raises(StoreUnavailable) as refused:
+        Store.open(f"sqlite:///{path}")
+    expected = f"at schema revision {BASELINE_REVISION}, older than this Horde's {HEAD_REVISION}"
+    assert expected in refused.value.message
+    assert "copy it somewhere writable" in (refused.value.hint or "")
+    assert path.read_bytes() == before
 
 
 def test_a_store_from_a_newer_horde_is_refused_and_left_alone(tmp_path: Path) -> None:

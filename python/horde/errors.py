@@ -53,6 +53,9 @@ class ExitCode(IntEnum):
     #: `horde link`: the emulated link could not be built: not root (it needs CAP_NET_ADMIN and
     #: CAP_SYS_ADMIN), or /dev/net/tun or the `ip` command is missing.
     LINK_UNAVAILABLE = 17
+    #: `horde compare --fail-on METRIC:MARGIN`: a step of the candidate is significantly worse
+    #: than the baseline's by more than the margin (a CI job gates a build on it).
+    REGRESSION = 18
     INTERRUPTED = 130
     #: The run was stopped by SIGHUP (a closed terminal): drained, finalised, stored as interrupted.
     HUNG_UP = 129

@@ -77,29 +77,36 @@ def render_summary(console: Console, summary: dict[str, Any], *, store_url: str 
     completed = nothing_completed(summary)
     if completed:
         console.print(f"!! {completed}", style="bold red", markup=False, highlight=False, soft_wrap=True)
-    table = Table(title=f"run {summary['run_id']} — {summary['status']}", title_justify="left", header_style="bold")
-    for column in ("step", "requests", "errors", "req/s", "p50 ms", "p90 ms", "p95 ms", "p99 ms", "max ms"):
-        table.add_column(column, justify="left" if column == "step" else "right")
+    rows: list[list[Any]] = []
+    styles: list[str | None] = []
 
     def row(name: str, figures: dict[str, Any], style: str | None = None) -> None:
         latency = figures["latency_ms"]
         errors = f"{figures['errors']:,} ({figures['error_percent']:.2f} %)" if figures["errors"] else "0"
         # Not one response: no latency was measured (a 0.00 would read as a fast target).
         timed = figures.get("responses") != 0 or not figures["requests"]
-        table.add_row(
+        rows.append([
             Text(name),  # a step's name is the user's text, never markup
             f"{figures['requests']:,}",
             Text(errors, style="red" if figures["errors"] else ""),
             f"{figures['rps']:,.1f}",
             *(f"{latency[key]:.2f}" if timed else "-" for key in ("p50", "p90", "p95", "p99", "max")),
-            style=style,
-        )
+        ])
+        styles.append(style)
 
     for name, figures in summary["steps"].items():
         # A group's row is the time of a whole pass through it, not more requests.
         row(f"{name} (group)" if figures.get("kind") == "group" else name, figures, style="italic" if figures.get("kind") == "group" else None)
     row("all requests", summary, style="bold")
+    table = fitted_table(console, SUMMARY_COLUMNS, rows, styles,
+                         essential_priority=ESSENTIAL_SUMMARY_PRIORITY,
+                         title=f"run {summary['run_id']} — {summary['status']}", title_justify="left")
     console.print(table)
+    shown = {str(column.header) for column in table.columns}
+    left_out = [column.name for column in SUMMARY_COLUMNS if column.name not in shown]
+    if left_out:
+        console.print(f"left out at {console.width} columns: {', '.join(left_out)} "
+                      "(horde show RUN --json has every figure)", style="dim", markup=False, highlight=False)
     with_rows = [(name, figures) for name, figures in summary["steps"].items() if figures.get("rows")]
     if with_rows:
         console.print("rows returned or changed: " + ", ".join(
@@ -137,7 +144,8 @@ def render_summary(console: Console, summary: dict[str, Any], *, store_url: str 
     line = (
         f"duration {summary['duration_s']:.1f} s · iterations {summary['iterations']:,} · peak VUs {summary['peak_vus']:,} · "
         f"connections {summary['connections_opened']:,} · dropped arrivals {summary['dropped_arrivals']:,} · "
-        f"generator CPU max {generator['cpu_percent_max']:.0f} %, timer lateness p99 {generator['timer_lateness_p99_ms']:.1f} ms"
+        f"generator CPU max {generator['cpu_percent_max']:.0f} % (its busiest second), "
+        f"timer lateness p99 {generator['timer_lateness_p99_ms']:.1f} ms"
     )
     console.print(line, highlight=False, soft_wrap=True)
     if generator.get("saturated_seconds"):
@@ -448,37 +456,76 @@ _VERDICT_STYLES = {"slower": "bold red", "faster": "bold green", "not enough dat
 class Column:
     """A column of a table fitted to the terminal: ``keep`` columns (a run id, a verdict) are
     never cut or dropped; the others go, lowest ``priority`` first, when the table is wider than
-    the terminal; a value is never cut in the middle."""
+    the terminal; a value is never cut in the middle. A ``wrap`` column's values (step names)
+    may break between words, never inside one, once only the essential columns are left."""
 
     name: str
     priority: int
     justify: Literal["left", "right"] = "right"
     keep: bool = False
+    wrap: bool = False
 
 
 def fitted_table(console: Console, columns: Sequence[Column], rows: Sequence[Sequence[Any]],
-                 styles: Sequence[str | None] | None = None, **options: Any) -> Table:
-    """A rich Table of ``rows`` with as many of ``columns`` as fit ``console``'s width whole."""
+                 styles: Sequence[str | None] | None = None, *, essential_priority: int | None = None,
+                 **options: Any) -> Table:
+    """A rich Table of ``rows`` with as many of ``columns`` as fit ``console``'s width whole.
+
+    Columns of ``essential_priority`` or above go only after the ``wrap`` columns have been
+    narrowed to their longest word: a narrow terminal shows a step's name on two lines beside
+    its p95 rather than the name alone.
+    """
     def width(cell: Any) -> int:
         text = cell.plain if isinstance(cell, Text) else str(cell)
         return max((len(line) for line in text.splitlines()), default=0)
 
+    def longest_word(cell: Any) -> int:
+        text = cell.plain if isinstance(cell, Text) else str(cell)
+        return max((len(word) for word in text.split()), default=0)
+
     natural = [max([len(column.name), *(width(row[index]) for row in rows)]) for index, column in enumerate(columns)]
+    narrowest = [max([len(column.name) if not column.wrap else longest_word(column.name),
+                      *((longest_word if column.wrap else width)(row[index]) for row in rows)])
+                 for index, column in enumerate(columns)]
     kept = list(range(len(columns)))
-    # Each column costs its text, a space either side and a border.
-    while sum(natural[i] + 3 for i in kept) + 1 > console.width:
-        droppable = [i for i in kept if not columns[i].keep]
-        if not droppable:
-            break
-        kept.remove(min(droppable, key=lambda i: columns[i].priority))
+
+    def too_wide(widths: Sequence[int]) -> bool:
+        # Each column costs its text, a space either side and a border.
+        return sum(widths[i] + 3 for i in kept) + 1 > console.width
+
+    def drop_while_too_wide(widths: Sequence[int], below: int | None) -> None:
+        while too_wide(widths):
+            droppable = [i for i in kept
+                         if not columns[i].keep and (below is None or columns[i].priority < below)]
+            if not droppable:
+                return
+            kept.remove(min(droppable, key=lambda i: columns[i].priority))
+
+    drop_while_too_wide(natural, essential_priority)
+    wrapped = too_wide(natural)
+    if wrapped:
+        drop_while_too_wide(narrowest, None)
     table = Table(header_style="bold", **options)
     for index in kept:
         column = columns[index]
+        if column.wrap and wrapped:
+            # Broken between words by rich; as wide as its longest word, so never inside one.
+            table.add_column(column.name, justify=column.justify, min_width=narrowest[index], overflow="fold")
+            continue
         table.add_column(column.name, justify=column.justify, no_wrap=True, min_width=natural[index],
                          overflow="fold")
     for number, row in enumerate(rows):
         table.add_row(*(row[i] for i in kept), style=styles[number] if styles else None)
     return table
+
+
+#: The summary's table, by what a reader of a narrow terminal misses least: the step's name
+#: stays whole (or, where even the essential columns leave too little room, breaks between
+#: words), then p95, errors, throughput and the request count; then p99, p50, p90, max.
+SUMMARY_COLUMNS = (Column("step", 200, "left", keep=True, wrap=True), Column("requests", 80),
+                   Column("errors", 95), Column("req/s", 90), Column("p50 ms", 60), Column("p90 ms", 50),
+                   Column("p95 ms", 100), Column("p99 ms", 70), Column("max ms", 40))
+ESSENTIAL_SUMMARY_PRIORITY = 80
 
 
 def render_comparison(console: Console, comparison: RunComparison) -> None:

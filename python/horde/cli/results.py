@@ -3,7 +3,8 @@
 They read stored runs only (no load is sent). ``register(app)`` adds them to the ``horde``
 application; errors follow ``horde.cli``'s conventions (a :class:`~horde.errors.HordeError` with
 a hint, printed as ``error:``/``hint:`` lines, with the documented exit code: 2 for a bad flag
-or an unknown run, 3 for a store that cannot be opened).
+or an unknown run, 3 for a store that cannot be opened). ``compare --fail-on`` exits 18 when the
+candidate regressed beyond a gate, so that a CI job can fail a build on it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional, TextIO
 
@@ -24,7 +26,7 @@ from horde.cli.arguments import HordeCommand
 from horde.errors import ExitCode, InvalidInput
 
 if TYPE_CHECKING:  # types only: the commands import their layers when they run
-    from horde.results.compare import ComparisonRule
+    from horde.results.compare import ComparisonRule, Gate, Regression
 
 # Off a terminal (CI logs, pipes) rich would wrap at 80 columns; as in horde.cli, lines stay whole.
 _stdout = Console() if Console().is_terminal else Console(width=200)
@@ -40,7 +42,10 @@ def register(app: typer.Typer) -> None:
         return
     app.command("report", cls=HordeCommand, epilog="Examples:\n\n  horde report last -o report.html\n\n  horde report RUN_A RUN_B RUN_C")(report)
     app.command("export", cls=HordeCommand, epilog="Examples:\n\n  horde export last --format csv -o seconds.csv\n\n  horde export 20261123 --format json")(export)
-    app.command("compare", cls=HordeCommand, epilog="Examples:\n\n  horde compare RUN_A RUN_B\n\n  horde compare 20261122 last --alpha 0.05")(compare)
+    app.command("compare", cls=HordeCommand,
+                epilog="Examples:\n\n  horde compare RUN_A RUN_B"
+                "\n\n  horde compare 20261122 last --alpha 0.05"
+                "\n\n  horde compare 20261122 last --fail-on p95:10% --fail-on errors:1")(compare)
     app.command("trend", cls=HordeCommand, epilog="Examples:\n\n  horde trend build\n\n  horde trend build --step checkout --json")(trend_command)
 
 
@@ -133,22 +138,59 @@ def compare(
     min_change: MinChangeOption = 5.0,
     min_change_ms: MinChangeMsOption = 0.1,
     min_requests: MinRequestsOption = 20,
+    fail_on: Annotated[Optional[list[str]], typer.Option(
+        "--fail-on", metavar="METRIC:MARGIN",
+        help="exit 18 when a step is significantly worse than the baseline by more than MARGIN: p50, p90, "
+             "p95, p99 or mean (% slower), rps (% lower), errors (points of the error share); "
+             "repeatable")] = None,
 ) -> int:
-    """Compare two runs step by step: percentiles, errors, and a statistical verdict."""
+    """Compare two runs step by step: percentiles, errors, and a statistical verdict; with
+    --fail-on, exit 18 on a regression (a CI job's gate)."""
     from horde.cli.console import render_comparison
-    from horde.results.compare import compare_runs
+    from horde.results.compare import compare_runs, regressions
     from horde.results.stored_run import RunResults, load_run
     from horde.store import Store
     rule = _rule(alpha, min_change, min_change_ms, min_requests)
+    gates = [_gate(text) for text in fail_on or []]
     with Store.open(store_url) as store:
         baseline: RunResults = load_run(store, baseline_ref)
         candidate: RunResults = load_run(store, candidate_ref)
     comparison = compare_runs(baseline, candidate, rule)
+    found = regressions(comparison, gates)
     if as_json:
-        print(json.dumps(comparison.to_dict(), indent=2))
+        document = comparison.to_dict()
+        if gates:
+            document["gates"] = [str(gate) for gate in gates]
+            document["regressions"] = [asdict(regression) for regression in found]
+        print(json.dumps(document, indent=2))
     else:
         render_comparison(_stdout, comparison)
-    return ExitCode.OK
+        if gates:
+            _render_gates(gates, found)
+    return ExitCode.REGRESSION if found else ExitCode.OK
+
+
+def _gate(text: str) -> Gate:
+    from horde.results.compare import Gate
+    try:
+        return Gate.parse(text)
+    except ValueError as error:
+        raise InvalidInput(f"--fail-on {text}: {error}",
+                           hint="e.g. --fail-on p95:10% (p95 over 10 % slower), --fail-on errors:1 (1 point "
+                                "more errors), --fail-on rps:5% (5 % less throughput)") from None
+
+
+def _render_gates(gates: list[Gate], found: list[Regression]) -> None:
+    watched = ", ".join(str(gate) for gate in gates)
+    if not found:
+        _stdout.print(f"no regression beyond --fail-on {watched}", markup=False, highlight=False,
+                      soft_wrap=True)
+        return
+    for regression in found:
+        _stdout.print(f"REGRESSION ({regression.gate}) {regression.sentence}", style="bold red", markup=False,
+                      highlight=False, soft_wrap=True)
+    _stdout.print(f"exit 18: {len(found)} regression(s) beyond --fail-on {watched}", style="bold red",
+                  markup=False, highlight=False, soft_wrap=True)
 
 
 

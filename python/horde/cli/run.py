@@ -38,11 +38,53 @@ def register(app: typer.Typer) -> None:
     app.command("retarget", cls=HordeCommand, epilog="Examples:\n\n  horde retarget last --vus 300\n\n  horde retarget 20261123 --rate 800 --ramp 30s")(retarget)
 
 
+#: A duration's unit written apart from its number (``--duration 2 sec``), by the suffix it takes.
+_UNIT_WORDS = {"ms": "ms", "msec": "ms", "millisecond": "ms", "milliseconds": "ms",
+               "s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s",
+               "m": "m", "min": "m", "mins": "m", "minute": "m", "minutes": "m",
+               "h": "h", "hr": "h", "hrs": "h", "hour": "h", "hours": "h"}
+
+
+def _refuse_a_stray_argument(plan_path: Path | None, url: str | None,
+                             durations: dict[str, str | None]) -> None:
+    """A word the command line took for the PLAN argument though it is no file: say what it is.
+
+    ``--duration 2 sec`` leaves ``sec`` over, which Typer takes for the plan; with ``--url``
+    the user would otherwise read "a plan file or --url, not both" about a plan never meant.
+    """
+    if plan_path is None or plan_path.exists():
+        return
+    unit = _UNIT_WORDS.get(str(plan_path).lower())
+    if unit is not None:
+        # The flags given a bare number: the word followed one of them (the parser keeps no order).
+        bare = [f"{flag} {value}" for flag, value in durations.items()
+                if value is not None and _is_number(value)]
+        after = f" after {' or '.join(bare)}" if bare else ""
+        example = " or ".join(f"{given}{unit}" for given in bare) or f"--duration 2{unit}"
+        raise InvalidInput(f"'{plan_path}'{after} is a stray argument, taken for the plan file: "
+                           "a duration is one word",
+                           hint=f"write {example} (durations are written 2s, 500ms, 1m, 1h30m)")
+    if url is not None:
+        raise InvalidInput(f"'{plan_path}' is a stray argument beside --url, taken for a plan file "
+                           "(there is no such file)",
+                           hint="--url needs no plan file: drop the word, or quote a value that holds spaces")
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _load(plan_path: Path | None, url: str | None, method: str, headers: list[str], body: str | None,
-          params: dict[str, str]) -> tuple[Plan, LoadedPlan | None]:
+          params: dict[str, str],
+          durations: dict[str, str | None] | None = None) -> tuple[Plan, LoadedPlan | None]:
     from horde.plan import plan_from_dict
     from horde.plan.loader import load_plan_file
     from horde.plan.overrides import url_plan
+    _refuse_a_stray_argument(plan_path, url, durations or {})
     if plan_path is not None and url is not None:
         raise InvalidInput("give either a plan file or --url, not both", hint="--url builds a one-step plan for quick checks")
     if plan_path is not None:
@@ -131,7 +173,8 @@ def run(
         if path is not None and path.is_dir():
             raise InvalidInput(f"{flag}: {path} is a directory", hint=f"give a file path, e.g. {flag} out.{'json' if flag == '--summary-json' else 'xml'}")
     question = CapacityQuestion(per_user_rate=per_user_rate, peak_rps=peak_rps, peak_users=peak_users, headroom_percent=headroom)
-    plan, loaded = _load(plan_path, url, method, header or [], body, params)
+    plan, loaded = _load(plan_path, url, method, header or [], body, params,
+                         {"--duration": duration, "--ramp-up": ramp_up, "--step-duration": step_duration})
     # A quick --url plan that is steered becomes an open model (unless --vus): --max-vus caps it.
     steered_quick = url is not None and vus is None and (find_max or target_response_ms is not None)
     plan = apply_overrides(plan, vus=vus, rate=rate, max_vus=None if steered_quick else max_vus, duration_s=duration_s,
@@ -285,7 +328,7 @@ def sight(
     duration_s = parse_duration(duration, flag="--duration")
     if duration_s < 1:
         raise InvalidInput(f"--duration must be at least 1 s (got {duration})", hint="30s is usual; the payment team's was 1m")
-    plan, loaded = _load(plan_path, url, "GET", [], None, parse_params(param or []))
+    plan, loaded = _load(plan_path, url, "GET", [], None, parse_params(param or []), {"--duration": duration})
     plan = apply_overrides(plan, base_url=base_url)
     shot = sight_plan(plan, duration_s)
     with Store.open(store_url) as store:
@@ -346,7 +389,8 @@ def scale(
     duration_s = parse_duration(duration, flag="--duration") if duration is not None else None
     tags = dict(parse_tag(t) for t in tag or [])
     # With --url only its path and query matter: each run's base URL is that of its instances.
-    plan, _ = _load(plan_path, url, "GET", [], None, parse_params(param or []))
+    plan, _ = _load(plan_path, url, "GET", [], None, parse_params(param or []),
+                    {"--duration": duration, "--step-duration": step_duration})
     steered_quick = url is not None and vus is None and (find_max or target_response_ms is not None)
     plan = apply_overrides(plan, vus=vus, rate=rate, max_vus=None if steered_quick else max_vus, duration_s=duration_s)
     plan = apply_steer_flags(plan, SteerFlags(find_max=find_max, target_response_ms=target_response_ms,

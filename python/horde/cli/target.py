@@ -33,7 +33,20 @@ def target(
     tls_key: Annotated[Optional[Path], typer.Option("--tls-key", help="the PEM private key of --tls-cert")] = None,
     tcp_framing: Annotated[str, typer.Option("--tcp-framing", help="the gateway's TCP messages: 'newline', or a big-endian length prefix 'length1', 'length2', 'length4'")] = "newline",
 ) -> int:
-    """Serve the built-in target until Ctrl-C: /, /delay/{ms}, /status/{code}, /bytes/{n}, /stall/{ms}, over HTTPS with --tls; with --tcp-port, --udp-port or --kcp-port, the game gateway too."""
+    """Serve the built-in target until Ctrl-C, over HTTPS with --tls; with --tcp-port, --udp-port
+    or --kcp-port, the game gateway too. Its routes, on one port:
+
+    Any method: / (a short body), /delay/{ms} (answered ms later), /status/{code} (that status,
+    200 to 599), /bytes/{n} (n zero bytes, up to 16 MiB), /stall/{ms} (every request arriving in
+    the next ms waits until then; answered at once).
+
+    The game, in JSON: POST /game/register, POST /game/login (a token and a session cookie); then,
+    as that player (Authorization: Bearer TOKEN, or the cookie), GET /game/city, /game/buildings,
+    /game/resources and POST /game/construct, /game/collect.
+
+    WebSockets: /ws/echo (each message back), /ws/delay/{ms} (back ms later), /ws/rooms/{room}
+    (each message to every member of the room).
+    """
     from horde.engine.target import serve_until_interrupted
 
     if (workers is None) != (service_ms is None):

@@ -118,8 +118,10 @@ def import_ray(address: str) -> Any:
     try:
         import ray
     except ImportError:
-        raise InvalidInput("running on a cluster needs Ray, which is not installed",
-                           hint="pip install 'horde[cluster]'") from None
+        # The cluster cannot be reached from here (exit 6, as the README says), not a bad flag:
+        # the same command works once Ray is installed.
+        raise ClusterUnavailable("running on a cluster needs Ray, which is not installed",
+                                 hint="pip install 'horde[cluster]'") from None
     if _is_loopback(address):
         # Already imported (by a test that started the cluster): the flag was read at import.
         from ray._private import ray_constants

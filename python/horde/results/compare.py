@@ -33,6 +33,28 @@ few dozen observations, and a handful of requests says little anyway).
 Verdicts: ``faster``, ``slower`` (the candidate against the baseline), ``no significant
 change``, ``not enough data``.
 
+Gating a build on it
+--------------------
+``horde compare A B --fail-on p95:10%`` exits 18 when some step regressed: a :class:`Gate` names
+the figure (p50, p90, p95, p99, mean, errors, rps) and how much worse it may get. A step fails
+the gate when it is worse *significantly* and *by more than the margin*: the margin takes the
+place of ``min_relative_change`` for the figure the user cares about (a p99 gate must catch a
+slower tail even when the median held), while significance comes from a test:
+
+- latency: the figure grew by more than the margin and by more than ``min_absolute_change_ms``,
+  and the rank test above finds the candidate slower (p < ``alpha``) or, for a percentile, more
+  of the candidate's requests lie above the baseline's percentile than the baseline's own share
+  (a two-proportion test over the histograms' buckets, p < ``alpha``: a slower tail rarely
+  moves the rank test, which weighs every request alike, so a p99 gate needs a test of its own;
+  either test may say so, so a gate's chance of a false alarm is at most twice ``alpha``);
+- errors: the error share grew by more than the margin, in percentage points, and the
+  two-proportion test (:func:`two_proportion_p_value`) on the error counts gives p < ``alpha``;
+- rps: throughput fell by more than the margin and the rank test over the full seconds'
+  request counts (``StepComparison.rate_test``) finds the candidate's seconds lower (seconds
+  are the samples: three against three give p = 0.08 at best, so a short run cannot fail it).
+
+A step with fewer than ``min_requests`` requests in either run is never judged a regression.
+
 >>> from horde.engine.histogram import Bucket
 >>> same = [Bucket(1000, 1000, 50), Bucket(2000, 2001, 50)]
 >>> mann_whitney_u(same, same).p_value
@@ -59,6 +81,8 @@ TEST_NAME: Final = "Mann-Whitney U (two-sided, normal approximation, tie-correct
 #: The percentiles whose relative change decides practical relevance.
 RELEVANCE_PERCENTILES: Final = ("p50", "p90")
 _REPORTED_PERCENTILES: Final = ("p50", "p90", "p95", "p99")
+#: The latency figures compared: the percentiles and the mean (a ``--fail-on mean`` gate).
+_COMPARED_LATENCIES: Final = (*_REPORTED_PERCENTILES, "mean")
 
 
 @dataclass(frozen=True)
@@ -170,7 +194,7 @@ class StepFigures:
             errors=int(figures["errors"]),
             error_percent=float(figures["error_percent"]),
             rps=float(figures["rps"]),
-            latency_ms={key: float(latency[key]) for key in (*_REPORTED_PERCENTILES, "max")},
+            latency_ms={key: float(latency[key]) for key in (*_COMPARED_LATENCIES, "max")},
         )
 
 
@@ -182,9 +206,9 @@ class StepComparison:
     kind: str
     baseline: StepFigures | None
     candidate: StepFigures | None
-    #: (candidate − baseline) / baseline for p50, p90, p95, p99 and rps; None where undefined.
+    #: (candidate − baseline) / baseline for p50, p90, p95, p99, mean and rps; None where undefined.
     relative_change: dict[str, float | None]
-    #: candidate − baseline for p50, p90, p95 and p99, in ms; None where a run lacks the step.
+    #: candidate − baseline for p50, p90, p95, p99 and mean, in ms; None where a run lacks the step.
     change_ms: dict[str, float | None]
     #: The candidate's error share minus the baseline's, in percentage points.
     error_percent_change: float | None
@@ -192,6 +216,13 @@ class StepComparison:
     verdict: Verdict
     #: Why the verdict is what it is, in a sentence.
     reason: str
+    #: The rank test over each run's requests per full second (the final, draining interval
+    #: left out): whether the candidate's throughput is lower. None where a run lacks the step.
+    rate_test: RankTest | None = None
+    #: For p50, p90, p95 and p99: the p-value of the test that a larger share of the candidate's
+    #: requests lies above the baseline's percentile than of the baseline's (1.0 where it is not
+    #: larger); empty where a run lacks the step.
+    tail_tests: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -242,6 +273,7 @@ def compare_runs(baseline: RunResults, candidate: RunResults, rule: ComparisonRu
     union_names = step_names([*names_a, *names_b])
     comparisons: list[StepComparison] = []
     histograms_a, histograms_b = baseline.merged_histograms(), candidate.merged_histograms()
+    seconds_a, seconds_b = _requests_per_second(baseline), _requests_per_second(candidate)
     for step_a, step_b in pairs:
         if step_a is not None and step_b is not None and step_a != step_b:
             name = f"{names_a[step_a]} vs {names_b[step_b]}"
@@ -260,12 +292,15 @@ def compare_runs(baseline: RunResults, candidate: RunResults, rule: ComparisonRu
                 histograms_a.get(step_a) if step_a else None,
                 histograms_b.get(step_b) if step_b else None,
                 rule,
+                seconds_a.get(step_a) if step_a else None,
+                seconds_b.get(step_b) if step_b else None,
             )
         )
     comparisons.append(
         _compare_step(
             ALL_REQUESTS, "request", StepFigures.of(baseline.summary), StepFigures.of(candidate.summary),
             baseline.all_requests_histogram(), candidate.all_requests_histogram(), rule,
+            seconds_a[ALL_REQUESTS], seconds_b[ALL_REQUESTS],
         )
     )
     return RunComparison(baseline.run_id, candidate.run_id, rule, comparisons, notes)
@@ -315,12 +350,14 @@ def _compare_step(
     histogram_a: bytes | None,
     histogram_b: bytes | None,
     rule: ComparisonRule,
+    seconds_a: list[int] | None = None,
+    seconds_b: list[int] | None = None,
 ) -> StepComparison:
-    relative: dict[str, float | None] = {key: None for key in (*_REPORTED_PERCENTILES, "rps")}
-    change_ms: dict[str, float | None] = {key: None for key in _REPORTED_PERCENTILES}
+    relative: dict[str, float | None] = {key: None for key in (*_COMPARED_LATENCIES, "rps")}
+    change_ms: dict[str, float | None] = {key: None for key in _COMPARED_LATENCIES}
     error_change: float | None = None
     if baseline is not None and candidate is not None:
-        for key in _REPORTED_PERCENTILES:
+        for key in _COMPARED_LATENCIES:
             relative[key] = _relative(baseline.latency_ms[key], candidate.latency_ms[key])
             change_ms[key] = round(candidate.latency_ms[key] - baseline.latency_ms[key], 3)
         relative["rps"] = _relative(baseline.rps, candidate.rps)
@@ -329,9 +366,206 @@ def _compare_step(
         which = "baseline" if histogram_a is None else "candidate"
         return StepComparison(name, kind, baseline, candidate, relative, change_ms, error_change, None,
                               "not enough data", f"no requests of this step in the {which} run")
-    test = mann_whitney_u(buckets(histogram_a), buckets(histogram_b))
+    buckets_a, buckets_b = buckets(histogram_a), buckets(histogram_b)
+    test = mann_whitney_u(buckets_a, buckets_b)
     verdict, reason = judge(test, relative, change_ms, rule)
-    return StepComparison(name, kind, baseline, candidate, relative, change_ms, error_change, test, verdict, reason)
+    rate_test = None
+    if seconds_a is not None and seconds_b is not None:
+        rate_test = mann_whitney_u([Bucket(count, count, 1) for count in seconds_a],
+                                   [Bucket(count, count, 1) for count in seconds_b])
+    tails = {key: above_percentile_p_value(buckets_a, buckets_b, float(key[1:]))
+             for key in _REPORTED_PERCENTILES}
+    return StepComparison(name, kind, baseline, candidate, relative, change_ms, error_change, test, verdict,
+                          reason, rate_test, tails)
+
+
+def above_percentile_p_value(baseline: Sequence[Bucket], candidate: Sequence[Bucket],
+                             percentile: float) -> float:
+    """The p-value of the test that a larger share of ``candidate``'s requests lies above the
+    bucket holding ``baseline``'s ``percentile`` than of ``baseline``'s (1.0 where it is not
+    larger): whether that percentile rose, asked of the tail alone.
+
+    >>> fast = [Bucket(1000, 1000, 990), Bucket(9000, 9000, 10)]
+    >>> slow_tail = [Bucket(1000, 1000, 950), Bucket(9000, 9000, 50)]
+    >>> f"{above_percentile_p_value(fast, slow_tail, 99.0):.1e}"
+    '1.6e-07'
+    >>> above_percentile_p_value(slow_tail, fast, 99.0)
+    1.0
+    """
+    counts_a, counts_b = _counts(baseline), _counts(candidate)
+    n_a, n_b = sum(counts_a.values()), sum(counts_b.values())
+    if n_a == 0 or n_b == 0:
+        return 1.0
+    # The bucket holding the percentile, as HDR reads one: the first whose running count
+    # reaches that share of the requests.
+    wanted = max(1, math.ceil(percentile / 100.0 * n_a))
+    running = 0
+    threshold = 0
+    for key in sorted(counts_a):
+        running += counts_a[key]
+        if running >= wanted:
+            threshold = key
+            break
+    above_a = sum(count for key, count in counts_a.items() if key > threshold)
+    above_b = sum(count for key, count in counts_b.items() if key > threshold)
+    if above_b * n_a <= above_a * n_b:
+        return 1.0
+    return two_proportion_p_value(above_a, n_a, above_b, n_b)
+
+
+def _requests_per_second(results: RunResults) -> dict[StepId | str, list[int]]:
+    """Each step's requests in each full second (0 where it had none), and all request steps'
+    under ``ALL_REQUESTS``. The final interval is left out: it is the drain, often a few
+    milliseconds, and its count is no second's rate."""
+    kinds = results.step_kinds()
+    full = [snapshot for snapshot in results.snapshots if not snapshot["final"]]
+    counts: dict[StepId | str, list[int]] = {step_id: [0] * len(full) for step_id in kinds}
+    counts[ALL_REQUESTS] = [0] * len(full)
+    for index, snapshot in enumerate(full):
+        for entry in snapshot["steps"]:
+            step_id = (entry["scenario"], entry["step"])
+            counts[step_id][index] += int(entry["requests"])
+            if kinds[step_id] == "request":
+                counts[ALL_REQUESTS][index] += int(entry["requests"])
+    return counts
+
+
+# -- regressions a CI job fails on (horde compare --fail-on) --------------------------------------
+
+#: The figures a gate may name: latency (percent of the baseline's), ``errors`` (percentage
+#: points of the error share), ``rps`` (percent of the baseline's throughput, lower is worse).
+GATE_METRICS: Final = (*_COMPARED_LATENCIES, "errors", "rps")
+
+
+@dataclass(frozen=True)
+class Gate:
+    """``--fail-on METRIC[:MARGIN]``: fail when a step's ``metric`` is significantly worse than
+    the baseline's by more than ``margin`` (see the module's text, "Gating a build on it").
+
+    >>> Gate.parse("p95:10%"), Gate.parse("errors:0.5"), Gate.parse("rps")
+    (Gate(metric='p95', margin=10.0), Gate(metric='errors', margin=0.5), Gate(metric='rps', margin=0.0))
+    >>> str(Gate.parse("P99 : 2.5 %")), str(Gate.parse("errors:1"))
+    ('p99:2.5%', 'errors:1pt')
+    """
+
+    metric: str
+    #: Percent of the baseline's figure; for ``errors``, percentage points.
+    margin: float = 0.0
+
+    @classmethod
+    def parse(cls, text: str) -> Gate:
+        """A gate from its flag's text; ``ValueError`` saying what is wrong."""
+        metric, _, margin_text = text.partition(":")
+        metric = metric.strip().lower()
+        if metric not in GATE_METRICS:
+            raise ValueError(f"{metric or text!r} is not a figure a gate can watch "
+                             f"(give {', '.join(GATE_METRICS)})")
+        margin_text = margin_text.strip().lower()
+        number = margin_text.removesuffix("%").removesuffix("pt").strip() if margin_text else "0"
+        try:
+            margin = float(number)
+        except ValueError:
+            raise ValueError(f"{margin_text!r} is not a margin in percent (as in {metric}:10%)") from None
+        if not 0.0 <= margin < math.inf:
+            raise ValueError(f"the margin must be 0 or more (got {margin_text})")
+        return cls(metric, margin)
+
+    def __str__(self) -> str:
+        return f"{self.metric}:{self.margin:g}{'pt' if self.metric == 'errors' else '%'}"
+
+
+@dataclass(frozen=True)
+class Regression:
+    """A step that failed a gate: how much worse it got, and the test that says it is real."""
+
+    gate: str
+    step: str
+    #: How much worse: percent of the baseline's figure, or percentage points for ``errors``.
+    worse_by: float
+    p_value: float
+    sentence: str
+
+
+def regressions(comparison: RunComparison, gates: Sequence[Gate]) -> list[Regression]:
+    """Every (gate, step) pair in which the candidate regressed, in the order of the gates, then
+    of the comparison's steps (all requests last)."""
+    found = []
+    for gate in gates:
+        for step in comparison.steps:
+            regression = _regression(gate, step, comparison.rule)
+            if regression is not None:
+                found.append(regression)
+    return found
+
+
+def two_proportion_p_value(hits_a: int, n_a: int, hits_b: int, n_b: int) -> float:
+    """Two-sided p-value of the two-proportion z-test: do the shares ``hits / n`` of two runs
+    (errors among requests, requests above a percentile) differ?
+
+    Exact enough at a load test's counts (the normal approximation needs a few hits, and a run
+    has thousands of requests); 1.0 where nothing can tell them apart (no requests, or every
+    request of both runs alike).
+
+    >>> f"{two_proportion_p_value(10, 1000, 40, 1000):.2g}", two_proportion_p_value(0, 1000, 0, 1000)
+    ('1.7e-05', 1.0)
+    """
+    if n_a <= 0 or n_b <= 0:
+        return 1.0
+    pooled = (hits_a + hits_b) / (n_a + n_b)
+    variance = pooled * (1.0 - pooled) * (1.0 / n_a + 1.0 / n_b)
+    if variance <= 0.0:
+        return 1.0
+    z = (hits_b / n_b - hits_a / n_a) / math.sqrt(variance)
+    return min(1.0, math.erfc(abs(z) / math.sqrt(2)))
+
+
+def _regression(gate: Gate, step: StepComparison, rule: ComparisonRule) -> Regression | None:
+    a, b = step.baseline, step.candidate
+    if a is None or b is None or min(a.requests, b.requests) < rule.min_requests:
+        return None
+    if gate.metric == "errors":
+        worse_by = b.error_percent - a.error_percent
+        p_value = two_proportion_p_value(a.errors, a.requests, b.errors, b.requests)
+        if worse_by <= gate.margin or p_value >= rule.alpha:
+            return None
+        return Regression(str(gate), step.name, round(worse_by, 3), p_value, (
+            f"{step.name}: errors {a.error_percent:.2f} % → {b.error_percent:.2f} % (+{worse_by:.2f} points, "
+            f"more than the {gate.margin:g} allowed); the two-proportion test gives p = {_p_text(p_value)} "
+            f"< {rule.alpha:g}"))
+    if gate.metric == "rps":
+        test = step.rate_test
+        change = step.relative_change.get("rps")
+        if test is None or change is None or -100.0 * change <= gate.margin:
+            return None
+        if test.p_value >= rule.alpha or test.probability_of_superiority >= 0.5:
+            return None
+        return Regression(str(gate), step.name, round(-100.0 * change, 3), test.p_value, (
+            f"{step.name}: {a.rps:,.1f} → {b.rps:,.1f} req/s ({change:+.1%}, more than the {gate.margin:g} % "
+            "allowed); "
+            f"its seconds are lower by the rank test, p = {test.p_text} < {rule.alpha:g}"))
+    test = step.test
+    change = step.relative_change.get(gate.metric)
+    moved_ms = step.change_ms.get(gate.metric)
+    if test is None or change is None or moved_ms is None:
+        return None
+    if 100.0 * change <= gate.margin or moved_ms <= rule.min_absolute_change_ms:
+        return None
+    before, after = a.latency_ms[gate.metric], b.latency_ms[gate.metric]
+    figures = (f"{step.name}: {gate.metric} {before:,.2f} → {after:,.2f} ms "
+               f"({change:+.1%}, more than the {gate.margin:g} % allowed)")
+    if test.p_value < rule.alpha and test.probability_of_superiority > 0.5:
+        return Regression(str(gate), step.name, round(100.0 * change, 3), test.p_value,
+                          f"{figures}; slower by the rank test, p = {test.p_text} < {rule.alpha:g}")
+    tail = step.tail_tests.get(gate.metric, 1.0)
+    if tail < rule.alpha:
+        return Regression(str(gate), step.name, round(100.0 * change, 3), tail,
+                          f"{figures}; more of its requests lie above the baseline's {gate.metric}, "
+                          f"p = {_p_text(tail)} < {rule.alpha:g}")
+    return None
+
+
+def _p_text(p_value: float) -> str:
+    return RankTest(0, 0, 0.0, 0.0, p_value, 0.5).p_text
 
 
 def _counts(sample: Sequence[Bucket]) -> dict[int, int]:

@@ -4,6 +4,10 @@ One code path serves SQLite and PostgreSQL (SQLAlchemy 2 Core). Every write is i
 transaction, committed before the call returns, so a crash of the running process loses at most
 the snapshot it was handing over. A run left ``running`` by a process that is gone is marked
 ``aborted`` the next time the store is opened on the same host.
+
+A SQLite store this user may only read (the file, or its folder, is not writable: a teammate's
+store, a copy made read-only) is opened read-only: ``horde runs``, ``show``, ``compare`` and
+``report`` read it, and a write is refused with a message that says why.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, cast
+from urllib.parse import quote
 
 from sqlalchemy import Connection, Engine, RowMapping, create_engine, event, select, update
 from sqlalchemy.engine import make_url
@@ -29,7 +34,7 @@ from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
 
 from horde.engine.snapshot import Snapshot
 from horde.errors import RunNotFound, StoreUnavailable
-from horde.store.migration import upgrade_store
+from horde.store.migration import require_current_revision, upgrade_store
 from horde.store.monitor_samples import MonitorSample, read_monitor_samples, sample_rows
 from horde.store.schema import (
     SCHEMA_VERSION,
@@ -131,10 +136,12 @@ class Store:
     for its own transaction. Use as a context manager, or call :meth:`close`.
     """
 
-    def __init__(self, engine: Engine, url: str) -> None:
+    def __init__(self, engine: Engine, url: str, *, read_only: bool = False) -> None:
         """Wrap an engine; prefer :meth:`open`, which also creates the tables."""
         self._engine = engine
         self._url = url
+        #: Opened read-only: a SQLite store this user may only read (see the module's text).
+        self.read_only = read_only
         self._backend = backend_of(url)
         self._password = password_of(url)
         #: The store's URL with any password replaced by ``***``, for messages.
@@ -156,7 +163,8 @@ class Store:
         """Open (and create if needed) the store at ``url`` (see :func:`resolve_store_url`).
 
         Creates the SQLite file's directory and the tables if they are missing, then marks runs
-        left ``running`` by dead processes of this host as ``aborted``.
+        left ``running`` by dead processes of this host as ``aborted``. A SQLite file this user
+        may only read is opened read-only, as it is: not upgraded, nothing marked.
 
         Raises :class:`StoreUnavailable` (naming the URL, password redacted, with a hint) on any
         failure: bad URL, unreachable server, bad credentials, unwritable directory.
@@ -169,17 +177,23 @@ class Store:
                 f"cannot open the results store {display}: unsupported kind of store {backend!r}",
                 hint="give a SQLite file path or a postgresql:// URL with --store or HORDE_STORE",
             )
+        read_only_path = None
         if backend == "sqlite":
             _refuse_an_emptied_file(resolved, display)
+            read_only_path = _only_readable(resolved)
         try:
-            engine = _create_engine(resolved, backend)
+            engine = (_read_only_sqlite_engine(resolved, read_only_path) if read_only_path
+                      else _create_engine(resolved, backend))
         except (ArgumentError, SQLAlchemyError, ImportError, ValueError) as exc:
             raise _unavailable("open", display, backend, exc, password_of(resolved)) from exc
-        store = cls(engine, resolved)
+        store = cls(engine, resolved, read_only=read_only_path is not None)
         try:
             with store._guard("open"):
-                store.upgraded_from = _migrate(engine, resolved, display)
-                store._mark_abandoned_runs()
+                if store.read_only:
+                    require_current_revision(engine, display_url=display)
+                else:
+                    store.upgraded_from = _migrate(engine, resolved, display)
+                    store._mark_abandoned_runs()
         except BaseException:
             engine.dispose()
             raise
@@ -470,7 +484,12 @@ class Store:
         try:
             yield
         except SQLAlchemyError as exc:
-            raise _unavailable(action, self.display_url, self._backend, exc, self._password) from exc
+            error = _unavailable(action, self.display_url, self._backend, exc, self._password)
+            if self.read_only:
+                error.hint = ("this user may only read the store (its file or its folder is not writable): "
+                              "runs, show, compare and report read it; to record runs, give a store you can "
+                              "write with --store or HORDE_STORE")
+            raise error from exc
 
 
 def _create_engine(url: str, backend: str) -> Engine:
@@ -500,6 +519,47 @@ def _create_engine(url: str, backend: str) -> Engine:
         connect_args["connect_timeout"] = _POSTGRES_CONNECT_TIMEOUT_S
     # pre_ping: a long run outlives server restarts and idle-connection reapers.
     return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
+
+
+def _only_readable(url: str) -> Path | None:
+    """The SQLite store file's path when it exists and this user may read it but not write it
+    or its folder (SQLite writes its -wal and -shm files beside it); None otherwise, a new or
+    unreadable store included (the ordinary open creates the one, reports the other)."""
+    try:
+        database = make_url(url).database
+    except ArgumentError:
+        return None
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    path = Path(database).expanduser()
+    if not path.is_file() or not os.access(path, os.R_OK):
+        return None
+    return None if os.access(path, os.W_OK) and os.access(path.parent, os.W_OK) else path
+
+
+def _read_only_sqlite_engine(url: str, path: Path) -> Engine:
+    """An engine that opens the SQLite file at ``path`` read-only (``mode=ro``).
+
+    A store in WAL mode is read through its -shm file, which SQLite makes beside the database
+    when it is absent; where the folder is not writable either, the file is read as immutable
+    (``immutable=1``): no other process is writing it then, since a writer's -wal and -shm files
+    would be there, with the database file's permissions, and the first open would have used them.
+    """
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+
+    def connect() -> sqlite3.Connection:
+        connection = sqlite3.connect(uri, uri=True, timeout=_SQLITE_BUSY_TIMEOUT_MS / 1000,
+                                     check_same_thread=False)
+        try:
+            connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return connection
+        except sqlite3.OperationalError as error:
+            connection.close()
+            if "readonly" not in str(error) and "unable to open" not in str(error):
+                raise
+        return sqlite3.connect(f"{uri}&immutable=1", uri=True, check_same_thread=False)
+
+    return create_engine(url, creator=connect, pool_pre_ping=True)
 
 
 def _refuse_an_emptied_file(url: str, display_url: str) -> None:

@@ -8,7 +8,9 @@ A store records the revision it is at in Alembic's ``alembic_version`` table. Op
   revision, so it is stamped so and the later revisions run;
 - behind: the missing revisions run;
 - at a revision this Horde does not know (written by a newer Horde): refused with
-  :class:`StoreTooNew`, before anything is written.
+  :class:`StoreTooNew`, before anything is written;
+- one this user may only read, opened read-only: never upgraded, so one behind is refused
+  (:func:`require_current_revision`).
 
 An upgrade is one transaction (SQLite and PostgreSQL both have transactional DDL), so it either
 happens whole or leaves the store as it was; two processes opening an old store at once upgrade
@@ -28,7 +30,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
-from horde.errors import StoreTooNew
+from horde.errors import StoreTooNew, StoreUnavailable
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -132,6 +134,28 @@ def upgrade_store(engine: Engine, url: str, *, display_url: str) -> str | None:
         return before or "empty"
 
 
+def require_current_revision(engine: Engine, *, display_url: str) -> None:
+    """For a store opened read-only, which cannot be upgraded: returns when it is at this Horde's
+    revision; raises :class:`StoreTooNew` for a newer one, :class:`StoreUnavailable` for an older
+    one (this Horde's queries would not fit its tables)."""
+    with engine.connect() as connection:
+        if _recorded_revisions(connection) == (HEAD_REVISION,):
+            return
+        current = store_revisions(connection)
+        premigration = not current and is_premigration_store(connection)
+    scripts = script_directory()
+    _refuse_unknown(current, scripts, display_url)
+    if current == (scripts.get_current_head(),):
+        return
+    at = current[0] if current else BASELINE_REVISION if premigration else "none (an empty store)"
+    raise StoreUnavailable(
+        f"the results store {display_url} is at schema revision {at}, older than this Horde's "
+        f"{HEAD_REVISION}, and this user may only read it, so it cannot be brought up to date",
+        hint="open it once as a user who may write it (any horde command upgrades it), or copy it somewhere "
+        "writable and give the copy with --store",
+    )
+
+
 def _refuse_unknown(current: tuple[str, ...], scripts: ScriptDirectory, display_url: str) -> None:
     known = {script.revision for script in scripts.walk_revisions()}
     unknown = [revision for revision in current if revision not in known]
@@ -185,6 +209,7 @@ __all__ = [
     "MIGRATIONS_DIR",
     "head_revision",
     "is_premigration_store",
+    "require_current_revision",
     "script_directory",
     "store_revisions",
     "upgrade_store",
