@@ -54,7 +54,7 @@ def test_every_limit_is_timed_from_its_first_second_past_it() -> None:
         # The rule's share (95 % of 20: 19) is already the limit, as the diagnosis judges it.
         "pg connections at 20 (max_connections) from second 2",
         "web interface eth0 at 95 % of its link from second 2",
-        "pg standby s1 holding back vacuum (xmin 1,400 transactions old) from second 3",
+        "pg standby s1 holding back vacuum from second 3 (its xmin 1,400 transactions old at the run's peak)",
     ]
     # A rule judged second by second is timed from its samples, not its finding (that came later).
     assert all(crossing.rule != "host_cpu" for crossing in crossings)

@@ -10,9 +10,11 @@ and all of it on PostgreSQL too.
 
 from __future__ import annotations
 
+import dataclasses
 import doctest
 import importlib
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -445,6 +447,83 @@ def test_the_live_stream_sends_each_new_second_then_the_end(stored: Stored, live
             assert update["summary"] == whole.summary
             store.finish_run(run_id, status="interrupted", summary=None)
             assert read_event(lines) == ("end", {"status": "interrupted"})
+
+
+# -- thresholds and verdicts ------------------------------------------------------------------------
+
+#: Conditions as a plan writes them: text, or a mapping with a scope.
+THRESHOLDS = ["p95 < 200ms", {"condition": "errors < 1%", "step": "missing"}, {"condition": "requests >= 1"}]
+
+
+def with_verdicts(store_url: str, run_id: str, plan: dict[str, Any]) -> str:
+    """A copy of a stored run whose plan has ``plan``'s thresholds, and whose summary has their
+    verdicts as `horde run` judges and stores them."""
+    from horde.control.thresholds import judge, verdicts_to_json
+    from horde.plan.control import Threshold
+
+    with Store.open(store_url) as store:
+        source = load_run(store, run_id)
+        copy_id = store.create_run(plan={**source.record.plan, **plan}, plan_name="judged", parameters={}, tags={})
+        for snapshot in source.snapshots:
+            store.add_snapshot(copy_id, snapshot)
+        verdicts = judge([Threshold.model_validate(item) for item in plan["thresholds"]], source.snapshots)
+        store.finish_run(copy_id, status="finished",
+                         summary={**source.summary, "run_id": copy_id, "thresholds": verdicts_to_json(verdicts)})
+    return copy_id
+
+
+def test_thresholds_read_as_conditions_with_their_verdicts_and_a_failure_is_marked(
+        client: TestClient, stored: Stored) -> None:
+    judged = with_verdicts(stored.url, stored.alpha, {"thresholds": THRESHOLDS})
+    state = client.get(f"/api/runs/{judged}").json()
+    rows = {row["condition"]: row for row in state["thresholds"]}
+    assert list(rows) == ["p95 < 200ms", "errors < 1% [step missing]", "requests >= 1"]
+    assert rows["p95 < 200ms"]["verdict"] == "passed" and rows["p95 < 200ms"]["detail"].endswith(" ms")
+    # Every request of step missing answers 404: an error, so the threshold failed.
+    assert rows["errors < 1% [step missing]"] == {"condition": "errors < 1% [step missing]", "verdict": "failed",
+                                                    "detail": "100 %, not < 1 %"}
+    assert state["thresholds_failed"] == 1
+    listed = {run["run_id"]: run for run in client.get("/api/runs").json()["runs"]}
+    assert listed[judged]["thresholds_failed"] == 1 and listed[stored.alpha]["thresholds_failed"] is None
+    assert "1 threshold failed" in client.get("/").text
+
+
+def test_a_running_runs_thresholds_are_judged_on_its_seconds_so_far(stored: Stored, live_url: str) -> None:
+    from horde.control.thresholds import judge
+    from horde.plan.control import Threshold
+
+    with Store.open(stored.url) as store:
+        results = load_run(store, stored.alpha)
+    view = RunView(dataclasses.replace(results.record, plan={**results.record.plan, "thresholds": THRESHOLDS}))
+    assert [row["verdict"] for row in view.state("running")["thresholds"]] == ["pending"] * 3
+    for snapshot in results.snapshots:
+        view.add([snapshot])
+    rows = view.state("running")["thresholds"]
+    whole = judge([Threshold.model_validate(item) for item in THRESHOLDS], results.snapshots)
+    # The verdicts so far of every second are the whole run's, read as they stand.
+    assert [row["verdict"] for row in rows] == ["passing" if verdict.passed else "failing" for verdict in whole]
+    assert rows[1]["detail"] == "100 % so far, not < 1 %" and rows[2]["detail"].endswith(" so far")
+    assert not any("{" in row["condition"] for row in rows)
+
+
+def test_a_run_where_nothing_answered_shows_no_latency(client: TestClient, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'silent.sqlite'}"
+    # Port 9 (discard) on loopback: nothing listens, every request is refused.
+    silent = record_run(url, plan_dict(9, [get("home", "/")], vus=1, duration_s=1.0, name="silent"))
+    judged = with_verdicts(url, silent, {"thresholds": ["p95 < 200ms"]})
+    with TestClient(create_app(url, token=None), base_url=BASE_URL) as local:
+        state = local.get(f"/api/runs/{judged}").json()
+        listed = {run["run_id"]: run for run in local.get("/api/runs").json()["runs"]}
+        page = local.get("/").text
+    assert state["summary"]["requests"] > 0 and state["summary"]["responses"] == 0
+    assert state["summary"]["latency_ms"]["p95"] == 0.0  # the summary's; the page shows none
+    assert all(row["responses"] == 0 for row in state["steps"])
+    [verdict] = state["thresholds"]
+    assert verdict["verdict"] == "failed" and verdict["detail"].startswith("no response was measured")
+    assert listed[judged]["p95_ms"] is None and listed[judged]["thresholds_failed"] == 1
+    row = page[page.index(f'data-run="{judged}"'):]
+    cells = re.findall(r"<td>([^<]*)</td>", row[:row.index("</tr>")])
+    assert cells[3:5] == ["—", "100"]  # p95 ms: none; errors %: every request
 
 
 # -- controls --------------------------------------------------------------------------------------

@@ -34,6 +34,10 @@ ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
 CHARTS = ("chart-throughput", "chart-latency", "chart-distribution", "chart-errors", "chart-load", "chart-generator")
 #: Longer than the test needs: the run is stopped from the page, never by its end.
 RUN_SECONDS = 90
+#: The live run's thresholds: its 5 ms step passes, its 404 step's errors fail.
+LIVE_THRESHOLDS = [{"condition": "p95 < 1000ms", "step": "item"}, {"condition": "errors < 1%", "step": "missing"}]
+VERDICTS = ("Array.from(document.querySelectorAll('#thresholds li')).map(item => "
+            "[item.dataset.verdict, item.textContent])")
 
 REQUESTS_SHOWN = "Number((document.querySelector('#headline [data-field=requests] b') || {}).textContent || 0)"
 CHARTS_DRAWN = """(() => %s.map(id => {
@@ -54,8 +58,9 @@ def live_run(horde_cli: HordeCli, builtin_target: Any) -> Iterator[tuple[subproc
     second is stored: (process, run id). The process is always ended."""
     chromium_or_skip()  # before any load is sent
     plan = horde_cli.tmp_path / "plan.json"
-    plan.write_text(json.dumps(plan_dict(builtin_target.port, [get("item", "/delay/5"), get("missing", "/status/404")],
-                                         vus=2, duration_s=RUN_SECONDS, name="live")))
+    plan.write_text(json.dumps({**plan_dict(builtin_target.port, [get("item", "/delay/5"), get("missing", "/status/404")],
+                                            vus=2, duration_s=RUN_SECONDS, name="live"),
+                                "thresholds": LIVE_THRESHOLDS}))
     process = horde_cli.popen("run", str(plan), "--workers", "1", "--tag", "ui=browser")
     try:
         yield process, first_stored_second(horde_cli, process)
@@ -84,6 +89,13 @@ def test_a_live_run_updates_draws_and_stops_from_the_page(
         steps = browser.evaluate(STEPS_TABLE)
         assert list(steps) == ["item", "missing", ALL_REQUESTS]
         assert browser.evaluate("document.getElementById('controls').hidden") is False
+        # Each threshold in words, where it stands on the seconds so far; no verdict yet.
+        browser.wait_for(f"{VERDICTS}.length === 2 && {VERDICTS}[1][0] === 'failing'", timeout_s=15,
+                         what="the thresholds judged so far")
+        verdicts = browser.evaluate(VERDICTS)
+        assert verdicts[0][0] == "passing" and verdicts[0][1].startswith("✓ p95 < 1000ms [step item] — passing: ")
+        assert verdicts[1][1] == "✗ errors < 1% [step missing] — failing: 100 % so far, not < 1 %", verdicts
+        assert browser.evaluate("document.getElementById('verdict').hidden") is True
         ARTIFACTS.mkdir(exist_ok=True)
         browser.screenshot(ARTIFACTS / "dashboard-live.png")
         assert (ARTIFACTS / "dashboard-live.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -125,6 +137,12 @@ def test_a_live_run_updates_draws_and_stops_from_the_page(
         expected = [[detail["kind"], f"{detail['kind']}: {detail['message']} — {detail['count']}"]
                     for detail in summary["error_details"]]
         assert details == expected and any(kind == "status_404" for kind, _ in details), (details, expected)
+        # Interrupted, judged on the whole stored run: the failed threshold is marked beside the status.
+        assert [verdict["passed"] for verdict in summary["thresholds"]] == [True, False]
+        browser.wait_for("document.getElementById('verdict').dataset.verdict === 'failed'", timeout_s=10,
+                         what="the failed threshold marked")
+        assert browser.evaluate("document.getElementById('verdict').textContent") == "✗ 1 of 2 thresholds failed"
+        assert [verdict for verdict, _ in browser.evaluate(VERDICTS)] == ["passed", "failed"]
         browser.screenshot(ARTIFACTS / "dashboard-ended.png")
 
         browser.open(server.url)
@@ -255,4 +273,50 @@ def test_a_message_run_draws_its_message_charts(horde_cli: HordeCli, tmp_path: P
                          "chart-rtt": ["p50", "p90", "p95", "p99", "max"]}, names
         assert browser.evaluate("document.getElementById('chart-rtt').layout.meta") == "time-axis"
         browser.screenshot(ARTIFACTS / "dashboard-messages.png")
+        assert browser.errors() == []
+
+
+#: What the page shows of the latency where no request got a response.
+LATENCY_SHOWN = ("[...document.querySelectorAll('#headline :is([data-field=p50], [data-field=p95], "
+                 "[data-field=p99]) b, #steps td:is([data-field^=p], [data-field=max])')]"
+                 ".map(cell => cell.textContent)")
+
+
+def test_a_run_where_nothing_answered_shows_no_latency_marks_its_failed_thresholds_and_draws_postgres_charts(
+        horde_cli: HordeCli, tmp_path: Path) -> None:
+    """A run against a port nothing listens on (every request refused), stored with a postgres
+    monitor's samples and its thresholds' verdicts: no latency where none was measured, the
+    failure marked beside the status, the conditions in words, each postgres chart drawn."""
+    from horde.monitors import monitors_block
+    from recorded_runs import record_run
+    from test_dashboard import with_verdicts
+    from test_report_monitors import PG_CHARTS, pg_samples
+
+    chromium_or_skip()
+    silent = record_run(horde_cli.store_url, plan_dict(9, [get("home", "/")], vus=1, duration_s=1.0, name="silent"))
+    run_id = with_verdicts(horde_cli.store_url, silent, {
+        "thresholds": ["p95 < 200ms", {"condition": "requests >= 1"}],
+        "monitors": [{"name": "pg", "type": "postgres", "dsn": "postgresql://app@db/game"}]})
+    with Store.open(horde_cli.store_url) as store:
+        samples = pg_samples()
+        store.add_monitor_samples(run_id, samples)
+        record = store.get_run(run_id)
+        block = monitors_block({"pg": "postgres"}, set(), {"pg": samples}, [], [])
+        store.finish_run(run_id, status="finished", summary={**record.summary, "monitors": block})
+    drawn = f"{json.dumps(list(PG_CHARTS))}.every(id => document.getElementById(id)?.querySelector('.main-svg'))"
+    with DashboardServer(horde_cli.store_url) as server, Browser(tmp_path / "profile") as browser:
+        browser.open(f"{server.url}runs/{run_id}")
+        browser.wait_for(drawn, timeout_s=20, what="every postgres chart placed and drawn")
+        assert browser.evaluate("document.getElementById('status').textContent") == "finished"
+        assert browser.evaluate("document.getElementById('verdict').textContent") == "✗ 1 of 2 thresholds failed"
+        verdicts = browser.evaluate(VERDICTS)
+        assert verdicts[0] == ["failed", "✗ p95 < 200ms — failed: no response was measured: none of the "
+                               f"{record.summary['requests']:,} requests in scope got one (refused "
+                               f"{record.summary['requests']:,})"], verdicts
+        assert verdicts[1][0] == "passed" and "{" not in json.dumps(verdicts)
+        assert set(browser.evaluate(LATENCY_SHOWN)) == {"—"}
+        # The charts in the order the figures give them, after the monitor's first.
+        order = browser.evaluate("[...document.querySelectorAll('#monitor-charts .chart')].map(chart => chart.id)")
+        assert order == list(PG_CHARTS)
+        browser.screenshot(ARTIFACTS / "dashboard-postgres-verdicts.png")
         assert browser.errors() == []

@@ -22,7 +22,7 @@ import psycopg
 import pytest
 
 from conftest import HordeCli, free_tcp_port
-from horde.monitors import Diagnosis
+from horde.monitors import Diagnosis, monitors_block
 from horde.monitors.host import HostSource
 from horde.monitors.postgres import PostgresSource
 from horde.monitors.prometheus import PrometheusSource
@@ -34,7 +34,8 @@ from node_exporter import start_node_exporter, stop
 from postgres_cluster import PostgresPair, postgres_pair
 
 
-@pytest.mark.parametrize("module", ["exposition", "source", "host", "sockets", "prometheus", "diagnosis", "conditions"])
+@pytest.mark.parametrize("module", ["exposition", "source", "host", "sockets", "prometheus", "diagnosis", "conditions",
+                                    "summary", "postgres"])
 def test_doctests(module: str) -> None:
     assert doctest.testmod(importlib.import_module(f"horde.monitors.{module}")).failed == 0
 
@@ -240,6 +241,16 @@ def pair() -> Iterator[PostgresPair]:
     yield from postgres_pair()
 
 
+def _replayed(pair: PostgresPair, lsn: str) -> None:
+    """Waits until the standby has replayed the primary's WAL up to ``lsn`` (a busy machine may
+    keep it a moment behind): what the test then reads there exists."""
+    deadline = time.monotonic() + 30
+    with psycopg.connect(pair.standby, autocommit=True) as standby:
+        while standby.execute("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", (lsn,)).fetchone() != (True,):
+            assert time.monotonic() < deadline, f"the standby did not replay up to {lsn}"
+            time.sleep(0.02)
+
+
 def test_a_primary_and_its_standby_under_updates_with_a_long_standby_transaction(pair: PostgresPair) -> None:
     with psycopg.connect(pair.primary, autocommit=True) as primary:
         primary.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
@@ -247,6 +258,8 @@ def test_a_primary_and_its_standby_under_updates_with_a_long_standby_transaction
         primary.execute("CREATE INDEX items_score ON items (score)")
         primary.execute("INSERT INTO items SELECT i, 0, 0 FROM generate_series(1, 2000) i")
         primary.execute("SELECT pg_stat_statements_reset()")
+        created = primary.execute("SELECT pg_current_wal_lsn()::text").fetchone()
+    _replayed(pair, str(created[0]) if created else "0/0")
     monitor = PostgresMonitor(name="pg", dsn=pair.primary, diagnosis={
         "xmin_age_limit": 300, "xmin_for_s": 3, "dead_tuples_min": 500, "dead_tuples_growth_per_s": 20,
         "dead_tuples_window_s": 4, "lag_window_s": 4, "lag_min_bytes": 50_000})
@@ -482,6 +495,106 @@ def _figures_add_up(pair: PostgresPair, observer: psycopg.Connection[tuple[objec
     assert counted("statements.delete_per_s") == pytest.approx(sent["delete"])
     assert counted("statements.update_per_s") == pytest.approx(sent["update"] + 3)
     assert sent["select"] + 1 <= counted("statements.select_per_s") <= sent["select"] + 1 + 12 * len(readings)
+
+
+def _fresh_database(pair: PostgresPair, name: str) -> str:
+    """A database of its own on the primary, with pg_stat_statements, so that nothing else's
+    statements or rows count in it."""
+    with psycopg.connect(pair.primary, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        admin.execute(f"CREATE DATABASE {name}")
+    dsn = pair.dsn(pair.primary_port, name)
+    with psycopg.connect(dsn, autocommit=True) as setup:
+        setup.execute("CREATE EXTENSION pg_stat_statements")
+    return dsn
+
+
+#: Statements as applications send them (comments first, WITH), each with its kind as
+#: PostgreSQL tags it, and how many times it is sent.
+_KINDS_SENT = [
+    ("/* app: web, route: /items */ SELECT count(*) FROM items", (), "select", 3),
+    ("-- refill one row\nUPDATE items SET hits = hits + 1 WHERE id = 1", (), "update", 4),
+    ("WITH chosen AS (SELECT id FROM items WHERE id <= 2) "
+     "UPDATE items SET hits = hits + 1 FROM chosen WHERE items.id = chosen.id", (), "update", 2),
+    ("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3) SELECT sum(i) FROM n",
+     (), "select", 2),
+    ("WITH gone AS (DELETE FROM items WHERE id = %s RETURNING *) INSERT INTO archive SELECT * FROM gone",
+     (11,), "insert", 5),
+    ("WITH \"odd ) name\" AS MATERIALIZED (SELECT ')' AS p) DELETE FROM archive WHERE id = %s", (11,), "delete", 1),
+    ("/* outer /* nested */ still a comment */ INSERT INTO archive VALUES (%s, 0)", (900,), "insert", 2),
+    ("(SELECT 1) UNION ALL (SELECT 2)", (), "select", 1),
+    ("VALUES (1), (2)", (), "select", 1),
+    ("EXPLAIN SELECT 1", (), "other", 1),
+    ("   -- a comment, then a delete\n   DELETE FROM archive WHERE id = %s", (900,), "delete", 2),
+]
+
+
+def test_the_statement_mix_counts_statements_by_their_kind_as_postgresql_tags_them(pair: PostgresPair) -> None:
+    dsn = _fresh_database(pair, "kinds")
+    with psycopg.connect(dsn, autocommit=True) as setup:
+        setup.execute("CREATE TABLE items (id int PRIMARY KEY, hits int NOT NULL)")
+        setup.execute("CREATE TABLE archive (id int, hits int NOT NULL)")
+        setup.execute("INSERT INTO items SELECT i, 0 FROM generate_series(1, 20) i")
+    source = PostgresSource(PostgresMonitor(name="pg", dsn=dsn))
+    source.open()
+    source.read(100.0)
+    sent = {"select": 0, "insert": 0, "update": 0, "delete": 0, "other": 0}
+    with psycopg.connect(dsn, autocommit=True) as load:
+        for statement, first_ids, kind, times in _KINDS_SENT:
+            for time_ in range(times):
+                # Another row each time.
+                load.execute(statement, tuple(first_id + time_ for first_id in first_ids) or None)
+                sent[kind] += 1
+    counted = source.read(101.0)  # one second later: each rate is a count
+    source.close()
+    with psycopg.connect(dsn, autocommit=True) as check:
+        archived = check.execute("SELECT count(*) FROM archive").fetchone()
+    assert archived == (4,)  # rows 11 to 15 moved there, 11 deleted again; 900 and 901 inserted and deleted
+    assert counted["statements.from_pg_stat_statements"] == 1.0
+    for kind in ("insert", "update", "delete", "other"):
+        assert counted[f"statements.{kind}_per_s"] == sent[kind], kind
+    # The monitor's own reads are selects too: a few more than were sent.
+    assert sent["select"] <= counted["statements.select_per_s"] <= sent["select"] + 12
+
+
+def test_the_hot_share_of_a_run_is_postgresqls_hot_updates_over_its_updates(pair: PostgresPair) -> None:
+    """Three readings of a known load: 200 updates that can be HOT, then 600 that cannot (an
+    indexed column), then 100 of each. The run's share is PostgreSQL's own over the run, not the
+    mean of the three readings' shares."""
+    dsn = _fresh_database(pair, "hot")
+    with psycopg.connect(dsn, autocommit=True) as setup:
+        # Room on each page for new versions; no autovacuum or autoanalyze to count updates of its own.
+        setup.execute("CREATE TABLE accounts (id int PRIMARY KEY, balance int NOT NULL, tag int NOT NULL) "
+                      "WITH (fillfactor = 50, autovacuum_enabled = off)")
+        setup.execute("CREATE INDEX accounts_tag ON accounts (tag)")
+        setup.execute("INSERT INTO accounts SELECT i, 0, 0 FROM generate_series(1, 1000) i")
+    source = PostgresSource(PostgresMonitor(name="pg", dsn=dsn))
+    source.open()
+
+    def counters(connection: psycopg.Connection[tuple[object, ...]]) -> tuple[int, int]:
+        row = connection.execute("SELECT n_tup_hot_upd, n_tup_upd FROM pg_stat_user_tables "
+                                 "WHERE relname = 'accounts'").fetchone()
+        assert row is not None
+        return int(row[0]), int(row[1])  # type: ignore[call-overload]
+
+    samples = [MonitorSample("pg", 0, 0.0, 0.0, source.read(100.0))]
+    with psycopg.connect(dsn, autocommit=True) as load:
+        base = counters(load)
+        for second, (plain, indexed) in enumerate([(200, 0), (0, 600), (100, 100)], 1):
+            for number in range(plain):
+                load.execute("UPDATE accounts SET balance = balance + 1 WHERE id = %s", (number % 1000 + 1,))
+            for number in range(indexed):
+                load.execute("UPDATE accounts SET tag = tag + 1 WHERE id = %s", (number % 1000 + 1,))
+            load.execute("SELECT pg_stat_force_next_flush()")  # published before the reading
+            samples.append(MonitorSample("pg", second, float(second), 0.0, source.read(100.0 + second)))
+        hot, updated = (after - before for after, before in zip(counters(load), base))
+    source.close()
+    assert updated == 1000 and 0 < hot <= 300
+    shares = [sample.values["hot_update_percent"] for sample in samples[1:] if sample.values]
+    block = monitors_block({"pg": "postgres"}, set(), {"pg": samples}, [], [])
+    figure = block["sources"]["pg"]["figures"]["hot_update_percent"]
+    assert figure["mean"] == pytest.approx(100.0 * hot / updated, abs=0.01)
+    assert abs(sum(shares) / len(shares) - 100.0 * hot / updated) > 10  # what a plain mean would have said
 
 
 def test_a_run_with_monitors_stores_them_on_its_time_axis(horde_cli: HordeCli, node_exporter: str,

@@ -51,8 +51,10 @@ class Crossing:
 
 
 # A limit judged second by second: (rule, figure prefix, figure suffix, limit of a sample's values
-# (None: not judged in it), the limit in words, the phrase from monitor, subject, peak, second).
-_Limit = tuple[str, str, str, Callable[[Mapping[str, float]], float | None], str, Callable[[str, str, float, int], str]]
+# (None: not judged in it), the limit in words, the phrase from monitor, subject, peak while past
+# the limit, second, and the run's peak).
+_Limit = tuple[str, str, str, Callable[[Mapping[str, float]], float | None], str,
+               Callable[[str, str, float, int, float], str]]
 
 
 def _first_streak(samples: Sequence[MonitorSample], metric: str, limit: Callable[[Mapping[str, float]], float | None]
@@ -87,9 +89,10 @@ def _limits(monitor: Monitor) -> list[_Limit]:
         host = monitor.diagnosis
         return [
             ("host_cpu", "cpu", "busy_percent", lambda values: host.cpu_percent, f"> {host.cpu_percent:g} %",
-             lambda name, subject, peak, second: f"{name} host CPU {peak:.0f} % from second {second}"),
+             lambda name, subject, peak, second, _: f"{name} host CPU {peak:.0f} % from second {second}"),
             ("nic_saturated", "net", "link_percent", lambda values: host.nic_percent, f"> {host.nic_percent:g} % of the link",
-             lambda name, subject, peak, second: f"{name} interface {subject} at {peak:.0f} % of its link from second {second}"),
+             lambda name, subject, peak, second, _: (f"{name} interface {subject} at {peak:.0f} % of its "
+                                                     f"link from second {second}")),
         ]
     if isinstance(monitor, PostgresMonitor):
         database = monitor.diagnosis
@@ -101,11 +104,14 @@ def _limits(monitor: Monitor) -> list[_Limit]:
 
         return [
             ("connections", "connections", "total", connections, f">= {database.connections_percent:g} % of max_connections",
-             lambda name, subject, peak, second: f"{name} connections at {peak:,.0f} (max_connections) from second {second}"),
+             lambda name, subject, peak, second, _: f"{name} connections at {peak:,.0f} (max_connections) "
+                                                    f"from second {second}"),
             ("standby_feedback", "replication", "xmin_age", lambda values: float(database.xmin_age_limit),
              f"> {database.xmin_age_limit:,} transactions",
-             lambda name, subject, peak, second: f"{name} standby {subject} holding back vacuum (xmin {peak:,.0f} "
-                                                 f"transactions old) from second {second}"),
+             # Labelled as the run's peak: the diagnosis gives the age as its rule fired.
+             lambda name, subject, peak, second, run_peak: (
+                 f"{name} standby {subject} holding back vacuum from second {second} "
+                 f"(its xmin {run_peak:,.0f} transactions old at the run's peak)")),
         ]
     return []
 
@@ -132,8 +138,9 @@ def limit_crossings(monitors: Sequence[Monitor], samples: Mapping[str, Sequence[
                 streak = _first_streak(own, metric, limit)
                 if streak is not None:
                     second, peak = streak
+                    run_peak = max((sample.values or {}).get(metric, peak) for sample in own)
                     crossings.append(Crossing(monitor.name, rule, subject or prefix, metric, second, peak, words,
-                                              phrase(monitor.name, subject, peak, second)))
+                                              phrase(monitor.name, subject, peak, second, run_peak)))
     seen = {(crossing.monitor, crossing.rule, crossing.subject) for crossing in crossings}
     for finding in findings:
         rule, subject = str(finding["rule"]), str(finding["subject"])

@@ -9,8 +9,9 @@ interface, a table, a standby) per run, at the first second its condition was me
   interface above ``nic_percent`` of its link for ``nic_for_s`` s; time-wait sockets growing
   faster than ``time_wait_growth_per_s`` over ``time_wait_window_s`` s past ``time_wait_min``;
 - postgres: a table's dead tuples growing faster than ``dead_tuples_growth_per_s`` over
-  ``dead_tuples_window_s`` s past ``dead_tuples_min`` (autovacuum's removals included, so it is
-  losing); a standby's replay lag rising over all of ``lag_window_s`` s past ``lag_min_bytes``;
+  ``dead_tuples_window_s`` s past ``dead_tuples_min``, in their trend and in what autovacuum's
+  runs in the window left (a sawtooth that stays bounded is autovacuum keeping up); a standby's
+  replay lag rising over all of ``lag_window_s`` s past ``lag_min_bytes``;
   a standby's feedback xmin older than ``xmin_age_limit`` transactions for ``xmin_for_s`` s while
   dead tuples grow (hot_standby_feedback holding back vacuum); client connections at
   ``connections_percent`` of ``max_connections``.
@@ -97,6 +98,9 @@ class _Rules:
         self.fired: set[tuple[str, str]] = set()
         self.streaks: dict[tuple[str, str], _Streak] = {}
         self.windows: dict[tuple[str, str], deque[tuple[int, float]]] = {}
+        #: Each table's readings over its dead-tuple window, and when the last sample was read.
+        self.readings: dict[str, deque[_TableReading]] = {}
+        self.previous_elapsed: float | None = None
 
     def streak(self, rule: str, subject: str) -> _Streak:
         return self.streaks.setdefault((rule, subject), _Streak())
@@ -122,6 +126,78 @@ def _subjects(values: dict[str, float], prefix: str, suffix: str) -> Iterable[tu
             subject = key[len(prefix) + 1: -len(suffix) - 1]
             if subject:
                 yield subject, value
+
+
+def _slope(points: Sequence[tuple[int, float]]) -> float:
+    """The least-squares slope of (second, value) points, per second: the trend of every point,
+    where the first and last alone may sit at a trough and a peak of a sawtooth."""
+    mean_second = sum(second for second, _ in points) / len(points)
+    mean_value = sum(value for _, value in points) / len(points)
+    spread = sum((second - mean_second) ** 2 for second, _ in points)
+    if spread == 0:
+        return 0.0
+    return sum((second - mean_second) * (value - mean_value) for second, value in points) / spread
+
+
+@dataclass(frozen=True)
+class _TableReading:
+    """A table's dead tuples at a reading, the autovacuum runs in the interval it ends, and the
+    rows the database updated or deleted in that interval (None: not known), the most dead
+    tuples the interval can have added to any one table."""
+
+    second: int
+    dead: float
+    runs: float
+    written: float | None
+
+
+@dataclass(frozen=True)
+class _Outrun:
+    trend: float
+    runs: float
+    #: The reading after the run judged, and the least dead tuples that run can have left.
+    run_second: int
+    left: float
+    #: The earlier reading it is compared with.
+    earlier_second: int
+    earlier: float
+
+
+def _outrun(readings: Sequence[_TableReading], growth_per_s: float) -> _Outrun | None:
+    """How dead tuples outran autovacuum over ``readings`` (a window), or None when nothing
+    shows they did.
+
+    Autovacuum makes a table's dead tuples a sawtooth: up between runs, down at each. Read
+    once a second, a bounded sawtooth can rise for many readings in a row (runs every 1.05 s
+    read every second drift across the tooth), so neither two readings nor their trend tell
+    growth from it. What a run left does: at least the count read after it less the rows the
+    database updated or deleted in the reading's interval and the one before (a backend
+    publishes what it counted up to a second late). Dead tuples outran autovacuum when their
+    trend exceeds ``growth_per_s`` and what a run left is above an earlier reading of the window
+    by more than ``growth_per_s`` a second between them. No run in the window: no verdict (a run
+    may yet take them back down).
+
+    >>> sawtooth = [_TableReading(second, 6 + 2276 * (second * 0.05 % 1), 1, 2276) for second in range(1, 12)]
+    >>> _outrun(sawtooth, 20.0) is None
+    True
+    >>> held = [_TableReading(second, 1000.0 * second, 1, 1000) for second in range(1, 12)]
+    >>> found = _outrun(held, 20.0)
+    >>> found.trend, found.run_second, found.left, found.earlier_second, found.earlier
+    (1000.0, 11, 9000.0, 1, 1000.0)
+    """
+    trend = _slope([(reading.second, reading.dead) for reading in readings])
+    if trend <= growth_per_s:
+        return None
+    runs = sum(reading.runs for reading in readings[1:])  # the first reading's runs came before the window
+    for index in range(len(readings) - 1, 0, -1):
+        after, before = readings[index], readings[index - 1]
+        if not after.runs or after.written is None or before.written is None:
+            continue
+        left = after.dead - after.written - before.written
+        for earlier in readings[:index]:
+            if left - earlier.dead > growth_per_s * (after.second - earlier.second):
+                return _Outrun(trend, runs, after.second, left, earlier.second, earlier.dead)
+    return None
 
 
 def _host_rules(rules: _Rules, settings: HostDiagnosis, sample: MonitorSample, values: dict[str, float]) -> list[Finding | None]:
@@ -161,20 +237,29 @@ def _host_rules(rules: _Rules, settings: HostDiagnosis, sample: MonitorSample, v
 def _postgres_rules(rules: _Rules, settings: PostgresDiagnosis, sample: MonitorSample, values: dict[str, float]) -> list[Finding | None]:
     found: list[Finding | None] = []
     interval = rules.monitor.interval_s
+    previous = rules.previous_elapsed
+    rules.previous_elapsed = sample.elapsed_s
+    updated, deleted = values.get("rows.updated_per_s"), values.get("rows.deleted_per_s")
+    written = (None if updated is None or deleted is None or previous is None
+               else (updated + deleted) * (sample.elapsed_s - previous))
     for table, dead in _subjects(values, "tables", "dead_tuples"):
-        points = rules.window("dead_tuples", table, sample.second, dead, settings.dead_tuples_window_s)
-        vacuums = rules.window("autovacuum", table, sample.second, values.get(f"tables.{table}.autovacuum_runs", 0.0),
-                               settings.dead_tuples_window_s)
-        (first_second, first), (last_second, last) = points[0], points[-1]
-        span = last_second - first_second
-        if span >= settings.dead_tuples_window_s and last > settings.dead_tuples_min:
-            growth = (last - first) / span
-            if growth > settings.dead_tuples_growth_per_s:
-                runs = sum(count for _, count in vacuums)
-                found.append(rules.fire("dead_tuples", table, first_second, f"tables.{table}.dead_tuples",
-                                        f"table {table}: dead tuples grew from {first:,.0f} to {last:,.0f} in {span} s "
-                                        f"(+{_number(growth)}/s) from second {first_second}, faster than autovacuum "
-                                        f"removes them ({runs:.0f} autovacuum runs meanwhile)"))
+        readings = rules.readings.setdefault(table, deque())
+        runs = values.get(f"tables.{table}.autovacuum_runs", 0.0)
+        readings.append(_TableReading(sample.second, dead, runs, written))
+        while readings[0].second < sample.second - settings.dead_tuples_window_s:
+            readings.popleft()
+        span = sample.second - readings[0].second
+        if span < settings.dead_tuples_window_s or dead <= settings.dead_tuples_min:
+            continue
+        outrun = _outrun(list(readings), settings.dead_tuples_growth_per_s)
+        if outrun is not None:
+            first_second = readings[0].second
+            found.append(rules.fire(
+                "dead_tuples", table, first_second, f"tables.{table}.dead_tuples",
+                f"table {table}: dead tuples outrunning autovacuum from second {first_second}: a trend of "
+                f"+{_number(outrun.trend)}/s over {span} s to {dead:,.0f}; the autovacuum run read at second "
+                f"{outrun.run_second} ({outrun.runs:.0f} in that time) left at least {outrun.left:,.0f}, "
+                f"against {outrun.earlier:,.0f} at second {outrun.earlier_second}"))
     dead_total = values.get("dead_tuples")
     dead_points = rules.window("dead_total", "all", sample.second, dead_total, settings.xmin_for_s) if dead_total is not None else None
     for standby, lag in _subjects(values, "replication", "replay_lag_bytes"):
@@ -191,10 +276,13 @@ def _postgres_rules(rules: _Rules, settings: PostgresDiagnosis, sample: MonitorS
         held = streak.add(sample.second, interval, age > settings.xmin_age_limit, age)
         growing = dead_points is not None and len(dead_points) > 1 and dead_points[-1][1] > dead_points[0][1]
         if held >= settings.xmin_for_s and growing and streak.first is not None:
-            found.append(rules.fire("standby_feedback", standby, streak.first, f"replication.{standby}.xmin_age",
-                                    f"standby {standby} holds back vacuum: the xmin it reports (hot_standby_feedback) "
-                                    f"was over {settings.xmin_age_limit:,} transactions old from second {streak.first} "
-                                    f"(up to {streak.worst:,.0f}) while dead tuples grew to {dead_total or 0:,.0f}"))
+            # The age as the rule fired, labelled: the run's peak (summary, what broke first) is another.
+            found.append(rules.fire(
+                "standby_feedback", standby, streak.first, f"replication.{standby}.xmin_age",
+                f"standby {standby} holds back vacuum: the xmin it reports (hot_standby_feedback) was over "
+                f"{settings.xmin_age_limit:,} transactions old from second {streak.first} ({age:,.0f} "
+                f"transactions old as this rule fired, at second {sample.second}) while dead tuples grew to "
+                f"{dead_total or 0:,.0f}"))
     total, maximum = values.get("connections.total"), values.get("connections.max")
     if total is not None and maximum:
         if total >= maximum * settings.connections_percent / 100:

@@ -2,8 +2,9 @@
 
 Its figures are :data:`horde.plan.monitor_figures.POSTGRES_FIGURES` (rates per second over the
 interval since the last reading; the database is the DSN's): transactions, the statement mix
-(from ``pg_stat_statements`` when the extension is installed in the database, else from the
-tuple counters: rows returned by scans stand for selects), rows, cache hits, HOT updates, temp
+(from ``pg_stat_statements`` when the extension is installed in the database, each statement by
+its kind as PostgreSQL tags it: :func:`statement_kind`; else from the tuple counters: rows
+returned by scans stand for selects), rows, cache hits, HOT updates, temp
 bytes, deadlocks, dead tuples and autovacuum per followed table, connections, locks waiting, and
 on a primary each standby's lag and the xmin it holds back.
 
@@ -43,14 +44,142 @@ SELECT coalesce(nullif(application_name, ''), client_addr::text, pid::text) AS s
        pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn)::float8 AS replay_lag_bytes,
        age(backend_xmin)::float8 AS xmin_age
 FROM pg_stat_replication"""
+# Without the texts (showtext false): reading them each second would read the whole file they
+# are kept in; a statement's text is read once, when its queryid is first seen.
 _STATEMENTS = """
-SELECT lower(substring(ltrim(query) FROM '^[A-Za-z]+')) AS verb, sum(calls)::float8 AS calls
-FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) GROUP BY 1"""
+SELECT queryid, sum(calls)::float8 AS calls FROM pg_stat_statements(false)
+WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) GROUP BY 1"""
+_STATEMENT_TEXTS = """
+SELECT DISTINCT ON (queryid) queryid, query FROM pg_stat_statements(true)
+WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND queryid = ANY(%s)"""
 _VERBS = ("select", "insert", "update", "delete")
+#: The most statements' kinds kept (pg_stat_statements keeps 5,000 by default; one that comes
+#: back after the cache was emptied has its text read again).
+MAX_KINDS = 50_000
+#: A statement's main word and its kind: the command tag PostgreSQL gives it (VALUES and TABLE
+#: are SELECTs to it).
+_KINDS = {"select": "select", "values": "select", "table": "select", "insert": "insert", "update": "update",
+          "delete": "delete"}
 
 
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
+_WORD = re.compile(r"[A-Za-z_\x80-\uffff][A-Za-z0-9_$\x80-\uffff]*")
+_DOLLAR_TAG = re.compile(r"\$([A-Za-z_\x80-\uffff][A-Za-z0-9_\x80-\uffff]*)?\$")
+
+
+def _skip_quoted(text: str, start: int, quote: str, backslashes: bool) -> int:
+    """The index after the quoted string or identifier opening at ``start``."""
+    index = start + 1
+    while index < len(text):
+        if backslashes and text[index] == "\\":
+            index += 2
+        elif text[index] == quote:
+            if text[index + 1: index + 2] != quote:  # a doubled quote stands for one
+                return index + 1
+            index += 2
+        else:
+            index += 1
+    return index
+
+
+def _tokens(text: str, start: int = 0) -> tuple[list[str | tuple[int, int]], int]:
+    """The tokens of ``text`` from ``start`` to the parenthesis that closes the level it is on
+    (or the end), and the index after that parenthesis: words in lower case, a parenthesised
+    group as (start, end) of what it holds, any other character as itself. Comments (nested
+    block comments too) are skipped; strings, quoted identifiers and dollar-quoted bodies come
+    as a ``'`` token, so that nothing in them counts."""
+    tokens: list[str | tuple[int, int]] = []
+    index = start
+    while index < len(text):
+        char = text[index]
+        if char.isspace():
+            index += 1
+        elif text.startswith("--", index):
+            end = text.find("\n", index)
+            index = len(text) if end < 0 else end + 1
+        elif text.startswith("/*", index):
+            depth, index = 1, index + 2
+            while index < len(text) and depth:
+                if text.startswith("/*", index):
+                    depth, index = depth + 1, index + 2
+                elif text.startswith("*/", index):
+                    depth, index = depth - 1, index + 2
+                else:
+                    index += 1
+        elif char == "(":
+            _, after = _tokens(text, index + 1)
+            tokens.append((index + 1, after - 1))
+            index = after
+        elif char == ")":
+            return tokens, index + 1
+        elif char in "'\"":
+            escaped = char == "'" and bool(tokens) and tokens[-1] == "e" and text[index - 1] in "eE"
+            if escaped:
+                tokens.pop()  # E'...': the E belongs to the string
+            index = _skip_quoted(text, index, char, escaped)
+            tokens.append("'")
+        elif char == "$" and (tag := _DOLLAR_TAG.match(text, index)):
+            end = text.find(tag.group(0), tag.end())
+            index = len(text) if end < 0 else end + len(tag.group(0))
+            tokens.append("'")
+        elif word := _WORD.match(text, index):
+            tokens.append(word.group(0).lower())
+            index = word.end()
+        else:
+            tokens.append(char)
+            index += 1
+    return tokens, index
+
+
+def statement_kind(text: str) -> str:
+    r"""A statement's kind as PostgreSQL tags it: ``select``, ``insert``, ``update``, ``delete``
+    or ``other``. Comments before it do not count, nor what a ``WITH`` defines before its main
+    statement (a data-modifying CTE included: the statement is tagged by its main part).
+
+    >>> statement_kind("/* app: game */ SELECT 1"), statement_kind("-- refill\nUPDATE t SET a = 1")
+    ('select', 'update')
+    >>> statement_kind("WITH gone AS (DELETE FROM t RETURNING *) INSERT INTO old SELECT * FROM gone")
+    'insert'
+    >>> statement_kind('WITH RECURSIVE "a)" (n) AS NOT MATERIALIZED (SELECT \')\') DELETE FROM t')
+    'delete'
+    >>> statement_kind("(SELECT 1) UNION (SELECT 2)"), statement_kind("EXPLAIN UPDATE t SET a = 1")
+    ('select', 'other')
+    """
+    tokens, _ = _tokens(text)
+    while tokens and isinstance(tokens[0], tuple):  # (SELECT ...) UNION ...: its first part's kind
+        begin, end = tokens[0]
+        tokens, _ = _tokens(text[begin:end])
+        text = text[begin:end]
+    if tokens[:1] != ["with"]:
+        first = tokens[0] if tokens else ""
+        return _KINDS.get(first, "other") if isinstance(first, str) else "other"
+    index = 2 if tokens[1:2] == ["recursive"] else 1
+    while index < len(tokens):
+        # name [(columns)] AS [NOT] [MATERIALIZED] (body) [SEARCH ... SET col] [CYCLE ... USING col]
+        index += 1
+        if index < len(tokens) and isinstance(tokens[index], tuple):
+            index += 1
+        while index < len(tokens) and tokens[index] in ("as", "not", "materialized"):
+            index += 1
+        index += 1  # the body
+        for clause, last in (("search", "set"), ("cycle", "using")):
+            if index < len(tokens) and tokens[index] == clause:
+                while index < len(tokens) and tokens[index] != last:
+                    index += 1
+                index += 2
+        if index < len(tokens) and tokens[index] == ",":
+            index += 1
+            continue
+        break
+    if index >= len(tokens):
+        return "other"
+    main = tokens[index]
+    if isinstance(main, tuple):
+        return statement_kind(text[main[0]:main[1]])
+    return _KINDS.get(main, "other")
 
 
 class PostgresSource:
@@ -62,6 +191,8 @@ class PostgresSource:
         self._connection: psycopg.Connection[dict[str, Any]] | None = None
         self._rates = CounterRates()
         self._has_statements = False
+        #: Each statement's kind by its queryid, its text read once.
+        self._kinds: dict[int, str] = {}
         self._max_connections = 0.0
         self._tables = set(monitor.tables)
 
@@ -139,8 +270,11 @@ class PostgresSource:
         mix: dict[str, float] = {}
         if self._has_statements:
             calls = {verb: 0.0 for verb in (*_VERBS, "other")}
-            for row in connection.execute(_STATEMENTS).fetchall():
-                verb = row["verb"] if row["verb"] in _VERBS else "other"
+            rows = connection.execute(_STATEMENTS).fetchall()
+            self._learn_kinds(connection, [row["queryid"] for row in rows])
+            for row in rows:
+                # No queryid: another user's statement, hidden from a role without pg_read_all_stats.
+                verb = self._kinds.get(row["queryid"], "other")
                 calls[verb] += float(row["calls"] or 0)
             for verb, count in calls.items():
                 rate = self._rates.rate(f"statements.{verb}", count, now)
@@ -154,6 +288,19 @@ class PostgresSource:
                 mix[f"statements.{verb}_per_s"] = values[figure]
         mix["statements.from_pg_stat_statements"] = 0.0
         return mix
+
+    def _learn_kinds(self, connection: psycopg.Connection[dict[str, Any]],
+                     queryids: list[int | None]) -> None:
+        """The kind of each statement not seen before, from its text (a queryid's statements all
+        have one kind: the command is part of what PostgreSQL hashes into it)."""
+        new = [queryid for queryid in queryids if queryid is not None and queryid not in self._kinds]
+        if not new:
+            return
+        if len(self._kinds) + len(new) > MAX_KINDS:
+            self._kinds.clear()
+            new = [queryid for queryid in queryids if queryid is not None]
+        for row in connection.execute(_STATEMENT_TEXTS, (new,)).fetchall():
+            self._kinds[row["queryid"]] = statement_kind(str(row["query"] or ""))
 
     def _tables_read(self, connection: psycopg.Connection[dict[str, Any]], now: float) -> dict[str, float]:
         values: dict[str, float] = {"dead_tuples": 0.0, "live_tuples": 0.0}

@@ -1,5 +1,14 @@
 """A run's monitors in its summary: per monitor its samples, gaps and headline figures (mean,
-peak, last), and the diagnosis; what ``horde show``, the report and the dashboard print."""
+peak, last), and the diagnosis; what ``horde show``, the report and the dashboard print.
+
+A share's mean is the run's share, not the mean of each reading's: the HOT share is the run's
+HOT updates over its updates, each reading's share weighted by the updates it covers.
+
+>>> readings = [MonitorSample("pg", 1, 1.0, 0.0, {"hot_update_percent": 90.0, "rows.updated_per_s": 100.0}),
+...             MonitorSample("pg", 2, 2.0, 0.0, {"hot_update_percent": 10.0, "rows.updated_per_s": 300.0})]
+>>> figures_of(readings, ["hot_update_percent"])["hot_update_percent"]
+{'mean': 30.0, 'max': 90.0, 'last': 10.0}
+"""
 
 from __future__ import annotations
 
@@ -22,6 +31,31 @@ HEADLINE: dict[str, tuple[str, ...]] = {
 COUNTS = ("autovacuum_runs", "autoanalyze_runs", "deadlocks")
 #: The most figures a prometheus source lists (its series, in the order first seen).
 MAX_SERIES = 20
+#: Shares (%) whose mean over a run is weighted: by the rate of what they are a share of.
+SHARES_OF: dict[str, str] = {"hot_update_percent": "rows.updated_per_s"}
+
+
+def share_over_run(elapsed_s: Sequence[float], shares: Sequence[float | None],
+                   rates: Sequence[float | None]) -> float | None:
+    """The run's share (%) from each reading's share and the rate of what it is a share of, the
+    readings on the run's time axis (``elapsed_s``): each share weighted by the count its rate
+    gives over the time since the reading before (the run's start for the first; a gap's time
+    counts in the next reading, whose rates span it). None when nothing was counted.
+
+    >>> share_over_run([1.0, 2.0, 4.0], [100.0, None, 0.0], [50.0, 20.0, 200.0])
+    11.111
+    """
+    part = whole = 0.0
+    previous = 0.0
+    for elapsed, share, rate in zip(elapsed_s, shares, rates):
+        if rate is None:
+            continue
+        if share is not None:
+            count = rate * (elapsed - previous)
+            whole += count
+            part += count * share / 100
+        previous = elapsed
+    return round(100 * part / whole, 3) if whole > 0 else None
 
 
 def headline_metrics(kind: str, node_exporter: bool, seen: Sequence[str]) -> list[str]:
@@ -38,6 +72,12 @@ def figures_of(samples: Sequence[MonitorSample], metrics: Sequence[str]) -> dict
         if not values:
             continue
         entry = {"mean": sum(values) / len(values), "max": max(values), "last": values[-1]}
+        if metric in SHARES_OF:
+            readings = [sample for sample in samples if sample.values is not None]
+            run_share = share_over_run([sample.elapsed_s for sample in readings],
+                                       [(sample.values or {}).get(metric) for sample in readings],
+                                       [(sample.values or {}).get(SHARES_OF[metric]) for sample in readings])
+            entry["mean"] = entry["mean"] if run_share is None else run_share
         if metric in COUNTS:
             entry["total"] = sum(values)
         figures[metric] = {key: round(value, 3) for key, value in entry.items()}

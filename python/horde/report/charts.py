@@ -210,8 +210,11 @@ def message_charts(series: MessageSeries) -> dict[str, Figure]:
 # -- monitors: a chart per source on the run's time axis -------------------------------------------
 
 #: A monitor's figures grouped by unit, in the order its chart's menu offers them: (group, axis title).
-MONITOR_UNITS: Final = (("%", "%"), ("per second", "per second"), ("bytes/s", "bytes per second"),
-                        ("values", "value"), ("seconds", "seconds"), ("bytes", "bytes"))
+#: Rows a second (a scan returns thousands a statement) have their own: on the statements' axis
+#: they would flatten every other line.
+MONITOR_UNITS: Final = (("%", "%"), ("per second", "per second"), ("rows/s", "rows per second"),
+                        ("bytes/s", "bytes per second"), ("values", "value"), ("seconds", "seconds"),
+                        ("bytes", "bytes"))
 #: The group a source's chart opens on: its most telling figures.
 _FIRST_UNIT: Final = {"host": "%", "postgres": "per second"}
 
@@ -223,11 +226,15 @@ def metric_unit(metric: str) -> str:
     ('%', 'bytes/s', 'per second')
     >>> metric_unit("replication_lag_s"), metric_unit("replication_lag_bytes"), metric_unit("tcp.time_wait")
     ('seconds', 'bytes', 'values')
+    >>> metric_unit("rows.returned_per_s")
+    'rows/s'
     """
     if metric.endswith("_percent"):
         return "%"
     if metric.endswith("bytes_per_s"):
         return "bytes/s"
+    if metric.startswith("rows.") and metric.endswith("_per_s"):
+        return "rows/s"
     if metric.endswith("_per_s"):
         return "per second"
     if metric.endswith("_s"):
@@ -263,6 +270,19 @@ def moment_lines(lines: Sequence[tuple[float, str, str]]) -> tuple[list[dict[str
     return shapes, annotations
 
 
+def _monitor_moments(series: MonitorSeries, findings: Sequence[Mapping[str, Any]],
+                     marks: Sequence[tuple[float, str]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A monitor chart's shapes and annotations: its gaps shaded, its findings and ``marks``."""
+    shapes: list[dict[str, Any]] = [
+        {"type": "rect", "xref": "x", "yref": "paper", "x0": second - 1, "x1": second, "y0": 0, "y1": 1,
+         "fillcolor": "#7f7f7f", "opacity": 0.2, "line": {"width": 0}} for second, _ in series.gaps]
+    lines = [(float(finding["second"]), str(finding["rule"]).replace("_", " "), "#d62728")
+             for finding in findings if finding.get("monitor") == series.name]
+    lines += [(second, label, "#1f77b4") for second, label in marks]
+    drawn, annotations = moment_lines(lines)
+    return shapes + drawn, annotations
+
+
 def monitor_chart(series: MonitorSeries, findings: Sequence[Mapping[str, Any]],
                   marks: Sequence[tuple[float, str]] = ()) -> Figure:
     """One monitor's figures over the run, a unit group at a time (a menu chooses); each of its
@@ -282,14 +302,7 @@ def monitor_chart(series: MonitorSeries, findings: Sequence[Mapping[str, Any]],
     buttons = [{"label": titles[unit], "method": "update",
                 "args": [{"visible": [owner == unit for owner in owners]}, {"yaxis.title.text": titles[unit]}]}
                for unit in units]
-    shapes: list[dict[str, Any]] = [
-        {"type": "rect", "xref": "x", "yref": "paper", "x0": second - 1, "x1": second, "y0": 0, "y1": 1,
-         "fillcolor": "#7f7f7f", "opacity": 0.2, "line": {"width": 0}} for second, _ in series.gaps]
-    lines = [(float(finding["second"]), str(finding["rule"]).replace("_", " "), "#d62728")
-             for finding in findings if finding.get("monitor") == series.name]
-    lines += [(second, label, "#1f77b4") for second, label in marks]
-    drawn, annotations = moment_lines(lines)
-    shapes.extend(drawn)
+    shapes, annotations = _monitor_moments(series, findings, marks)
     if not data:
         reason = f": {series.gaps[0][1]}" if series.gaps else ""
         annotations.append({"text": f"no figures from this monitor{reason}", "showarrow": False, "xref": "paper",
@@ -304,8 +317,141 @@ def monitor_chart(series: MonitorSeries, findings: Sequence[Mapping[str, Any]],
 
 def monitor_charts(series: Mapping[str, MonitorSeries], findings: Sequence[Mapping[str, Any]],
                    marks: Sequence[tuple[float, str]] = ()) -> dict[str, Figure]:
-    """A chart per monitor by element id (``chart-monitor-NAME``; monitor names are ids' letters)."""
-    return {f"chart-monitor-{name}": monitor_chart(one, findings, marks) for name, one in series.items()}
+    """A chart per monitor by element id (``chart-monitor-NAME``; monitor names are ids' letters),
+    each followed by its kind's own charts (a postgres monitor's: :func:`postgres_charts`)."""
+    charts: dict[str, Figure] = {}
+    for name, one in series.items():
+        charts[f"chart-monitor-{name}"] = monitor_chart(one, findings, marks)
+        if one.kind == "postgres":
+            charts.update(postgres_charts(one, findings, marks))
+    return charts
+
+
+# -- a postgres monitor: the statement mix, tables, standbys, rows --------------------------------
+
+#: The statement mix's kinds, in the order they stack.
+STATEMENT_KINDS: Final = ("select", "insert", "update", "delete", "other")
+_ROW_FIGURES: Final = ("returned", "fetched", "inserted", "updated", "deleted")
+#: The most tables drawn one by one beside all followed tables' dead tuples (the most dead first).
+MAX_TABLES_DRAWN: Final = 5
+#: A second axis on the right; ticks of its own (round numbers), not at the left axis' gridlines.
+_RIGHT_AXIS: Final = {"overlaying": "y", "side": "right", "rangemode": "tozero", "showgrid": False,
+                      "tickmode": "auto"}
+
+
+def statement_shares(series: MonitorSeries) -> dict[str, list[float | None]]:
+    """Each statement kind's share (%) of each reading's statements, for the kinds the monitor
+    gave; None at a reading without a mix (a gap, the first reading) or without statements.
+
+    >>> one = MonitorSeries("pg", "postgres", seconds=[1.0, 2.0, 3.0], values={
+    ...     "statements.select_per_s": [None, 300.0, 0.0], "statements.update_per_s": [None, 100.0, 0.0]})
+    >>> statement_shares(one)
+    {'select': [None, 75.0, None], 'update': [None, 25.0, None]}
+    """
+    kinds = [kind for kind in STATEMENT_KINDS if f"statements.{kind}_per_s" in series.values]
+    shares: dict[str, list[float | None]] = {kind: [] for kind in kinds}
+    for index in range(len(series.seconds)):
+        rates = {kind: series.values[f"statements.{kind}_per_s"][index] for kind in kinds}
+        total = sum(rate for rate in rates.values() if rate is not None)
+        for kind, rate in rates.items():
+            shares[kind].append(100.0 * (rate or 0.0) / total if total > 0 else None)
+    return shares
+
+
+def _total(columns: Sequence[Sequence[float | None]], length: int) -> list[float | None]:
+    """The sum at each reading of the columns that have a value there; None where none has."""
+    sums: list[float | None] = []
+    for index in range(length):
+        known = [column[index] for column in columns if column[index] is not None]
+        sums.append(sum(value for value in known if value is not None) if known else None)
+    return sums
+
+
+def _subjects_of(series: MonitorSeries, prefix: str, suffix: str) -> list[str]:
+    """The subjects (tables, standbys) of the figures named ``prefix.SUBJECT.suffix``."""
+    head, tail = prefix + ".", "." + suffix
+    return [metric[len(head):-len(tail)] for metric in series.values
+            if metric.startswith(head) and metric.endswith(tail) and len(metric) > len(head) + len(tail)]
+
+
+def _postgres_figure(series: MonitorSeries, findings: Sequence[Mapping[str, Any]],
+                     marks: Sequence[tuple[float, str]], data: list[dict[str, Any]], title: str,
+                     **axes: Any) -> Figure:
+    shapes, annotations = _monitor_moments(series, findings, marks)
+    layout = chart_layout(f"Monitor {series.name} (postgres): {title}", shapes=shapes,
+                          annotations=annotations, **axes)
+    return {"data": data, "layout": layout}
+
+
+def postgres_charts(series: MonitorSeries, findings: Sequence[Mapping[str, Any]],
+                    marks: Sequence[tuple[float, str]] = ()) -> dict[str, Figure]:
+    """A postgres monitor's telling figures, each where it reads: the statement mix as shares of
+    each second's statements (``-statements``); dead tuples with the autovacuum runs that cut
+    them, and the HOT share of updates (``-tables``); each standby's replay lag and the age of
+    the xmin it holds back, when one streams (``-replication``); rows a second (``-rows``),
+    thousands a statement, on an axis of their own."""
+    name, seconds, values = series.name, series.seconds, series.values
+    missing: list[float | None] = [None] * len(seconds)
+    charts: dict[str, Figure] = {}
+
+    shares = statement_shares(series)
+    # Without pg_stat_statements the mix is the tuple counters' (rows, not statements).
+    from_statements = any(value == 1.0 for value in values.get("statements.from_pg_stat_statements", []))
+    unit = "statements" if from_statements or not shares else "rows"
+    mix = [{"type": "scatter", "mode": "lines", "stackgroup": "mix", "name": f"{kind} %", "x": seconds,
+            "y": share, "hovertemplate": "%{y:.1f} %"} for kind, share in shares.items()]
+    rates = [values[f"statements.{kind}_per_s"] for kind in shares]
+    mix.append(_line(f"{unit}/s", seconds, _total(rates, len(seconds)), yaxis="y2",
+                     line={"dash": "dot", "color": "#444"}))
+    counted = "statements" if unit == "statements" else (
+        "rows (the tuple counters: pg_stat_statements is not installed)")
+    title = f"statement mix, % of each second's {counted}"
+    charts[f"chart-monitor-{name}-statements"] = _postgres_figure(
+        series, findings, marks, mix, title, yaxis={"title": {"text": f"% of {unit}"}, "range": [0, 100]},
+        yaxis2={"title": {"text": f"{unit} per second"}, **_RIGHT_AXIS})
+
+    def most_dead(table: str) -> float:
+        return max((value or 0.0 for value in values[f"tables.{table}.dead_tuples"]), default=0.0)
+
+    tables = sorted(_subjects_of(series, "tables", "dead_tuples"), key=most_dead, reverse=True)
+    dead = values.get("dead_tuples", missing)
+    health = [_line("dead tuples (followed tables)", seconds, dead, line={"color": "#d62728"})]
+    if len(tables) > 1:
+        health += [_line(f"dead tuples {table}", seconds, values[f"tables.{table}.dead_tuples"],
+                         line={"dash": "dot"}) for table in tables[:MAX_TABLES_DRAWN]]
+    runs = values.get("autovacuum_runs", missing)
+    ran = [(second, level, count) for second, level, count in zip(seconds, dead, runs) if count]
+    health.append({"type": "scatter", "mode": "markers", "name": "autovacuum ran",
+                   "x": [second for second, _, _ in ran], "y": [level for _, level, _ in ran],
+                   "text": [f"{count:.0f} autovacuum runs" for _, _, count in ran],
+                   "marker": {"symbol": "triangle-down", "size": 9, "color": "#2ca02c"}})
+    hot = values.get("hot_update_percent", missing)
+    health.append(_line("HOT updates, % of updates", seconds, hot, yaxis="y2", line={"color": "#9467bd"}))
+    charts[f"chart-monitor-{name}-tables"] = _postgres_figure(
+        series, findings, marks, health, "dead tuples, autovacuum runs, HOT updates",
+        yaxis={"title": {"text": "dead tuples"}, "rangemode": "tozero"},
+        yaxis2={**_RIGHT_AXIS, "title": {"text": "HOT, % of updates"}, "rangemode": "normal",
+                "range": [0, 100]})
+
+    lagging = _subjects_of(series, "replication", "replay_lag_bytes")
+    holding = _subjects_of(series, "replication", "xmin_age")
+    if lagging or holding:
+        replication = [_line(f"{standby} replay lag (bytes)", seconds,
+                             values[f"replication.{standby}.replay_lag_bytes"]) for standby in lagging]
+        replication += [_line(f"{standby} xmin age (transactions)", seconds,
+                              values[f"replication.{standby}.xmin_age"], yaxis="y2", line={"dash": "dash"})
+                        for standby in holding]
+        charts[f"chart-monitor-{name}-replication"] = _postgres_figure(
+            series, findings, marks, replication, "standbys' replay lag, the age of the xmin each holds back",
+            yaxis={"title": {"text": "bytes of WAL behind"}, "rangemode": "tozero"},
+            yaxis2={"title": {"text": "xmin age, transactions"}, **_RIGHT_AXIS})
+
+    rows = [_line(f"rows {what}/s", seconds, values[f"rows.{what}_per_s"])
+            for what in _ROW_FIGURES if f"rows.{what}_per_s" in values]
+    charts[f"chart-monitor-{name}-rows"] = _postgres_figure(
+        series, findings, marks, rows, "rows per second (returned by scans, fetched by index, written)",
+        yaxis={"title": {"text": "rows per second"}, "rangemode": "tozero"})
+    return charts
 
 
 # -- comparison: one trace per run ----------------------------------------------------------------

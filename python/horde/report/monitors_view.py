@@ -15,6 +15,7 @@ from typing import Any
 
 from horde.monitors import Diagnosis
 from horde.monitors.diagnosis import plan_monitors
+from horde.monitors.summary import SHARES_OF, share_over_run
 from horde.report.charts import charted_metrics
 from horde.report.series import MonitorSeries, monitor_series
 from horde.store import MonitorSample
@@ -55,7 +56,12 @@ def monitors_view(series: Mapping[str, MonitorSeries], findings: Sequence[Mappin
             for metric in charted_metrics(one, []):
                 values = [value for value in one.values[metric] if value is not None]
                 if values:
-                    figures.append({"monitor": name, "figure": metric, "mean": round(sum(values) / len(values), 3),
+                    mean = round(sum(values) / len(values), 3)
+                    if metric in SHARES_OF:  # the run's share, as the stored summary gives it
+                        rates = one.values.get(SHARES_OF[metric], [None] * len(one.seconds))
+                        run_share = share_over_run(one.seconds, one.values[metric], rates)
+                        mean = mean if run_share is None else run_share
+                    figures.append({"monitor": name, "figure": metric, "mean": mean,
                                     "max": round(max(values), 3), "last": round(values[-1], 3)})
     return {"sources": sources, "figures": figures,
             "diagnosis": sorted((dict(finding) for finding in findings), key=lambda finding: (finding["second"], finding["monitor"])),

@@ -66,14 +66,21 @@ def query_lists(request: Request) -> dict[str, list[str]]:
 
 
 def listed_run(row: RunRow) -> dict[str, Any]:
-    """A runs-list row, JSON-ready, with the headline figures of its stored summary."""
+    """A runs-list row, JSON-ready, with the headline figures of its stored summary: no p95
+    where no request got a response (the summary's 0 is no measurement), and how many of its
+    thresholds failed (None: it judged none)."""
     summary = row.summary or {}
+    verdicts = summary.get("thresholds")
+    failed = [verdict for verdict in verdicts or [] if isinstance(verdict, dict) and not verdict.get("passed")]
+    measured = summary.get("responses") != 0
     return {
         "run_id": row.run_id, "plan_name": row.plan_name, "status": row.status,
         "started_at": row.started_at.isoformat(), "ended_at": row.ended_at.isoformat() if row.ended_at else None,
         "tags": row.tags, "host": row.host,
         "duration_s": summary.get("duration_s"), "requests": summary.get("requests"), "rps": summary.get("rps"),
-        "p95_ms": summary.get("latency_ms", {}).get("p95"), "error_percent": summary.get("error_percent"),
+        "p95_ms": summary.get("latency_ms", {}).get("p95") if measured else None,
+        "error_percent": summary.get("error_percent") if summary.get("requests") != 0 else None,
+        "thresholds_failed": len(failed) if isinstance(verdicts, list) and verdicts else None,
     }
 
 

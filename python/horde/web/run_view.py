@@ -22,7 +22,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from pydantic import ValidationError
+
+from horde.control.measure import Figures, Scope, combine, format_limit, format_value, measure, unit_of
 from horde.engine import histogram
+from horde.plan.control import AutostopRule, Threshold
 from horde.plan.message import is_message_url
 from horde.report.capacity_view import capacity_view
 from horde.report.charts import Figure, monitor_charts, run_charts
@@ -42,7 +46,8 @@ LATENCY_FIELDS: Final = ("p50", "p90", "p95", "p99", "max")
 
 
 def step_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per step, then all requests: the summary's figures, untouched."""
+    """One row per step, then all requests: the summary's figures, untouched, and how many
+    responses its latency figures cover (none: the page shows no latency, not 0 ms)."""
     rows = []
     for name, figures in [*summary.get("steps", {}).items(), (ALL_REQUESTS, summary)]:
         rows.append({
@@ -50,9 +55,108 @@ def step_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
             "kind": figures.get("kind", "request"),
             **{key: figures.get(key) for key in STEP_FIELDS},
             **{key: figures.get("latency_ms", {}).get(key) for key in LATENCY_FIELDS},
+            "responses": figures.get("responses"),
             "errors_by_kind": figures.get("errors_by_kind") or {},
         })
     return rows
+
+
+def _scoped(condition: str, step: str | None, scenario: str | None) -> str:
+    """A condition with the scope it is judged on, as the verdicts word it: ``p95 < 200ms [step login]``."""
+    if step is None and scenario is None:
+        return condition
+    return f"{condition} [{Scope.of(step=step, scenario=scenario).describe()}]"
+
+
+def _judged_rows(verdicts: list[Any]) -> list[dict[str, str]]:
+    """The stored verdicts (the summary's ``thresholds``) as the page lists them."""
+    rows = []
+    for record in verdicts:
+        if not isinstance(record, dict):
+            continue
+        verdict = "passed" if record.get("passed") else "failed"
+        name = _scoped(str(record.get("condition")), record.get("step"), record.get("scenario"))
+        message = str(record.get("message") or "")
+        # The message repeats the condition: "p95 < 200ms passed: 150 ms"; what follows is the figure.
+        detail = message.split(f" {verdict}: ", 1)[1] if f" {verdict}: " in message else message
+        rows.append({"condition": name, "verdict": verdict, "detail": detail})
+    return rows
+
+
+class LiveThresholds:
+    """A running run's thresholds judged on its seconds so far (each scope's figures extended by
+    each batch, never read again), for the page to show where each stands before the verdict
+    that counts: the one judged on the whole stored run when it ends."""
+
+    def __init__(self, plan: dict[str, Any]) -> None:
+        self.thresholds: list[Threshold | str] = []
+        for item in plan.get("thresholds") or []:
+            try:
+                self.thresholds.append(Threshold.model_validate(item))
+            except ValidationError:  # a plan stored by another version of Horde: shown, not judged
+                self.thresholds.append(str(item.get("condition") if isinstance(item, dict) else item))
+        self._figures: dict[Scope, Figures] = {}
+
+    def add(self, snapshots: list[Snapshot]) -> None:
+        """Take the next seconds of the run (each once)."""
+        scopes = {Scope.of(step=threshold.step, scenario=threshold.scenario) for threshold in self.thresholds
+                  if not isinstance(threshold, str) and threshold.monitor_condition is None}
+        for scope in scopes:
+            part = measure(snapshots, steps=scope.steps, scenario=scope.scenario)
+            self._figures[scope] = combine([self._figures[scope], part]) if scope in self._figures else part
+
+    def rows(self) -> list[dict[str, str]]:
+        rows = []
+        for threshold in self.thresholds:
+            if isinstance(threshold, str):
+                rows.append({"condition": threshold, "verdict": "pending",
+                             "detail": "judged when the run ends"})
+                continue
+            name = _scoped(threshold.condition, threshold.step, threshold.scenario)
+            if threshold.monitor_condition is not None:
+                rows.append({"condition": name, "verdict": "pending",
+                             "detail": "judged on the monitor's samples when the run ends"})
+                continue
+            figures = self._figures.get(Scope.of(step=threshold.step, scenario=threshold.scenario))
+            condition = threshold.parsed
+            measured = figures.value(condition) if figures is not None else None
+            if measured is None:
+                rows.append({"condition": name, "verdict": "pending", "detail": "nothing measured yet"})
+                continue
+            holds = condition.holds(measured)
+            shown = format_value(measured, unit_of(condition))
+            rows.append({"condition": name, "verdict": "passing" if holds else "failing",
+                         "detail": f"{shown} so far" + ("" if holds else f", not {format_limit(condition)}")})
+        return rows
+
+
+def threshold_rows(record: RunRecord, status: str, summary: dict[str, Any],
+                   live: LiveThresholds | None = None) -> list[dict[str, str]]:
+    """Each threshold of the run, readable, with its verdict: ``condition`` (with its scope),
+    ``verdict`` (``passed`` or ``failed`` once judged; while the run goes, ``passing``,
+    ``failing`` or ``pending`` on its seconds so far) and ``detail`` (the figure)."""
+    judged = summary.get("thresholds")
+    if isinstance(judged, list):
+        return _judged_rows(judged)
+    if live is not None:
+        return live.rows()
+    # A stored run without verdicts: interrupted before they were judged, or its process died.
+    detail = "judged when the run ends" if status == "running" else "not judged: the run stored no verdict"
+    return [{**row, "verdict": "pending", "detail": detail} for row in LiveThresholds(record.plan).rows()]
+
+
+def autostop_texts(plan: dict[str, Any]) -> list[str]:
+    """The plan's autostop rules in words: ``p95 > 500ms over the last 10 s [step login], from 30 s``."""
+    texts = []
+    for item in plan.get("autostop") or []:
+        try:
+            rule = AutostopRule.model_validate(item)
+        except ValidationError:
+            texts.append(str(item.get("when") if isinstance(item, dict) else item))
+            continue
+        text = f"{_scoped(rule.when, rule.step, rule.scenario)} over the last {rule.window_s} s"
+        texts.append(text + (f", from {rule.after_s:g} s into the run" if rule.after_s else ""))
+    return texts
 
 
 def run_header(record: RunRecord, status: str | None = None) -> dict[str, Any]:
@@ -67,9 +171,10 @@ def run_header(record: RunRecord, status: str | None = None) -> dict[str, Any]:
         "pid": record.pid,
         "tags": record.tags,
         "parameters": record.parameters,
-        # What the run was asked to judge, shown while it runs (the verdicts come at its end).
+        # What the run was asked to judge, as the plan holds it (the page shows state["thresholds"]).
         "thresholds": record.plan.get("thresholds") or [],
         "autostop": record.plan.get("autostop") or [],
+        "autostop_rules": autostop_texts(record.plan),
         "steer": record.plan.get("steer"),
         "models": sorted({scenario.get("workload", {}).get("type", "closed") for scenario in record.plan.get("scenarios", [])}),
         "scenarios": [scenario.get("name") for scenario in record.plan.get("scenarios", [])],
@@ -80,16 +185,22 @@ def run_header(record: RunRecord, status: str | None = None) -> dict[str, Any]:
 
 
 def run_state(record: RunRecord, status: str, summary: dict[str, Any], last: Snapshot | None,
-              monitors: dict[str, Any] | None = None) -> dict[str, Any]:
+              monitors: dict[str, Any] | None = None,
+              thresholds: LiveThresholds | None = None) -> dict[str, Any]:
     """What the run page draws but the figures, JSON-ready: the run, its summary and steps
-    table, the saturation warning, the gauges of its last second (``last``), and the monitors'
-    tables and diagnosis (``monitors``: :func:`~horde.report.monitors_view.monitors_view`)."""
+    table, its thresholds with their verdicts (:func:`threshold_rows`; ``thresholds``: a running
+    run's, judged so far), the saturation warning, the gauges of its last second (``last``),
+    and the monitors' tables and diagnosis (``monitors``:
+    :func:`~horde.report.monitors_view.monitors_view`)."""
     seen: dict[str, Any] = dict(last) if last is not None else {}
+    verdicts = threshold_rows(record, status, summary, thresholds)
     return {
         "monitors": monitors,
         "run": run_header(record, status),
         "summary": summary,
         "steps": step_rows(summary),
+        "thresholds": verdicts,
+        "thresholds_failed": sum(1 for row in verdicts if row["verdict"] == "failed"),
         "saturation": saturation_note(summary),
         # The capacity answer as a lab shows it (facts, the steps' table); its charts are figures.
         "capacity": capacity_view(summary.get("capacity")),
@@ -125,6 +236,7 @@ class RunView:
         self._names: dict[StepId, str] = {}
         self._series = _empty_series(self.workers)
         self.monitors = MonitorsWatch(record.plan)
+        self.thresholds = LiveThresholds(record.plan)
 
     def add_monitor_samples(self, samples: dict[str, list[MonitorSample]]) -> None:
         """Take the monitors' samples stored since the last call (any already taken are skipped)."""
@@ -140,6 +252,7 @@ class RunView:
         """Take the next seconds of the run (in order, none seen before)."""
         if not snapshots:
             return
+        self.thresholds.add(snapshots)
         for snapshot in snapshots:
             self._builder.add(snapshot)
             for entry in snapshot["steps"]:
@@ -174,7 +287,8 @@ class RunView:
 
     def state(self, status: str) -> dict[str, Any]:
         """Everything the run page draws but the figures, JSON-ready."""
-        return run_state(self.record, status, self.summary(status), self.last_snapshot, self.monitors.view())
+        return run_state(self.record, status, self.summary(status), self.last_snapshot, self.monitors.view(),
+                         self.thresholds)
 
     def _all_requests_histogram(self) -> bytes:
         return histogram.merge(blob for step_id, blob in self._merged.items() if self._kinds[step_id] == "request")

@@ -9,7 +9,10 @@
   const api = "/api/runs/" + encodeURIComponent(runId);
   const plan = JSON.parse(document.getElementById("run-plan").textContent);
   const FIELDS = ["requests", "errors", "error_percent", "rps", "p50", "p90", "p95", "p99", "max"];
-  const SECTIONS = {thresholds: "Thresholds", autostop: "Autostop", sight: "Sighting shot"};
+  const LATENCY = ["p50", "p90", "p95", "p99", "max"];
+  const SECTIONS = {autostop: "Autostop", sight: "Sighting shot"};
+  // A verdict's mark: judged on the whole run (passed, failed), or on its seconds so far.
+  const MARKS = {passed: "✓", failed: "✗", passing: "✓", failing: "✗", pending: "…"};
   let source = null;
 
   function shown(value) {
@@ -26,6 +29,14 @@
       made.append(child instanceof Node ? child : document.createTextNode(shown(child)));
     }
     return made;
+  }
+
+  // A figure where one exists: latency only over responses, an error share only over requests
+  // (the summary writes 0 for both when there were none).
+  function measured(figures, field) {
+    if (LATENCY.includes(field) && figures.responses === 0) { return null; }
+    if (field === "error_percent" && figures.requests === 0) { return null; }
+    return figures[field];
   }
 
   function problem(message) {
@@ -48,15 +59,30 @@
     if (status === "running") { parts.push("updated " + new Date().toLocaleTimeString()); }
     document.getElementById("progress").textContent = parts.join(" · ");
     document.getElementById("controls").hidden = status !== "running";
+    // The thresholds' verdict beside the status: a finished run may still have failed them.
+    const judged = (state.thresholds || []).filter(function (row) { return row.verdict === "passed" || row.verdict === "failed"; });
+    let verdict = document.getElementById("verdict");
+    if (!verdict) {
+      verdict = element("span", {id: "verdict"}, []);
+      badge.after(" ", verdict);
+    }
+    verdict.hidden = !judged.length;
+    verdict.dataset.verdict = state.thresholds_failed ? "failed" : "passed";
+    verdict.className = "status status-" + (state.thresholds_failed ? "failed" : "finished");
+    verdict.textContent = state.thresholds_failed
+      ? "✗ " + state.thresholds_failed + " of " + judged.length + " thresholds failed"
+      : "✓ thresholds passed";
   }
 
   function renderHeadline(summary) {
     const latency = summary.latency_ms || {};
+    const timed = summary.responses !== 0; // no response: no latency (the summary's 0 ms is none)
     const generator = summary.generator || {};
     const figures = [
       ["requests", "requests", summary.requests], ["rps", "req/s", summary.rps],
-      ["errors", "errors", shown(summary.errors) + " (" + shown(summary.error_percent) + " %)"],
-      ["p50", "p50 ms", latency.p50], ["p95", "p95 ms", latency.p95], ["p99", "p99 ms", latency.p99],
+      ["errors", "errors", shown(summary.errors) + (summary.requests === 0 ? "" : " (" + shown(summary.error_percent) + " %)")],
+      ["p50", "p50 ms", timed ? latency.p50 : null], ["p95", "p95 ms", timed ? latency.p95 : null],
+      ["p99", "p99 ms", timed ? latency.p99 : null],
       ["peak_vus", "peak VUs", summary.peak_vus], ["iterations", "iterations", summary.iterations],
       ["dropped_arrivals", "dropped arrivals", summary.dropped_arrivals],
       ["cpu_percent_max", "generator CPU max %", generator.cpu_percent_max],
@@ -72,7 +98,7 @@
     body.replaceChildren(...rows.map(function (row, index) {
       const total = row.name === plan.all_requests && index === rows.length - 1;
       const cells = [element("td", {class: "name"}, [row.name]), element("td", {}, [row.kind])];
-      for (const field of FIELDS) { cells.push(element("td", {"data-field": field}, [row[field]])); }
+      for (const field of FIELDS) { cells.push(element("td", {"data-field": field}, [measured(row, field)])); }
       return element("tr", {"data-step": row.name, class: total ? "total" : row.kind}, cells);
     }));
   }
@@ -161,20 +187,23 @@
       parts.push(element("h2", {id: "section-generators"}, ["Generators (last second)"]),
         sectionTable("generators", state.generators));
     }
-    if (state.run.status === "running") {
-      // Verdicts are judged on the whole stored run when it ends; meanwhile, what will be judged.
-      if (plan.thresholds.length) {
-        parts.push(element("h2", {}, ["Thresholds (judged when the run ends)"]),
-          element("ul", {id: "planned-thresholds"}, plan.thresholds.map(function (item) {
-            return element("li", {}, [typeof item === "string" ? item : JSON.stringify(item)]);
-          })));
-      }
-      if (plan.autostop.length) {
-        parts.push(element("h2", {}, ["Autostop (watched each second)"]),
-          element("ul", {id: "planned-autostop"}, plan.autostop.map(function (item) {
-            return element("li", {}, [typeof item === "string" ? item : JSON.stringify(item)]);
-          })));
-      }
+    const thresholds = state.thresholds || [];
+    if (thresholds.length) {
+      // Once the run ends, the verdicts judged on the whole stored run; meanwhile, where each
+      // condition stands on the seconds so far.
+      const running = state.run.status === "running";
+      parts.push(element("h2", {id: "section-thresholds"},
+                         [running ? "Thresholds (so far; judged on the whole run when it ends)" : "Thresholds"]),
+        element("ul", {id: "thresholds", class: "verdicts"}, thresholds.map(function (row) {
+          return element("li", {class: row.verdict, "data-verdict": row.verdict}, [
+            element("span", {class: "mark"}, [MARKS[row.verdict] || ""]), " ", element("code", {}, [row.condition]),
+            " — " + row.verdict + (row.detail ? ": " + row.detail : "")]);
+        })));
+    }
+    const rules = state.run.autostop_rules || [];
+    if (state.run.status === "running" && rules.length) {
+      parts.push(element("h2", {}, ["Autostop (watched each second)"]),
+        element("ul", {id: "planned-autostop"}, rules.map(function (rule) { return element("li", {}, [element("code", {}, [rule])]); })));
     }
     document.getElementById("sections").replaceChildren(...parts);
   }
@@ -218,9 +247,27 @@
     });
   }
 
+  function monitorCharts(ids) {
+    // A monitor's own charts beyond its first (a PostgreSQL monitor's statement mix, tables,
+    // standbys, rows) get their place as their figures first come, after the chart before them.
+    const holder = document.getElementById("monitor-charts");
+    if (!holder) { return; }
+    let previous = null;
+    for (const id of ids) {
+      if (!id.startsWith("chart-monitor-")) { continue; }
+      let chart = document.getElementById(id);
+      if (!chart) {
+        chart = element("div", {class: "chart", id: id}, []);
+        if (previous) { previous.after(chart); } else { holder.append(chart); }
+      }
+      previous = chart;
+    }
+  }
+
   function load() {
     fetch(api, {headers: {accept: "application/json"}}).then(readJson).then(function (state) {
       render(state);
+      monitorCharts(Object.keys(state.figures || {}));
       HordeCharts.drawAll(state.figures);
       problem(null);
     }).catch(function (error) { problem("cannot read the run: " + error.message); });
@@ -231,6 +278,7 @@
     source.addEventListener("update", function (event) {
       const state = JSON.parse(event.data);
       render(state);
+      monitorCharts(Object.keys(state.changes || {}));
       HordeCharts.apply(state.changes);
       problem(null);
     });
