@@ -294,12 +294,24 @@ def run_measured(procs: Processes, argv: list[str], log: Path, *, timeout_s: flo
 #: `STEADY_TAIL_S` before its end, past start-up and connection set-up, short of the exit.
 STEADY_FROM_S = 4.0
 STEADY_TAIL_S = 1.0
+#: The shortest steady window, and the earliest it may start in a run too short to start it at
+#: `STEADY_FROM_S` (`make bench-sql`'s 5 s): Horde's first second of load begins about 0.8 s
+#: after its process starts (Python, the plan's check, the store, pinned to one CPU), pgbench's
+#: at once; 2 s leaves both well inside their load.
+STEADY_MIN_S = 2.0
+STEADY_MIN_FROM_S = 2.0
 
 
 def steady_window(seconds: float) -> tuple[float, float] | None:
-    """The seconds (since the start) over which a run's steady CPU is read; none for short runs."""
+    """The seconds (since the start) over which a run's steady CPU is read; none for runs too
+    short to hold `STEADY_MIN_S` of it after `STEADY_MIN_FROM_S` (under 5 s).
+
+    >>> steady_window(10), steady_window(7), steady_window(6), steady_window(5), steady_window(4)
+    ((4.0, 9.0), (4.0, 6.0), (3.0, 5.0), (2.0, 4.0), None)
+    """
     end = seconds - STEADY_TAIL_S
-    return (STEADY_FROM_S, end) if end - STEADY_FROM_S >= 2.0 else None
+    start = max(STEADY_MIN_FROM_S, min(STEADY_FROM_S, end - STEADY_MIN_S))
+    return (start, end) if end - start >= STEADY_MIN_S else None
 
 
 def steady_us_per(m: Measured, rate: float) -> float:

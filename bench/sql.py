@@ -226,8 +226,10 @@ def render(result: dict[str, Any], command: str, reps: int, seconds: int, client
             lines.append(f"| {script} | {tool} | {median['user_us']:.2f} ({min(users):.2f}-{max(users):.2f}) "
                          f"| {median['kernel_us']:.2f} | {median['wakeups_per_req']:.3f} "
                          f"| {median['gen_halts_s'] / median['tps']:.3f} | {median['target_halts_s']:,.0f} |")
-    lines += ["", f"*Steady*: each client's CPU (every thread of its process) from {harness.STEADY_FROM_S:g} s after its start to "
-              f"{harness.STEADY_TAIL_S:g} s before its end, read from /proc, over the transactions of those seconds at its rate; "
+    window = harness.steady_window(seconds)
+    lines += ["", f"*Steady*: each client's CPU (every thread of its process) from {window[0]:g} s after its "
+              f"start to {seconds - window[1]:g} s before its end, read from /proc, over the transactions of "
+              "those seconds at its rate; "
               "*start-up corrected*: the long run's CPU less a 1 s run's, over the difference of their transactions.",
               "", "Target (at least pgbench's rate at no more than its CPU): " + "; ".join(verdicts) + "."]
     return "\n".join(lines) + "\n"
@@ -242,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-readme", action="store_true")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
     args = parser.parse_args(argv)
+    if harness.steady_window(args.seconds) is None:
+        parser.error(f"--seconds {args.seconds}: the steady window needs runs of at least 5 s")
 
     def body(procs: harness.Processes) -> int:
         load_before = harness.load()

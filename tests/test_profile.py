@@ -405,6 +405,14 @@ def test_a_missing_log_and_a_wrong_format_exit_2(horde_cli: HordeCli, tmp_path: 
     assert "Traceback" not in result.stderr
 
 
+def test_a_gzip_of_zeros_exits_2_saying_it_is_no_log(horde_cli: HordeCli, tmp_path: Path) -> None:
+    from test_profile_logs import zeros_gzip
+
+    result = horde_cli.run("profile", str(zeros_gzip(tmp_path / "zeros.gz", 64)), timeout=30)
+    assert result.returncode == ExitCode.INVALID_INPUT, result.stderr
+    assert "not a text log" in result.stderr and "hint:" in result.stderr and "Traceback" not in result.stderr
+
+
 def test_the_table_and_the_rate(horde_cli: HordeCli, tmp_path: Path) -> None:
     result = horde_cli.run("profile", str(known_log(tmp_path)))
     assert result.returncode == 0, result.stderr

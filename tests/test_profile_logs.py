@@ -5,7 +5,13 @@ with their line numbers, a log in the wrong format refused with a hint; and the 
 from __future__ import annotations
 
 import doctest
+import gzip
 import json
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -251,3 +257,67 @@ def test_progress_is_reported_as_the_reading_goes(tmp_path: Path) -> None:
     assert [lines for lines, _ in seen[:2]] == [logs.EARLY_CHECK_LINES, logs.PROGRESS_EVERY]
     assert 0 < seen[0][1] < seen[1][1] < path.stat().st_size
     assert seen[-1] == (count, path.stat().st_size) and counts.bytes_total == path.stat().st_size
+
+
+def zeros_gzip(path: Path, mebibytes: int, *, before: Sequence[str] = (), after: Sequence[str] = ()) -> Path:
+    """A gzip bomb: ``mebibytes`` MiB of zero bytes (one line with no break) in a small file,
+    between the lines ``before`` and ``after``."""
+    chunk = bytes(1 << 20)
+    with gzip.open(path, "wb", compresslevel=1) as file:
+        file.write("".join(line + "\n" for line in before).encode())
+        for _ in range(mebibytes):
+            file.write(chunk)
+        file.write(("\n" if after else "").encode() + "".join(line + "\n" for line in after).encode())
+    return path
+
+
+def test_a_gzip_of_zeros_is_refused_as_no_text_log_without_reading_it_whole(tmp_path: Path) -> None:
+    bomb = zeros_gzip(tmp_path / "zeros.gz", 64)
+    assert bomb.stat().st_size < 1 << 20
+    started = time.monotonic()
+    with pytest.raises(InvalidInput) as error:
+        read_all([bomb])
+    assert "not a text log" in error.value.message and "line break" in error.value.message
+    assert error.value.hint
+    assert time.monotonic() - started < 5  # the first MiB tells; 64 MiB are never unpacked
+
+
+def test_a_line_past_the_limit_is_counted_unreadable_and_skipped(tmp_path: Path) -> None:
+    good = [combined_line(Hit(T0 + i, "GET", "/")) for i in range(20)]
+    long = '1.2.3.4 - - [01/Mar/2024:10:00:00 +0000] "GET /' + "a" * logs.MAX_LINE_LENGTH + ' HTTP/1.1" 200 1'
+    for path in (write_log(tmp_path / "a.log", good[:5] + [long] + good[5:]),
+                 write_log(tmp_path / "a.log.gz", good[:5] + [long] + good[5:], gzipped=True)):
+        records, counts, _ = read_all([path])
+        assert len(records) == 20 and counts.lines == 21 and counts.bad == 1
+        assert [(bad.line, bad.reason) for bad in counts.bad_samples] == [(6, "longer than 65,536 characters")]
+        assert counts.bad_samples[0].text.startswith("1.2.3.4") and len(counts.bad_samples[0].text) <= 160
+    # A line at the limit is read as any other.
+    edge = '1.2.3.4 - - [01/Mar/2024:10:00:00 +0000] "GET /x HTTP/1.1" 200 1 "-" "'
+    edge += "b" * (logs.MAX_LINE_LENGTH - len(edge) - 1) + '"'
+    assert len(edge) == logs.MAX_LINE_LENGTH
+    records, counts, _ = read_all([write_log(tmp_path / "edge.log", [edge, *good])])
+    assert counts.bad == 0 and len(records) == 21
+
+
+def test_a_long_line_is_never_held_whole_in_memory(tmp_path: Path) -> None:
+    # 64 MiB of zeros between readable lines, read by a process allowed 48 MiB more address
+    # space than it has after its imports: a line held whole would not fit.
+    good = [combined_line(Hit(T0 + i, "GET", "/")) for i in range(10)]
+    bomb = zeros_gzip(tmp_path / "inside.gz", 64, before=good, after=good)
+    script = textwrap.dedent(f"""\
+        import resource
+        from pathlib import Path
+        from horde.profile.logs import ReadCounts, SessionKey, make_parser, read_records
+        with open("/proc/self/status") as status:
+            size = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:"))
+        resource.setrlimit(resource.RLIMIT_AS, (size + (48 << 20), resource.RLIM_INFINITY))
+        path = Path({str(bomb)!r})
+        counts = ReadCounts()
+        parser = make_parser("auto", [path], {{}}, None, SessionKey("ip-ua"))
+        records = sum(1 for _ in read_records([path], parser, counts))
+        print(records, counts.bad, counts.lines)
+        """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                            check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["20", "1", "21"]

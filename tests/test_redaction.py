@@ -9,7 +9,16 @@ from typing import Any
 import pytest
 
 from conftest import HordeCli
-from horde.plan.redaction import REDACTED, is_secret_header, redact_plan, redact_url_password, secret_values
+from horde.plan.redaction import (
+    REDACTED,
+    feeder_secret_values,
+    is_secret_header,
+    redact_plan,
+    redact_url_password,
+    redact_values,
+    secret_names,
+    secret_values,
+)
 from horde.store import Store
 
 
@@ -155,3 +164,65 @@ def test_a_one_time_code_in_a_query_and_a_credential_object_in_a_body_are_secret
     assert not any(value in shown for value in ("ONE-TIME-1", "USER-77", "KEY-88", "TEXT-99")), shown
     steps = redact_plan(plan)["scenarios"][0]["steps"]
     assert steps[0]["path"] == "/cb?code=<redacted>&page=2" and steps[1]["json"] == {"credentials": "<redacted>"}
+
+
+def test_a_cookie_fed_by_a_parameter_of_any_name_is_a_secret_and_so_is_the_parameter() -> None:
+    # `-p c=...` into `Cookie: "sid={{ params.c }}"`: substituted before the plan is redacted.
+    cookie = "sid=ck-123456; PHPSESSID=php-98765; lang=en"
+    plan = {"parameters": {"c": "ck-123456", "page": "ck-1"},
+            "target": {"base_url": "http://h", "headers": {"Cookie": cookie}},
+            "scenarios": [{"name": "s", "steps": [{"name": "g", "method": "GET", "path": "/?v=ck-123456"}]}]}
+    secrets = secret_values(plan, environ={})
+    assert {"ck-123456", "php-98765"} <= secrets and "ck-1" not in secrets
+    shown = json.dumps(redact_plan(plan, secrets=secrets))
+    assert "ck-123456" not in shown and "php-98765" not in shown and '"page": "ck-1"' in shown
+
+
+def test_a_feeders_secret_fields_are_secrets(tmp_path: Any) -> None:
+    users = tmp_path / "users.csv"
+    users.write_text('login,Password,note\nann,pw-ann-1,"a, b"\nbob,pw-bob-2,x\n')
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"login": "ann", "api_key": "key-ann-1", "credentials": {"pin": "pin-4444"}}\n'
+                    '\nnot json\n')
+    plain = tmp_path / "plain.csv"
+    plain.write_text("login,city\nann,Paris-1234\n")
+    assert feeder_secret_values(str(users), "csv") == {"pw-ann-1", "pw-bob-2"}
+    assert feeder_secret_values(str(rows), "jsonl") == {"key-ann-1", "pin-4444"}
+    assert feeder_secret_values(str(plain), "csv") == frozenset()
+    assert feeder_secret_values(str(tmp_path / "absent.csv"), "csv") == frozenset()
+    plan = {"scenarios": [{"name": "s", "feeders": [{"name": "u", "path": str(users), "format": "csv"}],
+                           "steps": [{"name": "pw-ann-1 page", "method": "GET", "path": "/"}]}]}
+    assert {"pw-ann-1", "pw-bob-2"} <= secret_values(plan, environ={})
+    assert not secret_values(plan, environ={}, feeders=False)
+    # A name that happens to hold a row's password is the plan's word, not refused for it.
+    assert secret_names(plan, secret_values(plan, environ={})) == []
+
+
+def test_many_secrets_are_found_as_one_pattern_finds_them() -> None:
+    # Past a few hundred values (a feeder's), texts are searched through a set, not a pattern.
+    many = frozenset(f"pw-{index:06d}" for index in range(5000)) | {"pw-000001-long", "tok-9"}
+    text = {"m": "a pw-000001-longer pw-004999 pw-0049 tok-9tok-9 pw-00499", "pw-000007": ["x pw-000002"]}
+    assert redact_values(text, many) == {
+        "m": "a <redacted>er <redacted> pw-0049 <redacted><redacted> pw-00499", "<redacted>": ["x <redacted>"]}
+    few = frozenset({"pw-000001", "pw-000001-long", "pw-004999", "tok-9", "pw-000007", "pw-000002"})
+    assert redact_values(text, few) == redact_values(text, many)
+
+
+def test_a_failed_checks_details_lose_an_echoed_feeder_password(tmp_path: Any) -> None:
+    from horde.control.conductor import _redact_error_details
+
+    users = tmp_path / "users.csv"
+    users.write_text("login,password\n" + "".join(f"u{index},pw-{index:06d}\n" for index in range(1000)))
+    plan = {"parameters": {"token": "tok-31337"}, "scenarios": [{"name": "s", "feeders": [
+        {"name": "users", "path": str(users), "format": "csv"}], "steps": []}]}
+    checked = 'body does not contain "ok" (body "`pw-000731` is not valid")'
+    answered = '400 Bad Request — body "`pw-000002` is not valid"'
+    snapshot: Any = {"steps": [{"step": "login", "error_details": [
+        {"kind": "check_failed", "message": checked, "count": 1},
+        {"kind": "status_400", "message": answered, "count": 1}],
+        "checks": [{"check": 'body contains "tok-31337"', "passes": 0, "failures": 2}]}]}
+    _redact_error_details(snapshot, secret_values(plan, environ={}))
+    step = snapshot["steps"][0]
+    assert [detail["message"] for detail in step["error_details"]] == [
+        checked.replace("pw-000731", "<redacted>"), answered.replace("pw-000002", "<redacted>")]
+    assert step["checks"][0]["check"] == 'body contains "<redacted>"'

@@ -180,3 +180,67 @@ def test_a_planted_secret_reaches_no_printed_exchange(horde_cli: HordeCli, built
         assert '"password":"<redacted>"' in result.stdout
         assert MARKER not in result.stdout + result.stderr
     assert MARKER.encode() not in _store_bytes(horde_cli)
+
+
+#: Planted as a cookie's value through a parameter of no credential name (``-p c=...``), and as
+#: the passwords of a feeder's rows, which the target echoes back in its answers.
+COOKIE_MARKER = "c00k1e-M4RK3R-45"
+FED_MARKERS = ("f3d-M4RK3R-46", "f3d-M4RK3R-47")
+
+
+def test_a_cookie_from_a_parameter_and_an_echoed_feeder_password_reach_no_output(
+        horde_cli: HordeCli, builtin_target: Any) -> None:
+    # The target answers `/delay/X` and `/status/X` with a 400 whose body quotes X: a failed
+    # check's details and a failed status's details both carry the password it was sent.
+    (horde_cli.tmp_path / "users.csv").write_text("login,password\n" + "".join(
+        f"user{index},{password}\n" for index, password in enumerate(FED_MARKERS)))
+    plan = horde_cli.tmp_path / "echo.yaml"
+    plan.write_text(textwrap.dedent(f"""\
+        version: 1
+        name: echoed
+        parameters: {{c: "none"}}
+        target:
+          base_url: "http://127.0.0.1:{builtin_target.port}"
+          headers: {{Cookie: "sid={{{{ params.c }}}}; lang=en"}}
+        scenarios:
+          - name: login
+            feeders: [{{name: users, path: users.csv}}]
+            steps:
+              - name: checked
+                method: GET
+                path: "/delay/{{{{ users.password }}}}"
+                checks: [{{type: body_contains, text: "welcome"}}]
+              - name: answered
+                method: GET
+                path: "/status/{{{{ users.password }}}}"
+            workload: {{type: closed, start_vus: 2, stages: [{{duration_s: 2, vus: 2}}]}}
+        """))
+    summary = horde_cli.tmp_path / "summary.json"
+    args = ["run", str(plan), "-p", f"c={COOKIE_MARKER}", "--summary-json", str(summary)]
+    out, err, scraped, code = _scrape_while_running(horde_cli, args, free_tcp_port())
+    assert code == ExitCode.OK, err
+    run_id = json.loads(summary.read_text())["run_id"]
+    written: dict[str, str] = {"run stdout": out, "run stderr": err, "prometheus": scraped,
+                               "summary json": summary.read_text()}
+    for command in (["show", run_id], ["show", run_id, "--json"], ["runs", "--json"],
+                    ["export", run_id, "--format", "json"], ["export", run_id, "--format", "csv"]):
+        result = horde_cli.run(*command)
+        assert result.returncode == ExitCode.OK, result.stderr
+        written[" ".join(command)] = result.stdout + result.stderr
+    report = horde_cli.tmp_path / "report.html"
+    assert horde_cli.run("report", run_id, "-o", str(report)).returncode == ExitCode.OK
+    written["report"] = report.read_text()
+    with TestClient(create_app(horde_cli.store_url, token=None), base_url="http://127.0.0.1:8089") as client:
+        for path in ("/api/runs", f"/api/runs/{run_id}", f"/api/runs/{run_id}/events", f"/runs/{run_id}"):
+            response = client.get(path)
+            assert response.status_code == 200, path
+            written[path] = response.text
+
+    markers = (COOKIE_MARKER, *FED_MARKERS)
+    leaks = [(marker, where) for where, text in written.items() for marker in markers if marker in text]
+    assert leaks == [], f"the secret was written to: {leaks}"
+    assert not [marker for marker in markers if marker.encode() in _store_bytes(horde_cli)]
+    # The target did echo the passwords: the details say so, with the password redacted.
+    shown = written["summary json"]
+    assert "`<redacted>` is not a number of milliseconds" in shown
+    assert "`<redacted>` is not a status code" in shown

@@ -226,14 +226,17 @@ def conduct(
 
 
 def _redact_error_details(snapshot: Snapshot, secrets: frozenset[str]) -> None:
-    """The error details' messages with the plan's secret values replaced, before the store or a
-    sink sees them: a message quotes what the target answered (a body prefix, a SQL error naming
-    a parameter's value), which may hold a credential the plan sent."""
+    """The error details' messages with the plan's secret values replaced (its feeders' too),
+    before the store or a sink sees them: a message quotes what the target answered (a body
+    prefix, a failed check's finding, a SQL error naming a parameter's value), which may hold a
+    credential the plan sent. The checks' words are the plan's, a parameter's value among them."""
     if not secrets:
         return
     for step in snapshot["steps"]:
         if "error_details" in step:
             step["error_details"] = redact_values(step["error_details"], secrets)
+        if "checks" in step:
+            step["checks"] = redact_values(step["checks"], secrets)
 
 
 def _conduct_run(plan: Plan, store: Store, run_id: str, engine_run: EngineRun, steering: Any, sink: Sink,

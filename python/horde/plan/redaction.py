@@ -9,7 +9,11 @@ A secret is found two ways:
   credential (``code``, ``state``, ``nonce``, ``hash``); under a body field so named, an object or
   a list is a secret whole;
 - **by where its value came from**: a plan parameter set through the environment
-  (``HORDE_PARAM_NAME``, how a CI job passes a token) is a secret whatever its name.
+  (``HORDE_PARAM_NAME``, how a CI job passes a token) is a secret whatever its name, and so is
+  one whose value went into a credential (``Cookie: "sid={{ params.c }}"``); each cookie of a
+  ``Cookie`` header is a secret whatever its name (``PHPSESSID``);
+- **in a feeder file**: the values of a feeder's fields named like a credential (a CSV column
+  ``password``), which a target may echo back in what Horde keeps of its answers.
 
 Each value found so is then replaced wherever it appears in the plan, not only where it was
 found (a token fed into a header through a parameter, repeated in a path, a body or a URL):
@@ -23,6 +27,8 @@ found (a token fed into a header through a parameter, repeated in a path, a body
 from __future__ import annotations
 
 import copy
+import csv
+import functools
 import json
 import os
 import re
@@ -205,7 +211,13 @@ def redact_run_parameters(parameters: Mapping[str, Any], secrets: frozenset[str]
 
 def secret_names(plan: Mapping[str, Any], secrets: frozenset[str]) -> list[tuple[str, str]]:
     """Names (the plan's, its scenarios', its steps') that hold a secret value, with where they
-    are: names are written to the terminal, the store's rows and Prometheus' labels as they are."""
+    are: names are written to the terminal, the store's rows and Prometheus' labels as they are.
+
+    A value found only in a feeder file does not count: among thousands of rows' passwords one
+    may be a word a name holds ("admin"), and the name is the plan's, not the row's."""
+    fed = _feeder_secrets(plan)
+    if fed:
+        secrets = secrets - (fed - secret_values(plan, feeders=False))
     if not secrets:
         return []
     found = [("name", plan.get("name"))]
@@ -220,9 +232,20 @@ def secret_names(plan: Mapping[str, Any], secrets: frozenset[str]) -> list[tuple
             if isinstance(name, str) and any(secret in name for secret in secrets)]
 
 
-def secret_values(plan: Mapping[str, Any], *, environ: Mapping[str, str] | None = None) -> frozenset[str]:
+#: What parts a credential: "Bearer T", "sid=T; lang=en", "Digest username=u, response=T".
+_CREDENTIAL_SEPARATORS = re.compile(r"[\s;,=:\"]+")
+
+
+def secret_values(plan: Mapping[str, Any], *, environ: Mapping[str, str] | None = None,
+                  feeders: bool = True) -> frozenset[str]:
     """Every secret value a plan (as a dict) holds, found by name or by where it came from, for
-    :func:`redact_values` to replace wherever it appears."""
+    :func:`redact_values` to replace wherever it appears; with ``feeders``, the secret fields'
+    values of its feeder files too (:func:`feeder_secret_values`).
+
+    >>> cookie = {"Cookie": "sid=c-4567; lang=en"}
+    >>> sorted(secret_values({"parameters": {"c": "c-4567"}, "target": {"headers": cookie}}, environ={}))
+    ['c-4567', 'sid=c-4567; lang=en']
+    """
     environ = os.environ if environ is None else environ
     found: list[str] = []
     parameters = plan.get("parameters")
@@ -233,9 +256,12 @@ def secret_values(plan: Mapping[str, Any], *, environ: Mapping[str, str] | None 
         for name, value in headers.items():
             if is_secret_name(str(name)) and isinstance(value, str):
                 found.append(value)
-                # "Bearer TOKEN", "Basic CREDENTIALS": the credential alone may appear elsewhere
-                # (not the words of a template: "Bearer {{ token }}" holds no credential itself).
-                if "{{" not in value:
+                if str(name).lower() == "cookie":
+                    # Every cookie carries the session, whatever its name ("PHPSESSID", "_s").
+                    found.extend(cookie.partition("=")[2].strip() for cookie in value.split(";"))
+                elif "{{" not in value:
+                    # "Bearer TOKEN", "Basic CREDENTIALS": the credential alone may appear
+                    # elsewhere (not the words of a template: "Bearer {{ token }}" holds none).
                     found.extend(value.split()[1:])
     target = plan.get("target")
     urls = [target.get("base_url")] if isinstance(target, dict) else []
@@ -254,7 +280,126 @@ def secret_values(plan: Mapping[str, Any], *, environ: Mapping[str, str] | None 
                 password = None
             if password:
                 found.append(password)
-    return frozenset(value for value in found if len(value) >= MIN_VALUE_LENGTH and "{{" not in value)
+    # A parameter whose value went into a credential is one, whatever its name: `-p c=...`
+    # feeding `Cookie: "sid={{ params.c }}"` is substituted before this sees the plan.
+    pieces = {piece for value in found for piece in (value, *_CREDENTIAL_SEPARATORS.split(value))}
+    for value in parameters.values() if isinstance(parameters, dict) else []:
+        if not isinstance(value, bool) and str(value) in pieces:
+            found.append(str(value))
+    kept = frozenset(value for value in found if len(value) >= MIN_VALUE_LENGTH and "{{" not in value)
+    return (kept | _feeder_secrets(plan)) if feeders else kept
+
+
+# -- Values a feeder file holds ----------------------------------------------------------------
+# A feeder's rows reach the target (a login's password) and the target may quote them back: in a
+# failed check's details ("body does not contain ... (body "`pw-1` is not valid")"), a status's.
+# The engine's VUs redact the row they hold from recorded exchanges and SQL errors; the other
+# error details are redacted here, by value, before anything stores or shows them.
+
+#: The most secret values read from one feeder file: a set of this many short texts holds about
+#: a hundred MB. Rows past it are not searched for (a feeder of users rarely has as many).
+MAX_FEEDER_SECRETS = 1_000_000
+
+
+def feeder_secret_values(path: str, format: str) -> frozenset[str]:
+    """The values of a feeder file's fields named like a credential (:func:`is_secret_name`: a
+    CSV column ``password``, a JSONL key ``api_key``, an object under ``credentials`` whole); an
+    empty set when the file cannot be read (a cluster's generators may hold files this machine
+    does not). A CSV file without such a column is read no further than its header row."""
+    try:
+        status = os.stat(path)
+        return _feeder_file_secrets(path, format, status.st_size, status.st_mtime_ns)
+    except OSError:
+        return frozenset()
+
+
+@functools.lru_cache(maxsize=16)
+def _feeder_file_secrets(path: str, format: str, size: int, mtime_ns: int) -> frozenset[str]:
+    # Keyed by size and modification time: the file read again only when it changed.
+    found: set[str] = set()
+    with open(path, encoding="utf-8-sig", newline="") as file:
+        try:
+            if format == "csv":
+                columns: list[int] | None = None
+                for record in csv.reader(file):
+                    if not record or record == [""]:
+                        continue
+                    if columns is None:
+                        columns = [index for index, name in enumerate(record) if is_secret_name(name.strip())]
+                        if not columns:
+                            break
+                        continue
+                    found.update(record[index] for index in columns if index < len(record))
+                    if len(found) >= MAX_FEEDER_SECRETS:
+                        break
+            else:
+                for line in file:
+                    if not line.strip():
+                        continue
+                    try:
+                        found.update(_body_field_secrets(loads_bounded(line)))
+                    except ValueError:
+                        continue  # the plan's check reports a bad row
+                    if len(found) >= MAX_FEEDER_SECRETS:
+                        break
+        except (UnicodeDecodeError, csv.Error):
+            pass  # a bad row past those the plan's check reads: the rows before it still count
+    return frozenset(value for value in found if len(value) >= MIN_VALUE_LENGTH)
+
+
+def _feeder_secrets(plan: Mapping[str, Any]) -> frozenset[str]:
+    """The secret values of every feeder file of the plan's scenarios."""
+    found: frozenset[str] = frozenset()
+    for scenario in plan.get("scenarios", []) if isinstance(plan.get("scenarios"), list) else []:
+        feeders = scenario.get("feeders") if isinstance(scenario, dict) else None
+        for feeder in feeders if isinstance(feeders, list) else []:
+            if isinstance(feeder, dict) and isinstance(feeder.get("path"), str):
+                found |= feeder_secret_values(feeder["path"], str(feeder.get("format") or "csv"))
+    return found
+
+
+#: Above this many secret values a text is searched by lookups in a set rather than through one
+#: regular expression, whose alternatives Python's engine tries one after another at each place.
+_ALTERNATION_LIMIT = 256
+
+
+class _SecretFinder:
+    """Replaces the secret values in a text: longer secrets first at each place, so one that
+    contains another goes whole; built once for a set of secrets (:func:`_finder`)."""
+
+    def __init__(self, secrets: frozenset[str]) -> None:
+        self._pattern = (re.compile("|".join(re.escape(s) for s in sorted(secrets, key=len, reverse=True)))
+                         if len(secrets) <= _ALTERNATION_LIMIT else None)
+        self._secrets = secrets
+        self._lengths = sorted({len(s) for s in secrets}, reverse=True)
+
+    def sub(self, text: str) -> str:
+        if self._pattern is not None:
+            return self._pattern.sub(REDACTED, text)
+        if len(text) < self._lengths[-1]:
+            return text
+        # Each place tried with each length a secret has: a few dozen set lookups a character.
+        out: list[str] = []
+        kept_from = index = 0
+        while index < len(text):
+            length = next((length for length in self._lengths if index + length <= len(text)
+                           and text[index:index + length] in self._secrets), 0)
+            if length:
+                out.append(text[kept_from:index])
+                out.append(REDACTED)
+                index += length
+                kept_from = index
+            else:
+                index += 1
+        out.append(text[kept_from:])
+        return "".join(out)
+
+
+@functools.lru_cache(maxsize=4)
+def _finder(secrets: frozenset[str]) -> _SecretFinder:
+    # The conductor redacts each second's error details with the same set: built once. Few are
+    # kept: a set may hold a feeder's million passwords.
+    return _SecretFinder(secrets)
 
 
 def redact_values(data: Any, secrets: frozenset[str]) -> Any:
@@ -262,11 +407,11 @@ def redact_values(data: Any, secrets: frozenset[str]) -> Any:
     included, replaced; longer secrets first, so one that contains another goes whole."""
     if not secrets:
         return copy.deepcopy(data)
-    pattern = re.compile("|".join(re.escape(s) for s in sorted(secrets, key=len, reverse=True)))
+    finder = _finder(secrets)
 
     def walk(node: Any) -> Any:
         if isinstance(node, str):
-            return pattern.sub(REDACTED, node)
+            return finder.sub(node)
         if isinstance(node, dict):
             return {walk(key) if isinstance(key, str) else key: walk(value) for key, value in node.items()}
         if isinstance(node, list):

@@ -16,7 +16,10 @@ Formats:
 
 Files may be gzip-compressed (told by their first bytes, whatever their name). The reader
 streams: memory does not grow with the log, and a line that does not parse is counted (the
-first few are kept, redacted, with their line numbers), never fatal unless most lines fail.
+first few are kept, redacted, with their line numbers), never fatal unless most lines fail. A
+line longer than :data:`MAX_LINE_LENGTH` is such a line, skipped without being held whole; a
+file whose first MiB holds no line break is no text log, and is refused before more of it is
+read (a gzip of a GiB of zeros is one line of a GiB).
 """
 
 from __future__ import annotations
@@ -63,6 +66,14 @@ ROLES: Final = tuple(FIELD_CANDIDATES)
 
 #: How many unparsable lines are kept to show (the rest are only counted).
 BAD_SAMPLES = 5
+#: The longest line read, in characters without its line break: a longer one is counted as
+#: unreadable and skipped in pieces (an access log's line is a request line and a few headers;
+#: servers refuse request lines past 8 to 64 KiB).
+MAX_LINE_LENGTH = 64 * 1024
+#: A file whose first this many characters hold no line break is no text log.
+MAX_FIRST_LINE_LENGTH = 1 << 20
+#: The reason an over-long line is counted as unreadable.
+LONG_LINE = f"longer than {MAX_LINE_LENGTH:,} characters"
 #: Lines read before a file whose lines nearly all fail is refused early (a wrong --format).
 EARLY_CHECK_LINES = 2000
 #: The share of lines that may fail, at the end, before the whole log is refused.
@@ -451,8 +462,8 @@ Parser = TextParser | JsonParser
 
 
 def open_log(path: Path) -> tuple[IO[str], IO[bytes]]:
-    """The log as text lines (gzip unpacked when its first bytes say so) and the raw file, whose
-    position tells how far the reading is."""
+    """The log as text (gzip unpacked when its first bytes say so) and the raw file, whose
+    position tells how far the reading is; :func:`log_lines` reads its lines."""
     try:
         raw: IO[bytes] = open(path, "rb")  # noqa: SIM115 - closed by the caller with the text stream
     except OSError as error:
@@ -465,15 +476,55 @@ def open_log(path: Path) -> tuple[IO[str], IO[bytes]]:
     return io.TextIOWrapper(source, encoding="utf-8", errors="replace"), raw
 
 
+@dataclass(frozen=True, slots=True)
+class LongLine:
+    """A line past :data:`MAX_LINE_LENGTH`: only its start is kept (to show, redacted)."""
+
+    start: str
+
+
+def log_lines(text: IO[str], path: Path) -> Iterator[str | LongLine]:
+    """The lines of a log, without their line breaks; a line past :data:`MAX_LINE_LENGTH` is
+    read in pieces of that size and given as a :class:`LongLine`. Refuses a file whose first
+    :data:`MAX_FIRST_LINE_LENGTH` characters hold no line break
+    (:class:`~horde.errors.InvalidInput`)."""
+    readline = text.readline
+    first = True
+    while True:
+        # Two characters over the limit tell a line at the limit (with its break) from one past it.
+        line = readline(MAX_LINE_LENGTH + 2)
+        if len(line) <= MAX_LINE_LENGTH or (line.endswith("\n") and len(line) == MAX_LINE_LENGTH + 1):
+            if not line:
+                return
+            first = False
+            yield line.rstrip("\r\n")
+            continue
+        start = line[:160]
+        skipped = len(line)
+        while not line.endswith("\n"):
+            line = readline(MAX_LINE_LENGTH)
+            if not line:
+                break
+            skipped += len(line)
+            if first and skipped > MAX_FIRST_LINE_LENGTH:
+                raise InvalidInput(
+                    f"{path} is not a text log: its first {MAX_FIRST_LINE_LENGTH >> 20} MiB hold no line break"
+                    + (" (it starts with zero bytes)" if not start.strip("\x00") else ""),
+                    hint="give an access log: one request a line, plain text or gzip-compressed text")
+        first = False
+        yield LongLine(start)
+
+
 def first_lines(path: Path, count: int = 50) -> list[str]:
-    """Up to ``count`` non-empty lines from the start of the log (format detection)."""
+    """Up to ``count`` non-empty lines from the start of the log (format detection); a line past
+    :data:`MAX_LINE_LENGTH` is left out."""
     text, raw = open_log(path)
     lines: list[str] = []
     try:
         with text:
-            for line in text:
-                if line.strip():
-                    lines.append(line.rstrip("\r\n"))
+            for line in log_lines(text, path):
+                if isinstance(line, str) and line.strip():
+                    lines.append(line)
                     if len(lines) >= count:
                         break
     except (OSError, EOFError, gzip.BadGzipFile) as error:
@@ -546,16 +597,20 @@ def read_records(paths: Sequence[Path], parser: Parser, counts: ReadCounts,
         number = file_bad = 0
         try:
             with text:
-                for number, line in enumerate(text, start=1):
+                for number, line in enumerate(log_lines(text, path), start=1):
                     if number % PROGRESS_EVERY == 0 or number == EARLY_CHECK_LINES:
                         if number == EARLY_CHECK_LINES and file_bad > 0.9 * number:
                             _refuse(parser, counts, file_bad, number, source)
                         counts.lines, counts.bytes_read = lines_before + number, bytes_before + raw.tell()
                         if on_progress is not None:
                             on_progress(counts)
+                    if isinstance(line, LongLine):
+                        file_bad += 1
+                        counts.note_bad(source, number, LONG_LINE, line.start)
+                        continue
                     if line.isspace() or not line:
                         continue
-                    record = parser(line.rstrip("\r\n"))
+                    record = parser(line)
                     if isinstance(record, str):
                         file_bad += 1
                         counts.note_bad(source, number, record, line)
