@@ -174,8 +174,8 @@ def _outrun(readings: Sequence[_TableReading], growth_per_s: float) -> _Outrun |
     database updated or deleted in the reading's interval and the one before (a backend
     publishes what it counted up to a second late). Dead tuples outran autovacuum when their
     trend exceeds ``growth_per_s`` and what a run left is above an earlier reading of the window
-    by more than ``growth_per_s`` a second between them. No run in the window: no verdict (a run
-    may yet take them back down).
+    by more than ``growth_per_s`` a second between them. A window with no run is judged by the
+    caller on its growth alone: nothing took the dead tuples back down.
 
     >>> sawtooth = [_TableReading(second, 6 + 2276 * (second * 0.05 % 1), 1, 2276) for second in range(1, 12)]
     >>> _outrun(sawtooth, 20.0) is None
@@ -251,7 +251,19 @@ def _postgres_rules(rules: _Rules, settings: PostgresDiagnosis, sample: MonitorS
         span = sample.second - readings[0].second
         if span < settings.dead_tuples_window_s or dead <= settings.dead_tuples_min:
             continue
-        outrun = _outrun(list(readings), settings.dead_tuples_growth_per_s)
+        window = list(readings)
+        growth = (dead - window[0].dead) / span
+        if not any(reading.runs for reading in window[1:]) and growth > settings.dead_tuples_growth_per_s \
+                and _slope([(reading.second, reading.dead) for reading in window]) > settings.dead_tuples_growth_per_s:
+            # No autovacuum run at all in the window while dead tuples grew: nothing takes
+            # them back down (autovacuum off for the table, or its naptime longer than the run).
+            first_second = window[0].second
+            found.append(rules.fire(
+                "dead_tuples", table, first_second, f"tables.{table}.dead_tuples",
+                f"table {table}: dead tuples grew from {window[0].dead:,.0f} to {dead:,.0f} in {span} s "
+                f"(+{_number(growth)}/s) from second {first_second}, with no autovacuum run meanwhile"))
+            continue
+        outrun = _outrun(window, settings.dead_tuples_growth_per_s)
         if outrun is not None:
             first_second = readings[0].second
             found.append(rules.fire(
