@@ -284,6 +284,19 @@ def _render_monitors(console: Console, monitors: dict[str, Any]) -> None:
 MAX_READINGS_SHOWN = 30
 
 
+def _capacity_question_lines(capacity: dict[str, Any]) -> list[str]:
+    """The answers to the capacity question asked with the run (users, instances), in the rate's
+    own unit (messages/s for a gateway, req/s otherwise)."""
+    rate_unit = "messages/s" if capacity.get("rate_unit") == "messages/s" else "req/s"
+    lines = []
+    if capacity.get("users_supported") is not None:
+        lines.append(f"users supported at {capacity['per_user_rate']:g} {rate_unit} each: {capacity['users_supported']:,}")
+    if capacity.get("instances_needed") is not None:
+        lines.append(f"instances for a peak of {capacity['peak_rps']:,.1f} {rate_unit} with "
+                     f"{capacity['headroom_percent']:g} % headroom: {capacity['instances_needed']}")
+    return lines
+
+
 def _render_target_response_time(console: Console, capacity: dict[str, Any]) -> None:
     """Target response time: its answer in one sentence (never "max sustainable" when T was
     not held), how long it took and held, then its readings."""
@@ -295,11 +308,7 @@ def _render_target_response_time(console: Console, capacity: dict[str, Any]) -> 
     broke = capacity.get("what_broke_first")
     if broke:
         lines.append(f"what broke first: {broke['sentence']}")
-    if capacity.get("users_supported") is not None:
-        lines.append(f"users supported at {capacity['per_user_rate']:g} req/s each: {capacity['users_supported']:,}")
-    if capacity.get("instances_needed") is not None:
-        lines.append(f"instances for a peak of {capacity['peak_rps']:,.1f} req/s with {capacity['headroom_percent']:g} % "
-                     f"headroom: {capacity['instances_needed']}")
+    lines.extend(_capacity_question_lines(capacity))
     lines.extend(f"note: {note}" for note in capacity.get("notes") or [])
     console.print("capacity (target response time)", style="bold")
     for line in lines:
@@ -353,12 +362,7 @@ def _render_capacity(console: Console, capacity: dict[str, Any]) -> None:
     broke = capacity.get("what_broke_first")
     if broke:
         lines.append(f"what broke first: {broke['sentence']}")
-    if capacity.get("users_supported") is not None:
-        rate_unit = "messages/s" if capacity.get("rate_unit") == "messages/s" else "req/s"
-        lines.append(f"users supported at {capacity['per_user_rate']:g} {rate_unit} each: {capacity['users_supported']:,}")
-    if capacity.get("instances_needed") is not None:
-        lines.append(f"instances for a peak of {capacity['peak_rps']:,.1f} {'messages/s' if capacity.get('rate_unit') else 'req/s'} with {capacity['headroom_percent']:g} % "
-                     f"headroom: {capacity['instances_needed']}")
+    lines.extend(_capacity_question_lines(capacity))
     if capacity.get("bracket_percent") is not None and capacity.get("method") == "find_max":
         lines.append(f"the knee lies within {capacity['bracket_percent']:g} % above it "
                      f"(found in {capacity.get('answer_after_s')} s, {len(capacity.get('steps') or [])} steps)")
