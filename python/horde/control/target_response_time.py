@@ -281,13 +281,15 @@ class TargetResponseTimeSteering:
             if second >= current.started_s:
                 self.set_aside_s += 1  # the machine did not run the generator: its sends bunched up
             return
-        self._note_held(snapshot, entry)
+        # This second on its own (the steered steps, from the send), measured once for all below.
+        own = measure([snapshot], steps=self.steer.steps or None, from_send=True)
+        self._note_held(snapshot, own, entry)
         if second < current.started_s:
             return  # the move's own second, or the one it settles in
         if current.phase == "recover":
-            self._observe_recovery(snapshot, current, run, second)
+            self._observe_recovery(own, current, run, second)
             return
-        if current.draining and self._still_draining(snapshot, current):
+        if current.draining and self._still_draining(own, current):
             return
         current.seconds.append(snapshot)
         current.states.append(state)
@@ -303,12 +305,11 @@ class TargetResponseTimeSteering:
         self.readings.append(reading)
         self._decide(reading, run, second)
 
-    def _note_held(self, snapshot: Snapshot, entry: dict[str, Any]) -> None:
+    def _note_held(self, snapshot: Snapshot, own: Figures, entry: dict[str, Any]) -> None:
         """Once converged, whether this second holds T: the percentile over the HELD_WINDOW_S
         seconds that end with it (every second but starved ones, moves and drains included:
         what users got; the seconds since convergence only) within ±BAND of T. Its histogram and
         rate are kept for the answer."""
-        own = measure([snapshot], steps=self.steer.steps or None, from_send=True)
         if self.converged_at_s is None or int(snapshot["second"]) < self.converged_at_s:
             return
         self._trail.append(own.histogram)  # seconds since convergence only: what the search did is not held
@@ -401,10 +402,10 @@ class TargetResponseTimeSteering:
         self._climb_from = len(self.readings) - 1
         self._set(run, level, "climb", second)
 
-    def _observe_recovery(self, snapshot: Snapshot, current: _Level, run: LevelSetter, second: int) -> None:
+    def _observe_recovery(self, own: Figures, current: _Level, run: LevelSetter, second: int) -> None:
         """Recovering from an overload: calm once a second's percentile is back under T (or
         has stopped falling), within RECOVER_MAX_S; then on to the level that was asked for."""
-        latency = measure([snapshot], steps=self.steer.steps or None, from_send=True).latency_ms(self.steer.percentile)
+        latency = own.latency_ms(self.steer.percentile)
         previous, current.drain_latency_ms = current.drain_latency_ms, latency
         current.drained += 1
         calm = latency is None or latency <= self.target or (previous is not None and latency >= 0.9 * previous)
@@ -413,10 +414,10 @@ class TargetResponseTimeSteering:
             self._last_over_ms = None
             self._set(run, level, phase, second)
 
-    def _still_draining(self, snapshot: Snapshot, current: _Level) -> bool:
+    def _still_draining(self, own: Figures, current: _Level) -> bool:
         """Whether this second still shows the queue an over-T level built: its percentile over
         T and falling (a level that is itself over T does not fall), within DRAIN_MAX_S."""
-        latency = measure([snapshot], steps=self.steer.steps or None, from_send=True).latency_ms(self.steer.percentile)
+        latency = own.latency_ms(self.steer.percentile)
         previous, current.drain_latency_ms = current.drain_latency_ms, latency
         current.draining = (latency is not None and latency > self.target * (1 + BAND) and current.drained < DRAIN_MAX_S
                             and (previous is None or latency < previous))
