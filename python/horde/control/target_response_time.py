@@ -100,13 +100,17 @@ HOLD_FINE_S = 20
 HOLD_RECENT_S = 5
 #: A second holds T when the percentile over the this many seconds that end with it is within
 #: ±BAND of T: what a chart of the run's percentile over a 20 s window shows.
-HELD_WINDOW_S = 20
+HELD_WINDOW_S = 30
 #: Holding: after this many moves up in a row, sure each time to be under T, the level that
 #: gives T is far (the system got faster, or a passing slow-down had pushed the level down):
 #: the climb starts again from here, with its short readings, rather than in small steps.
 RECLIMB_AFTER = 2
 #: ... and its growth is at most this a step (the level that gives T is likely near).
 RECLIMB_GROWTH = 1.25
+#: ... and only from under this share of the highest level read within the band since
+#: convergence: nearer it, short climb readings of a queue near its knee read low, and
+#: holding's own steps are the ones to take.
+RECLIMB_BELOW = 0.8
 #: A reading whose interval's bottom is this many times T is over at its first judged second:
 #: no point queueing longer to learn more.
 CLEARLY_OVER = 2.0
@@ -120,6 +124,13 @@ GROWTH_SHARE = 0.75
 #: next reading, at a higher level, has more samples and says more).
 GROWTH_UNCERTAIN_FLAT = 1.5
 GROWTH_UNCERTAIN = 1.2
+#: Climb: while latency has not risen with the level, the growth is GROWTH_FAR as long as the
+#: reading is at least this share under T (a knee is then at least a doubling away or it
+#: shows as a rise first), GROWTH_UNCERTAIN_FLAT nearer T.
+FAR_MARGIN = 0.2
+#: Climb: a reading whose point estimate is this share under T is judged at its shortest span,
+#: however wide its interval (a probe).
+PROBE_MARGIN = 0.1
 #: Latency's rise across two readings counts as a response to the level only beyond this many
 #: standard errors of the two together and more than FLAT_ELASTICITY per unit of log level.
 NOISE_SE = 2.0
@@ -131,6 +142,16 @@ HOLD_ELASTICITY = 2.0
 HOLD_SHARE = 0.7
 HOLD_MAX_UP = 1.25
 HOLD_MAX_DOWN = 0.7
+#: Hold: a move of a rate or a pace smaller than this share is no move (its effect is below
+#: what any window can tell apart).
+MIN_STEP = 0.01
+#: Hold: every HOLD_CHECK_S seconds a window whose estimate is more than this share off T
+#: moves the level (by HOLD_SHARE of the way): a level 4 % off the one that gives T reads
+#: ±6 % off T, and its 20 s windows then leave the band a third of the time more often.
+HOLD_RECENTRE = BAND / 2
+#: Hold: a move down on the last HOLD_RECENT_S seconds alone (a burst, or the start of a
+#: slow-down) is at most this step; the new level's own window, sure over T, moves further.
+HOLD_RECENT_DOWN = 0.95
 #: Hold: how long a level found over T caps moves up, at first and at most (seconds).
 CEILING_MEMORY_S = (15, 120)
 #: After a move down from a level over T, seconds are skipped while the queue drains (a second's
@@ -239,6 +260,7 @@ class TargetResponseTimeSteering:
         # Holding: each level's latest window percentile and when (in seconds of history).
         self._measured: dict[float, tuple[float, int]] = {}
         self._climb_from = 0  # the first reading of the current climb
+        self._climb_blobs: dict[int, bytes] = {}  # each climb reading's merged histogram, by index
 
     # -- the steering's surface --------------------------------------------------------------
 
@@ -283,13 +305,18 @@ class TargetResponseTimeSteering:
             return
         # This second on its own (the steered steps, from the send), measured once for all below.
         own = measure([snapshot], steps=self.steer.steps or None, from_send=True)
+        settling = second < current.started_s  # the move's own second, or the one it settles in
+        recovering = current.phase == "recover"
+        draining = not settling and not recovering and current.draining and self._still_draining(own, current)
+        if self.converged_at_s == second and (settling or recovering or draining):
+            # Converged once the held level is what the target gets: the move to it settled
+            # and the queue the search's last level over T built has drained.
+            self.converged_at_s += 1
         self._note_held(snapshot, own, entry)
-        if second < current.started_s:
-            return  # the move's own second, or the one it settles in
-        if current.phase == "recover":
-            self._observe_recovery(own, current, run, second)
+        if settling or draining:
             return
-        if current.draining and self._still_draining(own, current):
+        if recovering:
+            self._observe_recovery(own, current, run, second)
             return
         current.seconds.append(snapshot)
         current.states.append(state)
@@ -303,6 +330,8 @@ class TargetResponseTimeSteering:
         if reading is None:
             return
         self.readings.append(reading)
+        if current.phase == "climb" and figures.histogram:
+            self._climb_blobs[reading.index] = figures.histogram
         self._decide(reading, run, second)
 
     def _note_held(self, snapshot: Snapshot, own: Figures, entry: dict[str, Any]) -> None:
@@ -354,7 +383,12 @@ class TargetResponseTimeSteering:
         # The dead zone narrows as the window grows: a long window's estimate is close enough
         # to move the level by a little towards the band's middle.
         dead = BAND / 2 if len(window) < HOLD_FINE_S else BAND / 5
+        # Over the band on HOLD_RECENT_S seconds or more counts as sure: every second spent
+        # there costs the next HELD_WINDOW_S seconds' windows, and the target's safety first.
         sure_over = low > self.target and latency > self.target * (1 + dead)
+        # ... as a burst (a gentle step) where its interval is not yet sure.
+        burst = not sure_over and len(window) >= HOLD_RECENT_S and latency > self.target * (1 + BAND)
+        sure_over = sure_over or burst
         recent = window[-HOLD_RECENT_S:]
         if not sure_over and len(window) > HOLD_RECENT_S:
             # A sudden slow-down shows in the last seconds before the long window's percentile.
@@ -363,7 +397,7 @@ class TargetResponseTimeSteering:
             if recent_ms is not None and recent_ms > self.target * (1 + BAND):
                 recent_low, _ = self._batch_interval(recent, recent_ms)
                 if recent_low > self.target * (1 + BAND):
-                    sure_over, latency, figures = True, recent_ms, figures_recent
+                    sure_over, burst, latency, figures = True, True, recent_ms, figures_recent
         # Short windows read a queue's tail low (its bursts are rare): a move up waits for a
         # longer one than a move down, which protects the target, needs.
         sure_under = high < self.target and latency < self.target * (1 - dead) and counted >= HOLD_UP_MIN_S
@@ -372,10 +406,13 @@ class TargetResponseTimeSteering:
         periodic = full and counted % HOLD_CHECK_S == 0
         over = latency > self.target
         level = None
-        if abs(self._streak) >= 2 or (periodic and not within):
+        off = abs(math.log(latency / self.target)) > HOLD_RECENTRE
+        if abs(self._streak) >= 2 or (periodic and off):
             basis = "estimate" if abs(self._streak) < 2 else "confident"
             self._streak = 0
             level = self._holding_level(current.level, latency, second)
+            if level is not None and burst:
+                level = max(level, self._down(current.level, HOLD_RECENT_DOWN))
         if level is None:
             # Staying: a reading now and then, for the answer and the report's table.
             if periodic:
@@ -383,16 +420,21 @@ class TargetResponseTimeSteering:
                              len(window))
             return
         self._record(current, figures, second, "over" if over else "under", basis, len(window))
-        self._last_over_ms = latency if over else None
+        # A burst's queue drains at the level just under it: no recovery far below.
+        self._last_over_ms = latency if over and not burst else None
         # Moves up from clearly under the band (not from within it) count towards a new climb.
         self._ups = self._ups + 1 if latency < self.target * (1 - BAND) else 0
         if over:
             self._set(run, level, "hold", second, drain=True)
-        elif self._ups >= RECLIMB_AFTER:
+        elif self._ups >= RECLIMB_AFTER and level < RECLIMB_BELOW * self._highest_held_level():
             self._ups = 0
             self._reclimb(run, level, second)
         elif level != current.level:
             self._set(run, level, "hold", second)
+
+    def _highest_held_level(self) -> float:
+        """The highest level a holding window read within the band (0 when none has)."""
+        return max((r.level for r in self.readings if r.phase == "hold" and r.held), default=0.0)
 
     def _reclimb(self, run: LevelSetter, level: float, second: int) -> None:
         """Back to climbing from ``level``: what was read above it (the bracket's top, the climb's
@@ -456,6 +498,13 @@ class TargetResponseTimeSteering:
                 verdict, basis = "under", "confident"
             elif low > self.target:
                 verdict, basis = "over", "confident"
+            elif current.phase == "climb" and latency < self.target * (1 - (0 if not enough else PROBE_MARGIN)):
+                # A probe: its point estimate is well under T (or under it at all, on fewer
+                # samples than a percentile needs: a level this low gains little from waiting),
+                # so the next, higher level (more samples, nearer the knee) says more than more
+                # seconds here would. A probe that was wrong is caught above it: the bracket's
+                # bottom is read again by the bisection's longer readings and by holding.
+                verdict, basis = "under", "estimate"
             elif counted >= longest:
                 # The time is up, the interval still straddles T: the point estimate decides.
                 # A short reading never says "at T": a few dozen samples far below T would park
@@ -550,13 +599,22 @@ class TargetResponseTimeSteering:
     def _climb(self, reading: Reading, run: LevelSetter, second: int) -> None:
         assert reading.latency_ms is not None
         elasticity = self._climb_elasticity(reading)
-        ratio = self.target / max(reading.latency_ms, 1e-6)
-        if reading.basis == "estimate":
-            growth = GROWTH_UNCERTAIN_FLAT if elasticity is None and ratio > 1 + BAND else GROWTH_UNCERTAIN
-        elif elasticity is None:
-            growth = GROWTH_FAR if ratio > 1.4 else GROWTH_UNCERTAIN_FLAT
+        latency = reading.latency_ms
+        if elasticity is None:
+            latency = self._pooled_latency(reading) or latency
+        ratio = self.target / max(latency, 1e-6)
+        if elasticity is None:
+            # Latency has not risen with the level beyond its readings' noise.
+            growth = (GROWTH_FAR if ratio >= 1 / (1 - FAR_MARGIN) else GROWTH_UNCERTAIN_FLAT if ratio > 1 + BAND
+                      else GROWTH_UNCERTAIN)
+        elif reading.basis == "estimate" and ratio <= 1 + BAND:
+            growth = GROWTH_UNCERTAIN
         else:
             growth = min(GROWTH_FAR, max(GROWTH_MIN, ratio ** (GROWTH_SHARE / elasticity)))
+            if ratio < 1 / (1 - FAR_MARGIN):
+                # Within FAR_MARGIN of T, an elasticity read far below the knee says little of
+                # the rise ahead: past a queue's knee latency grows without bound.
+                growth = min(growth, GROWTH_UNCERTAIN_FLAT)
         if self.converged_at_s is not None:
             growth = min(growth, RECLIMB_GROWTH)
         level = min(self.steer.max, self._up(reading.level, growth))
@@ -566,6 +624,21 @@ class TargetResponseTimeSteering:
         elif ceiling is not None:
             level = min(level, ceiling.level)  # a climb again tries the last level over T, not past it
         self._set(run, level, "climb", second)
+
+    def _pooled_latency(self, reading: Reading) -> float | None:
+        """Where latency has not risen with the level: the percentile of this climb's readings
+        under T merged (a few dozen samples a reading at low levels put a p95 anywhere from
+        the service time to T; a few hundred pin it), unless this reading is above it by more
+        than its own noise (a rise the readings alone were too few to show)."""
+        blobs = [self._climb_blobs[r.index] for r in self.readings[self._climb_from:]
+                 if r.verdict == "under" and r.index in self._climb_blobs]
+        if len(blobs) < 2 or reading.latency_ms is None:
+            return None
+        merged = histogram.merge(blobs)
+        pooled = histogram.stats(merged, (self.steer.percentile,)).percentile(self.steer.percentile)
+        if pooled is None or math.log(reading.latency_ms / pooled) > NOISE_SE * _log_error(reading):
+            return None
+        return pooled
 
     def _climb_elasticity(self, reading: Reading) -> float | None:
         """Latency's elasticity to the level across this reading and the earlier climb readings
@@ -593,7 +666,16 @@ class TargetResponseTimeSteering:
             # VUs: 20 VUs at -19 %, 21 at +6 %), else at the end under T.
             within = [r for r in (under, over) if r.latency_ms and abs(r.latency_ms - self.target) <= BAND * self.target]
             chosen = min(within, key=lambda r: abs(math.log(r.latency_ms / self.target))) if within else under  # type: ignore[operator]
-            self._hold(run, chosen.level, second)
+            level = chosen.level
+            if (self.model != "closed" and chosen.basis != "confident" and chosen.latency_ms is not None
+                    and chosen.latency_ms > self.target * (1 - BAND / 2)):
+                # A short reading near T is as likely over it as under: holding starts a safety
+                # step lower, where a burst does not cost the held window its next seconds, and
+                # holding's longer windows move it up when it is under T.
+                level = max(chosen.level * (1 - PRECISION / 2), self.steer.min)
+                if chosen is over:
+                    level = max(level, under.level)
+            self._hold(run, level, second)
             return
         # The geometric middle: latency read over T past a knee is a queue's (its size says
         # how long the level was there, not how far past T it is), and a short reading under
@@ -667,17 +749,21 @@ class TargetResponseTimeSteering:
             moved = min(self.steer.max, (level + ceiling.level) / 2)
             if self.model == "closed":
                 moved = float(math.floor(moved))
-            if self._closed_bracket(level, ceiling.level) or moved <= level:
-                return None
+            if moved <= level or moved < level * (1 + MIN_STEP):
+                return None  # one VU under it, or a step too small to tell from noise
         elif ceiling is not None:
-            moved = min(moved, ceiling.level)  # forgotten: tried again, but not passed at once
+            # Forgotten: tried again (what it was read to give then is forgotten with it), but
+            # not passed at once.
+            moved = min(moved, ceiling.level)
+            return moved if self._nearer(level, moved, latency, lately=False) else None
         return moved if self._nearer(level, moved, latency) else None
 
-    def _nearer(self, level: float, moved: float, latency: float) -> bool:
+    def _nearer(self, level: float, moved: float, latency: float, *, lately: bool = True) -> bool:
         """Whether ``moved`` is expected nearer T than ``level`` (latency rising as the
         HOLD_ELASTICITY power of the level): one VU of twenty moves p95 by about a tenth, so a
-        window 2 % under T that asked for one more VU would land 8 % over it."""
-        measured = self._measured.get(moved)
+        window 2 % under T that asked for one more VU would land 8 % over it. With ``lately``,
+        a level read in the last MEASURED_MEMORY_S seconds is expected to give what it gave."""
+        measured = self._measured.get(moved) if lately else None
         if measured is not None and measured[1] >= len(self.history) - MEASURED_MEMORY_S:
             expected = measured[0]  # that level was read lately: what it gave, not a model of it
             if moved > level and expected > self.target * (1 + BAND):
@@ -817,7 +903,10 @@ class TargetResponseTimeSteering:
             return "not_reached", self._limit
         highest = self._highest_under()
         lowest_over = self._lowest_over_above(highest.level) if highest is not None else None
-        if highest is not None and lowest_over is not None and 2 * under_s >= len(after) and self._is_cliff(highest, lowest_over):
+        # A cliff: the levels found over T after convergence were all past the highest level
+        # under it (tries of the cliff's edge, a window each time), never a level under it.
+        if (highest is not None and lowest_over is not None and self._is_cliff(highest, lowest_over)
+                and all(r.level > highest.level for r in late_over)):
             return "cliff", None
         return "kept_crossing", None
 
