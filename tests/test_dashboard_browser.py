@@ -225,7 +225,7 @@ def test_a_target_response_time_run_shows_its_answer_readings_and_linked_chart(
                          "document.getElementById('chart-capacity-target').querySelector('.main-svg')",
                          timeout_s=15, what="the target response time chart")
         names = browser.evaluate("document.getElementById('chart-capacity-target').data.map(trace => trace.name)")
-        assert {"T: p95 40 ms", "±10 % of T", "level (VUs)", "p95 over the last 20 s"} <= set(names), names
+        assert {"T: p95 40 ms", "±10 % of T", "level (VUs)", "p95 over the last 30 s"} <= set(names), names
         facts = browser.evaluate("Array.from(document.querySelectorAll('[data-section=capacity] tr'))"
                                  ".map(row => [row.cells[0].textContent, row.cells[1].textContent])")
         assert facts[0] == ["answer", capacity["sentence"]], facts

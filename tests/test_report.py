@@ -429,7 +429,7 @@ def test_a_target_response_time_run_that_held_t_reads_as_held(stored: tuple[str,
     assert traces["±10 % of T"]["y"] == pytest.approx([44.0, 44.0]) and traces["±10 % of T"]["fill"] == "tonexty"
     level = traces["level (VUs)"]
     assert level["yaxis"] == "y2" and level["x"] == seconds and level["y"] == [entry["level"] for entry in history]
-    assert traces["p95 over the last 20 s"]["y"] == [entry.get("held_window_ms") for entry in history]
+    assert traces["p95 over the last 30 s"]["y"] == [entry.get("held_window_ms") for entry in history]
     assert traces["p95 of the level's window"]["y"] == [entry["latency_ms"] for entry in history]
     assert traces["readings"]["x"] == [reading["judged_at_s"] for reading in readings]
     shaded = [shape for shape in figure["layout"]["shapes"]

@@ -301,10 +301,12 @@ def _render_target_response_time(console: Console, capacity: dict[str, Any]) -> 
     """Target response time: its answer in one sentence (never "max sustainable" when T was
     not held), how long it took and held, then its readings."""
     lines = [str(capacity["sentence"])]
+    # Runs stored before the window was recorded judged "held" over 20 s.
+    window_s = capacity.get("held_window_s", 20)
     if capacity.get("converged_after_s") is not None:
         lines.append(f"converged after {capacity['converged_after_s']} s; held {capacity['held_s']} of "
                      f"{capacity['tracked_s']} s since ({capacity['held_percent']:g} %: the p{capacity['percentile']:g} "
-                     f"over the 20 s ending each second within ±10 % of {capacity['target_ms']:g} ms)")
+                     f"over the {window_s} s ending each second within ±10 % of {capacity['target_ms']:g} ms)")
     broke = capacity.get("what_broke_first")
     if broke:
         lines.append(f"what broke first: {broke['sentence']}")

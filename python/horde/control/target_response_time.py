@@ -277,7 +277,7 @@ class TargetResponseTimeSteering:
         """Where the steering stands, for the live view."""
         last = self.readings[-1] if self.readings else None
         now = self.history[-1] if self.history else {}
-        # Holding, the percentile over the last 20 s (what "held" is judged on); searching, the
+        # Holding, the percentile over the last HELD_WINDOW_S (what "held" is judged on); searching, the
         # current level's reading so far.
         latency = now.get("held_window_ms") if now.get("held_window_ms") is not None else now.get("latency_ms")
         return {
@@ -844,6 +844,7 @@ class TargetResponseTimeSteering:
             "samples_needed": self.needed,
             "converged_after_s": self.converged_at_s,
             "held_s": held_s,
+            "held_window_s": HELD_WINDOW_S,
             "tracked_s": tracked_s,
             "held_percent": round(100.0 * held_s / tracked_s, 1) if tracked_s else None,
             "set_aside_s": self.set_aside_s,
@@ -882,7 +883,7 @@ class TargetResponseTimeSteering:
 
     def _outcome(self, held_s: int, tracked_s: int) -> tuple[str, str | None]:
         """Which case the run was, from the seconds after convergence (the percentile over the
-        20 s ending each: held, under the band or over it) and the readings' bracket."""
+        HELD_WINDOW_S ending each: held, under the band or over it) and the readings' bracket."""
         if self.converged_at_s is None:
             judged = [r for r in self.readings if r.verdict != "limit"]
             if judged and all(r.verdict == "over" for r in judged) and min(r.level for r in judged) <= self.steer.min:
