@@ -77,6 +77,10 @@ bench-open: setup
 bench-long: setup
 	$(PYTHON) bench/long_run.py --minutes 30
 
+# The size of `horde report`'s file: a short, a 30-minute (synthesized) and a cluster run (~40 s).
+bench-report: setup
+	$(PYTHON) bench/report_size.py
+
 lint: setup
 	$(CARGO) clippy --release --workspace --all-targets
 	$(VENV)/bin/mypy --strict python/horde

@@ -26,7 +26,7 @@ from horde.report import write_report
 from horde.results.stored_run import ALL_REQUESTS, load_run
 from horde.store import Store
 from recorded_runs import get, plan_dict, record_run
-from test_report import LATENCY_FIELDS, STEP_FIELDS, ReportPage, copy_run, target_response_time_answer
+from test_report import LATENCY_FIELDS, STEP_FIELDS, ReportPage, copy_run, page_figures, target_response_time_answer
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
 RUN_CHARTS = ("chart-throughput", "chart-latency", "chart-distribution", "chart-errors", "chart-load", "chart-generator")
@@ -53,14 +53,23 @@ def open_in_browser(page: Path, screenshot: Path, profile: Path) -> str:
 
 
 def assert_charts_drawn(dom: str, chart_ids: tuple[str, ...]) -> None:
-    """Each chart's element (up to the next chart) holds plotly's SVG with drawn traces."""
+    """Each chart's element holds plotly's SVG with one drawn trace
+    group per trace the page's figure shows (traces hidden until picked are not drawn), and a
+    line or bar of points: the series were drawn, not only the axes."""
+    figures = page_figures(dom)
     positions = {chart_id: dom.find(f'id="{chart_id}"') for chart_id in chart_ids}
     assert all(position >= 0 for position in positions.values()), positions
-    ordered = sorted(positions.values()) + [len(dom)]
+    # A chart's element ends where the page's next chart begins (listed here or not).
+    starts = sorted(match.start() for match in re.finditer(r'id="chart-', dom)) + [len(dom)]
     for chart_id, start in positions.items():
-        chunk = dom[start:ordered[ordered.index(start) + 1]]
+        chunk = dom[start:next(position for position in starts if position > start)]
         assert 'class="main-svg"' in chunk, f"{chart_id} was not drawn"
-        assert re.search(r'class="(scatterlayer|barlayer)', chunk), f"{chart_id} has no trace layer"
+        shown = [trace for trace in figures[chart_id]["data"] if trace.get("visible", True) not in (False, "legendonly")]
+        drawn = re.findall(r'class="trace (scatter|bars)', chunk)
+        assert len(drawn) == len(shown) > 0, f"{chart_id}: {len(drawn)} trace groups drawn for {len(shown)} traces"
+        # A line of two points or more (a legend's sample is "M5,0h30"), or a bar's path.
+        assert re.search(r'class="js-line" d="M[\d.]+,[\d.]+[LHV]|<g class="point"><path d="M', chunk), \
+            f"{chart_id} drew no series"
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from conftest import HordeCli, free_tcp_port, wait_for_port
+from test_report import page_figures
 from horde.errors import ExitCode
 
 
@@ -87,7 +88,7 @@ def test_impaired_udp_pings_by_the_cli(horde_cli: HordeCli, target_process: Call
     assert 'id="section-messages"' in html and 'data-step="rtt"' in html
     assert f"<td>{messages['datagrams_sent']}</td>" in html
     # Its message charts beside the HTTP ones, on the run's time axis, from the stored seconds.
-    figures = json.loads(re.search(r"const FIGURES = (.*?);\n", html).group(1))  # type: ignore[union-attr]
+    figures = page_figures(html)
     traffic, trouble, rtt_chart = figures["chart-messages"], figures["chart-message-losses"], figures["chart-rtt"]
     assert list(figures).index("chart-messages") == list(figures).index("chart-distribution") + 1
     assert all(chart["layout"]["meta"] == "time-axis" for chart in (traffic, trouble, rtt_chart))

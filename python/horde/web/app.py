@@ -9,8 +9,10 @@ Pages: ``/`` (runs, with filters), ``/runs/{run}`` (a run, live while it runs), 
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import lru_cache
 from pathlib import Path
 from typing import Final
 
@@ -21,9 +23,8 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from horde import __version__
 from horde.errors import HordeError, InvalidInput, RunNotFound, StoreUnavailable
-from horde.report.page import linked_axes_js, plotly_js
+from horde.report.page import linked_axes_js, plotly_js, plotly_js_gzip
 from horde.store import Store, resolve_store_url
 from horde.web import api, pages
 from horde.web.access import AccessGate, check_bind
@@ -31,6 +32,8 @@ from horde.web.dashboard import Dashboard, render
 from horde.web.store_reads import StoreReader
 
 STATIC_DIRECTORY: Final = Path(__file__).resolve().parent / "static"
+#: Where the pages load plotly.js from (the templates' <script src>).
+PLOTLY_PATH: Final = "/static/plotly-basic.min.js"
 
 
 def create_app(store_url: str | None, *, token: str | None, host: str = "127.0.0.1") -> Starlette:
@@ -70,8 +73,9 @@ def create_app(store_url: str | None, *, token: str | None, host: str = "127.0.0
         Route("/api/load-requests/{request_id:int}", api.control_answer),
         Route("/api/compare", api.comparison),
         Route("/api/trend", api.trend_points),
-        # Before the static mount: plotly.js is read from the installed plotly package.
-        Route("/static/plotly.min.js", _plotly),
+        # Before the static mount: the chart code is the report's own (horde/report/vendor/, and
+        # linked_axes.js beside it), served once per browser and then from its cache.
+        Route(PLOTLY_PATH, _plotly),
         Route("/static/linked_axes.js", _linked_axes),
         Mount("/static", StaticFiles(directory=STATIC_DIRECTORY), name="static"),
     ]
@@ -85,16 +89,34 @@ def create_app(store_url: str | None, *, token: str | None, host: str = "127.0.0
     return app
 
 
+@lru_cache(maxsize=None)
+def _script_file(name: str) -> tuple[bytes, bytes | None, str]:
+    """(the script, its gzip form or None, its ETag), made once per process."""
+    body, gzipped = ((plotly_js().encode("utf-8"), plotly_js_gzip()) if name == "plotly"
+                     else (linked_axes_js().encode("utf-8"), None))
+    # The content's hash: a new install's file is never mistaken for the one a browser holds.
+    return body, gzipped, f'"{hashlib.sha256(body).hexdigest()[:16]}"'
+
+
+def _script(request: Request, name: str) -> Response:
+    """A script that only changes with Horde's install: cached a day, then revalidated by its
+    ETag (304 when the browser already holds it), gzip-encoded when the browser takes it."""
+    body, gzipped, etag = _script_file(name)
+    headers = {"cache-control": "public, max-age=86400", "etag": etag, "vary": "accept-encoding"}
+    if etag in [tag.strip() for tag in request.headers.get("if-none-match", "").split(",")]:
+        return Response(status_code=304, headers=headers)
+    if gzipped is not None and "gzip" in request.headers.get("accept-encoding", ""):
+        return Response(gzipped, media_type="text/javascript", headers={**headers, "content-encoding": "gzip"})
+    return Response(body, media_type="text/javascript", headers=headers)
+
+
 def _plotly(request: Request) -> Response:
-    # The file only changes with the plotly package, which only changes with Horde's install.
-    return Response(plotly_js(), media_type="text/javascript",
-                    headers={"cache-control": "public, max-age=86400", "etag": f'"plotly-{__version__}"'})
+    return _script(request, "plotly")
 
 
 def _linked_axes(request: Request) -> Response:
     # The report's own script (it inlines it): one file zooms both pages' time axes together.
-    return Response(linked_axes_js(), media_type="text/javascript",
-                    headers={"cache-control": "public, max-age=86400", "etag": f'"linked-axes-{__version__}"'})
+    return _script(request, "linked_axes")
 
 
 def _horde_error(request: Request, error: Exception) -> Response:

@@ -2,8 +2,8 @@
 
 Pages are rendered on the server from the store, except a run's panels, which its script fills
 from ``/api/runs/{run}`` (a finished run) or from the live stream (a running one), so that the
-same code draws both. Charts are the report's (``horde.report.charts``), drawn by plotly.js served
-from the installed ``plotly`` package.
+same code draws both. Charts are the report's (``horde.report.charts``), drawn by plotly.js's basic
+bundle vendored in ``horde/report/vendor/`` and served as ``/static/plotly-basic.min.js``.
 """
 
 from __future__ import annotations
