@@ -3,6 +3,7 @@
 Keep in step with that file and with ARCHITECTURE.md, "The native module".
 """
 
+from collections.abc import Callable
 from typing import Any, final
 
 ENGINE_VERSION: str
@@ -107,3 +108,34 @@ def start_target(
 
 def self_signed_certificate(names: list[str]) -> tuple[str, str]:
     """A self-signed certificate for host names and IP addresses: (certificate PEM, key PEM)."""
+
+def profile_logs(
+    paths: list[str],
+    *,
+    nginx: bool,
+    time_unit_ms: float | None,
+    session_name: str | None,
+    session_gap_s: float,
+    max_endpoints: int,
+    is_secret_parameter: Callable[[str], bool],
+    has_email: Callable[[str], bool],
+    on_progress: Callable[[int, int, int, int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Combined (``nginx=False``: a whole bare number after the agent is µs) or nginx logs read in
+    the order given and added up (crate ``horde-logs``). ``time_unit_ms``: ms per unit of that
+    number when given; ``session_name``: the cookie or header keying sessions (None: client
+    address and agent). ``on_progress(lines, requests, bad, bytes_read, bytes_total)`` every
+    65,536 lines and at each file's end (it may raise to stop; Ctrl-C is checked there).
+
+    Returns ``{"error": {"file": index, "kind": "io", "line", "message"}}`` or
+    ``{"error": {"file", "kind": "not_text", "zeros": bool}}`` for a file that cannot be read,
+    else ``{"endpoints": [endpoint, ...] (by first appearance), "other": endpoint | None (past
+    max_endpoints), "per_minute": [(minute, requests)], "sessions": {"think_ms": histogram,
+    "lengths": [(requests, sessions)], "transitions": [((from, to), count)] (first seen first),
+    "transitions_pruned", "unkeyed", "closed_early"}, "counts": {"lines", "records", "bad",
+    "bad_samples": [(file, line, reason, text unredacted)], "bytes_read", "bytes_total"},
+    "refused": (bad, lines, file | None) | None}``; an endpoint is ``{"shapes": [(method,
+    pieces (str | slot index), query names, slots [(label, kind, "path" | "query")])],
+    "count", "timing": histogram, "statuses": [(status, n)], "samples": [tuple of str | None]}``
+    and a histogram ``(buckets [(index, n)], count, total, maximum, zeros)`` in the 1 %
+    buckets of ``horde.profile.histogram``. Raises what a rule or on_progress raised."""

@@ -5,13 +5,15 @@
 //! plane needs for exact merges, and starts the built-in target. The GIL is released whenever
 //! the call waits or works (polling for a snapshot, merging histograms, stopping a target), so
 //! the engine's threads and Python's never wait on each other. `link.rs`: the emulated link
-//! (`horde link`, crate `horde-link`).
+//! (`horde link`, crate `horde-link`). `logs.rs`: access logs read and added up for
+//! `horde profile` (crate `horde-logs`).
 //!
 //! Error mapping: a bad plan raises `ValueError` (the control plane has already checked it with
 //! pydantic, so this is the second line of defence); a setup fault raises `RuntimeError`;
 //! a target that cannot listen raises `OSError`. Failed requests never raise: they are counted.
 
 mod link;
+mod logs;
 
 use horde_engine::{GeneratorShare, EngineError, EngineOptions, Exchange, Next, RunControl, Snapshot};
 use horde_target::{Capacity, GatewayConfig, GatewayFraming, GatewayHandle, ServiceTimes, TargetConfig, TargetHandle};
@@ -457,6 +459,7 @@ fn _engine(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(histogram_buckets, module)?)?;
     module.add_function(wrap_pyfunction!(start_target, module)?)?;
     module.add_function(wrap_pyfunction!(link::start_link, module)?)?;
+    module.add_function(wrap_pyfunction!(logs::profile_logs, module)?)?;
     module.add_function(wrap_pyfunction!(self_signed_certificate, module)?)?;
     module.add_class::<PyRunHandle>()?;
     module.add_class::<PyTargetHandle>()?;

@@ -185,6 +185,8 @@ class TextParser:
 
     def __init__(self, fmt: str, time_unit: str | None, session: SessionKey) -> None:
         self.format = fmt
+        self.time_unit = time_unit
+        self.session = session
         # The unit of a bare number after the user agent: given, else by format.
         self._decimal_ms = TIME_UNITS[time_unit or "s"]
         self._whole_ms = TIME_UNITS[time_unit or ("s" if fmt == "nginx" else "us")]
@@ -564,6 +566,21 @@ def make_parser(fmt: str, paths: Sequence[Path], fields: dict[str, str], time_un
     return TextParser(fmt, time_unit, session)
 
 
+def in_time_order(paths: Sequence[Path], parser: Parser) -> list[Path]:
+    """The logs ordered by the time of their first request, so that rotated logs given newest
+    first (``access.log access.log.1 access.log.2.gz``, as a shell lists them) are read as one
+    stream in time order; a log whose first lines hold no request keeps its place after those
+    before it (the order given is kept among equals)."""
+    if len(paths) < 2:
+        return list(paths)
+    firsts: list[float] = []
+    for path in paths:
+        first = next((record.time_s for record in map(parser, first_lines(path)) if not isinstance(record, str)),
+                     firsts[-1] if firsts else float("-inf"))
+        firsts.append(first)
+    return [path for _, _, path in sorted(zip(firsts, range(len(paths)), paths))]
+
+
 @dataclass
 class ReadCounts:
     """What the reading met: lines, requests, the lines that failed (a few kept), bytes."""
@@ -600,7 +617,7 @@ def read_records(paths: Sequence[Path], parser: Parser, counts: ReadCounts,
                 for number, line in enumerate(log_lines(text, path), start=1):
                     if number % PROGRESS_EVERY == 0 or number == EARLY_CHECK_LINES:
                         if number == EARLY_CHECK_LINES and file_bad > 0.9 * number:
-                            _refuse(parser, counts, file_bad, number, source)
+                            refuse(parser, counts, file_bad, number, source)
                         counts.lines, counts.bytes_read = lines_before + number, bytes_before + raw.tell()
                         if on_progress is not None:
                             on_progress(counts)
@@ -628,7 +645,7 @@ def read_records(paths: Sequence[Path], parser: Parser, counts: ReadCounts,
         if on_progress is not None:
             on_progress(counts)
     if counts.lines and counts.bad > MAX_BAD_SHARE * counts.lines:
-        _refuse(parser, counts, counts.bad, counts.lines, ", ".join(map(str, paths)))
+        refuse(parser, counts, counts.bad, counts.lines, ", ".join(map(str, paths)))
 
 
 def _size(path: Path) -> int:
@@ -638,7 +655,8 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _refuse(parser: Parser, counts: ReadCounts, bad: int, lines: int, where: str) -> None:
+def refuse(parser: Parser, counts: ReadCounts, bad: int, lines: int, where: str) -> None:
+    """Raises InvalidInput: ``bad`` of ``lines`` lines of ``where`` did not read as the format."""
     first = counts.bad_samples[0] if counts.bad_samples else None
     shown = f"; line {first.line}: {first.reason}" if first else ""
     other = {"json": "combined or nginx"}.get(parser.format, "json (one object a line)")

@@ -21,7 +21,8 @@ from typing import Any, Final
 from horde.errors import InvalidInput
 from horde.profile.endpoints import Shape, Templater
 from horde.profile.histogram import LogHistogram
-from horde.profile.logs import JsonParser, LogRecord, ReadCounts, SessionKey, make_parser, read_records
+from horde.profile.logs import JsonParser, LogRecord, ReadCounts, SessionKey, TextParser, in_time_order, make_parser, read_records
+from horde.profile.native import NativeRead, read_native
 from horde.profile.sessions import Sessions
 
 #: Distinct endpoints kept; requests of further ones are counted together (bounded memory).
@@ -335,6 +336,19 @@ class ProfileBuilder:
             self._by_id[id(shape)] = stats
         return stats
 
+    def take(self, read: NativeRead) -> None:
+        """The requests as the native reader added them up (:mod:`horde.profile.native`), in
+        place of adding them one at a time."""
+        for index, found in enumerate(read.endpoints):
+            stats = self.endpoints[endpoint_key(found.shapes[0])] = EndpointStats(found.shapes[0], index, self._rng)
+            stats.shapes, stats.count, stats.timing = found.shapes, found.count, found.timing
+            stats.statuses, stats.samples = found.statuses, found.samples
+        if read.other is not None:
+            self.other = EndpointStats(Shape("*", (OTHER,), (), ()), self.options.max_endpoints, self._rng)
+            self.other.count, self.other.timing, self.other.statuses = read.other.count, read.other.timing, read.other.statuses
+        self.per_minute = read.per_minute
+        self.sessions = read.sessions
+
     def finish(self, files: Sequence[str], fmt: str, counts: ReadCounts, fields: dict[str, str]) -> Profile:
         self.sessions.finish()
         # All requests' durations: the endpoints' histograms merged (exact: same buckets).
@@ -351,11 +365,15 @@ def build_profile(paths: Sequence[Path], options: ProfileOptions,
     read as its format (most lines failing) or that holds no request."""
     started = time.perf_counter()
     parser = make_parser(options.format, paths, options.fields, options.time_unit, options.session)
-    builder = ProfileBuilder(options)
+    paths = in_time_order(paths, parser)
     counts = ReadCounts()
-    add = builder.add
-    for record in read_records(paths, parser, counts, on_progress):
-        add(record)
+    builder = ProfileBuilder(options)
+    if isinstance(parser, TextParser) and not options.templates:  # the native reader's part
+        builder.take(read_native(paths, parser, options.session_gap_s, options.max_endpoints, counts, on_progress))
+    else:
+        add = builder.add
+        for record in read_records(paths, parser, counts, on_progress):
+            add(record)
     if not counts.records:
         raise InvalidInput(f"no request found in {', '.join(map(str, paths))}",
                            hint="give a non-empty access log (plain or .gz)")

@@ -1,0 +1,509 @@
+//! A log's requests added up, one pass, in bounded memory: per endpoint (requests, a histogram
+//! of times, statuses, a reservoir sample of its ids), per minute, and per session (lengths,
+//! think times, transitions). What `horde profile` builds its profile from, with no object per
+//! line: Python (`horde.profile`) orchestrates, shows and writes the plan.
+
+use std::borrow::Cow;
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{HashMap, VecDeque};
+use std::hash::{Hash, Hasher};
+use std::path::PathBuf;
+
+use crate::mt::PyRandom;
+use crate::read::{Line, LineReader, ReadError};
+use crate::template::{Rules, Shape, Templated, Templater};
+use crate::text::{is_space, Record, TextParser};
+
+/// Requests whose slot values are kept per endpoint (a uniform sample: frequent ids stay frequent).
+pub const SAMPLE_SIZE: usize = 100;
+/// Shapes of one endpoint kept (its ids' kinds, for the plan's made-up values).
+pub const MAX_VARIANTS: usize = 16;
+/// Unparsable lines kept to show (the rest are only counted).
+pub const BAD_SAMPLES: usize = 5;
+/// Characters of a bad line kept to show.
+pub const BAD_TEXT: usize = 160;
+/// Lines read before a file whose lines nearly all fail is refused early (a wrong format).
+pub const EARLY_CHECK_LINES: u64 = 2000;
+/// The share of lines that may fail, at the end, before the whole log is refused.
+pub const MAX_BAD_SHARE: f64 = 0.5;
+/// How often (in lines) the reading reports its progress.
+pub const PROGRESS_EVERY: u64 = 65536;
+/// The reason an over-long line is counted as unreadable.
+pub const LONG_LINE: &str = "longer than 65,536 characters";
+/// Sessions open at once beyond which the longest idle are closed.
+pub const MAX_OPEN: usize = 200_000;
+/// Distinct transitions kept before the rarest are pruned; pruning keeps PRUNED_TO.
+pub const MAX_TRANSITIONS: usize = 200_000;
+pub const PRUNED_TO: usize = 50_000;
+/// Requests per session are counted exactly up to this.
+pub const MAX_COUNTED_LENGTH: u64 = 10_000;
+const SWEEP_EVERY: u64 = 1024;
+/// Shapes remembered with their endpoint (a log of ever new paths must not grow the memory).
+const MAX_SHAPES: usize = 65536;
+const DENSE_BUCKETS: usize = 4096;
+
+/// How the logs are read and grouped.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// `nginx` (a whole bare number is seconds) rather than `combined` (microseconds).
+    pub nginx: bool,
+    /// Milliseconds per unit of a bare number after the agent, when given.
+    pub time_unit_ms: Option<f64>,
+    /// The session cookie's or header's name; None: sessions by client address and agent.
+    pub session_name: Option<String>,
+    pub session_gap_s: f64,
+    pub max_endpoints: usize,
+}
+
+/// Durations (ms) in 1 %-wide buckets with the exact count, sum and maximum: the bucket of a
+/// duration is `floor(ln(ms / 0.001) / ln(1.01))` (`horde.profile.histogram`'s, which reads them).
+#[derive(Debug, Clone, Default)]
+pub struct LogHistogram {
+    dense: Vec<u64>,
+    sparse: HashMap<i64, u64>,
+    pub count: u64,
+    pub total: f64,
+    pub maximum: f64,
+    /// Durations under 0.001 ms.
+    pub zeros: u64,
+}
+
+impl LogHistogram {
+    pub fn add(&mut self, value_ms: f64) {
+        self.count += 1;
+        self.total += value_ms;
+        if value_ms > self.maximum {
+            self.maximum = value_ms;
+        }
+        if value_ms < 0.001 || value_ms.is_nan() {
+            self.zeros += 1;
+            return;
+        }
+        let index = ((value_ms / 0.001).ln() * (1.0 / 1.01f64.ln())) as i64;
+        match usize::try_from(index) {
+            Ok(at) if at < DENSE_BUCKETS => {
+                if at >= self.dense.len() {
+                    self.dense.resize(at + 1, 0);
+                }
+                self.dense[at] += 1;
+            }
+            _ => *self.sparse.entry(index).or_insert(0) += 1,
+        }
+    }
+
+    /// (bucket, count) of the buckets touched.
+    pub fn buckets(&self) -> Vec<(i64, u64)> {
+        let mut out: Vec<(i64, u64)> =
+            self.dense.iter().enumerate().filter(|(_, &n)| n > 0).map(|(i, &n)| (i as i64, n)).collect();
+        out.extend(self.sparse.iter().map(|(&i, &n)| (i, n)));
+        out
+    }
+}
+
+/// One endpoint's figures.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    /// Its shapes, the first first (they differ only in their slots' kinds).
+    pub shapes: Vec<Shape>,
+    pub count: u64,
+    pub timing: LogHistogram,
+    /// (status, requests), in the order first seen.
+    pub statuses: Vec<(u16, u64)>,
+    /// Slot values of a uniform sample of its requests.
+    pub samples: Vec<Vec<Option<String>>>,
+}
+
+impl Endpoint {
+    fn new(shape: Option<Shape>) -> Self {
+        Endpoint { shapes: shape.into_iter().collect(), count: 0, timing: LogHistogram::default(), statuses: Vec::new(), samples: Vec::new() }
+    }
+}
+
+/// A line that did not parse: where, why, and its start (not redacted: the caller shows it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BadLine {
+    pub file: usize,
+    pub line: u64,
+    pub reason: String,
+    pub text: String,
+}
+
+/// What the reading met.
+#[derive(Debug, Clone, Default)]
+pub struct Counts {
+    pub lines: u64,
+    pub records: u64,
+    pub bad: u64,
+    pub bad_samples: Vec<BadLine>,
+    pub bytes_read: u64,
+    pub bytes_total: u64,
+}
+
+/// A log refused for its bad lines: `bad` of `lines` failed, in file `file` (read early) or in
+/// all of them (`None`, at the end).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    pub bad: u64,
+    pub lines: u64,
+    pub file: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Open {
+    last_s: f64,
+    last_ms: f64,
+    endpoint: u32,
+    requests: u64,
+    /// Its place in the order of use (the least recently used is closed first).
+    stamp: u64,
+}
+
+/// Sessions followed through a log read in (roughly) time order.
+#[derive(Debug, Default)]
+pub struct Sessions {
+    pub think_ms: LogHistogram,
+    /// (requests in a session, sessions).
+    pub lengths: HashMap<u64, u64>,
+    /// ((from, to) endpoint indices, count), in the order first seen.
+    pub transitions: Vec<((u32, u32), u64)>,
+    transition_index: HashMap<(u32, u32), usize>,
+    pub transitions_pruned: bool,
+    pub unkeyed: u64,
+    pub closed_early: u64,
+    open: HashMap<u64, Open>,
+    order: VecDeque<(u64, u64)>,
+    stamp: u64,
+    clock: f64,
+    added: u64,
+}
+
+impl Sessions {
+    fn new() -> Self {
+        Sessions { clock: f64::NEG_INFINITY, ..Default::default() }
+    }
+
+    fn add(&mut self, key: u64, now: f64, duration_ms: f64, endpoint: u32, gap_s: f64) {
+        if now > self.clock {
+            self.clock = now;
+        }
+        self.added += 1;
+        if self.added.is_multiple_of(SWEEP_EVERY) {
+            self.sweep(gap_s);
+        }
+        self.stamp += 1;
+        let stamp = self.stamp;
+        if let Some(session) = self.open.get_mut(&key) {
+            let gap = now - session.last_s;
+            if gap <= gap_s {
+                let think = gap * 1000.0 - session.last_ms;
+                let from = session.endpoint;
+                if gap > 0.0 {
+                    session.last_s = now;
+                }
+                session.last_ms = duration_ms;
+                session.endpoint = endpoint;
+                session.requests += 1;
+                session.stamp = stamp;
+                self.order.push_back((key, stamp));
+                self.think_ms.add(if think > 0.0 { think } else { 0.0 });
+                self.transition(from, endpoint);
+                self.compact();
+                return;
+            }
+            self.close(key);
+        }
+        self.open.insert(key, Open { last_s: now, last_ms: duration_ms, endpoint, requests: 1, stamp });
+        self.order.push_back((key, stamp));
+        if self.open.len() > MAX_OPEN {
+            self.closed_early += 1;
+            if let Some(oldest) = self.oldest() {
+                self.close(oldest);
+            }
+        }
+        self.compact();
+    }
+
+    fn transition(&mut self, from: u32, to: u32) {
+        match self.transition_index.get(&(from, to)) {
+            Some(&at) => self.transitions[at].1 += 1,
+            None => {
+                self.transition_index.insert((from, to), self.transitions.len());
+                self.transitions.push(((from, to), 1));
+            }
+        }
+        if self.transitions.len() > MAX_TRANSITIONS {
+            // The most frequent kept, in that order (ties in the order first seen).
+            self.transitions.sort_by_key(|&(_, count)| std::cmp::Reverse(count));
+            self.transitions.truncate(PRUNED_TO);
+            self.transition_index = self.transitions.iter().enumerate().map(|(i, (pair, _))| (*pair, i)).collect();
+            self.transitions_pruned = true;
+        }
+    }
+
+    /// The least recently used open session.
+    fn oldest(&mut self) -> Option<u64> {
+        while let Some(&(key, stamp)) = self.order.front() {
+            if self.open.get(&key).is_some_and(|open| open.stamp == stamp) {
+                return Some(key);
+            }
+            self.order.pop_front();
+        }
+        None
+    }
+
+    /// Drops the order's stale entries when they outnumber the live ones.
+    fn compact(&mut self) {
+        if self.order.len() > 2 * self.open.len() + 4096 {
+            let open = &self.open;
+            self.order.retain(|(key, stamp)| open.get(key).is_some_and(|o| o.stamp == *stamp));
+        }
+    }
+
+    /// Closes the sessions idle for longer than the gap (the least recent come first).
+    fn sweep(&mut self, gap_s: f64) {
+        let horizon = self.clock - gap_s;
+        while let Some(key) = self.oldest() {
+            if self.open[&key].last_s >= horizon {
+                break;
+            }
+            self.close(key);
+        }
+    }
+
+    fn close(&mut self, key: u64) {
+        if let Some(session) = self.open.remove(&key) {
+            *self.lengths.entry(session.requests.min(MAX_COUNTED_LENGTH)).or_insert(0) += 1;
+        }
+    }
+
+    fn finish(&mut self) {
+        while let Some(key) = self.oldest() {
+            self.close(key);
+        }
+    }
+}
+
+/// What the logs add up to.
+#[derive(Debug)]
+pub struct Aggregate {
+    /// By first appearance (an endpoint's index is its place here).
+    pub endpoints: Vec<Endpoint>,
+    /// The endpoints past `max_endpoints`, together (index `max_endpoints`).
+    pub other: Option<Endpoint>,
+    /// (minute since the epoch, requests), in the order first seen.
+    pub per_minute: Vec<(i64, u64)>,
+    pub sessions: Sessions,
+    pub counts: Counts,
+    pub refused: Option<Refusal>,
+}
+
+/// Why the reading stopped: a file unreadable, or the progress callback's error.
+#[derive(Debug)]
+pub enum Stop<E> {
+    Read { file: usize, error: ReadError },
+    Progress(E),
+}
+
+struct Builder<R: Rules> {
+    options: Options,
+    templater: Templater<R>,
+    scratch: Templated,
+    shapes: HashMap<Box<[u8]>, u32>,
+    by_key: HashMap<String, u32>,
+    endpoints: Vec<Endpoint>,
+    other: Option<Endpoint>,
+    per_minute: Vec<(i64, u64)>,
+    minute_index: HashMap<i64, usize>,
+    last_time: f64,
+    last_minute: usize,
+    sessions: Sessions,
+    rng: PyRandom,
+}
+
+impl<R: Rules> Builder<R> {
+    fn add(&mut self, record: &Record<'_>) {
+        self.templater.template(record.method, record.target, &mut self.scratch);
+        let index = match self.shapes.get(self.scratch.key.as_slice()) {
+            Some(&index) => index,
+            None => self.endpoint_of_new_shape(record),
+        };
+        let other = index as usize >= self.endpoints.len();
+        let stats = if other { self.other.get_or_insert_with(|| Endpoint::new(None)) } else { &mut self.endpoints[index as usize] };
+        stats.count += 1;
+        if let Some(ms) = record.duration_ms {
+            stats.timing.add(ms);
+        }
+        match stats.statuses.iter_mut().find(|(status, _)| *status == record.status) {
+            Some((_, n)) => *n += 1,
+            None => stats.statuses.push((record.status, 1)),
+        }
+        if !other && !self.scratch.values.is_empty() {
+            // Reservoir sampling (Algorithm R), drawing as Python's builder draws.
+            let values = &self.scratch.values;
+            let owned = || values.iter().map(|v| v.map(|(a, b)| record.target[a..b].to_string())).collect();
+            if stats.samples.len() < SAMPLE_SIZE {
+                stats.samples.push(owned());
+            } else if self.rng.random() * (stats.count as f64) < SAMPLE_SIZE as f64 {
+                let at = (self.rng.random() * SAMPLE_SIZE as f64) as usize;
+                stats.samples[at] = owned();
+            }
+        }
+        if record.time_s != self.last_time || self.per_minute.is_empty() {
+            self.last_time = record.time_s;
+            let minute = (record.time_s / 60.0).floor() as i64;
+            self.last_minute = *self.minute_index.entry(minute).or_insert_with(|| {
+                self.per_minute.push((minute, 0));
+                self.per_minute.len() - 1
+            });
+        }
+        self.per_minute[self.last_minute].1 += 1;
+        let key = match (&self.options.session_name, record.session) {
+            (None, _) => {
+                let mut hasher = DefaultHasher::new();
+                (record.client, record.agent).hash(&mut hasher);
+                hasher.finish()
+            }
+            (Some(_), Some(session)) => {
+                let mut hasher = DefaultHasher::new();
+                session.hash(&mut hasher);
+                hasher.finish()
+            }
+            (Some(_), None) => {
+                self.sessions.unkeyed += 1;
+                return;
+            }
+        };
+        let endpoint = if other { self.options.max_endpoints as u32 } else { index };
+        self.sessions.add(key, record.time_s, record.duration_ms.unwrap_or(0.0), endpoint, self.options.session_gap_s);
+    }
+
+    /// The endpoint of a shape not remembered: the one of the same name, or a new one while
+    /// there is room (else the others', `u32::MAX`).
+    fn endpoint_of_new_shape(&mut self, record: &Record<'_>) -> u32 {
+        let shape = self.scratch.shape(record.method, record.target);
+        let key = shape.endpoint_key();
+        let index = match self.by_key.get(&key) {
+            Some(&index) => {
+                let stats = &mut self.endpoints[index as usize];
+                if stats.shapes.len() < MAX_VARIANTS && !stats.shapes.contains(&shape) {
+                    stats.shapes.push(shape);
+                }
+                index
+            }
+            None if self.endpoints.len() < self.options.max_endpoints => {
+                let index = self.endpoints.len() as u32;
+                self.endpoints.push(Endpoint::new(Some(shape)));
+                self.by_key.insert(key, index);
+                index
+            }
+            None => u32::MAX,
+        };
+        if self.shapes.len() >= MAX_SHAPES {
+            self.shapes.clear();
+        }
+        self.shapes.insert(self.scratch.key.clone().into_boxed_slice(), index);
+        index
+    }
+}
+
+fn note_bad(counts: &mut Counts, file: usize, line: u64, reason: &str, text: &str) {
+    counts.bad += 1;
+    if counts.bad_samples.len() < BAD_SAMPLES {
+        counts.bad_samples.push(BadLine { file, line, reason: reason.to_string(), text: text.chars().take(BAD_TEXT).collect() });
+    }
+}
+
+/// Reads the logs (in the order given) and adds them up; `progress` is called every
+/// [`PROGRESS_EVERY`] lines and at each file's end, and may stop the reading with its error.
+pub fn profile<R: Rules, E>(
+    paths: &[PathBuf],
+    options: &Options,
+    rules: R,
+    mut progress: impl FnMut(&Counts) -> Result<(), E>,
+) -> Result<Aggregate, Stop<E>> {
+    let mut parser = TextParser::new(options.nginx, options.time_unit_ms, options.session_name.clone());
+    let mut builder = Builder {
+        options: options.clone(),
+        templater: Templater::new(rules),
+        scratch: Templated::default(),
+        shapes: HashMap::new(),
+        by_key: HashMap::new(),
+        endpoints: Vec::new(),
+        other: None,
+        per_minute: Vec::new(),
+        minute_index: HashMap::new(),
+        last_time: f64::NAN,
+        last_minute: 0,
+        sessions: Sessions::new(),
+        rng: PyRandom::new(0),
+    };
+    let mut counts = Counts {
+        bytes_total: paths.iter().map(|p| std::fs::metadata(p).map_or(0, |m| m.len())).sum(),
+        ..Default::default()
+    };
+    let (mut lines_before, mut bytes_before) = (0u64, 0u64);
+    let mut refused = None;
+    'files: for (file, path) in paths.iter().enumerate() {
+        let mut reader = LineReader::open(path).map_err(|error| Stop::Read { file, error })?;
+        let mut file_bad = 0u64;
+        let raw_bytes = reader.raw_bytes();
+        let mut number = 0u64;
+        loop {
+            let line = match reader.next_line() {
+                Ok(Some(line)) => line,
+                Ok(None) => break,
+                Err(error) => return Err(Stop::Read { file, error }),
+            };
+            number += 1;
+            if number.is_multiple_of(PROGRESS_EVERY) || number == EARLY_CHECK_LINES {
+                if number == EARLY_CHECK_LINES && file_bad as f64 > 0.9 * number as f64 {
+                    refused = Some(Refusal { bad: file_bad, lines: number, file: Some(file) });
+                    break 'files;
+                }
+                counts.lines = lines_before + number;
+                counts.bytes_read = bytes_before + raw_bytes.get();
+                progress(&counts).map_err(Stop::Progress)?;
+            }
+            let bytes = match line {
+                Line::Long(start) => {
+                    file_bad += 1;
+                    note_bad(&mut counts, file, number, LONG_LINE, &String::from_utf8_lossy(start));
+                    continue;
+                }
+                Line::Text(bytes) => bytes,
+            };
+            // A stray byte in a user agent must not stop the whole log: decoded with U+FFFD.
+            let text: Cow<'_, str> = String::from_utf8_lossy(bytes);
+            if text.chars().all(is_space) {
+                continue;
+            }
+            match parser.parse(&text) {
+                Ok(record) => {
+                    counts.records += 1;
+                    builder.add(&record);
+                }
+                Err(reason) => {
+                    file_bad += 1;
+                    note_bad(&mut counts, file, number, reason, &text);
+                }
+            }
+        }
+        lines_before += number;
+        bytes_before += std::fs::metadata(path).map_or(0, |m| m.len());
+        counts.lines = lines_before;
+        counts.bytes_read = bytes_before;
+        progress(&counts).map_err(Stop::Progress)?;
+    }
+    if refused.is_none() && counts.lines > 0 && counts.bad as f64 > MAX_BAD_SHARE * counts.lines as f64 {
+        refused = Some(Refusal { bad: counts.bad, lines: counts.lines, file: None });
+    }
+    builder.sessions.finish();
+    Ok(Aggregate {
+        endpoints: builder.endpoints,
+        other: builder.other,
+        per_minute: builder.per_minute,
+        sessions: builder.sessions,
+        counts,
+        refused,
+    })
+}

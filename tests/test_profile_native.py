@@ -1,0 +1,119 @@
+"""The native log reader (crate ``horde-logs``, :mod:`horde.profile.native`) against the Python
+reader: on generated logs with a known truth, the profile, the endpoints' shapes and sampled ids
+and the sessions are the same, and the truth is what both say."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from horde.errors import InvalidInput
+from horde.profile import ProfileOptions, SessionKey, build_profile
+from horde.profile.logs import ReadCounts, make_parser, read_records
+from horde.profile.profile import Profile, ProfileBuilder
+from profile_logs import T0, Hit, combined_line, write_log
+
+ENDPOINTS = [  # (method, target with {} for an id, count weight, seconds)
+    ("GET", "/api/items/{}", 30, 0.010), ("GET", "/api/items/{}/reviews?page={}&token=t{}", 10, 0.030),
+    ("POST", "/api/orders", 8, 0.200), ("GET", "/api/users/{}/orders?sig={}", 8, 0.020), ("GET", "/", 15, 0.001),
+    ("GET", "/static/app.{}.js", 10, 0.002), ("POST", "/api/refunds/{}", 3, 1.500), ("GET", "/search?q=shoe{}&page={}", 7, 0.050),
+    ("GET", "/reset-token/{}", 2, 0.005), ("GET", "/u/{}%40example.org/profile", 2, 0.004),
+    ("GET", "/k/{}", 2, 0.003), ("DELETE", "/api/cart/{}", 3, 0.0004),
+]
+TRUTH_NAMES = ["GET /api/items/{id}", "GET /api/items/{id}/reviews?page&token", "POST /api/orders",
+               "GET /api/users/{id}/orders?sig", "GET /", "GET /static/app.{id}.js", "POST /api/refunds/{id}",
+               "GET /search?q&page", "GET /reset-token/{secret}", "GET /u/{email}/profile", "GET /k/{token}",
+               "DELETE /api/cart/{id}"]
+
+
+def generated(tmp_path: Path, lines: int, *, seed: int = 7, cookie: bool = False, name: str = "access.log",
+              gzipped: bool = False, start: float = T0) -> tuple[Path, dict[str, int]]:
+    """A log of ``lines`` requests over an hour (busier at its middle), with ids of several
+    kinds, secrets, 4xx/5xx, 300 clients, times a little out of order, a few bad lines and
+    blank lines; and the requests each endpoint got."""
+    rng = random.Random(seed)
+    truth = dict.fromkeys(TRUTH_NAMES, 0)
+    out = []
+    for i in range(lines):
+        index = rng.choices(range(len(ENDPOINTS)), weights=[e[2] for e in ENDPOINTS])[0]
+        method, template, _, seconds = ENDPOINTS[index]
+        ident = rng.choice([str(rng.randrange(1, 10**6)), f"{rng.getrandbits(48):012x}", "deadbeef" + str(rng.randrange(10))])
+        if index == 10:
+            ident = "".join(rng.choice("bcdfghjklmnpqrstvwxz") for _ in range(18))
+        elif index == 9:
+            ident = f"user{rng.randrange(99)}"
+        target = template.format(ident if index != 5 else f"{rng.getrandbits(40):010x}", rng.randrange(1, 9), rng.randrange(10**6))
+        t = start + 3600 * i / lines + rng.choice([0, 0, 0, -1, -2])  # nginx logs at the response: a bit out of order
+        client = rng.randrange(300)
+        hit = Hit(t, method, target, status=rng.choice([200, 200, 200, 201, 404, 500]),
+                  seconds=rng.expovariate(1 / seconds) if rng.random() > 0.02 else None,
+                  client=f"10.0.{client // 250}.{client % 250}", agent=f"agent-{client % 3}",
+                  cookie=f"sid=s{client % 40}; lang=en" if cookie and client % 10 else None)
+        truth[TRUTH_NAMES[index]] += 1
+        out.append(combined_line(hit))
+        if i % 997 == 5:
+            out.append("not a log line")
+        if i % 1500 == 7:
+            out.append("   ")
+    return write_log(tmp_path / name, out, gzipped=gzipped), truth
+
+
+def python_profile(paths: list[Path], options: ProfileOptions) -> Profile:
+    """The profile as the Python reader adds it up, request by request."""
+    parser = make_parser(options.format, paths, options.fields, options.time_unit, options.session)
+    builder = ProfileBuilder(options)
+    counts = ReadCounts()
+    for record in read_records(paths, parser, counts):
+        builder.add(record)
+    return builder.finish([str(path) for path in paths], parser.format, counts, {})
+
+
+def assert_same(native: Profile, python: Profile) -> None:
+    ours, theirs = native.to_dict(), python.to_dict()
+    ours["source"]["read_s"] = theirs["source"]["read_s"] = 0
+    assert ours == theirs
+    assert [(e.index, e.shapes, e.samples, e.statuses) for e in native.endpoints] == \
+        [(e.index, e.shapes, e.samples, e.statuses) for e in python.endpoints]
+    assert native.sessions.lengths == python.sessions.lengths
+    assert native.sessions.transitions == python.sessions.transitions
+    assert native.sessions.think_ms.buckets == python.sessions.think_ms.buckets
+    assert native.counts == python.counts
+
+
+def test_the_native_reader_adds_up_what_the_python_reader_does(tmp_path: Path) -> None:
+    path, truth = generated(tmp_path, 20_000)
+    native = build_profile([path], ProfileOptions(session_gap_s=60))
+    assert_same(native, python_profile([path], ProfileOptions(session_gap_s=60)))
+    assert {stats.name: stats.count for stats in native.endpoints} == truth
+    assert native.counts.bad == 21 and native.counts.bad_samples[0].line == 7
+    assert native.requests == 20_000 and native.sessions.count > 300  # 60 s gaps end sessions
+
+
+@pytest.mark.parametrize("options", [ProfileOptions(format="nginx", time_unit="ms"), ProfileOptions(max_endpoints=4),
+                                     ProfileOptions(session=SessionKey("cookie", "sid"), session_gap_s=120)],
+                         ids=["nginx-ms", "other-endpoints", "cookie-sessions"])
+def test_options_give_the_same_profile(tmp_path: Path, options: ProfileOptions) -> None:
+    path, _ = generated(tmp_path, 5000, cookie=True)
+    assert_same(build_profile([path], options), python_profile([path], options))
+
+
+def test_rotated_gzip_logs_read_as_one_stream(tmp_path: Path) -> None:
+    older, first = generated(tmp_path, 3000, seed=1, name="access.log.2.gz", gzipped=True)
+    middle, second = generated(tmp_path, 3000, seed=2, name="access.log.1", start=T0 + 3600)
+    newer, third = generated(tmp_path, 3000, seed=3, name="access.log", start=T0 + 7200)
+    paths = [older, middle, newer]
+    # Given newest first (as `ls access.log*` lists them), read oldest first.
+    native = build_profile([newer, middle, older], ProfileOptions())
+    assert native.files == [str(path) for path in paths]
+    assert_same(native, python_profile(paths, ProfileOptions()))
+    assert {stats.name: stats.count for stats in native.endpoints} == {name: first[name] + second[name] + third[name] for name in first}
+    # Three hours, and the minute before: the first lines step back up to 2 s (logged at the response).
+    assert native.span_minutes() == 181 and native.counts.bytes_read == sum(path.stat().st_size for path in paths)
+
+
+def test_a_log_in_another_format_is_refused_as_the_python_reader_refuses_it(tmp_path: Path) -> None:
+    path = write_log(tmp_path / "access.log", ['{"json": 1}'] * 10 + [combined_line(Hit(T0, "GET", "/"))] * 5)
+    with pytest.raises(InvalidInput, match=r"10 of 15 lines of .* do not read as the combined format; line 1: not the combined format"):
+        build_profile([path], ProfileOptions(format="combined"))
