@@ -8,7 +8,16 @@ PYTHON := $(VENV)/bin/python
 HORDE  := $(VENV)/bin/horde
 CARGO  ?= cargo
 
-.PHONY: setup demo test test-rust test-python bench bench-scenario bench-monitors bench-sql bench-gateway bench-link bench-long bench-open lint clean
+# The wheel: abi3 (one file for CPython 3.11 and later), the engine inside, built with the
+# `wheel` profile and the venv's interpreter as `make setup` builds it, so that it reuses that
+# build (only the wheel is packed). maturin checks the policy against the symbols the engine
+# links: this Debian 12 host's glibc gives manylinux_2_34 (manylinux2014 needs a manylinux
+# container or zig: `make wheel MANYLINUX=manylinux2014 MATURIN_FLAGS=--zig`).
+DIST      ?= target/dist
+MANYLINUX ?= manylinux_2_34
+MATURIN_FLAGS ?=
+
+.PHONY: setup wheel wheel-build demo test test-rust test-python bench bench-scenario bench-monitors bench-sql bench-gateway bench-link bench-long bench-open bench-report lint clean
 
 $(PYTHON):
 	python3 -m venv $(VENV)
@@ -23,6 +32,16 @@ setup: $(PYTHON)
 	@command -v $(CARGO) >/dev/null || { echo "error: cargo not found"; echo "hint: install Rust with rustup (https://rustup.rs), then rerun"; exit 2; }
 	$(PYTHON) -m pip install --quiet "maturin>=1.7,<2"
 	$(VENV)/bin/maturin develop --profile wheel --extras $(EXTRAS) --quiet
+
+# Builds $(DIST)/horde-VERSION-cp311-abi3-MANYLINUX_x86_64.whl: installs with pip and no Rust
+# toolchain (tests/test_wheel.py installs it in a fresh venv and runs the quick start from it).
+wheel: setup
+	$(MAKE) --no-print-directory wheel-build
+
+# The wheel from the venv as it is (tests/test_wheel.py calls this: `setup` would reinstall the
+# engine under the running tests).
+wheel-build:
+	$(VENV)/bin/maturin build --profile wheel --interpreter $(PYTHON) --compatibility $(MANYLINUX) --out $(DIST) $(MATURIN_FLAGS)
 
 # The quick start: the built-in target on loopback, examples/quickstart live, stored in SQLite.
 demo: setup

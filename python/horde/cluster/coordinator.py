@@ -34,13 +34,15 @@ import shutil
 import socket
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from horde.cluster.generator import Generator
+from horde.cluster.generator import Generator, engine_build
 from horde.cluster.merge import generator_row, merge_second
 from horde.engine.snapshot import Snapshot
 from horde.cluster.provisioning import Limits, Node, Placement, Provision, check_memory, demand_of, provision
+from horde import __version__
 from horde.errors import ClusterUnavailable, InvalidInput
 from horde.plan import Plan
 from horde.engine.run import POLL_INTERVAL_S, load_levels, paced_scenarios
@@ -161,6 +163,35 @@ def _check_reachable(address: str) -> None:
                                  "HOST:PORT, or ray://HOST:10001 for Ray Client") from None
 
 
+def check_same_horde(described: Mapping[str, Mapping[str, Any]]) -> None:
+    """Refuses a cluster whose generators do not all run this Horde: the same version and the
+    same engine build (:func:`horde.cluster.generator.engine_build`), read from each node's
+    ``describe`` (keyed by how the node is named in messages). Another version's engine may
+    count, merge or time differently, and the run would mix them silently; nothing is sent.
+    Raises :class:`ClusterUnavailable` (exit code 6) naming each node that differs.
+
+    >>> here = {"horde_version": __version__, "engine_build": engine_build()}
+    >>> check_same_horde({"10.0.0.2": here})
+    >>> check_same_horde({"10.0.0.2": {**here, "horde_version": "0.0.9"}})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    horde.errors.ClusterUnavailable: 1 node does not run this Horde (...): 10.0.0.2 runs horde 0.0.9 ...
+    """
+    here = (__version__, engine_build())
+    differing = []
+    for node, description in described.items():
+        # A node whose Horde predates this check says neither.
+        theirs = (str(description.get("horde_version") or "unknown"), str(description.get("engine_build") or "unknown"))
+        if theirs != here:
+            differing.append(f"{node} runs horde {theirs[0]} (engine build {theirs[1]})")
+    if differing:
+        count = f"{len(differing)} node{'s' if len(differing) > 1 else ''} {'do' if len(differing) > 1 else 'does'}"
+        raise ClusterUnavailable(
+            f"{count} not run this Horde (horde {here[0]}, engine build {here[1]}): " + "; ".join(differing),
+            hint="install the same wheel on every node and on this machine (`make wheel`, then "
+                 "`pip install --force-reinstall horde-*.whl`; docs/cluster.md, \"The same Horde on every node\")")
+
+
 def resolve_address(address: str) -> str:
     """``auto`` is ``$RAY_ADDRESS``; ``local`` starts a cluster of this machine; anything else is
     used as given (``host:port`` of the head's GCS, or ``ray://host:port`` for Ray Client)."""
@@ -264,6 +295,7 @@ class ClusterRun:
 
         probes = {node.node_id: actor_on(node.node_id, -1) for node in nodes}
         described = dict(zip(probes, get([probe.describe.remote() for probe in probes.values()], "describe their nodes")))
+        check_same_horde({f"{node.address} ({node.node_id[:8]})": described[node.node_id] for node in nodes})
         demand = demand_of(plan)
         calibration: dict[str, Any] | None = None
         capacity_rps = settings.capacity_rps if settings is not None else None

@@ -11,6 +11,8 @@ bytes (the nodes need not share a file system).
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import json
 import os
 import resource
@@ -18,8 +20,10 @@ import socket
 import tempfile
 import time
 from pathlib import Path
+from functools import lru_cache
 from typing import Any
 
+from horde import __version__
 from horde.engine.run import start_handle
 from horde.engine.target import start as start_target
 from horde.engine.snapshot import Snapshot
@@ -33,6 +37,18 @@ CALIBRATION_VUS = 32
 CALIBRATION_HEADROOM = 0.5
 #: The engine's worker threads are named ``horde-worker-N`` (the built-in target's are not).
 WORKER_THREAD_PREFIX = "horde-worker-"
+
+
+@lru_cache(maxsize=1)
+def engine_build() -> str:
+    """The engine this process loads, told apart from any other build: the first 16 hex digits
+    of the sha256 of its extension's file (``horde/_engine.abi3.so``). Nodes that installed the
+    same wheel load the same bytes; two builds of the same version do not, and their engines may
+    count differently, so a cluster run compares this as well as the version."""
+    spec = importlib.util.find_spec("horde._engine")
+    if spec is None or spec.origin is None:
+        return "unknown"
+    return hashlib.sha256(Path(spec.origin).read_bytes()).hexdigest()[:16]
 
 
 class Generator:
@@ -53,6 +69,9 @@ class Generator:
             "cpus": len(os.sched_getaffinity(0)),
             "open_files": 1 << 30 if hard == resource.RLIM_INFINITY else int(hard),
             "clock": time.time(),
+            # The coordinator refuses a generator whose Horde is not its own (check_same_horde).
+            "horde_version": __version__,
+            "engine_build": engine_build(),
         }
 
     def clock(self) -> float:
