@@ -22,10 +22,12 @@ import pytest
 
 from cdp import Browser, chromium_or_skip
 from conftest import HordeCli
+from horde.profile import PlanOptions, ProfileOptions, build_profile, render_page, write_plan
 from horde.report import write_report
 from horde.results.stored_run import ALL_REQUESTS, load_run
 from horde.store import Store
 from recorded_runs import get, plan_dict, record_run
+from test_profile import known_log
 from test_report import LATENCY_FIELDS, STEP_FIELDS, ReportPage, copy_run, page_figures, target_response_time_answer
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
@@ -59,8 +61,8 @@ def assert_charts_drawn(dom: str, chart_ids: tuple[str, ...]) -> None:
     figures = page_figures(dom)
     positions = {chart_id: dom.find(f'id="{chart_id}"') for chart_id in chart_ids}
     assert all(position >= 0 for position in positions.values()), positions
-    # A chart's element ends where the page's next chart begins (listed here or not).
-    starts = sorted(match.start() for match in re.finditer(r'id="chart-', dom)) + [len(dom)]
+    # A chart's element ends where the page's next figure begins (listed here or not).
+    starts = sorted(dom.find(f'id="{figure_id}"') for figure_id in figures) + [len(dom)]
     for chart_id, start in positions.items():
         chunk = dom[start:next(position for position in starts if position > start)]
         assert 'class="main-svg"' in chunk, f"{chart_id} was not drawn"
@@ -152,3 +154,15 @@ def test_a_target_response_time_report_draws_its_chart_zoomed_with_the_others(
                          "JSON.stringify(document.getElementById(id).layout.xaxis.range) === '[10,60]')",
                          timeout_s=10, what="the run's charts to follow the zoom")
         assert browser.errors() == []
+
+
+def test_the_production_profile_page_draws_in_a_browser_offline(tmp_path: Path) -> None:
+    """`horde profile --html`'s page: the same shell, its rate and shares charts drawn."""
+    profile = build_profile([known_log(tmp_path)], ProfileOptions())
+    html = render_page(profile, write_plan(profile, tmp_path / "plan.yaml", PlanOptions()))
+    assert len(html.encode("utf-8")) < 1_000_000
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = ARTIFACTS / "profile.html"
+    page.write_text(html)
+    dom = open_in_browser(page, ARTIFACTS / "profile.png", tmp_path / "profile-browser")
+    assert_charts_drawn(dom, ("rate-chart", "shares-chart"))
