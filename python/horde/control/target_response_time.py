@@ -15,23 +15,30 @@ latencies at the ranks two binomial standard errors either side of the percentil
 (``CONFIDENCE_Z``). A reading is *under* T when even the interval's top is under T, *over*
 when even its bottom is over, and otherwise runs on for more samples; when its time is up
 (``READING_MAX_S``) the point estimate decides. So noise far below T, from a few dozen samples
-at a low level, is never read as "at T": it is an uncertain reading, and the climb goes on.
+at a low level, is never read as "at T": it is an uncertain reading, and the climb goes on. A
+climb reading whose point estimate is well under T (or under it at all, on fewer samples than
+the percentile needs) is judged at its shortest span, a *probe*: the next, higher level says
+more than more seconds at this one would.
 
 **Phases.**
 
 - *climb*: from ``start`` (one VU, 10 arrivals/s or the plan's pace by default) the level grows
   while readings are under T: by ``GROWTH_FAR`` while latency has not risen with the level
-  beyond the readings' noise (a target flat far below T, or far from its knee), by what
-  latency's measured rise with the level (its elasticity) predicts gives T otherwise. A level
+  beyond the readings' noise (a target flat far below T, or far from its knee; the climb's
+  readings are then pooled, their histograms merged, so that a few dozen samples at a low level
+  do not stop it), by what latency's measured rise with the level (its elasticity) predicts
+  gives T otherwise, and by at most ``GROWTH_UNCERTAIN_FLAT`` within ``FAR_MARGIN`` of T. A level
   that starts over T is halved until one is under (*descend*).
 - *bisect*: once a level under T and one over it are known, the next level is their geometric
   middle, until the bracket is narrower than ``PRECISION`` (one VU for VUs); holding starts at
-  its lower end.
-- *hold*: the level is kept where its percentile is within ±10 % of T. A reading above the band
-  lowers the level, one below it raises it (a single reading when its interval is wholly out of
-  the band, two in a row otherwise: hysteresis against noise), each by the share the
-  elasticity near T predicts, damped. A level that went over T is a *ceiling* for moves up
-  (they stop half way to it) only for a while: ``CEILING_MEMORY_S``, doubled each time the
+  its lower end, or a safety step under it where that end's short reading was near T.
+- *hold*: the level is kept where its percentile is within ±10 % of T. A window sure to be over
+  T, or under it, moves the level (two seconds in a row: hysteresis against noise), each by the
+  share the elasticity near T predicts, damped; a window over the band on a few seconds only
+  (a burst, or the start of a slow-down) by a gentle step; and every ``HOLD_CHECK_S`` seconds a
+  window more than ``HOLD_RECENTRE`` off T moves the level towards it. Every second over the
+  band costs the next ``HELD_WINDOW_S`` seconds' windows, so holding errs under T. A level that
+  went over T is a *ceiling* for moves up (they stop half way to it) only for a while: ``CEILING_MEMORY_S``, doubled each time the
   ceiling proves right again, so a target whose latency is a cliff is not pushed over it
   every few seconds, and a level that was over T during a passing spike (autovacuum, a
   standby's long read, a GC) is tried again once it has passed. There is never a permanent
