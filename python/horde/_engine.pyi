@@ -118,6 +118,7 @@ def profile_logs(
     session_gap_s: float,
     max_endpoints: int,
     is_secret_parameter: Callable[[str], bool],
+    names_a_secret: Callable[[str], bool],
     has_email: Callable[[str], bool],
     on_progress: Callable[[int, int, int, int, int], None] | None = None,
 ) -> dict[str, Any]:
@@ -139,3 +140,27 @@ def profile_logs(
     "count", "timing": histogram, "statuses": [(status, n)], "samples": [tuple of str | None]}``
     and a histogram ``(buckets [(index, n)], count, total, maximum, zeros)`` in the 1 %
     buckets of ``horde.profile.histogram``. Raises what a rule or on_progress raised."""
+
+@final
+class CombinedParser:
+    """Combined (``nginx=False``) or nginx lines one at a time (crate ``horde-logs``)."""
+    def __init__(self, *, nginx: bool, time_unit_ms: float | None, session_name: str | None) -> None: ...
+    def parse(self, line: str) -> tuple[float, str, str, int, float | None, str, str, str | None] | str:
+        """``(time_s, method, target, status, duration_ms, client, agent, session)``, or why the
+        line is no request."""
+
+def clf_time(text: str) -> float | None: ...
+def split_request(request: str) -> tuple[str, str] | str: ...
+def path_of(target: str) -> str: ...
+def is_method(text: str) -> bool: ...
+def template_request(
+    method: str,
+    target: str,
+    is_secret_parameter: Callable[[str], bool],
+    names_a_secret: Callable[[str], bool],
+    has_email: Callable[[str], bool],
+) -> tuple[list[str | int], list[str], list[tuple[str, str, str]], list[str | None]]:
+    """``(pieces (text | slot index), query names, slots [(label, kind, "path" | "query")],
+    values (None: not to be kept))``; raises what a rule raised."""
+def classify(segment: str, has_email: Callable[[str], bool]) -> str | None: ...
+def kept_value(value: str, kind: str | None, has_email: Callable[[str], bool]) -> bool: ...

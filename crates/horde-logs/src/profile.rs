@@ -5,7 +5,9 @@
 
 use std::borrow::Cow;
 use std::collections::hash_map::DefaultHasher;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
 
@@ -426,12 +428,12 @@ pub fn profile<R: Rules, E>(
         options: options.clone(),
         templater: Templater::new(rules),
         scratch: Templated::default(),
-        shapes: HashMap::new(),
-        by_key: HashMap::new(),
+        shapes: HashMap::default(),
+        by_key: HashMap::default(),
         endpoints: Vec::new(),
         other: None,
         per_minute: Vec::new(),
-        minute_index: HashMap::new(),
+        minute_index: HashMap::default(),
         last_time: f64::NAN,
         last_minute: 0,
         sessions: Sessions::new(),
@@ -473,7 +475,10 @@ pub fn profile<R: Rules, E>(
                 Line::Text(bytes) => bytes,
             };
             // A stray byte in a user agent must not stop the whole log: decoded with U+FFFD.
-            let text: Cow<'_, str> = String::from_utf8_lossy(bytes);
+            let text: Cow<'_, str> = match std::str::from_utf8(bytes) {
+                Ok(text) => Cow::Borrowed(text),
+                Err(_) => String::from_utf8_lossy(bytes),
+            };
             if text.chars().all(is_space) {
                 continue;
             }

@@ -9,12 +9,15 @@
 //! value is kept for the plan only where it is a plain id (never a token, an e-mail address, a
 //! secret, a value of a secret-named parameter, or a value past 64 characters).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Horde's rules on secrets, owned elsewhere (Python's `horde.plan.redaction`).
 pub trait Rules {
     /// Whether a query field (or a path segment naming what follows it) holds a credential.
     fn is_secret_parameter(&mut self, name: &str) -> bool;
+    /// Whether a path segment names a credential, so that the next one holds one
+    /// (`/reset-token/XYZ`, `/api/key/XYZ`).
+    fn names_a_secret(&mut self, segment: &str) -> bool;
     /// Whether the text holds an e-mail address (also percent-encoded).
     fn has_email(&mut self, text: &str) -> bool;
 }
@@ -33,6 +36,11 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// The kind of this name (`int`, ... `query`), or None.
+    pub fn from_name(name: &str) -> Option<Kind> {
+        [Kind::Int, Kind::Uuid, Kind::Hex, Kind::Token, Kind::Email, Kind::Secret, Kind::Query].into_iter().find(|kind| kind.name() == name)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Kind::Int => "int",
@@ -164,6 +172,7 @@ impl Templated {
 pub struct Templater<R: Rules> {
     rules: R,
     secret_names: HashMap<String, bool>,
+    secret_segments: HashMap<String, bool>,
 }
 
 fn char_len(text: &str) -> usize {
@@ -228,37 +237,40 @@ fn is_plain_name(text: &str) -> bool {
     (1..=40).contains(&text.len()) && text.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'[' | b']' | b'-'))
 }
 
+/// The rules' answer for a name, asked once while the cache holds it (bounded: cleared when full).
+fn remembered(cache: &mut HashMap<String, bool>, name: &str, ask: impl FnOnce() -> bool) -> bool {
+    if let Some(&known) = cache.get(name) {
+        return known;
+    }
+    let answer = ask();
+    if cache.len() >= NAME_CACHE {
+        cache.clear();
+    }
+    cache.insert(name.to_string(), answer);
+    answer
+}
+
 fn may_hold_email(text: &str) -> bool {
     text.contains('@') || text.contains("%40")
 }
 
 impl<R: Rules> Templater<R> {
     pub fn new(rules: R) -> Self {
-        Templater { rules, secret_names: HashMap::new() }
+        Templater { rules, secret_names: HashMap::default(), secret_segments: HashMap::default() }
     }
 
     fn is_secret_parameter(&mut self, name: &str) -> bool {
-        if let Some(&known) = self.secret_names.get(name) {
-            return known;
-        }
-        let answer = self.rules.is_secret_parameter(name);
-        if self.secret_names.len() >= NAME_CACHE {
-            self.secret_names.clear();
-        }
-        self.secret_names.insert(name.to_string(), answer);
-        answer
+        remembered(&mut self.secret_names, name, || self.rules.is_secret_parameter(name))
     }
 
     /// Whether a path segment names a credential, so that the next one holds one.
     fn names_a_secret(&mut self, segment: &str) -> bool {
-        if segment.is_empty() {
+        // A segment without a letter (a number: the usual id) names nothing, and is not asked
+        // about: a log of a million ids would ask a million times.
+        if !segment.chars().any(char::is_alphabetic) {
             return false;
         }
-        if segment.contains('-') {
-            self.is_secret_parameter(&segment.replace('-', "_"))
-        } else {
-            self.is_secret_parameter(segment)
-        }
+        remembered(&mut self.secret_segments, segment, || self.rules.names_a_secret(segment))
     }
 
     /// The kind of id a path segment (or a value) is, or None when it is literal text.
@@ -283,8 +295,9 @@ impl<R: Rules> Templater<R> {
         }
     }
 
-    /// The value as the plan may keep it, or None.
-    fn kept(&mut self, value: &str, kind: Option<Kind>) -> bool {
+    /// Whether the plan may keep a slot's value of this kind (not a token, an e-mail address,
+    /// a secret, nor a value past 64 characters or holding an e-mail address).
+    pub fn kept(&mut self, value: &str, kind: Option<Kind>) -> bool {
         if kind.is_some_and(Kind::never_kept) || (value.len() > MAX_VALUE_LENGTH && char_len(value) > MAX_VALUE_LENGTH) {
             return false;
         }
@@ -399,6 +412,9 @@ pub(crate) mod tests {
         fn is_secret_parameter(&mut self, name: &str) -> bool {
             let lowered = name.to_lowercase();
             ["token", "secret", "password", "session", "key", "sig", "code"].iter().any(|word| lowered.contains(word))
+        }
+        fn names_a_secret(&mut self, segment: &str) -> bool {
+            self.is_secret_parameter(&segment.replace('-', "_"))
         }
         fn has_email(&mut self, text: &str) -> bool {
             text.contains('@') && text.contains('.') || text.contains("%40")

@@ -192,7 +192,7 @@ fn split_combined(line: &str) -> Option<Fields<'_>> {
 }
 
 /// `[A-Z][A-Z_-]{0,19}`, the whole text.
-pub(crate) fn is_method(text: &str) -> bool {
+pub fn is_method(text: &str) -> bool {
     let bytes = text.as_bytes();
     !bytes.is_empty()
         && bytes.len() <= 20

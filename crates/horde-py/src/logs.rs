@@ -8,19 +8,23 @@ use std::path::PathBuf;
 
 use horde_logs::profile::{profile, Endpoint, LogHistogram, Options, Stop};
 use horde_logs::read::ReadError;
-use horde_logs::template::{Piece, Rules};
+use horde_logs::template::{Kind, Piece, Rules, Templated, Templater};
+use horde_logs::text::TextParser;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
-/// The rules as Python callables; their first error is kept and raised after the reading.
-struct PyRules<'py> {
-    is_secret_parameter: Bound<'py, PyAny>,
-    has_email: Bound<'py, PyAny>,
-    error: &'py RefCell<Option<PyErr>>,
+/// The rules as Python callables (one missing: never); their first error is kept and raised
+/// after the reading.
+struct PyRules<'a, 'py> {
+    is_secret_parameter: Option<Bound<'py, PyAny>>,
+    names_a_secret: Option<Bound<'py, PyAny>>,
+    has_email: Option<Bound<'py, PyAny>>,
+    error: &'a RefCell<Option<PyErr>>,
 }
 
-impl PyRules<'_> {
-    fn ask(&self, rule: &Bound<'_, PyAny>, text: &str) -> bool {
+impl PyRules<'_, '_> {
+    fn ask(&self, rule: &Option<Bound<'_, PyAny>>, text: &str) -> bool {
+        let Some(rule) = rule else { return false };
         match rule.call1((text,)).and_then(|answer| answer.is_truthy()) {
             Ok(answer) => answer,
             Err(error) => {
@@ -29,15 +33,127 @@ impl PyRules<'_> {
             }
         }
     }
+
+    fn raise(error: RefCell<Option<PyErr>>) -> PyResult<()> {
+        error.into_inner().map_or(Ok(()), Err)
+    }
 }
 
-impl Rules for PyRules<'_> {
+impl Rules for PyRules<'_, '_> {
     fn is_secret_parameter(&mut self, name: &str) -> bool {
         self.ask(&self.is_secret_parameter, name)
+    }
+    fn names_a_secret(&mut self, segment: &str) -> bool {
+        self.ask(&self.names_a_secret, segment)
     }
     fn has_email(&mut self, text: &str) -> bool {
         self.ask(&self.has_email, text)
     }
+}
+
+/// One combined or nginx line at a time (the Python reader's tests and first lines).
+#[pyclass(module = "horde._engine", name = "CombinedParser")]
+pub(crate) struct PyCombinedParser {
+    inner: TextParser,
+}
+
+#[pymethods]
+impl PyCombinedParser {
+    #[new]
+    #[pyo3(signature = (*, nginx, time_unit_ms, session_name))]
+    fn new(nginx: bool, time_unit_ms: Option<f64>, session_name: Option<String>) -> Self {
+        PyCombinedParser { inner: TextParser::new(nginx, time_unit_ms, session_name) }
+    }
+
+    /// `(time_s, method, target, status, duration_ms, client, agent, session)`, or why the line
+    /// is no request.
+    fn parse<'py>(&mut self, py: Python<'py>, line: &str) -> PyResult<Bound<'py, PyAny>> {
+        Ok(match self.inner.parse(line) {
+            Ok(r) => (r.time_s, r.method, r.target, r.status, r.duration_ms, r.client, r.agent, r.session).into_pyobject(py)?.into_any(),
+            Err(reason) => reason.into_pyobject(py)?.into_any(),
+        })
+    }
+}
+
+/// A common-log-format time as Unix seconds, or None.
+#[pyfunction]
+pub(crate) fn clf_time(text: &str) -> Option<f64> {
+    horde_logs::text::clf_time(text)
+}
+
+/// `(method, target)` of a request line, or why it is not one.
+#[pyfunction]
+pub(crate) fn split_request<'py>(py: Python<'py>, request: &str) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match horde_logs::text::split_request(request) {
+        Ok(pair) => pair.into_pyobject(py)?.into_any(),
+        Err(reason) => reason.into_pyobject(py)?.into_any(),
+    })
+}
+
+/// The path and query of a request's target (a proxy's request names the whole URL).
+#[pyfunction]
+pub(crate) fn path_of(target: &str) -> &str {
+    horde_logs::text::path_of(target)
+}
+
+/// Whether the text is an HTTP method (`[A-Z][A-Z_-]{0,19}`).
+#[pyfunction]
+pub(crate) fn is_method(text: &str) -> bool {
+    horde_logs::text::is_method(text)
+}
+
+type Template = (Vec<Py<PyAny>>, Vec<String>, Vec<(String, &'static str, &'static str)>, Vec<Option<String>>);
+
+/// A request's endpoint: `(pieces (str | slot index), query names, slots [(label, kind,
+/// where)], values)`.
+#[pyfunction]
+pub(crate) fn template_request(
+    py: Python<'_>,
+    method: &str,
+    target: &str,
+    is_secret_parameter: Bound<'_, PyAny>,
+    names_a_secret: Bound<'_, PyAny>,
+    has_email: Bound<'_, PyAny>,
+) -> PyResult<Template> {
+    let error = RefCell::new(None);
+    let rules = PyRules { is_secret_parameter: Some(is_secret_parameter), names_a_secret: Some(names_a_secret), has_email: Some(has_email), error: &error };
+    let mut templater = Templater::new(rules);
+    let mut out = Templated::default();
+    templater.template(method, target, &mut out);
+    drop(templater);
+    PyRules::raise(error)?;
+    let shape = out.shape(method, target);
+    let pieces = shape
+        .pieces
+        .iter()
+        .map(|piece| match piece {
+            Piece::Text(text) => Ok(text.into_pyobject(py)?.into_any().unbind()),
+            Piece::Slot(index) => Ok(index.into_pyobject(py)?.into_any().unbind()),
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let slots = shape.slots.iter().map(|slot| (slot.label.clone(), slot.kind.name(), if slot.in_query { "query" } else { "path" })).collect();
+    let values = out.values.iter().map(|value| value.map(|(a, b)| target[a..b].to_string())).collect();
+    Ok((pieces, shape.query, slots, values))
+}
+
+/// The kind of id a path segment (or a value) is, or None when it is literal text.
+#[pyfunction]
+pub(crate) fn classify(segment: &str, has_email: Bound<'_, PyAny>) -> PyResult<Option<&'static str>> {
+    let error = RefCell::new(None);
+    let rules = PyRules { is_secret_parameter: None, names_a_secret: None, has_email: Some(has_email), error: &error };
+    let kind = Templater::new(rules).classify(segment);
+    PyRules::raise(error)?;
+    Ok(kind.map(Kind::name))
+}
+
+/// Whether the plan may keep a slot's value of kind `kind` (a kind's name, or None).
+#[pyfunction]
+pub(crate) fn kept_value(value: &str, kind: Option<&str>, has_email: Bound<'_, PyAny>) -> PyResult<bool> {
+    let error = RefCell::new(None);
+    let rules = PyRules { is_secret_parameter: None, names_a_secret: None, has_email: Some(has_email), error: &error };
+    let kept = Templater::new(rules).kept(value, kind.and_then(Kind::from_name));
+    PyRules::raise(error)?;
+    Ok(kept)
 }
 
 fn histogram<'py>(py: Python<'py>, histogram: &LogHistogram) -> PyResult<Bound<'py, PyTuple>> {
@@ -76,7 +192,7 @@ fn endpoint<'py>(py: Python<'py>, stats: &Endpoint) -> PyResult<Bound<'py, PyDic
 
 /// Reads combined or nginx logs into their aggregate (see `python/horde/_engine.pyi`).
 #[pyfunction]
-#[pyo3(signature = (paths, *, nginx, time_unit_ms, session_name, session_gap_s, max_endpoints, is_secret_parameter, has_email, on_progress=None))]
+#[pyo3(signature = (paths, *, nginx, time_unit_ms, session_name, session_gap_s, max_endpoints, is_secret_parameter, names_a_secret, has_email, on_progress=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn profile_logs<'py>(
     py: Python<'py>,
@@ -87,12 +203,18 @@ pub(crate) fn profile_logs<'py>(
     session_gap_s: f64,
     max_endpoints: usize,
     is_secret_parameter: Bound<'py, PyAny>,
+    names_a_secret: Bound<'py, PyAny>,
     has_email: Bound<'py, PyAny>,
     on_progress: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let options = Options { nginx, time_unit_ms, session_name, session_gap_s, max_endpoints };
     let error = RefCell::new(None);
-    let rules = PyRules { is_secret_parameter, has_email, error: &error };
+    let rules = PyRules {
+        is_secret_parameter: Some(is_secret_parameter),
+        names_a_secret: Some(names_a_secret),
+        has_email: Some(has_email),
+        error: &error,
+    };
     let progress = |counts: &horde_logs::profile::Counts| -> PyResult<()> {
         py.check_signals()?;
         if let Some(callback) = &on_progress {
@@ -122,9 +244,7 @@ pub(crate) fn profile_logs<'py>(
             return Ok(result);
         }
     };
-    if let Some(error) = error.into_inner() {
-        return Err(error);
-    }
+    PyRules::raise(error)?;
     let endpoints = PyList::empty(py);
     for stats in &aggregate.endpoints {
         endpoints.append(endpoint(py, stats)?)?;

@@ -1,30 +1,95 @@
-"""Access logs read and added up natively (crate ``horde-logs``): what ``horde profile`` builds
-its profile from, at disk speed, with no Python object per line.
+"""Access logs read natively (crate ``horde-logs``): the combined and nginx formats, endpoint
+templates, and the logs added up for ``horde profile`` at disk speed, with no Python object per
+line. The rules live in that crate, once; the Python reader (JSON logs, ``--template``) asks
+them here line by line.
 
 :func:`profile_logs` reads combined or nginx logs (plain or gzip, in bounded memory), templates
 each request into its endpoint, and adds the requests up per endpoint, per minute and per
-session; :mod:`horde.profile.native` turns the result into the profile. Horde's redaction rules
-(what names a credential, what holds an e-mail address) stay :mod:`horde.plan.redaction`'s: the
-native reader asks them, once per distinct name.
+session; :mod:`horde.profile.native` turns the result into the profile. Horde's rules on secrets
+(what names a credential, what holds an e-mail address) are the caller's (:class:`SecretRules`):
+the native side asks them, once per distinct name.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from horde import _engine
-from horde.plan.redaction import has_email, is_secret_parameter
 
 #: on_progress(lines, requests, bad lines, bytes read, bytes in all)
 Progress = Callable[[int, int, int, int, int], None]
+#: (time_s, method, target, status, duration_ms, client, agent, session)
+Fields = tuple[float, str, str, int, float | None, str, str, str | None]
+#: (pieces: literal text or a slot's index, query names, slots (label, kind, where), kept values)
+Template = tuple[list[str | int], list[str], list[tuple[str, str, str]], list[str | None]]
+
+
+@dataclass(frozen=True)
+class SecretRules:
+    """What names a credential (a query field; a path segment naming what follows it) and what
+    holds an e-mail address: Horde's redaction rules, given by the layer that owns them."""
+
+    is_secret_parameter: Callable[[str], bool]
+    names_a_secret: Callable[[str], bool]
+    has_email: Callable[[str], bool]
 
 
 def profile_logs(paths: Sequence[Path], *, nginx: bool, time_unit_ms: float | None, session_name: str | None,
-                 session_gap_s: float, max_endpoints: int, on_progress: Progress | None = None) -> dict[str, Any]:
+                 session_gap_s: float, max_endpoints: int, rules: SecretRules,
+                 on_progress: Progress | None = None) -> dict[str, Any]:
     """The logs' aggregate (its form: ``python/horde/_engine.pyi``, ``profile_logs``), or
     ``{"error": {...}}`` naming the file that could not be read and why."""
     return _engine.profile_logs([str(path) for path in paths], nginx=nginx, time_unit_ms=time_unit_ms,
                                 session_name=session_name, session_gap_s=session_gap_s, max_endpoints=max_endpoints,
-                                is_secret_parameter=is_secret_parameter, has_email=has_email, on_progress=on_progress)
+                                is_secret_parameter=rules.is_secret_parameter, names_a_secret=rules.names_a_secret,
+                                has_email=rules.has_email, on_progress=on_progress)
+
+
+class CombinedParser:
+    """Combined (or nginx) lines one at a time: their fields, or why a line is no request."""
+
+    def __init__(self, *, nginx: bool, time_unit_ms: float | None, session_name: str | None) -> None:
+        self._native = _engine.CombinedParser(nginx=nginx, time_unit_ms=time_unit_ms, session_name=session_name)
+
+    def parse(self, line: str) -> Fields | str:
+        found: Fields | str = self._native.parse(line)
+        return found
+
+
+def clf_time(text: str) -> float | None:
+    """A common-log-format time (``10/Oct/2000:13:55:36 -0700``) as Unix seconds, or None."""
+    return _engine.clf_time(text)
+
+
+def split_request(request: str) -> tuple[str, str] | str:
+    """(method, target) of a request line (``GET /a HTTP/1.1``), or why it is not one."""
+    return _engine.split_request(request)
+
+
+def path_of(target: str) -> str:
+    """The path and query of a request's target: a request to a proxy names the whole URL."""
+    return _engine.path_of(target)
+
+
+def is_method(text: str) -> bool:
+    """Whether ``text`` is an HTTP method as logs write them (``[A-Z][A-Z_-]{0,19}``)."""
+    return _engine.is_method(text)
+
+
+def template_request(method: str, target: str, rules: SecretRules) -> Template:
+    """A request's endpoint template and its slots' values (None: not to be kept)."""
+    return _engine.template_request(method, target, rules.is_secret_parameter, rules.names_a_secret, rules.has_email)
+
+
+def classify(segment: str, rules: SecretRules) -> str | None:
+    """The kind of id a path segment or a value is (``int``, ``uuid``, ``hex``, ``token``,
+    ``email``), or None when it is literal text."""
+    return _engine.classify(segment, rules.has_email)
+
+
+def kept_value(value: str, kind: str | None, rules: SecretRules) -> bool:
+    """Whether the plan may keep a slot's value of this kind."""
+    return _engine.kept_value(value, kind, rules.has_email)

@@ -14,6 +14,11 @@ Formats:
   (``duration_ms``, ``request_time`` in seconds...) or its value (``"0.12s"``).
 - ``auto``: JSON when most of the first lines are objects, else ``combined``.
 
+The text formats' rules (and the request line's, and the common log format's time) are the
+native reader's, crate ``horde-logs`` (:mod:`horde.engine.logs`), which also reads text logs
+whole at disk speed (:mod:`horde.profile.native`); this module decides the format, reads JSON
+lines, and orders the files.
+
 Files may be gzip-compressed (told by their first bytes, whatever their name). The reader
 streams: memory does not grow with the log, and a line that does not parse is counted (the
 first few are kept, redacted, with their line numbers), never fatal unless most lines fail. A
@@ -24,7 +29,6 @@ read (a gzip of a GiB of zeros is one line of a GiB).
 
 from __future__ import annotations
 
-import calendar
 import gzip
 import io
 import json
@@ -36,6 +40,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, Final
 
+from horde.engine.logs import CombinedParser, is_method, path_of, split_request
+from horde.engine.logs import clf_time as native_clf_time
 from horde.errors import InvalidInput
 from horde.plan.redaction import redact_text
 
@@ -78,8 +84,6 @@ LONG_LINE = f"longer than {MAX_LINE_LENGTH:,} characters"
 EARLY_CHECK_LINES = 2000
 #: The share of lines that may fail, at the end, before the whole log is refused.
 MAX_BAD_SHARE = 0.5
-_MONTHS: Final = {name: number for number, name in enumerate(
-    ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), start=1)}
 
 
 @dataclass(slots=True)
@@ -130,54 +134,18 @@ class SessionKey:
 
 # -- text formats (combined, nginx) -------------------------------------------------------------
 
-_COMBINED = re.compile(
-    r'(\S+) \S+ \S+ \[([^\]]+)\] "((?:[^"\\]|\\.)*)" (\d{3}|-) \S+'
-    r'(?: "((?:[^"\\]|\\.)*)" "((?:[^"\\]|\\.)*)")?(.*)'
-)
-#: The usual line (no escaped quote, a request line of method, path and protocol, maybe a bare
-#: number right after the agent), split by the regular expression alone: several times faster;
-#: any other line takes _COMBINED's way.
-_COMBINED_PLAIN = re.compile(
-    r'(\S+) \S+ \S+ \[([^\]]+)\] "([A-Z]{1,20}) (/[^" ]*) HTTP/[0-9.]+" (\d{3}) \S+(?: "([^"]*)" "([^"]*)")?'
-    r'(?: (\d+(?:\.\d+)?)(?=\s|$))?(.*)')
-_TIME_PAIRS = re.compile(r'(?:^|[\s,;])(rt|request_time|urt|upstream_response_time)[=:]"?(\d+(?:\.\d+)?)')
-_BARE_NUMBER = re.compile(r'(?:^|\s)(\d+(?:\.\d+)?)(?=\s|$)')
-_METHOD = re.compile(r"[A-Z][A-Z_-]{0,19}")
-
 
 def clf_time(text: str) -> float:
-    """A common-log-format time (``10/Oct/2000:13:55:36 -0700``) as Unix seconds.
+    """A common-log-format time (``10/Oct/2000:13:55:36 -0700``) as Unix seconds; ValueError when
+    it is none.
 
     >>> clf_time("10/Oct/2000:13:55:36 -0700")
     971211336.0
     """
-    day, month, year = int(text[0:2]), _MONTHS[text[3:6]], int(text[7:11])
-    hour, minute, second = int(text[12:14]), int(text[15:17]), int(text[18:20])
-    zone = text[21:26] if len(text) >= 26 else "+0000"
-    offset = (int(zone[1:3]) * 3600 + int(zone[3:5]) * 60) * (-1 if zone[0] == "-" else 1)
-    return float(calendar.timegm((year, month, day, hour, minute, second)) - offset)
-
-
-def _split_request(request: str) -> tuple[str, str] | str:
-    """(method, target) of a request line, or why it is not one."""
-    method, _, rest = request.partition(" ")
-    if not _METHOD.fullmatch(method):
-        return "no request line (METHOD PATH PROTOCOL)" if request in ("", "-") else "the request does not start with a method"
-    target, _, protocol = rest.rpartition(" ")
-    if not protocol.startswith("HTTP/"):
-        target = rest  # HTTP/0.9, or a line the server cut
-    target = _path_of(target)
-    if not target.startswith("/"):
-        return "the request's target is not a path"
-    return method, target
-
-
-def _path_of(target: str) -> str:
-    """The path and query of a request's target: a request to a proxy names the whole URL."""
-    if target.startswith(("http://", "https://")):
-        slash = target.find("/", target.find("//") + 2)
-        return target[slash:] if slash >= 0 else "/"
-    return target
+    seconds = native_clf_time(text)
+    if seconds is None:
+        raise ValueError(f"not a common-log-format time: {text!r}")
+    return seconds
 
 
 class TextParser:
@@ -187,67 +155,12 @@ class TextParser:
         self.format = fmt
         self.time_unit = time_unit
         self.session = session
-        # The unit of a bare number after the user agent: given, else by format.
-        self._decimal_ms = TIME_UNITS[time_unit or "s"]
-        self._whole_ms = TIME_UNITS[time_unit or ("s" if fmt == "nginx" else "us")]
-        self._session = (re.compile(rf'(?:^|[\s;"]){re.escape(session.name)}=([^;"\s&]+)')
-                         if session.kind != "ip-ua" else None)
-        self._last_time_text = ""
-        self._last_time = 0.0
-        self._last_minute_text = ""
-        self._minute_start = 0.0
+        self._native = CombinedParser(nginx=fmt == "nginx", time_unit_ms=TIME_UNITS[time_unit] if time_unit else None,
+                                      session_name=session.name if session.kind != "ip-ua" else None)
 
     def __call__(self, line: str) -> LogRecord | str:
-        plain = _COMBINED_PLAIN.match(line) if '\\"' not in line else None
-        number = None
-        if plain is not None:
-            client, time_text, method, target, status, _referer, agent, number, tail = plain.groups()
-        else:
-            match = _COMBINED.match(line)
-            if match is None:
-                return "not the combined format"
-            client, time_text, request, status, _referer, agent, tail = match.groups()
-            split = _split_request(request)
-            if isinstance(split, str):
-                return split
-            method, target = split
-        if time_text != self._last_time_text:
-            # Within a minute only the seconds change: the minute's start is remembered.
-            minute = time_text[:17] + time_text[20:]
-            try:
-                if minute != self._last_minute_text:
-                    self._minute_start = clf_time(time_text[:18] + "00" + time_text[20:])
-                    self._last_minute_text = minute
-                second = time_text[18:20]
-                if not second.isdigit() or time_text[17] != ":":
-                    raise ValueError(time_text)
-                self._last_time = self._minute_start + int(second)
-            except (KeyError, ValueError, IndexError):
-                self._last_minute_text = ""
-                return "the time is not [day/Mon/year:hh:mm:ss zone]"
-            self._last_time_text = time_text
-        session = None
-        if self._session is not None:
-            found = self._session.search(tail)
-            session = found.group(1) if found else None
-        if number is not None and "=" not in tail:
-            duration: float | None = float(number) * (self._decimal_ms if "." in number else self._whole_ms)
-        else:
-            duration = self._duration(f" {number}{tail}" if number is not None else tail) if tail else None
-        return LogRecord(self._last_time, method, target, 0 if status == "-" else int(status), duration, client,
-                         agent or "", session)
-
-    def _duration(self, tail: str) -> float | None:
-        if "=" in tail or ":" in tail:
-            pairs = dict(_TIME_PAIRS.findall(tail))
-            for name in ("rt", "request_time", "urt", "upstream_response_time"):
-                if name in pairs:
-                    return float(pairs[name]) * 1000.0
-        number = _BARE_NUMBER.search(tail)
-        if number is None:
-            return None
-        text = number.group(1)
-        return float(text) * (self._decimal_ms if "." in text else self._whole_ms)
+        found = self._native.parse(line)
+        return found if isinstance(found, str) else LogRecord(*found)
 
 
 # -- JSON lines --------------------------------------------------------------------------------
@@ -391,13 +304,13 @@ class JsonParser:
         target: Any = get["path"](obj) if "path" in get else None
         if target is None and "request" in get:
             request = get["request"](obj)
-            split = _split_request(request) if isinstance(request, str) else "no request line"
+            split = split_request(request) if isinstance(request, str) else "no request line"
             if isinstance(split, str):
                 return split
             method, target = split
         if not isinstance(target, str) or not target:
             return f"no path in field {self.fields.get('path', self.fields.get('request'))!r}"
-        target = _path_of(target)
+        target = path_of(target)
         if not target.startswith("/"):
             return "the path does not start with '/'"
         if "query" in get and "?" not in target:
@@ -405,7 +318,7 @@ class JsonParser:
             if isinstance(query, str) and query and query != "-":
                 target = f"{target}?{query.lstrip('?')}"
         method = method.upper() if isinstance(method, str) and method else "GET"
-        if not _METHOD.fullmatch(method):
+        if not is_method(method):
             return "the method is not a word"
         return LogRecord(self._last_time, method, target, _status(get["status"](obj)) if "status" in get else 0,
                          self._duration(get["duration"](obj)) if "duration" in get else None,

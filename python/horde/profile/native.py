@@ -2,11 +2,12 @@
 crate ``horde-logs``) into a :class:`~horde.profile.profile.ProfileBuilder`'s state: the same
 endpoints, minutes and sessions the Python reader adds up request by request, at disk speed.
 
-The native reader applies the same rules (the combined format, endpoint templates, reservoir
-samples drawn as ``random.Random(0)`` draws them, sessions closed by gap and by count), so the
-profile and the plan are the same whichever reader read the log (``tests/test_profile_native.py``
-compares them). It takes text logs without ``--template``; JSON logs and given templates take
-the Python reader.
+The format and the endpoint templates are the same code whichever reader reads a log (crate
+``horde-logs``); the adding up is the builder's, repeated natively (reservoir samples drawn as
+``random.Random(0)`` draws them, sessions closed by gap and by count), so the profile and the
+plan are the same whichever reader read the log (``tests/test_profile_native.py`` compares
+them). It takes text logs without ``--template``; JSON logs and given templates take the Python
+reader.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 from horde.engine.logs import profile_logs
 from horde.errors import InvalidInput
 from horde.plan.redaction import redact_text
-from horde.profile.endpoints import Shape, Slot
+from horde.profile.endpoints import RULES, Shape, Slot
 from horde.profile.histogram import LogHistogram
 from horde.profile.logs import TIME_UNITS, BadLine, Parser, ReadCounts, TextParser, refuse
 from horde.profile.sessions import Sessions
@@ -63,7 +64,8 @@ def read_native(paths: Sequence[Path], parser: TextParser, session_gap_s: float,
     result = profile_logs(paths, nginx=parser.format == "nginx",
                           time_unit_ms=TIME_UNITS[parser.time_unit] if parser.time_unit else None,
                           session_name=session.name if session.kind != "ip-ua" else None,
-                          session_gap_s=session_gap_s, max_endpoints=max_endpoints, on_progress=progress)
+                          session_gap_s=session_gap_s, max_endpoints=max_endpoints, rules=RULES,
+                          on_progress=progress)
     error = result.get("error")
     if error is not None:
         path = paths[error["file"]]
