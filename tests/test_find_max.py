@@ -12,7 +12,6 @@ import pytest
 
 from horde._engine import histogram_from_values
 from horde.control.find_max import FindMaxSteering, first_level
-from horde.control.steering import prepare_plan
 from test_steering import CLOSED, CPU_LIMIT, OPEN, SimulatedTarget, plan_with
 
 
@@ -135,7 +134,7 @@ def test_limits_hold_through_the_search() -> None:
     result = steering.result()
     assert max(level for _, level in target.moves) <= 700
     assert result["ended_because"] == "limit_reached" and result["level_at_max"] == 700
-    prepared = prepare_plan(plan_with(OPEN, {"type": "find_max", "limit": 700}))
+    prepared = FindMaxSteering(plan_with(OPEN, {"type": "find_max", "limit": 700})).prepared_plan()
     assert prepared.scenarios[0].workload.stages[0].rate_per_s == 5.0  # the sighting shot's rate
 
 

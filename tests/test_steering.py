@@ -19,7 +19,7 @@ from horde.plan import plan_from_dict
 from horde.plan.control import parse_condition
 from horde.plan.profiles import lower_profile
 from horde.control.find_max import MAX_STRETCH
-from horde.control.steering import FindMaxSteering, planned_length_s, prepare_plan
+from horde.control.steering import FindMaxSteering, steering_for
 
 CPU_LIMIT = 180.0
 
@@ -122,7 +122,7 @@ def test_find_max_limits_and_error_and_latency_rules() -> None:
     assert steering.result()["saturation_reason"] is None and steering.result()["max_rps"] == pytest.approx(300)
     # Each step may stretch to three times its length (starved seconds, few samples) and a
     # recovery lasts at most two steps: the engine's stages are sized for the worst case.
-    assert planned_length_s(never) == (3 + 6) * 3 * (MAX_STRETCH + 2)
+    assert FindMaxSteering(never).planned_length_s == (3 + 6) * 3 * (MAX_STRETCH + 2)
 
     slo = plan_with(OPEN, {"type": "find_max", "start": 100, "step": 100, "step_duration_s": 3, "latency_limit_ms": 15,
                            "refine": False})
@@ -150,10 +150,12 @@ def test_find_max_stops_when_the_generator_is_saturated() -> None:
 
 def test_prepared_plan_holds_the_start_level_spread_by_weight() -> None:
     plan = plan_with(OPEN, {"type": "find_max", "start": 90, "step": 30, "step_duration_s": 10, "limit": 300}, scenarios=2)
-    prepared = prepare_plan(plan)
+    steering = steering_for(plan)
+    assert steering is not None
+    prepared = steering.prepared_plan()
     workloads = [scenario.workload for scenario in prepared.scenarios]
     assert [w.start_rate_per_s for w in workloads] == [30.0, 60.0]
-    assert all(w.stages[0].duration_s == planned_length_s(plan) for w in workloads)
+    assert all(w.stages[0].duration_s == steering.planned_length_s for w in workloads)
     assert prepared.steer == plan.steer
 
 

@@ -27,7 +27,7 @@ from horde.engine.run import Run, check_open_files, checked_plan_json
 from horde.engine.snapshot import Exchange, Snapshot
 
 from horde.cluster.coordinator import ClusterOptions, ClusterRun, worker_count
-from horde.control.steering import planned_length_s, prepare_plan, steering_for
+from horde.control.steering import steering_for
 from horde.store import Store
 from horde.results.summary import CPU_SATURATION_PERCENT_PER_WORKER, never_answered, summarise
 from horde.control.thresholds import Verdict, judge, verdicts_to_json
@@ -136,8 +136,9 @@ class _Interrupts:
 def planned_duration_s(plan: Plan) -> float:
     """How long the run lasts at most (before the grace period): the steering's budget, or the
     longest scenario's stages."""
-    if plan.steer is not None:
-        return planned_length_s(plan)
+    steering = steering_for(plan)
+    if steering is not None:
+        return steering.planned_length_s
     return max(sum(stage.duration_s for stage in scenario.workload.stages) for scenario in plan.scenarios)
 
 
@@ -180,7 +181,7 @@ def conduct(
                            hint="drop --cluster to see exchanges (a few VUs show every kind of exchange)")
     sink = sink or _QuietSink()
     steering = steering_for(plan)
-    engine_plan = prepare_plan(plan) if steering is not None else plan
+    engine_plan = steering.prepared_plan() if steering is not None else plan
     # The store is opened by the caller before any load is sent; the run is recorded before
     # the engine starts, so that load never goes unrecorded.
     if plan_json is None or engine_plan is not plan:

@@ -46,7 +46,7 @@ from horde.control.measure import Figures, measure
 from horde.engine.snapshot import Snapshot
 from horde.plan import Plan
 from horde.plan.control import FindMax
-from horde.control.steered_level import LevelSetter, move, samples_needed, steered_model, steered_scenarios
+from horde.control.steered_level import LevelSetter, held_level_plan, move, samples_needed, steered_model, steered_scenarios
 from horde.results.summary import GENERATOR_SATURATED, GENERATOR_STARVED, generator_state
 
 #: The share of a step skipped before it is judged.
@@ -193,6 +193,7 @@ class FindMaxSteering:
     def __init__(self, plan: Plan) -> None:
         assert isinstance(plan.steer, FindMax)
         self.steer: FindMax = plan.steer
+        self._plan = plan
         self.model = steered_model(plan)
         self.scenarios = steered_scenarios(plan)
         # Iterations in snapshots are the whole run's: they measure arrivals served only when
@@ -224,6 +225,27 @@ class FindMaxSteering:
         self._phase = _Phase("sight" if sighting else "climb", self._level(start), started=1)
 
     # -- what the engine starts with, and what the views show --------------------------------
+
+    @property
+    def planned_length_s(self) -> float:
+        """How long the search may run at most: the prepared plan's stages last this long.
+        Each step may stretch to make up for starved seconds, and a recovery lasts at most two
+        steps."""
+        steer = self.steer
+        step_s = math.ceil(steer.step_length_s) * (MAX_STRETCH + 2)
+        if steer.step is None:
+            return SIGHT_MAX_S + MAX_SEARCH_STEPS * step_s
+        climb = MAX_STEPS
+        if steer.limit is not None:
+            start = steer.start if steer.start is not None else steer.step
+            climb = min(MAX_STEPS, math.floor((steer.limit - start) / steer.step + 1e-9) + 1)
+        refine = (round(1 / REFINE_SHARE) + 2) if steer.refine else 0  # recovery + finer steps
+        return float((climb + refine) * step_s)
+
+    def prepared_plan(self) -> Plan:
+        """The plan the engine runs: the steered scenarios at the first level for as long as
+        the search may need."""
+        return held_level_plan(self._plan, first_level(self._plan), self.planned_length_s)
 
     @property
     def initial_level(self) -> float:

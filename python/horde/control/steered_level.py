@@ -8,7 +8,8 @@ from __future__ import annotations
 import math
 from typing import Protocol
 
-from horde.plan import Plan
+from horde.plan import ClosedModel, ClosedStage, OpenModel, OpenStage, Plan
+from horde.plan.overrides import spread_rate, spread_vus
 
 
 #: A percentile is judged only over enough samples that this many lie beyond it: with fewer,
@@ -58,3 +59,36 @@ def move(run: LevelSetter, model: str, scenarios: list[str], level: float) -> fl
     else:
         run.set_level(rate_per_s=level, scenarios=scenarios)
     return level
+
+
+def held_level_plan(plan: Plan, start: float, length_s: float) -> Plan:
+    """The plan the engine runs for a steering that moves VUs or a rate: each steered scenario
+    holds its share (by ``weight``) of ``start`` for ``length_s``, and the steering moves it
+    while the run goes. Other scenarios keep their own stages (a background load, such as
+    devices while users are steered)."""
+    names = steered_scenarios(plan)
+    chosen = [s for s in plan.scenarios if s.name in names]
+    weights = [s.weight for s in chosen]
+    if steered_model(plan) == "closed":
+        levels: list[float] = [float(v) for v in spread_vus(max(1, round(start)), weights)]
+    else:
+        levels = spread_rate(start, weights)
+    share = {scenario.name: level for scenario, level in zip(chosen, levels)}
+    scenarios = []
+    for scenario in plan.scenarios:
+        if scenario.name not in share:
+            scenarios.append(scenario)
+            continue
+        level = share[scenario.name]
+        workload: ClosedModel | OpenModel
+        if isinstance(scenario.workload, ClosedModel):
+            workload = ClosedModel(start_vus=int(level), stages=[ClosedStage(duration_s=length_s, vus=int(level))])
+        else:
+            workload = OpenModel(
+                start_rate_per_s=level,
+                stages=[OpenStage(duration_s=length_s, rate_per_s=level)],
+                max_vus=scenario.workload.max_vus,
+                arrivals=scenario.workload.arrivals,
+            )
+        scenarios.append(scenario.model_copy(update={"workload": workload}))
+    return plan.model_copy(update={"scenarios": scenarios})

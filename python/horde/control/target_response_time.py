@@ -64,10 +64,17 @@ from typing import Any
 
 from horde.control.find_max import messages_per_second
 from horde.control.measure import Figures, measure
-from horde.control.steered_level import LevelSetter, move, samples_needed, steered_model, steered_scenarios
+from horde.control.steered_level import (
+    LevelSetter,
+    held_level_plan,
+    move,
+    samples_needed,
+    steered_model,
+    steered_scenarios,
+)
 from horde.engine import histogram
 from horde.engine.snapshot import Snapshot
-from horde.plan import Plan
+from horde.plan import ClosedModel, ClosedStage, Plan
 from horde.plan.control import TargetResponseTime
 from horde.results.summary import GENERATOR_SATURATED, GENERATOR_STARVED, generator_state
 
@@ -241,11 +248,14 @@ class TargetResponseTimeSteering:
     def __init__(self, plan: Plan) -> None:
         assert isinstance(plan.steer, TargetResponseTime)
         self.steer: TargetResponseTime = plan.steer
+        self._plan = plan
         self.model = "pace" if self.steer.by == "pace" else steered_model(plan)
         self.scenarios = steered_scenarios(plan)
         self.target = float(self.steer.target_ms)
         self.needed = samples_needed(self.steer.percentile)
-        self.level = initial_level(plan)
+        self.level = self.initial_level = initial_level(plan)
+        #: The run lasts this long (the prepared plan's stages): T is held until it ends.
+        self.planned_length_s = float(self.steer.duration_s)
         self.readings: list[Reading] = []
         self.history: list[dict[str, Any]] = []
         self.set_aside_s = 0
@@ -275,6 +285,25 @@ class TargetResponseTimeSteering:
     def done(self) -> bool:
         """Target response time holds until the run's duration ends."""
         return False
+
+    def prepared_plan(self) -> Plan:
+        """The plan the engine runs: the steered scenarios at the starting level for the
+        steering's duration; by pace, each keeps its own stages (its population, ramp included),
+        its last VU count held until the duration ends, and the steering moves its pace."""
+        if self.model != "pace":
+            return held_level_plan(self._plan, self.initial_level, self.planned_length_s)
+        scenarios = []
+        for scenario in self._plan.scenarios:
+            workload = scenario.workload
+            if scenario.name not in self.scenarios or not isinstance(workload, ClosedModel):
+                scenarios.append(scenario)
+                continue
+            planned = sum(stage.duration_s for stage in workload.stages)
+            stages = list(workload.stages)
+            if planned < self.planned_length_s:
+                stages.append(ClosedStage(duration_s=self.planned_length_s - planned, vus=stages[-1].vus))
+            scenarios.append(scenario.model_copy(update={"workload": workload.model_copy(update={"stages": stages})}))
+        return self._plan.model_copy(update={"scenarios": scenarios})
 
     @property
     def level_unit(self) -> str:
