@@ -11,7 +11,7 @@ import pytest
 
 from horde.errors import InvalidInput
 from horde.profile import ProfileOptions, SessionKey, build_profile
-from horde.profile.logs import ReadCounts, make_parser, read_records
+from horde.profile.logs import ReadCounts, in_time_order, make_parser, read_records
 from horde.profile.profile import Profile, ProfileBuilder
 from profile_logs import T0, Hit, combined_line, write_log
 
@@ -61,8 +61,10 @@ def generated(tmp_path: Path, lines: int, *, seed: int = 7, cookie: bool = False
 
 
 def python_profile(paths: list[Path], options: ProfileOptions) -> Profile:
-    """The profile as the Python reader adds it up, request by request."""
+    """The profile as the Python reader adds it up, request by request (the logs ordered as
+    build_profile orders them)."""
     parser = make_parser(options.format, paths, options.fields, options.time_unit, options.session)
+    paths = in_time_order(paths, parser)
     builder = ProfileBuilder(options)
     counts = ReadCounts()
     for record in read_records(paths, parser, counts):
@@ -117,3 +119,23 @@ def test_a_log_in_another_format_is_refused_as_the_python_reader_refuses_it(tmp_
     path = write_log(tmp_path / "access.log", ['{"json": 1}'] * 10 + [combined_line(Hit(T0, "GET", "/"))] * 5)
     with pytest.raises(InvalidInput, match=r"10 of 15 lines of .* do not read as the combined format; line 1: not the combined format"):
         build_profile([path], ProfileOptions(format="combined"))
+
+
+def test_logs_of_several_servers_are_merged_in_time_order(tmp_path: Path) -> None:
+    """Ten clients, each a request every 20 s for an hour, served in turn by two servers whose
+    logs overlap in time: read as one stream, each client is one session of 180 requests 20 s
+    apart (read one log after the other, each log alone paces them 40 s apart)."""
+    lines: dict[str, list[str]] = {"a": [], "b": []}
+    for step in range(180):
+        for client in range(10):
+            hit = Hit(T0 + 20 * step + client, "GET", f"/items/{step}", client=f"10.0.0.{client}")
+            lines["a" if step % 2 else "b"].append(combined_line(hit))
+    paths = [write_log(tmp_path / f"{name}.log", found) for name, found in lines.items()]
+    options = ProfileOptions(session_gap_s=60)
+    native = build_profile(paths, options)
+    assert_same(native, python_profile(paths, options))
+    assert native.sessions.count == 10 and native.sessions.lengths == {180: 10}
+    assert native.sessions.think_ms.count == 10 * 179
+    # 20 s between a client's requests, less the 10 ms each takes: not 40 s (one log's pace).
+    assert native.sessions.think_ms.percentile(5) == pytest.approx(19_990, rel=0.01)
+    assert native.sessions.think_ms.percentile(95) == pytest.approx(19_990, rel=0.01)

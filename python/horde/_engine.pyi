@@ -153,14 +153,20 @@ def clf_time(text: str) -> float | None: ...
 def split_request(request: str) -> tuple[str, str] | str: ...
 def path_of(target: str) -> str: ...
 def is_method(text: str) -> bool: ...
-def template_request(
-    method: str,
-    target: str,
-    is_secret_parameter: Callable[[str], bool],
-    names_a_secret: Callable[[str], bool],
-    has_email: Callable[[str], bool],
-) -> tuple[list[str | int], list[str], list[tuple[str, str, str]], list[str | None]]:
-    """``(pieces (text | slot index), query names, slots [(label, kind, "path" | "query")],
-    values (None: not to be kept))``; raises what a rule raised."""
+@final
+class Templater:
+    """Requests templated one at a time (crate ``horde-logs``), the rules' answers remembered."""
+    def __init__(
+        self,
+        is_secret_parameter: Callable[[str], bool],
+        names_a_secret: Callable[[str], bool],
+        has_email: Callable[[str], bool],
+    ) -> None: ...
+    def template(
+        self, method: str, target: str
+    ) -> tuple[list[str | int], list[str], list[tuple[str, str, str]], list[str | None]]:
+        """``(pieces (text | slot index), query names, slots [(label, kind, "path" | "query")],
+        values (None: not to be kept))``; raises what a rule raised."""
+
 def classify(segment: str, has_email: Callable[[str], bool]) -> str | None: ...
 def kept_value(value: str, kind: str | None, has_email: Callable[[str], bool]) -> bool: ...

@@ -15,6 +15,8 @@ use crate::mt::PyRandom;
 use crate::read::{Line, LineReader, ReadError};
 use crate::template::{Rules, Shape, Templated, Templater};
 use crate::text::{is_space, Record, TextParser};
+use std::cell::Cell;
+use std::rc::Rc;
 
 /// Requests whose slot values are kept per endpoint (a uniform sample: frequent ids stay frequent).
 pub const SAMPLE_SIZE: usize = 100;
@@ -415,15 +417,127 @@ fn note_bad(counts: &mut Counts, file: usize, line: u64, reason: &str, text: &st
     }
 }
 
-/// Reads the logs (in the order given) and adds them up; `progress` is called every
-/// [`PROGRESS_EVERY`] lines and at each file's end, and may stop the reading with its error.
+/// One log being read: its lines, its parser (each keeps its own time cache), and when several
+/// logs are merged, its next request's line and time.
+struct Source {
+    reader: LineReader,
+    parser: TextParser,
+    raw: Rc<Cell<u64>>,
+    size: u64,
+    /// Lines read, and of them those that failed.
+    number: u64,
+    bad: u64,
+    head: Vec<u8>,
+    head_time: f64,
+    done: bool,
+}
+
+/// What reading on in one log met.
+enum Next {
+    /// A request (held as the log's head when merging; added already when not).
+    Request,
+    End,
+    Refused(Refusal),
+}
+
+/// The reading's state over all the logs.
+struct Reading<'a, P> {
+    counts: &'a mut Counts,
+    lines: u64,
+    progress: P,
+}
+
+/// Bytes read so far: the logs ended whole, the others as far as read.
+fn bytes_read<'a>(sources: impl Iterator<Item = &'a Source>) -> u64 {
+    sources.map(|s| if s.done { s.size } else { s.raw.get() }).sum()
+}
+
+/// A log ended: progress is told.
+fn end_of_log<E>(
+    sources: &mut [Source],
+    file: usize,
+    reading: &mut Reading<'_, impl FnMut(&Counts) -> Result<(), E>>,
+) -> Result<(), Stop<E>> {
+    sources[file].done = true;
+    reading.counts.lines = reading.lines;
+    reading.counts.bytes_read = bytes_read(sources.iter());
+    (reading.progress)(reading.counts).map_err(Stop::Progress)
+}
+
+/// Reads on in `source` (log number `file`) to its next request: added to `builder` when given,
+/// else kept as the source's head (merging). Bad and blank lines are counted on the way.
+fn advance<R: Rules, E>(
+    source: &mut Source,
+    file: usize,
+    others: (&[Source], &[Source]),
+    reading: &mut Reading<'_, impl FnMut(&Counts) -> Result<(), E>>,
+    mut builder: Option<&mut Builder<R>>,
+) -> Result<Next, Stop<E>> {
+    loop {
+        let line = match source.reader.next_line() {
+            Ok(Some(line)) => line,
+            Ok(None) => return Ok(Next::End),
+            Err(error) => return Err(Stop::Read { file, error }),
+        };
+        source.number += 1;
+        reading.lines += 1;
+        let number = source.number;
+        if number.is_multiple_of(PROGRESS_EVERY) || number == EARLY_CHECK_LINES {
+            if number == EARLY_CHECK_LINES && source.bad as f64 > 0.9 * number as f64 {
+                return Ok(Next::Refused(Refusal { bad: source.bad, lines: number, file: Some(file) }));
+            }
+            reading.counts.lines = reading.lines;
+            reading.counts.bytes_read = bytes_read(others.0.iter().chain(others.1)) + source.raw.get();
+            (reading.progress)(reading.counts).map_err(Stop::Progress)?;
+        }
+        let bytes = match line {
+            Line::Long(start) => {
+                source.bad += 1;
+                note_bad(reading.counts, file, number, LONG_LINE, &String::from_utf8_lossy(start));
+                continue;
+            }
+            Line::Text(bytes) => bytes,
+        };
+        // A stray byte in a user agent must not stop the whole log: decoded with U+FFFD.
+        let text: Cow<'_, str> = match std::str::from_utf8(bytes) {
+            Ok(text) => Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(bytes),
+        };
+        if text.chars().all(is_space) {
+            continue;
+        }
+        match source.parser.parse(&text) {
+            Ok(record) => {
+                reading.counts.records += 1;
+                match builder.as_deref_mut() {
+                    Some(builder) => builder.add(&record),
+                    None => {
+                        source.head_time = record.time_s;
+                        source.head.clear();
+                        source.head.extend_from_slice(text.as_bytes());
+                    }
+                }
+                return Ok(Next::Request);
+            }
+            Err(reason) => {
+                source.bad += 1;
+                note_bad(reading.counts, file, number, reason, &text);
+            }
+        }
+    }
+}
+
+/// Reads the logs and adds them up; several logs are merged into one stream in time order (the
+/// next request is the earliest of each log's next one, the log given first on a tie: rotated
+/// logs given oldest first are read one after the other; logs of several servers, interleaved).
+/// `progress` is called every [`PROGRESS_EVERY`] lines of a log and at each log's end, and may
+/// stop the reading with its error.
 pub fn profile<R: Rules, E>(
     paths: &[PathBuf],
     options: &Options,
     rules: R,
-    mut progress: impl FnMut(&Counts) -> Result<(), E>,
+    progress: impl FnMut(&Counts) -> Result<(), E>,
 ) -> Result<Aggregate, Stop<E>> {
-    let mut parser = TextParser::new(options.nginx, options.time_unit_ms, options.session_name.clone());
     let mut builder = Builder {
         options: options.clone(),
         templater: Templater::new(rules),
@@ -439,66 +553,68 @@ pub fn profile<R: Rules, E>(
         sessions: Sessions::new(),
         rng: PyRandom::new(0),
     };
-    let mut counts = Counts {
-        bytes_total: paths.iter().map(|p| std::fs::metadata(p).map_or(0, |m| m.len())).sum(),
-        ..Default::default()
-    };
-    let (mut lines_before, mut bytes_before) = (0u64, 0u64);
+    let mut sources = Vec::with_capacity(paths.len());
+    for (file, path) in paths.iter().enumerate() {
+        let reader = LineReader::open(path).map_err(|error| Stop::Read { file, error })?;
+        sources.push(Source {
+            raw: reader.raw_bytes(),
+            reader,
+            parser: TextParser::new(options.nginx, options.time_unit_ms, options.session_name.clone()),
+            size: std::fs::metadata(path).map_or(0, |m| m.len()),
+            number: 0,
+            bad: 0,
+            head: Vec::new(),
+            head_time: 0.0,
+            done: false,
+        });
+    }
+    let mut counts = Counts { bytes_total: sources.iter().map(|s| s.size).sum(), ..Default::default() };
+    let mut reading = Reading { counts: &mut counts, lines: 0, progress };
+    let merging = sources.len() > 1;
     let mut refused = None;
-    'files: for (file, path) in paths.iter().enumerate() {
-        let mut reader = LineReader::open(path).map_err(|error| Stop::Read { file, error })?;
-        let mut file_bad = 0u64;
-        let raw_bytes = reader.raw_bytes();
-        let mut number = 0u64;
+    // Each log's first request (merging), or each log whole, one after the other.
+    'logs: for file in 0..sources.len() {
         loop {
-            let line = match reader.next_line() {
-                Ok(Some(line)) => line,
-                Ok(None) => break,
-                Err(error) => return Err(Stop::Read { file, error }),
-            };
-            number += 1;
-            if number.is_multiple_of(PROGRESS_EVERY) || number == EARLY_CHECK_LINES {
-                if number == EARLY_CHECK_LINES && file_bad as f64 > 0.9 * number as f64 {
-                    refused = Some(Refusal { bad: file_bad, lines: number, file: Some(file) });
-                    break 'files;
+            let (before, rest) = sources.split_at_mut(file);
+            let (source, after) = rest.split_first_mut().expect("file < len");
+            let next = advance(source, file, (before, after), &mut reading, if merging { None } else { Some(&mut builder) })?;
+            match next {
+                Next::Request if merging => break,
+                Next::Request => continue,
+                Next::End => {
+                    end_of_log(&mut sources, file, &mut reading)?;
+                    break;
                 }
-                counts.lines = lines_before + number;
-                counts.bytes_read = bytes_before + raw_bytes.get();
-                progress(&counts).map_err(Stop::Progress)?;
-            }
-            let bytes = match line {
-                Line::Long(start) => {
-                    file_bad += 1;
-                    note_bad(&mut counts, file, number, LONG_LINE, &String::from_utf8_lossy(start));
-                    continue;
-                }
-                Line::Text(bytes) => bytes,
-            };
-            // A stray byte in a user agent must not stop the whole log: decoded with U+FFFD.
-            let text: Cow<'_, str> = match std::str::from_utf8(bytes) {
-                Ok(text) => Cow::Borrowed(text),
-                Err(_) => String::from_utf8_lossy(bytes),
-            };
-            if text.chars().all(is_space) {
-                continue;
-            }
-            match parser.parse(&text) {
-                Ok(record) => {
-                    counts.records += 1;
-                    builder.add(&record);
-                }
-                Err(reason) => {
-                    file_bad += 1;
-                    note_bad(&mut counts, file, number, reason, &text);
+                Next::Refused(refusal) => {
+                    refused = Some(refusal);
+                    break 'logs;
                 }
             }
         }
-        lines_before += number;
-        bytes_before += std::fs::metadata(path).map_or(0, |m| m.len());
-        counts.lines = lines_before;
-        counts.bytes_read = bytes_before;
-        progress(&counts).map_err(Stop::Progress)?;
     }
+    // Merging: the earliest head next, until every log has ended.
+    while merging && refused.is_none() {
+        let Some(file) = (0..sources.len())
+            .filter(|&i| !sources[i].done)
+            .min_by(|&a, &b| sources[a].head_time.total_cmp(&sources[b].head_time).then(a.cmp(&b)))
+        else {
+            break;
+        };
+        {
+            let source = &mut sources[file];
+            let text = std::str::from_utf8(&source.head).expect("kept from a str");
+            let record = source.parser.parse(text).expect("parsed once already");
+            builder.add(&record);
+        }
+        let (before, rest) = sources.split_at_mut(file);
+        let (source, after) = rest.split_first_mut().expect("file < len");
+        match advance(source, file, (before, after), &mut reading, None::<&mut Builder<R>>)? {
+            Next::Request => {}
+            Next::End => end_of_log(&mut sources, file, &mut reading)?,
+            Next::Refused(refusal) => refused = Some(refusal),
+        }
+    }
+    drop(reading);
     if refused.is_none() && counts.lines > 0 && counts.bad as f64 > MAX_BAD_SHARE * counts.lines as f64 {
         refused = Some(Refusal { bad: counts.bad, lines: counts.lines, file: None });
     }

@@ -263,6 +263,11 @@ impl<R: Rules> Templater<R> {
         remembered(&mut self.secret_names, name, || self.rules.is_secret_parameter(name))
     }
 
+    /// The rules it asks.
+    pub fn rules_mut(&mut self) -> &mut R {
+        &mut self.rules
+    }
+
     /// Whether a path segment names a credential, so that the next one holds one.
     fn names_a_secret(&mut self, segment: &str) -> bool {
         // A segment without a letter (a number: the usual id) names nothing, and is not asked

@@ -464,10 +464,10 @@ fn _engine(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(logs::split_request, module)?)?;
     module.add_function(wrap_pyfunction!(logs::path_of, module)?)?;
     module.add_function(wrap_pyfunction!(logs::is_method, module)?)?;
-    module.add_function(wrap_pyfunction!(logs::template_request, module)?)?;
     module.add_function(wrap_pyfunction!(logs::classify, module)?)?;
     module.add_function(wrap_pyfunction!(logs::kept_value, module)?)?;
     module.add_class::<logs::PyCombinedParser>()?;
+    module.add_class::<logs::PyTemplater>()?;
     module.add_function(wrap_pyfunction!(self_signed_certificate, module)?)?;
     module.add_class::<PyRunHandle>()?;
     module.add_class::<PyTargetHandle>()?;

@@ -104,36 +104,74 @@ pub(crate) fn is_method(text: &str) -> bool {
 
 type Template = (Vec<Py<PyAny>>, Vec<String>, Vec<(String, &'static str, &'static str)>, Vec<Option<String>>);
 
-/// A request's endpoint: `(pieces (str | slot index), query names, slots [(label, kind,
-/// where)], values)`.
-#[pyfunction]
-pub(crate) fn template_request(
-    py: Python<'_>,
-    method: &str,
-    target: &str,
-    is_secret_parameter: Bound<'_, PyAny>,
-    names_a_secret: Bound<'_, PyAny>,
-    has_email: Bound<'_, PyAny>,
-) -> PyResult<Template> {
-    let error = RefCell::new(None);
-    let rules = PyRules { is_secret_parameter: Some(is_secret_parameter), names_a_secret: Some(names_a_secret), has_email: Some(has_email), error: &error };
-    let mut templater = Templater::new(rules);
-    let mut out = Templated::default();
-    templater.template(method, target, &mut out);
-    drop(templater);
-    PyRules::raise(error)?;
-    let shape = out.shape(method, target);
-    let pieces = shape
-        .pieces
-        .iter()
-        .map(|piece| match piece {
-            Piece::Text(text) => Ok(text.into_pyobject(py)?.into_any().unbind()),
-            Piece::Slot(index) => Ok(index.into_pyobject(py)?.into_any().unbind()),
+/// The rules as Python callables held between calls (a [`PyTemplater`]'s); their first error
+/// is kept and raised after the call.
+struct HeldRules {
+    is_secret_parameter: Py<PyAny>,
+    names_a_secret: Py<PyAny>,
+    has_email: Py<PyAny>,
+    error: Option<PyErr>,
+}
+
+impl HeldRules {
+    fn ask(rule: &Py<PyAny>, error: &mut Option<PyErr>, text: &str) -> bool {
+        Python::attach(|py| match rule.bind(py).call1((text,)).and_then(|answer| answer.is_truthy()) {
+            Ok(answer) => answer,
+            Err(failed) => {
+                error.get_or_insert(failed);
+                true // a rule that failed keeps the value out of the plan
+            }
         })
-        .collect::<PyResult<Vec<_>>>()?;
-    let slots = shape.slots.iter().map(|slot| (slot.label.clone(), slot.kind.name(), if slot.in_query { "query" } else { "path" })).collect();
-    let values = out.values.iter().map(|value| value.map(|(a, b)| target[a..b].to_string())).collect();
-    Ok((pieces, shape.query, slots, values))
+    }
+}
+
+impl Rules for HeldRules {
+    fn is_secret_parameter(&mut self, name: &str) -> bool {
+        Self::ask(&self.is_secret_parameter, &mut self.error, name)
+    }
+    fn names_a_secret(&mut self, segment: &str) -> bool {
+        Self::ask(&self.names_a_secret, &mut self.error, segment)
+    }
+    fn has_email(&mut self, text: &str) -> bool {
+        Self::ask(&self.has_email, &mut self.error, text)
+    }
+}
+
+/// Requests templated one at a time (the Python reader's), the rules' answers remembered.
+#[pyclass(module = "horde._engine", name = "Templater", unsendable)]
+pub(crate) struct PyTemplater {
+    inner: Templater<HeldRules>,
+    out: Templated,
+}
+
+#[pymethods]
+impl PyTemplater {
+    #[new]
+    fn new(is_secret_parameter: Py<PyAny>, names_a_secret: Py<PyAny>, has_email: Py<PyAny>) -> Self {
+        let rules = HeldRules { is_secret_parameter, names_a_secret, has_email, error: None };
+        PyTemplater { inner: Templater::new(rules), out: Templated::default() }
+    }
+
+    /// A request's endpoint: `(pieces (str | slot index), query names, slots [(label, kind,
+    /// where)], values)`.
+    fn template(&mut self, py: Python<'_>, method: &str, target: &str) -> PyResult<Template> {
+        self.inner.template(method, target, &mut self.out);
+        if let Some(error) = self.inner.rules_mut().error.take() {
+            return Err(error);
+        }
+        let shape = self.out.shape(method, target);
+        let pieces = shape
+            .pieces
+            .iter()
+            .map(|piece| match piece {
+                Piece::Text(text) => Ok(text.into_pyobject(py)?.into_any().unbind()),
+                Piece::Slot(index) => Ok(index.into_pyobject(py)?.into_any().unbind()),
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let slots = shape.slots.iter().map(|slot| (slot.label.clone(), slot.kind.name(), if slot.in_query { "query" } else { "path" })).collect();
+        let values = self.out.values.iter().map(|value| value.map(|(a, b)| target[a..b].to_string())).collect();
+        Ok((pieces, shape.query, slots, values))
+    }
 }
 
 /// The kind of id a path segment (or a value) is, or None when it is literal text.

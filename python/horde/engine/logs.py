@@ -79,9 +79,16 @@ def is_method(text: str) -> bool:
     return _engine.is_method(text)
 
 
-def template_request(method: str, target: str, rules: SecretRules) -> Template:
-    """A request's endpoint template and its slots' values (None: not to be kept)."""
-    return _engine.template_request(method, target, rules.is_secret_parameter, rules.names_a_secret, rules.has_email)
+class Templater:
+    """Requests templated one at a time into their endpoints and slots' values (None: not to be
+    kept); the rules' answers are remembered between requests."""
+
+    def __init__(self, rules: SecretRules) -> None:
+        self._native = _engine.Templater(rules.is_secret_parameter, rules.names_a_secret, rules.has_email)
+
+    def template(self, method: str, target: str) -> Template:
+        found: Template = self._native.template(method, target)
+        return found
 
 
 def classify(segment: str, rules: SecretRules) -> str | None:

@@ -33,7 +33,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
-from horde.engine.logs import SecretRules, kept_value, template_request
+from horde.engine.logs import SecretRules, kept_value
+from horde.engine.logs import Templater as NativeTemplater
 from horde.engine.logs import classify as native_classify
 from horde.errors import InvalidInput
 from horde.plan.redaction import has_email, is_secret_parameter as _is_secret_parameter
@@ -145,13 +146,14 @@ class Templater:
         self._shapes: dict[Shape, Shape] = {}
         self._max_shapes = max_shapes
         self._cache: dict[tuple[str, str], tuple[Shape, tuple[str | None, ...]]] = {}
+        self._native = NativeTemplater(RULES)
 
     def template(self, method: str, target: str) -> tuple[Shape, tuple[str | None, ...]]:
         key = (method, target)
         cached = self._cache.get(key)
         if cached is not None:
             return cached
-        pieces, query, found, values = template_request(method, target, RULES)
+        pieces, query, found, values = self._native.template(method, target)
         slots = [_slot(label, kind, where) for label, kind, where in found]
         given = self._given_path(method, target.partition("?")[0]) if self._given else None
         if given is not None:

@@ -30,6 +30,7 @@ read (a gzip of a GiB of zeros is one line of a GiB).
 from __future__ import annotations
 
 import gzip
+import heapq
 import io
 import json
 import math
@@ -518,22 +519,31 @@ PROGRESS_EVERY = 65536
 
 def read_records(paths: Sequence[Path], parser: Parser, counts: ReadCounts,
                  on_progress: Callable[[ReadCounts], None] | None = None) -> Iterator[LogRecord]:
-    """Every request of the logs, in file order; ``counts`` follows the reading."""
+    """Every request of the logs; ``counts`` follows the reading. Several logs are merged into
+    one stream in time order (the next request is the earliest of each log's next one, the log
+    given first on a tie), as the native reader merges them."""
     counts.bytes_total = sum(_size(path) for path in paths)
-    bytes_before = lines_before = 0
-    for path in paths:
+    read = [0] * len(paths)     # lines read of each log
+    at: list[Callable[[], int]] = [lambda: 0] * len(paths)  # how far each log's file is read
+
+    def tell() -> None:
+        counts.lines, counts.bytes_read = sum(read), sum(position() for position in at)
+        if on_progress is not None:
+            on_progress(counts)
+
+    def one(index: int, path: Path) -> Iterator[LogRecord]:
         text, raw = open_log(path)
+        at[index] = raw.tell
         source = str(path)
         number = file_bad = 0
         try:
             with text:
                 for number, line in enumerate(log_lines(text, path), start=1):
+                    read[index] = number
                     if number % PROGRESS_EVERY == 0 or number == EARLY_CHECK_LINES:
                         if number == EARLY_CHECK_LINES and file_bad > 0.9 * number:
                             refuse(parser, counts, file_bad, number, source)
-                        counts.lines, counts.bytes_read = lines_before + number, bytes_before + raw.tell()
-                        if on_progress is not None:
-                            on_progress(counts)
+                        tell()
                     if isinstance(line, LongLine):
                         file_bad += 1
                         counts.note_bad(source, number, LONG_LINE, line.start)
@@ -552,11 +562,13 @@ def read_records(paths: Sequence[Path], parser: Parser, counts: ReadCounts,
                                hint="is it a whole gzip file? try `gzip -t`") from error
         finally:
             raw.close()
-        lines_before += number
-        bytes_before += _size(path)
-        counts.lines, counts.bytes_read = lines_before, bytes_before
-        if on_progress is not None:
-            on_progress(counts)
+        size = _size(path)
+        at[index] = lambda: size
+        tell()
+
+    streams = [one(index, path) for index, path in enumerate(paths)]
+    # One log is read as it is; several, merged (rotated logs, oldest first: one after the other).
+    yield from heapq.merge(*streams, key=lambda record: record.time_s) if len(streams) != 1 else streams[0]
     if counts.lines and counts.bad > MAX_BAD_SHARE * counts.lines:
         refuse(parser, counts, counts.bad, counts.lines, ", ".join(map(str, paths)))
 
