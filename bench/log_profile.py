@@ -44,8 +44,9 @@ AGENTS = ["Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 Chrome/1
           "okhttp/4.12.0", "python-requests/2.31"]
 
 
-def generate(path: Path, lines: int, *, compress: bool, seed: int = 1) -> None:
-    """A day of nginx combined-format lines, in time order, written in blocks."""
+def generate(path: Path, lines: int, *, compress: bool, seed: int = 1, as_json: bool = False) -> None:
+    """A day of nginx combined-format lines (or the same requests as JSON lines), in time order,
+    written in blocks."""
     rng = random.Random(seed)
     endpoints = [("GET", "/api/items/{}", 30), ("GET", "/api/items/{}/reviews?page={}", 10), ("POST", "/api/cart", 8),
                  ("GET", "/api/users/{}/orders?token={}", 8), ("GET", "/", 15), ("GET", "/static/app.{}.js", 10),
@@ -74,9 +75,15 @@ def generate(path: Path, lines: int, *, compress: bool, seed: int = 1) -> None:
                 target = template.format(rng.randrange(1, 100_000), rng.randrange(1, 10))
                 seconds = rng.expovariate(1 / 0.04)
                 client = rng.randrange(20_000)
-                block.append(f'10.{client // 250}.{client % 250}.1 - - [{stamp}] '
-                             f'"{method} {target} HTTP/1.1" 200 {rng.randrange(100, 20000)} "-" "{AGENTS[client % 4]}" '
-                             f"{seconds:.3f} {seconds * 0.9:.3f}\n")
+                if as_json:
+                    block.append(json.dumps({"time": second, "remote_addr": f"10.{client // 250}.{client % 250}.1",
+                                             "method": method, "uri": target, "status": 200,
+                                             "bytes": rng.randrange(100, 20000), "http_user_agent": AGENTS[client % 4],
+                                             "request_time": round(seconds, 3)}) + "\n")
+                else:
+                    block.append(f'10.{client // 250}.{client % 250}.1 - - [{stamp}] '
+                                 f'"{method} {target} HTTP/1.1" 200 {rng.randrange(100, 20000)} "-" "{AGENTS[client % 4]}" '
+                                 f"{seconds:.3f} {seconds * 0.9:.3f}\n")
                 i += 1
                 if len(block) >= 65536:
                     out.write("".join(block))
@@ -92,17 +99,19 @@ def measure(procs: harness.Processes, argv: list[str], work: Path, tag: str, lin
             "peak_rss_mib": round(measured.maxrss_kb / 1024, 1), "others_cores": round(measured.others_cores, 2)}
 
 
-def render(results: list[dict[str, Any]], command: str, started: dt.datetime, awk: str, compress: bool, load_before: str) -> str:
+def render(results: list[dict[str, Any]], command: str, started: dt.datetime, awk: str, compress: bool, load_before: str,
+           as_json: bool = False) -> str:
     machine = harness.machine()
-    rows = ["| lines | log | tool | wall s | lines/s | lines/s reading | CPU s | peak RSS MiB | other load (cores) |",
-            "| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    rows = ["| lines | log | tool | wall s | lines/s | lines/s reading | CPU s | lines per CPU s | peak RSS MiB | other load (cores) |",
+            "| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for result in results:
         for tool in ("horde", "awk"):
             figures = result[tool]
             reading = f"{round(result['lines'] / figures['read_s']):,}" if tool == "horde" and figures.get("read_s") else "—"
             rows.append(f"| {result['lines']:,} | {result['log_mib']:,.0f} MiB{' gz' if compress else ''} | "
                         f"{'horde profile' if tool == 'horde' else 'awk'} | {figures['wall_s']:.2f} | "
-                        f"{figures['lines_per_s']:,} | {reading} | {figures['cpu_s']:.2f} | {figures['peak_rss_mib']:.1f} | "
+                        f"{figures['lines_per_s']:,} | {reading} | {figures['cpu_s']:.2f} | {round(result['lines'] / max(figures['cpu_s'], 1e-9)):,} | "
+                        f"{figures['peak_rss_mib']:.1f} | "
                         f"{figures['others_cores']:.2f} |")
     big, small = results[-1], results[0]
     ratio = big["horde"]["lines_per_s"] / big["awk"]["lines_per_s"]
@@ -115,7 +124,9 @@ def render(results: list[dict[str, Any]], command: str, started: dt.datetime, aw
         *rows,
         "",
         "*lines/s reading*: the lines over the time `horde profile` itself reports for reading them "
-        "(without the command's start-up: Python and the `horde` command's imports).",
+        "(without the command's start-up: Python and the `horde` command's imports); *lines per CPU s*: "
+        "the lines over the command's whole CPU time (start-up included), the per-core figure."
+        + (" The log is JSON lines (awk's `$7` is then whatever word it is: the same one pass)." if as_json else ""),
         "",
         f"`horde profile` reads {ratio:.2f}× awk's lines per second (a pass that only counts paths); "
         f"from {small['lines']:,} to {big['lines']:,} lines its peak memory moved {growth * 100:+.1f} %.",
@@ -127,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="horde profile: lines per second against awk, memory against the log's size.")
     parser.add_argument("--lines", type=int, default=2_000_000, help="lines of the larger log (default 2,000,000; the smaller has a quarter)")
     parser.add_argument("--gzip", action="store_true", help="compress the logs (horde unpacks them; awk reads them through zcat)")
+    parser.add_argument("--json", action="store_true", help="JSON lines (the same requests, one object a line) instead of combined")
     parser.add_argument("--no-readme", action="store_true", help="do not update bench/README.md")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
     args = parser.parse_args(argv)
@@ -145,9 +157,9 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="horde-log-profile-") as folder:
             work = Path(folder)
             for lines in (lines_big // 4, lines_big):
-                log = work / f"access-{lines}.log{'.gz' if args.gzip else ''}"
+                log = work / f"access-{lines}.{'jsonl' if args.json else 'log'}{'.gz' if args.gzip else ''}"
                 print(f"generating {lines:,} lines ...", flush=True)
-                generate(log, lines, compress=args.gzip)
+                generate(log, lines, compress=args.gzip, as_json=args.json)
                 awk_argv = (["sh", "-c", f"zcat '{log}' | {awk} '{AWK_PROGRAM}'"] if args.gzip else [awk, AWK_PROGRAM, str(log)])
                 result = {"lines": lines, "log_mib": log.stat().st_size / 2**20,
                           "awk": measure(procs, awk_argv, work, f"awk-{lines}", lines),
@@ -160,15 +172,16 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  awk {result['awk']['lines_per_s']:,} lines/s, horde profile {result['horde']['lines_per_s']:,} lines/s "
                       f"({result['horde']['peak_rss_mib']} MiB)", flush=True)
                 results.append(result)
-        block = render(results, command, started, awk_name, args.gzip, load_before)
+        block = render(results, command, started, awk_name, args.gzip, load_before, args.json)
+        tag = "log-profile" + ("-json" if args.json else "") + ("-gzip" if args.gzip else "")
         print()
         print(block)
         harness.RESULTS_DIR.mkdir(exist_ok=True)
-        (harness.RESULTS_DIR / f"log-profile{'-gzip' if args.gzip else ''}.json").write_text(json.dumps(
+        (harness.RESULTS_DIR / f"{tag}.json").write_text(json.dumps(
             {"command": command, "date": started.isoformat(), "load_before": load_before, "load_after": harness.load(),
              "results": results}, indent=2) + "\n")
         if not args.no_readme:
-            harness.write_readme_block("log-profile" + ("-gzip" if args.gzip else ""), block,
+            harness.write_readme_block(tag, block,
                                        section="Log profile (`bench/log_profile.py`)")
             print(f"updated {os.path.relpath(harness.README)}")
         return 0

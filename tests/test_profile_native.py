@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from horde.errors import InvalidInput
+from horde.cli import profile as cli_profile
+from horde.cli.app import main
+from horde.errors import ExitCode, InvalidInput
 from horde.profile import ProfileOptions, SessionKey, build_profile
-from horde.profile.logs import ReadCounts, in_time_order, make_parser, read_records
+from horde.profile.logs import EARLY_CHECK_LINES, PROGRESS_EVERY, ReadCounts, in_time_order, make_parser, read_records
 from horde.profile.profile import Profile, ProfileBuilder
 from profile_logs import T0, Hit, combined_line, write_log
 
@@ -139,3 +141,21 @@ def test_logs_of_several_servers_are_merged_in_time_order(tmp_path: Path) -> Non
     # 20 s between a client's requests, less the 10 ms each takes: not 40 s (one log's pace).
     assert native.sessions.think_ms.percentile(5) == pytest.approx(19_990, rel=0.01)
     assert native.sessions.think_ms.percentile(95) == pytest.approx(19_990, rel=0.01)
+
+
+def test_progress_is_told_as_the_native_reading_goes(tmp_path: Path) -> None:
+    count = PROGRESS_EVERY + 10_000  # past the reader's 256 KiB buffer
+    path = write_log(tmp_path / "a.log", [combined_line(Hit(T0 + i // 1000, "GET", "/")) for i in range(count)])
+    seen: list[tuple[int, int]] = []
+    build_profile([path], ProfileOptions(), lambda counts: seen.append((counts.lines, counts.bytes_read)))
+    assert [lines for lines, _ in seen] == [EARLY_CHECK_LINES, PROGRESS_EVERY, count]
+    assert 0 < seen[0][1] <= seen[1][1] < seen[2][1] == path.stat().st_size
+
+
+def test_off_a_terminal_progress_is_a_line_now_and_then(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cli_profile, "PROGRESS_EVERY_S", 0.0)
+    path, _ = generated(tmp_path, PROGRESS_EVERY + 10)
+    assert main(["profile", str(path), "--json", str(tmp_path / "p.json")]) == ExitCode.OK
+    err = capsys.readouterr().err
+    assert f"reading: {PROGRESS_EVERY:,} lines (" in err and "\r" not in err

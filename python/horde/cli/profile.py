@@ -28,6 +28,8 @@ from horde.profile.logs import ROLES
 
 # Off a terminal (CI logs, pipes) rich would wrap at 80 columns; as in horde.cli, lines stay whole.
 _stdout = Console() if Console().is_terminal else Console(width=200)
+#: Off a terminal, how often a line tells how far the reading is.
+PROGRESS_EVERY_S = 10.0
 _stderr = Console(stderr=True) if Console(stderr=True).is_terminal else Console(stderr=True, width=200)
 
 PLAN_PANEL = "The plan (--plan)"
@@ -148,8 +150,8 @@ def profile(
 
 
 def _read(logs: list[Path], options: ProfileOptions) -> Profile:
-    """The profile, with a progress bar and the rate on a terminal (only there: a CI log would
-    fill with its redraws), and one line of figures after."""
+    """The profile, with a progress bar and the rate on a terminal (a CI log would fill with its
+    redraws: off a terminal, a line every PROGRESS_EVERY_S), and one line of figures after."""
     started = time.perf_counter()
     if _stderr.is_terminal:
         columns = (TextColumn("reading"), BarColumn(), DownloadColumn(), TextColumn("{task.fields[lines]}"),
@@ -164,7 +166,18 @@ def _read(logs: list[Path], options: ProfileOptions) -> Profile:
 
             result = build_profile(logs, options, on_progress)
     else:
-        result = build_profile(logs, options)
+        told = [started]
+
+        def every_few_seconds(counts: ReadCounts) -> None:
+            # Off a terminal (a CI log, `2> file`): one line now and then, not a redrawn bar.
+            now = time.perf_counter()
+            if now - told[0] >= PROGRESS_EVERY_S:
+                told[0] = now
+                share = f" ({100 * counts.bytes_read / counts.bytes_total:.0f} % of the bytes)" if counts.bytes_total else ""
+                _stderr.print(f"reading: {counts.lines:,} lines{share}, "
+                              f"{counts.lines / max(now - started, 1e-9):,.0f} lines/s", markup=False, highlight=False)
+
+        result = build_profile(logs, options, every_few_seconds)
     counts = result.counts
     elapsed = max(result.elapsed_s, 1e-9)
     _stderr.print(f"read {counts.lines:,} lines ({counts.records:,} requests, {counts.bad:,} unparsed) in "
