@@ -143,7 +143,7 @@ def test_a_shown_exchange_loses_credentials_and_later_ones_the_token_a_login_ret
 
 
 def test_error_details_lose_the_plans_secret_values_before_they_are_stored() -> None:
-    from horde.control.conductor import _redact_error_details
+    from horde.control.observers import redact_error_details as _redact_error_details
 
     snapshot: Any = {"steps": [{"step": "login", "error_details": [
         {"kind": "sql_other", "message": 'SQLSTATE 22P02: invalid input syntax for type integer: "pw-s3cr3t"', "count": 2}]},
@@ -209,7 +209,7 @@ def test_many_secrets_are_found_as_one_pattern_finds_them() -> None:
 
 
 def test_a_failed_checks_details_lose_an_echoed_feeder_password(tmp_path: Any) -> None:
-    from horde.control.conductor import _redact_error_details
+    from horde.control.observers import redact_error_details as _redact_error_details
 
     users = tmp_path / "users.csv"
     users.write_text("login,password\n" + "".join(f"u{index},pw-{index:06d}\n" for index in range(1000)))

@@ -10,9 +10,7 @@ time's sentence, readings and the chart of its level and percentile against T ov
 
 from __future__ import annotations
 
-import base64
 import doctest
-import gzip
 import importlib
 import json
 import re
@@ -31,6 +29,7 @@ from horde.errors import ExitCode
 from horde.report import render_comparison_report, render_run_report
 from horde.report.capacity_view import capacity_facts
 from horde.results.stored_run import ALL_REQUESTS, load_run
+from report_pages import unpacked
 from horde.store import Store
 from recorded_runs import get, plan_dict, record_run
 
@@ -40,13 +39,6 @@ register(app)
 HOSTILE = 'x</script><b>"y"&'
 STEP_FIELDS = ("requests", "errors", "error_percent", "rps")
 LATENCY_FIELDS = ("p50", "p90", "p95", "p99", "max")
-
-
-def unpacked(html: str, element_id: str) -> bytes:
-    """A packed part of a report (its element's base64 of gzip), unpacked by the standard library."""
-    match = re.search(rf'<script id="{element_id}" type="application/gzip;base64">([A-Za-z0-9+/=]*)</script>', html)
-    assert match, f"no {element_id} in the page"
-    return gzip.decompress(base64.b64decode(match.group(1)))
 
 
 def page_figures(html: str) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from typing import Any, Callable
 from conftest import HORDE_BIN, HordeCli, _postgres_bindir, _skip_or_fail
 from horde.plan import plan_to_json
 from horde.plan.loader import load_plan
+from report_pages import readable
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -78,7 +79,7 @@ def test_the_monitored_example_shows_the_diagnosis_in_its_report(horde_cli: Hord
     assert done.returncode == 0, done.stderr[-2000:] + done.stdout[-2000:]
     assert "diagnosis: pg: connections at max_connections: 12 of 12 from second" in done.stdout
     assert "diagnosis: pg: table public.items: dead tuples grew from" in done.stdout
-    html = report.read_text()
+    html = readable(report.read_text())
     assert 'id="diagnosis"' in html and 'data-rule="dead_tuples" data-monitor="pg"' in html
     assert 'id="chart-monitor-pg"' in html and 'id="chart-monitor-host"' in html
 
@@ -103,7 +104,7 @@ def test_the_game_db_example_drives_the_seed_mix_and_reports_the_database_side(h
     total = sum(counts.values())
     for kind, weight in {"select": 83.0, "insert": 3.0, "update": 11.6, "delete": 1.6}.items():
         assert abs(100 * counts[kind] / total - weight) < 1.5, counts
-    html = report.read_text()
+    html = readable(report.read_text())
     # The rows each statement returned or changed, beside the steps' figures.
     assert all(steps[name].get("rows", 0) > 0 for name in steps if name.startswith(("select_", "update_"))), steps
     assert '<th>rows</th>' in html and 'data-field="rows"' in html

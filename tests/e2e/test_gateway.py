@@ -17,6 +17,7 @@ from typing import Any
 from conftest import HordeCli, free_tcp_port, wait_for_port
 from test_report import page_figures
 from horde.errors import ExitCode
+from report_pages import readable
 
 
 def free_udp_port() -> int:
@@ -84,7 +85,7 @@ def test_impaired_udp_pings_by_the_cli(horde_cli: HordeCli, target_process: Call
     report = horde_cli.tmp_path / "report.html"
     written = horde_cli.run("report", summary["run_id"], "--output", str(report))
     assert written.returncode == 0, written.stderr
-    html = report.read_text()
+    html = readable(report.read_text())
     assert 'id="section-messages"' in html and 'data-step="rtt"' in html
     assert f"<td>{messages['datagrams_sent']}</td>" in html
     # Its message charts beside the HTTP ones, on the run's time axis, from the stored seconds.

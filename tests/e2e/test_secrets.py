@@ -19,6 +19,7 @@ from starlette.testclient import TestClient
 from conftest import HordeCli, free_tcp_port
 from horde.errors import ExitCode
 from horde.web import create_app
+from report_pages import readable
 
 MARKER = "s3cr3t-M4RK3R-42"
 #: Planted only as a one-time credential of a query string (``?code=``, OAuth's callback), and
@@ -99,7 +100,7 @@ def test_a_planted_secret_reaches_no_output(horde_cli: HordeCli, builtin_target:
         written[" ".join(command)] = result.stdout + result.stderr
     report = horde_cli.tmp_path / "report.html"
     assert horde_cli.run("report", run_id, "last", "-o", str(report)).returncode == ExitCode.OK
-    written["report"] = report.read_text()
+    written["report"] = readable(report.read_text())
     with TestClient(create_app(horde_cli.store_url, token=None), base_url="http://127.0.0.1:8089") as client:
         for path in ("/api/runs", f"/api/runs/{run_id}", "/api/runs/last"):
             response = client.get(path)
@@ -229,7 +230,7 @@ def test_a_cookie_from_a_parameter_and_an_echoed_feeder_password_reach_no_output
         written[" ".join(command)] = result.stdout + result.stderr
     report = horde_cli.tmp_path / "report.html"
     assert horde_cli.run("report", run_id, "-o", str(report)).returncode == ExitCode.OK
-    written["report"] = report.read_text()
+    written["report"] = readable(report.read_text())
     with TestClient(create_app(horde_cli.store_url, token=None), base_url="http://127.0.0.1:8089") as client:
         for path in ("/api/runs", f"/api/runs/{run_id}", f"/api/runs/{run_id}/events", f"/runs/{run_id}"):
             response = client.get(path)

@@ -16,67 +16,43 @@ import signal
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Union
+from typing import Any
 
-from horde.control.autostop import AutostopWatch, Firing
-from horde.control.capacity import CapacityQuestion, capacity_block
+from horde.cluster.coordinator import ClusterOptions, ClusterRun, worker_count
+from horde.control.autostop import Firing
+from horde.control.capacity import CapacityQuestion
+from horde.control.observers import (
+    Autostop,
+    Capacity,
+    ControlQueue,
+    Ending,
+    EngineRun,
+    Monitors,
+    QuietSink,
+    RunObserver,
+    RunState,
+    Sink,
+    Sinks,
+    Spread,
+    StoreWriter,
+    Thresholds,
+)
+from horde.control.steering import Steering, steering_for
+from horde.control.thresholds import Verdict
+from horde.control.watching import RunMonitors
+from horde.engine.run import Run, check_open_files, checked_plan_json
+from horde.engine.snapshot import Exchange
 from horde.errors import ExitCode, HordeError, InvalidInput, PlanInvalid, Problem
 from horde.plan import Plan
 from horde.plan.redaction import redact_plan, redact_run_parameters, redact_values, secret_names, secret_values
-from horde.engine.run import Run, check_open_files, checked_plan_json
-from horde.engine.snapshot import Exchange, Snapshot
-
-from horde.cluster.coordinator import ClusterOptions, ClusterRun, worker_count
-from horde.control.steering import steering_for
-from horde.store import Store
 from horde.results.summary import CPU_SATURATION_PERCENT_PER_WORKER, never_answered, summarise
-from horde.control.thresholds import Verdict, judge, verdicts_to_json
-from horde.control.watching import RunMonitors
+from horde.store import Store
+
+__all__ = ["JUDGEMENT_KEYS", "Outcome", "Sink", "Sinks", "conduct", "cpu_limit_percent", "exit_code_for",
+           "planned_duration_s"]
 
 #: Summary keys the conductor adds to what summarise() computes; `horde show` keeps them.
 JUDGEMENT_KEYS = ("thresholds", "autostop", "capacity", "sight", "cluster", "monitors")
-
-#: A run on this process's engine, or over a cluster's generators (the same surface).
-EngineRun = Union[Run, "ClusterRun"]
-
-
-class Sink(Protocol):
-    """What the conductor tells whoever watches the run: the live view, the Prometheus exporter, a
-    test. (The store is written by the conductor itself.)"""
-
-    def update(self, snapshot: Snapshot) -> None: ...
-    def note_stopping(self) -> None: ...
-    def note(self, message: str) -> None: ...
-
-
-class Sinks:
-    """Several sinks as one: the terminal's live view and the Prometheus exporter"""
-
-    def __init__(self, *sinks: Sink) -> None:
-        self.sinks = sinks
-
-    def update(self, snapshot: Snapshot) -> None:
-        for sink in self.sinks:
-            sink.update(snapshot)
-
-    def note_stopping(self) -> None:
-        for sink in self.sinks:
-            sink.note_stopping()
-
-    def note(self, message: str) -> None:
-        for sink in self.sinks:
-            sink.note(message)
-
-
-class _QuietSink:
-    def update(self, snapshot: Snapshot) -> None:
-        pass
-
-    def note_stopping(self) -> None:
-        pass
-
-    def note(self, message: str) -> None:
-        pass
 
 
 @dataclass
@@ -179,7 +155,7 @@ def conduct(
     if record_exchanges and cluster is not None:
         raise InvalidInput("--debug shows exchanges of a run on this machine only",
                            hint="drop --cluster to see exchanges (a few VUs show every kind of exchange)")
-    sink = sink or _QuietSink()
+    sink = sink or QuietSink()
     steering = steering_for(plan)
     engine_plan = steering.prepared_plan() if steering is not None else plan
     # The store is opened by the caller before any load is sent; the run is recorded before
@@ -226,30 +202,20 @@ def conduct(
         engine_run.close()
 
 
-def _redact_error_details(snapshot: Snapshot, secrets: frozenset[str]) -> None:
-    """The error details' messages with the plan's secret values replaced (its feeders' too),
-    before the store or a sink sees them: a message quotes what the target answered (a body
-    prefix, a failed check's finding, a SQL error naming a parameter's value), which may hold a
-    credential the plan sent. The checks' words are the plan's, a parameter's value among them."""
-    if not secrets:
-        return
-    for step in snapshot["steps"]:
-        if "error_details" in step:
-            step["error_details"] = redact_values(step["error_details"], secrets)
-        if "checks" in step:
-            step["checks"] = redact_values(step["checks"], secrets)
-
-
-def _conduct_run(plan: Plan, store: Store, run_id: str, engine_run: EngineRun, steering: Any, sink: Sink,
+def _conduct_run(plan: Plan, store: Store, run_id: str, engine_run: EngineRun, steering: Steering | None, sink: Sink,
                  workers: int | None, question: CapacityQuestion | None,
                  annotate: Callable[[dict[str, Any]], dict[str, Any]] | None, monitors: RunMonitors,
                  secrets: frozenset[str] = frozenset()) -> Outcome:
-    """The run's seconds, then its verdict (see :func:`conduct`)."""
-    limit = cpu_limit_percent(workers)
-    watch = AutostopWatch(plan.autostop, cpu_limit_percent=limit)
-    firing: Firing | None = None
-    stopping_for: str | None = None
-    stop_asked = False  # a stop asked through the store (the dashboard) ends the run as Ctrl-C does
+    """The run's seconds through the observers, then its verdict folded from their blocks (see
+    :func:`conduct` and :mod:`horde.control.observers`)."""
+    state = RunState(engine_run=engine_run, store=store, run_id=run_id, sink=sink,
+                     cpu_limit_percent=cpu_limit_percent(workers))
+    thresholds = Thresholds(plan)
+    observers: list[RunObserver] = [
+        StoreWriter(secrets), ControlQueue(steered=steering is not None), thresholds,
+        Autostop(plan, state.cpu_limit_percent), Capacity(steering, question),
+        Monitors(monitors, steered=steering is not None), Spread(engine_run),
+    ]
     with _Interrupts() as interrupts:
         while not engine_run.finished:
             if interrupts.count >= 2:
@@ -261,102 +227,33 @@ def _conduct_run(plan: Plan, store: Store, run_id: str, engine_run: EngineRun, s
             for message in engine_run.notes:
                 sink.note(message)
             engine_run.notes.clear()
-            monitor_firing = monitors.take(store, run_id, sink)
-            if monitor_firing is not None and firing is None and not engine_run.stop_requested:
-                firing = monitor_firing
-                sink.note(firing.message)
-                engine_run.stop()
+            for observer in observers:
+                observer.poll(state)
             if snapshot is None:
                 continue
-            _redact_error_details(snapshot, secrets)
-            store.add_snapshot(run_id, snapshot)
-            if not engine_run.stop_requested:
-                stop_asked = _answer_controls(store, run_id, engine_run, sink, steered=steering is not None) or stop_asked
-                if firing is None:
-                    firing = watch.observe(snapshot)
-                    if firing is not None:
-                        sink.note(firing.message)
-                        engine_run.stop()
-                if steering is not None and firing is None:
-                    steering.observe(snapshot, engine_run, cpu_limit_percent=limit)
-                    if steering.done:
-                        stopping_for = "steering"
-                        sink.note("steering done: stopping the run")
-                        engine_run.stop()
-            if steering is not None:
-                # The sinks show where the steering stands (phase, step, level, last verdict).
-                snapshot = snapshot.copy()
-                snapshot["steering"] = steering.status()
-            sink.update(monitors.annotate(snapshot))
+            for observer in observers:
+                observer.observe(snapshot, state)
+            shown = snapshot
+            for observer in observers:
+                shown = observer.shown(shown)
+            sink.update(shown)
     monitors.close(store, run_id)
-    monitor_samples = monitors.samples(store, run_id)
-    lost_stop = engine_run.stopped_for_loss
-    status = ("interrupted" if interrupts.count or stop_asked
-              else "autostopped" if firing is not None
-              else "aborted" if lost_stop else "finished")
-    effective_workers = workers or os.cpu_count() or 1
+    status = ("interrupted" if interrupts.count or state.stop_asked
+              else "autostopped" if state.firing is not None
+              else "aborted" if engine_run.stopped_for_loss else "finished")
     stored = store.snapshots(run_id)
-    summary = summarise(stored, run_id=run_id, status=status, workers=effective_workers)
-    verdicts = judge(plan.thresholds, stored, monitor_samples) if plan.thresholds else []
-    if plan.thresholds:
-        summary["thresholds"] = verdicts_to_json(verdicts)
-    if firing is not None:
-        summary["autostop"] = firing.to_json()
-    if steering is not None:
-        found = steering.result()
-        found["stopped_by_steering"] = stopping_for == "steering"
-        summary["capacity"] = capacity_block(found, question)
-    elif question is not None and question.asks_anything:
-        # Capacity arithmetic on a plain run: its own throughput is the figure.
-        messages = summary.get("messages") or {}
-        max_messages = float(messages.get("sent_per_s", 0.0)) + float(messages.get("received_per_s", 0.0))
-        summary["capacity"] = capacity_block({"method": "measured_run", "max_rps": summary["rps"],
-                                              "max_messages_per_s": round(max_messages, 3) or None,
-                                              "latency_ms_at_max": summary["latency_ms"]["p95"], "percentile": 95,
-                                              "saturation_reason": None}, question)
-    monitored = monitors.block(monitor_samples)
-    if monitored is not None:
-        summary["monitors"] = monitored
-        if steering is not None:
-            # The monitors as evidence beside the knee: which limit was crossed first, and when.
-            summary["capacity"]["what_broke_first"] = monitors.what_broke_first(summary["capacity"], stored,
-                                                                                 monitor_samples, monitored)
-    spread = engine_run.spread_block()
-    if spread is not None:
-        summary["cluster"] = spread
+    summary = summarise(stored, run_id=run_id, status=status, workers=workers or os.cpu_count() or 1)
+    ending = Ending(status=status, stored=stored, monitor_samples=monitors.samples(store, run_id), firing=state.firing,
+                    stopped_by_steering=state.stopped_by_steering)
+    for observer in observers:
+        summary.update(observer.blocks(summary, ending))
     if annotate is not None:
         summary.update(annotate(summary))
     store.finish_run(run_id, status=status, summary=summary)
-    exit_code = interrupts.exit_code if interrupts.count else exit_code_for(status, firing, verdicts, summary)
+    exit_code = (interrupts.exit_code if interrupts.count
+                 else exit_code_for(status, state.firing, thresholds.verdicts, summary))
     return Outcome(run_id=run_id, status=status, summary=summary, exit_code=exit_code,
-                   verdicts=verdicts, firing=firing)
-
-
-def _answer_controls(store: Store, run_id: str, engine_run: EngineRun, sink: Sink, *, steered: bool) -> bool:
-    """Applies the re-targets (and stops) asked from elsewhere (``horde retarget``, the
-    dashboard), once a second; True when a stop was asked."""
-    stop_asked = False
-    for request_id, request in store.pending_controls(run_id):
-        if request.get("stop"):
-            stop_asked = True
-            engine_run.stop()
-            answer = "applied: stopping (no new iterations; in-flight requests finish)"
-            sink.note_stopping()
-        elif steered:
-            answer = "refused: this run's load is steered (find-max or target response time); it moves the level itself"
-        else:
-            try:
-                levels = engine_run.set_level(
-                    vus=request.get("vus"), rate_per_s=request.get("rate_per_s"),
-                    scenarios=request.get("scenarios"), ramp_s=float(request.get("ramp_s", 0.0)),
-                )
-            except HordeError as error:
-                answer = f"refused: {error.message}"
-            else:
-                answer = "applied: " + ", ".join(f"{name} → {level:g}" for name, level in levels.items())
-        store.answer_control(request_id, answer)
-        sink.note(f"re-target: {answer}")
-    return stop_asked
+                   verdicts=thresholds.verdicts, firing=state.firing)
 
 
 def exit_code_for(status: str, firing: Firing | None, verdicts: list[Verdict],
