@@ -13,9 +13,9 @@ from horde.cli import profile as cli_profile
 from horde.cli.app import main
 from horde.errors import ExitCode, InvalidInput
 from horde.profile import ProfileOptions, SessionKey, build_profile
-from horde.profile.logs import EARLY_CHECK_LINES, PROGRESS_EVERY, ReadCounts, in_time_order, make_parser, read_records
+from horde.profile.logs import EARLY_CHECK_LINES, JsonParser, PROGRESS_EVERY, ReadCounts, in_time_order, make_parser, read_records
 from horde.profile.profile import Profile, ProfileBuilder
-from profile_logs import T0, Hit, combined_line, write_log
+from profile_logs import T0, Hit, combined_line, json_line, write_log
 
 ENDPOINTS = [  # (method, target with {} for an id, count weight, seconds)
     ("GET", "/api/items/{}", 30, 0.010), ("GET", "/api/items/{}/reviews?page={}&token=t{}", 10, 0.030),
@@ -31,7 +31,7 @@ TRUTH_NAMES = ["GET /api/items/{id}", "GET /api/items/{id}/reviews?page&token", 
 
 
 def generated(tmp_path: Path, lines: int, *, seed: int = 7, cookie: bool = False, name: str = "access.log",
-              gzipped: bool = False, start: float = T0) -> tuple[Path, dict[str, int]]:
+              gzipped: bool = False, start: float = T0, as_json: bool = False) -> tuple[Path, dict[str, int]]:
     """A log of ``lines`` requests over an hour (busier at its middle), with ids of several
     kinds, secrets, 4xx/5xx, 300 clients, times a little out of order, a few bad lines and
     blank lines; and the requests each endpoint got."""
@@ -54,7 +54,7 @@ def generated(tmp_path: Path, lines: int, *, seed: int = 7, cookie: bool = False
                   client=f"10.0.{client // 250}.{client % 250}", agent=f"agent-{client % 3}",
                   cookie=f"sid=s{client % 40}; lang=en" if cookie and client % 10 else None)
         truth[TRUTH_NAMES[index]] += 1
-        out.append(combined_line(hit))
+        out.append(json_line(hit) if as_json else combined_line(hit))
         if i % 997 == 5:
             out.append("not a log line")
         if i % 1500 == 7:
@@ -71,7 +71,7 @@ def python_profile(paths: list[Path], options: ProfileOptions) -> Profile:
     counts = ReadCounts()
     for record in read_records(paths, parser, counts):
         builder.add(record)
-    return builder.finish([str(path) for path in paths], parser.format, counts, {})
+    return builder.finish([str(path) for path in paths], parser.format, counts, parser.fields if isinstance(parser, JsonParser) else {})
 
 
 def assert_same(native: Profile, python: Profile) -> None:
@@ -93,6 +93,15 @@ def test_the_native_reader_adds_up_what_the_python_reader_does(tmp_path: Path) -
     assert {stats.name: stats.count for stats in native.endpoints} == truth
     assert native.counts.bad == 21 and native.counts.bad_samples[0].line == 7
     assert native.requests == 20_000 and native.sessions.count > 300  # 60 s gaps end sessions
+
+
+def test_json_lines_give_the_python_readers_profile(tmp_path: Path) -> None:
+    path, truth = generated(tmp_path, 20_000, cookie=True, as_json=True)
+    for options in (ProfileOptions(session_gap_s=60), ProfileOptions(session=SessionKey("cookie", "sid"), max_endpoints=6)):
+        native = build_profile([path], options)
+        assert native.format == "json" and native.fields["duration"] == "duration_ms"
+        assert_same(native, python_profile([path], options))
+    assert {stats.name: stats.count for stats in build_profile([path], ProfileOptions()).endpoints} == truth
 
 
 @pytest.mark.parametrize("options", [ProfileOptions(format="nginx", time_unit="ms"), ProfileOptions(max_endpoints=4),

@@ -115,6 +115,9 @@ def profile_logs(
     nginx: bool,
     time_unit_ms: float | None,
     session_name: str | None,
+    json_fields: dict[str, tuple[str, bool]] | None,
+    json_duration_ms: float,
+    json_session: tuple[str, str, bool] | None,
     session_gap_s: float,
     max_endpoints: int,
     is_secret_parameter: Callable[[str], bool],
@@ -122,8 +125,10 @@ def profile_logs(
     has_email: Callable[[str], bool],
     on_progress: Callable[[int, int, int, int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """Combined (``nginx=False``: a whole bare number after the agent is µs) or nginx logs read in
-    the order given and added up (crate ``horde-logs``). ``time_unit_ms``: ms per unit of that
+    """Combined (``nginx=False``: a whole bare number after the agent is µs), nginx or (with
+    ``json_fields``: role -> (name, nested), a bare duration's ms per unit, the session as None,
+    ("cookie", name, False) or ("header", field, nested)) JSON logs, merged in time order and
+    added up (crate ``horde-logs``). ``time_unit_ms``: ms per unit of that
     number when given; ``session_name``: the cookie or header keying sessions (None: client
     address and agent). ``on_progress(lines, requests, bad, bytes_read, bytes_total)`` every
     65,536 lines and at each file's end (it may raise to stop; Ctrl-C is checked there).
@@ -170,3 +175,13 @@ class Templater:
 
 def classify(segment: str, has_email: Callable[[str], bool]) -> str | None: ...
 def kept_value(value: str, kind: str | None, has_email: Callable[[str], bool]) -> bool: ...
+
+@final
+class JsonLineParser:
+    """JSON lines one at a time (crate ``horde-logs``)."""
+    def __init__(
+        self, fields: dict[str, tuple[str, bool]], duration_ms: float, session: tuple[str, str, bool] | None
+    ) -> None: ...
+    def parse(self, line: str) -> tuple[float, str, str, int, float | None, str, str, str | None] | str: ...
+
+def json_time(value_json: str) -> float | None: ...

@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use crate::mt::PyRandom;
 use crate::read::{Line, LineReader, ReadError};
 use crate::template::{Rules, Shape, Templated, Templater};
+use crate::json::{JsonFields, JsonParser, JsonReason, JsonSession};
 use crate::text::{is_space, Record, TextParser};
 use std::cell::Cell;
 use std::rc::Rc;
@@ -49,14 +50,43 @@ const DENSE_BUCKETS: usize = 4096;
 /// How the logs are read and grouped.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// `nginx` (a whole bare number is seconds) rather than `combined` (microseconds).
-    pub nginx: bool,
-    /// Milliseconds per unit of a bare number after the agent, when given.
-    pub time_unit_ms: Option<f64>,
-    /// The session cookie's or header's name; None: sessions by client address and agent.
-    pub session_name: Option<String>,
+    pub format: Format,
+    /// Sessions by a cookie or header (else by client address and agent).
+    pub keyed_sessions: bool,
     pub session_gap_s: f64,
     pub max_endpoints: usize,
+}
+
+/// The logs' format, with what its parser needs.
+#[derive(Debug, Clone)]
+pub enum Format {
+    /// Combined or nginx (`nginx`: a whole bare number is seconds, not µs), with the unit of a
+    /// bare number when given and the session cookie's or header's name.
+    Text { nginx: bool, time_unit_ms: Option<f64>, session_name: Option<String> },
+    /// JSON lines: each role's field, a duration's unit, how sessions are told.
+    Json { fields: Box<JsonFields>, duration_ms: f64, session: JsonSession },
+}
+
+/// A log's parser.
+enum Parser {
+    Text(TextParser),
+    Json(Box<JsonParser>),
+}
+
+impl Parser {
+    fn new(format: &Format) -> Self {
+        match format {
+            Format::Text { nginx, time_unit_ms, session_name } => Parser::Text(TextParser::new(*nginx, *time_unit_ms, session_name.clone())),
+            Format::Json { fields, duration_ms, session } => Parser::Json(Box::new(JsonParser::new((**fields).clone(), *duration_ms, session.clone()))),
+        }
+    }
+
+    fn parse<'a>(&mut self, line: &'a str) -> Result<Record<'a>, JsonReason> {
+        match self {
+            Parser::Text(parser) => parser.parse(line).map_err(Cow::Borrowed),
+            Parser::Json(parser) => parser.parse(line),
+        }
+    }
 }
 
 /// Durations (ms) in 1 %-wide buckets with the exact count, sum and maximum: the bucket of a
@@ -112,7 +142,7 @@ pub struct Endpoint {
     pub count: u64,
     pub timing: LogHistogram,
     /// (status, requests), in the order first seen.
-    pub statuses: Vec<(u16, u64)>,
+    pub statuses: Vec<(i64, u64)>,
     /// Slot values of a uniform sample of its requests.
     pub samples: Vec<Vec<Option<String>>>,
 }
@@ -326,7 +356,7 @@ struct Builder<R: Rules> {
 
 impl<R: Rules> Builder<R> {
     fn add(&mut self, record: &Record<'_>) {
-        self.templater.template(record.method, record.target, &mut self.scratch);
+        self.templater.template(&record.method, &record.target, &mut self.scratch);
         let index = match self.shapes.get(self.scratch.key.as_slice()) {
             Some(&index) => index,
             None => self.endpoint_of_new_shape(record),
@@ -361,18 +391,18 @@ impl<R: Rules> Builder<R> {
             });
         }
         self.per_minute[self.last_minute].1 += 1;
-        let key = match (&self.options.session_name, record.session) {
-            (None, _) => {
+        let key = match (self.options.keyed_sessions, &record.session) {
+            (false, _) => {
                 let mut hasher = DefaultHasher::new();
-                (record.client, record.agent).hash(&mut hasher);
+                (&*record.client, &*record.agent).hash(&mut hasher);
                 hasher.finish()
             }
-            (Some(_), Some(session)) => {
+            (true, Some(session)) => {
                 let mut hasher = DefaultHasher::new();
-                session.hash(&mut hasher);
+                (**session).hash(&mut hasher);
                 hasher.finish()
             }
-            (Some(_), None) => {
+            (true, None) => {
                 self.sessions.unkeyed += 1;
                 return;
             }
@@ -384,7 +414,7 @@ impl<R: Rules> Builder<R> {
     /// The endpoint of a shape not remembered: the one of the same name, or a new one while
     /// there is room (else the others', `u32::MAX`).
     fn endpoint_of_new_shape(&mut self, record: &Record<'_>) -> u32 {
-        let shape = self.scratch.shape(record.method, record.target);
+        let shape = self.scratch.shape(&record.method, &record.target);
         let key = shape.endpoint_key();
         let index = match self.by_key.get(&key) {
             Some(&index) => {
@@ -421,7 +451,7 @@ fn note_bad(counts: &mut Counts, file: usize, line: u64, reason: &str, text: &st
 /// logs are merged, its next request's line and time.
 struct Source {
     reader: LineReader,
-    parser: TextParser,
+    parser: Parser,
     raw: Rc<Cell<u64>>,
     size: u64,
     /// Lines read, and of them those that failed.
@@ -521,7 +551,7 @@ fn advance<R: Rules, E>(
             }
             Err(reason) => {
                 source.bad += 1;
-                note_bad(reading.counts, file, number, reason, &text);
+                note_bad(reading.counts, file, number, &reason, &text);
             }
         }
     }
@@ -559,7 +589,7 @@ pub fn profile<R: Rules, E>(
         sources.push(Source {
             raw: reader.raw_bytes(),
             reader,
-            parser: TextParser::new(options.nginx, options.time_unit_ms, options.session_name.clone()),
+            parser: Parser::new(&options.format),
             size: std::fs::metadata(path).map_or(0, |m| m.len()),
             number: 0,
             bad: 0,

@@ -5,22 +5,24 @@
 //! (nginx's `$request_time` always has one), a whole number is microseconds (Apache's `%D`) for
 //! `combined` and seconds for `nginx` (a format that logs `$request_time` rounded, or `%T`).
 
-/// One request as a line tells it (borrowed from the line).
+/// One request as a line tells it (borrowed from a text line; a JSON line's values are built).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Record<'a> {
     /// Unix seconds; for nginx and Apache, when the response was logged.
     pub time_s: f64,
-    pub method: &'a str,
+    pub method: Cow<'a, str>,
     /// The path with its query string, as requested.
-    pub target: &'a str,
+    pub target: Cow<'a, str>,
     /// 0 when the log has none.
-    pub status: u16,
+    pub status: i64,
     pub duration_ms: Option<f64>,
-    pub client: &'a str,
-    pub agent: &'a str,
+    pub client: Cow<'a, str>,
+    pub agent: Cow<'a, str>,
     /// The named cookie's or header's value, when sessions are keyed by one.
-    pub session: Option<&'a str>,
+    pub session: Option<Cow<'a, str>>,
 }
+
+use std::borrow::Cow;
 
 /// Why a line is no request (shown with its number).
 pub type Reason = &'static str;
@@ -77,18 +79,18 @@ impl TextParser {
             self.last_time_text.clear();
             self.last_time_text.push_str(fields.time);
         }
-        let status = fields.status.parse::<u16>().unwrap_or(0);
+        let status = fields.status.parse::<i64>().unwrap_or(0);
         let session = self.session.as_deref().and_then(|name| session_value(fields.tail, name));
         let duration_ms = if fields.tail.is_empty() { None } else { self.duration(fields.tail) };
         Ok(Record {
             time_s: self.last_time,
-            method,
-            target,
+            method: Cow::Borrowed(method),
+            target: Cow::Borrowed(target),
             status,
             duration_ms,
-            client: fields.client,
-            agent: fields.agent.unwrap_or(""),
-            session,
+            client: Cow::Borrowed(fields.client),
+            agent: Cow::Borrowed(fields.agent.unwrap_or("")),
+            session: session.map(Cow::Borrowed),
         })
     }
 
@@ -238,7 +240,7 @@ fn digits(text: &[char], from: usize, to: usize) -> Option<i64> {
 
 /// Days from 1970-01-01 to a proleptic Gregorian date (month 1..=12; the day not checked, as
 /// `calendar.timegm` does not).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+pub(crate) fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     let y = if month <= 2 { year - 1 } else { year };
     let era = y.div_euclid(400);
     let yoe = y - era * 400;
@@ -367,7 +369,7 @@ mod tests {
         let line = r#"10.0.0.1 - - [01/Mar/2024:10:00:00 +0000] "GET /items/1?page=2 HTTP/1.1" 200 512 "-" "Mozilla/5.0" 0.040 0.036"#;
         let record = parser().parse(line).unwrap();
         assert_eq!(record.time_s, 1_709_287_200.0);
-        assert_eq!((record.method, record.target, record.status, record.client, record.agent), ("GET", "/items/1?page=2", 200, "10.0.0.1", "Mozilla/5.0"));
+        assert_eq!((&*record.method, &*record.target, record.status, &*record.client, &*record.agent), ("GET", "/items/1?page=2", 200, "10.0.0.1", "Mozilla/5.0"));
         assert_eq!(record.duration_ms, Some(40.0));
     }
 
@@ -381,7 +383,7 @@ mod tests {
         assert_eq!(p.parse(&format!("{base} 1500")).unwrap().duration_ms, Some(1.5));
         assert_eq!(TextParser::new(true, None, None).parse(&format!("{base} 2")).unwrap().duration_ms, Some(2000.0));
         assert_eq!(p.parse(&format!("{base} urt=0.2 rt=0.3 sid=abc; x")).unwrap().duration_ms, Some(300.0));
-        assert_eq!(p.parse(&format!("{base} urt=0.2 rt=0.3 sid=abc; x")).unwrap().session, Some("abc"));
+        assert_eq!(p.parse(&format!("{base} urt=0.2 rt=0.3 sid=abc; x")).unwrap().session.as_deref(), Some("abc"));
         assert_eq!(p.parse(&format!("{base} 12abc")).unwrap().duration_ms, None);
     }
 

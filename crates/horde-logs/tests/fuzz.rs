@@ -4,7 +4,7 @@
 
 use std::io::Write;
 
-use horde_logs::profile::{profile, Options, LONG_LINE};
+use horde_logs::profile::{profile, Format, Options, LONG_LINE};
 use horde_logs::template::{Rules, Templated, Templater};
 use horde_logs::text::{split_request, TextParser};
 
@@ -91,8 +91,8 @@ fn mutated_lines_parse_or_give_a_reason_and_template_without_panic() {
                 assert!(record.target.starts_with('/'), "{line}");
                 assert!(split_request(&format!("{} {} HTTP/1.1", record.method, record.target)).is_ok(), "{line}");
                 assert!(record.time_s.is_finite(), "{line}");
-                templater.template(record.method, record.target, &mut out);
-                let shape = out.shape(record.method, record.target);
+                templater.template(&record.method, &record.target, &mut out);
+                let shape = out.shape(&record.method, &record.target);
                 assert_eq!(shape.slots.len(), out.values.len(), "{line}");
                 for (a, b) in out.values.iter().flatten() {
                     assert!(record.target.get(*a..*b).is_some(), "{line}");
@@ -129,7 +129,8 @@ fn every_line_of_a_mutated_file_is_counted_and_bad_lines_are_located() {
         file.write_all(b"\n").unwrap();
     }
     drop(file);
-    let options = Options { nginx: false, time_unit_ms: None, session_name: None, session_gap_s: 1800.0, max_endpoints: 50 };
+    let format = Format::Text { nginx: false, time_unit_ms: None, session_name: None };
+    let options = Options { format, keyed_sessions: false, session_gap_s: 1800.0, max_endpoints: 50 };
     let aggregate = profile(std::slice::from_ref(&path), &options, AnyRules, |_| Ok::<(), ()>(())).unwrap();
     std::fs::remove_file(&path).unwrap();
     let counts = &aggregate.counts;
@@ -149,4 +150,58 @@ fn every_line_of_a_mutated_file_is_counted_and_bad_lines_are_located() {
             assert_eq!(parser.parse(text).err(), Some(sample.reason.as_str()), "line {}", sample.line);
         }
     }
+}
+
+const JSON_SEEDS: [&str; 3] = [
+    r#"{"ts": "2024-03-01T10:00:00.123Z", "method": "get", "uri": "/api/items/42", "args": "page=2", "status": 200, "duration_ms": 12.5, "remote_addr": "10.0.0.1", "http_user_agent": "Mozilla", "http_cookie": "sid=abc; lang=en"}"#,
+    r#"{"ts": 1709287200123, "request": "POST /a/b?x=1 HTTP/1.1", "status": "503", "duration_ms": "0.25s", "http": {"verb": "PUT"}, "http_cookie": {"sid": 7}}"#,
+    r#"{"ts": "01/Mar/2024:10:00:00 +0000", "uri": "http://h/x", "status": true, "duration_ms": -1, "remote_addr": 0, "http_user_agent": ["a"]}"#,
+];
+
+#[test]
+fn mutated_json_lines_parse_or_give_a_reason() {
+    use horde_logs::json::{Field, JsonFields, JsonParser, JsonSession};
+    let field = |name: &str| Some(Field::new(name, false));
+    let fields = JsonFields {
+        time: Field::new("ts", false),
+        method: field("method"),
+        path: field("uri"),
+        query: field("args"),
+        request: field("request"),
+        status: field("status"),
+        duration: field("duration_ms"),
+        client: field("remote_addr"),
+        agent: field("http_user_agent"),
+        cookie: field("http_cookie"),
+    };
+    let parser = JsonParser::new(fields, 1.0, JsonSession::Cookie("sid".into()));
+    let mut rng = Rng(7);
+    let (mut ok, mut bad) = (0, 0);
+    for _ in 0..100_000 {
+        let seed = JSON_SEEDS[rng.below(JSON_SEEDS.len())];
+        let mut line = seed.to_string();
+        for _ in 0..rng.below(4) {
+            let mut at = rng.below(line.len() + 1);
+            while !line.is_char_boundary(at) {
+                at -= 1;
+            }
+            match rng.below(3) {
+                0 => line.insert_str(at, PIECES[rng.below(PIECES.len())]),
+                1 => line.truncate(at),
+                _ => line.insert_str(at, ["{", "}", ",", ":", "\"", "[", "1e999", "null", "\"\\ud800\""][rng.below(9)]),
+            }
+        }
+        match parser.parse(&line) {
+            Ok(record) => {
+                ok += 1;
+                assert!(record.target.starts_with('/') && record.time_s.is_finite(), "{line}");
+                assert!(record.duration_ms.is_none_or(|ms| ms >= 0.0), "{line}");
+            }
+            Err(reason) => {
+                bad += 1;
+                assert!(!reason.is_empty());
+            }
+        }
+    }
+    assert!(ok > 5_000 && bad > 5_000, "{ok} parsed, {bad} not");
 }

@@ -6,7 +6,9 @@
 use std::cell::RefCell;
 use std::path::PathBuf;
 
-use horde_logs::profile::{profile, Endpoint, LogHistogram, Options, Stop};
+use horde_logs::json::{json_time as native_json_time, Field, JsonFields, JsonParser, JsonSession};
+use horde_logs::profile::{profile, Endpoint, Format, LogHistogram, Options, Stop};
+use std::collections::HashMap;
 use horde_logs::read::ReadError;
 use horde_logs::template::{Kind, Piece, Rules, Templated, Templater};
 use horde_logs::text::TextParser;
@@ -51,6 +53,71 @@ impl Rules for PyRules<'_, '_> {
     }
 }
 
+/// A JSON log's fields: role -> (name, nested: a dotted path into nested objects).
+type FieldsGiven = HashMap<String, (String, bool)>;
+/// How sessions are told: None (client and agent), ("cookie", name, false) or ("header",
+/// field, nested).
+type SessionGiven = Option<(String, String, bool)>;
+
+fn json_format(fields: &FieldsGiven, duration_ms: f64, session: &SessionGiven) -> PyResult<Format> {
+    let field = |role: &str| fields.get(role).map(|(name, nested)| Field::new(name, *nested));
+    let time = field("time").ok_or_else(|| pyo3::exceptions::PyValueError::new_err("a JSON log needs a time field"))?;
+    let fields = JsonFields {
+        time,
+        method: field("method"),
+        path: field("path"),
+        query: field("query"),
+        request: field("request"),
+        status: field("status"),
+        duration: field("duration"),
+        client: field("client"),
+        agent: field("agent"),
+        cookie: field("cookie"),
+    };
+    let session = match session {
+        None => JsonSession::ByClient,
+        Some((kind, name, _)) if kind == "cookie" => JsonSession::Cookie(name.clone()),
+        Some((_, name, nested)) => JsonSession::Header(Field::new(name, *nested)),
+    };
+    Ok(Format::Json { fields: Box::new(fields), duration_ms, session })
+}
+
+fn record_tuple<'py>(py: Python<'py>, r: horde_logs::text::Record<'_>) -> PyResult<Bound<'py, PyAny>> {
+    Ok((r.time_s, &*r.method, &*r.target, r.status, r.duration_ms, &*r.client, &*r.agent, r.session.as_deref()).into_pyobject(py)?.into_any())
+}
+
+/// JSON lines one at a time (the Python reader's tests and first lines).
+#[pyclass(module = "horde._engine", name = "JsonLineParser")]
+pub(crate) struct PyJsonLineParser {
+    inner: JsonParser,
+}
+
+#[pymethods]
+impl PyJsonLineParser {
+    #[new]
+    fn new(fields: FieldsGiven, duration_ms: f64, session: SessionGiven) -> PyResult<Self> {
+        match json_format(&fields, duration_ms, &session)? {
+            Format::Json { fields, duration_ms, session } => Ok(PyJsonLineParser { inner: JsonParser::new(*fields, duration_ms, session) }),
+            Format::Text { .. } => unreachable!("json_format gives JSON"),
+        }
+    }
+
+    /// `(time_s, method, target, status, duration_ms, client, agent, session)`, or why the line
+    /// is no request.
+    fn parse<'py>(&self, py: Python<'py>, line: &str) -> PyResult<Bound<'py, PyAny>> {
+        match self.inner.parse(line) {
+            Ok(record) => record_tuple(py, record),
+            Err(reason) => Ok(reason.into_owned().into_pyobject(py)?.into_any()),
+        }
+    }
+}
+
+/// A JSON time value (given as JSON text) as Unix seconds, or None.
+#[pyfunction]
+pub(crate) fn json_time(value_json: &str) -> Option<f64> {
+    serde_json::from_str(value_json).ok().and_then(|value| native_json_time(&value))
+}
+
 /// One combined or nginx line at a time (the Python reader's tests and first lines).
 #[pyclass(module = "horde._engine", name = "CombinedParser")]
 pub(crate) struct PyCombinedParser {
@@ -68,10 +135,10 @@ impl PyCombinedParser {
     /// `(time_s, method, target, status, duration_ms, client, agent, session)`, or why the line
     /// is no request.
     fn parse<'py>(&mut self, py: Python<'py>, line: &str) -> PyResult<Bound<'py, PyAny>> {
-        Ok(match self.inner.parse(line) {
-            Ok(r) => (r.time_s, r.method, r.target, r.status, r.duration_ms, r.client, r.agent, r.session).into_pyobject(py)?.into_any(),
-            Err(reason) => reason.into_pyobject(py)?.into_any(),
-        })
+        match self.inner.parse(line) {
+            Ok(record) => record_tuple(py, record),
+            Err(reason) => Ok(reason.into_pyobject(py)?.into_any()),
+        }
     }
 }
 
@@ -230,7 +297,7 @@ fn endpoint<'py>(py: Python<'py>, stats: &Endpoint) -> PyResult<Bound<'py, PyDic
 
 /// Reads combined or nginx logs into their aggregate (see `python/horde/_engine.pyi`).
 #[pyfunction]
-#[pyo3(signature = (paths, *, nginx, time_unit_ms, session_name, session_gap_s, max_endpoints, is_secret_parameter, names_a_secret, has_email, on_progress=None))]
+#[pyo3(signature = (paths, *, nginx, time_unit_ms, session_name, json_fields, json_duration_ms, json_session, session_gap_s, max_endpoints, is_secret_parameter, names_a_secret, has_email, on_progress=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn profile_logs<'py>(
     py: Python<'py>,
@@ -238,6 +305,9 @@ pub(crate) fn profile_logs<'py>(
     nginx: bool,
     time_unit_ms: Option<f64>,
     session_name: Option<String>,
+    json_fields: Option<FieldsGiven>,
+    json_duration_ms: f64,
+    json_session: SessionGiven,
     session_gap_s: f64,
     max_endpoints: usize,
     is_secret_parameter: Bound<'py, PyAny>,
@@ -245,7 +315,11 @@ pub(crate) fn profile_logs<'py>(
     has_email: Bound<'py, PyAny>,
     on_progress: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let options = Options { nginx, time_unit_ms, session_name, session_gap_s, max_endpoints };
+    let (format, keyed_sessions) = match &json_fields {
+        Some(fields) => (json_format(fields, json_duration_ms, &json_session)?, json_session.is_some()),
+        None => (Format::Text { nginx, time_unit_ms, session_name: session_name.clone() }, session_name.is_some()),
+    };
+    let options = Options { format, keyed_sessions, session_gap_s, max_endpoints };
     let error = RefCell::new(None);
     let rules = PyRules {
         is_secret_parameter: Some(is_secret_parameter),

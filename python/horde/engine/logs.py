@@ -37,13 +37,34 @@ class SecretRules:
     has_email: Callable[[str], bool]
 
 
+#: A JSON log's fields: role -> (name, nested: a dotted path into nested objects).
+JsonFields = dict[str, tuple[str, bool]]
+#: How a JSON log's sessions are told: None (client address and agent), ("cookie", name, False)
+#: or ("header", field, nested).
+JsonSession = tuple[str, str, bool] | None
+
+
+@dataclass(frozen=True)
+class JsonFormat:
+    """A JSON log as the native reader takes it: the fields, a bare duration's ms per unit, and
+    how sessions are told."""
+
+    fields: JsonFields
+    duration_ms: float
+    session: JsonSession
+
+
 def profile_logs(paths: Sequence[Path], *, nginx: bool, time_unit_ms: float | None, session_name: str | None,
-                 session_gap_s: float, max_endpoints: int, rules: SecretRules,
+                 session_gap_s: float, max_endpoints: int, rules: SecretRules, json: JsonFormat | None = None,
                  on_progress: Progress | None = None) -> dict[str, Any]:
     """The logs' aggregate (its form: ``python/horde/_engine.pyi``, ``profile_logs``), or
-    ``{"error": {...}}`` naming the file that could not be read and why."""
+    ``{"error": {...}}`` naming the file that could not be read and why. ``json``: the logs are
+    JSON lines (``nginx``, ``time_unit_ms`` and ``session_name`` are then a text log's, unused)."""
     return _engine.profile_logs([str(path) for path in paths], nginx=nginx, time_unit_ms=time_unit_ms,
-                                session_name=session_name, session_gap_s=session_gap_s, max_endpoints=max_endpoints,
+                                session_name=session_name, json_fields=json.fields if json else None,
+                                json_duration_ms=json.duration_ms if json else 1.0,
+                                json_session=json.session if json else None,
+                                session_gap_s=session_gap_s, max_endpoints=max_endpoints,
                                 is_secret_parameter=rules.is_secret_parameter, names_a_secret=rules.names_a_secret,
                                 has_email=rules.has_email, on_progress=on_progress)
 
@@ -57,6 +78,23 @@ class CombinedParser:
     def parse(self, line: str) -> Fields | str:
         found: Fields | str = self._native.parse(line)
         return found
+
+
+class JsonLineParser:
+    """JSON lines one at a time: their fields, or why a line is no request."""
+
+    def __init__(self, fields: JsonFields, duration_ms: float, session: JsonSession) -> None:
+        self._native = _engine.JsonLineParser(fields, duration_ms, session)
+
+    def parse(self, line: str) -> Fields | str:
+        found: Fields | str = self._native.parse(line)
+        return found
+
+
+def json_time(value_json: str) -> float | None:
+    """A JSON log's time value (given as JSON text) as Unix seconds: epoch numbers (s, ms or µs
+    by size), ISO 8601 (no offset: local time), or the common log format's time; else None."""
+    return _engine.json_time(value_json)
 
 
 def clf_time(text: str) -> float | None:

@@ -14,10 +14,11 @@ Formats:
   (``duration_ms``, ``request_time`` in seconds...) or its value (``"0.12s"``).
 - ``auto``: JSON when most of the first lines are objects, else ``combined``.
 
-The text formats' rules (and the request line's, and the common log format's time) are the
-native reader's, crate ``horde-logs`` (:mod:`horde.engine.logs`), which also reads text logs
-whole at disk speed (:mod:`horde.profile.native`); this module decides the format, reads JSON
-lines, and orders the files.
+The formats' rules (the combined line, the request line, the common log format's time, a JSON
+line's values) are the native reader's, crate ``horde-logs`` (:mod:`horde.engine.logs`), which
+also reads logs whole at disk speed (:mod:`horde.profile.native`); this module decides the
+format and a JSON log's fields, orders the files, and reads line by line where the native
+reader does not (``--template``).
 
 Files may be gzip-compressed (told by their first bytes, whatever their name). The reader
 streams: memory does not grow with the log, and a line that does not parse is counted (the
@@ -33,15 +34,14 @@ import gzip
 import heapq
 import io
 import json
-import math
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, Final
 
-from horde.engine.logs import CombinedParser, is_method, path_of, split_request
+from horde.engine.logs import CombinedParser, JsonLineParser
+from horde.engine.logs import json_time as native_json_time
 from horde.engine.logs import clf_time as native_clf_time
 from horde.errors import InvalidInput
 from horde.plan.redaction import redact_text
@@ -166,9 +166,6 @@ class TextParser:
 
 # -- JSON lines --------------------------------------------------------------------------------
 
-_DURATION_TEXT = re.compile(r"\s*(\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*(ns|us|µs|ms|s)?\s*")
-
-
 def unit_of_field(name: str) -> str | None:
     """The unit a duration field's name says, or None.
 
@@ -210,58 +207,48 @@ def _has(key: str, sample: dict[str, Any]) -> bool:
 
 
 def json_time(value: Any) -> float | None:
-    """A time field as Unix seconds: epoch numbers (s, ms or µs by size), ISO 8601, or the
-    common log format's time.
+    """A time field as Unix seconds: epoch numbers (s, ms or µs by size), ISO 8601 (a time with
+    no offset is local time), or the common log format's time.
 
     >>> json_time("2024-03-01T10:00:00Z"), json_time(1709287200123), json_time("x")
     (1709287200.0, 1709287200.123, None)
     """
-    if isinstance(value, bool):
+    try:
+        return native_json_time(json.dumps(value))
+    except (TypeError, ValueError):
         return None
-    if isinstance(value, (int, float)):
-        number = float(value)
-    elif isinstance(value, str):
-        try:
-            number = float(value)
-        except ValueError:
-            try:
-                return datetime.fromisoformat(value.replace(" ", "T", 1) if "T" not in value else value).timestamp()
-            except ValueError:
-                pass
-            try:
-                return clf_time(value)
-            except (KeyError, ValueError, IndexError):
-                return None
-    else:
-        return None
-    if not math.isfinite(number):
-        return None
-    # Epoch seconds reach 1e10 only in the year 2286: bigger numbers are ms, then µs.
-    return number / 1e6 if number > 1e14 else number / 1e3 if number > 1e11 else number
+
+
+#: How sessions are told in a JSON log, as the native parser takes it: None (client address and
+#: agent), ("cookie", name, False) or ("header", field, nested).
+JsonSession = tuple[str, str, bool] | None
 
 
 class JsonParser:
-    """Parses JSON-lines logs with a field for each role (see :data:`FIELD_CANDIDATES`)."""
+    """Parses JSON-lines logs with a field for each role (see :data:`FIELD_CANDIDATES`); the
+    lines are read natively (crate ``horde-logs``), this class chooses the fields."""
 
     format = "json"
 
     def __init__(self, fields: dict[str, str], sample: dict[str, Any], time_unit: str | None,
                  session: SessionKey) -> None:
         self.fields = fields
-        self._get = {role: _getter(key, sample) for role, key in fields.items()}
+        self.key = session
+        # A field is a top-level key, or a dotted path into nested objects where the first
+        # objects have no key of that name.
+        self.native_fields = {role: (key, not (key in sample or "." not in key)) for role, key in fields.items()}
         named = unit_of_field(fields["duration"]) if "duration" in fields else None
-        self._duration_ms = TIME_UNITS[time_unit or named or "ms"]
-        self._session = session
-        self._session_get: Callable[[dict[str, Any]], Any] | None = None
-        self._cookie = re.compile(rf'(?:^|[\s;]){re.escape(session.name)}=([^;\s]+)') if session.kind == "cookie" else None
-        if session.kind == "header":
+        self.duration_ms = TIME_UNITS[time_unit or named or "ms"]
+        self.session: JsonSession = None
+        if session.kind == "cookie":
+            self.session = ("cookie", session.name, False)
+        elif session.kind == "header":
             lowered = session.name.lower()
             candidates = [session.name, f"http_{lowered.replace('-', '_')}", f"headers.{lowered}",
                           f"request.headers.{lowered}", f"headers.{session.name}", f"request.headers.{session.name}"]
             key = next((c for c in candidates if _has(c, sample)), candidates[1])
-            self._session_get = _getter(key, sample)
-        self._last_time_value: Any = None
-        self._last_time = 0.0
+            self.session = ("header", key, not (key in sample or "." not in key))
+        self._native = JsonLineParser(self.native_fields, self.duration_ms, self.session)
 
     @classmethod
     def guess(cls, given: dict[str, str], sample_lines: Sequence[str], time_unit: str | None,
@@ -291,68 +278,8 @@ class JsonParser:
         return cls(fields, merged, time_unit, session)
 
     def __call__(self, line: str) -> LogRecord | str:
-        obj = _loads(line)
-        if not isinstance(obj, dict):
-            return "not a JSON object"
-        get = self._get
-        time_value = get["time"](obj)
-        if time_value != self._last_time_value or time_value is None:
-            when = json_time(time_value)
-            if when is None:
-                return f"no time in field {self.fields['time']!r}"
-            self._last_time, self._last_time_value = when, time_value
-        method: Any = get["method"](obj) if "method" in get else None
-        target: Any = get["path"](obj) if "path" in get else None
-        if target is None and "request" in get:
-            request = get["request"](obj)
-            split = split_request(request) if isinstance(request, str) else "no request line"
-            if isinstance(split, str):
-                return split
-            method, target = split
-        if not isinstance(target, str) or not target:
-            return f"no path in field {self.fields.get('path', self.fields.get('request'))!r}"
-        target = path_of(target)
-        if not target.startswith("/"):
-            return "the path does not start with '/'"
-        if "query" in get and "?" not in target:
-            query = get["query"](obj)
-            if isinstance(query, str) and query and query != "-":
-                target = f"{target}?{query.lstrip('?')}"
-        method = method.upper() if isinstance(method, str) and method else "GET"
-        if not is_method(method):
-            return "the method is not a word"
-        return LogRecord(self._last_time, method, target, _status(get["status"](obj)) if "status" in get else 0,
-                         self._duration(get["duration"](obj)) if "duration" in get else None,
-                         str(get["client"](obj) or "") if "client" in get else "",
-                         str(get["agent"](obj) or "") if "agent" in get else "",
-                         self._session_of(obj))
-
-    def _duration(self, value: Any) -> float | None:
-        if isinstance(value, bool) or value is None:
-            return None
-        if isinstance(value, (int, float)):
-            return float(value) * self._duration_ms if math.isfinite(value) and value >= 0 else None
-        if isinstance(value, str):
-            match = _DURATION_TEXT.fullmatch(value)
-            if match is None:
-                return None  # "-" (no upstream), or text: the request still counts, untimed
-            unit = match.group(2)
-            scale = TIME_UNITS["us" if unit == "µs" else unit] if unit else self._duration_ms
-            return float(match.group(1)) * scale
-        return None
-
-    def _session_of(self, obj: dict[str, Any]) -> str | None:
-        if self._cookie is not None:
-            cookie = self._get["cookie"](obj) if "cookie" in self._get else None
-            if isinstance(cookie, dict):
-                value = cookie.get(self._session.name)
-                return str(value) if value is not None else None
-            found = self._cookie.search(cookie) if isinstance(cookie, str) else None
-            return found.group(1) if found else None
-        if self._session_get is not None:
-            value = self._session_get(obj)
-            return str(value) if value not in (None, "", "-") else None
-        return None
+        found = self._native.parse(line)
+        return found if isinstance(found, str) else LogRecord(*found)
 
 
 def _loads(line: str) -> Any:
@@ -362,14 +289,6 @@ def _loads(line: str) -> Any:
         return json.loads(line)
     except (ValueError, RecursionError):
         return None
-
-
-def _status(value: Any) -> int:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
-    return 0
 
 
 # -- reading files ------------------------------------------------------------------------------

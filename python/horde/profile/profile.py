@@ -21,7 +21,7 @@ from typing import Any, Final
 from horde.errors import InvalidInput
 from horde.profile.endpoints import Shape, Templater
 from horde.profile.histogram import LogHistogram
-from horde.profile.logs import JsonParser, LogRecord, ReadCounts, SessionKey, TextParser, in_time_order, make_parser, read_records
+from horde.profile.logs import JsonParser, LogRecord, ReadCounts, SessionKey, in_time_order, make_parser, read_records
 from horde.profile.native import NativeRead, read_native
 from horde.profile.sessions import Sessions
 
@@ -368,7 +368,7 @@ def build_profile(paths: Sequence[Path], options: ProfileOptions,
     paths = in_time_order(paths, parser)
     counts = ReadCounts()
     builder = ProfileBuilder(options)
-    if isinstance(parser, TextParser) and not options.templates:  # the native reader's part
+    if not options.templates:  # the native reader's part
         builder.take(read_native(paths, parser, options.session_gap_s, options.max_endpoints, counts, on_progress))
     else:
         add = builder.add
