@@ -162,6 +162,21 @@ def test_a_slow_down_that_passes_lowers_the_level_then_climbs_back() -> None:
     assert result["outcome"] in ("held", "kept_crossing"), result["sentence"]
 
 
+def test_a_target_that_gets_faster_is_followed_up() -> None:
+    # Service 25 % slower for the first 30 s (a machine busy with something else, a cold cache),
+    # then the M/M/4 of the other tests: the level found on the slow target is far under the
+    # one that holds T afterwards, and the steering climbs to it rather than creeping up a few
+    # percent a window. Truth: queueing theory for the fast target.
+    truth = highest_level(lambda rate: mmc_p95_ms(rate, 4, 10.0) <= 40.0, 50, 399)
+    near = 0
+    for seed in SEEDS:
+        steering = steering_for(OPEN, 40)
+        drive(steering, mm4(seed=seed, speed=lambda second: 1.25 if second < 30 else 1.0), 150)
+        late = [entry["level"] for entry in steering.result()["history"] if entry["second"] >= 100]
+        near += all(abs(level - truth) <= 0.15 * truth for level in late)
+    assert near >= len(SEEDS) - 1, near
+
+
 def test_a_target_no_level_reaches() -> None:
     steering = steering_for(CLOSED, 40, start=4)
     server = QueueServer(servers=1, service_ms=60.0, model="closed", service="constant")

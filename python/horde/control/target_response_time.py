@@ -113,18 +113,21 @@ HOLD_FINE_S = 20
 #: down without waiting for the long window.
 HOLD_RECENT_S = 5
 #: A second holds T when the percentile over the this many seconds that end with it is within
-#: ±BAND of T: what a chart of the run's percentile over a 20 s window shows.
+#: ±BAND of T (see bench/README.md for why 30 s: a fixed, right level's shorter windows leave the
+#: band by the queue's own bursts).
 HELD_WINDOW_S = 30
 #: Holding: after this many moves up in a row, sure each time to be under T, the level that
 #: gives T is far (the system got faster, or a passing slow-down had pushed the level down):
-#: the climb starts again from here, with its short readings, rather than in small steps.
+#: the climb starts again from here, with its short readings, rather than in small steps...
 RECLIMB_AFTER = 2
-#: ... and its growth is at most this a step (the level that gives T is likely near).
-RECLIMB_GROWTH = 1.25
-#: ... and only from under this share of the highest level read within the band since
-#: convergence: nearer it, short climb readings of a queue near its knee read low, and
-#: holding's own steps are the ones to take.
+#: ... from under RECLIMB_BELOW of the highest level read at or under T while holding; nearer
+#: it (short climb readings of a queue near its knee read low, and holding's own steps are the
+#: ones to take there) only after RECLIMB_AFTER_NEAR moves up in a row: a system that got faster
+#: than it ever was while holding.
 RECLIMB_BELOW = 0.8
+RECLIMB_AFTER_NEAR = 4
+#: ... and its growth is at most this a step below that level (T is likely near it).
+RECLIMB_GROWTH = 1.25
 #: A reading whose interval's bottom is this many times T is over at its first judged second:
 #: no point queueing longer to learn more.
 CLEARLY_OVER = 2.0
@@ -462,15 +465,15 @@ class TargetResponseTimeSteering:
         self._ups = self._ups + 1 if latency < self.target * (1 - BAND) else 0
         if over:
             self._set(run, level, "hold", second, drain=True)
-        elif self._ups >= RECLIMB_AFTER and level < RECLIMB_BELOW * self._highest_held_level():
+        elif self._ups >= RECLIMB_AFTER_NEAR or (self._ups >= RECLIMB_AFTER and level < RECLIMB_BELOW * self._highest_good_level()):
             self._ups = 0
             self._reclimb(run, level, second)
         elif level != current.level:
             self._set(run, level, "hold", second)
 
-    def _highest_held_level(self) -> float:
-        """The highest level a holding window read within the band (0 when none has)."""
-        return max((r.level for r in self.readings if r.phase == "hold" and r.held), default=0.0)
+    def _highest_good_level(self) -> float:
+        """The highest level a holding window read at or under T (0 when none has)."""
+        return max((r.level for r in self.readings if r.phase == "hold" and r.verdict in ("under", "at")), default=0.0)
 
     def _reclimb(self, run: LevelSetter, level: float, second: int) -> None:
         """Back to climbing from ``level``: what was read above it (the bracket's top, the climb's
@@ -532,7 +535,7 @@ class TargetResponseTimeSteering:
             enough = figures.samples >= needed
             if high < self.target:
                 verdict, basis = "under", "confident"
-            elif low > self.target:
+            elif low > self.target and enough:
                 verdict, basis = "over", "confident"
             elif current.phase == "climb" and latency < self.target * (1 - (0 if not enough else PROBE_MARGIN)):
                 # A probe: its point estimate is well under T (or under it at all, on fewer
@@ -548,7 +551,10 @@ class TargetResponseTimeSteering:
                 # judges T over longer windows). Under T, the climb goes on by a probe's step;
                 # over it (on enough samples, or clearly), the level brackets T from above.
                 basis = "estimate"
-                over = latency > self.target * (1 + BAND) or (latency > self.target and (enough or current.phase == "bisect"))
+                # Fewer samples than the percentile needs (a low level) never say "over" short
+                # of CLEARLY_OVER: the p95 of 40 requests is their second slowest.
+                over = enough and latency > self.target or (
+                    latency > self.target * (1 + BAND) and (enough or current.phase == "bisect"))
                 verdict = "over" if over else "under"
         if verdict is None:
             return None
@@ -651,8 +657,8 @@ class TargetResponseTimeSteering:
                 # Within FAR_MARGIN of T, an elasticity read far below the knee says little of
                 # the rise ahead: past a queue's knee latency grows without bound.
                 growth = min(growth, GROWTH_UNCERTAIN_FLAT)
-        if self.converged_at_s is not None:
-            growth = min(growth, RECLIMB_GROWTH)
+        if self.converged_at_s is not None and reading.level < self._highest_good_level() * (1 + PRECISION):
+            growth = min(growth, RECLIMB_GROWTH)  # back towards levels held: T is likely near
         level = min(self.steer.max, self._up(reading.level, growth))
         ceiling = self._ceiling
         if ceiling is not None and reading.level >= ceiling.level * 0.999:
