@@ -649,7 +649,7 @@ def test_message_steps_count_their_messages_by_direction() -> None:
             "cpu_percent": 1.0, "timer_lateness_p99_ms": 0.1}
     for second in (1, 2):
         exporter.update({**base, "second": second, "steps": [entry, http]})
-    lines = [line for line in exporter.render().splitlines() if line.startswith("horde_messages_total")]
-    assert len(lines) == len(counts), "the HTTP step has no message series"
+    messages = parse_exposition(exporter.render())["horde_messages_total"]
+    assert len(messages.samples) == len(counts), "the HTTP step has no message series"
     for counter, value in counts.items():
-        assert f'step="rtt",step_kind="request",counter="{counter}"}} {2 * value}' in "\n".join(lines), counter
+        assert messages.one(step="rtt", step_kind="request", counter=counter) == 2 * value, counter

@@ -24,6 +24,7 @@ from horde.cli.arguments import HordeCommand, parse_duration, parse_header, pars
 from horde.cli.terminal import stdout
 
 if TYPE_CHECKING:  # types only: the commands import their layers when they run
+    from horde.sinks.push import PushReport
     from horde.control.conductor import Outcome
     from horde.plan import Plan
     from horde.plan.loader import LoadedPlan
@@ -31,7 +32,7 @@ if TYPE_CHECKING:  # types only: the commands import their layers when they run
 
 def register(app: typer.Typer) -> None:
     """Add ``run``, ``try``, ``sight``, ``scale`` and ``retarget`` to ``app``."""
-    app.command("run", cls=HordeCommand, epilog="Examples:\n\n  horde run examples/quickstart\n\n  horde run plan.yaml --vus 50 --duration 2m --tag build=1234\n\n  horde run --url http://127.0.0.1:8080/ --rate 500 --duration 30s\n\n  horde run --url http://127.0.0.1:8080/ --find-max --summary-json max.json\n\n  horde run plan.yaml -p vus=200 --junit junit.xml --prometheus 9464")(run)
+    app.command("run", cls=HordeCommand, epilog="Examples:\n\n  horde run examples/quickstart\n\n  horde run plan.yaml --vus 50 --duration 2m --tag build=1234\n\n  horde run --url http://127.0.0.1:8080/ --rate 500 --duration 30s\n\n  horde run --url http://127.0.0.1:8080/ --find-max --summary-json max.json\n\n  horde run plan.yaml -p vus=200 --junit junit.xml --prometheus 9464\n\n  horde run plan.yaml --out prometheus-rw=http://127.0.0.1:9090/api/v1/write")(run)
     app.command("try", cls=HordeCommand, epilog="Examples:\n\n  horde try examples/game\n\n  horde try plan.yaml --scenario player -p city=paris\n\n  horde try --url http://127.0.0.1:8080/")(try_)
     app.command("sight", cls=HordeCommand, epilog="Examples:\n\n  horde sight plan.yaml\n\n  horde sight --url http://127.0.0.1:8080/ --duration 10s")(sight)
     app.command("scale", cls=HordeCommand, epilog="Examples:\n\n  horde scale plan.yaml --instances 4\n\n  horde scale --url http://127.0.0.1:8080/ --instances 3 --find-max\n\n  horde scale --url http://127.0.0.1:8080/ --instances 3 --target-response-ms 50 --duration 2m")(scale)
@@ -135,6 +136,7 @@ def run(
     headroom: Annotated[float, typer.Option("--headroom", help="percent of each instance kept free at the peak", rich_help_panel="Capacity")] = 20.0,
     junit: Annotated[Optional[Path], typer.Option("--junit", help="write thresholds and autostop as JUnit XML to this file")] = None,
     prometheus: Annotated[Optional[int], typer.Option("--prometheus", metavar="PORT", help="serve live metrics for Prometheus at 127.0.0.1:PORT/metrics (0: any free port)")] = None,
+    out: Annotated[Optional[list[str]], typer.Option("--out", metavar="KIND=URL", help="push each second's metrics as the run goes: prometheus-rw=URL (Prometheus remote write) or otlp=URL (OpenTelemetry, OTLP/HTTP) (repeatable)")] = None,
     ui: Annotated[bool, typer.Option("--ui", help="serve the web dashboard during the run", rich_help_panel="Dashboard")] = False,
     ui_host: Annotated[str, typer.Option("--ui-host", help="the dashboard's address (beyond loopback it needs a token)", rich_help_panel="Dashboard")] = "127.0.0.1",
     ui_port: Annotated[int, typer.Option("--ui-port", help="the dashboard's port (0: any free port)", rich_help_panel="Dashboard")] = 8089,
@@ -154,9 +156,11 @@ def run(
     from horde.plan.overrides import SteerFlags, apply_overrides, apply_steer_flags
     from horde.sinks.live import LiveView
     from horde.sinks.prometheus import PrometheusExporter
+    from horde.sinks.push import PushSink, parse_out
     from horde.store import Store
     from horde.web import DashboardServer
     params = parse_params(param or [])
+    push_targets = [parse_out(text) for text in out or []]
     tags = dict(parse_tag(t) for t in tag or [])
     duration_s = parse_duration(duration, flag="--duration") if duration is not None else None
     ramp_up_s = parse_duration(ramp_up, flag="--ramp-up") if ramp_up is not None else None
@@ -202,7 +206,7 @@ def run(
             if not 0 <= prometheus <= 65535:
                 raise InvalidInput(f"--prometheus: {prometheus} is not a port", hint="0 to 65535; 0 picks a free one")
             # Started before any load: a port in use stops the command here.
-            exporter = PrometheusExporter("", plan.name, cpu_limit_percent=cpu_limit_percent(workers), port=prometheus)
+            exporter = PrometheusExporter("", plan.name, cpu_limit_percent=cpu_limit_percent(workers), port=prometheus, tags=tags)
             exporter.start()
             served.callback(exporter.stop)
             stdout.print(f"Prometheus metrics at {exporter.url}", markup=False, highlight=False)
@@ -215,11 +219,27 @@ def run(
         printer = _exchange_printer(plan_json) if debug else None
         with LiveView(stdout, title=title, planned_duration_s=planned_duration_s(plan), cpu_limit_percent=cpu_limit_percent(workers),
                       open_ended=isinstance(plan.steer, FindMax)) as live:
-            sink = live if exporter is None else Sinks(live, exporter)
-            outcome = conduct(plan, store, parameters=parameters, tags=tags, workers=workers, sink=sink, question=question,
-                              plan_json=plan_json, on_recorded=exporter.set_run_id if exporter is not None else None, cluster=cluster_options,
-                              record_exchanges=debug or 0, on_exchanges=printer)
+            # On a cluster these sinks see the coordinator's merged seconds: the run is pushed once.
+            pushes = [PushSink(target, plan.name, cpu_limit_percent=cpu_limit_percent(workers), tags=tags, on_warning=live.note)
+                      for target in push_targets]
+            labelled: list[PrometheusExporter | PushSink] = [*([exporter] if exporter is not None else []), *pushes]
+
+            def recorded(run_id: str) -> None:
+                for one in labelled:
+                    one.set_run_id(run_id)
+
+            sink = live if not labelled else Sinks(live, *labelled)
+            try:
+                outcome = conduct(plan, store, parameters=parameters, tags=tags, workers=workers, sink=sink, question=question,
+                                  plan_json=plan_json, on_recorded=recorded, cluster=cluster_options,
+                                  record_exchanges=debug or 0, on_exchanges=printer)
+            finally:
+                pushed = [push.close() for push in pushes]
         render_summary(stdout, outcome.summary, store_url=store.display_url)
+        if pushed:
+            _render_pushed(pushed)
+            # In --summary-json only: what reached the targets is this command's doing, not the run's.
+            outcome.summary["outputs"] = [report.as_dict() for report in pushed]
         render_judgement(stdout, outcome.summary)
     _write_outputs(outcome, summary_json, junit, plan.name)
     return outcome.exit_code
@@ -287,6 +307,16 @@ def _with_monitor_flags(plan: Plan, flags: list[str]) -> Plan:
         names.add(monitor.name)
         added.append(monitor)
     return plan.model_copy(update={"monitors": [*plan.monitors, *added]}) if added else plan
+
+
+def _render_pushed(reports: list[PushReport]) -> None:
+    for report in reports:
+        if report.failed:
+            stdout.print(f"warning: --out {report.kind} {report.url}: {report.failed} of {report.pushed + report.failed} "
+                         f"seconds not sent ({report.series_not_sent} series); last error: {report.last_error}",
+                         style="yellow", markup=False, highlight=False, soft_wrap=True)
+        else:
+            stdout.print(f"pushed {report.pushed} seconds to {report.kind} {report.url}", markup=False, highlight=False, soft_wrap=True)
 
 
 def _write_outputs(outcome: Outcome, summary_json: Path | None, junit: Path | None, plan_name: str) -> None:

@@ -2,12 +2,14 @@
 
 :class:`PrometheusExporter` is one of the conductor's sinks: it takes each snapshot, keeps the run's
 totals and the last second's figures, and serves them at ``http://HOST:PORT/metrics`` in the
-Prometheus text exposition format 0.0.4 from a thread of its own. ``update()`` never waits for a
+Prometheus text exposition format 0.0.4 (written by prometheus-client) from a thread of its own.
+:class:`RunFigures` folds the same snapshots into the same :class:`Family` list for the push
+outputs (:mod:`horde.sinks.push`). ``update()`` never waits for a
 scrape: it folds the snapshot's counters and quantiles into a new state outside any lock and
 only swaps a reference (and queues the snapshot's histograms) under the lock; a scrape takes the
 state and the queued histograms under the same lock, then decodes and renders outside it.
 
-Every series carries the labels ``run`` and ``plan``; per-step series add ``scenario``, ``step``
+Every series carries the labels ``run`` and ``plan`` and one per tag of the run (:func:`run_labels`); per-step series add ``scenario``, ``step``
 and ``step_kind`` (``request``, or ``group``: a group's pass, made of requests already counted,
 so ``step_kind="request"`` selects each request once). Names (see ``examples/grafana/``):
 
@@ -45,20 +47,24 @@ second's figures in place. Everything stays served, unchanged, until :meth:`stop
 ...     "connections_opened": 2, "target_vus": 2, "target_rate_per_s": None,
 ...     "cpu_percent": 12.5, "timer_lateness_p99_ms": 0.25})
 >>> [line for line in exporter.render().splitlines() if line.startswith("horde_requests_total")]
-['horde_requests_total{run="r1",plan="shop",scenario="s",step="home",step_kind="request"} 2']
+['horde_requests_total{plan="shop",run="r1",scenario="s",step="home",step_kind="request"} 2.0']
 """
 
 from __future__ import annotations
 
 import errno
-import math
+import re
 import socket
 import socketserver
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Final, cast
+
+from prometheus_client.exposition import generate_latest
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
 from horde.engine import histogram
 from horde.errors import InvalidInput
@@ -196,8 +202,9 @@ class PrometheusExporter:
     """
 
     def __init__(self, run_id: str, plan_name: str, *, cpu_limit_percent: float,
-                 port: int = 0, host: str = "127.0.0.1") -> None:
+                 port: int = 0, host: str = "127.0.0.1", tags: Mapping[str, str] | None = None) -> None:
         self.plan_name = plan_name
+        self.tags = dict(tags or {})
         self.host = host
         self.cpu_limit_percent = cpu_limit_percent
         self._run_id = run_id
@@ -307,7 +314,7 @@ class PrometheusExporter:
             for key, blob in _merged_by_step(pending):
                 self._buckets.setdefault(key, _Buckets()).add(blob)
             latency = {key: self._buckets[key].copy() for key in state.steps if key in self._buckets}
-        return _render(state, latency, (("run", run_id), ("plan", self.plan_name)))
+        return exposition(families(state, latency, run_labels(run_id, self.plan_name, self.tags)))
 
 
 def _unavailable(host: str, port: int, error: OSError) -> PrometheusEndpointUnavailable:
@@ -327,6 +334,24 @@ def _unavailable(host: str, port: int, error: OSError) -> PrometheusEndpointUnav
         f"cannot serve Prometheus metrics on {where}: {error.strerror or error}",
         hint="listen on 127.0.0.1 (this machine), 0.0.0.0 (every interface) or one of this machine's addresses",
     )
+
+
+class RunFigures:
+    """A run's figures folded from its snapshots, by one thread, histograms decoded as they come:
+    what a push output sends each second (the exporter defers that decoding to its scrapes)."""
+
+    def __init__(self, cpu_limit_percent: float) -> None:
+        self.cpu_limit_percent = cpu_limit_percent
+        self._state = _State()
+        self._buckets: dict[_StepKey, _Buckets] = {}
+
+    def update(self, snapshot: Snapshot) -> None:
+        self._state = _advanced(self._state, snapshot, self.cpu_limit_percent)
+        for entry in snapshot["steps"]:
+            self._buckets.setdefault(_key(entry), _Buckets()).add(entry["histogram"])
+
+    def families(self, base: Labels) -> list[Family]:
+        return families(self._state, self._buckets, base)
 
 
 # -- folding snapshots in ---------------------------------------------------------------------
@@ -412,22 +437,35 @@ def _merged_by_step(pending: Iterable[tuple[_StepKey, bytes]]) -> list[tuple[_St
 
 # -- rendering --------------------------------------------------------------------------------
 
-_Labels = Sequence[tuple[str, str]]
-_Sample = tuple[str, _Labels, float | int]
+Labels = Sequence[tuple[str, str]]
+#: One series' value: its name (a histogram's ``_bucket``, ``_sum``, ``_count``), labels, value.
+Sample = tuple[str, Labels, float | int]
 
 
-def _render(state: _State, latency: Mapping[_StepKey, _Buckets], base: _Labels) -> str:
-    lines: list[str] = []
+@dataclass(frozen=True)
+class Family:
+    """One metric family as the scrape endpoint serves it and the push outputs send it: the
+    exposition's name (counters keep their ``_total``), ``counter``, ``gauge`` or ``histogram``,
+    its HELP text and its samples, each already carrying the run's labels."""
 
-    def family(name: str, kind: str, help_text: str, samples: Iterable[_Sample]) -> None:
-        lines.append(f"# HELP {name} {_escape_help(help_text)}")
-        lines.append(f"# TYPE {name} {kind}")
-        for sample_name, labels, value in samples:
-            lines.append(f"{sample_name}{_labels([*base, *labels])} {_value(value)}")
+    name: str
+    kind: str
+    help: str
+    samples: tuple[Sample, ...]
+
+
+def families(state: _State, latency: Mapping[_StepKey, _Buckets], base: Labels) -> list[Family]:
+    """Every family of ``state`` (``latency``: each step's buckets), in the order served; ``base``
+    labels every series (run, plan and the run's tags)."""
+    found: list[Family] = []
+
+    def family(name: str, kind: str, help_text: str, samples: Iterable[Sample]) -> None:
+        found.append(Family(name, kind, help_text, tuple((sample_name, (*base, *labels), value)
+                                                          for sample_name, labels, value in samples)))
 
     steps = sorted(state.steps.items())
 
-    def per_step(name: str, read: Callable[[_StepTotals], int]) -> list[_Sample]:
+    def per_step(name: str, read: Callable[[_StepTotals], int]) -> list[Sample]:
         return [(name, _step_labels(key), read(totals)) for key, totals in steps]
 
     family("horde_requests_total", "counter", "Requests completed since the run started (a group: passes).",
@@ -491,12 +529,12 @@ def _render(state: _State, latency: Mapping[_StepKey, _Buckets], base: _Labels) 
            [] if second is None else
            [("horde_latency_quantile_seconds", [("quantile", label)], value) for label, value in second.quantiles.items()])
 
-    histogram_samples: list[_Sample] = []
+    histogram_samples: list[Sample] = []
     for key, _ in steps:
         labels = _step_labels(key)
         step_buckets = latency.get(key, _Buckets())
         cumulative = 0
-        for bound, count in zip([*map(_value, LATENCY_BUCKETS_S), "+Inf"], step_buckets.counts):
+        for bound, count in zip([*map(_bound, LATENCY_BUCKETS_S), "+Inf"], step_buckets.counts):
             cumulative += count
             histogram_samples.append(("horde_step_latency_seconds_bucket", [*labels, ("le", bound)], cumulative))
         histogram_samples.append(("horde_step_latency_seconds_sum", labels, step_buckets.sum_us / 1_000_000))
@@ -521,36 +559,56 @@ def _render(state: _State, latency: Mapping[_StepKey, _Buckets], base: _Labels) 
            [] if state.elapsed_s is None else [("horde_run_elapsed_seconds", (), state.elapsed_s)])
     family("horde_run_finished", "gauge", "1 once the run's final snapshot has come (the figures no longer move).",
            [("horde_run_finished", (), int(state.finished))])
-    return "\n".join(lines) + "\n"
+    return found
 
 
-def _step_labels(key: _StepKey) -> _Labels:
+def _step_labels(key: _StepKey) -> Labels:
     scenario, step, kind = key
     return (("scenario", scenario), ("step", step), ("step_kind", kind))
 
 
-def _labels(labels: _Labels) -> str:
-    if not labels:
-        return ""
-    return "{" + ",".join(f'{name}="{_escape_label(value)}"' for name, value in labels) + "}"
+def _bound(bound: float) -> str:
+    # The ``le`` label as Prometheus' own clients write it: 0.001, 1.0, 60.0.
+    return repr(float(bound))
 
 
-def _escape_label(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+#: Horde's own label names: a tag never takes one of them.
+_HORDE_LABELS: Final = frozenset({"run", "plan", "scenario", "step", "step_kind", "kind", "counter", "quantile", "le",
+                                  "monitor", "metric"})
 
 
-def _escape_help(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("\n", "\\n")
+def run_labels(run_id: str, plan_name: str, tags: Mapping[str, str] | None = None) -> Labels:
+    """The labels of every series of a run: ``run``, ``plan`` and one per tag (``--tag build=1234``
+    is ``build="1234"``). A tag's key becomes a valid label name (other characters are ``_``) and
+    one that is a Horde label's name, or starts with ``__`` (Prometheus' own), is ``tag_KEY``."""
+    labels: list[tuple[str, str]] = [("run", run_id), ("plan", plan_name)]
+    for key, value in sorted((tags or {}).items()):
+        name = re.sub(r"[^a-zA-Z0-9_]", "_", key)
+        if not name or name[0].isdigit() or name in _HORDE_LABELS or name.startswith("__"):
+            name = f"tag_{name}"
+        labels.append((name, value))
+    return labels
 
 
-def _value(value: float | int) -> str:
-    if isinstance(value, int):
-        return str(value)
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    return repr(value)
+class _Families(Collector):
+    """prometheus-client's view of a list of families, for its exposition."""
+
+    def __init__(self, found: Sequence[Family]) -> None:
+        self.found = found
+
+    def collect(self) -> Iterator[Metric]:
+        for family in self.found:
+            # prometheus-client names a counter's family without ``_total`` and adds it back.
+            name = family.name.removesuffix("_total") if family.kind == "counter" else family.name
+            metric = Metric(name, family.help, family.kind)
+            for sample_name, labels, value in family.samples:
+                metric.add_sample(sample_name, dict(labels), value)
+            yield metric
+
+
+def exposition(found: Sequence[Family]) -> str:
+    """The text exposition format 0.0.4 of ``found``, written by prometheus-client."""
+    return generate_latest(_Families(found)).decode("utf-8")
 
 
 # -- the HTTP side ----------------------------------------------------------------------------
