@@ -228,16 +228,27 @@ def branches_of(path: Path) -> dict[str, float]:
 
 def test_the_plan_covers_the_share_asked_and_weights_by_count(tmp_path: Path) -> None:
     profile = build_profile([known_log(tmp_path)], ProfileOptions())
-    written = write_plan(profile, tmp_path / "plan.yaml", PlanOptions(cover_percent=80, duration_s=60, ramp_up_s=10))
+    written = write_plan(profile, tmp_path / "plan.yaml", PlanOptions(cover_percent=80, min_share_percent=0, duration_s=60,
+                                                                     ramp_up_s=10))
     assert branches_of(written.path) == pytest.approx({"GET /items/{id}": 100 * 138 / 189, "POST /orders": 100 * 51 / 189}, abs=1e-3)
     assert written.covered_share == pytest.approx(189 / 210)
+    total_ms = 138 * 10 + 51 * 100 + 21 * 5
+    assert written.covered_time_share == pytest.approx((138 * 10 + 51 * 100) / total_ms, abs=1e-4)
+    assert written.left_out == [{"endpoint": "GET /search?q", "requests": 21, "share_by_count": pytest.approx(0.1),
+                                 "share_by_time": pytest.approx(105 / total_ms, abs=1e-6)}]
     workload = load_plan_file(written.path).plan.scenarios[0].workload
-    assert workload.type == "open" and workload.stages[-1].rate_per_s == pytest.approx(2.0 * 1.2)  # type: ignore[union-attr]
+    # The peak minute's 2 req/s for the endpoints' 90 % of the requests, plus 20 %.
+    assert workload.type == "open" and workload.stages[-1].rate_per_s == pytest.approx(2.0 * 0.9 * 1.2)  # type: ignore[union-attr]
     assert [stage.duration_s for stage in workload.stages] == [10, 50]
-    assert written.sizing["median_ms"] == pytest.approx(10, rel=0.01)
-    assert written.sizing["per_vu_rps"] == pytest.approx(100, rel=0.01)
+    # The chosen endpoints' mean time, by their counts: (138 × 10 + 51 × 100) / 189 ms.
+    assert written.sizing["mean_ms"] == pytest.approx(6480 / 189, rel=0.01)
     text = written.path.read_text()
     assert text.startswith("# Written by `horde profile` from 210 requests") and "horde sight" in text
+    assert "# Left out: 1 endpoint, 10.00 % of the requests, 1.59 % of the time" in text
+    assert "#   GET /search?q: 10.00 %, 1.59 %" in text
+    # By default an endpoint at 1 % of the requests or of the time is kept whatever --cover says.
+    kept = write_plan(profile, tmp_path / "kept.yaml", PlanOptions(cover_percent=80))
+    assert set(branches_of(kept.path)) == {"GET /items/{id}", "POST /orders", "GET /search?q"} and not kept.left_out
 
 
 def test_many_vus_share_a_pool(tmp_path: Path) -> None:
@@ -254,8 +265,13 @@ def test_many_vus_share_a_pool(tmp_path: Path) -> None:
 
 def test_by_time_takes_the_heaviest_first(tmp_path: Path) -> None:
     profile = build_profile([known_log(tmp_path)], ProfileOptions())
-    written = write_plan(profile, tmp_path / "plan.yaml", PlanOptions(cover_percent=50, by="time"))
+    written = write_plan(profile, tmp_path / "plan.yaml", PlanOptions(cover_percent=50, by="time", min_share_percent=0))
     assert list(branches_of(written.path)) == ["POST /orders"]
+    # --min-share 12 keeps what is significant by count though --cover by time is met: GET
+    # /items/{id} (66 % of the requests); GET /search?q (10 %, and 1.6 % of the time) is under it.
+    floor = write_plan(profile, tmp_path / "floor.yaml", PlanOptions(cover_percent=50, by="time", min_share_percent=12))
+    assert list(branches_of(floor.path)) == ["POST /orders", "GET /items/{id}"]
+    assert [row["endpoint"] for row in floor.left_out] == ["GET /search?q"]
 
 
 def test_ids_from_a_feeder_file(tmp_path: Path) -> None:

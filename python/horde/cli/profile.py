@@ -79,7 +79,8 @@ def profile(
     plan_path: Annotated[Optional[Path], typer.Option("--plan", help="write a plan (YAML) reproducing the profile", rich_help_panel=PLAN_PANEL)] = None,
     base_url: Annotated[str, typer.Option("--base-url", help="the plan's target", rich_help_panel=PLAN_PANEL)] = "http://127.0.0.1:8080",
     cover: Annotated[float, typer.Option("--cover", help="percent of the traffic the plan's endpoints cover", rich_help_panel=PLAN_PANEL)] = 90.0,
-    by: Annotated[str, typer.Option("--by", help="cover by count or by time (count × response time)", rich_help_panel=PLAN_PANEL)] = "count",
+    by: Annotated[str, typer.Option("--by", help="what --cover counts: count or time (count × response time)", rich_help_panel=PLAN_PANEL)] = "count",
+    min_share: Annotated[float, typer.Option("--min-share", help="percent: every endpoint at or above it by count or by time is kept too, whatever --cover and --by (0: none)", rich_help_panel=PLAN_PANEL)] = 1.0,
     headroom: Annotated[float, typer.Option("--headroom", help="percent added to the peak rate", rich_help_panel=PLAN_PANEL)] = 20.0,
     peak: Annotated[str, typer.Option("--peak", help="the peak the rate comes from: minute or hour", rich_help_panel=PLAN_PANEL)] = "minute",
     model: Annotated[str, typer.Option("--model", help="open (arrivals at the rate) or users (VUs at the per-user rate)", rich_help_panel=PLAN_PANEL)] = "open",
@@ -103,6 +104,7 @@ def profile(
         base_url=base_url,
         cover_percent=_percent(cover, "--cover", low=0.1, high=100.0, example="90"),
         by=by,
+        min_share_percent=min_share,
         headroom_percent=_percent(headroom, "--headroom", low=0.0, high=10_000.0, example="20"),
         model=model,
         duration_s=parse_duration(duration, flag="--duration"),
@@ -231,9 +233,22 @@ def _show(result: Profile, top: int) -> None:
 
 def _show_plan(written: WrittenPlan) -> None:
     sizing = written.sizing
-    _stdout.print(f"plan written to {written.path}: {len(written.endpoints)} endpoints covering "
-                  f"{100 * written.covered_share:.1f} %, {sizing['rate_per_s']:g} req/s (peak {sizing['peak_per_s']:g} "
-                  f"+ {sizing['headroom_percent']:g} %)", markup=False, highlight=False)
+    time_part = f" and {100 * written.covered_time_share:.1f} % of the time" if written.covered_time_share is not None else ""
+    _stdout.print(f"plan written to {written.path}: {len(written.endpoints)} endpoints, {100 * written.covered_share:.1f} % of "
+                  f"the requests{time_part}, {sizing['rate_per_s']:g} req/s (the peak {sizing['peak']}'s {sizing['peak_per_s']:g} "
+                  f"for these endpoints + {sizing['headroom_percent']:g} %)", markup=False, highlight=False)
+    if written.left_out:
+        timed = written.covered_time_share is not None
+        shares = ", ".join(f"{row['endpoint']} ({100 * row['share_by_count']:.2f} %"
+                           + (f", {100 * row['share_by_time']:.2f} % of the time)" if timed else ")") for row in written.left_out[:5])
+        more = f" and {len(written.left_out) - 5} more" if len(written.left_out) > 5 else ""
+        _stdout.print(f"  left out: {len(written.left_out)} endpoints, {100 * sum(row['share_by_count'] for row in written.left_out):.2f} % "
+                      "of the requests" + (f", {100 * sum(row['share_by_time'] for row in written.left_out):.2f} % of the time" if timed else "")
+                      + f": {shares}{more}", markup=False, highlight=False)
+    little = sizing["little"]
+    if little["vus"] is not None:
+        _stdout.print(f"  sizing (Little's law): {little['rate_per_s']:g} req/s × ({little['mean_ms']:g} ms mean + {little['think_ms']:g} ms "
+                      f"think) = {little['vus']} VUs busy at once", markup=False, highlight=False)
     for note in written.notes:
         _stdout.print(f"  note: {note}", markup=False, highlight=False)
     _stdout.print(f"  sighting shot: {sizing['sight_command']}", markup=False, highlight=False)

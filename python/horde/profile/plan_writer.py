@@ -1,23 +1,27 @@
 """The plan a production profile writes (``horde profile --plan FILE``).
 
-One scenario, ``production``: a weighted ``choice`` of the endpoints that cover the chosen share
-of the traffic (by count, or by time: the heaviest first), each with its method and path
-template, the weights being the endpoints' request counts (so the mix Horde sends is the log's
-mix among them). Ids come from the values the log showed (a sample drawn uniformly over the
-requests, so frequent ids stay frequent), inline or in a feeder file written beside the plan;
-values that must not leave the log (secret query fields, e-mail addresses, tokens) never do:
-a secret query field becomes a plan parameter (``-p token=...``), an address or a token a
-generated value.
+One scenario, ``production``: a weighted ``choice`` of the endpoints kept, each with its method
+and path template, the weights being the endpoints' request counts (so the mix Horde sends is
+the log's mix among them; against a target as fast as production, the mix by time follows).
+The endpoints kept are the largest by ``--by`` (count, or time: count × response time) until
+they cover ``--cover`` percent of it, and every other one at or above ``--min-share`` percent
+of the requests *or* of the server's time: an endpoint rare but slow is kept whatever ``--by``
+says. What is left out is told, with its shares of both, in the plan's comments and the
+summary. Ids come from the values the log showed (a sample drawn uniformly over the requests,
+so frequent ids stay frequent), inline or in a feeder file written beside the plan (chosen
+for the user when inline ids would take the plan past Horde's plan size limit); values that
+must not leave the log (secret query fields, e-mail addresses, tokens) never do: a secret query
+field becomes a plan parameter (``-p token=...``), an address or a token a generated value.
 
-The workload carries the log's peak rate (its busiest minute, or hour) times a headroom: as an
-open model (arrivals at that rate, one request each) or as users (VUs looping request, think
-time, at the per-user rate the sessions show). Beside it, the seed's sizing: one VU sends
-x = 1000 / t requests a second (t the log's median time), so the rate needs rate / x VUs; a
-sighting shot first (``horde sight PLAN``), then find-max's stepped ramp in steps that reach
-the rate in :data:`~horde.control.sight.SUGGESTED_STEPS` (``--find-max`` writes it into the
-plan's ``steer``). The plan is checked on both sides (pydantic and the engine) before it is
-kept: written to a temporary file beside it, checked, then renamed, so that a plan that fails
-its check is never left on disk.
+The workload carries each kept endpoint's intensity at the log's peak (its busiest minute, or
+hour) times a headroom: as an open model (arrivals at that rate, one request each) or as users
+(VUs looping request, think time). Sizing is Little's law with the mean: VUs = rate × (mean
+response time + think time), its inputs stated in the plan's comments. Then a sighting shot
+(``horde sight PLAN``) and find-max's stepped ramp in steps that reach the rate in
+:data:`~horde.control.sight.SUGGESTED_STEPS` (``--find-max`` writes it into the plan's
+``steer``). The plan is checked on both sides (pydantic and the engine) before it is kept:
+written to a temporary file beside it, checked, then renamed, so that a plan that fails its
+check is never left on disk.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ import re
 import shutil
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import quote
@@ -42,12 +46,18 @@ from horde.control.sight import SUGGESTED_STEP_DURATION_S, SUGGESTED_STEPS, nice
 from horde.engine.run import checked_plan_json
 from horde.errors import InvalidInput, PlanInvalid, Problem
 from horde.plan import MAX_THINK_TIME_MS, METHODS
+from horde.plan.bounds import MAX_PLAN_BYTES
 from horde.plan.loader import load_plan_file
 from horde.profile.endpoints import Slot
-from horde.profile.profile import EndpointStats, Profile
+from horde.profile.profile import OTHER, EndpointStats, Profile
 
 MODELS: Final = ("open", "users")
 IDS: Final = ("seen", "feeder")
+#: The share (percent) of the requests or of the server's time at or above which an endpoint is
+#: kept whatever --cover and --by say (--min-share).
+MIN_SHARE_PERCENT = 1.0
+#: Left-out endpoints named one by one in the plan's comments (the rest are added up).
+LEFT_OUT_NAMED = 10
 #: Seen values written inline per slot (a random choice among them; repeats keep the frequencies).
 INLINE_VALUES = 50
 #: What a parameter standing for a secret query field defaults to: the plan runs, the real
@@ -64,6 +74,7 @@ class PlanOptions:
     base_url: str = "http://127.0.0.1:8080"
     cover_percent: float = 90.0
     by: str = "count"
+    min_share_percent: float = MIN_SHARE_PERCENT
     headroom_percent: float = 20.0
     model: str = "open"
     duration_s: float = 300.0
@@ -80,6 +91,9 @@ class PlanOptions:
             raise InvalidInput(f"--model: {self.model!r} is not a workload", hint="--model open (arrivals) or --model users (VUs)")
         if self.ids not in IDS:
             raise InvalidInput(f"--ids: {self.ids!r} is neither seen nor feeder", hint="--ids seen (inline) or --ids feeder (a CSV file)")
+        if not 0.0 <= self.min_share_percent <= 100.0:
+            raise InvalidInput(f"--min-share must be between 0 and 100 (got {self.min_share_percent:g})",
+                               hint="e.g. --min-share 1 (every endpoint at 1 % of the requests or of the time; 0: none)")
         if self.peak not in ("minute", "hour"):
             raise InvalidInput(f"--peak: {self.peak!r} is neither minute nor hour", hint="--peak minute (the default) or --peak hour")
 
@@ -96,7 +110,9 @@ class PlanOptions:
 
 @dataclass
 class WrittenPlan:
-    """What was written: the plan, its feeder files, the endpoints chosen and the sizing."""
+    """What was written: the plan, its feeder files, the endpoints chosen, what was left out
+    and the sizing. ``covered_share`` is the chosen endpoints' share of the requests,
+    ``covered_time_share`` of the server's time."""
 
     path: Path
     feeders: list[Path]
@@ -104,37 +120,83 @@ class WrittenPlan:
     covered_share: float
     sizing: dict[str, Any]
     notes: list[str] = field(default_factory=list)
+    covered_time_share: float | None = None
+    left_out: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": str(self.path), "feeders": [str(path) for path in self.feeders],
-                "covered_share": round(self.covered_share, 6), "endpoints": self.endpoints,
-                "sizing": self.sizing, "notes": self.notes}
+                "covered_share": round(self.covered_share, 6),
+                "covered_time_share": round(self.covered_time_share, 6) if self.covered_time_share is not None else None,
+                "endpoints": self.endpoints, "left_out": self.left_out, "sizing": self.sizing, "notes": self.notes}
 
 
-def choose_endpoints(profile: Profile, by: str, cover_percent: float) -> tuple[list[EndpointStats], float, list[str]]:
-    """The endpoints (with a method Horde sends), largest share first, until they cover
-    ``cover_percent`` of the traffic by ``by``; their share together; notes on what was left."""
+@dataclass(frozen=True)
+class Coverage:
+    """The endpoints a plan keeps and what it leaves out (:func:`choose_endpoints`)."""
+
+    chosen: list[EndpointStats]
+    #: The chosen endpoints' shares of the log's requests and of its server time, together.
+    by_count: float
+    by_time: float
+    #: The endpoints left out, the largest first by the larger of their two shares.
+    left_out: list[EndpointStats]
+    notes: list[str]
+
+
+def choose_endpoints(profile: Profile, by: str, cover_percent: float, min_share_percent: float = MIN_SHARE_PERCENT) -> Coverage:
+    """The endpoints a plan keeps: the largest by ``by`` until they cover ``cover_percent`` of
+    the traffic by ``by``, and then every other endpoint at or above ``min_share_percent`` of
+    the requests *or* of the server's time, whatever ``by`` (a rare but slow endpoint is what
+    a capacity test must not drop: a refund at 5 % of the requests can be half the server's
+    time). Endpoints whose method Horde does not send are left out with a note."""
     notes: list[str] = []
     ranked = sorted(profile.endpoints, key=lambda stats: (-profile.share(stats, by), -stats.count, stats.name))
+    floor = min_share_percent / 100.0
     chosen: list[EndpointStats] = []
+    left_out: list[EndpointStats] = []
     covered = 0.0
     for stats in ranked:
-        if covered * 100.0 >= cover_percent:
-            break
+        significant = floor > 0 and (profile.share(stats, "count") >= floor
+                                     or (profile.timed and profile.share(stats, "time") >= floor))
+        if covered * 100.0 >= cover_percent and not significant:
+            left_out.append(stats)
+            continue
         if stats.shape.method not in METHODS:
             notes.append(f"{stats.name}: {stats.shape.method} is not a method Horde sends (left out)")
+            left_out.append(stats)
             continue
         chosen.append(stats)
         covered += profile.share(stats, by)
     if not chosen:
         raise InvalidInput("no endpoint of the log has a method Horde sends", hint=f"Horde sends {', '.join(METHODS)}")
-    return chosen, covered, notes
+    if profile.other is not None:
+        left_out.append(profile.other)
+    left_out.sort(key=lambda stats: (-max(profile.share(stats, "count"), profile.share(stats, "time")), stats.name))
+    return Coverage(chosen, sum(profile.share(stats, "count") for stats in chosen),
+                    sum(profile.share(stats, "time") for stats in chosen) if profile.timed else 0.0, left_out, notes)
 
 
 def write_plan(profile: Profile, path: Path, options: PlanOptions) -> WrittenPlan:
-    """Writes the plan (and its feeder files) to ``path``; checks it on both sides first."""
+    """Writes the plan (and its feeder files) to ``path``; checks it on both sides first. Ids
+    inline that would take the plan past Horde's plan size limit go to feeder files instead."""
     options.check(profile)
-    chosen, covered, notes = choose_endpoints(profile, options.by, options.cover_percent)
+    coverage = choose_endpoints(profile, options.by, options.cover_percent, options.min_share_percent)
+    written = _write(profile, path, options, coverage)
+    if written is None and options.ids == "seen":
+        written = _write(profile, path, replace(options, ids="feeder"), coverage)
+        if written is not None:
+            written.notes.append(f"inline ids would take the plan past {MAX_PLAN_BYTES // 1024} KiB: they are in feeder files")
+    if written is None:
+        raise InvalidInput(
+            f"the plan for {len(coverage.chosen)} endpoints would be over Horde's plan size limit ({MAX_PLAN_BYTES // 1024} KiB)",
+            hint="keep fewer endpoints (a lower --cover, a higher --min-share), ids in feeder files (--ids feeder), "
+                 "or fewer distinct endpoints (--template for paths with free text in them)")
+    return written
+
+
+def _write(profile: Profile, path: Path, options: PlanOptions, coverage: Coverage) -> WrittenPlan | None:
+    """The plan written and checked, or None when its text would be over the plan size limit."""
+    chosen = coverage.chosen
     feeder_dir = path.parent / f"{path.stem}.feeders"
     feeders: dict[str, list[list[str]]] = {}
     parameters: dict[str, str] = {}
@@ -145,12 +207,12 @@ def write_plan(profile: Profile, path: Path, options: PlanOptions) -> WrittenPla
         step_path = _path_template(stats, options.ids, feeders, parameters)
         weight = max(0.0001, round(100.0 * stats.count / total, 4))
         branches.append({"weight": weight, "steps": [{"name": stats.name, "method": stats.shape.method, "path": step_path}]})
-        rows.append({"endpoint": stats.name, "weight": weight, "share_by_count": round(profile.share(stats, "count"), 6)})
-    sizing = _sizing(profile, options, path)
+        rows.append({"endpoint": stats.name, "weight": weight, "share_by_count": round(profile.share(stats, "count"), 6),
+                     "share_by_time": round(profile.share(stats, "time"), 6) if profile.timed else None})
+    sizing = _sizing(profile, options, path, coverage)
     steps: list[dict[str, Any]] = [{"type": "choice", "branches": branches}]
     if options.model == "users":
-        think_ms = min(profile.sessions.think_ms.mean(), MAX_THINK_TIME_MS)
-        steps.append({"type": "think", "think_time": {"type": "exponential", "mean_ms": round(think_ms, 3)}})
+        steps.append({"type": "think", "think_time": {"type": "exponential", "mean_ms": sizing["little"]["think_ms"]}})
     scenario: dict[str, Any] = {"name": "production", "steps": steps, "workload": _workload(options, sizing)}
     if feeders:
         scenario["feeders"] = [{"name": name, "path": f"{feeder_dir.name}/{name}.csv", "format": "csv", "mode": "random"}
@@ -165,9 +227,19 @@ def write_plan(profile: Profile, path: Path, options: PlanOptions) -> WrittenPla
     data["scenarios"] = [scenario]
     if options.find_max:
         data["steer"] = {"type": "find_max", **{key: sizing["find_max"][key] for key in ("start", "step", "step_duration_s")}}
-    written = _write_checked(path, _header(profile, options, covered, sizing, parameters) + _yaml(data),
-                             feeder_dir, {f"{name}.csv": _csv(table) for name, table in feeders.items()})
-    return WrittenPlan(path, written, rows, covered, sizing, notes)
+    left_out = [_left_out_row(profile, stats) for stats in coverage.left_out]
+    text = _header(profile, options, coverage, left_out, sizing, parameters) + _yaml(data)
+    if len(text.encode("utf-8")) > MAX_PLAN_BYTES:
+        return None
+    written = _write_checked(path, text, feeder_dir, {f"{name}.csv": _csv(table) for name, table in feeders.items()})
+    return WrittenPlan(path, written, rows, coverage.by_count, sizing, list(coverage.notes),
+                       coverage.by_time if profile.timed else None, left_out)
+
+
+def _left_out_row(profile: Profile, stats: EndpointStats) -> dict[str, Any]:
+    return {"endpoint": OTHER if stats is profile.other else stats.name, "requests": stats.count,
+            "share_by_count": round(profile.share(stats, "count"), 6),
+            "share_by_time": round(profile.share(stats, "time"), 6) if profile.timed else None}
 
 
 def _write_checked(path: Path, text: str, feeder_dir: Path, feeders: dict[str, str]) -> list[Path]:
@@ -282,11 +354,23 @@ def _csv(table: list[list[str]]) -> str:
     return out.getvalue()
 
 
-def _sizing(profile: Profile, options: PlanOptions, path: Path) -> dict[str, Any]:
-    """The rate to plan for and the seed's sizing around it."""
+def _sizing(profile: Profile, options: PlanOptions, path: Path, coverage: Coverage) -> dict[str, Any]:
+    """The rate to plan for and the VUs it needs by Little's law.
+
+    Each endpoint's intensity at the peak is the peak's rate times its share of the log's
+    requests; the plan sends the chosen endpoints' together, plus the headroom. The VUs busy at
+    once are that rate times the time each spends per request (Little's law, L = λ × W): the
+    chosen endpoints' *mean* response time (the median understates it: a tail of slow
+    requests holds VUs as long as it lasts), plus the think time for users looping request and
+    think (a closed model)."""
     peak = profile.peak_per_s(options.peak)
-    rate = round(peak * (1.0 + options.headroom_percent / 100.0), 3)
-    median_ms = profile.overall.percentile(50) if profile.timed else None
+    factor = 1.0 + options.headroom_percent / 100.0
+    rate = round(peak * coverage.by_count * factor, 3)
+    timed = [stats.timing for stats in coverage.chosen if stats.timing.count]
+    mean_ms = sum(timing.total for timing in timed) / sum(timing.count for timing in timed) if timed else 0.0
+    think_ms = min(profile.sessions.think_ms.mean(), MAX_THINK_TIME_MS) if options.model == "users" and profile.sessions.think_ms.count else 0.0
+    cycle_ms = mean_ms + think_ms
+    vus = max(1, math.ceil(round(rate * cycle_ms / 1000.0, 6)))
     sizing: dict[str, Any] = {
         "peak": options.peak,
         "peak_per_s": round(peak, 3),
@@ -294,18 +378,20 @@ def _sizing(profile: Profile, options: PlanOptions, path: Path) -> dict[str, Any
         "peak_minutes": 1 if options.peak == "minute" else profile.hour_covered(profile.peak_hour()[0])[1],
         "headroom_percent": options.headroom_percent,
         "rate_per_s": rate,
-        "median_ms": round(median_ms, 3) if median_ms else None,
+        "mean_ms": round(mean_ms, 3) if timed else None,
         "p95_ms": round(profile.overall.percentile(95), 3) if profile.timed else None,
-        # The seed's x = 1000 / t: what one VU sends a second when each request takes t.
-        "per_vu_rps": round(1000.0 / median_ms, 3) if median_ms else None,
-        "vus_at_rate": math.ceil(rate * median_ms / 1000.0) if median_ms else None,
+        # Little's law's inputs and answer: VUs = rate × (mean response time + think time).
+        "little": {"rate_per_s": rate, "mean_ms": round(mean_ms, 3), "think_ms": round(think_ms, 3),
+                   "vus": vus if timed or think_ms else None},
+        # What one VU sends a second: 1000 / (mean + think).
+        "per_vu_rps": round(1000.0 / cycle_ms, 6) if cycle_ms > 0 else None,
+        "endpoints": [{"endpoint": stats.name, "rate_per_s": round(peak * profile.share(stats, "count") * factor, 6),
+                       "mean_ms": round(stats.timing.mean(), 3) if stats.timing.count else None}
+                      for stats in coverage.chosen],
     }
-    per_user = profile.per_user_rate()
-    sizing["per_user_rate_per_s"] = round(per_user, 6) if per_user else None
-    if options.model == "users" and per_user:
-        users = max(1, math.ceil(rate / per_user))
-        sizing["users"] = users
-        step: float = max(1.0, float(math.ceil(users / SUGGESTED_STEPS)))
+    if options.model == "users":
+        sizing["users"] = vus
+        step: float = max(1.0, float(math.ceil(vus / SUGGESTED_STEPS)))
         unit = "VUs"
     else:
         step = nice_number(rate / SUGGESTED_STEPS)
@@ -349,25 +435,39 @@ def _pool(workload: dict[str, Any], sizing: dict[str, Any]) -> int | None:
     return min(vus, max(10, math.ceil(4 * float(sizing["rate_per_s"]) * exchange_s)))
 
 
-def _header(profile: Profile, options: PlanOptions, covered: float, sizing: dict[str, Any],
-            parameters: dict[str, str]) -> str:
+def _header(profile: Profile, options: PlanOptions, coverage: Coverage, left_out: list[dict[str, Any]],
+            sizing: dict[str, Any], parameters: dict[str, str]) -> str:
     files = ", ".join(Path(name).name for name in profile.files)
     span = profile.to_dict()["source"]
+    time_part = f" and {coverage.by_time * 100:.1f} % of the server's time" if profile.timed else ""
     lines = [
         f"Written by `horde profile` from {profile.requests:,} requests of {files}",
         f"({span['first_minute']} to {span['last_minute']}).",
-        f"Endpoints covering {covered * 100:.1f} % of the requests by {options.by}, weighted by their counts.",
-        f"Workload: the peak {options.peak}'s {sizing['peak_per_s']:g} req/s"
-        + (f" (over the {sizing['peak_minutes']} minutes of it the log covers)" if options.peak == "hour" and sizing["peak_minutes"] < 60 else "")
-        + f" plus {options.headroom_percent:g} % "
-        f"headroom = {sizing['rate_per_s']:g} req/s"
-        + (f", as {sizing['users']} users at {sizing['per_user_rate_per_s']:g} req/s each." if options.model == "users"
-           else ", as an open model (one request per arrival)."),
+        f"Endpoints: {len(coverage.chosen)}, {coverage.by_count * 100:.1f} % of the requests{time_part}, weighted by their counts:",
+        f"  the largest by {options.by} to {options.cover_percent:g} % of the {'requests' if options.by == 'count' else 'time'}"
+        + (f", and every endpoint at or above {options.min_share_percent:g} % of the requests or of the time." if options.min_share_percent > 0 else "."),
     ]
-    if sizing["median_ms"]:
-        lines.append(f"Sizing: median {sizing['median_ms']:g} ms, so one VU sends x = 1000 / t = "
-                     f"{sizing['per_vu_rps']:g} req/s and the rate needs about {sizing['vus_at_rate']} "
-                     f"VU{'' if sizing['vus_at_rate'] == 1 else 's'} busy at once (TPS = VUs × x).")
+    if left_out:
+        count = sum(row["share_by_count"] for row in left_out)
+        lines.append(f"Left out: {len(left_out)} endpoint{'' if len(left_out) == 1 else 's'}, {count * 100:.2f} % of the requests"
+                     + (f", {sum(row['share_by_time'] for row in left_out) * 100:.2f} % of the time" if profile.timed else "")
+                     + (" (by share: requests, time):" if profile.timed else ":"))
+        for row in left_out[:LEFT_OUT_NAMED]:
+            lines.append(f"  {row['endpoint']}: {row['share_by_count'] * 100:.2f} %"
+                         + (f", {row['share_by_time'] * 100:.2f} %" if profile.timed else ""))
+        if len(left_out) > LEFT_OUT_NAMED:
+            lines.append(f"  and {len(left_out) - LEFT_OUT_NAMED} more (--json lists them all)")
+    lines.append(f"Rate: the peak {options.peak}'s {sizing['peak_per_s']:g} req/s"
+                 + (f" (over the {sizing['peak_minutes']} minutes of it the log covers)" if options.peak == "hour" and sizing["peak_minutes"] < 60 else "")
+                 + f" × the endpoints' {coverage.by_count * 100:.1f} % × {1 + options.headroom_percent / 100:g} (headroom"
+                 f" {options.headroom_percent:g} %) = {sizing['rate_per_s']:g} req/s"
+                 + (f", as {sizing['users']} users looping request and think." if options.model == "users"
+                    else ", as an open model (one request per arrival)."))
+    little = sizing["little"]
+    if little["vus"] is not None:
+        lines.append(f"Sizing by Little's law: VUs = rate × (mean time + think time) = {little['rate_per_s']:g} req/s × "
+                     f"({little['mean_ms']:g} ms + {little['think_ms']:g} ms) = {little['vus']} VU{'' if little['vus'] == 1 else 's'} busy at once"
+                     f" (the chosen endpoints' mean response time; one VU sends {sizing['per_vu_rps']:g} req/s).")
     lines += [
         "First a sighting shot (one VU, each endpoint's unloaded time):",
         f"  {sizing['sight_command']}",
