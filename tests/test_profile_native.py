@@ -105,8 +105,10 @@ def test_json_lines_give_the_python_readers_profile(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("options", [ProfileOptions(format="nginx", time_unit="ms"), ProfileOptions(max_endpoints=4),
-                                     ProfileOptions(session=SessionKey("cookie", "sid"), session_gap_s=120)],
-                         ids=["nginx-ms", "other-endpoints", "cookie-sessions"])
+                                     ProfileOptions(session=SessionKey("cookie", "sid"), session_gap_s=120),
+                                     ProfileOptions(templates=("/api/items/{item}", "POST /api/refunds/{refund}", "/u/{who}/profile",
+                                                               "/reset-token/{code}"))],
+                         ids=["nginx-ms", "other-endpoints", "cookie-sessions", "given-templates"])
 def test_options_give_the_same_profile(tmp_path: Path, options: ProfileOptions) -> None:
     path, _ = generated(tmp_path, 5000, cookie=True)
     assert_same(build_profile([path], options), python_profile([path], options))

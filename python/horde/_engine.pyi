@@ -118,6 +118,7 @@ def profile_logs(
     json_fields: dict[str, tuple[str, bool]] | None,
     json_duration_ms: float,
     json_session: tuple[str, str, bool] | None,
+    templates: list[tuple[str | None, list[str | int], list[str], list[bool]]],
     session_gap_s: float,
     max_endpoints: int,
     is_secret_parameter: Callable[[str], bool],
@@ -166,7 +167,10 @@ class Templater:
         is_secret_parameter: Callable[[str], bool],
         names_a_secret: Callable[[str], bool],
         has_email: Callable[[str], bool],
-    ) -> None: ...
+        templates: list[tuple[str | None, list[str | int], list[str], list[bool]]],
+    ) -> None:
+        """``templates``: given templates, (method or None, pieces: text or placeholder index,
+        labels, secret flags), the first a path matches whole taking its shape."""
     def template(
         self, method: str, target: str
     ) -> tuple[list[str | int], list[str], list[tuple[str, str, str]], list[str | None]]:

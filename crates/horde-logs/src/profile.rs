@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use crate::mt::PyRandom;
 use crate::read::{Line, LineReader, ReadError};
-use crate::template::{Rules, Shape, Templated, Templater};
+use crate::template::{Given, Rules, Shape, Templated, Templater};
 use crate::json::{JsonFields, JsonParser, JsonReason, JsonSession};
 use crate::text::{is_space, Record, TextParser};
 use std::cell::Cell;
@@ -51,6 +51,8 @@ const DENSE_BUCKETS: usize = 4096;
 #[derive(Debug, Clone)]
 pub struct Options {
     pub format: Format,
+    /// Templates given (`--template`): a path one matches takes its shape.
+    pub templates: Vec<Given>,
     /// Sessions by a cookie or header (else by client address and agent).
     pub keyed_sessions: bool,
     pub session_gap_s: f64,
@@ -570,7 +572,7 @@ pub fn profile<R: Rules, E>(
 ) -> Result<Aggregate, Stop<E>> {
     let mut builder = Builder {
         options: options.clone(),
-        templater: Templater::new(rules),
+        templater: Templater::with_given(rules, options.templates.clone()),
         scratch: Templated::default(),
         shapes: HashMap::default(),
         by_key: HashMap::default(),

@@ -33,12 +33,16 @@ pub enum Kind {
     Secret,
     /// A query parameter not named like a secret.
     Query,
+    /// A given template's placeholder holding no token, address or secret.
+    Named,
 }
 
 impl Kind {
     /// The kind of this name (`int`, ... `query`), or None.
     pub fn from_name(name: &str) -> Option<Kind> {
-        [Kind::Int, Kind::Uuid, Kind::Hex, Kind::Token, Kind::Email, Kind::Secret, Kind::Query].into_iter().find(|kind| kind.name() == name)
+        [Kind::Int, Kind::Uuid, Kind::Hex, Kind::Token, Kind::Email, Kind::Secret, Kind::Query, Kind::Named]
+            .into_iter()
+            .find(|kind| kind.name() == name)
     }
 
     pub fn name(self) -> &'static str {
@@ -50,6 +54,7 @@ impl Kind {
             Kind::Email => "email",
             Kind::Secret => "secret",
             Kind::Query => "query",
+            Kind::Named => "named",
         }
     }
 
@@ -124,6 +129,40 @@ impl Shape {
     }
 }
 
+/// A template given by the user (`--template`, parsed by `horde.profile.endpoints`): a path
+/// it matches whole takes its shape, each placeholder one path segment's text or more.
+#[derive(Debug, Clone)]
+pub struct Given {
+    method: Option<String>,
+    pattern: regex::Regex,
+    labels: std::rc::Rc<[String]>,
+    secret: Vec<bool>,
+}
+
+/// A piece of a given template: literal text, or a placeholder (its index).
+#[derive(Debug, Clone)]
+pub enum GivenPiece {
+    Text(String),
+    Slot(usize),
+}
+
+impl Given {
+    /// `secret[i]`: placeholder `i` holds a secret whatever its value (named like one, or after
+    /// a segment named like one).
+    pub fn new(method: Option<String>, pieces: &[GivenPiece], labels: Vec<String>, secret: Vec<bool>) -> Result<Self, String> {
+        let mut pattern = String::from("^(?:");
+        for piece in pieces {
+            match piece {
+                GivenPiece::Text(text) => pattern.push_str(&regex::escape(text)),
+                GivenPiece::Slot(_) => pattern.push_str("([^/]+)"),
+            }
+        }
+        pattern.push_str(")$");
+        let pattern = regex::Regex::new(&pattern).map_err(|error| error.to_string())?;
+        Ok(Given { method, pattern, labels: labels.into(), secret })
+    }
+}
+
 /// Longest value kept for the plan (a longer one is more likely text than an id).
 pub const MAX_VALUE_LENGTH: usize = 64;
 /// Letters-only segments at least this long are looked at for a random mix.
@@ -142,6 +181,8 @@ pub struct Templated {
     query: Vec<(Option<(usize, usize)>, bool)>,
     /// Each slot's value as kept for the plan (None: it must not leave the log).
     pub values: Vec<Option<(usize, usize)>>,
+    /// The labels of a given template's placeholders, when one matched the path.
+    given: Option<std::rc::Rc<[String]>>,
 }
 
 impl Templated {
@@ -153,8 +194,12 @@ impl Templated {
             match kind {
                 None => pieces.push(Piece::Text(target[start..end].to_string())),
                 Some(kind) => {
+                    let label = match &self.given {
+                        Some(labels) => labels[slots.len()].clone(),
+                        None => kind.label().to_string(),
+                    };
                     pieces.push(Piece::Slot(slots.len()));
-                    slots.push(Slot { label: kind.label().to_string(), kind, in_query: false });
+                    slots.push(Slot { label, kind, in_query: false });
                 }
             }
         }
@@ -171,6 +216,7 @@ impl Templated {
 /// Turns requests into endpoints (see the module's text).
 pub struct Templater<R: Rules> {
     rules: R,
+    given: Vec<Given>,
     secret_names: HashMap<String, bool>,
     secret_segments: HashMap<String, bool>,
 }
@@ -256,11 +302,16 @@ fn may_hold_email(text: &str) -> bool {
 
 impl<R: Rules> Templater<R> {
     pub fn new(rules: R) -> Self {
-        Templater { rules, secret_names: HashMap::default(), secret_segments: HashMap::default() }
+        Templater { rules, given: Vec::new(), secret_names: HashMap::default(), secret_segments: HashMap::default() }
     }
 
     fn is_secret_parameter(&mut self, name: &str) -> bool {
         remembered(&mut self.secret_names, name, || self.rules.is_secret_parameter(name))
+    }
+
+    /// With templates given: the first one a request's path matches takes its shape.
+    pub fn with_given(rules: R, given: Vec<Given>) -> Self {
+        Templater { given, ..Self::new(rules) }
     }
 
     /// The rules it asks.
@@ -315,40 +366,12 @@ impl<R: Rules> Templater<R> {
         out.pieces.clear();
         out.query.clear();
         out.values.clear();
+        out.given = None;
         let (path, query) = target.split_once('?').unwrap_or((target, ""));
-        let mut previous: &str = "";
-        let mut literal = 0;
-        let mut offset = 0;
-        for segment in path.split('/') {
-            let start = offset;
-            offset += segment.len() + 1;
-            let secret = !segment.is_empty()
-                && self.names_a_secret(previous)
-                && !(is_route_word(segment) && self.names_a_secret(segment));
-            previous = segment;
-            let whole = if secret {
-                Some(Kind::Secret)
-            } else if is_digits(segment) {
-                Some(Kind::Int)
-            } else if char_len(segment) < 8 && !segment.contains(['@', '%', '.']) {
-                continue;
-            } else {
-                self.classify(segment)
-            };
-            if whole.is_none() && segment.contains('.') {
-                let mut part_start = start;
-                for part in segment.split('.') {
-                    if let Some(kind) = self.classify(part) {
-                        self.slot(out, target, literal, kind, part_start, part_start + part.len());
-                        literal = part_start + part.len();
-                    }
-                    part_start += part.len() + 1;
-                }
-            } else if let Some(kind) = whole {
-                self.slot(out, target, literal, kind, start, start + segment.len());
-                literal = start + segment.len();
-            }
-        }
+        let literal = match self.given_path(method, path, out) {
+            Some(literal) => literal,
+            None => self.auto_path(path, target, out),
+        };
         if literal < path.len() {
             out.pieces.push((None, literal, path.len()));
         }
@@ -359,6 +382,13 @@ impl<R: Rules> Templater<R> {
             match kind {
                 None => out.key.extend_from_slice(&target.as_bytes()[start..end]),
                 Some(kind) => out.key.extend_from_slice(&[0xFF, kind as u8]),
+            }
+        }
+        if let Some(labels) = &out.given {
+            // A given template's labels are its own: two templates of one shape may differ in them.
+            for label in labels.iter() {
+                out.key.push(0xFC);
+                out.key.extend_from_slice(label.as_bytes());
             }
         }
         if query.is_empty() {
@@ -394,6 +424,70 @@ impl<R: Rules> Templater<R> {
             };
             out.values.push(kept.then_some((value_start.min(target.len()), (value_start + value.len()).min(target.len()))));
         }
+    }
+
+    /// The path through the first given template it matches: its pieces and values into
+    /// `out`, and where the last literal text starts; None when none matches.
+    fn given_path(&mut self, method: &str, path: &str, out: &mut Templated) -> Option<usize> {
+        let (index, captures) = self
+            .given
+            .iter()
+            .enumerate()
+            .filter(|(_, given)| given.method.as_deref().is_none_or(|m| m == method))
+            .find_map(|(index, given)| given.pattern.captures(path).map(|captures| (index, captures)))?;
+        let mut literal = 0;
+        for (slot, capture) in captures.iter().skip(1).flatten().enumerate() {
+            let value = capture.as_str();
+            let kind = if self.given[index].secret[slot] { Kind::Secret } else { self.classify(value).unwrap_or(Kind::Named) };
+            let shown = if kind.never_kept() { kind } else { Kind::Named };
+            if literal < capture.start() {
+                out.pieces.push((None, literal, capture.start()));
+            }
+            out.pieces.push((Some(shown), capture.start(), capture.end()));
+            let kept = self.kept(value, Some(kind));
+            out.values.push(kept.then_some((capture.start(), capture.end())));
+            literal = capture.end();
+        }
+        out.given = Some(self.given[index].labels.clone());
+        Some(literal)
+    }
+
+    /// The path's automatic template into `out`; where the last literal text starts.
+    fn auto_path(&mut self, path: &str, target: &str, out: &mut Templated) -> usize {
+        let mut previous: &str = "";
+        let mut literal = 0;
+        let mut offset = 0;
+        for segment in path.split('/') {
+            let start = offset;
+            offset += segment.len() + 1;
+            let secret = !segment.is_empty()
+                && self.names_a_secret(previous)
+                && !(is_route_word(segment) && self.names_a_secret(segment));
+            previous = segment;
+            let whole = if secret {
+                Some(Kind::Secret)
+            } else if is_digits(segment) {
+                Some(Kind::Int)
+            } else if char_len(segment) < 8 && !segment.contains(['@', '%', '.']) {
+                continue;
+            } else {
+                self.classify(segment)
+            };
+            if whole.is_none() && segment.contains('.') {
+                let mut part_start = start;
+                for part in segment.split('.') {
+                    if let Some(kind) = self.classify(part) {
+                        self.slot(out, target, literal, kind, part_start, part_start + part.len());
+                        literal = part_start + part.len();
+                    }
+                    part_start += part.len() + 1;
+                }
+            } else if let Some(kind) = whole {
+                self.slot(out, target, literal, kind, start, start + segment.len());
+                literal = start + segment.len();
+            }
+        }
+        literal
     }
 
     fn slot(&mut self, out: &mut Templated, target: &str, literal: usize, kind: Kind, start: usize, end: usize) {
@@ -446,6 +540,28 @@ pub(crate) mod tests {
         assert_eq!(name_and_values("GET", "/k/qZkTwRbXmPvLsNdH").0, "GET /k/{token}");
         assert_eq!(name_and_values("GET", "/a?x=1&x=2&%=3&&y").0, "GET /a?x&{param}&y");
         assert_eq!(name_and_values("GET", "/a?").0, "GET /a");
+    }
+
+    #[test]
+    fn given_templates_come_first() {
+        let pieces = [GivenPiece::Text("/blog/".into()), GivenPiece::Slot(0)];
+        let blog = Given::new(None, &pieces, vec!["slug".into()], vec![false]).unwrap();
+        let pieces = [GivenPiece::Text("/users/".into()), GivenPiece::Slot(0), GivenPiece::Text("/avatar".into())];
+        let avatar = Given::new(Some("POST".into()), &pieces, vec!["name".into()], vec![false]).unwrap();
+        let pieces = [GivenPiece::Text("/reset-token/".into()), GivenPiece::Slot(0)];
+        let reset = Given::new(None, &pieces, vec!["t".into()], vec![true]).unwrap();
+        let mut templater = Templater::with_given(TestRules, vec![blog, avatar, reset]);
+        let mut out = Templated::default();
+        let mut name = |method: &str, target: &str| {
+            templater.template(method, target, &mut out);
+            let values: Vec<Option<String>> = out.values.iter().map(|v| v.map(|(a, b)| target[a..b].to_string())).collect();
+            (out.shape(method, target).name(), values)
+        };
+        assert_eq!(name("GET", "/blog/hello-world?x=1"), ("GET /blog/{slug}?x".into(), vec![Some("hello-world".into()), Some("1".into())]));
+        assert_eq!(name("POST", "/users/bob/avatar").0, "POST /users/{name}/avatar");
+        assert_eq!(name("GET", "/users/bob/avatar").0, "GET /users/bob/avatar");
+        assert_eq!(name("GET", "/reset-token/abc"), ("GET /reset-token/{t}".into(), vec![None]));
+        assert_eq!(name("GET", "/blog/a/b").0, "GET /blog/a/b");
     }
 
     #[test]

@@ -130,7 +130,7 @@ fn every_line_of_a_mutated_file_is_counted_and_bad_lines_are_located() {
     }
     drop(file);
     let format = Format::Text { nginx: false, time_unit_ms: None, session_name: None };
-    let options = Options { format, keyed_sessions: false, session_gap_s: 1800.0, max_endpoints: 50 };
+    let options = Options { format, templates: Vec::new(), keyed_sessions: false, session_gap_s: 1800.0, max_endpoints: 50 };
     let aggregate = profile(std::slice::from_ref(&path), &options, AnyRules, |_| Ok::<(), ()>(())).unwrap();
     std::fs::remove_file(&path).unwrap();
     let counts = &aggregate.counts;

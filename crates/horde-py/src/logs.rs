@@ -10,7 +10,7 @@ use horde_logs::json::{json_time as native_json_time, Field, JsonFields, JsonPar
 use horde_logs::profile::{profile, Endpoint, Format, LogHistogram, Options, Stop};
 use std::collections::HashMap;
 use horde_logs::read::ReadError;
-use horde_logs::template::{Kind, Piece, Rules, Templated, Templater};
+use horde_logs::template::{Given, GivenPiece, Kind, Piece, Rules, Templated, Templater};
 use horde_logs::text::TextParser;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
@@ -51,6 +51,26 @@ impl Rules for PyRules<'_, '_> {
     fn has_email(&mut self, text: &str) -> bool {
         self.ask(&self.has_email, text)
     }
+}
+
+/// Templates given (`horde.profile.endpoints.GivenTemplate`): (method or None, pieces: text or
+/// placeholder index, labels, secret flags).
+type GivenTemplates<'py> = Vec<(Option<String>, Vec<Bound<'py, PyAny>>, Vec<String>, Vec<bool>)>;
+
+fn given(templates: GivenTemplates<'_>) -> PyResult<Vec<Given>> {
+    templates
+        .into_iter()
+        .map(|(method, pieces, labels, secret)| {
+            let pieces = pieces
+                .iter()
+                .map(|piece| match piece.extract::<String>() {
+                    Ok(text) => Ok(GivenPiece::Text(text)),
+                    Err(_) => piece.extract::<usize>().map(GivenPiece::Slot),
+                })
+                .collect::<PyResult<Vec<_>>>()?;
+            Given::new(method, &pieces, labels, secret).map_err(pyo3::exceptions::PyValueError::new_err)
+        })
+        .collect()
 }
 
 /// A JSON log's fields: role -> (name, nested: a dotted path into nested objects).
@@ -214,9 +234,9 @@ pub(crate) struct PyTemplater {
 #[pymethods]
 impl PyTemplater {
     #[new]
-    fn new(is_secret_parameter: Py<PyAny>, names_a_secret: Py<PyAny>, has_email: Py<PyAny>) -> Self {
+    fn new(is_secret_parameter: Py<PyAny>, names_a_secret: Py<PyAny>, has_email: Py<PyAny>, templates: GivenTemplates<'_>) -> PyResult<Self> {
         let rules = HeldRules { is_secret_parameter, names_a_secret, has_email, error: None };
-        PyTemplater { inner: Templater::new(rules), out: Templated::default() }
+        Ok(PyTemplater { inner: Templater::with_given(rules, given(templates)?), out: Templated::default() })
     }
 
     /// A request's endpoint: `(pieces (str | slot index), query names, slots [(label, kind,
@@ -297,7 +317,7 @@ fn endpoint<'py>(py: Python<'py>, stats: &Endpoint) -> PyResult<Bound<'py, PyDic
 
 /// Reads combined or nginx logs into their aggregate (see `python/horde/_engine.pyi`).
 #[pyfunction]
-#[pyo3(signature = (paths, *, nginx, time_unit_ms, session_name, json_fields, json_duration_ms, json_session, session_gap_s, max_endpoints, is_secret_parameter, names_a_secret, has_email, on_progress=None))]
+#[pyo3(signature = (paths, *, nginx, time_unit_ms, session_name, json_fields, json_duration_ms, json_session, templates, session_gap_s, max_endpoints, is_secret_parameter, names_a_secret, has_email, on_progress=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn profile_logs<'py>(
     py: Python<'py>,
@@ -308,6 +328,7 @@ pub(crate) fn profile_logs<'py>(
     json_fields: Option<FieldsGiven>,
     json_duration_ms: f64,
     json_session: SessionGiven,
+    templates: GivenTemplates<'py>,
     session_gap_s: f64,
     max_endpoints: usize,
     is_secret_parameter: Bound<'py, PyAny>,
@@ -319,7 +340,7 @@ pub(crate) fn profile_logs<'py>(
         Some(fields) => (json_format(fields, json_duration_ms, &json_session)?, json_session.is_some()),
         None => (Format::Text { nginx, time_unit_ms, session_name: session_name.clone() }, session_name.is_some()),
     };
-    let options = Options { format, keyed_sessions, session_gap_s, max_endpoints };
+    let options = Options { format, templates: given(templates)?, keyed_sessions, session_gap_s, max_endpoints };
     let error = RefCell::new(None);
     let rules = PyRules {
         is_secret_parameter: Some(is_secret_parameter),

@@ -37,6 +37,9 @@ class SecretRules:
     has_email: Callable[[str], bool]
 
 
+#: A template given by the user: (method or None, pieces: literal text or a placeholder's index,
+#: the placeholders' labels, whether each holds a secret whatever its value).
+GivenTemplate = tuple[str | None, list[str | int], list[str], list[bool]]
 #: A JSON log's fields: role -> (name, nested: a dotted path into nested objects).
 JsonFields = dict[str, tuple[str, bool]]
 #: How a JSON log's sessions are told: None (client address and agent), ("cookie", name, False)
@@ -56,14 +59,14 @@ class JsonFormat:
 
 def profile_logs(paths: Sequence[Path], *, nginx: bool, time_unit_ms: float | None, session_name: str | None,
                  session_gap_s: float, max_endpoints: int, rules: SecretRules, json: JsonFormat | None = None,
-                 on_progress: Progress | None = None) -> dict[str, Any]:
+                 templates: Sequence[GivenTemplate] = (), on_progress: Progress | None = None) -> dict[str, Any]:
     """The logs' aggregate (its form: ``python/horde/_engine.pyi``, ``profile_logs``), or
     ``{"error": {...}}`` naming the file that could not be read and why. ``json``: the logs are
     JSON lines (``nginx``, ``time_unit_ms`` and ``session_name`` are then a text log's, unused)."""
     return _engine.profile_logs([str(path) for path in paths], nginx=nginx, time_unit_ms=time_unit_ms,
                                 session_name=session_name, json_fields=json.fields if json else None,
                                 json_duration_ms=json.duration_ms if json else 1.0,
-                                json_session=json.session if json else None,
+                                json_session=json.session if json else None, templates=list(templates),
                                 session_gap_s=session_gap_s, max_endpoints=max_endpoints,
                                 is_secret_parameter=rules.is_secret_parameter, names_a_secret=rules.names_a_secret,
                                 has_email=rules.has_email, on_progress=on_progress)
@@ -119,10 +122,11 @@ def is_method(text: str) -> bool:
 
 class Templater:
     """Requests templated one at a time into their endpoints and slots' values (None: not to be
-    kept); the rules' answers are remembered between requests."""
+    kept), through the first given template a path matches whole, else automatically; the
+    rules' answers are remembered between requests."""
 
-    def __init__(self, rules: SecretRules) -> None:
-        self._native = _engine.Templater(rules.is_secret_parameter, rules.names_a_secret, rules.has_email)
+    def __init__(self, rules: SecretRules, templates: Sequence[GivenTemplate] = ()) -> None:
+        self._native = _engine.Templater(rules.is_secret_parameter, rules.names_a_secret, rules.has_email, list(templates))
 
     def template(self, method: str, target: str) -> Template:
         found: Template = self._native.template(method, target)

@@ -33,7 +33,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
-from horde.engine.logs import SecretRules, kept_value
+from horde.engine.logs import GivenTemplate as NativeGiven
+from horde.engine.logs import SecretRules
 from horde.engine.logs import Templater as NativeTemplater
 from horde.engine.logs import classify as native_classify
 from horde.errors import InvalidInput
@@ -98,7 +99,9 @@ def classify(segment: str) -> str | None:
 
 
 class GivenTemplate:
-    """A template given by the user: ``/users/{name}/orders`` or ``POST /users/{name}``."""
+    """A template given by the user: ``/users/{name}/orders`` or ``POST /users/{name}``: its
+    method, pieces, labels and which placeholders hold a secret whatever their value; the native
+    templater matches paths against it (a placeholder: one path segment's text or more)."""
 
     def __init__(self, text: str) -> None:
         method, _, path = text.strip().rpartition(" ")
@@ -108,14 +111,12 @@ class GivenTemplate:
                                hint="write it as /users/{id}/orders or GET /users/{id} (a {name} matches one path segment)")
         self.method = method or None
         self.text = path
-        pattern = ""
         pieces: list[str | int] = []
         labels: list[str] = []
         secret: list[bool] = []
         before = ""  # the path up to the placeholder
         for position, part in enumerate(re.split(r"(\{[^{}/]*\})", path)):
             if position % 2 == 0:
-                pattern += re.escape(part)
                 before += part
                 if part:
                     pieces.append(part)
@@ -124,16 +125,18 @@ class GivenTemplate:
             if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", label):
                 raise InvalidInput(f"--template {text!r}: {part} is not a placeholder",
                                    hint="a placeholder is a name in braces, e.g. {id} or {user}")
-            pattern += r"([^/]+)"
             pieces.append(len(labels))
             labels.append(label)
             # {token}, or a placeholder after a segment named like a secret (/reset-token/{t}).
             secret.append(is_secret_parameter(label) or (before.endswith("/") and names_a_secret(before[:-1].rpartition("/")[2])))
             before += part
-        self.pattern = re.compile(pattern)
         self.pieces = tuple(pieces)
         self.labels = tuple(labels)
         self.secret = tuple(secret)
+
+    def native(self) -> NativeGiven:
+        """The template as the native templater takes it."""
+        return (self.method, list(self.pieces), list(self.labels), list(self.secret))
 
 
 class Templater:
@@ -146,7 +149,7 @@ class Templater:
         self._shapes: dict[Shape, Shape] = {}
         self._max_shapes = max_shapes
         self._cache: dict[tuple[str, str], tuple[Shape, tuple[str | None, ...]]] = {}
-        self._native = NativeTemplater(RULES)
+        self._native = NativeTemplater(RULES, [given.native() for given in self._given])
 
     def template(self, method: str, target: str) -> tuple[Shape, tuple[str | None, ...]]:
         key = (method, target)
@@ -154,13 +157,7 @@ class Templater:
         if cached is not None:
             return cached
         pieces, query, found, values = self._native.template(method, target)
-        slots = [_slot(label, kind, where) for label, kind, where in found]
-        given = self._given_path(method, target.partition("?")[0]) if self._given else None
-        if given is not None:
-            # The query's slots follow the path's: the given template takes the path's place.
-            in_path = sum(1 for slot in slots if slot.where == "path")
-            pieces, slots, values = given[0], given[1] + slots[in_path:], given[2] + values[in_path:]
-        shape = Shape(method, tuple(pieces), tuple(query), tuple(slots))
+        shape = Shape(method, tuple(pieces), tuple(query), tuple(_slot(label, kind, where) for label, kind, where in found))
         known = self._shapes.get(shape)
         if known is not None:
             shape = known
@@ -171,20 +168,6 @@ class Templater:
             self._cache.clear()  # bounded memory; static paths come back within a few lines
         self._cache[key] = result
         return result
-
-    def _given_path(self, method: str, path: str) -> tuple[list[str | int], list[Slot], list[str | None]] | None:
-        for given in self._given:
-            if given.method not in (None, method):
-                continue
-            match = given.pattern.fullmatch(path)
-            if match is None:
-                continue
-            kinds = ["secret" if secret else classify(value) or "named" for value, secret in zip(match.groups(), given.secret)]
-            values = [value if kept_value(value, kind, RULES) else None for value, kind in zip(match.groups(), kinds)]
-            slots = [_slot(label, kind if kind in ("token", "email", "secret") else "named", "path")
-                     for label, kind in zip(given.labels, kinds)]
-            return list(given.pieces), slots, values
-        return None
 
 
 @lru_cache(maxsize=1024)

@@ -17,8 +17,8 @@ Formats:
 The formats' rules (the combined line, the request line, the common log format's time, a JSON
 line's values) are the native reader's, crate ``horde-logs`` (:mod:`horde.engine.logs`), which
 also reads logs whole at disk speed (:mod:`horde.profile.native`); this module decides the
-format and a JSON log's fields, orders the files, and reads line by line where the native
-reader does not (``--template``).
+format and a JSON log's fields, orders the files, and reads line by line (the reference the
+native reader is checked against).
 
 Files may be gzip-compressed (told by their first bytes, whatever their name). The reader
 streams: memory does not grow with the log, and a line that does not parse is counted (the
@@ -438,9 +438,12 @@ PROGRESS_EVERY = 65536
 
 def read_records(paths: Sequence[Path], parser: Parser, counts: ReadCounts,
                  on_progress: Callable[[ReadCounts], None] | None = None) -> Iterator[LogRecord]:
-    """Every request of the logs; ``counts`` follows the reading. Several logs are merged into
-    one stream in time order (the next request is the earliest of each log's next one, the log
-    given first on a tie), as the native reader merges them."""
+    """Every request of the logs, one at a time; ``counts`` follows the reading. Several logs
+    are merged into one stream in time order (the next request is the earliest of each log's
+    next one, the log given first on a tie), as the native reader merges them. ``horde
+    profile`` reads natively (:mod:`horde.profile.native`); this reader, with
+    ``ProfileBuilder.add``, is what the native one is checked against
+    (``tests/test_profile_native.py``)."""
     counts.bytes_total = sum(_size(path) for path in paths)
     read = [0] * len(paths)     # lines read of each log
     at: list[Callable[[], int]] = [lambda: 0] * len(paths)  # how far each log's file is read

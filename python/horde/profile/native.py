@@ -6,7 +6,7 @@ The format and the endpoint templates are the same code whichever reader reads a
 ``horde-logs``); the adding up is the builder's, repeated natively (reservoir samples drawn as
 ``random.Random(0)`` draws them, sessions closed by gap and by count), so the profile and the
 plan are the same whichever reader read the log (``tests/test_profile_native.py`` compares
-them). It takes every log read without ``--template`` (given templates take the Python reader).
+them).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 from horde.engine.logs import JsonFormat, profile_logs
 from horde.errors import InvalidInput
 from horde.plan.redaction import redact_text
-from horde.profile.endpoints import RULES, Shape, Slot
+from horde.profile.endpoints import RULES, GivenTemplate, Shape, Slot
 from horde.profile.histogram import LogHistogram
 from horde.profile.logs import TIME_UNITS, BadLine, Parser, ReadCounts, TextParser, refuse
 from horde.profile.sessions import Sessions
@@ -49,7 +49,8 @@ class NativeRead:
 
 
 def read_native(paths: Sequence[Path], parser: Parser, session_gap_s: float, max_endpoints: int,
-                counts: ReadCounts, on_progress: Callable[[ReadCounts], None] | None = None) -> NativeRead:
+                counts: ReadCounts, on_progress: Callable[[ReadCounts], None] | None = None,
+                templates: Sequence[str] = ()) -> NativeRead:
     """The logs' requests, added up natively; InvalidInput as the Python reader raises it (a
     file unreadable, no text log, most lines failing)."""
 
@@ -59,17 +60,18 @@ def read_native(paths: Sequence[Path], parser: Parser, session_gap_s: float, max
         if on_progress is not None:
             on_progress(counts)
 
+    given = [GivenTemplate(text).native() for text in templates]
     if isinstance(parser, TextParser):
         session = parser.session
         result = profile_logs(paths, nginx=parser.format == "nginx",
                               time_unit_ms=TIME_UNITS[parser.time_unit] if parser.time_unit else None,
                               session_name=session.name if session.kind != "ip-ua" else None,
                               session_gap_s=session_gap_s, max_endpoints=max_endpoints, rules=RULES,
-                              on_progress=progress)
+                              templates=given, on_progress=progress)
     else:
         session = parser.key
         result = profile_logs(paths, nginx=False, time_unit_ms=None, session_name=None, session_gap_s=session_gap_s,
-                              max_endpoints=max_endpoints, rules=RULES, on_progress=progress,
+                              max_endpoints=max_endpoints, rules=RULES, templates=given, on_progress=progress,
                               json=JsonFormat(parser.native_fields, parser.duration_ms, parser.session))
     error = result.get("error")
     if error is not None:

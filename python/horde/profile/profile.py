@@ -21,7 +21,7 @@ from typing import Any, Final
 from horde.errors import InvalidInput
 from horde.profile.endpoints import Shape, Templater
 from horde.profile.histogram import LogHistogram
-from horde.profile.logs import JsonParser, LogRecord, ReadCounts, SessionKey, in_time_order, make_parser, read_records
+from horde.profile.logs import JsonParser, LogRecord, ReadCounts, SessionKey, in_time_order, make_parser
 from horde.profile.native import NativeRead, read_native
 from horde.profile.sessions import Sessions
 
@@ -368,12 +368,8 @@ def build_profile(paths: Sequence[Path], options: ProfileOptions,
     paths = in_time_order(paths, parser)
     counts = ReadCounts()
     builder = ProfileBuilder(options)
-    if not options.templates:  # the native reader's part
-        builder.take(read_native(paths, parser, options.session_gap_s, options.max_endpoints, counts, on_progress))
-    else:
-        add = builder.add
-        for record in read_records(paths, parser, counts, on_progress):
-            add(record)
+    builder.take(read_native(paths, parser, options.session_gap_s, options.max_endpoints, counts, on_progress,
+                             options.templates))
     if not counts.records:
         raise InvalidInput(f"no request found in {', '.join(map(str, paths))}",
                            hint="give a non-empty access log (plain or .gz)")
