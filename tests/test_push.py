@@ -32,6 +32,7 @@ from horde.plan import plan_from_dict
 from horde.sinks.push import PushSink, parse_out
 
 PROMETHEUS = shutil.which("prometheus")
+DASHBOARD = Path(__file__).parent.parent / "examples" / "grafana" / "horde-dashboard.json"
 
 
 # --- a real Prometheus -----------------------------------------------------------------------------
@@ -44,8 +45,9 @@ class Prometheus:
     def write_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/api/v1/write"
 
-    def query(self, promql: str) -> list[dict[str, Any]]:
-        url = f"http://127.0.0.1:{self.port}/api/v1/query?" + urllib.parse.urlencode({"query": promql})
+    def query(self, promql: str, at: float | None = None) -> list[dict[str, Any]]:
+        asked = {"query": promql, **({"time": str(at)} if at is not None else {})}
+        url = f"http://127.0.0.1:{self.port}/api/v1/query?" + urllib.parse.urlencode(asked)
         with urllib.request.urlopen(url, timeout=10) as response:
             answer = json.load(response)
         assert answer["status"] == "success", answer
@@ -186,6 +188,16 @@ def test_a_run_pushed_to_a_real_prometheus_totals_what_is_stored(prometheus: Pro
     assert summary["outputs"] == [{"kind": "prometheus-rw", "url": prometheus.write_url, "pushed": int(samples[0]["value"][1]),
                                    "failed": 0, "series_not_sent": 0, "last_error": None}]
     assert f"pushed {int(samples[0]['value'][1])} seconds to prometheus-rw {prometheus.write_url}" in result.stdout
+
+    # The Grafana dashboard reads the pushed series: each of its queries, at the run's last
+    # second, has data, but for what this run has none of (an open model's rate, errors by kind).
+    ended = float(series[0]["value"][0])
+    dashboard = json.loads(DASHBOARD.read_text(encoding="utf-8"))
+    expressions = [target["expr"] for panel in dashboard["panels"] for target in panel.get("targets", [])]
+    empty = {expression for expression in expressions
+             if not prometheus.query(expression.replace("$run", run_id).replace("$step", ".*").replace("$__rate_interval", "10s"), ended)}
+    assert empty == {'horde_target_rate_per_second{run="$run"}',
+                     'sum by (kind) (rate(horde_errors_total{run="$run", step=~"$step"}[$__rate_interval]))'}
 
 
 # --- OTLP ------------------------------------------------------------------------------------------
