@@ -34,7 +34,7 @@ pub const NO_METHOD: Reason = "the request does not start with a method";
 pub const NOT_A_PATH: Reason = "the request's target is not a path";
 
 /// Whitespace as Python's `str.isspace` (and `\s` of a `str` pattern) has it.
-pub(crate) fn is_space(c: char) -> bool {
+pub fn is_space(c: char) -> bool {
     c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)
 }
 

@@ -470,6 +470,7 @@ fn _engine(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<logs::PyTemplater>()?;
     module.add_class::<logs::PyJsonLineParser>()?;
     module.add_function(wrap_pyfunction!(logs::json_time, module)?)?;
+    module.add_function(wrap_pyfunction!(logs::first_lines, module)?)?;
     module.add_function(wrap_pyfunction!(self_signed_certificate, module)?)?;
     module.add_class::<PyRunHandle>()?;
     module.add_class::<PyTargetHandle>()?;

@@ -132,6 +132,37 @@ impl PyJsonLineParser {
     }
 }
 
+/// Up to `count` non-blank lines from the start of a log (format detection), a line past the
+/// limit left out: `("lines", [...])`, `("not_text", zeros)` or `("io", message)`.
+#[pyfunction]
+pub(crate) fn first_lines<'py>(py: Python<'py>, path: PathBuf, count: usize) -> PyResult<Bound<'py, PyAny>> {
+    let failed = |error: ReadError| -> PyResult<Bound<'py, PyAny>> {
+        Ok(match error {
+            ReadError::NotText { zeros } => ("not_text", zeros).into_pyobject(py)?.into_any(),
+            ReadError::Io { message, .. } => ("io", message).into_pyobject(py)?.into_any(),
+        })
+    };
+    let mut reader = match horde_logs::read::LineReader::open(&path) {
+        Ok(reader) => reader,
+        Err(error) => return failed(error),
+    };
+    let mut lines = Vec::new();
+    while lines.len() < count {
+        match reader.next_line() {
+            Ok(Some(horde_logs::read::Line::Text(bytes))) => {
+                let text = String::from_utf8_lossy(bytes);
+                if !text.chars().all(horde_logs::text::is_space) {
+                    lines.push(text.into_owned());
+                }
+            }
+            Ok(Some(horde_logs::read::Line::Long(_))) => {}
+            Ok(None) => break,
+            Err(error) => return failed(error),
+        }
+    }
+    Ok(("lines", lines).into_pyobject(py)?.into_any())
+}
+
 /// A JSON time value (given as JSON text) as Unix seconds, or None.
 #[pyfunction]
 pub(crate) fn json_time(value_json: &str) -> Option<f64> {

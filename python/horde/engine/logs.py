@@ -94,6 +94,16 @@ class JsonLineParser:
         return found
 
 
+def first_lines(path: Path, count: int) -> list[str] | tuple[str, bool | str]:
+    """Up to ``count`` non-blank lines from the start of a log, a line past the limit left out;
+    or why the file cannot be read: ``("not_text", starts with zeros)``, ``("io", message)``."""
+    kind, found = _engine.first_lines(str(path), count)
+    if kind == "lines":
+        lines: list[str] = found
+        return lines
+    return kind, found
+
+
 def json_time(value_json: str) -> float | None:
     """A JSON log's time value (given as JSON text) as Unix seconds: epoch numbers (s, ms or µs
     by size), ISO 8601 (no offset: local time), or the common log format's time; else None."""

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import IO, Any, Final
 
 from horde.engine.logs import CombinedParser, JsonLineParser
+from horde.engine.logs import first_lines as native_first_lines
 from horde.engine.logs import json_time as native_json_time
 from horde.engine.logs import clf_time as native_clf_time
 from horde.errors import InvalidInput
@@ -342,31 +343,29 @@ def log_lines(text: IO[str], path: Path) -> Iterator[str | LongLine]:
                 break
             skipped += len(line)
             if first and skipped > MAX_FIRST_LINE_LENGTH:
-                raise InvalidInput(
-                    f"{path} is not a text log: its first {MAX_FIRST_LINE_LENGTH >> 20} MiB hold no line break"
-                    + (" (it starts with zero bytes)" if not start.strip("\x00") else ""),
-                    hint="give an access log: one request a line, plain text or gzip-compressed text")
+                raise not_text(path, not start.strip("\x00"))
         first = False
         yield LongLine(start)
 
 
 def first_lines(path: Path, count: int = 50) -> list[str]:
-    """Up to ``count`` non-empty lines from the start of the log (format detection); a line past
-    :data:`MAX_LINE_LENGTH` is left out."""
-    text, raw = open_log(path)
-    lines: list[str] = []
-    try:
-        with text:
-            for line in log_lines(text, path):
-                if isinstance(line, str) and line.strip():
-                    lines.append(line)
-                    if len(lines) >= count:
-                        break
-    except (OSError, EOFError, gzip.BadGzipFile) as error:
-        raise InvalidInput(f"cannot read {path}: {error}", hint="is it a whole gzip file? try `gzip -t`") from error
-    finally:
-        raw.close()
-    return lines
+    """Up to ``count`` non-empty lines from the start of the log (format detection), read
+    natively; a line past :data:`MAX_LINE_LENGTH` is left out."""
+    open_log(path)[1].close()  # a file that cannot be opened is told as when reading it
+    found = native_first_lines(path, count)
+    if isinstance(found, list):
+        return found
+    kind, detail = found
+    if kind == "not_text":
+        raise not_text(path, bool(detail))
+    raise InvalidInput(f"cannot read {path}: {detail}", hint="is it a whole gzip file? try `gzip -t`")
+
+
+def not_text(path: Path, zeros: bool) -> InvalidInput:
+    """The error for a file whose first MiB holds no line break."""
+    return InvalidInput(f"{path} is not a text log: its first {MAX_FIRST_LINE_LENGTH >> 20} MiB hold no line break"
+                        + (" (it starts with zero bytes)" if zeros else ""),
+                        hint="give an access log: one request a line, plain text or gzip-compressed text")
 
 
 def detect_format(lines: Sequence[str]) -> str:

@@ -22,7 +22,7 @@ from horde.errors import InvalidInput
 from horde.plan.redaction import redact_text
 from horde.profile.endpoints import RULES, GivenTemplate, Shape, Slot
 from horde.profile.histogram import LogHistogram
-from horde.profile.logs import TIME_UNITS, BadLine, Parser, ReadCounts, TextParser, refuse
+from horde.profile.logs import TIME_UNITS, BadLine, Parser, ReadCounts, TextParser, not_text, refuse
 from horde.profile.sessions import Sessions
 
 
@@ -77,9 +77,7 @@ def read_native(paths: Sequence[Path], parser: Parser, session_gap_s: float, max
     if error is not None:
         path = paths[error["file"]]
         if error["kind"] == "not_text":
-            raise InvalidInput(
-                f"{path} is not a text log: its first 1 MiB hold no line break" + (" (it starts with zero bytes)" if error["zeros"] else ""),
-                hint="give an access log: one request a line, plain text or gzip-compressed text")
+            raise not_text(path, error["zeros"])
         where = f" past line {error['line']}" if error["line"] else ""
         raise InvalidInput(f"cannot read {path}{where}: {error['message']}",
                            hint="give the path of an access log (plain or .gz); is it a whole gzip file? try `gzip -t`")
