@@ -118,8 +118,8 @@ impl TargetHandle {
         self.local_addr.port()
     }
 
-    /// What its WebSockets (`/ws/...`) counted: `ws_in`, `ws_out` (messages) and `tcp_dropped`
-    /// (broadcasts lost to a member that did not read).
+    /// What its WebSockets (`/ws/...`) counted: `ws_in`, `ws_out` (messages) and `ws_dropped`
+    /// (messages lost to a member that did not read).
     pub fn websocket_counts(&self) -> &GatewayCounts {
         &self.websocket_counts
     }

@@ -121,7 +121,7 @@ pub(crate) fn upgrade(state: &Arc<WebSocketState>, mut request: Request<Incoming
 }
 
 /// What the writer sends: a data message (when it is due), or a control frame.
-pub(crate) enum Outgoing {
+enum Outgoing {
     Data { payload: Arc<[u8]>, binary: bool, due: Option<Instant> },
     Control { opcode: u8, payload: Vec<u8> },
 }
@@ -139,7 +139,9 @@ where
     let (mut reader, mut writer) = tokio::io::split(stream);
     let (queue, mut outgoing) = mpsc::channel::<Outgoing>(TCP_QUEUE);
     let id = state.next_id.fetch_add(1, Ordering::Relaxed);
-    let player = Player::WebSocket { id, queue: queue.clone() };
+    let room_queue = queue.clone();
+    let deliver = Arc::new(move |message: Arc<[u8]>| room_queue.try_send(data(message)).is_ok());
+    let player = Player::WebSocket { id, deliver };
     let writer_counts = Arc::clone(&state.counts);
     let writing = tokio::spawn(async move {
         let mut frame = Vec::new();
@@ -235,7 +237,7 @@ where
                 WsRoute::Delay(delay) => Some(Instant::now() + *delay),
             };
             if queue.try_send(Outgoing::Data { payload, binary, due }).is_err() {
-                state.counts.tcp_dropped.fetch_add(1, Ordering::Relaxed);
+                state.counts.ws_dropped.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
@@ -307,8 +309,8 @@ fn encode_frame(opcode: u8, payload: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(payload);
 }
 
-/// A message to a WebSocket member (`Player::WebSocket`): binary unless it is text.
-pub(crate) fn data(payload: Arc<[u8]>) -> Outgoing {
+/// A message to a WebSocket member (a room's broadcast): binary unless it is text.
+fn data(payload: Arc<[u8]>) -> Outgoing {
     let binary = std::str::from_utf8(&payload).is_err();
     Outgoing::Data { payload, binary, due: None }
 }

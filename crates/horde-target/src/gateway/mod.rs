@@ -83,11 +83,15 @@ pub struct GatewayCounts {
     pub kcp_out: AtomicU64,
     pub kcp_datagrams_in: AtomicU64,
     pub kcp_datagrams_out: AtomicU64,
-    /// Broadcasts not queued for a TCP, KCP or WebSocket player whose queue was full.
+    /// Broadcasts not queued for a TCP player whose queue was full.
     pub tcp_dropped: AtomicU64,
+    /// ... for a KCP session whose KCP task's queue was full.
+    pub kcp_dropped: AtomicU64,
     /// WebSocket messages in and out (the HTTP target's `/ws/` paths).
     pub ws_in: AtomicU64,
     pub ws_out: AtomicU64,
+    /// WebSocket messages (echoes and room broadcasts) not queued for a member not reading.
+    pub ws_dropped: AtomicU64,
 }
 
 /// A running gateway. Dropping it stops it.

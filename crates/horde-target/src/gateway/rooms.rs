@@ -16,8 +16,9 @@ pub(crate) enum Player {
     Udp { address: SocketAddr, socket: Arc<UdpSocket> },
     /// A KCP session of the gateway's KCP task, reached through that task's queue.
     Kcp { address: SocketAddr, queue: mpsc::Sender<(SocketAddr, Arc<[u8]>)> },
-    /// A WebSocket of the HTTP target, reached through its writer's queue.
-    WebSocket { id: u64, queue: mpsc::Sender<crate::websocket::Outgoing> },
+    /// A WebSocket of the HTTP target, reached through what its connection gave the room:
+    /// true when the message was queued for its writer (whose frames the rooms do not know).
+    WebSocket { id: u64, deliver: Arc<dyn Fn(Arc<[u8]>) -> bool + Send + Sync> },
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -54,12 +55,12 @@ impl Player {
             }
             Player::Kcp { address, queue } => {
                 if queue.try_send((*address, message)).is_err() {
-                    counts.tcp_dropped.fetch_add(1, Ordering::Relaxed);
+                    counts.kcp_dropped.fetch_add(1, Ordering::Relaxed);
                 }
             }
-            Player::WebSocket { queue, .. } => {
-                if queue.try_send(crate::websocket::data(message)).is_err() {
-                    counts.tcp_dropped.fetch_add(1, Ordering::Relaxed);
+            Player::WebSocket { deliver, .. } => {
+                if !deliver(message) {
+                    counts.ws_dropped.fetch_add(1, Ordering::Relaxed);
                 }
             }
         }
