@@ -248,7 +248,7 @@ def _show_plan(written: WrittenPlan) -> None:
     little = sizing["little"]
     if little["vus"] is not None:
         _stdout.print(f"  sizing (Little's law): {little['rate_per_s']:g} req/s × ({little['mean_ms']:g} ms mean + {little['think_ms']:g} ms "
-                      f"think) = {little['vus']} VUs busy at once", markup=False, highlight=False)
+                      f"think) = {little['vus']} VUs", markup=False, highlight=False)
     for note in written.notes:
         _stdout.print(f"  note: {note}", markup=False, highlight=False)
     _stdout.print(f"  sighting shot: {sizing['sight_command']}", markup=False, highlight=False)

@@ -1,0 +1,115 @@
+"""An access log written from a known truth, for the `horde profile` plan tests
+(tests/test_profile_truth.py, tests/test_profile_e2e.py): endpoints with their exact counts
+and response times (among them a rare but slow one that costs the server most, and one rare
+and slow enough to matter only by time), ids and query strings in their paths, a day's shape
+of three hours with a known peak hour, and clients pacing their requests a known time apart.
+
+Everything a test checks against is computed here, from the lines as written (whole-second
+times included), never by the code under test.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from profile_logs import T0, Hit, combined_line, write_log
+
+
+@dataclass(frozen=True)
+class TruthEndpoint:
+    """One endpoint: its name as `horde profile` templates it, its requests per 1,000, the
+    time each takes, and a request's target given a random source."""
+
+    name: str
+    method: str
+    per_1000: int
+    ms: float
+    target: Callable[[random.Random], str]
+
+
+def _items(rng: random.Random) -> str:
+    return f"/api/items/{rng.randrange(1, 5000)}?page={rng.randrange(1, 9)}"
+
+
+#: The default truth. Shares of time: refunds 54.7 % at 4.8 % of the requests; exports 10.9 %
+#: at 0.8 %; ping and the stylesheet under 1 % by both (the only ones a plan may leave out).
+ENDPOINTS: tuple[TruthEndpoint, ...] = (
+    TruthEndpoint("GET /api/items/{id}?page", "GET", 500, 5.0, _items),
+    TruthEndpoint("GET /api/search?q", "GET", 250, 8.0, lambda rng: f"/api/search?q=term{rng.randrange(40)}"),
+    TruthEndpoint("POST /api/orders", "POST", 150, 20.0, lambda rng: "/api/orders"),
+    TruthEndpoint("POST /api/refunds/{id}", "POST", 48, 250.0, lambda rng: f"/api/refunds/{rng.randrange(10**5, 10**6)}"),
+    TruthEndpoint("GET /api/health", "GET", 30, 1.0, lambda rng: "/api/health"),
+    TruthEndpoint("GET /api/export/{id}", "GET", 8, 300.0, lambda rng: f"/api/export/{rng.randrange(1, 50)}"),
+    TruthEndpoint("GET /api/ping", "GET", 9, 1.0, lambda rng: "/api/ping"),
+    TruthEndpoint("GET /static/site.css", "GET", 5, 2.0, lambda rng: "/static/site.css"),
+)
+
+#: Requests in each hour of the log (the second is the peak), and how far apart one client's
+#: requests are (each hour has its own clients: requests × apart / 3,600 of them).
+HOURS: tuple[int, ...] = (2000, 5000, 3000)
+APART_S = 7.2
+
+
+@dataclass
+class Truth:
+    """What the log holds, computed from its lines."""
+
+    path: Path
+    counts: dict[str, int]
+    time_ms: dict[str, float]
+    endpoints: dict[str, TruthEndpoint]
+    peak_hour_per_s: float
+    think_ms: list[float] = field(default_factory=list)
+
+    @property
+    def requests(self) -> int:
+        return sum(self.counts.values())
+
+    def share_by_count(self, name: str) -> float:
+        return self.counts[name] / self.requests
+
+    def share_by_time(self, name: str) -> float:
+        return self.time_ms[name] / sum(self.time_ms.values())
+
+    def mean_ms(self, names: list[str]) -> float:
+        return sum(self.time_ms[name] for name in names) / sum(self.counts[name] for name in names)
+
+    def mean_think_ms(self) -> float:
+        return math.fsum(self.think_ms) / len(self.think_ms)
+
+
+def write_truth_log(path: Path, endpoints: tuple[TruthEndpoint, ...] = ENDPOINTS, hours: tuple[int, ...] = HOURS,
+                    seed: int = 11) -> Truth:
+    """The log at ``path``: every endpoint's exact count (per_1000 of the whole), drawn in a
+    shuffled order so each hour holds about the log's mix."""
+    rng = random.Random(seed)
+    total = sum(hours)
+    assert sum(endpoint.per_1000 for endpoint in endpoints) == 1000 and total % 1000 == 0
+    pool = [endpoint for endpoint in endpoints for _ in range(endpoint.per_1000 * total // 1000)]
+    rng.shuffle(pool)
+    lines: list[str] = []
+    counts = {endpoint.name: 0 for endpoint in endpoints}
+    time_ms = {endpoint.name: 0.0 for endpoint in endpoints}
+    think: list[float] = []
+    index = 0
+    for hour, requests in enumerate(hours):
+        clients = round(requests * APART_S / 3600)
+        last: dict[int, tuple[int, float]] = {}
+        for i in range(requests):
+            endpoint = pool[index]
+            index += 1
+            t = T0 + hour * 3600 + i * 3600 / requests
+            client = i % clients
+            if client in last:  # the gap between whole seconds, less the last request's time
+                think.append(max(0.0, (int(t) - last[client][0]) * 1000.0 - last[client][1]))
+            last[client] = (int(t), endpoint.ms)
+            counts[endpoint.name] += 1
+            time_ms[endpoint.name] += endpoint.ms
+            lines.append(combined_line(Hit(t, endpoint.method, endpoint.target(rng), seconds=endpoint.ms / 1000.0,
+                                           client=f"10.{hour}.0.{client}", status=201 if endpoint.method == "POST" else 200)))
+    write_log(path, lines)
+    return Truth(path, counts, time_ms, {endpoint.name: endpoint for endpoint in endpoints}, max(hours) / 3600.0, think)

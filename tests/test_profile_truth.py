@@ -1,0 +1,122 @@
+"""The plan `horde profile` writes, checked against a log written from a known truth
+(tests/profile_truth.py): every endpoint at 1 % of the requests or of the server's time is kept
+and what is left out is told with its shares; the rate is each endpoint's intensity at the peak
+hour and the VUs are Little's law's with the mean; a plan too large for Horde's limit moves its
+ids to feeder files, or is refused with the options that shrink it."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from horde.errors import InvalidInput
+from horde.plan.bounds import MAX_PLAN_BYTES
+from horde.plan.loader import load_plan_file
+from horde.profile import PlanOptions, ProfileOptions, build_profile, write_plan
+from profile_logs import T0, Hit, combined_line, write_log
+from profile_truth import ENDPOINTS, write_truth_log
+
+
+def branches(path: Path) -> dict[str, float]:
+    choice = load_plan_file(path).plan.scenarios[0].steps[0]
+    return {branch.steps[0].name: branch.weight for branch in choice.branches}  # type: ignore[union-attr]
+
+
+def test_every_endpoint_significant_by_count_or_by_time_is_kept(tmp_path: Path) -> None:
+    truth = write_truth_log(tmp_path / "access.log")
+    profile = build_profile([truth.path], ProfileOptions())
+    significant = {name for name in truth.counts if truth.share_by_count(name) >= 0.01 or truth.share_by_time(name) >= 0.01}
+    # The truth's point: by count alone (90 %) the refunds, 55 % of the server's time, would go.
+    assert truth.share_by_count("POST /api/refunds/{id}") < 0.05 and truth.share_by_time("POST /api/refunds/{id}") > 0.5
+    by_count_only = write_plan(profile, tmp_path / "count.yaml", PlanOptions(min_share_percent=0))
+    assert "POST /api/refunds/{id}" not in branches(by_count_only.path)
+
+    written = write_plan(profile, tmp_path / "plan.yaml", PlanOptions())
+    kept = branches(written.path)
+    assert set(kept) == significant == {"GET /api/items/{id}?page", "GET /api/search?q", "POST /api/orders",
+                                        "POST /api/refunds/{id}", "GET /api/health", "GET /api/export/{id}"}
+    # Weighted by the log's counts among them.
+    chosen = sum(truth.counts[name] for name in kept)
+    assert kept == pytest.approx({name: 100 * truth.counts[name] / chosen for name in kept}, abs=1e-3)
+    left = {row["endpoint"]: row for row in written.left_out}
+    assert set(left) == {"GET /api/ping", "GET /static/site.css"}
+    for name, row in left.items():
+        assert row["share_by_count"] == pytest.approx(truth.share_by_count(name), abs=1e-6)
+        assert row["share_by_time"] == pytest.approx(truth.share_by_time(name), abs=1e-4)
+    assert written.covered_share == pytest.approx(chosen / truth.requests)
+    assert written.covered_time_share == pytest.approx(sum(truth.share_by_time(name) for name in kept), abs=1e-4)
+    text = written.path.read_text()
+    assert "# Left out: 2 endpoints, 1.40 % of the requests, 0.09 % of the time (by share: requests, time):" in text
+    assert "#   GET /api/ping: 0.90 %, 0.04 %" in text
+
+    # --by time keeps the heaviest first; the floor still keeps what is frequent.
+    by_time = write_plan(profile, tmp_path / "time.yaml", PlanOptions(by="time", cover_percent=60))
+    assert set(branches(by_time.path)) == significant
+
+
+@pytest.mark.parametrize("model", ["open", "users"])
+def test_sizing_is_littles_law_with_the_mean_at_the_peak_hour(tmp_path: Path, model: str) -> None:
+    truth = write_truth_log(tmp_path / "access.log")
+    profile = build_profile([truth.path], ProfileOptions())
+    written = write_plan(profile, tmp_path / "plan.yaml", PlanOptions(peak="hour", headroom_percent=400, model=model))
+    kept = list(branches(written.path))
+    covered = sum(truth.counts[name] for name in kept) / truth.requests
+    rate = truth.peak_hour_per_s * covered * 5
+    mean_ms = truth.mean_ms(kept)
+    think_ms = truth.mean_think_ms() if model == "users" else 0.0
+    little = written.sizing["little"]
+    assert little["rate_per_s"] == pytest.approx(rate, abs=2e-3)
+    assert little["mean_ms"] == pytest.approx(mean_ms, rel=0.01)  # 1 %: the histogram's buckets
+    assert little["think_ms"] == pytest.approx(think_ms, rel=0.01)
+    assert little["vus"] == math.ceil(rate * (mean_ms + think_ms) / 1000)
+    # Each endpoint's own intensity at the peak hour.
+    per_endpoint = {row["endpoint"]: row["rate_per_s"] for row in written.sizing["endpoints"]}
+    assert per_endpoint == pytest.approx({name: truth.peak_hour_per_s * truth.share_by_count(name) * 5 for name in kept}, rel=1e-4)
+    workload = load_plan_file(written.path).plan.scenarios[0].workload
+    if model == "users":
+        assert workload.stages[-1].vus == little["vus"] > 1  # type: ignore[union-attr]
+    else:
+        assert workload.stages[-1].rate_per_s == pytest.approx(rate, abs=2e-3)  # type: ignore[union-attr]
+    text = written.path.read_text()
+    assert f"VUs = rate × (mean time + think time) = {little['rate_per_s']:g} req/s × ({little['mean_ms']:g} ms + " in text
+    assert "median" not in text
+
+
+def _many_endpoints_log(tmp_path: Path, endpoints: int, ids: int) -> Path:
+    """``endpoints`` endpoints named in words (no id in their names), each with ``ids``
+    distinct long ids in a query field."""
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
+    lines = []
+    for n in range(endpoints):
+        name = "-".join(words[int(digit)] for digit in f"{n:04d}")
+        lines += [combined_line(Hit(T0 + n + i / 1000, "GET", f"/catalogue/{name}?ref={10**11 + 7919 * i}"))
+                  for i in range(ids)]
+    return write_log(tmp_path / "access.log", lines)
+
+
+def test_inline_ids_past_the_plan_limit_go_to_feeder_files(tmp_path: Path) -> None:
+    profile = build_profile([_many_endpoints_log(tmp_path, 400, 50)], ProfileOptions())
+    written = write_plan(profile, tmp_path / "plan.yaml", PlanOptions(cover_percent=100))
+    assert len(written.feeders) == 400 and any("feeder files" in note for note in written.notes)
+    assert written.path.stat().st_size <= MAX_PLAN_BYTES and len(branches(written.path)) == 400
+
+
+def test_a_plan_over_the_limit_even_with_feeders_is_refused_naming_what_shrinks_it(tmp_path: Path) -> None:
+    profile = build_profile([_many_endpoints_log(tmp_path, 3000, 1)], ProfileOptions())
+    with pytest.raises(InvalidInput) as error:
+        write_plan(profile, tmp_path / "plan.yaml", PlanOptions(cover_percent=100))
+    assert "plan size limit" in error.value.message
+    for option in ("--cover", "--min-share", "--ids feeder", "--template"):
+        assert option in (error.value.hint or "")
+    assert not (tmp_path / "plan.yaml").exists()
+    # What the hint says works: fewer endpoints.
+    assert write_plan(profile, tmp_path / "plan.yaml", PlanOptions(cover_percent=10)).path.exists()
+
+
+def test_the_truth_has_what_it_says() -> None:
+    # A guard on the generator itself: its shares are the ones the tests above rely on.
+    total = sum(endpoint.per_1000 * endpoint.ms for endpoint in ENDPOINTS)
+    assert {endpoint.name for endpoint in ENDPOINTS if endpoint.per_1000 < 10 and endpoint.per_1000 * endpoint.ms / total < 0.01} \
+        == {"GET /api/ping", "GET /static/site.css"}
