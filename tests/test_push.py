@@ -29,6 +29,7 @@ from horde.engine.run import Run
 from horde.engine.snapshot import Snapshot
 from horde.errors import ExitCode, InvalidInput
 from horde.plan import plan_from_dict
+from horde.sinks.prometheus import run_labels
 from horde.sinks.push import PushSink, parse_out
 
 PROMETHEUS = shutil.which("prometheus")
@@ -101,6 +102,8 @@ class Received:
 class OtlpReceiver:
     port: int
     received: list[Received] = field(default_factory=list)
+    #: What it answers: 200, or a refusal a test sets.
+    status: int = 200
 
     @property
     def url(self) -> str:
@@ -130,11 +133,12 @@ def otlp() -> Iterator[OtlpReceiver]:
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers["Content-Length"]))
             receiver.received.append(Received(self.path, dict(self.headers), json.loads(body)))
-            self.send_response(200)
+            answer = b"{}" if receiver.status == 200 else b"bad data point"
+            self.send_response(receiver.status)
             self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", "2")
+            self.send_header("Content-Length", str(len(answer)))
             self.end_headers()
-            self.wfile.write(b"{}")
+            self.wfile.write(answer)
 
         def log_message(self, format: str, *args: Any) -> None:
             pass
@@ -246,6 +250,34 @@ def test_a_push_target_that_is_down_is_a_warning_and_a_count(target_process: Any
            f"({outputs[0]['series_not_sent']} series)" in result.stdout
 
 
+def test_a_refused_push_is_not_tried_again_and_is_counted(otlp: OtlpReceiver) -> None:
+    otlp.status = 400
+    push = PushSink(parse_out(f"otlp={otlp.url}"), "shop", cpu_limit_percent=100.0)
+    warnings: list[str] = []
+    push.on_warning = warnings.append
+    entry = {"scenario": "s", "step": "home", "kind": "request", "requests": 2, "ok": 2, "errors": {},
+             "bytes_sent": 10, "bytes_received": 20, "histogram": histogram.from_values([1000, 3000])}
+    snapshot: Snapshot = {"second": 1, "elapsed_s": 1.0, "interval_s": 1.0, "final": False, "steps": [entry],
+                          "active_vus": 2, "busy_vus": 1, "iterations": 2, "dropped_arrivals": 0, "connections_opened": 2,
+                          "target_vus": 2, "target_rate_per_s": None, "cpu_percent": 1.0, "timer_lateness_p99_ms": 0.1}
+    push.update(snapshot)
+    report = push.close()
+    assert len(otlp.received) == 1, "a 400 says the data is refused: no second try"
+    assert (report.pushed, report.failed, report.last_error) == (0, 1, "HTTP 400: bad data point")
+    # Series as a scrape counts them: a histogram's are its buckets, its _sum and its _count.
+    metrics = otlp.received[0].body["resourceMetrics"][0]["scopeMetrics"][0]["metrics"]
+    series = sum(len(point["bucketCounts"]) + 2 if "histogram" in metric else 1
+                 for metric in metrics for point in (metric.get("sum") or metric.get("gauge") or metric.get("histogram"))["dataPoints"])
+    assert report.series_not_sent == series
+    assert warnings and "HTTP 400" in warnings[0]
+
+
+def test_tags_become_labels_that_never_take_a_horde_label() -> None:
+    assert run_labels("r1", "shop", {"build": "7", "step": "x", "git.sha": "abc", "1st": "y", "__name__": "z"}) == [
+        ("run", "r1"), ("plan", "shop"), ("tag_1st", "y"), ("tag___name__", "z"), ("build", "7"), ("git_sha", "abc"),
+        ("tag_step", "x")]
+
+
 def test_bad_out_flags_are_refused_with_a_hint_and_no_password(horde_cli: Any) -> None:
     result = horde_cli.run("run", "--url", "http://127.0.0.1:9/", "--duration", "1s", "--out", "otlp=http://me:s3cret@127.0.0.1:x")
     assert result.returncode == ExitCode.INVALID_INPUT, result.stderr
@@ -300,8 +332,12 @@ def test_the_merged_run_is_pushed_with_percentiles_of_the_exact_merge(builtin_ta
     merged = [merge_second([fast[index], slow[index]], final=index == seconds - 1) for index in range(seconds)]
     push = PushSink(parse_out(f"otlp={otlp.url}"), "spread", cpu_limit_percent=1000.0)
     push.set_run_id("cluster-run")
-    for second in merged:
+    for index, second in enumerate(merged):
         push.update(second)
+        # One push a second, as in a run: seconds queued faster would go out together.
+        deadline = time.monotonic() + 10
+        while len(otlp.received) <= index and time.monotonic() < deadline:
+            time.sleep(0.01)
     report = push.close()
     assert report.failed == 0 and report.pushed == seconds == len(otlp.received)
 

@@ -466,7 +466,7 @@ def _header(profile: Profile, options: PlanOptions, coverage: Coverage, left_out
     little = sizing["little"]
     if little["vus"] is not None:
         lines.append(f"Sizing by Little's law: VUs = rate × (mean time + think time) = {little['rate_per_s']:g} req/s × "
-                     f"({little['mean_ms']:g} ms + {little['think_ms']:g} ms) = {little['vus']} VU{'' if little["vus"] == 1 else "s"}"
+                     f"({little['mean_ms']:g} ms + {little['think_ms']:g} ms) = {little['vus']} VU{'' if little['vus'] == 1 else 's'}"
                      f" (the chosen endpoints' mean response time; one VU sends {sizing['per_vu_rps']:g} req/s).")
     lines += [
         "First a sighting shot (one VU, each endpoint's unloaded time):",

@@ -18,12 +18,14 @@ three fields each) rather than through ``protobuf`` and generated code: that is 
 dependency for some fifty lines of wire format. JSON for OTLP needs no protobuf at all, and every
 OTLP/HTTP receiver accepts it.
 
-A push never blocks the run: :meth:`PushSink.update` folds the snapshot and queues the second's
-figures; a thread of the sink's own sends them in order, each with :data:`ATTEMPTS` tries and a
-doubling pause between them. A second that cannot be sent (the target is down, refuses, or the
-queue is full because it is slow) is counted as not sent, with its series; the first failure is a
-warning on the console and the last one is in :meth:`PushSink.report`. The run goes on, and its
-exit code does not change.
+A push never blocks the run: :meth:`PushSink.update` only queues the snapshot; a thread of the
+sink's own folds it (decoding its histograms into the fixed buckets costs milliseconds a step) and
+sends each second in order, with :data:`ATTEMPTS` tries and a doubling pause between them. Seconds
+that arrive while a push is under way (a slow target) are folded into the next push, whose
+counters hold them; their own gauges are not sent. A second that cannot be sent (the target is
+down, refuses, is slower than a push a second, or the run ends before it goes) is counted as not
+sent, with its series; the first failure is a warning on the console and the last one is in
+:meth:`PushSink.report`. The run goes on, and its exit code does not change.
 """
 
 from __future__ import annotations
@@ -58,8 +60,6 @@ ATTEMPTS: Final = 3
 FIRST_PAUSE_S: Final = 0.2
 #: One try's time limit: a push slower than this is a failed try.
 REQUEST_TIMEOUT_S: Final = 2.0
-#: Seconds waiting to be sent; past this (a slow target) the oldest is dropped and counted.
-QUEUE_LIMIT: Final = 30
 #: How long the end of the run waits for the last seconds to go out.
 CLOSE_TIMEOUT_S: Final = 10.0
 
@@ -136,10 +136,8 @@ class PushReport:
                 "series_not_sent": self.series_not_sent, "last_error": self.last_error}
 
 
-@dataclass(frozen=True)
-class _Second:
-    at_ns: int
-    families: list[Family]
+#: One second as queued: when it came, and its snapshot (None: the run has ended).
+_Queued = tuple[int, Snapshot | None]
 
 
 class PushSink:
@@ -159,7 +157,7 @@ class PushSink:
         self._run_id = ""
         self._figures = RunFigures(cpu_limit_percent)
         self._started_ns = time.time_ns()
-        self._queue: queue.Queue[_Second | None] = queue.Queue()
+        self._queue: queue.Queue[_Queued] = queue.Queue()
         self._lock = threading.Lock()  # guards the counts below
         self._pushed = 0
         self._failed = 0
@@ -167,6 +165,9 @@ class PushSink:
         self._last_error: str | None = None
         self._warnings: list[str] = []
         self._warned = False
+        self._closed = False
+        #: Series in the last push (what each second not sent is counted as).
+        self._series = 0
         self._thread = threading.Thread(target=self._send_all, name=f"horde-push-{target.kind}", daemon=True)
         self._thread.start()
 
@@ -177,16 +178,7 @@ class PushSink:
     # -- the Sink protocol -------------------------------------------------------------------
 
     def update(self, snapshot: Snapshot) -> None:
-        self._figures.update(snapshot)
-        second = _Second(time.time_ns(), self._figures.families(run_labels(self._run_id, self.plan_name, self.tags)))
-        if self._queue.qsize() >= QUEUE_LIMIT:
-            try:
-                dropped = self._queue.get_nowait()
-            except queue.Empty:
-                dropped = None
-            if dropped is not None:
-                self._count_failure(dropped, "the target is slower than a push a second (a second was dropped)")
-        self._queue.put(second)
+        self._queue.put((time.time_ns(), snapshot))
         self._tell_warnings()
 
     def note_stopping(self) -> None:
@@ -200,15 +192,18 @@ class PushSink:
     def close(self, timeout_s: float = CLOSE_TIMEOUT_S) -> PushReport:
         """Waits (up to ``timeout_s``) for the queued seconds to go out, then stops; a second
         still queued then counts as not sent. Idempotent."""
-        self._queue.put(None)
+        self._queue.put((time.time_ns(), None))
         self._thread.join(timeout_s)
+        with self._lock:
+            self._closed = True
+        left = 0
         while True:
             try:
-                left = self._queue.get_nowait()
+                left += self._queue.get_nowait()[1] is not None
             except queue.Empty:
                 break
-            if left is not None:
-                self._count_failure(left, "the run ended before it could be sent")
+        if left:
+            self._count_failure(left, self._series, "the run ended before it could be sent", at_close=True)
         self._tell_warnings()
         return self.report()
 
@@ -220,26 +215,46 @@ class PushSink:
     # -- sending ------------------------------------------------------------------------------
 
     def _send_all(self) -> None:
-        while True:
-            second = self._queue.get()
-            if second is None:
-                return
-            body, headers = self._encoded(second)
-            error = self._send(body, headers)
-            if error is None:
-                with self._lock:
+        ended = False
+        while not ended:
+            # Every second queued since the last push: all folded in, the newest pushed.
+            taken = [self._queue.get()]
+            while True:
+                try:
+                    taken.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            snapshots = [snapshot for _, snapshot in taken if snapshot is not None]
+            ended = len(snapshots) < len(taken)
+            if not snapshots:
+                continue
+            for snapshot in snapshots:
+                self._figures.update(snapshot)
+            found = self._figures.families(run_labels(self._run_id, self.plan_name, self.tags))
+            series = sum(len(family.samples) for family in found)
+            if len(snapshots) > 1:
+                self._count_failure(len(snapshots) - 1, series, "the target is slower than a push a second "
+                                    "(their counters went with the next second's push)")
+            try:
+                body, headers = self._encoded(found, taken[len(snapshots) - 1][0])
+                error = self._send(body, headers)
+            except Exception as unexpected:  # noqa: BLE001 - a push never ends the run, whatever fails
+                error = f"{type(unexpected).__name__}: {unexpected}"
+            with self._lock:
+                self._series = series
+                if error is None:
                     self._pushed += 1
                     self._warned = False
-            else:
-                self._count_failure(second, error)
+            if error is not None:
+                self._count_failure(1, series, error)
 
-    def _encoded(self, second: _Second) -> tuple[bytes, dict[str, str]]:
+    def _encoded(self, found: list[Family], at_ns: int) -> tuple[bytes, dict[str, str]]:
         if self.target.kind == PROMETHEUS_RW:
-            body = bytes(cramjam.snappy.compress_raw(write_request(second.families, second.at_ns // 1_000_000)))
+            body = bytes(cramjam.snappy.compress_raw(write_request(found, at_ns // 1_000_000)))
             headers = {"Content-Type": "application/x-protobuf", "Content-Encoding": "snappy",
                        "X-Prometheus-Remote-Write-Version": "0.1.0"}
         else:
-            payload = otlp_metrics(second.families, start_ns=self._started_ns, at_ns=second.at_ns)
+            payload = otlp_metrics(found, start_ns=self._started_ns, at_ns=at_ns)
             body = json.dumps(payload, separators=(",", ":")).encode("utf-8")
             headers = {"Content-Type": "application/json"}
         headers["User-Agent"] = f"horde/{__version__}"
@@ -271,10 +286,13 @@ class PushSink:
                 error = str(getattr(reason, "strerror", None) or reason)
         return error
 
-    def _count_failure(self, second: _Second, error: str) -> None:
+    def _count_failure(self, seconds: int, series: int, error: str, *, at_close: bool = False) -> None:
+        """``seconds`` not sent, of ``series`` each."""
         with self._lock:
-            self._failed += 1
-            self._series_not_sent += sum(len(family.samples) for family in second.families)
+            if self._closed and not at_close:
+                return  # the report is given: a push that outlived close() changes nothing
+            self._failed += seconds
+            self._series_not_sent += seconds * series
             self._last_error = error
             if not self._warned:
                 self._warned = True
