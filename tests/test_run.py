@@ -18,14 +18,13 @@ from horde.engine import histogram
 from horde.errors import PlanInvalid
 from horde.plan import Plan, plan_from_dict
 from horde.engine.run import Run, Snapshot, engine_problems
+from horde.engine.snapshot import ADDED_IN_PYTHON, SENT_WHEN_SET, StepSnapshot
 from horde.results.summary import summarise
 
-SNAPSHOT_KEYS = {
-    "second", "elapsed_s", "interval_s", "timestamp", "final", "steps", "active_vus", "peak_vus", "busy_vus",
-    "iterations", "dropped_arrivals", "connections_opened", "connect_backoffs", "connect_backoff_s", "setup_failures", "target_vus", "target_rate_per_s",
-    "cpu_percent", "timer_lateness_p99_ms", "timer_lateness_max_ms", "run_delay_ms", "steal_percent",
-}
-STEP_KEYS = {"scenario", "step", "kind", "requests", "ok", "errors", "bytes_sent", "bytes_received", "histogram"}
+#: The keys the engine sends every second and for every step: the TypedDicts' own, less what
+#: Python adds and what the engine sends only when set (tests/test_snapshot_contract.py).
+SNAPSHOT_KEYS = (set(Snapshot.__required_keys__) | set(Snapshot.__optional_keys__)) - ADDED_IN_PYTHON - SENT_WHEN_SET
+STEP_KEYS = (set(StepSnapshot.__required_keys__) | set(StepSnapshot.__optional_keys__)) - SENT_WHEN_SET
 
 
 def make_plan(port: int, path: str, workload: dict[str, Any], *, graceful_stop_s: float = 2) -> Plan:

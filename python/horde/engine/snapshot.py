@@ -196,6 +196,16 @@ class Snapshot(TypedDict):
     exchanges: NotRequired[list[Exchange]]
 
 
+#: The keys of :class:`Snapshot` that Python adds, never the engine: a cluster's merge, and
+#: what the conductor shows its sinks. Every other key is one of the engine's own snapshot
+#: fields (``crates/horde-engine/src/snapshot.rs``; tests/test_snapshot_contract.py compares them).
+ADDED_IN_PYTHON = frozenset({"generators", "lost_share", "steering", "monitors"})
+#: Keys the engine sends only when they hold something (a step's optional counters, details,
+#: checks and messages; a second's recorded exchanges).
+SENT_WHEN_SET = frozenset({"exchanges", "rows", "http1", "http2", "h2_stalls", "from_send_histogram", "error_details",
+                           "checks", "messages"})
+
+
 #: The most distinct messages kept per error kind of a step, as the engine keeps them.
 MAX_DETAILS_PER_KIND = 8
 
