@@ -444,3 +444,42 @@ impl JsonParser {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn time(json: &str) -> Option<f64> {
+        json_time(&serde_json::from_str(json).unwrap())
+    }
+
+    #[test]
+    fn times_as_python_reads_them() {
+        // Each checked against Python 3.11's datetime.fromisoformat(...).timestamp().
+        assert_eq!(time(r#""2024-03-01T10:00:00Z""#), Some(1_709_287_200.0));
+        assert_eq!(time(r#""2024-03-01T10:00:00.5Z""#), Some(1_709_287_200.5));
+        assert_eq!(time(r#""2024-03-01T10:00:00.1234567+01:00""#), Some(1_709_283_600.123456));
+        assert_eq!(time(r#""2024-03-01 10:00:00,25Z""#), Some(1_709_287_200.25));
+        assert_eq!(time(r#""20240301T100000Z""#), Some(1_709_287_200.0));
+        assert_eq!(time(r#""2024-03-01T10:00:00+0100""#), Some(1_709_283_600.0));
+        assert_eq!(time(r#""2024-03-01T10Z""#), Some(1_709_287_200.0));
+        assert_eq!(time(r#""01/Mar/2024:10:00:00 +0000""#), Some(1_709_287_200.0));
+        assert_eq!(time("1709287200123"), Some(1_709_287_200.123));
+        assert_eq!(time("1709287200123456"), Some(1_709_287_200.123456));
+        assert_eq!(time(r#"" 1709287200 ""#), Some(1_709_287_200.0));
+        assert_eq!(time(r#""x""#), None);
+        assert_eq!(time("true"), None);
+        assert_eq!(time(r#""2024-02-30T10:00:00Z""#), None);
+        assert_eq!(time(r#""inf""#), None);
+    }
+
+    #[test]
+    fn durations_in_text_carry_their_unit() {
+        assert_eq!(duration_text("0.25s", 1.0), Some(250.0));
+        assert_eq!(duration_text(" 250 ms ", 1.0), Some(250.0));
+        assert_eq!(duration_text("3", 1000.0), Some(3000.0));
+        assert_eq!(duration_text("1e3µs", 1.0), Some(1.0));
+        assert_eq!(duration_text("-", 1.0), None);
+        assert_eq!(duration_text("5 minutes", 1.0), None);
+    }
+}

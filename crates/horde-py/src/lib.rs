@@ -460,16 +460,10 @@ fn _engine(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(start_target, module)?)?;
     module.add_function(wrap_pyfunction!(link::start_link, module)?)?;
     module.add_function(wrap_pyfunction!(logs::profile_logs, module)?)?;
-    module.add_function(wrap_pyfunction!(logs::clf_time, module)?)?;
-    module.add_function(wrap_pyfunction!(logs::split_request, module)?)?;
-    module.add_function(wrap_pyfunction!(logs::path_of, module)?)?;
-    module.add_function(wrap_pyfunction!(logs::is_method, module)?)?;
     module.add_function(wrap_pyfunction!(logs::classify, module)?)?;
-    module.add_function(wrap_pyfunction!(logs::kept_value, module)?)?;
     module.add_class::<logs::PyCombinedParser>()?;
     module.add_class::<logs::PyTemplater>()?;
     module.add_class::<logs::PyJsonLineParser>()?;
-    module.add_function(wrap_pyfunction!(logs::json_time, module)?)?;
     module.add_function(wrap_pyfunction!(logs::first_lines, module)?)?;
     module.add_function(wrap_pyfunction!(self_signed_certificate, module)?)?;
     module.add_class::<PyRunHandle>()?;

@@ -6,7 +6,7 @@
 use std::cell::RefCell;
 use std::path::PathBuf;
 
-use horde_logs::json::{json_time as native_json_time, Field, JsonFields, JsonParser, JsonSession};
+use horde_logs::json::{Field, JsonFields, JsonParser, JsonSession};
 use horde_logs::profile::{profile, Endpoint, Format, LogHistogram, Options, Stop};
 use std::collections::HashMap;
 use horde_logs::read::ReadError;
@@ -163,12 +163,6 @@ pub(crate) fn first_lines<'py>(py: Python<'py>, path: PathBuf, count: usize) -> 
     Ok(("lines", lines).into_pyobject(py)?.into_any())
 }
 
-/// A JSON time value (given as JSON text) as Unix seconds, or None.
-#[pyfunction]
-pub(crate) fn json_time(value_json: &str) -> Option<f64> {
-    serde_json::from_str(value_json).ok().and_then(|value| native_json_time(&value))
-}
-
 /// One combined or nginx line at a time (the Python reader's tests and first lines).
 #[pyclass(module = "horde._engine", name = "CombinedParser")]
 pub(crate) struct PyCombinedParser {
@@ -191,33 +185,6 @@ impl PyCombinedParser {
             Err(reason) => Ok(reason.into_pyobject(py)?.into_any()),
         }
     }
-}
-
-/// A common-log-format time as Unix seconds, or None.
-#[pyfunction]
-pub(crate) fn clf_time(text: &str) -> Option<f64> {
-    horde_logs::text::clf_time(text)
-}
-
-/// `(method, target)` of a request line, or why it is not one.
-#[pyfunction]
-pub(crate) fn split_request<'py>(py: Python<'py>, request: &str) -> PyResult<Bound<'py, PyAny>> {
-    Ok(match horde_logs::text::split_request(request) {
-        Ok(pair) => pair.into_pyobject(py)?.into_any(),
-        Err(reason) => reason.into_pyobject(py)?.into_any(),
-    })
-}
-
-/// The path and query of a request's target (a proxy's request names the whole URL).
-#[pyfunction]
-pub(crate) fn path_of(target: &str) -> &str {
-    horde_logs::text::path_of(target)
-}
-
-/// Whether the text is an HTTP method (`[A-Z][A-Z_-]{0,19}`).
-#[pyfunction]
-pub(crate) fn is_method(text: &str) -> bool {
-    horde_logs::text::is_method(text)
 }
 
 type Template = (Vec<Py<PyAny>>, Vec<String>, Vec<(String, &'static str, &'static str)>, Vec<Option<String>>);
@@ -300,16 +267,6 @@ pub(crate) fn classify(segment: &str, has_email: Bound<'_, PyAny>) -> PyResult<O
     let kind = Templater::new(rules).classify(segment);
     PyRules::raise(error)?;
     Ok(kind.map(Kind::name))
-}
-
-/// Whether the plan may keep a slot's value of kind `kind` (a kind's name, or None).
-#[pyfunction]
-pub(crate) fn kept_value(value: &str, kind: Option<&str>, has_email: Bound<'_, PyAny>) -> PyResult<bool> {
-    let error = RefCell::new(None);
-    let rules = PyRules { is_secret_parameter: None, names_a_secret: None, has_email: Some(has_email), error: &error };
-    let kept = Templater::new(rules).kept(value, kind.and_then(Kind::from_name));
-    PyRules::raise(error)?;
-    Ok(kept)
 }
 
 fn histogram<'py>(py: Python<'py>, histogram: &LogHistogram) -> PyResult<Bound<'py, PyTuple>> {

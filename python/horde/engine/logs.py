@@ -104,32 +104,6 @@ def first_lines(path: Path, count: int) -> list[str] | tuple[str, bool | str]:
     return kind, found
 
 
-def json_time(value_json: str) -> float | None:
-    """A JSON log's time value (given as JSON text) as Unix seconds: epoch numbers (s, ms or µs
-    by size), ISO 8601 (no offset: local time), or the common log format's time; else None."""
-    return _engine.json_time(value_json)
-
-
-def clf_time(text: str) -> float | None:
-    """A common-log-format time (``10/Oct/2000:13:55:36 -0700``) as Unix seconds, or None."""
-    return _engine.clf_time(text)
-
-
-def split_request(request: str) -> tuple[str, str] | str:
-    """(method, target) of a request line (``GET /a HTTP/1.1``), or why it is not one."""
-    return _engine.split_request(request)
-
-
-def path_of(target: str) -> str:
-    """The path and query of a request's target: a request to a proxy names the whole URL."""
-    return _engine.path_of(target)
-
-
-def is_method(text: str) -> bool:
-    """Whether ``text`` is an HTTP method as logs write them (``[A-Z][A-Z_-]{0,19}``)."""
-    return _engine.is_method(text)
-
-
 class Templater:
     """Requests templated one at a time into their endpoints and slots' values (None: not to be
     kept), through the first given template a path matches whole, else automatically; the
@@ -147,8 +121,3 @@ def classify(segment: str, rules: SecretRules) -> str | None:
     """The kind of id a path segment or a value is (``int``, ``uuid``, ``hex``, ``token``,
     ``email``), or None when it is literal text."""
     return _engine.classify(segment, rules.has_email)
-
-
-def kept_value(value: str, kind: str | None, rules: SecretRules) -> bool:
-    """Whether the plan may keep a slot's value of this kind."""
-    return _engine.kept_value(value, kind, rules.has_email)

@@ -42,8 +42,6 @@ from typing import IO, Any, Final
 
 from horde.engine.logs import CombinedParser, JsonLineParser
 from horde.engine.logs import first_lines as native_first_lines
-from horde.engine.logs import json_time as native_json_time
-from horde.engine.logs import clf_time as native_clf_time
 from horde.errors import InvalidInput
 from horde.plan.redaction import redact_text
 
@@ -137,19 +135,6 @@ class SessionKey:
 # -- text formats (combined, nginx) -------------------------------------------------------------
 
 
-def clf_time(text: str) -> float:
-    """A common-log-format time (``10/Oct/2000:13:55:36 -0700``) as Unix seconds; ValueError when
-    it is none.
-
-    >>> clf_time("10/Oct/2000:13:55:36 -0700")
-    971211336.0
-    """
-    seconds = native_clf_time(text)
-    if seconds is None:
-        raise ValueError(f"not a common-log-format time: {text!r}")
-    return seconds
-
-
 class TextParser:
     """Parses combined-format lines (``combined`` or ``nginx``; see the module's text)."""
 
@@ -205,19 +190,6 @@ def _getter(key: str, sample: dict[str, Any]) -> Callable[[dict[str, Any]], Any]
 
 def _has(key: str, sample: dict[str, Any]) -> bool:
     return _getter(key, sample)(sample) is not None
-
-
-def json_time(value: Any) -> float | None:
-    """A time field as Unix seconds: epoch numbers (s, ms or µs by size), ISO 8601 (a time with
-    no offset is local time), or the common log format's time.
-
-    >>> json_time("2024-03-01T10:00:00Z"), json_time(1709287200123), json_time("x")
-    (1709287200.0, 1709287200.123, None)
-    """
-    try:
-        return native_json_time(json.dumps(value))
-    except (TypeError, ValueError):
-        return None
 
 
 #: How sessions are told in a JSON log, as the native parser takes it: None (client address and
