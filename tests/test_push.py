@@ -29,7 +29,7 @@ from horde.engine.run import Run
 from horde.engine.snapshot import Snapshot
 from horde.errors import ExitCode, InvalidInput
 from horde.plan import plan_from_dict
-from horde.sinks.prometheus import run_labels
+from horde.sinks.prometheus import PrometheusExporter, run_labels
 from horde.sinks.push import PushSink, parse_out
 
 PROMETHEUS = shutil.which("prometheus")
@@ -102,8 +102,9 @@ class Received:
 class OtlpReceiver:
     port: int
     received: list[Received] = field(default_factory=list)
-    #: What it answers: 200, or a refusal a test sets.
+    #: What it answers: 200, or a refusal a test sets; and how long it takes to.
     status: int = 200
+    delay_s: float = 0.0
 
     @property
     def url(self) -> str:
@@ -132,6 +133,7 @@ def otlp() -> Iterator[OtlpReceiver]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers["Content-Length"]))
+            time.sleep(receiver.delay_s)
             receiver.received.append(Received(self.path, dict(self.headers), json.loads(body)))
             answer = b"{}" if receiver.status == 200 else b"bad data point"
             self.send_response(receiver.status)
@@ -250,17 +252,32 @@ def test_a_push_target_that_is_down_is_a_warning_and_a_count(target_process: Any
            f"({outputs[0]['series_not_sent']} series)" in result.stdout
 
 
+def synthetic_second(second: int, requests: int) -> Snapshot:
+    entry = {"scenario": "s", "step": "home", "kind": "request", "requests": requests, "ok": requests, "errors": {},
+             "bytes_sent": 10, "bytes_received": 20, "histogram": histogram.from_values([1000 + n for n in range(requests)])}
+    return {"second": second, "elapsed_s": float(second), "interval_s": 1.0, "final": False, "steps": [entry],
+            "active_vus": 2, "busy_vus": 1, "iterations": 2, "dropped_arrivals": 0, "connections_opened": 2,
+            "target_vus": 2, "target_rate_per_s": None, "cpu_percent": 1.0, "timer_lateness_p99_ms": 0.1}
+
+
+def test_seconds_behind_a_slow_push_go_with_the_next_one_and_are_counted(otlp: OtlpReceiver) -> None:
+    otlp.delay_s = 0.5
+    push = PushSink(parse_out(f"otlp={otlp.url}"), "shop", cpu_limit_percent=100.0)
+    for second in range(1, 5):
+        push.update(synthetic_second(second, 10 * second))
+    report = push.close()
+    assert report.pushed + report.failed == 4 and report.failed >= 1 and report.pushed == len(otlp.received) >= 1
+    assert report.last_error is not None and "slower than a push a second" in report.last_error
+    # The counters of the seconds that waited went with the last push.
+    assert int(otlp.points(len(otlp.received) - 1, "horde_requests_total")[0]["asInt"]) == 10 + 20 + 30 + 40
+
+
 def test_a_refused_push_is_not_tried_again_and_is_counted(otlp: OtlpReceiver) -> None:
     otlp.status = 400
     push = PushSink(parse_out(f"otlp={otlp.url}"), "shop", cpu_limit_percent=100.0)
     warnings: list[str] = []
     push.on_warning = warnings.append
-    entry = {"scenario": "s", "step": "home", "kind": "request", "requests": 2, "ok": 2, "errors": {},
-             "bytes_sent": 10, "bytes_received": 20, "histogram": histogram.from_values([1000, 3000])}
-    snapshot: Snapshot = {"second": 1, "elapsed_s": 1.0, "interval_s": 1.0, "final": False, "steps": [entry],
-                          "active_vus": 2, "busy_vus": 1, "iterations": 2, "dropped_arrivals": 0, "connections_opened": 2,
-                          "target_vus": 2, "target_rate_per_s": None, "cpu_percent": 1.0, "timer_lateness_p99_ms": 0.1}
-    push.update(snapshot)
+    push.update(synthetic_second(1, 2))
     report = push.close()
     assert len(otlp.received) == 1, "a 400 says the data is refused: no second try"
     assert (report.pushed, report.failed, report.last_error) == (0, 1, "HTTP 400: bad data point")
@@ -276,6 +293,10 @@ def test_tags_become_labels_that_never_take_a_horde_label() -> None:
     assert run_labels("r1", "shop", {"build": "7", "step": "x", "git.sha": "abc", "1st": "y", "__name__": "z"}) == [
         ("run", "r1"), ("plan", "shop"), ("tag_1st", "y"), ("tag___name__", "z"), ("build", "7"), ("git_sha", "abc"),
         ("tag_step", "x")]
+    # The scrape endpoint carries them too.
+    exporter = PrometheusExporter("r1", "shop", cpu_limit_percent=100.0, tags={"build": "7"})
+    exporter.update(synthetic_second(1, 2))
+    assert 'horde_requests_total{build="7",plan="shop",run="r1",scenario="s",step="home",step_kind="request"} 2.0' in exporter.render()
 
 
 def test_bad_out_flags_are_refused_with_a_hint_and_no_password(horde_cli: Any) -> None:
