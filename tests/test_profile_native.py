@@ -16,6 +16,7 @@ from horde.profile import ProfileOptions, SessionKey, build_profile
 from horde.profile.logs import EARLY_CHECK_LINES, JsonParser, PROGRESS_EVERY, ReadCounts, in_time_order, make_parser, read_records
 from horde.profile.profile import Profile, ProfileBuilder
 from profile_logs import T0, Hit, combined_line, json_line, write_log
+from profile_truth import write_truth_log
 
 ENDPOINTS = [  # (method, target with {} for an id, count weight, seconds)
     ("GET", "/api/items/{}", 30, 0.010), ("GET", "/api/items/{}/reviews?page={}&token=t{}", 10, 0.030),
@@ -170,3 +171,12 @@ def test_off_a_terminal_progress_is_a_line_now_and_then(tmp_path: Path, capsys: 
     assert main(["profile", str(path), "--json", str(tmp_path / "p.json")]) == ExitCode.OK
     err = capsys.readouterr().err
     assert f"reading: {PROGRESS_EVERY:,} lines (" in err and "\r" not in err
+
+
+def test_the_truth_log_of_the_plan_tests_gives_the_python_readers_profile(tmp_path: Path) -> None:
+    """The log the plan tests check the plan against (tests/profile_truth.py), through both readers."""
+    truth = write_truth_log(tmp_path / "truth.log")
+    path = tmp_path / "truth.log"
+    native = build_profile([path], ProfileOptions())
+    assert_same(native, python_profile([path], ProfileOptions()))
+    assert {stats.name: stats.count for stats in native.endpoints} == truth.counts
