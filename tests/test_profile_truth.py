@@ -50,6 +50,10 @@ def test_every_endpoint_significant_by_count_or_by_time_is_kept(tmp_path: Path) 
     text = written.path.read_text()
     assert "# Left out: 2 endpoints, 1.40 % of the requests, 0.09 % of the time (by share: requests, time):" in text
     assert "#   GET /api/ping: 0.90 %, 0.04 %" in text
+    # What the log cannot hold is told as the user's to give.
+    assert "# To complete: an access log holds no request body" in text
+    assert "#   POST /api/orders\n#   POST /api/refunds/{id}\n" in text
+    assert any("go out with no body or header" in note for note in written.notes)
 
     # --by time keeps the heaviest first; the floor still keeps what is frequent.
     by_time = write_plan(profile, tmp_path / "time.yaml", PlanOptions(by="time", cover_percent=60))

@@ -56,6 +56,8 @@ IDS: Final = ("seen", "feeder")
 #: The share (percent) of the requests or of the server's time at or above which an endpoint is
 #: kept whatever --cover and --by say (--min-share).
 MIN_SHARE_PERCENT = 1.0
+#: Methods whose requests usually carry a body, which a log does not hold.
+BODY_METHODS: Final = ("POST", "PUT", "PATCH")
 #: Left-out endpoints named one by one in the plan's comments (the rest are added up).
 LEFT_OUT_NAMED = 10
 #: Seen values written inline per slot (a random choice among them; repeats keep the frequencies).
@@ -232,7 +234,13 @@ def _write(profile: Profile, path: Path, options: PlanOptions, coverage: Coverag
     if len(text.encode("utf-8")) > MAX_PLAN_BYTES:
         return None
     written = _write_checked(path, text, feeder_dir, {f"{name}.csv": _csv(table) for name, table in feeders.items()})
-    return WrittenPlan(path, written, rows, coverage.by_count, sizing, list(coverage.notes),
+    notes = list(coverage.notes)
+    with_body = [stats.name for stats in chosen if stats.shape.method in BODY_METHODS]
+    if with_body:
+        notes.append(f"{len(with_body)} endpoint{'' if len(with_body) == 1 else 's'} ({', '.join(with_body[:3])}"
+                     f"{', ...' if len(with_body) > 3 else ''}) go out with no body or header: the log holds none "
+                     "(the plan's comments list them to complete)")
+    return WrittenPlan(path, written, rows, coverage.by_count, sizing, notes,
                        coverage.by_time if profile.timed else None, left_out)
 
 
@@ -476,6 +484,11 @@ def _header(profile: Profile, options: PlanOptions, coverage: Coverage, left_out
     ]
     if parameters:
         lines.append(f"Secret query fields are parameters; give them with -p: {', '.join(f'-p {n}=...' for n in parameters)}")
+    with_body = [stats.name for stats in coverage.chosen if stats.shape.method in BODY_METHODS]
+    if with_body:
+        lines.append("To complete: an access log holds no request body, header or credential, so these go out with none;")
+        lines.append("give each its `body:` (a template, or values from a feeder) and `headers:` (auth, content type):")
+        lines += [f"  {name}" for name in with_body]
     return "".join(f"# {line}\n" for line in lines)
 
 
