@@ -368,6 +368,53 @@ def test_logins_by_scram_md5_and_clear_password_and_a_wrong_one_counted(password
     monkeypatch.setenv("HORDE_TEST_PGPASSWORD", "not-the-password")
     plan = plan_of(password_server.replace(f"{_PG_SUPERUSER}@", "scram_user@"), steps, vus=1, duration_s=1.0)
     plan["target"]["password_env"] = "HORDE_TEST_PGPASSWORD"
-    found = totals(run_to_end(plan))
-    # SQLSTATE 28P01 (invalid_password): counted as the database's error, the run going on.
-    assert found["who"]["ok"] == 0 and set(found["who"]["errors"]) == {"sql_other"}, found
+    snapshots = run_to_end(plan)
+    found = totals(snapshots)
+    # SQLSTATE 28P01 (invalid_password): a login refused is a failed connect, no session opened.
+    assert found["who"]["ok"] == 0 and set(found["who"]["errors"]) == {"sql_login_failed"}, found
+    assert sum(snapshot["connections_opened"] for snapshot in snapshots) == 0
+    details = [detail["message"] for snapshot in snapshots for step in snapshot["steps"] for detail in step.get("error_details", [])]
+    assert details and all(message.startswith("login refused: SQLSTATE 28P01 (invalid_password): password authentication failed")
+                           for message in details), details
+
+
+def test_a_wrong_password_ends_the_run_as_no_connection_saying_why(password_server: str, tmp_path: Path) -> None:
+    """The README's exit 7: not one connection opened, and why (the server's SQLSTATE, named)."""
+    from conftest import HordeCli
+
+    horde_cli = HordeCli(tmp_path)
+    horde_cli.env["HORDE_TEST_PGPASSWORD"] = "not-the-password"
+    plan = plan_of(password_server.replace(f"{_PG_SUPERUSER}@", "md5_user@"),
+                   [{"type": "sql", "name": "who", "query": "SELECT current_user"}], vus=2, duration_s=1.0)
+    plan["target"]["password_env"] = "HORDE_TEST_PGPASSWORD"
+    path = tmp_path / "wrong-password.json"
+    path.write_text(__import__("json").dumps(plan))
+    summary_path = tmp_path / "summary.json"
+    done = horde_cli.run("run", str(path), "--summary-json", str(summary_path))
+    assert done.returncode == 7, done.stdout + done.stderr
+    assert "no connection could be opened" in done.stdout, done.stdout
+    assert "SQLSTATE 28P01 (invalid_password)" in done.stdout, done.stdout
+    summary = __import__("json").loads(summary_path.read_text())
+    assert summary["connections_opened"] == 0 and set(summary["errors_by_kind"]) == {"sql_login_failed"}, summary
+
+
+def test_a_statement_past_its_timeout_is_cancelled_on_the_server(postgres_database: str) -> None:
+    """``request_timeout_ms`` drops the connection and asks the server to cancel the statement
+    (a CancelRequest with the backend's key): no backend is left running it."""
+    marker = "horde_cancel_probe"
+    steps: list[dict[str, Any]] = [{"type": "sql", "name": "sleep", "query": f"SELECT pg_sleep(5) AS {marker}"}]
+    plan = plan_of(postgres_database, steps, vus=3, duration_s=1.0)
+    plan["target"]["request_timeout_ms"] = 200
+    snapshots = run_to_end(plan)
+    found = totals(snapshots)
+    assert found["sleep"]["ok"] == 0 and set(found["sleep"]["errors"]) == {"timeout"}, found
+    assert found["sleep"]["errors"]["timeout"] >= 6, found
+    query = ("SELECT count(*) FROM pg_stat_activity WHERE query LIKE %s AND state = 'active' AND pid <> pg_backend_pid()")
+    with psycopg.connect(libpq_url(postgres_database), autocommit=True) as connection:
+        # The cancels go out as each statement times out; the last ones a moment after the run.
+        deadline = time.monotonic() + 1.0
+        running = connection.execute(query, (f"%{marker}%",)).fetchone()[0]  # type: ignore[index]
+        while running and time.monotonic() < deadline:
+            time.sleep(0.05)
+            running = connection.execute(query, (f"%{marker}%",)).fetchone()[0]  # type: ignore[index]
+    assert running == 0, f"{running} backends still run pg_sleep (5 s each) after the run"

@@ -29,8 +29,10 @@ class ExitCode(IntEnum):
     #: `horde run --cluster`: the cluster could not be reached, or its generators could not start.
     CLUSTER_UNAVAILABLE = 6
     #: The target never answered: the run opened not one connection to it (refused, DNS, TLS,
-    #: connect timeout...), or its connections opened and not one request got a response (a
-    #: stalled target: timed out or cut at the end). It measured nothing of the target.
+    #: connect timeout, a database login refused...), or its connections opened and not one
+    #: request got a response (a stalled target: timed out or cut at the end), or a message
+    #: target sent back not one message (a closed port, a silent peer). It measured nothing of
+    #: the target.
     NO_CONNECTION = 7
     #: `horde try`: a step or a check of the iteration failed (each exchange shows which and why).
     TRY_FAILED = 8

@@ -93,3 +93,21 @@ def test_stored_details_survive_the_store(horde_cli: HordeCli, tmp_path: Path) -
         stored = store.snapshots(record.run_id)
     details = [detail for second in stored for step in second["steps"] for detail in step.get("error_details", [])]
     assert details and all(detail["kind"] == "refused" for detail in details)
+
+
+def test_an_unset_password_env_is_a_located_plan_problem(horde_cli: HordeCli) -> None:
+    """Issue 36: the variable ``target.password_env`` names is read when the run starts; one left
+    unset is the plan's problem (exit 2, located, with a hint), found by ``validate`` as by
+    ``run``, never an engine that cannot start (exit 1)."""
+    horde_cli.env.pop("HORDE_TEST_UNSET_PASSWORD", None)
+    plan = _plan("postgresql://app@127.0.0.1:1/game", [{"type": "sql", "name": "one", "query": "SELECT 1"}])
+    plan["target"]["password_env"] = "HORDE_TEST_UNSET_PASSWORD"
+    path = horde_cli.tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(plan))
+    for command in ("validate", "run"):
+        done = horde_cli.run(command, str(path))
+        assert done.returncode == ExitCode.INVALID_INPUT, (command, done.stdout, done.stderr)
+        assert "target.password_env: the environment variable 'HORDE_TEST_UNSET_PASSWORD' is not set" in done.stderr, done.stderr
+        assert "hint: export it where horde runs (export HORDE_TEST_UNSET_PASSWORD=" in done.stderr, done.stderr
+    horde_cli.env["HORDE_TEST_UNSET_PASSWORD"] = "set now"
+    assert horde_cli.run("validate", str(path)).returncode == ExitCode.OK

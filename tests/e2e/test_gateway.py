@@ -128,6 +128,56 @@ def test_a_bad_message_plan_is_located(horde_cli: HordeCli) -> None:
         assert located in output, output
 
 
+def _peer_run(horde_cli: HordeCli, base_url: str) -> tuple[int, str, dict[str, Any]]:
+    """A second of a VU saying hello and pinging ``base_url`` by the CLI: its exit code, its
+    output, its summary."""
+    plan = write(horde_cli.tmp_path, f"""\
+        version: 1
+        name: unanswered
+        target: {{base_url: "{base_url}"}}
+        scenarios:
+          - name: robots
+            steps:
+              - {{type: send, name: hello, text: "hello {{{{ seq }}}}"}}
+              - {{type: ping, name: rtt, reply_seq: "pong (\\\\d+)", timeout_ms: 200}}
+            workload: {{type: closed, start_vus: 1, stages: [{{duration_s: 1, vus: 1}}]}}
+        graceful_stop_s: 1
+        """)
+    summary_path = horde_cli.tmp_path / "summary.json"
+    result = horde_cli.run("run", str(plan), "--summary-json", str(summary_path), timeout=60)
+    assert "Traceback" not in result.stderr, result.stderr
+    return result.returncode, result.stdout, json.loads(summary_path.read_text())
+
+
+def test_closed_udp_and_kcp_ports_end_the_run_as_a_dead_target(horde_cli: HordeCli) -> None:
+    """Issue 36: the kernel's ICMP port unreachable is a refusal, not loss: the run that got not
+    one message back ends as a dead HTTP target does (exit 7), saying why."""
+    for scheme in ("udp", "kcp"):
+        base_url = f"{scheme}://127.0.0.1:{free_udp_port()}"
+        code, out, summary = _peer_run(horde_cli, base_url)
+        assert code == ExitCode.NO_CONNECTION, (scheme, out)
+        assert set(summary["errors_by_kind"]) == {"refused"}, (scheme, summary["errors_by_kind"])
+        assert summary["messages"]["received"] == 0
+        said = next(line for line in out.splitlines() if line.startswith("!!"))
+        assert said.startswith("!! the target never answered: ") and "not one came back (refused " in said, said
+        assert f"{base_url} is closed: an ICMP port unreachable came back" in said, said
+
+
+def test_a_silent_tcp_peer_ends_the_run_as_a_dead_target(horde_cli: HordeCli) -> None:
+    """A peer that accepts and never answers: its pings time out (TCP loses nothing: late, not
+    lost), and the run ends with exit 7, saying nothing came from it."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)  # the kernel accepts; nothing ever reads or answers
+        base_url = f"tcp://127.0.0.1:{listener.getsockname()[1]}"
+        code, out, summary = _peer_run(horde_cli, base_url)
+    assert code == ExitCode.NO_CONNECTION, out
+    assert set(summary["errors_by_kind"]) == {"timeout"}, summary["errors_by_kind"]
+    assert summary["connections_opened"] == 1 and summary["messages"]["received"] == 0
+    said = next(line for line in out.splitlines() if line.startswith("!!"))
+    assert said.startswith("!! the target never answered: ") and f"nothing has come from {base_url}" in said, said
+
+
 def test_capacity_in_players_counts_messages(horde_cli: HordeCli, target_process: Callable[..., int]) -> None:
     tcp_port, _ = gateway_ports(target_process)
     plan = write(horde_cli.tmp_path, f"""\

@@ -143,7 +143,19 @@ pub(crate) fn run_worker(index: usize, shared: Arc<Shared>, parts: mpsc::Sender<
             std::panic::resume_unwind(error.into_panic());
         }
     }
+    // What the grace period cut goes with the set. A SQL statement among it asks its server to
+    // cancel it (`sql/cancel.rs`), from a task on this runtime: the set is dropped inside the
+    // runtime's context so that it can, and the runtime runs those tasks a moment, before the
+    // final part goes.
+    {
+        let _context = runtime.enter();
+        drop(local);
+    }
+    runtime.block_on(crate::sql::cancels_sent(CANCELS_AT_THE_END));
 }
+
+/// The longest a worker's end waits for the cancel requests of the statements it cut.
+const CANCELS_AT_THE_END: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Whether a worker's course has ended, and the waker of the worker's thread waiting for it.
 #[derive(Default)]

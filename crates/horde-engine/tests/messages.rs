@@ -87,9 +87,37 @@ fn twenty_ms_each_way_makes_a_forty_ms_round_trip() {
     assert_eq!(step_errors(&snapshots, "rtt", "lost"), 0);
     let (min_ms, median_ms) = (rtt.min() as f64 / 1000.0, rtt.value_at_quantile(0.5) as f64 / 1000.0);
     eprintln!("20 ms each way: RTT min {min_ms} ms, median {median_ms} ms, over {} pings", rtt.len());
-    // 40 ms of delay plus loopback and the timer's own granularity (about a millisecond).
+    // 40 ms of delay plus loopback and the impaired network's timer (a tenth of a millisecond).
     assert!(min_ms >= 40.0, "min {min_ms} ms");
     assert!(median_ms <= 44.0, "median {median_ms} ms");
+}
+
+/// The median round trip of 2 VUs pinging the gateway's UDP port for 1.5 s through `network`
+/// (none: the plain socket).
+fn median_rtt_ms(url: &str, network: Option<Value>) -> f64 {
+    let mut scenario = json!({"steps": ping_loop(2.0, 1000.0), "workload": closed_value(2, 1.5)});
+    if let Some(network) = network {
+        scenario["network"] = network;
+    }
+    let snapshots = run_to_end(&scenario_plan(url, scenario), 1);
+    let rtt = latency(&snapshots, "rtt");
+    assert!(rtt.len() > 20, "only {} pings", rtt.len());
+    assert_eq!(step_errors(&snapshots, "rtt", "lost"), 0);
+    rtt.value_at_quantile(0.5) as f64 / 1000.0
+}
+
+#[test]
+fn the_impaired_network_adds_the_delay_asked_for_and_no_more() {
+    let gateway = gateway(GatewayFraming::Newline);
+    let url = format!("udp://{}", gateway.udp_addr.unwrap());
+    let plain = median_rtt_ms(&url, None);
+    let zero = median_rtt_ms(&url, Some(json!({"delay_ms": 0.0})));
+    let twenty = median_rtt_ms(&url, Some(json!({"delay_ms": 20.0})));
+    eprintln!("median RTT: plain {plain} ms, through no delay {zero} ms, through 20 ms each way {twenty} ms");
+    // Each way within 0.2 ms of the delay asked for (the link's own timer, not a millisecond
+    // tick rounded up: `horde link` reads 40.3 ms at 20 ms each way).
+    assert!(zero - plain <= 0.4, "no delay added {:.3} ms to the round trip", zero - plain);
+    assert!((twenty - plain - 40.0).abs() <= 0.4, "20 ms each way added {:.3} ms to the round trip", twenty - plain);
 }
 
 #[test]

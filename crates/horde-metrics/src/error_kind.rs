@@ -20,7 +20,8 @@ pub enum ErrorKind {
     /// No route to the target's host or network (EHOSTUNREACH 113, ENETUNREACH 101): kept apart
     /// from other connect failures, as a routing fault rather than the target's.
     NoRoute,
-    /// The response was not valid HTTP/1.1.
+    /// The answer did not follow its protocol: not valid HTTP/1.1, a broken WebSocket frame, a
+    /// tcp:// stream off the plan's framing (the error's detail names which).
     Protocol,
     /// The response's head (status line and headers) was larger than the plan's
     /// `target.max_response_header_bytes`.
@@ -53,6 +54,10 @@ pub enum ErrorKind {
     SqlConnectionFailure,
     /// PostgreSQL: any other error the server reported.
     SqlOther,
+    /// PostgreSQL: the server refused the login (SQLSTATE class 28: a wrong password, no
+    /// `pg_hba.conf` entry; 3D000: no such database), or asked for a password the plan does not
+    /// give. No session was opened: a failed connect, as `refused` is.
+    SqlLoginFailed,
     /// A `ping` step's reply did not come within its timeout (a message transport).
     Lost,
     /// HTTP/2: the server reset the request's stream (RST_STREAM), with its error code: 0 to 13
@@ -93,7 +98,7 @@ pub const H2_RESET_OTHER: u8 = 14;
 
 impl ErrorKind {
     /// Kinds other than `Status`, in their counter order.
-    pub const FIXED: [ErrorKind; 41] = [
+    pub const FIXED: [ErrorKind; 42] = [
         ErrorKind::Refused,
         ErrorKind::Reset,
         ErrorKind::Timeout,
@@ -135,6 +140,7 @@ impl ErrorKind {
         ErrorKind::H2GoAway,
         ErrorKind::H2Refused,
         ErrorKind::WsClosed,
+        ErrorKind::SqlLoginFailed,
     ];
     pub const FIXED_COUNT: usize = Self::FIXED.len();
 
@@ -163,6 +169,7 @@ impl ErrorKind {
             ErrorKind::SqlUniqueViolation => "sql_unique_violation".into(),
             ErrorKind::SqlConnectionFailure => "sql_connection_failure".into(),
             ErrorKind::SqlOther => "sql_other".into(),
+            ErrorKind::SqlLoginFailed => "sql_login_failed".into(),
             ErrorKind::NoRoute => "no_route".into(),
             ErrorKind::Lost => "lost".into(),
             ErrorKind::H2Reset(code) => match H2_CODES.get(usize::from(*code)) {

@@ -22,8 +22,9 @@ from horde.plan import Plan, plan_from_dict
 TRIAL_LIMIT_S = 120.0
 #: The most exchanges recorded per step (a loop runs a step more than once per iteration).
 EXCHANGES_PER_STEP = 50
-#: Connect failures: the target could not be reached at all.
-_CONNECT_KINDS = frozenset({"refused", "dns", "tls", "connect", "timeout", "sql_connection_failure"})
+#: Connect failures: the target could not be reached at all (``sql_login_failed``: PostgreSQL
+#: refused the login).
+_CONNECT_KINDS = frozenset({"refused", "dns", "tls", "connect", "timeout", "sql_connection_failure", "sql_login_failed"})
 
 
 @dataclass

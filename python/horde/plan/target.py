@@ -13,6 +13,7 @@ ConnectionPool(pool=100)
 from __future__ import annotations
 
 import ipaddress
+import os
 from typing import Any, Literal, Union
 from urllib.parse import SplitResult, urlsplit
 
@@ -189,6 +190,27 @@ def _check_http2(data: dict[str, Any], problems: list[Located]) -> dict[str, Any
 
 def _describe(value: Any) -> str:
     return repr(value) if isinstance(value, (str, int, float)) else type(value).__name__
+
+
+def _password_env_problems(data: dict[str, Any]) -> list[Located]:
+    """``password_env`` names a variable this environment sets: the engine reads the password
+    from it when the run starts, and a variable left unset is the plan's problem, found by
+    ``horde validate`` too, not a run that cannot start. (A name that is no variable's, and a
+    password for a target of another protocol, are the engine's to word: validate/sql.rs.)
+
+    >>> [problem[2].message() for problem in _password_env_problems(
+    ...     {"base_url": "postgresql://app@db/game", "password_env": "HORDE_DOCTEST_UNSET"})]
+    ["the environment variable 'HORDE_DOCTEST_UNSET' is not set"]
+    """
+    name, base_url = data.get("password_env"), data.get("base_url")
+    if (not isinstance(name, str) or not name or "=" in name or "\0" in name or name in os.environ
+            or not isinstance(base_url, str) or not is_postgres_url(base_url)):
+        return []
+    return [(("password_env",), name, custom(
+        "password_env", f"the environment variable '{name}' is not set",
+        f"export it where horde runs (export {name}='...'): the engine reads the password from it "
+        "when the run starts, and never stores it",
+    ))]
 
 
 def _source_address_problems(data: dict[str, Any]) -> list[Located]:
@@ -525,6 +547,7 @@ class Target(BaseModel):
         data = _check_connections(data, problems)
         data = _check_http_version(data, problems)
         problems += _source_address_problems(data)
+        problems += _password_env_problems(data)
         problems += message_option_problems(data)
         if not isinstance(data.get("instances"), list):
             return with_problems(data, handler, problems, "Target", tuple(cls.model_fields))

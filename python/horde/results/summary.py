@@ -187,8 +187,9 @@ class SummaryBuilder:
         }
 
 
-#: Error kinds of a request that failed before any connection was open.
-CONNECT_KINDS = ("refused", "connect", "no_route", "dns", "tls", "timeout")
+#: Error kinds of a request that failed before any connection was open (``sql_login_failed``:
+#: PostgreSQL refused the login, a wrong password or no such database, so no session opened).
+CONNECT_KINDS = ("refused", "connect", "no_route", "dns", "tls", "timeout", "sql_login_failed")
 
 
 def no_connection(summary: dict[str, Any]) -> bool:
@@ -223,6 +224,16 @@ def never_answered(summary: dict[str, Any]) -> bool:
     False
     >>> never_answered({"requests": 4, "errors": 4, "responses": 0, "connections_opened": 4, "errors_by_kind": {"template_failed": 4}})
     False
+
+    A message target (``tcp://``, ``udp://``, ``kcp://``, ``ws://``) is judged by what came
+    back: a message sent is sent whatever the peer, so its sends succeed against a closed port
+    or a silent peer. Not one message received, while the steps that waited for one got nothing
+    (refused by an ICMP port unreachable, lost, timed out), is a target that never answered:
+
+    >>> silent = {"requests": 8, "errors": 4, "responses": 4, "connections_opened": 1, "errors_by_kind": {"lost": 4},
+    ...           "messages": {"sent": 8, "received": 0, "datagrams_received": 0}}
+    >>> never_answered(silent), never_answered({**silent, "messages": {"sent": 8, "received": 3, "datagrams_received": 3}})
+    (True, False)
     """
     if no_connection(summary):
         return True
@@ -230,8 +241,19 @@ def never_answered(summary: dict[str, Any]) -> bool:
     kinds = {kind for kind, count in (summary.get("errors_by_kind") or {}).items() if count}
     # A group's pass failed because its steps did: its own kind says nothing about the target.
     kinds.discard("step_failed")
-    return (requests > 0 and requests == int(summary.get("errors") or 0) and not int(summary.get("responses") or 0)
-            and bool(kinds) and kinds <= set(NO_ANSWER_KINDS))
+    if not (requests > 0 and kinds and kinds <= set(NO_ANSWER_KINDS)):
+        return False
+    if _nothing_came_back(summary):
+        return True
+    return requests == int(summary.get("errors") or 0) and not int(summary.get("responses") or 0)
+
+
+def _nothing_came_back(summary: dict[str, Any]) -> bool:
+    """Whether a run against a message target sent messages and received not one, not even a
+    datagram that its impaired network then dropped."""
+    messages = summary.get("messages") or {}
+    return (int(messages.get("sent") or 0) > 0 and not int(messages.get("received") or 0)
+            and not int(messages.get("datagrams_received") or 0))
 
 
 def nothing_completed(summary: dict[str, Any]) -> str | None:
@@ -251,18 +273,25 @@ def nothing_completed(summary: dict[str, Any]) -> str | None:
     'nothing completed: not one request was sent'
     >>> nothing_completed({"requests": 5, "errors": 1, "errors_by_kind": {"timeout": 1}}) is None
     True
+
+    A message target whose sends went out and from which nothing came back (its sends
+    succeeded: a datagram or a line sent is sent whatever the peer):
+
+    >>> nothing_completed({"requests": 6, "errors": 3, "errors_by_kind": {"refused": 3}, "connections_opened": 3,
+    ...     "messages": {"sent": 3, "received": 0, "datagrams_received": 0},
+    ...     "error_details": [{"kind": "refused", "message": "udp://127.0.0.1:9 is closed: an ICMP port unreachable came back", "count": 3}]})
+    'the target never answered: 3 messages sent, not one came back (refused 3: udp://127.0.0.1:9 is closed: an ICMP port unreachable came back)'
     """
     requests, errors = int(summary.get("requests") or 0), int(summary.get("errors") or 0)
     if requests and errors < requests:
+        if never_answered(summary):
+            sent = int((summary.get("messages") or {}).get("sent") or 0)
+            return f"the target never answered: {sent:,} message{'s' if sent != 1 else ''} sent, not one came back ({_first_reason(summary)})"
         return None
     if not requests:
         return "nothing completed: not one request was sent"
     if no_connection(summary):
-        kinds = sorted((summary.get("errors_by_kind") or {}).items(), key=lambda item: (-int(item[1]), item[0]))
-        kind, count = kinds[0]
-        first = next((detail["message"] for detail in summary.get("error_details") or [] if detail["kind"] == kind), None)
-        return (f"no connection could be opened: all {requests:,} requests failed to connect "
-                f"({kind} {count:,}{': ' + first if first else ''})")
+        return f"no connection could be opened: all {requests:,} requests failed to connect ({_first_reason(summary)})"
     kinds = sorted((summary.get("errors_by_kind") or {}).items(), key=lambda item: (-int(item[1]), item[0]))
     why = ", ".join(f"{kind} {count:,}" for kind, count in kinds[:4]) + (", ..." if len(kinds) > 4 else "")
     if never_answered(summary):
@@ -270,6 +299,14 @@ def nothing_completed(summary: dict[str, Any]) -> str | None:
         return (f"the target never answered: {opened:,} connection{'s' if opened != 1 else ''} opened, "
                 f"not one of the {requests:,} requests got a response ({why})")
     return f"nothing completed: none of the {requests:,} requests succeeded ({why})"
+
+
+def _first_reason(summary: dict[str, Any]) -> str:
+    """The commonest error kind, its count and its first message in words."""
+    kinds = sorted((summary.get("errors_by_kind") or {}).items(), key=lambda item: (-int(item[1]), item[0]))
+    kind, count = kinds[0]
+    first = next((detail["message"] for detail in summary.get("error_details") or [] if detail["kind"] == kind), None)
+    return f"{kind} {count:,}{': ' + first if first else ''}"
 
 
 def generator_state(snapshot: Snapshot, cpu_limit_percent: float) -> str:

@@ -9,7 +9,7 @@ use bytes::BytesMut;
 use horde_plan::{Framing, KcpOptions, Network};
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
 use tokio::net::{TcpStream, UdpSocket};
 
 /// The largest datagram read (UDP's own limit).
@@ -22,10 +22,25 @@ thread_local! {
 }
 
 /// The next datagram on `socket` (cancel safe): waits until the socket is readable, then reads
-/// into the thread's buffer (never borrowed across an await) and copies out what came.
+/// into the thread's buffer (never borrowed across an await) and copies out what came; or the
+/// socket's error, when an ICMP port unreachable came back for a datagram it sent
+/// (`ConnectionRefused`: nothing listens at the target's port).
 pub(crate) async fn recv_datagram(socket: &UdpSocket) -> io::Result<Vec<u8>> {
     loop {
-        socket.readable().await?;
+        // An ICMP error comes as an error event (EPOLLERR), never as readability: a receive
+        // waiting for readability alone waited out its timeout, and the refusal was reported
+        // (if ever) by a later send, or counted as a datagram lost.
+        let ready = socket.ready(Interest::READABLE | Interest::ERROR).await?;
+        if ready.is_error() {
+            // The error event is taken with the error (SO_ERROR), so that the next wait waits.
+            let _ = socket.try_io(Interest::ERROR, || Err::<(), _>(io::ErrorKind::WouldBlock.into()));
+            if let Some(error) = socket.take_error()? {
+                return Err(error);
+            }
+        }
+        if !ready.is_readable() {
+            continue;
+        }
         match try_recv_datagram(socket) {
             // Readiness can be spurious: wait again.
             Err(error) if error.kind() == io::ErrorKind::WouldBlock => continue,
@@ -81,7 +96,7 @@ impl MessageConnection {
     pub async fn udp(address: SocketAddr, source: Option<IpAddr>, network: Option<Network>, seed: u64) -> io::Result<Self> {
         let socket = connected_socket(address, source).await?;
         Ok(match network {
-            Some(network) => Self::ImpairedUdp(ImpairedLink::start(socket, network, seed)),
+            Some(network) => Self::ImpairedUdp(ImpairedLink::start(socket, network, seed)?),
             None => Self::Udp { socket },
         })
     }
@@ -89,7 +104,7 @@ impl MessageConnection {
     /// A KCP session with the target over a socket of its own, `conv` its conversation.
     pub async fn kcp(address: SocketAddr, source: Option<IpAddr>, options: KcpOptions, conv: u32, network: Option<Network>, seed: u64) -> io::Result<Self> {
         let socket = connected_socket(address, source).await?;
-        Ok(Self::Kcp(KcpLink::start(socket, options, conv, network, seed)))
+        Ok(Self::Kcp(KcpLink::start(socket, options, conv, network, seed)?))
     }
 
     /// Sends one message; the bytes it took on the wire (framing included). `binary`: a
@@ -164,6 +179,12 @@ impl MessageConnection {
                 Ok(Received { message: message.payload, wire_bytes: message.wire_bytes, control: message.control })
             }
         }
+    }
+
+    /// Whether messages go over a byte stream (TCP, a WebSocket), which loses nothing: a reply
+    /// that has not come is late, never lost.
+    pub fn is_stream(&self) -> bool {
+        matches!(self, Self::Tcp { .. } | Self::WebSocket(_))
     }
 
     /// Datagrams put on and taken off the wire since the last call, when the link counts them

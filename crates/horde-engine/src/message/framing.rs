@@ -51,7 +51,7 @@ pub(crate) fn decode(framing: Framing, buffer: &mut BytesMut) -> io::Result<Opti
                 }
                 Ok(Some(line))
             }
-            None if buffer.len() > MAX_FRAMED_BYTES => Err(broken(format!("a line longer than {MAX_FRAMED_BYTES} bytes"))),
+            None if buffer.len() > MAX_FRAMED_BYTES => Err(broken("newline", format!("a line longer than {MAX_FRAMED_BYTES} bytes"))),
             None => Ok(None),
         },
         Framing::Length { bytes, endian, adjust } => {
@@ -69,7 +69,7 @@ pub(crate) fn decode(framing: Framing, buffer: &mut BytesMut) -> io::Result<Opti
             }
             let length = field as i64 - adjust;
             if length < 0 || length as u64 > MAX_FRAMED_BYTES as u64 {
-                return Err(broken(format!("a length field of {field} (adjust {adjust}) announces {length} bytes")));
+                return Err(broken(&format!("length, {bytes} bytes"), format!("a length field of {field} (adjust {adjust}) announces {length} bytes")));
             }
             let length = length as usize;
             if buffer.len() < width + length {
@@ -82,8 +82,10 @@ pub(crate) fn decode(framing: Framing, buffer: &mut BytesMut) -> io::Result<Opti
     }
 }
 
-fn broken(why: String) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, format!("the stream's framing is broken: {why}"))
+/// A stream that does not follow the plan's framing, in words that name the protocol read (the
+/// kind it counts under, `protocol`, is HTTP's too).
+fn broken(framing: &str, why: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, format!("the tcp:// stream does not follow target.framing ({framing}): {why}"))
 }
 
 #[cfg(test)]

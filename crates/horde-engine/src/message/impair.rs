@@ -17,6 +17,7 @@
 //! its rate carries its rate and adds up to that wait to the round trip. The bucket draws nothing
 //! at random: the random stream is the same with or without it.
 
+use super::fine_timer::FineTimer;
 use horde_link::Bottleneck;
 use horde_plan::Network;
 use std::cell::Cell;
@@ -55,13 +56,14 @@ impl Drop for ImpairedLink {
 
 impl ImpairedLink {
     /// Starts the task that owns `socket` (connected to the target) on the worker's `LocalSet`.
-    pub fn start(socket: UdpSocket, network: Network, seed: u64) -> Self {
+    pub fn start(socket: UdpSocket, network: Network, seed: u64) -> io::Result<Self> {
         let (outgoing, outgoing_rx) = mpsc::unbounded_channel();
         let (incoming_tx, incoming) = mpsc::unbounded_channel();
         let wire = Rc::new(WireCounts::default());
         let impairment = Impairment::new(network, seed);
-        let task = tokio::task::spawn_local(pump(socket, impairment, outgoing_rx, incoming_tx, Rc::clone(&wire)));
-        Self { outgoing, incoming, wire, task }
+        let link = Link { socket, timer: FineTimer::shared()?, incoming: incoming_tx, wire: Rc::clone(&wire) };
+        let task = tokio::task::spawn_local(pump(link, impairment, outgoing_rx));
+        Ok(Self { outgoing, incoming, wire, task })
     }
 
     pub fn send(&self, datagram: Vec<u8>) -> io::Result<()> {
@@ -129,29 +131,41 @@ pub(crate) enum Way {
 /// keeps datagrams due at the same instant first in, first out.
 pub(crate) type Held = BinaryHeap<Reverse<(Instant, u64, Way, Vec<u8>)>>;
 
-async fn pump(
+/// What the task of an impaired link works with: its socket, the thread's fine timer, the VU's
+/// channel of what came, the wire's counts.
+struct Link {
     socket: UdpSocket,
-    mut impairment: Impairment,
-    mut outgoing: mpsc::UnboundedReceiver<Vec<u8>>,
+    timer: Rc<FineTimer>,
     incoming: mpsc::UnboundedSender<io::Result<Vec<u8>>>,
     wire: Rc<WireCounts>,
-) {
+}
+
+async fn pump(link: Link, mut impairment: Impairment, mut outgoing: mpsc::UnboundedReceiver<Vec<u8>>) {
+    let Link { socket, timer, incoming, wire } = link;
     let mut queue: Held = BinaryHeap::new();
     loop {
         let next_due = queue.peek().map(|Reverse((due, ..))| *due);
         tokio::select! {
             biased;
-            _ = tokio::time::sleep_until(next_due.unwrap_or_else(Instant::now)), if next_due.is_some() => {
+            // The thread's fine timer, not tokio's: tokio's rounds each deadline up to its next
+            // millisecond tick, a millisecond each way on average (`fine_timer.rs`). A datagram
+            // of no delay is due at once and goes on this loop's next turn.
+            () = timer.sleep_until(next_due.unwrap_or_else(Instant::now)), if next_due.is_some() => {
                 let now = Instant::now();
                 while queue.peek().is_some_and(|Reverse((due, ..))| *due <= now) {
                     let Some(Reverse((_, _, way, datagram))) = queue.pop() else { break };
                     match way {
-                        Way::Out => {
-                            // A send error (the target's port closed: ICMP) shows on a later receive.
-                            if socket.send(&datagram).await.is_ok() {
-                                wire.sent.set(wire.sent.get() + 1);
+                        Way::Out => match socket.send(&datagram).await {
+                            Ok(_) => wire.sent.set(wire.sent.get() + 1),
+                            // The target's port is closed (an ICMP port unreachable came back
+                            // for an earlier datagram): the VU is told, as a receive would be.
+                            Err(error) if error.kind() == io::ErrorKind::ConnectionRefused => {
+                                if incoming.send(Err(error)).is_err() {
+                                    return;
+                                }
                             }
-                        }
+                            Err(_) => {}
+                        },
                         Way::In => {
                             if incoming.send(Ok(datagram)).is_err() {
                                 return;

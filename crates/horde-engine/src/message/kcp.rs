@@ -22,6 +22,7 @@
 //! VU's send, one wake of the session's task when the reply comes, and the VU's wake.
 
 use super::connection::{recv_datagram, try_recv_datagram};
+use super::fine_timer::FineTimer;
 use super::impair::{Held, Impairment, Way, WireCounts};
 use horde_plan::{KcpOptions, Network};
 use std::cell::{Cell, RefCell};
@@ -148,12 +149,14 @@ impl Drop for KcpLink {
 }
 
 impl KcpLink {
-    pub fn start(socket: UdpSocket, options: KcpOptions, conv: u32, network: Option<Network>, seed: u64) -> Self {
+    pub fn start(socket: UdpSocket, options: KcpOptions, conv: u32, network: Option<Network>, seed: u64) -> io::Result<Self> {
         let (incoming_tx, incoming) = mpsc::unbounded_channel();
         let wire = Rc::new(WireCounts::default());
         let mut session = Session::new(options, conv);
         session.impairment = network.map(|network| Impairment::new(network, seed));
         session.update();
+        // Only an impaired session holds datagrams, on the thread's fine timer (`fine_timer.rs`).
+        let timer = if network.is_some() { Some(FineTimer::shared()?) } else { None };
         let shared = Rc::new(Shared {
             session: RefCell::new(session),
             socket,
@@ -161,9 +164,11 @@ impl KcpLink {
             poke: Notify::new(),
             clock: KcpClock::shared(Duration::from_millis(u64::from(options.interval_ms))),
             on_clock: Cell::new(false),
+            refused: Cell::new(None),
+            timer,
         });
         let task = tokio::task::spawn_local(drive(Rc::clone(&shared), incoming_tx));
-        Self { incoming, wire, shared, task }
+        Ok(Self { incoming, wire, shared, task })
     }
 
     /// Hands a message to KCP and puts what it writes on the wire at once (through the impaired
@@ -202,6 +207,12 @@ struct Shared {
     clock: Rc<KcpClock>,
     /// On the clock's list.
     on_clock: Cell<bool>,
+    /// The target's port is closed: a send failed with ECONNREFUSED (an ICMP port unreachable
+    /// came back for an earlier datagram). The task tells the VU; KCP itself would resend into
+    /// the closed port until its dead-link limit, each resend counted as loss.
+    refused: Cell<Option<io::Error>>,
+    /// The thread's fine timer, for an impaired network's held datagrams.
+    timer: Option<Rc<FineTimer>>,
 }
 
 impl Shared {
@@ -228,11 +239,19 @@ impl Shared {
             match self.socket.try_send(&datagram) {
                 Ok(_) => self.wire.sent.set(self.wire.sent.get() + 1),
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => unsent.push(datagram),
-                // A send error (the target's port closed: ICMP) shows on a later receive.
-                Err(_) => {}
+                Err(error) => self.failed_send(error),
             }
         }
         if !unsent.is_empty() {
+            self.poke.notify_one();
+        }
+    }
+
+    /// A datagram the socket refused: a closed port (ICMP) is kept for the task to report;
+    /// anything else is as if the datagram were lost, and KCP resends it.
+    fn failed_send(&self, error: io::Error) {
+        if error.kind() == io::ErrorKind::ConnectionRefused {
+            self.refused.set(Some(error));
             self.poke.notify_one();
         }
     }
@@ -336,6 +355,10 @@ async fn drive(shared: Rc<Shared>, incoming: mpsc::UnboundedSender<io::Result<Ve
                     return;
                 }
             }
+            if let Some(refused) = shared.refused.take() {
+                let _ = incoming.send(Err(refused));
+                return;
+            }
             if session.kcp.is_dead_link() {
                 let _ = incoming.send(Err(io::Error::new(io::ErrorKind::ConnectionReset, "KCP gave up: a segment was resent too often (dead link)")));
                 return;
@@ -343,7 +366,7 @@ async fn drive(shared: Rc<Shared>, incoming: mpsc::UnboundedSender<io::Result<Ve
             (std::mem::take(&mut session.unsent), session.held.peek().map(|Reverse((due, ..))| *due))
         };
         for datagram in unsent {
-            send(&shared.socket, &datagram, &wire).await;
+            send(&shared, &datagram).await;
         }
         tokio::select! {
             biased;
@@ -365,7 +388,7 @@ async fn drive(shared: Rc<Shared>, incoming: mpsc::UnboundedSender<io::Result<Ve
             },
             // The VU or the clock left something for this task.
             _ = shared.poke.notified() => {}
-            _ = tokio::time::sleep_until(next_held.unwrap_or_else(Instant::now)), if next_held.is_some() => {
+            () = held_until(shared.timer.as_ref(), next_held), if next_held.is_some() => {
                 let now = Instant::now();
                 loop {
                     let next = {
@@ -374,7 +397,7 @@ async fn drive(shared: Rc<Shared>, incoming: mpsc::UnboundedSender<io::Result<Ve
                     };
                     let Some(Reverse((_, _, way, datagram))) = next else { break };
                     match way {
-                        Way::Out => send(&shared.socket, &datagram, &wire).await,
+                        Way::Out => send(&shared, &datagram).await,
                         Way::In => take_in(&shared, &mut shared.session.borrow_mut(), &datagram),
                     }
                 }
@@ -392,10 +415,20 @@ fn take_in(shared: &Shared, session: &mut Session, datagram: &[u8]) {
     shared.output(session);
 }
 
-async fn send(socket: &UdpSocket, datagram: &[u8], wire: &WireCounts) {
-    // A send error (the target's port closed: ICMP) shows on a later receive.
-    if socket.send(datagram).await.is_ok() {
-        wire.sent.set(wire.sent.get() + 1);
+async fn send(shared: &Shared, datagram: &[u8]) {
+    match shared.socket.send(datagram).await {
+        Ok(_) => shared.wire.sent.set(shared.wire.sent.get() + 1),
+        Err(error) => shared.failed_send(error),
+    }
+}
+
+/// When the next held datagram is due, on the thread's fine timer (only an impaired session
+/// holds any, and only it has the timer).
+async fn held_until(timer: Option<&Rc<FineTimer>>, due: Option<Instant>) {
+    let due = due.unwrap_or_else(Instant::now);
+    match timer {
+        Some(timer) => timer.sleep_until(due).await,
+        None => tokio::time::sleep_until(due).await,
     }
 }
 

@@ -6,6 +6,8 @@
 //! - `kcp.rs`: a VU's KCP session (`kcp://`) in a task that owns its socket;
 //! - `impair.rs`: the impaired network (`scenario.network`) a VU's datagrams go through both
 //!   ways, in a task on the worker's `LocalSet` that owns the socket;
+//! - `fine_timer.rs`: a worker's timer to the microsecond (a `timerfd`), on which the impaired
+//!   network holds its datagrams: tokio's rounds to whole milliseconds;
 //! - `websocket.rs`: a VU's WebSocket (`ws://`, `wss://`): the upgrade over the HTTP client's
 //!   connection (TLS included), then masked frames out and data frames in.
 //!
@@ -15,6 +17,7 @@
 //! datagrams are counted per step as they move (`horde_metrics::MessageCounts`).
 
 mod connection;
+mod fine_timer;
 mod framing;
 mod impair;
 mod kcp;

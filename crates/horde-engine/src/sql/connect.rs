@@ -5,6 +5,7 @@
 //! `disable` connect in the clear, `require` is refused, as tokio-postgres without a TLS
 //! connector did. The password stays in the `Config`: never copied into a message or a log.
 
+use super::cancel::{Address, CancelKey};
 use super::connection::SqlConnection;
 use super::wire::{self, SqlError, Stream, Wire};
 use bytes::BytesMut;
@@ -43,9 +44,15 @@ pub(super) async fn connect(config: &Config) -> Result<SqlConnection, SqlError> 
     for index in order {
         let port = ports.get(index).or_else(|| ports.first()).copied().unwrap_or(5432);
         let attempt = async {
-            let stream = open(config, hostaddrs.get(index), hosts.get(index), port).await?;
+            let (stream, address) = open(config, hostaddrs.get(index), hosts.get(index), port).await?;
             let mut connection = SqlConnection::new(Wire::new(stream));
-            login(&mut connection.wire, config).await?;
+            let backend = login(&mut connection.wire, config).await?;
+            connection.cancel = backend.map(|(process_id, secret_key)| CancelKey {
+                address,
+                process_id,
+                secret_key,
+                limit: config.get_connect_timeout().copied().unwrap_or_default(),
+            });
             check_session(&mut connection, config.get_target_session_attrs()).await?;
             Ok(connection)
         };
@@ -58,8 +65,8 @@ pub(super) async fn connect(config: &Config) -> Result<SqlConnection, SqlError> 
 }
 
 /// The socket to one host: `hostaddr` when given (no name lookup), else the host's name, or its
-/// Unix socket when the host is a directory.
-async fn open(config: &Config, hostaddr: Option<&std::net::IpAddr>, host: Option<&Host>, port: u16) -> Result<Stream, SqlError> {
+/// Unix socket when the host is a directory; and where it went (a cancel request goes there).
+async fn open(config: &Config, hostaddr: Option<&std::net::IpAddr>, host: Option<&Host>, port: u16) -> Result<(Stream, Address), SqlError> {
     let timeout = config.get_connect_timeout().copied();
     let addresses: Vec<SocketAddr> = match (hostaddr, host) {
         (Some(address), _) => vec![SocketAddr::new(*address, port)],
@@ -68,15 +75,15 @@ async fn open(config: &Config, hostaddr: Option<&std::net::IpAddr>, host: Option
         }
         (None, Some(Host::Unix(directory))) => {
             let path = directory.join(format!(".s.PGSQL.{port}"));
-            let stream = within(timeout, tokio::net::UnixStream::connect(path)).await.map_err(SqlError::Connect)?;
-            return Ok(Stream::Unix(stream));
+            let stream = within(timeout, tokio::net::UnixStream::connect(&path)).await.map_err(SqlError::Connect)?;
+            return Ok((Stream::Unix(stream), Address::Unix(path)));
         }
         (None, None) => return Err(SqlError::Client("the URL names no host".into())),
     };
     let mut last_error = std::io::Error::new(std::io::ErrorKind::NotFound, "the host's name resolved to no address");
     for address in addresses {
         match within(timeout, tcp(address)).await {
-            Ok(stream) => return Ok(Stream::Tcp(stream)),
+            Ok(stream) => return Ok((Stream::Tcp(stream), Address::Tcp(address))),
             Err(error) => last_error = error,
         }
     }
@@ -102,8 +109,9 @@ async fn within<T>(timeout: Option<Duration>, future: impl std::future::Future<O
     }
 }
 
-/// Startup, the login the server asks for, then its parameters up to ReadyForQuery.
-async fn login(wire: &mut Wire, config: &Config) -> Result<(), SqlError> {
+/// Startup, the login the server asks for, then its parameters up to ReadyForQuery; the
+/// backend's process id and secret key (BackendKeyData), which cancel its statements.
+async fn login(wire: &mut Wire, config: &Config) -> Result<Option<(i32, i32)>, SqlError> {
     let user = match config.get_user() {
         Some(user) => user.to_owned(),
         // libpq's default: the operating system's user name.
@@ -122,6 +130,7 @@ async fn login(wire: &mut Wire, config: &Config) -> Result<(), SqlError> {
     frontend::startup_message(params, &mut wire.out).map_err(encode)?;
     wire.send().await?;
     let mut scram: Option<sasl::ScramSha256> = None;
+    let mut backend = None;
     loop {
         let frame = wire.frame().await?;
         let body = wire.body(frame);
@@ -171,22 +180,33 @@ async fn login(wire: &mut Wire, config: &Config) -> Result<(), SqlError> {
             b'E' => {
                 let (error, _) = wire::error_response(body);
                 wire.broken = true;
-                return Err(error);
+                // A wrong password, no pg_hba.conf entry, no such database: no session, a
+                // failed connect (`sql_login_failed`), not an error of the load's statements.
+                return Err(error.at_login());
             }
             b'Z' => {
                 wire.consume(frame);
-                return Ok(());
+                return Ok(backend);
             }
-            // BackendKeyData (no cancel requests are sent), ParameterStatus, NoticeResponse.
+            b'K' => {
+                // Protocol 3.0's key is 4 bytes (a longer one, 3.2's, cannot be sent by 3.0's
+                // CancelRequest: none is kept).
+                if let [a, b, c, d, e, f, g, h] = *body {
+                    backend = Some((i32::from_be_bytes([a, b, c, d]), i32::from_be_bytes([e, f, g, h])));
+                }
+                wire.consume(frame);
+            }
+            // ParameterStatus, NoticeResponse.
             _ => wire.consume(frame),
         }
     }
 }
 
 fn password(config: &Config) -> Result<&[u8], SqlError> {
-    config
-        .get_password()
-        .ok_or_else(|| SqlError::Client("the server asks for a password: give it in target.password_env or target.password_file".into()))
+    config.get_password().ok_or_else(|| SqlError::Login {
+        code: None,
+        message: "the server asks for a password: give it in target.password_env or target.password_file".into(),
+    })
 }
 
 fn encode(error: std::io::Error) -> SqlError {

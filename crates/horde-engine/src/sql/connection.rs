@@ -5,8 +5,10 @@
 //! sent with one write; its replies are read in the same task up to ReadyForQuery. There is no
 //! socket task and no channel between the VU and its connection (tokio-postgres's split client
 //! cost a wake and a task switch per statement): the connection is a plain value that a VU or
-//! the pool holds, and dropping it (a step's timeout) closes it.
+//! the pool holds, and dropping it (a step's timeout) closes it, after asking the server to
+//! cancel the statement it was running (`cancel.rs`).
 
+use super::cancel::CancelKey;
 use super::result::FirstRow;
 use super::wire::{self, Column, SqlError, Wire};
 use super::{SimplePart, StatementNode};
@@ -28,6 +30,12 @@ pub(crate) struct SqlConnection {
     pub in_transaction: bool,
     /// The replies of the statement in flight, as read so far.
     reading: Reading,
+    /// A statement was sent and its ReadyForQuery has not come: dropped now, the connection
+    /// asks the server to cancel it.
+    in_flight: bool,
+    /// How to cancel it: the server and the backend's key, from the login (`None`: a server
+    /// that sent no key).
+    pub(super) cancel: Option<CancelKey>,
 }
 
 /// What a statement's replies are read for, and what they said so far. Kept in the connection
@@ -95,13 +103,19 @@ enum Format {
 
 impl Drop for SqlConnection {
     fn drop(&mut self) {
+        // A broken connection's server has ended the session or is unreachable: nothing to cancel.
+        if self.in_flight && !self.wire.broken {
+            if let Some(cancel) = self.cancel.take() {
+                cancel.send();
+            }
+        }
         self.wire.terminate();
     }
 }
 
 impl SqlConnection {
     pub(super) fn new(wire: Wire) -> Self {
-        Self { wire, prepared: Vec::new(), in_transaction: false, reading: Reading::default() }
+        Self { wire, prepared: Vec::new(), in_transaction: false, reading: Reading::default(), in_flight: false, cancel: None }
     }
 
     /// Opens a connection to the first of the URL's hosts that takes the login (`connect.rs`).
@@ -218,8 +232,14 @@ impl SqlConnection {
         self.reading = Reading { keep_row, format, columns, preparing, ..Reading::default() };
         // Sending is done once the buffer is empty: later polls go straight to the replies.
         std::future::poll_fn(move |cx| {
-            ready!(self.wire.poll_send(cx))?;
-            self.poll_results(cx)
+            // From the first poll, which sends (a future dropped before it sent nothing).
+            self.in_flight = true;
+            let result = match ready!(self.wire.poll_send(cx)) {
+                Ok(()) => ready!(self.poll_results(cx)),
+                Err(error) => Err(error),
+            };
+            self.in_flight = false;
+            Poll::Ready(result)
         })
     }
 

@@ -15,6 +15,8 @@
 //!   describe too, still one round trip). Parameters are always sent as text and typed by the
 //!   server, as pgbench sends them.
 //! - `wire.rs`: the socket and its buffers, backend messages read in place, errors.
+//! - `cancel.rs`: a connection dropped while its statement runs (a step's timeout, the grace
+//!   period's end) asks the server to cancel it, as libpq's `PQcancel` does.
 //! - `pool.rs`: `target.connections: {pool: N}` for SQL: a worker's share of N connections in use
 //!   at once; a VU holds its connection through a transaction that spans steps.
 //! - `result.rs`: what a step keeps of a result (the row count, the first row's columns when an
@@ -24,12 +26,14 @@
 //! The VU side (`vu/sql_step.rs`) times a step like a request: from the open model's intended
 //! start, or from just before the connection is taken.
 
+mod cancel;
 mod connect;
 mod connection;
 mod pool;
 mod result;
 mod wire;
 
+pub(crate) use cancel::cancels_sent;
 pub(crate) use connection::{SqlConnection, StatementOutcome};
 pub(crate) use pool::{SqlLease, SqlPool};
 pub(crate) use result::{ColumnValue, SqlResultView};
@@ -212,6 +216,7 @@ pub(crate) fn classify(error: &SqlError) -> ErrorKind {
             _ => ErrorKind::SqlConnectionFailure,
         },
         SqlError::Closed => ErrorKind::SqlConnectionFailure,
+        SqlError::Login { .. } => ErrorKind::SqlLoginFailed,
         // A login this client cannot do, a message it did not expect.
         SqlError::Client(_) => ErrorKind::SqlOther,
     }

@@ -24,6 +24,10 @@ pub(crate) enum SqlError {
     Io(std::io::Error),
     /// The server closed the connection.
     Closed,
+    /// The server refused the login (its SQLSTATE: class 28, a wrong password or no
+    /// `pg_hba.conf` entry; 3D000, no such database), or asked for a password the plan does not
+    /// give (no SQLSTATE): no session was opened.
+    Login { code: Option<String>, message: String },
     /// Something this client cannot do or did not expect (an unsupported login method, TLS asked
     /// for, a message out of place).
     Client(String),
@@ -36,7 +40,33 @@ impl fmt::Display for SqlError {
             SqlError::Connect(error) => write!(out, "error connecting to server: {error}"),
             SqlError::Io(error) => write!(out, "error communicating with the server: {error}"),
             SqlError::Closed => out.write_str("connection closed"),
+            SqlError::Login { code: Some(code), message } => match condition_name(code) {
+                Some(name) => write!(out, "login refused: SQLSTATE {code} ({name}): {message}"),
+                None => write!(out, "login refused: SQLSTATE {code}: {message}"),
+            },
+            SqlError::Login { code: None, message } => write!(out, "login refused: {message}"),
             SqlError::Client(words) => out.write_str(words),
+        }
+    }
+}
+
+/// The condition names (PostgreSQL's appendix A) of the SQLSTATEs a refused login carries.
+fn condition_name(code: &str) -> Option<&'static str> {
+    Some(match code {
+        "28000" => "invalid_authorization_specification",
+        "28P01" => "invalid_password",
+        "3D000" => "invalid_catalog_name",
+        _ => return None,
+    })
+}
+
+impl SqlError {
+    /// The server's error during the login: a refusal of the login itself (class 28, 3D000) as
+    /// [`SqlError::Login`], any other (too many connections, a server starting up) as it is.
+    pub(super) fn at_login(self) -> Self {
+        match self {
+            SqlError::Server { code, message } if code.starts_with("28") || code == "3D000" => SqlError::Login { code: Some(code), message },
+            other => other,
         }
     }
 }
@@ -345,6 +375,11 @@ mod tests {
         let (error, fatal) = error_response(b"SERROR\0C23505\0Mduplicate key\0\0");
         assert!(!fatal);
         assert!(matches!(error, SqlError::Server { ref code, .. } if code == "23505"));
+        // At the login, a refusal is told apart and named; a full server is not a refusal.
+        let (error, _) = error_response(b"SFATAL\0C28P01\0Mpassword authentication failed for user \"ann\"\0\0");
+        assert_eq!(error.at_login().to_string(), "login refused: SQLSTATE 28P01 (invalid_password): password authentication failed for user \"ann\"");
+        let (error, _) = error_response(b"SFATAL\0C53300\0Msorry, too many clients already\0\0");
+        assert!(matches!(error.at_login(), SqlError::Server { .. }));
     }
 
     /// Backend messages as a server writes them: its type byte, its length, its body.

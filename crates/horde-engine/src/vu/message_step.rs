@@ -27,8 +27,12 @@ pub(crate) struct VuMessages {
     seq: u64,
     /// Connections opened so far: each impaired link draws from a random stream of its own.
     opened: u64,
-    /// The numbers of the last pings counted lost: a reply carrying one is counted late.
+    /// The numbers of the last pings that got no reply in time: a reply carrying one is counted
+    /// late.
     lost: VecDeque<u64>,
+    /// Whether anything has come from the peer on this connection: a ping or a receive that
+    /// gets nothing from a peer never heard is told apart from one lost on the way.
+    heard: bool,
 }
 
 /// How many lost ping numbers a VU remembers for counting late replies.
@@ -99,6 +103,11 @@ impl StepError {
     /// Something awaited did not come in time; the connection stays.
     fn awaited(kind: ErrorKind, detail: String) -> Self {
         Self { kind, detail, connecting: false, keeps_connection: true }
+    }
+
+    /// A ping's reply or a receive's message that did not come in time (its connection kept).
+    fn unanswered(&self) -> bool {
+        matches!(self.kind, ErrorKind::Lost | ErrorKind::Timeout) && self.keeps_connection
     }
 }
 
@@ -214,15 +223,20 @@ impl Vu {
         }
         let mut connection = match messages.connection.take() {
             Some(connection) => connection,
-            None => self.open(state, node, index, trace).await?,
+            None => {
+                let opened = self.open(state, node, index, trace).await?;
+                self.messages.get_or_insert_with(Box::default).heard = false;
+                opened
+            }
         };
+        let mut heard = self.messages.as_ref().is_some_and(|messages| messages.heard);
         let outcome = match &node.action {
             MessageAction::Connect | MessageAction::Close => Ok(Answered::OK),
             MessageAction::Send(payload) => match self.render_payload(state, payload) {
                 Ok(message) => send(state, index, &mut connection, message, is_binary(payload), trace).await.map(|_| Answered::OK),
                 Err(error) => Err(error),
             },
-            MessageAction::Receive(receive) => match wait_for(state, index, &mut connection, receive, trace).await {
+            MessageAction::Receive(receive) => match wait_for(state, index, &mut connection, receive, trace, &mut heard).await {
                 Ok(message) => {
                     let answered = self.apply_message(state, index, receive, &message);
                     if let Some(trace) = trace {
@@ -238,8 +252,8 @@ impl Vu {
                     Ok(message) => {
                         let lost = &mut self.messages.get_or_insert_with(Box::default).lost;
                         let ping_of = Ping { message, seq, reply_seq, timeout: *timeout, control_frame: *control_frame };
-                        let outcome = ping(state, index, &mut connection, ping_of, lost, trace).await;
-                        if outcome.as_ref().is_err_and(|error| error.kind == ErrorKind::Lost) {
+                        let outcome = ping(state, index, &mut connection, ping_of, lost, trace, &mut heard).await;
+                        if outcome.as_ref().is_err_and(StepError::unanswered) {
                             if lost.len() == REMEMBERED_LOST {
                                 lost.pop_front();
                             }
@@ -251,15 +265,42 @@ impl Vu {
                 }
             }
             MessageAction::Stream { payload, interval, duration } => {
-                self.stream(state, index, &mut connection, payload, (*interval, *duration), trace).await
+                self.stream(state, index, &mut connection, payload, (*interval, *duration), trace, &mut heard).await
             }
         };
+        self.messages.get_or_insert_with(Box::default).heard = heard;
+        if heard {
+            self.backoff = Duration::ZERO;
+        }
+        let outcome = outcome.map_err(|error| self.told_apart(state, error, heard));
         // Kept unless it broke: a timeout or a lost ping leaves it usable (its late answer is
         // skipped by the next step that waits for something else).
         if outcome.as_ref().map_or_else(|error| error.keeps_connection, |_| true) {
             self.messages.get_or_insert_with(Box::default).connection = Some(connection);
         }
         outcome
+    }
+
+    /// A failed step's words, and what a refusal means, told apart by what its peer has done:
+    /// nothing awaited from a peer never heard on this connection is no loss on the way (a port
+    /// nobody answers on, a server that accepts and stays silent); a datagram refused is an ICMP
+    /// port unreachable (nothing listens there), a failed connect: a closed-model VU backs off
+    /// before it tries again, as after a refused TCP connect.
+    #[cold]
+    #[inline(never)]
+    fn told_apart(&self, state: &WorkerState, mut error: StepError, heard: bool) -> StepError {
+        let target = state.shared.plan.message.as_ref().expect("message steps run only against a message target");
+        let endpoint = &state.shared.plan.endpoints[self.instance];
+        let host = if endpoint.host.contains(':') { format!("[{}]", endpoint.host) } else { endpoint.host.clone() };
+        let peer = format!("{}{host}:{}", target.transport.scheme(), endpoint.port);
+        if error.unanswered() && !heard {
+            error.detail.push_str(&format!("; nothing has come from {peer} since the connection opened: is anything answering there?"));
+        }
+        if error.kind == ErrorKind::Refused && !error.connecting && matches!(target.transport, MessageTransport::Udp | MessageTransport::Kcp) {
+            error.detail = format!("{peer} is closed: an ICMP port unreachable came back, nothing listens on that port ({})", error.detail);
+            error.connecting = true;
+        }
+        error
     }
 
     async fn open(
@@ -335,7 +376,11 @@ impl Vu {
             }
         };
         self.messages.get_or_insert_with(Box::default).opened += 1;
-        self.backoff = Duration::ZERO;
+        // A TCP connect is the peer's answer; a datagram socket is opened whatever the peer: its
+        // first answer ends the back-off (`run_message`).
+        if connection.is_stream() {
+            self.backoff = Duration::ZERO;
+        }
         state.recorder.borrow_mut().connections_opened += 1;
         Ok(connection)
     }
@@ -482,6 +527,7 @@ impl Vu {
 
     /// Sends a message every `interval` for `duration`, counting what arrives meanwhile. Ends
     /// early when the run stops (a stream is no reason to outlast the grace period).
+    #[allow(clippy::too_many_arguments)]
     async fn stream(
         &mut self,
         state: &WorkerState,
@@ -490,6 +536,7 @@ impl Vu {
         payload: &PayloadNode,
         (interval, duration): (Duration, Duration),
         trace: &mut Option<MessageTrace>,
+        heard: &mut bool,
     ) -> Result<Answered, StepError> {
         let start = tokio::time::Instant::now();
         let end = start + duration;
@@ -509,7 +556,7 @@ impl Vu {
             match tokio::time::timeout_at(next_send.min(end), connection.recv()).await {
                 // A pong is no message: only a control-frame ping reads it.
                 Ok(Ok(received)) if received.control => {}
-                Ok(Ok(received)) => count_received(state, index, connection, &received, trace),
+                Ok(Ok(received)) => count_received(state, index, connection, &received, trace, heard),
                 Ok(Err(error)) => return Err(StepError::io(&error, "while streaming")),
                 Err(_) => {}
             }
@@ -595,7 +642,8 @@ async fn send_control_ping(
     Ok(())
 }
 
-fn count_received(state: &WorkerState, index: usize, connection: &MessageConnection, received: &Received, trace: &mut Option<MessageTrace>) {
+fn count_received(state: &WorkerState, index: usize, connection: &MessageConnection, received: &Received, trace: &mut Option<MessageTrace>, heard: &mut bool) {
+    *heard = true;
     MessageTrace::received(trace, &received.message);
     let mut recorder = state.recorder.borrow_mut();
     let step = &mut recorder.steps[index];
@@ -613,13 +661,16 @@ async fn wait_for(
     connection: &mut MessageConnection,
     node: &ReceiveNode,
     trace: &mut Option<MessageTrace>,
+    heard: &mut bool,
 ) -> Result<Vec<u8>, StepError> {
     let deadline = tokio::time::Instant::now() + node.timeout;
     loop {
         match tokio::time::timeout_at(deadline, connection.recv()).await {
-            Ok(Ok(received)) if received.control => {}
+            Ok(Ok(received)) if received.control => {
+                *heard = true;
+            }
             Ok(Ok(received)) => {
-                count_received(state, index, connection, &received, trace);
+                count_received(state, index, connection, &received, trace, heard);
                 if node.matches(&received.message) {
                     return Ok(received.message);
                 }
@@ -651,6 +702,7 @@ async fn ping(
     ping: Ping<'_>,
     lost: &mut VecDeque<u64>,
     trace: &mut Option<MessageTrace>,
+    heard: &mut bool,
 ) -> Result<Answered, StepError> {
     let Ping { message, seq, reply_seq, timeout, control_frame } = ping;
     let deadline = tokio::time::Instant::now() + timeout;
@@ -669,10 +721,12 @@ async fn ping(
         match tokio::time::timeout_at(deadline, connection.recv()).await {
             // A pong outside a control-frame ping, and a message a control-frame ping does not
             // wait for, are skipped (the latter counted).
-            Ok(Ok(received)) if received.control && !control_frame => {}
-            Ok(Ok(received)) if !received.control && control_frame => count_received(state, index, connection, &received, trace),
+            Ok(Ok(received)) if received.control && !control_frame => {
+                *heard = true;
+            }
+            Ok(Ok(received)) if !received.control && control_frame => count_received(state, index, connection, &received, trace, heard),
             Ok(Ok(received)) => {
-                count_received(state, index, connection, &received, trace);
+                count_received(state, index, connection, &received, trace, heard);
                 match reply_number(reply_seq, &received.message) {
                     Some(number) if number == seq => return Ok(Answered::OK),
                     Some(number) => {
@@ -686,7 +740,10 @@ async fn ping(
             }
             Ok(Err(error)) => return Err(StepError::io(&error, "while waiting for a ping's reply")),
             Err(_) => {
-                return Err(StepError::awaited(ErrorKind::Lost, format!("no reply numbered as the ping within {} ms", timeout.as_millis())));
+                // A datagram may be lost; over a stream (TCP, a WebSocket) the reply still comes,
+                // late: it is counted `late` when it does.
+                let kind = if connection.is_stream() { ErrorKind::Timeout } else { ErrorKind::Lost };
+                return Err(StepError::awaited(kind, format!("no reply numbered as the ping within {} ms", timeout.as_millis())));
             }
         }
     }
