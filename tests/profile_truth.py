@@ -113,3 +113,54 @@ def write_truth_log(path: Path, endpoints: tuple[TruthEndpoint, ...] = ENDPOINTS
                                            client=f"10.{hour}.0.{client}", status=201 if endpoint.method == "POST" else 200)))
     write_log(path, lines)
     return Truth(path, counts, time_ms, {endpoint.name: endpoint for endpoint in endpoints}, max(hours) / 3600.0, think)
+
+
+@dataclass(frozen=True)
+class ClientKind:
+    """A kind of client: how many, its endpoints (method, target, ms) drawn in turn, how far
+    apart its requests are and how many a session makes."""
+
+    name: str
+    clients: int
+    endpoints: tuple[tuple[str, str, float], ...]
+    apart_s: int
+    requests: int
+
+
+#: Devices writing every 5 s, users reading every 30 s, admins every 60 s (seed 004's profiles).
+KINDS: tuple[ClientKind, ...] = (
+    ClientKind("devices", 20, (("POST", "/api/telemetry", 5.0),), 5, 100),
+    ClientKind("users", 60, (("GET", "/api/items/{n}", 10.0), ("GET", "/api/items/{n}", 10.0), ("GET", "/api/search?q=s{n}", 20.0)),
+               30, 20),
+    ClientKind("admins", 10, (("GET", "/api/reports/{n}", 200.0), ("GET", "/api/users?page={n}", 50.0)), 60, 10),
+)
+
+
+@dataclass
+class KindsTruth:
+    path: Path
+    #: Per kind: sessions, requests, the mean think time (ms) as the log's whole seconds give it.
+    sessions: dict[str, int]
+    requests: dict[str, int]
+    think_ms: dict[str, float]
+
+
+def write_kinds_log(path: Path, kinds: tuple[ClientKind, ...] = KINDS) -> KindsTruth:
+    """Each client one session (its requests ``apart_s`` apart, starts staggered over ten
+    minutes), its kind told by nothing but what it does: every client has the same agent."""
+    rng = random.Random(3)
+    hits: list[Hit] = []
+    thinks: dict[str, list[float]] = {kind.name: [] for kind in kinds}
+    for k, kind in enumerate(kinds):
+        for client in range(kind.clients):
+            start = T0 + rng.randrange(600)
+            for i in range(kind.requests):
+                method, target, ms = kind.endpoints[i % len(kind.endpoints)]
+                hits.append(Hit(start + i * kind.apart_s, method, target.format(n=rng.randrange(1, 999)), seconds=ms / 1000,
+                                client=f"10.{k}.1.{client}"))
+                if i:
+                    thinks[kind.name].append(kind.apart_s * 1000.0 - kind.endpoints[(i - 1) % len(kind.endpoints)][2])
+    hits.sort(key=lambda hit: hit.t)
+    write_log(path, [combined_line(hit) for hit in hits])
+    return KindsTruth(path, {kind.name: kind.clients for kind in kinds}, {kind.name: kind.clients * kind.requests for kind in kinds},
+                      {name: math.fsum(values) / len(values) for name, values in thinks.items()})

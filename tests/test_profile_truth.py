@@ -15,8 +15,9 @@ from horde.errors import InvalidInput
 from horde.plan.bounds import MAX_PLAN_BYTES
 from horde.plan.loader import load_plan_file
 from horde.profile import PlanOptions, ProfileOptions, build_profile, write_plan
+from horde.profile.kinds import find_kinds
 from profile_logs import T0, Hit, combined_line, write_log
-from profile_truth import ENDPOINTS, write_truth_log
+from profile_truth import ENDPOINTS, write_kinds_log, write_truth_log
 
 
 def branches(path: Path) -> dict[str, float]:
@@ -124,3 +125,43 @@ def test_the_truth_has_what_it_says() -> None:
     total = sum(endpoint.per_1000 * endpoint.ms for endpoint in ENDPOINTS)
     assert {endpoint.name for endpoint in ENDPOINTS if endpoint.per_1000 < 10 and endpoint.per_1000 * endpoint.ms / total < 0.01} \
         == {"GET /api/ping", "GET /static/site.css"}
+
+
+def test_client_kinds_are_recovered_as_scenarios(tmp_path: Path) -> None:
+    truth = write_kinds_log(tmp_path / "access.log")
+    options = ProfileOptions()
+    profile = build_profile([truth.path], options)
+    kept = [stats.name for stats in profile.endpoints]
+    found = find_kinds([truth.path], options, kept)
+    assert len(found.kinds) == 3 and found.silhouette is not None and found.silhouette > 0.8
+    # The most requests first: devices (2,000), users (1,200), admins (100); each group is one
+    # truth kind whole, by its sessions, requests and pace.
+    for kind, name in zip(found.kinds, ("devices", "users", "admins")):
+        assert (kind.sessions, kind.requests) == (truth.sessions[name], truth.requests[name])
+        assert kind.mean_think_ms() == pytest.approx(truth.think_ms[name], rel=1e-6)
+    written = write_plan(profile, tmp_path / "plan.yaml", PlanOptions(model="users", min_share_percent=0, cover_percent=100), found)
+    plan = load_plan_file(written.path).plan
+    assert [scenario.name for scenario in plan.scenarios] == ["clients_1", "clients_2", "clients_3"]
+    rows = written.sizing["kinds"]
+    total = sum(truth.requests.values())
+    for row, scenario, name in zip(rows, plan.scenarios, ("devices", "users", "admins")):
+        assert row["share_of_requests"] == pytest.approx(truth.requests[name] / total, abs=1e-6)
+        assert row["vus"] == math.ceil(row["rate_per_s"] * (row["mean_ms"] + truth.think_ms[name]) / 1000 - 1e-9)
+        assert scenario.workload.stages[-1].vus == row["vus"]  # type: ignore[union-attr]
+        assert scenario.steps[1].think_time.mean_ms == pytest.approx(truth.think_ms[name], rel=1e-3)  # type: ignore[union-attr]
+    assert set(rows[0]["mix"]) == {"POST /api/telemetry"}
+    # A session of 20 requests in turn over (items, items, search): 14 and 6.
+    assert rows[1]["mix"] == pytest.approx({"GET /api/items/{id}": 0.7, "GET /api/search?q": 0.3}, abs=1e-6)
+    assert "Client kinds: 3, one scenario each, found by k-means on 90 sessions' endpoint mix and pace" in written.path.read_text()
+
+
+def test_one_kind_of_client_is_not_split(tmp_path: Path) -> None:
+    # Every client alike (the same mix, the same pace): no split, whatever k-means makes of the noise.
+    truth = write_truth_log(tmp_path / "access.log")
+    options = ProfileOptions()
+    profile = build_profile([truth.path], options)
+    found = find_kinds([truth.path], options, [stats.name for stats in profile.endpoints])
+    assert len(found.kinds) == 1 and found.kinds[0].requests == truth.requests
+    written = write_plan(profile, tmp_path / "plan.yaml", PlanOptions(), found)
+    assert [scenario.name for scenario in load_plan_file(written.path).plan.scenarios] == ["production"]
+    assert "# Client kinds: one, looked for by k-means" in written.path.read_text()

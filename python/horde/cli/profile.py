@@ -24,7 +24,9 @@ from horde.cli.arguments import HordeCommand, parse_duration
 from horde.errors import ExitCode, InvalidInput
 from horde.profile import FORMATS, PlanOptions, Profile, ProfileOptions, ReadCounts, SessionKey, WrittenPlan
 from horde.profile import build_profile, write_plan
+from horde.profile.kinds import find_kinds
 from horde.profile.logs import ROLES
+from horde.profile.plan_writer import choose_endpoints
 
 # Off a terminal (CI logs, pipes) rich would wrap at 80 columns; as in horde.cli, lines stay whole.
 _stdout = Console() if Console().is_terminal else Console(width=200)
@@ -87,6 +89,7 @@ def profile(
     duration: Annotated[str, typer.Option("--duration", help="the plan's length", rich_help_panel=PLAN_PANEL)] = "5m",
     ramp_up: Annotated[str, typer.Option("--ramp-up", help="the first part of --duration, a ramp from 0 (0: none)", rich_help_panel=PLAN_PANEL)] = "1m",
     ids: Annotated[str, typer.Option("--ids", help="ids in paths: seen (inline in the plan) or feeder (a CSV file beside it)", rich_help_panel=PLAN_PANEL)] = "seen",
+    kinds: Annotated[str, typer.Option("--kinds", help="client kinds as scenarios: auto (sessions grouped by endpoint mix and pace; one scenario unless they separate) or off", rich_help_panel=PLAN_PANEL)] = "auto",
     find_max: Annotated[bool, typer.Option("--find-max", help="the plan steers itself: find-max's stepped ramp sized from the log", rich_help_panel=PLAN_PANEL)] = False,
 ) -> int:
     """Read access logs into a production profile (mix by count and by time, rates, sessions) and write the plan that reproduces it."""
@@ -116,6 +119,8 @@ def profile(
     if plan_options.ramp_up_s >= plan_options.duration_s:
         raise InvalidInput(f"--ramp-up ({ramp_up}) must be shorter than --duration ({duration})", hint="e.g. --duration 5m --ramp-up 1m")
     plan_options.check_choices()  # a mistyped choice is told before a long log is read
+    if kinds not in ("auto", "off"):
+        raise InvalidInput(f"--kinds: {kinds!r} is neither auto nor off", hint="--kinds auto (the default) or --kinds off (one scenario)")
     for path in logs:
         if not path.is_file():
             raise InvalidInput(f"{path}: no such file", hint="give the path of an access log (plain or .gz)")
@@ -129,7 +134,12 @@ def profile(
     plan_failed: Optional[InvalidInput] = None
     if plan_path is not None:
         try:
-            written = write_plan(result, plan_path, plan_options)
+            found = None
+            if kinds == "auto":
+                kept = [stats.name for stats in choose_endpoints(result, plan_options.by, plan_options.cover_percent,
+                                                                 plan_options.min_share_percent).chosen]
+                found = find_kinds(logs, options, kept)
+            written = write_plan(result, plan_path, plan_options, found)
         except InvalidInput as error:
             # The JSON and the page describe the log, which was read: they are still written
             # (without a plan), then the plan's error is told; the plan itself is not on disk.
@@ -249,6 +259,16 @@ def _show_plan(written: WrittenPlan) -> None:
     if little["vus"] is not None:
         _stdout.print(f"  sizing (Little's law): {little['rate_per_s']:g} req/s × ({little['mean_ms']:g} ms mean + {little['think_ms']:g} ms "
                       f"think) = {little['vus']} VUs", markup=False, highlight=False)
+    found = sizing.get("kinds_found")
+    if found is not None and found["kinds"] > 1:
+        _stdout.print(f"  client kinds: {found['kinds']} scenarios (k-means on {found['sessions']:,} sessions' mix and pace, "
+                      f"silhouette {found['silhouette']:g}): "
+                      + "; ".join(f"{row['scenario']} {100 * row['share_of_requests']:.1f} % of the requests, {row['vus']} VUs"
+                                  for row in sizing["kinds"]), markup=False, highlight=False)
+    elif found is not None:
+        _stdout.print("  client kinds: one (the sessions' mixes and paces do not separate"
+                      + (f": best silhouette {found['silhouette']:g}" if found["silhouette"] is not None else "") + ")",
+                      markup=False, highlight=False)
     for note in written.notes:
         _stdout.print(f"  note: {note}", markup=False, highlight=False)
     _stdout.print(f"  sighting shot: {sizing['sight_command']}", markup=False, highlight=False)

@@ -49,6 +49,7 @@ from horde.plan import MAX_THINK_TIME_MS, METHODS
 from horde.plan.bounds import MAX_PLAN_BYTES
 from horde.plan.loader import load_plan_file
 from horde.profile.endpoints import Slot
+from horde.profile.kinds import MAX_KINDS, MIN_SILHOUETTE, Kinds
 from horde.profile.profile import OTHER, EndpointStats, Profile
 
 MODELS: Final = ("open", "users")
@@ -178,14 +179,16 @@ def choose_endpoints(profile: Profile, by: str, cover_percent: float, min_share_
                     sum(profile.share(stats, "time") for stats in chosen) if profile.timed else 0.0, left_out, notes)
 
 
-def write_plan(profile: Profile, path: Path, options: PlanOptions) -> WrittenPlan:
+def write_plan(profile: Profile, path: Path, options: PlanOptions, kinds: Kinds | None = None) -> WrittenPlan:
     """Writes the plan (and its feeder files) to ``path``; checks it on both sides first. Ids
-    inline that would take the plan past Horde's plan size limit go to feeder files instead."""
+    inline that would take the plan past Horde's plan size limit go to feeder files instead.
+    With ``kinds`` of more than one client kind (:func:`horde.profile.kinds.find_kinds`), one
+    scenario per kind."""
     options.check(profile)
     coverage = choose_endpoints(profile, options.by, options.cover_percent, options.min_share_percent)
-    written = _write(profile, path, options, coverage)
+    written = _write(profile, path, options, coverage, kinds)
     if written is None and options.ids == "seen":
-        written = _write(profile, path, replace(options, ids="feeder"), coverage)
+        written = _write(profile, path, replace(options, ids="feeder"), coverage, kinds)
         if written is not None:
             written.notes.append(f"inline ids would take the plan past {MAX_PLAN_BYTES // 1024} KiB: they are in feeder files")
     if written is None:
@@ -196,7 +199,7 @@ def write_plan(profile: Profile, path: Path, options: PlanOptions) -> WrittenPla
     return written
 
 
-def _write(profile: Profile, path: Path, options: PlanOptions, coverage: Coverage) -> WrittenPlan | None:
+def _write(profile: Profile, path: Path, options: PlanOptions, coverage: Coverage, kinds: Kinds | None) -> WrittenPlan | None:
     """The plan written and checked, or None when its text would be over the plan size limit."""
     chosen = coverage.chosen
     feeder_dir = path.parent / f"{path.stem}.feeders"
@@ -216,17 +219,25 @@ def _write(profile: Profile, path: Path, options: PlanOptions, coverage: Coverag
     if options.model == "users":
         steps.append({"type": "think", "think_time": {"type": "exponential", "mean_ms": sizing["little"]["think_ms"]}})
     scenario: dict[str, Any] = {"name": "production", "steps": steps, "workload": _workload(options, sizing)}
+    feeder_list = [{"name": name, "path": f"{feeder_dir.name}/{name}.csv", "format": "csv", "mode": "random"} for name in feeders]
     if feeders:
-        scenario["feeders"] = [{"name": name, "path": f"{feeder_dir.name}/{name}.csv", "format": "csv", "mode": "random"}
-                               for name in feeders]
+        scenario["feeders"] = feeder_list
+    scenarios = [scenario]
+    if kinds is not None:
+        sizing["kinds_found"] = {"kinds": len(kinds.kinds), "silhouette": round(kinds.silhouette, 3) if kinds.silhouette is not None else None,
+                                 "sessions": kinds.sessions, "requests_read": kinds.requests_read,
+                                 "method": f"k-means on the sessions' endpoint mix and pace, k = 2 to {MAX_KINDS} by the "
+                                           f"mean silhouette, a split kept at {MIN_SILHOUETTE:g} or more"}
+    if kinds is not None and len(kinds.kinds) > 1:
+        scenarios = _kind_scenarios(profile, options, coverage, kinds, branches, sizing, feeder_list)
     data: dict[str, Any] = {"version": 1, "name": "production-profile"}
     if parameters:
         data["parameters"] = parameters
     data["target"] = {"base_url": options.base_url}
-    pool = _pool(scenario["workload"], sizing)
+    pool = _pool(scenarios, sizing)
     if pool is not None:
         data["target"]["connections"] = {"pool": pool}
-    data["scenarios"] = [scenario]
+    data["scenarios"] = scenarios
     if options.find_max:
         data["steer"] = {"type": "find_max", **{key: sizing["find_max"][key] for key in ("start", "step", "step_duration_s")}}
     left_out = [_left_out_row(profile, stats) for stats in coverage.left_out]
@@ -433,14 +444,67 @@ def _workload(options: PlanOptions, sizing: dict[str, Any]) -> dict[str, Any]:
 POOL_ABOVE_VUS = 1000
 
 
-def _pool(workload: dict[str, Any], sizing: dict[str, Any]) -> int | None:
+def _pool(scenarios: list[dict[str, Any]], sizing: dict[str, Any]) -> int | None:
     """A pool for a plan with many VUs: a few times rate × exchange time (Little's law, with
     the log's p95 as the exchange time, at least 10 ms), at least 10 connections."""
-    vus = int(workload.get("max_vus") or max([workload.get("start_vus", 0), *(stage["vus"] for stage in workload["stages"])]))
+    vus = 0
+    for scenario in scenarios:
+        workload = scenario["workload"]
+        vus += int(workload.get("max_vus") or max([workload.get("start_vus", 0), *(stage["vus"] for stage in workload["stages"])]))
     if vus <= POOL_ABOVE_VUS:
         return None
     exchange_s = max(0.01, float(sizing["p95_ms"] or 0.0) / 1000.0)
     return min(vus, max(10, math.ceil(4 * float(sizing["rate_per_s"]) * exchange_s)))
+
+
+def _kind_scenarios(profile: Profile, options: PlanOptions, coverage: Coverage, kinds: Kinds, branches: list[dict[str, Any]],
+                    sizing: dict[str, Any], feeders: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One scenario per client kind: the kept endpoints weighted by the kind's own requests, its
+    share of the plan's rate (its share of the kept requests), its think time, and its VUs by
+    Little's law (rate × (the kind's mean time + its think time)). Sizing gains ``kinds``."""
+    by_name = {stats.name: stats for stats in coverage.chosen}
+    step_of = {branch["steps"][0]["name"]: branch["steps"][0] for branch in branches}
+    kept_requests = [sum(kind.counts[name] for name in by_name) for kind in kinds.kinds]
+    total = sum(kept_requests) or 1
+    scenarios: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
+    for number, (kind, requests) in enumerate(zip(kinds.kinds, kept_requests), start=1):
+        if not requests:
+            continue
+        names = [name for name in by_name if kind.counts[name]]
+        rate = round(sizing["rate_per_s"] * requests / total, 3)
+        timed = [(kind.counts[name], by_name[name].timing) for name in names if by_name[name].timing.count]
+        mean_ms = sum(count * timing.mean() for count, timing in timed) / sum(count for count, _ in timed) if timed else 0.0
+        think_ms = min(kind.mean_think_ms(), MAX_THINK_TIME_MS) if options.model == "users" else 0.0
+        vus = max(1, math.ceil(round(rate * (mean_ms + think_ms) / 1000.0, 6)))
+        kind_branches = [{"weight": max(0.0001, round(100.0 * kind.counts[name] / requests, 4)), "steps": [step_of[name]]}
+                         for name in names]
+        steps: list[dict[str, Any]] = [{"type": "choice", "branches": kind_branches}]
+        if options.model == "users":
+            steps.append({"type": "think", "think_time": {"type": "exponential", "mean_ms": round(think_ms, 3)}})
+        kind_sizing = {**sizing, "rate_per_s": rate, "users": vus}
+        scenario: dict[str, Any] = {"name": f"clients_{number}", "steps": steps,
+                                    "workload": _workload(options, kind_sizing)}
+        used = {template.split(".")[0].strip("{ ") for step in _steps_of(kind_branches) for template in _templates(step["path"])}
+        if any(feeder["name"] in used for feeder in feeders):
+            scenario["feeders"] = [feeder for feeder in feeders if feeder["name"] in used]
+        scenarios.append(scenario)
+        rows.append({"scenario": scenario["name"], "sessions": kind.sessions, "share_of_requests": round(requests / total, 6),
+                     "requests_per_session": round(kind.mean_length(), 3), "rate_per_s": rate, "mean_ms": round(mean_ms, 3),
+                     "session_think_ms": round(kind.mean_think_ms(), 3), "think_ms": round(think_ms, 3), "vus": vus,
+                     "mix": {name: round(kind.counts[name] / requests, 6) for name in names}})
+    sizing["kinds"] = rows
+    if options.model == "users":
+        sizing["users"] = sum(row["vus"] for row in rows)
+    return scenarios
+
+
+def _steps_of(branches: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [step for branch in branches for step in branch["steps"]]
+
+
+def _templates(text: str) -> list[str]:
+    return re.findall(r"\{\{(.*?)\}\}", text)
 
 
 def _header(profile: Profile, options: PlanOptions, coverage: Coverage, left_out: list[dict[str, Any]],
@@ -476,6 +540,7 @@ def _header(profile: Profile, options: PlanOptions, coverage: Coverage, left_out
         lines.append(f"Sizing by Little's law: VUs = rate × (mean time + think time) = {little['rate_per_s']:g} req/s × "
                      f"({little['mean_ms']:g} ms + {little['think_ms']:g} ms) = {little['vus']} VU{'' if little['vus'] == 1 else 's'}"
                      f" (the chosen endpoints' mean response time; one VU sends {sizing['per_vu_rps']:g} req/s).")
+    lines += _kind_lines(sizing)
     lines += [
         "First a sighting shot (one VU, each endpoint's unloaded time):",
         f"  {sizing['sight_command']}",
@@ -490,6 +555,26 @@ def _header(profile: Profile, options: PlanOptions, coverage: Coverage, left_out
         lines.append("give each its `body:` (a template, or values from a feeder) and `headers:` (auth, content type):")
         lines += [f"  {name}" for name in with_body]
     return "".join(f"# {line}\n" for line in lines)
+
+
+def _kind_lines(sizing: dict[str, Any]) -> list[str]:
+    """What the plan's comments say of the client kinds: how they were found, how well they
+    separate, and each one's scenario."""
+    found = sizing.get("kinds_found")
+    if found is None:
+        return []
+    how = (f"by k-means on {found['sessions']:,} sessions' endpoint mix and pace (of the log's first {found['requests_read']:,} "
+           f"requests), k = 2 to {MAX_KINDS} chosen by the mean silhouette (1: apart, 0: on the border)")
+    if found["kinds"] == 1:
+        score = f" (the best split's silhouette {found['silhouette']:g} is under {MIN_SILHOUETTE:g})" if found["silhouette"] is not None else ""
+        return [f"Client kinds: one, looked for {how}{score}."]
+    lines = [f"Client kinds: {found['kinds']}, one scenario each, found {how}: {found['silhouette']:g}."]
+    for row in sizing.get("kinds", []):
+        mix = ", ".join(f"{name} {100 * share:.0f} %" for name, share in sorted(row["mix"].items(), key=lambda item: -item[1])[:3])
+        lines.append(f"  {row['scenario']}: {100 * row['share_of_requests']:.1f} % of the requests, {row['sessions']:,} sessions of "
+                     f"{row['requests_per_session']:g} requests, {row['session_think_ms']:g} ms apart; {row['rate_per_s']:g} req/s × "
+                     f"({row['mean_ms']:g} ms + {row['think_ms']:g} ms) = {row['vus']} VUs; {mix}")
+    return lines
 
 
 def _yaml(data: dict[str, Any]) -> str:
