@@ -136,16 +136,16 @@ KINDS: tuple[ClientKind, ...] = (
 )
 
 
-@dataclass
-class KindsTruth:
-    path: Path
-    #: Per kind: sessions, requests, the mean think time (ms) as the log's whole seconds give it.
-    sessions: dict[str, int]
-    requests: dict[str, int]
-    think_ms: dict[str, float]
+@dataclass(frozen=True)
+class KindTruth:
+    """One kind as the log holds it: sessions, requests, and the mean think time (ms)."""
+
+    sessions: int
+    requests: int
+    think_ms: float
 
 
-def write_kinds_log(path: Path, kinds: tuple[ClientKind, ...] = KINDS) -> KindsTruth:
+def write_kinds_log(path: Path, kinds: tuple[ClientKind, ...] = KINDS) -> dict[str, KindTruth]:
     """Each client one session (its requests ``apart_s`` apart, starts staggered over ten
     minutes), its kind told by nothing but what it does: every client has the same agent."""
     rng = random.Random(3)
@@ -162,5 +162,5 @@ def write_kinds_log(path: Path, kinds: tuple[ClientKind, ...] = KINDS) -> KindsT
                     thinks[kind.name].append(kind.apart_s * 1000.0 - kind.endpoints[(i - 1) % len(kind.endpoints)][2])
     hits.sort(key=lambda hit: hit.t)
     write_log(path, [combined_line(hit) for hit in hits])
-    return KindsTruth(path, {kind.name: kind.clients for kind in kinds}, {kind.name: kind.clients * kind.requests for kind in kinds},
-                      {name: math.fsum(values) / len(values) for name, values in thinks.items()})
+    return {kind.name: KindTruth(kind.clients, kind.clients * kind.requests, math.fsum(thinks[kind.name]) / len(thinks[kind.name]))
+            for kind in kinds}

@@ -128,27 +128,28 @@ def test_the_truth_has_what_it_says() -> None:
 
 
 def test_client_kinds_are_recovered_as_scenarios(tmp_path: Path) -> None:
-    truth = write_kinds_log(tmp_path / "access.log")
+    log = tmp_path / "access.log"
+    truth = write_kinds_log(log)
     options = ProfileOptions()
-    profile = build_profile([truth.path], options)
+    profile = build_profile([log], options)
     kept = [stats.name for stats in profile.endpoints]
-    found = find_kinds([truth.path], options, kept)
+    found = find_kinds([log], options, kept)
     assert len(found.kinds) == 3 and found.silhouette is not None and found.silhouette > 0.8
     # The most requests first: devices (2,000), users (1,200), admins (100); each group is one
     # truth kind whole, by its sessions, requests and pace.
     for kind, name in zip(found.kinds, ("devices", "users", "admins")):
-        assert (kind.sessions, kind.requests) == (truth.sessions[name], truth.requests[name])
-        assert kind.mean_think_ms() == pytest.approx(truth.think_ms[name], rel=1e-6)
+        assert (kind.sessions, kind.requests) == (truth[name].sessions, truth[name].requests)
+        assert kind.mean_think_ms() == pytest.approx(truth[name].think_ms, rel=1e-6)
     written = write_plan(profile, tmp_path / "plan.yaml", PlanOptions(model="users", min_share_percent=0, cover_percent=100), found)
     plan = load_plan_file(written.path).plan
     assert [scenario.name for scenario in plan.scenarios] == ["clients_1", "clients_2", "clients_3"]
     rows = written.sizing["kinds"]
-    total = sum(truth.requests.values())
+    total = sum(kind.requests for kind in truth.values())
     for row, scenario, name in zip(rows, plan.scenarios, ("devices", "users", "admins")):
-        assert row["share_of_requests"] == pytest.approx(truth.requests[name] / total, abs=1e-6)
-        assert row["vus"] == math.ceil(row["rate_per_s"] * (row["mean_ms"] + truth.think_ms[name]) / 1000 - 1e-9)
+        assert row["share_of_requests"] == pytest.approx(truth[name].requests / total, abs=1e-6)
+        assert row["vus"] == math.ceil(row["rate_per_s"] * (row["mean_ms"] + truth[name].think_ms) / 1000 - 1e-9)
         assert scenario.workload.stages[-1].vus == row["vus"]  # type: ignore[union-attr]
-        assert scenario.steps[1].think_time.mean_ms == pytest.approx(truth.think_ms[name], rel=1e-3)  # type: ignore[union-attr]
+        assert scenario.steps[1].think_time.mean_ms == pytest.approx(truth[name].think_ms, rel=1e-3)  # type: ignore[union-attr]
     assert set(rows[0]["mix"]) == {"POST /api/telemetry"}
     # A session of 20 requests in turn over (items, items, search): 14 and 6.
     assert rows[1]["mix"] == pytest.approx({"GET /api/items/{id}": 0.7, "GET /api/search?q": 0.3}, abs=1e-6)
