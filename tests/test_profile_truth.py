@@ -150,6 +150,7 @@ def test_client_kinds_are_recovered_as_scenarios(tmp_path: Path) -> None:
         assert row["vus"] == math.ceil(row["rate_per_s"] * (row["mean_ms"] + truth[name].think_ms) / 1000 - 1e-9)
         assert scenario.workload.stages[-1].vus == row["vus"]  # type: ignore[union-attr]
         assert scenario.steps[1].think_time.mean_ms == pytest.approx(truth[name].think_ms, rel=1e-3)  # type: ignore[union-attr]
+    assert written.sizing["little"]["vus"] == written.sizing["users"] == sum(row["vus"] for row in rows)
     assert set(rows[0]["mix"]) == {"POST /api/telemetry"}
     # A session of 20 requests in turn over (items, items, search): 14 and 6.
     assert rows[1]["mix"] == pytest.approx({"GET /api/items/{id}": 0.7, "GET /api/search?q": 0.3}, abs=1e-6)

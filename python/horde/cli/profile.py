@@ -256,7 +256,9 @@ def _show_plan(written: WrittenPlan) -> None:
                       "of the requests" + (f", {100 * sum(row['share_by_time'] for row in written.left_out):.2f} % of the time" if timed else "")
                       + f": {shares}{more}", markup=False, highlight=False)
     little = sizing["little"]
-    if little["vus"] is not None:
+    if little.get("by_kind"):
+        _stdout.print(f"  sizing (Little's law, per client kind): {little['vus']} VUs in all", markup=False, highlight=False)
+    elif little["vus"] is not None:
         _stdout.print(f"  sizing (Little's law): {little['rate_per_s']:g} req/s × ({little['mean_ms']:g} ms mean + {little['think_ms']:g} ms "
                       f"think) = {little['vus']} VUs", markup=False, highlight=False)
     found = sizing.get("kinds_found")

@@ -216,7 +216,7 @@ def _write(profile: Profile, path: Path, options: PlanOptions, coverage: Coverag
                      "share_by_time": round(profile.share(stats, "time"), 6) if profile.timed else None})
     sizing = _sizing(profile, options, path, coverage)
     steps: list[dict[str, Any]] = [{"type": "choice", "branches": branches}]
-    if options.model == "users":
+    if options.model == "users" and sizing["little"]["think_ms"] > 0:  # clients that never pause: no think step
         steps.append({"type": "think", "think_time": {"type": "exponential", "mean_ms": sizing["little"]["think_ms"]}})
     scenario: dict[str, Any] = {"name": "production", "steps": steps, "workload": _workload(options, sizing)}
     feeder_list = [{"name": name, "path": f"{feeder_dir.name}/{name}.csv", "format": "csv", "mode": "random"} for name in feeders]
@@ -249,7 +249,7 @@ def _write(profile: Profile, path: Path, options: PlanOptions, coverage: Coverag
     with_body = [stats.name for stats in chosen if stats.shape.method in BODY_METHODS]
     if with_body:
         notes.append(f"{len(with_body)} endpoint{'' if len(with_body) == 1 else 's'} ({', '.join(with_body[:3])}"
-                     f"{', ...' if len(with_body) > 3 else ''}) go out with no body or header: the log holds none "
+                     f"{', ...' if len(with_body) > 3 else ''}) {'goes' if len(with_body) == 1 else 'go'} out with no body or header: the log holds none "
                      "(the plan's comments list them to complete)")
     return WrittenPlan(path, written, rows, coverage.by_count, sizing, notes,
                        coverage.by_time if profile.timed else None, left_out)
@@ -480,7 +480,7 @@ def _kind_scenarios(profile: Profile, options: PlanOptions, coverage: Coverage, 
         kind_branches = [{"weight": max(0.0001, round(100.0 * kind.counts[name] / requests, 4)), "steps": [step_of[name]]}
                          for name in names]
         steps: list[dict[str, Any]] = [{"type": "choice", "branches": kind_branches}]
-        if options.model == "users":
+        if options.model == "users" and round(think_ms, 3) > 0:
             steps.append({"type": "think", "think_time": {"type": "exponential", "mean_ms": round(think_ms, 3)}})
         kind_sizing = {**sizing, "rate_per_s": rate, "users": vus}
         scenario: dict[str, Any] = {"name": f"clients_{number}", "steps": steps,
@@ -494,8 +494,10 @@ def _kind_scenarios(profile: Profile, options: PlanOptions, coverage: Coverage, 
                      "session_think_ms": round(kind.mean_think_ms(), 3), "think_ms": round(think_ms, 3), "vus": vus,
                      "mix": {name: round(kind.counts[name] / requests, 6) for name in names}})
     sizing["kinds"] = rows
+    # The plan's VUs are the kinds' together, each sized with its own mean and think time.
+    sizing["little"] = {**sizing["little"], "vus": sum(row["vus"] for row in rows), "by_kind": True}
     if options.model == "users":
-        sizing["users"] = sum(row["vus"] for row in rows)
+        sizing["users"] = sizing["little"]["vus"]
     return scenarios
 
 
@@ -536,7 +538,9 @@ def _header(profile: Profile, options: PlanOptions, coverage: Coverage, left_out
                  + (f", as {sizing['users']} users looping request and think." if options.model == "users"
                     else ", as an open model (one request per arrival)."))
     little = sizing["little"]
-    if little["vus"] is not None:
+    if little.get("by_kind"):
+        lines.append(f"Sizing by Little's law per client kind (below): VUs = rate × (mean time + think time), {little['vus']} VUs in all.")
+    elif little["vus"] is not None:
         lines.append(f"Sizing by Little's law: VUs = rate × (mean time + think time) = {little['rate_per_s']:g} req/s × "
                      f"({little['mean_ms']:g} ms + {little['think_ms']:g} ms) = {little['vus']} VU{'' if little['vus'] == 1 else 's'}"
                      f" (the chosen endpoints' mean response time; one VU sends {sizing['per_vu_rps']:g} req/s).")
