@@ -323,3 +323,12 @@ def test_steering_flags_that_apply_are_taken_and_conflicts_refused() -> None:
         steered(SteerFlags(find_max=True, start=500.0, limit=100.0))
     (problem,) = invalid.value.problems
     assert problem.location == "steer.start" and "start (500) is above limit (100)" in problem.message
+
+
+def test_no_flag_returns_the_plan_itself_unchecked_again() -> None:
+    plan = plan_with(CLOSED)
+    assert apply_overrides(plan) is plan
+    assert apply_overrides(plan, insecure=False) is plan
+    # any flag still gives a new, checked plan
+    changed = apply_overrides(plan, insecure=True)
+    assert changed is not plan and changed.target.insecure
