@@ -121,3 +121,46 @@ def test_a_wide_summary_shows_every_column_and_says_nothing_is_left_out() -> Non
     assert all(column in text for column in ("p50 ms", "p90 ms", "p95 ms", "p99 ms", "max ms"))
     assert "left out" not in text
     assert any(STEP_NAMES[0] in line and "8.37" in line for line in text.splitlines())
+
+
+def test_every_error_kind_the_engine_counts_has_a_hint_that_names_its_cause() -> None:
+    # The engine's labels (horde-metrics' ErrorKind::label), read from its source: a kind added
+    # there without a hint here fails this test.
+    import re
+    from pathlib import Path
+
+    from horde.cli.console import error_hint
+
+    source = (Path(__file__).resolve().parents[1] / "crates" / "horde-metrics" / "src" / "error_kind.rs").read_text()
+    kinds = set(re.findall(r'ErrorKind::\w+ => "(\w+)"\.into\(\)', source))
+    assert {"refused", "lost", "protocol", "sql_login_failed", "ws_closed"} <= kinds
+    assert {kind for kind in kinds if error_hint(kind) is None} == set()
+    # Each hint names the cause of its own transport: a protocol error is not always HTTP's, a
+    # lost ping is a datagram's (TCP is late, not lost), a refused login is the database's.
+    assert "target.framing" in str(error_hint("protocol")) and "WebSocket" in str(error_hint("protocol"))
+    assert "UDP or KCP" in str(error_hint("lost"))
+    assert "timeout_ms" in str(error_hint("timeout", ping=True)) and "late, not lost" in str(error_hint("timeout", ping=True))
+    assert "request_timeout_ms" in str(error_hint("timeout")) and "ping" not in str(error_hint("timeout"))
+    assert "password_env" in str(error_hint("sql_login_failed")) and "pg_hba.conf" in str(error_hint("sql_login_failed"))
+
+
+def test_a_ping_timeout_gets_the_ping_hint_and_a_request_timeout_the_requests() -> None:
+    from horde.cli.console import render_summary
+
+    summary = run_summary()
+    ping, page = summary["steps"][STEP_NAMES[0]], summary["steps"][STEP_NAMES[1]]
+    ping["messages"] = {"sent": 10, "received": 8, "datagrams_sent": 0, "datagrams_received": 0, "late": 2,
+                        "sent_per_s": 3.3, "received_per_s": 2.7, "datagrams_sent_per_s": 0.0, "datagrams_received_per_s": 0.0}
+    ping["errors_by_kind"] = {"timeout": 2}
+    summary["errors_by_kind"] = {"timeout": 2}
+
+    def hints() -> list[str]:
+        console = Console(width=300, record=True, color_system=None)
+        render_summary(console, summary)
+        return [line.strip() for line in console.export_text().splitlines() if line.strip().startswith("timeout: ")]
+
+    assert len(hints()) == 1 and "the step's timeout_ms" in hints()[0] and "late, not lost" in hints()[0]
+    page["errors_by_kind"] = {"timeout": 3}  # an HTTP step timed out too: both hints, each its own
+    summary["errors_by_kind"] = {"timeout": 5}
+    shown = hints()
+    assert len(shown) == 2 and any("target.request_timeout_ms" in hint for hint in shown)

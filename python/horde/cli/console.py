@@ -31,8 +31,10 @@ ERROR_HINTS = {
     "dns": "the target's host name did not resolve: check base_url's host and this machine's resolver",
     "connect": "the connection could not be opened (an address not available, a source address not bound): check the addresses",
     "no_route": "no route to the target's host or network (EHOSTUNREACH 113, ENETUNREACH 101): check routes, firewalls and that the host is up",
-    "lost": "a ping's reply did not come within its timeout_ms: lost on the way (or the gateway dropped it); late ones are counted apart",
-    "protocol": "the response was not valid HTTP/1.1: a TLS port reached with http://, or a non-HTTP server",
+    "lost": "a UDP or KCP ping's reply did not come within its timeout_ms: its datagrams were lost on the way (or the gateway "
+            "dropped them); late ones are counted apart",
+    "protocol": "the answer did not follow its protocol (HTTP/1.1, a WebSocket's frames, or target.framing for tcp://): the "
+                "detail above says which; for HTTP, a TLS port reached with http:// or a server that is not HTTP",
     "headers_too_large": "the response's head passed target.max_response_header_bytes (256 KiB by default): raise it if the target really sends that much",
     "body_too_large": "a check or extractor needed a body longer than target.max_kept_body_bytes (1 MiB by default): raise it, or check something smaller",
     "cut": "requests were still waiting for an answer when the grace period ended: the target stalled, or graceful_stop_s is shorter than its responses",
@@ -45,6 +47,8 @@ ERROR_HINTS = {
     "sql_serialization_failure": "SQLSTATE 40001: serializable transactions conflicted; the application would retry them",
     "sql_deadlock": "SQLSTATE 40P01: transactions locked rows in different orders; lock in one order",
     "sql_unique_violation": "SQLSTATE 23505: an insert repeated a key; draw keys from a unique feeder or a sequence",
+    "sql_login_failed": "the database refused the login (the SQLSTATE above): check the password target.password_env gives, the "
+                        "user and database in base_url, and the server's pg_hba.conf",
     "sql_connection_failure": "the database closed or refused the connection (a terminated backend, a restart, "
                               "max_connections): see the server's log; the next step connects again",
     "sql_other": "the database reported another error (a syntax error, a missing table...): run the step's query in psql",
@@ -55,8 +59,22 @@ ERROR_HINTS = {
 }
 
 
-def error_hint(kind: str) -> str | None:
-    """The hint shown under a run's errors for ``kind`` (``status_503`` by its class)."""
+#: The hint for ``timeout`` counted by a message step (tcp://, ws://): a ping whose reply did not
+#: come within the step's own timeout_ms, which a stream delivers late rather than loses.
+PING_TIMEOUT_HINT = ("a ping's reply over TCP or a WebSocket did not come within the step's timeout_ms: late, not lost (a "
+                     "stream loses nothing; a reply that comes later is counted late): the peer is slow or stalled, or "
+                     "timeout_ms is shorter than its replies")
+
+
+def error_hint(kind: str, *, ping: bool = False) -> str | None:
+    """The hint shown under a run's errors for ``kind`` (``status_503`` by its class); ``ping``:
+    counted by a message step, whose timeout is its ping's.
+
+    >>> error_hint("timeout", ping=True) == PING_TIMEOUT_HINT, "ping" in str(error_hint("timeout"))
+    (True, False)
+    """
+    if kind == "timeout" and ping:
+        return PING_TIMEOUT_HINT
     if kind.startswith("h2_reset_"):
         return ("the server reset HTTP/2 streams with that code (refused_stream: too many at once; enhance_your_calm: "
                 "too fast): the server's stream and rate limits, or its logs")
@@ -70,6 +88,20 @@ def error_hint(kind: str) -> str | None:
             return "the target is rate limiting: the load passed its limit"
         return "the target refused the request: check the step's method, path and body"
     return ERROR_HINTS.get(kind)
+
+
+def _hints_of(kind: str, steps: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The hints for ``kind`` in a run of ``steps``: a timeout counted by message steps (those
+    with message counts) gets the ping's hint, one counted by other steps the request's; both
+    where both counted it.
+
+    >>> _hints_of("timeout", {"rtt": {"messages": {"sent": 1}, "errors_by_kind": {"timeout": 2}}}) == [PING_TIMEOUT_HINT]
+    True
+    """
+    counted_by = [figures for figures in steps.values() if (figures.get("errors_by_kind") or {}).get(kind)]
+    pings = {bool(figures.get("messages")) for figures in counted_by} or {False}
+    hints = [error_hint(kind, ping=ping) for ping in sorted(pings)]
+    return [hint for hint in hints if hint]
 
 
 def render_summary(console: Console, summary: dict[str, Any], *, store_url: str | None = None) -> None:
@@ -131,8 +163,7 @@ def render_summary(console: Console, summary: dict[str, Any], *, store_url: str 
         console.print("errors by kind: " + ", ".join(f"{kind} {count:,}" for kind, count in kinds.items()), style="red", soft_wrap=True)
         render_error_details(console, summary.get("error_details") or [])
         for kind in sorted(kinds, key=lambda k: -kinds[k])[:4]:
-            hint = error_hint(kind)
-            if hint:
+            for hint in _hints_of(kind, summary["steps"]):
                 console.print(f"  {kind}: {hint}", markup=False, highlight=False, soft_wrap=True)
     render_checks(console, summary.get("checks") or [])
     render_messages(console, summary["steps"])
