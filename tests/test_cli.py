@@ -203,6 +203,26 @@ def test_a_stray_word_taken_for_the_plan_is_named(horde_cli: HordeCli, horde_mai
 
 
 @pytest.mark.parametrize(
+    ("args", "message", "hint"),
+    [
+        (["run", str(QUICKSTART), "--duration", "2", "sec"],
+         "error: 'sec' after --duration 2 is a stray argument: a duration is one word", "hint: write --duration 2s"),
+        (["sight", str(QUICKSTART), "--duration", "10", "seconds"], "'seconds' after --duration 10", "--duration 10s"),
+        (["run", str(QUICKSTART), "extra"], "error: 'extra' is a stray argument: the command takes one plan",
+         "hint: quote a value that holds spaces"),
+    ],
+)
+def test_a_stray_word_beside_a_plan_file_is_named(horde_cli: HordeCli, horde_main: Any, args: list[str],
+                                                  message: str, hint: str) -> None:
+    # With a plan file, the word is an extra argument (not PLAN): named too, nothing run.
+    result = horde_main(*args)
+    assert_clean_error(result, ExitCode.INVALID_INPUT)
+    assert message in result.stderr and hint in result.stderr, result.stderr
+    assert "unexpected extra argument" not in result.stderr
+    assert not horde_cli.store_path.exists()
+
+
+@pytest.mark.parametrize(
     "args",
     [["run", "--vus", "abc", "--url", "http://127.0.0.1:1/"], ["nosuchcommand"], ["show"], ["runs", "--limit", "x"]],
 )
@@ -270,6 +290,25 @@ def _as_a_user_who_may_not_write(read_only_file: Path) -> list[str]:
     return prefix
 
 
+def _get_json(url: str, server: subprocess.Popen[str], *, within_s: float = 20.0) -> Any:
+    """``url``'s JSON, once ``server`` listens (it must not have exited)."""
+    import urllib.error
+    import urllib.request
+
+    deadline = time.monotonic() + within_s
+    while True:
+        if server.poll() is not None:
+            _, err = server.communicate()
+            raise AssertionError(f"the server exited {server.returncode}: {err}")
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                return json.loads(response.read())
+        except (urllib.error.URLError, ConnectionError) as error:
+            if isinstance(error, urllib.error.HTTPError) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
 def test_runs_and_show_read_a_store_this_user_may_only_read(horde_cli: HordeCli, tmp_path: Path) -> None:
     from horde.store import Store
     from synthetic import entry
@@ -304,9 +343,21 @@ def test_runs_and_show_read_a_store_this_user_may_only_read(horde_cli: HordeCli,
         shown = horde("show", "last")
         assert shown.returncode == ExitCode.OK, shown.stderr
         assert run_id in shown.stdout and "home" in shown.stdout
-        # Recording a run is refused at once, saying why.
+        # The dashboard serves it too.
+        ui_port = free_tcp_port()
+        served = subprocess.Popen([*prefix, str(HORDE_BIN), "ui", "--port", str(ui_port), "--store", str(store_path)],
+                                  env=horde_cli.env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            listed_by_ui = _get_json(f"http://127.0.0.1:{ui_port}/api/runs", served)
+            assert [row["run_id"] for row in listed_by_ui["runs"]] == [run_id], listed_by_ui
+        finally:
+            served.terminate()
+            served.communicate(timeout=30)
+        # Recording a run is refused at once, before the run starts, saying why.
         refused = horde("run", "--url", f"http://127.0.0.1:{free_tcp_port()}/", "--duration", "1s")
         assert_clean_error(refused, ExitCode.STORE_UNAVAILABLE)
+        assert "running for" not in refused.stdout + refused.stderr
+        assert "cannot record a run" in refused.stderr
         assert "hint: this user may only read the store" in refused.stderr
         assert sorted(path.name for path in folder.iterdir()) == ["runs.sqlite"]
     finally:

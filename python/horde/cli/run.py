@@ -30,12 +30,17 @@ if TYPE_CHECKING:  # types only: the commands import their layers when they run
     from horde.plan.loader import LoadedPlan
 
 
+#: For the commands that take --duration: a word left over (``--duration 2 sec``) reaches the
+#: command, which names it (:func:`_refuse_a_stray_argument`), rather than the parser's error.
+_EXTRA_WORDS_NAMED: dict[str, Any] = {"allow_extra_args": True}
+
+
 def register(app: typer.Typer) -> None:
     """Add ``run``, ``try``, ``sight``, ``scale`` and ``retarget`` to ``app``."""
-    app.command("run", cls=HordeCommand, epilog="Examples:\n\n  horde run examples/quickstart\n\n  horde run plan.yaml --vus 50 --duration 2m --tag build=1234\n\n  horde run --url http://127.0.0.1:8080/ --rate 500 --duration 30s\n\n  horde run --url http://127.0.0.1:8080/ --find-max --summary-json max.json\n\n  horde run plan.yaml -p vus=200 --junit junit.xml --prometheus 9464\n\n  horde run plan.yaml --out prometheus-rw=http://127.0.0.1:9090/api/v1/write")(run)
+    app.command("run", cls=HordeCommand, context_settings=_EXTRA_WORDS_NAMED, epilog="Examples:\n\n  horde run examples/quickstart\n\n  horde run plan.yaml --vus 50 --duration 2m --tag build=1234\n\n  horde run --url http://127.0.0.1:8080/ --rate 500 --duration 30s\n\n  horde run --url http://127.0.0.1:8080/ --find-max --summary-json max.json\n\n  horde run plan.yaml -p vus=200 --junit junit.xml --prometheus 9464\n\n  horde run plan.yaml --out prometheus-rw=http://127.0.0.1:9090/api/v1/write")(run)
     app.command("try", cls=HordeCommand, epilog="Examples:\n\n  horde try examples/game\n\n  horde try plan.yaml --scenario player -p city=paris\n\n  horde try --url http://127.0.0.1:8080/")(try_)
-    app.command("sight", cls=HordeCommand, epilog="Examples:\n\n  horde sight plan.yaml\n\n  horde sight --url http://127.0.0.1:8080/ --duration 10s")(sight)
-    app.command("scale", cls=HordeCommand, epilog="Examples:\n\n  horde scale plan.yaml --instances 4\n\n  horde scale --url http://127.0.0.1:8080/ --instances 3 --find-max\n\n  horde scale --url http://127.0.0.1:8080/ --instances 3 --target-response-ms 50 --duration 2m")(scale)
+    app.command("sight", cls=HordeCommand, context_settings=_EXTRA_WORDS_NAMED, epilog="Examples:\n\n  horde sight plan.yaml\n\n  horde sight --url http://127.0.0.1:8080/ --duration 10s")(sight)
+    app.command("scale", cls=HordeCommand, context_settings=_EXTRA_WORDS_NAMED, epilog="Examples:\n\n  horde scale plan.yaml --instances 4\n\n  horde scale --url http://127.0.0.1:8080/ --instances 3 --find-max\n\n  horde scale --url http://127.0.0.1:8080/ --instances 3 --target-response-ms 50 --duration 2m")(scale)
     app.command("retarget", cls=HordeCommand, epilog="Examples:\n\n  horde retarget last --vus 300\n\n  horde retarget 20261123 --rate 800 --ramp 30s")(retarget)
 
 
@@ -47,25 +52,33 @@ _UNIT_WORDS = {"ms": "ms", "msec": "ms", "millisecond": "ms", "milliseconds": "m
 
 
 def _refuse_a_stray_argument(plan_path: Path | None, url: str | None,
-                             durations: dict[str, str | None]) -> None:
-    """A word the command line took for the PLAN argument though it is no file: say what it is.
+                             durations: dict[str, str | None], extra: list[str] | None = None) -> None:
+    """A word the command line left over: say what it is.
 
-    ``--duration 2 sec`` leaves ``sec`` over, which Typer takes for the plan; with ``--url``
-    the user would otherwise read "a plan file or --url, not both" about a plan never meant.
+    ``--duration 2 sec`` leaves ``sec`` over. Beside ``--url`` the parser takes it for PLAN (no
+    such file), and the user would otherwise read "a plan file or --url, not both" about a plan
+    never meant; beside a plan file it is an extra argument (``extra``: the commands that take
+    ``--duration`` accept extra arguments so that they are named here, with the parser's word
+    "unexpected" replaced by what the word most likely was).
     """
-    if plan_path is None or plan_path.exists():
-        return
-    unit = _UNIT_WORDS.get(str(plan_path).lower())
-    if unit is not None:
+    taken_for_plan = plan_path is not None and not plan_path.exists()
+    words = [*([str(plan_path)] if taken_for_plan else []), *(extra or [])]
+    for word in words:
+        unit = _UNIT_WORDS.get(word.lower())
+        if unit is None:
+            continue
         # The flags given a bare number: the word followed one of them (the parser keeps no order).
         bare = [f"{flag} {value}" for flag, value in durations.items()
                 if value is not None and _is_number(value)]
         after = f" after {' or '.join(bare)}" if bare else ""
+        taken = ", taken for the plan file" if taken_for_plan and word == str(plan_path) else ""
         example = " or ".join(f"{given}{unit}" for given in bare) or f"--duration 2{unit}"
-        raise InvalidInput(f"'{plan_path}'{after} is a stray argument, taken for the plan file: "
-                           "a duration is one word",
+        raise InvalidInput(f"'{word}'{after} is a stray argument{taken}: a duration is one word",
                            hint=f"write {example} (durations are written 2s, 500ms, 1m, 1h30m)")
-    if url is not None:
+    if extra:
+        raise InvalidInput(f"'{extra[0]}' is a stray argument: the command takes one plan ({plan_path})",
+                           hint="quote a value that holds spaces; each flag takes one word")
+    if taken_for_plan and url is not None:
         raise InvalidInput(f"'{plan_path}' is a stray argument beside --url, taken for a plan file "
                            "(there is no such file)",
                            hint="--url needs no plan file: drop the word, or quote a value that holds spaces")
@@ -81,11 +94,12 @@ def _is_number(text: str) -> bool:
 
 def _load(plan_path: Path | None, url: str | None, method: str, headers: list[str], body: str | None,
           params: dict[str, str],
-          durations: dict[str, str | None] | None = None) -> tuple[Plan, LoadedPlan | None]:
+          durations: dict[str, str | None] | None = None,
+          extra: list[str] | None = None) -> tuple[Plan, LoadedPlan | None]:
     from horde.plan import plan_from_dict
     from horde.plan.loader import load_plan_file
     from horde.plan.overrides import url_plan
-    _refuse_a_stray_argument(plan_path, url, durations or {})
+    _refuse_a_stray_argument(plan_path, url, durations or {}, extra)
     if plan_path is not None and url is not None:
         raise InvalidInput("give either a plan file or --url, not both", hint="--url builds a one-step plan for quick checks")
     if plan_path is not None:
@@ -103,6 +117,7 @@ def _seconds(text: str | None, flag: str) -> float | None:
     return parse_duration(text, flag=flag) if text is not None else None
 
 def run(
+    ctx: typer.Context,
     plan_path: Annotated[Optional[Path], typer.Argument(metavar="PLAN", help="plan file (.yaml, .json, .py) or a folder holding plan.yaml")] = None,
     url: Annotated[Optional[str], typer.Option("--url", help="quick check of one URL instead of a plan file")] = None,
     method: Annotated[str, typer.Option("--method", "-X", help="HTTP method for --url")] = "GET",
@@ -178,7 +193,7 @@ def run(
             raise InvalidInput(f"{flag}: {path} is a directory", hint=f"give a file path, e.g. {flag} out.{'json' if flag == '--summary-json' else 'xml'}")
     question = CapacityQuestion(per_user_rate=per_user_rate, peak_rps=peak_rps, peak_users=peak_users, headroom_percent=headroom)
     plan, loaded = _load(plan_path, url, method, header or [], body, params,
-                         {"--duration": duration, "--ramp-up": ramp_up, "--step-duration": step_duration})
+                         {"--duration": duration, "--ramp-up": ramp_up, "--step-duration": step_duration}, ctx.args)
     # A quick --url plan that is steered becomes an open model (unless --vus): --max-vus caps it.
     steered_quick = url is not None and vus is None and (find_max or target_response_ms is not None)
     plan = apply_overrides(plan, vus=vus, rate=rate, max_vus=None if steered_quick else max_vus, duration_s=duration_s,
@@ -201,6 +216,7 @@ def run(
         if value is not None
     }
     with Store.open(store_url) as store, ExitStack() as served:
+        store.refuse_read_only("record a run")
         exporter: PrometheusExporter | None = None
         if prometheus is not None:
             if not 0 <= prometheus <= 65535:
@@ -339,6 +355,7 @@ def _write_output(path: Path, text: str, flag: str, *, hint: str) -> None:
         raise InvalidInput(f"cannot write {flag} {path}: {error.strerror or error}", hint=hint) from error
 
 def sight(
+    ctx: typer.Context,
     plan_path: Annotated[Optional[Path], typer.Argument(metavar="PLAN", help="plan file (.yaml, .json, .py) or a folder holding plan.yaml")] = None,
     url: Annotated[Optional[str], typer.Option("--url", help="one URL instead of a plan file")] = None,
     duration: Annotated[str, typer.Option("--duration", help="how long the single VU runs")] = "30s",
@@ -358,10 +375,11 @@ def sight(
     duration_s = parse_duration(duration, flag="--duration")
     if duration_s < 1:
         raise InvalidInput(f"--duration must be at least 1 s (got {duration})", hint="30s is usual; the payment team's was 1m")
-    plan, loaded = _load(plan_path, url, "GET", [], None, parse_params(param or []), {"--duration": duration})
+    plan, loaded = _load(plan_path, url, "GET", [], None, parse_params(param or []), {"--duration": duration}, ctx.args)
     plan = apply_overrides(plan, base_url=base_url)
     shot = sight_plan(plan, duration_s)
     with Store.open(store_url) as store:
+        store.refuse_read_only("record a sighting shot")
         with LiveView(stdout if not as_json else Console(stderr=True), title=f"horde sight · {plan.name}",
                       planned_duration_s=duration_s, cpu_limit_percent=cpu_limit_percent(None)) as view:
             label = str(plan_path) if plan_path is not None else f"--url {url}"
@@ -375,6 +393,7 @@ def sight(
     return outcome.exit_code
 
 def scale(
+    ctx: typer.Context,
     plan_path: Annotated[Optional[Path], typer.Argument(metavar="PLAN", help="plan file (.yaml, .json, .py) or a folder holding plan.yaml")] = None,
     url: Annotated[Optional[str], typer.Option("--url", help="one URL instead of a plan file (its path is requested from each instance)")] = None,
     instance: Annotated[Optional[list[str]], typer.Option("--instance", help="base URL of one instance of the target (repeatable, in order)")] = None,
@@ -420,7 +439,7 @@ def scale(
     tags = dict(parse_tag(t) for t in tag or [])
     # With --url only its path and query matter: each run's base URL is that of its instances.
     plan, _ = _load(plan_path, url, "GET", [], None, parse_params(param or []),
-                    {"--duration": duration, "--step-duration": step_duration})
+                    {"--duration": duration, "--step-duration": step_duration}, ctx.args)
     steered_quick = url is not None and vus is None and (find_max or target_response_ms is not None)
     plan = apply_overrides(plan, vus=vus, rate=rate, max_vus=None if steered_quick else max_vus, duration_s=duration_s)
     plan = apply_steer_flags(plan, SteerFlags(find_max=find_max, target_response_ms=target_response_ms,
@@ -443,6 +462,7 @@ def scale(
         return outcome.run_id, outcome.status, outcome.summary
 
     with Store.open(store_url) as store:
+        store.refuse_read_only("record a scaling study")
         if instances is not None:
             with builtin_instances(instances, workers=target_workers, service_ms=target_service_ms) as urls:
                 report = run_study(plan, urls, run_one)
@@ -477,6 +497,7 @@ def retarget(
     request: dict[str, Any] = {"vus": vus} if vus is not None else {"rate_per_s": rate}
     request.update({"ramp_s": ramp_s, **({"scenarios": scenario} if scenario else {})})
     with Store.open(store_url) as store:
+        store.refuse_read_only("ask a run to re-target")
         record = store.get_run(run_ref)
         if record.status != "running":
             raise InvalidInput(f"run {record.run_id} is not running (it is {record.status})",

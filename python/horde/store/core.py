@@ -486,10 +486,21 @@ class Store:
         except SQLAlchemyError as exc:
             error = _unavailable(action, self.display_url, self._backend, exc, self._password)
             if self.read_only:
-                error.hint = ("this user may only read the store (its file or its folder is not writable): "
-                              "runs, show, compare and report read it; to record runs, give a store you can "
-                              "write with --store or HORDE_STORE")
+                error.hint = READ_ONLY_HINT
             raise error from exc
+
+    def refuse_read_only(self, action: str) -> None:
+        """Raise :class:`StoreUnavailable` if this user may only read the store: a command that
+        records (``horde run``) stops here, before its load or its progress begins, rather than
+        at its first write."""
+        if self.read_only:
+            raise StoreUnavailable(f"cannot {action}: this user may only read the results store {self.display_url}",
+                                   hint=READ_ONLY_HINT)
+
+
+#: What to do about a store this user may only read (its file or its folder is not writable).
+READ_ONLY_HINT = ("this user may only read the store (its file or its folder is not writable): runs, show, compare, "
+                  "report and ui read it; to record runs, give a store you can write with --store or HORDE_STORE")
 
 
 def _create_engine(url: str, backend: str) -> Engine:
@@ -535,6 +546,14 @@ def _only_readable(url: str) -> Path | None:
     if not path.is_file() or not os.access(path, os.R_OK):
         return None
     return None if os.access(path, os.W_OK) and os.access(path.parent, os.W_OK) else path
+
+
+def only_readable_sqlite_engine(url: str) -> Engine | None:
+    """For a reader beside the store (the dashboard's): the engine :meth:`Store.open` itself
+    uses where this user may only read the SQLite file at ``url``; None where the user may write
+    it (or it is no such file), and the reader opens it its own way."""
+    path = _only_readable(url)
+    return _read_only_sqlite_engine(url, path) if path is not None else None
 
 
 def _read_only_sqlite_engine(url: str, path: Path) -> Engine:

@@ -26,7 +26,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from horde.errors import StoreUnavailable
 from horde.store import MonitorSample, redact_url, resolve_store_url
-from horde.store.core import read_snapshots
+from horde.store.core import only_readable_sqlite_engine, read_snapshots
 from horde.store.monitor_samples import read_monitor_samples
 from horde.store.schema import runs
 from horde.engine.snapshot import Snapshot
@@ -155,6 +155,10 @@ class StoreReader:
 
 def _read_only_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
+        # A file this user may only read cannot take the -shm file a plain open makes.
+        only_readable = only_readable_sqlite_engine(url)
+        if only_readable is not None:
+            return only_readable
         # timeout: how long to wait on a lock (a WAL checkpoint), as the writer's busy_timeout.
         engine = create_engine(url, pool_pre_ping=True, connect_args={"timeout": _CONNECT_TIMEOUT_S})
         event.listen(engine, "connect", _sqlite_read_only)
