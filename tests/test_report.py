@@ -500,3 +500,25 @@ def test_target_response_time_facts_word_each_outcome(outcome: str, limit: str |
     assert shown["what broke first"] == "db CPU first" and shown["a_newer_key"] == 7
     assert facts[-1] == ("note", "3 s set aside: generator starved")
     assert not any("max" in label or "knee" in label for label, _ in facts)
+
+
+def test_a_run_nothing_answered_shows_no_latency_figure(tmp_path: Path) -> None:
+    """Every request refused (a closed port): no response was timed, so the page gives no p95
+    (the summary's 0 ms is a figure nothing measured), and says why."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+    store_url = f"sqlite:///{tmp_path / 'runs.sqlite'}"
+    run_id = record_run(store_url, plan_dict(closed_port, [get("home", "/")], vus=1, duration_s=1.0))
+    with Store.open(store_url) as store:
+        results = load_run(store, run_id)
+    assert results.summary["responses"] == 0 and results.summary["requests"] > 0
+    html = render_run_report(results)
+    rows = ReportPage(html).tables["steps"]
+    for name in ("home", ALL_REQUESTS):
+        assert all(rows[name][field] == "–" for field in LATENCY_FIELDS), rows[name]
+        assert float(rows[name]["errors"]) == results.summary["requests"]
+    headline = html.split('id="headline"')[1].split("</div>\n\n")[0]
+    assert re.search(r'data-field="p95">– \(no responses\)', headline)

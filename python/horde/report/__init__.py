@@ -53,6 +53,7 @@ def render_run_report(results: RunResults) -> str:
         run=_run_header(results),
         summary=summary,
         step_rows=_step_rows(summary),
+        latency=_latency(summary),
         saturation=saturation_note(summary),
         sections=_sections(results),
         capacity=capacity_view(summary.get("capacity")),
@@ -116,15 +117,26 @@ def _run_header(results: RunResults) -> dict[str, Any]:
     }
 
 
+def _latency(figures: dict[str, Any]) -> dict[str, Any] | None:
+    """A step's (or the run's) latency figures, or None where no request got a response: the
+    summary writes 0 there, a figure no response measured (``responses`` says how many were
+    timed; summaries stored before it carry latency alone)."""
+    if figures.get("responses", 1) == 0:
+        return None
+    return {key: figures["latency_ms"][key] for key in _LATENCY_FIELDS}
+
+
 def _step_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per step, then all requests: the summary's figures, untouched."""
+    """One row per step, then all requests: the summary's figures, untouched, but for latency
+    where nothing answered (``latency`` None: the page says so instead of 0 ms)."""
     rows = []
     for name, figures in [*summary["steps"].items(), (ALL_REQUESTS, summary)]:
+        latency = _latency(figures)
         rows.append({
             "name": name,
             "kind": figures.get("kind", "request"),
             **{key: figures[key] for key in _STEP_FIELDS},
-            **{key: figures["latency_ms"][key] for key in _LATENCY_FIELDS},
+            "latency": latency,
             "errors_by_kind": figures.get("errors_by_kind") or {},
             # sql steps: the rows their statements returned or changed.
             "rows": figures.get("rows"), "rows_per_s": figures.get("rows_per_s"),
