@@ -11,6 +11,10 @@ ENGINE_VERSION: str
 def validate_plan(plan_json: str) -> list[tuple[str, str]]:
     """Every problem of a plan as ``(path, message)`` pairs; empty when the engine can run it."""
 
+def plan_bounds() -> dict[str, int | float]:
+    """The engine's bounds on a plan's values by name (``MAX_VUS``, ...): counts as ints,
+    amounts as floats; ``horde.plan.bounds`` reads them once."""
+
 @final
 class RunHandle:
     def poll(self, timeout_s: float) -> dict[str, Any] | None:

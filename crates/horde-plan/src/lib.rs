@@ -1,9 +1,10 @@
 //! The plan: what a run does, as the engine reads it.
 //!
-//! The plan is Horde's contract between the Python control plane and the Rust engine. Its single
-//! definition lives in `python/horde/plan.py` (pydantic); this crate decodes the same JSON with
-//! serde (`deny_unknown_fields` everywhere, so a key the engine does not know is an error, never
-//! silently ignored) and validates it again, because a plan can also arrive as hand-written JSON.
+//! The plan is Horde's contract between the Python control plane and the Rust engine. Its types
+//! and defaults are written in `python/horde/plan` (pydantic: the JSON Schema and the builder);
+//! this crate decodes the same JSON with serde (`deny_unknown_fields` everywhere, so a key the
+//! engine does not know is an error, never silently ignored) and owns its bounds ([`bounds`],
+//! which the control plane reads through the binding instead of copying them).
 //!
 //! Two entry points:
 //! - [`decode`] turns JSON into a [`Plan`], or one [`PlanError`] located at the JSON path where
@@ -36,7 +37,7 @@ pub use validate::PlanError;
 pub const PLAN_VERSION: u32 = 1;
 
 // Upper bounds: far beyond any real test, low enough that no valid plan can overflow a
-// duration, an allocation or a counter. python/horde/plan.py holds the same numbers.
+// duration, an allocation or a counter. The control plane reads them from [`bounds`].
 /// A stage lasts at most 30 days.
 pub const MAX_STAGE_DURATION_S: f64 = 30.0 * 24.0 * 3600.0;
 /// Connect and request timeouts, and the grace period, are at most an hour.
@@ -65,6 +66,48 @@ pub const MAX_PARALLEL_CONNECTIONS: u64 = 256;
 pub const MAX_WEIGHT: f64 = 1_000_000.0;
 /// Steps inside steps: a top-level step is at depth 1.
 pub const MAX_STEP_DEPTH: usize = 16;
+
+/// A bound the engine checks a plan's value against: a count (written as an integer) or an
+/// amount (a number that may have a fraction).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Bound {
+    Count(u64),
+    Amount(f64),
+}
+
+/// Every bound and default size the engine checks a plan against, by its name: the one list the
+/// control plane (its JSON Schema, its messages, `horde.plan`) reads through `horde._engine`.
+pub fn bounds() -> Vec<(&'static str, Bound)> {
+    use Bound::{Amount, Count};
+    vec![
+        ("MAX_STAGE_DURATION_S", Amount(MAX_STAGE_DURATION_S)),
+        ("MAX_TIMEOUT_MS", Amount(MAX_TIMEOUT_MS)),
+        ("MAX_GRACEFUL_STOP_S", Amount(MAX_GRACEFUL_STOP_S)),
+        ("MAX_THINK_TIME_MS", Amount(MAX_THINK_TIME_MS)),
+        ("MAX_VUS", Count(MAX_VUS)),
+        ("MAX_RATE_PER_S", Amount(MAX_RATE_PER_S)),
+        ("MAX_WEIGHT", Amount(MAX_WEIGHT)),
+        ("MAX_LOOP_COUNT", Count(validate::MAX_LOOP_COUNT)),
+        ("MAX_STEP_DEPTH", Count(MAX_STEP_DEPTH as u64)),
+        ("MAX_POOL_CONNECTIONS", Count(MAX_POOL_CONNECTIONS)),
+        ("DEFAULT_MAX_RESPONSE_HEADER_BYTES", Count(DEFAULT_MAX_RESPONSE_HEADER_BYTES)),
+        ("MIN_RESPONSE_HEADER_BYTES", Count(MIN_RESPONSE_HEADER_BYTES)),
+        ("MAX_RESPONSE_HEADER_BYTES", Count(MAX_RESPONSE_HEADER_BYTES)),
+        ("DEFAULT_MAX_KEPT_BODY_BYTES", Count(DEFAULT_MAX_KEPT_BODY_BYTES)),
+        ("MAX_KEPT_BODY_BYTES", Count(MAX_KEPT_BODY_BYTES)),
+        ("DEFAULT_PARALLEL_CONNECTIONS", Count(DEFAULT_PARALLEL_CONNECTIONS)),
+        ("MAX_PARALLEL_CONNECTIONS", Count(MAX_PARALLEL_CONNECTIONS)),
+        ("MAX_H2_WINDOW_BYTES", Count(MAX_H2_WINDOW_BYTES)),
+        ("MIN_H2_CONNECTION_WINDOW_BYTES", Count(MIN_H2_CONNECTION_WINDOW_BYTES)),
+        ("MAX_H2_CONCURRENT_STREAMS", Count(MAX_H2_CONCURRENT_STREAMS)),
+        ("DEFAULT_H2_STREAM_WINDOW_BYTES", Count(DEFAULT_H2_STREAM_WINDOW_BYTES)),
+        ("DEFAULT_H2_CONNECTION_WINDOW_BYTES", Count(DEFAULT_H2_CONNECTION_WINDOW_BYTES)),
+        ("MAX_CONTROL_FRAME_BYTES", Count(MAX_CONTROL_FRAME_BYTES as u64)),
+        // A count the engine compares as a float (duration over interval).
+        ("MAX_STREAM_MESSAGES", Count(MAX_STREAM_MESSAGES as u64)),
+        ("MAX_MESSAGE_BYTES", Count(MAX_MESSAGE_BYTES as u64)),
+    ]
+}
 
 /// A whole plan: where the target is, and the scenarios to run against it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -553,5 +596,25 @@ pub(crate) mod header_map {
             }
         }
         deserializer.deserialize_map(PairsVisitor)
+    }
+}
+
+#[cfg(test)]
+mod bounds_tests {
+    use super::{bounds, Bound};
+
+    #[test]
+    fn each_bound_is_named_once_and_is_the_engine_s_own_number() {
+        let all = bounds();
+        let mut names: Vec<_> = all.iter().map(|(name, _)| *name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), all.len());
+        let find = |wanted: &str| all.iter().find(|(name, _)| *name == wanted).map(|(_, bound)| *bound);
+        // Known answers, written from the reference docs' numbers, not from the table.
+        assert_eq!(find("MAX_VUS"), Some(Bound::Count(10_000_000)));
+        assert_eq!(find("MAX_STAGE_DURATION_S"), Some(Bound::Amount(2_592_000.0)));
+        assert_eq!(find("MAX_H2_WINDOW_BYTES"), Some(Bound::Count(2_147_483_647)));
+        assert_eq!(find("MAX_LOOP_COUNT"), Some(Bound::Count(1_000_000)));
     }
 }

@@ -32,6 +32,20 @@ fn validate_plan(plan_json: &str) -> Vec<(String, String)> {
     }
 }
 
+/// The engine's bounds on a plan's values, by name: counts as ints, amounts as floats. The one
+/// copy `horde.plan` reads (`horde_plan::bounds`).
+#[pyfunction]
+fn plan_bounds(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let found = PyDict::new(py);
+    for (name, bound) in horde_plan::bounds() {
+        match bound {
+            horde_plan::Bound::Count(count) => found.set_item(name, count)?,
+            horde_plan::Bound::Amount(amount) => found.set_item(name, amount)?,
+        }
+    }
+    Ok(found)
+}
+
 /// A running plan. Poll it for snapshots; stop it when you like.
 #[pyclass(module = "horde._engine", name = "RunHandle")]
 struct PyRunHandle {
@@ -452,6 +466,7 @@ fn self_signed_certificate(names: Vec<String>) -> PyResult<(String, String)> {
 #[pymodule]
 fn _engine(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(validate_plan, module)?)?;
+    module.add_function(wrap_pyfunction!(plan_bounds, module)?)?;
     module.add_function(wrap_pyfunction!(start_run, module)?)?;
     module.add_function(wrap_pyfunction!(histogram_merge, module)?)?;
     module.add_function(wrap_pyfunction!(histogram_stats, module)?)?;

@@ -19,6 +19,63 @@ import json
 import re
 from typing import Any, Union
 
+from horde import _engine
+
+#: The engine's bounds on a plan's values (crates/horde-plan's ``bounds``), read once: the
+#: schema's ``le``/``ge`` and every message that names a bound use these numbers, never a copy.
+_ENGINE_BOUNDS = _engine.plan_bounds()
+
+
+def _count(name: str) -> int:
+    value = _ENGINE_BOUNDS[name]
+    assert isinstance(value, int), (name, value)
+    return value
+
+
+def _amount(name: str) -> float:
+    return float(_ENGINE_BOUNDS[name])
+
+
+# Upper bounds: far beyond any real test, low enough that no valid plan can overflow a duration,
+# an allocation or a counter in the engine.
+MAX_STAGE_DURATION_S = _amount("MAX_STAGE_DURATION_S")
+MAX_TIMEOUT_MS = _amount("MAX_TIMEOUT_MS")
+MAX_GRACEFUL_STOP_S = _amount("MAX_GRACEFUL_STOP_S")
+MAX_THINK_TIME_MS = _amount("MAX_THINK_TIME_MS")
+MAX_VUS = _count("MAX_VUS")
+MAX_RATE_PER_S = _amount("MAX_RATE_PER_S")
+#: A scenario's weight, a branch's weight.
+MAX_WEIGHT = _amount("MAX_WEIGHT")
+#: A count loop's passes, a while loop's ``max_iterations``.
+MAX_LOOP_COUNT = _count("MAX_LOOP_COUNT")
+#: Steps inside steps: a top-level step is at depth 1.
+MAX_STEP_DEPTH = _count("MAX_STEP_DEPTH")
+#: A pool's largest size: far beyond any one process's open-file limit.
+MAX_POOL_CONNECTIONS = _count("MAX_POOL_CONNECTIONS")
+#: ``max_response_header_bytes``: by default 256 KiB (Chrome's limit on a response's headers;
+#: servers send a few KiB), from 1 KiB to 64 MiB.
+DEFAULT_MAX_RESPONSE_HEADER_BYTES = _count("DEFAULT_MAX_RESPONSE_HEADER_BYTES")
+MIN_RESPONSE_HEADER_BYTES = _count("MIN_RESPONSE_HEADER_BYTES")
+MAX_RESPONSE_HEADER_BYTES = _count("MAX_RESPONSE_HEADER_BYTES")
+#: ``max_kept_body_bytes``: by default 1 MiB per VU, from 1 byte to 1 GiB.
+DEFAULT_MAX_KEPT_BODY_BYTES = _count("DEFAULT_MAX_KEPT_BODY_BYTES")
+MAX_KEPT_BODY_BYTES = _count("MAX_KEPT_BODY_BYTES")
+#: ``parallel_connections``: the HTTP/1.1 connections a VU uses at once for a parallel group, its
+#: own among them: 6 by default, as browsers open per host; 1 to 256.
+DEFAULT_PARALLEL_CONNECTIONS = _count("DEFAULT_PARALLEL_CONNECTIONS")
+MAX_PARALLEL_CONNECTIONS = _count("MAX_PARALLEL_CONNECTIONS")
+#: ``http2``'s bounds (RFC 9113 6.9.1: a window is at most 2^31-1 octets; the connection's starts
+#: at 65,535 and WINDOW_UPDATE only widens it).
+MAX_H2_WINDOW_BYTES = _count("MAX_H2_WINDOW_BYTES")
+MIN_H2_CONNECTION_WINDOW_BYTES = _count("MIN_H2_CONNECTION_WINDOW_BYTES")
+MAX_H2_CONCURRENT_STREAMS = _count("MAX_H2_CONCURRENT_STREAMS")
+DEFAULT_H2_STREAM_WINDOW_BYTES = _count("DEFAULT_H2_STREAM_WINDOW_BYTES")
+DEFAULT_H2_CONNECTION_WINDOW_BYTES = _count("DEFAULT_H2_CONNECTION_WINDOW_BYTES")
+#: The most a WebSocket control frame (a ping step's ``control_frame``) carries.
+MAX_CONTROL_FRAME_BYTES = _count("MAX_CONTROL_FRAME_BYTES")
+#: The most messages one stream step may send (duration over interval).
+MAX_STREAM_MESSAGES = _count("MAX_STREAM_MESSAGES")
+
 #: The largest plan file read, in bytes.
 MAX_PLAN_BYTES = 256 * 1024
 #: The deepest nesting of mappings and lists (a JSON body's own nesting included).

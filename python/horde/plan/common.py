@@ -23,25 +23,23 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
+from horde.plan.bounds import MAX_GRACEFUL_STOP_S as MAX_GRACEFUL_STOP_S
+from horde.plan.bounds import MAX_LOOP_COUNT as MAX_LOOP_COUNT
+from horde.plan.bounds import MAX_RATE_PER_S as MAX_RATE_PER_S
+from horde.plan.bounds import MAX_STAGE_DURATION_S as MAX_STAGE_DURATION_S
+from horde.plan.bounds import MAX_STEP_DEPTH as MAX_STEP_DEPTH
+from horde.plan.bounds import MAX_THINK_TIME_MS as MAX_THINK_TIME_MS
+from horde.plan.bounds import MAX_TIMEOUT_MS as MAX_TIMEOUT_MS
+from horde.plan.bounds import MAX_VUS as MAX_VUS
+from horde.plan.bounds import MAX_WEIGHT as MAX_WEIGHT
+
 #: The HTTP methods a step may use, upper case as they go on the wire.
 METHODS: tuple[str, ...] = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 Method = Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
-# Upper bounds, the same as crates/horde-plan's: far beyond any real test, low enough that no
-# valid plan can overflow a duration, an allocation or a counter in the engine.
-MAX_STAGE_DURATION_S = 30 * 24 * 3600.0
-MAX_TIMEOUT_MS = 3_600_000.0
-MAX_GRACEFUL_STOP_S = 3600.0
-MAX_THINK_TIME_MS = 86_400_000.0
-MAX_VUS = 10_000_000
-MAX_RATE_PER_S = 10_000_000.0
-# The scenario language's.
-MAX_WEIGHT = 1_000_000.0  # a scenario's weight, a branch's weight
 MAX_PACING_S = MAX_STAGE_DURATION_S  # as long as a stage
-MAX_LOOP_COUNT = 1_000_000  # a count loop's passes
-MAX_LOOP_ITERATIONS = 1_000_000  # a while loop's max_iterations
-MAX_STEP_DEPTH = 16  # steps inside steps: a top-level step is at depth 1
+MAX_LOOP_ITERATIONS = MAX_LOOP_COUNT  # a while loop's max_iterations: the engine's one loop bound
 
 #: Names a variable (an extractor's ``var``, a loop's ``as``, a feeder's ``name``) cannot take:
 #: the template context's own names and functions, and the expression language's words.

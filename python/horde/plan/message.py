@@ -28,6 +28,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from horde.plan.bounds import MAX_CONTROL_FRAME_BYTES, MAX_STREAM_MESSAGES
 from horde.plan.common import (
     MAX_TIMEOUT_MS,
     STRICT_KEYS,
@@ -68,10 +69,6 @@ __all__ = [
 MESSAGE_SCHEMES = ("tcp", "udp", "kcp", "ws", "wss")
 #: The schemes of a WebSocket target.
 WEBSOCKET_SCHEMES = ("ws", "wss")
-#: The most a WebSocket control frame (a ping step's ``control_frame``) carries.
-MAX_CONTROL_FRAME_BYTES = 125
-#: The most messages one stream step may send (duration over interval).
-MAX_STREAM_MESSAGES = 10_000_000
 
 
 def is_message_url(url: str) -> bool:

@@ -20,33 +20,24 @@ from urllib.parse import SplitResult, urlsplit
 from pydantic import BaseModel, Field, ValidatorFunctionWrapHandler, field_validator, model_validator
 
 from horde.plan.message import Framing, KcpOptions, is_message_url, is_websocket_url, message_option_problems
+from horde.plan.bounds import (
+    DEFAULT_H2_CONNECTION_WINDOW_BYTES,
+    DEFAULT_H2_STREAM_WINDOW_BYTES,
+    DEFAULT_MAX_KEPT_BODY_BYTES,
+    DEFAULT_MAX_RESPONSE_HEADER_BYTES,
+    DEFAULT_PARALLEL_CONNECTIONS,
+    MAX_H2_CONCURRENT_STREAMS,
+    MAX_H2_WINDOW_BYTES,
+    MAX_KEPT_BODY_BYTES,
+    MAX_PARALLEL_CONNECTIONS,
+    MAX_POOL_CONNECTIONS as MAX_POOL_CONNECTIONS,
+    MAX_RESPONSE_HEADER_BYTES,
+    MIN_H2_CONNECTION_WINDOW_BYTES,
+    MIN_RESPONSE_HEADER_BYTES,
+)
 from horde.plan.sql import is_postgres_url
 from horde.plan.common import MAX_TIMEOUT_MS, STRICT_KEYS, Located, check_headers, custom, with_problems
 
-#: A pool's largest size (crates/horde-plan has the same bound): far beyond any one
-#: process's open-file limit.
-MAX_POOL_CONNECTIONS = 1_000_000
-#: ``max_response_header_bytes``: by default 256 KiB (Chrome's limit on a response's headers;
-#: servers send a few KiB), from 1 KiB to 64 MiB (crates/horde-plan has the same numbers).
-DEFAULT_MAX_RESPONSE_HEADER_BYTES = 256 * 1024
-MIN_RESPONSE_HEADER_BYTES = 1024
-MAX_RESPONSE_HEADER_BYTES = 64 * 1024 * 1024
-#: ``max_kept_body_bytes``: by default 1 MiB per VU, from 1 byte to 1 GiB.
-DEFAULT_MAX_KEPT_BODY_BYTES = 1024 * 1024
-MAX_KEPT_BODY_BYTES = 1024 * 1024 * 1024
-
-#: ``parallel_connections``: the HTTP/1.1 connections a VU uses at once for a parallel group, its
-#: own among them: 6 by default, as browsers open per host; 1 to 256 (crates/horde-plan too).
-DEFAULT_PARALLEL_CONNECTIONS = 6
-MAX_PARALLEL_CONNECTIONS = 256
-
-#: ``http2``'s bounds (RFC 9113 6.9.1: a window is at most 2^31-1 octets; the connection's starts
-#: at 65,535 and WINDOW_UPDATE only widens it); crates/horde-plan has the same numbers.
-MAX_H2_WINDOW_BYTES = 2**31 - 1
-MIN_H2_CONNECTION_WINDOW_BYTES = 65_535
-MAX_H2_CONCURRENT_STREAMS = 2**31 - 1
-DEFAULT_H2_STREAM_WINDOW_BYTES = 1 << 20
-DEFAULT_H2_CONNECTION_WINDOW_BYTES = 16 << 20
 
 _CONNECTIONS_HINT = (
     "write connections: per_vu (each VU owns its connection, the default) or connections: "
