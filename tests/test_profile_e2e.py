@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,8 @@ def test_the_plan_reproduces_the_logs_mix_by_count_and_by_time(horde_cli: HordeC
     result = horde_cli.run("profile", str(log), "--plan", str(plan), "--headroom", "1900", "--duration", "5s", "--ramp-up", "0",
                            "--base-url", f"http://127.0.0.1:{builtin_target.port}")
     assert result.returncode == 0, result.stderr
+    # The POST and PUT bodies the log could not hold, given as a user would.
+    plan.write_text(re.sub(r"body: .*supply\(.*", "body: '{}'", plan.read_text()))
     summary_path = tmp_path / "summary.json"
     ran = horde_cli.run("run", str(plan), "--summary-json", str(summary_path), timeout=90)
     assert ran.returncode == 0, ran.stderr + ran.stdout

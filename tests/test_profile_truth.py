@@ -7,11 +7,13 @@ ids to feeder files, or is refused with the options that shrink it."""
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pytest
 
-from horde.errors import InvalidInput
+from conftest import HordeCli
+from horde.errors import ExitCode, InvalidInput
 from horde.plan.bounds import MAX_PLAN_BYTES
 from horde.plan.loader import load_plan_file
 from horde.profile import PlanOptions, ProfileOptions, build_profile, write_plan
@@ -54,7 +56,7 @@ def test_every_endpoint_significant_by_count_or_by_time_is_kept(tmp_path: Path) 
     # What the log cannot hold is told as the user's to give.
     assert "# To complete: an access log holds no request body" in text
     assert "#   POST /api/orders\n#   POST /api/refunds/{id}\n" in text
-    assert any("go out with no body or header" in note for note in written.notes)
+    assert any("need a body the log does not hold" in note for note in written.notes)
 
     # --by time keeps the heaviest first; the floor still keeps what is frequent.
     by_time = write_plan(profile, tmp_path / "time.yaml", PlanOptions(by="time", cover_percent=60))
@@ -167,3 +169,19 @@ def test_one_kind_of_client_is_not_split(tmp_path: Path) -> None:
     written = write_plan(profile, tmp_path / "plan.yaml", PlanOptions(), found)
     assert [scenario.name for scenario in load_plan_file(written.path).plan.scenarios] == ["production"]
     assert "# Client kinds: one, looked for by k-means" in written.path.read_text()
+
+
+def test_validate_points_at_each_body_to_supply_until_it_is_filled(horde_cli: HordeCli, tmp_path: Path) -> None:
+    truth = write_truth_log(tmp_path / "access.log")
+    plan = tmp_path / "plan.yaml"
+    assert horde_cli.run("profile", str(truth.path), "--plan", str(plan)).returncode == 0
+    checked = horde_cli.run("validate", str(plan))
+    assert checked.returncode == ExitCode.INVALID_INPUT, checked.stdout + checked.stderr
+    told = checked.stdout + checked.stderr
+    for name in ("POST /api/orders", "POST /api/refunds/{id}"):
+        line = next(number for number, text in enumerate(plan.read_text().splitlines(), start=1) if f"the body of {name}:" in text)
+        assert f"{plan}:{line}" in told and f"to supply: the body of {name}: the log holds none" in told, told
+    assert told.count("to supply:") == 2
+    # Filled in (here with an empty JSON object), the plan is valid.
+    plan.write_text(re.sub(r"body: .*supply\(.*", "body: '{}'", plan.read_text()))
+    assert horde_cli.run("validate", str(plan)).returncode == 0

@@ -8,6 +8,7 @@ use crate::{
     MAX_THINK_TIME_MS, MAX_TIMEOUT_MS, MAX_VUS, PLAN_VERSION,
 };
 use std::collections::HashSet;
+use std::sync::OnceLock;
 use std::fmt;
 
 mod message;
@@ -47,6 +48,15 @@ pub(crate) fn pydantic_path(serde_path: &str) -> String {
 }
 
 const METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+
+/// A template that calls `supply("what")` stands for something the plan's author must still
+/// give: a request body, a header, a credential that the source the plan was written from
+/// could not hold (`horde profile` writes them for an access log's POST bodies). Nothing
+/// renders it: the plan is reported, at each one's location with what to give, until every one
+/// is replaced. This is the rule's one place; `horde profile` reads its problems by the prefix.
+pub const SUPPLY: &str = "supply";
+/// How each such problem's message begins.
+pub const SUPPLY_PREFIX: &str = "to supply";
 
 /// Collects problems while walking the plan.
 struct Problems(Vec<PlanError>);
@@ -259,8 +269,28 @@ impl StepWalker<'_> {
             return;
         }
         match templates::template_variables(&self.environment, source) {
-            Ok(names) => self.unknown_names(path, names),
+            Ok(mut names) => {
+                if !self.known.contains(SUPPLY) && names.remove(SUPPLY) {
+                    self.supply_problems(&path, source);
+                }
+                self.unknown_names(path, names)
+            }
             Err(error) => self.problems.push(path, format!("invalid template: {error}")),
+        }
+    }
+
+    /// Each `supply("what")` in a template: what the plan's author must still give.
+    fn supply_problems(&mut self, path: &str, source: &str) {
+        static CALL: OnceLock<regex::Regex> = OnceLock::new();
+        let call = CALL.get_or_init(|| regex::Regex::new(r#"supply\(\s*(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)')\s*\)"#).expect("a valid pattern"));
+        let mut found = false;
+        for what in call.captures_iter(source) {
+            found = true;
+            let text = what.get(1).or_else(|| what.get(2)).map_or("", |text| text.as_str());
+            self.problems.push(path.to_owned(), format!("{SUPPLY_PREFIX}: {text}; put it in place of the supply(...) template"));
+        }
+        if !found {
+            self.problems.push(path.to_owned(), format!("{SUPPLY_PREFIX}: a value; put it in place of the supply(...) template"));
         }
     }
 
@@ -726,6 +756,27 @@ mod tests {
                 "scenarios[0].workload.stages[0].duration_s",
             ]
         );
+    }
+
+    #[test]
+    fn what_is_to_supply_is_reported_where_it_is_with_what_to_give() {
+        let step = r#"{"name": "order", "method": "POST", "path": "/orders", "body": "{{ supply(\"the JSON body of POST /orders\") }}",
+                       "headers": {"authorization": "Bearer {{ supply('a token') }}"}}"#;
+        let workload = r#"{"type": "closed", "stages": [{"duration_s": 1, "vus": 1}]}"#;
+        let plan = decode(&plan_json(step, workload)).unwrap();
+        let problems: Vec<(String, String)> = plan.validate().into_iter().map(|p| (p.path, p.message)).collect();
+        assert_eq!(
+            problems,
+            vec![
+                ("scenarios[0].steps[0].headers.authorization".to_owned(),
+                 "to supply: a token; put it in place of the supply(...) template".to_owned()),
+                ("scenarios[0].steps[0].body".to_owned(),
+                 "to supply: the JSON body of POST /orders; put it in place of the supply(...) template".to_owned()),
+            ]
+        );
+        // Filled in, the plan is valid.
+        let filled = r#"{"name": "order", "method": "POST", "path": "/orders", "body": "{}"}"#;
+        assert!(decode(&plan_json(filled, workload)).unwrap().validate().is_empty());
     }
 
     #[test]

@@ -57,6 +57,9 @@ IDS: Final = ("seen", "feeder")
 #: The share (percent) of the requests or of the server's time at or above which an endpoint is
 #: kept whatever --cover and --by say (--min-share).
 MIN_SHARE_PERCENT = 1.0
+#: How the engine's check begins a problem of a ``supply("...")`` template (crate horde-plan's
+#: rule, SUPPLY_PREFIX): the only problems a written plan may have, the parts left to the user.
+SUPPLY_PREFIX: Final = "to supply"
 #: Methods whose requests usually carry a body, which a log does not hold.
 BODY_METHODS: Final = ("POST", "PUT", "PATCH")
 #: Left-out endpoints named one by one in the plan's comments (the rest are added up).
@@ -211,7 +214,12 @@ def _write(profile: Profile, path: Path, options: PlanOptions, coverage: Coverag
     for stats in chosen:
         step_path = _path_template(stats, options.ids, feeders, parameters)
         weight = max(0.0001, round(100.0 * stats.count / total, 4))
-        branches.append({"weight": weight, "steps": [{"name": stats.name, "method": stats.shape.method, "path": step_path}]})
+        step: dict[str, Any] = {"name": stats.name, "method": stats.shape.method, "path": step_path}
+        if stats.shape.method in BODY_METHODS:
+            # What the log cannot hold, marked as the user's to give: `horde validate` points at
+            # it (crate horde-plan's supply rule) until it is replaced.
+            step["body"] = "{{ supply(" + json.dumps(f"the body of {stats.name}: the log holds none (a template, or values from a feeder)") + ") }}"
+        branches.append({"weight": weight, "steps": [step]})
         rows.append({"endpoint": stats.name, "weight": weight, "share_by_count": round(profile.share(stats, "count"), 6),
                      "share_by_time": round(profile.share(stats, "time"), 6) if profile.timed else None})
     sizing = _sizing(profile, options, path, coverage)
@@ -249,8 +257,8 @@ def _write(profile: Profile, path: Path, options: PlanOptions, coverage: Coverag
     with_body = [stats.name for stats in chosen if stats.shape.method in BODY_METHODS]
     if with_body:
         notes.append(f"{len(with_body)} endpoint{'' if len(with_body) == 1 else 's'} ({', '.join(with_body[:3])}"
-                     f"{', ...' if len(with_body) > 3 else ''}) {'goes' if len(with_body) == 1 else 'go'} out with no body or header: the log holds none "
-                     "(the plan's comments list them to complete)")
+                     f"{', ...' if len(with_body) > 3 else ''}) need{'s' if len(with_body) == 1 else ''} a body the log does not hold: "
+                     "`horde validate` points at each supply(...) template until it is replaced")
     return WrittenPlan(path, written, rows, coverage.by_count, sizing, notes,
                        coverage.by_time if profile.timed else None, left_out)
 
@@ -288,9 +296,10 @@ def _write_checked(path: Path, text: str, feeder_dir: Path, feeders: dict[str, s
             loaded = load_plan_file(temporary)
             checked_plan_json(loaded.plan, locate=loaded.located, source=str(path))
         except PlanInvalid as error:
-            # Told as the plan's own problems: the temporary file's name means nothing to the reader.
-            raise PlanInvalid([Problem(problem.location.replace(str(temporary), str(path)), problem.message, problem.hint)
-                               for problem in error.problems], source=f"{path} (not written)") from None
+            if not all(problem.message.startswith(f"{SUPPLY_PREFIX}: ") for problem in error.problems):
+                # Told as the plan's own problems: the temporary file's name means nothing to the reader.
+                    raise PlanInvalid([Problem(problem.location.replace(str(temporary), str(path)), problem.message, problem.hint)
+                                   for problem in error.problems], source=f"{path} (not written)") from None
         os.replace(temporary, path)
         temporary = None
         return written
@@ -555,8 +564,8 @@ def _header(profile: Profile, options: PlanOptions, coverage: Coverage, left_out
         lines.append(f"Secret query fields are parameters; give them with -p: {', '.join(f'-p {n}=...' for n in parameters)}")
     with_body = [stats.name for stats in coverage.chosen if stats.shape.method in BODY_METHODS]
     if with_body:
-        lines.append("To complete: an access log holds no request body, header or credential, so these go out with none;")
-        lines.append("give each its `body:` (a template, or values from a feeder) and `headers:` (auth, content type):")
+        lines.append("To complete: an access log holds no request body, header or credential. The bodies of these are")
+        lines.append("supply(...) templates that `horde validate` points at until you replace them (and add `headers:`: auth, content type):")
         lines += [f"  {name}" for name in with_body]
     return "".join(f"# {line}\n" for line in lines)
 
