@@ -185,3 +185,21 @@ def test_validate_points_at_each_body_to_supply_until_it_is_filled(horde_cli: Ho
     # Filled in (here with an empty JSON object), the plan is valid.
     plan.write_text(re.sub(r"body: .*supply\(.*", "body: '{}'", plan.read_text()))
     assert horde_cli.run("validate", str(plan)).returncode == 0
+
+
+def test_a_chosen_window_gives_the_rate(horde_cli: HordeCli, tmp_path: Path) -> None:
+    truth = write_truth_log(tmp_path / "access.log")
+    profile = build_profile([truth.path], ProfileOptions())
+    # The third hour: 3,000 requests in 3,600 s; a window reaching past the log's end is
+    # measured over its part in the log.
+    written = write_plan(profile, tmp_path / "plan.yaml", PlanOptions(window=(T0 + 7200, 7200), headroom_percent=0))
+    kept = list(branches(written.path))
+    covered = sum(truth.counts[name] for name in kept) / truth.requests
+    assert written.sizing["peak"] == "window" and written.sizing["peak_minutes"] == 60
+    assert written.sizing["peak_per_s"] == pytest.approx(3000 / 3600, abs=1e-3)
+    assert written.sizing["rate_per_s"] == pytest.approx(3000 / 3600 * covered, abs=2e-3)
+    assert "# Rate: 0.833 req/s in the window from 2024-03-01T12:00:00Z (60 minutes of the log)" in written.path.read_text()
+    outside = horde_cli.run("profile", str(truth.path), "--plan", str(tmp_path / "out.yaml"), "--window", "2024-03-02T12:00/30m")
+    assert outside.returncode == ExitCode.INVALID_INPUT and "holds no whole minute of the log" in outside.stderr
+    assert "hint: the log runs from 2024-03-01T10:00:00Z to 2024-03-01T12:59:00Z" in outside.stderr
+    assert horde_cli.run("profile", str(truth.path), "--window", "soon").returncode == ExitCode.INVALID_INPUT

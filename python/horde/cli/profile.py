@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -55,6 +56,20 @@ def _fields(texts: list[str]) -> dict[str, str]:
     return fields
 
 
+def _window(text: str) -> tuple[float, float]:
+    """``START/LENGTH`` as (Unix seconds, seconds): START in ISO 8601, UTC unless it says."""
+    start, separator, length = text.partition("/")
+    try:
+        when = datetime.fromisoformat(start.strip().replace("Z", "+00:00")) if separator else None
+    except ValueError:
+        when = None
+    if when is None:
+        raise InvalidInput(f"--window: {text!r} is not START/LENGTH", hint="e.g. --window 2024-03-01T11:00/30m (UTC) or 2024-03-01T11:00+01:00/1h")
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.timestamp(), parse_duration(length.strip(), flag="--window")
+
+
 def _output(path: Optional[Path], flag: str) -> Optional[Path]:
     if path is not None and path.is_dir():
         raise InvalidInput(f"{flag}: {path} is a directory", hint=f"give a file path, e.g. {flag} profile{path.suffix or '.out'}")
@@ -89,6 +104,7 @@ def profile(
     duration: Annotated[str, typer.Option("--duration", help="the plan's length", rich_help_panel=PLAN_PANEL)] = "5m",
     ramp_up: Annotated[str, typer.Option("--ramp-up", help="the first part of --duration, a ramp from 0 (0: none)", rich_help_panel=PLAN_PANEL)] = "1m",
     ids: Annotated[str, typer.Option("--ids", help="ids in paths: seen (inline in the plan) or feeder (a CSV file beside it)", rich_help_panel=PLAN_PANEL)] = "seen",
+    window: Annotated[Optional[str], typer.Option("--window", metavar="START/LENGTH", help="the rate from this window instead of the peak, e.g. 2024-03-01T11:00/30m (UTC unless the time has an offset)", rich_help_panel=PLAN_PANEL)] = None,
     kinds: Annotated[str, typer.Option("--kinds", help="client kinds as scenarios: auto (sessions grouped by endpoint mix and pace; one scenario unless they separate) or off", rich_help_panel=PLAN_PANEL)] = "auto",
     find_max: Annotated[bool, typer.Option("--find-max", help="the plan steers itself: find-max's stepped ramp sized from the log", rich_help_panel=PLAN_PANEL)] = False,
 ) -> int:
@@ -114,6 +130,7 @@ def profile(
         ramp_up_s=0.0 if ramp_up.strip() in ("0", "0s") else parse_duration(ramp_up, flag="--ramp-up"),
         ids=ids,
         peak=peak,
+        window=_window(window) if window is not None else None,
         find_max=find_max,
     )
     if plan_options.ramp_up_s >= plan_options.duration_s:
@@ -245,7 +262,7 @@ def _show_plan(written: WrittenPlan) -> None:
     sizing = written.sizing
     time_part = f" and {100 * written.covered_time_share:.1f} % of the time" if written.covered_time_share is not None else ""
     _stdout.print(f"plan written to {written.path}: {len(written.endpoints)} endpoints, {100 * written.covered_share:.1f} % of "
-                  f"the requests{time_part}, {sizing['rate_per_s']:g} req/s (the peak {sizing['peak']}'s {sizing['peak_per_s']:g} "
+                  f"the requests{time_part}, {sizing['rate_per_s']:g} req/s (the {'window' if sizing['peak'] == 'window' else 'peak ' + sizing['peak']}'s {sizing['peak_per_s']:g} "
                   f"for these endpoints + {sizing['headroom_percent']:g} %)", markup=False, highlight=False)
     if written.left_out:
         timed = written.covered_time_share is not None

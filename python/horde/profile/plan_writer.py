@@ -34,6 +34,7 @@ import os
 import re
 import shutil
 import uuid
+from datetime import datetime, timezone
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -87,6 +88,8 @@ class PlanOptions:
     ramp_up_s: float = 60.0
     ids: str = "seen"
     peak: str = "minute"
+    #: A chosen window in place of the peak: (start, Unix seconds; length, seconds).
+    window: tuple[float, float] | None = None
     find_max: bool = False
 
     def check_choices(self) -> None:
@@ -109,6 +112,10 @@ class PlanOptions:
         if self.by == "time" and not profile.timed:
             raise InvalidInput("--by time needs response times, and this log has none",
                                hint="log $request_time (nginx) or %D (Apache), or use --by count")
+        if self.window is not None and not profile.window_per_s(*self.window)[1]:
+            span = profile.to_dict()["source"]
+            raise InvalidInput(f"--window: {_iso_minute(self.window[0])} for {self.window[1]:g} s holds no whole minute of the log",
+                               hint=f"the log runs from {span['first_minute']} to {span['last_minute']}")
         if self.model == "users" and profile.per_user_rate() is None:
             raise InvalidInput("--model users needs think times, and no session of this log had a second request",
                                hint="key sessions with --session cookie:NAME, or use --model open")
@@ -391,7 +398,11 @@ def _sizing(profile: Profile, options: PlanOptions, path: Path, coverage: Covera
     chosen endpoints' *mean* response time (the median understates it: a tail of slow
     requests holds VUs as long as it lasts), plus the think time for users looping request and
     think (a closed model)."""
-    peak = profile.peak_per_s(options.peak)
+    if options.window is not None:
+        peak, minutes = profile.window_per_s(*options.window)
+    else:
+        peak = profile.peak_per_s(options.peak)
+        minutes = 1 if options.peak == "minute" else profile.hour_covered(profile.peak_hour()[0])[1]
     factor = 1.0 + options.headroom_percent / 100.0
     rate = round(peak * coverage.by_count * factor, 3)
     timed = [stats.timing for stats in coverage.chosen if stats.timing.count]
@@ -400,10 +411,12 @@ def _sizing(profile: Profile, options: PlanOptions, path: Path, coverage: Covera
     cycle_ms = mean_ms + think_ms
     vus = max(1, math.ceil(round(rate * cycle_ms / 1000.0, 6)))
     sizing: dict[str, Any] = {
-        "peak": options.peak,
+        "peak": "window" if options.window is not None else options.peak,
         "peak_per_s": round(peak, 3),
-        # The minutes the peak was measured over: 1, or the part of its hour the log covers.
-        "peak_minutes": 1 if options.peak == "minute" else profile.hour_covered(profile.peak_hour()[0])[1],
+        # The minutes the rate was measured over: 1, the part of the peak hour the log covers, or
+        # the window's whole minutes in the log.
+        "peak_minutes": minutes,
+        "window": {"start": _iso_minute(options.window[0]), "length_s": options.window[1]} if options.window is not None else None,
         "headroom_percent": options.headroom_percent,
         "rate_per_s": rate,
         "mean_ms": round(mean_ms, 3) if timed else None,
@@ -540,8 +553,12 @@ def _header(profile: Profile, options: PlanOptions, coverage: Coverage, left_out
                          + (f", {row['share_by_time'] * 100:.2f} %" if profile.timed else ""))
         if len(left_out) > LEFT_OUT_NAMED:
             lines.append(f"  and {len(left_out) - LEFT_OUT_NAMED} more (--json lists them all)")
-    lines.append(f"Rate: the peak {options.peak}'s {sizing['peak_per_s']:g} req/s"
-                 + (f" (over the {sizing['peak_minutes']} minutes of it the log covers)" if options.peak == "hour" and sizing["peak_minutes"] < 60 else "")
+    if options.window is not None:
+        source = f"the window from {sizing['window']['start']} ({sizing['peak_minutes']} minutes of the log)"
+    else:
+        source = f"the peak {options.peak}" + (f" (over the {sizing['peak_minutes']} minutes of it the log covers)"
+                                               if options.peak == "hour" and sizing["peak_minutes"] < 60 else "")
+    lines.append(f"Rate: {sizing['peak_per_s']:g} req/s in {source}"
                  + f" × the endpoints' {coverage.by_count * 100:.1f} % × {1 + options.headroom_percent / 100:g} (headroom"
                  f" {options.headroom_percent:g} %) = {sizing['rate_per_s']:g} req/s"
                  + (f", as {sizing['users']} users looping request and think." if options.model == "users"
@@ -588,6 +605,10 @@ def _kind_lines(sizing: dict[str, Any]) -> list[str]:
                      f"{row['requests_per_session']:g} requests, {row['session_think_ms']:g} ms apart; {row['rate_per_s']:g} req/s × "
                      f"({row['mean_ms']:g} ms + {row['think_ms']:g} ms) = {row['vus']} VUs; {mix}")
     return lines
+
+
+def _iso_minute(epoch_s: float) -> str:
+    return datetime.fromtimestamp(epoch_s, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _yaml(data: dict[str, Any]) -> str:

@@ -176,6 +176,19 @@ class Profile:
         minutes = self.hour_covered(hour)[1]
         return requests / (minutes * 60.0) if minutes else 0.0
 
+    def window_per_s(self, start_s: float, length_s: float) -> tuple[float, int]:
+        """(requests/s, minutes) over the whole minutes from ``start_s`` for ``length_s`` that the
+        log's span covers (a window reaching past the log is measured over its part in it);
+        (0, 0) for a window outside the log."""
+        if not self.per_minute:
+            return 0.0, 0
+        first = max(int(start_s // 60), min(self.per_minute))
+        last = min(int((start_s + length_s) // 60) - 1, max(self.per_minute))
+        if last < first:
+            return 0.0, 0
+        requests = sum(self.per_minute.get(minute, 0) for minute in range(first, last + 1))
+        return requests / ((last - first + 1) * 60.0), last - first + 1
+
     def per_user_rate(self) -> float | None:
         """Requests/s one user makes: 1000 / (mean think time + mean response time), from the
         sessions (None when no session had a second request)."""
