@@ -255,3 +255,85 @@ def test_the_engine_scan_sees_a_circle_through_crate_paths(tmp_path: Path) -> No
     assert graph == {"interpreter": {"sql": True}, "sql": {"template": True, "message": True},
                      "message": {"interpreter": True}, "template": {"error": True}, "error": {}}
     assert _cycles(graph) == [["interpreter", "message", "sql"]]
+
+
+# -- every crate, file by file -------------------------------------------------------------------
+
+CRATES = ENGINE_SOURCE.parents[1]
+#: A path that names a module from where it is written: ``crate::``, ``super::`` or ``self::``,
+#: its middle names, then a last name or a brace group.
+_RELATIVE_PATH = re.compile(r"\b(crate|super|self)::((?:\w+::)*)(\w+|\{)")
+#: ``use rooms::Rooms`` in a module that declares ``mod rooms``: a path from the module's own
+#: children, written without ``self::``.
+_BARE_USE = re.compile(r"\buse\s+(\w+)::")
+
+
+def _crate_modules(source: Path) -> dict[str, Path]:
+    """A crate's modules by path (``message::kcp``; the crate root is ``""``), each with its file."""
+    modules = {}
+    for path in source.rglob("*.rs"):
+        parts = list(path.relative_to(source).with_suffix("").parts)
+        if parts[0] == "bin":
+            continue  # each binary is a crate of its own
+        if parts[-1] in ("mod", "lib", "main"):
+            parts = parts[:-1]
+        modules["::".join(parts)] = path
+    return modules
+
+
+def _crate_graph(source: Path) -> dict[str, dict[str, bool]]:
+    """Which of a crate's modules each names (every ``use`` and path in its file, tests
+    included), file by file: a path resolves to the longest module it starts with. A module
+    naming one of its ancestors (its namespace: ``super::Thing`` defined in ``mod.rs``) is not
+    a dependency; siblings and cousins are."""
+    modules = _crate_modules(source)
+    graph: dict[str, dict[str, bool]] = {module: {} for module in modules}
+    for module, path in modules.items():
+        code = _LINE_COMMENT.sub("", path.read_text(encoding="utf-8"))
+        here = module.split("::") if module else []
+        for match in _RELATIVE_PATH.finditer(code):
+            root, middle, last = match.groups()
+            base = [] if root == "crate" else here[:-1] if root == "super" else here
+            heads = [last] if last != "{" else _brace_group_heads(code, match.end() - 1)
+            for head in heads:
+                names = base + [name for name in middle.split("::") if name] + [head]
+                target = next(("::".join(names[:k]) for k in range(len(names), 0, -1) if "::".join(names[:k]) in modules), "")
+                if target and target != module and not module.startswith(target + "::"):
+                    graph[module][target] = True
+        for match in _BARE_USE.finditer(code):
+            child = "::".join([*here, match.group(1)])
+            if child in modules and child != module:
+                graph[module][child] = True
+    return graph
+
+
+def test_no_crate_has_a_module_circle() -> None:
+    # Every crate's modules name one another one way only, file by file (a circle between two
+    # files of one folder is still a circle).
+    sources = sorted(path / "src" for path in CRATES.iterdir() if (path / "src").is_dir())
+    assert {"horde-engine", "horde-plan", "horde-target"} <= {source.parent.name for source in sources}
+    circles = {source.parent.name: _cycles(_crate_graph(source)) for source in sources}
+    assert all(circles[name] == [] for name in circles), {name: found for name, found in circles.items() if found}
+
+
+def test_the_crate_scan_sees_circles_through_super_self_and_bare_uses(tmp_path: Path) -> None:
+    # The shapes the crates once had: two files of one folder naming each other through
+    # `super::`, a child used by its folder's `mod.rs` without `self::`, and a sibling reached
+    # from there; a file naming its folder's own items (`super::Counts` in mod.rs) is no circle.
+    files = {
+        "lib.rs": "mod sql;\nmod gateway;\nmod websocket;\n",
+        "sql/mod.rs": "mod connect;\nmod connection;\npub use connect::open;\n",
+        "sql/connect.rs": "use super::connection::Connection; // super::nothing\n",
+        "sql/connection.rs": "pub fn reopen() { super::connect::open() }\nuse super::Counts;\n",
+        "gateway/mod.rs": "mod rooms;\nuse rooms::Rooms;\n",
+        "gateway/rooms.rs": "use crate::{websocket::Outgoing, sql};\n",
+        "websocket.rs": "use crate::gateway::Player;\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(text)
+    graph = _crate_graph(tmp_path)
+    assert graph["sql::connect"] == {"sql::connection": True} and graph["sql"] == {"sql::connect": True}
+    assert graph["gateway::rooms"] == {"websocket": True, "sql": True}
+    assert sorted(sorted(circle) for circle in _cycles(graph)) == [
+        ["gateway", "gateway::rooms", "websocket"], ["sql::connect", "sql::connection"]]

@@ -1,6 +1,7 @@
 //! A VU's connection to a message target: a framed TCP stream, a connected UDP socket used
 //! directly or through the impaired network (`impair.rs`), a KCP session, or a WebSocket.
 
+use super::datagram::recv_datagram;
 use super::framing::{decode, encode};
 use super::impair::ImpairedLink;
 use super::kcp::KcpLink;
@@ -9,53 +10,8 @@ use bytes::BytesMut;
 use horde_plan::{Framing, KcpOptions, Network};
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UdpSocket};
-
-/// The largest datagram read (UDP's own limit).
-const MAX_DATAGRAM: usize = 65_536;
-
-thread_local! {
-    /// The one buffer a worker thread reads datagrams into: a VU keeps only what came, so ten
-    /// thousand UDP or KCP VUs do not hold ten thousand 64-KiB buffers.
-    static DATAGRAM: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; MAX_DATAGRAM]);
-}
-
-/// The next datagram on `socket` (cancel safe): waits until the socket is readable, then reads
-/// into the thread's buffer (never borrowed across an await) and copies out what came; or the
-/// socket's error, when an ICMP port unreachable came back for a datagram it sent
-/// (`ConnectionRefused`: nothing listens at the target's port).
-pub(crate) async fn recv_datagram(socket: &UdpSocket) -> io::Result<Vec<u8>> {
-    loop {
-        // An ICMP error comes as an error event (EPOLLERR), never as readability: a receive
-        // waiting for readability alone waited out its timeout, and the refusal was reported
-        // (if ever) by a later send, or counted as a datagram lost.
-        let ready = socket.ready(Interest::READABLE | Interest::ERROR).await?;
-        if ready.is_error() {
-            // The error event is taken with the error (SO_ERROR), so that the next wait waits.
-            let _ = socket.try_io(Interest::ERROR, || Err::<(), _>(io::ErrorKind::WouldBlock.into()));
-            if let Some(error) = socket.take_error()? {
-                return Err(error);
-            }
-        }
-        if !ready.is_readable() {
-            continue;
-        }
-        match try_recv_datagram(socket) {
-            // Readiness can be spurious: wait again.
-            Err(error) if error.kind() == io::ErrorKind::WouldBlock => continue,
-            other => return other,
-        }
-    }
-}
-
-/// A datagram already on `socket`, read now (`WouldBlock` when none is).
-pub(crate) fn try_recv_datagram(socket: &UdpSocket) -> io::Result<Vec<u8>> {
-    DATAGRAM.with(|buffer| {
-        let mut buffer = buffer.borrow_mut();
-        socket.try_recv(&mut buffer).map(|length| buffer[..length].to_vec())
-    })
-}
 
 pub(crate) enum MessageConnection {
     Tcp { stream: TcpStream, framing: Framing, buffer: BytesMut, frame: Vec<u8> },

@@ -178,7 +178,7 @@ async fn pump(link: Link, mut impairment: Impairment, mut outgoing: mpsc::Unboun
                 Some(datagram) => impairment.hold(&mut queue, Way::Out, datagram),
                 None => return,
             },
-            received = super::connection::recv_datagram(&socket) => match received {
+            received = super::datagram::recv_datagram(&socket) => match received {
                 Ok(datagram) => {
                     wire.received.set(wire.received.get() + 1);
                     impairment.hold(&mut queue, Way::In, datagram);

@@ -21,7 +21,7 @@
 //! sent) costs nothing per tick, and no session's task is woken by the clock: a ping costs the
 //! VU's send, one wake of the session's task when the reply comes, and the VU's wake.
 
-use super::connection::{recv_datagram, try_recv_datagram};
+use super::datagram::{recv_datagram, try_recv_datagram};
 use super::fine_timer::FineTimer;
 use super::impair::{Held, Impairment, Way, WireCounts};
 use horde_plan::{KcpOptions, Network};

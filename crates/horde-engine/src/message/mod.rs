@@ -3,6 +3,8 @@
 //!
 //! - `framing.rs`: a TCP stream cut into messages (newline, length-prefixed, raw);
 //! - `connection.rs`: a VU's connection: a framed TCP stream or a connected UDP socket;
+//! - `datagram.rs`: a datagram read off a UDP socket (its ICMP errors included), for every
+//!   transport that reads one;
 //! - `kcp.rs`: a VU's KCP session (`kcp://`) in a task that owns its socket;
 //! - `impair.rs`: the impaired network (`scenario.network`) a VU's datagrams go through both
 //!   ways, in a task on the worker's `LocalSet` that owns the socket;
@@ -17,6 +19,7 @@
 //! datagrams are counted per step as they move (`horde_metrics::MessageCounts`).
 
 mod connection;
+mod datagram;
 mod fine_timer;
 mod framing;
 mod impair;

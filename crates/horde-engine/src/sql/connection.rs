@@ -118,14 +118,6 @@ impl SqlConnection {
         Self { wire, prepared: Vec::new(), in_transaction: false, reading: Reading::default(), in_flight: false, cancel: None }
     }
 
-    /// Opens a connection to the first of the URL's hosts that takes the login (`connect.rs`).
-    /// Boxed: a VU, a lease and the pool hand a connection on at every step, and a step's future
-    /// holds it while it runs (a few hundred bytes moved each time, and room for it in every
-    /// step's future, where a box is a pointer).
-    pub async fn connect(config: &tokio_postgres::Config) -> Result<Box<Self>, SqlError> {
-        super::connect::connect(config).await.map(Box::new)
-    }
-
     /// Whether the connection may not be used again: the server closed it or ended the session,
     /// or a read or write failed.
     pub fn is_closed(&self) -> bool {

@@ -34,6 +34,7 @@ mod result;
 mod wire;
 
 pub(crate) use cancel::cancels_sent;
+pub(crate) use connect::connect;
 pub(crate) use connection::{SqlConnection, StatementOutcome};
 pub(crate) use pool::{SqlLease, SqlPool};
 pub(crate) use result::{ColumnValue, SqlResultView};

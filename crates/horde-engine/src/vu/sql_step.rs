@@ -371,7 +371,7 @@ fn column_text(value: &crate::sql::ColumnValue) -> String {
 
 /// A new connection's login, boxed and behind `dyn` (see `Vu::sql_exchange`).
 fn connecting(config: &tokio_postgres::Config) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Box<SqlConnection>, SqlError>> + '_>> {
-    Box::pin(SqlConnection::connect(config))
+    Box::pin(crate::sql::connect(config))
 }
 
 /// The step's statements, in a transaction when the step holds several; the last one's result.
