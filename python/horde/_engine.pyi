@@ -65,6 +65,7 @@ class TargetHandle:
     def kcp_port(self) -> int | None: ...
     def stop(self) -> None: ...
 
+@final
 class LinkHandle:
     @property
     def namespace(self) -> str: ...
@@ -154,7 +155,7 @@ def profile_logs(
 @final
 class CombinedParser:
     """Combined (``nginx=False``) or nginx lines one at a time (crate ``horde-logs``)."""
-    def __init__(self, *, nginx: bool, time_unit_ms: float | None, session_name: str | None) -> None: ...
+    def __new__(cls, *, nginx: bool, time_unit_ms: float | None, session_name: str | None) -> CombinedParser: ...
     def parse(self, line: str) -> tuple[float, str, str, int, float | None, str, str, str | None] | str:
         """``(time_s, method, target, status, duration_ms, client, agent, session)``, or why the
         line is no request."""
@@ -162,13 +163,13 @@ class CombinedParser:
 @final
 class Templater:
     """Requests templated one at a time (crate ``horde-logs``), the rules' answers remembered."""
-    def __init__(
-        self,
+    def __new__(
+        cls,
         is_secret_parameter: Callable[[str], bool],
         names_a_secret: Callable[[str], bool],
         has_email: Callable[[str], bool],
         templates: list[tuple[str | None, list[str | int], list[str], list[bool]]],
-    ) -> None:
+    ) -> Templater:
         """``templates``: given templates, (method or None, pieces: text or placeholder index,
         labels, secret flags), the first a path matches whole taking its shape."""
     def template(
@@ -182,9 +183,9 @@ def classify(segment: str, has_email: Callable[[str], bool]) -> str | None: ...
 @final
 class JsonLineParser:
     """JSON lines one at a time (crate ``horde-logs``)."""
-    def __init__(
-        self, fields: dict[str, tuple[str, bool]], duration_ms: float, session: tuple[str, str, bool] | None
-    ) -> None: ...
+    def __new__(
+        cls, fields: dict[str, tuple[str, bool]], duration_ms: float, session: tuple[str, str, bool] | None
+    ) -> JsonLineParser: ...
     def parse(self, line: str) -> tuple[float, str, str, int, float | None, str, str, str | None] | str: ...
 
 def first_lines(path: str, count: int) -> tuple[str, Any]:
