@@ -100,9 +100,12 @@ bench-long: setup
 bench-report: setup
 	$(PYTHON) bench/report_size.py
 
+# The house rules CI keeps (.ci/run): clippy with warnings as errors, mypy --strict, and the
+# native module's stub checked against the built extension (stubtest).
 lint: setup
-	$(CARGO) clippy --release --workspace --all-targets
+	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
 	$(VENV)/bin/mypy --strict python/horde
+	$(VENV)/bin/python -m mypy.stubtest horde._engine --allowlist tests/engine_stub_allowlist.txt
 
 clean:
 	rm -rf $(VENV) target
