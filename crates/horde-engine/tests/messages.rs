@@ -349,8 +349,11 @@ fn a_rate_limited_link_carries_its_rate_and_its_queue_delays_the_round_trip() {
     assert_eq!((rtt.len(), step_ok(&snapshots, "rtt")), (1, 1), "{:?}", support::step_error_kinds(&snapshots, "rtt"));
     let rtt_ms = rtt.max() as f64 / 1000.0;
     eprintln!("a ping behind a full queue: RTT {rtt_ms} ms");
-    // The queue's 100 ms (less the last datagram's 5 ms) plus loopback and the echoes' own pacing.
-    assert!((95.0..=150.0).contains(&rtt_ms), "RTT {rtt_ms} ms");
+    // The queue's 100 ms, less the last datagram's 5 ms and the up to 1 ms the stream's pacing
+    // leaves between its last datagram and the ping (the queue drains meanwhile), plus loopback
+    // and the echoes' own pacing. (The link's timer no longer rounds each hold up to a
+    // millisecond, which had kept this above 95 ms.)
+    assert!((93.5..=150.0).contains(&rtt_ms), "RTT {rtt_ms} ms");
 }
 
 /// The peers' addresses a plain listener saw: a TCP echo of newline-framed lines, and a UDP echo,
