@@ -341,6 +341,8 @@ def test_a_primary_and_its_standby_under_updates_with_a_long_standby_transaction
     assert counted == pytest.approx(float(update_calls), rel=0.01) and update_calls == updates
     assert 0 < last.get("hot_update_percent", 50) <= 100 and 0 < hot < updated
     assert all(0 <= (s.values or {}).get("cache_hit_percent", 100) <= 100 for s in samples)
+    # Each hit share comes with the blocks it is a share of, which weigh it over the run.
+    assert all("blocks.accessed_per_s" in (s.values or {}) for s in samples if "cache_hit_percent" in (s.values or {}))
     # The diagnosis: the seed's hot_standby_feedback case, dead tuples, and a lag that only grows.
     rules = {finding.rule: finding for finding in diagnosis.findings}
     assert {"standby_feedback", "dead_tuples", "replication_lag"} <= set(rules), [f.message for f in diagnosis.findings]
@@ -595,6 +597,17 @@ def test_the_hot_share_of_a_run_is_postgresqls_hot_updates_over_its_updates(pair
     figure = block["sources"]["pg"]["figures"]["hot_update_percent"]
     assert figure["mean"] == pytest.approx(100.0 * hot / updated, abs=0.01)
     assert abs(sum(shares) / len(shares) - 100.0 * hot / updated) > 10  # what a plain mean would have said
+
+
+def test_the_cache_hit_share_of_a_run_is_its_hits_over_its_blocks_accessed() -> None:
+    """Two seconds as a PostgreSQL reading gives them: 990 hits of 1,000 blocks, then 5 of 10.
+    The run's share is 995 of 1,010 blocks (98.515 %), not the readings' plain mean (74.5 %)."""
+    readings = [MonitorSample("pg", 1, 1.0, 0.0, {"cache_hit_percent": 99.0, "blocks.accessed_per_s": 1000.0}),
+                MonitorSample("pg", 2, 2.0, 0.0, {"cache_hit_percent": 50.0, "blocks.accessed_per_s": 10.0})]
+    block = monitors_block({"pg": "postgres"}, set(), {"pg": readings}, [], [])
+    figure = block["sources"]["pg"]["figures"]["cache_hit_percent"]
+    assert figure["mean"] == pytest.approx(100.0 * 995 / 1010, abs=0.001)
+    assert (figure["max"], figure["last"]) == (99.0, 50.0)
 
 
 def test_a_run_with_monitors_stores_them_on_its_time_axis(horde_cli: HordeCli, node_exporter: str,

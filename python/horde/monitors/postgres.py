@@ -255,8 +255,11 @@ class PostgresSource:
             if rates.get(column) is not None:
                 values[figure] = rates[column] or 0.0
         hit, read = rates.get("blks_hit"), rates.get("blks_read")
-        if hit is not None and read is not None and hit + read > 0:
-            values["cache_hit_percent"] = 100.0 * hit / (hit + read)
+        if hit is not None and read is not None:
+            # What the hit share is a share of: the summary weighs each reading's share by it.
+            values["blocks.accessed_per_s"] = hit + read
+            if hit + read > 0:
+                values["cache_hit_percent"] = 100.0 * hit / (hit + read)
         deadlocks = self._rates.delta("deadlocks.count", float(database.get("deadlocks") or 0))
         if deadlocks is not None:
             values["deadlocks"] = deadlocks

@@ -2,7 +2,8 @@
 peak, last), and the diagnosis; what ``horde show``, the report and the dashboard print.
 
 A share's mean is the run's share, not the mean of each reading's: the HOT share is the run's
-HOT updates over its updates, each reading's share weighted by the updates it covers.
+HOT updates over its updates, each reading's share weighted by the updates it covers; the cache
+hit share the run's hits over its blocks accessed (hits and reads).
 
 >>> readings = [MonitorSample("pg", 1, 1.0, 0.0, {"hot_update_percent": 90.0, "rows.updated_per_s": 100.0}),
 ...             MonitorSample("pg", 2, 2.0, 0.0, {"hot_update_percent": 10.0, "rows.updated_per_s": 300.0})]
@@ -32,7 +33,7 @@ COUNTS = ("autovacuum_runs", "autoanalyze_runs", "deadlocks")
 #: The most figures a prometheus source lists (its series, in the order first seen).
 MAX_SERIES = 20
 #: Shares (%) whose mean over a run is weighted: by the rate of what they are a share of.
-SHARES_OF: dict[str, str] = {"hot_update_percent": "rows.updated_per_s"}
+SHARES_OF: dict[str, str] = {"hot_update_percent": "rows.updated_per_s", "cache_hit_percent": "blocks.accessed_per_s"}
 
 
 def share_over_run(elapsed_s: Sequence[float], shares: Sequence[float | None],

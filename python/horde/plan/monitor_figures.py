@@ -66,7 +66,7 @@ POSTGRES_FIGURES: tuple[str, ...] = (
     *(f"statements.{verb}_per_s" for verb in ("select", "insert", "update", "delete", "other")),
     "statements.from_pg_stat_statements",
     *(f"rows.{what}_per_s" for what in ("returned", "fetched", "inserted", "updated", "deleted")),
-    "hot_update_percent", "cache_hit_percent", "temp_bytes_per_s", "deadlocks",
+    "hot_update_percent", "cache_hit_percent", "blocks.accessed_per_s", "temp_bytes_per_s", "deadlocks",
     *_TABLE, *(f"tables.SCHEMA.TABLE.{what}" for what in _TABLE),
     *(f"connections.{state}" for state in ("active", "idle", "idle_in_transaction", "other", "total", "max")),
     "locks_waiting",
