@@ -94,7 +94,7 @@ MISTAKES: dict[str, tuple[list[str], str, str | None, str]] = {
                     "an instance must not carry credentials (user:password@)", "as a header"),
     "no host": (["http://:8080/api"], "target.instances[0]", "'http://:8080/api' has no host", "after the scheme"),
     "port 0": (["http://b:0/api"], "target.instances[0]", "'http://b:0/api' has port 0", "listens on"),
-    "not http": (["ftp://b/api"], "target.instances[0]", None, "http://"),
+    "not http": (["ftp://b/api"], "target.instances[0]", "'ftp://b/api' uses scheme 'ftp'; only http and https are supported", "http://"),
     "bad port": (["http://b:99999/api"], "target.instances[0]", None, "scheme://host"),
     "query": (["http://b:8080/api?x=1"], "target.instances[0]", "'http://b:8080/api?x=1' has a query or fragment",
               "step's path"),

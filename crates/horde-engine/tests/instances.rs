@@ -279,7 +279,7 @@ fn instances_must_be_the_same_target_each_once() {
         ("target.instances[2]", "'http://d:8080' has path prefix none but base_url has '/api'"),
         ("target.instances[3]", "'http://A:8080/api/' is the same instance as base_url"),
         ("target.instances[5]", "'http://e:80/api' is the same instance as instances[4]"),
-        ("target.instances[6]", "'ftp://f/api' must start with http:// or https://"),
+        ("target.instances[6]", "'ftp://f/api' uses scheme 'ftp'; only http and https are supported"),
         ("target.instances[7]", "an instance must not carry credentials (user:password@)"),
         ("target.instances[8]", "'http://:8080/api' has no host"),
         ("target.instances[9]", "'http://h:0/api' has port 0"),

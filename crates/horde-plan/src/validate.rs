@@ -7,7 +7,7 @@ use crate::{
     templates, Check, MAX_STEP_DEPTH, MAX_WEIGHT, ExtractFrom, HttpStep, LoopStep, Plan, Scenario, Step, ThinkTime, Workload, MAX_GRACEFUL_STOP_S, MAX_RATE_PER_S, MAX_STAGE_DURATION_S,
     MAX_THINK_TIME_MS, MAX_TIMEOUT_MS, MAX_VUS, PLAN_VERSION,
 };
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 use std::fmt;
 
@@ -69,24 +69,24 @@ impl Problems {
     /// In (0, max].
     fn positive(&mut self, path: String, value: f64, max: f64) {
         if !(value.is_finite() && value > 0.0) {
-            self.push(path, format!("must be greater than 0 (got {value})"));
+            self.push(path, format!("must be greater than 0 (got the number {value})"));
         } else if value > max {
-            self.push(path, format!("must be at most {max} (got {value})"));
+            self.push(path, format!("must be at most {max} (got the number {value})"));
         }
     }
 
     /// In [0, max].
     fn non_negative(&mut self, path: String, value: f64, max: f64) {
         if !(value.is_finite() && value >= 0.0) {
-            self.push(path, format!("must be 0 or more (got {value})"));
+            self.push(path, format!("must be 0 or more (got the number {value})"));
         } else if value > max {
-            self.push(path, format!("must be at most {max} (got {value})"));
+            self.push(path, format!("must be at most {max} (got the number {value})"));
         }
     }
 
     fn vus(&mut self, path: String, value: u64) {
         if value > MAX_VUS {
-            self.push(path, format!("must be at most {MAX_VUS} (got {value})"));
+            self.push(path, format!("must be at most {MAX_VUS} (got the number {value})"));
         }
     }
 }
@@ -98,7 +98,7 @@ impl Plan {
         if self.version != PLAN_VERSION {
             problems.push(
                 "version".into(),
-                format!("unsupported plan version {}; this engine reads version {PLAN_VERSION}", self.version),
+                format!("unsupported plan version (got the number {})", self.version),
             );
         }
         problems.non_negative("graceful_stop_s".into(), self.graceful_stop_s, MAX_GRACEFUL_STOP_S);
@@ -176,7 +176,7 @@ fn check_scenario(problems: &mut Problems, path: &str, scenario: &Scenario) {
         problems,
         environment: templates::environment(),
         known: known_variables(scenario),
-        names: HashSet::new(),
+        names: HashMap::new(),
         feeders: scenario.feeders.iter().map(|feeder| feeder.name.clone()).collect(),
         depth: 0,
     };
@@ -228,7 +228,8 @@ struct StepWalker<'a> {
     environment: minijinja::Environment<'static>,
     known: HashSet<String>,
     /// Names of http steps and groups seen so far: unique within the scenario.
-    names: HashSet<String>,
+    /// Each name, with where it was first given (from the scenario: `steps[0]`).
+    names: HashMap<String, String>,
     /// Feeder names: no variable may take one.
     feeders: HashSet<String>,
     /// How deep the walk is (a top-level step is at depth 1).
@@ -259,8 +260,12 @@ impl StepWalker<'_> {
     fn unique_name(&mut self, path: &str, name: &str) {
         if name.is_empty() {
             self.problems.push(format!("{path}.name"), "must not be empty");
-        } else if !self.names.insert(name.to_owned()) {
-            self.problems.push(format!("{path}.name"), format!("duplicate step name '{name}'"));
+        } else if let Some(first) = self.names.get(name) {
+            self.problems.push(format!("{path}.name"), format!("duplicate step name '{name}' (also at {first})"));
+        } else {
+            // The path from the scenario: what follows `scenarios[N].`.
+            let from_scenario = path.split_once("].").map_or(path, |(_, rest)| rest);
+            self.names.insert(name.to_owned(), from_scenario.to_owned());
         }
     }
 
@@ -434,7 +439,13 @@ impl StepWalker<'_> {
     fn http(&mut self, path: &str, step: &HttpStep) {
         self.unique_name(path, &step.name);
         if !METHODS.contains(&step.method.as_str()) {
-            self.problems.push(format!("{path}.method"), format!("'{}' is not one of {}", step.method, METHODS.join(", ")));
+            let upper = step.method.to_ascii_uppercase();
+            let message = if METHODS.contains(&upper.as_str()) {
+                format!("method '{}' must be upper case", step.method)
+            } else {
+                format!("'{}' is not a method Horde sends", step.method)
+            };
+            self.problems.push(format!("{path}.method"), message);
         }
         if !step.path.starts_with('/') {
             self.problems.push(format!("{path}.path"), format!("'{}' must start with '/'", step.path));
@@ -545,7 +556,7 @@ fn check_think_time(problems: &mut Problems, think_path: &str, think_time: &Thin
             problems.non_negative(format!("{think_path}.min_ms"), min_ms, MAX_THINK_TIME_MS);
             problems.non_negative(format!("{think_path}.max_ms"), max_ms, MAX_THINK_TIME_MS);
             if min_ms > max_ms {
-                problems.push(format!("{think_path}.max_ms"), format!("must be at least min_ms ({min_ms})"));
+                problems.push(format!("{think_path}.max_ms"), format!("max_ms ({max_ms}) is less than min_ms ({min_ms})"));
             }
         }
         ThinkTime::Normal { mean_ms, stddev_ms } => {
@@ -578,7 +589,7 @@ fn check_workload(problems: &mut Problems, path: &str, workload: &Workload) {
         Workload::Open { start_rate_per_s, stages, max_vus, .. } => {
             problems.non_negative(format!("{path}.start_rate_per_s"), *start_rate_per_s, MAX_RATE_PER_S);
             if *max_vus == 0 {
-                problems.push(format!("{path}.max_vus"), "must be at least 1");
+                problems.push(format!("{path}.max_vus"), "must be 1 or more (got the number 0)");
             }
             problems.vus(format!("{path}.max_vus"), *max_vus);
             for (index, stage) in stages.iter().enumerate() {
@@ -698,7 +709,7 @@ mod tests {
                 "scenarios[0].steps[0].steps[1].think_time: a request of a parallel group takes no think time: its requests go out at once (pause after the group with a think step)",
                 "scenarios[0].steps[0].steps[2].type: a think step inside a parallel group: its requests go out at once (put the pause before or after the group)",
                 "scenarios[0].steps[0].steps[3].type: a parallel group holds http steps only, not 'group' (put control flow around the group)",
-                "scenarios[0].steps[0].steps[4].name: duplicate step name 'css'",
+                "scenarios[0].steps[0].steps[4].name: duplicate step name 'css' (also at steps[0].steps[0])",
                 "scenarios[0].steps[1].steps: must hold at least one step",
             ],
         );

@@ -67,7 +67,10 @@ fn check_target_url<'a>(problems: &mut Problems, path: String, url: &'a str, fie
         if upper_case {
             problems.push(path, format!("'{url}' writes its scheme in upper case: write http:// or https://"));
         } else {
-            problems.push(path, format!("'{url}' must start with http:// or https://"));
+            problems.push(path, match url.split_once("://") {
+                Some((scheme, _)) => format!("'{url}' uses scheme '{}'; only http and https are supported", scheme.to_ascii_lowercase()),
+                None => format!("'{url}' has no http:// or https:// scheme"),
+            });
         }
         return None;
     };
