@@ -237,6 +237,13 @@ def test_the_engine_crate_has_no_module_circle() -> None:
     assert _cycles(graph) == []
 
 
+def _write_sources(folder: Path, files: dict[str, str]) -> None:
+    """A crate's source files (path under src/, text) written under ``folder``."""
+    for name, text in files.items():
+        (folder / name).parent.mkdir(exist_ok=True)
+        (folder / name).write_text(text)
+
+
 def test_the_engine_scan_sees_a_circle_through_crate_paths(tmp_path: Path) -> None:
     # The shape the crate once had: the interpreter's nodes held the SQL and message steps, whose
     # modules took their templated text back from the interpreter.
@@ -248,9 +255,7 @@ def test_the_engine_scan_sees_a_circle_through_crate_paths(tmp_path: Path) -> No
         "template.rs": "const HOME: &str = \"http://localhost/\"; use crate::error::EngineError;\n",
         "error.rs": "",
     }
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(exist_ok=True)
-        (tmp_path / name).write_text(text)
+    _write_sources(tmp_path, files)
     graph = _engine_graph(tmp_path)
     assert graph == {"interpreter": {"sql": True}, "sql": {"template": True, "message": True},
                      "message": {"interpreter": True}, "template": {"error": True}, "error": {}}
@@ -329,9 +334,7 @@ def test_the_crate_scan_sees_circles_through_super_self_and_bare_uses(tmp_path: 
         "gateway/rooms.rs": "use crate::{websocket::Outgoing, sql};\n",
         "websocket.rs": "use crate::gateway::Player;\n",
     }
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(exist_ok=True)
-        (tmp_path / name).write_text(text)
+    _write_sources(tmp_path, files)
     graph = _crate_graph(tmp_path)
     assert graph["sql::connect"] == {"sql::connection": True} and graph["sql"] == {"sql::connect": True}
     assert graph["gateway::rooms"] == {"websocket": True, "sql": True}
