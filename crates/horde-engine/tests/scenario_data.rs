@@ -496,3 +496,28 @@ fn a_json_check_compares_numbers_by_value() {
     assert_eq!(step_ok(&snapshots, "int_as_float"), passes, "{:?}", step_error_kinds(&snapshots, "int_as_float"));
     assert_eq!(step_ok(&snapshots, "float_as_int"), passes, "{:?}", step_error_kinds(&snapshots, "float_as_int"));
 }
+
+#[test]
+fn a_feeder_secret_the_target_echoes_is_redacted_from_a_failed_checks_detail() {
+    // The target answers with what it was sent; the check fails, and its detail quotes the body.
+    let server = RecordingServer::start(|request| Reply::ok(format!("welcome {}", request.body_text())));
+    let rows = TempFile::with_contents("secret-rows", "csv", "login,password\nu0,hunter2-s3cret\n");
+    let plan = scenario_plan(
+        &server.base_url(),
+        json!({
+            "feeders": [feeder("rows", &rows, "csv", "circular")],
+            "steps": [{"name": "login", "method": "POST", "path": "/login",
+                       "body": "user={{ rows.login }}&password={{ rows.password }}",
+                       "checks": [{"type": "body_contains", "text": "absent"}]}],
+            "workload": open_burst(RATE, SECONDS, 4),
+        }),
+    );
+    let (snapshots, _) = run_timed(&plan, 1);
+    assert!(server.with_prefix("/login").iter().all(|request| request.body_text().contains("hunter2-s3cret")));
+    let details: Vec<&String> = support::entries(&snapshots, "login").flat_map(|entry| entry.error_details.iter().map(|(_, words, _)| words)).collect();
+    assert!(!details.is_empty());
+    for words in details {
+        assert!(words.contains("body does not contain") && words.contains("user=u0&password="), "{words}");
+        assert!(!words.contains("hunter2-s3cret"), "{words}");
+    }
+}

@@ -203,7 +203,10 @@ impl Vu {
         if let Some(exchange) = exchange {
             self.response_record(state, node, exchange, capture, status, latency_us, result, detail.clone());
         }
-        if let (Err(kind), Some(detail)) = (result, detail) {
+        if let (Err(kind), Some(mut detail)) = (result, detail) {
+            // A failed check quotes the body, which may echo a credential the VU sent (a feeder's
+            // password): redacted here, as a SQL error's words are, before any output holds it.
+            crate::exchange::redact_values(&mut detail, &self.secrets(state));
             self.note(state, node.global_index, kind, detail);
         }
         // Only a request timed in `latency_us` (it got a response) has a latency from its send.
