@@ -298,11 +298,13 @@ class Monitors(Observer):
         block = self.monitors.block(ending.monitor_samples)
         if block is None:
             return {}
+        blocks: dict[str, Any] = {"monitors": block}
         if self.steered and "capacity" in summary:
             # The monitors as evidence beside the knee: which limit was crossed first, and when.
-            summary["capacity"]["what_broke_first"] = self.monitors.what_broke_first(
-                summary["capacity"], ending.stored, ending.monitor_samples, block)
-        return {"monitors": block}
+            capacity = summary["capacity"]
+            broke = self.monitors.what_broke_first(capacity, ending.stored, ending.monitor_samples, block)
+            blocks["capacity"] = {**capacity, "what_broke_first": broke}
+        return blocks
 
 
 class Spread(Observer):

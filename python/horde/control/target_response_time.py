@@ -537,7 +537,7 @@ class TargetResponseTimeSteering:
                 verdict, basis = "under", "confident"
             elif low > self.target and enough:
                 verdict, basis = "over", "confident"
-            elif current.phase == "climb" and latency < self.target * (1 - (0 if not enough else PROBE_MARGIN)):
+            elif current.phase == "climb" and latency < self.target * (1 - (PROBE_MARGIN if enough else 0.0)):
                 # A probe: its point estimate is well under T (or under it at all, on fewer
                 # samples than a percentile needs: a level this low gains little from waiting),
                 # so the next, higher level (more samples, nearer the knee) says more than more
@@ -549,12 +549,12 @@ class TargetResponseTimeSteering:
                 # A short reading never says "at T": a few dozen samples far below T would park
                 # the level there, and a queue moved up reads low until it has built (holding
                 # judges T over longer windows). Under T, the climb goes on by a probe's step;
-                # over it (on enough samples, or clearly), the level brackets T from above.
+                # over it on enough samples (or, bisecting, past the band), the level brackets T
+                # from above. Fewer samples than the percentile needs (a low level) never say
+                # "over" short of CLEARLY_OVER: the p95 of 40 requests is their second slowest.
                 basis = "estimate"
-                # Fewer samples than the percentile needs (a low level) never say "over" short
-                # of CLEARLY_OVER: the p95 of 40 requests is their second slowest.
-                over = enough and latency > self.target or (
-                    latency > self.target * (1 + BAND) and (enough or current.phase == "bisect"))
+                over = (enough and latency > self.target) or (
+                    current.phase == "bisect" and latency > self.target * (1 + BAND))
                 verdict = "over" if over else "under"
         if verdict is None:
             return None
