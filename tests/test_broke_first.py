@@ -106,7 +106,9 @@ def test_a_find_max_run_names_what_broke_first_everywhere_its_answer_is_shown(ho
                    and (measure([snapshot], from_send=True).latency_ms(95) or 0) > 30)
     assert broke["load"] == {"second": crossed, "phrase": f"p95 crossed 30 ms at second {crossed}"}
     assert broke["sentence"] == f"{broke['first']['phrase']}; p95 crossed 30 ms at second {crossed}"
-    assert broke["lead_s"] == crossed - first.second > 0
+    # Usually seconds ahead; the same second when the monitor's first busy sample comes late
+    # (its first reading has no earlier one to difference), which is still "first".
+    assert broke["lead_s"] == crossed - first.second >= 0
     # Shown wherever the capacity answer is: terminal, horde show, report, dashboard.
     assert f"what broke first: {broke['sentence']}" in result.stdout
     assert f"what broke first: {broke['sentence']}" in horde_cli.run("show", summary["run_id"]).stdout
