@@ -3,13 +3,11 @@ known timelines of latency, errors, dropped arrivals, failures and generator sat
 
 from __future__ import annotations
 
-import doctest
 from typing import Any
 
 import pytest
 
 from synthetic import entry
-from horde.control import autostop as autostop_module
 from horde.control.autostop import EXIT_CODES, AutostopWatch, Firing, clock
 from horde.errors import ExitCode
 from horde.plan.control import AutostopRule
@@ -215,6 +213,3 @@ def test_clock() -> None:
     assert [clock(s) for s in (0, 9.6, 61, 3599.4, 3600)] == ["00:00", "00:10", "01:01", "59:59", "1:00:00"]
 
 
-def test_doctests() -> None:
-    results = doctest.testmod(autostop_module)
-    assert results.attempted > 0 and results.failed == 0

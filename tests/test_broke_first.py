@@ -8,12 +8,9 @@ snapshots, and the sentence is shown by the terminal, `horde show`, the report a
 
 from __future__ import annotations
 
-import doctest
-import importlib
 import json
 from typing import Any
 
-import pytest
 
 from conftest import HordeCli
 from horde.control.broke_first import what_broke_first
@@ -26,9 +23,6 @@ from horde.store import MonitorSample, Store
 from horde.web.api import finished_state
 
 
-@pytest.mark.parametrize("module", ["horde.monitors.crossings", "horde.control.broke_first"])
-def test_doctests(module: str) -> None:
-    assert doctest.testmod(importlib.import_module(module)).failed == 0
 
 
 def timeline(name: str, figures: list[dict[str, float]]) -> list[MonitorSample]:

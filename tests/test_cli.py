@@ -3,8 +3,6 @@ traceback, and no load sent. Also `horde schema` / `horde validate`, and the mod
 
 from __future__ import annotations
 
-import doctest
-import importlib
 import json
 import os
 import re
@@ -522,26 +520,8 @@ def test_unknown_port_is_free() -> None:
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
 
 
-# -- doctests ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "module_name",
-    [
-        "horde.plan.overrides",
-        "horde.cli.arguments",
-        "horde.plan.redaction",
-        "horde.errors",
-        "horde.engine.histogram",
-        "horde.cli.exchanges",
-        "horde.control.trial",
-    ],
-)
-def test_doctests(module_name: str) -> None:
-    module = importlib.import_module(module_name)
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0
-    assert result.failed == 0
 
 
 def test_init_writes_the_starter_plan_pointed_at_the_target(horde_main: Any, tmp_path: Path) -> None:

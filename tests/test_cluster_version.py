@@ -7,7 +7,6 @@ whose generators pass it."""
 
 from __future__ import annotations
 
-import doctest
 import hashlib
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,6 @@ import pytest
 
 import horde
 import horde._engine
-from horde.cluster import coordinator
 from horde.cluster.coordinator import check_same_horde
 from horde.cluster.generator import Generator
 from horde.errors import ClusterUnavailable, ExitCode
@@ -27,8 +25,6 @@ def described() -> dict[str, Any]:
     return Generator(index=-1).describe()
 
 
-def test_doctests() -> None:
-    assert doctest.testmod(coordinator).failed == 0
 
 
 def test_a_generator_names_its_version_and_the_engine_it_loaded() -> None:

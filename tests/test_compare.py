@@ -5,8 +5,6 @@ truth of real runs (/delay/20 against /delay/30 differs; /delay/20 against itsel
 
 from __future__ import annotations
 
-import doctest
-import importlib
 import json
 import math
 import random
@@ -359,9 +357,3 @@ def test_trend_lists_the_tagged_runs_oldest_first(ground_truth: dict[str, RunRes
     assert ground_truth["delay30"].run_id in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("module_name", ["horde.results.compare", "horde.engine.histogram"])
-def test_doctests(module_name: str) -> None:
-    module = importlib.import_module(module_name)
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0
-    assert result.failed == 0

@@ -8,8 +8,6 @@ row's percentiles must be those of that second's stored histogram.
 from __future__ import annotations
 
 import csv
-import doctest
-import importlib
 import io
 import json
 from collections.abc import Iterator
@@ -171,12 +169,6 @@ def test_a_second_without_any_step_still_has_a_row(stored: tuple[str, str]) -> N
     assert empty[0]["active_vus"] == first["active_vus"]
 
 
-@pytest.mark.parametrize("module_name", ["horde.results.export", "horde.results.stored_run"])
-def test_doctests(module_name: str) -> None:
-    module = importlib.import_module(module_name)
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0
-    assert result.failed == 0
 
 
 @pytest.mark.postgres

@@ -179,17 +179,6 @@ def test_a_borderline_step_is_measured_again_on_its_later_seconds() -> None:
     assert abs(steering.result()["max_rps"] - 100) <= 3
 
 
-def test_doctests() -> None:
-    import doctest
-
-    from horde.control import find_max, steered_level as steered_level
-
-    from horde.sinks import live
-
-    from horde.results import summary
-    for module in (find_max, steered_level, summary, live):
-        result = doctest.testmod(module)
-        assert result.attempted > 0 and result.failed == 0, module.__name__
 
 
 class CollapsingTarget(SimulatedTarget):

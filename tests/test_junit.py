@@ -3,11 +3,9 @@ autostop firing, whatever text the plan's names hold."""
 
 from __future__ import annotations
 
-import doctest
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
-from horde.cli import junit as junit_module
 from horde.control.autostop import Firing
 from horde.errors import ExitCode
 from horde.cli.junit import junit_xml, write_junit
@@ -95,6 +93,3 @@ def test_write_junit_creates_the_folder(tmp_path: Path) -> None:
     assert suite is not None and (suite.get("tests"), suite.get("failures")) == ("2", "2")
 
 
-def test_doctests() -> None:
-    results = doctest.testmod(junit_module)
-    assert results.attempted > 0 and results.failed == 0

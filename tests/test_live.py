@@ -236,8 +236,3 @@ def test_the_last_frame_and_the_summary_say_the_same_cpu() -> None:
     assert lines(plain)[-1] == f"    3.0s  {said}, 1 error(s)"
 
 
-def test_doctests() -> None:
-    import horde.sinks.live
-
-    result = doctest.testmod(horde.sinks.live)
-    assert result.attempted >= 2 and result.failed == 0

@@ -4,7 +4,6 @@ condition can name is measured in its unit, and a window slides."""
 
 from __future__ import annotations
 
-import doctest
 import math
 from typing import Any
 
@@ -12,7 +11,6 @@ import pytest
 
 from synthetic import entry
 from horde.engine import histogram
-from horde.control import measure as measure_module
 from horde.control.measure import Figures, Scope, Window, combine, format_limit, format_value, measure, unit_of
 from horde.plan.control import parse_condition
 
@@ -205,6 +203,3 @@ def test_units_and_formats() -> None:
     assert format_value(1234.56, "req/s") == "1,234.6 req/s"
 
 
-def test_doctests() -> None:
-    results = doctest.testmod(measure_module)
-    assert results.attempted > 0 and results.failed == 0

@@ -5,8 +5,6 @@ reports itself, and the diagnosis firing for the seed's hot_standby_feedback cas
 
 from __future__ import annotations
 
-import doctest
-import importlib
 import json
 import random
 import socket
@@ -34,10 +32,6 @@ from node_exporter import start_node_exporter, stop
 from postgres_cluster import PostgresPair, postgres_pair
 
 
-@pytest.mark.parametrize("module", ["exposition", "source", "host", "sockets", "prometheus", "diagnosis", "conditions",
-                                    "summary", "postgres"])
-def test_doctests(module: str) -> None:
-    assert doctest.testmod(importlib.import_module(f"horde.monitors.{module}")).failed == 0
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ built-in target; and the Grafana dashboard checked against the names the exporte
 
 from __future__ import annotations
 
-import doctest
 import errno
 import json
 import math
@@ -568,9 +567,6 @@ def test_stop_frees_the_port() -> None:
         assert second.port == port and families_of(second)
 
 
-def test_docstring_examples_run() -> None:
-    results = doctest.testmod(horde.sinks.prometheus)
-    assert results.attempted >= 2 and results.failed == 0
 
 
 # --- the Grafana dashboard ---------------------------------------------------------------------

@@ -3,12 +3,10 @@ they go, checked on large plans (the game report's 150,000 VUs over 14 machines)
 
 from __future__ import annotations
 
-import doctest
 import math
 
 import pytest
 
-from horde.cluster import provisioning
 from horde.cluster.provisioning import (
     RESERVED_FILES, Demand, Limits, Node, check_memory, demand_of, place, provision,
 )
@@ -21,8 +19,6 @@ def nodes_of(count: int, cpus: float = 32, memory_gib: int = 128) -> list[Node]:
     return [Node(f"id{index:02d}", f"10.0.0.{index + 1}", cpus=cpus, memory_bytes=memory_gib * GIB) for index in range(count)]
 
 
-def test_doctests() -> None:
-    assert doctest.testmod(provisioning).failed == 0
 
 
 def test_150k_vus_over_14_nodes_one_connection_each() -> None:

@@ -10,8 +10,6 @@ time's sentence, readings and the chart of its level and percentile against T ov
 
 from __future__ import annotations
 
-import doctest
-import importlib
 import json
 import re
 from collections.abc import Iterator
@@ -290,12 +288,6 @@ def test_report_command_errors_and_default_file_name(stored: tuple[str, str], tm
         assert "error:" in err and words in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("module_name", ["horde.report.page", "horde.report.capacity_view"])
-def test_doctests(module_name: str) -> None:
-    module = importlib.import_module(module_name)
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0
-    assert result.failed == 0
 
 
 def test_a_run_without_snapshots_still_has_a_report(stored: tuple[str, str]) -> None:

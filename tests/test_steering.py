@@ -5,13 +5,10 @@ test_target_response_time.py)."""
 
 from __future__ import annotations
 
-import doctest
 from typing import Any
 
 import pytest
 
-from horde.control import capacity as capacity_module
-from horde.plan import profiles as profiles_module
 from horde._engine import histogram_from_values
 from horde.control.capacity import CapacityQuestion, capacity_block
 from horde.errors import InvalidInput, PlanInvalid
@@ -230,6 +227,3 @@ def test_capacity_arithmetic_and_its_refusals() -> None:
             CapacityQuestion(**bad)
 
 
-def test_doctests() -> None:
-    for module in (capacity_module, profiles_module):
-        assert doctest.testmod(module).failed == 0

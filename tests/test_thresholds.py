@@ -3,7 +3,6 @@ so; and on a real run against the built-in target they measure what the target w
 
 from __future__ import annotations
 
-import doctest
 import time
 from typing import Any
 
@@ -11,7 +10,6 @@ import pytest
 from rich.console import Console
 
 from synthetic import entry
-from horde.control import thresholds as thresholds_module
 from horde.control.autostop import AutostopWatch
 from horde.errors import ExitCode
 from horde.plan import plan_from_dict
@@ -113,9 +111,6 @@ def test_render_verdicts_shows_each_result() -> None:
     assert empty.export_text() == ""
 
 
-def test_doctests() -> None:
-    results = doctest.testmod(thresholds_module)
-    assert results.attempted > 0 and results.failed == 0
 
 
 def test_a_real_run_is_judged_on_what_the_target_did(builtin_target: Any) -> None:
