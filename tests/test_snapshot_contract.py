@@ -11,16 +11,29 @@ from pathlib import Path
 from horde.engine.snapshot import ADDED_IN_PYTHON, SENT_WHEN_SET, Snapshot, StepSnapshot
 
 SNAPSHOT_RS = Path(__file__).resolve().parents[1] / "crates" / "horde-engine" / "src" / "snapshot.rs"
-#: The engine's field names that the binding writes under another key (``final`` is Rust's keyword).
-RENAMED = {"is_final": "final"}
+#: A field with its serde attributes: `#[serde(...)]` lines, then `pub NAME:`.
+FIELD = re.compile(r"((?:^\s*#\[serde\((?:[^\]]*)\)\]\n)*)^\s*pub (\w+):", re.MULTILINE)
 
 
-def rust_fields(struct: str, source: str | None = None) -> set[str]:
-    """The ``pub`` fields of a struct in snapshot.rs, by the key the binding writes them under."""
+def rust_keys(struct: str, source: str | None = None) -> dict[str, str]:
+    """The ``pub`` fields of a struct in snapshot.rs, by the key Python reads them under (a
+    serde ``rename``, or the name), with their serde attributes."""
     source = SNAPSHOT_RS.read_text(encoding="utf-8") if source is None else source
     body = re.search(rf"pub struct {struct} \{{(.*?)\n\}}", source, re.DOTALL)
     assert body, struct
-    return {RENAMED.get(name, name) for name in re.findall(r"^\s*pub (\w+):", body.group(1), re.MULTILINE)}
+    keys = {}
+    for attributes, name in FIELD.findall(body.group(1)):
+        renamed = re.search(r'rename = "(\w+)"', attributes)
+        keys[renamed.group(1) if renamed else name] = attributes
+    return keys
+
+
+def rust_fields(struct: str, source: str | None = None) -> set[str]:
+    return set(rust_keys(struct, source))
+
+
+def sent_when_set(struct: str) -> set[str]:
+    return {key for key, attributes in rust_keys(struct).items() if "skip_serializing_if" in attributes}
 
 
 def typed_keys(typed: type) -> set[str]:
@@ -36,7 +49,8 @@ def test_a_step_has_the_engines_fields() -> None:
 
 
 def test_what_the_engine_sends_only_when_set_is_its_own() -> None:
-    assert SENT_WHEN_SET <= rust_fields("Snapshot") | rust_fields("StepSnapshot")
+    assert SENT_WHEN_SET == sent_when_set("Snapshot") | sent_when_set("StepSnapshot")
+    assert "final" in rust_fields("Snapshot") and "is_final" not in rust_fields("Snapshot")
     assert not ADDED_IN_PYTHON & (rust_fields("Snapshot") | rust_fields("StepSnapshot"))
 
 

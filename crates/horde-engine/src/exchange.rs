@@ -27,7 +27,7 @@ const MAX_VALUE_BYTES: usize = 200;
 pub const REDACTED: &str = "<redacted>";
 
 /// One exchange of one step, as recorded.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize)]
 pub struct Exchange {
     pub scenario: String,
     pub step: String,
@@ -59,9 +59,32 @@ pub struct Exchange {
     /// Why it failed, as the error detail says it.
     pub detail: Option<String>,
     /// Each check: (in words, passed, why it failed with expected and actual).
+    #[serde(serialize_with = "judged_checks")]
     pub checks: Vec<(String, bool, Option<String>)>,
     /// Each variable the step extracts, with its value after the step (`None`: unset).
+    #[serde(serialize_with = "variables")]
     pub vars: Vec<(String, Option<String>)>,
+}
+
+/// Each check as a record: `{check, passed, why}`.
+fn judged_checks<S: serde::Serializer>(checks: &[(String, bool, Option<String>)], serializer: S) -> Result<S::Ok, S::Error> {
+    #[derive(serde::Serialize)]
+    struct Judged<'a> {
+        check: &'a str,
+        passed: bool,
+        why: &'a Option<String>,
+    }
+    serializer.collect_seq(checks.iter().map(|(check, passed, why)| Judged { check, passed: *passed, why }))
+}
+
+/// Each variable as a record: `{name, value}`.
+fn variables<S: serde::Serializer>(vars: &[(String, Option<String>)], serializer: S) -> Result<S::Ok, S::Error> {
+    #[derive(serde::Serialize)]
+    struct Variable<'a> {
+        name: &'a str,
+        value: &'a Option<String>,
+    }
+    serializer.collect_seq(vars.iter().map(|(name, value)| Variable { name, value }))
 }
 
 /// The run's recording: how many exchanges of each step are kept (`limit`), and how many have

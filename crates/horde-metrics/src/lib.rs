@@ -93,7 +93,7 @@ impl ErrorKind {
 
 /// A message step's traffic (the `tcp://` and `udp://` transports), counted as it happens: a
 /// stream's frames show in the second they went out, not when the stream ends.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct MessageCounts {
     /// Messages the step sent and received (over TCP, framed messages; over UDP, datagrams).
     pub sent: u64,

@@ -15,11 +15,11 @@
 mod link;
 mod logs;
 
-use horde_engine::{GeneratorShare, EngineError, EngineOptions, Exchange, Next, RunControl, Snapshot};
+use horde_engine::{GeneratorShare, EngineError, EngineOptions, Next, RunControl, Snapshot};
 use horde_target::{Capacity, GatewayConfig, GatewayFraming, GatewayHandle, ServiceTimes, TargetConfig, TargetHandle};
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -152,143 +152,11 @@ fn start_run(
     Ok(PyRunHandle { control: run.control(), inner: Mutex::new(run) })
 }
 
+/// The snapshot as Python reads it: its serde form (crates/horde-engine/src/snapshot.rs owns
+/// the fields, their keys and which are sent only when set).
 fn snapshot_to_dict<'py>(py: Python<'py>, snapshot: &Snapshot) -> PyResult<Bound<'py, PyDict>> {
-    let dict = PyDict::new(py);
-    dict.set_item("second", snapshot.second)?;
-    dict.set_item("elapsed_s", snapshot.elapsed_s)?;
-    dict.set_item("interval_s", snapshot.interval_s)?;
-    dict.set_item("timestamp", snapshot.timestamp)?;
-    dict.set_item("final", snapshot.is_final)?;
-    let steps = PyList::empty(py);
-    for step in &snapshot.steps {
-        let entry = PyDict::new(py);
-        entry.set_item("scenario", &step.scenario)?;
-        entry.set_item("step", &step.step)?;
-        entry.set_item("kind", step.kind)?;
-        entry.set_item("requests", step.requests)?;
-        entry.set_item("ok", step.ok)?;
-        let errors = PyDict::new(py);
-        for (kind, count) in &step.errors {
-            errors.set_item(kind, count)?;
-        }
-        entry.set_item("errors", errors)?;
-        entry.set_item("bytes_sent", step.bytes_sent)?;
-        entry.set_item("bytes_received", step.bytes_received)?;
-        if step.rows > 0 {
-            entry.set_item("rows", step.rows)?;
-        }
-        if step.http1 > 0 {
-            entry.set_item("http1", step.http1)?;
-        }
-        if step.http2 > 0 {
-            entry.set_item("http2", step.http2)?;
-        }
-        if step.h2_stalls > 0 {
-            entry.set_item("h2_stalls", step.h2_stalls)?;
-        }
-        entry.set_item("histogram", PyBytes::new(py, &step.histogram))?;
-        if !step.from_send_histogram.is_empty() {
-            entry.set_item("from_send_histogram", PyBytes::new(py, &step.from_send_histogram))?;
-        }
-        if !step.error_details.is_empty() {
-            let details = PyList::empty(py);
-            for (kind, message, count) in &step.error_details {
-                let detail = PyDict::new(py);
-                detail.set_item("kind", kind)?;
-                detail.set_item("message", message)?;
-                detail.set_item("count", count)?;
-                details.append(detail)?;
-            }
-            entry.set_item("error_details", details)?;
-        }
-        if !step.checks.is_empty() {
-            let checks = PyList::empty(py);
-            for (check, passes, failures) in &step.checks {
-                let counted = PyDict::new(py);
-                counted.set_item("check", check)?;
-                counted.set_item("passes", passes)?;
-                counted.set_item("failures", failures)?;
-                checks.append(counted)?;
-            }
-            entry.set_item("checks", checks)?;
-        }
-        if !step.messages.is_empty() {
-            let messages = PyDict::new(py);
-            messages.set_item("sent", step.messages.sent)?;
-            messages.set_item("received", step.messages.received)?;
-            messages.set_item("datagrams_sent", step.messages.datagrams_sent)?;
-            messages.set_item("datagrams_received", step.messages.datagrams_received)?;
-            messages.set_item("late", step.messages.late)?;
-            messages.set_item("retransmitted", step.messages.retransmitted)?;
-            entry.set_item("messages", messages)?;
-        }
-        steps.append(entry)?;
-    }
-    dict.set_item("steps", steps)?;
-    dict.set_item("active_vus", snapshot.active_vus)?;
-    dict.set_item("peak_vus", snapshot.peak_vus)?;
-    dict.set_item("busy_vus", snapshot.busy_vus)?;
-    dict.set_item("iterations", snapshot.iterations)?;
-    dict.set_item("dropped_arrivals", snapshot.dropped_arrivals)?;
-    dict.set_item("connections_opened", snapshot.connections_opened)?;
-    dict.set_item("connect_backoffs", snapshot.connect_backoffs)?;
-    dict.set_item("connect_backoff_s", snapshot.connect_backoff_s)?;
-    dict.set_item("setup_failures", snapshot.setup_failures)?;
-    dict.set_item("target_vus", snapshot.target_vus)?;
-    dict.set_item("target_rate_per_s", snapshot.target_rate_per_s)?;
-    dict.set_item("cpu_percent", snapshot.cpu_percent)?;
-    dict.set_item("timer_lateness_p99_ms", snapshot.timer_lateness_p99_ms)?;
-    dict.set_item("timer_lateness_max_ms", snapshot.timer_lateness_max_ms)?;
-    dict.set_item("run_delay_ms", snapshot.run_delay_ms)?;
-    dict.set_item("steal_percent", snapshot.steal_percent)?;
-    if !snapshot.exchanges.is_empty() {
-        let exchanges = PyList::empty(py);
-        for exchange in &snapshot.exchanges {
-            exchanges.append(exchange_to_dict(py, exchange)?)?;
-        }
-        dict.set_item("exchanges", exchanges)?;
-    }
-    Ok(dict)
-}
-
-/// One recorded exchange (`horde_engine::Exchange`, already redacted by the engine) as a dict.
-fn exchange_to_dict<'py>(py: Python<'py>, exchange: &Exchange) -> PyResult<Bound<'py, PyDict>> {
-    let dict = PyDict::new(py);
-    dict.set_item("scenario", &exchange.scenario)?;
-    dict.set_item("step", &exchange.step)?;
-    dict.set_item("phase", exchange.phase)?;
-    dict.set_item("transport", exchange.transport)?;
-    dict.set_item("vu", exchange.vu)?;
-    dict.set_item("iteration", exchange.iteration)?;
-    dict.set_item("started_s", exchange.started_s)?;
-    dict.set_item("request", &exchange.request)?;
-    dict.set_item("request_body", &exchange.request_body)?;
-    dict.set_item("request_body_bytes", exchange.request_body_bytes)?;
-    dict.set_item("response", &exchange.response)?;
-    dict.set_item("response_body", &exchange.response_body)?;
-    dict.set_item("response_body_truncated", exchange.response_body_truncated)?;
-    dict.set_item("status", exchange.status)?;
-    dict.set_item("latency_us", exchange.latency_us)?;
-    dict.set_item("outcome", &exchange.outcome)?;
-    dict.set_item("detail", &exchange.detail)?;
-    let checks = PyList::empty(py);
-    for (check, passed, why) in &exchange.checks {
-        let judged = PyDict::new(py);
-        judged.set_item("check", check)?;
-        judged.set_item("passed", passed)?;
-        judged.set_item("why", why)?;
-        checks.append(judged)?;
-    }
-    dict.set_item("checks", checks)?;
-    let vars = PyList::empty(py);
-    for (name, value) in &exchange.vars {
-        let var = PyDict::new(py);
-        var.set_item("name", name)?;
-        var.set_item("value", value)?;
-        vars.append(var)?;
-    }
-    dict.set_item("vars", vars)?;
-    Ok(dict)
+    let converted = pythonize::pythonize(py, snapshot).map_err(|error| PyRuntimeError::new_err(error.to_string()))?;
+    Ok(converted.downcast_into::<PyDict>()?)
 }
 
 /// Merges HDR V2 histograms exactly; returns the merged one, HDR V2 encoded.
