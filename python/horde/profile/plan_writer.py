@@ -49,20 +49,17 @@ from horde.errors import InvalidInput, PlanInvalid, Problem
 from horde.plan import MAX_THINK_TIME_MS, METHODS
 from horde.plan.bounds import MAX_PLAN_BYTES
 from horde.plan.loader import load_plan_file
+from horde.profile import supply
 from horde.profile.endpoints import Slot
 from horde.profile.kinds import MAX_KINDS, MIN_SILHOUETTE, Kinds
 from horde.profile.profile import OTHER, EndpointStats, Profile
+from horde.profile.supply import SUPPLY_PREFIX
 
 MODELS: Final = ("open", "users")
 IDS: Final = ("seen", "feeder")
 #: The share (percent) of the requests or of the server's time at or above which an endpoint is
 #: kept whatever --cover and --by say (--min-share).
 MIN_SHARE_PERCENT = 1.0
-#: How the engine's check begins a problem of a ``supply("...")`` template (crate horde-plan's
-#: rule, SUPPLY_PREFIX): the only problems a written plan may have, the parts left to the user.
-SUPPLY_PREFIX: Final = "to supply"
-#: Methods whose requests usually carry a body, which a log does not hold.
-BODY_METHODS: Final = ("POST", "PUT", "PATCH")
 #: Left-out endpoints named one by one in the plan's comments (the rest are added up).
 LEFT_OUT_NAMED = 10
 #: Seen values written inline per slot (a random choice among them; repeats keep the frequencies).
@@ -135,12 +132,15 @@ class WrittenPlan:
     notes: list[str] = field(default_factory=list)
     covered_time_share: float | None = None
     left_out: list[dict[str, Any]] = field(default_factory=list)
+    #: What the plan leaves to its user (:func:`horde.profile.supply.parts`).
+    to_supply: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": str(self.path), "feeders": [str(path) for path in self.feeders],
                 "covered_share": round(self.covered_share, 6),
                 "covered_time_share": round(self.covered_time_share, 6) if self.covered_time_share is not None else None,
-                "endpoints": self.endpoints, "left_out": self.left_out, "sizing": self.sizing, "notes": self.notes}
+                "endpoints": self.endpoints, "left_out": self.left_out, "sizing": self.sizing, "notes": self.notes,
+                "to_supply": self.to_supply}
 
 
 @dataclass(frozen=True)
@@ -222,10 +222,7 @@ def _write(profile: Profile, path: Path, options: PlanOptions, coverage: Coverag
         step_path = _path_template(stats, options.ids, feeders, parameters)
         weight = max(0.0001, round(100.0 * stats.count / total, 4))
         step: dict[str, Any] = {"name": stats.name, "method": stats.shape.method, "path": step_path}
-        if stats.shape.method in BODY_METHODS:
-            # What the log cannot hold, marked as the user's to give: `horde validate` points at
-            # it (crate horde-plan's supply rule) until it is replaced.
-            step["body"] = "{{ supply(" + json.dumps(f"the body of {stats.name}: the log holds none (a template, or values from a feeder)") + ") }}"
+        supply.mark(step, stats)  # what the log cannot hold, marked as the user's to give
         branches.append({"weight": weight, "steps": [step]})
         rows.append({"endpoint": stats.name, "weight": weight, "share_by_count": round(profile.share(stats, "count"), 6),
                      "share_by_time": round(profile.share(stats, "time"), 6) if profile.timed else None})
@@ -260,14 +257,9 @@ def _write(profile: Profile, path: Path, options: PlanOptions, coverage: Coverag
     if len(text.encode("utf-8")) > MAX_PLAN_BYTES:
         return None
     written = _write_checked(path, text, feeder_dir, {f"{name}.csv": _csv(table) for name, table in feeders.items()})
-    notes = list(coverage.notes)
-    with_body = [stats.name for stats in chosen if stats.shape.method in BODY_METHODS]
-    if with_body:
-        notes.append(f"{len(with_body)} endpoint{'' if len(with_body) == 1 else 's'} ({', '.join(with_body[:3])}"
-                     f"{', ...' if len(with_body) > 3 else ''}) need{'s' if len(with_body) == 1 else ''} a body the log does not hold: "
-                     "`horde validate` points at each supply(...) template until it is replaced")
+    notes = list(coverage.notes) + supply.notes(chosen)
     return WrittenPlan(path, written, rows, coverage.by_count, sizing, notes,
-                       coverage.by_time if profile.timed else None, left_out)
+                       coverage.by_time if profile.timed else None, left_out, supply.parts(chosen, parameters))
 
 
 def _left_out_row(profile: Profile, stats: EndpointStats) -> dict[str, Any]:
@@ -579,11 +571,7 @@ def _header(profile: Profile, options: PlanOptions, coverage: Coverage, left_out
     ]
     if parameters:
         lines.append(f"Secret query fields are parameters; give them with -p: {', '.join(f'-p {n}=...' for n in parameters)}")
-    with_body = [stats.name for stats in coverage.chosen if stats.shape.method in BODY_METHODS]
-    if with_body:
-        lines.append("To complete: an access log holds no request body, header or credential. The bodies of these are")
-        lines.append("supply(...) templates that `horde validate` points at until you replace them (and add `headers:`: auth, content type):")
-        lines += [f"  {name}" for name in with_body]
+    lines += supply.comment_lines(coverage.chosen)
     return "".join(f"# {line}\n" for line in lines)
 
 
