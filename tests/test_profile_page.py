@@ -22,6 +22,7 @@ from ruamel.yaml import YAML
 from cdp import Browser
 from conftest import HordeCli
 from horde.errors import ExitCode
+from horde.profile import PlanOptions, ProfileOptions, build_profile, render_page, write_plan
 from profile_logs import T0, Hit, combined_line, write_log
 from profile_truth import write_kinds_log, write_truth_log
 
@@ -190,3 +191,17 @@ def test_a_log_without_signs_of_a_credential_marks_none(horde_cli: HordeCli, tmp
     assert "Authorization" not in text and "credential of" not in text
     assert text.count("{{ supply(") == 1  # POST /api/cart's body only
     assert 'data-part="header Authorization"' not in page.read_text()
+
+
+def test_the_page_says_what_it_could_not_judge(tmp_path: Path) -> None:
+    # A log without response times, a plan without client kinds looked for (--kinds off), all of
+    # its endpoints kept, nothing to supply: each section says so rather than showing nothing.
+    lines = [combined_line(Hit(T0 + i, "GET", f"/api/items/{i}", client=f"10.0.0.{i % 3}"), nginx_times=False) for i in range(50)]
+    profile = build_profile([write_log(tmp_path / "access.log", lines)], ProfileOptions())
+    html = " ".join(render_page(profile, write_plan(profile, tmp_path / "plan.yaml", PlanOptions())).split())
+    assert "Nothing: every endpoint of the log is in the plan." in html
+    # 50 requests in the first minute: 50/60 req/s, × 1.2 = 1 req/s.
+    assert "Rate: 0.833 req/s in the peak minute × the kept endpoints' 100.0 % of the requests × 1.2 (headroom 20 %) = <b>1 req/s</b>" in html
+    assert "No sizing by Little's law: the log has no response times and the open model no think time." in html
+    assert "Not looked for (<code>--kinds off</code>)" in html
+    assert "Nothing marked: no kept endpoint carries a body or answered 401 or 403" in html
