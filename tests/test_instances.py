@@ -43,7 +43,7 @@ def pydantic_problems(data: dict[str, Any]) -> list[tuple[str, str, str | None]]
     return []
 
 
-def engine_problems(data: dict[str, Any]) -> list[tuple[str, str]]:
+def engine_problems(data: dict[str, Any]) -> list[tuple[str, str, str | None]]:
     return list(_engine.validate_plan(json.dumps(data)))
 
 
@@ -109,7 +109,7 @@ def test_both_sides_refuse_the_same_mistake_at_the_same_place(mistake: str) -> N
     assert found_location == location
     assert found_hint is not None and hint in found_hint
     engine = engine_problems(data)
-    assert [path for path, _ in engine] == [location], engine
+    assert [path for path, _, _ in engine] == [location], engine
     if message is not None:
         assert found_message == message
         assert engine[0][1] == message
@@ -123,9 +123,9 @@ def test_every_problem_is_listed_and_a_bad_base_url_hides_none() -> None:
     ]
     assert problems[1][1] == "'http://b:80' is the same instance as instances[0]"
     # serde refuses the number while decoding, before any check.
-    assert [path for path, _ in engine_problems(data)] == ["target.instances[2]"]
+    assert [path for path, _, _ in engine_problems(data)] == ["target.instances[2]"]
     del data["target"]["instances"][2]
-    assert [path for path, _ in engine_problems(data)] == [
+    assert [path for path, _, _ in engine_problems(data)] == [
         "target.base_url", "target.instances[1]", "target.instances[2]",
     ]
 

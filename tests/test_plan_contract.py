@@ -105,7 +105,7 @@ def _both_sides(data: Any) -> tuple[dict[str, str], dict[str, list[str]]]:
     except PlanInvalid as refused:
         pydantic = {problem.location: problem.message for problem in refused.problems}
     engine: dict[str, list[str]] = {}
-    for path, message in _engine.validate_plan(json.dumps(data)):
+    for path, message, _ in _engine.validate_plan(json.dumps(data)):
         engine.setdefault(path, []).append(message)
     return pydantic, engine
 
@@ -159,7 +159,7 @@ def test_each_mistake_is_rejected_by_both_sides_at_the_same_place(data: dict[str
     with pytest.raises(PlanInvalid) as caught:
         plan_from_dict(data)
     assert path in [problem.location for problem in caught.value.problems]
-    engine_paths = [problem_path for problem_path, _ in _engine.validate_plan(json.dumps(data))]
+    engine_paths = [problem_path for problem_path, _, _ in _engine.validate_plan(json.dumps(data))]
     assert path in engine_paths, engine_paths
 
 
@@ -205,4 +205,4 @@ def test_upper_bounds_are_the_same_on_both_sides(path: str, keys: list[Any], val
         plan_from_dict(data)
     problem = next(p for p in caught.value.problems if p.location == path)
     assert "at most" in problem.message
-    assert path in [problem_path for problem_path, _ in _engine.validate_plan(json.dumps(data))]
+    assert path in [problem_path for problem_path, _, _ in _engine.validate_plan(json.dumps(data))]

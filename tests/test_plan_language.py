@@ -298,7 +298,7 @@ def test_a_parallel_group_holds_requests_only_on_both_sides(case: str) -> None:
     assert problem.hint is not None and hint in problem.hint, problem.hint
     # The engine's validator finds the same problem at the same place, in the same words.
     engine = _engine.validate_plan(json.dumps(data))
-    assert [path for path, _ in engine] == [problem.location], engine
+    assert [path for path, _, _ in engine] == [problem.location], engine
     assert message in engine[0][1]
 
 
@@ -308,11 +308,11 @@ def test_parallel_group_names_and_bounds_agree_on_both_sides() -> None:
         plan_from_dict(data)
     locations = sorted(problem.location for problem in caught.value.problems)
     assert locations == ["scenarios[0].steps[1].steps[1].name", "target.parallel_connections"], caught.value.problems
-    assert sorted(path for path, _ in _engine.validate_plan(json.dumps(data))) == locations
+    assert sorted(path for path, _, _ in _engine.validate_plan(json.dumps(data))) == locations
     empty = parallel_plan()
     empty["scenarios"][0]["steps"][1]["steps"] = []
     assert only_problem(empty).location == f"{SC}.steps[1].steps"
-    assert [path for path, _ in _engine.validate_plan(json.dumps(empty))] == [f"{SC}.steps[1].steps"]
+    assert [path for path, _, _ in _engine.validate_plan(json.dumps(empty))] == [f"{SC}.steps[1].steps"]
 
 
 @pytest.mark.parametrize(("base_url", "words"), [
@@ -325,7 +325,7 @@ def test_a_parallel_group_needs_an_http_target_on_both_sides(base_url: str, word
     problem = only_problem(data)
     assert (problem.location, words in problem.message) == (f"{SC}.steps[0].type", True), problem
     engine = _engine.validate_plan(json.dumps(data))
-    assert (f"{SC}.steps[0].type", True) in [(path, words in message) for path, message in engine], engine
+    assert (f"{SC}.steps[0].type", True) in [(path, words in message) for path, message, _ in engine], engine
 
 
 def test_a_parallel_group_round_trips_and_counts_its_requests_as_steps() -> None:

@@ -74,7 +74,7 @@ def test_the_impaired_network_passes_both_sides_for_udp_and_kcp_only() -> None:
         plan_from_dict(plan)
     assert [problem.location for problem in caught.value.problems] == ["scenarios[0].network"]
     assert caught.value.problems[0].message.startswith("the engine impairs its own UDP datagrams only")
-    problems = dict(_engine.validate_plan(json.dumps(plan)))
+    problems = {path: message for path, message, _ in _engine.validate_plan(json.dumps(plan))}
     assert problems["scenarios[0].network"].startswith("the engine impairs its own UDP datagrams only")
 
 
@@ -98,7 +98,7 @@ def test_both_sides_refuse_the_same_mistakes(change: dict[str, Any], location: s
     assert any(problem.location.startswith(location) for problem in caught.value.problems), caught.value.problems
     # The engine, given the same JSON as written (no pydantic in front), refuses it too.
     problems = _engine.validate_plan(json.dumps(plan))
-    assert any(path.startswith(location) for path, _ in problems), problems
+    assert any(path.startswith(location) for path, _, _ in problems), problems
 
 
 def test_the_builder_writes_the_same_message_plan() -> None:
@@ -185,7 +185,7 @@ def test_both_sides_refuse_the_same_websocket_mistakes(change: dict[str, Any], l
         plan_from_dict(plan)
     assert any(problem.location.startswith(location) for problem in caught.value.problems), caught.value.problems
     problems = _engine.validate_plan(json.dumps(plan))
-    assert any(path.startswith(location) for path, _ in problems), problems
+    assert any(path.startswith(location) for path, _, _ in problems), problems
 
 
 def test_the_builder_writes_the_same_websocket_plan() -> None:
@@ -226,4 +226,4 @@ def test_both_sides_refuse_the_same_rate_limits(rate: Any) -> None:
         plan_from_dict(plan)
     assert [problem.location for problem in caught.value.problems] == ["scenarios[0].network.rate_limit"]
     problems = _engine.validate_plan(json.dumps(plan))
-    assert [path for path, _ in problems] == ["scenarios[0].network.rate_limit"], problems
+    assert [path for path, _, _ in problems] == ["scenarios[0].network.rate_limit"], problems

@@ -40,7 +40,7 @@ def pydantic_problems(data: dict[str, Any]) -> list[tuple[str, str, str | None]]
 
 
 def engine_paths(data: dict[str, Any]) -> list[str]:
-    return [path for path, _ in _engine.validate_plan(json.dumps(data))]
+    return [path for path, _, _ in _engine.validate_plan(json.dumps(data))]
 
 
 def test_per_vu_is_the_default_and_is_written_out() -> None:
@@ -174,7 +174,7 @@ def test_both_sides_refuse_a_url_the_engine_could_not_use(case: str) -> None:
     assert location == "target.base_url" and words in message, message
     assert hint
     assert engine_paths(data) == ["target.base_url"]
-    (engine_message,) = [message for _, message in _engine.validate_plan(json.dumps(data))]
+    (engine_message,) = [message for _, message, _ in _engine.validate_plan(json.dumps(data))]
     assert words in engine_message, engine_message
 
 

@@ -8,8 +8,9 @@ from typing import Any, final
 
 ENGINE_VERSION: str
 
-def validate_plan(plan_json: str) -> list[tuple[str, str]]:
-    """Every problem of a plan as ``(path, message)`` pairs; empty when the engine can run it."""
+def validate_plan(plan_json: str) -> list[tuple[str, str, str | None]]:
+    """Every problem of a plan as ``(path, message, hint)`` triples (the hint None where the rule
+    has none); empty when the engine can run it."""
 
 def plan_bounds() -> dict[str, int | float]:
     """The engine's bounds on a plan's values by name (``MAX_VUS``, ...): counts as ints,

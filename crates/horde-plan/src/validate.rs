@@ -15,16 +15,25 @@ mod message;
 mod sql;
 mod target;
 
-/// One problem in a plan, located by its path (`scenarios[0].steps[1].path`).
+/// One problem in a plan, located by its path (`scenarios[0].steps[1].path`): what is wrong,
+/// and, where the rule knows it, what to write instead (`hint`, shown under the message).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub struct PlanError {
     pub path: String,
     pub message: String,
+    pub hint: Option<String>,
 }
 
 impl PlanError {
     pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { path: path.into(), message: message.into() }
+        Self { path: path.into(), message: message.into(), hint: None }
+    }
+
+    /// The same problem, with what to do about it.
+    #[must_use]
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
     }
 }
 
@@ -64,6 +73,11 @@ struct Problems(Vec<PlanError>);
 impl Problems {
     fn push(&mut self, path: String, message: impl Into<String>) {
         self.0.push(PlanError::new(path, message));
+    }
+
+    /// A problem with what to do about it: the plan's author reads the hint under the message.
+    fn push_hint(&mut self, path: String, message: impl Into<String>, hint: impl Into<String>) {
+        self.0.push(PlanError::new(path, message).with_hint(hint));
     }
 
     /// In (0, max].
@@ -124,6 +138,31 @@ impl Plan {
         }
         problems.0
     }
+}
+
+/// An http step's path: relative to the target's base URL, with no spaces or control characters
+/// outside its template tags (inside `{{ }}` an expression may hold spaces). Whether it passed.
+fn check_request_path(problems: &mut Problems, path: &str, request_path: &str) -> bool {
+    static TAG: OnceLock<regex::Regex> = OnceLock::new();
+    if !request_path.starts_with('/') {
+        let hint = if request_path.contains("://") {
+            "put the scheme and host in target.base_url and only the path here, e.g. '/login'".to_owned()
+        } else {
+            format!("write the path relative to target.base_url, e.g. '/{}'", request_path.trim_start_matches(['.', '/']))
+        };
+        problems.push_hint(path.to_owned(), format!("'{request_path}' must start with '/'"), hint);
+        return false;
+    }
+    let tag = TAG.get_or_init(|| regex::Regex::new(r"(?s)\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}").expect("a valid pattern"));
+    if tag.replace_all(request_path, "").bytes().any(|byte| byte <= b' ' || byte == 0x7f) {
+        problems.push_hint(
+            path.to_owned(),
+            format!("'{request_path}' contains spaces or control characters"),
+            "percent-encode them, e.g. a space as %20 (inside {{ }} spaces are fine)",
+        );
+        return false;
+    }
+    true
 }
 
 /// RFC 9110 token characters: what a header name may contain.
@@ -440,20 +479,20 @@ impl StepWalker<'_> {
         self.unique_name(path, &step.name);
         if !METHODS.contains(&step.method.as_str()) {
             let upper = step.method.to_ascii_uppercase();
-            let message = if METHODS.contains(&upper.as_str()) {
-                format!("method '{}' must be upper case", step.method)
+            if METHODS.contains(&upper.as_str()) {
+                self.problems.push_hint(format!("{path}.method"), format!("method '{}' must be upper case", step.method), format!("write '{upper}'"));
             } else {
-                format!("'{}' is not a method Horde sends", step.method)
-            };
-            self.problems.push(format!("{path}.method"), message);
+                self.problems.push_hint(
+                    format!("{path}.method"),
+                    format!("'{}' is not a method Horde sends", step.method),
+                    format!("use one of: {}", METHODS.join(", ")),
+                );
+            }
         }
-        if !step.path.starts_with('/') {
-            self.problems.push(format!("{path}.path"), format!("'{}' must start with '/'", step.path));
+        // A path refused as written is not read as a template too: one problem for one mistake.
+        if check_request_path(self.problems, &format!("{path}.path"), &step.path) {
+            self.template(format!("{path}.path"), &step.path);
         }
-        if step.path.bytes().any(|byte| byte.is_ascii_control() || (byte == b' ' && !templates::is_template(&step.path))) {
-            self.problems.push(format!("{path}.path"), "must not contain spaces or control characters");
-        }
-        self.template(format!("{path}.path"), &step.path);
         check_headers(self.problems, &format!("{path}.headers"), &step.headers);
         for (name, value) in &step.headers {
             self.template(format!("{path}.headers.{name}"), value);
@@ -463,7 +502,11 @@ impl StepWalker<'_> {
         }
         if let Some(json) = &step.json {
             if step.body.is_some() {
-                self.problems.push(format!("{path}.json"), "a step sends either 'body' or 'json', not both");
+                self.problems.push_hint(
+                    format!("{path}.json"),
+                    "a step sends either 'body' or 'json', not both",
+                    "keep 'json' for a JSON body (it sets Content-Type), or 'body' for any other text",
+                );
             }
             self.json_templates(&format!("{path}.json"), json);
         }
@@ -556,7 +599,11 @@ fn check_think_time(problems: &mut Problems, think_path: &str, think_time: &Thin
             problems.non_negative(format!("{think_path}.min_ms"), min_ms, MAX_THINK_TIME_MS);
             problems.non_negative(format!("{think_path}.max_ms"), max_ms, MAX_THINK_TIME_MS);
             if min_ms > max_ms {
-                problems.push(format!("{think_path}.max_ms"), format!("max_ms ({max_ms}) is less than min_ms ({min_ms})"));
+                problems.push_hint(
+                    format!("{think_path}.max_ms"),
+                    format!("max_ms ({max_ms}) is less than min_ms ({min_ms})"),
+                    "make max_ms at least min_ms, or swap the two",
+                );
             }
         }
         ThinkTime::Normal { mean_ms, stddev_ms } => {
@@ -626,6 +673,44 @@ mod tests {
         assert_eq!(plan.validate(), vec![]);
         assert_eq!(plan.name, "plan");
         assert_eq!(plan.scenarios[0].workload.peak_vus(), 2);
+    }
+
+    #[test]
+    fn problems_carry_what_to_write_instead() {
+        // Known answers, the words the plan reference gives for each mistake.
+        let steps = r#"{"name": "a", "method": "get", "path": "login", "think_time": {"type": "uniform", "min_ms": 50, "max_ms": 5}},
+                       {"name": "b", "method": "FETCH", "path": "http://h/x"},
+                       {"name": "c", "method": "POST", "path": "/a b/{{ vu }}", "body": "x", "json": {}}"#;
+        let problems = decode(&plan_json(steps, CLOSED)).unwrap().validate();
+        let found: Vec<(&str, &str, Option<&str>)> =
+            problems.iter().map(|p| (p.path.as_str(), p.message.as_str(), p.hint.as_deref())).collect();
+        assert_eq!(
+            found,
+            vec![
+                ("scenarios[0].steps[0].method", "method 'get' must be upper case", Some("write 'GET'")),
+                ("scenarios[0].steps[0].path", "'login' must start with '/'", Some("write the path relative to target.base_url, e.g. '/login'")),
+                ("scenarios[0].steps[0].think_time.max_ms", "max_ms (5) is less than min_ms (50)", Some("make max_ms at least min_ms, or swap the two")),
+                ("scenarios[0].steps[1].method", "'FETCH' is not a method Horde sends", Some("use one of: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")),
+                (
+                    "scenarios[0].steps[1].path",
+                    "'http://h/x' must start with '/'",
+                    Some("put the scheme and host in target.base_url and only the path here, e.g. '/login'"),
+                ),
+                (
+                    "scenarios[0].steps[2].path",
+                    "'/a b/{{ vu }}' contains spaces or control characters",
+                    Some("percent-encode them, e.g. a space as %20 (inside {{ }} spaces are fine)"),
+                ),
+                (
+                    "scenarios[0].steps[2].json",
+                    "a step sends either 'body' or 'json', not both",
+                    Some("keep 'json' for a JSON body (it sets Content-Type), or 'body' for any other text"),
+                ),
+            ]
+        );
+        // Inside a template tag an expression may hold spaces.
+        let templated = r#"{"name": "a", "method": "GET", "path": "/{{ vu + 1 }}"}"#;
+        assert_eq!(decode(&plan_json(templated, CLOSED)).unwrap().validate(), vec![]);
     }
 
     #[test]

@@ -23,12 +23,13 @@ use pyo3::types::{PyBytes, PyDict};
 use std::sync::Mutex;
 use std::time::Duration;
 
-/// Every problem of a plan as `(path, message)` pairs; empty when the engine can run it.
+/// Every problem of a plan as `(path, message, hint)` triples (the hint None where the rule has
+/// none); empty when the engine can run it.
 #[pyfunction]
-fn validate_plan(plan_json: &str) -> Vec<(String, String)> {
+fn validate_plan(plan_json: &str) -> Vec<(String, String, Option<String>)> {
     match horde_plan::decode_and_validate(plan_json) {
         Ok(_) => Vec::new(),
-        Err(problems) => problems.into_iter().map(|problem| (problem.path, problem.message)).collect(),
+        Err(problems) => problems.into_iter().map(|problem| (problem.path, problem.message, problem.hint)).collect(),
     }
 }
 

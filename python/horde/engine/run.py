@@ -29,7 +29,7 @@ POLL_INTERVAL_S = 0.2
 
 def engine_problems(plan_json: str) -> list[Problem]:
     """The engine's own check of a plan (the second line of defence after pydantic)."""
-    return [Problem(location=path, message=message) for path, message in _engine.validate_plan(plan_json)]
+    return [Problem(location=path, message=message, hint=hint) for path, message, hint in _engine.validate_plan(plan_json)]
 
 
 #: Open files a generator keeps for itself besides its connections to the target (the store,

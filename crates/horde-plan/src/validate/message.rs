@@ -203,7 +203,11 @@ impl StepWalker<'_> {
                 if let Some(upgrade_path) = &connect.path {
                     self.template(format!("{path}.path"), upgrade_path);
                     if !upgrade_path.starts_with('/') {
-                        self.problems.push(format!("{path}.path"), format!("'{upgrade_path}' must start with '/'"));
+                        self.problems.push_hint(
+                            format!("{path}.path"),
+                            format!("'{upgrade_path}' must start with '/'"),
+                            format!("e.g. '/{}'", upgrade_path.trim_start_matches(['.', '/'])),
+                        );
                     }
                 }
                 check_headers(self.problems, &format!("{path}.headers"), &connect.headers);
