@@ -15,8 +15,9 @@ ENGINE_SOURCE = Path(__file__).resolve().parents[1] / "crates" / "horde-engine" 
 ABOVE_THE_PLAN = ("horde.engine", "horde.control", "horde.monitors", "horde.sinks", "horde.results", "horde.cli", "horde.web",
                   "horde.report", "horde.store", "horde.cluster")
 #: The plan modules that read the engine's plan contract (its bounds) from the native module:
-#: the engine owns the plan's rules, so the plan layer asks it rather than keep a copy.
-PLAN_ASKS_THE_ENGINE = ("horde.plan.bounds",)
+#: the engine owns the plan's rules (engine_rules) and bounds (bounds), so the plan layer asks it
+#: rather than keep a copy.
+PLAN_ASKS_THE_ENGINE = ("horde.plan.bounds", "horde.plan.engine_rules")
 
 #: Imports inside functions that are there on purpose: (importing module, imported module).
 LOADED_ON_DEMAND = {

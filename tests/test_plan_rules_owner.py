@@ -33,11 +33,8 @@ TYPE_LEVEL = {
 
 #: Semantic rules still written in pydantic as well as in horde-plan: the rest of issue 38's move.
 NOT_YET_THE_ENGINE_S = {
-    "common.UniformThinkTime._check_range",
     "control.TargetResponseTime._pace_bounds",
     "message.Network._rate_limit",
-    "message.ConnectStep._check_path",
-    "message.ConnectStep._check_headers",
     "message.SendStep._check_json",
     "message.SendStep._check_payload",
     "message.ReceiveStep._check_match",
@@ -46,7 +43,6 @@ NOT_YET_THE_ENGINE_S = {
     "message.StreamStep._check_json",
     "message.StreamStep._check_stream",
     "model.Feeder._check_name",
-    "model.Scenario._check_header_names",
     "model.Scenario._check_structure",
     "model.Plan._check_monitor_names",
     "model.Plan._check_parameters",
@@ -70,10 +66,7 @@ NOT_YET_THE_ENGINE_S = {
     "sql.SqlRowCountCheck._check_bounds",
     "sql.SqlStep._check_statements",
     "steps.HttpStep._check_method",
-    "steps.HttpStep._check_path",
-    "steps.HttpStep._check_header_names",
     "steps.HttpStep._check_json",
-    "steps.HttpStep._check_one_body",
     "steps.ParallelStep._check_requests_only",
     "steps.LoopStep._check_while",
     "steps.LoopStep._check_for_each",
@@ -81,7 +74,6 @@ NOT_YET_THE_ENGINE_S = {
     "steps.LoopStep._check_kind",
     "steps.IfStep._check_condition",
     "target.Target._check_base_url",
-    "target.Target._check_header_names",
     "target.Target._check_instances",
     "workloads.ClosedModel._check_duration",
     "workloads.OpenModel._check_duration",
@@ -114,6 +106,74 @@ def test_the_lists_name_only_validators_that_exist() -> None:
 
 
 def test_the_walk_finds_known_validators() -> None:
-    # Known answers, read from the source: a step's method and a think time's range.
+    # Known answers, read from the source: a step's method and a threshold's text form.
     found = _validators()
-    assert {"steps.HttpStep._check_method", "common.UniformThinkTime._check_range"} <= found
+    assert {"steps.HttpStep._check_method", "control.Threshold._parse"} <= found
+
+
+# --- the engine's rules, asked by the plan layer -------------------------------------------------
+
+def _plan(*steps: dict[str, object], workload: dict[str, object] | None = None) -> dict[str, object]:
+    return {"version": 1, "target": {"base_url": "http://127.0.0.1:8080"},
+            "scenarios": [{"name": "s", "steps": list(steps),
+                           "workload": workload or {"type": "closed", "stages": [{"duration_s": 1, "vus": 1}]}}]}
+
+
+def _problems(data: dict[str, object]) -> list[tuple[str, str, str | None]]:
+    from horde.errors import PlanInvalid
+    from horde.plan import plan_from_dict
+
+    try:
+        plan_from_dict(data)
+    except PlanInvalid as refused:
+        return [(problem.location, problem.message, problem.hint) for problem in refused.problems]
+    return []
+
+
+def test_an_engine_rule_is_reported_with_its_hint_when_pydantic_accepts_the_plan() -> None:
+    data = _plan({"name": "a", "method": "POST", "path": "/a", "body": "x", "json": {"k": 1}})
+    assert _problems(data) == [("scenarios[0].steps[0].json", "a step sends either 'body' or 'json', not both",
+                                "keep 'json' for a JSON body (it sets Content-Type), or 'body' for any other text")]
+
+
+def test_engine_rules_are_listed_beside_pydantic_s_type_problems() -> None:
+    # Step 0 breaks an engine rule; step 1 a type the engine cannot even decode (a text timeout);
+    # the workload a bound serde refuses too (-1 VUs). All three at once, none invented.
+    data = _plan(
+        {"name": "a", "method": "GET", "path": "a", "extract": [{"var": "token", "from": "json", "expression": "$.t"}]},
+        {"name": "b", "method": "GET", "path": "/{{ token }}", "think_time": {"type": "uniform", "min_ms": "x", "max_ms": 1}},
+        workload={"type": "closed", "stages": [{"duration_s": 1, "vus": -1}]},
+    )
+    found = [(location, message) for location, message, _ in _problems(data)]
+    assert found[0] == ("scenarios[0].steps[0].path", "'a' must start with '/'")
+    assert [location for location, _ in found] == [
+        "scenarios[0].steps[0].path",
+        "scenarios[0].steps[1].think_time.min_ms",
+        "scenarios[0].workload.stages[0].vus",
+    ], found
+
+
+def test_a_step_pydantic_refuses_stands_in_without_inventing_problems() -> None:
+    # The step that sets 'token' is refused (no method); the engine checks the rest, and does not
+    # report 'token' as unknown in the step that reads it.
+    data = _plan(
+        {"name": "login", "path": "/login", "extract": [{"var": "token", "from": "json", "expression": "$.t"}]},
+        {"name": "home", "method": "GET", "path": "/{{ token }}", "headers": {"X-A": "1", "x-a": "2"}},
+    )
+    found = [(location, message) for location, message, _ in _problems(data)]
+    assert found == [
+        ("scenarios[0].steps[0].method", "is required but missing"),
+        ("scenarios[0].steps[1].headers.x-a", "header 'x-a' is given twice (also as 'X-A')"),
+    ], found
+
+
+def test_a_part_to_supply_is_no_mistake_when_a_plan_is_read() -> None:
+    # horde profile writes supply(...) templates; the plan loads, and the check before a run
+    # (checked_plan_json, horde validate) lists each part with its place.
+    from horde.engine.run import engine_problems
+    from horde.plan import plan_from_dict, plan_to_json
+
+    data = _plan({"name": "a", "method": "POST", "path": "/a", "body": "{{ supply('the order') }}"})
+    plan = plan_from_dict(data)
+    assert [(p.location, p.message) for p in engine_problems(plan_to_json(plan))] == [
+        ("scenarios[0].steps[0].body", "to supply: the order; put it in place of the supply(...) template")]

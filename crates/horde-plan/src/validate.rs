@@ -171,13 +171,32 @@ fn is_token(name: &str) -> bool {
         && name.bytes().all(|byte| byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte))
 }
 
+/// Header names are RFC 9110 tokens, each given once (case-insensitively, as servers read them);
+/// values are one line (a line break would start a header the plan does not show).
 fn check_headers(problems: &mut Problems, path: &str, headers: &[(String, String)]) {
+    let mut seen: HashMap<String, &str> = HashMap::new();
     for (name, value) in headers {
         if !is_token(name) {
-            problems.push(format!("{path}.{name}"), format!("'{name}' is not a valid header name"));
+            problems.push_hint(
+                format!("{path}.{name}"),
+                format!("'{name}' is not a valid header name"),
+                "header names are letters, digits and !#$%&'*+-.^_`|~ only, no spaces or colons, e.g. 'x-request-id'",
+            );
+        } else if let Some(first) = seen.get(&name.to_ascii_lowercase()) {
+            problems.push_hint(
+                format!("{path}.{name}"),
+                format!("header '{name}' is given twice (also as '{first}')"),
+                "header names are case-insensitive; keep one of them",
+            );
+        } else {
+            seen.insert(name.to_ascii_lowercase(), name);
         }
         if value.bytes().any(|byte| byte == b'\r' || byte == b'\n') {
-            problems.push(format!("{path}.{name}"), "header values cannot contain line breaks");
+            problems.push_hint(
+                format!("{path}.{name}"),
+                "header values cannot contain line breaks",
+                "write the value on one line (in YAML, avoid '|' and '>' block scalars here)",
+            );
         }
     }
 }
@@ -711,6 +730,24 @@ mod tests {
         // Inside a template tag an expression may hold spaces.
         let templated = r#"{"name": "a", "method": "GET", "path": "/{{ vu + 1 }}"}"#;
         assert_eq!(decode(&plan_json(templated, CLOSED)).unwrap().validate(), vec![]);
+    }
+
+    #[test]
+    fn a_header_is_given_once_whatever_its_case() {
+        let json = r#"{"version": 1, "target": {"base_url": "http://h", "headers": {"Accept": "a", "x y": "b", "accept": "c", "x-a": "1\r\nx-b: 2"}},
+                       "scenarios": [{"name": "s", "steps": [{"name": "home", "method": "GET", "path": "/"}],
+                                      "workload": {"type": "closed", "stages": [{"duration_s": 1, "vus": 2}]}}]}"#;
+        let problems = decode(json).unwrap().validate();
+        let found: Vec<(&str, &str)> = problems.iter().map(|p| (p.path.as_str(), p.message.as_str())).collect();
+        assert_eq!(
+            found,
+            vec![
+                ("target.headers.x y", "'x y' is not a valid header name"),
+                ("target.headers.accept", "header 'accept' is given twice (also as 'Accept')"),
+                ("target.headers.x-a", "header values cannot contain line breaks"),
+            ]
+        );
+        assert!(problems.iter().all(|problem| problem.hint.is_some()), "{problems:?}");
     }
 
     #[test]

@@ -17,9 +17,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
-    ValidationInfo,
     ValidatorFunctionWrapHandler,
-    field_validator,
 )
 from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
@@ -105,37 +103,6 @@ def reraisable(line: ErrorDetails) -> InitErrorDetails:
     if ctx is not None:
         details["ctx"] = ctx
     return details
-
-
-def check_headers(headers: dict[str, str]) -> dict[str, str]:
-    """Header names are RFC 9110 tokens, each given once (case-insensitively); values one line."""
-    errors: list[Located] = []
-    seen: dict[str, str] = {}
-    for name, value in headers.items():
-        if not _TOKEN.match(name):
-            errors.append(((name,), name, custom(
-                "header_name",
-                f"'{name}' is not a valid header name",
-                "header names are letters, digits and !#$%&'*+-.^_`|~ only, no spaces or colons, "
-                "e.g. 'x-request-id'",
-            )))
-        elif name.lower() in seen:
-            errors.append(((name,), name, custom(
-                "header_duplicate",
-                f"header '{name}' is given twice (also as '{seen[name.lower()]}')",
-                "header names are case-insensitive; keep one of them",
-            )))
-        else:
-            seen[name.lower()] = name
-        if "\r" in value or "\n" in value:
-            errors.append(((name,), value, custom(
-                "header_value",
-                "header values cannot contain line breaks",
-                "write the value on one line (in YAML, avoid '|' and '>' block scalars here)",
-            )))
-    if errors:
-        raise_located("headers", errors)
-    return headers
 
 
 def check_header_name(name: str) -> str:
@@ -298,17 +265,6 @@ class UniformThinkTime(BaseModel):
         ge=0, le=MAX_THINK_TIME_MS, description="the longest pause, in milliseconds; >= 0 and >= min_ms"
     )
 
-    @field_validator("max_ms")
-    @classmethod
-    def _check_range(cls, max_ms: float, info: ValidationInfo) -> float:
-        min_ms = info.data.get("min_ms")
-        if min_ms is not None and max_ms < min_ms:
-            raise custom(
-                "uniform_range",
-                f"max_ms ({max_ms:g}) is less than min_ms ({min_ms:g})",
-                "make max_ms at least min_ms, or swap the two",
-            )
-        return max_ms
 
 
 class ExponentialThinkTime(BaseModel):

@@ -14,9 +14,11 @@ format allows:
 
 Before the plan is checked, its parameters are substituted (:mod:`horde.plan.parameters`: values
 from ``params``, that is ``-p``, then ``HORDE_PARAM_NAME``, then the defaults) and its feeders'
-paths are made absolute (relative to the plan file's folder); after, the feeder files are
-checked (:mod:`horde.plan.feeders`). :func:`load_plan_file` also keeps what is needed to place a
-problem found later (by the engine) on its line: :meth:`LoadedPlan.locate`.
+paths are made absolute (relative to the plan file's folder); after, the engine's rules
+(:mod:`horde.plan.engine_rules`, beside pydantic's types) and the feeder files
+(:mod:`horde.plan.feeders`) are checked. :func:`load_plan_file` also keeps what is needed to
+place a problem found later (a part to supply, reported by the check before a run) on its line:
+:meth:`LoadedPlan.locate`.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import re
 import sys
 import traceback
 from collections.abc import Callable, Mapping
@@ -41,6 +42,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from horde.errors import InvalidInput, PlanInvalid, Problem
 from horde.plan.bounds import MAX_DEPTH, MAX_PLAN_BYTES, MAX_PROBLEMS, flow_depth_problem, shape_problems
+from horde.plan.engine_rules import Loc, parse_path, rule_problems, rule_problems_beside
 from horde.plan.feeders import check_feeder_file, unique_feeder_faults, unknown_column_faults
 from horde.plan.model import FEEDER_FORMATS_BY_SUFFIX, Plan
 from horde.plan.parameters import (
@@ -67,8 +69,6 @@ _WHAT_A_PLAN_IS = (
 )
 
 
-Loc = tuple[str | int, ...]
-
 
 @dataclass(frozen=True)
 class LoadedPlan:
@@ -93,7 +93,11 @@ class LoadedPlan:
     def locate(self, path: str) -> str:
         """``FILE:LINE: PATH`` for a problem at ``path`` (``scenarios[0].steps[1].path``, as the
         engine reports it): the line of the deepest part of the path the file writes; just
-        ``PATH`` for a Python plan."""
+        ``PATH`` for a Python plan.
+
+        >>> LoadedPlan(plan=None, label="plan.py").locate("scenarios[0].steps[1].path")  # type: ignore[arg-type]
+        'scenarios[0].steps[1].path'
+        """
         if self.lines is None:
             return path
         return _located(self.label, _line_of(self.lines, parse_path(path)), path)
@@ -103,16 +107,6 @@ class LoadedPlan:
         return [Problem(self.locate(p.location), p.message, hint=p.hint) for p in problems]
 
 
-_PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
-
-
-def parse_path(path: str) -> Loc:
-    """A location from its written form: the inverse of :func:`horde.plan.problems.format_path`.
-
-    >>> parse_path("scenarios[0].steps[12].path")
-    ('scenarios', 0, 'steps', 12, 'path')
-    """
-    return tuple(int(index) if index else key for key, index in _PATH_PART.findall(path))
 
 
 def load_plan(path: str | Path, params: Mapping[str, object] | None = None) -> Plan:
@@ -377,13 +371,11 @@ def check_plan_data(
         # Past a few dozen problems a reader stops reading; describing 20,000 costs seconds.
         more = max(0, error.error_count() - MAX_PROBLEMS)
         for issue in describe_validation_error(error, limit=MAX_PROBLEMS):
-            if issue.loc in unknown_at:
-                continue  # the unknown parameter explains it
-            hint = issue.hint
-            if issue.loc in substituted.origins:
-                note = f"the value comes from parameter '{substituted.origins[issue.loc]}'"
-                hint = f"{hint} ({note})" if hint else note
-            issues.append((issue.loc, issue.message, hint))
+            if issue.loc not in unknown_at:  # else the unknown parameter explains it
+                issues.append((issue.loc, issue.message, _with_origin(substituted, issue.loc, issue.hint)))
+    # pydantic has read the types; the engine owns what the values must mean together.
+    ruled = rule_problems(plan) if plan is not None else rule_problems_beside(data, [loc for loc, _, _ in issues])
+    issues += [(loc, message, _with_origin(substituted, loc, hint)) for loc, message, hint in ruled if loc not in unknown_at]
     for loc, shown, absolute, file_format in feeders:
         fault = check_feeder_file(absolute, file_format)
         if fault is not None:
@@ -415,6 +407,14 @@ def check_plan_data(
     if plan is None:  # pragma: no cover - a failed validation always lists an issue
         raise AssertionError("validation failed without an issue")
     return plan
+
+
+def _with_origin(substituted: Substituted, loc: Loc, hint: str | None) -> str | None:
+    """The hint of a problem at ``loc``, saying which parameter the value there comes from."""
+    if loc not in substituted.origins:
+        return hint
+    note = f"the value comes from parameter '{substituted.origins[loc]}'"
+    return f"{hint} ({note})" if hint else note
 
 
 def _absolute_feeder_paths(data: Any, folder: Path) -> list[tuple[Loc, str, str, str]]:

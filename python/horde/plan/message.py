@@ -36,7 +36,6 @@ from horde.plan.common import (
     THINK_TIME_DESCRIPTION,
     Located,
     ThinkTime,
-    check_headers,
     check_json_value,
     custom,
 )
@@ -344,18 +343,6 @@ class ConnectStep(BaseModel):
         description="a WebSocket's upgrade request headers (templates), after the target's and the scenario's; "
         "the VU's cookies go with them",
     )
-
-    @field_validator("path")
-    @classmethod
-    def _check_path(cls, path: str | None) -> str | None:
-        if path is not None and not path.startswith("/"):
-            raise custom("path", f"'{path}' must start with '/'", f"e.g. '/{path.lstrip('./')}'")
-        return path
-
-    @field_validator("headers")
-    @classmethod
-    def _check_headers(cls, headers: dict[str, str]) -> dict[str, str]:
-        return check_headers(headers)
     think_time: ThinkTime | None = Field(default=None, description=f"the pause after this step: {THINK_TIME_DESCRIPTION}")
 
 

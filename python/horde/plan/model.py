@@ -85,7 +85,6 @@ from horde.plan.common import (
     ConstantThinkTime,
     Located,
     ThinkTime,
-    check_headers,
     check_variable_name,
     custom,
     is_identifier,
@@ -300,11 +299,6 @@ class Scenario(BaseModel):
         description="a udp:// or kcp:// target: the impaired network the engine puts this scenario's datagrams "
         "through, each way: {delay_ms, jitter_ms, loss_percent, duplicate_percent, reorder_percent, rate_limit, seed}",
     )
-
-    @field_validator("headers")
-    @classmethod
-    def _check_header_names(cls, headers: dict[str, str]) -> dict[str, str]:
-        return check_headers(headers)
 
     @model_validator(mode="wrap")
     @classmethod

@@ -19,6 +19,7 @@ from pydantic_core import ErrorDetails
 
 from horde.errors import PlanInvalid, Problem
 from horde.plan.bounds import shape_problems
+from horde.plan.engine_rules import rule_problems, rule_problems_beside
 from horde.plan.common import kind_of
 from horde.plan.common import ConstantThinkTime, ExponentialThinkTime, NormalThinkTime, UniformThinkTime
 from horde.plan.model import Feeder, Plan, Scenario
@@ -287,15 +288,26 @@ def plan_from_dict(data: Any, *, source: str | None = None) -> Plan:
     path (``scenarios[0].steps[1].path``) and with a hint. ``source`` names where the data came
     from in the error's message. Parameters (``{{ params.NAME }}``) are not substituted here:
     :func:`horde.plan.loader.load_plan` and :func:`horde.plan.builder.plan` do that first.
-    The bounds of :mod:`horde.plan.bounds` are checked before anything walks the data.
+    The bounds of :mod:`horde.plan.bounds` are checked before anything walks the data; once
+    pydantic has read the types, the engine's rules (:mod:`horde.plan.engine_rules`).
     """
     shaped = shape_problems(data)
     if shaped:
         raise PlanInvalid([Problem(location=format_path(loc), message=message, hint=hint)
                            for loc, message, hint in shaped], source=source)
     try:
-        return Plan.model_validate(data)
+        plan = Plan.model_validate(data)
     except ValidationError as error:
-        issues = sorted(describe_validation_error(error), key=lambda i: input_order(data, i.loc))
-        problems = [Problem(location=i.path, message=i.message, hint=i.hint) for i in issues]
-        raise PlanInvalid(problems, source=source) from None
+        issues = [(i.loc, i.message, i.hint) for i in describe_validation_error(error)]
+        issues += rule_problems_beside(data, [loc for loc, _, _ in issues])
+        raise PlanInvalid(_problems(data, issues), source=source) from None
+    ruled = rule_problems(plan)
+    if ruled:
+        raise PlanInvalid(_problems(data, ruled), source=source)
+    return plan
+
+
+def _problems(data: Any, issues: list[tuple[tuple[str | int, ...], str, str | None]]) -> list[Problem]:
+    """Each problem at its place, in the order the places appear in ``data``."""
+    issues = sorted(issues, key=lambda issue: input_order(data, issue[0]))
+    return [Problem(location=format_path(loc), message=message, hint=hint) for loc, message, hint in issues]

@@ -26,7 +26,6 @@ can set, are checked by the engine (``horde._engine.validate_plan``); these mode
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal, Union
 
@@ -59,7 +58,6 @@ from horde.plan.common import (
     ThinkTime,
     check_expression,
     check_header_name,
-    check_headers,
     check_json_value,
     check_variable_name,
     custom,
@@ -97,9 +95,6 @@ STEP_TYPES: tuple[str, ...] = (
     "group", "parallel", "choice", "loop", "if", "think", "end_iteration",
 )
 
-_PATH_FORBIDDEN = re.compile(r"[\x00-\x20\x7f]")
-# Template tags, whose insides may hold spaces: '/items/{{ item.id }}'.
-_TEMPLATE_TAG = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.DOTALL)
 
 _HEADERS_DESCRIPTION = "HTTP headers as a mapping of name to value, e.g. {accept: application/json}"
 _STEPS_DESCRIPTION = (
@@ -178,42 +173,10 @@ class HttpStep(BaseModel):
             )
         return method
 
-    @field_validator("path")
-    @classmethod
-    def _check_path(cls, path: str) -> str:
-        if not path.startswith("/"):
-            if "://" in path:
-                hint = "put the scheme and host in target.base_url and only the path here, e.g. '/login'"
-            else:
-                hint = f"write the path relative to target.base_url, e.g. '/{path.lstrip('./')}'"
-            raise custom("path", f"'{path}' must start with '/'", hint)
-        if _PATH_FORBIDDEN.search(_TEMPLATE_TAG.sub("", path)):
-            raise custom(
-                "path_characters",
-                f"'{path}' contains spaces or control characters",
-                "percent-encode them, e.g. a space as %20 (inside {{ }} spaces are fine)",
-            )
-        return path
-
-    @field_validator("headers")
-    @classmethod
-    def _check_header_names(cls, headers: dict[str, str]) -> dict[str, str]:
-        return check_headers(headers)
-
     @field_validator("json_")
     @classmethod
     def _check_json(cls, value: Any) -> Any:
         return check_json_value(value)
-
-    @model_validator(mode="after")
-    def _check_one_body(self) -> HttpStep:
-        if self.body is not None and self.json_ is not None:
-            raise_located("HttpStep", [(("json",), self.json_, custom(
-                "body_and_json",
-                "a step sends either 'body' or 'json', not both",
-                "keep 'json' for a JSON body (it sets Content-Type), or 'body' for any other text",
-            ))])
-        return self
 
 
 class GroupStep(BaseModel):

@@ -36,7 +36,7 @@ from horde.plan.bounds import (
     MIN_RESPONSE_HEADER_BYTES,
 )
 from horde.plan.sql import is_postgres_url
-from horde.plan.common import MAX_TIMEOUT_MS, STRICT_KEYS, Located, check_headers, custom, with_problems
+from horde.plan.common import MAX_TIMEOUT_MS, STRICT_KEYS, Located, custom, with_problems
 
 
 _CONNECTIONS_HINT = (
@@ -595,8 +595,3 @@ class Target(BaseModel):
     def _prefix(path: str) -> str:
         prefix = path.rstrip("/")
         return f"'{prefix}'" if prefix else "none"
-
-    @field_validator("headers")
-    @classmethod
-    def _check_header_names(cls, headers: dict[str, str]) -> dict[str, str]:
-        return check_headers(headers)
