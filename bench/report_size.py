@@ -16,7 +16,7 @@ What is measured, and how each run is made:
   them with gzip, and repeats would flatter it) into a real histogram, and its summary computed
   by `horde show`'s own code (`summarise`). A report grows with its stored seconds and steps;
 - **cluster**: the short run's seconds as two generators would send them, merged by the
-  coordinator's own merge (`horde.cluster.merge.merge_second`, histograms merged exactly) with
+  coordinator's own merge (`horde.engine.snapshot.merge_seconds`, histograms merged exactly) with
   its per-generator rows, and a `cluster` summary block: what a two-generator cluster run stores;
 - **comparison**: `horde report SHORT THIRTY_MINUTES`.
 
@@ -109,7 +109,8 @@ def store_long_run(store_url: str, short_id: str) -> str:
 
 def store_cluster_run(store_url: str, short_id: str) -> str:
     """The short run as a two-generator cluster run's merged seconds (see the module's text)."""
-    from horde.cluster.merge import generator_row, merge_second
+    from horde.cluster.merge import generator_row
+from horde.engine.snapshot import merge_seconds
     from horde.results.stored_run import load_run
     from horde.results.summary import summarise
     from horde.store import Store
@@ -121,7 +122,7 @@ def store_cluster_run(store_url: str, short_id: str) -> str:
         merged_seconds = []
         for snapshot in short.snapshots:
             parts = [snapshot] * GENERATORS
-            merged = merge_second(parts, final=bool(snapshot.get("final")))
+            merged = merge_seconds(parts, final=bool(snapshot.get("final")))
             merged["generators"] = [generator_row(index, f"127.0.0.{index + 1}", "running", part)
                                     for index, part in enumerate(parts)]
             merged["lost_share"] = 0.0

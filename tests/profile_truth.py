@@ -2,7 +2,8 @@
 (tests/test_profile_truth.py, tests/test_profile_e2e.py): endpoints with their exact counts
 and response times (among them a rare but slow one that costs the server most, and one rare
 and slow enough to matter only by time), ids and query strings in their paths, a day's shape
-of three hours with a known peak hour, and clients pacing their requests a known time apart.
+of three hours with a known peak hour (and, in PEAK_ENDPOINTS, an endpoint that runs only in the
+peak hour and one only off it), and clients pacing their requests a known time apart.
 
 Everything a test checks against is computed here, from the lines as written (whole-second
 times included), never by the code under test.
@@ -22,13 +23,15 @@ from profile_logs import T0, Hit, combined_line, write_log
 @dataclass(frozen=True)
 class TruthEndpoint:
     """One endpoint: its name as `horde profile` templates it, its requests per 1,000, the
-    time each takes, and a request's target given a random source."""
+    time each takes, a request's target given a random source, and the hours of the log it
+    runs in (None: all, in the log's mix)."""
 
     name: str
     method: str
     per_1000: int
     ms: float
     target: Callable[[random.Random], str]
+    hours: tuple[int, ...] | None = None
 
 
 def _items(rng: random.Random) -> str:
@@ -48,6 +51,16 @@ ENDPOINTS: tuple[TruthEndpoint, ...] = (
     TruthEndpoint("GET /static/site.css", "GET", 5, 2.0, lambda rng: "/static/site.css"),
 )
 
+#: The default truth with a nightly batch that runs only in the peak hour (3 % of the log, 6 % of
+#: that hour) and a report read only off-peak (3 % of the log, none in the peak hour), the items
+#: endpoint the fewer.
+PEAK_ENDPOINTS: tuple[TruthEndpoint, ...] = (
+    TruthEndpoint("GET /api/items/{id}?page", "GET", 440, 5.0, _items),
+    *ENDPOINTS[1:],
+    TruthEndpoint("POST /api/settlements/batch", "POST", 30, 40.0, lambda rng: "/api/settlements/batch", hours=(1,)),
+    TruthEndpoint("GET /api/reports/nightly", "GET", 30, 30.0, lambda rng: "/api/reports/nightly", hours=(0, 2)),
+)
+
 #: Requests in each hour of the log (the second is the peak), and how far apart one client's
 #: requests are (each hour has its own clients: requests × apart / 3,600 of them).
 HOURS: tuple[int, ...] = (2000, 5000, 3000)
@@ -64,6 +77,31 @@ class Truth:
     endpoints: dict[str, TruthEndpoint]
     peak_hour_per_s: float
     think_ms: list[float] = field(default_factory=list)
+    #: Minute since the epoch (of the logged, whole-second time) -> endpoint -> requests.
+    per_minute: dict[int, dict[str, int]] = field(default_factory=dict)
+
+    def peak_minute(self) -> int:
+        """The busiest minute, the earliest on a tie."""
+        return max(sorted(self.per_minute), key=lambda minute: sum(self.per_minute[minute].values()))
+
+    def peak_hour_first(self) -> int:
+        """The first minute of the busiest clock hour (the log's hours are whole clock hours)."""
+        hours: dict[int, int] = {}
+        for minute, counts in self.per_minute.items():
+            hours[minute // 60] = hours.get(minute // 60, 0) + sum(counts.values())
+        return max(sorted(hours), key=lambda hour: hours[hour]) * 60
+
+    def mean_ms_of(self, counts: dict[str, int]) -> float:
+        """The mean time of a mix of requests (endpoint -> requests)."""
+        return sum(count * self.endpoints[name].ms for name, count in counts.items()) / sum(counts.values())
+
+    def in_minutes(self, first: int, minutes: int) -> dict[str, int]:
+        """Each endpoint's requests in the minutes from ``first``, every endpoint named."""
+        counts = dict.fromkeys(self.counts, 0)
+        for minute in range(first, first + minutes):
+            for name, count in self.per_minute.get(minute, {}).items():
+                counts[name] += count
+        return counts
 
     @property
     def requests(self) -> int:
@@ -85,12 +123,19 @@ class Truth:
 def write_truth_log(path: Path, endpoints: tuple[TruthEndpoint, ...] = ENDPOINTS, hours: tuple[int, ...] = HOURS,
                     seed: int = 11) -> Truth:
     """The log at ``path``: every endpoint's exact count (per_1000 of the whole), drawn in a
-    shuffled order so each hour holds about the log's mix."""
+    shuffled order so each hour holds about the log's mix; an endpoint given ``hours`` has its
+    requests spread evenly over those hours only."""
     rng = random.Random(seed)
     total = sum(hours)
     assert sum(endpoint.per_1000 for endpoint in endpoints) == 1000 and total % 1000 == 0
-    pool = [endpoint for endpoint in endpoints for _ in range(endpoint.per_1000 * total // 1000)]
+    pool = [endpoint for endpoint in endpoints if endpoint.hours is None for _ in range(endpoint.per_1000 * total // 1000)]
     rng.shuffle(pool)
+    only: dict[int, list[TruthEndpoint]] = {hour: [] for hour in range(len(hours))}
+    for endpoint in endpoints:
+        if endpoint.hours is not None:
+            for k in range(endpoint.per_1000 * total // 1000):
+                only[endpoint.hours[k % len(endpoint.hours)]].append(endpoint)
+    per_minute: dict[int, dict[str, int]] = {}
     lines: list[str] = []
     counts = {endpoint.name: 0 for endpoint in endpoints}
     time_ms = {endpoint.name: 0.0 for endpoint in endpoints}
@@ -99,10 +144,15 @@ def write_truth_log(path: Path, endpoints: tuple[TruthEndpoint, ...] = ENDPOINTS
     for hour, requests in enumerate(hours):
         clients = round(requests * APART_S / 3600)
         last: dict[int, tuple[int, float]] = {}
+        drawn = only[hour] + pool[index:index + requests - len(only[hour])]
+        index += requests - len(only[hour])
+        if only[hour]:  # (the default truth draws as it always did)
+            rng.shuffle(drawn)
         for i in range(requests):
-            endpoint = pool[index]
-            index += 1
+            endpoint = drawn[i]
             t = T0 + hour * 3600 + i * 3600 / requests
+            minute = per_minute.setdefault(int(t) // 60, {})
+            minute[endpoint.name] = minute.get(endpoint.name, 0) + 1
             client = i % clients
             if client in last:  # the gap between whole seconds, less the last request's time
                 think.append(max(0.0, (int(t) - last[client][0]) * 1000.0 - last[client][1]))
@@ -111,8 +161,10 @@ def write_truth_log(path: Path, endpoints: tuple[TruthEndpoint, ...] = ENDPOINTS
             time_ms[endpoint.name] += endpoint.ms
             lines.append(combined_line(Hit(t, endpoint.method, endpoint.target(rng), seconds=endpoint.ms / 1000.0,
                                            client=f"10.{hour}.0.{client}", status=201 if endpoint.method == "POST" else 200)))
+    assert index == len(pool)
     write_log(path, lines)
-    return Truth(path, counts, time_ms, {endpoint.name: endpoint for endpoint in endpoints}, max(hours) / 3600.0, think)
+    return Truth(path, counts, time_ms, {endpoint.name: endpoint for endpoint in endpoints}, max(hours) / 3600.0, think,
+                 per_minute)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ import random
 from typing import Any
 
 from horde._engine import histogram_from_values, histogram_stats
-from horde.cluster.merge import generator_row, merge_second
+from horde.cluster.merge import generator_row
+from horde.engine.snapshot import merge_seconds
 
 PERCENTILES = [50.0, 90.0, 95.0, 99.0, 99.9, 100.0]
 
@@ -35,7 +36,7 @@ def test_merged_percentiles_are_those_of_all_samples_together() -> None:
     ]
     parts = [part(3, values, errors={"timeout": index}, cpu=30.0 + 10 * index, lateness=0.5 * index, vus=10)
              for index, values in enumerate(samples)]
-    merged = merge_second(parts, final=False)
+    merged = merge_seconds(parts, final=False)
     step = merged["steps"][0]
     together = [value for values in samples for value in values]
     expected = histogram_stats(histogram_from_values(together), PERCENTILES)
@@ -56,7 +57,7 @@ def test_steps_seen_by_some_generators_only_are_kept() -> None:
     first = part(1, [1_000], errors={}, cpu=1, lateness=0, vus=1)
     second = part(1, [2_000], errors={}, cpu=1, lateness=0, vus=1)
     second["steps"][0]["step"] = "other"
-    merged = merge_second([first, second], final=True)
+    merged = merge_seconds([first, second], final=True)
     assert [(step["step"], step["requests"]) for step in merged["steps"]] == [("get", 1), ("other", 1)]
     assert merged["final"] is True
 

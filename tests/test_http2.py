@@ -53,7 +53,7 @@ scenarios:
 
 
 def test_the_protocol_counts_add_up_across_generators() -> None:
-    from horde.cluster.merge import merge_steps
+    from horde.engine.snapshot import merge_steps
     from horde.engine.histogram import from_values
 
     def entry(**protocols: int) -> dict[str, Any]:
@@ -61,9 +61,9 @@ def test_the_protocol_counts_add_up_across_generators() -> None:
         return {"scenario": "s", "step": "get", "kind": "request", "requests": sent, "ok": sent,
                 "errors": {}, "bytes_sent": 0, "bytes_received": 0, "histogram": from_values([1000]), **protocols}
 
-    (merged,) = merge_steps([[entry(http1=2, http2=5, h2_stalls=1)], [entry(http2=3, h2_stalls=2)]])  # type: ignore[list-item]
+    merged = merge_steps([entry(http1=2, http2=5, h2_stalls=1), entry(http2=3, h2_stalls=2)])  # type: ignore[list-item]
     assert (merged.get("http1"), merged.get("http2"), merged.get("h2_stalls")) == (2, 8, 3)
-    (plain,) = merge_steps([[entry()], [entry()]])  # type: ignore[list-item]
+    plain = merge_steps([entry(), entry()])  # type: ignore[list-item]
     assert "http1" not in plain and "http2" not in plain
 
 

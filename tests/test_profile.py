@@ -226,22 +226,24 @@ def branches_of(path: Path) -> dict[str, float]:
     return {branch.steps[0].name: branch.weight for branch in choice.branches}  # type: ignore[union-attr]
 
 
-def test_the_plan_covers_the_share_asked_and_weights_by_count(tmp_path: Path) -> None:
+def test_the_plan_covers_the_share_asked_and_weights_by_the_peak_minutes_requests(tmp_path: Path) -> None:
     profile = build_profile([known_log(tmp_path)], ProfileOptions())
     written = write_plan(profile, tmp_path / "plan.yaml", PlanOptions(cover_percent=80, min_share_percent=0, duration_s=60,
                                                                      ramp_up_s=10))
-    assert branches_of(written.path) == pytest.approx({"GET /items/{id}": 100 * 138 / 189, "POST /orders": 100 * 51 / 189}, abs=1e-3)
+    # Kept by the whole log's counts (138 and 51 of 210), weighted by their requests in the peak
+    # minute (the first: requests 0 to 119, 75 items and 33 orders).
+    assert branches_of(written.path) == pytest.approx({"GET /items/{id}": 100 * 75 / 108, "POST /orders": 100 * 33 / 108}, abs=1e-3)
     assert written.covered_share == pytest.approx(189 / 210)
     total_ms = 138 * 10 + 51 * 100 + 21 * 5
     assert written.covered_time_share == pytest.approx((138 * 10 + 51 * 100) / total_ms, abs=1e-4)
     assert written.left_out == [{"endpoint": "GET /search?q", "requests": 21, "share_by_count": pytest.approx(0.1),
                                  "share_by_time": pytest.approx(105 / total_ms, abs=1e-6)}]
     workload = load_plan_file(written.path).plan.scenarios[0].workload
-    # The peak minute's 2 req/s for the endpoints' 90 % of the requests, plus 20 %.
-    assert workload.type == "open" and workload.stages[-1].rate_per_s == pytest.approx(2.0 * 0.9 * 1.2)  # type: ignore[union-attr]
+    # The peak minute's 2 req/s for the endpoints' 108 of its 120 requests, plus 20 %.
+    assert workload.type == "open" and workload.stages[-1].rate_per_s == pytest.approx(108 / 60 * 1.2)  # type: ignore[union-attr]
     assert [stage.duration_s for stage in workload.stages] == [10, 50]
-    # The chosen endpoints' mean time, by their counts: (138 × 10 + 51 × 100) / 189 ms.
-    assert written.sizing["mean_ms"] == pytest.approx(6480 / 189, rel=0.01)
+    # The mean time of the mix sent, the peak minute's: (75 × 10 + 33 × 100) / 108 ms.
+    assert written.sizing["mean_ms"] == pytest.approx(4050 / 108, rel=0.01)
     text = written.path.read_text()
     assert text.startswith("# Written by `horde profile` from 210 requests") and "horde sight" in text
     assert "# Left out: 1 endpoint, 10.00 % of the requests, 1.59 % of the time" in text
@@ -453,7 +455,8 @@ def test_one_endpoint_is_one_row_whatever_the_kinds_of_its_ids(tmp_path: Path) -
     items = profile.endpoints[0]
     assert items.slot_kinds(0) == {"int", "hex"} and {sample[0] for sample in items.samples} == set(HEX_IDS)
     out = tmp_path / "out"
-    assert main(["profile", str(tmp_path / "access.log"), "--plan", str(out / "plan.yaml"), "--cover", "100",
+    # The peak hour: the cart's 10 requests come in the minute after the items' 60.
+    assert main(["profile", str(tmp_path / "access.log"), "--plan", str(out / "plan.yaml"), "--cover", "100", "--peak", "hour",
                  "--json", str(out / "profile.json")]) == ExitCode.OK
     assert branches_of(out / "plan.yaml") == pytest.approx({"GET /api/items/{id}": 100 * 60 / 70, "POST /api/cart": 100 * 10 / 70},
                                                            abs=1e-3)

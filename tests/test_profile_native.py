@@ -16,7 +16,7 @@ from horde.profile import ProfileOptions, SessionKey, build_profile
 from horde.profile.logs import EARLY_CHECK_LINES, JsonParser, PROGRESS_EVERY, ReadCounts, in_time_order, make_parser, read_records
 from horde.profile.profile import Profile, ProfileBuilder
 from profile_logs import T0, Hit, combined_line, json_line, write_log
-from profile_truth import write_truth_log
+from profile_truth import PEAK_ENDPOINTS, write_truth_log
 
 ENDPOINTS = [  # (method, target with {} for an id, count weight, seconds)
     ("GET", "/api/items/{}", 30, 0.010), ("GET", "/api/items/{}/reviews?page={}&token=t{}", 10, 0.030),
@@ -81,6 +81,9 @@ def assert_same(native: Profile, python: Profile) -> None:
     assert ours == theirs
     assert [(e.index, e.shapes, e.samples, e.statuses) for e in native.endpoints] == \
         [(e.index, e.shapes, e.samples, e.statuses) for e in python.endpoints]
+    # Each endpoint's requests per minute (what its intensity in a window is counted from).
+    assert [e.per_minute for e in native.endpoints] == [e.per_minute for e in python.endpoints]
+    assert (native.other and native.other.per_minute) == (python.other and python.other.per_minute)
     assert native.sessions.lengths == python.sessions.lengths
     assert native.sessions.transitions == python.sessions.transitions
     assert native.sessions.think_ms.buckets == python.sessions.think_ms.buckets
@@ -180,3 +183,24 @@ def test_the_truth_log_of_the_plan_tests_gives_the_python_readers_profile(tmp_pa
     native = build_profile([path], ProfileOptions())
     assert_same(native, python_profile([path], ProfileOptions()))
     assert {stats.name: stats.count for stats in native.endpoints} == truth.counts
+
+
+def test_both_readers_count_each_endpoints_requests_per_minute_as_written(tmp_path: Path) -> None:
+    """The truth log with an endpoint only at the peak hour and one only off it: each endpoint's
+    requests per minute are the truth's, through both readers, and only the minutes it had
+    requests in are kept."""
+    truth = write_truth_log(tmp_path / "truth.log", PEAK_ENDPOINTS)
+    native = build_profile([truth.path], ProfileOptions())
+    assert_same(native, python_profile([truth.path], ProfileOptions()))
+    known: dict[str, dict[int, int]] = {}
+    for minute, counts in truth.per_minute.items():
+        for name, count in counts.items():
+            known.setdefault(name, {})[minute] = count
+    assert {stats.name: stats.per_minute for stats in native.endpoints} == known
+    rows = {row["endpoint"]: row for row in native.to_dict()["endpoints"]}
+    peak_hour = truth.in_minutes(truth.peak_hour_first(), 60)
+    assert rows["POST /api/settlements/batch"]["peak_hour_requests"] == peak_hour["POST /api/settlements/batch"] == 300
+    assert rows["GET /api/reports/nightly"]["peak_hour_requests"] == 0 == len(
+        [m for m in known["GET /api/reports/nightly"] if truth.peak_hour_first() <= m < truth.peak_hour_first() + 60])
+    peak_minute = truth.in_minutes(truth.peak_minute(), 1)
+    assert {name: row["peak_minute_requests"] for name, row in rows.items()} == peak_minute

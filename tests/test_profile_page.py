@@ -91,10 +91,12 @@ def test_the_page_shows_the_plans_judgments_in_a_browser(horde_cli: HordeCli, tm
     left_time = sum(truth.share_by_time(name) for name in shown["left_out"])
     assert f"{100 * left_count:.2f} % of the requests, {100 * left_time:.2f} % of the server's time" in shown["text"]["left-out-total"]
 
-    # Sizing: the peak hour's rate × the kept share × 1.2, and Little's law on the truth's mean and think time.
+    # Sizing: the kept endpoints' requests in the peak hour / 3,600 s × 1.2, and Little's law on
+    # the mean of that hour's mix and the truth's think time.
     kept = [name for name in truth.counts if name not in shown["left_out"]]
-    rate = truth.peak_hour_per_s * sum(truth.counts[name] for name in kept) / truth.requests * 1.2
-    mean_ms, think_ms = truth.mean_ms(kept), truth.mean_think_ms()
+    in_peak = {name: count for name, count in truth.in_minutes(truth.peak_hour_first(), 60).items() if name in kept}
+    rate = sum(in_peak.values()) / 3600 * 1.2
+    mean_ms, think_ms = truth.mean_ms_of(in_peak), truth.mean_think_ms()
     little = shown["little"]
     assert number(little["rate_per_s"]) == pytest.approx(rate, abs=2e-3)
     assert number(little["mean_ms"]) == pytest.approx(mean_ms, rel=0.01)  # 1 %: the histogram's buckets
@@ -102,7 +104,9 @@ def test_the_page_shows_the_plans_judgments_in_a_browser(horde_cli: HordeCli, tm
     assert int(little["vus"]) == math.ceil(rate * (mean_ms + think_ms) / 1000) > 1
     assert "VUs = rate × (mean time + think time)" in shown["text"]["little"]
     assert f"{truth.peak_hour_per_s:.3f}".rstrip("0") in shown["text"]["rate-derivation"]
-    assert "× 1.2 (headroom 20 %)" in shown["text"]["rate-derivation"]
+    assert f"× the kept endpoints' {100 * sum(in_peak.values()) / 5000:.1f} % of its requests × 1.2 (headroom 20 %)" \
+        in shown["text"]["rate-derivation"]
+    assert "each endpoint's rate from its own requests in that window (from 2024-03-01T11:00:00Z)" in shown["text"]["rate-derivation"]
     assert "as users looping request and think" in shown["text"]["rate-derivation"]
 
     # Its clients are of one kind: told so, with the sessions it looked at.
@@ -201,7 +205,7 @@ def test_the_page_says_what_it_could_not_judge(tmp_path: Path) -> None:
     html = " ".join(render_page(profile, write_plan(profile, tmp_path / "plan.yaml", PlanOptions())).split())
     assert "Nothing: every endpoint of the log is in the plan." in html
     # 50 requests in the first minute: 50/60 req/s, × 1.2 = 1 req/s.
-    assert "Rate: 0.833 req/s in the peak minute × the kept endpoints' 100.0 % of the requests × 1.2 (headroom 20 %) = <b>1 req/s</b>" in html
+    assert "Rate: 0.833 req/s in the peak minute × the kept endpoints' 100.0 % of its requests × 1.2 (headroom 20 %) = <b>1 req/s</b>" in html
     assert "No sizing by Little's law: the log has no response times and the open model no think time." in html
     assert "Not looked for (<code>--kinds off</code>)" in html
     assert "Nothing marked: no kept endpoint carries a body or answered 401 or 403" in html

@@ -1,7 +1,8 @@
 """The plan `horde profile` writes, checked against a log written from a known truth
 (tests/profile_truth.py): every endpoint at 1 % of the requests or of the server's time is kept
-and what is left out is told with its shares; the rate is each endpoint's intensity at the peak
-hour and the VUs are Little's law's with the mean; a plan too large for Horde's limit moves its
+and what is left out is told with its shares; the rate is each endpoint's own intensity in the
+peak window (its requests there: an endpoint busy only at the peak weighs what it weighs there,
+one busy only off it is named with a rate of 0) and the VUs are Little's law's with the mean; a plan too large for Horde's limit moves its
 ids to feeder files, or is refused with the options that shrink it."""
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from horde.plan.loader import load_plan_file
 from horde.profile import PlanOptions, ProfileOptions, build_profile, write_plan
 from horde.profile.kinds import find_kinds
 from profile_logs import T0, Hit, combined_line, write_log
-from profile_truth import ENDPOINTS, write_kinds_log, write_truth_log
+from test_profile_native import python_profile
+from profile_truth import ENDPOINTS, PEAK_ENDPOINTS, write_kinds_log, write_truth_log
 
 
 def branches(path: Path) -> dict[str, float]:
@@ -40,9 +42,11 @@ def test_every_endpoint_significant_by_count_or_by_time_is_kept(tmp_path: Path) 
     kept = branches(written.path)
     assert set(kept) == significant == {"GET /api/items/{id}?page", "GET /api/search?q", "POST /api/orders",
                                         "POST /api/refunds/{id}", "GET /api/health", "GET /api/export/{id}"}
-    # Weighted by the log's counts among them.
+    # Weighted by their requests in the peak minute (each of them has some there).
+    in_peak = truth.in_minutes(truth.peak_minute(), 1)
+    assert all(in_peak[name] for name in kept)
+    assert kept == pytest.approx({name: 100 * in_peak[name] / sum(in_peak[n] for n in kept) for name in kept}, abs=1e-3)
     chosen = sum(truth.counts[name] for name in kept)
-    assert kept == pytest.approx({name: 100 * truth.counts[name] / chosen for name in kept}, abs=1e-3)
     left = {row["endpoint"]: row for row in written.left_out}
     assert set(left) == {"GET /api/ping", "GET /static/site.css"}
     for name, row in left.items():
@@ -69,18 +73,19 @@ def test_sizing_is_littles_law_with_the_mean_at_the_peak_hour(tmp_path: Path, mo
     profile = build_profile([truth.path], ProfileOptions())
     written = write_plan(profile, tmp_path / "plan.yaml", PlanOptions(peak="hour", headroom_percent=400, model=model))
     kept = list(branches(written.path))
-    covered = sum(truth.counts[name] for name in kept) / truth.requests
-    rate = truth.peak_hour_per_s * covered * 5
-    mean_ms = truth.mean_ms(kept)
+    in_peak = {name: count for name, count in truth.in_minutes(truth.peak_hour_first(), 60).items() if name in kept}
+    rate = sum(in_peak.values()) / 3600 * 5
+    mean_ms = truth.mean_ms_of(in_peak)  # the mix the plan sends: the peak hour's
     think_ms = truth.mean_think_ms() if model == "users" else 0.0
     little = written.sizing["little"]
     assert little["rate_per_s"] == pytest.approx(rate, abs=2e-3)
     assert little["mean_ms"] == pytest.approx(mean_ms, rel=0.01)  # 1 %: the histogram's buckets
     assert little["think_ms"] == pytest.approx(think_ms, rel=0.01)
     assert little["vus"] == math.ceil(rate * (mean_ms + think_ms) / 1000)
-    # Each endpoint's own intensity at the peak hour.
+    # Each endpoint's own intensity at the peak hour: its requests there, exactly, over 3,600 s.
+    assert {row["endpoint"]: row["requests_in_window"] for row in written.sizing["endpoints"]} == in_peak
     per_endpoint = {row["endpoint"]: row["rate_per_s"] for row in written.sizing["endpoints"]}
-    assert per_endpoint == pytest.approx({name: truth.peak_hour_per_s * truth.share_by_count(name) * 5 for name in kept}, rel=1e-4)
+    assert per_endpoint == pytest.approx({name: in_peak[name] / 3600 * 5 for name in kept}, abs=1e-6)
     workload = load_plan_file(written.path).plan.scenarios[0].workload
     if model == "users":
         assert workload.stages[-1].vus == little["vus"] > 1  # type: ignore[union-attr]
@@ -105,7 +110,8 @@ def _many_endpoints_log(tmp_path: Path, endpoints: int, ids: int) -> Path:
 
 def test_inline_ids_past_the_plan_limit_go_to_feeder_files(tmp_path: Path) -> None:
     profile = build_profile([_many_endpoints_log(tmp_path, 400, 50)], ProfileOptions())
-    written = write_plan(profile, tmp_path / "plan.yaml", PlanOptions(cover_percent=100))
+    # The peak hour: each endpoint has its second of the log, so a minute holds only 60 of them.
+    written = write_plan(profile, tmp_path / "plan.yaml", PlanOptions(cover_percent=100, peak="hour"))
     assert len(written.feeders) == 400 and any("feeder files" in note for note in written.notes)
     assert written.path.stat().st_size <= MAX_PLAN_BYTES and len(branches(written.path)) == 400
 
@@ -113,13 +119,13 @@ def test_inline_ids_past_the_plan_limit_go_to_feeder_files(tmp_path: Path) -> No
 def test_a_plan_over_the_limit_even_with_feeders_is_refused_naming_what_shrinks_it(tmp_path: Path) -> None:
     profile = build_profile([_many_endpoints_log(tmp_path, 3000, 1)], ProfileOptions())
     with pytest.raises(InvalidInput) as error:
-        write_plan(profile, tmp_path / "plan.yaml", PlanOptions(cover_percent=100))
+        write_plan(profile, tmp_path / "plan.yaml", PlanOptions(cover_percent=100, peak="hour"))
     assert "plan size limit" in error.value.message
     for option in ("--cover", "--min-share", "--ids feeder", "--template"):
         assert option in (error.value.hint or "")
     assert not (tmp_path / "plan.yaml").exists()
     # What the hint says works: fewer endpoints.
-    assert write_plan(profile, tmp_path / "plan.yaml", PlanOptions(cover_percent=10)).path.exists()
+    assert write_plan(profile, tmp_path / "plan.yaml", PlanOptions(cover_percent=10, peak="hour")).path.exists()
 
 
 def test_the_truth_has_what_it_says() -> None:
@@ -194,12 +200,80 @@ def test_a_chosen_window_gives_the_rate(horde_cli: HordeCli, tmp_path: Path) -> 
     # measured over its part in the log.
     written = write_plan(profile, tmp_path / "plan.yaml", PlanOptions(window=(T0 + 7200, 7200), headroom_percent=0))
     kept = list(branches(written.path))
-    covered = sum(truth.counts[name] for name in kept) / truth.requests
+    in_window = truth.in_minutes((T0 + 7200) // 60, 60)
     assert written.sizing["peak"] == "window" and written.sizing["peak_minutes"] == 60
     assert written.sizing["peak_per_s"] == pytest.approx(3000 / 3600, abs=1e-3)
-    assert written.sizing["rate_per_s"] == pytest.approx(3000 / 3600 * covered, abs=2e-3)
+    assert written.sizing["rate_per_s"] == pytest.approx(sum(in_window[name] for name in kept) / 3600, abs=1e-3)
     assert "# Rate: 0.833 req/s in the window from 2024-03-01T12:00:00Z (60 minutes of the log)" in written.path.read_text()
     outside = horde_cli.run("profile", str(truth.path), "--plan", str(tmp_path / "out.yaml"), "--window", "2024-03-02T12:00/30m")
     assert outside.returncode == ExitCode.INVALID_INPUT and "holds no whole minute of the log" in outside.stderr
     assert "hint: the log runs from 2024-03-01T10:00:00Z to 2024-03-01T12:59:00Z" in outside.stderr
     assert horde_cli.run("profile", str(truth.path), "--window", "soon").returncode == ExitCode.INVALID_INPUT
+    # The summary line says which window each endpoint's rate comes from.
+    hour = horde_cli.run("profile", str(truth.path), "--plan", str(tmp_path / "hour.yaml"), "--peak", "hour")
+    assert hour.returncode == 0, hour.stderr
+    in_peak = truth.in_minutes(truth.peak_hour_first(), 60)
+    share = 100 * sum(in_peak[name] for name in branches(tmp_path / "hour.yaml")) / 5000
+    assert (f"(the peak hour's 1.389 × these endpoints' {share:.1f} % of its requests + 20 %; each endpoint's rate from its own "
+            "requests in the peak hour from 2024-03-01T11:00:00Z, 60 minutes)") in " ".join(hour.stdout.split())
+
+
+@pytest.mark.parametrize("reader", ["native", "python"])
+def test_each_endpoint_runs_at_its_own_intensity_in_the_peak_window(tmp_path: Path, reader: str) -> None:
+    """A batch that runs only in the peak hour (3 % of the log, 6 % of that hour) is sent at its
+    rate there, not at its share of the day; a report read only off-peak (3 % of the log) is
+    kept by the whole log's coverage, named with a rate of 0, and sends nothing at the peak."""
+    truth = write_truth_log(tmp_path / "access.log", PEAK_ENDPOINTS)
+    profile = build_profile([truth.path], ProfileOptions()) if reader == "native" else python_profile([truth.path], ProfileOptions())
+    batch, nightly = "POST /api/settlements/batch", "GET /api/reports/nightly"
+    first = truth.peak_hour_first()
+    for options, (start, minutes) in ((PlanOptions(peak="hour"), (first, 60)), (PlanOptions(), (truth.peak_minute(), 1)),
+                                      (PlanOptions(window=(T0 + 7200, 3600)), ((T0 + 7200) // 60, 60))):
+        written = write_plan(profile, tmp_path / "plan.yaml", options)
+        known = truth.in_minutes(start, minutes)
+        rows = {row["endpoint"]: row for row in written.sizing["endpoints"]}
+        assert set(rows) == {row["endpoint"] for row in written.endpoints} and {batch, nightly} <= set(rows)
+        # Exactly the window's requests per endpoint; the rate is those over the window's seconds.
+        assert {name: row["requests_in_window"] for name, row in rows.items()} == {name: known[name] for name in rows}
+        for name, row in rows.items():
+            assert row["rate_per_s"] == pytest.approx(known[name] / (60 * minutes) * 1.2, abs=1e-6)
+        kept = sum(known[name] for name in rows)
+        assert written.sizing["rate_per_s"] == pytest.approx(kept / (60 * minutes) * 1.2, abs=1e-3)
+        assert written.sizing["kept_share_in_window"] == pytest.approx(kept / sum(known.values()), abs=1e-6)
+        sent = branches(written.path)
+        assert set(sent) == {name for name in rows if known[name]}
+        assert sent == pytest.approx({name: 100 * known[name] / kept for name in sent}, abs=1e-3)
+        text = written.path.read_text()
+        unseen = [name for name in rows if not known[name]]
+        if unseen:
+            assert f"# Not seen in the peak window: {len(unseen)} kept endpoint" in text
+            for name in unseen:
+                assert f"#   {name}: {100 * truth.share_by_count(name):.2f} % of the log's requests" in text
+            assert any("had no request in" in note for note in written.notes)
+        else:
+            assert "Not seen in the peak window" not in text
+    # The peak hour: the batch at its 300 requests / 3,600 s (twice its share of the log), the
+    # nightly report at 0, not sent, named.
+    written = write_plan(profile, tmp_path / "hour.yaml", PlanOptions(peak="hour", headroom_percent=0))
+    rows = {row["endpoint"]: row for row in written.sizing["endpoints"]}
+    assert rows[batch]["requests_in_window"] == 300 and rows[batch]["rate_per_s"] == pytest.approx(300 / 3600, abs=1e-6)
+    assert rows[nightly]["requests_in_window"] == 0 and rows[nightly]["rate_per_s"] == 0
+    assert branches(written.path)[batch] == pytest.approx(100 * 300 / sum(row["requests_in_window"] for row in rows.values()), abs=1e-3)
+    assert nightly not in branches(written.path)
+    text = written.path.read_text()
+    assert "# Per endpoint: its own requests in the peak hour (2024-03-01T11:00:00Z, 60 minutes) / 3600 s × 1" in text
+    assert "weighted by their requests in the peak hour (2024-03-01T11:00:00Z, 60 minutes):" in text
+    assert "#   GET /api/reports/nightly: 3.00 % of the log's requests, " in text
+    # The third hour, off-peak: the other way round.
+    off = write_plan(profile, tmp_path / "off.yaml", PlanOptions(window=(T0 + 7200, 3600)))
+    assert nightly in branches(off.path) and batch not in branches(off.path)
+
+
+def test_a_window_where_no_kept_endpoint_ran_is_refused(tmp_path: Path) -> None:
+    lines = [combined_line(Hit(T0 + i, "GET", "/api/items")) for i in range(600)]
+    lines += [combined_line(Hit(T0 + 3600 + i, "GET", "/api/rare")) for i in range(3)]
+    profile = build_profile([write_log(tmp_path / "access.log", lines)], ProfileOptions())
+    with pytest.raises(InvalidInput) as error:
+        write_plan(profile, tmp_path / "plan.yaml", PlanOptions(window=(T0 + 3600, 60), min_share_percent=0, cover_percent=90))
+    assert "none of the 1 endpoints kept has a request in the chosen window (2024-03-01T11:00:00Z)" in error.value.message
+    assert "--window" in (error.value.hint or "") and not (tmp_path / "plan.yaml").exists()

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from conftest import free_tcp_port
-from horde.cluster.merge import merge_second
+from horde.engine.snapshot import merge_seconds
 from horde.engine import histogram
 from horde.engine.run import Run
 from horde.engine.snapshot import Snapshot
@@ -350,7 +350,7 @@ def test_the_merged_run_is_pushed_with_percentiles_of_the_exact_merge(builtin_ta
     fast = _generator_snapshots(builtin_target.port, "/delay/1", 2)
     slow = _generator_snapshots(builtin_target.port, "/delay/40", 1)
     seconds = min(len(fast), len(slow))
-    merged = [merge_second([fast[index], slow[index]], final=index == seconds - 1) for index in range(seconds)]
+    merged = [merge_seconds([fast[index], slow[index]], final=index == seconds - 1) for index in range(seconds)]
     push = PushSink(parse_out(f"otlp={otlp.url}"), "spread", cpu_limit_percent=1000.0)
     push.set_run_id("cluster-run")
     for index, second in enumerate(merged):

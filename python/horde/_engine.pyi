@@ -47,6 +47,8 @@ def start_run(
     iteration with its setup and teardown, then the run stops (``horde try``)."""
 
 def histogram_merge(parts: list[bytes]) -> bytes: ...
+def merge_seconds(parts: list[Any], is_final: bool) -> dict[str, Any]: ...
+def merge_steps(parts: list[Any]) -> dict[str, Any]: ...
 def histogram_buckets(blob: bytes) -> list[tuple[int, int, int]]:
     """Non-empty buckets ``(lowest_us, highest_us, count)``, lowest first; ValueError on bad bytes."""
 def histogram_stats(blob: bytes, percentiles: list[float]) -> dict[str, Any]:
@@ -149,7 +151,8 @@ def profile_logs(
     "bad_samples": [(file, line, reason, text unredacted)], "bytes_read", "bytes_total"},
     "refused": (bad, lines, file | None) | None}``; an endpoint is ``{"shapes": [(method,
     pieces (str | slot index), query names, slots [(label, kind, "path" | "query")])],
-    "count", "timing": histogram, "statuses": [(status, n)], "samples": [tuple of str | None]}``
+    "count", "timing": histogram, "statuses": [(status, n)], "samples": [tuple of str | None],
+    "per_minute": [(minute, requests)] (only the minutes it had requests in)}``
     and a histogram ``(buckets [(index, n)], count, total, maximum, zeros)`` in the 1 %
     buckets of ``horde.profile.histogram``. Raises what a rule or on_progress raised."""
 

@@ -159,7 +159,7 @@ fn build_snapshot(
             StepSnapshot {
                 scenario: scenario.clone(),
                 step: name.clone(),
-                kind: kind.label(),
+                kind: kind.label().into(),
                 requests: step.requests,
                 ok: step.ok,
                 errors: step.errors_by_kind(),

@@ -83,4 +83,4 @@ pub use exchange::Exchange;
 pub use pace_factors::{MAX_PACE_FACTOR, MIN_PACE_FACTOR};
 pub use run::{start, EngineOptions, Next, RunControl, RunHandle};
 pub use shared::GeneratorShare;
-pub use snapshot::{Snapshot, StepSnapshot};
+pub use snapshot::{MergeError, Snapshot, StepSnapshot};

@@ -1,5 +1,6 @@
 //! A log's requests added up, one pass, in bounded memory: per endpoint (requests, a histogram
-//! of times, statuses, a reservoir sample of its ids), per minute, and per session (lengths,
+//! of times, statuses, a reservoir sample of its ids, requests per minute where it had any), per
+//! minute, and per session (lengths,
 //! think times, transitions). What `horde profile` builds its profile from, with no object per
 //! line: Python (`horde.profile`) orchestrates, shows and writes the plan.
 
@@ -147,11 +148,41 @@ pub struct Endpoint {
     pub statuses: Vec<(i64, u64)>,
     /// Slot values of a uniform sample of its requests.
     pub samples: Vec<Vec<Option<String>>>,
+    /// (minute since the epoch, requests), in the order first seen: only the minutes it had
+    /// requests in (sparse), so that its intensity in any window of minutes (the peak hour) is
+    /// exact while the endpoints stay capped at `max_endpoints`.
+    pub per_minute: Vec<(i64, u64)>,
+    minute_at: HashMap<i64, usize>,
 }
 
 impl Endpoint {
     fn new(shape: Option<Shape>) -> Self {
-        Endpoint { shapes: shape.into_iter().collect(), count: 0, timing: LogHistogram::default(), statuses: Vec::new(), samples: Vec::new() }
+        Endpoint {
+            shapes: shape.into_iter().collect(),
+            count: 0,
+            timing: LogHistogram::default(),
+            statuses: Vec::new(),
+            samples: Vec::new(),
+            per_minute: Vec::new(),
+            minute_at: HashMap::default(),
+        }
+    }
+
+    /// One request in `minute`. A log is read in (nearly) time order: the last minute first.
+    fn add_minute(&mut self, minute: i64) {
+        if let Some((last, requests)) = self.per_minute.last_mut() {
+            if *last == minute {
+                *requests += 1;
+                return;
+            }
+        }
+        match self.minute_at.get(&minute) {
+            Some(&at) => self.per_minute[at].1 += 1,
+            None => {
+                self.minute_at.insert(minute, self.per_minute.len());
+                self.per_minute.push((minute, 1));
+            }
+        }
     }
 }
 
@@ -363,9 +394,20 @@ impl<R: Rules> Builder<R> {
             Some(&index) => index,
             None => self.endpoint_of_new_shape(record),
         };
+        if record.time_s != self.last_time || self.per_minute.is_empty() {
+            self.last_time = record.time_s;
+            let minute = (record.time_s / 60.0).floor() as i64;
+            self.last_minute = *self.minute_index.entry(minute).or_insert_with(|| {
+                self.per_minute.push((minute, 0));
+                self.per_minute.len() - 1
+            });
+        }
+        self.per_minute[self.last_minute].1 += 1;
+        let minute = self.per_minute[self.last_minute].0;
         let other = index as usize >= self.endpoints.len();
         let stats = if other { self.other.get_or_insert_with(|| Endpoint::new(None)) } else { &mut self.endpoints[index as usize] };
         stats.count += 1;
+        stats.add_minute(minute);
         if let Some(ms) = record.duration_ms {
             stats.timing.add(ms);
         }
@@ -384,15 +426,6 @@ impl<R: Rules> Builder<R> {
                 stats.samples[at] = owned();
             }
         }
-        if record.time_s != self.last_time || self.per_minute.is_empty() {
-            self.last_time = record.time_s;
-            let minute = (record.time_s / 60.0).floor() as i64;
-            self.last_minute = *self.minute_index.entry(minute).or_insert_with(|| {
-                self.per_minute.push((minute, 0));
-                self.per_minute.len() - 1
-            });
-        }
-        self.per_minute[self.last_minute].1 += 1;
         let key = match (self.options.keyed_sessions, &record.session) {
             (false, _) => {
                 let mut hasher = DefaultHasher::new();

@@ -139,6 +139,20 @@ fn every_line_of_a_mutated_file_is_counted_and_bad_lines_are_located() {
     assert_eq!(counts.records + counts.bad + blank, counts.lines);
     let counted: u64 = aggregate.endpoints.iter().chain(aggregate.other.as_ref()).map(|e| e.count).sum();
     assert_eq!(counted, counts.records);
+    // Each endpoint's requests per minute add up to its count, one entry per minute it had any,
+    // and over the endpoints to the log's per minute (the mutated times span many minutes).
+    let mut by_minute: std::collections::HashMap<i64, u64> = std::collections::HashMap::new();
+    for endpoint in aggregate.endpoints.iter().chain(aggregate.other.as_ref()) {
+        assert_eq!(endpoint.per_minute.iter().map(|&(_, n)| n).sum::<u64>(), endpoint.count);
+        let minutes: std::collections::HashSet<i64> = endpoint.per_minute.iter().map(|&(m, _)| m).collect();
+        assert_eq!(minutes.len(), endpoint.per_minute.len());
+        assert!(endpoint.per_minute.iter().all(|&(_, n)| n > 0));
+        for &(minute, n) in &endpoint.per_minute {
+            *by_minute.entry(minute).or_insert(0) += n;
+        }
+    }
+    assert!(aggregate.per_minute.len() > 1);
+    assert_eq!(by_minute, aggregate.per_minute.iter().copied().collect());
     let mut parser = TextParser::new(false, None, None);
     for sample in &counts.bad_samples {
         let line = &lines[sample.line as usize - 1];

@@ -93,7 +93,8 @@ impl ErrorKind {
 
 /// A message step's traffic (the `tcp://` and `udp://` transports), counted as it happens: a
 /// stream's frames show in the second they went out, not when the stream ends.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct MessageCounts {
     /// Messages the step sent and received (over TCP, framed messages; over UDP, datagrams).
     pub sent: u64,

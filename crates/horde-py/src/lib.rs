@@ -14,8 +14,9 @@
 
 mod link;
 mod logs;
+mod snapshots;
 
-use horde_engine::{GeneratorShare, EngineError, EngineOptions, Next, RunControl, Snapshot};
+use horde_engine::{GeneratorShare, EngineError, EngineOptions, Next, RunControl};
 use horde_target::{Capacity, GatewayConfig, GatewayFraming, GatewayHandle, ServiceTimes, TargetConfig, TargetHandle};
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -64,7 +65,7 @@ impl PyRunHandle {
         let timeout = Duration::from_secs_f64(timeout_s.max(0.0));
         let next = py.detach(|| self.inner.lock().map(|mut run| run.next_snapshot(timeout)).map_err(|_| ()));
         match next {
-            Ok(Next::Snapshot(snapshot)) => Ok(Some(snapshot_to_dict(py, &snapshot)?)),
+            Ok(Next::Snapshot(snapshot)) => Ok(Some(snapshots::to_dict(py, &snapshot)?)),
             Ok(Next::Pending | Next::Finished) => Ok(None),
             Err(_) => Err(PyRuntimeError::new_err("the run handle is unusable after a panic")),
         }
@@ -151,13 +152,6 @@ fn start_run(
         EngineError::Setup(message) => PyRuntimeError::new_err(message),
     })?;
     Ok(PyRunHandle { control: run.control(), inner: Mutex::new(run) })
-}
-
-/// The snapshot as Python reads it: its serde form (crates/horde-engine/src/snapshot.rs owns
-/// the fields, their keys and which are sent only when set).
-fn snapshot_to_dict<'py>(py: Python<'py>, snapshot: &Snapshot) -> PyResult<Bound<'py, PyDict>> {
-    let converted = pythonize::pythonize(py, snapshot).map_err(|error| PyRuntimeError::new_err(error.to_string()))?;
-    Ok(converted.downcast_into::<PyDict>()?)
 }
 
 /// Merges HDR V2 histograms exactly; returns the merged one, HDR V2 encoded.
@@ -338,6 +332,8 @@ fn _engine(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(plan_bounds, module)?)?;
     module.add_function(wrap_pyfunction!(start_run, module)?)?;
     module.add_function(wrap_pyfunction!(histogram_merge, module)?)?;
+    module.add_function(wrap_pyfunction!(snapshots::merge_seconds, module)?)?;
+    module.add_function(wrap_pyfunction!(snapshots::merge_steps, module)?)?;
     module.add_function(wrap_pyfunction!(histogram_stats, module)?)?;
     module.add_function(wrap_pyfunction!(histogram_from_values, module)?)?;
     module.add_function(wrap_pyfunction!(histogram_buckets, module)?)?;

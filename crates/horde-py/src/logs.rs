@@ -300,6 +300,7 @@ fn endpoint<'py>(py: Python<'py>, stats: &Endpoint) -> PyResult<Bound<'py, PyDic
         samples.append(PyTuple::new(py, sample)?)?;
     }
     dict.set_item("samples", samples)?;
+    dict.set_item("per_minute", stats.per_minute.clone())?;
     Ok(dict)
 }
 

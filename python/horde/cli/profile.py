@@ -261,9 +261,12 @@ def _show(result: Profile, top: int) -> None:
 def _show_plan(written: WrittenPlan) -> None:
     sizing = written.sizing
     time_part = f" and {100 * written.covered_time_share:.1f} % of the time" if written.covered_time_share is not None else ""
+    window = "window" if sizing["peak"] == "window" else "peak " + sizing["peak"]
     _stdout.print(f"plan written to {written.path}: {len(written.endpoints)} endpoints, {100 * written.covered_share:.1f} % of "
-                  f"the requests{time_part}, {sizing['rate_per_s']:g} req/s (the {'window' if sizing['peak'] == 'window' else 'peak ' + sizing['peak']}'s {sizing['peak_per_s']:g} "
-                  f"for these endpoints + {sizing['headroom_percent']:g} %)", markup=False, highlight=False)
+                  f"the requests{time_part}, {sizing['rate_per_s']:g} req/s (the {window}'s {sizing['peak_per_s']:g} "
+                  f"× these endpoints' {100 * sizing['kept_share_in_window']:.1f} % of its requests + {sizing['headroom_percent']:g} %; "
+                  f"each endpoint's rate from its own requests in the {window} from {sizing['peak_from']}, "
+                  f"{sizing['peak_minutes']} minute{'' if sizing['peak_minutes'] == 1 else 's'})", markup=False, highlight=False)
     if written.left_out:
         timed = written.covered_time_share is not None
         shares = ", ".join(f"{row['endpoint']} ({100 * row['share_by_count']:.2f} %"

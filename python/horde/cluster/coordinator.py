@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from horde.cluster.generator import Generator, engine_build
-from horde.cluster.merge import generator_row, merge_second
-from horde.engine.snapshot import Snapshot
+from horde.cluster.merge import generator_row
+from horde.engine.snapshot import Snapshot, merge_seconds
 from horde.cluster.provisioning import Limits, Node, Placement, Provision, check_memory, demand_of, provision
 from horde import __version__
 from horde.errors import ClusterUnavailable, InvalidInput
@@ -547,7 +547,7 @@ class ClusterRun:
 
     def _merged(self, second: int, parts: list[tuple[_Generator, Snapshot]], *, final: bool) -> Snapshot:
         if parts:
-            merged = merge_second([part for _, part in parts], final=final)
+            merged = merge_seconds([part for _, part in parts], final=final)
         else:  # every generator is lost: an empty last second closes the run
             merged = {"second": second, "elapsed_s": float(second), "interval_s": 1.0,
                       "timestamp": self.start_s + second, "final": final, "steps": [], "target_vus": None,

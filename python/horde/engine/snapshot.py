@@ -8,8 +8,10 @@ as HDR V2 histograms (microseconds, 3 significant digits), never as averaged per
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, NotRequired, TypedDict
+from collections.abc import Sequence
+from typing import Any, NotRequired, TypedDict, cast
+
+from horde import _engine
 
 
 class ErrorDetail(TypedDict):
@@ -86,28 +88,6 @@ class MessageCounts(TypedDict):
 
 #: The counters of :class:`MessageCounts`, in order.
 MESSAGE_COUNTERS = ("sent", "received", "datagrams_sent", "datagrams_received", "late", "retransmitted")
-
-
-def merge_messages(counts: Iterable[MessageCounts | None]) -> MessageCounts | None:
-    """Sums message counts (``None``: a step that moved no message).
-
-    >>> merge_messages([{"sent": 2, "received": 1, "datagrams_sent": 2, "datagrams_received": 1, "late": 0},
-    ...                 None, {"sent": 1, "received": 1, "datagrams_sent": 0, "datagrams_received": 0, "late": 1}])
-    {'sent': 3, 'received': 2, 'datagrams_sent': 2, 'datagrams_received': 1, 'late': 1, 'retransmitted': 0}
-    >>> merge_messages([None]) is None
-    True
-    """
-    present = [count for count in counts if count]
-    if not present:
-        return None
-    return MessageCounts(
-        sent=sum(int(count["sent"]) for count in present),
-        received=sum(int(count["received"]) for count in present),
-        datagrams_sent=sum(int(count["datagrams_sent"]) for count in present),
-        datagrams_received=sum(int(count["datagrams_received"]) for count in present),
-        late=sum(int(count["late"]) for count in present),
-        retransmitted=sum(int(count.get("retransmitted") or 0) for count in present),
-    )
 
 
 class StepSnapshot(TypedDict):
@@ -206,43 +186,27 @@ SENT_WHEN_SET = frozenset({"exchanges", "rows", "http1", "http2", "h2_stalls", "
                            "checks", "messages"})
 
 
-#: The most distinct messages kept per error kind of a step, as the engine keeps them.
-MAX_DETAILS_PER_KIND = 8
+def merge_steps(parts: Sequence[StepSnapshot]) -> StepSnapshot:
+    """Several snapshots of one step as one, by the engine's rules (``StepSnapshot::merge``):
+    counters summed; errors, checks and error details added up by kind, check and message in
+    the order they first occurred, at most 8 distinct messages per kind; histograms merged
+    exactly. The name and kind are the first part's.
 
-
-def merge_error_details(lists: Iterable[Iterable[ErrorDetail]]) -> list[ErrorDetail]:
-    """Error details of several snapshots (or generators) as one list: counts added by (kind,
-    message), in the order they first occurred, at most :data:`MAX_DETAILS_PER_KIND` messages
-    per kind (a later distinct message is counted by its kind only, as in the engine).
-
-    >>> merge_error_details([[{"kind": "refused", "message": "m", "count": 2}],
-    ...                      [{"kind": "refused", "message": "m", "count": 3}]])
-    [{'kind': 'refused', 'message': 'm', 'count': 5}]
+    >>> part = {"scenario": "s", "step": "get", "kind": "request", "requests": 2, "ok": 1,
+    ...         "errors": {"refused": 1}, "bytes_sent": 10, "bytes_received": 0, "histogram": b"",
+    ...         "error_details": [{"kind": "refused", "message": "m", "count": 1}]}
+    >>> merged = merge_steps([part, part])
+    >>> merged["requests"], merged["errors"], merged["error_details"]
+    (4, {'refused': 2}, [{'kind': 'refused', 'message': 'm', 'count': 2}])
     """
-    merged: dict[tuple[str, str], ErrorDetail] = {}
-    per_kind: dict[str, int] = {}
-    for details in lists:
-        for detail in details:
-            key = (detail["kind"], detail["message"])
-            if key in merged:
-                merged[key]["count"] += int(detail["count"])
-            elif per_kind.get(detail["kind"], 0) < MAX_DETAILS_PER_KIND:
-                per_kind[detail["kind"]] = per_kind.get(detail["kind"], 0) + 1
-                merged[key] = {"kind": detail["kind"], "message": detail["message"], "count": int(detail["count"])}
-    return list(merged.values())
+    return cast(StepSnapshot, _engine.merge_steps(list(parts)))
 
 
-def merge_checks(lists: Iterable[Iterable[CheckCount]]) -> list[CheckCount]:
-    """Check counts of several snapshots (or generators): passes and failures added by check.
-
-    >>> merge_checks([[{"check": "status in [200]", "passes": 3, "failures": 1}],
-    ...               [{"check": "status in [200]", "passes": 1, "failures": 0}]])
-    [{'check': 'status in [200]', 'passes': 4, 'failures': 1}]
-    """
-    merged: dict[str, CheckCount] = {}
-    for checks in lists:
-        for check in checks:
-            entry = merged.setdefault(check["check"], {"check": check["check"], "passes": 0, "failures": 0})
-            entry["passes"] += int(check["passes"])
-            entry["failures"] += int(check["failures"])
-    return list(merged.values())
+def merge_seconds(parts: Sequence[Snapshot], *, final: bool) -> Snapshot:
+    """Several generators' snapshots of one second as the run's, by the engine's rules
+    (``Snapshot::merge_generators``): steps merged as :func:`merge_steps` does; counts summed;
+    the interval and clock the longest; the level asked for the first generator's (each
+    reports the plan's); CPU, timer lateness, run delay and steal the sickest generator's (one
+    saturated generator distorts the run). Keys Python adds (:data:`ADDED_IN_PYTHON`) are
+    left out; the caller adds its own."""
+    return cast(Snapshot, _engine.merge_seconds(list(parts), final))

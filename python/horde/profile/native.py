@@ -35,6 +35,8 @@ class NativeEndpoint:
     timing: LogHistogram
     statuses: dict[int, int]
     samples: list[tuple[str | None, ...]]
+    #: minute since the epoch -> requests, only the minutes it had requests in.
+    per_minute: dict[int, int]
 
 
 @dataclass
@@ -115,4 +117,5 @@ def _histogram(found: tuple[list[tuple[int, int]], int, float, float, int]) -> L
 
 def _endpoint(row: dict[str, Any]) -> NativeEndpoint:
     return NativeEndpoint(shapes=[_shape(shape) for shape in row["shapes"]], count=row["count"],
-                          timing=_histogram(row["timing"]), statuses=dict(row["statuses"]), samples=list(row["samples"]))
+                          timing=_histogram(row["timing"]), statuses=dict(row["statuses"]), samples=list(row["samples"]),
+                          per_minute=dict(row["per_minute"]))

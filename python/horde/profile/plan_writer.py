@@ -1,8 +1,9 @@
 """The plan a production profile writes (``horde profile --plan FILE``).
 
 One scenario, ``production``: a weighted ``choice`` of the endpoints kept, each with its method
-and path template, the weights being the endpoints' request counts (so the mix Horde sends is
-the log's mix among them; against a target as fast as production, the mix by time follows).
+and path template, the weights being the endpoints' requests in the peak window (so the mix
+Horde sends is the peak's mix among them; against a target as fast as production, the mix by
+time follows).
 The endpoints kept are the largest by ``--by`` (count, or time: count × response time) until
 they cover ``--cover`` percent of it, and every other one at or above ``--min-share`` percent
 of the requests *or* of the server's time: an endpoint rare but slow is kept whatever ``--by``
@@ -13,8 +14,12 @@ for the user when inline ids would take the plan past Horde's plan size limit); 
 must not leave the log (secret query fields, e-mail addresses, tokens) never do: a secret query
 field becomes a plan parameter (``-p token=...``), an address or a token a generated value.
 
-The workload carries each kept endpoint's intensity at the log's peak (its busiest minute, or
-hour) times a headroom: as an open model (arrivals at that rate, one request each) or as users
+The workload carries each kept endpoint's own intensity in the peak window (the log's busiest
+minute, the part of its busiest hour it covers, or a chosen ``--window``): its requests in that
+window over the window's seconds, times a headroom; a nightly batch busy only at the peak
+weighs what it weighs there, not its share of the day. Which endpoints are kept is still
+decided over the whole log (:func:`choose_endpoints`). As an open model (arrivals at that rate,
+one request each) or as users
 (VUs looping request, think time). Sizing is Little's law with the mean: VUs = rate × (mean
 response time + think time), its inputs stated in the plan's comments. Then a sighting shot
 (``horde sight PLAN``) and find-max's stepped ramp in steps that reach the rate in
@@ -52,7 +57,7 @@ from horde.plan.loader import load_plan_file
 from horde.profile import supply
 from horde.profile.endpoints import Slot
 from horde.profile.kinds import MAX_KINDS, MIN_SILHOUETTE, Kinds
-from horde.profile.profile import OTHER, EndpointStats, Profile
+from horde.profile.profile import OTHER, EndpointStats, Profile, Window
 from horde.profile.supply import SUPPLY_PREFIX
 
 MODELS: Final = ("open", "users")
@@ -189,6 +194,54 @@ def choose_endpoints(profile: Profile, by: str, cover_percent: float, min_share_
                     sum(profile.share(stats, "time") for stats in chosen) if profile.timed else 0.0, left_out, notes)
 
 
+@dataclass(frozen=True)
+class Intensity:
+    """Where the plan's rates come from (:func:`measure_intensity`): a window of the log's
+    minutes, its requests, and each kept endpoint's requests in it."""
+
+    window: Window
+    #: What the window is: "minute" or "hour" (the peak's), or "window" (--window).
+    peak: str
+    requests: int
+    #: Endpoint name -> its requests in the window, for every kept endpoint (0: not seen there).
+    counts: dict[str, int]
+
+    @property
+    def kept(self) -> int:
+        return sum(self.counts.values())
+
+    @property
+    def kept_share(self) -> float:
+        """The kept endpoints' share of the window's requests."""
+        return self.kept / self.requests if self.requests else 0.0
+
+    def unseen(self, chosen: Sequence[EndpointStats]) -> list[EndpointStats]:
+        return [stats for stats in chosen if not self.counts[stats.name]]
+
+    def describe(self) -> str:
+        """The window in words: "the peak hour (2024-03-01T11:00:00Z, 60 minutes)"."""
+        what = "the chosen window" if self.peak == "window" else f"the peak {self.peak}"
+        minutes = f", {self.window.minutes} minutes" if self.window.minutes != 1 else ""
+        return f"{what} ({_iso_minute(self.window.first * 60)}{minutes})"
+
+
+def measure_intensity(profile: Profile, options: PlanOptions, coverage: Coverage) -> Intensity:
+    """Each kept endpoint's requests in the window the plan's rates come from: --window's whole
+    minutes in the log, else the peak minute or the part of the peak hour the log covers.
+    InvalidInput when no kept endpoint has a request there (a plan of nothing to send)."""
+    if options.window is not None:
+        window, peak = profile.chosen_window(*options.window), "window"
+    else:
+        window, peak = profile.peak_window(options.peak), options.peak
+    intensity = Intensity(window, peak, profile.requests_in(window),
+                          {stats.name: profile.requests_in(window, stats) for stats in coverage.chosen})
+    if not intensity.kept:
+        raise InvalidInput(f"none of the {len(coverage.chosen)} endpoints kept has a request in {intensity.describe()}: "
+                           "the plan would send nothing",
+                           hint="--peak hour, or a --window START/LENGTH where they run")
+    return intensity
+
+
 def write_plan(profile: Profile, path: Path, options: PlanOptions, kinds: Kinds | None = None) -> WrittenPlan:
     """Writes the plan (and its feeder files) to ``path``; checks it on both sides first. Ids
     inline that would take the plan past Horde's plan size limit go to feeder files instead.
@@ -196,9 +249,10 @@ def write_plan(profile: Profile, path: Path, options: PlanOptions, kinds: Kinds 
     scenario per kind."""
     options.check(profile)
     coverage = choose_endpoints(profile, options.by, options.cover_percent, options.min_share_percent)
-    written = _write(profile, path, options, coverage, kinds)
+    intensity = measure_intensity(profile, options, coverage)
+    written = _write(profile, path, options, coverage, kinds, intensity)
     if written is None and options.ids == "seen":
-        written = _write(profile, path, replace(options, ids="feeder"), coverage, kinds)
+        written = _write(profile, path, replace(options, ids="feeder"), coverage, kinds, intensity)
         if written is not None:
             written.notes.append(f"inline ids would take the plan past {MAX_PLAN_BYTES // 1024} KiB: they are in feeder files")
     if written is None:
@@ -209,24 +263,35 @@ def write_plan(profile: Profile, path: Path, options: PlanOptions, kinds: Kinds 
     return written
 
 
-def _write(profile: Profile, path: Path, options: PlanOptions, coverage: Coverage, kinds: Kinds | None) -> WrittenPlan | None:
-    """The plan written and checked, or None when its text would be over the plan size limit."""
+def _write(profile: Profile, path: Path, options: PlanOptions, coverage: Coverage, kinds: Kinds | None,
+           intensity: Intensity) -> WrittenPlan | None:
+    """The plan written and checked, or None when its text would be over the plan size limit.
+
+    A kept endpoint with no request in the window gets no branch: its rate there is 0, and the
+    plan reproduces the window (a branch, whose weight Horde needs above 0, would send load the
+    window did not have). It is named in the comments and notes with its shares of the whole
+    log, so that the engineer sees it and can measure it in a window where it runs."""
     chosen = coverage.chosen
+    sent = [stats for stats in chosen if intensity.counts[stats.name]]
     feeder_dir = path.parent / f"{path.stem}.feeders"
     feeders: dict[str, list[list[str]]] = {}
     parameters: dict[str, str] = {}
-    total = sum(stats.count for stats in chosen)
+    total = intensity.kept
     branches = []
     rows = []
     for stats in chosen:
+        in_window = intensity.counts[stats.name]
+        weight = max(0.0001, round(100.0 * in_window / total, 4)) if in_window else 0.0
+        rows.append({"endpoint": stats.name, "weight": weight, "requests_in_window": in_window,
+                     "share_by_count": round(profile.share(stats, "count"), 6),
+                     "share_by_time": round(profile.share(stats, "time"), 6) if profile.timed else None})
+        if not in_window:
+            continue
         step_path = _path_template(stats, options.ids, feeders, parameters)
-        weight = max(0.0001, round(100.0 * stats.count / total, 4))
         step: dict[str, Any] = {"name": stats.name, "method": stats.shape.method, "path": step_path}
         supply.mark(step, stats)  # what the log cannot hold, marked as the user's to give
         branches.append({"weight": weight, "steps": [step]})
-        rows.append({"endpoint": stats.name, "weight": weight, "share_by_count": round(profile.share(stats, "count"), 6),
-                     "share_by_time": round(profile.share(stats, "time"), 6) if profile.timed else None})
-    sizing = _sizing(profile, options, path, coverage)
+    sizing = _sizing(profile, options, path, coverage, intensity)
     steps: list[dict[str, Any]] = [{"type": "choice", "branches": branches}]
     if options.model == "users" and sizing["little"]["think_ms"] > 0:  # clients that never pause: no think step
         steps.append({"type": "think", "think_time": {"type": "exponential", "mean_ms": sizing["little"]["think_ms"]}})
@@ -253,13 +318,17 @@ def _write(profile: Profile, path: Path, options: PlanOptions, coverage: Coverag
     if options.find_max:
         data["steer"] = {"type": "find_max", **{key: sizing["find_max"][key] for key in ("start", "step", "step_duration_s")}}
     left_out = [_left_out_row(profile, stats) for stats in coverage.left_out]
-    text = _header(profile, options, coverage, left_out, sizing, parameters) + _yaml(data)
+    text = _header(profile, options, coverage, left_out, sizing, parameters, intensity) + _yaml(data)
     if len(text.encode("utf-8")) > MAX_PLAN_BYTES:
         return None
     written = _write_checked(path, text, feeder_dir, {f"{name}.csv": _csv(table) for name, table in feeders.items()})
-    notes = list(coverage.notes) + supply.notes(chosen)
+    notes = list(coverage.notes) + supply.notes(sent)
+    unseen = intensity.unseen(chosen)
+    if unseen:
+        notes.append(f"{len(unseen)} endpoint{'' if len(unseen) == 1 else 's'} kept for the whole log had no request in "
+                     f"{intensity.describe()}: rate 0, no branch ({', '.join(stats.name for stats in unseen)})")
     return WrittenPlan(path, written, rows, coverage.by_count, sizing, notes,
-                       coverage.by_time if profile.timed else None, left_out, supply.parts(chosen, parameters))
+                       coverage.by_time if profile.timed else None, left_out, supply.parts(sent, parameters))
 
 
 def _left_out_row(profile: Profile, stats: EndpointStats) -> dict[str, Any]:
@@ -381,34 +450,40 @@ def _csv(table: list[list[str]]) -> str:
     return out.getvalue()
 
 
-def _sizing(profile: Profile, options: PlanOptions, path: Path, coverage: Coverage) -> dict[str, Any]:
+def _sizing(profile: Profile, options: PlanOptions, path: Path, coverage: Coverage, intensity: Intensity) -> dict[str, Any]:
     """The rate to plan for and the VUs it needs by Little's law.
 
-    Each endpoint's intensity at the peak is the peak's rate times its share of the log's
-    requests; the plan sends the chosen endpoints' together, plus the headroom. The VUs busy at
-    once are that rate times the time each spends per request (Little's law, L = λ × W): the
-    chosen endpoints' *mean* response time (the median understates it: a tail of slow
-    requests holds VUs as long as it lasts), plus the think time for users looping request and
-    think (a closed model)."""
-    if options.window is not None:
-        peak, minutes = profile.window_per_s(*options.window)
-    else:
-        peak = profile.peak_per_s(options.peak)
-        minutes = 1 if options.peak == "minute" else profile.hour_covered(profile.peak_hour()[0])[1]
+    Each endpoint's intensity is its own requests in the window over the window's seconds (the
+    payments team's definition: an endpoint busy only at the peak weighs what it weighs there);
+    the plan sends the kept endpoints' together, the window's rate × their share *of the
+    window*, plus the headroom. The VUs busy at once are that rate times the time each spends
+    per request (Little's law, L = λ × W): the *mean* response time of the mix the plan sends
+    (each kept endpoint's mean, weighted by its requests in the window; the median understates
+    it: a tail of slow requests holds VUs as long as it lasts), plus the think time for users
+    looping request and think (a closed model). Response and think times are the whole log's:
+    a window of a minute holds too few of them to measure."""
+    window = intensity.window
+    peak = profile.rate_in(window)
     factor = 1.0 + options.headroom_percent / 100.0
-    rate = round(peak * coverage.by_count * factor, 3)
-    timed = [stats.timing for stats in coverage.chosen if stats.timing.count]
-    mean_ms = sum(timing.total for timing in timed) / sum(timing.count for timing in timed) if timed else 0.0
+    rate = round(intensity.kept / window.seconds * factor, 3)
+    timed = [(intensity.counts[stats.name], stats.timing) for stats in coverage.chosen
+             if stats.timing.count and intensity.counts[stats.name]]
+    mean_ms = sum(count * timing.mean() for count, timing in timed) / sum(count for count, _ in timed) if timed else 0.0
     think_ms = min(profile.sessions.think_ms.mean(), MAX_THINK_TIME_MS) if options.model == "users" and profile.sessions.think_ms.count else 0.0
     cycle_ms = mean_ms + think_ms
     vus = max(1, math.ceil(round(rate * cycle_ms / 1000.0, 6)))
     sizing: dict[str, Any] = {
-        "peak": "window" if options.window is not None else options.peak,
+        "peak": intensity.peak,
         "peak_per_s": round(peak, 3),
-        # The minutes the rate was measured over: 1, the part of the peak hour the log covers, or
-        # the window's whole minutes in the log.
-        "peak_minutes": minutes,
+        # The minutes the rates were measured over: 1, the part of the peak hour the log covers,
+        # or the window's whole minutes in the log; from this minute on.
+        "peak_minutes": window.minutes,
+        "peak_from": _iso_minute(window.first * 60),
         "window": {"start": _iso_minute(options.window[0]), "length_s": options.window[1]} if options.window is not None else None,
+        # The window's requests and the kept endpoints' among them (the rate's share).
+        "window_requests": intensity.requests,
+        "kept_in_window": intensity.kept,
+        "kept_share_in_window": round(intensity.kept_share, 6),
         "headroom_percent": options.headroom_percent,
         "rate_per_s": rate,
         "mean_ms": round(mean_ms, 3) if timed else None,
@@ -418,7 +493,10 @@ def _sizing(profile: Profile, options: PlanOptions, path: Path, coverage: Covera
                    "vus": vus if timed or think_ms else None},
         # What one VU sends a second: 1000 / (mean + think).
         "per_vu_rps": round(1000.0 / cycle_ms, 6) if cycle_ms > 0 else None,
-        "endpoints": [{"endpoint": stats.name, "rate_per_s": round(peak * profile.share(stats, "count") * factor, 6),
+        # Each kept endpoint's requests in the window and its rate: those requests over the
+        # window's seconds × the headroom (0: not seen in the window, no branch).
+        "endpoints": [{"endpoint": stats.name, "requests_in_window": intensity.counts[stats.name],
+                       "rate_per_s": round(intensity.counts[stats.name] / window.seconds * factor, 6),
                        "mean_ms": round(stats.timing.mean(), 3) if stats.timing.count else None}
                       for stats in coverage.chosen],
     }
@@ -476,8 +554,10 @@ def _kind_scenarios(profile: Profile, options: PlanOptions, coverage: Coverage, 
     """One scenario per client kind: the kept endpoints weighted by the kind's own requests, its
     share of the plan's rate (its share of the kept requests), its think time, and its VUs by
     Little's law (rate × (the kind's mean time + its think time)). Sizing gains ``kinds``."""
-    by_name = {stats.name: stats for stats in coverage.chosen}
     step_of = {branch["steps"][0]["name"]: branch["steps"][0] for branch in branches}
+    # The endpoints the plan sends (one not seen in the window has no branch). The kinds'
+    # weights are their sessions' requests over the log's start, not the window's.
+    by_name = {stats.name: stats for stats in coverage.chosen if stats.name in step_of}
     kept_requests = [sum(kind.counts[name] for name in by_name) for kind in kinds.kinds]
     total = sum(kept_requests) or 1
     scenarios: list[dict[str, Any]] = []
@@ -524,14 +604,15 @@ def _templates(text: str) -> list[str]:
 
 
 def _header(profile: Profile, options: PlanOptions, coverage: Coverage, left_out: list[dict[str, Any]],
-            sizing: dict[str, Any], parameters: dict[str, str]) -> str:
+            sizing: dict[str, Any], parameters: dict[str, str], intensity: Intensity) -> str:
     files = ", ".join(Path(name).name for name in profile.files)
     span = profile.to_dict()["source"]
     time_part = f" and {coverage.by_time * 100:.1f} % of the server's time" if profile.timed else ""
     lines = [
         f"Written by `horde profile` from {profile.requests:,} requests of {files}",
         f"({span['first_minute']} to {span['last_minute']}).",
-        f"Endpoints: {len(coverage.chosen)}, {coverage.by_count * 100:.1f} % of the requests{time_part}, weighted by their counts:",
+        f"Endpoints: {len(coverage.chosen)}, {coverage.by_count * 100:.1f} % of the requests{time_part},"
+        f" weighted by their requests in {intensity.describe()}:",
         f"  the largest by {options.by} to {options.cover_percent:g} % of the {'requests' if options.by == 'count' else 'time'}"
         + (f", and every endpoint at or above {options.min_share_percent:g} % of the requests or of the time." if options.min_share_percent > 0 else "."),
     ]
@@ -550,11 +631,24 @@ def _header(profile: Profile, options: PlanOptions, coverage: Coverage, left_out
     else:
         source = f"the peak {options.peak}" + (f" (over the {sizing['peak_minutes']} minutes of it the log covers)"
                                                if options.peak == "hour" and sizing["peak_minutes"] < 60 else "")
+    factor = 1 + options.headroom_percent / 100
     lines.append(f"Rate: {sizing['peak_per_s']:g} req/s in {source}"
-                 + f" × the endpoints' {coverage.by_count * 100:.1f} % × {1 + options.headroom_percent / 100:g} (headroom"
+                 + f" × the kept endpoints' {intensity.kept_share * 100:.1f} % of its requests × {factor:g} (headroom"
                  f" {options.headroom_percent:g} %) = {sizing['rate_per_s']:g} req/s"
                  + (f", as {sizing['users']} users looping request and think." if options.model == "users"
                     else ", as an open model (one request per arrival)."))
+    lines.append(f"Per endpoint: its own requests in {intensity.describe()} / {intensity.window.seconds:g} s × {factor:g}"
+                 " (--json: plan.sizing.endpoints); the whole log's shares only decide which are kept.")
+    unseen = intensity.unseen(coverage.chosen)
+    if unseen:
+        # Named, not dropped silently: kept by the whole log, but the window had none of them.
+        short = " (one minute is short: a rare endpoint misses it by chance; --peak hour gives its rate there)" \
+            if intensity.window.minutes == 1 else ""
+        lines.append(f"Not seen in the peak window: {len(unseen)} kept endpoint{'' if len(unseen) == 1 else 's'}, rate 0, no branch"
+                     f" (the plan reproduces the window; a --window where they run gives their rate){short}:")
+        for stats in unseen:
+            lines.append(f"  {stats.name}: {profile.share(stats, 'count') * 100:.2f} % of the log's requests"
+                         + (f", {profile.share(stats, 'time') * 100:.2f} % of its time" if profile.timed else ""))
     little = sizing["little"]
     if little.get("by_kind"):
         lines.append(f"Sizing by Little's law per client kind (below): VUs = rate × (mean time + think time), {little['vus']} VUs in all.")
@@ -571,7 +665,7 @@ def _header(profile: Profile, options: PlanOptions, coverage: Coverage, left_out
     ]
     if parameters:
         lines.append(f"Secret query fields are parameters; give them with -p: {', '.join(f'-p {n}=...' for n in parameters)}")
-    lines += supply.comment_lines(coverage.chosen)
+    lines += supply.comment_lines([stats for stats in coverage.chosen if intensity.counts[stats.name]])
     return "".join(f"# {line}\n" for line in lines)
 
 

@@ -1,7 +1,9 @@
 """The production profile: what a log's requests add up to.
 
 Per endpoint: requests, share by count, total time and share by time (count × response time:
-the heaviest endpoints, not only the most frequent), p50/p95 time, the status mix. Over the log:
+the heaviest endpoints, not only the most frequent), p50/p95 time, the status mix, and its
+requests per minute (where it had any), so that its intensity in any :class:`Window` of
+minutes (the peak minute, the peak hour, a chosen window) is exact. Over the log:
 the rate per minute, the peak minute and hour, the peak-to-mean ratio. Per session: requests,
 think times, the most common transitions. :func:`build_profile` reads the logs once, streaming;
 :meth:`Profile.to_dict` is the JSON kept by ``--json`` (endpoint names, figures and counts:
@@ -64,7 +66,7 @@ class EndpointStats:
     first shape; ``shapes`` all those seen, which differ only in their slots' kinds (a number, a
     hex id) and tell the plan what values to make up where the log gives none."""
 
-    __slots__ = ("shape", "shapes", "index", "count", "timing", "statuses", "samples", "_rng")
+    __slots__ = ("shape", "shapes", "index", "count", "timing", "statuses", "samples", "per_minute", "_rng")
 
     def __init__(self, shape: Shape, index: int, rng: random.Random) -> None:
         self.shape = shape
@@ -74,6 +76,8 @@ class EndpointStats:
         self.timing = LogHistogram()
         self.statuses: dict[int, int] = {}
         self.samples: list[tuple[str | None, ...]] = []
+        #: minute since the epoch -> requests, only the minutes it had requests in (sparse).
+        self.per_minute: dict[int, int] = {}
         self._rng = rng
 
     def add(self, record: LogRecord, values: tuple[str | None, ...]) -> None:
@@ -99,6 +103,27 @@ class EndpointStats:
 
     def errors(self) -> int:
         return sum(count for status, count in self.statuses.items() if status >= ERROR_STATUS)
+
+
+@dataclass(frozen=True)
+class Window:
+    """Whole minutes of the log: the first (minutes since the epoch) and how many; what a
+    rate is measured over (the peak minute, the part of the peak hour the log covers, or a
+    chosen window's minutes in the log)."""
+
+    first: int
+    minutes: int
+
+    @property
+    def seconds(self) -> float:
+        return self.minutes * 60.0
+
+    def count(self, per_minute: dict[int, int]) -> int:
+        """The requests of ``per_minute`` (minute -> requests) in the window."""
+        end = self.first + self.minutes
+        if self.minutes <= len(per_minute):
+            return sum(per_minute.get(minute, 0) for minute in range(self.first, end))
+        return sum(requests for minute, requests in per_minute.items() if self.first <= minute < end)
 
 
 @dataclass
@@ -167,27 +192,38 @@ class Profile:
         start = max(hour * 60, min(self.per_minute))
         return start, min(hour * 60 + 59, max(self.per_minute)) - start + 1
 
-    def peak_per_s(self, peak: str = "minute") -> float:
-        """The peak rate, requests/s, over the busiest minute or hour; an hour's over the part
-        of it the log covers (a log under an hour: its span), not over 3,600 s."""
+    def peak_window(self, peak: str = "minute") -> Window:
+        """The busiest minute, or the part of the busiest clock hour the log covers (a log under
+        an hour: its span, not 3,600 s)."""
         if peak == "minute":
-            return self.peak_minute()[1] / 60.0
-        hour, requests = self.peak_hour()
-        minutes = self.hour_covered(hour)[1]
-        return requests / (minutes * 60.0) if minutes else 0.0
+            return Window(self.peak_minute()[0], 1 if self.per_minute else 0)
+        return Window(*self.hour_covered(self.peak_hour()[0]))
 
-    def window_per_s(self, start_s: float, length_s: float) -> tuple[float, int]:
-        """(requests/s, minutes) over the whole minutes from ``start_s`` for ``length_s`` that the
-        log's span covers (a window reaching past the log is measured over its part in it);
-        (0, 0) for a window outside the log."""
+    def chosen_window(self, start_s: float, length_s: float) -> Window:
+        """The whole minutes from ``start_s`` for ``length_s`` that the log's span covers (a
+        window reaching past the log is its part in it); no minute for a window outside it."""
         if not self.per_minute:
-            return 0.0, 0
+            return Window(int(start_s // 60), 0)
         first = max(int(start_s // 60), min(self.per_minute))
         last = min(int((start_s + length_s) // 60) - 1, max(self.per_minute))
-        if last < first:
-            return 0.0, 0
-        requests = sum(self.per_minute.get(minute, 0) for minute in range(first, last + 1))
-        return requests / ((last - first + 1) * 60.0), last - first + 1
+        return Window(first, max(0, last - first + 1))
+
+    def requests_in(self, window: Window, stats: EndpointStats | None = None) -> int:
+        """The requests in ``window``: the log's, or one endpoint's."""
+        return window.count(self.per_minute if stats is None else stats.per_minute)
+
+    def rate_in(self, window: Window) -> float:
+        """The log's requests/s over ``window`` (0 for a window of no minute)."""
+        return self.requests_in(window) / window.seconds if window.minutes else 0.0
+
+    def peak_per_s(self, peak: str = "minute") -> float:
+        """The peak rate, requests/s, over the busiest minute or hour (:meth:`peak_window`)."""
+        return self.rate_in(self.peak_window(peak))
+
+    def window_per_s(self, start_s: float, length_s: float) -> tuple[float, int]:
+        """(requests/s, minutes) over :meth:`chosen_window`; (0, 0) for a window outside the log."""
+        window = self.chosen_window(start_s, length_s)
+        return self.rate_in(window), window.minutes
 
     def per_user_rate(self) -> float | None:
         """Requests/s one user makes: 1000 / (mean think time + mean response time), from the
@@ -208,9 +244,10 @@ class Profile:
         peak_minute, peak_minute_requests = self.peak_minute()
         peak_hour, peak_hour_requests = self.peak_hour()
         mean = self.mean_per_s()
-        rows = [self._endpoint_dict(stats) for stats in self.endpoints]
+        peaks = self.peak_window("minute"), self.peak_window("hour")
+        rows = [self._endpoint_dict(stats, peaks) for stats in self.endpoints]
         if self.other is not None:
-            rows.append(self._endpoint_dict(self.other))
+            rows.append(self._endpoint_dict(self.other, peaks))
         return {
             "source": {
                 "files": self.files,
@@ -245,7 +282,7 @@ class Profile:
             "sessions": self._sessions_dict(top_transitions),
         }
 
-    def _endpoint_dict(self, stats: EndpointStats) -> dict[str, Any]:
+    def _endpoint_dict(self, stats: EndpointStats, peaks: tuple[Window, Window]) -> dict[str, Any]:
         timing = stats.timing
         return {
             "endpoint": OTHER if stats is self.other else stats.name,
@@ -261,6 +298,9 @@ class Profile:
             "p95_ms": _r(timing.percentile(95)) if timing.count else None,
             "statuses": {str(status): count for status, count in sorted(stats.statuses.items())},
             "error_percent": _r(100.0 * stats.errors() / stats.count, 3) if stats.count else 0.0,
+            # Its own intensity at the log's peaks (what a plan's per-endpoint rates come from).
+            "peak_minute_requests": self.requests_in(peaks[0], stats),
+            "peak_hour_requests": self.requests_in(peaks[1], stats),
         }
 
     def endpoint_names(self) -> dict[int, str]:
@@ -333,6 +373,7 @@ class ProfileBuilder:
             self._last_time, self._last_minute = record.time_s, int(record.time_s // 60)
         minute = self._last_minute
         self.per_minute[minute] = self.per_minute.get(minute, 0) + 1
+        stats.per_minute[minute] = stats.per_minute.get(minute, 0) + 1
         self.sessions.add(record, stats.index)
 
     def _endpoint(self, shape: Shape) -> EndpointStats | None:
@@ -355,10 +396,11 @@ class ProfileBuilder:
         for index, found in enumerate(read.endpoints):
             stats = self.endpoints[endpoint_key(found.shapes[0])] = EndpointStats(found.shapes[0], index, self._rng)
             stats.shapes, stats.count, stats.timing = found.shapes, found.count, found.timing
-            stats.statuses, stats.samples = found.statuses, found.samples
+            stats.statuses, stats.samples, stats.per_minute = found.statuses, found.samples, found.per_minute
         if read.other is not None:
             self.other = EndpointStats(Shape("*", (OTHER,), (), ()), self.options.max_endpoints, self._rng)
             self.other.count, self.other.timing, self.other.statuses = read.other.count, read.other.timing, read.other.statuses
+            self.other.per_minute = read.other.per_minute
         self.per_minute = read.per_minute
         self.sessions = read.sessions
 

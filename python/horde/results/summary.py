@@ -11,16 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from horde.engine import histogram
-from horde.engine.snapshot import (
-    CheckCount,
-    ErrorDetail,
-    MessageCounts,
-    Snapshot,
-    StepSnapshot,
-    merge_checks,
-    merge_error_details,
-    merge_messages,
-)
+from horde.engine.snapshot import MessageCounts, Snapshot, StepSnapshot, merge_steps
 #: Above this share of one core per engine worker, the generator itself may be the bottleneck.
 CPU_SATURATION_PERCENT_PER_WORKER = 90.0
 #: Timers firing later than this (p99 of a second) mean the generator cannot keep its schedule.
@@ -44,42 +35,24 @@ def step_key(scenario: str, step: str, ambiguous: set[str]) -> str:
     return f"{scenario}/{step}" if step in ambiguous else step
 
 
+#: A step that did nothing: the run's totals when it has no request step.
+NOTHING: StepSnapshot = {"scenario": "", "step": "", "kind": "request", "requests": 0, "ok": 0, "errors": {},
+                         "bytes_sent": 0, "bytes_received": 0, "histogram": b""}
+
+
 @dataclass
 class _StepTotals:
-    kind: str = "request"
-    requests: int = 0
-    ok: int = 0
-    errors_by_kind: dict[str, int] = field(default_factory=dict)
-    bytes_sent: int = 0
-    bytes_received: int = 0
-    rows: int = 0
-    http1: int = 0
-    http2: int = 0
-    h2_stalls: int = 0
-    histogram: bytes = b""
-    error_details: list[ErrorDetail] = field(default_factory=list)
-    checks: list[CheckCount] = field(default_factory=list)
-    messages: MessageCounts | None = None
+    """A step's seconds so far, merged as they come by the engine's rules (:func:`merge_steps`:
+    counts summed, histograms merged exactly)."""
+
+    merged: StepSnapshot
 
     def add(self, entry: StepSnapshot) -> None:
-        self.requests += int(entry["requests"])
-        self.ok += int(entry["ok"])
-        for kind, count in entry["errors"].items():
-            self.errors_by_kind[kind] = self.errors_by_kind.get(kind, 0) + int(count)
-        self.bytes_sent += int(entry["bytes_sent"])
-        self.bytes_received += int(entry["bytes_received"])
-        self.rows += int(entry.get("rows", 0))
-        self.http1 += int(entry.get("http1", 0))
-        self.http2 += int(entry.get("http2", 0))
-        self.h2_stalls += int(entry.get("h2_stalls", 0))
-        parts = [self.histogram, entry["histogram"]] if self.histogram else [entry["histogram"]]
-        self.histogram = histogram.merge(parts)
-        if entry.get("error_details"):
-            self.error_details = merge_error_details([self.error_details, entry.get("error_details") or []])
-        if entry.get("checks"):
-            self.checks = merge_checks([self.checks, entry.get("checks") or []])
-        if entry.get("messages"):
-            self.messages = merge_messages([self.messages, entry.get("messages")])
+        self.merged = merge_steps([self.merged, entry])
+
+    @property
+    def kind(self) -> str:
+        return self.merged.get("kind", "request")
 
 
 class SummaryBuilder:
@@ -107,7 +80,11 @@ class SummaryBuilder:
     def add(self, snapshot: Snapshot) -> None:
         for entry in snapshot["steps"]:
             key = (entry["scenario"], entry["step"])
-            self._steps.setdefault(key, _StepTotals(kind=entry.get("kind", "request"))).add(entry)
+            totals = self._steps.get(key)
+            if totals is None:
+                self._steps[key] = _StepTotals(entry)
+            else:
+                totals.add(entry)
         self.duration_s = max(self.duration_s, float(snapshot["elapsed_s"]))
         self.iterations += int(snapshot["iterations"])
         self.dropped_arrivals += int(snapshot["dropped_arrivals"])
@@ -136,25 +113,14 @@ class SummaryBuilder:
         names = [step for _, step in self._steps]
         ambiguous = {name for name in names if names.count(name) > 1}
         steps = {
-            step_key(scenario, step, ambiguous): {"kind": totals.kind, **_figures(totals, self.duration_s)}
+            step_key(scenario, step, ambiguous): {"kind": totals.kind, **_figures(totals.merged, self.duration_s)}
             for (scenario, step), totals in self._steps.items()
         }
         # The run's totals count requests only: a group's pass is made of requests already counted.
-        everything = _StepTotals()
-        requests_only = [totals for totals in self._steps.values() if totals.kind == "request"]
-        for totals in requests_only:
-            everything.requests += totals.requests
-            everything.ok += totals.ok
-            for kind, count in totals.errors_by_kind.items():
-                everything.errors_by_kind[kind] = everything.errors_by_kind.get(kind, 0) + count
-            everything.bytes_sent += totals.bytes_sent
-            everything.bytes_received += totals.bytes_received
-            everything.http1 += totals.http1
-            everything.http2 += totals.http2
-            everything.h2_stalls += totals.h2_stalls
-        everything.histogram = histogram.merge(t.histogram for t in requests_only if t.histogram)
-        everything.error_details = merge_error_details(t.error_details for t in requests_only)
-        everything.messages = merge_messages(t.messages for t in requests_only)
+        # The run's totals count requests only: a group's pass is made of requests already
+        # counted. Rows and checks are each step's own.
+        requests_only = [totals.merged for totals in self._steps.values() if totals.kind == "request"]
+        everything: StepSnapshot = {**merge_steps(requests_only), "rows": 0, "checks": []} if requests_only else NOTHING
         overall = _figures(everything, self.duration_s)
         checks = [
             {"step": key, "check": check["check"], "passes": check["passes"], "failures": check["failures"],
@@ -343,33 +309,36 @@ def _default_workers() -> int:
     return os.cpu_count() or 1
 
 
-def _figures(totals: _StepTotals, duration_s: float) -> dict[str, Any]:
-    latency = histogram.stats(totals.histogram) if totals.histogram else None
+def _figures(totals: StepSnapshot, duration_s: float) -> dict[str, Any]:
+    latency = histogram.stats(totals["histogram"]) if totals["histogram"] else None
     if latency is not None and not latency.count:
         latency = None
-    errors = totals.requests - totals.ok
+    requests = int(totals["requests"])
+    errors = requests - int(totals["ok"])
+    rows, http1, http2 = totals.get("rows", 0), totals.get("http1", 0), totals.get("http2", 0)
+    h2_stalls = totals.get("h2_stalls", 0)
+    messages = totals.get("messages")
     return {
-        "requests": totals.requests,
+        "requests": requests,
         "errors": errors,
-        "error_percent": round(100.0 * errors / totals.requests, 3) if totals.requests else 0.0,
-        "errors_by_kind": dict(sorted(totals.errors_by_kind.items())),
-        "rps": round(totals.requests / duration_s, 3) if duration_s > 0 else 0.0,
-        "bytes_sent": totals.bytes_sent,
-        "bytes_received": totals.bytes_received,
+        "error_percent": round(100.0 * errors / requests, 3) if requests else 0.0,
+        "errors_by_kind": dict(sorted(totals["errors"].items())),
+        "rps": round(requests / duration_s, 3) if duration_s > 0 else 0.0,
+        "bytes_sent": totals["bytes_sent"],
+        "bytes_received": totals["bytes_received"],
         # Rows an sql step's statements returned or changed (absent for HTTP steps).
-        **({"rows": totals.rows, "rows_per_s": round(totals.rows / duration_s, 3) if duration_s > 0 else 0.0}
-           if totals.rows else {}),
+        **({"rows": rows, "rows_per_s": round(rows / duration_s, 3) if duration_s > 0 else 0.0} if rows else {}),
         # With http_version "2" or "auto": requests by the protocol they went over (when any).
-        **({"http1": totals.http1} if totals.http1 else {}),
-        **({"http2": totals.http2} if totals.http2 else {}),
+        **({"http1": http1} if http1 else {}),
+        **({"http2": http2} if http2 else {}),
         # Bodies held back over 100 ms by the server's HTTP/2 flow-control window (when any).
-        **({"h2_stalls": totals.h2_stalls} if totals.h2_stalls else {}),
+        **({"h2_stalls": h2_stalls} if h2_stalls else {}),
         # The requests the latency figures cover: those that got a response (any status).
         # Requests that got none (refused, reset, timeout, cut...) are counted, never timed.
         "responses": latency.count if latency else 0,
-        "error_details": sorted(totals.error_details, key=lambda detail: (-detail["count"], detail["kind"])),
-        "checks": totals.checks,
-        **({"messages": _message_figures(totals.messages, duration_s)} if totals.messages else {}),
+        "error_details": sorted(totals.get("error_details") or [], key=lambda detail: (-detail["count"], detail["kind"])),
+        "checks": totals.get("checks") or [],
+        **({"messages": _message_figures(messages, duration_s)} if messages else {}),
         "latency_ms": {
             "p50": latency.percentile(50.0) if latency else 0.0,
             "p90": latency.percentile(90.0) if latency else 0.0,

@@ -106,6 +106,11 @@ impl StepKind {
             StepKind::Group => "group",
         }
     }
+
+    /// The kind a snapshot's label names (a snapshot read back from Python).
+    pub fn from_label(label: &str) -> Option<StepKind> {
+        [StepKind::Request, StepKind::Group].into_iter().find(|kind| kind.label() == label)
+    }
 }
 
 /// A scenario ready to run.

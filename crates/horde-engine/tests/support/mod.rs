@@ -490,8 +490,8 @@ pub fn step_error_kinds(snapshots: &[Snapshot], step: &str) -> BTreeMap<String, 
 }
 
 /// The `kind` of a step's entries ("request" or "group"); panics if it has none or they differ.
-pub fn step_kind(snapshots: &[Snapshot], step: &str) -> &'static str {
-    let kinds: std::collections::BTreeSet<&'static str> = entries(snapshots, step).map(|entry| entry.kind).collect();
+pub fn step_kind(snapshots: &[Snapshot], step: &str) -> String {
+    let kinds: std::collections::BTreeSet<String> = entries(snapshots, step).map(|entry| entry.kind.to_string()).collect();
     assert_eq!(kinds.len(), 1, "step {step:?} has kinds {kinds:?}");
     kinds.into_iter().next().expect("one kind")
 }
@@ -517,7 +517,7 @@ pub fn assert_scenario_accounting(snapshots: &[Snapshot]) {
     for (position, snapshot) in snapshots.iter().enumerate() {
         assert_eq!(snapshot.second, position as u64 + 1, "snapshots are numbered 1, 2, 3...");
         for step in &snapshot.steps {
-            assert!(matches!(step.kind, "request" | "group"), "kind {:?} of {}", step.kind, step.step);
+            assert!(matches!(step.kind.as_ref(), "request" | "group"), "kind {:?} of {}", step.kind, step.step);
             let errors: u64 = step.errors.iter().map(|(_, count)| count).sum();
             assert_eq!(step.requests, step.ok + errors, "second {}: {step:?}", snapshot.second);
             for (label, count) in &step.errors {
