@@ -665,7 +665,11 @@ fn check_workload(problems: &mut Problems, path: &str, workload: &Workload) {
         }
     };
     if durations.is_empty() {
-        problems.push(format!("{path}.stages"), "must hold at least one stage");
+        problems.push_hint(
+            format!("{path}.stages"),
+            "the stages last 0 s in total; a workload needs at least one stage",
+            "add a stage, e.g. {duration_s: 10, vus: 5} (closed) or {duration_s: 10, rate_per_s: 20} (open)",
+        );
     }
     for (index, duration_s) in durations.iter().enumerate() {
         problems.positive(format!("{path}.stages[{index}].duration_s"), *duration_s, MAX_STAGE_DURATION_S);
