@@ -645,7 +645,8 @@ def _header(profile: Profile, options: PlanOptions, coverage: Coverage, left_out
         short = " (one minute is short: a rare endpoint misses it by chance; --peak hour gives its rate there)" \
             if intensity.window.minutes == 1 else ""
         lines.append(f"Not seen in the peak window: {len(unseen)} kept endpoint{'' if len(unseen) == 1 else 's'}, rate 0, no branch"
-                     f" (the plan reproduces the window; a --window where they run gives their rate){short}:")
+                     f" (the plan reproduces the window; a --window where {'it runs gives its' if len(unseen) == 1 else 'they run gives their'}"
+                     f" rate){short}:")
         for stats in unseen:
             lines.append(f"  {stats.name}: {profile.share(stats, 'count') * 100:.2f} % of the log's requests"
                          + (f", {profile.share(stats, 'time') * 100:.2f} % of its time" if profile.timed else ""))
@@ -655,7 +656,8 @@ def _header(profile: Profile, options: PlanOptions, coverage: Coverage, left_out
     elif little["vus"] is not None:
         lines.append(f"Sizing by Little's law: VUs = rate × (mean time + think time) = {little['rate_per_s']:g} req/s × "
                      f"({little['mean_ms']:g} ms + {little['think_ms']:g} ms) = {little['vus']} VU{'' if little['vus'] == 1 else 's'}"
-                     f" (the chosen endpoints' mean response time; one VU sends {sizing['per_vu_rps']:g} req/s).")
+                     f" (the mean response time of the mix sent, the kept endpoints' by their requests in the window;"
+                     f" one VU sends {sizing['per_vu_rps']:g} req/s).")
     lines += _kind_lines(sizing)
     lines += [
         "First a sighting shot (one VU, each endpoint's unloaded time):",
