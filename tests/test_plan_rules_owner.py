@@ -42,11 +42,6 @@ TYPE_LEVEL = {
 NOT_YET_THE_ENGINE_S = {
     "control.TargetResponseTime._pace_bounds",
     "message.Network._rate_limit",
-    "message.SendStep._check_payload",
-    "message.ReceiveStep._check_match",
-    "message.ReceiveStep._check_rules",
-    "message.PingStep._check_numbering",
-    "message.StreamStep._check_stream",
     "model.Feeder._check_name",
     "model.Scenario._check_structure",
     "model.Plan._check_monitor_names",

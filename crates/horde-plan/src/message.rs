@@ -264,6 +264,18 @@ pub enum Payload<'a> {
     Json(&'a Value),
 }
 
+impl Payload<'_> {
+    /// The plan's key for this payload.
+    pub fn key(&self) -> &'static str {
+        match self {
+            Payload::Text(_) => "text",
+            Payload::Hex(_) => "hex",
+            Payload::Base64(_) => "base64",
+            Payload::Json(_) => "json",
+        }
+    }
+}
+
 /// The payload keys a step gave, in the order text, hex, base64, json.
 fn payloads<'a>(text: &'a Option<String>, hex: &'a Option<String>, base64: &'a Option<String>, json: &'a Option<Value>) -> Vec<Payload<'a>> {
     let mut given = Vec::new();

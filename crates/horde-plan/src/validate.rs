@@ -603,10 +603,16 @@ fn check_json_path(problems: &mut Problems, path: String, expression: &str) {
 }
 
 fn check_regex(problems: &mut Problems, path: String, pattern: &str) {
-    if let Err(error) = regex::Regex::new(pattern) {
-        let first_line = error.to_string().lines().last().unwrap_or("").trim().to_owned();
-        problems.push(path, format!("invalid regular expression: {first_line}"));
+    if let Some(message) = regex_problem(pattern) {
+        problems.push(path, message);
     }
+}
+
+/// What is wrong with a regular expression the engine would compile, in one line; None if it compiles.
+fn regex_problem(pattern: &str) -> Option<String> {
+    let error = regex::Regex::new(pattern).err()?;
+    let first_line = error.to_string().lines().last().unwrap_or("").trim().to_owned();
+    Some(format!("invalid regular expression: {first_line}"))
 }
 
 fn check_think_time(problems: &mut Problems, think_path: &str, think_time: &ThinkTime) {

@@ -64,16 +64,30 @@ fn bad_message_plans_are_located() {
         "scenarios[0].network.delay_ms: must be 0 or more",
         "scenarios[0].network.loss_percent: must be at most 100",
         "scenarios[0].steps[0]: needs exactly one of 'text', 'hex', 'base64' or 'json'",
-        "scenarios[0].steps[1].hex: is not hex",
-        "scenarios[0].steps[2].text: must carry the message number",
-        "scenarios[0].steps[2].reply_seq: needs a capture group",
-        "scenarios[0].steps[3]: needs exactly one of 'every_ms' or 'per_second'",
+        "scenarios[0].steps[1].hex: 'abc' is not hex",
+        "scenarios[0].steps[2].text: the ping must carry its number",
+        "scenarios[0].steps[2].reply_seq: reply_seq needs a capture group",
+        "scenarios[0].steps[3]: a stream needs exactly one of 'every_ms' or 'per_second'",
         "scenarios[0].steps[4].checks[0].type: a message has no status",
         "scenarios[0].steps[4].extract[0].from: a message has no status or headers",
         "scenarios[0].steps[4].extract[0].var: 'seq' is the message number",
         "scenarios[0].steps[5].type: an http step against a message target",
     ] {
         assert!(found.iter().any(|problem| problem.starts_with(expected)), "missing '{expected}' in {found:#?}");
+    }
+    // Each message step's mistake says what to write instead (the words pydantic gave).
+    let hints: Vec<(String, Option<String>)> =
+        decode_and_validate(&text).unwrap_err().into_iter().map(|problem| (problem.path, problem.hint)).collect();
+    for (path, hint) in [
+        ("scenarios[0].steps[0]", "e.g. text: 'move {{ seq }}'"),
+        ("scenarios[0].steps[1].hex", "e.g. hex: '0a0b'"),
+        ("scenarios[0].steps[2].text", "e.g. text: 'ping {{ seq }}'"),
+        ("scenarios[0].steps[2].reply_seq", r"e.g. reply_seq: 'pong (\d+)'"),
+        ("scenarios[0].steps[3]", "e.g. per_second: 10"),
+        ("scenarios[0].steps[4].checks[0].type", "check with json, body_contains or body_matches"),
+        ("scenarios[0].steps[4].extract[0].var", "choose another variable name"),
+    ] {
+        assert!(hints.contains(&(path.to_owned(), Some(hint.to_owned()))), "no hint '{hint}' at {path} in {hints:#?}");
     }
 }
 

@@ -23,12 +23,10 @@ and http steps may go beside the message steps to the same host (a login before 
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator
 
-from horde.plan.bounds import MAX_CONTROL_FRAME_BYTES, MAX_STREAM_MESSAGES
 from horde.plan.common import (
     MAX_TIMEOUT_MS,
     STRICT_KEYS,
@@ -306,25 +304,6 @@ def rate_limit_bytes_per_s(value: Any) -> float:
 
 # --- the steps ---------------------------------------------------------------------------------
 
-_PAYLOAD_KEYS = ("text", "hex", "base64", "json")
-_HEX = re.compile(r"^(?:[0-9a-fA-F]{2})*$")
-
-
-def _check_payload(step: Any) -> None:
-    """Exactly one payload key; fixed hex must be hex."""
-    values = {"text": step.text, "hex": step.hex, "base64": step.base64, "json": step.json_}
-    given = [key for key in _PAYLOAD_KEYS if values[key] is not None]
-    if len(given) != 1:
-        raise custom(
-            "message_payload",
-            "needs exactly one of 'text', 'hex', 'base64' or 'json'" + (f" (got {', '.join(given)})" if given else ""),
-            "e.g. text: 'move {{ seq }}'",
-        )
-    hex_text = step.hex
-    if hex_text is not None and "{" not in hex_text and not _HEX.match(hex_text):
-        raise custom("message_payload", f"'{hex_text}' is not hex: an even number of 0-9a-f digits", "e.g. hex: '0a0b'")
-
-
 class ConnectStep(BaseModel):
     """Opens the VU's connection (TCP) or socket (UDP), or upgrades to a WebSocket (ws://, wss://);
     its time is the step's latency."""
@@ -364,11 +343,6 @@ class SendStep(BaseModel):
     def _check_json(cls, value: Any) -> Any:
         return check_json_value(value)
 
-    @model_validator(mode="after")
-    def _check_payload(self) -> SendStep:
-        _check_payload(self)
-        return self
-
 
 class ReceiveStep(BaseModel):
     """Waits for the first message that matches; those before it are counted and skipped."""
@@ -386,28 +360,6 @@ class ReceiveStep(BaseModel):
         default="continue", description="what a failed check does next: 'continue' (default) or 'end_iteration'",
     )
     think_time: ThinkTime | None = Field(default=None, description=f"the pause after this step: {THINK_TIME_DESCRIPTION}")
-
-    @field_validator("match")
-    @classmethod
-    def _check_match(cls, pattern: str | None) -> str | None:
-        if pattern is not None:
-            try:
-                re.compile(pattern)
-            except re.error as error:
-                raise custom("message_match", f"invalid regular expression: {error}", "e.g. match: '^pong'") from None
-        return pattern
-
-    @model_validator(mode="after")
-    def _check_rules(self) -> ReceiveStep:
-        for extractor in self.extract:
-            if extractor.from_ in ("status", "header"):
-                raise custom("message_extract", "a message has no status or headers", "extract from json or regex")
-            if extractor.var == "seq":
-                raise custom("message_extract", "'seq' is the message number", "choose another variable name")
-        for check in self.checks:
-            if check.type == "status":
-                raise custom("message_check", "a message has no status", "check with json, body_contains or body_matches")
-        return self
 
 
 class PingStep(BaseModel):
@@ -430,20 +382,6 @@ class PingStep(BaseModel):
     )
     think_time: ThinkTime | None = Field(default=None, description=f"the pause after this step: {THINK_TIME_DESCRIPTION}")
 
-    @model_validator(mode="after")
-    def _check_numbering(self) -> PingStep:
-        if "seq" not in self.text:
-            raise custom("ping_text", "the ping must carry its number", "e.g. text: 'ping {{ seq }}'")
-        try:
-            groups = re.compile(self.reply_seq).groups
-        except re.error as error:
-            raise custom("ping_reply_seq", f"invalid regular expression: {error}", r"e.g. reply_seq: 'pong (\d+)'") from None
-        if groups < 1:
-            raise custom("ping_reply_seq", "reply_seq needs a capture group around the number", r"e.g. reply_seq: 'pong (\d+)'")
-        if self.control_frame and len(self.text.encode()) > MAX_CONTROL_FRAME_BYTES:
-            raise custom("ping_text", f"a ping control frame carries at most {MAX_CONTROL_FRAME_BYTES} bytes", "shorten the text")
-        return self
-
 
 class StreamStep(BaseModel):
     """Sends a message every N ms (or N a second) for a duration, reading meanwhile."""
@@ -465,16 +403,6 @@ class StreamStep(BaseModel):
     @classmethod
     def _check_json(cls, value: Any) -> Any:
         return check_json_value(value)
-
-    @model_validator(mode="after")
-    def _check_stream(self) -> StreamStep:
-        _check_payload(self)
-        if (self.every_ms is None) == (self.per_second is None):
-            raise custom("stream_rate", "a stream needs exactly one of 'every_ms' or 'per_second'", "e.g. per_second: 10")
-        interval_ms = self.every_ms if self.every_ms is not None else 1000 / (self.per_second or 1)
-        if self.duration_ms / interval_ms > MAX_STREAM_MESSAGES:
-            raise custom("stream_rate", f"the stream would send more than {MAX_STREAM_MESSAGES} messages", "shorten duration_ms")
-        return self
 
 
 class CloseStep(BaseModel):

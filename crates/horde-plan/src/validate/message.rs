@@ -3,7 +3,7 @@
 //! and each message step.
 //! python/horde/plan/message.py words the same problems the same way.
 
-use super::{check_headers, check_json_path, check_regex, check_think_time, Problems, StepWalker};
+use super::{check_headers, check_json_path, check_think_time, regex_problem, Problems, StepWalker};
 use crate::message::{Framing, MessageTransport, Network, Payload, MAX_STREAM_MESSAGES};
 use crate::{Check, ExtractFrom, Plan, Step, MAX_TIMEOUT_MS, SEQ_VARIABLE};
 
@@ -195,6 +195,9 @@ fn check_network(problems: &mut Problems, path: &str, network: &Network) {
     }
 }
 
+/// How a ping's `reply_seq` is written: a capture group around the number.
+const REPLY_SEQ_EXAMPLE: &str = r"e.g. reply_seq: 'pong (\d+)'";
+
 impl StepWalker<'_> {
     pub(super) fn message(&mut self, path: &str, step: &Step) {
         match step {
@@ -224,7 +227,9 @@ impl StepWalker<'_> {
             Step::Receive(receive) => {
                 self.unique_name(path, &receive.name);
                 if let Some(pattern) = &receive.pattern {
-                    check_regex(self.problems, format!("{path}.match"), pattern);
+                    if let Some(message) = regex_problem(pattern) {
+                        self.problems.push_hint(format!("{path}.match"), message, "e.g. match: '^pong'");
+                    }
                 }
                 if let Some(json_path) = &receive.json_path {
                     check_json_path(self.problems, format!("{path}.json_path"), json_path);
@@ -232,15 +237,15 @@ impl StepWalker<'_> {
                 self.problems.positive(format!("{path}.timeout_ms"), receive.timeout_ms, MAX_TIMEOUT_MS);
                 for (index, extractor) in receive.extract.iter().enumerate() {
                     if matches!(extractor.from, ExtractFrom::Status | ExtractFrom::Header) {
-                        self.problems.push(format!("{path}.extract[{index}].from"), "a message has no status or headers: use json or regex");
+                        self.problems.push_hint(format!("{path}.extract[{index}].from"), "a message has no status or headers", "extract from json or regex");
                     }
                     if extractor.var == SEQ_VARIABLE {
-                        self.problems.push(format!("{path}.extract[{index}].var"), "'seq' is the message number: choose another name");
+                        self.problems.push_hint(format!("{path}.extract[{index}].var"), "'seq' is the message number", "choose another variable name");
                     }
                 }
                 for (index, check) in receive.checks.iter().enumerate() {
                     if matches!(check, Check::Status { .. }) {
-                        self.problems.push(format!("{path}.checks[{index}].type"), "a message has no status: use json, body_contains or body_matches");
+                        self.problems.push_hint(format!("{path}.checks[{index}].type"), "a message has no status", "check with json, body_contains or body_matches");
                     }
                 }
                 self.extractors(path, &receive.extract);
@@ -251,15 +256,21 @@ impl StepWalker<'_> {
                 self.unique_name(path, &ping.name);
                 self.template(format!("{path}.text"), &ping.text);
                 if !ping.text.contains(SEQ_VARIABLE) {
-                    self.problems.push(format!("{path}.text"), "must carry the message number, e.g. 'ping {{ seq }}'");
+                    self.problems.push_hint(format!("{path}.text"), "the ping must carry its number", "e.g. text: 'ping {{ seq }}'");
                 }
-                check_regex(self.problems, format!("{path}.reply_seq"), &ping.reply_seq);
+                if let Some(message) = regex_problem(&ping.reply_seq) {
+                    self.problems.push_hint(format!("{path}.reply_seq"), message, REPLY_SEQ_EXAMPLE);
+                }
                 if regex::Regex::new(&ping.reply_seq).is_ok_and(|regex| regex.captures_len() < 2) {
-                    self.problems.push(format!("{path}.reply_seq"), "needs a capture group around the number, e.g. 'pong (\\d+)'");
+                    self.problems.push_hint(format!("{path}.reply_seq"), "reply_seq needs a capture group around the number", REPLY_SEQ_EXAMPLE);
                 }
                 self.problems.positive(format!("{path}.timeout_ms"), ping.timeout_ms, MAX_TIMEOUT_MS);
                 if ping.control_frame && ping.text.len() > crate::MAX_CONTROL_FRAME_BYTES {
-                    self.problems.push(format!("{path}.text"), format!("a ping control frame carries at most {} bytes", crate::MAX_CONTROL_FRAME_BYTES));
+                    self.problems.push_hint(
+                        format!("{path}.text"),
+                        format!("a ping control frame carries at most {} bytes", crate::MAX_CONTROL_FRAME_BYTES),
+                        "shorten the text",
+                    );
                 }
                 self.think(path, ping.think_time.as_ref());
             }
@@ -269,12 +280,16 @@ impl StepWalker<'_> {
                 match (stream.every_ms, stream.per_second) {
                     (Some(every_ms), None) => self.problems.positive(format!("{path}.every_ms"), every_ms, MAX_TIMEOUT_MS),
                     (None, Some(per_second)) => self.problems.positive(format!("{path}.per_second"), per_second, 1_000_000.0),
-                    _ => self.problems.push(path.to_owned(), "needs exactly one of 'every_ms' or 'per_second'"),
+                    _ => self.problems.push_hint(path.to_owned(), "a stream needs exactly one of 'every_ms' or 'per_second'", "e.g. per_second: 10"),
                 }
                 self.problems.positive(format!("{path}.duration_ms"), stream.duration_ms, MAX_TIMEOUT_MS);
                 let interval_ms = stream.interval_ms();
                 if interval_ms > 0.0 && stream.duration_ms / interval_ms > MAX_STREAM_MESSAGES {
-                    self.problems.push(format!("{path}.duration_ms"), format!("would send more than {MAX_STREAM_MESSAGES} messages"));
+                    self.problems.push_hint(
+                        format!("{path}.duration_ms"),
+                        format!("the stream would send more than {MAX_STREAM_MESSAGES} messages"),
+                        "shorten duration_ms",
+                    );
                 }
                 self.think(path, stream.think_time.as_ref());
             }
@@ -291,7 +306,13 @@ impl StepWalker<'_> {
     /// Exactly one of text, hex, base64 or json; each a template.
     fn payload(&mut self, path: &str, payloads: &[Payload<'_>]) {
         if payloads.len() != 1 {
-            self.problems.push(path.to_owned(), "needs exactly one of 'text', 'hex', 'base64' or 'json'");
+            let given: Vec<&str> = payloads.iter().map(Payload::key).collect();
+            let got = if given.is_empty() { String::new() } else { format!(" (got {})", given.join(", ")) };
+            self.problems.push_hint(
+                path.to_owned(),
+                format!("needs exactly one of 'text', 'hex', 'base64' or 'json'{got}"),
+                "e.g. text: 'move {{ seq }}'",
+            );
         }
         for payload in payloads {
             match payload {
@@ -299,7 +320,7 @@ impl StepWalker<'_> {
                 Payload::Hex(hex) => {
                     self.template(format!("{path}.hex"), hex);
                     if !crate::templates::is_template(hex) && (hex.len() % 2 != 0 || !hex.bytes().all(|byte| byte.is_ascii_hexdigit())) {
-                        self.problems.push(format!("{path}.hex"), "is not hex: an even number of 0-9a-f digits");
+                        self.problems.push_hint(format!("{path}.hex"), format!("'{hex}' is not hex: an even number of 0-9a-f digits"), "e.g. hex: '0a0b'");
                     }
                 }
                 Payload::Base64(base64) => self.template(format!("{path}.base64"), base64),
