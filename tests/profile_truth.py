@@ -177,6 +177,9 @@ class ClientKind:
     endpoints: tuple[tuple[str, str, float], ...]
     apart_s: int
     requests: int
+    #: Sessions start within ``spread_s`` of ``from_s`` (seconds into the log).
+    from_s: int = 0
+    spread_s: int = 600
 
 
 #: Devices writing every 5 s, users reading every 30 s, admins every 60 s (seed 004's profiles).
@@ -205,11 +208,11 @@ def write_kinds_log(path: Path, kinds: tuple[ClientKind, ...] = KINDS) -> dict[s
     thinks: dict[str, list[float]] = {kind.name: [] for kind in kinds}
     for k, kind in enumerate(kinds):
         for client in range(kind.clients):
-            start = T0 + rng.randrange(600)
+            start = T0 + kind.from_s + rng.randrange(kind.spread_s)
             for i in range(kind.requests):
                 method, target, ms = kind.endpoints[i % len(kind.endpoints)]
                 hits.append(Hit(start + i * kind.apart_s, method, target.format(n=rng.randrange(1, 999)), seconds=ms / 1000,
-                                client=f"10.{k}.1.{client}"))
+                                client=f"10.{k}.{1 + client // 250}.{client % 250}"))
                 if i:
                     thinks[kind.name].append(kind.apart_s * 1000.0 - kind.endpoints[(i - 1) % len(kind.endpoints)][2])
     hits.sort(key=lambda hit: hit.t)

@@ -21,7 +21,7 @@ from horde.profile import PlanOptions, ProfileOptions, build_profile, write_plan
 from horde.profile.kinds import find_kinds
 from profile_logs import T0, Hit, combined_line, write_log
 from test_profile_native import python_profile
-from profile_truth import ENDPOINTS, PEAK_ENDPOINTS, write_kinds_log, write_truth_log
+from profile_truth import ENDPOINTS, PEAK_ENDPOINTS, ClientKind, write_kinds_log, write_truth_log
 
 
 def branches(path: Path) -> dict[str, float]:
@@ -141,7 +141,7 @@ def test_client_kinds_are_recovered_as_scenarios(tmp_path: Path) -> None:
     options = ProfileOptions()
     profile = build_profile([log], options)
     kept = [stats.name for stats in profile.endpoints]
-    found = find_kinds([log], options, kept)
+    found = find_kinds(profile, kept)
     assert len(found.kinds) == 3 and found.silhouette is not None and found.silhouette > 0.8
     # The most requests first: devices (2,000), users (1,200), admins (100); each group is one
     # truth kind whole, by its sessions, requests and pace.
@@ -165,12 +165,37 @@ def test_client_kinds_are_recovered_as_scenarios(tmp_path: Path) -> None:
     assert "Client kinds: 3, one scenario each, found by k-means on 90 sessions' endpoint mix and pace" in written.path.read_text()
 
 
+def test_client_kinds_are_drawn_from_the_whole_log(tmp_path: Path) -> None:
+    # 2,500 devices in the log's first hour, 1,500 users only in its third: more sessions than
+    # the sample holds (2,000), and a kind a reading of the log's start would never meet.
+    early = ClientKind("devices", 2500, (("POST", "/api/telemetry", 5.0),), 5, 4, from_s=0, spread_s=3600)
+    late = ClientKind("users", 1500, (("GET", "/api/items/{n}", 10.0), ("GET", "/api/search?q=s{n}", 20.0)), 30, 6,
+                      from_s=7200, spread_s=3600)
+    log = tmp_path / "access.log"
+    truth = write_kinds_log(log, (early, late))
+    profile = build_profile([log], ProfileOptions())
+    found = find_kinds(profile, [stats.name for stats in profile.endpoints])
+    assert (found.sessions, found.paced_sessions) == (2000, 4000)  # horde-logs' KIND_SAMPLE
+    assert len(found.kinds) == 2 and found.silhouette is not None and found.silhouette > 0.8
+    by_name = {kind.counts.most_common(1)[0][0]: kind for kind in found.kinds}
+    devices, users = by_name["POST /api/telemetry"], by_name["GET /api/items/{id}"]
+    # Drawn uniformly: each kind's share of the sample is its share of the log's sessions
+    # (62.5 % devices; the draw's spread is under a point), and its pace is its own.
+    assert devices.sessions / 2000 == pytest.approx(truth["devices"].sessions / 4000, abs=0.03)
+    assert devices.sessions + users.sessions == 2000
+    assert devices.mean_think_ms() == pytest.approx(truth["devices"].think_ms, rel=1e-6)
+    assert users.mean_think_ms() == pytest.approx(truth["users"].think_ms, rel=1e-6)
+    # The same log gives the same sample.
+    assert find_kinds(build_profile([log], ProfileOptions()), [stats.name for stats in profile.endpoints]).kinds[0].sessions \
+        == found.kinds[0].sessions
+
+
 def test_one_kind_of_client_is_not_split(tmp_path: Path) -> None:
     # Every client alike (the same mix, the same pace): no split, whatever k-means makes of the noise.
     truth = write_truth_log(tmp_path / "access.log")
     options = ProfileOptions()
     profile = build_profile([truth.path], options)
-    found = find_kinds([truth.path], options, [stats.name for stats in profile.endpoints])
+    found = find_kinds(profile, [stats.name for stats in profile.endpoints])
     assert len(found.kinds) == 1 and found.kinds[0].requests == truth.requests
     written = write_plan(profile, tmp_path / "plan.yaml", PlanOptions(), found)
     assert [scenario.name for scenario in load_plan_file(written.path).plan.scenarios] == ["production"]

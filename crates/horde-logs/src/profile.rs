@@ -44,6 +44,11 @@ pub const PRUNED_TO: usize = 50_000;
 /// Requests per session are counted exactly up to this.
 pub const MAX_COUNTED_LENGTH: u64 = 10_000;
 const SWEEP_EVERY: u64 = 1024;
+/// Sessions kept, drawn uniformly over the whole log, with their endpoint mix and pace: what
+/// client kinds are found from (`horde.profile.kinds`).
+pub const KIND_SAMPLE: usize = 2000;
+/// Distinct endpoints a session's mix keeps (the rest of its requests still count in its length).
+const MIX_ENDPOINTS: usize = 64;
 /// Shapes remembered with their endpoint (a log of ever new paths must not grow the memory).
 const MAX_SHAPES: usize = 65536;
 const DENSE_BUCKETS: usize = 4096;
@@ -215,19 +220,38 @@ pub struct Refusal {
     pub file: Option<usize>,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Open {
     last_s: f64,
     last_ms: f64,
     endpoint: u32,
     requests: u64,
+    /// (endpoint index, requests), in the order first requested.
+    mix: Vec<(u32, u64)>,
+    think_ms_total: f64,
+    thinks: u64,
     /// Its place in the order of use (the least recently used is closed first).
     stamp: u64,
+}
+
+/// A session of the sample client kinds are found from: what it requested and how it paced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SampledSession {
+    /// (endpoint index, requests), in the order first requested.
+    pub mix: Vec<(u32, u64)>,
+    pub think_ms_total: f64,
+    pub thinks: u64,
 }
 
 /// Sessions followed through a log read in (roughly) time order.
 #[derive(Debug, Default)]
 pub struct Sessions {
+    /// Up to [`KIND_SAMPLE`] of the sessions with a pause (two requests or more), drawn
+    /// uniformly over the whole log (reservoir sampling, a fixed seed: the same log gives the
+    /// same sample), and how many there were.
+    pub sample: Vec<SampledSession>,
+    pub paced: u64,
+    draws: u64,
     pub think_ms: LogHistogram,
     /// (requests in a session, sessions).
     pub lengths: HashMap<u64, u64>,
@@ -262,8 +286,15 @@ impl Sessions {
         if let Some(session) = self.open.get_mut(&key) {
             let gap = now - session.last_s;
             if gap <= gap_s {
-                let think = gap * 1000.0 - session.last_ms;
+                let think = (gap * 1000.0 - session.last_ms).max(0.0);
                 let from = session.endpoint;
+                session.think_ms_total += think;
+                session.thinks += 1;
+                match session.mix.iter().position(|(known, _)| *known == endpoint) {
+                    Some(at) => session.mix[at].1 += 1,
+                    None if session.mix.len() < MIX_ENDPOINTS => session.mix.push((endpoint, 1)),
+                    None => {}
+                }
                 if gap > 0.0 {
                     session.last_s = now;
                 }
@@ -272,14 +303,15 @@ impl Sessions {
                 session.requests += 1;
                 session.stamp = stamp;
                 self.order.push_back((key, stamp));
-                self.think_ms.add(if think > 0.0 { think } else { 0.0 });
+                self.think_ms.add(think);
                 self.transition(from, endpoint);
                 self.compact();
                 return;
             }
             self.close(key);
         }
-        self.open.insert(key, Open { last_s: now, last_ms: duration_ms, endpoint, requests: 1, stamp });
+        let mix = vec![(endpoint, 1)];
+        self.open.insert(key, Open { last_s: now, last_ms: duration_ms, endpoint, requests: 1, mix, think_ms_total: 0.0, thinks: 0, stamp });
         self.order.push_back((key, stamp));
         if self.open.len() > MAX_OPEN {
             self.closed_early += 1;
@@ -340,6 +372,29 @@ impl Sessions {
     fn close(&mut self, key: u64) {
         if let Some(session) = self.open.remove(&key) {
             *self.lengths.entry(session.requests.min(MAX_COUNTED_LENGTH)).or_insert(0) += 1;
+            if session.thinks > 0 {
+                self.offer(SampledSession { mix: session.mix, think_ms_total: session.think_ms_total, thinks: session.thinks });
+            }
+        }
+    }
+
+    /// Algorithm R: the n-th paced session replaces a kept one with probability
+    /// KIND_SAMPLE / n, so every session of the log is as likely to be kept.
+    fn offer(&mut self, session: SampledSession) {
+        self.paced += 1;
+        if self.sample.len() < KIND_SAMPLE {
+            self.sample.push(session);
+            return;
+        }
+        // splitmix64: a fixed, seedless stream; the draws need only be uniform and repeatable.
+        self.draws = self.draws.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut draw = self.draws;
+        draw = (draw ^ (draw >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        draw = (draw ^ (draw >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        draw ^= draw >> 31;
+        let slot = draw % self.paced;
+        if let Some(kept) = self.sample.get_mut(slot as usize) {
+            *kept = session;
         }
     }
 

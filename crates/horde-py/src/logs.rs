@@ -382,6 +382,12 @@ pub(crate) fn profile_logs<'py>(
     sessions.set_item("transitions_pruned", s.transitions_pruned)?;
     sessions.set_item("unkeyed", s.unkeyed)?;
     sessions.set_item("closed_early", s.closed_early)?;
+    let sample = PyList::empty(py);
+    for session in &s.sample {
+        sample.append((session.mix.clone(), session.think_ms_total, session.thinks))?;
+    }
+    sessions.set_item("sample", sample)?;
+    sessions.set_item("paced", s.paced)?;
     result.set_item("sessions", sessions)?;
     let c = &aggregate.counts;
     let counts = PyDict::new(py);

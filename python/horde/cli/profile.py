@@ -155,7 +155,7 @@ def profile(
             if kinds == "auto":
                 kept = [stats.name for stats in choose_endpoints(result, plan_options.by, plan_options.cover_percent,
                                                                  plan_options.min_share_percent).chosen]
-                found = find_kinds(logs, options, kept)
+                found = find_kinds(result, kept)
             written = write_plan(result, plan_path, plan_options, found)
         except InvalidInput as error:
             # The JSON and the page describe the log, which was read: they are still written

@@ -11,10 +11,11 @@ the next: 1 apart, 0 on the border), among the splits whose centres are all at l
 :data:`MIN_CENTRE_DISTANCE` apart, and only when that is at least :data:`MIN_SILHOUETTE`;
 otherwise the log has one kind of client. The silhouette is told with the groups.
 
-The sessions come from a second reading of the log's first :data:`MAX_REQUESTS` requests by the
-Python reader (the native one adds sessions up without their mixes): the kinds of the log's
-start, some seconds of reading, bounded whatever the log's size. Sessions are told apart and
-closed by gap as the profile's are; sessions of one request have no pace and are not grouped.
+The sessions are the profile's own sample (:attr:`Sessions.sample`: up to 2,000 sessions with
+a pause, drawn uniformly over the whole log as the native reader read it, with their endpoint
+mix and pace): the kinds of the whole day, not of its first hour, bounded whatever the log's
+size. Sessions are told apart and closed by gap as the profile's are; sessions of one request
+have no pace and are not drawn.
 """
 
 from __future__ import annotations
@@ -24,16 +25,9 @@ import random
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from horde.profile.endpoints import Templater
-from horde.profile.logs import ReadCounts, in_time_order, make_parser, read_records
-from horde.profile.profile import ProfileOptions
+from horde.profile.profile import Profile
 
-#: Requests read for the kinds (the Python reader: a few seconds).
-MAX_REQUESTS = 200_000
-#: Sessions grouped at most (every n-th of those read, in the order they closed).
-MAX_SESSIONS = 2000
 #: Sessions the silhouette is measured on (every n-th of those grouped).
 SILHOUETTE_SESSIONS = 400
 MAX_KINDS = 4
@@ -75,62 +69,30 @@ class Kinds:
 
     kinds: list[Kind]
     silhouette: float | None      # of the split told, or the best split refused (None: none tried)
-    sessions: int                 # sessions grouped
-    requests_read: int
+    sessions: int                 # sessions grouped (the profile's sample)
+    paced_sessions: int           # the log's sessions with a pause, the sample drawn from them
 
 
 @dataclass
 class _Session:
-    last_s: float
-    last_ms: float
     counts: Counter[str]
-    think_ms_total: float = 0.0
-    thinks: int = 0
+    think_ms_total: float
+    thinks: int
 
 
-def read_sessions(paths: Sequence[Path], options: ProfileOptions, max_requests: int = MAX_REQUESTS) -> tuple[list[_Session], int]:
-    """The sessions of the logs' first ``max_requests`` requests, each with its requests by
-    endpoint name and its think times; and the requests read."""
-    parser = make_parser(options.format, paths, options.fields, options.time_unit, options.session)
-    templater = Templater(options.templates, max_shapes=options.max_endpoints)
-    by_client = options.session.kind == "ip-ua"
-    open_: dict[object, _Session] = {}
-    closed: list[_Session] = []
-    read = 0
-    for record in read_records(in_time_order(paths, parser), parser, ReadCounts()):
-        if read >= max_requests:
-            break
-        read += 1
-        key: object = (record.client, record.agent) if by_client else record.session
-        if key is None:
-            continue
-        name = templater.template(record.method, record.target)[0].name
-        duration = record.duration_ms or 0.0
-        session = open_.get(key)
-        if session is not None and record.time_s - session.last_s > options.session_gap_s:
-            closed.append(open_.pop(key))
-            session = None
-        if session is None:
-            open_[key] = _Session(record.time_s, duration, Counter({name: 1}))
-            continue
-        session.think_ms_total += max(0.0, (record.time_s - session.last_s) * 1000.0 - session.last_ms)
-        session.thinks += 1
-        session.last_s, session.last_ms = record.time_s, duration
-        session.counts[name] += 1
-    closed.extend(open_.values())
-    return closed, read
-
-
-def find_kinds(paths: Sequence[Path], options: ProfileOptions, kept: Sequence[str],
-               max_requests: int = MAX_REQUESTS) -> Kinds:
-    """The kinds of client in the logs, their mixes over ``kept`` endpoint names (the rest as
-    :data:`REST`)."""
-    sessions, read = read_sessions(paths, options, max_requests)
-    paced = [session for session in sessions if session.thinks]
-    every = max(1, math.ceil(len(paced) / MAX_SESSIONS))
-    grouped = paced[::every]
+def find_kinds(profile: Profile, kept: Sequence[str]) -> Kinds:
+    """The kinds of client in the profile's sample of sessions, their mixes over ``kept``
+    endpoint names (the rest as :data:`REST`)."""
+    names = profile.endpoint_names()
+    grouped = []
+    for sampled in profile.sessions.sample:
+        counts: Counter[str] = Counter()
+        for index, count in sampled.mix:
+            counts[names.get(index, REST)] += count
+        grouped.append(_Session(counts, sampled.think_ms_total, sampled.thinks))
+    paced = profile.sessions.paced
     if len(grouped) < 2 * MAX_KINDS:
-        return Kinds([_kind(sessions)], None, len(grouped), read)
+        return Kinds([_kind(grouped)], None, len(grouped), paced)
     points = _features(grouped, kept)
     best: tuple[float, list[int]] | None = None
     for k in range(2, MAX_KINDS + 1):
@@ -141,13 +103,13 @@ def find_kinds(paths: Sequence[Path], options: ProfileOptions, kept: Sequence[st
         if best is None or score > best[0] + 1e-9:
             best = (score, labels)
     if best is None or best[0] < MIN_SILHOUETTE:
-        return Kinds([_kind(sessions)], best[0] if best else None, len(grouped), read)
+        return Kinds([_kind(grouped)], best[0] if best else None, len(grouped), paced)
     score, labels = best
     groups: dict[int, list[_Session]] = {}
     for session, label in zip(grouped, labels):
         groups.setdefault(label, []).append(session)
     kinds = sorted((_kind(members) for members in groups.values()), key=lambda kind: -kind.requests)
-    return Kinds(kinds, score, len(grouped), read)
+    return Kinds(kinds, score, len(grouped), paced)
 
 
 def _kind(sessions: Sequence[_Session]) -> Kind:

@@ -23,7 +23,7 @@ from horde.plan.redaction import redact_text
 from horde.profile.endpoints import RULES, GivenTemplate, Shape, Slot
 from horde.profile.histogram import LogHistogram
 from horde.profile.logs import TIME_UNITS, BadLine, Parser, ReadCounts, TextParser, not_text, refuse
-from horde.profile.sessions import Sessions
+from horde.profile.sessions import SampledSession, Sessions
 
 
 @dataclass
@@ -98,6 +98,8 @@ def read_native(paths: Sequence[Path], parser: Parser, session_gap_s: float, max
     sessions.transitions = Counter({(a, b): count for (a, b), count in found["transitions"]})
     sessions.transitions_pruned = found["transitions_pruned"]
     sessions.unkeyed, sessions.closed_early = found["unkeyed"], found["closed_early"]
+    sessions.sample = [SampledSession(list(mix), think_ms_total, thinks) for mix, think_ms_total, thinks in found["sample"]]
+    sessions.paced = found["paced"]
     return NativeRead(endpoints=[_endpoint(row) for row in result["endpoints"]],
                       other=_endpoint(result["other"]) if result["other"] is not None else None,
                       per_minute=dict(result["per_minute"]), sessions=sessions)

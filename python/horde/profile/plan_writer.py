@@ -302,7 +302,7 @@ def _write(profile: Profile, path: Path, options: PlanOptions, coverage: Coverag
     scenarios = [scenario]
     if kinds is not None:
         sizing["kinds_found"] = {"kinds": len(kinds.kinds), "silhouette": round(kinds.silhouette, 3) if kinds.silhouette is not None else None,
-                                 "sessions": kinds.sessions, "requests_read": kinds.requests_read,
+                                 "sessions": kinds.sessions, "paced_sessions": kinds.paced_sessions,
                                  "method": f"k-means on the sessions' endpoint mix and pace, k = 2 to {MAX_KINDS} by the "
                                            f"mean silhouette, a split kept at {MIN_SILHOUETTE:g} or more"}
     if kinds is not None and len(kinds.kinds) > 1:
@@ -556,7 +556,7 @@ def _kind_scenarios(profile: Profile, options: PlanOptions, coverage: Coverage, 
     Little's law (rate × (the kind's mean time + its think time)). Sizing gains ``kinds``."""
     step_of = {branch["steps"][0]["name"]: branch["steps"][0] for branch in branches}
     # The endpoints the plan sends (one not seen in the window has no branch). The kinds'
-    # weights are their sessions' requests over the log's start, not the window's.
+    # weights are their sampled sessions' requests over the whole log, not the window's.
     by_name = {stats.name: stats for stats in coverage.chosen if stats.name in step_of}
     kept_requests = [sum(kind.counts[name] for name in by_name) for kind in kinds.kinds]
     total = sum(kept_requests) or 1
@@ -677,8 +677,9 @@ def _kind_lines(sizing: dict[str, Any]) -> list[str]:
     found = sizing.get("kinds_found")
     if found is None:
         return []
-    how = (f"by k-means on {found['sessions']:,} sessions' endpoint mix and pace (of the log's first {found['requests_read']:,} "
-           f"requests), k = 2 to {MAX_KINDS} chosen by the mean silhouette (1: apart, 0: on the border)")
+    how = (f"by k-means on {found['sessions']:,} sessions' endpoint mix and pace (drawn uniformly from the log's "
+           f"{found['paced_sessions']:,} sessions with a pause), k = 2 to {MAX_KINDS} chosen by the mean silhouette "
+           f"(1: apart, 0: on the border)")
     if found["kinds"] == 1:
         score = f" (the best split's silhouette {found['silhouette']:g} is under {MIN_SILHOUETTE:g})" if found["silhouette"] is not None else ""
         return [f"Client kinds: one, looked for {how}{score}."]

@@ -36,6 +36,15 @@ class _Open:
     requests: int
 
 
+@dataclass(slots=True)
+class SampledSession:
+    """A session of the sample client kinds are found from: what it requested and how it paced."""
+
+    mix: list[tuple[int, int]]   # (endpoint index, requests), in the order first requested
+    think_ms_total: float
+    thinks: int
+
+
 class Sessions:
     """Follows sessions through a log read in (roughly) time order."""
 
@@ -49,6 +58,11 @@ class Sessions:
         self.transitions_pruned = False
         self.unkeyed = 0
         self.closed_early = 0
+        # Sessions with a pause, drawn uniformly over the whole log (crate horde-logs'
+        # reservoir of KIND_SAMPLE), and how many there were: the native reader draws them,
+        # for client kinds; this reader, the native one's reference for the rest, draws none.
+        self.sample: list[SampledSession] = []
+        self.paced = 0
         self._open: OrderedDict[int, _Open] = OrderedDict()
         self._clock = float("-inf")
         self._added = 0
