@@ -115,7 +115,9 @@ def test_the_plan_reproduces_the_logs_mix_by_count_and_by_time(horde_cli: HordeC
     steps = summary["steps"]
     assert set(steps) == set(by_count)  # every endpoint kept: the rarest is 8 % of the requests
     requests = {name: figures["requests"] for name, figures in steps.items()}
-    server_ms = {name: figures["requests"] * figures["latency_ms"]["mean"] for name, figures in steps.items()}
+    # The server's time per request as its median: a shared machine's scheduling hiccups (10-15
+    # ms on these VMs) land in the mean of a 20 ms endpoint five times as hard as in a 100 ms one's.
+    server_ms = {name: figures["requests"] * figures["latency_ms"]["p50"] for name, figures in steps.items()}
     assert sum(requests.values()) > 15_000, requests
     for name in by_count:
         # About 20,000 draws: the rare, slow PUT's share by time moves by some 0.5 points (one
