@@ -9,7 +9,7 @@ answer picked (`--start 50 --step 50 --step-duration 5s`).
     .venv/bin/python bench/capacity.py --reps 1   # one each (~4 min)
 
 The target runs pinned to the second CPU, the generator to the first (as bench/run.py). Writes
-the table under "Last figures" in bench/README.md (unless --no-readme) and every run's capacity
+the table in bench/FIGURES.md (unless --no-readme) and every run's capacity
 block to bench/results/last-capacity.json. Exit code 2 for a set-up fault.
 """
 
@@ -85,7 +85,7 @@ def find_max(procs: Processes, horde: str, cpu: str, port: int, work: Path, tag:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="find-max with no flags: time to the answer and its error, for known maxima.")
     parser.add_argument("--reps", type=int, default=3, help="repetitions per target (default 3)")
-    parser.add_argument("--no-readme", action="store_true", help="do not update bench/README.md")
+    parser.add_argument("--no-readme", action="store_true", help="do not update bench/FIGURES.md")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
     args = parser.parse_args(argv)
     reps = max(1, min(args.reps, 20))
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         (results / "last-capacity.json").write_text(json.dumps({"rows": rows, "raw": raw}, indent=2) + "\n")
         if not args.no_readme:
             write_readme_block("last-figures:capacity", f"### Time to a capacity answer (`bench/capacity.py`)\n\n{block}",
-                               section="Last figures")
+                               section="Time to a capacity answer (`bench/capacity.py`)")
         return 0
 
     return run_main(body)

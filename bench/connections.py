@@ -27,7 +27,7 @@ Method: targets pinned to one CPU, the generator (`horde run --workers 1`) to th
 connections are counted in the generator itself (its socket descriptors in /proc/PID/fd) once a
 second, beside its VmRSS; the kernel's TCP memory comes from /proc/net/sockstat. Memory per
 connection is (median RSS of the held phase - that of a 100-VU run) / (connections - 100): a
-VU with its connection, buffers and task, as `per_vu` runs them. Figures go to bench/README.md
+VU with its connection, buffers and task, as `per_vu` runs them. Figures go to bench/FIGURES.md
 ("Connections").
 """
 
@@ -50,8 +50,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness  # noqa: E402  (bench/harness.py: processes, pinning, the built-in target)
 
-BENCH = Path(__file__).resolve().parent
-README = BENCH / "README.md"
 SOURCES = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"]
 TARGETS = 2
 BASELINE_VUS = 100
@@ -260,7 +258,7 @@ def render(result: dict[str, Any], command: str, started: dt.datetime, env: harn
 
 
 def figures_name(generators: int, tag: str | None, transport: str = "http") -> str:
-    """The README block and results file of these figures: one generator and several, each
+    """The FIGURES.md block and results file of these figures: one generator and several, each
     transport, and each tag (a larger machine), keep their own."""
     return (("connections" if generators == 1 else "connections-cluster") + ("" if transport == "http" else f"-{transport}")
             + (f"-{tag}" if tag else ""))
@@ -278,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--transport", choices=("http", "tcp"), default="http",
                         help="http: keep-alive HTTP connections (default); tcp: message connections to the built-in gateway, pinging")
     harness.add_tag_argument(parser)
-    parser.add_argument("--no-readme", action="store_true", help="do not update bench/README.md")
+    parser.add_argument("--no-readme", action="store_true", help="do not update bench/FIGURES.md")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
     args = parser.parse_args(argv)
     limit = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
@@ -311,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
             (harness.RESULTS_DIR / f"{name}.json").write_text(json.dumps({"command": command, "date": started.isoformat(), **result}, indent=2) + "\n")
             if not args.no_readme:
                 harness.write_readme_block(name, block)
-                print(f"updated {os.path.relpath(README)}")
+                print(f"updated {os.path.relpath(harness.FIGURES)}")
         return 0
 
     return harness.run_main(body)

@@ -26,7 +26,7 @@ iterations per second against players / pacing, and the timer lateness is each s
 (its worst second and its median). The generator's CPU per request over the held phase (from
 each second's CPU share) is measured again on a rate-matched run of 1,000 players (the same
 iterations per second from a shorter pacing): their ratio is the density tax, the cost of
-having many players. Figures go to bench/README.md ("VU density").
+having many players. Figures go to bench/FIGURES.md ("VU density").
 """
 
 from __future__ import annotations
@@ -48,7 +48,6 @@ import harness  # noqa: E402  (bench/harness.py: processes, pinning, exact CPU m
 
 BENCH = Path(__file__).resolve().parent
 PLAN = BENCH / "plans" / "density.yaml"
-README = BENCH / "README.md"
 #: Why 1,000 connections: an exchange holds its connection from the write until the worker next
 #: polls it after the response arrived, and with 150,000 VUs on one worker a pass of its event
 #: loop takes several milliseconds, so an exchange takes ~5 ms, not loopback's ~0.1 ms. Little's
@@ -259,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
                         "sharing the target's)")
     parser.add_argument("--target-threads", type=int, default=1, help="the built-in target's threads (default 1)")
     harness.add_tag_argument(parser)
-    parser.add_argument("--no-readme", action="store_true", help="do not update bench/README.md")
+    parser.add_argument("--no-readme", action="store_true", help="do not update bench/FIGURES.md")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
     args = parser.parse_args(argv)
     size = "quick" if args.quick else "full"
@@ -296,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
             (harness.RESULTS_DIR / f"density-{key}.json").write_text(json.dumps({"command": command, "date": started.isoformat(), **result}, indent=2) + "\n")
             if not args.no_readme:
                 update_readme(key, title, block)
-                print(f"updated {os.path.relpath(README)}")
+                print(f"updated {os.path.relpath(harness.FIGURES)}")
         return 0
 
     return harness.run_main(body)

@@ -23,7 +23,7 @@ included), start-up corrected: (CPU_N - CPU_1) / (messages_N - messages_1), mess
 both ways. Beside each TCP, UDP and WebSocket figure, the reference: `ping_client` (a plain Rust client,
 `crates/horde-target/examples/ping_client.rs`, built by this script with cargo: the same pings
 with nothing else, on one current-thread runtime), measured the same way; the ratio is Horde's
-CPU per message over the reference's. Figures go to bench/README.md ("Game gateways").
+CPU per message over the reference's. Figures go to bench/FIGURES.md ("Game gateways").
 """
 
 from __future__ import annotations
@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interval-ms", type=float, default=100.0)
     parser.add_argument("--transport", choices=("tcp", "kcp"), default="tcp",
                         help="with --connections: TCP connections, or KCP sessions measured in turn with as many TCP connections (--reps times)")
-    parser.add_argument("--no-readme", action="store_true")
+    parser.add_argument("--no-readme", action="store_true", help="do not update bench/FIGURES.md")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
     args = parser.parse_args(argv)
 

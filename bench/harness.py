@@ -1,7 +1,7 @@
 """The bench scripts' shared harness: what every script under bench/ needs besides its own
 measurement, so that run.py (the CPU benchmark against wrk) is one script among the others.
 
-- paths: the repository, bench/README.md, bench/results/;
+- paths: the repository, bench/FIGURES.md (the current figures), bench/results/;
 - set-up faults: `BenchError` (printed by `fail` as `error:` and `hint:`, exit code 2);
 - processes: `Processes`, every child in its own process group (so its own session) and
   killed at the end, on error and on Ctrl-C too; `end_on_signals`;
@@ -11,7 +11,7 @@ measurement, so that run.py (the CPU benchmark against wrk) is one script among 
 - pinning and start-up: `find_horde`, `require_taskset`, `pick_cpus`, `Env`, the built-in target
   (`start_target`) and `horde_run` (`horde run` pinned, one worker, its summary JSON);
 - provenance and figures: `machine`, `load`, `command_line`, `add_tag_argument`, and
-  `write_readme_block` for the blocks under bench/README.md;
+  `write_readme_block` for the figure blocks of bench/FIGURES.md;
 - `run_main`: the ending every script's main() shares (set-up faults, Ctrl-C, clean-up).
 
 Standard library only, so that it runs with whatever Python runs Horde. A script imports it
@@ -42,7 +42,7 @@ from typing import Any
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
-README = BENCH_DIR / "README.md"
+FIGURES = BENCH_DIR / "FIGURES.md"
 RESULTS_DIR = BENCH_DIR / "results"
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -450,21 +450,21 @@ def load() -> str:
 
 
 def add_tag_argument(parser: argparse.ArgumentParser) -> None:
-    """`--tag NAME`: figures of their own (README block and results file), such as a larger
+    """`--tag NAME`: figures of their own (FIGURES.md block and results file), such as a larger
     machine's, so that they do not replace this machine's."""
     def tag(value: str) -> str:
         if not re.fullmatch(r"[A-Za-z0-9_-]{1,32}", value):
             raise argparse.ArgumentTypeError(f"{value!r}: use letters, digits, '-' and '_' (at most 32)")
         return value
-    parser.add_argument("--tag", type=tag, help="a name for these figures' own README block and results file (such as "
+    parser.add_argument("--tag", type=tag, help="a name for these figures' own FIGURES.md block and results file (such as "
                         "`16cpu` on a larger machine), so that they do not replace this machine's")
 
 
 def write_readme_block(name: str, content: str, section: str | None = None) -> None:
-    """Replaces the README's block between `<!-- NAME:begin -->` and `<!-- NAME:end -->` with
+    """Replaces FIGURES.md's block between `<!-- NAME:begin -->` and `<!-- NAME:end -->` with
     `content`. A new block goes at the end of the `## SECTION` (made if missing) or of the file."""
     begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
-    text = README.read_text() if README.exists() else "# Horde benchmark\n"
+    text = FIGURES.read_text() if FIGURES.exists() else "# Horde benchmark: current figures\n"
     block = f"{begin}\n{content}{end}"
     if begin in text and end in text:
         text = text[: text.index(begin)] + block + text[text.index(end) + len(end):]
@@ -478,7 +478,7 @@ def write_readme_block(name: str, content: str, section: str | None = None) -> N
         text = head + heading + tail[:cut].rstrip("\n") + "\n\n" + block + "\n" + ("\n" + tail[cut:] if tail[cut:] else "")
     else:
         text = text.rstrip("\n") + "\n\n" + block + "\n"
-    README.write_text(text)
+    FIGURES.write_text(text)
 
 
 # ----------------------------------------------------------------------------- main
@@ -517,14 +517,15 @@ def side_by_side_main(argv: list[str] | None, *, script: str, description: str, 
                       render: Callable[[dict[str, Any], str, int, int, float], str], block: str,
                       section: str | None = None) -> int:
     """The main() of a script that runs two plans side by side at one rate (scenario.py,
-    monitors.py): `--reps`, `--seconds`, `--rate`, `--no-readme`, `--horde`; `measure(env, reps,
-    seconds, rate)` in a temporary folder with the generator and the target pinned, then
-    `render(result, command, reps, seconds, rate)` printed and written to the README's `block`."""
+    monitors.py): `--reps`, `--seconds`, `--rate`, `--no-readme` (FIGURES.md untouched),
+    `--horde`; `measure(env, reps, seconds, rate)` in a temporary folder with the generator and
+    the target pinned, then `render(result, command, reps, seconds, rate)` printed and written to
+    FIGURES.md's `block`."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--seconds", type=int, default=8)
     parser.add_argument("--rate", type=float, default=default_rate, help=rate_help)
-    parser.add_argument("--no-readme", action="store_true")
+    parser.add_argument("--no-readme", action="store_true", help="do not update bench/FIGURES.md")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
     args = parser.parse_args(argv)
 

@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--connections", type=int, default=4)
     parser.add_argument("--streams", type=int, default=25, help="concurrent streams per connection (h2load -m; Horde's VUs per connection)")
-    parser.add_argument("--no-readme", action="store_true")
+    parser.add_argument("--no-readme", action="store_true", help="do not update bench/FIGURES.md")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
     args = parser.parse_args(argv)
 
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         text = render(rows, args, harness.command_line(__file__, argv), load_before, harness.load(), notes)
         print(text)
         if not args.no_readme:
-            harness.write_readme_block("http2", text, section="HTTP/2 against h2load")
+            harness.write_readme_block("http2", text, section="HTTP/2 against h2load (`bench/http2.py`)")
         return 0
 
     return harness.run_main(body)

@@ -12,7 +12,7 @@ pinned: the scheduler places it). Rows: UDP and TCP, direct and through a link w
 impairment (the relay's bare cost), and UDP through a link of 20 ms each way with many more VUs
 (a heap of held packets: --held-vus). The relay's CPU is its thread's own (CLOCK_THREAD_CPUTIME_ID)
 over the run, per packet relayed (both ways); the generator's CPU per message is start-up
-corrected as in gateway.py. Figures go to bench/README.md ("The emulated link").
+corrected as in gateway.py. Figures go to bench/FIGURES.md ("The emulated link").
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--vus", type=int, default=50)
     parser.add_argument("--held-vus", type=int, default=1000, help="VUs through the 20 ms link (packets held at once ≈ rate × 20 ms)")
-    parser.add_argument("--no-readme", action="store_true")
+    parser.add_argument("--no-readme", action="store_true", help="do not update bench/FIGURES.md")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
     args = parser.parse_args(argv)
 

@@ -13,7 +13,7 @@ terminal: no progress bar) and `awk '{ n[$7]++ } END { for (k in n) c++; print c
 pass counting requests per path, the least any log tool does) is the reference. Each is run to
 its end once per size, its CPU and peak RSS taken from wait4()'s rusage (bench/harness.py);
 lines/s is lines over the wall time of the whole command (start-up included). Figures go to
-bench/README.md ("Log profile").
+bench/FIGURES.md ("Log profile").
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lines", type=int, default=2_000_000, help="lines of the larger log (default 2,000,000; the smaller has a quarter)")
     parser.add_argument("--gzip", action="store_true", help="compress the logs (horde unpacks them; awk reads them through zcat)")
     parser.add_argument("--json", action="store_true", help="JSON lines (the same requests, one object a line) instead of combined")
-    parser.add_argument("--no-readme", action="store_true", help="do not update bench/README.md")
+    parser.add_argument("--no-readme", action="store_true", help="do not update bench/FIGURES.md")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
     args = parser.parse_args(argv)
     command = harness.command_line(__file__, argv)
@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_readme:
             harness.write_readme_block(tag, block,
                                        section="Log profile (`bench/log_profile.py`)")
-            print(f"updated {os.path.relpath(harness.README)}")
+            print(f"updated {os.path.relpath(harness.FIGURES)}")
         return 0
 
     return harness.run_main(body)

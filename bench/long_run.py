@@ -16,7 +16,7 @@ warm-up and at the end (medians of the samples in a short window, so one allocat
 decide), the growth between them (target: under 5 %), the least-squares slope over every sample
 after the warm-up, the peak, and the rate held per minute (from `horde export` of the
 stored run). Raw samples go to bench/results/long-run-<date>.json (ignored by git); a run that is
-not --quick rewrites its block in bench/README.md.
+not --quick rewrites its block in bench/FIGURES.md.
 
 Standard library only. Every process it starts is killed on exit, on error and on Ctrl-C, and
 every wait has a deadline (bench/harness.py's Processes and run_measured).
@@ -37,7 +37,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import harness  # noqa: E402  (bench/harness.py: processes, pinning, exact measurement, README blocks)
+import harness  # noqa: E402  (bench/harness.py: processes, pinning, exact measurement, FIGURES.md blocks)
 
 GAME = harness.REPO / "examples" / "game"
 TARGET_GROWTH = 0.05  # issue 6: memory growth under 5 % after the warm-up
@@ -171,12 +171,12 @@ def render(figures: dict[str, Any], *, command: str, started: dt.datetime, minut
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Generator memory over a long run of steady load (the game scenario).")
     parser.add_argument("--minutes", type=float, default=30.0, help="length of the run (default 30)")
-    parser.add_argument("--quick", action="store_true", help="2 minutes, RSS every 2 s, README untouched: a smoke check")
+    parser.add_argument("--quick", action="store_true", help="2 minutes, RSS every 2 s, FIGURES.md untouched: a smoke check")
     parser.add_argument("--players", type=int, default=300, help="players of the game scenario (default 300)")
     parser.add_argument("--devices", type=int, default=10, help="telemetry devices at 1 s pacing (default 10)")
     parser.add_argument("--warmup-minutes", type=float, help="left out before judging growth (default: 10 %% of the run, at least 1 min)")
     parser.add_argument("--sample-seconds", type=float, help="RSS sampling interval (default 5, 2 with --quick)")
-    parser.add_argument("--no-readme", action="store_true", help="do not update bench/README.md")
+    parser.add_argument("--no-readme", action="store_true", help="do not update bench/FIGURES.md")
     parser.add_argument("--check", action="store_true", help=f"exit 1 when memory grows by {TARGET_GROWTH * 100:g} %% or more after the warm-up")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
     args = parser.parse_args(argv)
@@ -233,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"raw samples: {os.path.relpath(results)}")
         if not (args.quick or args.no_readme):
             harness.write_readme_block("long-run", block)
-            print(f"updated {os.path.relpath(harness.README)}")
+            print(f"updated {os.path.relpath(harness.FIGURES)}")
         if args.check and not figures["met"]:
             print(f"memory grew by {figures['growth'] * 100:.1f} % after the warm-up (--check: under {TARGET_GROWTH * 100:g} %)", file=sys.stderr)
             return 1

@@ -15,7 +15,7 @@ the control plane, pinned to the generator's CPU with the engine). The cost of o
 the monitor thread's CPU while reading (time.thread_time, the summary's `monitors.cost`) over
 its readings; storing and judging the samples is the run loop's, and shows in the process's
 CPU per request. node_exporter and PostgreSQL run on the target's CPU: theirs is the watched
-machine's CPU, not the generator's. Figures go to bench/README.md ("Monitors' cost").
+machine's CPU, not the generator's. Figures go to bench/FIGURES.md ("Monitors' cost").
 """
 
 from __future__ import annotations

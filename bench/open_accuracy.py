@@ -11,7 +11,7 @@ generator on the remaining CPUs. Per rate it reports, over the steady seconds (t
 final one left out): the arrivals delivered (iterations + dropped) against the rate asked, the
 worst second, latency p50/p99 measured from the intended start, dropped arrivals and the
 generator's own timer lateness and CPU. Results go to bench/results/open-accuracy.json; the
-figures and their reading are in bench/README.md.
+figures and their reading are in bench/FIGURES.md.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ start), so its percentiles cover the rest of the run only; Horde's are read off 
 from the run's per-second snapshots in its throw-away store (with Horde's own histogram merge,
 in a subprocess of the Python that runs Horde: this script stays standard-library only), and
 its whole-run figures are reported beside them. Results: bench/results/open-cost.json and the
-"Open model against wrk2" block of bench/README.md.
+"Open model against wrk2" block of bench/FIGURES.md.
 """
 
 from __future__ import annotations
@@ -331,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wrk2", help="the wrk2 binary (default: `wrk2` on PATH)")
     parser.add_argument("--wrk2-src", default=os.environ.get("HORDE_WRK2_SRC"),
                         help="wrk2's source folder: the bench runs `make` there (default: $HORDE_WRK2_SRC)")
-    parser.add_argument("--no-readme", action="store_true", help="do not update bench/README.md")
+    parser.add_argument("--no-readme", action="store_true", help="do not update bench/FIGURES.md")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
     parser.add_argument("--baseline-horde", metavar="PATH", help="another build's horde command, run the same way in the same "
                         "rotation (a before/after comparison measured side by side)")
@@ -371,7 +371,8 @@ def main(argv: list[str] | None = None) -> int:
                "load_after": load_after, "wrk2": wrk2_note, "results": results}
         (harness.RESULTS_DIR / "open-cost.json").write_text(json.dumps(raw, indent=2) + "\n")
         if not args.no_readme:
-            harness.write_readme_block("open-cost", text, section="Open model against wrk2")
+            harness.write_readme_block("open-cost", text,
+                                       section="Open model against wrk2 (`bench/open_cost.py`, `make bench-open`)")
         return 0
 
     return harness.run_main(body)

@@ -22,7 +22,7 @@ What is measured, and how each run is made:
 
 Each report is written by the real `horde report RUN -o FILE`; sizes are the file's bytes, and
 the share that is the chart code (plotly.js's basic bundle, gzip then base64) is given apart.
-Figures go to bench/README.md ("Report size") and bench/results/last-report-size.json.
+Figures go to bench/FIGURES.md ("Report size") and bench/results/last-report-size.json.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def store_long_run(store_url: str, short_id: str) -> str:
 def store_cluster_run(store_url: str, short_id: str) -> str:
     """The short run as a two-generator cluster run's merged seconds (see the module's text)."""
     from horde.cluster.merge import generator_row
-from horde.engine.snapshot import merge_seconds
+    from horde.engine.snapshot import merge_seconds
     from horde.results.stored_run import load_run
     from horde.results.summary import summarise
     from horde.store import Store
@@ -184,7 +184,7 @@ def render(figures: dict[str, Any], command: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--no-readme", action="store_true", help="print the figures; leave bench/README.md as it is")
+    parser.add_argument("--no-readme", action="store_true", help="print the figures; leave bench/FIGURES.md as it is")
     parser.add_argument("--keep", type=Path, metavar="DIR", help="keep the reports in this folder (to open them)")
     parser.add_argument("--horde", help="the horde command (default: the one beside this Python)")
     args = parser.parse_args(argv)

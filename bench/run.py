@@ -10,10 +10,10 @@ generator is pinned to one CPU and the target to another with `taskset`, so that
 the other's core. Against the built-in target Horde also runs the game scenario, to show the
 scenario language's cost on top of the HTTP path. Every process started here runs in its own
 process group and is killed at the end, on error and on Ctrl-C too. See bench/README.md for the
-method and the last figures.
+method and bench/FIGURES.md for the last figures.
 
 Standard library only, so that it runs with whatever Python runs Horde. The processes, the exact
-measurement, the built-in target and the README blocks are bench/harness.py's, shared with the
+measurement, the built-in target and the FIGURES.md blocks are bench/harness.py's, shared with the
 other bench scripts; this file is the CPU and memory benchmark itself.
 """
 
@@ -41,7 +41,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import (  # noqa: E402  (bench/harness.py: the bench scripts' shared harness)
     BENCH_DIR,
-    README,
+    FIGURES,
     RESULTS_DIR,
     BenchError,
     Env,
@@ -488,7 +488,8 @@ def render(mode: Mode, command: str, env: Env, started: dt.datetime, load_before
 
 
 def update_readme(mode: Mode, block: str) -> None:
-    write_readme_block(f"last-figures:{mode.name}", f"### `--{mode.name}`\n\n{block}", section="Last figures")
+    write_readme_block(f"last-figures:{mode.name}", f"### `--{mode.name}`\n\n{block}",
+                       section="Cost per request and memory per VU (`bench/run.py`, `make bench`)")
 
 
 # ----------------------------------------------------------------------------- main
@@ -505,7 +506,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="cost-per-request targets: all (the built-in one, and nginx when installed; default), or only one (nginx: an error when missing)")
     parser.add_argument("--skip-cpu", action="store_true", help="skip the Horde-vs-wrk section")
     parser.add_argument("--skip-memory", action="store_true", help="skip the 10k-VU section")
-    parser.add_argument("--no-readme", action="store_true", help="do not update bench/README.md")
+    parser.add_argument("--no-readme", action="store_true", help="do not update bench/FIGURES.md")
     parser.add_argument("--check", action="store_true", help=f"exit 1 when Horde is not within {TARGET_RATIO:g}x of wrk's CPU per request against a target")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
     parser.add_argument("--baseline-horde", metavar="PATH", help="another build's horde command (a script that runs it will do): its "
@@ -558,7 +559,7 @@ def main(argv: list[str] | None = None) -> int:
             (RESULTS_DIR / f"last-{mode.name}.json").write_text(json.dumps(raw, indent=2) + "\n")
             if not args.no_readme:
                 update_readme(mode, block)
-                print(f"updated {os.path.relpath(README)} (raw figures: {os.path.relpath(RESULTS_DIR / f'last-{mode.name}.json')})")
+                print(f"updated {os.path.relpath(FIGURES)} (raw figures: {os.path.relpath(RESULTS_DIR / f'last-{mode.name}.json')})")
             if args.check and cpu is not None and not cpu["met"]:
                 print(f"the {TARGET_RATIO:g}x target was not met (--check)", file=sys.stderr)
                 return 1

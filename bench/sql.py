@@ -24,7 +24,7 @@ over the transactions of those seconds; the target is judged on the steady cost,
 neither run's start-up nor its noise. The steady cost is also split into the client's user space
 and the kernel's work for it (utime and stime from /proc; this VM's noise is mostly the
 kernel's). The database's CPU (postmaster and backends) is read from /proc around each run;
-"others' CPU" is the rest of the machine, in cores. Figures go to bench/README.md ("Horde against pgbench").
+"others' CPU" is the rest of the machine, in cores. Figures go to bench/FIGURES.md ("Horde against pgbench").
 """
 
 from __future__ import annotations
@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--scale", type=int, default=1)
-    parser.add_argument("--no-readme", action="store_true")
+    parser.add_argument("--no-readme", action="store_true", help="do not update bench/FIGURES.md")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
     args = parser.parse_args(argv)
     if harness.steady_window(args.seconds) is None:

@@ -10,7 +10,7 @@ an M/M/4 queue (4 workers, exponential service of 10 ms on average), the same wi
 processes beside the generator, and a deterministic one (10 workers × 20 ms, closed VUs). The
 target runs pinned to the second CPU, the generator (and the hogs) to the first. Simulations:
 tests/queue_sim.py's servers over eight seeds each, their truth from queueing theory or the same
-server held at fixed levels. Writes the tables under "Last figures" in bench/README.md (unless
+server held at fixed levels. Writes the tables in bench/FIGURES.md (unless
 --no-readme) and every answer to bench/results/last-target-response-time.json. Exit code 2 for a
 set-up fault.
 """
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="target response time: time to converge and share of time held")
     parser.add_argument("--sim-only", action="store_true", help="the simulated servers only")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
-    parser.add_argument("--no-readme", action="store_true", help="do not update bench/README.md")
+    parser.add_argument("--no-readme", action="store_true", help="do not update bench/FIGURES.md")
     args = parser.parse_args(argv)
     command = command_line(__file__, argv)
 
