@@ -78,7 +78,7 @@ def test_flat_far_below_then_a_knee() -> None:
         # Never parked on the flat part: no level under 150/s was held.
         assert all(entry["level"] >= 150 for entry in tracked(result)), result["readings"]
     # An M/M/4 queue's tail at p95 is the noisiest of these targets: 75 % in the median here
-    # (its held shares by seed are in bench/README.md).
+    # (its held shares by seed are in bench/FIGURES.md).
     assert_meets_the_bar_over_seeds(results, truth, held_share=0.75)
 
 

@@ -30,7 +30,7 @@ def source_for(monitor: Monitor) -> Source:
     if isinstance(monitor, PrometheusMonitor):
         return PrometheusSource(monitor)
     # Loaded here: it brings psycopg (a tenth of a second), which a run without a postgres
-    # monitor never needs (`bench/README.md`, the open model's start-up).
+    # monitor never needs (`bench/NOTES.md`, the open model's start-up).
     from horde.monitors.postgres import PostgresSource
 
     return PostgresSource(monitor)
