@@ -308,7 +308,8 @@ def main(argv: list[str] | None = None) -> int:
             name = figures_name(generators, args.tag, args.transport)
             (harness.RESULTS_DIR / f"{name}.json").write_text(json.dumps({"command": command, "date": started.isoformat(), **result}, indent=2) + "\n")
             if not args.no_readme:
-                harness.write_readme_block(name, block)
+                harness.write_readme_block(name, block,
+                                           section="Connections (`bench/connections.py`)")
                 print(f"updated {os.path.relpath(harness.FIGURES)}")
         return 0
 

@@ -242,7 +242,8 @@ def render(result: dict[str, Any], command: str, started: dt.datetime, env: Dens
 
 
 def update_readme(key: str, title: str, block: str) -> None:
-    harness.write_readme_block(f"density:{key}", f"#### `{title}`\n\n{block}")
+    harness.write_readme_block(f"density:{key}", f"#### `{title}`\n\n{block}",
+                               section="VU density (`bench/density.py`)")
 
 
 def main(argv: list[str] | None = None) -> int:

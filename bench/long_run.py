@@ -232,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         print(block)
         print(f"raw samples: {os.path.relpath(results)}")
         if not (args.quick or args.no_readme):
-            harness.write_readme_block("long-run", block)
+            harness.write_readme_block("long-run", block, section="Long run (`bench/long_run.py`)")
             print(f"updated {os.path.relpath(harness.FIGURES)}")
         if args.check and not figures["met"]:
             print(f"memory grew by {figures['growth'] * 100:.1f} % after the warm-up (--check: under {TARGET_GROWTH * 100:g} %)", file=sys.stderr)

@@ -124,6 +124,11 @@ def test_scripts_write_to_figures(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     before, after = FIGURES.read_text(), copy.read_text()
     head, _, rest = before.partition("<!-- link:begin -->\n")
     assert after == head + "<!-- link:begin -->\nnew figures\n" + rest[rest.index("<!-- link:end -->") :]
+    # A new block (another machine's `--tag`) goes at the end of its benchmark's section.
+    harness.write_readme_block("link-16cpu", "other figures\n", section="The emulated link")
+    sections = re.split(r"^(?=## )", copy.read_text(), flags=re.MULTILINE)
+    link = next(s for s in sections if s.startswith("## The emulated link\n"))
+    assert link.endswith("<!-- link-16cpu:begin -->\nother figures\n<!-- link-16cpu:end -->\n\n")
 
 
 def slug(heading: str) -> str:
