@@ -4,7 +4,7 @@
 //!
 //! Why: `tokio::time::timeout` registers a timer entry in tokio's wheel for every request and
 //! clears it when the response comes (`Timeout::poll`, `clear_entry` in the profiles of
-//! `bench/README.md`, issue 22), a cost paid for every request although almost none times out.
+//! `bench/NOTES.md`, issue 22), a cost paid for every request although almost none times out.
 //! wrk sweeps its connections for timeouts instead. Here filing an exchange is a link at the end
 //! of a list and its answer an unlink, both O(1) with no allocation once the list's slots exist:
 //! a worker's requests share one timeout, so a new deadline is never earlier than the last one

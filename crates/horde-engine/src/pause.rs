@@ -7,7 +7,7 @@
 //! the third level, and when one of that level's slots comes due the wheel moves every timer in
 //! it down a level in one go. 150,000 players pacing 7.5 s put ~82,000 timers in such a slot,
 //! and their worker stalled 7 to 15 ms every 4.1 s doing it (the timer-lateness spikes in
-//! `bench/README.md`, "Pauses"). In the heap each pause costs O(log n) when filed and when due,
+//! `bench/NOTES.md`, "Pauses"). In the heap each pause costs O(log n) when filed and when due,
 //! spread evenly over time, and nothing is moved in bulk; the wheel only ever holds the last
 //! [`HANDOVER`] of each pause (about 1,000 timers at 20,000 pauses a second).
 //!

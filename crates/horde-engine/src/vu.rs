@@ -103,7 +103,7 @@ pub(crate) struct Vu {
     backoff: Duration,
     /// Its SQL connection between `sql` steps (`vu/sql_step.rs`), from its first `sql` step:
     /// boxed and made on first use, so that a VU of a plan without them carries one word for it
-    /// (a VU's size is paid 150,000 times over: see `bench/README.md`, "VU density").
+    /// (a VU's size is paid 150,000 times over: see `bench/FIGURES.md`, "VU density").
     sql: Option<Box<sql_step::VuSql>>,
     /// Its connection and message numbers between message steps (`vu/message_step.rs`), from its
     /// first message step; boxed for the same reason.
@@ -300,7 +300,7 @@ impl Vu {
     async fn walk(&mut self, state: &WorkerState, nodes: &[Node], pass: &mut Pass) -> Flow {
         // A choice or an `if` that ends the list goes on with its branch in this same walk
         // (a tail call), rather than in a walk of its own: each walk below the iteration's is a
-        // boxed future, one allocation and a copy of a few KB per level (`bench/README.md`). The
+        // boxed future, one allocation and a copy of a few KB per level (`bench/NOTES.md`). The
         // checks after each node then apply to the branch's nodes, as they would in the
         // branch's own walk, and its end is the list's end.
         let mut nodes = nodes;
@@ -652,7 +652,7 @@ pin_project_lite::pin_project! {
     /// A step's future polled through a function of its own, never inlined into the walk's:
     /// each kind of step's code then lies together, apart from the walk's and the other
     /// kinds', and a step touches fewer lines of the instruction cache (a `sql` step missed it
-    /// about 100 times a transaction, pgbench 8: `bench/README.md`, issue 19's notes).
+    /// about 100 times a transaction, pgbench 8: `bench/NOTES.md`, issue 19's notes).
     struct OutOfLine<F> {
         #[pin]
         future: F,

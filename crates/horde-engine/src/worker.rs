@@ -307,7 +307,7 @@ struct VuPlace {
 /// The VU comes boxed: an `async fn` keeps its arguments twice in its future (as given and as
 /// moved into its body), and a VU's task is allocated at its future's largest size for its whole
 /// life, so a VU passed by value cost its size twice over for as long as it lived
-/// (`bench/README.md`, "VU density").
+/// (`bench/FIGURES.md`, "VU density").
 async fn closed_vu(
     state: Rc<WorkerState>,
     scenario: usize,

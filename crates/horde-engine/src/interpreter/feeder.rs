@@ -7,7 +7,7 @@
 //! another, the column names shared by every row. As a map of its own (a B-tree of `String`
 //! keys and a string value per field), a row of four short fields took about 700 bytes; now
 //! about 140. A 200,000-row feeder grew the generator's RSS by 143 MB, and now by 28 MB
-//! (`bench/README.md`, "Notes on issue 19's gap").
+//! (`bench/NOTES.md`, "Notes on issue 19's gap").
 
 use crate::error::EngineError;
 use crate::template::ColumnHint;

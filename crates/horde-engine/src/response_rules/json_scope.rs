@@ -3,7 +3,7 @@
 //!
 //! Why: a JSON check such as `$.resources.gold` on a 3-KB answer made the whole answer into a
 //! `serde_json::Value` (a map, a string and a node per member, freed again at once): the
-//! largest cost of the game scenario after the sockets (issue 22, `bench/README.md`). A JSONPath
+//! largest cost of the game scenario after the sockets (issue 22, `bench/NOTES.md`). A JSONPath
 //! reads only what its segments lead to: `$.a.b` nothing outside the value at `a.b`;
 //! `$.list[?@.ok == true].name` only the `ok` and `name` members of each element of `list`. The
 //! parse keeps the members on such paths, the elements (all of them, each pruned alike) where a

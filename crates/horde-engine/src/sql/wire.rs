@@ -115,7 +115,7 @@ impl Wire {
     /// `async fn`s over tokio's write and read futures: a statement's future held those nested
     /// three deep, each level a state to resume and a few hundred bytes more of the step's
     /// future, which is moved at every step (issue 19: this client's cost is in its user
-    /// space, `bench/README.md`).
+    /// space, `bench/NOTES.md`).
     pub fn send(&mut self) -> impl Future<Output = Result<(), SqlError>> + '_ {
         std::future::poll_fn(move |cx| self.poll_send(cx))
     }

@@ -3,7 +3,7 @@
 //! A small map kept in a `Vec` in the order the names were first set, not a `BTreeMap`: a VU
 //! holds a handful of variables, and a B-tree's first node has room for eleven whatever the
 //! count (about 540 bytes for one `token`), paid once per VU: 80 MB at 150,000 players
-//! (`bench/README.md`, "VU density"). Looking a name up in a few entries costs what a B-tree's
+//! (`bench/FIGURES.md`, "VU density"). Looking a name up in a few entries costs what a B-tree's
 //! search does.
 
 use minijinja::value::{Enumerator, Object, ObjectRepr, Value};
