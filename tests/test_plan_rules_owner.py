@@ -46,7 +46,6 @@ NOT_YET_THE_ENGINE_S = {
     "model.Scenario._check_structure",
     "model.Plan._check_monitor_names",
     "model.Plan._check_parameters",
-    "model.Plan._check_scenario_names",
     "model.Plan._check_control_names",
     "model.Plan._check_message_steps",
     "monitors._Monitor._check_name",

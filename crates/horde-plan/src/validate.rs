@@ -128,11 +128,17 @@ impl Plan {
         if self.scenarios.is_empty() {
             problems.push("scenarios".into(), "must hold at least one scenario");
         }
-        let mut names = HashSet::new();
+        let mut names: HashMap<&str, usize> = HashMap::new();
         for (index, scenario) in self.scenarios.iter().enumerate() {
             let path = format!("scenarios[{index}]");
-            if !names.insert(scenario.name.as_str()) {
-                problems.push(format!("{path}.name"), format!("duplicate scenario name '{}'", scenario.name));
+            if let Some(first) = names.get(scenario.name.as_str()) {
+                problems.push_hint(
+                    format!("{path}.name"),
+                    format!("duplicate scenario name '{}' (also at index {first})", scenario.name),
+                    "give each scenario its own name; results are reported by scenario name",
+                );
+            } else {
+                names.insert(scenario.name.as_str(), index);
             }
             check_scenario(&mut problems, &path, scenario);
         }
@@ -758,6 +764,22 @@ mod tests {
             ]
         );
         assert!(problems.iter().all(|problem| problem.hint.is_some()), "{problems:?}");
+    }
+
+    #[test]
+    fn a_scenario_name_is_given_once() {
+        let scenario = format!(r#"{{"name": "s", "steps": [{STEP}], "workload": {CLOSED}}}"#);
+        let json = format!(r#"{{"version": 1, "target": {{"base_url": "http://h"}}, "scenarios": [{scenario}, {scenario}]}}"#);
+        let problems = decode(&json).unwrap().validate();
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(
+            (problems[0].path.as_str(), problems[0].message.as_str(), problems[0].hint.as_deref()),
+            (
+                "scenarios[1].name",
+                "duplicate scenario name 's' (also at index 0)",
+                Some("give each scenario its own name; results are reported by scenario name")
+            )
+        );
     }
 
     #[test]

@@ -89,7 +89,6 @@ from horde.plan.common import (
     custom,
     is_identifier,
     raise_located,
-    validate_unique_names,
     with_problems,
 )
 from horde.plan.steps import AnyStep, HttpStep, Step, child_step_lists, iter_steps
@@ -409,11 +408,6 @@ class Plan(BaseModel):
         if errors:
             raise_located("parameters", errors)
         return parameters
-
-    @field_validator("scenarios", mode="wrap")
-    @classmethod
-    def _check_scenario_names(cls, scenarios: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-        return validate_unique_names(scenarios, handler, "scenario")
 
     @model_validator(mode="after")
     def _check_control_names(self) -> Plan:
