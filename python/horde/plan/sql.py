@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator
 
 from horde.plan.common import (
     STRICT_KEYS,
@@ -25,7 +25,6 @@ from horde.plan.common import (
     ThinkTime,
     check_json_value,
     check_variable_name,
-    custom,
 )
 
 __all__ = ["SqlColumnCheck", "SqlExtractor", "SqlRowCountCheck", "SqlStatement", "SqlStep", "is_postgres_url"]
@@ -75,14 +74,6 @@ class SqlExtractor(BaseModel):
     def _check_default(cls, value: Any) -> Any:
         return check_json_value(value)
 
-    @model_validator(mode="after")
-    def _check_column(self) -> SqlExtractor:
-        if self.from_ == "column" and not self.column:
-            raise custom("sql_extract_column", "from: column needs 'column'", "name the column, e.g. column: id")
-        if self.from_ == "row_count" and self.column is not None:
-            raise custom("sql_extract_column", "a row_count extractor takes no column", "remove 'column'")
-        return self
-
 
 class SqlRowCountCheck(BaseModel):
     """Rows returned (a query) or affected (insert, update, delete) within bounds."""
@@ -93,14 +84,6 @@ class SqlRowCountCheck(BaseModel):
     equals: int | None = Field(default=None, ge=0, description="the exact count, or null")
     min: int | None = Field(default=None, ge=0, description="the least count, or null")
     max: int | None = Field(default=None, ge=0, description="the most count, or null")
-
-    @model_validator(mode="after")
-    def _check_bounds(self) -> SqlRowCountCheck:
-        if self.equals is None and self.min is None and self.max is None:
-            raise custom("row_count_check", "a row_count check needs equals, min or max", "e.g. {type: row_count, equals: 1}")
-        if self.min is not None and self.max is not None and self.min > self.max:
-            raise custom("row_count_check", f"min {self.min} is above max {self.max}", "swap them")
-        return self
 
 
 class SqlColumnCheck(BaseModel):
@@ -149,15 +132,3 @@ class SqlStep(BaseModel):
     on_check_failure: Literal["continue", "end_iteration"] = Field(
         default="continue", description="what a failed check does next: 'continue' (default) or 'end_iteration'",
     )
-
-    @model_validator(mode="after")
-    def _check_statements(self) -> SqlStep:
-        if self.query is not None and self.statements:
-            raise custom("sql_statements", "a step runs either 'query' or 'statements', not both", "keep one")
-        if self.query is None and not self.statements:
-            raise custom("sql_statements", "a sql step needs 'query' (or 'statements')", "add query: 'SELECT 1'")
-        if self.query is not None and not self.query.strip():
-            raise custom("sql_statements", "'query' is empty", "write the SQL")
-        if self.statements and self.params:
-            raise custom("sql_statements", "with 'statements', each statement has its own params", "move params into them")
-        return self

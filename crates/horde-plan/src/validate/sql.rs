@@ -90,10 +90,10 @@ impl StepWalker<'_> {
     pub(super) fn sql(&mut self, path: &str, step: &SqlStep) {
         self.unique_name(path, &step.name);
         match (&step.query, step.statements.is_empty()) {
-            (Some(_), false) => self.problems.push(format!("{path}.statements"), "a step runs either 'query' or 'statements', not both"),
-            (None, true) => self.problems.push(format!("{path}.query"), "is required (or 'statements', run in one transaction)"),
+            (Some(_), false) => self.problems.push_hint(format!("{path}.statements"), "a step runs either 'query' or 'statements', not both", "keep one"),
+            (None, true) => self.problems.push_hint(format!("{path}.query"), "a sql step needs 'query' (or 'statements')", "add query: 'SELECT 1'"),
             (None, false) if !step.params.is_empty() => {
-                self.problems.push(format!("{path}.params"), "with 'statements', each statement has its own params");
+                self.problems.push_hint(format!("{path}.params"), "with 'statements', each statement has its own params", "move params into them");
             }
             _ => {}
         }
@@ -101,7 +101,7 @@ impl StepWalker<'_> {
         for (index, (query, params)) in step.statements().into_iter().enumerate() {
             let statement_path = statements_path(index);
             if query.trim().is_empty() {
-                self.problems.push(format!("{statement_path}.query"), "must not be empty");
+                self.problems.push_hint(format!("{statement_path}.query"), "'query' is empty", "write the SQL");
             }
             for (position, param) in params.iter().enumerate() {
                 self.template(format!("{statement_path}.params[{position}]"), param);
@@ -114,9 +114,11 @@ impl StepWalker<'_> {
             let extractor_path = format!("{path}.extract[{index}]");
             self.variable_name(format!("{extractor_path}.var"), &extractor.var);
             match (extractor.from, &extractor.column) {
-                (SqlExtractFrom::Column, None) => self.problems.push(format!("{extractor_path}.column"), "is required for from: column"),
+                (SqlExtractFrom::Column, column) if column.as_deref().is_none_or(str::is_empty) => {
+                    self.problems.push_hint(format!("{extractor_path}.column"), "from: column needs 'column'", "name the column, e.g. column: id");
+                }
                 (SqlExtractFrom::RowCount, Some(_)) => {
-                    self.problems.push(format!("{extractor_path}.column"), "a row_count extractor takes no column");
+                    self.problems.push_hint(format!("{extractor_path}.column"), "a row_count extractor takes no column", "remove 'column'");
                 }
                 _ => {}
             }
@@ -125,10 +127,10 @@ impl StepWalker<'_> {
             let check_path = format!("{path}.checks[{index}]");
             match check {
                 SqlCheck::RowCount { equals: None, min: None, max: None } => {
-                    self.problems.push(check_path, "a row_count check needs equals, min or max");
+                    self.problems.push_hint(check_path, "a row_count check needs equals, min or max", "e.g. {type: row_count, equals: 1}");
                 }
                 SqlCheck::RowCount { min: Some(min), max: Some(max), .. } if min > max => {
-                    self.problems.push(format!("{check_path}.min"), format!("min {min} is above max {max}"));
+                    self.problems.push_hint(format!("{check_path}.min"), format!("min {min} is above max {max}"), "swap them");
                 }
                 SqlCheck::Column { column, .. } if column.is_empty() => {
                     self.problems.push(format!("{check_path}.column"), "must not be empty");
