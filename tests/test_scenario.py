@@ -130,6 +130,8 @@ def test_the_two_files_use_every_construct_of_the_language() -> None:
 
 
 def test_builder_called_directly_equals_the_yaml_it_mirrors(tmp_path: Path) -> None:
+    # A plan the engine accepts: the engine's rules are checked as the plan is read (the condition
+    # reads a builtin, not a variable no step sets).
     (tmp_path / "plan.yaml").write_text("""\
 version: 1
 name: direct
@@ -140,12 +142,12 @@ scenarios:
     steps:
       - {name: a, method: GET, path: "/a", checks: [{type: status, in: [200]}]}
       - type: if
-        condition: "x"
+        condition: "iteration > 1"
         then: [{type: think, think_time: {type: constant, duration_ms: 5}}]
     workload: {type: open, stages: [{duration_s: 3, rate_per_s: "{{ params.rate }}"}], max_vus: 4}
 """)
     built = plan("direct", base_url="http://127.0.0.1:8080", parameters={"rate": 5}, scenarios=[
-        scenario("s", steps=[http.get("a", "/a", checks=[check.status(200)]), when("x", think(5))],
+        scenario("s", steps=[http.get("a", "/a", checks=[check.status(200)]), when("iteration > 1", think(5))],
                  workload=open_model([stage(3, rate_per_s=param("rate"))], max_vus=4)),
     ])
     assert isinstance(built, Plan)
