@@ -61,6 +61,9 @@ pub struct JsonParser {
     session: JsonSession,
     /// The top-level keys wanted, and each field's index among them.
     keys: Vec<String>,
+    /// Per key: whether one field alone reads it, at its top level, so that its value can be
+    /// moved out of the line's rather than copied.
+    movable: Vec<bool>,
 }
 
 /// A reason naming a field (`no time in field 'ts'`).
@@ -342,12 +345,18 @@ impl JsonParser {
         };
         let all = [Some(&fields.time), fields.method.as_ref(), fields.path.as_ref(), fields.query.as_ref(), fields.request.as_ref(),
                    fields.status.as_ref(), fields.duration.as_ref(), fields.client.as_ref(), fields.agent.as_ref(), fields.cookie.as_ref(), header];
+        let mut readers: Vec<(usize, bool)> = Vec::new();
         for field in all.into_iter().flatten() {
-            if !keys.contains(&field.key) {
-                keys.push(field.key.clone());
+            match keys.iter().position(|key| *key == field.key) {
+                Some(at) => readers[at] = (readers[at].0 + 1, readers[at].1 || !field.nested.is_empty()),
+                None => {
+                    keys.push(field.key.clone());
+                    readers.push((1, !field.nested.is_empty()));
+                }
             }
         }
-        JsonParser { fields, duration_ms, session, keys }
+        let movable = readers.iter().map(|&(count, nested)| count == 1 && !nested).collect();
+        JsonParser { fields, duration_ms, session, keys, movable }
     }
 
     fn get<'v>(&self, found: &'v [Option<Value>], field: Option<&Field>) -> Option<&'v Value> {
@@ -360,9 +369,19 @@ impl JsonParser {
         (!value.is_null()).then_some(value)
     }
 
+    /// A field's value, moved out of the line's where no other field reads its key.
+    fn take(&self, found: &mut [Option<Value>], field: Option<&Field>) -> Option<Value> {
+        let key = &field?.key;
+        let at = self.keys.iter().position(|known| known == key)?;
+        if self.movable[at] {
+            return found[at].take().filter(|value| !value.is_null());
+        }
+        self.get(found, field).cloned()
+    }
+
     pub fn parse<'a>(&self, line: &'a str) -> Result<Record<'a>, JsonReason> {
         let mut deserializer = serde_json::Deserializer::from_str(line);
-        let found = match Wanted(&self.keys).deserialize(&mut deserializer).and_then(|found| deserializer.end().map(|()| found)) {
+        let mut found = match Wanted(&self.keys).deserialize(&mut deserializer).and_then(|found| deserializer.end().map(|()| found)) {
             Ok(Some(found)) => found,
             _ => return Err(Cow::Borrowed("not a JSON object")),
         };
@@ -371,11 +390,14 @@ impl JsonParser {
             .get(&found, Some(&f.time))
             .and_then(json_time)
             .ok_or_else(|| Cow::Owned(format!("no time in field {}", quoted_name(&f.time.name))))?;
-        let mut method: Option<String> = self.get(&found, f.method.as_ref()).and_then(|v| v.as_str().map(str::to_string));
+        let mut method: Option<String> = match self.take(&mut found, f.method.as_ref()) {
+            Some(Value::String(method)) => Some(method),
+            _ => None,
+        };
         let mut target: Option<String> = None;
-        let path_value = self.get(&found, f.path.as_ref());
+        let path_value = self.take(&mut found, f.path.as_ref());
         match path_value {
-            Some(Value::String(s)) => target = Some(s.clone()),
+            Some(Value::String(s)) => target = Some(s),
             Some(_) => {}
             None if f.request.is_some() => {
                 let (m, t) = match self.get(&found, f.request.as_ref()) {
@@ -394,7 +416,8 @@ impl JsonParser {
                 return Err(Cow::Owned(format!("no path in field {name}")));
             }
         };
-        let mut target = path_of(&target).to_string();
+        // Most logs hold the path itself: kept as it is; a full URL is cut to its path.
+        let mut target = if path_of(&target).len() == target.len() { target } else { path_of(&target).to_string() };
         if !target.starts_with('/') {
             return Err(Cow::Borrowed("the path does not start with '/'"));
         }
@@ -406,6 +429,7 @@ impl JsonParser {
             }
         }
         let method = match method {
+            Some(m) if !m.is_empty() && m.bytes().all(|b| b.is_ascii() && !b.is_ascii_lowercase()) => m,
             Some(m) if !m.is_empty() => m.to_uppercase(),
             _ => "GET".to_string(),
         };
@@ -422,7 +446,12 @@ impl JsonParser {
             Some(Value::String(s)) => duration_text(s, self.duration_ms),
             _ => None,
         };
-        let text = |field: Option<&Field>| self.get(&found, field).filter(|v| truthy(v)).map_or(String::new(), text_of);
+        let mut text = |field: Option<&Field>| match self.take(&mut found, field).filter(truthy) {
+            Some(Value::String(text)) => text,
+            Some(other) => text_of(&other),
+            None => String::new(),
+        };
+        let (client, agent) = (text(f.client.as_ref()), text(f.agent.as_ref()));
         let session = match &self.session {
             JsonSession::ByClient => None,
             JsonSession::Cookie(name) => match self.get(&found, f.cookie.as_ref()) {
@@ -438,8 +467,8 @@ impl JsonParser {
             target: Cow::Owned(target),
             status,
             duration_ms,
-            client: Cow::Owned(text(f.client.as_ref())),
-            agent: Cow::Owned(text(f.agent.as_ref())),
+            client: Cow::Owned(client),
+            agent: Cow::Owned(agent),
             session: session.map(Cow::Owned),
         })
     }
