@@ -37,8 +37,17 @@ def parse_path(path: str) -> Loc:
 TO_SUPPLY = "to supply: "
 
 
+def is_to_supply(message: str) -> bool:
+    """Whether the engine's problem is a part left to the plan's author (``supply(...)``).
+
+    >>> is_to_supply("to supply: the body of POST /orders; put it in place of the supply(...) template")
+    True
+    """
+    return message.startswith(TO_SUPPLY)
+
+
 def _mistakes(found: list[tuple[str, str, str | None]]) -> list[tuple[Loc, str, str | None]]:
-    return [(parse_path(path), message, hint) for path, message, hint in found if not message.startswith(TO_SUPPLY)]
+    return [(parse_path(path), message, hint) for path, message, hint in found if not is_to_supply(message)]
 
 
 def rule_problems(plan: Plan) -> list[tuple[Loc, str, str | None]]:

@@ -54,11 +54,11 @@ from horde.errors import InvalidInput, PlanInvalid, Problem
 from horde.plan import MAX_THINK_TIME_MS, METHODS
 from horde.plan.bounds import MAX_PLAN_BYTES
 from horde.plan.loader import load_plan_file
+from horde.plan.engine_rules import is_to_supply
 from horde.profile import supply
 from horde.profile.endpoints import Slot
 from horde.profile.kinds import MAX_KINDS, MIN_SILHOUETTE, Kinds
 from horde.profile.profile import OTHER, EndpointStats, Profile, Window
-from horde.profile.supply import SUPPLY_PREFIX
 
 MODELS: Final = ("open", "users")
 IDS: Final = ("seen", "feeder")
@@ -364,7 +364,8 @@ def _write_checked(path: Path, text: str, feeder_dir: Path, feeders: dict[str, s
             loaded = load_plan_file(temporary)
             checked_plan_json(loaded.plan, locate=loaded.located, source=str(path))
         except PlanInvalid as error:
-            if not all(problem.message.startswith(f"{SUPPLY_PREFIX}: ") for problem in error.problems):
+            # The only problems a written plan may have: the parts left to the user.
+            if not all(is_to_supply(problem.message) for problem in error.problems):
                 # Told as the plan's own problems: the temporary file's name means nothing to the reader.
                     raise PlanInvalid([Problem(problem.location.replace(str(temporary), str(path)), problem.message, problem.hint)
                                    for problem in error.problems], source=f"{path} (not written)") from None

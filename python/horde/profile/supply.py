@@ -29,9 +29,6 @@ from typing import Any, Final
 
 from horde.profile.profile import EndpointStats
 
-#: How the engine's check begins a problem of a ``supply("...")`` template (crate horde-plan's
-#: rule, SUPPLY_PREFIX): the only problems a written plan may have, the parts left to the user.
-SUPPLY_PREFIX: Final = "to supply"
 #: Methods whose requests usually carry a body, which a log does not hold.
 BODY_METHODS: Final = ("POST", "PUT", "PATCH")
 #: Statuses that tell an endpoint asks for a credential: 401 (none, or not a valid one) and 403
