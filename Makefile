@@ -17,7 +17,7 @@ DIST      ?= target/dist
 MANYLINUX ?= manylinux_2_34
 MATURIN_FLAGS ?=
 
-.PHONY: setup wheel wheel-build demo test test-rust test-python bench bench-scenario bench-monitors bench-sql bench-gateway bench-link bench-long bench-open bench-report lint clean
+.PHONY: setup wheel wheel-build demo test test-rust test-python bench bench-scenario bench-monitors bench-sql bench-gateway bench-link bench-long bench-open bench-report lint format clean
 
 $(PYTHON):
 	python3 -m venv $(VENV)
@@ -100,12 +100,19 @@ bench-long: setup
 bench-report: setup
 	$(PYTHON) bench/report_size.py
 
-# The house rules CI keeps (.ci/run): clippy with warnings as errors, mypy --strict, and the
-# native module's stub checked against the built extension (stubtest).
+# The house rules CI keeps (.ci/run): the code as the formatters write it (rustfmt.toml,
+# pyproject's [tool.ruff]), clippy with warnings as errors, mypy --strict, and the native
+# module's stub checked against the built extension (stubtest). `make format` writes it so.
 lint: setup
+	$(CARGO) fmt --all --check
+	$(VENV)/bin/ruff format --check python tests bench examples
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
 	$(VENV)/bin/mypy --strict python/horde
 	$(VENV)/bin/python -m mypy.stubtest horde._engine --allowlist tests/engine_stub_allowlist.txt
+
+format: setup
+	$(CARGO) fmt --all
+	$(VENV)/bin/ruff format python tests bench examples
 
 clean:
 	rm -rf $(VENV) target

@@ -54,22 +54,58 @@ RUN_TIMEOUT_S = 240
 
 
 def start_target(procs: Processes, horde: str, cpu: str, workers: int, service_ms: float, times: str, log: Path) -> int:
-    procs.start(["taskset", "-c", cpu, horde, "target", "--port", "0", "--workers", str(workers), "--service-ms",
-                 str(service_ms), "--service-times", times], log)
+    procs.start(
+        [
+            "taskset",
+            "-c",
+            cpu,
+            horde,
+            "target",
+            "--port",
+            "0",
+            "--workers",
+            str(workers),
+            "--service-ms",
+            str(service_ms),
+            "--service-times",
+            times,
+        ],
+        log,
+    )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         found = re.search(r"listening on http://127\.0\.0\.1:(\d+)", log.read_text(errors="replace"))
         if found:
             return int(found.group(1))
         time.sleep(0.05)
-    raise BenchError("the built-in target did not start", hint=f"its output: {log.read_text(errors='replace')[-300:]!r}")
+    raise BenchError(
+        "the built-in target did not start", hint=f"its output: {log.read_text(errors='replace')[-300:]!r}"
+    )
 
 
-def find_max(procs: Processes, horde: str, cpu: str, port: int, work: Path, tag: str, extra: tuple[str, ...] = ()) -> dict[str, Any]:
+def find_max(
+    procs: Processes, horde: str, cpu: str, port: int, work: Path, tag: str, extra: tuple[str, ...] = ()
+) -> dict[str, Any]:
     summary, log = work / f"{tag}.json", work / f"{tag}.log"
     started = time.monotonic()
-    child = procs.start(["taskset", "-c", cpu, horde, "run", "--url", f"http://127.0.0.1:{port}/", "--find-max", *extra,
-                         "--store", str(work / "store.sqlite"), "--summary-json", str(summary)], log)
+    child = procs.start(
+        [
+            "taskset",
+            "-c",
+            cpu,
+            horde,
+            "run",
+            "--url",
+            f"http://127.0.0.1:{port}/",
+            "--find-max",
+            *extra,
+            "--store",
+            str(work / "store.sqlite"),
+            "--summary-json",
+            str(summary),
+        ],
+        log,
+    )
     try:
         child.wait(timeout=RUN_TIMEOUT_S)
     except Exception as error:
@@ -83,7 +119,9 @@ def find_max(procs: Processes, horde: str, cpu: str, port: int, work: Path, tag:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="find-max with no flags: time to the answer and its error, for known maxima.")
+    parser = argparse.ArgumentParser(
+        description="find-max with no flags: time to the answer and its error, for known maxima."
+    )
     parser.add_argument("--reps", type=int, default=3, help="repetitions per target (default 3)")
     parser.add_argument("--no-readme", action="store_true", help="do not update bench/FIGURES.md")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
@@ -100,16 +138,21 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="horde-bench-capacity-") as work_dir:
             work = Path(work_dir)
             cases: list[tuple[str, int, float, str, tuple[str, ...]]] = [
-                (name, workers, service, times, ()) for name, workers, service, times in TARGETS]
+                (name, workers, service, times, ()) for name, workers, service, times in TARGETS
+            ]
             cases.append(("400/s (4 × 10 ms), stepped ramp " + " ".join(STEPPED), 4, 10.0, "fixed", STEPPED))
             for index, (name, workers, service, times, extra) in enumerate(cases):
                 truth = workers * 1000 / service
                 port = start_target(procs, horde, target_cpu, workers, service, times, work / f"target-{index}.log")
-                runs = [find_max(procs, horde, gen_cpu, port, work, f"case{index}-rep{rep}", extra) for rep in range(reps)]
+                runs = [
+                    find_max(procs, horde, gen_cpu, port, work, f"case{index}-rep{rep}", extra) for rep in range(reps)
+                ]
                 procs.close()  # this case's target (and nothing else is left running)
                 errors = [100.0 * (run["max_rps"] - truth) / truth for run in runs if run.get("max_rps")]
                 row = {
-                    "target": name, "truth": truth, "runs": len(runs),
+                    "target": name,
+                    "truth": truth,
+                    "runs": len(runs),
                     "answer_median": statistics.median(run["max_rps"] or 0.0 for run in runs),
                     "error_percent_worst": max(errors, key=abs) if errors else None,
                     "answer_after_s_median": statistics.median(run["answer_after_s"] or 0 for run in runs),
@@ -130,9 +173,11 @@ def main(argv: list[str] | None = None) -> int:
         ]
         for row in rows:
             worst = "—" if row["error_percent_worst"] is None else f"{row['error_percent_worst']:+.1f} %"
-            lines.append(f"| {row['target']} | {row['runs']} | {row['answer_median']:,.1f} req/s | {worst} | "
-                         f"{row['answer_after_s_median']:g} s | {row['wall_s_median']:g} s | {row['steps_median']:g} | "
-                         f"{row['set_aside_s_total']} |")
+            lines.append(
+                f"| {row['target']} | {row['runs']} | {row['answer_median']:,.1f} req/s | {worst} | "
+                f"{row['answer_after_s_median']:g} s | {row['wall_s_median']:g} s | {row['steps_median']:g} | "
+                f"{row['set_aside_s_total']} |"
+            )
         lines.extend(f"\nnote: {note}" for note in notes)
         block = "\n".join(lines) + "\n"
         print(block)
@@ -140,8 +185,11 @@ def main(argv: list[str] | None = None) -> int:
         results.mkdir(exist_ok=True)
         (results / "last-capacity.json").write_text(json.dumps({"rows": rows, "raw": raw}, indent=2) + "\n")
         if not args.no_readme:
-            write_readme_block("last-figures:capacity", f"### Time to a capacity answer (`bench/capacity.py`)\n\n{block}",
-                               section="Time to a capacity answer (`bench/capacity.py`)")
+            write_readme_block(
+                "last-figures:capacity",
+                f"### Time to a capacity answer (`bench/capacity.py`)\n\n{block}",
+                section="Time to a capacity answer (`bench/capacity.py`)",
+            )
         return 0
 
     return run_main(body)

@@ -58,20 +58,51 @@ THINK_MS = 5000
 HEADROOM = 100
 
 
-def plan_file(work: Path, ports: list[int], vus: int, ramp_s: float, seconds: float, think_ms: float = THINK_MS,
-              transport: str = "http") -> Path:
+def plan_file(
+    work: Path,
+    ports: list[int],
+    vus: int,
+    ramp_s: float,
+    seconds: float,
+    think_ms: float = THINK_MS,
+    transport: str = "http",
+) -> Path:
     think = {"type": "constant", "duration_ms": think_ms}
-    workload = {"type": "closed", "start_vus": 0, "stages": [{"duration_s": ramp_s, "vus": vus}, {"duration_s": seconds, "vus": vus}]}
+    workload = {
+        "type": "closed",
+        "start_vus": 0,
+        "stages": [{"duration_s": ramp_s, "vus": vus}, {"duration_s": seconds, "vus": vus}],
+    }
     urls = [f"{transport}://127.0.0.1:{port}" for port in ports]
-    target: dict[str, Any] = {"base_url": urls[0], "instances": urls[1:], "source_addresses": SOURCES, "connect_timeout_ms": 10000}
+    target: dict[str, Any] = {
+        "base_url": urls[0],
+        "instances": urls[1:],
+        "source_addresses": SOURCES,
+        "connect_timeout_ms": 10000,
+    }
     if transport == "http":
         target.update(connections="per_vu", request_timeout_ms=30000)
-        scenario = {"name": "hold", "steps": [{"name": "get", "method": "GET", "path": "/", "think_time": think}], "workload": workload}
+        scenario = {
+            "name": "hold",
+            "steps": [{"name": "get", "method": "GET", "path": "/", "think_time": think}],
+            "workload": workload,
+        }
     else:
-        scenario = {"name": "hold", "setup": [{"type": "connect", "name": "connect"}],
-                    "steps": [{"type": "ping", "name": "rtt", "reply_seq": "pong (\\d+)", "timeout_ms": 30000, "think_time": think}],
-                    "workload": workload}
-    plan = {"version": 1, "name": f"connections-{transport}-{vus}", "target": target, "graceful_stop_s": 5, "scenarios": [scenario]}
+        scenario = {
+            "name": "hold",
+            "setup": [{"type": "connect", "name": "connect"}],
+            "steps": [
+                {"type": "ping", "name": "rtt", "reply_seq": "pong (\\d+)", "timeout_ms": 30000, "think_time": think}
+            ],
+            "workload": workload,
+        }
+    plan = {
+        "version": 1,
+        "name": f"connections-{transport}-{vus}",
+        "target": target,
+        "graceful_stop_s": 5,
+        "scenarios": [scenario],
+    }
     path = work / f"plan-{vus}.json"
     path.write_text(json.dumps(plan))
     return path
@@ -125,16 +156,37 @@ def tree_rss_kb(root: int) -> int | None:
     return total
 
 
-def hold(env: harness.Env, ports: list[int], vus: int, ramp_s: float, seconds: float, tag: str,
-         generators: int = 1, think_ms: float = THINK_MS, transport: str = "http") -> dict[str, Any]:
+def hold(
+    env: harness.Env,
+    ports: list[int],
+    vus: int,
+    ramp_s: float,
+    seconds: float,
+    tag: str,
+    generators: int = 1,
+    think_ms: float = THINK_MS,
+    transport: str = "http",
+) -> dict[str, Any]:
     """Runs `vus` VUs and samples, once a second, the generator's sockets, RSS and TCP memory.
     With several generators (a local Ray cluster) the sockets are the machine's TCP sockets in
     use beyond those before the run, halved (both ends are on this machine), and the RSS is the
     whole process tree's (the cluster's own processes included)."""
     summary_path = env.work / f"{tag}.summary.json"
     log = env.work / f"{tag}.log"
-    argv = ["taskset", "-c", env.gen_cpu, env.horde, "run", str(plan_file(env.work, ports, vus, ramp_s, seconds, think_ms, transport)),
-            "--workers", "1", "--summary-json", str(summary_path), "--store", str(env.work / "store.sqlite")]
+    argv = [
+        "taskset",
+        "-c",
+        env.gen_cpu,
+        env.horde,
+        "run",
+        str(plan_file(env.work, ports, vus, ramp_s, seconds, think_ms, transport)),
+        "--workers",
+        "1",
+        "--summary-json",
+        str(summary_path),
+        "--store",
+        str(env.work / "store.sqlite"),
+    ]
     if generators > 1:
         argv += ["--cluster", "local", "--generators", str(generators)]
     tcp_before = tcp_memory_kb()
@@ -161,8 +213,10 @@ def hold(env: harness.Env, ports: list[int], vus: int, ramp_s: float, seconds: f
     finally:
         env.procs.stop(child)
     if child.returncode != 0 or not summary_path.exists():
-        raise harness.BenchError(f"horde run ({tag}) ended with exit code {child.returncode}",
-                                 hint=f"last output: {log.read_text(errors='replace')[-800:]}")
+        raise harness.BenchError(
+            f"horde run ({tag}) ended with exit code {child.returncode}",
+            hint=f"last output: {log.read_text(errors='replace')[-800:]}",
+        )
     summary = json.loads(summary_path.read_text())
     # Held: from 3 s after the ramp (start-up and the last connections) to 2 s before the end.
     # Several generators: the local Ray cluster and the generators start first, so the run's time
@@ -173,12 +227,17 @@ def hold(env: harness.Env, ports: list[int], vus: int, ramp_s: float, seconds: f
     start_s = zero + 2.0 + ramp_s + 3.0
     held = [sample for sample in samples if start_s <= sample[0] <= zero + 2.0 + ramp_s + seconds - 2.0] or samples[-3:]
     return {
-        "vus": vus, "held_samples": len(held),
-        "sockets_held_min": min(sample[1] for sample in held), "sockets_max": max(sample[1] for sample in samples),
+        "vus": vus,
+        "held_samples": len(held),
+        "sockets_held_min": min(sample[1] for sample in held),
+        "sockets_max": max(sample[1] for sample in samples),
         "rss_held_kb": statistics.median(sample[2] for sample in held),
         "tcp_memory_delta_kb": statistics.median(sample[3] for sample in held) - tcp_before,
-        "requests": summary["requests"], "errors_by_kind": summary["errors_by_kind"], "rps": summary["rps"],
-        "connections_opened": summary["connections_opened"], "p99_ms": summary["latency_ms"]["p99"],
+        "requests": summary["requests"],
+        "errors_by_kind": summary["errors_by_kind"],
+        "rps": summary["rps"],
+        "connections_opened": summary["connections_opened"],
+        "p99_ms": summary["latency_ms"]["p99"],
     }
 
 
@@ -200,7 +259,9 @@ def start_targets(env: harness.Env, count: int = TARGETS, transport: str = "http
 def start_gateway(env: harness.Env, index: int) -> int:
     """A built-in target with its gateway on a free TCP port, pinned to the target CPU; the port."""
     log = env.work / f"gateway-{index}.log"
-    child = env.procs.start(["taskset", "-c", env.target_cpu, env.horde, "target", "--port", "0", "--tcp-port", "0"], log)
+    child = env.procs.start(
+        ["taskset", "-c", env.target_cpu, env.horde, "target", "--port", "0", "--tcp-port", "0"], log
+    )
     deadline = time.monotonic() + 30.0
     while time.monotonic() < deadline:  # bounded
         match = re.search(r"gateway on tcp://127\.0\.0\.1:(\d+)", log.read_text(errors="replace"))
@@ -209,7 +270,9 @@ def start_gateway(env: harness.Env, index: int) -> int:
         if child.poll() is not None:
             break
         time.sleep(0.05)
-    raise harness.BenchError("the gateway did not start", hint=f"its output: {log.read_text(errors='replace')[-500:]!r}")
+    raise harness.BenchError(
+        "the gateway did not start", hint=f"its output: {log.read_text(errors='replace')[-500:]!r}"
+    )
 
 
 def render(result: dict[str, Any], command: str, started: dt.datetime, env: harness.Env) -> str:
@@ -223,35 +286,52 @@ def render(result: dict[str, Any], command: str, started: dt.datetime, env: harn
     lines = [
         f"- machine: {machine['nproc']} CPUs, {machine['model']}, Linux {machine['kernel']}; open-file limit {result['limit']:,}",
         f"- date: {started.strftime('%Y-%m-%d %H:%M UTC')}; command: `{command}`",
-        (f"- generator (`horde run --workers 1`) pinned to CPU {env.gen_cpu}" if result["generators"] == 1 else
-         f"- {result['generators']} generators of one worker each (`horde run --cluster local --generators "
-         f"{result['generators']} --workers 1`: a local Ray cluster, all its processes pinned to CPU {env.gen_cpu})")
+        (
+            f"- generator (`horde run --workers 1`) pinned to CPU {env.gen_cpu}"
+            if result["generators"] == 1
+            else f"- {result['generators']} generators of one worker each (`horde run --cluster local --generators "
+            f"{result['generators']} --workers 1`: a local Ray cluster, all its processes pinned to CPU {env.gen_cpu})"
+        )
         + f"; {result['targets']} built-in {'targets' if http else 'gateways (`horde target --tcp-port`)'} (`target.instances`) "
         f"pinned to CPU {env.target_cpu}; source addresses {', '.join(SOURCES)}; each VU "
-        + (f"sends `GET /` every {result['think_ms'] / 1000:g} s" if http else
-           f"connects once (`tcp://`, newline framing) and pings every {result['think_ms'] / 1000:g} s (`ping`, the reply's `pong N` matched)"),
+        + (
+            f"sends `GET /` every {result['think_ms'] / 1000:g} s"
+            if http
+            else f"connects once (`tcp://`, newline framing) and pings every {result['think_ms'] / 1000:g} s (`ping`, the reply's `pong N` matched)"
+        ),
         "",
         "| run | VUs (one connection each) | sockets held (min over held s) | connections opened | req/s | p99 ms | errors | RSS held MiB |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for name, row in (("baseline", base), ("many connections", many)):
         row_errors = ", ".join(f"{kind} {count:,}" for kind, count in row["errors_by_kind"].items()) or "none"
-        lines.append(f"| {name} | {row['vus']:,} | {row['sockets_held_min']:,} | {row['connections_opened']:,} | {row['rps']:,.0f} | "
-                     f"{row['p99_ms']:,.1f} | {row_errors} | {row['rss_held_kb'] / 1024:,.1f} |")
+        lines.append(
+            f"| {name} | {row['vus']:,} | {row['sockets_held_min']:,} | {row['connections_opened']:,} | {row['rps']:,.0f} | "
+            f"{row['p99_ms']:,.1f} | {row_errors} | {row['rss_held_kb'] / 1024:,.1f} |"
+        )
     # The baseline's sockets beyond its VUs are the process's own (the store, Python); counted
     # machine-wide (several generators) there are none to take off.
     held = many["sockets_held_min"] - (base["sockets_held_min"] - base["vus"] if result["generators"] == 1 else 0)
-    kernel_text = (f"plus about {kernel:.1f} KiB of kernel TCP buffer memory each" if kernel >= 0.1 else
-                   "and no kernel TCP buffer memory to speak of (an idle socket holds no buffer pages)")
+    kernel_text = (
+        f"plus about {kernel:.1f} KiB of kernel TCP buffer memory each"
+        if kernel >= 0.1
+        else "and no kernel TCP buffer memory to speak of (an idle socket holds no buffer pages)"
+    )
     lines += [
         "",
-        (f"One generator process held **{held:,} {kind}** to the target at once (errors: {errors}), "
-         if result["generators"] == 1 else
-         f"{result['generators']} generator processes held **{held:,} {kind}** to the target at once "
-         f"(errors: {errors}; counted as the machine's TCP sockets beyond those before the run, halved), ")
+        (
+            f"One generator process held **{held:,} {kind}** to the target at once (errors: {errors}), "
+            if result["generators"] == 1
+            else f"{result['generators']} generator processes held **{held:,} {kind}** to the target at once "
+            f"(errors: {errors}; counted as the machine's TCP sockets beyond those before the run, halved), "
+        )
         + f"at **{per_connection:.1f} KiB of resident memory per connection** (its VU, buffers and task included"
-        + ("" if result["generators"] == 1 else "; RSS of the whole process tree, the Ray cluster's own processes "
-           "included, less the same tree's at 100 VUs")
+        + (
+            ""
+            if result["generators"] == 1
+            else "; RSS of the whole process tree, the Ray cluster's own processes "
+            "included, less the same tree's at 100 VUs"
+        )
         + f"), {kernel_text}; /proc/net/sockstat, machine-wide, not in RSS.",
     ]
     return "\n".join(lines) + "\n"
@@ -260,21 +340,36 @@ def render(result: dict[str, Any], command: str, started: dt.datetime, env: harn
 def figures_name(generators: int, tag: str | None, transport: str = "http") -> str:
     """The FIGURES.md block and results file of these figures: one generator and several, each
     transport, and each tag (a larger machine), keep their own."""
-    return (("connections" if generators == 1 else "connections-cluster") + ("" if transport == "http" else f"-{transport}")
-            + (f"-{tag}" if tag else ""))
+    return (
+        ("connections" if generators == 1 else "connections-cluster")
+        + ("" if transport == "http" else f"-{transport}")
+        + (f"-{tag}" if tag else "")
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="The most keep-alive connections one generator process holds.")
-    parser.add_argument("--connections", type=int, help="connections (one per VU); default: the open-file limit less 100")
+    parser.add_argument(
+        "--connections", type=int, help="connections (one per VU); default: the open-file limit less 100"
+    )
     parser.add_argument("--ramp", type=float, default=20.0, help="seconds to open them (default 20)")
     parser.add_argument("--seconds", type=float, default=30.0, help="seconds held after the ramp (default 30)")
-    parser.add_argument("--generators", type=int, default=1,
-                        help="generator processes (a local Ray cluster when more than 1; needs horde[cluster]); "
-                        "the default count is then this many times the open-file limit less 100")
-    parser.add_argument("--think-ms", type=float, default=THINK_MS, help=f"each VU's pause between requests (default {THINK_MS})")
-    parser.add_argument("--transport", choices=("http", "tcp"), default="http",
-                        help="http: keep-alive HTTP connections (default); tcp: message connections to the built-in gateway, pinging")
+    parser.add_argument(
+        "--generators",
+        type=int,
+        default=1,
+        help="generator processes (a local Ray cluster when more than 1; needs horde[cluster]); "
+        "the default count is then this many times the open-file limit less 100",
+    )
+    parser.add_argument(
+        "--think-ms", type=float, default=THINK_MS, help=f"each VU's pause between requests (default {THINK_MS})"
+    )
+    parser.add_argument(
+        "--transport",
+        choices=("http", "tcp"),
+        default="http",
+        help="http: keep-alive HTTP connections (default); tcp: message connections to the built-in gateway, pinging",
+    )
     harness.add_tag_argument(parser)
     parser.add_argument("--no-readme", action="store_true", help="do not update bench/FIGURES.md")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
@@ -296,20 +391,33 @@ def main(argv: list[str] | None = None) -> int:
             ports = start_targets(env, max(TARGETS, -(-connections // per_process) + 1), args.transport)
             print(f"baseline: {BASELINE_VUS} connections", flush=True)
             baseline = hold(env, ports, BASELINE_VUS, 2.0, 10.0, "baseline", generators, args.think_ms, args.transport)
-            print(f"{connections:,} connections over {generators} generator(s): {args.ramp:g} s to open, "
-                  f"{args.seconds:g} s held", flush=True)
-            many = hold(env, ports, connections, args.ramp, args.seconds, "many", generators, args.think_ms, args.transport)
-            result = {"limit": limit, "generators": generators, "targets": len(ports), "think_ms": args.think_ms, "transport": args.transport,
-                      "baseline": baseline, "many": many}
+            print(
+                f"{connections:,} connections over {generators} generator(s): {args.ramp:g} s to open, "
+                f"{args.seconds:g} s held",
+                flush=True,
+            )
+            many = hold(
+                env, ports, connections, args.ramp, args.seconds, "many", generators, args.think_ms, args.transport
+            )
+            result = {
+                "limit": limit,
+                "generators": generators,
+                "targets": len(ports),
+                "think_ms": args.think_ms,
+                "transport": args.transport,
+                "baseline": baseline,
+                "many": many,
+            }
             block = render(result, command, started, env)
             print()
             print(block)
             harness.RESULTS_DIR.mkdir(exist_ok=True)
             name = figures_name(generators, args.tag, args.transport)
-            (harness.RESULTS_DIR / f"{name}.json").write_text(json.dumps({"command": command, "date": started.isoformat(), **result}, indent=2) + "\n")
+            (harness.RESULTS_DIR / f"{name}.json").write_text(
+                json.dumps({"command": command, "date": started.isoformat(), **result}, indent=2) + "\n"
+            )
             if not args.no_readme:
-                harness.write_readme_block(name, block,
-                                           section="Connections (`bench/connections.py`)")
+                harness.write_readme_block(name, block, section="Connections (`bench/connections.py`)")
                 print(f"updated {os.path.relpath(harness.FIGURES)}")
         return 0
 

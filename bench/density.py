@@ -82,23 +82,42 @@ def cpu_layout(cpus: list[int], workers: int, target_threads: int) -> tuple[str,
     (sharing the target's), as on a 2-CPU machine."""
     if len(cpus) >= workers + target_threads:
         mine = ",".join(map(str, cpus[:workers]))
-        theirs = ",".join(map(str, cpus[workers:workers + target_threads]))
+        theirs = ",".join(map(str, cpus[workers : workers + target_threads]))
         return mine, theirs
     target = str(cpus[1] if len(cpus) > 1 else cpus[0])
     return (str(cpus[0]) if workers <= 1 else ",".join(map(str, cpus))), target
 
 
-def horde_run(env: DensityEnv, tag: str, params: dict[str, str], timeout_s: float, target_pid: int) -> tuple[harness.Measured, dict[str, Any]]:
+def horde_run(
+    env: DensityEnv, tag: str, params: dict[str, str], timeout_s: float, target_pid: int
+) -> tuple[harness.Measured, dict[str, Any]]:
     summary_path = env.work / f"{tag}.summary.json"
     log = env.work / f"{tag}.log"
     base_url = params.pop("base_url")
     flags = [flag for name, value in params.items() for flag in ("-p", f"{name}={value}")]
-    argv = ["taskset", "-c", env.gen_cpu, env.horde, "run", str(PLAN), "--base-url", base_url, *flags,
-            "--workers", str(env.workers), "--summary-json", str(summary_path), "--store", str(env.work / "store.sqlite")]
+    argv = [
+        "taskset",
+        "-c",
+        env.gen_cpu,
+        env.horde,
+        "run",
+        str(PLAN),
+        "--base-url",
+        base_url,
+        *flags,
+        "--workers",
+        str(env.workers),
+        "--summary-json",
+        str(summary_path),
+        "--store",
+        str(env.work / "store.sqlite"),
+    ]
     measured = harness.run_measured(env.procs, argv, log, timeout_s=timeout_s, sample_rss=True, target_pid=target_pid)
     if measured.rc != 0 or not summary_path.exists():
-        raise harness.BenchError(f"horde run ({tag}) ended with exit code {measured.rc}",
-                                 hint=f"last output: {log.read_text(errors='replace')[-800:]}")
+        raise harness.BenchError(
+            f"horde run ({tag}) ended with exit code {measured.rc}",
+            hint=f"last output: {log.read_text(errors='replace')[-800:]}",
+        )
     return measured, json.loads(summary_path.read_text())
 
 
@@ -111,7 +130,11 @@ def held_seconds(env: harness.Env, run_id: str, first_second: int, last_second: 
         snapshots = store.snapshots(run_id)
     finally:
         store.close()
-    return [dict(s) for s in snapshots if first_second <= s["second"] <= last_second and not s["final"] and s["interval_s"] > 0.99]
+    return [
+        dict(s)
+        for s in snapshots
+        if first_second <= s["second"] <= last_second and not s["final"] and s["interval_s"] > 0.99
+    ]
 
 
 #: The players of the rate-matched baseline: the same iterations per second from few players
@@ -126,20 +149,57 @@ def measure(env: DensityEnv, players: int, pacing: float, ramp: float, seconds: 
     base_url = f"http://127.0.0.1:{port}"
     try:
         print("baseline: 10 players for 5 s", flush=True)
-        baseline, _ = horde_run(env, "baseline", {"base_url": base_url, "players": "10", "pacing": str(pacing), "ramp": "1",
-                                                  "duration": "5", "pool": str(pool)}, timeout_s=120, target_pid=target.pid)
+        baseline, _ = horde_run(
+            env,
+            "baseline",
+            {
+                "base_url": base_url,
+                "players": "10",
+                "pacing": str(pacing),
+                "ramp": "1",
+                "duration": "5",
+                "pool": str(pool),
+            },
+            timeout_s=120,
+            target_pid=target.pid,
+        )
         # The same rate from 1,000 players: what a request costs without the density.
         few = min(TAX_BASELINE_PLAYERS, players)
         few_pacing = pacing * few / players
         few_ramp = max(1, round(5 / few_pacing)) * few_pacing
         print(f"rate-matched baseline: {few:,} players, pacing {few_pacing:g} s, held {seconds} s", flush=True)
-        _, few_summary = horde_run(env, "rate-matched", {"base_url": base_url, "players": str(few), "pacing": f"{few_pacing:g}",
-                                                         "ramp": f"{few_ramp:g}", "duration": str(seconds), "pool": str(pool)},
-                                   timeout_s=few_ramp + seconds + 300, target_pid=target.pid)
-        print(f"density: {players:,} players, ramp {ramp} s, held {seconds} s, pacing {pacing:g} s, pool {pool}", flush=True)
-        many, summary = horde_run(env, "density", {"base_url": base_url, "players": str(players), "pacing": str(pacing),
-                                                   "ramp": f"{ramp:g}", "duration": str(seconds), "pool": str(pool)},
-                                  timeout_s=ramp + seconds + 600, target_pid=target.pid)
+        _, few_summary = horde_run(
+            env,
+            "rate-matched",
+            {
+                "base_url": base_url,
+                "players": str(few),
+                "pacing": f"{few_pacing:g}",
+                "ramp": f"{few_ramp:g}",
+                "duration": str(seconds),
+                "pool": str(pool),
+            },
+            timeout_s=few_ramp + seconds + 300,
+            target_pid=target.pid,
+        )
+        print(
+            f"density: {players:,} players, ramp {ramp} s, held {seconds} s, pacing {pacing:g} s, pool {pool}",
+            flush=True,
+        )
+        many, summary = horde_run(
+            env,
+            "density",
+            {
+                "base_url": base_url,
+                "players": str(players),
+                "pacing": str(pacing),
+                "ramp": f"{ramp:g}",
+                "duration": str(seconds),
+                "pool": str(pool),
+            },
+            timeout_s=ramp + seconds + 600,
+            target_pid=target.pid,
+        )
     finally:
         env.procs.stop(target)
     few_held = held_seconds(env, few_summary["run_id"], int(few_ramp + few_pacing) + 2, int(few_ramp) + seconds - 1)
@@ -150,7 +210,7 @@ def measure(env: DensityEnv, players: int, pacing: float, ramp: float, seconds: 
         raise harness.BenchError("the run has no held second to measure", hint="give it more --seconds than the pacing")
     # RSS samples are taken once a second from the start of the process; the held phase's
     # samples are those from `first` seconds after the engine started (about 2 s of start-up).
-    held_rss = many.rss_samples_kb[first + 2: first + 2 + len(held)] or many.rss_samples_kb[-5:]
+    held_rss = many.rss_samples_kb[first + 2 : first + 2 + len(held)] or many.rss_samples_kb[-5:]
     baseline_rss = statistics.median(baseline.rss_samples_kb[2:] or baseline.rss_samples_kb)
     requests = _requests(held)
     iterations = sum(s["iterations"] for s in held)
@@ -164,29 +224,52 @@ def measure(env: DensityEnv, players: int, pacing: float, ramp: float, seconds: 
                 for kind, count in step["errors"].items():
                     errors[kind] = errors.get(kind, 0) + count
     from horde.engine import histogram
-    latency = histogram.stats(histogram.merge(step["histogram"] for s in held for step in s["steps"] if step["kind"] == "request"),
-                              [50.0, 99.0])
+
+    latency = histogram.stats(
+        histogram.merge(step["histogram"] for s in held for step in s["steps"] if step["kind"] == "request"),
+        [50.0, 99.0],
+    )
     cpu_us, few_cpu_us = _cpu_us_per_request(held), _cpu_us_per_request(few_held)
     return {
-        "players": players, "pacing_s": pacing, "ramp_s": ramp, "held_s": len(held), "pool": pool,
-        "asked_iterations_per_s": asked, "iterations_per_s": achieved, "rate_error": achieved / asked - 1,
+        "players": players,
+        "pacing_s": pacing,
+        "ramp_s": ramp,
+        "held_s": len(held),
+        "pool": pool,
+        "asked_iterations_per_s": asked,
+        "iterations_per_s": achieved,
+        "rate_error": achieved / asked - 1,
         "worst_second_error": max(abs(s["iterations"] / asked - 1) for s in held),
-        "requests_per_s": requests / len(held), "errors": errors, "requests": requests,
-        "lateness_p99_worst_ms": max(lateness), "lateness_p99_median_ms": statistics.median(lateness),
+        "requests_per_s": requests / len(held),
+        "errors": errors,
+        "requests": requests,
+        "lateness_p99_worst_ms": max(lateness),
+        "lateness_p99_median_ms": statistics.median(lateness),
         "cpu_percent_median": statistics.median(float(s["cpu_percent"]) for s in held),
         "cpu_us_per_request": cpu_us,
-        "rate_matched": {"players": few, "pacing_s": few_pacing, "held_s": len(few_held), "cpu_us_per_request": few_cpu_us,
-                         "iterations_per_s": sum(s["iterations"] for s in few_held) / len(few_held),
-                         "requests_per_s": _requests(few_held) / len(few_held)},
+        "rate_matched": {
+            "players": few,
+            "pacing_s": few_pacing,
+            "held_s": len(few_held),
+            "cpu_us_per_request": few_cpu_us,
+            "iterations_per_s": sum(s["iterations"] for s in few_held) / len(few_held),
+            "requests_per_s": _requests(few_held) / len(few_held),
+        },
         "density_tax": cpu_us / few_cpu_us if few_cpu_us else None,
         "active_vus_min": min(s["active_vus"] for s in held),
-        "rss_held_kb": statistics.median(held_rss), "rss_peak_kb": many.maxrss_kb, "rss_baseline_kb": baseline_rss,
+        "rss_held_kb": statistics.median(held_rss),
+        "rss_peak_kb": many.maxrss_kb,
+        "rss_baseline_kb": baseline_rss,
         "kb_per_vu": (statistics.median(held_rss) - baseline_rss) / players,
         "connections_opened": sum(s["connections_opened"] for s in held_seconds(env, summary["run_id"], 1, 10**9)),
-        "p50_ms": latency.percentile(50.0), "p99_ms": latency.percentile(99.0),
+        "p50_ms": latency.percentile(50.0),
+        "p99_ms": latency.percentile(99.0),
         "iterations_by_second": [s["iterations"] for s in held],
         "lateness_by_second_ms": lateness,
-        "target_cpu_s": many.target_cpu_s, "wall_s": many.wall_s, "others_cores": many.others_cores, "summary_run_id": summary["run_id"],
+        "target_cpu_s": many.target_cpu_s,
+        "wall_s": many.wall_s,
+        "others_cores": many.others_cores,
+        "summary_run_id": summary["run_id"],
     }
 
 
@@ -242,21 +325,31 @@ def render(result: dict[str, Any], command: str, started: dt.datetime, env: Dens
 
 
 def update_readme(key: str, title: str, block: str) -> None:
-    harness.write_readme_block(f"density:{key}", f"#### `{title}`\n\n{block}",
-                               section="VU density (`bench/density.py`)")
+    harness.write_readme_block(
+        f"density:{key}", f"#### `{title}`\n\n{block}", section="VU density (`bench/density.py`)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="VU density: the game scenario with many players on one generator process.")
+    parser = argparse.ArgumentParser(
+        description="VU density: the game scenario with many players on one generator process."
+    )
     parser.add_argument("--quick", action="store_true", help="20,000 players, 15 s ramp, 30 s held")
     parser.add_argument("--players", type=int, help="players (VUs); default 150,000 (20,000 with --quick)")
-    parser.add_argument("--pacing", type=float, default=PACING_S, help=f"seconds between a player's actions (default {PACING_S:g})")
+    parser.add_argument(
+        "--pacing", type=float, default=PACING_S, help=f"seconds between a player's actions (default {PACING_S:g})"
+    )
     parser.add_argument("--ramp", type=int, help="seconds to start every player")
     parser.add_argument("--seconds", type=int, help="seconds held after the ramp")
-    parser.add_argument("--pool", type=int, default=DEFAULT_POOL, help=f"connections in the pool (default {DEFAULT_POOL})")
-    parser.add_argument("--workers", type=int, default=1,
-                        help="generator workers (default 1, pinned to the first CPU; more: pinned to every CPU, "
-                        "sharing the target's)")
+    parser.add_argument(
+        "--pool", type=int, default=DEFAULT_POOL, help=f"connections in the pool (default {DEFAULT_POOL})"
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="generator workers (default 1, pinned to the first CPU; more: pinned to every CPU, sharing the target's)",
+    )
     parser.add_argument("--target-threads", type=int, default=1, help="the built-in target's threads (default 1)")
     harness.add_tag_argument(parser)
     parser.add_argument("--no-readme", action="store_true", help="do not update bench/FIGURES.md")
@@ -279,8 +372,16 @@ def main(argv: list[str] | None = None) -> int:
         workers, target_threads = max(1, args.workers), max(1, args.target_threads)
         gen_cpus, target_cpus = cpu_layout(sorted(os.sched_getaffinity(0)), workers, target_threads)
         with tempfile.TemporaryDirectory(prefix="horde-density-") as work:
-            env = DensityEnv(horde=horde, wrk="", gen_cpu=gen_cpus, target_cpu=target_cpus, work=Path(work), procs=procs,
-                             workers=workers, target_threads=target_threads)
+            env = DensityEnv(
+                horde=horde,
+                wrk="",
+                gen_cpu=gen_cpus,
+                target_cpu=target_cpus,
+                work=Path(work),
+                procs=procs,
+                workers=workers,
+                target_threads=target_threads,
+            )
             started = dt.datetime.now(dt.timezone.utc)
             result = measure(env, players, pacing, ramp_s, seconds, args.pool)
             block = render(result, command, started, env)
@@ -289,11 +390,21 @@ def main(argv: list[str] | None = None) -> int:
             harness.RESULTS_DIR.mkdir(exist_ok=True)
             # Each size, worker count and tag keeps its own figures.
             other_size = players != SIZES[size]["players"]
-            key = size + (f"-{players}p" if other_size else "") + (f"-w{workers}" if workers > 1 else "") \
+            key = (
+                size
+                + (f"-{players}p" if other_size else "")
+                + (f"-w{workers}" if workers > 1 else "")
                 + (f"-{args.tag}" if args.tag else "")
-            title = ("--quick" if size == "quick" else "full size") + (f", {players:,} players" if other_size else "") \
-                + (f", {workers} workers" if workers > 1 else "") + (f", {args.tag}" if args.tag else "")
-            (harness.RESULTS_DIR / f"density-{key}.json").write_text(json.dumps({"command": command, "date": started.isoformat(), **result}, indent=2) + "\n")
+            )
+            title = (
+                ("--quick" if size == "quick" else "full size")
+                + (f", {players:,} players" if other_size else "")
+                + (f", {workers} workers" if workers > 1 else "")
+                + (f", {args.tag}" if args.tag else "")
+            )
+            (harness.RESULTS_DIR / f"density-{key}.json").write_text(
+                json.dumps({"command": command, "date": started.isoformat(), **result}, indent=2) + "\n"
+            )
             if not args.no_readme:
                 update_readme(key, title, block)
                 print(f"updated {os.path.relpath(harness.FIGURES)}")

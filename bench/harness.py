@@ -76,8 +76,13 @@ class Processes:
     def start(self, argv: list[str], log: Path) -> subprocess.Popen[bytes]:
         with open(log, "wb") as out:
             child = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                start_new_session=True, preexec_fn=_raise_nofile, cwd=REPO,
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_raise_nofile,
+                cwd=REPO,
             )
         self._children.append(child)
         return child
@@ -220,10 +225,19 @@ def vm_rss_kb(pid: int) -> int | None:
     return None
 
 
-def run_measured(procs: Processes, argv: list[str], log: Path, *, timeout_s: float,
-                 target_pid: int | None = None, sample_rss: bool = False, sample_every_s: float = 1.0,
-                 on_sample: Callable[[float, int], None] | None = None,
-                 cpu_window_s: tuple[float, float] | None = None, idle_cpus: tuple[str, ...] = ()) -> Measured:
+def run_measured(
+    procs: Processes,
+    argv: list[str],
+    log: Path,
+    *,
+    timeout_s: float,
+    target_pid: int | None = None,
+    sample_rss: bool = False,
+    sample_every_s: float = 1.0,
+    on_sample: Callable[[float, int], None] | None = None,
+    cpu_window_s: tuple[float, float] | None = None,
+    idle_cpus: tuple[str, ...] = (),
+) -> Measured:
     """Runs `argv` to its end and measures it: CPU and peak RSS from wait4()'s rusage of that
     very child (exact, no sampling), VmRSS every `sample_every_s` if asked (each sample also
     handed to `on_sample(seconds since start, KiB)`), the machine's other load, and, with
@@ -259,7 +273,9 @@ def run_measured(procs: Processes, argv: list[str], log: Path, *, timeout_s: flo
                 except (FileNotFoundError, ProcessLookupError):
                     pass  # exiting: no window
             if now > deadline:
-                raise BenchError(f"{shlex.join(argv)} did not end within {timeout_s:.0f} s", hint=f"its output is in {log}")
+                raise BenchError(
+                    f"{shlex.join(argv)} did not end within {timeout_s:.0f} s", hint=f"its output is in {log}"
+                )
             if sample_rss and now >= next_sample:
                 rss = vm_rss_kb(child.pid)
                 if rss is not None:
@@ -279,9 +295,15 @@ def run_measured(procs: Processes, argv: list[str], log: Path, *, timeout_s: flo
     cpu = usage.ru_utime + usage.ru_stime
     others = max(0.0, (busy1 - busy0) / CLK_TCK - cpu - target_cpu) / wall
     return Measured(
-        rc=int(child.returncode), wall_s=wall, cpu_s=cpu,
-        maxrss_kb=usage.ru_maxrss, rss_samples_kb=samples, rss_sample_times_s=sample_times, target_cpu_s=target_cpu,
-        others_cores=others, steal_cores=(steal1 - steal0) / CLK_TCK / wall,
+        rc=int(child.returncode),
+        wall_s=wall,
+        cpu_s=cpu,
+        maxrss_kb=usage.ru_maxrss,
+        rss_samples_kb=samples,
+        rss_sample_times_s=sample_times,
+        target_cpu_s=target_cpu,
+        others_cores=others,
+        steal_cores=(steal1 - steal0) / CLK_TCK / wall,
         window_cpu_s=window[1][1] - window[0][1] if len(window) == 2 else None,
         window_wall_s=window[1][0] - window[0][0] if len(window) == 2 else None,
         window_wakeups=window[1][2] - window[0][2] if len(window) == 2 else None,
@@ -335,9 +357,11 @@ def window_rates(m: Measured, rate: float, gen_cpu: str, target_cpu: str) -> dic
     wall = m.window_wall_s or 0.0
     if not wall or m.window_wakeups is None or rate <= 0:
         return {"wakeups_per_req": nan, "gen_halts_s": nan, "target_halts_s": nan}
-    return {"wakeups_per_req": m.window_wakeups / (rate * wall),
-            "gen_halts_s": m.window_halts[gen_cpu] / wall if gen_cpu in m.window_halts else nan,
-            "target_halts_s": m.window_halts[target_cpu] / wall if target_cpu in m.window_halts else nan}
+    return {
+        "wakeups_per_req": m.window_wakeups / (rate * wall),
+        "gen_halts_s": m.window_halts[gen_cpu] / wall if gen_cpu in m.window_halts else nan,
+        "target_halts_s": m.window_halts[target_cpu] / wall if target_cpu in m.window_halts else nan,
+    }
 
 
 def paired(mine: list[dict[str, Any]], theirs: list[dict[str, Any]], key: str) -> list[float]:
@@ -398,12 +422,20 @@ def pick_cpus() -> tuple[str, str, list[str]]:
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) >= 2:
         return str(cpus[0]), str(cpus[1]), []
-    return str(cpus[0]), str(cpus[0]), ["only one CPU is available: the generator and the target share it, so rates are lower and CPU per request is still comparable"]
+    return (
+        str(cpus[0]),
+        str(cpus[0]),
+        [
+            "only one CPU is available: the generator and the target share it, so rates are lower and CPU per request is still comparable"
+        ],
+    )
 
 
 def start_target(env: Env, name: str = "target", threads: int = 1) -> tuple[subprocess.Popen[bytes], int]:
     log = env.work / f"{name}.log"
-    child = env.procs.start(["taskset", "-c", env.target_cpu, env.horde, "target", "--port", "0", "--threads", str(threads)], log)
+    child = env.procs.start(
+        ["taskset", "-c", env.target_cpu, env.horde, "target", "--port", "0", "--threads", str(threads)], log
+    )
     deadline = time.monotonic() + 30.0
     while time.monotonic() < deadline:
         match = re.search(r"listening on http://127\.0\.0\.1:(\d+)", log.read_text(errors="replace"))
@@ -412,24 +444,58 @@ def start_target(env: Env, name: str = "target", threads: int = 1) -> tuple[subp
         if child.poll() is not None:
             break
         time.sleep(0.05)
-    raise BenchError("the built-in target did not start", hint=f"its output: {log.read_text(errors='replace')[-500:]!r}")
+    raise BenchError(
+        "the built-in target did not start", hint=f"its output: {log.read_text(errors='replace')[-500:]!r}"
+    )
 
 
-def horde_run(env: Env, args: list[str], seconds: float, tag: str, target_pid: int | None, *,
-              sample_rss: bool = False, sample_every_s: float = 1.0,
-              on_sample: Callable[[float, int], None] | None = None,
-              cpu_window_s: tuple[float, float] | None = None) -> tuple[Measured, dict[str, Any]]:
+def horde_run(
+    env: Env,
+    args: list[str],
+    seconds: float,
+    tag: str,
+    target_pid: int | None,
+    *,
+    sample_rss: bool = False,
+    sample_every_s: float = 1.0,
+    on_sample: Callable[[float, int], None] | None = None,
+    cpu_window_s: tuple[float, float] | None = None,
+) -> tuple[Measured, dict[str, Any]]:
     """`horde run ARGS` pinned to the generator's CPU with one worker, a throw-away store and its
     summary JSON. `seconds` is how long ARGS make the run last; its deadline allows a minute more."""
     summary_path = env.work / f"{tag}.summary.json"
     log = env.work / f"{tag}.log"
-    argv = ["taskset", "-c", env.gen_cpu, env.horde, "run", *args, "--workers", "1",
-            "--summary-json", str(summary_path), "--store", str(env.work / "store.sqlite")]
-    measured = run_measured(env.procs, argv, log, timeout_s=seconds + 60, target_pid=target_pid,
-                            sample_rss=sample_rss, sample_every_s=sample_every_s, on_sample=on_sample,
-                            cpu_window_s=cpu_window_s, idle_cpus=(env.gen_cpu, env.target_cpu))
+    argv = [
+        "taskset",
+        "-c",
+        env.gen_cpu,
+        env.horde,
+        "run",
+        *args,
+        "--workers",
+        "1",
+        "--summary-json",
+        str(summary_path),
+        "--store",
+        str(env.work / "store.sqlite"),
+    ]
+    measured = run_measured(
+        env.procs,
+        argv,
+        log,
+        timeout_s=seconds + 60,
+        target_pid=target_pid,
+        sample_rss=sample_rss,
+        sample_every_s=sample_every_s,
+        on_sample=on_sample,
+        cpu_window_s=cpu_window_s,
+        idle_cpus=(env.gen_cpu, env.target_cpu),
+    )
     if measured.rc != 0 or not summary_path.exists():
-        raise BenchError(f"`horde run {shlex.join(args)}` ended with exit code {measured.rc}", hint=f"last output: {log.read_text(errors='replace')[-800:]}")
+        raise BenchError(
+            f"`horde run {shlex.join(args)}` ended with exit code {measured.rc}",
+            hint=f"last output: {log.read_text(errors='replace')[-800:]}",
+        )
     return measured, json.loads(summary_path.read_text())
 
 
@@ -452,12 +518,18 @@ def load() -> str:
 def add_tag_argument(parser: argparse.ArgumentParser) -> None:
     """`--tag NAME`: figures of their own (FIGURES.md block and results file), such as a larger
     machine's, so that they do not replace this machine's."""
+
     def tag(value: str) -> str:
         if not re.fullmatch(r"[A-Za-z0-9_-]{1,32}", value):
             raise argparse.ArgumentTypeError(f"{value!r}: use letters, digits, '-' and '_' (at most 32)")
         return value
-    parser.add_argument("--tag", type=tag, help="a name for these figures' own FIGURES.md block and results file (such as "
-                        "`16cpu` on a larger machine), so that they do not replace this machine's")
+
+    parser.add_argument(
+        "--tag",
+        type=tag,
+        help="a name for these figures' own FIGURES.md block and results file (such as "
+        "`16cpu` on a larger machine), so that they do not replace this machine's",
+    )
 
 
 def write_readme_block(name: str, content: str, section: str | None = None) -> None:
@@ -467,7 +539,7 @@ def write_readme_block(name: str, content: str, section: str | None = None) -> N
     text = FIGURES.read_text() if FIGURES.exists() else "# Horde benchmark: current figures\n"
     block = f"{begin}\n{content}{end}"
     if begin in text and end in text:
-        text = text[: text.index(begin)] + block + text[text.index(end) + len(end):]
+        text = text[: text.index(begin)] + block + text[text.index(end) + len(end) :]
     elif section:
         heading = f"## {section}\n"
         if heading not in text:
@@ -475,7 +547,9 @@ def write_readme_block(name: str, content: str, section: str | None = None) -> N
         head, heading, tail = text.partition(heading)
         next_section = re.search(r"^## ", tail, flags=re.MULTILINE)
         cut = next_section.start() if next_section else len(tail)
-        text = head + heading + tail[:cut].rstrip("\n") + "\n\n" + block + "\n" + ("\n" + tail[cut:] if tail[cut:] else "")
+        text = (
+            head + heading + tail[:cut].rstrip("\n") + "\n\n" + block + "\n" + ("\n" + tail[cut:] if tail[cut:] else "")
+        )
     else:
         text = text.rstrip("\n") + "\n\n" + block + "\n"
     FIGURES.write_text(text)
@@ -497,6 +571,7 @@ def end_on_signals() -> None:
     (run_main's) stops every child (SIGINT explicitly: a shell may start a background job with it ignored).
     SIGHUP stays ignored when it already is: that is `nohup` asking the bench to outlive its
     terminal (the 30-minute long run)."""
+
     def interrupt(signum: int, _frame: object) -> None:
         raise KeyboardInterrupt
 
@@ -512,10 +587,18 @@ def command_line(script: str, argv: list[str] | None) -> str:
     return shlex.join([python, os.path.relpath(script, REPO), *(argv if argv is not None else sys.argv[1:])])
 
 
-def side_by_side_main(argv: list[str] | None, *, script: str, description: str, default_rate: float, rate_help: str,
-                      measure: Callable[[Env, int, int, float], dict[str, Any]],
-                      render: Callable[[dict[str, Any], str, int, int, float], str], block: str,
-                      section: str | None = None) -> int:
+def side_by_side_main(
+    argv: list[str] | None,
+    *,
+    script: str,
+    description: str,
+    default_rate: float,
+    rate_help: str,
+    measure: Callable[[Env, int, int, float], dict[str, Any]],
+    render: Callable[[dict[str, Any], str, int, int, float], str],
+    block: str,
+    section: str | None = None,
+) -> int:
     """The main() of a script that runs two plans side by side at one rate (scenario.py,
     monitors.py): `--reps`, `--seconds`, `--rate`, `--no-readme` (FIGURES.md untouched),
     `--horde`; `measure(env, reps, seconds, rate)` in a temporary folder with the generator and

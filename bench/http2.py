@@ -29,39 +29,88 @@ import harness  # noqa: E402
 from harness import BenchError, Env, Processes  # noqa: E402
 
 
-def h2load_run(env: Env, h2load: str, port: int, connections: int, streams: int, seconds: int, tag: str,
-               target_pid: int) -> dict[str, Any]:
+def h2load_run(
+    env: Env, h2load: str, port: int, connections: int, streams: int, seconds: int, tag: str, target_pid: int
+) -> dict[str, Any]:
     log = env.work / f"{tag}.log"
-    argv = ["taskset", "-c", env.gen_cpu, h2load, "-c", str(connections), "-m", str(streams), "-t", "1",
-            "-D", str(seconds), f"http://127.0.0.1:{port}/"]
+    argv = [
+        "taskset",
+        "-c",
+        env.gen_cpu,
+        h2load,
+        "-c",
+        str(connections),
+        "-m",
+        str(streams),
+        "-t",
+        "1",
+        "-D",
+        str(seconds),
+        f"http://127.0.0.1:{port}/",
+    ]
     measured = harness.run_measured(env.procs, argv, log, timeout_s=seconds + 60, target_pid=target_pid)
     text = log.read_text(errors="replace")
     done = re.search(r"requests: (\d+) total, \d+ started, \d+ done, (\d+) succeeded", text)
     if measured.rc != 0 or not done:
         raise BenchError(f"h2load ended with exit code {measured.rc} or printed no request count", hint=text[-800:])
     succeeded = int(done.group(2))
-    return {"requests": succeeded, "rps": succeeded / seconds, "errors": int(done.group(1)) - succeeded,
-            "us_per_req": measured.cpu_s / succeeded * 1e6, "others_cores": measured.others_cores}
+    return {
+        "requests": succeeded,
+        "rps": succeeded / seconds,
+        "errors": int(done.group(1)) - succeeded,
+        "us_per_req": measured.cpu_s / succeeded * 1e6,
+        "others_cores": measured.others_cores,
+    }
 
 
 def write_plan(env: Env, port: int, connections: int, vus: int, seconds: int) -> Path:
     plan = env.work / f"h2-{seconds}s.json"
-    plan.write_text(json.dumps({
-        "version": 1, "name": "h2-bench",
-        "target": {"base_url": f"http://127.0.0.1:{port}", "http_version": "2", "connections": {"pool": connections}},
-        "scenarios": [{"name": "s", "steps": [{"name": "home", "method": "GET", "path": "/"}],
-                       "workload": {"type": "closed", "start_vus": vus, "stages": [{"duration_s": seconds, "vus": vus}]}}],
-    }))
+    plan.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "name": "h2-bench",
+                "target": {
+                    "base_url": f"http://127.0.0.1:{port}",
+                    "http_version": "2",
+                    "connections": {"pool": connections},
+                },
+                "scenarios": [
+                    {
+                        "name": "s",
+                        "steps": [{"name": "home", "method": "GET", "path": "/"}],
+                        "workload": {
+                            "type": "closed",
+                            "start_vus": vus,
+                            "stages": [{"duration_s": seconds, "vus": vus}],
+                        },
+                    }
+                ],
+            }
+        )
+    )
     return plan
 
 
-def horde_pair(env: Env, port: int, connections: int, vus: int, seconds: int, tag: str, target_pid: int) -> dict[str, Any]:
-    long_m, long_s = harness.horde_run(env, [str(write_plan(env, port, connections, vus, seconds))], seconds, tag, target_pid)
-    short_m, short_s = harness.horde_run(env, [str(write_plan(env, port, connections, vus, 1))], 1, f"{tag}-short", target_pid)
+def horde_pair(
+    env: Env, port: int, connections: int, vus: int, seconds: int, tag: str, target_pid: int
+) -> dict[str, Any]:
+    long_m, long_s = harness.horde_run(
+        env, [str(write_plan(env, port, connections, vus, seconds))], seconds, tag, target_pid
+    )
+    short_m, short_s = harness.horde_run(
+        env, [str(write_plan(env, port, connections, vus, 1))], 1, f"{tag}-short", target_pid
+    )
     between = long_s["requests"] - short_s["requests"]
     marginal = (long_m.cpu_s - short_m.cpu_s) / between * 1e6 if between > 0 else float("nan")
-    return {"requests": long_s["requests"], "rps": long_s["rps"], "errors": long_s["errors"],
-            "connections_opened": long_s["connections_opened"], "us_per_req": marginal, "others_cores": long_m.others_cores}
+    return {
+        "requests": long_s["requests"],
+        "rps": long_s["rps"],
+        "errors": long_s["errors"],
+        "connections_opened": long_s["connections_opened"],
+        "us_per_req": marginal,
+        "others_cores": long_m.others_cores,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,7 +118,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--connections", type=int, default=4)
-    parser.add_argument("--streams", type=int, default=25, help="concurrent streams per connection (h2load -m; Horde's VUs per connection)")
+    parser.add_argument(
+        "--streams",
+        type=int,
+        default=25,
+        help="concurrent streams per connection (h2load -m; Horde's VUs per connection)",
+    )
     parser.add_argument("--no-readme", action="store_true", help="do not update bench/FIGURES.md")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
     args = parser.parse_args(argv)
@@ -83,12 +137,20 @@ def main(argv: list[str] | None = None) -> int:
         load_before = harness.load()
         rows: dict[str, list[dict[str, Any]]] = {"h2load": [], "horde": []}
         with tempfile.TemporaryDirectory(prefix="horde-bench-http2-") as work:
-            env = Env(horde=horde, wrk="", gen_cpu=gen_cpu, target_cpu=target_cpu, work=Path(work), procs=procs, notes=notes)
+            env = Env(
+                horde=horde, wrk="", gen_cpu=gen_cpu, target_cpu=target_cpu, work=Path(work), procs=procs, notes=notes
+            )
             target, port = harness.start_target(env)
             vus = args.connections * args.streams
             for rep in range(args.reps):
-                rows["h2load"].append(h2load_run(env, h2load, port, args.connections, args.streams, args.seconds, f"h2load-{rep}", target.pid))
-                rows["horde"].append(horde_pair(env, port, args.connections, vus, args.seconds, f"horde-{rep}", target.pid))
+                rows["h2load"].append(
+                    h2load_run(
+                        env, h2load, port, args.connections, args.streams, args.seconds, f"h2load-{rep}", target.pid
+                    )
+                )
+                rows["horde"].append(
+                    horde_pair(env, port, args.connections, vus, args.seconds, f"horde-{rep}", target.pid)
+                )
         text = render(rows, args, harness.command_line(__file__, argv), load_before, harness.load(), notes)
         print(text)
         if not args.no_readme:
@@ -98,12 +160,21 @@ def main(argv: list[str] | None = None) -> int:
     return harness.run_main(body)
 
 
-def render(rows: dict[str, list[dict[str, Any]]], args: argparse.Namespace, command: str, load_before: str,
-           load_after: str, notes: list[str]) -> str:
+def render(
+    rows: dict[str, list[dict[str, Any]]],
+    args: argparse.Namespace,
+    command: str,
+    load_before: str,
+    load_after: str,
+    notes: list[str],
+) -> str:
     def med(tool: str, key: str) -> float:
         return float(statistics.median(row[key] for row in rows[tool]))
 
-    spread = {tool: f"{min(r['us_per_req'] for r in rows[tool]):.2f}-{max(r['us_per_req'] for r in rows[tool]):.2f}" for tool in rows}
+    spread = {
+        tool: f"{min(r['us_per_req'] for r in rows[tool]):.2f}-{max(r['us_per_req'] for r in rows[tool]):.2f}"
+        for tool in rows
+    }
     ratio = med("horde", "us_per_req") / med("h2load", "us_per_req")
     machine = harness.machine()
     lines = [

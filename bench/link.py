@@ -41,8 +41,25 @@ ROWS = (("udp", "direct"), ("udp", "link"), ("tcp", "direct"), ("tcp", "link"), 
 def start_gateway(env: harness.Env, tag: str, namespace: str | None) -> tuple[subprocess.Popen[bytes], dict[str, int]]:
     log = env.work / f"gateway-{tag}.log"
     inside = ["ip", "netns", "exec", namespace] if namespace else []
-    child = env.procs.start([*inside, "taskset", "-c", env.target_cpu, env.horde, "target", "--host", "0.0.0.0", "--port", "0",
-                             "--tcp-port", "0", "--udp-port", "0"], log)
+    child = env.procs.start(
+        [
+            *inside,
+            "taskset",
+            "-c",
+            env.target_cpu,
+            env.horde,
+            "target",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "0",
+            "--tcp-port",
+            "0",
+            "--udp-port",
+            "0",
+        ],
+        log,
+    )
     deadline = time.monotonic() + 30.0
     while time.monotonic() < deadline:  # bounded
         ports = dict(re.findall(r"gateway on (tcp|udp)://0\.0\.0\.0:(\d+)", log.read_text(errors="replace")))
@@ -52,15 +69,24 @@ def start_gateway(env: harness.Env, tag: str, namespace: str | None) -> tuple[su
         if child.poll() is not None:
             break
         time.sleep(0.05)
-    raise harness.BenchError("the gateway did not start", hint=f"its output: {log.read_text(errors='replace')[-500:]!r}")
+    raise harness.BenchError(
+        "the gateway did not start", hint=f"its output: {log.read_text(errors='replace')[-500:]!r}"
+    )
 
 
 def plan(env: harness.Env, transport: str, address: str, port: int, vus: int, seconds: int, tag: str) -> Path:
     document = {
-        "version": 1, "name": f"link-{transport}", "graceful_stop_s": 2,
+        "version": 1,
+        "name": f"link-{transport}",
+        "graceful_stop_s": 2,
         "target": {"base_url": f"{transport}://{address}:{port}", "connect_timeout_ms": 10000},
-        "scenarios": [{"name": "pingers", "steps": [{"type": "ping", "name": "rtt", "reply_seq": "pong (\\d+)", "timeout_ms": 2000}],
-                       "workload": {"type": "closed", "start_vus": vus, "stages": [{"duration_s": seconds, "vus": vus}]}}],
+        "scenarios": [
+            {
+                "name": "pingers",
+                "steps": [{"type": "ping", "name": "rtt", "reply_seq": "pong (\\d+)", "timeout_ms": 2000}],
+                "workload": {"type": "closed", "start_vus": vus, "stages": [{"duration_s": seconds, "vus": vus}]},
+            }
+        ],
     }
     path = env.work / f"{tag}-{seconds}.json"
     path.write_text(json.dumps(document))
@@ -72,32 +98,46 @@ def one_row(env: harness.Env, transport: str, path: str, vus: int, seconds: int,
 
     delay_ms = 20.0 if "20 ms" in path else 0.0
     link_stats: dict[str, float] = {}
-    with (running(LinkOptions(delay_ms=delay_ms)) if path != "direct" else _nothing()) as link:
+    with running(LinkOptions(delay_ms=delay_ms)) if path != "direct" else _nothing() as link:
         gateway, ports = start_gateway(env, tag, link.namespace if link else None)
         address = link.inside_address if link else "127.0.0.1"
         try:
             before = link.stats() if link else {}
-            long_run, long_summary = harness.horde_run(env, [str(plan(env, transport, address, ports[transport], vus, seconds, tag))],
-                                                       seconds, f"{tag}-long", gateway.pid)
+            long_run, long_summary = harness.horde_run(
+                env,
+                [str(plan(env, transport, address, ports[transport], vus, seconds, tag))],
+                seconds,
+                f"{tag}-long",
+                gateway.pid,
+            )
             after = link.stats() if link else {}
-            short_run, short_summary = harness.horde_run(env, [str(plan(env, transport, address, ports[transport], vus, 1, tag))],
-                                                         1, f"{tag}-short", gateway.pid)
+            short_run, short_summary = harness.horde_run(
+                env, [str(plan(env, transport, address, ports[transport], vus, 1, tag))], 1, f"{tag}-short", gateway.pid
+            )
         finally:
             env.procs.stop(gateway)
         if link:
             packets = sum(after[f"packets_{way}"] - before[f"packets_{way}"] for way in ("out", "back"))
             # The thread's CPU is sampled every 256 rounds of its loop: close enough over seconds.
             relay_cpu = after["cpu_s"] - before["cpu_s"]
-            link_stats = {"relay_packets_per_s": packets / max(long_summary["duration_s"], 1e-9), "relay_cpu_us_per_packet": 1e6 * relay_cpu / max(packets, 1),
-                          "relay_cores": relay_cpu / long_run.wall_s,
-                          "dropped": sum(after[f"{kind}_{way}"] for kind in ("dropped", "write_errors") for way in ("out", "back"))}
+            link_stats = {
+                "relay_packets_per_s": packets / max(long_summary["duration_s"], 1e-9),
+                "relay_cpu_us_per_packet": 1e6 * relay_cpu / max(packets, 1),
+                "relay_cores": relay_cpu / long_run.wall_s,
+                "dropped": sum(
+                    after[f"{kind}_{way}"] for kind in ("dropped", "write_errors") for way in ("out", "back")
+                ),
+            }
     messages_long, messages_short = messages_of(long_summary), messages_of(short_summary)
     rtt = long_summary["steps"]["rtt"]
     return {
         "messages_per_s": messages_long / max(long_summary["duration_s"], 1e-9),
         "cpu_us_per_message": 1e6 * (long_run.cpu_s - short_run.cpu_s) / max(messages_long - messages_short, 1),
-        "p50_ms": rtt["latency_ms"]["p50"], "p99_ms": rtt["latency_ms"]["p99"], "errors": rtt["errors"],
-        "gateway_cores": long_run.target_cpu_s / long_run.wall_s, "others_cores": long_run.others_cores,
+        "p50_ms": rtt["latency_ms"]["p50"],
+        "p99_ms": rtt["latency_ms"]["p99"],
+        "errors": rtt["errors"],
+        "gateway_cores": long_run.target_cpu_s / long_run.wall_s,
+        "others_cores": long_run.others_cores,
         **link_stats,
     }
 
@@ -130,10 +170,16 @@ def render(result: dict[str, Any], command: str, reps: int, seconds: int, vus: i
     ]
     for name, runs in result["results"].items():
         median = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
-        relay = (f"{median['relay_packets_per_s']:,.0f} | {median['relay_cpu_us_per_packet']:.2f} | {median['relay_cores']:.2f} | "
-                 f"{median['dropped']:.0f}" if "relay_packets_per_s" in median else "- | - | - | -")
-        lines.append(f"| {name} | {median['messages_per_s']:,.0f} | {median['cpu_us_per_message']:.1f} | {median['p50_ms']:.2f} | "
-                     f"{median['p99_ms']:.2f} | {median['errors']:.0f} | {relay} | {median['gateway_cores']:.2f} | {median['others_cores']:.2f} |")
+        relay = (
+            f"{median['relay_packets_per_s']:,.0f} | {median['relay_cpu_us_per_packet']:.2f} | {median['relay_cores']:.2f} | "
+            f"{median['dropped']:.0f}"
+            if "relay_packets_per_s" in median
+            else "- | - | - | -"
+        )
+        lines.append(
+            f"| {name} | {median['messages_per_s']:,.0f} | {median['cpu_us_per_message']:.1f} | {median['p50_ms']:.2f} | "
+            f"{median['p99_ms']:.2f} | {median['errors']:.0f} | {relay} | {median['gateway_cores']:.2f} | {median['others_cores']:.2f} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -142,15 +188,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=2)
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--vus", type=int, default=50)
-    parser.add_argument("--held-vus", type=int, default=1000, help="VUs through the 20 ms link (packets held at once ≈ rate × 20 ms)")
+    parser.add_argument(
+        "--held-vus", type=int, default=1000, help="VUs through the 20 ms link (packets held at once ≈ rate × 20 ms)"
+    )
     parser.add_argument("--no-readme", action="store_true", help="do not update bench/FIGURES.md")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
     args = parser.parse_args(argv)
 
     def body(procs: harness.Processes) -> int:
         if os.geteuid() != 0:
-            raise harness.BenchError("bench/link.py needs root: the link builds a network namespace and TUN devices",
-                                     hint="sudo .venv/bin/python bench/link.py")
+            raise harness.BenchError(
+                "bench/link.py needs root: the link builds a network namespace and TUN devices",
+                hint="sudo .venv/bin/python bench/link.py",
+            )
         horde = harness.find_horde(args.horde)
         gen_cpu, target_cpu, _notes = harness.pick_cpus()
         with tempfile.TemporaryDirectory(prefix="horde-bench-link-") as work:

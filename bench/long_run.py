@@ -53,19 +53,33 @@ def per_second_rates(env: harness.Env, run_id: str) -> list[dict[str, float]]:
     `horde export` (the store's public reading), with group rows left out: a group's time is
     measured as one action but it sends no request of its own."""
     path = env.work / "export.csv"
-    measured = harness.run_measured(env.procs, [env.horde, "export", run_id, "--store", str(env.work / "store.sqlite"), "-o", str(path)],
-                                    env.work / "export.log", timeout_s=300)
+    measured = harness.run_measured(
+        env.procs,
+        [env.horde, "export", run_id, "--store", str(env.work / "store.sqlite"), "-o", str(path)],
+        env.work / "export.log",
+        timeout_s=300,
+    )
     if measured.rc != 0 or not path.exists():
-        raise harness.BenchError(f"horde export ended with exit code {measured.rc}", hint=f"its output: {(env.work / 'export.log').read_text(errors='replace')[-800:]}")
+        raise harness.BenchError(
+            f"horde export ended with exit code {measured.rc}",
+            hint=f"its output: {(env.work / 'export.log').read_text(errors='replace')[-800:]}",
+        )
     seconds: dict[int, dict[str, float]] = {}
     with open(path, newline="") as rows:
         for row in csv.DictReader(rows):
             if row["final"] == "True":
                 continue
-            second = seconds.setdefault(int(row["second"]), {"second": int(row["second"]), "elapsed_s": float(row["elapsed_s"]),
-                                                             "interval_s": float(row["interval_s"]), "requests": 0.0,
-                                                             "cpu_percent": float(row["cpu_percent"] or 0),
-                                                             "timer_lateness_p99_ms": float(row["timer_lateness_p99_ms"] or 0)})
+            second = seconds.setdefault(
+                int(row["second"]),
+                {
+                    "second": int(row["second"]),
+                    "elapsed_s": float(row["elapsed_s"]),
+                    "interval_s": float(row["interval_s"]),
+                    "requests": 0.0,
+                    "cpu_percent": float(row["cpu_percent"] or 0),
+                    "timer_lateness_p99_ms": float(row["timer_lateness_p99_ms"] or 0),
+                },
+            )
             if row["kind"] == "request":
                 second["requests"] += float(row["requests"])
     return [seconds[s] for s in sorted(seconds)]
@@ -80,8 +94,15 @@ def slope_kb_per_minute(times_s: list[float], values_kb: list[int]) -> float:
     return sum((t - mean_t) * (v - mean_v) for t, v in zip(times_s, values_kb)) / spread * 60 if spread else 0.0
 
 
-def analyse(measured: harness.Measured, summary: dict[str, Any], seconds: list[dict[str, float]], *,
-            run_s: float, warmup_s: float, window_s: float) -> dict[str, Any]:
+def analyse(
+    measured: harness.Measured,
+    summary: dict[str, Any],
+    seconds: list[dict[str, float]],
+    *,
+    run_s: float,
+    warmup_s: float,
+    window_s: float,
+) -> dict[str, Any]:
     times, rss = measured.rss_sample_times_s, measured.rss_samples_kb
     # Sample times count from the process's start, the run's stages from a moment later (Python
     # start-up, plan, store): the end window is taken before the last sample, not at run_s.
@@ -90,8 +111,10 @@ def analyse(measured: harness.Measured, summary: dict[str, Any], seconds: list[d
     end = [v for t, v in zip(times, rss) if last - window_s < t <= last]
     steady = [(t, v) for t, v in zip(times, rss) if warmup_s <= t <= last]
     if not after or not end:
-        raise harness.BenchError("too few RSS samples after the warm-up to judge growth",
-                                 hint="run longer (--minutes) or sample more often (--sample-seconds)")
+        raise harness.BenchError(
+            "too few RSS samples after the warm-up to judge growth",
+            hint="run longer (--minutes) or sample more often (--sample-seconds)",
+        )
     rss_after, rss_end = statistics.median(after), statistics.median(end)
     growth = rss_end / rss_after - 1.0
     judged = [s for s in seconds if s["elapsed_s"] > warmup_s]
@@ -100,8 +123,11 @@ def analyse(measured: harness.Measured, summary: dict[str, Any], seconds: list[d
     for s in judged:
         minutes.setdefault(int((s["elapsed_s"] - 1e-9) // 60), []).append(s)
     # Whole minutes only: a partial first or last minute would read as a dip in the rate.
-    per_minute = [sum(s["requests"] for s in group) / sum(s["interval_s"] for s in group)
-                  for _, group in sorted(minutes.items()) if sum(s["interval_s"] for s in group) >= 59]
+    per_minute = [
+        sum(s["requests"] for s in group) / sum(s["interval_s"] for s in group)
+        for _, group in sorted(minutes.items())
+        if sum(s["interval_s"] for s in group) >= 59
+    ]
     return {
         "rss_after_warmup_kb": rss_after,
         "rss_end_kb": rss_end,
@@ -123,19 +149,39 @@ def analyse(measured: harness.Measured, summary: dict[str, Any], seconds: list[d
         "generator_cores": measured.cpu_s / measured.wall_s,
         "generator_us_per_req": measured.cpu_s / summary["requests"] * 1e6 if summary["requests"] else float("nan"),
         "timer_lateness_p99_ms_worst": max((s["timer_lateness_p99_ms"] for s in judged), default=0.0),
-        "timer_lateness_p99_ms_median": statistics.median(s["timer_lateness_p99_ms"] for s in judged) if judged else 0.0,
+        "timer_lateness_p99_ms_median": statistics.median(s["timer_lateness_p99_ms"] for s in judged)
+        if judged
+        else 0.0,
         "target_cores": measured.target_cpu_s / measured.wall_s,
         "others_cores": measured.others_cores,
     }
 
 
-def render(figures: dict[str, Any], *, command: str, started: dt.datetime, minutes: float, players: int, devices: int,
-           warmup_s: float, window_s: float, sample_s: float, env: harness.Env, results: Path) -> str:
+def render(
+    figures: dict[str, Any],
+    *,
+    command: str,
+    started: dt.datetime,
+    minutes: float,
+    players: int,
+    devices: int,
+    warmup_s: float,
+    window_s: float,
+    sample_s: float,
+    env: harness.Env,
+    results: Path,
+) -> str:
     m = harness.machine()
     f = figures
     per_minute = f["rate_per_minute"]
-    spread = (f"{min(per_minute):,.0f}–{max(per_minute):,.0f} req/s ({(min(per_minute) / f['rate_after_warmup'] - 1) * 100:+.1f} % to "
-              f"{(max(per_minute) / f['rate_after_warmup'] - 1) * 100:+.1f} % of the mean)") if per_minute else "n/a (no whole minute)"
+    spread = (
+        (
+            f"{min(per_minute):,.0f}–{max(per_minute):,.0f} req/s ({(min(per_minute) / f['rate_after_warmup'] - 1) * 100:+.1f} % to "
+            f"{(max(per_minute) / f['rate_after_warmup'] - 1) * 100:+.1f} % of the mean)"
+        )
+        if per_minute
+        else "n/a (no whole minute)"
+    )
     errors = ", ".join(f"{kind} {count}" for kind, count in f["errors_by_kind"].items()) or "none"
     mib = 1024.0
     lines = [
@@ -171,13 +217,23 @@ def render(figures: dict[str, Any], *, command: str, started: dt.datetime, minut
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Generator memory over a long run of steady load (the game scenario).")
     parser.add_argument("--minutes", type=float, default=30.0, help="length of the run (default 30)")
-    parser.add_argument("--quick", action="store_true", help="2 minutes, RSS every 2 s, FIGURES.md untouched: a smoke check")
+    parser.add_argument(
+        "--quick", action="store_true", help="2 minutes, RSS every 2 s, FIGURES.md untouched: a smoke check"
+    )
     parser.add_argument("--players", type=int, default=300, help="players of the game scenario (default 300)")
     parser.add_argument("--devices", type=int, default=10, help="telemetry devices at 1 s pacing (default 10)")
-    parser.add_argument("--warmup-minutes", type=float, help="left out before judging growth (default: 10 %% of the run, at least 1 min)")
+    parser.add_argument(
+        "--warmup-minutes",
+        type=float,
+        help="left out before judging growth (default: 10 %% of the run, at least 1 min)",
+    )
     parser.add_argument("--sample-seconds", type=float, help="RSS sampling interval (default 5, 2 with --quick)")
     parser.add_argument("--no-readme", action="store_true", help="do not update bench/FIGURES.md")
-    parser.add_argument("--check", action="store_true", help=f"exit 1 when memory grows by {TARGET_GROWTH * 100:g} %% or more after the warm-up")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help=f"exit 1 when memory grows by {TARGET_GROWTH * 100:g} %% or more after the warm-up",
+    )
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
     args = parser.parse_args(argv)
     minutes = 2.0 if args.quick else args.minutes
@@ -189,8 +245,12 @@ def main(argv: list[str] | None = None) -> int:
     sample_s = args.sample_seconds or (2.0 if args.quick else 5.0)
     window_s = max(0.05 * run_s, 3 * sample_s)
     if warmup_s + 2 * window_s > run_s:
-        return harness.fail(harness.BenchError(f"a {warmup_s / 60:g} min warm-up leaves too little of a {minutes:g} min run to judge",
-                                               hint="lower --warmup-minutes or raise --minutes"))
+        return harness.fail(
+            harness.BenchError(
+                f"a {warmup_s / 60:g} min warm-up leaves too little of a {minutes:g} min run to judge",
+                hint="lower --warmup-minutes or raise --minutes",
+            )
+        )
     command = harness.command_line(__file__, argv)
 
     def body(procs: harness.Processes) -> int:
@@ -198,10 +258,15 @@ def main(argv: list[str] | None = None) -> int:
         gen_cpu, target_cpu, notes = harness.pick_cpus()
         started = dt.datetime.now(dt.timezone.utc)
         with tempfile.TemporaryDirectory(prefix="horde-long-run-") as work:
-            env = harness.Env(horde=horde, wrk="", gen_cpu=gen_cpu, target_cpu=target_cpu, work=Path(work), procs=procs, notes=notes)
+            env = harness.Env(
+                horde=horde, wrk="", gen_cpu=gen_cpu, target_cpu=target_cpu, work=Path(work), procs=procs, notes=notes
+            )
             target, port = harness.start_target(env)
-            print(f"long run: {minutes:g} min of examples/game, {args.players} players + {args.devices} devices; generator on CPU {gen_cpu}, "
-                  f"target on CPU {target_cpu}; RSS every {sample_s:g} s, warm-up {warmup_s / 60:g} min", flush=True)
+            print(
+                f"long run: {minutes:g} min of examples/game, {args.players} players + {args.devices} devices; generator on CPU {gen_cpu}, "
+                f"target on CPU {target_cpu}; RSS every {sample_s:g} s, warm-up {warmup_s / 60:g} min",
+                flush=True,
+            )
             next_report = [0.0]
 
             def progress(elapsed: float, rss_kb: int) -> None:
@@ -209,25 +274,72 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"  {minute_label(elapsed)}  RSS {rss_kb / 1024:7.1f} MiB", flush=True)
                     next_report[0] = elapsed + (15.0 if args.quick else 60.0)
 
-            game = [str(GAME), "--base-url", f"http://127.0.0.1:{port}", "-p", f"players={args.players}", "-p", f"devices={args.devices}",
-                    "-p", f"ramp_up={RAMP_UP_S}", "-p", f"duration={run_s - RAMP_UP_S:g}"]
+            game = [
+                str(GAME),
+                "--base-url",
+                f"http://127.0.0.1:{port}",
+                "-p",
+                f"players={args.players}",
+                "-p",
+                f"devices={args.devices}",
+                "-p",
+                f"ramp_up={RAMP_UP_S}",
+                "-p",
+                f"duration={run_s - RAMP_UP_S:g}",
+            ]
             try:
-                measured, summary = harness.horde_run(env, game, run_s, "long-run", target.pid, sample_rss=True,
-                                                      sample_every_s=sample_s, on_sample=progress)
+                measured, summary = harness.horde_run(
+                    env,
+                    game,
+                    run_s,
+                    "long-run",
+                    target.pid,
+                    sample_rss=True,
+                    sample_every_s=sample_s,
+                    on_sample=progress,
+                )
             finally:
                 procs.stop(target)
             seconds = per_second_rates(env, summary["run_id"])
         figures = analyse(measured, summary, seconds, run_s=run_s, warmup_s=warmup_s, window_s=window_s)
         harness.RESULTS_DIR.mkdir(exist_ok=True)
         results = harness.RESULTS_DIR / f"long-run-{started:%Y%m%d-%H%M%S}.json"
-        block = render(figures, command=command, started=started, minutes=minutes, players=args.players, devices=args.devices,
-                       warmup_s=warmup_s, window_s=window_s, sample_s=sample_s, env=env, results=results)
-        results.write_text(json.dumps({
-            "command": command, "date": started.isoformat(), "machine": harness.machine(), "notes": notes,
-            "minutes": minutes, "players": args.players, "devices": args.devices, "warmup_s": warmup_s, "window_s": window_s,
-            "figures": figures, "rss_samples": [[round(t, 2), kb] for t, kb in zip(measured.rss_sample_times_s, measured.rss_samples_kb)],
-            "seconds": seconds, "summary": summary,
-        }, indent=1) + "\n")
+        block = render(
+            figures,
+            command=command,
+            started=started,
+            minutes=minutes,
+            players=args.players,
+            devices=args.devices,
+            warmup_s=warmup_s,
+            window_s=window_s,
+            sample_s=sample_s,
+            env=env,
+            results=results,
+        )
+        results.write_text(
+            json.dumps(
+                {
+                    "command": command,
+                    "date": started.isoformat(),
+                    "machine": harness.machine(),
+                    "notes": notes,
+                    "minutes": minutes,
+                    "players": args.players,
+                    "devices": args.devices,
+                    "warmup_s": warmup_s,
+                    "window_s": window_s,
+                    "figures": figures,
+                    "rss_samples": [
+                        [round(t, 2), kb] for t, kb in zip(measured.rss_sample_times_s, measured.rss_samples_kb)
+                    ],
+                    "seconds": seconds,
+                    "summary": summary,
+                },
+                indent=1,
+            )
+            + "\n"
+        )
         print()
         print(block)
         print(f"raw samples: {os.path.relpath(results)}")
@@ -235,7 +347,10 @@ def main(argv: list[str] | None = None) -> int:
             harness.write_readme_block("long-run", block, section="Long run (`bench/long_run.py`)")
             print(f"updated {os.path.relpath(harness.FIGURES)}")
         if args.check and not figures["met"]:
-            print(f"memory grew by {figures['growth'] * 100:.1f} % after the warm-up (--check: under {TARGET_GROWTH * 100:g} %)", file=sys.stderr)
+            print(
+                f"memory grew by {figures['growth'] * 100:.1f} % after the warm-up (--check: under {TARGET_GROWTH * 100:g} %)",
+                file=sys.stderr,
+            )
             return 1
         return 0
 

@@ -62,15 +62,20 @@ def start_node_exporter(env: harness.Env) -> str:
         raise harness.BenchError("node_exporter is not installed", hint="apt-get install prometheus-node-exporter")
     port = _free_port()
     # On the target's CPU, as the database: the generator's CPU stays the generator's.
-    env.procs.start(["taskset", "-c", env.target_cpu, binary, f"--web.listen-address=127.0.0.1:{port}"],
-                    env.work / "node_exporter.log")
+    env.procs.start(
+        ["taskset", "-c", env.target_cpu, binary, f"--web.listen-address=127.0.0.1:{port}"],
+        env.work / "node_exporter.log",
+    )
     _wait_for_port(port, "node_exporter")
     return f"http://127.0.0.1:{port}/metrics"
 
 
 def start_postgres(env: harness.Env) -> tuple[str, list[str], Path]:
     """A throw-away PostgreSQL on a free port: (its DSN, the prefix its commands run with, pg_ctl)."""
-    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda path: [int(part) for part in path.parts[-3].split(".")])
+    found = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin/initdb"),
+        key=lambda path: [int(part) for part in path.parts[-3].split(".")],
+    )
     bindir = found[-1].parent if found else Path(shutil.which("initdb") or "/nonexistent").parent
     if not (bindir / "pg_ctl").exists():
         raise harness.BenchError("PostgreSQL's server binaries were not found", hint="apt-get install postgresql")
@@ -80,22 +85,66 @@ def start_postgres(env: harness.Env) -> tuple[str, list[str], Path]:
         prefix = ["runuser", "-u", "postgres", "--"]
         shutil.chown(env.work, user="postgres")
     port = _free_port()
-    subprocess.run([*prefix, str(bindir / "initdb"), "--pgdata", str(data), "--auth", "trust", "--username", "postgres",
-                    "--no-sync"], check=True, capture_output=True, cwd=env.work)
-    subprocess.run(["taskset", "-c", env.target_cpu, *prefix, str(bindir / "pg_ctl"), "--pgdata", str(data), "--log",
-                    str(env.work / "postgres.log"), "--wait",
-                    "--options", f"-c port={port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={env.work}",
-                    "start"], check=True, capture_output=True, cwd=env.work)
+    subprocess.run(
+        [
+            *prefix,
+            str(bindir / "initdb"),
+            "--pgdata",
+            str(data),
+            "--auth",
+            "trust",
+            "--username",
+            "postgres",
+            "--no-sync",
+        ],
+        check=True,
+        capture_output=True,
+        cwd=env.work,
+    )
+    subprocess.run(
+        [
+            "taskset",
+            "-c",
+            env.target_cpu,
+            *prefix,
+            str(bindir / "pg_ctl"),
+            "--pgdata",
+            str(data),
+            "--log",
+            str(env.work / "postgres.log"),
+            "--wait",
+            "--options",
+            f"-c port={port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={env.work}",
+            "start",
+        ],
+        check=True,
+        capture_output=True,
+        cwd=env.work,
+    )
     return f"postgresql://postgres@127.0.0.1:{port}/postgres", prefix, bindir / "pg_ctl"
 
 
-def write_plan(env: harness.Env, name: str, port: int, rate: float, seconds: int, monitors: list[dict[str, Any]]) -> Path:
+def write_plan(
+    env: harness.Env, name: str, port: int, rate: float, seconds: int, monitors: list[dict[str, Any]]
+) -> Path:
     plan = {
-        "version": 1, "name": name, "target": {"base_url": f"http://127.0.0.1:{port}"},
-        "scenarios": [{"name": "s", "steps": [{"name": "home", "method": "GET", "path": "/"}],
-                       "workload": {"type": "open", "max_vus": 200, "start_rate_per_s": rate,
-                                    "stages": [{"duration_s": seconds, "rate_per_s": rate}]}}],
-        "monitors": monitors, "graceful_stop_s": 2,
+        "version": 1,
+        "name": name,
+        "target": {"base_url": f"http://127.0.0.1:{port}"},
+        "scenarios": [
+            {
+                "name": "s",
+                "steps": [{"name": "home", "method": "GET", "path": "/"}],
+                "workload": {
+                    "type": "open",
+                    "max_vus": 200,
+                    "start_rate_per_s": rate,
+                    "stages": [{"duration_s": seconds, "rate_per_s": rate}],
+                },
+            }
+        ],
+        "monitors": monitors,
+        "graceful_stop_s": 2,
     }
     path = env.work / f"{name}-{seconds}.json"
     path.write_text(json.dumps(plan))
@@ -104,9 +153,15 @@ def write_plan(env: harness.Env, name: str, port: int, rate: float, seconds: int
 
 def lateness_median(env: harness.Env, summary: dict[str, Any]) -> float:
     """The median over the run's seconds of the engine's timer lateness p99 (ms)."""
-    shown = subprocess.run([env.horde, "export", summary["run_id"], "--format", "json", "--store", str(env.work / "store.sqlite")],
-                           capture_output=True, text=True, check=True)
-    values = {row["second"]: row["timer_lateness_p99_ms"] for row in json.loads(shown.stdout)["rows"] if not row["final"]}
+    shown = subprocess.run(
+        [env.horde, "export", summary["run_id"], "--format", "json", "--store", str(env.work / "store.sqlite")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    values = {
+        row["second"]: row["timer_lateness_p99_ms"] for row in json.loads(shown.stdout)["rows"] if not row["final"]
+    }
     return statistics.median(values.values()) if values else float("nan")
 
 
@@ -114,15 +169,17 @@ def measure(env: harness.Env, reps: int, seconds: int, rate: float) -> dict[str,
     target, port = harness.start_target(env)
     node = start_node_exporter(env)
     dsn, prefix, pg_ctl = start_postgres(env)
-    monitors: list[dict[str, Any]] = [{"name": "host", "type": "host"},
-                {"name": "node", "type": "prometheus", "url": node, "node_exporter": True},
-                {"name": "pg", "type": "postgres", "dsn": dsn}]
+    monitors: list[dict[str, Any]] = [
+        {"name": "host", "type": "host"},
+        {"name": "node", "type": "prometheus", "url": node, "node_exporter": True},
+        {"name": "pg", "type": "postgres", "dsn": dsn},
+    ]
     rows: dict[str, list[dict[str, float]]] = {"plain": [], "monitored": []}
     samples: dict[str, list[dict[str, float]]] = {name: [] for name in MONITORS}
     try:
         plans: dict[str, list[dict[str, Any]]] = {"plain": [], "monitored": monitors}
         for rep in range(reps):
-            for name in (["plain", "monitored"] if rep % 2 == 0 else ["monitored", "plain"]):
+            for name in ["plain", "monitored"] if rep % 2 == 0 else ["monitored", "plain"]:
                 run: dict[str, tuple[harness.Measured, dict[str, Any]]] = {}
                 for length in (seconds, 1):
                     plan = write_plan(env, name, port, rate, length, plans[name])
@@ -131,32 +188,54 @@ def measure(env: harness.Env, reps: int, seconds: int, rate: float) -> dict[str,
                 requests = summary["requests"] - short_summary["requests"]
                 cost = (summary.get("monitors") or {}).get("cost", {})
                 monitor_cpu = sum(entry["cpu_s"] for entry in cost.values())
-                rows[name].append({
-                    "rps": summary["rps"], "errors": summary["errors"],
-                    "raw_us": long.cpu_s / summary["requests"] * 1e6,
-                    "marginal_us": (long.cpu_s - short.cpu_s) / requests * 1e6 if requests > 0 else float("nan"),
-                    "cpu_ms_per_s": long.cpu_s / summary["duration_s"] * 1e3,
-                    "monitor_us": monitor_cpu / summary["requests"] * 1e6,
-                    "lateness_ms": lateness_median(env, summary),
-                    "others": long.others_cores,
-                })
+                rows[name].append(
+                    {
+                        "rps": summary["rps"],
+                        "errors": summary["errors"],
+                        "raw_us": long.cpu_s / summary["requests"] * 1e6,
+                        "marginal_us": (long.cpu_s - short.cpu_s) / requests * 1e6 if requests > 0 else float("nan"),
+                        "cpu_ms_per_s": long.cpu_s / summary["duration_s"] * 1e3,
+                        "monitor_us": monitor_cpu / summary["requests"] * 1e6,
+                        "lateness_ms": lateness_median(env, summary),
+                        "others": long.others_cores,
+                    }
+                )
                 for source, entry in cost.items():
                     readings = entry["readings"]
-                    samples[source].append({"readings": readings, "cpu_ms": entry["cpu_s"] / readings * 1e3 if readings else float("nan"),
-                                            "slowest_ms": entry["slowest_read_s"] * 1e3})
+                    samples[source].append(
+                        {
+                            "readings": readings,
+                            "cpu_ms": entry["cpu_s"] / readings * 1e3 if readings else float("nan"),
+                            "slowest_ms": entry["slowest_read_s"] * 1e3,
+                        }
+                    )
     finally:
         env.procs.stop(target)
-        subprocess.run([*prefix, str(pg_ctl), "--pgdata", str(env.work / "pg"), "--mode", "immediate", "stop"],
-                       capture_output=True, check=False, cwd=env.work)
-    medians = {name: {key: statistics.median(row[key] for row in values) for key in values[0]} for name, values in rows.items()}
-    per_sample = {name: {key: statistics.median(row[key] for row in values) for key in values[0]} for name, values in samples.items() if values}
+        subprocess.run(
+            [*prefix, str(pg_ctl), "--pgdata", str(env.work / "pg"), "--mode", "immediate", "stop"],
+            capture_output=True,
+            check=False,
+            cwd=env.work,
+        )
+    medians = {
+        name: {key: statistics.median(row[key] for row in values) for key in values[0]} for name, values in rows.items()
+    }
+    per_sample = {
+        name: {key: statistics.median(row[key] for row in values) for key in values[0]}
+        for name, values in samples.items()
+        if values
+    }
     return {"rows": rows, "medians": medians, "samples": per_sample}
 
 
 def render(result: dict[str, Any], command: str, reps: int, seconds: int, rate: float) -> str:
     machine = harness.machine()
     plain, monitored = result["medians"]["plain"], result["medians"]["monitored"]
-    kinds = {"host": "host (/proc)", "node": "prometheus, node_exporter (a real one, host figures)", "pg": "postgres (a local server)"}
+    kinds = {
+        "host": "host (/proc)",
+        "node": "prometheus, node_exporter (a real one, host figures)",
+        "pg": "postgres (a local server)",
+    }
     lines = [
         "### Monitors' cost",
         "",
@@ -169,7 +248,9 @@ def render(result: dict[str, Any], command: str, reps: int, seconds: int, rate: 
         "| --- | --- | ---: | ---: | ---: |",
     ]
     for name, entry in result["samples"].items():
-        lines.append(f"| `{name}` | {kinds[name]} | {entry['readings']:.0f} | {entry['cpu_ms']:.2f} | {entry['slowest_ms']:.1f} |")
+        lines.append(
+            f"| `{name}` | {kinds[name]} | {entry['readings']:.0f} | {entry['cpu_ms']:.2f} | {entry['slowest_ms']:.1f} |"
+        )
     lines += [
         "",
         "| plan | req/s | errors | generator CPU µs/req (raw) | start-up corrected (min-max) | generator CPU ms/s (min-max) | of it, reading monitors µs/req | timer lateness p99, median s (ms) | others' CPU (cores) |",
@@ -182,32 +263,50 @@ def render(result: dict[str, Any], command: str, reps: int, seconds: int, rate: 
             values = [run[key] for run in runs]
             return f"{row[key]:.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
 
-        lines.append(f"| {label} | {row['rps']:,.0f} | {row['errors']:.0f} | {row['raw_us']:.2f} | {spread('marginal_us', 1)} | "
-                     f"{spread('cpu_ms_per_s', 0)} | {row['monitor_us']:.2f} | {row['lateness_ms']:.2f} | {row['others']:.2f} |")
+        lines.append(
+            f"| {label} | {row['rps']:,.0f} | {row['errors']:.0f} | {row['raw_us']:.2f} | {spread('marginal_us', 1)} | "
+            f"{spread('cpu_ms_per_s', 0)} | {row['monitor_us']:.2f} | {row['lateness_ms']:.2f} | {row['others']:.2f} |"
+        )
     extra = monitored["cpu_ms_per_s"] - plain["cpu_ms_per_s"]
     reading = monitored["monitor_us"] * monitored["rps"] / 1e3
-    noise = max(max(run["cpu_ms_per_s"] for run in runs) - min(run["cpu_ms_per_s"] for run in runs)
-                for runs in result["rows"].values())
-    kept = (f"the engine's rate was {plain['rps']:,.0f} and {monitored['rps']:,.0f} req/s, its timer lateness p99 "
-            f"{plain['lateness_ms']:.2f} and {monitored['lateness_ms']:.2f} ms")
+    noise = max(
+        max(run["cpu_ms_per_s"] for run in runs) - min(run["cpu_ms_per_s"] for run in runs)
+        for runs in result["rows"].values()
+    )
+    kept = (
+        f"the engine's rate was {plain['rps']:,.0f} and {monitored['rps']:,.0f} req/s, its timer lateness p99 "
+        f"{plain['lateness_ms']:.2f} and {monitored['lateness_ms']:.2f} ms"
+    )
     if abs(extra) < noise:
-        verdict = (f"The generator's process used {plain['cpu_ms_per_s']:.0f} and {monitored['cpu_ms_per_s']:.0f} ms of CPU "
-                   f"per second without and with monitors: a difference ({extra:+.0f} ms/s) within this machine's spread "
-                   f"from run to run ({noise:.0f} ms/s). The exact figure is the monitors' own, on their threads: "
-                   f"**{reading:.0f} ms of CPU per second** for the three ({reading / 10:.1f} % of a core); {kept}.")
+        verdict = (
+            f"The generator's process used {plain['cpu_ms_per_s']:.0f} and {monitored['cpu_ms_per_s']:.0f} ms of CPU "
+            f"per second without and with monitors: a difference ({extra:+.0f} ms/s) within this machine's spread "
+            f"from run to run ({noise:.0f} ms/s). The exact figure is the monitors' own, on their threads: "
+            f"**{reading:.0f} ms of CPU per second** for the three ({reading / 10:.1f} % of a core); {kept}."
+        )
     else:
-        verdict = (f"Watching three sources each second cost the generator's process **{extra:.0f} ms of CPU per second** "
-                   f"({extra / 10:.1f} % of a core), {reading:.0f} ms of it reading them (the rest: connecting at the start, "
-                   f"storing and judging the samples); {kept}.")
+        verdict = (
+            f"Watching three sources each second cost the generator's process **{extra:.0f} ms of CPU per second** "
+            f"({extra / 10:.1f} % of a core), {reading:.0f} ms of it reading them (the rest: connecting at the start, "
+            f"storing and judging the samples); {kept}."
+        )
     lines += ["", verdict]
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     return harness.side_by_side_main(
-        argv, script=__file__, description="Monitors' cost: CPU per sample, and per request with and without monitors.",
-        default_rate=1000.0, rate_help="arrivals/s of both plans", measure=measure, render=render,
-        block="monitors-cost", section="Monitors' cost (`bench/monitors.py`)")
+        argv,
+        script=__file__,
+        description="Monitors' cost: CPU per sample, and per request with and without monitors.",
+        default_rate=1000.0,
+        rate_help="arrivals/s of both plans",
+        measure=measure,
+        render=render,
+        block="monitors-cost",
+        section="Monitors' cost (`bench/monitors.py`)",
+    )
+
 
 if __name__ == "__main__":
     sys.exit(main())

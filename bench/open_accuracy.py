@@ -67,15 +67,25 @@ def measure(rate: float, seconds: int, workers: int) -> dict[str, Any]:
     port = free_port()
     target = start_target(port)
     try:
-        plan = plan_from_dict({
-            "version": 1, "name": f"open-{rate:g}",
-            "target": {"base_url": f"http://127.0.0.1:{port}"},
-            "scenarios": [{
-                "name": "open", "steps": [{"name": "get", "method": "GET", "path": "/"}],
-                "workload": {"type": "open", "start_rate_per_s": rate, "max_vus": 2000,
-                             "stages": [{"duration_s": seconds, "rate_per_s": rate}]},
-            }],
-        })
+        plan = plan_from_dict(
+            {
+                "version": 1,
+                "name": f"open-{rate:g}",
+                "target": {"base_url": f"http://127.0.0.1:{port}"},
+                "scenarios": [
+                    {
+                        "name": "open",
+                        "steps": [{"name": "get", "method": "GET", "path": "/"}],
+                        "workload": {
+                            "type": "open",
+                            "start_rate_per_s": rate,
+                            "max_vus": 2000,
+                            "stages": [{"duration_s": seconds, "rate_per_s": rate}],
+                        },
+                    }
+                ],
+            }
+        )
         snapshots = list(Run.start(plan, workers=workers))
     finally:
         os.killpg(target.pid, signal.SIGKILL)
@@ -91,7 +101,9 @@ def measure(rate: float, seconds: int, workers: int) -> dict[str, Any]:
         "seconds_judged": len(steady),
         "rate_delivered": round(total / span, 1),
         "error_percent": round(100 * (total / span - rate) / rate, 3),
-        "worst_second_error_percent": round(max(abs(n / s["interval_s"] - rate) / rate * 100 for n, s in zip(delivered, steady)), 3),
+        "worst_second_error_percent": round(
+            max(abs(n / s["interval_s"] - rate) / rate * 100 for n, s in zip(delivered, steady)), 3
+        ),
         "dropped": sum(s["dropped_arrivals"] for s in steady),
         "latency_p50_ms": round(stats.percentile(50.0), 3),
         "latency_p99_ms": round(stats.percentile(99.0), 3),
@@ -122,10 +134,14 @@ def main() -> int:
     }
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"{'asked/s':>9} {'delivered/s':>12} {'error %':>8} {'worst s %':>10} {'dropped':>8} {'p50 ms':>8} {'p99 ms':>8} {'lateness p99':>13} {'cpu %':>6}")
+    print(
+        f"{'asked/s':>9} {'delivered/s':>12} {'error %':>8} {'worst s %':>10} {'dropped':>8} {'p50 ms':>8} {'p99 ms':>8} {'lateness p99':>13} {'cpu %':>6}"
+    )
     for r in results:
-        print(f"{r['rate_asked']:>9,.0f} {r['rate_delivered']:>12,.1f} {r['error_percent']:>8.3f} {r['worst_second_error_percent']:>10.3f} "
-              f"{r['dropped']:>8} {r['latency_p50_ms']:>8.3f} {r['latency_p99_ms']:>8.3f} {r['timer_lateness_p99_ms_worst']:>12.1f}  {r['generator_cpu_percent_median']:>5.0f}")
+        print(
+            f"{r['rate_asked']:>9,.0f} {r['rate_delivered']:>12,.1f} {r['error_percent']:>8.3f} {r['worst_second_error_percent']:>10.3f} "
+            f"{r['dropped']:>8} {r['latency_p50_ms']:>8.3f} {r['latency_p99_ms']:>8.3f} {r['timer_lateness_p99_ms_worst']:>12.1f}  {r['generator_cpu_percent_median']:>5.0f}"
+        )
     print(f"written to {RESULTS.relative_to(REPO)}")
     return 0
 

@@ -60,8 +60,10 @@ MAX_VUS = 1000
 #: wrk2's calibration: it resets its histograms this long after its start (wrk.h, CALIBRATE_DELAY_MS).
 WRK2_CALIBRATION_MS = 10_000
 WRK2_MAKE_TIMEOUT_S = 900
-WRK2_HINT = ("build wrk2 from its source (https://github.com/giltene/wrk2: `make` needs a C compiler, libssl-dev "
-             "and zlib) and pass --wrk2 PATH/TO/wrk, or --wrk2-src DIR to have the bench run `make` there")
+WRK2_HINT = (
+    "build wrk2 from its source (https://github.com/giltene/wrk2: `make` needs a C compiler, libssl-dev "
+    "and zlib) and pass --wrk2 PATH/TO/wrk, or --wrk2-src DIR to have the bench run `make` there"
+)
 PERCENTILES = (50.0, 99.0, 99.9)
 
 #: Run with the Python that runs Horde: Horde's latency percentiles over a window of seconds,
@@ -95,7 +97,9 @@ def find_wrk2(given: str | None, source: str | None) -> tuple[str | None, str]:
     """(the wrk2 binary or None, a note on where it came from or why it is skipped)."""
     if given:
         if not (Path(given).exists() and is_wrk2(given)):
-            raise harness.BenchError(f"--wrk2 {given}: not a wrk2 binary (missing, or no `-R` rate option)", hint=WRK2_HINT)
+            raise harness.BenchError(
+                f"--wrk2 {given}: not a wrk2 binary (missing, or no `-R` rate option)", hint=WRK2_HINT
+            )
         return given, f"wrk2 from {given}"
     if source:
         folder = Path(source).expanduser()
@@ -105,12 +109,22 @@ def find_wrk2(given: str | None, source: str | None) -> tuple[str | None, str]:
         if not binary.exists():
             print(f"building wrk2 in {folder} (make)", flush=True)
             try:
-                done = subprocess.run(["make", "-C", str(folder)], capture_output=True, text=True, timeout=WRK2_MAKE_TIMEOUT_S, check=False)
+                done = subprocess.run(
+                    ["make", "-C", str(folder)],
+                    capture_output=True,
+                    text=True,
+                    timeout=WRK2_MAKE_TIMEOUT_S,
+                    check=False,
+                )
             except subprocess.TimeoutExpired as error:
-                raise harness.BenchError(f"building wrk2 in {folder} took over {WRK2_MAKE_TIMEOUT_S} s", hint=WRK2_HINT) from error
+                raise harness.BenchError(
+                    f"building wrk2 in {folder} took over {WRK2_MAKE_TIMEOUT_S} s", hint=WRK2_HINT
+                ) from error
             if done.returncode != 0 or not binary.exists():
-                raise harness.BenchError(f"`make` in {folder} failed (exit code {done.returncode})",
-                                         hint=f"{(done.stdout + done.stderr)[-600:]!r}; {WRK2_HINT}")
+                raise harness.BenchError(
+                    f"`make` in {folder} failed (exit code {done.returncode})",
+                    hint=f"{(done.stdout + done.stderr)[-600:]!r}; {WRK2_HINT}",
+                )
         if not is_wrk2(str(binary)):
             raise harness.BenchError(f"{binary} is not wrk2 (no `-R` rate option)", hint=WRK2_HINT)
         return str(binary), f"wrk2 built from {folder}"
@@ -123,16 +137,41 @@ def find_wrk2(given: str | None, source: str | None) -> tuple[str | None, str]:
 _UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3}
 
 
-def wrk2_run(env: harness.Env, wrk2: str, url: str, rate: float, seconds: int, tag: str, target_pid: int) -> dict[str, Any]:
+def wrk2_run(
+    env: harness.Env, wrk2: str, url: str, rate: float, seconds: int, tag: str, target_pid: int
+) -> dict[str, Any]:
     log = env.work / f"{tag}.log"
-    argv = ["taskset", "-c", env.gen_cpu, wrk2, "-t", "1", "-c", str(CONNECTIONS), "-d", f"{seconds}s", "-R", f"{rate:g}",
-            "--latency", url]
-    m = harness.run_measured(env.procs, argv, log, timeout_s=seconds + 60, target_pid=target_pid, cpu_window_s=harness.steady_window(seconds),
-                             idle_cpus=(env.gen_cpu, env.target_cpu))
+    argv = [
+        "taskset",
+        "-c",
+        env.gen_cpu,
+        wrk2,
+        "-t",
+        "1",
+        "-c",
+        str(CONNECTIONS),
+        "-d",
+        f"{seconds}s",
+        "-R",
+        f"{rate:g}",
+        "--latency",
+        url,
+    ]
+    m = harness.run_measured(
+        env.procs,
+        argv,
+        log,
+        timeout_s=seconds + 60,
+        target_pid=target_pid,
+        cpu_window_s=harness.steady_window(seconds),
+        idle_cpus=(env.gen_cpu, env.target_cpu),
+    )
     text = log.read_text(errors="replace")
     total = re.search(r"(\d+) requests in ([\d.]+)(us|ms|s|m)\b", text)
     if m.rc != 0 or not total:
-        raise harness.BenchError(f"wrk2 ended with exit code {m.rc} or printed no request count", hint=f"its output: {text[-800:]}")
+        raise harness.BenchError(
+            f"wrk2 ended with exit code {m.rc} or printed no request count", hint=f"its output: {text[-800:]}"
+        )
     requests, duration_s = int(total.group(1)), float(total.group(2)) * _UNITS[total.group(3)] / 1e3
     latency = {}
     for p in PERCENTILES:
@@ -145,12 +184,18 @@ def wrk2_run(env: harness.Env, wrk2: str, url: str, rate: float, seconds: int, t
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
     if non2xx:
         errors += int(non2xx.group(1))
-    return {"requests": requests, "rps": requests / duration_s, "errors": errors, "cpu_s": m.cpu_s,
-            "us_per_req": m.cpu_s / requests * 1e6, "us_per_req_steady": harness.steady_us_per(m, requests / duration_s),
-            "target_us_per_req": m.target_cpu_s / requests * 1e6,
-            **harness.window_rates(m, requests / duration_s, env.gen_cpu, env.target_cpu),
-            **{f"p{p:g}_ms": latency[p] for p in PERCENTILES}, "others_cores": m.others_cores}
-
+    return {
+        "requests": requests,
+        "rps": requests / duration_s,
+        "errors": errors,
+        "cpu_s": m.cpu_s,
+        "us_per_req": m.cpu_s / requests * 1e6,
+        "us_per_req_steady": harness.steady_us_per(m, requests / duration_s),
+        "target_us_per_req": m.target_cpu_s / requests * 1e6,
+        **harness.window_rates(m, requests / duration_s, env.gen_cpu, env.target_cpu),
+        **{f"p{p:g}_ms": latency[p] for p in PERCENTILES},
+        "others_cores": m.others_cores,
+    }
 
 
 # ----------------------------------------------------------------------------- Horde
@@ -161,8 +206,20 @@ def horde_window(env: harness.Env, first_second: int) -> dict[str, Any]:
     python = str(Path(env.horde).resolve().parent / "python")
     if not Path(python).exists():
         python = sys.executable
-    done = subprocess.run([python, "-c", WINDOW_SCRIPT, str(env.work / "store.sqlite"), str(first_second),
-                           ",".join(f"{p:g}" for p in PERCENTILES)], capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(
+        [
+            python,
+            "-c",
+            WINDOW_SCRIPT,
+            str(env.work / "store.sqlite"),
+            str(first_second),
+            ",".join(f"{p:g}" for p in PERCENTILES),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     if done.returncode != 0:
         raise harness.BenchError("could not read Horde's latency from its store", hint=done.stderr[-600:])
     answer: dict[str, Any] = json.loads(done.stdout)
@@ -173,27 +230,43 @@ def horde_run(env: harness.Env, url: str, rate: float, seconds: int, tag: str, t
     """The N-second run and a 1-second one: their difference is the cost of one more request.
     `env.horde` is the Horde that runs (the baseline build's, for that tool)."""
     args = ["--url", url, "--rate", f"{rate:g}", "--max-vus", str(MAX_VUS), "--duration"]
-    m, s = harness.horde_run(env, [*args, f"{seconds}s"], seconds, tag, target_pid, cpu_window_s=harness.steady_window(seconds))
+    m, s = harness.horde_run(
+        env, [*args, f"{seconds}s"], seconds, tag, target_pid, cpu_window_s=harness.steady_window(seconds)
+    )
     # Snapshot k covers second (k-1, k]: from the whole second nearest wrk2's calibration end on.
     window = horde_window(env, first_second=round((WRK2_CALIBRATION_MS + 5 * CONNECTIONS) / 1000) + 1)
     ms, ss = harness.horde_run(env, [*args, "1s"], 1, f"{tag}-short", target_pid)
     d_req = s["requests"] - ss["requests"]
     marginal = (m.cpu_s - ms.cpu_s) / d_req * 1e6 if d_req > 0 else float("nan")
     whole = s.get("latency_ms", {})
-    return {"requests": s["requests"], "rps": s["rps"], "errors": s["errors"], "dropped": s.get("dropped_arrivals", 0),
-            "peak_vus": s.get("peak_vus"), "cpu_s": m.cpu_s, "us_per_req": m.cpu_s / s["requests"] * 1e6,
-            "us_per_req_marginal": marginal, "us_per_req_steady": harness.steady_us_per(m, s["rps"]), "fixed_cpu_s": ms.cpu_s - ss["requests"] * marginal / 1e6,
-            "short_cpu_s": ms.cpu_s, "target_us_per_req": m.target_cpu_s / s["requests"] * 1e6,
-            **harness.window_rates(m, s["rps"], env.gen_cpu, env.target_cpu),
-            **{f"p{p:g}_ms": v for p, v in zip(PERCENTILES, window["percentiles_ms"])},
-            "window_requests": window["count"], "whole_p50_ms": whole.get("p50"), "whole_p99_ms": whole.get("p99"),
-            "others_cores": m.others_cores}
+    return {
+        "requests": s["requests"],
+        "rps": s["rps"],
+        "errors": s["errors"],
+        "dropped": s.get("dropped_arrivals", 0),
+        "peak_vus": s.get("peak_vus"),
+        "cpu_s": m.cpu_s,
+        "us_per_req": m.cpu_s / s["requests"] * 1e6,
+        "us_per_req_marginal": marginal,
+        "us_per_req_steady": harness.steady_us_per(m, s["rps"]),
+        "fixed_cpu_s": ms.cpu_s - ss["requests"] * marginal / 1e6,
+        "short_cpu_s": ms.cpu_s,
+        "target_us_per_req": m.target_cpu_s / s["requests"] * 1e6,
+        **harness.window_rates(m, s["rps"], env.gen_cpu, env.target_cpu),
+        **{f"p{p:g}_ms": v for p, v in zip(PERCENTILES, window["percentiles_ms"])},
+        "window_requests": window["count"],
+        "whole_p50_ms": whole.get("p50"),
+        "whole_p99_ms": whole.get("p99"),
+        "others_cores": m.others_cores,
+    }
 
 
 # ----------------------------------------------------------------------------- the bench
 
 
-def measure(env: harness.Env, wrk2: str | None, rates: list[float], reps: int, seconds: int, baseline: str | None) -> dict[str, Any]:
+def measure(
+    env: harness.Env, wrk2: str | None, rates: list[float], reps: int, seconds: int, baseline: str | None
+) -> dict[str, Any]:
     target, port = harness.start_target(env)
     url = f"http://127.0.0.1:{port}/"
     results: dict[str, Any] = {}
@@ -201,9 +274,13 @@ def measure(env: harness.Env, wrk2: str | None, rates: list[float], reps: int, s
         # Warm-up: the target's first connections and the page cache of Horde's imports.
         harness.horde_run(env, ["--url", url, "--rate", "1000", "--duration", "1s"], 1, "warmup", target.pid)
         for rate in rates:
-            rows: dict[str, list[dict[str, Any]]] = {**({"wrk2": []} if wrk2 else {}), "horde": [], **({"baseline": []} if baseline else {})}
+            rows: dict[str, list[dict[str, Any]]] = {
+                **({"wrk2": []} if wrk2 else {}),
+                "horde": [],
+                **({"baseline": []} if baseline else {}),
+            }
             for rep in range(reps):
-                for tool in (list(rows) if rep % 2 == 0 else list(rows)[::-1]):
+                for tool in list(rows) if rep % 2 == 0 else list(rows)[::-1]:
                     tag = f"{rate:g}-{tool}-{rep}"
                     if tool == "wrk2":
                         assert wrk2 is not None
@@ -213,10 +290,13 @@ def measure(env: harness.Env, wrk2: str | None, rates: list[float], reps: int, s
                         row = horde_run(horde, url, rate, seconds, tag, target.pid)
                     rows[tool].append(row)
                     extra = f", {row['us_per_req_marginal']:.2f} marginal" if tool != "wrk2" else ""
-                    print(f"  {rate:>7,.0f}/s {tool:<8} #{rep + 1}: {row['rps']:>8,.0f} req/s  {row['us_per_req']:6.2f} us/req{extra}, "
-                          f"{row['us_per_req_steady']:.2f} steady  "
-                          f"p50 {row['p50_ms']:.2f}  p99 {row['p99_ms']:.2f}  p99.9 {row['p99.9_ms']:.2f} ms  "
-                          f"(others {row['others_cores']:.2f} cores)", flush=True)
+                    print(
+                        f"  {rate:>7,.0f}/s {tool:<8} #{rep + 1}: {row['rps']:>8,.0f} req/s  {row['us_per_req']:6.2f} us/req{extra}, "
+                        f"{row['us_per_req_steady']:.2f} steady  "
+                        f"p50 {row['p50_ms']:.2f}  p99 {row['p99_ms']:.2f}  p99.9 {row['p99.9_ms']:.2f} ms  "
+                        f"(others {row['others_cores']:.2f} cores)",
+                        flush=True,
+                    )
             results[f"{rate:g}"] = rows
     finally:
         env.procs.stop(target)
@@ -228,8 +308,20 @@ def med(rows: list[dict[str, Any]], key: str) -> float:
     return float(statistics.median(values)) if values else float("nan")
 
 
-def render(results: dict[str, Any], command: str, env: harness.Env, wrk2_note: str, wrk2_found: bool, started: dt.datetime,
-           load_before: str, load_after: str, reps: int, seconds: int, version_cpu: float, baseline: str | None) -> str:
+def render(
+    results: dict[str, Any],
+    command: str,
+    env: harness.Env,
+    wrk2_note: str,
+    wrk2_found: bool,
+    started: dt.datetime,
+    load_before: str,
+    load_after: str,
+    reps: int,
+    seconds: int,
+    version_cpu: float,
+    baseline: str | None,
+) -> str:
     m = harness.machine()
     window_from = (WRK2_CALIBRATION_MS + 5 * CONNECTIONS) / 1000
     lines = [
@@ -251,43 +343,55 @@ def render(results: dict[str, Any], command: str, env: harness.Env, wrk2_note: s
     for rate, rows in results.items():
         for tool, r in rows.items():
             if tool == "wrk2":
-                lines.append(f"| {float(rate):,.0f}/s | wrk2 | {med(r, 'rps'):,.0f} | {med(r, 'us_per_req'):.2f} | {med(r, 'us_per_req'):.2f} | "
-                             f"{med(r, 'us_per_req_steady'):.2f} | "
-                             f"{med(r, 'p50_ms'):.2f} | {med(r, 'p99_ms'):.2f} | {med(r, 'p99.9_ms'):.2f} | | "
-                             f"{med(r, 'target_us_per_req'):.2f} | {sum(x['errors'] for x in r)} | {med(r, 'others_cores'):.2f} |")
+                lines.append(
+                    f"| {float(rate):,.0f}/s | wrk2 | {med(r, 'rps'):,.0f} | {med(r, 'us_per_req'):.2f} | {med(r, 'us_per_req'):.2f} | "
+                    f"{med(r, 'us_per_req_steady'):.2f} | "
+                    f"{med(r, 'p50_ms'):.2f} | {med(r, 'p99_ms'):.2f} | {med(r, 'p99.9_ms'):.2f} | | "
+                    f"{med(r, 'target_us_per_req'):.2f} | {sum(x['errors'] for x in r)} | {med(r, 'others_cores'):.2f} |"
+                )
             else:
                 label = "Horde, baseline build" if tool == "baseline" else "Horde"
-                lines.append(f"| {float(rate):,.0f}/s | {label} | {med(r, 'rps'):,.0f} | {med(r, 'us_per_req'):.2f} | {med(r, 'us_per_req_marginal'):.2f} | "
-                             f"{med(r, 'us_per_req_steady'):.2f} | "
-                             f"{med(r, 'p50_ms'):.2f} | {med(r, 'p99_ms'):.2f} | {med(r, 'p99.9_ms'):.2f} | "
-                             f"{med(r, 'whole_p50_ms'):.2f} / {med(r, 'whole_p99_ms'):.2f} | {med(r, 'target_us_per_req'):.2f} | "
-                             f"{sum(x['errors'] for x in r)} ({sum(x['dropped'] for x in r)}) | {med(r, 'others_cores'):.2f} |")
+                lines.append(
+                    f"| {float(rate):,.0f}/s | {label} | {med(r, 'rps'):,.0f} | {med(r, 'us_per_req'):.2f} | {med(r, 'us_per_req_marginal'):.2f} | "
+                    f"{med(r, 'us_per_req_steady'):.2f} | "
+                    f"{med(r, 'p50_ms'):.2f} | {med(r, 'p99_ms'):.2f} | {med(r, 'p99.9_ms'):.2f} | "
+                    f"{med(r, 'whole_p50_ms'):.2f} / {med(r, 'whole_p99_ms'):.2f} | {med(r, 'target_us_per_req'):.2f} | "
+                    f"{sum(x['errors'] for x in r)} ({sum(x['dropped'] for x in r)}) | {med(r, 'others_cores'):.2f} |"
+                )
         if "baseline" in rows:
             h, b = rows["horde"], rows["baseline"]
             corrected = med(h, "us_per_req_marginal") / med(b, "us_per_req_marginal")
             steady = med(h, "us_per_req_steady") / med(b, "us_per_req_steady")
             tails = [med(h, f"p{p:g}_ms") / med(b, f"p{p:g}_ms") for p in PERCENTILES]
-            lines.append(f"| {float(rate):,.0f}/s | **Horde / baseline build** | {med(h, 'rps') / med(b, 'rps'):.2f} | "
-                         f"{med(h, 'us_per_req') / med(b, 'us_per_req'):.2f} | {corrected:.2f} | **{steady:.2f}** | {tails[0]:.2f} | {tails[1]:.2f} | "
-                         f"{tails[2]:.2f} | | | | |")
-            reading.append(f"At {float(rate):,.0f} arrivals/s this build spent {steady:.2f}× the baseline build's CPU per request "
-                           f"({med(h, 'us_per_req_steady'):.1f} against {med(b, 'us_per_req_steady'):.1f} µs, steady; {corrected:.2f}× "
-                           f"start-up corrected), with a p99 {tails[1]:.2f}× the baseline's.")
+            lines.append(
+                f"| {float(rate):,.0f}/s | **Horde / baseline build** | {med(h, 'rps') / med(b, 'rps'):.2f} | "
+                f"{med(h, 'us_per_req') / med(b, 'us_per_req'):.2f} | {corrected:.2f} | **{steady:.2f}** | {tails[0]:.2f} | {tails[1]:.2f} | "
+                f"{tails[2]:.2f} | | | | |"
+            )
+            reading.append(
+                f"At {float(rate):,.0f} arrivals/s this build spent {steady:.2f}× the baseline build's CPU per request "
+                f"({med(h, 'us_per_req_steady'):.1f} against {med(b, 'us_per_req_steady'):.1f} µs, steady; {corrected:.2f}× "
+                f"start-up corrected), with a p99 {tails[1]:.2f}× the baseline's."
+            )
         if "wrk2" in rows:
             h, w = rows["horde"], rows["wrk2"]
             corrected = med(h, "us_per_req_marginal") / med(w, "us_per_req")
             steady = med(h, "us_per_req_steady") / med(w, "us_per_req_steady")
             raw = med(h, "us_per_req") / med(w, "us_per_req")
             tails = [med(h, f"p{p:g}_ms") / med(w, f"p{p:g}_ms") for p in PERCENTILES]
-            lines.append(f"| {float(rate):,.0f}/s | **Horde / wrk2** | {med(h, 'rps') / med(w, 'rps'):.2f} | {raw:.2f} | {corrected:.2f} | "
-                         f"**{steady:.2f}** | {tails[0]:.2f} | **{tails[1]:.2f}** | {tails[2]:.2f} | | | | |")
+            lines.append(
+                f"| {float(rate):,.0f}/s | **Horde / wrk2** | {med(h, 'rps') / med(w, 'rps'):.2f} | {raw:.2f} | {corrected:.2f} | "
+                f"**{steady:.2f}** | {tails[0]:.2f} | **{tails[1]:.2f}** | {tails[2]:.2f} | | | | |"
+            )
             pairs = harness.paired(h, w, "us_per_req_steady")
-            reading.append(f"At {float(rate):,.0f} arrivals/s Horde spent {med(h, 'us_per_req_steady'):.1f} µs of CPU per request in the "
-                           f"steady seconds against wrk2's {med(w, 'us_per_req_steady'):.1f}, {steady:.2f}× ({corrected:.2f}× start-up "
-                           f"corrected, {raw:.2f}× raw; repetition by repetition, each pair run back to back, "
-                           f"{', '.join(f'{x:.2f}' for x in pairs)}×, median {statistics.median(pairs):.2f}×); "
-                           f"its p99 was {med(h, 'p99_ms'):.2f} ms against {med(w, 'p99_ms'):.2f} ({tails[1]:.2f}×) and its p99.9 "
-                           f"{med(h, 'p99.9_ms'):.2f} against {med(w, 'p99.9_ms'):.2f} ({tails[2]:.2f}×).")
+            reading.append(
+                f"At {float(rate):,.0f} arrivals/s Horde spent {med(h, 'us_per_req_steady'):.1f} µs of CPU per request in the "
+                f"steady seconds against wrk2's {med(w, 'us_per_req_steady'):.1f}, {steady:.2f}× ({corrected:.2f}× start-up "
+                f"corrected, {raw:.2f}× raw; repetition by repetition, each pair run back to back, "
+                f"{', '.join(f'{x:.2f}' for x in pairs)}×, median {statistics.median(pairs):.2f}×); "
+                f"its p99 was {med(h, 'p99_ms'):.2f} ms against {med(w, 'p99_ms'):.2f} ({tails[1]:.2f}×) and its p99.9 "
+                f"{med(h, 'p99.9_ms'):.2f} against {med(w, 'p99.9_ms'):.2f} ({tails[2]:.2f}×)."
+            )
     lines += [
         "",
         "Wake-ups in the steady seconds (medians): how often the generator's threads were switched in, per request, and how often "
@@ -300,8 +404,10 @@ def render(results: dict[str, Any], command: str, env: harness.Env, wrk2_note: s
     for rate, rows in results.items():
         for tool, r in rows.items():
             label = {"wrk2": "wrk2", "baseline": "Horde, baseline build"}.get(tool, "Horde")
-            lines.append(f"| {float(rate):,.0f}/s | {label} | {med(r, 'wakeups_per_req'):.3f} | {med(r, 'gen_halts_s'):,.0f} | "
-                         f"{med(r, 'target_halts_s'):,.0f} | {med(r, 'target_us_per_req'):.2f} |")
+            lines.append(
+                f"| {float(rate):,.0f}/s | {label} | {med(r, 'wakeups_per_req'):.3f} | {med(r, 'gen_halts_s'):,.0f} | "
+                f"{med(r, 'target_halts_s'):,.0f} | {med(r, 'target_us_per_req'):.2f} |"
+            )
     all_horde = [x for rows in results.values() for x in rows["horde"]]
     baseline_note = f" The baseline build is `{baseline}`, run the same way in the same rotation." if baseline else ""
     busy = [x["others_cores"] for rows in results.values() for r in rows.values() for x in r]
@@ -314,7 +420,8 @@ def render(results: dict[str, Any], command: str, env: harness.Env, wrk2_note: s
         f"end, read from /proc, over the requests of those seconds at its achieved rate. "
         f"Horde's fixed CPU per run (Python start-up, plan, store, summary; from the {seconds} s and 1 s runs): "
         f"{statistics.median(x['fixed_cpu_s'] for x in all_horde):.2f} s; `horde --version` alone: {version_cpu:.2f} s. "
-        f"Other processes took up to {max(busy):.2f} of a core during the runs (median {statistics.median(busy):.2f})." + baseline_note,
+        f"Other processes took up to {max(busy):.2f} of a core during the runs (median {statistics.median(busy):.2f})."
+        + baseline_note,
     ]
     if not wrk2_found:
         lines.append(f"- skipped: {wrk2_note}")
@@ -324,55 +431,102 @@ def render(results: dict[str, Any], command: str, env: harness.Env, wrk2_note: s
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="The open model's CPU per request and tail latency: Horde against wrk2.")
-    parser.add_argument("--rates", type=float, nargs="+", default=[5000.0, 20000.0], help="arrivals/s (default: 5000 20000)")
+    parser = argparse.ArgumentParser(
+        description="The open model's CPU per request and tail latency: Horde against wrk2."
+    )
+    parser.add_argument(
+        "--rates", type=float, nargs="+", default=[5000.0, 20000.0], help="arrivals/s (default: 5000 20000)"
+    )
     parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--seconds", type=int, default=20, help="length of each run (at least 15: wrk2 calibrates for the first 10)")
+    parser.add_argument(
+        "--seconds", type=int, default=20, help="length of each run (at least 15: wrk2 calibrates for the first 10)"
+    )
     parser.add_argument("--wrk2", help="the wrk2 binary (default: `wrk2` on PATH)")
-    parser.add_argument("--wrk2-src", default=os.environ.get("HORDE_WRK2_SRC"),
-                        help="wrk2's source folder: the bench runs `make` there (default: $HORDE_WRK2_SRC)")
+    parser.add_argument(
+        "--wrk2-src",
+        default=os.environ.get("HORDE_WRK2_SRC"),
+        help="wrk2's source folder: the bench runs `make` there (default: $HORDE_WRK2_SRC)",
+    )
     parser.add_argument("--no-readme", action="store_true", help="do not update bench/FIGURES.md")
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
-    parser.add_argument("--baseline-horde", metavar="PATH", help="another build's horde command, run the same way in the same "
-                        "rotation (a before/after comparison measured side by side)")
+    parser.add_argument(
+        "--baseline-horde",
+        metavar="PATH",
+        help="another build's horde command, run the same way in the same "
+        "rotation (a before/after comparison measured side by side)",
+    )
     args = parser.parse_args(argv)
     command = harness.command_line(__file__, argv)
 
     def body(procs: harness.Processes) -> int:
         if args.seconds < 15:
-            raise harness.BenchError(f"--seconds {args.seconds}: too short", hint="at least 15 (wrk2 records latency only after a 10 s calibration)")
+            raise harness.BenchError(
+                f"--seconds {args.seconds}: too short",
+                hint="at least 15 (wrk2 records latency only after a 10 s calibration)",
+            )
         if not 1 <= args.reps <= 50 or any(not 1 <= rate <= 200_000 for rate in args.rates):
             raise harness.BenchError("--reps must be 1 to 50 and each rate 1 to 200,000 arrivals/s")
         horde = harness.find_horde(args.horde)
         if args.baseline_horde and not Path(args.baseline_horde).exists():
-            raise harness.BenchError(f"--baseline-horde {args.baseline_horde}: no such file", hint="the horde command of the other build")
+            raise harness.BenchError(
+                f"--baseline-horde {args.baseline_horde}: no such file", hint="the horde command of the other build"
+            )
         wrk2, wrk2_note = find_wrk2(args.wrk2, args.wrk2_src)
         if not wrk2:
             print(f"note: skipping {wrk2_note}", file=sys.stderr, flush=True)
         gen_cpu, target_cpu, notes = harness.pick_cpus()
         with tempfile.TemporaryDirectory(prefix="horde-bench-open-") as work:
-            env = harness.Env(horde=horde, wrk="", gen_cpu=gen_cpu, target_cpu=target_cpu, work=Path(work), procs=procs, notes=notes)
+            env = harness.Env(
+                horde=horde, wrk="", gen_cpu=gen_cpu, target_cpu=target_cpu, work=Path(work), procs=procs, notes=notes
+            )
             started = dt.datetime.now(dt.timezone.utc)
             load_before = harness.load()
-            print(f"open model: {'wrk2 and ' if wrk2 else ''}horde at {', '.join(f'{r:,.0f}' for r in args.rates)} arrivals/s, "
-                  f"{args.reps} x {args.seconds} s; generator on CPU {gen_cpu}, target on CPU {target_cpu}; load {load_before}", flush=True)
-            versions = [harness.run_measured(procs, ["taskset", "-c", gen_cpu, horde, "--version"], env.work / f"version-{i}.log", timeout_s=60).cpu_s
-                        for i in range(3)]
+            print(
+                f"open model: {'wrk2 and ' if wrk2 else ''}horde at {', '.join(f'{r:,.0f}' for r in args.rates)} arrivals/s, "
+                f"{args.reps} x {args.seconds} s; generator on CPU {gen_cpu}, target on CPU {target_cpu}; load {load_before}",
+                flush=True,
+            )
+            versions = [
+                harness.run_measured(
+                    procs, ["taskset", "-c", gen_cpu, horde, "--version"], env.work / f"version-{i}.log", timeout_s=60
+                ).cpu_s
+                for i in range(3)
+            ]
             results = measure(env, wrk2, args.rates, args.reps, args.seconds, args.baseline_horde)
             load_after = harness.load()
-            text = render(results, command, env, wrk2_note, wrk2 is not None, started, load_before, load_after, args.reps, args.seconds,
-                          statistics.median(versions), args.baseline_horde)
+            text = render(
+                results,
+                command,
+                env,
+                wrk2_note,
+                wrk2 is not None,
+                started,
+                load_before,
+                load_after,
+                args.reps,
+                args.seconds,
+                statistics.median(versions),
+                args.baseline_horde,
+            )
             for note in env.notes:
                 text += f"- note: {note}\n"
         print()
         print(text)
         harness.RESULTS_DIR.mkdir(exist_ok=True)
-        raw = {"command": command, "date": started.isoformat(), "machine": harness.machine(), "load_before": load_before,
-               "load_after": load_after, "wrk2": wrk2_note, "results": results}
+        raw = {
+            "command": command,
+            "date": started.isoformat(),
+            "machine": harness.machine(),
+            "load_before": load_before,
+            "load_after": load_after,
+            "wrk2": wrk2_note,
+            "results": results,
+        }
         (harness.RESULTS_DIR / "open-cost.json").write_text(json.dumps(raw, indent=2) + "\n")
         if not args.no_readme:
-            harness.write_readme_block("open-cost", text,
-                                       section="Open model against wrk2 (`bench/open_cost.py`, `make bench-open`)")
+            harness.write_readme_block(
+                "open-cost", text, section="Open model against wrk2 (`bench/open_cost.py`, `make bench-open`)"
+            )
         return 0
 
     return harness.run_main(body)

@@ -52,9 +52,23 @@ def run_quickstart(env: harness.Env, store: str) -> str:
     """The quickstart run for real against the built-in target; its run id."""
     _, port = harness.start_target(env)
     summary_file = env.work / "short.json"
-    result = subprocess.run([env.horde, "run", str(harness.REPO / "examples/quickstart"), "--base-url",
-                             f"http://127.0.0.1:{port}", "--store", store, "--summary-json", str(summary_file)],
-                            capture_output=True, text=True, timeout=120, check=False)
+    result = subprocess.run(
+        [
+            env.horde,
+            "run",
+            str(harness.REPO / "examples/quickstart"),
+            "--base-url",
+            f"http://127.0.0.1:{port}",
+            "--store",
+            store,
+            "--summary-json",
+            str(summary_file),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     if result.returncode != 0:
         raise harness.BenchError(f"horde run exited {result.returncode}", hint=result.stderr[-800:])
     return str(json.loads(summary_file.read_text())["run_id"])
@@ -75,9 +89,14 @@ def varied_second(held: dict[str, Any], rng: random.Random) -> dict[str, Any]:
         requests = max(1, round(int(step["requests"]) * rng.uniform(0.9, 1.1)))
         failed = min(requests, int(step["requests"]) - int(step.get("ok", step["requests"])))
         latencies = [max(1, round(rng.lognormvariate(math.log(median_us), 0.25))) for _ in range(requests)]
-        steps.append({**step, "requests": requests, "ok": requests - failed, "histogram": histogram.from_values(latencies)})
-    jitter = {key: float(held[key]) * rng.uniform(0.8, 1.2) for key in ("cpu_percent", "timer_lateness_p99_ms")
-              if held.get(key) is not None}
+        steps.append(
+            {**step, "requests": requests, "ok": requests - failed, "histogram": histogram.from_values(latencies)}
+        )
+    jitter = {
+        key: float(held[key]) * rng.uniform(0.8, 1.2)
+        for key in ("cpu_percent", "timer_lateness_p99_ms")
+        if held.get(key) is not None
+    }
     return {**held, **jitter, "steps": steps}
 
 
@@ -92,15 +111,28 @@ def store_long_run(store_url: str, short_id: str) -> str:
     with Store.open(store_url) as store:
         short = load_run(store, short_id)
         peak = max(int(snapshot.get("active_vus") or 0) for snapshot in short.snapshots)
-        held = [snapshot for snapshot in short.snapshots if int(snapshot.get("active_vus") or 0) == peak
-                and not snapshot.get("final")]
+        held = [
+            snapshot
+            for snapshot in short.snapshots
+            if int(snapshot.get("active_vus") or 0) == peak and not snapshot.get("final")
+        ]
         start = float(short.snapshots[0]["timestamp"]) - float(short.snapshots[0]["elapsed_s"])
-        run_id = store.create_run(plan=short.record.plan, plan_name="quickstart (30 min, synthesized)",
-                                  parameters=short.record.parameters, tags={"bench": "report-size"})
+        run_id = store.create_run(
+            plan=short.record.plan,
+            plan_name="quickstart (30 min, synthesized)",
+            parameters=short.record.parameters,
+            tags={"bench": "report-size"},
+        )
         seconds = []
         for second in range(1, LONG_SECONDS + 1):
-            snapshot = {**varied_second(held[second % len(held)], rng), "second": second, "elapsed_s": float(second),
-                        "interval_s": 1.0, "timestamp": start + second, "final": second == LONG_SECONDS}
+            snapshot = {
+                **varied_second(held[second % len(held)], rng),
+                "second": second,
+                "elapsed_s": float(second),
+                "interval_s": 1.0,
+                "timestamp": start + second,
+                "final": second == LONG_SECONDS,
+            }
             store.add_snapshot(run_id, snapshot)
             seconds.append(snapshot)
         store.finish_run(run_id, status="finished", summary=summarise(seconds, run_id=run_id, status="finished"))
@@ -117,29 +149,46 @@ def store_cluster_run(store_url: str, short_id: str) -> str:
 
     with Store.open(store_url) as store:
         short = load_run(store, short_id)
-        run_id = store.create_run(plan=short.record.plan, plan_name="quickstart (2 generators, merged)",
-                                  parameters=short.record.parameters, tags={"bench": "report-size"})
+        run_id = store.create_run(
+            plan=short.record.plan,
+            plan_name="quickstart (2 generators, merged)",
+            parameters=short.record.parameters,
+            tags={"bench": "report-size"},
+        )
         merged_seconds = []
         for snapshot in short.snapshots:
             parts = [snapshot] * GENERATORS
             merged = merge_seconds(parts, final=bool(snapshot.get("final")))
-            merged["generators"] = [generator_row(index, f"127.0.0.{index + 1}", "running", part)
-                                    for index, part in enumerate(parts)]
+            merged["generators"] = [
+                generator_row(index, f"127.0.0.{index + 1}", "running", part) for index, part in enumerate(parts)
+            ]
             merged["lost_share"] = 0.0
             store.add_snapshot(run_id, merged)
             merged_seconds.append(merged)
         summary = summarise(merged_seconds, run_id=run_id, status="finished")
-        summary["cluster"] = {"generators": [{"generator": index, "node": f"127.0.0.{index + 1}", "share": 1 / GENERATORS,
-                                              "state": "finished"} for index in range(GENERATORS)],
-                              "max_start_skew_ms": 0.4, "lost": [], "lost_share": 0.0, "stopped_for_loss": False}
+        summary["cluster"] = {
+            "generators": [
+                {"generator": index, "node": f"127.0.0.{index + 1}", "share": 1 / GENERATORS, "state": "finished"}
+                for index in range(GENERATORS)
+            ],
+            "max_start_skew_ms": 0.4,
+            "lost": [],
+            "lost_share": 0.0,
+            "stopped_for_loss": False,
+        }
         store.finish_run(run_id, status="finished", summary=summary)
     return run_id
 
 
 def report_bytes(env: harness.Env, store: str, name: str, run_ids: list[str]) -> int:
     page = env.work / f"{name}.html"
-    result = subprocess.run([env.horde, "report", *run_ids, "-o", str(page), "--store", store],
-                            capture_output=True, text=True, timeout=120, check=False)
+    result = subprocess.run(
+        [env.horde, "report", *run_ids, "-o", str(page), "--store", store],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     if result.returncode != 0:
         raise harness.BenchError(f"horde report ({name}) exited {result.returncode}", hint=result.stderr[-800:])
     return page.stat().st_size
@@ -161,8 +210,14 @@ def measure(env: harness.Env) -> dict[str, Any]:
         "cluster": report_bytes(env, store, "cluster", [cluster_id]),
         "comparison": report_bytes(env, store, "comparison", [short_id, long_id]),
     }
-    return {"sizes": sizes, "chart_code_bytes": len(plotly_js_packed()), "plotly_basic_bytes": len(plotly_js().encode()),
-            "long_seconds": LONG_SECONDS, "generators": GENERATORS, "seconds_taken": round(time.monotonic() - started, 1)}
+    return {
+        "sizes": sizes,
+        "chart_code_bytes": len(plotly_js_packed()),
+        "plotly_basic_bytes": len(plotly_js().encode()),
+        "long_seconds": LONG_SECONDS,
+        "generators": GENERATORS,
+        "seconds_taken": round(time.monotonic() - started, 1),
+    }
 
 
 def render(figures: dict[str, Any], command: str) -> str:
@@ -176,9 +231,13 @@ def render(figures: dict[str, Any], command: str) -> str:
     ]
     for name, size in figures["sizes"].items():
         lines.append(f"| {name} | {size:,} | {size / 1e6:.2f} | {figures['chart_code_bytes'] / size:.0%} |")
-    lines += ["", f"Chart code: plotly.js basic {figures['plotly_basic_bytes']:,} bytes, carried as "
-              f"{figures['chart_code_bytes']:,} bytes (gzip, base64). Before issue 41 the full plotly.js "
-              "(4,815,814 bytes) was inlined: the short run's report was 4.9 MB.", ""]
+    lines += [
+        "",
+        f"Chart code: plotly.js basic {figures['plotly_basic_bytes']:,} bytes, carried as "
+        f"{figures['chart_code_bytes']:,} bytes (gzip, base64). Before issue 41 the full plotly.js "
+        "(4,815,814 bytes) was inlined: the short run's report was 4.9 MB.",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -193,7 +252,9 @@ def main(argv: list[str] | None = None) -> int:
         horde = harness.find_horde(args.horde)
         with tempfile.TemporaryDirectory(prefix="horde-report-size-") as work:
             generator_cpu, target_cpu, _ = harness.pick_cpus()
-            env = harness.Env(horde=horde, wrk="", gen_cpu=generator_cpu, target_cpu=target_cpu, work=Path(work), procs=procs)
+            env = harness.Env(
+                horde=horde, wrk="", gen_cpu=generator_cpu, target_cpu=target_cpu, work=Path(work), procs=procs
+            )
             figures = measure(env)
             if args.keep:
                 args.keep.mkdir(parents=True, exist_ok=True)

@@ -91,8 +91,10 @@ NGINX_HINT = "install it (Debian/Ubuntu): sudo apt-get install -y nginx"
 def find_wrk() -> str:
     wrk = shutil.which("wrk")
     if not wrk:
-        raise BenchError("wrk is not installed; the bench compares Horde with it",
-                         hint="install it (Debian/Ubuntu): sudo apt-get install -y wrk")
+        raise BenchError(
+            "wrk is not installed; the bench compares Horde with it",
+            hint="install it (Debian/Ubuntu): sudo apt-get install -y wrk",
+        )
     return wrk
 
 
@@ -145,15 +147,28 @@ def start_nginx(env: Env) -> tuple[subprocess.Popen[bytes], int]:
     config.write_text(NGINX_CONF.format(work=env.work, port=port))
     log = env.work / "nginx.log"
     # -e: the error log before the config is read (the default, /var/log/nginx, may not be writable).
-    child = env.procs.start(["taskset", "-c", env.target_cpu, env.nginx, "-p", str(env.work), "-c", str(config),
-                             "-e", str(env.work / "nginx-error.log")], log)
+    child = env.procs.start(
+        [
+            "taskset",
+            "-c",
+            env.target_cpu,
+            env.nginx,
+            "-p",
+            str(env.work),
+            "-c",
+            str(config),
+            "-e",
+            str(env.work / "nginx-error.log"),
+        ],
+        log,
+    )
     deadline = time.monotonic() + 15.0
     while time.monotonic() < deadline and child.poll() is None:
         with socket.socket() as probe:
             if probe.connect_ex(("127.0.0.1", port)) == 0:
                 return child, port
         time.sleep(0.05)
-    errors = (env.work / "nginx-error.log")
+    errors = env.work / "nginx-error.log"
     text = (log.read_text(errors="replace") + (errors.read_text(errors="replace") if errors.exists() else ""))[-800:]
     raise BenchError("nginx did not start", hint=f"its output: {text!r} (configuration: {config})")
 
@@ -180,7 +195,9 @@ def wrk_run(env: Env, url: str, seconds: int, tag: str, target_pid: int) -> tupl
     text = log.read_text(errors="replace")
     match = re.search(r"(\d+) requests in ([\d.]+)(us|ms|s|m)\b", text)
     if measured.rc != 0 or not match:
-        raise BenchError(f"wrk ended with exit code {measured.rc} or printed no request count", hint=f"its output: {text[-800:]}")
+        raise BenchError(
+            f"wrk ended with exit code {measured.rc} or printed no request count", hint=f"its output: {text[-800:]}"
+        )
     scale = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}[match.group(3)]
     requests, duration = int(match.group(1)), float(match.group(2)) * scale
     errors = 0
@@ -197,7 +214,12 @@ def startup_cpu(env: Env, reps: int) -> float:
     """CPU of `horde --version`: the Python interpreter and Horde's imports, no run at all."""
     values = []
     for i in range(reps):
-        m = run_measured(env.procs, ["taskset", "-c", env.gen_cpu, env.horde, "--version"], env.work / f"version-{i}.log", timeout_s=60)
+        m = run_measured(
+            env.procs,
+            ["taskset", "-c", env.gen_cpu, env.horde, "--version"],
+            env.work / f"version-{i}.log",
+            timeout_s=60,
+        )
         values.append(m.cpu_s)
     return statistics.median(values)
 
@@ -213,21 +235,33 @@ def horde_pair(run_one: HordeRunner, mode: Mode, tag: str, version_cpu: float) -
     ms, ss = run_one(mode.short_seconds, f"{tag}-short")
     d_req = s["requests"] - ss["requests"]
     marginal = (m.cpu_s - ms.cpu_s) / d_req * 1e6 if d_req > 0 else float("nan")
-    return {"requests": s["requests"], "rps": s["rps"], "errors": s["errors"], "cpu_s": m.cpu_s,
-            "us_per_req": m.cpu_s / s["requests"] * 1e6,
-            "us_per_req_marginal": marginal,
-            "us_per_req_minus_version": (m.cpu_s - version_cpu) / s["requests"] * 1e6,
-            "fixed_cpu_s": ms.cpu_s - ss["requests"] * marginal / 1e6,
-            "short_requests": ss["requests"], "short_cpu_s": ms.cpu_s,
-            "target_us_per_req": m.target_cpu_s / s["requests"] * 1e6,
-            "others_cores": m.others_cores, "steal_cores": m.steal_cores}
+    return {
+        "requests": s["requests"],
+        "rps": s["rps"],
+        "errors": s["errors"],
+        "cpu_s": m.cpu_s,
+        "us_per_req": m.cpu_s / s["requests"] * 1e6,
+        "us_per_req_marginal": marginal,
+        "us_per_req_minus_version": (m.cpu_s - version_cpu) / s["requests"] * 1e6,
+        "fixed_cpu_s": ms.cpu_s - ss["requests"] * marginal / 1e6,
+        "short_requests": ss["requests"],
+        "short_cpu_s": ms.cpu_s,
+        "target_us_per_req": m.target_cpu_s / s["requests"] * 1e6,
+        "others_cores": m.others_cores,
+        "steal_cores": m.steal_cores,
+    }
 
 
 #: The targets of the cost-per-request section, and how to start each (its process, its port).
-TARGETS: dict[str, Callable[[Env], tuple[subprocess.Popen[bytes], int]]] = {"builtin": start_target, "nginx": start_nginx}
+TARGETS: dict[str, Callable[[Env], tuple[subprocess.Popen[bytes], int]]] = {
+    "builtin": start_target,
+    "nginx": start_nginx,
+}
 
 
-def cpu_section(env: Env, mode: Mode, target_name: str, version_cpu: float, baseline: str | None = None) -> dict[str, Any]:
+def cpu_section(
+    env: Env, mode: Mode, target_name: str, version_cpu: float, baseline: str | None = None
+) -> dict[str, Any]:
     """wrk and Horde (and, against the built-in target, Horde running the game scenario) in
     alternating order against one target: rows of each tool, one per repetition. With `baseline`
     (another build's horde command) that build's `GET /` and game runs take their turns too."""
@@ -244,7 +278,9 @@ def cpu_section(env: Env, mode: Mode, target_name: str, version_cpu: float, base
         # from the same empty world, instead of costing more than the one before.
         game_target, game_port = start_target(env, name=f"target-{tag}")
         try:
-            return horde_run(env, game_args(f"http://127.0.0.1:{game_port}", CONNECTIONS, seconds), seconds, tag, game_target.pid)
+            return horde_run(
+                env, game_args(f"http://127.0.0.1:{game_port}", CONNECTIONS, seconds), seconds, tag, game_target.pid
+            )
         finally:
             env.procs.stop(game_target)
 
@@ -265,21 +301,30 @@ def cpu_section(env: Env, mode: Mode, target_name: str, version_cpu: float, base
             run_one(1, f"{target_name}-warmup-{tool}")
         order = list(rows)
         for rep in range(mode.reps):
-            for tool in (order if rep % 2 == 0 else order[::-1]):
+            for tool in order if rep % 2 == 0 else order[::-1]:
                 tag = f"{target_name}-{tool}-{rep}"
                 if tool == "wrk":
                     m, s = wrk_run(env, url, mode.seconds, tag, target.pid)
-                    row = {"requests": s["requests"], "rps": s["rps"], "errors": s["errors"], "cpu_s": m.cpu_s,
-                           "us_per_req": m.cpu_s / s["requests"] * 1e6,
-                           "target_us_per_req": m.target_cpu_s / s["requests"] * 1e6,
-                           "others_cores": m.others_cores, "steal_cores": m.steal_cores}
+                    row = {
+                        "requests": s["requests"],
+                        "rps": s["rps"],
+                        "errors": s["errors"],
+                        "cpu_s": m.cpu_s,
+                        "us_per_req": m.cpu_s / s["requests"] * 1e6,
+                        "target_us_per_req": m.target_cpu_s / s["requests"] * 1e6,
+                        "others_cores": m.others_cores,
+                        "steal_cores": m.steal_cores,
+                    }
                     detail = ""
                 else:
                     row = horde_pair(tools[tool], mode, tag, version_cpu)
                     detail = f" raw, {row['us_per_req_marginal']:6.2f} marginal"
                 rows[tool].append(row)
-                print(f"  {target_name:<7} {tool:<10} #{rep + 1}: {row['rps']:>9,.0f} req/s  {row['us_per_req']:6.2f} us/req{detail}  "
-                      f"(others {row['others_cores']:.2f} cores)", flush=True)
+                print(
+                    f"  {target_name:<7} {tool:<10} #{rep + 1}: {row['rps']:>9,.0f} req/s  {row['us_per_req']:6.2f} us/req{detail}  "
+                    f"(others {row['others_cores']:.2f} cores)",
+                    flush=True,
+                )
     finally:
         env.procs.stop(target)
     return rows
@@ -295,19 +340,36 @@ def memory_section(env: Env, mode: Mode) -> dict[str, Any]:
     url = f"http://127.0.0.1:{port}/delay/1000"
     try:
         rows = {}
-        for name, n, seconds in (("baseline", mode.baseline_vus, mode.mem_baseline_seconds), ("many", vus, mode.mem_seconds)):
+        for name, n, seconds in (
+            ("baseline", mode.baseline_vus, mode.mem_baseline_seconds),
+            ("many", vus, mode.mem_seconds),
+        ):
             m, s = horde_run(env, url_args(url, n, seconds), seconds, f"mem-{name}", target.pid, sample_rss=True)
             samples = m.rss_samples_kb
             # The plateau: the samples of the second half of the run (all VUs up, before the drain).
-            plateau = samples[len(samples) // 2:] or samples
-            rows[name] = {"vus": n, "seconds": seconds, "requests": s["requests"], "rps": s["rps"], "errors": s["errors"],
-                          "errors_by_kind": s.get("errors_by_kind", {}), "peak_vus": s.get("peak_vus"),
-                          "peak_rss_kb": m.maxrss_kb, "peak_sampled_rss_kb": max(samples, default=0),
-                          "plateau_rss_kb": int(statistics.median(plateau)) if plateau else 0,
-                          "rss_samples_kb": samples, "cpu_s": m.cpu_s, "others_cores": m.others_cores,
-                          "latency_ms": s.get("latency_ms", {}), "connections_opened": s.get("connections_opened")}
-            print(f"  {n:>6} VUs: {s['rps']:>8,.0f} req/s  errors {s['errors']}  peak RSS {m.maxrss_kb / 1024:.1f} MiB  "
-                  f"plateau {rows[name]['plateau_rss_kb'] / 1024:.1f} MiB", flush=True)
+            plateau = samples[len(samples) // 2 :] or samples
+            rows[name] = {
+                "vus": n,
+                "seconds": seconds,
+                "requests": s["requests"],
+                "rps": s["rps"],
+                "errors": s["errors"],
+                "errors_by_kind": s.get("errors_by_kind", {}),
+                "peak_vus": s.get("peak_vus"),
+                "peak_rss_kb": m.maxrss_kb,
+                "peak_sampled_rss_kb": max(samples, default=0),
+                "plateau_rss_kb": int(statistics.median(plateau)) if plateau else 0,
+                "rss_samples_kb": samples,
+                "cpu_s": m.cpu_s,
+                "others_cores": m.others_cores,
+                "latency_ms": s.get("latency_ms", {}),
+                "connections_opened": s.get("connections_opened"),
+            }
+            print(
+                f"  {n:>6} VUs: {s['rps']:>8,.0f} req/s  errors {s['errors']}  peak RSS {m.maxrss_kb / 1024:.1f} MiB  "
+                f"plateau {rows[name]['plateau_rss_kb'] / 1024:.1f} MiB",
+                flush=True,
+            )
     finally:
         env.procs.stop(target)
     base, many = rows["baseline"], rows["many"]
@@ -363,27 +425,42 @@ def cpu_lines(cpu: dict[str, Any], mode: Mode) -> tuple[list[str], list[str]]:
         for tool in rows:
             r = rows[tool]
             corrected = w_us if tool == "wrk" else med(r, "us_per_req_marginal")
-            lines.append(f"| {label} | {TOOL_LABELS[tool]} | {med(r, 'rps'):,.0f} | {med(r, 'us_per_req'):.2f} | {corrected:.2f} | "
-                         f"{med(r, 'target_us_per_req'):.2f} | {sum(x['errors'] for x in r)} | {med(r, 'others_cores'):.2f} |")
+            lines.append(
+                f"| {label} | {TOOL_LABELS[tool]} | {med(r, 'rps'):,.0f} | {med(r, 'us_per_req'):.2f} | {corrected:.2f} | "
+                f"{med(r, 'target_us_per_req'):.2f} | {sum(x['errors'] for x in r)} | {med(r, 'others_cores'):.2f} |"
+            )
             if tool == "horde":
-                lines.append(f"| {label} | **Horde / wrk** | {med(r, 'rps') / med(rows['wrk'], 'rps'):.2f} | {result['horde_ratio_raw']:.2f} | "
-                             f"**{result['horde_ratio_corrected']:.2f}** | | | |")
+                lines.append(
+                    f"| {label} | **Horde / wrk** | {med(r, 'rps') / med(rows['wrk'], 'rps'):.2f} | {result['horde_ratio_raw']:.2f} | "
+                    f"**{result['horde_ratio_corrected']:.2f}** | | | |"
+                )
             elif tool == "game":
-                lines.append(f"| {label} | **game / wrk** (scenario on top of the HTTP path) | | {result['game_ratio_raw']:.2f} | "
-                             f"**{result['game_ratio_corrected']:.2f}** | | | |")
+                lines.append(
+                    f"| {label} | **game / wrk** (scenario on top of the HTTP path) | | {result['game_ratio_raw']:.2f} | "
+                    f"**{result['game_ratio_corrected']:.2f}** | | | |"
+                )
             elif tool in ("horde_base", "game_base"):
                 mine = rows[tool.removesuffix("_base")]
                 what = "Horde" if tool == "horde_base" else "game"
-                lines.append(f"| {label} | **{what} / baseline build's** | {med(mine, 'rps') / med(r, 'rps'):.2f} | "
-                             f"{med(mine, 'us_per_req') / med(r, 'us_per_req'):.2f} | "
-                             f"**{med(mine, 'us_per_req_marginal') / med(r, 'us_per_req_marginal'):.2f}** | | | |")
-                lines.append(f"| {label} | baseline build's {what} / wrk | | "
-                             f"{result[f'{tool}_ratio_raw']:.2f} | {result[f'{tool}_ratio_corrected']:.2f} | | | |")
+                lines.append(
+                    f"| {label} | **{what} / baseline build's** | {med(mine, 'rps') / med(r, 'rps'):.2f} | "
+                    f"{med(mine, 'us_per_req') / med(r, 'us_per_req'):.2f} | "
+                    f"**{med(mine, 'us_per_req_marginal') / med(r, 'us_per_req_marginal'):.2f}** | | | |"
+                )
+                lines.append(
+                    f"| {label} | baseline build's {what} / wrk | | "
+                    f"{result[f'{tool}_ratio_raw']:.2f} | {result[f'{tool}_ratio_corrected']:.2f} | | | |"
+                )
         spread = "; ".join(
-            f"{tool} " + (f"{min(x['us_per_req'] for x in rows[tool]):.2f}–{max(x['us_per_req'] for x in rows[tool]):.2f}" if tool == "wrk" else
-                          f"raw {min(x['us_per_req'] for x in rows[tool]):.2f}–{max(x['us_per_req'] for x in rows[tool]):.2f}, "
-                          f"corrected {min(x['us_per_req_marginal'] for x in rows[tool]):.2f}–{max(x['us_per_req_marginal'] for x in rows[tool]):.2f}")
-            for tool in rows)
+            f"{tool} "
+            + (
+                f"{min(x['us_per_req'] for x in rows[tool]):.2f}–{max(x['us_per_req'] for x in rows[tool]):.2f}"
+                if tool == "wrk"
+                else f"raw {min(x['us_per_req'] for x in rows[tool]):.2f}–{max(x['us_per_req'] for x in rows[tool]):.2f}, "
+                f"corrected {min(x['us_per_req_marginal'] for x in rows[tool]):.2f}–{max(x['us_per_req_marginal'] for x in rows[tool]):.2f}"
+            )
+            for tool in rows
+        )
         spreads.append(f"{label}: {spread}")
         verdicts.append(f"{label} **{'met' if result['met'] else 'NOT met'}** ({result['horde_ratio_corrected']:.2f}×)")
         h = rows["horde"]
@@ -409,7 +486,10 @@ def cpu_lines(cpu: dict[str, Any], mode: Mode) -> tuple[list[str], list[str]]:
                     f"so this build spent {med(mine, 'us_per_req_marginal') / med(base, 'us_per_req_marginal'):.2f}× the baseline's CPU per request on it."
                 )
     all_horde = [x for result in cpu["targets"].values() for x in result["rows"]["horde"]]
-    minus_version = "; ".join(f"{result['label']} {med(result['rows']['horde'], 'us_per_req_minus_version'):.2f}" for result in cpu["targets"].values())
+    minus_version = "; ".join(
+        f"{result['label']} {med(result['rows']['horde'], 'us_per_req_minus_version'):.2f}"
+        for result in cpu["targets"].values()
+    )
     lines += [
         "",
         "Spread over the runs (min–max µs/req): " + "; ".join(spreads) + ". "
@@ -427,20 +507,40 @@ def cpu_lines(cpu: dict[str, Any], mode: Mode) -> tuple[list[str], list[str]]:
             "responses) on top of the HTTP path. It has no target of its own; bench/scenario.py isolates the language alone, against the "
             "same requests sent fixed.",
         ]
-    lines += ["", f"Target (Horde within {TARGET_RATIO:g}× of wrk's CPU per request, start-up corrected): " + "; ".join(verdicts) + "."]
+    lines += [
+        "",
+        f"Target (Horde within {TARGET_RATIO:g}× of wrk's CPU per request, start-up corrected): "
+        + "; ".join(verdicts)
+        + ".",
+    ]
     lines += [f"- skipped: {note}" for note in cpu["skipped"]]
     met = [result["label"] for result in cpu["targets"].values() if result["met"]]
     missed = [result["label"] for result in cpu["targets"].values() if not result["met"]]
-    reading.append(f"The {TARGET_RATIO:g}× target is " + ("met against " + " and ".join(met) if met else "")
-                   + ("; " if met and missed else "") + ("not met against " + " and ".join(missed) if missed else "") + ".")
+    reading.append(
+        f"The {TARGET_RATIO:g}× target is "
+        + ("met against " + " and ".join(met) if met else "")
+        + ("; " if met and missed else "")
+        + ("not met against " + " and ".join(missed) if missed else "")
+        + "."
+    )
     return lines, reading
 
 
-def render(mode: Mode, command: str, env: Env, started: dt.datetime, load_before: str, load_after: str,
-           cpu: dict[str, Any] | None, mem: dict[str, Any] | None) -> tuple[str, str]:
+def render(
+    mode: Mode,
+    command: str,
+    env: Env,
+    started: dt.datetime,
+    load_before: str,
+    load_after: str,
+    cpu: dict[str, Any] | None,
+    mem: dict[str, Any] | None,
+) -> tuple[str, str]:
     """(the Markdown block, the one-paragraph reading)."""
     m = machine()
-    targets = "built-in `horde target --threads 1`" + (f", nginx {nginx_version(env.nginx)} with 1 worker" if env.nginx and cpu and "nginx" in cpu["targets"] else "")
+    targets = "built-in `horde target --threads 1`" + (
+        f", nginx {nginx_version(env.nginx)} with 1 worker" if env.nginx and cpu and "nginx" in cpu["targets"] else ""
+    )
     lines = [
         f"- machine: {m['nproc']} CPUs, {m['model']}, Linux {m['kernel']}",
         f"- date: {started.strftime('%Y-%m-%d %H:%M UTC')}; mode `{mode.name}`",
@@ -476,41 +576,72 @@ def render(mode: Mode, command: str, env: Env, started: dt.datetime, load_before
             f"and kept {n['rps']:,.0f} req/s (about {n['vus']:,} expected) with {n['errors']} errors."
         )
     if cpu:
-        busy = [x["others_cores"] for result in cpu["targets"].values() for rows in result["rows"].values() for x in rows]
+        busy = [
+            x["others_cores"] for result in cpu["targets"].values() for rows in result["rows"].values() for x in rows
+        ]
         worst = max(busy)
         noise = "quiet" if worst < 0.15 else "somewhat busy" if worst < 0.5 else "busy"
-        reading.append(f"Other processes took up to {worst:.2f} of a core during the timed CPU runs (median {statistics.median(busy):.2f}): "
-                       f"the machine was {noise} for that part.")
+        reading.append(
+            f"Other processes took up to {worst:.2f} of a core during the timed CPU runs (median {statistics.median(busy):.2f}): "
+            f"the machine was {noise} for that part."
+        )
     if mem:
-        reading.append(f"During the memory runs they took {max(mem['baseline']['others_cores'], mem['many']['others_cores']):.2f} of a core (RSS does not depend on it).")
+        reading.append(
+            f"During the memory runs they took {max(mem['baseline']['others_cores'], mem['many']['others_cores']):.2f} of a core (RSS does not depend on it)."
+        )
     paragraph = " ".join(reading)
     return "\n".join(lines) + "\n\n" + paragraph + "\n", paragraph
 
 
 def update_readme(mode: Mode, block: str) -> None:
-    write_readme_block(f"last-figures:{mode.name}", f"### `--{mode.name}`\n\n{block}",
-                       section="Cost per request and memory per VU (`bench/run.py`, `make bench`)")
+    write_readme_block(
+        f"last-figures:{mode.name}",
+        f"### `--{mode.name}`\n\n{block}",
+        section="Cost per request and memory per VU (`bench/run.py`, `make bench`)",
+    )
 
 
 # ----------------------------------------------------------------------------- main
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Horde vs wrk: generator CPU per request (built-in target and nginx); memory per VU at 10k VUs.")
+    parser = argparse.ArgumentParser(
+        description="Horde vs wrk: generator CPU per request (built-in target and nginx); memory per VU at 10k VUs."
+    )
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--quick", action="store_const", dest="mode", const="quick", help="3 x 5 s per tool and target, 15 s at 10k VUs (default; under 5 min)")
-    group.add_argument("--full", action="store_const", dest="mode", const="full", help="5 x 10 s per tool and target, 20 s at 10k VUs")
+    group.add_argument(
+        "--quick",
+        action="store_const",
+        dest="mode",
+        const="quick",
+        help="3 x 5 s per tool and target, 15 s at 10k VUs (default; under 5 min)",
+    )
+    group.add_argument(
+        "--full", action="store_const", dest="mode", const="full", help="5 x 10 s per tool and target, 20 s at 10k VUs"
+    )
     parser.add_argument("--reps", type=int, help="override the repetitions per tool")
     parser.add_argument("--seconds", type=int, help="override the length of each CPU-section run")
-    parser.add_argument("--targets", choices=("all", "builtin", "nginx"), default="all",
-                        help="cost-per-request targets: all (the built-in one, and nginx when installed; default), or only one (nginx: an error when missing)")
+    parser.add_argument(
+        "--targets",
+        choices=("all", "builtin", "nginx"),
+        default="all",
+        help="cost-per-request targets: all (the built-in one, and nginx when installed; default), or only one (nginx: an error when missing)",
+    )
     parser.add_argument("--skip-cpu", action="store_true", help="skip the Horde-vs-wrk section")
     parser.add_argument("--skip-memory", action="store_true", help="skip the 10k-VU section")
     parser.add_argument("--no-readme", action="store_true", help="do not update bench/FIGURES.md")
-    parser.add_argument("--check", action="store_true", help=f"exit 1 when Horde is not within {TARGET_RATIO:g}x of wrk's CPU per request against a target")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help=f"exit 1 when Horde is not within {TARGET_RATIO:g}x of wrk's CPU per request against a target",
+    )
     parser.add_argument("--horde", help="the horde command (default: next to this Python)")
-    parser.add_argument("--baseline-horde", metavar="PATH", help="another build's horde command (a script that runs it will do): its "
-                        "`GET /` and game runs take their turns in the same rotation, with rows comparing this build to it")
+    parser.add_argument(
+        "--baseline-horde",
+        metavar="PATH",
+        help="another build's horde command (a script that runs it will do): its "
+        "`GET /` and game runs take their turns in the same rotation, with rows comparing this build to it",
+    )
     args = parser.parse_args(argv)
     mode = MODES[args.mode or "quick"]
     if args.reps:
@@ -522,7 +653,9 @@ def main(argv: list[str] | None = None) -> int:
     def body(procs: Processes) -> int:
         horde, wrk = find_horde(args.horde), find_wrk()
         if args.baseline_horde and not Path(args.baseline_horde).exists():
-            raise BenchError(f"--baseline-horde {args.baseline_horde}: no such file", hint="the horde command of the other build")
+            raise BenchError(
+                f"--baseline-horde {args.baseline_horde}: no such file", hint="the horde command of the other build"
+            )
         gen_cpu, target_cpu, notes = pick_cpus()
         nginx = find_nginx()
         targets = {"all": ["builtin", "nginx"], "builtin": ["builtin"], "nginx": ["nginx"]}[args.targets]
@@ -535,17 +668,41 @@ def main(argv: list[str] | None = None) -> int:
             skipped.append(f"nginx (not installed; {NGINX_HINT})")
             print(f"note: nginx is not installed, so that target is skipped; {NGINX_HINT}", file=sys.stderr, flush=True)
         with tempfile.TemporaryDirectory(prefix="horde-bench-") as work:
-            env = Env(horde=horde, wrk=wrk, gen_cpu=gen_cpu, target_cpu=target_cpu, work=Path(work), procs=procs, nginx=nginx, notes=notes)
+            env = Env(
+                horde=horde,
+                wrk=wrk,
+                gen_cpu=gen_cpu,
+                target_cpu=target_cpu,
+                work=Path(work),
+                procs=procs,
+                nginx=nginx,
+                notes=notes,
+            )
             started = dt.datetime.now(dt.timezone.utc)
             load_before = load()
-            print(f"horde bench --{mode.name}: generator on CPU {gen_cpu}, target on CPU {target_cpu}; load {load_before}", flush=True)
+            print(
+                f"horde bench --{mode.name}: generator on CPU {gen_cpu}, target on CPU {target_cpu}; load {load_before}",
+                flush=True,
+            )
             cpu = mem = None
             if not args.skip_cpu:
-                print(f"cost per request: wrk vs horde against {' and '.join(targets)}, {CONNECTIONS} connections, {mode.reps} x {mode.seconds} s each", flush=True)
+                print(
+                    f"cost per request: wrk vs horde against {' and '.join(targets)}, {CONNECTIONS} connections, {mode.reps} x {mode.seconds} s each",
+                    flush=True,
+                )
                 version_cpu = startup_cpu(env, 3)
                 labels = {"builtin": "built-in", "nginx": f"nginx {nginx_version(nginx)}" if nginx else "nginx"}
-                cpu = {"version_cpu_s": version_cpu, "skipped": skipped,
-                       "targets": {name: {"label": labels[name], "rows": cpu_section(env, mode, name, version_cpu, args.baseline_horde)} for name in targets}}
+                cpu = {
+                    "version_cpu_s": version_cpu,
+                    "skipped": skipped,
+                    "targets": {
+                        name: {
+                            "label": labels[name],
+                            "rows": cpu_section(env, mode, name, version_cpu, args.baseline_horde),
+                        }
+                        for name in targets
+                    },
+                }
             if not args.skip_memory:
                 print(f"memory per VU: {mode.baseline_vus} then {mode.mem_vus:,} VUs against /delay/1000", flush=True)
                 mem = memory_section(env, mode)
@@ -554,12 +711,23 @@ def main(argv: list[str] | None = None) -> int:
             print()
             print(block)
             RESULTS_DIR.mkdir(exist_ok=True)
-            raw = {"mode": mode.name, "command": command, "date": started.isoformat(), "machine": machine(),
-                   "load_before": load_before, "load_after": load_after, "notes": env.notes, "cpu": cpu, "memory": mem}
+            raw = {
+                "mode": mode.name,
+                "command": command,
+                "date": started.isoformat(),
+                "machine": machine(),
+                "load_before": load_before,
+                "load_after": load_after,
+                "notes": env.notes,
+                "cpu": cpu,
+                "memory": mem,
+            }
             (RESULTS_DIR / f"last-{mode.name}.json").write_text(json.dumps(raw, indent=2) + "\n")
             if not args.no_readme:
                 update_readme(mode, block)
-                print(f"updated {os.path.relpath(FIGURES)} (raw figures: {os.path.relpath(RESULTS_DIR / f'last-{mode.name}.json')})")
+                print(
+                    f"updated {os.path.relpath(FIGURES)} (raw figures: {os.path.relpath(RESULTS_DIR / f'last-{mode.name}.json')})"
+                )
             if args.check and cpu is not None and not cpu["met"]:
                 print(f"the {TARGET_RATIO:g}x target was not met (--check)", file=sys.stderr)
                 return 1

@@ -42,8 +42,11 @@ MIX = {"city": 0.40, "buildings": 0.25, "collect": 0.25, "resources": 0.10}
 
 def login(port: int) -> str:
     """Registers and logs in one player of the built-in game; its token for the plain loop."""
+
     def post(path: str, body: dict[str, str]) -> dict[str, Any]:
-        request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=json.dumps(body).encode(), method="POST")
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}{path}", data=json.dumps(body).encode(), method="POST"
+        )
         try:
             with urllib.request.urlopen(request, timeout=10) as response:
                 answer: dict[str, Any] = json.loads(response.read())
@@ -52,11 +55,14 @@ def login(port: int) -> str:
             if error.code == 409:  # registered by an earlier repetition
                 return {}
             raise
+
     post("/game/register", {"login": "bench-plain", "password": "secret"})
     return str(post("/game/login", {"login": "bench-plain", "password": "secret"})["token"])
 
 
-def plan_run(env: harness.Env, plan: str, port: int, params: dict[str, str], seconds: int, tag: str, target_pid: int) -> tuple[harness.Measured, dict[str, Any]]:
+def plan_run(
+    env: harness.Env, plan: str, port: int, params: dict[str, str], seconds: int, tag: str, target_pid: int
+) -> tuple[harness.Measured, dict[str, Any]]:
     flags = [flag for name, value in params.items() for flag in ("-p", f"{name}={value}")]
     args = [str(PLANS / plan), "--base-url", f"http://127.0.0.1:{port}", *flags, "-p", f"duration={seconds}"]
     return harness.horde_run(env, args, seconds, tag, target_pid)
@@ -68,7 +74,10 @@ def measure(env: harness.Env, reps: int, seconds: int, rate: float) -> dict[str,
     try:
         token = login(port)
         plain_params = {"token": token, **{f"{action}_rate": f"{rate * share:g}" for action, share in MIX.items()}}
-        plans = {"plain": ("plain.yaml", plain_params), "game": ("game.yaml", {"rate": f"{rate / GAME_REQUESTS_PER_ITERATION:g}"})}
+        plans = {
+            "plain": ("plain.yaml", plain_params),
+            "game": ("game.yaml", {"rate": f"{rate / GAME_REQUESTS_PER_ITERATION:g}"}),
+        }
         for rep in range(reps):
             order = ["plain", "game"] if rep % 2 == 0 else ["game", "plain"]
             for name in order:
@@ -76,17 +85,25 @@ def measure(env: harness.Env, reps: int, seconds: int, rate: float) -> dict[str,
                 long, long_summary = plan_run(env, plan, port, params, seconds, f"{name}-{rep}", target.pid)
                 short, short_summary = plan_run(env, plan, port, params, 1, f"{name}-{rep}-short", target.pid)
                 requests = long_summary["requests"] - short_summary["requests"]
-                rows[name].append({
-                    "rps": long_summary["rps"],
-                    "errors": long_summary["errors"],
-                    "raw_us": long.cpu_s / long_summary["requests"] * 1e6,
-                    "marginal_us": (long.cpu_s - short.cpu_s) / requests * 1e6 if requests > 0 else float("nan"),
-                    "others": long.others_cores,
-                })
+                rows[name].append(
+                    {
+                        "rps": long_summary["rps"],
+                        "errors": long_summary["errors"],
+                        "raw_us": long.cpu_s / long_summary["requests"] * 1e6,
+                        "marginal_us": (long.cpu_s - short.cpu_s) / requests * 1e6 if requests > 0 else float("nan"),
+                        "others": long.others_cores,
+                    }
+                )
     finally:
         env.procs.stop(target)
-    medians = {name: {key: statistics.median(row[key] for row in values) for key in values[0]} for name, values in rows.items()}
-    return {"rows": rows, "medians": medians, "overhead": medians["game"]["marginal_us"] / medians["plain"]["marginal_us"] - 1.0}
+    medians = {
+        name: {key: statistics.median(row[key] for row in values) for key in values[0]} for name, values in rows.items()
+    }
+    return {
+        "rows": rows,
+        "medians": medians,
+        "overhead": medians["game"]["marginal_us"] / medians["plain"]["marginal_us"] - 1.0,
+    }
 
 
 def render(result: dict[str, Any], command: str, reps: int, seconds: int, rate: float) -> str:
@@ -112,9 +129,16 @@ def render(result: dict[str, Any], command: str, reps: int, seconds: int, rate: 
 
 def main(argv: list[str] | None = None) -> int:
     return harness.side_by_side_main(
-        argv, script=__file__, description="Generator CPU per request: the game scenario against a plain GET loop.",
-        default_rate=3000.0, rate_help="requests/s of the plain loop (the game matches it)", measure=measure, render=render,
-        block="scenario-overhead")
+        argv,
+        script=__file__,
+        description="Generator CPU per request: the game scenario against a plain GET loop.",
+        default_rate=3000.0,
+        rate_help="requests/s of the plain loop (the game matches it)",
+        measure=measure,
+        render=render,
+        block="scenario-overhead",
+    )
+
 
 if __name__ == "__main__":
     sys.exit(main())

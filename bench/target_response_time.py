@@ -53,16 +53,37 @@ RUN_TIMEOUT_S = 240
 SEEDS = range(1, 9)
 
 
-def real_run(procs: Processes, horde: str, gen_cpu: str, target_cpu: str, case: tuple[Any, ...], work: Path,
-             tag: str) -> dict[str, Any]:
+def real_run(
+    procs: Processes, horde: str, gen_cpu: str, target_cpu: str, case: tuple[Any, ...], work: Path, tag: str
+) -> dict[str, Any]:
     name, workers, service_ms, times, extra, target_ms, hogs = case
     port = start_target(procs, horde, target_cpu, workers, service_ms, times, work / f"{tag}-target.log")
-    hog_processes = [procs.start(["taskset", "-c", gen_cpu, sys.executable, "-c", "while True: pass"], work / f"{tag}-hog{i}.log")
-                     for i in range(hogs)]
+    hog_processes = [
+        procs.start(["taskset", "-c", gen_cpu, sys.executable, "-c", "while True: pass"], work / f"{tag}-hog{i}.log")
+        for i in range(hogs)
+    ]
     summary, log = work / f"{tag}.json", work / f"{tag}.log"
-    child = procs.start(["taskset", "-c", gen_cpu, horde, "run", "--url", f"http://127.0.0.1:{port}/", *extra,
-                         "--target-response-ms", f"{target_ms:g}", "--duration", f"{DURATION_S}s",
-                         "--store", str(work / "store.sqlite"), "--summary-json", str(summary)], log)
+    child = procs.start(
+        [
+            "taskset",
+            "-c",
+            gen_cpu,
+            horde,
+            "run",
+            "--url",
+            f"http://127.0.0.1:{port}/",
+            *extra,
+            "--target-response-ms",
+            f"{target_ms:g}",
+            "--duration",
+            f"{DURATION_S}s",
+            "--store",
+            str(work / "store.sqlite"),
+            "--summary-json",
+            str(summary),
+        ],
+        log,
+    )
     try:
         child.wait(timeout=RUN_TIMEOUT_S)
     except Exception as error:
@@ -73,10 +94,17 @@ def real_run(procs: Processes, horde: str, gen_cpu: str, target_cpu: str, case: 
     if child.returncode != 0 or not summary.exists():
         raise BenchError(f"the run exited {child.returncode}", hint=log.read_text(errors="replace")[-500:])
     capacity: dict[str, Any] = json.loads(summary.read_text())["capacity"]
-    return {"name": name, "outcome": capacity["outcome"], "max_rps": capacity["max_rps"],
-            "level_at_max": capacity["level_at_max"], "latency_ms_at_max": capacity["latency_ms_at_max"],
-            "converged_after_s": capacity["converged_after_s"], "held_percent": capacity["held_percent"],
-            "set_aside_s": capacity["set_aside_s"], "sentence": capacity["sentence"]}
+    return {
+        "name": name,
+        "outcome": capacity["outcome"],
+        "max_rps": capacity["max_rps"],
+        "level_at_max": capacity["level_at_max"],
+        "latency_ms_at_max": capacity["latency_ms_at_max"],
+        "converged_after_s": capacity["converged_after_s"],
+        "held_percent": capacity["held_percent"],
+        "set_aside_s": capacity["set_aside_s"],
+        "sentence": capacity["sentence"],
+    }
 
 
 def simulations() -> list[dict[str, Any]]:
@@ -86,14 +114,34 @@ def simulations() -> list[dict[str, Any]]:
     from test_target_response_time import CLOSED, OPEN, closed_mm4, database, mm4, noisy, steering_for
 
     cases = [
-        ("M/M/4, open, p95 40 ms", lambda seed: mm4(seed=seed), OPEN, 40.0,
-         highest_level(lambda rate: mmc_p95_ms(rate, 4, 10.0) <= 40.0, 50, 399)),
-        ("M/M/4 on a noisy VM (5 % of requests up to 15 ms late)", lambda seed: noisy(seed), OPEN, 40.0,
-         highest_level(lambda rate: percentile_at(noisy, rate, 95, seconds=60) <= 40.0, 50, 399)),
-        ("closed VUs thinking 100 ms on an M/M/4, p95 40 ms", closed_mm4, CLOSED, 40.0,
-         highest_level(lambda vus: percentile_at(closed_mm4, vus, 95) <= 40.0, 1, 60, whole=True)),
-        ("a database-like closed queue (2 × 0.4 ms), p95 3 ms", database, CLOSED, 3.0,
-         highest_level(lambda vus: percentile_at(database, vus, 95, seconds=30) <= 3.0, 1, 40, whole=True)),
+        (
+            "M/M/4, open, p95 40 ms",
+            lambda seed: mm4(seed=seed),
+            OPEN,
+            40.0,
+            highest_level(lambda rate: mmc_p95_ms(rate, 4, 10.0) <= 40.0, 50, 399),
+        ),
+        (
+            "M/M/4 on a noisy VM (5 % of requests up to 15 ms late)",
+            lambda seed: noisy(seed),
+            OPEN,
+            40.0,
+            highest_level(lambda rate: percentile_at(noisy, rate, 95, seconds=60) <= 40.0, 50, 399),
+        ),
+        (
+            "closed VUs thinking 100 ms on an M/M/4, p95 40 ms",
+            closed_mm4,
+            CLOSED,
+            40.0,
+            highest_level(lambda vus: percentile_at(closed_mm4, vus, 95) <= 40.0, 1, 60, whole=True),
+        ),
+        (
+            "a database-like closed queue (2 × 0.4 ms), p95 3 ms",
+            database,
+            CLOSED,
+            3.0,
+            highest_level(lambda vus: percentile_at(database, vus, 95, seconds=30) <= 3.0, 1, 40, whole=True),
+        ),
     ]
     rows = []
     for name, make, workload, target_ms, truth in cases:
@@ -103,34 +151,53 @@ def simulations() -> list[dict[str, Any]]:
             drive(steering, server, 150)
             result = steering.result()
             level = result["level_at_max"]
-            rows.append({"name": name, "seed": seed, "truth": truth, "outcome": result["outcome"], "level": level,
-                         "error_percent": None if level is None else round(100 * (level - truth) / truth, 1),
-                         "converged_after_s": result["converged_after_s"], "held_percent": result["held_percent"]})
+            rows.append(
+                {
+                    "name": name,
+                    "seed": seed,
+                    "truth": truth,
+                    "outcome": result["outcome"],
+                    "level": level,
+                    "error_percent": None if level is None else round(100 * (level - truth) / truth, 1),
+                    "converged_after_s": result["converged_after_s"],
+                    "held_percent": result["held_percent"],
+                }
+            )
     return rows
 
 
 def sim_table(rows: list[dict[str, Any]]) -> str:
-    lines = ["| simulated server (8 seeds) | truth | answers' error, median (range) | held T | converged after s, median (max) | held %, median (range) |",
-             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        "| simulated server (8 seeds) | truth | answers' error, median (range) | held T | converged after s, median (max) | held %, median (range) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for name in dict.fromkeys(row["name"] for row in rows):
         mine = [row for row in rows if row["name"] == name]
         errors = [row["error_percent"] for row in mine if row["error_percent"] is not None]
         converged = [row["converged_after_s"] for row in mine if row["converged_after_s"] is not None]
         held = [row["held_percent"] for row in mine if row["held_percent"] is not None]
-        lines.append(f"| {name} | {mine[0]['truth']:,.4g} | {statistics.median(errors):+.1f} % ({min(errors):+.1f} to {max(errors):+.1f}) | "
-                     f"{sum(row['outcome'] == 'held' for row in mine)} of {len(mine)} | "
-                     f"{statistics.median(converged):g} ({max(converged)}) | "
-                     f"{statistics.median(held):.0f} ({min(held):.0f} to {max(held):.0f}) |")
+        lines.append(
+            f"| {name} | {mine[0]['truth']:,.4g} | {statistics.median(errors):+.1f} % ({min(errors):+.1f} to {max(errors):+.1f}) | "
+            f"{sum(row['outcome'] == 'held' for row in mine)} of {len(mine)} | "
+            f"{statistics.median(converged):g} ({max(converged)}) | "
+            f"{statistics.median(held):.0f} ({min(held):.0f} to {max(held):.0f}) |"
+        )
     return "\n".join(lines) + "\n"
 
 
 def real_table(rows: list[dict[str, Any]]) -> str:
-    lines = ["| target | outcome | answer | converged after s | held % after | set aside s |",
-             "| --- | --- | ---: | ---: | ---: | ---: |"]
+    lines = [
+        "| target | outcome | answer | converged after s | held % after | set aside s |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
+    ]
     for row in rows:
-        answer = "-" if row["max_rps"] is None else f"{row['max_rps']:,.1f} req/s at p95 {row['latency_ms_at_max']:,.2f} ms"
-        lines.append(f"| {row['name']} | {row['outcome']} | {answer} | {row['converged_after_s']} | {row['held_percent']} | "
-                     f"{row['set_aside_s']} |")
+        answer = (
+            "-" if row["max_rps"] is None else f"{row['max_rps']:,.1f} req/s at p95 {row['latency_ms_at_max']:,.2f} ms"
+        )
+        lines.append(
+            f"| {row['name']} | {row['outcome']} | {answer} | {row['converged_after_s']} | {row['held_percent']} | "
+            f"{row['set_aside_s']} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -160,9 +227,13 @@ def main(argv: list[str] | None = None) -> int:
         print(content)
         results = REPO / "bench" / "results"
         results.mkdir(exist_ok=True)
-        (results / "last-target-response-time.json").write_text(json.dumps({"simulations": sims, "real": real}, indent=2) + "\n")
+        (results / "last-target-response-time.json").write_text(
+            json.dumps({"simulations": sims, "real": real}, indent=2) + "\n"
+        )
         if not args.no_readme:
-            write_readme_block("target-response-time", content, section="Target response time (`bench/target_response_time.py`)")
+            write_readme_block(
+                "target-response-time", content, section="Target response time (`bench/target_response_time.py`)"
+            )
         return 0
 
     return run_main(body)

@@ -58,14 +58,25 @@ class Browser:
         # A profile used before keeps the last browser's port file: only a new one counts.
         (self.profile / "DevToolsActivePort").unlink(missing_ok=True)
         self.process = subprocess.Popen(
-            [chromium_or_skip(), "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             "--disable-default-apps",
-             # No name resolves but loopback: a page needing anything from the network fails.
-             "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-             "--remote-debugging-port=0", f"--user-data-dir={self.profile}", f"--window-size={self.window}",
-             "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                chromium_or_skip(),
+                "--headless",
+                "--disable-gpu",
+                "--no-sandbox",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--disable-default-apps",
+                # No name resolves but loopback: a page needing anything from the network fails.
+                "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+                "--remote-debugging-port=0",
+                f"--user-data-dir={self.profile}",
+                f"--window-size={self.window}",
+                "about:blank",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         try:
             port = self._debugging_port(timeout_s=30.0)
@@ -121,8 +132,11 @@ class Browser:
     def open(self, url: str, *, timeout_s: float = 30.0) -> None:
         """Navigate and wait (bounded) until the document has loaded."""
         self.send("Page.navigate", {"url": url})
-        self.wait_for("document.readyState === 'complete' && location.href !== 'about:blank'", timeout_s=timeout_s,
-                      what=f"{url} to load")
+        self.wait_for(
+            "document.readyState === 'complete' && location.href !== 'about:blank'",
+            timeout_s=timeout_s,
+            what=f"{url} to load",
+        )
 
     def evaluate(self, expression: str) -> Any:
         """The value of a JavaScript expression in the page (promises awaited)."""
@@ -153,10 +167,15 @@ class Browser:
         found = []
         for method, params in self.events:
             if method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
-                found.append("console: " + " ".join(str(arg.get("value", arg.get("description"))) for arg in params.get("args", [])))
+                found.append(
+                    "console: "
+                    + " ".join(str(arg.get("value", arg.get("description"))) for arg in params.get("args", []))
+                )
             elif method == "Runtime.exceptionThrown":
                 details = params.get("exceptionDetails", {})
-                found.append("exception: " + str(details.get("exception", {}).get("description") or details.get("text")))
+                found.append(
+                    "exception: " + str(details.get("exception", {}).get("description") or details.get("text"))
+                )
             elif method == "Log.entryAdded" and params.get("entry", {}).get("level") == "error":
                 entry = params["entry"]
                 found.append(f"log: {entry.get('text')} ({entry.get('url', '')})")

@@ -98,13 +98,10 @@ def _as_postgres_user() -> list[str]:
 
 def _run(command: list[str], cwd: Path, what: str) -> None:
     """Run a cluster command; a failure fails the session set-up with its output."""
-    proc = subprocess.run(
-        command, cwd=cwd, capture_output=True, text=True, timeout=120, check=False
-    )
+    proc = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=120, check=False)
     if proc.returncode != 0:
         pytest.fail(
-            f"{what} failed ({proc.returncode}): {' '.join(command)}\n"
-            f"{proc.stdout}\n{proc.stderr}",
+            f"{what} failed ({proc.returncode}): {' '.join(command)}\n{proc.stdout}\n{proc.stderr}",
             pytrace=False,
         )
 
@@ -138,11 +135,16 @@ def postgres_url() -> Iterator[str]:
             [
                 *prefix,
                 str(bindir / "initdb"),
-                "--pgdata", str(datadir),
-                "--auth", "trust",
-                "--username", _PG_SUPERUSER,
-                "--encoding", "UTF8",
-                "--locale", "C",
+                "--pgdata",
+                str(datadir),
+                "--auth",
+                "trust",
+                "--username",
+                _PG_SUPERUSER,
+                "--encoding",
+                "UTF8",
+                "--locale",
+                "C",
                 # Durability of a throwaway cluster does not matter; speed does.
                 "--no-sync",
             ],
@@ -167,11 +169,15 @@ def postgres_url() -> Iterator[str]:
             [
                 *prefix,
                 str(bindir / "pg_ctl"),
-                "--pgdata", str(datadir),
-                "--log", str(workdir / "server.log"),
-                "--options", options,
+                "--pgdata",
+                str(datadir),
+                "--log",
+                str(workdir / "server.log"),
+                "--options",
+                options,
                 "--wait",
-                "--timeout", "60",
+                "--timeout",
+                "60",
                 "start",
             ],
             cwd=workdir,
@@ -182,9 +188,11 @@ def postgres_url() -> Iterator[str]:
         if started:
             # immediate: nothing in a throwaway cluster is worth a clean shutdown's wait.
             subprocess.run(
-                [*prefix, str(bindir / "pg_ctl"), "--pgdata", str(datadir),
-                 "--mode", "immediate", "--wait", "stop"],
-                cwd=workdir, capture_output=True, timeout=60, check=False,
+                [*prefix, str(bindir / "pg_ctl"), "--pgdata", str(datadir), "--mode", "immediate", "--wait", "stop"],
+                cwd=workdir,
+                capture_output=True,
+                timeout=60,
+                check=False,
             )
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -254,14 +262,25 @@ class HordeCli:
                 os.sched_setaffinity(0, cpus)
 
         return subprocess.run(
-            [str(HORDE_BIN), *args], env=self.env, cwd=cwd or self.tmp_path, capture_output=True,
-            text=True, timeout=timeout, check=False, preexec_fn=child,
+            [str(HORDE_BIN), *args],
+            env=self.env,
+            cwd=cwd or self.tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            preexec_fn=child,
         )
 
     def popen(self, *args: str) -> subprocess.Popen[str]:
         return subprocess.Popen(
-            [str(HORDE_BIN), *args], env=self.env, cwd=self.tmp_path, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint,
+            [str(HORDE_BIN), *args],
+            env=self.env,
+            cwd=self.tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=_default_sigint,
         )
 
 
@@ -300,7 +319,9 @@ def target_process() -> Iterator[Callable[..., int]]:
 
         proc = subprocess.Popen(
             [str(HORDE_BIN), "target", "--port", str(port), *flags],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=child,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=child,
         )
         started.append(proc)
         wait_for_port(port)

@@ -25,7 +25,9 @@ NODE_EXPORTER = shutil.which("prometheus-node-exporter") or shutil.which("node_e
 def start_node_exporter(port: int, textfile_dir: Path | None = None) -> subprocess.Popen[bytes]:
     """node_exporter serving 127.0.0.1:``port``, once it answers (the caller stops it)."""
     if NODE_EXPORTER is None:
-        pytest.fail("prometheus-node-exporter is not installed (apt-get install prometheus-node-exporter; .ci/run does)")
+        pytest.fail(
+            "prometheus-node-exporter is not installed (apt-get install prometheus-node-exporter; .ci/run does)"
+        )
     # Loopback included (Debian's build leaves it out by default): tests' traffic goes there.
     flags = [f"--web.listen-address=127.0.0.1:{port}", "--collector.netdev.device-exclude=^$"]
     if textfile_dir is not None:

@@ -43,9 +43,14 @@ def combined_line(hit: Hit, *, nginx_times: bool = True) -> str:
 
 
 def json_line(hit: Hit) -> str:
-    data: dict[str, object] = {"ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(hit.t)) + f".{int(hit.t % 1 * 1000):03d}Z",
-                               "method": hit.method, "uri": hit.target, "status": hit.status,
-                               "remote_addr": hit.client, "http_user_agent": hit.agent}
+    data: dict[str, object] = {
+        "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(hit.t)) + f".{int(hit.t % 1 * 1000):03d}Z",
+        "method": hit.method,
+        "uri": hit.target,
+        "status": hit.status,
+        "remote_addr": hit.client,
+        "http_user_agent": hit.agent,
+    }
     if hit.seconds is not None:
         data["duration_ms"] = round(hit.seconds * 1000, 3)
     if hit.cookie is not None:

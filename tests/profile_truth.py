@@ -44,7 +44,9 @@ ENDPOINTS: tuple[TruthEndpoint, ...] = (
     TruthEndpoint("GET /api/items/{id}?page", "GET", 500, 5.0, _items),
     TruthEndpoint("GET /api/search?q", "GET", 250, 8.0, lambda rng: f"/api/search?q=term{rng.randrange(40)}"),
     TruthEndpoint("POST /api/orders", "POST", 150, 20.0, lambda rng: "/api/orders"),
-    TruthEndpoint("POST /api/refunds/{id}", "POST", 48, 250.0, lambda rng: f"/api/refunds/{rng.randrange(10**5, 10**6)}"),
+    TruthEndpoint(
+        "POST /api/refunds/{id}", "POST", 48, 250.0, lambda rng: f"/api/refunds/{rng.randrange(10**5, 10**6)}"
+    ),
     TruthEndpoint("GET /api/health", "GET", 30, 1.0, lambda rng: "/api/health"),
     TruthEndpoint("GET /api/export/{id}", "GET", 8, 300.0, lambda rng: f"/api/export/{rng.randrange(1, 50)}"),
     TruthEndpoint("GET /api/ping", "GET", 9, 1.0, lambda rng: "/api/ping"),
@@ -120,15 +122,18 @@ class Truth:
         return math.fsum(self.think_ms) / len(self.think_ms)
 
 
-def write_truth_log(path: Path, endpoints: tuple[TruthEndpoint, ...] = ENDPOINTS, hours: tuple[int, ...] = HOURS,
-                    seed: int = 11) -> Truth:
+def write_truth_log(
+    path: Path, endpoints: tuple[TruthEndpoint, ...] = ENDPOINTS, hours: tuple[int, ...] = HOURS, seed: int = 11
+) -> Truth:
     """The log at ``path``: every endpoint's exact count (per_1000 of the whole), drawn in a
     shuffled order so each hour holds about the log's mix; an endpoint given ``hours`` has its
     requests spread evenly over those hours only."""
     rng = random.Random(seed)
     total = sum(hours)
     assert sum(endpoint.per_1000 for endpoint in endpoints) == 1000 and total % 1000 == 0
-    pool = [endpoint for endpoint in endpoints if endpoint.hours is None for _ in range(endpoint.per_1000 * total // 1000)]
+    pool = [
+        endpoint for endpoint in endpoints if endpoint.hours is None for _ in range(endpoint.per_1000 * total // 1000)
+    ]
     rng.shuffle(pool)
     only: dict[int, list[TruthEndpoint]] = {hour: [] for hour in range(len(hours))}
     for endpoint in endpoints:
@@ -144,7 +149,7 @@ def write_truth_log(path: Path, endpoints: tuple[TruthEndpoint, ...] = ENDPOINTS
     for hour, requests in enumerate(hours):
         clients = round(requests * APART_S / 3600)
         last: dict[int, tuple[int, float]] = {}
-        drawn = only[hour] + pool[index:index + requests - len(only[hour])]
+        drawn = only[hour] + pool[index : index + requests - len(only[hour])]
         index += requests - len(only[hour])
         if only[hour]:  # (the default truth draws as it always did)
             rng.shuffle(drawn)
@@ -159,12 +164,29 @@ def write_truth_log(path: Path, endpoints: tuple[TruthEndpoint, ...] = ENDPOINTS
             last[client] = (int(t), endpoint.ms)
             counts[endpoint.name] += 1
             time_ms[endpoint.name] += endpoint.ms
-            lines.append(combined_line(Hit(t, endpoint.method, endpoint.target(rng), seconds=endpoint.ms / 1000.0,
-                                           client=f"10.{hour}.0.{client}", status=201 if endpoint.method == "POST" else 200)))
+            lines.append(
+                combined_line(
+                    Hit(
+                        t,
+                        endpoint.method,
+                        endpoint.target(rng),
+                        seconds=endpoint.ms / 1000.0,
+                        client=f"10.{hour}.0.{client}",
+                        status=201 if endpoint.method == "POST" else 200,
+                    )
+                )
+            )
     assert index == len(pool)
     write_log(path, lines)
-    return Truth(path, counts, time_ms, {endpoint.name: endpoint for endpoint in endpoints}, max(hours) / 3600.0, think,
-                 per_minute)
+    return Truth(
+        path,
+        counts,
+        time_ms,
+        {endpoint.name: endpoint for endpoint in endpoints},
+        max(hours) / 3600.0,
+        think,
+        per_minute,
+    )
 
 
 @dataclass(frozen=True)
@@ -185,8 +207,13 @@ class ClientKind:
 #: Devices writing every 5 s, users reading every 30 s, admins every 60 s (seed 004's profiles).
 KINDS: tuple[ClientKind, ...] = (
     ClientKind("devices", 20, (("POST", "/api/telemetry", 5.0),), 5, 100),
-    ClientKind("users", 60, (("GET", "/api/items/{n}", 10.0), ("GET", "/api/items/{n}", 10.0), ("GET", "/api/search?q=s{n}", 20.0)),
-               30, 20),
+    ClientKind(
+        "users",
+        60,
+        (("GET", "/api/items/{n}", 10.0), ("GET", "/api/items/{n}", 10.0), ("GET", "/api/search?q=s{n}", 20.0)),
+        30,
+        20,
+    ),
     ClientKind("admins", 10, (("GET", "/api/reports/{n}", 200.0), ("GET", "/api/users?page={n}", 50.0)), 60, 10),
 )
 
@@ -211,11 +238,22 @@ def write_kinds_log(path: Path, kinds: tuple[ClientKind, ...] = KINDS) -> dict[s
             start = T0 + kind.from_s + rng.randrange(kind.spread_s)
             for i in range(kind.requests):
                 method, target, ms = kind.endpoints[i % len(kind.endpoints)]
-                hits.append(Hit(start + i * kind.apart_s, method, target.format(n=rng.randrange(1, 999)), seconds=ms / 1000,
-                                client=f"10.{k}.{1 + client // 250}.{client % 250}"))
+                hits.append(
+                    Hit(
+                        start + i * kind.apart_s,
+                        method,
+                        target.format(n=rng.randrange(1, 999)),
+                        seconds=ms / 1000,
+                        client=f"10.{k}.{1 + client // 250}.{client % 250}",
+                    )
+                )
                 if i:
                     thinks[kind.name].append(kind.apart_s * 1000.0 - kind.endpoints[(i - 1) % len(kind.endpoints)][2])
     hits.sort(key=lambda hit: hit.t)
     write_log(path, [combined_line(hit) for hit in hits])
-    return {kind.name: KindTruth(kind.clients, kind.clients * kind.requests, math.fsum(thinks[kind.name]) / len(thinks[kind.name]))
-            for kind in kinds}
+    return {
+        kind.name: KindTruth(
+            kind.clients, kind.clients * kind.requests, math.fsum(thinks[kind.name]) / len(thinks[kind.name])
+        )
+        for kind in kinds
+    }

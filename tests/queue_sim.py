@@ -25,10 +25,21 @@ from horde._engine import histogram_from_values
 class QueueServer:
     """A c-server FCFS queue with a service-time draw, and the load that drives it."""
 
-    def __init__(self, *, servers: int, service_ms: float, model: str, service: str = "exponential",
-                 arrivals: str = "poisson", think_ms: float = 0.0, seed: int = 1, jitter_ms: float = 0.0,
-                 jitter_share: float = 0.0, slow: tuple[int, int, float] | None = None,
-                 speed: Callable[[int], float] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        servers: int,
+        service_ms: float,
+        model: str,
+        service: str = "exponential",
+        arrivals: str = "poisson",
+        think_ms: float = 0.0,
+        seed: int = 1,
+        jitter_ms: float = 0.0,
+        jitter_share: float = 0.0,
+        slow: tuple[int, int, float] | None = None,
+        speed: Callable[[int], float] | None = None,
+    ) -> None:
         self.servers, self.service_ms, self.model = servers, service_ms, model
         self.service, self.arrivals, self.think_ms = service, arrivals, think_ms
         self.random = random.Random(seed)
@@ -46,8 +57,14 @@ class QueueServer:
 
     # -- the LevelSetter surface --------------------------------------------------------------
 
-    def set_level(self, *, vus: int | None = None, rate_per_s: float | None = None,
-                  scenarios: list[str] | None = None, ramp_s: float = 0.0) -> dict[str, float]:
+    def set_level(
+        self,
+        *,
+        vus: int | None = None,
+        rate_per_s: float | None = None,
+        scenarios: list[str] | None = None,
+        ramp_s: float = 0.0,
+    ) -> dict[str, float]:
         self.level = float(vus if vus is not None else rate_per_s or 0.0)
         self.moves.append((self.second, self.level))
         return {"s0": self.level}
@@ -113,11 +130,27 @@ class QueueServer:
         values = [max(1, round(latency * 1000)) for latency in done]
         count = len(values)
         return {
-            "second": self.second, "elapsed_s": float(self.second), "interval_s": 1.0, "final": False,
-            "steps": [{"scenario": "s0", "step": "get", "kind": "request", "requests": count, "ok": count, "errors": {},
-                       "bytes_sent": 0, "bytes_received": 0,
-                       "histogram": histogram_from_values(values) if values else b""}],
-            "iterations": count, "dropped_arrivals": 0, "cpu_percent": 10.0, "timer_lateness_p99_ms": 0.5,
+            "second": self.second,
+            "elapsed_s": float(self.second),
+            "interval_s": 1.0,
+            "final": False,
+            "steps": [
+                {
+                    "scenario": "s0",
+                    "step": "get",
+                    "kind": "request",
+                    "requests": count,
+                    "ok": count,
+                    "errors": {},
+                    "bytes_sent": 0,
+                    "bytes_received": 0,
+                    "histogram": histogram_from_values(values) if values else b"",
+                }
+            ],
+            "iterations": count,
+            "dropped_arrivals": 0,
+            "cpu_percent": 10.0,
+            "timer_lateness_p99_ms": 0.5,
         }
 
 
@@ -162,7 +195,9 @@ def mmc_p95_ms(rate_per_s: float, servers: int, mean_ms: float, percentile: floa
     def beyond(t: float) -> float:
         if abs(drain - mu) < 1e-12:
             return (1 - waiting) * math.exp(-mu * t) + waiting * (1 + mu * t) * math.exp(-mu * t)
-        return (1 - waiting) * math.exp(-mu * t) + waiting * (drain * math.exp(-mu * t) - mu * math.exp(-drain * t)) / (drain - mu)
+        return (1 - waiting) * math.exp(-mu * t) + waiting * (drain * math.exp(-mu * t) - mu * math.exp(-drain * t)) / (
+            drain - mu
+        )
 
     low, high = 0.0, 100_000.0
     for _ in range(80):

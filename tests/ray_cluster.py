@@ -38,8 +38,9 @@ def ray_or_skip() -> Any:
         import ray
     except ImportError:
         if os.environ.get("HORDE_REQUIRE_CLUSTER") == "1":
-            pytest.fail("HORDE_REQUIRE_CLUSTER=1 but Ray is not installed (pip install 'horde[cluster]')",
-                        pytrace=False)
+            pytest.fail(
+                "HORDE_REQUIRE_CLUSTER=1 but Ray is not installed (pip install 'horde[cluster]')", pytrace=False
+            )
         pytest.skip("Ray is not installed (pip install 'horde[cluster]')")
     return ray
 
@@ -60,10 +61,17 @@ class LocalCluster:
         common = {"node_ip_address": "127.0.0.1", "object_store_memory": OBJECT_STORE_MEMORY, "memory": NODE_MEMORY}
         self._cluster = Cluster(initialize_head=False)
         try:
-            self._cluster.add_node(**common, num_cpus=0, include_dashboard=False, temp_dir=self.temp_dir,
-                                   resources={"head": 1}, _system_config=SYSTEM_CONFIG)
-            self.nodes = [self._cluster.add_node(**common, num_cpus=1, resources={f"node{index}": 1})
-                          for index in range(nodes)]
+            self._cluster.add_node(
+                **common,
+                num_cpus=0,
+                include_dashboard=False,
+                temp_dir=self.temp_dir,
+                resources={"head": 1},
+                _system_config=SYSTEM_CONFIG,
+            )
+            self.nodes = [
+                self._cluster.add_node(**common, num_cpus=1, resources={f"node{index}": 1}) for index in range(nodes)
+            ]
             self._cluster.wait_for_nodes()
         except BaseException:
             self.shutdown()

@@ -19,18 +19,21 @@ from horde.results.summary import summarise
 WORKERS = 1
 
 
-def plan_dict(port: int, steps: list[dict[str, Any]], *, vus: int = 4, duration_s: float = 3.0,
-              name: str = "results") -> dict[str, Any]:
+def plan_dict(
+    port: int, steps: list[dict[str, Any]], *, vus: int = 4, duration_s: float = 3.0, name: str = "results"
+) -> dict[str, Any]:
     """A one-scenario closed-model plan against 127.0.0.1:``port``."""
     return {
         "version": 1,
         "name": name,
         "target": {"base_url": f"http://127.0.0.1:{port}"},
-        "scenarios": [{
-            "name": "s",
-            "steps": steps,
-            "workload": {"type": "closed", "start_vus": vus, "stages": [{"duration_s": duration_s, "vus": vus}]},
-        }],
+        "scenarios": [
+            {
+                "name": "s",
+                "steps": steps,
+                "workload": {"type": "closed", "start_vus": vus, "stages": [{"duration_s": duration_s, "vus": vus}]},
+            }
+        ],
         "graceful_stop_s": 2,
     }
 
@@ -39,8 +42,9 @@ def get(name: str, path: str) -> dict[str, Any]:
     return {"name": name, "method": "GET", "path": path}
 
 
-def record_run(store_url: str, plan: dict[str, Any], *, tags: dict[str, str] | None = None,
-               timeout_s: float = 30.0) -> str:
+def record_run(
+    store_url: str, plan: dict[str, Any], *, tags: dict[str, str] | None = None, timeout_s: float = 30.0
+) -> str:
     """Run ``plan`` to its end, store it (snapshots, then the summary `horde show` computes) and
     return the run id."""
     parsed = plan_from_dict(plan)

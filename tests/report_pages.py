@@ -23,6 +23,9 @@ def unpacked(html: str, element_id: str) -> bytes:
 def readable(html: str) -> str:
     """The page's text with each packed part but the chart library unpacked after it: what a
     search for a name or a value must look through."""
-    parts = [gzip.decompress(base64.b64decode(data)).decode("utf-8")
-             for element_id, data in _PACKED.findall(html) if element_id != "plotly-js"]
+    parts = [
+        gzip.decompress(base64.b64decode(data)).decode("utf-8")
+        for element_id, data in _PACKED.findall(html)
+        if element_id != "plotly-js"
+    ]
     return "\n".join([html, *parts])

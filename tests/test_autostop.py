@@ -15,13 +15,25 @@ from horde.plan.control import AutostopRule
 CPU_LIMIT = 180.0
 
 
-
-
-def snapshot(second: int, *entries: dict[str, Any], final: bool = False, iterations: int = 10, dropped: int = 0,
-             cpu: float = 20.0, lateness: float = 0.2) -> dict[str, Any]:
+def snapshot(
+    second: int,
+    *entries: dict[str, Any],
+    final: bool = False,
+    iterations: int = 10,
+    dropped: int = 0,
+    cpu: float = 20.0,
+    lateness: float = 0.2,
+) -> dict[str, Any]:
     return {
-        "second": second, "elapsed_s": float(second), "interval_s": 1.0, "final": final, "steps": list(entries),
-        "iterations": iterations, "dropped_arrivals": dropped, "cpu_percent": cpu, "timer_lateness_p99_ms": lateness,
+        "second": second,
+        "elapsed_s": float(second),
+        "interval_s": 1.0,
+        "final": final,
+        "steps": list(entries),
+        "iterations": iterations,
+        "dropped_arrivals": dropped,
+        "cpu_percent": cpu,
+        "timer_lateness_p99_ms": lateness,
     }
 
 
@@ -61,8 +73,9 @@ def test_a_median_needs_most_of_the_window_bad() -> None:
 
 
 def test_a_good_run_never_fires() -> None:
-    watch = AutostopWatch([rule("p95 > 200ms", window_s=5), rule("errors > 1%"), rule("no_success")],
-                          cpu_limit_percent=CPU_LIMIT)
+    watch = AutostopWatch(
+        [rule("p95 > 200ms", window_s=5), rule("errors > 1%"), rule("no_success")], cpu_limit_percent=CPU_LIMIT
+    )
     assert first_firing(watch, latency_timeline(jump_at=1000)) is None
     assert watch.fired is None
 
@@ -98,8 +111,10 @@ def test_errors_fire_with_their_own_reason_and_code() -> None:
 
 def test_dropped_arrivals_fire_with_their_own_code() -> None:
     # 100 arrivals a second; from second 6 on, 10 of them find no free VU.
-    seconds = [snapshot(n, entry("home", [1000] * 10), iterations=90 if n >= 6 else 100, dropped=10 if n >= 6 else 0)
-               for n in range(1, 20)]
+    seconds = [
+        snapshot(n, entry("home", [1000] * 10), iterations=90 if n >= 6 else 100, dropped=10 if n >= 6 else 0)
+        for n in range(1, 20)
+    ]
     watch = AutostopWatch([rule("dropped > 4%", window_s=4)], cpu_limit_percent=CPU_LIMIT)
     firing = first_firing(watch, seconds)
     # Second 6 alone: 10 of 400 arrivals (2.5 %); seconds 6 and 7: 20 of 400 (5 %).
@@ -140,12 +155,18 @@ def test_generator_saturation_must_last_the_whole_window() -> None:
     # with little CPU used (at 9) are a starved generator, which autostop leaves alone.
     cpu = {n: 195.0 for n in (2, 3, 5, 6, 7)} | {8: 120.0}
     lateness = {8: 25.0, 9: 25.0}
-    seconds = [snapshot(n, entry("home", [1000]), cpu=cpu.get(n, 20.0), lateness=lateness.get(n, 0.2)) for n in range(1, 12)]
+    seconds = [
+        snapshot(n, entry("home", [1000]), cpu=cpu.get(n, 20.0), lateness=lateness.get(n, 0.2)) for n in range(1, 12)
+    ]
     watch = AutostopWatch([rule("generator_saturated", window_s=3)], cpu_limit_percent=CPU_LIMIT)
     firing = first_firing(watch, seconds)
     # 2-3 saturated, 4 not; 5, 6, 7 saturated: the first full window of saturation ends at 7.
     assert firing is not None and firing.second == 7
-    assert (firing.reason, firing.exit_code, firing.measured) == ("generator_saturated", ExitCode.AUTOSTOP_GENERATOR, 3.0)
+    assert (firing.reason, firing.exit_code, firing.measured) == (
+        "generator_saturated",
+        ExitCode.AUTOSTOP_GENERATOR,
+        3.0,
+    )
     assert "CPU up to 195 %" in firing.message
     watch = AutostopWatch([rule("generator_saturated", window_s=2)], cpu_limit_percent=CPU_LIMIT)
     firing = first_firing(watch, seconds[6:])
@@ -156,8 +177,12 @@ def test_generator_saturation_must_last_the_whole_window() -> None:
 
 def test_a_rule_watches_only_its_scope() -> None:
     seconds = [
-        snapshot(n, entry("home", [500_000] * 10), entry("login", [10_000 if n < 5 else 900_000] * 10, scenario="auth"),
-                 entry("visit", [2_000_000] * 5, kind="group"))
+        snapshot(
+            n,
+            entry("home", [500_000] * 10),
+            entry("login", [10_000 if n < 5 else 900_000] * 10, scenario="auth"),
+            entry("visit", [2_000_000] * 5, kind="group"),
+        )
         for n in range(1, 10)
     ]
     watch = AutostopWatch([rule("p95 > 800ms", window_s=2, step="login")], cpu_limit_percent=CPU_LIMIT)
@@ -183,7 +208,9 @@ def test_final_snapshots_are_ignored_and_the_watch_fires_once() -> None:
 
 def test_the_first_listed_rule_wins_a_tie() -> None:
     seconds = [snapshot(n, entry("home", [900_000] * 10, errors={"timeout": 10})) for n in range(1, 4)]
-    watch = AutostopWatch([rule("errors > 5%", window_s=2), rule("p95 > 500ms", window_s=2)], cpu_limit_percent=CPU_LIMIT)
+    watch = AutostopWatch(
+        [rule("errors > 5%", window_s=2), rule("p95 > 500ms", window_s=2)], cpu_limit_percent=CPU_LIMIT
+    )
     firing = first_firing(watch, seconds)
     assert firing is not None and firing.reason == "errors" and firing.rule.when == "errors > 5%"
 
@@ -194,16 +221,31 @@ def test_to_json_holds_the_rule_and_the_moment() -> None:
     assert firing is not None
     stored = firing.to_json()
     assert stored == {
-        "when": "p95 > 200ms", "window_s": 5, "after_s": 2.0, "step": "home", "scenario": None,
-        "reason": "latency", "measured": stored["measured"], "unit": "ms", "second": 11, "elapsed_s": 11.0,
-        "exit_code": 10, "message": firing.message,
+        "when": "p95 > 200ms",
+        "window_s": 5,
+        "after_s": 2.0,
+        "step": "home",
+        "scenario": None,
+        "reason": "latency",
+        "measured": stored["measured"],
+        "unit": "ms",
+        "second": 11,
+        "elapsed_s": 11.0,
+        "exit_code": 10,
+        "message": firing.message,
     }
     assert stored["measured"] == pytest.approx(500.0, rel=1e-3)
 
 
 def test_exit_codes() -> None:
     assert {reason: int(code) for reason, code in EXIT_CODES.items()} == {
-        "latency": 10, "errors": 11, "no_success": 12, "generator_saturated": 13, "dropped": 14, "monitor": 16}
+        "latency": 10,
+        "errors": 11,
+        "no_success": 12,
+        "generator_saturated": 13,
+        "dropped": 14,
+        "monitor": 16,
+    }
     assert int(ExitCode.THRESHOLDS_FAILED) == 4
     # Distinct from every other code of the command.
     assert len({int(code) for code in ExitCode}) == len(ExitCode)
@@ -211,5 +253,3 @@ def test_exit_codes() -> None:
 
 def test_clock() -> None:
     assert [clock(s) for s in (0, 9.6, 61, 3599.4, 3600)] == ["00:00", "00:10", "01:01", "59:59", "1:00:00"]
-
-

@@ -23,25 +23,53 @@ from horde.store import MonitorSample, Store
 from horde.web.api import finished_state
 
 
-
-
 def timeline(name: str, figures: list[dict[str, float]]) -> list[MonitorSample]:
     return [MonitorSample(name, second, float(second), 0.0, values) for second, values in enumerate(figures, 1)]
 
 
 def test_every_limit_is_timed_from_its_first_second_past_it() -> None:
     pg = PostgresMonitor(name="pg", dsn="postgresql://app@127.0.0.1/game", diagnosis={"xmin_age_limit": 500})
-    node = PrometheusMonitor(name="web", url="http://10.0.0.7:9100/metrics", node_exporter=True, diagnosis={"nic_percent": 80})
+    node = PrometheusMonitor(
+        name="web", url="http://10.0.0.7:9100/metrics", node_exporter=True, diagnosis={"nic_percent": 80}
+    )
     samples = {
-        "pg": timeline("pg", [{"connections.total": 10, "connections.max": 20}, {"connections.total": 19, "connections.max": 20},
-                              {"connections.total": 20, "connections.max": 20, "replication.s1.xmin_age": 900},
-                              {"connections.total": 20, "connections.max": 20, "replication.s1.xmin_age": 1400}]),
-        "web": timeline("web", [{"net.eth0.link_percent": 50, "cpu.busy_percent": 10}, {"net.eth0.link_percent": 85},
-                                {"net.eth0.link_percent": 95}, {"net.eth0.link_percent": 70}]),
+        "pg": timeline(
+            "pg",
+            [
+                {"connections.total": 10, "connections.max": 20},
+                {"connections.total": 19, "connections.max": 20},
+                {"connections.total": 20, "connections.max": 20, "replication.s1.xmin_age": 900},
+                {"connections.total": 20, "connections.max": 20, "replication.s1.xmin_age": 1400},
+            ],
+        ),
+        "web": timeline(
+            "web",
+            [
+                {"net.eth0.link_percent": 50, "cpu.busy_percent": 10},
+                {"net.eth0.link_percent": 85},
+                {"net.eth0.link_percent": 95},
+                {"net.eth0.link_percent": 70},
+            ],
+        ),
     }
-    findings = [{"monitor": "pg", "rule": "dead_tuples", "subject": "public.items", "second": 1,
-                 "metric": "tables.public.items.dead_tuples", "message": "..."},
-                {"monitor": "web", "rule": "host_cpu", "subject": "cpu", "second": 9, "metric": "cpu.busy_percent", "message": "..."}]
+    findings = [
+        {
+            "monitor": "pg",
+            "rule": "dead_tuples",
+            "subject": "public.items",
+            "second": 1,
+            "metric": "tables.public.items.dead_tuples",
+            "message": "...",
+        },
+        {
+            "monitor": "web",
+            "rule": "host_cpu",
+            "subject": "cpu",
+            "second": 9,
+            "metric": "cpu.busy_percent",
+            "message": "...",
+        },
+    ]
     crossings = limit_crossings([pg, node], samples, findings)
     assert [crossing.phrase for crossing in crossings] == [
         "pg table public.items: dead tuples outrunning autovacuum from second 1",
@@ -55,31 +83,72 @@ def test_every_limit_is_timed_from_its_first_second_past_it() -> None:
 
 
 def test_the_sentence_runs_in_time_order() -> None:
-    crossings = limit_crossings([HostMonitor(name="db")], {"db": timeline("db", [{"cpu.busy_percent": v} for v in (50, 50, 97, 99)])}, [])
-    capacity = {"method": "find_max", "percentile": 95, "level_unit": "rate_per_s", "first_saturated_step": {
-        "level": 800.0, "saturated_reason": "throughput_flat", "latency_ms": 61.25, "started_s": 5, "judged_at_s": 8, "seconds": 3}}
+    crossings = limit_crossings(
+        [HostMonitor(name="db")], {"db": timeline("db", [{"cpu.busy_percent": v} for v in (50, 50, 97, 99)])}, []
+    )
+    capacity = {
+        "method": "find_max",
+        "percentile": 95,
+        "level_unit": "rate_per_s",
+        "first_saturated_step": {
+            "level": 800.0,
+            "saturated_reason": "throughput_flat",
+            "latency_ms": 61.25,
+            "started_s": 5,
+            "judged_at_s": 8,
+            "seconds": 3,
+        },
+    }
     block = what_broke_first(capacity, [], None, crossings, ["db"])
-    assert block["sentence"] == ("db host CPU 99 % from second 3; throughput stopped following the load from second 5 "
-                                 "(level 800 arrivals/s, p95 61.2 ms)")
+    assert block["sentence"] == (
+        "db host CPU 99 % from second 3; throughput stopped following the load from second 5 "
+        "(level 800 arrivals/s, p95 61.2 ms)"
+    )
     assert block["lead_s"] == 2 and block["first"]["metric"] == "cpu.busy_percent"
-    later = what_broke_first({**capacity, "first_saturated_step": {**capacity["first_saturated_step"], "started_s": 2}},
-                             [], None, crossings, ["db"])
+    later = what_broke_first(
+        {**capacity, "first_saturated_step": {**capacity["first_saturated_step"], "started_s": 2}},
+        [],
+        None,
+        crossings,
+        ["db"],
+    )
     assert later["sentence"].startswith("throughput stopped following the load from second 2") and later["lead_s"] == -1
     assert what_broke_first({"method": "find_max"}, [], None, [], ["db"])["sentence"] == (
-        "no monitored resource crossed its limit (monitors db); no step saturated")
+        "no monitored resource crossed its limit (monitors db); no step saturated"
+    )
 
 
-def test_a_find_max_run_names_what_broke_first_everywhere_its_answer_is_shown(horde_cli: HordeCli, target_process: Any) -> None:
+def test_a_find_max_run_names_what_broke_first_everywhere_its_answer_is_shown(
+    horde_cli: HordeCli, target_process: Any
+) -> None:
     port = target_process("--workers", "2", "--service-ms", "10")
     plan = horde_cli.tmp_path / "plan.json"
-    plan.write_text(json.dumps({
-        "version": 1, "name": "knee", "target": {"base_url": f"http://127.0.0.1:{port}"},
-        "scenarios": [{"name": "s", "steps": [{"name": "home", "method": "GET", "path": "/"}],
-                       "workload": {"type": "open", "max_vus": 100, "stages": [{"duration_s": 1, "rate_per_s": 1}]}}],
-        "steer": {"type": "find_max", "start": 100, "step": 150, "step_duration_s": 3, "refine": False, "latency_limit_ms": 30},
-        # A CPU limit this machine passes as soon as it sends load: a real crossing, timed by the samples.
-        "monitors": [{"name": "gen", "type": "host", "diagnosis": {"cpu_percent": 1}}],
-    }))
+    plan.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "name": "knee",
+                "target": {"base_url": f"http://127.0.0.1:{port}"},
+                "scenarios": [
+                    {
+                        "name": "s",
+                        "steps": [{"name": "home", "method": "GET", "path": "/"}],
+                        "workload": {"type": "open", "max_vus": 100, "stages": [{"duration_s": 1, "rate_per_s": 1}]},
+                    }
+                ],
+                "steer": {
+                    "type": "find_max",
+                    "start": 100,
+                    "step": 150,
+                    "step_duration_s": 3,
+                    "refine": False,
+                    "latency_limit_ms": 30,
+                },
+                # A CPU limit this machine passes as soon as it sends load: a real crossing, timed by the samples.
+                "monitors": [{"name": "gen", "type": "host", "diagnosis": {"cpu_percent": 1}}],
+            }
+        )
+    )
     result = horde_cli.run("run", str(plan), "--workers", "1", "--summary-json", "summary.json", timeout=90)
     assert result.returncode == 0, result.stdout + result.stderr
     summary = json.loads((horde_cli.tmp_path / "summary.json").read_text())
@@ -96,8 +165,11 @@ def test_a_find_max_run_names_what_broke_first_everywhere_its_answer_is_shown(ho
     # The load side: the first saturated step (250/s against 200/s), from its first second whose p95 passed 30 ms.
     step = capacity["first_saturated_step"]
     assert step["level"] == 250 and step["saturated_reason"] == "latency_limit", capacity["steps"]
-    crossed = next(snapshot["second"] for snapshot in snapshots if step["started_s"] <= snapshot["second"]
-                   and (measure([snapshot], from_send=True).latency_ms(95) or 0) > 30)
+    crossed = next(
+        snapshot["second"]
+        for snapshot in snapshots
+        if step["started_s"] <= snapshot["second"] and (measure([snapshot], from_send=True).latency_ms(95) or 0) > 30
+    )
     assert broke["load"] == {"second": crossed, "phrase": f"p95 crossed 30 ms at second {crossed}"}
     assert broke["sentence"] == f"{broke['first']['phrase']}; p95 crossed 30 ms at second {crossed}"
     # Usually seconds ahead; the same second when the monitor's first busy sample comes late

@@ -133,18 +133,36 @@ def test_validate_the_quickstart(horde_main: Any) -> None:
 @pytest.mark.parametrize(
     ("args", "message", "hint"),
     [
-        (["--vus", "5", "--rate", "5"], "error: --vus and --rate cannot be used together", "hint: --vus for a closed model"),
-        (["--duration", "abc"], "error: --duration: 'abc' is not a duration", "hint: write seconds (30), or with units"),
+        (
+            ["--vus", "5", "--rate", "5"],
+            "error: --vus and --rate cannot be used together",
+            "hint: --vus for a closed model",
+        ),
+        (
+            ["--duration", "abc"],
+            "error: --duration: 'abc' is not a duration",
+            "hint: write seconds (30), or with units",
+        ),
         (["--duration", "0"], "error: --duration must be more than 0", "hint: for example --duration 30s"),
-        (["--ramp-up", "9s", "--duration", "3s"], "error: --ramp-up (9 s) must be shorter than the duration (3 s)", "hint:"),
+        (
+            ["--ramp-up", "9s", "--duration", "3s"],
+            "error: --ramp-up (9 s) must be shorter than the duration (3 s)",
+            "hint:",
+        ),
         (["--workers", "0"], "error: --workers must be at least 1 (got 0)", None),
         (["-H", "nocolon"], "error: -H: 'nocolon' is not a header", "hint: write it as 'Name: value'"),
         (["--tag", "[/x]"], "error: --tag: '[/x]' is not key=value", "hint: for example --tag build=1234"),
         (["-X", "FETCH"], "scenarios[0].steps[0].method: 'FETCH' is not a method Horde sends", "hint: use one of: GET"),
     ],
 )
-def test_bad_flags_with_url(horde_cli: HordeCli, horde_main: Any, silent_listener: tuple[int, socket.socket],
-                            args: list[str], message: str, hint: str | None) -> None:
+def test_bad_flags_with_url(
+    horde_cli: HordeCli,
+    horde_main: Any,
+    silent_listener: tuple[int, socket.socket],
+    args: list[str],
+    message: str,
+    hint: str | None,
+) -> None:
     port, sock = silent_listener
     result = horde_main("run", "--url", f"http://127.0.0.1:{port}/", *args)
     assert_clean_error(result, ExitCode.INVALID_INPUT)
@@ -179,19 +197,31 @@ def test_bad_arguments(horde_cli: HordeCli, horde_main: Any, args: list[str], me
 @pytest.mark.parametrize(
     ("args", "message", "hint"),
     [
-        (["run", "--url", "http://127.0.0.1:1/", "--duration", "2", "sec"],
-         "error: 'sec' after --duration 2 is a stray argument, taken for the plan file: a duration is one "
-         "word", "hint: write --duration 2s (durations are written 2s, 500ms, 1m, 1h30m)"),
-        (["run", "--duration", "1.5", "minutes", "--url", "http://127.0.0.1:1/"],
-         "'minutes' after --duration 1.5", "hint: write --duration 1.5m"),
-        (["sight", "--url", "http://127.0.0.1:1/", "--duration", "10", "s"],
-         "'s' after --duration 10 is a stray", "--duration 10s"),
-        (["run", "--url", "http://127.0.0.1:1/", "extra"], "error: 'extra' is a stray argument beside --url",
-         "hint: --url needs no plan file"),
+        (
+            ["run", "--url", "http://127.0.0.1:1/", "--duration", "2", "sec"],
+            "error: 'sec' after --duration 2 is a stray argument, taken for the plan file: a duration is one word",
+            "hint: write --duration 2s (durations are written 2s, 500ms, 1m, 1h30m)",
+        ),
+        (
+            ["run", "--duration", "1.5", "minutes", "--url", "http://127.0.0.1:1/"],
+            "'minutes' after --duration 1.5",
+            "hint: write --duration 1.5m",
+        ),
+        (
+            ["sight", "--url", "http://127.0.0.1:1/", "--duration", "10", "s"],
+            "'s' after --duration 10 is a stray",
+            "--duration 10s",
+        ),
+        (
+            ["run", "--url", "http://127.0.0.1:1/", "extra"],
+            "error: 'extra' is a stray argument beside --url",
+            "hint: --url needs no plan file",
+        ),
     ],
 )
-def test_a_stray_word_taken_for_the_plan_is_named(horde_cli: HordeCli, horde_main: Any, args: list[str],
-                                                  message: str, hint: str) -> None:
+def test_a_stray_word_taken_for_the_plan_is_named(
+    horde_cli: HordeCli, horde_main: Any, args: list[str], message: str, hint: str
+) -> None:
     # `--duration 2 sec`: the shell gives "sec" apart, and the command line takes it for PLAN.
     result = horde_main(*args)
     assert_clean_error(result, ExitCode.INVALID_INPUT)
@@ -203,15 +233,22 @@ def test_a_stray_word_taken_for_the_plan_is_named(horde_cli: HordeCli, horde_mai
 @pytest.mark.parametrize(
     ("args", "message", "hint"),
     [
-        (["run", str(QUICKSTART), "--duration", "2", "sec"],
-         "error: 'sec' after --duration 2 is a stray argument: a duration is one word", "hint: write --duration 2s"),
+        (
+            ["run", str(QUICKSTART), "--duration", "2", "sec"],
+            "error: 'sec' after --duration 2 is a stray argument: a duration is one word",
+            "hint: write --duration 2s",
+        ),
         (["sight", str(QUICKSTART), "--duration", "10", "seconds"], "'seconds' after --duration 10", "--duration 10s"),
-        (["run", str(QUICKSTART), "extra"], "error: 'extra' is a stray argument: the command takes one plan",
-         "hint: quote a value that holds spaces"),
+        (
+            ["run", str(QUICKSTART), "extra"],
+            "error: 'extra' is a stray argument: the command takes one plan",
+            "hint: quote a value that holds spaces",
+        ),
     ],
 )
-def test_a_stray_word_beside_a_plan_file_is_named(horde_cli: HordeCli, horde_main: Any, args: list[str],
-                                                  message: str, hint: str) -> None:
+def test_a_stray_word_beside_a_plan_file_is_named(
+    horde_cli: HordeCli, horde_main: Any, args: list[str], message: str, hint: str
+) -> None:
     # With a plan file, the word is an extra argument (not PLAN): named too, nothing run.
     result = horde_main(*args)
     assert_clean_error(result, ExitCode.INVALID_INPUT)
@@ -241,8 +278,16 @@ def test_store_unreachable_exits_3_without_the_password_and_without_load(
     port, sock = silent_listener
     started = time.monotonic()
     result = horde_cli.run(
-        "run", "--url", f"http://127.0.0.1:{port}/", "--vus", "2", "--duration", "30s",
-        "--store", "postgresql://u:sekret@127.0.0.1:1/db", timeout=40,
+        "run",
+        "--url",
+        f"http://127.0.0.1:{port}/",
+        "--vus",
+        "2",
+        "--duration",
+        "30s",
+        "--store",
+        "postgresql://u:sekret@127.0.0.1:1/db",
+        timeout=40,
     )
     assert time.monotonic() - started < 10  # the 30 s run never started
     assert_clean_error(result, ExitCode.STORE_UNAVAILABLE)
@@ -256,8 +301,17 @@ def test_store_unreachable_exits_3_without_the_password_and_without_load(
 
 def test_an_unwritable_summary_json_after_the_run_is_a_clean_error(horde_cli: HordeCli) -> None:
     result = horde_cli.run(
-        "run", "--url", f"http://127.0.0.1:{free_tcp_port()}/", "--vus", "1", "--duration", "0.5s", "--workers", "1",
-        "--summary-json", "/proc/horde-nope/summary.json",
+        "run",
+        "--url",
+        f"http://127.0.0.1:{free_tcp_port()}/",
+        "--vus",
+        "1",
+        "--duration",
+        "0.5s",
+        "--workers",
+        "1",
+        "--summary-json",
+        "/proc/horde-nope/summary.json",
     )
     assert_clean_error(result, ExitCode.INVALID_INPUT)
     assert "error: cannot write --summary-json /proc/horde-nope/summary.json" in result.stderr
@@ -281,8 +335,10 @@ def _as_a_user_who_may_not_write(read_only_file: Path) -> list[str]:
         return []
     prefix = ["setpriv", "--bounding-set", "-dac_override", "--inh-caps", "-dac_override"]
     probe = [sys.executable, "-c", f"import os, sys; sys.exit(os.access({str(read_only_file)!r}, os.W_OK))"]
-    dropped = shutil.which("setpriv") is not None and not subprocess.run(
-        [*prefix, *probe], capture_output=True, check=False).returncode
+    dropped = (
+        shutil.which("setpriv") is not None
+        and not subprocess.run([*prefix, *probe], capture_output=True, check=False).returncode
+    )
     if not dropped:
         pytest.skip("root cannot drop CAP_DAC_OVERRIDE here (setpriv missing, or no CAP_SETPCAP)")
     return prefix
@@ -317,12 +373,26 @@ def test_runs_and_show_read_a_store_this_user_may_only_read(horde_cli: HordeCli,
     with Store.open(f"sqlite:///{store_path}") as store:
         run_id = store.create_run(plan={}, plan_name="shared", parameters={"workers": 1}, tags={"build": "7"})
         for second in (1, 2):
-            store.add_snapshot(run_id, {
-                "second": second, "elapsed_s": float(second), "interval_s": 1.0,
-                "timestamp": 1763819000.0 + second, "final": second == 2,
-                "steps": [entry("home", [1000, 2000, 3000])], "active_vus": 1, "busy_vus": 1, "iterations": 3,
-                "dropped_arrivals": 0, "connections_opened": 1, "target_vus": 1, "target_rate_per_s": None,
-                "cpu_percent": 5.0, "timer_lateness_p99_ms": 0.1})
+            store.add_snapshot(
+                run_id,
+                {
+                    "second": second,
+                    "elapsed_s": float(second),
+                    "interval_s": 1.0,
+                    "timestamp": 1763819000.0 + second,
+                    "final": second == 2,
+                    "steps": [entry("home", [1000, 2000, 3000])],
+                    "active_vus": 1,
+                    "busy_vus": 1,
+                    "iterations": 3,
+                    "dropped_arrivals": 0,
+                    "connections_opened": 1,
+                    "target_vus": 1,
+                    "target_rate_per_s": None,
+                    "cpu_percent": 5.0,
+                    "timer_lateness_p99_ms": 0.1,
+                },
+            )
         store.finish_run(run_id, status="finished", summary=None)
     # Neither the file nor its folder is writable: SQLite cannot make its -wal and -shm files.
     store_path.chmod(0o444)
@@ -331,9 +401,15 @@ def test_runs_and_show_read_a_store_this_user_may_only_read(horde_cli: HordeCli,
         prefix = _as_a_user_who_may_not_write(store_path)
 
         def horde(*args: str) -> subprocess.CompletedProcess[str]:
-            return subprocess.run([*prefix, str(HORDE_BIN), *args, "--store", str(store_path)],
-                                  env=horde_cli.env, cwd=tmp_path, capture_output=True, text=True, timeout=60,
-                                  check=False)
+            return subprocess.run(
+                [*prefix, str(HORDE_BIN), *args, "--store", str(store_path)],
+                env=horde_cli.env,
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
 
         listed = horde("runs", "--json")
         assert listed.returncode == ExitCode.OK, listed.stderr
@@ -343,8 +419,14 @@ def test_runs_and_show_read_a_store_this_user_may_only_read(horde_cli: HordeCli,
         assert run_id in shown.stdout and "home" in shown.stdout
         # The dashboard serves it too.
         ui_port = free_tcp_port()
-        served = subprocess.Popen([*prefix, str(HORDE_BIN), "ui", "--port", str(ui_port), "--store", str(store_path)],
-                                  env=horde_cli.env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        served = subprocess.Popen(
+            [*prefix, str(HORDE_BIN), "ui", "--port", str(ui_port), "--store", str(store_path)],
+            env=horde_cli.env,
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             listed_by_ui = _get_json(f"http://127.0.0.1:{ui_port}/api/runs", served)
             assert [row["run_id"] for row in listed_by_ui["runs"]] == [run_id], listed_by_ui
@@ -363,7 +445,8 @@ def test_runs_and_show_read_a_store_this_user_may_only_read(horde_cli: HordeCli,
 
 
 def test_cluster_without_ray_exits_6_with_the_install_hint(
-        horde_main: Any, monkeypatch: pytest.MonkeyPatch, silent_listener: tuple[int, socket.socket]) -> None:
+    horde_main: Any, monkeypatch: pytest.MonkeyPatch, silent_listener: tuple[int, socket.socket]
+) -> None:
     port, sock = silent_listener
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails as where it is not installed
     result = horde_main("run", "--url", f"http://127.0.0.1:{port}/", "--duration", "1s", "--cluster", "local")
@@ -382,10 +465,13 @@ def test_the_readme_documents_every_exit_code_and_no_other() -> None:
     assert len({int(code) for code in ExitCode.__members__.values()}) == len(ExitCode.__members__)
     assert sorted(documented) == sorted(int(code) for code in ExitCode), (
         f"in the code, not the README: {sorted(set(map(int, ExitCode)) - set(documented))}; "
-        f"in the README, not the code: {sorted(set(documented) - set(map(int, ExitCode)))}")
+        f"in the README, not the code: {sorted(set(documented) - set(map(int, ExitCode)))}"
+    )
 
 
-def test_a_port_in_use_for_the_target_is_invalid_input(horde_main: Any, silent_listener: tuple[int, socket.socket]) -> None:
+def test_a_port_in_use_for_the_target_is_invalid_input(
+    horde_main: Any, silent_listener: tuple[int, socket.socket]
+) -> None:
     port, _ = silent_listener
     result = horde_main("target", "--port", str(port))
     assert_clean_error(result, ExitCode.INVALID_INPUT)
@@ -432,8 +518,15 @@ def check(instance: Any, schema: dict[str, Any], defs: dict[str, Any], where: st
                 pass
         else:
             raise SchemaError(f"{where}: matches none of anyOf")
-    types: dict[str, type | tuple[type, ...]] = {"object": dict, "array": list, "string": str, "integer": int, "number": (int, float), "null": type(None),
-             "boolean": bool}
+    types: dict[str, type | tuple[type, ...]] = {
+        "object": dict,
+        "array": list,
+        "string": str,
+        "integer": int,
+        "number": (int, float),
+        "null": type(None),
+        "boolean": bool,
+    }
     if "type" in schema and not isinstance(instance, types[schema["type"]]):
         raise SchemaError(f"{where}: not {schema['type']}")
     if "const" in schema and instance != schema["const"]:
@@ -518,10 +611,6 @@ def test_unknown_port_is_free() -> None:
     port = free_tcp_port()
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
-
-
-
-
 
 
 def test_init_writes_the_starter_plan_pointed_at_the_target(horde_main: Any, tmp_path: Path) -> None:

@@ -48,25 +48,50 @@ def cluster() -> Iterator[LocalCluster]:
 def open_burst_plan(base_url: str, rate: float, seconds: float, **extra: Any) -> Plan:
     """Arrivals at ``rate`` for ``seconds``, then a quiet second: every iteration completes, so
     the count is exact (arrivals 0..rate*seconds)."""
-    return plan_from_dict({
-        "version": 1, "name": "cluster-burst", "graceful_stop_s": 2,
-        "target": {"base_url": base_url, "request_timeout_ms": 5000},
-        "scenarios": [{"name": "s", "steps": [{"name": "get", "method": "GET", "path": "/delay/5"}],
-                       "workload": {"type": "open", "start_rate_per_s": rate, "max_vus": 60, "stages": [
-                           {"duration_s": seconds, "rate_per_s": rate},
-                           {"duration_s": 0.001, "rate_per_s": 0}, {"duration_s": 1, "rate_per_s": 0}]}}],
-        **extra,
-    })
+    return plan_from_dict(
+        {
+            "version": 1,
+            "name": "cluster-burst",
+            "graceful_stop_s": 2,
+            "target": {"base_url": base_url, "request_timeout_ms": 5000},
+            "scenarios": [
+                {
+                    "name": "s",
+                    "steps": [{"name": "get", "method": "GET", "path": "/delay/5"}],
+                    "workload": {
+                        "type": "open",
+                        "start_rate_per_s": rate,
+                        "max_vus": 60,
+                        "stages": [
+                            {"duration_s": seconds, "rate_per_s": rate},
+                            {"duration_s": 0.001, "rate_per_s": 0},
+                            {"duration_s": 1, "rate_per_s": 0},
+                        ],
+                    },
+                }
+            ],
+            **extra,
+        }
+    )
 
 
 def closed_plan(base_url: str, vus: int, seconds: float, **extra: Any) -> Plan:
-    return plan_from_dict({
-        "version": 1, "name": "cluster-closed", "graceful_stop_s": 2,
-        "target": {"base_url": base_url, "request_timeout_ms": 5000},
-        "scenarios": [{"name": "s", "steps": [{"name": "get", "method": "GET", "path": "/delay/20"}],
-                       "workload": {"type": "closed", "start_vus": vus, "stages": [{"duration_s": seconds, "vus": vus}]}}],
-        **extra,
-    })
+    return plan_from_dict(
+        {
+            "version": 1,
+            "name": "cluster-closed",
+            "graceful_stop_s": 2,
+            "target": {"base_url": base_url, "request_timeout_ms": 5000},
+            "scenarios": [
+                {
+                    "name": "s",
+                    "steps": [{"name": "get", "method": "GET", "path": "/delay/20"}],
+                    "workload": {"type": "closed", "start_vus": vus, "stages": [{"duration_s": seconds, "vus": vus}]},
+                }
+            ],
+            **extra,
+        }
+    )
 
 
 def requests_of(snapshot: dict[str, Any]) -> int:
@@ -127,12 +152,22 @@ def test_a_retarget_moves_the_total_over_generators(cluster: LocalCluster, built
 def test_a_pace_goes_to_every_generator(cluster: LocalCluster, builtin_target: Any) -> None:
     # 6 VUs starting an iteration every 200 ms: 30 requests a second, 60 at twice the pace.
     workload = {"type": "closed", "start_vus": 6, "stages": [{"duration_s": 7, "vus": 6}]}
-    plan = plan_from_dict({
-        "version": 1, "name": "cluster-pace", "graceful_stop_s": 2,
-        "target": {"base_url": f"http://127.0.0.1:{builtin_target.port}"},
-        "scenarios": [{"name": "s", "pacing_s": 0.2, "workload": workload,
-                       "steps": [{"name": "get", "method": "GET", "path": "/"}]}],
-    })
+    plan = plan_from_dict(
+        {
+            "version": 1,
+            "name": "cluster-pace",
+            "graceful_stop_s": 2,
+            "target": {"base_url": f"http://127.0.0.1:{builtin_target.port}"},
+            "scenarios": [
+                {
+                    "name": "s",
+                    "pacing_s": 0.2,
+                    "workload": workload,
+                    "steps": [{"name": "get", "method": "GET", "path": "/"}],
+                }
+            ],
+        }
+    )
     options = ClusterOptions(address=cluster.address, count=3)
     run = ClusterRun.start(plan, checked_plan_json(plan), options)
     seen: dict[int, dict[str, Any]] = {}
@@ -147,6 +182,7 @@ def test_a_pace_goes_to_every_generator(cluster: LocalCluster, builtin_target: A
                 assert run.set_pace(2.0) == {"s": 2.0}
     finally:
         run.close()
+
     def rates(seconds: tuple[int, ...]) -> dict[int, float]:
         """Each generator's requests a second, on average over ``seconds``."""
         totals: dict[int, float] = {}
@@ -229,8 +265,7 @@ def test_a_lost_generator_stops_the_run_when_the_plan_says_so(builtin_target: An
     ray_or_skip()
     local = LocalCluster(nodes=2)
     try:
-        plan = closed_plan(f"http://127.0.0.1:{builtin_target.port}", vus=4, seconds=20,
-                           generators={"on_lost": "stop"})
+        plan = closed_plan(f"http://127.0.0.1:{builtin_target.port}", vus=4, seconds=20, generators={"on_lost": "stop"})
         outcome, stored = _run_and_kill(local, plan, tmp_path, kill_at_second=2)
     finally:
         local.shutdown()
@@ -240,7 +275,9 @@ def test_a_lost_generator_stops_the_run_when_the_plan_says_so(builtin_target: An
     assert stored[-1]["final"] and stored[-1]["second"] < 12, "stopped well before the 20 s of stages"
 
 
-def _run_and_kill(local: LocalCluster, plan: Plan, tmp_path: Path, *, kill_at_second: int) -> tuple[Any, list[dict[str, Any]]]:
+def _run_and_kill(
+    local: LocalCluster, plan: Plan, tmp_path: Path, *, kill_at_second: int
+) -> tuple[Any, list[dict[str, Any]]]:
     """Conducts ``plan`` over one generator per node, kills the last node once the store holds
     ``kill_at_second``; returns the outcome and the stored seconds."""
     url = f"sqlite:///{tmp_path / 'runs.sqlite'}"
@@ -248,7 +285,9 @@ def _run_and_kill(local: LocalCluster, plan: Plan, tmp_path: Path, *, kill_at_se
 
     def conduct_it() -> None:
         with Store.open(url) as store:
-            result["outcome"] = conduct(plan, store, cluster=ClusterOptions(address=local.address, count=len(local.nodes)))
+            result["outcome"] = conduct(
+                plan, store, cluster=ClusterOptions(address=local.address, count=len(local.nodes))
+            )
 
     thread = threading.Thread(target=conduct_it)
     thread.start()
@@ -268,17 +307,40 @@ def _run_and_kill(local: LocalCluster, plan: Plan, tmp_path: Path, *, kill_at_se
 
 def test_horde_run_on_a_cluster(cluster: LocalCluster, builtin_target: Any, horde_cli: Any, tmp_path: Path) -> None:
     plan_path = tmp_path / "plan.json"
-    plan_path.write_text(json.dumps({
-        "version": 1, "name": "on-cluster",
-        "target": {"base_url": f"http://127.0.0.1:{builtin_target.port}"},
-        "thresholds": ["p99 < 2s", "requests > 100000"],  # judged on the merged run: one passes, one fails
-        "scenarios": [{"name": "s", "steps": [{"name": "get", "method": "GET", "path": "/"}],
-                       "workload": {"type": "open", "start_rate_per_s": 200, "max_vus": 20,
-                                    "stages": [{"duration_s": 3, "rate_per_s": 200}]}}],
-    }))
+    plan_path.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "name": "on-cluster",
+                "target": {"base_url": f"http://127.0.0.1:{builtin_target.port}"},
+                "thresholds": ["p99 < 2s", "requests > 100000"],  # judged on the merged run: one passes, one fails
+                "scenarios": [
+                    {
+                        "name": "s",
+                        "steps": [{"name": "get", "method": "GET", "path": "/"}],
+                        "workload": {
+                            "type": "open",
+                            "start_rate_per_s": 200,
+                            "max_vus": 20,
+                            "stages": [{"duration_s": 3, "rate_per_s": 200}],
+                        },
+                    }
+                ],
+            }
+        )
+    )
     summary_path = tmp_path / "summary.json"
-    result = horde_cli.run("run", str(plan_path), "--cluster", cluster.address, "--generators", "2",
-                           "--summary-json", str(summary_path), timeout=180)
+    result = horde_cli.run(
+        "run",
+        str(plan_path),
+        "--cluster",
+        cluster.address,
+        "--generators",
+        "2",
+        "--summary-json",
+        str(summary_path),
+        timeout=180,
+    )
     assert result.returncode == ExitCode.THRESHOLDS_FAILED, result.stderr + result.stdout
     assert "2 generators" in result.stdout
     summary = json.loads(summary_path.read_text())
@@ -287,7 +349,9 @@ def test_horde_run_on_a_cluster(cluster: LocalCluster, builtin_target: Any, hord
     assert verdicts["requests > 100000"]["passed"] is False
     assert verdicts["requests > 100000"]["measured"] == summary["requests"]
     assert len(summary["cluster"]["generators"]) == 2
-    assert 450 <= summary["requests"] <= 601  # 200/s for 3 s; a loaded machine may fire the last arrivals late, after the stages end
+    assert (
+        450 <= summary["requests"] <= 601
+    )  # 200/s for 3 s; a loaded machine may fire the last arrivals late, after the stages end
     shown = horde_cli.run("show", summary["run_id"], "--json")
     assert shown.returncode == 0 and json.loads(shown.stdout)["cluster"]["slots"] == 2
     # The dashboard shows the run as one, with its per-generator breakdown.
@@ -298,22 +362,43 @@ def test_horde_run_on_a_cluster(cluster: LocalCluster, builtin_target: Any, hord
     assert [row["generator"] for row in state["generators"]] == [0, 1]
 
 
-def test_target_response_time_steers_the_merged_run(cluster: LocalCluster, target_process: Any, horde_cli: Any,
-                                                    tmp_path: Path) -> None:
+def test_target_response_time_steers_the_merged_run(
+    cluster: LocalCluster, target_process: Any, horde_cli: Any, tmp_path: Path
+) -> None:
     # The steering reads the generators' merged seconds and moves their total: the same answer
     # as on one generator (tests/e2e/test_steering.py), a deterministic target whose p95 passes
     # 50 ms from about 21 VUs at its 500/s maximum.
     port = target_process("--workers", "10", "--service-ms", "20")
     plan_path = tmp_path / "plan.json"
-    plan_path.write_text(json.dumps({
-        "version": 1, "name": "trt-on-cluster", "target": {"base_url": f"http://127.0.0.1:{port}"},
-        "scenarios": [{"name": "s", "steps": [{"name": "get", "method": "GET", "path": "/"}],
-                       "workload": {"type": "closed", "stages": [{"duration_s": 1, "vus": 1}]}}],
-        "steer": {"type": "target_response_time", "target_ms": 50, "duration_s": 45},
-    }))
+    plan_path.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "name": "trt-on-cluster",
+                "target": {"base_url": f"http://127.0.0.1:{port}"},
+                "scenarios": [
+                    {
+                        "name": "s",
+                        "steps": [{"name": "get", "method": "GET", "path": "/"}],
+                        "workload": {"type": "closed", "stages": [{"duration_s": 1, "vus": 1}]},
+                    }
+                ],
+                "steer": {"type": "target_response_time", "target_ms": 50, "duration_s": 45},
+            }
+        )
+    )
     summary_path = tmp_path / "summary.json"
-    result = horde_cli.run("run", str(plan_path), "--cluster", cluster.address, "--generators", "2",
-                           "--summary-json", str(summary_path), timeout=180)
+    result = horde_cli.run(
+        "run",
+        str(plan_path),
+        "--cluster",
+        cluster.address,
+        "--generators",
+        "2",
+        "--summary-json",
+        str(summary_path),
+        timeout=180,
+    )
     assert result.returncode == ExitCode.OK, result.stderr + result.stdout
     capacity = json.loads(summary_path.read_text())["capacity"]
     assert capacity["outcome"] in ("held", "cliff"), capacity["sentence"]
@@ -321,8 +406,7 @@ def test_target_response_time_steers_the_merged_run(cluster: LocalCluster, targe
     assert abs(capacity["max_rps"] - 500) <= 25
 
 
-def test_without_ray_the_cluster_is_unavailable_with_the_install_hint(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_ray_the_cluster_is_unavailable_with_the_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
     # Exit 6, as the README says: the cluster cannot be reached from this machine; the flags
     # were right (tests/test_cli.py runs the whole command).
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails as where it is not installed
@@ -345,18 +429,42 @@ def test_an_unreachable_cluster_is_exit_6(horde_cli: Any, tmp_path: Path) -> Non
     from conftest import free_tcp_port
 
     started = time.monotonic()
-    result = horde_cli.run("run", "--url", "http://127.0.0.1:9/", "--cluster", f"127.0.0.1:{free_tcp_port()}",
-                           "--duration", "1s", timeout=120)
+    result = horde_cli.run(
+        "run",
+        "--url",
+        "http://127.0.0.1:9/",
+        "--cluster",
+        f"127.0.0.1:{free_tcp_port()}",
+        "--duration",
+        "1s",
+        timeout=120,
+    )
     assert result.returncode == ExitCode.CLUSTER_UNAVAILABLE, result.stderr
     assert "cannot join the Ray cluster" in result.stderr and "hint:" in result.stderr
     assert time.monotonic() - started < 30
 
 
-def test_several_generators_on_this_machine_with_a_local_cluster(builtin_target: Any, horde_cli: Any, tmp_path: Path) -> None:
+def test_several_generators_on_this_machine_with_a_local_cluster(
+    builtin_target: Any, horde_cli: Any, tmp_path: Path
+) -> None:
     ray_or_skip()
     summary_path = tmp_path / "summary.json"
-    result = horde_cli.run("run", "--url", f"http://127.0.0.1:{builtin_target.port}/", "--vus", "6", "--duration", "2s",
-                           "--cluster", "local", "--generators", "2", "--summary-json", str(summary_path), timeout=180)
+    result = horde_cli.run(
+        "run",
+        "--url",
+        f"http://127.0.0.1:{builtin_target.port}/",
+        "--vus",
+        "6",
+        "--duration",
+        "2s",
+        "--cluster",
+        "local",
+        "--generators",
+        "2",
+        "--summary-json",
+        str(summary_path),
+        timeout=180,
+    )
     assert result.returncode == 0, result.stderr + result.stdout
     cluster = json.loads(summary_path.read_text())["cluster"]
     assert [row["node"] for row in cluster["generators"]] == ["127.0.0.1", "127.0.0.1"]

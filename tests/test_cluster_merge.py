@@ -14,15 +14,38 @@ from horde.engine.snapshot import merge_seconds
 PERCENTILES = [50.0, 90.0, 95.0, 99.0, 99.9, 100.0]
 
 
-def part(second: int, samples_us: list[int], *, errors: dict[str, int], cpu: float, lateness: float, vus: int) -> dict[str, Any]:
+def part(
+    second: int, samples_us: list[int], *, errors: dict[str, int], cpu: float, lateness: float, vus: int
+) -> dict[str, Any]:
     return {
-        "second": second, "elapsed_s": float(second), "interval_s": 1.0, "timestamp": 1_000.0 + second, "final": False,
-        "steps": [{"scenario": "s", "step": "get", "kind": "request", "requests": len(samples_us) + sum(errors.values()),
-                   "ok": len(samples_us), "errors": errors, "bytes_sent": 100 * len(samples_us),
-                   "bytes_received": 50 * len(samples_us), "histogram": bytes(histogram_from_values(samples_us))}],
-        "active_vus": vus, "peak_vus": vus, "busy_vus": vus // 2, "iterations": len(samples_us),
-        "dropped_arrivals": 1, "connections_opened": 2, "target_vus": 30, "target_rate_per_s": None,
-        "cpu_percent": cpu, "timer_lateness_p99_ms": lateness,
+        "second": second,
+        "elapsed_s": float(second),
+        "interval_s": 1.0,
+        "timestamp": 1_000.0 + second,
+        "final": False,
+        "steps": [
+            {
+                "scenario": "s",
+                "step": "get",
+                "kind": "request",
+                "requests": len(samples_us) + sum(errors.values()),
+                "ok": len(samples_us),
+                "errors": errors,
+                "bytes_sent": 100 * len(samples_us),
+                "bytes_received": 50 * len(samples_us),
+                "histogram": bytes(histogram_from_values(samples_us)),
+            }
+        ],
+        "active_vus": vus,
+        "peak_vus": vus,
+        "busy_vus": vus // 2,
+        "iterations": len(samples_us),
+        "dropped_arrivals": 1,
+        "connections_opened": 2,
+        "target_vus": 30,
+        "target_rate_per_s": None,
+        "cpu_percent": cpu,
+        "timer_lateness_p99_ms": lateness,
     }
 
 
@@ -34,8 +57,10 @@ def test_merged_percentiles_are_those_of_all_samples_together() -> None:
         [rng.randint(5_000, 9_000) for _ in range(3_000)],
         [int(rng.expovariate(1 / 2_000)) + 100 for _ in range(4_000)],
     ]
-    parts = [part(3, values, errors={"timeout": index}, cpu=30.0 + 10 * index, lateness=0.5 * index, vus=10)
-             for index, values in enumerate(samples)]
+    parts = [
+        part(3, values, errors={"timeout": index}, cpu=30.0 + 10 * index, lateness=0.5 * index, vus=10)
+        for index, values in enumerate(samples)
+    ]
     merged = merge_seconds(parts, final=False)
     step = merged["steps"][0]
     together = [value for values in samples for value in values]
@@ -63,7 +88,17 @@ def test_steps_seen_by_some_generators_only_are_kept() -> None:
 
 
 def test_a_generator_row() -> None:
-    row = generator_row(2, "10.0.0.3", "running", part(1, [1_000, 2_000], errors={"status_5xx": 1}, cpu=12.5, lateness=0.3, vus=4))
-    assert row == {"generator": 2, "node": "10.0.0.3", "state": "running", "requests": 3, "rps": 3.0,
-                   "cpu_percent": 12.5, "timer_lateness_p99_ms": 0.3, "active_vus": 4}
+    row = generator_row(
+        2, "10.0.0.3", "running", part(1, [1_000, 2_000], errors={"status_5xx": 1}, cpu=12.5, lateness=0.3, vus=4)
+    )
+    assert row == {
+        "generator": 2,
+        "node": "10.0.0.3",
+        "state": "running",
+        "requests": 3,
+        "rps": 3.0,
+        "cpu_percent": 12.5,
+        "timer_lateness_p99_ms": 0.3,
+        "active_vus": 4,
+    }
     assert generator_row(1, "10.0.0.2", "lost", None)["requests"] == 0

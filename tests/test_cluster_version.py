@@ -25,8 +25,6 @@ def described() -> dict[str, Any]:
     return Generator(index=-1).describe()
 
 
-
-
 def test_a_generator_names_its_version_and_the_engine_it_loaded() -> None:
     description = described()
     assert description["horde_version"] == horde.__version__
@@ -38,11 +36,14 @@ def test_generators_running_this_horde_pass() -> None:
     check_same_horde({"10.0.0.2 (aaaaaaaa)": described(), "10.0.0.3 (bbbbbbbb)": described()})
 
 
-@pytest.mark.parametrize(("change", "shown"), [
-    ({"horde_version": "0.0.9"}, "runs horde 0.0.9 (engine build {build})"),
-    ({"engine_build": "0123456789abcdef"}, "runs horde {version} (engine build 0123456789abcdef)"),
-    ({"horde_version": None, "engine_build": None}, "runs horde unknown (engine build unknown)"),
-])
+@pytest.mark.parametrize(
+    ("change", "shown"),
+    [
+        ({"horde_version": "0.0.9"}, "runs horde 0.0.9 (engine build {build})"),
+        ({"engine_build": "0123456789abcdef"}, "runs horde {version} (engine build 0123456789abcdef)"),
+        ({"horde_version": None, "engine_build": None}, "runs horde unknown (engine build unknown)"),
+    ],
+)
 def test_a_generator_running_another_horde_is_refused_by_name(change: dict[str, Any], shown: str) -> None:
     here = described()
     other = {key: value for key, value in {**here, **change}.items() if value is not None}
@@ -51,8 +52,10 @@ def test_a_generator_running_another_horde_is_refused_by_name(change: dict[str, 
     error = raised.value
     assert error.exit_code == ExitCode.CLUSTER_UNAVAILABLE == 6
     expected = shown.format(version=horde.__version__, build=here["engine_build"])
-    assert error.message == (f"1 node does not run this Horde (horde {horde.__version__}, engine build "
-                             f"{here['engine_build']}): 10.0.0.3 (bbbbbbbb) {expected}")
+    assert error.message == (
+        f"1 node does not run this Horde (horde {horde.__version__}, engine build "
+        f"{here['engine_build']}): 10.0.0.3 (bbbbbbbb) {expected}"
+    )
     assert "10.0.0.2" not in error.message
     assert error.hint is not None and "same wheel" in error.hint and "docs/cluster.md" in error.hint
 

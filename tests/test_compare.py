@@ -16,8 +16,16 @@ import pytest
 from horde.engine import histogram
 from horde.cli import app, main
 from horde.cli.results import register
-from horde.results.compare import (ComparisonRule, Gate, RankTest, compare_runs, judge, mann_whitney_u,
-                                   regressions, trend)
+from horde.results.compare import (
+    ComparisonRule,
+    Gate,
+    RankTest,
+    compare_runs,
+    judge,
+    mann_whitney_u,
+    regressions,
+    trend,
+)
 from horde.errors import ExitCode
 from horde.engine.histogram import Bucket, HistogramDecodeError, buckets
 from horde.results.stored_run import ALL_REQUESTS, RunResults, load_run
@@ -99,9 +107,15 @@ def test_the_rule_needs_significance_and_a_relevant_shift() -> None:
     # Significant but small: large samples find any shift, this one does not matter.
     assert judge(significant_slower, {"p50": 0.02, "p90": 0.04}, ms, rule)[0] == "no significant change"
     # +10 % of 50 µs is 5 µs: under the absolute floor.
-    assert judge(significant_slower, {"p50": 0.1, "p90": 0.1}, {"p50": 0.005, "p90": 0.005}, rule)[0] == "no significant change"
+    assert (
+        judge(significant_slower, {"p50": 0.1, "p90": 0.1}, {"p50": 0.005, "p90": 0.005}, rule)[0]
+        == "no significant change"
+    )
     # A percentile moving against the test's direction is not evidence for it.
-    assert judge(significant_slower, {"p50": -0.3, "p90": -0.2}, {"p50": -5.0, "p90": -5.0}, rule)[0] == "no significant change"
+    assert (
+        judge(significant_slower, {"p50": -0.3, "p90": -0.2}, {"p50": -5.0, "p90": -5.0}, rule)[0]
+        == "no significant change"
+    )
     assert judge(significant_faster, {"p50": -0.3, "p90": 0.0}, {"p50": -5.0, "p90": 0.0}, rule)[0] == "faster"
     not_significant = RankTest(50_000, 50_000, 0.0, 1.3, p_value=0.2, probability_of_superiority=0.51)
     assert judge(not_significant, {"p50": 0.5, "p90": 0.5}, ms, rule)[0] == "no significant change"
@@ -115,10 +129,14 @@ def test_the_rule_needs_significance_and_a_relevant_shift() -> None:
 # -- HDR buckets agree with the engine's count, extremes and percentiles ---------------------------
 
 
-def test_decoded_buckets_agree_with_the_engines_count_min_max_and_percentiles(ground_truth: dict[str, RunResults]) -> None:
+def test_decoded_buckets_agree_with_the_engines_count_min_max_and_percentiles(
+    ground_truth: dict[str, RunResults],
+) -> None:
     quantiles = [0.0, 1.0, 25.0, 50.0, 90.0, 99.0, 99.9, 100.0]
     blobs = [results.all_requests_histogram() for results in ground_truth.values()]
-    blobs += [entry["histogram"] for results in ground_truth.values() for s in results.snapshots for entry in s["steps"]]
+    blobs += [
+        entry["histogram"] for results in ground_truth.values() for s in results.snapshots for entry in s["steps"]
+    ]
     for blob in blobs:
         found = buckets(blob)
         stats = histogram.stats(blob, quantiles)
@@ -187,19 +205,27 @@ def test_figures_are_those_of_the_summary(ground_truth: dict[str, RunResults]) -
     baseline, candidate = ground_truth["delay20"], ground_truth["delay30"]
     comparison = compare_runs(baseline, candidate)
     step, total = comparison.steps
-    for figures, summary in ((step.baseline, baseline.summary["steps"]["item"]), (step.candidate, candidate.summary["steps"]["item"]),
-                             (total.baseline, baseline.summary), (total.candidate, candidate.summary)):
+    for figures, summary in (
+        (step.baseline, baseline.summary["steps"]["item"]),
+        (step.candidate, candidate.summary["steps"]["item"]),
+        (total.baseline, baseline.summary),
+        (total.candidate, candidate.summary),
+    ):
         assert figures is not None
         assert figures.requests == summary["requests"] and figures.rps == summary["rps"]
-        assert figures.latency_ms == {key: summary["latency_ms"][key]
-                                      for key in ("p50", "p90", "p95", "p99", "mean", "max")}
+        assert figures.latency_ms == {
+            key: summary["latency_ms"][key] for key in ("p50", "p90", "p95", "p99", "mean", "max")
+        }
     assert step.error_percent_change == 0.0
-    assert step.change_ms["p50"] == pytest.approx(candidate.summary["steps"]["item"]["latency_ms"]["p50"]
-                                                  - baseline.summary["steps"]["item"]["latency_ms"]["p50"])
+    assert step.change_ms["p50"] == pytest.approx(
+        candidate.summary["steps"]["item"]["latency_ms"]["p50"] - baseline.summary["steps"]["item"]["latency_ms"]["p50"]
+    )
     assert step.test is not None and step.test.n_baseline == baseline.summary["requests"]
 
 
-def test_steps_of_different_names_are_paired_when_each_run_has_one(ground_truth: dict[str, RunResults], store_url: str) -> None:
+def test_steps_of_different_names_are_paired_when_each_run_has_one(
+    ground_truth: dict[str, RunResults], store_url: str
+) -> None:
     """Two `horde run --url` runs of different paths name their steps after the paths."""
     source = ground_truth["delay30"]
     with Store.open(store_url) as store:
@@ -215,8 +241,9 @@ def test_steps_of_different_names_are_paired_when_each_run_has_one(ground_truth:
     assert "share no step" in comparison.notes[0]
 
 
-def test_horde_compare_prints_the_verdicts(ground_truth: dict[str, RunResults], store_url: str,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_horde_compare_prints_the_verdicts(
+    ground_truth: dict[str, RunResults], store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     baseline, candidate = ground_truth["delay20"].run_id, ground_truth["delay30"].run_id
     capsys.readouterr()
     assert main(["compare", baseline, candidate[:17], "--json", "--store", store_url]) == ExitCode.OK
@@ -224,7 +251,12 @@ def test_horde_compare_prints_the_verdicts(ground_truth: dict[str, RunResults], 
     assert (document["baseline_id"], document["candidate_id"]) == (baseline, candidate)
     assert [step["verdict"] for step in document["steps"]] == ["slower", "slower"]
     assert document["steps"][0]["test"]["name"].startswith("Mann-Whitney U")
-    assert document["rule"] == {"alpha": 0.01, "min_relative_change": 0.05, "min_absolute_change_ms": 0.1, "min_requests": 20}
+    assert document["rule"] == {
+        "alpha": 0.01,
+        "min_relative_change": 0.05,
+        "min_absolute_change_ms": 0.1,
+        "min_requests": 20,
+    }
 
     assert main(["compare", baseline, candidate, "--store", store_url, "--min-change", "80"]) == ExitCode.OK
     out = capsys.readouterr().out
@@ -240,7 +272,8 @@ def test_horde_compare_prints_the_verdicts(ground_truth: dict[str, RunResults], 
 
 
 def test_fail_on_exits_18_when_a_step_is_significantly_slower_by_more_than_the_margin(
-        ground_truth: dict[str, RunResults], store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    ground_truth: dict[str, RunResults], store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     d20, d20_again, d30 = (ground_truth[label].run_id for label in ("delay20", "delay20 again", "delay30"))
 
     def horde_compare(*args: str) -> int:
@@ -273,10 +306,13 @@ def test_fail_on_exits_18_when_a_step_is_significantly_slower_by_more_than_the_m
     assert "req/s" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("flag, message", [("p96:10%", "'p96' is not a figure"),
-                                           ("p95:ten", "'ten' is not a margin"), ("p95:-5%", "0 or more")])
-def test_a_bad_fail_on_is_invalid_input(ground_truth: dict[str, RunResults], store_url: str,
-                                        capsys: pytest.CaptureFixture[str], flag: str, message: str) -> None:
+@pytest.mark.parametrize(
+    "flag, message",
+    [("p96:10%", "'p96' is not a figure"), ("p95:ten", "'ten' is not a margin"), ("p95:-5%", "0 or more")],
+)
+def test_a_bad_fail_on_is_invalid_input(
+    ground_truth: dict[str, RunResults], store_url: str, capsys: pytest.CaptureFixture[str], flag: str, message: str
+) -> None:
     baseline, candidate = ground_truth["delay20"].run_id, ground_truth["delay30"].run_id
     capsys.readouterr()
     code = main(["compare", baseline, candidate, "--store", store_url, "--fail-on", flag])
@@ -291,12 +327,26 @@ def stored_synthetic_run(store_url: str, seconds: list[list[dict[str, Any]]]) ->
         run_id = store.create_run(plan={}, plan_name="synthetic", parameters={"workers": 1}, tags={})
         for number, steps in enumerate([*seconds, []], start=1):
             final = number == len(seconds) + 1
-            store.add_snapshot(run_id, {
-                "second": number, "elapsed_s": number - 1 + (0.01 if final else 1.0),
-                "interval_s": 0.01 if final else 1.0, "timestamp": 1763819000.0 + number, "final": final,
-                "steps": steps, "active_vus": 4, "busy_vus": 4, "iterations": 10, "dropped_arrivals": 0,
-                "connections_opened": 0, "target_vus": 4, "target_rate_per_s": None, "cpu_percent": 5.0,
-                "timer_lateness_p99_ms": 0.1})
+            store.add_snapshot(
+                run_id,
+                {
+                    "second": number,
+                    "elapsed_s": number - 1 + (0.01 if final else 1.0),
+                    "interval_s": 0.01 if final else 1.0,
+                    "timestamp": 1763819000.0 + number,
+                    "final": final,
+                    "steps": steps,
+                    "active_vus": 4,
+                    "busy_vus": 4,
+                    "iterations": 10,
+                    "dropped_arrivals": 0,
+                    "connections_opened": 0,
+                    "target_vus": 4,
+                    "target_rate_per_s": None,
+                    "cpu_percent": 5.0,
+                    "timer_lateness_p99_ms": 0.1,
+                },
+            )
         store.finish_run(run_id, status="finished", summary=None)
         return load_run(store, run_id)
 
@@ -320,15 +370,18 @@ def test_a_slower_tail_alone_fails_a_p99_gate_and_not_a_p50_one(store_url: str) 
 
 
 def test_an_error_gate_needs_more_points_than_the_margin_and_a_significant_rise(
-        store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     def run(failed_per_second: int) -> RunResults:
         second = [entry("pay", [2000] * 1000, errors={"status_503": failed_per_second})]
         return stored_synthetic_run(store_url, [second] * 3)
 
     baseline, worse, slightly = run(10), run(40), run(12)  # 1 %, 4 %, 1.2 % errors
     found = regressions(compare_runs(baseline, worse), [Gate.parse("errors:1"), Gate.parse("p95:0")])
-    assert [(r.gate, r.step, r.worse_by) for r in found] == [("errors:1pt", "pay", 3.0),
-                                                              ("errors:1pt", ALL_REQUESTS, 3.0)]
+    assert [(r.gate, r.step, r.worse_by) for r in found] == [
+        ("errors:1pt", "pay", 3.0),
+        ("errors:1pt", ALL_REQUESTS, 3.0),
+    ]
     assert found[0].p_value < 1e-12 and "1.00 % → 4.00 %" in found[0].sentence
     assert regressions(compare_runs(baseline, worse), [Gate.parse("errors:5")]) == []  # within the margin
     # 30 errors against 36: chance.
@@ -339,8 +392,9 @@ def test_an_error_gate_needs_more_points_than_the_margin_and_a_significant_rise(
     assert "REGRESSION (errors:1pt) pay: errors 1.00 % → 4.00 % (+3.00 points" in capsys.readouterr().out
 
 
-def test_trend_lists_the_tagged_runs_oldest_first(ground_truth: dict[str, RunResults], store_url: str,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_trend_lists_the_tagged_runs_oldest_first(
+    ground_truth: dict[str, RunResults], store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     with Store.open(store_url) as store:
         points = trend(store, "build")
         only_two = trend(store, "build", tag_value="2")
@@ -355,5 +409,3 @@ def test_trend_lists_the_tagged_runs_oldest_first(ground_truth: dict[str, RunRes
     assert [p["tag_value"] for p in json.loads(capsys.readouterr().out)] == ["1", "2", "3"]
     assert main(["trend", "build", "--step", "item", "--store", store_url]) == ExitCode.OK
     assert ground_truth["delay30"].run_id in capsys.readouterr().out
-
-

@@ -11,11 +11,30 @@ from rich.text import Text
 from horde.cli.console import Column, fitted_table
 
 RUN_ID = "20261123-234512-ab12cd"
-COLUMNS = [Column("run", 100, "left", keep=True), Column("plan", 80, "left"), Column("status", 90, "left"),
-           Column("started (UTC)", 60, "left"), Column("duration s", 40), Column("requests", 70),
-           Column("req/s", 50), Column("p95 ms", 55), Column("errors %", 65), Column("tags", 30, "left")]
-ROW = [RUN_ID, Text("quickstart"), "finished", "2026-11-23 23:45:12", "10.0", "12,345", "1,234.5", "12.34", "0.00",
-       Text("build=1234 env=ci")]
+COLUMNS = [
+    Column("run", 100, "left", keep=True),
+    Column("plan", 80, "left"),
+    Column("status", 90, "left"),
+    Column("started (UTC)", 60, "left"),
+    Column("duration s", 40),
+    Column("requests", 70),
+    Column("req/s", 50),
+    Column("p95 ms", 55),
+    Column("errors %", 65),
+    Column("tags", 30, "left"),
+]
+ROW = [
+    RUN_ID,
+    Text("quickstart"),
+    "finished",
+    "2026-11-23 23:45:12",
+    "10.0",
+    "12,345",
+    "1,234.5",
+    "12.34",
+    "0.00",
+    Text("build=1234 env=ci"),
+]
 
 
 def rendered(width: int) -> str:
@@ -64,23 +83,40 @@ def test_every_example_in_the_help_parses() -> None:
         assert main([*shlex.split(example)[1:], "--help"]) == 0, example
 
 
-STEP_NAMES = ["POST /api/v1/checkout/confirm", "GET /api/v1/catalogue/items", "login",
-              "browse the catalogue page"]
+STEP_NAMES = ["POST /api/v1/checkout/confirm", "GET /api/v1/catalogue/items", "login", "browse the catalogue page"]
 
 
 def run_summary() -> dict[str, Any]:
     from horde.results.summary import summarise
     from synthetic import entry
 
-    snapshots = [{
-        "second": second, "elapsed_s": float(second), "interval_s": 1.0, "timestamp": 0.0,
-        "final": second == 3,
-        "steps": [entry(name, [1000 * (index + 1) + 37 * k for k in range(200)],
-                        errors={"status_503": 12} if index == 0 else None)
-                  for index, name in enumerate(STEP_NAMES)],
-        "active_vus": 4, "busy_vus": 4, "iterations": 200, "dropped_arrivals": 0, "connections_opened": 4,
-        "target_vus": 4, "target_rate_per_s": None, "cpu_percent": 5.0, "timer_lateness_p99_ms": 0.1,
-    } for second in (1, 2, 3)]
+    snapshots = [
+        {
+            "second": second,
+            "elapsed_s": float(second),
+            "interval_s": 1.0,
+            "timestamp": 0.0,
+            "final": second == 3,
+            "steps": [
+                entry(
+                    name,
+                    [1000 * (index + 1) + 37 * k for k in range(200)],
+                    errors={"status_503": 12} if index == 0 else None,
+                )
+                for index, name in enumerate(STEP_NAMES)
+            ],
+            "active_vus": 4,
+            "busy_vus": 4,
+            "iterations": 200,
+            "dropped_arrivals": 0,
+            "connections_opened": 4,
+            "target_vus": 4,
+            "target_rate_per_s": None,
+            "cpu_percent": 5.0,
+            "timer_lateness_p99_ms": 0.1,
+        }
+        for second in (1, 2, 3)
+    ]
     return summarise(snapshots, run_id=RUN_ID, status="finished", workers=1)
 
 
@@ -139,9 +175,13 @@ def test_every_error_kind_the_engine_counts_has_a_hint_that_names_its_cause() ->
     # lost ping is a datagram's (TCP is late, not lost), a refused login is the database's.
     assert "target.framing" in str(error_hint("protocol")) and "WebSocket" in str(error_hint("protocol"))
     assert "UDP or KCP" in str(error_hint("lost"))
-    assert "timeout_ms" in str(error_hint("timeout", ping=True)) and "late, not lost" in str(error_hint("timeout", ping=True))
+    assert "timeout_ms" in str(error_hint("timeout", ping=True)) and "late, not lost" in str(
+        error_hint("timeout", ping=True)
+    )
     assert "request_timeout_ms" in str(error_hint("timeout")) and "ping" not in str(error_hint("timeout"))
-    assert "password_env" in str(error_hint("sql_login_failed")) and "pg_hba.conf" in str(error_hint("sql_login_failed"))
+    assert "password_env" in str(error_hint("sql_login_failed")) and "pg_hba.conf" in str(
+        error_hint("sql_login_failed")
+    )
 
 
 def test_a_ping_timeout_gets_the_ping_hint_and_a_request_timeout_the_requests() -> None:
@@ -149,8 +189,17 @@ def test_a_ping_timeout_gets_the_ping_hint_and_a_request_timeout_the_requests() 
 
     summary = run_summary()
     ping, page = summary["steps"][STEP_NAMES[0]], summary["steps"][STEP_NAMES[1]]
-    ping["messages"] = {"sent": 10, "received": 8, "datagrams_sent": 0, "datagrams_received": 0, "late": 2,
-                        "sent_per_s": 3.3, "received_per_s": 2.7, "datagrams_sent_per_s": 0.0, "datagrams_received_per_s": 0.0}
+    ping["messages"] = {
+        "sent": 10,
+        "received": 8,
+        "datagrams_sent": 0,
+        "datagrams_received": 0,
+        "late": 2,
+        "sent_per_s": 3.3,
+        "received_per_s": 2.7,
+        "datagrams_sent_per_s": 0.0,
+        "datagrams_received_per_s": 0.0,
+    }
     ping["errors_by_kind"] = {"timeout": 2}
     summary["errors_by_kind"] = {"timeout": 2}
 

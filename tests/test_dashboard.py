@@ -42,7 +42,14 @@ register(cli_app)
 
 BASE_URL = "http://127.0.0.1:8089"
 HOSTILE = 'x</script><b>"y"&'
-RUN_CHARTS = ("chart-throughput", "chart-latency", "chart-distribution", "chart-errors", "chart-load", "chart-generator")
+RUN_CHARTS = (
+    "chart-throughput",
+    "chart-latency",
+    "chart-distribution",
+    "chart-errors",
+    "chart-load",
+    "chart-generator",
+)
 
 
 class Stored:
@@ -58,13 +65,20 @@ def stored(builtin_target: Any, tmp_path_factory: pytest.TempPathFactory) -> Sto
     then a finished run with a hostile plan name and no seconds."""
     url = f"sqlite:///{tmp_path_factory.mktemp('dashboard') / 'runs.sqlite'}"
     port = builtin_target.port
-    alpha = record_run(url, plan_dict(port, [get("item", "/delay/2"), get("missing", "/status/404")], vus=2,
-                                      duration_s=2.0, name="alpha"), tags={"build": "1", "team": "a"})
-    beta = record_run(url, plan_dict(port, [get("item", "/delay/4")], vus=2, duration_s=2.0, name="beta"),
-                      tags={"build": "2", "team": "a"})
+    alpha = record_run(
+        url,
+        plan_dict(port, [get("item", "/delay/2"), get("missing", "/status/404")], vus=2, duration_s=2.0, name="alpha"),
+        tags={"build": "1", "team": "a"},
+    )
+    beta = record_run(
+        url,
+        plan_dict(port, [get("item", "/delay/4")], vus=2, duration_s=2.0, name="beta"),
+        tags={"build": "2", "team": "a"},
+    )
     with Store.open(url) as store:
-        hostile = store.create_run(plan={"version": 1, "name": HOSTILE}, plan_name=HOSTILE, parameters={},
-                                   tags={"team": HOSTILE})
+        hostile = store.create_run(
+            plan={"version": 1, "name": HOSTILE}, plan_name=HOSTILE, parameters={}, tags={"team": HOSTILE}
+        )
         store.finish_run(hostile, status="failed", summary=None)
     return Stored(url, alpha, beta, hostile)
 
@@ -86,10 +100,22 @@ def show_json(run_id: str, store_url: str, capsys: pytest.CaptureFixture[str]) -
 def second(number: int, entries: list[dict[str, Any]], *, final: bool = False) -> dict[str, Any]:
     """A whole snapshot around step entries (synthetic.entry)."""
     return {
-        "second": number, "elapsed_s": float(number), "interval_s": 1.0, "timestamp": 1_700_000_000.0 + number,
-        "final": final, "steps": entries, "active_vus": 2, "peak_vus": 2, "busy_vus": 1, "iterations": 3,
-        "dropped_arrivals": 0, "connections_opened": 1, "target_vus": 2, "target_rate_per_s": None,
-        "cpu_percent": 5.0, "timer_lateness_p99_ms": 0.5,
+        "second": number,
+        "elapsed_s": float(number),
+        "interval_s": 1.0,
+        "timestamp": 1_700_000_000.0 + number,
+        "final": final,
+        "steps": entries,
+        "active_vus": 2,
+        "peak_vus": 2,
+        "busy_vus": 1,
+        "iterations": 3,
+        "dropped_arrivals": 0,
+        "connections_opened": 1,
+        "target_vus": 2,
+        "target_rate_per_s": None,
+        "cpu_percent": 5.0,
+        "timer_lateness_p99_ms": 0.5,
     }
 
 
@@ -100,7 +126,9 @@ def test_runs_are_listed_newest_first_and_filtered(client: TestClient, stored: S
     listed = client.get("/api/runs").json()["runs"]
     assert [run["run_id"] for run in listed] == [stored.hostile, stored.beta, stored.alpha]
     alpha = listed[2]
-    assert alpha["plan_name"] == "alpha" and alpha["status"] == "finished" and alpha["tags"] == {"build": "1", "team": "a"}
+    assert (
+        alpha["plan_name"] == "alpha" and alpha["status"] == "finished" and alpha["tags"] == {"build": "1", "team": "a"}
+    )
 
     def ids(query: str) -> list[str]:
         response = client.get(f"/api/runs?{query}")
@@ -136,7 +164,8 @@ def test_runs_page_lists_runs_with_user_text_escaped(client: TestClient, stored:
 
 
 def test_run_json_has_the_numbers_of_horde_show_and_the_reports_figures(
-        client: TestClient, stored: Stored, capsys: pytest.CaptureFixture[str]) -> None:
+    client: TestClient, stored: Stored, capsys: pytest.CaptureFixture[str]
+) -> None:
     for run_id in (stored.alpha, stored.beta):
         state = client.get(f"/api/runs/{run_id}").json()
         shown = show_json(run_id, stored.url, capsys)
@@ -228,7 +257,7 @@ def test_a_view_built_second_by_second_equals_the_whole_run(stored: Stored) -> N
                 # every=10: the distribution waits for the tenth second, or the final one.
                 view = RunView(results.record, distribution_every_s=every)
                 for start in range(0, len(results.snapshots), batch):
-                    view.add(results.snapshots[start:start + batch])
+                    view.add(results.snapshots[start : start + batch])
                 assert view.figures() == run_charts(run_series(results)), batch
                 assert view.summary("finished") == results.summary
 
@@ -236,19 +265,39 @@ def test_a_view_built_second_by_second_equals_the_whole_run(stored: Stored) -> N
 def test_a_message_runs_view_draws_its_message_charts_as_the_whole_run(tmp_path: Path) -> None:
     """A UDP run's seconds (a ping step, a stream step): the view, fed second by second, draws
     the report's message charts; the stream's frames count, its latency is no round trip."""
+
     def ping(number: int, latencies_us: list[int], lost: int) -> dict[str, Any]:
         made = entry("rtt", latencies_us + [0] * lost, scenario="s", errors={"lost": lost} if lost else None)
         made["histogram"] = entry("rtt", latencies_us)["histogram"]  # lost pings are counted, never timed
-        made["messages"] = {"sent": len(latencies_us) + lost, "received": len(latencies_us), "datagrams_sent": 10 * number,
-                            "datagrams_received": 9 * number, "late": 1, "retransmitted": 0}
+        made["messages"] = {
+            "sent": len(latencies_us) + lost,
+            "received": len(latencies_us),
+            "datagrams_sent": 10 * number,
+            "datagrams_received": 9 * number,
+            "late": 1,
+            "retransmitted": 0,
+        }
         return made
 
     move = entry("move", [1_000_000], scenario="s")
-    move["messages"] = {"sent": 50, "received": 50, "datagrams_sent": 50, "datagrams_received": 50, "late": 0, "retransmitted": 0}
-    snapshots = [second(1, [ping(1, [40_000, 41_000], 1), move]), second(2, [ping(2, [42_000], 0)]),
-                 second(3, [ping(3, [43_000, 44_000], 2)], final=True)]
-    plan = {"version": 1, "target": {"base_url": "udp://127.0.0.1:7000"},
-            "scenarios": [{"name": "s", "steps": [{"type": "ping", "name": "rtt"}, {"type": "stream", "name": "move"}]}]}
+    move["messages"] = {
+        "sent": 50,
+        "received": 50,
+        "datagrams_sent": 50,
+        "datagrams_received": 50,
+        "late": 0,
+        "retransmitted": 0,
+    }
+    snapshots = [
+        second(1, [ping(1, [40_000, 41_000], 1), move]),
+        second(2, [ping(2, [42_000], 0)]),
+        second(3, [ping(3, [43_000, 44_000], 2)], final=True),
+    ]
+    plan = {
+        "version": 1,
+        "target": {"base_url": "udp://127.0.0.1:7000"},
+        "scenarios": [{"name": "s", "steps": [{"type": "ping", "name": "rtt"}, {"type": "stream", "name": "move"}]}],
+    }
     with Store.open(f"sqlite:///{tmp_path / 'runs.sqlite'}") as store:
         run_id = store.create_run(plan=plan, plan_name="udp", parameters={"workers": 1}, tags={})
         for snapshot in snapshots:
@@ -260,8 +309,11 @@ def test_a_message_runs_view_draws_its_message_charts_as_the_whole_run(tmp_path:
         view.add([snapshot])
     figures = view.figures()
     assert figures == run_charts(run_series(results))
-    traces = {trace["name"]: trace for chart in ("chart-messages", "chart-message-losses", "chart-rtt")
-              for trace in figures[chart]["data"]}
+    traces = {
+        trace["name"]: trace
+        for chart in ("chart-messages", "chart-message-losses", "chart-rtt")
+        for trace in figures[chart]["data"]
+    }
     assert traces["messages sent/s"]["y"] == [53.0, 1.0, 4.0] and traces["datagrams in/s"]["y"] == [59.0, 18.0, 27.0]
     assert traces["lost replies/s"]["y"] == [1.0, 0.0, 2.0] and traces["late replies/s"]["y"] == [1.0, 1.0, 1.0]
     assert traces["max"]["y"] == pytest.approx([41.0, 42.0, 44.0], rel=1e-3), "the stream's second is not a round trip"
@@ -298,7 +350,10 @@ def test_a_step_name_a_later_scenario_shares_is_renamed_as_in_the_whole_run(tmp_
         apply_changes(browser, deltas.changes(view.figures()))
     whole = run_charts(run_series(results))
     assert [button["label"] for button in whole["chart-latency"]["layout"]["updatemenus"][0]["buttons"]] == [
-        ALL_REQUESTS, "s/home", "t/home"]
+        ALL_REQUESTS,
+        "s/home",
+        "t/home",
+    ]
     assert view.figures() == whole
     assert browser == json.loads(json.dumps(whole))
     assert view.summary("finished") == results.summary
@@ -388,7 +443,9 @@ def test_a_bind_beyond_loopback_without_a_token_is_refused(stored: Stored, capsy
     assert generated.token and len(generated.token) >= 32
     assert DashboardServer(stored.url).token is None
     capsys.readouterr()
-    assert main(["ui", "--host", "0.0.0.0", "--token", "", "--port", "0", "--store", stored.url]) == ExitCode.INVALID_INPUT
+    assert (
+        main(["ui", "--host", "0.0.0.0", "--token", "", "--port", "0", "--store", stored.url]) == ExitCode.INVALID_INPUT
+    )
     assert "token is empty" in capsys.readouterr().err
 
 
@@ -398,7 +455,9 @@ def test_a_served_dashboard_beyond_loopback_prints_its_token_and_demands_it(stor
         assert server.url.startswith(f"http://127.0.0.1:{server.port}/")
         with httpx.Client(timeout=10, trust_env=False) as http:
             assert http.get(f"http://127.0.0.1:{server.port}/api/runs").status_code == 401
-            assert http.get(f"http://127.0.0.1:{server.port}/api/runs", params={"token": server.token}).status_code == 200
+            assert (
+                http.get(f"http://127.0.0.1:{server.port}/api/runs", params={"token": server.token}).status_code == 200
+            )
 
 
 # -- live ------------------------------------------------------------------------------------------
@@ -485,21 +544,28 @@ def with_verdicts(store_url: str, run_id: str, plan: dict[str, Any]) -> str:
         for snapshot in source.snapshots:
             store.add_snapshot(copy_id, snapshot)
         verdicts = judge([Threshold.model_validate(item) for item in plan["thresholds"]], source.snapshots)
-        store.finish_run(copy_id, status="finished",
-                         summary={**source.summary, "run_id": copy_id, "thresholds": verdicts_to_json(verdicts)})
+        store.finish_run(
+            copy_id,
+            status="finished",
+            summary={**source.summary, "run_id": copy_id, "thresholds": verdicts_to_json(verdicts)},
+        )
     return copy_id
 
 
 def test_thresholds_read_as_conditions_with_their_verdicts_and_a_failure_is_marked(
-        client: TestClient, stored: Stored) -> None:
+    client: TestClient, stored: Stored
+) -> None:
     judged = with_verdicts(stored.url, stored.alpha, {"thresholds": THRESHOLDS})
     state = client.get(f"/api/runs/{judged}").json()
     rows = {row["condition"]: row for row in state["thresholds"]}
     assert list(rows) == ["p95 < 200ms", "errors < 1% [step missing]", "requests >= 1"]
     assert rows["p95 < 200ms"]["verdict"] == "passed" and rows["p95 < 200ms"]["detail"].endswith(" ms")
     # Every request of step missing answers 404: an error, so the threshold failed.
-    assert rows["errors < 1% [step missing]"] == {"condition": "errors < 1% [step missing]", "verdict": "failed",
-                                                    "detail": "100 %, not < 1 %"}
+    assert rows["errors < 1% [step missing]"] == {
+        "condition": "errors < 1% [step missing]",
+        "verdict": "failed",
+        "detail": "100 %, not < 1 %",
+    }
     assert state["thresholds_failed"] == 1
     listed = {run["run_id"]: run for run in client.get("/api/runs").json()["runs"]}
     assert listed[judged]["thresholds_failed"] == 1 and listed[stored.alpha]["thresholds_failed"] is None
@@ -539,8 +605,8 @@ def test_a_run_where_nothing_answered_shows_no_latency(client: TestClient, tmp_p
     [verdict] = state["thresholds"]
     assert verdict["verdict"] == "failed" and verdict["detail"].startswith("no response was measured")
     assert listed[judged]["p95_ms"] is None and listed[judged]["thresholds_failed"] == 1
-    row = page[page.index(f'data-run="{judged}"'):]
-    cells = re.findall(r"<td>([^<]*)</td>", row[:row.index("</tr>")])
+    row = page[page.index(f'data-run="{judged}"') :]
+    cells = re.findall(r"<td>([^<]*)</td>", row[: row.index("</tr>")])
     assert cells[3:5] == ["—", "100"]  # p95 ms: none; errors %: every request
 
 
@@ -581,7 +647,8 @@ def live_client(live_url: str) -> Iterator[TestClient]:
 
 
 def test_controls_are_queued_in_the_store_and_the_runs_answer_comes_back(
-        live_client: TestClient, stored: Stored, live_url: str) -> None:
+    live_client: TestClient, stored: Stored, live_url: str
+) -> None:
     client = live_client
     with Store.open(live_url) as store:
         run_id, _ = running_copy(stored.url, stored.beta, store, 1)
@@ -602,16 +669,25 @@ def test_controls_are_queued_in_the_store_and_the_runs_answer_comes_back(
         store.finish_run(run_id, status="interrupted", summary=None)
 
 
-def test_controls_that_cannot_be_applied_are_refused(client: TestClient, live_client: TestClient, stored: Stored,
-                                                     live_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_controls_that_cannot_be_applied_are_refused(
+    client: TestClient, live_client: TestClient, stored: Stored, live_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     finished = client.post(f"/api/runs/{stored.alpha}/control", json={"stop": True})
     assert finished.status_code == 409 and "not running" in finished.json()["error"]
     client = live_client
     with Store.open(live_url) as store:
         run_id, _ = running_copy(stored.url, stored.beta, store, 1)
     control = f"/api/runs/{run_id}/control"
-    for body in ({}, {"vus": -1}, {"vus": 1.5}, {"vus": 3, "rate_per_s": 2}, {"stop": True, "vus": 3},
-                 {"vus": 3, "ramp_s": "soon"}, {"speed": 3}, [1]):
+    for body in (
+        {},
+        {"vus": -1},
+        {"vus": 1.5},
+        {"vus": 3, "rate_per_s": 2},
+        {"stop": True, "vus": 3},
+        {"vus": 3, "ramp_s": "soon"},
+        {"speed": 3},
+        [1],
+    ):
         response = client.post(control, json=body)
         assert response.status_code == 400, body
         assert response.json()["error"]
@@ -663,10 +739,14 @@ def test_trend_follows_runs_sharing_a_tag(client: TestClient, stored: Stored) ->
 
 
 @pytest.mark.postgres
-def test_the_dashboard_works_on_a_postgresql_store(postgres_database: str, builtin_target: Any,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    run_id = record_run(postgres_database, plan_dict(builtin_target.port, [get("item", "/delay/2")], vus=2,
-                                                     duration_s=1.5, name="pg"), tags={"build": "7"})
+def test_the_dashboard_works_on_a_postgresql_store(
+    postgres_database: str, builtin_target: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_id = record_run(
+        postgres_database,
+        plan_dict(builtin_target.port, [get("item", "/delay/2")], vus=2, duration_s=1.5, name="pg"),
+        tags={"build": "7"},
+    )
     with TestClient(create_app(postgres_database, token=None), base_url=BASE_URL) as client:
         assert [run["run_id"] for run in client.get("/api/runs?tag=build=7&plan=pg").json()["runs"]] == [run_id]
         state = client.get(f"/api/runs/{run_id}").json()
@@ -689,8 +769,3 @@ def test_the_dashboard_works_on_a_postgresql_store(postgres_database: str, built
             response = client.post(f"/api/runs/{live_id}/control", json={"stop": True})
             assert response.status_code == 200 and response.json()["answer"] == "applied: stopping"
         assert run.received == [{"stop": True}]
-
-
-
-
-

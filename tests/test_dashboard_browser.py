@@ -36,8 +36,9 @@ CHARTS = ("chart-throughput", "chart-latency", "chart-distribution", "chart-erro
 RUN_SECONDS = 90
 #: The live run's thresholds: its 5 ms step passes, its 404 step's errors fail.
 LIVE_THRESHOLDS = [{"condition": "p95 < 1000ms", "step": "item"}, {"condition": "errors < 1%", "step": "missing"}]
-VERDICTS = ("Array.from(document.querySelectorAll('#thresholds li')).map(item => "
-            "[item.dataset.verdict, item.textContent])")
+VERDICTS = (
+    "Array.from(document.querySelectorAll('#thresholds li')).map(item => [item.dataset.verdict, item.textContent])"
+)
 
 REQUESTS_SHOWN = "Number((document.querySelector('#headline [data-field=requests] b') || {}).textContent || 0)"
 CHARTS_DRAWN = """(() => %s.map(id => {
@@ -45,8 +46,7 @@ CHARTS_DRAWN = """(() => %s.map(id => {
   return [id, !!element.querySelector('.main-svg'),
           Math.max(0, ...(element.data || []).map(trace => (trace.x || []).length))];
 }))()""" % json.dumps(list(CHARTS))
-ANSWER = ("document.getElementById('control-answer').className && "
-          "document.getElementById('control-answer').textContent")
+ANSWER = "document.getElementById('control-answer').className && document.getElementById('control-answer').textContent"
 STEPS_TABLE = """(() => Object.fromEntries(Array.from(document.querySelectorAll('#steps tbody tr')).map(row =>
   [row.dataset.step, Object.fromEntries(Array.from(row.querySelectorAll('td[data-field]')).map(
     cell => [cell.dataset.field, cell.textContent]))])))()"""
@@ -58,9 +58,20 @@ def live_run(horde_cli: HordeCli, builtin_target: Any) -> Iterator[tuple[subproc
     second is stored: (process, run id). The process is always ended."""
     chromium_or_skip()  # before any load is sent
     plan = horde_cli.tmp_path / "plan.json"
-    plan.write_text(json.dumps({**plan_dict(builtin_target.port, [get("item", "/delay/5"), get("missing", "/status/404")],
-                                            vus=2, duration_s=RUN_SECONDS, name="live"),
-                                "thresholds": LIVE_THRESHOLDS}))
+    plan.write_text(
+        json.dumps(
+            {
+                **plan_dict(
+                    builtin_target.port,
+                    [get("item", "/delay/5"), get("missing", "/status/404")],
+                    vus=2,
+                    duration_s=RUN_SECONDS,
+                    name="live",
+                ),
+                "thresholds": LIVE_THRESHOLDS,
+            }
+        )
+    )
     process = horde_cli.popen("run", str(plan), "--workers", "1", "--tag", "ui=browser")
     try:
         yield process, first_stored_second(horde_cli, process)
@@ -75,23 +86,31 @@ def live_run(horde_cli: HordeCli, builtin_target: Any) -> Iterator[tuple[subproc
 
 
 def test_a_live_run_updates_draws_and_stops_from_the_page(
-        live_run: tuple[subprocess.Popen[str], str], horde_cli: HordeCli, tmp_path: Path) -> None:
+    live_run: tuple[subprocess.Popen[str], str], horde_cli: HordeCli, tmp_path: Path
+) -> None:
     process, run_id = live_run
     with DashboardServer(horde_cli.store_url) as server, Browser(tmp_path / "profile") as browser:
         browser.open(f"{server.url}runs/{run_id}")
         first = browser.wait_for(f"{REQUESTS_SHOWN} > 0 && {REQUESTS_SHOWN}", timeout_s=20, what="a request count")
-        later = browser.wait_for(f"{REQUESTS_SHOWN} > {first} && {REQUESTS_SHOWN}", timeout_s=20,
-                                 what="the request count to rise")
+        later = browser.wait_for(
+            f"{REQUESTS_SHOWN} > {first} && {REQUESTS_SHOWN}", timeout_s=20, what="the request count to rise"
+        )
         assert later > first
-        browser.wait_for(f"{CHARTS_DRAWN}.every(([id, drawn, points]) => drawn && points >= 2)", timeout_s=20,
-                         what="every panel drawn with two seconds or more")
+        browser.wait_for(
+            f"{CHARTS_DRAWN}.every(([id, drawn, points]) => drawn && points >= 2)",
+            timeout_s=20,
+            what="every panel drawn with two seconds or more",
+        )
         assert browser.evaluate("document.getElementById('status').textContent") == "running"
         steps = browser.evaluate(STEPS_TABLE)
         assert list(steps) == ["item", "missing", ALL_REQUESTS]
         assert browser.evaluate("document.getElementById('controls').hidden") is False
         # Each threshold in words, where it stands on the seconds so far; no verdict yet.
-        browser.wait_for(f"{VERDICTS}.length === 2 && {VERDICTS}[1][0] === 'failing'", timeout_s=15,
-                         what="the thresholds judged so far")
+        browser.wait_for(
+            f"{VERDICTS}.length === 2 && {VERDICTS}[1][0] === 'failing'",
+            timeout_s=15,
+            what="the thresholds judged so far",
+        )
         verdicts = browser.evaluate(VERDICTS)
         assert verdicts[0][0] == "passing" and verdicts[0][1].startswith("✓ p95 < 1000ms [step item] — passing: ")
         assert verdicts[1][1] == "✗ errors < 1% [step missing] — failing: 100 % so far, not < 1 %", verdicts
@@ -104,16 +123,23 @@ def test_a_live_run_updates_draws_and_stops_from_the_page(
         browser.evaluate("document.getElementById('vus').value = '3'; document.getElementById('apply').click()")
         answer = browser.wait_for(ANSWER, timeout_s=15, what="the run's answer to the new load")
         assert answer == "applied: s → 3", answer
-        browser.wait_for("document.getElementById('progress').textContent.includes('3 VUs active')", timeout_s=15,
-                         what="the third VU to show")
+        browser.wait_for(
+            "document.getElementById('progress').textContent.includes('3 VUs active')",
+            timeout_s=15,
+            what="the third VU to show",
+        )
 
-        browser.evaluate("document.getElementById('control-answer').className = ''; "
-                         "document.getElementById('stop').click()")
+        browser.evaluate(
+            "document.getElementById('control-answer').className = ''; document.getElementById('stop').click()"
+        )
         answer = browser.wait_for(ANSWER, timeout_s=15, what="the run's answer to Stop")
         assert answer.startswith("applied: stopping"), answer
         assert process.wait(timeout=30) == ExitCode.INTERRUPTED
-        browser.wait_for("document.getElementById('status').textContent === 'interrupted'", timeout_s=15,
-                         what="the page to show the run ended")
+        browser.wait_for(
+            "document.getElementById('status').textContent === 'interrupted'",
+            timeout_s=15,
+            what="the page to show the run ended",
+        )
         with Store.open(horde_cli.store_url) as store:
             assert store.get_run(run_id).status == "interrupted"
 
@@ -121,8 +147,11 @@ def test_a_live_run_updates_draws_and_stops_from_the_page(
         shown = horde_cli.run("show", run_id, "--json")
         assert shown.returncode == 0, shown.stderr
         summary = json.loads(shown.stdout)
-        browser.wait_for(f"{STEPS_TABLE}[{json.dumps(ALL_REQUESTS)}].requests === {json.dumps(str(summary['requests']))}",
-                         timeout_s=10, what="the final table")
+        browser.wait_for(
+            f"{STEPS_TABLE}[{json.dumps(ALL_REQUESTS)}].requests === {json.dumps(str(summary['requests']))}",
+            timeout_s=10,
+            what="the final table",
+        )
         rows = browser.evaluate(STEPS_TABLE)
         assert list(rows) == [*summary["steps"], ALL_REQUESTS]
         for name, row in rows.items():
@@ -132,22 +161,32 @@ def test_a_live_run_updates_draws_and_stops_from_the_page(
             for field in ("p50", "p90", "p95", "p99", "max"):
                 assert float(row[field]) == figures["latency_ms"][field], (name, field)
         # Why requests failed, as `horde show` says it: the 404's status line, counted.
-        details = browser.evaluate("Array.from(document.querySelectorAll('#error-details li[data-kind]')).map("
-                                   "item => [item.dataset.kind, item.textContent])")
-        expected = [[detail["kind"], f"{detail['kind']}: {detail['message']} — {detail['count']}"]
-                    for detail in summary["error_details"]]
+        details = browser.evaluate(
+            "Array.from(document.querySelectorAll('#error-details li[data-kind]')).map("
+            "item => [item.dataset.kind, item.textContent])"
+        )
+        expected = [
+            [detail["kind"], f"{detail['kind']}: {detail['message']} — {detail['count']}"]
+            for detail in summary["error_details"]
+        ]
         assert details == expected and any(kind == "status_404" for kind, _ in details), (details, expected)
         # Interrupted, judged on the whole stored run: the failed threshold is marked beside the status.
         assert [verdict["passed"] for verdict in summary["thresholds"]] == [True, False]
-        browser.wait_for("document.getElementById('verdict').dataset.verdict === 'failed'", timeout_s=10,
-                         what="the failed threshold marked")
+        browser.wait_for(
+            "document.getElementById('verdict').dataset.verdict === 'failed'",
+            timeout_s=10,
+            what="the failed threshold marked",
+        )
         assert browser.evaluate("document.getElementById('verdict').textContent") == "✗ 1 of 2 thresholds failed"
         assert [verdict for verdict, _ in browser.evaluate(VERDICTS)] == ["passed", "failed"]
         browser.screenshot(ARTIFACTS / "dashboard-ended.png")
 
         browser.open(server.url)
-        browser.wait_for(f"document.querySelector('tr[data-run=\"{run_id}\"]')?.dataset.status === 'interrupted'",
-                         timeout_s=10, what="the runs list to show the run interrupted")
+        browser.wait_for(
+            f"document.querySelector('tr[data-run=\"{run_id}\"]')?.dataset.status === 'interrupted'",
+            timeout_s=10,
+            what="the runs list to show the run interrupted",
+        )
         assert browser.errors() == []
 
 
@@ -155,21 +194,28 @@ def test_a_dashboard_beyond_loopback_answers_only_with_its_token(horde_cli: Hord
     chromium_or_skip()
     with pytest.raises(InsecureBind):
         create_app(horde_cli.store_url, token=None, host="0.0.0.0")
-    with DashboardServer(horde_cli.store_url, host="0.0.0.0", port=0) as server, \
-            Browser(tmp_path / "profile") as browser:
+    with (
+        DashboardServer(horde_cli.store_url, host="0.0.0.0", port=0) as server,
+        Browser(tmp_path / "profile") as browser,
+    ):
         assert server.token and f"?token={server.token}" in server.url
         browser.open(f"http://127.0.0.1:{server.port}/")
         assert "needs its token" in browser.evaluate("document.body.innerText")
         browser.open(server.url)
         # Redirected to the page without the token in the address; a cookie carries it on.
-        browser.wait_for("document.querySelector('h1') && document.querySelector('h1').textContent === 'Runs'",
-                         timeout_s=10, what="the runs page")
+        browser.wait_for(
+            "document.querySelector('h1') && document.querySelector('h1').textContent === 'Runs'",
+            timeout_s=10,
+            what="the runs page",
+        )
         assert "token" not in browser.evaluate("location.href")
         browser.open(f"http://127.0.0.1:{server.port}/trend")
         assert browser.evaluate("document.querySelector('h1').textContent").startswith("Trend")
 
 
-def test_a_find_max_run_shows_its_steps_table_and_knee_charts(horde_cli: HordeCli, builtin_target: Any, tmp_path: Path) -> None:
+def test_a_find_max_run_shows_its_steps_table_and_knee_charts(
+    horde_cli: HordeCli, builtin_target: Any, tmp_path: Path
+) -> None:
     from recorded_runs import record_run
     from test_find_max import search
 
@@ -181,32 +227,42 @@ def test_a_find_max_run_shows_its_steps_table_and_knee_charts(horde_cli: HordeCl
         store.finish_run(run_id, status="finished", summary={**record.summary, "capacity": capacity})
     with DashboardServer(horde_cli.store_url) as server, Browser(tmp_path / "profile") as browser:
         browser.open(f"{server.url}runs/{run_id}")
-        rows = browser.wait_for("document.querySelectorAll('[data-section=capacity-steps] tbody tr').length",
-                                timeout_s=15, what="the capacity steps table")
+        rows = browser.wait_for(
+            "document.querySelectorAll('[data-section=capacity-steps] tbody tr').length",
+            timeout_s=15,
+            what="the capacity steps table",
+        )
         assert rows == len(capacity["steps"])
         drawn = browser.wait_for(
             "['chart-capacity-throughput', 'chart-capacity-latency'].every(id => "
             "document.getElementById(id) && document.getElementById(id).querySelector('.main-svg'))",
-            timeout_s=15, what="the knee's two charts")
+            timeout_s=15,
+            what="the knee's two charts",
+        )
         assert drawn is True
         facts = browser.evaluate("document.querySelector('[data-section=capacity]').innerText")
         assert "max sustainable req/s" in facts and "{" not in facts, facts
-        verdicts = browser.evaluate("Array.from(document.querySelectorAll('[data-section=capacity-steps] tbody tr'))"
-                                    ".map(row => row.className)")
+        verdicts = browser.evaluate(
+            "Array.from(document.querySelectorAll('[data-section=capacity-steps] tbody tr')).map(row => row.className)"
+        )
         assert verdicts == ["passed" if step["saturated_reason"] is None else "failed" for step in capacity["steps"]]
         browser.screenshot(ARTIFACTS / "dashboard-find-max.png")
         assert browser.errors() == []
 
 
 #: The target-response-time chart zoomed to seconds 10..60: the run's charts over time follow.
-TARGET_ZOOM = ("Plotly.relayout(document.getElementById('chart-capacity-target'), {'xaxis.range': [10, 60]})"
-               ".then(() => true)")
-TARGET_FOLLOWED = ("['chart-throughput', 'chart-latency', 'chart-load'].every(id => "
-                   "JSON.stringify(document.getElementById(id).layout.xaxis.range) === '[10,60]')")
+TARGET_ZOOM = (
+    "Plotly.relayout(document.getElementById('chart-capacity-target'), {'xaxis.range': [10, 60]}).then(() => true)"
+)
+TARGET_FOLLOWED = (
+    "['chart-throughput', 'chart-latency', 'chart-load'].every(id => "
+    "JSON.stringify(document.getElementById(id).layout.xaxis.range) === '[10,60]')"
+)
 
 
 def test_a_target_response_time_run_shows_its_answer_readings_and_linked_chart(
-        horde_cli: HordeCli, builtin_target: Any, tmp_path: Path) -> None:
+    horde_cli: HordeCli, builtin_target: Any, tmp_path: Path
+) -> None:
     from recorded_runs import record_run
     from test_report import target_response_time_answer
 
@@ -218,22 +274,33 @@ def test_a_target_response_time_run_shows_its_answer_readings_and_linked_chart(
         store.finish_run(run_id, status="finished", summary={**record.summary, "capacity": capacity})
     with DashboardServer(horde_cli.store_url) as server, Browser(tmp_path / "profile") as browser:
         browser.open(f"{server.url}runs/{run_id}")
-        rows = browser.wait_for("document.querySelectorAll('[data-section=capacity-readings] tbody tr').length",
-                                timeout_s=15, what="the readings table")
+        rows = browser.wait_for(
+            "document.querySelectorAll('[data-section=capacity-readings] tbody tr').length",
+            timeout_s=15,
+            what="the readings table",
+        )
         assert rows == len(capacity["readings"])
-        browser.wait_for("document.getElementById('chart-capacity-target') && "
-                         "document.getElementById('chart-capacity-target').querySelector('.main-svg')",
-                         timeout_s=15, what="the target response time chart")
+        browser.wait_for(
+            "document.getElementById('chart-capacity-target') && "
+            "document.getElementById('chart-capacity-target').querySelector('.main-svg')",
+            timeout_s=15,
+            what="the target response time chart",
+        )
         names = browser.evaluate("document.getElementById('chart-capacity-target').data.map(trace => trace.name)")
         assert {"T: p95 40 ms", "±10 % of T", "level (VUs)", "p95 over the last 30 s"} <= set(names), names
-        facts = browser.evaluate("Array.from(document.querySelectorAll('[data-section=capacity] tr'))"
-                                 ".map(row => [row.cells[0].textContent, row.cells[1].textContent])")
+        facts = browser.evaluate(
+            "Array.from(document.querySelectorAll('[data-section=capacity] tr'))"
+            ".map(row => [row.cells[0].textContent, row.cells[1].textContent])"
+        )
         assert facts[0] == ["answer", capacity["sentence"]], facts
         assert not any("max sustainable" in label or "knee" in label for label, _ in facts), facts
-        verdicts = browser.evaluate("Array.from(document.querySelectorAll('[data-section=capacity-readings] tbody tr'))"
-                                    ".map(row => row.className)")
-        assert verdicts == ["passed" if reading["verdict"] in ("under", "at") else "failed"
-                            for reading in capacity["readings"]]
+        verdicts = browser.evaluate(
+            "Array.from(document.querySelectorAll('[data-section=capacity-readings] tbody tr'))"
+            ".map(row => row.className)"
+        )
+        assert verdicts == [
+            "passed" if reading["verdict"] in ("under", "at") else "failed" for reading in capacity["readings"]
+        ]
         # On the run's time axis: zooming it zooms the run's other charts.
         assert browser.evaluate(TARGET_ZOOM) is True
         browser.wait_for(TARGET_FOLLOWED, timeout_s=10, what="the run's charts to follow the zoom")
@@ -253,8 +320,21 @@ def test_a_message_run_draws_its_message_charts(horde_cli: HordeCli, tmp_path: P
     chromium_or_skip()
     gateway = start(port=0, udp_port=0)
     try:
-        plan = plan_dict(0, [{"type": "ping", "name": "rtt", "reply_seq": "pong (\\d+)", "timeout_ms": 200,
-                              "think_time": {"type": "constant", "duration_ms": 20}}], vus=2, duration_s=2.5, name="udp")
+        plan = plan_dict(
+            0,
+            [
+                {
+                    "type": "ping",
+                    "name": "rtt",
+                    "reply_seq": "pong (\\d+)",
+                    "timeout_ms": 200,
+                    "think_time": {"type": "constant", "duration_ms": 20},
+                }
+            ],
+            vus=2,
+            duration_s=2.5,
+            name="udp",
+        )
         plan["target"] = {"base_url": f"udp://127.0.0.1:{gateway.udp_port}"}
         plan["scenarios"][0]["network"] = {"loss_percent": 10, "seed": 5}
         plan["graceful_stop_s"] = 0.5
@@ -264,26 +344,36 @@ def test_a_message_run_draws_its_message_charts(horde_cli: HordeCli, tmp_path: P
     drawn = CHARTS_DRAWN.replace(json.dumps(list(CHARTS)), json.dumps([*CHARTS, *MESSAGE_CHARTS]))
     with DashboardServer(horde_cli.store_url) as server, Browser(tmp_path / "profile") as browser:
         browser.open(f"{server.url}runs/{run_id}")
-        browser.wait_for(f"{drawn}.every(([id, drawn, points]) => drawn && points >= 2)", timeout_s=20,
-                         what="every chart, the message ones included, drawn with two seconds or more")
-        names = browser.evaluate("Object.fromEntries(%s.map(id => [id, document.getElementById(id).data.map(t => t.name)]))"
-                                 % json.dumps(list(MESSAGE_CHARTS)))
-        assert names == {"chart-messages": ["messages sent/s", "messages received/s", "datagrams out/s", "datagrams in/s"],
-                         "chart-message-losses": ["lost replies/s", "late replies/s", "KCP resends/s"],
-                         "chart-rtt": ["p50", "p90", "p95", "p99", "max"]}, names
+        browser.wait_for(
+            f"{drawn}.every(([id, drawn, points]) => drawn && points >= 2)",
+            timeout_s=20,
+            what="every chart, the message ones included, drawn with two seconds or more",
+        )
+        names = browser.evaluate(
+            "Object.fromEntries(%s.map(id => [id, document.getElementById(id).data.map(t => t.name)]))"
+            % json.dumps(list(MESSAGE_CHARTS))
+        )
+        assert names == {
+            "chart-messages": ["messages sent/s", "messages received/s", "datagrams out/s", "datagrams in/s"],
+            "chart-message-losses": ["lost replies/s", "late replies/s", "KCP resends/s"],
+            "chart-rtt": ["p50", "p90", "p95", "p99", "max"],
+        }, names
         assert browser.evaluate("document.getElementById('chart-rtt').layout.meta") == "time-axis"
         browser.screenshot(ARTIFACTS / "dashboard-messages.png")
         assert browser.errors() == []
 
 
 #: What the page shows of the latency where no request got a response.
-LATENCY_SHOWN = ("[...document.querySelectorAll('#headline :is([data-field=p50], [data-field=p95], "
-                 "[data-field=p99]) b, #steps td:is([data-field^=p], [data-field=max])')]"
-                 ".map(cell => cell.textContent)")
+LATENCY_SHOWN = (
+    "[...document.querySelectorAll('#headline :is([data-field=p50], [data-field=p95], "
+    "[data-field=p99]) b, #steps td:is([data-field^=p], [data-field=max])')]"
+    ".map(cell => cell.textContent)"
+)
 
 
 def test_a_run_where_nothing_answered_shows_no_latency_marks_its_failed_thresholds_and_draws_postgres_charts(
-        horde_cli: HordeCli, tmp_path: Path) -> None:
+    horde_cli: HordeCli, tmp_path: Path
+) -> None:
     """A run against a port nothing listens on (every request refused), stored with a postgres
     monitor's samples and its thresholds' verdicts: no latency where none was measured, the
     failure marked beside the status, the conditions in words, each postgres chart drawn."""
@@ -294,9 +384,14 @@ def test_a_run_where_nothing_answered_shows_no_latency_marks_its_failed_threshol
 
     chromium_or_skip()
     silent = record_run(horde_cli.store_url, plan_dict(9, [get("home", "/")], vus=1, duration_s=1.0, name="silent"))
-    run_id = with_verdicts(horde_cli.store_url, silent, {
-        "thresholds": ["p95 < 200ms", {"condition": "requests >= 1"}],
-        "monitors": [{"name": "pg", "type": "postgres", "dsn": "postgresql://app@db/game"}]})
+    run_id = with_verdicts(
+        horde_cli.store_url,
+        silent,
+        {
+            "thresholds": ["p95 < 200ms", {"condition": "requests >= 1"}],
+            "monitors": [{"name": "pg", "type": "postgres", "dsn": "postgresql://app@db/game"}],
+        },
+    )
     with Store.open(horde_cli.store_url) as store:
         samples = pg_samples()
         store.add_monitor_samples(run_id, samples)
@@ -310,9 +405,12 @@ def test_a_run_where_nothing_answered_shows_no_latency_marks_its_failed_threshol
         assert browser.evaluate("document.getElementById('status').textContent") == "finished"
         assert browser.evaluate("document.getElementById('verdict').textContent") == "✗ 1 of 2 thresholds failed"
         verdicts = browser.evaluate(VERDICTS)
-        assert verdicts[0] == ["failed", "✗ p95 < 200ms — failed: no response was measured: none of the "
-                               f"{record.summary['requests']:,} requests in scope got one (refused "
-                               f"{record.summary['requests']:,})"], verdicts
+        assert verdicts[0] == [
+            "failed",
+            "✗ p95 < 200ms — failed: no response was measured: none of the "
+            f"{record.summary['requests']:,} requests in scope got one (refused "
+            f"{record.summary['requests']:,})",
+        ], verdicts
         assert verdicts[1][0] == "passed" and "{" not in json.dumps(verdicts)
         assert set(browser.evaluate(LATENCY_SHOWN)) == {"—"}
         # The charts in the order the figures give them, after the monitor's first.

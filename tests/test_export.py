@@ -45,10 +45,15 @@ class Cli:
 def stored(builtin_target: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     """(store URL, run id) of a 2 s run: `fast` (GET /), and a group `g` around `fail` (503)."""
     store_url = f"sqlite:///{tmp_path_factory.mktemp('export') / 'runs.sqlite'}"
-    plan = plan_dict(builtin_target.port, [
-        get("fast", "/"),
-        {"type": "group", "name": "g", "steps": [get("fail", "/status/503")]},
-    ], vus=2, duration_s=2.0)
+    plan = plan_dict(
+        builtin_target.port,
+        [
+            get("fast", "/"),
+            {"type": "group", "name": "g", "steps": [get("fail", "/status/503")]},
+        ],
+        vus=2,
+        duration_s=2.0,
+    )
     yield store_url, record_run(store_url, plan)
 
 
@@ -103,11 +108,23 @@ def test_each_row_has_its_seconds_histogram_percentiles_and_the_runs_gauges(stor
             row = by_key[(snapshot["second"], entry["scenario"], entry["step"])]
             stats = histogram.stats(entry["histogram"], [50.0, 90.0, 95.0, 99.0])
             assert (row["p50_ms"], row["p90_ms"], row["p95_ms"], row["p99_ms"], row["max_ms"]) == (
-                stats.percentile(50.0), stats.percentile(90.0), stats.percentile(95.0), stats.percentile(99.0), stats.max_ms)
+                stats.percentile(50.0),
+                stats.percentile(90.0),
+                stats.percentile(95.0),
+                stats.percentile(99.0),
+                stats.max_ms,
+            )
             assert row["rps"] == round(entry["requests"] / snapshot["interval_s"], 3)
             assert (row["bytes_sent"], row["bytes_received"]) == (entry["bytes_sent"], entry["bytes_received"])
-            for key in ("elapsed_s", "active_vus", "target_vus", "target_rate_per_s", "dropped_arrivals",
-                        "cpu_percent", "timer_lateness_p99_ms"):
+            for key in (
+                "elapsed_s",
+                "active_vus",
+                "target_vus",
+                "target_rate_per_s",
+                "dropped_arrivals",
+                "cpu_percent",
+                "timer_lateness_p99_ms",
+            ):
                 assert row[key] == snapshot[key], key
     assert {row["second"] for row in rows} == {s["second"] for s in results.snapshots}
 
@@ -169,8 +186,6 @@ def test_a_second_without_any_step_still_has_a_row(stored: tuple[str, str]) -> N
     assert empty[0]["active_vus"] == first["active_vus"]
 
 
-
-
 @pytest.mark.postgres
 def test_a_run_in_postgresql_exports_and_compares_as_in_sqlite(stored: tuple[str, str], postgres_database: str) -> None:
     """The results commands use the store's public API only: a PostgreSQL store gives the same
@@ -181,8 +196,9 @@ def test_a_run_in_postgresql_exports_and_compares_as_in_sqlite(stored: tuple[str
     with Store.open(store_url) as sqlite_store:
         source = load_run(sqlite_store, run_id)
     with Store.open(postgres_database) as pg_store:
-        copy_id = pg_store.create_run(plan=source.record.plan, plan_name=source.record.plan_name,
-                                      parameters=source.record.parameters, tags={})
+        copy_id = pg_store.create_run(
+            plan=source.record.plan, plan_name=source.record.plan_name, parameters=source.record.parameters, tags={}
+        )
         for snapshot in source.snapshots:
             pg_store.add_snapshot(copy_id, snapshot)
         pg_store.finish_run(copy_id, status="finished", summary={**source.summary, "run_id": copy_id})

@@ -15,8 +15,9 @@ from horde.control.find_max import FindMaxSteering, first_level
 from test_steering import CLOSED, CPU_LIMIT, OPEN, SimulatedTarget, plan_with
 
 
-def search(capacity: float, service_ms: float, *, model: str = "open", seconds: int = 600,
-           distort: Any = None, **steer: Any) -> tuple[FindMaxSteering, SimulatedTarget]:
+def search(
+    capacity: float, service_ms: float, *, model: str = "open", seconds: int = 600, distort: Any = None, **steer: Any
+) -> tuple[FindMaxSteering, SimulatedTarget]:
     """Runs a find-max search (no start, no step unless given) against a simulated target."""
     plan = plan_with(OPEN if model == "open" else CLOSED, {"type": "find_max", **steer})
     steering = FindMaxSteering(plan)
@@ -177,8 +178,6 @@ def test_a_borderline_step_is_measured_again_on_its_later_seconds() -> None:
     assert first["level"] == 97 and first["saturated_reason"] is None and first["remeasured"], first
     assert first["judged_at_s"] > 5
     assert abs(steering.result()["max_rps"] - 100) <= 3
-
-
 
 
 class CollapsingTarget(SimulatedTarget):

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 import pytest
 
 from horde.engine import histogram
+
 _V2_COOKIE = 0x1C849313  # HDR V2, 8-byte words, uncompressed
 
 

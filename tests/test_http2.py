@@ -44,7 +44,9 @@ scenarios:
     # Each request counted by the protocol it went over, in the summary and on the console.
     assert summary["steps"]["slow"]["http2"] == summary["requests"] == summary["http2"], summary
     assert "http1" not in summary["steps"]["slow"], summary
-    assert f"requests by protocol: slow {summary['requests']:,} over HTTP/2, 0 over HTTP/1.1" in result.stdout, result.stdout
+    assert f"requests by protocol: slow {summary['requests']:,} over HTTP/2, 0 over HTTP/1.1" in result.stdout, (
+        result.stdout
+    )
     report = horde_cli.tmp_path / "report.html"
     result = horde_cli.run("report", summary["run_id"], "-o", str(report), timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -58,8 +60,18 @@ def test_the_protocol_counts_add_up_across_generators() -> None:
 
     def entry(**protocols: int) -> dict[str, Any]:
         sent = protocols.get("http1", 0) + protocols.get("http2", 0)
-        return {"scenario": "s", "step": "get", "kind": "request", "requests": sent, "ok": sent,
-                "errors": {}, "bytes_sent": 0, "bytes_received": 0, "histogram": from_values([1000]), **protocols}
+        return {
+            "scenario": "s",
+            "step": "get",
+            "kind": "request",
+            "requests": sent,
+            "ok": sent,
+            "errors": {},
+            "bytes_sent": 0,
+            "bytes_received": 0,
+            "histogram": from_values([1000]),
+            **protocols,
+        }
 
     merged = merge_steps([entry(http1=2, http2=5, h2_stalls=1), entry(http2=3, h2_stalls=2)])  # type: ignore[list-item]
     assert (merged.get("http1"), merged.get("http2"), merged.get("h2_stalls")) == (2, 8, 3)
@@ -69,8 +81,13 @@ def test_the_protocol_counts_add_up_across_generators() -> None:
 
 def test_horde_run_negotiates_h2_with_horde_target_tls(horde_cli: HordeCli) -> None:
     port = free_tcp_port()
-    target = subprocess.Popen([str(HORDE_BIN), "target", "--tls", "--port", str(port)], stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    target = subprocess.Popen(
+        [str(HORDE_BIN), "target", "--tls", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     try:
         assert target.stdout is not None
         lines = [target.stdout.readline() for _ in range(3)]
@@ -137,7 +154,9 @@ plan = horde.plan(
     page = summary["steps"]["page"]
     assert page["requests"] >= 3 and page["errors"] == 0, page
     for index in range(4):
-        assert summary["steps"][f"r{index}"]["http2"] == summary["steps"][f"r{index}"]["requests"] == page["requests"], summary["steps"]
+        assert (
+            summary["steps"][f"r{index}"]["http2"] == summary["steps"][f"r{index}"]["requests"] == page["requests"]
+        ), summary["steps"]
     # Four 200 ms requests at once: a pass takes about one delay, where one after another
     # would take 800 ms (bounded loosely: a shared machine).
     assert page["latency_ms"]["p50"] < 400, page

@@ -27,11 +27,14 @@ def plan_data(base_url: str, instances: Any, scenario: dict[str, Any] | None = N
     return {
         "version": 1,
         "target": {"base_url": base_url, "instances": instances},
-        "scenarios": [scenario or {
-            "name": "s",
-            "steps": [{"name": "get", "method": "GET", "path": "/"}],
-            "workload": {"type": "closed", "stages": [{"duration_s": 1, "vus": 1}]},
-        }],
+        "scenarios": [
+            scenario
+            or {
+                "name": "s",
+                "steps": [{"name": "get", "method": "GET", "path": "/"}],
+                "workload": {"type": "closed", "stages": [{"duration_s": 1, "vus": 1}]},
+            }
+        ],
     }
 
 
@@ -80,24 +83,57 @@ def test_both_sides_accept_the_same_instances(base_url: str, instances: list[str
 # (instances after base_url 'http://a:8080/api', the location, the message both sides give (None
 # where only pydantic's wording is checked), a piece of pydantic's hint)
 MISTAKES: dict[str, tuple[list[str], str, str | None, str]] = {
-    "scheme": (["https://b:8080/api"], "target.instances[0]",
-               "'https://b:8080/api' uses https:// but base_url uses http://", "base_url's scheme"),
-    "prefix": (["http://b:8080/v2"], "target.instances[0]",
-               "'http://b:8080/v2' has path prefix '/v2' but base_url has '/api'", "path prefix"),
-    "no prefix": (["http://b:8080"], "target.instances[0]",
-                  "'http://b:8080' has path prefix none but base_url has '/api'", "path prefix"),
-    "base_url again": (["http://A:8080/api/"], "target.instances[0]",
-                       "'http://A:8080/api/' is the same instance as base_url", "list each instance once"),
-    "given twice": (["http://b/api", "http://b:80/api"], "target.instances[1]",
-                    "'http://b:80/api' is the same instance as instances[0]", "default"),
-    "credentials": (["http://u:p@b:8080/api"], "target.instances[0]",
-                    "an instance must not carry credentials (user:password@)", "as a header"),
+    "scheme": (
+        ["https://b:8080/api"],
+        "target.instances[0]",
+        "'https://b:8080/api' uses https:// but base_url uses http://",
+        "base_url's scheme",
+    ),
+    "prefix": (
+        ["http://b:8080/v2"],
+        "target.instances[0]",
+        "'http://b:8080/v2' has path prefix '/v2' but base_url has '/api'",
+        "path prefix",
+    ),
+    "no prefix": (
+        ["http://b:8080"],
+        "target.instances[0]",
+        "'http://b:8080' has path prefix none but base_url has '/api'",
+        "path prefix",
+    ),
+    "base_url again": (
+        ["http://A:8080/api/"],
+        "target.instances[0]",
+        "'http://A:8080/api/' is the same instance as base_url",
+        "list each instance once",
+    ),
+    "given twice": (
+        ["http://b/api", "http://b:80/api"],
+        "target.instances[1]",
+        "'http://b:80/api' is the same instance as instances[0]",
+        "default",
+    ),
+    "credentials": (
+        ["http://u:p@b:8080/api"],
+        "target.instances[0]",
+        "an instance must not carry credentials (user:password@)",
+        "as a header",
+    ),
     "no host": (["http://:8080/api"], "target.instances[0]", "'http://:8080/api' has no host", "after the scheme"),
     "port 0": (["http://b:0/api"], "target.instances[0]", "'http://b:0/api' has port 0", "listens on"),
-    "not http": (["ftp://b/api"], "target.instances[0]", "'ftp://b/api' uses scheme 'ftp'; only http and https are supported", "http://"),
+    "not http": (
+        ["ftp://b/api"],
+        "target.instances[0]",
+        "'ftp://b/api' uses scheme 'ftp'; only http and https are supported",
+        "http://",
+    ),
     "bad port": (["http://b:99999/api"], "target.instances[0]", None, "scheme://host"),
-    "query": (["http://b:8080/api?x=1"], "target.instances[0]", "'http://b:8080/api?x=1' has a query or fragment",
-              "step's path"),
+    "query": (
+        ["http://b:8080/api?x=1"],
+        "target.instances[0]",
+        "'http://b:8080/api?x=1' has a query or fragment",
+        "step's path",
+    ),
 }
 
 
@@ -119,14 +155,19 @@ def test_every_problem_is_listed_and_a_bad_base_url_hides_none() -> None:
     data = plan_data("ftp://a", ["http://b", "http://b:80", 5, "http://"])
     problems = pydantic_problems(data)
     assert [location for location, _, _ in problems] == [
-        "target.base_url", "target.instances[1]", "target.instances[2]", "target.instances[3]",
+        "target.base_url",
+        "target.instances[1]",
+        "target.instances[2]",
+        "target.instances[3]",
     ]
     assert problems[1][1] == "'http://b:80' is the same instance as instances[0]"
     # serde refuses the number while decoding, before any check.
     assert [path for path, _, _ in engine_problems(data)] == ["target.instances[2]"]
     del data["target"]["instances"][2]
     assert [path for path, _, _ in engine_problems(data)] == [
-        "target.base_url", "target.instances[1]", "target.instances[2]",
+        "target.base_url",
+        "target.instances[1]",
+        "target.instances[2]",
     ]
 
 
@@ -141,7 +182,9 @@ def test_instances_must_be_a_list_of_urls() -> None:
 def ask(port: int, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     """One request straight to a target, apart from the engine: (status, JSON body)."""
     request = urllib.request.Request(
-        f"http://127.0.0.1:{port}{path}", data=json.dumps(body).encode(), method="POST",
+        f"http://127.0.0.1:{port}{path}",
+        data=json.dumps(body).encode(),
+        method="POST",
         headers={"Content-Type": "application/json"},
     )
     try:
@@ -179,22 +222,38 @@ def test_a_run_spreads_its_vus_over_two_builtin_targets(builtin_target: Any) -> 
         scenario = {
             "name": "players",
             "setup": [
-                {"name": "register", "method": "POST", "path": "/game/register", "json": account,
-                 "checks": [{"type": "status", "in": [201]}]},
-                {"name": "login", "method": "POST", "path": "/game/login", "json": account,
-                 "checks": [{"type": "status", "in": [200]}]},
+                {
+                    "name": "register",
+                    "method": "POST",
+                    "path": "/game/register",
+                    "json": account,
+                    "checks": [{"type": "status", "in": [201]}],
+                },
+                {
+                    "name": "login",
+                    "method": "POST",
+                    "path": "/game/login",
+                    "json": account,
+                    "checks": [{"type": "status", "in": [200]}],
+                },
             ],
             "steps": [
                 # The session cookie comes from the VU's own instance; another would answer 401.
                 {"name": "city", "method": "GET", "path": "/game/city", "checks": [{"type": "status", "in": [200]}]},
-                {"name": "again", "method": "POST", "path": "/game/register",
-                 "json": {"login": "vu{{ vu }}-{{ iteration }}", "password": "pw"},
-                 "checks": [{"type": "status", "in": [201]}],
-                 "think_time": {"type": "constant", "duration_ms": 5}},
+                {
+                    "name": "again",
+                    "method": "POST",
+                    "path": "/game/register",
+                    "json": {"login": "vu{{ vu }}-{{ iteration }}", "password": "pw"},
+                    "checks": [{"type": "status", "in": [201]}],
+                    "think_time": {"type": "constant", "duration_ms": 5},
+                },
             ],
             "workload": {"type": "closed", "start_vus": 4, "stages": [{"duration_s": 1.5, "vus": 4}]},
         }
-        plan: Plan = plan_from_dict(plan_data(f"http://127.0.0.1:{ports[0]}", [f"http://127.0.0.1:{ports[1]}"], scenario))
+        plan: Plan = plan_from_dict(
+            plan_data(f"http://127.0.0.1:{ports[0]}", [f"http://127.0.0.1:{ports[1]}"], scenario)
+        )
         deadline = time.monotonic() + 30
         snapshots: list[Snapshot] = []
         with Run.start(plan, workers=2) as run:

@@ -12,15 +12,39 @@ from horde.cli.junit import junit_xml, write_junit
 from horde.plan.control import AutostopRule
 from horde.control.thresholds import Verdict
 
-PASSED = Verdict("p95 < 200ms", "login", None, "step login", 182.3, "ms", "< 200 ms", True,
-                 "p95 < 200ms [step login] passed: 182.3 ms")
-FAILED = Verdict("errors < 1%", None, None, "all requests", 2.5, "%", "< 1 %", False,
-                 "errors < 1% failed: 2.5 %, not < 1 %")
-NO_DATA = Verdict("p99 < 1s", "checkout", "shop", "step checkout of scenario shop", None, "ms", "< 1,000 ms", False,
-                  "p99 < 1s [step checkout of scenario shop] failed: no requests in scope")
+PASSED = Verdict(
+    "p95 < 200ms",
+    "login",
+    None,
+    "step login",
+    182.3,
+    "ms",
+    "< 200 ms",
+    True,
+    "p95 < 200ms [step login] passed: 182.3 ms",
+)
+FAILED = Verdict(
+    "errors < 1%", None, None, "all requests", 2.5, "%", "< 1 %", False, "errors < 1% failed: 2.5 %, not < 1 %"
+)
+NO_DATA = Verdict(
+    "p99 < 1s",
+    "checkout",
+    "shop",
+    "step checkout of scenario shop",
+    None,
+    "ms",
+    "< 1,000 ms",
+    False,
+    "p99 < 1s [step checkout of scenario shop] failed: no requests in scope",
+)
 FIRING = Firing(
-    rule=AutostopRule(when="p95 > 500ms", window_s=10, step="login"), reason="latency", measured=812.4, unit="ms",
-    second=37, elapsed_s=37.0, exit_code=ExitCode.AUTOSTOP_LATENCY,
+    rule=AutostopRule(when="p95 > 500ms", window_s=10, step="login"),
+    reason="latency",
+    measured=812.4,
+    unit="ms",
+    second=37,
+    elapsed_s=37.0,
+    exit_code=ExitCode.AUTOSTOP_LATENCY,
     message="autostop: p95 of step login over the last 10 s was 812.4 ms (> 500 ms) at 00:37",
 )
 
@@ -73,8 +97,17 @@ def test_nothing_to_report_is_an_empty_valid_suite() -> None:
 
 def test_any_text_survives_the_round_trip() -> None:
     awkward = 'a<b>&"c\' \x01\x1b[31m é 😀'
-    verdict = Verdict("p95 < 200ms", awkward, None, f"step {awkward}", 300.0, "ms", "< 200 ms", False,
-                      f"p95 < 200ms [step {awkward}] failed: 300 ms, not < 200 ms\nsecond line")
+    verdict = Verdict(
+        "p95 < 200ms",
+        awkward,
+        None,
+        f"step {awkward}",
+        300.0,
+        "ms",
+        "< 200 ms",
+        False,
+        f"p95 < 200ms [step {awkward}] failed: 300 ms, not < 200 ms\nsecond line",
+    )
     suite = parse(junit_xml([verdict], None, run_id="r&1", plan_name=awkward))
     # Characters XML cannot hold become U+FFFD; everything else comes back as written.
     readable = awkward.replace("\x01", "\ufffd").replace("\x1b", "\ufffd")
@@ -91,5 +124,3 @@ def test_write_junit_creates_the_folder(tmp_path: Path) -> None:
     assert path.read_bytes().startswith(b'<?xml version="1.0" encoding="UTF-8"?>')
     suite = ElementTree.parse(path).getroot().find("testsuite")
     assert suite is not None and (suite.get("tests"), suite.get("failures")) == ("2", "2")
-
-

@@ -12,8 +12,18 @@ PACKAGE = Path(__file__).resolve().parents[1] / "python" / "horde"
 ENGINE_SOURCE = Path(__file__).resolve().parents[1] / "crates" / "horde-engine" / "src"
 
 #: Packages the plan layer never imports: a plan is data, checked before anything runs.
-ABOVE_THE_PLAN = ("horde.engine", "horde.control", "horde.monitors", "horde.sinks", "horde.results", "horde.cli", "horde.web",
-                  "horde.report", "horde.store", "horde.cluster")
+ABOVE_THE_PLAN = (
+    "horde.engine",
+    "horde.control",
+    "horde.monitors",
+    "horde.sinks",
+    "horde.results",
+    "horde.cli",
+    "horde.web",
+    "horde.report",
+    "horde.store",
+    "horde.cluster",
+)
 #: The plan modules that read the engine's plan contract (its bounds) from the native module:
 #: the engine owns the plan's rules (engine_rules) and bounds (bounds), so the plan layer asks it
 #: rather than keep a copy.
@@ -45,8 +55,10 @@ def _imports(path: Path, modules: set[str]) -> list[tuple[str, bool]]:
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             # ``from horde.x import y`` imports the module horde.x.y, or a name of horde.x.
-            names = [f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in modules else node.module
-                     for alias in node.names]
+            names = [
+                f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in modules else node.module
+                for alias in node.names
+            ]
         else:
             continue
         for name in names:
@@ -118,14 +130,24 @@ def test_only_the_engine_layer_imports_the_native_module() -> None:
 
 
 def test_the_plan_layer_imports_nothing_above_it() -> None:
-    wrong = [(module, target) for module, edges in _graph().items() if _is_within(module, "horde.plan")
-             for target in edges if any(_is_within(target, package) for package in ABOVE_THE_PLAN)]
+    wrong = [
+        (module, target)
+        for module, edges in _graph().items()
+        if _is_within(module, "horde.plan")
+        for target in edges
+        if any(_is_within(target, package) for package in ABOVE_THE_PLAN)
+    ]
     assert wrong == []
 
 
 def test_nothing_below_the_cli_imports_it() -> None:
-    wrong = [(module, target) for module, edges in _graph().items() if not _is_within(module, "horde.cli")
-             for target in edges if _is_within(target, "horde.cli")]
+    wrong = [
+        (module, target)
+        for module, edges in _graph().items()
+        if not _is_within(module, "horde.cli")
+        for target in edges
+        if _is_within(target, "horde.cli")
+    ]
     assert wrong == []
 
 
@@ -136,8 +158,12 @@ def test_no_module_imports_another_that_imports_it_back() -> None:
 def test_imports_inside_functions_are_only_the_ones_loaded_on_demand() -> None:
     # The CLI's commands import their layers when they run, so that `horde --help` and
     # `horde validate` do not pay for the store, the dashboard or the reports.
-    inside = {(module, target) for module, edges in _graph().items() for target, top in edges.items()
-              if not top and not _is_within(module, "horde.cli")}
+    inside = {
+        (module, target)
+        for module, edges in _graph().items()
+        for target, top in edges.items()
+        if not top and not _is_within(module, "horde.cli")
+    }
     assert inside == LOADED_ON_DEMAND
 
 
@@ -150,8 +176,21 @@ def test_the_checks_see_a_circle_and_a_boundary_crossing() -> None:
 
 #: The layers bottom up, as ARCHITECTURE.md lists them: each imports only layers before it. The
 #: package root (``horde``: the builder re-exported, ``__version__``) sits with the plan.
-LAYERS = ("errors", "plan", "engine", "store", "results", "cluster", "monitors", "control", "sinks", "report", "profile",
-          "web", "cli")
+LAYERS = (
+    "errors",
+    "plan",
+    "engine",
+    "store",
+    "results",
+    "cluster",
+    "monitors",
+    "control",
+    "sinks",
+    "report",
+    "profile",
+    "web",
+    "cli",
+)
 
 
 def _layer(module: str) -> int:
@@ -161,8 +200,12 @@ def _layer(module: str) -> int:
 
 
 def test_each_layer_imports_only_the_layers_below_it() -> None:
-    upward = [(module, target) for module, edges in _graph().items() for target in edges
-              if target != "horde._engine" and _layer(target) > _layer(module)]
+    upward = [
+        (module, target)
+        for module, edges in _graph().items()
+        for target in edges
+        if target != "horde._engine" and _layer(target) > _layer(module)
+    ]
     assert upward == []
     assert all(_layer(module) >= 0 for module in _graph()), "a package ARCHITECTURE.md does not list"
 
@@ -173,15 +216,18 @@ def test_help_and_validate_load_neither_the_store_nor_the_dashboard_nor_the_repo
     import subprocess
     import sys
 
-    probe = ("import sys\n"
-             "from horde.cli import main\n"
-             "main(['--help'])\n"
-             "main(['validate', sys.argv[1]])\n"
-             "heavy = ('sqlalchemy', 'alembic', 'starlette', 'uvicorn', 'plotly', 'jinja2', 'ray')\n"
-             "print('loaded:', ' '.join(name for name in heavy if name in sys.modules))")
+    probe = (
+        "import sys\n"
+        "from horde.cli import main\n"
+        "main(['--help'])\n"
+        "main(['validate', sys.argv[1]])\n"
+        "heavy = ('sqlalchemy', 'alembic', 'starlette', 'uvicorn', 'plotly', 'jinja2', 'ray')\n"
+        "print('loaded:', ' '.join(name for name in heavy if name in sys.modules))"
+    )
     quickstart = PACKAGE.parents[1] / "examples" / "quickstart"
-    result = subprocess.run([sys.executable, "-c", probe, str(quickstart)], capture_output=True, text=True,
-                            timeout=60, check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", probe, str(quickstart)], capture_output=True, text=True, timeout=60, check=False
+    )
     assert "valid" in result.stdout, result.stdout + result.stderr
     assert result.stdout.strip().splitlines()[-1] == "loaded:"
 
@@ -258,8 +304,13 @@ def test_the_engine_scan_sees_a_circle_through_crate_paths(tmp_path: Path) -> No
     }
     _write_sources(tmp_path, files)
     graph = _engine_graph(tmp_path)
-    assert graph == {"interpreter": {"sql": True}, "sql": {"template": True, "message": True},
-                     "message": {"interpreter": True}, "template": {"error": True}, "error": {}}
+    assert graph == {
+        "interpreter": {"sql": True},
+        "sql": {"template": True, "message": True},
+        "message": {"interpreter": True},
+        "template": {"error": True},
+        "error": {},
+    }
     assert _cycles(graph) == [["interpreter", "message", "sql"]]
 
 
@@ -303,7 +354,9 @@ def _crate_graph(source: Path) -> dict[str, dict[str, bool]]:
             heads = [last] if last != "{" else _brace_group_heads(code, match.end() - 1)
             for head in heads:
                 names = base + [name for name in middle.split("::") if name] + [head]
-                target = next(("::".join(names[:k]) for k in range(len(names), 0, -1) if "::".join(names[:k]) in modules), "")
+                target = next(
+                    ("::".join(names[:k]) for k in range(len(names), 0, -1) if "::".join(names[:k]) in modules), ""
+                )
                 if target and target != module and not module.startswith(target + "::"):
                     graph[module][target] = True
         for match in _BARE_USE.finditer(code):
@@ -340,4 +393,6 @@ def test_the_crate_scan_sees_circles_through_super_self_and_bare_uses(tmp_path: 
     assert graph["sql::connect"] == {"sql::connection": True} and graph["sql"] == {"sql::connect": True}
     assert graph["gateway::rooms"] == {"websocket": True, "sql": True}
     assert sorted(sorted(circle) for circle in _cycles(graph)) == [
-        ["gateway", "gateway::rooms", "websocket"], ["sql::connect", "sql::connection"]]
+        ["gateway", "gateway::rooms", "websocket"],
+        ["sql::connect", "sql::connection"],
+    ]

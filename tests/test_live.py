@@ -16,17 +16,48 @@ from test_histogram import encode
 CPU_LIMIT = 180.0
 
 
-def step(requests: int, ok: int, errors: dict[str, int] | None = None, latency_us: int = 1000, name: str = "home") -> dict[str, Any]:
-    return {"scenario": "s", "step": name, "requests": requests, "ok": ok, "errors": errors or {},
-            "bytes_sent": 10 * requests, "bytes_received": 20 * requests, "histogram": encode([latency_us] * requests)}
+def step(
+    requests: int, ok: int, errors: dict[str, int] | None = None, latency_us: int = 1000, name: str = "home"
+) -> dict[str, Any]:
+    return {
+        "scenario": "s",
+        "step": name,
+        "requests": requests,
+        "ok": ok,
+        "errors": errors or {},
+        "bytes_sent": 10 * requests,
+        "bytes_received": 20 * requests,
+        "histogram": encode([latency_us] * requests),
+    }
 
 
-def snap(second: int, steps: list[dict[str, Any]], *, final: bool = False, cpu: float = 20.0, lateness: float = 0.5,
-         dropped: int = 0, rate: float | None = None) -> dict[str, Any]:
-    return {"second": second, "elapsed_s": float(second), "interval_s": 1.0, "timestamp": 0.0, "final": final,
-            "steps": steps, "active_vus": 8, "busy_vus": 3, "iterations": 5, "dropped_arrivals": dropped,
-            "connections_opened": 0, "target_vus": 8, "target_rate_per_s": rate, "cpu_percent": cpu,
-            "timer_lateness_p99_ms": lateness}
+def snap(
+    second: int,
+    steps: list[dict[str, Any]],
+    *,
+    final: bool = False,
+    cpu: float = 20.0,
+    lateness: float = 0.5,
+    dropped: int = 0,
+    rate: float | None = None,
+) -> dict[str, Any]:
+    return {
+        "second": second,
+        "elapsed_s": float(second),
+        "interval_s": 1.0,
+        "timestamp": 0.0,
+        "final": final,
+        "steps": steps,
+        "active_vus": 8,
+        "busy_vus": 3,
+        "iterations": 5,
+        "dropped_arrivals": dropped,
+        "connections_opened": 0,
+        "target_vus": 8,
+        "target_rate_per_s": rate,
+        "cpu_percent": cpu,
+        "timer_lateness_p99_ms": lateness,
+    }
 
 
 def plain_view(title: str = "horde · p · run r") -> tuple[LiveView, io.StringIO]:
@@ -124,13 +155,24 @@ def test_terminal_panel_shows_figures_steps_and_warnings() -> None:
     console = Console(file=out, force_terminal=True, width=140, color_system=None)
     view = LiveView(console, title="horde · [/p] · run r", planned_duration_s=10, cpu_limit_percent=CPU_LIMIT)
     with view:
-        view.update(snap(1, [step(50, 0, {"status_503": 50}, name="GET /x[/y]")], dropped=3, rate=60.0, cpu=CPU_LIMIT * 2))
+        view.update(
+            snap(1, [step(50, 0, {"status_503": 50}, name="GET /x[/y]")], dropped=3, rate=60.0, cpu=CPU_LIMIT * 2)
+        )
         view.note_stopping()
-        view.update(snap(2, [step(50, 0, {"status_503": 50}, name="GET /x[/y]")], dropped=3, rate=60.0, cpu=CPU_LIMIT * 2))
+        view.update(
+            snap(2, [step(50, 0, {"status_503": 50}, name="GET /x[/y]")], dropped=3, rate=60.0, cpu=CPU_LIMIT * 2)
+        )
     text = out.getvalue()
-    for expected in ("horde · [/p] · run r", "GET /x[/y]", "EVERY REQUEST FAILED this second (status_503 50)",
-                     "GENERATOR SATURATED", "3 arrivals dropped", "rate asked 60.0/s", "stopping...",
-                     "100 in total"):
+    for expected in (
+        "horde · [/p] · run r",
+        "GET /x[/y]",
+        "EVERY REQUEST FAILED this second (status_503 50)",
+        "GENERATOR SATURATED",
+        "3 arrivals dropped",
+        "rate asked 60.0/s",
+        "stopping...",
+        "100 in total",
+    ):
         assert expected in text, expected
 
 
@@ -143,8 +185,12 @@ def test_a_second_without_a_response_shows_no_latency_rather_than_zero() -> None
     line = lines(out)[1]
     assert "p50       -  p95       -  p99       - ms" in line and "0.00" not in line
     panel = io.StringIO()
-    terminal = LiveView(Console(file=panel, width=120, force_terminal=True, color_system=None), title="t",
-                        planned_duration_s=20, cpu_limit_percent=CPU_LIMIT)
+    terminal = LiveView(
+        Console(file=panel, width=120, force_terminal=True, color_system=None),
+        title="t",
+        planned_duration_s=20,
+        cpu_limit_percent=CPU_LIMIT,
+    )
     with terminal:
         terminal.update(snap(1, [refused]))
         terminal.update(snap(2, [refused]))
@@ -167,11 +213,28 @@ def test_terminal_panel_is_redrawn_per_snapshot_not_on_a_timer() -> None:
 
 
 def test_monitors_are_one_line_of_their_most_telling_figures_and_a_gap_says_so() -> None:
-    host = {"second": 5, "error": None, "values": {
-        "load.1m": 3.5, "tcp.time_wait": 12_345.0, "cpu.busy_percent": 97.4, "net.rx_bytes_per_s": 5_240_000.0,
-        "connections.total": 80.0, "memory.used_percent": 40.0}}
-    database = {"second": 5, "error": None, "values": {"transactions_per_s": 812.4, "dead_tuples": 150_000.0,
-                                                       "replication_lag_s": 2.25, "connections.total": 28.0}}
+    host = {
+        "second": 5,
+        "error": None,
+        "values": {
+            "load.1m": 3.5,
+            "tcp.time_wait": 12_345.0,
+            "cpu.busy_percent": 97.4,
+            "net.rx_bytes_per_s": 5_240_000.0,
+            "connections.total": 80.0,
+            "memory.used_percent": 40.0,
+        },
+    }
+    database = {
+        "second": 5,
+        "error": None,
+        "values": {
+            "transactions_per_s": 812.4,
+            "dead_tuples": 150_000.0,
+            "replication_lag_s": 2.25,
+            "connections.total": 28.0,
+        },
+    }
     gone = {"second": 5, "values": None, "error": "cannot scrape http://10.0.0.5:9100/metrics: refused"}
     snapshot = {**snap(5, [step(100, 100)]), "monitors": {"gen": host, "db": database, "node": gone}}
     expected = "gen cpu 97% rx 5.2 MB/s tw 12,345 conns 80 · db tps 812 dead 150,000 lag 2.2s conns 28 · node (gap)"
@@ -189,8 +252,12 @@ def test_monitors_are_one_line_of_their_most_telling_figures_and_a_gap_says_so()
     (line,) = lines(out)[1:]
     assert line.startswith("    5.0s") and line.endswith(f"  | {expected}")
     panel = io.StringIO()
-    terminal = LiveView(Console(file=panel, width=160, force_terminal=True, color_system=None), title="t",
-                        planned_duration_s=20, cpu_limit_percent=CPU_LIMIT)
+    terminal = LiveView(
+        Console(file=panel, width=160, force_terminal=True, color_system=None),
+        title="t",
+        planned_duration_s=20,
+        cpu_limit_percent=CPU_LIMIT,
+    )
     with terminal:
         terminal.update(snapshot)
     row = next(text for text in panel.getvalue().splitlines() if "monitors" in text)
@@ -210,8 +277,7 @@ def test_the_last_frame_and_the_summary_say_the_same_cpu() -> None:
     from horde.results.summary import summarise
 
     seconds = [snap(second, [step(100, 100)], cpu=2.0) for second in (1, 2, 3)]
-    drain = {**snap(4, [step(3, 2, {"cut": 1})], final=True, cpu=35.0), "interval_s": 0.004,
-             "elapsed_s": 3.004}
+    drain = {**snap(4, [step(3, 2, {"cut": 1})], final=True, cpu=35.0), "interval_s": 0.004, "elapsed_s": 3.004}
     said = "finished: 2 request(s) completed while draining (4 ms), 1 cut at the end of the grace period"
     out = io.StringIO()
     console = Console(file=out, force_terminal=True, width=140, color_system=None)
@@ -222,8 +288,12 @@ def test_the_last_frame_and_the_summary_say_the_same_cpu() -> None:
     assert "CPU 2 %" in last_frame and "(last second)" in last_frame and "CPU 35" not in last_frame
     assert said in last_frame
     assert "100.0   (total 303)" in last_frame  # the last second's rate, every request in the total
-    summary = summarise([*seconds, drain], run_id="r", status="finished",  # type: ignore[list-item]
-                        workers=1)
+    summary = summarise(
+        [*seconds, drain],
+        run_id="r",
+        status="finished",  # type: ignore[list-item]
+        workers=1,
+    )
     assert summary["generator"]["cpu_percent_max"] == 2.0
     printed = Console(width=200, record=True, color_system=None)
     render_summary(printed, summary)
@@ -234,5 +304,3 @@ def test_the_last_frame_and_the_summary_say_the_same_cpu() -> None:
         for snapshot in [*seconds, drain]:
             view.update(snapshot)
     assert lines(plain)[-1] == f"    3.0s  {said}, 1 error(s)"
-
-

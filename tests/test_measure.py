@@ -15,28 +15,44 @@ from horde.control.measure import Figures, Scope, Window, combine, format_limit,
 from horde.plan.control import parse_condition
 
 
-
-
-def snapshot(second: int, *entries: dict[str, Any], interval_s: float = 1.0, final: bool = False,
-             iterations: int = 0, dropped: int = 0) -> dict[str, Any]:
+def snapshot(
+    second: int,
+    *entries: dict[str, Any],
+    interval_s: float = 1.0,
+    final: bool = False,
+    iterations: int = 0,
+    dropped: int = 0,
+) -> dict[str, Any]:
     return {
-        "second": second, "elapsed_s": float(second), "interval_s": interval_s, "final": final,
-        "steps": list(entries), "iterations": iterations, "dropped_arrivals": dropped,
-        "cpu_percent": 5.0, "timer_lateness_p99_ms": 0.1,
+        "second": second,
+        "elapsed_s": float(second),
+        "interval_s": interval_s,
+        "final": final,
+        "steps": list(entries),
+        "iterations": iterations,
+        "dropped_arrivals": dropped,
+        "cpu_percent": 5.0,
+        "timer_lateness_p99_ms": 0.1,
     }
 
 
 # Values below 2048 µs are exact in an HDR histogram of 3 significant digits: known answers.
 SHOP = [
-    snapshot(1,
-             entry("home", [1000] * 9 + [2000], errors={"timeout": 1}),
-             entry("login", [500] * 4, scenario="auth"),
-             entry("visit", [1900] * 3, kind="group", errors={"step_failed": 1}),
-             iterations=18, dropped=2),
-    snapshot(2,
-             entry("home", [1000] * 10, errors={"status_503": 2}),
-             entry("home", [1500] * 2, scenario="auth"),
-             iterations=20, dropped=0),
+    snapshot(
+        1,
+        entry("home", [1000] * 9 + [2000], errors={"timeout": 1}),
+        entry("login", [500] * 4, scenario="auth"),
+        entry("visit", [1900] * 3, kind="group", errors={"step_failed": 1}),
+        iterations=18,
+        dropped=2,
+    ),
+    snapshot(
+        2,
+        entry("home", [1000] * 10, errors={"status_503": 2}),
+        entry("home", [1500] * 2, scenario="auth"),
+        iterations=20,
+        dropped=0,
+    ),
 ]
 
 
@@ -111,8 +127,13 @@ def test_large_latencies_are_within_the_histogram_precision() -> None:
 
 def test_every_metric_is_measured_in_its_unit() -> None:
     seconds = [
-        snapshot(1, entry("home", [1000] * 80 + [2000] * 20, errors={"timeout": 4, "status_503": 6}),
-                 interval_s=1.0, iterations=90, dropped=10),
+        snapshot(
+            1,
+            entry("home", [1000] * 80 + [2000] * 20, errors={"timeout": 4, "status_503": 6}),
+            interval_s=1.0,
+            iterations=90,
+            dropped=10,
+        ),
         snapshot(2, entry("home", [1000] * 100), interval_s=1.0, iterations=100),
         # The last interval is short, and counts with its true length.
         snapshot(3, entry("home", [1000] * 50), interval_s=0.5, final=True, iterations=50),
@@ -120,9 +141,19 @@ def test_every_metric_is_measured_in_its_unit() -> None:
     figures = measure(seconds)
     assert figures.seconds == 2.5
     expected = {
-        "p50 < 1ms": 1.0, "p95 < 1ms": 2.0, "p100 < 1ms": 2.0, "min < 1ms": 1.0, "max < 1ms": 2.0,
-        "mean < 1ms": 1.08, "errors < 1%": 4.0, "errors.timeout < 1%": 1.6, "errors.status_503 < 1%": 2.4,
-        "errors.refused < 1%": 0.0, "dropped < 1%": 10 / 250 * 100, "rps > 1": 100.0, "ok_rps > 1": 96.0,
+        "p50 < 1ms": 1.0,
+        "p95 < 1ms": 2.0,
+        "p100 < 1ms": 2.0,
+        "min < 1ms": 1.0,
+        "max < 1ms": 2.0,
+        "mean < 1ms": 1.08,
+        "errors < 1%": 4.0,
+        "errors.timeout < 1%": 1.6,
+        "errors.status_503 < 1%": 2.4,
+        "errors.refused < 1%": 0.0,
+        "dropped < 1%": 10 / 250 * 100,
+        "rps > 1": 100.0,
+        "ok_rps > 1": 96.0,
         "requests > 1": 250.0,
     }
     for text, value in expected.items():
@@ -164,9 +195,14 @@ def test_window_figures_equal_those_of_measure_for_every_scope() -> None:
     for index, second in enumerate(seconds):
         window.add(second)
         for scope in scopes:
-            expected = measure(seconds[max(0, index - 1):index + 1], **scope)
+            expected = measure(seconds[max(0, index - 1) : index + 1], **scope)
             got = window.figures(**scope)
-            assert (got.requests, got.ok, got.errors, got.seconds) == (expected.requests, expected.ok, expected.errors, expected.seconds)
+            assert (got.requests, got.ok, got.errors, got.seconds) == (
+                expected.requests,
+                expected.ok,
+                expected.errors,
+                expected.seconds,
+            )
             assert got.samples == expected.samples
             assert [got.latency_ms(p) for p in (50, 95, 100)] == [expected.latency_ms(p) for p in (50, 95, 100)]
 
@@ -181,7 +217,13 @@ def test_combine_equals_measuring_everything_at_once() -> None:
     whole = combine(parts)
     expected = measure(SHOP)
     assert (whole.requests, whole.ok, whole.errors, whole.seconds, whole.iterations, whole.dropped_arrivals) == (
-        expected.requests, expected.ok, expected.errors, expected.seconds, expected.iterations, expected.dropped_arrivals)
+        expected.requests,
+        expected.ok,
+        expected.errors,
+        expected.seconds,
+        expected.iterations,
+        expected.dropped_arrivals,
+    )
     assert histogram.stats(whole.histogram) == histogram.stats(expected.histogram)
     assert combine([]).histogram == b""
 
@@ -196,10 +238,12 @@ def test_scope_descriptions() -> None:
 
 def test_units_and_formats() -> None:
     assert [unit_of(parse_condition(text)) for text in ("p95 < 1s", "errors < 1%", "rps > 1", "requests > 1")] == [
-        "ms", "%", "req/s", ""]
+        "ms",
+        "%",
+        "req/s",
+        "",
+    ]
     assert format_limit(parse_condition("p95 < 1.5s")) == "< 1,500 ms"
     assert format_limit(parse_condition("errors.timeout <= 0.5%")) == "<= 0.5 %"
     assert format_value(0.0, "ms") == "0 ms"
     assert format_value(1234.56, "req/s") == "1,234.6 req/s"
-
-

@@ -36,13 +36,26 @@ def exporter(textfile_dir: Path) -> Iterator[str]:
 
 def write_plan(horde_cli: HordeCli, port: int, exporter_url: str, duration_s: int, **judged: Any) -> Path:
     plan = {
-        "version": 1, "name": "monitored",
+        "version": 1,
+        "name": "monitored",
         "target": {"base_url": f"http://127.0.0.1:{port}"},
-        "scenarios": [{"name": "s", "steps": [{"name": "home", "method": "GET", "path": "/"}],
-                       "workload": {"type": "open", "max_vus": 50, "stages": [{"duration_s": duration_s, "rate_per_s": 50}]}}],
-        "monitors": [{"name": "db", "type": "prometheus", "url": exporter_url, "node_exporter": True,
-                      "series": [{"name": GAUGE}]},
-                     {"name": "gen", "type": "host"}],
+        "scenarios": [
+            {
+                "name": "s",
+                "steps": [{"name": "home", "method": "GET", "path": "/"}],
+                "workload": {"type": "open", "max_vus": 50, "stages": [{"duration_s": duration_s, "rate_per_s": 50}]},
+            }
+        ],
+        "monitors": [
+            {
+                "name": "db",
+                "type": "prometheus",
+                "url": exporter_url,
+                "node_exporter": True,
+                "series": [{"name": GAUGE}],
+            },
+            {"name": "gen", "type": "host"},
+        ],
         **judged,
     }
     path = horde_cli.tmp_path / "plan.json"
@@ -50,12 +63,18 @@ def write_plan(horde_cli: HordeCli, port: int, exporter_url: str, duration_s: in
     return path
 
 
-def test_a_monitor_condition_stops_the_run_with_exit_16(horde_cli: HordeCli, target_process: Any,
-                                                        exporter: str, textfile_dir: Path) -> None:
+def test_a_monitor_condition_stops_the_run_with_exit_16(
+    horde_cli: HordeCli, target_process: Any, exporter: str, textfile_dir: Path
+) -> None:
     port = target_process()
-    plan = write_plan(horde_cli, port, exporter, 30,
-                      autostop=[{"when": f"monitor.db.{GAUGE} > 95 for 2s"}],
-                      thresholds=["monitor.db.memory.used_percent < 100", f"monitor.db.{GAUGE} < 90"])
+    plan = write_plan(
+        horde_cli,
+        port,
+        exporter,
+        30,
+        autostop=[{"when": f"monitor.db.{GAUGE} > 95 for 2s"}],
+        thresholds=["monitor.db.memory.used_percent < 100", f"monitor.db.{GAUGE} < 90"],
+    )
     write_gauge(textfile_dir, GAUGE, 40)
     # The database's CPU climbs a few seconds into the run (the run starts well within 1 s).
     rise = threading.Timer(3.0, write_gauge, (textfile_dir, GAUGE, 97))
@@ -96,30 +115,49 @@ def test_a_monitor_condition_stops_the_run_with_exit_16(horde_cli: HordeCli, tar
     assert autostop["message"] in shown.stdout and "thresholds — 1 of 2 passed" in shown.stdout
 
 
-def test_thresholds_on_monitors_pass_and_fail_a_run(horde_cli: HordeCli, target_process: Any,
-                                                     exporter: str, textfile_dir: Path) -> None:
+def test_thresholds_on_monitors_pass_and_fail_a_run(
+    horde_cli: HordeCli, target_process: Any, exporter: str, textfile_dir: Path
+) -> None:
     port = target_process()
     write_gauge(textfile_dir, GAUGE, 40)
-    plan = write_plan(horde_cli, port, exporter, 2, thresholds=[
-        f"monitor.db.{GAUGE} < 50", "monitor.gen.cpu.busy_percent <= 100", "monitor.gen.memory.used_percent > 100 for 2s",
-        "monitor.db.disk.no_such_disk.busy_percent < 1"])
+    plan = write_plan(
+        horde_cli,
+        port,
+        exporter,
+        2,
+        thresholds=[
+            f"monitor.db.{GAUGE} < 50",
+            "monitor.gen.cpu.busy_percent <= 100",
+            "monitor.gen.memory.used_percent > 100 for 2s",
+            "monitor.db.disk.no_such_disk.busy_percent < 1",
+        ],
+    )
     result = horde_cli.run("run", str(plan), "--summary-json", "summary.json")
     assert result.returncode == 4, result.stdout + result.stderr
     summary = json.loads((horde_cli.tmp_path / "summary.json").read_text())
     verdicts = [(verdict["condition"], verdict["passed"]) for verdict in summary["thresholds"]]
-    assert verdicts == [(f"monitor.db.{GAUGE} < 50", True), ("monitor.gen.cpu.busy_percent <= 100", True),
-                        ("monitor.gen.memory.used_percent > 100 for 2s", False), ("monitor.db.disk.no_such_disk.busy_percent < 1", False)]
+    assert verdicts == [
+        (f"monitor.db.{GAUGE} < 50", True),
+        ("monitor.gen.cpu.busy_percent <= 100", True),
+        ("monitor.gen.memory.used_percent > 100 for 2s", False),
+        ("monitor.db.disk.no_such_disk.busy_percent < 1", False),
+    ]
     messages = [verdict["message"] for verdict in summary["thresholds"]]
     assert messages[0] == f"monitor.db.{GAUGE} < 50 passed: worst 40"
     assert messages[2].startswith("monitor.gen.memory.used_percent > 100 for 2s failed: not > 100 from second 1")
-    assert messages[3] == "monitor.db.disk.no_such_disk.busy_percent < 1 failed: monitor db never gave disk.no_such_disk.busy_percent"
+    assert (
+        messages[3]
+        == "monitor.db.disk.no_such_disk.busy_percent < 1 failed: monitor db never gave disk.no_such_disk.busy_percent"
+    )
     assert "thresholds — 2 of 4 passed" in result.stdout and "no data" in result.stdout
 
 
 def test_a_condition_on_a_figure_the_monitor_never_gives_is_a_bad_plan(horde_cli: HordeCli) -> None:
     """The issue's own 'monitor.db.cpu_percent' on a node_exporter: exit 2 before any request,
     at its place, with the figure meant; `horde validate` says the same."""
-    plan = write_plan(horde_cli, 9, "http://127.0.0.1:9/metrics", 2, autostop=[{"when": "monitor.db.cpu_percent > 95 for 10s"}])
+    plan = write_plan(
+        horde_cli, 9, "http://127.0.0.1:9/metrics", 2, autostop=[{"when": "monitor.db.cpu_percent > 95 for 10s"}]
+    )
     for command in ("run", "validate"):
         result = horde_cli.run(command, str(plan))
         assert result.returncode == 2, result.stdout + result.stderr

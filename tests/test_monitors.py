@@ -32,8 +32,6 @@ from node_exporter import start_node_exporter, stop
 from postgres_cluster import PostgresPair, postgres_pair
 
 
-
-
 @pytest.fixture(scope="module")
 def node_exporter() -> Iterator[str]:
     with running_node_exporter() as url:
@@ -61,11 +59,16 @@ def _send_over_loopback(size: int) -> None:
 
 
 def test_a_node_exporter_scrape_gives_this_machines_host_figures(node_exporter: str) -> None:
-    monitor = PrometheusMonitor(name="node", url=node_exporter, node_exporter=True, series=[
-        {"name": "node_network_receive_bytes_total", "labels": {"device": "lo"}},
-        {"name": "node_cpu_seconds_total", "labels": {"mode": "~idle|user"}, "sum": True},
-        {"name": "node_filefd_maximum"},
-    ])
+    monitor = PrometheusMonitor(
+        name="node",
+        url=node_exporter,
+        node_exporter=True,
+        series=[
+            {"name": "node_network_receive_bytes_total", "labels": {"device": "lo"}},
+            {"name": "node_cpu_seconds_total", "labels": {"mode": "~idle|user"}, "sum": True},
+            {"name": "node_filefd_maximum"},
+        ],
+    )
     remote, local = PrometheusSource(monitor), HostSource(HostMonitor(name="gen"))
     remote.open()
     local.open()
@@ -85,15 +88,21 @@ def test_a_node_exporter_scrape_gives_this_machines_host_figures(node_exporter: 
     assert 0 <= scraped["cpu.busy_percent"] <= 100 and "node_cpu_seconds_total" in scraped
     assert scraped["tcp.time_wait"] >= 0 and read["tcp.time_wait"] >= 0
     assert_listed(HOST_FIGURES, read)
-    assert_listed(NODE_EXPORTER_FIGURES, scraped, kept=("node_network_receive_bytes_total", "node_cpu_seconds_total",
-                                                        "node_filefd_maximum"))
+    assert_listed(
+        NODE_EXPORTER_FIGURES,
+        scraped,
+        kept=("node_network_receive_bytes_total", "node_cpu_seconds_total", "node_filefd_maximum"),
+    )
     assert "tcp.close_wait" in read and "tcp.close_wait" not in scraped  # node_exporter gives two states
 
 
 def assert_listed(figures: tuple[str, ...], values: dict[str, float], kept: tuple[str, ...] = ()) -> None:
     """Every figure a real reading gave is in its source's list (the list the plan check uses)."""
-    unlisted = [key for key in values if not any(figure_matches(figure, key) for figure in figures)
-                and not key.startswith(kept or ("\0",))]
+    unlisted = [
+        key
+        for key in values
+        if not any(figure_matches(figure, key) for figure in figures) and not key.startswith(kept or ("\0",))
+    ]
     assert not unlisted
 
 
@@ -117,12 +126,19 @@ def test_counters_become_rates_across_a_reset_and_gauges_stay_values() -> None:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/metrics"
-        source = PrometheusSource(PrometheusMonitor(name="app", url=url, series=[
-            {"name": "requests_total", "labels": {"code": "~2.."}}, {"name": "queue_depth"}]))
+        source = PrometheusSource(
+            PrometheusMonitor(
+                name="app",
+                url=url,
+                series=[{"name": "requests_total", "labels": {"code": "~2.."}}, {"name": "queue_depth"}],
+            )
+        )
         readings = []
         for instant, (count, depth) in enumerate([(100, 7), (150, 9), (20, 3)]):
-            _Exporter.body = (f'# TYPE requests_total counter\nrequests_total{{code="200"}} {count}\n'
-                              f'requests_total{{code="500"}} 999\n# TYPE queue_depth gauge\nqueue_depth {depth}\n')
+            _Exporter.body = (
+                f'# TYPE requests_total counter\nrequests_total{{code="200"}} {count}\n'
+                f'requests_total{{code="500"}} 999\n# TYPE queue_depth gauge\nqueue_depth {depth}\n'
+            )
             readings.append(source.read(float(instant) * 2))
         assert readings[0] == {"queue_depth": 7.0}  # a counter's first reading is only its base
         assert readings[1] == {"requests_total.200": 25.0, "queue_depth": 9.0}
@@ -154,8 +170,9 @@ def test_time_wait_sockets_are_counted_as_the_kernel_counts_them() -> None:
 
 
 def test_time_wait_sockets_piling_up_are_diagnosed_from_real_sockets() -> None:
-    monitor = HostMonitor(name="gen", diagnosis={"time_wait_window_s": 2, "time_wait_growth_per_s": 100,
-                                                 "time_wait_min": 300})
+    monitor = HostMonitor(
+        name="gen", diagnosis={"time_wait_window_s": 2, "time_wait_growth_per_s": 100, "time_wait_min": 300}
+    )
     source, diagnosis = HostSource(monitor), Diagnosis([monitor])
     source.read(time.monotonic())
     counts = []
@@ -171,8 +188,10 @@ def test_time_wait_sockets_piling_up_are_diagnosed_from_real_sockets() -> None:
     assert (finding.rule, finding.second, finding.metric) == ("time_wait", 1, "tcp.time_wait")
     growth = (counts[2] - counts[0]) / 2
     assert growth >= 300  # 800 new time-wait sockets over the window's 2 s (others come and go)
-    assert finding.message == (f"gen: time-wait sockets piling up: from {counts[0]:,.0f} to {counts[2]:,.0f} in 2 s "
-                               f"(+{growth:,.0f}/s) from second 1")
+    assert finding.message == (
+        f"gen: time-wait sockets piling up: from {counts[0]:,.0f} to {counts[2]:,.0f} in 2 s "
+        f"(+{growth:,.0f}/s) from second 1"
+    )
 
 
 def test_an_interface_past_its_link_speed_is_diagnosed_saturated() -> None:
@@ -195,10 +214,16 @@ def test_an_interface_past_its_link_speed_is_diagnosed_saturated() -> None:
         assert values["net.lo.link_percent"] == pytest.approx(100 * busiest * 8 / 1e6 / 8)
         assert values["net.lo.link_percent"] > 300
     (finding,) = diagnosis.findings
-    assert (finding.rule, finding.subject, finding.second, finding.metric) == ("nic_saturated", "lo", 1, "net.lo.link_percent")
+    assert (finding.rule, finding.subject, finding.second, finding.metric) == (
+        "nic_saturated",
+        "lo",
+        1,
+        "net.lo.link_percent",
+    )
     worst = max(values["net.lo.link_percent"] for values in readings)
-    assert finding.message == (f"gen: interface lo saturated: above 90 % of its 8 Mbit/s for 2 s from second 1 "
-                               f"(up to {worst:.0f} %)")
+    assert finding.message == (
+        f"gen: interface lo saturated: above 90 % of its 8 Mbit/s for 2 s from second 1 (up to {worst:.0f} %)"
+    )
 
 
 def test_sockets_are_counted_by_state_as_proc_net_tcp_lists_them() -> None:
@@ -254,9 +279,19 @@ def test_a_primary_and_its_standby_under_updates_with_a_long_standby_transaction
         primary.execute("SELECT pg_stat_statements_reset()")
         created = primary.execute("SELECT pg_current_wal_lsn()::text").fetchone()
     _replayed(pair, str(created[0]) if created else "0/0")
-    monitor = PostgresMonitor(name="pg", dsn=pair.primary, diagnosis={
-        "xmin_age_limit": 300, "xmin_for_s": 3, "dead_tuples_min": 500, "dead_tuples_growth_per_s": 20,
-        "dead_tuples_window_s": 4, "lag_window_s": 4, "lag_min_bytes": 50_000})
+    monitor = PostgresMonitor(
+        name="pg",
+        dsn=pair.primary,
+        diagnosis={
+            "xmin_age_limit": 300,
+            "xmin_for_s": 3,
+            "dead_tuples_min": 500,
+            "dead_tuples_growth_per_s": 20,
+            "dead_tuples_window_s": 4,
+            "lag_window_s": 4,
+            "lag_min_bytes": 50_000,
+        },
+    )
     source = PostgresSource(monitor)
     source.open()
     # The standby: a long transaction (its snapshot is what hot_standby_feedback reports), and
@@ -309,12 +344,15 @@ def test_a_primary_and_its_standby_under_updates_with_a_long_standby_transaction
     last = source.read(now)
     with psycopg.connect(pair.primary, autocommit=True) as primary:
         dead, hot, updated = primary.execute(
-            "SELECT n_dead_tup, n_tup_hot_upd, n_tup_upd FROM pg_stat_user_tables WHERE relname = 'items'").fetchone()
+            "SELECT n_dead_tup, n_tup_hot_upd, n_tup_upd FROM pg_stat_user_tables WHERE relname = 'items'"
+        ).fetchone()
         standby_name, xmin_age, lag_bytes = primary.execute(
             "SELECT application_name, age(backend_xmin), pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn) "
-            "FROM pg_stat_replication").fetchone()
+            "FROM pg_stat_replication"
+        ).fetchone()
         update_calls = primary.execute(
-            "SELECT sum(calls) FROM pg_stat_statements WHERE query ILIKE 'UPDATE items%'").fetchone()[0]
+            "SELECT sum(calls) FROM pg_stat_statements WHERE query ILIKE 'UPDATE items%'"
+        ).fetchone()[0]
     reader.close()
     standby.execute("SELECT pg_wal_replay_resume()")
     standby.close()
@@ -328,10 +366,15 @@ def test_a_primary_and_its_standby_under_updates_with_a_long_standby_transaction
     assert last["replication_lag_bytes"] == pytest.approx(float(lag_bytes), abs=64_000) and lag_bytes > 50_000
     assert last["standby_xmin_age"] >= 300 and last["statements.from_pg_stat_statements"] == 1.0
     # Rates add up to the counts: the statement mix's updates over the run are the updates sent.
-    intervals = [samples[0].elapsed_s] + [b.elapsed_s - a.elapsed_s for a, b in zip(samples, samples[1:])] + [
-        now - start - samples[-1].elapsed_s]
-    counted = sum(values.get("statements.update_per_s", 0.0) * interval
-                  for values, interval in zip([s.values or {} for s in samples] + [last], intervals))
+    intervals = (
+        [samples[0].elapsed_s]
+        + [b.elapsed_s - a.elapsed_s for a, b in zip(samples, samples[1:])]
+        + [now - start - samples[-1].elapsed_s]
+    )
+    counted = sum(
+        values.get("statements.update_per_s", 0.0) * interval
+        for values, interval in zip([s.values or {} for s in samples] + [last], intervals)
+    )
     assert counted == pytest.approx(float(update_calls), rel=0.01) and update_calls == updates
     assert 0 < last.get("hot_update_percent", 50) <= 100 and 0 < hot < updated
     assert all(0 <= (s.values or {}).get("cache_hit_percent", 100) <= 100 for s in samples)
@@ -340,12 +383,16 @@ def test_a_primary_and_its_standby_under_updates_with_a_long_standby_transaction
     # The diagnosis: the seed's hot_standby_feedback case, dead tuples, and a lag that only grows.
     rules = {finding.rule: finding for finding in diagnosis.findings}
     assert {"standby_feedback", "dead_tuples", "replication_lag"} <= set(rules), [f.message for f in diagnosis.findings]
-    assert "holds back vacuum" in rules["standby_feedback"].message and "from second" in rules["standby_feedback"].message
+    assert (
+        "holds back vacuum" in rules["standby_feedback"].message and "from second" in rules["standby_feedback"].message
+    )
     assert rules["dead_tuples"].subject == "public.items"
 
 
-_DATABASE_COUNTERS = ("SELECT xact_commit + xact_rollback, xact_rollback, tup_fetched, temp_bytes, deadlocks "
-                      "FROM pg_stat_database WHERE datname = 'figures'")
+_DATABASE_COUNTERS = (
+    "SELECT xact_commit + xact_rollback, xact_rollback, tup_fetched, temp_bytes, deadlocks "
+    "FROM pg_stat_database WHERE datname = 'figures'"
+)
 
 
 def test_postgres_figures_add_up_to_what_postgresql_counts(pair: PostgresPair) -> None:
@@ -371,8 +418,9 @@ def _figures_add_up(pair: PostgresPair, observer: psycopg.Connection[tuple[objec
         it counted as it exits, before it leaves pg_stat_activity: what the ones that closed
         did is then counted."""
         deadline = time.monotonic() + 10
-        while observer.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = 'figures' "
-                               "AND backend_type = 'client backend'").fetchone() != (count,):
+        while observer.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = 'figures' AND backend_type = 'client backend'"
+        ).fetchone() != (count,):
             assert time.monotonic() < deadline, "connections to the database did not end"
             time.sleep(0.02)
 
@@ -392,7 +440,9 @@ def _figures_add_up(pair: PostgresPair, observer: psycopg.Connection[tuple[objec
     with psycopg.connect(dsn, autocommit=True) as setup:
         setup.execute("CREATE EXTENSION pg_stat_statements")
         # Not vacuumed nor analysed by autovacuum meanwhile: a worker's own transactions would count.
-        setup.execute("CREATE TABLE accounts (id int PRIMARY KEY, balance int NOT NULL) WITH (autovacuum_enabled = off)")
+        setup.execute(
+            "CREATE TABLE accounts (id int PRIMARY KEY, balance int NOT NULL) WITH (autovacuum_enabled = off)"
+        )
         setup.execute("INSERT INTO accounts SELECT i, 100 FROM generate_series(1, 1000) i")
     connected(0)
     source = PostgresSource(PostgresMonitor(name="pg", dsn=dsn))
@@ -431,7 +481,9 @@ def _figures_add_up(pair: PostgresPair, observer: psycopg.Connection[tuple[objec
             sent[verb] += 1
         # A sort far past work_mem spills to a temporary file.
         load.execute("SET work_mem = '64kB'")
-        assert len(load.execute("SELECT i FROM generate_series(1, 100000) i ORDER BY md5(i::text)").fetchall()) == 100_000
+        assert (
+            len(load.execute("SELECT i FROM generate_series(1, 100000) i ORDER BY md5(i::text)").fetchall()) == 100_000
+        )
     read()
     # Two transactions each holding the row the other wants: a waits (a lock not granted), then
     # b asks too, and PostgreSQL ends one of them as a deadlock.
@@ -470,14 +522,18 @@ def _figures_add_up(pair: PostgresPair, observer: psycopg.Connection[tuple[objec
 
     def counted(figure: str) -> float:
         """A rate's figure over every interval: what the monitor says happened since the base."""
-        return sum(values.get(figure, 0.0) * (now - before)
-                   for (before, _), (now, values) in zip(readings, readings[1:]))
+        return sum(
+            values.get(figure, 0.0) * (now - before) for (before, _), (now, values) in zip(readings, readings[1:])
+        )
 
     transactions, rollbacks, fetched, temp_bytes, deadlocks = (after - before for after, before in zip(last, base))
     statements = sum(sent.values())
     # Each of the monitor's readings counts the same few transactions of its own, published
     # after the reading: they cancel out.
-    assert counted("transactions_per_s") == pytest.approx(transactions, abs=3), (counted("transactions_per_s"), transactions)
+    assert counted("transactions_per_s") == pytest.approx(transactions, abs=3), (
+        counted("transactions_per_s"),
+        transactions,
+    )
     assert transactions >= statements
     assert counted("rollbacks_per_s") == pytest.approx(rollbacks) and rollbacks == 2  # the deadlock's two
     assert counted("rows.fetched_per_s") == pytest.approx(fetched, abs=300)
@@ -510,12 +566,25 @@ def _fresh_database(pair: PostgresPair, name: str) -> str:
 _KINDS_SENT = [
     ("/* app: web, route: /items */ SELECT count(*) FROM items", (), "select", 3),
     ("-- refill one row\nUPDATE items SET hits = hits + 1 WHERE id = 1", (), "update", 4),
-    ("WITH chosen AS (SELECT id FROM items WHERE id <= 2) "
-     "UPDATE items SET hits = hits + 1 FROM chosen WHERE items.id = chosen.id", (), "update", 2),
-    ("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3) SELECT sum(i) FROM n",
-     (), "select", 2),
-    ("WITH gone AS (DELETE FROM items WHERE id = %s RETURNING *) INSERT INTO archive SELECT * FROM gone",
-     (11,), "insert", 5),
+    (
+        "WITH chosen AS (SELECT id FROM items WHERE id <= 2) "
+        "UPDATE items SET hits = hits + 1 FROM chosen WHERE items.id = chosen.id",
+        (),
+        "update",
+        2,
+    ),
+    (
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3) SELECT sum(i) FROM n",
+        (),
+        "select",
+        2,
+    ),
+    (
+        "WITH gone AS (DELETE FROM items WHERE id = %s RETURNING *) INSERT INTO archive SELECT * FROM gone",
+        (11,),
+        "insert",
+        5,
+    ),
     ("WITH \"odd ) name\" AS MATERIALIZED (SELECT ')' AS p) DELETE FROM archive WHERE id = %s", (11,), "delete", 1),
     ("/* outer /* nested */ still a comment */ INSERT INTO archive VALUES (%s, 0)", (900,), "insert", 2),
     ("(SELECT 1) UNION ALL (SELECT 2)", (), "select", 1),
@@ -560,16 +629,19 @@ def test_the_hot_share_of_a_run_is_postgresqls_hot_updates_over_its_updates(pair
     dsn = _fresh_database(pair, "hot")
     with psycopg.connect(dsn, autocommit=True) as setup:
         # Room on each page for new versions; no autovacuum or autoanalyze to count updates of its own.
-        setup.execute("CREATE TABLE accounts (id int PRIMARY KEY, balance int NOT NULL, tag int NOT NULL) "
-                      "WITH (fillfactor = 50, autovacuum_enabled = off)")
+        setup.execute(
+            "CREATE TABLE accounts (id int PRIMARY KEY, balance int NOT NULL, tag int NOT NULL) "
+            "WITH (fillfactor = 50, autovacuum_enabled = off)"
+        )
         setup.execute("CREATE INDEX accounts_tag ON accounts (tag)")
         setup.execute("INSERT INTO accounts SELECT i, 0, 0 FROM generate_series(1, 1000) i")
     source = PostgresSource(PostgresMonitor(name="pg", dsn=dsn))
     source.open()
 
     def counters(connection: psycopg.Connection[tuple[object, ...]]) -> tuple[int, int]:
-        row = connection.execute("SELECT n_tup_hot_upd, n_tup_upd FROM pg_stat_user_tables "
-                                 "WHERE relname = 'accounts'").fetchone()
+        row = connection.execute(
+            "SELECT n_tup_hot_upd, n_tup_upd FROM pg_stat_user_tables WHERE relname = 'accounts'"
+        ).fetchone()
         assert row is not None
         return int(row[0]), int(row[1])  # type: ignore[call-overload]
 
@@ -596,21 +668,38 @@ def test_the_hot_share_of_a_run_is_postgresqls_hot_updates_over_its_updates(pair
 def test_the_cache_hit_share_of_a_run_is_its_hits_over_its_blocks_accessed() -> None:
     """Two seconds as a PostgreSQL reading gives them: 990 hits of 1,000 blocks, then 5 of 10.
     The run's share is 995 of 1,010 blocks (98.515 %), not the readings' plain mean (74.5 %)."""
-    readings = [MonitorSample("pg", 1, 1.0, 0.0, {"cache_hit_percent": 99.0, "blocks.accessed_per_s": 1000.0}),
-                MonitorSample("pg", 2, 2.0, 0.0, {"cache_hit_percent": 50.0, "blocks.accessed_per_s": 10.0})]
+    readings = [
+        MonitorSample("pg", 1, 1.0, 0.0, {"cache_hit_percent": 99.0, "blocks.accessed_per_s": 1000.0}),
+        MonitorSample("pg", 2, 2.0, 0.0, {"cache_hit_percent": 50.0, "blocks.accessed_per_s": 10.0}),
+    ]
     block = monitors_block({"pg": "postgres"}, set(), {"pg": readings}, [], [])
     figure = block["sources"]["pg"]["figures"]["cache_hit_percent"]
     assert figure["mean"] == pytest.approx(100.0 * 995 / 1010, abs=0.001)
     assert (figure["max"], figure["last"]) == (99.0, 50.0)
 
 
-def test_a_run_with_monitors_stores_them_on_its_time_axis(horde_cli: HordeCli, node_exporter: str,
-                                                           target_process: object) -> None:
+def test_a_run_with_monitors_stores_them_on_its_time_axis(
+    horde_cli: HordeCli, node_exporter: str, target_process: object
+) -> None:
     port = target_process()  # type: ignore[operator]
     horde_cli.store_path.parent.mkdir(parents=True, exist_ok=True)
-    result = horde_cli.run("run", "--url", f"http://127.0.0.1:{port}/", "--rate", "100", "--duration", "4s",
-                           "--monitor", "gen=host", "--monitor", f"node={node_exporter}",
-                           "--monitor", "gone=postgresql://horde@127.0.0.1:1/none", "--summary-json", "summary.json")
+    result = horde_cli.run(
+        "run",
+        "--url",
+        f"http://127.0.0.1:{port}/",
+        "--rate",
+        "100",
+        "--duration",
+        "4s",
+        "--monitor",
+        "gen=host",
+        "--monitor",
+        f"node={node_exporter}",
+        "--monitor",
+        "gone=postgresql://horde@127.0.0.1:1/none",
+        "--summary-json",
+        "summary.json",
+    )
     assert result.returncode == 0, result.stderr
     assert "warning: monitor gone: cannot connect" in result.stdout + result.stderr
     summary = json.loads((horde_cli.tmp_path / "summary.json").read_text())
@@ -635,14 +724,17 @@ def _stored_node_samples(store_path: Path) -> list[tuple[int, bool]]:
     """(second, is a gap) of monitor 'node''s samples stored so far (read while the run writes)."""
     try:
         with closing(sqlite3.connect(f"file:{store_path}?mode=ro", uri=True, timeout=1)) as database:
-            rows = database.execute("SELECT second, values_json IS NULL FROM monitor_samples WHERE monitor = 'node' "
-                                    "ORDER BY second").fetchall()
+            rows = database.execute(
+                "SELECT second, values_json IS NULL FROM monitor_samples WHERE monitor = 'node' ORDER BY second"
+            ).fetchall()
     except sqlite3.Error:
         return []  # not made yet, or busy: asked again
     return [(int(second), bool(gap)) for second, gap in rows]
 
 
-def test_an_exporter_stopped_mid_run_is_a_gap_then_its_series_resumes(horde_cli: HordeCli, target_process: object) -> None:
+def test_an_exporter_stopped_mid_run_is_a_gap_then_its_series_resumes(
+    horde_cli: HordeCli, target_process: object
+) -> None:
     """node_exporter is stopped once its first sample is stored and started again on the same
     port after two gaps: the run succeeds, its series shows the gap and resumes."""
     port = target_process()  # type: ignore[operator]
@@ -664,8 +756,19 @@ def test_an_exporter_stopped_mid_run_is_a_gap_then_its_series_resumes(horde_cli:
     driver = threading.Thread(target=outage)
     driver.start()
     try:
-        result = horde_cli.run("run", "--url", f"http://127.0.0.1:{port}/", "--rate", "50", "--duration", "6s",
-                               "--monitor", f"node=http://127.0.0.1:{exporter_port}/metrics", "--summary-json", "summary.json")
+        result = horde_cli.run(
+            "run",
+            "--url",
+            f"http://127.0.0.1:{port}/",
+            "--rate",
+            "50",
+            "--duration",
+            "6s",
+            "--monitor",
+            f"node=http://127.0.0.1:{exporter_port}/metrics",
+            "--summary-json",
+            "summary.json",
+        )
     finally:
         done.set()
         driver.join(timeout=20)

@@ -22,8 +22,12 @@ def _samples(rows: list[dict[str, float]]) -> list[MonitorSample]:
 
 
 def _table(dead: float, runs: float, written: float) -> dict[str, float]:
-    return {"tables.public.items.dead_tuples": dead, "tables.public.items.autovacuum_runs": runs,
-            "rows.updated_per_s": written, "rows.deleted_per_s": 0.0}
+    return {
+        "tables.public.items.dead_tuples": dead,
+        "tables.public.items.autovacuum_runs": runs,
+        "rows.updated_per_s": written,
+        "rows.deleted_per_s": 0.0,
+    }
 
 
 def _sawtooth(period_s: float, seconds: int = 90) -> list[dict[str, float]]:
@@ -62,8 +66,10 @@ def test_dead_tuples_autovacuum_cannot_remove_are_autovacuum_outrun() -> None:
     # A standby's feedback holds vacuum back: a run a second, each leaving all it found.
     held = [_table(500 + 1500 * second, 1, 1500) for second in range(1, 40)]
     [message] = _findings(held)
-    assert message.startswith("pg: table public.items: dead tuples outrunning autovacuum from second 1: "
-                              "a trend of +1,500/s over 10 s to 17,000; the autovacuum run read at second 11")
+    assert message.startswith(
+        "pg: table public.items: dead tuples outrunning autovacuum from second 1: "
+        "a trend of +1,500/s over 10 s to 17,000; the autovacuum run read at second 11"
+    )
     assert "(10 in that time) left at least 14,000, against 2,000 at second 1" in message
 
 
@@ -89,12 +95,14 @@ def test_dead_tuples_growing_with_no_autovacuum_run_are_said_to_grow_unvacuumed(
 def test_the_hot_share_of_a_run_is_its_hot_updates_over_its_updates() -> None:
     # 1,000 updates 90 % HOT, 3,000 updates 50 % HOT, a second without updates, a gap, then 500
     # updates 0 % HOT: 900 + 1,500 HOT of 4,500, 53.333 %; the mean of the three shares is 46.667 %.
-    samples = [MonitorSample("pg", 1, 1.0, 0.0, {"hot_update_percent": 90.0, "rows.updated_per_s": 1000.0}),
-               MonitorSample("pg", 2, 2.0, 0.0, {"hot_update_percent": 50.0, "rows.updated_per_s": 3000.0}),
-               MonitorSample("pg", 3, 3.0, 0.0, {"rows.updated_per_s": 0.0}),
-               MonitorSample("pg", 4, 4.0, 0.0, None, "cannot connect"),
-               # Its rate spans the gap: 500 updates over 2 s.
-               MonitorSample("pg", 5, 5.0, 0.0, {"hot_update_percent": 0.0, "rows.updated_per_s": 250.0})]
+    samples = [
+        MonitorSample("pg", 1, 1.0, 0.0, {"hot_update_percent": 90.0, "rows.updated_per_s": 1000.0}),
+        MonitorSample("pg", 2, 2.0, 0.0, {"hot_update_percent": 50.0, "rows.updated_per_s": 3000.0}),
+        MonitorSample("pg", 3, 3.0, 0.0, {"rows.updated_per_s": 0.0}),
+        MonitorSample("pg", 4, 4.0, 0.0, None, "cannot connect"),
+        # Its rate spans the gap: 500 updates over 2 s.
+        MonitorSample("pg", 5, 5.0, 0.0, {"hot_update_percent": 0.0, "rows.updated_per_s": 250.0}),
+    ]
     block = monitors_block({"pg": "postgres"}, set(), {"pg": samples}, [], [])
     figure = block["sources"]["pg"]["figures"]["hot_update_percent"]
     assert figure == {"mean": 53.333, "max": 90.0, "last": 0.0}
@@ -108,17 +116,21 @@ def test_the_hot_share_of_a_run_is_its_hot_updates_over_its_updates() -> None:
 
 
 def test_a_standby_xmin_age_is_labelled_as_the_rule_fired_and_at_the_runs_peak() -> None:
-    monitor = PostgresMonitor(name="pg", dsn="postgresql://db/app",
-                              diagnosis={"xmin_age_limit": 10_000, "xmin_for_s": 3})
+    monitor = PostgresMonitor(
+        name="pg", dsn="postgresql://db/app", diagnosis={"xmin_age_limit": 10_000, "xmin_for_s": 3}
+    )
     ages = [5_000, 12_000, 20_000, 36_925, 60_000, 117_589, 90_000]
-    samples = _samples([{"replication.s1.xmin_age": age, "dead_tuples": 1000.0 * second}
-                        for second, age in enumerate(ages, 1)])
+    samples = _samples(
+        [{"replication.s1.xmin_age": age, "dead_tuples": 1000.0 * second} for second, age in enumerate(ages, 1)]
+    )
     diagnosis = Diagnosis([monitor])
     for sample in samples:
         diagnosis.observe(sample)
     [finding] = diagnosis.findings
-    assert ("was over 10,000 transactions old from second 2 "
-            "(36,925 transactions old as this rule fired, at second 4)") in finding.message
+    assert (
+        "was over 10,000 transactions old from second 2 (36,925 transactions old as this rule fired, at second 4)"
+    ) in finding.message
     [crossing] = limit_crossings([monitor], {"pg": samples}, [finding.to_json()])
-    assert crossing.phrase == ("pg standby s1 holding back vacuum from second 2 "
-                               "(its xmin 117,589 transactions old at the run's peak)")
+    assert crossing.phrase == (
+        "pg standby s1 holding back vacuum from second 2 (its xmin 117,589 transactions old at the run's peak)"
+    )

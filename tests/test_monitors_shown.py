@@ -33,10 +33,14 @@ RUN_SECONDS = 8
 MONITOR_CHARTS = ("chart-monitor-gen", "chart-monitor-node")
 #: The latency chart zoomed to seconds 2..5: every chart over the run's time axis follows.
 ZOOM = "Plotly.relayout(document.getElementById('chart-latency'), {'xaxis.range': [2, 5]}).then(() => true)"
-FOLLOWED = ("['chart-monitor-gen', 'chart-monitor-node', 'chart-throughput'].every(id => "
-            "JSON.stringify(document.getElementById(id).layout.xaxis.range) === '[2,5]')")
-DRAWN = ("%s.every(id => { const e = document.getElementById(id); return e && e.querySelector('.main-svg') && "
-         "Math.max(0, ...(e.data || []).map(trace => (trace.x || []).length)) >= 2; })" % json.dumps(list(MONITOR_CHARTS)))
+FOLLOWED = (
+    "['chart-monitor-gen', 'chart-monitor-node', 'chart-throughput'].every(id => "
+    "JSON.stringify(document.getElementById(id).layout.xaxis.range) === '[2,5]')"
+)
+DRAWN = (
+    "%s.every(id => { const e = document.getElementById(id); return e && e.querySelector('.main-svg') && "
+    "Math.max(0, ...(e.data || []).map(trace => (trace.x || []).length)) >= 2; })" % json.dumps(list(MONITOR_CHARTS))
+)
 DIAGNOSIS = "document.querySelector('#diagnosis li[data-rule=host_cpu]')?.textContent"
 
 
@@ -60,14 +64,37 @@ def monitored(builtin_target: Any, tmp_path_factory: pytest.TempPathFactory) -> 
     horde = HordeCli(tmp_path_factory.mktemp("monitored"))
     with node_exporter(textfile) as url:
         plan = horde.tmp_path / "plan.json"
-        plan.write_text(json.dumps({
-            "version": 1, "name": "monitored", "target": {"base_url": f"http://127.0.0.1:{builtin_target.port}"},
-            "scenarios": [{"name": "s", "steps": [{"name": "home", "method": "GET", "path": "/delay/2"}],
-                           "workload": {"type": "open", "max_vus": 20, "stages": [{"duration_s": RUN_SECONDS, "rate_per_s": 50}]}}],
-            # A CPU rule this machine meets while it runs the load: a real diagnosis, live and stored.
-            "monitors": [{"name": "gen", "type": "host", "diagnosis": {"cpu_percent": 0.1, "cpu_for_s": 2}},
-                         {"name": "node", "type": "prometheus", "url": url, "node_exporter": True, "series": [{"name": GAUGE}]}],
-        }))
+        plan.write_text(
+            json.dumps(
+                {
+                    "version": 1,
+                    "name": "monitored",
+                    "target": {"base_url": f"http://127.0.0.1:{builtin_target.port}"},
+                    "scenarios": [
+                        {
+                            "name": "s",
+                            "steps": [{"name": "home", "method": "GET", "path": "/delay/2"}],
+                            "workload": {
+                                "type": "open",
+                                "max_vus": 20,
+                                "stages": [{"duration_s": RUN_SECONDS, "rate_per_s": 50}],
+                            },
+                        }
+                    ],
+                    # A CPU rule this machine meets while it runs the load: a real diagnosis, live and stored.
+                    "monitors": [
+                        {"name": "gen", "type": "host", "diagnosis": {"cpu_percent": 0.1, "cpu_for_s": 2}},
+                        {
+                            "name": "node",
+                            "type": "prometheus",
+                            "url": url,
+                            "node_exporter": True,
+                            "series": [{"name": GAUGE}],
+                        },
+                    ],
+                }
+            )
+        )
         port = free_tcp_port()
         process = horde.popen("run", str(plan), "--workers", "1", "--prometheus", str(port))
         try:
@@ -78,7 +105,9 @@ def monitored(builtin_target: Any, tmp_path_factory: pytest.TempPathFactory) -> 
             process.communicate(timeout=20)
 
 
-def test_the_dashboard_shows_monitors_live_with_the_diagnosis_and_a_shared_zoom(monitored: MonitoredRun, tmp_path: Path) -> None:
+def test_the_dashboard_shows_monitors_live_with_the_diagnosis_and_a_shared_zoom(
+    monitored: MonitoredRun, tmp_path: Path
+) -> None:
     chromium_or_skip()
     with DashboardServer(monitored.horde.store_url) as server, Browser(tmp_path / "profile") as browser:
         browser.open(f"{server.url}runs/{monitored.run_id}")
@@ -88,7 +117,10 @@ def test_the_dashboard_shows_monitors_live_with_the_diagnosis_and_a_shared_zoom(
         assert browser.evaluate("document.getElementById('status').textContent") == "running"
         scraped = _scrape(monitored.prometheus_port)
         # prometheus-client writes labels in name order and every value as a float.
-        assert f'horde_monitor_value{{metric="{GAUGE}",monitor="node",plan="monitored",run="{monitored.run_id}"}} 42.0' in scraped
+        assert (
+            f'horde_monitor_value{{metric="{GAUGE}",monitor="node",plan="monitored",run="{monitored.run_id}"}} 42.0'
+            in scraped
+        )
         assert f'horde_monitor_up{{monitor="gen",plan="monitored",run="{monitored.run_id}"}} 1.0' in scraped
         assert 'horde_monitor_value{metric="cpu.busy_percent",monitor="' in scraped
 
@@ -98,12 +130,17 @@ def test_the_dashboard_shows_monitors_live_with_the_diagnosis_and_a_shared_zoom(
         browser.screenshot(ARTIFACTS / "dashboard-monitors-live.png")
 
         assert monitored.finished() == 0
-        browser.wait_for("document.getElementById('status').textContent === 'finished'", timeout_s=15,
-                         what="the page to show the run ended")
+        browser.wait_for(
+            "document.getElementById('status').textContent === 'finished'",
+            timeout_s=15,
+            what="the page to show the run ended",
+        )
         ended = browser.wait_for(DIAGNOSIS, timeout_s=10, what="the stored diagnosis")
         assert ended == live  # the stored block says what the live view said
-        rows = browser.evaluate("Array.from(document.querySelectorAll('[data-section=monitors] tbody tr'))"
-                                ".map(row => row.cells[0].textContent)")
+        rows = browser.evaluate(
+            "Array.from(document.querySelectorAll('[data-section=monitors] tbody tr'))"
+            ".map(row => row.cells[0].textContent)"
+        )
         assert rows == ["gen", "node"]
         browser.wait_for(DRAWN, timeout_s=10, what="the finished run's panels")
         assert browser.errors() == []
@@ -117,7 +154,8 @@ def _scrape(port: int) -> str:
 
 
 def test_the_report_draws_each_monitor_with_the_diagnosis_and_zooms_them_with_latency(
-        monitored: MonitoredRun, tmp_path: Path) -> None:
+    monitored: MonitoredRun, tmp_path: Path
+) -> None:
     assert monitored.finished() == 0
     page = ARTIFACTS / "report-monitors.html"
     ARTIFACTS.mkdir(exist_ok=True)
@@ -128,7 +166,10 @@ def test_the_report_draws_each_monitor_with_the_diagnosis_and_zooms_them_with_la
     assert [finding["rule"] for finding in diagnosis] == ["host_cpu"]
     dom = open_in_browser(page, ARTIFACTS / "report-monitors.png", tmp_path / "report-profile")
     assert_charts_drawn(dom, ("chart-latency", *MONITOR_CHARTS))
-    assert f'data-rule="host_cpu" data-monitor="gen" data-second="{diagnosis[0]["second"]}">{diagnosis[0]["message"]}</li>' in dom
+    assert (
+        f'data-rule="host_cpu" data-monitor="gen" data-second="{diagnosis[0]["second"]}">{diagnosis[0]["message"]}</li>'
+        in dom
+    )
     with Browser(tmp_path / "profile") as browser:
         browser.open(page.resolve().as_uri())
         browser.wait_for(DRAWN, timeout_s=20, what="the report's monitor charts")
@@ -147,7 +188,8 @@ def test_export_gives_the_stored_samples_as_csv_columns_and_json_rows(monitored:
     assert document["gen"]["type"] == "host" and document["node"]["type"] == "prometheus"
     for name in ("gen", "node"):
         assert [(row["second"], row["values"]) for row in document[name]["samples"]] == [
-            (sample.second, sample.values) for sample in samples[name]]
+            (sample.second, sample.values) for sample in samples[name]
+        ]
     table = monitored.horde.run("export", monitored.run_id)
     assert table.returncode == 0, table.stderr
     rows = list(csv.DictReader(io.StringIO(table.stdout)))

@@ -21,20 +21,26 @@ from horde.plan import Plan, plan_from_dict
 
 
 def plan_with(*workloads: dict[str, Any], base_url: str = "http://127.0.0.1:8080") -> Plan:
-    return plan_from_dict({
-        "version": 1,
-        "name": "p",
-        "target": {"base_url": base_url, "headers": {"accept": "text/plain"}},
-        "scenarios": [
-            {"name": f"s{index}", "steps": [{"name": "home", "method": "GET", "path": "/"}], "workload": workload}
-            for index, workload in enumerate(workloads)
-        ],
-    })
+    return plan_from_dict(
+        {
+            "version": 1,
+            "name": "p",
+            "target": {"base_url": base_url, "headers": {"accept": "text/plain"}},
+            "scenarios": [
+                {"name": f"s{index}", "steps": [{"name": "home", "method": "GET", "path": "/"}], "workload": workload}
+                for index, workload in enumerate(workloads)
+            ],
+        }
+    )
 
 
 CLOSED = {"type": "closed", "start_vus": 2, "stages": [{"duration_s": 5, "vus": 20}, {"duration_s": 10, "vus": 8}]}
-OPEN = {"type": "open", "start_rate_per_s": 0, "stages": [{"duration_s": 4, "rate_per_s": 30}, {"duration_s": 6, "rate_per_s": 50}],
-        "max_vus": 40}
+OPEN = {
+    "type": "open",
+    "start_rate_per_s": 0,
+    "stages": [{"duration_s": 4, "rate_per_s": 30}, {"duration_s": 6, "rate_per_s": 50}],
+    "max_vus": 40,
+}
 
 
 def workloads(plan: Plan) -> list[dict[str, Any]]:
@@ -46,8 +52,20 @@ def workloads(plan: Plan) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("90", 90.0), ("90s", 90.0), ("1m30s", 90.0), ("250ms", 0.25), ("2h", 7200.0), ("1h30m", 5400.0),
-     ("1.5", 1.5), ("1.5s", 1.5), (" 30S ", 30.0), ("0", 0.0), ("2m0.5s", 120.5), ("1s500ms", 1.5)],
+    [
+        ("90", 90.0),
+        ("90s", 90.0),
+        ("1m30s", 90.0),
+        ("250ms", 0.25),
+        ("2h", 7200.0),
+        ("1h30m", 5400.0),
+        ("1.5", 1.5),
+        ("1.5s", 1.5),
+        (" 30S ", 30.0),
+        ("0", 0.0),
+        ("2m0.5s", 120.5),
+        ("1s500ms", 1.5),
+    ],
 )
 def test_parse_duration(text: str, seconds: float) -> None:
     assert parse_duration(text) == pytest.approx(seconds)
@@ -76,8 +94,13 @@ def test_parse_duration_refuses_negative_and_non_finite_numbers(text: str) -> No
 
 @pytest.mark.parametrize(
     ("text", "header"),
-    [("Accept: text/plain", ("Accept", "text/plain")), ("X-A:b", ("X-A", "b")), ("  X-A :  b c ", ("X-A", "b c")),
-     ("Authorization: Bearer a:b", ("Authorization", "Bearer a:b")), ("X-Empty:", ("X-Empty", ""))],
+    [
+        ("Accept: text/plain", ("Accept", "text/plain")),
+        ("X-A:b", ("X-A", "b")),
+        ("  X-A :  b c ", ("X-A", "b c")),
+        ("Authorization: Bearer a:b", ("Authorization", "Bearer a:b")),
+        ("X-Empty:", ("X-Empty", "")),
+    ],
 )
 def test_parse_header(text: str, header: tuple[str, str]) -> None:
     assert parse_header(text) == header
@@ -105,8 +128,12 @@ def test_parse_tag() -> None:
 
 
 def test_url_plan_builds_a_valid_one_step_plan() -> None:
-    data = url_plan("https://example.test:8443/api/items?page=2#frag", method="post",
-                    headers=[("X-A", "1"), ("Accept", "*/*")], body='{"a": 1}')
+    data = url_plan(
+        "https://example.test:8443/api/items?page=2#frag",
+        method="post",
+        headers=[("X-A", "1"), ("Accept", "*/*")],
+        body='{"a": 1}',
+    )
     plan = plan_from_dict(data)
     assert plan.target.base_url == "https://example.test:8443"
     [scenario] = plan.scenarios
@@ -116,7 +143,11 @@ def test_url_plan_builds_a_valid_one_step_plan() -> None:
     assert step.name == "POST /api/items?page=2"
     assert step.headers == {"X-A": "1", "Accept": "*/*"}
     assert step.body == '{"a": 1}'
-    assert data["scenarios"][0]["workload"] == {"type": "closed", "start_vus": 10, "stages": [{"duration_s": 10, "vus": 10}]}
+    assert data["scenarios"][0]["workload"] == {
+        "type": "closed",
+        "start_vus": 10,
+        "stages": [{"duration_s": 10, "vus": 10}],
+    }
 
 
 def test_url_plan_without_a_path_asks_for_root() -> None:
@@ -125,7 +156,9 @@ def test_url_plan_without_a_path_asks_for_root() -> None:
     assert data["target"]["base_url"] == "http://127.0.0.1:8080"
 
 
-@pytest.mark.parametrize("url", ["ftp://x", "127.0.0.1:8080", "http://", "http:///path", "x", "", "http://[::1", "mailto:a@b"])
+@pytest.mark.parametrize(
+    "url", ["ftp://x", "127.0.0.1:8080", "http://", "http:///path", "x", "", "http://[::1", "mailto:a@b"]
+)
 def test_url_plan_refuses_what_is_not_an_http_url(url: str) -> None:
     with pytest.raises(InvalidInput) as caught:
         url_plan(url, method="GET", headers=[], body=None)
@@ -162,9 +195,21 @@ def test_rate_makes_every_scenario_open() -> None:
     plan = apply_overrides(plan_with(CLOSED, OPEN), rate=25, duration_s=3)
     first, second = workloads(plan)
     # The rate is spread over the two scenarios by weight (1 and 1).
-    assert first == {"type": "open", "start_rate_per_s": 12.5, "stages": [{"duration_s": 3.0, "rate_per_s": 12.5}], "max_vus": 13, "arrivals": "uniform"}
+    assert first == {
+        "type": "open",
+        "start_rate_per_s": 12.5,
+        "stages": [{"duration_s": 3.0, "rate_per_s": 12.5}],
+        "max_vus": 13,
+        "arrivals": "uniform",
+    }
     # An open scenario keeps its own max_vus unless --max-vus is given.
-    assert second == {"type": "open", "start_rate_per_s": 12.5, "stages": [{"duration_s": 3.0, "rate_per_s": 12.5}], "max_vus": 40, "arrivals": "uniform"}
+    assert second == {
+        "type": "open",
+        "start_rate_per_s": 12.5,
+        "stages": [{"duration_s": 3.0, "rate_per_s": 12.5}],
+        "max_vus": 40,
+        "arrivals": "uniform",
+    }
     assert workloads(apply_overrides(plan_with(CLOSED), rate=2.5))[0]["max_vus"] == 10  # at least 10
 
 
@@ -186,13 +231,22 @@ def test_max_vus_without_rate_on_a_closed_plan_is_refused() -> None:
 def test_duration_alone_keeps_each_model_and_its_peak_level() -> None:
     closed, open_ = workloads(apply_overrides(plan_with(CLOSED, OPEN), duration_s=4))
     assert closed == {"type": "closed", "start_vus": 20, "stages": [{"duration_s": 4.0, "vus": 20}]}
-    assert open_ == {"type": "open", "start_rate_per_s": 50.0, "stages": [{"duration_s": 4.0, "rate_per_s": 50.0}], "max_vus": 40, "arrivals": "uniform"}
+    assert open_ == {
+        "type": "open",
+        "start_rate_per_s": 50.0,
+        "stages": [{"duration_s": 4.0, "rate_per_s": 50.0}],
+        "max_vus": 40,
+        "arrivals": "uniform",
+    }
 
 
 def test_ramp_up_is_the_first_part_of_the_duration() -> None:
     [workload] = workloads(apply_overrides(plan_with(CLOSED), vus=10, duration_s=30, ramp_up_s=5))
-    assert workload == {"type": "closed", "start_vus": 0,
-                        "stages": [{"duration_s": 5.0, "vus": 10}, {"duration_s": 25.0, "vus": 10}]}
+    assert workload == {
+        "type": "closed",
+        "start_vus": 0,
+        "stages": [{"duration_s": 5.0, "vus": 10}, {"duration_s": 25.0, "vus": 10}],
+    }
     [workload] = workloads(apply_overrides(plan_with(OPEN), ramp_up_s=2))
     assert workload["start_rate_per_s"] == 0.0
     assert workload["stages"] == [{"duration_s": 2.0, "rate_per_s": 50.0}, {"duration_s": 8.0, "rate_per_s": 50.0}]
@@ -208,16 +262,26 @@ def test_base_url_override_keeps_the_workload() -> None:
 @pytest.mark.parametrize(
     ("flags", "message", "hint"),
     [
-        ({"vus": 5, "rate": 5.0}, "--vus and --rate cannot be used together", "--vus for a closed model, --rate for an open one"),
+        (
+            {"vus": 5, "rate": 5.0},
+            "--vus and --rate cannot be used together",
+            "--vus for a closed model, --rate for an open one",
+        ),
         ({"vus": -1}, "--vus must be 0 or more (got -1)", None),
         ({"rate": 0.0}, "--rate must be more than 0 (got 0.0)", None),
         ({"rate": -3.0}, "--rate must be more than 0 (got -3.0)", None),
         ({"max_vus": 0}, "--max-vus must be at least 1 (got 0)", None),
         ({"duration_s": 0.0}, "--duration must be more than 0", "for example --duration 30s"),
-        ({"duration_s": 5.0, "ramp_up_s": 5.0}, "--ramp-up (5 s) must be shorter than the duration (5 s)",
-         "the ramp-up is the first part of --duration"),
-        ({"ramp_up_s": 20.0}, "--ramp-up (20 s) must be shorter than the duration (15 s)",
-         "the ramp-up is the first part of --duration"),
+        (
+            {"duration_s": 5.0, "ramp_up_s": 5.0},
+            "--ramp-up (5 s) must be shorter than the duration (5 s)",
+            "the ramp-up is the first part of --duration",
+        ),
+        (
+            {"ramp_up_s": 20.0},
+            "--ramp-up (20 s) must be shorter than the duration (15 s)",
+            "the ramp-up is the first part of --duration",
+        ),
     ],
 )
 def test_apply_overrides_errors(flags: dict[str, Any], message: str, hint: str | None) -> None:
@@ -254,8 +318,14 @@ def weighted(*weights: float) -> Plan:
 @pytest.mark.parametrize(
     ("vus", "weights", "shares"),
     [
-        (10, [1], [10]), (10, [70, 20, 10], [7, 2, 1]), (10, [1, 1, 1], [4, 3, 3]), (10, [3, 1], [8, 2]),
-        (1, [1, 1], [1, 0]), (0, [5, 1], [0, 0]), (100, [0.955, 0.045], [96, 4]), (7, [1, 2, 4], [1, 2, 4]),
+        (10, [1], [10]),
+        (10, [70, 20, 10], [7, 2, 1]),
+        (10, [1, 1, 1], [4, 3, 3]),
+        (10, [3, 1], [8, 2]),
+        (1, [1, 1], [1, 0]),
+        (0, [5, 1], [0, 0]),
+        (100, [0.955, 0.045], [96, 4]),
+        (7, [1, 2, 4], [1, 2, 4]),
         (5, [1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 1, 0]),
     ],
 )
@@ -279,7 +349,9 @@ def test_spread_vus_always_adds_up() -> None:
 def test_vus_and_rate_are_spread_by_weight() -> None:
     plan = weighted(3, 1)
     assert [w["stages"] for w in workloads(apply_overrides(plan, vus=10, duration_s=5))] == [
-        [{"duration_s": 5.0, "vus": 8}], [{"duration_s": 5.0, "vus": 2}]]
+        [{"duration_s": 5.0, "vus": 8}],
+        [{"duration_s": 5.0, "vus": 2}],
+    ]
     opened = workloads(apply_overrides(plan, rate=100, max_vus=9, duration_s=5))
     assert [w["stages"][0]["rate_per_s"] for w in opened] == [75.0, 25.0]
     assert [w["max_vus"] for w in opened] == [7, 2]  # the cap spread too (largest remainder)

@@ -69,10 +69,22 @@ def write(tmp_path: Path, text: str, name: str = "plan.yaml") -> Path:
 @pytest.mark.parametrize(
     ("text", "default", "value"),
     [
-        ("10", 1, 10), ("1.5", 1, 1.5), ("-3", 1, -3), ("1e3", 1, 1000.0), ("true", False, True),
-        ("false", 1, False), ("abc", None, "abc"), ("10", "text default", "10"), ("true", "x", "true"),
-        ("NaN", 1, "NaN"), ("Infinity", 1, "Infinity"), ("null", 1, "null"), ("[1]", 1, "[1]"),
-        ('"quoted"', 1, '"quoted"'), ("", 1, ""), (" 7 ", 1, 7),
+        ("10", 1, 10),
+        ("1.5", 1, 1.5),
+        ("-3", 1, -3),
+        ("1e3", 1, 1000.0),
+        ("true", False, True),
+        ("false", 1, False),
+        ("abc", None, "abc"),
+        ("10", "text default", "10"),
+        ("true", "x", "true"),
+        ("NaN", 1, "NaN"),
+        ("Infinity", 1, "Infinity"),
+        ("null", 1, "null"),
+        ("[1]", 1, "[1]"),
+        ('"quoted"', 1, '"quoted"'),
+        ("", 1, ""),
+        (" 7 ", 1, 7),
     ],
 )
 def test_parse_parameter_value(text: str, default: Any, value: Any) -> None:
@@ -91,11 +103,41 @@ def test_values_come_from_explicit_then_environment_then_default() -> None:
 @pytest.mark.parametrize(
     ("declared", "explicit", "environ", "message", "hint"),
     [
-        ({"vus": 10}, {"vus": "ten"}, {}, "-p vus=ten: parameter 'vus' takes a number (its default is 10)", "-p vus=10"),
-        ({"on": False}, {"on": "1"}, {}, "-p on=1: parameter 'on' takes a boolean (true or false) (its default is false)", "-p on=false"),
-        ({"n": 1.5}, {}, {"HORDE_PARAM_N": "true"}, "HORDE_PARAM_N=true: parameter 'n' takes a number (its default is 1.5)", "-p n=1.5"),
-        ({"vus": 10}, {"vsu": "1"}, {}, "-p vsu: the plan has no parameter 'vsu'", "this plan's parameters: vus; did you mean 'vus'?"),
-        ({}, {"vus": "1"}, {}, "-p vus: the plan has no parameter 'vus'", "this plan declares no parameters; add e.g. `parameters: {vus: DEFAULT}` to it"),
+        (
+            {"vus": 10},
+            {"vus": "ten"},
+            {},
+            "-p vus=ten: parameter 'vus' takes a number (its default is 10)",
+            "-p vus=10",
+        ),
+        (
+            {"on": False},
+            {"on": "1"},
+            {},
+            "-p on=1: parameter 'on' takes a boolean (true or false) (its default is false)",
+            "-p on=false",
+        ),
+        (
+            {"n": 1.5},
+            {},
+            {"HORDE_PARAM_N": "true"},
+            "HORDE_PARAM_N=true: parameter 'n' takes a number (its default is 1.5)",
+            "-p n=1.5",
+        ),
+        (
+            {"vus": 10},
+            {"vsu": "1"},
+            {},
+            "-p vsu: the plan has no parameter 'vsu'",
+            "this plan's parameters: vus; did you mean 'vus'?",
+        ),
+        (
+            {},
+            {"vus": "1"},
+            {},
+            "-p vus: the plan has no parameter 'vus'",
+            "this plan declares no parameters; add e.g. `parameters: {vus: DEFAULT}` to it",
+        ),
     ],
 )
 def test_bad_values_are_refused_with_a_hint(
@@ -149,7 +191,13 @@ def test_a_yaml_plan_with_parameters(tmp_path: Path, monkeypatch: pytest.MonkeyP
     path = write(tmp_path, PLAN_YAML)
     plan = load_plan(path)
     assert plan.name == "ci-local"
-    assert plan.parameters == {"vus": 10, "duration_s": 30, "target_response_ms": 50.5, "build": "local", "insecure": False}
+    assert plan.parameters == {
+        "vus": 10,
+        "duration_s": 30,
+        "target_response_ms": 50.5,
+        "build": "local",
+        "insecure": False,
+    }
     step = plan.scenarios[0].steps[0]
     assert step.path == "/search?limit=10&slow=false&t=50.5&id={{ vu }}"  # type: ignore[union-attr]
     assert step.body == "{{ params.vus * 2 }}"  # type: ignore[union-attr]  # rendered by the engine
@@ -161,7 +209,13 @@ def test_a_yaml_plan_with_parameters(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("HORDE_PARAM_VUS", "20")
     monkeypatch.setenv("HORDE_PARAM_BUILD", "1234")
     plan = load_plan(path, {"duration_s": "5", "insecure": "true"})
-    assert plan.parameters == {"vus": 20, "duration_s": 5, "target_response_ms": 50.5, "build": "1234", "insecure": True}
+    assert plan.parameters == {
+        "vus": 20,
+        "duration_s": 5,
+        "target_response_ms": 50.5,
+        "build": "1234",
+        "insecure": True,
+    }
     assert plan.name == "ci-1234" and plan.target.insecure is True
     stage = plan.scenarios[0].workload.stages[0]
     assert (stage.duration_s, stage.vus) == (5, 20)  # type: ignore[union-attr]
@@ -176,8 +230,12 @@ def test_a_json_plan_with_parameters(tmp_path: Path) -> None:
 
 
 def test_unknown_parameters_are_located_with_the_known_ones(tmp_path: Path) -> None:
-    path = write(tmp_path, PLAN_YAML.replace('vus: "{{ params.vus }}"', 'vus: "{{ params.vu }}"')
-                 .replace("x-build: \"{{ params.build }}\"", "x-build: \"b{{ params.bild }}\""))
+    path = write(
+        tmp_path,
+        PLAN_YAML.replace('vus: "{{ params.vus }}"', 'vus: "{{ params.vu }}"').replace(
+            "x-build: \"{{ params.build }}\"", "x-build: \"b{{ params.bild }}\""
+        ),
+    )
     with pytest.raises(PlanInvalid) as caught:
         load_plan(path)
     problems = caught.value.problems
@@ -192,11 +250,14 @@ def test_unknown_parameters_are_located_with_the_known_ones(tmp_path: Path) -> N
 
 
 def test_an_unknown_parameter_is_listed_with_the_other_problems(tmp_path: Path) -> None:
-    path = write(tmp_path, PLAN_YAML.replace("method: GET", "method: get").replace("{{ params.duration_s }}", "{{ params.d }}"))
+    path = write(
+        tmp_path, PLAN_YAML.replace("method: GET", "method: get").replace("{{ params.duration_s }}", "{{ params.d }}")
+    )
     with pytest.raises(PlanInvalid) as caught:
         load_plan(path)
     assert [p.location.split(": ", 1)[1] for p in caught.value.problems] == [
-        "scenarios[0].steps[0].method", "scenarios[0].workload.stages[0].duration_s",
+        "scenarios[0].steps[0].method",
+        "scenarios[0].workload.stages[0].duration_s",
     ]
 
 
@@ -230,8 +291,12 @@ def test_an_unquoted_template_in_yaml_says_to_quote_it(tmp_path: Path) -> None:
 
 
 def test_bad_parameter_declarations_are_located(tmp_path: Path) -> None:
-    path = write(tmp_path, PLAN_YAML.replace("  build: \"local\"\n", "  build: \"local\"\n  VUS: 1\n  bad name: 2\n  list: [1]\n")
-                 .replace("{{ params.build }}", "b"))
+    path = write(
+        tmp_path,
+        PLAN_YAML.replace("  build: \"local\"\n", "  build: \"local\"\n  VUS: 1\n  bad name: 2\n  list: [1]\n").replace(
+            "{{ params.build }}", "b"
+        ),
+    )
     with pytest.raises(PlanInvalid) as caught:
         load_plan(path)
     assert [(p.location.split(": ", 1)[1], p.message) for p in caught.value.problems] == [
@@ -294,7 +359,11 @@ def test_validate_with_parameters(tmp_path: Path, horde_main: Any) -> None:
     [
         (["-p", "nope=1"], "error: -p nope: the plan has no parameter 'nope'", "hint: this plan's parameters: build,"),
         (["-p", "vus"], "error: -p: 'vus' is not NAME=VALUE", "hint: for example -p vus=100"),
-        (["-p", "vus=lots"], "error: -p vus=lots: parameter 'vus' takes a number (its default is 10)", "hint: give a number"),
+        (
+            ["-p", "vus=lots"],
+            "error: -p vus=lots: parameter 'vus' takes a number (its default is 10)",
+            "hint: give a number",
+        ),
     ],
 )
 def test_bad_p_is_a_clean_error(tmp_path: Path, horde_main: Any, args: list[str], error: str, hint: str) -> None:
@@ -315,8 +384,9 @@ def test_p_with_url_is_refused(horde_main: Any) -> None:
 
 def test_run_with_parameters_stores_the_values_used(tmp_path: Path, horde_main: Any, builtin_target: Any) -> None:
     write(tmp_path, PLAN_YAML.replace("8080", str(builtin_target.port)).replace("/search?", "/?"))
-    code, out, err = horde_main("run", "plan.yaml", "-p", "vus=2", "-p", "duration_s=1", "--workers", "1",
-                                "--summary-json", "summary.json")
+    code, out, err = horde_main(
+        "run", "plan.yaml", "-p", "vus=2", "-p", "duration_s=1", "--workers", "1", "--summary-json", "summary.json"
+    )
     assert code == ExitCode.OK, err
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["requests"] > 0
@@ -324,8 +394,13 @@ def test_run_with_parameters_stores_the_values_used(tmp_path: Path, horde_main: 
 
     with Store.open(str(tmp_path / "store" / "runs.sqlite")) as store:
         record = store.get_run(summary["run_id"])
-    assert record.plan["parameters"] == {"vus": 2, "duration_s": 1, "target_response_ms": 50.5, "build": "local",
-                                         "insecure": False}
+    assert record.plan["parameters"] == {
+        "vus": 2,
+        "duration_s": 1,
+        "target_response_ms": 50.5,
+        "build": "local",
+        "insecure": False,
+    }
     assert record.plan["scenarios"][0]["workload"]["stages"] == [{"duration_s": 1.0, "vus": 2}]
     assert record.parameters == {"workers": 1, "params": {"vus": "2", "duration_s": "1"}}
 

@@ -46,11 +46,20 @@ ARCHITECTURE_EXAMPLE: dict[str, Any] = {
         {
             "name": "browse",
             "steps": [
-                {"name": "home", "method": "GET", "path": "/", "headers": {}, "body": None,
-                 "think_time": {"type": "constant", "duration_ms": 100}},
+                {
+                    "name": "home",
+                    "method": "GET",
+                    "path": "/",
+                    "headers": {},
+                    "body": None,
+                    "think_time": {"type": "constant", "duration_ms": 100},
+                },
             ],
-            "workload": {"type": "closed", "start_vus": 0,
-                         "stages": [{"duration_s": 5, "vus": 50}, {"duration_s": 15, "vus": 50}]},
+            "workload": {
+                "type": "closed",
+                "start_vus": 0,
+                "stages": [{"duration_s": 5, "vus": 50}, {"duration_s": 15, "vus": 50}],
+            },
         }
     ],
     "graceful_stop_s": 5,
@@ -62,19 +71,52 @@ def with_language_defaults(first_slice: dict[str, Any]) -> dict[str, Any]:
     the target's instances and connections, the open model's arrivals and the (empty) control
     sections."""
     data = copy.deepcopy(first_slice)
-    data = {"version": data.pop("version"), "name": data.pop("name", "plan"), "parameters": {}, **data,
-            "thresholds": [], "autostop": [], "steer": None, "generators": None, "monitors": []}
-    data["target"] = {**data["target"], "instances": [], "connections": "per_vu", "source_addresses": [],
-                      "max_response_header_bytes": 256 * 1024, "max_kept_body_bytes": 1024 * 1024, "connect_backoff": True, "parallel_connections": 6, "http_version": "1.1",
-                      "password_env": None, "password_file": None, "ca_file": None, "framing": None, "kcp": None, "http2": None}
+    data = {
+        "version": data.pop("version"),
+        "name": data.pop("name", "plan"),
+        "parameters": {},
+        **data,
+        "thresholds": [],
+        "autostop": [],
+        "steer": None,
+        "generators": None,
+        "monitors": [],
+    }
+    data["target"] = {
+        **data["target"],
+        "instances": [],
+        "connections": "per_vu",
+        "source_addresses": [],
+        "max_response_header_bytes": 256 * 1024,
+        "max_kept_body_bytes": 1024 * 1024,
+        "connect_backoff": True,
+        "parallel_connections": 6,
+        "http_version": "1.1",
+        "password_env": None,
+        "password_file": None,
+        "ca_file": None,
+        "framing": None,
+        "kcp": None,
+        "http2": None,
+    }
     for index, scenario in enumerate(data["scenarios"]):
         if scenario["workload"]["type"] == "open":
             scenario["workload"] = {**scenario["workload"], "arrivals": "uniform"}
-        steps = [{"type": "http", **step, "json": None, "extract": [], "checks": [],
-                  "on_check_failure": "continue"} for step in scenario["steps"]]
+        steps = [
+            {"type": "http", **step, "json": None, "extract": [], "checks": [], "on_check_failure": "continue"}
+            for step in scenario["steps"]
+        ]
         data["scenarios"][index] = {
-            "name": scenario["name"], "weight": 1.0, "headers": {}, "feeders": [], "setup": [],
-            "steps": steps, "teardown": [], "pacing_s": None, "workload": scenario["workload"], "network": None,
+            "name": scenario["name"],
+            "weight": 1.0,
+            "headers": {},
+            "feeders": [],
+            "setup": [],
+            "steps": steps,
+            "teardown": [],
+            "pacing_s": None,
+            "workload": scenario["workload"],
+            "network": None,
         }
     return data
 
@@ -127,9 +169,7 @@ def test_defaults_are_explicit_in_the_json() -> None:
     expected = minimal()
     expected["name"] = "plan"
     expected["graceful_stop_s"] = 5
-    expected["target"].update(
-        headers={}, connect_timeout_ms=5000, request_timeout_ms=30000, insecure=False
-    )
+    expected["target"].update(headers={}, connect_timeout_ms=5000, request_timeout_ms=30000, insecure=False)
     expected["scenarios"][0]["steps"][0].update(headers={}, body=None, think_time=None)
     expected["scenarios"][0]["workload"]["start_vus"] = 0
     assert wire == with_language_defaults(expected)
@@ -138,16 +178,21 @@ def test_defaults_are_explicit_in_the_json() -> None:
 def test_open_model_and_every_think_time_round_trip() -> None:
     data = minimal()
     data["scenarios"][0]["steps"] = [
-        {"name": "a", "method": "POST", "path": "/a", "body": "{}",
-         "headers": {"content-type": "application/json"},
-         "think_time": {"type": "uniform", "min_ms": 10, "max_ms": 10}},
-        {"name": "b", "method": "HEAD", "path": "/b",
-         "think_time": {"type": "exponential", "mean_ms": 250.5}},
-        {"name": "c", "method": "OPTIONS", "path": "/c?x=1",
-         "think_time": {"type": "constant", "duration_ms": 0}},
+        {
+            "name": "a",
+            "method": "POST",
+            "path": "/a",
+            "body": "{}",
+            "headers": {"content-type": "application/json"},
+            "think_time": {"type": "uniform", "min_ms": 10, "max_ms": 10},
+        },
+        {"name": "b", "method": "HEAD", "path": "/b", "think_time": {"type": "exponential", "mean_ms": 250.5}},
+        {"name": "c", "method": "OPTIONS", "path": "/c?x=1", "think_time": {"type": "constant", "duration_ms": 0}},
     ]
     data["scenarios"][0]["workload"] = {
-        "type": "open", "start_rate_per_s": 1.5, "max_vus": 10,
+        "type": "open",
+        "start_rate_per_s": 1.5,
+        "max_vus": 10,
         "stages": [{"duration_s": 0.5, "rate_per_s": 0}, {"duration_s": 2, "rate_per_s": 20}],
     }
     plan = plan_from_dict(data)
@@ -164,8 +209,17 @@ def test_plan_to_json_is_canonical() -> None:
     first = plan_to_json(plan_from_dict(minimal()))
     assert first == plan_to_json(plan_from_dict(json.loads(first)))
     assert list(json.loads(first)) == [
-        "version", "name", "parameters", "target", "scenarios", "graceful_stop_s", "thresholds", "autostop", "steer",
-        "generators", "monitors",
+        "version",
+        "name",
+        "parameters",
+        "target",
+        "scenarios",
+        "graceful_stop_s",
+        "thresholds",
+        "autostop",
+        "steer",
+        "generators",
+        "monitors",
     ]
 
 
@@ -176,8 +230,7 @@ def test_plan_built_in_python() -> None:
         scenarios=[
             Scenario(
                 name="s",
-                steps=[HttpStep(name="x", method="GET", path="/x",
-                                think_time=UniformThinkTime(min_ms=1, max_ms=2))],
+                steps=[HttpStep(name="x", method="GET", path="/x", think_time=UniformThinkTime(min_ms=1, max_ms=2))],
                 workload=ClosedModel(start_vus=1, stages=[ClosedStage(duration_s=1, vus=3)]),
             )
         ],
@@ -187,9 +240,7 @@ def test_plan_built_in_python() -> None:
 
 def test_every_method_is_accepted() -> None:
     data = minimal()
-    data["scenarios"][0]["steps"] = [
-        {"name": method.lower(), "method": method, "path": "/"} for method in METHODS
-    ]
+    data["scenarios"][0]["steps"] = [{"name": method.lower(), "method": method, "path": "/"} for method in METHODS]
     assert [s.method for s in plan_from_dict(data).scenarios[0].steps] == list(METHODS)
 
 
@@ -209,12 +260,14 @@ def test_good_base_urls(url: str) -> None:
 def set_base_url(value: str) -> Callable[[dict[str, Any]], None]:
     def change(data: dict[str, Any]) -> None:
         data["target"]["base_url"] = value
+
     return change
 
 
 def set_step(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
     def change(data: dict[str, Any]) -> None:
         data["scenarios"][0]["steps"][0][key] = value
+
     return change
 
 
@@ -239,6 +292,7 @@ def no_stages(data: dict[str, Any]) -> None:
 def target_header(name: str, value: str = "v") -> Callable[[dict[str, Any]], None]:
     def change(data: dict[str, Any]) -> None:
         data["target"]["headers"] = {"accept": "*/*", name: value}
+
     return change
 
 
@@ -247,7 +301,12 @@ STEP = "scenarios[0].steps[0]"
 # (change, location, a piece of the message, a piece of the hint)
 VALIDATORS: dict[str, tuple[Callable[[dict[str, Any]], None], str, str, str]] = {
     "base_url scheme": (set_base_url("ftp://127.0.0.1"), "target.base_url", "scheme 'ftp'", "http://"),
-    "base_url without scheme": (set_base_url("127.0.0.1:8080"), "target.base_url", "no http://", "http://127.0.0.1:8080"),
+    "base_url without scheme": (
+        set_base_url("127.0.0.1:8080"),
+        "target.base_url",
+        "no http://",
+        "http://127.0.0.1:8080",
+    ),
     "base_url without host": (set_base_url("http://:8080"), "target.base_url", "no host", "after the scheme"),
     "base_url empty host": (set_base_url("https://"), "target.base_url", "no host", "after the scheme"),
     "base_url bad port": (set_base_url("http://h:99999"), "target.base_url", "not a valid URL", "scheme://host"),
@@ -257,13 +316,38 @@ VALIDATORS: dict[str, tuple[Callable[[dict[str, Any]], None], str, str, str]] = 
     "path without slash": (set_step("path", "login"), f"{STEP}.path", "must start with '/'", "'/login'"),
     "path is a URL": (set_step("path", "http://h/x"), f"{STEP}.path", "must start with '/'", "base_url"),
     "path with space": (set_step("path", "/a b"), f"{STEP}.path", "spaces", "%20"),
-    "target header name": (target_header("bad name"), "target.headers.bad name", "not a valid header name", "x-request-id"),
-    "target header colon": (target_header("x-a:"), "target.headers.x-a:", "not a valid header name", "no spaces or colons"),
+    "target header name": (
+        target_header("bad name"),
+        "target.headers.bad name",
+        "not a valid header name",
+        "x-request-id",
+    ),
+    "target header colon": (
+        target_header("x-a:"),
+        "target.headers.x-a:",
+        "not a valid header name",
+        "no spaces or colons",
+    ),
     "header twice": (target_header("Accept"), "target.headers.Accept", "given twice", "case-insensitive"),
     "header line break": (target_header("x-a", "1\r\nx-b: 2"), "target.headers.x-a", "line breaks", "one line"),
-    "step header name": (set_step("headers", {"a b": "c"}), f"{STEP}.headers.a b", "not a valid header name", "letters, digits"),
-    "duplicate step name": (duplicate_step_name, "scenarios[0].steps[2].name", "duplicate step name 'home'", "its own name"),
-    "duplicate scenario name": (duplicate_scenario_name, "scenarios[1].name", "duplicate scenario name 'browse'", "its own name"),
+    "step header name": (
+        set_step("headers", {"a b": "c"}),
+        f"{STEP}.headers.a b",
+        "not a valid header name",
+        "letters, digits",
+    ),
+    "duplicate step name": (
+        duplicate_step_name,
+        "scenarios[0].steps[2].name",
+        "duplicate step name 'home'",
+        "its own name",
+    ),
+    "duplicate scenario name": (
+        duplicate_scenario_name,
+        "scenarios[1].name",
+        "duplicate scenario name 'browse'",
+        "its own name",
+    ),
     "uniform min > max": (uniform_range, f"{STEP}.think_time.max_ms", "less than min_ms (50)", "swap"),
     "workload without stages": (no_stages, "scenarios[0].workload.stages", "0 s in total", "add a stage"),
 }
@@ -321,7 +405,9 @@ def test_constraints_are_located(where: str, key: str, value: Any, message: str)
 def test_open_model_constraints() -> None:
     data = minimal()
     data["scenarios"][0]["workload"] = {
-        "type": "open", "start_rate_per_s": -1, "max_vus": 0,
+        "type": "open",
+        "start_rate_per_s": -1,
+        "max_vus": 0,
         "stages": [{"duration_s": 1, "rate_per_s": -2}],
     }
     # In the order the keys are written.
@@ -347,7 +433,9 @@ def test_missing_keys_say_what_to_add() -> None:
     del data["scenarios"][0]["steps"][0]["path"]
     problems = problems_of(data)
     assert [p.location for p in problems] == [
-        "target.base_url", f"{STEP}.path", "version",
+        "target.base_url",
+        f"{STEP}.path",
+        "version",
     ]
     for problem in problems:
         key = problem.location.rsplit(".", 1)[-1]
@@ -382,9 +470,7 @@ def test_unknown_keys_at_every_depth_are_all_listed() -> None:
     )
     assert "did you mean 'path'?" in (by_location[f"{STEP}.pth"].hint or "")
     assert by_location[f"{STEP}.think_time.x"].hint == "allowed keys here: type, duration_ms"
-    assert by_location["scenarios[0].workload.stages[0].users"].hint == (
-        "allowed keys here: duration_s, vus"
-    )
+    assert by_location["scenarios[0].workload.stages[0].users"].hint == ("allowed keys here: duration_s, vus")
 
 
 def test_unknown_key_of_the_other_workload_type_says_so() -> None:
@@ -418,8 +504,7 @@ def test_missing_type_is_located_and_lists_the_types() -> None:
     data["scenarios"][0]["steps"][0]["think_time"] = {"duration_ms": 3}
     problems = problems_of(data)
     assert [(p.location, p.message, p.hint) for p in problems] == [
-        (f"{STEP}.think_time", "missing 'type'",
-         "add 'type': one of 'constant', 'uniform', 'normal', 'exponential'"),
+        (f"{STEP}.think_time", "missing 'type'", "add 'type': one of 'constant', 'uniform', 'normal', 'exponential'"),
         ("scenarios[0].workload", "missing 'type'", "add 'type': one of 'closed', 'open'"),
     ]
 
@@ -491,14 +576,16 @@ def test_python_construction_raises_located_pydantic_errors() -> None:
     (error,) = caught.value.errors()
     assert error["loc"] == ("method",) and error["msg"] == "method 'get' must be upper case"
     with pytest.raises(ValidationError) as caught:
-        Scenario.model_validate({
-            "name": "s",
-            "steps": [HttpStep(name="a", method="GET", path="/"),
-                      HttpStep(name="a", method="GET", path="/b")],
-            "workload": {"type": "open", "stages": [], "max_vus": 1},
-        })
+        Scenario.model_validate(
+            {
+                "name": "s",
+                "steps": [HttpStep(name="a", method="GET", path="/"), HttpStep(name="a", method="GET", path="/b")],
+                "workload": {"type": "open", "stages": [], "max_vus": 1},
+            }
+        )
     assert [e["loc"] for e in caught.value.errors()] == [
-        ("steps", 1, "name"), ("workload", "open", "stages"),
+        ("steps", 1, "name"),
+        ("workload", "open", "stages"),
     ]
 
 
@@ -523,18 +610,63 @@ def test_json_schema() -> None:
     assert set(schema["required"]) == {"version", "target", "scenarios"}
     definitions = schema["$defs"]
     assert set(definitions) == {
-        "Threshold", "AutostopRule", "FindMax", "TargetResponseTime", "Generators",
-        "Target", "ConnectionPool", "Http2Settings", "Scenario", "HttpStep", "ConstantThinkTime", "UniformThinkTime",
-        "ExponentialThinkTime", "NormalThinkTime", "ClosedModel", "ClosedStage", "OpenModel", "OpenStage",
+        "Threshold",
+        "AutostopRule",
+        "FindMax",
+        "TargetResponseTime",
+        "Generators",
+        "Target",
+        "ConnectionPool",
+        "Http2Settings",
+        "Scenario",
+        "HttpStep",
+        "ConstantThinkTime",
+        "UniformThinkTime",
+        "ExponentialThinkTime",
+        "NormalThinkTime",
+        "ClosedModel",
+        "ClosedStage",
+        "OpenModel",
+        "OpenStage",
         # The scenario language's.
-        "Feeder", "Extractor", "StatusCheck", "JsonCheck", "BodyContainsCheck", "BodyMatchesCheck",
-        "GroupStep", "ParallelStep", "ChoiceStep", "Branch", "LoopStep", "IfStep", "ThinkStep", "EndIterationStep",
+        "Feeder",
+        "Extractor",
+        "StatusCheck",
+        "JsonCheck",
+        "BodyContainsCheck",
+        "BodyMatchesCheck",
+        "GroupStep",
+        "ParallelStep",
+        "ChoiceStep",
+        "Branch",
+        "LoopStep",
+        "IfStep",
+        "ThinkStep",
+        "EndIterationStep",
         # The postgres transport's.
-        "SqlStep", "SqlStatement", "SqlExtractor", "SqlRowCountCheck", "SqlColumnCheck",
-        "ConnectStep", "SendStep", "ReceiveStep", "PingStep", "StreamStep", "CloseStep",
-        "NewlineFraming", "LengthFraming", "RawFraming", "Network", "KcpOptions",
+        "SqlStep",
+        "SqlStatement",
+        "SqlExtractor",
+        "SqlRowCountCheck",
+        "SqlColumnCheck",
+        "ConnectStep",
+        "SendStep",
+        "ReceiveStep",
+        "PingStep",
+        "StreamStep",
+        "CloseStep",
+        "NewlineFraming",
+        "LengthFraming",
+        "RawFraming",
+        "Network",
+        "KcpOptions",
         # The monitors'.
-        "HostMonitor", "PrometheusMonitor", "PostgresMonitor", "Series", "HostDiagnosis", "PostgresDiagnosis",
+        "HostMonitor",
+        "PrometheusMonitor",
+        "PostgresMonitor",
+        "Series",
+        "HostDiagnosis",
+        "PostgresDiagnosis",
     }
     for name, definition in definitions.items():
         assert definition["additionalProperties"] is False, name

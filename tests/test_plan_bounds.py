@@ -16,9 +16,16 @@ from horde.plan.builder import http, plan, scenario, closed, stage
 from horde.plan.loader import load_plan
 
 BASE: dict[str, Any] = {
-    "version": 1, "name": "p", "target": {"base_url": "http://127.0.0.1:1"},
-    "scenarios": [{"name": "s", "steps": [{"name": "g", "method": "GET", "path": "/"}],
-                   "workload": {"type": "closed", "stages": [{"duration_s": 1, "vus": 1}]}}],
+    "version": 1,
+    "name": "p",
+    "target": {"base_url": "http://127.0.0.1:1"},
+    "scenarios": [
+        {
+            "name": "s",
+            "steps": [{"name": "g", "method": "GET", "path": "/"}],
+            "workload": {"type": "closed", "stages": [{"duration_s": 1, "vus": 1}]},
+        }
+    ],
 }
 
 
@@ -38,12 +45,20 @@ CASES = {
     "nested 600 deep in JSON": ("plan.json", _with_body("[" * 600 + "]" * 600), "nest deeper than 64"),
     "nested 100,000 deep in JSON": ("plan.json", _with_body("[" * 100_000 + "]" * 100_000), None),
     "an integer of 5,000 digits": ("plan.json", _with_body("9" * 5000), "4300 digits"),
-    "a lone surrogate escape": ("plan.json", json.dumps(BASE).replace('"name": "p"', '"name": "\\ud800"'),
-                                "lone surrogate"),
-    "a YAML alias bomb": ("plan.yaml", "\n".join(
-        ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
-        + [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 12)]) + "\nversion: 1\n",
-        "more than 200,000 values"),
+    "a lone surrogate escape": (
+        "plan.json",
+        json.dumps(BASE).replace('"name": "p"', '"name": "\\ud800"'),
+        "lone surrogate",
+    ),
+    "a YAML alias bomb": (
+        "plan.yaml",
+        "\n".join(
+            ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+            + [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 12)]
+        )
+        + "\nversion: 1\n",
+        "more than 200,000 values",
+    ),
     "nested 2,000 deep in YAML": ("plan.yaml", "version: 1\nx: " + "[" * 2000 + "]" * 2000 + "\n", None),
 }
 
@@ -63,8 +78,15 @@ def test_a_hostile_plan_is_refused_with_a_located_problem_in_well_under_a_second
 
 def test_a_plan_file_past_the_size_bound_is_refused_unread(tmp_path: Path) -> None:
     path = tmp_path / "plan.json"
-    plan_data = dict(BASE, scenarios=[dict(BASE["scenarios"][0], steps=[
-        {"name": f"g{i}", "method": "GET", "path": f"/item/{i}"} for i in range(12_000)])])
+    plan_data = dict(
+        BASE,
+        scenarios=[
+            dict(
+                BASE["scenarios"][0],
+                steps=[{"name": f"g{i}", "method": "GET", "path": f"/item/{i}"} for i in range(12_000)],
+            )
+        ],
+    )
     path.write_text(json.dumps(plan_data))
     assert path.stat().st_size > MAX_PLAN_BYTES
     error, seconds = _refused(path)
@@ -88,9 +110,18 @@ def test_a_plan_at_the_bound_still_loads(tmp_path: Path) -> None:
     for _ in range(MAX_DEPTH - 10):
         body = {"n": body}
     path = tmp_path / "plan.json"
-    plan_data = dict(BASE, scenarios=[dict(BASE["scenarios"][0], steps=[
-        {"name": f"g{i}", "method": "POST", "path": f"/item/{i}", **({"json": body} if i == 0 else {})}
-        for i in range(2_000)])])
+    plan_data = dict(
+        BASE,
+        scenarios=[
+            dict(
+                BASE["scenarios"][0],
+                steps=[
+                    {"name": f"g{i}", "method": "POST", "path": f"/item/{i}", **({"json": body} if i == 0 else {})}
+                    for i in range(2_000)
+                ],
+            )
+        ],
+    )
     path.write_text(json.dumps(plan_data))
     assert path.stat().st_size < MAX_PLAN_BYTES
     assert len(load_plan(path).scenarios[0].steps) == 2_000
@@ -101,8 +132,11 @@ def test_the_python_builder_is_bounded_too() -> None:
     for _ in range(MAX_DEPTH + 5):
         deep = [deep]
     with pytest.raises(PlanInvalid) as caught:
-        plan("deep", base_url="http://127.0.0.1:1", scenarios=[
-            scenario("s", steps=[http.post("p", "/", json=deep)], workload=closed([stage(1, vus=1)]))])
+        plan(
+            "deep",
+            base_url="http://127.0.0.1:1",
+            scenarios=[scenario("s", steps=[http.post("p", "/", json=deep)], workload=closed([stage(1, vus=1)]))],
+        )
     assert "nest deeper" in str(caught.value.problems[0])
 
 
@@ -125,6 +159,7 @@ DEEP_TEXT = "[" * 100_000 + "]" * 100_000
 
 def _horde(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
     from horde.cli import main
+
     capsys.readouterr()
     code = main(list(args))
     out, err = capsys.readouterr()
@@ -133,8 +168,9 @@ def _horde(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
 
 
 def _text_body_plan(tmp_path: Path, body: str, parameters: dict[str, Any] | None = None) -> Path:
-    data = dict(BASE, scenarios=[dict(BASE["scenarios"][0], steps=[
-        {"name": "g", "method": "POST", "path": "/", "body": body}])])
+    data = dict(
+        BASE, scenarios=[dict(BASE["scenarios"][0], steps=[{"name": "g", "method": "POST", "path": "/", "body": body}])]
+    )
     if parameters is not None:
         data["parameters"] = parameters
     path = tmp_path / "plan.json"
@@ -143,7 +179,8 @@ def _text_body_plan(tmp_path: Path, body: str, parameters: dict[str, Any] | None
 
 
 def test_a_body_string_holding_json_nested_past_the_bound_is_refused_where_it_is(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("HORDE_STORE", str(tmp_path / "runs.sqlite"))
     path = _text_body_plan(tmp_path, DEEP_TEXT)
     for command in ("validate", "run"):
@@ -161,18 +198,30 @@ def test_a_body_string_at_the_bound_and_text_with_brackets_still_load(tmp_path: 
     assert load_plan(_text_body_plan(tmp_path, text)).scenarios[0].steps[0].body == text  # type: ignore[union-attr]
 
 
-def test_a_url_body_nested_past_the_bound_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_url_body_nested_past_the_bound_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("HORDE_STORE", str(tmp_path / "runs.sqlite"))
     deep = "[" * 20_000 + "]" * 20_000
     for command in ("run", "try"):
-        code, output = _horde(capsys, command, "--url", "http://127.0.0.1:1/", "-X", "POST", "--body", deep,
-                              *(["--duration", "1s"] if command == "run" else []))
+        code, output = _horde(
+            capsys,
+            command,
+            "--url",
+            "http://127.0.0.1:1/",
+            "-X",
+            "POST",
+            "--body",
+            deep,
+            *(["--duration", "1s"] if command == "run" else []),
+        )
         assert code == 2, output
         assert "scenarios[0].steps[0].body: holds JSON text nested deeper than" in output
 
 
-def test_a_parameter_given_nested_json_is_refused_not_decoded(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_parameter_given_nested_json_is_refused_not_decoded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = _text_body_plan(tmp_path, "{{ params.b }}", parameters={"n": 1, "b": "x"})
     code, output = _horde(capsys, "validate", str(path), "-p", "n=" + "[" * 5000)
     assert code == 2 and "parameter 'n' takes a number" in output, output
@@ -184,8 +233,16 @@ def test_a_parameter_given_nested_json_is_refused_not_decoded(tmp_path: Path, ca
 def test_json_text_only_read_is_never_a_recursion_error(tmp_path: Path) -> None:
     from horde.plan.feeders import check_feeder_file
     from horde.plan.redaction import redact_exchange
-    exchange = {"transport": "http", "request": "POST / HTTP/1.1", "request_body": DEEP_TEXT,
-                "response": "HTTP/1.1 200 OK", "response_body": DEEP_TEXT, "vars": [], "checks": []}
+
+    exchange = {
+        "transport": "http",
+        "request": "POST / HTTP/1.1",
+        "request_body": DEEP_TEXT,
+        "response": "HTTP/1.1 200 OK",
+        "response_body": DEEP_TEXT,
+        "vars": [],
+        "checks": [],
+    }
     shown = redact_exchange(exchange, set())
     assert shown["response_body"] == DEEP_TEXT
     rows = tmp_path / "rows.jsonl"

@@ -22,7 +22,9 @@ from ruamel.yaml import YAML
 PLANS = Path(__file__).resolve().parent / "plans"
 
 EXAMPLES = sorted(
-    path for path in (Path(__file__).resolve().parent.parent / "examples").rglob("plan.*") if path.suffix in {".yaml", ".yml", ".json", ".py"}
+    path
+    for path in (Path(__file__).resolve().parent.parent / "examples").rglob("plan.*")
+    if path.suffix in {".yaml", ".yml", ".json", ".py"}
 )
 
 VALID: dict[str, Any] = {
@@ -32,10 +34,20 @@ VALID: dict[str, Any] = {
         {
             "name": "browse",
             "steps": [
-                {"name": "home", "method": "GET", "path": "/", "think_time": {"type": "uniform", "min_ms": 1, "max_ms": 2}},
+                {
+                    "name": "home",
+                    "method": "GET",
+                    "path": "/",
+                    "think_time": {"type": "uniform", "min_ms": 1, "max_ms": 2},
+                },
                 {"name": "post", "method": "POST", "path": "/items", "body": "{}"},
             ],
-            "workload": {"type": "open", "start_rate_per_s": 5, "stages": [{"duration_s": 2, "rate_per_s": 10}], "max_vus": 4},
+            "workload": {
+                "type": "open",
+                "start_rate_per_s": 5,
+                "stages": [{"duration_s": 2, "rate_per_s": 10}],
+                "max_vus": 4,
+            },
         }
     ],
 }
@@ -75,11 +87,15 @@ MISTAKES = [
     (_with(["scenarios", 0, "steps", 0, "method"], "get"), "scenarios[0].steps[0].method"),
     (_with(["scenarios", 0, "steps", 1, "path"], "items"), "scenarios[0].steps[1].path"),
     (_with(["scenarios", 0, "steps", 1, "name"], "home"), "scenarios[0].steps[1].name"),
-    (_with(["scenarios", 0, "steps", 0, "think_time"], {"type": "uniform", "min_ms": 5, "max_ms": 1}),
-     "scenarios[0].steps[0].think_time.max_ms"),
+    (
+        _with(["scenarios", 0, "steps", 0, "think_time"], {"type": "uniform", "min_ms": 5, "max_ms": 1}),
+        "scenarios[0].steps[0].think_time.max_ms",
+    ),
     (_with(["scenarios", 0, "workload", "max_vus"], 0), "scenarios[0].workload.max_vus"),
-    (_with(["scenarios", 0, "steps", 0, "think_time"], {"type": "normal", "mean_ms": 5, "stddev_ms": -1}),
-     "scenarios[0].steps[0].think_time.stddev_ms"),
+    (
+        _with(["scenarios", 0, "steps", 0, "think_time"], {"type": "normal", "mean_ms": 5, "stddev_ms": -1}),
+        "scenarios[0].steps[0].think_time.stddev_ms",
+    ),
     (_with(["scenarios", 0, "workload", "stages", 0, "duration_s"], 0), "scenarios[0].workload.stages[0].duration_s"),
     (_with(["scenarios", 0, "workload", "stages", 0, "rate_per_s"], -1), "scenarios[0].workload.stages[0].rate_per_s"),
     (_with(["target", "base_url"], "127.0.0.1:8080"), "target.base_url"),
@@ -119,7 +135,9 @@ def _read(name: str) -> Any:
     return YAML(typ="safe").load(path) if path.suffix == ".yaml" else json.loads(path.read_text(encoding="utf-8"))
 
 
-@pytest.mark.parametrize(("data", "path"), MISTAKES, ids=[f"{path}@{index}" for index, (_, path) in enumerate(MISTAKES)])
+@pytest.mark.parametrize(
+    ("data", "path"), MISTAKES, ids=[f"{path}@{index}" for index, (_, path) in enumerate(MISTAKES)]
+)
 def test_each_mistake_is_worded_the_same_by_both_sides(data: dict[str, Any], path: str) -> None:
     pydantic, engine = _both_sides(data)
     if path in WORDED_DIFFERENTLY:
@@ -165,8 +183,12 @@ def test_each_mistake_is_rejected_by_both_sides_at_the_same_place(data: dict[str
 
 @pytest.mark.parametrize(
     ("where", "path"),
-    [([], "colour"), (["target"], "target.colour"), (["scenarios", 0, "steps", 0], "scenarios[0].steps[0].colour"),
-     (["scenarios", 0, "workload"], "scenarios[0].workload.colour")],
+    [
+        ([], "colour"),
+        (["target"], "target.colour"),
+        (["scenarios", 0, "steps", 0], "scenarios[0].steps[0].colour"),
+        (["scenarios", 0, "workload"], "scenarios[0].workload.colour"),
+    ],
 )
 def test_unknown_keys_are_rejected_by_both_sides(where: list[Any], path: str) -> None:
     data = copy.deepcopy(VALID)

@@ -13,7 +13,16 @@ from pydantic import ValidationError
 from horde import _engine
 from horde.errors import PlanInvalid
 from horde.plan import problems as plan_problems
-from horde.plan import HttpStep, LoopStep, ParallelStep, Scenario, plan_from_dict, plan_json_schema, plan_step, plan_to_json
+from horde.plan import (
+    HttpStep,
+    LoopStep,
+    ParallelStep,
+    Scenario,
+    plan_from_dict,
+    plan_json_schema,
+    plan_step,
+    plan_to_json,
+)
 from test_plan import locations, minimal, only_problem
 
 
@@ -27,18 +36,44 @@ def language() -> dict[str, Any]:
             {
                 "name": "player",
                 "feeders": [{"name": "users", "path": "/data/users.csv"}],
-                "setup": [{"name": "login", "method": "POST", "path": "/login",
-                           "json": {"user": "{{ users.login }}"},
-                           "extract": [{"var": "token", "from": "json", "expression": "$.token"}]}],
+                "setup": [
+                    {
+                        "name": "login",
+                        "method": "POST",
+                        "path": "/login",
+                        "json": {"user": "{{ users.login }}"},
+                        "extract": [{"var": "token", "from": "json", "expression": "$.token"}],
+                    }
+                ],
                 "steps": [
-                    {"type": "choice", "branches": [
-                        {"weight": 70, "steps": [{"name": "city", "method": "GET", "path": "/city"}]},
-                        {"weight": 30, "steps": [{"type": "group", "name": "build", "steps": [
-                            {"name": "buildings", "method": "GET", "path": "/b",
-                             "checks": [{"type": "status", "in": [200]}]},
-                        ]}]},
-                    ]},
-                    {"type": "loop", "count": 2, "steps": [{"type": "think", "think_time": {"type": "constant", "duration_ms": 1}}]},
+                    {
+                        "type": "choice",
+                        "branches": [
+                            {"weight": 70, "steps": [{"name": "city", "method": "GET", "path": "/city"}]},
+                            {
+                                "weight": 30,
+                                "steps": [
+                                    {
+                                        "type": "group",
+                                        "name": "build",
+                                        "steps": [
+                                            {
+                                                "name": "buildings",
+                                                "method": "GET",
+                                                "path": "/b",
+                                                "checks": [{"type": "status", "in": [200]}],
+                                            },
+                                        ],
+                                    }
+                                ],
+                            },
+                        ],
+                    },
+                    {
+                        "type": "loop",
+                        "count": 2,
+                        "steps": [{"type": "think", "think_time": {"type": "constant", "duration_ms": 1}}],
+                    },
                     {"type": "if", "condition": "token", "then": [{"type": "end_iteration"}]},
                 ],
                 "workload": {"type": "closed", "stages": [{"duration_s": 1, "vus": 2}]},
@@ -56,8 +91,15 @@ def test_the_language_round_trips_with_wire_names() -> None:
         {"var": "token", "from": "json", "expression": "$.token", "pick": "first", "default": None}
     ]
     loop = scenario["steps"][1]
-    assert loop == {"type": "loop", "count": 2, "while": None, "max_iterations": 1000, "for_each": None, "as": None,
-                    "steps": [{"type": "think", "think_time": {"type": "constant", "duration_ms": 1.0}}]}
+    assert loop == {
+        "type": "loop",
+        "count": 2,
+        "while": None,
+        "max_iterations": 1000,
+        "for_each": None,
+        "as": None,
+        "steps": [{"type": "think", "think_time": {"type": "constant", "duration_ms": 1.0}}],
+    }
     assert scenario["steps"][2] == {"type": "if", "condition": "token", "then": [{"type": "end_iteration"}], "else": []}
     assert scenario["steps"][0]["branches"][1]["steps"][0]["steps"][0]["checks"] == [{"type": "status", "in": [200]}]
     assert plan_from_dict(wire) == plan
@@ -78,6 +120,7 @@ def at(*keys: Any) -> Callable[[dict[str, Any]], Any]:
         for key in keys:
             found = found[key]
         return found
+
     return node
 
 
@@ -101,12 +144,14 @@ def change(node: Callable[[dict[str, Any]], Any], **values: Any) -> Callable[[di
                 del target[key]
             else:
                 target[key] = value
+
     return apply
 
 
 def append(node: Callable[[dict[str, Any]], Any], key: str, item: Any) -> Callable[[dict[str, Any]], None]:
     def apply(data: dict[str, Any]) -> None:
         node(data)[key].append(item)
+
     return apply
 
 
@@ -116,80 +161,192 @@ def nest(depth: int) -> Callable[[dict[str, Any]], None]:
         for level in range(depth - 1):
             step = {"type": "group", "name": f"g{level}", "steps": [step]}
         data["scenarios"][0]["steps"] = [step]
+
     return apply
 
 
 SC = "scenarios[0]"
 LANGUAGE_CASES: dict[str, tuple[Callable[[dict[str, Any]], None], str, str, str]] = {
     "duplicate name across setup and a group": (
-        change(GROUP, name="login"), f"{SC}.steps[0].branches[1].steps[0].name",
-        "duplicate step name 'login' (also at setup[0])", "across setup, steps and teardown"),
+        change(GROUP, name="login"),
+        f"{SC}.steps[0].branches[1].steps[0].name",
+        "duplicate step name 'login' (also at setup[0])",
+        "across setup, steps and teardown",
+    ),
     "duplicate name in teardown": (
-        change(PLAYER, teardown=[{"name": "city", "method": "GET", "path": "/"}]), f"{SC}.teardown[0].name",
-        "duplicate step name 'city' (also at steps[0].branches[0].steps[0])", "its own name"),
+        change(PLAYER, teardown=[{"name": "city", "method": "GET", "path": "/"}]),
+        f"{SC}.teardown[0].name",
+        "duplicate step name 'city' (also at steps[0].branches[0].steps[0])",
+        "its own name",
+    ),
     "body and json": (change(LOGIN, body="x"), f"{SC}.setup[0].json", "either 'body' or 'json'", "Content-Type"),
     "json NaN": (change(LOGIN, json_={"x": float("nan")}), f"{SC}.setup[0].json", "not a JSON number", "finite"),
     "path with a template is fine, a space outside is not": (
-        change(LOGIN, path="/a/{{ x y }} b"), f"{SC}.setup[0].path", "spaces", "inside {{ }} spaces are fine"),
+        change(LOGIN, path="/a/{{ x y }} b"),
+        f"{SC}.setup[0].path",
+        "spaces",
+        "inside {{ }} spaces are fine",
+    ),
     "extractor without expression": (
-        change(EXTRACTOR, expression=...), f"{SC}.setup[0].extract[0].expression",
-        "an extractor from 'json' needs an expression", "'$.items[0].id'"),
+        change(EXTRACTOR, expression=...),
+        f"{SC}.setup[0].extract[0].expression",
+        "an extractor from 'json' needs an expression",
+        "'$.items[0].id'",
+    ),
     "status extractor with expression": (
-        change(EXTRACTOR, from_="status"), f"{SC}.setup[0].extract[0].expression",
-        "takes no expression", "remove 'expression'"),
+        change(EXTRACTOR, from_="status"),
+        f"{SC}.setup[0].extract[0].expression",
+        "takes no expression",
+        "remove 'expression'",
+    ),
     "header extractor with a bad name": (
-        change(EXTRACTOR, from_="header", expression="set cookie"), f"{SC}.setup[0].extract[0].expression",
-        "not a valid header name", "response header's name"),
+        change(EXTRACTOR, from_="header", expression="set cookie"),
+        f"{SC}.setup[0].extract[0].expression",
+        "not a valid header name",
+        "response header's name",
+    ),
     "extractor var reserved": (
-        change(EXTRACTOR, var="params"), f"{SC}.setup[0].extract[0].var", "a name templates already use", "reserved"),
+        change(EXTRACTOR, var="params"),
+        f"{SC}.setup[0].extract[0].var",
+        "a name templates already use",
+        "reserved",
+    ),
     "extractor var not a name": (
-        change(EXTRACTOR, var="1st"), f"{SC}.setup[0].extract[0].var", "not a valid variable name", "letters, digits"),
+        change(EXTRACTOR, var="1st"),
+        f"{SC}.setup[0].extract[0].var",
+        "not a valid variable name",
+        "letters, digits",
+    ),
     "extractor var named like a feeder": (
-        change(EXTRACTOR, var="users"), f"{SC}.setup[0].extract[0].var", "has the name of feeder 'users'", "rename"),
+        change(EXTRACTOR, var="users"),
+        f"{SC}.setup[0].extract[0].var",
+        "has the name of feeder 'users'",
+        "rename",
+    ),
     "extractor from unknown": (
-        change(EXTRACTOR, from_="xml"), f"{SC}.setup[0].extract[0].from", "'json', 'regex', 'header' or 'status'",
-        "where the value comes from"),
+        change(EXTRACTOR, from_="xml"),
+        f"{SC}.setup[0].extract[0].from",
+        "'json', 'regex', 'header' or 'status'",
+        "where the value comes from",
+    ),
     "status check out of range": (
         change(at("scenarios", 0, "steps", 0, "branches", 1, "steps", 0, "steps", 0, "checks", 0), in_=[200, 99]),
-        f"{SC}.steps[0].branches[1].steps[0].steps[0].checks[0].in[1]", "must be 100 or more", "accepted status"),
+        f"{SC}.steps[0].branches[1].steps[0].steps[0].checks[0].in[1]",
+        "must be 100 or more",
+        "accepted status",
+    ),
     "check type unknown": (
         change(at("scenarios", 0, "steps", 0, "branches", 1, "steps", 0, "steps", 0, "checks", 0), type="latency"),
-        f"{SC}.steps[0].branches[1].steps[0].steps[0].checks[0].type", "unknown type 'latency'",
-        "'status', 'json', 'body_contains', 'body_matches'"),
+        f"{SC}.steps[0].branches[1].steps[0].steps[0].checks[0].type",
+        "unknown type 'latency'",
+        "'status', 'json', 'body_contains', 'body_matches'",
+    ),
     "branch weight zero": (change(BRANCH_0, weight=0), f"{SC}.steps[0].branches[0].weight", "greater than 0", "share"),
-    "choice without branches": (change(CHOICE, branches=[]), f"{SC}.steps[0].branches", "must not be empty", "branches"),
-    "group without steps": (change(GROUP, steps=[]), f"{SC}.steps[0].branches[1].steps[0].steps", "must not be empty", "group"),
-    "loop without kind": (change(LOOP, count=...), f"{SC}.steps[1]", "needs one of 'count', 'while' or 'for_each'", "count: N"),
+    "choice without branches": (
+        change(CHOICE, branches=[]),
+        f"{SC}.steps[0].branches",
+        "must not be empty",
+        "branches",
+    ),
+    "group without steps": (
+        change(GROUP, steps=[]),
+        f"{SC}.steps[0].branches[1].steps[0].steps",
+        "must not be empty",
+        "group",
+    ),
+    "loop without kind": (
+        change(LOOP, count=...),
+        f"{SC}.steps[1]",
+        "needs one of 'count', 'while' or 'for_each'",
+        "count: N",
+    ),
     "loop with two kinds": (change(LOOP, while_="x"), f"{SC}.steps[1].while", "also has 'count'", "keep one"),
     "for_each without as": (change(LOOP, count=..., for_each="items"), f"{SC}.steps[1].as", "needs 'as'", "as: item"),
     "as without for_each": (change(LOOP, as_="item"), f"{SC}.steps[1].as", "has no for_each", "remove 'as'"),
-    "for_each with braces": (change(LOOP, count=..., for_each="{{ items }}", as_="x"), f"{SC}.steps[1].for_each",
-                             "not a variable name", "without {{ }}"),
+    "for_each with braces": (
+        change(LOOP, count=..., for_each="{{ items }}", as_="x"),
+        f"{SC}.steps[1].for_each",
+        "not a variable name",
+        "without {{ }}",
+    ),
     "loop count negative": (change(LOOP, count=-1), f"{SC}.steps[1].count", "0 or more", "repeat"),
-    "max_iterations zero": (change(LOOP, count=..., while_="x", max_iterations=0), f"{SC}.steps[1].max_iterations",
-                            "1 or more", "while loop"),
-    "condition with braces": (change(IF, condition="{{ token }}"), f"{SC}.steps[2].condition", "an expression, not a template",
-                              "without {{ }}"),
-    "unknown step type": (change(IF, type="when"), f"{SC}.steps[2].type", "unknown type 'when'",
-                          "'http', 'sql', 'connect', 'send', 'receive', 'ping', 'stream', 'close', 'group', 'parallel', 'choice', 'loop', 'if', "
-                          "'think', 'end_iteration'"),
-    "control-flow keys without a type": (change(LOOP, type=...), f"{SC}.steps[1]", "missing 'type'", "add 'type': one of 'http'"),
-    "key of another step type": (change(LOGIN, count=3), f"{SC}.setup[0].count", "unknown key 'count'", "belongs to type 'loop'"),
+    "max_iterations zero": (
+        change(LOOP, count=..., while_="x", max_iterations=0),
+        f"{SC}.steps[1].max_iterations",
+        "1 or more",
+        "while loop",
+    ),
+    "condition with braces": (
+        change(IF, condition="{{ token }}"),
+        f"{SC}.steps[2].condition",
+        "an expression, not a template",
+        "without {{ }}",
+    ),
+    "unknown step type": (
+        change(IF, type="when"),
+        f"{SC}.steps[2].type",
+        "unknown type 'when'",
+        "'http', 'sql', 'connect', 'send', 'receive', 'ping', 'stream', 'close', 'group', 'parallel', 'choice', 'loop', 'if', "
+        "'think', 'end_iteration'",
+    ),
+    "control-flow keys without a type": (
+        change(LOOP, type=...),
+        f"{SC}.steps[1]",
+        "missing 'type'",
+        "add 'type': one of 'http'",
+    ),
+    "key of another step type": (
+        change(LOGIN, count=3),
+        f"{SC}.setup[0].count",
+        "unknown key 'count'",
+        "belongs to type 'loop'",
+    ),
     "think step without think time": (
-        change(at("scenarios", 0, "steps", 1, "steps", 0), think_time=...), f"{SC}.steps[1].steps[0].think_time",
-        "is required but missing", "the pause"),
+        change(at("scenarios", 0, "steps", 1, "steps", 0), think_time=...),
+        f"{SC}.steps[1].steps[0].think_time",
+        "is required but missing",
+        "the pause",
+    ),
     "feeder without format and an unknown extension": (
-        change(FEEDER, path="users.txt"), f"{SC}.feeders[0].format", "is required but missing", ".csv, .jsonl or .ndjson"),
-    "feeder mode unknown": (change(FEEDER, mode="sequential"), f"{SC}.feeders[0].mode", "'circular', 'random' or 'unique'", "each iteration"),
-    "feeder name reserved": (change(FEEDER, name="vu"), f"{SC}.feeders[0].name", "a name templates already use", "reserved"),
-    "feeder twice": (append(PLAYER, "feeders", {"name": "users", "path": "b.jsonl"}), f"{SC}.feeders[1].name",
-                     "duplicate feeder name 'users'", "its own name"),
+        change(FEEDER, path="users.txt"),
+        f"{SC}.feeders[0].format",
+        "is required but missing",
+        ".csv, .jsonl or .ndjson",
+    ),
+    "feeder mode unknown": (
+        change(FEEDER, mode="sequential"),
+        f"{SC}.feeders[0].mode",
+        "'circular', 'random' or 'unique'",
+        "each iteration",
+    ),
+    "feeder name reserved": (
+        change(FEEDER, name="vu"),
+        f"{SC}.feeders[0].name",
+        "a name templates already use",
+        "reserved",
+    ),
+    "feeder twice": (
+        append(PLAYER, "feeders", {"name": "users", "path": "b.jsonl"}),
+        f"{SC}.feeders[1].name",
+        "duplicate feeder name 'users'",
+        "its own name",
+    ),
     "scenario weight zero": (change(PLAYER, weight=0), f"{SC}.weight", "greater than 0", "share"),
     "scenario weight huge": (change(PLAYER, weight=1e7), f"{SC}.weight", "at most 1e+06", "share"),
-    "scenario header": (change(PLAYER, headers={"a b": "1"}), f"{SC}.headers.a b", "not a valid header name", "x-request-id"),
+    "scenario header": (
+        change(PLAYER, headers={"a b": "1"}),
+        f"{SC}.headers.a b",
+        "not a valid header name",
+        "x-request-id",
+    ),
     "pacing in the open model": (
-        change(PLAYER, pacing_s=1, workload={"type": "open", "stages": [{"duration_s": 1, "rate_per_s": 1}], "max_vus": 1}),
-        f"{SC}.pacing_s", "pacing applies to the closed model", "remove pacing_s"),
+        change(
+            PLAYER, pacing_s=1, workload={"type": "open", "stages": [{"duration_s": 1, "rate_per_s": 1}], "max_vus": 1}
+        ),
+        f"{SC}.pacing_s",
+        "pacing applies to the closed model",
+        "remove pacing_s",
+    ),
     "pacing zero": (change(PLAYER, pacing_s=0), f"{SC}.pacing_s", "greater than 0", "every this many seconds"),
     "steps nested too deep": (nest(17), f"{SC}.steps[0]" + ".steps[0]" * 16, "more than 16 deep", "flatten"),
 }
@@ -222,7 +379,12 @@ def test_a_branch_may_be_empty_and_an_if_may_have_only_else() -> None:
 
 def test_every_language_problem_is_listed_at_once() -> None:
     data = language()
-    for mutate in (change(GROUP, name="login"), change(LOGIN, body="x"), change(LOOP, while_="x"), change(BRANCH_0, weight=-1)):
+    for mutate in (
+        change(GROUP, name="login"),
+        change(LOGIN, body="x"),
+        change(LOOP, while_="x"),
+        change(BRANCH_0, weight=-1),
+    ):
         mutate(data)
     assert locations(data) == [
         f"{SC}.setup[0].json",
@@ -233,7 +395,9 @@ def test_every_language_problem_is_listed_at_once() -> None:
 
 
 def test_step_models_from_python() -> None:
-    step = plan_step({"type": "loop", "for_each": "items", "as": "item", "steps": [{"name": "a", "method": "GET", "path": "/"}]})
+    step = plan_step(
+        {"type": "loop", "for_each": "items", "as": "item", "steps": [{"name": "a", "method": "GET", "path": "/"}]}
+    )
     assert isinstance(step, LoopStep) and step.as_ == "item" and step.for_each == "items"
     assert step.model_dump()["as"] == "item"  # wire names, whatever the attribute is called
     with pytest.raises(ValidationError) as caught:
@@ -246,13 +410,35 @@ def test_language_schema() -> None:
     definitions = plan_json_schema()["$defs"]
     steps = definitions["Scenario"]["properties"]["steps"]["items"]["oneOf"]
     assert {ref["$ref"].rsplit("/", 1)[1] for ref in steps} == {
-        "HttpStep", "SqlStep", "GroupStep", "ParallelStep", "ChoiceStep", "LoopStep", "IfStep", "ThinkStep", "EndIterationStep",
-        "ConnectStep", "SendStep", "ReceiveStep", "PingStep", "StreamStep", "CloseStep"}
+        "HttpStep",
+        "SqlStep",
+        "GroupStep",
+        "ParallelStep",
+        "ChoiceStep",
+        "LoopStep",
+        "IfStep",
+        "ThinkStep",
+        "EndIterationStep",
+        "ConnectStep",
+        "SendStep",
+        "ReceiveStep",
+        "PingStep",
+        "StreamStep",
+        "CloseStep",
+    }
     # An HTTP step may leave its type out; the others say it.
     assert "type" not in definitions["HttpStep"]["required"]
     for name in ("GroupStep", "ChoiceStep", "LoopStep", "IfStep", "ThinkStep", "EndIterationStep", "StatusCheck"):
         assert "type" in definitions[name]["required"], name
-    assert set(definitions["LoopStep"]["properties"]) == {"type", "count", "while", "max_iterations", "for_each", "as", "steps"}
+    assert set(definitions["LoopStep"]["properties"]) == {
+        "type",
+        "count",
+        "while",
+        "max_iterations",
+        "for_each",
+        "as",
+        "steps",
+    }
     assert "from" in definitions["Extractor"]["required"]
     assert "format" not in definitions["Feeder"]["required"]
     assert definitions["HttpStep"]["properties"]["json"].get("description")
@@ -264,16 +450,28 @@ def test_language_schema() -> None:
 PARALLEL_MISTAKES: dict[str, tuple[dict[str, Any], str, str, str]] = {
     "think time on a request": (
         {"name": "css", "method": "GET", "path": "/a.css", "think_time": {"type": "constant", "duration_ms": 5}},
-        "think_time", "takes no think time", "add {type: think, ...} after the group"),
+        "think_time",
+        "takes no think time",
+        "add {type: think, ...} after the group",
+    ),
     "think step": (
         {"type": "think", "think_time": {"type": "constant", "duration_ms": 5}},
-        "type", "a think step inside a parallel group", "move the think step out"),
+        "type",
+        "a think step inside a parallel group",
+        "move the think step out",
+    ),
     "nested group": (
         {"type": "group", "name": "inner", "steps": [{"name": "x", "method": "GET", "path": "/"}]},
-        "type", "holds http steps only, not 'group'", "a loop, if or choice may hold the whole group"),
+        "type",
+        "holds http steps only, not 'group'",
+        "a loop, if or choice may hold the whole group",
+    ),
     "nested loop": (
         {"type": "loop", "count": 2, "steps": [{"name": "x", "method": "GET", "path": "/"}]},
-        "type", "holds http steps only, not 'loop'", "a loop, if or choice may hold the whole group"),
+        "type",
+        "holds http steps only, not 'loop'",
+        "a loop, if or choice may hold the whole group",
+    ),
 }
 
 
@@ -281,10 +479,20 @@ def parallel_plan(*steps: dict[str, Any], base_url: str = "http://127.0.0.1:8080
     return {
         "version": 1,
         "target": {"base_url": base_url, **target},
-        "scenarios": [{"name": "s", "steps": [
-            {"name": "home", "method": "GET", "path": "/"},
-            {"type": "parallel", "name": "page", "steps": [{"name": "js", "method": "GET", "path": "/a.js"}, *steps]},
-        ], "workload": {"type": "closed", "stages": [{"duration_s": 1, "vus": 1}]}}],
+        "scenarios": [
+            {
+                "name": "s",
+                "steps": [
+                    {"name": "home", "method": "GET", "path": "/"},
+                    {
+                        "type": "parallel",
+                        "name": "page",
+                        "steps": [{"name": "js", "method": "GET", "path": "/a.js"}, *steps],
+                    },
+                ],
+                "workload": {"type": "closed", "stages": [{"duration_s": 1, "vus": 1}]},
+            }
+        ],
     }
 
 
@@ -315,10 +523,13 @@ def test_parallel_group_names_and_bounds_agree_on_both_sides() -> None:
     assert [path for path, _, _ in _engine.validate_plan(json.dumps(empty))] == [f"{SC}.steps[1].steps"]
 
 
-@pytest.mark.parametrize(("base_url", "words"), [
-    ("postgresql://horde@127.0.0.1:5432/horde", "a postgresql:// target takes sql steps"),
-    ("tcp://127.0.0.1:9000", "against a message target use send, receive or ping"),
-])
+@pytest.mark.parametrize(
+    ("base_url", "words"),
+    [
+        ("postgresql://horde@127.0.0.1:5432/horde", "a postgresql:// target takes sql steps"),
+        ("tcp://127.0.0.1:9000", "against a message target use send, receive or ping"),
+    ],
+)
 def test_a_parallel_group_needs_an_http_target_on_both_sides(base_url: str, words: str) -> None:
     data = parallel_plan(base_url=base_url)
     data["scenarios"][0]["steps"] = data["scenarios"][0]["steps"][1:]
@@ -329,9 +540,15 @@ def test_a_parallel_group_needs_an_http_target_on_both_sides(base_url: str, word
 
 
 def test_a_parallel_group_round_trips_and_counts_its_requests_as_steps() -> None:
-    data = parallel_plan({"name": "css", "method": "GET", "path": "/a.css",
-                          "extract": [{"var": "etag", "from": "header", "expression": "etag"}]},
-                         http_version="2")
+    data = parallel_plan(
+        {
+            "name": "css",
+            "method": "GET",
+            "path": "/a.css",
+            "extract": [{"var": "etag", "from": "header", "expression": "etag"}],
+        },
+        http_version="2",
+    )
     plan = plan_from_dict(data)
     group = plan.scenarios[0].steps[1]
     assert isinstance(group, ParallelStep) and [step.name for step in group.steps] == ["js", "css"]

@@ -20,21 +20,31 @@ GATEWAY = Path(__file__).resolve().parent.parent / "examples" / "gateway"
 
 ROBOTS: dict[str, Any] = {
     "version": 1,
-    "target": {"base_url": "tcp://127.0.0.1:7000", "framing": {"type": "length", "bytes": 4, "endian": "little", "adjust": 4}},
-    "scenarios": [{
-        "name": "robots",
-        "setup": [{"type": "connect", "name": "connect"}],
-        "steps": [
-            {"type": "send", "name": "join", "json": {"room": "r{{ vu % 3 }}", "seq": "{{ seq }}"}},
-            {"type": "receive", "name": "joined", "json_path": "$.room", "timeout_ms": 500,
-             "extract": [{"var": "room", "from": "json", "expression": "$.room"}],
-             "checks": [{"type": "json", "expression": "$.ok", "equals": True}]},
-            {"type": "stream", "name": "move", "base64": "bW92ZQ==", "every_ms": 50, "duration_ms": 1000},
-            {"type": "ping", "name": "rtt", "text": "ping {{ seq }} {{ room }}", "reply_seq": "pong (\\d+)"},
-            {"type": "close"},
-        ],
-        "workload": {"type": "closed", "stages": [{"duration_s": 1, "vus": 2}]},
-    }],
+    "target": {
+        "base_url": "tcp://127.0.0.1:7000",
+        "framing": {"type": "length", "bytes": 4, "endian": "little", "adjust": 4},
+    },
+    "scenarios": [
+        {
+            "name": "robots",
+            "setup": [{"type": "connect", "name": "connect"}],
+            "steps": [
+                {"type": "send", "name": "join", "json": {"room": "r{{ vu % 3 }}", "seq": "{{ seq }}"}},
+                {
+                    "type": "receive",
+                    "name": "joined",
+                    "json_path": "$.room",
+                    "timeout_ms": 500,
+                    "extract": [{"var": "room", "from": "json", "expression": "$.room"}],
+                    "checks": [{"type": "json", "expression": "$.ok", "equals": True}],
+                },
+                {"type": "stream", "name": "move", "base64": "bW92ZQ==", "every_ms": 50, "duration_ms": 1000},
+                {"type": "ping", "name": "rtt", "text": "ping {{ seq }} {{ room }}", "reply_seq": "pong (\\d+)"},
+                {"type": "close"},
+            ],
+            "workload": {"type": "closed", "stages": [{"duration_s": 1, "vus": 2}]},
+        }
+    ],
 }
 
 
@@ -49,11 +59,17 @@ def test_the_gateway_examples_pass_both_sides(name: str) -> None:
     assert _engine.validate_plan(plan_to_json(load_plan(GATEWAY / name))) == []
 
 
-@pytest.mark.parametrize("target", [
-    ROBOTS["target"],
-    {"base_url": "udp://127.0.0.1:7000"},
-    {"base_url": "kcp://127.0.0.1:7000", "kcp": {"nodelay": True, "interval_ms": 10, "resend": 2, "no_congestion_window": True}},
-])
+@pytest.mark.parametrize(
+    "target",
+    [
+        ROBOTS["target"],
+        {"base_url": "udp://127.0.0.1:7000"},
+        {
+            "base_url": "kcp://127.0.0.1:7000",
+            "kcp": {"nodelay": True, "interval_ms": 10, "resend": 2, "no_congestion_window": True},
+        },
+    ],
+)
 def test_message_plans_pass_both_sides(target: dict[str, Any]) -> None:
     plan = with_target(ROBOTS, **target)
     if not target["base_url"].startswith("udp"):
@@ -65,8 +81,14 @@ def test_message_plans_pass_both_sides(target: dict[str, Any]) -> None:
 def test_the_impaired_network_passes_both_sides_for_udp_and_kcp_only() -> None:
     for scheme in ("udp", "kcp"):
         plan = with_target(ROBOTS, base_url=f"{scheme}://127.0.0.1:7000")
-        plan["scenarios"][0]["network"] = {"delay_ms": 20, "jitter_ms": 5, "loss_percent": 10, "duplicate_percent": 1,
-                                           "reorder_percent": 2, "seed": 9}
+        plan["scenarios"][0]["network"] = {
+            "delay_ms": 20,
+            "jitter_ms": 5,
+            "loss_percent": 10,
+            "duplicate_percent": 1,
+            "reorder_percent": 2,
+            "seed": 9,
+        }
         assert _engine.validate_plan(plan_to_json(plan_from_dict(plan))) == []
     plan = copy.deepcopy(ROBOTS)
     plan["scenarios"][0]["network"] = {"loss_percent": 10}
@@ -78,15 +100,24 @@ def test_the_impaired_network_passes_both_sides_for_udp_and_kcp_only() -> None:
     assert problems["scenarios[0].network"].startswith("the engine impairs its own UDP datagrams only")
 
 
-@pytest.mark.parametrize(("change", "location"), [
-    ({"target": {"base_url": "tcp://127.0.0.1"}}, "target.base_url"),
-    ({"target": {"base_url": "tcp://127.0.0.1:7000", "framing": {"type": "length", "bytes": 3}}}, "target.framing.bytes"),
-    ({"target": {"base_url": "kcp://127.0.0.1:7000", "kcp": {"interval_ms": 1}}}, "target.kcp.interval_ms"),
-    ({"step": {"type": "ping", "name": "p", "text": "no number"}}, "scenarios[0].steps[0]"),
-    ({"step": {"type": "send", "name": "s", "text": "a", "hex": "0a"}}, "scenarios[0].steps[0]"),
-    ({"step": {"type": "stream", "name": "s", "text": "a", "duration_ms": 10}}, "scenarios[0].steps[0]"),
-    ({"step": {"type": "receive", "name": "r", "checks": [{"type": "status", "in": [200]}]}}, "scenarios[0].steps[0]"),
-])
+@pytest.mark.parametrize(
+    ("change", "location"),
+    [
+        ({"target": {"base_url": "tcp://127.0.0.1"}}, "target.base_url"),
+        (
+            {"target": {"base_url": "tcp://127.0.0.1:7000", "framing": {"type": "length", "bytes": 3}}},
+            "target.framing.bytes",
+        ),
+        ({"target": {"base_url": "kcp://127.0.0.1:7000", "kcp": {"interval_ms": 1}}}, "target.kcp.interval_ms"),
+        ({"step": {"type": "ping", "name": "p", "text": "no number"}}, "scenarios[0].steps[0]"),
+        ({"step": {"type": "send", "name": "s", "text": "a", "hex": "0a"}}, "scenarios[0].steps[0]"),
+        ({"step": {"type": "stream", "name": "s", "text": "a", "duration_ms": 10}}, "scenarios[0].steps[0]"),
+        (
+            {"step": {"type": "receive", "name": "r", "checks": [{"type": "status", "in": [200]}]}},
+            "scenarios[0].steps[0]",
+        ),
+    ],
+)
 def test_both_sides_refuse_the_same_mistakes(change: dict[str, Any], location: str) -> None:
     plan = copy.deepcopy(ROBOTS)
     if "target" in change:
@@ -106,19 +137,26 @@ def test_the_builder_writes_the_same_message_plan() -> None:
         "plan",
         base_url="tcp://127.0.0.1:7000",
         framing={"type": "length", "bytes": 4, "endian": "little", "adjust": 4},
-        scenarios=[scenario(
-            "robots",
-            setup=[message.connect("connect")],
-            steps=[
-                message.send("join", json={"room": "r{{ vu % 3 }}", "seq": "{{ seq }}"}),
-                message.receive("joined", json_path="$.room", timeout_ms=500, extract=[extract.json("room", "$.room")],
-                                checks=[check.json("$.ok", equals=True)]),
-                message.stream("move", base64="bW92ZQ==", every_ms=50, duration_ms=1000),
-                message.ping("rtt", "ping {{ seq }} {{ room }}", reply_seq="pong (\\d+)"),
-                message.close(),
-            ],
-            workload=closed([stage(1, vus=2)]),
-        )],
+        scenarios=[
+            scenario(
+                "robots",
+                setup=[message.connect("connect")],
+                steps=[
+                    message.send("join", json={"room": "r{{ vu % 3 }}", "seq": "{{ seq }}"}),
+                    message.receive(
+                        "joined",
+                        json_path="$.room",
+                        timeout_ms=500,
+                        extract=[extract.json("room", "$.room")],
+                        checks=[check.json("$.ok", equals=True)],
+                    ),
+                    message.stream("move", base64="bW92ZQ==", every_ms=50, duration_ms=1000),
+                    message.ping("rtt", "ping {{ seq }} {{ room }}", reply_seq="pong (\\d+)"),
+                    message.close(),
+                ],
+                workload=closed([stage(1, vus=2)]),
+            )
+        ],
     )
     assert plan_to_json(built) == plan_to_json(plan_from_dict(ROBOTS))
 
@@ -126,21 +164,35 @@ def test_the_builder_writes_the_same_message_plan() -> None:
 CHAT: dict[str, Any] = {
     "version": 1,
     "target": {"base_url": "ws://127.0.0.1:8080", "headers": {"X-Client": "horde"}},
-    "scenarios": [{
-        "name": "chat",
-        "setup": [{"type": "http", "name": "login", "method": "POST", "path": "/game/login",
-                   "json": {"login": "u{{ vu }}", "password": "p"}}],
-        "steps": [
-            {"type": "connect", "name": "join", "path": "/ws/rooms/r{{ vu % 3 }}", "headers": {"Authorization": "Bearer {{ vu }}"}},
-            {"type": "send", "name": "say", "text": "hello {{ seq }}"},
-            {"type": "send", "name": "bytes", "hex": "0a0b"},
-            {"type": "receive", "name": "heard", "match": "^hello", "timeout_ms": 500},
-            {"type": "ping", "name": "rtt", "reply_seq": "ping (\\d+)"},
-            {"type": "ping", "name": "frame_rtt", "text": "{{ seq }}", "control_frame": True},
-            {"type": "close"},
-        ],
-        "workload": {"type": "closed", "stages": [{"duration_s": 1, "vus": 2}]},
-    }],
+    "scenarios": [
+        {
+            "name": "chat",
+            "setup": [
+                {
+                    "type": "http",
+                    "name": "login",
+                    "method": "POST",
+                    "path": "/game/login",
+                    "json": {"login": "u{{ vu }}", "password": "p"},
+                }
+            ],
+            "steps": [
+                {
+                    "type": "connect",
+                    "name": "join",
+                    "path": "/ws/rooms/r{{ vu % 3 }}",
+                    "headers": {"Authorization": "Bearer {{ vu }}"},
+                },
+                {"type": "send", "name": "say", "text": "hello {{ seq }}"},
+                {"type": "send", "name": "bytes", "hex": "0a0b"},
+                {"type": "receive", "name": "heard", "match": "^hello", "timeout_ms": 500},
+                {"type": "ping", "name": "rtt", "reply_seq": "ping (\\d+)"},
+                {"type": "ping", "name": "frame_rtt", "text": "{{ seq }}", "control_frame": True},
+                {"type": "close"},
+            ],
+            "workload": {"type": "closed", "stages": [{"duration_s": 1, "vus": 2}]},
+        }
+    ],
 }
 
 
@@ -151,23 +203,44 @@ def test_websocket_plans_pass_both_sides(base_url: str) -> None:
     assert _engine.validate_plan(plan_to_json(plan_from_dict(plan))) == []
 
 
-@pytest.mark.parametrize(("change", "location"), [
-    ({"target": {"base_url": "ws://127.0.0.1:8080/x?q=1"}}, "target.base_url"),
-    ({"target": {"base_url": "ws://:8080"}}, "target.base_url"),
-    ({"target": {"base_url": "ws://127.0.0.1:8080", "framing": {"type": "raw"}}}, "target.framing"),
-    ({"target": {"base_url": "wss://127.0.0.1:8443", "kcp": {"nodelay": True}}}, "target.kcp"),
-    ({"target": {"base_url": "udp://127.0.0.1:7000", "framing": {"type": "newline"}}}, "target.framing"),
-    ({"network": {"delay_ms": 20}}, "scenarios[0].network"),
-    ({"step": {"type": "connect", "name": "c", "path": "ws/echo"}}, "scenarios[0].steps[0]"),
-    ({"step": {"type": "connect", "name": "c", "headers": {"bad name": "x"}}}, "scenarios[0].steps[0]"),
-    ({"tcp": True, "step": {"type": "connect", "name": "c", "path": "/ws"}}, "scenarios[0].steps[0].path"),
-    ({"tcp": True, "step": {"type": "connect", "name": "c", "headers": {"A": "b"}}}, "scenarios[0].steps[0].headers"),
-    ({"tcp": True, "step": {"type": "group", "name": "g", "steps": [{"type": "http", "name": "h", "method": "GET", "path": "/"}]}},
-     "scenarios[0].steps[0].steps[0].type"),
-    ({"http": True, "step": {"type": "send", "name": "s", "text": "x"}}, "scenarios[0].steps[0].type"),
-    ({"tcp": True, "step": {"type": "ping", "name": "p", "control_frame": True}}, "scenarios[0].steps[0].control_frame"),
-    ({"step": {"type": "ping", "name": "p", "text": "{{ seq }}" + "x" * 130, "control_frame": True}}, "scenarios[0].steps[0]"),
-])
+@pytest.mark.parametrize(
+    ("change", "location"),
+    [
+        ({"target": {"base_url": "ws://127.0.0.1:8080/x?q=1"}}, "target.base_url"),
+        ({"target": {"base_url": "ws://:8080"}}, "target.base_url"),
+        ({"target": {"base_url": "ws://127.0.0.1:8080", "framing": {"type": "raw"}}}, "target.framing"),
+        ({"target": {"base_url": "wss://127.0.0.1:8443", "kcp": {"nodelay": True}}}, "target.kcp"),
+        ({"target": {"base_url": "udp://127.0.0.1:7000", "framing": {"type": "newline"}}}, "target.framing"),
+        ({"network": {"delay_ms": 20}}, "scenarios[0].network"),
+        ({"step": {"type": "connect", "name": "c", "path": "ws/echo"}}, "scenarios[0].steps[0]"),
+        ({"step": {"type": "connect", "name": "c", "headers": {"bad name": "x"}}}, "scenarios[0].steps[0]"),
+        ({"tcp": True, "step": {"type": "connect", "name": "c", "path": "/ws"}}, "scenarios[0].steps[0].path"),
+        (
+            {"tcp": True, "step": {"type": "connect", "name": "c", "headers": {"A": "b"}}},
+            "scenarios[0].steps[0].headers",
+        ),
+        (
+            {
+                "tcp": True,
+                "step": {
+                    "type": "group",
+                    "name": "g",
+                    "steps": [{"type": "http", "name": "h", "method": "GET", "path": "/"}],
+                },
+            },
+            "scenarios[0].steps[0].steps[0].type",
+        ),
+        ({"http": True, "step": {"type": "send", "name": "s", "text": "x"}}, "scenarios[0].steps[0].type"),
+        (
+            {"tcp": True, "step": {"type": "ping", "name": "p", "control_frame": True}},
+            "scenarios[0].steps[0].control_frame",
+        ),
+        (
+            {"step": {"type": "ping", "name": "p", "text": "{{ seq }}" + "x" * 130, "control_frame": True}},
+            "scenarios[0].steps[0]",
+        ),
+    ],
+)
 def test_both_sides_refuse_the_same_websocket_mistakes(change: dict[str, Any], location: str) -> None:
     plan = copy.deepcopy(CHAT)
     plan["scenarios"][0]["setup"] = []
@@ -193,20 +266,24 @@ def test_the_builder_writes_the_same_websocket_plan() -> None:
         "plan",
         base_url="ws://127.0.0.1:8080",
         headers={"X-Client": "horde"},
-        scenarios=[scenario(
-            "chat",
-            setup=[horde.http.post("login", "/game/login", json={"login": "u{{ vu }}", "password": "p"})],
-            steps=[
-                message.connect("join", path="/ws/rooms/r{{ vu % 3 }}", headers={"Authorization": "Bearer {{ vu }}"}),
-                message.send("say", "hello {{ seq }}"),
-                message.send("bytes", hex="0a0b"),
-                message.receive("heard", match="^hello", timeout_ms=500),
-                message.ping("rtt", reply_seq="ping (\\d+)"),
-                message.ping("frame_rtt", "{{ seq }}", control_frame=True),
-                message.close(),
-            ],
-            workload=closed([stage(1, vus=2)]),
-        )],
+        scenarios=[
+            scenario(
+                "chat",
+                setup=[horde.http.post("login", "/game/login", json={"login": "u{{ vu }}", "password": "p"})],
+                steps=[
+                    message.connect(
+                        "join", path="/ws/rooms/r{{ vu % 3 }}", headers={"Authorization": "Bearer {{ vu }}"}
+                    ),
+                    message.send("say", "hello {{ seq }}"),
+                    message.send("bytes", hex="0a0b"),
+                    message.receive("heard", match="^hello", timeout_ms=500),
+                    message.ping("rtt", reply_seq="ping (\\d+)"),
+                    message.ping("frame_rtt", "{{ seq }}", control_frame=True),
+                    message.close(),
+                ],
+                workload=closed([stage(1, vus=2)]),
+            )
+        ],
     )
     assert plan_to_json(built) == plan_to_json(plan_from_dict(CHAT))
 

@@ -30,7 +30,7 @@ TYPE_LEVEL = {
     "workloads.ClosedModel._lower_profile": "a shorthand (a profile) lowered to stages before the types are read",
     "workloads.OpenModel._lower_profile": "a shorthand (a profile) lowered to stages before the types are read",
     "steps.HttpStep._check_json": "a JSON body is a JSON value: a set, bytes or NaN from Python code "
-                                  "could not be written as the plan's JSON for the engine to check",
+    "could not be written as the plan's JSON for the engine to check",
     "message.SendStep._check_json": "a JSON message is a JSON value (as steps.HttpStep._check_json)",
     "message.StreamStep._check_json": "a JSON message is a JSON value (as steps.HttpStep._check_json)",
     "rules.Extractor._check_default": "a default is a JSON value (as steps.HttpStep._check_json)",
@@ -89,7 +89,9 @@ def _validators() -> set[str]:
 def test_each_pydantic_validator_is_type_level_or_listed_to_move() -> None:
     found = _validators()
     unlisted = sorted(found - set(TYPE_LEVEL) - NOT_YET_THE_ENGINE_S)
-    assert unlisted == [], f"semantic rules belong in crates/horde-plan (or, if type-level, in TYPE_LEVEL with why): {unlisted}"
+    assert unlisted == [], (
+        f"semantic rules belong in crates/horde-plan (or, if type-level, in TYPE_LEVEL with why): {unlisted}"
+    )
 
 
 def test_the_lists_name_only_validators_that_exist() -> None:
@@ -105,10 +107,19 @@ def test_the_walk_finds_known_validators() -> None:
 
 # --- the engine's rules, asked by the plan layer -------------------------------------------------
 
+
 def _plan(*steps: dict[str, object], workload: dict[str, object] | None = None) -> dict[str, object]:
-    return {"version": 1, "target": {"base_url": "http://127.0.0.1:8080"},
-            "scenarios": [{"name": "s", "steps": list(steps),
-                           "workload": workload or {"type": "closed", "stages": [{"duration_s": 1, "vus": 1}]}}]}
+    return {
+        "version": 1,
+        "target": {"base_url": "http://127.0.0.1:8080"},
+        "scenarios": [
+            {
+                "name": "s",
+                "steps": list(steps),
+                "workload": workload or {"type": "closed", "stages": [{"duration_s": 1, "vus": 1}]},
+            }
+        ],
+    }
 
 
 def _problems(data: dict[str, object]) -> list[tuple[str, str, str | None]]:
@@ -124,8 +135,13 @@ def _problems(data: dict[str, object]) -> list[tuple[str, str, str | None]]:
 
 def test_an_engine_rule_is_reported_with_its_hint_when_pydantic_accepts_the_plan() -> None:
     data = _plan({"name": "a", "method": "POST", "path": "/a", "body": "x", "json": {"k": 1}})
-    assert _problems(data) == [("scenarios[0].steps[0].json", "a step sends either 'body' or 'json', not both",
-                                "keep 'json' for a JSON body (it sets Content-Type), or 'body' for any other text")]
+    assert _problems(data) == [
+        (
+            "scenarios[0].steps[0].json",
+            "a step sends either 'body' or 'json', not both",
+            "keep 'json' for a JSON body (it sets Content-Type), or 'body' for any other text",
+        )
+    ]
 
 
 def test_engine_rules_are_listed_beside_pydantic_s_type_problems() -> None:
@@ -133,7 +149,12 @@ def test_engine_rules_are_listed_beside_pydantic_s_type_problems() -> None:
     # the workload a bound serde refuses too (-1 VUs). All three at once, none invented.
     data = _plan(
         {"name": "a", "method": "GET", "path": "a", "extract": [{"var": "token", "from": "json", "expression": "$.t"}]},
-        {"name": "b", "method": "GET", "path": "/{{ token }}", "think_time": {"type": "uniform", "min_ms": "x", "max_ms": 1}},
+        {
+            "name": "b",
+            "method": "GET",
+            "path": "/{{ token }}",
+            "think_time": {"type": "uniform", "min_ms": "x", "max_ms": 1},
+        },
         workload={"type": "closed", "stages": [{"duration_s": 1, "vus": -1}]},
     )
     found = [(location, message) for location, message, _ in _problems(data)]
@@ -168,7 +189,8 @@ def test_a_part_to_supply_is_no_mistake_when_a_plan_is_read() -> None:
     data = _plan({"name": "a", "method": "POST", "path": "/a", "body": "{{ supply('the order') }}"})
     plan = plan_from_dict(data)
     assert [(p.location, p.message) for p in engine_problems(plan_to_json(plan))] == [
-        ("scenarios[0].steps[0].body", "to supply: the order; put it in place of the supply(...) template")]
+        ("scenarios[0].steps[0].body", "to supply: the order; put it in place of the supply(...) template")
+    ]
 
 
 def test_a_sql_step_s_mistakes_are_the_engine_s_with_pydantic_s_words_and_hints() -> None:
@@ -179,21 +201,39 @@ def test_a_sql_step_s_mistakes_are_the_engine_s_with_pydantic_s_words_and_hints(
         return data
 
     assert _problems(sql_plan({"type": "sql", "name": "a"})) == [
-        ("scenarios[0].steps[0].query", "a sql step needs 'query' (or 'statements')", "add query: 'SELECT 1'")]
+        ("scenarios[0].steps[0].query", "a sql step needs 'query' (or 'statements')", "add query: 'SELECT 1'")
+    ]
     assert _problems(sql_plan({"type": "sql", "name": "a", "query": "  "})) == [
-        ("scenarios[0].steps[0].query", "'query' is empty", "write the SQL")]
-    found = _problems(sql_plan({
-        "type": "sql", "name": "a", "query": "SELECT 1", "statements": [{"query": "SELECT 2"}],
-        "extract": [{"var": "n", "from": "column"}, {"var": "m", "from": "row_count", "column": "id"}],
-        "checks": [{"type": "row_count"}, {"type": "row_count", "min": 3, "max": 1}],
-    }))
+        ("scenarios[0].steps[0].query", "'query' is empty", "write the SQL")
+    ]
+    found = _problems(
+        sql_plan(
+            {
+                "type": "sql",
+                "name": "a",
+                "query": "SELECT 1",
+                "statements": [{"query": "SELECT 2"}],
+                "extract": [{"var": "n", "from": "column"}, {"var": "m", "from": "row_count", "column": "id"}],
+                "checks": [{"type": "row_count"}, {"type": "row_count", "min": 3, "max": 1}],
+            }
+        )
+    )
     assert found == [
         ("scenarios[0].steps[0].statements", "a step runs either 'query' or 'statements', not both", "keep one"),
         ("scenarios[0].steps[0].extract[0].column", "from: column needs 'column'", "name the column, e.g. column: id"),
         ("scenarios[0].steps[0].extract[1].column", "a row_count extractor takes no column", "remove 'column'"),
-        ("scenarios[0].steps[0].checks[0]", "a row_count check needs equals, min or max", "e.g. {type: row_count, equals: 1}"),
+        (
+            "scenarios[0].steps[0].checks[0]",
+            "a row_count check needs equals, min or max",
+            "e.g. {type: row_count, equals: 1}",
+        ),
         ("scenarios[0].steps[0].checks[1].min", "min 3 is above max 1", "swap them"),
     ], found
     found = _problems(sql_plan({"type": "sql", "name": "a", "params": ["1"], "statements": [{"query": "SELECT $1"}]}))
-    assert found == [("scenarios[0].steps[0].params", "with 'statements', each statement has its own params",
-                      "move params into them")], found
+    assert found == [
+        (
+            "scenarios[0].steps[0].params",
+            "with 'statements', each statement has its own params",
+            "move params into them",
+        )
+    ], found

@@ -23,11 +23,13 @@ def plan_data(**target: Any) -> dict[str, Any]:
     return {
         "version": 1,
         "target": {"base_url": "http://127.0.0.1:8080", **target},
-        "scenarios": [{
-            "name": "s",
-            "steps": [{"name": "get", "method": "GET", "path": "/"}],
-            "workload": {"type": "closed", "stages": [{"duration_s": 1, "vus": 1}]},
-        }],
+        "scenarios": [
+            {
+                "name": "s",
+                "steps": [{"name": "get", "method": "GET", "path": "/"}],
+                "workload": {"type": "closed", "stages": [{"duration_s": 1, "vus": 1}]},
+            }
+        ],
     }
 
 
@@ -96,7 +98,9 @@ def test_pydantic_words_a_pool_problem_once_and_lists_it_with_the_others() -> No
     problems = pydantic_problems(data)
     # In the order the plan writes them.
     assert [location for location, _, _ in problems] == [
-        "target.connections.pool", "target.connections.size", "target.source_addresses[1]",
+        "target.connections.pool",
+        "target.connections.size",
+        "target.source_addresses[1]",
         "target.connect_timeout_ms",
     ]
     assert problems[0][1] == "must be a whole number (got 'many')"
@@ -184,8 +188,14 @@ def test_the_upper_case_scheme_hint_writes_the_url_as_it_should_be() -> None:
 
 
 def test_hosts_the_engine_can_use_pass_both_sides() -> None:
-    for url in ("http://127.0.0.1:8080", "http://[::1]:8080/api", "https://my_host-1.internal", "http://localhost",
-                "http://xn--bcher-kva.de", "http://a-b--c.example"):
+    for url in (
+        "http://127.0.0.1:8080",
+        "http://[::1]:8080/api",
+        "https://my_host-1.internal",
+        "http://localhost",
+        "http://xn--bcher-kva.de",
+        "http://a-b--c.example",
+    ):
         assert pydantic_problems(plan_data(base_url=url)) == [], url
         assert engine_paths(plan_data(base_url=url)) == [], url
 
@@ -205,9 +215,13 @@ def test_the_response_bounds_and_the_backoff_have_defaults_written_out() -> None
 
 @pytest.mark.parametrize(
     ("field", "value", "words"),
-    [("max_response_header_bytes", 1023, "1024 or more"), ("max_response_header_bytes", 64 * 1024 * 1024 + 1, "at most"),
-     ("max_kept_body_bytes", 0, "1 or more"), ("max_kept_body_bytes", 2**30 + 1, "at most"),
-     ("connect_backoff", "sometimes", "")],
+    [
+        ("max_response_header_bytes", 1023, "1024 or more"),
+        ("max_response_header_bytes", 64 * 1024 * 1024 + 1, "at most"),
+        ("max_kept_body_bytes", 0, "1 or more"),
+        ("max_kept_body_bytes", 2**30 + 1, "at most"),
+        ("connect_backoff", "sometimes", ""),
+    ],
 )
 def test_both_sides_refuse_response_bounds_out_of_range(field: str, value: Any, words: str) -> None:
     data = plan_data(**{field: value})
@@ -216,17 +230,25 @@ def test_both_sides_refuse_response_bounds_out_of_range(field: str, value: Any, 
     assert engine_paths(data) == [f"target.{field}"]
 
 
-@pytest.mark.parametrize(("written", "wire"), [(None, "1.1"), ("1.1", "1.1"), (1.1, "1.1"), (2, "2"), ("2", "2"), ("auto", "auto")])
+@pytest.mark.parametrize(
+    ("written", "wire"), [(None, "1.1"), ("1.1", "1.1"), (1.1, "1.1"), (2, "2"), ("2", "2"), ("auto", "auto")]
+)
 def test_http_version_reads_as_yaml_writes_it_and_reaches_the_engine(written: Any, wire: str) -> None:
-    data = plan_data(base_url="https://127.0.0.1:8443") if written is None else plan_data(base_url="https://127.0.0.1:8443", http_version=written)
+    data = (
+        plan_data(base_url="https://127.0.0.1:8443")
+        if written is None
+        else plan_data(base_url="https://127.0.0.1:8443", http_version=written)
+    )
     assert pydantic_problems(data) == [] and engine_paths(data) == []
     assert json.loads(plan_to_json(plan_from_dict(data)))["target"]["http_version"] == wire
 
 
 @pytest.mark.parametrize(
     ("extra", "words"),
-    [({"http_version": "3"}, "is not an HTTP version"),
-     ({"http_version": "auto", "connections": {"pool": 4}}, "'auto' cannot be combined with connections")],
+    [
+        ({"http_version": "3"}, "is not an HTTP version"),
+        ({"http_version": "auto", "connections": {"pool": 4}}, "'auto' cannot be combined with connections"),
+    ],
 )
 def test_both_sides_refuse_an_http_version_they_cannot_honour(extra: dict[str, Any], words: str) -> None:
     data = plan_data(**extra)
@@ -247,11 +269,13 @@ def test_http2_settings_have_the_engine_defaults_and_reach_it() -> None:
 
 @pytest.mark.parametrize(
     ("http2", "field", "words"),
-    [({"stream_window_bytes": 0}, "stream_window_bytes", "1 or more"),
-     ({"stream_window_bytes": 2**31}, "stream_window_bytes", "at most"),
-     ({"connection_window_bytes": 65534}, "connection_window_bytes", "65535 or more"),
-     ({"connection_window_bytes": 2**31}, "connection_window_bytes", "at most"),
-     ({"max_concurrent_streams": 0}, "max_concurrent_streams", "1 or more")],
+    [
+        ({"stream_window_bytes": 0}, "stream_window_bytes", "1 or more"),
+        ({"stream_window_bytes": 2**31}, "stream_window_bytes", "at most"),
+        ({"connection_window_bytes": 65534}, "connection_window_bytes", "65535 or more"),
+        ({"connection_window_bytes": 2**31}, "connection_window_bytes", "at most"),
+        ({"max_concurrent_streams": 0}, "max_concurrent_streams", "1 or more"),
+    ],
 )
 def test_both_sides_bound_the_http2_settings_by_rfc_9113(http2: dict[str, Any], field: str, words: str) -> None:
     data = plan_data(http_version="auto", base_url="https://127.0.0.1:8443", http2=http2)

@@ -32,7 +32,7 @@ def locations(path: Path) -> list[str]:
     for problem in problems_of(path):
         assert problem.location.startswith(prefix), problem.location
         assert problem.hint, problem
-        found.append(problem.location[len(prefix):])
+        found.append(problem.location[len(prefix) :])
     return found
 
 
@@ -69,9 +69,7 @@ def test_unknown_keys_are_located_at_their_lines() -> None:
     assert problems[0].hint == (
         "allowed keys here: version, name, parameters, target, scenarios, graceful_stop_s, thresholds, autostop, steer, generators, monitors"
     )
-    assert str(problems[2]) == (
-        f"{path}:14: scenarios[0].steps[0].pth: unknown key 'pth'"
-    )
+    assert str(problems[2]) == (f"{path}:14: scenarios[0].steps[0].pth: unknown key 'pth'")
 
 
 def test_bad_values_are_located_at_their_lines() -> None:
@@ -96,7 +94,10 @@ def test_bad_values_are_located_at_their_lines() -> None:
 
 
 def test_missing_keys_point_at_the_parent_mapping(tmp_path: Path) -> None:
-    path = write(tmp_path, "plan.yaml", """\
+    path = write(
+        tmp_path,
+        "plan.yaml",
+        """\
 # a comment first
 version: 1
 target:
@@ -108,7 +109,8 @@ scenarios:
     workload:
       type: open
       stages: [{duration_s: 1, rate_per_s: 1}]
-""")
+""",
+    )
     assert locations(path) == [
         "3: target.base_url",
         "8: scenarios[0].steps[0].path",
@@ -161,9 +163,9 @@ def test_yaml_that_is_not_a_mapping(tmp_path: Path) -> None:
 
 
 def test_yaml_values_become_plain_python(tmp_path: Path) -> None:
-    path = write(tmp_path, "plan.yaml", MINIMAL_YAML.replace(
-        "path: /}", "path: /, body: \"x\"}"
-    ) + "graceful_stop_s: 0x10\n")
+    path = write(
+        tmp_path, "plan.yaml", MINIMAL_YAML.replace("path: /}", "path: /, body: \"x\"}") + "graceful_stop_s: 0x10\n"
+    )
     plan = load_plan(path)
     step = plan.scenarios[0].steps[0]
     assert type(step.body) is str and type(plan.graceful_stop_s) is float
@@ -261,11 +263,15 @@ def test_python_module_with_the_wrong_plan(tmp_path: Path) -> None:
 
 
 def test_python_module_plan_is_validated_again(tmp_path: Path) -> None:
-    path = write(tmp_path, "plan.py", f"""\
+    path = write(
+        tmp_path,
+        "plan.py",
+        f"""\
 from horde.plan.loader import load_plan
 plan = load_plan({str(QUICKSTART)!r})
 plan.scenarios[0].steps[0].path = "no-slash"  # pydantic does not check assignments
-""")
+""",
+    )
     (problem,) = problems_of(path)
     assert problem.location == "scenarios[0].steps[0].path"
 
@@ -322,7 +328,8 @@ def test_quickstart_is_what_its_comments_say() -> None:
     (scenario,) = plan.scenarios
     assert scenario.name == "browse"
     assert [(s.name, s.method, s.path) for s in scenario.steps] == [
-        ("home", "GET", "/"), ("item", "GET", "/delay/5"),
+        ("home", "GET", "/"),
+        ("item", "GET", "/delay/5"),
     ]
     assert all(s.think_time is not None and s.think_time.type == "constant" for s in scenario.steps)
     workload = scenario.workload
@@ -332,7 +339,10 @@ def test_quickstart_is_what_its_comments_say() -> None:
 
 
 def test_python_module_with_an_invalid_plan(tmp_path: Path) -> None:
-    path = write(tmp_path, "plan.py", """\
+    path = write(
+        tmp_path,
+        "plan.py",
+        """\
 from horde.plan import Plan
 
 plan = Plan(
@@ -340,7 +350,8 @@ plan = Plan(
     target={"base_url": "http://h", "verify": False},
     scenarios=[],
 )
-""")
+""",
+    )
     problems = problems_of(path)
     assert [p.location for p in problems] == [
         f"{path}:3: target.verify",
@@ -366,8 +377,9 @@ scenarios:
 """
 
 
-def feeder_plan(tmp_path: Path, data_name: str, data: str | bytes | None, *, mode: str = "circular",
-                vus: int = 2) -> Path:
+def feeder_plan(
+    tmp_path: Path, data_name: str, data: str | bytes | None, *, mode: str = "circular", vus: int = 2
+) -> Path:
     if data is not None:
         target = tmp_path / data_name
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -383,7 +395,9 @@ def feeder_problem(path: Path) -> Problem:
     return problem
 
 
-def test_feeder_paths_become_absolute_relative_to_the_plan_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_feeder_paths_become_absolute_relative_to_the_plan_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     plan_path = feeder_plan(tmp_path / "plans", "data/rows.csv", "a,b\n1,2\n")
     monkeypatch.chdir(tmp_path)  # elsewhere than the plan's folder
     feeder = load_plan(plan_path).scenarios[0].feeders[0]
@@ -409,8 +423,12 @@ def test_a_csv_feeder_with_a_byte_order_mark_and_quoted_fields(tmp_path: Path) -
         ("missing.csv", None, "feeder file 'missing.csv' no such file", "relative to the plan file's folder"),
         ("empty.csv", "", "feeder file 'empty.csv' is empty", "header row"),
         ("header-only.csv", "login,password\n", "has a header row but no rows", "add at least one row"),
-        ("no-header.csv", "ann,42\nbob,43\n", "the first row (line 1) looks like data, not a header: field '42' is a number",
-         "add a header row"),
+        (
+            "no-header.csv",
+            "ann,42\nbob,43\n",
+            "the first row (line 1) looks like data, not a header: field '42' is a number",
+            "add a header row",
+        ),
         ("empty-field.csv", "login,,password\na,b,c\n", "has an empty field name (field 2)", "name every field"),
         ("twice.csv", "login,login\na,b\n", "names field 'login' twice", "its own name"),
         ("short-row.csv", "a,b\n1,2\n3,4\n5\n", "line 4 has 1 field(s); the header row has 2", "quote a value"),
@@ -422,8 +440,9 @@ def test_a_csv_feeder_with_a_byte_order_mark_and_quoted_fields(tmp_path: Path) -
         ("folder.csv/", None, "is a directory", "data file's path"),
     ],
 )
-def test_a_bad_feeder_file_is_located_at_its_path(tmp_path: Path, name: str, data: str | bytes | None,
-                                                  message: str, hint: str) -> None:
+def test_a_bad_feeder_file_is_located_at_its_path(
+    tmp_path: Path, name: str, data: str | bytes | None, message: str, hint: str
+) -> None:
     if name.endswith("/"):
         (tmp_path / name).mkdir()
         name = name.rstrip("/")
@@ -462,15 +481,21 @@ def test_a_unique_feeder_needs_a_row_for_each_vu(tmp_path: Path) -> None:
     path = feeder_plan(tmp_path, "users.csv", "login\na\nb\nc\n", mode="unique", vus=4)
     problem = feeder_problem(path)
     assert problem.location == f"{path}:9: scenarios[0].feeders[0].mode"
-    assert problem.message == "unique feeder 'rows' has 3 row(s) but scenario 's' runs up to 4 VUs; each VU needs its own row"
+    assert (
+        problem.message
+        == "unique feeder 'rows' has 3 row(s) but scenario 's' runs up to 4 VUs; each VU needs its own row"
+    )
     assert problem.hint is not None and "circular or random" in problem.hint
     load_plan(feeder_plan(tmp_path, "users.csv", "login\na\nb\nc\n", mode="unique", vus=3))
     load_plan(feeder_plan(tmp_path, "users.csv", "login\na\nb\nc\n", mode="random", vus=4))
     # The open model's peak is its max_vus.
     path = feeder_plan(tmp_path, "users.jsonl", '{"a": 1}\n{"a": 2}\n', mode="unique")
-    path.write_text(path.read_text().replace(
-        "{type: closed, stages: [{duration_s: 1, vus: 2}]}",
-        "{type: open, stages: [{duration_s: 1, rate_per_s: 100}], max_vus: 5}"))
+    path.write_text(
+        path.read_text().replace(
+            "{type: closed, stages: [{duration_s: 1, vus: 2}]}",
+            "{type: open, stages: [{duration_s: 1, rate_per_s: 100}], max_vus: 5}",
+        )
+    )
     assert "has 2 row(s) but scenario 's' runs up to 5 VUs" in feeder_problem(path).message
 
 
@@ -482,7 +507,10 @@ def test_more_vus_from_the_command_line_than_unique_rows(tmp_path: Path) -> None
     assert apply_overrides(plan, vus=2, duration_s=5).scenarios[0].feeders[0].mode == "unique"
     with pytest.raises(InvalidInput) as caught:
         apply_overrides(plan, vus=3)
-    assert caught.value.message == "unique feeder 'rows' has 2 row(s) but scenario 's' runs up to 3 VUs; each VU needs its own row"
+    assert (
+        caught.value.message
+        == "unique feeder 'rows' has 2 row(s) but scenario 's' runs up to 3 VUs; each VU needs its own row"
+    )
     assert caught.value.hint is not None and "lower --vus" in caught.value.hint
 
 
@@ -509,7 +537,9 @@ def test_locate_maps_a_path_to_its_line(tmp_path: Path) -> None:
     assert loaded.locate("scenarios[0].workload.stages[0].vus") == f"{path}:8: scenarios[0].workload.stages[0].vus"
     # A key the file leaves out (a default): the line of the deepest part it writes.
     assert loaded.locate("scenarios[0].weight") == f"{path}:5: scenarios[0].weight"
-    assert loaded.located([Problem("target.base_url", "m", hint="h")]) == [Problem(f"{path}:3: target.base_url", "m", hint="h")]
+    assert loaded.located([Problem("target.base_url", "m", hint="h")]) == [
+        Problem(f"{path}:3: target.base_url", "m", hint="h")
+    ]
     assert load_plan_file(PLANS / "plan_module.py").locate("scenarios[0].name") == "scenarios[0].name"
     json_path = write(tmp_path, "plan.json", plan_to_json(load_plan(path)))
     assert load_plan_file(json_path).locate("scenarios[0].name") == f"{json_path}:1: scenarios[0].name"
@@ -518,12 +548,24 @@ def test_locate_maps_a_path_to_its_line(tmp_path: Path) -> None:
 def test_parse_path() -> None:
     assert parse_path("") == ()
     assert parse_path("scenarios[0].steps[1].branches[2].steps[0].extract[3].expression") == (
-        "scenarios", 0, "steps", 1, "branches", 2, "steps", 0, "extract", 3, "expression")
+        "scenarios",
+        0,
+        "steps",
+        1,
+        "branches",
+        2,
+        "steps",
+        0,
+        "extract",
+        3,
+        "expression",
+    )
     assert parse_path("target.headers.x-api-key") == ("target", "headers", "x-api-key")
 
 
-def test_validate_and_run_place_the_engines_problems_on_their_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_validate_and_run_place_the_engines_problems_on_their_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from horde import _engine
     from horde.cli import main
 
@@ -531,10 +573,15 @@ def test_validate_and_run_place_the_engines_problems_on_their_lines(tmp_path: Pa
     if probe:
         pytest.skip(f"the engine predates the scenario language (it says {probe[0]}); rebuild it: make setup")
     monkeypatch.chdir(tmp_path)
-    write(tmp_path, "plan.yaml", MINIMAL_YAML.replace(
-        "- {name: home, method: GET, path: /}",
-        '- {name: home, method: GET, path: "/{{ missing }}",\n'
-        '         extract: [{var: x, from: json, expression: "$[?"}]}'))
+    write(
+        tmp_path,
+        "plan.yaml",
+        MINIMAL_YAML.replace(
+            "- {name: home, method: GET, path: /}",
+            '- {name: home, method: GET, path: "/{{ missing }}",\n'
+            '         extract: [{var: x, from: json, expression: "$[?"}]}',
+        ),
+    )
     monkeypatch.setenv("HORDE_STORE", str(tmp_path / "runs.sqlite"))
     for command in ("validate", "run"):
         code = main([command, "plan.yaml"])
@@ -545,12 +592,18 @@ def test_validate_and_run_place_the_engines_problems_on_their_lines(tmp_path: Pa
     assert not (tmp_path / "runs.sqlite").exists()  # refused before the store was opened
 
 
-@pytest.mark.parametrize("name,data", [("users.csv", "id,login,password\n1,ann,x\n"),
-                                       ("users.jsonl", '{"id": 1, "login": "ann", "password": "x"}\n')])
-def test_a_template_reading_a_field_its_feeder_lacks_is_located_with_the_fields(tmp_path: Path, name: str,
-                                                                               data: str) -> None:
+@pytest.mark.parametrize(
+    "name,data",
+    [("users.csv", "id,login,password\n1,ann,x\n"), ("users.jsonl", '{"id": 1, "login": "ann", "password": "x"}\n')],
+)
+def test_a_template_reading_a_field_its_feeder_lacks_is_located_with_the_fields(
+    tmp_path: Path, name: str, data: str
+) -> None:
     (tmp_path / name).write_text(data)
-    plan = write(tmp_path, "plan.yaml", textwrap.dedent(f"""\
+    plan = write(
+        tmp_path,
+        "plan.yaml",
+        textwrap.dedent(f"""\
         version: 1
         name: feeders
         target: {{base_url: "http://127.0.0.1:1"}}
@@ -563,7 +616,8 @@ def test_a_template_reading_a_field_its_feeder_lacks_is_located_with_the_fields(
                 path: "/login/{{{{ users.id }}}}"
                 json: {{user: "{{{{ users.logn }}}}", pass: "{{{{ users.password }}}}"}}
             workload: {{type: closed, stages: [{{duration_s: 1, vus: 1}}]}}
-        """))
+        """),
+    )
     (problem,) = problems_of(plan)
     assert problem.location == f"{plan}:11: scenarios[0].steps[0].json.user"
     assert "feeder 'users' has no field 'logn'" in problem.message

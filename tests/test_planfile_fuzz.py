@@ -16,8 +16,33 @@ from horde.plan import Plan
 from horde.plan.loader import load_plan
 
 QUICKSTART = Path(__file__).resolve().parent.parent / "examples" / "quickstart" / "plan.yaml"
-TOKENS = [b":", b"-", b"{", b"}", b"[", b"]", b"\n", b"  ", b"'", b'"', b"&a", b"*a", b"!!python/object", b"\t",
-          b"version", b"type", b"open", b"1e999", b"-1", b"null", b"~", b"\xff", b"#", b"%", b"|"]
+TOKENS = [
+    b":",
+    b"-",
+    b"{",
+    b"}",
+    b"[",
+    b"]",
+    b"\n",
+    b"  ",
+    b"'",
+    b'"',
+    b"&a",
+    b"*a",
+    b"!!python/object",
+    b"\t",
+    b"version",
+    b"type",
+    b"open",
+    b"1e999",
+    b"-1",
+    b"null",
+    b"~",
+    b"\xff",
+    b"#",
+    b"%",
+    b"|",
+]
 
 
 def mutate(data: bytes, rng: random.Random) -> bytes:
@@ -26,7 +51,7 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
         position = rng.randrange(len(buffer) + 1)
         choice = rng.random()
         if choice < 0.3 and buffer:
-            del buffer[position:position + rng.randint(1, 8)]
+            del buffer[position : position + rng.randint(1, 8)]
         elif choice < 0.7:
             buffer[position:position] = rng.choice(TOKENS)
         elif buffer:
@@ -71,19 +96,42 @@ _JSON_VALUES = st.recursive(
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4),
     max_leaves=30,
 )
-_PLACES = [("name",), ("target",), ("target", "base_url"), ("scenarios",), ("scenarios", 0, "steps"),
-           ("scenarios", 0, "steps", 0, "json"), ("scenarios", 0, "steps", 0, "path"),
-           ("scenarios", 0, "workload"), ("scenarios", 0, "workload", "stages", 0, "vus"), ("thresholds",),
-           ("steer",), ("parameters",), ("scenarios", 0, "feeders")]
+_PLACES = [
+    ("name",),
+    ("target",),
+    ("target", "base_url"),
+    ("scenarios",),
+    ("scenarios", 0, "steps"),
+    ("scenarios", 0, "steps", 0, "json"),
+    ("scenarios", 0, "steps", 0, "path"),
+    ("scenarios", 0, "workload"),
+    ("scenarios", 0, "workload", "stages", 0, "vus"),
+    ("thresholds",),
+    ("steer",),
+    ("parameters",),
+    ("scenarios", 0, "feeders"),
+]
 
 
-@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(place=st.sampled_from(_PLACES), value=_JSON_VALUES, as_yaml=st.booleans())
-def test_any_value_at_any_place_gives_a_plan_or_located_problems(tmp_path: Path, place: tuple[Any, ...], value: Any,
-                                                                  as_yaml: bool) -> None:
-    data: Any = {"version": 1, "name": "p", "target": {"base_url": "http://127.0.0.1:1"},
-                 "scenarios": [{"name": "s", "steps": [{"name": "g", "method": "GET", "path": "/"}],
-                                "workload": {"type": "closed", "stages": [{"duration_s": 1, "vus": 1}]}}]}
+def test_any_value_at_any_place_gives_a_plan_or_located_problems(
+    tmp_path: Path, place: tuple[Any, ...], value: Any, as_yaml: bool
+) -> None:
+    data: Any = {
+        "version": 1,
+        "name": "p",
+        "target": {"base_url": "http://127.0.0.1:1"},
+        "scenarios": [
+            {
+                "name": "s",
+                "steps": [{"name": "g", "method": "GET", "path": "/"}],
+                "workload": {"type": "closed", "stages": [{"duration_s": 1, "vus": 1}]},
+            }
+        ],
+    }
     node = data
     for key in place[:-1]:
         node = node[key]

@@ -16,7 +16,16 @@ from conftest import HordeCli
 from horde.cli.app import main
 from horde.errors import ExitCode, InvalidInput
 from horde.plan.loader import load_plan_file
-from horde.profile import PlanOptions, ProfileOptions, SessionKey, Templater, build_profile, classify, render_page, write_plan
+from horde.profile import (
+    PlanOptions,
+    ProfileOptions,
+    SessionKey,
+    Templater,
+    build_profile,
+    classify,
+    render_page,
+    write_plan,
+)
 from horde.profile.histogram import LogHistogram
 from horde.profile.logs import LogRecord
 from horde.profile.profile import ProfileBuilder
@@ -26,32 +35,36 @@ from profile_logs import T0, Hit, combined_line, write_log
 
 # -- endpoint templates -------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("target", "name", "values"), [
-    ("/users/42/orders", "GET /users/{id}/orders", ("42",)),
-    ("/files/3f9a0c7be12d/raw", "GET /files/{id}/raw", ("3f9a0c7be12d",)),
-    ("/o/123e4567-e89b-12d3-a456-426614174000", "GET /o/{id}", ("123e4567-e89b-12d3-a456-426614174000",)),
-    ("/items/17.json", "GET /items/{id}.json", ("17",)),
-    ("/static/app.3f9a0c7be1.js", "GET /static/app.{id}.js", ("3f9a0c7be1",)),
-    ("/v/1.20.3/x", "GET /v/{id}.{id}.{id}/x", ("1", "20", "3")),
-    ("/about/team", "GET /about/team", ()),
-    ("/search?q=shoes&page=2&q=boots", "GET /search?q&page", ("shoes", "2")),
-    ("/u/bob@example.org/feed", "GET /u/{email}/feed", (None,)),
-    ("/dl/AbC123dEf456GhI789jKl0", "GET /dl/{token}", (None,)),
-    # After a segment named like a secret: a placeholder whatever its length or shape, never kept.
-    ("/reset-token/12345", "GET /reset-token/{secret}", (None,)),
-    ("/reset-token/abQ12", "GET /reset-token/{secret}", (None,)),
-    ("/api/key/ABCDEFGHIJKLMNOP", "GET /api/key/{secret}", (None,)),
-    ("/session/x.y/end", "GET /session/{secret}/end", (None,)),
-    ("/reset-token/abcdef", "GET /reset-token/{secret}", (None,)),
-    ("/auth/login", "GET /auth/{secret}", (None,)),                  # wide on purpose (--template keeps it apart)
-    ("/oauth/token", "GET /oauth/token", ()),                        # a credential's name, not one
-    ("/auth/api-key/Zz9", "GET /auth/api-key/{secret}", (None,)),
-    # Letters only, in a random-looking mix: a token; written words stay text.
-    ("/dl/qZkTwRbXmPvLsNdH", "GET /dl/{token}", (None,)),
-    ("/dl/XMLHttpRequestHandler", "GET /dl/XMLHttpRequestHandler", ()),
-    ("/x?access_token=abc&sig=zz&page=1", "GET /x?access_token&sig&page", (None, None, "1")),
-    ("/x?contact=bob%40example.org", "GET /x?contact", (None,)),
-])
+
+@pytest.mark.parametrize(
+    ("target", "name", "values"),
+    [
+        ("/users/42/orders", "GET /users/{id}/orders", ("42",)),
+        ("/files/3f9a0c7be12d/raw", "GET /files/{id}/raw", ("3f9a0c7be12d",)),
+        ("/o/123e4567-e89b-12d3-a456-426614174000", "GET /o/{id}", ("123e4567-e89b-12d3-a456-426614174000",)),
+        ("/items/17.json", "GET /items/{id}.json", ("17",)),
+        ("/static/app.3f9a0c7be1.js", "GET /static/app.{id}.js", ("3f9a0c7be1",)),
+        ("/v/1.20.3/x", "GET /v/{id}.{id}.{id}/x", ("1", "20", "3")),
+        ("/about/team", "GET /about/team", ()),
+        ("/search?q=shoes&page=2&q=boots", "GET /search?q&page", ("shoes", "2")),
+        ("/u/bob@example.org/feed", "GET /u/{email}/feed", (None,)),
+        ("/dl/AbC123dEf456GhI789jKl0", "GET /dl/{token}", (None,)),
+        # After a segment named like a secret: a placeholder whatever its length or shape, never kept.
+        ("/reset-token/12345", "GET /reset-token/{secret}", (None,)),
+        ("/reset-token/abQ12", "GET /reset-token/{secret}", (None,)),
+        ("/api/key/ABCDEFGHIJKLMNOP", "GET /api/key/{secret}", (None,)),
+        ("/session/x.y/end", "GET /session/{secret}/end", (None,)),
+        ("/reset-token/abcdef", "GET /reset-token/{secret}", (None,)),
+        ("/auth/login", "GET /auth/{secret}", (None,)),  # wide on purpose (--template keeps it apart)
+        ("/oauth/token", "GET /oauth/token", ()),  # a credential's name, not one
+        ("/auth/api-key/Zz9", "GET /auth/api-key/{secret}", (None,)),
+        # Letters only, in a random-looking mix: a token; written words stay text.
+        ("/dl/qZkTwRbXmPvLsNdH", "GET /dl/{token}", (None,)),
+        ("/dl/XMLHttpRequestHandler", "GET /dl/XMLHttpRequestHandler", ()),
+        ("/x?access_token=abc&sig=zz&page=1", "GET /x?access_token&sig&page", (None, None, "1")),
+        ("/x?contact=bob%40example.org", "GET /x?contact", (None,)),
+    ],
+)
 def test_templates(target: str, name: str, values: tuple[str | None, ...]) -> None:
     shape, found = Templater().template("GET", target)
     assert (shape.name, found) == (name, values)
@@ -74,9 +87,13 @@ def test_paths_of_one_skeleton_keep_their_own_literal_segments() -> None:
     assert templater.template("GET", "/p/v3.456")[0].name == "GET /p/v3.{id}"
 
 
-segment = st.one_of(st.integers(0, 10**6).map(str), st.sampled_from(["v2", "v3", "api", "items", "app.17.js", "a1b2c3d4e5",
-                                                                    "3f9a0c7be1", "token", "x@y.io", "17.json", "v1.2"]),
-                    st.text(alphabet="ab12.-_", min_size=1, max_size=10))
+segment = st.one_of(
+    st.integers(0, 10**6).map(str),
+    st.sampled_from(
+        ["v2", "v3", "api", "items", "app.17.js", "a1b2c3d4e5", "3f9a0c7be1", "token", "x@y.io", "17.json", "v1.2"]
+    ),
+    st.text(alphabet="ab12.-_", min_size=1, max_size=10),
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -124,11 +141,14 @@ def test_log_histogram_is_within_one_percent() -> None:
 
 # -- the profile --------------------------------------------------------------------------------
 
+
 def known_log(tmp_path: Path) -> Path:
     """Minute 0: 120 requests, minute 1: 60, minute 2: none, minute 3: 30 (span 4 minutes).
     Of the 210: 138 GET /items/{id} at 10 ms, 51 POST /orders at 100 ms (5 of them 500),
     21 GET /search?q at 5 ms."""
-    times = [T0 + i * 0.5 for i in range(120)] + [T0 + 60 + i for i in range(60)] + [T0 + 180 + 2 * i for i in range(30)]
+    times = (
+        [T0 + i * 0.5 for i in range(120)] + [T0 + 60 + i for i in range(60)] + [T0 + 180 + 2 * i for i in range(30)]
+    )
     lines = []
     for i, t in enumerate(times):
         if i % 10 < 2 or (i % 10 == 2 and i < 90):
@@ -146,7 +166,10 @@ def test_profile_figures(tmp_path: Path) -> None:
     data = profile.to_dict()
     rows = {row["endpoint"]: row for row in data["endpoints"]}
     assert {name: row["requests"] for name, row in rows.items()} == {
-        "GET /items/{id}": 138, "POST /orders": 51, "GET /search?q": 21}
+        "GET /items/{id}": 138,
+        "POST /orders": 51,
+        "GET /search?q": 21,
+    }
     assert list(rows) == ["GET /items/{id}", "POST /orders", "GET /search?q"]  # most requests first
     total_ms = 138 * 10 + 51 * 100 + 21 * 5
     assert rows["POST /orders"]["share_by_count"] == pytest.approx(51 / 210, abs=1e-6)
@@ -175,7 +198,7 @@ def test_sessions_think_times_and_transitions() -> None:
     hit(T0 + 1, "b", 1)
     hit(T0 + 2, "a", 1)
     hit(T0 + 4, "a", 0)
-    hit(T0 + 1 + 3600, "b", 1)    # an hour later: a new session
+    hit(T0 + 1 + 3600, "b", 1)  # an hour later: a new session
     sessions.finish()
     assert sessions.count == 3 and dict(sessions.lengths) == {3: 1, 1: 2}
     assert sessions.mean_length() == pytest.approx(5 / 3) and sessions.length_percentile(95) == 3
@@ -184,8 +207,10 @@ def test_sessions_think_times_and_transitions() -> None:
 
 
 def test_sessions_by_cookie_count_requests_without_one(tmp_path: Path) -> None:
-    lines = [combined_line(Hit(T0 + i, "GET", "/", client=f"10.0.0.{i}", cookie=f"sid=user{i % 2}" if i < 8 else None))
-             for i in range(10)]
+    lines = [
+        combined_line(Hit(T0 + i, "GET", "/", client=f"10.0.0.{i}", cookie=f"sid=user{i % 2}" if i < 8 else None))
+        for i in range(10)
+    ]
     profile = build_profile([write_log(tmp_path / "a.log", lines)], ProfileOptions(session=SessionKey("cookie", "sid")))
     data = profile.to_dict()["sessions"]
     assert data["sessions"] == 2 and data["requests_without_key"] == 2
@@ -196,14 +221,28 @@ def test_endpoints_past_the_limit_are_counted_together(tmp_path: Path) -> None:
     lines = [combined_line(Hit(T0, "GET", f"/page-{chr(97 + i)}")) for i in range(8)]
     profile = build_profile([write_log(tmp_path / "a.log", lines)], ProfileOptions(max_endpoints=5))
     data = profile.to_dict()
-    assert len(profile.endpoints) == 5 and data["endpoints"][-1] == {**data["endpoints"][-1], "endpoint": "(other endpoints)", "requests": 3}
+    assert len(profile.endpoints) == 5 and data["endpoints"][-1] == {
+        **data["endpoints"][-1],
+        "endpoint": "(other endpoints)",
+        "requests": 3,
+    }
 
 
 def test_ever_new_paths_do_not_grow_the_memory() -> None:
     builder = ProfileBuilder(ProfileOptions(max_endpoints=50))
     for i in range(2000):
-        builder.add(LogRecord(T0 + i, "GET", f"/page-{chr(97 + i % 26)}{chr(97 + i // 26 % 26)}{chr(97 + i // 676)}",
-                              200, 1.0, "c", "a", None))
+        builder.add(
+            LogRecord(
+                T0 + i,
+                "GET",
+                f"/page-{chr(97 + i % 26)}{chr(97 + i // 26 % 26)}{chr(97 + i // 676)}",
+                200,
+                1.0,
+                "c",
+                "a",
+                None,
+            )
+        )
     assert len(builder.endpoints) == 50 and len(builder.templater._shapes) == 50
     assert builder.other is not None and builder.other.count == 2000 - 50 * (2000 // 2000)
 
@@ -215,6 +254,7 @@ def test_an_empty_log_is_refused(tmp_path: Path) -> None:
 
 
 # -- the plan ---------------------------------------------------------------------------------
+
 
 def plan_dict(path: Path) -> dict[str, object]:
     return load_plan_file(path).plan.model_dump(mode="json", by_alias=True)
@@ -228,16 +268,25 @@ def branches_of(path: Path) -> dict[str, float]:
 
 def test_the_plan_covers_the_share_asked_and_weights_by_the_peak_minutes_requests(tmp_path: Path) -> None:
     profile = build_profile([known_log(tmp_path)], ProfileOptions())
-    written = write_plan(profile, tmp_path / "plan.yaml", PlanOptions(cover_percent=80, min_share_percent=0, duration_s=60,
-                                                                     ramp_up_s=10))
+    written = write_plan(
+        profile, tmp_path / "plan.yaml", PlanOptions(cover_percent=80, min_share_percent=0, duration_s=60, ramp_up_s=10)
+    )
     # Kept by the whole log's counts (138 and 51 of 210), weighted by their requests in the peak
     # minute (the first: requests 0 to 119, 75 items and 33 orders).
-    assert branches_of(written.path) == pytest.approx({"GET /items/{id}": 100 * 75 / 108, "POST /orders": 100 * 33 / 108}, abs=1e-3)
+    assert branches_of(written.path) == pytest.approx(
+        {"GET /items/{id}": 100 * 75 / 108, "POST /orders": 100 * 33 / 108}, abs=1e-3
+    )
     assert written.covered_share == pytest.approx(189 / 210)
     total_ms = 138 * 10 + 51 * 100 + 21 * 5
     assert written.covered_time_share == pytest.approx((138 * 10 + 51 * 100) / total_ms, abs=1e-4)
-    assert written.left_out == [{"endpoint": "GET /search?q", "requests": 21, "share_by_count": pytest.approx(0.1),
-                                 "share_by_time": pytest.approx(105 / total_ms, abs=1e-6)}]
+    assert written.left_out == [
+        {
+            "endpoint": "GET /search?q",
+            "requests": 21,
+            "share_by_count": pytest.approx(0.1),
+            "share_by_time": pytest.approx(105 / total_ms, abs=1e-6),
+        }
+    ]
     workload = load_plan_file(written.path).plan.scenarios[0].workload
     # The peak minute's 2 req/s for the endpoints' 108 of its 120 requests, plus 20 %.
     assert workload.type == "open" and workload.stages[-1].rate_per_s == pytest.approx(108 / 60 * 1.2)  # type: ignore[union-attr]
@@ -293,11 +342,15 @@ def test_ids_from_a_feeder_file(tmp_path: Path) -> None:
 
 def test_users_model_with_think_times(tmp_path: Path) -> None:
     # Two users, a request every 10 s each (10 ms long): think 9.99 s, one user's rate ~0.1/s.
-    lines = [combined_line(Hit(T0 + 10 * i + offset, "GET", f"/items/{i}", client=client))
-             for i in range(30) for offset, client in ((0, "10.0.0.1"), (5, "10.0.0.2"))]
+    lines = [
+        combined_line(Hit(T0 + 10 * i + offset, "GET", f"/items/{i}", client=client))
+        for i in range(30)
+        for offset, client in ((0, "10.0.0.1"), (5, "10.0.0.2"))
+    ]
     profile = build_profile([write_log(tmp_path / "a.log", lines)], ProfileOptions())
-    written = write_plan(profile, tmp_path / "plan.yaml", PlanOptions(model="users", headroom_percent=0, ramp_up_s=0,
-                                                                     duration_s=30))
+    written = write_plan(
+        profile, tmp_path / "plan.yaml", PlanOptions(model="users", headroom_percent=0, ramp_up_s=0, duration_s=30)
+    )
     plan = load_plan_file(written.path).plan
     scenario = plan.scenarios[0]
     assert scenario.workload.type == "closed"
@@ -321,14 +374,18 @@ def test_choices_the_log_cannot_honour(tmp_path: Path) -> None:
     # No durations, and each request from another client: no think time either.
     untimed = [combined_line(Hit(T0 + i, "GET", "/", client=f"10.0.0.{i}"), nginx_times=False) for i in range(5)]
     profile = build_profile([write_log(tmp_path / "a.log", untimed)], ProfileOptions())
-    for options, words in ((PlanOptions(by="time"), "needs response times"), (PlanOptions(model="users"), "think times"),
-                           (PlanOptions(ids="all"), "--ids")):
+    for options, words in (
+        (PlanOptions(by="time"), "needs response times"),
+        (PlanOptions(model="users"), "think times"),
+        (PlanOptions(ids="all"), "--ids"),
+    ):
         with pytest.raises(InvalidInput) as error:
             write_plan(profile, tmp_path / "plan.yaml", options)
         assert words in error.value.message and error.value.hint
 
 
 # -- the page and the command ----------------------------------------------------------------
+
 
 def test_the_page(tmp_path: Path) -> None:
     profile = build_profile([known_log(tmp_path)], ProfileOptions())
@@ -340,20 +397,31 @@ def test_the_page(tmp_path: Path) -> None:
     assert "from the stored run" not in html  # the profile's own footer
 
 
-MARKERS = ("MARKERTOKEN123", "marker.person", "MARKERCOOKIE42", "MARKERSIG77",
-           "MrkQ9", "MARKERKEYLETTERS", "qZkTwRbXmPvLsNdH")
+MARKERS = (
+    "MARKERTOKEN123",
+    "marker.person",
+    "MARKERCOOKIE42",
+    "MARKERSIG77",
+    "MrkQ9",
+    "MARKERKEYLETTERS",
+    "qZkTwRbXmPvLsNdH",
+)
 
 
 def marked_log(tmp_path: Path) -> Path:
     lines = []
     for i in range(60):
-        targets = [f"/api/items/{i % 5}?token=MARKERTOKEN123&page=1",
-                   f"/users/marker.person@example.org/feed?sig=MARKERSIG77",
-                   f"/search?contact=marker.person%40example.org&q=x",
-                   "/reset-token/MrkQ9",             # short, after a secret-named segment
-                   "/api/key/MARKERKEYLETTERS",      # letters only, after one
-                   "/dl/qZkTwRbXmPvLsNdH"]           # letters only in a random mix, after none
-        hit = Hit(T0 + i, "GET", targets[i % 6], client=f"10.0.0.{i % 4}", cookie=f"lang=en; sessionid=MARKERCOOKIE42{i % 4}")
+        targets = [
+            f"/api/items/{i % 5}?token=MARKERTOKEN123&page=1",
+            f"/users/marker.person@example.org/feed?sig=MARKERSIG77",
+            f"/search?contact=marker.person%40example.org&q=x",
+            "/reset-token/MrkQ9",  # short, after a secret-named segment
+            "/api/key/MARKERKEYLETTERS",  # letters only, after one
+            "/dl/qZkTwRbXmPvLsNdH",
+        ]  # letters only in a random mix, after none
+        hit = Hit(
+            T0 + i, "GET", targets[i % 6], client=f"10.0.0.{i % 4}", cookie=f"lang=en; sessionid=MARKERCOOKIE42{i % 4}"
+        )
         lines.append(combined_line(hit))
     lines.append("broken line with token=MARKERTOKEN123 and marker.person@example.org")
     return write_log(tmp_path / "access.log", lines)
@@ -363,8 +431,20 @@ def marked_log(tmp_path: Path) -> Path:
 def test_secrets_never_leave_the_log(horde_cli: HordeCli, tmp_path: Path, ids: str) -> None:
     log = marked_log(tmp_path)
     out = tmp_path / "out"
-    result = horde_cli.run("profile", str(log), "--session", "cookie:sessionid", "--ids", ids, "--plan", str(out / "plan.yaml"),
-                           "--json", str(out / "profile.json"), "--html", str(out / "page.html"))
+    result = horde_cli.run(
+        "profile",
+        str(log),
+        "--session",
+        "cookie:sessionid",
+        "--ids",
+        ids,
+        "--plan",
+        str(out / "plan.yaml"),
+        "--json",
+        str(out / "profile.json"),
+        "--html",
+        str(out / "page.html"),
+    )
     assert result.returncode == 0, result.stderr
     written = [path for path in out.rglob("*") if path.is_file()]
     assert len(written) >= 3
@@ -377,28 +457,35 @@ def test_secrets_never_leave_the_log(horde_cli: HordeCli, tmp_path: Path, ids: s
     assert plan.parameters == {"token": "redacted", "sig": "redacted"}
     data = json.loads((out / "profile.json").read_text())
     assert data["sessions"]["sessions"] == 4 and data["plan"]["path"] == str(out / "plan.yaml")
-    assert {"GET /reset-token/{secret}", "GET /api/key/{secret}", "GET /dl/{token}"} <= {row["endpoint"] for row in data["endpoints"]}
+    assert {"GET /reset-token/{secret}", "GET /api/key/{secret}", "GET /dl/{token}"} <= {
+        row["endpoint"] for row in data["endpoints"]
+    }
 
 
-@pytest.mark.parametrize(("args", "words"), [
-    (["--format", "apache"], "--format"),
-    (["--cover", "0"], "--cover"),
-    (["--cover", "150"], "--cover"),
-    (["--headroom", "-5"], "--headroom"),
-    (["--session", "cookie"], "--session"),
-    (["--session-gap", "soon"], "--session-gap"),
-    (["--field", "colour=x"], "--field"),
-    (["--field", "path=uri"], "--field names JSON fields"),
-    (["--time-unit", "h"], "--time-unit"),
-    (["--top", "0"], "--top"),
-    (["--template", "users/{id}"], "--template"),
-    (["--duration", "1m", "--ramp-up", "2m"], "--ramp-up"),
-    (["--plan", "PLAN", "--model", "crowd"], "--model"),
-    (["--plan", "PLAN", "--by", "size"], "--by"),
-    (["--plan", "PLAN", "--peak", "day"], "--peak"),
-    (["--json", "."], "is a directory"),
-])
-def test_bad_flags_exit_2_with_a_hint(tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], words: str) -> None:
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--format", "apache"], "--format"),
+        (["--cover", "0"], "--cover"),
+        (["--cover", "150"], "--cover"),
+        (["--headroom", "-5"], "--headroom"),
+        (["--session", "cookie"], "--session"),
+        (["--session-gap", "soon"], "--session-gap"),
+        (["--field", "colour=x"], "--field"),
+        (["--field", "path=uri"], "--field names JSON fields"),
+        (["--time-unit", "h"], "--time-unit"),
+        (["--top", "0"], "--top"),
+        (["--template", "users/{id}"], "--template"),
+        (["--duration", "1m", "--ramp-up", "2m"], "--ramp-up"),
+        (["--plan", "PLAN", "--model", "crowd"], "--model"),
+        (["--plan", "PLAN", "--by", "size"], "--by"),
+        (["--plan", "PLAN", "--peak", "day"], "--peak"),
+        (["--json", "."], "is a directory"),
+    ],
+)
+def test_bad_flags_exit_2_with_a_hint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], words: str
+) -> None:
     log = write_log(tmp_path / "a.log", [combined_line(Hit(T0 + i, "GET", "/")) for i in range(3)])
     args = [str(tmp_path / "plan.yaml") if arg == "PLAN" else str(tmp_path) if arg == "." else arg for arg in args]
     code = main(["profile", str(log), *args])
@@ -451,21 +538,41 @@ def hex_id_log(tmp_path: Path) -> Path:
 
 def test_one_endpoint_is_one_row_whatever_the_kinds_of_its_ids(tmp_path: Path) -> None:
     profile = build_profile([hex_id_log(tmp_path)], ProfileOptions())
-    assert [(stats.name, stats.count) for stats in profile.endpoints] == [("GET /api/items/{id}", 60), ("POST /api/cart", 10)]
+    assert [(stats.name, stats.count) for stats in profile.endpoints] == [
+        ("GET /api/items/{id}", 60),
+        ("POST /api/cart", 10),
+    ]
     items = profile.endpoints[0]
     assert items.slot_kinds(0) == {"int", "hex"} and {sample[0] for sample in items.samples} == set(HEX_IDS)
     out = tmp_path / "out"
     # The peak hour: the cart's 10 requests come in the minute after the items' 60.
-    assert main(["profile", str(tmp_path / "access.log"), "--plan", str(out / "plan.yaml"), "--cover", "100", "--peak", "hour",
-                 "--json", str(out / "profile.json")]) == ExitCode.OK
-    assert branches_of(out / "plan.yaml") == pytest.approx({"GET /api/items/{id}": 100 * 60 / 70, "POST /api/cart": 100 * 10 / 70},
-                                                           abs=1e-3)
+    assert (
+        main(
+            [
+                "profile",
+                str(tmp_path / "access.log"),
+                "--plan",
+                str(out / "plan.yaml"),
+                "--cover",
+                "100",
+                "--peak",
+                "hour",
+                "--json",
+                str(out / "profile.json"),
+            ]
+        )
+        == ExitCode.OK
+    )
+    assert branches_of(out / "plan.yaml") == pytest.approx(
+        {"GET /api/items/{id}": 100 * 60 / 70, "POST /api/cart": 100 * 10 / 70}, abs=1e-3
+    )
     data = json.loads((out / "profile.json").read_text())
     assert [row["endpoint"] for row in data["endpoints"]] == ["GET /api/items/{id}", "POST /api/cart"]
 
 
-def test_a_plan_that_fails_its_check_is_not_left_on_disk(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_plan_that_fails_its_check_is_not_left_on_disk(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from horde.errors import PlanInvalid, Problem
     from horde.profile import plan_writer
 
@@ -477,8 +584,20 @@ def test_a_plan_that_fails_its_check_is_not_left_on_disk(tmp_path: Path, capsys:
     out.mkdir()
     (out / "old.yaml").write_text("# an older plan\n")
     monkeypatch.setattr(plan_writer, "checked_plan_json", refused)
-    code = main(["profile", str(log), "--ids", "feeder", "--plan", str(out / "plan.yaml"), "--json", str(out / "profile.json"),
-                 "--html", str(out / "page.html")])
+    code = main(
+        [
+            "profile",
+            str(log),
+            "--ids",
+            "feeder",
+            "--plan",
+            str(out / "plan.yaml"),
+            "--json",
+            str(out / "profile.json"),
+            "--html",
+            str(out / "page.html"),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == ExitCode.INVALID_INPUT and "plan.yaml (not written)" in err and "refused by the engine" in err
     # No plan, no temporary file, no feeder files; the profile's JSON and page describe the log all the same.
@@ -490,22 +609,34 @@ def test_a_plan_that_fails_its_check_is_not_left_on_disk(tmp_path: Path, capsys:
     assert sorted(path.name for path in out.iterdir()) == ["old.yaml", "page.html", "profile.json"]
 
 
-def test_the_peak_hour_of_a_log_under_an_hour_is_over_its_span(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_peak_hour_of_a_log_under_an_hour_is_over_its_span(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     # 16 minutes from 10:03: 60 requests a minute, and 1,200 in the busiest (20 req/s).
     start = T0 + 180
-    times = [start + 60 * minute + i * 60 / (1200 if minute == 5 else 60) for minute in range(16)
-             for i in range(1200 if minute == 5 else 60)]
+    times = [
+        start + 60 * minute + i * 60 / (1200 if minute == 5 else 60)
+        for minute in range(16)
+        for i in range(1200 if minute == 5 else 60)
+    ]
     log = write_log(tmp_path / "a.log", [combined_line(Hit(t, "GET", "/")) for t in times])
     profile = build_profile([log], ProfileOptions())
     assert profile.peak_per_s("minute") == 20.0
-    assert profile.peak_per_s("hour") == pytest.approx(2100 / 960)       # not 2,100 / 3,600
-    assert profile.to_dict()["rate"]["peak_hour"] == {"at": "2024-03-01T10:03:00Z", "requests": 2100, "minutes": 16,
-                                                      "per_s": pytest.approx(2.188, abs=1e-3)}
+    assert profile.peak_per_s("hour") == pytest.approx(2100 / 960)  # not 2,100 / 3,600
+    assert profile.to_dict()["rate"]["peak_hour"] == {
+        "at": "2024-03-01T10:03:00Z",
+        "requests": 2100,
+        "minutes": 16,
+        "per_s": pytest.approx(2.188, abs=1e-3),
+    }
     written = write_plan(profile, tmp_path / "plan.yaml", PlanOptions(peak="hour", headroom_percent=0))
     assert written.sizing["rate_per_s"] == pytest.approx(2100 / 960, abs=1e-3) and written.sizing["peak_minutes"] == 16
     assert "(over the 16 minutes of it the log covers)" in written.path.read_text()
     assert main(["profile", str(log)]) == ExitCode.OK
-    assert "peak hour 2.188 req/s at 2024-03-01T10:03:00Z (over the 16 minutes of it the log covers)" in capsys.readouterr().out
+    assert (
+        "peak hour 2.188 req/s at 2024-03-01T10:03:00Z (over the 16 minutes of it the log covers)"
+        in capsys.readouterr().out
+    )
     # A full hour is over its 3,600 s.
     long_log = write_log(tmp_path / "b.log", [combined_line(Hit(T0 + 30 * i, "GET", "/")) for i in range(240)])
     assert build_profile([long_log], ProfileOptions()).peak_per_s("hour") == pytest.approx(120 / 3600)

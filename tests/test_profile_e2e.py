@@ -36,17 +36,41 @@ def production_log(tmp_path: Path) -> Path:
                 target = f"/delay/{rng.choice([1, 2])}"
             else:
                 target = f"/status/200?token=tok{rng.randrange(10**6)}"
-            lines.append(combined_line(Hit(t + 60 * i / count, "GET", target, seconds=rng.uniform(0.001, 0.004),
-                                           client=f"10.1.0.{rng.randrange(50)}")))
+            lines.append(
+                combined_line(
+                    Hit(
+                        t + 60 * i / count,
+                        "GET",
+                        target,
+                        seconds=rng.uniform(0.001, 0.004),
+                        client=f"10.1.0.{rng.randrange(50)}",
+                    )
+                )
+            )
     return write_log(tmp_path / "access.log", lines)
 
 
 def test_the_plan_written_reproduces_the_logs_mix(horde_cli: HordeCli, builtin_target: Any, tmp_path: Path) -> None:
     plan = tmp_path / "plan.yaml"
     profile_json = tmp_path / "profile.json"
-    result = horde_cli.run("profile", str(production_log(tmp_path)), "--plan", str(plan), "--json", str(profile_json),
-                           "--cover", "100", "--headroom", "400", "--duration", "3s", "--ramp-up", "0",
-                           "--base-url", f"http://127.0.0.1:{builtin_target.port}")
+    result = horde_cli.run(
+        "profile",
+        str(production_log(tmp_path)),
+        "--plan",
+        str(plan),
+        "--json",
+        str(profile_json),
+        "--cover",
+        "100",
+        "--headroom",
+        "400",
+        "--duration",
+        "3s",
+        "--ramp-up",
+        "0",
+        "--base-url",
+        f"http://127.0.0.1:{builtin_target.port}",
+    )
     assert result.returncode == 0, result.stderr
     profile = json.loads(profile_json.read_text())
     log_shares = {row["endpoint"]: row["share_by_count"] for row in profile["endpoints"]}
@@ -69,13 +93,17 @@ def test_the_plan_written_reproduces_the_logs_mix(horde_cli: HordeCli, builtin_t
         assert abs(counts[name] / total - share) < 0.03, (name, counts[name] / total, share)
 
 
-
 #: A log's endpoints over the built-in target's /delay/{ms} (answered ms later), told apart by
 #: method and query: (method, path, share of the requests, ms). PUT is rare but slow: 12 % of the
 #: requests, 37 % of the server's time. Every delay is 20 ms or more, so that the target's timer
 #: (a millisecond's grain) and loopback's overhead move the shares by time by well under a point.
-TIMED_MIX = (("GET", "/delay/20?page={n}", 0.40, 20), ("GET", "/delay/25", 0.25, 25), ("POST", "/delay/30", 0.15, 30),
-             ("PUT", "/delay/100", 0.12, 100), ("DELETE", "/delay/20", 0.08, 20))
+TIMED_MIX = (
+    ("GET", "/delay/20?page={n}", 0.40, 20),
+    ("GET", "/delay/25", 0.25, 25),
+    ("POST", "/delay/30", 0.15, 30),
+    ("PUT", "/delay/100", 0.12, 100),
+    ("DELETE", "/delay/20", 0.08, 20),
+)
 
 
 def timed_log(tmp_path: Path) -> tuple[Path, dict[str, float], dict[str, float]]:
@@ -92,18 +120,44 @@ def timed_log(tmp_path: Path) -> tuple[Path, dict[str, float], dict[str, float]]
         name = f"{method} /delay/{{id}}" + ("?page" if "?" in path else "")
         counts[name] = counts.get(name, 0) + 1
         times[name] = times.get(name, 0.0) + ms
-        lines.append(combined_line(Hit(T0 + 60 * i / 12_000, method, path.format(n=rng.randrange(1, 9)), seconds=ms / 1000,
-                                       client=f"10.2.0.{rng.randrange(50)}")))
+        lines.append(
+            combined_line(
+                Hit(
+                    T0 + 60 * i / 12_000,
+                    method,
+                    path.format(n=rng.randrange(1, 9)),
+                    seconds=ms / 1000,
+                    client=f"10.2.0.{rng.randrange(50)}",
+                )
+            )
+        )
     total, total_ms = sum(counts.values()), sum(times.values())
-    return (write_log(tmp_path / "access.log", lines), {name: count / total for name, count in counts.items()},
-            {name: ms / total_ms for name, ms in times.items()})
+    return (
+        write_log(tmp_path / "access.log", lines),
+        {name: count / total for name, count in counts.items()},
+        {name: ms / total_ms for name, ms in times.items()},
+    )
 
 
-def test_the_plan_reproduces_the_logs_mix_by_count_and_by_time(horde_cli: HordeCli, builtin_target: Any, tmp_path: Path) -> None:
+def test_the_plan_reproduces_the_logs_mix_by_count_and_by_time(
+    horde_cli: HordeCli, builtin_target: Any, tmp_path: Path
+) -> None:
     log, by_count, by_time = timed_log(tmp_path)
     plan = tmp_path / "plan.yaml"
-    result = horde_cli.run("profile", str(log), "--plan", str(plan), "--headroom", "1900", "--duration", "5s", "--ramp-up", "0",
-                           "--base-url", f"http://127.0.0.1:{builtin_target.port}")
+    result = horde_cli.run(
+        "profile",
+        str(log),
+        "--plan",
+        str(plan),
+        "--headroom",
+        "1900",
+        "--duration",
+        "5s",
+        "--ramp-up",
+        "0",
+        "--base-url",
+        f"http://127.0.0.1:{builtin_target.port}",
+    )
     assert result.returncode == 0, result.stderr
     # The POST and PUT bodies the log could not hold, given as a user would.
     plan.write_text(re.sub(r"body: .*supply\(.*", "body: '{}'", plan.read_text()))

@@ -25,8 +25,13 @@ from profile_logs import T0, Hit, clf, combined_line, json_line, write_log
 
 
 def read_all(paths: list[Path], fmt: str = "auto", **kwargs: object) -> tuple[list[LogRecord], ReadCounts, str]:
-    parser = make_parser(fmt, paths, dict(kwargs.pop("fields", {})), kwargs.pop("time_unit", None),  # type: ignore[arg-type]
-                         kwargs.pop("session", SessionKey("ip-ua")))  # type: ignore[arg-type]
+    parser = make_parser(
+        fmt,
+        paths,
+        dict(kwargs.pop("fields", {})),
+        kwargs.pop("time_unit", None),  # type: ignore[arg-type]
+        kwargs.pop("session", SessionKey("ip-ua")),
+    )  # type: ignore[arg-type]
     counts = ReadCounts()
     return list(read_records(paths, parser, counts)), counts, parser.format
 
@@ -48,15 +53,18 @@ def test_nginx_combined_with_request_time(tmp_path: Path) -> None:
     assert (record.client, record.agent) == ("192.0.2.7", "curl/8.0")
 
 
-@pytest.mark.parametrize(("tail", "fmt", "expected_ms"), [
-    (" 0.250", "combined", 250.0),                 # nginx's $request_time: seconds with a point
-    (" 250000", "combined", 250.0),                # Apache's %D: microseconds
-    (" 2", "nginx", 2000.0),                       # a whole number in the nginx format: seconds
-    (" 0.125 key=value", "combined", 125.0),       # pairs, but none of them a time
-    (' rt=0.042 uct="0.000" urt="0.040"', "combined", 42.0),   # key=value pairs: rt first
-    (' urt="0.040"', "combined", 40.0),
-    ("", "combined", None),                        # plain combined: no time
-])
+@pytest.mark.parametrize(
+    ("tail", "fmt", "expected_ms"),
+    [
+        (" 0.250", "combined", 250.0),  # nginx's $request_time: seconds with a point
+        (" 250000", "combined", 250.0),  # Apache's %D: microseconds
+        (" 2", "nginx", 2000.0),  # a whole number in the nginx format: seconds
+        (" 0.125 key=value", "combined", 125.0),  # pairs, but none of them a time
+        (' rt=0.042 uct="0.000" urt="0.040"', "combined", 42.0),  # key=value pairs: rt first
+        (' urt="0.040"', "combined", 40.0),
+        ("", "combined", None),  # plain combined: no time
+    ],
+)
 def test_the_time_after_the_agent(tmp_path: Path, tail: str, fmt: str, expected_ms: float | None) -> None:
     line = combined_line(Hit(T0, "GET", "/"), nginx_times=False) + tail
     records, _, _ = read_all([write_log(tmp_path / "a.log", [line])], fmt)
@@ -64,8 +72,9 @@ def test_the_time_after_the_agent(tmp_path: Path, tail: str, fmt: str, expected_
 
 
 def test_time_zones_and_escaped_quotes(tmp_path: Path) -> None:
-    line = (f'10.0.0.1 - - [{clf(T0).replace("+0000", "+0200")}] "GET /a\\"b HTTP/1.1" 200 1 "-" '
-            f'"agent \\"quoted\\"" 0.001')
+    line = (
+        f'10.0.0.1 - - [{clf(T0).replace("+0000", "+0200")}] "GET /a\\"b HTTP/1.1" 200 1 "-" "agent \\"quoted\\"" 0.001'
+    )
     records, counts, _ = read_all([write_log(tmp_path / "a.log", [line])])
     assert counts.bad == 0
     assert records[0].time_s == T0 - 7200 and records[0].target == '/a\\"b' and records[0].agent == 'agent \\"quoted\\"'
@@ -73,11 +82,23 @@ def test_time_zones_and_escaped_quotes(tmp_path: Path) -> None:
 
 def test_times_within_a_minute_and_across_zones() -> None:
     parser = TextParser("combined", None, SessionKey("ip-ua"))
-    stamps = ["01/Mar/2024:10:00:05 +0000", "01/Mar/2024:10:00:59 +0000", "01/Mar/2024:10:00:59 +0100",
-              "01/Mar/2024:10:01:00 +0000", "01/Mar/2024:10:01:xx +0000", "01/Mar/2024:10:01:07 +0000"]
+    stamps = [
+        "01/Mar/2024:10:00:05 +0000",
+        "01/Mar/2024:10:00:59 +0000",
+        "01/Mar/2024:10:00:59 +0100",
+        "01/Mar/2024:10:01:00 +0000",
+        "01/Mar/2024:10:01:xx +0000",
+        "01/Mar/2024:10:01:07 +0000",
+    ]
     got = [parser(f'1.2.3.4 - - [{stamp}] "GET / HTTP/1.1" 200 1') for stamp in stamps]
     assert [g.time_s if isinstance(g, LogRecord) else g for g in got] == [
-        T0 + 5, T0 + 59, T0 + 59 - 3600, T0 + 60, "the time is not [day/Mon/year:hh:mm:ss zone]", T0 + 67]
+        T0 + 5,
+        T0 + 59,
+        T0 + 59 - 3600,
+        T0 + 60,
+        "the time is not [day/Mon/year:hh:mm:ss zone]",
+        T0 + 67,
+    ]
 
 
 def test_a_proxy_request_keeps_the_path(tmp_path: Path) -> None:
@@ -94,8 +115,12 @@ def test_gzip_is_told_by_its_bytes(tmp_path: Path) -> None:
 
 
 def test_several_files_are_read_in_the_order_given(tmp_path: Path) -> None:
-    older = write_log(tmp_path / "access.log.2.gz", [combined_line(Hit(T0 + i, "GET", "/a")) for i in range(3)], gzipped=True)
-    newer = write_log(tmp_path / "access.log", [combined_line(Hit(T0 + 10 + i, "GET", "/b")) for i in range(2)] + ["junk"])
+    older = write_log(
+        tmp_path / "access.log.2.gz", [combined_line(Hit(T0 + i, "GET", "/a")) for i in range(3)], gzipped=True
+    )
+    newer = write_log(
+        tmp_path / "access.log", [combined_line(Hit(T0 + 10 + i, "GET", "/b")) for i in range(2)] + ["junk"]
+    )
     records, counts, _ = read_all([older, newer])
     assert [r.target for r in records] == ["/a"] * 3 + ["/b"] * 2
     assert counts.lines == 6 and counts.bad == 1 and counts.bad_samples[0].source == str(newer)
@@ -112,11 +137,28 @@ def test_json_fields_are_guessed(tmp_path: Path) -> None:
 
 
 def test_json_fields_given_nested_and_units_from_values(tmp_path: Path) -> None:
-    lines = [json.dumps({"when": T0 * 1000, "http": {"verb": "put", "target": "/x", "code": "503"},
-                         "latency": "0.25s", "args": "a=1"})]
-    records, _, _ = read_all([write_log(tmp_path / "a.log", lines)], "json",
-                             fields={"time": "when", "method": "http.verb", "path": "http.target",
-                                     "status": "http.code", "duration": "latency", "query": "args"})
+    lines = [
+        json.dumps(
+            {
+                "when": T0 * 1000,
+                "http": {"verb": "put", "target": "/x", "code": "503"},
+                "latency": "0.25s",
+                "args": "a=1",
+            }
+        )
+    ]
+    records, _, _ = read_all(
+        [write_log(tmp_path / "a.log", lines)],
+        "json",
+        fields={
+            "time": "when",
+            "method": "http.verb",
+            "path": "http.target",
+            "status": "http.code",
+            "duration": "latency",
+            "query": "args",
+        },
+    )
     record = records[0]
     assert (record.time_s, record.method, record.target, record.status) == (T0, "PUT", "/x?a=1", 503)
     assert record.duration_ms == pytest.approx(250.0)
@@ -132,16 +174,29 @@ def test_json_without_a_path_field_names_the_flag(tmp_path: Path) -> None:
     path = write_log(tmp_path / "a.log", [json.dumps({"time": T0, "weird": "/x"})])
     with pytest.raises(InvalidInput) as error:
         read_all([path])
-    assert "path" in error.value.message and "--field path=NAME" in (error.value.hint or "") and "weird" in (error.value.hint or "")
+    assert (
+        "path" in error.value.message
+        and "--field path=NAME" in (error.value.hint or "")
+        and "weird" in (error.value.hint or "")
+    )
 
 
 def test_bad_lines_are_counted_with_their_numbers(tmp_path: Path) -> None:
     good = [combined_line(Hit(T0 + i, "GET", "/")) for i in range(20)]
-    lines = good[:5] + ["garbage ?token=s3cr3t-value"] + good[5:10] + [""] + good[10:] + ['1.2.3.4 - - [nonsense] "GET / HTTP/1.1" 200 1']
+    lines = (
+        good[:5]
+        + ["garbage ?token=s3cr3t-value"]
+        + good[5:10]
+        + [""]
+        + good[10:]
+        + ['1.2.3.4 - - [nonsense] "GET / HTTP/1.1" 200 1']
+    )
     records, counts, _ = read_all([write_log(tmp_path / "a.log", lines)])
     assert len(records) == 20 and counts.bad == 2 and counts.lines == 23
     assert [(bad.line, bad.reason) for bad in counts.bad_samples] == [
-        (6, "not the combined format"), (23, "the time is not [day/Mon/year:hh:mm:ss zone]")]
+        (6, "not the combined format"),
+        (23, "the time is not [day/Mon/year:hh:mm:ss zone]"),
+    ]
     assert "s3cr3t" not in counts.bad_samples[0].text  # shown redacted
 
 
@@ -175,8 +230,13 @@ def test_mostly_bad_lines_are_refused_early(tmp_path: Path) -> None:
 def test_bad_format_and_unit_are_refused(tmp_path: Path, flag: str, value: str) -> None:
     path = write_log(tmp_path / "a.log", [combined_line(Hit(T0, "GET", "/"))])
     with pytest.raises(InvalidInput) as error:
-        make_parser(value if flag == "format" else "auto", [path], {}, value if flag == "time_unit" else None,
-                    SessionKey("ip-ua"))
+        make_parser(
+            value if flag == "format" else "auto",
+            [path],
+            {},
+            value if flag == "time_unit" else None,
+            SessionKey("ip-ua"),
+        )
     assert error.value.hint
 
 
@@ -194,16 +254,30 @@ def test_the_session_cookie_is_read_from_text_and_json(tmp_path: Path) -> None:
     text = json_line(hit)
     parser = JsonParser.guess({}, [text], None, key)
     assert parser(text).session == "abc123"  # type: ignore[union-attr]
-    header = JsonParser.guess({}, [json.dumps({"time": T0, "path": "/", "http_x_user": "u1"})], None,
-                              SessionKey("header", "X-User"))
+    header = JsonParser.guess(
+        {}, [json.dumps({"time": T0, "path": "/", "http_x_user": "u1"})], None, SessionKey("header", "X-User")
+    )
     assert header(json.dumps({"time": T0, "path": "/", "http_x_user": "u1"})).session == "u1"  # type: ignore[union-attr]
 
 
 # -- fuzzing -------------------------------------------------------------------------------------
 
 TEXT = TextParser("combined", None, SessionKey("cookie", "sid"))
-JSON = JsonParser({"time": "time", "path": "path", "method": "method", "status": "status", "duration": "duration",
-                   "client": "client", "agent": "agent", "cookie": "cookie"}, {}, None, SessionKey("cookie", "sid"))
+JSON = JsonParser(
+    {
+        "time": "time",
+        "path": "path",
+        "method": "method",
+        "status": "status",
+        "duration": "duration",
+        "client": "client",
+        "agent": "agent",
+        "cookie": "cookie",
+    },
+    {},
+    None,
+    SessionKey("cookie", "sid"),
+)
 
 
 @settings(max_examples=400, deadline=None)
@@ -214,14 +288,19 @@ def test_any_text_line_parses_or_gives_a_reason(line: str) -> None:
         assert isinstance(result, (LogRecord, str))
 
 
-json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-                           lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3),
-                           max_leaves=8)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3),
+    max_leaves=8,
+)
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.dictionaries(st.sampled_from(["time", "path", "method", "status", "duration", "client", "agent", "cookie"]),
-                       json_values))
+@given(
+    st.dictionaries(
+        st.sampled_from(["time", "path", "method", "status", "duration", "client", "agent", "cookie"]), json_values
+    )
+)
 def test_any_json_object_parses_or_gives_a_reason(obj: dict[str, object]) -> None:
     result = JSON(json.dumps(obj))
     assert isinstance(result, (LogRecord, str))
@@ -229,15 +308,24 @@ def test_any_json_object_parses_or_gives_a_reason(obj: dict[str, object]) -> Non
         assert result.target.startswith("/") and (result.duration_ms is None or result.duration_ms >= 0)
 
 
-segments = st.text(alphabet=st.characters(whitelist_categories=("Ll", "Lu", "Nd"), whitelist_characters="-_.~%"),
-                   min_size=1, max_size=12)
+segments = st.text(
+    alphabet=st.characters(whitelist_categories=("Ll", "Lu", "Nd"), whitelist_characters="-_.~%"),
+    min_size=1,
+    max_size=12,
+)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.sampled_from(["GET", "POST", "DELETE", "PATCH"]), st.lists(segments, min_size=0, max_size=5),
-       st.integers(min_value=100, max_value=599), st.integers(min_value=0, max_value=10**6),
-       st.integers(min_value=0, max_value=400 * 86400))
-def test_well_formed_lines_read_back_exactly(method: str, parts: list[str], status: int, micros: int, offset: int) -> None:
+@given(
+    st.sampled_from(["GET", "POST", "DELETE", "PATCH"]),
+    st.lists(segments, min_size=0, max_size=5),
+    st.integers(min_value=100, max_value=599),
+    st.integers(min_value=0, max_value=10**6),
+    st.integers(min_value=0, max_value=400 * 86400),
+)
+def test_well_formed_lines_read_back_exactly(
+    method: str, parts: list[str], status: int, micros: int, offset: int
+) -> None:
     target = "/" + "/".join(parts)
     hit = Hit(T0 + offset, method, target, status=status, seconds=micros / 1e6)
     record = TEXT(combined_line(hit))
@@ -285,8 +373,10 @@ def test_a_gzip_of_zeros_is_refused_as_no_text_log_without_reading_it_whole(tmp_
 def test_a_line_past_the_limit_is_counted_unreadable_and_skipped(tmp_path: Path) -> None:
     good = [combined_line(Hit(T0 + i, "GET", "/")) for i in range(20)]
     long = '1.2.3.4 - - [01/Mar/2024:10:00:00 +0000] "GET /' + "a" * logs.MAX_LINE_LENGTH + ' HTTP/1.1" 200 1'
-    for path in (write_log(tmp_path / "a.log", good[:5] + [long] + good[5:]),
-                 write_log(tmp_path / "a.log.gz", good[:5] + [long] + good[5:], gzipped=True)):
+    for path in (
+        write_log(tmp_path / "a.log", good[:5] + [long] + good[5:]),
+        write_log(tmp_path / "a.log.gz", good[:5] + [long] + good[5:], gzipped=True),
+    ):
         records, counts, _ = read_all([path])
         assert len(records) == 20 and counts.lines == 21 and counts.bad == 1
         assert [(bad.line, bad.reason) for bad in counts.bad_samples] == [(6, "longer than 65,536 characters")]
@@ -317,7 +407,6 @@ def test_a_long_line_is_never_held_whole_in_memory(tmp_path: Path) -> None:
         records = sum(1 for _ in read_records([path], parser, counts))
         print(records, counts.bad, counts.lines)
         """)
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
-                            check=False)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.split() == ["20", "1", "21"]

@@ -13,26 +13,60 @@ from horde.cli import profile as cli_profile
 from horde.cli.app import main
 from horde.errors import ExitCode, InvalidInput
 from horde.profile import ProfileOptions, SessionKey, build_profile
-from horde.profile.logs import EARLY_CHECK_LINES, JsonParser, PROGRESS_EVERY, ReadCounts, in_time_order, make_parser, read_records
+from horde.profile.logs import (
+    EARLY_CHECK_LINES,
+    JsonParser,
+    PROGRESS_EVERY,
+    ReadCounts,
+    in_time_order,
+    make_parser,
+    read_records,
+)
 from horde.profile.profile import Profile, ProfileBuilder
 from profile_logs import T0, Hit, combined_line, json_line, write_log
 from profile_truth import PEAK_ENDPOINTS, write_truth_log
 
 ENDPOINTS = [  # (method, target with {} for an id, count weight, seconds)
-    ("GET", "/api/items/{}", 30, 0.010), ("GET", "/api/items/{}/reviews?page={}&token=t{}", 10, 0.030),
-    ("POST", "/api/orders", 8, 0.200), ("GET", "/api/users/{}/orders?sig={}", 8, 0.020), ("GET", "/", 15, 0.001),
-    ("GET", "/static/app.{}.js", 10, 0.002), ("POST", "/api/refunds/{}", 3, 1.500), ("GET", "/search?q=shoe{}&page={}", 7, 0.050),
-    ("GET", "/reset-token/{}", 2, 0.005), ("GET", "/u/{}%40example.org/profile", 2, 0.004),
-    ("GET", "/k/{}", 2, 0.003), ("DELETE", "/api/cart/{}", 3, 0.0004),
+    ("GET", "/api/items/{}", 30, 0.010),
+    ("GET", "/api/items/{}/reviews?page={}&token=t{}", 10, 0.030),
+    ("POST", "/api/orders", 8, 0.200),
+    ("GET", "/api/users/{}/orders?sig={}", 8, 0.020),
+    ("GET", "/", 15, 0.001),
+    ("GET", "/static/app.{}.js", 10, 0.002),
+    ("POST", "/api/refunds/{}", 3, 1.500),
+    ("GET", "/search?q=shoe{}&page={}", 7, 0.050),
+    ("GET", "/reset-token/{}", 2, 0.005),
+    ("GET", "/u/{}%40example.org/profile", 2, 0.004),
+    ("GET", "/k/{}", 2, 0.003),
+    ("DELETE", "/api/cart/{}", 3, 0.0004),
 ]
-TRUTH_NAMES = ["GET /api/items/{id}", "GET /api/items/{id}/reviews?page&token", "POST /api/orders",
-               "GET /api/users/{id}/orders?sig", "GET /", "GET /static/app.{id}.js", "POST /api/refunds/{id}",
-               "GET /search?q&page", "GET /reset-token/{secret}", "GET /u/{email}/profile", "GET /k/{token}",
-               "DELETE /api/cart/{id}"]
+TRUTH_NAMES = [
+    "GET /api/items/{id}",
+    "GET /api/items/{id}/reviews?page&token",
+    "POST /api/orders",
+    "GET /api/users/{id}/orders?sig",
+    "GET /",
+    "GET /static/app.{id}.js",
+    "POST /api/refunds/{id}",
+    "GET /search?q&page",
+    "GET /reset-token/{secret}",
+    "GET /u/{email}/profile",
+    "GET /k/{token}",
+    "DELETE /api/cart/{id}",
+]
 
 
-def generated(tmp_path: Path, lines: int, *, seed: int = 7, cookie: bool = False, name: str = "access.log",
-              gzipped: bool = False, start: float = T0, as_json: bool = False) -> tuple[Path, dict[str, int]]:
+def generated(
+    tmp_path: Path,
+    lines: int,
+    *,
+    seed: int = 7,
+    cookie: bool = False,
+    name: str = "access.log",
+    gzipped: bool = False,
+    start: float = T0,
+    as_json: bool = False,
+) -> tuple[Path, dict[str, int]]:
     """A log of ``lines`` requests over an hour (busier at its middle), with ids of several
     kinds, secrets, 4xx/5xx, 300 clients, times a little out of order, a few bad lines and
     blank lines; and the requests each endpoint got."""
@@ -42,18 +76,28 @@ def generated(tmp_path: Path, lines: int, *, seed: int = 7, cookie: bool = False
     for i in range(lines):
         index = rng.choices(range(len(ENDPOINTS)), weights=[e[2] for e in ENDPOINTS])[0]
         method, template, _, seconds = ENDPOINTS[index]
-        ident = rng.choice([str(rng.randrange(1, 10**6)), f"{rng.getrandbits(48):012x}", "deadbeef" + str(rng.randrange(10))])
+        ident = rng.choice(
+            [str(rng.randrange(1, 10**6)), f"{rng.getrandbits(48):012x}", "deadbeef" + str(rng.randrange(10))]
+        )
         if index == 10:
             ident = "".join(rng.choice("bcdfghjklmnpqrstvwxz") for _ in range(18))
         elif index == 9:
             ident = f"user{rng.randrange(99)}"
-        target = template.format(ident if index != 5 else f"{rng.getrandbits(40):010x}", rng.randrange(1, 9), rng.randrange(10**6))
+        target = template.format(
+            ident if index != 5 else f"{rng.getrandbits(40):010x}", rng.randrange(1, 9), rng.randrange(10**6)
+        )
         t = start + 3600 * i / lines + rng.choice([0, 0, 0, -1, -2])  # nginx logs at the response: a bit out of order
         client = rng.randrange(300)
-        hit = Hit(t, method, target, status=rng.choice([200, 200, 200, 201, 404, 500]),
-                  seconds=rng.expovariate(1 / seconds) if rng.random() > 0.02 else None,
-                  client=f"10.0.{client // 250}.{client % 250}", agent=f"agent-{client % 3}",
-                  cookie=f"sid=s{client % 40}; lang=en" if cookie and client % 10 else None)
+        hit = Hit(
+            t,
+            method,
+            target,
+            status=rng.choice([200, 200, 200, 201, 404, 500]),
+            seconds=rng.expovariate(1 / seconds) if rng.random() > 0.02 else None,
+            client=f"10.0.{client // 250}.{client % 250}",
+            agent=f"agent-{client % 3}",
+            cookie=f"sid=s{client % 40}; lang=en" if cookie and client % 10 else None,
+        )
         truth[TRUTH_NAMES[index]] += 1
         out.append(json_line(hit) if as_json else combined_line(hit))
         if i % 997 == 5:
@@ -72,15 +116,18 @@ def python_profile(paths: list[Path], options: ProfileOptions) -> Profile:
     counts = ReadCounts()
     for record in read_records(paths, parser, counts):
         builder.add(record)
-    return builder.finish([str(path) for path in paths], parser.format, counts, parser.fields if isinstance(parser, JsonParser) else {})
+    return builder.finish(
+        [str(path) for path in paths], parser.format, counts, parser.fields if isinstance(parser, JsonParser) else {}
+    )
 
 
 def assert_same(native: Profile, python: Profile) -> None:
     ours, theirs = native.to_dict(), python.to_dict()
     ours["source"]["read_s"] = theirs["source"]["read_s"] = 0
     assert ours == theirs
-    assert [(e.index, e.shapes, e.samples, e.statuses) for e in native.endpoints] == \
-        [(e.index, e.shapes, e.samples, e.statuses) for e in python.endpoints]
+    assert [(e.index, e.shapes, e.samples, e.statuses) for e in native.endpoints] == [
+        (e.index, e.shapes, e.samples, e.statuses) for e in python.endpoints
+    ]
     # Each endpoint's requests per minute (what its intensity in a window is counted from).
     assert [e.per_minute for e in native.endpoints] == [e.per_minute for e in python.endpoints]
     assert (native.other and native.other.per_minute) == (python.other and python.other.per_minute)
@@ -101,18 +148,28 @@ def test_the_native_reader_adds_up_what_the_python_reader_does(tmp_path: Path) -
 
 def test_json_lines_give_the_python_readers_profile(tmp_path: Path) -> None:
     path, truth = generated(tmp_path, 20_000, cookie=True, as_json=True)
-    for options in (ProfileOptions(session_gap_s=60), ProfileOptions(session=SessionKey("cookie", "sid"), max_endpoints=6)):
+    for options in (
+        ProfileOptions(session_gap_s=60),
+        ProfileOptions(session=SessionKey("cookie", "sid"), max_endpoints=6),
+    ):
         native = build_profile([path], options)
         assert native.format == "json" and native.fields["duration"] == "duration_ms"
         assert_same(native, python_profile([path], options))
     assert {stats.name: stats.count for stats in build_profile([path], ProfileOptions()).endpoints} == truth
 
 
-@pytest.mark.parametrize("options", [ProfileOptions(format="nginx", time_unit="ms"), ProfileOptions(max_endpoints=4),
-                                     ProfileOptions(session=SessionKey("cookie", "sid"), session_gap_s=120),
-                                     ProfileOptions(templates=("/api/items/{item}", "POST /api/refunds/{refund}", "/u/{who}/profile",
-                                                               "/reset-token/{code}"))],
-                         ids=["nginx-ms", "other-endpoints", "cookie-sessions", "given-templates"])
+@pytest.mark.parametrize(
+    "options",
+    [
+        ProfileOptions(format="nginx", time_unit="ms"),
+        ProfileOptions(max_endpoints=4),
+        ProfileOptions(session=SessionKey("cookie", "sid"), session_gap_s=120),
+        ProfileOptions(
+            templates=("/api/items/{item}", "POST /api/refunds/{refund}", "/u/{who}/profile", "/reset-token/{code}")
+        ),
+    ],
+    ids=["nginx-ms", "other-endpoints", "cookie-sessions", "given-templates"],
+)
 def test_options_give_the_same_profile(tmp_path: Path, options: ProfileOptions) -> None:
     path, _ = generated(tmp_path, 5000, cookie=True)
     assert_same(build_profile([path], options), python_profile([path], options))
@@ -127,14 +184,18 @@ def test_rotated_gzip_logs_read_as_one_stream(tmp_path: Path) -> None:
     native = build_profile([newer, middle, older], ProfileOptions())
     assert native.files == [str(path) for path in paths]
     assert_same(native, python_profile(paths, ProfileOptions()))
-    assert {stats.name: stats.count for stats in native.endpoints} == {name: first[name] + second[name] + third[name] for name in first}
+    assert {stats.name: stats.count for stats in native.endpoints} == {
+        name: first[name] + second[name] + third[name] for name in first
+    }
     # Three hours, and the minute before: the first lines step back up to 2 s (logged at the response).
     assert native.span_minutes() == 181 and native.counts.bytes_read == sum(path.stat().st_size for path in paths)
 
 
 def test_a_log_in_another_format_is_refused_as_the_python_reader_refuses_it(tmp_path: Path) -> None:
     path = write_log(tmp_path / "access.log", ['{"json": 1}'] * 10 + [combined_line(Hit(T0, "GET", "/"))] * 5)
-    with pytest.raises(InvalidInput, match=r"10 of 15 lines of .* do not read as the combined format; line 1: not the combined format"):
+    with pytest.raises(
+        InvalidInput, match=r"10 of 15 lines of .* do not read as the combined format; line 1: not the combined format"
+    ):
         build_profile([path], ProfileOptions(format="combined"))
 
 
@@ -167,8 +228,9 @@ def test_progress_is_told_as_the_native_reading_goes(tmp_path: Path) -> None:
     assert 0 < seen[0][1] <= seen[1][1] < seen[2][1] == path.stat().st_size
 
 
-def test_off_a_terminal_progress_is_a_line_now_and_then(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_off_a_terminal_progress_is_a_line_now_and_then(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(cli_profile, "PROGRESS_EVERY_S", 0.0)
     path, _ = generated(tmp_path, PROGRESS_EVERY + 10)
     assert main(["profile", str(path), "--json", str(tmp_path / "p.json")]) == ExitCode.OK
@@ -200,7 +262,16 @@ def test_both_readers_count_each_endpoints_requests_per_minute_as_written(tmp_pa
     rows = {row["endpoint"]: row for row in native.to_dict()["endpoints"]}
     peak_hour = truth.in_minutes(truth.peak_hour_first(), 60)
     assert rows["POST /api/settlements/batch"]["peak_hour_requests"] == peak_hour["POST /api/settlements/batch"] == 300
-    assert rows["GET /api/reports/nightly"]["peak_hour_requests"] == 0 == len(
-        [m for m in known["GET /api/reports/nightly"] if truth.peak_hour_first() <= m < truth.peak_hour_first() + 60])
+    assert (
+        rows["GET /api/reports/nightly"]["peak_hour_requests"]
+        == 0
+        == len(
+            [
+                m
+                for m in known["GET /api/reports/nightly"]
+                if truth.peak_hour_first() <= m < truth.peak_hour_first() + 60
+            ]
+        )
+    )
     peak_minute = truth.in_minutes(truth.peak_minute(), 1)
     assert {name: row["peak_minute_requests"] for name, row in rows.items()} == peak_minute

@@ -54,7 +54,9 @@ def profiled(horde_cli: HordeCli, log: Path, name: str, *flags: str) -> tuple[Pa
 
 def read_page(browser: Browser, page: Path, screenshot: str) -> dict[str, Any]:
     browser.open(page.resolve().as_uri())
-    browser.wait_for("document.querySelector('#rate-chart .main-svg') !== null", timeout_s=30, what="the charts to draw")
+    browser.wait_for(
+        "document.querySelector('#rate-chart .main-svg') !== null", timeout_s=30, what="the charts to draw"
+    )
     browser.screenshot(ARTIFACTS / screenshot)
     found: dict[str, Any] = browser.evaluate(READ_PAGE)
     assert browser.errors() == []
@@ -75,12 +77,17 @@ def test_the_page_shows_the_plans_judgments_in_a_browser(horde_cli: HordeCli, tm
     truth = write_truth_log(tmp_path / "access.log")
     plan, page = profiled(horde_cli, truth.path, "plan", "--model", "users", "--peak", "hour")
     kinds_truth = write_kinds_log(tmp_path / "kinds.log")
-    _, kinds_page = profiled(horde_cli, tmp_path / "kinds.log", "kinds", "--model", "users", "--cover", "100", "--min-share", "0")
+    _, kinds_page = profiled(
+        horde_cli, tmp_path / "kinds.log", "kinds", "--model", "users", "--cover", "100", "--min-share", "0"
+    )
     with Browser(tmp_path / "browser") as browser:
         shown = read_page(browser, page, "profile-judgments.png")
         kinds = read_page(browser, kinds_page, "profile-kinds.png")
 
-    assert all(shown["shown"][section] for section in ("left-out", "little", "intensity", "kinds-found", "to-supply", "plan-notes"))
+    assert all(
+        shown["shown"][section]
+        for section in ("left-out", "little", "intensity", "kinds-found", "to-supply", "plan-notes")
+    )
     # Left out: exactly the two endpoints under 1 % by count and by time, with the truth's shares.
     assert set(shown["left_out"]) == {"GET /api/ping", "GET /static/site.css"}
     for name, row in shown["left_out"].items():
@@ -89,7 +96,10 @@ def test_the_page_shows_the_plans_judgments_in_a_browser(horde_cli: HordeCli, tm
         assert number(row["share_by_time"]) == pytest.approx(100 * truth.share_by_time(name), abs=0.006)
     left_count = sum(truth.share_by_count(name) for name in shown["left_out"])
     left_time = sum(truth.share_by_time(name) for name in shown["left_out"])
-    assert f"{100 * left_count:.2f} % of the requests, {100 * left_time:.2f} % of the server's time" in shown["text"]["left-out-total"]
+    assert (
+        f"{100 * left_count:.2f} % of the requests, {100 * left_time:.2f} % of the server's time"
+        in shown["text"]["left-out-total"]
+    )
 
     # Sizing: the kept endpoints' requests in the peak hour / 3,600 s × 1.2, and Little's law on
     # the mean of that hour's mix and the truth's think time.
@@ -104,9 +114,14 @@ def test_the_page_shows_the_plans_judgments_in_a_browser(horde_cli: HordeCli, tm
     assert int(little["vus"]) == math.ceil(rate * (mean_ms + think_ms) / 1000) > 1
     assert "VUs = rate × (mean time + think time)" in shown["text"]["little"]
     assert f"{truth.peak_hour_per_s:.3f}".rstrip("0") in shown["text"]["rate-derivation"]
-    assert f"× the kept endpoints' {100 * sum(in_peak.values()) / 5000:.1f} % of its requests × 1.2 (headroom 20 %)" \
+    assert (
+        f"× the kept endpoints' {100 * sum(in_peak.values()) / 5000:.1f} % of its requests × 1.2 (headroom 20 %)"
         in shown["text"]["rate-derivation"]
-    assert "each endpoint's rate from its own requests in that window (from 2024-03-01T11:00:00Z)" in shown["text"]["rate-derivation"]
+    )
+    assert (
+        "each endpoint's rate from its own requests in that window (from 2024-03-01T11:00:00Z)"
+        in shown["text"]["rate-derivation"]
+    )
     assert "as users looping request and think" in shown["text"]["rate-derivation"]
 
     # Its clients are of one kind: told so, with the sessions it looked at.
@@ -130,7 +145,9 @@ def test_the_page_shows_the_plans_judgments_in_a_browser(horde_cli: HordeCli, tm
         assert number(row["requests_per_session"]) == pytest.approx(kind.requests / kind.sessions)
         assert number(row["session_think_ms"]) == pytest.approx(kind.think_ms, abs=1e-3)
         assert number(row["share_of_requests"]) == pytest.approx(100 * kind.requests / total, abs=0.005)
-        assert int(row["vus"]) == math.ceil(number(row["rate_per_s"]) * (number(row["mean_ms"]) + kind.think_ms) / 1000 - 1e-9)
+        assert int(row["vus"]) == math.ceil(
+            number(row["rate_per_s"]) * (number(row["mean_ms"]) + kind.think_ms) / 1000 - 1e-9
+        )
         assert row["top"].startswith(tops[name]), (scenario, row["top"])
     assert "per client kind" in kinds["text"]["little"]
     assert int(kinds["little"]["vus"]) == sum(int(row["vus"]) for row in kinds["kinds"].values())
@@ -154,7 +171,9 @@ def guarded_log(path: Path, refused: dict[int, int]) -> Path:
 
 def test_a_guarded_endpoint_gets_a_credential_to_supply_until_it_is_filled(horde_cli: HordeCli, tmp_path: Path) -> None:
     log = guarded_log(tmp_path / "access.log", {401: 6, 403: 2})
-    plan, page = profiled(horde_cli, log, "plan", "--min-share", "0", "--cover", "100", "--json", str(tmp_path / "profile.json"))
+    plan, page = profiled(
+        horde_cli, log, "plan", "--min-share", "0", "--cover", "100", "--json", str(tmp_path / "profile.json")
+    )
     steps = plan_steps(plan)
     # Only the endpoint the server refused carries the marked header.
     assert [name for name, step in steps.items() if "headers" in step] == ["GET /api/account"]
@@ -167,20 +186,26 @@ def test_a_guarded_endpoint_gets_a_credential_to_supply_until_it_is_filled(horde
     assert checked.returncode == ExitCode.INVALID_INPUT, told
     line = next(number for number, row in enumerate(text.splitlines(), start=1) if "Authorization:" in row)
     assert f"{plan}:{line}" in told
-    assert "to supply: the credential of GET /api/account: the log holds none, and the server asked for one " \
-           "(6 with 401 and 2 with 403 of its 40 requests)" in told
+    assert (
+        "to supply: the credential of GET /api/account: the log holds none, and the server asked for one "
+        "(6 with 401 and 2 with 403 of its 40 requests)" in told
+    )
     assert told.count("to supply:") == 2  # the credential, and POST /api/cart's body
 
     data = json.loads((tmp_path / "profile.json").read_text())
     assert [(row["endpoint"], row["part"]) for row in data["plan"]["to_supply"]] == [
-        ("GET /api/account", "header Authorization"), ("POST /api/cart", "body")]
+        ("GET /api/account", "header Authorization"),
+        ("POST /api/cart", "body"),
+    ]
     assert data["plan"]["to_supply"][0]["refused"] == {"401": 6, "403": 2}
     html = page.read_text()
     assert 'data-part="header Authorization" data-endpoint="GET /api/account"' in html
 
     # Filled in as a user would (a parameter keeps the token out of the file), the plan is valid.
     filled = re.sub(r"Authorization: .*", "Authorization: Bearer {{ params.token }}", text)
-    filled = re.sub(r"body: .*supply\(.*", "body: '{}'", filled).replace("version: 1\n", "version: 1\nparameters:\n  token: none\n")
+    filled = re.sub(r"body: .*supply\(.*", "body: '{}'", filled).replace(
+        "version: 1\n", "version: 1\nparameters:\n  token: none\n"
+    )
     plan.write_text(filled)
     checked = horde_cli.run("validate", str(plan), "-p", "token=abc")
     assert checked.returncode == 0, checked.stdout + checked.stderr
@@ -200,12 +225,18 @@ def test_a_log_without_signs_of_a_credential_marks_none(horde_cli: HordeCli, tmp
 def test_the_page_says_what_it_could_not_judge(tmp_path: Path) -> None:
     # A log without response times, a plan without client kinds looked for (--kinds off), all of
     # its endpoints kept, nothing to supply: each section says so rather than showing nothing.
-    lines = [combined_line(Hit(T0 + i, "GET", f"/api/items/{i}", client=f"10.0.0.{i % 3}"), nginx_times=False) for i in range(50)]
+    lines = [
+        combined_line(Hit(T0 + i, "GET", f"/api/items/{i}", client=f"10.0.0.{i % 3}"), nginx_times=False)
+        for i in range(50)
+    ]
     profile = build_profile([write_log(tmp_path / "access.log", lines)], ProfileOptions())
     html = " ".join(render_page(profile, write_plan(profile, tmp_path / "plan.yaml", PlanOptions())).split())
     assert "Nothing: every endpoint of the log is in the plan." in html
     # 50 requests in the first minute: 50/60 req/s, × 1.2 = 1 req/s.
-    assert "Rate: 0.833 req/s in the peak minute × the kept endpoints' 100.0 % of its requests × 1.2 (headroom 20 %) = <b>1 req/s</b>" in html
+    assert (
+        "Rate: 0.833 req/s in the peak minute × the kept endpoints' 100.0 % of its requests × 1.2 (headroom 20 %) = <b>1 req/s</b>"
+        in html
+    )
     assert "No sizing by Little's law: the log has no response times and the open model no think time." in html
     assert "Not looked for (<code>--kinds off</code>)" in html
     assert "Nothing marked: no kept endpoint carries a body or answered 401 or 403" in html

@@ -32,7 +32,9 @@ def branches(path: Path) -> dict[str, float]:
 def test_every_endpoint_significant_by_count_or_by_time_is_kept(tmp_path: Path) -> None:
     truth = write_truth_log(tmp_path / "access.log")
     profile = build_profile([truth.path], ProfileOptions())
-    significant = {name for name in truth.counts if truth.share_by_count(name) >= 0.01 or truth.share_by_time(name) >= 0.01}
+    significant = {
+        name for name in truth.counts if truth.share_by_count(name) >= 0.01 or truth.share_by_time(name) >= 0.01
+    }
     # The truth's point: by count alone (90 %) the refunds, 55 % of the server's time, would go.
     assert truth.share_by_count("POST /api/refunds/{id}") < 0.05 and truth.share_by_time("POST /api/refunds/{id}") > 0.5
     by_count_only = write_plan(profile, tmp_path / "count.yaml", PlanOptions(min_share_percent=0))
@@ -40,8 +42,18 @@ def test_every_endpoint_significant_by_count_or_by_time_is_kept(tmp_path: Path) 
 
     written = write_plan(profile, tmp_path / "plan.yaml", PlanOptions())
     kept = branches(written.path)
-    assert set(kept) == significant == {"GET /api/items/{id}?page", "GET /api/search?q", "POST /api/orders",
-                                        "POST /api/refunds/{id}", "GET /api/health", "GET /api/export/{id}"}
+    assert (
+        set(kept)
+        == significant
+        == {
+            "GET /api/items/{id}?page",
+            "GET /api/search?q",
+            "POST /api/orders",
+            "POST /api/refunds/{id}",
+            "GET /api/health",
+            "GET /api/export/{id}",
+        }
+    )
     # Weighted by their requests in the peak minute (each of them has some there).
     in_peak = truth.in_minutes(truth.peak_minute(), 1)
     assert all(in_peak[name] for name in kept)
@@ -92,7 +104,9 @@ def test_sizing_is_littles_law_with_the_mean_at_the_peak_hour(tmp_path: Path, mo
     else:
         assert workload.stages[-1].rate_per_s == pytest.approx(rate, abs=2e-3)  # type: ignore[union-attr]
     text = written.path.read_text()
-    assert f"VUs = rate × (mean time + think time) = {little['rate_per_s']:g} req/s × ({little['mean_ms']:g} ms + " in text
+    assert (
+        f"VUs = rate × (mean time + think time) = {little['rate_per_s']:g} req/s × ({little['mean_ms']:g} ms + " in text
+    )
     assert "median" not in text
 
 
@@ -103,8 +117,10 @@ def _many_endpoints_log(tmp_path: Path, endpoints: int, ids: int) -> Path:
     lines = []
     for n in range(endpoints):
         name = "-".join(words[int(digit)] for digit in f"{n:04d}")
-        lines += [combined_line(Hit(T0 + n + i / 1000, "GET", f"/catalogue/{name}?ref={10**11 + 7919 * i}"))
-                  for i in range(ids)]
+        lines += [
+            combined_line(Hit(T0 + n + i / 1000, "GET", f"/catalogue/{name}?ref={10**11 + 7919 * i}"))
+            for i in range(ids)
+        ]
     return write_log(tmp_path / "access.log", lines)
 
 
@@ -131,8 +147,11 @@ def test_a_plan_over_the_limit_even_with_feeders_is_refused_naming_what_shrinks_
 def test_the_truth_has_what_it_says() -> None:
     # A guard on the generator itself: its shares are the ones the tests above rely on.
     total = sum(endpoint.per_1000 * endpoint.ms for endpoint in ENDPOINTS)
-    assert {endpoint.name for endpoint in ENDPOINTS if endpoint.per_1000 < 10 and endpoint.per_1000 * endpoint.ms / total < 0.01} \
-        == {"GET /api/ping", "GET /static/site.css"}
+    assert {
+        endpoint.name
+        for endpoint in ENDPOINTS
+        if endpoint.per_1000 < 10 and endpoint.per_1000 * endpoint.ms / total < 0.01
+    } == {"GET /api/ping", "GET /static/site.css"}
 
 
 def test_client_kinds_are_recovered_as_scenarios(tmp_path: Path) -> None:
@@ -148,7 +167,9 @@ def test_client_kinds_are_recovered_as_scenarios(tmp_path: Path) -> None:
     for kind, name in zip(found.kinds, ("devices", "users", "admins")):
         assert (kind.sessions, kind.requests) == (truth[name].sessions, truth[name].requests)
         assert kind.mean_think_ms() == pytest.approx(truth[name].think_ms, rel=1e-6)
-    written = write_plan(profile, tmp_path / "plan.yaml", PlanOptions(model="users", min_share_percent=0, cover_percent=100), found)
+    written = write_plan(
+        profile, tmp_path / "plan.yaml", PlanOptions(model="users", min_share_percent=0, cover_percent=100), found
+    )
     plan = load_plan_file(written.path).plan
     assert [scenario.name for scenario in plan.scenarios] == ["clients_1", "clients_2", "clients_3"]
     rows = written.sizing["kinds"]
@@ -162,15 +183,25 @@ def test_client_kinds_are_recovered_as_scenarios(tmp_path: Path) -> None:
     assert set(rows[0]["mix"]) == {"POST /api/telemetry"}
     # A session of 20 requests in turn over (items, items, search): 14 and 6.
     assert rows[1]["mix"] == pytest.approx({"GET /api/items/{id}": 0.7, "GET /api/search?q": 0.3}, abs=1e-6)
-    assert "Client kinds: 3, one scenario each, found by k-means on 90 sessions' endpoint mix and pace" in written.path.read_text()
+    assert (
+        "Client kinds: 3, one scenario each, found by k-means on 90 sessions' endpoint mix and pace"
+        in written.path.read_text()
+    )
 
 
 def test_client_kinds_are_drawn_from_the_whole_log(tmp_path: Path) -> None:
     # 2,500 devices in the log's first hour, 1,500 users only in its third: more sessions than
     # the sample holds (2,000), and a kind a reading of the log's start would never meet.
     early = ClientKind("devices", 2500, (("POST", "/api/telemetry", 5.0),), 5, 4, from_s=0, spread_s=3600)
-    late = ClientKind("users", 1500, (("GET", "/api/items/{n}", 10.0), ("GET", "/api/search?q=s{n}", 20.0)), 30, 6,
-                      from_s=7200, spread_s=3600)
+    late = ClientKind(
+        "users",
+        1500,
+        (("GET", "/api/items/{n}", 10.0), ("GET", "/api/search?q=s{n}", 20.0)),
+        30,
+        6,
+        from_s=7200,
+        spread_s=3600,
+    )
     log = tmp_path / "access.log"
     truth = write_kinds_log(log, (early, late))
     profile = build_profile([log], ProfileOptions())
@@ -186,8 +217,12 @@ def test_client_kinds_are_drawn_from_the_whole_log(tmp_path: Path) -> None:
     assert devices.mean_think_ms() == pytest.approx(truth["devices"].think_ms, rel=1e-6)
     assert users.mean_think_ms() == pytest.approx(truth["users"].think_ms, rel=1e-6)
     # The same log gives the same sample.
-    assert find_kinds(build_profile([log], ProfileOptions()), [stats.name for stats in profile.endpoints]).kinds[0].sessions \
+    assert (
+        find_kinds(build_profile([log], ProfileOptions()), [stats.name for stats in profile.endpoints])
+        .kinds[0]
+        .sessions
         == found.kinds[0].sessions
+    )
 
 
 def test_one_kind_of_client_is_not_split(tmp_path: Path) -> None:
@@ -210,7 +245,11 @@ def test_validate_points_at_each_body_to_supply_until_it_is_filled(horde_cli: Ho
     assert checked.returncode == ExitCode.INVALID_INPUT, checked.stdout + checked.stderr
     told = checked.stdout + checked.stderr
     for name in ("POST /api/orders", "POST /api/refunds/{id}"):
-        line = next(number for number, text in enumerate(plan.read_text().splitlines(), start=1) if f"the body of {name}:" in text)
+        line = next(
+            number
+            for number, text in enumerate(plan.read_text().splitlines(), start=1)
+            if f"the body of {name}:" in text
+        )
         assert f"{plan}:{line}" in told and f"to supply: the body of {name}: the log holds none" in told, told
     assert told.count("to supply:") == 2
     # Filled in (here with an empty JSON object), the plan is valid.
@@ -229,8 +268,13 @@ def test_a_chosen_window_gives_the_rate(horde_cli: HordeCli, tmp_path: Path) -> 
     assert written.sizing["peak"] == "window" and written.sizing["peak_minutes"] == 60
     assert written.sizing["peak_per_s"] == pytest.approx(3000 / 3600, abs=1e-3)
     assert written.sizing["rate_per_s"] == pytest.approx(sum(in_window[name] for name in kept) / 3600, abs=1e-3)
-    assert "# Rate: 0.833 req/s in the window from 2024-03-01T12:00:00Z (60 minutes of the log)" in written.path.read_text()
-    outside = horde_cli.run("profile", str(truth.path), "--plan", str(tmp_path / "out.yaml"), "--window", "2024-03-02T12:00/30m")
+    assert (
+        "# Rate: 0.833 req/s in the window from 2024-03-01T12:00:00Z (60 minutes of the log)"
+        in written.path.read_text()
+    )
+    outside = horde_cli.run(
+        "profile", str(truth.path), "--plan", str(tmp_path / "out.yaml"), "--window", "2024-03-02T12:00/30m"
+    )
     assert outside.returncode == ExitCode.INVALID_INPUT and "holds no whole minute of the log" in outside.stderr
     assert "hint: the log runs from 2024-03-01T10:00:00Z to 2024-03-01T12:59:00Z" in outside.stderr
     assert horde_cli.run("profile", str(truth.path), "--window", "soon").returncode == ExitCode.INVALID_INPUT
@@ -239,8 +283,10 @@ def test_a_chosen_window_gives_the_rate(horde_cli: HordeCli, tmp_path: Path) -> 
     assert hour.returncode == 0, hour.stderr
     in_peak = truth.in_minutes(truth.peak_hour_first(), 60)
     share = 100 * sum(in_peak[name] for name in branches(tmp_path / "hour.yaml")) / 5000
-    assert (f"(the peak hour's 1.389 × these endpoints' {share:.1f} % of its requests + 20 %; each endpoint's rate from its own "
-            "requests in the peak hour from 2024-03-01T11:00:00Z, 60 minutes)") in " ".join(hour.stdout.split())
+    assert (
+        f"(the peak hour's 1.389 × these endpoints' {share:.1f} % of its requests + 20 %; each endpoint's rate from its own "
+        "requests in the peak hour from 2024-03-01T11:00:00Z, 60 minutes)"
+    ) in " ".join(hour.stdout.split())
 
 
 @pytest.mark.parametrize("reader", ["native", "python"])
@@ -249,11 +295,18 @@ def test_each_endpoint_runs_at_its_own_intensity_in_the_peak_window(tmp_path: Pa
     rate there, not at its share of the day; a report read only off-peak (3 % of the log) is
     kept by the whole log's coverage, named with a rate of 0, and sends nothing at the peak."""
     truth = write_truth_log(tmp_path / "access.log", PEAK_ENDPOINTS)
-    profile = build_profile([truth.path], ProfileOptions()) if reader == "native" else python_profile([truth.path], ProfileOptions())
+    profile = (
+        build_profile([truth.path], ProfileOptions())
+        if reader == "native"
+        else python_profile([truth.path], ProfileOptions())
+    )
     batch, nightly = "POST /api/settlements/batch", "GET /api/reports/nightly"
     first = truth.peak_hour_first()
-    for options, (start, minutes) in ((PlanOptions(peak="hour"), (first, 60)), (PlanOptions(), (truth.peak_minute(), 1)),
-                                      (PlanOptions(window=(T0 + 7200, 3600)), ((T0 + 7200) // 60, 60))):
+    for options, (start, minutes) in (
+        (PlanOptions(peak="hour"), (first, 60)),
+        (PlanOptions(), (truth.peak_minute(), 1)),
+        (PlanOptions(window=(T0 + 7200, 3600)), ((T0 + 7200) // 60, 60)),
+    ):
         written = write_plan(profile, tmp_path / "plan.yaml", options)
         known = truth.in_minutes(start, minutes)
         rows = {row["endpoint"]: row for row in written.sizing["endpoints"]}
@@ -283,7 +336,9 @@ def test_each_endpoint_runs_at_its_own_intensity_in_the_peak_window(tmp_path: Pa
     rows = {row["endpoint"]: row for row in written.sizing["endpoints"]}
     assert rows[batch]["requests_in_window"] == 300 and rows[batch]["rate_per_s"] == pytest.approx(300 / 3600, abs=1e-6)
     assert rows[nightly]["requests_in_window"] == 0 and rows[nightly]["rate_per_s"] == 0
-    assert branches(written.path)[batch] == pytest.approx(100 * 300 / sum(row["requests_in_window"] for row in rows.values()), abs=1e-3)
+    assert branches(written.path)[batch] == pytest.approx(
+        100 * 300 / sum(row["requests_in_window"] for row in rows.values()), abs=1e-3
+    )
     assert nightly not in branches(written.path)
     text = written.path.read_text()
     assert "# Per endpoint: its own requests in the peak hour (2024-03-01T11:00:00Z, 60 minutes) / 3600 s × 1" in text
@@ -299,6 +354,10 @@ def test_a_window_where_no_kept_endpoint_ran_is_refused(tmp_path: Path) -> None:
     lines += [combined_line(Hit(T0 + 3600 + i, "GET", "/api/rare")) for i in range(3)]
     profile = build_profile([write_log(tmp_path / "access.log", lines)], ProfileOptions())
     with pytest.raises(InvalidInput) as error:
-        write_plan(profile, tmp_path / "plan.yaml", PlanOptions(window=(T0 + 3600, 60), min_share_percent=0, cover_percent=90))
-    assert "none of the 1 endpoints kept has a request in the chosen window (2024-03-01T11:00:00Z)" in error.value.message
+        write_plan(
+            profile, tmp_path / "plan.yaml", PlanOptions(window=(T0 + 3600, 60), min_share_percent=0, cover_percent=90)
+        )
+    assert (
+        "none of the 1 endpoints kept has a request in the chosen window (2024-03-01T11:00:00Z)" in error.value.message
+    )
     assert "--window" in (error.value.hint or "") and not (tmp_path / "plan.yaml").exists()

@@ -60,8 +60,11 @@ class Family:
     samples: list[Sample] = field(default_factory=list)
 
     def find(self, name: str | None = None, **labels: str) -> list[Sample]:
-        return [s for s in self.samples if (name is None or s.name == name)
-                and all(s.labels.get(key) == value for key, value in labels.items())]
+        return [
+            s
+            for s in self.samples
+            if (name is None or s.name == name) and all(s.labels.get(key) == value for key, value in labels.items())
+        ]
 
     def one(self, name: str | None = None, **labels: str) -> float:
         found = self.find(name, **labels)
@@ -136,14 +139,14 @@ def _parse_sample(line: str, where: str) -> Sample:
         raise FormatError(f"{where}: no metric name")
     name, position = match.group(0), match.end()
     labels: dict[str, str] = {}
-    if line[position:position + 1] == "{":
+    if line[position : position + 1] == "{":
         position += 1
-        while line[position:position + 1] != "}":
+        while line[position : position + 1] != "}":
             label = _LABEL_NAME.match(line, position)
             if not label or label.group(0).startswith("__"):
                 raise FormatError(f"{where}: a bad label name at {position}")
             position = label.end()
-            if line[position:position + 2] != '="':
+            if line[position : position + 2] != '="':
                 raise FormatError(f"{where}: expected =\" at {position}")
             position += 2
             value_start = position
@@ -160,9 +163,9 @@ def _parse_sample(line: str, where: str) -> Sample:
                 raise FormatError(f"{where}: label {label.group(0)} twice")
             labels[label.group(0)] = _unescape(line[value_start:position], quote=True, where=where)
             position += 1
-            if line[position:position + 1] == ",":
+            if line[position : position + 1] == ",":
                 position += 1
-            elif line[position:position + 1] != "}":
+            elif line[position : position + 1] != "}":
                 raise FormatError(f"{where}: expected , or }} at {position}")
         position += 1
     fields = line[position:].split(" ")
@@ -178,7 +181,7 @@ def _unescape(text: str, *, quote: bool, where: str) -> str:
     while position < len(text):
         character = text[position]
         if character == "\\":
-            following = text[position + 1:position + 2]
+            following = text[position + 1 : position + 2]
             if following not in escapes:
                 raise FormatError(f"{where}: the escape \\{following} is not allowed")
             out.append(escapes[following])
@@ -225,14 +228,14 @@ def test_the_parser_refuses_what_the_format_does_not_allow() -> None:
     good = '# HELP a_total x\n# TYPE a_total counter\na_total{s="q\\"\\\\\\n"} 1\n'
     assert parse_exposition(good)["a_total"].samples[0].labels == {"s": 'q"\\\n'}
     for bad in (
-        good[:-1],                                                    # no final line feed
-        good.replace("a_total{", "a{"),                               # sample outside its family
-        good.replace('\\"', '"'),                                     # unescaped quote
-        good.replace("\\n", "\\t"),                                   # an escape that does not exist
+        good[:-1],  # no final line feed
+        good.replace("a_total{", "a{"),  # sample outside its family
+        good.replace('\\"', '"'),  # unescaped quote
+        good.replace("\\n", "\\t"),  # an escape that does not exist
         good.replace("counter", "counters"),
-        good.replace("a_total", "a"),                                 # a counter without _total
-        good + 'a_total{s="q\\"\\\\\\n"} 2\n',                        # a repeated series
-        good + "# TYPE b gauge\nb 1\na_total 3\n",                    # a family in two places
+        good.replace("a_total", "a"),  # a counter without _total
+        good + 'a_total{s="q\\"\\\\\\n"} 2\n',  # a repeated series
+        good + "# TYPE b gauge\nb 1\na_total 3\n",  # a family in two places
         good.replace(" 1\n", " one\n"),
         "# TYPE h histogram\n# HELP h x\nh_bucket{le=\"1.0\"} 2\nh_bucket{le=\"+Inf\"} 1\nh_sum 1\nh_count 1\n",
         "# TYPE h histogram\n# HELP h x\nh_bucket{le=\"1.0\"} 1\nh_sum 1\nh_count 1\n",
@@ -242,6 +245,7 @@ def test_the_parser_refuses_what_the_format_does_not_allow() -> None:
 
 
 # --- helpers ---------------------------------------------------------------------------------
+
 
 def scrape(exporter: PrometheusExporter, path: str = "/metrics") -> tuple[str, str]:
     """The body and Content-Type of a GET over HTTP."""
@@ -261,14 +265,26 @@ def exporter() -> Iterator[PrometheusExporter]:
         yield started
 
 
-def snapshot(second: int, steps: list[dict[str, Any]], *, final: bool = False, interval_s: float = 1.0,
-             **overrides: Any) -> Snapshot:
+def snapshot(
+    second: int, steps: list[dict[str, Any]], *, final: bool = False, interval_s: float = 1.0, **overrides: Any
+) -> Snapshot:
     base: Snapshot = {
-        "second": second, "elapsed_s": second - 1 + interval_s, "interval_s": interval_s,
-        "timestamp": 1_763_819_000.0 + second, "final": final, "steps": steps,
-        "active_vus": 4, "peak_vus": 4, "busy_vus": 3, "iterations": 7, "dropped_arrivals": 2,
-        "connections_opened": 1, "target_vus": 4, "target_rate_per_s": None,
-        "cpu_percent": 20.0, "timer_lateness_p99_ms": 0.5,
+        "second": second,
+        "elapsed_s": second - 1 + interval_s,
+        "interval_s": interval_s,
+        "timestamp": 1_763_819_000.0 + second,
+        "final": final,
+        "steps": steps,
+        "active_vus": 4,
+        "peak_vus": 4,
+        "busy_vus": 3,
+        "iterations": 7,
+        "dropped_arrivals": 2,
+        "connections_opened": 1,
+        "target_vus": 4,
+        "target_rate_per_s": None,
+        "cpu_percent": 20.0,
+        "timer_lateness_p99_ms": 0.5,
     }
     return {**base, **overrides}
 
@@ -288,20 +304,42 @@ def latencies(seed: int, count: int) -> list[int]:
 
 # --- synthetic snapshots of known latencies --------------------------------------------------
 
+
 def test_counters_quantiles_and_buckets_match_the_snapshots(exporter: PrometheusExporter) -> None:
     home_1, home_2, home_final = latencies(1, 300), latencies(2, 500), latencies(3, 20)
     odd_1, odd_2 = latencies(4, 100), latencies(5, 50)
     snapshots = [
-        snapshot(1, [entry("home", home_1, errors={"timeout": 3, "status_503": 1}),
-                     entry(ODD_NAME, odd_1, scenario="odd"),
-                     entry("login", [1000, 2000], scenario="auth"),
-                     entry("visit", [5000, 6000], kind="group", errors={"step_failed": 1})]),
-        snapshot(2, [entry("home", home_2, errors={"timeout": 2}), entry(ODD_NAME, odd_2, scenario="odd"),
-                     entry("visit", [7000], kind="group")],
-                 cpu_percent=95.0, timer_lateness_p99_ms=1.5, iterations=11),
+        snapshot(
+            1,
+            [
+                entry("home", home_1, errors={"timeout": 3, "status_503": 1}),
+                entry(ODD_NAME, odd_1, scenario="odd"),
+                entry("login", [1000, 2000], scenario="auth"),
+                entry("visit", [5000, 6000], kind="group", errors={"step_failed": 1}),
+            ],
+        ),
+        snapshot(
+            2,
+            [
+                entry("home", home_2, errors={"timeout": 2}),
+                entry(ODD_NAME, odd_2, scenario="odd"),
+                entry("visit", [7000], kind="group"),
+            ],
+            cpu_percent=95.0,
+            timer_lateness_p99_ms=1.5,
+            iterations=11,
+        ),
         # The drain: counters move, the last full second's figures stay.
-        snapshot(3, [entry("home", home_final, errors={"reset": 1})], final=True, interval_s=0.004,
-                 active_vus=0, busy_vus=0, cpu_percent=3.0, timer_lateness_p99_ms=40.0),
+        snapshot(
+            3,
+            [entry("home", home_final, errors={"reset": 1})],
+            final=True,
+            interval_s=0.004,
+            active_vus=0,
+            busy_vus=0,
+            cpu_percent=3.0,
+            timer_lateness_p99_ms=40.0,
+        ),
     ]
     for one in snapshots:
         exporter.update(one)
@@ -335,7 +373,9 @@ def test_counters_quantiles_and_buckets_match_the_snapshots(exporter: Prometheus
         assert buckets.one("horde_step_latency_seconds_bucket", le=repr(bound), **home) == expected, bound
     assert buckets.one("horde_step_latency_seconds_bucket", le="+Inf", **home) == len(every_home)
     for labels in (home, odd, visit):
-        assert buckets.one("horde_step_latency_seconds_count", **labels) == families["horde_requests_total"].one(**labels)
+        assert buckets.one("horde_step_latency_seconds_count", **labels) == families["horde_requests_total"].one(
+            **labels
+        )
     assert buckets.one("horde_step_latency_seconds_sum", **home) == pytest.approx(sum(every_home) / 1e6, rel=1e-3)
     assert any(value > 60_000_000 for value in every_home)  # the +Inf bucket is exercised
 
@@ -346,12 +386,18 @@ def test_counters_quantiles_and_buckets_match_the_snapshots(exporter: Prometheus
         stats = histogram.stats(step_entry["histogram"], (50.0, 90.0, 95.0, 99.0))
         labels = {"step": step_entry["step"], "step_kind": step_entry["kind"]}
         for label, percentile in (("0.5", 50.0), ("0.9", 90.0), ("0.95", 95.0), ("0.99", 99.0)):
-            assert quantiles.one(quantile=label, **labels) == pytest.approx(stats.percentile(percentile) / 1000, rel=1e-12)
+            assert quantiles.one(quantile=label, **labels) == pytest.approx(
+                stats.percentile(percentile) / 1000, rel=1e-12
+            )
         assert quantiles.one(quantile="1", **labels) == pytest.approx(stats.max_ms / 1000, rel=1e-12)
     assert not quantiles.find(step="login")  # no requests in the last full second: no quantile
     overall = histogram.stats(histogram.merge(e["histogram"] for e in second["steps"] if e["kind"] == "request"))
-    assert families["horde_latency_quantile_seconds"].one(quantile="0.99") == pytest.approx(overall.percentile(99.0) / 1000)
-    assert families["horde_latency_quantile_seconds"].one(quantile="0.5") == pytest.approx(overall.percentile(50.0) / 1000)
+    assert families["horde_latency_quantile_seconds"].one(quantile="0.99") == pytest.approx(
+        overall.percentile(99.0) / 1000
+    )
+    assert families["horde_latency_quantile_seconds"].one(quantile="0.5") == pytest.approx(
+        overall.percentile(50.0) / 1000
+    )
 
     rates = families["horde_step_requests_per_second"]
     assert rates.one(**home) == len(home_2) and rates.one(step="login") == 0
@@ -364,8 +410,9 @@ def test_counters_quantiles_and_buckets_match_the_snapshots(exporter: Prometheus
     assert families["horde_run_finished"].one() == 1
 
 
-def test_buckets_stay_exact_when_nobody_scrapes_for_long(exporter: PrometheusExporter,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_buckets_stay_exact_when_nobody_scrapes_for_long(
+    exporter: PrometheusExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Past the limit, the queued histograms are merged one per step (memory stays bounded).
     monkeypatch.setattr(horde.sinks.prometheus, "_PENDING_LIMIT", 3)
     seconds = [latencies(10 + second, 40) for second in range(1, 11)]
@@ -376,8 +423,9 @@ def test_buckets_stay_exact_when_nobody_scrapes_for_long(exporter: PrometheusExp
     every = [value for values in seconds for value in values]
     buckets = families["horde_step_latency_seconds"]
     for bound in LATENCY_BUCKETS_S:
-        assert buckets.one("horde_step_latency_seconds_bucket", step="home", le=repr(bound)) == \
-            sum(1 for value in every if value <= bound * 1_000_000)
+        assert buckets.one("horde_step_latency_seconds_bucket", step="home", le=repr(bound)) == sum(
+            1 for value in every if value <= bound * 1_000_000
+        )
     assert buckets.one("horde_step_latency_seconds_count", step="home") == len(every)
     assert buckets.one("horde_step_latency_seconds_count", step="login") == 50
     # A second scrape with nothing new shows the same buckets (they are folded once).
@@ -399,8 +447,15 @@ def test_open_model_gauges_and_saturation_by_lateness(exporter: PrometheusExport
     assert families["horde_target_rate_per_second"].one() == 250.5
     # Lateness over its 10 ms limit with little CPU used: starved, not saturated.
     assert families["horde_generator_saturated"].one() == 0 and families["horde_generator_starved"].one() == 1
-    exporter.update(snapshot(3, [entry("home", [2000])], target_rate_per_s=250.5, timer_lateness_p99_ms=12.0,
-                             cpu_percent=0.9 * exporter.cpu_limit_percent))
+    exporter.update(
+        snapshot(
+            3,
+            [entry("home", [2000])],
+            target_rate_per_s=250.5,
+            timer_lateness_p99_ms=12.0,
+            cpu_percent=0.9 * exporter.cpu_limit_percent,
+        )
+    )
     families = families_of(exporter)
     assert families["horde_generator_saturated"].one() == 1 and families["horde_generator_starved"].one() == 0
     exporter.update(snapshot(4, [entry("home", [2000])], target_rate_per_s=300.0))
@@ -426,14 +481,26 @@ def test_set_run_id_relabels_the_series(exporter: PrometheusExporter) -> None:
 
 # --- a real run --------------------------------------------------------------------------------
 
+
 def test_a_real_run_scraped_while_it_goes(builtin_target: Any) -> None:
-    plan = plan_from_dict({
-        "version": 1, "name": "scraped", "target": {"base_url": f"http://127.0.0.1:{builtin_target.port}"},
-        "scenarios": [{"name": "s", "steps": [{"name": "r", "method": "GET", "path": "/delay/5"},
-                                              {"name": "fail", "method": "GET", "path": "/status/503"}],
-                       "workload": {"type": "closed", "start_vus": 2, "stages": [{"duration_s": 2, "vus": 2}]}}],
-        "graceful_stop_s": 2,
-    })
+    plan = plan_from_dict(
+        {
+            "version": 1,
+            "name": "scraped",
+            "target": {"base_url": f"http://127.0.0.1:{builtin_target.port}"},
+            "scenarios": [
+                {
+                    "name": "s",
+                    "steps": [
+                        {"name": "r", "method": "GET", "path": "/delay/5"},
+                        {"name": "fail", "method": "GET", "path": "/status/503"},
+                    ],
+                    "workload": {"type": "closed", "start_vus": 2, "stages": [{"duration_s": 2, "vus": 2}]},
+                }
+            ],
+            "graceful_stop_s": 2,
+        }
+    )
     recorded: list[Snapshot] = []
     scraped_during: list[dict[str, Family]] = []
     with PrometheusExporter("real", plan.name, cpu_limit_percent=1000.0) as exporter:
@@ -461,17 +528,21 @@ def test_a_real_run_scraped_while_it_goes(builtin_target: Any) -> None:
         assert families["horde_step_latency_seconds"].one("horde_step_latency_seconds_count", step=step) == requests
         assert families["horde_sent_bytes_total"].one(step=step) == sum(e["bytes_sent"] for e in entries)
         assert families["horde_received_bytes_total"].one(step=step) == sum(e["bytes_received"] for e in entries)
-    assert families["horde_errors_total"].one(step="fail", kind="status_503") == families["horde_requests_total"].one(step="fail")
+    assert families["horde_errors_total"].one(step="fail", kind="status_503") == families["horde_requests_total"].one(
+        step="fail"
+    )
     assert families["horde_iterations_total"].one() == sum(s["iterations"] for s in recorded)
     assert families["horde_connections_opened_total"].one() == sum(s["connections_opened"] for s in recorded) > 0
 
     last_full = [s for s in recorded if not s["final"]][-1]
     for step_entry in last_full["steps"]:
         stats = histogram.stats(step_entry["histogram"])
-        assert families["horde_step_latency_quantile_seconds"].one(step=step_entry["step"], quantile="0.95") == \
-            pytest.approx(stats.percentile(95.0) / 1000, rel=1e-12)
-        assert families["horde_step_requests_per_second"].one(step=step_entry["step"]) == \
-            pytest.approx(step_entry["requests"] / last_full["interval_s"])
+        assert families["horde_step_latency_quantile_seconds"].one(
+            step=step_entry["step"], quantile="0.95"
+        ) == pytest.approx(stats.percentile(95.0) / 1000, rel=1e-12)
+        assert families["horde_step_requests_per_second"].one(step=step_entry["step"]) == pytest.approx(
+            step_entry["requests"] / last_full["interval_s"]
+        )
     assert families["horde_generator_cpu_percent"].one() == pytest.approx(last_full["cpu_percent"])
     assert families["horde_step_latency_quantile_seconds"].one(step="r", quantile="0.5") >= 0.005  # /delay/5
 
@@ -509,6 +580,7 @@ def test_update_never_waits_for_a_scrape(exporter: PrometheusExporter, monkeypat
 
 
 # --- HTTP, ports -------------------------------------------------------------------------------
+
 
 def test_http_paths(exporter: PrometheusExporter) -> None:
     assert exporter.url == f"http://127.0.0.1:{exporter.port}/metrics"
@@ -567,9 +639,8 @@ def test_stop_frees_the_port() -> None:
         assert second.port == port and families_of(second)
 
 
-
-
 # --- the Grafana dashboard ---------------------------------------------------------------------
+
 
 def _expressions(node: Any) -> Iterator[str]:
     if isinstance(node, dict):
@@ -598,14 +669,24 @@ def test_the_dashboard_uses_only_series_the_exporter_serves(exporter: Prometheus
     used = {name for expression in expressions for name in re.findall(r"\bhorde_[a-zA-Z0-9_]+", expression)}
     assert used and used <= served, used - served
     assert {
-        "horde_requests_total", "horde_errors_total", "horde_step_latency_quantile_seconds",
-        "horde_latency_quantile_seconds", "horde_step_latency_seconds_bucket", "horde_active_vus", "horde_target_vus",
-        "horde_target_rate_per_second", "horde_dropped_arrivals_total", "horde_generator_cpu_percent",
-        "horde_timer_lateness_p99_seconds", "horde_generator_saturated",
+        "horde_requests_total",
+        "horde_errors_total",
+        "horde_step_latency_quantile_seconds",
+        "horde_latency_quantile_seconds",
+        "horde_step_latency_seconds_bucket",
+        "horde_active_vus",
+        "horde_target_vus",
+        "horde_target_rate_per_second",
+        "horde_dropped_arrivals_total",
+        "horde_generator_cpu_percent",
+        "horde_timer_lateness_p99_seconds",
+        "horde_generator_saturated",
     } <= used
     for expression in expressions:
         matchers = re.findall(r"([a-zA-Z_][a-zA-Z0-9_]*)\s*(?:=~|!~|!=|=)\s*\"", expression)
-        grouped = [label.strip() for group in re.findall(r"\bby\s*\(([^)]*)\)", expression) for label in group.split(",")]
+        grouped = [
+            label.strip() for group in re.findall(r"\bby\s*\(([^)]*)\)", expression) for label in group.split(",")
+        ]
         assert set(matchers) | set(grouped) <= labels, (expression, set(matchers) | set(grouped) - labels)
     assert any("histogram_quantile(0.95" in expression for expression in expressions)
 
@@ -624,7 +705,9 @@ def test_the_dashboard_imports_with_a_datasource_input_and_variables() -> None:
     assert len(ids) == len(set(ids))
     for panel in panels:
         assert panel["datasource"]["uid"] == "${DS_PROMETHEUS}"
-        assert panel["targets"] and all(target["datasource"]["uid"] == "${DS_PROMETHEUS}" for target in panel["targets"])
+        assert panel["targets"] and all(
+            target["datasource"]["uid"] == "${DS_PROMETHEUS}" for target in panel["targets"]
+        )
         assert all('run="$run"' in target["expr"] for target in panel["targets"]), panel["title"]
         position = panel["gridPos"]
         assert position["x"] + position["w"] <= 24
@@ -636,13 +719,34 @@ def test_message_steps_count_their_messages_by_direction() -> None:
 
     exporter = PrometheusExporter("r1", "gateway", cpu_limit_percent=90.0)
     counts = {"sent": 3, "received": 2, "datagrams_sent": 3, "datagrams_received": 2, "late": 1, "retransmitted": 4}
-    entry = {"scenario": "s", "step": "rtt", "kind": "request", "requests": 3, "ok": 2, "errors": {"lost": 1},
-             "bytes_sent": 30, "bytes_received": 20, "histogram": histogram_from_values([1000, 2000]), "messages": counts}
+    entry = {
+        "scenario": "s",
+        "step": "rtt",
+        "kind": "request",
+        "requests": 3,
+        "ok": 2,
+        "errors": {"lost": 1},
+        "bytes_sent": 30,
+        "bytes_received": 20,
+        "histogram": histogram_from_values([1000, 2000]),
+        "messages": counts,
+    }
     http = {**entry, "step": "home", "messages": None}
     http.pop("messages")
-    base = {"elapsed_s": 1.0, "interval_s": 1.0, "final": False, "active_vus": 1, "busy_vus": 1, "iterations": 1,
-            "dropped_arrivals": 0, "connections_opened": 1, "target_vus": 1, "target_rate_per_s": None,
-            "cpu_percent": 1.0, "timer_lateness_p99_ms": 0.1}
+    base = {
+        "elapsed_s": 1.0,
+        "interval_s": 1.0,
+        "final": False,
+        "active_vus": 1,
+        "busy_vus": 1,
+        "iterations": 1,
+        "dropped_arrivals": 0,
+        "connections_opened": 1,
+        "target_vus": 1,
+        "target_rate_per_s": None,
+        "cpu_percent": 1.0,
+        "timer_lateness_p99_ms": 0.1,
+    }
     for second in (1, 2):
         exporter.update({**base, "second": second, "steps": [entry, http]})
     messages = parse_exposition(exporter.render())["horde_messages_total"]

@@ -38,6 +38,7 @@ DASHBOARD = Path(__file__).parent.parent / "examples" / "grafana" / "horde-dashb
 
 # --- a real Prometheus -----------------------------------------------------------------------------
 
+
 @dataclass
 class Prometheus:
     port: int
@@ -65,12 +66,23 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]
     (folder / "prometheus.yml").write_text("global:\n  scrape_interval: 1m\n")
     version = subprocess.run([PROMETHEUS, "--help"], capture_output=True, text=True, check=False)
     # The flag arrived in 2.33; older ones had the receiver behind a feature flag.
-    receiver = ("--web.enable-remote-write-receiver" if "--web.enable-remote-write-receiver" in version.stdout + version.stderr
-                else "--enable-feature=remote-write-receiver")
+    receiver = (
+        "--web.enable-remote-write-receiver"
+        if "--web.enable-remote-write-receiver" in version.stdout + version.stderr
+        else "--enable-feature=remote-write-receiver"
+    )
     port = free_tcp_port()
-    process = subprocess.Popen([PROMETHEUS, f"--config.file={folder / 'prometheus.yml'}", f"--storage.tsdb.path={folder / 'data'}",
-                                f"--web.listen-address=127.0.0.1:{port}", receiver],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [
+            PROMETHEUS,
+            f"--config.file={folder / 'prometheus.yml'}",
+            f"--storage.tsdb.path={folder / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            receiver,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -90,6 +102,7 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]
 
 
 # --- an OTLP/HTTP receiver ---------------------------------------------------------------------------
+
 
 @dataclass
 class Received:
@@ -164,14 +177,31 @@ def stored(horde_cli: Any, run_id: str) -> dict[str, Any]:
 
 
 def short_run(horde_cli: Any, target_port: int, *flags: str, summary: Path) -> Any:
-    return horde_cli.run("run", "--url", f"http://127.0.0.1:{target_port}/delay/1", "--vus", "2", "--duration", "3s",
-                         "--workers", "1", "--tag", "build=42", "--summary-json", str(summary), *flags, timeout=60)
+    return horde_cli.run(
+        "run",
+        "--url",
+        f"http://127.0.0.1:{target_port}/delay/1",
+        "--vus",
+        "2",
+        "--duration",
+        "3s",
+        "--workers",
+        "1",
+        "--tag",
+        "build=42",
+        "--summary-json",
+        str(summary),
+        *flags,
+        timeout=60,
+    )
 
 
 # --- Prometheus remote write ---------------------------------------------------------------------
 
-def test_a_run_pushed_to_a_real_prometheus_totals_what_is_stored(prometheus: Prometheus, target_process: Any,
-                                                                   horde_cli: Any, tmp_path: Path) -> None:
+
+def test_a_run_pushed_to_a_real_prometheus_totals_what_is_stored(
+    prometheus: Prometheus, target_process: Any, horde_cli: Any, tmp_path: Path
+) -> None:
     port = target_process()
     summary_path = tmp_path / "summary.json"
     result = short_run(horde_cli, port, "--out", f"prometheus-rw={prometheus.write_url}", summary=summary_path)
@@ -191,8 +221,16 @@ def test_a_run_pushed_to_a_real_prometheus_totals_what_is_stored(prometheus: Pro
     samples = prometheus.query(f'count_over_time(horde_requests_total{{run="{run_id}",step_kind="request"}}[5m])')
     assert int(samples[0]["value"][1]) >= 3
     assert prometheus.query(f'horde_latency_quantile_seconds{{run="{run_id}",quantile="0.99"}}')
-    assert summary["outputs"] == [{"kind": "prometheus-rw", "url": prometheus.write_url, "pushed": int(samples[0]["value"][1]),
-                                   "failed": 0, "series_not_sent": 0, "last_error": None}]
+    assert summary["outputs"] == [
+        {
+            "kind": "prometheus-rw",
+            "url": prometheus.write_url,
+            "pushed": int(samples[0]["value"][1]),
+            "failed": 0,
+            "series_not_sent": 0,
+            "last_error": None,
+        }
+    ]
     assert f"pushed {int(samples[0]['value'][1])} seconds to prometheus-rw {prometheus.write_url}" in result.stdout
 
     # The Grafana dashboard reads the pushed series: each of its queries, at the run's last
@@ -200,16 +238,25 @@ def test_a_run_pushed_to_a_real_prometheus_totals_what_is_stored(prometheus: Pro
     ended = float(series[0]["value"][0])
     dashboard = json.loads(DASHBOARD.read_text(encoding="utf-8"))
     expressions = [target["expr"] for panel in dashboard["panels"] for target in panel.get("targets", [])]
-    empty = {expression for expression in expressions
-             if not prometheus.query(expression.replace("$run", run_id).replace("$step", ".*").replace("$__rate_interval", "10s"), ended)}
-    assert empty == {'horde_target_rate_per_second{run="$run"}',
-                     'sum by (kind) (rate(horde_errors_total{run="$run", step=~"$step"}[$__rate_interval]))'}
+    empty = {
+        expression
+        for expression in expressions
+        if not prometheus.query(
+            expression.replace("$run", run_id).replace("$step", ".*").replace("$__rate_interval", "10s"), ended
+        )
+    }
+    assert empty == {
+        'horde_target_rate_per_second{run="$run"}',
+        'sum by (kind) (rate(horde_errors_total{run="$run", step=~"$step"}[$__rate_interval]))',
+    }
 
 
 # --- OTLP ------------------------------------------------------------------------------------------
 
-def test_a_run_pushed_over_otlp_totals_what_is_stored(otlp: OtlpReceiver, target_process: Any, horde_cli: Any,
-                                                      tmp_path: Path) -> None:
+
+def test_a_run_pushed_over_otlp_totals_what_is_stored(
+    otlp: OtlpReceiver, target_process: Any, horde_cli: Any, tmp_path: Path
+) -> None:
     port = target_process()
     summary_path = tmp_path / "summary.json"
     result = short_run(horde_cli, port, "--out", f"otlp={otlp.url}", summary=summary_path)
@@ -221,12 +268,18 @@ def test_a_run_pushed_over_otlp_totals_what_is_stored(otlp: OtlpReceiver, target
     assert {one.path for one in otlp.received} == {"/v1/metrics"}
     assert {one.headers["Content-Type"] for one in otlp.received} == {"application/json"}
     last = len(otlp.received) - 1
-    requests = [point for point in otlp.points(last, "horde_requests_total") if point["labels"]["step_kind"] == "request"]
+    requests = [
+        point for point in otlp.points(last, "horde_requests_total") if point["labels"]["step_kind"] == "request"
+    ]
     assert len(requests) == 1 and int(requests[0]["asInt"]) == total
     assert requests[0]["labels"]["run"] == run_id and requests[0]["labels"]["build"] == "42"
     # The counter only grows, second after second, to the stored total.
-    seen = [int(point["asInt"]) for index in range(len(otlp.received)) for point in otlp.points(index, "horde_requests_total")
-            if point["labels"]["step_kind"] == "request"]
+    seen = [
+        int(point["asInt"])
+        for index in range(len(otlp.received))
+        for point in otlp.points(index, "horde_requests_total")
+        if point["labels"]["step_kind"] == "request"
+    ]
     assert seen == sorted(seen) and seen[0] < total
     latency = otlp.points(last, "horde_step_latency_seconds")
     assert len(latency) == 1 and int(latency[0]["count"]) == total
@@ -236,7 +289,10 @@ def test_a_run_pushed_over_otlp_totals_what_is_stored(otlp: OtlpReceiver, target
 
 # --- a target that is down -------------------------------------------------------------------------
 
-def test_a_push_target_that_is_down_is_a_warning_and_a_count(target_process: Any, horde_cli: Any, tmp_path: Path) -> None:
+
+def test_a_push_target_that_is_down_is_a_warning_and_a_count(
+    target_process: Any, horde_cli: Any, tmp_path: Path
+) -> None:
     port = target_process()
     down = f"http://127.0.0.1:{free_tcp_port()}/api/v1/write"
     summary_path = tmp_path / "summary.json"
@@ -248,16 +304,40 @@ def test_a_push_target_that_is_down_is_a_warning_and_a_count(target_process: Any
     assert len(outputs) == 1 and outputs[0]["pushed"] == 0 and outputs[0]["failed"] >= 3
     assert outputs[0]["series_not_sent"] > outputs[0]["failed"] and "refused" in outputs[0]["last_error"]
     assert f"warning: --out prometheus-rw {down}: a second's figures were not sent after 3 tries" in result.stdout
-    assert f"warning: --out prometheus-rw {down}: {outputs[0]['failed']} of {outputs[0]['failed']} seconds not sent " \
-           f"({outputs[0]['series_not_sent']} series)" in result.stdout
+    assert (
+        f"warning: --out prometheus-rw {down}: {outputs[0]['failed']} of {outputs[0]['failed']} seconds not sent "
+        f"({outputs[0]['series_not_sent']} series)" in result.stdout
+    )
 
 
 def synthetic_second(second: int, requests: int) -> Snapshot:
-    entry = {"scenario": "s", "step": "home", "kind": "request", "requests": requests, "ok": requests, "errors": {},
-             "bytes_sent": 10, "bytes_received": 20, "histogram": histogram.from_values([1000 + n for n in range(requests)])}
-    return {"second": second, "elapsed_s": float(second), "interval_s": 1.0, "final": False, "steps": [entry],
-            "active_vus": 2, "busy_vus": 1, "iterations": 2, "dropped_arrivals": 0, "connections_opened": 2,
-            "target_vus": 2, "target_rate_per_s": None, "cpu_percent": 1.0, "timer_lateness_p99_ms": 0.1}
+    entry = {
+        "scenario": "s",
+        "step": "home",
+        "kind": "request",
+        "requests": requests,
+        "ok": requests,
+        "errors": {},
+        "bytes_sent": 10,
+        "bytes_received": 20,
+        "histogram": histogram.from_values([1000 + n for n in range(requests)]),
+    }
+    return {
+        "second": second,
+        "elapsed_s": float(second),
+        "interval_s": 1.0,
+        "final": False,
+        "steps": [entry],
+        "active_vus": 2,
+        "busy_vus": 1,
+        "iterations": 2,
+        "dropped_arrivals": 0,
+        "connections_opened": 2,
+        "target_vus": 2,
+        "target_rate_per_s": None,
+        "cpu_percent": 1.0,
+        "timer_lateness_p99_ms": 0.1,
+    }
 
 
 def test_seconds_behind_a_slow_push_go_with_the_next_one_and_are_counted(otlp: OtlpReceiver) -> None:
@@ -283,31 +363,47 @@ def test_a_refused_push_is_not_tried_again_and_is_counted(otlp: OtlpReceiver) ->
     assert (report.pushed, report.failed, report.last_error) == (0, 1, "HTTP 400: bad data point")
     # Series as a scrape counts them: a histogram's are its buckets, its _sum and its _count.
     metrics = otlp.received[0].body["resourceMetrics"][0]["scopeMetrics"][0]["metrics"]
-    series = sum(len(point["bucketCounts"]) + 2 if "histogram" in metric else 1
-                 for metric in metrics for point in (metric.get("sum") or metric.get("gauge") or metric.get("histogram"))["dataPoints"])
+    series = sum(
+        len(point["bucketCounts"]) + 2 if "histogram" in metric else 1
+        for metric in metrics
+        for point in (metric.get("sum") or metric.get("gauge") or metric.get("histogram"))["dataPoints"]
+    )
     assert report.series_not_sent == series
     assert warnings and "HTTP 400" in warnings[0]
 
 
 def test_tags_become_labels_that_never_take_a_horde_label() -> None:
     assert run_labels("r1", "shop", {"build": "7", "step": "x", "git.sha": "abc", "1st": "y", "__name__": "z"}) == [
-        ("run", "r1"), ("plan", "shop"), ("tag_1st", "y"), ("tag___name__", "z"), ("build", "7"), ("git_sha", "abc"),
-        ("tag_step", "x")]
+        ("run", "r1"),
+        ("plan", "shop"),
+        ("tag_1st", "y"),
+        ("tag___name__", "z"),
+        ("build", "7"),
+        ("git_sha", "abc"),
+        ("tag_step", "x"),
+    ]
     # The scrape endpoint carries them too.
     exporter = PrometheusExporter("r1", "shop", cpu_limit_percent=100.0, tags={"build": "7"})
     exporter.update(synthetic_second(1, 2))
-    assert 'horde_requests_total{build="7",plan="shop",run="r1",scenario="s",step="home",step_kind="request"} 2.0' in exporter.render()
+    assert (
+        'horde_requests_total{build="7",plan="shop",run="r1",scenario="s",step="home",step_kind="request"} 2.0'
+        in exporter.render()
+    )
 
 
 def test_bad_out_flags_are_refused_with_a_hint_and_no_password(horde_cli: Any) -> None:
-    result = horde_cli.run("run", "--url", "http://127.0.0.1:9/", "--duration", "1s", "--out", "otlp=http://me:s3cret@127.0.0.1:x")
+    result = horde_cli.run(
+        "run", "--url", "http://127.0.0.1:9/", "--duration", "1s", "--out", "otlp=http://me:s3cret@127.0.0.1:x"
+    )
     assert result.returncode == ExitCode.INVALID_INPUT, result.stderr
     assert "--out otlp: 'http://…@127.0.0.1:x' has no valid port" in result.stderr and "hint:" in result.stderr
     assert "Traceback" not in result.stderr and "s3cret" not in result.stderr + result.stdout
-    for flag, message in (("graphite=http://127.0.0.1:2003", "is not KIND=URL with KIND one of prometheus-rw, otlp"),
-                          ("prometheus-rw", "is not KIND=URL"),
-                          ("otlp=127.0.0.1:4318", "is not an http:// or https:// URL"),
-                          ("otlp=ftp://127.0.0.1/", "is not an http:// or https:// URL")):
+    for flag, message in (
+        ("graphite=http://127.0.0.1:2003", "is not KIND=URL with KIND one of prometheus-rw, otlp"),
+        ("prometheus-rw", "is not KIND=URL"),
+        ("otlp=127.0.0.1:4318", "is not an http:// or https:// URL"),
+        ("otlp=ftp://127.0.0.1/", "is not an http:// or https:// URL"),
+    ):
         with pytest.raises(InvalidInput, match="^--out") as refused:
             parse_out(flag)
         assert message in str(refused.value) and refused.value.hint and "--out otlp=" in refused.value.hint
@@ -321,12 +417,22 @@ def test_a_password_in_the_url_is_basic_authentication_never_shown() -> None:
 
 # --- a cluster: the merged run, pushed once ---------------------------------------------------------
 
+
 def _generator_snapshots(port: int, path: str, vus: int) -> list[Snapshot]:
-    plan = plan_from_dict({
-        "version": 1, "name": "spread", "target": {"base_url": f"http://127.0.0.1:{port}"},
-        "scenarios": [{"name": "s", "steps": [{"name": "r", "method": "GET", "path": path}],
-                       "workload": {"type": "closed", "start_vus": vus, "stages": [{"duration_s": 2, "vus": vus}]}}],
-    })
+    plan = plan_from_dict(
+        {
+            "version": 1,
+            "name": "spread",
+            "target": {"base_url": f"http://127.0.0.1:{port}"},
+            "scenarios": [
+                {
+                    "name": "s",
+                    "steps": [{"name": "r", "method": "GET", "path": path}],
+                    "workload": {"type": "closed", "start_vus": vus, "stages": [{"duration_s": 2, "vus": vus}]},
+                }
+            ],
+        }
+    )
     with Run.start(plan, workers=1) as run:
         return list(run)
 
@@ -366,26 +472,47 @@ def test_the_merged_run_is_pushed_with_percentiles_of_the_exact_merge(builtin_ta
     last_full = seconds - 2
     assert not merged[last_full]["final"]
     blobs = [generator[last_full]["steps"][0]["histogram"] for generator in (fast, slow)]
-    p99 = [point for point in otlp.points(last_full, "horde_latency_quantile_seconds") if point["labels"]["quantile"] == "0.99"]
+    p99 = [
+        point
+        for point in otlp.points(last_full, "horde_latency_quantile_seconds")
+        if point["labels"]["quantile"] == "0.99"
+    ]
     exact = _percentile_of(blobs, 99.0)
     assert len(p99) == 1 and p99[0]["asDouble"] == pytest.approx(exact, rel=0.002)
     averaged = sum(_percentile_of([blob], 99.0) for blob in blobs) / 2
     assert abs(p99[0]["asDouble"] - averaged) > 0.1 * averaged, "not an average of the generators' percentiles"
     # The counters are the two generators' sums.
     requests = otlp.points(seconds - 1, "horde_requests_total")
-    assert int(requests[0]["asInt"]) == sum(entry["requests"] for generator in (fast, slow)
-                                            for second in generator[:seconds] for entry in second["steps"])
+    assert int(requests[0]["asInt"]) == sum(
+        entry["requests"] for generator in (fast, slow) for second in generator[:seconds] for entry in second["steps"]
+    )
 
 
-def test_a_cluster_run_is_pushed_by_the_coordinator_alone(builtin_target: Any, otlp: OtlpReceiver, horde_cli: Any,
-                                                          tmp_path: Path) -> None:
+def test_a_cluster_run_is_pushed_by_the_coordinator_alone(
+    builtin_target: Any, otlp: OtlpReceiver, horde_cli: Any, tmp_path: Path
+) -> None:
     from ray_cluster import ray_or_skip
 
     ray_or_skip()
     summary_path = tmp_path / "summary.json"
-    result = horde_cli.run("run", "--url", f"http://127.0.0.1:{builtin_target.port}/", "--vus", "4", "--duration", "2s",
-                           "--cluster", "local", "--generators", "2", "--summary-json", str(summary_path),
-                           "--out", f"otlp={otlp.url}", timeout=180)
+    result = horde_cli.run(
+        "run",
+        "--url",
+        f"http://127.0.0.1:{builtin_target.port}/",
+        "--vus",
+        "4",
+        "--duration",
+        "2s",
+        "--cluster",
+        "local",
+        "--generators",
+        "2",
+        "--summary-json",
+        str(summary_path),
+        "--out",
+        f"otlp={otlp.url}",
+        timeout=180,
+    )
     assert result.returncode == 0, result.stderr + result.stdout
     summary = json.loads(summary_path.read_text())
     assert len(summary["cluster"]["generators"]) == 2
@@ -393,4 +520,3 @@ def test_a_cluster_run_is_pushed_by_the_coordinator_alone(builtin_target: Any, o
     assert len(otlp.received) == summary["outputs"][0]["pushed"] <= 4
     requests = otlp.points(len(otlp.received) - 1, "horde_requests_total")
     assert len(requests) == 1 and int(requests[0]["asInt"]) == stored(horde_cli, summary["run_id"])["requests"]
-

@@ -103,11 +103,16 @@ def stored(builtin_target: Any, tmp_path_factory: pytest.TempPathFactory) -> Ite
     """(store URL, run id) of a 2 s run: a fast step, a step with a hostile name, and a group
     around a step that always fails with 503."""
     store_url = f"sqlite:///{tmp_path_factory.mktemp('report') / 'runs.sqlite'}"
-    plan = plan_dict(builtin_target.port, [
-        get("fast", "/"),
-        get(HOSTILE, "/delay/2"),
-        {"type": "group", "name": "g", "steps": [get("fail", "/status/503")]},
-    ], vus=2, duration_s=2.0)
+    plan = plan_dict(
+        builtin_target.port,
+        [
+            get("fast", "/"),
+            get(HOSTILE, "/delay/2"),
+            {"type": "group", "name": "g", "steps": [get("fail", "/status/503")]},
+        ],
+        vus=2,
+        duration_s=2.0,
+    )
     yield store_url, record_run(store_url, plan, tags={"build": "<42>"})
 
 
@@ -118,21 +123,31 @@ def cli(store_url: str, capsys: pytest.CaptureFixture[str], *args: str) -> tuple
     return code, out, err
 
 
-def copy_run(store_url: str, run_id: str, *, summary_extra: dict[str, Any] | None = None,
-             snapshot_changes: dict[str, Any] | None = None) -> str:
+def copy_run(
+    store_url: str,
+    run_id: str,
+    *,
+    summary_extra: dict[str, Any] | None = None,
+    snapshot_changes: dict[str, Any] | None = None,
+) -> str:
     """A copy of a stored run (its snapshots, optionally changed), with a stored summary that
     has ``summary_extra`` added: what the run's threshold and autostop checks would store."""
     with Store.open(store_url) as store:
         source = load_run(store, run_id)
-        copy_id = store.create_run(plan=source.record.plan, plan_name="copy", parameters=source.record.parameters, tags={})
+        copy_id = store.create_run(
+            plan=source.record.plan, plan_name="copy", parameters=source.record.parameters, tags={}
+        )
         for snapshot in source.snapshots:
             store.add_snapshot(copy_id, {**snapshot, **(snapshot_changes or {})})
-        store.finish_run(copy_id, status="finished", summary={**source.summary, "run_id": copy_id, **(summary_extra or {})})
+        store.finish_run(
+            copy_id, status="finished", summary={**source.summary, "run_id": copy_id, **(summary_extra or {})}
+        )
     return copy_id
 
 
-def test_steps_table_has_exactly_the_numbers_of_horde_show(stored: tuple[str, str], tmp_path: Path,
-                                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_steps_table_has_exactly_the_numbers_of_horde_show(
+    stored: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     store_url, run_id = stored
     output = tmp_path / "out" / "report.html"
     code, out, err = cli(store_url, capsys, "report", run_id[:15], "-o", str(output))
@@ -189,14 +204,20 @@ def test_figures_are_the_stored_seconds(stored: tuple[str, str]) -> None:
     with Store.open(store_url) as store:
         results = load_run(store, run_id)
     figures = ReportPage(render_run_report(results)).figures
-    assert list(figures) == ["chart-throughput", "chart-latency", "chart-distribution", "chart-errors", "chart-load",
-                             "chart-generator"]
+    assert list(figures) == [
+        "chart-throughput",
+        "chart-latency",
+        "chart-distribution",
+        "chart-errors",
+        "chart-load",
+        "chart-generator",
+    ]
     full = [s for s in results.snapshots if not s["final"] or s["interval_s"] >= 0.5]
     requests = figures["chart-throughput"]["data"][0]
     assert requests["x"] == [s["elapsed_s"] for s in full]
-    assert requests["y"] == pytest.approx([
-        sum(e["requests"] for e in s["steps"] if e["kind"] == "request") / s["interval_s"] for s in full
-    ])
+    assert requests["y"] == pytest.approx(
+        [sum(e["requests"] for e in s["steps"] if e["kind"] == "request") / s["interval_s"] for s in full]
+    )
     buttons = figures["chart-latency"]["layout"]["updatemenus"][0]["buttons"]
     assert [b["label"] for b in buttons] == [ALL_REQUESTS, *results.summary["steps"]]
     assert len(figures["chart-latency"]["data"]) == 5 * len(buttons)
@@ -210,17 +231,22 @@ def test_figures_are_the_stored_seconds(stored: tuple[str, str]) -> None:
     assert "target VUs" in [trace["name"] for trace in figures["chart-load"]["data"]]
 
 
-def test_summary_sections_are_shown_when_the_run_stored_them(stored: tuple[str, str],
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_summary_sections_are_shown_when_the_run_stored_them(
+    stored: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
     store_url, run_id = stored
-    copy_id = copy_run(store_url, run_id, summary_extra={
-        "thresholds": [
-            {"condition": "p95 < 500ms", "measured": 12.5, "passed": True, "message": "ok"},
-            {"condition": "errors < 1%", "measured": 33.3, "passed": False, "message": "33.3 % of requests failed"},
-        ],
-        "autostop": {"reason": "errors", "message": "stopped at 3 s: errors > 10% for 2 s"},
-        "capacity": {"max_rps": 1234.5, "knee_vus": 40},
-    })
+    copy_id = copy_run(
+        store_url,
+        run_id,
+        summary_extra={
+            "thresholds": [
+                {"condition": "p95 < 500ms", "measured": 12.5, "passed": True, "message": "ok"},
+                {"condition": "errors < 1%", "measured": 33.3, "passed": False, "message": "33.3 % of requests failed"},
+            ],
+            "autostop": {"reason": "errors", "message": "stopped at 3 s: errors > 10% for 2 s"},
+            "capacity": {"max_rps": 1234.5, "knee_vus": 40},
+        },
+    )
     with Store.open(store_url) as store:
         results = load_run(store, copy_id)
     html = render_run_report(results)
@@ -269,9 +295,9 @@ def test_comparison_report_has_the_verdicts_of_compare(stored: tuple[str, str]) 
     assert page.fetched == []
 
 
-def test_report_command_errors_and_default_file_name(stored: tuple[str, str], tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_report_command_errors_and_default_file_name(
+    stored: tuple[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     store_url, run_id = stored
     monkeypatch.chdir(tmp_path)
     code, _, err = cli(store_url, capsys, "report", run_id)
@@ -280,14 +306,14 @@ def test_report_command_errors_and_default_file_name(stored: tuple[str, str], tm
     code, _, err = cli(store_url, capsys, "report", run_id, run_id)
     assert code == ExitCode.OK, err
     assert (tmp_path / f"comparison-{run_id}-vs-{run_id}.html").is_file()
-    for args, words in ((("report", "nosuchrun"), "no run matches"),
-                        (("report", run_id, "-o", str(tmp_path)), "is a directory"),
-                        (("report", run_id, run_id, "--min-requests", "0"), "at least 1")):
+    for args, words in (
+        (("report", "nosuchrun"), "no run matches"),
+        (("report", run_id, "-o", str(tmp_path)), "is a directory"),
+        (("report", run_id, run_id, "--min-requests", "0"), "at least 1"),
+    ):
         code, out, err = cli(store_url, capsys, *args)
         assert code == ExitCode.INVALID_INPUT, (args, out, err)
         assert "error:" in err and words in err and "Traceback" not in err
-
-
 
 
 def test_a_run_without_snapshots_still_has_a_report(stored: tuple[str, str]) -> None:
@@ -357,16 +383,20 @@ def capacity_section(html: str) -> str:
 def facts_shown(html: str) -> list[tuple[str, str]]:
     """The capacity facts table's (label, text) rows, in order."""
     table = capacity_section(html).split('data-section="capacity"')[1].split("</table>")[0]
-    return [(unescape(label), unescape(value))
-            for label, value in re.findall(r'<tr><th class="name">(.*?)</th><td class="name">(.*?)</td></tr>', table)]
+    return [
+        (unescape(label), unescape(value))
+        for label, value in re.findall(r'<tr><th class="name">(.*?)</th><td class="name">(.*?)</td></tr>', table)
+    ]
 
 
 def readings_shown(html: str) -> tuple[list[str], list[tuple[str, list[str]]]]:
     """The readings table: its headings, and each row's class with its cells' text."""
     table = capacity_section(html).split('data-section="capacity-readings"')[1].split("</table>")[0]
     headings = [unescape(heading) for heading in re.findall(r'<th class="name">(.*?)</th>', table)]
-    rows = [(verdict, [unescape(cell) for cell in re.findall(r'<td class="name">(.*?)</td>', cells)])
-            for verdict, cells in re.findall(r'<tr class="(passed|failed)">(.*?)</tr>', table)]
+    rows = [
+        (verdict, [unescape(cell) for cell in re.findall(r'<td class="name">(.*?)</td>', cells)])
+        for verdict, cells in re.findall(r'<tr class="(passed|failed)">(.*?)</tr>', table)
+    ]
     return headings, rows
 
 
@@ -385,8 +415,17 @@ def test_a_target_response_time_run_that_held_t_reads_as_held(stored: tuple[str,
     labels = [label for label, _ in shown]
     # The sentence first, then the facts in the order a performance engineer reads them.
     assert shown[0] == ("answer", capacity["sentence"]) and capacity["sentence"].startswith("T held:")
-    order = ["answer", "outcome", "target", "level held", "rate held", "seconds T held", "converged after",
-             "highest level under T", "lowest level over T"]
+    order = [
+        "answer",
+        "outcome",
+        "target",
+        "level held",
+        "rate held",
+        "seconds T held",
+        "converged after",
+        "highest level under T",
+        "lowest level over T",
+    ]
     assert [label for label in labels if label in order] == order, labels
     assert facts["outcome"] == "T held"
     assert facts["target"] == "p95 40 ms, latency timed from each request's send; held within ±10 % (36 to 44 ms)"
@@ -394,12 +433,14 @@ def test_a_target_response_time_run_that_held_t_reads_as_held(stored: tuple[str,
     assert facts["rate held"].startswith(f"{capacity['max_rps']:,.1f} req/s successful")
     assert facts["p95 over the held seconds"] == f"{capacity['latency_ms_at_max']:,.2f} ms"
     assert facts["seconds T held"].startswith(
-        f"{capacity['held_s']} of {capacity['tracked_s']} s after convergence ({capacity['held_percent']:g} %)")
+        f"{capacity['held_s']} of {capacity['tracked_s']} s after convergence ({capacity['held_percent']:g} %)"
+    )
     assert facts["converged after"] == f"{capacity['converged_after_s']} s"
     highest = capacity["highest_under_target"]
     assert facts["highest level under T"] == (
         f"{highest['level']:,.0f} VUs: {highest['ok_rps']:,.1f} req/s successful, "
-        f"p95 {highest['latency_ms']:,.2f} ms (judged at second {highest['second']})")
+        f"p95 {highest['latency_ms']:,.2f} ms (judged at second {highest['second']})"
+    )
     # Find-max's words are not this answer's; nor are the block's tables and series raw JSON.
     section = capacity_section(html)
     assert "max sustainable" not in html and "knee" not in section
@@ -407,8 +448,17 @@ def test_a_target_response_time_run_that_held_t_reads_as_held(stored: tuple[str,
 
     # The readings: one row each, coloured by verdict, the percentile with its interval.
     headings, rows = readings_shown(html)
-    assert headings == ["reading", "at second", "phase", "level (VUs)", "verdict", "ok req/s", "p95 ms (interval)",
-                        "samples", "seconds"]
+    assert headings == [
+        "reading",
+        "at second",
+        "phase",
+        "level (VUs)",
+        "verdict",
+        "ok req/s",
+        "p95 ms (interval)",
+        "samples",
+        "seconds",
+    ]
     readings = capacity["readings"]
     expected = ["passed" if reading["verdict"] in ("under", "at") else "failed" for reading in readings]
     assert [verdict for verdict, _ in rows] == expected
@@ -433,15 +483,15 @@ def test_a_target_response_time_run_that_held_t_reads_as_held(stored: tuple[str,
     assert traces["p95 over the last 30 s"]["y"] == [entry.get("held_window_ms") for entry in history]
     assert traces["p95 of the level's window"]["y"] == [entry["latency_ms"] for entry in history]
     assert traces["readings"]["x"] == [reading["judged_at_s"] for reading in readings]
-    shaded = [shape for shape in figure["layout"]["shapes"]
-              if shape["type"] == "rect" and shape["fillcolor"] == "#2ca02c"]
+    shaded = [
+        shape for shape in figure["layout"]["shapes"] if shape["type"] == "rect" and shape["fillcolor"] == "#2ca02c"
+    ]
     assert sum(shape["x1"] - shape["x0"] for shape in shaded) == capacity["held_s"] > 0
     assert {"converged"} <= {note["text"] for note in figure["layout"]["annotations"]}
     assert figure["layout"]["yaxis"] == {"title": {"text": "ms"}, "rangemode": "tozero"}
 
 
-def test_a_target_response_time_run_that_did_not_hold_t_never_reads_as_a_maximum(
-        stored: tuple[str, str]) -> None:
+def test_a_target_response_time_run_that_did_not_hold_t_never_reads_as_a_maximum(stored: tuple[str, str]) -> None:
     capacity = target_response_time_answer("cliff")
     assert capacity["max_rps"] is not None  # the highest level under T: a rate, yet not a maximum
     html = report_with_capacity(stored, capacity)
@@ -465,23 +515,48 @@ def test_a_target_response_time_run_that_did_not_hold_t_never_reads_as_a_maximum
     assert figure["layout"]["yaxis"]["range"] == [0, 120.0]
 
 
-@pytest.mark.parametrize(("outcome", "limit", "words"), [
-    ("unreachable", None, "T unreachable: even the lowest level was over T"),
-    ("not_reached", "generator_saturated", "T not reached: latency stayed under T at the highest level allowed "
-                                           "(the generator's own CPU)"),
-    ("kept_crossing", None, "T not held: latency kept crossing T"),
-    ("not_converged", None, "not converged: the run ended before the level settled"),
-])
+@pytest.mark.parametrize(
+    ("outcome", "limit", "words"),
+    [
+        ("unreachable", None, "T unreachable: even the lowest level was over T"),
+        (
+            "not_reached",
+            "generator_saturated",
+            "T not reached: latency stayed under T at the highest level allowed (the generator's own CPU)",
+        ),
+        ("kept_crossing", None, "T not held: latency kept crossing T"),
+        ("not_converged", None, "not converged: the run ended before the level settled"),
+    ],
+)
 def test_target_response_time_facts_word_each_outcome(outcome: str, limit: str | None, words: str) -> None:
-    capacity = {"method": "target_response_time", "by": "pace", "level_unit": "pace", "percentile": 99,
-                "target_ms": 250.0, "outcome": outcome, "limit": limit, "sentence": "the steering's own sentence",
-                "latency_basis": "from_send",
-                "converged_after_s": None, "held_s": 0, "tracked_s": 0, "held_percent": None, "set_aside_s": 3,
-                "max_rps": None, "level_at_max": None, "latency_ms_at_max": None, "samples_needed": 1000,
-                "highest_under_target": {"level": 1.5, "ok_rps": 80.0, "latency_ms": 120.0, "second": 30},
-                "lowest_over_target": None, "readings": [], "history": [], "stopped_by_steering": False,
-                "notes": ["3 s set aside: generator starved"], "what_broke_first": {"sentence": "db CPU first"},
-                "a_newer_key": 7}
+    capacity = {
+        "method": "target_response_time",
+        "by": "pace",
+        "level_unit": "pace",
+        "percentile": 99,
+        "target_ms": 250.0,
+        "outcome": outcome,
+        "limit": limit,
+        "sentence": "the steering's own sentence",
+        "latency_basis": "from_send",
+        "converged_after_s": None,
+        "held_s": 0,
+        "tracked_s": 0,
+        "held_percent": None,
+        "set_aside_s": 3,
+        "max_rps": None,
+        "level_at_max": None,
+        "latency_ms_at_max": None,
+        "samples_needed": 1000,
+        "highest_under_target": {"level": 1.5, "ok_rps": 80.0, "latency_ms": 120.0, "second": 30},
+        "lowest_over_target": None,
+        "readings": [],
+        "history": [],
+        "stopped_by_steering": False,
+        "notes": ["3 s set aside: generator starved"],
+        "what_broke_first": {"sentence": "db CPU first"},
+        "a_newer_key": 7,
+    }
     facts = capacity_facts(capacity)
     assert facts[:2] == [("answer", "the steering's own sentence"), ("outcome", words)]
     shown = dict(facts)

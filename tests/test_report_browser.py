@@ -31,23 +31,37 @@ from test_profile import known_log
 from test_report import LATENCY_FIELDS, STEP_FIELDS, ReportPage, copy_run, page_figures, target_response_time_answer
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
-RUN_CHARTS = ("chart-throughput", "chart-latency", "chart-distribution", "chart-errors", "chart-load", "chart-generator")
+RUN_CHARTS = (
+    "chart-throughput",
+    "chart-latency",
+    "chart-distribution",
+    "chart-errors",
+    "chart-load",
+    "chart-generator",
+)
 COMPARISON_CHARTS = ("chart-throughput", "chart-p95", "chart-distribution", "chart-load")
-
-
 
 
 def open_in_browser(page: Path, screenshot: Path, profile: Path) -> str:
     """The page's DOM once its scripts ran; a screenshot of its top is written on the way."""
     command = [
-        chromium_or_skip(), "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        chromium_or_skip(),
+        "--headless",
+        "--disable-gpu",
+        "--no-sandbox",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
         # No host resolves: the page must need nothing from the network.
         "--host-resolver-rules=MAP * ~NOTFOUND",
         f"--user-data-dir={profile}",
         # Virtual time lets plotly finish drawing before the DOM is taken, without real waiting.
         "--virtual-time-budget=15000",
-        "--window-size=1400,2000", f"--screenshot={screenshot}", "--dump-dom", page.resolve().as_uri(),
+        "--window-size=1400,2000",
+        f"--screenshot={screenshot}",
+        "--dump-dom",
+        page.resolve().as_uri(),
     ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -64,14 +78,17 @@ def assert_charts_drawn(dom: str, chart_ids: tuple[str, ...]) -> None:
     # A chart's element ends where the page's next figure begins (listed here or not).
     starts = sorted(dom.find(f'id="{figure_id}"') for figure_id in figures) + [len(dom)]
     for chart_id, start in positions.items():
-        chunk = dom[start:next(position for position in starts if position > start)]
+        chunk = dom[start : next(position for position in starts if position > start)]
         assert 'class="main-svg"' in chunk, f"{chart_id} was not drawn"
-        shown = [trace for trace in figures[chart_id]["data"] if trace.get("visible", True) not in (False, "legendonly")]
+        shown = [
+            trace for trace in figures[chart_id]["data"] if trace.get("visible", True) not in (False, "legendonly")
+        ]
         drawn = re.findall(r'class="trace (scatter|bars)', chunk)
         assert len(drawn) == len(shown) > 0, f"{chart_id}: {len(drawn)} trace groups drawn for {len(shown)} traces"
         # A line of two points or more (a legend's sample is "M5,0h30"), or a bar's path.
-        assert re.search(r'class="js-line" d="M[\d.]+,[\d.]+[LHV]|<g class="point"><path d="M', chunk), \
+        assert re.search(r'class="js-line" d="M[\d.]+,[\d.]+[LHV]|<g class="point"><path d="M', chunk), (
             f"{chart_id} drew no series"
+        )
 
 
 @pytest.fixture(scope="module")
@@ -79,16 +96,19 @@ def stored_runs(builtin_target: Any, tmp_path_factory: pytest.TempPathFactory) -
     """(store path, run id, run id): two 2 s runs, /delay/5 then /delay/10, with a failing step."""
     store_path = tmp_path_factory.mktemp("browser") / "runs.sqlite"
     ids = [
-        record_run(f"sqlite:///{store_path}",
-                   plan_dict(builtin_target.port, [get("item", path), get("missing", "/status/404")], vus=2, duration_s=2.0),
-                   tags={"build": str(build)})
+        record_run(
+            f"sqlite:///{store_path}",
+            plan_dict(builtin_target.port, [get("item", path), get("missing", "/status/404")], vus=2, duration_s=2.0),
+            tags={"build": str(build)},
+        )
         for build, path in ((1, "/delay/5"), (2, "/delay/10"))
     ]
     return store_path, ids[0], ids[1]
 
 
 def test_run_report_draws_in_a_browser_offline_with_the_numbers_of_horde_show(
-        stored_runs: tuple[Path, str, str], tmp_path: Path) -> None:
+    stored_runs: tuple[Path, str, str], tmp_path: Path
+) -> None:
     store_path, run_id, _ = stored_runs
     ARTIFACTS.mkdir(exist_ok=True)
     page = ARTIFACTS / "report-run.html"
@@ -132,7 +152,8 @@ def test_comparison_report_draws_in_a_browser_offline(stored_runs: tuple[Path, s
 
 
 def test_a_target_response_time_report_draws_its_chart_zoomed_with_the_others(
-        stored_runs: tuple[Path, str, str], tmp_path: Path) -> None:
+    stored_runs: tuple[Path, str, str], tmp_path: Path
+) -> None:
     store_path, run_id, _ = stored_runs
     store_url = f"sqlite:///{store_path}"
     copy_id = copy_run(store_url, run_id, summary_extra={"capacity": target_response_time_answer("cliff")})
@@ -145,14 +166,22 @@ def test_a_target_response_time_report_draws_its_chart_zoomed_with_the_others(
     assert "max sustainable" not in dom
     with Browser(tmp_path / "profile") as browser:
         browser.open(page.resolve().as_uri())
-        browser.wait_for("document.getElementById('chart-capacity-target').querySelector('.main-svg')",
-                         timeout_s=20, what="the target response time chart")
-        zoom = ("Plotly.relayout(document.getElementById('chart-capacity-target'), {'xaxis.range': [10, 60]})"
-                ".then(() => true)")
+        browser.wait_for(
+            "document.getElementById('chart-capacity-target').querySelector('.main-svg')",
+            timeout_s=20,
+            what="the target response time chart",
+        )
+        zoom = (
+            "Plotly.relayout(document.getElementById('chart-capacity-target'), {'xaxis.range': [10, 60]})"
+            ".then(() => true)"
+        )
         assert browser.evaluate(zoom) is True
-        browser.wait_for("['chart-throughput', 'chart-latency', 'chart-generator'].every(id => "
-                         "JSON.stringify(document.getElementById(id).layout.xaxis.range) === '[10,60]')",
-                         timeout_s=10, what="the run's charts to follow the zoom")
+        browser.wait_for(
+            "['chart-throughput', 'chart-latency', 'chart-generator'].every(id => "
+            "JSON.stringify(document.getElementById(id).layout.xaxis.range) === '[10,60]')",
+            timeout_s=10,
+            what="the run's charts to follow the zoom",
+        )
         assert browser.errors() == []
 
 

@@ -20,8 +20,13 @@ from horde.store import MonitorSample, Store
 from horde.web import create_app
 from recorded_runs import get, plan_dict, record_run
 
-PG_CHARTS = ("chart-monitor-pg", "chart-monitor-pg-statements", "chart-monitor-pg-tables",
-             "chart-monitor-pg-replication", "chart-monitor-pg-rows")
+PG_CHARTS = (
+    "chart-monitor-pg",
+    "chart-monitor-pg-statements",
+    "chart-monitor-pg-tables",
+    "chart-monitor-pg-replication",
+    "chart-monitor-pg-rows",
+)
 #: Each second's statements by kind (the seed's mix: mostly selects), a sum of 1,000.
 MIX = {"select": 700.0, "insert": 60.0, "update": 200.0, "delete": 30.0, "other": 10.0}
 #: Autovacuum ran in these seconds' intervals, taking the dead tuples back down.
@@ -34,17 +39,25 @@ def pg_samples(seconds: int = 10) -> list[MonitorSample]:
     for second in range(1, seconds + 1):
         dead = 40.0 + 500 * ((second - 1) % 4)
         values = {
-            "transactions_per_s": 1000.0, "statements.from_pg_stat_statements": 1.0,
+            "transactions_per_s": 1000.0,
+            "statements.from_pg_stat_statements": 1.0,
             **{f"statements.{kind}_per_s": rate * (1 + 0.1 * (second % 2)) for kind, rate in MIX.items()},
-            "rows.returned_per_s": 800_000.0 + 1000 * second, "rows.fetched_per_s": 5000.0,
-            "rows.inserted_per_s": 60.0, "rows.updated_per_s": 200.0, "rows.deleted_per_s": 30.0,
-            "hot_update_percent": 70.0 + second, "dead_tuples": dead, "tables.public.items.dead_tuples": dead,
+            "rows.returned_per_s": 800_000.0 + 1000 * second,
+            "rows.fetched_per_s": 5000.0,
+            "rows.inserted_per_s": 60.0,
+            "rows.updated_per_s": 200.0,
+            "rows.deleted_per_s": 30.0,
+            "hot_update_percent": 70.0 + second,
+            "dead_tuples": dead,
+            "tables.public.items.dead_tuples": dead,
             "autovacuum_runs": 1.0 if second in VACUUMED else 0.0,
             "tables.public.items.autovacuum_runs": 1.0 if second in VACUUMED else 0.0,
             "replication.walreceiver.replay_lag_bytes": 1000.0 * second,
             "replication_lag_bytes": 1000.0 * second,
-            "replication.walreceiver.xmin_age": 100.0 * second, "standby_xmin_age": 100.0 * second,
-            "connections.total": 12.0, "connections.max": 100.0,
+            "replication.walreceiver.xmin_age": 100.0 * second,
+            "standby_xmin_age": 100.0 * second,
+            "connections.total": 12.0,
+            "connections.max": 100.0,
         }
         samples.append(MonitorSample("pg", second, float(second), 1_700_000_000.0 + second, values))
     return samples
@@ -71,8 +84,7 @@ def test_a_postgres_monitor_has_its_statement_mix_in_percent_and_rows_on_their_o
     assert mix["data"][-1]["y"][0] == pytest.approx(1100.0) and mix["data"][-1]["yaxis"] == "y2"
 
     rows = charts["chart-monitor-pg-rows"]
-    assert _names(rows) == [f"rows {what}/s" for what in ("returned", "fetched", "inserted", "updated",
-                                                          "deleted")]
+    assert _names(rows) == [f"rows {what}/s" for what in ("returned", "fetched", "inserted", "updated", "deleted")]
     assert rows["data"][0]["y"][0] == 801_000.0
     # The menu chart: rows a second are a group of their own, never on the statements' axis.
     main = charts["chart-monitor-pg"]
@@ -97,10 +109,20 @@ def test_a_postgres_monitor_has_its_statement_mix_in_percent_and_rows_on_their_o
 
 
 def test_without_pg_stat_statements_the_mix_says_it_is_of_rows() -> None:
-    samples = [MonitorSample("pg", second, float(second), 0.0, {
-        "statements.select_per_s": 900.0, "statements.update_per_s": 100.0,
-        "statements.from_pg_stat_statements": 0.0})
-        for second in (1, 2)]
+    samples = [
+        MonitorSample(
+            "pg",
+            second,
+            float(second),
+            0.0,
+            {
+                "statements.select_per_s": 900.0,
+                "statements.update_per_s": 100.0,
+                "statements.from_pg_stat_statements": 0.0,
+            },
+        )
+        for second in (1, 2)
+    ]
     series = monitor_series({"monitors": [{"name": "pg", "type": "postgres"}]}, {"pg": samples})
     mix = monitor_charts(series, [])["chart-monitor-pg-statements"]
     assert "rows (the tuple counters: pg_stat_statements is not installed)" in mix["layout"]["title"]["text"]
@@ -124,8 +146,7 @@ def monitored_run(builtin_target: Any, tmp_path_factory: pytest.TempPathFactory)
         samples = pg_samples()
         store.add_monitor_samples(run_id, samples)
         block = monitors_block({"pg": "postgres"}, set(), {"pg": samples}, [], [])
-        store.finish_run(run_id, status="finished",
-                         summary={**source.summary, "run_id": run_id, "monitors": block})
+        store.finish_run(run_id, status="finished", summary={**source.summary, "run_id": run_id, "monitors": block})
     return url, run_id
 
 

@@ -28,13 +28,15 @@ STEP_KEYS = (set(StepSnapshot.__required_keys__) | set(StepSnapshot.__optional_k
 
 
 def make_plan(port: int, path: str, workload: dict[str, Any], *, graceful_stop_s: float = 2) -> Plan:
-    return plan_from_dict({
-        "version": 1,
-        "name": "known-answers",
-        "target": {"base_url": f"http://127.0.0.1:{port}"},
-        "scenarios": [{"name": "s", "steps": [{"name": "r", "method": "GET", "path": path}], "workload": workload}],
-        "graceful_stop_s": graceful_stop_s,
-    })
+    return plan_from_dict(
+        {
+            "version": 1,
+            "name": "known-answers",
+            "target": {"base_url": f"http://127.0.0.1:{port}"},
+            "scenarios": [{"name": "s", "steps": [{"name": "r", "method": "GET", "path": path}], "workload": workload}],
+            "graceful_stop_s": graceful_stop_s,
+        }
+    )
 
 
 def closed(vus: int, duration_s: float) -> dict[str, Any]:
@@ -42,8 +44,12 @@ def closed(vus: int, duration_s: float) -> dict[str, Any]:
 
 
 def open_model(rate: float, duration_s: float, max_vus: int) -> dict[str, Any]:
-    return {"type": "open", "start_rate_per_s": rate, "stages": [{"duration_s": duration_s, "rate_per_s": rate}],
-            "max_vus": max_vus}
+    return {
+        "type": "open",
+        "start_rate_per_s": rate,
+        "stages": [{"duration_s": duration_s, "rate_per_s": rate}],
+        "max_vus": max_vus,
+    }
 
 
 def run_to_end(plan: Plan, *, workers: int | None = 1, timeout_s: float = 30.0) -> list[Snapshot]:
@@ -227,11 +233,21 @@ def test_run_plan_json_is_the_plan_sent_to_the_engine(builtin_target: Any) -> No
 
 
 def test_engine_problems_are_located() -> None:
-    problems = engine_problems(json.dumps({
-        "version": 1, "target": {"base_url": "http://127.0.0.1:1"},
-        "scenarios": [{"name": "s", "steps": [{"name": "a", "method": "GET", "path": "nope"}],
-                       "workload": {"type": "closed", "stages": [{"duration_s": 1, "vus": 1}]}}],
-    }))
+    problems = engine_problems(
+        json.dumps(
+            {
+                "version": 1,
+                "target": {"base_url": "http://127.0.0.1:1"},
+                "scenarios": [
+                    {
+                        "name": "s",
+                        "steps": [{"name": "a", "method": "GET", "path": "nope"}],
+                        "workload": {"type": "closed", "stages": [{"duration_s": 1, "vus": 1}]},
+                    }
+                ],
+            }
+        )
+    )
     assert problems
     assert any("scenarios[0].steps[0].path" in problem.location for problem in problems)
     assert engine_problems("{not json") != []
@@ -253,15 +269,24 @@ def test_a_plan_needing_more_connections_than_the_open_file_limit_is_refused_bef
     from horde.plan import plan_from_dict
     from horde.engine.run import RESERVED_FILES, check_open_files
 
-    plan = plan_from_dict({
-        "version": 1, "target": {"base_url": "http://127.0.0.1:9"},
-        "scenarios": [
-            {"name": "a", "steps": [{"name": "get", "method": "GET", "path": "/"}],
-             "workload": {"type": "closed", "stages": [{"duration_s": 1, "vus": 15_000}]}},
-            {"name": "b", "steps": [{"name": "get", "method": "GET", "path": "/"}],
-             "workload": {"type": "open", "stages": [{"duration_s": 1, "rate_per_s": 10}], "max_vus": 5_000}},
-        ],
-    })
+    plan = plan_from_dict(
+        {
+            "version": 1,
+            "target": {"base_url": "http://127.0.0.1:9"},
+            "scenarios": [
+                {
+                    "name": "a",
+                    "steps": [{"name": "get", "method": "GET", "path": "/"}],
+                    "workload": {"type": "closed", "stages": [{"duration_s": 1, "vus": 15_000}]},
+                },
+                {
+                    "name": "b",
+                    "steps": [{"name": "get", "method": "GET", "path": "/"}],
+                    "workload": {"type": "open", "stages": [{"duration_s": 1, "rate_per_s": 10}], "max_vus": 5_000},
+                },
+            ],
+        }
+    )
     check_open_files(plan, limit=20_000 + RESERVED_FILES)  # exactly fits
     with pytest.raises(InvalidInput) as caught:
         check_open_files(plan, limit=20_000)
@@ -272,11 +297,19 @@ def test_a_plan_needing_more_connections_than_the_open_file_limit_is_refused_bef
 def _game_sized(connections: Any) -> Any:
     from horde.plan import plan_from_dict
 
-    return plan_from_dict({
-        "version": 1, "target": {"base_url": "http://127.0.0.1:9", "connections": connections},
-        "scenarios": [{"name": "players", "steps": [{"name": "get", "method": "GET", "path": "/"}],
-                       "workload": {"type": "closed", "stages": [{"duration_s": 120, "vus": 150_000}]}}],
-    })
+    return plan_from_dict(
+        {
+            "version": 1,
+            "target": {"base_url": "http://127.0.0.1:9", "connections": connections},
+            "scenarios": [
+                {
+                    "name": "players",
+                    "steps": [{"name": "get", "method": "GET", "path": "/"}],
+                    "workload": {"type": "closed", "stages": [{"duration_s": 120, "vus": 150_000}]},
+                }
+            ],
+        }
+    )
 
 
 def test_a_pool_counts_its_connections_not_the_vus() -> None:
@@ -312,11 +345,21 @@ def test_an_open_model_keeps_latency_from_the_send_beside_latency_as_felt(builti
     # A fresh VU runs its setup (100 ms) before its first iteration; that iteration's first
     # request is timed from its arrival's intended instant, so users felt the setup in it. The
     # target took ~1 ms: that is its latency from the send.
-    plan = plan_from_dict({
-        "version": 1, "name": "felt", "target": {"base_url": f"http://127.0.0.1:{builtin_target.port}"},
-        "scenarios": [{"name": "s", "setup": [{"name": "login", "method": "GET", "path": "/delay/100"}],
-                       "steps": [{"name": "r", "method": "GET", "path": "/"}], "workload": open_model(5, 2, 10)}],
-    })
+    plan = plan_from_dict(
+        {
+            "version": 1,
+            "name": "felt",
+            "target": {"base_url": f"http://127.0.0.1:{builtin_target.port}"},
+            "scenarios": [
+                {
+                    "name": "s",
+                    "setup": [{"name": "login", "method": "GET", "path": "/delay/100"}],
+                    "steps": [{"name": "r", "method": "GET", "path": "/"}],
+                    "workload": open_model(5, 2, 10),
+                }
+            ],
+        }
+    )
     snapshots = run_to_end(plan)
     entries = [entry for snapshot in snapshots for entry in snapshot["steps"] if entry["step"] == "r"]
     assert entries and all("from_send_histogram" in entry for entry in entries)

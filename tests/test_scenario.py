@@ -57,9 +57,11 @@ def engine_reads_scenarios() -> None:
     """Skips when the native engine predates the scenario language (it refuses the new keys)."""
     from horde import _engine
 
-    minimal = plan("probe", base_url="http://127.0.0.1:8080", scenarios=[
-        scenario("s", steps=[group("g", http.get("a", "/"))], workload=closed([stage(1, vus=1)]))
-    ])
+    minimal = plan(
+        "probe",
+        base_url="http://127.0.0.1:8080",
+        scenarios=[scenario("s", steps=[group("g", http.get("a", "/"))], workload=closed([stage(1, vus=1)]))],
+    )
     problems = _engine.validate_plan(plan_to_json(minimal))
     if problems:
         pytest.skip(f"the engine predates the scenario language (it says {problems[0]}); rebuild it: make setup")
@@ -94,7 +96,11 @@ def test_they_stay_the_same_with_parameters_set(monkeypatch: pytest.MonkeyPatch)
     assert [stage.vus for stage in player.workload.stages] == [3, 3]  # type: ignore[union-attr]
     city = next(s for s in player.all_steps() if isinstance(s, HttpStep) and s.name == "city")
     assert city.path == "/game/city/lyon?vu={{ vu }}"  # the runtime template is left alone
-    assert city.think_time is not None and city.think_time.model_dump() == {"type": "uniform", "min_ms": 100.0, "max_ms": 400.0}
+    assert city.think_time is not None and city.think_time.model_dump() == {
+        "type": "uniform",
+        "min_ms": 100.0,
+        "max_ms": 400.0,
+    }
 
 
 def test_the_two_files_use_every_construct_of_the_language() -> None:
@@ -103,18 +109,31 @@ def test_the_two_files_use_every_construct_of_the_language() -> None:
     steps = [step for s in loaded.scenarios for step in s.all_steps()]
     # SQL steps need a postgresql:// target (tests/test_sql.py uses them), message steps a
     # tcp://, udp:// or kcp:// one (tests/test_plan_message.py, tests/e2e/test_gateway.py).
-    assert {step.type for step in steps} == set(STEP_TYPES) - {"sql", "connect", "send", "receive", "ping", "stream", "close"}
+    assert {step.type for step in steps} == set(STEP_TYPES) - {
+        "sql",
+        "connect",
+        "send",
+        "receive",
+        "ping",
+        "stream",
+        "close",
+    }
     https = [step for step in steps if isinstance(step, HttpStep)]
     assert {e.from_ for step in https for e in step.extract} == {"json", "regex", "header", "status"}
     assert {e.pick for step in https for e in step.extract} == {"first", "random", "all"}
     assert {c.type for step in https for c in step.checks} == {"status", "json", "body_contains", "body_matches"}
     assert {step.method for step in https} >= {"GET", "POST", "PUT", "DELETE"}
     assert any(step.json_ is not None for step in https) and any(step.body is not None for step in https)
-    think_times = {step.think_time.type for step in steps if isinstance(step, (HttpStep, ThinkStep)) and step.think_time}
+    think_times = {
+        step.think_time.type for step in steps if isinstance(step, (HttpStep, ThinkStep)) and step.think_time
+    }
     assert think_times == {"constant", "uniform", "exponential"}
     loops = [step for step in steps if isinstance(step, LoopStep)]
     assert {(l.count is not None, l.while_ is not None, l.for_each is not None) for l in loops} == {
-        (True, False, False), (False, True, False), (False, False, True)}
+        (True, False, False),
+        (False, True, False),
+        (False, False, True),
+    }
     assert any(len(b.steps) == 0 for step in steps if isinstance(step, ChoiceStep) for b in step.branches)
     assert {s.workload.type for s in loaded.scenarios} == {"closed", "open"}
     assert {(f.format, f.mode) for s in loaded.scenarios for f in s.feeders} == {("csv", "unique"), ("jsonl", "random")}
@@ -146,10 +165,18 @@ scenarios:
         then: [{type: think, think_time: {type: constant, duration_ms: 5}}]
     workload: {type: open, stages: [{duration_s: 3, rate_per_s: "{{ params.rate }}"}], max_vus: 4}
 """)
-    built = plan("direct", base_url="http://127.0.0.1:8080", parameters={"rate": 5}, scenarios=[
-        scenario("s", steps=[http.get("a", "/a", checks=[check.status(200)]), when("iteration > 1", think(5))],
-                 workload=open_model([stage(3, rate_per_s=param("rate"))], max_vus=4)),
-    ])
+    built = plan(
+        "direct",
+        base_url="http://127.0.0.1:8080",
+        parameters={"rate": 5},
+        scenarios=[
+            scenario(
+                "s",
+                steps=[http.get("a", "/a", checks=[check.status(200)]), when("iteration > 1", think(5))],
+                workload=open_model([stage(3, rate_per_s=param("rate"))], max_vus=4),
+            ),
+        ],
+    )
     assert isinstance(built, Plan)
     assert plan_to_json(built) == plan_to_json(load_plan(tmp_path / "plan.yaml"))
 
@@ -165,23 +192,40 @@ def test_the_engine_accepts_the_plan() -> None:
 
 
 def test_pieces_lower_to_plain_plan_data() -> None:
-    step = http.post("buy", "/shop/{{ item }}", json={"n": param("count"), "tags": ("a", "b")},
-                     headers={"x-a": "1"}, think_time=exponential(20),
-                     extract=[extract.status("code")], checks=[check.body_contains("ok")])
+    step = http.post(
+        "buy",
+        "/shop/{{ item }}",
+        json={"n": param("count"), "tags": ("a", "b")},
+        headers={"x-a": "1"},
+        think_time=exponential(20),
+        extract=[extract.status("code")],
+        checks=[check.body_contains("ok")],
+    )
     assert step.lower() == {
-        "type": "http", "name": "buy", "method": "POST", "path": "/shop/{{ item }}", "headers": {"x-a": "1"},
+        "type": "http",
+        "name": "buy",
+        "method": "POST",
+        "path": "/shop/{{ item }}",
+        "headers": {"x-a": "1"},
         "json": {"n": "{{ params.count }}", "tags": ["a", "b"]},
         "think_time": {"type": "exponential", "mean_ms": 20},
-        "extract": [{"var": "code", "from": "status"}], "checks": [{"type": "body_contains", "text": "ok"}],
+        "extract": [{"var": "code", "from": "status"}],
+        "checks": [{"type": "body_contains", "text": "ok"}],
     }
     # lower() gives a copy: changing it does not change the piece.
     copy = step.lower()
     copy["json"]["n"] = 1
     assert step.lower()["json"]["n"] == "{{ params.count }}"
     assert type(step.lower()["json"]["n"]) is str  # a Param lowers to plain text
-    assert step == http.post("buy", "/shop/{{ item }}", json={"n": param("count"), "tags": ["a", "b"]},
-                             headers={"x-a": "1"}, think_time=exponential(20),
-                             extract=[extract.status("code")], checks=[check.body_contains("ok")])
+    assert step == http.post(
+        "buy",
+        "/shop/{{ item }}",
+        json={"n": param("count"), "tags": ["a", "b"]},
+        headers={"x-a": "1"},
+        think_time=exponential(20),
+        extract=[extract.status("code")],
+        checks=[check.body_contains("ok")],
+    )
     assert http.head("h", "/").lower()["method"] == "HEAD"
     assert http.options("o", "/").lower()["method"] == "OPTIONS"
     assert http.patch("p", "/", body="x").lower()["body"] == "x"
@@ -211,9 +255,12 @@ def test_a_stage_takes_one_level() -> None:
 
 
 def one_scenario(*steps: Any, **plan_options: Any) -> Plan:
-    return plan("p", base_url="http://127.0.0.1:8080", scenarios=[
-        scenario("s", steps=list(steps), workload=closed([stage(1, vus=1)]))
-    ], **plan_options)
+    return plan(
+        "p",
+        base_url="http://127.0.0.1:8080",
+        scenarios=[scenario("s", steps=list(steps), workload=closed([stage(1, vus=1)]))],
+        **plan_options,
+    )
 
 
 def test_problems_are_located_by_path_with_hints() -> None:
@@ -247,9 +294,12 @@ def test_an_unknown_parameter_is_located_and_lists_the_known_ones() -> None:
 
 def test_parameter_values_come_from_p_then_the_environment_then_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
     def vus() -> int:
-        built = plan("p", base_url="http://h", parameters={"vus": 2}, scenarios=[
-            scenario("s", steps=[http.get("a", "/")], workload=closed([stage(1, vus=param("vus"))]))
-        ])
+        built = plan(
+            "p",
+            base_url="http://h",
+            parameters={"vus": 2},
+            scenarios=[scenario("s", steps=[http.get("a", "/")], workload=closed([stage(1, vus=param("vus"))]))],
+        )
         assert built.parameters["vus"] == built.scenarios[0].workload.stages[0].vus  # type: ignore[union-attr]
         return built.scenarios[0].workload.stages[0].vus  # type: ignore[union-attr]
 
@@ -314,27 +364,30 @@ plan = plan("p", base_url="http://h", scenarios=[
 def test_a_builder_plan_runs_in_the_engine(builtin_target: Any) -> None:
     from horde.engine.run import Run
 
-    built = plan("smoke", base_url=f"http://127.0.0.1:{builtin_target.port}", graceful_stop_s=1, scenarios=[
-        scenario(
-            "s",
-            setup=[http.get("hello", "/", extract=[extract.status("code")])],
-            steps=[
-                group("pair", http.get("home", "/"), http.get("slow", "/delay/1")),
-                choice(branch(1, http.get("left", "/")), branch(1, http.get("right", "/"))),
-                loop(http.get("again", "/"), count=2),
-                when("code == 200", think(1), else_=[end_iteration()]),
-            ],
-            workload=closed([stage(1, vus=2)], start_vus=2),
-        )
-    ])
+    built = plan(
+        "smoke",
+        base_url=f"http://127.0.0.1:{builtin_target.port}",
+        graceful_stop_s=1,
+        scenarios=[
+            scenario(
+                "s",
+                setup=[http.get("hello", "/", extract=[extract.status("code")])],
+                steps=[
+                    group("pair", http.get("home", "/"), http.get("slow", "/delay/1")),
+                    choice(branch(1, http.get("left", "/")), branch(1, http.get("right", "/"))),
+                    loop(http.get("again", "/"), count=2),
+                    when("code == 200", think(1), else_=[end_iteration()]),
+                ],
+                workload=closed([stage(1, vus=2)], start_vus=2),
+            )
+        ],
+    )
     seen: set[str] = set()
     with Run.start(built, workers=1) as run:
         for snapshot in run:
             seen |= {entry["step"] for entry in snapshot["steps"] if entry["requests"]}
     assert {"hello", "pair", "home", "slow", "again"} <= seen
     assert seen & {"left", "right"}
-
-
 
 
 def test_plan_from_dict_of_the_builder_lowering_is_the_same_plan() -> None:

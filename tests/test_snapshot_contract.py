@@ -56,5 +56,7 @@ def test_what_the_engine_sends_only_when_set_is_its_own() -> None:
 
 def test_the_comparison_sees_a_field_missing_on_one_side() -> None:
     # A counter added to the engine only: the comparison names it.
-    changed = SNAPSHOT_RS.read_text(encoding="utf-8").replace("    pub h2_stalls: u64,", "    pub h2_stalls: u64,\n    pub h3: u64,")
+    changed = SNAPSHOT_RS.read_text(encoding="utf-8").replace(
+        "    pub h2_stalls: u64,", "    pub h2_stalls: u64,\n    pub h3: u64,"
+    )
     assert rust_fields("StepSnapshot", changed) - typed_keys(StepSnapshot) == {"h3"}

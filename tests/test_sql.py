@@ -62,11 +62,13 @@ def plan_of(url: str, steps: list[dict[str, Any]], *, vus: int = 4, duration_s: 
         "version": 1,
         "name": "sql",
         "target": {"base_url": libpq_url(url)},
-        "scenarios": [{
-            "name": "db",
-            "steps": steps,
-            "workload": {"type": "closed", "start_vus": vus, "stages": [{"duration_s": duration_s, "vus": vus}]},
-        }],
+        "scenarios": [
+            {
+                "name": "db",
+                "steps": steps,
+                "workload": {"type": "closed", "start_vus": vus, "stages": [{"duration_s": duration_s, "vus": vus}]},
+            }
+        ],
         "graceful_stop_s": 2,
     }
 
@@ -90,29 +92,65 @@ def test_a_weighted_mix_is_what_the_database_counts(postgres_database: str) -> N
         connection.execute("CREATE SEQUENCE doomed_next")
         connection.execute("ANALYZE")
         before = table_counts(connection)
-    steps: list[dict[str, Any]] = [{"type": "choice", "branches": [
-        {"weight": WEIGHTS["select"], "steps": [{
-            "type": "sql", "name": "select", "mode": "prepared",
-            "query": "SELECT name FROM profile WHERE id = $1", "params": ["{{ random_int(1, 1000) }}"],
-            "extract": [{"var": "name", "from": "column", "column": "name"}],
-            "checks": [{"type": "row_count", "equals": 1}],
-        }]},
-        {"weight": WEIGHTS["insert"], "steps": [{
-            "type": "sql", "name": "insert", "mode": "extended",
-            "query": "INSERT INTO event (player_id) VALUES ($1)", "params": ["{{ vu }}"],
-            "checks": [{"type": "row_count", "equals": 1}],
-        }]},
-        {"weight": WEIGHTS["update"], "steps": [{
-            "type": "sql", "name": "update", "mode": "simple",
-            "query": "UPDATE player SET score = score + 1 WHERE id = $1", "params": ["{{ random_int(1, 1000) }}"],
-            "checks": [{"type": "row_count", "equals": 1}],
-        }]},
-        {"weight": WEIGHTS["delete"], "steps": [{
-            "type": "sql", "name": "delete", "mode": "prepared",
-            "query": "DELETE FROM doomed WHERE id = (SELECT nextval('doomed_next'))",
-            "checks": [{"type": "row_count", "equals": 1}],
-        }]},
-    ]}]
+    steps: list[dict[str, Any]] = [
+        {
+            "type": "choice",
+            "branches": [
+                {
+                    "weight": WEIGHTS["select"],
+                    "steps": [
+                        {
+                            "type": "sql",
+                            "name": "select",
+                            "mode": "prepared",
+                            "query": "SELECT name FROM profile WHERE id = $1",
+                            "params": ["{{ random_int(1, 1000) }}"],
+                            "extract": [{"var": "name", "from": "column", "column": "name"}],
+                            "checks": [{"type": "row_count", "equals": 1}],
+                        }
+                    ],
+                },
+                {
+                    "weight": WEIGHTS["insert"],
+                    "steps": [
+                        {
+                            "type": "sql",
+                            "name": "insert",
+                            "mode": "extended",
+                            "query": "INSERT INTO event (player_id) VALUES ($1)",
+                            "params": ["{{ vu }}"],
+                            "checks": [{"type": "row_count", "equals": 1}],
+                        }
+                    ],
+                },
+                {
+                    "weight": WEIGHTS["update"],
+                    "steps": [
+                        {
+                            "type": "sql",
+                            "name": "update",
+                            "mode": "simple",
+                            "query": "UPDATE player SET score = score + 1 WHERE id = $1",
+                            "params": ["{{ random_int(1, 1000) }}"],
+                            "checks": [{"type": "row_count", "equals": 1}],
+                        }
+                    ],
+                },
+                {
+                    "weight": WEIGHTS["delete"],
+                    "steps": [
+                        {
+                            "type": "sql",
+                            "name": "delete",
+                            "mode": "prepared",
+                            "query": "DELETE FROM doomed WHERE id = (SELECT nextval('doomed_next'))",
+                            "checks": [{"type": "row_count", "equals": 1}],
+                        }
+                    ],
+                },
+            ],
+        }
+    ]
     snapshots = run_to_end(plan_of(postgres_database, steps))
     found = totals(snapshots)
     for name in WEIGHTS:
@@ -153,12 +191,20 @@ def test_sql_errors_and_dropped_connections_are_counted_by_kind(postgres_databas
     with psycopg.connect(libpq_url(postgres_database), autocommit=True) as connection:
         connection.execute("CREATE TABLE once (id int PRIMARY KEY)")
     steps: list[dict[str, Any]] = [
-        {"type": "sql", "name": "read", "query": "SELECT $1::int AS n", "params": ["{{ vu }}"],
-         "checks": [{"type": "row_count", "equals": 1}]},
+        {
+            "type": "sql",
+            "name": "read",
+            "query": "SELECT $1::int AS n",
+            "params": ["{{ vu }}"],
+            "checks": [{"type": "row_count", "equals": 1}],
+        },
         {"type": "sql", "name": "duplicate", "query": "INSERT INTO once VALUES (1)"},
         {"type": "sql", "name": "bad", "query": "SELECT * FROM no_such_table"},
-        {"type": "sql", "name": "transfer", "statements": [
-            {"query": "SELECT 1"}, {"query": "UPDATE once SET id = id WHERE id = 1"}]},
+        {
+            "type": "sql",
+            "name": "transfer",
+            "statements": [{"query": "SELECT 1"}, {"query": "UPDATE once SET id = id WHERE id = 1"}],
+        },
         {"type": "think", "think_time": {"type": "constant", "duration_ms": 5}},
     ]
     terminated = threading.Event()
@@ -177,8 +223,13 @@ def test_sql_errors_and_dropped_connections_are_counted_by_kind(postgres_databas
     dropped = sum(entry["errors"].get("sql_connection_failure", 0) for entry in found.values())
     assert 1 <= dropped <= 3, found
     # The run went on: reads succeeded after the backends were terminated.
-    late_ok = sum(int(step["ok"]) for snapshot in snapshots if snapshot["second"] >= 3
-                  for step in snapshot["steps"] if step["step"] == "read")
+    late_ok = sum(
+        int(step["ok"])
+        for snapshot in snapshots
+        if snapshot["second"] >= 3
+        for step in snapshot["steps"]
+        if step["step"] == "read"
+    )
     assert late_ok > 0
     assert found["transfer"]["ok"] > 0
 
@@ -194,13 +245,22 @@ def test_a_pool_keeps_a_transaction_spanning_steps_on_one_connection(postgres_da
     # pool, which the next BEGIN then fails on; the engine should drop such a connection).
     steps: list[dict[str, Any]] = [
         {"type": "sql", "name": "begin", "query": "BEGIN"},
-        {"type": "sql", "name": "debit", "query": "UPDATE account SET balance = balance - 1 WHERE id = $1 "
-         "RETURNING txid_current() AS xid", "params": ["{{ random_int(1, 10) }}"],
-         "extract": [{"var": "xid", "from": "column", "column": "xid"}], "checks": [{"type": "row_count", "equals": 1}]},
+        {
+            "type": "sql",
+            "name": "debit",
+            "query": "UPDATE account SET balance = balance - 1 WHERE id = $1 RETURNING txid_current() AS xid",
+            "params": ["{{ random_int(1, 10) }}"],
+            "extract": [{"var": "xid", "from": "column", "column": "xid"}],
+            "checks": [{"type": "row_count", "equals": 1}],
+        },
         {"type": "think", "think_time": {"type": "constant", "duration_ms": 5}},
-        {"type": "sql", "name": "credit", "query": "UPDATE account SET balance = balance + 1 WHERE id = $1 "
-         "AND txid_current() = $2::bigint", "params": ["{{ random_int(11, 20) }}", "{{ xid }}"],
-         "checks": [{"type": "row_count", "equals": 1}]},
+        {
+            "type": "sql",
+            "name": "credit",
+            "query": "UPDATE account SET balance = balance + 1 WHERE id = $1 AND txid_current() = $2::bigint",
+            "params": ["{{ random_int(11, 20) }}", "{{ xid }}"],
+            "checks": [{"type": "row_count", "equals": 1}],
+        },
         {"type": "sql", "name": "commit", "query": "COMMIT"},
     ]
     plan = plan_of(postgres_database, steps, vus=6, duration_s=3.0)
@@ -228,16 +288,34 @@ def test_a_pool_keeps_a_transaction_spanning_steps_on_one_connection(postgres_da
 
 def test_an_open_model_keeps_its_rate_against_postgres(postgres_database: str) -> None:
     rate, duration_s = 200, 4
-    plan = plan_of(postgres_database, [{"type": "sql", "name": "tick", "mode": "prepared", "query": "SELECT $1::int AS n",
-                                        "params": ["{{ vu }}"], "checks": [{"type": "row_count", "equals": 1}]}])
-    plan["scenarios"][0]["workload"] = {"type": "open", "start_rate_per_s": rate, "max_vus": 20,
-                                        "stages": [{"duration_s": duration_s, "rate_per_s": rate}]}
+    plan = plan_of(
+        postgres_database,
+        [
+            {
+                "type": "sql",
+                "name": "tick",
+                "mode": "prepared",
+                "query": "SELECT $1::int AS n",
+                "params": ["{{ vu }}"],
+                "checks": [{"type": "row_count", "equals": 1}],
+            }
+        ],
+    )
+    plan["scenarios"][0]["workload"] = {
+        "type": "open",
+        "start_rate_per_s": rate,
+        "max_vus": 20,
+        "stages": [{"duration_s": duration_s, "rate_per_s": rate}],
+    }
     snapshots = run_to_end(plan)
     found = totals(snapshots)
     assert found["tick"]["errors"] == {}, found
     assert abs(found["tick"]["ok"] - rate * duration_s) <= 0.02 * rate * duration_s, found
-    per_second = [sum(int(step["ok"]) for step in snapshot["steps"]) for snapshot in snapshots
-                  if 1 <= snapshot["second"] < duration_s]
+    per_second = [
+        sum(int(step["ok"]) for step in snapshot["steps"])
+        for snapshot in snapshots
+        if 1 <= snapshot["second"] < duration_s
+    ]
     assert per_second and all(abs(count - rate) <= 0.05 * rate for count in per_second), per_second
 
 
@@ -254,20 +332,44 @@ def restartable_server() -> Iterator[tuple[str, list[str]]]:
         port = free_tcp_port()
         _start(prefix, bindir, datadir, workdir, port, ["fsync=off", "full_page_writes=off", "max_connections=20"])
         # pg_ctl restart reuses the options the server was started with (postmaster.opts).
-        restart = [*prefix, str(bindir / "pg_ctl"), "--pgdata", str(datadir), "--log", str(workdir / "restart.log"),
-                   "--mode", "fast", "--wait", "--timeout", "60", "restart"]
+        restart = [
+            *prefix,
+            str(bindir / "pg_ctl"),
+            "--pgdata",
+            str(datadir),
+            "--log",
+            str(workdir / "restart.log"),
+            "--mode",
+            "fast",
+            "--wait",
+            "--timeout",
+            "60",
+            "restart",
+        ]
         yield f"postgresql://{_PG_SUPERUSER}@127.0.0.1:{port}/postgres", restart
     finally:
-        subprocess.run([*prefix, str(bindir / "pg_ctl"), "--pgdata", str(datadir), "--mode", "immediate", "--wait", "stop"],
-                       cwd=workdir, capture_output=True, timeout=60, check=False)
+        subprocess.run(
+            [*prefix, str(bindir / "pg_ctl"), "--pgdata", str(datadir), "--mode", "immediate", "--wait", "stop"],
+            cwd=workdir,
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
         shutil.rmtree(workdir, ignore_errors=True)
 
 
 def test_a_server_restart_mid_run_is_counted_and_the_run_goes_on(restartable_server: tuple[str, list[str]]) -> None:
     url, restart = restartable_server
-    steps: list[dict[str, Any]] = [{"type": "sql", "name": "read", "query": "SELECT $1::int AS n", "params": ["{{ vu }}"],
-              "checks": [{"type": "row_count", "equals": 1}]},
-             {"type": "think", "think_time": {"type": "constant", "duration_ms": 5}}]
+    steps: list[dict[str, Any]] = [
+        {
+            "type": "sql",
+            "name": "read",
+            "query": "SELECT $1::int AS n",
+            "params": ["{{ vu }}"],
+            "checks": [{"type": "row_count", "equals": 1}],
+        },
+        {"type": "think", "think_time": {"type": "constant", "duration_ms": 5}},
+    ]
     restarted: list[subprocess.CompletedProcess[str]] = []
 
     def restart_server() -> None:
@@ -289,8 +391,10 @@ def test_a_server_restart_mid_run_is_counted_and_the_run_goes_on(restartable_ser
     # the shutting-down server turned away), and connecting was refused while it was down.
     assert set(errors) <= {"sql_connection_failure", "refused"}, errors
     assert errors["sql_connection_failure"] >= 3, errors
-    by_second = {snapshot["second"]: sum(int(step["ok"]) for step in snapshot["steps"] if step["step"] == "read")
-                 for snapshot in snapshots}
+    by_second = {
+        snapshot["second"]: sum(int(step["ok"]) for step in snapshot["steps"] if step["step"] == "read")
+        for snapshot in snapshots
+    }
     assert by_second.get(1, 0) > 0
     # Reads succeeded again at the end, on new connections to the restarted server.
     assert by_second.get(6, 0) > 0, by_second
@@ -303,17 +407,25 @@ def test_try_shows_each_statement_its_parameters_rows_and_sqlstate(postgres_data
         connection.execute("CREATE TABLE once (id int PRIMARY KEY, who text)")
         connection.execute("INSERT INTO once VALUES (1, 'first')")
     steps: list[dict[str, Any]] = [
-        {"type": "sql", "name": "read", "query": "SELECT who FROM once WHERE id = $1", "params": ["1"],
-         "extract": [{"var": "who", "from": "column", "column": "who"}],
-         "checks": [{"type": "row_count", "equals": 1}]},
+        {
+            "type": "sql",
+            "name": "read",
+            "query": "SELECT who FROM once WHERE id = $1",
+            "params": ["1"],
+            "extract": [{"var": "who", "from": "column", "column": "who"}],
+            "checks": [{"type": "row_count", "equals": 1}],
+        },
         {"type": "sql", "name": "duplicate", "query": "INSERT INTO once VALUES ($1, $2)", "params": ["1", "{{ who }}"]},
         # The server's message quotes the value: a credential's is redacted there too.
         {"type": "sql", "name": "cast", "query": "SELECT $1::int", "params": ["{{ params.db_password }}"]},
     ]
     horde_cli = HordeCli(tmp_path)
     plan = tmp_path / "sql.json"
-    plan.write_text(__import__("json").dumps({**plan_of(postgres_database, steps, vus=1),
-                                              "parameters": {"db_password": "pw-s3cr3t-1"}}))
+    plan.write_text(
+        __import__("json").dumps(
+            {**plan_of(postgres_database, steps, vus=1), "parameters": {"db_password": "pw-s3cr3t-1"}}
+        )
+    )
     done = horde_cli.run("try", str(plan))
     lines = done.stdout.splitlines()
     assert done.returncode == 8, done.stdout + done.stderr
@@ -321,7 +433,9 @@ def test_try_shows_each_statement_its_parameters_rows_and_sqlstate(postgres_data
     assert "< 1 row(s); first row: who = \"first\"" in lines, done.stdout
     assert "  who = first" in lines and "  ✓ row_count == 1" in lines
     assert '>   $2 = "first"' in lines
-    assert any(line.startswith("  sql_unique_violation in ") and "SQLSTATE 23505" in line for line in lines), done.stdout
+    assert any(line.startswith("  sql_unique_violation in ") and "SQLSTATE 23505" in line for line in lines), (
+        done.stdout
+    )
     assert any(line.startswith("  sql_other in ") and "SQLSTATE 22P02" in line for line in lines), done.stdout
     assert "pw-s3cr3t-1" not in done.stdout + done.stderr and '>   $1 = "<redacted>"' in lines
 
@@ -338,30 +452,53 @@ def password_server() -> Iterator[str]:
     try:
         initdb(prefix, bindir, workdir, datadir)
         hba = datadir / "pg_hba.conf"
-        hba.write_text("host all scram_user 127.0.0.1/32 scram-sha-256\nhost all md5_user 127.0.0.1/32 md5\n"
-                       "host all clear_user 127.0.0.1/32 password\n" + hba.read_text())
+        hba.write_text(
+            "host all scram_user 127.0.0.1/32 scram-sha-256\nhost all md5_user 127.0.0.1/32 md5\n"
+            "host all clear_user 127.0.0.1/32 password\n" + hba.read_text()
+        )
         port = free_tcp_port()
         _start(prefix, bindir, datadir, workdir, port, ["fsync=off", "max_connections=20"])
         url = f"postgresql://{_PG_SUPERUSER}@127.0.0.1:{port}/postgres"
         with psycopg.connect(url, autocommit=True) as connection:
-            for role, encryption in (("scram_user", "scram-sha-256"), ("md5_user", "md5"), ("clear_user", "scram-sha-256")):
+            for role, encryption in (
+                ("scram_user", "scram-sha-256"),
+                ("md5_user", "md5"),
+                ("clear_user", "scram-sha-256"),
+            ):
                 connection.execute(f"SET password_encryption = '{encryption}'")
                 connection.execute(f"CREATE ROLE {role} LOGIN PASSWORD 'pw-{role}'")
         yield url
     finally:
-        subprocess.run([*prefix, str(bindir / "pg_ctl"), "--pgdata", str(datadir), "--mode", "immediate", "--wait", "stop"],
-                       cwd=workdir, capture_output=True, timeout=60, check=False)
+        subprocess.run(
+            [*prefix, str(bindir / "pg_ctl"), "--pgdata", str(datadir), "--mode", "immediate", "--wait", "stop"],
+            cwd=workdir,
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def test_logins_by_scram_md5_and_clear_password_and_a_wrong_one_counted(password_server: str,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    steps: list[dict[str, Any]] = [{"type": "sql", "name": "who", "mode": "prepared", "query": "SELECT current_user::text AS who",
-                                    "checks": [{"type": "row_count", "equals": 1}]}]
+def test_logins_by_scram_md5_and_clear_password_and_a_wrong_one_counted(
+    password_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    steps: list[dict[str, Any]] = [
+        {
+            "type": "sql",
+            "name": "who",
+            "mode": "prepared",
+            "query": "SELECT current_user::text AS who",
+            "checks": [{"type": "row_count", "equals": 1}],
+        }
+    ]
     for role in ("scram_user", "md5_user", "clear_user"):
         monkeypatch.setenv("HORDE_TEST_PGPASSWORD", f"pw-{role}")
-        plan = plan_of(password_server.replace(f"{_PG_SUPERUSER}@", f"{role}@"), [{**steps[0], "checks": [
-            {"type": "column", "column": "who", "equals": role}]}], vus=2, duration_s=1.0)
+        plan = plan_of(
+            password_server.replace(f"{_PG_SUPERUSER}@", f"{role}@"),
+            [{**steps[0], "checks": [{"type": "column", "column": "who", "equals": role}]}],
+            vus=2,
+            duration_s=1.0,
+        )
         plan["target"]["password_env"] = "HORDE_TEST_PGPASSWORD"
         found = totals(run_to_end(plan))
         assert found["who"]["errors"] == {} and found["who"]["ok"] > 10, (role, found)
@@ -373,9 +510,16 @@ def test_logins_by_scram_md5_and_clear_password_and_a_wrong_one_counted(password
     # SQLSTATE 28P01 (invalid_password): a login refused is a failed connect, no session opened.
     assert found["who"]["ok"] == 0 and set(found["who"]["errors"]) == {"sql_login_failed"}, found
     assert sum(snapshot["connections_opened"] for snapshot in snapshots) == 0
-    details = [detail["message"] for snapshot in snapshots for step in snapshot["steps"] for detail in step.get("error_details", [])]
-    assert details and all(message.startswith("login refused: SQLSTATE 28P01 (invalid_password): password authentication failed")
-                           for message in details), details
+    details = [
+        detail["message"]
+        for snapshot in snapshots
+        for step in snapshot["steps"]
+        for detail in step.get("error_details", [])
+    ]
+    assert details and all(
+        message.startswith("login refused: SQLSTATE 28P01 (invalid_password): password authentication failed")
+        for message in details
+    ), details
 
 
 def test_a_wrong_password_ends_the_run_as_no_connection_saying_why(password_server: str, tmp_path: Path) -> None:
@@ -384,8 +528,12 @@ def test_a_wrong_password_ends_the_run_as_no_connection_saying_why(password_serv
 
     horde_cli = HordeCli(tmp_path)
     horde_cli.env["HORDE_TEST_PGPASSWORD"] = "not-the-password"
-    plan = plan_of(password_server.replace(f"{_PG_SUPERUSER}@", "md5_user@"),
-                   [{"type": "sql", "name": "who", "query": "SELECT current_user"}], vus=2, duration_s=1.0)
+    plan = plan_of(
+        password_server.replace(f"{_PG_SUPERUSER}@", "md5_user@"),
+        [{"type": "sql", "name": "who", "query": "SELECT current_user"}],
+        vus=2,
+        duration_s=1.0,
+    )
     plan["target"]["password_env"] = "HORDE_TEST_PGPASSWORD"
     path = tmp_path / "wrong-password.json"
     path.write_text(__import__("json").dumps(plan))
@@ -409,7 +557,7 @@ def test_a_statement_past_its_timeout_is_cancelled_on_the_server(postgres_databa
     found = totals(snapshots)
     assert found["sleep"]["ok"] == 0 and set(found["sleep"]["errors"]) == {"timeout"}, found
     assert found["sleep"]["errors"]["timeout"] >= 6, found
-    query = ("SELECT count(*) FROM pg_stat_activity WHERE query LIKE %s AND state = 'active' AND pid <> pg_backend_pid()")
+    query = "SELECT count(*) FROM pg_stat_activity WHERE query LIKE %s AND state = 'active' AND pid <> pg_backend_pid()"
     with psycopg.connect(libpq_url(postgres_database), autocommit=True) as connection:
         # The cancels go out as each statement times out; the last ones a moment after the run.
         deadline = time.monotonic() + 1.0

@@ -22,12 +22,22 @@ CPU_LIMIT = 180.0
 
 
 def plan_with(workload: dict[str, Any], steer: dict[str, Any], scenarios: int = 1) -> Any:
-    return plan_from_dict({
-        "version": 1, "target": {"base_url": "http://127.0.0.1:9"},
-        "scenarios": [{"name": f"s{i}", "steps": [{"name": "get", "method": "GET", "path": "/"}], "workload": workload,
-                       "weight": i + 1} for i in range(scenarios)],
-        "steer": steer,
-    })
+    return plan_from_dict(
+        {
+            "version": 1,
+            "target": {"base_url": "http://127.0.0.1:9"},
+            "scenarios": [
+                {
+                    "name": f"s{i}",
+                    "steps": [{"name": "get", "method": "GET", "path": "/"}],
+                    "workload": workload,
+                    "weight": i + 1,
+                }
+                for i in range(scenarios)
+            ],
+            "steer": steer,
+        }
+    )
 
 
 OPEN = {"type": "open", "stages": [{"duration_s": 1, "rate_per_s": 1}], "max_vus": 1000}
@@ -46,8 +56,14 @@ class SimulatedTarget:
         self.second = 0
         self.moves: list[tuple[int, float]] = []
 
-    def set_level(self, *, vus: int | None = None, rate_per_s: float | None = None,
-                 scenarios: list[str] | None = None, ramp_s: float = 0.0) -> dict[str, float]:
+    def set_level(
+        self,
+        *,
+        vus: int | None = None,
+        rate_per_s: float | None = None,
+        scenarios: list[str] | None = None,
+        ramp_s: float = 0.0,
+    ) -> dict[str, float]:
         self.level = float(vus if vus is not None else rate_per_s or 0.0)
         self.moves.append((self.second, self.level))
         return {"s0": self.level}
@@ -63,11 +79,27 @@ class SimulatedTarget:
             latency_ms = max(self.service_ms, 1000.0 * self.level / self.capacity)
         count = max(1, round(served))
         return {
-            "second": self.second, "elapsed_s": float(self.second), "interval_s": 1.0, "final": False,
-            "steps": [{"scenario": "s0", "step": "get", "kind": "request", "requests": count, "ok": count, "errors": {},
-                       "bytes_sent": 0, "bytes_received": 0,
-                       "histogram": histogram_from_values([round(latency_ms * 1000)] * count)}],
-            "iterations": count, "dropped_arrivals": 0, "cpu_percent": 10.0, "timer_lateness_p99_ms": 0.5,
+            "second": self.second,
+            "elapsed_s": float(self.second),
+            "interval_s": 1.0,
+            "final": False,
+            "steps": [
+                {
+                    "scenario": "s0",
+                    "step": "get",
+                    "kind": "request",
+                    "requests": count,
+                    "ok": count,
+                    "errors": {},
+                    "bytes_sent": 0,
+                    "bytes_received": 0,
+                    "histogram": histogram_from_values([round(latency_ms * 1000)] * count),
+                }
+            ],
+            "iterations": count,
+            "dropped_arrivals": 0,
+            "cpu_percent": 10.0,
+            "timer_lateness_p99_ms": 0.5,
         }
 
 
@@ -121,8 +153,10 @@ def test_find_max_limits_and_error_and_latency_rules() -> None:
     # recovery lasts at most two steps: the engine's stages are sized for the worst case.
     assert FindMaxSteering(never).planned_length_s == (3 + 6) * 3 * (MAX_STRETCH + 2)
 
-    slo = plan_with(OPEN, {"type": "find_max", "start": 100, "step": 100, "step_duration_s": 3, "latency_limit_ms": 15,
-                           "refine": False})
+    slo = plan_with(
+        OPEN,
+        {"type": "find_max", "start": 100, "step": 100, "step_duration_s": 3, "latency_limit_ms": 15, "refine": False},
+    )
     steering = FindMaxSteering(slo)
     drive(steering, SimulatedTarget(capacity_rps=10_000, service_ms=20, model="open"), 100)
     assert steering.result()["saturation_reason"] == "latency_limit" and steering.result()["max_rps"] is None
@@ -146,7 +180,9 @@ def test_find_max_stops_when_the_generator_is_saturated() -> None:
 
 
 def test_prepared_plan_holds_the_start_level_spread_by_weight() -> None:
-    plan = plan_with(OPEN, {"type": "find_max", "start": 90, "step": 30, "step_duration_s": 10, "limit": 300}, scenarios=2)
+    plan = plan_with(
+        OPEN, {"type": "find_max", "start": 90, "step": 30, "step_duration_s": 10, "limit": 300}, scenarios=2
+    )
     steering = steering_for(plan)
     assert steering is not None
     prepared = steering.prepared_plan()
@@ -158,42 +194,66 @@ def test_prepared_plan_holds_the_start_level_spread_by_weight() -> None:
 
 def test_steering_names_and_models_are_checked() -> None:
     with pytest.raises(PlanInvalid) as caught:
-        plan_from_dict({
-            "version": 1, "target": {"base_url": "http://127.0.0.1:9"},
-            "scenarios": [
-                {"name": "a", "steps": [{"name": "get", "method": "GET", "path": "/"}], "workload": CLOSED},
-                {"name": "b", "steps": [{"name": "get", "method": "GET", "path": "/"}], "workload": OPEN},
-            ],
-            "steer": {"type": "target_response_time", "target_ms": 50, "start": 5, "steps": ["nope"], "min": 9, "max": 3},
-        })
+        plan_from_dict(
+            {
+                "version": 1,
+                "target": {"base_url": "http://127.0.0.1:9"},
+                "scenarios": [
+                    {"name": "a", "steps": [{"name": "get", "method": "GET", "path": "/"}], "workload": CLOSED},
+                    {"name": "b", "steps": [{"name": "get", "method": "GET", "path": "/"}], "workload": OPEN},
+                ],
+                "steer": {
+                    "type": "target_response_time",
+                    "target_ms": 50,
+                    "start": 5,
+                    "steps": ["nope"],
+                    "min": 9,
+                    "max": 3,
+                },
+            }
+        )
     where = {problem.location: problem.message for problem in caught.value.problems}
     assert "no step or group is named 'nope'" in where["steer.steps[0]"]
     assert "above max" in where["steer.min"]
     assert "mix closed and open" in where["steer.scenarios"]
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("line(0, 100, 1m)", (0.0, [(60.0, 100.0)])),
-    ("const(5, 10s) const(5, 5s)", (5.0, [(10.0, 5.0), (5.0, 5.0)])),
-    ("line(10, 20, 2s) line(50, 60, 2s)", (10.0, [(2.0, 20.0), (0.001, 50.0), (1.999, 60.0)])),
-    ("step(30, 10, 10, 1s)", (30.0, [(1.0, 30.0), (0.001, 20.0), (0.999, 20.0), (0.001, 10.0), (0.999, 10.0)])),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("line(0, 100, 1m)", (0.0, [(60.0, 100.0)])),
+        ("const(5, 10s) const(5, 5s)", (5.0, [(10.0, 5.0), (5.0, 5.0)])),
+        ("line(10, 20, 2s) line(50, 60, 2s)", (10.0, [(2.0, 20.0), (0.001, 50.0), (1.999, 60.0)])),
+        ("step(30, 10, 10, 1s)", (30.0, [(1.0, 30.0), (0.001, 20.0), (0.999, 20.0), (0.001, 10.0), (0.999, 10.0)])),
+    ],
+)
 def test_compact_profiles_lower_to_stages(text: str, expected: Any) -> None:
     assert lower_profile(text) == expected
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("", "empty"), ("line(1, 2)", "takes 3 values"), ("ramp(1, 2, 3s)", "not a profile segment"),
-    ("const(1, 0s)", "lasts no time"), ("step(0, 10, 0, 1s)", "step must be above 0"), ("line(1, 2, 3x)", "not a duration"),
-    ("const(-1, 3s)", "0 or more"), ("line(1, 2, 3) more", "cannot read"), ("step(0, 100000, 1, 1s)", "more than 2000"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "empty"),
+        ("line(1, 2)", "takes 3 values"),
+        ("ramp(1, 2, 3s)", "not a profile segment"),
+        ("const(1, 0s)", "lasts no time"),
+        ("step(0, 10, 0, 1s)", "step must be above 0"),
+        ("line(1, 2, 3x)", "not a duration"),
+        ("const(-1, 3s)", "0 or more"),
+        ("line(1, 2, 3) more", "cannot read"),
+        ("step(0, 100000, 1, 1s)", "more than 2000"),
+    ],
+)
 def test_bad_profiles_say_what_is_wrong(text: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         lower_profile(text)
 
 
 def test_profiles_in_plans_are_checked_where_they_are_written() -> None:
-    plan = plan_with({"type": "open", "profile": "step(10, 30, 10, 5s)", "max_vus": 9}, {"type": "find_max", "start": 1, "step": 1})
+    plan = plan_with(
+        {"type": "open", "profile": "step(10, 30, 10, 5s)", "max_vus": 9}, {"type": "find_max", "start": 1, "step": 1}
+    )
     assert [stage.rate_per_s for stage in plan.scenarios[0].workload.stages] == [10, 20, 20, 30, 30]
     with pytest.raises(PlanInvalid) as caught:
         plan_with({"type": "closed", "profile": "line(0, 2.5, 5s)"}, {"type": "find_max", "start": 1, "step": 1})
@@ -201,16 +261,25 @@ def test_profiles_in_plans_are_checked_where_they_are_written() -> None:
     assert problem.location == "scenarios[0].workload.profile" and "whole number" in problem.message
 
 
-@pytest.mark.parametrize(("text", "metric", "value"), [
-    ("p95 < 200ms", "p95", 200.0), ("P99.9<=1.5s", "p99.9", 1500.0), ("mean < 250us", "mean", 0.25),
-    ("errors < 1%", "errors", 1.0), ("errors.status_503 < 0.5%", "errors.status_503", 0.5), ("rps >= 100/s", "rps", 100.0),
-])
+@pytest.mark.parametrize(
+    ("text", "metric", "value"),
+    [
+        ("p95 < 200ms", "p95", 200.0),
+        ("P99.9<=1.5s", "p99.9", 1500.0),
+        ("mean < 250us", "mean", 0.25),
+        ("errors < 1%", "errors", 1.0),
+        ("errors.status_503 < 0.5%", "errors.status_503", 0.5),
+        ("rps >= 100/s", "rps", 100.0),
+    ],
+)
 def test_conditions_parse_to_canonical_units(text: str, metric: str, value: float) -> None:
     condition = parse_condition(text)
     assert (condition.metric, condition.value) == (metric, value)
 
 
-@pytest.mark.parametrize("text", ["p95 << 2", "p101 < 2ms", "errors < 120%", "latency < 3ms", "requests > 5/s", "p95 < 2 parsecs"])
+@pytest.mark.parametrize(
+    "text", ["p95 << 2", "p101 < 2ms", "errors < 120%", "latency < 3ms", "requests > 5/s", "p95 < 2 parsecs"]
+)
 def test_bad_conditions_are_refused(text: str) -> None:
     with pytest.raises(ValueError):
         parse_condition(text)
@@ -222,8 +291,11 @@ def test_capacity_arithmetic_and_its_refusals() -> None:
     block = capacity_block({"max_rps": 1000.0}, CapacityQuestion(peak_rps=4000, headroom_percent=0))
     assert block["instances_needed"] == 4
     assert "instances_needed" not in capacity_block({"max_rps": None}, CapacityQuestion(peak_rps=4000))
-    for bad in ({"per_user_rate": 0}, {"headroom_percent": 100}, {"peak_users": 5}, {"peak_users": 5, "per_user_rate": 1, "peak_rps": 3}):
+    for bad in (
+        {"per_user_rate": 0},
+        {"headroom_percent": 100},
+        {"peak_users": 5},
+        {"peak_users": 5, "per_user_rate": 1, "peak_rps": 3},
+    ):
         with pytest.raises(InvalidInput):
             CapacityQuestion(**bad)
-
-

@@ -54,8 +54,7 @@ def make_plan(name: str = "quickstart") -> dict[str, Any]:
             {
                 "name": "browse",
                 "steps": [{"name": "home", "method": "GET", "path": "/", "body": None}],
-                "workload": {"type": "closed", "start_vus": 0,
-                             "stages": [{"duration_s": 5.5, "vus": 50}]},
+                "workload": {"type": "closed", "start_vus": 0, "stages": [{"duration_s": 5.5, "vus": 50}]},
             }
         ],
         "graceful_stop_s": 5,
@@ -72,15 +71,36 @@ def make_snapshot(second: int, *, final: bool = False) -> dict[str, Any]:
         "final": final,
         "steps": [
             # Not in (scenario, step) order: the list must come back in the order given.
-            {"scenario": "browse", "step": "search", "requests": 120 * second, "ok": 117,
-             "errors": {"status_503": 1, "timeout": 1, "reset": second},
-             "bytes_sent": 9000, "bytes_received": 3_000_000_000,  # > 2**31
-             "histogram": os.urandom(300)},
-            {"scenario": "browse", "step": "home", "requests": 10, "ok": 10, "errors": {},
-             "bytes_sent": 1, "bytes_received": 2, "histogram": os.urandom(300)},
-            {"scenario": "api", "step": "home", "requests": 3, "ok": 0,
-             "errors": {"refused": 2, "status_500": 1},
-             "bytes_sent": 0, "bytes_received": 0, "histogram": b"\x00\x01\xff"},
+            {
+                "scenario": "browse",
+                "step": "search",
+                "requests": 120 * second,
+                "ok": 117,
+                "errors": {"status_503": 1, "timeout": 1, "reset": second},
+                "bytes_sent": 9000,
+                "bytes_received": 3_000_000_000,  # > 2**31
+                "histogram": os.urandom(300),
+            },
+            {
+                "scenario": "browse",
+                "step": "home",
+                "requests": 10,
+                "ok": 10,
+                "errors": {},
+                "bytes_sent": 1,
+                "bytes_received": 2,
+                "histogram": os.urandom(300),
+            },
+            {
+                "scenario": "api",
+                "step": "home",
+                "requests": 3,
+                "ok": 0,
+                "errors": {"refused": 2, "status_500": 1},
+                "bytes_sent": 0,
+                "bytes_received": 0,
+                "histogram": b"\x00\x01\xff",
+            },
         ],
         "active_vus": 50,
         "busy_vus": 12,
@@ -115,9 +135,7 @@ def set_run_owner(url: str, run_id: str, *, pid: int, host: str | None = None) -
 
 
 def new_run(store: Store, name: str = "quickstart") -> str:
-    return store.create_run(
-        plan=make_plan(name), plan_name=name, parameters={"vus": 50}, tags={"env": "test"}
-    )
+    return store.create_run(plan=make_plan(name), plan_name=name, parameters={"vus": 50}, tags={"env": "test"})
 
 
 # -- round trip --------------------------------------------------------------------------------
@@ -132,8 +150,7 @@ def test_round_trip(store_url: str) -> None:
     before = datetime.now(timezone.utc)
 
     with Store.open(store_url) as store:
-        run_id = store.create_run(plan=plan, plan_name="quickstart", parameters=parameters,
-                                  tags=tags)
+        run_id = store.create_run(plan=plan, plan_name="quickstart", parameters=parameters, tags=tags)
         assert RUN_ID.match(run_id), run_id
         running = store.get_run(run_id)
         assert running.status == "running"
@@ -168,16 +185,16 @@ def test_round_trip(store_url: str) -> None:
     assert [s["second"] for s in got] == [1, 2, 3]
     assert all(type(step["histogram"]) is bytes for s in got for step in s["steps"])
     assert [(st["scenario"], st["step"]) for st in got[0]["steps"]] == [
-        ("browse", "search"), ("browse", "home"), ("api", "home")
+        ("browse", "search"),
+        ("browse", "home"),
+        ("api", "home"),
     ]
 
     # The plan's JSON text keeps the order it was given in (not sorted).
     engine = create_engine(store_url)
     try:
         with engine.connect() as conn:
-            plan_json = conn.execute(
-                select(runs.c.plan_json).where(runs.c.run_id == run_id)
-            ).scalar_one()
+            plan_json = conn.execute(select(runs.c.plan_json).where(runs.c.run_id == run_id)).scalar_one()
     finally:
         engine.dispose()
     assert plan_json == json.dumps(plan)
@@ -203,8 +220,7 @@ def test_snapshot_errors(store_url: str) -> None:
         with pytest.raises(RunNotFound):
             store.add_snapshot("20000101-000000-0000", make_snapshot(1))
         with pytest.raises(ValueError, match="timestamp"):
-            store.add_snapshot(run_id, {k: v for k, v in make_snapshot(2).items()
-                                        if k != "timestamp"})
+            store.add_snapshot(run_id, {k: v for k, v in make_snapshot(2).items() if k != "timestamp"})
         with pytest.raises(ValueError, match="interval_s"):
             store.add_snapshot(run_id, {**make_snapshot(2), "interval_s": None})
         doubled = make_snapshot(2)
@@ -310,9 +326,7 @@ def test_abandoned_run_is_aborted_on_open(store_url: str) -> None:
             dead = store.get_run(dead_id)
             assert dead.status == "aborted"
             # Ended when it was last seen: at its last snapshot.
-            assert dead.ended_at == datetime.fromtimestamp(
-                make_snapshot(1)["timestamp"], timezone.utc
-            )
+            assert dead.ended_at == datetime.fromtimestamp(make_snapshot(1)["timestamp"], timezone.utc)
             assert store.get_run(live_id).status == "running"
             assert store.get_run(live_id).ended_at is None
             assert store.get_run(elsewhere_id).status == "running"
@@ -342,9 +356,7 @@ CRASHING_CHILD = textwrap.dedent(
 def test_crash_keeps_committed_snapshots(store_url: str) -> None:
     script = CRASHING_CHILD.format(url=store_url, tests=str(Path(__file__).parent))
     env = {**os.environ, "PYTHONPATH": str(PYTHON_SRC)}
-    child = subprocess.run(
-        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60
-    )
+    child = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
     assert child.returncode == 9, child.stderr
     run_id, child_pid = child.stdout.split()
     assert RUN_ID.match(run_id), child.stdout + child.stderr
@@ -539,8 +551,9 @@ def test_processes_opening_a_new_store_at_once_all_get_it(tmp_path: Path) -> Non
     assert failures == []
 
 
-def test_a_store_this_user_may_only_read_is_read_and_never_written(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_store_this_user_may_only_read_is_read_and_never_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # A teammate's store: readable, neither it nor its folder writable by this user. Root may
     # write anything, so the test tells the store what an ordinary user's access() would say;
     # the read-only open (mode=ro) then holds even for root. tests/test_cli.py runs `horde runs`
@@ -549,16 +562,16 @@ def test_a_store_this_user_may_only_read_is_read_and_never_written(tmp_path: Pat
     folder.mkdir()
     url = f"sqlite:///{folder / 'runs.sqlite'}"
     with Store.open(url) as store:
-        run_id = store.create_run(plan=make_plan(), plan_name="quickstart", parameters={},
-                                  tags={"build": "7"})
+        run_id = store.create_run(plan=make_plan(), plan_name="quickstart", parameters={}, tags={"build": "7"})
         store.add_snapshot(run_id, make_snapshot(1))
         store.add_snapshot(run_id, make_snapshot(2, final=True))
         store.finish_run(run_id, status="finished", summary={"requests": 3})
         written = store.snapshots(run_id)
     before = (folder / "runs.sqlite").read_bytes()
     real_access = os.access
-    monkeypatch.setattr(os, "access",
-                        lambda path, mode, **kw: False if mode & os.W_OK else real_access(path, mode, **kw))
+    monkeypatch.setattr(
+        os, "access", lambda path, mode, **kw: False if mode & os.W_OK else real_access(path, mode, **kw)
+    )
     with Store.open(url) as store:
         assert store.read_only
         assert [record.run_id for record in store.list_runs()] == [run_id]

@@ -47,8 +47,10 @@ def _v1_rows() -> dict[str, list[dict[str, Any]]]:
     connection = sqlite3.connect(f"file:{V1_SQLITE}?mode=ro", uri=True)
     connection.row_factory = sqlite3.Row
     try:
-        return {table: [dict(row) for row in connection.execute(f"SELECT * FROM {table}")]
-                for table in ("runs", "snapshots", "snapshot_steps", "load_requests")}
+        return {
+            table: [dict(row) for row in connection.execute(f"SELECT * FROM {table}")]
+            for table in ("runs", "snapshots", "snapshot_steps", "load_requests")
+        }
     finally:
         connection.close()
 
@@ -63,10 +65,12 @@ def _assert_every_run_readable(store: Store) -> None:
         assert record.tags == json.loads(row["tags_json"])
         snapshots = store.snapshots(row["run_id"])
         assert [snapshot["second"] for snapshot in snapshots] == sorted(
-            stored["second"] for stored in rows["snapshots"] if stored["run_id"] == row["run_id"])
+            stored["second"] for stored in rows["snapshots"] if stored["run_id"] == row["run_id"]
+        )
         steps = [step for snapshot in snapshots for step in snapshot["steps"]]
         assert sorted(bytes(step["histogram"]) for step in steps) == sorted(
-            bytes(stored["histogram"]) for stored in rows["snapshot_steps"] if stored["run_id"] == row["run_id"])
+            bytes(stored["histogram"]) for stored in rows["snapshot_steps"] if stored["run_id"] == row["run_id"]
+        )
         if row["summary_json"] is None:
             continue
         stored_summary = json.loads(row["summary_json"])
@@ -140,8 +144,11 @@ def _schema_differences(url: str) -> list[Any]:
     try:
         with engine.connect() as connection:
             context = MigrationContext.configure(connection, opts={"compare_type": True})
-            return [diff for diff in compare_metadata(context, metadata)
-                    if not (isinstance(diff, tuple) and diff[0] == "remove_table" and diff[1].name == "alembic_version")]
+            return [
+                diff
+                for diff in compare_metadata(context, metadata)
+                if not (isinstance(diff, tuple) and diff[0] == "remove_table" and diff[1].name == "alembic_version")
+            ]
     finally:
         engine.dispose()
 
@@ -161,13 +168,15 @@ def test_the_migrations_build_the_schema_the_code_declares_on_postgresql(postgre
 
 
 def test_an_old_store_this_user_may_only_read_is_refused_not_upgraded(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Opened read-only, it cannot be brought up to date, and this Horde's queries would not fit it.
     path = _v1_copy(tmp_path)
     before = path.read_bytes()
     real_access = os.access
-    monkeypatch.setattr(os, "access",
-                        lambda where, mode, **kw: False if mode & os.W_OK else real_access(where, mode, **kw))
+    monkeypatch.setattr(
+        os, "access", lambda where, mode, **kw: False if mode & os.W_OK else real_access(where, mode, **kw)
+    )
     with pytest.raises(StoreUnavailable) as refused:
         Store.open(f"sqlite:///{path}")
     expected = f"at schema revision {BASELINE_REVISION}, older than this Horde's {HEAD_REVISION}"
@@ -190,8 +199,9 @@ def test_a_store_from_a_newer_horde_is_refused_and_left_alone(tmp_path: Path) ->
     assert caught.value.exit_code == ExitCode.STORE_UNAVAILABLE and caught.value.hint
     assert path.read_bytes() == before
     # The command says so in words, with the hint and exit code 3, and no traceback.
-    result = subprocess.run([str(HORDE_BIN), "runs", "--store", str(path)], capture_output=True, text=True,
-                            timeout=60, check=False)
+    result = subprocess.run(
+        [str(HORDE_BIN), "runs", "--store", str(path)], capture_output=True, text=True, timeout=60, check=False
+    )
     assert result.returncode == 3, result.stderr
     assert "newer Horde" in result.stderr and "hint:" in result.stderr and "Traceback" not in result.stderr
 
@@ -201,13 +211,19 @@ def test_a_store_at_the_latest_revision_opens_without_loading_alembic(tmp_path: 
     assert HEAD_REVISION == head_revision()
     path = tmp_path / "runs.sqlite"
     Store.open(str(path)).close()  # a new store: created by the migrations
-    probe = ("import sys; from horde.store import Store; Store.open(sys.argv[1]).close(); "
-             "print(sorted(name for name in sys.modules if name.split('.')[0] == 'alembic'))")
-    result = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True, timeout=60, check=True)
+    probe = (
+        "import sys; from horde.store import Store; Store.open(sys.argv[1]).close(); "
+        "print(sorted(name for name in sys.modules if name.split('.')[0] == 'alembic'))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe, str(path)], capture_output=True, text=True, timeout=60, check=True
+    )
     assert result.stdout.strip() == "[]", result.stdout
     # An old store still loads it, and is upgraded.
     old = _v1_copy(tmp_path)
-    result = subprocess.run([sys.executable, "-c", probe, str(old)], capture_output=True, text=True, timeout=60, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", probe, str(old)], capture_output=True, text=True, timeout=60, check=True
+    )
     assert "'alembic'" in result.stdout
     assert sqlite3.connect(old).execute("SELECT version_num FROM alembic_version").fetchall() == [(HEAD_REVISION,)]
 

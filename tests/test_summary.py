@@ -28,21 +28,29 @@ LATENCY_KEYS = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0}
 @pytest.fixture(scope="module")
 def two_scenario_snapshots(builtin_target: Any) -> list[Snapshot]:
     """A real 2 s run: scenarios 'a' and 'b' both have a step 'home'; 'a' also gets 503s."""
-    plan = plan_from_dict({
-        "version": 1,
-        "name": "exact",
-        "target": {"base_url": f"http://127.0.0.1:{builtin_target.port}"},
-        "scenarios": [
-            {"name": "a",
-             "steps": [{"name": "home", "method": "GET", "path": "/delay/1"},
-                       {"name": "only_a", "method": "GET", "path": "/status/503"}],
-             "workload": {"type": "closed", "start_vus": 2, "stages": [{"duration_s": 2, "vus": 2}]}},
-            {"name": "b",
-             "steps": [{"name": "home", "method": "GET", "path": "/delay/10"}],
-             "workload": {"type": "closed", "start_vus": 1, "stages": [{"duration_s": 2, "vus": 1}]}},
-        ],
-        "graceful_stop_s": 2,
-    })
+    plan = plan_from_dict(
+        {
+            "version": 1,
+            "name": "exact",
+            "target": {"base_url": f"http://127.0.0.1:{builtin_target.port}"},
+            "scenarios": [
+                {
+                    "name": "a",
+                    "steps": [
+                        {"name": "home", "method": "GET", "path": "/delay/1"},
+                        {"name": "only_a", "method": "GET", "path": "/status/503"},
+                    ],
+                    "workload": {"type": "closed", "start_vus": 2, "stages": [{"duration_s": 2, "vus": 2}]},
+                },
+                {
+                    "name": "b",
+                    "steps": [{"name": "home", "method": "GET", "path": "/delay/10"}],
+                    "workload": {"type": "closed", "start_vus": 1, "stages": [{"duration_s": 2, "vus": 1}]},
+                },
+            ],
+            "graceful_stop_s": 2,
+        }
+    )
     deadline = time.monotonic() + 30
     snapshots = []
     with Run.start(plan, workers=1) as run:
@@ -54,7 +62,9 @@ def two_scenario_snapshots(builtin_target: Any) -> list[Snapshot]:
 
 def _entries(snapshots: list[Snapshot], scenario: str | None = None, step: str | None = None) -> list[dict[str, Any]]:
     return [
-        entry for snapshot in snapshots for entry in snapshot["steps"]
+        entry
+        for snapshot in snapshots
+        for entry in snapshot["steps"]
         if (scenario is None or entry["scenario"] == scenario) and (step is None or entry["step"] == step)
     ]
 
@@ -83,7 +93,9 @@ def test_summary_percentiles_equal_those_of_the_merged_histograms(two_scenario_s
     assert summary["latency_ms"]["max"] == stats.max_ms
     assert summary["latency_ms"]["mean"] == round(stats.mean_ms, 3)
     for key, (scenario, step) in {"a/home": ("a", "home"), "b/home": ("b", "home"), "only_a": ("a", "only_a")}.items():
-        step_requests, step_errors, step_kinds, step_stats = _expected_figures(_entries(two_scenario_snapshots, scenario, step))
+        step_requests, step_errors, step_kinds, step_stats = _expected_figures(
+            _entries(two_scenario_snapshots, scenario, step)
+        )
         figures = summary["steps"][key]
         assert figures["requests"] == step_requests == step_stats.count
         assert figures["errors"] == step_errors
@@ -133,9 +145,20 @@ def test_builder_gives_the_same_summary_in_any_chunking(two_scenario_snapshots: 
 
 def snap(second: int, *, cpu: float = 10.0, lateness: float = 0.5, final: bool = False, **extra: Any) -> Snapshot:
     snapshot: Snapshot = {
-        "second": second, "elapsed_s": float(second), "interval_s": 1.0, "timestamp": 0.0, "final": final,
-        "steps": [], "active_vus": 4, "busy_vus": 1, "iterations": 3, "dropped_arrivals": 0,
-        "connections_opened": 1, "target_vus": 4, "target_rate_per_s": None, "cpu_percent": cpu,
+        "second": second,
+        "elapsed_s": float(second),
+        "interval_s": 1.0,
+        "timestamp": 0.0,
+        "final": final,
+        "steps": [],
+        "active_vus": 4,
+        "busy_vus": 1,
+        "iterations": 3,
+        "dropped_arrivals": 0,
+        "connections_opened": 1,
+        "target_vus": 4,
+        "target_rate_per_s": None,
+        "cpu_percent": cpu,
         "timer_lateness_p99_ms": lateness,
     }
     snapshot.update(extra)

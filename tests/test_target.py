@@ -88,7 +88,10 @@ def test_horde_target_command_serves_until_interrupted() -> None:
     port = free_tcp_port()
     proc = subprocess.Popen(
         [str(HORDE_BIN), "target", "--port", str(port), "--workers", "4", "--service-ms", "10"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_sigint,
     )
     try:
         wait_for_port(port)
@@ -106,8 +109,13 @@ def test_horde_target_command_serves_until_interrupted() -> None:
 
 
 def test_horde_target_refuses_half_a_capacity_model() -> None:
-    result = subprocess.run([str(HORDE_BIN), "target", "--port", "0", "--workers", "3"], capture_output=True,
-                            text=True, timeout=30, check=False)
+    result = subprocess.run(
+        [str(HORDE_BIN), "target", "--port", "0", "--workers", "3"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     assert result.returncode == 2
     assert "error: --workers and --service-ms go together" in result.stderr
     assert "hint:" in result.stderr

@@ -24,16 +24,28 @@ CLOSED = {"type": "closed", "stages": [{"duration_s": 1, "vus": 1}]}
 
 
 def steering_for(workload: dict[str, Any], target_ms: float, **steer: Any) -> TargetResponseTimeSteering:
-    scenario: dict[str, Any] = {"name": "s0", "steps": [{"name": "get", "method": "GET", "path": "/"}], "workload": workload}
+    scenario: dict[str, Any] = {
+        "name": "s0",
+        "steps": [{"name": "get", "method": "GET", "path": "/"}],
+        "workload": workload,
+    }
     if steer.get("by") == "pace":
         scenario["steps"][0]["think_time"] = {"type": "constant", "duration_ms": 100}
-    plan = plan_from_dict({"version": 1, "target": {"base_url": "http://127.0.0.1:9"}, "scenarios": [scenario],
-                           "steer": {"type": "target_response_time", "target_ms": target_ms, **steer}})
+    plan = plan_from_dict(
+        {
+            "version": 1,
+            "target": {"base_url": "http://127.0.0.1:9"},
+            "scenarios": [scenario],
+            "steer": {"type": "target_response_time", "target_ms": target_ms, **steer},
+        }
+    )
     return TargetResponseTimeSteering(plan)
 
 
 def tracked(result: dict[str, Any]) -> list[dict[str, Any]]:
-    return [entry for entry in result["history"] if entry["second"] >= result["converged_after_s"] and not entry["starved"]]
+    return [
+        entry for entry in result["history"] if entry["second"] >= result["converged_after_s"] and not entry["starved"]
+    ]
 
 
 def mm4(**extra: Any) -> QueueServer:
@@ -219,10 +231,17 @@ def test_a_fixed_population_whose_pace_is_steered() -> None:
 
 def test_steering_by_pace_needs_closed_scenarios_with_pauses() -> None:
     with pytest.raises(PlanInvalid) as caught:
-        plan_from_dict({"version": 1, "target": {"base_url": "http://127.0.0.1:9"},
-                        "scenarios": [{"name": "a", "steps": [{"name": "get", "method": "GET", "path": "/"}], "workload": CLOSED},
-                                      {"name": "b", "steps": [{"name": "get", "method": "GET", "path": "/"}], "workload": OPEN}],
-                        "steer": {"type": "target_response_time", "target_ms": 50, "by": "pace"}})
+        plan_from_dict(
+            {
+                "version": 1,
+                "target": {"base_url": "http://127.0.0.1:9"},
+                "scenarios": [
+                    {"name": "a", "steps": [{"name": "get", "method": "GET", "path": "/"}], "workload": CLOSED},
+                    {"name": "b", "steps": [{"name": "get", "method": "GET", "path": "/"}], "workload": OPEN},
+                ],
+                "steer": {"type": "target_response_time", "target_ms": 50, "by": "pace"},
+            }
+        )
     where = {problem.location: problem.message for problem in caught.value.problems}
     assert "no think time or pacing" in where["scenarios[0]"]
     assert "is open" in where["scenarios[1].workload.type"]
@@ -238,8 +257,9 @@ def test_between_whole_vus_a_cliff_is_said_to_be_one() -> None:
             vus = round(self.level)
             latency_ms = 22.0 if vus <= 10 else 40.8 - 1.88 * (20 - vus) if vus <= 20 else 56.0 + 2.0 * (vus - 21)
             count = max(1, round(vus * 1000 / latency_ms))
-            snapshot["steps"][0].update(requests=count, ok=count,
-                                        histogram=histogram_from_values([round(latency_ms * 1000)] * count))
+            snapshot["steps"][0].update(
+                requests=count, ok=count, histogram=histogram_from_values([round(latency_ms * 1000)] * count)
+            )
             return snapshot
 
     steering = steering_for(CLOSED, 50)

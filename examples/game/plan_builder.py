@@ -15,12 +15,14 @@ player = scenario(
     # Once per player: create the account (409: it exists from an earlier run), then log in.
     setup=[
         http.post(
-            "register", "/game/register",
+            "register",
+            "/game/register",
             json={"login": "player-{{ vu }}", "password": "secret-{{ vu }}"},
             checks=[check.status(201, 409)],
         ),
         http.post(
-            "login", "/game/login",
+            "login",
+            "/game/login",
             json={"login": "player-{{ vu }}", "password": "secret-{{ vu }}"},
             extract=[extract.json("token", "$.token")],
             checks=[check.status(200)],
@@ -30,22 +32,38 @@ player = scenario(
     steps=[
         choice(
             branch(40, http.get("city", "/game/city", headers=auth, checks=[check.json("$.resources.gold")])),
-            branch(25, group(
-                "build",
-                http.get("buildings", "/game/buildings", headers=auth, extract=[
-                    extract.json("buildable", "$.buildings[?@.can_build == true].kind", pick="all", default=[]),
-                ]),
-                when("buildable",
-                     http.post("construct", "/game/construct", headers=auth,
-                               json={"kind": "{{ random_choice(buildable) }}"},
-                               checks=[check.status(201, 409)])),
-            )),
+            branch(
+                25,
+                group(
+                    "build",
+                    http.get(
+                        "buildings",
+                        "/game/buildings",
+                        headers=auth,
+                        extract=[
+                            extract.json("buildable", "$.buildings[?@.can_build == true].kind", pick="all", default=[]),
+                        ],
+                    ),
+                    when(
+                        "buildable",
+                        http.post(
+                            "construct",
+                            "/game/construct",
+                            headers=auth,
+                            json={"kind": "{{ random_choice(buildable) }}"},
+                            checks=[check.status(201, 409)],
+                        ),
+                    ),
+                ),
+            ),
             branch(25, http.post("collect", "/game/collect", headers=auth)),
             branch(10, http.get("resources", "/game/resources", headers=auth)),
         ),
         think(exponential(200)),
     ],
-    workload=closed([stage(param("ramp_up"), vus=param("players")), stage(param("duration"), vus=param("players"))], start_vus=0),
+    workload=closed(
+        [stage(param("ramp_up"), vus=param("players")), stage(param("duration"), vus=param("players"))], start_vus=0
+    ),
 )
 
 # A device writes every second whatever the response time took.
@@ -54,12 +72,15 @@ device = scenario(
     pacing_s=1,
     steps=[
         http.post(
-            "telemetry", "/delay/2",
+            "telemetry",
+            "/delay/2",
             json={"device": "{{ vu }}", "sent_at_ms": "{{ now_ms() }}", "reading": "{{ random_int(0, 100) }}"},
         ),
     ],
-    workload=closed([stage(param("ramp_up"), vus=param("devices")), stage(param("duration"), vus=param("devices"))],
-                    start_vus=param("devices")),
+    workload=closed(
+        [stage(param("ramp_up"), vus=param("devices")), stage(param("duration"), vus=param("devices"))],
+        start_vus=param("devices"),
+    ),
 )
 
 plan = horde.plan(

@@ -51,8 +51,10 @@ def merge_seconds(parts: list[Any], is_final: bool) -> dict[str, Any]: ...
 def merge_steps(parts: list[Any]) -> dict[str, Any]: ...
 def histogram_buckets(blob: bytes) -> list[tuple[int, int, int]]:
     """Non-empty buckets ``(lowest_us, highest_us, count)``, lowest first; ValueError on bad bytes."""
+
 def histogram_stats(blob: bytes, percentiles: list[float]) -> dict[str, Any]:
     """``{"count", "min_us", "max_us", "mean_us", "percentiles_us": [...]}``"""
+
 def histogram_from_values(values_us: list[int]) -> bytes:
     """An HDR V2 histogram of exactly these microsecond values (for known-answer tests)."""
 

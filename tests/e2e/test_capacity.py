@@ -32,8 +32,9 @@ def capacity_of(path: Path) -> dict[str, Any]:
 
 def find_max(horde_cli: HordeCli, port: int, *extra: str, timeout: float = 180) -> tuple[dict[str, Any], str]:
     out = horde_cli.tmp_path / "summary.json"
-    result = horde_cli.run("run", "--url", f"http://127.0.0.1:{port}/", "--find-max", "--summary-json", str(out), *extra,
-                           timeout=timeout)
+    result = horde_cli.run(
+        "run", "--url", f"http://127.0.0.1:{port}/", "--find-max", "--summary-json", str(out), *extra, timeout=timeout
+    )
     assert result.returncode == ExitCode.OK, result.stderr
     return capacity_of(out), result.stdout
 
@@ -48,8 +49,9 @@ def assert_steps_are_right(capacity: dict[str, Any], true_max: float) -> None:
 
 
 @pytest.mark.parametrize(("workers", "service_ms"), [(1, 10.0), (100, 10.0)], ids=["100-per-s", "10000-per-s"])
-def test_find_max_with_no_flags_lands_on_the_built_in_maximum(horde_cli: HordeCli, target_process: Any, workers: int,
-                                                              service_ms: float) -> None:
+def test_find_max_with_no_flags_lands_on_the_built_in_maximum(
+    horde_cli: HordeCli, target_process: Any, workers: int, service_ms: float
+) -> None:
     true_max = workers * 1000 / service_ms
     port = target_process("--workers", str(workers), "--service-ms", str(service_ms))
     capacity, stdout = find_max(horde_cli, port)
@@ -82,8 +84,20 @@ def test_target_response_time_from_a_cold_start_on_a_smooth_target(horde_cli: Ho
     port = target_process("--workers", "4", "--service-ms", "10", "--service-times", "exponential")
     url = f"http://127.0.0.1:{port}/"
     out = horde_cli.tmp_path / "summary.json"
-    result = horde_cli.run("run", "--url", url, "--target-response-ms", "40", "--percentile", "95", "--duration", "120s",
-                           "--summary-json", str(out), timeout=200)
+    result = horde_cli.run(
+        "run",
+        "--url",
+        url,
+        "--target-response-ms",
+        "40",
+        "--percentile",
+        "95",
+        "--duration",
+        "120s",
+        "--summary-json",
+        str(out),
+        timeout=200,
+    )
     assert result.returncode == ExitCode.OK, result.stderr
     summary = json.loads(out.read_text())
     capacity = summary["capacity"]
@@ -101,8 +115,20 @@ def test_target_response_time_from_a_cold_start_on_a_smooth_target(horde_cli: Ho
     assert "T held:" in result.stdout and "max sustainable" not in result.stdout
     # The highest rate holding T: 15 % more, held at a fixed rate, is over T.
     over = horde_cli.tmp_path / "over.json"
-    above = horde_cli.run("run", "--url", url, "--rate", f"{1.15 * capacity['max_rps']:.1f}", "--max-vus", "2000",
-                          "--duration", "15s", "--summary-json", str(over), timeout=60)
+    above = horde_cli.run(
+        "run",
+        "--url",
+        url,
+        "--rate",
+        f"{1.15 * capacity['max_rps']:.1f}",
+        "--max-vus",
+        "2000",
+        "--duration",
+        "15s",
+        "--summary-json",
+        str(over),
+        timeout=60,
+    )
     assert above.returncode == ExitCode.OK, above.stderr
     with Store.open(horde_cli.store_url) as store:
         fixed = [s for s in store.snapshots(json.loads(over.read_text())["run_id"]) if not s["final"]][3:]
@@ -116,7 +142,11 @@ def test_find_max_with_a_cpu_hog_on_the_generators_core(horde_cli: HordeCli, tar
     # The target on its own CPU; the generator and a busy loop that outranks it (nice -10 as
     # root) on the other: the generator gets a fraction of its core, in late slices.
     port = target_process("--workers", "4", "--service-ms", "10", cpus={target_cpu})
-    hog = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""\
+    hog = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""\
         import os, time
         os.sched_setaffinity(0, {{{generator_cpu}}})
         try:
@@ -126,7 +156,9 @@ def test_find_max_with_a_cpu_hog_on_the_generators_core(horde_cli: HordeCli, tar
         end = time.monotonic() + 170
         while time.monotonic() < end:
             pass
-        """)])
+        """),
+        ]
+    )
     try:
         horde_cli.cpus = {generator_cpu}
         capacity, _ = find_max(horde_cli, port, "--workers", "1", timeout=180)
@@ -138,4 +170,3 @@ def test_find_max_with_a_cpu_hog_on_the_generators_core(horde_cli: HordeCli, tar
     assert all(isinstance(step["set_aside_s"], int) for step in capacity["steps"])
     assert isinstance(capacity["set_aside_s"], int)
     assert all(step["saturated_reason"] != "generator_saturated" for step in capacity["steps"])
-

@@ -20,7 +20,8 @@ LATENCY = {"p50", "p90", "p95", "p99", "max"}
 
 def write_plan(directory: Path, port: int) -> Path:
     path = directory / "plan.yaml"
-    path.write_text(textwrap.dedent(f"""\
+    path.write_text(
+        textwrap.dedent(f"""\
         version: 1
         name: e2e
         target:
@@ -44,7 +45,8 @@ def write_plan(directory: Path, port: int) -> Path:
                 think_time: {{type: constant, duration_ms: 20}}
             workload: {{type: closed, start_vus: 1, stages: [{{duration_s: 2, vus: 1}}]}}
         graceful_stop_s: 2
-        """))
+        """)
+    )
     return path
 
 
@@ -139,7 +141,12 @@ def test_run_a_plan_then_show_and_list_it(horde_cli: HordeCli, builtin_target: A
     assert run_id in result.stdout and "finished" in result.stdout and "build=42" in result.stdout
     result = horde_cli.run("runs", "--json")
     [listed] = json.loads(result.stdout)
-    assert (listed["run_id"], listed["plan"], listed["status"], listed["tags"]) == (run_id, "e2e", "finished", {"build": "42"})
+    assert (listed["run_id"], listed["plan"], listed["status"], listed["tags"]) == (
+        run_id,
+        "e2e",
+        "finished",
+        {"build": "42"},
+    )
 
 
 def test_quick_url_closed_and_open(horde_cli: HordeCli, builtin_target: Any) -> None:
@@ -159,7 +166,11 @@ def test_quick_url_closed_and_open(horde_cli: HordeCli, builtin_target: Any) -> 
     assert opened["requests"] == pytest.approx(100, abs=3)
     record = stored(horde_cli, opened["run_id"])
     assert record.plan["scenarios"][0]["workload"] == {
-        "type": "open", "start_rate_per_s": 50.0, "stages": [{"duration_s": 2.0, "rate_per_s": 50.0}], "max_vus": 50, "arrivals": "uniform",
+        "type": "open",
+        "start_rate_per_s": 50.0,
+        "stages": [{"duration_s": 2.0, "rate_per_s": 50.0}],
+        "max_vus": 50,
+        "arrivals": "uniform",
     }
     assert record.parameters == {"rate": 50.0, "duration_s": 2.0, "workers": 1}
     assert_same_numbers(show_json(horde_cli, opened["run_id"]), {k: v for k, v in opened.items() if k != "_stdout"})
@@ -179,8 +190,19 @@ def test_flags_override_the_plan(horde_cli: HordeCli, builtin_target: Any) -> No
 def test_a_dead_target_is_data_not_a_crash(horde_cli: HordeCli) -> None:
     port = free_tcp_port()  # nothing listens there
     summary_path = horde_cli.tmp_path / "summary.json"
-    result = horde_cli.run("run", "--url", f"http://127.0.0.1:{port}/", "--vus", "1", "--duration", "2s",
-                           "--workers", "1", "--summary-json", str(summary_path))
+    result = horde_cli.run(
+        "run",
+        "--url",
+        f"http://127.0.0.1:{port}/",
+        "--vus",
+        "1",
+        "--duration",
+        "2s",
+        "--workers",
+        "1",
+        "--summary-json",
+        str(summary_path),
+    )
     # Not a crash: the run is stored and summed up; no connection at all has its own exit code.
     assert result.returncode == ExitCode.NO_CONNECTION, (result.stdout, result.stderr)
     assert "Traceback" not in result.stderr
@@ -198,8 +220,19 @@ def test_a_dead_target_is_data_not_a_crash(horde_cli: HordeCli) -> None:
 
 @pytest.mark.postgres
 def test_run_and_show_with_a_postgresql_store(horde_cli: HordeCli, builtin_target: Any, postgres_database: str) -> None:
-    summary = run_horde(horde_cli, "--url", f"http://127.0.0.1:{builtin_target.port}/delay/5", "--vus", "2",
-                        "--duration", "1s", "--workers", "1", "--store", postgres_database)
+    summary = run_horde(
+        horde_cli,
+        "--url",
+        f"http://127.0.0.1:{builtin_target.port}/delay/5",
+        "--vus",
+        "2",
+        "--duration",
+        "1s",
+        "--workers",
+        "1",
+        "--store",
+        postgres_database,
+    )
     stdout = summary.pop("_stdout")
     assert summary["requests"] > 0 and summary["errors"] == 0
     assert "postgresql+psycopg://" in stdout

@@ -22,22 +22,43 @@ def _write(horde_cli: HordeCli, plan: dict[str, Any]) -> Path:
 def _game_plan(port: int, password: str, *, gold: int) -> dict[str, Any]:
     credentials = {"login": "debug-{{ vu }}", "password": "pw-{{ vu }}"}
     return {
-        "version": 1, "name": "debug",
+        "version": 1,
+        "name": "debug",
         "target": {"base_url": f"http://127.0.0.1:{port}"},
-        "scenarios": [{
-            "name": "player",
-            "setup": [
-                {"name": "register", "method": "POST", "path": "/game/register", "json": credentials,
-                 "checks": [{"type": "status", "in": [201, 409]}]},
-                {"name": "login", "method": "POST", "path": "/game/login", "json": {**credentials, "password": password},
-                 "extract": [{"var": "token", "from": "json", "expression": "$.token"},
-                             {"var": "player", "from": "json", "expression": "$.player_id"}]},
-            ],
-            "steps": [{"name": "city", "method": "GET", "path": "/game/city",
-                       "headers": {"Authorization": "Bearer {{ token }}"},
-                       "checks": [{"type": "json", "expression": "$.resources.gold", "equals": gold}]}],
-            "workload": {"type": "closed", "start_vus": 3, "stages": [{"duration_s": 1, "vus": 3}]},
-        }],
+        "scenarios": [
+            {
+                "name": "player",
+                "setup": [
+                    {
+                        "name": "register",
+                        "method": "POST",
+                        "path": "/game/register",
+                        "json": credentials,
+                        "checks": [{"type": "status", "in": [201, 409]}],
+                    },
+                    {
+                        "name": "login",
+                        "method": "POST",
+                        "path": "/game/login",
+                        "json": {**credentials, "password": password},
+                        "extract": [
+                            {"var": "token", "from": "json", "expression": "$.token"},
+                            {"var": "player", "from": "json", "expression": "$.player_id"},
+                        ],
+                    },
+                ],
+                "steps": [
+                    {
+                        "name": "city",
+                        "method": "GET",
+                        "path": "/game/city",
+                        "headers": {"Authorization": "Bearer {{ token }}"},
+                        "checks": [{"type": "json", "expression": "$.resources.gold", "equals": gold}],
+                    }
+                ],
+                "workload": {"type": "closed", "start_vus": 3, "stages": [{"duration_s": 1, "vus": 3}]},
+            }
+        ],
     }
 
 
@@ -61,8 +82,9 @@ def test_debug_prints_the_first_n_exchanges_of_each_step_redacted(horde_cli: Hor
     assert "game/city HTTP/1.1" not in shown.stdout and "Authorization" not in shown.stdout
 
 
-def test_try_shows_the_extracted_variable_and_the_failing_check_and_exits_8(horde_cli: HordeCli,
-                                                                            builtin_target: Any) -> None:
+def test_try_shows_the_extracted_variable_and_the_failing_check_and_exits_8(
+    horde_cli: HordeCli, builtin_target: Any
+) -> None:
     plan = _write(horde_cli, _game_plan(builtin_target.port, "pw-{{ vu }}", gold=123456))
     done = horde_cli.run("try", str(plan))
     assert done.returncode == ExitCode.TRY_FAILED, done.stdout + done.stderr

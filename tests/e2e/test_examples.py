@@ -29,15 +29,27 @@ def run_summary(horde_cli: HordeCli, *args: str) -> dict[str, Any]:
 
 
 def test_the_game_plan_reads_the_same_in_yaml_and_python() -> None:
-    assert plan_to_json(load_plan(EXAMPLES / "game" / "plan.yaml")) == plan_to_json(load_plan(EXAMPLES / "game" / "plan_builder.py"))
+    assert plan_to_json(load_plan(EXAMPLES / "game" / "plan.yaml")) == plan_to_json(
+        load_plan(EXAMPLES / "game" / "plan_builder.py")
+    )
 
 
 def test_the_game_example_plays_every_action(horde_cli: HordeCli, target_process: Callable[..., int]) -> None:
     port = target_process()
     players, devices, ramp_up, duration = 12, 3, 1, 3
     summary = run_summary(
-        horde_cli, str(EXAMPLES / "game"), "--base-url", f"http://127.0.0.1:{port}",
-        "-p", f"players={players}", "-p", f"devices={devices}", "-p", f"ramp_up={ramp_up}", "-p", f"duration={duration}",
+        horde_cli,
+        str(EXAMPLES / "game"),
+        "--base-url",
+        f"http://127.0.0.1:{port}",
+        "-p",
+        f"players={players}",
+        "-p",
+        f"devices={devices}",
+        "-p",
+        f"ramp_up={ramp_up}",
+        "-p",
+        f"duration={duration}",
     )
     steps = summary["steps"]
     # Every player registered and logged in exactly once (setup), and every action was played.
@@ -61,7 +73,16 @@ def test_the_game_example_plays_every_action(horde_cli: HordeCli, target_process
 
 def test_the_quickstart_example_runs(horde_cli: HordeCli, target_process: Callable[..., int]) -> None:
     port = target_process()
-    summary = run_summary(horde_cli, str(EXAMPLES / "quickstart"), "--base-url", f"http://127.0.0.1:{port}", "--duration", "3s", "--ramp-up", "1s")
+    summary = run_summary(
+        horde_cli,
+        str(EXAMPLES / "quickstart"),
+        "--base-url",
+        f"http://127.0.0.1:{port}",
+        "--duration",
+        "3s",
+        "--ramp-up",
+        "1s",
+    )
     assert summary["errors"] == 0
     assert set(summary["steps"]) == {"home", "item"}
     assert summary["steps"]["item"]["latency_ms"]["p50"] >= 5.0  # /delay/5
@@ -74,8 +95,15 @@ def test_the_monitored_example_shows_the_diagnosis_in_its_report(horde_cli: Hord
     report = horde_cli.tmp_path / "report.html"
     # 12 s: the dead-tuple rule's 10 s window, and a little more.
     env = {**horde_cli.env, "DURATION": "12", "REPORT": str(report), "HORDE": str(HORDE_BIN), "PG_BINDIR": str(bindir)}
-    done = subprocess.run([str(EXAMPLES / "monitored" / "run.sh")], env=env, cwd=horde_cli.tmp_path, capture_output=True,
-                          text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [str(EXAMPLES / "monitored" / "run.sh")],
+        env=env,
+        cwd=horde_cli.tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-2000:] + done.stdout[-2000:]
     assert "diagnosis: pg: connections at max_connections: 12 of 12 from second" in done.stdout
     assert "diagnosis: pg: table public.items: dead tuples grew from" in done.stdout
@@ -91,16 +119,32 @@ def test_the_game_db_example_drives_the_seed_mix_and_reports_the_database_side(h
     report = horde_cli.tmp_path / "report.html"
     # Lean: the smallest fill and 8 s of load; the long read (a third of the run) is too short
     # here for the feedback rule's 5 s, so it is off.
-    env = {**horde_cli.env, "DURATION": "8", "SCALE": "1", "LONG_READ": "0", "REPORT": str(report),
-           "HORDE": str(HORDE_BIN), "PG_BINDIR": str(bindir)}
-    done = subprocess.run([str(EXAMPLES / "game-db" / "run.sh")], env=env, cwd=horde_cli.tmp_path, capture_output=True,
-                          text=True, timeout=120, check=False)
+    env = {
+        **horde_cli.env,
+        "DURATION": "8",
+        "SCALE": "1",
+        "LONG_READ": "0",
+        "REPORT": str(report),
+        "HORDE": str(HORDE_BIN),
+        "PG_BINDIR": str(bindir),
+    }
+    done = subprocess.run(
+        [str(EXAMPLES / "game-db" / "run.sh")],
+        env=env,
+        cwd=horde_cli.tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-2000:] + done.stdout[-2000:]
     shown = json.loads(horde_cli.run("show", "last", "--json").stdout)
     steps = shown["steps"]
     assert shown["errors"] == 0, shown["errors_by_kind"]
-    counts = {kind: sum(entry["requests"] for name, entry in steps.items() if name.startswith(kind + "_"))
-              for kind in ("select", "insert", "update", "delete")}
+    counts = {
+        kind: sum(entry["requests"] for name, entry in steps.items() if name.startswith(kind + "_"))
+        for kind in ("select", "insert", "update", "delete")
+    }
     total = sum(counts.values())
     for kind, weight in {"select": 83.0, "insert": 3.0, "update": 11.6, "delete": 1.6}.items():
         assert abs(100 * counts[kind] / total - weight) < 1.5, counts
@@ -122,8 +166,16 @@ def test_the_gateway_example_runs_over_kcp(horde_cli: HordeCli, target_process: 
         probe.bind(("127.0.0.1", 0))
         kcp_port = probe.getsockname()[1]
     target_process("--kcp-port", str(kcp_port))
-    summary = run_summary(horde_cli, str(EXAMPLES / "gateway" / "kcp.yaml"), "--base-url", f"kcp://127.0.0.1:{kcp_port}",
-                          "-p", "robots=4", "-p", "duration=2")
+    summary = run_summary(
+        horde_cli,
+        str(EXAMPLES / "gateway" / "kcp.yaml"),
+        "--base-url",
+        f"kcp://127.0.0.1:{kcp_port}",
+        "-p",
+        "robots=4",
+        "-p",
+        "duration=2",
+    )
     steps = summary["steps"]
     # KCP resends what the 10 % loss takes: every ping is answered, every robot joined its room.
     assert steps["rtt"]["requests"] > 20 and steps["rtt"]["errors"] == 0, steps["rtt"]
@@ -140,9 +192,15 @@ def test_the_gateway_example_compares_tcp_and_kcp_through_the_link(horde_cli: Ho
         import pytest
 
         pytest.skip("link.sh needs root, /dev/net/tun and ip (the emulated link)")
-    done = subprocess.run([str(EXAMPLES / "gateway" / "link.sh"), "-p", "robots=3", "-p", "duration=2"],
-                          env={**horde_cli.env, "HORDE": str(HORDE_BIN)}, cwd=horde_cli.tmp_path, capture_output=True,
-                          text=True, timeout=180, check=False)
+    done = subprocess.run(
+        [str(EXAMPLES / "gateway" / "link.sh"), "-p", "robots=3", "-p", "duration=2"],
+        env={**horde_cli.env, "HORDE": str(HORDE_BIN)},
+        cwd=horde_cli.tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     # Both runs, then the comparison, then the link's own account of what it dropped.
     assert "gateway-tcp" in done.stdout and "gateway-kcp" in done.stdout and " against " in done.stdout

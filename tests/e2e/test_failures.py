@@ -21,18 +21,23 @@ def _run(horde_cli: HordeCli, plan: dict[str, Any], *flags: str) -> tuple[int, s
     return done.returncode, done.stdout, json.loads((horde_cli.tmp_path / "summary.json").read_text())
 
 
-def _plan(base_url: str, steps: list[dict[str, Any]], setup: list[dict[str, Any]] | None = None,
-          **extra: Any) -> dict[str, Any]:
-    scenario: dict[str, Any] = {"name": "s", "steps": steps,
-                                "workload": {"type": "closed", "start_vus": 2, "stages": [{"duration_s": 1, "vus": 2}]}}
+def _plan(
+    base_url: str, steps: list[dict[str, Any]], setup: list[dict[str, Any]] | None = None, **extra: Any
+) -> dict[str, Any]:
+    scenario: dict[str, Any] = {
+        "name": "s",
+        "steps": steps,
+        "workload": {"type": "closed", "start_vus": 2, "stages": [{"duration_s": 1, "vus": 2}]},
+    }
     if setup:
         scenario["setup"] = setup
     return {"version": 1, "name": "failures", "target": {"base_url": base_url}, "scenarios": [scenario], **extra}
 
 
 def test_no_connection_is_said_first_times_nothing_and_exits_7(horde_cli: HordeCli) -> None:
-    plan = _plan("http://127.0.0.1:1", [{"name": "home", "method": "GET", "path": "/"}],
-                 thresholds=[{"condition": "p95 < 50ms"}])
+    plan = _plan(
+        "http://127.0.0.1:1", [{"name": "home", "method": "GET", "path": "/"}], thresholds=[{"condition": "p95 < 50ms"}]
+    )
     code, out, summary = _run(horde_cli, plan)
     assert code == ExitCode.NO_CONNECTION
     first = out.splitlines()[[line.startswith("!!") for line in out.splitlines()].index(True)]
@@ -49,14 +54,30 @@ def test_no_connection_is_said_first_times_nothing_and_exits_7(horde_cli: HordeC
 
 def test_details_checks_and_a_failed_setup_on_the_built_in_target(horde_cli: HordeCli, builtin_target: Any) -> None:
     base = f"http://127.0.0.1:{builtin_target.port}"
-    setup = [{"name": "login", "method": "GET", "path": "/status/401",
-              "extract": [{"var": "token", "from": "json", "expression": "$.token"}]}]
-    steps = [{"name": "busy", "method": "GET", "path": "/status/503",
-              "extract": [{"var": "id", "from": "json", "expression": "$.id"}]},
-             {"name": "uses_id", "method": "GET", "path": "/{{ id }}"},
-             {"name": "home", "method": "GET", "path": "/",
-              "checks": [{"type": "status", "in": [200]}, {"type": "body_contains", "text": "zzz"}],
-              "think_time": {"type": "constant", "duration_ms": 50}}]
+    setup = [
+        {
+            "name": "login",
+            "method": "GET",
+            "path": "/status/401",
+            "extract": [{"var": "token", "from": "json", "expression": "$.token"}],
+        }
+    ]
+    steps = [
+        {
+            "name": "busy",
+            "method": "GET",
+            "path": "/status/503",
+            "extract": [{"var": "id", "from": "json", "expression": "$.id"}],
+        },
+        {"name": "uses_id", "method": "GET", "path": "/{{ id }}"},
+        {
+            "name": "home",
+            "method": "GET",
+            "path": "/",
+            "checks": [{"type": "status", "in": [200]}, {"type": "body_contains", "text": "zzz"}],
+            "think_time": {"type": "constant", "duration_ms": 50},
+        },
+    ]
     code, out, failed_setup = _run(horde_cli, _plan(base, steps, setup))
     assert code == ExitCode.OK
     # The setup fails at its login: one status_401 per try, and not one behaviour step runs.
@@ -81,7 +102,9 @@ def test_details_checks_and_a_failed_setup_on_the_built_in_target(horde_cli: Hor
     assert '✗ home: body contains "zzz" — 0.00 % passed' in out
 
     shown = horde_cli.run("show", summary["run_id"])
-    assert "template_failed: path: variable 'id' is not set" in shown.stdout and "✓ home: status in [200]" in shown.stdout
+    assert (
+        "template_failed: path: variable 'id' is not set" in shown.stdout and "✓ home: status in [200]" in shown.stdout
+    )
 
 
 def test_stored_details_survive_the_store(horde_cli: HordeCli, tmp_path: Path) -> None:
@@ -107,7 +130,9 @@ def test_an_unset_password_env_is_a_located_plan_problem(horde_cli: HordeCli) ->
     for command in ("validate", "run"):
         done = horde_cli.run(command, str(path))
         assert done.returncode == ExitCode.INVALID_INPUT, (command, done.stdout, done.stderr)
-        assert "target.password_env: the environment variable 'HORDE_TEST_UNSET_PASSWORD' is not set" in done.stderr, done.stderr
+        assert "target.password_env: the environment variable 'HORDE_TEST_UNSET_PASSWORD' is not set" in done.stderr, (
+            done.stderr
+        )
         assert "hint: export it where horde runs (export HORDE_TEST_UNSET_PASSWORD=" in done.stderr, done.stderr
     horde_cli.env["HORDE_TEST_UNSET_PASSWORD"] = "set now"
     assert horde_cli.run("validate", str(path)).returncode == ExitCode.OK

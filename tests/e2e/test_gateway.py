@@ -42,7 +42,9 @@ def write(directory: Path, text: str) -> Path:
 
 def test_impaired_udp_pings_by_the_cli(horde_cli: HordeCli, target_process: Callable[..., int]) -> None:
     _, udp_port = gateway_ports(target_process)
-    plan = write(horde_cli.tmp_path, f"""\
+    plan = write(
+        horde_cli.tmp_path,
+        f"""\
         version: 1
         name: gateway
         target: {{base_url: "udp://127.0.0.1:{udp_port}"}}
@@ -54,7 +56,8 @@ def test_impaired_udp_pings_by_the_cli(horde_cli: HordeCli, target_process: Call
                   think_time: {{type: constant, duration_ms: 5}}}}
             workload: {{type: closed, start_vus: 10, stages: [{{duration_s: 3, vus: 10}}]}}
         graceful_stop_s: 1
-        """)
+        """,
+    )
     summary_path = horde_cli.tmp_path / "summary.json"
     result = horde_cli.run("run", str(plan), "--summary-json", str(summary_path), timeout=60)
     assert "Traceback" not in result.stderr, result.stderr
@@ -94,13 +97,28 @@ def test_impaired_udp_pings_by_the_cli(horde_cli: HordeCli, target_process: Call
     assert list(figures).index("chart-messages") == list(figures).index("chart-distribution") + 1
     assert all(chart["layout"]["meta"] == "time-axis" for chart in (traffic, trouble, rtt_chart))
     by_name = {trace["name"]: trace for chart in (traffic, trouble, rtt_chart) for trace in chart["data"]}
-    assert list(by_name) == ["messages sent/s", "messages received/s", "datagrams out/s", "datagrams in/s",
-                             "lost replies/s", "late replies/s", "KCP resends/s", "p50", "p90", "p95", "p99", "max"]
+    assert list(by_name) == [
+        "messages sent/s",
+        "messages received/s",
+        "datagrams out/s",
+        "datagrams in/s",
+        "lost replies/s",
+        "late replies/s",
+        "KCP resends/s",
+        "p50",
+        "p90",
+        "p95",
+        "p99",
+        "max",
+    ]
     # The full seconds' rates add up to the summary's counts, less its short final interval at most.
     seconds = len(by_name["messages sent/s"]["x"])
     assert seconds >= 3 and by_name["messages sent/s"]["x"] == by_name["lost replies/s"]["x"]
-    for name, count in (("messages sent/s", messages["sent"]), ("datagrams out/s", messages["datagrams_sent"]),
-                        ("lost replies/s", lost)):
+    for name, count in (
+        ("messages sent/s", messages["sent"]),
+        ("datagrams out/s", messages["datagrams_sent"]),
+        ("lost replies/s", lost),
+    ):
         assert 0.8 * count <= sum(by_name[name]["y"]) <= count * 1.01, (name, by_name[name]["y"], count)
     assert min(by_name["lost replies/s"]["y"]) > 0 and max(by_name["KCP resends/s"]["y"]) == 0
     # 20 ms each way: every second's median round trip is 40 ms and a little.
@@ -109,7 +127,9 @@ def test_impaired_udp_pings_by_the_cli(horde_cli: HordeCli, target_process: Call
 
 
 def test_a_bad_message_plan_is_located(horde_cli: HordeCli) -> None:
-    plan = write(horde_cli.tmp_path, """\
+    plan = write(
+        horde_cli.tmp_path,
+        """\
         version: 1
         target: {base_url: "tcp://127.0.0.1:7000", framing: {type: length, bytes: 3}}
         scenarios:
@@ -119,19 +139,27 @@ def test_a_bad_message_plan_is_located(horde_cli: HordeCli) -> None:
               - {type: ping, name: rtt, text: "ping"}
               - {type: send, name: move}
             workload: {type: closed, stages: [{duration_s: 1, vus: 1}]}
-        """)
+        """,
+    )
     result = horde_cli.run("validate", str(plan))
     assert result.returncode == ExitCode.INVALID_INPUT, (result.stdout, result.stderr)
     output = result.stdout + result.stderr
-    for located in ("target.framing.bytes", "scenarios[0].steps[0]", "the ping must carry its number", "scenarios[0].steps[1]",
-                    "needs exactly one of 'text', 'hex', 'base64' or 'json'"):
+    for located in (
+        "target.framing.bytes",
+        "scenarios[0].steps[0]",
+        "the ping must carry its number",
+        "scenarios[0].steps[1]",
+        "needs exactly one of 'text', 'hex', 'base64' or 'json'",
+    ):
         assert located in output, output
 
 
 def _peer_run(horde_cli: HordeCli, base_url: str) -> tuple[int, str, dict[str, Any]]:
     """A second of a VU saying hello and pinging ``base_url`` by the CLI: its exit code, its
     output, its summary."""
-    plan = write(horde_cli.tmp_path, f"""\
+    plan = write(
+        horde_cli.tmp_path,
+        f"""\
         version: 1
         name: unanswered
         target: {{base_url: "{base_url}"}}
@@ -142,7 +170,8 @@ def _peer_run(horde_cli: HordeCli, base_url: str) -> tuple[int, str, dict[str, A
               - {{type: ping, name: rtt, reply_seq: "pong (\\\\d+)", timeout_ms: 200}}
             workload: {{type: closed, start_vus: 1, stages: [{{duration_s: 1, vus: 1}}]}}
         graceful_stop_s: 1
-        """)
+        """,
+    )
     summary_path = horde_cli.tmp_path / "summary.json"
     result = horde_cli.run("run", str(plan), "--summary-json", str(summary_path), timeout=60)
     assert "Traceback" not in result.stderr, result.stderr
@@ -180,7 +209,9 @@ def test_a_silent_tcp_peer_ends_the_run_as_a_dead_target(horde_cli: HordeCli) ->
 
 def test_capacity_in_players_counts_messages(horde_cli: HordeCli, target_process: Callable[..., int]) -> None:
     tcp_port, _ = gateway_ports(target_process)
-    plan = write(horde_cli.tmp_path, f"""\
+    plan = write(
+        horde_cli.tmp_path,
+        f"""\
         version: 1
         target: {{base_url: "tcp://127.0.0.1:{tcp_port}"}}
         scenarios:
@@ -188,7 +219,8 @@ def test_capacity_in_players_counts_messages(horde_cli: HordeCli, target_process
             steps:
               - {{type: ping, name: rtt, reply_seq: "pong (\\\\d+)", think_time: {{type: constant, duration_ms: 10}}}}
             workload: {{type: closed, start_vus: 4, stages: [{{duration_s: 2, vus: 4}}]}}
-        """)
+        """,
+    )
     summary_path = horde_cli.tmp_path / "summary.json"
     result = horde_cli.run("run", str(plan), "--per-user-rate", "43", "--summary-json", str(summary_path), timeout=60)
     assert result.returncode == 0, result.stderr
@@ -202,13 +234,16 @@ def test_capacity_in_players_counts_messages(horde_cli: HordeCli, target_process
     assert "users supported at 43 messages/s each" in result.stdout, result.stdout
 
 
-def test_target_response_time_on_a_gateway_says_when_t_is_out_of_reach(horde_cli: HordeCli,
-                                                                       target_process: Callable[..., int]) -> None:
+def test_target_response_time_on_a_gateway_says_when_t_is_out_of_reach(
+    horde_cli: HordeCli, target_process: Callable[..., int]
+) -> None:
     # Pings over loopback to the built-in gateway answer in well under a millisecond at any of
     # the allowed levels: the steering climbs to the plan's max and says T was not reached
     # there (never "held"), with the messages a second it measured at the highest level.
     tcp_port, _ = gateway_ports(target_process)
-    plan = write(horde_cli.tmp_path, f"""\
+    plan = write(
+        horde_cli.tmp_path,
+        f"""\
         version: 1
         target: {{base_url: "tcp://127.0.0.1:{tcp_port}"}}
         scenarios:
@@ -217,7 +252,8 @@ def test_target_response_time_on_a_gateway_says_when_t_is_out_of_reach(horde_cli
               - {{type: ping, name: rtt, reply_seq: "pong (\\\\d+)", think_time: {{type: constant, duration_ms: 10}}}}
             workload: {{type: closed, start_vus: 1, stages: [{{duration_s: 1, vus: 1}}]}}
         steer: {{type: target_response_time, target_ms: 20, max: 12, duration_s: 25}}
-        """)
+        """,
+    )
     summary_path = horde_cli.tmp_path / "summary.json"
     result = horde_cli.run("run", str(plan), "--summary-json", str(summary_path), timeout=90)
     assert result.returncode == 0, result.stderr
@@ -233,8 +269,21 @@ def test_a_websocket_chat_by_the_cli(horde_cli: HordeCli, target_process: Callab
     port = target_process()
     plan = Path(__file__).resolve().parents[2] / "examples" / "gateway" / "websocket.yaml"
     summary_path = horde_cli.tmp_path / "summary.json"
-    result = horde_cli.run("run", str(plan), "--base-url", f"ws://127.0.0.1:{port}", "-p", "users=4", "-p", "rooms=2",
-                           "-p", "duration=2", "--summary-json", str(summary_path), timeout=60)
+    result = horde_cli.run(
+        "run",
+        str(plan),
+        "--base-url",
+        f"ws://127.0.0.1:{port}",
+        "-p",
+        "users=4",
+        "-p",
+        "rooms=2",
+        "-p",
+        "duration=2",
+        "--summary-json",
+        str(summary_path),
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr[-2000:] + result.stdout[-2000:]
     summary: dict[str, Any] = json.loads(summary_path.read_text())
     steps = summary["steps"]
@@ -251,7 +300,9 @@ def test_a_websocket_chat_by_the_cli(horde_cli: HordeCli, target_process: Callab
     assert "messages:" in result.stdout and "say: sent" in result.stdout, result.stdout
 
 
-def test_try_shows_what_message_steps_sent_and_received(horde_cli: HordeCli, target_process: Callable[..., int]) -> None:
+def test_try_shows_what_message_steps_sent_and_received(
+    horde_cli: HordeCli, target_process: Callable[..., int]
+) -> None:
     # One VU of each scenario of the WebSocket example: the upgrade each connection made, the
     # chatter's messages out and the room's back (8 each way kept, the rest counted), the ping
     # and its answer; the login's token redacted in the upgrade as everywhere.
@@ -260,13 +311,16 @@ def test_try_shows_what_message_steps_sent_and_received(horde_cli: HordeCli, tar
     done = horde_cli.run("try", str(plan), "--base-url", f"ws://127.0.0.1:{port}", "-p", "frames=20", timeout=60)
     assert done.returncode == 0, done.stderr[-2000:] + done.stdout[-2000:]
     out = done.stdout
-    join = out[out.index("── chatters › join"):out.index("── chatters › say")]
+    join = out[out.index("── chatters › join") : out.index("── chatters › say")]
     assert re.search(r"^> \(WebSocket upgrade at 127\.0\.0\.1:\d+/ws/rooms/room-0\)$", join, re.M), join
     assert "(not sent)" not in join and "(no response)" not in out
-    say = out[out.index("── chatters › say"):out.index("scenario pingers")]
+    say = out[out.index("── chatters › say") : out.index("scenario pingers")]
     sent = re.findall(r"^> say 0 (\d+)$", say, re.M)
     assert sent == [str(n) for n in range(1, 9)], say
-    assert re.search(r"^> … and \d+ more$", say, re.M) and re.findall(r"^< say 0 (\d+)$", say, re.M)[:2] == ["1", "2"], say
-    rtt = out[out.index("── pingers › rtt"):]
+    assert re.search(r"^> … and \d+ more$", say, re.M) and re.findall(r"^< say 0 (\d+)$", say, re.M)[:2] == [
+        "1",
+        "2",
+    ], say
+    rtt = out[out.index("── pingers › rtt") :]
     assert re.search(r"^> ping \d+$", rtt, re.M) and re.search(r"^< ping \d+$", rtt, re.M), rtt
     assert re.search(r"^  ok in \d+\.\d+ ms$", rtt, re.M), rtt

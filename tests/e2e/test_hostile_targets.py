@@ -24,8 +24,17 @@ from conftest import HORDE_BIN, HordeCli, free_tcp_port
 from horde.errors import ExitCode
 
 
-def write_plan(directory: Path, base_url: str, *, vus: int = 3, seconds: float = 1.0, grace_s: float = 0.5,
-               path: str = "/", target: str = "", step: str = "") -> Path:
+def write_plan(
+    directory: Path,
+    base_url: str,
+    *,
+    vus: int = 3,
+    seconds: float = 1.0,
+    grace_s: float = 0.5,
+    path: str = "/",
+    target: str = "",
+    step: str = "",
+) -> Path:
     plan = directory / "plan.yaml"
     plan.write_text(
         "version: 1\n"
@@ -65,12 +74,14 @@ def stalled_target(request: pytest.FixtureRequest) -> Iterator[int]:
             for connection in list(held):
                 offset = sent.get(id(connection), 0)
                 try:
-                    connection.send(line[offset % len(line):offset % len(line) + 1])
+                    connection.send(line[offset % len(line) : offset % len(line) + 1])
                 except OSError:
                     pass
                 sent[id(connection)] = offset + 1
 
-    threads = [threading.Thread(target=serve, daemon=True)] + ([threading.Thread(target=drip, daemon=True)] if dribble else [])
+    threads = [threading.Thread(target=serve, daemon=True)] + (
+        [threading.Thread(target=drip, daemon=True)] if dribble else []
+    )
     for thread in threads:
         thread.start()
     try:
@@ -90,7 +101,9 @@ def run_measured(horde_cli: HordeCli, *args: str, timeout_s: float = 60) -> tupl
     out_path, err_path = horde_cli.tmp_path / "out.txt", horde_cli.tmp_path / "err.txt"
     began = time.monotonic()
     with out_path.open("w") as out, err_path.open("w") as err:
-        proc = subprocess.Popen([str(HORDE_BIN), *args], env=horde_cli.env, cwd=horde_cli.tmp_path, stdout=out, stderr=err)
+        proc = subprocess.Popen(
+            [str(HORDE_BIN), *args], env=horde_cli.env, cwd=horde_cli.tmp_path, stdout=out, stderr=err
+        )
         deadline = began + timeout_s
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -104,13 +117,17 @@ def run_measured(horde_cli: HordeCli, *args: str, timeout_s: float = 60) -> tupl
     return proc.returncode, out_path.read_text(), err_path.read_text(), usage.ru_maxrss * 1024, time.monotonic() - began
 
 
-def test_a_target_that_never_answers_is_counted_as_cut_said_loudly_and_exits_7(horde_cli: HordeCli, stalled_target: int) -> None:
+def test_a_target_that_never_answers_is_counted_as_cut_said_loudly_and_exits_7(
+    horde_cli: HordeCli, stalled_target: int
+) -> None:
     # The default 30 s request timeout outlives the 1 s run: before issue 16 the run said
     # "finished, 0 requests, 0 errors"; then it said "nothing completed" and exited 0, and a CI
     # job against a stalled target was green.
     plan = write_plan(horde_cli.tmp_path, f"http://127.0.0.1:{stalled_target}")
     summary_path = horde_cli.tmp_path / "summary.json"
-    code, out, err, _, took = run_measured(horde_cli, "run", str(plan), "--workers", "1", "--summary-json", str(summary_path))
+    code, out, err, _, took = run_measured(
+        horde_cli, "run", str(plan), "--workers", "1", "--summary-json", str(summary_path)
+    )
     assert code == ExitCode.NO_CONNECTION == 7, (out, err)
     assert took < 1.0 + 0.5 + 6, f"{took:.1f} s"  # stages, grace, start-up and store
     summary = json.loads(summary_path.read_text())
@@ -120,8 +137,11 @@ def test_a_target_that_never_answers_is_counted_as_cut_said_loudly_and_exits_7(h
     first = next(index for index, line in enumerate(summary_lines) if "never answered" in line)
     # Not the words of a refused port: the connections opened, nothing came back on them.
     assert summary_lines[first].startswith(
-        "!! the target never answered: 3 connections opened, not one of the 3 requests got a response (cut 3)")
-    assert not any(line.startswith("┏") or "all requests" in line for line in summary_lines[:first]), "the line comes first"
+        "!! the target never answered: 3 connections opened, not one of the 3 requests got a response (cut 3)"
+    )
+    assert not any(line.startswith("┏") or "all requests" in line for line in summary_lines[:first]), (
+        "the line comes first"
+    )
     assert "cut: requests were still waiting" in out
     shown = horde_cli.run("show", summary["run_id"])
     assert "!! the target never answered" in shown.stdout
@@ -131,7 +151,9 @@ def test_a_refused_port_is_retried_with_backoff_and_the_summary_counts_it(horde_
     port = free_tcp_port()
     plan = write_plan(horde_cli.tmp_path, f"http://127.0.0.1:{port}", vus=4, seconds=2.0)
     summary_path = horde_cli.tmp_path / "summary.json"
-    code, out, err, _, _ = run_measured(horde_cli, "run", str(plan), "--workers", "1", "--summary-json", str(summary_path))
+    code, out, err, _, _ = run_measured(
+        horde_cli, "run", str(plan), "--workers", "1", "--summary-json", str(summary_path)
+    )
     assert code == ExitCode.NO_CONNECTION, (out, err)
     summary = json.loads(summary_path.read_text())
     assert set(summary["errors_by_kind"]) == {"refused"}
@@ -153,13 +175,17 @@ def test_a_body_check_keeps_memory_bounded(horde_cli: HordeCli, builtin_target: 
     for name, step in (("without", ""), ("with", ", checks: [{type: body_contains, text: needle}]")):
         plan = write_plan(horde_cli.tmp_path, url, vus=20, seconds=2.0, grace_s=2.0, path=body, step=step)
         summary_path = horde_cli.tmp_path / f"summary-{name}.json"
-        code, out, err, peak, _ = run_measured(horde_cli, "run", str(plan), "--workers", "1", "--summary-json", str(summary_path))
+        code, out, err, peak, _ = run_measured(
+            horde_cli, "run", str(plan), "--workers", "1", "--summary-json", str(summary_path)
+        )
         assert code == 0, (out, err)
         summary = json.loads(summary_path.read_text())
         assert summary["requests"] >= 20
         peaks[name] = peak
         if name == "with":
-            assert set(summary["errors_by_kind"]) <= {"body_too_large", "cut"} and summary["errors_by_kind"].get("body_too_large")
+            assert set(summary["errors_by_kind"]) <= {"body_too_large", "cut"} and summary["errors_by_kind"].get(
+                "body_too_large"
+            )
             assert "body_too_large: a check or extractor needed a body longer than" in out
     print(f"peak RSS: {peaks['without'] >> 20} MiB without the check, {peaks['with'] >> 20} MiB with it")
     assert peaks["with"] < peaks["without"] + (64 << 20), peaks

@@ -23,7 +23,8 @@ GRACE_S = 2
 
 def write_plan(directory: Path, port: int, *, path: str = "/delay/50", grace_s: float = GRACE_S) -> Path:
     plan = directory / "plan.yaml"
-    plan.write_text(textwrap.dedent(f"""\
+    plan.write_text(
+        textwrap.dedent(f"""\
         version: 1
         name: long
         target: {{base_url: "http://127.0.0.1:{port}"}}
@@ -32,7 +33,8 @@ def write_plan(directory: Path, port: int, *, path: str = "/delay/50", grace_s: 
             steps: [{{name: slow, method: GET, path: {path}}}]
             workload: {{type: closed, start_vus: 5, stages: [{{duration_s: 20, vus: 5}}]}}
         graceful_stop_s: {grace_s}
-        """))
+        """)
+    )
     return plan
 
 
@@ -93,10 +95,14 @@ def assert_runs_and_show_agree(horde_cli: HordeCli, run_id: str, status: str) ->
     return shown
 
 
-@pytest.mark.parametrize(("stop_signal", "code"), [(signal.SIGINT, ExitCode.INTERRUPTED), (signal.SIGTERM, ExitCode.TERMINATED),
-                                                    (signal.SIGHUP, ExitCode.HUNG_UP)], ids=["ctrl-c", "SIGTERM", "SIGHUP"])
-def test_a_stop_signal_stops_gracefully_and_keeps_the_run(horde_cli: HordeCli, builtin_target: Any,
-                                                          stop_signal: signal.Signals, code: ExitCode) -> None:
+@pytest.mark.parametrize(
+    ("stop_signal", "code"),
+    [(signal.SIGINT, ExitCode.INTERRUPTED), (signal.SIGTERM, ExitCode.TERMINATED), (signal.SIGHUP, ExitCode.HUNG_UP)],
+    ids=["ctrl-c", "SIGTERM", "SIGHUP"],
+)
+def test_a_stop_signal_stops_gracefully_and_keeps_the_run(
+    horde_cli: HordeCli, builtin_target: Any, stop_signal: signal.Signals, code: ExitCode
+) -> None:
     # Ctrl-C; what a CI cancellation, Kubernetes or `timeout` sends (SIGTERM); a closed terminal
     # (SIGHUP): each drains, summarises, writes out and stores the run, with its own exit code.
     plan = write_plan(horde_cli.tmp_path, builtin_target.port)

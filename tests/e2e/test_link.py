@@ -30,7 +30,6 @@ from conftest import HORDE_BIN, HordeCli
 from horde.errors import ExitCode
 
 
-
 def _link_missing() -> str | None:
     """Why no link can be built here (None: it can): not root, no TUN, no ``ip``, or a
     container that forbids namespaces; a link is built and torn down to find out."""
@@ -51,7 +50,9 @@ def _link_missing() -> str | None:
 LINK_MISSING = _link_missing()
 if LINK_MISSING is not None and os.environ.get("HORDE_REQUIRE_LINK") == "1":
     raise RuntimeError(f"HORDE_REQUIRE_LINK=1 but the link cannot be built here: {LINK_MISSING}")
-needs_link = pytest.mark.skipif(LINK_MISSING is not None, reason=f"horde link needs root, /dev/net/tun and ip: {LINK_MISSING}")
+needs_link = pytest.mark.skipif(
+    LINK_MISSING is not None, reason=f"horde link needs root, /dev/net/tun and ip: {LINK_MISSING}"
+)
 
 TCP_PORT, KCP_PORT = 7000, 7002
 
@@ -60,8 +61,21 @@ class LinkedGateway:
     """``horde link FLAGS -- horde target --tcp-port --kcp-port`` in its own process."""
 
     def __init__(self, horde_cli: HordeCli, *flags: str) -> None:
-        self.process = horde_cli.popen("link", *flags, "--", str(HORDE_BIN), "target", "--host", "0.0.0.0", "--port", "0",
-                                       "--tcp-port", str(TCP_PORT), "--kcp-port", str(KCP_PORT))
+        self.process = horde_cli.popen(
+            "link",
+            *flags,
+            "--",
+            str(HORDE_BIN),
+            "target",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "0",
+            "--tcp-port",
+            str(TCP_PORT),
+            "--kcp-port",
+            str(KCP_PORT),
+        )
         assert self.process.stdout is not None
         first = self.process.stdout.readline()
         found = re.search(r"namespace (\S+), reach it at ([\d.]+)", first)
@@ -104,12 +118,15 @@ def left_behind(namespace: str) -> list[str]:
     return ([namespace] if namespace in namespaces.split() else []) + re.findall(rf"\bhl{pid_and_number}[oi]\b", links)
 
 
-def ping_run(horde_cli: HordeCli, transport: str, address: str, *, vus: int, duration_s: int, think_ms: int) -> dict[str, Any]:
+def ping_run(
+    horde_cli: HordeCli, transport: str, address: str, *, vus: int, duration_s: int, think_ms: int
+) -> dict[str, Any]:
     """A ping loop over ``transport`` against the linked gateway; the ping step's summary."""
     port = TCP_PORT if transport == "tcp" else KCP_PORT
     kcp = ", kcp: {nodelay: true, interval_ms: 10, resend: 2, no_congestion_window: true}" if transport == "kcp" else ""
     plan = horde_cli.tmp_path / f"{transport}.yaml"
-    plan.write_text(textwrap.dedent(f"""\
+    plan.write_text(
+        textwrap.dedent(f"""\
         version: 1
         name: link-{transport}
         target: {{base_url: "{transport}://{address}:{port}"{kcp}}}
@@ -120,7 +137,8 @@ def ping_run(horde_cli: HordeCli, transport: str, address: str, *, vus: int, dur
                   think_time: {{type: constant, duration_ms: {think_ms}}}}}
             workload: {{type: closed, start_vus: {vus}, stages: [{{duration_s: {duration_s}, vus: {vus}}}]}}
         graceful_stop_s: 10
-        """))
+        """)
+    )
     summary_path = horde_cli.tmp_path / f"{transport}.json"
     result = horde_cli.run("run", str(plan), "--summary-json", str(summary_path), timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -129,7 +147,9 @@ def ping_run(horde_cli: HordeCli, transport: str, address: str, *, vus: int, dur
 
 
 @needs_link
-def test_a_plain_link_answers_every_ping_and_sigterm_leaves_nothing(horde_cli: HordeCli, linked: list[LinkedGateway]) -> None:
+def test_a_plain_link_answers_every_ping_and_sigterm_leaves_nothing(
+    horde_cli: HordeCli, linked: list[LinkedGateway]
+) -> None:
     gateway = LinkedGateway(horde_cli)
     linked.append(gateway)
     rtt = ping_run(horde_cli, "tcp", gateway.address, vus=5, duration_s=2, think_ms=10)
@@ -151,7 +171,9 @@ def test_twenty_ms_each_way_is_forty_ms_round_trip(horde_cli: HordeCli, linked: 
 
 
 @needs_link
-def test_under_loss_tcp_delivers_everything_and_kcp_has_the_shorter_tail(horde_cli: HordeCli, linked: list[LinkedGateway]) -> None:
+def test_under_loss_tcp_delivers_everything_and_kcp_has_the_shorter_tail(
+    horde_cli: HordeCli, linked: list[LinkedGateway]
+) -> None:
     # The field report's study: 20 ms each way, 10 % random loss each way, a ping every 100 ms.
     gateway = LinkedGateway(horde_cli, "--delay-ms", "20", "--loss-percent", "10", "--seed", "7")
     linked.append(gateway)
@@ -212,7 +234,15 @@ def test_the_netem_probe_answers_without_changing_anything() -> None:
 
     # This machine's kernel has no netem; elsewhere the probe may say yes. Either way it leaves
     # no qdisc behind: it tried on a throwaway namespace's loopback.
-    before = subprocess.run(["tc", "qdisc", "show"], capture_output=True, text=True, check=False).stdout if shutil.which("tc") else ""
+    before = (
+        subprocess.run(["tc", "qdisc", "show"], capture_output=True, text=True, check=False).stdout
+        if shutil.which("tc")
+        else ""
+    )
     assert netem_available() in (True, False)
-    after = subprocess.run(["tc", "qdisc", "show"], capture_output=True, text=True, check=False).stdout if shutil.which("tc") else ""
+    after = (
+        subprocess.run(["tc", "qdisc", "show"], capture_output=True, text=True, check=False).stdout
+        if shutil.which("tc")
+        else ""
+    )
     assert before == after

@@ -22,15 +22,17 @@ def two_scenario_plan(port: int, seconds: float) -> Plan:
     workload = {"type": "closed", "start_vus": VUS, "stages": [{"duration_s": seconds, "vus": VUS}]}
     get = {"name": "get", "method": "GET", "path": "/"}
     think = {"type": "think", "think_time": {"type": "constant", "duration_ms": PAUSE_S * 1000}}
-    return plan_from_dict({
-        "version": 1,
-        "graceful_stop_s": 2,
-        "target": {"base_url": f"http://127.0.0.1:{port}"},
-        "scenarios": [
-            {"name": "paced", "pacing_s": PAUSE_S, "steps": [get], "workload": workload},
-            {"name": "thinking", "steps": [get, think], "workload": workload},
-        ],
-    })
+    return plan_from_dict(
+        {
+            "version": 1,
+            "graceful_stop_s": 2,
+            "target": {"base_url": f"http://127.0.0.1:{port}"},
+            "scenarios": [
+                {"name": "paced", "pacing_s": PAUSE_S, "steps": [get], "workload": workload},
+                {"name": "thinking", "steps": [get, think], "workload": workload},
+            ],
+        }
+    )
 
 
 def requests_of(snapshot: dict[str, Any], scenario: str) -> int:
@@ -88,7 +90,8 @@ def test_target_response_time_steers_the_pace_of_a_fixed_population(horde_cli: A
 
     port = target_process("--workers", "4", "--service-ms", "10", "--service-times", "exponential")
     plan = horde_cli.tmp_path / "plan.yaml"
-    plan.write_text(textwrap.dedent(f"""\
+    plan.write_text(
+        textwrap.dedent(f"""\
         version: 1
         name: paced-players
         target: {{base_url: "http://127.0.0.1:{port}"}}
@@ -98,7 +101,8 @@ def test_target_response_time_steers_the_pace_of_a_fixed_population(horde_cli: A
               - {{name: get, method: GET, path: /, think_time: {{type: exponential, mean_ms: 400}}}}
             workload: {{type: closed, start_vus: 40, stages: [{{duration_s: 1, vus: 40}}]}}
         steer: {{type: target_response_time, target_ms: 40, by: pace, duration_s: 80}}
-        """))
+        """)
+    )
     out = horde_cli.tmp_path / "summary.json"
     result = horde_cli.run("run", str(plan), "--summary-json", str(out), timeout=200)
     assert result.returncode == 0, result.stderr
@@ -113,8 +117,20 @@ def test_target_response_time_steers_the_pace_of_a_fixed_population(horde_cli: A
     last = seconds[-20:]
     rate = measure(last).ok_rps
     check = horde_cli.tmp_path / "check.json"
-    fixed = horde_cli.run("run", "--url", f"http://127.0.0.1:{port}/", "--rate", f"{rate:.1f}", "--max-vus", "500",
-                          "--duration", "20s", "--summary-json", str(check), timeout=60)
+    fixed = horde_cli.run(
+        "run",
+        "--url",
+        f"http://127.0.0.1:{port}/",
+        "--rate",
+        f"{rate:.1f}",
+        "--max-vus",
+        "500",
+        "--duration",
+        "20s",
+        "--summary-json",
+        str(check),
+        timeout=60,
+    )
     assert fixed.returncode == 0, fixed.stderr
     with Store.open(horde_cli.store_url) as store:
         open_seconds = [s for s in store.snapshots(json.loads(check.read_text())["run_id"]) if not s["final"]][3:]

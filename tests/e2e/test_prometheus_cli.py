@@ -16,7 +16,8 @@ from horde.errors import ExitCode
 
 def test_a_running_run_is_scraped_with_its_run_id(horde_cli: HordeCli, builtin_target: Any) -> None:
     plan = horde_cli.tmp_path / "plan.yaml"
-    plan.write_text(textwrap.dedent(f"""\
+    plan.write_text(
+        textwrap.dedent(f"""\
         version: 1
         name: scraped
         target: {{base_url: "http://127.0.0.1:{builtin_target.port}"}}
@@ -24,7 +25,8 @@ def test_a_running_run_is_scraped_with_its_run_id(horde_cli: HordeCli, builtin_t
           - name: api
             steps: [{{name: get, method: GET, path: /delay/5}}]
             workload: {{type: closed, start_vus: 2, stages: [{{duration_s: 4, vus: 2}}]}}
-        """))
+        """)
+    )
     port = free_tcp_port()
     out = horde_cli.tmp_path / "summary.json"
     running = horde_cli.popen("run", str(plan), "--prometheus", str(port), "--summary-json", str(out))
@@ -52,8 +54,17 @@ def test_a_port_in_use_stops_the_run_before_any_load(horde_cli: HordeCli, builti
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = horde_cli.run("run", "--url", f"http://127.0.0.1:{builtin_target.port}/", "--vus", "1",
-                               "--duration", "1s", "--prometheus", str(port))
+        result = horde_cli.run(
+            "run",
+            "--url",
+            f"http://127.0.0.1:{builtin_target.port}/",
+            "--vus",
+            "1",
+            "--duration",
+            "1s",
+            "--prometheus",
+            str(port),
+        )
     assert result.returncode == ExitCode.INVALID_INPUT, result.stderr
     assert "already in use" in result.stderr and "hint:" in result.stderr
     assert json.loads(horde_cli.run("runs", "--json").stdout) == []

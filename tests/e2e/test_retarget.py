@@ -18,15 +18,21 @@ from horde.store import Store
 
 
 def plan_for(port: int, workload: dict[str, Any], scenarios: int = 1) -> Any:
-    return plan_from_dict({
-        "version": 1,
-        "target": {"base_url": f"http://127.0.0.1:{port}"},
-        "scenarios": [
-            {"name": f"s{index}", "steps": [{"name": "get", "method": "GET", "path": "/"}], "workload": workload,
-             "weight": index + 1}
-            for index in range(scenarios)
-        ],
-    })
+    return plan_from_dict(
+        {
+            "version": 1,
+            "target": {"base_url": f"http://127.0.0.1:{port}"},
+            "scenarios": [
+                {
+                    "name": f"s{index}",
+                    "steps": [{"name": "get", "method": "GET", "path": "/"}],
+                    "workload": workload,
+                    "weight": index + 1,
+                }
+                for index in range(scenarios)
+            ],
+        }
+    )
 
 
 def requests_of(snapshot: dict[str, Any]) -> int:
@@ -34,8 +40,10 @@ def requests_of(snapshot: dict[str, Any]) -> int:
 
 
 def test_open_rate_moves_at_once_and_keeps_arrivals_exact(builtin_target: Any) -> None:
-    plan = plan_for(builtin_target.port, {"type": "open", "start_rate_per_s": 100,
-                                          "stages": [{"duration_s": 6, "rate_per_s": 100}], "max_vus": 50})
+    plan = plan_for(
+        builtin_target.port,
+        {"type": "open", "start_rate_per_s": 100, "stages": [{"duration_s": 6, "rate_per_s": 100}], "max_vus": 50},
+    )
     seen: dict[int, dict[str, Any]] = {}
     with Run.start(plan, workers=2) as run:
         for snapshot in run:
@@ -50,8 +58,9 @@ def test_open_rate_moves_at_once_and_keeps_arrivals_exact(builtin_target: Any) -
 
 
 def test_closed_vus_spread_by_weight_with_a_ramp(builtin_target: Any) -> None:
-    plan = plan_for(builtin_target.port, {"type": "closed", "start_vus": 3, "stages": [{"duration_s": 7, "vus": 3}]},
-                    scenarios=2)
+    plan = plan_for(
+        builtin_target.port, {"type": "closed", "start_vus": 3, "stages": [{"duration_s": 7, "vus": 3}]}, scenarios=2
+    )
     seen: dict[int, dict[str, Any]] = {}
     with Run.start(plan, workers=2) as run:
         for snapshot in run:
@@ -83,14 +92,16 @@ def test_set_load_refuses_what_the_run_cannot_do(builtin_target: Any) -> None:
 
 def test_retarget_from_another_process(horde_cli: HordeCli, builtin_target: Any) -> None:
     plan = horde_cli.tmp_path / "plan.yaml"
-    plan.write_text(textwrap.dedent(f"""\
+    plan.write_text(
+        textwrap.dedent(f"""\
         version: 1
         target: {{base_url: "http://127.0.0.1:{builtin_target.port}"}}
         scenarios:
           - name: api
             steps: [{{name: get, method: GET, path: /delay/10}}]
             workload: {{type: closed, start_vus: 2, stages: [{{duration_s: 8, vus: 2}}]}}
-        """))
+        """)
+    )
     out = horde_cli.tmp_path / "summary.json"
     running = horde_cli.popen("run", str(plan), "--summary-json", str(out))
     try:

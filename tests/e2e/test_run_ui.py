@@ -15,7 +15,8 @@ from horde.store import Store
 
 def test_the_dashboard_serves_and_stops_the_run(horde_cli: HordeCli, builtin_target: Any) -> None:
     plan = horde_cli.tmp_path / "plan.yaml"
-    plan.write_text(textwrap.dedent(f"""\
+    plan.write_text(
+        textwrap.dedent(f"""\
         version: 1
         name: watched
         target: {{base_url: "http://127.0.0.1:{builtin_target.port}"}}
@@ -23,7 +24,8 @@ def test_the_dashboard_serves_and_stops_the_run(horde_cli: HordeCli, builtin_tar
           - name: api
             steps: [{{name: get, method: GET, path: /delay/5}}]
             workload: {{type: closed, start_vus: 2, stages: [{{duration_s: 60, vus: 2}}]}}
-        """))
+        """)
+    )
     port = free_tcp_port()
     running = horde_cli.popen("run", str(plan), "--ui", "--ui-port", str(port))
     base = f"http://127.0.0.1:{port}"
@@ -38,8 +40,12 @@ def test_the_dashboard_serves_and_stops_the_run(horde_cli: HordeCli, builtin_tar
             except OSError:
                 continue
         assert summary.get("summary", {}).get("requests"), summary
-        stop = urllib.request.Request(f"{base}/api/runs/last/control", data=b'{"stop": true}', method="POST",
-                                      headers={"Content-Type": "application/json"})
+        stop = urllib.request.Request(
+            f"{base}/api/runs/last/control",
+            data=b'{"stop": true}',
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        )
         with urllib.request.urlopen(stop, timeout=10) as response:
             assert json.loads(response.read())["applied"] is True
         running.communicate(timeout=30)

@@ -54,7 +54,8 @@ def _store_bytes(horde_cli: HordeCli) -> bytes:
 
 def test_a_planted_secret_reaches_no_output(horde_cli: HordeCli, builtin_target: Any) -> None:
     plan = horde_cli.tmp_path / "plan.yaml"
-    plan.write_text(textwrap.dedent(f"""\
+    plan.write_text(
+        textwrap.dedent(f"""\
         version: 1
         name: secrets
         parameters: {{upstream: "none", api_token: "none"}}
@@ -74,27 +75,52 @@ def test_a_planted_secret_reaches_no_output(horde_cli: HordeCli, builtin_target:
                 json: {{user: me, password: "{{{{ params.api_token }}}}", credentials: {{user: "{NESTED_MARKER}", keys: ["{NESTED_MARKER}"]}}}}
             workload: {{type: closed, start_vus: 2, stages: [{{duration_s: 3, vus: 2}}]}}
         thresholds: ["errors < 50%"]
-        """))
+        """)
+    )
     # The environment (how a CI job passes a token) and -p, for parameters of any name.
     horde_cli.env["HORDE_PARAM_UPSTREAM"] = MARKER
     summary, junit = horde_cli.tmp_path / "summary.json", horde_cli.tmp_path / "junit.xml"
     out, err, scraped, code = _scrape_while_running(
-        horde_cli, ["run", str(plan), "-p", f"api_token={MARKER}", "--summary-json", str(summary),
-                    "--junit", str(junit)], free_tcp_port())
+        horde_cli,
+        ["run", str(plan), "-p", f"api_token={MARKER}", "--summary-json", str(summary), "--junit", str(junit)],
+        free_tcp_port(),
+    )
     assert code == ExitCode.OK, err
-    quick = horde_cli.run("run", "--url", f"http://127.0.0.1:{builtin_target.port}/?access_token={MARKER}&code={CODE_MARKER}",
-                          "-H", f"X-Api-Key: {MARKER}",
-                          "--body", json.dumps({"password": MARKER, "credentials": {"a": [NESTED_MARKER]}}),
-                          "--method", "POST", "--vus", "1", "--duration", "1s")
+    quick = horde_cli.run(
+        "run",
+        "--url",
+        f"http://127.0.0.1:{builtin_target.port}/?access_token={MARKER}&code={CODE_MARKER}",
+        "-H",
+        f"X-Api-Key: {MARKER}",
+        "--body",
+        json.dumps({"password": MARKER, "credentials": {"a": [NESTED_MARKER]}}),
+        "--method",
+        "POST",
+        "--vus",
+        "1",
+        "--duration",
+        "1s",
+    )
     assert quick.returncode == ExitCode.OK, quick.stderr
     run_id = json.loads(summary.read_text())["run_id"]
 
     written: dict[str, str] = {
-        "run stdout": out, "run stderr": err, "prometheus": scraped, "summary json": summary.read_text(),
-        "junit": junit.read_text(), "--url stdout": quick.stdout, "--url stderr": quick.stderr,
+        "run stdout": out,
+        "run stderr": err,
+        "prometheus": scraped,
+        "summary json": summary.read_text(),
+        "junit": junit.read_text(),
+        "--url stdout": quick.stdout,
+        "--url stderr": quick.stderr,
     }
-    for command in (["show", run_id], ["show", run_id, "--json"], ["show", "last", "--json"], ["runs", "--json"],
-                    ["export", run_id, "--format", "json"], ["export", "last", "--format", "csv"]):
+    for command in (
+        ["show", run_id],
+        ["show", run_id, "--json"],
+        ["show", "last", "--json"],
+        ["runs", "--json"],
+        ["export", run_id, "--format", "json"],
+        ["export", "last", "--format", "csv"],
+    ):
         result = horde_cli.run(*command)
         assert result.returncode == ExitCode.OK, result.stderr
         written[" ".join(command)] = result.stdout + result.stderr
@@ -127,7 +153,8 @@ def test_a_new_store_is_readable_by_its_owner_only(horde_cli: HordeCli, builtin_
 
 def test_a_name_holding_a_secret_is_refused_before_any_load(horde_cli: HordeCli, builtin_target: Any) -> None:
     plan = horde_cli.tmp_path / "named.yaml"
-    plan.write_text(textwrap.dedent(f"""\
+    plan.write_text(
+        textwrap.dedent(f"""\
         version: 1
         name: named
         parameters: {{api_token: "none"}}
@@ -136,14 +163,16 @@ def test_a_name_holding_a_secret_is_refused_before_any_load(horde_cli: HordeCli,
           - name: api
             steps: [{{name: "get {{{{ params.api_token }}}}", method: GET, path: /}}]
             workload: {{type: closed, start_vus: 1, stages: [{{duration_s: 1, vus: 1}}]}}
-        """))
+        """)
+    )
     result = horde_cli.run("run", str(plan), "-p", f"api_token={MARKER}")
     assert result.returncode == ExitCode.INVALID_INPUT, result.stderr
     assert "a name holds a secret value" in result.stderr and "hint:" in result.stderr
     assert MARKER not in result.stdout + result.stderr
     assert json.loads(horde_cli.run("runs", "--json").stdout) == []
-    assert not any(MARKER.encode() in path.read_bytes() for path in Path(horde_cli.store_path).parent.glob("*")
-                   if path.is_file())
+    assert not any(
+        MARKER.encode() in path.read_bytes() for path in Path(horde_cli.store_path).parent.glob("*") if path.is_file()
+    )
 
 
 def test_a_planted_secret_reaches_no_printed_exchange(horde_cli: HordeCli, builtin_target: Any) -> None:
@@ -151,7 +180,8 @@ def test_a_planted_secret_reaches_no_printed_exchange(horde_cli: HordeCli, built
     # (a header named like a credential, one fed by a parameter set through the environment, a
     # query field, a JSON body field, a cookie, a templated path) is redacted in what they print.
     plan = horde_cli.tmp_path / "debug.yaml"
-    plan.write_text(textwrap.dedent(f"""\
+    plan.write_text(
+        textwrap.dedent(f"""\
         version: 1
         name: debug-secrets
         parameters: {{upstream: "none", api_token: "none"}}
@@ -170,7 +200,8 @@ def test_a_planted_secret_reaches_no_printed_exchange(horde_cli: HordeCli, built
                 path: /
                 json: {{user: me, password: "{{{{ params.api_token }}}}"}}
             workload: {{type: closed, start_vus: 2, stages: [{{duration_s: 1, vus: 2}}]}}
-        """))
+        """)
+    )
     horde_cli.env["HORDE_PARAM_UPSTREAM"] = MARKER
     debug = horde_cli.run("run", str(plan), "-p", f"api_token={MARKER}", "--debug", "3")
     assert debug.returncode == ExitCode.OK, debug.stderr
@@ -190,13 +221,16 @@ FED_MARKERS = ("f3d-M4RK3R-46", "f3d-M4RK3R-47")
 
 
 def test_a_cookie_from_a_parameter_and_an_echoed_feeder_password_reach_no_output(
-        horde_cli: HordeCli, builtin_target: Any) -> None:
+    horde_cli: HordeCli, builtin_target: Any
+) -> None:
     # The target answers `/delay/X` and `/status/X` with a 400 whose body quotes X: a failed
     # check's details and a failed status's details both carry the password it was sent.
-    (horde_cli.tmp_path / "users.csv").write_text("login,password\n" + "".join(
-        f"user{index},{password}\n" for index, password in enumerate(FED_MARKERS)))
+    (horde_cli.tmp_path / "users.csv").write_text(
+        "login,password\n" + "".join(f"user{index},{password}\n" for index, password in enumerate(FED_MARKERS))
+    )
     plan = horde_cli.tmp_path / "echo.yaml"
-    plan.write_text(textwrap.dedent(f"""\
+    plan.write_text(
+        textwrap.dedent(f"""\
         version: 1
         name: echoed
         parameters: {{c: "none"}}
@@ -215,16 +249,26 @@ def test_a_cookie_from_a_parameter_and_an_echoed_feeder_password_reach_no_output
                 method: GET
                 path: "/status/{{{{ users.password }}}}"
             workload: {{type: closed, start_vus: 2, stages: [{{duration_s: 2, vus: 2}}]}}
-        """))
+        """)
+    )
     summary = horde_cli.tmp_path / "summary.json"
     args = ["run", str(plan), "-p", f"c={COOKIE_MARKER}", "--summary-json", str(summary)]
     out, err, scraped, code = _scrape_while_running(horde_cli, args, free_tcp_port())
     assert code == ExitCode.OK, err
     run_id = json.loads(summary.read_text())["run_id"]
-    written: dict[str, str] = {"run stdout": out, "run stderr": err, "prometheus": scraped,
-                               "summary json": summary.read_text()}
-    for command in (["show", run_id], ["show", run_id, "--json"], ["runs", "--json"],
-                    ["export", run_id, "--format", "json"], ["export", run_id, "--format", "csv"]):
+    written: dict[str, str] = {
+        "run stdout": out,
+        "run stderr": err,
+        "prometheus": scraped,
+        "summary json": summary.read_text(),
+    }
+    for command in (
+        ["show", run_id],
+        ["show", run_id, "--json"],
+        ["runs", "--json"],
+        ["export", run_id, "--format", "json"],
+        ["export", run_id, "--format", "csv"],
+    ):
         result = horde_cli.run(*command)
         assert result.returncode == ExitCode.OK, result.stderr
         written[" ".join(command)] = result.stdout + result.stderr

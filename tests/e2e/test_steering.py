@@ -33,8 +33,22 @@ def test_find_max_lands_within_5_percent_of_the_true_maximum(horde_cli: HordeCli
     port = target_process("--workers", str(WORKERS), "--service-ms", str(SERVICE_MS))
     out = horde_cli.tmp_path / "summary.json"
     result = horde_cli.run(
-        "run", "--url", f"http://127.0.0.1:{port}/", "--find-max", "--start", "100", "--step", "100",
-        "--step-duration", "3s", "--summary-json", str(out), "--per-user-rate", "0.5", "--peak-rps", "2000",
+        "run",
+        "--url",
+        f"http://127.0.0.1:{port}/",
+        "--find-max",
+        "--start",
+        "100",
+        "--step",
+        "100",
+        "--step-duration",
+        "3s",
+        "--summary-json",
+        str(out),
+        "--per-user-rate",
+        "0.5",
+        "--peak-rps",
+        "2000",
         timeout=120,
     )
     assert result.returncode == ExitCode.OK, result.stderr
@@ -68,7 +82,8 @@ def test_target_response_time_on_a_deterministic_target(horde_cli: HordeCli, tar
     # answer is 20 or 21 VUs at the target's maximum rate: T held, or, where no VU count lands
     # within ±10 % of T, said to be a cliff; never "max sustainable".
     plan = horde_cli.tmp_path / "plan.yaml"
-    plan.write_text(textwrap.dedent(f"""\
+    plan.write_text(
+        textwrap.dedent(f"""\
         version: 1
         name: hold-50ms
         target: {{base_url: "http://127.0.0.1:{port}"}}
@@ -77,7 +92,8 @@ def test_target_response_time_on_a_deterministic_target(horde_cli: HordeCli, tar
             steps: [{{name: get, method: GET, path: /}}]
             workload: {{type: closed, stages: [{{duration_s: 1, vus: 1}}]}}
         steer: {{type: target_response_time, target_ms: 50, percentile: 95, duration_s: 50}}
-        """))
+        """)
+    )
     out = horde_cli.tmp_path / "summary.json"
     result = horde_cli.run("run", str(plan), "--summary-json", str(out), timeout=120)
     assert result.returncode == ExitCode.OK, result.stderr
@@ -104,10 +120,31 @@ def pgbench_p95_ms(url: str, clients: int, folder: Path, seconds: int = 6) -> fl
     script = folder / "statement.sql"
     script.write_text(PG_STATEMENT + ";\n")
     prefix = folder / f"pgbench-{clients}"
-    subprocess.run(["pgbench", "--no-vacuum", "--client", str(clients), "--jobs", "1", "--time", str(seconds),
-                    "--file", str(script), "--log", f"--log-prefix={prefix}", url],
-                   cwd=folder, capture_output=True, text=True, timeout=seconds + 60, check=True)
-    latencies = sorted(int(line.split()[2]) for log in folder.glob(f"{prefix.name}.*") for line in log.read_text().splitlines())
+    subprocess.run(
+        [
+            "pgbench",
+            "--no-vacuum",
+            "--client",
+            str(clients),
+            "--jobs",
+            "1",
+            "--time",
+            str(seconds),
+            "--file",
+            str(script),
+            "--log",
+            f"--log-prefix={prefix}",
+            url,
+        ],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=seconds + 60,
+        check=True,
+    )
+    latencies = sorted(
+        int(line.split()[2]) for log in folder.glob(f"{prefix.name}.*") for line in log.read_text().splitlines()
+    )
     assert len(latencies) > 200, len(latencies)
     return latencies[math.ceil(0.95 * len(latencies)) - 1] / 1000.0
 
@@ -117,7 +154,8 @@ def test_target_response_time_against_postgresql(horde_cli: HordeCli, postgres_d
         pytest.fail("pgbench not found (Debian: postgresql-client); it is the reference here", pytrace=False)
     url = postgres_database.replace("postgresql+psycopg://", "postgresql://")
     plan = horde_cli.tmp_path / "plan.yaml"
-    plan.write_text(textwrap.dedent(f"""\
+    plan.write_text(
+        textwrap.dedent(f"""\
         version: 1
         name: hold-3ms
         target: {{base_url: "{url}"}}
@@ -126,7 +164,8 @@ def test_target_response_time_against_postgresql(horde_cli: HordeCli, postgres_d
             steps: [{{type: sql, name: sum, mode: prepared, query: "{PG_STATEMENT}"}}]
             workload: {{type: closed, stages: [{{duration_s: 1, vus: 1}}]}}
         steer: {{type: target_response_time, target_ms: 3, percentile: 95, max: 50, duration_s: 60}}
-        """))
+        """)
+    )
     out = horde_cli.tmp_path / "summary.json"
     result = horde_cli.run("run", str(plan), "--summary-json", str(out), timeout=150)
     assert result.returncode == ExitCode.OK, result.stderr
@@ -147,7 +186,8 @@ def test_target_response_time_against_postgresql(horde_cli: HordeCli, postgres_d
 
 def test_autostop_fires_within_one_window_with_its_exit_code(horde_cli: HordeCli, builtin_target: Any) -> None:
     plan = horde_cli.tmp_path / "plan.yaml"
-    plan.write_text(textwrap.dedent(f"""\
+    plan.write_text(
+        textwrap.dedent(f"""\
         version: 1
         name: slow
         target: {{base_url: "http://127.0.0.1:{builtin_target.port}"}}
@@ -158,7 +198,8 @@ def test_autostop_fires_within_one_window_with_its_exit_code(horde_cli: HordeCli
         autostop:
           - {{when: "p95 > 200ms", window_s: 3}}
         thresholds: ["p95 < 1s"]
-        """))
+        """)
+    )
     out = horde_cli.tmp_path / "summary.json"
     junit = horde_cli.tmp_path / "junit.xml"
     result = horde_cli.run("run", str(plan), "--summary-json", str(out), "--junit", str(junit), timeout=60)
@@ -182,7 +223,8 @@ def test_no_success_autostop_on_a_dead_target(horde_cli: HordeCli) -> None:
 
     port = free_tcp_port()  # nothing listens there: every connection is refused
     plan = horde_cli.tmp_path / "plan.yaml"
-    plan.write_text(textwrap.dedent(f"""\
+    plan.write_text(
+        textwrap.dedent(f"""\
         version: 1
         target: {{base_url: "http://127.0.0.1:{port}"}}
         scenarios:
@@ -190,7 +232,8 @@ def test_no_success_autostop_on_a_dead_target(horde_cli: HordeCli) -> None:
             steps: [{{name: get, method: GET, path: /}}]
             workload: {{type: closed, start_vus: 2, stages: [{{duration_s: 30, vus: 2}}]}}
         autostop: [{{when: no_success, window_s: 2}}]
-        """))
+        """)
+    )
     result = horde_cli.run("run", str(plan), timeout=60)
     assert result.returncode == ExitCode.AUTOSTOP_NO_SUCCESS, result.stderr
     assert "no successful" in result.stdout.lower() or "no_success" in result.stdout
@@ -199,10 +242,13 @@ def test_no_success_autostop_on_a_dead_target(horde_cli: HordeCli) -> None:
 def test_thresholds_pass_and_fail_with_exit_codes_and_junit(horde_cli: HordeCli, builtin_target: Any) -> None:
     base = f"http://127.0.0.1:{builtin_target.port}"
     outcomes = {}
-    for name, thresholds in (("pass", '["p95 < 1s", "errors < 1%", "rps > 10"]'),
-                             ("fail", '["p95 < 5ms", {condition: "errors < 1%", step: get}]')):
+    for name, thresholds in (
+        ("pass", '["p95 < 1s", "errors < 1%", "rps > 10"]'),
+        ("fail", '["p95 < 5ms", {condition: "errors < 1%", step: get}]'),
+    ):
         plan = horde_cli.tmp_path / f"{name}.yaml"
-        plan.write_text(textwrap.dedent(f"""\
+        plan.write_text(
+            textwrap.dedent(f"""\
             version: 1
             name: judged-{name}
             target: {{base_url: "{base}"}}
@@ -211,7 +257,8 @@ def test_thresholds_pass_and_fail_with_exit_codes_and_junit(horde_cli: HordeCli,
                 steps: [{{name: get, method: GET, path: /delay/20}}]
                 workload: {{type: closed, stages: [{{duration_s: 2, vus: 2}}]}}
             thresholds: {thresholds}
-            """))
+            """)
+        )
         junit = horde_cli.tmp_path / f"{name}.xml"
         result = horde_cli.run("run", str(plan), "--junit", str(junit), timeout=60)
         outcomes[name] = (result, ET.parse(junit).getroot())
@@ -229,7 +276,9 @@ def test_thresholds_pass_and_fail_with_exit_codes_and_junit(horde_cli: HordeCli,
 
 
 def test_sighting_shot_reports_unloaded_latency_and_a_ramp(horde_cli: HordeCli, builtin_target: Any) -> None:
-    result = horde_cli.run("sight", "--url", f"http://127.0.0.1:{builtin_target.port}/delay/20", "--duration", "3s", "--json", timeout=60)
+    result = horde_cli.run(
+        "sight", "--url", f"http://127.0.0.1:{builtin_target.port}/delay/20", "--duration", "3s", "--json", timeout=60
+    )
     assert result.returncode == ExitCode.OK, result.stderr
     report = json.loads(result.stdout)
     (step,) = report["steps"].values()
@@ -248,9 +297,25 @@ def test_scale_over_built_in_instances_is_linear(horde_cli: HordeCli) -> None:
     # Two capacity-limited instances: 500 req/s each, so 500 then 1000 (efficiency 1.0).
     out = horde_cli.tmp_path / "scale.json"
     result = horde_cli.run(
-        "scale", "--url", "http://127.0.0.1/", "--instances", "2", "--target-workers", str(WORKERS),
-        "--target-service-ms", str(SERVICE_MS), "--find-max", "--start", "125", "--step", "125",
-        "--step-duration", "2s", "--summary-json", str(out), timeout=180,
+        "scale",
+        "--url",
+        "http://127.0.0.1/",
+        "--instances",
+        "2",
+        "--target-workers",
+        str(WORKERS),
+        "--target-service-ms",
+        str(SERVICE_MS),
+        "--find-max",
+        "--start",
+        "125",
+        "--step",
+        "125",
+        "--step-duration",
+        "2s",
+        "--summary-json",
+        str(out),
+        timeout=180,
     )
     assert result.returncode == ExitCode.OK, result.stderr
     rows = json.loads(out.read_text())["rows"]

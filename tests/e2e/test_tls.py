@@ -52,14 +52,48 @@ def private_ca_https(tmp_path: Path) -> Iterator[tuple[int, Path]]:
     def openssl(*args: str) -> None:
         subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=60, cwd=tmp_path)
 
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=Horde test CA",
-            "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign",
-            "-keyout", "ca.key", "-out", "ca.pem")
-    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", "server.key", "-out", "server.csr")
-    (tmp_path / "server.ext").write_text("subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n"
-                                         "extendedKeyUsage=serverAuth\n")
-    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "1",
-            "-extfile", "server.ext", "-out", "server.pem")
+    openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=Horde test CA",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+    )
+    openssl(
+        "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", "server.key", "-out", "server.csr"
+    )
+    (tmp_path / "server.ext").write_text(
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n"
+    )
+    openssl(
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "1",
+        "-extfile",
+        "server.ext",
+        "-out",
+        "server.pem",
+    )
     server, _ = _serve(tmp_path / "server.pem", tmp_path / "server.key")
     try:
         yield server.server_address[1], tmp_path / "ca.pem"
@@ -73,8 +107,27 @@ def self_signed_https(tmp_path: Path) -> Iterator[int]:
     if shutil.which("openssl") is None:
         pytest.fail("the openssl command is needed to make a self-signed certificate (.ci/run installs it)")
     key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     server, _ = _serve(cert, key)
     try:
         yield server.server_address[1]
@@ -83,8 +136,9 @@ def self_signed_https(tmp_path: Path) -> Iterator[int]:
         server.server_close()
 
 
-def test_a_self_signed_target_fails_as_tls_with_a_hint_and_insecure_gets_through(horde_cli: HordeCli,
-                                                                                 self_signed_https: int) -> None:
+def test_a_self_signed_target_fails_as_tls_with_a_hint_and_insecure_gets_through(
+    horde_cli: HordeCli, self_signed_https: int
+) -> None:
     url = f"https://127.0.0.1:{self_signed_https}/"
     refused = horde_cli.run("run", "--url", url, "--vus", "1", "--duration", "1s", "--summary-json", "refused.json")
     assert refused.returncode == ExitCode.NO_CONNECTION, refused.stderr
@@ -95,8 +149,9 @@ def test_a_self_signed_target_fails_as_tls_with_a_hint_and_insecure_gets_through
     [detail] = summary["error_details"]
     assert "invalid peer certificate" in detail["message"], detail
 
-    accepted = horde_cli.run("run", "--url", url, "--vus", "1", "--duration", "1s", "--insecure",
-                             "--summary-json", "accepted.json")
+    accepted = horde_cli.run(
+        "run", "--url", url, "--vus", "1", "--duration", "1s", "--insecure", "--summary-json", "accepted.json"
+    )
     assert accepted.returncode == ExitCode.OK, accepted.stderr
     summary = json.loads((horde_cli.tmp_path / "accepted.json").read_text())
     assert summary["requests"] > 0 and summary["errors"] == 0
@@ -104,9 +159,18 @@ def test_a_self_signed_target_fails_as_tls_with_a_hint_and_insecure_gets_through
 
 def test_a_private_ca_is_trusted_with_ca_file(horde_cli: HordeCli, private_ca_https: tuple[int, Path]) -> None:
     port, ca = private_ca_https
-    plan = {"version": 1, "name": "private-ca", "target": {"base_url": f"https://127.0.0.1:{port}", "ca_file": ca.name},
-            "scenarios": [{"name": "s", "steps": [{"name": "home", "method": "GET", "path": "/"}],
-                           "workload": {"type": "closed", "start_vus": 1, "stages": [{"duration_s": 1, "vus": 1}]}}]}
+    plan = {
+        "version": 1,
+        "name": "private-ca",
+        "target": {"base_url": f"https://127.0.0.1:{port}", "ca_file": ca.name},
+        "scenarios": [
+            {
+                "name": "s",
+                "steps": [{"name": "home", "method": "GET", "path": "/"}],
+                "workload": {"type": "closed", "start_vus": 1, "stages": [{"duration_s": 1, "vus": 1}]},
+            }
+        ],
+    }
     # The CA file is found beside the plan, wherever the command runs.
     (ca.parent / "plan.json").write_text(json.dumps(plan))
     trusted = horde_cli.run("run", str(ca.parent / "plan.json"), "--summary-json", "trusted.json")

@@ -3,8 +3,26 @@ scenario_language.yaml beside it (tests/test_scenario.py compares their JSON byt
 
 import horde
 from horde import (
-    branch, check, choice, closed, constant, end_iteration, exponential, extract, feeder, group,
-    http, loop, open_model, parallel, param, scenario, stage, think, uniform, when,
+    branch,
+    check,
+    choice,
+    closed,
+    constant,
+    end_iteration,
+    exponential,
+    extract,
+    feeder,
+    group,
+    http,
+    loop,
+    open_model,
+    parallel,
+    param,
+    scenario,
+    stage,
+    think,
+    uniform,
+    when,
 )
 
 player = scenario(
@@ -14,9 +32,14 @@ player = scenario(
     feeders=[feeder("users", "data/users.csv", mode="unique")],
     setup=[
         http.post(
-            "login", "/game/login",
-            json={"login": "{{ users.login }}", "password": "{{ users.password }}", "remember": True,
-                  "tags": ["a", 1, None]},
+            "login",
+            "/game/login",
+            json={
+                "login": "{{ users.login }}",
+                "password": "{{ users.password }}",
+                "remember": True,
+                "tags": ["a", 1, None],
+            },
             extract=[
                 extract.json("token", "$.token"),
                 extract.header("session", "set-cookie", default="none"),
@@ -35,25 +58,44 @@ player = scenario(
     ],
     steps=[
         choice(
-            branch(70, http.get("city", "/game/city/{{ params.city_id }}?vu={{ vu }}",
-                                think_time=uniform(100, param("think_ms")))),
-            branch(25, group(
-                "build",
-                http.get("buildings", "/game/buildings", extract=[
-                    extract.json("buildable", "$.buildings[?@.can_build == true].id", pick="all"),
-                ]),
-                loop(http.post("construct", "/game/buildings/{{ building }}/construct", body="{}"),
-                     for_each="buildable", as_="building"),
-            )),
+            branch(
+                70,
+                http.get(
+                    "city", "/game/city/{{ params.city_id }}?vu={{ vu }}", think_time=uniform(100, param("think_ms"))
+                ),
+            ),
+            branch(
+                25,
+                group(
+                    "build",
+                    http.get(
+                        "buildings",
+                        "/game/buildings",
+                        extract=[
+                            extract.json("buildable", "$.buildings[?@.can_build == true].id", pick="all"),
+                        ],
+                    ),
+                    loop(
+                        http.post("construct", "/game/buildings/{{ building }}/construct", body="{}"),
+                        for_each="buildable",
+                        as_="building",
+                    ),
+                ),
+            ),
             branch(5),
         ),
         loop(http.get("resources", "/game/resources"), count=2),
-        parallel("dashboard", http.get("army", "/game/army"),
-                 http.get("market", "/game/market", extract=[extract.status("market_status")])),
+        parallel(
+            "dashboard",
+            http.get("army", "/game/army"),
+            http.get("market", "/game/market", extract=[extract.status("market_status")]),
+        ),
         loop(think(exponential(50)), while_="login_status == 200 and iteration < 3", max_iterations=5),
-        when("token",
-             http.post("collect", "/game/collect", think_time=constant(param("think_ms"))),
-             else_=[end_iteration()]),
+        when(
+            "token",
+            http.post("collect", "/game/collect", think_time=constant(param("think_ms"))),
+            else_=[end_iteration()],
+        ),
         think(100),
     ],
     teardown=[http.delete("logout", "/game/session", headers={"x-reason": "teardown"})],

@@ -61,7 +61,11 @@ impl CpuClock {
     }
 }
 
-pub(crate) fn run_aggregator(shared: Arc<Shared>, parts: mpsc::Receiver<WorkerPart>, snapshots: mpsc::Sender<Snapshot>) {
+pub(crate) fn run_aggregator(
+    shared: Arc<Shared>,
+    parts: mpsc::Receiver<WorkerPart>,
+    snapshots: mpsc::Sender<Snapshot>,
+) {
     let workers = shared.workers;
     let step_count = shared.plan.step_names.len();
     let mut pending: BTreeMap<u64, Pending> = BTreeMap::new();
@@ -124,8 +128,9 @@ pub(crate) fn run_aggregator(shared: Arc<Shared>, parts: mpsc::Receiver<WorkerPa
         }
         // Emit every interval that all still-running workers have reported.
         while let Some(interval) = pending.get(&next_index) {
-            let complete = (0..workers)
-                .all(|worker| interval.reported[worker] || finished_at[worker].is_some_and(|final_index| final_index < next_index));
+            let complete = (0..workers).all(|worker| {
+                interval.reported[worker] || finished_at[worker].is_some_and(|final_index| final_index < next_index)
+            });
             if !complete {
                 break;
             }
@@ -184,10 +189,14 @@ fn build_snapshot(
             }
         })
         .collect();
-    let (target_vus, target_rate_per_s) =
-        if is_final { (0, shared.levels.asked_at(f64::MAX).1.map(|_| 0.0)) } else { shared.levels.asked_at(elapsed.as_secs_f64()) };
+    let (target_vus, target_rate_per_s) = if is_final {
+        (0, shared.levels.asked_at(f64::MAX).1.map(|_| 0.0))
+    } else {
+        shared.levels.asked_at(elapsed.as_secs_f64())
+    };
     let lateness = &interval.recorder.timer_lateness_us;
-    let timer_lateness_p99_ms = if lateness.is_empty() { 0.0 } else { lateness.value_at_quantile(0.99) as f64 / 1000.0 };
+    let timer_lateness_p99_ms =
+        if lateness.is_empty() { 0.0 } else { lateness.value_at_quantile(0.99) as f64 / 1000.0 };
     let timer_lateness_max_ms = if lateness.is_empty() { 0.0 } else { lateness.max() as f64 / 1000.0 };
     let timestamp = (shared.start_wall + elapsed)
         .duration_since(std::time::UNIX_EPOCH)

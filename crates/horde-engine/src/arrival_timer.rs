@@ -32,7 +32,10 @@ impl ArrivalTimer {
     /// Two timers, armed for `first` and one tick after it (`first` is the first arrival's
     /// instant, or any instant near the run's start).
     pub fn new(first: Instant) -> Self {
-        Self { waiting: Box::pin(tokio::time::sleep_until(first)), spare: Box::pin(tokio::time::sleep_until(first + TICK)) }
+        Self {
+            waiting: Box::pin(tokio::time::sleep_until(first)),
+            spare: Box::pin(tokio::time::sleep_until(first + TICK)),
+        }
     }
 
     /// Arms the wait for an arrival due at `due` (later than now); await `wait()` for it.
@@ -127,7 +130,11 @@ mod tests {
                 timer.arm(due);
                 timer.wait().await;
                 let now = Instant::now();
-                assert!(now >= due && now < due + TICK + Duration::from_micros(1), "arrival {k}: woke {:?} after it", now - due);
+                assert!(
+                    now >= due && now < due + TICK + Duration::from_micros(1),
+                    "arrival {k}: woke {:?} after it",
+                    now - due
+                );
             }
         });
     }

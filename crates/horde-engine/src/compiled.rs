@@ -76,7 +76,10 @@ impl CompiledPlan {
             .target
             .source_addresses
             .iter()
-            .map(|text| text.parse().map_err(|_| EngineError::Setup(format!("target.source_addresses: '{text}' is not an IP address"))))
+            .map(|text| {
+                text.parse()
+                    .map_err(|_| EngineError::Setup(format!("target.source_addresses: '{text}' is not an IP address")))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let sources = Arc::new(SourceAddresses::new(sources));
         let extra_roots = match &plan.target.ca_file {
@@ -90,12 +93,22 @@ impl CompiledPlan {
         };
         let connectors = endpoints
             .iter()
-            .map(|endpoint| Connector::new(endpoint.clone(), connect_timeout, plan.target.insecure, http2.is_some(), &extra_roots, Arc::clone(&sources)))
+            .map(|endpoint| {
+                Connector::new(
+                    endpoint.clone(),
+                    connect_timeout,
+                    plan.target.insecure,
+                    http2.is_some(),
+                    &extra_roots,
+                    Arc::clone(&sources),
+                )
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let sql = crate::sql::SqlTarget::from_plan(&plan.target)?;
         let mut compiler = NodeCompiler::new(&endpoints, &plan.target.headers);
         compiler.http2 = http2.is_some();
-        compiler.websocket = horde_plan::MessageTransport::of_url(&plan.target.base_url).is_some_and(horde_plan::MessageTransport::is_websocket);
+        compiler.websocket = horde_plan::MessageTransport::of_url(&plan.target.base_url)
+            .is_some_and(horde_plan::MessageTransport::is_websocket);
         let mut scenarios = Vec::new();
         let mut vu_offset = 0;
         for scenario in &plan.scenarios {

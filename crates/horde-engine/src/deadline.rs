@@ -53,7 +53,15 @@ struct Inner {
 
 impl Default for Inner {
     fn default() -> Self {
-        Self { entries: Vec::new(), free: Vec::new(), head: NIL, tail: NIL, driver: None, armed: None, batch: Vec::new() }
+        Self {
+            entries: Vec::new(),
+            free: Vec::new(),
+            head: NIL,
+            tail: NIL,
+            driver: None,
+            armed: None,
+            batch: Vec::new(),
+        }
     }
 }
 
@@ -282,7 +290,9 @@ mod tests {
     #[test]
     fn an_answer_before_the_deadline_wins_and_leaves_nothing_filed() {
         on_local(|deadlines| async move {
-            let answered = deadlines.within(Instant::now(), Duration::from_millis(100), tokio::time::sleep(Duration::from_millis(99))).await;
+            let answered = deadlines
+                .within(Instant::now(), Duration::from_millis(100), tokio::time::sleep(Duration::from_millis(99)))
+                .await;
             assert_eq!(answered, Some(()));
             assert_eq!(deadlines.within(Instant::now(), Duration::from_millis(100), async { 7 }).await, Some(7));
             assert_eq!(deadlines.pending(), 0);
@@ -293,7 +303,9 @@ mod tests {
     fn a_late_answer_times_out_at_its_deadline() {
         on_local(|deadlines| async move {
             let start = Instant::now();
-            let late = deadlines.within(start, Duration::from_millis(100), tokio::time::sleep(Duration::from_millis(500))).await;
+            let late = deadlines
+                .within(start, Duration::from_millis(100), tokio::time::sleep(Duration::from_millis(500)))
+                .await;
             assert_eq!(late, None);
             let elapsed = start.elapsed();
             assert!(elapsed >= Duration::from_millis(100) && elapsed <= Duration::from_millis(101), "{elapsed:?}");
@@ -308,7 +320,9 @@ mod tests {
             let started = Instant::now();
             tokio::time::sleep(Duration::from_millis(40)).await;
             let filed = Instant::now();
-            let late = deadlines.within(started, Duration::from_millis(100), tokio::time::sleep(Duration::from_millis(500))).await;
+            let late = deadlines
+                .within(started, Duration::from_millis(100), tokio::time::sleep(Duration::from_millis(500)))
+                .await;
             assert_eq!(late, None);
             let waited = filed.elapsed();
             assert!(waited >= Duration::from_millis(60) && waited <= Duration::from_millis(61), "{waited:?}");
@@ -330,7 +344,13 @@ mod tests {
                 let answer_ms = if i % 2 == 0 && i < 6 { 30 } else { 1_000 };
                 tasks.push(tokio::task::spawn_local(async move {
                     let filed = Instant::now();
-                    let outcome = deadlines.within(filed, Duration::from_millis(timeout_ms), tokio::time::sleep(Duration::from_millis(answer_ms))).await;
+                    let outcome = deadlines
+                        .within(
+                            filed,
+                            Duration::from_millis(timeout_ms),
+                            tokio::time::sleep(Duration::from_millis(answer_ms)),
+                        )
+                        .await;
                     ended.borrow_mut().push((i, outcome.is_some(), filed.duration_since(start), filed.elapsed()));
                 }));
                 tokio::time::sleep(Duration::from_millis(10)).await;
@@ -342,8 +362,17 @@ mod tests {
             let order: Vec<_> = ended.iter().map(|(i, answered, _, _)| (*i, *answered)).collect();
             assert_eq!(order, vec![(0, true), (2, true), (4, true), (6, false), (1, false), (3, false), (5, false)]);
             for (i, answered, _, waited) in ended.iter() {
-                let expected = if *answered { 30 } else if *i == 6 { 25 } else { 100 };
-                assert!(*waited >= Duration::from_millis(expected) && *waited <= Duration::from_millis(expected + 1), "{i}: {waited:?}");
+                let expected = if *answered {
+                    30
+                } else if *i == 6 {
+                    25
+                } else {
+                    100
+                };
+                assert!(
+                    *waited >= Duration::from_millis(expected) && *waited <= Duration::from_millis(expected + 1),
+                    "{i}: {waited:?}"
+                );
             }
             assert_eq!(deadlines.pending(), 0);
         });
@@ -360,7 +389,9 @@ mod tests {
             assert_eq!(deadlines.pending(), 0);
             // The slot is reused; the dropped exchange's deadline (at 50 ms) must not end this one.
             let start = Instant::now();
-            let outcome = deadlines.within(start, Duration::from_millis(100), tokio::time::sleep(Duration::from_millis(60))).await;
+            let outcome = deadlines
+                .within(start, Duration::from_millis(100), tokio::time::sleep(Duration::from_millis(60)))
+                .await;
             assert_eq!(outcome, Some(()));
             assert!(start.elapsed() >= Duration::from_millis(60));
             assert_eq!(deadlines.pending(), 0);

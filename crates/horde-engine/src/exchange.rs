@@ -67,7 +67,10 @@ pub struct Exchange {
 }
 
 /// Each check as a record: `{check, passed, why}`.
-fn judged_checks<S: serde::Serializer>(checks: &[(String, bool, Option<String>)], serializer: S) -> Result<S::Ok, S::Error> {
+fn judged_checks<S: serde::Serializer>(
+    checks: &[(String, bool, Option<String>)],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
     #[derive(serde::Serialize)]
     struct Judged<'a> {
         check: &'a str,
@@ -111,11 +114,34 @@ impl Recording {
 }
 
 const SECRET_SEGMENTS: &[&str] = &[
-    "auth", "authorization", "authentication", "key", "apikey", "token", "secret", "password", "passwd", "pwd", "pass",
-    "passphrase", "session", "sessionid", "sid", "cookie", "credential", "credentials", "signature", "sig", "jwt", "bearer",
-    "otp", "pin", "private",
+    "auth",
+    "authorization",
+    "authentication",
+    "key",
+    "apikey",
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "pwd",
+    "pass",
+    "passphrase",
+    "session",
+    "sessionid",
+    "sid",
+    "cookie",
+    "credential",
+    "credentials",
+    "signature",
+    "sig",
+    "jwt",
+    "bearer",
+    "otp",
+    "pin",
+    "private",
 ];
-const SECRET_WORDS: &[&str] = &["token", "secret", "password", "passwd", "apikey", "session", "credential", "cookie", "auth"];
+const SECRET_WORDS: &[&str] =
+    &["token", "secret", "password", "passwd", "apikey", "session", "credential", "cookie", "auth"];
 
 /// Whether a header, query field or variable called `name` carries a credential: one of its
 /// segments (split on `-`, `_`, `.`, spaces and camelCase) is a credential word, or it holds
@@ -134,7 +160,10 @@ pub fn is_secret_name(name: &str) -> bool {
         previous_lower = character.is_ascii_lowercase();
         split.push(character.to_ascii_lowercase());
     }
-    split.split(['-', '_', '.', ' ', '\t']).filter(|segment| !segment.is_empty()).any(|segment| SECRET_SEGMENTS.contains(&segment))
+    split
+        .split(['-', '_', '.', ' ', '\t'])
+        .filter(|segment| !segment.is_empty())
+        .any(|segment| SECRET_SEGMENTS.contains(&segment))
 }
 
 /// `text` cut to at most `limit` bytes at a character boundary; whether it was cut.
@@ -256,7 +285,17 @@ mod tests {
 
     #[test]
     fn secret_names_follow_the_control_planes_rule() {
-        for name in ["Authorization", "X-Auth", "Api_Key", "X-Access-Key", "access_token", "Cookie", "Set-Cookie", "sessionId", "token"] {
+        for name in [
+            "Authorization",
+            "X-Auth",
+            "Api_Key",
+            "X-Access-Key",
+            "access_token",
+            "Cookie",
+            "Set-Cookie",
+            "sessionId",
+            "token",
+        ] {
             assert!(is_secret_name(name), "{name}");
         }
         for name in ["Accept", "page", "Content-Type", "Host", "city"] {
@@ -266,10 +305,16 @@ mod tests {
 
     #[test]
     fn heads_lose_their_credentials() {
-        assert_eq!(redact_request_line("GET /cb?code=c0de&state=st4te&page=2 HTTP/1.1"), "GET /cb?code=<redacted>&state=<redacted>&page=2 HTTP/1.1");
+        assert_eq!(
+            redact_request_line("GET /cb?code=c0de&state=st4te&page=2 HTTP/1.1"),
+            "GET /cb?code=<redacted>&state=<redacted>&page=2 HTTP/1.1"
+        );
         let head = "GET /a?access_token=abc&page=2 HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer xyz\r\nCookie: sid=1";
         assert_eq!(redact_head(head), "GET /a?access_token=<redacted>&page=2 HTTP/1.1\r\nHost: h\r\nAuthorization: <redacted>\r\nCookie: <redacted>");
-        assert_eq!(redact_head("HTTP/1.1 200 OK\r\nSet-Cookie: session=abc"), "HTTP/1.1 200 OK\r\nSet-Cookie: <redacted>");
+        assert_eq!(
+            redact_head("HTTP/1.1 200 OK\r\nSet-Cookie: session=abc"),
+            "HTTP/1.1 200 OK\r\nSet-Cookie: <redacted>"
+        );
     }
 
     #[test]

@@ -32,7 +32,12 @@ impl Levels {
                 CompiledWorkload::Open { profile, .. } => (Arc::new(profile.clone()), true),
             })
             .unzip();
-        Self { profiles: Mutex::new(profiles), changed: watch::channel(0).0, open, until_s: plan.duration.as_secs_f64() }
+        Self {
+            profiles: Mutex::new(profiles),
+            changed: watch::channel(0).0,
+            open,
+            until_s: plan.duration.as_secs_f64(),
+        }
     }
 
     /// The scenario's profile as it is now.
@@ -55,7 +60,10 @@ impl Levels {
             return Err(EngineError::Setup(format!("{what} must be between 0 and {limit} (got {level})")));
         }
         if !ramp_s.is_finite() || !(0.0..=horde_plan::MAX_STAGE_DURATION_S).contains(&ramp_s) {
-            return Err(EngineError::Setup(format!("a ramp must last between 0 and {} s (got {ramp_s})", horde_plan::MAX_STAGE_DURATION_S)));
+            return Err(EngineError::Setup(format!(
+                "a ramp must last between 0 and {} s (got {ramp_s})",
+                horde_plan::MAX_STAGE_DURATION_S
+            )));
         }
         let level = if open { level } else { level.floor() };
         {

@@ -69,9 +69,9 @@ impl CompiledExtractor {
                 let expression = expression();
                 Source::Json(JsonPath::parse(&expression).map_err(|e| setup_error("invalid JSONPath", e))?, expression)
             }
-            ExtractFrom::Regex => {
-                Source::Regex(regex::bytes::Regex::new(&expression()).map_err(|e| setup_error("invalid regular expression", e))?)
-            }
+            ExtractFrom::Regex => Source::Regex(
+                regex::bytes::Regex::new(&expression()).map_err(|e| setup_error("invalid regular expression", e))?,
+            ),
             ExtractFrom::Header => Source::Header(expression()),
             ExtractFrom::Status => Source::Status,
         };
@@ -171,9 +171,9 @@ impl CompiledCheck {
                 equals: equals.clone(),
             },
             Check::BodyContains { text } => CompiledCheck::BodyContains(text.as_bytes().to_vec()),
-            Check::BodyMatches { pattern } => {
-                CompiledCheck::BodyMatches(regex::bytes::Regex::new(pattern).map_err(|e| setup_error("invalid regular expression", e))?)
-            }
+            Check::BodyMatches { pattern } => CompiledCheck::BodyMatches(
+                regex::bytes::Regex::new(pattern).map_err(|e| setup_error("invalid regular expression", e))?,
+            ),
         })
     }
 
@@ -202,7 +202,9 @@ impl CompiledCheck {
                     }
                 }
             },
-            CompiledCheck::BodyContains(text) => response.body.windows(text.len()).any(|window| window == text.as_slice()),
+            CompiledCheck::BodyContains(text) => {
+                response.body.windows(text.len()).any(|window| window == text.as_slice())
+            }
             CompiledCheck::BodyMatches(pattern) => pattern.is_match(response.body),
         }
     }
@@ -229,18 +231,23 @@ impl CompiledCheck {
         match self {
             CompiledCheck::Status(allowed) => format!("status {} not in {allowed:?}", response.status),
             CompiledCheck::Json { path, expression, equals } => {
-                let found = response.json().map(|document| path.query(document).all().first().map(|value| value.to_string()));
+                let found =
+                    response.json().map(|document| path.query(document).all().first().map(|value| value.to_string()));
                 match (found, equals) {
                     (None, _) => format!("json {expression}: the body is not JSON ({})", body_prefix(response.body)),
                     (Some(None), _) => format!("json {expression}: found nothing"),
-                    (Some(Some(found)), Some(expected)) => format!("json {expression}: expected {expected}, found {found}"),
+                    (Some(Some(found)), Some(expected)) => {
+                        format!("json {expression}: expected {expected}, found {found}")
+                    }
                     (Some(Some(found)), None) => format!("json {expression}: found {found}"),
                 }
             }
             CompiledCheck::BodyContains(text) => {
                 format!("body does not contain {:?} ({})", String::from_utf8_lossy(text), body_prefix(response.body))
             }
-            CompiledCheck::BodyMatches(pattern) => format!("body does not match /{}/ ({})", pattern.as_str(), body_prefix(response.body)),
+            CompiledCheck::BodyMatches(pattern) => {
+                format!("body does not match /{}/ ({})", pattern.as_str(), body_prefix(response.body))
+            }
         }
     }
 }
@@ -278,7 +285,9 @@ mod tests {
         let headers = vec![("X-Id".to_owned(), "abc".to_owned())];
         let mut random = VuRandom::new(1);
         let mut view = ResponseView::new(200, body, &headers, &JsonScope::Whole);
-        let all = extractor(r#"{"var": "ids", "from": "json", "expression": "$.buildings[?@.can_build == true].id", "pick": "all"}"#);
+        let all = extractor(
+            r#"{"var": "ids", "from": "json", "expression": "$.buildings[?@.can_build == true].id", "pick": "all"}"#,
+        );
         assert_eq!(all.extract(&mut view, &mut random).unwrap().to_string(), "[1, 3]");
         let first = extractor(r#"{"var": "id", "from": "json", "expression": "$.buildings[*].id"}"#);
         assert_eq!(first.extract(&mut view, &mut random).unwrap().to_string(), "1");
@@ -291,7 +300,9 @@ mod tests {
         let regex = extractor(r#"{"var": "r", "from": "regex", "expression": "\"id\": (\\d+)", "pick": "all"}"#);
         assert_eq!(regex.extract(&mut view, &mut random).unwrap().to_string(), r#"["1", "2", "3"]"#);
         for _ in 0..50 {
-            let random_pick = extractor(r#"{"var": "r", "from": "json", "expression": "$.buildings[?@.can_build == true].id", "pick": "random"}"#);
+            let random_pick = extractor(
+                r#"{"var": "r", "from": "json", "expression": "$.buildings[?@.can_build == true].id", "pick": "random"}"#,
+            );
             let value = random_pick.extract(&mut view, &mut random).unwrap().to_string();
             assert!(value == "1" || value == "3", "{value}");
         }
@@ -311,7 +322,10 @@ mod tests {
         assert!(!check(r#"{"type": "json", "expression": "$.missing"}"#).passes(&mut view));
         assert!(check(r#"{"type": "body_contains", "text": "name"}"#).passes(&mut view));
         assert!(check(r#"{"type": "body_matches", "pattern": "\"name\":\\s*\"x\""}"#).passes(&mut view));
-        assert_eq!(check(r#"{"type": "json", "expression": "$.ok", "equals": false}"#).failure(&mut view), "json $.ok: expected false, found true");
+        assert_eq!(
+            check(r#"{"type": "json", "expression": "$.ok", "equals": false}"#).failure(&mut view),
+            "json $.ok: expected false, found true"
+        );
         assert_eq!(check(r#"{"type": "status", "in": [200]}"#).failure(&mut view), "status 201 not in [200]");
         let label = |json: &str| check_label(&serde_json::from_str(json).unwrap());
         assert_eq!(label(r#"{"type": "status", "in": [200, 201]}"#), "status in [200, 201]");

@@ -6,11 +6,11 @@
 //! those marks and the fields, and compares them with `horde.engine.snapshot`'s TypedDicts.
 
 use crate::interpreter::StepKind;
-use std::borrow::Cow;
 use horde_metrics::{encode_histogram, merge_encoded, HistogramError, MAX_DETAILS_PER_KIND};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize, Serializer};
+use std::borrow::Cow;
 
 /// What one step did during one interval, merged across workers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -48,10 +48,20 @@ pub struct StepSnapshot {
     pub from_send_histogram: Vec<u8>,
     /// The first distinct messages of each error kind: (kind label, message, count); bounded
     /// (`horde_metrics::MAX_DETAILS_PER_KIND` per kind), empty while nothing failed.
-    #[serde(default, skip_serializing_if = "Vec::is_empty", serialize_with = "error_details", deserialize_with = "error_details_from")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        serialize_with = "error_details",
+        deserialize_with = "error_details_from"
+    )]
     pub error_details: Vec<(String, String, u64)>,
     /// Each check of the step in words, with its passes and failures; empty without checks.
-    #[serde(default, skip_serializing_if = "Vec::is_empty", serialize_with = "checks", deserialize_with = "checks_from")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        serialize_with = "checks",
+        deserialize_with = "checks_from"
+    )]
     pub checks: Vec<(String, u64, u64)>,
     /// A message step's messages and datagrams (`tcp://`, `udp://`); all zero for other steps.
     #[serde(default, skip_serializing_if = "horde_metrics::MessageCounts::is_empty")]
@@ -147,7 +157,11 @@ impl StepSnapshot {
         };
         if parts.iter().any(|part| !part.from_send_histogram.is_empty()) {
             merged.from_send_histogram = merged_histogram(parts.iter().map(|part| {
-                if part.from_send_histogram.is_empty() { part.histogram.as_slice() } else { part.from_send_histogram.as_slice() }
+                if part.from_send_histogram.is_empty() {
+                    part.histogram.as_slice()
+                } else {
+                    part.from_send_histogram.as_slice()
+                }
             }))?;
         }
         merged.messages = horde_metrics::MessageCounts::default();
@@ -267,7 +281,9 @@ fn request_label() -> Cow<'static, str> {
 
 fn kind_label<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Cow<'static, str>, D::Error> {
     let label = String::deserialize(deserializer)?;
-    StepKind::from_label(&label).map(|kind| kind.label().into()).ok_or_else(|| de::Error::custom(format!("no step kind is labelled {label:?}")))
+    StepKind::from_label(&label)
+        .map(|kind| kind.label().into())
+        .ok_or_else(|| de::Error::custom(format!("no step kind is labelled {label:?}")))
 }
 
 /// Error kinds from a mapping, kind to count, in its order.
@@ -375,7 +391,11 @@ fn checks<S: Serializer>(checks: &[(String, u64, u64)], serializer: S) -> Result
         passes: u64,
         failures: u64,
     }
-    serializer.collect_seq(checks.iter().map(|(check, passes, failures)| Counted { check, passes: *passes, failures: *failures }))
+    serializer.collect_seq(checks.iter().map(|(check, passes, failures)| Counted {
+        check,
+        passes: *passes,
+        failures: *failures,
+    }))
 }
 
 #[cfg(test)]
@@ -407,7 +427,10 @@ mod tests {
             h2_stalls: 0,
             histogram: encoded(values),
             from_send_histogram: Vec::new(),
-            error_details: details.iter().map(|(kind, message, count)| (kind.to_string(), message.to_string(), *count)).collect(),
+            error_details: details
+                .iter()
+                .map(|(kind, message, count)| (kind.to_string(), message.to_string(), *count))
+                .collect(),
             checks: vec![("status in [200]".into(), values.len() as u64, 1)],
             messages: horde_metrics::MessageCounts::default(),
         }
@@ -416,11 +439,16 @@ mod tests {
     #[test]
     fn steps_merge_to_the_counts_and_samples_of_all_parts() {
         let first = step("get", &[1_000, 2_000], &[("timeout", 1)], &[("timeout", "a", 1)]);
-        let mut second = step("get", &[3_000], &[("refused", 2), ("timeout", 1)], &[("timeout", "a", 1), ("refused", "b", 2)]);
+        let mut second =
+            step("get", &[3_000], &[("refused", 2), ("timeout", 1)], &[("timeout", "a", 1), ("refused", "b", 2)]);
         second.from_send_histogram = encoded(&[500]);
         let merged = StepSnapshot::merge(&[first, second]).expect("merges");
         assert_eq!((merged.requests, merged.ok, merged.bytes_sent), (7, 3, 20));
-        assert_eq!(merged.errors, vec![("timeout".to_string(), 2), ("refused".to_string(), 2)], "first occurrence order");
+        assert_eq!(
+            merged.errors,
+            vec![("timeout".to_string(), 2), ("refused".to_string(), 2)],
+            "first occurrence order"
+        );
         assert_eq!(merged.error_details, vec![("timeout".into(), "a".into(), 2), ("refused".into(), "b".into(), 2)]);
         assert_eq!(merged.checks, vec![("status in [200]".to_string(), 3, 2)]);
         assert_eq!(decode_histogram(&merged.histogram).expect("decodes").len(), 3);
@@ -431,7 +459,9 @@ mod tests {
 
     #[test]
     fn at_most_eight_messages_per_kind_survive_a_merge() {
-        let parts: Vec<StepSnapshot> = (0..12).map(|index| step("get", &[1_000], &[("status_503", 1)], &[("status_503", &format!("m{index}"), 1)])).collect();
+        let parts: Vec<StepSnapshot> = (0..12)
+            .map(|index| step("get", &[1_000], &[("status_503", 1)], &[("status_503", &format!("m{index}"), 1)]))
+            .collect();
         let merged = StepSnapshot::merge(&parts).expect("merges");
         assert_eq!(merged.error_details.len(), MAX_DETAILS_PER_KIND);
         assert_eq!(merged.errors, vec![("status_503".to_string(), 12)], "the kind still counts them all");

@@ -50,7 +50,8 @@ impl MachineCpu {
     /// steal [guest guest_nice] (guest time is already counted in user and nice).
     pub fn parse(stat: &str) -> Option<MachineCpu> {
         let line = stat.lines().find(|line| line.starts_with("cpu "))?;
-        let fields: Vec<u64> = line.split_whitespace().skip(1).take(8).map(|field| field.parse().ok()).collect::<Option<_>>()?;
+        let fields: Vec<u64> =
+            line.split_whitespace().skip(1).take(8).map(|field| field.parse().ok()).collect::<Option<_>>()?;
         Some(MachineCpu { total: fields.iter().sum(), steal: fields.get(7).copied().unwrap_or(0) })
     }
 

@@ -80,7 +80,8 @@ impl PartialEq for ColumnHint {
 }
 
 /// Words minijinja reads as literals or operators, never as a variable.
-const KEYWORDS: [&str; 13] = ["true", "false", "none", "True", "False", "None", "and", "or", "not", "in", "is", "if", "else"];
+const KEYWORDS: [&str; 13] =
+    ["true", "false", "none", "True", "False", "None", "and", "or", "not", "in", "is", "if", "else"];
 
 impl Direct {
     /// The direct form of a template's source, when it is exactly `{{ expression }}` (no text
@@ -104,7 +105,11 @@ impl Direct {
                 && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
                 && !KEYWORDS.contains(&word)
         };
-        (identifier(name) && field.is_none_or(identifier)).then(|| Direct::Var { name: name.to_owned(), field: field.map(minijinja::Value::from), column: ColumnHint::default() })
+        (identifier(name) && field.is_none_or(identifier)).then(|| Direct::Var {
+            name: name.to_owned(),
+            field: field.map(minijinja::Value::from),
+            column: ColumnHint::default(),
+        })
     }
 }
 
@@ -125,14 +130,29 @@ mod tests {
 
     #[test]
     fn only_a_lone_variable_or_random_int_is_direct() {
-        let var = |name: &str, field: Option<&str>| Some(Direct::Var { name: name.into(), field: field.map(minijinja::Value::from), column: ColumnHint::default() });
+        let var = |name: &str, field: Option<&str>| {
+            Some(Direct::Var {
+                name: name.into(),
+                field: field.map(minijinja::Value::from),
+                column: ColumnHint::default(),
+            })
+        };
         assert_eq!(Direct::of("{{ t.aid }}"), var("t", Some("aid")));
         assert_eq!(Direct::of("{{token}}"), var("token", None));
         assert_eq!(Direct::of("{{ random_int(1, 100000) }}"), Some(Direct::RandomInt { low: 1, high: 100000 }));
         assert_eq!(Direct::of("{{ random_int(-5,5) }}"), Some(Direct::RandomInt { low: -5, high: 5 }));
         for other in [
-            "id-{{ t.aid }}", "{{ t.aid }} ", "{{- t -}}", "{{ t.a.b }}", "{{ t['a'] }}", "{{ none }}", "{{ a + 1 }}",
-            "{{ random_int(5, 1) }}", "{{ random_int(n, 5) }}", "{{ 1x }}", "{{ a }}{{ b }}",
+            "id-{{ t.aid }}",
+            "{{ t.aid }} ",
+            "{{- t -}}",
+            "{{ t.a.b }}",
+            "{{ t['a'] }}",
+            "{{ none }}",
+            "{{ a + 1 }}",
+            "{{ random_int(5, 1) }}",
+            "{{ random_int(n, 5) }}",
+            "{{ 1x }}",
+            "{{ a }}{{ b }}",
         ] {
             assert_eq!(Direct::of(other), None, "{other}");
         }
@@ -142,11 +162,17 @@ mod tests {
     #[test]
     fn direct_renderings_match_the_template_engine() {
         let environment = horde_plan::templates::environment();
-        let row = minijinja::Value::from_serialize(serde_json::json!({"aid": "17", "n": 3, "f": 1.5, "b": true, "z": null}));
+        let row =
+            minijinja::Value::from_serialize(serde_json::json!({"aid": "17", "n": 3, "f": 1.5, "b": true, "z": null}));
         for field in ["aid", "n", "f", "b", "z"] {
-            let engine = environment.render_str(&format!("{{{{ t.{field} }}}}"), minijinja::context! { t => row.clone() }).unwrap();
+            let engine = environment
+                .render_str(&format!("{{{{ t.{field} }}}}"), minijinja::context! { t => row.clone() })
+                .unwrap();
             assert_eq!(super::rendered(&row.get_item(&minijinja::Value::from(field)).unwrap()), engine, "{field}");
         }
-        assert_eq!(super::rendered(&minijinja::Value::from("it's")), environment.render_str("{{ s }}", minijinja::context! { s => "it's" }).unwrap());
+        assert_eq!(
+            super::rendered(&minijinja::Value::from("it's")),
+            environment.render_str("{{ s }}", minijinja::context! { s => "it's" }).unwrap()
+        );
     }
 }

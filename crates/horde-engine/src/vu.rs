@@ -4,9 +4,9 @@
 mod http2_step;
 mod http_step;
 mod lane;
+mod message_step;
 mod parallel_step;
 mod recording;
-mod message_step;
 mod sql_step;
 mod template_failure;
 mod vars;
@@ -155,12 +155,7 @@ impl Vu {
 
     /// A VU bound to instance `instance` of the target whatever its number: the open model
     /// spreads arrivals over instances by arrival, not by which VU happens to be free.
-    pub fn for_instance(
-        scenario: usize,
-        offset: u64,
-        scenario_number: u64,
-        instance: usize,
-    ) -> Self {
+    pub fn for_instance(scenario: usize, offset: u64, scenario_number: u64, instance: usize) -> Self {
         let number = offset + scenario_number;
         Self {
             number,
@@ -217,7 +212,8 @@ impl Vu {
                 None => {
                     if let Some(index) = program.first_request_index {
                         self.record(state, index, 0, Err(ErrorKind::FeederExhausted), 0, 0);
-                        let message = format!("unique feeder '{}' has no row for VU {}", feeder.name, self.scenario_number);
+                        let message =
+                            format!("unique feeder '{}' has no row for VU {}", feeder.name, self.scenario_number);
                         self.note(state, index, ErrorKind::FeederExhausted, message);
                     }
                     return false;
@@ -245,8 +241,11 @@ impl Vu {
         if !self.set_up && self.backs_off {
             // Tried again at the next iteration, after a pause (as after a failed connect), so
             // that a failing login is not hammered by every VU in a loop.
-            self.setup_backoff =
-                if self.setup_backoff.is_zero() { FIRST_CONNECT_BACKOFF } else { (self.setup_backoff * 2).min(MAX_CONNECT_BACKOFF) };
+            self.setup_backoff = if self.setup_backoff.is_zero() {
+                FIRST_CONNECT_BACKOFF
+            } else {
+                (self.setup_backoff * 2).min(MAX_CONNECT_BACKOFF)
+            };
             wait_unless_stopped(state, self.setup_backoff).await;
         }
         self.set_up
@@ -254,7 +253,12 @@ impl Vu {
 
     /// Runs the behaviour once. `intended` is the arrival's intended instant in the open model:
     /// the first request is timed from it, so any lateness counts as latency.
-    pub async fn run_iteration(&mut self, state: &WorkerState, program: &ScenarioProgram, intended: Option<Instant>) -> IterationEnd {
+    pub async fn run_iteration(
+        &mut self,
+        state: &WorkerState,
+        program: &ScenarioProgram,
+        intended: Option<Instant>,
+    ) -> IterationEnd {
         for feeder in program.feeders.iter().filter(|feeder| feeder.mode != FeederMode::Unique) {
             let row = feeder.next_row(self.random.next_u64());
             self.vars_mut().insert(&feeder.name, row);
@@ -290,7 +294,12 @@ impl Vu {
 
     /// A walk below the iteration's own (a group, a branch, a loop's body): boxed, since a walk
     /// holds the walks below it.
-    fn run_nodes<'a>(&'a mut self, state: &'a WorkerState, nodes: &'a [Node], pass: &'a mut Pass) -> Pin<Box<dyn Future<Output = Flow> + 'a>> {
+    fn run_nodes<'a>(
+        &'a mut self,
+        state: &'a WorkerState,
+        nodes: &'a [Node],
+        pass: &'a mut Pass,
+    ) -> Pin<Box<dyn Future<Output = Flow> + 'a>> {
         Box::pin(self.walk(state, nodes, pass))
     }
 
@@ -317,7 +326,9 @@ impl Vu {
                     let intended = pass.intended.take();
                     OutOfLine { future: self.request(state, request, intended) }.await
                 }
-                Node::Sql(_) | Node::Message(_) if pass.stoppable && state.stopping.get() && pass.intended.is_none() => {
+                Node::Sql(_) | Node::Message(_)
+                    if pass.stoppable && state.stopping.get() && pass.intended.is_none() =>
+                {
                     return Flow::Stopped;
                 }
                 Node::Sql(step) => {
@@ -367,7 +378,8 @@ impl Vu {
                 Node::Choice { cumulative_weights, branches } => {
                     let total = cumulative_weights.last().copied().unwrap_or(0.0);
                     let draw = self.random.next_f64() * total;
-                    let branch = cumulative_weights.iter().position(|bound| draw < *bound).unwrap_or(branches.len() - 1);
+                    let branch =
+                        cumulative_weights.iter().position(|bound| draw < *bound).unwrap_or(branches.len() - 1);
                     if last {
                         (nodes, next) = (&branches[branch], 0);
                         continue;
@@ -564,7 +576,9 @@ impl Vu {
                     Some(field) => {
                         // A CSV feeder's row: its field's text, read in place.
                         if let Some(row) = value.downcast_object_ref::<crate::interpreter::CsvRow>() {
-                            let Some(text) = field.as_str().and_then(|field| row.field_hinted(field, column)) else { return false };
+                            let Some(text) = field.as_str().and_then(|field| row.field_hinted(field, column)) else {
+                                return false;
+                            };
                             out.push_str(text);
                             return true;
                         }
@@ -603,7 +617,15 @@ impl Vu {
     }
 
     #[inline]
-    fn record(&mut self, state: &WorkerState, index: usize, latency_us: u64, outcome: Result<(), ErrorKind>, sent: u64, received: u64) {
+    fn record(
+        &mut self,
+        state: &WorkerState,
+        index: usize,
+        latency_us: u64,
+        outcome: Result<(), ErrorKind>,
+        sent: u64,
+        received: u64,
+    ) {
         if outcome.is_err() {
             self.failures += 1;
         }
@@ -620,7 +642,13 @@ impl Vu {
 
     /// How every step kind ends: the back-off after a failed connect, the step's think time
     /// (it applies after a failure too, as after a response), and whether the iteration goes on.
-    async fn end_step(&mut self, state: &WorkerState, back_off: bool, think_time: Option<&ThinkTime>, end_iteration: bool) -> Flow {
+    async fn end_step(
+        &mut self,
+        state: &WorkerState,
+        back_off: bool,
+        think_time: Option<&ThinkTime>,
+        end_iteration: bool,
+    ) -> Flow {
         if back_off {
             // Boxed: a back-off is rare (a refused connect), and held in place its future would
             // widen every step's, which is moved at each step.
@@ -639,7 +667,8 @@ impl Vu {
     /// The pause after a failed connect: 10 ms, then twice the last one up to 1 s; counted
     /// with its length (a stop ends it early).
     async fn back_off(&mut self, state: &WorkerState) {
-        self.backoff = if self.backoff.is_zero() { FIRST_CONNECT_BACKOFF } else { (self.backoff * 2).min(MAX_CONNECT_BACKOFF) };
+        self.backoff =
+            if self.backoff.is_zero() { FIRST_CONNECT_BACKOFF } else { (self.backoff * 2).min(MAX_CONNECT_BACKOFF) };
         let began = Instant::now();
         wait_unless_stopped(state, self.backoff).await;
         let mut recorder = state.recorder.borrow_mut();

@@ -459,7 +459,8 @@ async fn drive_open(state: Rc<WorkerState>, scenario: usize) {
         let instance = ((fired * slots + slot) % instances as u64) as usize;
         fired += 1;
         let own = idle.borrow_mut()[instance].pop();
-        let idle_vu = own.or_else(|| if created < capacity { None } else { idle.borrow_mut().iter_mut().find_map(Vec::pop) });
+        let idle_vu =
+            own.or_else(|| if created < capacity { None } else { idle.borrow_mut().iter_mut().find_map(Vec::pop) });
         match idle_vu {
             // An idle VU's task is parked on its slot: handing it the arrival wakes it.
             Some(vu) => vu.hand(due.into_std()),

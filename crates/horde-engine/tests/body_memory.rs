@@ -27,7 +27,8 @@ fn reset_peak_rss() {
 
 /// The growth of the peak over one run of `VUS` VUs checking every body, and the run's outcome.
 fn peak_growth(url: &str, target_extra: &str) -> (u64, Vec<String>, u64) {
-    let steps = r#"[{"name": "get", "method": "GET", "path": "/", "checks": [{"type": "body_contains", "text": "THE-END"}]}]"#;
+    let steps =
+        r#"[{"name": "get", "method": "GET", "path": "/", "checks": [{"type": "body_contains", "text": "THE-END"}]}]"#;
     let plan = custom_plan(url, target_extra, steps, &closed(VUS, 1.5), 1.0);
     reset_peak_rss();
     let before = peak_rss();

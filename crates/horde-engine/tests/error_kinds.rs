@@ -105,7 +105,11 @@ fn a_connection_closed_without_an_answer_is_a_reset() {
     assert!(requests >= 10, "only {requests} requests");
     assert_eq!(total_ok(&snapshots), 0);
     assert_eq!(kinds(&snapshots), vec!["reset"]);
-    assert_eq!(server.requests(), requests, "every request reached the server once (no silent retry on a new connection)");
+    assert_eq!(
+        server.requests(),
+        requests,
+        "every request reached the server once (no silent retry on a new connection)"
+    );
 }
 
 #[test]
@@ -225,7 +229,8 @@ fn connection_close_responses_open_one_connection_per_request() {
 
 #[test]
 fn a_body_delimited_by_close_is_read_to_its_end() {
-    const UNTIL_CLOSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nthe body ends when the connection does";
+    const UNTIL_CLOSE: &[u8] =
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nthe body ends when the connection does";
     let server = RawServer::start(|stream, _, _| {
         send(stream, UNTIL_CLOSE);
         false

@@ -82,7 +82,8 @@ fn a_single_iteration_runs_setup_steps_and_teardown_once_then_stops() {
     let began = Instant::now();
     let snapshots = run(&plan(&target.base_url(), closed_value(1, 30.0)), options);
     assert!(began.elapsed() < Duration::from_secs(10), "took {:?}", began.elapsed());
-    let steps: Vec<(String, &str)> = exchanges(&snapshots).iter().map(|exchange| (exchange.step.clone(), exchange.phase)).collect();
+    let steps: Vec<(String, &str)> =
+        exchanges(&snapshots).iter().map(|exchange| (exchange.step.clone(), exchange.phase)).collect();
     let expected = [("hello", "setup"), ("root", "steps"), ("teapot", "steps"), ("bye", "teardown")];
     assert_eq!(steps, expected.map(|(step, phase)| (step.to_owned(), phase)));
     assert_eq!(snapshots.iter().map(|snapshot| snapshot.iterations).sum::<u64>(), 1);
@@ -109,7 +110,13 @@ fn a_message_steps_exchange_holds_its_connection_its_messages_checks_and_variabl
     );
     let options = EngineOptions { record_exchanges: 1, single_iteration: true, ..EngineOptions::with_workers(1) };
     let recorded = exchanges(&run(&plan, options));
-    let step = |name: &str| recorded.iter().find(|exchange| exchange.step == name).unwrap_or_else(|| panic!("{name}: {recorded:#?}")).clone();
+    let step = |name: &str| {
+        recorded
+            .iter()
+            .find(|exchange| exchange.step == name)
+            .unwrap_or_else(|| panic!("{name}: {recorded:#?}"))
+            .clone()
+    };
     let address = gateway.tcp_addr.unwrap().to_string();
     let hello = step("hello");
     assert_eq!(hello.transport, "message");

@@ -10,7 +10,9 @@ use horde_target::{TargetConfig, TargetHandle};
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use support::{closed, collect, custom_plan, get_step, open, plan_of, total_ok, total_requests, RecordingServer, Reply};
+use support::{
+    closed, collect, custom_plan, get_step, open, plan_of, total_ok, total_requests, RecordingServer, Reply,
+};
 
 fn target() -> TargetHandle {
     TargetHandle::start(TargetConfig { threads: 2, ..TargetConfig::default() }).expect("target starts")
@@ -27,7 +29,11 @@ fn start_generators(plan: &horde_plan::Plan, workers: &[usize]) -> (Vec<RunHandl
         .map(|&workers| {
             let generator = Some(GeneratorShare { first_slot, slots });
             first_slot += workers;
-            horde_engine::start(plan, EngineOptions { workers, generator, start_at: Some(at), ..EngineOptions::default() }).expect("generator starts")
+            horde_engine::start(
+                plan,
+                EngineOptions { workers, generator, start_at: Some(at), ..EngineOptions::default() },
+            )
+            .expect("generator starts")
         })
         .collect();
     (runs, at)
@@ -68,7 +74,8 @@ fn open_model_arrivals_add_up_over_generators() {
 fn closed_model_levels_add_up_at_every_instant_of_a_ramp() {
     let target = target();
     // 0 -> 23 VUs over 2 s, then 23 held: the generators' live VUs add up to what one would hold.
-    let workload = r#"{"type": "closed", "start_vus": 0, "stages": [{"duration_s": 2, "vus": 23}, {"duration_s": 2, "vus": 23}]}"#;
+    let workload =
+        r#"{"type": "closed", "start_vus": 0, "stages": [{"duration_s": 2, "vus": 23}, {"duration_s": 2, "vus": 23}]}"#;
     let plan = custom_plan(&target.base_url(), "", &get_step("/delay/5", None), workload, 2.0);
     let (mut runs, _) = start_generators(&plan, &[2, 2, 2]);
     let parts = collect_all(&mut runs);
@@ -79,7 +86,10 @@ fn closed_model_levels_add_up_at_every_instant_of_a_ramp() {
             continue; // the stages end at 4 s: VUs are leaving
         }
         let asked = snapshots[0].target_vus;
-        assert!(snapshots.iter().all(|snapshot| snapshot.target_vus == asked), "each generator reports the plan's level");
+        assert!(
+            snapshots.iter().all(|snapshot| snapshot.target_vus == asked),
+            "each generator reports the plan's level"
+        );
         let held: u64 = snapshots.iter().map(|snapshot| snapshot.active_vus).sum();
         // The ramp moves every 20 ms tick; the sum lags the asked level by at most one tick's step.
         assert!(held.abs_diff(asked) <= 1, "second {}: {held} VUs alive for {asked} asked", second + 1);
@@ -136,7 +146,8 @@ fn shares_follow_the_workers() {
 fn slots_that_do_not_fit_are_refused() {
     let target = target();
     let plan = custom_plan(&target.base_url(), "", &get_step("/", None), &closed(1, 1.0), 1.0);
-    let options = EngineOptions { generator: Some(GeneratorShare { first_slot: 2, slots: 3 }), ..EngineOptions::with_workers(2) };
+    let options =
+        EngineOptions { generator: Some(GeneratorShare { first_slot: 2, slots: 3 }), ..EngineOptions::with_workers(2) };
     let error = horde_engine::start(&plan, options).err().expect("refused");
     assert!(error.to_string().contains("do not fit in the run's 3 slots"), "{error}");
 }

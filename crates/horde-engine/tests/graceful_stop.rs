@@ -11,8 +11,8 @@ use horde_target::{TargetConfig, TargetHandle};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use support::{
-    assert_accounting, closed, collect, connections_opened, custom_plan, error_kinds, get_step, open, run_threads, send,
-    total_ok, total_requests, RawServer,
+    assert_accounting, closed, collect, connections_opened, custom_plan, error_kinds, get_step, open, run_threads,
+    send, total_ok, total_requests, RawServer,
 };
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -55,7 +55,10 @@ fn stop_completes_and_records_the_requests_in_flight() {
     let plan = custom_plan(&server.base_url(), "", &get_step("/", None), &closed(vus, 30.0), graceful_stop_s);
     let (snapshots, stop_at, after_stop) = stop_after(&plan, 2, Duration::from_millis(1650));
     assert_accounting(&snapshots);
-    assert!(after_stop < Duration::from_secs_f64(graceful_stop_s + 2.0), "the run took {after_stop:?} to end after the stop");
+    assert!(
+        after_stop < Duration::from_secs_f64(graceful_stop_s + 2.0),
+        "the run took {after_stop:?} to end after the stop"
+    );
     let last = snapshots.last().expect("snapshots");
     assert!(last.is_final);
     assert!(last.elapsed_s < stop_at.as_secs_f64() + graceful_stop_s, "final snapshot at {} s", last.elapsed_s);
@@ -76,7 +79,10 @@ fn requests_still_in_flight_after_the_grace_period_are_counted_as_cut_in_the_las
     let (snapshots, _, after_stop) = stop_after(&plan, 1, Duration::from_millis(1000));
     assert_accounting(&snapshots);
     assert!(after_stop < Duration::from_millis(2500), "the run took {after_stop:?} to end after the stop");
-    assert!(after_stop >= Duration::from_millis(400), "ended {after_stop:?} after the stop: the grace period was not given");
+    assert!(
+        after_stop >= Duration::from_millis(400),
+        "ended {after_stop:?} after the stop: the grace period was not given"
+    );
     assert_eq!(total_requests(&snapshots), 5, "each VU's request was cut once: {:?}", error_kinds(&snapshots));
     assert_eq!(error_kinds(&snapshots).into_iter().collect::<Vec<_>>(), vec![("cut".to_owned(), 5)]);
     let last = snapshots.last().expect("snapshots");
@@ -107,7 +113,8 @@ fn open_model_arrivals_cease_at_the_stop() {
     assert!(requests >= rate * (stop_s - 0.3), "{requests} requests for a stop at {stop_s:.3} s");
     assert_eq!(total_ok(&snapshots) as f64, requests, "errors: {:?}", error_kinds(&snapshots));
     // Nothing at all in intervals that begin well after the stop.
-    let late: u64 = snapshots.iter().filter(|s| s.elapsed_s - s.interval_s > stop_s + 0.5).map(Snapshot::requests).sum();
+    let late: u64 =
+        snapshots.iter().filter(|s| s.elapsed_s - s.interval_s > stop_s + 0.5).map(Snapshot::requests).sum();
     assert_eq!(late, 0);
     let last = snapshots.last().expect("snapshots");
     assert!(last.elapsed_s < stop_s + 1.5, "final snapshot at {} s for a stop at {stop_s:.3} s", last.elapsed_s);
@@ -171,7 +178,10 @@ fn a_think_time_that_begins_after_the_stop_is_cut() {
     assert_accounting(&snapshots);
     assert_eq!(total_requests(&snapshots), 4);
     assert_eq!(total_ok(&snapshots), 4);
-    assert!(after_stop < Duration::from_secs(5), "the run took {after_stop:?} to end after the stop (grace period 10 s)");
+    assert!(
+        after_stop < Duration::from_secs(5),
+        "the run took {after_stop:?} to end after the stop (grace period 10 s)"
+    );
     let iterations: u64 = snapshots.iter().map(|s| s.iterations).sum();
     assert_eq!(iterations, 4, "the stopped VUs' iterations were lost");
 }
@@ -185,7 +195,10 @@ fn a_think_time_in_progress_at_the_stop_is_cut() {
     let (snapshots, _, after_stop) = stop_after(&plan, 1, Duration::from_millis(800));
     assert_accounting(&snapshots);
     assert_eq!(total_requests(&snapshots), 4);
-    assert!(after_stop < Duration::from_secs(5), "the run took {after_stop:?} to end after the stop (grace period 10 s)");
+    assert!(
+        after_stop < Duration::from_secs(5),
+        "the run took {after_stop:?} to end after the stop (grace period 10 s)"
+    );
     let iterations: u64 = snapshots.iter().map(|s| s.iterations).sum();
     assert_eq!(iterations, 4);
 }

@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use support::{
-    assert_scenario_accounting, closed, closed_port, connections_opened, custom_plan, error_kinds, get_step, huge_body_server,
-    run_timed, send, total_ok, total_requests, RawServer,
+    assert_scenario_accounting, closed, closed_port, connections_opened, custom_plan, error_kinds, get_step,
+    huge_body_server, run_timed, send, total_ok, total_requests, RawServer,
 };
 
 /// A run of `seconds` with a grace period of `grace_s` ends within this much more.
@@ -51,7 +51,9 @@ fn reset_on_close(stream: &TcpStream) {
 
 /// A step with a check that reads the whole body: it passes only if `text` is in what was kept.
 fn checked_step(text: &str) -> String {
-    format!(r#"[{{"name": "get", "method": "GET", "path": "/", "checks": [{{"type": "body_contains", "text": "{text}"}}]}}]"#)
+    format!(
+        r#"[{{"name": "get", "method": "GET", "path": "/", "checks": [{{"type": "body_contains", "text": "{text}"}}]}}]"#
+    )
 }
 
 #[test]
@@ -85,7 +87,8 @@ fn a_reset_is_counted_as_reset_and_the_next_request_reconnects() {
         reset_on_close(stream);
         false
     });
-    let (snapshots, took) = run_timed(&custom_plan(&server.base_url(), "", &get_step("/", Some(20.0)), &closed(2, 1.0), 0.5), 1);
+    let (snapshots, took) =
+        run_timed(&custom_plan(&server.base_url(), "", &get_step("/", Some(20.0)), &closed(2, 1.0), 0.5), 1);
     assert_scenario_accounting(&snapshots);
     assert_eq!(kinds(&snapshots), vec!["reset"]);
     assert!(total_requests(&snapshots) >= 10);
@@ -102,7 +105,8 @@ fn a_slowloris_head_times_out_at_the_request_timeout() {
         }
         false
     });
-    let plan = custom_plan(&server.base_url(), r#", "request_timeout_ms": 300"#, &get_step("/", None), &closed(2, 1.0), 0.5);
+    let plan =
+        custom_plan(&server.base_url(), r#", "request_timeout_ms": 300"#, &get_step("/", None), &closed(2, 1.0), 0.5);
     let (snapshots, took) = run_timed(&plan, 1);
     assert_scenario_accounting(&snapshots);
     assert_eq!(kinds(&snapshots), vec!["timeout"]);
@@ -120,7 +124,8 @@ fn garbage_status_lines_and_bad_chunking_are_protocol_errors() {
         }
         true
     });
-    let (snapshots, took) = run_timed(&custom_plan(&server.base_url(), "", &get_step("/", Some(10.0)), &closed(2, 1.0), 0.5), 1);
+    let (snapshots, took) =
+        run_timed(&custom_plan(&server.base_url(), "", &get_step("/", Some(10.0)), &closed(2, 1.0), 0.5), 1);
     assert_scenario_accounting(&snapshots);
     assert_eq!(kinds(&snapshots), vec!["protocol"]);
     assert!(total_requests(&snapshots) >= 10);
@@ -133,7 +138,8 @@ fn a_short_body_is_a_reset() {
         send(stream, b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nten bytes!");
         false
     });
-    let (snapshots, took) = run_timed(&custom_plan(&server.base_url(), "", &get_step("/", Some(10.0)), &closed(2, 1.0), 0.5), 1);
+    let (snapshots, took) =
+        run_timed(&custom_plan(&server.base_url(), "", &get_step("/", Some(10.0)), &closed(2, 1.0), 0.5), 1);
     assert_scenario_accounting(&snapshots);
     assert_eq!(kinds(&snapshots), vec!["reset"]);
     assert_on_time(took, 1.0, 0.5);
@@ -144,7 +150,8 @@ fn a_target_that_never_answers_has_its_requests_cut_and_counted_at_the_end() {
     // Accepts, reads the request, says nothing: the 30 s request timeout outlives the run.
     let server = RawServer::start(|_, _, _| true);
     let vus = 3;
-    let (snapshots, took) = run_timed(&custom_plan(&server.base_url(), "", &get_step("/", None), &closed(vus, 1.0), 0.5), 1);
+    let (snapshots, took) =
+        run_timed(&custom_plan(&server.base_url(), "", &get_step("/", None), &closed(vus, 1.0), 0.5), 1);
     assert_scenario_accounting(&snapshots);
     assert_eq!(error_kinds(&snapshots).into_iter().collect::<Vec<_>>(), vec![("cut".to_owned(), vus)]);
     let last = snapshots.last().expect("a final snapshot");
@@ -175,12 +182,16 @@ fn http_1_0_and_interim_responses_are_read_as_the_answers_they_are() {
             send(stream, b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nhello from 1996");
             false
         } else {
-            send(stream, b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n");
+            send(
+                stream,
+                b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n",
+            );
             send(stream, b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
             false
         }
     });
-    let (snapshots, took) = run_timed(&custom_plan(&server.base_url(), "", &get_step("/", Some(10.0)), &closed(2, 1.0), 0.5), 1);
+    let (snapshots, took) =
+        run_timed(&custom_plan(&server.base_url(), "", &get_step("/", Some(10.0)), &closed(2, 1.0), 0.5), 1);
     assert_scenario_accounting(&snapshots);
     let requests = total_requests(&snapshots);
     assert!(requests >= 10);
@@ -211,7 +222,8 @@ fn hundreds_of_headers_and_a_large_cookie_are_accepted() {
         send(stream, &response);
         true
     });
-    let (snapshots, took) = run_timed(&custom_plan(&server.base_url(), "", &get_step("/", Some(10.0)), &closed(2, 1.0), 0.5), 1);
+    let (snapshots, took) =
+        run_timed(&custom_plan(&server.base_url(), "", &get_step("/", Some(10.0)), &closed(2, 1.0), 0.5), 1);
     assert_scenario_accounting(&snapshots);
     let requests = total_requests(&snapshots);
     assert!(requests >= 10);
@@ -232,12 +244,14 @@ fn a_head_past_the_bound_is_headers_too_large_and_the_bound_is_the_plans() {
         send(stream, &served);
         true
     });
-    let (refused, took) = run_timed(&custom_plan(&server.base_url(), "", &get_step("/", Some(20.0)), &closed(1, 1.0), 0.5), 1);
+    let (refused, took) =
+        run_timed(&custom_plan(&server.base_url(), "", &get_step("/", Some(20.0)), &closed(1, 1.0), 0.5), 1);
     assert_scenario_accounting(&refused);
     assert_eq!(kinds(&refused), vec!["headers_too_large"]);
     assert_on_time(took, 1.0, 0.5);
     let extra = r#", "max_response_header_bytes": 1048576"#;
-    let (accepted, _) = run_timed(&custom_plan(&server.base_url(), extra, &get_step("/", Some(20.0)), &closed(1, 1.0), 0.5), 1);
+    let (accepted, _) =
+        run_timed(&custom_plan(&server.base_url(), extra, &get_step("/", Some(20.0)), &closed(1, 1.0), 0.5), 1);
     assert_eq!(total_ok(&accepted), total_requests(&accepted), "errors: {:?}", error_kinds(&accepted));
     assert!(total_requests(&accepted) >= 5);
 }
@@ -259,7 +273,10 @@ fn a_huge_body_is_read_and_counted_but_a_check_keeps_only_the_bound() {
     let (checked, _) = run_timed(&custom_plan(&url, "", &checked_step("THE-END"), &closed(2, 1.0), 0.5), 1);
     assert_scenario_accounting(&checked);
     assert_eq!(kinds(&checked), vec!["body_too_large"]);
-    assert!(support::bytes_received(&checked) >= total_requests(&checked) * size as u64, "the whole body is still read");
+    assert!(
+        support::bytes_received(&checked) >= total_requests(&checked) * size as u64,
+        "the whole body is still read"
+    );
     // With a bound above the body the check reads it all, and passes.
     let extra = r#", "max_kept_body_bytes": 16777216"#;
     let (kept, _) = run_timed(&custom_plan(&url, extra, &checked_step("THE-END"), &closed(2, 1.0), 0.5), 1);

@@ -9,7 +9,10 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use support::{assert_accounting, closed, connections_opened, custom_plan, error_kinds, get_step, run_timed, total_ok, total_requests};
+use support::{
+    assert_accounting, closed, connections_opened, custom_plan, error_kinds, get_step, run_timed, total_ok,
+    total_requests,
+};
 
 /// Requests counted over HTTP/1.1 and over HTTP/2 (the steps' `http1` and `http2`).
 fn by_protocol(snapshots: &[horde_engine::Snapshot]) -> (u64, u64) {
@@ -18,7 +21,13 @@ fn by_protocol(snapshots: &[horde_engine::Snapshot]) -> (u64, u64) {
 }
 
 fn h2c_plan(base_url: &str, target_extra: &str, path: &str, vus: u64, seconds: f64) -> horde_plan::Plan {
-    custom_plan(base_url, &format!(r#", "http_version": "2"{target_extra}"#), &get_step(path, None), &closed(vus, seconds), 2.0)
+    custom_plan(
+        base_url,
+        &format!(r#", "http_version": "2"{target_extra}"#),
+        &get_step(path, None),
+        &closed(vus, seconds),
+        2.0,
+    )
 }
 
 #[test]
@@ -55,8 +64,14 @@ fn each_vu_owns_an_h2c_connection_and_every_request_is_answered() {
     assert!(error_kinds(&snapshots).is_empty(), "{:?}", error_kinds(&snapshots));
     assert!(total_ok(&snapshots) > 100);
     // A body larger than the RFC's initial 64 KiB window arrived whole: 100,000 bytes each.
-    let bytes: u64 = snapshots.iter().flat_map(|s| s.steps.iter()).filter(|step| step.step == "bytes").map(|step| step.bytes_received).sum();
-    let answered: u64 = snapshots.iter().flat_map(|s| s.steps.iter()).filter(|step| step.step == "bytes").map(|step| step.ok).sum();
+    let bytes: u64 = snapshots
+        .iter()
+        .flat_map(|s| s.steps.iter())
+        .filter(|step| step.step == "bytes")
+        .map(|step| step.bytes_received)
+        .sum();
+    let answered: u64 =
+        snapshots.iter().flat_map(|s| s.steps.iter()).filter(|step| step.step == "bytes").map(|step| step.ok).sum();
     assert!(answered > 0 && bytes >= answered * 100_000, "{bytes} bytes for {answered} responses");
 }
 
@@ -71,7 +86,8 @@ struct TlsTarget {
 
 impl TlsTarget {
     fn start(alpn: &[&[u8]]) -> TlsTarget {
-        let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("self-signed certificate");
+        let certified =
+            rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("self-signed certificate");
         let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(certified.signing_key.serialize_der()));
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut config = rustls::ServerConfig::builder_with_provider(provider)
@@ -82,7 +98,8 @@ impl TlsTarget {
             .expect("server certificate");
         config.alpn_protocols = alpn.iter().map(|protocol| protocol.to_vec()).collect();
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("runtime");
+        let runtime =
+            tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("runtime");
         let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).expect("bind");
         let address = listener.local_addr().expect("address");
         let (h2_requests, h1_requests) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
@@ -93,11 +110,19 @@ impl TlsTarget {
                 let acceptor = acceptor.clone();
                 let counters = (Arc::clone(&counters.0), Arc::clone(&counters.1));
                 tokio::spawn(async move {
-                    let Ok(Ok(tls)) = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await else { return };
+                    let Ok(Ok(tls)) = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await
+                    else {
+                        return;
+                    };
                     let service = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-                        let counter = if request.version() == hyper::Version::HTTP_2 { &counters.0 } else { &counters.1 };
+                        let counter =
+                            if request.version() == hyper::Version::HTTP_2 { &counters.0 } else { &counters.1 };
                         counter.fetch_add(1, Ordering::SeqCst);
-                        async { Ok::<_, std::convert::Infallible>(hyper::Response::new(http_body_util::Full::new(bytes::Bytes::from_static(b"ok")))) }
+                        async {
+                            Ok::<_, std::convert::Infallible>(hyper::Response::new(http_body_util::Full::new(
+                                bytes::Bytes::from_static(b"ok"),
+                            )))
+                        }
                     });
                     let builder = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
                     let _ = builder.serve_connection(hyper_util::rt::TokioIo::new(tls), service).await;
@@ -173,7 +198,13 @@ fn resetting_server() -> (SocketAddr, tokio::runtime::Runtime) {
 #[test]
 fn a_stream_reset_is_counted_by_its_code_and_the_connection_kept() {
     let (address, _runtime) = resetting_server();
-    let plan = custom_plan(&format!("http://{address}"), r#", "http_version": "2""#, &get_step("/", Some(5.0)), &closed(2, 1.0), 2.0);
+    let plan = custom_plan(
+        &format!("http://{address}"),
+        r#", "http_version": "2""#,
+        &get_step("/", Some(5.0)),
+        &closed(2, 1.0),
+        2.0,
+    );
     let (snapshots, _) = run_timed(&plan, 1);
     assert_accounting(&snapshots);
     let kinds = error_kinds(&snapshots);

@@ -9,7 +9,10 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use support::{assert_accounting, closed, connections_opened, custom_plan, error_kinds, get_step, run_timed, total_ok, total_requests};
+use support::{
+    assert_accounting, closed, connections_opened, custom_plan, error_kinds, get_step, run_timed, total_ok,
+    total_requests,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -99,10 +102,12 @@ fn told(sent: &[Vec<u8>]) -> (Vec<(u16, u32)>, Vec<u32>, usize) {
     for connection in sent {
         for frame in frames(connection) {
             match frame.kind {
-                SETTINGS if frame.flags & 1 == 0 => settings.extend(
-                    frame.payload.chunks(6).map(|pair| (u16::from_be_bytes([pair[0], pair[1]]), u32::from_be_bytes([pair[2], pair[3], pair[4], pair[5]]))),
-                ),
-                WINDOW_UPDATE if frame.stream == 0 => connection_updates.push(u32::from_be_bytes(frame.payload[..4].try_into().unwrap())),
+                SETTINGS if frame.flags & 1 == 0 => settings.extend(frame.payload.chunks(6).map(|pair| {
+                    (u16::from_be_bytes([pair[0], pair[1]]), u32::from_be_bytes([pair[2], pair[3], pair[4], pair[5]]))
+                })),
+                WINDOW_UPDATE if frame.stream == 0 => {
+                    connection_updates.push(u32::from_be_bytes(frame.payload[..4].try_into().unwrap()))
+                }
                 WINDOW_UPDATE => stream_updates += 1,
                 _ => {}
             }
@@ -120,7 +125,8 @@ fn the_windows_asked_for_are_advertised_and_a_large_response_still_arrives_throu
     let run = |http2: &str| {
         sent.lock().unwrap().clear();
         let extra = format!(r#", "http_version": "2"{http2}"#);
-        let plan = custom_plan(&format!("http://{address}"), &extra, &get_step("/bytes/200000", None), &closed(1, 1.0), 2.0);
+        let plan =
+            custom_plan(&format!("http://{address}"), &extra, &get_step("/bytes/200000", None), &closed(1, 1.0), 2.0);
         let (snapshots, _) = run_timed(&plan, 1);
         assert_accounting(&snapshots);
         assert!(error_kinds(&snapshots).is_empty(), "{http2}: {:?}", error_kinds(&snapshots));
@@ -282,7 +288,10 @@ fn going_away_server(after: AfterGoAway, runtime: &tokio::runtime::Runtime) -> S
                 }
                 // FIN, then whatever the client still sends is read and dropped (no RST).
                 let _ = stream.shutdown().await;
-                let _ = tokio::time::timeout(Duration::from_secs(1), async { while matches!(stream.read(&mut buffer).await, Ok(count) if count > 0) {} }).await;
+                let _ = tokio::time::timeout(Duration::from_secs(1), async {
+                    while matches!(stream.read(&mut buffer).await, Ok(count) if count > 0) {}
+                })
+                .await;
             });
         }
     });
@@ -307,7 +316,10 @@ fn streams_past_a_goaway_count_as_h2_goaway_and_later_requests_reconnect() {
         // Per connection: seven answers and one refused stream (lingering), or six and two.
         let per_connection = if after == AfterGoAway::Linger { 1 } else { 2 };
         assert!(opened >= 3, "{opened} connections: the requests after a GOAWAY reconnect");
-        assert!(lost >= (opened - 1) * per_connection && lost <= opened * per_connection, "{lost} lost over {opened} connections");
+        assert!(
+            lost >= (opened - 1) * per_connection && lost <= opened * per_connection,
+            "{lost} lost over {opened} connections"
+        );
         assert!(ok >= (opened - 1) * (8 - per_connection), "{ok} answered over {opened} connections");
     }
 }
@@ -321,7 +333,11 @@ fn slow_reader(window: u32, runtime: &tokio::runtime::Runtime) -> SocketAddr {
         loop {
             let Ok((stream, _)) = listener.accept().await else { continue };
             tokio::spawn(async move {
-                let Ok(mut connection) = h2::server::Builder::new().initial_window_size(window).handshake::<_, bytes::Bytes>(stream).await else { return };
+                let Ok(mut connection) =
+                    h2::server::Builder::new().initial_window_size(window).handshake::<_, bytes::Bytes>(stream).await
+                else {
+                    return;
+                };
                 while let Some(Ok((request, mut respond))) = connection.accept().await {
                     tokio::spawn(async move {
                         let mut body = request.into_body();

@@ -15,7 +15,10 @@ use serde_json::json;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
-use support::{assert_scenario_accounting, error_kinds, iterations, plan_of, run_timed, step_ok, step_requests, RecordingServer, Reply};
+use support::{
+    assert_scenario_accounting, error_kinds, iterations, plan_of, run_timed, step_ok, step_requests, RecordingServer,
+    Reply,
+};
 
 fn targets(count: usize) -> Vec<TargetHandle> {
     (0..count).map(|_| TargetHandle::start(TargetConfig::default()).expect("target starts")).collect()
@@ -228,7 +231,10 @@ fn each_instance_gets_its_own_host_header_on_fixed_and_templated_requests() {
 #[test]
 fn one_instance_is_the_plan_as_before() {
     let targets = targets(1);
-    let plan = plan_over(&urls_of(&targets), game_scenario(json!({"type": "closed", "start_vus": 2, "stages": [{"duration_s": 0.5, "vus": 2}]})));
+    let plan = plan_over(
+        &urls_of(&targets),
+        game_scenario(json!({"type": "closed", "start_vus": 2, "stages": [{"duration_s": 0.5, "vus": 2}]})),
+    );
     assert!(plan.target.instances.is_empty());
     let (snapshots, _) = run_timed(&plan, 1);
     assert_no_errors(&snapshots);
@@ -246,31 +252,38 @@ fn problems_with_instances(base_url: &str, instances: serde_json::Value) -> Vec<
         .to_string(),
     )
     .expect("the plan decodes");
-    let problems: Vec<(String, String)> = plan.validate().into_iter().map(|problem| (problem.path, problem.message)).collect();
+    let problems: Vec<(String, String)> =
+        plan.validate().into_iter().map(|problem| (problem.path, problem.message)).collect();
     // The engine refuses to start what the check refuses.
     if !problems.is_empty() {
-        assert!(matches!(horde_engine::start(&plan, Default::default()), Err(horde_engine::EngineError::InvalidPlan(_))));
+        assert!(matches!(
+            horde_engine::start(&plan, Default::default()),
+            Err(horde_engine::EngineError::InvalidPlan(_))
+        ));
     }
     problems
 }
 
 #[test]
 fn instances_must_be_the_same_target_each_once() {
-    assert_eq!(problems_with_instances("http://a:8080/api/", json!(["http://b:8080/api", "http://C:8081/api/"])), vec![]);
+    assert_eq!(
+        problems_with_instances("http://a:8080/api/", json!(["http://b:8080/api", "http://C:8081/api/"])),
+        vec![]
+    );
     let problems = problems_with_instances(
         "http://a:8080/api",
         json!([
-            "https://b:8080/api",     // scheme
-            "http://c:8080/v2",       // prefix
-            "http://d:8080",          // no prefix
-            "http://A:8080/api/",     // base_url again (host case, trailing slash)
-            "http://e/api",           // fine
-            "http://e:80/api",        // instances[4] again (default port)
-            "ftp://f/api",            // not http(s)
-            "http://u:p@g/api",       // credentials
-            "http://:8080/api",       // no host
-            "http://h:0/api",         // port 0
-            "http://h:99999/api",     // bad port
+            "https://b:8080/api", // scheme
+            "http://c:8080/v2",   // prefix
+            "http://d:8080",      // no prefix
+            "http://A:8080/api/", // base_url again (host case, trailing slash)
+            "http://e/api",       // fine
+            "http://e:80/api",    // instances[4] again (default port)
+            "ftp://f/api",        // not http(s)
+            "http://u:p@g/api",   // credentials
+            "http://:8080/api",   // no host
+            "http://h:0/api",     // port 0
+            "http://h:99999/api", // bad port
         ]),
     );
     let expected = [
@@ -285,7 +298,8 @@ fn instances_must_be_the_same_target_each_once() {
         ("target.instances[9]", "'http://h:0/api' has port 0"),
         ("target.instances[10]", "'http://h:99999/api' is not a valid URL (bad port)"),
     ];
-    let expected: Vec<(String, String)> = expected.iter().map(|(path, message)| (path.to_string(), message.to_string())).collect();
+    let expected: Vec<(String, String)> =
+        expected.iter().map(|(path, message)| (path.to_string(), message.to_string())).collect();
     assert_eq!(problems, expected);
 }
 

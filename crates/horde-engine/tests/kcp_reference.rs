@@ -85,10 +85,18 @@ impl Drop for ReferenceGateway {
     }
 }
 
-fn ping_plan(gateway: &ReferenceGateway, kcp: Option<horde_plan::KcpOptions>, network: Value, seconds: f64) -> horde_plan::Plan {
+fn ping_plan(
+    gateway: &ReferenceGateway,
+    kcp: Option<horde_plan::KcpOptions>,
+    network: Value,
+    seconds: f64,
+) -> horde_plan::Plan {
     let steps = json!([{"type": "ping", "name": "rtt", "text": "ping {{ seq }}", "reply_seq": "pong (\\d+)", "timeout_ms": 5000.0,
                         "think_time": {"type": "constant", "duration_ms": 20.0}}]);
-    let mut plan = scenario_plan(&format!("kcp://{}", gateway.addr), json!({"steps": steps, "workload": closed_value(2, seconds), "network": network}));
+    let mut plan = scenario_plan(
+        &format!("kcp://{}", gateway.addr),
+        json!({"steps": steps, "workload": closed_value(2, seconds), "network": network}),
+    );
     plan.target.kcp = kcp;
     plan
 }
@@ -97,7 +105,12 @@ fn every_ping_answered(plan: &horde_plan::Plan, gateway: &ReferenceGateway, at_l
     let snapshots = run_to_end(plan, 1);
     let pings = step_requests(&snapshots, "rtt");
     assert!(pings >= at_least, "only {pings} pings");
-    assert_eq!(step_ok(&snapshots, "rtt"), pings, "every ping answered: {:?}", support::step_error_kinds(&snapshots, "rtt"));
+    assert_eq!(
+        step_ok(&snapshots, "rtt"),
+        pings,
+        "every ping answered: {:?}",
+        support::step_error_kinds(&snapshots, "rtt")
+    );
     assert!(gateway.answered.load(Ordering::Relaxed) >= pings, "the reference answered each");
 }
 
@@ -119,7 +132,13 @@ fn pings_over_kcp_are_answered_by_the_reference_implementation_with_its_defaults
 
 #[test]
 fn pings_over_kcp_are_answered_by_the_reference_implementation_in_fast_mode_under_loss() {
-    let fast = horde_plan::KcpOptions { nodelay: true, interval_ms: 10, resend: 2, no_congestion_window: true, ..Default::default() };
+    let fast = horde_plan::KcpOptions {
+        nodelay: true,
+        interval_ms: 10,
+        resend: 2,
+        no_congestion_window: true,
+        ..Default::default()
+    };
     let gateway = ReferenceGateway::start(Some((true, 10, 2, true)));
     every_ping_answered(&ping_plan(&gateway, Some(fast), Value::Null, 1.0), &gateway, 40);
     // 10 % of the engine's datagrams lost each way: the two implementations' resends interoperate.

@@ -12,7 +12,11 @@ fn target(capacity: Option<Capacity>) -> TargetHandle {
 #[test]
 fn delay_20ms_has_a_median_of_20_to_22ms() {
     let target = target(None);
-    let plan = one_step_plan(&target.base_url(), "/delay/20", r#"{"type": "closed", "start_vus": 5, "stages": [{"duration_s": 3, "vus": 5}]}"#);
+    let plan = one_step_plan(
+        &target.base_url(),
+        "/delay/20",
+        r#"{"type": "closed", "start_vus": 5, "stages": [{"duration_s": 3, "vus": 5}]}"#,
+    );
     let snapshots = run_to_end(&plan, 1);
     let histogram = latency(&snapshots, "get");
     let median_ms = histogram.value_at_quantile(0.5) as f64 / 1000.0;
@@ -25,7 +29,11 @@ fn delay_20ms_has_a_median_of_20_to_22ms() {
 fn closed_throughput_matches_the_capacity_model() {
     // 10 workers x 20 ms of service: at most 500 requests/s, reached with 25 VUs and no think time.
     let target = target(Some(Capacity { workers: 10, service_ms: 20.0, service_times: ServiceTimes::Fixed }));
-    let plan = one_step_plan(&target.base_url(), "/", r#"{"type": "closed", "start_vus": 25, "stages": [{"duration_s": 4, "vus": 25}]}"#);
+    let plan = one_step_plan(
+        &target.base_url(),
+        "/",
+        r#"{"type": "closed", "start_vus": 25, "stages": [{"duration_s": 4, "vus": 25}]}"#,
+    );
     let snapshots = run_to_end(&plan, 2);
     // Seconds 2..=4: past the first second's connection set-up, before the drain.
     let steady: Vec<_> = snapshots.iter().filter(|s| (2..=4).contains(&s.second) && !s.is_final).collect();

@@ -45,7 +45,12 @@ fn on_a_clean_udp_link_every_ping_is_answered_and_counted() {
     let snapshots = run_to_end(&plan, 1);
     let pings = step_requests(&snapshots, "rtt");
     assert!(pings > 100, "only {pings} pings");
-    assert_eq!(step_ok(&snapshots, "rtt"), pings, "every ping answered: {:?}", support::step_error_kinds(&snapshots, "rtt"));
+    assert_eq!(
+        step_ok(&snapshots, "rtt"),
+        pings,
+        "every ping answered: {:?}",
+        support::step_error_kinds(&snapshots, "rtt")
+    );
     let counts = messages(&snapshots, "rtt");
     assert_eq!((counts.sent, counts.received, counts.late), (pings, pings, 0));
     assert_eq!((counts.datagrams_sent, counts.datagrams_received), (pings, pings), "a datagram per message");
@@ -58,7 +63,10 @@ fn ten_percent_loss_each_way_loses_pings_within_binomial_bounds() {
     let gateway = gateway(GatewayFraming::Newline);
     let url = format!("udp://{}", gateway.udp_addr.unwrap());
     let network = json!({"loss_percent": 10.0, "seed": 42});
-    let plan = scenario_plan(&url, json!({"steps": ping_loop(2.0, 60.0), "workload": closed_value(8, 2.5), "network": network}));
+    let plan = scenario_plan(
+        &url,
+        json!({"steps": ping_loop(2.0, 60.0), "workload": closed_value(8, 2.5), "network": network}),
+    );
     let snapshots = run_to_end(&plan, 1);
     let pings = step_requests(&snapshots, "rtt");
     let lost = step_errors(&snapshots, "rtt", "lost");
@@ -71,7 +79,10 @@ fn ten_percent_loss_each_way_loses_pings_within_binomial_bounds() {
     // Each way on its own: 10 % of the datagrams the VUs sent never reached the wire...
     assert!(within_binomial(counts.sent - counts.datagrams_sent, counts.sent, 0.1, 5.0), "{counts:?}");
     // ...and 10 % of those the gateway sent back never reached the VUs.
-    assert!(within_binomial(counts.datagrams_received - counts.received, counts.datagrams_received, 0.1, 5.0), "{counts:?}");
+    assert!(
+        within_binomial(counts.datagrams_received - counts.received, counts.datagrams_received, 0.1, 5.0),
+        "{counts:?}"
+    );
     assert_eq!(gateway.counts.udp_in.load(Ordering::Relaxed), counts.datagrams_sent, "the wire count is the gateway's");
 }
 
@@ -80,7 +91,10 @@ fn twenty_ms_each_way_makes_a_forty_ms_round_trip() {
     let gateway = gateway(GatewayFraming::Newline);
     let url = format!("udp://{}", gateway.udp_addr.unwrap());
     let network = json!({"delay_ms": 20.0});
-    let plan = scenario_plan(&url, json!({"steps": ping_loop(10.0, 1000.0), "workload": closed_value(2, 1.5), "network": network}));
+    let plan = scenario_plan(
+        &url,
+        json!({"steps": ping_loop(10.0, 1000.0), "workload": closed_value(2, 1.5), "network": network}),
+    );
     let snapshots = run_to_end(&plan, 1);
     let rtt = latency(&snapshots, "rtt");
     assert!(rtt.len() > 20, "only {} pings", rtt.len());
@@ -127,7 +141,10 @@ fn duplicated_datagrams_go_out_twice_and_their_extra_replies_are_skipped() {
     // Every datagram doubled both ways: each ping gets 4 replies, one ends the ping, the others
     // are skipped by the next ping (they carry the earlier number).
     let network = json!({"duplicate_percent": 100.0});
-    let plan = scenario_plan(&url, json!({"steps": ping_loop(5.0, 1000.0), "workload": closed_value(1, 1.0), "network": network}));
+    let plan = scenario_plan(
+        &url,
+        json!({"steps": ping_loop(5.0, 1000.0), "workload": closed_value(1, 1.0), "network": network}),
+    );
     let snapshots = run_to_end(&plan, 1);
     let pings = step_requests(&snapshots, "rtt");
     assert_eq!(step_ok(&snapshots, "rtt"), pings);
@@ -196,7 +213,12 @@ fn a_rooms_moves_reach_every_player_squared() {
     for (url, players) in urls {
         let snapshots = room_moves(&url, players);
         assert_eq!(step_ok(&snapshots, "move"), players, "{url}");
-        assert_eq!(step_ok(&snapshots, "moves"), players * players, "{url}: {:?}", support::step_error_kinds(&snapshots, "moves"));
+        assert_eq!(
+            step_ok(&snapshots, "moves"),
+            players * players,
+            "{url}: {:?}",
+            support::step_error_kinds(&snapshots, "moves")
+        );
         assert_eq!(messages(&snapshots, "moves").received, players * players, "{url}");
     }
 }
@@ -204,7 +226,10 @@ fn a_rooms_moves_reach_every_player_squared() {
 #[test]
 fn a_closed_port_is_refused_and_counted() {
     let port = support::closed_port();
-    let plan = scenario_plan(&format!("tcp://127.0.0.1:{port}"), json!({"steps": ping_loop(0.0, 100.0), "workload": closed_value(1, 0.5)}));
+    let plan = scenario_plan(
+        &format!("tcp://127.0.0.1:{port}"),
+        json!({"steps": ping_loop(0.0, 100.0), "workload": closed_value(1, 0.5)}),
+    );
     let snapshots = run_to_end(&plan, 1);
     assert!(step_errors(&snapshots, "rtt", "refused") > 0);
     assert_eq!(step_ok(&snapshots, "rtt"), 0);
@@ -240,9 +265,18 @@ fn a_stream_sends_on_schedule_and_counts_each_second() {
 }
 
 fn kcp_plan(url: &str, network: Value, vus: u64, seconds: f64) -> horde_plan::Plan {
-    let mut plan = scenario_plan(url, json!({"steps": ping_loop(10.0, 3000.0), "workload": closed_value(vus, seconds), "network": network}));
+    let mut plan = scenario_plan(
+        url,
+        json!({"steps": ping_loop(10.0, 3000.0), "workload": closed_value(vus, seconds), "network": network}),
+    );
     // Fast mode, as the report's robots and most game clients run it.
-    plan.target.kcp = Some(horde_plan::KcpOptions { nodelay: true, interval_ms: 10, resend: 2, no_congestion_window: true, ..Default::default() });
+    plan.target.kcp = Some(horde_plan::KcpOptions {
+        nodelay: true,
+        interval_ms: 10,
+        resend: 2,
+        no_congestion_window: true,
+        ..Default::default()
+    });
     plan
 }
 
@@ -267,12 +301,20 @@ fn kcp_delivers_every_ping_under_ten_percent_loss_each_way() {
     let snapshots = run_to_end(&plan, 1);
     let pings = step_requests(&snapshots, "rtt");
     assert!(pings > 300, "only {pings} pings");
-    assert_eq!(step_ok(&snapshots, "rtt"), pings, "KCP resends what UDP loses: {:?}", support::step_error_kinds(&snapshots, "rtt"));
+    assert_eq!(
+        step_ok(&snapshots, "rtt"),
+        pings,
+        "KCP resends what UDP loses: {:?}",
+        support::step_error_kinds(&snapshots, "rtt")
+    );
     let counts = messages(&snapshots, "rtt");
     assert!(counts.retransmitted > 0, "{counts:?}");
     let rtt = latency(&snapshots, "rtt");
     let (p50, p99) = (rtt.value_at_quantile(0.5) as f64 / 1000.0, rtt.value_at_quantile(0.99) as f64 / 1000.0);
-    eprintln!("KCP, 10 % loss each way: {pings} pings, none lost, {} segments resent, RTT p50 {p50} ms p99 {p99} ms", counts.retransmitted);
+    eprintln!(
+        "KCP, 10 % loss each way: {pings} pings, none lost, {} segments resent, RTT p50 {p50} ms p99 {p99} ms",
+        counts.retransmitted
+    );
     // The report's figure: KCP kept the RTT under 300 ms at this loss.
     assert!(p99 < 300.0, "p99 {p99} ms");
 }
@@ -295,7 +337,8 @@ fn a_gateway_that_stops_reading_times_sends_out_and_the_connection_is_replaced()
     });
     let big = "x".repeat(256 * 1024);
     let steps = json!([{"type": "send", "name": "flood", "text": big}]);
-    let mut plan = scenario_plan(&format!("tcp://{address}"), json!({"steps": steps, "workload": closed_value(1, 2.0)}));
+    let mut plan =
+        scenario_plan(&format!("tcp://{address}"), json!({"steps": steps, "workload": closed_value(1, 2.0)}));
     plan.target.request_timeout_ms = 300.0;
     let snapshots = run_to_end(&plan, 1);
     let timeouts = step_errors(&snapshots, "flood", "timeout");
@@ -338,12 +381,19 @@ fn a_rate_limited_link_carries_its_rate_and_its_queue_delays_the_round_trip() {
     assert!(flood.sent >= 1900, "{flood:?}");
     let through = gateway.counts.udp_in.load(Ordering::Relaxed) - 1;
     // The queue drains while the ping waits: its last datagrams count in the ping's step.
-    assert_eq!(flood.datagrams_sent + messages(&snapshots, "rtt").datagrams_sent, through + 1, "the wire count is the gateway's");
+    assert_eq!(
+        flood.datagrams_sent + messages(&snapshots, "rtt").datagrams_sent,
+        through + 1,
+        "the wire count is the gateway's"
+    );
     // The bucket's first 1,500 bytes, then 100 kB/s for the 2 s of the stream and the 100 ms its
     // full queue takes to drain: 423 datagrams of 500 bytes.
     let expected = (1500.0 + 100_000.0 * 2.1) / 500.0;
     let rate = through as f64 * 500.0 / 2.1;
-    eprintln!("800 kbit/s link: {through} of {} datagrams through (expected {expected}), {rate:.0} bytes/s", flood.sent);
+    eprintln!(
+        "800 kbit/s link: {through} of {} datagrams through (expected {expected}), {rate:.0} bytes/s",
+        flood.sent
+    );
     let rtt = latency(&snapshots, "rtt");
     assert!((through as f64 - expected).abs() <= 0.03 * expected, "{through} datagrams through, expected {expected}");
     assert_eq!((rtt.len(), step_ok(&snapshots, "rtt")), (1, 1), "{:?}", support::step_error_kinds(&snapshots, "rtt"));
@@ -364,7 +414,8 @@ fn peers_seen(plan_for: impl Fn(&str) -> horde_plan::Plan) -> (Vec<std::net::IpA
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     udp.set_read_timeout(Some(std::time::Duration::from_millis(100))).unwrap();
-    let (tcp_url, udp_url) = (format!("tcp://{}", listener.local_addr().unwrap()), format!("udp://{}", udp.local_addr().unwrap()));
+    let (tcp_url, udp_url) =
+        (format!("tcp://{}", listener.local_addr().unwrap()), format!("udp://{}", udp.local_addr().unwrap()));
     let tcp_peers = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::clone(&tcp_peers);
     std::thread::spawn(move || {
@@ -420,7 +471,8 @@ fn message_connections_bind_to_the_source_addresses_in_turn() {
                            "steps": ping_loop(20.0, 1000.0), "workload": closed_value(4, 0.5)}],
         }))
     });
-    let (two, three): (std::net::IpAddr, std::net::IpAddr) = ("127.0.0.2".parse().unwrap(), "127.0.0.3".parse().unwrap());
+    let (two, three): (std::net::IpAddr, std::net::IpAddr) =
+        ("127.0.0.2".parse().unwrap(), "127.0.0.3".parse().unwrap());
     // Four VUs' connections, two from each address.
     assert_eq!(tcp, vec![two, two, three, three]);
     assert_eq!(udp, vec![two, three]);

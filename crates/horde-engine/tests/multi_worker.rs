@@ -70,7 +70,8 @@ fn open_model_gives_exactly_its_arrivals_on_two_workers() {
 #[test]
 fn open_model_with_three_workers_and_two_steps_sums_exactly() {
     let target = target();
-    let steps = r#"[{"name": "a", "method": "GET", "path": "/"}, {"name": "b", "method": "GET", "path": "/status/404"}]"#;
+    let steps =
+        r#"[{"name": "a", "method": "GET", "path": "/"}, {"name": "b", "method": "GET", "path": "/status/404"}]"#;
     let plan = custom_plan(&target.base_url(), "", steps, &open(100.0, 2.0, 50), 2.0);
     let snapshots = run_to_end(&plan, 3);
     assert_sums(&snapshots, 2);

@@ -13,8 +13,8 @@ use horde_target::{TargetConfig, TargetHandle};
 use serde_json::json;
 use std::time::Duration;
 use support::{
-    assert_scenario_accounting, burst_arrivals, closed_value, collect, connections_opened, entries, error_kinds, latency, open_burst,
-    plan_of, step_kind, step_ok, step_requests,
+    assert_scenario_accounting, burst_arrivals, closed_value, collect, connections_opened, entries, error_kinds,
+    latency, open_burst, plan_of, step_kind, step_ok, step_requests,
 };
 
 const DELAY_MS: u64 = 200;
@@ -71,7 +71,9 @@ fn over_h2c_the_requests_are_streams_of_the_vus_one_connection() {
     assert_scenario_accounting(&snapshots);
     let passes = assert_page_answered(&snapshots);
     assert_eq!(connections_opened(&snapshots), 1, "one connection carried every stream");
-    let over_h2: u64 = (0..REQUESTS).flat_map(|index| entries(&snapshots, &format!("r{index}")).map(|entry| entry.http2).collect::<Vec<_>>()).sum();
+    let over_h2: u64 = (0..REQUESTS)
+        .flat_map(|index| entries(&snapshots, &format!("r{index}")).map(|entry| entry.http2).collect::<Vec<_>>())
+        .sum();
     assert_eq!(over_h2, passes * REQUESTS as u64);
     let (median, max) = page_ms(&snapshots);
     assert!(median < 2 * DELAY_MS && max < REQUESTS as u64 * DELAY_MS, "page: median {median} ms, max {max} ms");
@@ -157,7 +159,8 @@ fn in_the_open_model_an_iteration_ends_when_its_group_ends() {
 fn with_a_pool_each_request_takes_a_pool_connection_or_a_stream_of_one() {
     let target = TargetHandle::start(TargetConfig::default()).expect("target starts");
     // HTTP/2, a pool of one: the four requests are streams of its one connection.
-    let plan = page_plan(&target.base_url(), json!({"http_version": "2", "connections": {"pool": 1}}), closed_value(1, 1.5));
+    let plan =
+        page_plan(&target.base_url(), json!({"http_version": "2", "connections": {"pool": 1}}), closed_value(1, 1.5));
     let snapshots = run(&plan, EngineOptions::with_workers(1));
     assert_page_answered(&snapshots);
     assert_eq!(connections_opened(&snapshots), 1);

@@ -9,7 +9,8 @@ mod support;
 use horde_target::{TargetConfig, TargetHandle};
 use serde_json::json;
 use support::{
-    assert_accounting, connections_opened, error_kinds, latency, plan_of, run_timed, send, total_ok, total_requests, RawServer,
+    assert_accounting, connections_opened, error_kinds, latency, plan_of, run_timed, send, total_ok, total_requests,
+    RawServer,
 };
 
 /// A server that answers every request with a short 200 and keeps the connection.
@@ -20,7 +21,13 @@ fn ok_server() -> RawServer {
     })
 }
 
-fn get_plan(urls: &[String], connections: serde_json::Value, vus: u64, seconds: f64, think_ms: f64) -> horde_plan::Plan {
+fn get_plan(
+    urls: &[String],
+    connections: serde_json::Value,
+    vus: u64,
+    seconds: f64,
+    think_ms: f64,
+) -> horde_plan::Plan {
     plan_of(json!({
         "version": 1,
         "target": {"base_url": urls[0], "instances": urls[1..], "connections": connections, "request_timeout_ms": 10000},

@@ -40,7 +40,8 @@ fn read(pieces: Vec<Vec<u8>>, limits: ReadLimits, keep_body: bool, is_head: bool
             let mut capture = Capture::default();
             capture.keep_body = keep_body;
             let read = read_response(&mut connection, &mut buffer, is_head, &mut capture, limits);
-            let result = tokio::time::timeout(Duration::from_secs(10), read).await.expect("the read ends when the bytes do");
+            let result =
+                tokio::time::timeout(Duration::from_secs(10), read).await.expect("the read ends when the bytes do");
             Read { result, body_kept: capture.body.len(), body_truncated: capture.body_truncated }
         };
         tokio::join!(server, client).1
@@ -80,8 +81,17 @@ fn pieces(bytes: &[u8], cuts: &[prop::sample::Index]) -> Vec<Vec<u8>> {
 /// every framing, interim responses, bodies.
 fn plausible_response() -> impl Strategy<Value = Vec<u8>> {
     let status = prop_oneof![
-        Just("200 OK"), Just("204 No Content"), Just("304 Not Modified"), Just("404 Not Found"), Just("503 Busy"),
-        Just("101 Switching"), Just("100 Continue"), Just("2x0 Bad"), Just("20 Short"), Just("999 Odd"), Just("200"),
+        Just("200 OK"),
+        Just("204 No Content"),
+        Just("304 Not Modified"),
+        Just("404 Not Found"),
+        Just("503 Busy"),
+        Just("101 Switching"),
+        Just("100 Continue"),
+        Just("2x0 Bad"),
+        Just("20 Short"),
+        Just("999 Odd"),
+        Just("200"),
     ];
     let version = prop_oneof![Just("HTTP/1.1"), Just("HTTP/1.0"), Just("HTTP/2.0"), Just("HTTP/1.1  "), Just("ICY")];
     let framing = prop_oneof![
@@ -130,7 +140,8 @@ fn plausible_response() -> impl Strategy<Value = Vec<u8>> {
 fn limits() -> impl Strategy<Value = ReadLimits> {
     prop_oneof![
         Just(ReadLimits::default()),
-        (1024usize..4096, 0usize..64).prop_map(|(max_head_bytes, max_kept_body_bytes)| ReadLimits { max_head_bytes, max_kept_body_bytes }),
+        (1024usize..4096, 0usize..64)
+            .prop_map(|(max_head_bytes, max_kept_body_bytes)| ReadLimits { max_head_bytes, max_kept_body_bytes }),
     ]
 }
 

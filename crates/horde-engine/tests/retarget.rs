@@ -14,7 +14,11 @@ fn target() -> TargetHandle {
 }
 
 /// Runs `plan`, calling `at_second(second, control)` after each snapshot, until the end.
-fn run_with(plan: &horde_plan::Plan, workers: usize, mut at_second: impl FnMut(u64, &horde_engine::RunControl)) -> Vec<Snapshot> {
+fn run_with(
+    plan: &horde_plan::Plan,
+    workers: usize,
+    mut at_second: impl FnMut(u64, &horde_engine::RunControl),
+) -> Vec<Snapshot> {
     let mut run = horde_engine::start(plan, EngineOptions::with_workers(workers)).expect("run starts");
     let control = run.control();
     let deadline = Instant::now() + run.planned_duration() + Duration::from_secs(15);

@@ -12,8 +12,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use support::{
-    assert_accounting, closed, closed_port, collect, custom_plan, engine_panics, error_kinds, get_step, open, run_timed,
-    send, total_ok, total_requests, RawServer, XorShift,
+    assert_accounting, closed, closed_port, collect, custom_plan, engine_panics, error_kinds, get_step, open,
+    run_timed, send, total_ok, total_requests, RawServer, XorShift,
 };
 
 /// Tests that run the engine take turns, so that a panic counted by `engine_panics()` belongs
@@ -61,8 +61,30 @@ const VALID_PLAN: &str = r#"{
 
 /// Bytes that make interesting JSON mutations more likely than uniform noise would.
 const INTERESTING: &[&[u8]] = &[
-    b"{", b"}", b"[", b"]", b"\"", b",", b":", b"-", b"0", b"1e308", b"-1", b"1e-320", b"null", b"true", b"\\u0000",
-    b"18446744073709551615", b"99999999999999999999", b"NaN", b"\xff", b"\xc3\xa9", b" ", b"\n", b"1.5", b"0.0",
+    b"{",
+    b"}",
+    b"[",
+    b"]",
+    b"\"",
+    b",",
+    b":",
+    b"-",
+    b"0",
+    b"1e308",
+    b"-1",
+    b"1e-320",
+    b"null",
+    b"true",
+    b"\\u0000",
+    b"18446744073709551615",
+    b"99999999999999999999",
+    b"NaN",
+    b"\xff",
+    b"\xc3\xa9",
+    b" ",
+    b"\n",
+    b"1.5",
+    b"0.0",
 ];
 
 fn mutate(rng: &mut XorShift, input: &[u8]) -> Vec<u8> {
@@ -86,7 +108,10 @@ fn mutate(rng: &mut XorShift, input: &[u8]) -> Vec<u8> {
                 // Replace a run of digits (a number) by an interesting value.
                 let start = bytes[at.min(bytes.len())..].iter().position(u8::is_ascii_digit).map(|offset| at + offset);
                 if let Some(start) = start {
-                    let end = bytes[start..].iter().position(|b| !b.is_ascii_digit() && *b != b'.').map_or(bytes.len(), |o| start + o);
+                    let end = bytes[start..]
+                        .iter()
+                        .position(|b| !b.is_ascii_digit() && *b != b'.')
+                        .map_or(bytes.len(), |o| start + o);
                     let token = INTERESTING[rng.below(INTERESTING.len() as u64) as usize];
                     bytes.splice(start..end, token.iter().copied());
                 }
@@ -111,9 +136,22 @@ fn exercise_valid_plan(plan: &Plan) {
         if let Ok(endpoint) = &endpoint {
             for step in &scenario.steps {
                 let horde_plan::Step::Http(step) = step else { continue };
-                let headers: Vec<(&str, &str)> = plan.target.headers.iter().chain(step.headers.iter()).map(|(n, v)| (n.as_str(), v.as_str())).collect();
+                let headers: Vec<(&str, &str)> = plan
+                    .target
+                    .headers
+                    .iter()
+                    .chain(step.headers.iter())
+                    .map(|(n, v)| (n.as_str(), v.as_str()))
+                    .collect();
                 let body = step.body.as_deref().unwrap_or("").as_bytes();
-                let parts = RequestParts { method: &step.method, path: &step.path, headers: &headers, cookie: None, body, json: false };
+                let parts = RequestParts {
+                    method: &step.method,
+                    path: &step.path,
+                    headers: &headers,
+                    cookie: None,
+                    body,
+                    json: false,
+                };
                 let mut bytes = Vec::new();
                 encode_request(&mut bytes, endpoint, &parts);
                 assert!(bytes.ends_with(body));
@@ -130,7 +168,10 @@ fn exercise_valid_plan(plan: &Plan) {
         }
         for count in [0.0, 1.0, 10.0, 1e6] {
             if let Some(at) = profile.time_of_arrival(count) {
-                assert!(at.is_finite() && at >= 0.0 && at <= duration * (1.0 + 1e-9), "arrival {count} at {at} of {duration}");
+                assert!(
+                    at.is_finite() && at >= 0.0 && at <= duration * (1.0 + 1e-9),
+                    "arrival {count} at {at} of {duration}"
+                );
             }
         }
     }
@@ -175,7 +216,17 @@ fn mutated_plans_never_panic_the_decoder() {
 /// A response the server might send, then mangled: varying framing, lengths, chunk sizes,
 /// header garbage, flipped or inserted bytes, truncation; delivered in random pieces.
 fn fuzzed_response(rng: &mut XorShift) -> (Vec<u8>, bool) {
-    let statuses: [&[u8]; 9] = [b"200 OK", b"204 No Content", b"301 Moved", b"404 Not Found", b"500 Oops", b"503 Busy", b"200", b"999 What", b"1 Short"];
+    let statuses: [&[u8]; 9] = [
+        b"200 OK",
+        b"204 No Content",
+        b"301 Moved",
+        b"404 Not Found",
+        b"500 Oops",
+        b"503 Busy",
+        b"200",
+        b"999 What",
+        b"1 Short",
+    ];
     let status = statuses[rng.below(statuses.len() as u64) as usize];
     let version: &[u8] = if rng.chance(1, 8) { b"HTTP/1.0 " } else { b"HTTP/1.1 " };
     let body_len = rng.below(300) as usize;
@@ -291,7 +342,11 @@ fn mutated_responses_never_panic_the_engine_and_are_all_counted() {
     assert_accounting(&snapshots);
     let requests = total_requests(&snapshots);
     let kinds = error_kinds(&snapshots);
-    eprintln!("{requests} requests, {} ok, errors {kinds:?}; server saw {} requests", total_ok(&snapshots), server.requests());
+    eprintln!(
+        "{requests} requests, {} ok, errors {kinds:?}; server saw {} requests",
+        total_ok(&snapshots),
+        server.requests()
+    );
     assert!(requests >= 100, "only {requests} requests");
     assert!(total_ok(&snapshots) > 0, "no valid response was recognised");
     assert!(kinds.len() >= 3, "little variety in the outcomes: {kinds:?}");
@@ -311,7 +366,9 @@ fn start_and_stop(plan: &Plan) -> Result<(), String> {
             std::thread::sleep(Duration::from_millis(300));
             run.stop();
             let deadline = Instant::now() + Duration::from_secs(20);
-            while Instant::now() < deadline && !matches!(run.next_snapshot(Duration::from_millis(200)), Next::Finished) {}
+            while Instant::now() < deadline && !matches!(run.next_snapshot(Duration::from_millis(200)), Next::Finished)
+            {
+            }
             if !run.is_finished() {
                 return Err("the run did not end within 20 s of its stop".into());
             }
@@ -367,10 +424,19 @@ fn valid_plans_at_the_upper_bounds_run() {
     let base_url = format!("http://127.0.0.1:{}", closed_port());
     let step = get_step("/", Some(50.0));
     let cases = [
-        ("stage duration_s 30 days", custom_plan(&base_url, "", &step, &closed(1, horde_plan::MAX_STAGE_DURATION_S), 1.0)),
+        (
+            "stage duration_s 30 days",
+            custom_plan(&base_url, "", &step, &closed(1, horde_plan::MAX_STAGE_DURATION_S), 1.0),
+        ),
         ("graceful_stop_s 1 h", custom_plan(&base_url, "", &step, &closed(1, 30.0), horde_plan::MAX_GRACEFUL_STOP_S)),
-        ("request_timeout_ms 1 h", custom_plan(&base_url, r#", "request_timeout_ms": 3600000"#, &step, &closed(1, 30.0), 1.0)),
-        ("think time 1 day", custom_plan(&base_url, "", &get_step("/", Some(horde_plan::MAX_THINK_TIME_MS)), &closed(1, 30.0), 1.0)),
+        (
+            "request_timeout_ms 1 h",
+            custom_plan(&base_url, r#", "request_timeout_ms": 3600000"#, &step, &closed(1, 30.0), 1.0),
+        ),
+        (
+            "think time 1 day",
+            custom_plan(&base_url, "", &get_step("/", Some(horde_plan::MAX_THINK_TIME_MS)), &closed(1, 30.0), 1.0),
+        ),
         (
             "exponential think time, mean 1 day",
             custom_plan(

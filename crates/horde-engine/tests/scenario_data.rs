@@ -9,8 +9,8 @@ mod support;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use support::{
-    assert_scenario_accounting, burst_arrivals, closed_value, error_kinds, open_burst, plan_of, run_timed, scenario_plan,
-    step_error_kinds, step_errors, step_ok, step_requests, Recorded, RecordingServer, Reply, TempFile,
+    assert_scenario_accounting, burst_arrivals, closed_value, error_kinds, open_burst, plan_of, run_timed,
+    scenario_plan, step_error_kinds, step_errors, step_ok, step_requests, Recorded, RecordingServer, Reply, TempFile,
 };
 
 const RATE: f64 = 10.0;
@@ -85,7 +85,9 @@ fn checks_pass_or_count_check_failed() {
             assert_eq!(kinds, BTreeMap::from([(kind.to_owned(), passes)]), "{step}");
         }
     };
-    for step in ["contains_fail", "matches_fail", "json_equals_fail", "json_missing", "json_not_json", "one_of_two_fails"] {
+    for step in
+        ["contains_fail", "matches_fail", "json_equals_fail", "json_missing", "json_not_json", "one_of_two_fails"]
+    {
         only(step, "check_failed");
     }
     only("text_ok", "ok");
@@ -194,7 +196,11 @@ fn a_failed_extraction_counts_and_a_template_using_it_is_not_sent() {
     let passes = burst_arrivals(RATE, SECONDS);
     assert_eq!(step_error_kinds(&snapshots, "missing"), BTreeMap::from([("extract_failed".to_owned(), passes)]));
     for step in ["after_missing", "json_after_missing", "header_after_missing"] {
-        assert_eq!(step_error_kinds(&snapshots, step), BTreeMap::from([("template_failed".to_owned(), passes)]), "{step}");
+        assert_eq!(
+            step_error_kinds(&snapshots, step),
+            BTreeMap::from([("template_failed".to_owned(), passes)]),
+            "{step}"
+        );
     }
     // Not sent: the target saw none of them.
     assert_eq!(server.count_prefix("/gone"), 0);
@@ -228,7 +234,8 @@ fn a_json_body_using_an_unset_variable_is_not_sent() {
     let (snapshots, _) = run_timed(&plan, 1);
     assert_scenario_accounting(&snapshots);
     let passes = burst_arrivals(RATE, SECONDS);
-    let sent: Vec<String> = server.with_prefix("/post").iter().map(|r| format!("{} {}", r.path, r.body_text())).collect();
+    let sent: Vec<String> =
+        server.with_prefix("/post").iter().map(|r| format!("{} {}", r.path, r.body_text())).collect();
     assert!(sent.is_empty(), "sent anyway: {:?}", &sent[..sent.len().min(2)]);
     assert_eq!(step_errors(&snapshots, "unset_variable", "template_failed"), passes);
     assert_eq!(step_errors(&snapshots, "missing_field", "template_failed"), passes);
@@ -387,7 +394,8 @@ fn a_circular_feeder_cycles_through_its_rows() {
     // Each iteration takes the next row: a, b, c, a, b, c...
     let seen: Vec<String> = server.with_prefix("/c/").into_iter().map(|request| request.path).collect();
     assert_eq!(seen.len(), passes);
-    let expected: Vec<String> = (0..passes).map(|i| ["/c/a/first", "/c/b/second", "/c/c/third"][i % 3].to_owned()).collect();
+    let expected: Vec<String> =
+        (0..passes).map(|i| ["/c/a/first", "/c/b/second", "/c/c/third"][i % 3].to_owned()).collect();
     assert_eq!(seen, expected);
     assert_eq!(step_errors(&snapshots, "no_field", "template_failed"), passes as u64);
     assert_eq!(server.count_prefix("/x/"), 0);
@@ -398,7 +406,11 @@ fn random_and_jsonl_feeders() {
     let server = data_server();
     let csv = TempFile::with_contents("random", "csv", "id\na\nb\nc\n");
     // Blank lines are skipped; values keep their JSON types.
-    let jsonl = TempFile::with_contents("lines", "jsonl", "{\"id\": 7, \"name\": \"x\"}\n\n{\"id\": 8, \"name\": \"y\", \"tags\": [1]}\n");
+    let jsonl = TempFile::with_contents(
+        "lines",
+        "jsonl",
+        "{\"id\": 7, \"name\": \"x\"}\n\n{\"id\": 8, \"name\": \"y\", \"tags\": [1]}\n",
+    );
     let plan = scenario_plan(
         &server.base_url(),
         json!({
@@ -453,7 +465,9 @@ fn a_feeder_that_cannot_be_read_is_refused_at_start() {
     let missing = support::temp_file("missing", "csv");
     let empty = TempFile::with_contents("empty", "csv", "login\n");
     let broken = TempFile::with_contents("broken", "jsonl", "{\"id\": 1}\n{not json\n");
-    for (path, why) in [(missing.to_str().unwrap().to_owned(), "missing"), (empty.path(), "no rows"), (broken.path(), "line 2")] {
+    for (path, why) in
+        [(missing.to_str().unwrap().to_owned(), "missing"), (empty.path(), "no rows"), (broken.path(), "line 2")]
+    {
         let plan = scenario_plan(
             "http://127.0.0.1:9",
             json!({
@@ -514,7 +528,9 @@ fn a_feeder_secret_the_target_echoes_is_redacted_from_a_failed_checks_detail() {
     );
     let (snapshots, _) = run_timed(&plan, 1);
     assert!(server.with_prefix("/login").iter().all(|request| request.body_text().contains("hunter2-s3cret")));
-    let details: Vec<&String> = support::entries(&snapshots, "login").flat_map(|entry| entry.error_details.iter().map(|(_, words, _)| words)).collect();
+    let details: Vec<&String> = support::entries(&snapshots, "login")
+        .flat_map(|entry| entry.error_details.iter().map(|(_, words, _)| words))
+        .collect();
     assert!(!details.is_empty());
     for words in details {
         assert!(words.contains("body does not contain") && words.contains("user=u0&password="), "{words}");

@@ -10,8 +10,9 @@ mod support;
 use horde_target::{TargetConfig, TargetHandle};
 use serde_json::json;
 use support::{
-    assert_accounting, assert_scenario_accounting, burst_arrivals, bytes_sent, closed_value, error_kinds, errors_of_kind,
-    iterations, latency, open_burst, run_timed, scenario_plan, step_kind, step_ok, step_requests, RecordingServer, Reply,
+    assert_accounting, assert_scenario_accounting, burst_arrivals, bytes_sent, closed_value, error_kinds,
+    errors_of_kind, iterations, latency, open_burst, run_timed, scenario_plan, step_kind, step_ok, step_requests,
+    RecordingServer, Reply,
 };
 
 fn target() -> TargetHandle {
@@ -78,7 +79,11 @@ fn count_and_while_loops_run_their_passes() {
     assert_eq!(iterations(&snapshots), passes);
     assert_eq!(step_requests(&snapshots, "counted"), 3 * passes);
     assert_eq!(step_requests(&snapshots, "never"), 0);
-    assert_eq!(step_requests(&snapshots, "capped"), 4 * passes, "max_iterations bounds a loop whose condition always holds");
+    assert_eq!(
+        step_requests(&snapshots, "capped"),
+        4 * passes,
+        "max_iterations bounds a loop whose condition always holds"
+    );
     assert_eq!(step_requests(&snapshots, "nested"), 4 * passes);
     assert!(error_kinds(&snapshots).is_empty(), "{:?}", error_kinds(&snapshots));
 }
@@ -391,7 +396,13 @@ fn setup_runs_once_and_teardown_once_per_vu() {
     assert!(step_requests(&snapshots, "work") > 3 * VUS);
     assert!(error_kinds(&snapshots).is_empty(), "{:?}", error_kinds(&snapshots));
     // Two VUs tore down at the ramp-down, about a second before the end of the stages.
-    let early: u64 = snapshots.iter().filter(|s| s.second <= 2).flat_map(|s| s.steps.iter()).filter(|e| e.step == "bye").map(|e| e.requests).sum();
+    let early: u64 = snapshots
+        .iter()
+        .filter(|s| s.second <= 2)
+        .flat_map(|s| s.steps.iter())
+        .filter(|e| e.step == "bye")
+        .map(|e| e.requests)
+        .sum();
     assert!(early >= 2, "only {early} teardowns before the end");
 }
 
@@ -443,7 +454,10 @@ fn no_teardown_for_vus_cut_by_the_grace_period() {
 #[test]
 fn plain_plans_keep_the_fast_path_and_its_accounting() {
     let target = target();
-    let plain = scenario_plan(&target.base_url(), json!({"steps": [get("get", "/?v=0")], "workload": open_burst(50.0, 1.55, 4)}));
+    let plain = scenario_plan(
+        &target.base_url(),
+        json!({"steps": [get("get", "/?v=0")], "workload": open_burst(50.0, 1.55, 4)}),
+    );
     let (snapshots, _) = run_timed(&plain, 1);
     // The first slice's accounting: no new error kind, one kind "request".
     assert_accounting(&snapshots);
@@ -452,8 +466,10 @@ fn plain_plans_keep_the_fast_path_and_its_accounting() {
     assert_eq!(errors_of_kind(&snapshots, "template_failed"), 0);
     assert_eq!(step_kind(&snapshots, "get"), "request");
     // The same request rendered from a template is byte for byte the same request.
-    let templated =
-        scenario_plan(&target.base_url(), json!({"steps": [get("get", "/?v={{ 0 }}")], "workload": open_burst(50.0, 1.55, 4)}));
+    let templated = scenario_plan(
+        &target.base_url(),
+        json!({"steps": [get("get", "/?v={{ 0 }}")], "workload": open_burst(50.0, 1.55, 4)}),
+    );
     let (rendered, _) = run_timed(&templated, 1);
     assert_accounting(&rendered);
     assert_eq!(step_ok(&rendered, "get"), passes);

@@ -148,7 +148,9 @@ fn the_session_cookie_from_login_is_sent_back() {
 #[test]
 fn cookies_follow_their_path_and_are_replaced_by_name() {
     let server = RecordingServer::start(|request| match request.path.as_str() {
-        "/app/login" => Reply::ok("in").header("Set-Cookie", "sid=first; Path=/app").header("Set-Cookie", "theme=dark; Path=/"),
+        "/app/login" => {
+            Reply::ok("in").header("Set-Cookie", "sid=first; Path=/app").header("Set-Cookie", "theme=dark; Path=/")
+        }
         "/app/relogin" => Reply::ok("again").header("Set-Cookie", "sid=second; Path=/app; HttpOnly"),
         _ => Reply::ok("ok"),
     });
@@ -178,7 +180,10 @@ fn cookies_follow_their_path_and_are_replaced_by_name() {
     assert!(inside.contains("sid=first") && inside.contains("theme=dark"), "{inside}");
     assert_eq!(cookie_of("/other").as_deref(), Some("theme=dark"), "sid is for /app only");
     let again = cookie_of("/app/again").expect("cookies sent under /app");
-    assert!(again.contains("sid=second") && !again.contains("sid=first"), "the newer sid replaces the old one: {again}");
+    assert!(
+        again.contains("sid=second") && !again.contains("sid=first"),
+        "the newer sid replaces the old one: {again}"
+    );
 }
 
 #[test]
@@ -228,7 +233,8 @@ fn a_cookie_without_path_defaults_to_the_request_directory() {
     let (snapshots, _) = run_timed(&plan, 1);
     assert_scenario_accounting(&snapshots);
     let requests = server.requests();
-    let cookie = |path: &str| requests.iter().find(|request| request.path == path).and_then(|request| request.header("Cookie"));
+    let cookie =
+        |path: &str| requests.iter().find(|request| request.path == path).and_then(|request| request.header("Cookie"));
     assert_eq!(cookie("/app/page"), Some("sid=abc"));
     // RFC 6265 5.1.4: the default path of a cookie set by /app/login is /app.
     assert_eq!(cookie("/elsewhere"), None);

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 use support::{
-    assert_accounting, closed, connections_opened, custom_plan, error_kinds, get_step, run_timed, total_ok, total_requests,
+    assert_accounting, closed, connections_opened, custom_plan, error_kinds, get_step, run_timed, total_ok,
+    total_requests,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::oneshot;

@@ -9,7 +9,9 @@ use serde_json::json;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, UdpSocket};
 use std::time::{Duration, Instant};
-use support::{closed_value, entries, run_to_end, scenario_plan, step_error_kinds, step_errors, step_ok, step_requests};
+use support::{
+    closed_value, entries, run_to_end, scenario_plan, step_error_kinds, step_errors, step_ok, step_requests,
+};
 
 /// A UDP port on 127.0.0.1 where nothing listens (bound, noted, released).
 fn closed_udp_port() -> u16 {
@@ -19,7 +21,9 @@ fn closed_udp_port() -> u16 {
 
 /// A message step's error details over the run, as "kind: message".
 fn details(snapshots: &[horde_engine::Snapshot], step: &str) -> Vec<String> {
-    entries(snapshots, step).flat_map(|entry| entry.error_details.iter().map(|(kind, message, _)| format!("{kind}: {message}"))).collect()
+    entries(snapshots, step)
+        .flat_map(|entry| entry.error_details.iter().map(|(kind, message, _)| format!("{kind}: {message}")))
+        .collect()
 }
 
 fn hello_and_ping(url: &str, timeout_ms: f64, seconds: f64) -> horde_plan::Plan {
@@ -47,7 +51,11 @@ fn a_closed_datagram_port_is_refused(scheme: &str) {
     assert_eq!(received(&snapshots), 0);
     let backoffs: u64 = snapshots.iter().map(|snapshot| snapshot.connect_backoffs).sum();
     assert!(backoffs > 0, "{url}: no back-off after a refusal");
-    assert!(step_requests(&snapshots, "rtt") < 50, "{url}: {} pings in a second to a closed port", step_requests(&snapshots, "rtt"));
+    assert!(
+        step_requests(&snapshots, "rtt") < 50,
+        "{url}: {} pings in a second to a closed port",
+        step_requests(&snapshots, "rtt")
+    );
 }
 
 #[test]
@@ -75,7 +83,11 @@ fn a_udp_peer_that_never_answers_is_told_apart_from_loss() {
 
 /// A TCP server on loopback that accepts and answers each line with `answer` (none: never)
 /// after `delay`; it keeps its connections for `life`.
-fn tcp_server(answer: Option<fn(&str) -> String>, delay: Duration, life: Duration) -> (String, std::thread::JoinHandle<()>) {
+fn tcp_server(
+    answer: Option<fn(&str) -> String>,
+    delay: Duration,
+    life: Duration,
+) -> (String, std::thread::JoinHandle<()>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("tcp://{}", listener.local_addr().unwrap());
     listener.set_nonblocking(true).unwrap();
@@ -112,7 +124,10 @@ fn a_tcp_peer_that_accepts_and_never_answers_times_pings_out_in_those_words() {
     let (url, server) = tcp_server(None, Duration::ZERO, Duration::from_secs(3));
     let snapshots = run_to_end(&hello_and_ping(&url, 100.0, 0.6), 1);
     let kinds = step_error_kinds(&snapshots, "rtt");
-    assert!(kinds.keys().all(|kind| kind == "timeout") && kinds.contains_key("timeout"), "TCP loses nothing: {kinds:?}");
+    assert!(
+        kinds.keys().all(|kind| kind == "timeout") && kinds.contains_key("timeout"),
+        "TCP loses nothing: {kinds:?}"
+    );
     let words = details(&snapshots, "rtt");
     assert!(words.iter().all(|line| line.contains(&format!("nothing has come from {url}"))), "{words:?}");
     assert_eq!(support::connections_opened(&snapshots), 1, "a silent peer keeps its connection");
@@ -134,7 +149,11 @@ fn a_tcp_ping_past_its_timeout_is_late_not_lost() {
     let late: u64 = entries(&snapshots, "rtt").map(|entry| entry.messages.late).sum();
     assert!(late >= pings - 1, "{late} of {pings} pongs counted late");
     // Once the peer has answered, a ping without its reply is no longer from a silent peer.
-    assert!(details(&snapshots, "rtt").iter().any(|line| !line.contains("nothing has come")), "{:?}", details(&snapshots, "rtt"));
+    assert!(
+        details(&snapshots, "rtt").iter().any(|line| !line.contains("nothing has come")),
+        "{:?}",
+        details(&snapshots, "rtt")
+    );
     server.join().unwrap();
 }
 
@@ -156,6 +175,9 @@ fn a_stream_off_the_plans_framing_names_its_protocol() {
     let snapshots = run_to_end(&plan, 1);
     assert_eq!(step_errors(&snapshots, "welcome", "protocol"), 1, "{:?}", step_error_kinds(&snapshots, "welcome"));
     let words = details(&snapshots, "welcome");
-    assert!(words[0].contains("tcp:// stream does not follow target.framing") && !words[0].contains("HTTP"), "{words:?}");
+    assert!(
+        words[0].contains("tcp:// stream does not follow target.framing") && !words[0].contains("HTTP"),
+        "{words:?}"
+    );
     server.join().unwrap();
 }

@@ -16,7 +16,9 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-use support::{closed_value, entries, latency, run_to_end, scenario_plan, step_error_kinds, step_errors, step_ok, step_requests};
+use support::{
+    closed_value, entries, latency, run_to_end, scenario_plan, step_error_kinds, step_errors, step_ok, step_requests,
+};
 
 fn target() -> TargetHandle {
     TargetHandle::start(TargetConfig::default()).expect("target starts")
@@ -35,7 +37,9 @@ fn messages(snapshots: &[Snapshot], step: &str) -> MessageCounts {
 }
 
 fn details(snapshots: &[Snapshot], step: &str) -> Vec<String> {
-    entries(snapshots, step).flat_map(|entry| entry.error_details.iter().map(|(kind, message, _)| format!("{kind}: {message}"))).collect()
+    entries(snapshots, step)
+        .flat_map(|entry| entry.error_details.iter().map(|(kind, message, _)| format!("{kind}: {message}")))
+        .collect()
 }
 
 fn ping_loop(think_ms: f64) -> Value {
@@ -48,11 +52,18 @@ fn ping_loop(think_ms: f64) -> Value {
 #[test]
 fn every_ping_over_a_websocket_is_answered_and_counted() {
     let target = target();
-    let plan = scenario_plan(&ws_url(&target, "/ws/echo"), json!({"steps": ping_loop(5.0), "workload": closed_value(4, 1.0)}));
+    let plan =
+        scenario_plan(&ws_url(&target, "/ws/echo"), json!({"steps": ping_loop(5.0), "workload": closed_value(4, 1.0)}));
     let snapshots = run_to_end(&plan, 1);
     let pings = step_requests(&snapshots, "rtt");
     assert!(pings > 100, "only {pings} pings");
-    assert_eq!(step_ok(&snapshots, "rtt"), pings, "{:?} {:?}", step_error_kinds(&snapshots, "rtt"), details(&snapshots, "rtt"));
+    assert_eq!(
+        step_ok(&snapshots, "rtt"),
+        pings,
+        "{:?} {:?}",
+        step_error_kinds(&snapshots, "rtt"),
+        details(&snapshots, "rtt")
+    );
     let counts = messages(&snapshots, "rtt");
     assert_eq!((counts.sent, counts.received, counts.late), (pings, pings, 0));
     assert_eq!(target.websocket_counts().ws_in.load(Ordering::Relaxed), pings, "the target saw each ping once");
@@ -67,11 +78,19 @@ fn every_ping_over_a_websocket_is_answered_and_counted() {
 #[test]
 fn the_round_trip_of_a_known_delay_is_that_delay() {
     let target = target();
-    let plan = scenario_plan(&ws_url(&target, "/ws/delay/20"), json!({"steps": ping_loop(5.0), "workload": closed_value(2, 1.0)}));
+    let plan = scenario_plan(
+        &ws_url(&target, "/ws/delay/20"),
+        json!({"steps": ping_loop(5.0), "workload": closed_value(2, 1.0)}),
+    );
     let snapshots = run_to_end(&plan, 1);
     let rtt = latency(&snapshots, "rtt");
     assert!(rtt.len() > 20, "only {} pings", rtt.len());
-    assert_eq!(step_ok(&snapshots, "rtt"), step_requests(&snapshots, "rtt"), "{:?}", step_error_kinds(&snapshots, "rtt"));
+    assert_eq!(
+        step_ok(&snapshots, "rtt"),
+        step_requests(&snapshots, "rtt"),
+        "{:?}",
+        step_error_kinds(&snapshots, "rtt")
+    );
     let (min_ms, median_ms) = (rtt.min() as f64 / 1000.0, rtt.value_at_quantile(0.5) as f64 / 1000.0);
     eprintln!("WebSocket, 20 ms server delay: RTT min {min_ms} ms, median {median_ms} ms over {} pings", rtt.len());
     assert!(min_ms >= 20.0, "min {min_ms} ms");
@@ -90,7 +109,10 @@ fn a_rooms_messages_reach_every_member_squared() {
         {"type": "loop", "count": players, "steps": [{"type": "receive", "name": "moves", "match": "^move", "timeout_ms": 2000}]},
         {"type": "think", "think_time": {"type": "constant", "duration_ms": 60000}}
     ]);
-    let mut plan = scenario_plan(&ws_url(&target, "/ws/rooms/arena"), json!({"steps": steps, "workload": closed_value(players, 1.5)}));
+    let mut plan = scenario_plan(
+        &ws_url(&target, "/ws/rooms/arena"),
+        json!({"steps": steps, "workload": closed_value(players, 1.5)}),
+    );
     plan.graceful_stop_s = 1.0;
     let snapshots = run_to_end(&plan, 1);
     assert_eq!(step_ok(&snapshots, "join"), players);
@@ -98,17 +120,27 @@ fn a_rooms_messages_reach_every_member_squared() {
     assert_eq!(step_ok(&snapshots, "moves"), players * players, "{:?}", step_error_kinds(&snapshots, "moves"));
     assert_eq!(messages(&snapshots, "moves").received, players * players);
     let counts = target.websocket_counts();
-    assert_eq!((counts.ws_in.load(Ordering::Relaxed), counts.ws_out.load(Ordering::Relaxed)), (players, players * players));
+    assert_eq!(
+        (counts.ws_in.load(Ordering::Relaxed), counts.ws_out.load(Ordering::Relaxed)),
+        (players, players * players)
+    );
 }
 
 #[test]
 fn a_refused_upgrade_is_counted_by_its_status() {
     let target = target();
-    let plan = scenario_plan(&ws_url(&target, "/ws/nowhere"), json!({"steps": ping_loop(0.0), "workload": closed_value(1, 0.3)}));
+    let plan = scenario_plan(
+        &ws_url(&target, "/ws/nowhere"),
+        json!({"steps": ping_loop(0.0), "workload": closed_value(1, 0.3)}),
+    );
     let snapshots = run_to_end(&plan, 1);
     let refused = step_errors(&snapshots, "rtt", "status_404");
     assert!(refused > 0 && refused == step_requests(&snapshots, "rtt"), "{:?}", step_error_kinds(&snapshots, "rtt"));
-    assert!(details(&snapshots, "rtt").iter().any(|detail| detail.contains("refused: 404")), "{:?}", details(&snapshots, "rtt"));
+    assert!(
+        details(&snapshots, "rtt").iter().any(|detail| detail.contains("refused: 404")),
+        "{:?}",
+        details(&snapshots, "rtt")
+    );
 }
 
 /// A server that sets a cookie on `GET /login`, and on an upgrade answers 101, sends the
@@ -133,10 +165,16 @@ fn serve_heads(mut stream: TcpStream) {
             let head = String::from_utf8_lossy(&pending[..end + 4]).into_owned();
             pending.drain(..end + 4);
             if head.starts_with("GET /login") {
-                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nSet-Cookie: session=abc123; Path=/\r\nContent-Length: 2\r\n\r\nok");
+                let _ = stream
+                    .write_all(b"HTTP/1.1 200 OK\r\nSet-Cookie: session=abc123; Path=/\r\nContent-Length: 2\r\n\r\nok");
                 continue;
             }
-            let key = head.lines().find_map(|line| line.strip_prefix("Sec-WebSocket-Key: ")).unwrap_or_default().trim().to_owned();
+            let key = head
+                .lines()
+                .find_map(|line| line.strip_prefix("Sec-WebSocket-Key: "))
+                .unwrap_or_default()
+                .trim()
+                .to_owned();
             let accept = horde_target::websocket_accept_key(key.as_bytes());
             let mut reply = format!("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n")
                 .into_bytes();
@@ -172,18 +210,33 @@ fn the_upgrade_carries_the_jars_cookies_and_the_plans_headers_and_a_close_frame_
     let mut plan = scenario_plan(&format!("ws://{address}"), json!({"steps": steps, "workload": closed_value(1, 0.3)}));
     plan.target.headers = vec![("X-Plan".into(), "p1".into())];
     let snapshots = run_to_end(&plan, 1);
-    let (upgrades, heads, afters) = (step_requests(&snapshots, "upgrade"), step_requests(&snapshots, "head"), step_requests(&snapshots, "after"));
+    let (upgrades, heads, afters) =
+        (step_requests(&snapshots, "upgrade"), step_requests(&snapshots, "head"), step_requests(&snapshots, "after"));
     // The run's end may fall between two steps of the last iteration.
-    assert!(afters > 0 && upgrades - heads <= 1 && heads - afters <= 1, "{upgrades} upgrades, {heads} heads, {afters} afters");
+    assert!(
+        afters > 0 && upgrades - heads <= 1 && heads - afters <= 1,
+        "{upgrades} upgrades, {heads} heads, {afters} afters"
+    );
     assert_eq!(step_ok(&snapshots, "upgrade"), upgrades);
-    assert_eq!(step_ok(&snapshots, "head"), heads, "{:?} {:?}", step_error_kinds(&snapshots, "head"), details(&snapshots, "head"));
+    assert_eq!(
+        step_ok(&snapshots, "head"),
+        heads,
+        "{:?} {:?}",
+        step_error_kinds(&snapshots, "head"),
+        details(&snapshots, "head")
+    );
     assert_eq!(step_errors(&snapshots, "after", "ws_closed"), afters, "{:?}", step_error_kinds(&snapshots, "after"));
-    assert!(details(&snapshots, "after").iter().any(|detail| detail.contains("code 4001: bye")), "{:?}", details(&snapshots, "after"));
+    assert!(
+        details(&snapshots, "after").iter().any(|detail| detail.contains("code 4001: bye")),
+        "{:?}",
+        details(&snapshots, "after")
+    );
 }
 
 /// A TLS front (self-signed, made now) that passes each connection on to `backend` in clear.
 fn tls_front(backend: SocketAddr) -> SocketAddr {
-    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_string(), "127.0.0.1".to_string()]).expect("certificate");
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_string(), "127.0.0.1".to_string()])
+        .expect("certificate");
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(certified.signing_key.serialize_der()));
     let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
         .with_safe_default_protocol_versions()
@@ -202,7 +255,11 @@ fn tls_front(backend: SocketAddr) -> SocketAddr {
             while let Ok((stream, _)) = listener.accept().await {
                 let acceptor = acceptor.clone();
                 tokio::spawn(async move {
-                    let (Ok(mut tls), Ok(mut plain)) = (acceptor.accept(stream).await, tokio::net::TcpStream::connect(backend).await) else { return };
+                    let (Ok(mut tls), Ok(mut plain)) =
+                        (acceptor.accept(stream).await, tokio::net::TcpStream::connect(backend).await)
+                    else {
+                        return;
+                    };
                     let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
                 });
             }
@@ -225,7 +282,13 @@ fn wss_goes_through_tls_with_the_plans_trust() {
     let snapshots = run_to_end(&plan, 1);
     let pings = step_requests(&snapshots, "rtt");
     assert!(pings > 20, "only {pings} pings");
-    assert_eq!(step_ok(&snapshots, "rtt"), pings, "{:?} {:?}", step_error_kinds(&snapshots, "rtt"), details(&snapshots, "rtt"));
+    assert_eq!(
+        step_ok(&snapshots, "rtt"),
+        pings,
+        "{:?} {:?}",
+        step_error_kinds(&snapshots, "rtt"),
+        details(&snapshots, "rtt")
+    );
     assert_eq!(target.websocket_counts().ws_in.load(Ordering::Relaxed), pings);
     std::thread::sleep(Duration::from_millis(10));
 }
@@ -237,11 +300,18 @@ fn a_ping_control_frame_is_answered_by_the_servers_pong() {
         {"type": "ping", "name": "rtt", "text": "{{ seq }}", "timeout_ms": 1000, "control_frame": true,
          "think_time": {"type": "constant", "duration_ms": 5.0}}
     ]);
-    let plan = scenario_plan(&ws_url(&target, "/ws/delay/50"), json!({"steps": steps, "workload": closed_value(2, 0.6)}));
+    let plan =
+        scenario_plan(&ws_url(&target, "/ws/delay/50"), json!({"steps": steps, "workload": closed_value(2, 0.6)}));
     let snapshots = run_to_end(&plan, 1);
     let pings = step_requests(&snapshots, "rtt");
     assert!(pings > 50, "only {pings} pings");
-    assert_eq!(step_ok(&snapshots, "rtt"), pings, "{:?} {:?}", step_error_kinds(&snapshots, "rtt"), details(&snapshots, "rtt"));
+    assert_eq!(
+        step_ok(&snapshots, "rtt"),
+        pings,
+        "{:?} {:?}",
+        step_error_kinds(&snapshots, "rtt"),
+        details(&snapshots, "rtt")
+    );
     let counts = messages(&snapshots, "rtt");
     assert_eq!((counts.sent, counts.received), (pings, pings));
     // The WebSocket stack answers at once: the route's 50 ms delay is for messages only.

@@ -72,8 +72,14 @@ mod tests {
         // The bucket's first 1,500 bytes at once, then exactly the rate until the last leaves.
         let expected = BURST_BYTES + 100_000.0 * last_leaves.as_secs_f64();
         assert!((passed as f64 - expected).abs() <= 500.0, "{passed} bytes passed, expected {expected}");
-        assert!((10.0..10.1).contains(&last_leaves.as_secs_f64()), "the queue drains its 100 ms after the offer ends: {last_leaves:?}");
-        assert!(longest <= QUEUE && longest >= QUEUE - Duration::from_millis(5), "a full queue waits 100 ms: {longest:?}");
+        assert!(
+            (10.0..10.1).contains(&last_leaves.as_secs_f64()),
+            "the queue drains its 100 ms after the offer ends: {last_leaves:?}"
+        );
+        assert!(
+            longest <= QUEUE && longest >= QUEUE - Duration::from_millis(5),
+            "a full queue waits 100 ms: {longest:?}"
+        );
     }
 
     #[test]
@@ -92,7 +98,8 @@ mod tests {
 
     #[test]
     fn a_longer_queue_holds_more_before_it_drops() {
-        let (mut short, mut long) = (Bottleneck::new(10_000.0, QUEUE), Bottleneck::new(10_000.0, Duration::from_millis(500)));
+        let (mut short, mut long) =
+            (Bottleneck::new(10_000.0, QUEUE), Bottleneck::new(10_000.0, Duration::from_millis(500)));
         let now = Instant::now();
         let passed = |link: &mut Bottleneck| (0..20).filter(|_| link.admit(now, 1000).is_some()).count();
         // A packet at once, the next 50 ms later (the bucket's 500 bytes left), then one each

@@ -77,7 +77,15 @@ mod tests {
     use super::*;
 
     fn network(loss_percent: f64, duplicate_percent: f64) -> Network {
-        Network { delay_ms: 20.0, jitter_ms: 5.0, loss_percent, duplicate_percent, reorder_percent: 0.0, rate_limit: None, seed: 7 }
+        Network {
+            delay_ms: 20.0,
+            jitter_ms: 5.0,
+            loss_percent,
+            duplicate_percent,
+            reorder_percent: 0.0,
+            rate_limit: None,
+            seed: 7,
+        }
     }
 
     #[test]
@@ -110,7 +118,15 @@ mod tests {
 
     #[test]
     fn no_impairment_is_transparent() {
-        let none = Network { delay_ms: 0.0, jitter_ms: 0.0, loss_percent: 0.0, duplicate_percent: 0.0, reorder_percent: 0.0, rate_limit: None, seed: 1 };
+        let none = Network {
+            delay_ms: 0.0,
+            jitter_ms: 0.0,
+            loss_percent: 0.0,
+            duplicate_percent: 0.0,
+            reorder_percent: 0.0,
+            rate_limit: None,
+            seed: 1,
+        };
         let mut impairment = Impairment::new(none, 0);
         assert!(impairment.is_transparent());
         assert_eq!(impairment.delays(), vec![Duration::ZERO]);

@@ -116,7 +116,8 @@ impl Link {
     }
 
     fn build(&mut self, network: Network, shaping: Option<Shaping>) -> Result<(), LinkError> {
-        let outside = Tun::open(&self.outside_device).map_err(|error| failed("cannot create a TUN device (/dev/net/tun)", error))?;
+        let outside = Tun::open(&self.outside_device)
+            .map_err(|error| failed("cannot create a TUN device (/dev/net/tun)", error))?;
         ip(&["netns", "add", &self.namespace])?;
         self.namespace_made = true;
         let inside = Tun::open_in(&self.namespace_path(), &self.inside_device)
@@ -179,7 +180,9 @@ impl Link {
     }
 
     pub fn stats(&self) -> LinkStats {
-        let load = |counters: &[std::sync::atomic::AtomicU64; 2]| counters.each_ref().map(|counter| counter.load(Ordering::Relaxed));
+        let load = |counters: &[std::sync::atomic::AtomicU64; 2]| {
+            counters.each_ref().map(|counter| counter.load(Ordering::Relaxed))
+        };
         let counters = &self.counters;
         LinkStats {
             packets: load(&counters.read),
@@ -249,7 +252,9 @@ fn ip(args: &[&str]) -> Result<(), LinkError> {
 /// Kills what still runs in the namespace, then deletes it.
 fn delete_namespace(namespace: &str) {
     if let Ok(output) = Command::new("ip").args(["netns", "pids", namespace]).output() {
-        for pid in String::from_utf8_lossy(&output.stdout).split_whitespace().filter_map(|pid| pid.parse::<libc::pid_t>().ok()) {
+        for pid in
+            String::from_utf8_lossy(&output.stdout).split_whitespace().filter_map(|pid| pid.parse::<libc::pid_t>().ok())
+        {
             // SAFETY: kill only sends a signal to a process of our own namespace.
             unsafe { libc::kill(pid, libc::SIGKILL) };
         }
@@ -262,7 +267,11 @@ fn remove_stale_namespaces() {
     let Ok(entries) = std::fs::read_dir(NETNS_DIR) else { return };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name.strip_prefix(NAMESPACE_PREFIX).and_then(|rest| rest.split('-').next()).and_then(|pid| pid.parse::<u32>().ok()) else {
+        let Some(pid) = name
+            .strip_prefix(NAMESPACE_PREFIX)
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
             continue;
         };
         if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {

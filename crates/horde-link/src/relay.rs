@@ -112,10 +112,12 @@ pub(crate) fn run(
     let mut rounds = 0u32;
     loop {
         let timeout = held.peek().map(|Reverse((due, ..))| due.saturating_duration_since(Instant::now()));
-        let timespec = timeout.map(|wait| libc::timespec { tv_sec: wait.as_secs() as libc::time_t, tv_nsec: wait.subsec_nanos() as _ });
+        let timespec = timeout
+            .map(|wait| libc::timespec { tv_sec: wait.as_secs() as libc::time_t, tv_nsec: wait.subsec_nanos() as _ });
         let timespec_ptr = timespec.as_ref().map_or(std::ptr::null(), |spec| spec as *const libc::timespec);
         // SAFETY: ppoll reads our three pollfds and the optional timespec, and writes revents.
-        let ready = unsafe { libc::ppoll(polls.as_mut_ptr(), polls.len() as libc::nfds_t, timespec_ptr, std::ptr::null()) };
+        let ready =
+            unsafe { libc::ppoll(polls.as_mut_ptr(), polls.len() as libc::nfds_t, timespec_ptr, std::ptr::null()) };
         if ready < 0 {
             let error = io::Error::last_os_error();
             if error.kind() == io::ErrorKind::Interrupted {

@@ -24,7 +24,10 @@ impl Tun {
     /// Creates the TUN device `name` in the calling thread's network namespace.
     pub fn open(name: &str) -> io::Result<Self> {
         if name.is_empty() || name.len() >= libc::IFNAMSIZ {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("a device name has 1 to 15 bytes: {name:?}")));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("a device name has 1 to 15 bytes: {name:?}"),
+            ));
         }
         let path = CString::new("/dev/net/tun").map_err(io::Error::other)?;
         // SAFETY: open reads a NUL-terminated path we own; the descriptor it returns is ours.

@@ -30,7 +30,15 @@ fn start(network: Network, shaping: Option<Shaping>) -> Option<Link> {
 }
 
 fn network(delay_ms: f64, loss_percent: f64) -> Network {
-    Network { delay_ms, jitter_ms: 0.0, loss_percent, duplicate_percent: 0.0, reorder_percent: 0.0, rate_limit: None, seed: 3 }
+    Network {
+        delay_ms,
+        jitter_ms: 0.0,
+        loss_percent,
+        duplicate_percent: 0.0,
+        reorder_percent: 0.0,
+        rate_limit: None,
+        seed: 3,
+    }
 }
 
 /// A line echo server listening inside the link's namespace; returns its address.
@@ -90,7 +98,9 @@ fn left_behind(link_namespace: &str, devices: [&str; 2]) -> Vec<String> {
     }
     let links = std::process::Command::new("ip").args(["-o", "link", "show"]).output().expect("ip link");
     let links = String::from_utf8_lossy(&links.stdout);
-    found.extend(devices.iter().filter(|device| links.contains(&format!(" {device}:"))).map(|device| device.to_string()));
+    found.extend(
+        devices.iter().filter(|device| links.contains(&format!(" {device}:"))).map(|device| device.to_string()),
+    );
     found
 }
 
@@ -98,7 +108,8 @@ fn left_behind(link_namespace: &str, devices: [&str; 2]) -> Vec<String> {
 fn tcp_through_a_plain_link_is_answered_and_nothing_is_left_behind() {
     let Some(link) = start(network(0.0, 0.0), None) else { return };
     assert!(link.namespace().starts_with(NAMESPACE_PREFIX));
-    let (namespace, devices) = (link.namespace().to_owned(), [link.outside_device().to_owned(), link.inside_device().to_owned()]);
+    let (namespace, devices) =
+        (link.namespace().to_owned(), [link.outside_device().to_owned(), link.inside_device().to_owned()]);
     let times = pings(echo_inside(&link), 50, Duration::ZERO);
     assert!(percentile(&times, 0.5) < Duration::from_millis(5), "{times:?}");
     let stats = link.stop().expect("the relay ran to its stop");

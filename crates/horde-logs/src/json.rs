@@ -170,7 +170,13 @@ pub fn json_time(value: &Value) -> Option<f64> {
         return None;
     }
     // Epoch seconds reach 1e10 only in the year 2286: bigger numbers are ms, then µs.
-    Some(if number > 1e14 { number / 1e6 } else if number > 1e11 { number / 1e3 } else { number })
+    Some(if number > 1e14 {
+        number / 1e6
+    } else if number > 1e11 {
+        number / 1e3
+    } else {
+        number
+    })
 }
 
 fn digits_at(text: &[u8], at: usize, n: usize) -> Option<i64> {
@@ -226,7 +232,12 @@ fn clock(text: &[u8]) -> Option<(i64, i64, &[u8])> {
 fn iso_time(text: &str) -> Option<f64> {
     let bytes = text.as_bytes();
     let (year, month, day, rest) = if bytes.get(4) == Some(&b'-') {
-        (digits_at(bytes, 0, 4)?, (bytes.get(7) == Some(&b'-')).then(|| digits_at(bytes, 5, 2))??, digits_at(bytes, 8, 2)?, &bytes[10..])
+        (
+            digits_at(bytes, 0, 4)?,
+            (bytes.get(7) == Some(&b'-')).then(|| digits_at(bytes, 5, 2))??,
+            digits_at(bytes, 8, 2)?,
+            &bytes[10..],
+        )
     } else {
         (digits_at(bytes, 0, 4)?, digits_at(bytes, 4, 2)?, digits_at(bytes, 6, 2)?, bytes.get(8..)?)
     };
@@ -328,7 +339,8 @@ fn cookie_value(cookie: &str, name: &str) -> Option<String> {
         if !before_ok {
             continue;
         }
-        let end = value.char_indices().find(|&(_, c)| c == ';' || crate::text::is_space(c)).map_or(value.len(), |(i, _)| i);
+        let end =
+            value.char_indices().find(|&(_, c)| c == ';' || crate::text::is_space(c)).map_or(value.len(), |(i, _)| i);
         if end > 0 {
             return Some(value[..end].to_string());
         }
@@ -343,8 +355,19 @@ impl JsonParser {
             JsonSession::Header(field) => Some(field),
             _ => None,
         };
-        let all = [Some(&fields.time), fields.method.as_ref(), fields.path.as_ref(), fields.query.as_ref(), fields.request.as_ref(),
-                   fields.status.as_ref(), fields.duration.as_ref(), fields.client.as_ref(), fields.agent.as_ref(), fields.cookie.as_ref(), header];
+        let all = [
+            Some(&fields.time),
+            fields.method.as_ref(),
+            fields.path.as_ref(),
+            fields.query.as_ref(),
+            fields.request.as_ref(),
+            fields.status.as_ref(),
+            fields.duration.as_ref(),
+            fields.client.as_ref(),
+            fields.agent.as_ref(),
+            fields.cookie.as_ref(),
+            header,
+        ];
         let mut readers: Vec<(usize, bool)> = Vec::new();
         for field in all.into_iter().flatten() {
             match keys.iter().position(|key| *key == field.key) {
@@ -381,7 +404,10 @@ impl JsonParser {
 
     pub fn parse<'a>(&self, line: &'a str) -> Result<Record<'a>, JsonReason> {
         let mut deserializer = serde_json::Deserializer::from_str(line);
-        let mut found = match Wanted(&self.keys).deserialize(&mut deserializer).and_then(|found| deserializer.end().map(|()| found)) {
+        let mut found = match Wanted(&self.keys)
+            .deserialize(&mut deserializer)
+            .and_then(|found| deserializer.end().map(|()| found))
+        {
             Ok(Some(found)) => found,
             _ => return Err(Cow::Borrowed("not a JSON object")),
         };
@@ -412,7 +438,8 @@ impl JsonParser {
         let target = match target {
             Some(t) if !t.is_empty() => t,
             _ => {
-                let name = f.path.as_ref().or(f.request.as_ref()).map_or("None".to_string(), |field| quoted_name(&field.name));
+                let name =
+                    f.path.as_ref().or(f.request.as_ref()).map_or("None".to_string(), |field| quoted_name(&field.name));
                 return Err(Cow::Owned(format!("no path in field {name}")));
             }
         };
@@ -459,7 +486,10 @@ impl JsonParser {
                 Some(Value::String(cookie)) => cookie_value(cookie, name),
                 _ => None,
             },
-            JsonSession::Header(field) => self.get(&found, Some(field)).filter(|v| !matches!(v, Value::String(s) if s.is_empty() || s == "-")).map(text_of),
+            JsonSession::Header(field) => self
+                .get(&found, Some(field))
+                .filter(|v| !matches!(v, Value::String(s) if s.is_empty() || s == "-"))
+                .map(text_of),
         };
         Ok(Record {
             time_s,

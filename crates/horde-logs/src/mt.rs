@@ -35,7 +35,8 @@ impl PyRandom {
             }
         }
         for _ in 0..N - 1 {
-            state[i] = (state[i] ^ (state[i - 1] ^ (state[i - 1] >> 30)).wrapping_mul(1_566_083_941)).wrapping_sub(i as u32);
+            state[i] =
+                (state[i] ^ (state[i - 1] ^ (state[i - 1] >> 30)).wrapping_mul(1_566_083_941)).wrapping_sub(i as u32);
             i += 1;
             if i >= N {
                 state[0] = state[N - 1];

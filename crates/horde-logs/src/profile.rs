@@ -12,10 +12,10 @@ use rustc_hash::FxHashMap as HashMap;
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
 
+use crate::json::{JsonFields, JsonParser, JsonReason, JsonSession};
 use crate::mt::PyRandom;
 use crate::read::{Line, LineReader, ReadError};
 use crate::template::{Given, Rules, Shape, Templated, Templater};
-use crate::json::{JsonFields, JsonParser, JsonReason, JsonSession};
 use crate::text::{is_space, Record, TextParser};
 use std::cell::Cell;
 use std::rc::Rc;
@@ -84,8 +84,12 @@ enum Parser {
 impl Parser {
     fn new(format: &Format) -> Self {
         match format {
-            Format::Text { nginx, time_unit_ms, session_name } => Parser::Text(TextParser::new(*nginx, *time_unit_ms, session_name.clone())),
-            Format::Json { fields, duration_ms, session } => Parser::Json(Box::new(JsonParser::new((**fields).clone(), *duration_ms, session.clone()))),
+            Format::Text { nginx, time_unit_ms, session_name } => {
+                Parser::Text(TextParser::new(*nginx, *time_unit_ms, session_name.clone()))
+            }
+            Format::Json { fields, duration_ms, session } => {
+                Parser::Json(Box::new(JsonParser::new((**fields).clone(), *duration_ms, session.clone())))
+            }
         }
     }
 
@@ -311,7 +315,19 @@ impl Sessions {
             self.close(key);
         }
         let mix = vec![(endpoint, 1)];
-        self.open.insert(key, Open { last_s: now, last_ms: duration_ms, endpoint, requests: 1, mix, think_ms_total: 0.0, thinks: 0, stamp });
+        self.open.insert(
+            key,
+            Open {
+                last_s: now,
+                last_ms: duration_ms,
+                endpoint,
+                requests: 1,
+                mix,
+                think_ms_total: 0.0,
+                thinks: 0,
+                stamp,
+            },
+        );
         self.order.push_back((key, stamp));
         if self.open.len() > MAX_OPEN {
             self.closed_early += 1;
@@ -373,7 +389,11 @@ impl Sessions {
         if let Some(session) = self.open.remove(&key) {
             *self.lengths.entry(session.requests.min(MAX_COUNTED_LENGTH)).or_insert(0) += 1;
             if session.thinks > 0 {
-                self.offer(SampledSession { mix: session.mix, think_ms_total: session.think_ms_total, thinks: session.thinks });
+                self.offer(SampledSession {
+                    mix: session.mix,
+                    think_ms_total: session.think_ms_total,
+                    thinks: session.thinks,
+                });
             }
         }
     }
@@ -460,7 +480,11 @@ impl<R: Rules> Builder<R> {
         self.per_minute[self.last_minute].1 += 1;
         let minute = self.per_minute[self.last_minute].0;
         let other = index as usize >= self.endpoints.len();
-        let stats = if other { self.other.get_or_insert_with(|| Endpoint::new(None)) } else { &mut self.endpoints[index as usize] };
+        let stats = if other {
+            self.other.get_or_insert_with(|| Endpoint::new(None))
+        } else {
+            &mut self.endpoints[index as usize]
+        };
         stats.count += 1;
         stats.add_minute(minute);
         if let Some(ms) = record.duration_ms {
@@ -533,7 +557,12 @@ impl<R: Rules> Builder<R> {
 fn note_bad(counts: &mut Counts, file: usize, line: u64, reason: &str, text: &str) {
     counts.bad += 1;
     if counts.bad_samples.len() < BAD_SAMPLES {
-        counts.bad_samples.push(BadLine { file, line, reason: reason.to_string(), text: text.chars().take(BAD_TEXT).collect() });
+        counts.bad_samples.push(BadLine {
+            file,
+            line,
+            reason: reason.to_string(),
+            text: text.chars().take(BAD_TEXT).collect(),
+        });
     }
 }
 
@@ -697,7 +726,8 @@ pub fn profile<R: Rules, E>(
         loop {
             let (before, rest) = sources.split_at_mut(file);
             let (source, after) = rest.split_first_mut().expect("file < len");
-            let next = advance(source, file, (before, after), &mut reading, if merging { None } else { Some(&mut builder) })?;
+            let next =
+                advance(source, file, (before, after), &mut reading, if merging { None } else { Some(&mut builder) })?;
             match next {
                 Next::Request if merging => break,
                 Next::Request => continue,

@@ -93,7 +93,17 @@ impl LineReader {
     }
 
     fn new(source: Box<dyn Read>, raw: Rc<Cell<u64>>) -> Self {
-        LineReader { source, raw, buf: vec![0; BUFFER], start: 0, end: 0, eof: false, first: true, long_start: Vec::new(), lines: 0 }
+        LineReader {
+            source,
+            raw,
+            buf: vec![0; BUFFER],
+            start: 0,
+            end: 0,
+            eof: false,
+            first: true,
+            long_start: Vec::new(),
+            lines: 0,
+        }
     }
 
     /// Bytes read from the file so far (compressed bytes for a gzip), as they grow.

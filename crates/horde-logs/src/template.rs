@@ -149,7 +149,12 @@ pub enum GivenPiece {
 impl Given {
     /// `secret[i]`: placeholder `i` holds a secret whatever its value (named like one, or after
     /// a segment named like one).
-    pub fn new(method: Option<String>, pieces: &[GivenPiece], labels: Vec<String>, secret: Vec<bool>) -> Result<Self, String> {
+    pub fn new(
+        method: Option<String>,
+        pieces: &[GivenPiece],
+        labels: Vec<String>,
+        secret: Vec<bool>,
+    ) -> Result<Self, String> {
         let mut pattern = String::from("^(?:");
         for piece in pieces {
             match piece {
@@ -206,7 +211,11 @@ impl Templated {
         let mut query = Vec::new();
         for &(name, secret) in &self.query {
             let label = name.map_or("{param}".to_string(), |(a, b)| target[a..b].to_string());
-            slots.push(Slot { label: label.clone(), kind: if secret { Kind::Secret } else { Kind::Query }, in_query: true });
+            slots.push(Slot {
+                label: label.clone(),
+                kind: if secret { Kind::Secret } else { Kind::Query },
+                in_query: true,
+            });
             query.push(label);
         }
         Shape { method: method.to_string(), pieces, query, slots }
@@ -222,7 +231,11 @@ pub struct Templater<R: Rules> {
 }
 
 fn char_len(text: &str) -> usize {
-    if text.is_ascii() { text.len() } else { text.chars().count() }
+    if text.is_ascii() {
+        text.len()
+    } else {
+        text.chars().count()
+    }
 }
 
 fn is_digits(text: &str) -> bool {
@@ -232,7 +245,10 @@ fn is_digits(text: &str) -> bool {
 fn is_uuid(text: &str) -> bool {
     let bytes = text.as_bytes();
     bytes.len() == 36
-        && bytes.iter().enumerate().all(|(i, b)| if matches!(i, 8 | 13 | 18 | 23) { *b == b'-' } else { b.is_ascii_hexdigit() })
+        && bytes
+            .iter()
+            .enumerate()
+            .all(|(i, b)| if matches!(i, 8 | 13 | 18 | 23) { *b == b'-' } else { b.is_ascii_hexdigit() })
 }
 
 fn is_hex(text: &str) -> bool {
@@ -263,7 +279,8 @@ pub fn random_letters(segment: &str) -> bool {
     if !bytes.iter().any(u8::is_ascii_uppercase) || !bytes.iter().any(u8::is_ascii_lowercase) {
         return vowels < 0.2;
     }
-    let changes = bytes.windows(2).filter(|pair| pair[0].is_ascii_uppercase() != pair[1].is_ascii_uppercase()).count() as f64
+    let changes = bytes.windows(2).filter(|pair| pair[0].is_ascii_uppercase() != pair[1].is_ascii_uppercase()).count()
+        as f64
         / (bytes.len() - 1) as f64;
     vowels < 0.3 && changes >= 0.3
 }
@@ -280,7 +297,8 @@ fn is_route_word(text: &str) -> bool {
 
 /// `[A-Za-z0-9_.\[\]-]{1,40}`: a query parameter's name kept as written.
 fn is_plain_name(text: &str) -> bool {
-    (1..=40).contains(&text.len()) && text.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'[' | b']' | b'-'))
+    (1..=40).contains(&text.len())
+        && text.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'[' | b']' | b'-'))
 }
 
 /// The rules' answer for a name, asked once while the cache holds it (bounded: cleared when full).
@@ -354,7 +372,8 @@ impl<R: Rules> Templater<R> {
     /// Whether the plan may keep a slot's value of this kind (not a token, an e-mail address,
     /// a secret, nor a value past 64 characters or holding an e-mail address).
     pub fn kept(&mut self, value: &str, kind: Option<Kind>) -> bool {
-        if kind.is_some_and(Kind::never_kept) || (value.len() > MAX_VALUE_LENGTH && char_len(value) > MAX_VALUE_LENGTH) {
+        if kind.is_some_and(Kind::never_kept) || (value.len() > MAX_VALUE_LENGTH && char_len(value) > MAX_VALUE_LENGTH)
+        {
             return false;
         }
         !(may_hold_email(value) && self.rules.has_email(value))
@@ -422,7 +441,8 @@ impl<R: Rules> Templater<R> {
                 let kind = self.classify(value);
                 self.kept(value, kind)
             };
-            out.values.push(kept.then_some((value_start.min(target.len()), (value_start + value.len()).min(target.len()))));
+            out.values
+                .push(kept.then_some((value_start.min(target.len()), (value_start + value.len()).min(target.len()))));
         }
     }
 
@@ -438,7 +458,8 @@ impl<R: Rules> Templater<R> {
         let mut literal = 0;
         for (slot, capture) in captures.iter().skip(1).flatten().enumerate() {
             let value = capture.as_str();
-            let kind = if self.given[index].secret[slot] { Kind::Secret } else { self.classify(value).unwrap_or(Kind::Named) };
+            let kind =
+                if self.given[index].secret[slot] { Kind::Secret } else { self.classify(value).unwrap_or(Kind::Named) };
             let shown = if kind.never_kept() { kind } else { Kind::Named };
             if literal < capture.start() {
                 out.pieces.push((None, literal, capture.start()));
@@ -530,8 +551,10 @@ pub(crate) mod tests {
 
     #[test]
     fn ids_tokens_and_queries() {
-        assert_eq!(name_and_values("GET", "/users/42/orders?page=2&token=abc"),
-                   ("GET /users/{id}/orders?page&token".into(), vec![Some("42".into()), Some("2".into()), None]));
+        assert_eq!(
+            name_and_values("GET", "/users/42/orders?page=2&token=abc"),
+            ("GET /users/{id}/orders?page&token".into(), vec![Some("42".into()), Some("2".into()), None])
+        );
         assert_eq!(name_and_values("GET", "/static/app.3f9a0c7be1.js").0, "GET /static/app.{id}.js");
         assert_eq!(name_and_values("GET", "/a/123e4567-e89b-12d3-a456-426614174000").0, "GET /a/{id}");
         assert_eq!(name_and_values("GET", "/reset-token/XYZ").0, "GET /reset-token/{secret}");
@@ -554,10 +577,14 @@ pub(crate) mod tests {
         let mut out = Templated::default();
         let mut name = |method: &str, target: &str| {
             templater.template(method, target, &mut out);
-            let values: Vec<Option<String>> = out.values.iter().map(|v| v.map(|(a, b)| target[a..b].to_string())).collect();
+            let values: Vec<Option<String>> =
+                out.values.iter().map(|v| v.map(|(a, b)| target[a..b].to_string())).collect();
             (out.shape(method, target).name(), values)
         };
-        assert_eq!(name("GET", "/blog/hello-world?x=1"), ("GET /blog/{slug}?x".into(), vec![Some("hello-world".into()), Some("1".into())]));
+        assert_eq!(
+            name("GET", "/blog/hello-world?x=1"),
+            ("GET /blog/{slug}?x".into(), vec![Some("hello-world".into()), Some("1".into())])
+        );
         assert_eq!(name("POST", "/users/bob/avatar").0, "POST /users/{name}/avatar");
         assert_eq!(name("GET", "/users/bob/avatar").0, "GET /users/bob/avatar");
         assert_eq!(name("GET", "/reset-token/abc"), ("GET /reset-token/{t}".into(), vec![None]));

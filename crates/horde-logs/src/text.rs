@@ -348,7 +348,10 @@ fn session_value<'a>(tail: &'a str, name: &str) -> Option<&'a str> {
         if !before_ok {
             continue;
         }
-        let end = value.char_indices().find(|&(_, c)| c == ';' || c == '"' || c == '&' || is_space(c)).map_or(value.len(), |(i, _)| i);
+        let end = value
+            .char_indices()
+            .find(|&(_, c)| c == ';' || c == '"' || c == '&' || is_space(c))
+            .map_or(value.len(), |(i, _)| i);
         if end > 0 {
             return Some(&value[..end]);
         }
@@ -369,7 +372,10 @@ mod tests {
         let line = r#"10.0.0.1 - - [01/Mar/2024:10:00:00 +0000] "GET /items/1?page=2 HTTP/1.1" 200 512 "-" "Mozilla/5.0" 0.040 0.036"#;
         let record = parser().parse(line).unwrap();
         assert_eq!(record.time_s, 1_709_287_200.0);
-        assert_eq!((&*record.method, &*record.target, record.status, &*record.client, &*record.agent), ("GET", "/items/1?page=2", 200, "10.0.0.1", "Mozilla/5.0"));
+        assert_eq!(
+            (&*record.method, &*record.target, record.status, &*record.client, &*record.agent),
+            ("GET", "/items/1?page=2", 200, "10.0.0.1", "Mozilla/5.0")
+        );
         assert_eq!(record.duration_ms, Some(40.0));
     }
 
@@ -395,6 +401,9 @@ mod tests {
         assert_eq!(p.parse(r#"a - - [01/Mar/2024:10:00:00 +0000] "-" 400 1"#), Err(NO_REQUEST_LINE));
         assert_eq!(p.parse(r#"a - - [01/Mar/2024:10:00:00 +0000] "get / HTTP/1.1" 400 1"#), Err(NO_METHOD));
         assert_eq!(p.parse(r#"a - - [01/Mar/2024:10:00:00 +0000] "GET x HTTP/1.1" 400 1"#), Err(NOT_A_PATH));
-        assert_eq!(p.parse(r#"a - - [01/Mar/2024:10:00:00 +0000] "GET /\"q HTTP/1.1" 200 1"#).unwrap().target, r#"/\"q"#);
+        assert_eq!(
+            p.parse(r#"a - - [01/Mar/2024:10:00:00 +0000] "GET /\"q HTTP/1.1" 200 1"#).unwrap().target,
+            r#"/\"q"#
+        );
     }
 }

@@ -44,7 +44,8 @@ const SEEDS: [&str; 5] = [
     r#"h - - [01/Mar/2024:10:00:00] "-" 400 0 "-" "-""#,
     r#"é - - [01/Mar/2024:10:00:00 +0000] "GET /ünï/123e4567-e89b-12d3-a456-426614174000 HTTP/1.1" 200 1 "" "ü" 12"#,
 ];
-const PIECES: [&str; 14] = [" ", "\"", "\\", "[", "]", "/", "?", "&", "=", "é", "\u{0}", "99999999999999999999999999", ".", "\u{1f600}"];
+const PIECES: [&str; 14] =
+    [" ", "\"", "\\", "[", "]", "/", "?", "&", "=", "é", "\u{0}", "99999999999999999999999999", ".", "\u{1f600}"];
 
 fn mutated(rng: &mut Rng) -> String {
     let mut line = SEEDS[rng.below(SEEDS.len())].to_string();
@@ -115,7 +116,7 @@ fn every_line_of_a_mutated_file_is_counted_and_bad_lines_are_located() {
     for i in 0..20_000 {
         let mut line = if i % 3 == 0 { SEEDS[0].as_bytes().to_vec() } else { mutated(&mut rng).into_bytes() };
         match rng.below(200) {
-            0 => line.push(0xFF), // not UTF-8: read with U+FFFD
+            0 => line.push(0xFF),                                // not UTF-8: read with U+FFFD
             1 => line.extend(std::iter::repeat_n(b'x', 70_000)), // past the 64 KiB limit
             2 => line.push(b'\r'),
             _ => {}
@@ -130,7 +131,8 @@ fn every_line_of_a_mutated_file_is_counted_and_bad_lines_are_located() {
     }
     drop(file);
     let format = Format::Text { nginx: false, time_unit_ms: None, session_name: None };
-    let options = Options { format, templates: Vec::new(), keyed_sessions: false, session_gap_s: 1800.0, max_endpoints: 50 };
+    let options =
+        Options { format, templates: Vec::new(), keyed_sessions: false, session_gap_s: 1800.0, max_endpoints: 50 };
     let aggregate = profile(std::slice::from_ref(&path), &options, AnyRules, |_| Ok::<(), ()>(())).unwrap();
     std::fs::remove_file(&path).unwrap();
     let counts = &aggregate.counts;

@@ -44,9 +44,7 @@ pub fn merge_encoded<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> Result<Hi
     let mut merged = new_latency_histogram();
     for part in parts {
         let histogram = decode_histogram(part)?;
-        merged
-            .add(&histogram)
-            .map_err(|error| HistogramError::Decode(format!("cannot merge: {error:?}")))?;
+        merged.add(&histogram).map_err(|error| HistogramError::Decode(format!("cannot merge: {error:?}")))?;
     }
     Ok(merged)
 }

@@ -374,9 +374,7 @@ impl WorkerRecorder {
         self.connect_backoffs += other.connect_backoffs;
         self.connect_backoff_us += other.connect_backoff_us;
         self.setup_failures += other.setup_failures;
-        self.timer_lateness_us
-            .add(&other.timer_lateness_us)
-            .expect("auto-resizing histograms always add");
+        self.timer_lateness_us.add(&other.timer_lateness_us).expect("auto-resizing histograms always add");
     }
 }
 
@@ -446,8 +444,19 @@ mod tests {
         step.record(1_000, Ok(()), 1, 1);
         step.record(2_000, Err(ErrorKind::Status(503)), 1, 1);
         step.record(3_000, Err(ErrorKind::CheckFailed), 1, 1);
-        for kind in [ErrorKind::Refused, ErrorKind::Reset, ErrorKind::Timeout, ErrorKind::Tls, ErrorKind::Dns, ErrorKind::Connect,
-                     ErrorKind::Protocol, ErrorKind::Io, ErrorKind::TemplateFailed, ErrorKind::Cut, ErrorKind::FeederExhausted] {
+        for kind in [
+            ErrorKind::Refused,
+            ErrorKind::Reset,
+            ErrorKind::Timeout,
+            ErrorKind::Tls,
+            ErrorKind::Dns,
+            ErrorKind::Connect,
+            ErrorKind::Protocol,
+            ErrorKind::Io,
+            ErrorKind::TemplateFailed,
+            ErrorKind::Cut,
+            ErrorKind::FeederExhausted,
+        ] {
             step.record(5, Err(kind), 0, 0);
         }
         assert_eq!(step.requests, 14, "every request is counted");
@@ -468,8 +477,14 @@ mod tests {
         right.note_detail(ErrorKind::Refused, "connection refused to 127.0.0.1:1".into());
         right.note_detail(ErrorKind::CheckFailed, "é".repeat(150));
         left.merge(&right);
-        assert_eq!(left.details[0], ErrorDetail { kind: ErrorKind::Refused, message: "connection refused to 127.0.0.1:1".into(), count: 4 });
-        assert_eq!(left.details.iter().filter(|detail| detail.kind == ErrorKind::Status(503)).count(), MAX_DETAILS_PER_KIND);
+        assert_eq!(
+            left.details[0],
+            ErrorDetail { kind: ErrorKind::Refused, message: "connection refused to 127.0.0.1:1".into(), count: 4 }
+        );
+        assert_eq!(
+            left.details.iter().filter(|detail| detail.kind == ErrorKind::Status(503)).count(),
+            MAX_DETAILS_PER_KIND
+        );
         let long = left.details.iter().find(|detail| detail.kind == ErrorKind::CheckFailed).unwrap();
         assert_eq!(long.message.len(), MAX_DETAIL_BYTES, "cut at a character boundary");
         left.record_check(1, false);

@@ -22,15 +22,15 @@ mod validate;
 
 use serde::{Deserialize, Serialize};
 
-pub use steps::{
-    Branch, Check, ExtractFrom, Extractor, Feeder, FeederFormat, FeederMode, GroupStep, IfStep, ParallelStep, LoopStep, OnCheckFailure,
-    Pick, Step, ThinkStep, ChoiceStep, EndIterationStep,
-};
 pub use message::{
-    CloseStep, ConnectStep, Endian, MAX_CONTROL_FRAME_BYTES, Framing, KcpOptions, MessageTransport, Network, Payload, RateLimit, PingStep, ReceiveStep, SendStep, StreamStep,
-    MAX_MESSAGE_BYTES, MAX_STREAM_MESSAGES, SEQ_VARIABLE,
+    CloseStep, ConnectStep, Endian, Framing, KcpOptions, MessageTransport, Network, Payload, PingStep, RateLimit,
+    ReceiveStep, SendStep, StreamStep, MAX_CONTROL_FRAME_BYTES, MAX_MESSAGE_BYTES, MAX_STREAM_MESSAGES, SEQ_VARIABLE,
 };
 pub use sql::{is_postgres_url, SqlCheck, SqlExtractFrom, SqlExtractor, SqlMode, SqlStatement, SqlStep};
+pub use steps::{
+    Branch, Check, ChoiceStep, EndIterationStep, ExtractFrom, Extractor, Feeder, FeederFormat, FeederMode, GroupStep,
+    IfStep, LoopStep, OnCheckFailure, ParallelStep, Pick, Step, ThinkStep,
+};
 pub use validate::PlanError;
 
 /// The only plan version this engine reads.
@@ -445,11 +445,21 @@ pub struct HttpStep {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ThinkTime {
-    Constant { duration_ms: f64 },
-    Uniform { min_ms: f64, max_ms: f64 },
+    Constant {
+        duration_ms: f64,
+    },
+    Uniform {
+        min_ms: f64,
+        max_ms: f64,
+    },
     /// Cut at 0.
-    Normal { mean_ms: f64, stddev_ms: f64 },
-    Exponential { mean_ms: f64 },
+    Normal {
+        mean_ms: f64,
+        stddev_ms: f64,
+    },
+    Exponential {
+        mean_ms: f64,
+    },
 }
 
 /// How load is applied: a number of looping VUs (closed) or a rate of arrivals (open).
@@ -512,9 +522,7 @@ impl Workload {
     /// The most VUs this workload can have alive at once.
     pub fn peak_vus(&self) -> u64 {
         match self {
-            Workload::Closed { start_vus, stages } => {
-                stages.iter().map(|s| s.vus).fold(*start_vus, u64::max)
-            }
+            Workload::Closed { start_vus, stages } => stages.iter().map(|s| s.vus).fold(*start_vus, u64::max),
             Workload::Open { max_vus, .. } => *max_vus,
         }
     }

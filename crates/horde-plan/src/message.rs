@@ -24,7 +24,9 @@ pub enum MessageTransport {
     Kcp,
     /// WebSocket (RFC 6455): `ws://` in clear text, `wss://` over TLS. `connect` is the HTTP/1.1
     /// upgrade; a data frame (text or binary) is a message.
-    WebSocket { secure: bool },
+    WebSocket {
+        secure: bool,
+    },
 }
 
 impl MessageTransport {
@@ -217,7 +219,11 @@ impl RateLimit {
 
     fn of_bytes(bytes_per_s: f64) -> Result<RateLimit, String> {
         if !(Self::MIN..=Self::MAX).contains(&bytes_per_s) {
-            return Err(format!("a rate limit is from {} byte to {:e} bytes a second, not {bytes_per_s}", Self::MIN, Self::MAX));
+            return Err(format!(
+                "a rate limit is from {} byte to {:e} bytes a second, not {bytes_per_s}",
+                Self::MIN,
+                Self::MAX
+            ));
         }
         Ok(RateLimit { bytes_per_s })
     }
@@ -277,7 +283,12 @@ impl Payload<'_> {
 }
 
 /// The payload keys a step gave, in the order text, hex, base64, json.
-fn payloads<'a>(text: &'a Option<String>, hex: &'a Option<String>, base64: &'a Option<String>, json: &'a Option<Value>) -> Vec<Payload<'a>> {
+fn payloads<'a>(
+    text: &'a Option<String>,
+    hex: &'a Option<String>,
+    base64: &'a Option<String>,
+    json: &'a Option<Value>,
+) -> Vec<Payload<'a>> {
     let mut given = Vec::new();
     given.extend(text.as_deref().map(Payload::Text));
     given.extend(hex.as_deref().map(Payload::Hex));

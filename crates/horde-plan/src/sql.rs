@@ -106,7 +106,11 @@ impl SqlStep {
     pub fn statements(&self) -> Vec<(&str, &[String])> {
         match &self.query {
             Some(query) => vec![(query.as_str(), self.params.as_slice())],
-            None => self.statements.iter().map(|statement| (statement.query.as_str(), statement.params.as_slice())).collect(),
+            None => self
+                .statements
+                .iter()
+                .map(|statement| (statement.query.as_str(), statement.params.as_slice()))
+                .collect(),
         }
     }
 }

@@ -264,7 +264,9 @@ impl Step {
             Step::Loop(loop_step) => vec![&loop_step.steps],
             Step::If(if_step) => vec![&if_step.then, &if_step.otherwise],
             Step::Http(_) | Step::Sql(_) | Step::Think(_) | Step::EndIteration(_) => Vec::new(),
-            Step::Connect(_) | Step::Send(_) | Step::Receive(_) | Step::Ping(_) | Step::Stream(_) | Step::Close(_) => Vec::new(),
+            Step::Connect(_) | Step::Send(_) | Step::Receive(_) | Step::Ping(_) | Step::Stream(_) | Step::Close(_) => {
+                Vec::new()
+            }
         }
     }
 }

@@ -121,7 +121,10 @@ fn uuid() -> String {
 }
 
 fn now_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|since| since.as_millis() as u64).unwrap_or(0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|since| since.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -156,7 +159,9 @@ mod tests {
     #[test]
     fn variables_and_syntax_errors() {
         let environment = environment();
-        let names = template_variables(&environment, "/u/{{ user.id }}/{{ params.x }}{% for b in items %}{{ b }}{% endfor %}").unwrap();
+        let names =
+            template_variables(&environment, "/u/{{ user.id }}/{{ params.x }}{% for b in items %}{{ b }}{% endfor %}")
+                .unwrap();
         assert_eq!(names, HashSet::from(["user".to_owned(), "params".to_owned(), "items".to_owned()]));
         assert!(template_variables(&environment, "{{ unclosed").is_err());
         assert_eq!(expression_variables(&environment, "gold > 100 and ready").unwrap().len(), 2);

@@ -4,12 +4,13 @@
 //! accepts must pass here, and the tests in `tests/` feed both sides the same bad plans.
 
 use crate::{
-    templates, Check, MAX_STEP_DEPTH, MAX_WEIGHT, ExtractFrom, HttpStep, LoopStep, Plan, Scenario, Step, ThinkTime, Workload, MAX_GRACEFUL_STOP_S, MAX_RATE_PER_S, MAX_STAGE_DURATION_S,
-    MAX_THINK_TIME_MS, MAX_TIMEOUT_MS, MAX_VUS, PLAN_VERSION,
+    templates, Check, ExtractFrom, HttpStep, LoopStep, Plan, Scenario, Step, ThinkTime, Workload, MAX_GRACEFUL_STOP_S,
+    MAX_RATE_PER_S, MAX_STAGE_DURATION_S, MAX_STEP_DEPTH, MAX_THINK_TIME_MS, MAX_TIMEOUT_MS, MAX_VUS, MAX_WEIGHT,
+    PLAN_VERSION,
 };
 use std::collections::{HashMap, HashSet};
-use std::sync::OnceLock;
 use std::fmt;
+use std::sync::OnceLock;
 
 mod message;
 mod sql;
@@ -110,13 +111,12 @@ impl Plan {
     pub fn validate(&self) -> Vec<PlanError> {
         let mut problems = Problems(Vec::new());
         if self.version != PLAN_VERSION {
-            problems.push(
-                "version".into(),
-                format!("unsupported plan version (got the number {})", self.version),
-            );
+            problems.push("version".into(), format!("unsupported plan version (got the number {})", self.version));
         }
         problems.non_negative("graceful_stop_s".into(), self.graceful_stop_s, MAX_GRACEFUL_STOP_S);
-        if !crate::is_postgres_url(&self.target.base_url) && crate::MessageTransport::of_url(&self.target.base_url).is_none() {
+        if !crate::is_postgres_url(&self.target.base_url)
+            && crate::MessageTransport::of_url(&self.target.base_url).is_none()
+        {
             target::check_target_urls(&mut problems, &self.target.base_url, &self.target.instances);
         }
         sql::check_transport(&mut problems, self);
@@ -154,7 +154,10 @@ fn check_request_path(problems: &mut Problems, path: &str, request_path: &str) -
         let hint = if request_path.contains("://") {
             "put the scheme and host in target.base_url and only the path here, e.g. '/login'".to_owned()
         } else {
-            format!("write the path relative to target.base_url, e.g. '/{}'", request_path.trim_start_matches(['.', '/']))
+            format!(
+                "write the path relative to target.base_url, e.g. '/{}'",
+                request_path.trim_start_matches(['.', '/'])
+            )
         };
         problems.push_hint(path.to_owned(), format!("'{request_path}' must start with '/'"), hint);
         return false;
@@ -173,8 +176,7 @@ fn check_request_path(problems: &mut Problems, path: &str, request_path: &str) -
 
 /// RFC 9110 token characters: what a header name may contain.
 fn is_token(name: &str) -> bool {
-    !name.is_empty()
-        && name.bytes().all(|byte| byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte))
+    !name.is_empty() && name.bytes().all(|byte| byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte))
 }
 
 /// Header names are RFC 9110 tokens, each given once (case-insensitively, as servers read them);
@@ -216,7 +218,10 @@ fn check_scenario(problems: &mut Problems, path: &str, scenario: &Scenario) {
     if let Some(pacing_s) = scenario.pacing_s {
         problems.positive(format!("{path}.pacing_s"), pacing_s, MAX_STAGE_DURATION_S);
         if matches!(scenario.workload, Workload::Open { .. }) {
-            problems.push(format!("{path}.pacing_s"), "pacing applies to the closed model (the open model's arrivals already set the pace)");
+            problems.push(
+                format!("{path}.pacing_s"),
+                "pacing applies to the closed model (the open model's arrivals already set the pace)",
+            );
         }
     }
     if scenario.steps.is_empty() {
@@ -233,7 +238,10 @@ fn check_scenario(problems: &mut Problems, path: &str, scenario: &Scenario) {
         if feeder.path.is_empty() {
             problems.push(format!("{feeder_path}.path"), "must not be empty");
         } else if feeder.format().is_none() {
-            problems.push(format!("{feeder_path}.format"), "cannot be told from the file's extension: give 'csv' or 'jsonl'");
+            problems.push(
+                format!("{feeder_path}.format"),
+                "cannot be told from the file's extension: give 'csv' or 'jsonl'",
+            );
         }
     }
     let mut walker = StepWalker {
@@ -351,15 +359,22 @@ impl StepWalker<'_> {
     /// Each `supply("what")` in a template: what the plan's author must still give.
     fn supply_problems(&mut self, path: &str, source: &str) {
         static CALL: OnceLock<regex::Regex> = OnceLock::new();
-        let call = CALL.get_or_init(|| regex::Regex::new(r#"supply\(\s*(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)')\s*\)"#).expect("a valid pattern"));
+        let call = CALL.get_or_init(|| {
+            regex::Regex::new(r#"supply\(\s*(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)')\s*\)"#)
+                .expect("a valid pattern")
+        });
         let mut found = false;
         for what in call.captures_iter(source) {
             found = true;
             let text = what.get(1).or_else(|| what.get(2)).map_or("", |text| text.as_str());
-            self.problems.push(path.to_owned(), format!("{SUPPLY_PREFIX}: {text}; put it in place of the supply(...) template"));
+            self.problems
+                .push(path.to_owned(), format!("{SUPPLY_PREFIX}: {text}; put it in place of the supply(...) template"));
         }
         if !found {
-            self.problems.push(path.to_owned(), format!("{SUPPLY_PREFIX}: a value; put it in place of the supply(...) template"));
+            self.problems.push(
+                path.to_owned(),
+                format!("{SUPPLY_PREFIX}: a value; put it in place of the supply(...) template"),
+            );
         }
     }
 
@@ -374,7 +389,8 @@ impl StepWalker<'_> {
         let mut unknown: Vec<String> = names.into_iter().filter(|name| !self.known.contains(name)).collect();
         unknown.sort();
         for name in unknown {
-            self.problems.push(path.clone(), format!("unknown variable '{name}': no step, feeder, loop or parameter sets it"));
+            self.problems
+                .push(path.clone(), format!("unknown variable '{name}': no step, feeder, loop or parameter sets it"));
         }
     }
 
@@ -399,7 +415,9 @@ impl StepWalker<'_> {
         match step {
             Step::Http(http) => self.http(path, http),
             Step::Sql(sql) => self.sql(path, sql),
-            Step::Connect(_) | Step::Send(_) | Step::Receive(_) | Step::Ping(_) | Step::Stream(_) | Step::Close(_) => self.message(path, step),
+            Step::Connect(_) | Step::Send(_) | Step::Receive(_) | Step::Ping(_) | Step::Stream(_) | Step::Close(_) => {
+                self.message(path, step)
+            }
             Step::Group(group) => {
                 self.unique_name(path, &group.name);
                 if group.steps.is_empty() {
@@ -419,7 +437,8 @@ impl StepWalker<'_> {
                 }
             }
             Step::Loop(loop_step) => {
-                let modes = [loop_step.count.is_some(), loop_step.while_condition.is_some(), loop_step.for_each.is_some()];
+                let modes =
+                    [loop_step.count.is_some(), loop_step.while_condition.is_some(), loop_step.for_each.is_some()];
                 if modes.iter().filter(|set| **set).count() != 1 {
                     self.problems.push(path.to_owned(), "needs exactly one of 'count', 'while' or 'for_each'");
                 }
@@ -430,7 +449,8 @@ impl StepWalker<'_> {
                     self.problems.push(format!("{path}.count"), format!("must be at most {MAX_LOOP_COUNT}"));
                 }
                 if loop_step.max_iterations == 0 || loop_step.max_iterations > MAX_LOOP_COUNT {
-                    self.problems.push(format!("{path}.max_iterations"), format!("must be between 1 and {MAX_LOOP_COUNT}"));
+                    self.problems
+                        .push(format!("{path}.max_iterations"), format!("must be between 1 and {MAX_LOOP_COUNT}"));
                 }
                 if let Some(condition) = &loop_step.while_condition {
                     self.expression(format!("{path}.while"), condition);
@@ -445,7 +465,9 @@ impl StepWalker<'_> {
                 }
                 match (&loop_step.for_each, &loop_step.as_name) {
                     (Some(_), Some(name)) => self.variable_name(format!("{path}.as"), name),
-                    (Some(_), None) => self.problems.push(format!("{path}.as"), "'for_each' needs 'as': the name of each item"),
+                    (Some(_), None) => {
+                        self.problems.push(format!("{path}.as"), "'for_each' needs 'as': the name of each item")
+                    }
                     (None, Some(_)) => self.problems.push(format!("{path}.as"), "'as' goes with 'for_each'"),
                     (None, None) => {}
                 }
@@ -471,7 +493,8 @@ impl StepWalker<'_> {
         }
         self.depth += 1;
         if self.depth > MAX_STEP_DEPTH && !parallel.steps.is_empty() {
-            self.problems.push(format!("{path}.steps"), format!("steps are nested more than {MAX_STEP_DEPTH} deep here"));
+            self.problems
+                .push(format!("{path}.steps"), format!("steps are nested more than {MAX_STEP_DEPTH} deep here"));
             self.depth -= 1;
             return;
         }
@@ -505,7 +528,11 @@ impl StepWalker<'_> {
         if !METHODS.contains(&step.method.as_str()) {
             let upper = step.method.to_ascii_uppercase();
             if METHODS.contains(&upper.as_str()) {
-                self.problems.push_hint(format!("{path}.method"), format!("method '{}' must be upper case", step.method), format!("write '{upper}'"));
+                self.problems.push_hint(
+                    format!("{path}.method"),
+                    format!("method '{}' must be upper case", step.method),
+                    format!("write '{upper}'"),
+                );
             } else {
                 self.problems.push_hint(
                     format!("{path}.method"),
@@ -550,14 +577,22 @@ impl StepWalker<'_> {
             match (extractor.from, &extractor.expression) {
                 (ExtractFrom::Status, None) => {}
                 (ExtractFrom::Status, Some(_)) => {
-                    self.problems.push(format!("{extractor_path}.expression"), "a status extractor takes no expression");
+                    self.problems
+                        .push(format!("{extractor_path}.expression"), "a status extractor takes no expression");
                 }
                 (_, None) => self.problems.push(format!("{extractor_path}.expression"), "is required for this 'from'"),
-                (ExtractFrom::Json, Some(expression)) => check_json_path(self.problems, format!("{extractor_path}.expression"), expression),
-                (ExtractFrom::Regex, Some(expression)) => check_regex(self.problems, format!("{extractor_path}.expression"), expression),
+                (ExtractFrom::Json, Some(expression)) => {
+                    check_json_path(self.problems, format!("{extractor_path}.expression"), expression)
+                }
+                (ExtractFrom::Regex, Some(expression)) => {
+                    check_regex(self.problems, format!("{extractor_path}.expression"), expression)
+                }
                 (ExtractFrom::Header, Some(expression)) => {
                     if !is_token(expression) {
-                        self.problems.push(format!("{extractor_path}.expression"), format!("'{expression}' is not a header name"));
+                        self.problems.push(
+                            format!("{extractor_path}.expression"),
+                            format!("'{expression}' is not a header name"),
+                        );
                     }
                 }
             }
@@ -575,11 +610,16 @@ impl StepWalker<'_> {
                     }
                     for (position, status) in allowed.iter().enumerate() {
                         if !(100..=599).contains(status) {
-                            self.problems.push(format!("{check_path}.in[{position}]"), format!("{status} is not an HTTP status (100-599)"));
+                            self.problems.push(
+                                format!("{check_path}.in[{position}]"),
+                                format!("{status} is not an HTTP status (100-599)"),
+                            );
                         }
                     }
                 }
-                Check::Json { expression, .. } => check_json_path(self.problems, format!("{check_path}.expression"), expression),
+                Check::Json { expression, .. } => {
+                    check_json_path(self.problems, format!("{check_path}.expression"), expression)
+                }
                 Check::BodyContains { text } => {
                     if text.is_empty() {
                         self.problems.push(format!("{check_path}.text"), "must not be empty");
@@ -649,7 +689,8 @@ fn check_think_time(problems: &mut Problems, think_path: &str, think_time: &Thin
 
 /// Words of the expression language a variable cannot take (besides the template context's own
 /// names, `templates::BUILTIN_NAMES`); `plan_common.py` holds the same list.
-const KEYWORDS: [&str; 14] = ["true", "false", "none", "True", "False", "None", "and", "or", "not", "in", "is", "if", "else", "loop"];
+const KEYWORDS: [&str; 14] =
+    ["true", "false", "none", "True", "False", "None", "and", "or", "not", "in", "is", "if", "else", "loop"];
 
 fn is_variable_name(name: &str) -> bool {
     is_identifier(name) && !templates::BUILTIN_NAMES.contains(&name) && !KEYWORDS.contains(&name)
@@ -723,9 +764,21 @@ mod tests {
             found,
             vec![
                 ("scenarios[0].steps[0].method", "method 'get' must be upper case", Some("write 'GET'")),
-                ("scenarios[0].steps[0].path", "'login' must start with '/'", Some("write the path relative to target.base_url, e.g. '/login'")),
-                ("scenarios[0].steps[0].think_time.max_ms", "max_ms (5) is less than min_ms (50)", Some("make max_ms at least min_ms, or swap the two")),
-                ("scenarios[0].steps[1].method", "'FETCH' is not a method Horde sends", Some("use one of: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")),
+                (
+                    "scenarios[0].steps[0].path",
+                    "'login' must start with '/'",
+                    Some("write the path relative to target.base_url, e.g. '/login'")
+                ),
+                (
+                    "scenarios[0].steps[0].think_time.max_ms",
+                    "max_ms (5) is less than min_ms (50)",
+                    Some("make max_ms at least min_ms, or swap the two")
+                ),
+                (
+                    "scenarios[0].steps[1].method",
+                    "'FETCH' is not a method Horde sends",
+                    Some("use one of: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
+                ),
                 (
                     "scenarios[0].steps[1].path",
                     "'http://h/x' must start with '/'",
@@ -769,7 +822,8 @@ mod tests {
     #[test]
     fn a_scenario_name_is_given_once() {
         let scenario = format!(r#"{{"name": "s", "steps": [{STEP}], "workload": {CLOSED}}}"#);
-        let json = format!(r#"{{"version": 1, "target": {{"base_url": "http://h"}}, "scenarios": [{scenario}, {scenario}]}}"#);
+        let json =
+            format!(r#"{{"version": 1, "target": {{"base_url": "http://h"}}, "scenarios": [{scenario}, {scenario}]}}"#);
         let problems = decode(&json).unwrap().validate();
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert_eq!(
@@ -817,7 +871,8 @@ mod tests {
                                 "steps": [{steps}], "workload": {CLOSED}}}]}}"#
         );
         let problems = decode(&json).unwrap().validate();
-        let found: Vec<(String, bool)> = problems.iter().map(|p| (p.path.clone(), p.message.contains("unknown variable"))).collect();
+        let found: Vec<(String, bool)> =
+            problems.iter().map(|p| (p.path.clone(), p.message.contains("unknown variable"))).collect();
         let paths: Vec<&str> = found.iter().map(|(path, _)| path.as_str()).collect();
         assert_eq!(
             paths,
@@ -855,7 +910,8 @@ mod tests {
             r#"{{"version": 1, "target": {{"base_url": "http://h", "parallel_connections": 0}},
                 "scenarios": [{{"name": "s", "steps": [{steps}], "workload": {CLOSED}}}]}}"#
         );
-        let problems: Vec<String> = decode(&json).unwrap().validate().iter().map(|p| format!("{}: {}", p.path, p.message)).collect();
+        let problems: Vec<String> =
+            decode(&json).unwrap().validate().iter().map(|p| format!("{}: {}", p.path, p.message)).collect();
         assert_eq!(
             problems,
             vec![
@@ -871,10 +927,12 @@ mod tests {
             r#"{{"version": 1, "target": {{"base_url": "postgresql://u@h/d"}},
                 "scenarios": [{{"name": "s", "steps": [{{"type": "parallel", "name": "p", "steps": [{STEP}]}}], "workload": {CLOSED}}}]}}"#
         );
-        let problems: Vec<String> = decode(&postgres).unwrap().validate().iter().map(|p| format!("{}: {}", p.path, p.message)).collect();
+        let problems: Vec<String> =
+            decode(&postgres).unwrap().validate().iter().map(|p| format!("{}: {}", p.path, p.message)).collect();
         assert!(problems.contains(&"scenarios[0].steps[0].type: a parallel group sends http requests: a postgresql:// target takes sql steps".to_owned()), "{problems:?}");
         let tcp = postgres.replace("postgresql://u@h/d", "tcp://h:1");
-        let problems: Vec<String> = decode(&tcp).unwrap().validate().iter().map(|p| format!("{}: {}", p.path, p.message)).collect();
+        let problems: Vec<String> =
+            decode(&tcp).unwrap().validate().iter().map(|p| format!("{}: {}", p.path, p.message)).collect();
         assert!(problems.contains(&"scenarios[0].steps[0].type: a parallel group sends http requests: against a message target use send, receive or ping".to_owned()), "{problems:?}");
         assert!(decode(&postgres.replace("postgresql://u@h/d", "ws://h:1/ws/echo")).unwrap().validate().is_empty());
     }
@@ -891,7 +949,8 @@ mod tests {
     fn numbers_have_upper_bounds() {
         let step = r#"{"name": "home", "method": "GET", "path": "/", "think_time": {"type": "constant", "duration_ms": 1e300}}"#;
         let workload = r#"{"type": "open", "stages": [{"duration_s": 1e9, "rate_per_s": 1e10}], "max_vus": 100000000}"#;
-        let paths: Vec<String> = decode(&plan_json(step, workload)).unwrap().validate().into_iter().map(|p| p.path).collect();
+        let paths: Vec<String> =
+            decode(&plan_json(step, workload)).unwrap().validate().into_iter().map(|p| p.path).collect();
         assert_eq!(
             paths,
             vec![
@@ -933,10 +992,14 @@ mod tests {
         assert_eq!(
             problems,
             vec![
-                ("scenarios[0].steps[0].headers.authorization".to_owned(),
-                 "to supply: a token; put it in place of the supply(...) template".to_owned()),
-                ("scenarios[0].steps[0].body".to_owned(),
-                 "to supply: the JSON body of POST /orders; put it in place of the supply(...) template".to_owned()),
+                (
+                    "scenarios[0].steps[0].headers.authorization".to_owned(),
+                    "to supply: a token; put it in place of the supply(...) template".to_owned()
+                ),
+                (
+                    "scenarios[0].steps[0].body".to_owned(),
+                    "to supply: the JSON body of POST /orders; put it in place of the supply(...) template".to_owned()
+                ),
             ]
         );
         // Filled in, the plan is valid.

@@ -63,7 +63,8 @@ fn exercise(text: &str) {
         let decoded: Plan = decode(&again).expect("an accepted plan decodes again");
         // Equal but for the last bit of a float: serde_json (without its float_roundtrip
         // feature) may read a float written in full back one unit in the last place off.
-        let (before, after) = (serde_json::to_value(&plan).expect("serialises"), serde_json::to_value(&decoded).expect("serialises"));
+        let (before, after) =
+            (serde_json::to_value(&plan).expect("serialises"), serde_json::to_value(&decoded).expect("serialises"));
         assert!(same(&before, &after), "the plan changed over a round trip:\n{before}\n{after}");
         assert!(decoded.validate().is_empty(), "an accepted plan is refused once written out and read back");
         for scenario in &plan.scenarios {
@@ -80,7 +81,9 @@ fn same(left: &Value, right: &Value) -> bool {
             a == b || (a - b).abs() <= 4.0 * f64::EPSILON * a.abs().max(b.abs())
         }
         (Value::Array(a), Value::Array(b)) => a.len() == b.len() && a.iter().zip(b).all(|(a, b)| same(a, b)),
-        (Value::Object(a), Value::Object(b)) => a.len() == b.len() && a.iter().all(|(key, a)| b.get(key).is_some_and(|b| same(a, b))),
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len() && a.iter().all(|(key, a)| b.get(key).is_some_and(|b| same(a, b)))
+        }
         _ => left == right,
     }
 }
@@ -97,16 +100,29 @@ fn any_json() -> impl Strategy<Value = Value> {
             .prop_map(|number| json!(number)),
         "\\PC{0,12}".prop_map(Value::String),
         prop_oneof![
-            Just("http://127.0.0.1:"), Just("HTTP://127.0.0.1:80"), Just("http://h.:1"), Just("http://a b"),
-            Just("{{ nope }}"), Just("{% for %}"), Just("$..["), Just("(("), Just("GET"), Just("closed"), Just("open"),
-            Just("per_vu"), Just("poisson"), Just("/"), Just("")
+            Just("http://127.0.0.1:"),
+            Just("HTTP://127.0.0.1:80"),
+            Just("http://h.:1"),
+            Just("http://a b"),
+            Just("{{ nope }}"),
+            Just("{% for %}"),
+            Just("$..["),
+            Just("(("),
+            Just("GET"),
+            Just("closed"),
+            Just("open"),
+            Just("per_vu"),
+            Just("poisson"),
+            Just("/"),
+            Just("")
         ]
         .prop_map(|text| Value::String(text.to_owned())),
     ];
     leaf.prop_recursive(4, 32, 6, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-            prop::collection::btree_map("[a-z_]{1,10}", inner, 0..6).prop_map(|map| Value::Object(map.into_iter().collect())),
+            prop::collection::btree_map("[a-z_]{1,10}", inner, 0..6)
+                .prop_map(|map| Value::Object(map.into_iter().collect())),
         ]
     })
 }
@@ -228,9 +244,20 @@ fn reproducers_of_issue_16_are_refused_without_a_panic() {
 
 #[test]
 fn target_urls_with_an_empty_port_an_upper_case_scheme_or_a_bad_host_are_refused_at_base_url() {
-    for url in ["http://127.0.0.1:", "HTTP://127.0.0.1:8080", "Https://localhost", "http://example.com.:80", "http://exa mple.com",
-                "http://localhost :80", "http://a..b", "http://[zz]:80", "http://bücher.de", "http://-bad-.com/",
-                "http://bad-.com:80", "http://a.-b:80"] {
+    for url in [
+        "http://127.0.0.1:",
+        "HTTP://127.0.0.1:8080",
+        "Https://localhost",
+        "http://example.com.:80",
+        "http://exa mple.com",
+        "http://localhost :80",
+        "http://a..b",
+        "http://[zz]:80",
+        "http://bücher.de",
+        "http://-bad-.com/",
+        "http://bad-.com:80",
+        "http://a.-b:80",
+    ] {
         let mut plan = valid_plan();
         plan["target"]["base_url"] = json!(url);
         plan["target"]["instances"] = json!([]);

@@ -38,7 +38,9 @@ fn a_whole_message_scenario_decodes_and_validates() {
     );
     let plan = decode_and_validate(&text).expect("valid");
     assert_eq!(plan.target.framing, Some(Framing::Length { bytes: 2, endian: horde_plan::Endian::Little, adjust: 2 }));
-    assert!(matches!(plan.scenarios[0].steps[3], Step::Ping(ref ping) if ping.text == "ping {{ seq }}" && ping.timeout_ms == 1000.0));
+    assert!(
+        matches!(plan.scenarios[0].steps[3], Step::Ping(ref ping) if ping.text == "ping {{ seq }}" && ping.timeout_ms == 1000.0)
+    );
     assert!(matches!(plan.scenarios[0].steps[5], Step::Close(_)));
 }
 
@@ -93,19 +95,44 @@ fn bad_message_plans_are_located() {
 
 #[test]
 fn message_steps_need_a_message_target_and_network_needs_udp() {
-    let text = plan("http://127.0.0.1:8080", json!({"framing": {"type": "raw"}}), json!([{"type": "ping", "name": "rtt"}]), json!({"delay_ms": 20}));
+    let text = plan(
+        "http://127.0.0.1:8080",
+        json!({"framing": {"type": "raw"}}),
+        json!([{"type": "ping", "name": "rtt"}]),
+        json!({"delay_ms": 20}),
+    );
     let found = problems(&text);
-    assert!(found.iter().any(|problem| problem.starts_with("scenarios[0].steps[0].type: a message step needs a tcp://, udp://, kcp://, ws:// or wss://")), "{found:#?}");
-    assert!(found.iter().any(|problem| problem.starts_with("scenarios[0].network: the engine impairs its own UDP datagrams only")), "{found:#?}");
-    assert!(found.iter().any(|problem| problem.starts_with("target.framing: framing is for a tcp:// target")), "{found:#?}");
-    let bytes = plan("tcp://h:1", json!({"framing": {"type": "length", "bytes": 3}}), json!([{"type": "close"}]), Value::Null);
+    assert!(
+        found.iter().any(|problem| problem
+            .starts_with("scenarios[0].steps[0].type: a message step needs a tcp://, udp://, kcp://, ws:// or wss://")),
+        "{found:#?}"
+    );
+    assert!(
+        found
+            .iter()
+            .any(|problem| problem.starts_with("scenarios[0].network: the engine impairs its own UDP datagrams only")),
+        "{found:#?}"
+    );
+    assert!(
+        found.iter().any(|problem| problem.starts_with("target.framing: framing is for a tcp:// target")),
+        "{found:#?}"
+    );
+    let bytes =
+        plan("tcp://h:1", json!({"framing": {"type": "length", "bytes": 3}}), json!([{"type": "close"}]), Value::Null);
     assert!(problems(&bytes).iter().any(|problem| problem.starts_with("target.framing.bytes: must be 1, 2 or 4")));
-    assert!(decode(&plan("tcp://h:1", json!({}), json!([{"type": "send", "name": "s", "text": "x", "extra": 1}]), Value::Null)).is_err());
+    assert!(decode(&plan(
+        "tcp://h:1",
+        json!({}),
+        json!([{"type": "send", "name": "s", "text": "x", "extra": 1}]),
+        Value::Null
+    ))
+    .is_err());
 }
 
 #[test]
 fn kcp_targets_take_ikcp_knobs_with_its_defaults() {
-    let text = plan("kcp://127.0.0.1:7000", json!({}), json!([{"type": "ping", "name": "rtt"}]), json!({"loss_percent": 10}));
+    let text =
+        plan("kcp://127.0.0.1:7000", json!({}), json!([{"type": "ping", "name": "rtt"}]), json!({"loss_percent": 10}));
     let decoded = decode_and_validate(&text).expect("valid");
     assert_eq!(decoded.target.kcp, None);
     assert_eq!(horde_plan::KcpOptions::default().interval_ms, 100);
@@ -114,8 +141,11 @@ fn kcp_targets_take_ikcp_knobs_with_its_defaults() {
     for expected in ["target.kcp.interval_ms", "target.kcp.mtu", "target.kcp.send_window", "target.kcp.resend"] {
         assert!(found.iter().any(|problem| problem.starts_with(expected)), "missing {expected} in {found:#?}");
     }
-    let on_udp = plan("udp://127.0.0.1:7000", json!({"kcp": {"nodelay": true}}), json!([{"type": "close"}]), Value::Null);
-    assert!(problems(&on_udp).iter().any(|problem| problem.starts_with("target.kcp: KCP's knobs are for a kcp:// target")));
+    let on_udp =
+        plan("udp://127.0.0.1:7000", json!({"kcp": {"nodelay": true}}), json!([{"type": "close"}]), Value::Null);
+    assert!(problems(&on_udp)
+        .iter()
+        .any(|problem| problem.starts_with("target.kcp: KCP's knobs are for a kcp:// target")));
 }
 
 fn plan_with_kcp(kcp: Value) -> String {
@@ -132,10 +162,16 @@ fn websocket_plans_take_http_steps_and_an_upgrade_and_refuse_framing() {
         {"type": "close"}
     ]);
     for url in ["ws://127.0.0.1:8080", "wss://game.example/ws", "ws://[::1]:9000/a/b"] {
-        let decoded = decode_and_validate(&plan(url, json!({}), steps.clone(), Value::Null)).unwrap_or_else(|problems| panic!("{url}: {problems:?}"));
+        let decoded = decode_and_validate(&plan(url, json!({}), steps.clone(), Value::Null))
+            .unwrap_or_else(|problems| panic!("{url}: {problems:?}"));
         assert!(matches!(&decoded.scenarios[0].steps[1], Step::Connect(connect) if connect.headers.len() == 1));
     }
-    let found = problems(&plan("ws://h:0/x?q=1", json!({"framing": {"type": "raw"}, "kcp": {}}), json!([{"type": "connect", "name": "c", "path": "ws"}]), json!({"delay_ms": 5})));
+    let found = problems(&plan(
+        "ws://h:0/x?q=1",
+        json!({"framing": {"type": "raw"}, "kcp": {}}),
+        json!([{"type": "connect", "name": "c", "path": "ws"}]),
+        json!({"delay_ms": 5}),
+    ));
     for expected in [
         "target.base_url: 'ws://h:0/x?q=1' has a query or fragment",
         "target.framing: a WebSocket's frames are its messages",
@@ -145,24 +181,69 @@ fn websocket_plans_take_http_steps_and_an_upgrade_and_refuse_framing() {
     ] {
         assert!(found.iter().any(|problem| problem.starts_with(expected)), "missing '{expected}' in {found:#?}");
     }
-    assert!(problems(&plan("wss://:443", json!({}), json!([{"type": "close"}]), Value::Null)).iter().any(|problem| problem.contains("names no host")));
-    let tcp = problems(&plan("tcp://h:1", json!({}), json!([{"type": "connect", "name": "c", "path": "/x", "headers": {"A": "b"}}]), Value::Null));
-    assert!(tcp.iter().any(|problem| problem.starts_with("scenarios[0].steps[0].path: an upgrade path is for a ws://")), "{tcp:#?}");
-    assert!(tcp.iter().any(|problem| problem.starts_with("scenarios[0].steps[0].headers: upgrade headers are for a ws://")), "{tcp:#?}");
-    let frame = problems(&plan("udp://h:1", json!({}), json!([{"type": "ping", "name": "p", "control_frame": true}]), Value::Null));
-    assert!(frame.iter().any(|problem| problem.starts_with("scenarios[0].steps[0].control_frame: a ping control frame is for a ws://")), "{frame:#?}");
+    assert!(problems(&plan("wss://:443", json!({}), json!([{"type": "close"}]), Value::Null))
+        .iter()
+        .any(|problem| problem.contains("names no host")));
+    let tcp = problems(&plan(
+        "tcp://h:1",
+        json!({}),
+        json!([{"type": "connect", "name": "c", "path": "/x", "headers": {"A": "b"}}]),
+        Value::Null,
+    ));
+    assert!(
+        tcp.iter().any(|problem| problem.starts_with("scenarios[0].steps[0].path: an upgrade path is for a ws://")),
+        "{tcp:#?}"
+    );
+    assert!(
+        tcp.iter().any(|problem| problem.starts_with("scenarios[0].steps[0].headers: upgrade headers are for a ws://")),
+        "{tcp:#?}"
+    );
+    let frame = problems(&plan(
+        "udp://h:1",
+        json!({}),
+        json!([{"type": "ping", "name": "p", "control_frame": true}]),
+        Value::Null,
+    ));
+    assert!(
+        frame
+            .iter()
+            .any(|problem| problem
+                .starts_with("scenarios[0].steps[0].control_frame: a ping control frame is for a ws://")),
+        "{frame:#?}"
+    );
     let long = "x".repeat(130) + "{{ seq }}";
-    let too_long = problems(&plan("ws://h", json!({}), json!([{"type": "ping", "name": "p", "text": long, "control_frame": true}]), Value::Null));
-    assert!(too_long.iter().any(|problem| problem.starts_with("scenarios[0].steps[0].text: a ping control frame carries at most 125")), "{too_long:#?}");
-    let http = problems(&plan("tcp://h:1", json!({}), json!([{"type": "http", "name": "h", "method": "GET", "path": "/"}]), Value::Null));
+    let too_long = problems(&plan(
+        "ws://h",
+        json!({}),
+        json!([{"type": "ping", "name": "p", "text": long, "control_frame": true}]),
+        Value::Null,
+    ));
+    assert!(
+        too_long
+            .iter()
+            .any(|problem| problem.starts_with("scenarios[0].steps[0].text: a ping control frame carries at most 125")),
+        "{too_long:#?}"
+    );
+    let http = problems(&plan(
+        "tcp://h:1",
+        json!({}),
+        json!([{"type": "http", "name": "h", "method": "GET", "path": "/"}]),
+        Value::Null,
+    ));
     assert!(http.iter().any(|problem| problem.contains("an http step against a message target")), "{http:#?}");
 }
 
 #[test]
 fn a_rate_limit_is_bytes_a_second_written_as_a_number_or_with_a_unit() {
     let rate = |value: Value| {
-        let text = plan("udp://127.0.0.1:7000", json!({}), json!([{"type": "ping", "name": "rtt"}]), json!({"rate_limit": value}));
-        decode_and_validate(&text).map(|plan| plan.scenarios[0].network.and_then(|network| network.rate_limit).map(|rate| rate.bytes_per_s))
+        let text = plan(
+            "udp://127.0.0.1:7000",
+            json!({}),
+            json!([{"type": "ping", "name": "rtt"}]),
+            json!({"rate_limit": value}),
+        );
+        decode_and_validate(&text)
+            .map(|plan| plan.scenarios[0].network.and_then(|network| network.rate_limit).map(|rate| rate.bytes_per_s))
     };
     for (written, bytes_per_s) in [
         (json!(125000), 125_000.0),
@@ -179,7 +260,17 @@ fn a_rate_limit_is_bytes_a_second_written_as_a_number_or_with_a_unit() {
     ] {
         assert_eq!(rate(written.clone()).expect("valid"), Some(bytes_per_s), "{written}");
     }
-    for wrong in [json!("1mb"), json!("fast"), json!("kB"), json!("10 kbps"), json!(0), json!(-5), json!("0.5B/s"), json!(true), json!(2e12)] {
+    for wrong in [
+        json!("1mb"),
+        json!("fast"),
+        json!("kB"),
+        json!("10 kbps"),
+        json!(0),
+        json!(-5),
+        json!("0.5B/s"),
+        json!(true),
+        json!(2e12),
+    ] {
         let problems = rate(wrong.clone()).expect_err(&format!("{wrong} refused"));
         assert!(problems[0].to_string().starts_with("scenarios[0].network.rate_limit"), "{wrong}: {problems:?}");
     }

@@ -16,7 +16,7 @@ mod link;
 mod logs;
 mod snapshots;
 
-use horde_engine::{GeneratorShare, EngineError, EngineOptions, Next, RunControl};
+use horde_engine::{EngineError, EngineOptions, GeneratorShare, Next, RunControl};
 use horde_target::{Capacity, GatewayConfig, GatewayFraming, GatewayHandle, ServiceTimes, TargetConfig, TargetHandle};
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -93,9 +93,7 @@ impl PyRunHandle {
     /// the VU count unchanged; pauses already waiting keep their end. Raises ValueError unless
     /// `factor` is finite and between 0.001 and 1000, or when there is no such scenario.
     fn repace(&self, scenario: usize, factor: f64) -> PyResult<()> {
-        self.control
-            .repace(scenario, factor)
-            .map_err(|error| PyValueError::new_err(error.to_string()))
+        self.control.repace(scenario, factor).map_err(|error| PyValueError::new_err(error.to_string()))
     }
 
     /// True once the final snapshot has been returned by `poll`.
@@ -207,7 +205,8 @@ fn histogram_from_values<'py>(py: Python<'py>, values_us: Vec<u64>) -> PyResult<
     for value_us in values_us {
         horde_metrics::record_latency(&mut histogram, value_us);
     }
-    let encoded = horde_metrics::encode_histogram(&histogram).map_err(|error| PyValueError::new_err(error.to_string()))?;
+    let encoded =
+        horde_metrics::encode_histogram(&histogram).map_err(|error| PyValueError::new_err(error.to_string()))?;
     Ok(PyBytes::new(py, &encoded))
 }
 
@@ -286,12 +285,20 @@ fn start_target(
         "length1" => GatewayFraming::Length(1),
         "length2" => GatewayFraming::Length(2),
         "length4" => GatewayFraming::Length(4),
-        other => return Err(PyValueError::new_err(format!("tcp_framing must be newline, length1, length2 or length4 (got '{other}')"))),
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "tcp_framing must be newline, length1, length2 or length4 (got '{other}')"
+            )))
+        }
     };
     let service_times = match service_times {
         "fixed" => ServiceTimes::Fixed,
         "exponential" => ServiceTimes::Exponential,
-        other => return Err(PyValueError::new_err(format!("service_times must be 'fixed' or 'exponential' (got '{other}')"))),
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "service_times must be 'fixed' or 'exponential' (got '{other}')"
+            )))
+        }
     };
     let capacity = match (workers, service_ms) {
         (None, None) => None,
@@ -301,7 +308,10 @@ fn start_target(
     // The gateway first: once the HTTP port answers (what a caller waits for), every port is bound.
     let gateway = if tcp_port.is_some() || udp_port.is_some() || kcp_port.is_some() {
         let config = GatewayConfig { host: host.to_owned(), tcp_port, udp_port, kcp_port, framing, threads };
-        Some(py.detach(|| GatewayHandle::start(config)).map_err(|error| PyOSError::new_err(format!("the gateway cannot start: {error}")))?)
+        Some(
+            py.detach(|| GatewayHandle::start(config))
+                .map_err(|error| PyOSError::new_err(format!("the gateway cannot start: {error}")))?,
+        )
     } else {
         None
     };
@@ -315,7 +325,14 @@ fn start_target(
     let tcp_port = gateway.as_ref().and_then(|gateway| gateway.tcp_addr).map(|address| address.port());
     let udp_port = gateway.as_ref().and_then(|gateway| gateway.udp_addr).map(|address| address.port());
     let kcp_port = gateway.as_ref().and_then(|gateway| gateway.kcp_addr).map(|address| address.port());
-    Ok(PyTargetHandle { inner: Mutex::new(Some(handle)), port, gateway: Mutex::new(gateway), tcp_port, udp_port, kcp_port })
+    Ok(PyTargetHandle {
+        inner: Mutex::new(Some(handle)),
+        port,
+        gateway: Mutex::new(gateway),
+        tcp_port,
+        udp_port,
+        kcp_port,
+    })
 }
 
 /// A self-signed certificate for `names` (host names or IP addresses), made now:

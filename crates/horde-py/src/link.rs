@@ -2,12 +2,12 @@
 //! tears it down.
 
 use horde_link::{Link, LinkError, LinkStats, Shaping};
-use std::time::Duration;
 use horde_plan::Network;
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::sync::Mutex;
+use std::time::Duration;
 
 fn to_python(error: LinkError) -> PyErr {
     match error {
@@ -132,8 +132,10 @@ pub(crate) fn start_link(
     rate_mbit: Option<f64>,
     queue_ms: f64,
 ) -> PyResult<PyLinkHandle> {
-    let network = Network { delay_ms, jitter_ms, loss_percent, duplicate_percent, reorder_percent, rate_limit: None, seed };
-    let shaping = rate_mbit.map(|rate| Shaping { bits_per_s: rate * 1e6, queue: Duration::from_secs_f64(queue_ms.max(0.0) / 1000.0) });
+    let network =
+        Network { delay_ms, jitter_ms, loss_percent, duplicate_percent, reorder_percent, rate_limit: None, seed };
+    let shaping = rate_mbit
+        .map(|rate| Shaping { bits_per_s: rate * 1e6, queue: Duration::from_secs_f64(queue_ms.max(0.0) / 1000.0) });
     let link = py.detach(|| Link::start(network, shaping)).map_err(to_python)?;
     Ok(PyLinkHandle {
         namespace: link.namespace().to_owned(),

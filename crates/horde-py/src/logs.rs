@@ -8,12 +8,12 @@ use std::path::PathBuf;
 
 use horde_logs::json::{Field, JsonFields, JsonParser, JsonSession};
 use horde_logs::profile::{profile, Endpoint, Format, LogHistogram, Options, Stop};
-use std::collections::HashMap;
 use horde_logs::read::ReadError;
 use horde_logs::template::{Given, GivenPiece, Kind, Piece, Rules, Templated, Templater};
 use horde_logs::text::TextParser;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
+use std::collections::HashMap;
 
 /// The rules as Python callables (one missing: never); their first error is kept and raised
 /// after the reading.
@@ -103,7 +103,9 @@ fn json_format(fields: &FieldsGiven, duration_ms: f64, session: &SessionGiven) -
 }
 
 fn record_tuple<'py>(py: Python<'py>, r: horde_logs::text::Record<'_>) -> PyResult<Bound<'py, PyAny>> {
-    Ok((r.time_s, &*r.method, &*r.target, r.status, r.duration_ms, &*r.client, &*r.agent, r.session.as_deref()).into_pyobject(py)?.into_any())
+    Ok((r.time_s, &*r.method, &*r.target, r.status, r.duration_ms, &*r.client, &*r.agent, r.session.as_deref())
+        .into_pyobject(py)?
+        .into_any())
 }
 
 /// JSON lines one at a time (the Python reader's tests and first lines).
@@ -117,7 +119,9 @@ impl PyJsonLineParser {
     #[new]
     fn new(fields: FieldsGiven, duration_ms: f64, session: SessionGiven) -> PyResult<Self> {
         match json_format(&fields, duration_ms, &session)? {
-            Format::Json { fields, duration_ms, session } => Ok(PyJsonLineParser { inner: JsonParser::new(*fields, duration_ms, session) }),
+            Format::Json { fields, duration_ms, session } => {
+                Ok(PyJsonLineParser { inner: JsonParser::new(*fields, duration_ms, session) })
+            }
             Format::Text { .. } => unreachable!("json_format gives JSON"),
         }
     }
@@ -232,7 +236,12 @@ pub(crate) struct PyTemplater {
 #[pymethods]
 impl PyTemplater {
     #[new]
-    fn new(is_secret_parameter: Py<PyAny>, names_a_secret: Py<PyAny>, has_email: Py<PyAny>, templates: GivenTemplates<'_>) -> PyResult<Self> {
+    fn new(
+        is_secret_parameter: Py<PyAny>,
+        names_a_secret: Py<PyAny>,
+        has_email: Py<PyAny>,
+        templates: GivenTemplates<'_>,
+    ) -> PyResult<Self> {
         let rules = HeldRules { is_secret_parameter, names_a_secret, has_email, error: None };
         Ok(PyTemplater { inner: Templater::with_given(rules, given(templates)?), out: Templated::default() })
     }
@@ -253,7 +262,11 @@ impl PyTemplater {
                 Piece::Slot(index) => Ok(index.into_pyobject(py)?.into_any().unbind()),
             })
             .collect::<PyResult<Vec<_>>>()?;
-        let slots = shape.slots.iter().map(|slot| (slot.label.clone(), slot.kind.name(), if slot.in_query { "query" } else { "path" })).collect();
+        let slots = shape
+            .slots
+            .iter()
+            .map(|slot| (slot.label.clone(), slot.kind.name(), if slot.in_query { "query" } else { "path" }))
+            .collect();
         let values = self.out.values.iter().map(|value| value.map(|(a, b)| target[a..b].to_string())).collect();
         Ok((pieces, shape.query, slots, values))
     }

@@ -18,7 +18,9 @@ pub fn to_dict<'py>(py: Python<'py>, snapshot: &impl serde::Serialize) -> PyResu
 fn from_dicts<T: DeserializeOwned>(parts: &[Bound<'_, PyAny>], what: &str) -> PyResult<Vec<T>> {
     parts
         .iter()
-        .map(|part| pythonize::depythonize(part).map_err(|error| PyValueError::new_err(format!("not a {what}: {error}"))))
+        .map(|part| {
+            pythonize::depythonize(part).map_err(|error| PyValueError::new_err(format!("not a {what}: {error}")))
+        })
         .collect()
 }
 
@@ -28,7 +30,11 @@ fn merge_failed(error: MergeError) -> PyErr {
 
 /// Several generators' snapshots of one second as the run's (`Snapshot::merge_generators`).
 #[pyfunction]
-pub fn merge_seconds<'py>(py: Python<'py>, parts: Vec<Bound<'py, PyAny>>, is_final: bool) -> PyResult<Bound<'py, PyDict>> {
+pub fn merge_seconds<'py>(
+    py: Python<'py>,
+    parts: Vec<Bound<'py, PyAny>>,
+    is_final: bool,
+) -> PyResult<Bound<'py, PyDict>> {
     let parts: Vec<Snapshot> = from_dicts(&parts, "snapshot")?;
     let merged = py.detach(|| Snapshot::merge_generators(&parts, is_final)).map_err(merge_failed)?;
     to_dict(py, &merged)

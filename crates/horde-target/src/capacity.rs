@@ -53,10 +53,7 @@ impl CapacityQueue {
     pub(crate) fn admit(&self, arrival: Instant, extra: Duration) -> Instant {
         // A poisoned lock only means another request panicked mid-update; the heap is still a
         // valid set of instants.
-        let mut state = self
-            .state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut state = self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let service = match self.times {
             ServiceTimes::Fixed => self.service,
             ServiceTimes::Exponential => self.service.mul_f64(exponential(&mut state.random)),
@@ -117,9 +114,7 @@ mod tests {
         let base = Instant::now();
         let queue = CapacityQueue::new(4, 20 * MS, base);
         // 100 requests all arriving at once: 4 finish every 20 ms.
-        let ends: Vec<Instant> = (0..100)
-            .map(|_| queue.admit(base, Duration::ZERO))
-            .collect();
+        let ends: Vec<Instant> = (0..100).map(|_| queue.admit(base, Duration::ZERO)).collect();
         for (index, end) in ends.iter().enumerate() {
             let batch = index as u32 / 4 + 1;
             assert_eq!(*end, base + batch * 20 * MS);

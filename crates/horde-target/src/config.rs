@@ -40,13 +40,7 @@ impl std::fmt::Debug for TargetTls {
 
 impl Default for TargetConfig {
     fn default() -> Self {
-        TargetConfig {
-            host: "127.0.0.1".to_string(),
-            port: 0,
-            capacity: None,
-            threads: 1,
-            tls: None,
-        }
+        TargetConfig { host: "127.0.0.1".to_string(), port: 0, capacity: None, threads: 1, tls: None }
     }
 }
 
@@ -100,15 +94,11 @@ pub enum TargetError {
 impl TargetConfig {
     pub(crate) fn check(&self) -> Result<(), TargetError> {
         if self.threads == 0 {
-            return Err(TargetError::InvalidConfig(
-                "threads must be at least 1".to_string(),
-            ));
+            return Err(TargetError::InvalidConfig("threads must be at least 1".to_string()));
         }
         if let Some(capacity) = self.capacity {
             if capacity.workers == 0 {
-                return Err(TargetError::InvalidConfig(
-                    "capacity.workers must be at least 1".to_string(),
-                ));
+                return Err(TargetError::InvalidConfig("capacity.workers must be at least 1".to_string()));
             }
             // The upper bound keeps Duration::from_secs_f64 far from overflow.
             if !(capacity.service_ms.is_finite()
@@ -130,8 +120,7 @@ impl TargetConfig {
 pub(crate) fn bind_reason(error: &io::Error, port: u16) -> String {
     match error.kind() {
         io::ErrorKind::AddrInUse => {
-            "address in use (another process listens there; pick another port or 0 for any free one)"
-                .to_string()
+            "address in use (another process listens there; pick another port or 0 for any free one)".to_string()
         }
         io::ErrorKind::AddrNotAvailable => {
             "address not available (no interface on this host has that address)".to_string()
@@ -159,22 +148,11 @@ mod tests {
 
     #[test]
     fn out_of_range_fields_are_rejected() {
-        let zero_threads = TargetConfig {
-            threads: 0,
-            ..TargetConfig::default()
-        };
-        assert!(zero_threads
-            .check()
-            .unwrap_err()
-            .to_string()
-            .contains("threads"));
+        let zero_threads = TargetConfig { threads: 0, ..TargetConfig::default() };
+        assert!(zero_threads.check().unwrap_err().to_string().contains("threads"));
         for (workers, service_ms) in [(0, 10.0), (1, 0.0), (1, -1.0), (1, f64::NAN), (1, 1e300)] {
             let config = TargetConfig {
-                capacity: Some(Capacity {
-                    workers,
-                    service_ms,
-                    service_times: ServiceTimes::Fixed,
-                }),
+                capacity: Some(Capacity { workers, service_ms, service_times: ServiceTimes::Fixed }),
                 ..TargetConfig::default()
             };
             assert!(config.check().is_err(), "{workers} {service_ms}");

@@ -111,14 +111,14 @@ mod config;
 mod game;
 mod gateway;
 mod routes;
-mod websocket;
 mod server;
 mod service;
 mod stall;
 mod tls;
+mod websocket;
 
 pub use config::{Capacity, ServiceTimes, TargetConfig, TargetError, TargetTls};
-pub use tls::self_signed;
 pub use gateway::{GatewayConfig, GatewayCounts, GatewayFraming, GatewayHandle, MAX_ROOM_PLAYERS, MAX_UDP_PLAYERS};
 pub use server::{TargetHandle, MAX_CONCURRENT_STREAMS};
+pub use tls::self_signed;
 pub use websocket::accept_key as websocket_accept_key;

@@ -51,10 +51,8 @@ pub(crate) fn route(path: &str) -> Result<Route, Rejection> {
     if path == "/" {
         return Ok(Route::Root);
     }
-    let (endpoint, argument) = path
-        .strip_prefix('/')
-        .and_then(|rest| rest.split_once('/'))
-        .ok_or(Rejection::NotFound)?;
+    let (endpoint, argument) =
+        path.strip_prefix('/').and_then(|rest| rest.split_once('/')).ok_or(Rejection::NotFound)?;
     match endpoint {
         "delay" => parse_milliseconds(argument).map(Route::Delay),
         "status" => parse_status(argument).map(Route::Status),
@@ -85,19 +83,14 @@ pub(crate) fn parse_milliseconds(text: &str) -> Result<Duration, Rejection> {
     }
     let milliseconds: f64 = text.parse().map_err(|_| bad())?;
     if milliseconds > MAX_DURATION_MS {
-        return Err(Rejection::BadRequest(format!(
-            "{text} ms is too long (at most {MAX_DURATION_MS} ms)"
-        )));
+        return Err(Rejection::BadRequest(format!("{text} ms is too long (at most {MAX_DURATION_MS} ms)")));
     }
     Ok(Duration::from_secs_f64(milliseconds / 1000.0))
 }
 
 fn parse_status(text: &str) -> Result<StatusCode, Rejection> {
-    let code = parse_digits(text).ok_or_else(|| {
-        Rejection::BadRequest(format!(
-            "`{text}` is not a status code (expected 200 to 599)"
-        ))
-    })?;
+    let code = parse_digits(text)
+        .ok_or_else(|| Rejection::BadRequest(format!("`{text}` is not a status code (expected 200 to 599)")))?;
     match code {
         100..=199 => Err(Rejection::BadRequest(format!(
             "status {code} is informational (1xx) and cannot end a response; use 200 to 599"
@@ -106,23 +99,16 @@ fn parse_status(text: &str) -> Result<StatusCode, Rejection> {
             .ok()
             .and_then(|code| StatusCode::from_u16(code).ok())
             .ok_or_else(|| Rejection::BadRequest(format!("status {code} is not valid"))),
-        _ => Err(Rejection::BadRequest(format!(
-            "status {text} is out of range (expected 200 to 599)"
-        ))),
+        _ => Err(Rejection::BadRequest(format!("status {text} is out of range (expected 200 to 599)"))),
     }
 }
 
 fn parse_byte_count(text: &str) -> Result<usize, Rejection> {
-    let count = parse_digits(text).ok_or_else(|| {
-        Rejection::BadRequest(format!(
-            "`{text}` is not a number of bytes (expected digits)"
-        ))
-    })?;
+    let count = parse_digits(text)
+        .ok_or_else(|| Rejection::BadRequest(format!("`{text}` is not a number of bytes (expected digits)")))?;
     match usize::try_from(count) {
         Ok(count) if count <= MAX_BYTES => Ok(count),
-        _ => Err(Rejection::BadRequest(format!(
-            "{text} bytes is too large (at most {MAX_BYTES})"
-        ))),
+        _ => Err(Rejection::BadRequest(format!("{text} bytes is too large (at most {MAX_BYTES})"))),
     }
 }
 
@@ -143,16 +129,12 @@ pub(crate) fn respond(route: Route) -> Response<Full<Bytes>> {
         Route::Status(status) => text(status, Bytes::from(format!("status {}\n", status.as_u16()))),
         Route::Bytes(count) => {
             let mut response = Response::new(Full::new(Bytes::from_static(&ZEROS[..count])));
-            response.headers_mut().insert(
-                CONTENT_TYPE,
-                HeaderValue::from_static("application/octet-stream"),
-            );
+            response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/octet-stream"));
             response
         }
-        Route::Stall(duration) => text(
-            StatusCode::OK,
-            Bytes::from(format!("stalled {} ms\n", duration.as_secs_f64() * 1000.0)),
-        ),
+        Route::Stall(duration) => {
+            text(StatusCode::OK, Bytes::from(format!("stalled {} ms\n", duration.as_secs_f64() * 1000.0)))
+        }
     }
 }
 
@@ -172,9 +154,7 @@ pub(crate) fn reject(rejection: Rejection) -> Response<Full<Bytes>> {
 fn text(status: StatusCode, body: Bytes) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(body));
     *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
     response
 }
 
@@ -189,33 +169,19 @@ mod tests {
     #[test]
     fn known_paths_route() {
         assert_eq!(route("/"), Ok(Route::Root));
-        assert_eq!(
-            route("/delay/50"),
-            Ok(Route::Delay(Duration::from_millis(50)))
-        );
-        assert_eq!(
-            route("/delay/2.5"),
-            Ok(Route::Delay(Duration::from_micros(2500)))
-        );
+        assert_eq!(route("/delay/50"), Ok(Route::Delay(Duration::from_millis(50))));
+        assert_eq!(route("/delay/2.5"), Ok(Route::Delay(Duration::from_micros(2500))));
         assert_eq!(route("/delay/0"), Ok(Route::Delay(Duration::ZERO)));
-        assert_eq!(
-            route("/status/503"),
-            Ok(Route::Status(StatusCode::SERVICE_UNAVAILABLE))
-        );
+        assert_eq!(route("/status/503"), Ok(Route::Status(StatusCode::SERVICE_UNAVAILABLE)));
         assert_eq!(route("/status/200"), Ok(Route::Status(StatusCode::OK)));
         assert_eq!(route("/bytes/0"), Ok(Route::Bytes(0)));
         assert_eq!(route("/bytes/16777216"), Ok(Route::Bytes(MAX_BYTES)));
-        assert_eq!(
-            route("/stall/300"),
-            Ok(Route::Stall(Duration::from_millis(300)))
-        );
+        assert_eq!(route("/stall/300"), Ok(Route::Stall(Duration::from_millis(300))));
     }
 
     #[test]
     fn unknown_paths_are_not_found() {
-        for path in [
-            "", "/nope", "/delay", "/status", "/bytes", "/stall", "//", "/ok/1",
-        ] {
+        for path in ["", "/nope", "/delay", "/status", "/bytes", "/stall", "//", "/ok/1"] {
             assert_eq!(route(path), Err(Rejection::NotFound), "{path}");
         }
     }
@@ -254,22 +220,14 @@ mod tests {
     #[test]
     fn reasons_are_one_line() {
         for path in ["/delay/x", "/status/150", "/bytes/99999999999"] {
-            let Err(Rejection::BadRequest(reason)) = route(path) else {
-                panic!("{path}")
-            };
+            let Err(Rejection::BadRequest(reason)) = route(path) else { panic!("{path}") };
             assert!(!reason.contains('\n'), "{reason}");
         }
     }
 
     #[test]
     fn decimal_forms_are_accepted() {
-        assert_eq!(
-            route("/delay/.5"),
-            Ok(Route::Delay(Duration::from_micros(500)))
-        );
-        assert_eq!(
-            route("/delay/5."),
-            Ok(Route::Delay(Duration::from_millis(5)))
-        );
+        assert_eq!(route("/delay/.5"), Ok(Route::Delay(Duration::from_micros(500))));
+        assert_eq!(route("/delay/5."), Ok(Route::Delay(Duration::from_millis(5))));
     }
 }

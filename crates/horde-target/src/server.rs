@@ -106,9 +106,7 @@ impl TargetHandle {
             }
             Err(mpsc::RecvError) => {
                 let _ = thread.join();
-                Err(TargetError::Runtime(io::Error::other(
-                    "the target's thread exited before listening",
-                )))
+                Err(TargetError::Runtime(io::Error::other("the target's thread exited before listening")))
             }
         }
     }
@@ -194,8 +192,7 @@ fn run(
     let bound = {
         // The listener registers with the runtime that is current when it is created.
         let _entered = runtime.enter();
-        bind(&config.host, config.port)
-            .and_then(|listener| Ok((local_address(&listener, &config)?, listener)))
+        bind(&config.host, config.port).and_then(|listener| Ok((local_address(&listener, &config)?, listener)))
     };
     let listener = match bound {
         Ok((local_addr, listener)) => {
@@ -235,13 +232,11 @@ fn local_address(listener: &TcpListener, config: &TargetConfig) -> Result<Socket
 /// Binds the first address `host` resolves to that accepts a listener.
 fn bind(host: &str, port: u16) -> Result<TcpListener, TargetError> {
     let address = display_address(host, port);
-    let candidates = (host, port)
-        .to_socket_addrs()
-        .map_err(|source| TargetError::Bind {
-            address: address.clone(),
-            reason: format!("cannot resolve host `{host}`: {source}"),
-            source,
-        })?;
+    let candidates = (host, port).to_socket_addrs().map_err(|source| TargetError::Bind {
+        address: address.clone(),
+        reason: format!("cannot resolve host `{host}`: {source}"),
+        source,
+    })?;
     let mut last_error = None;
     for candidate in candidates {
         match listen(candidate) {
@@ -249,17 +244,9 @@ fn bind(host: &str, port: u16) -> Result<TcpListener, TargetError> {
             Err(error) => last_error = Some(error),
         }
     }
-    let source = last_error.unwrap_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::AddrNotAvailable,
-            "the host resolved to no address",
-        )
-    });
-    Err(TargetError::Bind {
-        address,
-        reason: bind_reason(&source, port),
-        source,
-    })
+    let source = last_error
+        .unwrap_or_else(|| io::Error::new(io::ErrorKind::AddrNotAvailable, "the host resolved to no address"));
+    Err(TargetError::Bind { address, reason: bind_reason(&source, port), source })
 }
 
 fn listen(address: SocketAddr) -> io::Result<TcpListener> {
@@ -356,10 +343,7 @@ where
         // which would close the connections of VUs with long think times.
         .header_read_timeout(None)
         .keep_alive(true);
-    builder
-        .http2()
-        .timer(TokioTimer::new())
-        .max_concurrent_streams(MAX_CONCURRENT_STREAMS);
+    builder.http2().timer(TokioTimer::new()).max_concurrent_streams(MAX_CONCURRENT_STREAMS);
     // With upgrades: a WebSocket's 101 hands the connection over (`websocket.rs`).
     let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
     let mut connection = std::pin::pin!(connection);

@@ -30,10 +30,7 @@ pub(crate) struct Shared {
 
 /// Serves one request. Timing starts when hyper hands over the parsed head, which is the
 /// closest a server gets to "arrival".
-pub(crate) async fn handle(
-    shared: &Shared,
-    request: Request<Incoming>,
-) -> Result<Response<Full<Bytes>>, Infallible> {
+pub(crate) async fn handle(shared: &Shared, request: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
     let arrival = Instant::now();
     let path = request.uri().path();
     let routed = routes::route(path);
@@ -71,32 +68,18 @@ pub(crate) async fn handle(
 
 /// Serves a request under `/game/`: the same waits as any request, then the game's answer.
 /// The game acts once the waits are over, so a stalled target changes no city.
-async fn handle_game(
-    shared: &Shared,
-    arrival: Instant,
-    request: Request<Incoming>,
-) -> Response<Full<Bytes>> {
+async fn handle_game(shared: &Shared, arrival: Instant, request: Request<Incoming>) -> Response<Full<Bytes>> {
     let release = shared.stall.release_after(arrival);
     let (head, body) = request.into_parts();
     let body = read_body(body, game::MAX_BODY).await;
     let start = wait_out_stalls(shared, arrival, release).await;
     wait_for_service(shared, start, Duration::ZERO).await;
-    game::respond(
-        &shared.game,
-        &head.method,
-        head.uri.path(),
-        &head.headers,
-        body,
-    )
+    game::respond(&shared.game, &head.method, head.uri.path(), &head.headers, body)
 }
 
 /// Waits until no stall holds a request that arrived at `arrival`, given `release`, the end of
 /// the stall known at arrival; returns when the request may start.
-async fn wait_out_stalls(
-    shared: &Shared,
-    arrival: Instant,
-    mut release: Option<Instant>,
-) -> Instant {
+async fn wait_out_stalls(shared: &Shared, arrival: Instant, mut release: Option<Instant>) -> Instant {
     let mut start = arrival;
     // Bounded: each turn moves `start` forward to a stall end, and stalls are finite.
     while let Some(stall_end) = release {
@@ -152,9 +135,7 @@ async fn read_body(mut body: Incoming, limit: usize) -> Option<Bytes> {
         } else if first.is_empty() && joined.is_none() {
             first = data;
         } else {
-            joined
-                .get_or_insert_with(|| first.to_vec())
-                .extend_from_slice(&data);
+            joined.get_or_insert_with(|| first.to_vec()).extend_from_slice(&data);
         }
     }
     if total > limit {

@@ -19,10 +19,7 @@ pub(crate) struct StallClock {
 
 impl StallClock {
     pub(crate) fn new(base: Instant) -> Self {
-        StallClock {
-            base,
-            until_nanos: AtomicU64::new(0),
-        }
+        StallClock { base, until_nanos: AtomicU64::new(0) }
     }
 
     /// Stalls the target until `now + duration`. A stall that ends later than the current one

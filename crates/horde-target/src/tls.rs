@@ -21,7 +21,8 @@ pub fn self_signed(names: &[String]) -> Result<TargetTls, TargetError> {
 
 /// The acceptor for `tls`'s certificate and key, offering h2 and http/1.1 in ALPN.
 pub(crate) fn acceptor(tls: &TargetTls) -> Result<tokio_rustls::TlsAcceptor, TargetError> {
-    let invalid = |what: &str, error: &dyn std::fmt::Display| TargetError::InvalidConfig(format!("the TLS {what}: {error}"));
+    let invalid =
+        |what: &str, error: &dyn std::fmt::Display| TargetError::InvalidConfig(format!("the TLS {what}: {error}"));
     let chain = CertificateDer::pem_slice_iter(tls.certificate_pem.as_bytes())
         .collect::<Result<Vec<_>, _>>()
         .map_err(|error| invalid("certificate", &error))?;

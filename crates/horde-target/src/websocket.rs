@@ -116,7 +116,8 @@ pub(crate) fn upgrade(state: &Arc<WebSocketState>, mut request: Request<Incoming
     let response_headers = response.headers_mut();
     response_headers.insert(UPGRADE, HeaderValue::from_static("websocket"));
     response_headers.insert(CONNECTION, HeaderValue::from_static("Upgrade"));
-    response_headers.insert(SEC_WEBSOCKET_ACCEPT, HeaderValue::from_str(&accept_key(&key)).expect("base64 is a header value"));
+    response_headers
+        .insert(SEC_WEBSOCKET_ACCEPT, HeaderValue::from_str(&accept_key(&key)).expect("base64 is a header value"));
     response
 }
 
@@ -174,7 +175,8 @@ where
     });
     if let WsRoute::Room(room) = &route {
         if state.rooms.join(room, &player).is_none() {
-            let _ = queue.send(Outgoing::Control { opcode: OPCODE_CLOSE, payload: close_payload(1013, "room full") }).await;
+            let _ =
+                queue.send(Outgoing::Control { opcode: OPCODE_CLOSE, payload: close_payload(1013, "room full") }).await;
         }
     }
     let mut buffer = Vec::with_capacity(1024);
@@ -190,7 +192,8 @@ where
                 Ok(Some(frame)) => frame,
                 Ok(None) => break,
                 Err(code) => {
-                    let _ = queue.send(Outgoing::Control { opcode: OPCODE_CLOSE, payload: close_payload(code, "") }).await;
+                    let _ =
+                        queue.send(Outgoing::Control { opcode: OPCODE_CLOSE, payload: close_payload(code, "") }).await;
                     break 'reading;
                 }
             };
@@ -214,7 +217,9 @@ where
                         fragments.take().expect("matched above")
                     }
                     _ => {
-                        let _ = queue.send(Outgoing::Control { opcode: OPCODE_CLOSE, payload: close_payload(1002, "") }).await;
+                        let _ = queue
+                            .send(Outgoing::Control { opcode: OPCODE_CLOSE, payload: close_payload(1002, "") })
+                            .await;
                         break 'reading;
                     }
                 },

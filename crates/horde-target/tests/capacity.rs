@@ -14,11 +14,7 @@ const MS: Duration = Duration::from_millis(1);
 
 fn start(workers: usize, service_ms: f64) -> TargetHandle {
     TargetHandle::start(TargetConfig {
-        capacity: Some(Capacity {
-            workers,
-            service_ms,
-            service_times: ServiceTimes::Fixed,
-        }),
+        capacity: Some(Capacity { workers, service_ms, service_times: ServiceTimes::Fixed }),
         ..TargetConfig::default()
     })
     .expect("target starts")
@@ -48,10 +44,7 @@ fn closed_loop(target: &TargetHandle, clients: usize, duration: Duration) -> Vec
         })
         .collect();
     barrier.wait();
-    threads
-        .into_iter()
-        .flat_map(|thread| thread.join().expect("client thread"))
-        .collect()
+    threads.into_iter().flat_map(|thread| thread.join().expect("client thread")).collect()
 }
 
 #[test]
@@ -61,16 +54,10 @@ fn saturated_throughput_is_workers_per_service_time() {
     let completions = closed_loop(&target, 12, 2000 * MS);
     // Skip the first half second: connections and threads are still starting.
     let window = (500 * MS, 2000 * MS);
-    let in_window = completions
-        .iter()
-        .filter(|at| **at >= window.0 && **at <= window.1)
-        .count();
+    let in_window = completions.iter().filter(|at| **at >= window.0 && **at <= window.1).count();
     let throughput = in_window as f64 / (window.1 - window.0).as_secs_f64();
     let error = (throughput - 200.0).abs() / 200.0;
-    assert!(
-        error <= 0.05,
-        "measured {throughput:.1} requests/s, expected 200 within 5%"
-    );
+    assert!(error <= 0.05, "measured {throughput:.1} requests/s, expected 200 within 5%");
 }
 
 #[test]
@@ -86,15 +73,10 @@ fn below_capacity_each_request_takes_the_service_time() {
             })
         })
         .collect();
-    let durations: Vec<Duration> = threads
-        .into_iter()
-        .flat_map(|thread| thread.join().expect("client thread"))
-        .collect();
+    let durations: Vec<Duration> =
+        threads.into_iter().flat_map(|thread| thread.join().expect("client thread")).collect();
     let median = median(durations);
-    assert!(
-        median >= 19 * MS && median <= 25 * MS,
-        "median {median:?}, expected about 20 ms"
-    );
+    assert!(median >= 19 * MS && median <= 25 * MS, "median {median:?}, expected about 20 ms");
 }
 
 #[test]
@@ -113,42 +95,21 @@ fn delay_is_served_inside_the_worker_slot() {
     thread::sleep(5 * MS);
     let (_, queued) = second.timed_get("/");
     let delayed = delayed.join().expect("client thread");
-    assert!(
-        delayed >= 50 * MS && delayed < 150 * MS,
-        "delayed request took {delayed:?}"
-    );
+    assert!(delayed >= 50 * MS && delayed < 150 * MS, "delayed request took {delayed:?}");
     let total = started.elapsed();
-    assert!(
-        total >= 70 * MS,
-        "the queued request finished after {total:?}"
-    );
+    assert!(total >= 70 * MS, "the queued request finished after {total:?}");
     assert!(queued >= 60 * MS, "the queued request took {queued:?}");
 }
 
 #[test]
 fn invalid_capacity_is_refused_with_a_message() {
     for capacity in [
-        Capacity {
-            workers: 0,
-            service_ms: 10.0,
-            service_times: ServiceTimes::Fixed,
-        },
-        Capacity {
-            workers: 1,
-            service_ms: 0.0,
-            service_times: ServiceTimes::Fixed,
-        },
-        Capacity {
-            workers: 1,
-            service_ms: f64::NAN,
-            service_times: ServiceTimes::Fixed,
-        },
+        Capacity { workers: 0, service_ms: 10.0, service_times: ServiceTimes::Fixed },
+        Capacity { workers: 1, service_ms: 0.0, service_times: ServiceTimes::Fixed },
+        Capacity { workers: 1, service_ms: f64::NAN, service_times: ServiceTimes::Fixed },
     ] {
-        let error = TargetHandle::start(TargetConfig {
-            capacity: Some(capacity),
-            ..TargetConfig::default()
-        })
-        .expect_err("invalid capacity");
+        let error = TargetHandle::start(TargetConfig { capacity: Some(capacity), ..TargetConfig::default() })
+            .expect_err("invalid capacity");
         assert!(error.to_string().contains("capacity."), "{error}");
     }
 }

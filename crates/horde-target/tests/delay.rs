@@ -38,9 +38,8 @@ fn delays_run_concurrently() {
     let target = start_default();
     let address = target.local_addr();
     let started = std::time::Instant::now();
-    let threads: Vec<_> = (0..8)
-        .map(|_| std::thread::spawn(move || Client::connect(address).get("/delay/200").status))
-        .collect();
+    let threads: Vec<_> =
+        (0..8).map(|_| std::thread::spawn(move || Client::connect(address).get("/delay/200").status)).collect();
     for thread in threads {
         assert_eq!(thread.join().expect("client thread"), 200);
     }

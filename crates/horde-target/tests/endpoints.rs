@@ -89,10 +89,7 @@ fn bytes_returns_exactly_n_bytes() {
         assert_eq!(response.status, 200, "{count}");
         assert_eq!(response.content_length(), Some(count));
         assert_eq!(response.body.len(), count);
-        assert_eq!(
-            response.header("content-type"),
-            Some("application/octet-stream")
-        );
+        assert_eq!(response.header("content-type"), Some("application/octet-stream"));
     }
 }
 
@@ -111,14 +108,7 @@ fn bytes_beyond_16_mib_is_a_bad_request() {
 fn malformed_numbers_are_bad_requests() {
     let target = start_default();
     let mut client = Client::connect(target.local_addr());
-    for path in [
-        "/delay/abc",
-        "/delay/-5",
-        "/delay/1e3",
-        "/delay/1.2.3",
-        "/delay/",
-        "/stall/x",
-    ] {
+    for path in ["/delay/abc", "/delay/-5", "/delay/1e3", "/delay/1.2.3", "/delay/", "/stall/x"] {
         let response = client.get(path);
         assert_eq!(response.status, 400, "{path}");
         assert_one_line_reason(&response.text());
@@ -129,15 +119,7 @@ fn malformed_numbers_are_bad_requests() {
 fn unknown_paths_are_not_found() {
     let target = start_default();
     let mut client = Client::connect(target.local_addr());
-    for path in [
-        "/nope",
-        "/delay",
-        "/status",
-        "/bytes",
-        "/stall",
-        "/index.html",
-        "/ok/1",
-    ] {
+    for path in ["/nope", "/delay", "/status", "/bytes", "/stall", "/index.html", "/ok/1"] {
         let response = client.get(path);
         assert_eq!(response.status, 404, "{path}");
         assert_eq!(response.content_length(), Some(response.body.len()));
@@ -158,14 +140,10 @@ fn keep_alive_serves_100_requests_on_one_connection() {
     let paths = ["/", "/status/500", "/bytes/100", "/delay/0", "/nope"];
     for index in 0..100 {
         let path = paths[index % paths.len()];
-        let response = client.request("GET", path, b"").unwrap_or_else(|error| {
-            panic!("request {index} ({path}) failed on the kept-alive connection: {error}")
-        });
-        assert_ne!(
-            response.header("connection"),
-            Some("close"),
-            "request {index}"
-        );
+        let response = client
+            .request("GET", path, b"")
+            .unwrap_or_else(|error| panic!("request {index} ({path}) failed on the kept-alive connection: {error}"));
+        assert_ne!(response.header("connection"), Some("close"), "request {index}");
     }
 }
 

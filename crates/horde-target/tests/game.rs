@@ -17,26 +17,13 @@ const KINDS: [&str; 6] = ["farm", "sawmill", "quarry", "barracks", "market", "wa
 
 /// Checks the framing every game response promises and returns its JSON.
 fn parse(response: &Response) -> Value {
-    assert_eq!(
-        response.header("content-type"),
-        Some("application/json"),
-        "{response:?}"
-    );
+    assert_eq!(response.header("content-type"), Some("application/json"), "{response:?}");
     assert_eq!(response.content_length(), Some(response.body.len()));
-    serde_json::from_slice(&response.body)
-        .unwrap_or_else(|error| panic!("not JSON ({error}): {:?}", response.text()))
+    serde_json::from_slice(&response.body).unwrap_or_else(|error| panic!("not JSON ({error}): {:?}", response.text()))
 }
 
-fn send(
-    client: &mut Client,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &str,
-) -> Response {
-    client
-        .request_with(method, path, headers, body.as_bytes())
-        .expect("request")
+fn send(client: &mut Client, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Response {
+    client.request_with(method, path, headers, body.as_bytes()).expect("request")
 }
 
 fn credentials(login: &str) -> String {
@@ -59,14 +46,8 @@ fn sign_up(client: &mut Client, login: &str) -> (u64, String) {
 fn assert_error(response: &Response, status: u16) -> String {
     assert_eq!(response.status, status, "{}", response.text());
     let body = parse(response);
-    let message = body["error"]
-        .as_str()
-        .expect("an error message")
-        .to_string();
-    assert!(
-        !message.is_empty() && !message.contains('\n'),
-        "{message:?}"
-    );
+    let message = body["error"].as_str().expect("an error message").to_string();
+    assert!(!message.is_empty() && !message.contains('\n'), "{message:?}");
     assert!(!response.text().contains('\n'), "{}", response.text());
     message
 }
@@ -76,20 +57,14 @@ fn resources(value: &Value) -> [u64; 3] {
 }
 
 fn unix_now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64
 }
 
 /// Every catalogue entry's `can_build` must be what the resources say (a city here is far from
 /// the 50-building limit).
 fn assert_catalogue_consistent(catalogue: &Value, stock: [u64; 3]) {
     let entries = catalogue["buildings"].as_array().expect("buildings");
-    let kinds: Vec<&str> = entries
-        .iter()
-        .map(|entry| entry["kind"].as_str().unwrap())
-        .collect();
+    let kinds: Vec<&str> = entries.iter().map(|entry| entry["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds, KINDS);
     for entry in entries {
         let cost = resources(&entry["cost"]);
@@ -103,13 +78,7 @@ fn a_player_registers_logs_in_builds_and_collects() {
     let target = start_default();
     let mut client = Client::connect(target.local_addr());
 
-    let response = send(
-        &mut client,
-        "POST",
-        "/game/register",
-        &[],
-        &credentials("ann"),
-    );
+    let response = send(&mut client, "POST", "/game/register", &[], &credentials("ann"));
     assert_eq!(response.status, 201);
     assert_eq!(parse(&response), json!({"player_id": 1}));
 
@@ -118,23 +87,14 @@ fn a_player_registers_logs_in_builds_and_collects() {
     let body = parse(&response);
     assert_eq!(body["player_id"], 1);
     let token = body["token"].as_str().unwrap().to_string();
-    assert_eq!(
-        response.header("set-cookie"),
-        Some(format!("session={token}; Path=/game").as_str())
-    );
+    assert_eq!(response.header("set-cookie"), Some(format!("session={token}; Path=/game").as_str()));
     let bearer = format!("Bearer {token}");
     let auth = [("Authorization", bearer.as_str())];
     let cookie = format!("session={token}");
 
     // The same city through either credential.
     let by_header = parse(&send(&mut client, "GET", "/game/city", &auth, ""));
-    let by_cookie = parse(&send(
-        &mut client,
-        "GET",
-        "/game/city",
-        &[("Cookie", &cookie)],
-        "",
-    ));
+    let by_cookie = parse(&send(&mut client, "GET", "/game/city", &[("Cookie", &cookie)], ""));
     assert_eq!(by_header, by_cookie);
     assert_eq!(
         by_header,
@@ -150,13 +110,7 @@ fn a_player_registers_logs_in_builds_and_collects() {
     let refusal = loop {
         assert!(built.len() < 10, "construction never refused");
         let before = unix_now_ms();
-        let response = send(
-            &mut client,
-            "POST",
-            "/game/construct",
-            &auth,
-            r#"{"kind": "farm"}"#,
-        );
+        let response = send(&mut client, "POST", "/game/construct", &auth, r#"{"kind": "farm"}"#);
         if response.status != 201 {
             break response;
         }
@@ -202,10 +156,7 @@ fn a_player_registers_logs_in_builds_and_collects() {
     let response = send(&mut client, "GET", "/game/resources", &auth, "");
     assert_eq!(response.status, 200);
     let body = parse(&response);
-    assert_eq!(
-        body,
-        json!({"gold": after[0], "wood": after[1], "stone": after[2]})
-    );
+    assert_eq!(body, json!({"gold": after[0], "wood": after[1], "stone": after[2]}));
 }
 
 #[test]
@@ -241,13 +192,7 @@ fn endpoints_without_a_valid_session_are_401() {
     }
     // Nothing was built by the refused requests.
     let bearer = format!("Bearer {token}");
-    let city = parse(&send(
-        &mut client,
-        "GET",
-        "/game/city",
-        &[("Authorization", &bearer)],
-        "",
-    ));
+    let city = parse(&send(&mut client, "GET", "/game/city", &[("Authorization", &bearer)], ""));
     assert_eq!(city["buildings"], json!([]));
 
     for body in [
@@ -266,26 +211,14 @@ fn a_taken_login_is_409_and_every_login_gets_its_own_session() {
     let target = start_default();
     let mut client = Client::connect(target.local_addr());
     let (player_id, first) = sign_up(&mut client, "ann");
-    let response = send(
-        &mut client,
-        "POST",
-        "/game/register",
-        &[],
-        &credentials("ann"),
-    );
+    let response = send(&mut client, "POST", "/game/register", &[], &credentials("ann"));
     assert_eq!(assert_error(&response, 409), "login taken");
     let response = send(&mut client, "POST", "/game/login", &[], &credentials("ann"));
     let second = parse(&response)["token"].as_str().unwrap().to_string();
     assert_ne!(first, second);
     for token in [first, second] {
         let bearer = format!("Bearer {token}");
-        let city = parse(&send(
-            &mut client,
-            "GET",
-            "/game/city",
-            &[("Authorization", &bearer)],
-            "",
-        ));
+        let city = parse(&send(&mut client, "GET", "/game/city", &[("Authorization", &bearer)], ""));
         assert_eq!(city["player_id"], player_id);
     }
 }
@@ -315,36 +248,18 @@ fn malformed_bodies_are_400_with_a_reason() {
         }
     }
     let long = "x".repeat(129);
-    let response = send(
-        &mut client,
-        "POST",
-        "/game/register",
-        &[],
-        &credentials(&long),
-    );
+    let response = send(&mut client, "POST", "/game/register", &[], &credentials(&long));
     assert_error(&response, 400);
 
     let (_, token) = sign_up(&mut client, "ann");
     let bearer = format!("Bearer {token}");
     let auth = [("Authorization", bearer.as_str())];
-    for body in [
-        "",
-        "{",
-        r#"{"kind": "castle"}"#,
-        r#"{"kind": 1}"#,
-        r#"{"type": "farm"}"#,
-    ] {
+    for body in ["", "{", r#"{"kind": "castle"}"#, r#"{"kind": 1}"#, r#"{"type": "farm"}"#] {
         let response = send(&mut client, "POST", "/game/construct", &auth, body);
         assert_error(&response, 400);
     }
     // Escaped strings are read like plain ones.
-    let response = send(
-        &mut client,
-        "POST",
-        "/game/construct",
-        &auth,
-        r#"{"kind": "f\u0061rm"}"#,
-    );
+    let response = send(&mut client, "POST", "/game/construct", &auth, r#"{"kind": "f\u0061rm"}"#);
     assert_eq!(response.status, 201, "{}", response.text());
 }
 
@@ -369,33 +284,14 @@ fn unknown_paths_are_404_wrong_methods_405_and_huge_bodies_413() {
         assert_eq!(response.header("allow"), Some(allow), "{method} {path}");
     }
     let huge = format!(r#"{{"login": "{}", "password": ""}}"#, "x".repeat(20_000));
-    assert_error(
-        &send(&mut client, "POST", "/game/register", &[], &huge),
-        413,
-    );
+    assert_error(&send(&mut client, "POST", "/game/register", &[], &huge), 413);
     // The body was read to its end, so the connection is still in step.
-    assert_eq!(
-        send(
-            &mut client,
-            "POST",
-            "/game/register",
-            &[],
-            &credentials("ann")
-        )
-        .status,
-        201
-    );
+    assert_eq!(send(&mut client, "POST", "/game/register", &[], &credentials("ann")).status, 201);
     // HEAD of a read endpoint: its headers, no body.
     let response = send(&mut client, "POST", "/game/login", &[], &credentials("ann"));
     let token = parse(&response)["token"].as_str().unwrap().to_string();
     let bearer = format!("Bearer {token}");
-    let response = send(
-        &mut client,
-        "HEAD",
-        "/game/resources",
-        &[("Authorization", &bearer)],
-        "",
-    );
+    let response = send(&mut client, "HEAD", "/game/resources", &[("Authorization", &bearer)], "");
     assert_eq!(response.status, 200);
     assert!(response.content_length().unwrap() > 0);
     assert_eq!(client.get("/").status, 200);
@@ -405,11 +301,7 @@ fn unknown_paths_are_404_wrong_methods_405_and_huge_bodies_413() {
 fn many_players_register_and_log_in_at_once() {
     const THREADS: usize = 16;
     const PLAYERS_PER_THREAD: usize = 200;
-    let target = TargetHandle::start(TargetConfig {
-        threads: 4,
-        ..TargetConfig::default()
-    })
-    .expect("target starts");
+    let target = TargetHandle::start(TargetConfig { threads: 4, ..TargetConfig::default() }).expect("target starts");
     let address = target.local_addr();
     let workers: Vec<_> = (0..THREADS)
         .map(|thread_index| {
@@ -417,8 +309,7 @@ fn many_players_register_and_log_in_at_once() {
                 let mut client = Client::connect(address);
                 (0..PLAYERS_PER_THREAD)
                     .map(|index| {
-                        let (player_id, token) =
-                            sign_up(&mut client, &format!("player-{thread_index}-{index}"));
+                        let (player_id, token) = sign_up(&mut client, &format!("player-{thread_index}-{index}"));
                         assert!(token.starts_with(&format!("{player_id:x}.")), "{token}");
                         player_id
                     })
@@ -426,10 +317,7 @@ fn many_players_register_and_log_in_at_once() {
             })
         })
         .collect();
-    let ids: Vec<u64> = workers
-        .into_iter()
-        .flat_map(|worker| worker.join().expect("worker"))
-        .collect();
+    let ids: Vec<u64> = workers.into_iter().flat_map(|worker| worker.join().expect("worker")).collect();
     let distinct: HashSet<u64> = ids.iter().copied().collect();
     let total = (THREADS * PLAYERS_PER_THREAD) as u64;
     assert_eq!(distinct.len() as u64, total);
@@ -452,23 +340,13 @@ fn every_target_has_its_own_world_and_the_same_answers() {
 #[test]
 fn game_requests_wait_for_stalls_and_capacity() {
     let target = TargetHandle::start(TargetConfig {
-        capacity: Some(Capacity {
-            workers: 1,
-            service_ms: 50.0,
-            service_times: ServiceTimes::Fixed,
-        }),
+        capacity: Some(Capacity { workers: 1, service_ms: 50.0, service_times: ServiceTimes::Fixed }),
         ..TargetConfig::default()
     })
     .expect("target starts");
     let mut client = Client::connect(target.local_addr());
     let started = Instant::now();
-    let response = send(
-        &mut client,
-        "POST",
-        "/game/register",
-        &[],
-        &credentials("ann"),
-    );
+    let response = send(&mut client, "POST", "/game/register", &[], &credentials("ann"));
     let elapsed = started.elapsed();
     assert_eq!(response.status, 201);
     assert!(elapsed >= 45 * MS, "took {elapsed:?} with a 50 ms service");
@@ -477,17 +355,8 @@ fn game_requests_wait_for_stalls_and_capacity() {
     let mut client = Client::connect(target.local_addr());
     assert_eq!(client.get("/stall/200").status, 200);
     let started = Instant::now();
-    let response = send(
-        &mut client,
-        "POST",
-        "/game/register",
-        &[],
-        &credentials("ann"),
-    );
+    let response = send(&mut client, "POST", "/game/register", &[], &credentials("ann"));
     let elapsed = started.elapsed();
     assert_eq!(response.status, 201);
-    assert!(
-        elapsed >= 150 * MS,
-        "took {elapsed:?} during a 200 ms stall"
-    );
+    assert!(elapsed >= 150 * MS, "took {elapsed:?} during a 200 ms stall");
 }

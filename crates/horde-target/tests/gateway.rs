@@ -107,6 +107,7 @@ fn a_gateway_stops_within_its_bound_with_clients_connected() {
 
 #[test]
 fn a_bad_length_prefix_is_refused() {
-    let error = GatewayHandle::start(GatewayConfig { framing: GatewayFraming::Length(3), ..GatewayConfig::default() }).unwrap_err();
+    let error = GatewayHandle::start(GatewayConfig { framing: GatewayFraming::Length(3), ..GatewayConfig::default() })
+        .unwrap_err();
     assert_eq!(error.kind(), std::io::ErrorKind::InvalidInput);
 }

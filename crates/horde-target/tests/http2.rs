@@ -41,7 +41,10 @@ fn concurrent_streams(address: std::net::SocketAddr, path: &str, streams: usize)
         }
         let mut statuses = Vec::new();
         for response in responses {
-            let status = tokio::time::timeout(Duration::from_secs(10), response).await.expect("answered in time").expect("stream task");
+            let status = tokio::time::timeout(Duration::from_secs(10), response)
+                .await
+                .expect("answered in time")
+                .expect("stream task");
             statuses.push(status);
         }
         (statuses, started.elapsed())

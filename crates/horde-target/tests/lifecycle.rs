@@ -15,10 +15,7 @@ fn port_is_known_and_connectable_when_start_returns() {
     assert_ne!(target.port(), 0);
     assert_eq!(target.local_addr().port(), target.port());
     assert!(target.local_addr().ip().is_loopback());
-    assert_eq!(
-        target.base_url(),
-        format!("http://127.0.0.1:{}", target.port())
-    );
+    assert_eq!(target.base_url(), format!("http://127.0.0.1:{}", target.port()));
     assert_eq!(Client::connect(target.local_addr()).get("/").status, 200);
 }
 
@@ -26,11 +23,7 @@ fn port_is_known_and_connectable_when_start_returns() {
 fn second_target_on_the_same_port_names_the_address() {
     let first = start_default();
     let port = first.port();
-    let error = TargetHandle::start(TargetConfig {
-        port,
-        ..TargetConfig::default()
-    })
-    .expect_err("the port is taken");
+    let error = TargetHandle::start(TargetConfig { port, ..TargetConfig::default() }).expect_err("the port is taken");
     assert!(matches!(error, TargetError::Bind { .. }), "{error:?}");
     let message = error.to_string();
     assert!(message.contains(&format!("127.0.0.1:{port}")), "{message}");
@@ -41,34 +34,22 @@ fn second_target_on_the_same_port_names_the_address() {
 
 #[test]
 fn unresolvable_host_is_a_bind_error() {
-    let error = TargetHandle::start(TargetConfig {
-        host: "no-such-host.invalid".to_string(),
-        ..TargetConfig::default()
-    })
-    .expect_err("cannot resolve");
-    assert!(
-        error.to_string().contains("no-such-host.invalid"),
-        "{error}"
-    );
+    let error =
+        TargetHandle::start(TargetConfig { host: "no-such-host.invalid".to_string(), ..TargetConfig::default() })
+            .expect_err("cannot resolve");
+    assert!(error.to_string().contains("no-such-host.invalid"), "{error}");
 }
 
 #[test]
 fn zero_threads_is_refused() {
-    let error = TargetHandle::start(TargetConfig {
-        threads: 0,
-        ..TargetConfig::default()
-    })
-    .expect_err("invalid threads");
+    let error =
+        TargetHandle::start(TargetConfig { threads: 0, ..TargetConfig::default() }).expect_err("invalid threads");
     assert!(matches!(error, TargetError::InvalidConfig(_)), "{error:?}");
 }
 
 #[test]
 fn several_threads_serve() {
-    let target = TargetHandle::start(TargetConfig {
-        threads: 2,
-        ..TargetConfig::default()
-    })
-    .expect("target starts");
+    let target = TargetHandle::start(TargetConfig { threads: 2, ..TargetConfig::default() }).expect("target starts");
     assert_eq!(Client::connect(target.local_addr()).get("/").status, 200);
 }
 
@@ -81,10 +62,7 @@ fn stop_returns_quickly_with_an_idle_keep_alive_connection_open() {
     target.stop();
     let elapsed = started.elapsed();
     assert!(elapsed < Duration::from_secs(2), "stop took {elapsed:?}");
-    assert!(
-        client.is_closed_within(Duration::from_secs(2)),
-        "idle connection left open"
-    );
+    assert!(client.is_closed_within(Duration::from_secs(2)), "idle connection left open");
 }
 
 #[test]
@@ -99,14 +77,8 @@ fn stop_is_bounded_with_a_request_in_flight() {
     let started = Instant::now();
     target.stop();
     let elapsed = started.elapsed();
-    assert!(
-        elapsed < Duration::from_secs(2) + Duration::from_millis(200),
-        "stop took {elapsed:?}"
-    );
-    assert!(
-        in_flight.join().expect("client thread"),
-        "the cut request cannot have succeeded"
-    );
+    assert!(elapsed < Duration::from_secs(2) + Duration::from_millis(200), "stop took {elapsed:?}");
+    assert!(in_flight.join().expect("client thread"), "the cut request cannot have succeeded");
 }
 
 #[test]
@@ -115,11 +87,8 @@ fn stop_closes_the_listener_and_frees_the_port() {
     let address = target.local_addr();
     target.stop();
     assert!(TcpStream::connect_timeout(&address, Duration::from_secs(1)).is_err());
-    let again = TargetHandle::start(TargetConfig {
-        port: address.port(),
-        ..TargetConfig::default()
-    })
-    .expect("the port is free again");
+    let again = TargetHandle::start(TargetConfig { port: address.port(), ..TargetConfig::default() })
+        .expect("the port is free again");
     assert_eq!(again.port(), address.port());
 }
 
@@ -134,24 +103,16 @@ fn drop_stops_the_target() {
 
 #[test]
 fn starts_and_stops_from_inside_an_async_runtime() {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("rt");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("rt");
     runtime.block_on(async {
         let target = start_default();
         let address = target.local_addr();
-        let status = tokio::task::spawn_blocking(move || Client::connect(address).get("/").status)
-            .await
-            .expect("client task");
+        let status =
+            tokio::task::spawn_blocking(move || Client::connect(address).get("/").status).await.expect("client task");
         assert_eq!(status, 200);
         // Failing to start must not drop a runtime inside this one either.
         let port = target.port();
-        assert!(TargetHandle::start(TargetConfig {
-            port,
-            ..TargetConfig::default()
-        })
-        .is_err());
+        assert!(TargetHandle::start(TargetConfig { port, ..TargetConfig::default() }).is_err());
         target.stop();
     });
 }

@@ -20,29 +20,17 @@ fn arrivals_during_a_stall_wait_for_its_end_and_later_ones_do_not() {
 
     let (response, stall_took) = control.timed_get("/stall/300");
     assert_eq!(response.status, 200);
-    assert!(
-        stall_took < 100 * MS,
-        "the stall request itself took {stall_took:?}"
-    );
+    assert!(stall_took < 100 * MS, "the stall request itself took {stall_took:?}");
 
     let (response, elapsed) = client.timed_get("/");
     assert_eq!(response.status, 200);
-    assert!(
-        elapsed >= 280 * MS,
-        "a request during the stall took only {elapsed:?}"
-    );
-    assert!(
-        elapsed < 1000 * MS,
-        "a request during the stall took {elapsed:?}"
-    );
+    assert!(elapsed >= 280 * MS, "a request during the stall took only {elapsed:?}");
+    assert!(elapsed < 1000 * MS, "a request during the stall took {elapsed:?}");
 
     // The stall is over now.
     let (response, elapsed) = client.timed_get("/");
     assert_eq!(response.status, 200);
-    assert!(
-        elapsed < 50 * MS,
-        "a request after the stall took {elapsed:?}"
-    );
+    assert!(elapsed < 50 * MS, "a request after the stall took {elapsed:?}");
 }
 
 #[test]
@@ -66,10 +54,7 @@ fn requests_in_service_are_not_affected() {
     control.get("/stall/600");
     let elapsed = in_service.join().expect("client thread");
     assert!(elapsed >= 150 * MS, "took {elapsed:?}");
-    assert!(
-        elapsed < 450 * MS,
-        "a request already in service was stalled: {elapsed:?}"
-    );
+    assert!(elapsed < 450 * MS, "a request already in service was stalled: {elapsed:?}");
 }
 
 #[test]
@@ -105,11 +90,7 @@ fn stalled_requests_then_queue_for_capacity() {
     // One worker of 50 ms: four requests released together by the stall's end finish 50 ms
     // apart, the last about 200 ms after the stall ends.
     let target = TargetHandle::start(TargetConfig {
-        capacity: Some(Capacity {
-            workers: 1,
-            service_ms: 50.0,
-            service_times: ServiceTimes::Fixed,
-        }),
+        capacity: Some(Capacity { workers: 1, service_ms: 50.0, service_times: ServiceTimes::Fixed }),
         ..TargetConfig::default()
     })
     .expect("target starts");
@@ -122,14 +103,8 @@ fn stalled_requests_then_queue_for_capacity() {
     thread::sleep(100 * MS); // let the worker's queue drain
     let started = Instant::now();
     let (_, stall_took) = control.timed_get("/stall/200");
-    assert!(
-        stall_took < 40 * MS,
-        "stall control must skip the capacity queue: {stall_took:?}"
-    );
-    let threads: Vec<_> = clients
-        .into_iter()
-        .map(|mut client| thread::spawn(move || client.get("/").status))
-        .collect();
+    assert!(stall_took < 40 * MS, "stall control must skip the capacity queue: {stall_took:?}");
+    let threads: Vec<_> = clients.into_iter().map(|mut client| thread::spawn(move || client.get("/").status)).collect();
     for thread in threads {
         assert_eq!(thread.join().expect("client thread"), 200);
     }

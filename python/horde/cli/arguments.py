@@ -23,7 +23,11 @@ def parse_duration(text: str, *, flag: str = "--duration") -> float:
     try:
         return duration_seconds(text)
     except ValueError as error:
-        hint = "for example 30s" if "positive" in str(error) else "write seconds (30), or with units: 500ms, 30s, 5m, 1h30m"
+        hint = (
+            "for example 30s"
+            if "positive" in str(error)
+            else "write seconds (30), or with units: 500ms, 30s, 5m, 1h30m"
+        )
         raise InvalidInput(f"{flag}: {error}", hint=hint) from None
 
 
@@ -31,7 +35,9 @@ def parse_header(text: str) -> tuple[str, str]:
     """``'Name: value'`` as given to ``-H``."""
     name, separator, value = text.partition(":")
     if not separator or not name.strip():
-        raise InvalidInput(f"-H: '{text}' is not a header", hint="write it as 'Name: value', e.g. -H 'Accept: text/plain'")
+        raise InvalidInput(
+            f"-H: '{text}' is not a header", hint="write it as 'Name: value', e.g. -H 'Accept: text/plain'"
+        )
     return name.strip(), value.strip()
 
 
@@ -54,7 +60,9 @@ def parse_params(texts: Sequence[str]) -> dict[str, str]:
     for text in texts:
         name, value = parse_param(text)
         if name in params:
-            raise InvalidInput(f"-p {name} is given twice", hint=f"keep one: -p {name}={params[name]} or -p {name}={value}")
+            raise InvalidInput(
+                f"-p {name} is given twice", hint=f"keep one: -p {name}={params[name]} or -p {name}={value}"
+            )
         params[name] = value
     return params
 
@@ -95,4 +103,3 @@ def _metavar_of(option: TyperOption) -> str:
     # list[str] and the like: the element's name.
     element = getattr(python_type, "__args__", (None,))[0]
     return _METAVARS.get(element, "VALUE") if isinstance(element, type) else "VALUE"
-

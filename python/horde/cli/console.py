@@ -27,14 +27,14 @@ ERROR_HINTS = {
     "reset": "the target closed connections mid-exchange: a crash, a proxy's limit, or a keep-alive timeout shorter than the run's pauses",
     "timeout": "no whole response within target.request_timeout_ms (or no connection within connect_timeout_ms): the target is saturated or stalled",
     "tls": "the TLS handshake failed (the reason is above): a private CA's certificate needs target.ca_file (a PEM file of the CA); "
-           "a self-signed test server --insecure (target.insecure: true)",
+    "a self-signed test server --insecure (target.insecure: true)",
     "dns": "the target's host name did not resolve: check base_url's host and this machine's resolver",
     "connect": "the connection could not be opened (an address not available, a source address not bound): check the addresses",
     "no_route": "no route to the target's host or network (EHOSTUNREACH 113, ENETUNREACH 101): check routes, firewalls and that the host is up",
     "lost": "a UDP or KCP ping's reply did not come within its timeout_ms: its datagrams were lost on the way (or the gateway "
-            "dropped them); late ones are counted apart",
+    "dropped them); late ones are counted apart",
     "protocol": "the answer did not follow its protocol (HTTP/1.1, a WebSocket's frames, or target.framing for tcp://): the "
-                "detail above says which; for HTTP, a TLS port reached with http:// or a server that is not HTTP",
+    "detail above says which; for HTTP, a TLS port reached with http:// or a server that is not HTTP",
     "headers_too_large": "the response's head passed target.max_response_header_bytes (256 KiB by default): raise it if the target really sends that much",
     "body_too_large": "a check or extractor needed a body longer than target.max_kept_body_bytes (1 MiB by default): raise it, or check something smaller",
     "cut": "requests were still waiting for an answer when the grace period ended: the target stalled, or graceful_stop_s is shorter than its responses",
@@ -48,22 +48,24 @@ ERROR_HINTS = {
     "sql_deadlock": "SQLSTATE 40P01: transactions locked rows in different orders; lock in one order",
     "sql_unique_violation": "SQLSTATE 23505: an insert repeated a key; draw keys from a unique feeder or a sequence",
     "sql_login_failed": "the database refused the login (the SQLSTATE above): check the password target.password_env gives, the "
-                        "user and database in base_url, and the server's pg_hba.conf",
+    "user and database in base_url, and the server's pg_hba.conf",
     "sql_connection_failure": "the database closed or refused the connection (a terminated backend, a restart, "
-                              "max_connections): see the server's log; the next step connects again",
+    "max_connections): see the server's log; the next step connects again",
     "sql_other": "the database reported another error (a syntax error, a missing table...): run the step's query in psql",
     "h2_goaway": "the server ended the HTTP/2 connection (GOAWAY) before responses ended: a restart or its connection limit",
     "h2_refused": "target.http_version is '2' but the TLS server did not choose h2: it speaks HTTP/1.1 only; use 'auto' or '1.1'",
     "ws_closed": "the server closed the WebSocket with a close frame (its code and reason are above) while a step still waited on it; "
-                 "the next message step connects again",
+    "the next message step connects again",
 }
 
 
 #: The hint for ``timeout`` counted by a message step (tcp://, ws://): a ping whose reply did not
 #: come within the step's own timeout_ms, which a stream delivers late rather than loses.
-PING_TIMEOUT_HINT = ("a ping's reply over TCP or a WebSocket did not come within the step's timeout_ms: late, not lost (a "
-                     "stream loses nothing; a reply that comes later is counted late): the peer is slow or stalled, or "
-                     "timeout_ms is shorter than its replies")
+PING_TIMEOUT_HINT = (
+    "a ping's reply over TCP or a WebSocket did not come within the step's timeout_ms: late, not lost (a "
+    "stream loses nothing; a reply that comes later is counted late): the peer is slow or stalled, or "
+    "timeout_ms is shorter than its replies"
+)
 
 
 def error_hint(kind: str, *, ping: bool = False) -> str | None:
@@ -76,8 +78,10 @@ def error_hint(kind: str, *, ping: bool = False) -> str | None:
     if kind == "timeout" and ping:
         return PING_TIMEOUT_HINT
     if kind.startswith("h2_reset_"):
-        return ("the server reset HTTP/2 streams with that code (refused_stream: too many at once; enhance_your_calm: "
-                "too fast): the server's stream and rate limits, or its logs")
+        return (
+            "the server reset HTTP/2 streams with that code (refused_stream: too many at once; enhance_your_calm: "
+            "too fast): the server's stream and rate limits, or its logs"
+        )
     if kind.startswith("status_"):
         code = kind.removeprefix("status_")
         if code.startswith("5"):
@@ -117,50 +121,92 @@ def render_summary(console: Console, summary: dict[str, Any], *, store_url: str 
         errors = f"{figures['errors']:,} ({figures['error_percent']:.2f} %)" if figures["errors"] else "0"
         # Not one response: no latency was measured (a 0.00 would read as a fast target).
         timed = figures.get("responses") != 0 or not figures["requests"]
-        rows.append([
-            Text(name),  # a step's name is the user's text, never markup
-            f"{figures['requests']:,}",
-            Text(errors, style="red" if figures["errors"] else ""),
-            f"{figures['rps']:,.1f}",
-            *(f"{latency[key]:.2f}" if timed else "-" for key in ("p50", "p90", "p95", "p99", "max")),
-        ])
+        rows.append(
+            [
+                Text(name),  # a step's name is the user's text, never markup
+                f"{figures['requests']:,}",
+                Text(errors, style="red" if figures["errors"] else ""),
+                f"{figures['rps']:,.1f}",
+                *(f"{latency[key]:.2f}" if timed else "-" for key in ("p50", "p90", "p95", "p99", "max")),
+            ]
+        )
         styles.append(style)
 
     for name, figures in summary["steps"].items():
         # A group's row is the time of a whole pass through it, not more requests.
-        row(f"{name} (group)" if figures.get("kind") == "group" else name, figures, style="italic" if figures.get("kind") == "group" else None)
+        row(
+            f"{name} (group)" if figures.get("kind") == "group" else name,
+            figures,
+            style="italic" if figures.get("kind") == "group" else None,
+        )
     row("all requests", summary, style="bold")
-    table = fitted_table(console, SUMMARY_COLUMNS, rows, styles,
-                         essential_priority=ESSENTIAL_SUMMARY_PRIORITY,
-                         title=f"run {summary['run_id']} — {summary['status']}", title_justify="left")
+    table = fitted_table(
+        console,
+        SUMMARY_COLUMNS,
+        rows,
+        styles,
+        essential_priority=ESSENTIAL_SUMMARY_PRIORITY,
+        title=f"run {summary['run_id']} — {summary['status']}",
+        title_justify="left",
+    )
     console.print(table)
     shown = {str(column.header) for column in table.columns}
     left_out = [column.name for column in SUMMARY_COLUMNS if column.name not in shown]
     if left_out:
-        console.print(f"left out at {console.width} columns: {', '.join(left_out)} "
-                      "(horde show RUN --json has every figure)", style="dim", markup=False, highlight=False)
+        console.print(
+            f"left out at {console.width} columns: {', '.join(left_out)} (horde show RUN --json has every figure)",
+            style="dim",
+            markup=False,
+            highlight=False,
+        )
     with_rows = [(name, figures) for name, figures in summary["steps"].items() if figures.get("rows")]
     if with_rows:
-        console.print("rows returned or changed: " + ", ".join(
-            f"{name} {figures['rows']:,} ({figures['rows_per_s']:,.1f}/s)" for name, figures in with_rows),
-            markup=False, highlight=False, soft_wrap=True)
-    by_protocol = [(name, figures) for name, figures in summary["steps"].items() if figures.get("http1") or figures.get("http2")]
+        console.print(
+            "rows returned or changed: "
+            + ", ".join(f"{name} {figures['rows']:,} ({figures['rows_per_s']:,.1f}/s)" for name, figures in with_rows),
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    by_protocol = [
+        (name, figures) for name, figures in summary["steps"].items() if figures.get("http1") or figures.get("http2")
+    ]
     if by_protocol:
-        console.print("requests by protocol: " + ", ".join(
-            f"{name} {figures.get('http2', 0):,} over HTTP/2, {figures.get('http1', 0):,} over HTTP/1.1"
-            for name, figures in by_protocol), markup=False, highlight=False, soft_wrap=True)
+        console.print(
+            "requests by protocol: "
+            + ", ".join(
+                f"{name} {figures.get('http2', 0):,} over HTTP/2, {figures.get('http1', 0):,} over HTTP/1.1"
+                for name, figures in by_protocol
+            ),
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     stalled = [(name, figures["h2_stalls"]) for name, figures in summary["steps"].items() if figures.get("h2_stalls")]
     if stalled:
-        console.print("HTTP/2 bodies held back over 100 ms by the server's flow-control window: " + ", ".join(
-            f"{name} {count:,}" for name, count in stalled), markup=False, highlight=False, soft_wrap=True)
+        console.print(
+            "HTTP/2 bodies held back over 100 ms by the server's flow-control window: "
+            + ", ".join(f"{name} {count:,}" for name, count in stalled),
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     kinds = summary.get("errors_by_kind") or {}
     responses = summary.get("responses")
     if responses is not None and responses < summary["requests"]:
-        console.print(f"latency covers the {responses:,} requests that got a response; "
-                      f"{summary['requests'] - responses:,} got none (counted above, not timed)",
-                      markup=False, highlight=False, soft_wrap=True)
+        console.print(
+            f"latency covers the {responses:,} requests that got a response; "
+            f"{summary['requests'] - responses:,} got none (counted above, not timed)",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     if kinds:
-        console.print("errors by kind: " + ", ".join(f"{kind} {count:,}" for kind, count in kinds.items()), style="red", soft_wrap=True)
+        console.print(
+            "errors by kind: " + ", ".join(f"{kind} {count:,}" for kind, count in kinds.items()),
+            style="red",
+            soft_wrap=True,
+        )
         render_error_details(console, summary.get("error_details") or [])
         for kind in sorted(kinds, key=lambda k: -kinds[k])[:4]:
             for hint in _hints_of(kind, summary["steps"]):
@@ -168,9 +214,14 @@ def render_summary(console: Console, summary: dict[str, Any], *, store_url: str 
     render_checks(console, summary.get("checks") or [])
     render_messages(console, summary["steps"])
     if summary.get("setup_failures"):
-        console.print(f"!  setup failed for {summary['setup_failures']:,} VUs (each such iteration ended at its failed "
-                      "setup step; the VU tried its setup again at its next iteration)",
-                      style="yellow", markup=False, highlight=False, soft_wrap=True)
+        console.print(
+            f"!  setup failed for {summary['setup_failures']:,} VUs (each such iteration ended at its failed "
+            "setup step; the VU tried its setup again at its next iteration)",
+            style="yellow",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     generator = summary["generator"]
     line = (
         f"duration {summary['duration_s']:.1f} s · iterations {summary['iterations']:,} · peak VUs {summary['peak_vus']:,} · "
@@ -203,7 +254,12 @@ def render_summary(console: Console, summary: dict[str, Any], *, store_url: str 
             soft_wrap=True,
         )
     if store_url:
-        console.print(f"stored in {store_url} as run {summary['run_id']} (horde show {summary['run_id']})", highlight=False, markup=False, soft_wrap=True)
+        console.print(
+            f"stored in {store_url} as run {summary['run_id']} (horde show {summary['run_id']})",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
 
 
 def message_lines(steps: Mapping[str, Mapping[str, Any]]) -> list[str]:
@@ -219,11 +275,15 @@ def message_lines(steps: Mapping[str, Mapping[str, Any]]) -> list[str]:
         counts = figures.get("messages")
         if not counts:
             continue
-        line = (f"{name}: sent {counts['sent']:,} ({counts['sent_per_s']:,.1f}/s), "
-                f"received {counts['received']:,} ({counts['received_per_s']:,.1f}/s)")
+        line = (
+            f"{name}: sent {counts['sent']:,} ({counts['sent_per_s']:,.1f}/s), "
+            f"received {counts['received']:,} ({counts['received_per_s']:,.1f}/s)"
+        )
         if counts["datagrams_sent"] or counts["datagrams_received"]:
-            line += (f" · datagrams out {counts['datagrams_sent']:,} ({counts['datagrams_sent_per_s']:,.1f}/s), "
-                     f"in {counts['datagrams_received']:,} ({counts['datagrams_received_per_s']:,.1f}/s)")
+            line += (
+                f" · datagrams out {counts['datagrams_sent']:,} ({counts['datagrams_sent_per_s']:,.1f}/s), "
+                f"in {counts['datagrams_received']:,} ({counts['datagrams_received_per_s']:,.1f}/s)"
+            )
         if counts["late"]:
             line += f" · late replies {counts['late']:,}"
         if counts.get("retransmitted"):
@@ -280,7 +340,9 @@ def render_checks(console: Console, checks: Sequence[Mapping[str, Any]]) -> None
     if checks:
         console.print("checks", style="bold")
     for line, check in zip(check_lines(checks), checks):
-        console.print("  " + line, style="red" if check["failures"] else "green", markup=False, highlight=False, soft_wrap=True)
+        console.print(
+            "  " + line, style="red" if check["failures"] else "green", markup=False, highlight=False, soft_wrap=True
+        )
 
 
 def render_judgement(console: Console, summary: dict[str, Any]) -> None:
@@ -301,13 +363,21 @@ def _render_monitors(console: Console, monitors: dict[str, Any]) -> None:
     """One line per monitor (samples, gaps, its headline figures' mean and peak), then the
     diagnosis: a sentence per rule that fired, with the second it started."""
     for name, source in monitors.get("sources", {}).items():
-        figures = "  ".join(f"{metric} {entry['mean']:,.4g} (max {entry['max']:,.4g})"
-                            for metric, entry in list(source.get("figures", {}).items())[:5])
+        figures = "  ".join(
+            f"{metric} {entry['mean']:,.4g} (max {entry['max']:,.4g})"
+            for metric, entry in list(source.get("figures", {}).items())[:5]
+        )
         gaps = f", {source['gaps']} gaps ({source['first_gap']['reason']})" if source.get("gaps") else ""
-        console.print(f"monitor {name} ({source['type']}): {source['samples']} samples{gaps}  {figures}",
-                      markup=False, highlight=False, soft_wrap=True)
+        console.print(
+            f"monitor {name} ({source['type']}): {source['samples']} samples{gaps}  {figures}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     for finding in monitors.get("diagnosis", []):
-        console.print(f"diagnosis: {finding['message']}", style="bold yellow", markup=False, highlight=False, soft_wrap=True)
+        console.print(
+            f"diagnosis: {finding['message']}", style="bold yellow", markup=False, highlight=False, soft_wrap=True
+        )
 
 
 #: The most of a target-response-time run's readings the terminal lists (the latest); the
@@ -321,10 +391,14 @@ def _capacity_question_lines(capacity: dict[str, Any]) -> list[str]:
     rate_unit = "messages/s" if capacity.get("rate_unit") == "messages/s" else "req/s"
     lines = []
     if capacity.get("users_supported") is not None:
-        lines.append(f"users supported at {capacity['per_user_rate']:g} {rate_unit} each: {capacity['users_supported']:,}")
+        lines.append(
+            f"users supported at {capacity['per_user_rate']:g} {rate_unit} each: {capacity['users_supported']:,}"
+        )
     if capacity.get("instances_needed") is not None:
-        lines.append(f"instances for a peak of {capacity['peak_rps']:,.1f} {rate_unit} with "
-                     f"{capacity['headroom_percent']:g} % headroom: {capacity['instances_needed']}")
+        lines.append(
+            f"instances for a peak of {capacity['peak_rps']:,.1f} {rate_unit} with "
+            f"{capacity['headroom_percent']:g} % headroom: {capacity['instances_needed']}"
+        )
     return lines
 
 
@@ -335,9 +409,11 @@ def _render_target_response_time(console: Console, capacity: dict[str, Any]) -> 
     # Runs stored before the window was recorded judged "held" over 20 s.
     window_s = capacity.get("held_window_s", 20)
     if capacity.get("converged_after_s") is not None:
-        lines.append(f"converged after {capacity['converged_after_s']} s; held {capacity['held_s']} of "
-                     f"{capacity['tracked_s']} s since ({capacity['held_percent']:g} %: the p{capacity['percentile']:g} "
-                     f"over the {window_s} s ending each second within ±10 % of {capacity['target_ms']:g} ms)")
+        lines.append(
+            f"converged after {capacity['converged_after_s']} s; held {capacity['held_s']} of "
+            f"{capacity['tracked_s']} s since ({capacity['held_percent']:g} %: the p{capacity['percentile']:g} "
+            f"over the {window_s} s ending each second within ±10 % of {capacity['target_ms']:g} ms)"
+        )
     broke = capacity.get("what_broke_first")
     if broke:
         lines.append(f"what broke first: {broke['sentence']}")
@@ -358,10 +434,16 @@ def _render_target_response_time(console: Console, capacity: dict[str, Any]) -> 
         latency = reading.get("latency_ms")
         low, high = reading.get("low_ms"), reading.get("high_ms")
         interval = "-" if low is None or high is None or high == float("inf") else f"{low:,.2f}–{high:,.2f}"
-        table.add_row(str(reading["judged_at_s"]), reading["phase"], f"{reading['level']:,.4g}{unit}",
-                      reading["verdict"] + (" (estimate)" if reading.get("basis") == "estimate" else ""),
-                      f"{reading['ok_rps']:,.1f}", "-" if latency is None else f"{latency:,.2f}", interval,
-                      f"{reading['samples']:,}")
+        table.add_row(
+            str(reading["judged_at_s"]),
+            reading["phase"],
+            f"{reading['level']:,.4g}{unit}",
+            reading["verdict"] + (" (estimate)" if reading.get("basis") == "estimate" else ""),
+            f"{reading['ok_rps']:,.1f}",
+            "-" if latency is None else f"{latency:,.2f}",
+            interval,
+            f"{reading['samples']:,}",
+        )
     if len(readings) > MAX_READINGS_SHOWN:
         console.print(f"  the last {MAX_READINGS_SHOWN} of {len(readings)} readings:", markup=False, highlight=False)
     console.print(table)
@@ -387,9 +469,11 @@ def _render_capacity(console: Console, capacity: dict[str, Any]) -> None:
         lines.append("no level held: no maximum found")
     first = capacity.get("first_saturated_step")
     if first:
-        lines.append(f"saturation: {capacity['saturation_reason']} first at step {first['index'] + 1} "
-                     f"(level {first['level']:,.6g} {unit}: {first['ok_rps']:,.1f} req/s, "
-                     f"{percentile} {first['latency_ms'] or 0:,.2f} ms, errors {first['error_percent']:.2f} %)")
+        lines.append(
+            f"saturation: {capacity['saturation_reason']} first at step {first['index'] + 1} "
+            f"(level {first['level']:,.6g} {unit}: {first['ok_rps']:,.1f} req/s, "
+            f"{percentile} {first['latency_ms'] or 0:,.2f} ms, errors {first['error_percent']:.2f} %)"
+        )
     elif capacity.get("method") == "find_max":
         lines.append(f"no saturation found ({capacity.get('ended_because')}): the maximum is at least this")
     broke = capacity.get("what_broke_first")
@@ -397,46 +481,91 @@ def _render_capacity(console: Console, capacity: dict[str, Any]) -> None:
         lines.append(f"what broke first: {broke['sentence']}")
     lines.extend(_capacity_question_lines(capacity))
     if capacity.get("bracket_percent") is not None and capacity.get("method") == "find_max":
-        lines.append(f"the knee lies within {capacity['bracket_percent']:g} % above it "
-                     f"(found in {capacity.get('answer_after_s')} s, {len(capacity.get('steps') or [])} steps)")
+        lines.append(
+            f"the knee lies within {capacity['bracket_percent']:g} % above it "
+            f"(found in {capacity.get('answer_after_s')} s, {len(capacity.get('steps') or [])} steps)"
+        )
     lines.extend(f"note: {note}" for note in capacity.get("notes") or [])
     console.print("capacity", style="bold")
     for line in lines:
         console.print("  " + line, markup=False, highlight=False, soft_wrap=True)
     if capacity.get("steps"):
         table = Table(header_style="bold", box=None, padding=(0, 1))
-        columns = ("step", "phase", "level", "verdict", "ok req/s", "latency ms (from send)", "latency ms (as felt)", "samples",
-                   "set aside s")
+        columns = (
+            "step",
+            "phase",
+            "level",
+            "verdict",
+            "ok req/s",
+            "latency ms (from send)",
+            "latency ms (as felt)",
+            "samples",
+            "set aside s",
+        )
         for column in columns:
             table.add_column(column, justify="left" if column in ("phase", "verdict") else "right")
         for row in capacity_steps(capacity):
-            table.add_row(*(Text("-" if row[column] is None else f"{row[column]:,}" if isinstance(row[column], (int, float))
-                                 else str(row[column])) for column in columns))
+            table.add_row(
+                *(
+                    Text(
+                        "-"
+                        if row[column] is None
+                        else f"{row[column]:,}"
+                        if isinstance(row[column], (int, float))
+                        else str(row[column])
+                    )
+                    for column in columns
+                )
+            )
         console.print(table)
 
 
 def render_sight(console: Console, report: dict[str, Any]) -> None:
     """The sighting shot: each step's unloaded latency and the ramp to start from."""
-    table = Table(title=f"sighting shot — one VU per scenario for {report['duration_s']:.0f} s", title_justify="left",
-                  header_style="bold")
+    table = Table(
+        title=f"sighting shot — one VU per scenario for {report['duration_s']:.0f} s",
+        title_justify="left",
+        header_style="bold",
+    )
     for column in ("step", "requests", "errors", "p50 ms", "p95 ms", "rate per VU (1000 / p50)"):
         table.add_column(column, justify="left" if column == "step" else "right")
     for name, step in report["steps"].items():
         rate = "" if step["rate_per_vu"] is None else f"{step['rate_per_vu']:,.2f}/s"
-        table.add_row(Text(name + (" (group)" if step["kind"] == "group" else "")), f"{step['requests']:,}",
-                      f"{step['errors']:,}", f"{step['p50_ms']:.2f}", f"{step['p95_ms']:.2f}", rate)
+        table.add_row(
+            Text(name + (" (group)" if step["kind"] == "group" else "")),
+            f"{step['requests']:,}",
+            f"{step['errors']:,}",
+            f"{step['p50_ms']:.2f}",
+            f"{step['p95_ms']:.2f}",
+            rate,
+        )
     console.print(table)
     iteration = f", one iteration every {report['iteration_s']:.3f} s" if report.get("iteration_s") else ""
-    console.print(f"one VU made {report['vu_rps']:,.2f} req/s{iteration}; "
-                  f"VUs needed for R req/s ≈ R / {report['vu_rps']:,.2f}", markup=False, highlight=False, soft_wrap=True)
+    console.print(
+        f"one VU made {report['vu_rps']:,.2f} req/s{iteration}; VUs needed for R req/s ≈ R / {report['vu_rps']:,.2f}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
     suggestion = report["suggestion"]
-    console.print("find the maximum (a search from one VU's worth; its steps grow with the logarithm of the answer):",
-                  markup=False, highlight=False)
+    console.print(
+        "find the maximum (a search from one VU's worth; its steps grow with the logarithm of the answer):",
+        markup=False,
+        highlight=False,
+    )
     console.print("  " + suggestion["command"], markup=False, highlight=False, soft_wrap=True)
-    reach = (f"reaching the plan's peak of {suggestion['up_to']:,.0f} req/s in 20 steps" if suggestion.get("up_to")
-             else "one VU's worth a step: how many steps depends on how many requests the target serves at once")
-    console.print(f"or the stepped ramp: steps of {suggestion['step']:g} {suggestion['unit']} every "
-                  f"{suggestion['step_duration_s']} s, {reach}:", markup=False, highlight=False, soft_wrap=True)
+    reach = (
+        f"reaching the plan's peak of {suggestion['up_to']:,.0f} req/s in 20 steps"
+        if suggestion.get("up_to")
+        else "one VU's worth a step: how many steps depends on how many requests the target serves at once"
+    )
+    console.print(
+        f"or the stepped ramp: steps of {suggestion['step']:g} {suggestion['unit']} every "
+        f"{suggestion['step_duration_s']} s, {reach}:",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
     console.print("  " + suggestion["stepped_command"], markup=False, highlight=False, soft_wrap=True)
 
 
@@ -447,10 +576,13 @@ def render_scale(console: Console, report: dict[str, Any]) -> None:
         table.add_column(column, justify="left" if column in ("stopped by", "run") else "right")
     for row in report["rows"]:
         table.add_row(
-            str(row["instances"]), f"{row['throughput_rps']:,.1f}", f"{row['per_instance_rps']:,.1f}",
+            str(row["instances"]),
+            f"{row['throughput_rps']:,.1f}",
+            f"{row['per_instance_rps']:,.1f}",
             "" if row["latency_ms"] is None else f"{row['latency_ms']:.2f}",
             "" if row["efficiency"] is None else f"{row['efficiency'] * 100:.0f} %",
-            row["saturation_reason"] or row["status"], row["run_id"],
+            row["saturation_reason"] or row["status"],
+            row["run_id"],
         )
     console.print(table)
 
@@ -463,7 +595,9 @@ def render_verdicts(console: Console, verdicts: Sequence[Mapping[str, Any]]) -> 
         return
     passed = sum(bool(verdict["passed"]) for verdict in verdicts)
     table = Table(
-        title=f"thresholds — {passed} of {len(verdicts)} passed", title_justify="left", header_style="bold",
+        title=f"thresholds — {passed} of {len(verdicts)} passed",
+        title_justify="left",
+        header_style="bold",
     )
     for column in ("threshold", "scope", "measured", "result"):
         table.add_column(column, justify="right" if column == "measured" else "left")
@@ -503,15 +637,22 @@ class Column:
     wrap: bool = False
 
 
-def fitted_table(console: Console, columns: Sequence[Column], rows: Sequence[Sequence[Any]],
-                 styles: Sequence[str | None] | None = None, *, essential_priority: int | None = None,
-                 **options: Any) -> Table:
+def fitted_table(
+    console: Console,
+    columns: Sequence[Column],
+    rows: Sequence[Sequence[Any]],
+    styles: Sequence[str | None] | None = None,
+    *,
+    essential_priority: int | None = None,
+    **options: Any,
+) -> Table:
     """A rich Table of ``rows`` with as many of ``columns`` as fit ``console``'s width whole.
 
     Columns of ``essential_priority`` or above go only after the ``wrap`` columns have been
     narrowed to their longest word: a narrow terminal shows a step's name on two lines beside
     its p95 rather than the name alone.
     """
+
     def width(cell: Any) -> int:
         text = cell.plain if isinstance(cell, Text) else str(cell)
         return max((len(line) for line in text.splitlines()), default=0)
@@ -521,9 +662,15 @@ def fitted_table(console: Console, columns: Sequence[Column], rows: Sequence[Seq
         return max((len(word) for word in text.split()), default=0)
 
     natural = [max([len(column.name), *(width(row[index]) for row in rows)]) for index, column in enumerate(columns)]
-    narrowest = [max([len(column.name) if not column.wrap else longest_word(column.name),
-                      *((longest_word if column.wrap else width)(row[index]) for row in rows)])
-                 for index, column in enumerate(columns)]
+    narrowest = [
+        max(
+            [
+                len(column.name) if not column.wrap else longest_word(column.name),
+                *((longest_word if column.wrap else width)(row[index]) for row in rows),
+            ]
+        )
+        for index, column in enumerate(columns)
+    ]
     kept = list(range(len(columns)))
 
     def too_wide(widths: Sequence[int]) -> bool:
@@ -532,8 +679,7 @@ def fitted_table(console: Console, columns: Sequence[Column], rows: Sequence[Seq
 
     def drop_while_too_wide(widths: Sequence[int], below: int | None) -> None:
         while too_wide(widths):
-            droppable = [i for i in kept
-                         if not columns[i].keep and (below is None or columns[i].priority < below)]
+            droppable = [i for i in kept if not columns[i].keep and (below is None or columns[i].priority < below)]
             if not droppable:
                 return
             kept.remove(min(droppable, key=lambda i: columns[i].priority))
@@ -549,8 +695,7 @@ def fitted_table(console: Console, columns: Sequence[Column], rows: Sequence[Seq
             # Broken between words by rich; as wide as its longest word, so never inside one.
             table.add_column(column.name, justify=column.justify, min_width=narrowest[index], overflow="fold")
             continue
-        table.add_column(column.name, justify=column.justify, no_wrap=True, min_width=natural[index],
-                         overflow="fold")
+        table.add_column(column.name, justify=column.justify, no_wrap=True, min_width=natural[index], overflow="fold")
     for number, row in enumerate(rows):
         table.add_row(*(row[i] for i in kept), style=styles[number] if styles else None)
     return table
@@ -559,21 +704,44 @@ def fitted_table(console: Console, columns: Sequence[Column], rows: Sequence[Seq
 #: The summary's table, by what a reader of a narrow terminal misses least: the step's name
 #: stays whole (or, where even the essential columns leave too little room, breaks between
 #: words), then p95, errors, throughput and the request count; then p99, p50, p90, max.
-SUMMARY_COLUMNS = (Column("step", 200, "left", keep=True, wrap=True), Column("requests", 80),
-                   Column("errors", 95), Column("req/s", 90), Column("p50 ms", 60), Column("p90 ms", 50),
-                   Column("p95 ms", 100), Column("p99 ms", 70), Column("max ms", 40))
+SUMMARY_COLUMNS = (
+    Column("step", 200, "left", keep=True, wrap=True),
+    Column("requests", 80),
+    Column("errors", 95),
+    Column("req/s", 90),
+    Column("p50 ms", 60),
+    Column("p90 ms", 50),
+    Column("p95 ms", 100),
+    Column("p99 ms", 70),
+    Column("max ms", 40),
+)
 ESSENTIAL_SUMMARY_PRIORITY = 80
 
 
 def render_comparison(console: Console, comparison: RunComparison) -> None:
     """The comparison as a table a person reads, with the rule under it."""
-    columns = [Column("step", 100, "left", keep=True), Column("requests", 60), Column("p50 ms", 70),
-               Column("p90 ms", 40), Column("p95 ms", 80), Column("p99 ms", 50), Column("errors %", 65),
-               Column("p-value", 45), Column("P(slower)", 30), Column("verdict", 100, "left", keep=True)]
-    console.print(fitted_table(
-        console, columns, [_comparison_cells(step) for step in comparison.steps],
-        styles=["bold" if step.name == ALL_REQUESTS else None for step in comparison.steps],
-        title=f"{comparison.candidate_id} against {comparison.baseline_id}", title_justify="left"))
+    columns = [
+        Column("step", 100, "left", keep=True),
+        Column("requests", 60),
+        Column("p50 ms", 70),
+        Column("p90 ms", 40),
+        Column("p95 ms", 80),
+        Column("p99 ms", 50),
+        Column("errors %", 65),
+        Column("p-value", 45),
+        Column("P(slower)", 30),
+        Column("verdict", 100, "left", keep=True),
+    ]
+    console.print(
+        fitted_table(
+            console,
+            columns,
+            [_comparison_cells(step) for step in comparison.steps],
+            styles=["bold" if step.name == ALL_REQUESTS else None for step in comparison.steps],
+            title=f"{comparison.candidate_id} against {comparison.baseline_id}",
+            title_justify="left",
+        )
+    )
     for note in comparison.notes:
         console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
     rule = comparison.rule
@@ -581,7 +749,10 @@ def render_comparison(console: Console, comparison: RunComparison) -> None:
         f"test: Mann-Whitney U over the merged histograms; a step differs only if p < {rule.alpha:g} and its p50 or p90 "
         f"moved that way by more than {rule.min_relative_change:.0%} and {rule.min_absolute_change_ms:g} ms; "
         f"fewer than {rule.min_requests} requests: not enough data",
-        markup=False, highlight=False, soft_wrap=True, style="dim",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+        style="dim",
     )
 
 
@@ -594,7 +765,9 @@ def _comparison_cells(step: StepComparison) -> list[Any]:
     a, b = step.baseline, step.candidate
     cells: list[Any] = [Text(step.name), f"{a.requests if a else '—'} → {b.requests if b else '—'}"]
     for key in ("p50", "p90", "p95", "p99"):
-        cells.append(pair(a.latency_ms[key] if a else None, b.latency_ms[key] if b else None, step.relative_change[key]))
+        cells.append(
+            pair(a.latency_ms[key] if a else None, b.latency_ms[key] if b else None, step.relative_change[key])
+        )
     errors = pair(a.error_percent if a else None, b.error_percent if b else None, None)
     if step.error_percent_change:
         errors += f" ({step.error_percent_change:+.2f} pt)"

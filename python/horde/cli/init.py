@@ -21,13 +21,20 @@ _BASE_URL = re.compile(r"^(  base_url: ).*$", re.M)
 
 
 def register(app: typer.Typer) -> None:
-    app.command("init", cls=HordeCommand, epilog=(
-        "Examples:\n\n  horde init\n\n  horde init load-tests --url https://staging.example.com"))(init)
+    app.command(
+        "init",
+        cls=HordeCommand,
+        epilog=("Examples:\n\n  horde init\n\n  horde init load-tests --url https://staging.example.com"),
+    )(init)
 
 
 def init(
-    folder: Annotated[Path, typer.Argument(metavar="FOLDER", help="where to write plan.yaml (made if missing)")] = Path("."),
-    url: Annotated[Optional[str], typer.Option("--url", metavar="URL", help="the target's base URL (default: the built-in target)")] = None,
+    folder: Annotated[Path, typer.Argument(metavar="FOLDER", help="where to write plan.yaml (made if missing)")] = Path(
+        "."
+    ),
+    url: Annotated[
+        Optional[str], typer.Option("--url", metavar="URL", help="the target's base URL (default: the built-in target)")
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="replace a plan.yaml already there")] = False,
 ) -> int:
     """Write a starter plan (plan.yaml), commented line by line, to run and change."""
@@ -35,8 +42,10 @@ def init(
     if url is not None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise InvalidInput(f"--url: '{url}' is not an http(s) URL with a host",
-                               hint="for example --url https://staging.example.com")
+            raise InvalidInput(
+                f"--url: '{url}' is not an http(s) URL with a host",
+                hint="for example --url https://staging.example.com",
+            )
         text = _BASE_URL.sub(lambda match: match.group(1) + url.rstrip("/"), text, count=1)
     target = folder / "plan.yaml"
     if target.exists() and not force:
@@ -45,8 +54,9 @@ def init(
         folder.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
     except OSError as error:
-        raise InvalidInput(f"cannot write {target}: {error.strerror or error}",
-                           hint="choose a folder you may write to") from None
+        raise InvalidInput(
+            f"cannot write {target}: {error.strerror or error}", hint="choose a folder you may write to"
+        ) from None
     out = Console()
     out.print(f"wrote {target}", markup=False, highlight=False, soft_wrap=True)
     shown = str(folder)

@@ -66,7 +66,12 @@ def junit_xml(verdicts: Sequence[Verdict], firing: Firing | None, *, run_id: str
     failures = str(sum(1 for case in cases if case.find("failure") is not None))
     root = ElementTree.Element("testsuites", name="horde", tests=str(len(cases)), failures=failures, errors="0")
     suite = ElementTree.SubElement(
-        root, "testsuite", name=_text(f"horde: {plan_name}"), tests=str(len(cases)), failures=failures, errors="0",
+        root,
+        "testsuite",
+        name=_text(f"horde: {plan_name}"),
+        tests=str(len(cases)),
+        failures=failures,
+        errors="0",
         skipped="0",
     )
     properties = ElementTree.SubElement(suite, "properties")
@@ -76,7 +81,9 @@ def junit_xml(verdicts: Sequence[Verdict], firing: Firing | None, *, run_id: str
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(root, encoding="unicode") + "\n"
 
 
-def write_junit(path: str | Path, verdicts: Sequence[Verdict], firing: Firing | None, *, run_id: str, plan_name: str) -> None:
+def write_junit(
+    path: str | Path, verdicts: Sequence[Verdict], firing: Firing | None, *, run_id: str, plan_name: str
+) -> None:
     """Writes :func:`junit_xml` to ``path`` (UTF-8), creating its folder if need be."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)

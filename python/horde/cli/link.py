@@ -25,24 +25,54 @@ Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN): exit code 17 when the link cannot be 
 
 def register(app: typer.Typer) -> None:
     """Add ``link`` to ``app``."""
-    app.command("link", cls=HordeCommand, epilog=EPILOG,
-                context_settings={"allow_interspersed_args": False})(link)
+    app.command("link", cls=HordeCommand, epilog=EPILOG, context_settings={"allow_interspersed_args": False})(link)
 
 
 def link(
-    command: Annotated[Optional[list[str]], typer.Argument(help="the command to run inside the namespace (after --), e.g. horde target ...")] = None,
+    command: Annotated[
+        Optional[list[str]],
+        typer.Argument(help="the command to run inside the namespace (after --), e.g. horde target ..."),
+    ] = None,
     delay_ms: Annotated[float, typer.Option("--delay-ms", help="added to every packet, each way")] = 0.0,
-    jitter_ms: Annotated[float, typer.Option("--jitter-ms", help="each packet's delay drawn uniformly in delay ± jitter")] = 0.0,
+    jitter_ms: Annotated[
+        float, typer.Option("--jitter-ms", help="each packet's delay drawn uniformly in delay ± jitter")
+    ] = 0.0,
     loss_percent: Annotated[float, typer.Option("--loss-percent", help="packets dropped, each way")] = 0.0,
-    duplicate_percent: Annotated[float, typer.Option("--duplicate-percent", help="packets delivered twice, each way")] = 0.0,
-    reorder_percent: Annotated[float, typer.Option("--reorder-percent", help="packets held back one more delay + jitter, so later ones overtake them")] = 0.0,
+    duplicate_percent: Annotated[
+        float, typer.Option("--duplicate-percent", help="packets delivered twice, each way")
+    ] = 0.0,
+    reorder_percent: Annotated[
+        float,
+        typer.Option(
+            "--reorder-percent", help="packets held back one more delay + jitter, so later ones overtake them"
+        ),
+    ] = 0.0,
     seed: Annotated[int, typer.Option("--seed", help="the draws' seed: the same seed, the same impairment")] = 1,
-    rate_mbit: Annotated[Optional[float], typer.Option("--rate-mbit", help="a bottleneck each way (a token bucket of 1,500 bytes filled at this rate, as network.rate_limit)")] = None,
-    queue_ms: Annotated[float, typer.Option("--queue-ms", help="with --rate-mbit: the longest a packet waits for the bottleneck before it is dropped")] = 100.0,
+    rate_mbit: Annotated[
+        Optional[float],
+        typer.Option(
+            "--rate-mbit",
+            help="a bottleneck each way (a token bucket of 1,500 bytes filled at this rate, as network.rate_limit)",
+        ),
+    ] = None,
+    queue_ms: Annotated[
+        float,
+        typer.Option(
+            "--queue-ms", help="with --rate-mbit: the longest a packet waits for the bottleneck before it is dropped"
+        ),
+    ] = 100.0,
 ) -> int:
     """Run COMMAND (the system under test) in a network namespace reached through a link Horde emulates: TCP sees real loss and retransmits. Needs root."""
     from horde.engine.link import LinkOptions, serve
 
-    options = LinkOptions(delay_ms=delay_ms, jitter_ms=jitter_ms, loss_percent=loss_percent, duplicate_percent=duplicate_percent,
-                          reorder_percent=reorder_percent, seed=seed, rate_mbit=rate_mbit, queue_ms=queue_ms)
+    options = LinkOptions(
+        delay_ms=delay_ms,
+        jitter_ms=jitter_ms,
+        loss_percent=loss_percent,
+        duplicate_percent=duplicate_percent,
+        reorder_percent=reorder_percent,
+        seed=seed,
+        rate_mbit=rate_mbit,
+        queue_ms=queue_ms,
+    )
     return serve(stdout, options, command or [])

@@ -40,34 +40,62 @@ def register(app: typer.Typer) -> None:
     """Add the results commands to ``app`` (a second call does nothing)."""
     if any(info.name in _COMMANDS for info in app.registered_commands):
         return
-    app.command("report", cls=HordeCommand, epilog="Examples:\n\n  horde report last -o report.html\n\n  horde report RUN_A RUN_B RUN_C")(report)
-    app.command("export", cls=HordeCommand, epilog="Examples:\n\n  horde export last --format csv -o seconds.csv\n\n  horde export 20261123 --format json")(export)
-    app.command("compare", cls=HordeCommand,
-                epilog="Examples:\n\n  horde compare RUN_A RUN_B"
-                "\n\n  horde compare 20261122 last --alpha 0.05"
-                "\n\n  horde compare 20261122 last --fail-on p95:10% --fail-on errors:1")(compare)
-    app.command("trend", cls=HordeCommand, epilog="Examples:\n\n  horde trend build\n\n  horde trend build --step checkout --json")(trend_command)
+    app.command(
+        "report",
+        cls=HordeCommand,
+        epilog="Examples:\n\n  horde report last -o report.html\n\n  horde report RUN_A RUN_B RUN_C",
+    )(report)
+    app.command(
+        "export",
+        cls=HordeCommand,
+        epilog="Examples:\n\n  horde export last --format csv -o seconds.csv\n\n  horde export 20261123 --format json",
+    )(export)
+    app.command(
+        "compare",
+        cls=HordeCommand,
+        epilog="Examples:\n\n  horde compare RUN_A RUN_B"
+        "\n\n  horde compare 20261122 last --alpha 0.05"
+        "\n\n  horde compare 20261122 last --fail-on p95:10% --fail-on errors:1",
+    )(compare)
+    app.command(
+        "trend",
+        cls=HordeCommand,
+        epilog="Examples:\n\n  horde trend build\n\n  horde trend build --step checkout --json",
+    )(trend_command)
 
 
 def _rule(alpha: float, min_change_percent: float, min_change_ms: float, min_requests: int) -> ComparisonRule:
     from horde.results.compare import ComparisonRule
+
     try:
-        return ComparisonRule(alpha=alpha, min_relative_change=min_change_percent / 100.0,
-                              min_absolute_change_ms=min_change_ms, min_requests=min_requests)
+        return ComparisonRule(
+            alpha=alpha,
+            min_relative_change=min_change_percent / 100.0,
+            min_absolute_change_ms=min_change_ms,
+            min_requests=min_requests,
+        )
     except ValueError as error:
-        raise InvalidInput(str(error), hint="e.g. --alpha 0.01 --min-change 5 --min-change-ms 0.1 --min-requests 20") from None
+        raise InvalidInput(
+            str(error), hint="e.g. --alpha 0.01 --min-change 5 --min-change-ms 0.1 --min-requests 20"
+        ) from None
 
 
 AlphaOption = Annotated[float, typer.Option("--alpha", help="significance level of the test (p-value below it)")]
 MinChangeOption = Annotated[float, typer.Option("--min-change", help="smallest p50/p90 change that matters, in %")]
-MinChangeMsOption = Annotated[float, typer.Option("--min-change-ms", help="smallest p50/p90 change that matters, in ms")]
+MinChangeMsOption = Annotated[
+    float, typer.Option("--min-change-ms", help="smallest p50/p90 change that matters, in ms")
+]
 MinRequestsOption = Annotated[int, typer.Option("--min-requests", help="fewer requests in either run: not enough data")]
 StoreOption = Annotated[Optional[str], typer.Option("--store", help=_STORE_HELP)]
 
 
 def report(
-    run_refs: Annotated[list[str], typer.Argument(metavar="RUN", help=f"{_RUN_HELP}; two or more: a comparison with the first")],
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="HTML file to write (default: report-RUN.html)")] = None,
+    run_refs: Annotated[
+        list[str], typer.Argument(metavar="RUN", help=f"{_RUN_HELP}; two or more: a comparison with the first")
+    ],
+    output: Annotated[
+        Optional[Path], typer.Option("--output", "-o", help="HTML file to write (default: report-RUN.html)")
+    ] = None,
     store_url: StoreOption = None,
     alpha: AlphaOption = 0.01,
     min_change: MinChangeOption = 5.0,
@@ -88,23 +116,30 @@ def report(
     if output.is_dir():
         raise InvalidInput(f"-o: {output} is a directory", hint="give a file path, e.g. -o report.html")
     written = write_report(runs, output, rule)
-    _stdout.print(f"report written to {written} (open it in a browser; it works offline)", markup=False, highlight=False)
+    _stdout.print(
+        f"report written to {written} (open it in a browser; it works offline)", markup=False, highlight=False
+    )
     return ExitCode.OK
 
 
 def export(
     run_ref: Annotated[str, typer.Argument(metavar="RUN", help=_RUN_HELP)],
     export_format: Annotated[str, typer.Option("--format", "-f", help="csv or json")] = "csv",
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="file to write (default: standard output)")] = None,
+    output: Annotated[
+        Optional[Path], typer.Option("--output", "-o", help="file to write (default: standard output)")
+    ] = None,
     store_url: StoreOption = None,
 ) -> int:
     """Export a run's per-second, per-step figures as CSV or JSON."""
     from horde.results.export import FORMATS, write_export
     from horde.results.stored_run import load_run
     from horde.store import Store
+
     chosen = export_format.lower()
     if chosen not in FORMATS:
-        raise InvalidInput(f"--format must be csv or json (got {export_format!r})", hint="horde export RUN --format json")
+        raise InvalidInput(
+            f"--format must be csv or json (got {export_format!r})", hint="horde export RUN --format json"
+        )
     if output is not None and output.is_dir():
         raise InvalidInput(f"-o: {output} is a directory", hint="give a file path, e.g. -o run.csv")
     with Store.open(store_url) as store:
@@ -124,7 +159,9 @@ def _destination(output: Path | None) -> Iterator[TextIO]:
         # newline="": the csv module writes its own line ends.
         stream = output.open("w", encoding="utf-8", newline="")
     except OSError as error:
-        raise InvalidInput(f"cannot write {output}: {error.strerror or error}", hint="give a writable path with -o") from error
+        raise InvalidInput(
+            f"cannot write {output}: {error.strerror or error}", hint="give a writable path with -o"
+        ) from error
     with stream:
         yield stream
 
@@ -138,11 +175,16 @@ def compare(
     min_change: MinChangeOption = 5.0,
     min_change_ms: MinChangeMsOption = 0.1,
     min_requests: MinRequestsOption = 20,
-    fail_on: Annotated[Optional[list[str]], typer.Option(
-        "--fail-on", metavar="METRIC:MARGIN",
-        help="exit 18 when a step is significantly worse than the baseline by more than MARGIN: p50, p90, "
-             "p95, p99 or mean (% slower), rps (% lower), errors (points of the error share); "
-             "repeatable")] = None,
+    fail_on: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--fail-on",
+            metavar="METRIC:MARGIN",
+            help="exit 18 when a step is significantly worse than the baseline by more than MARGIN: p50, p90, "
+            "p95, p99 or mean (% slower), rps (% lower), errors (points of the error share); "
+            "repeatable",
+        ),
+    ] = None,
 ) -> int:
     """Compare two runs step by step: percentiles, errors, and a statistical verdict; with
     --fail-on, exit 18 on a regression (a CI job's gate)."""
@@ -150,6 +192,7 @@ def compare(
     from horde.results.compare import compare_runs, regressions
     from horde.results.stored_run import RunResults, load_run
     from horde.store import Store
+
     rule = _rule(alpha, min_change, min_change_ms, min_requests)
     gates = [_gate(text) for text in fail_on or []]
     with Store.open(store_url) as store:
@@ -172,27 +215,37 @@ def compare(
 
 def _gate(text: str) -> Gate:
     from horde.results.compare import Gate
+
     try:
         return Gate.parse(text)
     except ValueError as error:
-        raise InvalidInput(f"--fail-on {text}: {error}",
-                           hint="e.g. --fail-on p95:10% (p95 over 10 % slower), --fail-on errors:1 (1 point "
-                                "more errors), --fail-on rps:5% (5 % less throughput)") from None
+        raise InvalidInput(
+            f"--fail-on {text}: {error}",
+            hint="e.g. --fail-on p95:10% (p95 over 10 % slower), --fail-on errors:1 (1 point "
+            "more errors), --fail-on rps:5% (5 % less throughput)",
+        ) from None
 
 
 def _render_gates(gates: list[Gate], found: list[Regression]) -> None:
     watched = ", ".join(str(gate) for gate in gates)
     if not found:
-        _stdout.print(f"no regression beyond --fail-on {watched}", markup=False, highlight=False,
-                      soft_wrap=True)
+        _stdout.print(f"no regression beyond --fail-on {watched}", markup=False, highlight=False, soft_wrap=True)
         return
     for regression in found:
-        _stdout.print(f"REGRESSION ({regression.gate}) {regression.sentence}", style="bold red", markup=False,
-                      highlight=False, soft_wrap=True)
-    _stdout.print(f"exit 18: {len(found)} regression(s) beyond --fail-on {watched}", style="bold red",
-                  markup=False, highlight=False, soft_wrap=True)
-
-
+        _stdout.print(
+            f"REGRESSION ({regression.gate}) {regression.sentence}",
+            style="bold red",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    _stdout.print(
+        f"exit 18: {len(found)} regression(s) beyond --fail-on {watched}",
+        style="bold red",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def trend_command(
@@ -207,13 +260,27 @@ def trend_command(
     from horde.results.compare import trend
     from horde.results.stored_run import ALL_REQUESTS
     from horde.store import Store
+
     if limit < 1:
         raise InvalidInput(f"--limit must be at least 1 (got {limit})")
     with Store.open(store_url) as store:
         points = trend(store, tag_key, tag_value=value, limit=limit)
     if as_json:
-        print(json.dumps([{"run_id": p.run_id, "started_at": p.started_at.isoformat(), "status": p.status,
-                           "tag_value": p.tag_value, "steps": p.steps} for p in points], indent=2))
+        print(
+            json.dumps(
+                [
+                    {
+                        "run_id": p.run_id,
+                        "started_at": p.started_at.isoformat(),
+                        "status": p.status,
+                        "tag_value": p.tag_value,
+                        "steps": p.steps,
+                    }
+                    for p in points
+                ],
+                indent=2,
+            )
+        )
         return ExitCode.OK
     if not points:
         _stdout.print(f"no stored run has the tag {tag_key!r}", markup=False, highlight=False)
@@ -225,11 +292,26 @@ def trend_command(
     for point in points:
         figures = point.steps.get(name)
         if figures is None:
-            table.add_row(point.run_id, Text(point.tag_value), point.started_at.strftime("%Y-%m-%d %H:%M:%S"), point.status,
-                          "—", "—", "—", "—")
+            table.add_row(
+                point.run_id,
+                Text(point.tag_value),
+                point.started_at.strftime("%Y-%m-%d %H:%M:%S"),
+                point.status,
+                "—",
+                "—",
+                "—",
+                "—",
+            )
             continue
-        table.add_row(point.run_id, Text(point.tag_value), point.started_at.strftime("%Y-%m-%d %H:%M:%S"), point.status,
-                      f"{figures['requests']:,}", f"{figures['rps']:,.1f}", f"{figures['p95_ms']:.2f}",
-                      f"{figures['error_percent']:.2f}")
+        table.add_row(
+            point.run_id,
+            Text(point.tag_value),
+            point.started_at.strftime("%Y-%m-%d %H:%M:%S"),
+            point.status,
+            f"{figures['requests']:,}",
+            f"{figures['rps']:,.1f}",
+            f"{figures['p95_ms']:.2f}",
+            f"{figures['error_percent']:.2f}",
+        )
     _stdout.print(table)
     return ExitCode.OK

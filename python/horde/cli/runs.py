@@ -30,36 +30,67 @@ def runs(
     from horde.cli.console import Column, fitted_table
     from horde.results.summary import summarise
     from horde.store import Store
+
     with Store.open(store_url) as store:
         records = store.list_runs(limit=limit)
         # A run with no summary stored (still going, or aborted: its process died before writing
         # one) is summed up from its stored seconds, as `horde show` does, so that both agree.
-        summaries = {record.run_id: record.summary or summarise(store.snapshots(record.run_id), run_id=record.run_id,
-                                                                  status=record.status)
-                     for record in records}
+        summaries = {
+            record.run_id: record.summary
+            or summarise(store.snapshots(record.run_id), run_id=record.run_id, status=record.status)
+            for record in records
+        }
     if as_json:
-        stdout.print_json(json.dumps([
-            {"run_id": r.run_id, "plan": r.plan_name, "status": r.status, "started_at": r.started_at.isoformat(),
-             "ended_at": r.ended_at.isoformat() if r.ended_at else None, "tags": r.tags,
-             **{key: summaries[r.run_id].get(key) for key in ("duration_s", "requests", "errors", "rps")}}
-            for r in records
-        ]))
+        stdout.print_json(
+            json.dumps(
+                [
+                    {
+                        "run_id": r.run_id,
+                        "plan": r.plan_name,
+                        "status": r.status,
+                        "started_at": r.started_at.isoformat(),
+                        "ended_at": r.ended_at.isoformat() if r.ended_at else None,
+                        "tags": r.tags,
+                        **{key: summaries[r.run_id].get(key) for key in ("duration_s", "requests", "errors", "rps")},
+                    }
+                    for r in records
+                ]
+            )
+        )
         return ExitCode.OK
     # A narrow terminal drops the least telling columns; the run id is never cut.
-    columns = [Column("run", 100, "left", keep=True), Column("plan", 80, "left"), Column("status", 90, "left"),
-               Column("started (UTC)", 60, "left"), Column("duration s", 40), Column("requests", 70),
-               Column("req/s", 50), Column("p95 ms", 55), Column("errors %", 65), Column("tags", 30, "left")]
+    columns = [
+        Column("run", 100, "left", keep=True),
+        Column("plan", 80, "left"),
+        Column("status", 90, "left"),
+        Column("started (UTC)", 60, "left"),
+        Column("duration s", 40),
+        Column("requests", 70),
+        Column("req/s", 50),
+        Column("p95 ms", 55),
+        Column("errors %", 65),
+        Column("tags", 30, "left"),
+    ]
     rows = []
     for record in records:
         summary = summaries[record.run_id]
-        rows.append([
-            record.run_id, Text(record.plan_name), record.status, record.started_at.strftime("%Y-%m-%d %H:%M:%S"),
-            f"{summary.get('duration_s', 0):.1f}", f"{summary.get('requests', 0):,}", f"{summary.get('rps', 0):,.1f}",
-            f"{summary.get('latency_ms', {}).get('p95', 0):.2f}", f"{summary.get('error_percent', 0):.2f}",
-            Text(" ".join(f"{k}={v}" for k, v in record.tags.items())),
-        ])
+        rows.append(
+            [
+                record.run_id,
+                Text(record.plan_name),
+                record.status,
+                record.started_at.strftime("%Y-%m-%d %H:%M:%S"),
+                f"{summary.get('duration_s', 0):.1f}",
+                f"{summary.get('requests', 0):,}",
+                f"{summary.get('rps', 0):,.1f}",
+                f"{summary.get('latency_ms', {}).get('p95', 0):.2f}",
+                f"{summary.get('error_percent', 0):.2f}",
+                Text(" ".join(f"{k}={v}" for k, v in record.tags.items())),
+            ]
+        )
     stdout.print(fitted_table(stdout, columns, rows))
     return ExitCode.OK
+
 
 def show(
     run_ref: Annotated[str, typer.Argument(metavar="RUN", help="run id, a unique prefix of one, or 'last'")],
@@ -71,6 +102,7 @@ def show(
     from horde.control.conductor import JUDGEMENT_KEYS
     from horde.results.summary import summarise
     from horde.store import Store
+
     with Store.open(store_url) as store:
         record = store.get_run(run_ref)
         workers = int(record.parameters.get("workers") or os.cpu_count() or 1)

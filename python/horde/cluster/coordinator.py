@@ -71,8 +71,11 @@ LOCAL_OBJECT_STORE_BYTES = 128 << 20
 #: Health checks for the clusters Horde starts: Ray's defaults notice a killed node after about
 #: 13 s and a hung one after about 65 s; these, after about 3 s. (Horde's own per-second
 #: deadlines find a lost generator first either way.)
-HEALTH_CHECKS = {"health_check_period_ms": 1000, "health_check_failure_threshold": 3,
-                 "health_check_initial_delay_ms": 1000}
+HEALTH_CHECKS = {
+    "health_check_period_ms": 1000,
+    "health_check_failure_threshold": 3,
+    "health_check_initial_delay_ms": 1000,
+}
 
 
 @dataclass
@@ -122,8 +125,9 @@ def import_ray(address: str) -> Any:
     except ImportError:
         # The cluster cannot be reached from here (exit 6, as the README says), not a bad flag:
         # the same command works once Ray is installed.
-        raise ClusterUnavailable("running on a cluster needs Ray, which is not installed",
-                                 hint="pip install 'horde[cluster]'") from None
+        raise ClusterUnavailable(
+            "running on a cluster needs Ray, which is not installed", hint="pip install 'horde[cluster]'"
+        ) from None
     if _is_loopback(address):
         # Already imported (by a test that started the cluster): the flag was read at import.
         from ray._private import ray_constants
@@ -152,15 +156,19 @@ def _check_reachable(address: str) -> None:
     target = address.removeprefix("ray://")
     host, _, port = target.rpartition(":")
     if not host or not port.isdigit():
-        raise InvalidInput(f"--cluster {address}: not HOST:PORT",
-                           hint="the head node's address, e.g. 10.0.0.1:6379 or ray://10.0.0.1:10001, or auto")
+        raise InvalidInput(
+            f"--cluster {address}: not HOST:PORT",
+            hint="the head node's address, e.g. 10.0.0.1:6379 or ray://10.0.0.1:10001, or auto",
+        )
     try:
         with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S):
             pass
     except OSError as error:
-        raise ClusterUnavailable(f"cannot join the Ray cluster at {address}: {error.strerror or error}",
-                                 hint="start it with `ray start --head` (see docs/cluster.md) and give the head's "
-                                 "HOST:PORT, or ray://HOST:10001 for Ray Client") from None
+        raise ClusterUnavailable(
+            f"cannot join the Ray cluster at {address}: {error.strerror or error}",
+            hint="start it with `ray start --head` (see docs/cluster.md) and give the head's "
+            "HOST:PORT, or ray://HOST:10001 for Ray Client",
+        ) from None
 
 
 def check_same_horde(described: Mapping[str, Mapping[str, Any]]) -> None:
@@ -189,7 +197,8 @@ def check_same_horde(described: Mapping[str, Mapping[str, Any]]) -> None:
         raise ClusterUnavailable(
             f"{count} not run this Horde (horde {here[0]}, engine build {here[1]}): " + "; ".join(differing),
             hint="install the same wheel on every node and on this machine (`make wheel`, then "
-                 "`pip install --force-reinstall horde-*.whl`; docs/cluster.md, \"The same Horde on every node\")")
+            "`pip install --force-reinstall horde-*.whl`; docs/cluster.md, \"The same Horde on every node\")",
+        )
 
 
 def resolve_address(address: str) -> str:
@@ -199,16 +208,27 @@ def resolve_address(address: str) -> str:
         return address
     found = os.environ.get("RAY_ADDRESS")
     if not found:
-        raise InvalidInput("--cluster auto: RAY_ADDRESS is not set",
-                           hint="set RAY_ADDRESS=HOST:PORT (the head node's address) or give --cluster HOST:PORT")
+        raise InvalidInput(
+            "--cluster auto: RAY_ADDRESS is not set",
+            hint="set RAY_ADDRESS=HOST:PORT (the head node's address) or give --cluster HOST:PORT",
+        )
     return found
 
 
 class ClusterRun:
     """One plan over several generators; see the module's description."""
 
-    def __init__(self, ray: Any, plan: Plan, plan_json: str, provisioned: Provision, generators: list[_Generator],
-                 start_s: float, planned_duration_s: float, report: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        ray: Any,
+        plan: Plan,
+        plan_json: str,
+        provisioned: Provision,
+        generators: list[_Generator],
+        start_s: float,
+        planned_duration_s: float,
+        report: dict[str, Any],
+    ) -> None:
         self._ray = ray
         self.plan = plan
         self.plan_json = plan_json
@@ -241,18 +261,30 @@ class ClusterRun:
             # cluster's, and short (socket paths are limited to about 100 bytes).
             temp_dir = tempfile.mkdtemp(prefix="horde-ray-")
             settings: dict[str, Any] = {
-                "address": "local", "num_cpus": os.cpu_count() or 1, "include_dashboard": False,
-                "_node_ip_address": "127.0.0.1", "object_store_memory": LOCAL_OBJECT_STORE_BYTES,
-                "_system_config": HEALTH_CHECKS, "_temp_dir": temp_dir,
+                "address": "local",
+                "num_cpus": os.cpu_count() or 1,
+                "include_dashboard": False,
+                "_node_ip_address": "127.0.0.1",
+                "object_store_memory": LOCAL_OBJECT_STORE_BYTES,
+                "_system_config": HEALTH_CHECKS,
+                "_temp_dir": temp_dir,
             }
-            failure = ("cannot start a local Ray cluster", "check /tmp has space and that `ray start --head` works here")
+            failure = (
+                "cannot start a local Ray cluster",
+                "check /tmp has space and that `ray start --head` works here",
+            )
         else:
             _check_reachable(address)
             ray = import_ray(address)
-            settings = {"address": address, **({"_node_ip_address": _host_of(address)} if _is_loopback(address) else {})}
-            failure = (f"cannot join the Ray cluster at {address}",
-                       "start it with `ray start --head` (see docs/cluster.md) and give the head's HOST:PORT, "
-                       "or ray://HOST:10001 for Ray Client")
+            settings = {
+                "address": address,
+                **({"_node_ip_address": _host_of(address)} if _is_loopback(address) else {}),
+            }
+            failure = (
+                f"cannot join the Ray cluster at {address}",
+                "start it with `ray start --head` (see docs/cluster.md) and give the head's HOST:PORT, "
+                "or ray://HOST:10001 for Ray Client",
+            )
         try:
             try:
                 ray.init(namespace="horde", log_to_driver=False, logging_level="ERROR", **settings)
@@ -273,13 +305,20 @@ class ClusterRun:
 
         settings = plan.generators
         nodes = [
-            Node(node_id=entry["NodeID"], address=entry["NodeManagerAddress"], cpus=float(entry["Resources"].get("CPU", 0)),
-                 memory_bytes=int(entry["Resources"].get("memory", 0)))
-            for entry in ray.nodes() if entry.get("Alive") and entry["Resources"].get("CPU", 0) > 0
+            Node(
+                node_id=entry["NodeID"],
+                address=entry["NodeManagerAddress"],
+                cpus=float(entry["Resources"].get("CPU", 0)),
+                memory_bytes=int(entry["Resources"].get("memory", 0)),
+            )
+            for entry in ray.nodes()
+            if entry.get("Alive") and entry["Resources"].get("CPU", 0) > 0
         ]
         if not nodes:
-            raise ClusterUnavailable("the cluster has no live node with CPUs to run generators on",
-                                     hint="join nodes with `ray start --address=HEAD:PORT --num-cpus=N`")
+            raise ClusterUnavailable(
+                "the cluster has no live node with CPUs to run generators on",
+                hint="join nodes with `ray start --address=HEAD:PORT --num-cpus=N`",
+            )
         remote = ray.remote(num_cpus=0, max_restarts=0, max_concurrency=1)(Generator)
 
         def actor_on(node_id: str, index: int) -> Any:
@@ -290,11 +329,15 @@ class ClusterRun:
             try:
                 return ray.get(refs, timeout=SETUP_TIMEOUT_S)
             except Exception as error:
-                raise ClusterUnavailable(f"the generators could not {what}: {type(error).__name__}: {error}",
-                                         hint="check that every node has Horde installed (the same version as here)") from None
+                raise ClusterUnavailable(
+                    f"the generators could not {what}: {type(error).__name__}: {error}",
+                    hint="check that every node has Horde installed (the same version as here)",
+                ) from None
 
         probes = {node.node_id: actor_on(node.node_id, -1) for node in nodes}
-        described = dict(zip(probes, get([probe.describe.remote() for probe in probes.values()], "describe their nodes")))
+        described = dict(
+            zip(probes, get([probe.describe.remote() for probe in probes.values()], "describe their nodes"))
+        )
         check_same_horde({f"{node.address} ({node.node_id[:8]})": described[node.node_id] for node in nodes})
         demand = demand_of(plan)
         calibration: dict[str, Any] | None = None
@@ -305,15 +348,20 @@ class ClusterRun:
             per_worker = min(figures["capacity_rps_per_worker"] for figures in measured.values())
             address_of = {node.node_id: node.address for node in nodes}
             calibration = {f"{address_of[node_id]} ({node_id[:8]})": figures for node_id, figures in measured.items()}
-        limits = Limits(open_files=min(int(info["open_files"]) for info in described.values()),
-                        capacity_rps=capacity_rps, capacity_rps_per_worker=per_worker)
+        limits = Limits(
+            open_files=min(int(info["open_files"]) for info in described.values()),
+            capacity_rps=capacity_rps,
+            capacity_rps_per_worker=per_worker,
+        )
         count = options.count or (settings.count if settings is not None else None)
         workers = options.workers or (settings.workers if settings is not None else None)
         try:
             provisioned = provision(demand, nodes, limits, count=count, workers=workers)
         except ValueError as error:
-            raise ClusterUnavailable(f"cannot size the generators: {error}",
-                                     hint="add nodes, use a connection pool (target.connections), or lower the load") from None
+            raise ClusterUnavailable(
+                f"cannot size the generators: {error}",
+                hint="add nodes, use a connection pool (target.connections), or lower the load",
+            ) from None
         generators: list[_Generator] = []
         unused = dict(probes)
         for placement in provisioned.placements:
@@ -327,11 +375,20 @@ class ClusterRun:
         feeders_ref = ray.put(feeders)
         lead = START_LEAD_S + 4 * max(generator.rtt_s for generator in generators)
         start_s = time.time() + lead
-        started = get([
-            generator.actor.start.remote(plan_json, generator.placement.workers, generator.placement.first_slot,
-                                         provisioned.slots, start_s + generator.offset_s, feeders_ref)
-            for generator in generators
-        ], "start their engines")
+        started = get(
+            [
+                generator.actor.start.remote(
+                    plan_json,
+                    generator.placement.workers,
+                    generator.placement.first_slot,
+                    provisioned.slots,
+                    start_s + generator.offset_s,
+                    feeders_ref,
+                )
+                for generator in generators
+            ],
+            "start their engines",
+        )
         for generator, answer in zip(generators, started):
             generator.pid = int(answer["pid"])
         report: dict[str, Any] = {
@@ -376,13 +433,22 @@ class ClusterRun:
             except Exception:  # a generator gone meanwhile is found lost by its deadline
                 pass
 
-    def set_level(self, *, vus: int | None = None, rate_per_s: float | None = None,
-                 scenarios: list[str] | None = None, ramp_s: float = 0.0) -> dict[str, float]:
+    def set_level(
+        self,
+        *,
+        vus: int | None = None,
+        rate_per_s: float | None = None,
+        scenarios: list[str] | None = None,
+        ramp_s: float = 0.0,
+    ) -> dict[str, float]:
         """As :meth:`horde.engine.run.Run.set_level`: every generator gets the new total level and takes
         its own share of it, so the sum stays exact."""
         chosen = load_levels(self.plan, vus=vus, rate_per_s=rate_per_s, scenarios=scenarios)
-        calls = [generator.actor.retarget.remote(index, level, max(0.0, float(ramp_s)))
-                 for generator in self._live() for index, _, level in chosen]
+        calls = [
+            generator.actor.retarget.remote(index, level, max(0.0, float(ramp_s)))
+            for generator in self._live()
+            for index, _, level in chosen
+        ]
         try:
             self._ray.get(calls, timeout=5.0)
         except ValueError as error:  # Ray re-raises a generator's ValueError as one (out of range)
@@ -396,8 +462,7 @@ class ClusterRun:
         every share of the VUs goes at the same pace and the total moves by ``factor``."""
         chosen = paced_scenarios(self.plan, scenarios)
         factor = float(factor)
-        calls = [generator.actor.repace.remote(index, factor)
-                 for generator in self._live() for index, _ in chosen]
+        calls = [generator.actor.repace.remote(index, factor) for generator in self._live() for index, _ in chosen]
         try:
             self._ray.get(calls, timeout=5.0)
         except ValueError as error:  # Ray re-raises a generator's ValueError as one (bad factor)
@@ -426,19 +491,34 @@ class ClusterRun:
         return {
             **self._report,
             "generators": [
-                {"generator": generator.placement.index, "node": generator.placement.address,
-                 "pid": generator.pid, "workers": generator.placement.workers,
-                 "first_slot": generator.placement.first_slot, "share": generator.share,
-                 "clock_offset_ms": generator.offset_s * 1000, "round_trip_ms": generator.rtt_s * 1000,
-                 "start_skew_ms": generator.skew_ms, "skew_uncertainty_ms": generator.rtt_s * 500,
-                 "state": generator.state,
-                 "lost_at_second": generator.lost_at_second, "lost_reason": generator.lost_reason}
+                {
+                    "generator": generator.placement.index,
+                    "node": generator.placement.address,
+                    "pid": generator.pid,
+                    "workers": generator.placement.workers,
+                    "first_slot": generator.placement.first_slot,
+                    "share": generator.share,
+                    "clock_offset_ms": generator.offset_s * 1000,
+                    "round_trip_ms": generator.rtt_s * 1000,
+                    "start_skew_ms": generator.skew_ms,
+                    "skew_uncertainty_ms": generator.rtt_s * 500,
+                    "state": generator.state,
+                    "lost_at_second": generator.lost_at_second,
+                    "lost_reason": generator.lost_reason,
+                }
                 for generator in self.generators
             ],
             "max_start_skew_ms": max(skews) if skews else None,
-            "lost": [{"generator": generator.placement.index, "node": generator.placement.address,
-                      "second": generator.lost_at_second, "share": generator.share, "reason": generator.lost_reason}
-                     for generator in lost],
+            "lost": [
+                {
+                    "generator": generator.placement.index,
+                    "node": generator.placement.address,
+                    "second": generator.lost_at_second,
+                    "share": generator.share,
+                    "reason": generator.lost_reason,
+                }
+                for generator in lost
+            ],
             "lost_share": sum(generator.share for generator in lost),
             "stopped_for_loss": self.stopped_for_loss,
         }
@@ -467,7 +547,9 @@ class ClusterRun:
             try:
                 snapshots = self._ray.get(ref)
             except Exception as error:
-                self._lose(generator, f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}".strip())
+                self._lose(
+                    generator, f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}".strip()
+                )
                 continue
             for snapshot in snapshots:
                 self._receive(generator, snapshot)
@@ -498,8 +580,10 @@ class ClusterRun:
                 self._lose(generator, f"missed the deadlines of seconds {second} and {second + 1}")
             elif now > due and generator.state == "running":
                 generator.state = "suspect"
-                self.notes.append(f"generator {generator.placement.index} ({generator.placement.address}) is late "
-                                  f"with second {second}: suspect")
+                self.notes.append(
+                    f"generator {generator.placement.index} ({generator.placement.address}) is late "
+                    f"with second {second}: suspect"
+                )
 
     def _lose(self, generator: _Generator, reason: str) -> None:
         generator.state = "lost"
@@ -549,21 +633,42 @@ class ClusterRun:
         if parts:
             merged = merge_seconds([part for _, part in parts], final=final)
         else:  # every generator is lost: an empty last second closes the run
-            merged = {"second": second, "elapsed_s": float(second), "interval_s": 1.0,
-                      "timestamp": self.start_s + second, "final": final, "steps": [], "target_vus": None,
-                      "target_rate_per_s": None, "cpu_percent": 0.0, "timer_lateness_p99_ms": 0.0,
-                      "timer_lateness_max_ms": 0.0, "run_delay_ms": 0.0, "steal_percent": 0.0,
-                      "active_vus": 0, "peak_vus": 0, "busy_vus": 0, "iterations": 0, "dropped_arrivals": 0,
-                      "connections_opened": 0}
+            merged = {
+                "second": second,
+                "elapsed_s": float(second),
+                "interval_s": 1.0,
+                "timestamp": self.start_s + second,
+                "final": final,
+                "steps": [],
+                "target_vus": None,
+                "target_rate_per_s": None,
+                "cpu_percent": 0.0,
+                "timer_lateness_p99_ms": 0.0,
+                "timer_lateness_max_ms": 0.0,
+                "run_delay_ms": 0.0,
+                "steal_percent": 0.0,
+                "active_vus": 0,
+                "peak_vus": 0,
+                "busy_vus": 0,
+                "iterations": 0,
+                "dropped_arrivals": 0,
+                "connections_opened": 0,
+            }
         by_generator = {id(generator): part for generator, part in parts}
         merged["generators"] = [
-            generator_row(generator.placement.index, generator.placement.address,
-                          "lost" if generator.state == "lost" and id(generator) not in by_generator else generator.state,
-                          by_generator.get(id(generator)))
+            generator_row(
+                generator.placement.index,
+                generator.placement.address,
+                "lost" if generator.state == "lost" and id(generator) not in by_generator else generator.state,
+                by_generator.get(id(generator)),
+            )
             for generator in self.generators
         ]
-        merged["lost_share"] = sum(generator.share for generator in self.generators
-                                   if generator.state == "lost" and id(generator) not in by_generator)
+        merged["lost_share"] = sum(
+            generator.share
+            for generator in self.generators
+            if generator.state == "lost" and id(generator) not in by_generator
+        )
         return merged
 
 

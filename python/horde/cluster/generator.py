@@ -86,12 +86,21 @@ class Generator:
         target = start_target(threads=1)
         try:
             plan = {
-                "version": 1, "name": "calibration",
+                "version": 1,
+                "name": "calibration",
                 "target": {"base_url": f"http://127.0.0.1:{target.port}"},
                 "graceful_stop_s": 1,
-                "scenarios": [{"name": "calibration", "steps": [{"name": "get", "method": "GET", "path": "/"}],
-                               "workload": {"type": "closed", "start_vus": CALIBRATION_VUS,
-                                            "stages": [{"duration_s": seconds + 5, "vus": CALIBRATION_VUS}]}}],
+                "scenarios": [
+                    {
+                        "name": "calibration",
+                        "steps": [{"name": "get", "method": "GET", "path": "/"}],
+                        "workload": {
+                            "type": "closed",
+                            "start_vus": CALIBRATION_VUS,
+                            "stages": [{"duration_s": seconds + 5, "vus": CALIBRATION_VUS}],
+                        },
+                    }
+                ],
             }
             handle = start_handle(json.dumps(plan), 1)
             # Second 1 warms up (connections, caches); seconds 2.. are measured, the worker's CPU
@@ -117,11 +126,17 @@ class Generator:
         if requests == 0 or cpu_s <= 0:
             raise RuntimeError(f"the calibration measured {requests} requests in {cpu_s:.3f} CPU seconds")
         per_cpu_second = requests / cpu_s
-        return {"requests": requests, "cpu_s": cpu_s, "cpu_us_per_request": 1e6 * cpu_s / requests,
-                "rps_per_cpu": per_cpu_second, "capacity_rps_per_worker": per_cpu_second * CALIBRATION_HEADROOM}
+        return {
+            "requests": requests,
+            "cpu_s": cpu_s,
+            "cpu_us_per_request": 1e6 * cpu_s / requests,
+            "rps_per_cpu": per_cpu_second,
+            "capacity_rps_per_worker": per_cpu_second * CALIBRATION_HEADROOM,
+        }
 
-    def start(self, plan_json: str, workers: int, first_slot: int, slots: int, start_at: float,
-              feeders: dict[str, bytes]) -> dict[str, Any]:
+    def start(
+        self, plan_json: str, workers: int, first_slot: int, slots: int, start_at: float, feeders: dict[str, bytes]
+    ) -> dict[str, Any]:
         """Starts this generator's share of the plan at ``start_at`` (this node's clock). The
         feeder files come as bytes, written here and put in the plan in place of their paths."""
         plan = json.loads(plan_json)

@@ -118,7 +118,9 @@ def demand_of(plan: Plan) -> Demand:
     vus = sum(peak_vus(scenario.workload) for scenario in plan.scenarios)
     connections = plan.target.connections
     pool_size = connections.pool if isinstance(connections, ConnectionPool) else None
-    open_rates = [_peak_rate(scenario.workload) for scenario in plan.scenarios if isinstance(scenario.workload, OpenModel)]
+    open_rates = [
+        _peak_rate(scenario.workload) for scenario in plan.scenarios if isinstance(scenario.workload, OpenModel)
+    ]
     closed = any(not isinstance(scenario.workload, OpenModel) for scenario in plan.scenarios)
     expected = plan.generators.expected_rps if plan.generators is not None else None
     if expected is not None:
@@ -134,7 +136,9 @@ def _peak_rate(workload: OpenModel) -> float:
     return max([workload.start_rate_per_s, *(stage.rate_per_s for stage in workload.stages)])
 
 
-def place(count: int, nodes: list[Node], *, workers: int | None = None, max_workers: int | None = None) -> list[Placement]:
+def place(
+    count: int, nodes: list[Node], *, workers: int | None = None, max_workers: int | None = None
+) -> list[Placement]:
     """Puts ``count`` generators on ``nodes``: one per node first (most CPUs first), then each on
     the node with the most CPUs left per generator. Workers: ``workers`` when given, else the
     node's CPUs shared among its generators (at least one); never more than ``max_workers``
@@ -160,14 +164,16 @@ def place(count: int, nodes: list[Node], *, workers: int | None = None, max_work
         own = workers if workers is not None else max(1, int(node.cpus // on_node[node_index]))
         if max_workers is not None:
             own = max(1, min(own, max_workers))
-        placements.append(Placement(index=index, node_id=node.node_id, address=node.address, workers=own,
-                                    first_slot=first_slot))
+        placements.append(
+            Placement(index=index, node_id=node.node_id, address=node.address, workers=own, first_slot=first_slot)
+        )
         first_slot += own
     return placements
 
 
-def provision(demand: Demand, nodes: list[Node], limits: Limits, *, count: int | None = None,
-              workers: int | None = None) -> Provision:
+def provision(
+    demand: Demand, nodes: list[Node], limits: Limits, *, count: int | None = None, workers: int | None = None
+) -> Provision:
     """The generators for ``demand`` on ``nodes``: ``count`` when given, else the fewest that keep
     every generator's share within ``limits`` (connections, rate, memory).
 
@@ -176,8 +182,10 @@ def provision(demand: Demand, nodes: list[Node], limits: Limits, *, count: int |
     if usable_files < 1:
         raise ValueError(f"a generator may open only {limits.open_files} files ({RESERVED_FILES} kept for itself)")
     if demand.pool_size is not None and demand.pool_size > usable_files:
-        raise ValueError(f"the pool of {demand.pool_size:,} connections per generator exceeds one generator's "
-                         f"{usable_files:,} usable files")
+        raise ValueError(
+            f"the pool of {demand.pool_size:,} connections per generator exceeds one generator's "
+            f"{usable_files:,} usable files"
+        )
     if count is not None:
         placements = place(count, nodes, workers=workers, max_workers=demand.pool_size)
         result = _provision_of(placements, demand, limits)
@@ -193,8 +201,10 @@ def provision(demand: Demand, nodes: list[Node], limits: Limits, *, count: int |
         result = _provision_of(placements, demand, limits)
         if not _overloaded(result, demand, limits, usable_files):
             return result
-    raise ValueError(f"even {high:,} generators on these {len(nodes)} nodes cannot carry {demand.peak_vus:,} VUs"
-                     + (f" at {demand.peak_rps:,.0f} req/s" if demand.peak_rps else ""))
+    raise ValueError(
+        f"even {high:,} generators on these {len(nodes)} nodes cannot carry {demand.peak_vus:,} VUs"
+        + (f" at {demand.peak_rps:,.0f} req/s" if demand.peak_rps else "")
+    )
 
 
 def _lower_bound(demand: Demand, limits: Limits, usable_files: int) -> int:
@@ -214,19 +224,24 @@ def _provision_of(placements: list[Placement], demand: Demand, limits: Limits) -
     if demand.pool_size is None:
         result.reasons.append(
             f"connections: {demand.peak_vus:,} (one per VU), at most {math.ceil(demand.peak_vus * largest):,} on one "
-            f"generator of {limits.open_files - RESERVED_FILES:,} usable files")
+            f"generator of {limits.open_files - RESERVED_FILES:,} usable files"
+        )
     else:
         result.reasons.append(f"connections: a pool of {demand.pool_size:,} per generator")
     if demand.peak_rps is None:
         result.reasons.append("rate: not known before the run (closed model; generators.expected_rps sizes it)")
     elif limits.capacity_rps is None and limits.capacity_rps_per_worker is not None:
-        result.reasons.append(f"rate: {demand.peak_rps:,.0f} req/s over {slots} workers of "
-                              f"{limits.capacity_rps_per_worker:,.0f} req/s measured capacity each")
+        result.reasons.append(
+            f"rate: {demand.peak_rps:,.0f} req/s over {slots} workers of "
+            f"{limits.capacity_rps_per_worker:,.0f} req/s measured capacity each"
+        )
     elif limits.capacity_rps is None:
         result.reasons.append(f"rate: {demand.peak_rps:,.0f} req/s, generator capacity not known")
     else:
-        result.reasons.append(f"rate: {demand.peak_rps:,.0f} req/s, at most {demand.peak_rps * largest:,.0f} on one "
-                              f"generator of {limits.capacity_rps:,.0f} req/s capacity")
+        result.reasons.append(
+            f"rate: {demand.peak_rps:,.0f} req/s, at most {demand.peak_rps * largest:,.0f} on one "
+            f"generator of {limits.capacity_rps:,.0f} req/s capacity"
+        )
     return result
 
 
@@ -251,12 +266,15 @@ def check_memory(result: Provision, demand: Demand, nodes: list[Node], limits: L
     memory_of = {node.node_id: (node.address, node.memory_bytes) for node in nodes}
     vus_on_node: dict[str, float] = {}
     for placement in result.placements:
-        vus_on_node[placement.node_id] = vus_on_node.get(placement.node_id, 0.0) + demand.peak_vus * result.share(placement)
+        vus_on_node[placement.node_id] = vus_on_node.get(placement.node_id, 0.0) + demand.peak_vus * result.share(
+            placement
+        )
     warnings = []
     for node_id, vus in vus_on_node.items():
         address, memory = memory_of[node_id]
         needed = vus * limits.memory_per_vu_bytes
         if needed > memory:
-            warnings.append(f"node {address}: {vus:,.0f} VUs may need {needed / 2**30:.1f} GiB of its "
-                            f"{memory / 2**30:.1f} GiB")
+            warnings.append(
+                f"node {address}: {vus:,.0f} VUs may need {needed / 2**30:.1f} GiB of its {memory / 2**30:.1f} GiB"
+            )
     return warnings

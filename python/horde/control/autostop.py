@@ -118,8 +118,11 @@ class MonitorWatch:
     every sample for its ``for`` (else its ``window_s``) seconds, after ``after_s``."""
 
     def __init__(self, rules: Sequence[AutostopRule]) -> None:
-        self._streaks = [(rule, ConditionStreak(condition, default_for_s=rule.window_s))
-                         for rule in rules if (condition := rule.monitor_condition) is not None]
+        self._streaks = [
+            (rule, ConditionStreak(condition, default_for_s=rule.window_s))
+            for rule in rules
+            if (condition := rule.monitor_condition) is not None
+        ]
         self.fired: Firing | None = None
 
     def __bool__(self) -> bool:
@@ -134,11 +137,20 @@ class MonitorWatch:
                 continue
             condition = streak.condition
             measured = streak.worst if streak.worst is not None else 0.0
-            text = (f"{condition.monitor}'s {condition.metric} was {condition.op} {condition.value:g} for {streak.for_s} s "
-                    f"from second {first} (last {streak.last_value:g})")
-            self.fired = Firing(rule=rule, reason="monitor", measured=measured, unit="", second=sample.second,
-                                elapsed_s=sample.elapsed_s, exit_code=EXIT_CODES["monitor"],
-                                message=f"autostop: {text} at {clock(sample.elapsed_s)}")
+            text = (
+                f"{condition.monitor}'s {condition.metric} was {condition.op} {condition.value:g} for {streak.for_s} s "
+                f"from second {first} (last {streak.last_value:g})"
+            )
+            self.fired = Firing(
+                rule=rule,
+                reason="monitor",
+                measured=measured,
+                unit="",
+                second=sample.second,
+                elapsed_s=sample.elapsed_s,
+                exit_code=EXIT_CODES["monitor"],
+                message=f"autostop: {text} at {clock(sample.elapsed_s)}",
+            )
             return self.fired
         return None
 
@@ -165,7 +177,9 @@ class _Watched:
             if figures.ok:
                 return None
             outcome = f"{figures.requests:,} requests, all failed" if figures.requests else "no responses at all"
-            return self._firing(snapshot, "no_success", 0.0, "", f"no successful response{where} over {last} ({outcome})")
+            return self._firing(
+                snapshot, "no_success", 0.0, "", f"no successful response{where} over {last} ({outcome})"
+            )
         measured = figures.value(self.condition)
         # No data (no requests in the window) is not a reason to stop: no_success is for that.
         if measured is None or not self.condition.holds(measured):
@@ -189,8 +203,14 @@ class _Watched:
     def _firing(self, snapshot: Snapshot, reason: str, measured: float, unit: str, text: str) -> Firing:
         elapsed_s = float(snapshot["elapsed_s"])
         return Firing(
-            rule=self.rule, reason=reason, measured=measured, unit=unit, second=int(snapshot["second"]), elapsed_s=elapsed_s,
-            exit_code=EXIT_CODES[reason], message=f"autostop: {text} at {clock(elapsed_s)}",
+            rule=self.rule,
+            reason=reason,
+            measured=measured,
+            unit=unit,
+            second=int(snapshot["second"]),
+            elapsed_s=elapsed_s,
+            exit_code=EXIT_CODES[reason],
+            message=f"autostop: {text} at {clock(elapsed_s)}",
         )
 
 

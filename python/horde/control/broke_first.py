@@ -40,8 +40,9 @@ _REASONS = {
 }
 
 
-def load_moment(capacity: Mapping[str, Any], snapshots: Sequence[Snapshot],
-                steer: FindMax | TargetResponseTime | None) -> dict[str, Any] | None:
+def load_moment(
+    capacity: Mapping[str, Any], snapshots: Sequence[Snapshot], steer: FindMax | TargetResponseTime | None
+) -> dict[str, Any] | None:
     """When the load side gave way: ``{"second", "phrase"}``, or None when it never did."""
     percentile = f"p{capacity.get('percentile', 95):g}"
     if capacity.get("method") == "target_response_time":
@@ -49,8 +50,10 @@ def load_moment(capacity: Mapping[str, Any], snapshots: Sequence[Snapshot],
         target = float(capacity["target_ms"])
         for reading in capacity.get("readings") or []:
             if reading.get("verdict") == "over" and reading.get("latency_ms") is not None:
-                return {"second": int(reading["started_s"]),
-                        "phrase": f"{percentile} crossed {target:g} ms from second {reading['started_s']}"}
+                return {
+                    "second": int(reading["started_s"]),
+                    "phrase": f"{percentile} crossed {target:g} ms from second {reading['started_s']}",
+                }
         return None
     first = capacity.get("first_saturated_step")
     if not first:
@@ -65,17 +68,23 @@ def load_moment(capacity: Mapping[str, Any], snapshots: Sequence[Snapshot],
             if start <= int(snapshot["second"]) <= int(first["judged_at_s"]) and not snapshot["final"]:
                 latency = measure([snapshot], from_send=True).latency_ms(number)
                 if latency is not None and latency > limit:
-                    return {"second": int(snapshot["second"]),
-                            "phrase": f"{percentile} crossed {limit:g} ms at second {snapshot['second']}"}
+                    return {
+                        "second": int(snapshot["second"]),
+                        "phrase": f"{percentile} crossed {limit:g} ms at second {snapshot['second']}",
+                    }
     unit = "VUs" if capacity.get("level_unit") == "vus" else "arrivals/s"
     latency = first.get("latency_ms")
     at = f"level {first['level']:,.6g} {unit}" + ("" if latency is None else f", {percentile} {latency:,.1f} ms")
     return {"second": start, "phrase": f"{_REASONS.get(reason, reason)} from second {start} ({at})"}
 
 
-def what_broke_first(capacity: Mapping[str, Any], snapshots: Sequence[Snapshot],
-                     steer: FindMax | TargetResponseTime | None, crossings: Sequence[Crossing],
-                     monitors: Sequence[str]) -> dict[str, Any]:
+def what_broke_first(
+    capacity: Mapping[str, Any],
+    snapshots: Sequence[Snapshot],
+    steer: FindMax | TargetResponseTime | None,
+    crossings: Sequence[Crossing],
+    monitors: Sequence[str],
+) -> dict[str, Any]:
     """The capacity block's ``what_broke_first``: ``sentence``, ``first`` (the first crossing),
     ``load`` (the moment the load side gave way), ``lead_s`` (how many seconds the first
     crossing came before it; negative after) and ``crossings`` (the first MAX_CROSSINGS)."""

@@ -44,10 +44,14 @@ class CapacityQuestion:
             if value is not None and not (math.isfinite(value) and value > 0):
                 raise InvalidInput(f"--{name.replace('_', '-')} must be above 0 (got {value:g})")
         if not 0 <= self.headroom_percent < 100:
-            raise InvalidInput(f"--headroom must be at least 0 and under 100 % (got {self.headroom_percent:g})",
-                               hint="20 keeps a fifth of each instance free for bursts")
+            raise InvalidInput(
+                f"--headroom must be at least 0 and under 100 % (got {self.headroom_percent:g})",
+                hint="20 keeps a fifth of each instance free for bursts",
+            )
         if self.peak_users is not None and self.per_user_rate is None:
-            raise InvalidInput("--peak-users needs --per-user-rate", hint="e.g. --peak-users 150000 --per-user-rate 0.13")
+            raise InvalidInput(
+                "--peak-users needs --per-user-rate", hint="e.g. --peak-users 150000 --per-user-rate 0.13"
+            )
         if self.peak_users is not None and self.peak_rps is not None:
             raise InvalidInput("give --peak-users or --peak-rps, not both")
 

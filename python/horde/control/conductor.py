@@ -48,8 +48,16 @@ from horde.plan.redaction import redact_plan, redact_run_parameters, redact_valu
 from horde.results.summary import CPU_SATURATION_PERCENT_PER_WORKER, never_answered, summarise
 from horde.store import Store
 
-__all__ = ["JUDGEMENT_KEYS", "Outcome", "Sink", "Sinks", "conduct", "cpu_limit_percent", "exit_code_for",
-           "planned_duration_s"]
+__all__ = [
+    "JUDGEMENT_KEYS",
+    "Outcome",
+    "Sink",
+    "Sinks",
+    "conduct",
+    "cpu_limit_percent",
+    "exit_code_for",
+    "planned_duration_s",
+]
 
 #: Summary keys the conductor adds to what summarise() computes; `horde show` keeps them.
 JUDGEMENT_KEYS = ("thresholds", "autostop", "capacity", "sight", "cluster", "monitors")
@@ -153,8 +161,10 @@ def conduct(
     never stored.
     """
     if record_exchanges and cluster is not None:
-        raise InvalidInput("--debug shows exchanges of a run on this machine only",
-                           hint="drop --cluster to see exchanges (a few VUs show every kind of exchange)")
+        raise InvalidInput(
+            "--debug shows exchanges of a run on this machine only",
+            hint="drop --cluster to see exchanges (a few VUs show every kind of exchange)",
+        )
     sink = sink or QuietSink()
     steering = steering_for(plan)
     engine_plan = steering.prepared_plan() if steering is not None else plan
@@ -170,12 +180,22 @@ def conduct(
     secrets = secret_values(plan_data)
     named = secret_names(plan_data, secrets)
     if named:
-        raise PlanInvalid([Problem(location=where, message="a name holds a secret value",
-                                   hint="names are written as they are to the terminal, the store and "
-                                        "Prometheus: name it without the secret") for where, _ in named])
+        raise PlanInvalid(
+            [
+                Problem(
+                    location=where,
+                    message="a name holds a secret value",
+                    hint="names are written as they are to the terminal, the store and "
+                    "Prometheus: name it without the secret",
+                )
+                for where, _ in named
+            ]
+        )
     run_id = store.create_run(
-        plan=redact_plan(plan_data, secrets=secrets), plan_name=plan.name,
-        parameters=redact_run_parameters(parameters or {}, secrets), tags=redact_values(tags or {}, secrets),
+        plan=redact_plan(plan_data, secrets=secrets),
+        plan_name=plan.name,
+        parameters=redact_run_parameters(parameters or {}, secrets),
+        tags=redact_values(tags or {}, secrets),
     )
     if on_recorded is not None:
         on_recorded(run_id)
@@ -188,33 +208,54 @@ def conduct(
             workers = worker_count(engine_run)
             sink.note(f"cluster: {engine_run.provision.describe()}")
         else:
-            engine_run = Run.start(engine_plan, workers=workers, plan_json=plan_json,
-                                   record_exchanges=record_exchanges, on_exchanges=on_exchanges)
+            engine_run = Run.start(
+                engine_plan,
+                workers=workers,
+                plan_json=plan_json,
+                record_exchanges=record_exchanges,
+                on_exchanges=on_exchanges,
+            )
     except HordeError:
         monitors.close()
         store.finish_run(run_id, status="failed", summary=None)
         raise
     monitors.begin()  # the monitors' second N is the snapshots' second N
     try:
-        return _conduct_run(plan, store, run_id, engine_run, steering, sink, workers, question, annotate, monitors, secrets)
+        return _conduct_run(
+            plan, store, run_id, engine_run, steering, sink, workers, question, annotate, monitors, secrets
+        )
     finally:
         monitors.close()
         engine_run.close()
 
 
-def _conduct_run(plan: Plan, store: Store, run_id: str, engine_run: EngineRun, steering: Steering | None, sink: Sink,
-                 workers: int | None, question: CapacityQuestion | None,
-                 annotate: Callable[[dict[str, Any]], dict[str, Any]] | None, monitors: RunMonitors,
-                 secrets: frozenset[str] = frozenset()) -> Outcome:
+def _conduct_run(
+    plan: Plan,
+    store: Store,
+    run_id: str,
+    engine_run: EngineRun,
+    steering: Steering | None,
+    sink: Sink,
+    workers: int | None,
+    question: CapacityQuestion | None,
+    annotate: Callable[[dict[str, Any]], dict[str, Any]] | None,
+    monitors: RunMonitors,
+    secrets: frozenset[str] = frozenset(),
+) -> Outcome:
     """The run's seconds through the observers, then its verdict folded from their blocks (see
     :func:`conduct` and :mod:`horde.control.observers`)."""
-    state = RunState(engine_run=engine_run, store=store, run_id=run_id, sink=sink,
-                     cpu_limit_percent=cpu_limit_percent(workers))
+    state = RunState(
+        engine_run=engine_run, store=store, run_id=run_id, sink=sink, cpu_limit_percent=cpu_limit_percent(workers)
+    )
     thresholds = Thresholds(plan)
     observers: list[RunObserver] = [
-        StoreWriter(secrets), ControlQueue(steered=steering is not None), thresholds,
-        Autostop(plan, state.cpu_limit_percent), Capacity(steering, question),
-        Monitors(monitors, steered=steering is not None), Spread(engine_run),
+        StoreWriter(secrets),
+        ControlQueue(steered=steering is not None),
+        thresholds,
+        Autostop(plan, state.cpu_limit_percent),
+        Capacity(steering, question),
+        Monitors(monitors, steered=steering is not None),
+        Spread(engine_run),
     ]
     with _Interrupts() as interrupts:
         while not engine_run.finished:
@@ -238,26 +279,45 @@ def _conduct_run(plan: Plan, store: Store, run_id: str, engine_run: EngineRun, s
                 shown = observer.shown(shown)
             sink.update(shown)
     monitors.close(store, run_id)
-    status = ("interrupted" if interrupts.count or state.stop_asked
-              else "autostopped" if state.firing is not None
-              else "aborted" if engine_run.stopped_for_loss else "finished")
+    status = (
+        "interrupted"
+        if interrupts.count or state.stop_asked
+        else "autostopped"
+        if state.firing is not None
+        else "aborted"
+        if engine_run.stopped_for_loss
+        else "finished"
+    )
     stored = store.snapshots(run_id)
     summary = summarise(stored, run_id=run_id, status=status, workers=workers or os.cpu_count() or 1)
-    ending = Ending(status=status, stored=stored, monitor_samples=monitors.samples(store, run_id), firing=state.firing,
-                    stopped_by_steering=state.stopped_by_steering)
+    ending = Ending(
+        status=status,
+        stored=stored,
+        monitor_samples=monitors.samples(store, run_id),
+        firing=state.firing,
+        stopped_by_steering=state.stopped_by_steering,
+    )
     for observer in observers:
         summary.update(observer.blocks(summary, ending))
     if annotate is not None:
         summary.update(annotate(summary))
     store.finish_run(run_id, status=status, summary=summary)
-    exit_code = (interrupts.exit_code if interrupts.count
-                 else exit_code_for(status, state.firing, thresholds.verdicts, summary))
-    return Outcome(run_id=run_id, status=status, summary=summary, exit_code=exit_code,
-                   verdicts=thresholds.verdicts, firing=state.firing)
+    exit_code = (
+        interrupts.exit_code if interrupts.count else exit_code_for(status, state.firing, thresholds.verdicts, summary)
+    )
+    return Outcome(
+        run_id=run_id,
+        status=status,
+        summary=summary,
+        exit_code=exit_code,
+        verdicts=thresholds.verdicts,
+        firing=state.firing,
+    )
 
 
-def exit_code_for(status: str, firing: Firing | None, verdicts: list[Verdict],
-                  summary: dict[str, Any] | None = None) -> int:
+def exit_code_for(
+    status: str, firing: Firing | None, verdicts: list[Verdict], summary: dict[str, Any] | None = None
+) -> int:
     """Ctrl-C wins, then autostop's own code, then a lost generator that stopped the run, then
     a run the target never answered (no connection, or not one response), then failed
     thresholds."""

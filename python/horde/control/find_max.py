@@ -46,7 +46,14 @@ from horde.control.measure import Figures, measure
 from horde.engine.snapshot import Snapshot
 from horde.plan import Plan
 from horde.plan.control import FindMax
-from horde.control.steered_level import LevelSetter, held_level_plan, move, samples_needed, steered_model, steered_scenarios
+from horde.control.steered_level import (
+    LevelSetter,
+    held_level_plan,
+    move,
+    samples_needed,
+    steered_model,
+    steered_scenarios,
+)
 from horde.results.summary import GENERATOR_SATURATED, GENERATOR_STARVED, generator_state
 
 #: The share of a step skipped before it is judged.
@@ -268,8 +275,12 @@ class FindMaxSteering:
             "level_unit": self._unit,
             "good_level": self._good.level if self._good else None,
             "saturated_level": self._bad.level if self._bad else None,
-            "last": None if last is None else {
-                "level": last.level, "verdict": last.verdict, "ok_rps": round(last.ok_rps, 3),
+            "last": None
+            if last is None
+            else {
+                "level": last.level,
+                "verdict": last.verdict,
+                "ok_rps": round(last.ok_rps, 3),
                 "latency_ms": last.latency_ms,
             },
             "set_aside_s": self.set_aside_s,
@@ -324,8 +335,11 @@ class FindMaxSteering:
                 self.first_saturated = result
             if self._bad is None or result.level <= self._bad.level:
                 self._bad = result
-            if (self.model == "open" and result.saturated_reason in ("throughput_flat", "dropped_arrivals")
-                    and result.ok_rps < OVERLOADED * result.level):
+            if (
+                self.model == "open"
+                and result.saturated_reason in ("throughput_flat", "dropped_arrivals")
+                and result.ok_rps < OVERLOADED * result.level
+            ):
                 self._overloaded.extend(self._judged_seconds(phase))
         if result.saturated_reason in ("generator_saturated", "no_responses"):
             self._finish(result.saturated_reason, second)
@@ -353,7 +367,13 @@ class FindMaxSteering:
         than the tolerance but less than BORDERLINE times it (see there), or by no more than
         twice their own noise (a target with random service times completes a varying number
         each second)."""
-        if not self.searching or self.model != "open" or not self._iterations_are_ours or not judged or phase.level <= 0:
+        if (
+            not self.searching
+            or self.model != "open"
+            or not self._iterations_are_ours
+            or not judged
+            or phase.level <= 0
+        ):
             return False
         served, error = per_second_mean(judged, "iterations")
         shortfall = 1.0 - served / phase.level
@@ -386,9 +406,14 @@ class FindMaxSteering:
         start = _nice_floor(one_vu)
         if self.steer.limit is not None:
             start = min(start, self.steer.limit)
-        self.sight = {"seconds": len(self._phase.seconds), "rate_per_s": SIGHT_RATE_PER_S, "p50_ms": round(median, 3),
-                      "requests_per_iteration": round(per_iteration, 3), "one_vu_rate_per_s": round(one_vu, 3),
-                      "start": start}
+        self.sight = {
+            "seconds": len(self._phase.seconds),
+            "rate_per_s": SIGHT_RATE_PER_S,
+            "p50_ms": round(median, 3),
+            "requests_per_iteration": round(per_iteration, 3),
+            "one_vu_rate_per_s": round(one_vu, 3),
+            "start": start,
+        }
         self._set(run, start, "climb", second)
 
     def _observe_recovery(self, run: LevelSetter, second: int) -> None:
@@ -398,7 +423,11 @@ class FindMaxSteering:
             calm = latency is not None and latency <= CALM * self.baseline_ms
         else:
             # No good step yet to compare with: calm once latency stops falling.
-            previous = measure(phase.seconds[-2:-1], from_send=True).latency_ms(self.steer.percentile) if len(phase.seconds) >= 2 else None
+            previous = (
+                measure(phase.seconds[-2:-1], from_send=True).latency_ms(self.steer.percentile)
+                if len(phase.seconds) >= 2
+                else None
+            )
             calm = latency is not None and previous is not None and latency >= 0.9 * previous
         if calm or len(phase.seconds) >= 2 * self.step_s:
             level, name = self._pending
@@ -415,19 +444,31 @@ class FindMaxSteering:
 
     def _judge(self, phase: _Phase, judged: list[Snapshot], second: int, cpu_limit_percent: float) -> StepResult:
         if not judged:
-            judged = phase.seconds[self.settle_s:] or phase.seconds  # every second starved: judge them all
+            judged = phase.seconds[self.settle_s :] or phase.seconds  # every second starved: judge them all
         figures = measure(judged, from_send=True)
         latency = figures.latency_ms(self.steer.percentile)
         felt = measure(judged).latency_ms(self.steer.percentile)
         iterations = sum(int(snapshot["iterations"]) for snapshot in judged)
         tail = 1.0 - self.steer.percentile / 100.0
         result = StepResult(
-            index=len(self.steps), level=phase.level, seconds=len(judged), rps=figures.rps, ok_rps=figures.ok_rps,
-            latency_ms=latency, error_percent=figures.error_percent(), dropped_percent=figures.dropped_percent,
-            phase=phase.name, felt_latency_ms=felt, samples=figures.samples, tail_samples=math.floor(figures.samples * tail + 1e-9),
-            set_aside_s=sum(state == GENERATOR_STARVED for state in phase.states[self.settle_s:]),
-            iterations_per_s=iterations / figures.seconds if figures.seconds else 0.0, judged_at_s=second, started_s=phase.started,
-            remeasured=phase.remeasured, iterations_per_s_error=per_second_mean(judged, "iterations")[1],
+            index=len(self.steps),
+            level=phase.level,
+            seconds=len(judged),
+            rps=figures.rps,
+            ok_rps=figures.ok_rps,
+            latency_ms=latency,
+            error_percent=figures.error_percent(),
+            dropped_percent=figures.dropped_percent,
+            phase=phase.name,
+            felt_latency_ms=felt,
+            samples=figures.samples,
+            tail_samples=math.floor(figures.samples * tail + 1e-9),
+            set_aside_s=sum(state == GENERATOR_STARVED for state in phase.states[self.settle_s :]),
+            iterations_per_s=iterations / figures.seconds if figures.seconds else 0.0,
+            judged_at_s=second,
+            started_s=phase.started,
+            remeasured=phase.remeasured,
+            iterations_per_s_error=per_second_mean(judged, "iterations")[1],
             messages_per_s=messages_per_second(judged),
         )
         states = [generator_state(snapshot, cpu_limit_percent) for snapshot in judged]
@@ -442,7 +483,11 @@ class FindMaxSteering:
             return "errors"
         if sum(state == GENERATOR_SATURATED for state in states) * 2 > len(states):
             return "generator_saturated"
-        if steer.latency_limit_ms is not None and result.latency_ms is not None and result.latency_ms > steer.latency_limit_ms:
+        if (
+            steer.latency_limit_ms is not None
+            and result.latency_ms is not None
+            and result.latency_ms > steer.latency_limit_ms
+        ):
             return "latency_limit"
         if self.model == "open" and result.dropped_percent > DROPPED_LIMIT_PERCENT:
             return "dropped_arrivals"
@@ -455,7 +500,11 @@ class FindMaxSteering:
         if baseline is None or result.latency_ms is None or baseline <= 0:
             return None
         expected = self._expected_rps(result.level)
-        if expected is not None and result.ok_rps < FLAT_SHARE * expected and result.latency_ms > RISE_WITH_FLAT * baseline:
+        if (
+            expected is not None
+            and result.ok_rps < FLAT_SHARE * expected
+            and result.latency_ms > RISE_WITH_FLAT * baseline
+        ):
             return "throughput_flat"
         if not self.searching and result.latency_ms > RISE_ALONE * baseline:
             return "latency_rising"
@@ -597,9 +646,11 @@ class FindMaxSteering:
             notes.append(f"{self.set_aside_s} s set aside: generator starved (its timers late with little CPU used)")
         thin = [step for step in self.steps if step.samples < self.needed]
         if thin:
-            notes.append(f"{len(thin)} step(s) judged on fewer than {self.needed} samples (p{self.steer.percentile:g} "
-                         f"needs {self.needed} for {self.needed - math.floor(self.needed * (1 - self.steer.percentile / 100))} "
-                         "below it and 10 beyond): widen --step-duration for a firmer answer")
+            notes.append(
+                f"{len(thin)} step(s) judged on fewer than {self.needed} samples (p{self.steer.percentile:g} "
+                f"needs {self.needed} for {self.needed - math.floor(self.needed * (1 - self.steer.percentile / 100))} "
+                "below it and 10 beyond): widen --step-duration for a firmer answer"
+            )
         # How far above the answer the knee may lie: the first saturated level, or what a
         # saturated step served, whichever is closer.
         # A knee's served rate above what overloaded steps served together is noise (a target
@@ -624,7 +675,9 @@ class FindMaxSteering:
             "max_messages_per_s": round(knee.messages_per_s, 3) if knee and knee.messages_per_s else None,
             "overloaded_rps": round(hint, 3) if hint is not None else None,
             "latency_ms_at_max": round(knee.latency_ms, 3) if knee and knee.latency_ms is not None else None,
-            "felt_latency_ms_at_max": round(knee.felt_latency_ms, 3) if knee and knee.felt_latency_ms is not None else None,
+            "felt_latency_ms_at_max": round(knee.felt_latency_ms, 3)
+            if knee and knee.felt_latency_ms is not None
+            else None,
             "level_at_max": knee.level if knee else None,
             "first_saturated_level": self._bad.level if self._bad else None,
             "bracket_percent": bracket,
@@ -655,7 +708,9 @@ def per_second_mean(seconds: list[Snapshot], what: str) -> tuple[float, float]:
         if what == "iterations":
             count = float(snapshot["iterations"])
         else:
-            count = float(sum(int(entry["ok"]) for entry in snapshot["steps"] if entry.get("kind", "request") == "request"))
+            count = float(
+                sum(int(entry["ok"]) for entry in snapshot["steps"] if entry.get("kind", "request") == "request")
+            )
         total, span = total + count, span + interval
         if interval > 0:
             rates.append(count / interval)

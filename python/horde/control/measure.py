@@ -59,8 +59,14 @@ class Scope:
     from_send: bool = False
 
     @classmethod
-    def of(cls, *, scenario: str | None = None, step: str | None = None, steps: Iterable[str] | None = None,
-           from_send: bool = False) -> Scope:
+    def of(
+        cls,
+        *,
+        scenario: str | None = None,
+        step: str | None = None,
+        steps: Iterable[str] | None = None,
+        from_send: bool = False,
+    ) -> Scope:
         """The scope of ``step`` and/or any of ``steps`` (every request step when neither),
         only in ``scenario`` when given."""
         names = ([step] if step is not None else []) + list(steps or ())
@@ -192,7 +198,11 @@ class Figures:
 
 
 def measure(
-    snapshots: Iterable[Snapshot], *, scenario: str | None = None, step: str | None = None, steps: Iterable[str] | None = None,
+    snapshots: Iterable[Snapshot],
+    *,
+    scenario: str | None = None,
+    step: str | None = None,
+    steps: Iterable[str] | None = None,
     from_send: bool = False,
 ) -> Figures:
     """The figures of a scope (see :class:`Scope`) over ``snapshots``, final ones included.
@@ -243,8 +253,13 @@ def _measure(snapshots: Iterable[Snapshot], scope: Scope) -> Figures:
                 blobs.append(bytes(blob))
     merged = b"" if not blobs else blobs[0] if len(blobs) == 1 else histogram.merge(blobs)
     return Figures(
-        requests=requests, ok=ok, errors=errors, histogram=merged, seconds=seconds,
-        dropped_arrivals=dropped, iterations=iterations,
+        requests=requests,
+        ok=ok,
+        errors=errors,
+        histogram=merged,
+        seconds=seconds,
+        dropped_arrivals=dropped,
+        iterations=iterations,
     )
 
 
@@ -289,8 +304,14 @@ class Window:
         """The seconds in the window, oldest first."""
         return [snapshot for snapshot, _ in self._seconds]
 
-    def figures(self, *, scenario: str | None = None, step: str | None = None, steps: Iterable[str] | None = None,
-                from_send: bool = False) -> Figures:
+    def figures(
+        self,
+        *,
+        scenario: str | None = None,
+        step: str | None = None,
+        steps: Iterable[str] | None = None,
+        from_send: bool = False,
+    ) -> Figures:
         """The figures of a scope over the window (see :func:`measure`)."""
         scope = Scope.of(scenario=scenario, step=step, steps=steps, from_send=from_send)
         parts = []

@@ -192,8 +192,10 @@ class ControlQueue(Observer):
         else:
             try:
                 levels = engine_run.set_level(
-                    vus=request.get("vus"), rate_per_s=request.get("rate_per_s"),
-                    scenarios=request.get("scenarios"), ramp_s=float(request.get("ramp_s", 0.0)),
+                    vus=request.get("vus"),
+                    rate_per_s=request.get("rate_per_s"),
+                    scenarios=request.get("scenarios"),
+                    ramp_s=float(request.get("ramp_s", 0.0)),
                 )
             except HordeError as error:
                 answer = f"refused: {error.message}"
@@ -271,10 +273,19 @@ class Capacity(Observer):
             return {}
         messages = summary.get("messages") or {}
         max_messages = float(messages.get("sent_per_s", 0.0)) + float(messages.get("received_per_s", 0.0))
-        return {"capacity": capacity_block({"method": "measured_run", "max_rps": summary["rps"],
-                                            "max_messages_per_s": round(max_messages, 3) or None,
-                                            "latency_ms_at_max": summary["latency_ms"]["p95"], "percentile": 95,
-                                            "saturation_reason": None}, self.question)}
+        return {
+            "capacity": capacity_block(
+                {
+                    "method": "measured_run",
+                    "max_rps": summary["rps"],
+                    "max_messages_per_s": round(max_messages, 3) or None,
+                    "latency_ms_at_max": summary["latency_ms"]["p95"],
+                    "percentile": 95,
+                    "saturation_reason": None,
+                },
+                self.question,
+            )
+        }
 
 
 class Monitors(Observer):

@@ -41,29 +41,40 @@ def plan_for_instances(plan: Plan, urls: Sequence[str], k: int) -> Plan:
     target = plan.target.model_copy(update={"base_url": urls[0], "instances": list(urls[1:k])})
     # A steered plan's VU cap is a ceiling for the whole search, not a per-instance load.
     steered = plan.steer is not None
-    update: dict[str, Any] = {"target": target, "scenarios": [_scaled(scenario, k, cap=not steered) for scenario in plan.scenarios]}
+    update: dict[str, Any] = {
+        "target": target,
+        "scenarios": [_scaled(scenario, k, cap=not steered) for scenario in plan.scenarios],
+    }
     if isinstance(plan.steer, FindMax):
         steer = plan.steer
         # A search sizes its own start; a given start, step and limit are one instance's.
-        update["steer"] = steer.model_copy(update={
-            key: value * k for key, value in (("start", steer.start), ("step", steer.step), ("limit", steer.limit))
-            if value is not None
-        })
+        update["steer"] = steer.model_copy(
+            update={
+                key: value * k
+                for key, value in (("start", steer.start), ("step", steer.step), ("limit", steer.limit))
+                if value is not None
+            }
+        )
     return plan.model_copy(update=update)
 
 
 def _scaled(scenario: Scenario, k: int, *, cap: bool) -> Scenario:
     workload = scenario.workload
     if isinstance(workload, ClosedModel):
-        scaled: ClosedModel | OpenModel = workload.model_copy(update={
-            "start_vus": workload.start_vus * k,
-            "stages": [stage.model_copy(update={"vus": stage.vus * k}) for stage in workload.stages],
-        })
+        scaled: ClosedModel | OpenModel = workload.model_copy(
+            update={
+                "start_vus": workload.start_vus * k,
+                "stages": [stage.model_copy(update={"vus": stage.vus * k}) for stage in workload.stages],
+            }
+        )
     else:
-        scaled = workload.model_copy(update={
-            "start_rate_per_s": workload.start_rate_per_s * k, "max_vus": workload.max_vus * (k if cap else 1),
-            "stages": [stage.model_copy(update={"rate_per_s": stage.rate_per_s * k}) for stage in workload.stages],
-        })
+        scaled = workload.model_copy(
+            update={
+                "start_rate_per_s": workload.start_rate_per_s * k,
+                "max_vus": workload.max_vus * (k if cap else 1),
+                "stages": [stage.model_copy(update={"rate_per_s": stage.rate_per_s * k}) for stage in workload.stages],
+            }
+        )
     return scenario.model_copy(update={"workload": scaled})
 
 
@@ -101,10 +112,13 @@ def study_block(rows: Sequence[ScaleRow]) -> dict[str, Any]:
     return {
         "rows": [
             {
-                "instances": row.instances, "run_id": row.run_id, "status": row.status,
+                "instances": row.instances,
+                "run_id": row.run_id,
+                "status": row.status,
                 "throughput_rps": round(row.throughput_rps, 3),
                 "per_instance_rps": round(row.throughput_rps / row.instances, 3),
-                "latency_ms": row.latency_ms, "saturation_reason": row.saturation_reason,
+                "latency_ms": row.latency_ms,
+                "saturation_reason": row.saturation_reason,
                 "efficiency": ratio,
             }
             for row, ratio in zip(rows, ratios)
@@ -128,7 +142,9 @@ def builtin_instances(count: int, *, workers: int | None, service_ms: float | No
             handle.stop()
 
 
-def run_study(plan: Plan, urls: Sequence[str], run_one: Callable[[Plan, int], tuple[str, str, dict[str, Any]]]) -> dict[str, Any]:
+def run_study(
+    plan: Plan, urls: Sequence[str], run_one: Callable[[Plan, int], tuple[str, str, dict[str, Any]]]
+) -> dict[str, Any]:
     """Runs the plan against 1..len(urls) instances, one run each (``run_one(plan, k)`` returns
     the run's id, status and summary), and reports throughput and efficiency per count."""
     rows = []

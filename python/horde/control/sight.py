@@ -28,7 +28,9 @@ def sight_plan(plan: Plan, duration_s: float) -> Plan:
     """Every scenario closed with exactly one VU for ``duration_s``; no steering, autostop or
     thresholds (a sighting shot is a measurement, not a test)."""
     scenarios = [
-        scenario.model_copy(update={"workload": ClosedModel(start_vus=1, stages=[ClosedStage(duration_s=duration_s, vus=1)])})
+        scenario.model_copy(
+            update={"workload": ClosedModel(start_vus=1, stages=[ClosedStage(duration_s=duration_s, vus=1)])}
+        )
         for scenario in plan.scenarios
     ]
     return plan.model_copy(update={"scenarios": scenarios, "steer": None, "autostop": [], "thresholds": []})
@@ -60,7 +62,9 @@ def sight_block(plan: Plan, summary: dict[str, Any], plan_label: str, *, quick: 
             "errors": figures["errors"],
             "p50_ms": median,
             "p95_ms": figures["latency_ms"]["p95"],
-            "rate_per_vu": round(1000.0 / median, 3) if median > 0 and figures.get("kind", "request") == "request" else None,
+            "rate_per_vu": round(1000.0 / median, 3)
+            if median > 0 and figures.get("kind", "request") == "request"
+            else None,
         }
     vu_rps = summary["rps"] / max(1, len(plan.scenarios))
     open_model = quick or all(scenario.workload.type == "open" for scenario in plan.scenarios)
@@ -79,7 +83,9 @@ def sight_block(plan: Plan, summary: dict[str, Any], plan_label: str, *, quick: 
     return {
         "duration_s": summary["duration_s"],
         "vu_rps": round(vu_rps, 3),
-        "iteration_s": round(summary["duration_s"] * len(plan.scenarios) / summary["iterations"], 4) if summary["iterations"] else None,
+        "iteration_s": round(summary["duration_s"] * len(plan.scenarios) / summary["iterations"], 4)
+        if summary["iterations"]
+        else None,
         "steps": steps,
         "suggestion": {
             "unit": unit,

@@ -20,8 +20,14 @@ MIN_TAIL_SAMPLES = 10
 class LevelSetter(Protocol):
     """What a steering needs of a run (``horde.engine.run.Run`` has it)."""
 
-    def set_level(self, *, vus: int | None = ..., rate_per_s: float | None = ...,
-                 scenarios: list[str] | None = ..., ramp_s: float = ...) -> dict[str, float]: ...
+    def set_level(
+        self,
+        *,
+        vus: int | None = ...,
+        rate_per_s: float | None = ...,
+        scenarios: list[str] | None = ...,
+        ramp_s: float = ...,
+    ) -> dict[str, float]: ...
 
     def set_pace(self, factor: float, *, scenarios: list[str] | None = ...) -> dict[str, float]: ...
 

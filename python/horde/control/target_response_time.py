@@ -320,10 +320,17 @@ class TargetResponseTimeSteering:
         # current level's reading so far.
         latency = now.get("held_window_ms") if now.get("held_window_ms") is not None else now.get("latency_ms")
         return {
-            "method": "target_response_time", "phase": self._current.phase, "level": self.level,
-            "level_unit": self.level_unit, "target_ms": self.target, "percentile": self.steer.percentile,
-            "latency_ms": latency, "held": bool(now.get("held")),
-            "last": None if last is None else {"level": last.level, "verdict": last.verdict, "latency_ms": last.latency_ms},
+            "method": "target_response_time",
+            "phase": self._current.phase,
+            "level": self.level,
+            "level_unit": self.level_unit,
+            "target_ms": self.target,
+            "percentile": self.steer.percentile,
+            "latency_ms": latency,
+            "held": bool(now.get("held")),
+            "last": None
+            if last is None
+            else {"level": last.level, "verdict": last.verdict, "latency_ms": last.latency_ms},
             "set_aside_s": self.set_aside_s,
         }
 
@@ -334,9 +341,16 @@ class TargetResponseTimeSteering:
         second = int(snapshot["second"])
         current = self._current
         state = generator_state(snapshot, cpu_limit_percent)
-        entry: dict[str, Any] = {"second": second, "level": self.level, "phase": current.phase, "latency_ms": None,
-                                 "held": False, "counted": False, "starved": state == GENERATOR_STARVED,
-                                 "generator_saturated": state == GENERATOR_SATURATED}
+        entry: dict[str, Any] = {
+            "second": second,
+            "level": self.level,
+            "phase": current.phase,
+            "latency_ms": None,
+            "held": False,
+            "counted": False,
+            "starved": state == GENERATOR_STARVED,
+            "generator_saturated": state == GENERATOR_SATURATED,
+        }
         self.history.append(entry)
         if state == GENERATOR_STARVED:
             if second >= current.started_s:
@@ -387,10 +401,16 @@ class TargetResponseTimeSteering:
             merged = histogram.merge(blobs) if len(blobs) > 1 else blobs[0]
             latency = histogram.stats(merged, (self.steer.percentile,)).percentile(self.steer.percentile)
         entry["held_window_ms"] = _rounded(latency)
-        entry["held"] = (latency is not None and abs(latency - self.target) <= BAND * self.target
-                         and own.error_percent() <= ERROR_LIMIT_PERCENT)
-        self._seconds_held[int(snapshot["second"])] = (own.histogram, own.ok / max(own.seconds, 1e-9),
-                                                      messages_per_second([snapshot]))
+        entry["held"] = (
+            latency is not None
+            and abs(latency - self.target) <= BAND * self.target
+            and own.error_percent() <= ERROR_LIMIT_PERCENT
+        )
+        self._seconds_held[int(snapshot["second"])] = (
+            own.histogram,
+            own.ok / max(own.seconds, 1e-9),
+            messages_per_second([snapshot]),
+        )
 
     def _observe_hold(self, current: _Level, entry: dict[str, Any], run: LevelSetter, second: int) -> None:
         """Holding: the percentile over the current level's seconds (the last HOLD_WINDOW_S of
@@ -414,8 +434,13 @@ class TargetResponseTimeSteering:
             if limit in LIMITS:
                 self._limit = limit
             self._remember_ceiling(current.level, second)
-            self._set(run, self._down(current.level, 0.8 if limit in LIMITS else 0.5), "hold", second,
-                      drain=limit not in LIMITS)
+            self._set(
+                run,
+                self._down(current.level, 0.8 if limit in LIMITS else 0.5),
+                "hold",
+                second,
+                drain=limit not in LIMITS,
+            )
             return
         assert latency is not None
         low, high = self._batch_interval(window, latency)
@@ -455,8 +480,9 @@ class TargetResponseTimeSteering:
         if level is None:
             # Staying: a reading now and then, for the answer and the report's table.
             if periodic:
-                self._record(current, figures, second, "at" if within else "over" if over else "under", "estimate",
-                             len(window))
+                self._record(
+                    current, figures, second, "at" if within else "over" if over else "under", "estimate", len(window)
+                )
             return
         self._record(current, figures, second, "over" if over else "under", basis, len(window))
         # A burst's queue drains at the level just under it: no recovery far below.
@@ -465,7 +491,9 @@ class TargetResponseTimeSteering:
         self._ups = self._ups + 1 if latency < self.target * (1 - BAND) else 0
         if over:
             self._set(run, level, "hold", second, drain=True)
-        elif self._ups >= RECLIMB_AFTER_NEAR or (self._ups >= RECLIMB_AFTER and level < RECLIMB_BELOW * self._highest_good_level()):
+        elif self._ups >= RECLIMB_AFTER_NEAR or (
+            self._ups >= RECLIMB_AFTER and level < RECLIMB_BELOW * self._highest_good_level()
+        ):
             self._ups = 0
             self._reclimb(run, level, second)
         elif level != current.level:
@@ -500,8 +528,12 @@ class TargetResponseTimeSteering:
         T and falling (a level that is itself over T does not fall), within DRAIN_MAX_S."""
         latency = own.latency_ms(self.steer.percentile)
         previous, current.drain_latency_ms = current.drain_latency_ms, latency
-        current.draining = (latency is not None and latency > self.target * (1 + BAND) and current.drained < DRAIN_MAX_S
-                            and (previous is None or latency < previous))
+        current.draining = (
+            latency is not None
+            and latency > self.target * (1 + BAND)
+            and current.drained < DRAIN_MAX_S
+            and (previous is None or latency < previous)
+        )
         if current.draining:
             current.drained += 1
             self.history[-1]["phase"] = "drain"
@@ -527,8 +559,12 @@ class TargetResponseTimeSteering:
             verdict, basis = "over", "confident"
         elif counted >= shortest and 2 * saturated > counted:
             verdict, basis = "limit", "generator_saturated"
-        elif counted >= shortest and self.model == "open" and figures.dropped_percent > DROPPED_LIMIT_PERCENT and (
-                high is None or high <= self.target * (1 + BAND)):
+        elif (
+            counted >= shortest
+            and self.model == "open"
+            and figures.dropped_percent > DROPPED_LIMIT_PERCENT
+            and (high is None or high <= self.target * (1 + BAND))
+        ):
             verdict, basis = "limit", "dropped_arrivals"
         elif counted >= shortest:
             assert low is not None and high is not None
@@ -554,16 +590,27 @@ class TargetResponseTimeSteering:
                 # "over" short of CLEARLY_OVER: the p95 of 40 requests is their second slowest.
                 basis = "estimate"
                 over = (enough and latency > self.target) or (
-                    current.phase == "bisect" and latency > self.target * (1 + BAND))
+                    current.phase == "bisect" and latency > self.target * (1 + BAND)
+                )
                 verdict = "over" if over else "under"
         if verdict is None:
             return None
         return Reading(
-            index=len(self.readings), phase=current.phase, level=current.level, started_s=current.started_s,
-            judged_at_s=second, seconds=counted, samples=figures.samples, latency_ms=_rounded(latency),
-            low_ms=_rounded(low), high_ms=_rounded(high), ok_rps=round(figures.ok_rps, 3),
-            error_percent=round(figures.error_percent(), 3), dropped_percent=round(figures.dropped_percent, 3),
-            verdict=verdict, basis=basis,
+            index=len(self.readings),
+            phase=current.phase,
+            level=current.level,
+            started_s=current.started_s,
+            judged_at_s=second,
+            seconds=counted,
+            samples=figures.samples,
+            latency_ms=_rounded(latency),
+            low_ms=_rounded(low),
+            high_ms=_rounded(high),
+            ok_rps=round(figures.ok_rps, 3),
+            error_percent=round(figures.error_percent(), 3),
+            dropped_percent=round(figures.dropped_percent, 3),
+            verdict=verdict,
+            basis=basis,
         )
 
     def _batch_interval(self, seconds: list[Snapshot], latency: float) -> tuple[float, float]:
@@ -609,7 +656,9 @@ class TargetResponseTimeSteering:
         self._last_over_ms = reading.latency_ms if reading.verdict == "over" else None
         if reading.latency_ms is not None:
             self._measured[reading.level] = (reading.latency_ms, len(self.history))
-        if reading.verdict in ("under", "at") and (self._under is None or reading.level >= self._under.level or phase == "hold"):
+        if reading.verdict in ("under", "at") and (
+            self._under is None or reading.level >= self._under.level or phase == "hold"
+        ):
             self._under = reading
         if reading.verdict == "over" and reading.basis != "no_responses" or reading.verdict == "limit":
             if self._over is None or reading.level <= self._over.level or phase == "hold":
@@ -621,7 +670,11 @@ class TargetResponseTimeSteering:
         elif reading.verdict == "limit":
             self._limit = reading.basis
             self._remember_ceiling(reading.level, second)
-            below = self._under.level if self._under is not None and self._under.level < reading.level else self._down(reading.level, 0.8)
+            below = (
+                self._under.level
+                if self._under is not None and self._under.level < reading.level
+                else self._down(reading.level, 0.8)
+            )
             self._hold(run, below, second)
         elif reading.verdict == "under":
             if reading.level >= self.steer.max:
@@ -647,8 +700,13 @@ class TargetResponseTimeSteering:
         ratio = self.target / max(latency, 1e-6)
         if elasticity is None:
             # Latency has not risen with the level beyond its readings' noise.
-            growth = (GROWTH_FAR if ratio >= 1 / (1 - FAR_MARGIN) else GROWTH_UNCERTAIN_FLAT if ratio > 1 + BAND
-                      else GROWTH_UNCERTAIN)
+            growth = (
+                GROWTH_FAR
+                if ratio >= 1 / (1 - FAR_MARGIN)
+                else GROWTH_UNCERTAIN_FLAT
+                if ratio > 1 + BAND
+                else GROWTH_UNCERTAIN
+            )
         elif reading.basis == "estimate" and ratio <= 1 + BAND:
             growth = GROWTH_UNCERTAIN
         else:
@@ -672,8 +730,11 @@ class TargetResponseTimeSteering:
         under T merged (a few dozen samples a reading at low levels put a p95 anywhere from
         the service time to T; a few hundred pin it), unless this reading is above it by more
         than its own noise (a rise the readings alone were too few to show)."""
-        blobs = [self._climb_blobs[r.index] for r in self.readings[self._climb_from:]
-                 if r.verdict == "under" and r.index in self._climb_blobs]
+        blobs = [
+            self._climb_blobs[r.index]
+            for r in self.readings[self._climb_from :]
+            if r.verdict == "under" and r.index in self._climb_blobs
+        ]
         if len(blobs) < 2 or reading.latency_ms is None:
             return None
         merged = histogram.merge(blobs)
@@ -687,7 +748,7 @@ class TargetResponseTimeSteering:
         (the steepest that stands above their noise), or None where latency has not risen
         beyond noise: a flat curve, far from its knee."""
         steepest: float | None = None
-        for earlier in self.readings[self._climb_from:-1]:
+        for earlier in self.readings[self._climb_from : -1]:
             if earlier.verdict not in ("under", "at") or earlier.level >= reading.level or not earlier.latency_ms:
                 continue
             span = math.log(reading.level / earlier.level)
@@ -706,11 +767,17 @@ class TargetResponseTimeSteering:
         if self._closed_bracket(under.level, over.level):
             # Hold at the end whose latency is within the band and nearer T (a step function of
             # VUs: 20 VUs at -19 %, 21 at +6 %), else at the end under T.
-            within = [r for r in (under, over) if r.latency_ms and abs(r.latency_ms - self.target) <= BAND * self.target]
+            within = [
+                r for r in (under, over) if r.latency_ms and abs(r.latency_ms - self.target) <= BAND * self.target
+            ]
             chosen = min(within, key=lambda r: abs(math.log(r.latency_ms / self.target))) if within else under  # type: ignore[operator]
             level = chosen.level
-            if (self.model != "closed" and chosen.basis != "confident" and chosen.latency_ms is not None
-                    and chosen.latency_ms > self.target * (1 - BAND / 2)):
+            if (
+                self.model != "closed"
+                and chosen.basis != "confident"
+                and chosen.latency_ms is not None
+                and chosen.latency_ms > self.target * (1 - BAND / 2)
+            ):
                 # A short reading near T is as likely over it as under: holding starts a safety
                 # step lower, where a burst does not cost the held window its next seconds, and
                 # holding's longer windows move it up when it is under T.
@@ -746,16 +813,28 @@ class TargetResponseTimeSteering:
             return "dropped_arrivals"
         return None
 
-    def _record(self, current: _Level, figures: Figures, second: int, verdict: str, basis: str, seconds: int) -> Reading:
+    def _record(
+        self, current: _Level, figures: Figures, second: int, verdict: str, basis: str, seconds: int
+    ) -> Reading:
         """A holding window as a reading (for the answer and the report's table)."""
         latency = figures.latency_ms(self.steer.percentile)
         low, high = self._batch_interval(current.seconds[-seconds:], latency) if latency is not None else (None, None)
         reading = Reading(
-            index=len(self.readings), phase="hold", level=current.level, started_s=second - seconds + 1,
-            judged_at_s=second, seconds=seconds, samples=figures.samples, latency_ms=_rounded(latency),
-            low_ms=_rounded(low), high_ms=_rounded(high), ok_rps=round(figures.ok_rps, 3),
-            error_percent=round(figures.error_percent(), 3), dropped_percent=round(figures.dropped_percent, 3),
-            verdict=verdict, basis=basis,
+            index=len(self.readings),
+            phase="hold",
+            level=current.level,
+            started_s=second - seconds + 1,
+            judged_at_s=second,
+            seconds=seconds,
+            samples=figures.samples,
+            latency_ms=_rounded(latency),
+            low_ms=_rounded(low),
+            high_ms=_rounded(high),
+            ok_rps=round(figures.ok_rps, 3),
+            error_percent=round(figures.error_percent(), 3),
+            dropped_percent=round(figures.dropped_percent, 3),
+            verdict=verdict,
+            basis=basis,
             held=latency is not None and abs(latency - self.target) <= BAND * self.target and verdict != "limit",
         )
         self.readings.append(reading)
@@ -823,8 +902,11 @@ class TargetResponseTimeSteering:
         first, longest = CEILING_MEMORY_S
         ceiling = self._ceiling
         if ceiling is not None and level >= ceiling.level * (1 - PRECISION):
-            self._ceiling = _Ceiling(level=min(level, ceiling.level), until_s=second + min(longest, 2 * ceiling.memory_s),
-                                     memory_s=min(longest, 2 * ceiling.memory_s))
+            self._ceiling = _Ceiling(
+                level=min(level, ceiling.level),
+                until_s=second + min(longest, 2 * ceiling.memory_s),
+                memory_s=min(longest, 2 * ceiling.memory_s),
+            )
         else:
             self._ceiling = _Ceiling(level=level, until_s=second + first, memory_s=first)
 
@@ -847,7 +929,9 @@ class TargetResponseTimeSteering:
                 self._remember_ceiling(self._over.level, second)  # the bracket's top, as found
         self._set(run, level, "hold", second, drain=level < self.level)
 
-    def _set(self, run: LevelSetter, level: float, phase: str, second: int, *, drain: bool = False, moved: bool = True) -> None:
+    def _set(
+        self, run: LevelSetter, level: float, phase: str, second: int, *, drain: bool = False, moved: bool = True
+    ) -> None:
         level = min(self.steer.max, max(self.steer.min, level))
         overloaded = self._last_over_ms is not None and self._last_over_ms > RECOVER_OVER * self.target
         if drain and overloaded and self.model != "closed" and moved:
@@ -860,7 +944,9 @@ class TargetResponseTimeSteering:
             return
         if moved and level != self.level:
             self.level = move(run, self.model, self.scenarios, level)
-            self._current = _Level(self.level, phase, started_s=second + 1 + SETTLE_S, draining=drain and self.model != "closed")
+            self._current = _Level(
+                self.level, phase, started_s=second + 1 + SETTLE_S, draining=drain and self.model != "closed"
+            )
         else:
             self._current = _Level(self.level, phase, started_s=second + 1)
 
@@ -868,8 +954,11 @@ class TargetResponseTimeSteering:
 
     def result(self) -> dict[str, Any]:
         """The capacity block's target-response-time part (see the module's last paragraph)."""
-        tracked = [entry for entry in self.history
-                   if self.converged_at_s is not None and entry["second"] >= self.converged_at_s and not entry["starved"]]
+        tracked = [
+            entry
+            for entry in self.history
+            if self.converged_at_s is not None and entry["second"] >= self.converged_at_s and not entry["starved"]
+        ]
         held_entries = [entry for entry in tracked if entry["held"] and entry["second"] in self._seconds_held]
         held_s = len(held_entries)
         tracked_s = len(tracked)
@@ -890,30 +979,51 @@ class TargetResponseTimeSteering:
             "tracked_s": tracked_s,
             "held_percent": round(100.0 * held_s / tracked_s, 1) if tracked_s else None,
             "set_aside_s": self.set_aside_s,
-            "max_rps": None, "level_at_max": None, "latency_ms_at_max": None,
+            "max_rps": None,
+            "level_at_max": None,
+            "latency_ms_at_max": None,
         }
         if outcome == "held":
             blobs = [self._seconds_held[entry["second"]][0] for entry in held_entries]
             blobs = [blob for blob in blobs if blob]
             merged = histogram.merge(blobs) if len(blobs) > 1 else blobs[0]
-            answer["max_rps"] = round(statistics.fmean(self._seconds_held[entry["second"]][1] for entry in held_entries), 3)
+            answer["max_rps"] = round(
+                statistics.fmean(self._seconds_held[entry["second"]][1] for entry in held_entries), 3
+            )
             # Message steps (tcp://, udp://, kcp://): the messages a second at that level, sent
             # and received, which a gateway's capacity is counted in.
             messages = statistics.fmean(self._seconds_held[entry["second"]][2] for entry in held_entries)
             answer["max_messages_per_s"] = round(messages, 3) or None
             answer["level_at_max"] = statistics.median_low(entry["level"] for entry in held_entries)
-            answer["latency_ms_at_max"] = _rounded(histogram.stats(merged, (self.steer.percentile,)).percentile(self.steer.percentile))
+            answer["latency_ms_at_max"] = _rounded(
+                histogram.stats(merged, (self.steer.percentile,)).percentile(self.steer.percentile)
+            )
         highest = self._highest_under()
-        answer["highest_under_target"] = None if highest is None else {
-            "level": highest.level, "ok_rps": highest.ok_rps, "latency_ms": highest.latency_ms, "second": highest.judged_at_s}
+        answer["highest_under_target"] = (
+            None
+            if highest is None
+            else {
+                "level": highest.level,
+                "ok_rps": highest.ok_rps,
+                "latency_ms": highest.latency_ms,
+                "second": highest.judged_at_s,
+            }
+        )
         if outcome == "cliff" and highest is not None:
             # The highest level under T is the answer to "the most load with the percentile at
             # or under T", though T itself cannot be held: the sentence says so.
             answer.update(max_rps=highest.ok_rps, level_at_max=highest.level, latency_ms_at_max=highest.latency_ms)
         lowest_over = self._lowest_over_above(highest.level if highest else 0.0)
-        answer["lowest_over_target"] = None if lowest_over is None else {
-            "level": lowest_over.level, "ok_rps": lowest_over.ok_rps, "latency_ms": lowest_over.latency_ms,
-            "second": lowest_over.judged_at_s}
+        answer["lowest_over_target"] = (
+            None
+            if lowest_over is None
+            else {
+                "level": lowest_over.level,
+                "ok_rps": lowest_over.ok_rps,
+                "latency_ms": lowest_over.latency_ms,
+                "second": lowest_over.judged_at_s,
+            }
+        )
         answer["sentence"] = self._sentence(answer)
         notes = []
         if self.set_aside_s:
@@ -933,8 +1043,13 @@ class TargetResponseTimeSteering:
             return "not_converged", None
         if tracked_s and held_s >= HELD_SHARE_FOR_ANSWER * tracked_s:
             return "held", None
-        after = [entry for entry in self.history if entry["second"] >= self.converged_at_s
-                 and not entry["starved"] and entry.get("held_window_ms") is not None]
+        after = [
+            entry
+            for entry in self.history
+            if entry["second"] >= self.converged_at_s
+            and not entry["starved"]
+            and entry.get("held_window_ms") is not None
+        ]
         if not after:
             return "not_converged", None
         under_s = sum(entry["held_window_ms"] < self.target * (1 - BAND) for entry in after)
@@ -948,8 +1063,12 @@ class TargetResponseTimeSteering:
         lowest_over = self._lowest_over_above(highest.level) if highest is not None else None
         # A cliff: the levels found over T after convergence were all past the highest level
         # under it (tries of the cliff's edge, a window each time), never a level under it.
-        if (highest is not None and lowest_over is not None and self._is_cliff(highest, lowest_over)
-                and all(r.level > highest.level for r in late_over)):
+        if (
+            highest is not None
+            and lowest_over is not None
+            and self._is_cliff(highest, lowest_over)
+            and all(r.level > highest.level for r in late_over)
+        ):
             return "cliff", None
         return "kept_crossing", None
 
@@ -965,8 +1084,11 @@ class TargetResponseTimeSteering:
         return over.level <= under.level * (1 + PRECISION) and over.latency_ms >= CLEARLY_OVER * self.target
 
     def _highest_under(self) -> Reading | None:
-        under = [r for r in self.readings if r.verdict in ("under", "at") and r.latency_ms is not None
-                 and r.latency_ms <= self.target * (1 + BAND)]
+        under = [
+            r
+            for r in self.readings
+            if r.verdict in ("under", "at") and r.latency_ms is not None and r.latency_ms <= self.target * (1 + BAND)
+        ]
         return max(under, key=lambda r: (r.level, r.judged_at_s), default=None)
 
     def _lowest_over_above(self, level: float) -> Reading | None:
@@ -980,28 +1102,47 @@ class TargetResponseTimeSteering:
         highest = answer["highest_under_target"]
         outcome = answer["outcome"]
         if outcome == "held":
-            return (f"T held: {target} at {answer['max_rps']:,.1f} req/s (level {_level_text(answer['level_at_max'], self.level_unit)}) "
-                    f"for {answer['held_s']} of {answer['tracked_s']} s after convergence (from second {self.converged_at_s}); "
-                    f"the {percentile} over the held seconds was {answer['latency_ms_at_max']:,.2f} ms")
-        under = "" if highest is None else (
-            f"; the highest level under T was {_level_text(highest['level'], self.level_unit)} "
-            f"({highest['ok_rps']:,.1f} req/s, {percentile} {highest['latency_ms']:,.2f} ms)")
+            return (
+                f"T held: {target} at {answer['max_rps']:,.1f} req/s (level {_level_text(answer['level_at_max'], self.level_unit)}) "
+                f"for {answer['held_s']} of {answer['tracked_s']} s after convergence (from second {self.converged_at_s}); "
+                f"the {percentile} over the held seconds was {answer['latency_ms_at_max']:,.2f} ms"
+            )
+        under = (
+            ""
+            if highest is None
+            else (
+                f"; the highest level under T was {_level_text(highest['level'], self.level_unit)} "
+                f"({highest['ok_rps']:,.1f} req/s, {percentile} {highest['latency_ms']:,.2f} ms)"
+            )
+        )
         if outcome == "unreachable":
             lowest = min((r for r in self.readings if r.latency_ms is not None), key=lambda r: r.level, default=None)
-            at = "" if lowest is None else f": at level {_level_text(lowest.level, self.level_unit)} the {percentile} was {lowest.latency_ms:,.2f} ms"
+            at = (
+                ""
+                if lowest is None
+                else f": at level {_level_text(lowest.level, self.level_unit)} the {percentile} was {lowest.latency_ms:,.2f} ms"
+            )
             return f"T unreachable: even the lowest level is over {target}{at}"
         if outcome == "not_reached":
-            why = {"max": "the plan's max level", "generator_saturated": "the generator's own CPU",
-                   "dropped_arrivals": "the open model's max_vus (arrivals dropped)"}.get(answer["limit"] or "", str(answer["limit"]))
+            why = {
+                "max": "the plan's max level",
+                "generator_saturated": "the generator's own CPU",
+                "dropped_arrivals": "the open model's max_vus (arrivals dropped)",
+            }.get(answer["limit"] or "", str(answer["limit"]))
             return f"T not reached: at the highest level allowed ({why}) latency stayed under {target}{under}"
         if outcome == "cliff":
             over = answer["lowest_over_target"]
-            return (f"T cannot be held: latency jumps past {target} between adjacent levels{under}; "
-                    f"level {_level_text(over['level'], self.level_unit)} gave {over['latency_ms']:,.2f} ms")
+            return (
+                f"T cannot be held: latency jumps past {target} between adjacent levels{under}; "
+                f"level {_level_text(over['level'], self.level_unit)} gave {over['latency_ms']:,.2f} ms"
+            )
         if outcome == "kept_crossing":
-            return (f"T not held: the system kept crossing {target} (held {answer['held_s']} of {answer['tracked_s']} s "
-                    f"after convergence){under}")
+            return (
+                f"T not held: the system kept crossing {target} (held {answer['held_s']} of {answer['tracked_s']} s "
+                f"after convergence){under}"
+            )
         return f"T not found: the run ended before the steering converged{under}"
+
 
 def initial_level(plan: Plan) -> float:
     """The level a target-response-time run starts at: ``start``, or the default of its kind."""
@@ -1020,8 +1161,21 @@ def _log_error(reading: Reading) -> float:
 
 
 #: Student's t at 97.5 % (a two-sided 95 % interval) by degrees of freedom; 2 beyond the table.
-_STUDENT_T = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23,
-              15: 2.13, 20: 2.09, 30: 2.04}
+_STUDENT_T = {
+    1: 12.71,
+    2: 4.30,
+    3: 3.18,
+    4: 2.78,
+    5: 2.57,
+    6: 2.45,
+    7: 2.36,
+    8: 2.31,
+    9: 2.26,
+    10: 2.23,
+    15: 2.13,
+    20: 2.09,
+    30: 2.04,
+}
 
 
 def _student_t(freedom: int) -> float:

@@ -58,8 +58,11 @@ def _name(condition: str, step: str | None, scenario: str | None, scope: str) ->
     return condition if step is None and scenario is None else f"{condition} [{scope}]"
 
 
-def judge(thresholds: Sequence[Threshold], snapshots: Iterable[Snapshot],
-          monitor_samples: Mapping[str, Sequence[MonitorSample]] | None = None) -> list[Verdict]:
+def judge(
+    thresholds: Sequence[Threshold],
+    snapshots: Iterable[Snapshot],
+    monitor_samples: Mapping[str, Sequence[MonitorSample]] | None = None,
+) -> list[Verdict]:
     """The verdict of each threshold over ``snapshots`` (the whole run, final one included),
     in the thresholds' order; a threshold on a monitor is judged on ``monitor_samples``."""
     snapshots = list(snapshots)
@@ -86,8 +89,17 @@ def _monitor_verdict(condition: MonitorCondition, samples: Sequence[MonitorSampl
         message = f"{condition.text} passed: worst {worst:g}"
     else:
         message = f"{condition.text} failed: not {limit} from second {failed_at} (worst {worst:g})"
-    return Verdict(condition=condition.text, step=None, scenario=None, scope=f"monitor {condition.monitor}",
-                   measured=worst, unit="", limit=limit, passed=passed, message=message)
+    return Verdict(
+        condition=condition.text,
+        step=None,
+        scenario=None,
+        scope=f"monitor {condition.monitor}",
+        measured=worst,
+        unit="",
+        limit=limit,
+        passed=passed,
+        message=message,
+    )
 
 
 def _verdict(threshold: Threshold, scope: Scope, figures: Figures) -> Verdict:
@@ -104,8 +116,15 @@ def _verdict(threshold: Threshold, scope: Scope, figures: Figures) -> Verdict:
     else:
         message = f"{name} failed: {format_value(measured, unit)}, not {limit}"
     return Verdict(
-        condition=condition.text, step=threshold.step, scenario=threshold.scenario, scope=scope.describe(),
-        measured=measured, unit=unit, limit=limit, passed=passed, message=message,
+        condition=condition.text,
+        step=threshold.step,
+        scenario=threshold.scenario,
+        scope=scope.describe(),
+        measured=measured,
+        unit=unit,
+        limit=limit,
+        passed=passed,
+        message=message,
     )
 
 
@@ -117,7 +136,9 @@ def _why_no_value(condition: Condition, figures: Figures) -> str:
     # Latency covers requests that got a response; a run where none did measured nothing.
     kinds = sorted(figures.errors.items(), key=lambda item: (-item[1], item[0]))
     why = ", ".join(f"{kind} {count:,}" for kind, count in kinds[:3])
-    return f"no response was measured: none of the {figures.requests:,} requests in scope got one" + (f" ({why})" if why else "")
+    return f"no response was measured: none of the {figures.requests:,} requests in scope got one" + (
+        f" ({why})" if why else ""
+    )
 
 
 def all_passed(verdicts: Iterable[Verdict]) -> bool:

@@ -24,7 +24,9 @@ TRIAL_LIMIT_S = 120.0
 EXCHANGES_PER_STEP = 50
 #: Connect failures: the target could not be reached at all (``sql_login_failed``: PostgreSQL
 #: refused the login).
-_CONNECT_KINDS = frozenset({"refused", "dns", "tls", "connect", "timeout", "sql_connection_failure", "sql_login_failed"})
+_CONNECT_KINDS = frozenset(
+    {"refused", "dns", "tls", "connect", "timeout", "sql_connection_failure", "sql_login_failed"}
+)
 
 
 @dataclass
@@ -68,8 +70,9 @@ def chosen_scenarios(plan: Plan, names: Sequence[str]) -> list[str]:
     known = [scenario.name for scenario in plan.scenarios]
     unknown = [name for name in names if name not in known]
     if unknown:
-        raise InvalidInput(f"--scenario: no scenario is named {', '.join(map(repr, unknown))}",
-                           hint="name one of: " + ", ".join(known))
+        raise InvalidInput(
+            f"--scenario: no scenario is named {', '.join(map(repr, unknown))}", hint="name one of: " + ", ".join(known)
+        )
     return [name for name in known if name in names] if names else known
 
 
@@ -79,8 +82,14 @@ def try_scenario(plan: Plan, scenario: str, on_exchanges: Callable[[list[Exchang
     plan_json = checked_plan_json(one)
     result = TrialResult(scenario=scenario)
     snapshots: list[Snapshot] = []
-    with Run.start(one, workers=1, plan_json=plan_json, record_exchanges=EXCHANGES_PER_STEP, single_iteration=True,
-                   on_exchanges=on_exchanges) as run:
+    with Run.start(
+        one,
+        workers=1,
+        plan_json=plan_json,
+        record_exchanges=EXCHANGES_PER_STEP,
+        single_iteration=True,
+        on_exchanges=on_exchanges,
+    ) as run:
         snapshots.extend(run)
     for snapshot in snapshots:
         result.connections_opened += snapshot["connections_opened"]
@@ -116,4 +125,3 @@ def describe(result: TrialResult) -> str:
     kinds = ", ".join(f"{kind} {count}" for kind, count in sorted(result.errors.items()))
     setup = "; its setup failed" if result.setup_failed else ""
     return f"{result.scenario}: {result.requests} exchange(s), {result.failures} failed ({kinds}){setup}"
-

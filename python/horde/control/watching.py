@@ -98,12 +98,19 @@ class RunMonitors:
         findings = Diagnosis(self._plan.monitors).observe_all(samples)
         node_exporters = {m.name for m in self._plan.monitors if isinstance(m, PrometheusMonitor) and m.node_exporter}
         block = monitors_block(self._monitoring.kinds, node_exporters, samples, findings, self._monitoring.warnings)
-        block["cost"] = {name: {key: round(value, 4) for key, value in cost.items()}
-                         for name, cost in self._monitoring.cost().items()}
+        block["cost"] = {
+            name: {key: round(value, 4) for key, value in cost.items()}
+            for name, cost in self._monitoring.cost().items()
+        }
         return block
 
-    def what_broke_first(self, capacity: dict[str, Any], snapshots: Sequence[Snapshot],
-                         samples: dict[str, list[MonitorSample]], block: dict[str, Any]) -> dict[str, Any] | None:
+    def what_broke_first(
+        self,
+        capacity: dict[str, Any],
+        snapshots: Sequence[Snapshot],
+        samples: dict[str, list[MonitorSample]],
+        block: dict[str, Any],
+    ) -> dict[str, Any] | None:
         """A steered run's capacity block's ``what_broke_first`` (the limits the monitors saw
         crossed beside the moment the load gave way); None without monitors."""
         if self._monitoring is None:

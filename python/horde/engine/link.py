@@ -31,11 +31,17 @@ from horde import _engine
 from horde.errors import ExitCode, InvalidInput, LinkUnavailable
 
 #: What to do when not allowed.
-ROOT_HINT = ("the link needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN: a network namespace, TUN devices, their addresses): "
-             "run it with sudo, or impair UDP and KCP with the scenario's `network:` instead, which needs no privilege")
+ROOT_HINT = (
+    "the link needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN: a network namespace, TUN devices, their addresses): "
+    "run it with sudo, or impair UDP and KCP with the scenario's `network:` instead, which needs no privilege"
+)
 
 #: The signals that stop a link, and the exit code each gives (128 + the signal, as a shell says).
-STOP_SIGNALS = {signal.SIGINT: ExitCode.INTERRUPTED, signal.SIGTERM: ExitCode.TERMINATED, signal.SIGHUP: ExitCode.HUNG_UP}
+STOP_SIGNALS = {
+    signal.SIGINT: ExitCode.INTERRUPTED,
+    signal.SIGTERM: ExitCode.TERMINATED,
+    signal.SIGHUP: ExitCode.HUNG_UP,
+}
 
 #: How long the command has to end after SIGTERM before it is killed.
 COMMAND_GRACE_S = 5.0
@@ -64,7 +70,9 @@ class LinkOptions:
         for name in ("loss_percent", "duplicate_percent", "reorder_percent"):
             value = getattr(self, name)
             if not 0 <= value <= 100:
-                raise InvalidInput(f"--{name.replace('_', '-')}: {value:g} is not a share", hint="give 0 to 100 (percent)")
+                raise InvalidInput(
+                    f"--{name.replace('_', '-')}: {value:g} is not a share", hint="give 0 to 100 (percent)"
+                )
         if self.rate_mbit is not None and not 0.001 <= self.rate_mbit <= 100_000:
             raise InvalidInput(f"--rate-mbit: {self.rate_mbit:g} is out of range", hint="give 0.001 to 100000 Mbit/s")
         if not 0 <= self.queue_ms <= 60_000:
@@ -74,7 +82,11 @@ class LinkOptions:
 
     def describe(self) -> str:
         parts = [f"{self.delay_ms:g} ms" + (f" ± {self.jitter_ms:g}" if self.jitter_ms else "") + " each way"]
-        for name, value in (("loss", self.loss_percent), ("duplicates", self.duplicate_percent), ("reordered", self.reorder_percent)):
+        for name, value in (
+            ("loss", self.loss_percent),
+            ("duplicates", self.duplicate_percent),
+            ("reordered", self.reorder_percent),
+        ):
             if value:
                 parts.append(f"{value:g} % {name}")
         if self.rate_mbit is not None:
@@ -91,13 +103,22 @@ def start(options: LinkOptions) -> _engine.LinkHandle:
     if shutil.which("ip") is None:
         raise LinkUnavailable("the `ip` command (iproute2) is not installed", hint="install iproute2")
     try:
-        return _engine.start_link(options.delay_ms, options.jitter_ms, options.loss_percent, options.duplicate_percent,
-                                  options.reorder_percent, options.seed, options.rate_mbit, options.queue_ms)
+        return _engine.start_link(
+            options.delay_ms,
+            options.jitter_ms,
+            options.loss_percent,
+            options.duplicate_percent,
+            options.reorder_percent,
+            options.seed,
+            options.rate_mbit,
+            options.queue_ms,
+        )
     except PermissionError as error:
         raise LinkUnavailable(f"the link cannot be built: {error}", hint=ROOT_HINT) from error
     except FileNotFoundError as error:
-        raise LinkUnavailable(f"the link cannot be built: {error}",
-                              hint="the link needs /dev/net/tun (modprobe tun) and iproute2's `ip`") from error
+        raise LinkUnavailable(
+            f"the link cannot be built: {error}", hint="the link needs /dev/net/tun (modprobe tun) and iproute2's `ip`"
+        ) from error
     except OSError as error:
         raise LinkUnavailable(f"the link cannot be built: {error}") from error
 
@@ -117,8 +138,12 @@ def netem_available() -> bool:
     instead; a probe that changes nothing (a netem qdisc on a throwaway namespace's loopback)."""
     if os.geteuid() != 0 or shutil.which("tc") is None or shutil.which("unshare") is None:
         return False
-    probe = subprocess.run(["unshare", "--net", "tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"],
-                           capture_output=True, timeout=10, check=False)
+    probe = subprocess.run(
+        ["unshare", "--net", "tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"],
+        capture_output=True,
+        timeout=10,
+        check=False,
+    )
     return probe.returncode == 0
 
 
@@ -178,22 +203,39 @@ def serve(console: Console, options: LinkOptions, command: Sequence[str]) -> int
     with _StopSignals() as signals:
         handle = start(options)
         try:
-            console.print(f"link up: namespace {handle.namespace}, reach it at {handle.inside_address} "
-                          f"(this side {handle.outside_address}); {options.describe()}", highlight=False)
+            console.print(
+                f"link up: namespace {handle.namespace}, reach it at {handle.inside_address} "
+                f"(this side {handle.outside_address}); {options.describe()}",
+                highlight=False,
+            )
             if netem_available():
-                console.print("note: this kernel has netem too: `tc qdisc add dev DEVICE root netem delay 20ms loss 10%` "
-                              "impairs a real device, traffic leaving the machine included", highlight=False)
+                console.print(
+                    "note: this kernel has netem too: `tc qdisc add dev DEVICE root netem delay 20ms loss 10%` "
+                    "impairs a real device, traffic leaving the machine included",
+                    highlight=False,
+                )
             if not command:
-                console.print(f"run commands inside with: ip netns exec {handle.namespace} COMMAND; Ctrl-C to stop", highlight=False)
+                console.print(
+                    f"run commands inside with: ip netns exec {handle.namespace} COMMAND; Ctrl-C to stop",
+                    highlight=False,
+                )
                 while not signals.event.wait(0.5):
                     if not handle.running:
                         raise LinkUnavailable("the link's relay stopped (a device failed)")
                 return ExitCode.OK  # without a command, a stop signal is how a link ends
-            env = {**os.environ, "HORDE_LINK_NAMESPACE": handle.namespace, "HORDE_LINK_ADDRESS": handle.inside_address,
-                   "HORDE_LINK_PEER": handle.outside_address}
+            env = {
+                **os.environ,
+                "HORDE_LINK_NAMESPACE": handle.namespace,
+                "HORDE_LINK_ADDRESS": handle.inside_address,
+                "HORDE_LINK_PEER": handle.outside_address,
+            }
             try:
-                process = subprocess.Popen(["ip", "netns", "exec", handle.namespace, *command], env=env, start_new_session=True,
-                                           preexec_fn=_die_with_the_link)
+                process = subprocess.Popen(
+                    ["ip", "netns", "exec", handle.namespace, *command],
+                    env=env,
+                    start_new_session=True,
+                    preexec_fn=_die_with_the_link,
+                )
             except OSError as error:
                 raise InvalidInput(f"cannot run {command[0]}: {error}") from error
             while process.poll() is None and not signals.event.is_set():
@@ -219,7 +261,9 @@ def _stats_line(stats: dict[str, float]) -> str:
     def way(name: str) -> str:
         packets, dropped = int(stats[f"packets_{name}"]), int(stats[f"dropped_{name}"])
         duplicated, overflowed = int(stats[f"duplicated_{name}"]), int(stats[f"overflowed_{name}"])
-        extra = (f", {duplicated} duplicated" if duplicated else "") + (f", {overflowed} over the full queue" if overflowed else "")
+        extra = (f", {duplicated} duplicated" if duplicated else "") + (
+            f", {overflowed} over the full queue" if overflowed else ""
+        )
         return f"{name} {packets} packets ({dropped} dropped{extra})"
 
     return f"link down: {way('out')}, {way('back')}; relay CPU {stats['cpu_s']:.2f} s"

@@ -57,19 +57,38 @@ class JsonFormat:
     session: JsonSession
 
 
-def profile_logs(paths: Sequence[Path], *, nginx: bool, time_unit_ms: float | None, session_name: str | None,
-                 session_gap_s: float, max_endpoints: int, rules: SecretRules, json: JsonFormat | None = None,
-                 templates: Sequence[GivenTemplate] = (), on_progress: Progress | None = None) -> dict[str, Any]:
+def profile_logs(
+    paths: Sequence[Path],
+    *,
+    nginx: bool,
+    time_unit_ms: float | None,
+    session_name: str | None,
+    session_gap_s: float,
+    max_endpoints: int,
+    rules: SecretRules,
+    json: JsonFormat | None = None,
+    templates: Sequence[GivenTemplate] = (),
+    on_progress: Progress | None = None,
+) -> dict[str, Any]:
     """The logs' aggregate (its form: ``python/horde/_engine.pyi``, ``profile_logs``), or
     ``{"error": {...}}`` naming the file that could not be read and why. ``json``: the logs are
     JSON lines (``nginx``, ``time_unit_ms`` and ``session_name`` are then a text log's, unused)."""
-    return _engine.profile_logs([str(path) for path in paths], nginx=nginx, time_unit_ms=time_unit_ms,
-                                session_name=session_name, json_fields=json.fields if json else None,
-                                json_duration_ms=json.duration_ms if json else 1.0,
-                                json_session=json.session if json else None, templates=list(templates),
-                                session_gap_s=session_gap_s, max_endpoints=max_endpoints,
-                                is_secret_parameter=rules.is_secret_parameter, names_a_secret=rules.names_a_secret,
-                                has_email=rules.has_email, on_progress=on_progress)
+    return _engine.profile_logs(
+        [str(path) for path in paths],
+        nginx=nginx,
+        time_unit_ms=time_unit_ms,
+        session_name=session_name,
+        json_fields=json.fields if json else None,
+        json_duration_ms=json.duration_ms if json else 1.0,
+        json_session=json.session if json else None,
+        templates=list(templates),
+        session_gap_s=session_gap_s,
+        max_endpoints=max_endpoints,
+        is_secret_parameter=rules.is_secret_parameter,
+        names_a_secret=rules.names_a_secret,
+        has_email=rules.has_email,
+        on_progress=on_progress,
+    )
 
 
 class CombinedParser:
@@ -110,7 +129,9 @@ class Templater:
     rules' answers are remembered between requests."""
 
     def __init__(self, rules: SecretRules, templates: Sequence[GivenTemplate] = ()) -> None:
-        self._native = _engine.Templater(rules.is_secret_parameter, rules.names_a_secret, rules.has_email, list(templates))
+        self._native = _engine.Templater(
+            rules.is_secret_parameter, rules.names_a_secret, rules.has_email, list(templates)
+        )
 
     def template(self, method: str, target: str) -> Template:
         found: Template = self._native.template(method, target)

@@ -26,10 +26,11 @@ from horde.engine.snapshot import Exchange, Snapshot
 POLL_INTERVAL_S = 0.2
 
 
-
 def engine_problems(plan_json: str) -> list[Problem]:
     """The engine's own check of a plan (the second line of defence after pydantic)."""
-    return [Problem(location=path, message=message, hint=hint) for path, message, hint in _engine.validate_plan(plan_json)]
+    return [
+        Problem(location=path, message=message, hint=hint) for path, message, hint in _engine.validate_plan(plan_json)
+    ]
 
 
 #: Open files a generator keeps for itself besides its connections to the target (the store,
@@ -86,8 +87,9 @@ def check_open_files(plan: Plan, *, limit: int | None = None) -> None:
     )
 
 
-def checked_plan_json(plan: Plan, *, locate: Callable[[list[Problem]], list[Problem]] | None = None,
-                      source: str = "the engine's check") -> str:
+def checked_plan_json(
+    plan: Plan, *, locate: Callable[[list[Problem]], list[Problem]] | None = None, source: str = "the engine's check"
+) -> str:
     """The plan's JSON once the engine has accepted it too; PlanInvalid otherwise. ``locate``
     places the engine's problems on the lines of the file the plan came from.
 
@@ -102,7 +104,11 @@ def checked_plan_json(plan: Plan, *, locate: Callable[[list[Problem]], list[Prob
 
 
 def load_levels(
-    plan: Plan, *, vus: int | None, rate_per_s: float | None, scenarios: list[str] | None,
+    plan: Plan,
+    *,
+    vus: int | None,
+    rate_per_s: float | None,
+    scenarios: list[str] | None,
 ) -> list[tuple[int, str, float]]:
     """Each re-targeted scenario's index, name and new level (see :meth:`Run.set_level`)."""
 
@@ -111,16 +117,21 @@ def load_levels(
     model = "closed" if vus is not None else "open"
     unknown = sorted(set(scenarios or []) - {s.name for s in plan.scenarios})
     if unknown:
-        raise InvalidInput(f"no scenario is named {', '.join(map(repr, unknown))}",
-                           hint="name one of: " + ", ".join(s.name for s in plan.scenarios))
+        raise InvalidInput(
+            f"no scenario is named {', '.join(map(repr, unknown))}",
+            hint="name one of: " + ", ".join(s.name for s in plan.scenarios),
+        )
     chosen = [
-        (index, scenario) for index, scenario in enumerate(plan.scenarios)
+        (index, scenario)
+        for index, scenario in enumerate(plan.scenarios)
         if scenario.workload.type == model and (not scenarios or scenario.name in scenarios)
     ]
     if not chosen:
         other = "--rate / rate_per_s" if model == "closed" else "--vus / vus"
-        raise InvalidInput(f"no {model} scenario to set {'VUs' if vus is not None else 'a rate'} on",
-                           hint=f"this run's scenarios are {'open' if model == 'closed' else 'closed'}: use {other}")
+        raise InvalidInput(
+            f"no {model} scenario to set {'VUs' if vus is not None else 'a rate'} on",
+            hint=f"this run's scenarios are {'open' if model == 'closed' else 'closed'}: use {other}",
+        )
     weights = [scenario.weight for _, scenario in chosen]
     if vus is not None:
         if vus < 0:
@@ -141,14 +152,20 @@ def paced_scenarios(plan: Plan, scenarios: list[str] | None) -> list[tuple[int, 
     known = [scenario.name for scenario in plan.scenarios]
     unknown = sorted(set(scenarios or []) - set(known))
     if unknown:
-        raise InvalidInput(f"no scenario is named {', '.join(map(repr, unknown))}",
-                           hint="name one of: " + ", ".join(known))
-    return [(index, name) for index, name in enumerate(known)
-            if not scenarios or name in scenarios]
+        raise InvalidInput(
+            f"no scenario is named {', '.join(map(repr, unknown))}", hint="name one of: " + ", ".join(known)
+        )
+    return [(index, name) for index, name in enumerate(known) if not scenarios or name in scenarios]
 
 
-def start_handle(plan_json: str, workers: int | None = None, *, first_slot: int | None = None,
-                 slots: int | None = None, start_at: float | None = None) -> _engine.RunHandle:
+def start_handle(
+    plan_json: str,
+    workers: int | None = None,
+    *,
+    first_slot: int | None = None,
+    slots: int | None = None,
+    start_at: float | None = None,
+) -> _engine.RunHandle:
     """The engine's own handle on a run of checked plan JSON, for a cluster's generator: its share
     of the run (slots ``first_slot`` .. ``first_slot + workers`` of ``slots``) starts at
     ``start_at`` (this node's clock). The generator's coordinator checks the plan and merges the
@@ -159,8 +176,9 @@ def start_handle(plan_json: str, workers: int | None = None, *, first_slot: int 
 class Run:
     """A plan running in the engine."""
 
-    def __init__(self, handle: Any, plan: Plan, plan_json: str,
-                 on_exchanges: Callable[[list[Exchange]], None] | None = None) -> None:
+    def __init__(
+        self, handle: Any, plan: Plan, plan_json: str, on_exchanges: Callable[[list[Exchange]], None] | None = None
+    ) -> None:
         self._handle = handle
         self.plan = plan
         self.plan_json = plan_json
@@ -182,8 +200,16 @@ class Run:
         return None
 
     @classmethod
-    def start(cls, plan: Plan, *, workers: int | None = None, plan_json: str | None = None, record_exchanges: int = 0,
-              single_iteration: bool = False, on_exchanges: Callable[[list[Exchange]], None] | None = None) -> Run:
+    def start(
+        cls,
+        plan: Plan,
+        *,
+        workers: int | None = None,
+        plan_json: str | None = None,
+        record_exchanges: int = 0,
+        single_iteration: bool = False,
+        on_exchanges: Callable[[list[Exchange]], None] | None = None,
+    ) -> Run:
         """Starts the plan; returns at once. ``plan_json`` is the plan's JSON as
         :func:`checked_plan_json` gave it to the caller (checked here when not given).
 
@@ -197,8 +223,9 @@ class Run:
             plan_json = checked_plan_json(plan)
         check_open_files(plan)
         try:
-            handle = _engine.start_run(plan_json, workers, record_exchanges=record_exchanges,
-                                       single_iteration=single_iteration)
+            handle = _engine.start_run(
+                plan_json, workers, record_exchanges=record_exchanges, single_iteration=single_iteration
+            )
         except ValueError as error:
             raise PlanInvalid([Problem(location="", message=str(error))]) from error
         except RuntimeError as error:

@@ -182,8 +182,9 @@ class Snapshot(TypedDict):
 ADDED_IN_PYTHON = frozenset({"generators", "lost_share", "steering", "monitors"})
 #: Keys the engine sends only when they hold something (a step's optional counters, details,
 #: checks and messages; a second's recorded exchanges).
-SENT_WHEN_SET = frozenset({"exchanges", "rows", "http1", "http2", "h2_stalls", "from_send_histogram", "error_details",
-                           "checks", "messages"})
+SENT_WHEN_SET = frozenset(
+    {"exchanges", "rows", "http1", "http2", "h2_stalls", "from_send_histogram", "error_details", "checks", "messages"}
+)
 
 
 def merge_steps(parts: Sequence[StepSnapshot]) -> StepSnapshot:

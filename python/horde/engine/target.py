@@ -17,10 +17,20 @@ from horde import _engine
 from horde.errors import InvalidInput
 
 
-def start(*, host: str = "127.0.0.1", port: int = 0, workers: int | None = None, service_ms: float | None = None, threads: int = 1,
-          service_times: str = "fixed", tcp_port: int | None = None, udp_port: int | None = None,
-          tcp_framing: str = "newline", kcp_port: int | None = None,
-          tls: tuple[str, str] | None = None) -> _engine.TargetHandle:
+def start(
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    workers: int | None = None,
+    service_ms: float | None = None,
+    threads: int = 1,
+    service_times: str = "fixed",
+    tcp_port: int | None = None,
+    udp_port: int | None = None,
+    tcp_framing: str = "newline",
+    kcp_port: int | None = None,
+    tls: tuple[str, str] | None = None,
+) -> _engine.TargetHandle:
     """Starts the target and returns its handle (``.port``, ``.stop()``). ``service_times``:
     ``fixed`` (every request takes ``service_ms``) or ``exponential`` (that on average: an
     M/M/c queue, whose latency rises smoothly towards capacity). ``tcp_port`` and ``udp_port``
@@ -29,10 +39,18 @@ def start(*, host: str = "127.0.0.1", port: int = 0, workers: int | None = None,
     ``length2`` or ``length4`` (a big-endian length prefix); ``kcp_port`` serves it over KCP too.
     ``tls`` (certificate PEM, key PEM): HTTPS instead, ALPN offering h2 and http/1.1."""
     try:
-        return _engine.start_target(host, port, workers, service_ms, threads, service_times, tcp_port, udp_port, tcp_framing, kcp_port, tls)
+        return _engine.start_target(
+            host, port, workers, service_ms, threads, service_times, tcp_port, udp_port, tcp_framing, kcp_port, tls
+        )
     except (OSError, ValueError) as error:
-        hint = ("give --tls-cert a PEM certificate (chain) and --tls-key its PEM private key, or --tls alone for a "
-                "self-signed one") if "TLS" in str(error) else "pick another --port (0 picks a free one), or stop what already listens there"
+        hint = (
+            (
+                "give --tls-cert a PEM certificate (chain) and --tls-key its PEM private key, or --tls alone for a "
+                "self-signed one"
+            )
+            if "TLS" in str(error)
+            else "pick another --port (0 picks a free one), or stop what already listens there"
+        )
         raise InvalidInput(f"the target cannot start: {error}", hint=hint) from error
 
 
@@ -42,7 +60,9 @@ def tls_material(host: str, certificate: Path | None, key: Path | None) -> tuple
     to a new temporary folder (the key stays in memory). Returns ((certificate PEM, key PEM),
     the certificate's file, whether it was made here)."""
     if (certificate is None) != (key is None):
-        raise InvalidInput("--tls-cert and --tls-key go together", hint="give both PEM files, or neither for a self-signed certificate")
+        raise InvalidInput(
+            "--tls-cert and --tls-key go together", hint="give both PEM files, or neither for a self-signed certificate"
+        )
     if certificate is not None and key is not None:
         try:
             return (certificate.read_text(), key.read_text()), certificate, False
@@ -55,8 +75,9 @@ def tls_material(host: str, certificate: Path | None, key: Path | None) -> tuple
     return (certificate_pem, key_pem), written, True
 
 
-def serve_until_interrupted(console: Console, *, tls: bool = False, tls_cert: Path | None = None, tls_key: Path | None = None,
-                            **options: object) -> None:
+def serve_until_interrupted(
+    console: Console, *, tls: bool = False, tls_cert: Path | None = None, tls_key: Path | None = None, **options: object
+) -> None:
     material = tls_material(str(options["host"]), tls_cert, tls_key) if tls or tls_cert is not None else None
     handle = start(**options, tls=material[0] if material else None)  # type: ignore[arg-type]
     port = handle.port
@@ -66,14 +87,23 @@ def serve_until_interrupted(console: Console, *, tls: bool = False, tls_cert: Pa
         mean = " on average" if options.get("service_times") == "exponential" else ""
         capacity = f" (capacity: {workers} at once × {service_ms} ms{mean} = {float(workers) * 1000 / float(service_ms):g} req/s max)"  # type: ignore[arg-type]
     scheme = "https" if material else "http"
-    console.print(f"built-in target listening on {scheme}://{options['host']}:{port}{capacity}; Ctrl-C to stop", highlight=False)
+    console.print(
+        f"built-in target listening on {scheme}://{options['host']}:{port}{capacity}; Ctrl-C to stop", highlight=False
+    )
     if material:
         made = "self-signed, made now" if material[2] else "given"
         console.print(f"TLS certificate ({made}): {material[1]}", highlight=False, soft_wrap=True)
-        console.print(f"a plan trusts it with target.ca_file: {material[1]} (or target.insecure: true); "
-                      "ALPN offers h2 and http/1.1", highlight=False, soft_wrap=True)
+        console.print(
+            f"a plan trusts it with target.ca_file: {material[1]} (or target.insecure: true); "
+            "ALPN offers h2 and http/1.1",
+            highlight=False,
+            soft_wrap=True,
+        )
     if handle.tcp_port is not None:
-        console.print(f"gateway on tcp://{options['host']}:{handle.tcp_port} ({options.get('tcp_framing', 'newline')} framing)", highlight=False)
+        console.print(
+            f"gateway on tcp://{options['host']}:{handle.tcp_port} ({options.get('tcp_framing', 'newline')} framing)",
+            highlight=False,
+        )
     if handle.udp_port is not None:
         console.print(f"gateway on udp://{options['host']}:{handle.udp_port}", highlight=False)
     if handle.kcp_port is not None:

@@ -48,17 +48,24 @@ class ConditionStreak:
         self.last_value = value
         if self._first is None:
             self._first, self.worst = sample.second, value
-        self.worst = max(self.worst or value, value) if self.condition.op in (">", ">=") else min(self.worst or value, value)
+        self.worst = (
+            max(self.worst or value, value) if self.condition.op in (">", ">=") else min(self.worst or value, value)
+        )
         held = sample.second - self._first + interval
         return self._first if held >= self.for_s else None
 
 
-def judge_monitor_condition(condition: MonitorCondition, samples: Sequence[MonitorSample]) -> tuple[bool, float | None, int | None]:
+def judge_monitor_condition(
+    condition: MonitorCondition, samples: Sequence[MonitorSample]
+) -> tuple[bool, float | None, int | None]:
     """A threshold's verdict on a monitor's samples: (passed, worst value, second it first
     failed for long enough). No sample with the metric at all is a failure with no value."""
     streak = ConditionStreak(condition, default_for_s=1, holds_when_true=False)
-    values = [sample.values[condition.metric] for sample in samples
-              if sample.values is not None and condition.metric in sample.values]
+    values = [
+        sample.values[condition.metric]
+        for sample in samples
+        if sample.values is not None and condition.metric in sample.values
+    ]
     if not values:
         return False, None, None
     worst = max(values) if condition.op in ("<", "<=") else min(values)

@@ -45,20 +45,29 @@ class Crossing:
     phrase: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"monitor": self.monitor, "rule": self.rule, "subject": self.subject, "metric": self.metric,
-                "second": self.second, "value": None if self.value is None else round(self.value, 3),
-                "limit": self.limit, "phrase": self.phrase}
+        return {
+            "monitor": self.monitor,
+            "rule": self.rule,
+            "subject": self.subject,
+            "metric": self.metric,
+            "second": self.second,
+            "value": None if self.value is None else round(self.value, 3),
+            "limit": self.limit,
+            "phrase": self.phrase,
+        }
 
 
 # A limit judged second by second: (rule, figure prefix, figure suffix, limit of a sample's values
 # (None: not judged in it), the limit in words, the phrase from monitor, subject, peak while past
 # the limit, second, and the run's peak).
-_Limit = tuple[str, str, str, Callable[[Mapping[str, float]], float | None], str,
-               Callable[[str, str, float, int, float], str]]
+_Limit = tuple[
+    str, str, str, Callable[[Mapping[str, float]], float | None], str, Callable[[str, str, float, int, float], str]
+]
 
 
-def _first_streak(samples: Sequence[MonitorSample], metric: str, limit: Callable[[Mapping[str, float]], float | None]
-                  ) -> tuple[int, float] | None:
+def _first_streak(
+    samples: Sequence[MonitorSample], metric: str, limit: Callable[[Mapping[str, float]], float | None]
+) -> tuple[int, float] | None:
     """The first second ``metric`` passed its limit, and its peak until it fell back under."""
     start: int | None = None
     peak = 0.0
@@ -80,7 +89,7 @@ def _subjects(samples: Sequence[MonitorSample], prefix: str, suffix: str) -> lis
     for sample in samples:
         for key in sample.values or {}:
             if key.startswith(prefix + ".") and key.endswith("." + suffix) and len(key) > len(prefix) + len(suffix) + 2:
-                found.setdefault(key[len(prefix) + 1: -len(suffix) - 1], None)
+                found.setdefault(key[len(prefix) + 1 : -len(suffix) - 1], None)
     return list(found)
 
 
@@ -88,11 +97,24 @@ def _limits(monitor: Monitor) -> list[_Limit]:
     if isinstance(monitor, HostMonitor) or (isinstance(monitor, PrometheusMonitor) and monitor.node_exporter):
         host = monitor.diagnosis
         return [
-            ("host_cpu", "cpu", "busy_percent", lambda values: host.cpu_percent, f"> {host.cpu_percent:g} %",
-             lambda name, subject, peak, second, _: f"{name} host CPU {peak:.0f} % from second {second}"),
-            ("nic_saturated", "net", "link_percent", lambda values: host.nic_percent, f"> {host.nic_percent:g} % of the link",
-             lambda name, subject, peak, second, _: (f"{name} interface {subject} at {peak:.0f} % of its "
-                                                     f"link from second {second}")),
+            (
+                "host_cpu",
+                "cpu",
+                "busy_percent",
+                lambda values: host.cpu_percent,
+                f"> {host.cpu_percent:g} %",
+                lambda name, subject, peak, second, _: f"{name} host CPU {peak:.0f} % from second {second}",
+            ),
+            (
+                "nic_saturated",
+                "net",
+                "link_percent",
+                lambda values: host.nic_percent,
+                f"> {host.nic_percent:g} % of the link",
+                lambda name, subject, peak, second, _: (
+                    f"{name} interface {subject} at {peak:.0f} % of its link from second {second}"
+                ),
+            ),
         ]
     if isinstance(monitor, PostgresMonitor):
         database = monitor.diagnosis
@@ -103,15 +125,28 @@ def _limits(monitor: Monitor) -> list[_Limit]:
             return maximum * database.connections_percent / 100 - 1e-9 if maximum else None
 
         return [
-            ("connections", "connections", "total", connections, f">= {database.connections_percent:g} % of max_connections",
-             lambda name, subject, peak, second, _: f"{name} connections at {peak:,.0f} (max_connections) "
-                                                    f"from second {second}"),
-            ("standby_feedback", "replication", "xmin_age", lambda values: float(database.xmin_age_limit),
-             f"> {database.xmin_age_limit:,} transactions",
-             # Labelled as the run's peak: the diagnosis gives the age as its rule fired.
-             lambda name, subject, peak, second, run_peak: (
-                 f"{name} standby {subject} holding back vacuum from second {second} "
-                 f"(its xmin {run_peak:,.0f} transactions old at the run's peak)")),
+            (
+                "connections",
+                "connections",
+                "total",
+                connections,
+                f">= {database.connections_percent:g} % of max_connections",
+                lambda name, subject, peak, second, _: (
+                    f"{name} connections at {peak:,.0f} (max_connections) from second {second}"
+                ),
+            ),
+            (
+                "standby_feedback",
+                "replication",
+                "xmin_age",
+                lambda values: float(database.xmin_age_limit),
+                f"> {database.xmin_age_limit:,} transactions",
+                # Labelled as the run's peak: the diagnosis gives the age as its rule fired.
+                lambda name, subject, peak, second, run_peak: (
+                    f"{name} standby {subject} holding back vacuum from second {second} "
+                    f"(its xmin {run_peak:,.0f} transactions old at the run's peak)"
+                ),
+            ),
         ]
     return []
 
@@ -119,13 +154,18 @@ def _limits(monitor: Monitor) -> list[_Limit]:
 #: Rules that judge a trend: their finding's second is when it began.
 _TRENDS = {
     "time_wait": lambda name, subject, second: f"{name} time-wait sockets piling up from second {second}",
-    "dead_tuples": lambda name, subject, second: f"{name} table {subject}: dead tuples outrunning autovacuum from second {second}",
-    "replication_lag": lambda name, subject, second: f"{name} standby {subject}: replication lag rising from second {second}",
+    "dead_tuples": lambda name, subject, second: (
+        f"{name} table {subject}: dead tuples outrunning autovacuum from second {second}"
+    ),
+    "replication_lag": lambda name, subject, second: (
+        f"{name} standby {subject}: replication lag rising from second {second}"
+    ),
 }
 
 
-def limit_crossings(monitors: Sequence[Monitor], samples: Mapping[str, Sequence[MonitorSample]],
-                    findings: Iterable[Mapping[str, Any]]) -> list[Crossing]:
+def limit_crossings(
+    monitors: Sequence[Monitor], samples: Mapping[str, Sequence[MonitorSample]], findings: Iterable[Mapping[str, Any]]
+) -> list[Crossing]:
     """Every resource that crossed its limit during the run, first crossed first. ``findings``
     are the run's diagnosis (JSON, as the summary keeps it)."""
     crossings: list[Crossing] = []
@@ -139,13 +179,33 @@ def limit_crossings(monitors: Sequence[Monitor], samples: Mapping[str, Sequence[
                 if streak is not None:
                     second, peak = streak
                     run_peak = max((sample.values or {}).get(metric, peak) for sample in own)
-                    crossings.append(Crossing(monitor.name, rule, subject or prefix, metric, second, peak, words,
-                                              phrase(monitor.name, subject, peak, second, run_peak)))
+                    crossings.append(
+                        Crossing(
+                            monitor.name,
+                            rule,
+                            subject or prefix,
+                            metric,
+                            second,
+                            peak,
+                            words,
+                            phrase(monitor.name, subject, peak, second, run_peak),
+                        )
+                    )
     seen = {(crossing.monitor, crossing.rule, crossing.subject) for crossing in crossings}
     for finding in findings:
         rule, subject = str(finding["rule"]), str(finding["subject"])
         if rule in _TRENDS and (finding["monitor"], rule, subject) not in seen:
             second = int(finding["second"])
-            crossings.append(Crossing(str(finding["monitor"]), rule, subject, str(finding["metric"]), second, None,
-                                      "its diagnosis rule", _TRENDS[rule](str(finding["monitor"]), subject, second)))
+            crossings.append(
+                Crossing(
+                    str(finding["monitor"]),
+                    rule,
+                    subject,
+                    str(finding["metric"]),
+                    second,
+                    None,
+                    "its diagnosis rule",
+                    _TRENDS[rule](str(finding["monitor"]), subject, second),
+                )
+            )
     return sorted(crossings, key=lambda crossing: (crossing.second, crossing.monitor, crossing.rule))

@@ -34,7 +34,14 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from horde.plan.monitors import HostDiagnosis, HostMonitor, Monitor, PostgresDiagnosis, PostgresMonitor, PrometheusMonitor
+from horde.plan.monitors import (
+    HostDiagnosis,
+    HostMonitor,
+    Monitor,
+    PostgresDiagnosis,
+    PostgresMonitor,
+    PrometheusMonitor,
+)
 from horde.store import MonitorSample
 
 
@@ -51,8 +58,14 @@ class Finding:
     metric: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"monitor": self.monitor, "rule": self.rule, "subject": self.subject, "second": self.second,
-                "metric": self.metric, "message": self.message}
+        return {
+            "monitor": self.monitor,
+            "rule": self.rule,
+            "subject": self.subject,
+            "second": self.second,
+            "metric": self.metric,
+            "message": self.message,
+        }
 
 
 def _number(value: float) -> str:
@@ -123,7 +136,7 @@ def _subjects(values: dict[str, float], prefix: str, suffix: str) -> Iterable[tu
     """(subject, value) of every figure named ``prefix.SUBJECT.suffix``."""
     for key, value in values.items():
         if key.startswith(prefix + ".") and key.endswith("." + suffix):
-            subject = key[len(prefix) + 1: -len(suffix) - 1]
+            subject = key[len(prefix) + 1 : -len(suffix) - 1]
             if subject:
                 yield subject, value
 
@@ -200,7 +213,9 @@ def _outrun(readings: Sequence[_TableReading], growth_per_s: float) -> _Outrun |
     return None
 
 
-def _host_rules(rules: _Rules, settings: HostDiagnosis, sample: MonitorSample, values: dict[str, float]) -> list[Finding | None]:
+def _host_rules(
+    rules: _Rules, settings: HostDiagnosis, sample: MonitorSample, values: dict[str, float]
+) -> list[Finding | None]:
     found: list[Finding | None] = []
     interval = rules.monitor.interval_s
     busy = values.get("cpu.busy_percent")
@@ -208,18 +223,32 @@ def _host_rules(rules: _Rules, settings: HostDiagnosis, sample: MonitorSample, v
         streak = rules.streak("host_cpu", "cpu")
         held = streak.add(sample.second, interval, busy > settings.cpu_percent, busy)
         if held >= settings.cpu_for_s and streak.first is not None:
-            found.append(rules.fire("host_cpu", "cpu", streak.first, "cpu.busy_percent",
-                                    f"CPU busy above {settings.cpu_percent:g} % for {settings.cpu_for_s} s from second "
-                                    f"{streak.first} (up to {streak.worst:.0f} %)"))
+            found.append(
+                rules.fire(
+                    "host_cpu",
+                    "cpu",
+                    streak.first,
+                    "cpu.busy_percent",
+                    f"CPU busy above {settings.cpu_percent:g} % for {settings.cpu_for_s} s from second "
+                    f"{streak.first} (up to {streak.worst:.0f} %)",
+                )
+            )
     for interface, share in _subjects(values, "net", "link_percent"):
         streak = rules.streak("nic_saturated", interface)
         held = streak.add(sample.second, interval, share > settings.nic_percent, share)
         if held >= settings.nic_for_s and streak.first is not None:
             speed = values.get(f"net.{interface}.link_mbps", 0.0)
-            found.append(rules.fire("nic_saturated", interface, streak.first, f"net.{interface}.link_percent",
-                                    f"interface {interface} saturated: above {settings.nic_percent:g} % of its "
-                                    f"{speed:,.0f} Mbit/s for {settings.nic_for_s} s from second {streak.first} "
-                                    f"(up to {streak.worst:.0f} %)"))
+            found.append(
+                rules.fire(
+                    "nic_saturated",
+                    interface,
+                    streak.first,
+                    f"net.{interface}.link_percent",
+                    f"interface {interface} saturated: above {settings.nic_percent:g} % of its "
+                    f"{speed:,.0f} Mbit/s for {settings.nic_for_s} s from second {streak.first} "
+                    f"(up to {streak.worst:.0f} %)",
+                )
+            )
     time_wait = values.get("tcp.time_wait")
     if time_wait is not None:
         points = rules.window("time_wait", "tcp", sample.second, time_wait, settings.time_wait_window_s)
@@ -228,20 +257,32 @@ def _host_rules(rules: _Rules, settings: HostDiagnosis, sample: MonitorSample, v
         if span >= settings.time_wait_window_s and last > settings.time_wait_min:
             growth = (last - first) / span
             if growth > settings.time_wait_growth_per_s:
-                found.append(rules.fire("time_wait", "tcp", first_second, "tcp.time_wait",
-                                        f"time-wait sockets piling up: from {first:,.0f} to {last:,.0f} in {span} s "
-                                        f"(+{growth:,.0f}/s) from second {first_second}"))
+                found.append(
+                    rules.fire(
+                        "time_wait",
+                        "tcp",
+                        first_second,
+                        "tcp.time_wait",
+                        f"time-wait sockets piling up: from {first:,.0f} to {last:,.0f} in {span} s "
+                        f"(+{growth:,.0f}/s) from second {first_second}",
+                    )
+                )
     return found
 
 
-def _postgres_rules(rules: _Rules, settings: PostgresDiagnosis, sample: MonitorSample, values: dict[str, float]) -> list[Finding | None]:
+def _postgres_rules(
+    rules: _Rules, settings: PostgresDiagnosis, sample: MonitorSample, values: dict[str, float]
+) -> list[Finding | None]:
     found: list[Finding | None] = []
     interval = rules.monitor.interval_s
     previous = rules.previous_elapsed
     rules.previous_elapsed = sample.elapsed_s
     updated, deleted = values.get("rows.updated_per_s"), values.get("rows.deleted_per_s")
-    written = (None if updated is None or deleted is None or previous is None
-               else (updated + deleted) * (sample.elapsed_s - previous))
+    written = (
+        None
+        if updated is None or deleted is None or previous is None
+        else (updated + deleted) * (sample.elapsed_s - previous)
+    )
     for table, dead in _subjects(values, "tables", "dead_tuples"):
         readings = rules.readings.setdefault(table, deque())
         runs = values.get(f"tables.{table}.autovacuum_runs", 0.0)
@@ -253,54 +294,92 @@ def _postgres_rules(rules: _Rules, settings: PostgresDiagnosis, sample: MonitorS
             continue
         window = list(readings)
         growth = (dead - window[0].dead) / span
-        if not any(reading.runs for reading in window[1:]) and growth > settings.dead_tuples_growth_per_s \
-                and _slope([(reading.second, reading.dead) for reading in window]) > settings.dead_tuples_growth_per_s:
+        if (
+            not any(reading.runs for reading in window[1:])
+            and growth > settings.dead_tuples_growth_per_s
+            and _slope([(reading.second, reading.dead) for reading in window]) > settings.dead_tuples_growth_per_s
+        ):
             # No autovacuum run at all in the window while dead tuples grew: nothing takes
             # them back down (autovacuum off for the table, or its naptime longer than the run).
             first_second = window[0].second
-            found.append(rules.fire(
-                "dead_tuples", table, first_second, f"tables.{table}.dead_tuples",
-                f"table {table}: dead tuples grew from {window[0].dead:,.0f} to {dead:,.0f} in {span} s "
-                f"(+{_number(growth)}/s) from second {first_second}, with no autovacuum run meanwhile"))
+            found.append(
+                rules.fire(
+                    "dead_tuples",
+                    table,
+                    first_second,
+                    f"tables.{table}.dead_tuples",
+                    f"table {table}: dead tuples grew from {window[0].dead:,.0f} to {dead:,.0f} in {span} s "
+                    f"(+{_number(growth)}/s) from second {first_second}, with no autovacuum run meanwhile",
+                )
+            )
             continue
         outrun = _outrun(window, settings.dead_tuples_growth_per_s)
         if outrun is not None:
             first_second = readings[0].second
-            found.append(rules.fire(
-                "dead_tuples", table, first_second, f"tables.{table}.dead_tuples",
-                f"table {table}: dead tuples outrunning autovacuum from second {first_second}: a trend of "
-                f"+{_number(outrun.trend)}/s over {span} s to {dead:,.0f}; the autovacuum run read at second "
-                f"{outrun.run_second} ({outrun.runs:.0f} in that time) left at least {outrun.left:,.0f}, "
-                f"against {outrun.earlier:,.0f} at second {outrun.earlier_second}"))
+            found.append(
+                rules.fire(
+                    "dead_tuples",
+                    table,
+                    first_second,
+                    f"tables.{table}.dead_tuples",
+                    f"table {table}: dead tuples outrunning autovacuum from second {first_second}: a trend of "
+                    f"+{_number(outrun.trend)}/s over {span} s to {dead:,.0f}; the autovacuum run read at second "
+                    f"{outrun.run_second} ({outrun.runs:.0f} in that time) left at least {outrun.left:,.0f}, "
+                    f"against {outrun.earlier:,.0f} at second {outrun.earlier_second}",
+                )
+            )
     dead_total = values.get("dead_tuples")
-    dead_points = rules.window("dead_total", "all", sample.second, dead_total, settings.xmin_for_s) if dead_total is not None else None
+    dead_points = (
+        rules.window("dead_total", "all", sample.second, dead_total, settings.xmin_for_s)
+        if dead_total is not None
+        else None
+    )
     for standby, lag in _subjects(values, "replication", "replay_lag_bytes"):
         points = rules.window("replication_lag", standby, sample.second, lag, settings.lag_window_s)
         (first_second, first), (last_second, last) = points[0], points[-1]
         span = last_second - first_second
         rising = all(later >= earlier for (_, earlier), (_, later) in zip(points, list(points)[1:]))
         if span >= settings.lag_window_s and rising and last > first and last > settings.lag_min_bytes:
-            found.append(rules.fire("replication_lag", standby, first_second, f"replication.{standby}.replay_lag_bytes",
-                                    f"standby {standby}: replication lag rising without bound, from {format_bytes(first)} to "
-                                    f"{format_bytes(last)} of WAL behind in {span} s from second {first_second}"))
+            found.append(
+                rules.fire(
+                    "replication_lag",
+                    standby,
+                    first_second,
+                    f"replication.{standby}.replay_lag_bytes",
+                    f"standby {standby}: replication lag rising without bound, from {format_bytes(first)} to "
+                    f"{format_bytes(last)} of WAL behind in {span} s from second {first_second}",
+                )
+            )
     for standby, age in _subjects(values, "replication", "xmin_age"):
         streak = rules.streak("standby_xmin", standby)
         held = streak.add(sample.second, interval, age > settings.xmin_age_limit, age)
         growing = dead_points is not None and len(dead_points) > 1 and dead_points[-1][1] > dead_points[0][1]
         if held >= settings.xmin_for_s and growing and streak.first is not None:
             # The age as the rule fired, labelled: the run's peak (summary, what broke first) is another.
-            found.append(rules.fire(
-                "standby_feedback", standby, streak.first, f"replication.{standby}.xmin_age",
-                f"standby {standby} holds back vacuum: the xmin it reports (hot_standby_feedback) was over "
-                f"{settings.xmin_age_limit:,} transactions old from second {streak.first} ({age:,.0f} "
-                f"transactions old as this rule fired, at second {sample.second}) while dead tuples grew to "
-                f"{dead_total or 0:,.0f}"))
+            found.append(
+                rules.fire(
+                    "standby_feedback",
+                    standby,
+                    streak.first,
+                    f"replication.{standby}.xmin_age",
+                    f"standby {standby} holds back vacuum: the xmin it reports (hot_standby_feedback) was over "
+                    f"{settings.xmin_age_limit:,} transactions old from second {streak.first} ({age:,.0f} "
+                    f"transactions old as this rule fired, at second {sample.second}) while dead tuples grew to "
+                    f"{dead_total or 0:,.0f}",
+                )
+            )
     total, maximum = values.get("connections.total"), values.get("connections.max")
     if total is not None and maximum:
         if total >= maximum * settings.connections_percent / 100:
-            found.append(rules.fire("connections", "server", sample.second, "connections.total",
-                                    f"connections at max_connections: {total:,.0f} of {maximum:,.0f} from second "
-                                    f"{sample.second}"))
+            found.append(
+                rules.fire(
+                    "connections",
+                    "server",
+                    sample.second,
+                    "connections.total",
+                    f"connections at max_connections: {total:,.0f} of {maximum:,.0f} from second {sample.second}",
+                )
+            )
     return found
 
 

@@ -68,13 +68,13 @@ def parse_exposition(text: str) -> dict[str, Family]:
         match = _NAME.match(line)
         if match is None:
             raise ExpositionError(f"line {number}: no metric name: {line[:80]!r}")
-        name, rest = match.group(0), line[match.end():]
+        name, rest = match.group(0), line[match.end() :]
         labels: dict[str, str] = {}
         if rest.startswith("{"):
             end = _labels_end(rest)
             if end < 0:
                 raise ExpositionError(f"line {number}: unclosed labels: {line[:80]!r}")
-            body, rest = rest[1:end], rest[end + 1:]
+            body, rest = rest[1:end], rest[end + 1 :]
             position = 0
             while position < len(body.strip()):
                 label = _LABEL.match(body, position)

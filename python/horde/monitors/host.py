@@ -18,8 +18,17 @@ from horde.plan.monitors import HostMonitor
 
 #: /proc/net/tcp's state codes.
 TCP_STATES = {
-    "01": "established", "02": "syn_sent", "03": "syn_recv", "04": "fin_wait1", "05": "fin_wait2",
-    "06": "time_wait", "07": "close", "08": "close_wait", "09": "last_ack", "0A": "listen", "0B": "closing",
+    "01": "established",
+    "02": "syn_sent",
+    "03": "syn_recv",
+    "04": "fin_wait1",
+    "05": "fin_wait2",
+    "06": "time_wait",
+    "07": "close",
+    "08": "close_wait",
+    "09": "last_ack",
+    "0A": "listen",
+    "0B": "closing",
 }
 _CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 # /proc/diskstats counts 512-byte sectors whatever the device's own sector size.
@@ -49,7 +58,9 @@ def cpu_percents(times: dict[str, float]) -> dict[str, float]:
     }
 
 
-def link_figures(prefix: str, rx_bytes_per_s: float, tx_bytes_per_s: float, speed_mbps: float | None) -> dict[str, float]:
+def link_figures(
+    prefix: str, rx_bytes_per_s: float, tx_bytes_per_s: float, speed_mbps: float | None
+) -> dict[str, float]:
     """An interface's link speed and how much of it the busier direction uses."""
     if speed_mbps is None or speed_mbps <= 0:
         return {}
@@ -118,8 +129,12 @@ class HostSource:
             if key in ("MemTotal", "MemAvailable"):
                 info[key] = float(rest.split()[0]) * 1024
         total, available = info["MemTotal"], info["MemAvailable"]
-        return {"memory.total_bytes": total, "memory.available_bytes": available,
-                "memory.used_bytes": total - available, "memory.used_percent": 100.0 * (total - available) / total}
+        return {
+            "memory.total_bytes": total,
+            "memory.available_bytes": available,
+            "memory.used_bytes": total - available,
+            "memory.used_percent": 100.0 * (total - available) / total,
+        }
 
     def _speed_mbps(self, interface: str) -> float | None:
         if self._link_speed_mbps is not None:
@@ -140,7 +155,9 @@ class HostSource:
                 continue
             fields = counters.split()
             raw = {"rx_bytes": fields[0], "rx_packets": fields[1], "tx_bytes": fields[8], "tx_packets": fields[9]}
-            rates = {what: self._rates.rate(f"net.{interface}.{what}", float(value), now) for what, value in raw.items()}
+            rates = {
+                what: self._rates.rate(f"net.{interface}.{what}", float(value), now) for what, value in raw.items()
+            }
             for what, rate in rates.items():
                 if rate is None:
                     continue
@@ -148,7 +165,9 @@ class HostSource:
                 if interface != "lo":
                     totals[f"net.{what}_per_s"] = totals.get(f"net.{what}_per_s", 0.0) + rate
             if rates["rx_bytes"] is not None and rates["tx_bytes"] is not None:
-                values.update(link_figures(f"net.{interface}", rates["rx_bytes"], rates["tx_bytes"], self._speed_mbps(interface)))
+                values.update(
+                    link_figures(f"net.{interface}", rates["rx_bytes"], rates["tx_bytes"], self._speed_mbps(interface))
+                )
         values.update(totals)
         return values
 
@@ -186,9 +205,13 @@ class HostSource:
             device = fields[2]
             if device not in wanted:
                 continue
-            raw = {"reads": float(fields[3]), "read_bytes": float(fields[5]) * _SECTOR_BYTES,
-                   "writes": float(fields[7]), "write_bytes": float(fields[9]) * _SECTOR_BYTES,
-                   "busy_ms": float(fields[12])}
+            raw = {
+                "reads": float(fields[3]),
+                "read_bytes": float(fields[5]) * _SECTOR_BYTES,
+                "writes": float(fields[7]),
+                "write_bytes": float(fields[9]) * _SECTOR_BYTES,
+                "busy_ms": float(fields[12]),
+            }
             for what, value in raw.items():
                 rate = self._rates.rate(f"disk.{device}.{what}", value, now)
                 if rate is None:

@@ -13,15 +13,30 @@ from horde.monitors.exposition import Family
 from horde.monitors.host import cpu_percents, link_figures
 from horde.monitors.source import CounterRates
 
-_NETWORK = {"node_network_receive_bytes_total": "rx_bytes", "node_network_transmit_bytes_total": "tx_bytes",
-            "node_network_receive_packets_total": "rx_packets", "node_network_transmit_packets_total": "tx_packets"}
-_DISK = {"node_disk_reads_completed_total": "reads", "node_disk_writes_completed_total": "writes",
-         "node_disk_read_bytes_total": "read_bytes", "node_disk_written_bytes_total": "write_bytes",
-         "node_disk_io_time_seconds_total": "busy_s"}
-_GAUGES = {"node_load1": "load.1m", "node_load5": "load.5m", "node_load15": "load.15m",
-           "node_sockstat_TCP_tw": "tcp.time_wait", "node_netstat_Tcp_CurrEstab": "tcp.established",
-           "node_filefd_allocated": "files.open", "node_filefd_maximum": "files.max",
-           "node_memory_MemTotal_bytes": "memory.total_bytes", "node_memory_MemAvailable_bytes": "memory.available_bytes"}
+_NETWORK = {
+    "node_network_receive_bytes_total": "rx_bytes",
+    "node_network_transmit_bytes_total": "tx_bytes",
+    "node_network_receive_packets_total": "rx_packets",
+    "node_network_transmit_packets_total": "tx_packets",
+}
+_DISK = {
+    "node_disk_reads_completed_total": "reads",
+    "node_disk_writes_completed_total": "writes",
+    "node_disk_read_bytes_total": "read_bytes",
+    "node_disk_written_bytes_total": "write_bytes",
+    "node_disk_io_time_seconds_total": "busy_s",
+}
+_GAUGES = {
+    "node_load1": "load.1m",
+    "node_load5": "load.5m",
+    "node_load15": "load.15m",
+    "node_sockstat_TCP_tw": "tcp.time_wait",
+    "node_netstat_Tcp_CurrEstab": "tcp.established",
+    "node_filefd_allocated": "files.open",
+    "node_filefd_maximum": "files.max",
+    "node_memory_MemTotal_bytes": "memory.total_bytes",
+    "node_memory_MemAvailable_bytes": "memory.available_bytes",
+}
 
 
 def _samples(families: dict[str, Family], name: str) -> list[tuple[dict[str, str], float]]:
@@ -76,7 +91,10 @@ class NodeFigures:
                 values[f"net.{device}.{what}_per_s"] = rate
                 if device != "lo":
                     values[f"net.{what}_per_s"] = values.get(f"net.{what}_per_s", 0.0) + rate
-        speeds = {labels.get("device", ""): value * 8 / 1e6 for labels, value in _samples(families, "node_network_speed_bytes")}
+        speeds = {
+            labels.get("device", ""): value * 8 / 1e6
+            for labels, value in _samples(families, "node_network_speed_bytes")
+        }
         for device in {key.split(".")[1] for key in values if key.count(".") == 2}:
             rx, tx = values.get(f"net.{device}.rx_bytes_per_s"), values.get(f"net.{device}.tx_bytes_per_s")
             if rx is not None and tx is not None:

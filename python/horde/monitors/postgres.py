@@ -58,8 +58,14 @@ _VERBS = ("select", "insert", "update", "delete")
 MAX_KINDS = 50_000
 #: A statement's main word and its kind: the command tag PostgreSQL gives it (VALUES and TABLE
 #: are SELECTs to it).
-_KINDS = {"select": "select", "values": "select", "table": "select", "insert": "insert", "update": "update",
-          "delete": "delete"}
+_KINDS = {
+    "select": "select",
+    "values": "select",
+    "table": "select",
+    "insert": "insert",
+    "update": "update",
+    "delete": "delete",
+}
 
 
 def _safe(name: str) -> str:
@@ -77,7 +83,7 @@ def _skip_quoted(text: str, start: int, quote: str, backslashes: bool) -> int:
         if backslashes and text[index] == "\\":
             index += 2
         elif text[index] == quote:
-            if text[index + 1: index + 2] != quote:  # a doubled quote stands for one
+            if text[index + 1 : index + 2] != quote:  # a doubled quote stands for one
                 return index + 1
             index += 2
         else:
@@ -178,7 +184,7 @@ def statement_kind(text: str) -> str:
         return "other"
     main = tokens[index]
     if isinstance(main, tuple):
-        return statement_kind(text[main[0]:main[1]])
+        return statement_kind(text[main[0] : main[1]])
     return _KINDS.get(main, "other")
 
 
@@ -198,16 +204,22 @@ class PostgresSource:
 
     def _connect(self) -> psycopg.Connection[dict[str, Any]]:
         password = os.environ.get(self._monitor.password_env) if self._monitor.password_env else None
-        options: dict[str, Any] = {"connect_timeout": self._monitor.connect_timeout_s, "autocommit": True,
-                                   "application_name": "horde-monitor", "row_factory": dict_row}
+        options: dict[str, Any] = {
+            "connect_timeout": self._monitor.connect_timeout_s,
+            "autocommit": True,
+            "application_name": "horde-monitor",
+            "row_factory": dict_row,
+        }
         if password is not None:
             options["password"] = password
         try:
             connection = psycopg.connect(self._monitor.dsn, **options)
             # A statistics read that hangs (a locked catalogue) must not stall the monitor for long.
             connection.execute("SET statement_timeout = 2000")
-            self._has_statements = connection.execute(
-                "SELECT 1 FROM pg_extension WHERE extname = 'pg_stat_statements'").fetchone() is not None
+            self._has_statements = (
+                connection.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_stat_statements'").fetchone()
+                is not None
+            )
             if self._has_statements:
                 # A standby has the extension in its (replicated) catalogue without the library
                 # loaded, and the view then refuses every read: the tuple counters stand in.
@@ -249,9 +261,14 @@ class PostgresSource:
             values["commits_per_s"] = rates["xact_commit"] or 0.0
             values["rollbacks_per_s"] = rates["xact_rollback"] or 0.0
             values["transactions_per_s"] = values["commits_per_s"] + values["rollbacks_per_s"]
-        for column, figure in (("tup_returned", "rows.returned_per_s"), ("tup_fetched", "rows.fetched_per_s"),
-                               ("tup_inserted", "rows.inserted_per_s"), ("tup_updated", "rows.updated_per_s"),
-                               ("tup_deleted", "rows.deleted_per_s"), ("temp_bytes", "temp_bytes_per_s")):
+        for column, figure in (
+            ("tup_returned", "rows.returned_per_s"),
+            ("tup_fetched", "rows.fetched_per_s"),
+            ("tup_inserted", "rows.inserted_per_s"),
+            ("tup_updated", "rows.updated_per_s"),
+            ("tup_deleted", "rows.deleted_per_s"),
+            ("temp_bytes", "temp_bytes_per_s"),
+        ):
             if rates.get(column) is not None:
                 values[figure] = rates[column] or 0.0
         hit, read = rates.get("blks_hit"), rates.get("blks_read")
@@ -269,7 +286,9 @@ class PostgresSource:
         values.update(self._replication(connection))
         return values
 
-    def _statements(self, connection: psycopg.Connection[dict[str, Any]], values: dict[str, float], now: float) -> dict[str, float]:
+    def _statements(
+        self, connection: psycopg.Connection[dict[str, Any]], values: dict[str, float], now: float
+    ) -> dict[str, float]:
         mix: dict[str, float] = {}
         if self._has_statements:
             calls = {verb: 0.0 for verb in (*_VERBS, "other")}
@@ -285,15 +304,18 @@ class PostgresSource:
                     mix[f"statements.{verb}_per_s"] = rate
             mix["statements.from_pg_stat_statements"] = 1.0
             return mix
-        for verb, figure in (("select", "rows.returned_per_s"), ("insert", "rows.inserted_per_s"),
-                             ("update", "rows.updated_per_s"), ("delete", "rows.deleted_per_s")):
+        for verb, figure in (
+            ("select", "rows.returned_per_s"),
+            ("insert", "rows.inserted_per_s"),
+            ("update", "rows.updated_per_s"),
+            ("delete", "rows.deleted_per_s"),
+        ):
             if figure in values:
                 mix[f"statements.{verb}_per_s"] = values[figure]
         mix["statements.from_pg_stat_statements"] = 0.0
         return mix
 
-    def _learn_kinds(self, connection: psycopg.Connection[dict[str, Any]],
-                     queryids: list[int | None]) -> None:
+    def _learn_kinds(self, connection: psycopg.Connection[dict[str, Any]], queryids: list[int | None]) -> None:
         """The kind of each statement not seen before, from its text (a queryid's statements all
         have one kind: the command is part of what PostgreSQL hashes into it)."""
         new = [queryid for queryid in queryids if queryid is not None and queryid not in self._kinds]
@@ -319,9 +341,15 @@ class PostgresSource:
             values["dead_tuples"] += dead
             values["live_tuples"] += live
             prefix = f"tables.{_safe(row['schemaname'])}.{_safe(row['relname'])}"
-            moved = {what: self._rates.delta(f"{prefix}.{what}", float(row[column] or 0))
-                     for what, column in (("updates", "n_tup_upd"), ("hot", "n_tup_hot_upd"),
-                                          ("autovacuum", "autovacuum_count"), ("autoanalyze", "autoanalyze_count"))}
+            moved = {
+                what: self._rates.delta(f"{prefix}.{what}", float(row[column] or 0))
+                for what, column in (
+                    ("updates", "n_tup_upd"),
+                    ("hot", "n_tup_hot_upd"),
+                    ("autovacuum", "autovacuum_count"),
+                    ("autoanalyze", "autoanalyze_count"),
+                )
+            }
             growth = self._rates.rate(f"{prefix}.dead", dead, now)
             if any(value is None for value in moved.values()):
                 complete = False
@@ -349,8 +377,12 @@ class PostgresSource:
         return values
 
     def _connections(self, connection: psycopg.Connection[dict[str, Any]]) -> dict[str, float]:
-        values = {"connections.active": 0.0, "connections.idle": 0.0, "connections.idle_in_transaction": 0.0,
-                  "connections.other": 0.0}
+        values = {
+            "connections.active": 0.0,
+            "connections.idle": 0.0,
+            "connections.idle_in_transaction": 0.0,
+            "connections.other": 0.0,
+        }
         for row in connection.execute(_CONNECTIONS).fetchall():
             state = _safe(str(row["state"]).replace(" (aborted)", "_aborted"))
             key = f"connections.{state}" if f"connections.{state}" in values else "connections.other"
@@ -361,9 +393,12 @@ class PostgresSource:
         return values
 
     def _replication(self, connection: psycopg.Connection[dict[str, Any]]) -> dict[str, float]:
-        recovery = connection.execute(
-            "SELECT pg_is_in_recovery() AS r, extract(epoch FROM now() - pg_last_xact_replay_timestamp())::float8 AS d"
-        ).fetchone() or {}
+        recovery = (
+            connection.execute(
+                "SELECT pg_is_in_recovery() AS r, extract(epoch FROM now() - pg_last_xact_replay_timestamp())::float8 AS d"
+            ).fetchone()
+            or {}
+        )
         if recovery.get("r"):
             values = {"in_recovery": 1.0}
             if recovery.get("d") is not None:
@@ -379,7 +414,9 @@ class PostgresSource:
             # An idle standby's lag times are NULL (nothing to replay): no lag, not unknown.
             lag_s = float(row["replay_lag_s"] or 0.0)
             worst["replication_lag_s"] = max(worst.get("replication_lag_s", 0.0), lag_s)
-            worst["replication_lag_bytes"] = max(worst.get("replication_lag_bytes", 0.0), float(row["replay_lag_bytes"] or 0.0))
+            worst["replication_lag_bytes"] = max(
+                worst.get("replication_lag_bytes", 0.0), float(row["replay_lag_bytes"] or 0.0)
+            )
             if row["xmin_age"] is not None:
                 worst["standby_xmin_age"] = max(worst.get("standby_xmin_age", 0.0), float(row["xmin_age"]))
         values.update(worst)

@@ -57,8 +57,11 @@ def select_series(series: Series, families: dict[str, Family]) -> list[tuple[str
                 break
     if family is None:
         return []
-    kept = [(figure_name(series, name, labels), is_counter(family, name), value)
-            for name, labels, value in family.samples if name == series.name and _matches(series, labels)]
+    kept = [
+        (figure_name(series, name, labels), is_counter(family, name), value)
+        for name, labels, value in family.samples
+        if name == series.name and _matches(series, labels)
+    ]
     if series.sum and kept:
         return [(series.name, kept[0][1], sum(value for _, _, value in kept))]
     return kept

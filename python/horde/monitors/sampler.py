@@ -39,8 +39,15 @@ def source_for(monitor: Monitor) -> Source:
 class _Watcher(threading.Thread):
     """One source's thread: reads it at each of its seconds until told to stop."""
 
-    def __init__(self, source: Source, interval_s: int, start_monotonic: float, start_unix: float,
-                 out: queue.SimpleQueue[MonitorSample], stop: threading.Event) -> None:
+    def __init__(
+        self,
+        source: Source,
+        interval_s: int,
+        start_monotonic: float,
+        start_unix: float,
+        out: queue.SimpleQueue[MonitorSample],
+        stop: threading.Event,
+    ) -> None:
         super().__init__(name=f"horde-monitor-{source.name}", daemon=True)
         self.source = source
         self.interval_s = interval_s
@@ -80,8 +87,14 @@ class _Watcher(threading.Thread):
             self.cpu_seconds += time.thread_time() - started_cpu
         self.read_seconds.append(time.monotonic() - now)
         elapsed = now - self._start_monotonic
-        return MonitorSample(monitor=self.source.name, second=second, elapsed_s=round(elapsed, 3),
-                             timestamp=self._start_unix + elapsed, values=values, error=error)
+        return MonitorSample(
+            monitor=self.source.name,
+            second=second,
+            elapsed_s=round(elapsed, 3),
+            timestamp=self._start_unix + elapsed,
+            values=values,
+            error=error,
+        )
 
 
 class Monitoring:
@@ -135,9 +148,14 @@ class Monitoring:
 
     def cost(self) -> dict[str, dict[str, float]]:
         """Per monitor: readings, CPU seconds of the control plane they took, slowest reading."""
-        return {watcher.source.name: {"readings": float(len(watcher.read_seconds)), "cpu_s": watcher.cpu_seconds,
-                                      "slowest_read_s": max(watcher.read_seconds, default=0.0)}
-                for watcher in self._watchers}
+        return {
+            watcher.source.name: {
+                "readings": float(len(watcher.read_seconds)),
+                "cpu_s": watcher.cpu_seconds,
+                "slowest_read_s": max(watcher.read_seconds, default=0.0),
+            }
+            for watcher in self._watchers
+        }
 
     def close(self) -> list[MonitorSample]:
         """Stops the threads and the sources; returns the samples not drained yet."""

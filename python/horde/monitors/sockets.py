@@ -18,8 +18,19 @@ import struct
 from pathlib import Path
 
 #: The kernel's TCP states (include/net/tcp_states.h), by number.
-STATES = {1: "established", 2: "syn_sent", 3: "syn_recv", 4: "fin_wait1", 5: "fin_wait2", 6: "time_wait", 7: "close",
-          8: "close_wait", 9: "last_ack", 10: "listen", 11: "closing"}
+STATES = {
+    1: "established",
+    2: "syn_sent",
+    3: "syn_recv",
+    4: "fin_wait1",
+    5: "fin_wait2",
+    6: "time_wait",
+    7: "close",
+    8: "close_wait",
+    9: "last_ack",
+    10: "listen",
+    11: "closing",
+}
 
 _NETLINK_SOCK_DIAG = 4
 _SOCK_DIAG_BY_FAMILY = 20
@@ -46,7 +57,9 @@ def _dump(family: int, states: int) -> dict[int, int]:
     counts: dict[int, int] = {}
     with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, _NETLINK_SOCK_DIAG) as link:
         body = _REQUEST.pack(family, socket.IPPROTO_TCP, 0, 0, states)
-        link.sendall(_HEADER.pack(_HEADER.size + len(body), _SOCK_DIAG_BY_FAMILY, _NLM_F_REQUEST | _NLM_F_DUMP, 1, 0) + body)
+        link.sendall(
+            _HEADER.pack(_HEADER.size + len(body), _SOCK_DIAG_BY_FAMILY, _NLM_F_REQUEST | _NLM_F_DUMP, 1, 0) + body
+        )
         while True:
             data = link.recv(1 << 17)
             offset = 0

@@ -21,12 +21,38 @@ from horde.store import MonitorSample
 
 #: The figures a summary lists per kind of source, in this order, when the source gave them.
 HEADLINE: dict[str, tuple[str, ...]] = {
-    "host": ("cpu.busy_percent", "cpu.iowait_percent", "cpu.steal_percent", "load.1m", "memory.used_percent",
-             "net.rx_bytes_per_s", "net.tx_bytes_per_s", "tcp.established", "tcp.time_wait", "files.open"),
-    "postgres": ("transactions_per_s", "statements.select_per_s", "statements.insert_per_s", "statements.update_per_s",
-                 "statements.delete_per_s", "rows.returned_per_s", "rows.fetched_per_s", "cache_hit_percent",
-                 "hot_update_percent", "dead_tuples", "autovacuum_runs", "connections.total", "locks_waiting", "deadlocks",
-                 "temp_bytes_per_s", "replication_lag_s", "replication_lag_bytes", "standby_xmin_age"),
+    "host": (
+        "cpu.busy_percent",
+        "cpu.iowait_percent",
+        "cpu.steal_percent",
+        "load.1m",
+        "memory.used_percent",
+        "net.rx_bytes_per_s",
+        "net.tx_bytes_per_s",
+        "tcp.established",
+        "tcp.time_wait",
+        "files.open",
+    ),
+    "postgres": (
+        "transactions_per_s",
+        "statements.select_per_s",
+        "statements.insert_per_s",
+        "statements.update_per_s",
+        "statements.delete_per_s",
+        "rows.returned_per_s",
+        "rows.fetched_per_s",
+        "cache_hit_percent",
+        "hot_update_percent",
+        "dead_tuples",
+        "autovacuum_runs",
+        "connections.total",
+        "locks_waiting",
+        "deadlocks",
+        "temp_bytes_per_s",
+        "replication_lag_s",
+        "replication_lag_bytes",
+        "standby_xmin_age",
+    ),
 }
 #: Figures added up over the run rather than averaged (counts per interval).
 COUNTS = ("autovacuum_runs", "autoanalyze_runs", "deadlocks")
@@ -36,8 +62,9 @@ MAX_SERIES = 20
 SHARES_OF: dict[str, str] = {"hot_update_percent": "rows.updated_per_s", "cache_hit_percent": "blocks.accessed_per_s"}
 
 
-def share_over_run(elapsed_s: Sequence[float], shares: Sequence[float | None],
-                   rates: Sequence[float | None]) -> float | None:
+def share_over_run(
+    elapsed_s: Sequence[float], shares: Sequence[float | None], rates: Sequence[float | None]
+) -> float | None:
     """The run's share (%) from each reading's share and the rate of what it is a share of, the
     readings on the run's time axis (``elapsed_s``): each share weighted by the count its rate
     gives over the time since the reading before (the run's start for the first; a gap's time
@@ -61,7 +88,11 @@ def share_over_run(elapsed_s: Sequence[float], shares: Sequence[float | None],
 
 def headline_metrics(kind: str, node_exporter: bool, seen: Sequence[str]) -> list[str]:
     if kind == "prometheus":
-        series = [metric for metric in seen if not metric.startswith(("cpu.", "load.", "memory.", "net.", "tcp.", "disk.", "files."))]
+        series = [
+            metric
+            for metric in seen
+            if not metric.startswith(("cpu.", "load.", "memory.", "net.", "tcp.", "disk.", "files."))
+        ]
         return series[:MAX_SERIES] + ([m for m in HEADLINE["host"] if m in seen] if node_exporter else [])
     return [metric for metric in HEADLINE.get(kind, ()) if metric in seen]
 
@@ -75,9 +106,11 @@ def figures_of(samples: Sequence[MonitorSample], metrics: Sequence[str]) -> dict
         entry = {"mean": sum(values) / len(values), "max": max(values), "last": values[-1]}
         if metric in SHARES_OF:
             readings = [sample for sample in samples if sample.values is not None]
-            run_share = share_over_run([sample.elapsed_s for sample in readings],
-                                       [(sample.values or {}).get(metric) for sample in readings],
-                                       [(sample.values or {}).get(SHARES_OF[metric]) for sample in readings])
+            run_share = share_over_run(
+                [sample.elapsed_s for sample in readings],
+                [(sample.values or {}).get(metric) for sample in readings],
+                [(sample.values or {}).get(SHARES_OF[metric]) for sample in readings],
+            )
             entry["mean"] = entry["mean"] if run_share is None else run_share
         if metric in COUNTS:
             entry["total"] = sum(values)
@@ -85,8 +118,13 @@ def figures_of(samples: Sequence[MonitorSample], metrics: Sequence[str]) -> dict
     return figures
 
 
-def monitors_block(kinds: dict[str, str], node_exporters: set[str], samples: dict[str, list[MonitorSample]],
-                   findings: Sequence[Finding], warnings: Sequence[str]) -> dict[str, Any]:
+def monitors_block(
+    kinds: dict[str, str],
+    node_exporters: set[str],
+    samples: dict[str, list[MonitorSample]],
+    findings: Sequence[Finding],
+    warnings: Sequence[str],
+) -> dict[str, Any]:
     """The summary's ``monitors`` block."""
     sources: dict[str, Any] = {}
     for name, kind in kinds.items():
@@ -104,5 +142,8 @@ def monitors_block(kinds: dict[str, str], node_exporters: set[str], samples: dic
             "first_gap": None if not gaps else {"second": gaps[0].second, "reason": gaps[0].error},
             "figures": figures_of(own, headline_metrics(kind, name in node_exporters, seen)),
         }
-    return {"sources": sources, "warnings": list(warnings),
-            "diagnosis": [finding.to_json() for finding in sorted(findings, key=lambda f: (f.second, f.monitor))]}
+    return {
+        "sources": sources,
+        "warnings": list(warnings),
+        "diagnosis": [finding.to_json() for finding in sorted(findings, key=lambda f: (f.second, f.monitor))],
+    }

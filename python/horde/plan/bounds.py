@@ -100,25 +100,50 @@ def shape_problems(data: Any, *, max_depth: int = MAX_DEPTH, max_values: int = M
         node, loc = stack.pop()
         seen += 1
         if seen > max_values:
-            return [(loc, f"the plan expands to more than {max_values:,} values",
-                     "a plan this large is likely a YAML alias bomb or a generated mistake; "
-                     f"a plan may hold at most {max_values:,} values, aliases counted each time they are used")]
+            return [
+                (
+                    loc,
+                    f"the plan expands to more than {max_values:,} values",
+                    "a plan this large is likely a YAML alias bomb or a generated mistake; "
+                    f"a plan may hold at most {max_values:,} values, aliases counted each time they are used",
+                )
+            ]
         if isinstance(node, str):
             if not _is_unicode(node):
-                return [(loc, "holds a lone surrogate (an escape like \\ud800 that is no character)",
-                         "write the character itself, or a valid surrogate pair")]
+                return [
+                    (
+                        loc,
+                        "holds a lone surrogate (an escape like \\ud800 that is no character)",
+                        "write the character itself, or a valid surrogate pair",
+                    )
+                ]
             if loc and loc[-1] == "body" and json_text_too_deep(node, max_depth=max_depth):
-                return [(loc, f"holds JSON text nested deeper than {max_depth} levels",
-                         f"a body read as JSON nests at most {max_depth} levels deep (as a plan does); flatten it")]
+                return [
+                    (
+                        loc,
+                        f"holds JSON text nested deeper than {max_depth} levels",
+                        f"a body read as JSON nests at most {max_depth} levels deep (as a plan does); flatten it",
+                    )
+                ]
             continue
         if isinstance(node, (dict, list)) and len(loc) >= max_depth:
-            return [(loc, f"values nest deeper than {max_depth} levels",
-                     f"a plan nests at most {max_depth} levels deep; flatten this value")]
+            return [
+                (
+                    loc,
+                    f"values nest deeper than {max_depth} levels",
+                    f"a plan nests at most {max_depth} levels deep; flatten this value",
+                )
+            ]
         if isinstance(node, dict):
             for key, value in node.items():
                 if isinstance(key, str) and not _is_unicode(key):
-                    return [(loc, "a key holds a lone surrogate (an escape like \\ud800 that is no character)",
-                             "write the character itself, or a valid surrogate pair")]
+                    return [
+                        (
+                            loc,
+                            "a key holds a lone surrogate (an escape like \\ud800 that is no character)",
+                            "write the character itself, or a valid surrogate pair",
+                        )
+                    ]
                 stack.append((value, (*loc, str(key))))
         elif isinstance(node, list):
             stack.extend((item, (*loc, index)) for index, item in enumerate(node))
@@ -207,8 +232,11 @@ def flow_depth_problem(text: str, *, max_depth: int = MAX_DEPTH) -> tuple[int, s
         elif char in "[{":
             depth += 1
             if depth > max_depth:
-                return (line, f"values nest deeper than {max_depth} levels",
-                        f"a plan nests at most {max_depth} levels deep; flatten this value")
+                return (
+                    line,
+                    f"values nest deeper than {max_depth} levels",
+                    f"a plan nests at most {max_depth} levels deep; flatten this value",
+                )
         elif char in "]}":
             depth = max(0, depth - 1)
         index += 1

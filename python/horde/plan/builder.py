@@ -287,68 +287,194 @@ class _Http:
         on_check_failure: OnCheckFailure | None = None,
     ) -> StepSpec:
         """An HTTP request of any method."""
-        return StepSpec({
-            "type": "http",
-            "name": name,
-            "method": method,
-            "path": path,
-            "headers": dict(headers) if headers is not None else None,
-            "body": body,
-            "json": json,
-            "think_time": think_time.lower() if think_time is not None else None,
-            "extract": [e.lower() for e in extract] or None,
-            "checks": [c.lower() for c in checks] or None,
-            "on_check_failure": on_check_failure,
-        })
+        return StepSpec(
+            {
+                "type": "http",
+                "name": name,
+                "method": method,
+                "path": path,
+                "headers": dict(headers) if headers is not None else None,
+                "body": body,
+                "json": json,
+                "think_time": think_time.lower() if think_time is not None else None,
+                "extract": [e.lower() for e in extract] or None,
+                "checks": [c.lower() for c in checks] or None,
+                "on_check_failure": on_check_failure,
+            }
+        )
 
-    def get(self, name: str, path: str, *, headers: Headers | None = None, think_time: ThinkTimeSpec | None = None,
-            extract: Sequence[ExtractorSpec] = (), checks: Sequence[CheckSpec] = (),
-            on_check_failure: OnCheckFailure | None = None) -> StepSpec:
+    def get(
+        self,
+        name: str,
+        path: str,
+        *,
+        headers: Headers | None = None,
+        think_time: ThinkTimeSpec | None = None,
+        extract: Sequence[ExtractorSpec] = (),
+        checks: Sequence[CheckSpec] = (),
+        on_check_failure: OnCheckFailure | None = None,
+    ) -> StepSpec:
         """A GET request."""
-        return self.request("GET", name, path, headers=headers, think_time=think_time, extract=extract,
-                            checks=checks, on_check_failure=on_check_failure)
+        return self.request(
+            "GET",
+            name,
+            path,
+            headers=headers,
+            think_time=think_time,
+            extract=extract,
+            checks=checks,
+            on_check_failure=on_check_failure,
+        )
 
-    def head(self, name: str, path: str, *, headers: Headers | None = None, think_time: ThinkTimeSpec | None = None,
-             extract: Sequence[ExtractorSpec] = (), checks: Sequence[CheckSpec] = (),
-             on_check_failure: OnCheckFailure | None = None) -> StepSpec:
+    def head(
+        self,
+        name: str,
+        path: str,
+        *,
+        headers: Headers | None = None,
+        think_time: ThinkTimeSpec | None = None,
+        extract: Sequence[ExtractorSpec] = (),
+        checks: Sequence[CheckSpec] = (),
+        on_check_failure: OnCheckFailure | None = None,
+    ) -> StepSpec:
         """A HEAD request."""
-        return self.request("HEAD", name, path, headers=headers, think_time=think_time, extract=extract,
-                            checks=checks, on_check_failure=on_check_failure)
+        return self.request(
+            "HEAD",
+            name,
+            path,
+            headers=headers,
+            think_time=think_time,
+            extract=extract,
+            checks=checks,
+            on_check_failure=on_check_failure,
+        )
 
-    def delete(self, name: str, path: str, *, headers: Headers | None = None, think_time: ThinkTimeSpec | None = None,
-               extract: Sequence[ExtractorSpec] = (), checks: Sequence[CheckSpec] = (),
-               on_check_failure: OnCheckFailure | None = None) -> StepSpec:
+    def delete(
+        self,
+        name: str,
+        path: str,
+        *,
+        headers: Headers | None = None,
+        think_time: ThinkTimeSpec | None = None,
+        extract: Sequence[ExtractorSpec] = (),
+        checks: Sequence[CheckSpec] = (),
+        on_check_failure: OnCheckFailure | None = None,
+    ) -> StepSpec:
         """A DELETE request."""
-        return self.request("DELETE", name, path, headers=headers, think_time=think_time, extract=extract,
-                            checks=checks, on_check_failure=on_check_failure)
+        return self.request(
+            "DELETE",
+            name,
+            path,
+            headers=headers,
+            think_time=think_time,
+            extract=extract,
+            checks=checks,
+            on_check_failure=on_check_failure,
+        )
 
-    def options(self, name: str, path: str, *, headers: Headers | None = None, think_time: ThinkTimeSpec | None = None,
-                extract: Sequence[ExtractorSpec] = (), checks: Sequence[CheckSpec] = (),
-                on_check_failure: OnCheckFailure | None = None) -> StepSpec:
+    def options(
+        self,
+        name: str,
+        path: str,
+        *,
+        headers: Headers | None = None,
+        think_time: ThinkTimeSpec | None = None,
+        extract: Sequence[ExtractorSpec] = (),
+        checks: Sequence[CheckSpec] = (),
+        on_check_failure: OnCheckFailure | None = None,
+    ) -> StepSpec:
         """An OPTIONS request."""
-        return self.request("OPTIONS", name, path, headers=headers, think_time=think_time, extract=extract,
-                            checks=checks, on_check_failure=on_check_failure)
+        return self.request(
+            "OPTIONS",
+            name,
+            path,
+            headers=headers,
+            think_time=think_time,
+            extract=extract,
+            checks=checks,
+            on_check_failure=on_check_failure,
+        )
 
-    def post(self, name: str, path: str, *, headers: Headers | None = None, body: str | None = None,
-             json: JSON = None, think_time: ThinkTimeSpec | None = None, extract: Sequence[ExtractorSpec] = (),
-             checks: Sequence[CheckSpec] = (), on_check_failure: OnCheckFailure | None = None) -> StepSpec:
+    def post(
+        self,
+        name: str,
+        path: str,
+        *,
+        headers: Headers | None = None,
+        body: str | None = None,
+        json: JSON = None,
+        think_time: ThinkTimeSpec | None = None,
+        extract: Sequence[ExtractorSpec] = (),
+        checks: Sequence[CheckSpec] = (),
+        on_check_failure: OnCheckFailure | None = None,
+    ) -> StepSpec:
         """A POST request."""
-        return self.request("POST", name, path, headers=headers, body=body, json=json, think_time=think_time,
-                            extract=extract, checks=checks, on_check_failure=on_check_failure)
+        return self.request(
+            "POST",
+            name,
+            path,
+            headers=headers,
+            body=body,
+            json=json,
+            think_time=think_time,
+            extract=extract,
+            checks=checks,
+            on_check_failure=on_check_failure,
+        )
 
-    def put(self, name: str, path: str, *, headers: Headers | None = None, body: str | None = None,
-            json: JSON = None, think_time: ThinkTimeSpec | None = None, extract: Sequence[ExtractorSpec] = (),
-            checks: Sequence[CheckSpec] = (), on_check_failure: OnCheckFailure | None = None) -> StepSpec:
+    def put(
+        self,
+        name: str,
+        path: str,
+        *,
+        headers: Headers | None = None,
+        body: str | None = None,
+        json: JSON = None,
+        think_time: ThinkTimeSpec | None = None,
+        extract: Sequence[ExtractorSpec] = (),
+        checks: Sequence[CheckSpec] = (),
+        on_check_failure: OnCheckFailure | None = None,
+    ) -> StepSpec:
         """A PUT request."""
-        return self.request("PUT", name, path, headers=headers, body=body, json=json, think_time=think_time,
-                            extract=extract, checks=checks, on_check_failure=on_check_failure)
+        return self.request(
+            "PUT",
+            name,
+            path,
+            headers=headers,
+            body=body,
+            json=json,
+            think_time=think_time,
+            extract=extract,
+            checks=checks,
+            on_check_failure=on_check_failure,
+        )
 
-    def patch(self, name: str, path: str, *, headers: Headers | None = None, body: str | None = None,
-              json: JSON = None, think_time: ThinkTimeSpec | None = None, extract: Sequence[ExtractorSpec] = (),
-              checks: Sequence[CheckSpec] = (), on_check_failure: OnCheckFailure | None = None) -> StepSpec:
+    def patch(
+        self,
+        name: str,
+        path: str,
+        *,
+        headers: Headers | None = None,
+        body: str | None = None,
+        json: JSON = None,
+        think_time: ThinkTimeSpec | None = None,
+        extract: Sequence[ExtractorSpec] = (),
+        checks: Sequence[CheckSpec] = (),
+        on_check_failure: OnCheckFailure | None = None,
+    ) -> StepSpec:
         """A PATCH request."""
-        return self.request("PATCH", name, path, headers=headers, body=body, json=json, think_time=think_time,
-                            extract=extract, checks=checks, on_check_failure=on_check_failure)
+        return self.request(
+            "PATCH",
+            name,
+            path,
+            headers=headers,
+            body=body,
+            json=json,
+            think_time=think_time,
+            extract=extract,
+            checks=checks,
+            on_check_failure=on_check_failure,
+        )
 
 
 #: HTTP steps: ``http.get(name, path, ...)``, ``http.post(name, path, json=...)``...
@@ -371,18 +497,15 @@ class _Extract:
 
     def json(self, var: str, expression: str, *, pick: Pick | None = None, default: JSON = None) -> ExtractorSpec:
         """An RFC 9535 JSONPath over the response body, e.g. ``$.items[0].id``."""
-        return ExtractorSpec({"var": var, "from": "json", "expression": expression, "pick": pick,
-                              "default": default})
+        return ExtractorSpec({"var": var, "from": "json", "expression": expression, "pick": pick, "default": default})
 
     def regex(self, var: str, pattern: str, *, pick: Pick | None = None, default: JSON = None) -> ExtractorSpec:
         """A regular expression over the response body: its first group (or the whole match)."""
-        return ExtractorSpec({"var": var, "from": "regex", "expression": pattern, "pick": pick,
-                              "default": default})
+        return ExtractorSpec({"var": var, "from": "regex", "expression": pattern, "pick": pick, "default": default})
 
     def header(self, var: str, name: str, *, pick: Pick | None = None, default: JSON = None) -> ExtractorSpec:
         """A response header's value."""
-        return ExtractorSpec({"var": var, "from": "header", "expression": name, "pick": pick,
-                              "default": default})
+        return ExtractorSpec({"var": var, "from": "header", "expression": name, "pick": pick, "default": default})
 
     def status(self, var: str) -> ExtractorSpec:
         """The response's status code."""
@@ -481,10 +604,17 @@ def loop(
     >>> loop(http.post("build", "/build/{{ b }}"), for_each="buildings", as_="b").lower()["as"]
     'b'
     """
-    return StepSpec({
-        "type": "loop", "count": count, "while": while_, "max_iterations": max_iterations,
-        "for_each": for_each, "as": as_, "steps": _steps(steps),
-    })
+    return StepSpec(
+        {
+            "type": "loop",
+            "count": count,
+            "while": while_,
+            "max_iterations": max_iterations,
+            "for_each": for_each,
+            "as": as_,
+            "steps": _steps(steps),
+        }
+    )
 
 
 def when(condition: str, *then: StepSpec, else_: Sequence[StepSpec] = ()) -> StepSpec:
@@ -523,43 +653,128 @@ class _Message:
     10
     """
 
-    def connect(self, name: str, *, path: str | None = None, headers: Mapping[str, str] | None = None,
-                think_time: ThinkTimeSpec | None = None) -> StepSpec:
+    def connect(
+        self,
+        name: str,
+        *,
+        path: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        think_time: ThinkTimeSpec | None = None,
+    ) -> StepSpec:
         """Opens the VU's connection (a new one if it had one); timed. Against a ws:// or wss://
         target it is the upgrade: ``path`` after base_url's, ``headers`` (templates)."""
-        return StepSpec({"type": "connect", "name": name, "path": path, "headers": dict(headers) if headers else None,
-                         "think_time": think_time.lower() if think_time else None})
+        return StepSpec(
+            {
+                "type": "connect",
+                "name": name,
+                "path": path,
+                "headers": dict(headers) if headers else None,
+                "think_time": think_time.lower() if think_time else None,
+            }
+        )
 
-    def send(self, name: str, text: str | None = None, *, hex: str | None = None, base64: str | None = None,
-             json: JSON = None, think_time: ThinkTimeSpec | None = None) -> StepSpec:
+    def send(
+        self,
+        name: str,
+        text: str | None = None,
+        *,
+        hex: str | None = None,
+        base64: str | None = None,
+        json: JSON = None,
+        think_time: ThinkTimeSpec | None = None,
+    ) -> StepSpec:
         """Sends one message: exactly one of ``text``, ``hex``, ``base64`` or ``json``."""
-        return StepSpec({"type": "send", "name": name, "text": text, "hex": hex, "base64": base64, "json": json,
-                         "think_time": think_time.lower() if think_time else None})
+        return StepSpec(
+            {
+                "type": "send",
+                "name": name,
+                "text": text,
+                "hex": hex,
+                "base64": base64,
+                "json": json,
+                "think_time": think_time.lower() if think_time else None,
+            }
+        )
 
-    def receive(self, name: str, *, match: str | None = None, json_path: str | None = None, timeout_ms: Number | None = None,
-                extract: Sequence[ExtractorSpec] = (), checks: Sequence[CheckSpec] = (),
-                on_check_failure: OnCheckFailure | None = None, think_time: ThinkTimeSpec | None = None) -> StepSpec:
+    def receive(
+        self,
+        name: str,
+        *,
+        match: str | None = None,
+        json_path: str | None = None,
+        timeout_ms: Number | None = None,
+        extract: Sequence[ExtractorSpec] = (),
+        checks: Sequence[CheckSpec] = (),
+        on_check_failure: OnCheckFailure | None = None,
+        think_time: ThinkTimeSpec | None = None,
+    ) -> StepSpec:
         """Waits for the first message matching ``match`` (a regular expression) and/or ``json_path``."""
-        return StepSpec({
-            "type": "receive", "name": name, "match": match, "json_path": json_path, "timeout_ms": timeout_ms,
-            "extract": [e.lower() for e in extract] or None, "checks": [c.lower() for c in checks] or None,
-            "on_check_failure": on_check_failure, "think_time": think_time.lower() if think_time else None,
-        })
+        return StepSpec(
+            {
+                "type": "receive",
+                "name": name,
+                "match": match,
+                "json_path": json_path,
+                "timeout_ms": timeout_ms,
+                "extract": [e.lower() for e in extract] or None,
+                "checks": [c.lower() for c in checks] or None,
+                "on_check_failure": on_check_failure,
+                "think_time": think_time.lower() if think_time else None,
+            }
+        )
 
-    def ping(self, name: str, text: str | None = None, *, reply_seq: str | None = None, timeout_ms: Number | None = None,
-             control_frame: bool | None = None, think_time: ThinkTimeSpec | None = None) -> StepSpec:
+    def ping(
+        self,
+        name: str,
+        text: str | None = None,
+        *,
+        reply_seq: str | None = None,
+        timeout_ms: Number | None = None,
+        control_frame: bool | None = None,
+        think_time: ThinkTimeSpec | None = None,
+    ) -> StepSpec:
         """A numbered message (``ping {{ seq }}`` by default) timed to the reply carrying its number;
         ``control_frame``: a WebSocket's ping control frame, timed to its pong."""
-        return StepSpec({"type": "ping", "name": name, "text": text, "reply_seq": reply_seq, "timeout_ms": timeout_ms,
-                         "control_frame": control_frame, "think_time": think_time.lower() if think_time else None})
+        return StepSpec(
+            {
+                "type": "ping",
+                "name": name,
+                "text": text,
+                "reply_seq": reply_seq,
+                "timeout_ms": timeout_ms,
+                "control_frame": control_frame,
+                "think_time": think_time.lower() if think_time else None,
+            }
+        )
 
-    def stream(self, name: str, text: str | None = None, *, hex: str | None = None, base64: str | None = None,
-               json: JSON = None, every_ms: Number | None = None, per_second: Number | None = None,
-               duration_ms: Number, think_time: ThinkTimeSpec | None = None) -> StepSpec:
+    def stream(
+        self,
+        name: str,
+        text: str | None = None,
+        *,
+        hex: str | None = None,
+        base64: str | None = None,
+        json: JSON = None,
+        every_ms: Number | None = None,
+        per_second: Number | None = None,
+        duration_ms: Number,
+        think_time: ThinkTimeSpec | None = None,
+    ) -> StepSpec:
         """A message every ``every_ms`` (or ``per_second`` a second) for ``duration_ms``, reading meanwhile."""
-        return StepSpec({"type": "stream", "name": name, "text": text, "hex": hex, "base64": base64, "json": json,
-                         "every_ms": every_ms, "per_second": per_second, "duration_ms": duration_ms,
-                         "think_time": think_time.lower() if think_time else None})
+        return StepSpec(
+            {
+                "type": "stream",
+                "name": name,
+                "text": text,
+                "hex": hex,
+                "base64": base64,
+                "json": json,
+                "every_ms": every_ms,
+                "per_second": per_second,
+                "duration_ms": duration_ms,
+                "think_time": think_time.lower() if think_time else None,
+            }
+        )
 
     def close(self) -> StepSpec:
         """Closes the VU's connection; the next message step opens another."""
@@ -618,8 +833,14 @@ def open_model(
 ) -> WorkloadSpec:
     """The open model: iterations start at an arrival rate, each on a free VU (at most
     ``max_vus`` busy; an arrival that finds none free is counted as dropped)."""
-    return WorkloadSpec({"type": "open", "start_rate_per_s": start_rate_per_s,
-                         "stages": [s.lower() for s in stages], "max_vus": max_vus})
+    return WorkloadSpec(
+        {
+            "type": "open",
+            "start_rate_per_s": start_rate_per_s,
+            "stages": [s.lower() for s in stages],
+            "max_vus": max_vus,
+        }
+    )
 
 
 def scenario(
@@ -640,18 +861,20 @@ def scenario(
     iteration every that many seconds (closed model); ``weight`` is its share when ``--vus`` or
     ``--rate`` spread one level over several scenarios; ``network`` (a udp:// or kcp:// target)
     impairs its datagrams: ``{"delay_ms": 20, "loss_percent": 10}``."""
-    return ScenarioSpec({
-        "name": name,
-        "weight": weight,
-        "headers": dict(headers) if headers is not None else None,
-        "feeders": [f.lower() for f in feeders] or None,
-        "setup": _steps(setup) or None,
-        "steps": _steps(steps),
-        "teardown": _steps(teardown) or None,
-        "pacing_s": pacing_s,
-        "workload": workload.lower(),
-        "network": dict(network) if network is not None else None,
-    })
+    return ScenarioSpec(
+        {
+            "name": name,
+            "weight": weight,
+            "headers": dict(headers) if headers is not None else None,
+            "feeders": [f.lower() for f in feeders] or None,
+            "setup": _steps(setup) or None,
+            "steps": _steps(steps),
+            "teardown": _steps(teardown) or None,
+            "pacing_s": pacing_s,
+            "workload": workload.lower(),
+            "network": dict(network) if network is not None else None,
+        }
+    )
 
 
 def plan(
@@ -703,8 +926,9 @@ def plan(
     # Before anything walks the data (a parameter's name is looked up in the environment).
     shaped = shape_problems(data)
     if shaped:
-        raise PlanInvalid([Problem(format_path(loc), message, hint=hint) for loc, message, hint in shaped],
-                          source=f"plan '{name}'")
+        raise PlanInvalid(
+            [Problem(format_path(loc), message, hint=hint) for loc, message, hint in shaped], source=f"plan '{name}'"
+        )
     declared = parameters or {}
     explicit = {key: value for key, value in current_explicit_parameters().items() if key in declared}
 

@@ -41,11 +41,31 @@ MAX_LOOP_ITERATIONS = MAX_LOOP_COUNT  # a while loop's max_iterations: the engin
 
 #: Names a variable (an extractor's ``var``, a loop's ``as``, a feeder's ``name``) cannot take:
 #: the template context's own names and functions, and the expression language's words.
-RESERVED_NAMES: frozenset[str] = frozenset({
-    "params", "vu", "iteration", "random_int", "random_choice", "uuid", "now_ms",
-    "true", "false", "none", "True", "False", "None",
-    "and", "or", "not", "in", "is", "if", "else", "loop",
-})
+RESERVED_NAMES: frozenset[str] = frozenset(
+    {
+        "params",
+        "vu",
+        "iteration",
+        "random_int",
+        "random_choice",
+        "uuid",
+        "now_ms",
+        "true",
+        "false",
+        "none",
+        "True",
+        "False",
+        "None",
+        "and",
+        "or",
+        "not",
+        "in",
+        "is",
+        "if",
+        "else",
+        "loop",
+    }
+)
 
 # RFC 9110 token characters: what a header name may contain.
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
@@ -63,9 +83,7 @@ def type_is_required(schema: dict[str, Any]) -> None:
 STRICT_KEYS = ConfigDict(extra="forbid", allow_inf_nan=False, serialize_by_alias=True)
 
 # The models of a tagged union: selected by their ``type`` key.
-TAGGED = ConfigDict(
-    extra="forbid", allow_inf_nan=False, serialize_by_alias=True, json_schema_extra=type_is_required
-)
+TAGGED = ConfigDict(extra="forbid", allow_inf_nan=False, serialize_by_alias=True, json_schema_extra=type_is_required)
 
 
 # --- errors raised by the validators ---------------------------------------------------------
@@ -191,11 +209,17 @@ def validate_unique_names(items: Any, handler: ValidatorFunctionWrapHandler, wha
             if not isinstance(name, str):
                 continue
             if name in first_index:
-                duplicates.append(((index, "name"), name, custom(
-                    "duplicate_name",
-                    f"duplicate {what} name '{name}' (also at index {first_index[name]})",
-                    f"give each {what} its own name; results are reported by {what} name",
-                )))
+                duplicates.append(
+                    (
+                        (index, "name"),
+                        name,
+                        custom(
+                            "duplicate_name",
+                            f"duplicate {what} name '{name}' (also at index {first_index[name]})",
+                            f"give each {what} its own name; results are reported by {what} name",
+                        ),
+                    )
+                )
             else:
                 first_index[name] = index
     return with_problems(items, handler, duplicates, what, ())
@@ -235,7 +259,11 @@ def with_problems(
         lines = [reraisable(line) for line in error.errors()]
         lines += [InitErrorDetails(type=kind, loc=loc, input=value) for loc, value, kind in problems]
         if order:
-            lines.sort(key=lambda line: order.index(str(line["loc"][0])) if line["loc"] and str(line["loc"][0]) in order else len(order))
+            lines.sort(
+                key=lambda line: (
+                    order.index(str(line["loc"][0])) if line["loc"] and str(line["loc"][0]) in order else len(order)
+                )
+            )
         raise ValidationError.from_exception_data(error.title, lines) from None
     if problems:
         raise_located(title, problems)
@@ -266,15 +294,12 @@ class UniformThinkTime(BaseModel):
     )
 
 
-
 class ExponentialThinkTime(BaseModel):
     """A pause drawn from an exponential distribution (a Poisson process of user actions)."""
 
     model_config = TAGGED
 
-    type: Literal["exponential"] = Field(
-        default="exponential", description="this think time: 'exponential'"
-    )
+    type: Literal["exponential"] = Field(default="exponential", description="this think time: 'exponential'")
     mean_ms: float = Field(ge=0, le=MAX_THINK_TIME_MS, description="the mean pause, in milliseconds; >= 0")
 
 

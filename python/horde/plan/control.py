@@ -129,7 +129,9 @@ def _checked_condition(text: str, *, allowed: tuple[str, ...], hint: str = CONDI
     except ValueError as error:
         raise custom("condition", str(error), hint) from None
     if condition.kind not in allowed:
-        raise custom("condition", f"'{condition.metric}' cannot be used here (use a {' or '.join(allowed)} metric)", hint)
+        raise custom(
+            "condition", f"'{condition.metric}' cannot be used here (use a {' or '.join(allowed)} metric)", hint
+        )
     return text.strip()
 
 
@@ -195,7 +197,9 @@ class AutostopRule(BaseModel):
         "'generator_saturated' (the generator's CPU or timers over their limits the whole window)"
     )
     window_s: int = Field(default=10, ge=1, le=3600, description="the sliding window, in whole seconds; 1 to 3600")
-    after_s: float = Field(default=0, ge=0, le=MAX_STAGE_DURATION_S, description="not before this many seconds into the run (warm-up)")
+    after_s: float = Field(
+        default=0, ge=0, le=MAX_STAGE_DURATION_S, description="not before this many seconds into the run (warm-up)"
+    )
     step: str | None = Field(default=None, description="watch only this step or group; default: every step")
     scenario: str | None = Field(default=None, description="watch only this scenario's steps; default: every scenario")
 
@@ -220,7 +224,9 @@ class AutostopRule(BaseModel):
 
     @model_validator(mode="after")
     def _keep_parsed(self) -> AutostopRule:
-        self._parsed = None if self.when in AUTOSTOP_EVENTS or is_monitor_condition(self.when) else parse_condition(self.when)
+        self._parsed = (
+            None if self.when in AUTOSTOP_EVENTS or is_monitor_condition(self.when) else parse_condition(self.when)
+        )
         self._monitor_parsed = parse_monitor_condition(self.when) if is_monitor_condition(self.when) else None
         return self
 
@@ -259,26 +265,46 @@ class FindMax(BaseModel):
 
     type: Literal["find_max"] = Field(description="steering: 'find_max'")
     start: float | None = Field(
-        default=None, gt=0, le=MAX_RATE_PER_S,
+        default=None,
+        gt=0,
+        le=MAX_RATE_PER_S,
         description="the first step's level: arrivals/s (open) or VUs (closed); default: sized by a sighting "
-        "shot (open) or 1 VU (closed)")
+        "shot (open) or 1 VU (closed)",
+    )
     step: float | None = Field(
-        default=None, gt=0, le=MAX_RATE_PER_S,
+        default=None,
+        gt=0,
+        le=MAX_RATE_PER_S,
         description="a stepped ramp: how much each step adds; default: none, the level grows geometrically "
-        "and bisection finds the knee")
+        "and bisection finds the knee",
+    )
     step_duration_s: float | None = Field(
-        default=None, ge=2, le=3600,
+        default=None,
+        ge=2,
+        le=3600,
         description=f"how long each step holds, in seconds; >= 2; default {SEARCH_STEP_DURATION_S:g} for a search, "
-        f"{STEPPED_STEP_DURATION_S:g} for a stepped ramp")
-    growth: float = Field(default=2.0, ge=1.1, le=10, description="search: the factor each step multiplies the level by until one saturates")
+        f"{STEPPED_STEP_DURATION_S:g} for a stepped ramp",
+    )
+    growth: float = Field(
+        default=2.0,
+        ge=1.1,
+        le=10,
+        description="search: the factor each step multiplies the level by until one saturates",
+    )
     precision_percent: float = Field(
-        default=3.0, ge=0.5, le=50,
-        description="search: stop once the last good and first saturated levels are this close (percent of the good one)")
+        default=3.0,
+        ge=0.5,
+        le=50,
+        description="search: stop once the last good and first saturated levels are this close (percent of the good one)",
+    )
     limit: float | None = Field(default=None, gt=0, le=MAX_RATE_PER_S, description="never go above this level")
     percentile: float = Field(default=95, gt=0, le=100, description="the latency percentile judged")
     latency_limit_ms: float | None = Field(default=None, gt=0, description="saturated once the percentile passes this")
     error_limit_percent: float = Field(default=5, ge=0, le=100, description="saturated once errors pass this share")
-    refine: bool = Field(default=True, description="stepped ramp: after the first saturation, climb again from the last good step in quarter steps")
+    refine: bool = Field(
+        default=True,
+        description="stepped ramp: after the first saturation, climb again from the last good step in quarter steps",
+    )
     scenarios: list[str] = Field(default_factory=list, description="the scenarios whose level is steered; default: all")
 
     @property
@@ -304,18 +330,30 @@ class TargetResponseTime(BaseModel):
     type: Literal["target_response_time"] = Field(description="steering: 'target_response_time'")
     target_ms: float = Field(gt=0, le=3_600_000, description="the response time to hold, in ms")
     percentile: float = Field(default=95, gt=0, le=100, description="which percentile is held")
-    steps: list[str] = Field(default_factory=list, description="the steps or groups whose latency is held; default: all")
+    steps: list[str] = Field(
+        default_factory=list, description="the steps or groups whose latency is held; default: all"
+    )
     by: Literal["level", "pace"] = Field(
         default="level",
         description="what moves: 'level' (the VUs of closed scenarios, the arrival rate of open ones) or 'pace' "
         "(closed scenarios keep their VUs, and so their connections and logins; each VU's think times and pacing "
-        "are divided by the pace, 1 being the plan's own)")
+        "are divided by the pace, 1 being the plan's own)",
+    )
     start: float | None = Field(
-        default=None, gt=0, le=MAX_RATE_PER_S,
-        description="the level to start from: VUs (closed), arrivals/s (open) or a pace; default 1 VU, 10/s or pace 1")
-    min: float = Field(default=1, gt=0, le=MAX_RATE_PER_S, description="never go below this level (a pace: default 0.01)")
-    max: float = Field(default=MAX_VUS, gt=0, le=MAX_RATE_PER_S, description="never go above this level (a pace: default 100)")
-    duration_s: float = Field(default=120, ge=5, le=MAX_STAGE_DURATION_S, description="how long the run steers, in seconds")
+        default=None,
+        gt=0,
+        le=MAX_RATE_PER_S,
+        description="the level to start from: VUs (closed), arrivals/s (open) or a pace; default 1 VU, 10/s or pace 1",
+    )
+    min: float = Field(
+        default=1, gt=0, le=MAX_RATE_PER_S, description="never go below this level (a pace: default 0.01)"
+    )
+    max: float = Field(
+        default=MAX_VUS, gt=0, le=MAX_RATE_PER_S, description="never go above this level (a pace: default 100)"
+    )
+    duration_s: float = Field(
+        default=120, ge=5, le=MAX_STAGE_DURATION_S, description="how long the run steers, in seconds"
+    )
     scenarios: list[str] = Field(default_factory=list, description="the scenarios whose level is steered; default: all")
 
     @model_validator(mode="before")
@@ -346,82 +384,193 @@ def check_control_names(plan: Any) -> None:
     Raises a located ValidationError listing every problem (called from ``Plan``'s validator).
     """
     measured: dict[str, set[str]] = {
-        scenario.name: {step.name for step in scenario.all_steps() if isinstance(step, (HttpStep, GroupStep, ParallelStep, SqlStep, *_MESSAGE_STEPS))}
+        scenario.name: {
+            step.name
+            for step in scenario.all_steps()
+            if isinstance(step, (HttpStep, GroupStep, ParallelStep, SqlStep, *_MESSAGE_STEPS))
+        }
         for scenario in plan.scenarios
     }
     errors: list[Any] = []
 
     def check_scope(loc: tuple[str | int, ...], step: str | None, scenario: str | None) -> None:
         if scenario is not None and scenario not in measured:
-            errors.append(((*loc, "scenario"), scenario, custom(
-                "unknown_scenario", f"no scenario is named '{scenario}'",
-                f"name one of: {', '.join(sorted(measured))}")))
+            errors.append(
+                (
+                    (*loc, "scenario"),
+                    scenario,
+                    custom(
+                        "unknown_scenario",
+                        f"no scenario is named '{scenario}'",
+                        f"name one of: {', '.join(sorted(measured))}",
+                    ),
+                )
+            )
             return
         if step is None:
             return
         names = measured[scenario] if scenario is not None else set().union(*measured.values())
         if step not in names:
-            errors.append(((*loc, "step"), step, custom(
-                "unknown_step", f"no step or group is named '{step}'" + (f" in scenario '{scenario}'" if scenario else ""),
-                "name a request step or a group: " + ", ".join(sorted(names)[:12]))))
+            errors.append(
+                (
+                    (*loc, "step"),
+                    step,
+                    custom(
+                        "unknown_step",
+                        f"no step or group is named '{step}'" + (f" in scenario '{scenario}'" if scenario else ""),
+                        "name a request step or a group: " + ", ".join(sorted(names)[:12]),
+                    ),
+                )
+            )
 
     for index, threshold in enumerate(plan.thresholds):
         check_scope(("thresholds", index), threshold.step, threshold.scenario)
     for index, rule in enumerate(plan.autostop):
         check_scope(("autostop", index), rule.step, rule.scenario)
     monitors = {monitor.name: monitor for monitor in getattr(plan, "monitors", [])}
-    watched = [(("thresholds", index), t.monitor_condition, t.step or t.scenario, "condition") for index, t in enumerate(plan.thresholds)]
-    watched += [(("autostop", index), r.monitor_condition, r.step or r.scenario, "when") for index, r in enumerate(plan.autostop)]
+    watched = [
+        (("thresholds", index), t.monitor_condition, t.step or t.scenario, "condition")
+        for index, t in enumerate(plan.thresholds)
+    ]
+    watched += [
+        (("autostop", index), r.monitor_condition, r.step or r.scenario, "when")
+        for index, r in enumerate(plan.autostop)
+    ]
     for loc, condition, scoped, key in watched:
         if condition is None:
             continue
         if condition.monitor not in monitors:
-            errors.append(((*loc, key), condition.text, custom(
-                "unknown_monitor", f"no monitor is named '{condition.monitor}'",
-                f"name one of the plan's monitors: {', '.join(sorted(monitors))}" if monitors
-                else "add it under monitors: (or with --monitor NAME=host)")))
+            errors.append(
+                (
+                    (*loc, key),
+                    condition.text,
+                    custom(
+                        "unknown_monitor",
+                        f"no monitor is named '{condition.monitor}'",
+                        f"name one of the plan's monitors: {', '.join(sorted(monitors))}"
+                        if monitors
+                        else "add it under monitors: (or with --monitor NAME=host)",
+                    ),
+                )
+            )
         elif (unknown := unknown_figure(monitors[condition.monitor], condition.metric)) is not None:
             errors.append(((*loc, key), condition.text, custom("unknown_monitor_figure", *unknown)))
         if scoped is not None:
-            errors.append(((*loc, "step"), scoped, custom(
-                "monitor_scope", "a monitor's condition has no step or scenario", "remove step and scenario from it")))
+            errors.append(
+                (
+                    (*loc, "step"),
+                    scoped,
+                    custom(
+                        "monitor_scope",
+                        "a monitor's condition has no step or scenario",
+                        "remove step and scenario from it",
+                    ),
+                )
+            )
     steer = plan.steer
     if steer is not None:
         for index, name in enumerate(steer.scenarios):
             if name not in measured:
-                errors.append((("steer", "scenarios", index), name, custom(
-                    "unknown_scenario", f"no scenario is named '{name}'", f"name one of: {', '.join(sorted(measured))}")))
-        if isinstance(steer, FindMax) and steer.limit is not None and steer.start is not None and steer.start > steer.limit:
-            errors.append((("steer", "start"), steer.start, custom(
-                "steer_range", f"start ({steer.start:g}) is above limit ({steer.limit:g})", "give start <= limit")))
+                errors.append(
+                    (
+                        ("steer", "scenarios", index),
+                        name,
+                        custom(
+                            "unknown_scenario",
+                            f"no scenario is named '{name}'",
+                            f"name one of: {', '.join(sorted(measured))}",
+                        ),
+                    )
+                )
+        if (
+            isinstance(steer, FindMax)
+            and steer.limit is not None
+            and steer.start is not None
+            and steer.start > steer.limit
+        ):
+            errors.append(
+                (
+                    ("steer", "start"),
+                    steer.start,
+                    custom(
+                        "steer_range",
+                        f"start ({steer.start:g}) is above limit ({steer.limit:g})",
+                        "give start <= limit",
+                    ),
+                )
+            )
         if isinstance(steer, TargetResponseTime):
             for index, name in enumerate(steer.steps):
                 if name not in set().union(*measured.values()):
-                    errors.append((("steer", "steps", index), name, custom(
-                        "unknown_step", f"no step or group is named '{name}'", "name request steps or groups of the plan")))
+                    errors.append(
+                        (
+                            ("steer", "steps", index),
+                            name,
+                            custom(
+                                "unknown_step",
+                                f"no step or group is named '{name}'",
+                                "name request steps or groups of the plan",
+                            ),
+                        )
+                    )
             if steer.min > steer.max:
-                errors.append((("steer", "min"), steer.min, custom(
-                    "steer_range", f"min ({steer.min:g}) is above max ({steer.max:g})", "give min <= start <= max")))
+                errors.append(
+                    (
+                        ("steer", "min"),
+                        steer.min,
+                        custom(
+                            "steer_range",
+                            f"min ({steer.min:g}) is above max ({steer.max:g})",
+                            "give min <= start <= max",
+                        ),
+                    )
+                )
             if steer.by == "pace":
                 for index, scenario in enumerate(plan.scenarios):
                     if steer.scenarios and scenario.name not in steer.scenarios:
                         continue
                     if scenario.workload.type != "closed":
-                        errors.append((("scenarios", index, "workload", "type"), scenario.workload.type, custom(
-                            "steer_pace_open", f"scenario '{scenario.name}' is open: steering by pace keeps a "
-                            "population of VUs, and an open model's arrivals set its own pace",
-                            "give it a closed workload (VUs), or steer by level (drop steer.by)")))
-                    elif scenario.pacing_s is None and not any(getattr(step, "think_time", None) is not None
-                                                               for step in scenario.all_steps()):
-                        errors.append((("scenarios", index), scenario.name, custom(
-                            "steer_pace_no_pause", f"scenario '{scenario.name}' has no think time or pacing: "
-                            "its pace has nothing to scale", "add pacing_s or think times, or steer by level (drop steer.by)")))
+                        errors.append(
+                            (
+                                ("scenarios", index, "workload", "type"),
+                                scenario.workload.type,
+                                custom(
+                                    "steer_pace_open",
+                                    f"scenario '{scenario.name}' is open: steering by pace keeps a "
+                                    "population of VUs, and an open model's arrivals set its own pace",
+                                    "give it a closed workload (VUs), or steer by level (drop steer.by)",
+                                ),
+                            )
+                        )
+                    elif scenario.pacing_s is None and not any(
+                        getattr(step, "think_time", None) is not None for step in scenario.all_steps()
+                    ):
+                        errors.append(
+                            (
+                                ("scenarios", index),
+                                scenario.name,
+                                custom(
+                                    "steer_pace_no_pause",
+                                    f"scenario '{scenario.name}' has no think time or pacing: "
+                                    "its pace has nothing to scale",
+                                    "add pacing_s or think times, or steer by level (drop steer.by)",
+                                ),
+                            )
+                        )
         steered = [s for s in plan.scenarios if not steer.scenarios or s.name in steer.scenarios]
         models = {s.workload.type for s in steered}
         if len(models) > 1:
-            errors.append((("steer", "scenarios"), steer.scenarios, custom(
-                "steer_mixed_models", "the steered scenarios mix closed and open workload models",
-                "steer only closed scenarios (a VU count) or only open ones (a rate): list them in steer.scenarios")))
+            errors.append(
+                (
+                    ("steer", "scenarios"),
+                    steer.scenarios,
+                    custom(
+                        "steer_mixed_models",
+                        "the steered scenarios mix closed and open workload models",
+                        "steer only closed scenarios (a VU count) or only open ones (a rate): list them in steer.scenarios",
+                    ),
+                )
+            )
     if errors:
         raise_located("Plan", errors)
 
@@ -433,22 +582,30 @@ class Generators(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, title="Generators")
 
     count: int | None = Field(
-        default=None, ge=1, le=10_000,
+        default=None,
+        ge=1,
+        le=10_000,
         description="how many generators; default: as many as the plan needs (VUs and connections "
         "against each generator's open-file limit, the rate against its capacity), one per node first",
     )
     capacity_rps: float | None = Field(
-        default=None, gt=0, le=MAX_RATE_PER_S,
+        default=None,
+        gt=0,
+        le=MAX_RATE_PER_S,
         description="requests per second one generator can send; default: measured by a short "
         "calibration on each generator before the run",
     )
     expected_rps: float | None = Field(
-        default=None, gt=0, le=MAX_RATE_PER_S,
+        default=None,
+        gt=0,
+        le=MAX_RATE_PER_S,
         description="the plan's peak requests per second, for sizing closed models (an open model's "
         "peak rate is known from its stages)",
     )
     workers: int | None = Field(
-        default=None, ge=1, le=1024,
+        default=None,
+        ge=1,
+        le=1024,
         description="worker threads per generator; default: the CPUs of its node shared among the "
         "generators placed there",
     )

@@ -66,7 +66,7 @@ _MAX_REPAIRS = 20
 
 
 def _within(loc: Loc, outer: Loc) -> bool:
-    return loc[:len(outer)] == outer
+    return loc[: len(outer)] == outer
 
 
 #: A think time pydantic refused stands in as a pause of nothing.
@@ -94,17 +94,26 @@ def _stand_in(data: Any, loc: Loc, message: str = "") -> Loc | None:
         return loc[:1]
     for end in range(len(loc), 1, -1):
         key, index = loc[end - 2], loc[end - 1]
-        parent = _node(data, loc[:end - 1])
+        parent = _node(data, loc[: end - 1])
         if index == "think_time" and isinstance(parent, dict) and isinstance(parent.get("think_time"), dict):
             parent["think_time"] = dict(_NO_PAUSE)
             return loc[:end]
         if key in _STEP_LISTS and isinstance(index, int) and isinstance(parent, list) and index < len(parent):
             parent[index] = dict(_NO_STEP)
             return loc[:end]
-        if index == "workload" and isinstance(parent, dict) and "workload" in parent and loc[:1] == ("scenarios",) and end == 3:
+        if (
+            index == "workload"
+            and isinstance(parent, dict)
+            and "workload" in parent
+            and loc[:1] == ("scenarios",)
+            and end == 3
+        ):
             open_model = isinstance(parent["workload"], dict) and parent["workload"].get("type") == "open"
-            parent["workload"] = ({"type": "open", "stages": [{"duration_s": 1, "rate_per_s": 1}], "max_vus": 1}
-                                  if open_model else {"type": "closed", "stages": [{"duration_s": 1, "vus": 1}]})
+            parent["workload"] = (
+                {"type": "open", "stages": [{"duration_s": 1, "rate_per_s": 1}], "max_vus": 1}
+                if open_model
+                else {"type": "closed", "stages": [{"duration_s": 1, "vus": 1}]}
+            )
             return loc[:end]
     return None
 
@@ -141,7 +150,7 @@ def rule_problems_beside(data: Any, reported: list[Loc]) -> list[tuple[Loc, str,
     # the scenario that holds it, and would leave the whole step or scenario unchecked.
     for loc in reported:
         if "think_time" in loc or "workload" in loc:
-            place = _stand_in(copy, loc[:loc.index("think_time" if "think_time" in loc else "workload") + 1])
+            place = _stand_in(copy, loc[: loc.index("think_time" if "think_time" in loc else "workload") + 1])
             if place is not None and place not in stood_in:
                 stood_in.append(place)
     for _ in range(_MAX_REPAIRS):
@@ -165,6 +174,8 @@ def rule_problems_beside(data: Any, reported: list[Loc]) -> list[tuple[Loc, str,
         if loc[:2] in touched and message.startswith("unknown variable '"):
             return False
         # One problem a place: pydantic's, where it reported this place, within it or around it.
-        return not any((_within(loc, place) or _within(place, loc)) if place and loc else loc == place for place in reported)
+        return not any(
+            (_within(loc, place) or _within(place, loc)) if place and loc else loc == place for place in reported
+        )
 
     return [(loc, message, hint) for loc, message, hint in _mistakes(found) if kept(loc, message)]

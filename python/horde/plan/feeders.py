@@ -22,8 +22,16 @@ from typing import Any
 from horde.plan.model import Plan
 from horde.plan.workloads import peak_vus
 
-__all__ = ["MAX_COUNTED_BYTES", "ROWS_CHECKED", "FeederFault", "check_feeder_file", "count_rows", "feeder_columns",
-           "unknown_column_faults", "unique_feeder_faults"]
+__all__ = [
+    "MAX_COUNTED_BYTES",
+    "ROWS_CHECKED",
+    "FeederFault",
+    "check_feeder_file",
+    "count_rows",
+    "feeder_columns",
+    "unknown_column_faults",
+    "unique_feeder_faults",
+]
 
 #: How many rows of a feeder file are checked before a run (the engine reports later bad rows).
 ROWS_CHECKED = 100
@@ -79,9 +87,7 @@ def _check_csv(path: str) -> FeederFault | None:
                 "close every quoted field with '\"', and write a '\"' inside one as '\"\"'",
             )
     if header is None:
-        return FeederFault(
-            "is empty", "a CSV feeder starts with a header row naming the fields, e.g. login,password"
-        )
+        return FeederFault("is empty", "a CSV feeder starts with a header row naming the fields, e.g. login,password")
     if rows == 0:
         return FeederFault("has a header row but no rows", "add at least one row of data under the header")
     return None
@@ -197,12 +203,17 @@ def unique_feeder_faults(plan: Plan) -> list[tuple[int, int, FeederFault]]:
             rows = count_rows(feeder.path, feeder.format)
             peak = peak_vus(scenario.workload)
             if rows is not None and rows < peak:
-                faults.append((s_index, f_index, FeederFault(
-                    f"unique feeder '{feeder.name}' has {rows} row(s) but scenario "
-                    f"'{scenario.name}' runs up to {peak} VUs; each VU needs its own row",
-                    "add rows, lower the VUs (stages, start_vus or max_vus), or use mode "
-                    "circular or random",
-                )))
+                faults.append(
+                    (
+                        s_index,
+                        f_index,
+                        FeederFault(
+                            f"unique feeder '{feeder.name}' has {rows} row(s) but scenario "
+                            f"'{scenario.name}' runs up to {peak} VUs; each VU needs its own row",
+                            "add rows, lower the VUs (stages, start_vus or max_vus), or use mode circular or random",
+                        ),
+                    )
+                )
     return faults
 
 
@@ -258,10 +269,14 @@ def unknown_column_faults(plan: Plan) -> list[tuple[tuple[str | int, ...], Feede
                         if field in known[name]:
                             continue
                         close = difflib.get_close_matches(field, known[name], n=1)
-                        faults.append((loc, FeederFault(
-                            f"'{name}.{field}': feeder '{name}' has no field '{field}'",
-                            (f"did you mean '{name}.{close[0]}'? " if close else "")
-                            + f"its rows have: {', '.join(known[name])}",
-                        )))
+                        faults.append(
+                            (
+                                loc,
+                                FeederFault(
+                                    f"'{name}.{field}': feeder '{name}' has no field '{field}'",
+                                    (f"did you mean '{name}.{close[0]}'? " if close else "")
+                                    + f"its rows have: {', '.join(known[name])}",
+                                ),
+                            )
+                        )
     return faults
-

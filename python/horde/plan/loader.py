@@ -55,7 +55,15 @@ from horde.plan.parameters import (
 )
 from horde.plan.problems import describe_validation_error, format_path, input_order
 
-__all__ = ["PLAN_FILE_NAMES", "PLAN_SUFFIXES", "LoadedPlan", "check_plan_data", "load_plan", "load_plan_file", "parse_path"]
+__all__ = [
+    "PLAN_FILE_NAMES",
+    "PLAN_SUFFIXES",
+    "LoadedPlan",
+    "check_plan_data",
+    "load_plan",
+    "load_plan_file",
+    "parse_path",
+]
 
 #: What :func:`load_plan` looks for, in this order, when given a directory.
 PLAN_FILE_NAMES: tuple[str, ...] = ("plan.yaml", "plan.yml", "plan.json", "plan.py")
@@ -64,10 +72,8 @@ PLAN_FILE_NAMES: tuple[str, ...] = ("plan.yaml", "plan.yml", "plan.json", "plan.
 PLAN_SUFFIXES: tuple[str, ...] = (".yaml", ".yml", ".json", ".py")
 
 _WHAT_A_PLAN_IS = (
-    "a plan is a .yaml, .yml, .json or .py file, or a directory holding plan.yaml "
-    "(see examples/quickstart)"
+    "a plan is a .yaml, .yml, .json or .py file, or a directory holding plan.yaml (see examples/quickstart)"
 )
-
 
 
 @dataclass(frozen=True)
@@ -107,8 +113,6 @@ class LoadedPlan:
         return [Problem(self.locate(p.location), p.message, hint=p.hint) for p in problems]
 
 
-
-
 def load_plan(path: str | Path, params: Mapping[str, object] | None = None) -> Plan:
     """Reads and validates the plan at ``path`` (a file or a directory holding one).
 
@@ -128,20 +132,26 @@ def load_plan_file(path: str | Path, params: Mapping[str, object] | None = None)
     if file.is_dir():
         found = [file / name for name in PLAN_FILE_NAMES if (file / name).is_file()]
         if not found:
-            _fail(label, Problem(
+            _fail(
                 label,
-                "this directory holds no plan file",
-                hint=f"looked for {', '.join(PLAN_FILE_NAMES)}; add one, or give the plan file's path",
-            ))
+                Problem(
+                    label,
+                    "this directory holds no plan file",
+                    hint=f"looked for {', '.join(PLAN_FILE_NAMES)}; add one, or give the plan file's path",
+                ),
+            )
         file = found[0]
         label = str(file)
     suffix = file.suffix.lower()
     if suffix not in PLAN_SUFFIXES:
-        _fail(label, Problem(
+        _fail(
             label,
-            f"cannot read a plan from a '{suffix or 'extensionless'}' file",
-            hint=f"{_WHAT_A_PLAN_IS}; rename the file if it holds YAML or JSON",
-        ))
+            Problem(
+                label,
+                f"cannot read a plan from a '{suffix or 'extensionless'}' file",
+                hint=f"{_WHAT_A_PLAN_IS}; rename the file if it holds YAML or JSON",
+            ),
+        )
     if suffix == ".py":
         return LoadedPlan(_load_python(file, label, params), label)
     text = _read_text(file, label)
@@ -158,24 +168,33 @@ def _read_text(file: Path, label: str) -> str:
     try:
         size = file.stat().st_size
         if size > MAX_PLAN_BYTES:
-            return _fail(label, Problem(
+            return _fail(
                 label,
-                f"is {size:,} bytes: a plan file holds at most {MAX_PLAN_BYTES:,}",
-                hint="a plan describes behaviour; keep data (users, ids, bodies) in feeder files",
-            ))
+                Problem(
+                    label,
+                    f"is {size:,} bytes: a plan file holds at most {MAX_PLAN_BYTES:,}",
+                    hint="a plan describes behaviour; keep data (users, ids, bodies) in feeder files",
+                ),
+            )
         return file.read_text(encoding="utf-8")
     except UnicodeDecodeError as error:
-        return _fail(label, Problem(
+        return _fail(
             label,
-            f"is not UTF-8 text (byte 0x{error.object[error.start]:02x} at offset {error.start})",
-            hint="save the file as UTF-8",
-        ))
+            Problem(
+                label,
+                f"is not UTF-8 text (byte 0x{error.object[error.start]:02x} at offset {error.start})",
+                hint="save the file as UTF-8",
+            ),
+        )
     except OSError as error:
-        return _fail(label, Problem(
+        return _fail(
             label,
-            f"cannot be read: {error.strerror or error}",
-            hint="check that the file exists and that you may read it",
-        ))
+            Problem(
+                label,
+                f"cannot be read: {error.strerror or error}",
+                hint="check that the file exists and that you may read it",
+            ),
+        )
 
 
 # --- YAML --------------------------------------------------------------------------------------
@@ -203,24 +222,35 @@ def _load_yaml(text: str, label: str, folder: Path, params: Mapping[str, object]
         return _fail(label, _unreadable(label, error))
     shaped = shape_problems(document)
     if shaped:
-        return _fail(label, *[Problem(_located(label, _line_of(document, loc), format_path(loc)), message, hint=hint)
-                              for loc, message, hint in shaped])
-    if document is None:
-        return _fail(label, Problem(
+        return _fail(
             label,
-            "the file holds no plan (it is empty)",
-            hint="start from examples/quickstart/plan.yaml",
-        ))
+            *[
+                Problem(_located(label, _line_of(document, loc), format_path(loc)), message, hint=hint)
+                for loc, message, hint in shaped
+            ],
+        )
+    if document is None:
+        return _fail(
+            label,
+            Problem(
+                label,
+                "the file holds no plan (it is empty)",
+                hint="start from examples/quickstart/plan.yaml",
+            ),
+        )
     unquoted = _unquoted_templates(document, ())
     if unquoted:
-        return _fail(label, *[
-            Problem(
-                _located(label, _line_of(document, loc), format_path(loc)),
-                f"{text} is read by YAML as a mapping, not as text",
-                hint=f'quote it: "{text}" (YAML reads {{ }} as a mapping)',
-            )
-            for loc, text in unquoted
-        ])
+        return _fail(
+            label,
+            *[
+                Problem(
+                    _located(label, _line_of(document, loc), format_path(loc)),
+                    f"{text} is read by YAML as a mapping, not as text",
+                    hint=f'quote it: "{text}" (YAML reads {{ }} as a mapping)',
+                )
+                for loc, text in unquoted
+            ],
+        )
     plan = _check_located(_plain(document), document, label, folder, params)
     return LoadedPlan(plan, label, document)
 
@@ -321,19 +351,24 @@ def _located(label: str, line: int | None, path: str) -> str:
     return f"{where}: {path}" if path else where
 
 
-def _check_located(
-    data: Any, document: Any, label: str, folder: Path, params: Mapping[str, object] | None
-) -> Plan:
+def _check_located(data: Any, document: Any, label: str, folder: Path, params: Mapping[str, object] | None) -> Plan:
     """Parameters, feeder paths, the plan's rules, the feeder files: every problem at once,
     each located in the file (by line where ``document`` has lines)."""
     # Before anything walks the data (parameters are substituted recursively).
     shaped = shape_problems(data)
     if shaped:
-        _fail(label, *[Problem(_located(label, _line_of(document, loc) if document is not None else None,
-                                        format_path(loc)), message, hint=hint) for loc, message, hint in shaped])
-    return check_plan_data(
-        apply_parameters(data, params), label=label, document=document, folder=folder, in_file=True
-    )
+        _fail(
+            label,
+            *[
+                Problem(
+                    _located(label, _line_of(document, loc) if document is not None else None, format_path(loc)),
+                    message,
+                    hint=hint,
+                )
+                for loc, message, hint in shaped
+            ],
+        )
+    return check_plan_data(apply_parameters(data, params), label=label, document=document, folder=folder, in_file=True)
 
 
 def check_plan_data(
@@ -353,11 +388,25 @@ def check_plan_data(
     data = substituted.data
     shaped = shape_problems(data)
     if shaped:
-        raise PlanInvalid([Problem(_located(label, _line_of(document, loc) if document is not None else None,
-                                            format_path(loc)) if in_file and label is not None else format_path(loc),
-                                   message, hint=hint) for loc, message, hint in shaped], source=label)
+        raise PlanInvalid(
+            [
+                Problem(
+                    _located(label, _line_of(document, loc) if document is not None else None, format_path(loc))
+                    if in_file and label is not None
+                    else format_path(loc),
+                    message,
+                    hint=hint,
+                )
+                for loc, message, hint in shaped
+            ],
+            source=label,
+        )
     feeders = _absolute_feeder_paths(data, folder) if folder is not None else []
-    declared = [str(n) for n in data["parameters"]] if isinstance(data, dict) and isinstance(data.get("parameters"), dict) else []
+    declared = (
+        [str(n) for n in data["parameters"]]
+        if isinstance(data, dict) and isinstance(data.get("parameters"), dict)
+        else []
+    )
     issues: list[tuple[Loc, str, str | None]] = [
         (loc, f"unknown parameter '{name}'", unknown_parameter_hint(name, declared))
         for loc, name in substituted.unknown
@@ -375,7 +424,9 @@ def check_plan_data(
                 issues.append((issue.loc, issue.message, _with_origin(substituted, issue.loc, issue.hint)))
     # pydantic has read the types; the engine owns what the values must mean together.
     ruled = rule_problems(plan) if plan is not None else rule_problems_beside(data, [loc for loc, _, _ in issues])
-    issues += [(loc, message, _with_origin(substituted, loc, hint)) for loc, message, hint in ruled if loc not in unknown_at]
+    issues += [
+        (loc, message, _with_origin(substituted, loc, hint)) for loc, message, hint in ruled if loc not in unknown_at
+    ]
     for loc, shown, absolute, file_format in feeders:
         fault = check_feeder_file(absolute, file_format)
         if fault is not None:
@@ -386,6 +437,7 @@ def check_plan_data(
         for loc, fault in unknown_column_faults(plan):
             issues.append((loc, fault.message, fault.hint))
     if issues:
+
         def order(issue: tuple[Loc, str, str | None]) -> tuple[int, tuple[int, ...]]:
             line = _line_of(document, issue[0]) if document is not None else None
             return (line or 0, input_order(data, issue[0]))
@@ -394,15 +446,21 @@ def check_plan_data(
         problems = [
             Problem(
                 _located(label, _line_of(document, loc) if document is not None else None, format_path(loc))
-                if in_file and label is not None else format_path(loc),
+                if in_file and label is not None
+                else format_path(loc),
                 message,
                 hint=hint,
             )
             for loc, message, hint in issues
         ]
         if more:
-            problems.append(Problem(label or "plan", f"and {more:,} more problems of the same check",
-                                    hint=f"the first {MAX_PROBLEMS} are listed; fix them and check again"))
+            problems.append(
+                Problem(
+                    label or "plan",
+                    f"and {more:,} more problems of the same check",
+                    hint=f"the first {MAX_PROBLEMS} are listed; fix them and check again",
+                )
+            )
         raise PlanInvalid(problems, source=label) from None
     if plan is None:  # pragma: no cover - a failed validation always lists an issue
         raise AssertionError("validation failed without an issue")
@@ -463,25 +521,31 @@ def _load_json(text: str, label: str, folder: Path, params: Mapping[str, object]
     try:
         data = json.loads(text, object_pairs_hook=refuse_duplicates)
     except json.JSONDecodeError as error:
-        return _fail(label, Problem(
-            f"{label}:{error.lineno}:{error.colno}",
-            f"JSON syntax error: {error.msg}",
-            hint="look for a missing or extra comma, quote or bracket at this point or just "
-            "before it (JSON allows no comments and no trailing commas)",
-        ))
+        return _fail(
+            label,
+            Problem(
+                f"{label}:{error.lineno}:{error.colno}",
+                f"JSON syntax error: {error.msg}",
+                hint="look for a missing or extra comma, quote or bracket at this point or just "
+                "before it (JSON allows no comments and no trailing commas)",
+            ),
+        )
     except (RecursionError, ValueError) as error:
         return _fail(label, _unreadable(label, error))
     if duplicates:
         # JSON is YAML 1.2 flow style: ruamel gives line numbers when it can read the text.
         document = _json_lines(text)
-        return _fail(label, *[
-            Problem(
-                _duplicate_location(label, document, key),
-                f"duplicate key '{key}'",
-                hint="a key may appear only once in an object; remove or rename one of them",
-            )
-            for key in duplicates
-        ])
+        return _fail(
+            label,
+            *[
+                Problem(
+                    _duplicate_location(label, document, key),
+                    f"duplicate key '{key}'",
+                    hint="a key may appear only once in an object; remove or rename one of them",
+                )
+                for key in duplicates
+            ],
+        )
     # The lines are read only to place a problem: ruamel reads JSON at ~50 KB/s, Python's
     # parser at ~50 MB/s, and a valid plan never needs them.
     try:
@@ -498,8 +562,11 @@ def _unreadable(label: str, error: BaseException) -> Problem:
     Python's 4,300 digits."""
     if isinstance(error, RecursionError):
         return Problem(label, "nests too deep to read", hint=f"a plan nests at most {MAX_DEPTH} levels deep")
-    return Problem(label, f"cannot be read: {error}",
-                   hint="a number in a plan has at most a few digits; write a long identifier as text, in quotes")
+    return Problem(
+        label,
+        f"cannot be read: {error}",
+        hint="a number in a plan has at most a few digits; write a long identifier as text, in quotes",
+    )
 
 
 #: A JSON plan past this size has its problems located by path alone: ruamel, which gives the
@@ -546,25 +613,31 @@ def _load_python(file: Path, label: str, params: Mapping[str, object] | None) ->
         raise
     except ValidationError as error:
         line = _line_in_traceback(error, resolved)
-        return _fail(label, *[
-            Problem(
-                _located(label, line, _qualified(error.title, issue.path)),
-                issue.message,
-                hint=issue.hint,
-            )
-            for issue in describe_validation_error(error)
-        ])
+        return _fail(
+            label,
+            *[
+                Problem(
+                    _located(label, line, _qualified(error.title, issue.path)),
+                    issue.message,
+                    hint=issue.hint,
+                )
+                for issue in describe_validation_error(error)
+            ],
+        )
     except SyntaxError as error:
         where = f"{label}:{error.lineno}" if error.lineno else label
         return _fail(label, Problem(where, f"Python syntax error: {error.msg}", hint=_PY_HINT))
     except (Exception, SystemExit) as error:  # noqa: BLE001 - any failure of user code is reported
         line = _line_in_traceback(error, resolved)
         where = f"{label}:{line}" if line is not None else label
-        return _fail(label, Problem(
-            where,
-            f"{type(error).__name__}: {error}",
-            hint="fix the module: it runs each time the plan is loaded",
-        ))
+        return _fail(
+            label,
+            Problem(
+                where,
+                f"{type(error).__name__}: {error}",
+                hint="fix the module: it runs each time the plan is loaded",
+            ),
+        )
     finally:
         sys.modules.pop(module_name, None)
         try:
@@ -572,12 +645,15 @@ def _load_python(file: Path, label: str, params: Mapping[str, object] | None) ->
         except ValueError:
             pass
     if not hasattr(module, "plan"):
-        return _fail(label, Problem(
+        return _fail(
             label,
-            "the module defines no `plan`",
-            hint="define a module-level `plan = Plan(...)` (from horde.plan import Plan), "
-            "or `plan = {...}` as a dict",
-        ))
+            Problem(
+                label,
+                "the module defines no `plan`",
+                hint="define a module-level `plan = Plan(...)` (from horde.plan import Plan), "
+                "or `plan = {...}` as a dict",
+            ),
+        )
     plan = module.plan
     folder = resolved.parent
     if isinstance(plan, Plan):
@@ -590,12 +666,14 @@ def _load_python(file: Path, label: str, params: Mapping[str, object] | None) ->
         return check_plan_data(substituted, label=label, folder=folder)
     if isinstance(plan, dict):
         return check_plan_data(apply_parameters(plan, params), label=label, folder=folder)
-    return _fail(label, Problem(
+    return _fail(
         label,
-        f"`plan` is a {type(plan).__name__}, not a Plan",
-        hint="define a module-level `plan = Plan(...)` (from horde.plan import Plan), "
-        "or `plan = {...}` as a dict",
-    ))
+        Problem(
+            label,
+            f"`plan` is a {type(plan).__name__}, not a Plan",
+            hint="define a module-level `plan = Plan(...)` (from horde.plan import Plan), or `plan = {...}` as a dict",
+        ),
+    )
 
 
 def _check_taken(plan: Plan, params: Mapping[str, object] | None) -> None:
@@ -605,8 +683,9 @@ def _check_taken(plan: Plan, params: Mapping[str, object] | None) -> None:
             declared = ", ".join(sorted(plan.parameters))
             raise InvalidInput(
                 f"-p {name}: the plan has no parameter '{name}'",
-                hint=f"this plan's parameters: {declared}" if declared else
-                "the plan declares no parameters; pass parameters={...} to horde.plan()",
+                hint=f"this plan's parameters: {declared}"
+                if declared
+                else "the plan declares no parameters; pass parameters={...} to horde.plan()",
             )
         held = plan.parameters[name]
         value = parse_parameter_value(raw, held) if isinstance(raw, str) else raw

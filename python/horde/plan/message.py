@@ -137,31 +137,82 @@ def message_step_problems(base_url: str, scenarios: list[Any]) -> list[Located]:
             here = (*location, index)
             kind = getattr(step, "type", None)
             if kind in ("connect", "send", "receive", "ping", "stream", "close") and not message:
-                problems.append(((*here, "type"), kind, custom(
-                    "message_step", "a message step needs a tcp://, udp://, kcp://, ws:// or wss:// target.base_url",
-                    "point target.base_url at the gateway, e.g. 'ws://127.0.0.1:8080/ws/echo'")))
+                problems.append(
+                    (
+                        (*here, "type"),
+                        kind,
+                        custom(
+                            "message_step",
+                            "a message step needs a tcp://, udp://, kcp://, ws:// or wss:// target.base_url",
+                            "point target.base_url at the gateway, e.g. 'ws://127.0.0.1:8080/ws/echo'",
+                        ),
+                    )
+                )
             elif kind == "parallel" and postgres:
-                problems.append(((*here, "type"), kind, custom(
-                    "parallel_step", "a parallel group sends http requests: a postgresql:// target takes sql steps",
-                    "send the statements one after another as sql steps")))
+                problems.append(
+                    (
+                        (*here, "type"),
+                        kind,
+                        custom(
+                            "parallel_step",
+                            "a parallel group sends http requests: a postgresql:// target takes sql steps",
+                            "send the statements one after another as sql steps",
+                        ),
+                    )
+                )
             elif kind == "parallel" and message and not websocket:
-                problems.append(((*here, "type"), kind, custom(
-                    "parallel_step", "a parallel group sends http requests: against a message target use send, receive or ping",
-                    "a ws:// or wss:// target takes http steps, and parallel groups, beside its messages")))
+                problems.append(
+                    (
+                        (*here, "type"),
+                        kind,
+                        custom(
+                            "parallel_step",
+                            "a parallel group sends http requests: against a message target use send, receive or ping",
+                            "a ws:// or wss:// target takes http steps, and parallel groups, beside its messages",
+                        ),
+                    )
+                )
             elif kind == "http" and message and not websocket:
-                problems.append(((*here, "type"), kind, custom(
-                    "message_step", "an http step against a message target: use send, receive or ping",
-                    "a ws:// or wss:// target takes http steps beside its messages")))
+                problems.append(
+                    (
+                        (*here, "type"),
+                        kind,
+                        custom(
+                            "message_step",
+                            "an http step against a message target: use send, receive or ping",
+                            "a ws:// or wss:// target takes http steps beside its messages",
+                        ),
+                    )
+                )
             elif isinstance(step, PingStep) and step.control_frame and not websocket:
-                problems.append(((*here, "control_frame"), True, custom(
-                    "control_frame", "a ping control frame is for a ws:// or wss:// target", "remove control_frame")))
+                problems.append(
+                    (
+                        (*here, "control_frame"),
+                        True,
+                        custom(
+                            "control_frame",
+                            "a ping control frame is for a ws:// or wss:// target",
+                            "remove control_frame",
+                        ),
+                    )
+                )
             elif isinstance(step, ConnectStep) and message and not websocket:
                 if step.path is not None:
-                    problems.append(((*here, "path"), step.path, custom(
-                        "upgrade", "an upgrade path is for a ws:// or wss:// target", "remove path")))
+                    problems.append(
+                        (
+                            (*here, "path"),
+                            step.path,
+                            custom("upgrade", "an upgrade path is for a ws:// or wss:// target", "remove path"),
+                        )
+                    )
                 if step.headers:
-                    problems.append(((*here, "headers"), step.headers, custom(
-                        "upgrade", "upgrade headers are for a ws:// or wss:// target", "remove headers")))
+                    problems.append(
+                        (
+                            (*here, "headers"),
+                            step.headers,
+                            custom("upgrade", "upgrade headers are for a ws:// or wss:// target", "remove headers"),
+                        )
+                    )
             if kind == "parallel":
                 # Refused as a whole above where it does not fit; its requests are not told again.
                 continue
@@ -170,9 +221,17 @@ def message_step_problems(base_url: str, scenarios: list[Any]) -> list[Located]:
 
     for index, scenario in enumerate(scenarios):
         if scenario.network is not None and not base_url.startswith(("udp://", "kcp://")):
-            problems.append((("scenarios", index, "network"), scenario.network, custom(
-                "network", "the engine impairs its own UDP datagrams only: network needs a udp:// or kcp:// target",
-                "remove network, or impair the link outside Horde")))
+            problems.append(
+                (
+                    ("scenarios", index, "network"),
+                    scenario.network,
+                    custom(
+                        "network",
+                        "the engine impairs its own UDP datagrams only: network needs a udp:// or kcp:// target",
+                        "remove network, or impair the link outside Horde",
+                    ),
+                )
+            )
         for part in ("setup", "steps", "teardown"):
             walk(getattr(scenario, part), ("scenarios", index, part))
     return problems
@@ -196,7 +255,9 @@ class LengthFraming(BaseModel):
 
     type: Literal["length"] = Field(default="length", description="this framing: 'length'")
     bytes: Literal[1, 2, 4] = Field(description="the length field's size: 1, 2 or 4 bytes")
-    endian: Literal["big", "little"] = Field(default="big", description="the field's byte order: 'big' (default) or 'little'")
+    endian: Literal["big", "little"] = Field(
+        default="big", description="the field's byte order: 'big' (default) or 'little'"
+    )
     adjust: int = Field(
         default=0,
         ge=-(2**31),
@@ -225,7 +286,12 @@ class KcpOptions(BaseModel):
 
     model_config = STRICT_KEYS
 
-    conv: int | None = Field(default=None, ge=0, le=2**32 - 1, description="the conversation id; each VU its own (its number + 1) when left out")
+    conv: int | None = Field(
+        default=None,
+        ge=0,
+        le=2**32 - 1,
+        description="the conversation id; each VU its own (its number + 1) when left out",
+    )
     nodelay: bool = Field(default=False, description="no exponential RTO backoff and a 30 ms minimum RTO")
     interval_ms: int = Field(default=100, ge=10, le=5000, description="KCP's internal update interval")
     resend: int = Field(default=0, ge=0, le=100, description="fast resend after this many duplicate ACKs (0: off)")
@@ -248,14 +314,16 @@ class Network(BaseModel):
     loss_percent: float = Field(default=0, ge=0, le=100, description="the share of datagrams dropped, each way")
     duplicate_percent: float = Field(default=0, ge=0, le=100, description="the share of datagrams sent twice")
     reorder_percent: float = Field(
-        default=0, ge=0, le=100,
+        default=0,
+        ge=0,
+        le=100,
         description="the share of datagrams held back one more delay + jitter (at least 1 ms) so later ones overtake them",
     )
     rate_limit: float | str | None = Field(
         default=None,
         description="the link's bytes a second each way, a token bucket: a number (bytes/s) or a string such as '1mbit', "
-                    "'500kbit', '125kB/s' (bit, kbit, mbit, gbit: bits/s; B, kB, MB, GB: bytes/s; k, M, G powers of 1000); "
-                    "datagrams that would wait more than 100 ms for it are dropped",
+        "'500kbit', '125kB/s' (bit, kbit, mbit, gbit: bits/s; B, kB, MB, GB: bytes/s; k, M, G powers of 1000); "
+        "datagrams that would wait more than 100 ms for it are dropped",
     )
     seed: int = Field(default=1, ge=0, le=2**64 - 1, description="the draws' seed: same seed, same impairment")
 
@@ -297,12 +365,16 @@ def rate_limit_bytes_per_s(value: Any) -> float:
     else:
         bytes_per_s = float(value)
     if not RATE_LIMIT_MIN <= bytes_per_s <= RATE_LIMIT_MAX:
-        raise custom("rate_limit", f"a rate limit is from 1 byte to 1e12 bytes a second, not {bytes_per_s:g}",
-                     "e.g. rate_limit: 1mbit")
+        raise custom(
+            "rate_limit",
+            f"a rate limit is from 1 byte to 1e12 bytes a second, not {bytes_per_s:g}",
+            "e.g. rate_limit: 1mbit",
+        )
     return bytes_per_s
 
 
 # --- the steps ---------------------------------------------------------------------------------
+
 
 class ConnectStep(BaseModel):
     """Opens the VU's connection (TCP) or socket (UDP), or upgrades to a WebSocket (ws://, wss://);
@@ -322,7 +394,9 @@ class ConnectStep(BaseModel):
         description="a WebSocket's upgrade request headers (templates), after the target's and the scenario's; "
         "the VU's cookies go with them",
     )
-    think_time: ThinkTime | None = Field(default=None, description=f"the pause after this step: {THINK_TIME_DESCRIPTION}")
+    think_time: ThinkTime | None = Field(
+        default=None, description=f"the pause after this step: {THINK_TIME_DESCRIPTION}"
+    )
 
 
 class SendStep(BaseModel):
@@ -332,11 +406,15 @@ class SendStep(BaseModel):
 
     type: Literal["send"] = Field(default="send", description="this step: 'send'")
     name: str = Field(min_length=1, description="the step's name, unique in its scenario")
-    text: str | None = Field(default=None, description="the message as text, a template ({{ seq }}: the message number)")
+    text: str | None = Field(
+        default=None, description="the message as text, a template ({{ seq }}: the message number)"
+    )
     hex: str | None = Field(default=None, description="the message as bytes in hex, e.g. '0a0b'; a template")
     base64: str | None = Field(default=None, description="the message as bytes in base64; a template")
     json_: Any = Field(default=None, alias="json", description="the message as JSON whose strings are templates")
-    think_time: ThinkTime | None = Field(default=None, description=f"the pause after this step: {THINK_TIME_DESCRIPTION}")
+    think_time: ThinkTime | None = Field(
+        default=None, description=f"the pause after this step: {THINK_TIME_DESCRIPTION}"
+    )
 
     @field_validator("json_")
     @classmethod
@@ -352,14 +430,25 @@ class ReceiveStep(BaseModel):
     type: Literal["receive"] = Field(default="receive", description="this step: 'receive'")
     name: str = Field(min_length=1, description="the step's name, unique in its scenario")
     match: str | None = Field(default=None, min_length=1, description="a regular expression the message must match")
-    json_path: str | None = Field(default=None, min_length=1, description="a JSONPath that must find something in the message")
-    timeout_ms: float = Field(default=5000, gt=0, le=MAX_TIMEOUT_MS, description="how long to wait; past it the step is a timeout")
-    extract: list[Extractor] = Field(default_factory=list, description="values taken from the message: from json or regex")
-    checks: list[Check] = Field(default_factory=list, description="conditions on the message: json, body_contains, body_matches")
-    on_check_failure: Literal["continue", "end_iteration"] = Field(
-        default="continue", description="what a failed check does next: 'continue' (default) or 'end_iteration'",
+    json_path: str | None = Field(
+        default=None, min_length=1, description="a JSONPath that must find something in the message"
     )
-    think_time: ThinkTime | None = Field(default=None, description=f"the pause after this step: {THINK_TIME_DESCRIPTION}")
+    timeout_ms: float = Field(
+        default=5000, gt=0, le=MAX_TIMEOUT_MS, description="how long to wait; past it the step is a timeout"
+    )
+    extract: list[Extractor] = Field(
+        default_factory=list, description="values taken from the message: from json or regex"
+    )
+    checks: list[Check] = Field(
+        default_factory=list, description="conditions on the message: json, body_contains, body_matches"
+    )
+    on_check_failure: Literal["continue", "end_iteration"] = Field(
+        default="continue",
+        description="what a failed check does next: 'continue' (default) or 'end_iteration'",
+    )
+    think_time: ThinkTime | None = Field(
+        default=None, description=f"the pause after this step: {THINK_TIME_DESCRIPTION}"
+    )
 
 
 class PingStep(BaseModel):
@@ -380,7 +469,9 @@ class PingStep(BaseModel):
         description="a ws:// or wss:// target: the ping goes as a WebSocket ping control frame (its payload the text, "
         "at most 125 bytes) and the pong carrying its number ends it: the server's WebSocket stack answers, not its application",
     )
-    think_time: ThinkTime | None = Field(default=None, description=f"the pause after this step: {THINK_TIME_DESCRIPTION}")
+    think_time: ThinkTime | None = Field(
+        default=None, description=f"the pause after this step: {THINK_TIME_DESCRIPTION}"
+    )
 
 
 class StreamStep(BaseModel):
@@ -397,7 +488,9 @@ class StreamStep(BaseModel):
     every_ms: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_MS, description="the interval between sends")
     per_second: float | None = Field(default=None, gt=0, le=1_000_000, description="or: sends a second")
     duration_ms: float = Field(gt=0, le=MAX_TIMEOUT_MS, description="how long the stream lasts")
-    think_time: ThinkTime | None = Field(default=None, description=f"the pause after this step: {THINK_TIME_DESCRIPTION}")
+    think_time: ThinkTime | None = Field(
+        default=None, description=f"the pause after this step: {THINK_TIME_DESCRIPTION}"
+    )
 
     @field_validator("json_")
     @classmethod

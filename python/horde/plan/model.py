@@ -96,8 +96,6 @@ from horde.plan.steps import AnyStep, HttpStep, Step, child_step_lists, iter_ste
 __all__ = ["Feeder", "Plan", "Scenario", "plan_json_schema", "plan_to_json"]
 
 
-
-
 # --- the models ------------------------------------------------------------------------------
 
 
@@ -117,8 +115,7 @@ class Feeder(BaseModel):
     )
 
     name: str = Field(
-        description="the variable that holds the current row, e.g. 'users': templates read "
-        "{{ users.login }}",
+        description="the variable that holds the current row, e.g. 'users': templates read {{ users.login }}",
     )
     path: str = Field(
         min_length=1,
@@ -175,11 +172,17 @@ def _scenario_structure(data: Any) -> list[Located]:
             if not isinstance(name, str):
                 continue
             if name in feeders:
-                errors.append((("feeders", index, "name"), name, custom(
-                    "duplicate_name",
-                    f"duplicate feeder name '{name}' (also at feeders[{feeders[name]}])",
-                    "give each feeder its own name: it is the variable that holds the feeder's row",
-                )))
+                errors.append(
+                    (
+                        ("feeders", index, "name"),
+                        name,
+                        custom(
+                            "duplicate_name",
+                            f"duplicate feeder name '{name}' (also at feeders[{feeders[name]}])",
+                            "give each feeder its own name: it is the variable that holds the feeder's row",
+                        ),
+                    )
+                )
             else:
                 feeders[name] = index
     names: dict[str, tuple[str | int, ...]] = {}
@@ -194,37 +197,58 @@ def _scenario_structure(data: Any) -> list[Located]:
                 continue
             loc = (*prefix, index)
             if depth > MAX_STEP_DEPTH:
-                errors.append((loc, step, custom(
-                    "step_depth",
-                    f"steps are nested more than {MAX_STEP_DEPTH} deep here",
-                    "flatten the scenario: move inner steps up, or split it into groups side by side",
-                )))
+                errors.append(
+                    (
+                        loc,
+                        step,
+                        custom(
+                            "step_depth",
+                            f"steps are nested more than {MAX_STEP_DEPTH} deep here",
+                            "flatten the scenario: move inner steps up, or split it into groups side by side",
+                        ),
+                    )
+                )
                 return
             kind = step.get("type", "http")
             name = step.get("name")
             if kind in ("http", "group", "parallel") and isinstance(name, str):
                 if name in names:
-                    errors.append(((*loc, "name"), name, custom(
-                        "duplicate_name",
-                        f"duplicate step name '{name}' (also at {_format_loc(names[name])})",
-                        "give each step and group its own name (across setup, steps and teardown); "
-                        "results are reported by step name",
-                    )))
+                    errors.append(
+                        (
+                            (*loc, "name"),
+                            name,
+                            custom(
+                                "duplicate_name",
+                                f"duplicate step name '{name}' (also at {_format_loc(names[name])})",
+                                "give each step and group its own name (across setup, steps and teardown); "
+                                "results are reported by step name",
+                            ),
+                        )
+                    )
                 else:
                     names[name] = loc
             variables: list[tuple[tuple[str | int, ...], Any]] = []
             if kind == "http" and isinstance(step.get("extract"), list):
-                variables += [((*loc, "extract", i, "var"), e.get("var"))
-                              for i, e in enumerate(step["extract"]) if isinstance(e, dict)]
+                variables += [
+                    ((*loc, "extract", i, "var"), e.get("var"))
+                    for i, e in enumerate(step["extract"])
+                    if isinstance(e, dict)
+                ]
             if kind == "loop":
                 variables.append(((*loc, "as"), step.get("as")))
             for where, var in variables:
                 if isinstance(var, str) and var in feeders:
-                    errors.append((where, var, custom(
-                        "variable_feeder",
-                        f"variable '{var}' has the name of feeder '{var}'",
-                        "rename the variable or the feeder: the feeder's row is the variable of its name",
-                    )))
+                    errors.append(
+                        (
+                            where,
+                            var,
+                            custom(
+                                "variable_feeder",
+                                f"variable '{var}' has the name of feeder '{var}'",
+                                "rename the variable or the feeder: the feeder's row is the variable of its name",
+                            ),
+                        )
+                    )
             for suffix, children in child_step_lists(step):
                 walk(children, (*loc, *suffix), depth + 1)
 
@@ -233,18 +257,22 @@ def _scenario_structure(data: Any) -> list[Located]:
     workload = data.get("workload")
     kind = workload.get("type") if isinstance(workload, dict) else getattr(workload, "type", None)
     if data.get("pacing_s") is not None and kind == "open":
-        errors.append((("pacing_s",), data["pacing_s"], custom(
-            "pacing_open",
-            "pacing applies to the closed model; in the open model the arrival rate sets when "
-            "iterations start",
-            "remove pacing_s, or use a closed workload",
-        )))
+        errors.append(
+            (
+                ("pacing_s",),
+                data["pacing_s"],
+                custom(
+                    "pacing_open",
+                    "pacing applies to the closed model; in the open model the arrival rate sets when iterations start",
+                    "remove pacing_s, or use a closed workload",
+                ),
+            )
+        )
     return errors
 
 
 _STEPS_DESCRIPTION = (
-    "HTTP requests ({name, method, path, ...}) or control flow "
-    "({type: group|choice|loop|if|think|end_iteration, ...})"
+    "HTTP requests ({name, method, path, ...}) or control flow ({type: group|choice|loop|if|think|end_iteration, ...})"
 )
 
 
@@ -323,9 +351,7 @@ class Plan(BaseModel):
     )
 
     version: Literal[1] = Field(description="the plan format version; must be 1")
-    name: str = Field(
-        default="plan", min_length=1, description="the plan's name, shown in results"
-    )
+    name: str = Field(default="plan", min_length=1, description="the plan's name, shown in results")
     parameters: dict[str, ParameterValue] = Field(
         default_factory=dict,
         description="plan parameters and their defaults, e.g. {vus: 100, duration_s: 60}; any "
@@ -385,24 +411,44 @@ class Plan(BaseModel):
         seen: dict[str, str] = {}
         for name, value in parameters.items():
             name = str(name)
-            if not isinstance(value, (bool, int, float, str)) or (isinstance(value, float) and not math.isfinite(value)):
-                errors.append(((name,), value, custom(
-                    "parameter_value",
-                    f"parameter '{name}' must be a number, text or true/false (got {kind_of(value)})",
-                    "give its default value, e.g. vus: 100, build: 'local', insecure: false",
-                )))
+            if not isinstance(value, (bool, int, float, str)) or (
+                isinstance(value, float) and not math.isfinite(value)
+            ):
+                errors.append(
+                    (
+                        (name,),
+                        value,
+                        custom(
+                            "parameter_value",
+                            f"parameter '{name}' must be a number, text or true/false (got {kind_of(value)})",
+                            "give its default value, e.g. vus: 100, build: 'local', insecure: false",
+                        ),
+                    )
+                )
             if not is_identifier(name):
-                errors.append(((name,), name, custom(
-                    "parameter_name",
-                    f"'{name}' is not a valid parameter name",
-                    "use letters, digits and '_', not starting with a digit, e.g. 'target_response_ms'",
-                )))
+                errors.append(
+                    (
+                        (name,),
+                        name,
+                        custom(
+                            "parameter_name",
+                            f"'{name}' is not a valid parameter name",
+                            "use letters, digits and '_', not starting with a digit, e.g. 'target_response_ms'",
+                        ),
+                    )
+                )
             elif name.upper() in seen:
-                errors.append(((name,), name, custom(
-                    "parameter_duplicate",
-                    f"parameter '{name}' differs from '{seen[name.upper()]}' only in case",
-                    f"both would be set by HORDE_PARAM_{name.upper()}; rename one",
-                )))
+                errors.append(
+                    (
+                        (name,),
+                        name,
+                        custom(
+                            "parameter_duplicate",
+                            f"parameter '{name}' differs from '{seen[name.upper()]}' only in case",
+                            f"both would be set by HORDE_PARAM_{name.upper()}; rename one",
+                        ),
+                    )
+                )
             else:
                 seen[name.upper()] = name
         if errors:
@@ -423,7 +469,6 @@ class Plan(BaseModel):
 
 
 # --- the public functions --------------------------------------------------------------------
-
 
 
 def plan_to_json(plan: Plan) -> str:

@@ -36,19 +36,38 @@ NODE_EXPORTER_TCP = ("tcp.established", "tcp.time_wait")
 #: and IPv6 TCP sockets by state; per block device (busy_percent: time with IO in flight); the
 #: system's file handles.
 HOST_FIGURES: tuple[str, ...] = (
-    *(f"cpu.{mode}_percent" for mode in _CPU), "cpu.count",
-    "load.1m", "load.5m", "load.15m",
-    "memory.total_bytes", "memory.available_bytes", "memory.used_bytes", "memory.used_percent",
-    *(f"net.IF.{what}" for what in (*_NET, "link_mbps", "link_percent")), *(f"net.{what}" for what in _NET),
-    *NODE_EXPORTER_TCP, "tcp.close_wait", "tcp.syn_sent", "tcp.syn_recv", "tcp.fin_wait1", "tcp.fin_wait2",
-    "tcp.last_ack", "tcp.closing", "tcp.listen",
-    *(f"disk.DEV.{what}" for what in ("reads_per_s", "writes_per_s", "read_bytes_per_s", "write_bytes_per_s", "busy_percent")),
-    "files.open", "files.max",
+    *(f"cpu.{mode}_percent" for mode in _CPU),
+    "cpu.count",
+    "load.1m",
+    "load.5m",
+    "load.15m",
+    "memory.total_bytes",
+    "memory.available_bytes",
+    "memory.used_bytes",
+    "memory.used_percent",
+    *(f"net.IF.{what}" for what in (*_NET, "link_mbps", "link_percent")),
+    *(f"net.{what}" for what in _NET),
+    *NODE_EXPORTER_TCP,
+    "tcp.close_wait",
+    "tcp.syn_sent",
+    "tcp.syn_recv",
+    "tcp.fin_wait1",
+    "tcp.fin_wait2",
+    "tcp.last_ack",
+    "tcp.closing",
+    "tcp.listen",
+    *(
+        f"disk.DEV.{what}"
+        for what in ("reads_per_s", "writes_per_s", "read_bytes_per_s", "write_bytes_per_s", "busy_percent")
+    ),
+    "files.open",
+    "files.max",
 )
 
 #: A node_exporter's host figures: the host source's, sockets in two states only.
 NODE_EXPORTER_FIGURES: tuple[str, ...] = tuple(
-    figure for figure in HOST_FIGURES if not figure.startswith("tcp.") or figure in NODE_EXPORTER_TCP)
+    figure for figure in HOST_FIGURES if not figure.startswith("tcp.") or figure in NODE_EXPORTER_TCP
+)
 
 _TABLE = ("dead_tuples", "live_tuples", "dead_tuples_per_s", "autovacuum_runs", "autoanalyze_runs")
 
@@ -62,16 +81,31 @@ _TABLE = ("dead_tuples", "live_tuples", "dead_tuples_per_s", "autovacuum_runs", 
 #: of the xmin its feedback holds, then the worst standby's (and how many stream); on a standby
 #: in_recovery 1 and how long ago the last replayed transaction committed on the primary.
 POSTGRES_FIGURES: tuple[str, ...] = (
-    "transactions_per_s", "commits_per_s", "rollbacks_per_s",
+    "transactions_per_s",
+    "commits_per_s",
+    "rollbacks_per_s",
     *(f"statements.{verb}_per_s" for verb in ("select", "insert", "update", "delete", "other")),
     "statements.from_pg_stat_statements",
     *(f"rows.{what}_per_s" for what in ("returned", "fetched", "inserted", "updated", "deleted")),
-    "hot_update_percent", "cache_hit_percent", "blocks.accessed_per_s", "temp_bytes_per_s", "deadlocks",
-    *_TABLE, *(f"tables.SCHEMA.TABLE.{what}" for what in _TABLE),
+    "hot_update_percent",
+    "cache_hit_percent",
+    "blocks.accessed_per_s",
+    "temp_bytes_per_s",
+    "deadlocks",
+    *_TABLE,
+    *(f"tables.SCHEMA.TABLE.{what}" for what in _TABLE),
     *(f"connections.{state}" for state in ("active", "idle", "idle_in_transaction", "other", "total", "max")),
     "locks_waiting",
-    *(f"replication.STANDBY.{what}" for what in ("write_lag_s", "flush_lag_s", "replay_lag_s", "replay_lag_bytes", "xmin_age")),
-    "replication_lag_s", "replication_lag_bytes", "standby_xmin_age", "standbys", "in_recovery", "replay_delay_s",
+    *(
+        f"replication.STANDBY.{what}"
+        for what in ("write_lag_s", "flush_lag_s", "replay_lag_s", "replay_lag_bytes", "xmin_age")
+    ),
+    "replication_lag_s",
+    "replication_lag_bytes",
+    "standby_xmin_age",
+    "standbys",
+    "in_recovery",
+    "replay_delay_s",
 )
 
 _SUBJECT = re.compile(r"(?<![a-z0-9_])[A-Z]+(?![a-z0-9_])")
@@ -91,7 +125,10 @@ def figure_matches(figure: str, metric: str) -> bool:
 def _close(metric: str, names: list[str]) -> list[str]:
     """The three names most like ``metric``; of names about as alike, the first listed (the
     lists put the most used first: cpu.busy_percent before cpu.irq_percent)."""
-    scored = [(round(difflib.SequenceMatcher(None, metric, name).ratio(), 1), -index, name) for index, name in enumerate(names)]
+    scored = [
+        (round(difflib.SequenceMatcher(None, metric, name).ratio(), 1), -index, name)
+        for index, name in enumerate(names)
+    ]
     return [name for score, _, name in sorted(scored, reverse=True)[:3] if score >= 0.6]
 
 
@@ -122,7 +159,11 @@ def unknown_figure(monitor: HostMonitor | PrometheusMonitor | PostgresMonitor, m
         listed += " and the series it keeps"
     if metric.startswith("tcp.") and kind == "node_exporter":
         listed += f"; of the sockets a node_exporter gives {' and '.join(NODE_EXPORTER_TCP)} only"
-    if isinstance(monitor, PostgresMonitor) and metric.startswith(("cpu", "load", "memory", "net", "tcp", "disk", "files")):
-        listed += "; it reads the database's statistics, not its machine's: watch that with a host or node_exporter monitor"
+    if isinstance(monitor, PostgresMonitor) and metric.startswith(
+        ("cpu", "load", "memory", "net", "tcp", "disk", "files")
+    ):
+        listed += (
+            "; it reads the database's statistics, not its machine's: watch that with a host or node_exporter monitor"
+        )
     hint = (f"did you mean {', '.join(close)}? " if close else "") + listed
     return f"monitor {monitor.name} ({kind}) never gives '{metric}'", hint

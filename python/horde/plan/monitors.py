@@ -37,13 +37,27 @@ class HostDiagnosis(BaseModel):
     model_config = _STRICT
 
     cpu_percent: float = Field(default=90.0, gt=0, le=100, description="CPU busy above this share ...")
-    cpu_for_s: int = Field(default=10, ge=1, le=3600, description="... for this many seconds in a row: 'CPU above 90 % for 10 s'")
-    nic_percent: float = Field(default=90.0, gt=0, le=100, description="an interface sending or receiving above this share of its link speed ...")
-    nic_for_s: int = Field(default=5, ge=1, le=3600, description="... for this many seconds in a row: a saturated interface")
+    cpu_for_s: int = Field(
+        default=10, ge=1, le=3600, description="... for this many seconds in a row: 'CPU above 90 % for 10 s'"
+    )
+    nic_percent: float = Field(
+        default=90.0,
+        gt=0,
+        le=100,
+        description="an interface sending or receiving above this share of its link speed ...",
+    )
+    nic_for_s: int = Field(
+        default=5, ge=1, le=3600, description="... for this many seconds in a row: a saturated interface"
+    )
     link_speed_mbps: float | None = Field(
-        default=None, gt=0, description="the link speed to judge interfaces by, Mbit/s; default: each interface's own "
-        "(/sys/class/net/IF/speed, node_network_speed_bytes); interfaces without one are not judged")
-    time_wait_growth_per_s: float = Field(default=100.0, gt=0, description="time-wait sockets piling up: growing faster than this per second ...")
+        default=None,
+        gt=0,
+        description="the link speed to judge interfaces by, Mbit/s; default: each interface's own "
+        "(/sys/class/net/IF/speed, node_network_speed_bytes); interfaces without one are not judged",
+    )
+    time_wait_growth_per_s: float = Field(
+        default=100.0, gt=0, description="time-wait sockets piling up: growing faster than this per second ..."
+    )
     time_wait_min: int = Field(default=1000, ge=0, description="... while there are more than this many ...")
     time_wait_window_s: int = Field(default=30, ge=2, le=3600, description="... over this many seconds")
 
@@ -54,31 +68,47 @@ class PostgresDiagnosis(BaseModel):
     model_config = _STRICT
 
     dead_tuples_growth_per_s: float = Field(
-        default=50.0, gt=0, description="a table's dead tuples growing faster than this per second, autovacuum's work "
-        "included, ...")
+        default=50.0,
+        gt=0,
+        description="a table's dead tuples growing faster than this per second, autovacuum's work included, ...",
+    )
     dead_tuples_min: int = Field(default=10_000, ge=0, description="... once it holds more than this many ...")
     dead_tuples_window_s: int = Field(default=30, ge=2, le=3600, description="... over this many seconds")
-    lag_window_s: int = Field(default=30, ge=2, le=3600, description="replication lag rising without bound: rising over this many seconds ...")
+    lag_window_s: int = Field(
+        default=30, ge=2, le=3600, description="replication lag rising without bound: rising over this many seconds ..."
+    )
     lag_min_bytes: int = Field(default=1_000_000, ge=0, description="... to more than this many bytes of WAL behind")
     xmin_age_limit: int = Field(
-        default=10_000, ge=1, description="a standby holds back vacuum when the xmin it reports (hot_standby_feedback) is "
-        "older than this many transactions ...")
-    xmin_for_s: int = Field(default=10, ge=1, le=3600, description="... for this many seconds in a row, while dead tuples grow")
-    connections_percent: float = Field(default=95.0, gt=0, le=100, description="connections at this share of max_connections")
+        default=10_000,
+        ge=1,
+        description="a standby holds back vacuum when the xmin it reports (hot_standby_feedback) is "
+        "older than this many transactions ...",
+    )
+    xmin_for_s: int = Field(
+        default=10, ge=1, le=3600, description="... for this many seconds in a row, while dead tuples grow"
+    )
+    connections_percent: float = Field(
+        default=95.0, gt=0, le=100, description="connections at this share of max_connections"
+    )
 
 
 class _Monitor(BaseModel):
     model_config = TAGGED
 
     name: str = Field(description="the monitor's name, unique in the plan: 'db' in monitor.db.cpu.busy_percent")
-    interval_s: int = Field(default=1, ge=1, le=MAX_INTERVAL_S, description="read the source every this many seconds; default 1")
+    interval_s: int = Field(
+        default=1, ge=1, le=MAX_INTERVAL_S, description="read the source every this many seconds; default 1"
+    )
 
     @field_validator("name")
     @classmethod
     def _check_name(cls, name: str) -> str:
         if not _NAME.match(name):
-            raise custom("monitor_name", f"'{name}' is not a valid monitor name",
-                         "use letters, digits, '_' and '-', starting with a letter, e.g. 'db' or 'db_host'")
+            raise custom(
+                "monitor_name",
+                f"'{name}' is not a valid monitor name",
+                "use letters, digits, '_' and '-', starting with a letter, e.g. 'db' or 'db_host'",
+            )
         return name
 
 
@@ -89,7 +119,9 @@ class HostMonitor(_Monitor):
 
     type: Literal["host"] = Field(default="host", description="'host': the machine Horde runs on")
     interfaces: list[str] = Field(default_factory=list, description="network interfaces to keep; default: all")
-    disks: list[str] = Field(default_factory=list, description="block devices to keep (sda, nvme0n1); default: whole disks")
+    disks: list[str] = Field(
+        default_factory=list, description="block devices to keep (sda, nvme0n1); default: whole disks"
+    )
     diagnosis: HostDiagnosis = Field(default_factory=HostDiagnosis, description="the host rules' thresholds")
 
 
@@ -100,8 +132,10 @@ class Series(BaseModel):
 
     name: str = Field(min_length=1, description="the metric's name, e.g. 'http_requests_total'")
     labels: dict[str, str] = Field(
-        default_factory=dict, description="keep only series with these label values; a value starting with '~' is a "
-        "regular expression the whole value must match, e.g. {device: '~eth.*'}")
+        default_factory=dict,
+        description="keep only series with these label values; a value starting with '~' is a "
+        "regular expression the whole value must match, e.g. {device: '~eth.*'}",
+    )
     sum: bool = Field(default=False, description="add the kept series into one (e.g. every CPU's seconds)")
 
     @field_validator("labels")
@@ -112,8 +146,11 @@ class Series(BaseModel):
                 try:
                     re.compile(value[1:])
                 except re.error as error:
-                    raise custom("label_pattern", f"label {label}: '{value[1:]}' is not a regular expression ({error})",
-                                 "write a Python regular expression after '~', e.g. '~eth[0-9]+'") from None
+                    raise custom(
+                        "label_pattern",
+                        f"label {label}: '{value[1:]}' is not a regular expression ({error})",
+                        "write a Python regular expression after '~', e.g. '~eth[0-9]+'",
+                    ) from None
         return labels
 
 
@@ -125,21 +162,31 @@ class PrometheusMonitor(_Monitor):
     url: str = Field(description="the endpoint, e.g. 'http://10.0.0.5:9100/metrics'")
     series: list[Series] = Field(default_factory=list, description="the series to keep: [{name, labels, sum}]")
     node_exporter: bool = Field(
-        default=False, description="the endpoint is a node_exporter: also give the host monitor's figures (CPU, load, "
-        "memory, network, sockets, disks, open files) and judge them by the host rules")
+        default=False,
+        description="the endpoint is a node_exporter: also give the host monitor's figures (CPU, load, "
+        "memory, network, sockets, disks, open files) and judge them by the host rules",
+    )
     timeout_ms: float = Field(default=2000, gt=0, le=60_000, description="how long a scrape may take")
-    diagnosis: HostDiagnosis = Field(default_factory=HostDiagnosis, description="the host rules' thresholds (node_exporter)")
+    diagnosis: HostDiagnosis = Field(
+        default_factory=HostDiagnosis, description="the host rules' thresholds (node_exporter)"
+    )
 
     @field_validator("url")
     @classmethod
     def _check_url(cls, url: str) -> str:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise custom("monitor_url", f"'{url}' is not an http:// or https:// URL",
-                         "write the endpoint's full URL, e.g. 'http://127.0.0.1:9100/metrics'")
+            raise custom(
+                "monitor_url",
+                f"'{url}' is not an http:// or https:// URL",
+                "write the endpoint's full URL, e.g. 'http://127.0.0.1:9100/metrics'",
+            )
         if parts.password is not None:
-            raise custom("monitor_url_password", "the URL holds a password, which would be stored with the run",
-                         "scrape an endpoint that needs no password (an exporter on the machine's private network)")
+            raise custom(
+                "monitor_url_password",
+                "the URL holds a password, which would be stored with the run",
+                "scrape an endpoint that needs no password (an exporter on the machine's private network)",
+            )
         return url
 
 
@@ -151,26 +198,36 @@ class PostgresMonitor(_Monitor):
     type: Literal["postgres"] = Field(default="postgres", description="'postgres': watch a PostgreSQL server")
     dsn: str = Field(description="postgresql://USER@HOST:PORT/DATABASE, without a password")
     password_env: str | None = Field(
-        default=None, description="the environment variable holding the password (read when the run starts, never "
-        "stored); default: libpq's own (PGPASSWORD, ~/.pgpass)")
-    tables: list[str] = Field(default_factory=list, description="tables to follow (schema.table); default: every user table")
+        default=None,
+        description="the environment variable holding the password (read when the run starts, never "
+        "stored); default: libpq's own (PGPASSWORD, ~/.pgpass)",
+    )
+    tables: list[str] = Field(
+        default_factory=list, description="tables to follow (schema.table); default: every user table"
+    )
     connect_timeout_s: int = Field(default=5, ge=1, le=60, description="how long connecting may take")
-    diagnosis: PostgresDiagnosis = Field(default_factory=PostgresDiagnosis, description="the PostgreSQL rules' thresholds")
+    diagnosis: PostgresDiagnosis = Field(
+        default_factory=PostgresDiagnosis, description="the PostgreSQL rules' thresholds"
+    )
 
     @field_validator("dsn")
     @classmethod
     def _check_dsn(cls, dsn: str) -> str:
         parts = urlsplit(dsn)
         if parts.scheme not in ("postgresql", "postgres"):
-            raise custom("monitor_dsn", f"'{dsn}' is not a postgresql:// URL",
-                         "write postgresql://USER@HOST:PORT/DATABASE")
+            raise custom(
+                "monitor_dsn", f"'{dsn}' is not a postgresql:// URL", "write postgresql://USER@HOST:PORT/DATABASE"
+            )
         try:
             password = parts.password
         except ValueError:
             password = None
         if password is not None or "password=" in parts.query:
-            raise custom("monitor_dsn_password", "the DSN holds a password, which would be stored with the run",
-                         "leave it out and name the variable that holds it: password_env: PGPASSWORD")
+            raise custom(
+                "monitor_dsn_password",
+                "the DSN holds a password, which would be stored with the run",
+                "leave it out and name the variable that holds it: password_env: PGPASSWORD",
+            )
         return dsn
 
 
@@ -186,7 +243,8 @@ def check_monitor_names(monitors: Any, handler: ValidatorFunctionWrapHandler) ->
 
 _MONITOR_CONDITION = re.compile(
     r"^\s*monitor\.(?P<monitor>[A-Za-z_][A-Za-z0-9_-]*)\.(?P<metric>[^\s<>=]+)\s*(?P<op><=|>=|<|>)\s*"
-    r"(?P<value>-?[0-9]+(?:\.[0-9]+)?)\s*%?\s*(?:for\s+(?P<for_s>[0-9]+)\s*s)?\s*$")
+    r"(?P<value>-?[0-9]+(?:\.[0-9]+)?)\s*%?\s*(?:for\s+(?P<for_s>[0-9]+)\s*s)?\s*$"
+)
 
 MONITOR_CONDITION_HINT = (
     "write monitor.NAME.METRIC OP VALUE [for Ns], e.g. 'monitor.db.cpu.busy_percent > 95 for 10s' or "
@@ -207,8 +265,12 @@ class MonitorCondition:
     text: str
 
     def holds(self, measured: float) -> bool:
-        return {"<": measured < self.value, "<=": measured <= self.value,
-                ">": measured > self.value, ">=": measured >= self.value}[self.op]
+        return {
+            "<": measured < self.value,
+            "<=": measured <= self.value,
+            ">": measured > self.value,
+            ">=": measured >= self.value,
+        }[self.op]
 
 
 def is_monitor_condition(text: str) -> bool:
@@ -223,9 +285,14 @@ def parse_monitor_condition(text: str) -> MonitorCondition:
     for_s = match.group("for_s")
     if for_s is not None and not 1 <= int(for_s) <= 3600:
         raise ValueError(f"'for {for_s}s': between 1 and 3600 seconds")
-    return MonitorCondition(monitor=match.group("monitor"), metric=match.group("metric"), op=match.group("op"),
-                            value=float(match.group("value")), for_s=None if for_s is None else int(for_s),
-                            text=text.strip())
+    return MonitorCondition(
+        monitor=match.group("monitor"),
+        metric=match.group("metric"),
+        op=match.group("op"),
+        value=float(match.group("value")),
+        for_s=None if for_s is None else int(for_s),
+        text=text.strip(),
+    )
 
 
 # --- monitors given on the command line -------------------------------------------------------

@@ -34,12 +34,6 @@ from horde.plan.problems import plan_from_dict
 from horde.plan.redaction import redact_url_query
 
 
-
-
-
-
-
-
 def spread_vus(vus: int, weights: Sequence[float]) -> list[int]:
     """``vus`` split by ``weights`` into whole VUs that add up to ``vus`` exactly: each share
     rounded down, then one more VU to the largest remainders (the first scenario on a tie)."""
@@ -59,7 +53,6 @@ def spread_rate(rate: float, weights: Sequence[float]) -> list[float]:
     return [rate * weight / total for weight in weights]
 
 
-
 def url_plan(url: str, *, method: str, headers: list[tuple[str, str]], body: str | None) -> dict[str, Any]:
     """A one-step plan for ``horde run --url URL``; its load comes from the flags."""
     try:
@@ -67,7 +60,9 @@ def url_plan(url: str, *, method: str, headers: list[tuple[str, str]], body: str
     except ValueError:  # e.g. an unclosed IPv6 bracket: 'http://[::1'
         parts = urlsplit("")
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InvalidInput(f"--url: '{url}' is not an http(s) URL with a host", hint="for example --url http://127.0.0.1:8080/")
+        raise InvalidInput(
+            f"--url: '{url}' is not an http(s) URL with a host", hint="for example --url http://127.0.0.1:8080/"
+        )
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
@@ -80,8 +75,13 @@ def url_plan(url: str, *, method: str, headers: list[tuple[str, str]], body: str
                 "name": "url",
                 "steps": [
                     # The name is shown and stored as it is: a credential in the query stays out.
-                    {"name": f"{method.upper()} {redact_url_query(path)}", "method": method.upper(), "path": path,
-                     "headers": dict(headers), "body": body}
+                    {
+                        "name": f"{method.upper()} {redact_url_query(path)}",
+                        "method": method.upper(),
+                        "path": path,
+                        "headers": dict(headers),
+                        "body": body,
+                    }
                 ],
                 "workload": {"type": "closed", "start_vus": 10, "stages": [{"duration_s": 10, "vus": 10}]},
             }
@@ -103,7 +103,9 @@ def apply_overrides(
     """The plan with the command line's overrides applied (see the module's rules);
     ``insecure`` turns TLS certificate verification off (``target.insecure``)."""
     if vus is not None and rate is not None:
-        raise InvalidInput("--vus and --rate cannot be used together", hint="--vus for a closed model, --rate for an open one")
+        raise InvalidInput(
+            "--vus and --rate cannot be used together", hint="--vus for a closed model, --rate for an open one"
+        )
     if vus is not None and vus < 0:
         raise InvalidInput(f"--vus must be 0 or more (got {vus})")
     if rate is not None and rate <= 0:
@@ -128,9 +130,13 @@ def apply_overrides(
         count = len(weights)
         vus_shares = spread_vus(vus, weights) if vus is not None else [None] * count
         rate_shares = spread_rate(rate, weights) if rate is not None else [None] * count
-        cap_shares = [max(1, share) for share in spread_vus(max_vus, weights)] if max_vus is not None else [None] * count
+        cap_shares = (
+            [max(1, share) for share in spread_vus(max_vus, weights)] if max_vus is not None else [None] * count
+        )
         for scenario, share_vus, share_rate, share_cap in zip(data["scenarios"], vus_shares, rate_shares, cap_shares):
-            scenario["workload"] = _reshaped(scenario["workload"], share_vus, share_rate, share_cap, duration_s, ramp_up_s)
+            scenario["workload"] = _reshaped(
+                scenario["workload"], share_vus, share_rate, share_cap, duration_s, ramp_up_s
+            )
     changed = plan_from_dict(data, source="the plan with the command line's overrides")
     if reshaping:
         for _, _, fault in unique_feeder_faults(changed):
@@ -164,7 +170,11 @@ def _reshaped(
         level: float = vus if vus is not None else max([workload.get("start_vus", 0)] + [s["vus"] for s in stages])
         key = "vus"
     else:
-        level = rate if rate is not None else max([workload.get("start_rate_per_s", 0.0)] + [s["rate_per_s"] for s in stages])
+        level = (
+            rate
+            if rate is not None
+            else max([workload.get("start_rate_per_s", 0.0)] + [s["rate_per_s"] for s in stages])
+        )
         key = "rate_per_s"
     shaped: list[dict[str, Any]] = []
     if ramp > 0:
@@ -174,8 +184,13 @@ def _reshaped(
     if closed:
         return {"type": "closed", "start_vus": int(start_level), "stages": shaped}
     cap = max_vus if max_vus is not None else workload.get("max_vus") or max(10, math.ceil(level))
-    return {"type": "open", "start_rate_per_s": float(start_level), "stages": shaped, "max_vus": cap,
-            "arrivals": workload.get("arrivals", "uniform")}
+    return {
+        "type": "open",
+        "start_rate_per_s": float(start_level),
+        "stages": shaped,
+        "max_vus": cap,
+        "arrivals": workload.get("arrivals", "uniform"),
+    }
 
 
 @dataclass(frozen=True)
@@ -209,26 +224,41 @@ def apply_steer_flags(plan: Plan, flags: SteerFlags, *, quick: bool, vus_given: 
     A quick ``--url`` plan steered without ``--vus`` becomes an open model (its level is an
     arrival rate, as ``--start``/``--step`` in requests per second suggest).
     """
-    steering_only = {"--start": flags.start, "--step": flags.step, "--step-duration": flags.step_duration_s,
-                     "--limit": flags.limit, "--latency-limit-ms": flags.latency_limit_ms,
-                     "--precision": flags.precision_percent}
+    steering_only = {
+        "--start": flags.start,
+        "--step": flags.step,
+        "--step-duration": flags.step_duration_s,
+        "--limit": flags.limit,
+        "--latency-limit-ms": flags.latency_limit_ms,
+        "--precision": flags.precision_percent,
+    }
     if flags.steer_by is not None and flags.target_response_ms is None:
-        raise InvalidInput("--steer-by belongs to --target-response-ms",
-                           hint="e.g. --target-response-ms 50 --steer-by pace (the plan's VUs kept, their pace steered)")
+        raise InvalidInput(
+            "--steer-by belongs to --target-response-ms",
+            hint="e.g. --target-response-ms 50 --steer-by pace (the plan's VUs kept, their pace steered)",
+        )
     if not flags.find_max and flags.target_response_ms is None:
         given = [name for name, value in steering_only.items() if value is not None]
         if given:
-            raise InvalidInput(f"{', '.join(given)} steer the load: give --find-max or --target-response-ms too",
-                               hint="e.g. --find-max --start 50 --step 50 --step-duration 30s")
+            raise InvalidInput(
+                f"{', '.join(given)} steer the load: give --find-max or --target-response-ms too",
+                hint="e.g. --find-max --start 50 --step 50 --step-duration 30s",
+            )
         return plan
     if flags.find_max and flags.target_response_ms is not None:
-        raise InvalidInput("--find-max and --target-response-ms cannot be used together",
-                           hint="find-max looks for the knee; target response time holds a latency")
+        raise InvalidInput(
+            "--find-max and --target-response-ms cannot be used together",
+            hint="find-max looks for the knee; target response time holds a latency",
+        )
     data = plan.model_dump(mode="json", by_alias=True)
     if quick and not vus_given and flags.steer_by != "pace":
         for scenario in data["scenarios"]:
-            scenario["workload"] = {"type": "open", "start_rate_per_s": 1, "stages": [{"duration_s": 1, "rate_per_s": 1}],
-                                    "max_vus": flags.max_vus or STEER_MAX_VUS}
+            scenario["workload"] = {
+                "type": "open",
+                "start_rate_per_s": 1,
+                "stages": [{"duration_s": 1, "rate_per_s": 1}],
+                "max_vus": flags.max_vus or STEER_MAX_VUS,
+            }
     own = data.get("steer") or {}
     if flags.find_max:
         base = own if own.get("type") == "find_max" else {}
@@ -236,29 +266,49 @@ def apply_steer_flags(plan: Plan, flags: SteerFlags, *, quick: bool, vus_given: 
         # Without --start and --step (and none in the plan) find-max searches: a sighting shot
         # sizes the start, the level grows geometrically, bisection finds the knee. --step asks
         # for the stepped ramp (starting at --start, or at one step).
-        for key, value in (("start", flags.start), ("step", flags.step), ("limit", flags.limit),
-                           ("latency_limit_ms", flags.latency_limit_ms), ("precision_percent", flags.precision_percent)):
+        for key, value in (
+            ("start", flags.start),
+            ("step", flags.step),
+            ("limit", flags.limit),
+            ("latency_limit_ms", flags.latency_limit_ms),
+            ("precision_percent", flags.precision_percent),
+        ):
             if value is not None:
                 steer[key] = value
         if flags.step_duration_s is not None:
             steer["step_duration_s"] = flags.step_duration_s
         if flags.precision_percent is not None and steer.get("step") is not None:
-            raise InvalidInput("--precision belongs to find-max's search; a stepped ramp (--step) moves by its step",
-                               hint="drop --step to let find-max search to a precision, or drop --precision")
+            raise InvalidInput(
+                "--precision belongs to find-max's search; a stepped ramp (--step) moves by its step",
+                hint="drop --step to let find-max search to a precision, or drop --precision",
+            )
     else:
-        if (flags.step is not None or flags.step_duration_s is not None or flags.latency_limit_ms is not None
-                or flags.precision_percent is not None):
-            raise InvalidInput("--step, --step-duration, --latency-limit-ms and --precision belong to --find-max",
-                               hint="--target-response-ms takes --start, --limit, --percentile and --duration")
+        if (
+            flags.step is not None
+            or flags.step_duration_s is not None
+            or flags.latency_limit_ms is not None
+            or flags.precision_percent is not None
+        ):
+            raise InvalidInput(
+                "--step, --step-duration, --latency-limit-ms and --precision belong to --find-max",
+                hint="--target-response-ms takes --start, --limit, --percentile and --duration",
+            )
         base = own if own.get("type") == "target_response_time" else {}
-        steer = {**base, "type": "target_response_time", "target_ms": flags.target_response_ms, "percentile": flags.percentile}
+        steer = {
+            **base,
+            "type": "target_response_time",
+            "target_ms": flags.target_response_ms,
+            "percentile": flags.percentile,
+        }
         # Without --start the steering starts from its own default (1 VU, 10/s or the plan's pace).
         if flags.start is not None:
             steer["start"] = flags.start
         if flags.steer_by is not None:
             if flags.steer_by not in ("level", "pace"):
-                raise InvalidInput(f"--steer-by takes level or pace (got '{flags.steer_by}')",
-                                   hint="level moves the VUs or the rate; pace keeps the VUs and moves their think times")
+                raise InvalidInput(
+                    f"--steer-by takes level or pace (got '{flags.steer_by}')",
+                    hint="level moves the VUs or the rate; pace keeps the VUs and moves their think times",
+                )
             steer["by"] = flags.steer_by
         if flags.limit is not None:
             steer["max"] = flags.limit

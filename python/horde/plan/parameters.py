@@ -183,7 +183,9 @@ class Substituted:
     origins: dict[Loc, str] = field(default_factory=dict)
 
 
-def substitute_parameters(data: Any, values: Mapping[str, ParameterValue], *, skip_top: tuple[str, ...] = ()) -> Substituted:
+def substitute_parameters(
+    data: Any, values: Mapping[str, ParameterValue], *, skip_top: tuple[str, ...] = ()
+) -> Substituted:
     """Replaces ``{{ params.NAME }}`` in every string of ``data`` (values of mappings and items of
     lists, not keys); top-level keys named in ``skip_top`` are copied as they are."""
     result = Substituted(data=None)
@@ -211,8 +213,9 @@ def substitute_parameters(data: Any, values: Mapping[str, ParameterValue], *, sk
         if isinstance(node, str):
             return text(node, loc)
         if isinstance(node, dict):
-            return {key: (value if not loc and key in skip_top else walk(value, (*loc, key)))
-                    for key, value in node.items()}
+            return {
+                key: (value if not loc and key in skip_top else walk(value, (*loc, key))) for key, value in node.items()
+            }
         if isinstance(node, list):
             return [walk(item, (*loc, index)) for index, item in enumerate(node)]
         return node

@@ -23,9 +23,25 @@ from horde.plan.engine_rules import rule_problems, rule_problems_beside
 from horde.plan.common import kind_of
 from horde.plan.common import ConstantThinkTime, ExponentialThinkTime, NormalThinkTime, UniformThinkTime
 from horde.plan.model import Feeder, Plan, Scenario
-from horde.plan.steps import BodyContainsCheck, BodyMatchesCheck, Branch, ChoiceStep, EndIterationStep, Extractor, GroupStep, HttpStep, ParallelStep, IfStep, JsonCheck, LoopStep, StatusCheck, ThinkStep
+from horde.plan.steps import (
+    BodyContainsCheck,
+    BodyMatchesCheck,
+    Branch,
+    ChoiceStep,
+    EndIterationStep,
+    Extractor,
+    GroupStep,
+    HttpStep,
+    ParallelStep,
+    IfStep,
+    JsonCheck,
+    LoopStep,
+    StatusCheck,
+    ThinkStep,
+)
 from horde.plan.target import Target
 from horde.plan.workloads import ClosedModel, ClosedStage, OpenModel, OpenStage
+
 
 @dataclass(frozen=True)
 class PlanIssue:
@@ -133,8 +149,6 @@ def _resolve(raw: tuple[str | int, ...], root: type[BaseModel]) -> _Place:
     return _Place(tuple(loc), owner, field, annotation, siblings)
 
 
-
-
 def _number(value: Any) -> str:
     return f"{value:g}" if isinstance(value, (int, float)) else str(value)
 
@@ -198,8 +212,7 @@ def _describe(error: ErrorDetails, root: type[BaseModel]) -> PlanIssue:
     elif kind in ("model_type", "model_attributes_type", "dict_type"):
         message = f"must be a mapping{_got(value)}"
         if not loc and root is Plan:
-            hint = ("a plan is a mapping with the keys version, target and scenarios; "
-                    "see examples/quickstart/plan.yaml")
+            hint = "a plan is a mapping with the keys version, target and scenarios; see examples/quickstart/plan.yaml"
         elif _is_model(place.annotation):
             hint = f"write a mapping with the keys: {_allowed_keys(place.annotation)}"
         elif _variants(place.annotation):
@@ -229,19 +242,43 @@ def _describe(error: ErrorDetails, root: type[BaseModel]) -> PlanIssue:
     else:
         message = f"{message}{_got(value)}"
         if isinstance(value, str) and "{{" in value:
-            hint = ("only a value that is exactly '{{ params.NAME }}' is replaced here (by the "
-                    "parameter's value, before the plan is checked); other templates are for "
-                    "paths, headers and bodies")
+            hint = (
+                "only a value that is exactly '{{ params.NAME }}' is replaced here (by the "
+                "parameter's value, before the plan is checked); other templates are for "
+                "paths, headers and bodies"
+            )
     return PlanIssue(loc=loc, path=format_path(loc), message=message, hint=hint)
 
 
 _MODELS: dict[str, type[BaseModel]] = {
     model.__name__: model
     for model in (
-        Plan, Target, Scenario, Feeder, HttpStep, Extractor, StatusCheck, JsonCheck,
-        BodyContainsCheck, BodyMatchesCheck, GroupStep, ParallelStep, ChoiceStep, Branch, LoopStep, IfStep,
-        ThinkStep, EndIterationStep, ConstantThinkTime, UniformThinkTime, ExponentialThinkTime, NormalThinkTime,
-        ClosedModel, ClosedStage, OpenModel, OpenStage,
+        Plan,
+        Target,
+        Scenario,
+        Feeder,
+        HttpStep,
+        Extractor,
+        StatusCheck,
+        JsonCheck,
+        BodyContainsCheck,
+        BodyMatchesCheck,
+        GroupStep,
+        ParallelStep,
+        ChoiceStep,
+        Branch,
+        LoopStep,
+        IfStep,
+        ThinkStep,
+        EndIterationStep,
+        ConstantThinkTime,
+        UniformThinkTime,
+        ExponentialThinkTime,
+        NormalThinkTime,
+        ClosedModel,
+        ClosedStage,
+        OpenModel,
+        OpenStage,
     )
 }
 
@@ -255,6 +292,7 @@ def describe_validation_error(error: ValidationError, *, limit: int | None = Non
     """
     root = _MODELS.get(error.title, Plan)
     return [_describe(line, root) for line in error.errors(include_url=False)[:limit]]
+
 
 def input_order(data: Any, loc: tuple[str | int, ...]) -> tuple[int, ...]:
     """A sort key that puts problems in the order their places appear in the input.
@@ -281,6 +319,7 @@ def input_order(data: Any, loc: tuple[str | int, ...]) -> tuple[int, ...]:
             break
     return tuple(key)
 
+
 def plan_from_dict(data: Any, *, source: str | None = None) -> Plan:
     """Validates plain data (what a YAML or JSON file holds) into a :class:`Plan`.
 
@@ -293,8 +332,10 @@ def plan_from_dict(data: Any, *, source: str | None = None) -> Plan:
     """
     shaped = shape_problems(data)
     if shaped:
-        raise PlanInvalid([Problem(location=format_path(loc), message=message, hint=hint)
-                           for loc, message, hint in shaped], source=source)
+        raise PlanInvalid(
+            [Problem(location=format_path(loc), message=message, hint=hint) for loc, message, hint in shaped],
+            source=source,
+        )
     try:
         plan = Plan.model_validate(data)
     except ValidationError as error:

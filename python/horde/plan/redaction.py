@@ -42,11 +42,35 @@ from horde.plan.parameters import env_name
 REDACTED = "<redacted>"
 
 #: Name segments (split on ``-``, ``_``, ``.`` and case) that mark a credential.
-_SECRET_SEGMENTS = frozenset({
-    "auth", "authorization", "authentication", "key", "apikey", "token", "secret", "password", "passwd",
-    "pwd", "pass", "passphrase", "session", "sessionid", "sid", "cookie", "credential", "credentials",
-    "signature", "sig", "jwt", "bearer", "otp", "pin", "private",
-})
+_SECRET_SEGMENTS = frozenset(
+    {
+        "auth",
+        "authorization",
+        "authentication",
+        "key",
+        "apikey",
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "pwd",
+        "pass",
+        "passphrase",
+        "session",
+        "sessionid",
+        "sid",
+        "cookie",
+        "credential",
+        "credentials",
+        "signature",
+        "sig",
+        "jwt",
+        "bearer",
+        "otp",
+        "pin",
+        "private",
+    }
+)
 #: Words that mark a credential inside a longer segment (``X-APIKEY``, ``accesstoken``).
 _SECRET_WORDS = ("token", "secret", "password", "passwd", "apikey", "session", "credential", "cookie", "auth")
 #: A secret value shorter than this is not searched for elsewhere: replacing every "1" or "on"
@@ -117,8 +141,10 @@ def redact_url_query(url: str) -> str:
     base, mark, query = url.partition("?")
     if not mark or not _query_secrets(query):
         return url
-    fields = [(name, REDACTED if is_secret_parameter(name) and value else value)
-              for name, value in parse_qsl(query, keep_blank_values=True)]
+    fields = [
+        (name, REDACTED if is_secret_parameter(name) and value else value)
+        for name, value in parse_qsl(query, keep_blank_values=True)
+    ]
     return base + "?" + urlencode(fields, safe="<>{}")
 
 
@@ -202,8 +228,9 @@ def redact_run_parameters(parameters: Mapping[str, Any], secrets: frozenset[str]
     ``-p`` values named like credentials and every secret value replaced."""
     shown = dict(parameters)
     if isinstance(shown.get("params"), dict):
-        shown["params"] = {name: (REDACTED if is_secret_name(str(name)) else value)
-                           for name, value in shown["params"].items()}
+        shown["params"] = {
+            name: (REDACTED if is_secret_name(str(name)) else value) for name, value in shown["params"].items()
+        }
     if isinstance(shown.get("base_url"), str):
         shown["base_url"] = redact_url_query(redact_url_password(shown["base_url"]))
     return redact_values(shown, secrets)
@@ -226,18 +253,25 @@ def secret_names(plan: Mapping[str, Any], secrets: frozenset[str]) -> list[tuple
             continue
         found.append((f"scenarios[{index}].name", scenario.get("name")))
         # Located by the list the step is in: the step's own name must not be printed.
-        found.extend((f"scenarios[{index}].{part}", step.get("name"))
-                     for part in ("setup", "steps", "teardown") for step in _walk_steps(scenario.get(part)))
-    return [(where, str(name)) for where, name in found
-            if isinstance(name, str) and any(secret in name for secret in secrets)]
+        found.extend(
+            (f"scenarios[{index}].{part}", step.get("name"))
+            for part in ("setup", "steps", "teardown")
+            for step in _walk_steps(scenario.get(part))
+        )
+    return [
+        (where, str(name))
+        for where, name in found
+        if isinstance(name, str) and any(secret in name for secret in secrets)
+    ]
 
 
 #: What parts a credential: "Bearer T", "sid=T; lang=en", "Digest username=u, response=T".
 _CREDENTIAL_SEPARATORS = re.compile(r"[\s;,=:\"]+")
 
 
-def secret_values(plan: Mapping[str, Any], *, environ: Mapping[str, str] | None = None,
-                  feeders: bool = True) -> frozenset[str]:
+def secret_values(
+    plan: Mapping[str, Any], *, environ: Mapping[str, str] | None = None, feeders: bool = True
+) -> frozenset[str]:
     """Every secret value a plan (as a dict) holds, found by name or by where it came from, for
     :func:`redact_values` to replace wherever it appears; with ``feeders``, the secret fields'
     values of its feeder files too (:func:`feeder_secret_values`).
@@ -368,8 +402,11 @@ class _SecretFinder:
     contains another goes whole; built once for a set of secrets (:func:`_finder`)."""
 
     def __init__(self, secrets: frozenset[str]) -> None:
-        self._pattern = (re.compile("|".join(re.escape(s) for s in sorted(secrets, key=len, reverse=True)))
-                         if len(secrets) <= _ALTERNATION_LIMIT else None)
+        self._pattern = (
+            re.compile("|".join(re.escape(s) for s in sorted(secrets, key=len, reverse=True)))
+            if len(secrets) <= _ALTERNATION_LIMIT
+            else None
+        )
         self._secrets = secrets
         self._lengths = sorted({len(s) for s in secrets}, reverse=True)
 
@@ -382,8 +419,14 @@ class _SecretFinder:
         out: list[str] = []
         kept_from = index = 0
         while index < len(text):
-            length = next((length for length in self._lengths if index + length <= len(text)
-                           and text[index:index + length] in self._secrets), 0)
+            length = next(
+                (
+                    length
+                    for length in self._lengths
+                    if index + length <= len(text) and text[index : index + length] in self._secrets
+                ),
+                0,
+            )
             if length:
                 out.append(text[kept_from:index])
                 out.append(REDACTED)
@@ -429,8 +472,9 @@ def _redact_body_fields(node: Any) -> Any:
     """A JSON value with each field named like a credential replaced, whatever it holds (an
     object or a list under ``credentials`` goes whole)."""
     if isinstance(node, dict):
-        return {key: (REDACTED if is_secret_name(str(key)) else _redact_body_fields(value))
-                for key, value in node.items()}
+        return {
+            key: (REDACTED if is_secret_name(str(key)) else _redact_body_fields(value)) for key, value in node.items()
+        }
     if isinstance(node, list):
         return [_redact_body_fields(item) for item in node]
     return node
@@ -454,8 +498,10 @@ def redact_plan(plan: dict[str, Any], *, secrets: frozenset[str] | None = None) 
             step["json"] = _redact_body_fields(step["json"])
     parameters = redacted.get("parameters")
     if isinstance(parameters, dict):
-        redacted["parameters"] = {name: (REDACTED if _is_secret_parameter(str(name), value, os.environ) else value)
-                                  for name, value in parameters.items()}
+        redacted["parameters"] = {
+            name: (REDACTED if _is_secret_parameter(str(name), value, os.environ) else value)
+            for name, value in parameters.items()
+        }
     result: dict[str, Any] = redact_values(redacted, secrets)
     return result
 
@@ -481,6 +527,7 @@ def redact_text(text: str) -> str:
     >>> redact_text('GET /a?token=abc&page=2 "sid=42; lang=en" bob@example.org')
     'GET /a?token=<redacted>&page=2 "sid=<redacted>; lang=en" <redacted>'
     """
+
     def pair(match: re.Match[str]) -> str:
         name = match.group(1)
         return f"{name}={REDACTED}" if is_secret_parameter(name) else match.group(0)
@@ -549,8 +596,10 @@ def redact_exchange(exchange: Mapping[str, Any], secrets: set[str]) -> dict[str,
         for part in ("request_body", "response_body"):
             if isinstance(shown.get(part), str) and shown[part]:
                 shown[part] = _redact_body(shown[part])
-    shown["vars"] = [{**var, "value": REDACTED} if is_secret_name(str(var.get("name"))) and var.get("value") is not None
-                     else var for var in shown.get("vars") or []]
+    shown["vars"] = [
+        {**var, "value": REDACTED} if is_secret_name(str(var.get("name"))) and var.get("value") is not None else var
+        for var in shown.get("vars") or []
+    ]
     frozen = frozenset(secret for secret in secrets if len(secret) >= MIN_VALUE_LENGTH)
     for part in _EXCHANGE_TEXTS:
         if isinstance(shown.get(part), str):

@@ -67,20 +67,34 @@ class Extractor(BaseModel):
         errors: list[Located] = []
         if self.from_ == "status":
             if expression is not None:
-                errors.append((("expression",), expression, custom(
-                    "extract_expression",
-                    "an extractor from 'status' takes no expression",
-                    "remove 'expression': the status code is the value",
-                )))
+                errors.append(
+                    (
+                        ("expression",),
+                        expression,
+                        custom(
+                            "extract_expression",
+                            "an extractor from 'status' takes no expression",
+                            "remove 'expression': the status code is the value",
+                        ),
+                    )
+                )
         elif expression is None or not expression.strip():
             examples = {
-                "json": "'$.items[0].id'", "regex": "'token=([a-z0-9]+)'", "header": "'location'",
+                "json": "'$.items[0].id'",
+                "regex": "'token=([a-z0-9]+)'",
+                "header": "'location'",
             }
-            errors.append((("expression",), expression, custom(
-                "extract_expression",
-                f"an extractor from '{self.from_}' needs an expression",
-                f"add 'expression', e.g. {examples[self.from_]}",
-            )))
+            errors.append(
+                (
+                    ("expression",),
+                    expression,
+                    custom(
+                        "extract_expression",
+                        f"an extractor from '{self.from_}' needs an expression",
+                        f"add 'expression', e.g. {examples[self.from_]}",
+                    ),
+                )
+            )
         elif self.from_ == "header":
             try:
                 check_header_name(expression)
@@ -111,13 +125,10 @@ class JsonCheck(BaseModel):
     model_config = TAGGED
 
     type: Literal["json"] = Field(default="json", description="this check: 'json'")
-    expression: str = Field(
-        min_length=1, description="an RFC 9535 JSONPath, e.g. '$.status' or '$.items[?@.ok]'"
-    )
+    expression: str = Field(min_length=1, description="an RFC 9535 JSONPath, e.g. '$.status' or '$.items[?@.ok]'")
     equals: Any = Field(
         default=None,
-        description="the value the first match must equal; without it (null) the path must "
-        "match something",
+        description="the value the first match must equal; without it (null) the path must match something",
     )
 
     @field_validator("equals")

@@ -119,7 +119,9 @@ class SqlStep(BaseModel):
         "the text), 'extended' (the default: parse, bind, execute in one round trip) or 'prepared' "
         "(prepared once per connection)",
     )
-    think_time: ThinkTime | None = Field(default=None, description=f"the pause after this step: {THINK_TIME_DESCRIPTION}")
+    think_time: ThinkTime | None = Field(
+        default=None, description=f"the pause after this step: {THINK_TIME_DESCRIPTION}"
+    )
     extract: list[SqlExtractor] = Field(
         default_factory=list,
         description="values to take from the result: [{var, from: column|row_count, column, default}]",
@@ -130,5 +132,6 @@ class SqlStep(BaseModel):
         "{type: column, column, equals}",
     )
     on_check_failure: Literal["continue", "end_iteration"] = Field(
-        default="continue", description="what a failed check does next: 'continue' (default) or 'end_iteration'",
+        default="continue",
+        description="what a failed check does next: 'continue' (default) or 'end_iteration'",
     )

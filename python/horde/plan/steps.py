@@ -91,8 +91,21 @@ __all__ = [
 
 #: The step types, as written in ``type``; ``http`` is the default.
 STEP_TYPES: tuple[str, ...] = (
-    "http", "sql", "connect", "send", "receive", "ping", "stream", "close",
-    "group", "parallel", "choice", "loop", "if", "think", "end_iteration",
+    "http",
+    "sql",
+    "connect",
+    "send",
+    "receive",
+    "ping",
+    "stream",
+    "close",
+    "group",
+    "parallel",
+    "choice",
+    "loop",
+    "if",
+    "think",
+    "end_iteration",
 )
 
 
@@ -112,9 +125,7 @@ class HttpStep(BaseModel):
 
     model_config = STRICT_KEYS
 
-    type: Literal["http"] = Field(
-        default="http", description="this step: 'http' (the default, may be left out)"
-    )
+    type: Literal["http"] = Field(default="http", description="this step: 'http' (the default, may be left out)")
     name: str = Field(
         min_length=1,
         description="the step's name, unique in its scenario; results are reported under it",
@@ -248,25 +259,43 @@ def parallel_problems(data: Any) -> list[Located]:
         kind = _step_type(step)
         if kind == "http":
             if isinstance(step, dict) and step.get("think_time") is not None:
-                problems.append((("steps", index, "think_time"), step["think_time"], custom(
-                    "parallel_think",
-                    "a request of a parallel group takes no think time: its requests go out at once "
-                    "(pause after the group with a think step)",
-                    "remove think_time here, and add {type: think, ...} after the group",
-                )))
+                problems.append(
+                    (
+                        ("steps", index, "think_time"),
+                        step["think_time"],
+                        custom(
+                            "parallel_think",
+                            "a request of a parallel group takes no think time: its requests go out at once "
+                            "(pause after the group with a think step)",
+                            "remove think_time here, and add {type: think, ...} after the group",
+                        ),
+                    )
+                )
         elif kind == "think":
-            problems.append((("steps", index, "type"), kind, custom(
-                "parallel_think",
-                "a think step inside a parallel group: its requests go out at once (put the pause "
-                "before or after the group)",
-                "move the think step out of the group",
-            )))
+            problems.append(
+                (
+                    ("steps", index, "type"),
+                    kind,
+                    custom(
+                        "parallel_think",
+                        "a think step inside a parallel group: its requests go out at once (put the pause "
+                        "before or after the group)",
+                        "move the think step out of the group",
+                    ),
+                )
+            )
         elif isinstance(kind, str):
-            problems.append((("steps", index, "type"), kind, custom(
-                "parallel_step",
-                f"a parallel group holds http steps only, not '{kind}' (put control flow around the group)",
-                "keep only requests in the group; a loop, if or choice may hold the whole group",
-            )))
+            problems.append(
+                (
+                    ("steps", index, "type"),
+                    kind,
+                    custom(
+                        "parallel_step",
+                        f"a parallel group holds http steps only, not '{kind}' (put control flow around the group)",
+                        "keep only requests in the group; a loop, if or choice may hold the whole group",
+                    ),
+                )
+            )
     return problems
 
 
@@ -278,12 +307,9 @@ class Branch(BaseModel):
     weight: float = Field(
         gt=0,
         le=MAX_WEIGHT,
-        description="the branch's share: it runs weight / (sum of weights) of the passes; > 0, "
-        "e.g. 70",
+        description="the branch's share: it runs weight / (sum of weights) of the passes; > 0, e.g. 70",
     )
-    steps: list[Step] = Field(
-        description=f"the branch's {_STEPS_DESCRIPTION}; may be empty (a weighted 'do nothing')"
-    )
+    steps: list[Step] = Field(description=f"the branch's {_STEPS_DESCRIPTION}; may be empty (a weighted 'do nothing')")
 
 
 class ChoiceStep(BaseModel):
@@ -318,8 +344,7 @@ class LoopStep(BaseModel):
         default=1000,
         ge=1,
         le=MAX_LOOP_ITERATIONS,
-        description="a while loop ends after this many passes even if its condition still holds; "
-        "default 1000",
+        description="a while loop ends after this many passes even if its condition still holds; default 1000",
     )
     for_each: str | None = Field(
         default=None,
@@ -358,33 +383,60 @@ class LoopStep(BaseModel):
 
     @model_validator(mode="after")
     def _check_kind(self) -> LoopStep:
-        given = [key for key, value in (("count", self.count), ("while", self.while_),
-                                        ("for_each", self.for_each)) if value is not None]
+        given = [
+            key
+            for key, value in (("count", self.count), ("while", self.while_), ("for_each", self.for_each))
+            if value is not None
+        ]
         errors: list[Located] = []
         if not given:
-            errors.append(((), None, custom(
-                "loop_kind",
-                "a loop needs one of 'count', 'while' or 'for_each'",
-                "add count: N, while: 'EXPRESSION', or for_each: LIST_VARIABLE with as: ITEM",
-            )))
+            errors.append(
+                (
+                    (),
+                    None,
+                    custom(
+                        "loop_kind",
+                        "a loop needs one of 'count', 'while' or 'for_each'",
+                        "add count: N, while: 'EXPRESSION', or for_each: LIST_VARIABLE with as: ITEM",
+                    ),
+                )
+            )
         for key in given[1:]:
-            errors.append(((key,), getattr(self, {"while": "while_"}.get(key, key)), custom(
-                "loop_kind",
-                f"a loop takes one of 'count', 'while' or 'for_each'; this one also has '{given[0]}'",
-                "keep one of them (nest two loops for both)",
-            )))
+            errors.append(
+                (
+                    (key,),
+                    getattr(self, {"while": "while_"}.get(key, key)),
+                    custom(
+                        "loop_kind",
+                        f"a loop takes one of 'count', 'while' or 'for_each'; this one also has '{given[0]}'",
+                        "keep one of them (nest two loops for both)",
+                    ),
+                )
+            )
         if self.for_each is not None and self.as_ is None:
-            errors.append((("as",), None, custom(
-                "loop_as",
-                "a for_each loop needs 'as': the variable that holds the current item",
-                "add e.g. as: item, then use {{ item }} in the loop's steps",
-            )))
+            errors.append(
+                (
+                    ("as",),
+                    None,
+                    custom(
+                        "loop_as",
+                        "a for_each loop needs 'as': the variable that holds the current item",
+                        "add e.g. as: item, then use {{ item }} in the loop's steps",
+                    ),
+                )
+            )
         if self.as_ is not None and self.for_each is None:
-            errors.append((("as",), self.as_, custom(
-                "loop_as",
-                "'as' names the item of a for_each loop; this loop has no for_each",
-                "remove 'as', or loop with for_each: LIST_VARIABLE",
-            )))
+            errors.append(
+                (
+                    ("as",),
+                    self.as_,
+                    custom(
+                        "loop_as",
+                        "'as' names the item of a for_each loop; this loop has no for_each",
+                        "remove 'as', or loop with for_each: LIST_VARIABLE",
+                    ),
+                )
+            )
         if errors:
             raise_located("LoopStep", errors)
         return self
@@ -478,9 +530,21 @@ for _model in (GroupStep, ParallelStep, Branch, ChoiceStep, LoopStep, IfStep):
 
 _STEP_ADAPTER: TypeAdapter[Any] = TypeAdapter(Step)
 _STEP_MODELS: dict[str, type[AnyStep]] = {
-    "http": HttpStep, "sql": SqlStep, "connect": ConnectStep, "send": SendStep, "receive": ReceiveStep,
-    "ping": PingStep, "stream": StreamStep, "close": CloseStep, "group": GroupStep, "parallel": ParallelStep, "choice": ChoiceStep, "loop": LoopStep, "if": IfStep,
-    "think": ThinkStep, "end_iteration": EndIterationStep,
+    "http": HttpStep,
+    "sql": SqlStep,
+    "connect": ConnectStep,
+    "send": SendStep,
+    "receive": ReceiveStep,
+    "ping": PingStep,
+    "stream": StreamStep,
+    "close": CloseStep,
+    "group": GroupStep,
+    "parallel": ParallelStep,
+    "choice": ChoiceStep,
+    "loop": LoopStep,
+    "if": IfStep,
+    "think": ThinkStep,
+    "end_iteration": EndIterationStep,
 }
 
 
@@ -523,8 +587,21 @@ def child_step_lists(step: Any) -> list[tuple[tuple[str | int, ...], Any]]:
 
 
 AnyStep = Union[
-    HttpStep, SqlStep, ConnectStep, SendStep, ReceiveStep, PingStep, StreamStep, CloseStep,
-    GroupStep, ParallelStep, ChoiceStep, LoopStep, IfStep, ThinkStep, EndIterationStep,
+    HttpStep,
+    SqlStep,
+    ConnectStep,
+    SendStep,
+    ReceiveStep,
+    PingStep,
+    StreamStep,
+    CloseStep,
+    GroupStep,
+    ParallelStep,
+    ChoiceStep,
+    LoopStep,
+    IfStep,
+    ThinkStep,
+    EndIterationStep,
 ]
 
 

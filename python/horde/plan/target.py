@@ -71,29 +71,68 @@ def _check_connections(data: dict[str, Any], problems: list[Located]) -> dict[st
         return data
     found: list[Located] = []
     if not isinstance(value, dict):
-        found.append((("connections",), value, custom(
-            "connections", f"{_describe(value)} is not a way to connect", _CONNECTIONS_HINT)))
+        found.append(
+            (
+                ("connections",),
+                value,
+                custom("connections", f"{_describe(value)} is not a way to connect", _CONNECTIONS_HINT),
+            )
+        )
     else:
         for key in value:
             if key != "pool":
-                found.append((("connections", key), value[key], custom(
-                    "connections_key", f"unknown key '{key}'", "a pool has one key: pool (its size)")))
+                found.append(
+                    (
+                        ("connections", key),
+                        value[key],
+                        custom("connections_key", f"unknown key '{key}'", "a pool has one key: pool (its size)"),
+                    )
+                )
         size = value.get("pool")
         if "pool" not in value:
-            found.append((("connections", "pool"), value, custom(
-                "connections_pool", "is required but missing", "give the pool's size, e.g. {pool: 100}")))
+            found.append(
+                (
+                    ("connections", "pool"),
+                    value,
+                    custom("connections_pool", "is required but missing", "give the pool's size, e.g. {pool: 100}"),
+                )
+            )
         elif isinstance(size, bool) or not isinstance(size, int):
-            found.append((("connections", "pool"), size, custom(
-                "connections_pool", f"must be a whole number (got {_describe(size)})",
-                "give the pool's size, e.g. {pool: 100}")))
+            found.append(
+                (
+                    ("connections", "pool"),
+                    size,
+                    custom(
+                        "connections_pool",
+                        f"must be a whole number (got {_describe(size)})",
+                        "give the pool's size, e.g. {pool: 100}",
+                    ),
+                )
+            )
         elif size < 1:
-            found.append((("connections", "pool"), size, custom(
-                "connections_pool", f"must be at least 1 (got {size})",
-                "a pool holds at least one connection; per_vu gives each VU its own")))
+            found.append(
+                (
+                    ("connections", "pool"),
+                    size,
+                    custom(
+                        "connections_pool",
+                        f"must be at least 1 (got {size})",
+                        "a pool holds at least one connection; per_vu gives each VU its own",
+                    ),
+                )
+            )
         elif size > MAX_POOL_CONNECTIONS:
-            found.append((("connections", "pool"), size, custom(
-                "connections_pool", f"must be at most {MAX_POOL_CONNECTIONS} (got {size})",
-                "one process cannot hold more; use more generator processes")))
+            found.append(
+                (
+                    ("connections", "pool"),
+                    size,
+                    custom(
+                        "connections_pool",
+                        f"must be at most {MAX_POOL_CONNECTIONS} (got {size})",
+                        "one process cannot hold more; use more generator processes",
+                    ),
+                )
+            )
     if not found:
         return data
     problems += found
@@ -147,22 +186,32 @@ def _check_http_version(data: dict[str, Any], problems: list[Located]) -> dict[s
     if "http_version" not in data:
         return _check_http2(data, problems)
     value = data["http_version"]
-    text = {2: "2", 1.1: "1.1"}.get(value, value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+    text = (
+        {2: "2", 1.1: "1.1"}.get(value, value)
+        if isinstance(value, (int, float)) and not isinstance(value, bool)
+        else value
+    )
     problem = None
     if text not in ("1.1", "2", "auto"):
         problem = custom(
-            "http_version", f"{_describe(value)} is not an HTTP version",
+            "http_version",
+            f"{_describe(value)} is not an HTTP version",
             "write http_version: '1.1' (the default), '2' (h2c for http://, h2 required over TLS) "
-            "or auto (ALPN over TLS offers h2 and http/1.1)")
+            "or auto (ALPN over TLS offers h2 and http/1.1)",
+        )
     elif text != "1.1" and isinstance(data.get("base_url"), str) and is_postgres_url(data["base_url"]):
         problem = custom(
-            "http_version", f"'{text}' is for http:// and https:// targets",
-            "leave http_version out for a postgresql:// target")
+            "http_version",
+            f"'{text}' is for http:// and https:// targets",
+            "leave http_version out for a postgresql:// target",
+        )
     elif text == "auto" and data.get("connections", "per_vu") != "per_vu":
         problem = custom(
-            "http_version", "'auto' cannot be combined with connections: {pool: N} (a pool "
+            "http_version",
+            "'auto' cannot be combined with connections: {pool: N} (a pool "
             "multiplexes HTTP/2 connections and must know the protocol before connecting)",
-            "write http_version: '2' (the server speaks HTTP/2) or '1.1'")
+            "write http_version: '2' (the server speaks HTTP/2) or '1.1'",
+        )
     if problem is None:
         return _check_http2({**data, "http_version": text}, problems)
     problems.append((("http_version",), value, problem))
@@ -173,9 +222,17 @@ def _check_http2(data: dict[str, Any], problems: list[Located]) -> dict[str, Any
     """``http2`` only where HTTP/2 may be spoken; crates/horde-plan words it the same."""
     if data.get("http2") is None or data.get("http_version", "1.1") != "1.1":
         return data
-    problems.append((("http2",), data["http2"], custom(
-        "http2", "HTTP/2's settings need http_version '2' or 'auto' (the target speaks HTTP/1.1)",
-        "add http_version: '2' or auto, or leave http2 out")))
+    problems.append(
+        (
+            ("http2",),
+            data["http2"],
+            custom(
+                "http2",
+                "HTTP/2's settings need http_version '2' or 'auto' (the target speaks HTTP/1.1)",
+                "add http_version: '2' or auto, or leave http2 out",
+            ),
+        )
+    )
     return {key: item for key, item in data.items() if key != "http2"}
 
 
@@ -194,14 +251,28 @@ def _password_env_problems(data: dict[str, Any]) -> list[Located]:
     ["the environment variable 'HORDE_DOCTEST_UNSET' is not set"]
     """
     name, base_url = data.get("password_env"), data.get("base_url")
-    if (not isinstance(name, str) or not name or "=" in name or "\0" in name or name in os.environ
-            or not isinstance(base_url, str) or not is_postgres_url(base_url)):
+    if (
+        not isinstance(name, str)
+        or not name
+        or "=" in name
+        or "\0" in name
+        or name in os.environ
+        or not isinstance(base_url, str)
+        or not is_postgres_url(base_url)
+    ):
         return []
-    return [(("password_env",), name, custom(
-        "password_env", f"the environment variable '{name}' is not set",
-        f"export it where horde runs (export {name}='...'): the engine reads the password from it "
-        "when the run starts, and never stores it",
-    ))]
+    return [
+        (
+            ("password_env",),
+            name,
+            custom(
+                "password_env",
+                f"the environment variable '{name}' is not set",
+                f"export it where horde runs (export {name}='...'): the engine reads the password from it "
+                "when the run starts, and never stores it",
+            ),
+        )
+    ]
 
 
 def _source_address_problems(data: dict[str, Any]) -> list[Located]:
@@ -221,20 +292,37 @@ def _source_address_problems(data: dict[str, Any]) -> list[Located]:
         try:
             address = ipaddress.ip_address(text)
         except ValueError:
-            problems.append((location, text, custom(
-                "source_address", f"'{text}' is not an IP address",
-                "write IP addresses of this machine, e.g. '127.0.0.2' (names are not resolved here)")))
+            problems.append(
+                (
+                    location,
+                    text,
+                    custom(
+                        "source_address",
+                        f"'{text}' is not an IP address",
+                        "write IP addresses of this machine, e.g. '127.0.0.2' (names are not resolved here)",
+                    ),
+                )
+            )
             continue
         if address in seen:
-            problems.append((location, text, custom(
-                "source_address", f"'{text}' is listed twice", "list each address once")))
+            problems.append(
+                (location, text, custom("source_address", f"'{text}' is listed twice", "list each address once"))
+            )
             continue
         seen.add(address)
         if any(family != address.version for family in families):
             own, other = ("IPv4", "IPv6") if address.version == 4 else ("IPv6", "IPv4")
-            problems.append((location, text, custom(
-                "source_address", f"'{text}' is an {own} address but the target is reached over {other}",
-                f"give {other} addresses, or reach the target over {own}")))
+            problems.append(
+                (
+                    location,
+                    text,
+                    custom(
+                        "source_address",
+                        f"'{text}' is an {own} address but the target is reached over {other}",
+                        f"give {other} addresses, or reach the target over {own}",
+                    ),
+                )
+            )
     return problems
 
 
@@ -287,9 +375,7 @@ def _host_problem(parts: SplitResult) -> str | None:
     return None
 
 
-HEADERS_DESCRIPTION = (
-    "HTTP headers as a mapping of name to value, e.g. {accept: application/json}"
-)
+HEADERS_DESCRIPTION = "HTTP headers as a mapping of name to value, e.g. {accept: application/json}"
 
 
 class Target(BaseModel):
@@ -304,8 +390,7 @@ class Target(BaseModel):
     )
     headers: dict[str, str] = Field(
         default_factory=dict,
-        description=f"{HEADERS_DESCRIPTION}; sent with every request (a step's headers "
-        "override them)",
+        description=f"{HEADERS_DESCRIPTION}; sent with every request (a step's headers override them)",
     )
     connect_timeout_ms: float = Field(
         default=5000,
@@ -436,10 +521,15 @@ class Target(BaseModel):
             except ValueError:
                 well_formed = False
             if not well_formed:
-                return (location, url, custom(
-                    "base_url", f"'{url}' is not {scheme}://host[:port][/path]",
-                    f"e.g. '{scheme}://127.0.0.1:8080/ws/echo'; a query goes in the connect step's path",
-                ))
+                return (
+                    location,
+                    url,
+                    custom(
+                        "base_url",
+                        f"'{url}' is not {scheme}://host[:port][/path]",
+                        f"e.g. '{scheme}://127.0.0.1:8080/ws/echo'; a query goes in the connect step's path",
+                    ),
+                )
             return None
         if is_message_url(url):
             try:
@@ -449,30 +539,46 @@ class Target(BaseModel):
                 well_formed = False
             if not well_formed:
                 scheme = url.split("://", 1)[0]
-                return (location, url, custom(
-                    "base_url", f"'{url}' is not {scheme}://host:port", f"e.g. '{scheme}://127.0.0.1:7000'",
-                ))
+                return (
+                    location,
+                    url,
+                    custom(
+                        "base_url",
+                        f"'{url}' is not {scheme}://host:port",
+                        f"e.g. '{scheme}://127.0.0.1:7000'",
+                    ),
+                )
             return None
         if is_postgres_url(url):
             if not urlsplit(url).hostname:
-                return (location, url, custom(
-                    "base_url", f"'{url}' names no host", "e.g. 'postgresql://app@127.0.0.1:5432/game'",
-                ))
+                return (
+                    location,
+                    url,
+                    custom(
+                        "base_url",
+                        f"'{url}' names no host",
+                        "e.g. 'postgresql://app@127.0.0.1:5432/game'",
+                    ),
+                )
             return None
         try:
             parts = urlsplit(url)
             port = parts.port
         except ValueError as error:
-            return (location, url, custom(
-                "base_url",
-                f"'{url}' is not a valid URL ({error})",
-                "write it as scheme://host[:port][/prefix], e.g. 'http://127.0.0.1:8080'",
-            ))
+            return (
+                location,
+                url,
+                custom(
+                    "base_url",
+                    f"'{url}' is not a valid URL ({error})",
+                    "write it as scheme://host[:port][/prefix], e.g. 'http://127.0.0.1:8080'",
+                ),
+            )
         problem = None
         if parts.scheme not in ("http", "https") or not url.startswith(f"{parts.scheme}://"):
             if parts.scheme in ("http", "https") and url[: len(parts.scheme) + 3].lower() == f"{parts.scheme}://":
                 message = f"'{url}' writes its scheme in upper case: write http:// or https://"
-                hint = f"write '{parts.scheme}://{url[len(parts.scheme) + 3:]}'"
+                hint = f"write '{parts.scheme}://{url[len(parts.scheme) + 3 :]}'"
             elif "://" in url:
                 message = f"'{url}' uses scheme '{parts.scheme}'; only http and https are supported"
                 hint = "use an http:// or https:// URL"
@@ -513,8 +619,7 @@ class Target(BaseModel):
             problem = custom(
                 "base_url",
                 f"'{url}' has a query or fragment",
-                f"keep {field} to scheme, host, port and path prefix; put query strings in each "
-                "step's path",
+                f"keep {field} to scheme, host, port and path prefix; put query strings in each step's path",
             )
         return None if problem is None else (location, url, problem)
 
@@ -558,28 +663,46 @@ class Target(BaseModel):
                 continue
             parts = urlsplit(url)
             if base is not None and parts.scheme != base.scheme:
-                problems.append((location, url, custom(
-                    "instance_scheme",
-                    f"'{url}' uses {parts.scheme}:// but base_url uses {base.scheme}://",
-                    "the instances are one target behind one protocol; give each base_url's scheme",
-                )))
+                problems.append(
+                    (
+                        location,
+                        url,
+                        custom(
+                            "instance_scheme",
+                            f"'{url}' uses {parts.scheme}:// but base_url uses {base.scheme}://",
+                            "the instances are one target behind one protocol; give each base_url's scheme",
+                        ),
+                    )
+                )
                 continue
             if base is not None and parts.path.rstrip("/") != base.path.rstrip("/"):
-                problems.append((location, url, custom(
-                    "instance_prefix",
-                    f"'{url}' has path prefix {cls._prefix(parts.path)} but base_url has "
-                    f"{cls._prefix(base.path)}",
-                    "instances differ only in host and port; give each base_url's path prefix",
-                )))
+                problems.append(
+                    (
+                        location,
+                        url,
+                        custom(
+                            "instance_prefix",
+                            f"'{url}' has path prefix {cls._prefix(parts.path)} but base_url has "
+                            f"{cls._prefix(base.path)}",
+                            "instances differ only in host and port; give each base_url's path prefix",
+                        ),
+                    )
+                )
                 continue
             address = cls._address(url)
             if address in seen:
-                problems.append((location, url, custom(
-                    "instance_duplicate",
-                    f"'{url}' is the same instance as {seen[address]}",
-                    "list each instance once (base_url is the first instance; a port left out is "
-                    "the scheme's default)",
-                )))
+                problems.append(
+                    (
+                        location,
+                        url,
+                        custom(
+                            "instance_duplicate",
+                            f"'{url}' is the same instance as {seen[address]}",
+                            "list each instance once (base_url is the first instance; a port left out is "
+                            "the scheme's default)",
+                        ),
+                    )
+                )
             else:
                 seen[address] = f"instances[{index}]"
         return with_problems(data, handler, problems, "Target", tuple(cls.model_fields))

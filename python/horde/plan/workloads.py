@@ -28,8 +28,7 @@ def _check_stages_duration(stages: list[Any]) -> None:
         raise custom(
             "workload_duration",
             f"the stages last {total:g} s in total; a workload needs at least one stage",
-            "add a stage, e.g. {duration_s: 10, vus: 5} (closed) or "
-            "{duration_s: 10, rate_per_s: 20} (open)",
+            "add a stage, e.g. {duration_s: 10, vus: 5} (closed) or {duration_s: 10, rate_per_s: 20} (open)",
         )
 
 
@@ -101,8 +100,7 @@ class ClosedModel(BaseModel):
     profile: str | None = Field(
         default=None,
         exclude=True,
-        description="instead of start_vus and stages: 'line(0, 100, 1m) const(100, 5m)', "
-        "'step(10, 100, 10, 30s)'",
+        description="instead of start_vus and stages: 'line(0, 100, 1m) const(100, 5m)', 'step(10, 100, 10, 30s)'",
     )
 
     @model_validator(mode="before")
@@ -142,6 +140,7 @@ class OpenModel(BaseModel):
     @classmethod
     def _lower_profile(cls, data: Any) -> Any:
         return _lowered_profile(data, "OpenModel", "start_rate_per_s", "rate_per_s", whole=False)
+
     max_vus: int = Field(
         ge=1,
         le=MAX_VUS,

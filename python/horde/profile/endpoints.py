@@ -64,8 +64,8 @@ class Slot(NamedTuple):
     the kind of its values, and whether it is in the path or the query."""
 
     label: str
-    kind: str    # int | uuid | hex | token | email | named (a given template's) | query | secret
-    where: str   # path | query
+    kind: str  # int | uuid | hex | token | email | named (a given template's) | query | secret
+    where: str  # path | query
 
 
 class Shape(NamedTuple):
@@ -80,7 +80,9 @@ class Shape(NamedTuple):
     @property
     def path(self) -> str:
         """The path template as shown: ``/users/{id}/orders``."""
-        return "".join(piece if isinstance(piece, str) else "{" + self.slots[piece].label + "}" for piece in self.pieces)
+        return "".join(
+            piece if isinstance(piece, str) else "{" + self.slots[piece].label + "}" for piece in self.pieces
+        )
 
     @property
     def name(self) -> str:
@@ -107,8 +109,10 @@ class GivenTemplate:
         method, _, path = text.strip().rpartition(" ")
         method = method.strip().upper()
         if not path.startswith("/") or (method and not re.fullmatch(r"[A-Z]+", method)):
-            raise InvalidInput(f"--template: {text!r} is not a path template",
-                               hint="write it as /users/{id}/orders or GET /users/{id} (a {name} matches one path segment)")
+            raise InvalidInput(
+                f"--template: {text!r} is not a path template",
+                hint="write it as /users/{id}/orders or GET /users/{id} (a {name} matches one path segment)",
+            )
         self.method = method or None
         self.text = path
         pieces: list[str | int] = []
@@ -123,12 +127,16 @@ class GivenTemplate:
                 continue
             label = part[1:-1]
             if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", label):
-                raise InvalidInput(f"--template {text!r}: {part} is not a placeholder",
-                                   hint="a placeholder is a name in braces, e.g. {id} or {user}")
+                raise InvalidInput(
+                    f"--template {text!r}: {part} is not a placeholder",
+                    hint="a placeholder is a name in braces, e.g. {id} or {user}",
+                )
             pieces.append(len(labels))
             labels.append(label)
             # {token}, or a placeholder after a segment named like a secret (/reset-token/{t}).
-            secret.append(is_secret_parameter(label) or (before.endswith("/") and names_a_secret(before[:-1].rpartition("/")[2])))
+            secret.append(
+                is_secret_parameter(label) or (before.endswith("/") and names_a_secret(before[:-1].rpartition("/")[2]))
+            )
             before += part
         self.pieces = tuple(pieces)
         self.labels = tuple(labels)
@@ -157,7 +165,9 @@ class Templater:
         if cached is not None:
             return cached
         pieces, query, found, values = self._native.template(method, target)
-        shape = Shape(method, tuple(pieces), tuple(query), tuple(_slot(label, kind, where) for label, kind, where in found))
+        shape = Shape(
+            method, tuple(pieces), tuple(query), tuple(_slot(label, kind, where) for label, kind, where in found)
+        )
         known = self._shapes.get(shape)
         if known is not None:
             shape = known

@@ -68,9 +68,9 @@ class Kinds:
     """The kinds found (the most requests first), how well they separate, and from what."""
 
     kinds: list[Kind]
-    silhouette: float | None      # of the split told, or the best split refused (None: none tried)
-    sessions: int                 # sessions grouped (the profile's sample)
-    paced_sessions: int           # the log's sessions with a pause, the sample drawn from them
+    silhouette: float | None  # of the split told, or the best split refused (None: none tried)
+    sessions: int  # sessions grouped (the profile's sample)
+    paced_sessions: int  # the log's sessions with a pause, the sample drawn from them
 
 
 @dataclass
@@ -170,7 +170,7 @@ def _closest_centres(points: list[list[float]], labels: list[int]) -> float:
     for label in set(labels):
         members = [point for point, of in zip(points, labels) if of == label]
         centres.append([sum(column) / len(members) for column in zip(*members)])
-    return min(math.sqrt(_distance2(a, b)) for i, a in enumerate(centres) for b in centres[i + 1:])
+    return min(math.sqrt(_distance2(a, b)) for i, a in enumerate(centres) for b in centres[i + 1 :])
 
 
 def _silhouette(points: list[list[float]], labels: list[int]) -> float:

@@ -50,22 +50,76 @@ TIME_UNITS: Final = {"s": 1000.0, "ms": 1.0, "us": 0.001, "ns": 0.000001}
 
 #: JSON field names tried for each role, in order, when ``--field`` does not name one.
 FIELD_CANDIDATES: Final[dict[str, tuple[str, ...]]] = {
-    "time": ("time", "timestamp", "@timestamp", "ts", "time_iso8601", "time_local", "datetime", "date",
-             "start_time", "received_at"),
+    "time": (
+        "time",
+        "timestamp",
+        "@timestamp",
+        "ts",
+        "time_iso8601",
+        "time_local",
+        "datetime",
+        "date",
+        "start_time",
+        "received_at",
+    ),
     "method": ("method", "request_method", "http_method", "verb", "httpRequest.requestMethod", "request.method"),
-    "path": ("path", "uri", "request_uri", "url", "request_path", "httpRequest.requestUrl", "request.uri",
-             "request.url", "request.path"),
+    "path": (
+        "path",
+        "uri",
+        "request_uri",
+        "url",
+        "request_path",
+        "httpRequest.requestUrl",
+        "request.uri",
+        "request.url",
+        "request.path",
+    ),
     "query": ("query", "query_string", "args", "querystring", "request.query"),
     "request": ("request", "request_line"),
-    "status": ("status", "status_code", "response_status", "statusCode", "httpRequest.status", "response.status",
-               "code"),
-    "duration": ("request_time", "duration_ms", "duration", "latency_ms", "latency", "response_time",
-                 "response_time_ms", "elapsed", "elapsed_ms", "took", "rt", "httpRequest.latency",
-                 "upstream_response_time"),
-    "client": ("remote_addr", "client_ip", "clientip", "ip", "remote_ip", "client", "httpRequest.remoteIp",
-               "request.remote_addr", "x_forwarded_for"),
-    "agent": ("http_user_agent", "user_agent", "userAgent", "ua", "agent", "httpRequest.userAgent",
-              "request.headers.user-agent"),
+    "status": (
+        "status",
+        "status_code",
+        "response_status",
+        "statusCode",
+        "httpRequest.status",
+        "response.status",
+        "code",
+    ),
+    "duration": (
+        "request_time",
+        "duration_ms",
+        "duration",
+        "latency_ms",
+        "latency",
+        "response_time",
+        "response_time_ms",
+        "elapsed",
+        "elapsed_ms",
+        "took",
+        "rt",
+        "httpRequest.latency",
+        "upstream_response_time",
+    ),
+    "client": (
+        "remote_addr",
+        "client_ip",
+        "clientip",
+        "ip",
+        "remote_ip",
+        "client",
+        "httpRequest.remoteIp",
+        "request.remote_addr",
+        "x_forwarded_for",
+    ),
+    "agent": (
+        "http_user_agent",
+        "user_agent",
+        "userAgent",
+        "ua",
+        "agent",
+        "httpRequest.userAgent",
+        "request.headers.user-agent",
+    ),
     "cookie": ("http_cookie", "cookie", "cookies", "request.headers.cookie", "headers.cookie"),
 }
 ROLES: Final = tuple(FIELD_CANDIDATES)
@@ -90,14 +144,14 @@ MAX_BAD_SHARE = 0.5
 class LogRecord:
     """One request as a log line tells it."""
 
-    time_s: float            # Unix seconds; for nginx and Apache, when the response was logged
+    time_s: float  # Unix seconds; for nginx and Apache, when the response was logged
     method: str
-    target: str              # the path with its query string, as requested
-    status: int              # 0 when the log has none
+    target: str  # the path with its query string, as requested
+    status: int  # 0 when the log has none
     duration_ms: float | None
     client: str
     agent: str
-    session: str | None      # the named cookie's or header's value, when sessions are keyed by one
+    session: str | None  # the named cookie's or header's value, when sessions are keyed by one
 
 
 @dataclass(frozen=True)
@@ -125,8 +179,10 @@ class SessionKey:
             return cls("ip-ua")
         if kind in ("cookie", "header") and re.fullmatch(r"[A-Za-z0-9_.-]+", name):
             return cls(kind, name)
-        raise InvalidInput(f"--session: {text!r} is not a session key",
-                           hint="give ip-ua (the default), cookie:NAME or header:NAME, e.g. --session cookie:sessionid")
+        raise InvalidInput(
+            f"--session: {text!r} is not a session key",
+            hint="give ip-ua (the default), cookie:NAME or header:NAME, e.g. --session cookie:sessionid",
+        )
 
     def __str__(self) -> str:
         return self.kind if self.kind == "ip-ua" else f"{self.kind}:{self.name}"
@@ -142,8 +198,11 @@ class TextParser:
         self.format = fmt
         self.time_unit = time_unit
         self.session = session
-        self._native = CombinedParser(nginx=fmt == "nginx", time_unit_ms=TIME_UNITS[time_unit] if time_unit else None,
-                                      session_name=session.name if session.kind != "ip-ua" else None)
+        self._native = CombinedParser(
+            nginx=fmt == "nginx",
+            time_unit_ms=TIME_UNITS[time_unit] if time_unit else None,
+            session_name=session.name if session.kind != "ip-ua" else None,
+        )
 
     def __call__(self, line: str) -> LogRecord | str:
         found = self._native.parse(line)
@@ -151,6 +210,7 @@ class TextParser:
 
 
 # -- JSON lines --------------------------------------------------------------------------------
+
 
 def unit_of_field(name: str) -> str | None:
     """The unit a duration field's name says, or None.
@@ -160,7 +220,9 @@ def unit_of_field(name: str) -> str | None:
     """
     last = name.rsplit(".", 1)[-1]
     lowered = last.lower()
-    if lowered in ("request_time", "upstream_response_time", "rt", "urt") or lowered.endswith(("_s", "_sec", "_secs", "seconds")):
+    if lowered in ("request_time", "upstream_response_time", "rt", "urt") or lowered.endswith(
+        ("_s", "_sec", "_secs", "seconds")
+    ):
         return "s"
     if lowered.endswith(("_ms", "millis", "msec")) or last.endswith("Ms"):
         return "ms"
@@ -203,8 +265,9 @@ class JsonParser:
 
     format = "json"
 
-    def __init__(self, fields: dict[str, str], sample: dict[str, Any], time_unit: str | None,
-                 session: SessionKey) -> None:
+    def __init__(
+        self, fields: dict[str, str], sample: dict[str, Any], time_unit: str | None, session: SessionKey
+    ) -> None:
         self.fields = fields
         self.key = session
         # A field is a top-level key, or a dotted path into nested objects where the first
@@ -217,21 +280,30 @@ class JsonParser:
             self.session = ("cookie", session.name, False)
         elif session.kind == "header":
             lowered = session.name.lower()
-            candidates = [session.name, f"http_{lowered.replace('-', '_')}", f"headers.{lowered}",
-                          f"request.headers.{lowered}", f"headers.{session.name}", f"request.headers.{session.name}"]
+            candidates = [
+                session.name,
+                f"http_{lowered.replace('-', '_')}",
+                f"headers.{lowered}",
+                f"request.headers.{lowered}",
+                f"headers.{session.name}",
+                f"request.headers.{session.name}",
+            ]
             key = next((c for c in candidates if _has(c, sample)), candidates[1])
             self.session = ("header", key, not (key in sample or "." not in key))
         self._native = JsonLineParser(self.native_fields, self.duration_ms, self.session)
 
     @classmethod
-    def guess(cls, given: dict[str, str], sample_lines: Sequence[str], time_unit: str | None,
-              session: SessionKey) -> JsonParser:
+    def guess(
+        cls, given: dict[str, str], sample_lines: Sequence[str], time_unit: str | None, session: SessionKey
+    ) -> JsonParser:
         """The parser for a log whose first lines are ``sample_lines``: each role's field as
         given, else the first candidate the first objects have."""
         samples = [obj for obj in (_loads(line) for line in sample_lines) if isinstance(obj, dict)]
         if not samples:
-            raise InvalidInput("none of the log's first lines is a JSON object",
-                               hint="give --format combined or nginx for a text access log")
+            raise InvalidInput(
+                "none of the log's first lines is a JSON object",
+                hint="give --format combined or nginx for a text access log",
+            )
         fields = dict(given)
         for role, candidates in FIELD_CANDIDATES.items():
             if role not in fields:
@@ -243,8 +315,10 @@ class JsonParser:
             missing.append("path")
         if missing:
             keys = sorted({key for obj in samples for key in obj})[:20]
-            raise InvalidInput(f"cannot tell which JSON field holds the {' and the '.join(missing)}",
-                               hint=f"name it: --field {missing[0]}=NAME (the first objects have: {', '.join(keys)})")
+            raise InvalidInput(
+                f"cannot tell which JSON field holds the {' and the '.join(missing)}",
+                hint=f"name it: --field {missing[0]}=NAME (the first objects have: {', '.join(keys)})",
+            )
         merged: dict[str, Any] = {}
         for obj in samples:
             merged.update(obj)
@@ -275,8 +349,9 @@ def open_log(path: Path) -> tuple[IO[str], IO[bytes]]:
     try:
         raw: IO[bytes] = open(path, "rb")  # noqa: SIM115 - closed by the caller with the text stream
     except OSError as error:
-        raise InvalidInput(f"cannot read {path}: {error.strerror or error}",
-                           hint="give the path of an access log (plain or .gz)") from error
+        raise InvalidInput(
+            f"cannot read {path}: {error.strerror or error}", hint="give the path of an access log (plain or .gz)"
+        ) from error
     magic = raw.read(2)
     raw.seek(0)
     source: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if magic == b"\x1f\x8b" else raw  # type: ignore[assignment]
@@ -335,9 +410,11 @@ def first_lines(path: Path, count: int = 50) -> list[str]:
 
 def not_text(path: Path, zeros: bool) -> InvalidInput:
     """The error for a file whose first MiB holds no line break."""
-    return InvalidInput(f"{path} is not a text log: its first {MAX_FIRST_LINE_LENGTH >> 20} MiB hold no line break"
-                        + (" (it starts with zero bytes)" if zeros else ""),
-                        hint="give an access log: one request a line, plain text or gzip-compressed text")
+    return InvalidInput(
+        f"{path} is not a text log: its first {MAX_FIRST_LINE_LENGTH >> 20} MiB hold no line break"
+        + (" (it starts with zero bytes)" if zeros else ""),
+        hint="give an access log: one request a line, plain text or gzip-compressed text",
+    )
 
 
 def detect_format(lines: Sequence[str]) -> str:
@@ -350,8 +427,9 @@ def detect_format(lines: Sequence[str]) -> str:
     return "json" if lines and objects * 2 > len(lines) else "combined"
 
 
-def make_parser(fmt: str, paths: Sequence[Path], fields: dict[str, str], time_unit: str | None,
-                session: SessionKey) -> Parser:
+def make_parser(
+    fmt: str, paths: Sequence[Path], fields: dict[str, str], time_unit: str | None, session: SessionKey
+) -> Parser:
     """The parser for ``fmt`` (``auto`` decided on the first file's first lines)."""
     if fmt not in FORMATS:
         raise InvalidInput(f"--format: {fmt!r} is not a log format", hint=f"give one of: {', '.join(FORMATS)}")
@@ -379,8 +457,10 @@ def in_time_order(paths: Sequence[Path], parser: Parser) -> list[Path]:
         return list(paths)
     firsts: list[float] = []
     for path in paths:
-        first = next((record.time_s for record in map(parser, first_lines(path)) if not isinstance(record, str)),
-                     firsts[-1] if firsts else float("-inf"))
+        first = next(
+            (record.time_s for record in map(parser, first_lines(path)) if not isinstance(record, str)),
+            firsts[-1] if firsts else float("-inf"),
+        )
         firsts.append(first)
     return [path for _, _, path in sorted(zip(firsts, range(len(paths)), paths))]
 
@@ -407,8 +487,9 @@ class ReadCounts:
 PROGRESS_EVERY = 65536
 
 
-def read_records(paths: Sequence[Path], parser: Parser, counts: ReadCounts,
-                 on_progress: Callable[[ReadCounts], None] | None = None) -> Iterator[LogRecord]:
+def read_records(
+    paths: Sequence[Path], parser: Parser, counts: ReadCounts, on_progress: Callable[[ReadCounts], None] | None = None
+) -> Iterator[LogRecord]:
     """Every request of the logs, one at a time; ``counts`` follows the reading. Several logs
     are merged into one stream in time order (the next request is the earliest of each log's
     next one, the log given first on a tie), as the native reader merges them. ``horde
@@ -416,7 +497,7 @@ def read_records(paths: Sequence[Path], parser: Parser, counts: ReadCounts,
     ``ProfileBuilder.add``, is what the native one is checked against
     (``tests/test_profile_native.py``)."""
     counts.bytes_total = sum(_size(path) for path in paths)
-    read = [0] * len(paths)     # lines read of each log
+    read = [0] * len(paths)  # lines read of each log
     at: list[Callable[[], int]] = [lambda: 0] * len(paths)  # how far each log's file is read
 
     def tell() -> None:
@@ -451,8 +532,9 @@ def read_records(paths: Sequence[Path], parser: Parser, counts: ReadCounts,
                     counts.records += 1
                     yield record
         except (OSError, EOFError, gzip.BadGzipFile) as error:
-            raise InvalidInput(f"cannot read {path} past line {number}: {error}",
-                               hint="is it a whole gzip file? try `gzip -t`") from error
+            raise InvalidInput(
+                f"cannot read {path} past line {number}: {error}", hint="is it a whole gzip file? try `gzip -t`"
+            ) from error
         finally:
             raw.close()
         size = _size(path)

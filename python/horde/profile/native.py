@@ -50,9 +50,15 @@ class NativeRead:
     sessions: Sessions
 
 
-def read_native(paths: Sequence[Path], parser: Parser, session_gap_s: float, max_endpoints: int,
-                counts: ReadCounts, on_progress: Callable[[ReadCounts], None] | None = None,
-                templates: Sequence[str] = ()) -> NativeRead:
+def read_native(
+    paths: Sequence[Path],
+    parser: Parser,
+    session_gap_s: float,
+    max_endpoints: int,
+    counts: ReadCounts,
+    on_progress: Callable[[ReadCounts], None] | None = None,
+    templates: Sequence[str] = (),
+) -> NativeRead:
     """The logs' requests, added up natively; InvalidInput as the Python reader raises it (a
     file unreadable, no text log, most lines failing)."""
 
@@ -65,30 +71,48 @@ def read_native(paths: Sequence[Path], parser: Parser, session_gap_s: float, max
     given = [GivenTemplate(text).native() for text in templates]
     if isinstance(parser, TextParser):
         session = parser.session
-        result = profile_logs(paths, nginx=parser.format == "nginx",
-                              time_unit_ms=TIME_UNITS[parser.time_unit] if parser.time_unit else None,
-                              session_name=session.name if session.kind != "ip-ua" else None,
-                              session_gap_s=session_gap_s, max_endpoints=max_endpoints, rules=RULES,
-                              templates=given, on_progress=progress)
+        result = profile_logs(
+            paths,
+            nginx=parser.format == "nginx",
+            time_unit_ms=TIME_UNITS[parser.time_unit] if parser.time_unit else None,
+            session_name=session.name if session.kind != "ip-ua" else None,
+            session_gap_s=session_gap_s,
+            max_endpoints=max_endpoints,
+            rules=RULES,
+            templates=given,
+            on_progress=progress,
+        )
     else:
         session = parser.key
-        result = profile_logs(paths, nginx=False, time_unit_ms=None, session_name=None, session_gap_s=session_gap_s,
-                              max_endpoints=max_endpoints, rules=RULES, templates=given, on_progress=progress,
-                              json=JsonFormat(parser.native_fields, parser.duration_ms, parser.session))
+        result = profile_logs(
+            paths,
+            nginx=False,
+            time_unit_ms=None,
+            session_name=None,
+            session_gap_s=session_gap_s,
+            max_endpoints=max_endpoints,
+            rules=RULES,
+            templates=given,
+            on_progress=progress,
+            json=JsonFormat(parser.native_fields, parser.duration_ms, parser.session),
+        )
     error = result.get("error")
     if error is not None:
         path = paths[error["file"]]
         if error["kind"] == "not_text":
             raise not_text(path, error["zeros"])
         where = f" past line {error['line']}" if error["line"] else ""
-        raise InvalidInput(f"cannot read {path}{where}: {error['message']}",
-                           hint="give the path of an access log (plain or .gz); is it a whole gzip file? try `gzip -t`")
+        raise InvalidInput(
+            f"cannot read {path}{where}: {error['message']}",
+            hint="give the path of an access log (plain or .gz); is it a whole gzip file? try `gzip -t`",
+        )
     read = result["counts"]
     counts.lines, counts.records, counts.bad = read["lines"], read["records"], read["bad"]
     counts.bytes_read, counts.bytes_total = read["bytes_read"], read["bytes_total"]
     # Redacted here: a line that failed may still carry a token or an address.
-    counts.bad_samples = [BadLine(str(paths[file]), line, reason, redact_text(text))
-                          for file, line, reason, text in read["bad_samples"]]
+    counts.bad_samples = [
+        BadLine(str(paths[file]), line, reason, redact_text(text)) for file, line, reason, text in read["bad_samples"]
+    ]
     if result["refused"] is not None:
         bad, lines, file = result["refused"]
         refuse(parser, counts, bad, lines, str(paths[file]) if file is not None else ", ".join(map(str, paths)))
@@ -98,11 +122,16 @@ def read_native(paths: Sequence[Path], parser: Parser, session_gap_s: float, max
     sessions.transitions = Counter({(a, b): count for (a, b), count in found["transitions"]})
     sessions.transitions_pruned = found["transitions_pruned"]
     sessions.unkeyed, sessions.closed_early = found["unkeyed"], found["closed_early"]
-    sessions.sample = [SampledSession(list(mix), think_ms_total, thinks) for mix, think_ms_total, thinks in found["sample"]]
+    sessions.sample = [
+        SampledSession(list(mix), think_ms_total, thinks) for mix, think_ms_total, thinks in found["sample"]
+    ]
     sessions.paced = found["paced"]
-    return NativeRead(endpoints=[_endpoint(row) for row in result["endpoints"]],
-                      other=_endpoint(result["other"]) if result["other"] is not None else None,
-                      per_minute=dict(result["per_minute"]), sessions=sessions)
+    return NativeRead(
+        endpoints=[_endpoint(row) for row in result["endpoints"]],
+        other=_endpoint(result["other"]) if result["other"] is not None else None,
+        per_minute=dict(result["per_minute"]),
+        sessions=sessions,
+    )
 
 
 def _shape(found: tuple[str, list[str | int], list[str], list[tuple[str, str, str]]]) -> Shape:
@@ -118,6 +147,11 @@ def _histogram(found: tuple[list[tuple[int, int]], int, float, float, int]) -> L
 
 
 def _endpoint(row: dict[str, Any]) -> NativeEndpoint:
-    return NativeEndpoint(shapes=[_shape(shape) for shape in row["shapes"]], count=row["count"],
-                          timing=_histogram(row["timing"]), statuses=dict(row["statuses"]), samples=list(row["samples"]),
-                          per_minute=dict(row["per_minute"]))
+    return NativeEndpoint(
+        shapes=[_shape(shape) for shape in row["shapes"]],
+        count=row["count"],
+        timing=_histogram(row["timing"]),
+        statuses=dict(row["statuses"]),
+        samples=list(row["samples"]),
+        per_minute=dict(row["per_minute"]),
+    )

@@ -71,12 +71,18 @@ def judged(plan: dict[str, Any]) -> dict[str, Any]:
         "silhouette_words": silhouette_words(found["silhouette"]) if found and found["silhouette"] is not None else "",
         # No silhouette: too few sessions were grouped (find_kinds tries none under 2 per kind),
         # or every split's groups lay too near one another to be kinds.
-        "no_split": ("" if not found or found["silhouette"] is not None
-                     else "too few sessions with a second request to group" if found["sessions"] < 2 * MAX_KINDS
-                     else f"every split's groups lay under {MIN_CENTRE_DISTANCE:g} apart (in shares of the mix and of the pace's "
-                          "range): one kind's sessions differing by chance"),
-        "kinds": [{**row, "top": sorted(row["mix"].items(), key=lambda item: (-item[1], item[0]))[:KIND_TOP_ENDPOINTS]}
-                  for row in sizing.get("kinds", [])],
+        "no_split": (
+            ""
+            if not found or found["silhouette"] is not None
+            else "too few sessions with a second request to group"
+            if found["sessions"] < 2 * MAX_KINDS
+            else f"every split's groups lay under {MIN_CENTRE_DISTANCE:g} apart (in shares of the mix and of the pace's "
+            "range): one kind's sessions differing by chance"
+        ),
+        "kinds": [
+            {**row, "top": sorted(row["mix"].items(), key=lambda item: (-item[1], item[0]))[:KIND_TOP_ENDPOINTS]}
+            for row in sizing.get("kinds", [])
+        ],
     }
 
 
@@ -90,13 +96,25 @@ def rate_chart(data: dict[str, Any]) -> Figure:
     else:
         x, y, unit = [at for at, _ in per_minute], [count / 60.0 for _, count in per_minute], "minute"
     return {
-        "data": [{"type": "scatter", "mode": "lines", "name": f"requests/s (per {unit})", "x": x, "y": y,
-                  "line": {"shape": "hv"}}],
-        "layout": {"title": {"text": f"Rate over the log (mean of each {unit})", "x": 0.01, "xanchor": "left"},
-                   "height": 380, "margin": {"l": 64, "r": 32, "t": 48, "b": 48},
-                   "xaxis": {"type": "date", "title": {"text": "time (UTC)"}},
-                   "yaxis": {"title": {"text": "requests/s"}, "rangemode": "tozero"},
-                   "paper_bgcolor": "white", "plot_bgcolor": "#fafafa"},
+        "data": [
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": f"requests/s (per {unit})",
+                "x": x,
+                "y": y,
+                "line": {"shape": "hv"},
+            }
+        ],
+        "layout": {
+            "title": {"text": f"Rate over the log (mean of each {unit})", "x": 0.01, "xanchor": "left"},
+            "height": 380,
+            "margin": {"l": 64, "r": 32, "t": 48, "b": 48},
+            "xaxis": {"type": "date", "title": {"text": "time (UTC)"}},
+            "yaxis": {"title": {"text": "requests/s"}, "rangemode": "tozero"},
+            "paper_bgcolor": "white",
+            "plot_bgcolor": "#fafafa",
+        },
     }
 
 
@@ -104,19 +122,42 @@ def shares_chart(data: dict[str, Any]) -> Figure:
     """The largest endpoints' shares by count and by time, side by side."""
     rows = data["endpoints"][:CHART_ENDPOINTS]
     names = [row["endpoint"] for row in reversed(rows)]
-    traces = [{"type": "bar", "orientation": "h", "name": "share by count", "y": names,
-               "x": [100.0 * row["share_by_count"] for row in reversed(rows)]}]
+    traces = [
+        {
+            "type": "bar",
+            "orientation": "h",
+            "name": "share by count",
+            "y": names,
+            "x": [100.0 * row["share_by_count"] for row in reversed(rows)],
+        }
+    ]
     if data["overall"] is not None:
-        traces.append({"type": "bar", "orientation": "h", "name": "share by time", "y": names,
-                       "x": [100.0 * (row["share_by_time"] or 0.0) for row in reversed(rows)]})
+        traces.append(
+            {
+                "type": "bar",
+                "orientation": "h",
+                "name": "share by time",
+                "y": names,
+                "x": [100.0 * (row["share_by_time"] or 0.0) for row in reversed(rows)],
+            }
+        )
     return {
         "data": traces,
-        "layout": {"title": {"text": "Shares of the traffic: by count and by time (count × response time)", "x": 0.01,
-                             "xanchor": "left"},
-                   "barmode": "group", "height": max(320, 60 + 44 * len(rows)),
-                   "margin": {"l": 320, "r": 32, "t": 48, "b": 48}, "legend": {"orientation": "h", "y": -0.12},
-                   "xaxis": {"title": {"text": "% of the log"}, "rangemode": "tozero"},
-                   "yaxis": {"automargin": True}, "paper_bgcolor": "white", "plot_bgcolor": "#fafafa"},
+        "layout": {
+            "title": {
+                "text": "Shares of the traffic: by count and by time (count × response time)",
+                "x": 0.01,
+                "xanchor": "left",
+            },
+            "barmode": "group",
+            "height": max(320, 60 + 44 * len(rows)),
+            "margin": {"l": 320, "r": 32, "t": 48, "b": 48},
+            "legend": {"orientation": "h", "y": -0.12},
+            "xaxis": {"title": {"text": "% of the log"}, "rangemode": "tozero"},
+            "yaxis": {"automargin": True},
+            "paper_bgcolor": "white",
+            "plot_bgcolor": "#fafafa",
+        },
     }
 
 
@@ -132,4 +173,3 @@ def render_page(profile: Profile, plan: WrittenPlan | None = None) -> str:
         judged=judged(plan_data) if plan_data is not None else None,
         figures={"rate-chart": rate_chart(data), "shares-chart": shares_chart(data)},
     )
-

@@ -97,30 +97,47 @@ class PlanOptions:
     def check_choices(self) -> None:
         """InvalidInput for a choice that is none of its flag's: told before any log is read."""
         if self.by not in ("count", "time"):
-            raise InvalidInput(f"--by: {self.by!r} is neither count nor time", hint="--by count (the default) or --by time")
+            raise InvalidInput(
+                f"--by: {self.by!r} is neither count nor time", hint="--by count (the default) or --by time"
+            )
         if self.model not in MODELS:
-            raise InvalidInput(f"--model: {self.model!r} is not a workload", hint="--model open (arrivals) or --model users (VUs)")
+            raise InvalidInput(
+                f"--model: {self.model!r} is not a workload", hint="--model open (arrivals) or --model users (VUs)"
+            )
         if self.ids not in IDS:
-            raise InvalidInput(f"--ids: {self.ids!r} is neither seen nor feeder", hint="--ids seen (inline) or --ids feeder (a CSV file)")
+            raise InvalidInput(
+                f"--ids: {self.ids!r} is neither seen nor feeder",
+                hint="--ids seen (inline) or --ids feeder (a CSV file)",
+            )
         if not 0.0 <= self.min_share_percent <= 100.0:
-            raise InvalidInput(f"--min-share must be between 0 and 100 (got {self.min_share_percent:g})",
-                               hint="e.g. --min-share 1 (every endpoint at 1 % of the requests or of the time; 0: none)")
+            raise InvalidInput(
+                f"--min-share must be between 0 and 100 (got {self.min_share_percent:g})",
+                hint="e.g. --min-share 1 (every endpoint at 1 % of the requests or of the time; 0: none)",
+            )
         if self.peak not in ("minute", "hour"):
-            raise InvalidInput(f"--peak: {self.peak!r} is neither minute nor hour", hint="--peak minute (the default) or --peak hour")
+            raise InvalidInput(
+                f"--peak: {self.peak!r} is neither minute nor hour", hint="--peak minute (the default) or --peak hour"
+            )
 
     def check(self, profile: Profile) -> None:
         """InvalidInput for a choice the profile cannot honour."""
         self.check_choices()
         if self.by == "time" and not profile.timed:
-            raise InvalidInput("--by time needs response times, and this log has none",
-                               hint="log $request_time (nginx) or %D (Apache), or use --by count")
+            raise InvalidInput(
+                "--by time needs response times, and this log has none",
+                hint="log $request_time (nginx) or %D (Apache), or use --by count",
+            )
         if self.window is not None and not profile.window_per_s(*self.window)[1]:
             span = profile.to_dict()["source"]
-            raise InvalidInput(f"--window: {_iso_minute(self.window[0])} for {self.window[1]:g} s holds no whole minute of the log",
-                               hint=f"the log runs from {span['first_minute']} to {span['last_minute']}")
+            raise InvalidInput(
+                f"--window: {_iso_minute(self.window[0])} for {self.window[1]:g} s holds no whole minute of the log",
+                hint=f"the log runs from {span['first_minute']} to {span['last_minute']}",
+            )
         if self.model == "users" and profile.per_user_rate() is None:
-            raise InvalidInput("--model users needs think times, and no session of this log had a second request",
-                               hint="key sessions with --session cookie:NAME, or use --model open")
+            raise InvalidInput(
+                "--model users needs think times, and no session of this log had a second request",
+                hint="key sessions with --session cookie:NAME, or use --model open",
+            )
 
 
 @dataclass
@@ -141,11 +158,17 @@ class WrittenPlan:
     to_supply: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": str(self.path), "feeders": [str(path) for path in self.feeders],
-                "covered_share": round(self.covered_share, 6),
-                "covered_time_share": round(self.covered_time_share, 6) if self.covered_time_share is not None else None,
-                "endpoints": self.endpoints, "left_out": self.left_out, "sizing": self.sizing, "notes": self.notes,
-                "to_supply": self.to_supply}
+        return {
+            "path": str(self.path),
+            "feeders": [str(path) for path in self.feeders],
+            "covered_share": round(self.covered_share, 6),
+            "covered_time_share": round(self.covered_time_share, 6) if self.covered_time_share is not None else None,
+            "endpoints": self.endpoints,
+            "left_out": self.left_out,
+            "sizing": self.sizing,
+            "notes": self.notes,
+            "to_supply": self.to_supply,
+        }
 
 
 @dataclass(frozen=True)
@@ -161,7 +184,9 @@ class Coverage:
     notes: list[str]
 
 
-def choose_endpoints(profile: Profile, by: str, cover_percent: float, min_share_percent: float = MIN_SHARE_PERCENT) -> Coverage:
+def choose_endpoints(
+    profile: Profile, by: str, cover_percent: float, min_share_percent: float = MIN_SHARE_PERCENT
+) -> Coverage:
     """The endpoints a plan keeps: the largest by ``by`` until they cover ``cover_percent`` of
     the traffic by ``by``, and then every other endpoint at or above ``min_share_percent`` of
     the requests *or* of the server's time, whatever ``by`` (a rare but slow endpoint is what
@@ -174,8 +199,9 @@ def choose_endpoints(profile: Profile, by: str, cover_percent: float, min_share_
     left_out: list[EndpointStats] = []
     covered = 0.0
     for stats in ranked:
-        significant = floor > 0 and (profile.share(stats, "count") >= floor
-                                     or (profile.timed and profile.share(stats, "time") >= floor))
+        significant = floor > 0 and (
+            profile.share(stats, "count") >= floor or (profile.timed and profile.share(stats, "time") >= floor)
+        )
         if covered * 100.0 >= cover_percent and not significant:
             left_out.append(stats)
             continue
@@ -190,8 +216,13 @@ def choose_endpoints(profile: Profile, by: str, cover_percent: float, min_share_
     if profile.other is not None:
         left_out.append(profile.other)
     left_out.sort(key=lambda stats: (-max(profile.share(stats, "count"), profile.share(stats, "time")), stats.name))
-    return Coverage(chosen, sum(profile.share(stats, "count") for stats in chosen),
-                    sum(profile.share(stats, "time") for stats in chosen) if profile.timed else 0.0, left_out, notes)
+    return Coverage(
+        chosen,
+        sum(profile.share(stats, "count") for stats in chosen),
+        sum(profile.share(stats, "time") for stats in chosen) if profile.timed else 0.0,
+        left_out,
+        notes,
+    )
 
 
 @dataclass(frozen=True)
@@ -233,12 +264,18 @@ def measure_intensity(profile: Profile, options: PlanOptions, coverage: Coverage
         window, peak = profile.chosen_window(*options.window), "window"
     else:
         window, peak = profile.peak_window(options.peak), options.peak
-    intensity = Intensity(window, peak, profile.requests_in(window),
-                          {stats.name: profile.requests_in(window, stats) for stats in coverage.chosen})
+    intensity = Intensity(
+        window,
+        peak,
+        profile.requests_in(window),
+        {stats.name: profile.requests_in(window, stats) for stats in coverage.chosen},
+    )
     if not intensity.kept:
-        raise InvalidInput(f"none of the {len(coverage.chosen)} endpoints kept has a request in {intensity.describe()}: "
-                           "the plan would send nothing",
-                           hint="--peak hour, or a --window START/LENGTH where they run")
+        raise InvalidInput(
+            f"none of the {len(coverage.chosen)} endpoints kept has a request in {intensity.describe()}: "
+            "the plan would send nothing",
+            hint="--peak hour, or a --window START/LENGTH where they run",
+        )
     return intensity
 
 
@@ -254,17 +291,21 @@ def write_plan(profile: Profile, path: Path, options: PlanOptions, kinds: Kinds 
     if written is None and options.ids == "seen":
         written = _write(profile, path, replace(options, ids="feeder"), coverage, kinds, intensity)
         if written is not None:
-            written.notes.append(f"inline ids would take the plan past {MAX_PLAN_BYTES // 1024} KiB: they are in feeder files")
+            written.notes.append(
+                f"inline ids would take the plan past {MAX_PLAN_BYTES // 1024} KiB: they are in feeder files"
+            )
     if written is None:
         raise InvalidInput(
             f"the plan for {len(coverage.chosen)} endpoints would be over Horde's plan size limit ({MAX_PLAN_BYTES // 1024} KiB)",
             hint="keep fewer endpoints (a lower --cover, a higher --min-share), ids in feeder files (--ids feeder), "
-                 "or fewer distinct endpoints (--template for paths with free text in them)")
+            "or fewer distinct endpoints (--template for paths with free text in them)",
+        )
     return written
 
 
-def _write(profile: Profile, path: Path, options: PlanOptions, coverage: Coverage, kinds: Kinds | None,
-           intensity: Intensity) -> WrittenPlan | None:
+def _write(
+    profile: Profile, path: Path, options: PlanOptions, coverage: Coverage, kinds: Kinds | None, intensity: Intensity
+) -> WrittenPlan | None:
     """The plan written and checked, or None when its text would be over the plan size limit.
 
     A kept endpoint with no request in the window gets no branch: its rate there is 0, and the
@@ -282,9 +323,15 @@ def _write(profile: Profile, path: Path, options: PlanOptions, coverage: Coverag
     for stats in chosen:
         in_window = intensity.counts[stats.name]
         weight = max(0.0001, round(100.0 * in_window / total, 4)) if in_window else 0.0
-        rows.append({"endpoint": stats.name, "weight": weight, "requests_in_window": in_window,
-                     "share_by_count": round(profile.share(stats, "count"), 6),
-                     "share_by_time": round(profile.share(stats, "time"), 6) if profile.timed else None})
+        rows.append(
+            {
+                "endpoint": stats.name,
+                "weight": weight,
+                "requests_in_window": in_window,
+                "share_by_count": round(profile.share(stats, "count"), 6),
+                "share_by_time": round(profile.share(stats, "time"), 6) if profile.timed else None,
+            }
+        )
         if not in_window:
             continue
         step_path = _path_template(stats, options.ids, feeders, parameters)
@@ -296,15 +343,21 @@ def _write(profile: Profile, path: Path, options: PlanOptions, coverage: Coverag
     if options.model == "users" and sizing["little"]["think_ms"] > 0:  # clients that never pause: no think step
         steps.append({"type": "think", "think_time": {"type": "exponential", "mean_ms": sizing["little"]["think_ms"]}})
     scenario: dict[str, Any] = {"name": "production", "steps": steps, "workload": _workload(options, sizing)}
-    feeder_list = [{"name": name, "path": f"{feeder_dir.name}/{name}.csv", "format": "csv", "mode": "random"} for name in feeders]
+    feeder_list = [
+        {"name": name, "path": f"{feeder_dir.name}/{name}.csv", "format": "csv", "mode": "random"} for name in feeders
+    ]
     if feeders:
         scenario["feeders"] = feeder_list
     scenarios = [scenario]
     if kinds is not None:
-        sizing["kinds_found"] = {"kinds": len(kinds.kinds), "silhouette": round(kinds.silhouette, 3) if kinds.silhouette is not None else None,
-                                 "sessions": kinds.sessions, "paced_sessions": kinds.paced_sessions,
-                                 "method": f"k-means on the sessions' endpoint mix and pace, k = 2 to {MAX_KINDS} by the "
-                                           f"mean silhouette, a split kept at {MIN_SILHOUETTE:g} or more"}
+        sizing["kinds_found"] = {
+            "kinds": len(kinds.kinds),
+            "silhouette": round(kinds.silhouette, 3) if kinds.silhouette is not None else None,
+            "sessions": kinds.sessions,
+            "paced_sessions": kinds.paced_sessions,
+            "method": f"k-means on the sessions' endpoint mix and pace, k = 2 to {MAX_KINDS} by the "
+            f"mean silhouette, a split kept at {MIN_SILHOUETTE:g} or more",
+        }
     if kinds is not None and len(kinds.kinds) > 1:
         scenarios = _kind_scenarios(profile, options, coverage, kinds, branches, sizing, feeder_list)
     data: dict[str, Any] = {"version": 1, "name": "production-profile"}
@@ -316,7 +369,10 @@ def _write(profile: Profile, path: Path, options: PlanOptions, coverage: Coverag
         data["target"]["connections"] = {"pool": pool}
     data["scenarios"] = scenarios
     if options.find_max:
-        data["steer"] = {"type": "find_max", **{key: sizing["find_max"][key] for key in ("start", "step", "step_duration_s")}}
+        data["steer"] = {
+            "type": "find_max",
+            **{key: sizing["find_max"][key] for key in ("start", "step", "step_duration_s")},
+        }
     left_out = [_left_out_row(profile, stats) for stats in coverage.left_out]
     text = _header(profile, options, coverage, left_out, sizing, parameters, intensity) + _yaml(data)
     if len(text.encode("utf-8")) > MAX_PLAN_BYTES:
@@ -325,16 +381,30 @@ def _write(profile: Profile, path: Path, options: PlanOptions, coverage: Coverag
     notes = list(coverage.notes) + supply.notes(sent)
     unseen = intensity.unseen(chosen)
     if unseen:
-        notes.append(f"{len(unseen)} endpoint{'' if len(unseen) == 1 else 's'} kept for the whole log had no request in "
-                     f"{intensity.describe()}: rate 0, no branch ({', '.join(stats.name for stats in unseen)})")
-    return WrittenPlan(path, written, rows, coverage.by_count, sizing, notes,
-                       coverage.by_time if profile.timed else None, left_out, supply.parts(sent, parameters))
+        notes.append(
+            f"{len(unseen)} endpoint{'' if len(unseen) == 1 else 's'} kept for the whole log had no request in "
+            f"{intensity.describe()}: rate 0, no branch ({', '.join(stats.name for stats in unseen)})"
+        )
+    return WrittenPlan(
+        path,
+        written,
+        rows,
+        coverage.by_count,
+        sizing,
+        notes,
+        coverage.by_time if profile.timed else None,
+        left_out,
+        supply.parts(sent, parameters),
+    )
 
 
 def _left_out_row(profile: Profile, stats: EndpointStats) -> dict[str, Any]:
-    return {"endpoint": OTHER if stats is profile.other else stats.name, "requests": stats.count,
-            "share_by_count": round(profile.share(stats, "count"), 6),
-            "share_by_time": round(profile.share(stats, "time"), 6) if profile.timed else None}
+    return {
+        "endpoint": OTHER if stats is profile.other else stats.name,
+        "requests": stats.count,
+        "share_by_count": round(profile.share(stats, "count"), 6),
+        "share_by_time": round(profile.share(stats, "time"), 6) if profile.timed else None,
+    }
 
 
 def _write_checked(path: Path, text: str, feeder_dir: Path, feeders: dict[str, str]) -> list[Path]:
@@ -359,7 +429,9 @@ def _write_checked(path: Path, text: str, feeder_dir: Path, feeders: dict[str, s
             with temporary.open("x", encoding="utf-8") as out:
                 out.write(text)
         except OSError as error:
-            raise InvalidInput(f"cannot write the plan to {path}: {error.strerror or error}", hint="give a writable path with --plan") from error
+            raise InvalidInput(
+                f"cannot write the plan to {path}: {error.strerror or error}", hint="give a writable path with --plan"
+            ) from error
         try:
             loaded = load_plan_file(temporary)
             checked_plan_json(loaded.plan, locate=loaded.located, source=str(path))
@@ -367,8 +439,13 @@ def _write_checked(path: Path, text: str, feeder_dir: Path, feeders: dict[str, s
             # The only problems a written plan may have: the parts left to the user.
             if not all(is_to_supply(problem.message) for problem in error.problems):
                 # Told as the plan's own problems: the temporary file's name means nothing to the reader.
-                    raise PlanInvalid([Problem(problem.location.replace(str(temporary), str(path)), problem.message, problem.hint)
-                                   for problem in error.problems], source=f"{path} (not written)") from None
+                raise PlanInvalid(
+                    [
+                        Problem(problem.location.replace(str(temporary), str(path)), problem.message, problem.hint)
+                        for problem in error.problems
+                    ],
+                    source=f"{path} (not written)",
+                ) from None
         os.replace(temporary, path)
         temporary = None
         return written
@@ -383,15 +460,20 @@ def _write_checked(path: Path, text: str, feeder_dir: Path, feeders: dict[str, s
             temporary.unlink(missing_ok=True)
 
 
-def _path_template(stats: EndpointStats, ids: str, feeders: dict[str, list[list[str]]], parameters: dict[str, str]) -> str:
+def _path_template(
+    stats: EndpointStats, ids: str, feeders: dict[str, list[list[str]]], parameters: dict[str, str]
+) -> str:
     """The step's path: the endpoint's literal parts, each slot as a template drawing its values."""
     shape = stats.shape
     kept = [i for i, _ in enumerate(shape.slots) if any(sample[i] is not None for sample in stats.samples)]
     feeder_name = f"endpoint_{stats.index}"
     columns: dict[int, str] = {}
     if ids == "feeder" and kept:
-        rows = [[str(sample[i]) for i in kept] for sample in stats.samples
-                if all(sample[i] is not None and _SAFE_VALUE.fullmatch(str(sample[i])) for i in kept)]
+        rows = [
+            [str(sample[i]) for i in kept]
+            for sample in stats.samples
+            if all(sample[i] is not None and _SAFE_VALUE.fullmatch(str(sample[i])) for i in kept)
+        ]
         if rows:
             names = _column_names([shape.slots[i] for i in kept])
             columns = dict(zip(kept, names))
@@ -401,8 +483,11 @@ def _path_template(stats: EndpointStats, ids: str, feeders: dict[str, list[list[
         slot = shape.slots[index]
         if index in columns:
             return "{{ " + f"{feeder_name}.{columns[index]}" + " }}"
-        seen = [str(sample[index]) for sample in stats.samples if sample[index] is not None
-                and _SAFE_VALUE.fullmatch(str(sample[index]))][:INLINE_VALUES]
+        seen = [
+            str(sample[index])
+            for sample in stats.samples
+            if sample[index] is not None and _SAFE_VALUE.fullmatch(str(sample[index]))
+        ][:INLINE_VALUES]
         if seen and "secret" not in stats.slot_kinds(index):
             distinct = list(dict.fromkeys(seen))
             if len(distinct) == 1:
@@ -451,7 +536,9 @@ def _csv(table: list[list[str]]) -> str:
     return out.getvalue()
 
 
-def _sizing(profile: Profile, options: PlanOptions, path: Path, coverage: Coverage, intensity: Intensity) -> dict[str, Any]:
+def _sizing(
+    profile: Profile, options: PlanOptions, path: Path, coverage: Coverage, intensity: Intensity
+) -> dict[str, Any]:
     """The rate to plan for and the VUs it needs by Little's law.
 
     Each endpoint's intensity is its own requests in the window over the window's seconds (the
@@ -467,10 +554,17 @@ def _sizing(profile: Profile, options: PlanOptions, path: Path, coverage: Covera
     peak = profile.rate_in(window)
     factor = 1.0 + options.headroom_percent / 100.0
     rate = round(intensity.kept / window.seconds * factor, 3)
-    timed = [(intensity.counts[stats.name], stats.timing) for stats in coverage.chosen
-             if stats.timing.count and intensity.counts[stats.name]]
+    timed = [
+        (intensity.counts[stats.name], stats.timing)
+        for stats in coverage.chosen
+        if stats.timing.count and intensity.counts[stats.name]
+    ]
     mean_ms = sum(count * timing.mean() for count, timing in timed) / sum(count for count, _ in timed) if timed else 0.0
-    think_ms = min(profile.sessions.think_ms.mean(), MAX_THINK_TIME_MS) if options.model == "users" and profile.sessions.think_ms.count else 0.0
+    think_ms = (
+        min(profile.sessions.think_ms.mean(), MAX_THINK_TIME_MS)
+        if options.model == "users" and profile.sessions.think_ms.count
+        else 0.0
+    )
     cycle_ms = mean_ms + think_ms
     vus = max(1, math.ceil(round(rate * cycle_ms / 1000.0, 6)))
     sizing: dict[str, Any] = {
@@ -480,7 +574,9 @@ def _sizing(profile: Profile, options: PlanOptions, path: Path, coverage: Covera
         # or the window's whole minutes in the log; from this minute on.
         "peak_minutes": window.minutes,
         "peak_from": _iso_minute(window.first * 60),
-        "window": {"start": _iso_minute(options.window[0]), "length_s": options.window[1]} if options.window is not None else None,
+        "window": {"start": _iso_minute(options.window[0]), "length_s": options.window[1]}
+        if options.window is not None
+        else None,
         # The window's requests and the kept endpoints' among them (the rate's share).
         "window_requests": intensity.requests,
         "kept_in_window": intensity.kept,
@@ -490,16 +586,25 @@ def _sizing(profile: Profile, options: PlanOptions, path: Path, coverage: Covera
         "mean_ms": round(mean_ms, 3) if timed else None,
         "p95_ms": round(profile.overall.percentile(95), 3) if profile.timed else None,
         # Little's law's inputs and answer: VUs = rate × (mean response time + think time).
-        "little": {"rate_per_s": rate, "mean_ms": round(mean_ms, 3), "think_ms": round(think_ms, 3),
-                   "vus": vus if timed or think_ms else None},
+        "little": {
+            "rate_per_s": rate,
+            "mean_ms": round(mean_ms, 3),
+            "think_ms": round(think_ms, 3),
+            "vus": vus if timed or think_ms else None,
+        },
         # What one VU sends a second: 1000 / (mean + think).
         "per_vu_rps": round(1000.0 / cycle_ms, 6) if cycle_ms > 0 else None,
         # Each kept endpoint's requests in the window and its rate: those requests over the
         # window's seconds × the headroom (0: not seen in the window, no branch).
-        "endpoints": [{"endpoint": stats.name, "requests_in_window": intensity.counts[stats.name],
-                       "rate_per_s": round(intensity.counts[stats.name] / window.seconds * factor, 6),
-                       "mean_ms": round(stats.timing.mean(), 3) if stats.timing.count else None}
-                      for stats in coverage.chosen],
+        "endpoints": [
+            {
+                "endpoint": stats.name,
+                "requests_in_window": intensity.counts[stats.name],
+                "rate_per_s": round(intensity.counts[stats.name] / window.seconds * factor, 6),
+                "mean_ms": round(stats.timing.mean(), 3) if stats.timing.count else None,
+            }
+            for stats in coverage.chosen
+        ],
     }
     if options.model == "users":
         sizing["users"] = vus
@@ -508,11 +613,17 @@ def _sizing(profile: Profile, options: PlanOptions, path: Path, coverage: Covera
     else:
         step = nice_number(rate / SUGGESTED_STEPS)
         unit = "arrivals/s"
-    sizing["find_max"] = {"unit": unit, "start": step, "step": step, "step_duration_s": SUGGESTED_STEP_DURATION_S,
-                          "up_to": sizing.get("users", rate)}
+    sizing["find_max"] = {
+        "unit": unit,
+        "start": step,
+        "step": step,
+        "step_duration_s": SUGGESTED_STEP_DURATION_S,
+        "up_to": sizing.get("users", rate),
+    }
     sizing["sight_command"] = f"horde sight {path}"
-    sizing["find_max_command"] = (f"horde run {path} --find-max --start {step:g} --step {step:g} "
-                                  f"--step-duration {SUGGESTED_STEP_DURATION_S}s")
+    sizing["find_max_command"] = (
+        f"horde run {path} --find-max --start {step:g} --step {step:g} --step-duration {SUGGESTED_STEP_DURATION_S}s"
+    )
     return sizing
 
 
@@ -521,14 +632,18 @@ def _workload(options: PlanOptions, sizing: dict[str, Any]) -> dict[str, Any]:
     hold = options.duration_s - ramp
     if options.model == "users":
         users = sizing["users"]
-        stages = ([{"duration_s": ramp, "vus": users}] if ramp > 0 else []) + ([{"duration_s": hold, "vus": users}] if hold > 0 else [])
+        stages = ([{"duration_s": ramp, "vus": users}] if ramp > 0 else []) + (
+            [{"duration_s": hold, "vus": users}] if hold > 0 else []
+        )
         return {"type": "closed", "start_vus": 0 if ramp > 0 else users, "stages": stages}
     rate = sizing["rate_per_s"]
     # Little's law with room: the VUs busy at once are rate × latency; allow 2 s each (or 4 × the
     # log's p95), so that a slower test target shows as latency before arrivals are dropped.
     p95_s = (sizing["p95_ms"] or 0.0) / 1000.0
     max_vus = max(10, math.ceil(rate * max(2.0, 4.0 * p95_s)))
-    stages = ([{"duration_s": ramp, "rate_per_s": rate}] if ramp > 0 else []) + ([{"duration_s": hold, "rate_per_s": rate}] if hold > 0 else [])
+    stages = ([{"duration_s": ramp, "rate_per_s": rate}] if ramp > 0 else []) + (
+        [{"duration_s": hold, "rate_per_s": rate}] if hold > 0 else []
+    )
     return {"type": "open", "start_rate_per_s": 0 if ramp > 0 else rate, "max_vus": max_vus, "stages": stages}
 
 
@@ -543,15 +658,25 @@ def _pool(scenarios: list[dict[str, Any]], sizing: dict[str, Any]) -> int | None
     vus = 0
     for scenario in scenarios:
         workload = scenario["workload"]
-        vus += int(workload.get("max_vus") or max([workload.get("start_vus", 0), *(stage["vus"] for stage in workload["stages"])]))
+        vus += int(
+            workload.get("max_vus")
+            or max([workload.get("start_vus", 0), *(stage["vus"] for stage in workload["stages"])])
+        )
     if vus <= POOL_ABOVE_VUS:
         return None
     exchange_s = max(0.01, float(sizing["p95_ms"] or 0.0) / 1000.0)
     return min(vus, max(10, math.ceil(4 * float(sizing["rate_per_s"]) * exchange_s)))
 
 
-def _kind_scenarios(profile: Profile, options: PlanOptions, coverage: Coverage, kinds: Kinds, branches: list[dict[str, Any]],
-                    sizing: dict[str, Any], feeders: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _kind_scenarios(
+    profile: Profile,
+    options: PlanOptions,
+    coverage: Coverage,
+    kinds: Kinds,
+    branches: list[dict[str, Any]],
+    sizing: dict[str, Any],
+    feeders: list[dict[str, Any]],
+) -> list[dict[str, Any]]:
     """One scenario per client kind: the kept endpoints weighted by the kind's own requests, its
     share of the plan's rate (its share of the kept requests), its think time, and its VUs by
     Little's law (rate × (the kind's mean time + its think time)). Sizing gains ``kinds``."""
@@ -569,25 +694,46 @@ def _kind_scenarios(profile: Profile, options: PlanOptions, coverage: Coverage, 
         names = [name for name in by_name if kind.counts[name]]
         rate = round(sizing["rate_per_s"] * requests / total, 3)
         timed = [(kind.counts[name], by_name[name].timing) for name in names if by_name[name].timing.count]
-        mean_ms = sum(count * timing.mean() for count, timing in timed) / sum(count for count, _ in timed) if timed else 0.0
+        mean_ms = (
+            sum(count * timing.mean() for count, timing in timed) / sum(count for count, _ in timed) if timed else 0.0
+        )
         think_ms = min(kind.mean_think_ms(), MAX_THINK_TIME_MS) if options.model == "users" else 0.0
         vus = max(1, math.ceil(round(rate * (mean_ms + think_ms) / 1000.0, 6)))
-        kind_branches = [{"weight": max(0.0001, round(100.0 * kind.counts[name] / requests, 4)), "steps": [step_of[name]]}
-                         for name in names]
+        kind_branches = [
+            {"weight": max(0.0001, round(100.0 * kind.counts[name] / requests, 4)), "steps": [step_of[name]]}
+            for name in names
+        ]
         steps: list[dict[str, Any]] = [{"type": "choice", "branches": kind_branches}]
         if options.model == "users" and round(think_ms, 3) > 0:
             steps.append({"type": "think", "think_time": {"type": "exponential", "mean_ms": round(think_ms, 3)}})
         kind_sizing = {**sizing, "rate_per_s": rate, "users": vus}
-        scenario: dict[str, Any] = {"name": f"clients_{number}", "steps": steps,
-                                    "workload": _workload(options, kind_sizing)}
-        used = {template.split(".")[0].strip("{ ") for step in _steps_of(kind_branches) for template in _templates(step["path"])}
+        scenario: dict[str, Any] = {
+            "name": f"clients_{number}",
+            "steps": steps,
+            "workload": _workload(options, kind_sizing),
+        }
+        used = {
+            template.split(".")[0].strip("{ ")
+            for step in _steps_of(kind_branches)
+            for template in _templates(step["path"])
+        }
         if any(feeder["name"] in used for feeder in feeders):
             scenario["feeders"] = [feeder for feeder in feeders if feeder["name"] in used]
         scenarios.append(scenario)
-        rows.append({"scenario": scenario["name"], "sessions": kind.sessions, "share_of_requests": round(requests / total, 6),
-                     "requests_per_session": round(kind.mean_length(), 3), "rate_per_s": rate, "mean_ms": round(mean_ms, 3),
-                     "session_think_ms": round(kind.mean_think_ms(), 3), "think_ms": round(think_ms, 3), "vus": vus,
-                     "mix": {name: round(kind.counts[name] / requests, 6) for name in names}})
+        rows.append(
+            {
+                "scenario": scenario["name"],
+                "sessions": kind.sessions,
+                "share_of_requests": round(requests / total, 6),
+                "requests_per_session": round(kind.mean_length(), 3),
+                "rate_per_s": rate,
+                "mean_ms": round(mean_ms, 3),
+                "session_think_ms": round(kind.mean_think_ms(), 3),
+                "think_ms": round(think_ms, 3),
+                "vus": vus,
+                "mix": {name: round(kind.counts[name] / requests, 6) for name in names},
+            }
+        )
     sizing["kinds"] = rows
     # The plan's VUs are the kinds' together, each sized with its own mean and think time.
     sizing["little"] = {**sizing["little"], "vus": sum(row["vus"] for row in rows), "by_kind": True}
@@ -604,8 +750,15 @@ def _templates(text: str) -> list[str]:
     return re.findall(r"\{\{(.*?)\}\}", text)
 
 
-def _header(profile: Profile, options: PlanOptions, coverage: Coverage, left_out: list[dict[str, Any]],
-            sizing: dict[str, Any], parameters: dict[str, str], intensity: Intensity) -> str:
+def _header(
+    profile: Profile,
+    options: PlanOptions,
+    coverage: Coverage,
+    left_out: list[dict[str, Any]],
+    sizing: dict[str, Any],
+    parameters: dict[str, str],
+    intensity: Intensity,
+) -> str:
     files = ", ".join(Path(name).name for name in profile.files)
     span = profile.to_dict()["source"]
     time_part = f" and {coverage.by_time * 100:.1f} % of the server's time" if profile.timed else ""
@@ -615,50 +768,79 @@ def _header(profile: Profile, options: PlanOptions, coverage: Coverage, left_out
         f"Endpoints: {len(coverage.chosen)}, {coverage.by_count * 100:.1f} % of the requests{time_part},"
         f" weighted by their requests in {intensity.describe()}:",
         f"  the largest by {options.by} to {options.cover_percent:g} % of the {'requests' if options.by == 'count' else 'time'}"
-        + (f", and every endpoint at or above {options.min_share_percent:g} % of the requests or of the time." if options.min_share_percent > 0 else "."),
+        + (
+            f", and every endpoint at or above {options.min_share_percent:g} % of the requests or of the time."
+            if options.min_share_percent > 0
+            else "."
+        ),
     ]
     if left_out:
         count = sum(row["share_by_count"] for row in left_out)
-        lines.append(f"Left out: {len(left_out)} endpoint{'' if len(left_out) == 1 else 's'}, {count * 100:.2f} % of the requests"
-                     + (f", {sum(row['share_by_time'] for row in left_out) * 100:.2f} % of the time" if profile.timed else "")
-                     + (" (by share: requests, time):" if profile.timed else ":"))
+        lines.append(
+            f"Left out: {len(left_out)} endpoint{'' if len(left_out) == 1 else 's'}, {count * 100:.2f} % of the requests"
+            + (f", {sum(row['share_by_time'] for row in left_out) * 100:.2f} % of the time" if profile.timed else "")
+            + (" (by share: requests, time):" if profile.timed else ":")
+        )
         for row in left_out[:LEFT_OUT_NAMED]:
-            lines.append(f"  {row['endpoint']}: {row['share_by_count'] * 100:.2f} %"
-                         + (f", {row['share_by_time'] * 100:.2f} %" if profile.timed else ""))
+            lines.append(
+                f"  {row['endpoint']}: {row['share_by_count'] * 100:.2f} %"
+                + (f", {row['share_by_time'] * 100:.2f} %" if profile.timed else "")
+            )
         if len(left_out) > LEFT_OUT_NAMED:
             lines.append(f"  and {len(left_out) - LEFT_OUT_NAMED} more (--json lists them all)")
     if options.window is not None:
         source = f"the window from {sizing['window']['start']} ({sizing['peak_minutes']} minutes of the log)"
     else:
-        source = f"the peak {options.peak}" + (f" (over the {sizing['peak_minutes']} minutes of it the log covers)"
-                                               if options.peak == "hour" and sizing["peak_minutes"] < 60 else "")
+        source = f"the peak {options.peak}" + (
+            f" (over the {sizing['peak_minutes']} minutes of it the log covers)"
+            if options.peak == "hour" and sizing["peak_minutes"] < 60
+            else ""
+        )
     factor = 1 + options.headroom_percent / 100
-    lines.append(f"Rate: {sizing['peak_per_s']:g} req/s in {source}"
-                 + f" × the kept endpoints' {intensity.kept_share * 100:.1f} % of its requests × {factor:g} (headroom"
-                 f" {options.headroom_percent:g} %) = {sizing['rate_per_s']:g} req/s"
-                 + (f", as {sizing['users']} users looping request and think." if options.model == "users"
-                    else ", as an open model (one request per arrival)."))
-    lines.append(f"Per endpoint: its own requests in {intensity.describe()} / {intensity.window.seconds:g} s × {factor:g}"
-                 " (--json: plan.sizing.endpoints); the whole log's shares only decide which are kept.")
+    lines.append(
+        f"Rate: {sizing['peak_per_s']:g} req/s in {source}"
+        + f" × the kept endpoints' {intensity.kept_share * 100:.1f} % of its requests × {factor:g} (headroom"
+        f" {options.headroom_percent:g} %) = {sizing['rate_per_s']:g} req/s"
+        + (
+            f", as {sizing['users']} users looping request and think."
+            if options.model == "users"
+            else ", as an open model (one request per arrival)."
+        )
+    )
+    lines.append(
+        f"Per endpoint: its own requests in {intensity.describe()} / {intensity.window.seconds:g} s × {factor:g}"
+        " (--json: plan.sizing.endpoints); the whole log's shares only decide which are kept."
+    )
     unseen = intensity.unseen(coverage.chosen)
     if unseen:
         # Named, not dropped silently: kept by the whole log, but the window had none of them.
-        short = " (one minute is short: a rare endpoint misses it by chance; --peak hour gives its rate there)" \
-            if intensity.window.minutes == 1 else ""
-        lines.append(f"Not seen in the peak window: {len(unseen)} kept endpoint{'' if len(unseen) == 1 else 's'}, rate 0, no branch"
-                     f" (the plan reproduces the window; a --window where {'it runs gives its' if len(unseen) == 1 else 'they run gives their'}"
-                     f" rate){short}:")
+        short = (
+            " (one minute is short: a rare endpoint misses it by chance; --peak hour gives its rate there)"
+            if intensity.window.minutes == 1
+            else ""
+        )
+        lines.append(
+            f"Not seen in the peak window: {len(unseen)} kept endpoint{'' if len(unseen) == 1 else 's'}, rate 0, no branch"
+            f" (the plan reproduces the window; a --window where {'it runs gives its' if len(unseen) == 1 else 'they run gives their'}"
+            f" rate){short}:"
+        )
         for stats in unseen:
-            lines.append(f"  {stats.name}: {profile.share(stats, 'count') * 100:.2f} % of the log's requests"
-                         + (f", {profile.share(stats, 'time') * 100:.2f} % of its time" if profile.timed else ""))
+            lines.append(
+                f"  {stats.name}: {profile.share(stats, 'count') * 100:.2f} % of the log's requests"
+                + (f", {profile.share(stats, 'time') * 100:.2f} % of its time" if profile.timed else "")
+            )
     little = sizing["little"]
     if little.get("by_kind"):
-        lines.append(f"Sizing by Little's law per client kind (below): VUs = rate × (mean time + think time), {little['vus']} VUs in all.")
+        lines.append(
+            f"Sizing by Little's law per client kind (below): VUs = rate × (mean time + think time), {little['vus']} VUs in all."
+        )
     elif little["vus"] is not None:
-        lines.append(f"Sizing by Little's law: VUs = rate × (mean time + think time) = {little['rate_per_s']:g} req/s × "
-                     f"({little['mean_ms']:g} ms + {little['think_ms']:g} ms) = {little['vus']} VU{'' if little['vus'] == 1 else 's'}"
-                     f" (the mean response time of the mix sent, the kept endpoints' by their requests in the window;"
-                     f" one VU sends {sizing['per_vu_rps']:g} req/s).")
+        lines.append(
+            f"Sizing by Little's law: VUs = rate × (mean time + think time) = {little['rate_per_s']:g} req/s × "
+            f"({little['mean_ms']:g} ms + {little['think_ms']:g} ms) = {little['vus']} VU{'' if little['vus'] == 1 else 's'}"
+            f" (the mean response time of the mix sent, the kept endpoints' by their requests in the window;"
+            f" one VU sends {sizing['per_vu_rps']:g} req/s)."
+        )
     lines += _kind_lines(sizing)
     lines += [
         "First a sighting shot (one VU, each endpoint's unloaded time):",
@@ -667,7 +849,9 @@ def _header(profile: Profile, options: PlanOptions, coverage: Coverage, left_out
         f"  {sizing['find_max_command']}",
     ]
     if parameters:
-        lines.append(f"Secret query fields are parameters; give them with -p: {', '.join(f'-p {n}=...' for n in parameters)}")
+        lines.append(
+            f"Secret query fields are parameters; give them with -p: {', '.join(f'-p {n}=...' for n in parameters)}"
+        )
     lines += supply.comment_lines([stats for stats in coverage.chosen if intensity.counts[stats.name]])
     return "".join(f"# {line}\n" for line in lines)
 
@@ -678,18 +862,28 @@ def _kind_lines(sizing: dict[str, Any]) -> list[str]:
     found = sizing.get("kinds_found")
     if found is None:
         return []
-    how = (f"by k-means on {found['sessions']:,} sessions' endpoint mix and pace (drawn uniformly from the log's "
-           f"{found['paced_sessions']:,} sessions with a pause), k = 2 to {MAX_KINDS} chosen by the mean silhouette "
-           f"(1: apart, 0: on the border)")
+    how = (
+        f"by k-means on {found['sessions']:,} sessions' endpoint mix and pace (drawn uniformly from the log's "
+        f"{found['paced_sessions']:,} sessions with a pause), k = 2 to {MAX_KINDS} chosen by the mean silhouette "
+        f"(1: apart, 0: on the border)"
+    )
     if found["kinds"] == 1:
-        score = f" (the best split's silhouette {found['silhouette']:g} is under {MIN_SILHOUETTE:g})" if found["silhouette"] is not None else ""
+        score = (
+            f" (the best split's silhouette {found['silhouette']:g} is under {MIN_SILHOUETTE:g})"
+            if found["silhouette"] is not None
+            else ""
+        )
         return [f"Client kinds: one, looked for {how}{score}."]
     lines = [f"Client kinds: {found['kinds']}, one scenario each, found {how}: {found['silhouette']:g}."]
     for row in sizing.get("kinds", []):
-        mix = ", ".join(f"{name} {100 * share:.0f} %" for name, share in sorted(row["mix"].items(), key=lambda item: -item[1])[:3])
-        lines.append(f"  {row['scenario']}: {100 * row['share_of_requests']:.1f} % of the requests, {row['sessions']:,} sessions of "
-                     f"{row['requests_per_session']:g} requests, {row['session_think_ms']:g} ms apart; {row['rate_per_s']:g} req/s × "
-                     f"({row['mean_ms']:g} ms + {row['think_ms']:g} ms) = {row['vus']} VUs; {mix}")
+        mix = ", ".join(
+            f"{name} {100 * share:.0f} %" for name, share in sorted(row["mix"].items(), key=lambda item: -item[1])[:3]
+        )
+        lines.append(
+            f"  {row['scenario']}: {100 * row['share_of_requests']:.1f} % of the requests, {row['sessions']:,} sessions of "
+            f"{row['requests_per_session']:g} requests, {row['session_think_ms']:g} ms apart; {row['rate_per_s']:g} req/s × "
+            f"({row['mean_ms']:g} ms + {row['think_ms']:g} ms) = {row['vus']} VUs; {mix}"
+        )
     return lines
 
 
@@ -704,4 +898,3 @@ def _yaml(data: dict[str, Any]) -> str:
     out = io.StringIO()
     yaml.dump(data, out)
     return out.getvalue()
-

@@ -133,9 +133,9 @@ class Profile:
     files: list[str]
     format: str
     counts: ReadCounts
-    endpoints: list[EndpointStats]      # by requests, most first
-    other: EndpointStats | None         # the endpoints past the limit, together
-    per_minute: dict[int, int]          # minute since the epoch -> requests
+    endpoints: list[EndpointStats]  # by requests, most first
+    other: EndpointStats | None  # the endpoints past the limit, together
+    per_minute: dict[int, int]  # minute since the epoch -> requests
     overall: LogHistogram
     sessions: Sessions
     fields: dict[str, str] = field(default_factory=dict)
@@ -256,26 +256,42 @@ class Profile:
                 "lines": counts.lines,
                 "requests": self.requests,
                 "unparsed": counts.bad,
-                "unparsed_examples": [{"file": bad.source, "line": bad.line, "reason": bad.reason}
-                                      for bad in counts.bad_samples],
+                "unparsed_examples": [
+                    {"file": bad.source, "line": bad.line, "reason": bad.reason} for bad in counts.bad_samples
+                ],
                 "timed_requests": self.overall.count,
                 "first_minute": _iso(self.first_minute() * 60) if self.per_minute else None,
                 "last_minute": _iso(max(self.per_minute) * 60) if self.per_minute else None,
                 "span_minutes": self.span_minutes(),
                 "read_s": round(self.elapsed_s, 3),
             },
-            "overall": {"mean_ms": _r(self.overall.mean()), "p50_ms": _r(self.overall.percentile(50)),
-                        "p95_ms": _r(self.overall.percentile(95)), "total_time_s": _r(self.overall.total / 1000.0)}
-            if self.timed else None,
+            "overall": {
+                "mean_ms": _r(self.overall.mean()),
+                "p50_ms": _r(self.overall.percentile(50)),
+                "p95_ms": _r(self.overall.percentile(95)),
+                "total_time_s": _r(self.overall.total / 1000.0),
+            }
+            if self.timed
+            else None,
             "endpoints": rows,
             "rate": {
                 "mean_per_s": _r(mean),
-                "peak_minute": {"at": _iso(peak_minute * 60), "requests": peak_minute_requests,
-                                "per_s": _r(peak_minute_requests / 60.0)} if self.per_minute else None,
+                "peak_minute": {
+                    "at": _iso(peak_minute * 60),
+                    "requests": peak_minute_requests,
+                    "per_s": _r(peak_minute_requests / 60.0),
+                }
+                if self.per_minute
+                else None,
                 # "at": where the log's span enters the hour; "minutes": how much of it it covers.
-                "peak_hour": {"at": _iso(self.hour_covered(peak_hour)[0] * 60), "requests": peak_hour_requests,
-                              "minutes": self.hour_covered(peak_hour)[1],
-                              "per_s": _r(self.peak_per_s("hour"))} if self.per_minute else None,
+                "peak_hour": {
+                    "at": _iso(self.hour_covered(peak_hour)[0] * 60),
+                    "requests": peak_hour_requests,
+                    "minutes": self.hour_covered(peak_hour)[1],
+                    "per_s": _r(self.peak_per_s("hour")),
+                }
+                if self.per_minute
+                else None,
                 "peak_to_mean": _r(peak_minute_requests / 60.0 / mean) if mean else None,
                 "per_minute": [[_iso(minute * 60), count] for minute, count in sorted(self.per_minute.items())],
             },
@@ -319,17 +335,26 @@ class Profile:
             "gap_s": sessions.gap_s,
             "sessions": sessions.count,
             "requests_without_key": sessions.unkeyed,
-            "requests_per_session": {"mean": _r(sessions.mean_length()), "p50": sessions.length_percentile(50),
-                                     "p95": sessions.length_percentile(95),
-                                     "max": max(sessions.lengths) if sessions.lengths else 0},
-            "think_time_ms": {"count": sessions.think_ms.count, "mean": _r(sessions.think_ms.mean()),
-                              "p50": _r(sessions.think_ms.percentile(50)),
-                              "p95": _r(sessions.think_ms.percentile(95))} if sessions.think_ms.count else None,
+            "requests_per_session": {
+                "mean": _r(sessions.mean_length()),
+                "p50": sessions.length_percentile(50),
+                "p95": sessions.length_percentile(95),
+                "max": max(sessions.lengths) if sessions.lengths else 0,
+            },
+            "think_time_ms": {
+                "count": sessions.think_ms.count,
+                "mean": _r(sessions.think_ms.mean()),
+                "p50": _r(sessions.think_ms.percentile(50)),
+                "p95": _r(sessions.think_ms.percentile(95)),
+            }
+            if sessions.think_ms.count
+            else None,
             "per_user_rate_per_s": _r(rate, 6) if rate is not None else None,
             "transitions_pruned": sessions.transitions_pruned,
-            "top_transitions": [{"from": names.get(a, "?"), "to": names.get(b, "?"), "count": count,
-                                 "share": _r(count / moves, 6)}
-                                for (a, b), count in sessions.transitions.most_common(top)],
+            "top_transitions": [
+                {"from": names.get(a, "?"), "to": names.get(b, "?"), "count": count, "share": _r(count / moves, 6)}
+                for (a, b), count in sessions.transitions.most_common(top)
+            ],
         }
 
 
@@ -399,7 +424,11 @@ class ProfileBuilder:
             stats.statuses, stats.samples, stats.per_minute = found.statuses, found.samples, found.per_minute
         if read.other is not None:
             self.other = EndpointStats(Shape("*", (OTHER,), (), ()), self.options.max_endpoints, self._rng)
-            self.other.count, self.other.timing, self.other.statuses = read.other.count, read.other.timing, read.other.statuses
+            self.other.count, self.other.timing, self.other.statuses = (
+                read.other.count,
+                read.other.timing,
+                read.other.statuses,
+            )
             self.other.per_minute = read.other.per_minute
         self.per_minute = read.per_minute
         self.sessions = read.sessions
@@ -410,12 +439,22 @@ class ProfileBuilder:
         for stats in [*self.endpoints.values(), *([self.other] if self.other else [])]:
             self.overall.merge(stats.timing)
         ordered = sorted(self.endpoints.values(), key=lambda stats: (-stats.count, stats.name))
-        return Profile(files=list(files), format=fmt, counts=counts, endpoints=ordered, other=self.other,
-                       per_minute=self.per_minute, overall=self.overall, sessions=self.sessions, fields=fields)
+        return Profile(
+            files=list(files),
+            format=fmt,
+            counts=counts,
+            endpoints=ordered,
+            other=self.other,
+            per_minute=self.per_minute,
+            overall=self.overall,
+            sessions=self.sessions,
+            fields=fields,
+        )
 
 
-def build_profile(paths: Sequence[Path], options: ProfileOptions,
-                  on_progress: Callable[[ReadCounts], None] | None = None) -> Profile:
+def build_profile(
+    paths: Sequence[Path], options: ProfileOptions, on_progress: Callable[[ReadCounts], None] | None = None
+) -> Profile:
     """Reads the logs once and returns their profile; InvalidInput for a log that cannot be
     read as its format (most lines failing) or that holds no request."""
     started = time.perf_counter()
@@ -423,11 +462,13 @@ def build_profile(paths: Sequence[Path], options: ProfileOptions,
     paths = in_time_order(paths, parser)
     counts = ReadCounts()
     builder = ProfileBuilder(options)
-    builder.take(read_native(paths, parser, options.session_gap_s, options.max_endpoints, counts, on_progress,
-                             options.templates))
+    builder.take(
+        read_native(paths, parser, options.session_gap_s, options.max_endpoints, counts, on_progress, options.templates)
+    )
     if not counts.records:
-        raise InvalidInput(f"no request found in {', '.join(map(str, paths))}",
-                           hint="give a non-empty access log (plain or .gz)")
+        raise InvalidInput(
+            f"no request found in {', '.join(map(str, paths))}", hint="give a non-empty access log (plain or .gz)"
+        )
     fields = parser.fields if isinstance(parser, JsonParser) else {}
     profile = builder.finish([str(path) for path in paths], parser.format, counts, fields)
     profile.elapsed_s = time.perf_counter() - started

@@ -30,8 +30,8 @@ _SWEEP_EVERY = 1024
 
 @dataclass(slots=True)
 class _Open:
-    last_s: float        # the last request's logged time
-    last_ms: float       # its duration (0 when the log has none)
+    last_s: float  # the last request's logged time
+    last_ms: float  # its duration (0 when the log has none)
     endpoint: int
     requests: int
 
@@ -40,7 +40,7 @@ class _Open:
 class SampledSession:
     """A session of the sample client kinds are found from: what it requested and how it paced."""
 
-    mix: list[tuple[int, int]]   # (endpoint index, requests), in the order first requested
+    mix: list[tuple[int, int]]  # (endpoint index, requests), in the order first requested
     think_ms_total: float
     thinks: int
 

@@ -59,9 +59,11 @@ def refused(stats: EndpointStats) -> dict[int, int]:
 def credential_text(stats: EndpointStats) -> str:
     statuses = refused(stats)
     answered = " and ".join(f"{count:,} with {status}" for status, count in statuses.items())
-    return (f"the credential of {stats.name}: the log holds none, and the server asked for one ({answered} of its "
-            f"{stats.count:,} requests): e.g. Bearer and a token (a plan parameter keeps it out of the file), or the header "
-            "your service reads")
+    return (
+        f"the credential of {stats.name}: the log holds none, and the server asked for one ({answered} of its "
+        f"{stats.count:,} requests): e.g. Bearer and a token (a plan parameter keeps it out of the file), or the header "
+        "your service reads"
+    )
 
 
 def mark(step: dict[str, Any], stats: EndpointStats) -> None:
@@ -80,13 +82,25 @@ def parts(chosen: Iterable[EndpointStats], parameters: Mapping[str, str]) -> lis
     rows: list[dict[str, Any]] = []
     for stats in chosen:
         if refused(stats):
-            rows.append({"endpoint": stats.name, "part": f"header {CREDENTIAL_HEADER}", "why": credential_text(stats),
-                         "refused": {str(status): count for status, count in refused(stats).items()}, "requests": stats.count})
+            rows.append(
+                {
+                    "endpoint": stats.name,
+                    "part": f"header {CREDENTIAL_HEADER}",
+                    "why": credential_text(stats),
+                    "refused": {str(status): count for status, count in refused(stats).items()},
+                    "requests": stats.count,
+                }
+            )
         if stats.shape.method in BODY_METHODS:
             rows.append({"endpoint": stats.name, "part": "body", "why": body_text(stats)})
-    rows += [{"endpoint": None, "part": f"parameter {name}",
-              "why": f"a secret query field's value: the plan sends {default!r} until you give it with -p {name}=..."}
-             for name, default in parameters.items()]
+    rows += [
+        {
+            "endpoint": None,
+            "part": f"parameter {name}",
+            "why": f"a secret query field's value: the plan sends {default!r} until you give it with -p {name}=...",
+        }
+        for name, default in parameters.items()
+    ]
     return rows
 
 
@@ -103,8 +117,10 @@ def comment_lines(chosen: Iterable[EndpointStats]) -> list[str]:
         lines.append("Bodies (with a `Content-Type` in the step's `headers:`), of:")
         lines += [f"  {name}" for name in with_body]
     if guarded:
-        lines.append(f"Credentials (the {CREDENTIAL_HEADER} header), of those the server asked one of: requests "
-                     f"answered {' or '.join(map(str, GUARD_STATUSES))}, of all:")
+        lines.append(
+            f"Credentials (the {CREDENTIAL_HEADER} header), of those the server asked one of: requests "
+            f"answered {' or '.join(map(str, GUARD_STATUSES))}, of all:"
+        )
         lines += [f"  {stats.name}: {sum(refused(stats).values()):,} of {stats.count:,}" for stats in guarded]
     return lines
 
@@ -113,11 +129,17 @@ def notes(chosen: Iterable[EndpointStats]) -> list[str]:
     """The summary's notes on what is left to complete."""
     chosen = list(chosen)
     told: list[str] = []
-    for names, need in (([stats.name for stats in chosen if stats.shape.method in BODY_METHODS], "a body the log does not hold"),
-                        ([stats.name for stats in chosen if refused(stats)],
-                         f"a credential the log does not show (answered {' or '.join(map(str, GUARD_STATUSES))})")):
+    for names, need in (
+        ([stats.name for stats in chosen if stats.shape.method in BODY_METHODS], "a body the log does not hold"),
+        (
+            [stats.name for stats in chosen if refused(stats)],
+            f"a credential the log does not show (answered {' or '.join(map(str, GUARD_STATUSES))})",
+        ),
+    ):
         if names:
-            told.append(f"{len(names)} endpoint{'' if len(names) == 1 else 's'} ({', '.join(names[:3])}"
-                        f"{', ...' if len(names) > 3 else ''}) need{'s' if len(names) == 1 else ''} {need}: "
-                        "`horde validate` points at each supply(...) template until it is replaced")
+            told.append(
+                f"{len(names)} endpoint{'' if len(names) == 1 else 's'} ({', '.join(names[:3])}"
+                f"{', ...' if len(names) > 3 else ''}) need{'s' if len(names) == 1 else ''} {need}: "
+                "`horde validate` points at each supply(...) template until it is replaced"
+            )
     return told

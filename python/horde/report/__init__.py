@@ -34,8 +34,12 @@ from horde.results.stored_run import ALL_REQUESTS, RunResults
 __all__ = ["ReportUnavailable", "render_comparison_report", "render_run_report", "write_report"]
 
 #: Summary sections judged when the run ended, shown when present (in this order, then any other).
-KNOWN_SECTIONS: Final = {"thresholds": "Thresholds", "autostop": "Autostop", "capacity": "Capacity",
-                         "sight": "Sighting shot"}
+KNOWN_SECTIONS: Final = {
+    "thresholds": "Thresholds",
+    "autostop": "Autostop",
+    "capacity": "Capacity",
+    "sight": "Sighting shot",
+}
 
 _STEP_FIELDS: Final = ("requests", "errors", "error_percent", "rps")
 _LATENCY_FIELDS: Final = ("p50", "p90", "p95", "p99", "max")
@@ -58,8 +62,11 @@ def render_run_report(results: RunResults) -> str:
         sections=_sections(results),
         capacity=capacity_view(summary.get("capacity")),
         monitors=monitors_view(monitors, findings, summary.get("monitors")),
-        figures={**run_charts(run_series(results)), **capacity_charts(summary.get("capacity")),
-                 **monitor_charts(monitors, findings, broke_first_marks(summary.get("capacity")))},
+        figures={
+            **run_charts(run_series(results)),
+            **capacity_charts(summary.get("capacity")),
+            **monitor_charts(monitors, findings, broke_first_marks(summary.get("capacity"))),
+        },
         all_requests=ALL_REQUESTS,
     )
 
@@ -90,8 +97,9 @@ def write_report(runs: Sequence[RunResults], path: Path, rule: ComparisonRule | 
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(html, encoding="utf-8")
     except OSError as error:
-        raise InvalidInput(f"cannot write the report to {path}: {error.strerror or error}",
-                           hint="give a writable file path with -o") from error
+        raise InvalidInput(
+            f"cannot write the report to {path}: {error.strerror or error}", hint="give a writable file path with -o"
+        ) from error
     return path
 
 
@@ -132,17 +140,22 @@ def _step_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for name, figures in [*summary["steps"].items(), (ALL_REQUESTS, summary)]:
         latency = _latency(figures)
-        rows.append({
-            "name": name,
-            "kind": figures.get("kind", "request"),
-            **{key: figures[key] for key in _STEP_FIELDS},
-            "latency": latency,
-            "errors_by_kind": figures.get("errors_by_kind") or {},
-            # sql steps: the rows their statements returned or changed.
-            "rows": figures.get("rows"), "rows_per_s": figures.get("rows_per_s"),
-            # http_version "2" or "auto": requests by the protocol they went over.
-            "http1": figures.get("http1"), "http2": figures.get("http2"), "h2_stalls": figures.get("h2_stalls"),
-        })
+        rows.append(
+            {
+                "name": name,
+                "kind": figures.get("kind", "request"),
+                **{key: figures[key] for key in _STEP_FIELDS},
+                "latency": latency,
+                "errors_by_kind": figures.get("errors_by_kind") or {},
+                # sql steps: the rows their statements returned or changed.
+                "rows": figures.get("rows"),
+                "rows_per_s": figures.get("rows_per_s"),
+                # http_version "2" or "auto": requests by the protocol they went over.
+                "http1": figures.get("http1"),
+                "http2": figures.get("http2"),
+                "h2_stalls": figures.get("h2_stalls"),
+            }
+        )
     return rows
 
 

@@ -30,21 +30,38 @@ TARGET_CHART: Final = "chart-capacity-target"
 
 #: The step table's columns: (heading, key in a step, digits).
 STEP_COLUMNS: tuple[tuple[str, str, int], ...] = (
-    ("step", "index", 0), ("phase", "phase", 0), ("level", "level", 3), ("verdict", "verdict", 0),
-    ("req/s", "rps", 1), ("ok req/s", "ok_rps", 1), ("latency ms (from send)", "latency_ms", 2),
-    ("latency ms (as felt)", "felt_latency_ms", 2), ("samples", "samples", 0), ("seconds", "seconds", 0),
-    ("set aside s", "set_aside_s", 0), ("errors %", "error_percent", 2), ("dropped %", "dropped_percent", 2),
+    ("step", "index", 0),
+    ("phase", "phase", 0),
+    ("level", "level", 3),
+    ("verdict", "verdict", 0),
+    ("req/s", "rps", 1),
+    ("ok req/s", "ok_rps", 1),
+    ("latency ms (from send)", "latency_ms", 2),
+    ("latency ms (as felt)", "felt_latency_ms", 2),
+    ("samples", "samples", 0),
+    ("seconds", "seconds", 0),
+    ("set aside s", "set_aside_s", 0),
+    ("errors %", "error_percent", 2),
+    ("dropped %", "dropped_percent", 2),
 )
 
 #: The answer's facts worth a line, in order: (label, key).
 _FACTS: tuple[tuple[str, str], ...] = (
-    ("method", "method"), ("search", "search"), ("max sustainable req/s", "max_rps"),
-    ("served when overloaded req/s", "overloaded_rps"), ("level at the knee", "level_at_max"),
+    ("method", "method"),
+    ("search", "search"),
+    ("max sustainable req/s", "max_rps"),
+    ("served when overloaded req/s", "overloaded_rps"),
+    ("level at the knee", "level_at_max"),
     ("latency ms at the knee (from send)", "latency_ms_at_max"),
-    ("latency ms at the knee (as felt)", "felt_latency_ms_at_max"), ("first saturated level", "first_saturated_level"),
-    ("knee within %", "bracket_percent"), ("saturation", "saturation_reason"), ("ended because", "ended_because"),
-    ("answer after s", "answer_after_s"), ("seconds set aside", "set_aside_s"),
-    ("users supported", "users_supported"), ("instances needed", "instances_needed"),
+    ("latency ms at the knee (as felt)", "felt_latency_ms_at_max"),
+    ("first saturated level", "first_saturated_level"),
+    ("knee within %", "bracket_percent"),
+    ("saturation", "saturation_reason"),
+    ("ended because", "ended_because"),
+    ("answer after s", "answer_after_s"),
+    ("seconds set aside", "set_aside_s"),
+    ("users supported", "users_supported"),
+    ("instances needed", "instances_needed"),
 )
 
 
@@ -63,19 +80,40 @@ def capacity_facts(capacity: dict[str, Any]) -> list[tuple[str, Any]]:
     if percentile is not None:
         facts.insert(1, ("percentile judged", f"p{percentile:g}"))
     # Keys this view does not name (a newer or hand-made block) are shown as they are.
-    named = {key for _, key in _FACTS} | {"percentile", "sight", "notes", "steps", "history", "first_saturated_step",
-                                          "level_unit", "latency_basis", "samples_needed", "precision_percent",
-                                          "stopped_by_steering"}
-    facts.extend((key, value) for key, value in capacity.items()
-                 if key not in named and value is not None and not isinstance(value, (dict, list)))
+    named = {key for _, key in _FACTS} | {
+        "percentile",
+        "sight",
+        "notes",
+        "steps",
+        "history",
+        "first_saturated_step",
+        "level_unit",
+        "latency_basis",
+        "samples_needed",
+        "precision_percent",
+        "stopped_by_steering",
+    }
+    facts.extend(
+        (key, value)
+        for key, value in capacity.items()
+        if key not in named and value is not None and not isinstance(value, (dict, list))
+    )
     broke = capacity.get("what_broke_first")
     if broke:
         # Next to the knee: the monitors' evidence, in the order things gave way.
-        after = max((index for index, (label, _) in enumerate(facts)
-                     if label in ("level at the knee", "latency ms at the knee (as felt)", "first saturated level", "saturation")),
-                    default=len(facts) - 1)
-        facts[after + 1:after + 1] = [("what broke first", broke["sentence"]),
-                                      *(("also crossed", crossing["phrase"]) for crossing in broke.get("crossings", [])[1:])]
+        after = max(
+            (
+                index
+                for index, (label, _) in enumerate(facts)
+                if label
+                in ("level at the knee", "latency ms at the knee (as felt)", "first saturated level", "saturation")
+            ),
+            default=len(facts) - 1,
+        )
+        facts[after + 1 : after + 1] = [
+            ("what broke first", broke["sentence"]),
+            *(("also crossed", crossing["phrase"]) for crossing in broke.get("crossings", [])[1:]),
+        ]
     facts.extend(_sight_and_notes(capacity))
     return facts
 
@@ -84,8 +122,13 @@ def _sight_and_notes(capacity: dict[str, Any]) -> list[tuple[str, Any]]:
     facts: list[tuple[str, Any]] = []
     sight = capacity.get("sight")
     if sight:
-        facts.append(("sighting shot", f"{sight['rate_per_s']:g}/s for {sight['seconds']} s: p50 {sight['p50_ms']:g} ms, "
-                                       f"one VU ≈ {sight['one_vu_rate_per_s']:,.1f}/s, start {sight['start']:g}"))
+        facts.append(
+            (
+                "sighting shot",
+                f"{sight['rate_per_s']:g}/s for {sight['seconds']} s: p50 {sight['p50_ms']:g} ms, "
+                f"one VU ≈ {sight['one_vu_rate_per_s']:,.1f}/s, start {sight['start']:g}",
+            )
+        )
     for note in capacity.get("notes") or []:
         facts.append(("note", note))
     return facts
@@ -149,45 +192,104 @@ def capacity_charts(capacity: dict[str, Any] | None) -> dict[str, Figure]:
     knee = next((step for step in steps if step["level"] == knee_level and step.get("saturated_reason") is None), None)
 
     def points(name: str, chosen: list[dict[str, Any]], key: str, color: str, symbol: str) -> dict[str, Any]:
-        return {"type": "scatter", "mode": "markers", "name": name, "x": [step["level"] for step in chosen],
-                "y": [step.get(key) for step in chosen], "marker": {"size": 9, "color": color, "symbol": symbol},
-                "text": [step.get("saturated_reason") or "good" for step in chosen]}
+        return {
+            "type": "scatter",
+            "mode": "markers",
+            "name": name,
+            "x": [step["level"] for step in chosen],
+            "y": [step.get(key) for step in chosen],
+            "marker": {"size": 9, "color": color, "symbol": symbol},
+            "text": [step.get("saturated_reason") or "good" for step in chosen],
+        }
 
     def curve(key: str, name: str, dash: str) -> dict[str, Any]:
-        return {"type": "scatter", "mode": "lines", "name": name, "x": [step["level"] for step in ordered],
-                "y": [step.get(key) for step in ordered], "line": {"color": "#7f7f7f", "dash": dash}, "hoverinfo": "skip"}
+        return {
+            "type": "scatter",
+            "mode": "lines",
+            "name": name,
+            "x": [step["level"] for step in ordered],
+            "y": [step.get(key) for step in ordered],
+            "line": {"color": "#7f7f7f", "dash": dash},
+            "hoverinfo": "skip",
+        }
 
     def knee_marker(key: str) -> list[dict[str, Any]]:
         if knee is None:
             return []
-        return [{"type": "scatter", "mode": "markers+text", "name": "knee", "x": [knee["level"]], "y": [knee.get(key)],
-                 "text": ["knee"], "textposition": "top center",
-                 "marker": {"size": 16, "color": "rgba(0,0,0,0)", "line": {"width": 2, "color": "#1f77b4"}}}]
+        return [
+            {
+                "type": "scatter",
+                "mode": "markers+text",
+                "name": "knee",
+                "x": [knee["level"]],
+                "y": [knee.get(key)],
+                "text": ["knee"],
+                "textposition": "top center",
+                "marker": {"size": 16, "color": "rgba(0,0,0,0)", "line": {"width": 2, "color": "#1f77b4"}},
+            }
+        ]
 
     percentile = f"p{capacity.get('percentile', 95):g}"
-    layout = {"height": 380, "margin": {"l": 64, "r": 32, "t": 48, "b": 48}, "legend": {"orientation": "h", "y": -0.2},
-              "hovermode": "closest", "paper_bgcolor": "white", "plot_bgcolor": "#fafafa",
-              "xaxis": {"title": {"text": f"load ({unit})"}, "rangemode": "tozero"}}
-    throughput = [curve("ok_rps", "successful req/s", "dot"),
-                  points("good", good, "ok_rps", "#2ca02c", "circle"),
-                  points("saturated", saturated, "ok_rps", "#d62728", "x"), *knee_marker("ok_rps")]
+    layout = {
+        "height": 380,
+        "margin": {"l": 64, "r": 32, "t": 48, "b": 48},
+        "legend": {"orientation": "h", "y": -0.2},
+        "hovermode": "closest",
+        "paper_bgcolor": "white",
+        "plot_bgcolor": "#fafafa",
+        "xaxis": {"title": {"text": f"load ({unit})"}, "rangemode": "tozero"},
+    }
+    throughput = [
+        curve("ok_rps", "successful req/s", "dot"),
+        points("good", good, "ok_rps", "#2ca02c", "circle"),
+        points("saturated", saturated, "ok_rps", "#d62728", "x"),
+        *knee_marker("ok_rps"),
+    ]
     if capacity.get("level_unit") != "vus":
         top = max(step["level"] for step in ordered)
-        throughput.insert(0, {"type": "scatter", "mode": "lines", "name": "offered", "x": [0, top], "y": [0, top],
-                              "line": {"color": "#c7c7c7"}, "hoverinfo": "skip"})
-    latency = [curve("latency_ms", f"{percentile} from send", "dot"),
-               points("good", good, "latency_ms", "#2ca02c", "circle"),
-               points("saturated", saturated, "latency_ms", "#d62728", "x"),
-               {"type": "scatter", "mode": "lines", "name": f"{percentile} as felt", "x": [step["level"] for step in ordered],
-                "y": [step.get("felt_latency_ms") for step in ordered], "line": {"color": "#9467bd", "dash": "dash"}},
-               *knee_marker("latency_ms")]
+        throughput.insert(
+            0,
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": "offered",
+                "x": [0, top],
+                "y": [0, top],
+                "line": {"color": "#c7c7c7"},
+                "hoverinfo": "skip",
+            },
+        )
+    latency = [
+        curve("latency_ms", f"{percentile} from send", "dot"),
+        points("good", good, "latency_ms", "#2ca02c", "circle"),
+        points("saturated", saturated, "latency_ms", "#d62728", "x"),
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": f"{percentile} as felt",
+            "x": [step["level"] for step in ordered],
+            "y": [step.get("felt_latency_ms") for step in ordered],
+            "line": {"color": "#9467bd", "dash": "dash"},
+        },
+        *knee_marker("latency_ms"),
+    ]
     return {
-        "chart-capacity-throughput": {"data": throughput, "layout": {
-            **layout, "title": {"text": "Load and throughput, by find-max step", "x": 0.01, "xanchor": "left"},
-            "yaxis": {"title": {"text": "successful req/s"}, "rangemode": "tozero"}}},
-        "chart-capacity-latency": {"data": latency, "layout": {
-            **layout, "title": {"text": f"Load and latency ({percentile}), by find-max step", "x": 0.01, "xanchor": "left"},
-            "yaxis": {"title": {"text": "ms (log scale)"}, "type": "log"}}},
+        "chart-capacity-throughput": {
+            "data": throughput,
+            "layout": {
+                **layout,
+                "title": {"text": "Load and throughput, by find-max step", "x": 0.01, "xanchor": "left"},
+                "yaxis": {"title": {"text": "successful req/s"}, "rangemode": "tozero"},
+            },
+        },
+        "chart-capacity-latency": {
+            "data": latency,
+            "layout": {
+                **layout,
+                "title": {"text": f"Load and latency ({percentile}), by find-max step", "x": 0.01, "xanchor": "left"},
+                "yaxis": {"title": {"text": "ms (log scale)"}, "type": "log"},
+            },
+        },
     }
 
 
@@ -197,7 +299,9 @@ def broke_first_marks(capacity: dict[str, Any] | None) -> list[tuple[float, str]
     broke = (capacity or {}).get("what_broke_first") or {}
     marks = []
     if broke.get("first"):
-        marks.append((float(broke["first"]["second"]), f"first limit: {broke['first']['monitor']} {broke['first']['rule']}"))
+        marks.append(
+            (float(broke["first"]["second"]), f"first limit: {broke['first']['monitor']} {broke['first']['rule']}")
+        )
     if broke.get("load"):
         marks.append((float(broke["load"]["second"]), "load gave way"))
     return marks
@@ -218,11 +322,16 @@ def capacity_view(capacity: dict[str, Any] | None) -> dict[str, Any] | None:
     charts = capacity_chart_ids(capacity)
     note = None
     if target and charts:
-        note = _TARGET_CHART_NOTE.format(percentile=_percentile(capacity), window=HELD_WINDOW_S,
-                                         band=f"{BAND * 100:g}")
-    return {"facts": capacity_facts(capacity), "steps": capacity_steps(capacity),
-            "columns": capacity_columns(capacity), "table": "capacity-readings" if target else "capacity-steps",
-            "passed": passed, "charts": charts, "chart_note": note}
+        note = _TARGET_CHART_NOTE.format(percentile=_percentile(capacity), window=HELD_WINDOW_S, band=f"{BAND * 100:g}")
+    return {
+        "facts": capacity_facts(capacity),
+        "steps": capacity_steps(capacity),
+        "columns": capacity_columns(capacity),
+        "table": "capacity-readings" if target else "capacity-steps",
+        "passed": passed,
+        "charts": charts,
+        "chart_note": note,
+    }
 
 
 # -- target response time --------------------------------------------------------------------------
@@ -237,8 +346,11 @@ _OUTCOMES: Final = {
     "not_converged": "not converged: the run ended before the level settled",
 }
 #: What stopped the level short of T (``limit``, with ``not_reached``).
-_LIMITS: Final = {"max": "the plan's max level", "generator_saturated": "the generator's own CPU",
-                  "dropped_arrivals": "the open model's max_vus: arrivals were dropped"}
+_LIMITS: Final = {
+    "max": "the plan's max level",
+    "generator_saturated": "the generator's own CPU",
+    "dropped_arrivals": "the open model's max_vus: arrivals were dropped",
+}
 #: What the steering moved, by the level's unit.
 _STEERED: Final = {
     "vus": "the number of VUs",
@@ -250,13 +362,42 @@ _LEVEL_HEADINGS: Final = {"vus": "VUs", "rate_per_s": "arrivals/s", "pace": "pac
 _VERDICT_COLORS: Final = {"under": "#17becf", "at": "#2ca02c", "over": "#d62728", "limit": "#9467bd"}
 #: The keys the facts word, or leave to the readings' table and the chart; any other is shown
 #: as it is (a newer block's).
-_TARGET_KEYS: Final = frozenset({
-    "method", "by", "level_unit", "percentile", "target_ms", "outcome", "limit", "sentence", "max_rps",
-    "level_at_max", "latency_ms_at_max", "converged_after_s", "held_s", "tracked_s", "held_percent",
-    "set_aside_s", "samples_needed", "latency_basis", "highest_under_target", "lowest_over_target", "readings",
-    "history", "notes", "what_broke_first", "stopped_by_steering", "sight", "users_supported", "per_user_rate",
-    "instances_needed", "peak_rps", "headroom_percent", "rate_unit",
-})
+_TARGET_KEYS: Final = frozenset(
+    {
+        "method",
+        "by",
+        "level_unit",
+        "percentile",
+        "target_ms",
+        "outcome",
+        "limit",
+        "sentence",
+        "max_rps",
+        "level_at_max",
+        "latency_ms_at_max",
+        "converged_after_s",
+        "held_s",
+        "tracked_s",
+        "held_percent",
+        "set_aside_s",
+        "samples_needed",
+        "latency_basis",
+        "highest_under_target",
+        "lowest_over_target",
+        "readings",
+        "history",
+        "notes",
+        "what_broke_first",
+        "stopped_by_steering",
+        "sight",
+        "users_supported",
+        "per_user_rate",
+        "instances_needed",
+        "peak_rps",
+        "headroom_percent",
+        "rate_unit",
+    }
+)
 #: Above this many times T, the chart's latency axis stops at it: a queue without bound (a cliff,
 #: a level far over T while climbing) would flatten T's band into a line.
 _CUT_AT_TIMES_T: Final = 3.0
@@ -265,7 +406,8 @@ _TARGET_CHART_NOTE: Final = (
     "(blue), over the {window} s ending each second once the level converged (orange: what a second holding "
     "T is judged on), and each reading (diamonds, with their interval), against T (dashed) and ±{band} % of "
     "it (the green band). Shaded green: seconds T held; grey: seconds set aside (the generator starved). "
-    "Zooming it over time zooms the run's other charts.")
+    "Zooming it over time zooms the run's other charts."
+)
 
 
 def _percentile(capacity: dict[str, Any]) -> str:
@@ -311,8 +453,13 @@ def _target_response_time_facts(capacity: dict[str, Any]) -> list[tuple[str, Any
     target = capacity.get("target_ms")
     if target is not None:
         basis = {"from_send": "from each request's send"}.get(str(capacity.get("latency_basis")), "as felt")
-        facts.append(("target", f"{percentile} {target:g} ms, latency timed {basis}; held within {band} "
-                                f"({target * (1 - BAND):g} to {target * (1 + BAND):g} ms)"))
+        facts.append(
+            (
+                "target",
+                f"{percentile} {target:g} ms, latency timed {basis}; held within {band} "
+                f"({target * (1 - BAND):g} to {target * (1 + BAND):g} ms)",
+            )
+        )
     if unit in _STEERED:
         facts.append(("steered by", _STEERED[unit]))
     if outcome == "held" and capacity.get("max_rps") is not None:
@@ -324,41 +471,69 @@ def _target_response_time_facts(capacity: dict[str, Any]) -> list[tuple[str, Any
             facts.append((f"{percentile} over the held seconds", f"{capacity['latency_ms_at_max']:,.2f} ms"))
     converged = capacity.get("converged_after_s")
     if converged is not None and capacity.get("tracked_s"):
-        facts.append(("seconds T held",
-                      f"{capacity['held_s']} of {capacity['tracked_s']} s after convergence "
-                      f"({capacity['held_percent']:g} %): the {percentile} over the {HELD_WINDOW_S} s ending each "
-                      f"second within {band} of T"))
+        facts.append(
+            (
+                "seconds T held",
+                f"{capacity['held_s']} of {capacity['tracked_s']} s after convergence "
+                f"({capacity['held_percent']:g} %): the {percentile} over the {HELD_WINDOW_S} s ending each "
+                f"second within {band} of T",
+            )
+        )
     facts.append(("converged after", "did not converge" if converged is None else f"{converged} s"))
-    for label, key in (("highest level under T", "highest_under_target"),
-                       ("lowest level over T", "lowest_over_target")):
+    for label, key in (
+        ("highest level under T", "highest_under_target"),
+        ("lowest level over T", "lowest_over_target"),
+    ):
         reading = capacity.get(key)
         if isinstance(reading, dict):
             latency = reading.get("latency_ms")
             timed = "no response timed" if latency is None else f"{percentile} {latency:,.2f} ms"
-            facts.append((label, f"{_level_text(reading['level'], unit)}: {reading['ok_rps']:,.1f} req/s "
-                                 f"successful, {timed} (judged at second {reading['second']})"))
+            facts.append(
+                (
+                    label,
+                    f"{_level_text(reading['level'], unit)}: {reading['ok_rps']:,.1f} req/s "
+                    f"successful, {timed} (judged at second {reading['second']})",
+                )
+            )
     broke = capacity.get("what_broke_first")
     if broke:
         facts.append(("what broke first", broke["sentence"]))
         facts.extend(("also crossed", crossing["phrase"]) for crossing in broke.get("crossings", [])[1:])
     rate_unit = str(capacity.get("rate_unit") or "req/s")
     if capacity.get("users_supported") is not None:
-        facts.append(("users supported",
-                      f"{capacity['users_supported']:,} at {capacity['per_user_rate']:g} {rate_unit} each"))
+        facts.append(
+            ("users supported", f"{capacity['users_supported']:,} at {capacity['per_user_rate']:g} {rate_unit} each")
+        )
     if capacity.get("instances_needed") is not None:
-        facts.append(("instances needed",
-                      f"{capacity['instances_needed']} for a peak of {capacity['peak_rps']:,.1f} {rate_unit} "
-                      f"with {capacity['headroom_percent']:g} % headroom"))
-    facts.extend((key, value) for key, value in capacity.items()
-                 if key not in _TARGET_KEYS and value is not None and not isinstance(value, (dict, list)))
+        facts.append(
+            (
+                "instances needed",
+                f"{capacity['instances_needed']} for a peak of {capacity['peak_rps']:,.1f} {rate_unit} "
+                f"with {capacity['headroom_percent']:g} % headroom",
+            )
+        )
+    facts.extend(
+        (key, value)
+        for key, value in capacity.items()
+        if key not in _TARGET_KEYS and value is not None and not isinstance(value, (dict, list))
+    )
     facts.extend(_sight_and_notes(capacity))
     return facts
 
 
 def _reading_columns(capacity: dict[str, Any]) -> tuple[str, ...]:
     unit = _LEVEL_HEADINGS.get(str(capacity.get("level_unit")), "level")
-    return ("reading", "at second", "phase", f"level ({unit})", "verdict", "ok req/s",
-            f"{_percentile(capacity)} ms (interval)", "samples", "seconds")
+    return (
+        "reading",
+        "at second",
+        "phase",
+        f"level ({unit})",
+        "verdict",
+        "ok req/s",
+        f"{_percentile(capacity)} ms (interval)",
+        "samples",
+        "seconds",
+    )
 
 
 def _reading_row(reading: dict[str, Any], capacity: dict[str, Any]) -> dict[str, Any]:
@@ -375,8 +550,17 @@ def _reading_row(reading: dict[str, Any], capacity: dict[str, Any]) -> dict[str,
         if low is not None and high is not None:
             timed += f" ({low:,.2f}–{'∞' if math.isinf(high) else format(high, ',.2f')})"
     level = _level_value(float(reading["level"]), str(capacity.get("level_unit")))
-    values = (int(reading["index"]) + 1, reading.get("judged_at_s"), reading.get("phase"), level, verdict,
-              round(float(reading.get("ok_rps") or 0.0), 1), timed, reading.get("samples"), reading.get("seconds"))
+    values = (
+        int(reading["index"]) + 1,
+        reading.get("judged_at_s"),
+        reading.get("phase"),
+        level,
+        verdict,
+        round(float(reading.get("ok_rps") or 0.0), 1),
+        timed,
+        reading.get("samples"),
+        reading.get("seconds"),
+    )
     return dict(zip(_reading_columns(capacity), values))
 
 
@@ -408,15 +592,29 @@ def _readings_trace(readings: list[dict[str, Any]], unit: str) -> dict[str, Any]
         return None if low is None else reading["latency_ms"] - low
 
     return {
-        "type": "scatter", "mode": "markers", "name": "readings",
+        "type": "scatter",
+        "mode": "markers",
+        "name": "readings",
         "x": [reading["judged_at_s"] for reading in readings],
         "y": [reading["latency_ms"] for reading in readings],
-        "marker": {"symbol": "diamond", "size": 8,
-                   "color": [_VERDICT_COLORS.get(str(reading.get("verdict")), "#7f7f7f") for reading in readings]},
-        "error_y": {"type": "data", "symmetric": False, "array": [above(reading) for reading in readings],
-                    "arrayminus": [below(reading) for reading in readings], "thickness": 1, "width": 3},
-        "text": [f"reading {int(reading['index']) + 1} ({reading.get('phase')}): {reading.get('verdict')} at "
-                 f"{_level_text(float(reading['level']), unit)}" for reading in readings],
+        "marker": {
+            "symbol": "diamond",
+            "size": 8,
+            "color": [_VERDICT_COLORS.get(str(reading.get("verdict")), "#7f7f7f") for reading in readings],
+        },
+        "error_y": {
+            "type": "data",
+            "symmetric": False,
+            "array": [above(reading) for reading in readings],
+            "arrayminus": [below(reading) for reading in readings],
+            "thickness": 1,
+            "width": 3,
+        },
+        "text": [
+            f"reading {int(reading['index']) + 1} ({reading.get('phase')}): {reading.get('verdict')} at "
+            f"{_level_text(float(reading['level']), unit)}"
+            for reading in readings
+        ],
         "hovertemplate": "%{text}: %{y:,.2f} ms<extra></extra>",
     }
 
@@ -441,39 +639,99 @@ def target_response_time_chart(capacity: dict[str, Any]) -> Figure:
     data = [
         # The band is the area between its two edges (the second fills down to the first).
         {**flat, "name": f"T − {band}", "y": [target * (1 - BAND)] * 2, "line": {"width": 0}, "showlegend": False},
-        {**flat, "name": f"±{band} of T", "y": [target * (1 + BAND)] * 2, "line": {"width": 0},
-         "fill": "tonexty", "fillcolor": "rgba(44, 160, 44, 0.18)"},
-        {**flat, "name": f"T: {percentile} {target:g} ms", "y": [target, target],
-         "line": {"color": "#2ca02c", "dash": "dash", "width": 1.5}},
-        {"type": "scatter", "mode": "lines", "name": f"{percentile} of the level's window", "x": seconds,
-         "y": window, "line": {"color": "#1f77b4", "width": 1}},
-        {"type": "scatter", "mode": "lines", "name": f"{percentile} over the last {HELD_WINDOW_S} s",
-         "x": seconds, "y": held_window, "line": {"color": "#ff7f0e", "width": 2.5}},
+        {
+            **flat,
+            "name": f"±{band} of T",
+            "y": [target * (1 + BAND)] * 2,
+            "line": {"width": 0},
+            "fill": "tonexty",
+            "fillcolor": "rgba(44, 160, 44, 0.18)",
+        },
+        {
+            **flat,
+            "name": f"T: {percentile} {target:g} ms",
+            "y": [target, target],
+            "line": {"color": "#2ca02c", "dash": "dash", "width": 1.5},
+        },
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": f"{percentile} of the level's window",
+            "x": seconds,
+            "y": window,
+            "line": {"color": "#1f77b4", "width": 1},
+        },
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": f"{percentile} over the last {HELD_WINDOW_S} s",
+            "x": seconds,
+            "y": held_window,
+            "line": {"color": "#ff7f0e", "width": 2.5},
+        },
         _readings_trace(readings, unit),
-        {"type": "scatter", "mode": "lines", "name": level_title, "x": seconds,
-         "y": [entry.get("level") for entry in history], "yaxis": "y2",
-         "line": {"shape": "hv", "color": "#7f7f7f", "width": 2}, "text": [entry.get("phase") for entry in history],
-         "hovertemplate": "level %{y:,.4g} (%{text})<extra></extra>"},
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": level_title,
+            "x": seconds,
+            "y": [entry.get("level") for entry in history],
+            "yaxis": "y2",
+            "line": {"shape": "hv", "color": "#7f7f7f", "width": 2},
+            "text": [entry.get("phase") for entry in history],
+            "hovertemplate": "level %{y:,.4g} (%{text})<extra></extra>",
+        },
     ]
-    shapes = [{"type": "rect", "xref": "x", "yref": "paper", "x0": begin, "x1": finish, "y0": 0, "y1": 1,
-               "fillcolor": color, "opacity": opacity, "line": {"width": 0}}
-              for key, color, opacity in (("held", "#2ca02c", 0.12), ("starved", "#7f7f7f", 0.2))
-              for begin, finish in _spans(int(entry["second"]) for entry in history if entry.get(key))]
+    shapes = [
+        {
+            "type": "rect",
+            "xref": "x",
+            "yref": "paper",
+            "x0": begin,
+            "x1": finish,
+            "y0": 0,
+            "y1": 1,
+            "fillcolor": color,
+            "opacity": opacity,
+            "line": {"width": 0},
+        }
+        for key, color, opacity in (("held", "#2ca02c", 0.12), ("starved", "#7f7f7f", 0.2))
+        for begin, finish in _spans(int(entry["second"]) for entry in history if entry.get(key))
+    ]
     moments = []
     if capacity.get("converged_after_s"):
         moments.append((float(capacity["converged_after_s"]), "converged", "#7f7f7f"))
     moments += [(second, label, "#1f77b4") for second, label in broke_first_marks(capacity)]
     lines, annotations = moment_lines(moments)
-    timed = [value for value in (*window, *held_window, *(reading["latency_ms"] for reading in readings))
-             if value is not None and math.isfinite(value)]
+    timed = [
+        value
+        for value in (*window, *held_window, *(reading["latency_ms"] for reading in readings))
+        if value is not None and math.isfinite(value)
+    ]
     latency_axis: dict[str, Any] = {"title": {"text": "ms"}, "rangemode": "tozero"}
     if max(timed, default=0.0) > _CUT_AT_TIMES_T * target:
-        latency_axis = {"title": {"text": f"ms (cut at {_CUT_AT_TIMES_T:g} × T; autoscale shows all)"},
-                        "range": [0, _CUT_AT_TIMES_T * target]}
+        latency_axis = {
+            "title": {"text": f"ms (cut at {_CUT_AT_TIMES_T:g} × T; autoscale shows all)"},
+            "range": [0, _CUT_AT_TIMES_T * target],
+        }
     # tickmode auto: plotly would otherwise sync the level's ticks to the latency's (39.5, 32.9...).
-    level_axis = {"title": {"text": level_title}, "overlaying": "y", "side": "right", "rangemode": "tozero",
-                  "showgrid": False, "tickmode": "auto"}
-    return {"data": data, "layout": chart_layout(
-        f"Target response time: the level and its {percentile} against T = {target:g} ms (shaded: seconds T held)",
-        height=420, legend={"orientation": "h", "y": -0.2}, yaxis=latency_axis, yaxis2=level_axis,
-        shapes=[*shapes, *lines], annotations=annotations)}
+    level_axis = {
+        "title": {"text": level_title},
+        "overlaying": "y",
+        "side": "right",
+        "rangemode": "tozero",
+        "showgrid": False,
+        "tickmode": "auto",
+    }
+    return {
+        "data": data,
+        "layout": chart_layout(
+            f"Target response time: the level and its {percentile} against T = {target:g} ms (shaded: seconds T held)",
+            height=420,
+            legend={"orientation": "h", "y": -0.2},
+            yaxis=latency_axis,
+            yaxis2=level_axis,
+            shapes=[*shapes, *lines],
+            annotations=annotations,
+        ),
+    }

@@ -21,8 +21,9 @@ from horde.report.series import MonitorSeries, monitor_series
 from horde.store import MonitorSample
 
 
-def stored_findings(plan: Mapping[str, Any], summary: Mapping[str, Any],
-                    samples: Mapping[str, list[MonitorSample]]) -> list[dict[str, Any]]:
+def stored_findings(
+    plan: Mapping[str, Any], summary: Mapping[str, Any], samples: Mapping[str, list[MonitorSample]]
+) -> list[dict[str, Any]]:
     """The diagnosis of a stored run: its summary's, or (a run that stored none) its samples
     judged again by its plan's rules."""
     block = summary.get("monitors")
@@ -31,8 +32,9 @@ def stored_findings(plan: Mapping[str, Any], summary: Mapping[str, Any],
     return [finding.to_json() for finding in Diagnosis(plan_monitors(plan)).observe_all(dict(samples))]
 
 
-def monitors_view(series: Mapping[str, MonitorSeries], findings: Sequence[Mapping[str, Any]],
-                  stored: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+def monitors_view(
+    series: Mapping[str, MonitorSeries], findings: Sequence[Mapping[str, Any]], stored: Mapping[str, Any] | None = None
+) -> dict[str, Any] | None:
     """What the pages print of the monitors: ``sources`` (a row each: monitor, type, samples,
     gaps, first gap), ``figures`` (a row per headline figure: monitor, figure, mean, max, last),
     ``diagnosis`` (the findings, in order of second) and ``warnings``. ``stored`` is the
@@ -45,14 +47,30 @@ def monitors_view(series: Mapping[str, MonitorSeries], findings: Sequence[Mappin
     if stored:
         for name, source in stored.get("sources", {}).items():
             first_gap = source.get("first_gap") or {}
-            sources.append({"monitor": name, "type": source.get("type"), "samples": source.get("samples"),
-                            "gaps": source.get("gaps"), "first gap": _gap_text(first_gap.get("second"), first_gap.get("reason"))})
-            figures += [{"monitor": name, "figure": metric, **entry} for metric, entry in source.get("figures", {}).items()]
+            sources.append(
+                {
+                    "monitor": name,
+                    "type": source.get("type"),
+                    "samples": source.get("samples"),
+                    "gaps": source.get("gaps"),
+                    "first gap": _gap_text(first_gap.get("second"), first_gap.get("reason")),
+                }
+            )
+            figures += [
+                {"monitor": name, "figure": metric, **entry} for metric, entry in source.get("figures", {}).items()
+            ]
     else:
         for name, one in series.items():
             first = one.gaps[0] if one.gaps else (None, None)
-            sources.append({"monitor": name, "type": one.kind, "samples": len(one.seconds) - len(one.gaps),
-                            "gaps": len(one.gaps), "first gap": _gap_text(*first)})
+            sources.append(
+                {
+                    "monitor": name,
+                    "type": one.kind,
+                    "samples": len(one.seconds) - len(one.gaps),
+                    "gaps": len(one.gaps),
+                    "first gap": _gap_text(*first),
+                }
+            )
             for metric in charted_metrics(one, []):
                 values = [value for value in one.values[metric] if value is not None]
                 if values:
@@ -61,11 +79,23 @@ def monitors_view(series: Mapping[str, MonitorSeries], findings: Sequence[Mappin
                         rates = one.values.get(SHARES_OF[metric], [None] * len(one.seconds))
                         run_share = share_over_run(one.seconds, one.values[metric], rates)
                         mean = mean if run_share is None else run_share
-                    figures.append({"monitor": name, "figure": metric, "mean": mean,
-                                    "max": round(max(values), 3), "last": round(values[-1], 3)})
-    return {"sources": sources, "figures": figures,
-            "diagnosis": sorted((dict(finding) for finding in findings), key=lambda finding: (finding["second"], finding["monitor"])),
-            "warnings": list((stored or {}).get("warnings") or [])}
+                    figures.append(
+                        {
+                            "monitor": name,
+                            "figure": metric,
+                            "mean": mean,
+                            "max": round(max(values), 3),
+                            "last": round(values[-1], 3),
+                        }
+                    )
+    return {
+        "sources": sources,
+        "figures": figures,
+        "diagnosis": sorted(
+            (dict(finding) for finding in findings), key=lambda finding: (finding["second"], finding["monitor"])
+        ),
+        "warnings": list((stored or {}).get("warnings") or []),
+    }
 
 
 def _gap_text(second: int | None, reason: str | None) -> str:

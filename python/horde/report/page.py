@@ -36,7 +36,9 @@ def plotly_js() -> str:
     serves as ``/static/plotly-basic.min.js``."""
     data = pkgutil.get_data("horde.report", PLOTLY_JS)
     if data is None:
-        raise ReportUnavailable(f"horde.report has no {PLOTLY_JS}", hint="reinstall Horde (pip install --force-reinstall horde)")
+        raise ReportUnavailable(
+            f"horde.report has no {PLOTLY_JS}", hint="reinstall Horde (pip install --force-reinstall horde)"
+        )
     return data.decode("utf-8")
 
 
@@ -137,5 +139,8 @@ def environment() -> jinja2.Environment:
 
 
 def render(template: str, **context: Any) -> str:
-    return environment().get_template(template).render(plotly_js_packed=Markup(plotly_js_packed()),
-                                                        linked_axes_js=Markup(linked_axes_js()), **context)
+    return (
+        environment()
+        .get_template(template)
+        .render(plotly_js_packed=Markup(plotly_js_packed()), linked_axes_js=Markup(linked_axes_js()), **context)
+    )

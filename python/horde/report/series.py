@@ -114,9 +114,13 @@ class MonitorSeries:
 def monitor_series(plan: dict[str, Any], samples: dict[str, list[MonitorSample]]) -> dict[str, MonitorSeries]:
     """Each monitor of the stored plan (in its order) with its samples; a monitor with samples
     but not in the plan (a store written by hand) comes after, as a prometheus source."""
-    series = {str(monitor["name"]): MonitorSeries(str(monitor["name"]), str(monitor.get("type", "host")),
-                                                  bool(monitor.get("node_exporter", False)))
-              for monitor in plan.get("monitors") or [] if isinstance(monitor, dict) and "name" in monitor}
+    series = {
+        str(monitor["name"]): MonitorSeries(
+            str(monitor["name"]), str(monitor.get("type", "host")), bool(monitor.get("node_exporter", False))
+        )
+        for monitor in plan.get("monitors") or []
+        if isinstance(monitor, dict) and "name" in monitor
+    }
     for name, found in samples.items():
         into = series.setdefault(name, MonitorSeries(name, "prometheus"))
         for sample in found:
@@ -131,14 +135,29 @@ def run_series(results: RunResults) -> RunSeries:
     cpu_limit = CPU_SATURATION_PERCENT_PER_WORKER * results.workers
     # Run-wide error figures count requests only, as the summary's do (a group's failed pass is
     # a failed request already counted).
-    all_kinds = sorted({
-        kind for snapshot in results.snapshots for entry in snapshot["steps"]
-        if kinds[(entry["scenario"], entry["step"])] == "request" for kind in entry["errors"]
-    })
+    all_kinds = sorted(
+        {
+            kind
+            for snapshot in results.snapshots
+            for entry in snapshot["steps"]
+            if kinds[(entry["scenario"], entry["step"])] == "request"
+            for kind in entry["errors"]
+        }
+    )
     series = RunSeries(
-        rate_elapsed_s=[], requests_per_s=[], errors_per_s=[], errors_per_s_by_kind={k: [] for k in all_kinds},
-        dropped_arrivals_per_s=[], elapsed_s=[], active_vus=[], target_vus=[], target_rate_per_s=[],
-        cpu_percent=[], timer_lateness_p99_ms=[], saturated_intervals=[], cpu_limit_percent=cpu_limit,
+        rate_elapsed_s=[],
+        requests_per_s=[],
+        errors_per_s=[],
+        errors_per_s_by_kind={k: [] for k in all_kinds},
+        dropped_arrivals_per_s=[],
+        elapsed_s=[],
+        active_vus=[],
+        target_vus=[],
+        target_rate_per_s=[],
+        cpu_percent=[],
+        timer_lateness_p99_ms=[],
+        saturated_intervals=[],
+        cpu_limit_percent=cpu_limit,
         latency={ALL_REQUESTS: LatencySeries(), **{names[s]: LatencySeries() for s in results.step_ids()}},
         distribution={},
     )
@@ -205,8 +224,9 @@ def ping_steps(plan: dict[str, Any]) -> set[tuple[str, str]]:
     return found
 
 
-def _add_messages(target: MessageSeries, elapsed: float, per_s: float, entries: list[StepSnapshot],
-                  pings: set[tuple[str, str]]) -> None:
+def _add_messages(
+    target: MessageSeries, elapsed: float, per_s: float, entries: list[StepSnapshot], pings: set[tuple[str, str]]
+) -> None:
     target.elapsed_s.append(elapsed)
     counts: list[dict[str, Any]] = [dict(entry.get("messages") or {}) for entry in entries]
     for name in MESSAGE_RATES:

@@ -11,5 +11,14 @@ from horde.results.export import write_export
 from horde.results.stored_run import RunResults, load_run
 from horde.results.summary import SummaryBuilder, summarise
 
-__all__ = ["ComparisonRule", "RunComparison", "RunResults", "SummaryBuilder", "compare_runs", "load_run",
-           "summarise", "trend", "write_export"]
+__all__ = [
+    "ComparisonRule",
+    "RunComparison",
+    "RunResults",
+    "SummaryBuilder",
+    "compare_runs",
+    "load_run",
+    "summarise",
+    "trend",
+    "write_export",
+]

@@ -288,7 +288,10 @@ def compare_runs(baseline: RunResults, candidate: RunResults, rule: ComparisonRu
             notes.append(f"step {name!r} is only in the {'candidate' if step_a is None else 'baseline'} run")
         comparisons.append(
             _compare_step(
-                name, kind, figures_a, figures_b,
+                name,
+                kind,
+                figures_a,
+                figures_b,
                 histograms_a.get(step_a) if step_a else None,
                 histograms_b.get(step_b) if step_b else None,
                 rule,
@@ -298,16 +301,23 @@ def compare_runs(baseline: RunResults, candidate: RunResults, rule: ComparisonRu
         )
     comparisons.append(
         _compare_step(
-            ALL_REQUESTS, "request", StepFigures.of(baseline.summary), StepFigures.of(candidate.summary),
-            baseline.all_requests_histogram(), candidate.all_requests_histogram(), rule,
-            seconds_a[ALL_REQUESTS], seconds_b[ALL_REQUESTS],
+            ALL_REQUESTS,
+            "request",
+            StepFigures.of(baseline.summary),
+            StepFigures.of(candidate.summary),
+            baseline.all_requests_histogram(),
+            candidate.all_requests_histogram(),
+            rule,
+            seconds_a[ALL_REQUESTS],
+            seconds_b[ALL_REQUESTS],
         )
     )
     return RunComparison(baseline.run_id, candidate.run_id, rule, comparisons, notes)
 
 
-def judge(test: RankTest, relative_change: dict[str, float | None], change_ms: dict[str, float | None],
-          rule: ComparisonRule) -> tuple[Verdict, str]:
+def judge(
+    test: RankTest, relative_change: dict[str, float | None], change_ms: dict[str, float | None], rule: ComparisonRule
+) -> tuple[Verdict, str]:
     """The verdict from the test and the percentile changes (relative, and in ms), with its reason.
 
     >>> rule = ComparisonRule()
@@ -322,14 +332,16 @@ def judge(test: RankTest, relative_change: dict[str, float | None], change_ms: d
             f"{min(test.n_baseline, test.n_candidate)} requests in one run; at least {rule.min_requests} are needed"
         )
     shown = ", ".join(
-        f"{key} {_percent(relative_change.get(key))}" + _milliseconds(change_ms.get(key)) for key in RELEVANCE_PERCENTILES
+        f"{key} {_percent(relative_change.get(key))}" + _milliseconds(change_ms.get(key))
+        for key in RELEVANCE_PERCENTILES
     )
     if test.p_value >= rule.alpha:
         return "no significant change", f"p = {test.p_text} is not below alpha = {rule.alpha:g} ({shown})"
     slower = test.probability_of_superiority > 0.5
     sign = 1.0 if slower else -1.0
     relevant = [
-        key for key in RELEVANCE_PERCENTILES
+        key
+        for key in RELEVANCE_PERCENTILES
         if sign * (relative_change.get(key) or 0.0) > rule.min_relative_change
         and sign * (change_ms.get(key) or 0.0) > rule.min_absolute_change_ms
     ]
@@ -364,23 +376,33 @@ def _compare_step(
         error_change = round(candidate.error_percent - baseline.error_percent, 3)
     if histogram_a is None or histogram_b is None:
         which = "baseline" if histogram_a is None else "candidate"
-        return StepComparison(name, kind, baseline, candidate, relative, change_ms, error_change, None,
-                              "not enough data", f"no requests of this step in the {which} run")
+        return StepComparison(
+            name,
+            kind,
+            baseline,
+            candidate,
+            relative,
+            change_ms,
+            error_change,
+            None,
+            "not enough data",
+            f"no requests of this step in the {which} run",
+        )
     buckets_a, buckets_b = buckets(histogram_a), buckets(histogram_b)
     test = mann_whitney_u(buckets_a, buckets_b)
     verdict, reason = judge(test, relative, change_ms, rule)
     rate_test = None
     if seconds_a is not None and seconds_b is not None:
-        rate_test = mann_whitney_u([Bucket(count, count, 1) for count in seconds_a],
-                                   [Bucket(count, count, 1) for count in seconds_b])
-    tails = {key: above_percentile_p_value(buckets_a, buckets_b, float(key[1:]))
-             for key in _REPORTED_PERCENTILES}
-    return StepComparison(name, kind, baseline, candidate, relative, change_ms, error_change, test, verdict,
-                          reason, rate_test, tails)
+        rate_test = mann_whitney_u(
+            [Bucket(count, count, 1) for count in seconds_a], [Bucket(count, count, 1) for count in seconds_b]
+        )
+    tails = {key: above_percentile_p_value(buckets_a, buckets_b, float(key[1:])) for key in _REPORTED_PERCENTILES}
+    return StepComparison(
+        name, kind, baseline, candidate, relative, change_ms, error_change, test, verdict, reason, rate_test, tails
+    )
 
 
-def above_percentile_p_value(baseline: Sequence[Bucket], candidate: Sequence[Bucket],
-                             percentile: float) -> float:
+def above_percentile_p_value(baseline: Sequence[Bucket], candidate: Sequence[Bucket], percentile: float) -> float:
     """The p-value of the test that a larger share of ``candidate``'s requests lies above the
     bucket holding ``baseline``'s ``percentile`` than of ``baseline``'s (1.0 where it is not
     larger): whether that percentile rose, asked of the tail alone.
@@ -458,8 +480,7 @@ class Gate:
         metric, _, margin_text = text.partition(":")
         metric = metric.strip().lower()
         if metric not in GATE_METRICS:
-            raise ValueError(f"{metric or text!r} is not a figure a gate can watch "
-                             f"(give {', '.join(GATE_METRICS)})")
+            raise ValueError(f"{metric or text!r} is not a figure a gate can watch (give {', '.join(GATE_METRICS)})")
         margin_text = margin_text.strip().lower()
         number = margin_text.removesuffix("%").removesuffix("pt").strip() if margin_text else "0"
         try:
@@ -528,10 +549,17 @@ def _regression(gate: Gate, step: StepComparison, rule: ComparisonRule) -> Regre
         p_value = two_proportion_p_value(a.errors, a.requests, b.errors, b.requests)
         if worse_by <= gate.margin or p_value >= rule.alpha:
             return None
-        return Regression(str(gate), step.name, round(worse_by, 3), p_value, (
-            f"{step.name}: errors {a.error_percent:.2f} % → {b.error_percent:.2f} % (+{worse_by:.2f} points, "
-            f"more than the {gate.margin:g} allowed); the two-proportion test gives p = {_p_text(p_value)} "
-            f"< {rule.alpha:g}"))
+        return Regression(
+            str(gate),
+            step.name,
+            round(worse_by, 3),
+            p_value,
+            (
+                f"{step.name}: errors {a.error_percent:.2f} % → {b.error_percent:.2f} % (+{worse_by:.2f} points, "
+                f"more than the {gate.margin:g} allowed); the two-proportion test gives p = {_p_text(p_value)} "
+                f"< {rule.alpha:g}"
+            ),
+        )
     if gate.metric == "rps":
         test = step.rate_test
         change = step.relative_change.get("rps")
@@ -539,10 +567,17 @@ def _regression(gate: Gate, step: StepComparison, rule: ComparisonRule) -> Regre
             return None
         if test.p_value >= rule.alpha or test.probability_of_superiority >= 0.5:
             return None
-        return Regression(str(gate), step.name, round(-100.0 * change, 3), test.p_value, (
-            f"{step.name}: {a.rps:,.1f} → {b.rps:,.1f} req/s ({change:+.1%}, more than the {gate.margin:g} % "
-            "allowed); "
-            f"its seconds are lower by the rank test, p = {test.p_text} < {rule.alpha:g}"))
+        return Regression(
+            str(gate),
+            step.name,
+            round(-100.0 * change, 3),
+            test.p_value,
+            (
+                f"{step.name}: {a.rps:,.1f} → {b.rps:,.1f} req/s ({change:+.1%}, more than the {gate.margin:g} % "
+                "allowed); "
+                f"its seconds are lower by the rank test, p = {test.p_text} < {rule.alpha:g}"
+            ),
+        )
     test = step.test
     change = step.relative_change.get(gate.metric)
     moved_ms = step.change_ms.get(gate.metric)
@@ -551,16 +586,28 @@ def _regression(gate: Gate, step: StepComparison, rule: ComparisonRule) -> Regre
     if 100.0 * change <= gate.margin or moved_ms <= rule.min_absolute_change_ms:
         return None
     before, after = a.latency_ms[gate.metric], b.latency_ms[gate.metric]
-    figures = (f"{step.name}: {gate.metric} {before:,.2f} → {after:,.2f} ms "
-               f"({change:+.1%}, more than the {gate.margin:g} % allowed)")
+    figures = (
+        f"{step.name}: {gate.metric} {before:,.2f} → {after:,.2f} ms "
+        f"({change:+.1%}, more than the {gate.margin:g} % allowed)"
+    )
     if test.p_value < rule.alpha and test.probability_of_superiority > 0.5:
-        return Regression(str(gate), step.name, round(100.0 * change, 3), test.p_value,
-                          f"{figures}; slower by the rank test, p = {test.p_text} < {rule.alpha:g}")
+        return Regression(
+            str(gate),
+            step.name,
+            round(100.0 * change, 3),
+            test.p_value,
+            f"{figures}; slower by the rank test, p = {test.p_text} < {rule.alpha:g}",
+        )
     tail = step.tail_tests.get(gate.metric, 1.0)
     if tail < rule.alpha:
-        return Regression(str(gate), step.name, round(100.0 * change, 3), tail,
-                          f"{figures}; more of its requests lie above the baseline's {gate.metric}, "
-                          f"p = {_p_text(tail)} < {rule.alpha:g}")
+        return Regression(
+            str(gate),
+            step.name,
+            round(100.0 * change, 3),
+            tail,
+            f"{figures}; more of its requests lie above the baseline's {gate.metric}, "
+            f"p = {_p_text(tail)} < {rule.alpha:g}",
+        )
     return None
 
 
@@ -602,8 +649,9 @@ class TrendPoint:
     steps: dict[str, dict[str, float]]
 
 
-def trend(store: Store, tag_key: str, *, tag_value: str | None = None, limit: int = 50,
-          scan: int = 5000) -> list[TrendPoint]:
+def trend(
+    store: Store, tag_key: str, *, tag_value: str | None = None, limit: int = 50, scan: int = 5000
+) -> list[TrendPoint]:
     """Runs tagged ``tag_key`` (``=tag_value`` if given), oldest first, at most the ``limit``
     newest of them, among the ``scan`` newest runs of the store.
 
@@ -611,9 +659,10 @@ def trend(store: Store, tag_key: str, *, tag_value: str | None = None, limit: in
     without one (aborted) has it recomputed from its snapshots.
     """
     matching = [
-        record for record in store.list_runs(limit=scan)
+        record
+        for record in store.list_runs(limit=scan)
         if tag_key in record.tags and (tag_value is None or record.tags[tag_key] == tag_value)
-    ][:max(limit, 0)]
+    ][: max(limit, 0)]
     points: list[TrendPoint] = []
     for record in sorted(matching, key=lambda r: (r.started_at, r.run_id)):
         summary = record.summary

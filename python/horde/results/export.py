@@ -39,7 +39,12 @@ _STEP_COLUMNS: Final = ("scenario", "step", "kind", "requests", "ok", "errors")
 _FIGURE_COLUMNS: Final = ("rps", "p50_ms", "p90_ms", "p95_ms", "p99_ms", "max_ms", "bytes_sent", "bytes_received")
 #: The run's own figures of each second, repeated on each of that second's rows.
 RUN_COLUMNS: Final = (
-    "active_vus", "target_vus", "target_rate_per_s", "dropped_arrivals", "cpu_percent", "timer_lateness_p99_ms",
+    "active_vus",
+    "target_vus",
+    "target_rate_per_s",
+    "dropped_arrivals",
+    "cpu_percent",
+    "timer_lateness_p99_ms",
 )
 _PERCENTILES: Final = (50.0, 90.0, 95.0, 99.0)
 
@@ -67,7 +72,9 @@ def monitor_columns(results: RunResults) -> list[str]:
     columns: list[str] = []
     for name, samples in results.monitor_samples.items():
         columns.append(f"monitor.{name}.error")
-        columns.extend(dict.fromkeys(f"monitor.{name}.{metric}" for sample in samples for metric in sample.values or {}))
+        columns.extend(
+            dict.fromkeys(f"monitor.{name}.{metric}" for sample in samples for metric in sample.values or {})
+        )
     return columns
 
 
@@ -102,7 +109,9 @@ def write_export(results: RunResults, export_format: ExportFormat, stream: TextI
     kinds = error_kinds(results)
     if export_format == "json":
         record = results.record
-        kinds_of_monitors = {str(monitor.get("name")): monitor.get("type") for monitor in record.plan.get("monitors") or []}
+        kinds_of_monitors = {
+            str(monitor.get("name")): monitor.get("type") for monitor in record.plan.get("monitors") or []
+        }
         document = {
             "run_id": record.run_id,
             "plan_name": record.plan_name,
@@ -113,10 +122,22 @@ def write_export(results: RunResults, export_format: ExportFormat, stream: TextI
             "parameters": record.parameters,
             "error_kinds": kinds,
             "rows": rows,
-            "monitors": {name: {"type": kinds_of_monitors.get(name), "samples": [
-                {"second": sample.second, "elapsed_s": sample.elapsed_s, "timestamp": sample.timestamp,
-                 "values": sample.values, "error": sample.error} for sample in samples]}
-                for name, samples in results.monitor_samples.items()},
+            "monitors": {
+                name: {
+                    "type": kinds_of_monitors.get(name),
+                    "samples": [
+                        {
+                            "second": sample.second,
+                            "elapsed_s": sample.elapsed_s,
+                            "timestamp": sample.timestamp,
+                            "values": sample.values,
+                            "error": sample.error,
+                        }
+                        for sample in samples
+                    ],
+                }
+                for name, samples in results.monitor_samples.items()
+            },
         }
         json.dump(document, stream, indent=1)
         stream.write("\n")
@@ -158,7 +179,19 @@ def _step_figures(entry: StepSnapshot, interval_s: float) -> dict[str, Any]:
 
 def _empty_step() -> dict[str, Any]:
     return {
-        "scenario": None, "step": None, "kind": None, "requests": 0, "ok": 0, "errors": 0, "errors_by_kind": {},
-        "rps": None, "p50_ms": None, "p90_ms": None, "p95_ms": None, "p99_ms": None, "max_ms": None,
-        "bytes_sent": 0, "bytes_received": 0,
+        "scenario": None,
+        "step": None,
+        "kind": None,
+        "requests": 0,
+        "ok": 0,
+        "errors": 0,
+        "errors_by_kind": {},
+        "rps": None,
+        "p50_ms": None,
+        "p90_ms": None,
+        "p95_ms": None,
+        "p99_ms": None,
+        "max_ms": None,
+        "bytes_sent": 0,
+        "bytes_received": 0,
     }

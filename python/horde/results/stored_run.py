@@ -116,5 +116,11 @@ def load_run(store: Store, ref: str) -> RunResults:
     # cannot be recomputed from the snapshots alone, so it is kept as stored.
     stored = {key: value for key, value in (record.summary or {}).items() if key not in summary}
     summary.update(stored)
-    return RunResults(record=record, snapshots=snapshots, summary=summary, workers=workers, stored_keys=tuple(stored),
-                      monitor_samples=store.monitor_samples(record.run_id))
+    return RunResults(
+        record=record,
+        snapshots=snapshots,
+        summary=summary,
+        workers=workers,
+        stored_keys=tuple(stored),
+        monitor_samples=store.monitor_samples(record.run_id),
+    )

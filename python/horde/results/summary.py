@@ -12,6 +12,7 @@ from typing import Any
 
 from horde.engine import histogram
 from horde.engine.snapshot import MessageCounts, Snapshot, StepSnapshot, merge_steps
+
 #: Above this share of one core per engine worker, the generator itself may be the bottleneck.
 CPU_SATURATION_PERCENT_PER_WORKER = 90.0
 #: Timers firing later than this (p99 of a second) mean the generator cannot keep its schedule.
@@ -36,8 +37,17 @@ def step_key(scenario: str, step: str, ambiguous: set[str]) -> str:
 
 
 #: A step that did nothing: the run's totals when it has no request step.
-NOTHING: StepSnapshot = {"scenario": "", "step": "", "kind": "request", "requests": 0, "ok": 0, "errors": {},
-                         "bytes_sent": 0, "bytes_received": 0, "histogram": b""}
+NOTHING: StepSnapshot = {
+    "scenario": "",
+    "step": "",
+    "kind": "request",
+    "requests": 0,
+    "ok": 0,
+    "errors": {},
+    "bytes_sent": 0,
+    "bytes_received": 0,
+    "histogram": b"",
+}
 
 
 @dataclass
@@ -123,10 +133,17 @@ class SummaryBuilder:
         everything: StepSnapshot = {**merge_steps(requests_only), "rows": 0, "checks": []} if requests_only else NOTHING
         overall = _figures(everything, self.duration_s)
         checks = [
-            {"step": key, "check": check["check"], "passes": check["passes"], "failures": check["failures"],
-             "pass_percent": round(100.0 * check["passes"] / (check["passes"] + check["failures"]), 2)
-             if check["passes"] + check["failures"] else 0.0}
-            for key, figures in steps.items() for check in figures.pop("checks", [])
+            {
+                "step": key,
+                "check": check["check"],
+                "passes": check["passes"],
+                "failures": check["failures"],
+                "pass_percent": round(100.0 * check["passes"] / (check["passes"] + check["failures"]), 2)
+                if check["passes"] + check["failures"]
+                else 0.0,
+            }
+            for key, figures in steps.items()
+            for check in figures.pop("checks", [])
         ]
         return {
             "run_id": run_id,
@@ -169,8 +186,12 @@ def no_connection(summary: dict[str, Any]) -> bool:
     """
     requests = int(summary.get("requests") or 0)
     kinds = summary.get("errors_by_kind") or {}
-    return (requests > 0 and int(summary.get("connections_opened") or 0) == 0
-            and requests == int(summary.get("errors") or requests) and any(kinds.get(kind) for kind in CONNECT_KINDS))
+    return (
+        requests > 0
+        and int(summary.get("connections_opened") or 0) == 0
+        and requests == int(summary.get("errors") or requests)
+        and any(kinds.get(kind) for kind in CONNECT_KINDS)
+    )
 
 
 #: Error kinds of a request that got no answer at all: no connection, or a connection on which
@@ -218,8 +239,11 @@ def _nothing_came_back(summary: dict[str, Any]) -> bool:
     """Whether a run against a message target sent messages and received not one, not even a
     datagram that its impaired network then dropped."""
     messages = summary.get("messages") or {}
-    return (int(messages.get("sent") or 0) > 0 and not int(messages.get("received") or 0)
-            and not int(messages.get("datagrams_received") or 0))
+    return (
+        int(messages.get("sent") or 0) > 0
+        and not int(messages.get("received") or 0)
+        and not int(messages.get("datagrams_received") or 0)
+    )
 
 
 def nothing_completed(summary: dict[str, Any]) -> str | None:
@@ -262,8 +286,10 @@ def nothing_completed(summary: dict[str, Any]) -> str | None:
     why = ", ".join(f"{kind} {count:,}" for kind, count in kinds[:4]) + (", ..." if len(kinds) > 4 else "")
     if never_answered(summary):
         opened = int(summary.get("connections_opened") or 0)
-        return (f"the target never answered: {opened:,} connection{'s' if opened != 1 else ''} opened, "
-                f"not one of the {requests:,} requests got a response ({why})")
+        return (
+            f"the target never answered: {opened:,} connection{'s' if opened != 1 else ''} opened, "
+            f"not one of the {requests:,} requests got a response ({why})"
+        )
     return f"nothing completed: none of the {requests:,} requests succeeded ({why})"
 
 
@@ -336,7 +362,9 @@ def _figures(totals: StepSnapshot, duration_s: float) -> dict[str, Any]:
         # The requests the latency figures cover: those that got a response (any status).
         # Requests that got none (refused, reset, timeout, cut...) are counted, never timed.
         "responses": latency.count if latency else 0,
-        "error_details": sorted(totals.get("error_details") or [], key=lambda detail: (-detail["count"], detail["kind"])),
+        "error_details": sorted(
+            totals.get("error_details") or [], key=lambda detail: (-detail["count"], detail["kind"])
+        ),
         "checks": totals.get("checks") or [],
         **({"messages": _message_figures(messages, duration_s)} if messages else {}),
         "latency_ms": {

@@ -30,8 +30,15 @@ PLAIN_LINE_EVERY_S = 5
 class LiveView:
     """Shows each snapshot as it arrives; use as a context manager around the run."""
 
-    def __init__(self, console: Console, *, title: str, planned_duration_s: float, cpu_limit_percent: float,
-                 open_ended: bool = False) -> None:
+    def __init__(
+        self,
+        console: Console,
+        *,
+        title: str,
+        planned_duration_s: float,
+        cpu_limit_percent: float,
+        open_ended: bool = False,
+    ) -> None:
         """``open_ended``: the run lasts until its steering has an answer (find-max), so
         ``planned_duration_s`` is only its longest and the view shows the steering's progress
         rather than a countdown."""
@@ -59,10 +66,15 @@ class LiveView:
             self._live = Live(self._render(None), console=self.console, auto_refresh=False, transient=False)
             self._live.__enter__()
         elif self.open_ended:
-            self.console.print(f"{self.title}: running until find-max has its answer (at most {self.planned_duration_s:g} s)",
-                               markup=False, highlight=False)
+            self.console.print(
+                f"{self.title}: running until find-max has its answer (at most {self.planned_duration_s:g} s)",
+                markup=False,
+                highlight=False,
+            )
         else:
-            self.console.print(f"{self.title}: running for {self.planned_duration_s:g} s", markup=False, highlight=False)
+            self.console.print(
+                f"{self.title}: running for {self.planned_duration_s:g} s", markup=False, highlight=False
+            )
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -75,7 +87,9 @@ class LiveView:
         if self._live is not None:
             self._live.update(self._render(self._last), refresh=True)
         else:
-            self.console.print("stopping: no new iterations; in-flight requests are finishing (Ctrl-C again to stop now)")
+            self.console.print(
+                "stopping: no new iterations; in-flight requests are finishing (Ctrl-C again to stop now)"
+            )
 
     def note(self, message: str) -> None:
         """A line worth keeping above the live panel: autostop fired, steering moved or ended."""
@@ -104,15 +118,21 @@ class LiveView:
             said = (steering["phase"], steering["step"], steering["level"])
             if said != self._steering_said:
                 self._steering_said = said
-                self.console.print(f"{snapshot['elapsed_s']:7.1f}s  {steering_text(steering)}", markup=False, highlight=False,
-                                   soft_wrap=True)
+                self.console.print(
+                    f"{snapshot['elapsed_s']:7.1f}s  {steering_text(steering)}",
+                    markup=False,
+                    highlight=False,
+                    soft_wrap=True,
+                )
         # A warning that starts between two regular lines gets a line of its own at once:
         # otherwise a short run (or a short bad spell) would never show it.
         kinds = {_warning_kind(warning) for warning in self._warnings(snapshot, requests, errors)}
         new_warning = bool(kinds - self._warned_kinds)
         self._warned_kinds = kinds
         if snapshot["second"] % PLAIN_LINE_EVERY_S == 0 or snapshot["final"] or new_warning:
-            self.console.print(self._plain_line(snapshot, requests, errors), markup=False, highlight=False, soft_wrap=True)
+            self.console.print(
+                self._plain_line(snapshot, requests, errors), markup=False, highlight=False, soft_wrap=True
+            )
 
     def _plain_line(self, snapshot: Snapshot, requests: int, errors: int) -> str:
         if snapshot["final"]:
@@ -168,8 +188,10 @@ class LiveView:
         stopping = "  stopping..." if self.stopping else ""
         steering = snapshot.get("steering")
         if self.open_ended:
-            header.add_row(Text(f"{snapshot['elapsed_s']:.0f} s" + stopping),
-                           Text(steering_text(steering) if steering else "", style="bold"))
+            header.add_row(
+                Text(f"{snapshot['elapsed_s']:.0f} s" + stopping),
+                Text(steering_text(steering) if steering else "", style="bold"),
+            )
         else:
             header.add_row(
                 ProgressBar(total=max(self.planned_duration_s, 0.001), completed=progress, width=40),
@@ -179,19 +201,25 @@ class LiveView:
                 header.add_row(Text(""), Text(steering_text(steering), style="bold"))
         figures = Table.grid(padding=(0, 3))
         asked = snapshot["target_rate_per_s"]
-        load = f"{snapshot['active_vus']} VUs (asked {snapshot['target_vus']})" if asked is None else (
-            f"{snapshot['active_vus']} VUs, rate asked {asked:.1f}/s, dropped {snapshot['dropped_arrivals']}"
+        load = (
+            f"{snapshot['active_vus']} VUs (asked {snapshot['target_vus']})"
+            if asked is None
+            else (f"{snapshot['active_vus']} VUs, rate asked {asked:.1f}/s, dropped {snapshot['dropped_arrivals']}")
         )
         figures.add_row("load", load)
         figures.add_row("req/s", f"{requests / interval:,.1f}   (total {self.total_requests:,})")
         figures.add_row(
             "latency",
             f"p50 {_ms(latency, 50.0)}   p95 {_ms(latency, 95.0)}   p99 {_ms(latency, 99.0)} ms   (last second)"
-            if latency else "-   (no response in the last second: nothing to time)",
+            if latency
+            else "-   (no response in the last second: nothing to time)",
         )
         error_share = 100.0 * errors / requests if requests else 0.0
         error_style = "bold red" if errors else "green"
-        figures.add_row("errors", Text(f"{errors} this second ({error_share:.1f} %), {self.total_errors:,} in total", style=error_style))
+        figures.add_row(
+            "errors",
+            Text(f"{errors} this second ({error_share:.1f} %), {self.total_errors:,} in total", style=error_style),
+        )
         figures.add_row(
             "generator",
             f"CPU {snapshot['cpu_percent']:.0f} %   "
@@ -230,11 +258,12 @@ def drain_text(final: Snapshot) -> str:
     'finished: 2 request(s) completed while draining (4 ms), 1 cut at the end of the grace period, 1 error(s)'
     """
     requests, errors = _request_counts(final)
-    cut = sum(int(step["errors"].get("cut", 0)) for step in final["steps"]
-              if step.get("kind", "request") == "request")
+    cut = sum(int(step["errors"].get("cut", 0)) for step in final["steps"] if step.get("kind", "request") == "request")
     cut_text = f", {cut} cut at the end of the grace period" if cut else ""
-    return (f"finished: {requests - cut} request(s) completed while draining "
-            f"({final['interval_s'] * 1000:.0f} ms){cut_text}, {errors} error(s)")
+    return (
+        f"finished: {requests - cut} request(s) completed while draining "
+        f"({final['interval_s'] * 1000:.0f} ms){cut_text}, {errors} error(s)"
+    )
 
 
 def steering_text(status: dict[str, Any]) -> str:
@@ -261,11 +290,19 @@ def steering_text(status: dict[str, Any]) -> str:
     if status.get("method") == "target_response_time":
         latency = status.get("latency_ms")
         shown = "-" if latency is None else f"{latency:.1f} ms"
-        phases = {"climb": "climbing", "descend": "descending", "bisect": "closing in", "hold": "holding",
-                  "recover": "recovering (the target drains its queue)", "drain": "draining"}
-        text = (f"target response time: {phases.get(status['phase'], status['phase'])} at {level(status['level'])} · "
-                f"p{status.get('percentile', 95):g} {shown} for {status['target_ms']:g} ms"
-                + (" · held" if status.get("held") else ""))
+        phases = {
+            "climb": "climbing",
+            "descend": "descending",
+            "bisect": "closing in",
+            "hold": "holding",
+            "recover": "recovering (the target drains its queue)",
+            "drain": "draining",
+        }
+        text = (
+            f"target response time: {phases.get(status['phase'], status['phase'])} at {level(status['level'])} · "
+            f"p{status.get('percentile', 95):g} {shown} for {status['target_ms']:g} ms"
+            + (" · held" if status.get("held") else "")
+        )
     else:
         phases = {"sight": "sighting shot", "recover": "recovering (the target drains its queue)", "done": "done"}
         text = f"find-max: {phases.get(status['phase'], status['phase'])}"
@@ -284,10 +321,14 @@ def steering_text(status: dict[str, Any]) -> str:
 
 #: The figures the live view shows of a monitor, the most telling first, when it gave them.
 MONITOR_FIGURES: tuple[tuple[str, Callable[[float], str]], ...] = (
-    ("cpu.busy_percent", "cpu {:.0f}%".format), ("net.rx_bytes_per_s", lambda value: f"rx {format_bytes(value)}/s"),
-    ("tcp.time_wait", "tw {:,.0f}".format), ("transactions_per_s", "tps {:,.0f}".format),
-    ("dead_tuples", "dead {:,.0f}".format), ("replication_lag_s", "lag {:.1f}s".format),
-    ("connections.total", "conns {:,.0f}".format))
+    ("cpu.busy_percent", "cpu {:.0f}%".format),
+    ("net.rx_bytes_per_s", lambda value: f"rx {format_bytes(value)}/s"),
+    ("tcp.time_wait", "tw {:,.0f}".format),
+    ("transactions_per_s", "tps {:,.0f}".format),
+    ("dead_tuples", "dead {:,.0f}".format),
+    ("replication_lag_s", "lag {:.1f}s".format),
+    ("connections.total", "conns {:,.0f}".format),
+)
 
 
 def monitors_line(snapshot: Snapshot) -> str:

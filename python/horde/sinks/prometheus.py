@@ -81,8 +81,25 @@ from horde.engine.snapshot import MESSAGE_COUNTERS, MonitorLatest, Snapshot
 #: from (3 significant digits): a latency less than 0.1 % above a bound may be counted under it.
 #: For exact figures use the quantile gauges (exact per second) or ``horde show`` (exact per run).
 LATENCY_BUCKETS_S: Final = (
-    0.001, 0.0025, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75,
-    1.0, 2.5, 5.0, 7.5, 10.0, 30.0, 60.0,
+    0.001,
+    0.0025,
+    0.005,
+    0.0075,
+    0.01,
+    0.025,
+    0.05,
+    0.075,
+    0.1,
+    0.25,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    30.0,
+    60.0,
 )
 _BUCKET_BOUNDS_US: Final = tuple(round(bound * 1_000_000) for bound in LATENCY_BUCKETS_S)
 
@@ -128,8 +145,12 @@ class _StepTotals:
             errors=errors,
             bytes_sent=self.bytes_sent + int(entry.get("bytes_sent", 0)),
             bytes_received=self.bytes_received + int(entry.get("bytes_received", 0)),
-            messages={counter: self.messages.get(counter, 0) + int((entry.get("messages") or {}).get(counter) or 0)
-                      for counter in MESSAGE_COUNTERS} if entry.get("messages") or self.messages else self.messages,
+            messages={
+                counter: self.messages.get(counter, 0) + int((entry.get("messages") or {}).get(counter) or 0)
+                for counter in MESSAGE_COUNTERS
+            }
+            if entry.get("messages") or self.messages
+            else self.messages,
         )
 
 
@@ -201,8 +222,16 @@ class PrometheusExporter:
     server's threads. Use as a context manager, or call :meth:`start` and :meth:`stop`.
     """
 
-    def __init__(self, run_id: str, plan_name: str, *, cpu_limit_percent: float,
-                 port: int = 0, host: str = "127.0.0.1", tags: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        run_id: str,
+        plan_name: str,
+        *,
+        cpu_limit_percent: float,
+        port: int = 0,
+        host: str = "127.0.0.1",
+        tags: Mapping[str, str] | None = None,
+    ) -> None:
         self.plan_name = plan_name
         self.tags = dict(tags or {})
         self.host = host
@@ -277,8 +306,12 @@ class PrometheusExporter:
             raise _unavailable(self.host, self._requested_port, error) from error
         server.exporter = self
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
-                                        name=f"horde-prometheus-{self.port}", daemon=True)
+        self._thread = threading.Thread(
+            target=server.serve_forever,
+            kwargs={"poll_interval": 0.1},
+            name=f"horde-prometheus-{self.port}",
+            daemon=True,
+        )
         self._thread.start()
 
     def stop(self) -> None:
@@ -323,7 +356,7 @@ def _unavailable(host: str, port: int, error: OSError) -> PrometheusEndpointUnav
         return PrometheusEndpointUnavailable(
             f"cannot serve Prometheus metrics on {where}: the port is already in use",
             hint=f"choose another port (--prometheus PORT; 0 picks a free one), or find the process "
-                 f"holding it with `ss -ltnp 'sport = :{port}'`",
+            f"holding it with `ss -ltnp 'sport = :{port}'`",
         )
     if error.errno == errno.EACCES:
         return PrometheusEndpointUnavailable(
@@ -356,6 +389,7 @@ class RunFigures:
 
 # -- folding snapshots in ---------------------------------------------------------------------
 
+
 def _advanced(previous: _State, snapshot: Snapshot, cpu_limit_percent: float) -> _State:
     steps = dict(previous.steps)
     for entry in snapshot["steps"]:
@@ -367,9 +401,15 @@ def _advanced(previous: _State, snapshot: Snapshot, cpu_limit_percent: float) ->
         iterations=previous.iterations + int(snapshot.get("iterations", 0)),
         dropped_arrivals=previous.dropped_arrivals + int(snapshot.get("dropped_arrivals", 0)),
         connections_opened=previous.connections_opened + int(snapshot.get("connections_opened", 0)),
-        vus={name: value for name, value in (("active_vus", snapshot.get("active_vus")),
-                                                    ("busy_vus", snapshot.get("busy_vus")),
-                                                    ("target_vus", snapshot.get("target_vus"))) if value is not None},
+        vus={
+            name: value
+            for name, value in (
+                ("active_vus", snapshot.get("active_vus")),
+                ("busy_vus", snapshot.get("busy_vus")),
+                ("target_vus", snapshot.get("target_vus")),
+            )
+            if value is not None
+        },
         target_rate_per_s=snapshot.get("target_rate_per_s"),
         elapsed_s=float(snapshot.get("elapsed_s", previous.elapsed_s or 0.0)),
         finished=bool(snapshot.get("final", False)),
@@ -460,36 +500,83 @@ def families(state: _State, latency: Mapping[_StepKey, _Buckets], base: Labels) 
     found: list[Family] = []
 
     def family(name: str, kind: str, help_text: str, samples: Iterable[Sample]) -> None:
-        found.append(Family(name, kind, help_text, tuple((sample_name, (*base, *labels), value)
-                                                          for sample_name, labels, value in samples)))
+        found.append(
+            Family(
+                name,
+                kind,
+                help_text,
+                tuple((sample_name, (*base, *labels), value) for sample_name, labels, value in samples),
+            )
+        )
 
     steps = sorted(state.steps.items())
 
     def per_step(name: str, read: Callable[[_StepTotals], int]) -> list[Sample]:
         return [(name, _step_labels(key), read(totals)) for key, totals in steps]
 
-    family("horde_requests_total", "counter", "Requests completed since the run started (a group: passes).",
-           per_step("horde_requests_total", lambda totals: totals.requests))
-    family("horde_ok_responses_total", "counter", "Requests answered with a status below 400 and passing their checks.",
-           per_step("horde_ok_responses_total", lambda totals: totals.ok))
-    family("horde_errors_total", "counter", "Failed requests by error kind (status_503, timeout, check_failed...).",
-           [("horde_errors_total", [*_step_labels(key), ("kind", kind)], count)
-            for key, totals in steps for kind, count in sorted(totals.errors.items())])
-    family("horde_sent_bytes_total", "counter", "Bytes sent to the target.",
-           per_step("horde_sent_bytes_total", lambda totals: totals.bytes_sent))
-    family("horde_received_bytes_total", "counter", "Bytes received from the target.",
-           per_step("horde_received_bytes_total", lambda totals: totals.bytes_received))
+    family(
+        "horde_requests_total",
+        "counter",
+        "Requests completed since the run started (a group: passes).",
+        per_step("horde_requests_total", lambda totals: totals.requests),
+    )
+    family(
+        "horde_ok_responses_total",
+        "counter",
+        "Requests answered with a status below 400 and passing their checks.",
+        per_step("horde_ok_responses_total", lambda totals: totals.ok),
+    )
+    family(
+        "horde_errors_total",
+        "counter",
+        "Failed requests by error kind (status_503, timeout, check_failed...).",
+        [
+            ("horde_errors_total", [*_step_labels(key), ("kind", kind)], count)
+            for key, totals in steps
+            for kind, count in sorted(totals.errors.items())
+        ],
+    )
+    family(
+        "horde_sent_bytes_total",
+        "counter",
+        "Bytes sent to the target.",
+        per_step("horde_sent_bytes_total", lambda totals: totals.bytes_sent),
+    )
+    family(
+        "horde_received_bytes_total",
+        "counter",
+        "Bytes received from the target.",
+        per_step("horde_received_bytes_total", lambda totals: totals.bytes_received),
+    )
     message_steps = [(key, totals) for key, totals in steps if totals.messages]
-    family("horde_messages_total", "counter",
-           "Message steps (tcp://, udp://, kcp://): messages and datagrams by direction, late replies, KCP resends.",
-           [("horde_messages_total", [*_step_labels(key), ("counter", counter)], totals.messages.get(counter, 0))
-            for key, totals in message_steps for counter in MESSAGE_COUNTERS])
-    family("horde_iterations_total", "counter", "Iterations completed since the run started.",
-           [("horde_iterations_total", (), state.iterations)])
-    family("horde_dropped_arrivals_total", "counter", "Open model: arrivals that found every VU busy (never run late).",
-           [("horde_dropped_arrivals_total", (), state.dropped_arrivals)])
-    family("horde_connections_opened_total", "counter", "Connections the VUs opened to the target.",
-           [("horde_connections_opened_total", (), state.connections_opened)])
+    family(
+        "horde_messages_total",
+        "counter",
+        "Message steps (tcp://, udp://, kcp://): messages and datagrams by direction, late replies, KCP resends.",
+        [
+            ("horde_messages_total", [*_step_labels(key), ("counter", counter)], totals.messages.get(counter, 0))
+            for key, totals in message_steps
+            for counter in MESSAGE_COUNTERS
+        ],
+    )
+    family(
+        "horde_iterations_total",
+        "counter",
+        "Iterations completed since the run started.",
+        [("horde_iterations_total", (), state.iterations)],
+    )
+    family(
+        "horde_dropped_arrivals_total",
+        "counter",
+        "Open model: arrivals that found every VU busy (never run late).",
+        [("horde_dropped_arrivals_total", (), state.dropped_arrivals)],
+    )
+    family(
+        "horde_connections_opened_total",
+        "counter",
+        "Connections the VUs opened to the target.",
+        [("horde_connections_opened_total", (), state.connections_opened)],
+    )
 
     for name, snapshot_key, help_text in (
         ("horde_active_vus", "active_vus", "VUs alive at the end of the last interval."),
@@ -497,37 +584,77 @@ def families(state: _State, latency: Mapping[_StepKey, _Buckets], base: Labels) 
         ("horde_target_vus", "target_vus", "VUs the workload model asked for at the end of the last interval."),
     ):
         family(name, "gauge", help_text, [(name, (), state.vus[snapshot_key])] if snapshot_key in state.vus else [])
-    family("horde_target_rate_per_second", "gauge", "Open model: the arrival rate asked for at the end of the last interval.",
-           [] if state.target_rate_per_s is None else [("horde_target_rate_per_second", (), state.target_rate_per_s)])
+    family(
+        "horde_target_rate_per_second",
+        "gauge",
+        "Open model: the arrival rate asked for at the end of the last interval.",
+        [] if state.target_rate_per_s is None else [("horde_target_rate_per_second", (), state.target_rate_per_s)],
+    )
 
     second = state.second
-    family("horde_generator_cpu_percent", "gauge", "The generator's CPU over the last full second (100 = one core).",
-           [] if second is None else [("horde_generator_cpu_percent", (), second.cpu_percent)])
-    family("horde_timer_lateness_p99_seconds", "gauge", "How late the engine's timers fired, p99 over the last full second.",
-           [] if second is None else [("horde_timer_lateness_p99_seconds", (), second.timer_lateness_p99_s)])
-    family("horde_generator_saturated", "gauge",
-           "1 when the generator itself was the bottleneck in the last full second (CPU over its limit, or "
-           "timer lateness over its limit with at least half of it used).",
-           [] if second is None else [("horde_generator_saturated", (), int(second.saturated))])
-    family("horde_generator_starved", "gauge",
-           "1 when the generator was not scheduled in the last full second (timer lateness over its limit with "
-           "little CPU used): that second's latency may carry the machine's delays.",
-           [] if second is None else [("horde_generator_starved", (), int(second.starved))])
-    family("horde_step_requests_per_second", "gauge", "Requests per second of the last full second.",
-           [] if second is None else
-           [("horde_step_requests_per_second", _step_labels(key), rate) for key, rate in sorted(second.requests_per_second.items())])
+    family(
+        "horde_generator_cpu_percent",
+        "gauge",
+        "The generator's CPU over the last full second (100 = one core).",
+        [] if second is None else [("horde_generator_cpu_percent", (), second.cpu_percent)],
+    )
+    family(
+        "horde_timer_lateness_p99_seconds",
+        "gauge",
+        "How late the engine's timers fired, p99 over the last full second.",
+        [] if second is None else [("horde_timer_lateness_p99_seconds", (), second.timer_lateness_p99_s)],
+    )
+    family(
+        "horde_generator_saturated",
+        "gauge",
+        "1 when the generator itself was the bottleneck in the last full second (CPU over its limit, or "
+        "timer lateness over its limit with at least half of it used).",
+        [] if second is None else [("horde_generator_saturated", (), int(second.saturated))],
+    )
+    family(
+        "horde_generator_starved",
+        "gauge",
+        "1 when the generator was not scheduled in the last full second (timer lateness over its limit with "
+        "little CPU used): that second's latency may carry the machine's delays.",
+        [] if second is None else [("horde_generator_starved", (), int(second.starved))],
+    )
+    family(
+        "horde_step_requests_per_second",
+        "gauge",
+        "Requests per second of the last full second.",
+        []
+        if second is None
+        else [
+            ("horde_step_requests_per_second", _step_labels(key), rate)
+            for key, rate in sorted(second.requests_per_second.items())
+        ],
+    )
     # Gauges, not a Prometheus summary: these are exact percentiles of one second's HDR
     # histogram, not a client-side sliding estimate, and they cannot be aggregated over time or
     # steps (a summary's _sum/_count would invite that). For any range, use the histogram below.
-    family("horde_step_latency_quantile_seconds", "gauge",
-           "Latency of the last full second at a quantile (exact, from HDR histograms); quantile 1 is the maximum.",
-           [] if second is None else
-           [("horde_step_latency_quantile_seconds", [*_step_labels(key), ("quantile", label)], value)
-            for key, quantiles in sorted(second.step_quantiles.items()) for label, value in quantiles.items()])
-    family("horde_latency_quantile_seconds", "gauge",
-           "Latency of all requests (groups left out) in the last full second at a quantile; quantile 1 is the maximum.",
-           [] if second is None else
-           [("horde_latency_quantile_seconds", [("quantile", label)], value) for label, value in second.quantiles.items()])
+    family(
+        "horde_step_latency_quantile_seconds",
+        "gauge",
+        "Latency of the last full second at a quantile (exact, from HDR histograms); quantile 1 is the maximum.",
+        []
+        if second is None
+        else [
+            ("horde_step_latency_quantile_seconds", [*_step_labels(key), ("quantile", label)], value)
+            for key, quantiles in sorted(second.step_quantiles.items())
+            for label, value in quantiles.items()
+        ],
+    )
+    family(
+        "horde_latency_quantile_seconds",
+        "gauge",
+        "Latency of all requests (groups left out) in the last full second at a quantile; quantile 1 is the maximum.",
+        []
+        if second is None
+        else [
+            ("horde_latency_quantile_seconds", [("quantile", label)], value)
+            for label, value in second.quantiles.items()
+        ],
+    )
 
     histogram_samples: list[Sample] = []
     for key, _ in steps:
@@ -539,26 +666,57 @@ def families(state: _State, latency: Mapping[_StepKey, _Buckets], base: Labels) 
             histogram_samples.append(("horde_step_latency_seconds_bucket", [*labels, ("le", bound)], cumulative))
         histogram_samples.append(("horde_step_latency_seconds_sum", labels, step_buckets.sum_us / 1_000_000))
         histogram_samples.append(("horde_step_latency_seconds_count", labels, cumulative))
-    family("horde_step_latency_seconds", "histogram",
-           "Latency since the run started, in fixed buckets derived from the exact HDR histograms (histogram_quantile reads "
-           "a quantile to within its bucket only).",
-           histogram_samples)
+    family(
+        "horde_step_latency_seconds",
+        "histogram",
+        "Latency since the run started, in fixed buckets derived from the exact HDR histograms (histogram_quantile reads "
+        "a quantile to within its bucket only).",
+        histogram_samples,
+    )
 
     monitors = sorted(state.monitors.items())
-    family("horde_monitor_value", "gauge",
-           "A monitor's figure (the target's side) at its latest sample; metric is the figure's name as conditions "
-           "write it (monitor.NAME.METRIC).",
-           [("horde_monitor_value", (("monitor", name), ("metric", metric)), float(value))
-            for name, latest in monitors for metric, value in sorted((latest.get("values") or {}).items())
-            if isinstance(value, (int, float))])
-    family("horde_monitor_up", "gauge", "1 when a monitor's latest sample was read, 0 when its source could not be (a gap).",
-           [("horde_monitor_up", (("monitor", name),), int(latest.get("values") is not None)) for name, latest in monitors])
-    family("horde_monitor_sample_second", "gauge", "The run's second a monitor's latest sample belongs to.",
-           [("horde_monitor_sample_second", (("monitor", name),), int(latest.get("second") or 0)) for name, latest in monitors])
-    family("horde_run_elapsed_seconds", "gauge", "Seconds since the run started, at the end of the last interval.",
-           [] if state.elapsed_s is None else [("horde_run_elapsed_seconds", (), state.elapsed_s)])
-    family("horde_run_finished", "gauge", "1 once the run's final snapshot has come (the figures no longer move).",
-           [("horde_run_finished", (), int(state.finished))])
+    family(
+        "horde_monitor_value",
+        "gauge",
+        "A monitor's figure (the target's side) at its latest sample; metric is the figure's name as conditions "
+        "write it (monitor.NAME.METRIC).",
+        [
+            ("horde_monitor_value", (("monitor", name), ("metric", metric)), float(value))
+            for name, latest in monitors
+            for metric, value in sorted((latest.get("values") or {}).items())
+            if isinstance(value, (int, float))
+        ],
+    )
+    family(
+        "horde_monitor_up",
+        "gauge",
+        "1 when a monitor's latest sample was read, 0 when its source could not be (a gap).",
+        [
+            ("horde_monitor_up", (("monitor", name),), int(latest.get("values") is not None))
+            for name, latest in monitors
+        ],
+    )
+    family(
+        "horde_monitor_sample_second",
+        "gauge",
+        "The run's second a monitor's latest sample belongs to.",
+        [
+            ("horde_monitor_sample_second", (("monitor", name),), int(latest.get("second") or 0))
+            for name, latest in monitors
+        ],
+    )
+    family(
+        "horde_run_elapsed_seconds",
+        "gauge",
+        "Seconds since the run started, at the end of the last interval.",
+        [] if state.elapsed_s is None else [("horde_run_elapsed_seconds", (), state.elapsed_s)],
+    )
+    family(
+        "horde_run_finished",
+        "gauge",
+        "1 once the run's final snapshot has come (the figures no longer move).",
+        [("horde_run_finished", (), int(state.finished))],
+    )
     return found
 
 
@@ -573,8 +731,9 @@ def _bound(bound: float) -> str:
 
 
 #: Horde's own label names: a tag never takes one of them.
-_HORDE_LABELS: Final = frozenset({"run", "plan", "scenario", "step", "step_kind", "kind", "counter", "quantile", "le",
-                                  "monitor", "metric"})
+_HORDE_LABELS: Final = frozenset(
+    {"run", "plan", "scenario", "step", "step_kind", "kind", "counter", "quantile", "le", "monitor", "metric"}
+)
 
 
 def run_labels(run_id: str, plan_name: str, tags: Mapping[str, str] | None = None) -> Labels:
@@ -612,6 +771,7 @@ def exposition(found: Sequence[Family]) -> str:
 
 
 # -- the HTTP side ----------------------------------------------------------------------------
+
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True

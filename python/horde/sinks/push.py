@@ -90,16 +90,21 @@ def parse_out(text: str) -> PushTarget:
     kind = kind.strip()
     example = "--out prometheus-rw=http://127.0.0.1:9090/api/v1/write or --out otlp=http://127.0.0.1:4318"
     if not separator or kind not in KINDS:
-        raise InvalidInput(f"--out: '{_without_password(text)}' is not KIND=URL with KIND one of {', '.join(KINDS)}",
-                           hint=f"for example {example}")
+        raise InvalidInput(
+            f"--out: '{_without_password(text)}' is not KIND=URL with KIND one of {', '.join(KINDS)}",
+            hint=f"for example {example}",
+        )
     parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InvalidInput(f"--out {kind}: '{_without_password(url)}' is not an http:// or https:// URL",
-                           hint=f"for example {example}")
+        raise InvalidInput(
+            f"--out {kind}: '{_without_password(url)}' is not an http:// or https:// URL", hint=f"for example {example}"
+        )
     try:
         parts.port  # noqa: B018 - urlsplit checks the port only when asked
     except ValueError:
-        raise InvalidInput(f"--out {kind}: '{_without_password(url)}' has no valid port", hint=f"for example {example}") from None
+        raise InvalidInput(
+            f"--out {kind}: '{_without_password(url)}' has no valid port", hint=f"for example {example}"
+        ) from None
     path = parts.path
     if kind == OTLP and path in ("", "/"):
         path = "/v1/metrics"
@@ -132,8 +137,14 @@ class PushReport:
     last_error: str | None
 
     def as_dict(self) -> dict[str, object]:
-        return {"kind": self.kind, "url": self.url, "pushed": self.pushed, "failed": self.failed,
-                "series_not_sent": self.series_not_sent, "last_error": self.last_error}
+        return {
+            "kind": self.kind,
+            "url": self.url,
+            "pushed": self.pushed,
+            "failed": self.failed,
+            "series_not_sent": self.series_not_sent,
+            "last_error": self.last_error,
+        }
 
 
 #: One second as queued: when it came, and its snapshot (None: the run has ended).
@@ -148,8 +159,15 @@ class PushSink:
     :meth:`close` when it ends; :meth:`report` says what was not sent.
     """
 
-    def __init__(self, target: PushTarget, plan_name: str, *, cpu_limit_percent: float,
-                 tags: Mapping[str, str] | None = None, on_warning: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        target: PushTarget,
+        plan_name: str,
+        *,
+        cpu_limit_percent: float,
+        tags: Mapping[str, str] | None = None,
+        on_warning: Callable[[str], None] | None = None,
+    ) -> None:
         self.target = target
         self.plan_name = plan_name
         self.tags = dict(tags or {})
@@ -209,8 +227,9 @@ class PushSink:
 
     def report(self) -> PushReport:
         with self._lock:
-            return PushReport(self.target.kind, self.target.shown, self._pushed, self._failed,
-                              self._series_not_sent, self._last_error)
+            return PushReport(
+                self.target.kind, self.target.shown, self._pushed, self._failed, self._series_not_sent, self._last_error
+            )
 
     # -- sending ------------------------------------------------------------------------------
 
@@ -233,8 +252,11 @@ class PushSink:
             found = self._figures.families(run_labels(self._run_id, self.plan_name, self.tags))
             series = sum(len(family.samples) for family in found)
             if len(snapshots) > 1:
-                self._count_failure(len(snapshots) - 1, series, "the target is slower than a push a second "
-                                    "(their counters went with the next second's push)")
+                self._count_failure(
+                    len(snapshots) - 1,
+                    series,
+                    "the target is slower than a push a second (their counters went with the next second's push)",
+                )
             try:
                 body, headers = self._encoded(found, taken[len(snapshots) - 1][0])
                 error = self._send(body, headers)
@@ -251,8 +273,11 @@ class PushSink:
     def _encoded(self, found: list[Family], at_ns: int) -> tuple[bytes, dict[str, str]]:
         if self.target.kind == PROMETHEUS_RW:
             body = bytes(cramjam.snappy.compress_raw(write_request(found, at_ns // 1_000_000)))
-            headers = {"Content-Type": "application/x-protobuf", "Content-Encoding": "snappy",
-                       "X-Prometheus-Remote-Write-Version": "0.1.0"}
+            headers = {
+                "Content-Type": "application/x-protobuf",
+                "Content-Encoding": "snappy",
+                "X-Prometheus-Remote-Write-Version": "0.1.0",
+            }
         else:
             payload = otlp_metrics(found, start_ns=self._started_ns, at_ns=at_ns)
             body = json.dumps(payload, separators=(",", ":")).encode("utf-8")
@@ -296,8 +321,10 @@ class PushSink:
             self._last_error = error
             if not self._warned:
                 self._warned = True
-                self._warnings.append(f"warning: --out {self.target.kind} {self.target.shown}: a second's figures were not "
-                                      f"sent after {ATTEMPTS} tries ({error}); the run goes on and keeps trying")
+                self._warnings.append(
+                    f"warning: --out {self.target.kind} {self.target.shown}: a second's figures were not "
+                    f"sent after {ATTEMPTS} tries ({error}); the run goes on and keeps trying"
+                )
 
     def _tell_warnings(self) -> None:
         with self._lock:
@@ -308,6 +335,7 @@ class PushSink:
 
 
 # -- Prometheus remote write 1.0 ------------------------------------------------------------------
+
 
 class _Protobuf:
     """The protobuf wire format, as much of it as remote write's messages use: varint, 64-bit and
@@ -382,9 +410,12 @@ def otlp_metrics(found: Iterable[Family], *, start_ns: int, at_ns: int) -> dict[
             continue
         metric: dict[str, object] = {"name": family.name, "description": family.help}
         if family.kind == "histogram":
-            metric["histogram"] = {"dataPoints": [{**_attributes(labels), **times, **point}
-                                                  for labels, point in _histogram_points(family)],
-                                   "aggregationTemporality": _CUMULATIVE}
+            metric["histogram"] = {
+                "dataPoints": [
+                    {**_attributes(labels), **times, **point} for labels, point in _histogram_points(family)
+                ],
+                "aggregationTemporality": _CUMULATIVE,
+            }
         else:
             points = [{**_attributes(labels), **times, **_number(value)} for _, labels, value in family.samples]
             if family.kind == "counter":
@@ -392,10 +423,14 @@ def otlp_metrics(found: Iterable[Family], *, start_ns: int, at_ns: int) -> dict[
             else:
                 metric["gauge"] = {"dataPoints": points}
         metrics.append(metric)
-    return {"resourceMetrics": [{
-        "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "horde"}}]},
-        "scopeMetrics": [{"scope": {"name": "horde", "version": __version__}, "metrics": metrics}],
-    }]}
+    return {
+        "resourceMetrics": [
+            {
+                "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "horde"}}]},
+                "scopeMetrics": [{"scope": {"name": "horde", "version": __version__}, "metrics": metrics}],
+            }
+        ]
+    }
 
 
 def _attributes(labels: Labels) -> dict[str, object]:
@@ -431,8 +466,16 @@ def _histogram_points(family: Family) -> list[tuple[Labels, dict[str, object]]]:
     return points
 
 
-def push_sinks(targets: Sequence[PushTarget], plan_name: str, *, cpu_limit_percent: float,
-               tags: Mapping[str, str] | None, on_warning: Callable[[str], None] | None) -> list[PushSink]:
+def push_sinks(
+    targets: Sequence[PushTarget],
+    plan_name: str,
+    *,
+    cpu_limit_percent: float,
+    tags: Mapping[str, str] | None,
+    on_warning: Callable[[str], None] | None,
+) -> list[PushSink]:
     """One sink per ``--out`` target, each sending from a thread of its own."""
-    return [PushSink(target, plan_name, cpu_limit_percent=cpu_limit_percent, tags=tags, on_warning=on_warning)
-            for target in targets]
+    return [
+        PushSink(target, plan_name, cpu_limit_percent=cpu_limit_percent, tags=tags, on_warning=on_warning)
+        for target in targets
+    ]

@@ -182,8 +182,11 @@ class Store:
             _refuse_an_emptied_file(resolved, display)
             read_only_path = _only_readable(resolved)
         try:
-            engine = (_read_only_sqlite_engine(resolved, read_only_path) if read_only_path
-                      else _create_engine(resolved, backend))
+            engine = (
+                _read_only_sqlite_engine(resolved, read_only_path)
+                if read_only_path
+                else _create_engine(resolved, backend)
+            )
         except (ArgumentError, SQLAlchemyError, ImportError, ValueError) as exc:
             raise _unavailable("open", display, backend, exc, password_of(resolved)) from exc
         store = cls(engine, resolved, read_only=read_only_path is not None)
@@ -295,8 +298,7 @@ class Store:
         """Close a run: set its final ``status``, ``ended_at`` (now, UTC) and ``summary``."""
         if status not in FINAL_STATUSES:
             raise ValueError(
-                f"a run cannot finish with status {status!r}; "
-                f"expected one of {', '.join(sorted(FINAL_STATUSES))}"
+                f"a run cannot finish with status {status!r}; expected one of {', '.join(sorted(FINAL_STATUSES))}"
             )
         summary_json = None if summary is None else _dumps(summary)
         with self._guard("write to"), self._engine.begin() as conn:
@@ -319,9 +321,13 @@ class Store:
         """Queue a re-target for a running run; its process answers within about a second."""
         self._require_run(run_id)
         with self._guard("write to"), self._engine.begin() as conn:
-            result = conn.execute(controls.insert().values(
-                run_id=run_id, requested_at=datetime.now(timezone.utc), request_json=_dumps(request),
-            ))
+            result = conn.execute(
+                controls.insert().values(
+                    run_id=run_id,
+                    requested_at=datetime.now(timezone.utc),
+                    request_json=_dumps(request),
+                )
+            )
             key = result.inserted_primary_key
         assert key is not None
         return int(key[0])
@@ -339,8 +345,11 @@ class Store:
 
     def answer_control(self, request_id: int, answer: str) -> None:
         with self._guard("write to"), self._engine.begin() as conn:
-            conn.execute(update(controls).where(controls.c.request_id == request_id)
-                         .values(answered_at=datetime.now(timezone.utc), answer=answer))
+            conn.execute(
+                update(controls)
+                .where(controls.c.request_id == request_id)
+                .values(answered_at=datetime.now(timezone.utc), answer=answer)
+            )
 
     def control_answer(self, request_id: int) -> str | None:
         """The answer to a re-target, or None while it waits."""
@@ -359,11 +368,7 @@ class Store:
 
     def list_runs(self, *, limit: int = 50) -> list[RunRecord]:
         """The most recent ``limit`` runs, newest first."""
-        query = (
-            select(runs)
-            .order_by(runs.c.started_at.desc(), runs.c.run_id.desc())
-            .limit(max(limit, 0))
-        )
+        query = select(runs).order_by(runs.c.started_at.desc(), runs.c.run_id.desc()).limit(max(limit, 0))
         with self._guard("read"), self._engine.connect() as conn:
             rows = conn.execute(query).mappings().all()
         return [_record(row) for row in rows]
@@ -455,9 +460,7 @@ class Store:
                     .limit(1)
                 ).scalar()
                 ended_at = (
-                    datetime.fromtimestamp(float(last_seen), timezone.utc)
-                    if last_seen is not None
-                    else started_at
+                    datetime.fromtimestamp(float(last_seen), timezone.utc) if last_seen is not None else started_at
                 )
                 # The status guard keeps a run that finished meanwhile from being overwritten.
                 conn.execute(
@@ -494,13 +497,16 @@ class Store:
         records (``horde run``) stops here, before its load or its progress begins, rather than
         at its first write."""
         if self.read_only:
-            raise StoreUnavailable(f"cannot {action}: this user may only read the results store {self.display_url}",
-                                   hint=READ_ONLY_HINT)
+            raise StoreUnavailable(
+                f"cannot {action}: this user may only read the results store {self.display_url}", hint=READ_ONLY_HINT
+            )
 
 
 #: What to do about a store this user may only read (its file or its folder is not writable).
-READ_ONLY_HINT = ("this user may only read the store (its file or its folder is not writable): runs, show, compare, "
-                  "report and ui read it; to record runs, give a store you can write with --store or HORDE_STORE")
+READ_ONLY_HINT = (
+    "this user may only read the store (its file or its folder is not writable): runs, show, compare, "
+    "report and ui read it; to record runs, give a store you can write with --store or HORDE_STORE"
+)
 
 
 def _create_engine(url: str, backend: str) -> Engine:
@@ -567,8 +573,7 @@ def _read_only_sqlite_engine(url: str, path: Path) -> Engine:
     uri = f"file:{quote(str(path.resolve()))}?mode=ro"
 
     def connect() -> sqlite3.Connection:
-        connection = sqlite3.connect(uri, uri=True, timeout=_SQLITE_BUSY_TIMEOUT_MS / 1000,
-                                     check_same_thread=False)
+        connection = sqlite3.connect(uri, uri=True, timeout=_SQLITE_BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
         try:
             connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
             return connection
@@ -720,9 +725,7 @@ def _record(row: RowMapping) -> RunRecord:
     )
 
 
-def _snapshot_rows(
-    run_id: str, snapshot: Mapping[str, Any]
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _snapshot_rows(run_id: str, snapshot: Mapping[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Split a snapshot into its ``snapshots`` row and its ``snapshot_steps`` rows."""
     # Checked here, not left to NOT NULL constraints, so the error names the key.
     missing = [key for key in (*SNAPSHOT_REQUIRED, "steps") if snapshot.get(key) is None]
@@ -778,8 +781,11 @@ def read_snapshots(conn: Connection, run_id: str, *, after_second: int = 0) -> l
     step_rows = (
         conn.execute(
             select(snapshot_steps)
-            .where(snapshot_steps.c.run_id == run_id, snapshot_steps.c.second > after_second,
-                   snapshot_steps.c.second <= snapshot_rows[-1]["second"])
+            .where(
+                snapshot_steps.c.run_id == run_id,
+                snapshot_steps.c.second > after_second,
+                snapshot_steps.c.second <= snapshot_rows[-1]["second"],
+            )
             .order_by(snapshot_steps.c.second, snapshot_steps.c.position)
         )
         .mappings()
@@ -789,7 +795,9 @@ def read_snapshots(conn: Connection, run_id: str, *, after_second: int = 0) -> l
     for row in step_rows:
         steps_by_second.setdefault(int(row["second"]), []).append(_step_from_row(row))
     # The rows hold what add_snapshot was given: a snapshot's shape (see _snapshot_from_row).
-    return [cast(Snapshot, _snapshot_from_row(row, steps_by_second.get(int(row["second"]), []))) for row in snapshot_rows]
+    return [
+        cast(Snapshot, _snapshot_from_row(row, steps_by_second.get(int(row["second"]), []))) for row in snapshot_rows
+    ]
 
 
 def _snapshot_from_row(row: RowMapping, steps: list[dict[str, Any]]) -> dict[str, Any]:
@@ -826,10 +834,16 @@ _BYTES_KEY = "$base64"
 
 
 def _bytes_as_text(extra: dict[str, Any]) -> dict[str, Any]:
-    return {key: {_BYTES_KEY: base64.b64encode(bytes(value)).decode("ascii")} if isinstance(value, (bytes, bytearray, memoryview))
-            else value for key, value in extra.items()}
+    return {
+        key: {_BYTES_KEY: base64.b64encode(bytes(value)).decode("ascii")}
+        if isinstance(value, (bytes, bytearray, memoryview))
+        else value
+        for key, value in extra.items()
+    }
 
 
 def _text_as_bytes(extra: dict[str, Any]) -> dict[str, Any]:
-    return {key: base64.b64decode(value[_BYTES_KEY]) if isinstance(value, dict) and set(value) == {_BYTES_KEY} else value
-            for key, value in extra.items()}
+    return {
+        key: base64.b64decode(value[_BYTES_KEY]) if isinstance(value, dict) and set(value) == {_BYTES_KEY} else value
+        for key, value in extra.items()
+    }

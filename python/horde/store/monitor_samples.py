@@ -44,27 +44,57 @@ def sample_rows(run_id: str, samples: Sequence[MonitorSample]) -> list[dict[str,
     left out (JSON has no NaN, and a figure that cannot be computed is better absent)."""
     rows: list[dict[str, object]] = []
     for sample in samples:
-        values = None if sample.values is None else {
-            key: value for key, value in sample.values.items() if isinstance(value, (int, float)) and math.isfinite(value)}
-        rows.append({
-            "run_id": run_id, "monitor": sample.monitor, "second": sample.second, "elapsed_s": sample.elapsed_s,
-            "timestamp": sample.timestamp, "values_json": None if values is None else json.dumps(values),
-            "error": sample.error,
-        })
+        values = (
+            None
+            if sample.values is None
+            else {
+                key: value
+                for key, value in sample.values.items()
+                if isinstance(value, (int, float)) and math.isfinite(value)
+            }
+        )
+        rows.append(
+            {
+                "run_id": run_id,
+                "monitor": sample.monitor,
+                "second": sample.second,
+                "elapsed_s": sample.elapsed_s,
+                "timestamp": sample.timestamp,
+                "values_json": None if values is None else json.dumps(values),
+                "error": sample.error,
+            }
+        )
     return rows
 
 
-def read_monitor_samples(connection: Connection, run_id: str, *, after_second: int = 0) -> dict[str, list[MonitorSample]]:
+def read_monitor_samples(
+    connection: Connection, run_id: str, *, after_second: int = 0
+) -> dict[str, list[MonitorSample]]:
     """A run's samples after ``after_second``, by monitor, each monitor's in order of second."""
-    rows = connection.execute(
-        select(monitor_samples)
-        .where(monitor_samples.c.run_id == run_id, monitor_samples.c.second > after_second)
-        .order_by(monitor_samples.c.monitor, monitor_samples.c.second)
-    ).mappings().all()
+    rows = (
+        connection.execute(
+            select(monitor_samples)
+            .where(monitor_samples.c.run_id == run_id, monitor_samples.c.second > after_second)
+            .order_by(monitor_samples.c.monitor, monitor_samples.c.second)
+        )
+        .mappings()
+        .all()
+    )
     found: dict[str, list[MonitorSample]] = {}
     for row in rows:
-        values = None if row["values_json"] is None else {key: float(value) for key, value in json.loads(row["values_json"]).items()}
-        found.setdefault(str(row["monitor"]), []).append(MonitorSample(
-            monitor=str(row["monitor"]), second=int(row["second"]), elapsed_s=float(row["elapsed_s"]),
-            timestamp=float(row["timestamp"]), values=values, error=row["error"]))
+        values = (
+            None
+            if row["values_json"] is None
+            else {key: float(value) for key, value in json.loads(row["values_json"]).items()}
+        )
+        found.setdefault(str(row["monitor"]), []).append(
+            MonitorSample(
+                monitor=str(row["monitor"]),
+                second=int(row["second"]),
+                elapsed_s=float(row["elapsed_s"]),
+                timestamp=float(row["timestamp"]),
+                values=values,
+                error=row["error"],
+            )
+        )
     return found

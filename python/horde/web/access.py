@@ -71,7 +71,9 @@ def host_of_header(value: str) -> str:
 def check_bind(host: str, token: str | None) -> None:
     """Refuse a non-loopback bind that has no token (see the module's docstring)."""
     if token is not None and not token.strip():
-        raise InsecureBind("the dashboard's token is empty", hint="give a non-empty --token, or leave it out to have one generated")
+        raise InsecureBind(
+            "the dashboard's token is empty", hint="give a non-empty --token, or leave it out to have one generated"
+        )
     if token is None and not is_loopback(host):
         raise InsecureBind(
             f"the dashboard would listen on {host}, beyond this machine, without a token",

@@ -74,10 +74,16 @@ def listed_run(row: RunRow) -> dict[str, Any]:
     failed = [verdict for verdict in verdicts or [] if isinstance(verdict, dict) and not verdict.get("passed")]
     measured = summary.get("responses") != 0
     return {
-        "run_id": row.run_id, "plan_name": row.plan_name, "status": row.status,
-        "started_at": row.started_at.isoformat(), "ended_at": row.ended_at.isoformat() if row.ended_at else None,
-        "tags": row.tags, "host": row.host,
-        "duration_s": summary.get("duration_s"), "requests": summary.get("requests"), "rps": summary.get("rps"),
+        "run_id": row.run_id,
+        "plan_name": row.plan_name,
+        "status": row.status,
+        "started_at": row.started_at.isoformat(),
+        "ended_at": row.ended_at.isoformat() if row.ended_at else None,
+        "tags": row.tags,
+        "host": row.host,
+        "duration_s": summary.get("duration_s"),
+        "requests": summary.get("requests"),
+        "rps": summary.get("rps"),
         "p95_ms": summary.get("latency_ms", {}).get("p95") if measured else None,
         "error_percent": summary.get("error_percent") if summary.get("requests") != 0 else None,
         "thresholds_failed": len(failed) if isinstance(verdicts, list) and verdicts else None,
@@ -107,11 +113,18 @@ def finished_state(store: Store, ref: str) -> dict[str, Any]:
     results = load_run(store, ref)
     monitors = monitor_series(results.record.plan, results.monitor_samples)
     findings = stored_findings(results.record.plan, results.summary, results.monitor_samples)
-    state = run_state(results.record, results.record.status, results.summary,
-                      results.snapshots[-1] if results.snapshots else None,
-                      monitors_view(monitors, findings, results.summary.get("monitors")))
-    state["figures"] = {**run_charts(run_series(results)), **capacity_charts(results.summary.get("capacity")),
-                        **monitor_charts(monitors, findings, broke_first_marks(results.summary.get("capacity")))}
+    state = run_state(
+        results.record,
+        results.record.status,
+        results.summary,
+        results.snapshots[-1] if results.snapshots else None,
+        monitors_view(monitors, findings, results.summary.get("monitors")),
+    )
+    state["figures"] = {
+        **run_charts(run_series(results)),
+        **capacity_charts(results.summary.get("capacity")),
+        **monitor_charts(monitors, findings, broke_first_marks(results.summary.get("capacity"))),
+    }
     return state
 
 
@@ -142,8 +155,11 @@ async def _stream(dashboard: Dashboard, record: RunRecord) -> AsyncIterator[str]
         # Status first: when it reads ended, the snapshots read next include the last one.
         status = await anyio.to_thread.run_sync(dashboard.reader.run_status, run_id) or "aborted"
         new = await anyio.to_thread.run_sync(dashboard.reader.snapshots_after, run_id, view.last_second)
-        sampled = (await anyio.to_thread.run_sync(dashboard.reader.monitor_samples_after, run_id, view.monitors_read_after)
-                   if view.monitors.watching else {})
+        sampled = (
+            await anyio.to_thread.run_sync(dashboard.reader.monitor_samples_after, run_id, view.monitors_read_after)
+            if view.monitors.watching
+            else {}
+        )
         if new or first or _news(view, sampled):
             await anyio.to_thread.run_sync(view.add_monitor_samples, sampled)
             await anyio.to_thread.run_sync(view.add, new)
@@ -167,7 +183,9 @@ async def _stream(dashboard: Dashboard, record: RunRecord) -> AsyncIterator[str]
 
 def _news(view: RunView, sampled: dict[str, list[MonitorSample]]) -> bool:
     """Whether ``sampled`` holds a sample the view has not taken yet."""
-    return any(sample.second > view.monitors.last_seconds.get(name, -1) for name, found in sampled.items() for sample in found)
+    return any(
+        sample.second > view.monitors.last_seconds.get(name, -1) for name, found in sampled.items() for sample in found
+    )
 
 
 def _mark_if_abandoned(dashboard: Dashboard, record: RunRecord) -> None:
@@ -206,11 +224,14 @@ def load_request_of(body: Any) -> dict[str, Any]:
     {'stop': True}
     """
     if not isinstance(body, dict):
-        raise InvalidInput("a control is a JSON object", hint='{"stop": true}, {"vus": 50, "ramp_s": 10} or {"rate_per_s": 200}')
+        raise InvalidInput(
+            "a control is a JSON object", hint='{"stop": true}, {"vus": 50, "ramp_s": 10} or {"rate_per_s": 200}'
+        )
     unknown = set(body) - {"stop", "vus", "rate_per_s", "ramp_s", "scenarios"}
     if unknown:
-        raise InvalidInput(f"unknown control field(s): {', '.join(sorted(unknown))}",
-                           hint="stop, vus, rate_per_s, ramp_s, scenarios")
+        raise InvalidInput(
+            f"unknown control field(s): {', '.join(sorted(unknown))}", hint="stop, vus, rate_per_s, ramp_s, scenarios"
+        )
     if body.get("stop") is True:
         if len(body) > 1:
             raise InvalidInput("stop goes alone", hint='{"stop": true}')
@@ -258,16 +279,26 @@ async def run_control(request: Request) -> Response:
 def control_answer(request: Request) -> Response:
     request_id = int(request.path_params["request_id"])
     answer = dashboard_of(request).store.control_answer(request_id)
-    return JSONResponse({"request_id": request_id, "answer": answer,
-                         "applied": None if answer is None else answer.startswith("applied")})
+    return JSONResponse(
+        {
+            "request_id": request_id,
+            "answer": answer,
+            "applied": None if answer is None else answer.startswith("applied"),
+        }
+    )
 
 
 def _answer(request_id: int, answer: str | None, record: RunRecord) -> dict[str, Any]:
-    found: dict[str, Any] = {"request_id": request_id, "answer": answer,
-                             "applied": None if answer is None else answer.startswith("applied")}
+    found: dict[str, Any] = {
+        "request_id": request_id,
+        "answer": answer,
+        "applied": None if answer is None else answer.startswith("applied"),
+    }
     if answer is None:
-        found["message"] = (f"queued: run {record.run_id}'s process (pid {record.pid} on {record.host}) answers once a "
-                            "second while it runs; it has not answered yet")
+        found["message"] = (
+            f"queued: run {record.run_id}'s process (pid {record.pid} on {record.host}) answers once a "
+            "second while it runs; it has not answered yet"
+        )
     return found
 
 
@@ -276,7 +307,9 @@ def comparison_of(request: Request) -> tuple[list[RunResults], list[RunCompariso
     compared with it, by the rule of ``alpha``, ``min_change`` (%), ``min_change_ms``."""
     refs = [ref.strip() for ref in request.query_params.getlist("run") if ref.strip()]
     if len(refs) < 2:
-        raise InvalidInput("a comparison needs at least two runs", hint="tick two or more runs in the runs list, or ?run=A&run=B")
+        raise InvalidInput(
+            "a comparison needs at least two runs", hint="tick two or more runs in the runs list, or ?run=A&run=B"
+        )
     try:
         rule = ComparisonRule(
             alpha=float(request.query_params.get("alpha") or 0.01),
@@ -292,19 +325,37 @@ def comparison_of(request: Request) -> tuple[list[RunResults], list[RunCompariso
 
 def comparison(request: Request) -> Response:
     runs, comparisons, _ = comparison_of(request)
-    return JSONResponse(_jsonable({
-        "runs": [run_header(results.record) for results in runs],
-        "comparisons": [item.to_dict() for item in comparisons],
-    }))
+    return JSONResponse(
+        _jsonable(
+            {
+                "runs": [run_header(results.record) for results in runs],
+                "comparisons": [item.to_dict() for item in comparisons],
+            }
+        )
+    )
 
 
 def trend_points(request: Request) -> Response:
     key = (request.query_params.get("key") or "").strip()
     if not key:
         raise InvalidInput("the trend needs a tag key", hint="/api/trend?key=build")
-    points = trend(dashboard_of(request).store, key, tag_value=request.query_params.get("value") or None,
-                   limit=list_limit(request, default=20))
-    return JSONResponse(_jsonable([{"run_id": point.run_id, "started_at": point.started_at.isoformat(),
-                                    "status": point.status, "tag_value": point.tag_value, "steps": point.steps}
-                                   for point in points]))
-
+    points = trend(
+        dashboard_of(request).store,
+        key,
+        tag_value=request.query_params.get("value") or None,
+        limit=list_limit(request, default=20),
+    )
+    return JSONResponse(
+        _jsonable(
+            [
+                {
+                    "run_id": point.run_id,
+                    "started_at": point.started_at.isoformat(),
+                    "status": point.status,
+                    "tag_value": point.tag_value,
+                    "steps": point.steps,
+                }
+                for point in points
+            ]
+        )
+    )

@@ -92,8 +92,11 @@ def create_app(store_url: str | None, *, token: str | None, host: str = "127.0.0
 @lru_cache(maxsize=None)
 def _script_file(name: str) -> tuple[bytes, bytes | None, str]:
     """(the script, its gzip form or None, its ETag), made once per process."""
-    body, gzipped = ((plotly_js().encode("utf-8"), plotly_js_gzip()) if name == "plotly"
-                     else (linked_axes_js().encode("utf-8"), None))
+    body, gzipped = (
+        (plotly_js().encode("utf-8"), plotly_js_gzip())
+        if name == "plotly"
+        else (linked_axes_js().encode("utf-8"), None)
+    )
     # The content's hash: a new install's file is never mistaken for the one a browser holds.
     return body, gzipped, f'"{hashlib.sha256(body).hexdigest()[:16]}"'
 
@@ -121,9 +124,15 @@ def _linked_axes(request: Request) -> Response:
 
 def _horde_error(request: Request, error: Exception) -> Response:
     assert isinstance(error, HordeError)
-    status = 404 if isinstance(error, RunNotFound) else 400 if isinstance(error, InvalidInput) else (
-        503 if isinstance(error, StoreUnavailable) else 500)
+    status = (
+        404
+        if isinstance(error, RunNotFound)
+        else 400
+        if isinstance(error, InvalidInput)
+        else (503 if isinstance(error, StoreUnavailable) else 500)
+    )
     if request.url.path.startswith("/api/"):
         return JSONResponse({"error": error.message, "hint": error.hint}, status_code=status)
-    return HTMLResponse(render("error.html.j2", title="Horde: error", message=error.message, hint=error.hint),
-                        status_code=status)
+    return HTMLResponse(
+        render("error.html.j2", title="Horde: error", message=error.message, hint=error.hint), status_code=status
+    )

@@ -70,6 +70,7 @@ def run_filter_of(query: dict[str, list[str]]) -> RunFilter:
     >>> run_filter_of({"tag": ["build=42", "ci"], "to": ["2026-11-22"]}).tags
     (('build', '42'), ('ci', None))
     """
+
     def one(name: str) -> str | None:
         values = [value.strip() for value in query.get(name, []) if value.strip()]
         return values[-1] if values else None
@@ -84,8 +85,13 @@ def run_filter_of(query: dict[str, list[str]]) -> RunFilter:
             raise InvalidInput(f"tag filter {text!r} has no key", hint="tag=build=42, or tag=build for any value")
         tags.append((key.strip(), value.strip() if equals else None))
     started_to = _instant(one("to"), "to", end_of_day=True)
-    return RunFilter(plan=one("plan"), status=one("status"), tags=tuple(tags),
-                     started_from=_instant(one("from"), "from", end_of_day=False), started_before=started_to)
+    return RunFilter(
+        plan=one("plan"),
+        status=one("status"),
+        tags=tuple(tags),
+        started_from=_instant(one("from"), "from", end_of_day=False),
+        started_before=started_to,
+    )
 
 
 def _instant(text: str | None, name: str, *, end_of_day: bool) -> datetime | None:
@@ -94,7 +100,9 @@ def _instant(text: str | None, name: str, *, end_of_day: bool) -> datetime | Non
     try:
         value = datetime.fromisoformat(text)
     except ValueError:
-        raise InvalidInput(f"{name}={text!r} is not a date", hint="write dates as 2026-11-22 (UTC), or 2026-11-22T14:30") from None
+        raise InvalidInput(
+            f"{name}={text!r} is not a date", hint="write dates as 2026-11-22 (UTC), or 2026-11-22T14:30"
+        ) from None
     if value.tzinfo is None:
         value = value.replace(tzinfo=timezone.utc)
     if end_of_day and len(text) == 10:

@@ -35,12 +35,19 @@ def runs_page(request: Request) -> Response:
         rows = [listed_run(row) for row in dashboard.reader.find_runs(run_filter_of(query), limit=list_limit(request))]
     except InvalidInput as error:
         problem = f"{error.message}" + (f" ({error.hint})" if error.hint else "")
-    return HTMLResponse(render(
-        "runs.html.j2", title="Horde runs", rows=rows, problem=problem, statuses=STATUSES,
-        plans=dashboard.reader.plan_names(), store=dashboard.store.display_url,
-        chosen={name: (values[-1] if values else "") for name, values in query.items() if name != "tag"},
-        tags=[tag for tag in query.get("tag", []) if tag.strip()],
-    ))
+    return HTMLResponse(
+        render(
+            "runs.html.j2",
+            title="Horde runs",
+            rows=rows,
+            problem=problem,
+            statuses=STATUSES,
+            plans=dashboard.reader.plan_names(),
+            store=dashboard.store.display_url,
+            chosen={name: (values[-1] if values else "") for name, values in query.items() if name != "tag"},
+            tags=[tag for tag in query.get("tag", []) if tag.strip()],
+        )
+    )
 
 
 def run_page(request: Request) -> Response:
@@ -50,49 +57,76 @@ def run_page(request: Request) -> Response:
     if record.run_id != ref:
         # `last` or a prefix: the page's address names the run itself, so it can be shared.
         return RedirectResponse(request.url_for("run", run=record.run_id), status_code=303)
-    return HTMLResponse(render("run.html.j2", title=f"Horde run {record.run_id} — {record.plan_name}",
-                               run=run_header(record), all_requests=ALL_REQUESTS))
+    return HTMLResponse(
+        render(
+            "run.html.j2",
+            title=f"Horde run {record.run_id} — {record.plan_name}",
+            run=run_header(record),
+            all_requests=ALL_REQUESTS,
+        )
+    )
 
 
 def compare_page(request: Request) -> Response:
     runs, comparisons, rule = comparison_of(request)
     labels = [_label(results) for results in runs]
-    return HTMLResponse(render(
-        "compare.html.j2", title=f"Horde comparison of {len(runs)} runs", rule=rule, comparisons=comparisons,
-        runs=[run_header(results.record) | {"label": label, "duration_s": results.summary["duration_s"]}
-              for results, label in zip(runs, labels)],
-        figures=comparison_charts(labels, [run_series(results) for results in runs]),
-    ))
+    return HTMLResponse(
+        render(
+            "compare.html.j2",
+            title=f"Horde comparison of {len(runs)} runs",
+            rule=rule,
+            comparisons=comparisons,
+            runs=[
+                run_header(results.record) | {"label": label, "duration_s": results.summary["duration_s"]}
+                for results, label in zip(runs, labels)
+            ],
+            figures=comparison_charts(labels, [run_series(results) for results in runs]),
+        )
+    )
 
 
 def trend_page(request: Request) -> Response:
     key = (request.query_params.get("key") or "").strip()
     value = (request.query_params.get("value") or "").strip() or None
     step = (request.query_params.get("step") or "").strip() or ALL_REQUESTS
-    points = trend(dashboard_of(request).store, key, tag_value=value, limit=list_limit(request, default=20)) if key else []
+    points = (
+        trend(dashboard_of(request).store, key, tag_value=value, limit=list_limit(request, default=20)) if key else []
+    )
     steps = list(dict.fromkeys(name for point in points for name in point.steps))
-    return HTMLResponse(render(
-        "trend.html.j2", title=f"Horde trend of {key}" if key else "Horde trend", key=key, value=value or "",
-        step=step, steps=steps, points=points, figures=trend_charts(points, key, step) if points else {},
-    ))
+    return HTMLResponse(
+        render(
+            "trend.html.j2",
+            title=f"Horde trend of {key}" if key else "Horde trend",
+            key=key,
+            value=value or "",
+            step=step,
+            steps=steps,
+            points=points,
+            figures=trend_charts(points, key, step) if points else {},
+        )
+    )
 
 
 def trend_charts(points: list[TrendPoint], key: str, step: str) -> dict[str, Figure]:
     """p95, req/s and errors of ``step`` across the runs, oldest first, one point per run."""
     labels = [f"{point.tag_value} ({point.run_id})" for point in points]
     figures: dict[str, Figure] = {}
-    for chart_id, field, title, unit in (("chart-trend-p95", "p95_ms", "p95 latency", "ms"),
-                                         ("chart-trend-rps", "rps", "Requests per second", "req/s"),
-                                         ("chart-trend-errors", "error_percent", "Errors", "% of requests")):
+    for chart_id, field, title, unit in (
+        ("chart-trend-p95", "p95_ms", "p95 latency", "ms"),
+        ("chart-trend-rps", "rps", "Requests per second", "req/s"),
+        ("chart-trend-errors", "error_percent", "Errors", "% of requests"),
+    ):
         values = [point.steps.get(step, {}).get(field) for point in points]
         figures[chart_id] = {
             "data": [{"type": "scatter", "mode": "lines+markers", "name": step, "x": labels, "y": values}],
             "layout": {
                 "title": {"text": f"{title}: {step}, by {key}", "x": 0.01, "xanchor": "left"},
-                "height": 320, "margin": {"l": 64, "r": 24, "t": 48, "b": 96},
+                "height": 320,
+                "margin": {"l": 64, "r": 24, "t": 48, "b": 96},
                 "xaxis": {"type": "category", "title": {"text": key}},
                 "yaxis": {"title": {"text": unit}, "rangemode": "tozero"},
-                "paper_bgcolor": "white", "plot_bgcolor": "#fafafa",
+                "paper_bgcolor": "white",
+                "plot_bgcolor": "#fafafa",
             },
         }
     return figures

@@ -50,14 +50,16 @@ def step_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     responses its latency figures cover (none: the page shows no latency, not 0 ms)."""
     rows = []
     for name, figures in [*summary.get("steps", {}).items(), (ALL_REQUESTS, summary)]:
-        rows.append({
-            "name": name,
-            "kind": figures.get("kind", "request"),
-            **{key: figures.get(key) for key in STEP_FIELDS},
-            **{key: figures.get("latency_ms", {}).get(key) for key in LATENCY_FIELDS},
-            "responses": figures.get("responses"),
-            "errors_by_kind": figures.get("errors_by_kind") or {},
-        })
+        rows.append(
+            {
+                "name": name,
+                "kind": figures.get("kind", "request"),
+                **{key: figures.get(key) for key in STEP_FIELDS},
+                **{key: figures.get("latency_ms", {}).get(key) for key in LATENCY_FIELDS},
+                "responses": figures.get("responses"),
+                "errors_by_kind": figures.get("errors_by_kind") or {},
+            }
+        )
     return rows
 
 
@@ -99,8 +101,11 @@ class LiveThresholds:
 
     def add(self, snapshots: list[Snapshot]) -> None:
         """Take the next seconds of the run (each once)."""
-        scopes = {Scope.of(step=threshold.step, scenario=threshold.scenario) for threshold in self.thresholds
-                  if not isinstance(threshold, str) and threshold.monitor_condition is None}
+        scopes = {
+            Scope.of(step=threshold.step, scenario=threshold.scenario)
+            for threshold in self.thresholds
+            if not isinstance(threshold, str) and threshold.monitor_condition is None
+        }
         for scope in scopes:
             part = measure(snapshots, steps=scope.steps, scenario=scope.scenario)
             self._figures[scope] = combine([self._figures[scope], part]) if scope in self._figures else part
@@ -109,13 +114,17 @@ class LiveThresholds:
         rows = []
         for threshold in self.thresholds:
             if isinstance(threshold, str):
-                rows.append({"condition": threshold, "verdict": "pending",
-                             "detail": "judged when the run ends"})
+                rows.append({"condition": threshold, "verdict": "pending", "detail": "judged when the run ends"})
                 continue
             name = _scoped(threshold.condition, threshold.step, threshold.scenario)
             if threshold.monitor_condition is not None:
-                rows.append({"condition": name, "verdict": "pending",
-                             "detail": "judged on the monitor's samples when the run ends"})
+                rows.append(
+                    {
+                        "condition": name,
+                        "verdict": "pending",
+                        "detail": "judged on the monitor's samples when the run ends",
+                    }
+                )
                 continue
             figures = self._figures.get(Scope.of(step=threshold.step, scenario=threshold.scenario))
             condition = threshold.parsed
@@ -125,13 +134,19 @@ class LiveThresholds:
                 continue
             holds = condition.holds(measured)
             shown = format_value(measured, unit_of(condition))
-            rows.append({"condition": name, "verdict": "passing" if holds else "failing",
-                         "detail": f"{shown} so far" + ("" if holds else f", not {format_limit(condition)}")})
+            rows.append(
+                {
+                    "condition": name,
+                    "verdict": "passing" if holds else "failing",
+                    "detail": f"{shown} so far" + ("" if holds else f", not {format_limit(condition)}"),
+                }
+            )
         return rows
 
 
-def threshold_rows(record: RunRecord, status: str, summary: dict[str, Any],
-                   live: LiveThresholds | None = None) -> list[dict[str, str]]:
+def threshold_rows(
+    record: RunRecord, status: str, summary: dict[str, Any], live: LiveThresholds | None = None
+) -> list[dict[str, str]]:
     """Each threshold of the run, readable, with its verdict: ``condition`` (with its scope),
     ``verdict`` (``passed`` or ``failed`` once judged; while the run goes, ``passing``,
     ``failing`` or ``pending`` on its seconds so far) and ``detail`` (the figure)."""
@@ -176,7 +191,9 @@ def run_header(record: RunRecord, status: str | None = None) -> dict[str, Any]:
         "autostop": record.plan.get("autostop") or [],
         "autostop_rules": autostop_texts(record.plan),
         "steer": record.plan.get("steer"),
-        "models": sorted({scenario.get("workload", {}).get("type", "closed") for scenario in record.plan.get("scenarios", [])}),
+        "models": sorted(
+            {scenario.get("workload", {}).get("type", "closed") for scenario in record.plan.get("scenarios", [])}
+        ),
         "scenarios": [scenario.get("name") for scenario in record.plan.get("scenarios", [])],
         "monitors": [monitor.get("name") for monitor in record.plan.get("monitors") or []],
         # A message target: the page holds the message charts, drawn once its seconds come.
@@ -184,9 +201,14 @@ def run_header(record: RunRecord, status: str | None = None) -> dict[str, Any]:
     }
 
 
-def run_state(record: RunRecord, status: str, summary: dict[str, Any], last: Snapshot | None,
-              monitors: dict[str, Any] | None = None,
-              thresholds: LiveThresholds | None = None) -> dict[str, Any]:
+def run_state(
+    record: RunRecord,
+    status: str,
+    summary: dict[str, Any],
+    last: Snapshot | None,
+    monitors: dict[str, Any] | None = None,
+    thresholds: LiveThresholds | None = None,
+) -> dict[str, Any]:
     """What the run page draws but the figures, JSON-ready: the run, its summary and steps
     table, its thresholds with their verdicts (:func:`threshold_rows`; ``thresholds``: a running
     run's, judged so far), the saturation warning, the gauges of its last second (``last``),
@@ -207,8 +229,18 @@ def run_state(record: RunRecord, status: str, summary: dict[str, Any], last: Sna
         "last_second": int(seen.get("second") or 0),
         "elapsed_s": seen.get("elapsed_s"),
         "timestamp": seen.get("timestamp"),
-        "now": {key: seen.get(key) for key in ("active_vus", "target_vus", "target_rate_per_s", "busy_vus",
-                                               "cpu_percent", "timer_lateness_p99_ms", "lost_share")},
+        "now": {
+            key: seen.get(key)
+            for key in (
+                "active_vus",
+                "target_vus",
+                "target_rate_per_s",
+                "busy_vus",
+                "cpu_percent",
+                "timer_lateness_p99_ms",
+                "lost_share",
+            )
+        },
         # A run over several generators: each one's last second (a slow or lost one stands out).
         "generators": seen.get("generators"),
     }
@@ -259,7 +291,9 @@ class RunView:
                 step_id = (entry["scenario"], entry["step"])
                 self._kinds.setdefault(step_id, entry.get("kind") or "request")
                 previous = self._merged.get(step_id)
-                self._merged[step_id] = histogram.merge([previous, entry["histogram"]] if previous else [entry["histogram"]])
+                self._merged[step_id] = histogram.merge(
+                    [previous, entry["histogram"]] if previous else [entry["histogram"]]
+                )
         batch = _Seconds(record=self.record, snapshots=snapshots, summary={}, workers=self.workers)
         part = run_series(batch)
         self._rename_steps()
@@ -267,8 +301,11 @@ class RunView:
         _extend(self._series, part, lambda name: name if name == ALL_REQUESTS else self._names[batch_ids[name]])
         self.last_second = int(snapshots[-1]["second"])
         self.last_snapshot = snapshots[-1]
-        if (self._distribution_second is None or snapshots[-1]["final"]
-                or self.last_second - self._distribution_second >= self.distribution_every_s):
+        if (
+            self._distribution_second is None
+            or snapshots[-1]["final"]
+            or self.last_second - self._distribution_second >= self.distribution_every_s
+        ):
             self._distribution_second = self.last_second
             self._curves = {None: distribution(self._all_requests_histogram())}
             self._curves.update({step_id: distribution(blob) for step_id, blob in self._merged.items()})
@@ -287,8 +324,9 @@ class RunView:
 
     def state(self, status: str) -> dict[str, Any]:
         """Everything the run page draws but the figures, JSON-ready."""
-        return run_state(self.record, status, self.summary(status), self.last_snapshot, self.monitors.view(),
-                         self.thresholds)
+        return run_state(
+            self.record, status, self.summary(status), self.last_snapshot, self.monitors.view(), self.thresholds
+        )
 
     def _all_requests_histogram(self) -> bytes:
         return histogram.merge(blob for step_id, blob in self._merged.items() if self._kinds[step_id] == "request")
@@ -297,8 +335,11 @@ class RunView:
         """Name steps over every step seen so far; a step name a new scenario shares becomes
         ``scenario/step`` everywhere, as it would in the report of the whole run."""
         names = step_names(self._kinds)
-        renamed = {self._names[step_id]: name for step_id, name in names.items()
-                   if step_id in self._names and self._names[step_id] != name}
+        renamed = {
+            self._names[step_id]: name
+            for step_id, name in names.items()
+            if step_id in self._names and self._names[step_id] != name
+        }
         self._names = names
         if renamed:
             self._series.latency = {renamed.get(key, key): value for key, value in self._series.latency.items()}
@@ -317,10 +358,21 @@ class _Seconds(RunResults):
 
 def _empty_series(workers: int) -> RunSeries:
     return RunSeries(
-        rate_elapsed_s=[], requests_per_s=[], errors_per_s=[], errors_per_s_by_kind={}, dropped_arrivals_per_s=[],
-        elapsed_s=[], active_vus=[], target_vus=[], target_rate_per_s=[], cpu_percent=[], timer_lateness_p99_ms=[],
-        saturated_intervals=[], cpu_limit_percent=CPU_SATURATION_PERCENT_PER_WORKER * workers,
-        latency={ALL_REQUESTS: LatencySeries()}, distribution={},
+        rate_elapsed_s=[],
+        requests_per_s=[],
+        errors_per_s=[],
+        errors_per_s_by_kind={},
+        dropped_arrivals_per_s=[],
+        elapsed_s=[],
+        active_vus=[],
+        target_vus=[],
+        target_rate_per_s=[],
+        cpu_percent=[],
+        timer_lateness_p99_ms=[],
+        saturated_intervals=[],
+        cpu_limit_percent=CPU_SATURATION_PERCENT_PER_WORKER * workers,
+        latency={ALL_REQUESTS: LatencySeries()},
+        distribution={},
     )
 
 
@@ -330,8 +382,19 @@ def _extend(total: RunSeries, part: RunSeries, name_of: Callable[[str], str]) ->
     kinds stay sorted as ``run_series`` sorts them."""
     earlier_points = len(total.rate_elapsed_s)
     new_points = len(part.rate_elapsed_s)
-    for name in ("rate_elapsed_s", "requests_per_s", "errors_per_s", "dropped_arrivals_per_s", "elapsed_s", "active_vus",
-                 "target_vus", "target_rate_per_s", "cpu_percent", "timer_lateness_p99_ms", "saturated_intervals"):
+    for name in (
+        "rate_elapsed_s",
+        "requests_per_s",
+        "errors_per_s",
+        "dropped_arrivals_per_s",
+        "elapsed_s",
+        "active_vus",
+        "target_vus",
+        "target_rate_per_s",
+        "cpu_percent",
+        "timer_lateness_p99_ms",
+        "saturated_intervals",
+    ):
         getattr(total, name).extend(getattr(part, name))
     kinds = sorted(total.errors_per_s_by_kind.keys() | part.errors_per_s_by_kind.keys())
     total.errors_per_s_by_kind = {
@@ -377,7 +440,10 @@ class FigureDeltas:
             if change:
                 found[chart_id] = change
             self._sent[chart_id] = (
-                [_SentTrace(list(trace.get("x", [])), list(trace.get("y", [])), _rest(trace)) for trace in figure["data"]],
+                [
+                    _SentTrace(list(trace.get("x", [])), list(trace.get("y", [])), _rest(trace))
+                    for trace in figure["data"]
+                ],
                 copy.deepcopy(figure["layout"]),
             )
         return found
@@ -396,11 +462,11 @@ class FigureDeltas:
         for index, (trace, old) in enumerate(zip(data, traces)):
             x, y = list(trace.get("x", [])), list(trace.get("y", []))
             grown = len(x) - len(old.x)
-            if x[:len(old.x)] == old.x and y[:len(old.y)] == old.y and grown == len(y) - len(old.y) and grown >= 0:
+            if x[: len(old.x)] == old.x and y[: len(old.y)] == old.y and grown == len(y) - len(old.y) and grown >= 0:
                 if grown:
                     extend["indices"].append(index)
-                    extend["x"].append(x[len(old.x):])
-                    extend["y"].append(y[len(old.y):])
+                    extend["x"].append(x[len(old.x) :])
+                    extend["y"].append(y[len(old.y) :])
             else:
                 restyle.append({"index": index, "x": x, "y": y})
         if extend["indices"]:

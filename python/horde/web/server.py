@@ -81,20 +81,24 @@ class DashboardServer:
             raise
         self._dashboard = app.state.dashboard
         self.port = int(sock.getsockname()[1])
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
-                                timeout_graceful_shutdown=int(STOP_GRACE_S))
+        config = uvicorn.Config(
+            app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=int(STOP_GRACE_S)
+        )
         self._server = uvicorn.Server(config)
         # uvicorn installs signal handlers only in the main thread; here Ctrl-C stays the caller's.
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
-                                        name="horde-dashboard", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [sock]}, name="horde-dashboard", daemon=True
+        )
         self._thread.start()
         deadline = time.monotonic() + START_TIMEOUT_S
         while not self._server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 self.stop()
                 sock.close()
-                raise InvalidInput(f"the dashboard did not start on {self.host}:{self.port}",
-                                   hint="see the messages above; try another --port")
+                raise InvalidInput(
+                    f"the dashboard did not start on {self.host}:{self.port}",
+                    hint="see the messages above; try another --port",
+                )
             time.sleep(0.02)
         return self
 
@@ -131,10 +135,13 @@ def _reachable_host(host: str) -> str:
 def _bind(host: str, port: int) -> socket.socket:
     """A listening socket on ``host:port``, or a message saying why there cannot be one."""
     try:
-        family, kind, protocol, _, address = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
-                                                                flags=socket.AI_PASSIVE)[0]
+        family, kind, protocol, _, address = socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
     except socket.gaierror as error:
-        raise InvalidInput(f"cannot listen on {host!r}: {error.strerror}", hint="--host 127.0.0.1 (the default)") from None
+        raise InvalidInput(
+            f"cannot listen on {host!r}: {error.strerror}", hint="--host 127.0.0.1 (the default)"
+        ) from None
     sock = socket.socket(family, kind, protocol)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -144,6 +151,8 @@ def _bind(host: str, port: int) -> socket.socket:
         sock.listen(128)
     except OSError as error:
         sock.close()
-        raise InvalidInput(f"cannot listen on {host}:{port}: {error.strerror or error}",
-                           hint="choose another --port (0: any free one), or --host 127.0.0.1") from None
+        raise InvalidInput(
+            f"cannot listen on {host}:{port}: {error.strerror or error}",
+            hint="choose another --port (0: any free one), or --host 127.0.0.1",
+        ) from None
     return sock

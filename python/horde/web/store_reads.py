@@ -88,8 +88,15 @@ class StoreReader:
     def find_runs(self, run_filter: RunFilter, *, limit: int = 100) -> list[RunRow]:
         """Runs matching ``run_filter``, newest first, at most ``limit`` of them."""
         query = select(
-            runs.c.run_id, runs.c.plan_name, runs.c.status, runs.c.started_at, runs.c.ended_at,
-            runs.c.tags_json, runs.c.summary_json, runs.c.host, runs.c.pid,
+            runs.c.run_id,
+            runs.c.plan_name,
+            runs.c.status,
+            runs.c.started_at,
+            runs.c.ended_at,
+            runs.c.tags_json,
+            runs.c.summary_json,
+            runs.c.host,
+            runs.c.pid,
         )
         if run_filter.plan:
             query = query.where(func.lower(runs.c.plan_name).contains(run_filter.plan.lower(), autoescape=True))
@@ -109,12 +116,19 @@ class StoreReader:
                 tags = json.loads(row.tags_json)
                 if not run_filter.matches_tags(tags):
                     continue
-                found.append(RunRow(
-                    run_id=row.run_id, plan_name=row.plan_name, status=row.status, started_at=row.started_at,
-                    ended_at=row.ended_at, tags=tags,
-                    summary=json.loads(row.summary_json) if row.summary_json else None,
-                    host=row.host, pid=int(row.pid),
-                ))
+                found.append(
+                    RunRow(
+                        run_id=row.run_id,
+                        plan_name=row.plan_name,
+                        status=row.status,
+                        started_at=row.started_at,
+                        ended_at=row.ended_at,
+                        tags=tags,
+                        summary=json.loads(row.summary_json) if row.summary_json else None,
+                        host=row.host,
+                        pid=int(row.pid),
+                    )
+                )
                 if len(found) >= limit:
                     break
         return found

@@ -123,8 +123,9 @@ impl Connector {
         let tls = match endpoint.scheme {
             Scheme::Http => None,
             Scheme::Https => {
-                let server_name = ServerName::try_from(endpoint.host.clone())
-                    .map_err(|error| EngineError::Setup(format!("'{}' is not a valid TLS server name: {error}", endpoint.host)))?;
+                let server_name = ServerName::try_from(endpoint.host.clone()).map_err(|error| {
+                    EngineError::Setup(format!("'{}' is not a valid TLS server name: {error}", endpoint.host))
+                })?;
                 Some((TlsConnector::from(Arc::new(tls_config(insecure, offer_h2, extra_roots)?)), server_name))
             }
         };
@@ -147,7 +148,12 @@ impl Connector {
             Ok(result) => result,
             Err(_) => Err((
                 ErrorKind::Timeout,
-                format!("no connection to {}:{} within {} ms", self.endpoint.host, self.endpoint.port, self.connect_timeout.as_millis()),
+                format!(
+                    "no connection to {}:{} within {} ms",
+                    self.endpoint.host,
+                    self.endpoint.port,
+                    self.connect_timeout.as_millis()
+                ),
             )),
         }
     }
@@ -225,17 +231,22 @@ impl Connector {
 /// The certificates of a PEM file (`target.ca_file`), for the root store.
 pub fn read_ca_file(path: &str) -> Result<Vec<CertificateDer<'static>>, EngineError> {
     use rustls::pki_types::pem::PemObject;
-    let pem = std::fs::read(path).map_err(|error| EngineError::Setup(format!("target.ca_file: cannot read '{path}': {error}")))?;
-    let certificates = CertificateDer::pem_slice_iter(&pem)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|error| EngineError::Setup(format!("target.ca_file: '{path}' is not a PEM file of certificates: {error}")))?;
+    let pem = std::fs::read(path)
+        .map_err(|error| EngineError::Setup(format!("target.ca_file: cannot read '{path}': {error}")))?;
+    let certificates = CertificateDer::pem_slice_iter(&pem).collect::<Result<Vec<_>, _>>().map_err(|error| {
+        EngineError::Setup(format!("target.ca_file: '{path}' is not a PEM file of certificates: {error}"))
+    })?;
     if certificates.is_empty() {
         return Err(EngineError::Setup(format!("target.ca_file: '{path}' holds no certificate")));
     }
     Ok(certificates)
 }
 
-fn tls_config(insecure: bool, offer_h2: bool, extra_roots: &[CertificateDer<'static>]) -> Result<ClientConfig, EngineError> {
+fn tls_config(
+    insecure: bool,
+    offer_h2: bool,
+    extra_roots: &[CertificateDer<'static>],
+) -> Result<ClientConfig, EngineError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -248,16 +259,17 @@ fn tls_config(insecure: bool, offer_h2: bool, extra_roots: &[CertificateDer<'sta
     } else {
         let mut roots = RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
         for certificate in extra_roots {
-            roots
-                .add(certificate.clone())
-                .map_err(|error| EngineError::Setup(format!("target.ca_file: a certificate cannot be trusted: {error}")))?;
+            roots.add(certificate.clone()).map_err(|error| {
+                EngineError::Setup(format!("target.ca_file: a certificate cannot be trusted: {error}"))
+            })?;
         }
         builder.with_root_certificates(roots).with_no_client_auth()
     };
     // Both are offered even when the plan insists on HTTP/2: a server without h2 then still
     // completes the handshake, and the VU can say that it refused h2 (`h2_refused`) rather
     // than fail as a TLS error.
-    config.alpn_protocols = if offer_h2 { vec![b"h2".to_vec(), b"http/1.1".to_vec()] } else { vec![b"http/1.1".to_vec()] };
+    config.alpn_protocols =
+        if offer_h2 { vec![b"h2".to_vec(), b"http/1.1".to_vec()] } else { vec![b"http/1.1".to_vec()] };
     Ok(config)
 }
 
@@ -284,7 +296,12 @@ impl ServerCertVerifier for AcceptAnyCertificate {
         certificate: &CertificateDer<'_>,
         signature: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, certificate, signature, &self.0.signature_verification_algorithms)
+        rustls::crypto::verify_tls12_signature(
+            message,
+            certificate,
+            signature,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn verify_tls13_signature(
@@ -293,7 +310,12 @@ impl ServerCertVerifier for AcceptAnyCertificate {
         certificate: &CertificateDer<'_>,
         signature: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, certificate, signature, &self.0.signature_verification_algorithms)
+        rustls::crypto::verify_tls13_signature(
+            message,
+            certificate,
+            signature,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {

@@ -52,14 +52,9 @@ impl Endpoint {
         if host.is_empty() {
             return Err(invalid("has no host"));
         }
-        let host_header = if port == default_port { authority_host(&host) } else { format!("{}:{port}", authority_host(&host)) };
-        Ok(Self {
-            scheme,
-            host,
-            port,
-            path_prefix: path.trim_end_matches('/').to_owned(),
-            host_header,
-        })
+        let host_header =
+            if port == default_port { authority_host(&host) } else { format!("{}:{port}", authority_host(&host)) };
+        Ok(Self { scheme, host, port, path_prefix: path.trim_end_matches('/').to_owned(), host_header })
     }
 }
 

@@ -56,7 +56,12 @@ pub struct H2Failure {
 /// [`Http2Mode::Alpn`], a server that chose http/1.1 gives an HTTP/1.1 connection; with
 /// [`Http2Mode::Insist`] it is an `h2_refused` error. `settings` (`target.http2`, validated
 /// within RFC 9113's bounds) give the receive windows advertised and the cap on streams.
-pub async fn open(connector: &Connector, mode: Http2Mode, settings: &Http2Settings, limits: ReadLimits) -> Result<Opened, (ErrorKind, String)> {
+pub async fn open(
+    connector: &Connector,
+    mode: Http2Mode,
+    settings: &Http2Settings,
+    limits: ReadLimits,
+) -> Result<Opened, (ErrorKind, String)> {
     let connection = connector.connect_detailed().await?;
     let endpoint = connector.endpoint();
     let speak_h2 = match (&connection, mode) {
@@ -68,7 +73,10 @@ pub async fn open(connector: &Connector, mode: Http2Mode, settings: &Http2Settin
         if mode == Http2Mode::Insist {
             return Err((
                 ErrorKind::H2Refused,
-                format!("{}:{} did not choose h2 in the TLS handshake (ALPN) and target.http_version is '2'", endpoint.host, endpoint.port),
+                format!(
+                    "{}:{} did not choose h2 in the TLS handshake (ALPN) and target.http_version is '2'",
+                    endpoint.host, endpoint.port
+                ),
             ));
         }
         return Ok(Opened::Http1(connection));
@@ -85,18 +93,34 @@ pub async fn open(connector: &Connector, mode: Http2Mode, settings: &Http2Settin
         // The server pushes nothing to a load generator.
         .enable_push(false);
     let handshake = match connection {
-        Connection::Plain(stream) => builder.handshake(stream).await.map(|(sender, driver)| spawn_driver(sender, driver)),
-        Connection::Tls(stream) => builder.handshake(*stream).await.map(|(sender, driver)| spawn_driver(sender, driver)),
+        Connection::Plain(stream) => {
+            builder.handshake(stream).await.map(|(sender, driver)| spawn_driver(sender, driver))
+        }
+        Connection::Tls(stream) => {
+            builder.handshake(*stream).await.map(|(sender, driver)| spawn_driver(sender, driver))
+        }
     };
-    let cap = settings.max_concurrent_streams.map(|streams| usize::try_from(streams).unwrap_or(usize::MAX).min(tokio::sync::Semaphore::MAX_PERMITS));
+    let cap = settings
+        .max_concurrent_streams
+        .map(|streams| usize::try_from(streams).unwrap_or(usize::MAX).min(tokio::sync::Semaphore::MAX_PERMITS));
     handshake
-        .map(|sender| Opened::Http2(H2Sender { sender, streams: cap.map(|permits| Arc::new(tokio::sync::Semaphore::new(permits))) }))
-        .map_err(|error| (ErrorKind::Protocol, format!("HTTP/2 handshake with {}:{}: {error}", endpoint.host, endpoint.port)))
+        .map(|sender| {
+            Opened::Http2(H2Sender {
+                sender,
+                streams: cap.map(|permits| Arc::new(tokio::sync::Semaphore::new(permits))),
+            })
+        })
+        .map_err(|error| {
+            (ErrorKind::Protocol, format!("HTTP/2 handshake with {}:{}: {error}", endpoint.host, endpoint.port))
+        })
 }
 
 /// The connection's frames are read and written by a task of its own on the worker's runtime;
 /// it ends when every sender is dropped and the last stream is done, or the connection fails.
-fn spawn_driver<T>(sender: h2::client::SendRequest<Bytes>, driver: h2::client::Connection<T, Bytes>) -> h2::client::SendRequest<Bytes>
+fn spawn_driver<T>(
+    sender: h2::client::SendRequest<Bytes>,
+    driver: h2::client::Connection<T, Bytes>,
+) -> h2::client::SendRequest<Bytes>
 where
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
@@ -177,7 +201,12 @@ pub async fn exchange_h2(
         Some(prepared) => (prepared.head.clone(), prepared.body.clone()),
         None => to_h2(endpoint, encoded)
             // Not sent, but a second try would fail the same: not flagged as `not_sent`.
-            .map_err(|detail| H2Failure { kind: ErrorKind::Protocol, detail, connection_lost: false, not_sent: false })?,
+            .map_err(|detail| H2Failure {
+                kind: ErrorKind::Protocol,
+                detail,
+                connection_lost: false,
+                not_sent: false,
+            })?,
     };
     // Held until the response's body ends (or the exchange fails): a stream of the cap's.
     let streams = connection.streams.clone();
@@ -223,13 +252,18 @@ pub async fn exchange_h2(
             }
         }
         if capture.record && capture.recorded_head.len() < crate::exchange::MAX_HEAD_BYTES {
-            capture.recorded_head.extend_from_slice(format!("{name}: {}\r\n", String::from_utf8_lossy(value.as_bytes())).as_bytes());
+            capture
+                .recorded_head
+                .extend_from_slice(format!("{name}: {}\r\n", String::from_utf8_lossy(value.as_bytes())).as_bytes());
         }
     }
     if received > limits.max_head_bytes as u64 {
         return Err(H2Failure {
             kind: ErrorKind::HeadersTooLarge,
-            detail: format!("the response head passed target.max_response_header_bytes ({} bytes) ({address})", limits.max_head_bytes),
+            detail: format!(
+                "the response head passed target.max_response_header_bytes ({} bytes) ({address})",
+                limits.max_head_bytes
+            ),
             connection_lost: false,
             not_sent: false,
         });
@@ -310,7 +344,10 @@ async fn after_goaway(sender: &mut h2::client::SendRequest<Bytes>, failure: H2Fa
             let reason = error.reason().map_or_else(|| "no code".to_owned(), |reason| format!("{reason:?}"));
             H2Failure {
                 kind: ErrorKind::H2GoAway,
-                detail: format!("the server closed the HTTP/2 connection after its GOAWAY ({reason}) before answering: {}", failure.detail),
+                detail: format!(
+                    "the server closed the HTTP/2 connection after its GOAWAY ({reason}) before answering: {}",
+                    failure.detail
+                ),
                 ..failure
             }
         }
@@ -323,9 +360,17 @@ async fn after_goaway(sender: &mut h2::client::SendRequest<Bytes>, failure: H2Fa
 fn failure(error: &h2::Error, address: Address<'_>) -> H2Failure {
     let (kind, detail, connection_lost) = if error.is_go_away() {
         let reason = error.reason().map_or_else(|| "no code".to_owned(), |reason| format!("{reason:?}"));
-        (ErrorKind::H2GoAway, format!("the server ended the HTTP/2 connection (GOAWAY, {reason}) before the response ended ({address})"), true)
+        (
+            ErrorKind::H2GoAway,
+            format!("the server ended the HTTP/2 connection (GOAWAY, {reason}) before the response ended ({address})"),
+            true,
+        )
     } else if let (true, Some(reason)) = (error.is_reset(), error.reason()) {
-        (ErrorKind::h2_reset(reason.into()), format!("the server reset the stream ({reason:?}, code {}) ({address})", u32::from(reason)), false)
+        (
+            ErrorKind::h2_reset(reason.into()),
+            format!("the server reset the stream ({reason:?}, code {}) ({address})", u32::from(reason)),
+            false,
+        )
     } else if let Some(io) = error.get_io() {
         (ErrorKind::from_io(io), format!("{io} on the HTTP/2 connection ({address})"), true)
     } else {

@@ -6,8 +6,8 @@
 //! requests, sent as streams of a connection that several requests (a pool's VUs) share.
 
 mod connection;
-mod http2;
 mod endpoint;
+mod http2;
 mod request;
 mod response;
 

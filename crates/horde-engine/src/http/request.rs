@@ -75,11 +75,21 @@ mod tests {
         let endpoint = Endpoint::parse("http://127.0.0.1:8080/api").unwrap();
         let headers = [("accept", "application/json"), ("X-Run", "1"), ("Accept", "text/plain")];
         let mut out = Vec::new();
-        let parts = RequestParts { method: "POST", path: "/items", headers: &headers, cookie: Some("a=1"), body: b"{}", json: true };
+        let parts = RequestParts {
+            method: "POST",
+            path: "/items",
+            headers: &headers,
+            cookie: Some("a=1"),
+            body: b"{}",
+            json: true,
+        };
         encode_request(&mut out, &endpoint, &parts);
         let text = String::from_utf8(out).unwrap();
         assert!(text.starts_with("POST /api/items HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"), "{text}");
-        assert!(text.contains("Content-Type: application/json\r\nX-Run: 1\r\nAccept: text/plain\r\nCookie: a=1\r\n"), "{text}");
+        assert!(
+            text.contains("Content-Type: application/json\r\nX-Run: 1\r\nAccept: text/plain\r\nCookie: a=1\r\n"),
+            "{text}"
+        );
         assert!(!text.contains("application/json\r\nX-Run") || !text.contains("accept: application/json"));
         assert!(text.ends_with("Content-Length: 2\r\n\r\n{}"), "{text}");
     }

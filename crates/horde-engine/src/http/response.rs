@@ -197,7 +197,9 @@ pub async fn read_response(
                             received += read as u64;
                             capture.keep(&buffer[..read]);
                         }
-                        Err(error) => return Err(ReadError { kind: ErrorKind::from_io(&error), nothing_received: false }),
+                        Err(error) => {
+                            return Err(ReadError { kind: ErrorKind::from_io(&error), nothing_received: false })
+                        }
                     }
                 }
                 false
@@ -212,7 +214,12 @@ fn protocol(_: ()) -> ReadError {
 }
 
 /// Reads into `buffer[at..]`; end of stream mid-response is a reset.
-async fn read_some(connection: &mut Connection, buffer: &mut [u8], at: usize, received: &mut u64) -> Result<usize, ReadError> {
+async fn read_some(
+    connection: &mut Connection,
+    buffer: &mut [u8],
+    at: usize,
+    received: &mut u64,
+) -> Result<usize, ReadError> {
     match connection.read(&mut buffer[at..]).await {
         Ok(0) => Err(ReadError { kind: ErrorKind::Reset, nothing_received: *received == 0 }),
         Ok(read) => {
@@ -258,16 +265,22 @@ async fn read_head(
                 }
                 if status >= 400 {
                     capture.error_wanted = true;
-                    capture.error_status_line =
-                        format!("HTTP/1.{} {status} {}", response.version.unwrap_or(1), response.reason.unwrap_or_default());
+                    capture.error_status_line = format!(
+                        "HTTP/1.{} {status} {}",
+                        response.version.unwrap_or(1),
+                        response.reason.unwrap_or_default()
+                    );
                 }
-                framing_of(response, status, is_head).map(|(framing, keep_alive)| (status, header_len, framing, keep_alive))
+                framing_of(response, status, is_head)
+                    .map(|(framing, keep_alive)| (status, header_len, framing, keep_alive))
             });
             match parsed {
                 Ok(Some(Ok((status, header_len, framing, keep_alive)))) => {
                     if capture.record {
                         capture.recorded_head.clear();
-                        capture.recorded_head.extend_from_slice(&buffer[..header_len.min(crate::exchange::MAX_HEAD_BYTES)]);
+                        capture
+                            .recorded_head
+                            .extend_from_slice(&buffer[..header_len.min(crate::exchange::MAX_HEAD_BYTES)]);
                     }
                     return Ok((status, header_len, filled, framing, keep_alive));
                 }
@@ -289,7 +302,10 @@ async fn read_head(
 /// Parses a response head; `complete` reads it when it is whole. `Ok(None)`: more bytes are
 /// needed. Headers go into an array on the stack, or, when there are more than it holds, into
 /// one on the heap with a place for each line of the head.
-fn parse_head<T>(bytes: &[u8], complete: impl FnOnce(&httparse::Response<'_, '_>, usize) -> T) -> Result<Option<T>, ()> {
+fn parse_head<T>(
+    bytes: &[u8],
+    complete: impl FnOnce(&httparse::Response<'_, '_>, usize) -> T,
+) -> Result<Option<T>, ()> {
     let mut stack = [httparse::EMPTY_HEADER; STACK_HEADERS];
     let mut response = httparse::Response::new(&mut stack);
     match response.parse(bytes) {

@@ -5,10 +5,10 @@ mod message_step;
 mod sql_step;
 
 use super::{Body, Condition, Feeder, LoopMode, Node, RequestNode, ScenarioProgram, StepKind};
-use crate::response_rules::{check_label, CompiledCheck, CompiledExtractor, JsonScope};
-use crate::template::{JsonTemplate, TemplateRef, Text, UNDEFINED_MARK};
 use crate::error::EngineError;
 use crate::http::{encode_request, Endpoint, H2Request, RequestParts};
+use crate::response_rules::{check_label, CompiledCheck, CompiledExtractor, JsonScope};
+use crate::template::{JsonTemplate, TemplateRef, Text, UNDEFINED_MARK};
 use horde_plan::templates::is_template;
 use horde_plan::{Check, HttpStep, LoopStep, OnCheckFailure, Scenario, Step};
 use minijinja::Environment;
@@ -83,7 +83,8 @@ impl<'a> NodeCompiler<'a> {
     /// The variables a template reads, when its rendering depends only on them and the
     /// parameters (`None`: it changes on its own).
     fn memoizable(&self, source: &str) -> Option<std::collections::HashSet<String>> {
-        const CHANGING: [&str; 6] = ["random_int", "random_choice", "uuid", "now_ms", "iteration", horde_plan::SEQ_VARIABLE];
+        const CHANGING: [&str; 6] =
+            ["random_int", "random_choice", "uuid", "now_ms", "iteration", horde_plan::SEQ_VARIABLE];
         let names = horde_plan::templates::template_variables(&self.environment, source).ok()?;
         (!names.iter().any(|name| CHANGING.contains(&name.as_str()))).then_some(names)
     }
@@ -144,7 +145,10 @@ impl<'a> NodeCompiler<'a> {
                     .map(|step| match step {
                         Step::Http(http) => self.request(scenario, http),
                         // horde-plan's validate refuses anything else in a parallel group.
-                        _ => Err(EngineError::Setup(format!("parallel group '{}' holds a step that is not an http step", parallel.name))),
+                        _ => Err(EngineError::Setup(format!(
+                            "parallel group '{}' holds a step that is not an http step",
+                            parallel.name
+                        ))),
                     })
                     .collect::<Result<_, _>>()?;
                 Node::Parallel { global_index, requests }
@@ -159,10 +163,16 @@ impl<'a> NodeCompiler<'a> {
                         total
                     })
                     .collect();
-                let branches = choice.branches.iter().map(|branch| self.nodes(scenario, &branch.steps)).collect::<Result<_, _>>()?;
+                let branches = choice
+                    .branches
+                    .iter()
+                    .map(|branch| self.nodes(scenario, &branch.steps))
+                    .collect::<Result<_, _>>()?;
                 Node::Choice { cumulative_weights, branches }
             }
-            Step::Loop(loop_step) => Node::Loop { mode: self.loop_mode(loop_step)?, children: self.nodes(scenario, &loop_step.steps)? },
+            Step::Loop(loop_step) => {
+                Node::Loop { mode: self.loop_mode(loop_step)?, children: self.nodes(scenario, &loop_step.steps)? }
+            }
             Step::If(if_step) => Node::If {
                 condition: self.condition(&if_step.condition)?,
                 then: self.nodes(scenario, &if_step.then)?,
@@ -199,10 +209,13 @@ impl<'a> NodeCompiler<'a> {
         let extractors = step.extract.iter().map(CompiledExtractor::compile).collect::<Result<Vec<_>, _>>()?;
         let checks = step.checks.iter().map(CompiledCheck::compile).collect::<Result<Vec<_>, _>>()?;
         self.check_labels[global_index] = step.checks.iter().map(check_label).collect();
-        let keep_body = extractors.iter().any(CompiledExtractor::needs_body) || checks.iter().any(CompiledCheck::needs_body);
+        let keep_body =
+            extractors.iter().any(CompiledExtractor::needs_body) || checks.iter().any(CompiledCheck::needs_body);
         let keep_headers = extractors.iter().any(CompiledExtractor::needs_headers);
-        let json_expressions =
-            extractors.iter().filter_map(CompiledExtractor::json_expression).chain(checks.iter().filter_map(CompiledCheck::json_expression));
+        let json_expressions = extractors
+            .iter()
+            .filter_map(CompiledExtractor::json_expression)
+            .chain(checks.iter().filter_map(CompiledCheck::json_expression));
         let json_scope = JsonScope::of(json_expressions);
         let mut node = RequestNode {
             global_index,
@@ -226,7 +239,11 @@ impl<'a> NodeCompiler<'a> {
         if self.http2 {
             node.fixed_h2 = node.fixed.as_ref().and_then(|fixed| {
                 // A request HTTP/2 cannot carry is left to fail at its send, with its reason.
-                fixed.iter().zip(self.endpoints).map(|(bytes, endpoint)| H2Request::from_encoded(endpoint, bytes).ok()).collect()
+                fixed
+                    .iter()
+                    .zip(self.endpoints)
+                    .map(|(bytes, endpoint)| H2Request::from_encoded(endpoint, bytes).ok())
+                    .collect()
             });
         }
         Ok(node)
@@ -273,15 +290,16 @@ fn single_expression(text: &str) -> Option<&str> {
 }
 
 /// Compiles one scenario.
-pub(crate) fn compile_scenario(compiler: &mut NodeCompiler<'_>, scenario: &Scenario) -> Result<ScenarioProgram, EngineError> {
+pub(crate) fn compile_scenario(
+    compiler: &mut NodeCompiler<'_>,
+    scenario: &Scenario,
+) -> Result<ScenarioProgram, EngineError> {
     let first = compiler.steps.len();
     let setup = compiler.nodes(scenario, &scenario.setup)?;
     let steps = compiler.nodes(scenario, &scenario.steps)?;
     let teardown = compiler.nodes(scenario, &scenario.teardown)?;
-    let first_request_index = compiler.steps[first..]
-        .iter()
-        .position(|(_, _, kind)| *kind == StepKind::Request)
-        .map(|offset| first + offset);
+    let first_request_index =
+        compiler.steps[first..].iter().position(|(_, _, kind)| *kind == StepKind::Request).map(|offset| first + offset);
     let feeders = scenario.feeders.iter().map(Feeder::load).collect::<Result<Vec<_>, _>>()?;
     Ok(ScenarioProgram {
         setup,
@@ -302,7 +320,8 @@ fn bare_variable(expression: &str) -> Option<String> {
     let name = expression.trim();
     let mut characters = name.chars();
     let first = characters.next()?;
-    let is_name = (first.is_ascii_alphabetic() || first == '_') && characters.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    let is_name =
+        (first.is_ascii_alphabetic() || first == '_') && characters.all(|c| c.is_ascii_alphanumeric() || c == '_');
     (is_name && !NOT_VARIABLES.contains(&name)).then(|| name.to_owned())
 }
 
@@ -317,4 +336,3 @@ mod tests {
         assert_eq!(single_expression("{{ a }}{{ b }}"), None);
     }
 }
-

@@ -29,7 +29,8 @@ struct Columns {
 
 impl Columns {
     fn new(header: &csv::StringRecord) -> Self {
-        let by_name: std::collections::BTreeMap<&str, usize> = header.iter().enumerate().map(|(place, name)| (name, place)).collect();
+        let by_name: std::collections::BTreeMap<&str, usize> =
+            header.iter().enumerate().map(|(place, name)| (name, place)).collect();
         let mut by_place = vec![None; header.len()];
         for (name, place) in &by_name {
             by_place[*place] = Some((*name).to_owned());
@@ -120,9 +121,14 @@ impl Feeder {
                 for (index, record) in reader.records().enumerate() {
                     let record = record.map_err(|error| cannot(format!("row {}: {error}", index + 2)))?;
                     let too_long = || cannot(format!("row {}: over 4 GiB", index + 2));
-                    let ends = (0..record.len()).map(|field| record.range(field).map_or(Ok(0), |range| u32::try_from(range.end)));
+                    let ends = (0..record.len())
+                        .map(|field| record.range(field).map_or(Ok(0), |range| u32::try_from(range.end)));
                     let ends: Box<[u32]> = ends.collect::<Result<_, _>>().map_err(|_| too_long())?;
-                    rows.push(Value::from_object(CsvRow { columns: Arc::clone(&columns), text: record.as_slice().into(), ends }));
+                    rows.push(Value::from_object(CsvRow {
+                        columns: Arc::clone(&columns),
+                        text: record.as_slice().into(),
+                        ends,
+                    }));
                 }
                 rows
             }
@@ -135,7 +141,10 @@ impl Feeder {
                     let value: serde_json::Value =
                         serde_json::from_str(line).map_err(|error| cannot(format!("line {}: {error}", index + 1)))?;
                     if !value.is_object() {
-                        return Err(cannot(format!("line {}: a row must be a JSON object (its fields are the variables)", index + 1)));
+                        return Err(cannot(format!(
+                            "line {}: a row must be a JSON object (its fields are the variables)",
+                            index + 1
+                        )));
                     }
                     rows.push(Value::from_serialize(&value));
                 }
@@ -173,9 +182,18 @@ mod tests {
 
     /// A circular feeder `t` loaded from `text` as a CSV file.
     fn load_csv(text: &str) -> Result<Feeder, EngineError> {
-        let path = std::env::temp_dir().join(format!("horde-feeder-{}-{:?}.csv", std::process::id(), std::thread::current().id()));
+        let path = std::env::temp_dir().join(format!(
+            "horde-feeder-{}-{:?}.csv",
+            std::process::id(),
+            std::thread::current().id()
+        ));
         std::fs::write(&path, text).unwrap();
-        let plan = horde_plan::Feeder { name: "t".into(), path: path.to_string_lossy().into_owned(), format: None, mode: FeederMode::Circular };
+        let plan = horde_plan::Feeder {
+            name: "t".into(),
+            path: path.to_string_lossy().into_owned(),
+            format: None,
+            mode: FeederMode::Circular,
+        };
         let feeder = Feeder::load(&plan);
         std::fs::remove_file(&path).unwrap();
         feeder
@@ -189,7 +207,10 @@ mod tests {
         assert_eq!(feeder.len(), 2);
         let first = feeder.next_row(0);
         let row = first.downcast_object_ref::<CsvRow>().unwrap();
-        assert_eq!((row.field("login"), row.field("password"), row.field("note")), (Some("ann2"), Some("s3,cr\"t"), Some("")));
+        assert_eq!(
+            (row.field("login"), row.field("password"), row.field("note")),
+            (Some("ann2"), Some("s3,cr\"t"), Some(""))
+        );
         assert_eq!(row.field("missing"), None);
         let second = feeder.next_row(0);
         assert_eq!(second.downcast_object_ref::<CsvRow>().unwrap().field("note"), Some("café"));
@@ -198,11 +219,17 @@ mod tests {
         // row printed as a map is.
         let mut environment = minijinja::Environment::new();
         environment.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
-        let render = |source: &str, row: &Value| environment.render_str(source, minijinja::context! { t => row.clone() }).unwrap();
+        let render = |source: &str, row: &Value| {
+            environment.render_str(source, minijinja::context! { t => row.clone() }).unwrap()
+        };
         assert_eq!(render("{{ t.password }}|{{ t['note'] }}|{{ t.login }}", &first), "s3,cr\"t||ann2");
-        assert_eq!(render("{% for key in t %}{{ key }}={{ t[key] }};{% endfor %}", &second), "login=bob2;note=café;password=pw;");
+        assert_eq!(
+            render("{% for key in t %}{{ key }}={{ t[key] }};{% endfor %}", &second),
+            "login=bob2;note=café;password=pw;"
+        );
         assert_eq!(render("{{ t is mapping }} {{ t | length }} {{ t.missing is undefined }}", &first), "True 3 True");
-        let as_map: std::collections::BTreeMap<&str, &str> = [("login", "ann2"), ("note", ""), ("password", "s3,cr\"t")].into();
+        let as_map: std::collections::BTreeMap<&str, &str> =
+            [("login", "ann2"), ("note", ""), ("password", "s3,cr\"t")].into();
         assert_eq!(render("{{ t }}", &first), Value::from_serialize(as_map).to_string());
     }
 

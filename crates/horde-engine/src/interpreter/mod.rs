@@ -59,7 +59,11 @@ pub(crate) enum LoopMode {
     Count(u64),
     /// The condition, and the most passes.
     While(Condition, u64),
-    ForEach { variable: String, item: String, max: u64 },
+    ForEach {
+        variable: String,
+        item: String,
+        max: u64,
+    },
 }
 
 /// An `if` or `while` condition, compiled.
@@ -80,14 +84,30 @@ pub(crate) enum Node {
     Sql(Box<crate::sql::SqlNode>),
     /// A message step (`tcp://`, `udp://`: `crate::message`).
     Message(Box<crate::message::MessageNode>),
-    Group { global_index: usize, children: Vec<Node> },
+    Group {
+        global_index: usize,
+        children: Vec<Node>,
+    },
     /// A `parallel` group: requests sent at once (`vu/parallel_step.rs`), the pass timed under
     /// `global_index` like a group's.
-    Parallel { global_index: usize, requests: Vec<RequestNode> },
+    Parallel {
+        global_index: usize,
+        requests: Vec<RequestNode>,
+    },
     /// Branches with the running sum of their weights, for one draw per pass.
-    Choice { cumulative_weights: Vec<f64>, branches: Vec<Vec<Node>> },
-    Loop { mode: LoopMode, children: Vec<Node> },
-    If { condition: Condition, then: Vec<Node>, otherwise: Vec<Node> },
+    Choice {
+        cumulative_weights: Vec<f64>,
+        branches: Vec<Vec<Node>>,
+    },
+    Loop {
+        mode: LoopMode,
+        children: Vec<Node>,
+    },
+    If {
+        condition: Condition,
+        then: Vec<Node>,
+        otherwise: Vec<Node>,
+    },
     Think(ThinkTime),
     EndIteration,
 }

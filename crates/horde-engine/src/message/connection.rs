@@ -49,7 +49,12 @@ impl MessageConnection {
     /// A UDP socket bound to `source` (or any local address) and connected to the target (so
     /// only its datagrams come in, and an ICMP "port unreachable" shows as a refused receive),
     /// impaired when the scenario says so.
-    pub async fn udp(address: SocketAddr, source: Option<IpAddr>, network: Option<Network>, seed: u64) -> io::Result<Self> {
+    pub async fn udp(
+        address: SocketAddr,
+        source: Option<IpAddr>,
+        network: Option<Network>,
+        seed: u64,
+    ) -> io::Result<Self> {
         let socket = connected_socket(address, source).await?;
         Ok(match network {
             Some(network) => Self::ImpairedUdp(ImpairedLink::start(socket, network, seed)?),
@@ -58,7 +63,14 @@ impl MessageConnection {
     }
 
     /// A KCP session with the target over a socket of its own, `conv` its conversation.
-    pub async fn kcp(address: SocketAddr, source: Option<IpAddr>, options: KcpOptions, conv: u32, network: Option<Network>, seed: u64) -> io::Result<Self> {
+    pub async fn kcp(
+        address: SocketAddr,
+        source: Option<IpAddr>,
+        options: KcpOptions,
+        conv: u32,
+        network: Option<Network>,
+        seed: u64,
+    ) -> io::Result<Self> {
         let socket = connected_socket(address, source).await?;
         Ok(Self::Kcp(KcpLink::start(socket, options, conv, network, seed)?))
     }
@@ -151,7 +163,11 @@ impl MessageConnection {
             Self::Kcp(link) => &link.wire,
             _ => return None,
         };
-        Some(WireTaken { sent: wire.sent.take(), received: wire.received.take(), retransmitted: wire.retransmitted.take() })
+        Some(WireTaken {
+            sent: wire.sent.take(),
+            received: wire.received.take(),
+            retransmitted: wire.retransmitted.take(),
+        })
     }
 }
 

@@ -60,7 +60,12 @@ impl FineTimer {
             // SAFETY: an `OwnedFd` keeps its one descriptor open until it is dropped with the
             // `AsyncFd`, and nothing else closes it.
             let readiness = Rc::new(unsafe { AsyncFd::register(owned) }.map_err(|error| error.into_parts().1)?);
-            let running = Rc::new(FineTimer { fd: Rc::clone(&readiness), sleepers: RefCell::new(BTreeMap::new()), armed: Cell::new(None), next_key: Cell::new(0) });
+            let running = Rc::new(FineTimer {
+                fd: Rc::clone(&readiness),
+                sleepers: RefCell::new(BTreeMap::new()),
+                armed: Cell::new(None),
+                next_key: Cell::new(0),
+            });
             tokio::task::spawn_local(drive(readiness, Rc::downgrade(&running)));
             *timer.borrow_mut() = Rc::downgrade(&running);
             Ok(running)
@@ -79,7 +84,10 @@ impl FineTimer {
         let wait = due.saturating_duration_since(Instant::now()).max(Duration::from_nanos(1));
         let value = libc::itimerspec {
             it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
-            it_value: libc::timespec { tv_sec: wait.as_secs() as libc::time_t, tv_nsec: wait.subsec_nanos() as libc::c_long },
+            it_value: libc::timespec {
+                tv_sec: wait.as_secs() as libc::time_t,
+                tv_nsec: wait.subsec_nanos() as libc::c_long,
+            },
         };
         // SAFETY: `fd` is this timer's timerfd, open while the timer lives; the pointers are to
         // locals. It cannot fail for a valid descriptor and value.

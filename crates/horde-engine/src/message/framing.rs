@@ -22,7 +22,10 @@ pub(crate) fn encode(framing: Framing, payload: &[u8], out: &mut Vec<u8>) -> io:
             if !(0..=limit).contains(&field) {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidInput,
-                    format!("a {}-byte message does not fit a {bytes}-byte length field (adjust {adjust})", payload.len()),
+                    format!(
+                        "a {}-byte message does not fit a {bytes}-byte length field (adjust {adjust})",
+                        payload.len()
+                    ),
                 ));
             }
             let be = (field as u64).to_be_bytes();
@@ -51,7 +54,9 @@ pub(crate) fn decode(framing: Framing, buffer: &mut BytesMut) -> io::Result<Opti
                 }
                 Ok(Some(line))
             }
-            None if buffer.len() > MAX_FRAMED_BYTES => Err(broken("newline", format!("a line longer than {MAX_FRAMED_BYTES} bytes"))),
+            None if buffer.len() > MAX_FRAMED_BYTES => {
+                Err(broken("newline", format!("a line longer than {MAX_FRAMED_BYTES} bytes")))
+            }
             None => Ok(None),
         },
         Framing::Length { bytes, endian, adjust } => {
@@ -69,7 +74,10 @@ pub(crate) fn decode(framing: Framing, buffer: &mut BytesMut) -> io::Result<Opti
             }
             let length = field as i64 - adjust;
             if length < 0 || length as u64 > MAX_FRAMED_BYTES as u64 {
-                return Err(broken(&format!("length, {bytes} bytes"), format!("a length field of {field} (adjust {adjust}) announces {length} bytes")));
+                return Err(broken(
+                    &format!("length, {bytes} bytes"),
+                    format!("a length field of {field} (adjust {adjust}) announces {length} bytes"),
+                ));
             }
             let length = length as usize;
             if buffer.len() < width + length {
@@ -85,7 +93,10 @@ pub(crate) fn decode(framing: Framing, buffer: &mut BytesMut) -> io::Result<Opti
 /// A stream that does not follow the plan's framing, in words that name the protocol read (the
 /// kind it counts under, `protocol`, is HTTP's too).
 fn broken(framing: &str, why: String) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, format!("the tcp:// stream does not follow target.framing ({framing}): {why}"))
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("the tcp:// stream does not follow target.framing ({framing}): {why}"),
+    )
 }
 
 #[cfg(test)]
@@ -142,8 +153,14 @@ mod tests {
         assert_eq!(decode(Framing::Newline, &mut buffer).unwrap().unwrap().as_ref(), b"a");
         assert!(decode(Framing::Newline, &mut buffer).unwrap().is_none());
         let mut buffer = BytesMut::from(&[0u8, 1][..]);
-        assert!(decode(Framing::Length { bytes: 2, endian: Endian::Big, adjust: 2 }, &mut buffer).is_err(), "1 - 2 < 0");
+        assert!(
+            decode(Framing::Length { bytes: 2, endian: Endian::Big, adjust: 2 }, &mut buffer).is_err(),
+            "1 - 2 < 0"
+        );
         let mut buffer = BytesMut::from(&[0xFFu8, 0xFF, 0xFF, 0xFF][..]);
-        assert!(decode(Framing::Length { bytes: 4, endian: Endian::Big, adjust: 0 }, &mut buffer).is_err(), "4 GiB announced");
+        assert!(
+            decode(Framing::Length { bytes: 4, endian: Endian::Big, adjust: 0 }, &mut buffer).is_err(),
+            "4 GiB announced"
+        );
     }
 }

@@ -25,9 +25,9 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io;
 use std::rc::Rc;
+use std::time::Duration;
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
-use std::time::Duration;
 use tokio::time::Instant;
 
 /// Datagrams the task put on the wire and took off it, and KCP's retransmitted segments (read
@@ -67,7 +67,9 @@ impl ImpairedLink {
     }
 
     pub fn send(&self, datagram: Vec<u8>) -> io::Result<()> {
-        self.outgoing.send(datagram).map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the impaired link's task ended"))
+        self.outgoing
+            .send(datagram)
+            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the impaired link's task ended"))
     }
 
     /// The next datagram delivered through the impairment (cancel safe).
@@ -95,7 +97,9 @@ pub(crate) struct Impairment {
 impl Impairment {
     /// `seed`: the VU's number, so that each VU draws its own stream.
     pub fn new(network: Network, seed: u64) -> Self {
-        let bottlenecks = network.rate_limit.map(|rate| [Bottleneck::new(rate.bytes_per_s, QUEUE_WAIT), Bottleneck::new(rate.bytes_per_s, QUEUE_WAIT)]);
+        let bottlenecks = network
+            .rate_limit
+            .map(|rate| [Bottleneck::new(rate.bytes_per_s, QUEUE_WAIT), Bottleneck::new(rate.bytes_per_s, QUEUE_WAIT)]);
         Self { draws: horde_link::Impairment::new(network, seed), order: 0, bottlenecks }
     }
 
@@ -107,7 +111,11 @@ impl Impairment {
         let copies = delays.len();
         let mut datagram = Some(datagram);
         for (index, delay) in delays.into_iter().enumerate() {
-            let copy = if index + 1 == copies { datagram.take().unwrap_or_default() } else { datagram.clone().unwrap_or_default() };
+            let copy = if index + 1 == copies {
+                datagram.take().unwrap_or_default()
+            } else {
+                datagram.clone().unwrap_or_default()
+            };
             let wait = match self.bottlenecks.as_mut() {
                 Some(bottlenecks) => match bottlenecks[way as usize].admit(now.into_std(), copy.len()) {
                     Some(wait) => wait,
@@ -198,7 +206,15 @@ mod tests {
     use super::*;
 
     fn network(loss_percent: f64, duplicate_percent: f64) -> Network {
-        Network { delay_ms: 20.0, jitter_ms: 5.0, loss_percent, duplicate_percent, reorder_percent: 0.0, rate_limit: None, seed: 7 }
+        Network {
+            delay_ms: 20.0,
+            jitter_ms: 5.0,
+            loss_percent,
+            duplicate_percent,
+            reorder_percent: 0.0,
+            rate_limit: None,
+            seed: 7,
+        }
     }
 
     #[test]
@@ -211,7 +227,10 @@ mod tests {
             plain.hold(&mut plain_held, Way::Out, vec![0; 100]);
             with_rate.hold(&mut rate_held, Way::Out, vec![0; 100]);
         }
-        assert_eq!((0..100).map(|_| plain.draws.delays()).collect::<Vec<_>>(), (0..100).map(|_| with_rate.draws.delays()).collect::<Vec<_>>());
+        assert_eq!(
+            (0..100).map(|_| plain.draws.delays()).collect::<Vec<_>>(),
+            (0..100).map(|_| with_rate.draws.delays()).collect::<Vec<_>>()
+        );
         assert!(rate_held.len() < plain_held.len(), "the link drops what its queue cannot hold");
     }
 }

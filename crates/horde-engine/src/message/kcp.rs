@@ -149,7 +149,13 @@ impl Drop for KcpLink {
 }
 
 impl KcpLink {
-    pub fn start(socket: UdpSocket, options: KcpOptions, conv: u32, network: Option<Network>, seed: u64) -> io::Result<Self> {
+    pub fn start(
+        socket: UdpSocket,
+        options: KcpOptions,
+        conv: u32,
+        network: Option<Network>,
+        seed: u64,
+    ) -> io::Result<Self> {
         let (incoming_tx, incoming) = mpsc::unbounded_channel();
         let wire = Rc::new(WireCounts::default());
         let mut session = Session::new(options, conv);
@@ -175,10 +181,9 @@ impl KcpLink {
     /// network's draws when there is one).
     pub fn send(&self, message: Vec<u8>) -> io::Result<()> {
         let mut session = self.shared.session.borrow_mut();
-        session
-            .kcp
-            .send(&message)
-            .map_err(|error| io::Error::new(io::ErrorKind::InvalidInput, format!("KCP refused the message: {error}")))?;
+        session.kcp.send(&message).map_err(|error| {
+            io::Error::new(io::ErrorKind::InvalidInput, format!("KCP refused the message: {error}"))
+        })?;
         // Out at once rather than at the next update (kcp-go's default), pending ACKs with it.
         session.update();
         let _ = session.kcp.flush();
@@ -292,7 +297,12 @@ impl Session {
     fn new(options: KcpOptions, conv: u32) -> Self {
         let written = Written::default();
         let mut kcp = kcp::Kcp::new(conv, written.clone());
-        kcp.set_nodelay(options.nodelay, options.interval_ms as i32, options.resend as i32, options.no_congestion_window);
+        kcp.set_nodelay(
+            options.nodelay,
+            options.interval_ms as i32,
+            options.resend as i32,
+            options.no_congestion_window,
+        );
         kcp.set_wndsize(options.send_window, options.receive_window);
         // Bounds checked by the plan's validation (50 bytes or more).
         let _ = kcp.set_mtu(options.mtu as usize);
@@ -328,7 +338,9 @@ impl Session {
                 let length = u32::from_le_bytes([header[20], header[21], header[22], header[23]]) as usize;
                 if header[4] == PUSH {
                     match self.highest_sent {
-                        Some(highest) if sn.wrapping_sub(highest) as i32 <= 0 => wire.retransmitted.set(wire.retransmitted.get() + 1),
+                        Some(highest) if sn.wrapping_sub(highest) as i32 <= 0 => {
+                            wire.retransmitted.set(wire.retransmitted.get() + 1)
+                        }
                         _ => self.highest_sent = Some(sn),
                     }
                 }
@@ -360,7 +372,10 @@ async fn drive(shared: Rc<Shared>, incoming: mpsc::UnboundedSender<io::Result<Ve
                 return;
             }
             if session.kcp.is_dead_link() {
-                let _ = incoming.send(Err(io::Error::new(io::ErrorKind::ConnectionReset, "KCP gave up: a segment was resent too often (dead link)")));
+                let _ = incoming.send(Err(io::Error::new(
+                    io::ErrorKind::ConnectionReset,
+                    "KCP gave up: a segment was resent too often (dead link)",
+                )));
                 return;
             }
             (std::mem::take(&mut session.unsent), session.held.peek().map(|Reverse((due, ..))| *due))

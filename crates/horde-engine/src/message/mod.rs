@@ -125,8 +125,17 @@ pub(crate) enum MessageAction {
     Send(PayloadNode),
     Receive(Box<ReceiveNode>),
     /// `control_frame`: a WebSocket's ping control frame, answered by a pong.
-    Ping { text: MessageText, reply_seq: regex::bytes::Regex, timeout: Duration, control_frame: bool },
-    Stream { payload: PayloadNode, interval: Duration, duration: Duration },
+    Ping {
+        text: MessageText,
+        reply_seq: regex::bytes::Regex,
+        timeout: Duration,
+        control_frame: bool,
+    },
+    Stream {
+        payload: PayloadNode,
+        interval: Duration,
+        duration: Duration,
+    },
     Close,
 }
 
@@ -148,7 +157,9 @@ impl ReceiveNode {
         }
         match &self.json_path {
             None => true,
-            Some(path) => serde_json::from_slice::<serde_json::Value>(message).is_ok_and(|value| !path.query(&value).is_empty()),
+            Some(path) => {
+                serde_json::from_slice::<serde_json::Value>(message).is_ok_and(|value| !path.query(&value).is_empty())
+            }
         }
     }
 }

@@ -102,7 +102,11 @@ pub(crate) struct Message {
 impl WebSocketLink {
     /// Sends the upgrade on `connection` and reads its answer: a 101 with the right
     /// `Sec-WebSocket-Accept`, or the failure's kind and words (`status_NNN` for a refusal).
-    pub async fn upgrade(mut connection: Connection, upgrade: &Upgrade<'_>, seed: u64) -> Result<Upgraded, (ErrorKind, String)> {
+    pub async fn upgrade(
+        mut connection: Connection,
+        upgrade: &Upgrade<'_>,
+        seed: u64,
+    ) -> Result<Upgraded, (ErrorKind, String)> {
         let mut random = seed | 1;
         let mut key_bytes = [0u8; 16];
         for chunk in key_bytes.chunks_mut(8) {
@@ -114,7 +118,9 @@ impl WebSocketLink {
         request.push_str(upgrade.path);
         request.push_str(" HTTP/1.1\r\nHost: ");
         request.push_str(upgrade.host_header);
-        request.push_str("\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ");
+        request.push_str(
+            "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ",
+        );
         request.push_str(&key);
         request.push_str("\r\n");
         for (name, value) in upgrade.headers {
@@ -137,23 +143,38 @@ impl WebSocketLink {
                 break end + 4;
             }
             if buffer.len() > upgrade.max_head_bytes {
-                return Err((ErrorKind::HeadersTooLarge, format!("the upgrade's response head passed {} bytes", upgrade.max_head_bytes)));
+                return Err((
+                    ErrorKind::HeadersTooLarge,
+                    format!("the upgrade's response head passed {} bytes", upgrade.max_head_bytes),
+                ));
             }
             buffer.reserve(READ_CHUNK);
-            if connection.read_buf(&mut buffer).await.map_err(|error| failed(error, "reading the upgrade's response"))? == 0 {
+            if connection
+                .read_buf(&mut buffer)
+                .await
+                .map_err(|error| failed(error, "reading the upgrade's response"))?
+                == 0
+            {
                 return Err((ErrorKind::Reset, "the target closed the connection before answering the upgrade".into()));
             }
         };
         let mut headers = [httparse::EMPTY_HEADER; 64];
         let mut response = httparse::Response::new(&mut headers);
         let protocol = |why: String| (ErrorKind::Protocol, why);
-        response.parse(&buffer[..head_length]).map_err(|error| protocol(format!("the upgrade's response is not HTTP: {error}")))?;
+        response
+            .parse(&buffer[..head_length])
+            .map_err(|error| protocol(format!("the upgrade's response is not HTTP: {error}")))?;
         let status = response.code.unwrap_or(0);
         if status != 101 {
             let reason = response.reason.unwrap_or("");
-            return Err((ErrorKind::Status(status), format!("the upgrade to {} was refused: {status} {reason}", upgrade.path)));
+            return Err((
+                ErrorKind::Status(status),
+                format!("the upgrade to {} was refused: {status} {reason}", upgrade.path),
+            ));
         }
-        let header = |name: &str| response.headers.iter().find(|header| header.name.eq_ignore_ascii_case(name)).map(|header| header.value);
+        let header = |name: &str| {
+            response.headers.iter().find(|header| header.name.eq_ignore_ascii_case(name)).map(|header| header.value)
+        };
         if !header("upgrade").is_some_and(|value| value.eq_ignore_ascii_case(b"websocket")) {
             return Err(protocol("a 101 without 'Upgrade: websocket'".into()));
         }
@@ -210,7 +231,10 @@ impl WebSocketLink {
                 self.buffer.reserve(READ_CHUNK);
             }
             if self.connection.read_buf(&mut self.buffer).await? == 0 {
-                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the target closed the connection without a close frame"));
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the target closed the connection without a close frame",
+                ));
             }
         }
     }
@@ -250,19 +274,31 @@ impl WebSocketLink {
                     let mask = next_random(&mut self.random) as u32;
                     encode_frame(OPCODE_PONG, &frame.payload, mask.to_be_bytes(), &mut self.pending);
                 }
-                OPCODE_PONG => return Ok(Some(Message { payload: frame.payload, wire_bytes: frame.wire_bytes, control: true })),
+                OPCODE_PONG => {
+                    return Ok(Some(Message { payload: frame.payload, wire_bytes: frame.wire_bytes, control: true }))
+                }
                 OPCODE_CLOSE => {
-                    let code = (frame.payload.len() >= 2).then(|| u16::from_be_bytes([frame.payload[0], frame.payload[1]]));
+                    let code =
+                        (frame.payload.len() >= 2).then(|| u16::from_be_bytes([frame.payload[0], frame.payload[1]]));
                     let reason = String::from_utf8_lossy(frame.payload.get(2..).unwrap_or_default()).into_owned();
                     // Answered with the same code, as RFC 6455 asks; sent with the next write
                     // if ever (the connection is dropped after this error).
                     let mask = next_random(&mut self.random) as u32;
-                    encode_frame(OPCODE_CLOSE, frame.payload.get(..2).unwrap_or_default(), mask.to_be_bytes(), &mut self.pending);
+                    encode_frame(
+                        OPCODE_CLOSE,
+                        frame.payload.get(..2).unwrap_or_default(),
+                        mask.to_be_bytes(),
+                        &mut self.pending,
+                    );
                     return Err(io::Error::other(Closed { code, reason }));
                 }
                 OPCODE_TEXT | OPCODE_BINARY if self.fragments.is_none() => {
                     if frame.fin {
-                        return Ok(Some(Message { payload: frame.payload, wire_bytes: frame.wire_bytes, control: false }));
+                        return Ok(Some(Message {
+                            payload: frame.payload,
+                            wire_bytes: frame.wire_bytes,
+                            control: false,
+                        }));
                     }
                     self.fragments = Some((frame.opcode, frame.payload, frame.wire_bytes));
                 }
@@ -416,7 +452,10 @@ mod tests {
             assert!(decode_frame(&mut buffer).unwrap().is_none() || wire.len() < 4);
             buffer.extend_from_slice(&wire[wire.len() / 2..]);
             let frame = decode_frame(&mut buffer).unwrap().unwrap();
-            assert_eq!((frame.fin, frame.opcode, frame.payload.len(), frame.wire_bytes), (true, OPCODE_BINARY, length, wire.len() as u64));
+            assert_eq!(
+                (frame.fin, frame.opcode, frame.payload.len(), frame.wire_bytes),
+                (true, OPCODE_BINARY, length, wire.len() as u64)
+            );
             assert_eq!(frame.payload, payload);
             assert!(buffer.is_empty());
         }

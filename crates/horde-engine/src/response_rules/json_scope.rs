@@ -58,14 +58,16 @@ impl JsonScope {
         };
         match (&mut *self, first) {
             (JsonScope::Whole, _) => {}
-            (JsonScope::Members(members), Reach::Name(name)) => match members.iter_mut().find(|(member, _)| member == name) {
-                Some((_, below)) => below.add(rest),
-                None => {
-                    let mut below = JsonScope::Members(Vec::new());
-                    below.add(rest);
-                    members.push((name.clone(), below));
+            (JsonScope::Members(members), Reach::Name(name)) => {
+                match members.iter_mut().find(|(member, _)| member == name) {
+                    Some((_, below)) => below.add(rest),
+                    None => {
+                        let mut below = JsonScope::Members(Vec::new());
+                        below.add(rest);
+                        members.push((name.clone(), below));
+                    }
                 }
-            },
+            }
             (JsonScope::Members(members), Reach::Each(reads)) if members.is_empty() => {
                 let mut each = JsonScope::Members(Vec::new());
                 each.add_each(reads, rest);
@@ -486,7 +488,13 @@ mod tests {
             scope(&["$.buildings[?@.can_build == true].kind"]),
             members(&[("buildings", each(members(&[("can_build", Whole), ("kind", Whole)])))])
         );
-        assert_eq!(scope(&["$.b[?@.cost.gold < 1.5e2 && !(@.x) || length(@.name) > 2].kind"]), members(&[("b", each(members(&[("cost", members(&[("gold", Whole)])), ("x", Whole), ("name", Whole), ("kind", Whole)])))]));
+        assert_eq!(
+            scope(&["$.b[?@.cost.gold < 1.5e2 && !(@.x) || length(@.name) > 2].kind"]),
+            members(&[(
+                "b",
+                each(members(&[("cost", members(&[("gold", Whole)])), ("x", Whole), ("name", Whole), ("kind", Whole)]))
+            )])
+        );
         assert_eq!(scope(&["$.a[*].b", "$.a.*.c", "$.a[0]"]), members(&[("a", each(Whole))]));
         assert_eq!(scope(&["$.a[*].b", "$.a[-1].c"]), members(&[("a", each(members(&[("b", Whole), ("c", Whole)])))]));
         assert_eq!(scope(&["$.a[?@]"]), members(&[("a", each(Whole))]));
@@ -497,7 +505,10 @@ mod tests {
         assert_eq!(scope(&["$.a[1:2].b"]), members(&[("a", Whole)]));
         assert_eq!(scope(&["$.a.b", "$.a[*].b"]), members(&[("a", Whole)]));
         assert_eq!(scope(&["$.a[?@.x == '@.y]$'].z"]), members(&[("a", each(members(&[("x", Whole), ("z", Whole)])))]));
-        assert_eq!(scope(&["$.a[?@.x == \"it\\\"s $\"].z"]), members(&[("a", each(members(&[("x", Whole), ("z", Whole)])))]));
+        assert_eq!(
+            scope(&["$.a[?@.x == \"it\\\"s $\"].z"]),
+            members(&[("a", each(members(&[("x", Whole), ("z", Whole)])))])
+        );
         // A filter reading the root needs the whole document.
         assert_eq!(scope(&["$.a[?@.x == $.y].z"]), Whole);
         // ... even after a segment not understood (found by the proptest below).
@@ -505,7 +516,10 @@ mod tests {
         assert_eq!(scope(&["$.x[1:2][?@.a == $.a]"]), Whole);
         assert_eq!(scope(&["$.x[1:2][?@.a == '$']"]), members(&[("x", Whole)]));
         assert_eq!(scope(&["$['token']"]), Whole);
-        assert_eq!(scope(&["$.a.b", "$.a", "$.c..d", "$.e.*"]), members(&[("a", Whole), ("c", Whole), ("e", each(Whole))]));
+        assert_eq!(
+            scope(&["$.a.b", "$.a", "$.c..d", "$.e.*"]),
+            members(&[("a", Whole), ("c", Whole), ("e", each(Whole))])
+        );
         assert_eq!(scope(&["$.a", "$..b"]), Whole);
         assert_eq!(scope(&["$.a", "$"]), Whole);
         assert_eq!(scope(&["$.*"]), each(Whole));
@@ -568,7 +582,11 @@ mod tests {
                 let pair = JsonScope::of([*first, *second]).parse(body.as_bytes()).unwrap();
                 for query in [first, second] {
                     let path = JsonPath::parse(query).unwrap();
-                    assert_eq!(path.query(&pair).all(), path.query(&whole).all(), "{query} beside {first}, {second} on {body}");
+                    assert_eq!(
+                        path.query(&pair).all(),
+                        path.query(&whole).all(),
+                        "{query} beside {first}, {second} on {body}"
+                    );
                 }
             }
         }
@@ -592,8 +610,9 @@ mod tests {
             leaf.prop_recursive(4, 40, 4, |inner| {
                 prop_oneof![
                     prop::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::Array),
-                    prop::collection::vec((prop::sample::select(KEYS.to_vec()), inner), 0..4)
-                        .prop_map(|members| serde_json::Value::Object(members.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())),
+                    prop::collection::vec((prop::sample::select(KEYS.to_vec()), inner), 0..4).prop_map(|members| {
+                        serde_json::Value::Object(members.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+                    }),
                 ]
             })
         }
@@ -668,6 +687,9 @@ mod tests {
             assert!(serde_json::from_slice::<serde_json::Value>(body).is_err(), "{:?}", String::from_utf8_lossy(body));
             assert_eq!(scope.parse(body), None, "{:?}", String::from_utf8_lossy(body));
         }
-        assert_eq!(scope.parse(br#"{"ok": 1, "other": {"a": [1, "\u00e9", 2.5e3, null]}}"#), Some(serde_json::json!({"ok": 1})));
+        assert_eq!(
+            scope.parse(br#"{"ok": 1, "other": {"a": [1, "\u00e9", 2.5e3, null]}}"#),
+            Some(serde_json::json!({"ok": 1}))
+        );
     }
 }

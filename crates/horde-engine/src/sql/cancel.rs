@@ -111,7 +111,8 @@ mod tests {
             // The server closes the connection once it has read the request.
             request
         });
-        CancelKey { address: Address::Tcp(address), process_id: 4242, secret_key: -7, limit: Duration::from_secs(2) }.send();
+        CancelKey { address: Address::Tcp(address), process_id: 4242, secret_key: -7, limit: Duration::from_secs(2) }
+            .send();
         let request = server.await.unwrap();
         // Length 16, the code 80877102 (1234 << 16 | 5678), the process id, the secret key.
         let mut expected = Vec::new();

@@ -28,7 +28,9 @@ pub(crate) async fn connect(config: &Config) -> Result<Box<SqlConnection>, SqlEr
 /// the kind asked for); else the last one's error.
 async fn first_host(config: &Config) -> Result<SqlConnection, SqlError> {
     if config.get_ssl_mode() == SslMode::Require {
-        return Err(SqlError::Client("sslmode=require: the postgres transport speaks no TLS (use sslmode=disable or prefer)".into()));
+        return Err(SqlError::Client(
+            "sslmode=require: the postgres transport speaks no TLS (use sslmode=disable or prefer)".into(),
+        ));
     }
     let hosts = config.get_hosts();
     let hostaddrs = config.get_hostaddrs();
@@ -39,7 +41,9 @@ async fn first_host(config: &Config) -> Result<SqlConnection, SqlError> {
     let mut order: Vec<usize> = (0..count).collect();
     if config.get_load_balance_hosts() == LoadBalanceHosts::Random {
         // Any shuffle will do: the start time's nanoseconds seed a Fisher-Yates pass.
-        let mut seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |since| since.subsec_nanos() as u64 | 1);
+        let mut seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |since| since.subsec_nanos() as u64 | 1);
         for at in (1..order.len()).rev() {
             seed ^= seed << 13;
             seed ^= seed >> 7;
@@ -74,7 +78,12 @@ async fn first_host(config: &Config) -> Result<SqlConnection, SqlError> {
 
 /// The socket to one host: `hostaddr` when given (no name lookup), else the host's name, or its
 /// Unix socket when the host is a directory; and where it went (a cancel request goes there).
-async fn open(config: &Config, hostaddr: Option<&std::net::IpAddr>, host: Option<&Host>, port: u16) -> Result<(Stream, Address), SqlError> {
+async fn open(
+    config: &Config,
+    hostaddr: Option<&std::net::IpAddr>,
+    host: Option<&Host>,
+    port: u16,
+) -> Result<(Stream, Address), SqlError> {
     let timeout = config.get_connect_timeout().copied();
     let addresses: Vec<SocketAddr> = match (hostaddr, host) {
         (Some(address), _) => vec![SocketAddr::new(*address, port)],
@@ -108,11 +117,14 @@ async fn tcp(address: SocketAddr) -> std::io::Result<tokio::net::TcpStream> {
     Ok(stream)
 }
 
-async fn within<T>(timeout: Option<Duration>, future: impl std::future::Future<Output = std::io::Result<T>>) -> std::io::Result<T> {
+async fn within<T>(
+    timeout: Option<Duration>,
+    future: impl std::future::Future<Output = std::io::Result<T>>,
+) -> std::io::Result<T> {
     match timeout {
-        Some(limit) => tokio::time::timeout(limit, future)
-            .await
-            .unwrap_or_else(|_| Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out (target.connect_timeout_ms)"))),
+        Some(limit) => tokio::time::timeout(limit, future).await.unwrap_or_else(|_| {
+            Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out (target.connect_timeout_ms)"))
+        }),
         None => future.await,
     }
 }
@@ -123,7 +135,9 @@ async fn login(wire: &mut Wire, config: &Config) -> Result<Option<(i32, i32)>, S
     let user = match config.get_user() {
         Some(user) => user.to_owned(),
         // libpq's default: the operating system's user name.
-        None => std::env::var("USER").map_err(|_| SqlError::Client("the URL names no user and $USER is not set".into()))?,
+        None => {
+            std::env::var("USER").map_err(|_| SqlError::Client("the URL names no user and $USER is not set".into()))?
+        }
     };
     let mut params = vec![("client_encoding", "UTF8"), ("user", user.as_str())];
     if let Some(database) = config.get_dbname() {
@@ -149,35 +163,53 @@ async fn login(wire: &mut Wire, config: &Config) -> Result<Option<(i32, i32)>, S
                 match code {
                     0 => {
                         if config.get_channel_binding() == ChannelBinding::Require {
-                            return Err(SqlError::Client("channel_binding=require: the server did not use channel binding".into()));
+                            return Err(SqlError::Client(
+                                "channel_binding=require: the server did not use channel binding".into(),
+                            ));
                         }
                     }
                     3 => frontend::password_message(password(config)?, &mut reply).map_err(encode)?,
                     5 => {
-                        let salt: [u8; 4] = data.get(..4).and_then(|salt| salt.try_into().ok()).ok_or_else(|| SqlError::Client("a short MD5 salt".into()))?;
-                        let hashed = postgres_protocol::authentication::md5_hash(user.as_bytes(), password(config)?, salt);
+                        let salt: [u8; 4] = data
+                            .get(..4)
+                            .and_then(|salt| salt.try_into().ok())
+                            .ok_or_else(|| SqlError::Client("a short MD5 salt".into()))?;
+                        let hashed =
+                            postgres_protocol::authentication::md5_hash(user.as_bytes(), password(config)?, salt);
                         frontend::password_message(hashed.as_bytes(), &mut reply).map_err(encode)?;
                     }
                     10 => {
                         if !wire::sasl_mechanisms(data).contains(&sasl::SCRAM_SHA_256) {
-                            return Err(SqlError::Client("the server offered no SASL mechanism this client speaks (SCRAM-SHA-256 without TLS)".into()));
+                            return Err(SqlError::Client(
+                                "the server offered no SASL mechanism this client speaks (SCRAM-SHA-256 without TLS)"
+                                    .into(),
+                            ));
                         }
                         if config.get_channel_binding() == ChannelBinding::Require {
-                            return Err(SqlError::Client("channel_binding=require needs TLS, which the postgres transport does not speak".into()));
+                            return Err(SqlError::Client(
+                                "channel_binding=require needs TLS, which the postgres transport does not speak".into(),
+                            ));
                         }
                         let client = sasl::ScramSha256::new(password(config)?, sasl::ChannelBinding::unsupported());
-                        frontend::sasl_initial_response(sasl::SCRAM_SHA_256, client.message(), &mut reply).map_err(encode)?;
+                        frontend::sasl_initial_response(sasl::SCRAM_SHA_256, client.message(), &mut reply)
+                            .map_err(encode)?;
                         scram = Some(client);
                     }
                     11 | 12 => {
-                        let client = scram.as_mut().ok_or_else(|| SqlError::Client("a SASL message before the SASL exchange began".into()))?;
+                        let client = scram
+                            .as_mut()
+                            .ok_or_else(|| SqlError::Client("a SASL message before the SASL exchange began".into()))?;
                         let step = if code == 11 { client.update(data) } else { client.finish(data) };
                         step.map_err(|error| SqlError::Client(format!("SCRAM-SHA-256: {error}")))?;
                         if code == 11 {
                             frontend::sasl_response(client.message(), &mut reply).map_err(encode)?;
                         }
                     }
-                    other => return Err(SqlError::Client(format!("the server asked for a login method this client does not speak (authentication code {other})"))),
+                    other => {
+                        return Err(SqlError::Client(format!(
+                        "the server asked for a login method this client does not speak (authentication code {other})"
+                    )))
+                    }
                 }
                 wire.consume(frame);
                 if !reply.is_empty() {
@@ -230,7 +262,10 @@ async fn check_session(connection: &mut SqlConnection, wanted: TargetSessionAttr
     };
     let read_only = connection.show("transaction_read_only").await? == "on";
     if read_only != want_read_only {
-        return Err(SqlError::Client(format!("the server's session is {}", if read_only { "read-only" } else { "read-write" })));
+        return Err(SqlError::Client(format!(
+            "the server's session is {}",
+            if read_only { "read-only" } else { "read-write" }
+        )));
     }
     Ok(())
 }

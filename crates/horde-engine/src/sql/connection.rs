@@ -12,8 +12,8 @@ use super::cancel::CancelKey;
 use super::result::FirstRow;
 use super::wire::{self, Column, SqlError, Wire};
 use super::{SimplePart, StatementNode};
-use horde_plan::SqlMode;
 use bytes::{BufMut, BytesMut};
+use horde_plan::SqlMode;
 use postgres_protocol::message::frontend;
 use std::future::Future;
 use std::rc::Rc;
@@ -115,7 +115,14 @@ impl Drop for SqlConnection {
 
 impl SqlConnection {
     pub(super) fn new(wire: Wire) -> Self {
-        Self { wire, prepared: Vec::new(), in_transaction: false, reading: Reading::default(), in_flight: false, cancel: None }
+        Self {
+            wire,
+            prepared: Vec::new(),
+            in_transaction: false,
+            reading: Reading::default(),
+            in_flight: false,
+            cancel: None,
+        }
     }
 
     /// Whether the connection may not be used again: the server closed it or ended the session,
@@ -159,7 +166,14 @@ impl SqlConnection {
     }
 
     /// Writes one statement's messages into the send buffer; what its replies will be.
-    fn write_statement(&mut self, key: (usize, usize), statement: &StatementNode, params: &[String], mode: SqlMode, keep_row: bool) -> Result<Expected, SqlError> {
+    fn write_statement(
+        &mut self,
+        key: (usize, usize),
+        statement: &StatementNode,
+        params: &[String],
+        mode: SqlMode,
+        keep_row: bool,
+    ) -> Result<Expected, SqlError> {
         match mode {
             SqlMode::Simple => {
                 self.write_simple(statement, params)?;
@@ -178,7 +192,9 @@ impl SqlConnection {
                 Ok(Expected { format: Format::Binary, columns: None, preparing: None })
             }
             SqlMode::Prepared => {
-                if let Some(prepared) = self.prepared.get(key.0).and_then(|statements| statements.get(key.1)).and_then(Option::as_ref) {
+                if let Some(prepared) =
+                    self.prepared.get(key.0).and_then(|statements| statements.get(key.1)).and_then(Option::as_ref)
+                {
                     let columns = Rc::clone(&prepared.columns);
                     let out = &mut self.wire.out;
                     bind(out, &prepared.name, params)?;
@@ -219,7 +235,11 @@ impl SqlConnection {
 
     /// Sends what the send buffer holds and reads the replies up to ReadyForQuery: the (last)
     /// result's count, the first row when asked for, the first error.
-    fn exchange(&mut self, keep_row: bool, expected: Expected) -> impl Future<Output = Result<StatementOutcome, SqlError>> + '_ {
+    fn exchange(
+        &mut self,
+        keep_row: bool,
+        expected: Expected,
+    ) -> impl Future<Output = Result<StatementOutcome, SqlError>> + '_ {
         let Expected { format, columns, preparing } = expected;
         self.reading = Reading { keep_row, format, columns, preparing, ..Reading::default() };
         // Sending is done once the buffer is empty: later polls go straight to the replies.
@@ -308,7 +328,12 @@ fn first_row(reading: &Reading, body: &[u8]) -> FirstRow {
 /// ends the statement now, if any, and whether the connection is broken.
 #[cold]
 #[inline(never)]
-fn seldom_reply(prepared: &mut Vec<Vec<Option<Prepared>>>, reading: &mut Reading, tag: u8, body: &[u8]) -> (Option<SqlError>, bool) {
+fn seldom_reply(
+    prepared: &mut Vec<Vec<Option<Prepared>>>,
+    reading: &mut Reading,
+    tag: u8,
+    body: &[u8],
+) -> (Option<SqlError>, bool) {
     match tag {
         b'T' => {
             let described: Rc<[Column]> = match wire::row_description(body) {
@@ -359,7 +384,11 @@ fn bind(out: &mut BytesMut, statement: &str, params: &[String]) -> Result<(), Sq
     if written.is_none() {
         out.truncate(start);
     }
-    written.ok_or_else(|| SqlError::Client("a statement's parameters could not be encoded (more than 32,767 of them, or a value over 2 GiB)".into()))
+    written.ok_or_else(|| {
+        SqlError::Client(
+            "a statement's parameters could not be encoded (more than 32,767 of them, or a value over 2 GiB)".into(),
+        )
+    })
 }
 
 fn write_bind(out: &mut BytesMut, statement: &str, params: &[String]) -> Option<()> {

@@ -76,8 +76,9 @@ impl SqlTarget {
         let configs = std::iter::once(&target.base_url)
             .chain(&target.instances)
             .map(|url| {
-                let mut config: tokio_postgres::Config =
-                    url.parse().map_err(|error| EngineError::Setup(format!("target URL '{}': {error}", redact(url))))?;
+                let mut config: tokio_postgres::Config = url
+                    .parse()
+                    .map_err(|error| EngineError::Setup(format!("target URL '{}': {error}", redact(url))))?;
                 if let Some(password) = &password {
                     config.password(password.as_bytes());
                 }
@@ -182,7 +183,8 @@ pub(crate) fn simple_parts(query: &str) -> Vec<SimplePart> {
                 }
             }
             None if byte == b'$' && bytes.get(index + 1).is_some_and(u8::is_ascii_digit) => {
-                let digits_end = (index + 1..bytes.len()).find(|at| !bytes[*at].is_ascii_digit()).unwrap_or(bytes.len());
+                let digits_end =
+                    (index + 1..bytes.len()).find(|at| !bytes[*at].is_ascii_digit()).unwrap_or(bytes.len());
                 let number: usize = query[index + 1..digits_end].parse().unwrap_or(0);
                 if number >= 1 {
                     if text_start < index {

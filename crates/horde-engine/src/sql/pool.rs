@@ -41,7 +41,9 @@ impl Drop for SqlLease {
         // A connection left inside a transaction (its VU stopped between the transaction's
         // steps, at the run's end) is closed, not lent: the next borrower would run inside the
         // abandoned transaction, or wait on its locks.
-        if let Some(connection) = self.connection.take().filter(|connection| !connection.is_closed() && !connection.in_transaction) {
+        if let Some(connection) =
+            self.connection.take().filter(|connection| !connection.is_closed() && !connection.in_transaction)
+        {
             self.idle.borrow_mut()[self.instance].push(connection);
         }
     }
@@ -51,7 +53,10 @@ impl SqlPool {
     /// A pool of `capacity` connections in use at once (at least 1) to `instances` instances.
     pub fn new(capacity: u64, instances: usize) -> Self {
         let capacity = usize::try_from(capacity).unwrap_or(Semaphore::MAX_PERMITS).clamp(1, Semaphore::MAX_PERMITS);
-        Self { permits: Arc::new(Semaphore::new(capacity)), idle: Rc::new(RefCell::new((0..instances).map(|_| Vec::new()).collect())) }
+        Self {
+            permits: Arc::new(Semaphore::new(capacity)),
+            idle: Rc::new(RefCell::new((0..instances).map(|_| Vec::new()).collect())),
+        }
     }
 
     pub async fn acquire(&self, instance: usize) -> SqlLease {

@@ -44,7 +44,8 @@ impl FirstRow {
             .map(|(column, value)| {
                 let value = match value {
                     None => ColumnValue::Null,
-                    Some(bytes) => std::str::from_utf8(bytes).map_or(ColumnValue::Unreadable, |text| ColumnValue::Text(text.to_owned())),
+                    Some(bytes) => std::str::from_utf8(bytes)
+                        .map_or(ColumnValue::Unreadable, |text| ColumnValue::Text(text.to_owned())),
                 };
                 (column.name.clone(), value)
             })
@@ -84,13 +85,18 @@ fn decode_binary(type_oid: u32, bytes: &[u8]) -> ColumnValue {
         oid::INT4 => fixed(4).and_then(|b| b.try_into().ok()).map(|b| ColumnValue::Int(i32::from_be_bytes(b).into())),
         oid::INT8 => fixed(8).and_then(|b| b.try_into().ok()).map(|b| ColumnValue::Int(i64::from_be_bytes(b))),
         oid::OID => fixed(4).and_then(|b| b.try_into().ok()).map(|b| ColumnValue::Int(u32::from_be_bytes(b).into())),
-        oid::FLOAT4 => fixed(4).and_then(|b| b.try_into().ok()).map(|b| ColumnValue::Float(f32::from_be_bytes(b).into())),
+        oid::FLOAT4 => {
+            fixed(4).and_then(|b| b.try_into().ok()).map(|b| ColumnValue::Float(f32::from_be_bytes(b).into()))
+        }
         oid::FLOAT8 => fixed(8).and_then(|b| b.try_into().ok()).map(|b| ColumnValue::Float(f64::from_be_bytes(b))),
         oid::NUMERIC => decode_numeric(bytes).map(ColumnValue::Text),
         oid::TEXT | oid::VARCHAR | oid::BPCHAR | oid::NAME | oid::UNKNOWN | oid::JSON => {
             std::str::from_utf8(bytes).ok().map(|text| ColumnValue::Text(text.to_owned()))
         }
-        oid::JSONB => bytes.split_first().and_then(|(_, text)| std::str::from_utf8(text).ok()).map(|text| ColumnValue::Text(text.to_owned())),
+        oid::JSONB => bytes
+            .split_first()
+            .and_then(|(_, text)| std::str::from_utf8(text).ok())
+            .map(|text| ColumnValue::Text(text.to_owned())),
         _ => None,
     };
     decoded.unwrap_or(ColumnValue::Unreadable)
@@ -157,7 +163,9 @@ impl ColumnValue {
         match (self, expected) {
             (ColumnValue::Null, serde_json::Value::Null) => true,
             (ColumnValue::Bool(value), serde_json::Value::Bool(expected)) => value == expected,
-            (ColumnValue::Int(value), serde_json::Value::Number(expected)) => expected.as_i64() == Some(*value) || expected.as_f64() == Some(*value as f64),
+            (ColumnValue::Int(value), serde_json::Value::Number(expected)) => {
+                expected.as_i64() == Some(*value) || expected.as_f64() == Some(*value as f64)
+            }
             (ColumnValue::Float(value), serde_json::Value::Number(expected)) => expected.as_f64() == Some(*value),
             (ColumnValue::Text(value), serde_json::Value::String(expected)) => value == expected,
             (ColumnValue::Text(value), serde_json::Value::Number(expected)) => {
@@ -224,7 +232,9 @@ mod tests {
 
     #[test]
     fn checks_compare_json_values() {
-        let row = FirstRow { columns: vec![("n".into(), ColumnValue::Int(3)), ("name".into(), ColumnValue::Text("7".into()))] };
+        let row = FirstRow {
+            columns: vec![("n".into(), ColumnValue::Int(3)), ("name".into(), ColumnValue::Text("7".into()))],
+        };
         let view = SqlResultView { row_count: 1, first_row: Some(&row) };
         assert!(view.passes(&SqlCheck::Column { column: "n".into(), equals: serde_json::json!(3) }));
         assert!(view.passes(&SqlCheck::Column { column: "name".into(), equals: serde_json::json!(7) }));

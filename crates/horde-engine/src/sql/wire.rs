@@ -65,7 +65,9 @@ impl SqlError {
     /// [`SqlError::Login`], any other (too many connections, a server starting up) as it is.
     pub(super) fn at_login(self) -> Self {
         match self {
-            SqlError::Server { code, message } if code.starts_with("28") || code == "3D000" => SqlError::Login { code: Some(code), message },
+            SqlError::Server { code, message } if code.starts_with("28") || code == "3D000" => {
+                SqlError::Login { code: Some(code), message }
+            }
             other => other,
         }
     }
@@ -106,7 +108,14 @@ const READ_CHUNK: usize = 8 * 1024;
 
 impl Wire {
     pub fn new(stream: Stream) -> Self {
-        Self { stream, out: BytesMut::with_capacity(1024), sent: 0, input: BytesMut::with_capacity(READ_CHUNK), at: 0, broken: false }
+        Self {
+            stream,
+            out: BytesMut::with_capacity(1024),
+            sent: 0,
+            input: BytesMut::with_capacity(READ_CHUNK),
+            at: 0,
+            broken: false,
+        }
     }
 
     /// Writes what `out` holds, in one write when the socket takes it.
@@ -377,7 +386,10 @@ mod tests {
         assert!(matches!(error, SqlError::Server { ref code, .. } if code == "23505"));
         // At the login, a refusal is told apart and named; a full server is not a refusal.
         let (error, _) = error_response(b"SFATAL\0C28P01\0Mpassword authentication failed for user \"ann\"\0\0");
-        assert_eq!(error.at_login().to_string(), "login refused: SQLSTATE 28P01 (invalid_password): password authentication failed for user \"ann\"");
+        assert_eq!(
+            error.at_login().to_string(),
+            "login refused: SQLSTATE 28P01 (invalid_password): password authentication failed for user \"ann\""
+        );
         let (error, _) = error_response(b"SFATAL\0C53300\0Msorry, too many clients already\0\0");
         assert!(matches!(error.at_login(), SqlError::Server { .. }));
     }
@@ -398,7 +410,13 @@ mod tests {
         let big = vec![7u8; 3 * READ_CHUNK + 11];
         let mut sent = Vec::new();
         let mut expected = Vec::new();
-        for (tag, body) in [(b'2', &b""[..]), (b'D', &b"\0\x01\0\0\0\x02ok"[..]), (b'D', &big[..]), (b'C', &b"SELECT 2\0"[..]), (b'Z', &b"I"[..])] {
+        for (tag, body) in [
+            (b'2', &b""[..]),
+            (b'D', &b"\0\x01\0\0\0\x02ok"[..]),
+            (b'D', &big[..]),
+            (b'C', &b"SELECT 2\0"[..]),
+            (b'Z', &b"I"[..]),
+        ] {
             sent.extend_from_slice(&message(tag, body));
             expected.push((tag, body.to_vec()));
         }

@@ -14,7 +14,15 @@ type Exchanged = Result<(u16, u64, u64), (ExchangeError, u64)>;
 impl Lane {
     /// Over the VU's own connection: HTTP/2 once connected so, or HTTP/1.1 when ALPN chose it
     /// ("auto"), for the VU's life on that connection.
-    pub(super) async fn own_h2_exchange(&mut self, state: &WorkerState, instance: usize, mode: Http2Mode, request: &[u8], h2_form: Option<&H2Request>, is_head: bool) -> Exchanged {
+    pub(super) async fn own_h2_exchange(
+        &mut self,
+        state: &WorkerState,
+        instance: usize,
+        mode: Http2Mode,
+        request: &[u8],
+        h2_form: Option<&H2Request>,
+        is_head: bool,
+    ) -> Exchanged {
         let plan = &state.shared.plan;
         // A stream that found the connection closed (the server's idle timeout, a GOAWAY between
         // requests) never reached it: sent once more on a new connection, as over HTTP/1.1.
@@ -65,7 +73,15 @@ impl Lane {
 
     /// Over the next connection of the worker's pool, shared with the VUs that use it at the
     /// same time; the first VU to find its place empty connects, the others wait for it.
-    pub(super) async fn pooled_h2_exchange(&mut self, state: &WorkerState, instance: usize, pool: &H2Pool, mode: Http2Mode, request: &[u8], h2_form: Option<&H2Request>) -> Exchanged {
+    pub(super) async fn pooled_h2_exchange(
+        &mut self,
+        state: &WorkerState,
+        instance: usize,
+        pool: &H2Pool,
+        mode: Http2Mode,
+        request: &[u8],
+        h2_form: Option<&H2Request>,
+    ) -> Exchanged {
         let plan = &state.shared.plan;
         let place = pool.place(instance);
         for attempt in 0..2 {

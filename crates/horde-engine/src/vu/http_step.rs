@@ -39,7 +39,11 @@ pub(super) struct Done {
 }
 
 impl Vu {
-    pub(super) fn render_json(state: &WorkerState, context: &Value, template: &JsonTemplate) -> Option<serde_json::Value> {
+    pub(super) fn render_json(
+        state: &WorkerState,
+        context: &Value,
+        template: &JsonTemplate,
+    ) -> Option<serde_json::Value> {
         Some(match template {
             JsonTemplate::Fixed(value) => value.clone(),
             JsonTemplate::Typed(name) => {
@@ -50,11 +54,14 @@ impl Vu {
                 serde_json::from_str(&rendered).ok()?
             }
             JsonTemplate::Text(name) => serde_json::Value::String(Self::render(state, context, name)?),
-            JsonTemplate::Array(items) => {
-                serde_json::Value::Array(items.iter().map(|item| Self::render_json(state, context, item)).collect::<Option<_>>()?)
-            }
+            JsonTemplate::Array(items) => serde_json::Value::Array(
+                items.iter().map(|item| Self::render_json(state, context, item)).collect::<Option<_>>()?,
+            ),
             JsonTemplate::Object(fields) => serde_json::Value::Object(
-                fields.iter().map(|(key, item)| Some((key.clone(), Self::render_json(state, context, item)?))).collect::<Option<_>>()?,
+                fields
+                    .iter()
+                    .map(|(key, item)| Some((key.clone(), Self::render_json(state, context, item)?)))
+                    .collect::<Option<_>>()?,
             ),
         })
     }
@@ -87,7 +94,14 @@ impl Vu {
         let headers: Vec<(&str, &str)> = rendered_headers.iter().map(|(name, value)| (*name, &**value)).collect();
         let endpoint = &state.shared.plan.endpoints[self.instance];
         let cookie = self.cookies.header_for(&endpoint.path_prefix, &path);
-        let parts = RequestParts { method: &node.method, path: &path, headers: &headers, cookie: cookie.as_deref(), body: &body, json };
+        let parts = RequestParts {
+            method: &node.method,
+            path: &path,
+            headers: &headers,
+            cookie: cookie.as_deref(),
+            body: &body,
+            json,
+        };
         self.request.clear();
         encode_request(&mut self.request, endpoint, &parts);
         Some(path)
@@ -95,14 +109,27 @@ impl Vu {
 
     /// A request's bytes, rendered unless fixed, and its path (for cookie paths); `None` when a
     /// template failed, which is then counted, noted and recorded as the step's outcome.
-    pub(super) fn prepare<'n>(&mut self, state: &WorkerState, node: &'n RequestNode, started: Instant, recording: bool) -> Option<Prepared<'n>> {
+    pub(super) fn prepare<'n>(
+        &mut self,
+        state: &WorkerState,
+        node: &'n RequestNode,
+        started: Instant,
+        recording: bool,
+    ) -> Option<Prepared<'n>> {
         // Requests with nothing templated go out as encoded at start, unless cookies must be added.
         if let (Some(bytes), true, Text::Fixed(path)) = (&node.fixed, self.cookies.is_empty(), &node.path) {
             let h2 = node.fixed_h2.as_ref().map(|forms| &forms[self.instance]);
-            return Some(Prepared { fixed: Some(&bytes[self.instance]), h2, encoded: None, path: Cow::Borrowed(path.as_str()) });
+            return Some(Prepared {
+                fixed: Some(&bytes[self.instance]),
+                h2,
+                encoded: None,
+                path: Cow::Borrowed(path.as_str()),
+            });
         }
         match self.encode_dynamic(state, node) {
-            Some(path) => Some(Prepared { fixed: None, h2: None, encoded: Some(std::mem::take(&mut self.request)), path }),
+            Some(path) => {
+                Some(Prepared { fixed: None, h2: None, encoded: Some(std::mem::take(&mut self.request)), path })
+            }
             None => {
                 self.record(state, node.global_index, 0, Err(ErrorKind::TemplateFailed), 0, 0);
                 let why = self.template_failure(state, node);
@@ -140,7 +167,10 @@ impl Vu {
         self.lane.capture.record = recording;
         let mut in_flight = InFlight { state, index: node.global_index, started, ended: false };
         // The timeout runs from the send (the start, in a closed model: no clock read of its own).
-        let outcome = self.lane.exchange(state, self.instance, prepared.bytes(), prepared.h2, node.is_head, sent_at.unwrap_or(started)).await;
+        let outcome = self
+            .lane
+            .exchange(state, self.instance, prepared.bytes(), prepared.h2, node.is_head, sent_at.unwrap_or(started))
+            .await;
         in_flight.ended = true;
         if std::mem::take(&mut self.lane.connected) {
             self.backoff = Duration::ZERO;
@@ -153,7 +183,8 @@ impl Vu {
             self.request = buffer;
         }
         let done = Done { outcome, ended: Instant::now(), over_h2 };
-        let (end_iteration, back_off) = self.finish_request(state, node, started, sent_at, done, &mut capture, &path, exchange);
+        let (end_iteration, back_off) =
+            self.finish_request(state, node, started, sent_at, done, &mut capture, &path, exchange);
         self.lane.capture = capture;
         self.end_step(state, back_off, node.think_time.as_ref(), end_iteration).await
     }
@@ -190,7 +221,8 @@ impl Vu {
             Ok((status, sent, received)) => {
                 let (result, why) = self.apply_response(state, node, capture, status, path);
                 // A check that could not be judged (the body past the bound) did not pass.
-                end_iteration = matches!(result, Err(ErrorKind::CheckFailed | ErrorKind::BodyTooLarge)) && node.end_on_check_failure;
+                end_iteration = matches!(result, Err(ErrorKind::CheckFailed | ErrorKind::BodyTooLarge))
+                    && node.end_on_check_failure;
                 (result, sent, received, why)
             }
             Err((error, sent)) => {
@@ -246,7 +278,11 @@ impl Vu {
             exchange.response_body_truncated = capture.recorded_body_truncated;
             if result != Err(ErrorKind::BodyTooLarge) {
                 let mut view = ResponseView::new(status, &capture.body, &capture.headers, &node.json_scope);
-                exchange.checks = super::recording::judged(&state.shared.plan.check_labels[node.global_index], &node.checks, &mut view);
+                exchange.checks = super::recording::judged(
+                    &state.shared.plan.check_labels[node.global_index],
+                    &node.checks,
+                    &mut view,
+                );
             }
         }
         exchange.vars = self.extracted(node.extractors.iter().map(|extractor| extractor.var.as_str()));
@@ -255,7 +291,14 @@ impl Vu {
 
     /// Cookies, extractors and checks on a response (each check counted); the outcome to
     /// record, and on a failure why (the error detail).
-    fn apply_response(&mut self, state: &WorkerState, node: &RequestNode, capture: &Capture, status: u16, path: &str) -> (Result<(), ErrorKind>, Option<String>) {
+    fn apply_response(
+        &mut self,
+        state: &WorkerState,
+        node: &RequestNode,
+        capture: &Capture,
+        status: u16,
+        path: &str,
+    ) -> (Result<(), ErrorKind>, Option<String>) {
         let prefix = &state.shared.plan.endpoints[self.instance].path_prefix;
         if !capture.set_cookies.is_empty() {
             let request_path = format!("{prefix}{path}");
@@ -301,7 +344,10 @@ impl Vu {
         }
         if truncated {
             let limit = state.shared.plan.read_limits.max_kept_body_bytes;
-            return (Err(ErrorKind::BodyTooLarge), Some(format!("status {status}: the body passed target.max_kept_body_bytes ({limit} bytes)")));
+            return (
+                Err(ErrorKind::BodyTooLarge),
+                Some(format!("status {status}: the body passed target.max_kept_body_bytes ({limit} bytes)")),
+            );
         }
         // Every check is judged (and counted), not only up to the first that fails.
         let mut failed_check = None;
@@ -322,7 +368,12 @@ impl Vu {
             let why = format!("{} — {}", capture.error_status_line, body_prefix(&capture.error_body));
             (Err(ErrorKind::Status(status)), Some(why))
         } else if let Some(extractor) = extract_failed {
-            let why = format!("extractor '{}' ({}) found nothing (status {status}, {})", extractor.var, extractor.description, body_prefix(view.body));
+            let why = format!(
+                "extractor '{}' ({}) found nothing (status {status}, {})",
+                extractor.var,
+                extractor.description,
+                body_prefix(view.body)
+            );
             (Err(ErrorKind::ExtractFailed), Some(why))
         } else {
             (Ok(()), None)

@@ -69,7 +69,9 @@ impl Lane {
                 // step, whatever its protocol.
                 (None, Some(mode)) => match &state.h2_pool {
                     None => Box::pin(self.own_h2_exchange(state, instance, mode, request, h2_form, is_head)).await,
-                    Some(pool) => Box::pin(self.pooled_h2_exchange(state, instance, pool, mode, request, h2_form)).await,
+                    Some(pool) => {
+                        Box::pin(self.pooled_h2_exchange(state, instance, pool, mode, request, h2_form)).await
+                    }
                 },
             }
         };
@@ -80,7 +82,10 @@ impl Lane {
                 // An HTTP/1.1 connection is left mid-response; an HTTP/2 one is kept, the
                 // stream being cancelled (RST_STREAM) when its future is dropped.
                 self.connection = None;
-                let detail = format!("no whole response within {} ms (target.request_timeout_ms)", plan.request_timeout.as_millis());
+                let detail = format!(
+                    "no whole response within {} ms (target.request_timeout_ms)",
+                    plan.request_timeout.as_millis()
+                );
                 Err((ExchangeError { kind: ErrorKind::Timeout, connecting: false, detail }, self.written))
             }
         }
@@ -89,7 +94,14 @@ impl Lane {
     /// One exchange over a connection of the pool: the lease's connection and buffer are the
     /// VU's for the exchange, and go back to the pool when the lease drops (the connection only
     /// if still usable: `exchange_unbounded` drops one that failed or was closed).
-    async fn pooled_exchange(&mut self, state: &WorkerState, instance: usize, pool: &Pool, request: &[u8], is_head: bool) -> Result<(u16, u64, u64), (ExchangeError, u64)> {
+    async fn pooled_exchange(
+        &mut self,
+        state: &WorkerState,
+        instance: usize,
+        pool: &Pool,
+        request: &[u8],
+        is_head: bool,
+    ) -> Result<(u16, u64, u64), (ExchangeError, u64)> {
         let mut lease = pool.acquire(instance).await;
         self.connection = lease.connection.take();
         std::mem::swap(&mut self.buffer, &mut lease.buffer);
@@ -99,7 +111,13 @@ impl Lane {
         result
     }
 
-    pub(super) async fn exchange_unbounded(&mut self, state: &WorkerState, instance: usize, request: &[u8], is_head: bool) -> Result<(u16, u64, u64), (ExchangeError, u64)> {
+    pub(super) async fn exchange_unbounded(
+        &mut self,
+        state: &WorkerState,
+        instance: usize,
+        request: &[u8],
+        is_head: bool,
+    ) -> Result<(u16, u64, u64), (ExchangeError, u64)> {
         // A kept-alive connection may have been closed by the server while idle; that shows as
         // a failure before any response byte, and the request is then sent once more on a new
         // connection, as browsers and HTTP libraries do.
@@ -126,7 +144,9 @@ impl Lane {
             }
             let sent = request.len() as u64;
             self.written = sent;
-            match read_response(connection, &mut self.buffer, is_head, &mut self.capture, state.shared.plan.read_limits).await {
+            match read_response(connection, &mut self.buffer, is_head, &mut self.capture, state.shared.plan.read_limits)
+                .await
+            {
                 Ok(response) => {
                     if !response.keep_alive {
                         self.connection = None;

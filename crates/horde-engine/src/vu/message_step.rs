@@ -5,12 +5,12 @@
 
 use super::{Flow, InFlight, Vu};
 use crate::exchange::{text_prefix, MAX_BODY_BYTES};
+use crate::message::{
+    decode_base64, decode_hex, reply_number, websocket_error_kind, MessageAction, MessageConnection, MessageNode,
+    MessageText, PayloadNode, ReceiveNode, Received, Upgrade, UpgradeNode, WebSocketLink,
+};
 use crate::response_rules::{body_prefix, JsonScope, ResponseView};
 use crate::template::Text;
-use crate::message::{
-    decode_base64, decode_hex, reply_number, websocket_error_kind, MessageAction, MessageConnection, MessageNode, MessageText,
-    PayloadNode, ReceiveNode, Received, Upgrade, UpgradeNode, WebSocketLink,
-};
 use crate::worker_state::WorkerState;
 use horde_metrics::ErrorKind;
 use horde_plan::MessageTransport;
@@ -97,7 +97,12 @@ struct StepError {
 
 impl StepError {
     fn io(error: &std::io::Error, doing: &str) -> Self {
-        Self { kind: websocket_error_kind(error), detail: format!("{error} {doing}"), connecting: false, keeps_connection: false }
+        Self {
+            kind: websocket_error_kind(error),
+            detail: format!("{error} {doing}"),
+            connecting: false,
+            keeps_connection: false,
+        }
     }
 
     /// Something awaited did not come in time; the connection stays.
@@ -123,11 +128,18 @@ impl Answered {
 }
 
 impl Vu {
-    pub(super) async fn message_step(&mut self, state: &WorkerState, node: &MessageNode, intended: Option<Instant>) -> Flow {
+    pub(super) async fn message_step(
+        &mut self,
+        state: &WorkerState,
+        node: &MessageNode,
+        intended: Option<Instant>,
+    ) -> Flow {
         let Some(index) = node.global_index else {
             // `close`: the next message step opens a new connection. A WebSocket says goodbye
             // first, without waiting longer than a send may.
-            if let Some(MessageConnection::WebSocket(mut link)) = self.messages.as_mut().and_then(|messages| messages.connection.take()) {
+            if let Some(MessageConnection::WebSocket(mut link)) =
+                self.messages.as_mut().and_then(|messages| messages.connection.take())
+            {
                 let _ = tokio::time::timeout(state.shared.plan.request_timeout, link.close()).await;
             }
             return Flow::Continue;
@@ -201,7 +213,8 @@ impl Vu {
         if let MessageAction::Receive(receive) = &node.action {
             if let Some(message) = &trace.matched {
                 let mut view = ResponseView::new(200, message, &[], &JsonScope::Whole);
-                exchange.checks = super::recording::judged(&state.shared.plan.check_labels[index], &receive.checks, &mut view);
+                exchange.checks =
+                    super::recording::judged(&state.shared.plan.check_labels[index], &receive.checks, &mut view);
             }
             exchange.vars = self.extracted(receive.extractors.iter().map(|extractor| extractor.var.as_str()));
         }
@@ -233,25 +246,30 @@ impl Vu {
         let outcome = match &node.action {
             MessageAction::Connect | MessageAction::Close => Ok(Answered::OK),
             MessageAction::Send(payload) => match self.render_payload(state, payload) {
-                Ok(message) => send(state, index, &mut connection, message, is_binary(payload), trace).await.map(|_| Answered::OK),
-                Err(error) => Err(error),
-            },
-            MessageAction::Receive(receive) => match wait_for(state, index, &mut connection, receive, trace, &mut heard).await {
                 Ok(message) => {
-                    let answered = self.apply_message(state, index, receive, &message);
-                    if let Some(trace) = trace {
-                        trace.matched = Some(message);
-                    }
-                    Ok(answered)
+                    send(state, index, &mut connection, message, is_binary(payload), trace).await.map(|_| Answered::OK)
                 }
                 Err(error) => Err(error),
             },
+            MessageAction::Receive(receive) => {
+                match wait_for(state, index, &mut connection, receive, trace, &mut heard).await {
+                    Ok(message) => {
+                        let answered = self.apply_message(state, index, receive, &message);
+                        if let Some(trace) = trace {
+                            trace.matched = Some(message);
+                        }
+                        Ok(answered)
+                    }
+                    Err(error) => Err(error),
+                }
+            }
             MessageAction::Ping { text, reply_seq, timeout, control_frame } => {
                 let seq = self.next_seq();
                 match self.render_text_with_seq(state, text, seq) {
                     Ok(message) => {
                         let lost = &mut self.messages.get_or_insert_with(Box::default).lost;
-                        let ping_of = Ping { message, seq, reply_seq, timeout: *timeout, control_frame: *control_frame };
+                        let ping_of =
+                            Ping { message, seq, reply_seq, timeout: *timeout, control_frame: *control_frame };
                         let outcome = ping(state, index, &mut connection, ping_of, lost, trace, &mut heard).await;
                         if outcome.as_ref().is_err_and(StepError::unanswered) {
                             if lost.len() == REMEMBERED_LOST {
@@ -294,10 +312,18 @@ impl Vu {
         let host = if endpoint.host.contains(':') { format!("[{}]", endpoint.host) } else { endpoint.host.clone() };
         let peer = format!("{}{host}:{}", target.transport.scheme(), endpoint.port);
         if error.unanswered() && !heard {
-            error.detail.push_str(&format!("; nothing has come from {peer} since the connection opened: is anything answering there?"));
+            error.detail.push_str(&format!(
+                "; nothing has come from {peer} since the connection opened: is anything answering there?"
+            ));
         }
-        if error.kind == ErrorKind::Refused && !error.connecting && matches!(target.transport, MessageTransport::Udp | MessageTransport::Kcp) {
-            error.detail = format!("{peer} is closed: an ICMP port unreachable came back, nothing listens on that port ({})", error.detail);
+        if error.kind == ErrorKind::Refused
+            && !error.connecting
+            && matches!(target.transport, MessageTransport::Udp | MessageTransport::Kcp)
+        {
+            error.detail = format!(
+                "{peer} is closed: an ICMP port unreachable came back, nothing listens on that port ({})",
+                error.detail
+            );
             error.connecting = true;
         }
         error
@@ -312,33 +338,50 @@ impl Vu {
     ) -> Result<MessageConnection, StepError> {
         let target = state.shared.plan.message.as_ref().expect("message steps run only against a message target");
         if let Some(upgrade) = &node.upgrade {
-            let connection = match tokio::time::timeout(target.connect_timeout, self.open_websocket(state, upgrade, index, trace)).await {
-                Ok(result) => result?,
-                Err(_) => {
-                    let endpoint = &state.shared.plan.endpoints[self.instance];
-                    let detail = format!(
-                        "no WebSocket to {}:{} within {} ms (target.connect_timeout_ms)",
-                        endpoint.host,
-                        endpoint.port,
-                        target.connect_timeout.as_millis()
-                    );
-                    return Err(StepError { kind: ErrorKind::Timeout, detail, connecting: true, keeps_connection: false });
-                }
-            };
+            let connection =
+                match tokio::time::timeout(target.connect_timeout, self.open_websocket(state, upgrade, index, trace))
+                    .await
+                {
+                    Ok(result) => result?,
+                    Err(_) => {
+                        let endpoint = &state.shared.plan.endpoints[self.instance];
+                        let detail = format!(
+                            "no WebSocket to {}:{} within {} ms (target.connect_timeout_ms)",
+                            endpoint.host,
+                            endpoint.port,
+                            target.connect_timeout.as_millis()
+                        );
+                        return Err(StepError {
+                            kind: ErrorKind::Timeout,
+                            detail,
+                            connecting: true,
+                            keeps_connection: false,
+                        });
+                    }
+                };
             self.messages.get_or_insert_with(Box::default).opened += 1;
             self.backoff = Duration::ZERO;
             state.recorder.borrow_mut().connections_opened += 1;
             return Ok(connection);
         }
         let endpoint = &state.shared.plan.endpoints[self.instance];
-        let address = if endpoint.host.contains(':') { format!("[{}]:{}", endpoint.host, endpoint.port) } else { format!("{}:{}", endpoint.host, endpoint.port) };
+        let address = if endpoint.host.contains(':') {
+            format!("[{}]:{}", endpoint.host, endpoint.port)
+        } else {
+            format!("{}:{}", endpoint.host, endpoint.port)
+        };
         MessageTrace::sent(trace, || format!("(connect to {address})"));
         let opened = self.messages.as_ref().map_or(0, |messages| messages.opened);
         let seed = self.number.wrapping_mul(1_000_003).wrapping_add(opened);
         let connect = async {
             let resolved = tokio::net::lookup_host(&address).await.ok().and_then(|mut addresses| addresses.next());
             let Some(resolved) = resolved else {
-                return Err(StepError { kind: ErrorKind::Dns, detail: format!("'{address}' does not resolve"), connecting: true, keeps_connection: false });
+                return Err(StepError {
+                    kind: ErrorKind::Dns,
+                    detail: format!("'{address}' does not resolve"),
+                    connecting: true,
+                    keeps_connection: false,
+                });
             };
             // The target's HTTP connector holds `target.source_addresses`, taken in turn.
             let connector = &state.shared.plan.connectors[self.instance];
@@ -352,12 +395,15 @@ impl Vu {
                     })?;
                     MessageConnection::tcp(stream, target.framing)
                 }
-                MessageTransport::Udp => MessageConnection::udp(resolved, connector.next_source(), node.network, seed).await,
+                MessageTransport::Udp => {
+                    MessageConnection::udp(resolved, connector.next_source(), node.network, seed).await
+                }
                 MessageTransport::Kcp => {
                     // Each VU its own conversation unless the plan fixes one (the gateway tells
                     // sessions apart by address either way).
                     let conv = target.kcp.conv.unwrap_or((self.number as u32).wrapping_add(1));
-                    MessageConnection::kcp(resolved, connector.next_source(), target.kcp, conv, node.network, seed).await
+                    MessageConnection::kcp(resolved, connector.next_source(), target.kcp, conv, node.network, seed)
+                        .await
                 }
                 MessageTransport::WebSocket { .. } => unreachable!("a WebSocket's steps carry their upgrade"),
             };
@@ -371,7 +417,10 @@ impl Vu {
         let connection = match tokio::time::timeout(target.connect_timeout, connect).await {
             Ok(result) => result?,
             Err(_) => {
-                let detail = format!("no connection to {address} within {} ms (target.connect_timeout_ms)", target.connect_timeout.as_millis());
+                let detail = format!(
+                    "no connection to {address} within {} ms (target.connect_timeout_ms)",
+                    target.connect_timeout.as_millis()
+                );
                 return Err(StepError { kind: ErrorKind::Timeout, detail, connecting: true, keeps_connection: false });
             }
         };
@@ -394,7 +443,8 @@ impl Vu {
         index: usize,
         trace: &mut Option<MessageTrace>,
     ) -> Result<MessageConnection, StepError> {
-        let connecting = |(kind, detail): (ErrorKind, String)| StepError { kind, detail, connecting: true, keeps_connection: false };
+        let connecting =
+            |(kind, detail): (ErrorKind, String)| StepError { kind, detail, connecting: true, keeps_connection: false };
         let plan = &state.shared.plan;
         let endpoint = &plan.endpoints[self.instance];
         let mut headers = Vec::with_capacity(upgrade.headers.len());
@@ -403,7 +453,9 @@ impl Vu {
             headers.push((name.as_str(), rendered.into_owned()));
         }
         let step_path = match &upgrade.path {
-            Some(path) => self.render_text(state, path).ok_or_else(|| template_failed("the upgrade's path"))?.into_owned(),
+            Some(path) => {
+                self.render_text(state, path).ok_or_else(|| template_failed("the upgrade's path"))?.into_owned()
+            }
             None => String::new(),
         };
         let path = match format!("{}{step_path}", endpoint.path_prefix) {
@@ -420,7 +472,8 @@ impl Vu {
             cookie,
             max_head_bytes: plan.read_limits.max_head_bytes,
         };
-        let seed = self.number.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ self.messages.as_ref().map_or(0, |messages| messages.opened).wrapping_add(1);
+        let seed = self.number.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            ^ self.messages.as_ref().map_or(0, |messages| messages.opened).wrapping_add(1);
         let upgraded = WebSocketLink::upgrade(connection, &request, seed).await.map_err(connecting)?;
         for set_cookie in &upgraded.set_cookies {
             self.cookies.store(set_cookie, &path);
@@ -439,7 +492,12 @@ impl Vu {
     }
 
     /// A template rendered with `seq`, the message's number, besides the VU's own context.
-    fn render_text_with_seq(&mut self, state: &WorkerState, text: &MessageText, seq: u64) -> Result<Vec<u8>, StepError> {
+    fn render_text_with_seq(
+        &mut self,
+        state: &WorkerState,
+        text: &MessageText,
+        seq: u64,
+    ) -> Result<Vec<u8>, StepError> {
         let template = match text {
             MessageText::Seq { prefix, suffix } => {
                 let mut message = Vec::with_capacity(prefix.len() + 20 + suffix.len());
@@ -452,7 +510,9 @@ impl Vu {
             MessageText::Text(Text::Template(template)) => template,
         };
         let context = self.context_with_seq(state, seq);
-        Self::render(state, &context, &template.name).map(String::into_bytes).ok_or_else(|| template_failed("the message"))
+        Self::render(state, &context, &template.name)
+            .map(String::into_bytes)
+            .ok_or_else(|| template_failed("the message"))
     }
 
     fn context_with_seq(&mut self, state: &WorkerState, seq: u64) -> Value {
@@ -466,11 +526,13 @@ impl Vu {
             PayloadNode::Text(text) => self.render_text_with_seq(state, text, seq),
             PayloadNode::Hex(text) => {
                 let rendered = self.render_text_with_seq(state, text, seq)?;
-                decode_hex(&String::from_utf8_lossy(&rendered)).ok_or_else(|| template_failed("hex: not an even number of hex digits"))
+                decode_hex(&String::from_utf8_lossy(&rendered))
+                    .ok_or_else(|| template_failed("hex: not an even number of hex digits"))
             }
             PayloadNode::Base64(text) => {
                 let rendered = self.render_text_with_seq(state, text, seq)?;
-                decode_base64(&String::from_utf8_lossy(&rendered)).ok_or_else(|| template_failed("base64: not valid base64"))
+                decode_base64(&String::from_utf8_lossy(&rendered))
+                    .ok_or_else(|| template_failed("base64: not valid base64"))
             }
             PayloadNode::Json(template) => {
                 let context = self.context_with_seq(state, seq);
@@ -518,7 +580,12 @@ impl Vu {
         if let Some(why) = failed_check {
             Answered { result: Err((ErrorKind::CheckFailed, why)), end_iteration: node.end_on_check_failure }
         } else if let Some(extractor) = extract_failed {
-            let why = format!("extractor '{}' ({}) found nothing in {}", extractor.var, extractor.description, body_prefix(message));
+            let why = format!(
+                "extractor '{}' ({}) found nothing in {}",
+                extractor.var,
+                extractor.description,
+                body_prefix(message)
+            );
             Answered { result: Err((ErrorKind::ExtractFailed, why)), end_iteration: false }
         } else {
             Answered::OK
@@ -598,12 +665,21 @@ async fn send(
     binary: bool,
     trace: &mut Option<MessageTrace>,
 ) -> Result<(), StepError> {
-    MessageTrace::sent(trace, || if binary { format!("(binary, {} bytes) {}", message.len(), hex_prefix(&message)) } else { text_prefix(&message, MAX_BODY_BYTES) });
+    MessageTrace::sent(trace, || {
+        if binary {
+            format!("(binary, {} bytes) {}", message.len(), hex_prefix(&message))
+        } else {
+            text_prefix(&message, MAX_BODY_BYTES)
+        }
+    });
     let timeout = state.shared.plan.request_timeout;
     let wire_bytes = match tokio::time::timeout(timeout, connection.send(message, binary)).await {
         Ok(sent) => sent.map_err(|error| StepError::io(&error, "while sending"))?,
         Err(_) => {
-            let detail = format!("the message could not be written within {} ms (target.request_timeout_ms)", timeout.as_millis());
+            let detail = format!(
+                "the message could not be written within {} ms (target.request_timeout_ms)",
+                timeout.as_millis()
+            );
             return Err(StepError { kind: ErrorKind::Timeout, detail, connecting: false, keeps_connection: false });
         }
     };
@@ -631,7 +707,10 @@ async fn send_control_ping(
     let wire_bytes = match tokio::time::timeout(timeout, connection.send_ping(payload)).await {
         Ok(sent) => sent.map_err(|error| StepError::io(&error, "while sending a ping frame"))?,
         Err(_) => {
-            let detail = format!("the ping frame could not be written within {} ms (target.request_timeout_ms)", timeout.as_millis());
+            let detail = format!(
+                "the ping frame could not be written within {} ms (target.request_timeout_ms)",
+                timeout.as_millis()
+            );
             return Err(StepError { kind: ErrorKind::Timeout, detail, connecting: false, keeps_connection: false });
         }
     };
@@ -642,7 +721,14 @@ async fn send_control_ping(
     Ok(())
 }
 
-fn count_received(state: &WorkerState, index: usize, connection: &MessageConnection, received: &Received, trace: &mut Option<MessageTrace>, heard: &mut bool) {
+fn count_received(
+    state: &WorkerState,
+    index: usize,
+    connection: &MessageConnection,
+    received: &Received,
+    trace: &mut Option<MessageTrace>,
+    heard: &mut bool,
+) {
     *heard = true;
     MessageTrace::received(trace, &received.message);
     let mut recorder = state.recorder.borrow_mut();
@@ -677,7 +763,10 @@ async fn wait_for(
             }
             Ok(Err(error)) => return Err(StepError::io(&error, "while receiving")),
             Err(_) => {
-                return Err(StepError::awaited(ErrorKind::Timeout, format!("no matching message within {} ms", node.timeout.as_millis())));
+                return Err(StepError::awaited(
+                    ErrorKind::Timeout,
+                    format!("no matching message within {} ms", node.timeout.as_millis()),
+                ));
             }
         }
     }
@@ -710,7 +799,11 @@ async fn ping(
         if message.len() > horde_plan::MAX_CONTROL_FRAME_BYTES {
             return Err(StepError::awaited(
                 ErrorKind::TemplateFailed,
-                format!("the ping is {} bytes: a ping control frame carries at most {}", message.len(), horde_plan::MAX_CONTROL_FRAME_BYTES),
+                format!(
+                    "the ping is {} bytes: a ping control frame carries at most {}",
+                    message.len(),
+                    horde_plan::MAX_CONTROL_FRAME_BYTES
+                ),
             ));
         }
         send_control_ping(state, index, connection, &message, trace).await?;
@@ -724,7 +817,9 @@ async fn ping(
             Ok(Ok(received)) if received.control && !control_frame => {
                 *heard = true;
             }
-            Ok(Ok(received)) if !received.control && control_frame => count_received(state, index, connection, &received, trace, heard),
+            Ok(Ok(received)) if !received.control && control_frame => {
+                count_received(state, index, connection, &received, trace, heard)
+            }
             Ok(Ok(received)) => {
                 count_received(state, index, connection, &received, trace, heard);
                 match reply_number(reply_seq, &received.message) {
@@ -743,7 +838,10 @@ async fn ping(
                 // A datagram may be lost; over a stream (TCP, a WebSocket) the reply still comes,
                 // late: it is counted `late` when it does.
                 let kind = if connection.is_stream() { ErrorKind::Timeout } else { ErrorKind::Lost };
-                return Err(StepError::awaited(kind, format!("no reply numbered as the ping within {} ms", timeout.as_millis())));
+                return Err(StepError::awaited(
+                    kind,
+                    format!("no reply numbered as the ping within {} ms", timeout.as_millis()),
+                ));
             }
         }
     }

@@ -34,14 +34,20 @@ struct Ready<'n> {
 }
 
 impl Vu {
-    pub(super) async fn parallel(&mut self, state: &WorkerState, requests: &[RequestNode], intended: Option<Instant>) -> Flow {
+    pub(super) async fn parallel(
+        &mut self,
+        state: &WorkerState,
+        requests: &[RequestNode],
+        intended: Option<Instant>,
+    ) -> Flow {
         let started = intended.unwrap_or_else(Instant::now);
         let mut ready = Vec::with_capacity(requests.len());
         for node in requests {
             let recording = state.shared.recording.as_ref().is_some_and(|recording| recording.claim(node.global_index));
             // A request whose template failed is counted as such (`prepare`) and not sent.
             if let Some(prepared) = self.prepare(state, node, started, recording) {
-                let exchange = recording.then(|| self.request_record(state, node.global_index, started, prepared.bytes()));
+                let exchange =
+                    recording.then(|| self.request_record(state, node.global_index, started, prepared.bytes()));
                 ready.push(Ready { node, prepared, exchange });
             }
         }
@@ -56,7 +62,15 @@ impl Vu {
             Ok(()) => self.exchange_all(state, &ready).await,
             // The VU's HTTP/2 connection could not be opened: every request of the group fails
             // as a lone request would have.
-            Err(error) => ready.iter().map(|_| (Done { outcome: Err((error.clone(), 0)), ended: Instant::now(), over_h2: None }, Default::default())).collect(),
+            Err(error) => ready
+                .iter()
+                .map(|_| {
+                    (
+                        Done { outcome: Err((error.clone(), 0)), ended: Instant::now(), over_h2: None },
+                        Default::default(),
+                    )
+                })
+                .collect(),
         };
         for guard in &mut guards {
             guard.ended = true;
@@ -66,7 +80,8 @@ impl Vu {
         let mut back_off = false;
         for (item, (done, mut capture)) in ready.into_iter().zip(done) {
             let Ready { node, prepared, exchange } = item;
-            let (ends, backs_off) = self.finish_request(state, node, started, sent_at, done, &mut capture, &prepared.path, exchange);
+            let (ends, backs_off) =
+                self.finish_request(state, node, started, sent_at, done, &mut capture, &prepared.path, exchange);
             end_iteration |= ends;
             back_off |= backs_off;
         }
@@ -96,7 +111,8 @@ impl Vu {
             }
             Ok(Err((kind, detail))) => Err(ExchangeError { kind, connecting: true, detail }),
             Err(_) => {
-                let detail = format!("no connection within {} ms (target.request_timeout_ms)", plan.request_timeout.as_millis());
+                let detail =
+                    format!("no connection within {} ms (target.request_timeout_ms)", plan.request_timeout.as_millis());
                 Err(ExchangeError { kind: ErrorKind::Timeout, connecting: true, detail })
             }
         }
@@ -117,7 +133,8 @@ impl Vu {
             lanes.push(lane);
         }
         let next = Cell::new(0);
-        let results: RefCell<Vec<Option<(Done, crate::http::Capture)>>> = RefCell::new((0..ready.len()).map(|_| None).collect());
+        let results: RefCell<Vec<Option<(Done, crate::http::Capture)>>> =
+            RefCell::new((0..ready.len()).map(|_| None).collect());
         let instance = self.instance;
         let runs = lanes.iter_mut().map(|lane| {
             let (next, results) = (&next, &results);
@@ -131,7 +148,16 @@ impl Vu {
                     lane.capture.record = item.exchange.is_some();
                     // Each request's timeout runs from its own send (a lane sends its next
                     // request when the one before is answered).
-                    let outcome = lane.exchange(state, instance, item.prepared.bytes(), item.prepared.h2, item.node.is_head, Instant::now()).await;
+                    let outcome = lane
+                        .exchange(
+                            state,
+                            instance,
+                            item.prepared.bytes(),
+                            item.prepared.h2,
+                            item.node.is_head,
+                            Instant::now(),
+                        )
+                        .await;
                     let done = Done { outcome, ended: Instant::now(), over_h2: lane.over_h2.take() };
                     // The response stays whole until the group ends (its extractors run then);
                     // the lane reads its next one into a new capture.

@@ -11,7 +11,13 @@ use std::time::Instant;
 
 impl Vu {
     /// A record of an exchange of step `index` begun at `started`: where and when it ran.
-    pub(super) fn exchange_record(&self, state: &WorkerState, index: usize, transport: &'static str, started: Instant) -> Exchange {
+    pub(super) fn exchange_record(
+        &self,
+        state: &WorkerState,
+        index: usize,
+        transport: &'static str,
+        started: Instant,
+    ) -> Exchange {
         let (scenario, step, _) = &state.shared.plan.step_names[index];
         Exchange {
             scenario: scenario.clone(),
@@ -26,7 +32,13 @@ impl Vu {
     }
 
     /// A record of an HTTP request about to go out as `request` (its head, its body's start).
-    pub(super) fn request_record(&self, state: &WorkerState, index: usize, started: Instant, request: &[u8]) -> Exchange {
+    pub(super) fn request_record(
+        &self,
+        state: &WorkerState,
+        index: usize,
+        started: Instant,
+        request: &[u8],
+    ) -> Exchange {
         let mut exchange = self.exchange_record(state, index, "http", started);
         let head_end = request.windows(4).position(|window| window == b"\r\n\r\n").unwrap_or(request.len());
         exchange.request = text_prefix(&request[..head_end], MAX_HEAD_BYTES);
@@ -91,7 +103,11 @@ fn secret_values(name: &str, value: &Value, secrets: &mut Vec<String>) {
 
 /// Each of a step's checks judged again on what it received, for its record: its label, whether
 /// it passed, and when not, what it expected and found.
-pub(super) fn judged(labels: &[String], checks: &[CompiledCheck], view: &mut ResponseView<'_>) -> Vec<(String, bool, Option<String>)> {
+pub(super) fn judged(
+    labels: &[String],
+    checks: &[CompiledCheck],
+    view: &mut ResponseView<'_>,
+) -> Vec<(String, bool, Option<String>)> {
     checks
         .iter()
         .enumerate()
@@ -111,7 +127,12 @@ mod tests {
     fn a_csv_feeder_rows_credential_fields_are_secrets() {
         let path = std::env::temp_dir().join(format!("horde-recording-secrets-{}.csv", std::process::id()));
         std::fs::write(&path, "login,password\nann,hunter22\n").unwrap();
-        let plan = horde_plan::Feeder { name: "user".into(), path: path.to_string_lossy().into_owned(), format: None, mode: Default::default() };
+        let plan = horde_plan::Feeder {
+            name: "user".into(),
+            path: path.to_string_lossy().into_owned(),
+            format: None,
+            mode: Default::default(),
+        };
         let feeder = crate::interpreter::Feeder::load(&plan);
         std::fs::remove_file(&path).unwrap();
         let mut secrets = Vec::new();

@@ -122,11 +122,22 @@ impl Vu {
         // The worker's one deadline list, not a timer entry per step (`crate::deadline`); the
         // timeout runs from the send (the start, in a closed model).
         let from = tokio::time::Instant::from_std(sent_at.unwrap_or(started));
-        let outcome = match state.deadlines.within(from, state.shared.plan.request_timeout, self.sql_exchange(state, node, &params)).await {
+        let outcome = match state
+            .deadlines
+            .within(from, state.shared.plan.request_timeout, self.sql_exchange(state, node, &params))
+            .await
+        {
             Some(outcome) => outcome,
             // The connection went with the dropped exchange: a late answer must not be read as
             // the next statement's.
-            None => Err((ErrorKind::Timeout, format!("no result within {} ms (target.request_timeout_ms)", state.shared.plan.request_timeout.as_millis()), false)),
+            None => Err((
+                ErrorKind::Timeout,
+                format!(
+                    "no result within {} ms (target.request_timeout_ms)",
+                    state.shared.plan.request_timeout.as_millis()
+                ),
+                false,
+            )),
         };
         in_flight.ended = true;
         let latency_us = started.elapsed().as_micros() as u64;
@@ -162,7 +173,8 @@ impl Vu {
             self.note_sql_error(state, node.global_index, kind, words);
         }
         if let Some(sent_at) = sent_at {
-            state.recorder.borrow_mut().steps[node.global_index].record_from_send(latency_us, sent_at.elapsed().as_micros() as u64);
+            state.recorder.borrow_mut().steps[node.global_index]
+                .record_from_send(latency_us, sent_at.elapsed().as_micros() as u64);
         }
         self.end_step(state, back_off, node.think_time.as_ref(), end_iteration).await
     }
@@ -173,13 +185,21 @@ impl Vu {
     /// goes (issue 19).
     #[cold]
     #[inline(never)]
-    fn sql_template_failed(&mut self, state: &WorkerState, node: &SqlNode, query: &str, started: Instant, recording: bool) {
+    fn sql_template_failed(
+        &mut self,
+        state: &WorkerState,
+        node: &SqlNode,
+        query: &str,
+        started: Instant,
+        recording: bool,
+    ) {
         self.record(state, node.global_index, 0, Err(ErrorKind::TemplateFailed), 0, 0);
         if recording {
             let mut exchange = self.exchange_record(state, node.global_index, "sql", started);
             exchange.request = query.to_owned();
             exchange.outcome = ErrorKind::TemplateFailed.label();
-            exchange.detail = Some("a parameter's template could not be rendered (a variable it reads is not set)".into());
+            exchange.detail =
+                Some("a parameter's template could not be rendered (a variable it reads is not set)".into());
             self.keep_exchange(state, exchange);
         }
     }
@@ -203,7 +223,12 @@ impl Vu {
 
     /// Takes a connection (the VU's own, or one of the pool's, waiting its turn), runs the step's
     /// statements on it, and keeps it for the next step unless it broke.
-    async fn sql_exchange(&mut self, state: &WorkerState, node: &SqlNode, params: &SqlParams) -> Result<StatementOutcome, StepError> {
+    async fn sql_exchange(
+        &mut self,
+        state: &WorkerState,
+        node: &SqlNode,
+        params: &SqlParams,
+    ) -> Result<StatementOutcome, StepError> {
         let target = state.shared.plan.sql.as_ref().expect("sql steps run only against a postgresql:// target");
         let mut lease = None;
         let held = match &state.sql_pool {
@@ -291,7 +316,8 @@ impl Vu {
             Ok(outcome) => {
                 let mut response = format!("{} row(s)", outcome.row_count);
                 if let Some(row) = &outcome.first_row {
-                    let columns: Vec<String> = row.columns.iter().map(|(name, value)| format!("{name} = {}", column_text(value))).collect();
+                    let columns: Vec<String> =
+                        row.columns.iter().map(|(name, value)| format!("{name} = {}", column_text(value))).collect();
                     response.push_str(&format!("; first row: {}", columns.join(", ")));
                 }
                 exchange.response = bounded(response, MAX_BODY_BYTES).0;
@@ -350,7 +376,11 @@ fn check_label(check: &horde_plan::SqlCheck) -> String {
             if let Some(max) = max {
                 parts.push(format!("row_count <= {max}"));
             }
-            if parts.is_empty() { "row_count".to_owned() } else { parts.join(" and ") }
+            if parts.is_empty() {
+                "row_count".to_owned()
+            } else {
+                parts.join(" and ")
+            }
         }
         horde_plan::SqlCheck::Column { column, equals } => format!("column {column} == {equals}"),
     }
@@ -370,19 +400,26 @@ fn column_text(value: &crate::sql::ColumnValue) -> String {
 }
 
 /// A new connection's login, boxed and behind `dyn` (see `Vu::sql_exchange`).
-fn connecting(config: &tokio_postgres::Config) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Box<SqlConnection>, SqlError>> + '_>> {
+fn connecting(
+    config: &tokio_postgres::Config,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Box<SqlConnection>, SqlError>> + '_>> {
     Box::pin(crate::sql::connect(config))
 }
 
 /// The step's statements, in a transaction when the step holds several; the last one's result.
-async fn run_statements(connection: &mut SqlConnection, node: &SqlNode, params: &SqlParams) -> Result<StatementOutcome, (ErrorKind, String)> {
+async fn run_statements(
+    connection: &mut SqlConnection,
+    node: &SqlNode,
+    params: &SqlParams,
+) -> Result<StatementOutcome, (ErrorKind, String)> {
     if node.transaction {
         connection.batch("BEGIN").await.map_err(|error| described(&error))?;
     }
     let mut last: Option<StatementOutcome> = None;
     for (index, statement) in node.statements.iter().enumerate() {
         let keep_row = node.keep_row && index + 1 == node.statements.len();
-        match connection.run((node.global_index, index), statement, params.statement(index), node.mode, keep_row).await {
+        match connection.run((node.global_index, index), statement, params.statement(index), node.mode, keep_row).await
+        {
             Ok(mut outcome) => {
                 outcome.step_rows += last.map_or(0, |last| last.step_rows);
                 last = Some(outcome);
@@ -420,7 +457,10 @@ mod tests {
     fn parameters_are_kept_statement_by_statement_in_reused_strings() {
         let mut params = SqlParams::default();
         fill(&mut params, &[&["1", "ann"], &[], &["x"]]);
-        assert_eq!((params.statement(0), params.statement(1), params.statement(2)), (&["1".to_owned(), "ann".to_owned()][..], &[][..], &["x".to_owned()][..]));
+        assert_eq!(
+            (params.statement(0), params.statement(1), params.statement(2)),
+            (&["1".to_owned(), "ann".to_owned()][..], &[][..], &["x".to_owned()][..])
+        );
         // The next step reuses the strings, emptied first.
         fill(&mut params, &[&["22"]]);
         assert_eq!(params.statement(0), ["22"]);

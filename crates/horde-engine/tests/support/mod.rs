@@ -86,7 +86,13 @@ pub fn plan_from_json(json: &str) -> horde_plan::Plan {
 
 /// A one-scenario plan. `target_extra` is spliced into the target object after `base_url`
 /// (for example `, "request_timeout_ms": 200, "insecure": true`); `steps` is a JSON array.
-pub fn custom_plan(base_url: &str, target_extra: &str, steps: &str, workload: &str, graceful_stop_s: f64) -> horde_plan::Plan {
+pub fn custom_plan(
+    base_url: &str,
+    target_extra: &str,
+    steps: &str,
+    workload: &str,
+    graceful_stop_s: f64,
+) -> horde_plan::Plan {
     plan_from_json(&format!(
         r#"{{"version": 1, "target": {{"base_url": "{base_url}"{target_extra}}},
             "graceful_stop_s": {graceful_stop_s},
@@ -144,9 +150,24 @@ pub fn error_kinds(snapshots: &[Snapshot]) -> BTreeMap<String, u64> {
 
 /// The kinds of a request that got no response: counted, never timed.
 pub fn is_without_response(label: &str) -> bool {
-    matches!(label, "refused" | "reset" | "timeout" | "tls" | "dns" | "connect" | "protocol" | "headers_too_large" | "io" | "cut"
-        | "template_failed" | "feeder_exhausted" | "h2_goaway" | "h2_refused" | "ws_closed")
-        || label.starts_with("h2_reset_")
+    matches!(
+        label,
+        "refused"
+            | "reset"
+            | "timeout"
+            | "tls"
+            | "dns"
+            | "connect"
+            | "protocol"
+            | "headers_too_large"
+            | "io"
+            | "cut"
+            | "template_failed"
+            | "feeder_exhausted"
+            | "h2_goaway"
+            | "h2_refused"
+            | "ws_closed"
+    ) || label.starts_with("h2_reset_")
 }
 
 /// The error kinds ARCHITECTURE.md documents: `status_<code>` (code >= 400) and the fixed ones.
@@ -154,9 +175,22 @@ pub fn is_documented_kind(label: &str) -> bool {
     if let Some(code) = label.strip_prefix("status_") {
         return code.parse::<u16>().is_ok_and(|code| code >= 400);
     }
-    matches!(label, "refused" | "reset" | "timeout" | "tls" | "dns" | "connect" | "protocol" | "headers_too_large" | "io" | "cut"
-        | "h2_goaway" | "h2_refused" | "ws_closed")
-        || label.starts_with("h2_reset_")
+    matches!(
+        label,
+        "refused"
+            | "reset"
+            | "timeout"
+            | "tls"
+            | "dns"
+            | "connect"
+            | "protocol"
+            | "headers_too_large"
+            | "io"
+            | "cut"
+            | "h2_goaway"
+            | "h2_refused"
+            | "ws_closed"
+    ) || label.starts_with("h2_reset_")
 }
 
 /// The accounting every snapshot must satisfy: per step, `requests = ok + sum(errors)`, one
@@ -176,7 +210,8 @@ pub fn assert_accounting(snapshots: &[Snapshot]) {
                 assert!(*count > 0, "a zero count is listed for {label}");
             }
             let histogram = horde_metrics::decode_histogram(&step.histogram).expect("histogram decodes");
-            let untimed: u64 = step.errors.iter().filter(|(label, _)| is_without_response(label)).map(|(_, count)| count).sum();
+            let untimed: u64 =
+                step.errors.iter().filter(|(label, _)| is_without_response(label)).map(|(_, count)| count).sum();
             assert_eq!(histogram.len(), step.requests - untimed, "one latency sample per request that got a response");
         }
     }
@@ -244,7 +279,8 @@ impl RawServer {
                             Ok((stream, peer)) => {
                                 connections.fetch_add(1, Ordering::SeqCst);
                                 peers.lock().expect("peers lock").push(peer);
-                                let (stop, requests, handler) = (Arc::clone(&stop), Arc::clone(&requests), Arc::clone(&handler));
+                                let (stop, requests, handler) =
+                                    (Arc::clone(&stop), Arc::clone(&requests), Arc::clone(&handler));
                                 let _ = std::thread::Builder::new()
                                     .name("raw-connection".into())
                                     .spawn(move || serve_raw(stream, &stop, &requests, &*handler));
@@ -462,7 +498,10 @@ pub fn burst_arrivals(rate: f64, seconds: f64) -> u64 {
 }
 
 /// Every entry of one step (or group) over the run.
-pub fn entries<'a>(snapshots: &'a [Snapshot], step: &'a str) -> impl Iterator<Item = &'a horde_engine::StepSnapshot> + 'a {
+pub fn entries<'a>(
+    snapshots: &'a [Snapshot],
+    step: &'a str,
+) -> impl Iterator<Item = &'a horde_engine::StepSnapshot> + 'a {
     snapshots.iter().flat_map(|snapshot| snapshot.steps.iter()).filter(move |entry| entry.step == step)
 }
 
@@ -477,7 +516,11 @@ pub fn step_ok(snapshots: &[Snapshot], step: &str) -> u64 {
 
 /// Errors of one kind of one step over the run.
 pub fn step_errors(snapshots: &[Snapshot], step: &str, kind: &str) -> u64 {
-    entries(snapshots, step).flat_map(|entry| entry.errors.iter()).filter(|(label, _)| label == kind).map(|(_, count)| count).sum()
+    entries(snapshots, step)
+        .flat_map(|entry| entry.errors.iter())
+        .filter(|(label, _)| label == kind)
+        .map(|(_, count)| count)
+        .sum()
 }
 
 /// The error kinds of one step over the run, with their counts.
@@ -491,7 +534,8 @@ pub fn step_error_kinds(snapshots: &[Snapshot], step: &str) -> BTreeMap<String, 
 
 /// The `kind` of a step's entries ("request" or "group"); panics if it has none or they differ.
 pub fn step_kind(snapshots: &[Snapshot], step: &str) -> String {
-    let kinds: std::collections::BTreeSet<String> = entries(snapshots, step).map(|entry| entry.kind.to_string()).collect();
+    let kinds: std::collections::BTreeSet<String> =
+        entries(snapshots, step).map(|entry| entry.kind.to_string()).collect();
     assert_eq!(kinds.len(), 1, "step {step:?} has kinds {kinds:?}");
     kinds.into_iter().next().expect("one kind")
 }
@@ -504,7 +548,15 @@ pub fn iterations(snapshots: &[Snapshot]) -> u64 {
 /// The error kinds ARCHITECTURE.md documents, those of the scenario language included.
 pub fn is_documented_scenario_kind(label: &str) -> bool {
     is_documented_kind(label)
-        || matches!(label, "check_failed" | "extract_failed" | "body_too_large" | "feeder_exhausted" | "template_failed" | "step_failed")
+        || matches!(
+            label,
+            "check_failed"
+                | "extract_failed"
+                | "body_too_large"
+                | "feeder_exhausted"
+                | "template_failed"
+                | "step_failed"
+        )
 }
 
 /// [`assert_accounting`] for runs of the scenario language: the same invariants, the new error
@@ -528,7 +580,8 @@ pub fn assert_scenario_accounting(snapshots: &[Snapshot]) {
                 }
             }
             let histogram = horde_metrics::decode_histogram(&step.histogram).expect("histogram decodes");
-            let untimed: u64 = step.errors.iter().filter(|(label, _)| is_without_response(label)).map(|(_, count)| count).sum();
+            let untimed: u64 =
+                step.errors.iter().filter(|(label, _)| is_without_response(label)).map(|(_, count)| count).sum();
             assert_eq!(histogram.len(), step.requests - untimed, "one latency sample per request that got a response");
         }
     }
@@ -731,7 +784,8 @@ fn serve_recorded(mut stream: TcpStream, stop: &AtomicBool, log: &Mutex<Vec<Reco
                 let request = Recorded { method, path, headers, body };
                 log.lock().expect("log lock").push(request.clone());
                 let reply = handler(&request);
-                let mut out = format!("HTTP/1.1 {} X\r\nContent-Length: {}\r\n", reply.status, reply.body.len()).into_bytes();
+                let mut out =
+                    format!("HTTP/1.1 {} X\r\nContent-Length: {}\r\n", reply.status, reply.body.len()).into_bytes();
                 for (name, value) in &reply.headers {
                     out.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
                 }

@@ -26,7 +26,10 @@ pub(super) fn check_transport(problems: &mut Problems, plan: &Plan) {
         if transport.is_websocket() && plan.target.framing.is_some() {
             problems.push("target.framing".into(), "a WebSocket's frames are its messages: framing is for tcp://");
         } else if transport != MessageTransport::Tcp && plan.target.framing.is_some() {
-            problems.push("target.framing".into(), "a udp:// or kcp:// target's datagram is a message: framing is for tcp://");
+            problems.push(
+                "target.framing".into(),
+                "a udp:// or kcp:// target's datagram is a message: framing is for tcp://",
+            );
         }
         if let Some(Framing::Length { bytes, .. }) = plan.target.framing {
             if !matches!(bytes, 1 | 2 | 4) {
@@ -45,11 +48,15 @@ pub(super) fn check_transport(problems: &mut Problems, plan: &Plan) {
         if let Some(network) = &scenario.network {
             let path = format!("scenarios[{index}].network");
             if !matches!(transport, Some(MessageTransport::Udp | MessageTransport::Kcp)) {
-                problems.push(path.clone(), "the engine impairs its own UDP datagrams only: network needs a udp:// or kcp:// target");
+                problems.push(
+                    path.clone(),
+                    "the engine impairs its own UDP datagrams only: network needs a udp:// or kcp:// target",
+                );
             }
             check_network(problems, &path, network);
         }
-        for (part, steps) in [("setup", &scenario.setup), ("steps", &scenario.steps), ("teardown", &scenario.teardown)] {
+        for (part, steps) in [("setup", &scenario.setup), ("steps", &scenario.steps), ("teardown", &scenario.teardown)]
+        {
             check_step_protocol(problems, &format!("scenarios[{index}].{part}"), steps, transport);
         }
     }
@@ -58,7 +65,8 @@ pub(super) fn check_transport(problems: &mut Problems, plan: &Plan) {
 /// `ikcp.c`'s own bounds: an interval of 10 to 5000 ms (it clamps), an MTU of 50 bytes or more.
 fn check_kcp(problems: &mut Problems, kcp: &crate::KcpOptions) {
     if !(10..=5000).contains(&kcp.interval_ms) {
-        problems.push("target.kcp.interval_ms".into(), format!("must be between 10 and 5000 (got {})", kcp.interval_ms));
+        problems
+            .push("target.kcp.interval_ms".into(), format!("must be between 10 and 5000 (got {})", kcp.interval_ms));
     }
     if !(50..=65_000).contains(&kcp.mtu) {
         problems.push("target.kcp.mtu".into(), format!("must be between 50 and 65000 (got {})", kcp.mtu));
@@ -75,7 +83,10 @@ fn check_kcp(problems: &mut Problems, kcp: &crate::KcpOptions) {
 }
 
 fn is_message_step(step: &Step) -> bool {
-    matches!(step, Step::Connect(_) | Step::Send(_) | Step::Receive(_) | Step::Ping(_) | Step::Stream(_) | Step::Close(_))
+    matches!(
+        step,
+        Step::Connect(_) | Step::Send(_) | Step::Receive(_) | Step::Ping(_) | Step::Stream(_) | Step::Close(_)
+    )
 }
 
 /// Every step against the target's protocol. A WebSocket's target is an HTTP server too: its
@@ -88,19 +99,32 @@ fn check_step_protocol(problems: &mut Problems, path: &str, steps: &[Step], tran
         let step_path = format!("{path}[{index}]");
         match step {
             Step::Http(_) if messages && !websocket => {
-                problems.push(format!("{step_path}.type"), "an http step against a message target: use send, receive or ping");
+                problems.push(
+                    format!("{step_path}.type"),
+                    "an http step against a message target: use send, receive or ping",
+                );
             }
             Step::Parallel(_) if messages && !websocket => {
-                problems.push(format!("{step_path}.type"), "a parallel group sends http requests: against a message target use send, receive or ping");
+                problems.push(
+                    format!("{step_path}.type"),
+                    "a parallel group sends http requests: against a message target use send, receive or ping",
+                );
             }
             Step::Sql(_) if messages => {
-                problems.push(format!("{step_path}.type"), "a sql step against a message target: use send, receive or ping");
+                problems.push(
+                    format!("{step_path}.type"),
+                    "a sql step against a message target: use send, receive or ping",
+                );
             }
             step if is_message_step(step) && !messages => {
-                problems.push(format!("{step_path}.type"), "a message step needs a tcp://, udp://, kcp://, ws:// or wss:// target.base_url");
+                problems.push(
+                    format!("{step_path}.type"),
+                    "a message step needs a tcp://, udp://, kcp://, ws:// or wss:// target.base_url",
+                );
             }
             Step::Ping(ping) if ping.control_frame && !websocket => {
-                problems.push(format!("{step_path}.control_frame"), "a ping control frame is for a ws:// or wss:// target");
+                problems
+                    .push(format!("{step_path}.control_frame"), "a ping control frame is for a ws:// or wss:// target");
             }
             Step::Connect(connect) if messages && !websocket => {
                 if connect.path.is_some() {
@@ -123,10 +147,15 @@ fn child_parts(step: &Step) -> Vec<(String, &[Step])> {
     match step {
         Step::Group(group) => vec![("steps".into(), group.steps.as_slice())],
         Step::Loop(loop_step) => vec![("steps".into(), loop_step.steps.as_slice())],
-        Step::If(if_step) => vec![("then".into(), if_step.then.as_slice()), ("else".into(), if_step.otherwise.as_slice())],
-        Step::Choice(choice) => {
-            choice.branches.iter().enumerate().map(|(index, branch)| (format!("branches[{index}].steps"), branch.steps.as_slice())).collect()
+        Step::If(if_step) => {
+            vec![("then".into(), if_step.then.as_slice()), ("else".into(), if_step.otherwise.as_slice())]
         }
+        Step::Choice(choice) => choice
+            .branches
+            .iter()
+            .enumerate()
+            .map(|(index, branch)| (format!("branches[{index}].steps"), branch.steps.as_slice()))
+            .collect(),
         _ => Vec::new(),
     }
 }
@@ -237,15 +266,27 @@ impl StepWalker<'_> {
                 self.problems.positive(format!("{path}.timeout_ms"), receive.timeout_ms, MAX_TIMEOUT_MS);
                 for (index, extractor) in receive.extract.iter().enumerate() {
                     if matches!(extractor.from, ExtractFrom::Status | ExtractFrom::Header) {
-                        self.problems.push_hint(format!("{path}.extract[{index}].from"), "a message has no status or headers", "extract from json or regex");
+                        self.problems.push_hint(
+                            format!("{path}.extract[{index}].from"),
+                            "a message has no status or headers",
+                            "extract from json or regex",
+                        );
                     }
                     if extractor.var == SEQ_VARIABLE {
-                        self.problems.push_hint(format!("{path}.extract[{index}].var"), "'seq' is the message number", "choose another variable name");
+                        self.problems.push_hint(
+                            format!("{path}.extract[{index}].var"),
+                            "'seq' is the message number",
+                            "choose another variable name",
+                        );
                     }
                 }
                 for (index, check) in receive.checks.iter().enumerate() {
                     if matches!(check, Check::Status { .. }) {
-                        self.problems.push_hint(format!("{path}.checks[{index}].type"), "a message has no status", "check with json, body_contains or body_matches");
+                        self.problems.push_hint(
+                            format!("{path}.checks[{index}].type"),
+                            "a message has no status",
+                            "check with json, body_contains or body_matches",
+                        );
                     }
                 }
                 self.extractors(path, &receive.extract);
@@ -256,13 +297,21 @@ impl StepWalker<'_> {
                 self.unique_name(path, &ping.name);
                 self.template(format!("{path}.text"), &ping.text);
                 if !ping.text.contains(SEQ_VARIABLE) {
-                    self.problems.push_hint(format!("{path}.text"), "the ping must carry its number", "e.g. text: 'ping {{ seq }}'");
+                    self.problems.push_hint(
+                        format!("{path}.text"),
+                        "the ping must carry its number",
+                        "e.g. text: 'ping {{ seq }}'",
+                    );
                 }
                 if let Some(message) = regex_problem(&ping.reply_seq) {
                     self.problems.push_hint(format!("{path}.reply_seq"), message, REPLY_SEQ_EXAMPLE);
                 }
                 if regex::Regex::new(&ping.reply_seq).is_ok_and(|regex| regex.captures_len() < 2) {
-                    self.problems.push_hint(format!("{path}.reply_seq"), "reply_seq needs a capture group around the number", REPLY_SEQ_EXAMPLE);
+                    self.problems.push_hint(
+                        format!("{path}.reply_seq"),
+                        "reply_seq needs a capture group around the number",
+                        REPLY_SEQ_EXAMPLE,
+                    );
                 }
                 self.problems.positive(format!("{path}.timeout_ms"), ping.timeout_ms, MAX_TIMEOUT_MS);
                 if ping.control_frame && ping.text.len() > crate::MAX_CONTROL_FRAME_BYTES {
@@ -278,9 +327,17 @@ impl StepWalker<'_> {
                 self.unique_name(path, &stream.name);
                 self.payload(path, &stream.payloads());
                 match (stream.every_ms, stream.per_second) {
-                    (Some(every_ms), None) => self.problems.positive(format!("{path}.every_ms"), every_ms, MAX_TIMEOUT_MS),
-                    (None, Some(per_second)) => self.problems.positive(format!("{path}.per_second"), per_second, 1_000_000.0),
-                    _ => self.problems.push_hint(path.to_owned(), "a stream needs exactly one of 'every_ms' or 'per_second'", "e.g. per_second: 10"),
+                    (Some(every_ms), None) => {
+                        self.problems.positive(format!("{path}.every_ms"), every_ms, MAX_TIMEOUT_MS)
+                    }
+                    (None, Some(per_second)) => {
+                        self.problems.positive(format!("{path}.per_second"), per_second, 1_000_000.0)
+                    }
+                    _ => self.problems.push_hint(
+                        path.to_owned(),
+                        "a stream needs exactly one of 'every_ms' or 'per_second'",
+                        "e.g. per_second: 10",
+                    ),
                 }
                 self.problems.positive(format!("{path}.duration_ms"), stream.duration_ms, MAX_TIMEOUT_MS);
                 let interval_ms = stream.interval_ms();
@@ -319,8 +376,14 @@ impl StepWalker<'_> {
                 Payload::Text(text) => self.template(format!("{path}.text"), text),
                 Payload::Hex(hex) => {
                     self.template(format!("{path}.hex"), hex);
-                    if !crate::templates::is_template(hex) && (hex.len() % 2 != 0 || !hex.bytes().all(|byte| byte.is_ascii_hexdigit())) {
-                        self.problems.push_hint(format!("{path}.hex"), format!("'{hex}' is not hex: an even number of 0-9a-f digits"), "e.g. hex: '0a0b'");
+                    if !crate::templates::is_template(hex)
+                        && (hex.len() % 2 != 0 || !hex.bytes().all(|byte| byte.is_ascii_hexdigit()))
+                    {
+                        self.problems.push_hint(
+                            format!("{path}.hex"),
+                            format!("'{hex}' is not hex: an even number of 0-9a-f digits"),
+                            "e.g. hex: '0a0b'",
+                        );
                     }
                 }
                 Payload::Base64(base64) => self.template(format!("{path}.base64"), base64),

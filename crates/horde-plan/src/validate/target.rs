@@ -3,7 +3,8 @@
 
 use super::Problems;
 use crate::{
-    Connections, HttpVersion, Target, MAX_H2_CONCURRENT_STREAMS, MAX_H2_WINDOW_BYTES, MAX_KEPT_BODY_BYTES, MIN_H2_CONNECTION_WINDOW_BYTES, MAX_POOL_CONNECTIONS, MAX_RESPONSE_HEADER_BYTES, MIN_RESPONSE_HEADER_BYTES,
+    Connections, HttpVersion, Target, MAX_H2_CONCURRENT_STREAMS, MAX_H2_WINDOW_BYTES, MAX_KEPT_BODY_BYTES,
+    MAX_POOL_CONNECTIONS, MAX_RESPONSE_HEADER_BYTES, MIN_H2_CONNECTION_WINDOW_BYTES, MIN_RESPONSE_HEADER_BYTES,
 };
 use std::net::IpAddr;
 
@@ -33,13 +34,18 @@ pub(super) fn check_target_urls(problems: &mut Problems, base_url: &str, instanc
         let Some(instance) = check_target_url(problems, path.clone(), url, "an instance") else { continue };
         if let Some(base) = &base {
             if instance.scheme != base.scheme {
-                problems.push(path, format!("'{url}' uses {}:// but base_url uses {}://", instance.scheme, base.scheme));
+                problems
+                    .push(path, format!("'{url}' uses {}:// but base_url uses {}://", instance.scheme, base.scheme));
                 continue;
             }
             if instance.prefix != base.prefix {
                 problems.push(
                     path,
-                    format!("'{url}' has path prefix {} but base_url has {}", describe_prefix(instance.prefix), describe_prefix(base.prefix)),
+                    format!(
+                        "'{url}' has path prefix {} but base_url has {}",
+                        describe_prefix(instance.prefix),
+                        describe_prefix(base.prefix)
+                    ),
                 );
                 continue;
             }
@@ -63,14 +69,22 @@ fn describe_prefix(prefix: &str) -> String {
 /// most one problem per URL, in the order pydantic finds them.
 fn check_target_url<'a>(problems: &mut Problems, path: String, url: &'a str, field: &str) -> Option<TargetUrl<'a>> {
     let Some((scheme, rest)) = url.split_once("://").filter(|(scheme, _)| matches!(*scheme, "http" | "https")) else {
-        let upper_case = url.split_once("://").is_some_and(|(scheme, _)| scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https"));
+        let upper_case = url
+            .split_once("://")
+            .is_some_and(|(scheme, _)| scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https"));
         if upper_case {
             problems.push(path, format!("'{url}' writes its scheme in upper case: write http:// or https://"));
         } else {
-            problems.push(path, match url.split_once("://") {
-                Some((scheme, _)) => format!("'{url}' uses scheme '{}'; only http and https are supported", scheme.to_ascii_lowercase()),
-                None => format!("'{url}' has no http:// or https:// scheme"),
-            });
+            problems.push(
+                path,
+                match url.split_once("://") {
+                    Some((scheme, _)) => format!(
+                        "'{url}' uses scheme '{}'; only http and https are supported",
+                        scheme.to_ascii_lowercase()
+                    ),
+                    None => format!("'{url}' has no http:// or https:// scheme"),
+                },
+            );
         }
         return None;
     };
@@ -149,7 +163,9 @@ pub(crate) fn host_problem(host: &str, bracketed: bool) -> Option<&'static str> 
         return Some("it ends with a dot");
     }
     if !host.chars().all(|character| character.is_ascii_alphanumeric() || matches!(character, '-' | '.' | '_')) {
-        return Some("a host name has only ASCII letters, digits, '-', '_' and '.'; write an international name as xn--...");
+        return Some(
+            "a host name has only ASCII letters, digits, '-', '_' and '.'; write an international name as xn--...",
+        );
     }
     if host.split('.').any(str::is_empty) {
         return Some("it has an empty label between dots");
@@ -167,7 +183,8 @@ pub(super) fn check_connections(problems: &mut Problems, target: &Target) {
         if size == 0 {
             problems.push("target.connections.pool".into(), "must be at least 1 (got 0)");
         } else if size > MAX_POOL_CONNECTIONS {
-            problems.push("target.connections.pool".into(), format!("must be at most {MAX_POOL_CONNECTIONS} (got {size})"));
+            problems
+                .push("target.connections.pool".into(), format!("must be at most {MAX_POOL_CONNECTIONS} (got {size})"));
         }
     }
     check_http_version(problems, target);
@@ -180,11 +197,17 @@ pub(super) fn check_connections(problems: &mut Problems, target: &Target) {
     }
     let body_bytes = target.max_kept_body_bytes;
     if !(1..=MAX_KEPT_BODY_BYTES).contains(&body_bytes) {
-        problems.push("target.max_kept_body_bytes".into(), format!("must be from 1 to {MAX_KEPT_BODY_BYTES} (got {body_bytes})"));
+        problems.push(
+            "target.max_kept_body_bytes".into(),
+            format!("must be from 1 to {MAX_KEPT_BODY_BYTES} (got {body_bytes})"),
+        );
     }
     let parallel = target.parallel_connections;
     if !(1..=crate::MAX_PARALLEL_CONNECTIONS).contains(&parallel) {
-        problems.push("target.parallel_connections".into(), format!("must be from 1 to {} (got {parallel})", crate::MAX_PARALLEL_CONNECTIONS));
+        problems.push(
+            "target.parallel_connections".into(),
+            format!("must be from 1 to {} (got {parallel})", crate::MAX_PARALLEL_CONNECTIONS),
+        );
     }
     let target_families: Vec<bool> = std::iter::once(&target.base_url)
         .chain(&target.instances)
@@ -220,7 +243,10 @@ fn check_http_version(problems: &mut Problems, target: &Target) {
         HttpVersion::Auto => "auto",
     };
     if crate::is_postgres_url(&target.base_url) {
-        problems.push("target.http_version".into(), format!("'{wanted}' is for http:// and https:// targets; leave it out for a postgresql:// one"));
+        problems.push(
+            "target.http_version".into(),
+            format!("'{wanted}' is for http:// and https:// targets; leave it out for a postgresql:// one"),
+        );
     } else if target.http_version == HttpVersion::Auto && target.connections.pool_size().is_some() {
         problems.push(
             "target.http_version".into(),
@@ -234,12 +260,20 @@ fn check_http_version(problems: &mut Problems, target: &Target) {
 fn check_http2_settings(problems: &mut Problems, target: &Target) {
     let Some(settings) = &target.http2 else { return };
     if target.http_version == HttpVersion::Http1 {
-        problems.push("target.http2".into(), "HTTP/2's settings need http_version '2' or 'auto' (the target speaks HTTP/1.1)");
+        problems.push(
+            "target.http2".into(),
+            "HTTP/2's settings need http_version '2' or 'auto' (the target speaks HTTP/1.1)",
+        );
         return;
     }
     let bounded = [
         ("stream_window_bytes", settings.stream_window_bytes, 1, MAX_H2_WINDOW_BYTES),
-        ("connection_window_bytes", settings.connection_window_bytes, MIN_H2_CONNECTION_WINDOW_BYTES, MAX_H2_WINDOW_BYTES),
+        (
+            "connection_window_bytes",
+            settings.connection_window_bytes,
+            MIN_H2_CONNECTION_WINDOW_BYTES,
+            MAX_H2_WINDOW_BYTES,
+        ),
         ("max_concurrent_streams", settings.max_concurrent_streams.unwrap_or(1), 1, MAX_H2_CONCURRENT_STREAMS),
     ];
     for (field, value, low, high) in bounded {
@@ -282,7 +316,8 @@ mod tests {
         let default = decode(&plan_with_target(r#"{"base_url": "http://127.0.0.1:1"}"#)).unwrap();
         assert_eq!(default.target.http_version, HttpVersion::Http1);
         for (text, version) in [("1.1", HttpVersion::Http1), ("2", HttpVersion::Http2), ("auto", HttpVersion::Auto)] {
-            let plan = decode(&plan_with_target(&format!(r#"{{"base_url": "https://h", "http_version": "{text}"}}"#))).unwrap();
+            let plan = decode(&plan_with_target(&format!(r#"{{"base_url": "https://h", "http_version": "{text}"}}"#)))
+                .unwrap();
             assert_eq!(plan.target.http_version, version);
             assert_eq!(serde_json::to_value(version).unwrap(), serde_json::json!(text));
         }
@@ -298,12 +333,20 @@ mod tests {
 
     #[test]
     fn http2_settings_are_bounded_and_need_http2() {
-        let plan = decode(&plan_with_target(r#"{"base_url": "http://h", "http_version": "2", "http2": {"max_concurrent_streams": 4}}"#)).unwrap();
+        let plan = decode(&plan_with_target(
+            r#"{"base_url": "http://h", "http_version": "2", "http2": {"max_concurrent_streams": 4}}"#,
+        ))
+        .unwrap();
         let settings = plan.target.http2.unwrap();
-        assert_eq!((settings.stream_window_bytes, settings.connection_window_bytes, settings.max_concurrent_streams), (1 << 20, 16 << 20, Some(4)));
+        assert_eq!(
+            (settings.stream_window_bytes, settings.connection_window_bytes, settings.max_concurrent_streams),
+            (1 << 20, 16 << 20, Some(4))
+        );
         assert!(plan.validate().is_empty());
         assert_eq!(
-            problems(r#"{"base_url": "http://h", "http_version": "2", "http2": {"stream_window_bytes": 0, "connection_window_bytes": 65534, "max_concurrent_streams": 0}}"#),
+            problems(
+                r#"{"base_url": "http://h", "http_version": "2", "http2": {"stream_window_bytes": 0, "connection_window_bytes": 65534, "max_concurrent_streams": 0}}"#
+            ),
             vec![
                 "target.http2.stream_window_bytes: must be from 1 to 2147483647 (got 0)",
                 "target.http2.connection_window_bytes: must be from 65535 to 2147483647 (got 65534)",
@@ -314,7 +357,9 @@ mod tests {
             problems(r#"{"base_url": "http://h", "http2": {"stream_window_bytes": 2147483648}}"#),
             vec!["target.http2: HTTP/2's settings need http_version '2' or 'auto' (the target speaks HTTP/1.1)"]
         );
-        let wrong = decode(&plan_with_target(r#"{"base_url": "http://h", "http_version": "2", "http2": {"window": 1}}"#)).unwrap_err();
+        let wrong =
+            decode(&plan_with_target(r#"{"base_url": "http://h", "http_version": "2", "http2": {"window": 1}}"#))
+                .unwrap_err();
         assert!(wrong.path.starts_with("target.http2"), "{}", wrong.path);
     }
 
@@ -322,22 +367,30 @@ mod tests {
     fn connections_read_per_vu_or_a_pool() {
         let default = decode(&plan_with_target(r#"{"base_url": "http://127.0.0.1:1"}"#)).unwrap();
         assert_eq!(default.target.connections, Connections::PerVu);
-        let per_vu = decode(&plan_with_target(r#"{"base_url": "http://127.0.0.1:1", "connections": "per_vu"}"#)).unwrap();
+        let per_vu =
+            decode(&plan_with_target(r#"{"base_url": "http://127.0.0.1:1", "connections": "per_vu"}"#)).unwrap();
         assert_eq!(per_vu.target.connections, Connections::PerVu);
-        let pool = decode(&plan_with_target(r#"{"base_url": "http://127.0.0.1:1", "connections": {"pool": 20}}"#)).unwrap();
+        let pool =
+            decode(&plan_with_target(r#"{"base_url": "http://127.0.0.1:1", "connections": {"pool": 20}}"#)).unwrap();
         assert_eq!(pool.target.connections, Connections::Pool(20));
         assert_eq!(serde_json::to_value(pool.target.connections).unwrap(), serde_json::json!({"pool": 20}));
         assert_eq!(serde_json::to_value(Connections::PerVu).unwrap(), serde_json::json!("per_vu"));
         let wrong = decode(&plan_with_target(r#"{"base_url": "http://h", "connections": "shared"}"#)).unwrap_err();
         assert_eq!(wrong.path, "target.connections");
-        assert_eq!(problems(r#"{"base_url": "http://h", "connections": {"pool": 0}}"#), vec!["target.connections.pool: must be at least 1 (got 0)"]);
+        assert_eq!(
+            problems(r#"{"base_url": "http://h", "connections": {"pool": 0}}"#),
+            vec!["target.connections.pool: must be at least 1 (got 0)"]
+        );
     }
 
     #[test]
     fn source_addresses_are_ip_literals_of_the_target_family() {
-        assert!(problems(r#"{"base_url": "http://127.0.0.1:8080", "source_addresses": ["127.0.0.2", "127.0.0.3"]}"#).is_empty());
+        assert!(problems(r#"{"base_url": "http://127.0.0.1:8080", "source_addresses": ["127.0.0.2", "127.0.0.3"]}"#)
+            .is_empty());
         assert_eq!(
-            problems(r#"{"base_url": "http://127.0.0.1:8080", "source_addresses": ["127.0.0.2", "localhost", "127.0.0.2", "::1"]}"#),
+            problems(
+                r#"{"base_url": "http://127.0.0.1:8080", "source_addresses": ["127.0.0.2", "localhost", "127.0.0.2", "::1"]}"#
+            ),
             vec![
                 "target.source_addresses[1]: 'localhost' is not an IP address",
                 "target.source_addresses[2]: '127.0.0.2' is listed twice",

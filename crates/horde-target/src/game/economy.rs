@@ -41,20 +41,12 @@ impl Amounts {
     /// `self * factor + other`, saturating: a city left alone for years must not wrap around.
     fn add_scaled(self, other: Amounts, factor: u64) -> Amounts {
         let add = |mine: u64, theirs: u64| mine.saturating_add(theirs.saturating_mul(factor));
-        Amounts::new(
-            add(self.gold, other.gold),
-            add(self.wood, other.wood),
-            add(self.stone, other.stone),
-        )
+        Amounts::new(add(self.gold, other.gold), add(self.wood, other.wood), add(self.stone, other.stone))
     }
 
     /// `self - other`; callers check `covers` first.
     fn minus(self, other: Amounts) -> Amounts {
-        Amounts::new(
-            self.gold - other.gold,
-            self.wood - other.wood,
-            self.stone - other.stone,
-        )
+        Amounts::new(self.gold - other.gold, self.wood - other.wood, self.stone - other.stone)
     }
 
     fn whole_units(self) -> Amounts {
@@ -143,10 +135,7 @@ pub(crate) const CATALOGUE: [Spec; 6] = [
 
 impl Kind {
     pub(crate) fn from_name(name: &str) -> Option<Kind> {
-        CATALOGUE
-            .iter()
-            .find(|spec| spec.name == name)
-            .map(|spec| spec.kind)
+        CATALOGUE.iter().find(|spec| spec.name == name).map(|spec| spec.kind)
     }
 
     pub(crate) fn spec(self) -> &'static Spec {
@@ -215,11 +204,7 @@ impl City {
     }
 
     /// Spends the cost and starts a building that is ready `build_ms` from now.
-    pub(crate) fn construct(
-        &mut self,
-        kind: Kind,
-        now_ms: u64,
-    ) -> Result<Building, ConstructError> {
+    pub(crate) fn construct(&mut self, kind: Kind, now_ms: u64) -> Result<Building, ConstructError> {
         if self.buildings.len() >= MAX_BUILDINGS {
             return Err(ConstructError::CityFull);
         }
@@ -296,10 +281,7 @@ mod tests {
         assert_eq!(building.ready_at_ms, 3_100);
         assert_eq!(city.resources(), Amounts::new(200, 250, 0));
         assert!(!city.can_build(Kind::Wall));
-        assert_eq!(
-            city.construct(Kind::Wall, 100),
-            Err(ConstructError::NotEnoughResources)
-        );
+        assert_eq!(city.construct(Kind::Wall, 100), Err(ConstructError::NotEnoughResources));
         assert_eq!(city.resources(), Amounts::new(200, 250, 0));
         assert!(!building.is_ready(3_099));
         assert!(building.is_ready(3_100));

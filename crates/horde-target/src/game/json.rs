@@ -28,11 +28,7 @@ pub(super) struct CityView<'a> {
 }
 
 pub(super) fn view_city(player_id: u64, city: &City, now_ms: u64) -> CityView<'_> {
-    CityView {
-        player_id,
-        resources: city.resources(),
-        buildings: (city.buildings(), now_ms),
-    }
+    CityView { player_id, resources: city.resources(), buildings: (city.buildings(), now_ms) }
 }
 
 fn buildings_as_seen<S: Serializer>(
@@ -86,11 +82,7 @@ pub(super) fn error(status: StatusCode, message: &str) -> Response<Full<Bytes>> 
     json(status, &Failure { error: message }, 16 + message.len())
 }
 
-pub(super) fn json(
-    status: StatusCode,
-    value: &impl Serialize,
-    capacity: usize,
-) -> Response<Full<Bytes>> {
+pub(super) fn json(status: StatusCode, value: &impl Serialize, capacity: usize) -> Response<Full<Bytes>> {
     with_body(status, to_json(value, capacity))
 }
 
@@ -105,9 +97,7 @@ pub(super) fn to_json(value: &impl Serialize, capacity: usize) -> Vec<u8> {
 pub(super) fn with_body(status: StatusCode, body: Vec<u8>) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(Bytes::from(body)));
     *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
 }
 

@@ -8,16 +8,13 @@ use std::borrow::Cow;
 
 use bytes::Bytes;
 use http_body_util::Full;
-use hyper::header::{
-    HeaderMap, HeaderValue, ALLOW, AUTHORIZATION, COOKIE, SET_COOKIE, WWW_AUTHENTICATE,
-};
+use hyper::header::{HeaderMap, HeaderValue, ALLOW, AUTHORIZATION, COOKIE, SET_COOKIE, WWW_AUTHENTICATE};
 use hyper::{Method, Response, StatusCode};
 use serde::{Deserialize, Serialize};
 
 use super::economy::{Amounts, City, ConstructError, Kind};
 use super::json::{
-    error, json, to_json, view_catalogue, view_city, with_body, CATALOGUE_BYTES,
-    CITY_BYTES_PER_BUILDING,
+    error, json, to_json, view_catalogue, view_city, with_body, CATALOGUE_BYTES, CITY_BYTES_PER_BUILDING,
 };
 use super::state::{RegisterError, Token, World};
 
@@ -67,10 +64,7 @@ impl Endpoint {
 
     /// Reads are GET (and so HEAD); anything that changes the world is POST.
     fn is_read(self) -> bool {
-        matches!(
-            self,
-            Endpoint::Player(Action::City | Action::Buildings | Action::Resources)
-        )
+        matches!(self, Endpoint::Player(Action::City | Action::Buildings | Action::Resources))
     }
 }
 
@@ -90,19 +84,13 @@ pub(crate) fn respond(
              /game/buildings, /game/construct, /game/collect, /game/resources",
         );
     };
-    let allowed = if endpoint.is_read() {
-        method == Method::GET || method == Method::HEAD
-    } else {
-        method == Method::POST
-    };
+    let allowed =
+        if endpoint.is_read() { method == Method::GET || method == Method::HEAD } else { method == Method::POST };
     if !allowed {
         return method_not_allowed(endpoint);
     }
     let Some(body) = body else {
-        return error(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "request body too large (at most 16384 bytes)",
-        );
+        return error(StatusCode::PAYLOAD_TOO_LARGE, "request body too large (at most 16384 bytes)");
     };
     match endpoint {
         Endpoint::Register => register(world, &body),
@@ -152,10 +140,7 @@ fn register(world: &World, body: &[u8]) -> Response<Full<Bytes>> {
         || credentials.login.len() > MAX_CREDENTIAL
         || credentials.password.len() > MAX_CREDENTIAL
     {
-        return error(
-            StatusCode::BAD_REQUEST,
-            "login must be 1 to 128 bytes and password at most 128 bytes",
-        );
+        return error(StatusCode::BAD_REQUEST, "login must be 1 to 128 bytes and password at most 128 bytes");
     }
     match world.register(&credentials.login, &credentials.password) {
         Ok(player_id) => {
@@ -186,14 +171,8 @@ fn login(world: &World, body: &[u8]) -> Response<Full<Bytes>> {
         token: &'a str,
         player_id: u64,
     }
-    let mut response = json(
-        StatusCode::OK,
-        &LoggedIn {
-            token: &token_text,
-            player_id: token.player_id,
-        },
-        32 + token_text.len(),
-    );
+    let mut response =
+        json(StatusCode::OK, &LoggedIn { token: &token_text, player_id: token.player_id }, 32 + token_text.len());
     response.headers_mut().insert(SET_COOKIE, cookie);
     response
 }
@@ -201,14 +180,10 @@ fn login(world: &World, body: &[u8]) -> Response<Full<Bytes>> {
 /// The player a request's session belongs to: the first `Authorization: Bearer` token or
 /// `session` cookie that this world could have issued.
 fn session(headers: &HeaderMap) -> Option<u64> {
-    let bearer = headers
-        .get_all(AUTHORIZATION)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .filter_map(|value| {
-            let (scheme, token) = value.trim().split_once(' ')?;
-            scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
-        });
+    let bearer = headers.get_all(AUTHORIZATION).iter().filter_map(|value| value.to_str().ok()).filter_map(|value| {
+        let (scheme, token) = value.trim().split_once(' ')?;
+        scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+    });
     let cookies = headers
         .get_all(COOKIE)
         .iter()
@@ -218,10 +193,7 @@ fn session(headers: &HeaderMap) -> Option<u64> {
             let (name, value) = pair.trim().split_once('=')?;
             (name == "session").then(|| value.trim_matches('"'))
         });
-    bearer
-        .chain(cookies)
-        .find_map(Token::parse)
-        .map(|token| token.player_id)
+    bearer.chain(cookies).find_map(Token::parse).map(|token| token.player_id)
 }
 
 /// An action on the logged-in player's city.
@@ -244,44 +216,23 @@ fn play(world: &World, action: Action, player_id: u64, body: &[u8]) -> Response<
             }
             let collected = city.collect(now_ms);
             let resources = city.resources();
-            Ok((
-                StatusCode::OK,
-                to_json(
-                    &Collected {
-                        collected,
-                        resources,
-                    },
-                    128,
-                ),
-            ))
+            Ok((StatusCode::OK, to_json(&Collected { collected, resources }, 128)))
         }),
         Action::City => world.with_city(player_id, |city| {
             Ok((
                 StatusCode::OK,
-                to_json(
-                    &view_city(player_id, city, now_ms),
-                    128 + CITY_BYTES_PER_BUILDING * city.buildings().len(),
-                ),
+                to_json(&view_city(player_id, city, now_ms), 128 + CITY_BYTES_PER_BUILDING * city.buildings().len()),
             ))
         }),
-        Action::Buildings => world.with_city(player_id, |city| {
-            Ok((
-                StatusCode::OK,
-                to_json(&view_catalogue(city), CATALOGUE_BYTES),
-            ))
-        }),
-        Action::Resources => world.with_city(player_id, |city| {
-            Ok((StatusCode::OK, to_json(&city.resources(), 64)))
-        }),
+        Action::Buildings => {
+            world.with_city(player_id, |city| Ok((StatusCode::OK, to_json(&view_catalogue(city), CATALOGUE_BYTES))))
+        }
+        Action::Resources => world.with_city(player_id, |city| Ok((StatusCode::OK, to_json(&city.resources(), 64)))),
     };
     match answer {
         Some(Ok((status, body))) => with_body(status, body),
-        Some(Err(ConstructError::NotEnoughResources)) => {
-            error(StatusCode::CONFLICT, "not enough resources")
-        }
-        Some(Err(ConstructError::CityFull)) => {
-            error(StatusCode::CONFLICT, "city full: at most 50 buildings")
-        }
+        Some(Err(ConstructError::NotEnoughResources)) => error(StatusCode::CONFLICT, "not enough resources"),
+        Some(Err(ConstructError::CityFull)) => error(StatusCode::CONFLICT, "city full: at most 50 buildings"),
         // A token of the right form for a player this world does not have.
         None => unauthorized("unknown session"),
     }
@@ -290,27 +241,18 @@ fn play(world: &World, action: Action, player_id: u64, body: &[u8]) -> Response<
 /// The kind a `/game/construct` body asks for, or the reason for a 400.
 fn construction_order(body: &[u8]) -> Result<Kind, Cow<'static, str>> {
     let order: ConstructOrder = parse(body)?;
-    Kind::from_name(&order.kind).ok_or(Cow::Borrowed(
-        "unknown building kind (expected farm, sawmill, quarry, barracks, market or wall)",
-    ))
+    Kind::from_name(&order.kind)
+        .ok_or(Cow::Borrowed("unknown building kind (expected farm, sawmill, quarry, barracks, market or wall)"))
 }
 
-fn construct(
-    world: &World,
-    city: &mut City,
-    kind: Kind,
-    now_ms: u64,
-) -> Result<(StatusCode, Vec<u8>), ConstructError> {
+fn construct(world: &World, city: &mut City, kind: Kind, now_ms: u64) -> Result<(StatusCode, Vec<u8>), ConstructError> {
     let building = city.construct(kind, now_ms)?;
     #[derive(Serialize)]
     struct Started {
         building_id: u16,
         ready_at_ms: u64,
     }
-    let started = Started {
-        building_id: building.id,
-        ready_at_ms: world.unix_ms(building.ready_at_ms),
-    };
+    let started = Started { building_id: building.id, ready_at_ms: world.unix_ms(building.ready_at_ms) };
     Ok((StatusCode::CREATED, to_json(&started, 64)))
 }
 
@@ -321,18 +263,14 @@ fn method_not_allowed(endpoint: Endpoint) -> Response<Full<Bytes>> {
         ("POST", "method not allowed: this endpoint takes POST")
     };
     let mut response = error(StatusCode::METHOD_NOT_ALLOWED, message);
-    response
-        .headers_mut()
-        .insert(ALLOW, HeaderValue::from_static(allow));
+    response.headers_mut().insert(ALLOW, HeaderValue::from_static(allow));
     response
 }
 
 fn unauthorized(message: &str) -> Response<Full<Bytes>> {
     let mut response = error(StatusCode::UNAUTHORIZED, message);
     // RFC 9110 requires a challenge with every 401.
-    response
-        .headers_mut()
-        .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    response.headers_mut().insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
     response
 }
 
@@ -342,21 +280,9 @@ mod tests {
 
     #[test]
     fn paths_map_to_endpoints() {
-        assert_eq!(
-            Endpoint::from_path("/game/city"),
-            Some(Endpoint::Player(Action::City))
-        );
-        assert_eq!(
-            Endpoint::from_path("/game/register"),
-            Some(Endpoint::Register)
-        );
-        for path in [
-            "/game",
-            "/game/",
-            "/game/city/",
-            "/game/City",
-            "/games/city",
-        ] {
+        assert_eq!(Endpoint::from_path("/game/city"), Some(Endpoint::Player(Action::City)));
+        assert_eq!(Endpoint::from_path("/game/register"), Some(Endpoint::Register));
+        for path in ["/game", "/game/", "/game/city/", "/game/City", "/games/city"] {
             assert_eq!(Endpoint::from_path(path), None, "{path}");
         }
         assert!(is_game_path("/game"));
@@ -365,10 +291,7 @@ mod tests {
     }
 
     fn headers(pairs: &[(hyper::header::HeaderName, &str)]) -> HeaderMap {
-        pairs
-            .iter()
-            .map(|(name, value)| (name.clone(), HeaderValue::from_str(value).unwrap()))
-            .collect()
+        pairs.iter().map(|(name, value)| (name.clone(), HeaderValue::from_str(value).unwrap())).collect()
     }
 
     #[test]
@@ -379,28 +302,13 @@ mod tests {
         let bearer = format!("Bearer {token}");
         let cookie = format!("theme=dark; session={token}; lang=en");
         assert_eq!(session(&headers(&[(AUTHORIZATION, &bearer)])), Some(1));
-        assert_eq!(
-            session(&headers(&[(AUTHORIZATION, &format!("bearer  {token}"))])),
-            Some(1)
-        );
+        assert_eq!(session(&headers(&[(AUTHORIZATION, &format!("bearer  {token}"))])), Some(1));
         assert_eq!(session(&headers(&[(COOKIE, &cookie)])), Some(1));
         // A bad header does not hide a good cookie.
-        assert_eq!(
-            session(&headers(&[
-                (AUTHORIZATION, "Bearer nope"),
-                (COOKIE, &cookie)
-            ])),
-            Some(1)
-        );
+        assert_eq!(session(&headers(&[(AUTHORIZATION, "Bearer nope"), (COOKIE, &cookie)])), Some(1));
         assert_eq!(session(&headers(&[])), None);
-        assert_eq!(
-            session(&headers(&[(AUTHORIZATION, &format!("Basic {token}"))])),
-            None
-        );
-        assert_eq!(
-            session(&headers(&[(COOKIE, &format!("other={token}"))])),
-            None
-        );
+        assert_eq!(session(&headers(&[(AUTHORIZATION, &format!("Basic {token}"))])), None);
+        assert_eq!(session(&headers(&[(COOKIE, &format!("other={token}"))])), None);
     }
 
     #[test]

@@ -73,11 +73,7 @@ impl Token {
 impl fmt::Display for Token {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         let check = Token::check(self.player_id, self.serial);
-        write!(
-            formatter,
-            "{:x}.{:x}.{check:016x}",
-            self.player_id, self.serial
-        )
+        write!(formatter, "{:x}.{:x}.{check:016x}", self.player_id, self.serial)
     }
 }
 
@@ -98,9 +94,7 @@ fn mix(mut value: u64) -> u64 {
 
 /// FNV-1a: picks a login's shard. Deterministic, unlike the maps' own seeded hashers.
 fn login_hash(login: &str) -> u64 {
-    login.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
-    })
+    login.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3))
 }
 
 /// Locks a shard. A poisoned lock only means a request panicked mid-update; every update here
@@ -134,9 +128,7 @@ impl World {
             next_login_serial: AtomicU64::new(1),
             max_players,
             epoch: Instant::now(),
-            epoch_unix_ms: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |since| since.as_millis() as u64),
+            epoch_unix_ms: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.as_millis() as u64),
         }
     }
 
@@ -168,20 +160,12 @@ impl World {
         }
         let player_id = self
             .next_player_id
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |next| {
-                (next <= self.max_players).then_some(next + 1)
-            })
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |next| (next <= self.max_players).then_some(next + 1))
             .map_err(|_| RegisterError::WorldFull)?;
         // The city goes in first: once the account exists, the player may log in and act, and
         // must find it. (Lock order is always account shard, then city shard.)
         lock(self.city_shard(player_id)).insert(player_id, City::new(self.now_ms()));
-        accounts.insert(
-            login.into(),
-            Account {
-                player_id,
-                password: password.into(),
-            },
-        );
+        accounts.insert(login.into(), Account { player_id, password: password.into() });
         Ok(player_id)
     }
 
@@ -198,14 +182,8 @@ impl World {
 
     /// Runs `action` on the player's city under its shard's lock; `None` if there is no such
     /// player. Keep `action` short: it holds up every player of the shard.
-    pub(crate) fn with_city<R>(
-        &self,
-        player_id: u64,
-        action: impl FnOnce(&mut City) -> R,
-    ) -> Option<R> {
-        lock(self.city_shard(player_id))
-            .get_mut(&player_id)
-            .map(action)
+    pub(crate) fn with_city<R>(&self, player_id: u64, action: impl FnOnce(&mut City) -> R) -> Option<R> {
+        lock(self.city_shard(player_id)).get_mut(&player_id).map(action)
     }
 }
 
@@ -218,10 +196,7 @@ mod tests {
         let world = World::new(MAX_PLAYERS);
         assert_eq!(world.register("ann", "pw"), Ok(1));
         assert_eq!(world.register("bob", "pw"), Ok(2));
-        assert_eq!(
-            world.register("ann", "other"),
-            Err(RegisterError::LoginTaken)
-        );
+        assert_eq!(world.register("ann", "other"), Err(RegisterError::LoginTaken));
         assert_eq!(world.register("carl", "pw"), Ok(3));
         assert!(world.with_city(3, |_| ()).is_some());
         assert!(world.with_city(4, |_| ()).is_none());
@@ -254,25 +229,15 @@ mod tests {
 
     #[test]
     fn tokens_are_deterministic() {
-        let token = Token {
-            player_id: 7,
-            serial: 3,
-        };
-        let again = Token {
-            player_id: 7,
-            serial: 3,
-        };
+        let token = Token { player_id: 7, serial: 3 };
+        let again = Token { player_id: 7, serial: 3 };
         assert_eq!(token.to_string(), again.to_string());
         assert!(token.to_string().starts_with("7.3."));
     }
 
     #[test]
     fn altered_or_malformed_tokens_are_refused() {
-        let token = Token {
-            player_id: 7,
-            serial: 3,
-        }
-        .to_string();
+        let token = Token { player_id: 7, serial: 3 }.to_string();
         let (_, check) = token.rsplit_once('.').unwrap();
         for bad in [
             String::new(),
@@ -290,9 +255,8 @@ mod tests {
 
     #[test]
     fn logins_spread_over_shards() {
-        let used: std::collections::HashSet<u64> = (0..1000)
-            .map(|index| login_hash(&format!("player{index}")) % SHARDS as u64)
-            .collect();
+        let used: std::collections::HashSet<u64> =
+            (0..1000).map(|index| login_hash(&format!("player{index}")) % SHARDS as u64).collect();
         assert_eq!(used.len(), SHARDS);
     }
 }

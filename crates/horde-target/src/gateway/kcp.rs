@@ -166,7 +166,12 @@ impl Sessions {
     }
 }
 
-pub(super) async fn serve_kcp(socket: UdpSocket, rooms: Arc<Rooms>, counts: Arc<GatewayCounts>, mut shutdown: watch::Receiver<bool>) {
+pub(super) async fn serve_kcp(
+    socket: UdpSocket,
+    rooms: Arc<Rooms>,
+    counts: Arc<GatewayCounts>,
+    mut shutdown: watch::Receiver<bool>,
+) {
     enlarge_buffers(&socket);
     let socket = Arc::new(socket);
     let (queue, mut queued) = mpsc::channel::<(SocketAddr, Arc<[u8]>)>(QUEUE);

@@ -67,7 +67,14 @@ pub struct GatewayConfig {
 
 impl Default for GatewayConfig {
     fn default() -> Self {
-        Self { host: "127.0.0.1".into(), tcp_port: Some(0), udp_port: Some(0), kcp_port: Some(0), framing: GatewayFraming::Newline, threads: 1 }
+        Self {
+            host: "127.0.0.1".into(),
+            tcp_port: Some(0),
+            udp_port: Some(0),
+            kcp_port: Some(0),
+            framing: GatewayFraming::Newline,
+            threads: 1,
+        }
     }
 }
 
@@ -138,13 +145,29 @@ impl GatewayHandle {
             runtime.block_on(async {
                 let mut tasks = Vec::new();
                 if let Some(listener) = tcp {
-                    tasks.push(tokio::spawn(accept(listener, config.framing, Arc::clone(&rooms), Arc::clone(&serving_counts), shutdown.clone())));
+                    tasks.push(tokio::spawn(accept(
+                        listener,
+                        config.framing,
+                        Arc::clone(&rooms),
+                        Arc::clone(&serving_counts),
+                        shutdown.clone(),
+                    )));
                 }
                 if let Some(socket) = udp {
-                    tasks.push(tokio::spawn(serve_udp(socket, Arc::clone(&rooms), Arc::clone(&serving_counts), shutdown.clone())));
+                    tasks.push(tokio::spawn(serve_udp(
+                        socket,
+                        Arc::clone(&rooms),
+                        Arc::clone(&serving_counts),
+                        shutdown.clone(),
+                    )));
                 }
                 if let Some(socket) = kcp {
-                    tasks.push(tokio::spawn(kcp::serve_kcp(socket, Arc::clone(&rooms), Arc::clone(&serving_counts), shutdown.clone())));
+                    tasks.push(tokio::spawn(kcp::serve_kcp(
+                        socket,
+                        Arc::clone(&rooms),
+                        Arc::clone(&serving_counts),
+                        shutdown.clone(),
+                    )));
                 }
                 let mut shutdown = shutdown;
                 let _ = shutdown.wait_for(|stop| *stop).await;
@@ -155,7 +178,15 @@ impl GatewayHandle {
             runtime.shutdown_timeout(Duration::from_millis(500));
             let _ = finished_sender.send(());
         })?;
-        Ok(GatewayHandle { tcp_addr, udp_addr, kcp_addr, counts, shutdown: Some(shutdown_sender), thread: Some(thread), finished })
+        Ok(GatewayHandle {
+            tcp_addr,
+            udp_addr,
+            kcp_addr,
+            counts,
+            shutdown: Some(shutdown_sender),
+            thread: Some(thread),
+            finished,
+        })
     }
 
     pub fn stop(mut self) {
@@ -196,7 +227,10 @@ fn bind_udp(host: &str, port: u16) -> io::Result<UdpSocket> {
 
 fn resolve(host: &str, port: u16) -> io::Result<SocketAddr> {
     use std::net::ToSocketAddrs;
-    (host, port).to_socket_addrs()?.next().ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("'{host}' does not resolve")))
+    (host, port)
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("'{host}' does not resolve")))
 }
 
 /// What one message asks of the gateway.
@@ -231,14 +265,27 @@ fn answer(rooms: &Rooms, player: &Player, message: &[u8]) -> Answer {
     Answer::Reply(message.to_vec())
 }
 
-async fn accept(listener: TcpListener, framing: GatewayFraming, rooms: Arc<Rooms>, counts: Arc<GatewayCounts>, shutdown: watch::Receiver<bool>) {
+async fn accept(
+    listener: TcpListener,
+    framing: GatewayFraming,
+    rooms: Arc<Rooms>,
+    counts: Arc<GatewayCounts>,
+    shutdown: watch::Receiver<bool>,
+) {
     let mut next_id = 0u64;
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
                 next_id += 1;
                 let _ = stream.set_nodelay(true);
-                tokio::spawn(serve_tcp(stream, next_id, framing, Arc::clone(&rooms), Arc::clone(&counts), shutdown.clone()));
+                tokio::spawn(serve_tcp(
+                    stream,
+                    next_id,
+                    framing,
+                    Arc::clone(&rooms),
+                    Arc::clone(&counts),
+                    shutdown.clone(),
+                ));
             }
             // Out of descriptors, most likely: wait for some to be freed.
             Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
@@ -246,7 +293,14 @@ async fn accept(listener: TcpListener, framing: GatewayFraming, rooms: Arc<Rooms
     }
 }
 
-async fn serve_tcp(stream: TcpStream, id: u64, framing: GatewayFraming, rooms: Arc<Rooms>, counts: Arc<GatewayCounts>, mut shutdown: watch::Receiver<bool>) {
+async fn serve_tcp(
+    stream: TcpStream,
+    id: u64,
+    framing: GatewayFraming,
+    rooms: Arc<Rooms>,
+    counts: Arc<GatewayCounts>,
+    mut shutdown: watch::Receiver<bool>,
+) {
     let (mut reader, mut writer) = stream.into_split();
     let (queue, mut outgoing) = tokio::sync::mpsc::channel::<Arc<[u8]>>(TCP_QUEUE);
     let player = Player::Tcp { id, queue };
@@ -340,7 +394,12 @@ fn decode(framing: GatewayFraming, buffer: &mut Vec<u8>) -> Result<Option<Vec<u8
     }
 }
 
-async fn serve_udp(socket: UdpSocket, rooms: Arc<Rooms>, counts: Arc<GatewayCounts>, mut shutdown: watch::Receiver<bool>) {
+async fn serve_udp(
+    socket: UdpSocket,
+    rooms: Arc<Rooms>,
+    counts: Arc<GatewayCounts>,
+    mut shutdown: watch::Receiver<bool>,
+) {
     let socket = Arc::new(socket);
     let mut buffer = vec![0u8; MAX_MESSAGE];
     loop {

@@ -12,13 +12,25 @@ use tokio::sync::mpsc;
 /// writes), or a UDP address on the gateway's socket.
 #[derive(Clone)]
 pub(crate) enum Player {
-    Tcp { id: u64, queue: mpsc::Sender<Arc<[u8]>> },
-    Udp { address: SocketAddr, socket: Arc<UdpSocket> },
+    Tcp {
+        id: u64,
+        queue: mpsc::Sender<Arc<[u8]>>,
+    },
+    Udp {
+        address: SocketAddr,
+        socket: Arc<UdpSocket>,
+    },
     /// A KCP session of the gateway's KCP task, reached through that task's queue.
-    Kcp { address: SocketAddr, queue: mpsc::Sender<(SocketAddr, Arc<[u8]>)> },
+    Kcp {
+        address: SocketAddr,
+        queue: mpsc::Sender<(SocketAddr, Arc<[u8]>)>,
+    },
     /// A WebSocket of the HTTP target, reached through what its connection gave the room:
     /// true when the message was queued for its writer (whose frames the rooms do not know).
-    WebSocket { id: u64, deliver: Arc<dyn Fn(Arc<[u8]>) -> bool + Send + Sync> },
+    WebSocket {
+        id: u64,
+        deliver: Arc<dyn Fn(Arc<[u8]>) -> bool + Send + Sync>,
+    },
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -91,10 +103,13 @@ impl Rooms {
         let mut inner = self.lock();
         let key = player.key();
         let already_udp = inner.room_of.contains_key(&key);
-        if matches!(key, PlayerKey::Udp(_) | PlayerKey::Kcp(_)) && !already_udp && inner.udp_players >= MAX_UDP_PLAYERS {
+        if matches!(key, PlayerKey::Udp(_) | PlayerKey::Kcp(_)) && !already_udp && inner.udp_players >= MAX_UDP_PLAYERS
+        {
             return None;
         }
-        if inner.rooms.get(room).is_some_and(|players| players.len() >= MAX_ROOM_PLAYERS) && inner.room_of.get(&key).map(String::as_str) != Some(room) {
+        if inner.rooms.get(room).is_some_and(|players| players.len() >= MAX_ROOM_PLAYERS)
+            && inner.room_of.get(&key).map(String::as_str) != Some(room)
+        {
             return None;
         }
         leave_locked(&mut inner, key);

@@ -26,15 +26,11 @@ pub struct Response {
 
 impl Response {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(key, _)| key.eq_ignore_ascii_case(name))
-            .map(|(_, value)| value.as_str())
+        self.headers.iter().find(|(key, _)| key.eq_ignore_ascii_case(name)).map(|(_, value)| value.as_str())
     }
 
     pub fn content_length(&self) -> Option<usize> {
-        self.header("content-length")
-            .map(|value| value.parse().expect("numeric Content-Length"))
+        self.header("content-length").map(|value| value.parse().expect("numeric Content-Length"))
     }
 
     pub fn text(&self) -> String {
@@ -50,15 +46,10 @@ pub struct Client {
 impl Client {
     pub fn connect(address: SocketAddr) -> Client {
         let stream = TcpStream::connect_timeout(&address, READ_TIMEOUT).expect("connect");
-        stream
-            .set_read_timeout(Some(READ_TIMEOUT))
-            .expect("read timeout");
+        stream.set_read_timeout(Some(READ_TIMEOUT)).expect("read timeout");
         stream.set_nodelay(true).expect("nodelay");
         let writer = stream.try_clone().expect("clone stream");
-        Client {
-            reader: BufReader::new(stream),
-            writer,
-        }
+        Client { reader: BufReader::new(stream), writer }
     }
 
     pub fn get(&mut self, path: &str) -> Response {
@@ -84,8 +75,7 @@ impl Client {
         headers: &[(&str, &str)],
         body: &[u8],
     ) -> io::Result<Response> {
-        let mut head =
-            format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: horde-test\r\n");
+        let mut head = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: horde-test\r\n");
         for (name, value) in headers {
             head.push_str(&format!("{name}: {value}\r\n"));
         }
@@ -112,21 +102,15 @@ impl Client {
             if line.is_empty() {
                 break;
             }
-            let (name, value) = line
-                .split_once(':')
-                .ok_or_else(|| io::Error::other(format!("bad header line {line:?}")))?;
+            let (name, value) =
+                line.split_once(':').ok_or_else(|| io::Error::other(format!("bad header line {line:?}")))?;
             headers.push((name.trim().to_string(), value.trim().to_string()));
         }
-        let mut response = Response {
-            status,
-            headers,
-            body: Vec::new(),
-        };
+        let mut response = Response { status, headers, body: Vec::new() };
         let bodiless = head_only || status == 204 || status == 304;
         if !bodiless {
-            let length = response
-                .content_length()
-                .ok_or_else(|| io::Error::other("response without Content-Length"))?;
+            let length =
+                response.content_length().ok_or_else(|| io::Error::other("response without Content-Length"))?;
             response.body = vec![0; length];
             self.reader.read_exact(&mut response.body)?;
         }
@@ -136,26 +120,17 @@ impl Client {
     fn read_line(&mut self) -> io::Result<String> {
         let mut line = String::new();
         if self.reader.read_line(&mut line)? == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "connection closed",
-            ));
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed"));
         }
         Ok(line.trim_end_matches(['\r', '\n']).to_string())
     }
 
     /// Whether the server has closed this connection (reads EOF within `wait`).
     pub fn is_closed_within(&mut self, wait: Duration) -> bool {
-        self.reader
-            .get_ref()
-            .set_read_timeout(Some(wait))
-            .expect("read timeout");
+        self.reader.get_ref().set_read_timeout(Some(wait)).expect("read timeout");
         let mut byte = [0u8; 1];
         let closed = matches!(self.reader.read(&mut byte), Ok(0));
-        self.reader
-            .get_ref()
-            .set_read_timeout(Some(READ_TIMEOUT))
-            .expect("read timeout");
+        self.reader.get_ref().set_read_timeout(Some(READ_TIMEOUT)).expect("read timeout");
         closed
     }
 }

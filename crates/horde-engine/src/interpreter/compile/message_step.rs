@@ -2,8 +2,8 @@
 
 use super::{NodeCompiler, StepKind};
 use crate::error::EngineError;
-use crate::response_rules::{check_label, CompiledCheck, CompiledExtractor};
 use crate::message::{MessageAction, MessageNode, MessageText, PayloadNode, ReceiveNode, UpgradeNode};
+use crate::response_rules::{check_label, CompiledCheck, CompiledExtractor};
 use horde_plan::{OnCheckFailure, Payload, Scenario, Step};
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,21 +13,27 @@ fn milliseconds(value: f64) -> Duration {
 }
 
 fn regex(pattern: &str) -> Result<regex::bytes::Regex, EngineError> {
-    regex::bytes::Regex::new(pattern).map_err(|error| EngineError::Setup(format!("invalid regular expression '{pattern}': {error}")))
+    regex::bytes::Regex::new(pattern)
+        .map_err(|error| EngineError::Setup(format!("invalid regular expression '{pattern}': {error}")))
 }
 
 impl NodeCompiler<'_> {
     pub(super) fn message(&mut self, scenario: &Scenario, step: &Step) -> Result<MessageNode, EngineError> {
         let (name, think_time, action) = match step {
             Step::Connect(connect) => (Some(&connect.name), connect.think_time, MessageAction::Connect),
-            Step::Send(send) => (Some(&send.name), send.think_time, MessageAction::Send(self.payload(&send.payloads())?)),
+            Step::Send(send) => {
+                (Some(&send.name), send.think_time, MessageAction::Send(self.payload(&send.payloads())?))
+            }
             Step::Receive(receive) => {
                 let node = ReceiveNode {
                     pattern: receive.pattern.as_deref().map(regex).transpose()?,
                     json_path: receive
                         .json_path
                         .as_deref()
-                        .map(|path| serde_json_path::JsonPath::parse(path).map_err(|error| EngineError::Setup(format!("invalid JSONPath: {error}"))))
+                        .map(|path| {
+                            serde_json_path::JsonPath::parse(path)
+                                .map_err(|error| EngineError::Setup(format!("invalid JSONPath: {error}")))
+                        })
                         .transpose()?,
                     timeout: milliseconds(receive.timeout_ms),
                     extractors: receive.extract.iter().map(CompiledExtractor::compile).collect::<Result<_, _>>()?,
@@ -63,7 +69,9 @@ impl NodeCompiler<'_> {
         }
         let upgrade = match step {
             _ if !self.websocket => None,
-            Step::Connect(connect) => Some(Arc::new(self.upgrade(scenario, connect.path.as_deref(), &connect.headers)?)),
+            Step::Connect(connect) => {
+                Some(Arc::new(self.upgrade(scenario, connect.path.as_deref(), &connect.headers)?))
+            }
             _ => Some(match self.scenario_upgrades.get(&scenario.name) {
                 Some(upgrade) => Arc::clone(upgrade),
                 None => {
@@ -77,7 +85,12 @@ impl NodeCompiler<'_> {
     }
 
     /// A WebSocket's upgrade: the target's headers, the scenario's, then the step's.
-    fn upgrade(&mut self, scenario: &Scenario, path: Option<&str>, step_headers: &[(String, String)]) -> Result<UpgradeNode, EngineError> {
+    fn upgrade(
+        &mut self,
+        scenario: &Scenario,
+        path: Option<&str>,
+        step_headers: &[(String, String)],
+    ) -> Result<UpgradeNode, EngineError> {
         let mut headers = Vec::new();
         for (name, value) in self.target_headers.iter().chain(scenario.headers.iter()).chain(step_headers.iter()) {
             headers.push((name.clone(), self.text(value)?));
