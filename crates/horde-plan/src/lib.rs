@@ -550,7 +550,8 @@ pub fn decode(json: &str) -> Result<Plan, PlanError> {
                 path = if path.is_empty() { key.to_owned() } else { format!("{path}.{key}") };
             }
         }
-        PlanError::new(path, message)
+        let hint = validate::reference_hint(&path);
+        PlanError::new(path, message).with_hint(hint)
     })
 }
 

@@ -68,12 +68,34 @@ pub const SUPPLY: &str = "supply";
 /// How each such problem's message begins.
 pub const SUPPLY_PREFIX: &str = "to supply";
 
+/// What to do about a variable no earlier part of the scenario sets.
+const UNKNOWN_VARIABLE_HINT: &str = "set it before it is used: an earlier step's extract, a feeder (by its name), a \
+loop's 'as', or a plan parameter ('parameters:', -p NAME=VALUE); vu and iteration are every VU's own";
+/// What a template and an expression may hold (docs/plan-reference.md says it at length).
+const TEMPLATE_HINT: &str = "each {{ ... }} holds a name or an expression over the VU's variables, params, vu, \
+iteration and random_int, random_choice, uuid, now_ms (docs/plan-reference.md, 'Templates and expressions')";
+const EXPRESSION_HINT: &str = "a condition is an expression without {{ }}, e.g. 'iteration > 1' or 'token is \
+defined' (docs/plan-reference.md, 'Templates and expressions')";
+
+/// Where a rule with no hint of its own sends the reader: the key's entry in the reference.
+pub(crate) fn reference_hint(path: &str) -> String {
+    let key = path.rsplit('.').next().unwrap_or(path);
+    let key = key.split('[').next().unwrap_or(key);
+    if key.is_empty() {
+        "docs/plan-reference.md describes every key of a plan".to_owned()
+    } else {
+        format!("docs/plan-reference.md describes '{key}'")
+    }
+}
+
 /// Collects problems while walking the plan.
 struct Problems(Vec<PlanError>);
 
 impl Problems {
+    /// A problem whose rule has no hint of its own: the hint points at the key's reference.
     fn push(&mut self, path: String, message: impl Into<String>) {
-        self.0.push(PlanError::new(path, message));
+        let hint = reference_hint(&path);
+        self.0.push(PlanError::new(path, message).with_hint(hint));
     }
 
     /// A problem with what to do about it: the plan's author reads the hint under the message.
@@ -352,7 +374,7 @@ impl StepWalker<'_> {
                 }
                 self.unknown_names(path, names)
             }
-            Err(error) => self.problems.push(path, format!("invalid template: {error}")),
+            Err(error) => self.problems.push_hint(path, format!("invalid template: {error}"), TEMPLATE_HINT),
         }
     }
 
@@ -381,7 +403,7 @@ impl StepWalker<'_> {
     fn expression(&mut self, path: String, source: &str) {
         match templates::expression_variables(&self.environment, source) {
             Ok(names) => self.unknown_names(path, names),
-            Err(error) => self.problems.push(path, format!("invalid expression: {error}")),
+            Err(error) => self.problems.push_hint(path, format!("invalid expression: {error}"), EXPRESSION_HINT),
         }
     }
 
@@ -389,8 +411,11 @@ impl StepWalker<'_> {
         let mut unknown: Vec<String> = names.into_iter().filter(|name| !self.known.contains(name)).collect();
         unknown.sort();
         for name in unknown {
-            self.problems
-                .push(path.clone(), format!("unknown variable '{name}': no step, feeder, loop or parameter sets it"));
+            self.problems.push_hint(
+                path.clone(),
+                format!("unknown variable '{name}': no step, feeder, loop or parameter sets it"),
+                UNKNOWN_VARIABLE_HINT,
+            );
         }
     }
 
@@ -457,9 +482,10 @@ impl StepWalker<'_> {
                 }
                 if let Some(variable) = &loop_step.for_each {
                     if !self.known.contains(variable) {
-                        self.problems.push(
+                        self.problems.push_hint(
                             format!("{path}.for_each"),
                             format!("unknown variable '{variable}': no step, feeder, loop or parameter sets it"),
+                            UNKNOWN_VARIABLE_HINT,
                         );
                     }
                 }
