@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from conftest import HORDE_BIN, HordeCli, free_tcp_port
+from conftest import HORDE_BIN, HordeCli, _default_sigint, free_tcp_port
 from test_report import ReportPage
 
 
@@ -87,6 +87,7 @@ def test_horde_run_negotiates_h2_with_horde_target_tls(horde_cli: HordeCli) -> N
         stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        preexec_fn=_default_sigint,  # stopped by SIGINT below, even under a runner started in the background
     )
     try:
         assert target.stdout is not None
