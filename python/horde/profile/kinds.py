@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from horde.profile.profile import Profile
+from horde.profile.profile import OTHER, Profile
 
 #: Sessions the silhouette is measured on (every n-th of those grouped).
 SILHOUETTE_SESSIONS = 400
@@ -38,8 +38,6 @@ MIN_SILHOUETTE = 0.5
 #: k-means splits even noise cleanly enough for the silhouette to pass.
 MIN_CENTRE_DISTANCE = 0.2
 KMEANS_ROUNDS = 50
-#: The features' name for the requests of endpoints the plan does not keep.
-REST = "(other endpoints)"
 
 
 @dataclass
@@ -82,13 +80,13 @@ class _Session:
 
 def find_kinds(profile: Profile, kept: Sequence[str]) -> Kinds:
     """The kinds of client in the profile's sample of sessions, their mixes over ``kept``
-    endpoint names (the rest as :data:`REST`)."""
+    endpoint names (the rest together, as the profile's :data:`~horde.profile.profile.OTHER`)."""
     names = profile.endpoint_names()
     grouped = []
     for sampled in profile.sessions.sample:
         counts: Counter[str] = Counter()
         for index, count in sampled.mix:
-            counts[names.get(index, REST)] += count
+            counts[names.get(index, OTHER)] += count
         grouped.append(_Session(counts, sampled.think_ms_total, sampled.thinks))
     paced = profile.sessions.paced
     if len(grouped) < 2 * MAX_KINDS:
