@@ -188,6 +188,7 @@ LAYERS = (
     "sinks",
     "report",
     "profile",
+    "conversion",
     "web",
     "cli",
 )
