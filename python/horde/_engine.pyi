@@ -12,6 +12,15 @@ def validate_plan(plan_json: str) -> list[tuple[str, str, str | None]]:
     """Every problem of a plan as ``(path, message, hint)`` triples (the hint None where the rule
     has none); empty when the engine can run it."""
 
+def is_secret_name(name: str) -> bool:
+    """Whether a header, query field, body field, variable or parameter so named carries a
+    credential (split on ``-``, ``_``, ``.``, whitespace and camelCase, a segment is a credential
+    word, or the name holds one): the rule the engine redacts recorded exchanges by."""
+
+def is_secret_query_field(name: str) -> bool:
+    """Whether a query field so named holds a secret: a credential's name, or a one-time
+    credential's field (``code``, ``state``, ``nonce``, ``hash``)."""
+
 def plan_bounds() -> dict[str, int | float]:
     """The engine's bounds on a plan's values by name (``MAX_VUS``, ...): counts as ints,
     amounts as floats; ``horde.plan.bounds`` reads them once."""

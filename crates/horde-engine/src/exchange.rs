@@ -10,12 +10,15 @@
 //! each body at [`MAX_BODY_BYTES`].
 //!
 //! Credentials are redacted here, before anything leaves the engine: the values of headers and
-//! query fields named like a credential ([`is_secret_name`], the same rule as the control
-//! plane's `horde.plan.redaction.is_secret_name`), and the values of the VU's variables named
+//! query fields named like a credential ([`is_secret_name`]: horde-plan's rule, the one the
+//! control plane's redaction asks too), and the values of the VU's variables named
 //! so (a `token` extracted at login) wherever they appear. The control plane redacts once more
 //! with what it knows besides (parameters set through the environment).
 
 use std::sync::atomic::{AtomicU32, Ordering};
+
+pub(crate) use horde_plan::secrets::is_secret_name;
+use horde_plan::secrets::is_secret_query_field;
 
 /// A recorded request or response head is cut to this many bytes.
 pub const MAX_HEAD_BYTES: usize = 8 * 1024;
@@ -113,59 +116,6 @@ impl Recording {
     }
 }
 
-const SECRET_SEGMENTS: &[&str] = &[
-    "auth",
-    "authorization",
-    "authentication",
-    "key",
-    "apikey",
-    "token",
-    "secret",
-    "password",
-    "passwd",
-    "pwd",
-    "pass",
-    "passphrase",
-    "session",
-    "sessionid",
-    "sid",
-    "cookie",
-    "credential",
-    "credentials",
-    "signature",
-    "sig",
-    "jwt",
-    "bearer",
-    "otp",
-    "pin",
-    "private",
-];
-const SECRET_WORDS: &[&str] =
-    &["token", "secret", "password", "passwd", "apikey", "session", "credential", "cookie", "auth"];
-
-/// Whether a header, query field or variable called `name` carries a credential: one of its
-/// segments (split on `-`, `_`, `.`, spaces and camelCase) is a credential word, or it holds
-/// one (`X-APIKEY`). The control plane's `is_secret_name` applies the same rule.
-pub fn is_secret_name(name: &str) -> bool {
-    let lowered = name.to_lowercase();
-    if SECRET_WORDS.iter().any(|word| lowered.contains(word)) {
-        return true;
-    }
-    let mut split = String::with_capacity(name.len() + 4);
-    let mut previous_lower = false;
-    for character in name.chars() {
-        if character.is_ascii_uppercase() && previous_lower {
-            split.push('_');
-        }
-        previous_lower = character.is_ascii_lowercase();
-        split.push(character.to_ascii_lowercase());
-    }
-    split
-        .split(['-', '_', '.', ' ', '\t'])
-        .filter(|segment| !segment.is_empty())
-        .any(|segment| SECRET_SEGMENTS.contains(&segment))
-}
-
 /// `text` cut to at most `limit` bytes at a character boundary; whether it was cut.
 pub(crate) fn bounded(mut text: String, limit: usize) -> (String, bool) {
     if text.len() <= limit {
@@ -204,16 +154,6 @@ pub(crate) fn redact_head(head: &str) -> String {
         }
     }
     out
-}
-
-/// Query fields that carry a one-time credential under a plain name (an OAuth `code` and
-/// `state`...): redacted as credential names are. The control plane's `_SECRET_QUERY_FIELDS`
-/// holds the same names.
-const ONE_TIME_QUERY_FIELDS: &[&str] = &["code", "state", "nonce", "hash"];
-
-/// Whether a query field called `name` holds a secret: a credential name, or a one-time field.
-fn is_secret_query_field(name: &str) -> bool {
-    is_secret_name(name) || ONE_TIME_QUERY_FIELDS.iter().any(|field| name.eq_ignore_ascii_case(field))
 }
 
 /// `GET /path?access_token=abc&page=2 HTTP/1.1` with `abc` redacted (a status line is kept).

@@ -15,6 +15,7 @@
 //! This crate has no IO and no async runtime: it is a leaf the engine and the bindings build on.
 
 mod message;
+pub mod secrets;
 mod sql;
 mod steps;
 pub mod templates;

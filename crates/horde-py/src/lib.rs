@@ -34,6 +34,19 @@ fn validate_plan(plan_json: &str) -> Vec<(String, String, Option<String>)> {
     }
 }
 
+/// Whether a header, query field, body field, variable or parameter so named carries a
+/// credential: horde-plan's rule, the one the engine redacts recorded exchanges by.
+#[pyfunction]
+fn is_secret_name(name: &str) -> bool {
+    horde_plan::secrets::is_secret_name(name)
+}
+
+/// Whether a query field so named holds a secret: a credential's name, or a one-time field.
+#[pyfunction]
+fn is_secret_query_field(name: &str) -> bool {
+    horde_plan::secrets::is_secret_query_field(name)
+}
+
 /// The engine's bounds on a plan's values, by name: counts as ints, amounts as floats. The one
 /// copy `horde.plan` reads (`horde_plan::bounds`).
 #[pyfunction]
@@ -347,6 +360,8 @@ fn self_signed_certificate(names: Vec<String>) -> PyResult<(String, String)> {
 fn _engine(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(validate_plan, module)?)?;
     module.add_function(wrap_pyfunction!(plan_bounds, module)?)?;
+    module.add_function(wrap_pyfunction!(is_secret_name, module)?)?;
+    module.add_function(wrap_pyfunction!(is_secret_query_field, module)?)?;
     module.add_function(wrap_pyfunction!(start_run, module)?)?;
     module.add_function(wrap_pyfunction!(histogram_merge, module)?)?;
     module.add_function(wrap_pyfunction!(snapshots::merge_seconds, module)?)?;

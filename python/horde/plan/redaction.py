@@ -22,6 +22,12 @@ found (a token fed into a header through a parameter, repeated in a path, a body
 {'target': {'headers': {'Authorization': '<redacted>', 'Accept': '*/*'}}, 'scenarios': []}
 >>> redact_url_query("http://h/items?access_token=abc123&page=2")
 'http://h/items?access_token=<redacted>&page=2'
+
+What names a secret is the engine's rule (crate horde-plan, ``secrets.rs``), the one it redacts
+recorded exchanges by; this module asks it (:func:`is_secret_name`) rather than keep a copy:
+
+>>> [is_secret_name(n) for n in ("X-Auth", "Api_Key", "X-Access-Key", "access_token", "Accept", "page")]
+[True, True, True, True, False, False]
 """
 
 from __future__ import annotations
@@ -36,57 +42,15 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from horde._engine import is_secret_name, is_secret_query_field
 from horde.plan.bounds import loads_bounded
 from horde.plan.parameters import env_name
 
 REDACTED = "<redacted>"
 
-#: Name segments (split on ``-``, ``_``, ``.`` and case) that mark a credential.
-_SECRET_SEGMENTS = frozenset(
-    {
-        "auth",
-        "authorization",
-        "authentication",
-        "key",
-        "apikey",
-        "token",
-        "secret",
-        "password",
-        "passwd",
-        "pwd",
-        "pass",
-        "passphrase",
-        "session",
-        "sessionid",
-        "sid",
-        "cookie",
-        "credential",
-        "credentials",
-        "signature",
-        "sig",
-        "jwt",
-        "bearer",
-        "otp",
-        "pin",
-        "private",
-    }
-)
-#: Words that mark a credential inside a longer segment (``X-APIKEY``, ``accesstoken``).
-_SECRET_WORDS = ("token", "secret", "password", "passwd", "apikey", "session", "credential", "cookie", "auth")
 #: A secret value shorter than this is not searched for elsewhere: replacing every "1" or "on"
 #: in a plan would destroy it, and so short a value is no credential worth the name.
 MIN_VALUE_LENGTH = 4
-
-
-def is_secret_name(name: str) -> bool:
-    """Whether a header, query field, body field or parameter called ``name`` carries a credential.
-
-    >>> [is_secret_name(n) for n in ("X-Auth", "Api_Key", "X-Access-Key", "access_token", "Accept", "page")]
-    [True, True, True, True, False, False]
-    """
-    lowered = name.lower()
-    segments = [s for s in re.split(r"[-_.\s]+", re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()) if s]
-    return any(s in _SECRET_SEGMENTS for s in segments) or any(word in lowered for word in _SECRET_WORDS)
 
 
 #: Kept for callers that ask about headers; headers follow the general rule.
@@ -111,20 +75,16 @@ def redact_url_password(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:{REDACTED}@{hostport}"))
 
 
-#: Query fields that carry a one-time credential in OAuth and signed-URL flows, beyond the names
-#: :func:`is_secret_name` knows: a callback's ``?code=`` is as good as a password while it lasts.
-#: (The engine redacts recorded exchanges by the same names: `ONE_TIME_QUERY_FIELDS`.)
-_SECRET_QUERY_FIELDS = frozenset({"code", "state", "nonce", "hash"})
-
-
 def is_secret_parameter(name: str) -> bool:
     """Whether a query field (or a form field, or a path segment naming what follows it) holds a
-    credential: the rule for a run's URLs and for what ``horde profile`` reads from logs.
+    credential: the rule for a run's URLs and for what ``horde profile`` reads from logs (the
+    engine's, :func:`horde._engine.is_secret_query_field`: a credential's name, or a one-time
+    credential's field such as an OAuth callback's ``code``).
 
     >>> [is_secret_parameter(n) for n in ("access_token", "sig", "Session", "code", "page", "q")]
     [True, True, True, True, False, False]
     """
-    return is_secret_name(name) or name.lower() in _SECRET_QUERY_FIELDS
+    return is_secret_query_field(name)
 
 
 def _query_secrets(query: str) -> list[str]:
