@@ -6,7 +6,7 @@
 //! those marks and the fields, and compares them with `horde.engine.snapshot`'s TypedDicts.
 
 use crate::interpreter::StepKind;
-use horde_metrics::{encode_histogram, merge_encoded, HistogramError, MAX_DETAILS_PER_KIND};
+use horde_metrics::{encode_histogram, merge_encoded, HistogramError};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize, Serializer};
@@ -141,8 +141,8 @@ pub enum MergeError {
 impl StepSnapshot {
     /// Several snapshots of one step as one (the generators' of one second, or one step's
     /// seconds): counters summed; errors, checks and details added up by kind, check and
-    /// message in the order they first occurred, at most [`MAX_DETAILS_PER_KIND`] messages per
-    /// kind as each worker keeps them; histograms merged exactly. The name and kind are the
+    /// message in the order they first occurred, at most [`horde_metrics::MAX_DETAILS_PER_KIND`]
+    /// messages per kind, by the rule each worker keeps them by ([`horde_metrics::add_detail`]); histograms merged exactly. The name and kind are the
     /// first part's. A part that timed nothing from an intended instant adds its latency once to
     /// the from-send histogram (it equals its latency).
     pub fn merge(parts: &[StepSnapshot]) -> Result<StepSnapshot, MergeError> {
@@ -192,20 +192,8 @@ impl StepSnapshot {
                     None => merged.checks.push((check.clone(), *passes, *failures)),
                 }
             }
-            for (kind, message, count) in &part.error_details {
-                let mut of_kind = 0;
-                let mut counted = false;
-                for (_, known_message, total) in merged.error_details.iter_mut().filter(|(known, _, _)| known == kind) {
-                    if known_message == message {
-                        *total += count;
-                        counted = true;
-                        break;
-                    }
-                    of_kind += 1;
-                }
-                if !counted && of_kind < MAX_DETAILS_PER_KIND {
-                    merged.error_details.push((kind.clone(), message.clone(), *count));
-                }
+            for detail in &part.error_details {
+                horde_metrics::add_detail(&mut merged.error_details, detail.clone());
             }
         }
         Ok(merged)
@@ -401,6 +389,7 @@ fn checks<S: Serializer>(checks: &[(String, u64, u64)], serializer: S) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+    use horde_metrics::MAX_DETAILS_PER_KIND;
     use horde_metrics::{decode_histogram, new_latency_histogram};
 
     fn encoded(values: &[u64]) -> Vec<u8> {

@@ -46,6 +46,56 @@ pub struct ErrorDetail {
     pub count: u64,
 }
 
+/// An entry of a list of error details, however the list holds its kind: a recorder's
+/// [`ErrorDetail`], or a snapshot's `(kind label, message, count)`.
+pub trait Detail {
+    fn same_kind(&self, other: &Self) -> bool;
+    fn message(&self) -> &str;
+    fn count_mut(&mut self) -> &mut u64;
+}
+
+impl Detail for ErrorDetail {
+    fn same_kind(&self, other: &Self) -> bool {
+        self.kind == other.kind
+    }
+    fn message(&self) -> &str {
+        &self.message
+    }
+    fn count_mut(&mut self) -> &mut u64 {
+        &mut self.count
+    }
+}
+
+impl Detail for (String, String, u64) {
+    fn same_kind(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+    fn message(&self) -> &str {
+        &self.1
+    }
+    fn count_mut(&mut self) -> &mut u64 {
+        &mut self.2
+    }
+}
+
+/// `detail` added to `details`, the one rule every list of details keeps (a worker's recorder,
+/// the engine's merge of workers, generators and seconds): a message already there of its kind
+/// adds its count; a new one is kept while its kind has fewer than [`MAX_DETAILS_PER_KIND`]
+/// (later distinct messages are counted by kind only, in the error counts).
+pub fn add_detail<D: Detail>(details: &mut Vec<D>, mut detail: D) {
+    let mut of_kind = 0;
+    for known in details.iter_mut().filter(|known| known.same_kind(&detail)) {
+        if known.message() == detail.message() {
+            *known.count_mut() += *detail.count_mut();
+            return;
+        }
+        of_kind += 1;
+    }
+    if of_kind < MAX_DETAILS_PER_KIND {
+        details.push(detail);
+    }
+}
+
 /// `message` cut to at most [`MAX_DETAIL_BYTES`], at a character boundary.
 pub fn bounded_message(mut message: String) -> String {
     if message.len() > MAX_DETAIL_BYTES {
@@ -234,18 +284,7 @@ impl StepRecorder {
     }
 
     fn add_detail(&mut self, kind: ErrorKind, message: String, count: u64) {
-        let message = bounded_message(message);
-        let mut of_kind = 0;
-        for detail in self.details.iter_mut().filter(|detail| detail.kind == kind) {
-            if detail.message == message {
-                detail.count += count;
-                return;
-            }
-            of_kind += 1;
-        }
-        if of_kind < MAX_DETAILS_PER_KIND {
-            self.details.push(ErrorDetail { kind, message, count });
-        }
+        add_detail(&mut self.details, ErrorDetail { kind, message: bounded_message(message), count });
     }
 
     /// Counts one judgement of check number `check` of the step.
