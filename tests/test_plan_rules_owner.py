@@ -13,7 +13,10 @@ import importlib
 import inspect
 import pkgutil
 import sys
+import uuid
+from pathlib import Path
 
+import pytest
 from pydantic import BaseModel
 
 import horde.plan  # noqa: F401  (loads the package whose modules are walked)
@@ -237,3 +240,45 @@ def test_a_sql_step_s_mistakes_are_the_engine_s_with_pydantic_s_words_and_hints(
             "move params into them",
         )
     ], found
+
+
+def test_a_plan_is_checked_by_the_engine_once_on_its_way_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loading a plan asks the engine once; the check before the run asks again only for a plan a
+    flag changed (the engine still checks at its own door, start_run, not counted here)."""
+    from horde import _engine
+    from horde.engine.run import checked_plan_json
+    from horde.errors import PlanInvalid
+    from horde.plan.loader import load_plan
+    from horde.plan.overrides import apply_overrides
+
+    asked: list[str] = []
+    real = _engine.validate_plan
+
+    def counted(plan_json: str) -> list[tuple[str, str, str | None]]:
+        asked.append(plan_json)
+        return real(plan_json)
+
+    monkeypatch.setattr(_engine, "validate_plan", counted)
+    name = f"once-{uuid.uuid4().hex}"  # a JSON no other test had checked
+    path = tmp_path / "plan.yaml"
+    path.write_text(
+        f"version: 1\nname: {name}\ntarget: {{base_url: 'http://127.0.0.1:9'}}\n"
+        "scenarios:\n  - name: s\n    steps: [{name: get, method: GET, path: /}]\n"
+        "    workload: {type: closed, stages: [{duration_s: 5, vus: 2}]}\n",
+        encoding="utf-8",
+    )
+    plan = load_plan(path)
+    assert len(asked) == 1
+    assert checked_plan_json(apply_overrides(plan)) == asked[0]  # no flag: nothing asked again
+    assert len(asked) == 1
+    checked_plan_json(apply_overrides(plan, vus=3))  # a flag changed it: the engine checks it
+    assert len(asked) == 2
+    # A part left to supply is no mistake on the way in, but the run's check refuses it, each time.
+    marked = tmp_path / "marked.yaml"
+    marked.write_text(path.read_text(encoding="utf-8").replace("path: /}", "path: '/{{ supply(\"an id\") }}'}"))
+    supplied = load_plan(marked)
+    for _ in range(2):
+        with pytest.raises(PlanInvalid) as refused:
+            checked_plan_json(supplied)
+        assert [problem.message for problem in refused.value.problems][0].startswith("to supply: an id")
+    assert len(asked) == 5

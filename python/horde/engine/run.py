@@ -19,6 +19,7 @@ from typing import Any
 from horde import _engine
 from horde.errors import EngineFault, InvalidInput, PlanInvalid, Problem
 from horde.plan import ConnectionPool, Plan, peak_vus, plan_to_json
+from horde.plan.engine_rules import engine_check
 from horde.plan.overrides import spread_rate, spread_vus
 from horde.engine.snapshot import Exchange, Snapshot
 
@@ -27,10 +28,9 @@ POLL_INTERVAL_S = 0.2
 
 
 def engine_problems(plan_json: str) -> list[Problem]:
-    """The engine's own check of a plan (the second line of defence after pydantic)."""
-    return [
-        Problem(location=path, message=message, hint=hint) for path, message, hint in _engine.validate_plan(plan_json)
-    ]
+    """The engine's check of a plan's JSON (a plan unchanged since the engine found nothing in it
+    on its way in is not checked again: ``plan.engine_rules.engine_check``)."""
+    return [Problem(location=path, message=message, hint=hint) for path, message, hint in engine_check(plan_json)]
 
 
 #: Open files a generator keeps for itself besides its connections to the target (the store,

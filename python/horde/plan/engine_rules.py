@@ -6,14 +6,23 @@ engine's to say, with the same message and hint wherever a plan comes from. :fun
 asks it once pydantic has read the plan, so that :func:`~horde.plan.problems.plan_from_dict` and
 the file loader report those problems as they report pydantic's: located, with a hint.
 
+A plan is checked once on its way in: the engine's check is a function of the plan's JSON alone,
+so :func:`engine_check` remembers the last few plans it found nothing in, and the control plane's
+check before a run (``engine.run.checked_plan_json``) asks the engine again only for a plan that
+changed since (a flag reshaped it, a steering prepared it). The engine checks once more at its own
+door, ``start_run``, as it must: a generator on another node receives only JSON.
+
 >>> parse_path("scenarios[0].steps[12].path")
 ('scenarios', 0, 'steps', 12, 'path')
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import threading
+from collections import OrderedDict
 from typing import Any
 
 from horde import _engine
@@ -50,9 +59,33 @@ def _mistakes(found: list[tuple[str, str, str | None]]) -> list[tuple[Loc, str, 
     return [(parse_path(path), message, hint) for path, message, hint in found if not is_to_supply(message)]
 
 
+#: How many accepted plans :func:`engine_check` remembers (by digest): a run's plan, its steered
+#: and overridden forms, a study's plans per instance count.
+_ACCEPTED_KEPT = 16
+_accepted: OrderedDict[bytes, None] = OrderedDict()
+_accepted_lock = threading.Lock()
+
+
+def engine_check(plan_json: str) -> list[tuple[str, str, str | None]]:
+    """The engine's problems with a plan's JSON (path, message, hint), every one of them, the
+    parts left to supply included; a JSON the engine found nothing in is not checked again."""
+    digest = hashlib.sha256(plan_json.encode()).digest()
+    with _accepted_lock:
+        if digest in _accepted:
+            _accepted.move_to_end(digest)
+            return []
+    found = _engine.validate_plan(plan_json)
+    if not found:
+        with _accepted_lock:
+            _accepted[digest] = None
+            while len(_accepted) > _ACCEPTED_KEPT:
+                _accepted.popitem(last=False)
+    return found
+
+
 def rule_problems(plan: Plan) -> list[tuple[Loc, str, str | None]]:
     """Every mistake the engine finds in a plan pydantic has read: (location, message, hint)."""
-    return _mistakes(_engine.validate_plan(plan_to_json(plan)))
+    return _mistakes(engine_check(plan_to_json(plan)))
 
 
 #: How serde words where decoding stopped (a type, a missing or unknown key): the engine read
