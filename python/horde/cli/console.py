@@ -18,6 +18,7 @@ from horde.plan.monitors import is_monitor_condition, parse_monitor_condition
 from horde.report.capacity_view import capacity_steps
 from horde.results.compare import RunComparison, StepComparison
 from horde.results.stored_run import ALL_REQUESTS
+from horde.results.littles_law import littles_law_warning
 from horde.results.summary import nothing_completed
 
 
@@ -246,6 +247,9 @@ def render_summary(console: Console, summary: dict[str, Any], *, store_url: str 
             style="yellow",
             soft_wrap=True,
         )
+    littles_law = littles_law_warning(summary)
+    if littles_law is not None:
+        console.print(f"!  {littles_law}", style="yellow", markup=False, highlight=False, soft_wrap=True)
     if summary.get("connect_backoffs"):
         console.print(
             f"!  connects failed: VUs paused {summary['connect_backoffs']:,} times before trying again "

@@ -106,7 +106,13 @@ def show(
     with Store.open(store_url) as store:
         record = store.get_run(run_ref)
         workers = int(record.parameters.get("workers") or os.cpu_count() or 1)
-        summary = summarise(store.snapshots(record.run_id), run_id=record.run_id, status=record.status, workers=workers)
+        summary = summarise(
+            store.snapshots(record.run_id),
+            run_id=record.run_id,
+            status=record.status,
+            workers=workers,
+            plan=record.plan,
+        )
     # Thresholds, autostop and capacity were judged when the run ended; they are kept as stored.
     summary.update({key: record.summary[key] for key in JUDGEMENT_KEYS if record.summary and key in record.summary})
     if as_json:

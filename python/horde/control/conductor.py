@@ -289,7 +289,9 @@ def _conduct_run(
         else "finished"
     )
     stored = store.snapshots(run_id)
-    summary = summarise(stored, run_id=run_id, status=status, workers=workers or os.cpu_count() or 1)
+    summary = summarise(
+        stored, run_id=run_id, status=status, workers=workers or os.cpu_count() or 1, plan=store.get_run(run_id).plan
+    )
     ending = Ending(
         status=status,
         stored=stored,

@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from horde import __version__
 from horde.results.compare import ComparisonRule, RunComparison, compare_runs
+from horde.results.littles_law import littles_law_warning
 from horde.errors import InvalidInput
 from horde.plan.redaction import redact_plan
 from horde.report.capacity_view import broke_first_marks, capacity_charts, capacity_view
@@ -59,6 +60,7 @@ def render_run_report(results: RunResults) -> str:
         step_rows=_step_rows(summary),
         latency=_latency(summary),
         saturation=saturation_note(summary),
+        littles_law=littles_law_warning(summary),
         sections=_sections(results),
         capacity=capacity_view(summary.get("capacity")),
         monitors=monitors_view(monitors, findings, summary.get("monitors")),

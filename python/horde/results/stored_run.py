@@ -111,7 +111,7 @@ def load_run(store: Store, ref: str) -> RunResults:
     record = store.get_run(ref)
     snapshots = store.snapshots(record.run_id)
     workers = workers_of(record)
-    summary = summarise(snapshots, run_id=record.run_id, status=record.status, workers=workers)
+    summary = summarise(snapshots, run_id=record.run_id, status=record.status, workers=workers, plan=record.plan)
     # As `horde show` does: what was judged when the run ended (thresholds, autostop, capacity)
     # cannot be recomputed from the snapshots alone, so it is kept as stored.
     stored = {key: value for key, value in (record.summary or {}).items() if key not in summary}

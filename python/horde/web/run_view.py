@@ -34,6 +34,7 @@ from horde.report.monitors_view import MonitorsWatch
 from horde.report.series import LatencySeries, RunSeries, distribution, run_series, saturation_note
 from horde.results.stored_run import ALL_REQUESTS, RunResults, StepId, step_names, workers_of
 from horde.store import MonitorSample, RunRecord
+from horde.results.littles_law import littles_law_warning
 from horde.results.summary import CPU_SATURATION_PERCENT_PER_WORKER, SummaryBuilder
 from horde.engine.snapshot import Snapshot
 
@@ -224,6 +225,7 @@ def run_state(
         "thresholds": verdicts,
         "thresholds_failed": sum(1 for row in verdicts if row["verdict"] == "failed"),
         "saturation": saturation_note(summary),
+        "littles_law": littles_law_warning(summary),
         # The capacity answer as a lab shows it (facts, the steps' table); its charts are figures.
         "capacity": capacity_view(summary.get("capacity")),
         "last_second": int(seen.get("second") or 0),
@@ -262,7 +264,7 @@ class RunView:
         #: The last second added (0 before any).
         self.last_second = 0
         self.last_snapshot: Snapshot | None = None
-        self._builder = SummaryBuilder(workers=self.workers)
+        self._builder = SummaryBuilder(workers=self.workers, plan=record.plan)
         self._kinds: dict[StepId, str] = {}
         self._merged: dict[StepId, bytes] = {}
         self._names: dict[StepId, str] = {}

@@ -238,6 +238,9 @@
     const warning = document.getElementById("saturation-warning");
     warning.hidden = !state.saturation;
     warning.replaceChildren(...(state.saturation ? [element("b", {}, ["Saturated generator. "]), state.saturation] : []));
+    const littles = document.getElementById("littles-law-warning");
+    littles.hidden = !state.littles_law;
+    littles.replaceChildren(...(state.littles_law ? [element("b", {}, ["Figures inconsistent by Little's law. "]), state.littles_law] : []));
   }
 
   function readJson(response) {
