@@ -121,9 +121,12 @@ def start_target(
     tcp_framing: str = "newline",
     kcp_port: int | None = None,
     tls: tuple[str, str] | None = None,
+    shared: tuple[float, float] | None = None,
 ) -> TargetHandle:
-    """Raises ValueError on a bad capacity model or TLS certificate, OSError when it cannot
-    listen. ``tls``: (certificate PEM, key PEM): HTTPS, ALPN offering h2 and http/1.1."""
+    """Raises ValueError on a bad capacity model, shared costs or TLS certificate, OSError when
+    it cannot listen. ``tls``: (certificate PEM, key PEM): HTTPS, ALPN offering h2 and
+    http/1.1. ``shared``: (serial ms, crosstalk ms): join the resource every target of this
+    process shares (horde-target's ``SharedCosts``)."""
 
 def self_signed_certificate(names: list[str]) -> tuple[str, str]:
     """A self-signed certificate for host names and IP addresses: (certificate PEM, key PEM)."""

@@ -274,10 +274,11 @@ impl PyTargetHandle {
 /// (at most `workers` requests in service, each taking `service_ms`, or that on average when
 /// `service_times` is `"exponential"`). `tcp_port`, `udp_port` and `kcp_port` start the gateway on those
 /// ports too (0: a free one), its TCP messages framed as `tcp_framing` says (`newline`,
-/// `length1`, `length2` or `length4`: a big-endian length prefix).
+/// `length1`, `length2` or `length4`: a big-endian length prefix). `shared` (serial ms,
+/// crosstalk ms) joins the resource the process's targets share (`horde_target::SharedCosts`).
 #[pyfunction]
 #[pyo3(signature = (host="127.0.0.1", port=0, workers=None, service_ms=None, threads=1, service_times="fixed",
-                    tcp_port=None, udp_port=None, tcp_framing="newline", kcp_port=None, tls=None))]
+                    tcp_port=None, udp_port=None, tcp_framing="newline", kcp_port=None, tls=None, shared=None))]
 #[allow(clippy::too_many_arguments)]
 fn start_target(
     py: Python<'_>,
@@ -292,6 +293,7 @@ fn start_target(
     tcp_framing: &str,
     kcp_port: Option<u16>,
     tls: Option<(String, String)>,
+    shared: Option<(f64, f64)>,
 ) -> PyResult<PyTargetHandle> {
     let framing = match tcp_framing {
         "newline" => GatewayFraming::Newline,
@@ -329,7 +331,8 @@ fn start_target(
         None
     };
     let tls = tls.map(|(certificate_pem, key_pem)| horde_target::TargetTls { certificate_pem, key_pem });
-    let config = TargetConfig { host: host.to_owned(), port, capacity, threads, tls };
+    let shared = shared.map(|(serial_ms, crosstalk_ms)| horde_target::SharedCosts { serial_ms, crosstalk_ms });
+    let config = TargetConfig { host: host.to_owned(), port, capacity, threads, tls, shared };
     let handle = py.detach(|| TargetHandle::start(config)).map_err(|error| match error {
         horde_target::TargetError::InvalidConfig(message) => PyValueError::new_err(message),
         other => PyOSError::new_err(other.to_string()),

@@ -2,6 +2,8 @@
 
 use std::io;
 
+use crate::shared::SharedCosts;
+
 /// How to start a target. `TargetConfig::default()` listens on `127.0.0.1` at a free port, with
 /// no capacity limit, on one worker thread.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,6 +23,10 @@ pub struct TargetConfig {
     /// Serve HTTPS with this certificate and key (ALPN offers h2 and http/1.1) instead of
     /// plain HTTP; `None` (the default): HTTP/1.1 and h2c in clear text.
     pub tls: Option<TargetTls>,
+    /// Join the resource every target of this process shares, at these costs (see the `shared`
+    /// module: with the capacity model they make a scalability study's answer known); `None`
+    /// (the default): the target shares nothing.
+    pub shared: Option<SharedCosts>,
 }
 
 /// A certificate chain and its private key, both PEM: what the target serves HTTPS with
@@ -40,7 +46,7 @@ impl std::fmt::Debug for TargetTls {
 
 impl Default for TargetConfig {
     fn default() -> Self {
-        TargetConfig { host: "127.0.0.1".to_string(), port: 0, capacity: None, threads: 1, tls: None }
+        TargetConfig { host: "127.0.0.1".to_string(), port: 0, capacity: None, threads: 1, tls: None, shared: None }
     }
 }
 
@@ -112,9 +118,22 @@ impl TargetConfig {
                 )));
             }
         }
+        if let Some(shared) = self.shared {
+            for (name, value) in [("serial_ms", shared.serial_ms), ("crosstalk_ms", shared.crosstalk_ms)] {
+                if !(value.is_finite() && (0.0..=MAX_SHARED_MS).contains(&value)) {
+                    return Err(TargetError::InvalidConfig(format!(
+                        "shared.{name} must be at least 0 and at most {MAX_SHARED_MS} (got {value})"
+                    )));
+                }
+            }
+        }
         Ok(())
     }
 }
+
+/// The most a shared cost may be, ms: a second per request already makes a target serve a
+/// handful of requests per second.
+pub const MAX_SHARED_MS: f64 = 1000.0;
 
 /// Turns an `io::Error` from `bind`/`listen` into advice rather than an errno.
 pub(crate) fn bind_reason(error: &io::Error, port: u16) -> String {
@@ -157,5 +176,13 @@ mod tests {
             };
             assert!(config.check().is_err(), "{workers} {service_ms}");
         }
+        for (serial_ms, crosstalk_ms) in [(-0.1, 0.0), (0.0, f64::NAN), (1001.0, 0.0), (0.0, f64::INFINITY)] {
+            let config =
+                TargetConfig { shared: Some(SharedCosts { serial_ms, crosstalk_ms }), ..TargetConfig::default() };
+            assert!(config.check().unwrap_err().to_string().contains("shared."), "{serial_ms} {crosstalk_ms}");
+        }
+        let zero =
+            TargetConfig { shared: Some(SharedCosts { serial_ms: 0.0, crosstalk_ms: 0.0 }), ..TargetConfig::default() };
+        assert!(zero.check().is_ok());
     }
 }

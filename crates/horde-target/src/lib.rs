@@ -92,6 +92,17 @@
 //! the queue. Stalls hold game requests too, and a game request acts on the world only once
 //! its waits are over; with neither configured, the game answers at once.
 //!
+//! # A shared resource
+//!
+//! With [`TargetConfig::shared`] set to [`SharedCosts`] `{ serial_ms: s, crosstalk_ms: c }`, the
+//! targets of one process share a resource: a request admitted while `n` of them have a request
+//! in service is charged `n·(s + c·(n−1))` ms inside its worker's slot (its own hold of the
+//! resource, `c` ms of it per other active instance, and one hold of each other instance queued
+//! behind). Under a saturating closed load, `n` instances of `W` workers and `S` ms then serve
+//! exactly `X(n) = λn / (1 + σ(n−1) + κn(n−1))` requests per second, the Universal Scalability
+//! Law with `λ = W/(S+s)` per instance, `σ = s/(S+s)` and `κ = c/(S+s)`; the derivation is in
+//! `shared.rs`.
+//!
 //! # Example
 //!
 //! ```
@@ -113,12 +124,14 @@ mod gateway;
 mod routes;
 mod server;
 mod service;
+mod shared;
 mod stall;
 mod tls;
 mod websocket;
 
-pub use config::{Capacity, ServiceTimes, TargetConfig, TargetError, TargetTls};
+pub use config::{Capacity, ServiceTimes, TargetConfig, TargetError, TargetTls, MAX_SHARED_MS};
 pub use gateway::{GatewayConfig, GatewayCounts, GatewayFraming, GatewayHandle, MAX_ROOM_PLAYERS, MAX_UDP_PLAYERS};
 pub use server::{TargetHandle, MAX_CONCURRENT_STREAMS};
+pub use shared::SharedCosts;
 pub use tls::self_signed;
 pub use websocket::accept_key as websocket_accept_key;

@@ -214,6 +214,7 @@ fn run(
             let service = Duration::from_secs_f64(capacity.service_ms / 1000.0);
             CapacityQueue::with_times(capacity.workers, service, capacity.service_times, now)
         }),
+        resource: config.shared.map(|costs| crate::shared::Member::new(&crate::shared::PROCESS, costs)),
         game: World::new(MAX_PLAYERS),
         websocket: Arc::new(WebSocketState::new(websocket_counts)),
     });

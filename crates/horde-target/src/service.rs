@@ -16,6 +16,7 @@ use hyper::{Request, Response};
 use crate::capacity::CapacityQueue;
 use crate::game::{self, World};
 use crate::routes::{self, Route};
+use crate::shared::Member;
 use crate::stall::StallClock;
 use crate::websocket::{self, WebSocketState};
 
@@ -24,6 +25,8 @@ use crate::websocket::{self, WebSocketState};
 pub(crate) struct Shared {
     pub(crate) stall: StallClock,
     pub(crate) capacity: Option<CapacityQueue>,
+    /// This target's membership of the process's shared resource, when it has one.
+    pub(crate) resource: Option<Member>,
     pub(crate) game: World,
     pub(crate) websocket: std::sync::Arc<WebSocketState>,
 }
@@ -93,12 +96,16 @@ async fn wait_out_stalls(shared: &Shared, arrival: Instant, mut release: Option<
 /// Waits until a request that may start at `start` and needs `delay` is due.
 async fn wait_for_service(shared: &Shared, start: Instant, delay: Duration) {
     // With a capacity model the delay is served inside the worker's slot, as a slow handler on
-    // a real server would hold its worker; the two then add up to one longer service.
+    // a real server would hold its worker; the two then add up to one longer service. So is the
+    // shared resource's charge, and the request keeps its instance active until it is answered.
+    let in_service = shared.resource.as_ref().map(Member::enter);
+    let extra = delay + in_service.as_ref().map_or(Duration::ZERO, |request| request.charge);
     let due = match &shared.capacity {
-        Some(queue) => queue.admit(start, delay),
-        None => start + delay,
+        Some(queue) => queue.admit(start, extra),
+        None => start + extra,
     };
     sleep_until(due).await;
+    drop(in_service);
 }
 
 /// Sleeps until `deadline`, skipping the timer entirely when it has passed: most requests never

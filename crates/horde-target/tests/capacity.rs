@@ -3,11 +3,10 @@
 
 mod common;
 
-use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{median, Client};
+use common::{closed_loop, median, Client};
 use horde_target::{Capacity, ServiceTimes, TargetConfig, TargetHandle};
 
 const MS: Duration = Duration::from_millis(1);
@@ -20,38 +19,11 @@ fn start(workers: usize, service_ms: f64) -> TargetHandle {
     .expect("target starts")
 }
 
-/// Runs `clients` closed-loop clients (no think time) for `duration`, each on its own
-/// keep-alive connection; returns every completion as an offset from the common start.
-fn closed_loop(target: &TargetHandle, clients: usize, duration: Duration) -> Vec<Duration> {
-    // Bounds the loop even if the target answered instantly.
-    const MAX_REQUESTS_PER_CLIENT: usize = 5_000;
-    let address = target.local_addr();
-    let barrier = Arc::new(Barrier::new(clients + 1));
-    let threads: Vec<_> = (0..clients)
-        .map(|_| {
-            let barrier = Arc::clone(&barrier);
-            thread::spawn(move || {
-                let mut client = Client::connect(address);
-                barrier.wait();
-                let started = Instant::now();
-                let mut completions = Vec::new();
-                while started.elapsed() < duration && completions.len() < MAX_REQUESTS_PER_CLIENT {
-                    assert_eq!(client.get("/").status, 200);
-                    completions.push(started.elapsed());
-                }
-                completions
-            })
-        })
-        .collect();
-    barrier.wait();
-    threads.into_iter().flat_map(|thread| thread.join().expect("client thread")).collect()
-}
-
 #[test]
 fn saturated_throughput_is_workers_per_service_time() {
     // 4 workers of 20 ms: 200 requests/s, whatever the number of clients beyond 4.
     let target = start(4, 20.0);
-    let completions = closed_loop(&target, 12, 2000 * MS);
+    let completions = closed_loop(&[target.local_addr()], 12, 2000 * MS);
     // Skip the first half second: connections and threads are still starting.
     let window = (500 * MS, 2000 * MS);
     let in_window = completions.iter().filter(|at| **at >= window.0 && **at <= window.1).count();

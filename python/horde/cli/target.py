@@ -74,6 +74,20 @@ def target(
             help="the gateway's TCP messages: 'newline', or a big-endian length prefix 'length1', 'length2', 'length4'",
         ),
     ] = "newline",
+    shared_serial_ms: Annotated[
+        Optional[float],
+        typer.Option(
+            "--shared-serial-ms",
+            help="share a resource with the other targets of this process (horde scale --instances): each request holds it this long, ms (contention σ = this / (service + this))",
+        ),
+    ] = None,
+    crosstalk_ms: Annotated[
+        Optional[float],
+        typer.Option(
+            "--crosstalk-ms",
+            help="the shared resource: each request holds it this much longer per other active target, ms (coherency κ = this / (service + serial))",
+        ),
+    ] = None,
 ) -> int:
     """Serve the built-in target until Ctrl-C, over HTTPS with --tls; with --tcp-port, --udp-port
     or --kcp-port, the game gateway too. Its routes, on one port:
@@ -102,6 +116,9 @@ def target(
         )
     if service_times != "fixed" and workers is None:
         raise InvalidInput("--service-times shapes the capacity model", hint="give --workers and --service-ms too")
+    shared = shared_costs(
+        shared_serial_ms, crosstalk_ms, capacity=workers is not None, flags=("--workers", "--service-ms")
+    )
     if tcp_framing not in ("newline", "length1", "length2", "length4"):
         raise InvalidInput(
             f"--tcp-framing: '{tcp_framing}' is not a framing", hint="give newline, length1, length2 or length4"
@@ -121,5 +138,22 @@ def target(
         tls=tls,
         tls_cert=tls_cert,
         tls_key=tls_key,
+        shared=shared,
     )
     return ExitCode.OK
+
+
+def shared_costs(
+    serial_ms: float | None, crosstalk_ms: float | None, *, capacity: bool, flags: tuple[str, str]
+) -> tuple[float, float] | None:
+    """(serial ms, crosstalk ms) of ``--shared-serial-ms`` and ``--crosstalk-ms`` (either alone
+    leaves the other 0), or None without them. Both shape the capacity model's slot, so they need
+    it (``flags``: that command's names for it)."""
+    if serial_ms is None and crosstalk_ms is None:
+        return None
+    if not capacity:
+        raise InvalidInput(
+            "the shared resource's costs are served inside the capacity model's slot",
+            hint=f"give {flags[0]} and {flags[1]} too, e.g. {flags[0]} 4 {flags[1]} 9.5",
+        )
+    return serial_ms or 0.0, crosstalk_ms or 0.0

@@ -127,15 +127,19 @@ def study_block(rows: Sequence[ScaleRow]) -> dict[str, Any]:
 
 
 @contextmanager
-def builtin_instances(count: int, *, workers: int | None, service_ms: float | None) -> Iterator[list[str]]:
-    """``count`` built-in targets on free loopback ports, stopped on the way out."""
+def builtin_instances(
+    count: int, *, workers: int | None, service_ms: float | None, shared: tuple[float, float] | None = None
+) -> Iterator[list[str]]:
+    """``count`` built-in targets on free loopback ports, stopped on the way out. ``shared``
+    (serial ms, crosstalk ms): they share one resource at those costs, so that the study has a
+    known answer (``horde.engine.target.shared_law``)."""
 
     if not 1 <= count <= MAX_INSTANCES:
         raise InvalidInput(f"--instances must be between 1 and {MAX_INSTANCES} (got {count})")
     handles = []
     try:
         for _ in range(count):
-            handles.append(start(port=0, workers=workers, service_ms=service_ms))
+            handles.append(start(port=0, workers=workers, service_ms=service_ms, shared=shared))
         yield [f"http://127.0.0.1:{handle.port}" for handle in handles]
     finally:
         for handle in handles:

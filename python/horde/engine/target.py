@@ -30,6 +30,7 @@ def start(
     tcp_framing: str = "newline",
     kcp_port: int | None = None,
     tls: tuple[str, str] | None = None,
+    shared: tuple[float, float] | None = None,
 ) -> _engine.TargetHandle:
     """Starts the target and returns its handle (``.port``, ``.stop()``). ``service_times``:
     ``fixed`` (every request takes ``service_ms``) or ``exponential`` (that on average: an
@@ -37,21 +38,49 @@ def start(
     start the game gateway too (echo, ``ping N`` → ``pong N``, rooms: ``join R``, ``move ...``
     broadcast to the room), its TCP messages framed by ``tcp_framing``: ``newline``, ``length1``,
     ``length2`` or ``length4`` (a big-endian length prefix); ``kcp_port`` serves it over KCP too.
-    ``tls`` (certificate PEM, key PEM): HTTPS instead, ALPN offering h2 and http/1.1."""
+    ``tls`` (certificate PEM, key PEM): HTTPS instead, ALPN offering h2 and http/1.1.
+    ``shared`` (serial ms, crosstalk ms): the target joins the resource every target of this
+    process shares (see :func:`shared_law` for what it does to their throughput)."""
     try:
         return _engine.start_target(
-            host, port, workers, service_ms, threads, service_times, tcp_port, udp_port, tcp_framing, kcp_port, tls
+            host,
+            port,
+            workers,
+            service_ms,
+            threads,
+            service_times,
+            tcp_port,
+            udp_port,
+            tcp_framing,
+            kcp_port,
+            tls,
+            shared,
         )
     except (OSError, ValueError) as error:
-        hint = (
-            (
+        if "TLS" in str(error):
+            hint = (
                 "give --tls-cert a PEM certificate (chain) and --tls-key its PEM private key, or --tls alone for a "
                 "self-signed one"
             )
-            if "TLS" in str(error)
-            else "pick another --port (0 picks a free one), or stop what already listens there"
-        )
+        elif "shared." in str(error):
+            hint = "give --shared-serial-ms and --crosstalk-ms as milliseconds from 0 to 1000"
+        else:
+            hint = "pick another --port (0 picks a free one), or stop what already listens there"
         raise InvalidInput(f"the target cannot start: {error}", hint=hint) from error
+
+
+def shared_law(workers: int, service_ms: float, serial_ms: float, crosstalk_ms: float) -> tuple[float, float, float]:
+    """(λ req/s per instance, σ, κ) of built-in targets of ``workers`` × ``service_ms`` sharing
+    the process's resource at ``serial_ms`` and ``crosstalk_ms``: under a saturating closed load
+    n of them serve X(n) = λn / (1 + σ(n−1) + κn(n−1)). A request admitted while n instances are
+    active is charged n·(s + c·(n−1)) ms inside its worker's slot (horde-target's ``shared``
+    module derives it), so each worker completes one request per S + s + s(n−1) + c·n(n−1) ms.
+
+    >>> shared_law(4, 9.5, 0.5, 0.05)
+    (400.0, 0.05, 0.005)
+    """
+    slot_ms = service_ms + serial_ms
+    return workers * 1000.0 / slot_ms, serial_ms / slot_ms, crosstalk_ms / slot_ms
 
 
 def tls_material(host: str, certificate: Path | None, key: Path | None) -> tuple[tuple[str, str], Path, bool]:
@@ -86,6 +115,14 @@ def serve_until_interrupted(
         workers, service_ms = options["workers"], options["service_ms"]
         mean = " on average" if options.get("service_times") == "exponential" else ""
         capacity = f" (capacity: {workers} at once × {service_ms} ms{mean} = {float(workers) * 1000 / float(service_ms):g} req/s max)"  # type: ignore[arg-type]
+        shared = options.get("shared")
+        if isinstance(shared, tuple):
+            serial_ms, crosstalk_ms = float(shared[0]), float(shared[1])
+            rate, sigma, kappa = shared_law(int(workers), float(service_ms), serial_ms, crosstalk_ms)  # type: ignore[call-overload,arg-type]
+            capacity = (
+                f" (shared resource: {serial_ms} ms serial, {crosstalk_ms} ms crosstalk; n such targets in one process "
+                f"serve {rate:g}·n / (1 + {sigma:.4g}(n−1) + {kappa:.4g}·n(n−1)) req/s)"
+            )
     scheme = "https" if material else "http"
     console.print(
         f"built-in target listening on {scheme}://{options['host']}:{port}{capacity}; Ctrl-C to stop", highlight=False

@@ -5,6 +5,8 @@
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::sync::{Arc, Barrier};
+use std::thread;
 use std::time::{Duration, Instant};
 
 use horde_target::{TargetConfig, TargetHandle};
@@ -139,4 +141,31 @@ pub fn median(mut values: Vec<Duration>) -> Duration {
     assert!(!values.is_empty());
     values.sort();
     values[values.len() / 2]
+}
+
+/// Runs `clients` closed-loop clients (no think time) for `duration`, each on its own
+/// keep-alive connection to one of `addresses` in turn; returns every completion as an offset from the common start.
+pub fn closed_loop(addresses: &[SocketAddr], clients: usize, duration: Duration) -> Vec<Duration> {
+    // Bounds the loop even if the target answered instantly.
+    const MAX_REQUESTS_PER_CLIENT: usize = 5_000;
+    let barrier = Arc::new(Barrier::new(clients + 1));
+    let threads: Vec<_> = (0..clients)
+        .map(|index| {
+            let address = addresses[index % addresses.len()];
+            let barrier = Arc::clone(&barrier);
+            thread::spawn(move || {
+                let mut client = Client::connect(address);
+                barrier.wait();
+                let started = Instant::now();
+                let mut completions = Vec::new();
+                while started.elapsed() < duration && completions.len() < MAX_REQUESTS_PER_CLIENT {
+                    assert_eq!(client.get("/").status, 200);
+                    completions.push(started.elapsed());
+                }
+                completions
+            })
+        })
+        .collect();
+    barrier.wait();
+    threads.into_iter().flat_map(|thread| thread.join().expect("client thread")).collect()
 }
