@@ -589,6 +589,53 @@ def render_scale(console: Console, report: dict[str, Any]) -> None:
             row["run_id"],
         )
     console.print(table)
+    forecast = report.get("forecast")
+    if forecast is not None:
+        for line in _forecast_lines(forecast):
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def _forecast_lines(forecast: dict[str, Any]) -> list[str]:
+    """The scalability model fitted to a study, in a few lines: its parameters with their
+    intervals, where throughput peaks, forecasts past the measured range, and the instances for
+    the asked peak (or why there is no forecast)."""
+    lines = [
+        f"left out of the fit: {row['instances']} instance(s), run {row['run_id']}: {row['why']}"
+        for row in forecast.get("left_out", [])
+    ]
+    if forecast["refusal"]:
+        return [*lines, f"no forecast: {forecast['refusal']}"]
+    level = f"{forecast['confidence'] * 100:.0f} %"
+
+    def spread(pair: list[float] | None, form: str) -> str:
+        return "" if pair is None else f" ({format(pair[0], form)}–{format(pair[1], form)})"
+
+    peak = forecast["peak_n"]
+    where = "no peak in sight (κ = 0)" if peak is None else f"throughput peaks at {peak:.1f} instances"
+    if peak is not None and forecast["peak_n_interval"]:
+        low, high = forecast["peak_n_interval"]
+        where += f" ({low:.1f}–{'beyond' if high is None else f'{high:.1f}'})"
+    lines.append(
+        f"scalability model (intervals at {level}): λ {forecast['lambda']:,.1f}/s{spread(forecast['lambda_interval'], ',.1f')}, "
+        f"σ {forecast['sigma']:.4f}{spread(forecast['sigma_interval'], '.4f')}, "
+        f"κ {forecast['kappa']:.6f}{spread(forecast['kappa_interval'], '.6f')}; {where}"
+    )
+    measured = max(n for n, _ in forecast["points"])
+    shown = [point for point in forecast["curve"] if point["n"] in (2 * measured, 3 * measured, 4 * measured)]
+    if shown:
+        lines.append(
+            "forecast: "
+            + " · ".join(
+                f"{point['n']:g} instances {point['throughput']:,.0f}/s"
+                + ("" if point["low"] is None else f" ({point['low']:,.0f}–{point['high']:,.0f})")
+                for point in shown
+            )
+        )
+    if forecast.get("note"):
+        lines.append(forecast["note"])
+    if forecast.get("peak"):
+        lines.append(forecast["peak"]["answer"])
+    return lines
 
 
 def render_verdicts(console: Console, verdicts: Sequence[Mapping[str, Any]]) -> None:

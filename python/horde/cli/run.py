@@ -861,19 +861,62 @@ def scale(
         Optional[list[str]],
         typer.Option("--param", "-p", metavar="NAME=VALUE", help="set a plan parameter (repeatable)"),
     ] = None,
+    peak_rps: Annotated[
+        Optional[float],
+        typer.Option(
+            "--peak-rps",
+            help="the peak to serve, req/s: instances needed, from the scalability model fitted to the study",
+            rich_help_panel="Forecast",
+        ),
+    ] = None,
+    headroom: Annotated[
+        float,
+        typer.Option("--headroom", help="percent of each instance kept free at the peak", rich_help_panel="Forecast"),
+    ] = 20.0,
+    from_study: Annotated[
+        Optional[str],
+        typer.Option(
+            "--from-study",
+            metavar="STUDY_ID",
+            help="fit a stored study's runs (tagged scale_study=STUDY_ID) again, without sending load",
+            rich_help_panel="Forecast",
+        ),
+    ] = None,
+    report_path: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--report",
+            metavar="FILE",
+            help="write the study as a self-contained HTML page: the model's curve, its band, the peak",
+            rich_help_panel="Forecast",
+        ),
+    ] = None,
 ) -> int:
     """Scalability study: the same plan against 1..N instances of a target; throughput per
-    instance count and scaling efficiency."""
-    from horde.cli.console import render_scale
+    instance count, scaling efficiency, and the scalability model's forecast (with --peak-rps:
+    instances for that peak)."""
+    from horde.control.capacity import CapacityQuestion
     from horde.control.conductor import conduct, cpu_limit_percent, planned_duration_s
     from horde.cli.target import shared_costs
-    from horde.control.scale import builtin_instances, run_study
+    from horde.control.scale import builtin_instances, run_study, stored_study
     from horde.plan import Plan
     from horde.plan.control import FindMax
     from horde.plan.overrides import SteerFlags, apply_overrides, apply_steer_flags
     from horde.sinks.live import LiveView
     from horde.store import Store, new_run_id
 
+    # Checked before any load is sent: a bad --peak-rps or --headroom is known at once.
+    CapacityQuestion(peak_rps=peak_rps, headroom_percent=headroom)
+    if from_study is not None:
+        starters = (("PLAN", plan_path), ("--url", url), ("--instance", instance), ("--instances", instances))
+        given = [flag for flag, value in starters if value]
+        if given:
+            raise InvalidInput(
+                f"--from-study re-reads a stored study; {', '.join(given)} would start a new one",
+                hint=f"horde scale --from-study {from_study} --peak-rps 19500",
+            )
+        with Store.open(store_url) as store:
+            return _finish_study(stored_study(store, from_study), peak_rps, headroom, summary_json, report_path)
     if (instance is None) == (instances is None):
         raise InvalidInput(
             "give the instances: --instance URL (repeatable) or --instances N (built-in targets)",
@@ -957,14 +1000,33 @@ def scale(
                 report = run_study(plan, urls, run_one)
         else:
             report = run_study(plan, list(instance or []), run_one)
-    report = {"study_id": study_id, **report}
+    return _finish_study({"study_id": study_id, **report}, peak_rps, headroom, summary_json, report_path)
+
+
+def _finish_study(
+    report: dict[str, Any], peak_rps: float | None, headroom: float, summary_json: Path | None, page: Path | None
+) -> int:
+    """A study's forecast added, printed and written: the same for a study just run and one
+    read back from the store."""
+    from horde.cli.console import render_scale
+    from horde.control.scale import forecast_block
+    from horde.report.study_view import render_study_report
+
+    report["forecast"] = forecast_block(report, peak_rps=peak_rps, headroom_percent=headroom)
     render_scale(stdout, report)
     if summary_json is not None:
         _write_output(
             summary_json,
             json.dumps(report, indent=2) + "\n",
             "--summary-json",
-            hint=f"the study's runs are stored, tagged scale_study={study_id}: `horde runs` lists them",
+            hint=f"the study's runs are stored, tagged scale_study={report['study_id']}: `horde runs` lists them",
+        )
+    if page is not None:
+        _write_output(
+            page,
+            render_study_report(report),
+            "--report",
+            hint=f"`horde scale --from-study {report['study_id']} --report FILE` writes it again",
         )
     interrupted = any(row["status"] == "interrupted" for row in report["rows"])
     return ExitCode.INTERRUPTED if interrupted else ExitCode.OK

@@ -17,7 +17,13 @@ packets in and out), and so is its per-user rate, as in the report:
 >>> block["users_supported"], block["rate_unit"]
 (10465, 'messages/s')
 
-``instances_needed`` assumes instances add up linearly; ``horde scale`` measures how far they do.
+Without a scalability study ``instances_needed`` assumes instances add up linearly, and the
+block says so (``instances_model``). With one, :func:`instances_from_study` answers from the
+fitted scalability model instead (``results/scalability.py``): the count with its interval, and
+where adding instances starts to lower throughput.
+
+>>> capacity_block({"method": "find_max", "max_rps": 2_000.0}, question)["instances_model"]
+'linear: no scalability study (`horde scale --peak-rps` fits one)'
 """
 
 from __future__ import annotations
@@ -27,6 +33,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from horde.errors import InvalidInput
+from horde.results.scalability import CONFIDENCE, ScalabilityFit
+
+#: What ``instances_needed`` rests on when no study was fitted.
+LINEAR = "linear: no scalability study (`horde scale --peak-rps` fits one)"
 
 
 @dataclass(frozen=True)
@@ -87,4 +97,55 @@ def capacity_block(found: dict[str, Any], question: CapacityQuestion | None) -> 
         block["peak_rps"] = round(peak, 3)  # in rate_unit when the maximum is in messages
         block["headroom_percent"] = question.headroom_percent
         block["instances_needed"] = math.ceil(peak / usable - 1e-9)
+        block["instances_model"] = LINEAR
     return block
+
+
+def instances_from_study(fit: ScalabilityFit, peak_rps: float, headroom_percent: float) -> dict[str, Any]:
+    """Instances for ``peak_rps`` with ``headroom_percent`` from a study's fitted model: the
+    count, its interval, the count past which throughput falls, and the answer as a sentence
+    (or the model's refusal in its place)."""
+    answer = fit.instances_for(peak_rps, headroom_percent)
+    block: dict[str, Any] = {
+        "peak_rps": round(peak_rps, 3),
+        "headroom_percent": headroom_percent,
+        "instances_needed": answer.count,
+        "instances_low": answer.low,
+        "instances_high": answer.high,
+        "confidence": CONFIDENCE,
+        "instances_model": "scalability model",
+        "throughput_falls_past": fit.model.best_whole_n() if fit.model is not None else None,
+        "refusal": answer.refusal,
+    }
+    block["answer"] = peak_sentence(block)
+    return block
+
+
+def peak_sentence(block: dict[str, Any]) -> str:
+    """The answer of :func:`instances_from_study` in one sentence, as the console, the report
+    and the dashboard print it.
+
+    >>> peak_sentence({"instances_needed": 14, "instances_low": 12, "instances_high": 17, "confidence": 0.9,
+    ...                "peak_rps": 19500.0, "headroom_percent": 20, "throughput_falls_past": 23, "refusal": None})
+    '14 instances (12–17 at 90 %) for 19,500 req/s with 20 % headroom; past 23 instances throughput falls'
+    """
+    if block.get("refusal"):
+        return f"no instance count for {block['peak_rps']:,.0f} req/s: {block['refusal']}"
+    count, low, high = block["instances_needed"], block.get("instances_low"), block.get("instances_high")
+    level = f"{block.get('confidence', 0.9) * 100:.0f} %"
+    if low is None:
+        spread = " (no interval: too few points)"
+    elif high is None:
+        spread = f" ({low} to more than the model forecasts at {level})"
+    else:
+        spread = f" ({low}–{high} at {level})"
+    sentence = (
+        f"{count} instance{'s' if count != 1 else ''}{spread} for {block['peak_rps']:,.0f} req/s "
+        f"with {block['headroom_percent']:g} % headroom"
+    )
+    falls = block.get("throughput_falls_past")
+    if falls is not None:
+        sentence += f"; past {falls} instance{'s' if falls != 1 else ''} throughput falls"
+    else:
+        sentence += "; no peak in sight (no coherency cost measured)"
+    return sentence

@@ -21,10 +21,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from horde.control.capacity import instances_from_study
 from horde.engine.target import start
 from horde.errors import InvalidInput
 from horde.plan import ClosedModel, OpenModel, Plan, Scenario
 from horde.plan.control import FindMax
+from horde.results.scalability import fit_scalability
+from horde.store import Store
 
 #: The most instances a study may have (each is a run of its own, one after the other).
 MAX_INSTANCES = 64
@@ -86,6 +89,8 @@ class ScaleRow:
     throughput_rps: float
     latency_ms: float | None
     saturation_reason: str | None
+    #: The run's figures agree by Little's law (or it could not be judged): a fit uses only these.
+    consistent: bool = True
 
 
 def throughput_of(summary: dict[str, Any]) -> tuple[float, float | None, str | None]:
@@ -120,6 +125,7 @@ def study_block(rows: Sequence[ScaleRow]) -> dict[str, Any]:
                 "latency_ms": row.latency_ms,
                 "saturation_reason": row.saturation_reason,
                 "efficiency": ratio,
+                "consistent": row.consistent,
             }
             for row, ratio in zip(rows, ratios)
         ],
@@ -155,7 +161,85 @@ def run_study(
     for k in range(1, len(urls) + 1):
         run_id, status, summary = run_one(plan_for_instances(plan, urls, k), k)
         throughput, latency, reason = throughput_of(summary)
-        rows.append(ScaleRow(k, run_id, status, throughput, latency, reason))
+        rows.append(ScaleRow(k, run_id, status, throughput, latency, reason, consistent(summary)))
         if status == "interrupted":
             break
     return study_block(rows)
+
+
+def consistent(summary: dict[str, Any]) -> bool:
+    """Whether a run's figures may be modelled: not found inconsistent by Little's law (a run
+    without the check, or one it could not judge, counts as consistent)."""
+    check = summary.get("littles_law")
+    return not isinstance(check, dict) or check.get("consistent") is not False
+
+
+def forecast_block(study: dict[str, Any], *, peak_rps: float | None, headroom_percent: float) -> dict[str, Any]:
+    """The scalability model fitted to the study's rows (only the consistent runs that finished
+    with a throughput), and the instances for ``peak_rps`` from it."""
+    used = [
+        row
+        for row in study["rows"]
+        if row.get("consistent", True) and row["status"] not in UNFINISHED and row["throughput_rps"] > 0
+    ]
+    fit = fit_scalability([(row["instances"], row["throughput_rps"]) for row in used])
+    block = fit.to_dict()
+    block["left_out"] = [
+        {
+            "instances": row["instances"],
+            "throughput_rps": row["throughput_rps"],
+            "run_id": row["run_id"],
+            "why": _why_left_out(row),
+        }
+        for row in study["rows"]
+        if row not in used
+    ]
+    if peak_rps is not None:
+        block["peak"] = instances_from_study(fit, peak_rps, headroom_percent)
+    return block
+
+
+#: Statuses of a run whose throughput is not the count's (it did not run to its end), and why.
+UNFINISHED = {"interrupted": "the run was interrupted", "failed": "the run failed", "aborted": "the run was aborted"}
+
+
+def _why_left_out(row: dict[str, Any]) -> str:
+    if not row.get("consistent", True):
+        return "inconsistent by Little's law"
+    if row["status"] in UNFINISHED:
+        return UNFINISHED[row["status"]]
+    return "no throughput"
+
+
+#: How many of the store's latest runs a stored study is looked for in.
+STUDY_SEARCH_LIMIT = 10_000
+
+
+def stored_study(store: Store, study_id: str) -> dict[str, Any]:
+    """A study read back from its runs in the store (tagged ``scale_study`` = ``study_id``), as
+    :func:`run_study` reported it, without sending load."""
+    records = [
+        record
+        for record in store.list_runs(limit=STUDY_SEARCH_LIMIT)
+        if record.tags.get("scale_study") == study_id and record.summary is not None
+    ]
+    if not records:
+        raise InvalidInput(
+            f"no stored run belongs to the scalability study {study_id!r}",
+            hint="`horde scale` prints its study id and tags each run scale_study=ID; `horde runs` lists runs",
+        )
+    rows = []
+    for record in records:
+        count = record.tags.get("instances", "")
+        if not count.isdigit() or int(count) < 1:
+            raise InvalidInput(
+                f"run {record.run_id} of study {study_id}: its tag instances={count!r} is no instance count",
+                hint="each run of a study is tagged instances=K, K a whole number from 1",
+            )
+        summary = record.summary or {}
+        throughput, latency, reason = throughput_of(summary)
+        rows.append(
+            ScaleRow(int(count), record.run_id, record.status, throughput, latency, reason, consistent(summary))
+        )
+    rows.sort(key=lambda row: (row.instances, row.run_id))
+    return {"study_id": study_id, **study_block(rows)}

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""The scalability model's out-of-sample error: studies simulated from known σ and κ, fitted on
+1..4 instances and forecast at 8, 12 and 16 (2×, 3×, 4× the measured range), many seeds.
+
+Each seed draws a system (λ = 1000/s, σ uniform in 0.01..0.08, κ uniform in 0.0002..0.002:
+peaks between 22 and 70 instances) and measures it as a study with repeats would: 3 runs at
+each of 1, 2, 3, 4 instances, each off the true curve by Gaussian relative noise. The forecast's
+error is against the true curve; the 90 % prediction interval's coverage is against a fresh
+measurement at that count (what a study of 8..16 instances would then see).
+
+    .venv/bin/python bench/scalability_backtest.py              # 200 seeds at 1 % and 2 % noise (~8 min)
+    .venv/bin/python bench/scalability_backtest.py --seeds 40   # quicker
+
+Pure Python, no load: runs anywhere. Writes its table in bench/FIGURES.md (unless --no-readme).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
+from harness import write_readme_block
+from horde.results import scalability
+
+MEASURED = (1, 2, 3, 4)
+REPEATS = 3
+FORECAST = (8, 12, 16)
+#: The acceptance figures of issue 39: median error at 2–4× and the 90 % intervals' coverage.
+MAX_MEDIAN_ERROR = 0.10
+MIN_COVERAGE = 0.85
+
+
+@dataclass
+class Backtest:
+    """Per forecast count: each seed's relative error and whether the interval held the measurement."""
+
+    noise: float
+    errors: dict[int, list[float]]
+    covered: dict[int, list[bool]]
+    refused: int
+    seeds: int
+
+    def median_error(self, n: int | None = None) -> float:
+        pooled = self.errors[n] if n is not None else [e for values in self.errors.values() for e in values]
+        return statistics.median(pooled)
+
+    def coverage(self, n: int | None = None) -> float:
+        pooled = self.covered[n] if n is not None else [c for values in self.covered.values() for c in values]
+        return sum(pooled) / len(pooled)
+
+
+def backtest(seeds: int, noise: float, *, first_seed: int = 0) -> Backtest:
+    errors: dict[int, list[float]] = {n: [] for n in FORECAST}
+    covered: dict[int, list[bool]] = {n: [] for n in FORECAST}
+    refused = 0
+    for seed in range(first_seed, first_seed + seeds):
+        draw = random.Random(seed)
+        truth = scalability.Model(1000.0, draw.uniform(0.01, 0.08), draw.uniform(0.0002, 0.002))
+        points = [(n, truth.throughput(n) * (1 + draw.gauss(0, noise))) for n in MEASURED for _ in range(REPEATS)]
+        fit = scalability.fit_scalability(points)
+        if fit.model is None:
+            refused += 1  # the lack-of-fit test at 1 % refuses about 1 in 100 true curves
+            continue
+        for n in FORECAST:
+            forecast = fit.forecast(n)
+            assert forecast.throughput is not None and forecast.low is not None and forecast.high is not None
+            errors[n].append(abs(forecast.throughput - truth.throughput(n)) / truth.throughput(n))
+            measured = truth.throughput(n) * (1 + draw.gauss(0, noise))
+            covered[n].append(forecast.low <= measured <= forecast.high)
+    return Backtest(noise, errors, covered, refused, seeds)
+
+
+def table(results: list[Backtest], elapsed_s: float) -> str:
+    lines = [
+        "### Scalability model backtest (`bench/scalability_backtest.py`)",
+        "",
+        (
+            f"Fitted on {REPEATS} runs at each of 1–4 instances; σ 0.01–0.08, κ 0.0002–0.002; "
+            f"{results[0].seeds} seeds per noise level; {scalability.BOOTSTRAP_REPLICATES} bootstrap replicates; "
+            f"{elapsed_s:.0f} s in all."
+        ),
+        "",
+        "| noise | forecast at | median error | 90 % interval covers | refused fits |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for result in results:
+        for n in FORECAST:
+            lines.append(
+                f"| {result.noise:.0%} | {n} ({n // MEASURED[-1]}×) | {result.median_error(n):.1%} "
+                f"| {result.coverage(n):.0%} | {result.refused} |"
+            )
+        lines.append(
+            f"| {result.noise:.0%} | **8–16 pooled** | **{result.median_error():.1%}** "
+            f"| **{result.coverage():.0%}** | {result.refused} |"
+        )
+    lines.append("")
+    lines.append(
+        f"Acceptance (issue 39): median error ≤ {MAX_MEDIAN_ERROR:.0%} at 2–4×, coverage ≥ {MIN_COVERAGE:.0%}."
+    )
+    missed = [
+        f"{result.noise:.0%} noise at {n} ({what} {value:.1%})"
+        for result in results
+        for n in FORECAST
+        for what, value, bad in (
+            ("median error", result.median_error(n), result.median_error(n) > MAX_MEDIAN_ERROR),
+            ("coverage", result.coverage(n), result.coverage(n) < MIN_COVERAGE),
+        )
+        if bad
+    ]
+    pooled = all(r.median_error() <= MAX_MEDIAN_ERROR and r.coverage() >= MIN_COVERAGE for r in results)
+    if not missed:
+        lines.append("Met at every count, and pooled.")
+    else:
+        lines.append(f"{'Met' if pooled else 'Not met'} pooled over 2–4×; not met at {'; '.join(missed)}.")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", type=int, default=200)
+    parser.add_argument("--noise", type=float, action="append", help="relative noise (repeatable; default 0.01, 0.02)")
+    parser.add_argument("--no-readme", action="store_true", help="print the table only")
+    arguments = parser.parse_args()
+    started = time.monotonic()
+    results = [backtest(arguments.seeds, noise) for noise in arguments.noise or [0.01, 0.02]]
+    text = table(results, time.monotonic() - started)
+    print(text)
+    if not arguments.no_readme:
+        write_readme_block("scalability-backtest", text, section="Scalability model backtest")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

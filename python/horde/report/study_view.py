@@ -1,0 +1,158 @@
+"""A scalability study shown: the measured throughput at each instance count, the scalability
+model's curve with its prediction band, where throughput peaks, and the instances for the asked
+peak. :func:`scalability_chart` is the one owner of that chart: the study's report
+(``horde scale --report``) and the dashboard's view of a study's runs both draw it.
+
+>>> forecast = {"refusal": None, "unit": "instances", "points": [[1, 100.0], [2, 180.0], [3, 240.0]],
+...             "left_out": [], "peak_n": 5.2, "confidence": 0.9,
+...             "curve": [{"n": float(n), "throughput": 100.0 * n / (1 + 0.1 * (n - 1) + 0.03 * n * (n - 1)),
+...                        "low": None, "high": None, "refusal": None} for n in range(1, 13)]}
+>>> [trace["name"] for trace in scalability_chart(forecast)["data"]]
+['measured', 'scalability model']
+>>> scalability_chart(forecast)["layout"]["shapes"][0]["x0"]
+5.2
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from horde import __version__
+from horde.report.charts import Figure, chart_layout
+from horde.report.page import render
+
+#: The chart's element id, in the report and on the dashboard.
+CHART_ID: Final = "chart-scalability"
+
+
+def scalability_chart(forecast: dict[str, Any]) -> Figure:
+    """The study's forecast block (``control.scale.forecast_block``) as a plotly figure: the
+    measured points (those left out of the fit apart), the fitted curve in its prediction band,
+    a line at the peak N, and the asked peak's throughput need with its answer."""
+    unit = forecast.get("unit", "instances")
+    left_out = forecast.get("left_out", [])
+    data: list[dict[str, Any]] = [
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "name": "measured",
+            "x": [n for n, _ in forecast["points"]],
+            "y": [x for _, x in forecast["points"]],
+            "marker": {"size": 9, "color": "#1f77b4"},
+        }
+    ]
+    if left_out:
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": "left out of the fit",
+                "x": [row["instances"] for row in left_out],
+                "y": [row["throughput_rps"] for row in left_out],
+                "marker": {"size": 9, "symbol": "x", "color": "#999"},
+            }
+        )
+    curve = forecast.get("curve") or []
+    shapes: list[dict[str, Any]] = []
+    annotations: list[dict[str, Any]] = []
+    if curve and not forecast.get("refusal"):
+        counts = [point["n"] for point in curve]
+        if all(point["low"] is not None for point in curve):
+            band = f"{forecast.get('confidence', 0.9) * 100:.0f} % prediction interval"
+            data.append(_band_edge(counts, [point["high"] for point in curve], band, fill=False))
+            data.append(_band_edge(counts, [point["low"] for point in curve], band, fill=True))
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": "scalability model",
+                "x": counts,
+                "y": [point["throughput"] for point in curve],
+                "line": {"color": "#ff7f0e"},
+            }
+        )
+        if forecast.get("peak_n") is not None and forecast["peak_n"] <= counts[-1]:
+            shapes.append(_vertical(forecast["peak_n"], "#d62728"))
+            annotations.append(_label(forecast["peak_n"], 1.0, f"peak at {forecast['peak_n']:.1f}", "left"))
+    peak = forecast.get("peak")
+    if peak:
+        need = peak["peak_rps"] / (1 - peak["headroom_percent"] / 100)
+        shapes.append(
+            {
+                "type": "line",
+                "xref": "paper",
+                "x0": 0,
+                "x1": 1,
+                "yref": "y",
+                "y0": need,
+                "y1": need,
+                "line": {"color": "#2ca02c", "dash": "dash"},
+            }
+        )
+        annotations.append(
+            {"xref": "paper", "x": 0.01, "yref": "y", "y": need, "text": peak["answer"], "showarrow": False,
+             "xanchor": "left", "yanchor": "bottom", "font": {"size": 11, "color": "#2ca02c"}}
+        )  # fmt: skip
+        if peak.get("instances_needed") is not None:
+            shapes.append(_vertical(peak["instances_needed"], "#2ca02c"))
+    title = "Throughput by instance count: measured and the scalability model"
+    if forecast.get("refusal"):
+        title = "Throughput by instance count (no model: see the forecast's refusal)"
+    return {
+        "data": data,
+        "layout": chart_layout(
+            title,
+            xaxis={"title": {"text": unit}, "rangemode": "tozero"},
+            yaxis={"title": {"text": "requests/s"}, "rangemode": "tozero"},
+            hovermode="closest",
+            shapes=shapes,
+            annotations=annotations,
+        ),
+    }
+
+
+def _band_edge(x: list[float], y: list[float | None], name: str, *, fill: bool) -> dict[str, Any]:
+    # The band is the area between the high edge (drawn first) and the low one filled up to it.
+    return {
+        "type": "scatter",
+        "mode": "lines",
+        "name": name,
+        "x": x,
+        "y": y,
+        "line": {"width": 0, "color": "rgba(255,127,14,0.25)"},
+        "fill": "tonexty" if fill else "none",
+        "fillcolor": "rgba(255,127,14,0.18)",
+        "showlegend": fill,
+        "legendgroup": "band",
+        "hoverinfo": "skip",
+    }
+
+
+def _vertical(x: float, color: str) -> dict[str, Any]:
+    return {
+        "type": "line",
+        "xref": "x",
+        "x0": x,
+        "x1": x,
+        "yref": "paper",
+        "y0": 0,
+        "y1": 1,
+        "line": {"color": color, "dash": "dot"},
+    }
+
+
+def _label(x: float, y: float, text: str, side: str) -> dict[str, Any]:
+    return {"xref": "x", "x": x, "yref": "paper", "y": y, "text": text, "showarrow": False, "xanchor": side}
+
+
+def render_study_report(study: dict[str, Any]) -> str:
+    """The HTML of a scalability study's report: its rows, the model, the chart."""
+    return render(
+        "study.html.j2",
+        title=f"Horde scalability study {study['study_id']}",
+        version=__version__,
+        study=study,
+        forecast=study["forecast"],
+        chart_id=CHART_ID,
+        figures={CHART_ID: scalability_chart(study["forecast"])},
+    )

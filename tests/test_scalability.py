@@ -1,0 +1,238 @@
+"""The scalability model against curves whose σ and κ are known: the parameters recovered within
+their intervals, forecasts and counts against closed-form answers, the refusals, and a few seeds
+of bench/scalability_backtest.py's out-of-sample check."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from horde.results import scalability
+from horde.results.scalability import Model, fit_scalability, fit_users
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+
+def measured(
+    truth: Model, counts: range | tuple[int, ...], repeats: int, noise: float, seed: int
+) -> list[tuple[int, float]]:
+    draw = random.Random(seed)
+    return [(n, truth.throughput(n) * (1 + draw.gauss(0, noise))) for n in counts for _ in range(repeats)]
+
+
+def usl(lam: float, sigma: float, kappa: float, n: float) -> float:
+    # The law written out again, apart from the module's Model: the known answer.
+    return lam * n / (1 + sigma * (n - 1) + kappa * n * (n - 1))
+
+
+def test_known_parameters_are_recovered_within_their_intervals(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over 20 noisy studies of one known system, each 90 % interval holds the true value in at
+    least 15 (a right 90 % interval falls under 15 of 20 about 4 % of the time; these seeds are fixed)."""
+    monkeypatch.setattr(scalability, "BOOTSTRAP_REPLICATES", 100)
+    truth = Model(800.0, 0.04, 0.002)
+    peak = math.sqrt((1 - 0.04) / 0.002)
+    held = {"lam": 0, "sigma": 0, "kappa": 0, "peak": 0}
+    for seed in range(20):
+        fit = fit_scalability(measured(truth, range(1, 9), 3, 0.01, seed))
+        assert fit.refusal is None and fit.model is not None
+        for name in ("lam", "sigma", "kappa"):
+            interval = fit.interval(name)
+            assert interval is not None
+            held[name] += interval[0] <= getattr(truth, name) <= interval[1]
+        peaks = fit.peak_interval()
+        assert peaks is not None
+        held["peak"] += peaks[0] <= peak <= (peaks[1] or math.inf)
+        assert fit.noise is not None and 0.004 < fit.noise < 0.02
+    assert min(held.values()) >= 15, held
+
+
+def test_an_exact_curve_is_fitted_exactly() -> None:
+    points = [(n, usl(1200.0, 0.07, 0.003, n)) for n in (1, 2, 3, 5, 8)]
+    fit = fit_scalability(points)
+    assert fit.model is not None
+    assert fit.model.lam == pytest.approx(1200.0, rel=1e-5)
+    assert fit.model.sigma == pytest.approx(0.07, rel=1e-4)
+    assert fit.model.kappa == pytest.approx(0.003, rel=1e-4)
+    assert fit.model.peak_n() == pytest.approx(math.sqrt(0.93 / 0.003), rel=1e-4)
+    forecast = fit.forecast(20)
+    assert forecast.throughput == pytest.approx(usl(1200.0, 0.07, 0.003, 20), rel=1e-4)
+    assert (
+        forecast.low is not None and forecast.high is not None and forecast.low <= forecast.throughput <= forecast.high
+    )
+
+
+def test_without_coherency_there_is_no_peak() -> None:
+    fit = fit_scalability([(n, usl(500.0, 0.1, 0.0, n)) for n in (1, 2, 4, 6)])
+    assert fit.model is not None and fit.model.kappa == pytest.approx(0.0, abs=1e-9)
+    assert fit.model.peak_n() is None and fit.model.best_whole_n() is None
+    assert fit.to_dict()["peak_n"] is None
+
+
+def test_the_same_points_give_the_same_answer() -> None:
+    points = measured(Model(1000.0, 0.03, 0.001), (1, 2, 3, 4), 3, 0.02, 7)
+    assert fit_scalability(points).to_dict() == fit_scalability(list(reversed(points))[::-1]).to_dict()
+
+
+def test_fewer_than_three_counts_are_refused() -> None:
+    fit = fit_scalability([(1, 1000.0), (2, 1900.0), (2, 1880.0), (1, 1010.0)])
+    assert fit.model is None
+    assert fit.refusal == "2 instance counts measured (1, 2): a fit of λ, σ and κ needs at least 3"
+    assert fit.forecast(3).refusal == fit.refusal
+    assert fit.instances_for(5000, 20).refusal == fit.refusal
+
+
+def test_a_step_the_law_cannot_draw_is_refused() -> None:
+    step = [(n, 1000.0 if n <= 4 else 2000.0) for n in range(1, 9)]
+    single = fit_scalability(step)
+    assert single.model is None and single.refusal is not None
+    assert "does not follow the scalability law" in single.refusal and "root mean square" in single.refusal
+    # With repeats the noise is measured, and the misfit is judged against it.
+    draw = random.Random(5)
+    repeated = fit_scalability([(n, x * (1 + draw.gauss(0, 0.01))) for n, x in step for _ in range(2)])
+    assert repeated.model is None and repeated.refusal is not None and "F test" in repeated.refusal
+    # The same repeats around a true curve pass.
+    assert fit_scalability(measured(Model(1000.0, 0.05, 0.002), range(1, 9), 2, 0.01, 5)).refusal is None
+
+
+def test_a_forecast_far_past_the_measured_range_is_refused() -> None:
+    fit = fit_scalability([(n, usl(1000.0, 0.05, 0.001, n)) for n in (1, 2, 3, 4, 5)])
+    assert fit.forecast(20).throughput is not None  # 4× the largest measured
+    refused = fit.forecast(21)
+    assert refused.throughput is None
+    assert (
+        refused.refusal
+        == "21 instances is past 4× the largest measured (5 instances): the model is not forecast beyond 20"
+    )
+    assert fit.forecast(0.5).refusal is not None
+
+
+def test_three_points_fit_exactly_with_no_interval() -> None:
+    fit = fit_scalability([(1, 1000.0), (2, 1800.0), (4, 2600.0)])
+    assert fit.model is not None and fit.refusal is None and not fit.replicates
+    assert fit.note is not None and "no interval" in fit.note
+    forecast = fit.forecast(8)
+    assert forecast.throughput is not None and forecast.low is None
+
+
+def test_instances_for_a_peak_against_the_curve() -> None:
+    fit = fit_scalability([(n, usl(1000.0, 0.05, 0.005, n)) for n in (1, 2, 3, 4, 6)])
+    # 4,000/s with 20 % headroom needs 5,000/s of throughput: the first whole N the law gives it.
+    need = 4000 / 0.8
+    expected = next(n for n in range(1, 25) if usl(1000.0, 0.05, 0.005, n) >= need)
+    answer = fit.instances_for(4000, 20)
+    assert answer.refusal is None and answer.count == expected
+    assert answer.low is not None and answer.high is not None and answer.low <= expected <= answer.high
+    # Past the peak (√(0.95/0.005) ≈ 13.8: 14 instances) throughput falls: more is never enough.
+    assert fit.model is not None and fit.model.best_whole_n() == 14
+    top = usl(1000.0, 0.05, 0.005, 14)
+    refused = fit.instances_for(top, 20)
+    assert refused.count is None and refused.refusal is not None
+    assert "peaks at" in refused.refusal and "14 instances" in refused.refusal
+
+
+def test_users_supported_at_a_per_user_rate() -> None:
+    lam, sigma, kappa, rate = 100.0, 0.02, 0.0001, 20.0
+    fit = fit_users([(n, usl(lam, sigma, kappa, n)) for n in (1, 10, 20, 40, 80)])
+    assert fit.unit == "users"
+    # X(N) ≥ N × rate ⇔ κN² + (σ − κ)N + 1 − σ − λ/rate ≤ 0: the positive root, rounded down.
+    a, b, c = kappa, sigma - kappa, 1 - sigma - lam / rate
+    root = (-b + math.sqrt(b * b - 4 * a * c)) / (2 * a)
+    answer = fit.users_supported(rate)
+    assert answer.refusal is None and answer.count == math.floor(root)
+    assert fit.users_supported(lam * 2).refusal is not None  # not even one user is served
+
+
+def test_the_block_the_study_keeps() -> None:
+    fit = fit_scalability(measured(Model(1000.0, 0.05, 0.002), (1, 2, 3, 4), 3, 0.01, 11))
+    block = fit.to_dict()
+    assert block["refusal"] is None and block["unit"] == "instances"
+    assert block["sigma_interval"][0] <= block["sigma"] <= block["sigma_interval"][1]
+    assert [point["n"] for point in block["curve"]] == [float(n) for n in range(1, 17)]
+    assert all(point["low"] <= point["throughput"] <= point["high"] for point in block["curve"])
+
+
+def test_backtest_few_seeds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """bench/scalability_backtest.py's check on a few seeds: forecasts at 2–4× the measured range
+    within 10 % (median), their 90 % intervals covering at least 85 % of fresh measurements."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    sys.modules.pop("scalability_backtest", None)
+    bench = importlib.import_module("scalability_backtest")
+    monkeypatch.setattr(scalability, "BOOTSTRAP_REPLICATES", 100)
+    result = bench.backtest(12, 0.01)
+    assert result.median_error() <= bench.MAX_MEDIAN_ERROR
+    assert result.coverage() >= bench.MIN_COVERAGE
+
+
+# ----------------------------------------------------------------------------- horde scale
+
+
+def stored_study(store_path: Path, throughputs: dict[int, float], *, inconsistent: int | None = None) -> str:
+    """A study's runs written to the store as `horde scale` tags them: known throughputs (find-max
+    knees), one of them found inconsistent by Little's law when asked."""
+    from horde.store import Store
+
+    study_id = "20261128-120000-abcd"
+    with Store.open(f"sqlite:///{store_path}") as store:
+        for count, throughput in throughputs.items():
+            run_id = store.create_run(
+                plan={}, plan_name="study", parameters={}, tags={"scale_study": study_id, "instances": str(count)}
+            )
+            summary: dict[str, object] = {"capacity": {"method": "find_max", "max_rps": throughput}}
+            if count == inconsistent:
+                summary["littles_law"] = {"consistent": False, "gap_percent": 40.0}
+            store.finish_run(run_id, status="finished", summary=summary)
+    return study_id
+
+
+def test_scale_from_a_stored_study_answers_instances_for_a_peak(horde_cli: Any, tmp_path: Path) -> None:
+    curve = {n: usl(1000.0, 0.05, 0.005, n) for n in (1, 2, 3, 4, 6)}
+    # A run found inconsistent is left out: its throughput (far off the curve) would refuse the fit.
+    study_id = stored_study(horde_cli.store_path, {**curve, 5: 9_000.0}, inconsistent=5)
+    out = tmp_path / "study.json"
+    result = horde_cli.run(
+        "scale",
+        "--from-study",
+        study_id,
+        "--peak-rps",
+        "4000",
+        "--headroom",
+        "20",
+        "--summary-json",
+        str(out),
+        "--report",
+        str(tmp_path / "study.html"),
+    )
+    assert result.returncode == 0, result.stderr
+    study = json.loads(out.read_text())
+    forecast = study["forecast"]
+    assert forecast["refusal"] is None
+    assert [row["instances"] for row in forecast["left_out"]] == [5]
+    assert forecast["left_out"][0]["why"] == "inconsistent by Little's law"
+    expected = next(n for n in range(1, 25) if usl(1000.0, 0.05, 0.005, n) >= 4000 / 0.8)
+    peak = forecast["peak"]
+    assert peak["instances_needed"] == expected and peak["throughput_falls_past"] == 14
+    assert peak["instances_model"] == "scalability model"
+    assert peak["answer"] in " ".join(result.stdout.split())
+    assert f"{expected} instances (" in peak["answer"] and "past 14 instances throughput falls" in peak["answer"]
+    page = (tmp_path / "study.html").read_text()
+    assert 'id="chart-scalability"' in page and peak["answer"] in page and "inconsistent by Little&#39;s law" in page
+
+
+def test_scale_refusals_are_sentences_not_tracebacks(horde_cli: Any) -> None:
+    study_id = stored_study(horde_cli.store_path, {1: 1000.0, 2: 1900.0})
+    result = horde_cli.run("scale", "--from-study", study_id, "--peak-rps", "5000")
+    assert result.returncode == 0, result.stderr
+    assert "no forecast: 2 instance counts measured (1, 2)" in " ".join(result.stdout.split())
+    unknown = horde_cli.run("scale", "--from-study", "nothing-here")
+    assert unknown.returncode == 2 and "Traceback" not in unknown.stderr
+    assert "no stored run belongs to the scalability study 'nothing-here'" in unknown.stderr
+    both = horde_cli.run("scale", "--from-study", study_id, "--instances", "3")
+    assert both.returncode == 2 and "--from-study re-reads a stored study; --instances" in both.stderr
+    bad = horde_cli.run("scale", "--from-study", study_id, "--headroom", "100")
+    assert bad.returncode == 2 and "--headroom" in bad.stderr
