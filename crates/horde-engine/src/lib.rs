@@ -25,62 +25,50 @@
 //! first request is timed from the arrival's *intended* instant, so a stalled target or a late
 //! generator shows in the latency instead of hiding in fewer samples (coordinated omission).
 //! A worker's VUs pause (think times, pacing) on one heap under a single tokio timer
-//! (`pause.rs`), not on a tokio timer each: with 150,000 VUs tokio's wheel stalled the worker for
+//! (`time/pause.rs`), not on a tokio timer each: with 150,000 VUs tokio's wheel stalled the worker for
 //! milliseconds every 4.1 s moving tens of thousands of timers at once.
 //!
 //! Re-targeting: [`RunControl::retarget`] moves a scenario's level (VUs or rate) while the run
 //! goes; workers pick the new profile up on their next tick or arrival, and an open-model pacer
-//! asleep towards an arrival the new rate has moved is woken (`levels.rs`).
+//! asleep towards an arrival the new rate has moved is woken (`run/levels.rs`).
 //!
 //! Re-pacing: [`RunControl::repace`] sets a scenario's pace factor while the run goes; the same
 //! VUs go faster or slower, each pause they start from then on (think times, pacing) divided by
-//! it (`pace_factors.rs`: one atomic load per pause, the plan's pauses untouched at 1.0).
+//! it (`time/pace_factors.rs`: one atomic load per pause, the plan's pauses untouched at 1.0).
 //!
 //! Stopping: when the stages end or [`RunHandle::stop`] is called, no new iteration starts, VUs
 //! cut their think time, finish the request in flight, and stop; whatever has not finished
 //! after the plan's `graceful_stop_s` is dropped unrecorded. The last snapshot is marked final.
 //!
 //! Layout: modules depend only downward, never in a circle (`tests/test_layout.py` checks it on
-//! the source). `run` starts the threads; `worker` drives its VUs (`vu`) on a `worker_state`;
-//! `aggregator` merges what workers send it (`worker_part`) into snapshots. What they all share
-//! sits below them: `shared` (the run's shared state), `compiled`, `levels`, `pace_factors`,
-//! `pool`, `pause`.
-//! The plan's steps come down the same way: `interpreter` compiles the step tree into nodes, of
-//! which the `sql` and `message` steps are defined by their transports; all three hold their
-//! templated text in `template` and their extractors and checks in `response_rules`. At the
-//! bottom is `error` ([`EngineError`]), which the crate root re-exports.
+//! the source), in four folders and a few files below them. `run` starts the threads: `worker`
+//! drives its VUs (`vu`) on a `worker_state`; `aggregator` merges what workers send it
+//! (`worker_part`) into snapshots; they share `shared` and the live `levels`. `scenario` holds
+//! what a VU does: `interpreter` compiles the step tree into nodes, of which the `sql` and
+//! `message` steps are defined by their transports, and `compiled` is the plan prepared once.
+//! `transport` is how requests reach the target (`http`, `pool`, `h2_pool`, `sql`, `message`);
+//! `time` is when things happen (`workload`, `arrival_timer`, `pause`, `deadline`, `think`,
+//! `pace_factors`). Steps hold their templated text in `template` and their extractors and checks
+//! in `response_rules`; at the bottom are `snapshot`, `exchange`, `system` and `error`
+//! ([`EngineError`], which the crate root re-exports).
 
-mod aggregator;
-mod arrival_timer;
-mod compiled;
-mod deadline;
 mod error;
 mod exchange;
-mod h2_pool;
-pub mod http;
-mod interpreter;
-mod levels;
-mod message;
-mod pace_factors;
-mod pause;
-mod pool;
 mod response_rules;
 mod run;
-mod shared;
+mod scenario;
 mod snapshot;
-mod sql;
 mod system;
 mod template;
-mod think;
-mod vu;
-mod worker;
-mod worker_part;
-mod worker_state;
-pub mod workload;
+mod time;
+mod transport;
+
+pub use time::workload;
+pub use transport::http;
 
 pub use error::EngineError;
 pub use exchange::Exchange;
-pub use pace_factors::{MAX_PACE_FACTOR, MIN_PACE_FACTOR};
+pub use run::shared::GeneratorShare;
 pub use run::{start, EngineOptions, Next, RunControl, RunHandle};
-pub use shared::GeneratorShare;
 pub use snapshot::{MergeError, Snapshot, StepSnapshot};
+pub use time::pace_factors::{MAX_PACE_FACTOR, MIN_PACE_FACTOR};

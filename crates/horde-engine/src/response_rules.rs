@@ -5,7 +5,7 @@ mod json_scope;
 pub(crate) use json_scope::JsonScope;
 
 use crate::error::EngineError;
-use crate::think::VuRandom;
+use crate::time::think::VuRandom;
 use horde_plan::{Check, ExtractFrom, Extractor, Pick};
 use minijinja::Value;
 use serde_json_path::JsonPath;

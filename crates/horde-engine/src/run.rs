@@ -1,18 +1,27 @@
-//! Starting a run and the handle its caller holds.
+//! Starting a run and the handle its caller holds, and the threads of a run below it.
 //!
-//! The entry point below the crate root: it builds what every thread shares (`shared.rs`),
-//! starts the worker threads (`worker.rs`) and the aggregator thread (`aggregator.rs`), and
-//! joins them with a channel of `WorkerPart`s (`worker_part.rs`). Nothing below imports it.
+//! The entry point below the crate root: it builds what every thread shares (`shared`), starts
+//! the worker threads (`worker`, each driving its VUs, `vu`, on a `worker_state`) and the
+//! aggregator thread (`aggregator`), and joins them with a channel of `WorkerPart`s
+//! (`worker_part`). The load level each scenario runs at lives in `levels`. Nothing below
+//! imports this file's items.
 
-use crate::aggregator;
-use crate::compiled::CompiledPlan;
+pub(crate) mod aggregator;
+pub(crate) mod levels;
+pub(crate) mod shared;
+pub(crate) mod vu;
+pub(crate) mod worker;
+pub(crate) mod worker_part;
+pub(crate) mod worker_state;
+
 use crate::error::EngineError;
-use crate::levels::Levels;
-use crate::pace_factors::PaceFactors;
-use crate::shared::{GeneratorShare, Shared};
+use crate::run::levels::Levels;
+use crate::run::shared::{GeneratorShare, Shared};
+use crate::run::worker_part::WorkerPart;
+use crate::scenario::compiled::CompiledPlan;
 use crate::snapshot::Snapshot;
-use crate::worker_part::WorkerPart;
-use crate::{system, worker};
+use crate::system;
+use crate::time::pace_factors::PaceFactors;
 use horde_plan::Plan;
 use std::sync::mpsc;
 use std::sync::Arc;

@@ -5,7 +5,7 @@
 //! hold something are marked `skip_serializing_if`; `tests/test_snapshot_contract.py` reads
 //! those marks and the fields, and compares them with `horde.engine.snapshot`'s TypedDicts.
 
-use crate::interpreter::StepKind;
+use crate::scenario::interpreter::StepKind;
 use horde_metrics::{encode_histogram, merge_encoded, HistogramError};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::ser::SerializeMap;

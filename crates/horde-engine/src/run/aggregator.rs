@@ -1,9 +1,9 @@
 //! The aggregator thread: merges the workers' per-second parts exactly into snapshots.
 
-use crate::shared::Shared;
+use crate::run::shared::Shared;
+use crate::run::worker_part::WorkerPart;
 use crate::snapshot::{Snapshot, StepSnapshot};
 use crate::system;
-use crate::worker_part::WorkerPart;
 use horde_metrics::{encode_histogram, WorkerRecorder};
 use std::collections::BTreeMap;
 use std::sync::mpsc;

@@ -6,9 +6,9 @@
 //! channel, which also wakes an open-model pacer sleeping towards an arrival the new rate has
 //! moved).
 
-use crate::compiled::{CompiledPlan, CompiledWorkload};
 use crate::error::EngineError;
-use crate::workload::Profile;
+use crate::scenario::compiled::{CompiledPlan, CompiledWorkload};
+use crate::time::workload::Profile;
 use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
 

@@ -5,9 +5,9 @@
 //! read it depend on this module rather than on the run's entry point. The crate root
 //! re-exports [`GeneratorShare`], which callers set in `EngineOptions`.
 
-use crate::compiled::CompiledPlan;
-use crate::levels::Levels;
-use crate::pace_factors::PaceFactors;
+use crate::run::levels::Levels;
+use crate::scenario::compiled::CompiledPlan;
+use crate::time::pace_factors::PaceFactors;
 use std::time::{Instant, SystemTime};
 use tokio::sync::watch;
 

@@ -11,10 +11,10 @@ mod sql_step;
 mod template_failure;
 mod vars;
 
-use crate::interpreter::{Condition, CookieJar, LoopMode, Node, ScenarioProgram};
+use crate::run::worker_state::WorkerState;
+use crate::scenario::interpreter::{Condition, CookieJar, LoopMode, Node, ScenarioProgram};
 use crate::template::Text;
-use crate::think::{self, VuRandom};
-use crate::worker_state::WorkerState;
+use crate::time::think::{self, VuRandom};
 use horde_metrics::ErrorKind;
 use horde_plan::{FeederMode, ThinkTime};
 use minijinja::Value;
@@ -575,7 +575,7 @@ impl Vu {
                     None => push_rendered(value, out),
                     Some(field) => {
                         // A CSV feeder's row: its field's text, read in place.
-                        if let Some(row) = value.downcast_object_ref::<crate::interpreter::CsvRow>() {
+                        if let Some(row) = value.downcast_object_ref::<crate::scenario::interpreter::CsvRow>() {
                             let Some(text) = field.as_str().and_then(|field| row.field_hinted(field, column)) else {
                                 return false;
                             };

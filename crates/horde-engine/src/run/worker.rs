@@ -1,16 +1,16 @@
 //! One worker thread: a single-threaded tokio runtime running its share of the VUs and arrivals.
 
-use crate::arrival_timer::ArrivalTimer;
-use crate::compiled::{CompiledScenario, CompiledWorkload};
-use crate::deadline::Deadlines;
-use crate::pause::Pauses;
-use crate::pool::Pool;
-use crate::shared::{GeneratorShare, Shared};
-use crate::think::VuRandom;
-use crate::vu::{IterationEnd, Vu};
-use crate::worker_part::WorkerPart;
-use crate::worker_state::WorkerState;
-use crate::workload::share;
+use crate::run::shared::{GeneratorShare, Shared};
+use crate::run::vu::{IterationEnd, Vu};
+use crate::run::worker_part::WorkerPart;
+use crate::run::worker_state::WorkerState;
+use crate::scenario::compiled::{CompiledScenario, CompiledWorkload};
+use crate::time::arrival_timer::ArrivalTimer;
+use crate::time::deadline::Deadlines;
+use crate::time::pause::Pauses;
+use crate::time::think::VuRandom;
+use crate::time::workload::share;
+use crate::transport::pool::Pool;
 use horde_metrics::WorkerRecorder;
 use horde_plan::Arrivals;
 use std::cell::{Cell, RefCell};
@@ -66,10 +66,13 @@ pub(crate) fn run_worker(index: usize, shared: Arc<Shared>, parts: mpsc::Sender<
     let (pool, h2_pool) = match (shared.plan.pool_size, shared.plan.http2) {
         (None, _) => (None, None),
         (Some(size), None) => (Some(Pool::new(worker_share(size), instances)), None),
-        (Some(size), Some(_)) => (None, Some(crate::h2_pool::H2Pool::new(worker_share(size), instances))),
+        (Some(size), Some(_)) => (None, Some(crate::transport::h2_pool::H2Pool::new(worker_share(size), instances))),
     };
     let sql_pool = shared.plan.sql.as_ref().and_then(|sql| sql.pool_size).map(|size| {
-        crate::sql::SqlPool::new(share(size, index as u64, shared.workers as u64), shared.plan.endpoints.len())
+        crate::transport::sql::SqlPool::new(
+            share(size, index as u64, shared.workers as u64),
+            shared.plan.endpoints.len(),
+        )
     });
     let state = Rc::new(WorkerState {
         index,
@@ -151,7 +154,7 @@ pub(crate) fn run_worker(index: usize, shared: Arc<Shared>, parts: mpsc::Sender<
         let _context = runtime.enter();
         drop(local);
     }
-    runtime.block_on(crate::sql::cancels_sent(CANCELS_AT_THE_END));
+    runtime.block_on(crate::transport::sql::cancels_sent(CANCELS_AT_THE_END));
 }
 
 /// The longest a worker's end waits for the cancel requests of the statements it cut.
@@ -409,7 +412,7 @@ async fn drive_open(state: Rc<WorkerState>, scenario: usize) {
         Arrivals::Poisson => gap(),
     };
     let mut overdue_in_a_row = 0u32;
-    // Each wait's timer is registered before the previous one fires (`crate::arrival_timer`).
+    // Each wait's timer is registered before the previous one fires (`crate::time::arrival_timer`).
     let mut timer = ArrivalTimer::new(start);
     loop {
         if state.stopping.get() {
@@ -665,7 +668,7 @@ mod tests {
 
     #[test]
     fn a_pace_factor_divides_the_pacing_from_the_next_period_on() {
-        let factors = crate::pace_factors::PaceFactors::new(1);
+        let factors = crate::time::pace_factors::PaceFactors::new(1);
         let zero = tokio::time::Instant::now();
         let (ms, pacing) = (Duration::from_millis, Duration::from_millis(200));
         let first = next_paced_start(zero, factors.scaled(0, pacing), zero + ms(5));

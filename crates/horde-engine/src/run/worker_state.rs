@@ -5,10 +5,10 @@
 //! records into it: with the state here, the worker depends on the VUs and both depend on
 //! this, instead of the two depending on each other.
 
-use crate::deadline::Deadlines;
-use crate::pause::Pauses;
-use crate::pool::Pool;
-use crate::shared::Shared;
+use crate::run::shared::Shared;
+use crate::time::deadline::Deadlines;
+use crate::time::pause::Pauses;
+use crate::transport::pool::Pool;
 use horde_metrics::WorkerRecorder;
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
@@ -38,9 +38,9 @@ pub(crate) struct WorkerState {
     pub pool: Option<Pool>,
     /// The same share over HTTP/2 (`http_version` "2"): connections multiplexed by the VUs;
     /// `pool` is then `None`.
-    pub h2_pool: Option<crate::h2_pool::H2Pool>,
-    /// This worker's share of a `postgresql://` target's pool (`crate::sql::SqlPool`).
-    pub sql_pool: Option<crate::sql::SqlPool>,
+    pub h2_pool: Option<crate::transport::h2_pool::H2Pool>,
+    /// This worker's share of a `postgresql://` target's pool (`crate::transport::sql::SqlPool`).
+    pub sql_pool: Option<crate::transport::sql::SqlPool>,
     /// Its VUs' think times and pacing waits (`pause.rs`: one tokio timer for all of them).
     pub pauses: Pauses,
     /// Its exchanges' request timeouts (`deadline.rs`: one tokio timer for all of them).

@@ -2,9 +2,9 @@
 //! steps numbered globally. Built once per run and shared read-only by every worker.
 
 use crate::error::EngineError;
-use crate::http::{Connector, Endpoint, Http2Mode, ReadLimits, SourceAddresses};
-use crate::interpreter::{compile_scenario, NodeCompiler, ScenarioProgram, StepKind};
-use crate::workload::Profile;
+use crate::scenario::interpreter::{compile_scenario, NodeCompiler, ScenarioProgram, StepKind};
+use crate::time::workload::Profile;
+use crate::transport::http::{Connector, Endpoint, Http2Mode, ReadLimits, SourceAddresses};
 use horde_plan::{Arrivals, HttpVersion, Plan, Workload};
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,9 +37,9 @@ pub(crate) struct CompiledPlan {
     /// connection.
     pub pool_size: Option<u64>,
     /// A `postgresql://` target's connections (its `endpoints` then only number the instances).
-    pub sql: Option<crate::sql::SqlTarget>,
+    pub sql: Option<crate::transport::sql::SqlTarget>,
     /// A `tcp://`, `udp://`, `kcp://`, `ws://` or `wss://` target's transport and framing.
-    pub message: Option<crate::message::MessageTarget>,
+    pub message: Option<crate::transport::message::MessageTarget>,
     /// Every template of the plan, by name; shared by all workers (rendering is read-only).
     pub environment: minijinja::Environment<'static>,
     /// The plan's parameters, as templates see them (`params.NAME`).
@@ -69,7 +69,9 @@ impl CompiledPlan {
     pub fn compile(plan: &Plan) -> Result<Self, EngineError> {
         let endpoints = std::iter::once(&plan.target.base_url)
             .chain(&plan.target.instances)
-            .map(|url| Endpoint::parse(&crate::message::endpoint_url(&crate::sql::endpoint_url(url))))
+            .map(|url| {
+                Endpoint::parse(&crate::transport::message::endpoint_url(&crate::transport::sql::endpoint_url(url)))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let connect_timeout = Duration::from_secs_f64(plan.target.connect_timeout_ms / 1000.0);
         let sources = plan
@@ -83,7 +85,7 @@ impl CompiledPlan {
             .collect::<Result<Vec<_>, _>>()?;
         let sources = Arc::new(SourceAddresses::new(sources));
         let extra_roots = match &plan.target.ca_file {
-            Some(path) => crate::http::read_ca_file(path)?,
+            Some(path) => crate::transport::http::read_ca_file(path)?,
             None => Vec::new(),
         };
         let http2 = match plan.target.http_version {
@@ -104,7 +106,7 @@ impl CompiledPlan {
                 )
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let sql = crate::sql::SqlTarget::from_plan(&plan.target)?;
+        let sql = crate::transport::sql::SqlTarget::from_plan(&plan.target)?;
         let mut compiler = NodeCompiler::new(&endpoints, &plan.target.headers);
         compiler.http2 = http2.is_some();
         compiler.websocket = horde_plan::MessageTransport::of_url(&plan.target.base_url)
@@ -135,7 +137,7 @@ impl CompiledPlan {
             // A postgresql:// target's pool is its own (`SqlTarget::pool_size`).
             pool_size: plan.target.connections.pool_size().filter(|_| sql.is_none()),
             sql,
-            message: crate::message::MessageTarget::from_plan(&plan.target),
+            message: crate::transport::message::MessageTarget::from_plan(&plan.target),
             environment,
             params: minijinja::Value::from_serialize(&plan.parameters),
             memo_slots,

@@ -123,8 +123,8 @@ mod tests {
     fn a_factor_divides_a_drawn_think_time() {
         let factors = PaceFactors::new(1);
         let think_time = horde_plan::ThinkTime::Constant { duration_ms: 250.0 };
-        let mut random = crate::think::VuRandom::new(1);
-        let drawn = crate::think::draw(&think_time, &mut random);
+        let mut random = crate::time::think::VuRandom::new(1);
+        let drawn = crate::time::think::draw(&think_time, &mut random);
         assert_eq!(factors.scaled(0, drawn), ms(250));
         factors.set(0, 4.0).unwrap();
         assert_close(factors.scaled(0, drawn), Duration::from_micros(62_500));

@@ -1,6 +1,6 @@
 //! The pool over HTTP/2 (`target.connections: {pool: N}` with `http_version: "2"`): a worker's
 //! share of the N connections, each *multiplexed* by many VUs at once rather than lent to one
-//! at a time as the HTTP/1.1 pool (`crate::pool`) does. A VU takes the next connection of its
+//! at a time as the HTTP/1.1 pool (`crate::transport::pool`) does. A VU takes the next connection of its
 //! instance in turn and opens a stream on it; the server's limit of concurrent streams is kept
 //! by `h2` (a VU waits for a free stream, and the wait is part of its latency).
 //!
@@ -8,7 +8,7 @@
 //! so the VUs that arrive meanwhile wait for that connection instead of opening more: a
 //! worker never holds more connections than its share.
 
-use crate::http::H2Sender;
+use crate::transport::http::H2Sender;
 use std::cell::Cell;
 
 /// One connection's place: empty until a VU connects, emptied when the connection is lost.
@@ -31,7 +31,7 @@ impl H2Pool {
     pub fn new(capacity: u64, instances: usize) -> Self {
         let instances = (0..instances)
             .map(|instance| {
-                let share = crate::workload::share(capacity, instance as u64, instances as u64).max(1);
+                let share = crate::time::workload::share(capacity, instance as u64, instances as u64).max(1);
                 (0..share).map(|_| Place { connection: tokio::sync::Mutex::new(None) }).collect()
             })
             .collect();

@@ -20,7 +20,7 @@
 //! The read buffer travels with the place, not the VU: with thousands of VUs per connection,
 //! a 4 KiB buffer per VU would be most of a VU's memory.
 
-use crate::http::Connection;
+use crate::transport::http::Connection;
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use tokio::sync::oneshot;

@@ -1,12 +1,12 @@
 //! A VU's exchange over HTTP/2 (`target.http_version` "2" or "auto"): on its own connection,
 //! whose streams it opens one request at a time, or on a connection of the worker's HTTP/2
-//! pool, multiplexed with other VUs (`crate::h2_pool`). Everything before and after the
+//! pool, multiplexed with other VUs (`crate::transport::h2_pool`). Everything before and after the
 //! exchange (rendering, checks, recording) is `http_step`'s, the same for both protocols.
 
 use super::lane::{ExchangeError, Lane};
-use crate::h2_pool::H2Pool;
-use crate::http::{exchange_h2, open, H2Failure, H2Request, Http2Mode, Opened};
-use crate::worker_state::WorkerState;
+use crate::run::worker_state::WorkerState;
+use crate::transport::h2_pool::H2Pool;
+use crate::transport::http::{exchange_h2, open, H2Failure, H2Request, Http2Mode, Opened};
 use horde_metrics::ErrorKind;
 
 type Exchanged = Result<(u16, u64, u64), (ExchangeError, u64)>;

@@ -5,11 +5,11 @@
 use super::lane::ExchangeError;
 use super::{Flow, InFlight, Vu};
 use crate::exchange::{text_prefix, Exchange, MAX_BODY_BYTES, MAX_HEAD_BYTES};
-use crate::http::{encode_request, Capture, H2Request, RequestParts};
-use crate::interpreter::{Body, RequestNode};
 use crate::response_rules::{body_prefix, ResponseView};
+use crate::run::worker_state::WorkerState;
+use crate::scenario::interpreter::{Body, RequestNode};
 use crate::template::{JsonTemplate, Text, UNDEFINED_MARK};
-use crate::worker_state::WorkerState;
+use crate::transport::http::{encode_request, Capture, H2Request, RequestParts};
 use horde_metrics::ErrorKind;
 use minijinja::Value;
 use std::borrow::Cow;

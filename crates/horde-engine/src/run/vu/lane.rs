@@ -4,9 +4,9 @@
 //! (`vu/parallel_step.rs`). The exchange over each transport (`http2_step.rs` for HTTP/2) is
 //! the lane's, not the VU's, so that several run side by side.
 
-use crate::http::{read_response, Capture, Connection, H2Request, H2Sender};
-use crate::pool::Pool;
-use crate::worker_state::WorkerState;
+use crate::run::worker_state::WorkerState;
+use crate::transport::http::{read_response, Capture, Connection, H2Request, H2Sender};
+use crate::transport::pool::Pool;
 use horde_metrics::ErrorKind;
 use std::time::Instant;
 
@@ -75,7 +75,7 @@ impl Lane {
                 },
             }
         };
-        // The worker's one deadline list, not a timer entry per request (`crate::deadline`).
+        // The worker's one deadline list, not a timer entry per request (`crate::time::deadline`).
         match state.deadlines.within(tokio::time::Instant::from_std(from), plan.request_timeout, exchange).await {
             Some(result) => result,
             None => {

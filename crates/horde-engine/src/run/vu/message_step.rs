@@ -1,17 +1,17 @@
-//! A VU's message steps (`tcp://`, `udp://`, `kcp://`, `ws://`, `wss://`: `crate::message`):
+//! A VU's message steps (`tcp://`, `udp://`, `kcp://`, `ws://`, `wss://`: `crate::transport::message`):
 //! its one connection between steps, its message numbers, and each step timed, run and
 //! recorded as an HTTP request is: a recorded step (`horde try`, `--debug`) keeps the messages
 //! it sent and received, the connection it opened, and its checks and variables.
 
 use super::{Flow, InFlight, Vu};
 use crate::exchange::{text_prefix, MAX_BODY_BYTES};
-use crate::message::{
+use crate::response_rules::{body_prefix, JsonScope, ResponseView};
+use crate::run::worker_state::WorkerState;
+use crate::template::Text;
+use crate::transport::message::{
     decode_base64, decode_hex, reply_number, websocket_error_kind, MessageAction, MessageConnection, MessageNode,
     MessageText, PayloadNode, ReceiveNode, Received, Upgrade, UpgradeNode, WebSocketLink,
 };
-use crate::response_rules::{body_prefix, JsonScope, ResponseView};
-use crate::template::Text;
-use crate::worker_state::WorkerState;
 use horde_metrics::ErrorKind;
 use horde_plan::MessageTransport;
 use minijinja::Value;

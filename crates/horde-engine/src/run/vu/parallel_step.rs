@@ -19,9 +19,9 @@ use super::http_step::{Done, Prepared};
 use super::lane::ExchangeError;
 use super::{Flow, InFlight, Vu};
 use crate::exchange::Exchange;
-use crate::http::{open, Opened};
-use crate::interpreter::RequestNode;
-use crate::worker_state::WorkerState;
+use crate::run::worker_state::WorkerState;
+use crate::scenario::interpreter::RequestNode;
+use crate::transport::http::{open, Opened};
 use horde_metrics::ErrorKind;
 use std::cell::{Cell, RefCell};
 use std::time::{Duration, Instant};
@@ -120,7 +120,11 @@ impl Vu {
 
     /// Every request of the group exchanged, on as many lanes as run at once; each one's end
     /// and response, in step order.
-    async fn exchange_all(&mut self, state: &WorkerState, ready: &[Ready<'_>]) -> Vec<(Done, crate::http::Capture)> {
+    async fn exchange_all(
+        &mut self,
+        state: &WorkerState,
+        ready: &[Ready<'_>],
+    ) -> Vec<(Done, crate::transport::http::Capture)> {
         let plan = &state.shared.plan;
         let multiplexed = self.lane.h2.is_some() || state.h2_pool.is_some();
         let width = if multiplexed { ready.len() } else { ready.len().min(plan.parallel_connections) };
@@ -133,7 +137,7 @@ impl Vu {
             lanes.push(lane);
         }
         let next = Cell::new(0);
-        let results: RefCell<Vec<Option<(Done, crate::http::Capture)>>> =
+        let results: RefCell<Vec<Option<(Done, crate::transport::http::Capture)>>> =
             RefCell::new((0..ready.len()).map(|_| None).collect());
         let instance = self.instance;
         let runs = lanes.iter_mut().map(|lane| {

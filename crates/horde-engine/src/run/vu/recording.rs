@@ -5,7 +5,7 @@
 use super::Vu;
 use crate::exchange::{is_secret_name, text_prefix, value_text, Exchange, MAX_BODY_BYTES, MAX_HEAD_BYTES};
 use crate::response_rules::{CompiledCheck, ResponseView};
-use crate::worker_state::WorkerState;
+use crate::run::worker_state::WorkerState;
 use minijinja::Value;
 use std::time::Instant;
 
@@ -133,7 +133,7 @@ mod tests {
             format: None,
             mode: Default::default(),
         };
-        let feeder = crate::interpreter::Feeder::load(&plan);
+        let feeder = crate::scenario::interpreter::Feeder::load(&plan);
         std::fs::remove_file(&path).unwrap();
         let mut secrets = Vec::new();
         secret_values("user", &feeder.unwrap().next_row(0), &mut secrets);

@@ -1,10 +1,10 @@
-//! A VU's `sql` steps (the `postgres` transport, `crate::sql`): its connection between steps,
+//! A VU's `sql` steps (the `postgres` transport, `crate::transport::sql`): its connection between steps,
 //! and one step timed, run, judged and recorded as an HTTP request is.
 
 use super::{Flow, InFlight, Vu};
 use crate::exchange::{bounded, MAX_BODY_BYTES, MAX_HEAD_BYTES};
-use crate::sql::{classify, SqlConnection, SqlError, SqlLease, SqlNode, SqlResultView, StatementOutcome};
-use crate::worker_state::WorkerState;
+use crate::run::worker_state::WorkerState;
+use crate::transport::sql::{classify, SqlConnection, SqlError, SqlLease, SqlNode, SqlResultView, StatementOutcome};
 use horde_metrics::ErrorKind;
 use std::time::{Duration, Instant};
 
@@ -119,7 +119,7 @@ impl Vu {
         self.sent += 1;
         let sent_at = intended.map(|_| Instant::now());
         let mut in_flight = InFlight { state, index: node.global_index, started, ended: false };
-        // The worker's one deadline list, not a timer entry per step (`crate::deadline`); the
+        // The worker's one deadline list, not a timer entry per step (`crate::time::deadline`); the
         // timeout runs from the send (the start, in a closed model).
         let from = tokio::time::Instant::from_std(sent_at.unwrap_or(started));
         let outcome = match state
@@ -387,8 +387,8 @@ fn check_label(check: &horde_plan::SqlCheck) -> String {
 }
 
 /// A column's value as a recorded exchange shows it: `NULL`, `42`, `"ann"`.
-fn column_text(value: &crate::sql::ColumnValue) -> String {
-    use crate::sql::ColumnValue;
+fn column_text(value: &crate::transport::sql::ColumnValue) -> String {
+    use crate::transport::sql::ColumnValue;
     match value {
         ColumnValue::Null => "NULL".to_owned(),
         ColumnValue::Bool(value) => value.to_string(),
@@ -403,7 +403,7 @@ fn column_text(value: &crate::sql::ColumnValue) -> String {
 fn connecting(
     config: &tokio_postgres::Config,
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Box<SqlConnection>, SqlError>> + '_>> {
-    Box::pin(crate::sql::connect(config))
+    Box::pin(crate::transport::sql::connect(config))
 }
 
 /// The step's statements, in a transaction when the step holds several; the last one's result.

@@ -2,9 +2,9 @@
 //! `template_failed` request.
 
 use super::Vu;
-use crate::interpreter::{Body, RequestNode};
+use crate::run::worker_state::WorkerState;
+use crate::scenario::interpreter::{Body, RequestNode};
 use crate::template::{JsonTemplate, Text};
-use crate::worker_state::WorkerState;
 use minijinja::Value;
 
 impl Vu {

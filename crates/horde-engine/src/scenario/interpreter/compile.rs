@@ -6,9 +6,9 @@ mod sql_step;
 
 use super::{Body, Condition, Feeder, LoopMode, Node, RequestNode, ScenarioProgram, StepKind};
 use crate::error::EngineError;
-use crate::http::{encode_request, Endpoint, H2Request, RequestParts};
 use crate::response_rules::{check_label, CompiledCheck, CompiledExtractor, JsonScope};
 use crate::template::{JsonTemplate, TemplateRef, Text, UNDEFINED_MARK};
+use crate::transport::http::{encode_request, Endpoint, H2Request, RequestParts};
 use horde_plan::templates::is_template;
 use horde_plan::{Check, HttpStep, LoopStep, OnCheckFailure, Scenario, Step};
 use minijinja::Environment;
@@ -34,7 +34,7 @@ pub(crate) struct NodeCompiler<'a> {
     /// `target.http_version` "2" or "auto": fixed requests are kept in HTTP/2's form too.
     pub http2: bool,
     /// Each scenario's upgrade for the message steps other than `connect`, by scenario name.
-    scenario_upgrades: std::collections::HashMap<String, std::sync::Arc<crate::message::UpgradeNode>>,
+    scenario_upgrades: std::collections::HashMap<String, std::sync::Arc<crate::transport::message::UpgradeNode>>,
 }
 
 impl<'a> NodeCompiler<'a> {

@@ -41,7 +41,7 @@ pub(crate) struct RequestNode {
     pub fixed: Option<Box<[Vec<u8>]>>,
     /// With `target.http_version` "2" or "auto": the same fixed request in HTTP/2's form, by
     /// instance, so that a send does not read its bytes back into that form.
-    pub fixed_h2: Option<Box<[crate::http::H2Request]>>,
+    pub fixed_h2: Option<Box<[crate::transport::http::H2Request]>>,
     pub think_time: Option<ThinkTime>,
     pub extractors: Vec<CompiledExtractor>,
     pub checks: Vec<CompiledCheck>,
@@ -80,10 +80,10 @@ pub(crate) struct Condition {
 #[derive(Debug)]
 pub(crate) enum Node {
     Request(Box<RequestNode>),
-    /// A `sql` step (the `postgres` transport, `crate::sql`).
-    Sql(Box<crate::sql::SqlNode>),
-    /// A message step (`tcp://`, `udp://`: `crate::message`).
-    Message(Box<crate::message::MessageNode>),
+    /// A `sql` step (the `postgres` transport, `crate::transport::sql`).
+    Sql(Box<crate::transport::sql::SqlNode>),
+    /// A message step (`tcp://`, `udp://`: `crate::transport::message`).
+    Message(Box<crate::transport::message::MessageNode>),
     Group {
         global_index: usize,
         children: Vec<Node>,

@@ -8,7 +8,7 @@
 //! Memory per connection: the read buffer (4 KiB once a frame came, grown only for a larger
 //! frame) and the write buffer (the largest frame sent); no task of its own.
 
-use crate::http::Connection;
+use crate::transport::http::Connection;
 use bytes::{Buf, BytesMut};
 use horde_metrics::ErrorKind;
 use std::io;

@@ -2,8 +2,8 @@
 
 use super::{NodeCompiler, StepKind};
 use crate::error::EngineError;
-use crate::message::{MessageAction, MessageNode, MessageText, PayloadNode, ReceiveNode, UpgradeNode};
 use crate::response_rules::{check_label, CompiledCheck, CompiledExtractor};
+use crate::transport::message::{MessageAction, MessageNode, MessageText, PayloadNode, ReceiveNode, UpgradeNode};
 use horde_plan::{OnCheckFailure, Payload, Scenario, Step};
 use std::sync::Arc;
 use std::time::Duration;

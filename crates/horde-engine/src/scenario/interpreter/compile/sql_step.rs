@@ -2,7 +2,7 @@
 
 use super::{NodeCompiler, StepKind};
 use crate::error::EngineError;
-use crate::sql::{simple_parts, SqlNode, StatementNode};
+use crate::transport::sql::{simple_parts, SqlNode, StatementNode};
 use horde_plan::{OnCheckFailure, Scenario, SqlStep};
 
 impl NodeCompiler<'_> {
