@@ -236,3 +236,109 @@ def test_scale_refusals_are_sentences_not_tracebacks(horde_cli: Any) -> None:
     assert both.returncode == 2 and "--from-study re-reads a stored study; --instances" in both.stderr
     bad = horde_cli.run("scale", "--from-study", study_id, "--headroom", "100")
     assert bad.returncode == 2 and "--headroom" in bad.stderr
+
+
+def test_the_dashboard_draws_the_study_beside_its_runs(horde_cli: Any, builtin_target: Any, tmp_path: Path) -> None:
+    """A run of a study on the dashboard, in a real headless chromium: the study's answer for the
+    peak it was asked and its chart (measured points, the model's curve in its band) drawn."""
+    from cdp import Browser, chromium_or_skip
+    from recorded_runs import get, plan_dict, record_run
+
+    from horde.store import Store
+    from horde.web import DashboardServer
+
+    chromium_or_skip()
+    study_id = stored_study(horde_cli.store_path, {n: usl(1000.0, 0.05, 0.005, n) for n in (2, 3, 4, 6)})
+    tags = {"scale_study": study_id, "instances": "1", "scale_peak_rps": "4000", "scale_headroom": "20"}
+    run_id = record_run(
+        horde_cli.store_url, plan_dict(builtin_target.port, [get("home", "/")], vus=1, duration_s=1.0), tags=tags
+    )
+    with Store.open(horde_cli.store_url) as store:
+        record = store.get_run(run_id)
+        assert record.summary is not None
+        knee = {"method": "find_max", "max_rps": usl(1000.0, 0.05, 0.005, 1)}
+        store.finish_run(run_id, status="finished", summary={**record.summary, "capacity": knee})
+    expected = next(n for n in range(1, 25) if usl(1000.0, 0.05, 0.005, n) >= 4000 / 0.8)
+    with DashboardServer(horde_cli.store_url) as server, Browser(tmp_path / "profile") as browser:
+        browser.open(f"{server.url}runs/{run_id}")
+        drawn = browser.wait_for(
+            "(() => { const chart = document.getElementById('chart-scalability');"
+            " return chart && chart.querySelector('.main-svg') ? chart.data.map(trace => trace.name) : null; })()",
+            timeout_s=15,
+            what="the study's chart",
+        )
+        assert (
+            drawn[0] == "measured" and "scalability model" in drawn and any("prediction interval" in n for n in drawn)
+        )
+        answer = browser.evaluate("document.getElementById('scale-study-answer').textContent")
+        assert answer.startswith(f"{expected} instances (") and "past 14 instances throughput falls" in answer
+        points = browser.evaluate("document.getElementById('chart-scalability').data[0].x")
+        assert points == [1, 2, 3, 4, 6]
+        browser.screenshot(Path(__file__).resolve().parents[1] / "test-artifacts" / "dashboard-scale-study.png")
+        assert browser.errors() == []
+
+
+def test_the_study_report_draws_the_model_offline(horde_cli: Any, tmp_path: Path) -> None:
+    """`horde scale --report`: the page, opened from disk in a real headless chromium, draws the
+    measured points, the model's curve in its band, the peak N's line and the answer's."""
+    from cdp import Browser, chromium_or_skip
+
+    chromium_or_skip()
+    study_id = stored_study(horde_cli.store_path, {n: usl(1000.0, 0.05, 0.005, n) for n in (1, 2, 3, 4, 6)})
+    page = tmp_path / "study.html"
+    result = horde_cli.run("scale", "--from-study", study_id, "--peak-rps", "4000", "--report", str(page))
+    assert result.returncode == 0, result.stderr
+    with Browser(tmp_path / "profile") as browser:
+        browser.open(page.resolve().as_uri())
+        drawn = browser.wait_for(
+            "(() => { const chart = document.getElementById('chart-scalability');"
+            " return chart && chart.querySelector('.main-svg') ? chart.data.map(trace => trace.name) : null; })()",
+            timeout_s=15,
+            what="the study's chart",
+        )
+        assert drawn[0] == "measured" and "scalability model" in drawn
+        lines = browser.evaluate(
+            "document.getElementById('chart-scalability').layout.shapes.map(shape => [shape.x0, shape.y0])"
+        )
+        # The peak N's line, the throughput the asked peak needs (4,000/s with 20 % headroom), its count.
+        expected = next(n for n in range(1, 25) if usl(1000.0, 0.05, 0.005, n) >= 4000 / 0.8)
+        assert [x for x, _ in lines if x != 0] == [pytest.approx(math.sqrt(0.95 / 0.005), abs=0.01), expected]
+        assert [y for x, y in lines if x == 0] == [pytest.approx(5000.0)]
+        browser.screenshot(Path(__file__).resolve().parents[1] / "test-artifacts" / "report-scale-study.png")
+        assert browser.errors() == []
+
+
+def test_a_study_run_live_keeps_its_forecast_and_asked_peak(horde_cli: Any, tmp_path: Path) -> None:
+    """`horde scale` against 3 built-in targets, one second each: the study JSON has its forecast
+    block, each row whether its run was consistent, and each run keeps the asked peak as tags."""
+    from horde.store import Store
+
+    out = tmp_path / "study.json"
+    result = horde_cli.run(
+        "scale",
+        "--url",
+        "http://127.0.0.1:1/",
+        "--instances",
+        "3",
+        "--vus",
+        "2",
+        "--duration",
+        "1s",
+        "--peak-rps",
+        "500",
+        "--headroom",
+        "25",
+        "--summary-json",
+        str(out),
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    study = json.loads(out.read_text())
+    assert [row["instances"] for row in study["rows"]] == [1, 2, 3]
+    assert all(isinstance(row["consistent"], bool) for row in study["rows"])
+    forecast = study["forecast"]
+    assert forecast["unit"] == "instances" and "peak" in forecast
+    assert forecast["peak"]["peak_rps"] == 500 and forecast["peak"]["headroom_percent"] == 25
+    with Store.open(horde_cli.store_url) as store:
+        tags = [record.tags for record in store.list_runs() if record.tags.get("scale_study") == study["study_id"]]
+    assert len(tags) == 3 and all(t["scale_peak_rps"] == "500" and t["scale_headroom"] == "25" for t in tags)

@@ -903,6 +903,7 @@ def scale(
     from horde.plan.control import FindMax
     from horde.plan.overrides import SteerFlags, apply_overrides, apply_steer_flags
     from horde.sinks.live import LiveView
+    from horde.report.study_view import HEADROOM_TAG, PEAK_TAG
     from horde.store import Store, new_run_id
 
     # Checked before any load is sent: a bad --peak-rps or --headroom is known at once.
@@ -960,6 +961,8 @@ def scale(
         vus_given=vus is not None,
     )
     study_id = new_run_id()
+    # The asked peak is kept with the study's runs: the dashboard's view of a run answers it.
+    asked = {PEAK_TAG: f"{peak_rps:g}", HEADROOM_TAG: f"{headroom:g}"} if peak_rps is not None else {}
 
     def run_one(instance_plan: Plan, k: int) -> tuple[str, str, dict[str, Any]]:
         stdout.print(
@@ -979,7 +982,7 @@ def scale(
                 instance_plan,
                 store,
                 parameters={"instances": k, "workers": workers} if workers else {"instances": k},
-                tags={**tags, "scale_study": study_id, "instances": str(k)},
+                tags={**tags, **asked, "scale_study": study_id, "instances": str(k)},
                 workers=workers,
                 sink=view,
             )

@@ -18,8 +18,10 @@ from __future__ import annotations
 from typing import Any, Final
 
 from horde import __version__
+from horde.control.scale import forecast_block, stored_study
 from horde.report.charts import Figure, chart_layout
 from horde.report.page import render
+from horde.store import Store
 
 #: The chart's element id, in the report and on the dashboard.
 CHART_ID: Final = "chart-scalability"
@@ -155,4 +157,45 @@ def render_study_report(study: dict[str, Any]) -> str:
         forecast=study["forecast"],
         chart_id=CHART_ID,
         figures={CHART_ID: scalability_chart(study["forecast"])},
+        runs=study["rows"],  # the footer speaks of the stored runs
     )
+
+
+#: The tags `horde scale --peak-rps` stores with each run of its study: the asked peak and headroom.
+PEAK_TAG: Final = "scale_peak_rps"
+HEADROOM_TAG: Final = "scale_headroom"
+
+
+def study_panel(store: Store, tags: dict[str, str]) -> tuple[dict[str, Any], Figure]:
+    """The study a run belongs to (its ``scale_study`` tag), as the dashboard shows it beside
+    the run: the study read back from the store, the model's answer (for the peak the study
+    was asked, when it was) in a sentence, and the chart."""
+    study = stored_study(store, tags["scale_study"])
+    peak, headroom = _number(tags.get(PEAK_TAG)), _number(tags.get(HEADROOM_TAG))
+    if peak is not None and peak <= 0:
+        peak = None
+    if headroom is None or not 0 <= headroom < 100:
+        headroom = 20.0
+    forecast = forecast_block(study, peak_rps=peak, headroom_percent=headroom)
+    if forecast["refusal"]:
+        answer = f"No forecast: {forecast['refusal']}"
+    elif forecast.get("peak"):
+        answer = forecast["peak"]["answer"]
+    else:
+        peak_n = forecast["peak_n"]
+        where = "no peak in sight" if peak_n is None else f"throughput peaks at {peak_n:.1f} instances"
+        answer = f"σ {forecast['sigma']:.4f}, κ {forecast['kappa']:.6f}: {where}"
+    panel = {
+        "study_id": study["study_id"],
+        "answer": answer,
+        "runs": [{"instances": row["instances"], "run_id": row["run_id"]} for row in study["rows"]],
+    }
+    return panel, scalability_chart(forecast)
+
+
+def _number(tag: str | None) -> float | None:
+    # A tag edited by hand to something else than a number is read as not asked.
+    try:
+        return float(tag) if tag else None
+    except ValueError:
+        return None

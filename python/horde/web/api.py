@@ -37,6 +37,7 @@ from horde.report.charts import monitor_charts, run_charts
 from horde.report.capacity_view import broke_first_marks, capacity_charts
 from horde.report.monitors_view import monitors_view, stored_findings
 from horde.report.series import monitor_series, run_series
+from horde.report.study_view import CHART_ID, study_panel
 from horde.results.stored_run import RunResults, load_run
 from horde.store import MonitorSample, RunRecord, Store, pid_alive
 from horde.web.dashboard import Dashboard, dashboard_of, run_filter_of
@@ -125,6 +126,9 @@ def finished_state(store: Store, ref: str) -> dict[str, Any]:
         **capacity_charts(results.summary.get("capacity")),
         **monitor_charts(monitors, findings, broke_first_marks(results.summary.get("capacity"))),
     }
+    if results.record.tags.get("scale_study"):
+        # A run of a scalability study: the study it belongs to, its model and chart beside it.
+        state["scale_study"], state["figures"][CHART_ID] = study_panel(store, results.record.tags)
     return state
 
 

@@ -175,6 +175,15 @@
       }
       for (const chart of capacity.charts) { parts.push(element("div", {class: "chart", id: chart})); }
     }
+    const study = state.scale_study;
+    if (study) {
+      // A run of a scalability study: the study's answer and its chart (a figure, drawn with the others).
+      parts.push(element("h2", {id: "section-scale-study"}, ["Scalability study " + study.study_id]),
+        element("p", {id: "scale-study-answer"}, [study.answer]),
+        element("p", {class: "muted"}, ["Its runs: " + study.runs.map(function (run) {
+          return run.instances + " × " + run.run_id; }).join(", ")]),
+        element("div", {class: "chart", id: "chart-scalability"}));
+    }
     const cluster = summary.cluster;
     if (cluster) {
       // A run over several generators: how they were chosen, each one, and any lost.
