@@ -402,6 +402,7 @@ def _capacity_question_lines(capacity: dict[str, Any]) -> list[str]:
         lines.append(
             f"instances for a peak of {capacity['peak_rps']:,.1f} {rate_unit} with "
             f"{capacity['headroom_percent']:g} % headroom: {capacity['instances_needed']}"
+            + (f" ({capacity['instances_model']})" if capacity.get("instances_model") else "")
         )
     return lines
 

@@ -62,6 +62,7 @@ _FACTS: tuple[tuple[str, str], ...] = (
     ("seconds set aside", "set_aside_s"),
     ("users supported", "users_supported"),
     ("instances needed", "instances_needed"),
+    ("instances model", "instances_model"),
 )
 
 
@@ -393,6 +394,7 @@ _TARGET_KEYS: Final = frozenset(
         "users_supported",
         "per_user_rate",
         "instances_needed",
+        "instances_model",
         "peak_rps",
         "headroom_percent",
         "rate_unit",
@@ -509,7 +511,8 @@ def _target_response_time_facts(capacity: dict[str, Any]) -> list[tuple[str, Any
             (
                 "instances needed",
                 f"{capacity['instances_needed']} for a peak of {capacity['peak_rps']:,.1f} {rate_unit} "
-                f"with {capacity['headroom_percent']:g} % headroom",
+                f"with {capacity['headroom_percent']:g} % headroom"
+                + (f" ({capacity['instances_model']})" if capacity.get("instances_model") else ""),
             )
         )
     facts.extend(
