@@ -58,7 +58,7 @@ def register(app: typer.Typer) -> None:
         "scale",
         cls=HordeCommand,
         context_settings=_EXTRA_WORDS_NAMED,
-        epilog="Examples:\n\n  horde scale plan.yaml --instances 4\n\n  horde scale --url http://127.0.0.1:8080/ --instances 3 --find-max\n\n  horde scale --url http://127.0.0.1:8080/ --instances 3 --target-response-ms 50 --duration 2m",
+        epilog="Examples:\n\n  horde scale plan.yaml --instances 4\n\n  horde scale --url http://127.0.0.1:8080/ --instances 3 --find-max\n\n  horde scale --url http://127.0.0.1:8080/ --instances 3 --target-response-ms 50 --duration 2m\n\n  horde scale --url http://127.0.0.1:8080/ --instances 4 --find-max --peak-rps 19500 --report study.html\n\n  horde scale --from-study 20261128-140209-c352 --peak-rps 19500 --headroom 20",
     )(scale)
     app.command(
         "retarget",
