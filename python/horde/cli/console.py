@@ -407,6 +407,16 @@ def _capacity_question_lines(capacity: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _knee_lines(why: Mapping[str, Any] | None) -> list[str]:
+    """Find-max's knee by the utilization law: the answer, then each other candidate with its
+    figures (the first is the answer's)."""
+    if not why:
+        return []
+    lines = [f"why the knee is there: {why['sentence']}"]
+    lines.extend(f"  also: {candidate['phrase']}" for candidate in why.get("candidates", [])[1:])
+    return lines
+
+
 def _render_target_response_time(console: Console, capacity: dict[str, Any]) -> None:
     """Target response time: its answer in one sentence (never "max sustainable" when T was
     not held), how long it took and held, then its readings."""
@@ -484,6 +494,7 @@ def _render_capacity(console: Console, capacity: dict[str, Any]) -> None:
     broke = capacity.get("what_broke_first")
     if broke:
         lines.append(f"what broke first: {broke['sentence']}")
+        lines.extend(_knee_lines(broke.get("why_the_knee")))
     lines.extend(_capacity_question_lines(capacity))
     if capacity.get("bracket_percent") is not None and capacity.get("method") == "find_max":
         lines.append(

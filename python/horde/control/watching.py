@@ -112,8 +112,9 @@ class RunMonitors:
         block: dict[str, Any],
     ) -> dict[str, Any] | None:
         """A steered run's capacity block's ``what_broke_first`` (the limits the monitors saw
-        crossed beside the moment the load gave way); None without monitors."""
+        crossed beside the moment the load gave way, and find-max's knee by the utilization
+        law); None without monitors."""
         if self._monitoring is None:
             return None
         crossings = limit_crossings(self._plan.monitors, samples, block.get("diagnosis", []))
-        return what_broke_first(capacity, snapshots, self._plan.steer, crossings, self._monitoring.names)
+        return what_broke_first(capacity, snapshots, self._plan.steer, crossings, self._monitoring.names, samples)

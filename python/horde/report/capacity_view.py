@@ -114,9 +114,20 @@ def capacity_facts(capacity: dict[str, Any]) -> list[tuple[str, Any]]:
         facts[after + 1 : after + 1] = [
             ("what broke first", broke["sentence"]),
             *(("also crossed", crossing["phrase"]) for crossing in broke.get("crossings", [])[1:]),
+            *_knee_facts(broke.get("why_the_knee")),
         ]
     facts.extend(_sight_and_notes(capacity))
     return facts
+
+
+def _knee_facts(why: dict[str, Any] | None) -> list[tuple[str, Any]]:
+    """Find-max's knee by the utilization law: its answer, then the other candidates' figures."""
+    if not why:
+        return []
+    return [
+        ("why the knee is there", why["sentence"]),
+        *(("knee candidate", candidate["phrase"]) for candidate in why.get("candidates", [])[1:]),
+    ]
 
 
 def _sight_and_notes(capacity: dict[str, Any]) -> list[tuple[str, Any]]:
