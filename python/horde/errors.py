@@ -58,6 +58,9 @@ class ExitCode(IntEnum):
     #: `horde compare --fail-on METRIC:MARGIN`: a step of the candidate is significantly worse
     #: than the baseline's by more than the margin (a CI job gates a build on it).
     REGRESSION = 18
+    #: `horde import`: the plan was written, and some of the source could not be converted (each
+    #: such part is a NOT CONVERTED comment in the plan and a row of the printed table).
+    IMPORT_INCOMPLETE = 19
     INTERRUPTED = 130
     #: The run was stopped by SIGHUP (a closed terminal): drained, finalised, stored as interrupted.
     HUNG_UP = 129

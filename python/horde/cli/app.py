@@ -17,7 +17,7 @@ from rich.markup import escape
 
 from horde import __version__
 from horde.errors import ExitCode, HordeError, PlanInvalid
-from horde.cli import init, link, plan, profile, results, run, runs, target, web
+from horde.cli import conversion, init, link, plan, profile, results, run, runs, target, web
 from horde.cli.terminal import stderr, stdout
 
 app = typer.Typer(
@@ -30,8 +30,8 @@ app = typer.Typer(
 
 # The order `horde --help` lists them in: a run's commands, the stored runs, the built-in target,
 # the emulated link, the plan's own; then the results center (report, export, compare, trend),
-# the dashboard, the starter plan and the production profile.
-for family in (run, runs, target, link, plan, results, web, init, profile):
+# the dashboard, the starter plan, the production profile and the plans other tools wrote.
+for family in (run, runs, target, link, plan, results, web, init, profile, conversion):
     family.register(app)
 
 

@@ -52,6 +52,9 @@ class Conversion:
     #: The Horde plan as a document (what ``plan_from_dict`` reads); it validates.
     plan: dict[str, Any]
     findings: list[Finding] = field(default_factory=list)
+    #: Files the plan reads (a feeder of requests), by their path relative to the plan's folder,
+    #: with their text: written beside the plan.
+    files: dict[str, str] = field(default_factory=dict)
 
     def add(self, outcome: Outcome, location: str, element: str, note: str, plan_path: PlanPath = ()) -> None:
         self.findings.append(Finding(outcome, location, element, note, plan_path))
