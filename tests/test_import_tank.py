@@ -4,15 +4,11 @@ against the recording target), and the parsers let only InvalidInput escape (hyp
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from horde.conversion import Outcome
 from horde.conversion.ammo import AMMO_TYPES, parse_ammo
 from horde.conversion.plan_yaml import plan_yaml
@@ -20,9 +16,9 @@ from horde.conversion.tank import autostop_rule, convert_tank, parse_schedule
 from horde.errors import InvalidInput
 from horde.plan import plan_from_dict, plan_to_json
 from horde.plan.loader import load_plan
-
-sys.path.insert(0, str(Path(__file__).parent))
-from recording_target import RecordingTarget, recording_target  # noqa: E402,F401
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from recording_target import RecordingTarget, recording_target  # noqa: F401  (the fixture)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "import" / "tank"
 
@@ -89,7 +85,7 @@ def test_the_plan_sends_the_ammo_in_its_tags_mix(builtin_target: Any) -> None:
         assert abs(share - intended[tag]) <= 1.0, (tag, share, total)
 
 
-def test_the_plan_sends_the_ammo_s_requests_methods_and_headers(recording_target: RecordingTarget) -> None:
+def test_the_plan_sends_the_ammo_s_requests_methods_and_headers(recording_target: RecordingTarget) -> None:  # noqa: F811
     for name in ("load.yaml", "uripost.yaml"):
         recording_target.clear()
         data = convert_tank(FIXTURES / name).plan

@@ -1,0 +1,77 @@
+"""horde import of a HAR recording: steps in order with the recorded think times, static assets
+and other hosts left out with a finding each, secrets as parameters never written, reused values
+extracted; the plan run against the recording target sends the recording's requests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from horde.conversion import Outcome
+from horde.conversion.har import convert_har
+from horde.conversion.plan_yaml import plan_yaml
+from horde.plan import plan_from_dict
+from recording_target import RecordingTarget, recording_target  # noqa: F401  (the fixture)
+
+HAR = Path(__file__).parent / "fixtures" / "import" / "har" / "shop.har"
+
+
+def test_steps_think_times_and_left_out_entries() -> None:
+    conversion = convert_har(HAR)
+    steps = conversion.plan["scenarios"][0]["steps"]
+    assert [s["name"] for s in steps] == [
+        "GET /", "POST /api/login", "GET /api/users/4711/orders", "POST /api/orders", "GET /api/orders/ord-992", "GET /api/partner",
+    ]  # fmt: skip
+    assert [s.get("think_time", {}).get("duration_ms") for s in steps] == [1950, 1000, 1000, 500, 300, None]
+    assert {f.location for f in conversion.of(Outcome.APPROXIMATED)} == {
+        "shop.har: log.entries[1]",
+        "shop.har: log.entries[2]",
+    }
+    assert [f.location for f in conversion.of(Outcome.NOT_CONVERTED)] == ["shop.har: log.entries[3]"]
+    kept = convert_har(HAR, keep_static=True).plan["scenarios"][0]["steps"]
+    assert len(kept) == 8
+
+
+def test_no_secret_of_the_recording_is_written() -> None:
+    text = plan_yaml(convert_har(HAR))
+    for secret in ("fixture-password", "tok-7f3a9c", "fixture-partner-key", "yes-all", "abc123"):
+        assert secret not in text
+    assert set(convert_har(HAR).plan["parameters"]) == {"cookie_consent", "password", "x_api_key", "api_key"}
+
+
+def test_the_plan_replays_the_recording_with_its_extractions(recording_target: RecordingTarget) -> None:  # noqa: F811
+    from horde.engine.run import Run
+
+    recording_target.answer(
+        "/api/login", '{"token": "live-token-1", "user": {"id": 5150}}', headers={"Set-Cookie": "sid=s-77; Path=/"}
+    )
+    recording_target.answer("/api/orders", '{"ok": true}', status=201, headers={"Location": "/api/orders/ord-5"})
+    data = convert_har(HAR).plan
+    data["target"]["base_url"] = recording_target.base_url
+    data["parameters"] = {name: f"given-{name}" for name in data["parameters"]}
+    text = plan_yaml(convert_har(HAR))
+    assert "{{ params.password }}" in text
+    for scenario in data["scenarios"]:
+        for key, value in list(scenario.get("headers", {}).items()):
+            scenario["headers"][key] = value.replace("{{ params.cookie_consent }}", "given-consent")
+        for step in scenario["steps"]:
+            step.pop("think_time", None)
+            for key, value in list(step.get("headers", {}).items()):
+                step["headers"][key] = value.replace("{{ params.x_api_key }}", "given-key")
+            step["path"] = step["path"].replace("{{ params.api_key }}", "given-key")
+            if "body" in step:
+                step["body"] = step["body"].replace("{{ params.password }}", "given-password")
+        scenario["workload"] = {"type": "closed", "start_vus": 1, "stages": [{"duration_s": 0.5, "vus": 1}]}
+    data.pop("parameters")
+    with Run.start(plan_from_dict(data), workers=1) as run:
+        for _ in run:
+            pass
+    received = recording_target.requests()[:6]
+    assert [(r.method, r.path) for r in received] == [
+        ("GET", "/"), ("POST", "/api/login"), ("GET", "/api/users/5150/orders"), ("POST", "/api/orders"),
+        ("GET", "/api/orders/ord-5"), ("GET", "/api/partner"),
+    ]  # fmt: skip
+    assert received[2].headers["authorization"] == "Bearer live-token-1"
+    assert "sid=s-77" in received[2].headers.get("cookie", "")
+    assert received[1].body == b'{"user": "demo", "password": "given-password"}'
+    assert received[5].headers["x-api-key"] == "given-key" and received[5].query == (("api_key", "given-key"),)
+    assert all(r.headers["user-agent"] == "Mozilla/5.0 fixture" for r in received)
