@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from horde.conversion.findings import Conversion, Outcome
+from horde.conversion.jmeter_controllers import JmeterControllers
 from horde.conversion.jmeter_rules import JmeterRules
 from horde.conversion.jmeter_text import Names, identifier
 from horde.conversion.jmeter_threads import arrivals, concurrency, free_form_arrivals, standard, ultimate
@@ -118,6 +119,7 @@ class _Converter:
         self.label = str(path)
         self.names = Names()
         self.rules = JmeterRules()
+        self.controllers = JmeterControllers()
         self.pending: list[_Pending] = []
         self.target: dict[str, Any] = {}
         self.base: tuple[str, str, str] | None = None  # scheme, host[:port], path prefix
@@ -144,6 +146,20 @@ class _Converter:
         self.seen.add(id(node))
         element = f"{node.kind} '{node.name}'" if node.name != node.tag else node.kind
         self.pending.append(_Pending(outcome, f"{label}:{node.line}", element, note, anchor))
+
+    def report(self, label: str, node: Node, note: str, differences: list[str], anchor: object) -> None:
+        """Converted, or approximated with how the plan differs when it does."""
+        outcome = Outcome.APPROXIMATED if differences else Outcome.CONVERTED
+        self.found(outcome, label, node, "; ".join([note, *differences]), anchor)
+
+    def inner_steps(
+        self, element: Node, tree: Node | None, scope: _Scope, label: str, siblings: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """A controller's steps; a controller with no request inside is reported as such."""
+        steps = self.children(tree, scope.inner(), label)
+        if not steps:
+            self.found(Outcome.NOT_CONVERTED, label, element, "no request inside: nothing to convert", siblings)
+        return steps
 
     def skipped(self, label: str, tree: Node | None, why: str, anchor: object) -> None:
         """A finding for every element under a part that was not converted."""
@@ -412,8 +428,7 @@ class _Converter:
         )
         if columns:
             note += f"; {', '.join(columns)} are {{{{ {name}.COLUMN }}}}"
-        outcome = Outcome.APPROXIMATED if differences else Outcome.CONVERTED
-        self.found(outcome, label, element, "; ".join([note, *differences]), feeder)
+        self.report(label, element, note, differences, feeder)
 
     def script(self, element: Node, scope: _Scope, label: str, anchor: object) -> None:
         code = element.prop("script") or element.prop("BeanShellSampler.query") or element.prop("query")
@@ -502,9 +517,8 @@ class _Converter:
         self.scenarios.append(document)
         if unresolved:
             differences.append(f"{', '.join(unresolved)} is not a number the plan can hold")
-        outcome = Outcome.APPROXIMATED if differences else Outcome.CONVERTED
         note = f"the scenario '{name}', a {workload['type']} workload with {len(workload['stages'])} stage(s)"
-        self.found(outcome, label, element, "; ".join([note, *differences]), document)
+        self.report(label, element, note, differences, document)
         self.scenario = None
 
     # --- controllers and samplers ---------------------------------------------------------------
@@ -540,9 +554,8 @@ class _Converter:
         if kind == "TransactionController":
             # Named before its children: the group keeps JMeter's name, a request of the same name is renamed.
             name = self.scenario.unique(element.name) if self.scenario else element.name
-            steps = self.children(subtree, scope.inner(), label)
+            steps = self.inner_steps(element, subtree, scope, label, siblings)
             if not steps:
-                self.found(Outcome.NOT_CONVERTED, label, element, "no request inside: no group", siblings)
                 return []
             group = {"type": "group", "name": name, "steps": steps}
             self.found(Outcome.CONVERTED, label, element, f"the group '{group['name']}' (its time is recorded)", group)
@@ -551,15 +564,14 @@ class _Converter:
             return self.once_only(element, subtree, scope, label, siblings)
         if kind in ("ModuleController", "IncludeController"):
             return self.inline(element, scope, label, siblings)
-        return self.rules.controller(self, element, subtree, scope, label, siblings)
+        return self.controllers.controller(self, element, subtree, scope, label, siblings)
 
     def once_only(
         self, element: Node, subtree: Node | None, scope: _Scope, label: str, siblings: list[dict[str, Any]]
     ) -> list[dict[str, Any]]:
         scenario = self.scenario
-        steps = self.children(subtree, scope.inner(), label)
+        steps = self.inner_steps(element, subtree, scope, label, siblings)
         if not steps:
-            self.found(Outcome.NOT_CONVERTED, label, element, "no request inside", siblings)
             return []
         if scenario is not None and scope is self.scenario_scope and not siblings and not scenario.setup:
             scenario.setup.extend(steps)
@@ -742,14 +754,7 @@ class _Converter:
         steps: list[dict[str, Any]] = [{"type": "think", "think_time": pause} for pause in own.pauses]
         steps.append(step)
         scenario.requested = True
-        outcome = Outcome.APPROXIMATED if differences else Outcome.CONVERTED
-        self.found(
-            outcome,
-            label,
-            element,
-            "; ".join([f"the step '{step['name']}' ({method} {raw_path or '/'})", *differences]),
-            step,
-        )
+        self.report(label, element, f"the step '{step['name']}' ({method} {raw_path or '/'})", differences, step)
         return steps
 
     def argument(self, argument: Node, unresolved: list[str]) -> str:

@@ -1,4 +1,5 @@
-"""What JMeter's timers, extractors, assertions and logic controllers become in a Horde plan.
+"""What JMeter's timers, extractors and assertions become in a Horde plan, and the pacing or
+rate its throughput timers give a scenario.
 
 Each rule asks the plan layer (and through it the engine) whether what it wrote is accepted
 before it keeps it: a JMeter regex with a look-ahead, a Jayway JSONPath function or a condition
@@ -11,11 +12,11 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from horde.conversion.findings import Outcome
-from horde.conversion.jmeter_text import condition, identifier, is_number
-from horde.conversion.jmeter_xml import Node, pairs
+from horde.conversion.jmeter_text import identifier, is_number
+from horde.conversion.jmeter_xml import Node
 from horde.errors import PlanInvalid
 from horde.plan.problems import plan_from_dict
 
@@ -25,8 +26,6 @@ if TYPE_CHECKING:
 #: The pause the plan's steering divides (``by: pace``) where the game team's JSR223 timer stood:
 #: paces from 0.005 to 10 give 20 s to 10 ms, the bounds the timer kept its sleep in.
 STEERED_PAUSE_MS = 100
-#: A While Controller's passes at most (JMeter has no bound; Horde's loops have one).
-WHILE_MAX = 1000
 
 Steps = list[dict[str, Any]]
 
@@ -72,6 +71,20 @@ def engine_refuses(
     return None
 
 
+_REFUSED = "the plan refuses it as written ({}); nothing is {}"
+
+
+class Met(NamedTuple):
+    """An element met in the walk, and where: the converter, the element, the scope it applies
+    to, its file's label and the plan's part its finding is about."""
+
+    conv: _Converter
+    element: Node
+    scope: _Scope
+    label: str
+    anchor: object
+
+
 @dataclass
 class JmeterRules:
     #: Throughput timers met in the scenario being converted: (element, label).
@@ -85,63 +98,67 @@ class JmeterRules:
             self.throughput.append((element, label))
             return
         handler = getattr(self, f"_{kind}")
-        handler(conv, element, scope, label, anchor)
+        handler(Met(conv, element, scope, label, anchor))
 
     def _pause(
         self,
-        conv: _Converter,
-        element: Node,
-        scope: _Scope,
-        label: str,
-        anchor: object,
+        at: Met,
         pause: dict[str, Any],
         note: str,
         outcome: Outcome = Outcome.CONVERTED,
     ) -> None:
+        conv, element, scope, label, anchor = at.conv, at.element, at.scope, at.label, at.anchor
         scope.pauses.append(pause)
         conv.found(outcome, label, element, f"a pause before each request in its scope: {note}", anchor)
 
-    def _millis(self, conv: _Converter, element: Node, name: str, unresolved: list[str]) -> float | None:
-        value = conv.names.number(element.prop(name) or "0", unresolved)
-        return None if value is None else conv.names.resolved_number(value)
-
-    def _ConstantTimer(self, conv: _Converter, element: Node, scope: _Scope, label: str, anchor: object) -> None:
-        unresolved: list[str] = []
-        delay = conv.names.number(element.prop("ConstantTimer.delay") or "0", unresolved)
-        if delay is None:
-            conv.found(Outcome.NOT_CONVERTED, label, element, f"its delay {unresolved[0]} is not a number", anchor)
-            return
-        self._pause(conv, element, scope, label, anchor, {"type": "constant", "duration_ms": delay}, f"{delay} ms")
-
-    def _UniformRandomTimer(self, conv: _Converter, element: Node, scope: _Scope, label: str, anchor: object) -> None:
+    def _offset_and_range(self, at: Met) -> tuple[float, float] | None:
+        """A random timer's constant offset and its range (or deviation, or lambda), in ms;
+        None, reported, when either is not a number."""
+        conv, element, label, anchor = at.conv, at.element, at.label, at.anchor
         unresolved: list[str] = []
         offset, spread = (
             self._millis(conv, element, n, unresolved) for n in ("ConstantTimer.delay", "RandomTimer.range")
         )
         if offset is None or spread is None:
             conv.found(Outcome.NOT_CONVERTED, label, element, f"{', '.join(unresolved)} is not a number", anchor)
-            return
-        pause = {"type": "uniform", "min_ms": offset, "max_ms": offset + spread}
-        self._pause(conv, element, scope, label, anchor, pause, f"uniform from {offset:g} to {offset + spread:g} ms")
+            return None
+        return offset, spread
 
-    def _GaussianRandomTimer(self, conv: _Converter, element: Node, scope: _Scope, label: str, anchor: object) -> None:
+    def _millis(self, conv: _Converter, element: Node, name: str, unresolved: list[str]) -> float | None:
+        value = conv.names.number(element.prop(name) or "0", unresolved)
+        return None if value is None else conv.names.resolved_number(value)
+
+    def _ConstantTimer(self, at: Met) -> None:
+        conv, element, label, anchor = at.conv, at.element, at.label, at.anchor
         unresolved: list[str] = []
-        offset, deviation = (
-            self._millis(conv, element, n, unresolved) for n in ("ConstantTimer.delay", "RandomTimer.range")
-        )
-        if offset is None or deviation is None:
-            conv.found(Outcome.NOT_CONVERTED, label, element, f"{', '.join(unresolved)} is not a number", anchor)
+        delay = conv.names.number(element.prop("ConstantTimer.delay") or "0", unresolved)
+        if delay is None:
+            conv.found(Outcome.NOT_CONVERTED, label, element, f"its delay {unresolved[0]} is not a number", anchor)
             return
+        self._pause(at, {"type": "constant", "duration_ms": delay}, f"{delay} ms")
+
+    def _UniformRandomTimer(self, at: Met) -> None:
+        read = self._offset_and_range(at)
+        if read is None:
+            return
+        offset, spread = read
+        pause = {"type": "uniform", "min_ms": offset, "max_ms": offset + spread}
+        self._pause(at, pause, f"uniform from {offset:g} to {offset + spread:g} ms")
+
+    def _GaussianRandomTimer(self, at: Met) -> None:
+        read = self._offset_and_range(at)
+        if read is None:
+            return
+        offset, deviation = read
         pause = {"type": "normal", "mean_ms": offset, "stddev_ms": deviation}
         note = f"normal, mean {offset:g} ms, deviation {deviation:g} ms"
         close = offset >= 3 * deviation
         if not close:
             note += " (JMeter folds draws below 0 to their absolute value, Horde cuts them at 0)"
-        self._pause(
-            conv, element, scope, label, anchor, pause, note, Outcome.CONVERTED if close else Outcome.APPROXIMATED
-        )
+        self._pause(at, pause, note, Outcome.CONVERTED if close else Outcome.APPROXIMATED)
 
-    def _PoissonRandomTimer(self, conv: _Converter, element: Node, scope: _Scope, label: str, anchor: object) -> None:
+    def _PoissonRandomTimer(self, at: Met) -> None:
+        conv, element, label, anchor = at.conv, at.element, at.label, at.anchor
         unresolved: list[str] = []
         offset, lam = (self._millis(conv, element, n, unresolved) for n in ("ConstantTimer.delay", "RandomTimer.range"))
         if offset is None or lam is None:
@@ -149,11 +166,7 @@ class JmeterRules:
             return
         pause = {"type": "normal", "mean_ms": offset + lam, "stddev_ms": round(math.sqrt(lam), 3)}
         self._pause(
-            conv,
-            element,
-            scope,
-            label,
-            anchor,
+            at,
             pause,
             "a normal pause of the same mean and deviation",
             Outcome.APPROXIMATED,
@@ -161,24 +174,15 @@ class JmeterRules:
 
     def _extracted(
         self,
-        conv: _Converter,
-        element: Node,
-        scope: _Scope,
-        label: str,
-        anchor: object,
+        at: Met,
         extractors: list[dict[str, Any]],
         differences: list[str],
     ) -> None:
+        conv, element, scope, label, anchor = at.conv, at.element, at.scope, at.label, at.anchor
         jmeter_names = [str(extractor.pop("_jmeter")) for extractor in extractors]
         refused = engine_refuses(extract=extractors)
         if refused is not None:
-            conv.found(
-                Outcome.NOT_CONVERTED,
-                label,
-                element,
-                f"the plan refuses it as written ({refused}); nothing is extracted",
-                anchor,
-            )
+            conv.found(Outcome.NOT_CONVERTED, label, element, _REFUSED.format(refused, "extracted"), anchor)
             return
         for name, extractor in zip(jmeter_names, extractors):
             scope.extract.append(extractor)
@@ -189,14 +193,7 @@ class JmeterRules:
                 conv.names.variables[f"{name}_matchNr"] = f"({var} | length)"
                 conv.names.variables[f"{name}_1"] = f"{var}[0]"
         shown = ", ".join(f"{e['var']} ({e['from']} {e.get('expression', '')})".replace(" )", ")") for e in extractors)
-        outcome = Outcome.APPROXIMATED if differences else Outcome.CONVERTED
-        conv.found(
-            outcome,
-            label,
-            element,
-            "; ".join([f"extractions of each request in its scope: {shown}", *differences]),
-            anchor,
-        )
+        conv.report(label, element, f"extractions of each request in its scope: {shown}", differences, anchor)
 
     def _extractor(
         self, name: str, source: str, expression: str | None, match: str, default: str | None, differences: list[str]
@@ -221,7 +218,8 @@ class JmeterRules:
             return default
         return None
 
-    def _RegexExtractor(self, conv: _Converter, element: Node, scope: _Scope, label: str, anchor: object) -> None:
+    def _RegexExtractor(self, at: Met) -> None:
+        conv, element, label, anchor = at.conv, at.element, at.label, at.anchor
         differences: list[str] = []
         headers = element.prop("RegexExtractor.useHeaders").lower()
         template = element.prop("RegexExtractor.template", "$1$")
@@ -250,9 +248,10 @@ class JmeterRules:
             differences.append(
                 "nothing found counts an extract_failed error in Horde (JMeter leaves the variable unset)"
             )
-        self._extracted(conv, element, scope, label, anchor, [extractor], differences)
+        self._extracted(at, [extractor], differences)
 
-    def _BoundaryExtractor(self, conv: _Converter, element: Node, scope: _Scope, label: str, anchor: object) -> None:
+    def _BoundaryExtractor(self, at: Met) -> None:
+        conv, element, label, anchor = at.conv, at.element, at.label, at.anchor
         differences: list[str] = []
         if element.prop("BoundaryExtractor.useHeaders").lower() not in ("", "false"):
             conv.found(
@@ -270,9 +269,10 @@ class JmeterRules:
             default,
             differences,
         )
-        self._extracted(conv, element, scope, label, anchor, [extractor], differences)
+        self._extracted(at, [extractor], differences)
 
-    def _JSONPostProcessor(self, conv: _Converter, element: Node, scope: _Scope, label: str, anchor: object) -> None:
+    def _JSONPostProcessor(self, at: Met) -> None:
+        element = at.element
         names = element.prop("JSONPostProcessor.referenceNames").split(";")
         expressions = element.prop("JSONPostProcessor.jsonPathExprs").split(";")
         matches = element.prop("JSONPostProcessor.match_numbers").split(";")
@@ -285,9 +285,10 @@ class JmeterRules:
             extractors.append(self._extractor(name.strip(), "json", expression.strip(), match, default, differences))
         if element.prop("JSONPostProcessor.compute_concat").lower() == "true":
             differences.append("JMeter also joins all matches in NAME_ALL; the plan does not")
-        self._extracted(conv, element, scope, label, anchor, extractors, differences)
+        self._extracted(at, extractors, differences)
 
-    def _XPathExtractor(self, conv: _Converter, element: Node, scope: _Scope, label: str, anchor: object) -> None:
+    def _XPathExtractor(self, at: Met) -> None:
+        conv, element, label, anchor = at.conv, at.element, at.label, at.anchor
         query = element.prop("XPathExtractor.xpathQuery") or element.prop("XPathExtractor2.xpathQuery")
         name = element.prop("XPathExtractor.refname") or element.prop("XPathExtractor2.refname")
         text = re.fullmatch(r"//([A-Za-z_][\w.-]*)/text\(\)", query.strip())
@@ -311,11 +312,7 @@ class JmeterRules:
         default = element.prop("XPathExtractor.default") or element.prop("XPathExtractor2.default") or None
         match = element.prop("XPathExtractor.matchNumber") or element.prop("XPathExtractor2.matchNumber") or "1"
         self._extracted(
-            conv,
-            element,
-            scope,
-            label,
-            anchor,
+            at,
             [self._extractor(name, "regex", regex, match, default, differences)],
             differences,
         )
@@ -324,32 +321,21 @@ class JmeterRules:
 
     def _checked(
         self,
-        conv: _Converter,
-        element: Node,
-        scope: _Scope,
-        label: str,
-        anchor: object,
+        at: Met,
         checks: list[dict[str, Any]],
         note: str,
         differences: list[str],
     ) -> None:
+        conv, element, scope, label, anchor = at.conv, at.element, at.scope, at.label, at.anchor
         refused = engine_refuses(checks=checks)
         if refused is not None:
-            conv.found(
-                Outcome.NOT_CONVERTED,
-                label,
-                element,
-                f"the plan refuses it as written ({refused}); nothing is checked",
-                anchor,
-            )
+            conv.found(Outcome.NOT_CONVERTED, label, element, _REFUSED.format(refused, "checked"), anchor)
             return
         scope.checks.extend(checks)
-        outcome = Outcome.APPROXIMATED if differences else Outcome.CONVERTED
-        conv.found(
-            outcome, label, element, "; ".join([f"checks of each request in its scope: {note}", *differences]), anchor
-        )
+        conv.report(label, element, f"checks of each request in its scope: {note}", differences, anchor)
 
-    def _ResponseAssertion(self, conv: _Converter, element: Node, scope: _Scope, label: str, anchor: object) -> None:
+    def _ResponseAssertion(self, at: Met) -> None:
+        conv, element, label, anchor = at.conv, at.element, at.label, at.anchor
         test_field = element.prop("Assertion.test_field", "Assertion.response_data")
         test_type = (
             int(element.prop("Assertion.test_type", "16") or "16")
@@ -385,11 +371,7 @@ class JmeterRules:
                     "JMeter wanted every pattern to match the one code (never true); the plan takes any of them"
                 )
             self._checked(
-                conv,
-                element,
-                scope,
-                label,
-                anchor,
+                at,
                 [{"type": "status", "in": codes}],
                 f"status in {codes}",
                 differences,
@@ -426,17 +408,14 @@ class JmeterRules:
                 "a pattern holds a JMeter variable, which a check does not read: it is matched as written"
             )
         self._checked(
-            conv,
-            element,
-            scope,
-            label,
-            anchor,
+            at,
             checks,
             ", ".join(json.dumps(c.get("text", c.get("pattern"))) for c in checks),
             differences,
         )
 
-    def _JSONPathAssertion(self, conv: _Converter, element: Node, scope: _Scope, label: str, anchor: object) -> None:
+    def _JSONPathAssertion(self, at: Met) -> None:
+        conv, element, label, anchor = at.conv, at.element, at.label, at.anchor
         path = element.prop("JSON_PATH")
         if element.prop("INVERT").lower() == "true" or element.prop("EXPECT_NULL").lower() == "true":
             conv.found(
@@ -468,9 +447,10 @@ class JmeterRules:
             if not isinstance(check["equals"], str):
                 differences.append("JMeter compares text; the plan compares the JSON value")
             note = f"{path} equals {json.dumps(check['equals'])}"
-        self._checked(conv, element, scope, label, anchor, [check], note, differences)
+        self._checked(at, [check], note, differences)
 
-    def _DurationAssertion(self, conv: _Converter, element: Node, scope: _Scope, label: str, anchor: object) -> None:
+    def _DurationAssertion(self, at: Met) -> None:
+        conv, element, scope, label, anchor = at.conv, at.element, at.scope, at.label, at.anchor
         unresolved: list[str] = []
         limit = self._millis(conv, element, "DurationAssertion.duration", unresolved)
         if limit is None or limit <= 0:
@@ -519,264 +499,6 @@ class JmeterRules:
             "plan holds the median"
         )
         conv.found(Outcome.APPROXIMATED, label, element, "; ".join([note, *differences]), conv.plan)
-
-    # --- controllers ----------------------------------------------------------------------------
-
-    def controller(
-        self, conv: _Converter, element: Node, tree: Node | None, scope: _Scope, label: str, siblings: Steps
-    ) -> Steps:
-        kind = element.kind
-        handler = getattr(self, f"_c_{kind}", None)
-        if handler is None:
-            why = (
-                "a sampler Horde does not send (it speaks HTTP here)"
-                if "Sampler" in kind
-                else f"{kind}: an element Horde has no equal for"
-            )
-            conv.found(Outcome.NOT_CONVERTED, label, element, why, siblings)
-            conv.skipped(label, tree, f"inside {kind} '{element.name}', which was not converted", siblings)
-            return []
-        steps: Steps = handler(conv, element, tree, scope, label, siblings)
-        return steps
-
-    def _branches(self, conv: _Converter, tree: Node | None, scope: _Scope, label: str) -> list[Steps]:
-        inner = scope.inner()
-        rest = []
-        for child, child_tree in pairs(tree):
-            if not child.enabled:
-                conv.disabled(child, child_tree, label, conv.plan)
-            elif not conv.configure(child, child_tree, inner, label, plan_level=False):
-                rest.append((child, child_tree))
-        branches = []
-        for child, child_tree in rest:
-            steps = conv.element(child, child_tree, inner, label, [])
-            if steps:
-                branches.append(steps)
-        return branches
-
-    def _c_ThroughputController(
-        self, conv: _Converter, element: Node, tree: Node | None, scope: _Scope, label: str, siblings: Steps
-    ) -> Steps:
-        steps = conv.children(tree, scope.inner(), label)
-        if not steps:
-            conv.found(Outcome.NOT_CONVERTED, label, element, "no request inside", siblings)
-            return []
-        if element.prop("ThroughputController.style", "1") == "1":
-            raw = element.prop("ThroughputController.percentThroughput", "100")
-            percent = float(raw) if is_number(raw) else None
-            if percent is None:
-                conv.found(Outcome.NOT_CONVERTED, label, element, f"its percentage {raw} is not a number", siblings)
-                return []
-            if percent >= 100:
-                conv.found(Outcome.CONVERTED, label, element, "100 %: its children inlined", siblings)
-                return steps
-            if percent <= 0:
-                conv.found(Outcome.CONVERTED, label, element, "0 %: never runs, nothing in the plan", siblings)
-                return []
-            choice = {
-                "type": "choice",
-                "branches": [{"weight": percent, "steps": steps}, {"weight": round(100 - percent, 6), "steps": []}],
-            }
-            conv.found(
-                Outcome.CONVERTED,
-                label,
-                element,
-                f"a choice that runs its children in {percent:g} % of the passes (drawn each pass; JMeter counts "
-                "them out exactly, the same share)",
-                choice,
-            )
-            return [choice]
-        limit = element.prop("ThroughputController.maxThroughput", "1")
-        if not limit.isdigit():
-            conv.found(Outcome.NOT_CONVERTED, label, element, f"its count {limit} is not a number", siblings)
-            return []
-        block = {"type": "if", "condition": f"iteration < {int(limit)}", "then": steps}
-        per_thread = element.prop("ThroughputController.perThread").lower() == "true"
-        note = f"runs its children in each VU's first {limit} iterations"
-        if not per_thread:
-            note += " (JMeter counts across all threads; the plan counts per VU)"
-        conv.found(Outcome.CONVERTED if per_thread else Outcome.APPROXIMATED, label, element, note, block)
-        return [block]
-
-    def _weighted(
-        self,
-        conv: _Converter,
-        element: Node,
-        tree: Node | None,
-        scope: _Scope,
-        label: str,
-        siblings: Steps,
-        note: str,
-        outcome: Outcome,
-    ) -> Steps:
-        branches = self._branches(conv, tree, scope, label)
-        if not branches:
-            conv.found(Outcome.NOT_CONVERTED, label, element, "no request inside", siblings)
-            return []
-        choice = {"type": "choice", "branches": [{"weight": 1, "steps": steps} for steps in branches]}
-        conv.found(outcome, label, element, f"a choice of its {len(branches)} children, equal weights: {note}", choice)
-        return [choice]
-
-    def _c_RandomController(
-        self, conv: _Converter, element: Node, tree: Node | None, scope: _Scope, label: str, siblings: Steps
-    ) -> Steps:
-        return self._weighted(
-            conv, element, tree, scope, label, siblings, "one drawn each pass, as JMeter does", Outcome.CONVERTED
-        )
-
-    def _c_InterleaveControl(
-        self, conv: _Converter, element: Node, tree: Node | None, scope: _Scope, label: str, siblings: Steps
-    ) -> Steps:
-        return self._weighted(
-            conv,
-            element,
-            tree,
-            scope,
-            label,
-            siblings,
-            "JMeter takes them in turn, the plan draws one each pass (the same mix over many passes)",
-            Outcome.APPROXIMATED,
-        )
-
-    def _c_RandomOrderController(
-        self, conv: _Converter, element: Node, tree: Node | None, scope: _Scope, label: str, siblings: Steps
-    ) -> Steps:
-        steps = conv.children(tree, scope.inner(), label)
-        conv.found(
-            Outcome.APPROXIMATED,
-            label,
-            element,
-            "its children run in their written order (JMeter shuffles them)",
-            siblings,
-        )
-        return steps
-
-    def _c_LoopController(
-        self, conv: _Converter, element: Node, tree: Node | None, scope: _Scope, label: str, siblings: Steps
-    ) -> Steps:
-        steps = conv.children(tree, scope.inner(), label)
-        if not steps:
-            conv.found(Outcome.NOT_CONVERTED, label, element, "no request inside", siblings)
-            return []
-        unresolved: list[str] = []
-        raw = element.prop("LoopController.loops", "1")
-        if (
-            raw.strip() == "-1"
-            or element.prop("LoopController.continue_forever").lower() == "true"
-            and raw in ("", "-1")
-        ):
-            loop = {"type": "loop", "while": "true", "max_iterations": WHILE_MAX, "steps": steps}
-            conv.found(
-                Outcome.APPROXIMATED,
-                label,
-                element,
-                f"loops forever in JMeter; the plan's loop stops after {WHILE_MAX} passes",
-                loop,
-            )
-            return [loop]
-        count = conv.names.number(raw, unresolved)
-        if count is None or conv.names.resolved_number(count) < 1:
-            conv.found(
-                Outcome.NOT_CONVERTED,
-                label,
-                element,
-                f"its count {raw} is not a number of passes; its children run once",
-                siblings,
-            )
-            return steps
-        loop = {"type": "loop", "count": count, "steps": steps}
-        conv.found(Outcome.CONVERTED, label, element, f"a loop of {raw} passes", loop)
-        return [loop]
-
-    def _expression(self, conv: _Converter, text: str, whole_var: str) -> tuple[str, set[str]] | None:
-        """A condition, where a lone ``${var}`` means ``var <whole_var>``."""
-        lone = re.fullmatch(r"\s*\$\{([A-Za-z_][A-Za-z0-9_]*)\}\s*", text)
-        if lone is not None:
-            expression = conv.names.reference(lone.group(1))
-            if expression is None or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", expression):
-                return None
-            return f"{expression} {whole_var}", {expression.split('.')[0]}
-        return condition(text, conv.names)
-
-    def _c_WhileController(
-        self, conv: _Converter, element: Node, tree: Node | None, scope: _Scope, label: str, siblings: Steps
-    ) -> Steps:
-        text = element.prop("WhileController.condition")
-        return self._conditional(conv, element, tree, scope, label, siblings, text, '!= "false"', "while")
-
-    def _c_IfController(
-        self, conv: _Converter, element: Node, tree: Node | None, scope: _Scope, label: str, siblings: Steps
-    ) -> Steps:
-        text = element.prop("IfController.condition")
-        return self._conditional(conv, element, tree, scope, label, siblings, text, '== "true"', "if")
-
-    def _conditional(
-        self,
-        conv: _Converter,
-        element: Node,
-        tree: Node | None,
-        scope: _Scope,
-        label: str,
-        siblings: Steps,
-        text: str,
-        lone: str,
-        kind: str,
-    ) -> Steps:
-        translated = self._expression(conv, text, lone) if text.strip() else None
-        refused = None
-        if translated is not None:
-            expression, variables = translated
-            probe = {"type": "if", "condition": expression} if kind == "if" else {"type": "loop", "while": expression}
-            refused = engine_refuses(
-                control=probe, variables=tuple(v for v in variables if v not in ("params", "vu", "iteration"))
-            )
-        if translated is None or refused is not None:
-            shown = text.strip()[:SCRIPT_QUOTE] or "(empty: until a sampler fails)"
-            why = f"its condition is not plain: {shown}" + (f" ({refused})" if refused else "")
-            conv.found(
-                Outcome.NOT_CONVERTED, label, element, f"{why}; the plan leaves it and its children out", siblings
-            )
-            conv.skipped(
-                label, tree, f"inside {element.kind} '{element.name}', whose condition was not converted", siblings
-            )
-            return []
-        steps = conv.children(tree, scope.inner(), label)
-        if not steps:
-            conv.found(Outcome.NOT_CONVERTED, label, element, "no request inside", siblings)
-            return []
-        if kind == "if":
-            block: dict[str, Any] = {"type": "if", "condition": expression, "then": steps}
-            note = f"if {expression}"
-        else:
-            block = {"type": "loop", "while": expression, "max_iterations": WHILE_MAX, "steps": steps}
-            note = f"a loop while {expression}, at most {WHILE_MAX} passes (JMeter has no bound)"
-        conv.found(Outcome.CONVERTED, label, element, f"{note} (JMeter: {text.strip()[:SCRIPT_QUOTE]})", block)
-        return [block]
-
-    def _c_ForeachController(
-        self, conv: _Converter, element: Node, tree: Node | None, scope: _Scope, label: str, siblings: Steps
-    ) -> Steps:
-        source = element.prop("ForeachController.inputVal")
-        name = element.prop("ForeachController.returnVal")
-        variable = conv.names.variables.get(source)
-        if source not in conv.names.variables or variable not in conv.names.lists or not name:
-            conv.found(
-                Outcome.NOT_CONVERTED,
-                label,
-                element,
-                f"it walks {source}_1, {source}_2...: the plan has no list '{source}' (an extraction with match -1 makes one)",
-                siblings,
-            )
-            conv.skipped(label, tree, f"inside ForeachController '{element.name}', which was not converted", siblings)
-            return []
-        conv.names.variables[name] = identifier(name)
-        steps = conv.children(tree, scope.inner(), label)
-        if not steps:
-            conv.found(Outcome.NOT_CONVERTED, label, element, "no request inside", siblings)
-            return []
-        loop = {"type": "loop", "for_each": variable, "as": identifier(name), "steps": steps}
-        conv.found(Outcome.CONVERTED, label, element, f"a loop over {variable}, each item as {identifier(name)}", loop)
-        return [loop]
 
     # --- a scenario's throughput timers -----------------------------------------------------------
 
@@ -832,9 +554,6 @@ class JmeterRules:
                 "the plan starts each iteration on time",
                 document,
             )
-
-
-SCRIPT_QUOTE = 300
 
 
 def expected_requests(steps: Steps, conv: _Converter) -> float:

@@ -105,26 +105,21 @@ def _rounded(value: float, key: str) -> int | float:
     return round(value) if key == "vus" else round(value, 6)
 
 
-def concurrency(group: Node, names: Names, unresolved: list[str]) -> tuple[Workload, list[str]]:
-    """``ConcurrencyThreadGroup``: a target concurrency reached over the ramp-up (in steps when
-    given), held; times in the group's unit."""
+def _level_ramp_steps_hold(
+    group: Node, names: Names, unresolved: list[str], differences: list[str]
+) -> tuple[float, float, float, float] | None:
+    """The Concurrency and Arrivals groups' target level, ramp-up, steps and hold (in their unit);
+    None when one is not a number. Stages are computed from them, so parameters count at their
+    defaults."""
     values = [names.number(group.prop(key, default) or default, unresolved) for key, default in _ARRIVAL_KEYS]
-    differences: list[str] = []
-    if any(value is None for value in values):
-        return _fallback(differences), differences
-    level, ramp, steps, hold = (names.resolved_number(v) for v in values if v is not None)
-    unit = _unit_s(group)
-    _defaults_note(values, differences)
-    if group.prop("Iterations"):
-        differences.append("its iteration limit is not kept: the plan is timed")
-    stages = _stepped(level, ramp * unit, int(steps), hold * unit, "vus")
-    return {"type": "closed", "start_vus": 0, "stages": stages}, differences
-
-
-def _defaults_note(values: list[int | float | str | None], differences: list[str]) -> None:
-    shown = [value for value in values if isinstance(value, str)]
+    numbers = [value for value in values if value is not None]
+    if len(numbers) != len(values):
+        return None
+    shown = [value for value in numbers if isinstance(value, str)]
     if shown:
         differences.append(f"its stages are computed from {', '.join(shown)} at the defaults: -p does not change them")
+    level, ramp, steps, hold = (names.resolved_number(value) for value in numbers)
+    return level, ramp, steps, hold
 
 
 _ARRIVAL_KEYS = (("TargetLevel", "1"), ("RampUp", "0"), ("Steps", "0"), ("Hold", "0"))
@@ -139,22 +134,38 @@ def _max_vus(group: Node, names: Names, level_per_s: float, differences: list[st
     return chosen
 
 
+def concurrency(group: Node, names: Names, unresolved: list[str]) -> tuple[Workload, list[str]]:
+    """``ConcurrencyThreadGroup``: a target concurrency reached over the ramp-up (in steps when
+    given), held; times in the group's unit."""
+    return _leveled(group, names, unresolved, open_model=False)
+
+
 def arrivals(group: Node, names: Names, unresolved: list[str]) -> tuple[Workload, list[str]]:
     """``ArrivalsThreadGroup``: a target arrival rate (per the group's unit) reached over the
-    ramp-up, held; an open workload."""
-    values = [names.number(group.prop(key, default) or default, unresolved) for key, default in _ARRIVAL_KEYS]
+    ramp-up (in steps when given), held; an open workload."""
+    return _leveled(group, names, unresolved, open_model=True)
+
+
+def _leveled(group: Node, names: Names, unresolved: list[str], *, open_model: bool) -> tuple[Workload, list[str]]:
     differences: list[str] = []
-    if any(value is None for value in values):
+    read = _level_ramp_steps_hold(group, names, unresolved, differences)
+    if read is None:
         return _fallback(differences), differences
-    level, ramp, steps, hold = (names.resolved_number(v) for v in values if v is not None)
+    level, ramp, steps, hold = read
     unit = _unit_s(group)
-    _defaults_note(values, differences)
-    rate = level / unit
-    stages = _stepped(rate, ramp * unit, int(steps), hold * unit, "rate_per_s")
+    if group.prop("Iterations"):
+        differences.append("its iteration limit is not kept: the plan is timed")
+    if not open_model:
+        return {
+            "type": "closed",
+            "start_vus": 0,
+            "stages": _stepped(level, ramp * unit, int(steps), hold * unit, "vus"),
+        }, differences
+    rate = level / unit  # arrivals per unit (a minute with Unit M)
     workload = {
         "type": "open",
         "start_rate_per_s": 0,
-        "stages": stages,
+        "stages": _stepped(rate, ramp * unit, int(steps), hold * unit, "rate_per_s"),
         "max_vus": _max_vus(group, names, rate, differences),
     }
     return workload, differences
