@@ -1,0 +1,60 @@
+"""``horde import`` as a user runs it: the plan written and validated, the table of findings, the
+documented exit codes (0, 19 with parts not converted, 2 for bad input), --out kept unless --force."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+from conftest import HordeCli
+from horde.errors import ExitCode
+
+FIXTURES = Path(__file__).parent / "fixtures" / "import"
+
+
+def _clean_error(result: object, code: int) -> None:
+    assert result.returncode == code, (result.returncode, result.stdout, result.stderr)  # type: ignore[attr-defined]
+    assert "Traceback" not in result.stdout + result.stderr  # type: ignore[attr-defined]
+    assert re.search(r"^error:", result.stderr, re.MULTILINE) and "hint:" in result.stderr  # type: ignore[attr-defined]
+
+
+def test_a_complete_conversion_exits_0_and_the_plan_validates(horde_cli: HordeCli, tmp_path: Path) -> None:
+    for name in ("instances.yaml", "raw.ammo"):
+        shutil.copy(FIXTURES / "tank" / name, tmp_path / name)
+    result = horde_cli.run("import", "instances.yaml", "--out", "plan.yaml")
+    assert result.returncode == ExitCode.OK, result.stderr
+    assert "wrote plan.yaml: 7 converted, 1 approximated, 0 not converted" in result.stdout
+    assert "raw.ammo:7" in result.stdout
+    validated = horde_cli.run("validate", "plan.yaml")
+    assert validated.returncode == 0, validated.stderr
+
+
+def test_parts_not_converted_exit_19_and_are_marked_in_the_plan(horde_cli: HordeCli, tmp_path: Path) -> None:
+    result = horde_cli.run("import", str(FIXTURES / "har" / "shop.har"), "--out", "shop.yaml")
+    assert result.returncode == ExitCode.IMPORT_INCOMPLETE == 19, result.stderr
+    text = (tmp_path / "shop.yaml").read_text()
+    assert "# NOT CONVERTED (shop.har: log.entries[3])" in text
+    assert text.count("# APPROXIMATED (shop.har: log.entries[") == 2
+    assert horde_cli.run("validate", "shop.yaml").returncode == 0
+    again = horde_cli.run("import", str(FIXTURES / "har" / "shop.har"), "--out", "shop.yaml")
+    _clean_error(again, ExitCode.INVALID_INPUT)
+    assert "--force" in again.stderr
+    assert horde_cli.run("import", str(FIXTURES / "har" / "shop.har"), "--out", "shop.yaml", "--force").returncode == 19
+
+
+def test_bad_input_is_located_with_a_hint_and_exit_2(horde_cli: HordeCli, tmp_path: Path) -> None:
+    (tmp_path / "load.yaml").write_text(
+        "phantom:\n  address: 127.0.0.1:80\n  load_profile: {load_type: rps, schedule: 'const(5, 10s)'}\n  ammofile: missing.ammo\n"
+    )
+    result = horde_cli.run("import", "load.yaml")
+    _clean_error(result, ExitCode.INVALID_INPUT)
+    assert "load.yaml:4: cannot read the ammo" in result.stderr
+    (tmp_path / "notes.txt").write_text("hello\n")
+    _clean_error(horde_cli.run("import", "notes.txt"), ExitCode.INVALID_INPUT)
+    _clean_error(horde_cli.run("import", "notes.txt", "--format", "lotus"), ExitCode.INVALID_INPUT)
+    (tmp_path / "broken.har").write_text('{"log": {"entries": [{"request": {}}]}}')
+    broken = horde_cli.run("import", "broken.har")
+    _clean_error(broken, ExitCode.INVALID_INPUT)
+    assert "broken.har: log.entries[0]: no request.method" in broken.stderr
+    assert not (tmp_path / "broken.horde.yaml").exists()
