@@ -85,6 +85,7 @@ def test_fewer_than_three_counts_are_refused() -> None:
     assert fit.refusal == "2 instance counts measured (1, 2): a fit of λ, σ and κ needs at least 3"
     assert fit.forecast(3).refusal == fit.refusal
     assert fit.instances_for(5000, 20).refusal == fit.refusal
+    assert fit_scalability([]).refusal == "no instance count has a throughput to fit"
 
 
 def test_a_step_the_law_cannot_draw_is_refused() -> None:
@@ -264,7 +265,7 @@ def test_the_dashboard_draws_the_study_beside_its_runs(horde_cli: Any, builtin_t
         drawn = browser.wait_for(
             "(() => { const chart = document.getElementById('chart-scalability');"
             " return chart && chart.querySelector('.main-svg') ? chart.data.map(trace => trace.name) : null; })()",
-            timeout_s=15,
+            timeout_s=30,
             what="the study's chart",
         )
         assert (
@@ -293,7 +294,7 @@ def test_the_study_report_draws_the_model_offline(horde_cli: Any, tmp_path: Path
         drawn = browser.wait_for(
             "(() => { const chart = document.getElementById('chart-scalability');"
             " return chart && chart.querySelector('.main-svg') ? chart.data.map(trace => trace.name) : null; })()",
-            timeout_s=15,
+            timeout_s=30,
             what="the study's chart",
         )
         assert drawn[0] == "measured" and "scalability model" in drawn

@@ -112,6 +112,8 @@ def instances_from_study(fit: ScalabilityFit, peak_rps: float, headroom_percent:
         "instances_needed": answer.count,
         "instances_low": answer.low,
         "instances_high": answer.high,
+        # The most instances the model forecasts: where an interval's far end stops.
+        "instances_limit": math.floor(fit.forecast_limit + 1e-9),
         "confidence": CONFIDENCE,
         "instances_model": "scalability model",
         "throughput_falls_past": fit.model.best_whole_n() if fit.model is not None else None,
@@ -136,7 +138,7 @@ def peak_sentence(block: dict[str, Any]) -> str:
     if low is None:
         spread = " (no interval: too few points)"
     elif high is None:
-        spread = f" ({low} to more than the model forecasts at {level})"
+        spread = f" ({low} to more than {block.get('instances_limit', count)} at {level})"
     else:
         spread = f" ({low}–{high} at {level})"
     sentence = (
@@ -147,5 +149,5 @@ def peak_sentence(block: dict[str, Any]) -> str:
     if falls is not None:
         sentence += f"; past {falls} instance{'s' if falls != 1 else ''} throughput falls"
     else:
-        sentence += "; no peak in sight (no coherency cost measured)"
+        sentence += "; the fitted curve has no peak (κ = 0)"
     return sentence

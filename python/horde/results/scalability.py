@@ -272,6 +272,9 @@ def fit_scalability(points: Sequence[tuple[float, float]], *, unit: str = "insta
     points = [(float(n), float(x)) for n, x in points]
     fit = ScalabilityFit(points=points, unit=unit)
     distinct = sorted({n for n, _ in points})
+    if not distinct:
+        fit.refusal = f"no {unit[:-1]} count has a throughput to fit"
+        return fit
     if len(distinct) < MIN_DISTINCT_N:
         listed = ", ".join(f"{n:g}" for n in distinct)
         fit.refusal = (
