@@ -4,12 +4,17 @@ extracted; the plan run against the recording target sends the recording's reque
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytest
 from horde.conversion import Outcome
 from horde.conversion.har import convert_har
 from horde.conversion.plan_yaml import plan_yaml
+from horde.errors import InvalidInput
 from horde.plan import plan_from_dict
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from recording_target import RecordingTarget, recording_target  # noqa: F401  (the fixture)
 
 HAR = Path(__file__).parent / "fixtures" / "import" / "har" / "shop.har"
@@ -75,3 +80,51 @@ def test_the_plan_replays_the_recording_with_its_extractions(recording_target: R
     assert received[1].body == b'{"user": "demo", "password": "given-password"}'
     assert received[5].headers["x-api-key"] == "given-key" and received[5].query == (("api_key", "given-key"),)
     assert all(r.headers["user-agent"] == "Mozilla/5.0 fixture" for r in received)
+
+
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.text(max_size=8))
+_json = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=12,
+)
+_entry = st.fixed_dictionaries(
+    {
+        "startedDateTime": st.sampled_from(["2026-03-01T10:00:00.000Z", "yesterday", 5]),
+        "time": st.one_of(st.integers(-5, 100), st.text(max_size=3)),
+        "request": st.one_of(
+            _json,
+            st.fixed_dictionaries(
+                {
+                    "method": st.sampled_from(["GET", "POST", "TRACE", 3]),
+                    "url": st.sampled_from(
+                        [
+                            "http://127.0.0.1:8080/a?token=xyzw",
+                            "https://other/x.png",
+                            "nope",
+                            "http://127.0.0.1:8080/{{x}}",
+                        ]
+                    ),
+                    "headers": _json,
+                    "cookies": _json,
+                    "postData": _json,
+                }
+            ),
+        ),
+        "response": _json,
+    }
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_entry, max_size=4))
+def test_the_har_reader_raises_only_invalid_input(
+    tmp_path_factory: pytest.TempPathFactory, entries: list[object]
+) -> None:
+    path = tmp_path_factory.mktemp("har") / "fuzz.har"
+    path.write_text(json.dumps({"log": {"entries": entries}}))
+    try:
+        conversion = convert_har(path)
+    except InvalidInput:
+        return
+    plan_from_dict(conversion.plan)

@@ -45,6 +45,8 @@ STATIC_EXTENSIONS = (
 _SKIPPED_HEADERS = ("host", "content-length", "connection", "accept-encoding", "cookie", "keep-alive", "te", "upgrade")
 #: Values shorter than this are not looked for in earlier responses (a "1" is everywhere).
 MIN_REUSED_LENGTH = 4
+#: A header's name as HTTP allows it (HTTP/2's pseudo-headers, ":authority", are not).
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _RESERVED = {"params", "vu", "iteration", "true", "false", "none", "and", "or", "not", "in", "is", "if", "else", "loop"}
 
 
@@ -77,6 +79,11 @@ def _field(entry: Any, where: str, *keys: str) -> Any:
             )
         node = node[key]
     return node
+
+
+def _dict(node: Any) -> dict[str, Any]:
+    """A part of the recording that should be an object, or an empty one (a field left out)."""
+    return node if isinstance(node, dict) else {}
 
 
 def _pairs(node: Any) -> list[tuple[str, str]]:
@@ -159,7 +166,7 @@ class _Har:
                     ("scenarios", 0, "steps"),
                 )
                 continue
-            mime = str(((entry.get("response") or {}).get("content") or {}).get("mimeType") or "").lower()
+            mime = str(_dict(_dict(entry.get("response")).get("content")).get("mimeType") or "").lower()
             if not self.keep_static and (STATIC_MIME.match(mime) or parts.path.lower().endswith(STATIC_EXTENSIONS)):
                 self.conversion.add(
                     Outcome.APPROXIMATED, where, f"{method} {parts.path[:80]} ({mime or 'by extension'})",
@@ -224,7 +231,7 @@ class _Har:
         self.outside_cookies: dict[str, str] = {}
         for position, (index, entry) in enumerate(kept):
             where = self.where(index)
-            request, response = entry["request"], entry.get("response") or {}
+            request, response = entry["request"], _dict(entry.get("response"))
             parts = urlsplit(str(request["url"]))
             method = str(request["method"]).upper()
             target_path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
@@ -236,7 +243,7 @@ class _Har:
                 for n, v in _pairs(request.get("headers"))
                 if not n.startswith(":") and n.lower() not in _SKIPPED_HEADERS
             }
-            body = (request.get("postData") or {}).get("text") if isinstance(request.get("postData"), dict) else None
+            body = _dict(request.get("postData")).get("text")
             self.cookies(request, where)
             step: dict[str, Any] = {"name": name, "method": method, "path": literal(target_path)}
             if headers:
@@ -396,8 +403,8 @@ class _Har:
                     location = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
                 if location == value and location == header_value:
                     return step_index, self.extractor(step_index, "header", header, header), source_where
-            content = response.get("content") or {}
-            text = content.get("text") if isinstance(content, dict) else None
+            content = _dict(response.get("content"))
+            text = content.get("text")
             if not isinstance(text, str) or not text:
                 continue
             if content.get("encoding") == "base64":

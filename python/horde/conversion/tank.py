@@ -923,4 +923,7 @@ def literal(text: str) -> str:
     from the ammo are written as literal text."""
     if not any(mark in text for mark in ("{{", "{%", "{#")):
         return text
-    return "{% raw %}" + text.replace("{% endraw %}", "{% endraw %}{{ '{% endraw %}' }}{% raw %}") + "{% endraw %}"
+    # A path's leading "/" stays outside: Horde reads a path's first character before its template.
+    lead = "/" if text.startswith("/") else ""
+    inside = text[len(lead) :].replace("{% endraw %}", "{% endraw %}{{ '{% endraw %}' }}{% raw %}")
+    return lead + "{% raw %}" + inside + "{% endraw %}"
