@@ -135,6 +135,11 @@ def test_instances_for_a_peak_against_the_curve() -> None:
     refused = fit.instances_for(top, 20)
     assert refused.count is None and refused.refusal is not None
     assert "peaks at" in refused.refusal and "14 instances" in refused.refusal
+    # Without coherency the count grows without a peak, past what may be forecast.
+    linear = fit_scalability([(n, usl(1000.0, 0.02, 0.0, n)) for n in (1, 2, 3, 4)])
+    far = linear.instances_for(100_000, 20)
+    assert far.count is None and far.refusal is not None
+    assert far.refusal.startswith("it needs more than 16 instances") and "4× the largest measured" in far.refusal
 
 
 def test_users_supported_at_a_per_user_rate() -> None:

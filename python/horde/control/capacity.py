@@ -132,7 +132,10 @@ def peak_sentence(block: dict[str, Any]) -> str:
     '14 instances (12–17 at 90 %) for 19,500 req/s with 20 % headroom; past 23 instances throughput falls'
     """
     if block.get("refusal"):
-        return f"no instance count for {block['peak_rps']:,.0f} req/s: {block['refusal']}"
+        return (
+            f"no instance count carries {block['peak_rps']:,.0f} req/s with {block['headroom_percent']:g} % "
+            f"headroom: {block['refusal']}"
+        )
     count, low, high = block["instances_needed"], block.get("instances_low"), block.get("instances_high")
     level = f"{block.get('confidence', 0.9) * 100:.0f} %"
     if low is None:

@@ -195,12 +195,12 @@ class ScalabilityFit:
             best = self.model.best_whole_n()
             if best is not None and self.model.throughput(best) < need:
                 return CountAnswer(
-                    refusal=f"no count carries {peak:,.0f}/s with {headroom_percent:g} % headroom: "
-                    f"throughput peaks at {self.model.throughput(best):,.0f}/s with {_count(best, self.unit)} "
+                    refusal=f"throughput peaks at {self.model.throughput(best):,.0f}/s with {_count(best, self.unit)} "
                     "and falls past it"
                 )
             return CountAnswer(
-                refusal=f"the peak needs more than {_count(limit, self.unit)}; " + self._too_far(limit + 1)
+                refusal=f"it needs more than {_count(limit, self.unit)}, and the model is not forecast past "
+                f"{MAX_EXTRAPOLATION:g}× the largest measured ({_count(self.max_n, self.unit)})"
             )
         if not self.replicates:
             return CountAnswer(central)
