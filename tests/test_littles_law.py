@@ -144,6 +144,43 @@ def test_not_known_where_the_figures_do_not_allow_it() -> None:
     assert summarise(steady, run_id="r", status="finished", workers=1, plan=plan)["littles_law"]["consistent"] is None
 
 
+def _open_plan() -> dict[str, Any]:
+    workload = {"type": "open", "max_vus": 100, "stages": [{"duration_s": 60, "rate_per_s": 200}]}
+    steps = [{"type": "http", "name": "get"}]
+    return {
+        "target": {"base_url": "http://127.0.0.1:1"},
+        "scenarios": [{"name": "s", "workload": workload, "steps": steps}],
+    }
+
+
+def _open_second(second: int, busy: int, latencies_ms: list[float]) -> Snapshot:
+    return _second(
+        second, vus=busy, latencies_ms=latencies_ms, target_vus=None, target_rate_per_s=200.0, active_vus=100
+    )
+
+
+def test_an_open_model_is_judged_on_its_busy_vus_where_they_hold_still() -> None:
+    """200 arrivals a second of 50 ms: 10 in flight. The queue then builds (busy 10 -> 40 -> 99)
+    and holds at max_vus, 200 a second of 495 ms: 99 in flight. The seconds whose readings moved
+    are set aside; the others are consistent."""
+    seconds = [_open_second(n, 10, [50.0] * 200) for n in range(1, 5)]
+    seconds += [_open_second(5, 40, [60.0] * 200), _open_second(6, 99, [300.0] * 120)]
+    seconds += [_open_second(n, 99, [495.0] * 200) for n in range(7, 10)]
+    block = summarise(seconds, run_id="r", status="finished", workers=1, plan=_open_plan())["littles_law"]
+    # Seconds 2-4 (10 in flight) and 7-9 (99): 6 seconds, 54.5 VUs on average both ways.
+    assert (block["seconds"], block["measured"], block["consistent"]) == (6, 54.5, True), block
+    assert block["expected"] == pytest.approx(54.5, rel=1e-3)
+
+
+def test_a_gap_within_a_reading_of_one_vu_is_not_known() -> None:
+    """150 a second of 11 ms is 1.65 in flight; uniform arrivals read at the same phase each
+    second read 2 every time: 18 % over, and less than the one VU a reading resolves."""
+    seconds = [_open_second(n, 2, [11.0] * 150) for n in range(1, 8)]
+    block = summarise(seconds, run_id="r", status="finished", workers=1, plan=_open_plan())["littles_law"]
+    assert block["consistent"] is None and block["gap_percent"] == pytest.approx(17.5, abs=0.1), block
+    assert block["why"].startswith("not known: 2.00 VUs in flight on average")
+
+
 def _real_run(port: int, connections: Any, *, think_ms: float | None = None) -> dict[str, Any]:
     """20 VUs for 4 s against the built-in target's 10 ms delay."""
     step: dict[str, Any] = {"name": "get", "method": "GET", "path": "/delay/10"}

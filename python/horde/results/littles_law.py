@@ -13,9 +13,10 @@ held more requests than the pool has connections, so the check counts at most th
 at the target and the rest as queued in the pool (:func:`judge`).
 
 The check reads the plan as stored (think times, pacing, the pool) and judges only seconds at a
-steady level (not a ramp's, not the first second at a new level). Where the figures do not allow
-it (too few steady seconds, think times it cannot count), it says why and ``consistent`` is
-``None``: not known.
+steady level (not a ramp's, not the first second at a new level, not an open model's second
+whose VUs in flight moved between its two readings: a queue building or draining). Where the
+figures do not allow it (too few steady seconds, think times it cannot count), it says why and
+``consistent`` is ``None``: not known.
 
 >>> mean_think_ms({"type": "uniform", "min_ms": 10, "max_ms": 30})
 20.0
@@ -183,10 +184,9 @@ def _walk(
 
 
 @dataclass
-class LittlesLaw:
-    """The check's running sums over a run's steady seconds, fed one snapshot at a time."""
+class Sums:
+    """The check's running sums over steady seconds."""
 
-    shape: PlanShape
     seconds: int = 0
     elapsed_s: float = 0.0
     #: VU-seconds: alive (closed) or busy (open) by the snapshots.
@@ -203,24 +203,49 @@ class LittlesLaw:
     responses: int = 0
     #: Each second's VUs, squared and summed (an open model's sampling error).
     measured_squares: float = 0.0
-    _level: tuple[Any, ...] | None = None
-    _held: int = 0
+
+
+def _reading_noise(mean: float) -> float:
+    """How far apart two once-a-second readings of busy VUs around ``mean`` may lie by chance:
+    Poisson arrivals spread them by about √mean, and a count is read to the whole VU (uniform
+    arrivals read at the same phase each second are off by up to one, every time)."""
+    return max(1.0, TOLERANCE_PERCENT / 100.0 * mean, SAMPLING_SIGMAS * math.sqrt(mean))
+
+
+class LittlesLaw:
+    """The check over a run, fed one snapshot at a time."""
+
+    def __init__(self, shape: PlanShape) -> None:
+        self.shape = shape
+        self.sums = Sums()
+        self._level: tuple[Any, ...] | None = None
+        self._held = 0
+        #: The previous second's busy VUs (an open model's queue moving between two readings).
+        self._previous_busy: float | None = None
 
     def add(self, snapshot: Snapshot) -> None:
         level = (snapshot.get("target_vus"), snapshot.get("target_rate_per_s"))
         self._held = self._held + 1 if level == self._level else 0
         self._level = level
+        busy, self._previous_busy = self._previous_busy, float(snapshot["busy_vus"])
         # The first second at a level holds requests begun at the one before; a closed model's
         # VUs still arriving or leaving are not at the level yet.
         if snapshot["final"] or self._held < 1 or int(snapshot["second"]) < 2:
             return
+        # Past the stages' end the run drains (the 0.5 s: the last interval's own lateness).
         if self.shape.planned_s is not None and float(snapshot["elapsed_s"]) > self.shape.planned_s + 0.5:
             return
         if self.shape.model == "closed" and snapshot.get("target_vus") != snapshot["active_vus"]:
             return
+        # An open model's VUs in flight that moved between the second's two readings: a queue
+        # building or draining, whose latencies belong to other seconds than its VUs.
+        now = float(snapshot["busy_vus"])
+        if self.shape.model == "open" and busy is not None and abs(now - busy) > _reading_noise(max(busy, now)):
+            return
         interval = float(snapshot["interval_s"])
         if interval <= 0:
             return
+        sums = self.sums
         vus = float(snapshot["active_vus"] if self.shape.model == "closed" else snapshot["busy_vus"])
         generators = len(snapshot.get("generators") or []) or 1
         in_flight = think = 0.0
@@ -244,8 +269,8 @@ class LittlesLaw:
             in_flight += latency_s
             think += thinking
             work[scenario] = work.get(scenario, 0.0) + latency_s + thinking
-            self.requests += requests
-            self.responses += responses
+            sums.requests += requests
+            sums.responses += responses
         queued = 0.0
         if self.shape.pool is not None:
             queued = max(0.0, in_flight - self.shape.pool * generators * interval)
@@ -253,48 +278,47 @@ class LittlesLaw:
             max(spent, iterations.get(scenario, 0) * self.shape.pacing_s.get(scenario, 0.0))
             for scenario, spent in work.items()
         )
-        self.seconds += 1
-        self.elapsed_s += interval
-        self.measured_vu_s += vus * interval
-        self.measured_squares += vus * vus
-        self.expected_vu_s += paced - queued + float(snapshot.get("connect_backoff_s") or 0.0)
-        self.in_flight_s += in_flight
-        self.pool_queued_s += queued
-        self.think_s += think
+        sums.seconds += 1
+        sums.elapsed_s += interval
+        sums.measured_vu_s += vus * interval
+        sums.measured_squares += vus * vus
+        sums.expected_vu_s += paced - queued + float(snapshot.get("connect_backoff_s") or 0.0)
+        sums.in_flight_s += in_flight
+        sums.pool_queued_s += queued
+        sums.think_s += think
 
     def block(self, generator: Mapping[str, Any]) -> dict[str, Any]:
         """The summary's ``littles_law`` block (see :func:`judge`); ``generator`` is the
         summary's generator health, named when it explains a gap."""
-        return judge(self, generator)
+        return judge(self.shape, self.sums, generator)
 
 
-def judge(sums: LittlesLaw, generator: Mapping[str, Any]) -> dict[str, Any]:
+def judge(shape: PlanShape, sums: Sums, generator: Mapping[str, Any]) -> dict[str, Any]:
     """``expected`` VUs (what the figures account for) against ``measured`` ones, the gap in %
     of the measured, ``consistent`` (the gap within :data:`TOLERANCE_PERCENT`; ``None``: not
     known) and ``why``: for a gap, what likely queued unmeasured; when not known, why not.
 
     A closed run of 10 VUs, 100 responses a second of 100 ms each: 10 VUs in flight, consistent.
 
-    >>> shape = PlanShape(model="closed")
-    >>> sums = LittlesLaw(shape, seconds=5, elapsed_s=5.0, measured_vu_s=50.0, expected_vu_s=50.0,
-    ...                   in_flight_s=50.0, requests=500, responses=500)
-    >>> {key: judge(sums, {})[key] for key in ("expected", "measured", "gap_percent", "consistent")}
+    >>> sums = Sums(seconds=5, elapsed_s=5.0, measured_vu_s=50.0, expected_vu_s=50.0, in_flight_s=50.0,
+    ...             requests=500, responses=500)
+    >>> {key: judge(PlanShape(model="closed"), sums, {})[key] for key in ("expected", "measured", "gap_percent", "consistent")}
     {'expected': 10.0, 'measured': 10.0, 'gap_percent': 0.0, 'consistent': True}
 
     A pool of 2 connections under the same 10 VUs: at most 2 in flight at the target.
 
-    >>> pooled = LittlesLaw(PlanShape(model="closed", pool=2), seconds=5, elapsed_s=5.0, measured_vu_s=50.0,
-    ...                     expected_vu_s=10.0, in_flight_s=50.0, pool_queued_s=40.0, requests=500, responses=500)
-    >>> verdict = judge(pooled, {})
+    >>> pooled = Sums(seconds=5, elapsed_s=5.0, measured_vu_s=50.0, expected_vu_s=10.0, in_flight_s=50.0,
+    ...               pool_queued_s=40.0, requests=500, responses=500)
+    >>> verdict = judge(PlanShape(model="closed", pool=2), pooled, {})
     >>> verdict["gap_percent"], verdict["consistent"], verdict["why"].split(":")[0]
     (80.0, False, 'a connection pool smaller than the concurrency')
     """
-    model = sums.shape.model
+    model = shape.model
     base: dict[str, Any] = {"model": model, "seconds": sums.seconds, "tolerance_percent": TOLERANCE_PERCENT}
     if model is None:
         return {**base, "consistent": None, "why": "not known: the plan mixes closed and open scenarios"}
-    if sums.shape.unknowable:
-        return {**base, "consistent": None, "why": f"not known: {sums.shape.unknowable}"}
+    if shape.unknowable:
+        return {**base, "consistent": None, "why": f"not known: {shape.unknowable}"}
     if sums.seconds < MIN_STEADY_SECONDS:
         return {
             **base,
@@ -313,7 +337,7 @@ def judge(sums: LittlesLaw, generator: Mapping[str, Any]) -> dict[str, Any]:
         "response_time_ms": round(1000.0 * sums.in_flight_s / sums.responses, 3) if sums.responses else None,
         "think_time_ms": round(1000.0 * sums.think_s / sums.requests, 3) if sums.requests else None,
         "in_flight": round(sums.in_flight_s / elapsed, 3),
-        "pool_connections": sums.shape.pool,
+        "pool_connections": shape.pool,
     }
     if measured <= 0:
         return {**figures, "gap_percent": None, "consistent": None, "why": "not known: no VU was busy"}
@@ -330,29 +354,32 @@ def judge(sums: LittlesLaw, generator: Mapping[str, Any]) -> dict[str, Any]:
         return {**figures, "consistent": True, "why": None}
     if model == "open":
         # Busy VUs are read once a second: the mean of those readings has their spread's
-        # standard error (Poisson arrivals spread them about √L around a mean of L).
+        # standard error (Poisson arrivals spread them about √L around a mean of L), and is
+        # read to the whole VU (see _reading_noise).
         variance = max(0.0, sums.measured_squares / sums.seconds - measured * measured)
         error = math.sqrt(variance * sums.seconds / (sums.seconds - 1) / sums.seconds)
-        if abs(measured - expected) <= SAMPLING_SIGMAS * error:
+        if abs(measured - expected) <= max(1.0, SAMPLING_SIGMAS * error):
             return {
                 **figures,
                 "consistent": None,
                 "why": f"not known: {measured:.2f} VUs in flight on average, read once a second over "
                 f"{sums.seconds} s, cannot tell a {abs(gap):.0f} % gap from chance",
             }
-    return {**figures, "consistent": False, "why": _why(sums, gap, expected, measured, generator)}
+    return {**figures, "consistent": False, "why": _why(shape, sums, gap, expected, measured, generator)}
 
 
-def _why(sums: LittlesLaw, gap: float, expected: float, measured: float, generator: Mapping[str, Any]) -> str:
+def _why(
+    shape: PlanShape, sums: Sums, gap: float, expected: float, measured: float, generator: Mapping[str, Any]
+) -> str:
     """What likely queued unmeasured, most specific first."""
     elapsed = sums.elapsed_s
-    unit = "VUs" if sums.shape.model == "closed" else "VUs in flight"
+    unit = "VUs" if shape.model == "closed" else "VUs in flight"
     if gap < 0:
         return (
             f"the figures account for {expected:.1f} {unit}, more than the {measured:.1f} there were: "
             "requests overlapped within a VU, or the latency counts time the VUs did not spend"
         )
-    pool = sums.shape.pool
+    pool = shape.pool
     if pool is not None and sums.pool_queued_s > (TOLERANCE_PERCENT / 100.0) * sums.measured_vu_s:
         return (
             f"a connection pool smaller than the concurrency: by the latencies {sums.in_flight_s / elapsed:.1f} "
