@@ -4,6 +4,7 @@ its totals the sums of the snapshots; and its naming and generator figures follo
 from __future__ import annotations
 
 import time
+import typing
 from collections import Counter
 from typing import Any
 
@@ -15,6 +16,7 @@ from horde.engine.run import Run, Snapshot
 from horde.results.summary import (
     CPU_SATURATION_PERCENT_PER_WORKER,
     TIMER_LATENESS_LIMIT_MS,
+    Summary,
     SummaryBuilder,
     generator_state,
     is_generator_saturated,
@@ -243,3 +245,36 @@ def test_groups_are_reported_but_not_counted_again_in_the_totals(two_scenario_sn
     assert summary["requests"] == sum(entry["requests"] for entry in requests)
     merged = histogram.stats(histogram.merge(entry["histogram"] for entry in requests))
     assert summary["latency_ms"]["p99"] == merged.percentile(99.0)
+
+
+def _conforms(value: Any, declared: Any, where: str) -> list[str]:
+    """Where ``value`` differs from the TypedDict ``declared`` (keys missing or not declared,
+    nested TypedDicts followed; other values checked by their outer type only)."""
+    hints = typing.get_type_hints(declared)
+    # Under postponed annotations a NotRequired key still counts in __required_keys__.
+    extras = typing.get_type_hints(declared, include_extras=True)
+    required = {key for key in declared.__required_keys__ if typing.get_origin(extras[key]) is not typing.NotRequired}
+    problems = [f"{where}.{key}: missing" for key in required - value.keys()]
+    problems += [f"{where}.{key}: not declared" for key in value.keys() - hints.keys()]
+    for key in value.keys() & hints.keys():
+        hint = hints[key]
+        if typing.is_typeddict(hint):
+            problems += _conforms(value[key], hint, f"{where}.{key}")
+        elif typing.get_origin(hint) is dict and typing.is_typeddict(typing.get_args(hint)[1]):
+            for name, item in value[key].items():
+                problems += _conforms(item, typing.get_args(hint)[1], f"{where}.{key}[{name}]")
+        elif not isinstance(value[key], typing.get_origin(hint) or hint):
+            problems.append(f"{where}.{key}: {type(value[key]).__name__}, declared {hint}")
+    return problems
+
+
+def test_a_real_summary_is_what_its_type_declares(two_scenario_snapshots: list[Snapshot]) -> None:
+    # mypy checks summarise() builds a Summary; this checks the run's figures as they come.
+    summary = summarise(two_scenario_snapshots, run_id="r", status="finished")
+    assert _conforms(summary, Summary, "summary") == []
+    assert (
+        summary["steps"] and summary["checks"] == [] and summary["errors_by_kind"] == {"status_503": summary["errors"]}
+    )
+    # A step's figures are Figures and its kind: a key the type lacks is reported.
+    broken: dict[str, Any] = {**summary, "steps": {"home": {**next(iter(summary["steps"].values())), "extra": 1}}}
+    assert _conforms(broken, Summary, "summary") == ["summary.steps[home].extra: not declared"]

@@ -19,7 +19,7 @@ from horde.report.capacity_view import capacity_steps
 from horde.results.compare import RunComparison, StepComparison
 from horde.results.stored_run import ALL_REQUESTS
 from horde.results.littles_law import littles_law_warning
-from horde.results.summary import nothing_completed
+from horde.results.summary import Summary, nothing_completed
 
 
 #: What each error kind usually means, and what to do (docs/troubleshooting.md says more).
@@ -109,7 +109,7 @@ def _hints_of(kind: str, steps: Mapping[str, Mapping[str, Any]]) -> list[str]:
     return [hint for hint in hints if hint]
 
 
-def render_summary(console: Console, summary: dict[str, Any], *, store_url: str | None = None) -> None:
+def render_summary(console: Console, summary: Summary, *, store_url: str | None = None) -> None:
     # First, above the table: a run whose table looks calm may have done nothing at all.
     completed = nothing_completed(summary)
     if completed:
@@ -117,7 +117,7 @@ def render_summary(console: Console, summary: dict[str, Any], *, store_url: str 
     rows: list[list[Any]] = []
     styles: list[str | None] = []
 
-    def row(name: str, figures: dict[str, Any], style: str | None = None) -> None:
+    def row(name: str, figures: Mapping[str, Any], style: str | None = None) -> None:
         latency = figures["latency_ms"]
         errors = f"{figures['errors']:,} ({figures['error_percent']:.2f} %)" if figures["errors"] else "0"
         # Not one response: no latency was measured (a 0.00 would read as a fast target).
@@ -349,7 +349,7 @@ def render_checks(console: Console, checks: Sequence[Mapping[str, Any]]) -> None
         )
 
 
-def render_judgement(console: Console, summary: dict[str, Any]) -> None:
+def render_judgement(console: Console, summary: Summary) -> None:
     """What was judged at the end of the run: thresholds, autostop, capacity (when present)."""
     render_verdicts(console, summary.get("thresholds") or [])
     autostop = summary.get("autostop")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -964,7 +964,7 @@ def scale(
     # The asked peak is kept with the study's runs: the dashboard's view of a run answers it.
     asked = {PEAK_TAG: f"{peak_rps:g}", HEADROOM_TAG: f"{headroom:g}"} if peak_rps is not None else {}
 
-    def run_one(instance_plan: Plan, k: int) -> tuple[str, str, dict[str, Any]]:
+    def run_one(instance_plan: Plan, k: int) -> tuple[str, str, Mapping[str, Any]]:
         stdout.print(
             f"— {k} instance(s): {', '.join([instance_plan.target.base_url, *instance_plan.target.instances])}",
             markup=False,

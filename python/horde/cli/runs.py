@@ -4,7 +4,6 @@ recomputed from its stored histograms. ``register(app)`` adds them to the ``hord
 from __future__ import annotations
 
 import json
-import os
 from typing import Annotated, Optional
 
 import typer
@@ -99,22 +98,13 @@ def show(
 ) -> int:
     """Show a stored run's summary, recomputed from its stored histograms."""
     from horde.cli.console import render_judgement, render_summary
-    from horde.control.conductor import JUDGEMENT_KEYS
-    from horde.results.summary import summarise
+    from horde.results.stored_run import load_run
     from horde.store import Store
 
+    # Recomputed from the stored seconds, with what was judged as the run ended (thresholds,
+    # autostop, capacity) kept as stored.
     with Store.open(store_url) as store:
-        record = store.get_run(run_ref)
-        workers = int(record.parameters.get("workers") or os.cpu_count() or 1)
-        summary = summarise(
-            store.snapshots(record.run_id),
-            run_id=record.run_id,
-            status=record.status,
-            workers=workers,
-            plan=record.plan,
-        )
-    # Thresholds, autostop and capacity were judged when the run ended; they are kept as stored.
-    summary.update({key: record.summary[key] for key in JUDGEMENT_KEYS if record.summary and key in record.summary})
+        summary = load_run(store, run_ref).summary
     if as_json:
         print(json.dumps(summary, indent=2))
     else:

@@ -14,7 +14,7 @@ import json
 import os
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,11 +45,17 @@ from horde.engine.snapshot import Exchange
 from horde.errors import ExitCode, HordeError, InvalidInput, PlanInvalid, Problem
 from horde.plan import Plan
 from horde.plan.redaction import redact_plan, redact_run_parameters, redact_values, secret_names, secret_values
-from horde.results.summary import CPU_SATURATION_PERCENT_PER_WORKER, never_answered, summarise
+from horde.results.summary import (
+    CPU_SATURATION_PERCENT_PER_WORKER,
+    Summary,
+    SummaryBlocks,
+    fold_blocks,
+    never_answered,
+    summarise,
+)
 from horde.store import Store
 
 __all__ = [
-    "JUDGEMENT_KEYS",
     "Outcome",
     "Sink",
     "Sinks",
@@ -59,9 +65,6 @@ __all__ = [
     "planned_duration_s",
 ]
 
-#: Summary keys the conductor adds to what summarise() computes; `horde show` keeps them.
-JUDGEMENT_KEYS = ("thresholds", "autostop", "capacity", "sight", "cluster", "monitors")
-
 
 @dataclass
 class Outcome:
@@ -69,7 +72,7 @@ class Outcome:
 
     run_id: str
     status: str
-    summary: dict[str, Any]
+    summary: Summary
     exit_code: int
     verdicts: list[Verdict] = field(default_factory=list)
     firing: Firing | None = None
@@ -139,7 +142,7 @@ def conduct(
     workers: int | None = None,
     sink: Sink | None = None,
     question: CapacityQuestion | None = None,
-    annotate: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    annotate: Callable[[Summary], SummaryBlocks] | None = None,
     on_recorded: Callable[[str], None] | None = None,
     cluster: ClusterOptions | None = None,
     plan_json: str | None = None,
@@ -238,7 +241,7 @@ def _conduct_run(
     sink: Sink,
     workers: int | None,
     question: CapacityQuestion | None,
-    annotate: Callable[[dict[str, Any]], dict[str, Any]] | None,
+    annotate: Callable[[Summary], SummaryBlocks] | None,
     monitors: RunMonitors,
     secrets: frozenset[str] = frozenset(),
 ) -> Outcome:
@@ -300,9 +303,9 @@ def _conduct_run(
         stopped_by_steering=state.stopped_by_steering,
     )
     for observer in observers:
-        summary.update(observer.blocks(summary, ending))
+        fold_blocks(summary, observer.blocks(summary, ending))
     if annotate is not None:
-        summary.update(annotate(summary))
+        fold_blocks(summary, annotate(summary))
     store.finish_run(run_id, status=status, summary=summary)
     exit_code = (
         interrupts.exit_code if interrupts.count else exit_code_for(status, state.firing, thresholds.verdicts, summary)
@@ -318,7 +321,7 @@ def _conduct_run(
 
 
 def exit_code_for(
-    status: str, firing: Firing | None, verdicts: list[Verdict], summary: dict[str, Any] | None = None
+    status: str, firing: Firing | None, verdicts: list[Verdict], summary: Mapping[str, Any] | None = None
 ) -> int:
     """Ctrl-C wins, then autostop's own code, then a lost generator that stopped the run, then
     a run the target never answered (no connection, or not one response), then failed

@@ -10,7 +10,7 @@ the summary from once the run has ended is an :class:`Ending`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, Union
 
@@ -25,6 +25,7 @@ from horde.engine.snapshot import Snapshot
 from horde.errors import HordeError
 from horde.plan import Plan
 from horde.plan.redaction import redact_values
+from horde.results.summary import SummaryBlocks
 from horde.store import MonitorSample, Store
 
 #: A run on this process's engine, or over a cluster's generators (the same surface).
@@ -121,7 +122,7 @@ class RunObserver(Protocol):
     def shown(self, snapshot: Snapshot) -> Snapshot:
         """The snapshot the sinks get, with what this observer adds to it."""
 
-    def blocks(self, summary: dict[str, Any], ending: Ending) -> dict[str, Any]:
+    def blocks(self, summary: Mapping[str, Any], ending: Ending) -> SummaryBlocks:
         """The summary's blocks this observer owns (added in the loop's order)."""
 
 
@@ -137,7 +138,7 @@ class Observer:
     def shown(self, snapshot: Snapshot) -> Snapshot:
         return snapshot
 
-    def blocks(self, summary: dict[str, Any], ending: Ending) -> dict[str, Any]:
+    def blocks(self, summary: Mapping[str, Any], ending: Ending) -> SummaryBlocks:
         return {}
 
 
@@ -212,7 +213,7 @@ class Thresholds(Observer):
         self.plan = plan
         self.verdicts: list[Verdict] = []
 
-    def blocks(self, summary: dict[str, Any], ending: Ending) -> dict[str, Any]:
+    def blocks(self, summary: Mapping[str, Any], ending: Ending) -> SummaryBlocks:
         if not self.plan.thresholds:
             return {}
         self.verdicts = judge(self.plan.thresholds, ending.stored, ending.monitor_samples)
@@ -233,7 +234,7 @@ class Autostop(Observer):
         if firing is not None:
             state.fire(firing)
 
-    def blocks(self, summary: dict[str, Any], ending: Ending) -> dict[str, Any]:
+    def blocks(self, summary: Mapping[str, Any], ending: Ending) -> SummaryBlocks:
         return {"autostop": ending.firing.to_json()} if ending.firing is not None else {}
 
 
@@ -264,7 +265,7 @@ class Capacity(Observer):
         shown["steering"] = self.steering.status()
         return shown
 
-    def blocks(self, summary: dict[str, Any], ending: Ending) -> dict[str, Any]:
+    def blocks(self, summary: Mapping[str, Any], ending: Ending) -> SummaryBlocks:
         if self.steering is not None:
             found = self.steering.result()
             found["stopped_by_steering"] = ending.stopped_by_steering
@@ -305,11 +306,11 @@ class Monitors(Observer):
     def shown(self, snapshot: Snapshot) -> Snapshot:
         return self.monitors.annotate(snapshot)
 
-    def blocks(self, summary: dict[str, Any], ending: Ending) -> dict[str, Any]:
+    def blocks(self, summary: Mapping[str, Any], ending: Ending) -> SummaryBlocks:
         block = self.monitors.block(ending.monitor_samples)
         if block is None:
             return {}
-        blocks: dict[str, Any] = {"monitors": block}
+        blocks: SummaryBlocks = {"monitors": block}
         if self.steered and "capacity" in summary:
             # The monitors as evidence beside the knee: which limit was crossed first, and when.
             capacity = summary["capacity"]
@@ -324,6 +325,6 @@ class Spread(Observer):
     def __init__(self, engine_run: EngineRun) -> None:
         self.engine_run = engine_run
 
-    def blocks(self, summary: dict[str, Any], ending: Ending) -> dict[str, Any]:
+    def blocks(self, summary: Mapping[str, Any], ending: Ending) -> SummaryBlocks:
         spread = self.engine_run.spread_block()
         return {"cluster": spread} if spread is not None else {}

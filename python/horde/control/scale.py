@@ -16,7 +16,7 @@ the instances share (a database, a lock, a pool).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -93,7 +93,7 @@ class ScaleRow:
     consistent: bool = True
 
 
-def throughput_of(summary: dict[str, Any]) -> tuple[float, float | None, str | None]:
+def throughput_of(summary: Mapping[str, Any]) -> tuple[float, float | None, str | None]:
     """(requests/s, latency there, why it stopped) of one run of the study: find-max's knee or
     the rate that held the target response time when the run was steered, otherwise the run's
     own successful responses per second and p95. A target response time not held gives the
@@ -153,7 +153,7 @@ def builtin_instances(
 
 
 def run_study(
-    plan: Plan, urls: Sequence[str], run_one: Callable[[Plan, int], tuple[str, str, dict[str, Any]]]
+    plan: Plan, urls: Sequence[str], run_one: Callable[[Plan, int], tuple[str, str, Mapping[str, Any]]]
 ) -> dict[str, Any]:
     """Runs the plan against 1..len(urls) instances, one run each (``run_one(plan, k)`` returns
     the run's id, status and summary), and reports throughput and efficiency per count."""
@@ -167,7 +167,7 @@ def run_study(
     return study_block(rows)
 
 
-def consistent(summary: dict[str, Any]) -> bool:
+def consistent(summary: Mapping[str, Any]) -> bool:
     """Whether a run's figures may be modelled: not found inconsistent by Little's law (a run
     without the check, or one it could not judge, counts as consistent)."""
     check = summary.get("littles_law")

@@ -13,6 +13,8 @@ that reach it in 20.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import math
 from typing import Any
 
@@ -49,7 +51,7 @@ def _planned_peak_rps(plan: Plan, vu_rps: float) -> float | None:
     return peak or None
 
 
-def sight_block(plan: Plan, summary: dict[str, Any], plan_label: str, *, quick: bool = False) -> dict[str, Any]:
+def sight_block(plan: Plan, summary: Mapping[str, Any], plan_label: str, *, quick: bool = False) -> dict[str, Any]:
     """Per step: median, p95 and the rate one VU gets out of it (1000 / median); per VU: the
     measured request rate; and a suggested find-max. ``quick``: a ``--url`` plan, which find-max
     steers as an arrival rate and which has no peak of its own."""

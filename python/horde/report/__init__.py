@@ -16,7 +16,7 @@ several runs and gives, for each against the first, the per-step verdicts of
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -127,7 +127,7 @@ def _run_header(results: RunResults) -> dict[str, Any]:
     }
 
 
-def _latency(figures: dict[str, Any]) -> dict[str, Any] | None:
+def _latency(figures: Mapping[str, Any]) -> dict[str, Any] | None:
     """A step's (or the run's) latency figures, or None where no request got a response: the
     summary writes 0 there, a figure no response measured (``responses`` says how many were
     timed; summaries stored before it carry latency alone)."""
@@ -136,7 +136,7 @@ def _latency(figures: dict[str, Any]) -> dict[str, Any] | None:
     return {key: figures["latency_ms"][key] for key in _LATENCY_FIELDS}
 
 
-def _step_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
+def _step_rows(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One row per step, then all requests: the summary's figures, untouched, but for latency
     where nothing answered (``latency`` None: the page says so instead of 0 ms)."""
     rows = []
@@ -164,7 +164,8 @@ def _step_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
 def _sections(results: RunResults) -> list[dict[str, Any]]:
     """The summary's further sections (thresholds, autostop, capacity, any other), each with the
     shape it has: a list of records is a table, a mapping a list of figures."""
-    found = {key: results.summary[key] for key in KNOWN_SECTIONS if results.summary.get(key) is not None}
+    summary: Mapping[str, Any] = results.summary
+    found = {key: summary[key] for key in KNOWN_SECTIONS if summary.get(key) is not None}
     for key, value in results.stored_sections().items():
         if value is not None:
             found.setdefault(key, value)

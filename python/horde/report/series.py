@@ -10,6 +10,8 @@ steps' counts per second and its pings' round-trip time.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -268,7 +270,7 @@ def _add_latency(target: LatencySeries, elapsed: float, blobs: list[bytes]) -> N
         target.values[name].append(value)
 
 
-def saturation_note(summary: dict[str, Any]) -> str | None:
+def saturation_note(summary: Mapping[str, Any]) -> str | None:
     """The warning to show when the generator was saturated, as ``horde show`` words it."""
     seconds = int(summary.get("generator", {}).get("saturated_seconds") or 0)
     if not seconds:

@@ -64,7 +64,7 @@ A step with fewer than ``min_requests`` requests in either run is never judged a
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Final, Literal
@@ -187,7 +187,7 @@ class StepFigures:
     latency_ms: dict[str, float]
 
     @classmethod
-    def of(cls, figures: dict[str, Any]) -> StepFigures:
+    def of(cls, figures: Mapping[str, Any]) -> StepFigures:
         latency = figures["latency_ms"]
         return cls(
             requests=int(figures["requests"]),
@@ -665,7 +665,7 @@ def trend(
     ][: max(limit, 0)]
     points: list[TrendPoint] = []
     for record in sorted(matching, key=lambda r: (r.started_at, r.run_id)):
-        summary = record.summary
+        summary: Mapping[str, Any] | None = record.summary
         if summary is None:
             summary = summarise(store.snapshots(record.run_id), run_id=record.run_id, status=record.status)
         steps = {name: _trend_figures(figures) for name, figures in summary.get("steps", {}).items()}
@@ -674,7 +674,7 @@ def trend(
     return points
 
 
-def _trend_figures(figures: dict[str, Any]) -> dict[str, float]:
+def _trend_figures(figures: Mapping[str, Any]) -> dict[str, float]:
     return {
         "requests": figures.get("requests", 0),
         "rps": figures.get("rps", 0.0),

@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from horde.engine import histogram
 from horde.store import MonitorSample, RunRecord, Store
-from horde.results.summary import step_key, summarise
+from horde.results.summary import Summary, step_key, summarise, with_stored_blocks
 from horde.engine.snapshot import Snapshot
 
 #: The label of the row (and key) that stands for every request step of a run together.
@@ -52,7 +52,7 @@ class RunResults:
     snapshots: list[Snapshot]
     #: The summary exactly as ``horde show RUN --json`` prints it: recomputed from the stored
     #: histograms, with the sections judged at the end of the run as stored.
-    summary: dict[str, Any]
+    summary: Summary
     workers: int
     #: The summary keys kept as stored rather than recomputed (see :meth:`stored_sections`).
     stored_keys: tuple[str, ...] = ()
@@ -100,7 +100,7 @@ class RunResults:
     def stored_sections(self) -> dict[str, Any]:
         """The summary's sections judged when the run ended and kept as stored (``thresholds``,
         ``autostop``, ``capacity``, ``sight``...): every key the recomputation does not make."""
-        return {key: self.summary[key] for key in self.stored_keys}
+        return {key: value for key, value in self.summary.items() if key in self.stored_keys}
 
 
 def load_run(store: Store, ref: str) -> RunResults:
@@ -112,15 +112,14 @@ def load_run(store: Store, ref: str) -> RunResults:
     snapshots = store.snapshots(record.run_id)
     workers = workers_of(record)
     summary = summarise(snapshots, run_id=record.run_id, status=record.status, workers=workers, plan=record.plan)
-    # As `horde show` does: what was judged when the run ended (thresholds, autostop, capacity)
-    # cannot be recomputed from the snapshots alone, so it is kept as stored.
-    stored = {key: value for key, value in (record.summary or {}).items() if key not in summary}
-    summary.update(stored)
+    # What was judged when the run ended (thresholds, autostop, capacity) cannot be recomputed
+    # from the snapshots alone, so it is kept as stored.
+    stored = with_stored_blocks(summary, record.summary)
     return RunResults(
         record=record,
         snapshots=snapshots,
         summary=summary,
         workers=workers,
-        stored_keys=tuple(stored),
+        stored_keys=stored,
         monitor_samples=store.monitor_samples(record.run_id),
     )

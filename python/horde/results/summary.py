@@ -7,12 +7,139 @@ same numbers: percentiles come from the exact merge of every per-second histogra
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NotRequired, TypedDict, cast
 
 from horde.engine import histogram
-from horde.engine.snapshot import MessageCounts, Snapshot, StepSnapshot, merge_steps
+from horde.engine.snapshot import ErrorDetail, MessageCounts, Snapshot, StepSnapshot, merge_steps
 from horde.results.littles_law import LittlesLaw, plan_shape
+
+
+class Latency(TypedDict):
+    """Exact percentiles, maximum and mean of the responses' latencies, in ms (0 with none)."""
+
+    p50: float
+    p90: float
+    p95: float
+    p99: float
+    max: float
+    mean: float
+
+
+class Figures(TypedDict):
+    """What a step's seconds, or the run's requests, add up to."""
+
+    requests: int
+    errors: int
+    error_percent: float
+    errors_by_kind: dict[str, int]
+    rps: float
+    bytes_sent: int
+    bytes_received: int
+    #: Rows an sql step's statements returned or changed (absent for HTTP steps).
+    rows: NotRequired[int]
+    rows_per_s: NotRequired[float]
+    #: With http_version "2" or "auto": requests by the protocol they went over (when any).
+    http1: NotRequired[int]
+    http2: NotRequired[int]
+    #: Bodies held back over 100 ms by the server's HTTP/2 flow-control window (when any).
+    h2_stalls: NotRequired[int]
+    #: The requests the latency figures cover: those that got a response (any status).
+    responses: int
+    error_details: list[ErrorDetail]
+    #: A message step's counts and their rates a second.
+    messages: NotRequired[dict[str, Any]]
+    latency_ms: Latency
+
+
+class StepFigures(Figures):
+    """A step's figures: ``kind`` is ``request``, ``group`` (a parallel group's pass) or ``sql``..."""
+
+    kind: str
+
+
+class CheckFigures(TypedDict):
+    step: str
+    check: str
+    passes: int
+    failures: int
+    pass_percent: float
+
+
+class GeneratorHealth(TypedDict):
+    """The generator's sickest seconds: its CPU, late timers, seconds saturated and starved."""
+
+    cpu_percent_max: float
+    timer_lateness_p99_ms: float
+    saturated_seconds: int
+    starved_seconds: int
+    run_delay_ms_max: float
+    steal_percent_max: float
+
+
+class SummaryBlocks(TypedDict, total=False):
+    """The blocks judged as a run ends, which its seconds alone cannot give again: folded in by
+    the run's observers (``control.observers``) and the command (``sight``, ``outputs``), and
+    kept as stored when a stored run's summary is recomputed (:func:`with_stored_blocks`)."""
+
+    thresholds: list[dict[str, Any]]
+    autostop: dict[str, Any]
+    #: A steering's answer, or a plain run's throughput asked a capacity question; with the
+    #: monitors, what broke first beside it.
+    capacity: dict[str, Any]
+    monitors: dict[str, Any]
+    #: How a cluster run's load was spread over its generators.
+    cluster: dict[str, Any]
+    sight: dict[str, Any]
+    #: What the push outputs (``--out``) delivered.
+    outputs: list[dict[str, Any]]
+
+
+#: The blocks' names, in the order a summary shows them.
+STORED_BLOCKS: tuple[str, ...] = tuple(SummaryBlocks.__annotations__)
+
+
+class Summary(Figures, SummaryBlocks):
+    """A run's summary: the requests' figures over the whole run, each step's, the generator's
+    health and the Little's-law check (:class:`SummaryBuilder`), then the blocks judged as it
+    ended (:class:`SummaryBlocks`)."""
+
+    run_id: str
+    status: str
+    duration_s: float
+    iterations: int
+    dropped_arrivals: int
+    connections_opened: int
+    connect_backoffs: int
+    connect_backoff_s: float
+    setup_failures: int
+    checks: list[CheckFigures]
+    peak_vus: int
+    steps: dict[str, StepFigures]
+    generator: GeneratorHealth
+    littles_law: dict[str, Any]
+
+
+def with_stored_blocks(summary: Summary, stored: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """Puts the blocks of a stored summary (``stored``, as the run's record keeps it) into
+    ``summary``, recomputed from the run's seconds; returns the names of those it put.
+
+    >>> summary = summarise([], run_id="r", status="finished")
+    >>> with_stored_blocks(summary, {"capacity": {"max_rps": 10.0}, "requests": 99}), summary["requests"]
+    (('capacity',), 0)
+    """
+    # What the store gives back is JSON; these keys were written from these blocks' types.
+    kept = cast(SummaryBlocks, {key: stored[key] for key in STORED_BLOCKS if stored and key in stored})
+    fold_blocks(summary, kept)
+    return tuple(kept)
+
+
+def fold_blocks(summary: Summary, blocks: SummaryBlocks) -> None:
+    """``blocks`` put into ``summary`` (a block already there is replaced)."""
+    # mypy takes only a TypedDict with every key of Summary for its update; SummaryBlocks'
+    # keys are Summary's own, with the same types.
+    summary.update(blocks)  # type: ignore[typeddict-item]
+
 
 #: Above this share of one core per engine worker, the generator itself may be the bottleneck.
 CPU_SATURATION_PERCENT_PER_WORKER = 90.0
@@ -124,20 +251,18 @@ class SummaryBuilder:
             elif state == GENERATOR_STARVED:
                 self.starved_seconds += 1
 
-    def summary(self, *, run_id: str, status: str) -> dict[str, Any]:
+    def summary(self, *, run_id: str, status: str) -> Summary:
         names = [step for _, step in self._steps]
         ambiguous = {name for name in names if names.count(name) > 1}
-        steps = {
-            step_key(scenario, step, ambiguous): {"kind": totals.kind, **_figures(totals.merged, self.duration_s)}
-            for (scenario, step), totals in self._steps.items()
+        keyed = {step_key(scenario, step, ambiguous): totals for (scenario, step), totals in self._steps.items()}
+        steps: dict[str, StepFigures] = {
+            key: {"kind": totals.kind, **_figures(totals.merged, self.duration_s)} for key, totals in keyed.items()
         }
-        # The run's totals count requests only: a group's pass is made of requests already counted.
         # The run's totals count requests only: a group's pass is made of requests already
         # counted. Rows and checks are each step's own.
         requests_only = [totals.merged for totals in self._steps.values() if totals.kind == "request"]
         everything: StepSnapshot = {**merge_steps(requests_only), "rows": 0, "checks": []} if requests_only else NOTHING
-        overall = _figures(everything, self.duration_s)
-        checks = [
+        checks: list[CheckFigures] = [
             {
                 "step": key,
                 "check": check["check"],
@@ -147,10 +272,10 @@ class SummaryBuilder:
                 if check["passes"] + check["failures"]
                 else 0.0,
             }
-            for key, figures in steps.items()
-            for check in figures.pop("checks", [])
+            for key, totals in keyed.items()
+            for check in totals.merged.get("checks") or []
         ]
-        generator = {
+        generator: GeneratorHealth = {
             "cpu_percent_max": round(self.cpu_percent_max, 1),
             "timer_lateness_p99_ms": round(self.timer_lateness_p99_ms_max, 3),
             "saturated_seconds": self.saturated_seconds,
@@ -162,7 +287,8 @@ class SummaryBuilder:
             "run_id": run_id,
             "status": status,
             "duration_s": round(self.duration_s, 3),
-            **overall,
+            # The blocks judged as the run ends come later (mypy would have them in a ** item).
+            **_figures(everything, self.duration_s),  # type: ignore[typeddict-item]
             "iterations": self.iterations,
             "dropped_arrivals": self.dropped_arrivals,
             "connections_opened": self.connections_opened,
@@ -185,7 +311,7 @@ class SummaryBuilder:
 CONNECT_KINDS = ("refused", "connect", "no_route", "dns", "tls", "timeout", "sql_login_failed")
 
 
-def no_connection(summary: dict[str, Any]) -> bool:
+def no_connection(summary: Mapping[str, Any]) -> bool:
     """Whether requests were tried and not one connection could be opened (a target down, a
     wrong address, a refused certificate): the run has its own exit code.
 
@@ -209,7 +335,7 @@ def no_connection(summary: dict[str, Any]) -> bool:
 NO_ANSWER_KINDS = (*CONNECT_KINDS, "cut", "reset", "io", "lost", "ws_closed")
 
 
-def never_answered(summary: dict[str, Any]) -> bool:
+def never_answered(summary: Mapping[str, Any]) -> bool:
     """Whether requests were tried and the target answered not one of them: no connection
     (:func:`no_connection`), or connections opened and not one response came back (a server
     that accepts and never answers, or answers a byte a second: its requests time out or are
@@ -245,7 +371,7 @@ def never_answered(summary: dict[str, Any]) -> bool:
     return requests == int(summary.get("errors") or 0) and not int(summary.get("responses") or 0)
 
 
-def _nothing_came_back(summary: dict[str, Any]) -> bool:
+def _nothing_came_back(summary: Mapping[str, Any]) -> bool:
     """Whether a run against a message target sent messages and received not one, not even a
     datagram that its impaired network then dropped."""
     messages = summary.get("messages") or {}
@@ -256,7 +382,7 @@ def _nothing_came_back(summary: dict[str, Any]) -> bool:
     )
 
 
-def nothing_completed(summary: dict[str, Any]) -> str | None:
+def nothing_completed(summary: Mapping[str, Any]) -> str | None:
     """The line a summary opens with when not one request succeeded (a dead, stalled or broken
     target; requests cut at the end of the grace period count as failed), else ``None``. When
     not one connection could be opened, it says so, with the first reason.
@@ -303,7 +429,7 @@ def nothing_completed(summary: dict[str, Any]) -> str | None:
     return f"nothing completed: none of the {requests:,} requests succeeded ({why})"
 
 
-def _first_reason(summary: dict[str, Any]) -> str:
+def _first_reason(summary: Mapping[str, Any]) -> str:
     """The commonest error kind, its count and its first message in words."""
     kinds = sorted((summary.get("errors_by_kind") or {}).items(), key=lambda item: (-int(item[1]), item[0]))
     kind, count = kinds[0]
@@ -345,16 +471,13 @@ def _default_workers() -> int:
     return os.cpu_count() or 1
 
 
-def _figures(totals: StepSnapshot, duration_s: float) -> dict[str, Any]:
+def _figures(totals: StepSnapshot, duration_s: float) -> Figures:
     latency = histogram.stats(totals["histogram"]) if totals["histogram"] else None
     if latency is not None and not latency.count:
         latency = None
     requests = int(totals["requests"])
     errors = requests - int(totals["ok"])
-    rows, http1, http2 = totals.get("rows", 0), totals.get("http1", 0), totals.get("http2", 0)
-    h2_stalls = totals.get("h2_stalls", 0)
-    messages = totals.get("messages")
-    return {
+    figures: Figures = {
         "requests": requests,
         "errors": errors,
         "error_percent": round(100.0 * errors / requests, 3) if requests else 0.0,
@@ -362,21 +485,11 @@ def _figures(totals: StepSnapshot, duration_s: float) -> dict[str, Any]:
         "rps": round(requests / duration_s, 3) if duration_s > 0 else 0.0,
         "bytes_sent": totals["bytes_sent"],
         "bytes_received": totals["bytes_received"],
-        # Rows an sql step's statements returned or changed (absent for HTTP steps).
-        **({"rows": rows, "rows_per_s": round(rows / duration_s, 3) if duration_s > 0 else 0.0} if rows else {}),
-        # With http_version "2" or "auto": requests by the protocol they went over (when any).
-        **({"http1": http1} if http1 else {}),
-        **({"http2": http2} if http2 else {}),
-        # Bodies held back over 100 ms by the server's HTTP/2 flow-control window (when any).
-        **({"h2_stalls": h2_stalls} if h2_stalls else {}),
-        # The requests the latency figures cover: those that got a response (any status).
-        # Requests that got none (refused, reset, timeout, cut...) are counted, never timed.
+        # Requests that got no response (refused, reset, timeout, cut...) are counted, never timed.
         "responses": latency.count if latency else 0,
         "error_details": sorted(
             totals.get("error_details") or [], key=lambda detail: (-detail["count"], detail["kind"])
         ),
-        "checks": totals.get("checks") or [],
-        **({"messages": _message_figures(messages, duration_s)} if messages else {}),
         "latency_ms": {
             "p50": latency.percentile(50.0) if latency else 0.0,
             "p90": latency.percentile(90.0) if latency else 0.0,
@@ -386,6 +499,23 @@ def _figures(totals: StepSnapshot, duration_s: float) -> dict[str, Any]:
             "mean": round(latency.mean_ms, 3) if latency else 0.0,
         },
     }
+    # The counts a step has only where they apply (rows of sql steps, the protocols of an
+    # "auto" target, HTTP/2 stalls, a message step's counts) are left out where they are 0.
+    rows = totals.get("rows", 0)
+    if rows:
+        figures["rows"] = rows
+        figures["rows_per_s"] = round(rows / duration_s, 3) if duration_s > 0 else 0.0
+    http1, http2, h2_stalls = totals.get("http1", 0), totals.get("http2", 0), totals.get("h2_stalls", 0)
+    if http1:
+        figures["http1"] = http1
+    if http2:
+        figures["http2"] = http2
+    if h2_stalls:
+        figures["h2_stalls"] = h2_stalls
+    messages = totals.get("messages")
+    if messages:
+        figures["messages"] = _message_figures(messages, duration_s)
+    return figures
 
 
 def _message_figures(counts: MessageCounts, duration_s: float) -> dict[str, Any]:
@@ -407,7 +537,7 @@ def summarise(
     status: str,
     workers: int | None = None,
     plan: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> Summary:
     """The summary of a complete list of snapshots (``horde show`` uses this on stored runs);
     ``plan`` (the plan as stored) lets it check the run by Little's law."""
     builder = SummaryBuilder(workers=workers, plan=plan)

@@ -294,7 +294,7 @@ class Store:
             f"stored data (a second stored twice, or a step listed twice?): {_reason(conflict)}"
         ) from conflict
 
-    def finish_run(self, run_id: str, *, status: str, summary: dict[str, Any] | None) -> None:
+    def finish_run(self, run_id: str, *, status: str, summary: Mapping[str, Any] | None) -> None:
         """Close a run: set its final ``status``, ``ended_at`` (now, UTC) and ``summary``."""
         if status not in FINAL_STATUSES:
             raise ValueError(

@@ -18,7 +18,7 @@ or a whole chart when its traces changed (a new step, a new error kind).
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -35,7 +35,7 @@ from horde.report.series import LatencySeries, RunSeries, distribution, run_seri
 from horde.results.stored_run import ALL_REQUESTS, RunResults, StepId, step_names, workers_of
 from horde.store import MonitorSample, RunRecord
 from horde.results.littles_law import littles_law_warning
-from horde.results.summary import CPU_SATURATION_PERCENT_PER_WORKER, SummaryBuilder
+from horde.results.summary import CPU_SATURATION_PERCENT_PER_WORKER, Summary, SummaryBuilder, summarise
 from horde.engine.snapshot import Snapshot
 
 #: How far behind the latest second taken the monitors' samples are read again (a monitor's
@@ -46,7 +46,7 @@ STEP_FIELDS: Final = ("requests", "errors", "error_percent", "rps")
 LATENCY_FIELDS: Final = ("p50", "p90", "p95", "p99", "max")
 
 
-def step_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
+def step_rows(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One row per step, then all requests: the summary's figures, untouched, and how many
     responses its latency figures cover (none: the page shows no latency, not 0 ms)."""
     rows = []
@@ -146,7 +146,7 @@ class LiveThresholds:
 
 
 def threshold_rows(
-    record: RunRecord, status: str, summary: dict[str, Any], live: LiveThresholds | None = None
+    record: RunRecord, status: str, summary: Mapping[str, Any], live: LiveThresholds | None = None
 ) -> list[dict[str, str]]:
     """Each threshold of the run, readable, with its verdict: ``condition`` (with its scope),
     ``verdict`` (``passed`` or ``failed`` once judged; while the run goes, ``passing``,
@@ -205,7 +205,7 @@ def run_header(record: RunRecord, status: str | None = None) -> dict[str, Any]:
 def run_state(
     record: RunRecord,
     status: str,
-    summary: dict[str, Any],
+    summary: Mapping[str, Any],
     last: Snapshot | None,
     monitors: dict[str, Any] | None = None,
     thresholds: LiveThresholds | None = None,
@@ -296,7 +296,9 @@ class RunView:
                 self._merged[step_id] = histogram.merge(
                     [previous, entry["histogram"]] if previous else [entry["histogram"]]
                 )
-        batch = _Seconds(record=self.record, snapshots=snapshots, summary={}, workers=self.workers)
+        # The batch's summary is not read by its series: an empty one stands in.
+        empty = summarise([], run_id=self.record.run_id, status=self.record.status)
+        batch = _Seconds(record=self.record, snapshots=snapshots, summary=empty, workers=self.workers)
         part = run_series(batch)
         self._rename_steps()
         batch_ids = {name: step_id for step_id, name in step_names(batch.step_ids()).items()}
@@ -316,7 +318,7 @@ class RunView:
         for step_id in self._merged:
             self._series.distribution[self._names[step_id]] = self._curves.get(step_id, ([], []))
 
-    def summary(self, status: str) -> dict[str, Any]:
+    def summary(self, status: str) -> Summary:
         """The summary ``horde show --json`` would print for the seconds added so far."""
         return self._builder.summary(run_id=self.record.run_id, status=status)
 
