@@ -44,3 +44,16 @@ def test_the_payments_study_answers_instances_for_the_peak(horde_cli: HordeCli) 
     for section in ("## 1. The production profile", "## 2. The sighting shot", "## 3. One instance's knee"):
         assert section in text
     assert re.search(r"One instance serves at most \*\*3[6-9]\d req/s\*\*", text), text
+
+
+def test_the_iot_study_measures_one_three_five_and_forecasts(horde_cli: HordeCli) -> None:
+    text = run_example(horde_cli, "iot")
+    # QUICK=1: 4 workers × 19 ms + 1 ms serial, 0.1 ms crosstalk: λ = 4 / 20 ms = 200/s, σ = 0.05,
+    # κ = 0.005, so the saturated throughputs are 200, 531 and 769 req/s. find-max's knee is
+    # where throughput stops following the load: at most the saturated figure, a step below it.
+    measured = re.search(r"\*\*Measured: 1 → ([\d,]+) req/s, 3 → ([\d,]+) req/s, 5 → ([\d,]+) req/s\.\*\*", text)
+    assert measured is not None, text
+    for found, law in zip(measured.groups(), (200.0, 531.0, 769.2)):
+        assert 0.8 * law <= float(found.replace(",", "")) <= 1.05 * law, (measured[0], law)
+    assert "Fitted X(N) = λN / (1 + σ(N−1) + κN(N−1))" in text, text
+    assert re.search(r"\| 10 \| [\d,]+ \|", text), text
