@@ -414,7 +414,14 @@ def test_a_jsonl_feeder_with_blank_lines(tmp_path: Path) -> None:
 
 
 def test_a_csv_feeder_with_a_byte_order_mark_and_quoted_fields(tmp_path: Path) -> None:
-    load_plan(feeder_plan(tmp_path, "rows.csv", '\ufefflogin,city\nann,"Paris, France"\nbob,"multi\nline"\n\n'))
+    from horde.plan.feeders import count_rows, feeder_columns
+
+    plan = load_plan(feeder_plan(tmp_path, "rows.csv", '\ufefflogin,city\nann,"Paris, France"\nbob,"multi\nline"\n\n'))
+    path = plan.scenarios[0].feeders[0].path
+    # The mark is no part of the first field's name; a quoted comma or line break is no new field
+    # or row; the blank last line is no row.
+    assert feeder_columns(path, "csv") == ["login", "city"]
+    assert count_rows(path, "csv") == 2
 
 
 @pytest.mark.parametrize(
