@@ -128,3 +128,13 @@ def test_the_har_reader_raises_only_invalid_input(
     except InvalidInput:
         return
     plan_from_dict(conversion.plan)
+
+
+def test_the_written_plan_loads_as_the_conversion_holds_it(tmp_path: Path) -> None:
+    from horde.plan import plan_to_json
+    from horde.plan.loader import load_plan
+
+    conversion = convert_har(HAR)
+    (tmp_path / "plan.yaml").write_text(plan_yaml(conversion))
+    (tmp_path / "plan.json").write_text(json.dumps(conversion.plan))
+    assert plan_to_json(load_plan(tmp_path / "plan.yaml")) == plan_to_json(load_plan(tmp_path / "plan.json"))

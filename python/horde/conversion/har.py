@@ -7,7 +7,7 @@ Horde plan: one scenario whose steps are the recorded requests in order.
   path's extension) are left out by rule, a finding each, unless ``keep_static``.
 - **Another host** than the first kept request's: left out (a plan has one target), a finding each.
 - **Secrets never reach the plan.** An ``Authorization`` header, or any header or query field
-  named like a credential (:func:`horde.plan.redaction.is_secret_name`), whose value no earlier
+  named like a credential (:mod:`horde.conversion.credentials`), whose value no earlier
   response gave, becomes a plan parameter with an empty default that the user gives (``-p`` or
   ``HORDE_PARAM_NAME``); a cookie no earlier response set, the same, in the scenario's ``Cookie``
   header; a cookie an earlier response set is left to the VU's cookie jar.
@@ -25,13 +25,13 @@ from collections import Counter
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
-from horde._engine import is_secret_name
+from horde.conversion.credentials import Credentials, identifier, leaves
 from horde.conversion.findings import Conversion, Outcome
 from horde.conversion.tank import literal
 from horde.errors import InvalidInput
-from horde.plan.redaction import is_secret_parameter
+from horde.plan.redaction import redact_url_query
 
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 STATIC_MIME = re.compile(
@@ -47,7 +47,6 @@ _SKIPPED_HEADERS = ("host", "content-length", "connection", "accept-encoding", "
 MIN_REUSED_LENGTH = 4
 #: A header's name as HTTP allows it (HTTP/2's pseudo-headers, ":authority", are not).
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_RESERVED = {"params", "vu", "iteration", "true", "false", "none", "and", "or", "not", "in", "is", "if", "else", "loop"}
 
 
 def convert_har(path: Path, *, keep_static: bool = False) -> Conversion:
@@ -105,43 +104,13 @@ def _started_ms(text: Any, where: str) -> float:
         ) from None
 
 
-def _identifier(text: str, taken: set[str]) -> str:
-    base = re.sub(r"[^a-z0-9_]", "_", text.lower()).strip("_") or "value"
-    if base[0].isdigit() or base in _RESERVED:
-        base = f"v_{base}"
-    name, n = base, 2
-    while name in taken:
-        name, n = f"{base}_{n}", n + 1
-    taken.add(name)
-    return name
-
-
-def _leaves(node: Any, path: str = "$") -> list[tuple[str, str, str]]:
-    """(JSONPath, last key, value as text) of a JSON document's scalar leaves."""
-    found: list[tuple[str, str, str]] = []
-    if isinstance(node, dict):
-        for key, value in node.items():
-            step = (
-                f"{path}.{key}"
-                if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(key))
-                else f"{path}[{json.dumps(str(key))}]"
-            )
-            found += [(p, k or str(key), v) for p, k, v in _leaves(value, step)]
-    elif isinstance(node, list):
-        for index, value in enumerate(node[:100]):
-            found += _leaves(value, f"{path}[{index}]")
-    elif isinstance(node, (str, int, float)) and not isinstance(node, bool):
-        found.append((path, "", str(node)))
-    return found
-
-
 class _Har:
     def __init__(self, conversion: Conversion, label: str, keep_static: bool) -> None:
         self.conversion = conversion
         self.label = label
         self.keep_static = keep_static
         self.variables: set[str] = set()
-        self.parameters: dict[str, str] = {}
+        self.credentials = Credentials(self.variables)
 
     def where(self, index: int) -> str:
         return f"{self.label}: log.entries[{index}]"
@@ -161,7 +130,7 @@ class _Har:
                 self.conversion.add(
                     Outcome.NOT_CONVERTED,
                     where,
-                    f"{method} {url[:80]}",
+                    f"{method} {redact_url_query(url)[:80]}",
                     "not an http(s) URL: left out",
                     ("scenarios", 0, "steps"),
                 )
@@ -187,7 +156,7 @@ class _Har:
                 origin = here
             elif here != origin:
                 self.conversion.add(
-                    Outcome.NOT_CONVERTED, where, f"{method} {url[:80]}",
+                    Outcome.NOT_CONVERTED, where, f"{method} {redact_url_query(url)[:80]}",
                     f"another host than {origin}: a plan has one target; left out", ("scenarios", 0, "steps"),
                 )  # fmt: skip
                 continue
@@ -216,8 +185,8 @@ class _Har:
             ("scenarios", 0, "workload"),
         )  # fmt: skip
         plan = self.conversion.plan
-        if self.parameters:
-            plan["parameters"] = dict(self.parameters)
+        if self.credentials.parameters:
+            plan["parameters"] = dict(self.credentials.parameters)
         self.conversion.plan = {key: plan[key] for key in ("version", "name", "parameters", "target") if key in plan}
         self.conversion.plan["scenarios"] = [scenario]
         return self.conversion
@@ -251,7 +220,7 @@ class _Har:
             if isinstance(body, str) and body:
                 step["body"] = literal(body)
             notes = self.reuse(step, target_path, headers, body, offered, steps, where, position)
-            notes += self.secrets(step, parts.query, where, position)
+            notes += self.secrets(step)
             if position + 1 < len(kept):
                 gap = self.gap(entry, kept[position + 1][1], where, self.where(kept[position + 1][0]))
                 if gap >= 1:
@@ -261,7 +230,7 @@ class _Har:
             self.conversion.add(
                 Outcome.CONVERTED,
                 where,
-                f"{method} {target_path[:80]}",
+                f"{method} {step['path'][:80]}",
                 f"step '{name}'" + "".join(f"; {n}" for n in notes),
                 ("scenarios", 0, "steps", len(steps) - 1),
             )
@@ -293,8 +262,7 @@ class _Har:
         for name, _ in pairs:
             if name in self.jar or name in self.outside_cookies:
                 continue
-            self.outside_cookies[name] = _identifier(f"cookie_{name}", set(self.parameters) | self.variables)
-            self.parameters[self.outside_cookies[name]] = ""
+            self.outside_cookies[name] = self.credentials.parameter(f"cookie_{name}")
             self.conversion.add(
                 Outcome.CONVERTED, where, f"cookie {name}",
                 f"set before the recording: parameter {self.outside_cookies[name]} (give it with -p), sent in the scenario's Cookie header; "
@@ -305,44 +273,19 @@ class _Har:
     def cookie_header(self) -> str:
         return "; ".join(f"{name}={{{{ params.{parameter} }}}}" for name, parameter in self.outside_cookies.items())
 
-    def secrets(self, step: dict[str, Any], query: str, where: str, position: int) -> list[str]:
+    def secrets(self, step: dict[str, Any]) -> list[str]:
         notes: list[str] = []
         for header, value in list((step.get("headers") or {}).items()):
-            if "{{" in value or not (header.lower() == "authorization" or is_secret_name(header)):
-                continue
-            scheme, space, _credential = value.partition(" ")
-            keep_scheme = space and scheme.lower() in ("bearer", "basic", "digest", "token")
-            parameter = self.parameter_for(header, value)
-            step["headers"][header] = (f"{scheme} " if keep_scheme else "") + "{{ params." + parameter + " }}"
-            notes.append(f"{header} from parameter {parameter} (the recorded value is not written)")
-        body = step.get("body")
-        if isinstance(body, str):
-            try:
-                fields = _leaves(json.loads(body))
-            except (ValueError, RecursionError):
-                fields = [("", key, value) for key, value in parse_qsl(body)]
-            for _, key, value in fields:
-                if value and is_secret_name(key) and "{{" not in value and value in step["body"]:
-                    parameter = self.parameter_for(key, value)
-                    step["body"] = step["body"].replace(value, "{{ params." + parameter + " }}")
-                    notes.append(f"body field {key} from parameter {parameter}")
-        for field, value in parse_qsl(query, keep_blank_values=True):
-            if value and is_secret_parameter(field) and value in step["path"]:
-                parameter = self.parameter_for(field, value)
-                step["path"] = step["path"].replace(
-                    f"{field}={quote(value, safe='')}", f"{field}={{{{ params.{parameter} }}}}"
-                )
-                step["path"] = step["path"].replace(f"{field}={value}", f"{field}={{{{ params.{parameter} }}}}")
-                notes.append(f"query field {field} from parameter {parameter}")
+            template = self.credentials.header(header, value)
+            if template is not None:
+                step["headers"][header] = template
+                notes.append(f"{header} from a parameter (the recorded value is not written)")
+        if isinstance(step.get("body"), str):
+            step["body"], fields = self.credentials.body(step["body"])
+            notes += [f"body field {field} from a parameter" for field in fields]
+        step["path"], fields = self.credentials.query(step["path"])
+        notes += [f"query field {field} from a parameter" for field in fields]
         return notes
-
-    def parameter_for(self, name: str, value: str) -> str:
-        for known, default in self.parameters.items():
-            if known.startswith(re.sub(r"[^a-z0-9_]", "_", name.lower())) and default == "":
-                return known
-        parameter = _identifier(name, set(self.parameters) | self.variables)
-        self.parameters[parameter] = ""
-        return parameter
 
     def reuse(
         self, step: dict[str, Any], path: str, headers: dict[str, str], body: Any, offered: list[tuple[int, int, Any]],
@@ -355,7 +298,7 @@ class _Har:
             wanted.append(value.partition(" ")[2] if header.lower() == "authorization" else value)
         if isinstance(body, str):
             try:
-                wanted += [value for _, _, value in _leaves(json.loads(body))]
+                wanted += [value for _, _, value in leaves(json.loads(body))]
             except (ValueError, RecursionError):
                 wanted += [value for _, value in parse_qsl(body)]
         notes: list[str] = []
@@ -416,7 +359,7 @@ class _Har:
                 document = json.loads(text)
             except (ValueError, RecursionError):
                 continue
-            for json_path, key, leaf in _leaves(document):
+            for json_path, key, leaf in leaves(document):
                 if leaf == value:
                     return step_index, self.extractor(step_index, "json", json_path, key), source_where
         return None
@@ -424,7 +367,7 @@ class _Har:
     def extractor(self, step_index: int, source: str, expression: str, key: str) -> dict[str, Any]:
         cache = self.__dict__.setdefault("_extractors", {})
         if (step_index, source, expression) not in cache:
-            variable = _identifier(key, self.variables | set(self.parameters))
+            variable = identifier(key, self.variables)
             cache[(step_index, source, expression)] = {"var": variable, "from": source, "expression": expression}
         extractor: dict[str, Any] = cache[(step_index, source, expression)]
         return extractor

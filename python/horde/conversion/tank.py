@@ -34,6 +34,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
 from horde.conversion.ammo import AmmoRequest, guess_type, kind_of, parse_ammo
+from horde.conversion.credentials import Credentials
 from horde.conversion.findings import Conversion, Outcome, PlanPath
 from horde.errors import InvalidInput
 from horde.plan.profiles import lower_profile
@@ -91,7 +92,9 @@ def convert_tank(path: Path) -> Conversion:
         raise InvalidInput(
             f"{label}: nothing Horde can send", hint="the config's load must be HTTP (phantom or pandora's http gun)"
         )
-    order = ("version", "name", "target", "scenarios", "autostop")
+    if converter.credentials.parameters:
+        conversion.plan["parameters"] = converter.credentials.parameters
+    order = ("version", "name", "parameters", "target", "scenarios", "autostop")
     conversion.plan = {key: conversion.plan[key] for key in order if key in conversion.plan}
     return conversion
 
@@ -301,6 +304,7 @@ class _Converter:
         self.conversion = conversion
         self.folder = path.parent
         self.label = label
+        self.credentials = Credentials()
 
     def add(
         self, outcome: Outcome, line: int, element: str, note: str, plan_path: PlanPath = (), label: str | None = None
@@ -739,6 +743,7 @@ class _Converter:
     ) -> dict[str, Any]:
         host = self.conversion.plan["target"]["base_url"].split("://", 1)[1].split(":")[0]
         dropped: Counter[str] = Counter()
+        hidden: set[str] = set()
         cleaned: list[AmmoRequest] = []
         for request in requests:
             headers = {}
@@ -750,10 +755,25 @@ class _Converter:
                     if differs:
                         dropped[f"{header}: {value}"] += 1
                     continue
-                headers[header] = value
-            cleaned.append(
-                AmmoRequest(request.method, request.uri, headers, request.body, request.tag, request.location)
-            )
+                template = self.credentials.header(header, value)
+                headers[header] = literal(value) if template is None else template
+                if template is not None:
+                    hidden.add(f"header {header}")
+            # The ammo's text is sent as it is (a "{{" in it is no template); its credentials are
+            # the plan's parameters, never written.
+            uri, fields = self.credentials.query(literal(request.uri))
+            hidden.update(f"query field {field}" for field in fields)
+            body = request.body
+            if body is not None:
+                body, fields = self.credentials.body(literal(body))
+                hidden.update(f"body field {field}" for field in fields)
+            cleaned.append(AmmoRequest(request.method, uri, headers, body, request.tag, request.location))
+        for what in sorted(hidden):
+            self.add(
+                Outcome.CONVERTED, 0, f"credential ({what})",
+                "a plan parameter you give (-p or HORDE_PARAM_...): the ammo's value is not written", ("parameters",),
+                label=source,
+            )  # fmt: skip
         for text, count in dropped.items():
             if text.lower().startswith("host"):
                 note = "the plan sends the target's host; put Host in target.headers if the virtual host matters"
@@ -810,12 +830,12 @@ class _Converter:
             while name in names:
                 name, n = f"{base} #{n}", n + 1
             names.add(name)
-            step: dict[str, Any] = {"name": name, "method": request.method, "path": literal(request.uri)}
+            step: dict[str, Any] = {"name": name, "method": request.method, "path": request.uri}
             own = dict(key[2])
             if own:
                 step["headers"] = own
             if request.body is not None:
-                step["body"] = literal(request.body)
+                step["body"] = request.body
             steps.append(step)
             self.conversion.add(
                 Outcome.CONVERTED, request.location, f"request {request.method} {request.uri[:60]}" + (f" [{request.tag}]" if request.tag else ""),
