@@ -43,6 +43,9 @@ MIN_STEADY_SECONDS: Final = 3
 #: Requests that got no response are counted, never timed: past this share of the requests,
 #: the time they held their VUs is too large an unknown.
 UNTIMED_LIMIT_PERCENT: Final = 5.0
+#: The engine's timers resolve the millisecond (a pause rounds up to the next one): a gap of
+#: at most this much a pause is the timers', not a queue.
+TIMER_RESOLUTION_MS: Final = 1.0
 #: An open model's VUs in flight are read once a second (the busy VUs at each second's end):
 #: a gap within this many standard errors of that sampling is not evidence.
 SAMPLING_SIGMAS: Final = 3.0
@@ -199,6 +202,8 @@ class Sums:
     #: Request-seconds over what the pool's connections could hold at once.
     pool_queued_s: float = 0.0
     think_s: float = 0.0
+    #: Think times and pacing waits taken (each a timer that may fire late).
+    pauses: int = 0
     requests: int = 0
     responses: int = 0
     #: Each second's VUs, squared and summed (an open model's sampling error).
@@ -263,9 +268,12 @@ class LittlesLaw:
             responses = stats.count if stats else 0
             latency_s = responses * stats.mean_ms / 1000.0 if stats else 0.0
             thinking = requests * self.shape.think_ms.get((scenario, step), 0.0) / 1000.0
+            sums.pauses += requests if self.shape.think_ms.get((scenario, step)) else 0
             if self.shape.first_step.get(scenario) == step:
                 iterations[scenario] = requests
                 thinking += requests * self.shape.think_steps_ms.get(scenario, 0.0) / 1000.0
+                sums.pauses += requests if self.shape.think_steps_ms.get(scenario) else 0
+                sums.pauses += requests if scenario in self.shape.pacing_s else 0
             in_flight += latency_s
             think += thinking
             work[scenario] = work.get(scenario, 0.0) + latency_s + thinking
@@ -352,6 +360,15 @@ def judge(shape: PlanShape, sums: Sums, generator: Mapping[str, Any]) -> dict[st
         }
     if abs(gap) <= TOLERANCE_PERCENT:
         return {**figures, "consistent": True, "why": None}
+    overrun_ms = 1000.0 * (sums.measured_vu_s - sums.expected_vu_s) / sums.pauses if sums.pauses else None
+    figures["overrun_ms_per_pause"] = None if overrun_ms is None else round(overrun_ms, 3)
+    if overrun_ms is not None and 0 < overrun_ms <= TIMER_RESOLUTION_MS and shape.pool is None:
+        return {
+            **figures,
+            "consistent": None,
+            "why": f"not known: the {gap:.0f} % gap is {overrun_ms:.2f} ms a think time or pacing wait, within "
+            f"the {TIMER_RESOLUTION_MS:g} ms the engine's timers resolve",
+        }
     if model == "open":
         # Busy VUs are read once a second: the mean of those readings has their spread's
         # standard error (Poisson arrivals spread them about √L around a mean of L), and is
@@ -392,11 +409,15 @@ def _why(
     unaccounted = f"{measured - expected:.1f} of {measured:.1f} {unit} ({gap:.0f} %) are in no figure"
     if saturated:
         return f"{unaccounted}: the generator was saturated for {saturated} s (its CPU), so VUs waited to run"
-    if starved or late > 10.0:
+    if sums.pauses:
+        overrun = 1000.0 * (sums.measured_vu_s - sums.expected_vu_s) / sums.pauses
         return (
-            f"{unaccounted}: the generator ran its timers up to {late:g} ms late (p99), so think times and "
-            "pacing lasted longer than planned"
+            f"{unaccounted}: likely the generator's timers: think times and pacing waits lasting {overrun:.1f} ms "
+            f"longer each than planned would account for it (they ran up to {late:g} ms late at p99, and round "
+            "up to the millisecond)"
         )
+    if starved or late > 10.0:
+        return f"{unaccounted}: the generator, whose timers ran up to {late:g} ms late (p99), so VUs waited to run"
     return (
         f"{unaccounted}: something on the client side queued unmeasured (client-side limits, a proxy, "
         "the generator's scheduling), though the generator's health looked fine"
