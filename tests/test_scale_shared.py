@@ -92,3 +92,19 @@ def test_a_study_over_one_to_four_forecasts_eight_and_twelve(tmp_path: Path) -> 
             f"{k} instances: forecast {forecast.throughput:.1f} ({forecast.low}–{forecast.high}), measured {measured[k]:.1f}"
         )
         assert error <= 0.10, (k, forecast.throughput, measured[k], fit.model)
+
+
+def test_bad_knobs_get_a_located_message_and_exit_2(horde_cli: Any) -> None:
+    without_capacity = horde_cli.run("target", "--shared-serial-ms", "1")
+    assert without_capacity.returncode == 2
+    assert "capacity model's slot" in without_capacity.stderr and "--workers" in without_capacity.stderr
+    negative = horde_cli.run(
+        "scale", "--url", "http://127.0.0.1/", "--instances", "2", "--target-workers", "1",
+        "--target-service-ms", "1", "--target-crosstalk-ms", "-1", "--vus", "1", "--duration", "1s",
+    )  # fmt: skip
+    assert negative.returncode == 2
+    assert "shared.crosstalk_ms must be at least 0" in negative.stderr and "hint:" in negative.stderr
+    given_instances = horde_cli.run(
+        "scale", "--url", "http://127.0.0.1/", "--instance", "http://127.0.0.1:9", "--target-shared-serial-ms", "1"
+    )
+    assert given_instances.returncode == 2 and "go with --instances" in given_instances.stderr
