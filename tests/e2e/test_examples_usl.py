@@ -43,7 +43,8 @@ def test_the_payments_study_answers_instances_for_the_peak(horde_cli: HordeCli) 
     assert "would say 5 instances" in text
     for section in ("## 1. The production profile", "## 2. The sighting shot", "## 3. One instance's knee"):
         assert section in text
-    assert re.search(r"One instance serves at most \*\*3[6-9]\d req/s\*\*", text), text
+    # One instance: 393/s saturated; find-max's knee is at most that, within its bracket below.
+    assert re.search(r"One instance serves at most \*\*3[4-9]\d req/s\*\*", text), text
 
 
 def test_the_iot_study_measures_one_three_five_and_forecasts(horde_cli: HordeCli) -> None:
