@@ -76,6 +76,9 @@ def _handler(target: RecordingTarget) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         # HTTP/1.1 so that the engine's keep-alive connections are kept, as against a real target.
         protocol_version = "HTTP/1.1"
+        # The head and the body go out in separate writes: with Nagle's algorithm on, the body
+        # waits for the client's delayed ACK (40 ms a request).
+        disable_nagle_algorithm = True
 
         def _serve(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)

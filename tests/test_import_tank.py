@@ -24,11 +24,14 @@ from recording_target import RecordingTarget, recording_target  # noqa: F401  (t
 FIXTURES = Path(__file__).parent / "fixtures" / "import" / "tank"
 
 
-@pytest.mark.parametrize("name", ["load.yaml", "instances.yaml", "uripost.yaml", "pandora.yaml"])
+@pytest.mark.parametrize("name", ["load.yaml", "instances.yaml", "uripost.yaml", "pandora.yaml", "many.yaml"])
 def test_each_fixture_converts_to_a_plan_that_loads_as_written(name: str, tmp_path: Path) -> None:
     conversion = convert_tank(FIXTURES / name)
     written = tmp_path / "plan.yaml"
     written.write_text(plan_yaml(conversion, written.name))
+    for file, text in conversion.files.items():
+        (tmp_path / file).parent.mkdir(exist_ok=True)
+        (tmp_path / file).write_text(text)
     # The same document as JSON, read by the same loader (which puts the parameters' defaults in).
     as_json = tmp_path / "plan.json"
     as_json.write_text(json.dumps(conversion.plan))
@@ -58,62 +61,66 @@ def test_instances_are_a_closed_workload_and_raw_ammo_keeps_its_post() -> None:
 
 
 def _run(data: dict[str, object]) -> Counter[str]:
+    return _run_plan(plan_from_dict(data))
+
+
+def _run_plan(plan: Any) -> Counter[str]:
     """Runs the plan; its requests counted by step, over every snapshot (each holds its interval's)."""
     from horde.engine.run import Run
 
     counts: Counter[str] = Counter()
-    with Run.start(plan_from_dict(data), workers=1) as run:
+    with Run.start(plan, workers=1) as run:
         for snapshot in run:
             for entry in snapshot["steps"]:
                 counts[entry["step"]] += entry["requests"]
     return counts
 
 
-def test_the_plan_sends_the_ammo_in_its_tags_mix(builtin_target: Any) -> None:
+def test_the_plan_sends_the_ammo_s_requests_in_its_tags_mix(recording_target: RecordingTarget) -> None:  # noqa: F811
+    """What arrives at the recording target: the ammo's requests, with their headers, in the
+    tags' shares of the ammo (catalog 4, item 2, cart 1, home 3 of 10) within 1 point."""
     data = convert_tank(FIXTURES / "load.yaml").plan
-    data["target"]["base_url"] = f"http://127.0.0.1:{builtin_target.port}"
+    data["target"]["base_url"] = recording_target.base_url
     data["scenarios"][0]["workload"] = {"type": "closed", "start_vus": 8, "stages": [{"duration_s": 3, "vus": 8}]}
     data.pop("autostop")
-    counts = _run(data)
-    total = sum(counts.values())
-    assert total > 5000, counts
-    tags = {
-        "catalog": ("catalog GET /catalog?page=1", "catalog GET /catalog?page=2"),
-        "item": ("item",),
-        "cart": ("cart",),
-        "home": ("home",),
-    }
+    _run(data)
+    received = recording_target.requests()
+    # Enough that 1 point is more than 3 standard deviations of a share (0.5 / sqrt(n) at most).
+    assert len(received) > 10_000, len(received)
+    tag_of = {"/catalog": "catalog", "/item/42": "item", "/cart": "cart", "/": "home"}
+    shares = {tag: 100.0 * count / len(received) for tag, count in Counter(tag_of[r.path] for r in received).items()}
     intended = {"catalog": 40.0, "item": 20.0, "cart": 10.0, "home": 30.0}
-    for tag, steps in tags.items():
-        share = 100.0 * sum(counts[step] for step in steps) / total
-        assert abs(share - intended[tag]) <= 1.0, (tag, share, total)
+    assert all(abs(shares[tag] - intended[tag]) <= 1.0 for tag in intended), shares
+    pages = Counter(r.query for r in received if r.path == "/catalog")
+    assert abs(100.0 * pages[(("page", "1"),)] / sum(pages.values()) - 75.0) <= 1.5, pages
+    assert all(r.method == "GET" and r.headers["user-agent"] == "tank-fixture" for r in received)
+    assert all(r.headers["accept"] == "application/json" for r in received)
+    assert all(r.headers.get("x-client") == "mobile" for r in received if r.path in ("/cart", "/"))
+    assert not any("x-client" in r.headers for r in received if r.path.startswith(("/catalog", "/item")))
 
 
-def test_the_plan_sends_the_ammo_s_requests_methods_and_headers(recording_target: RecordingTarget) -> None:  # noqa: F811
-    for name in ("load.yaml", "uripost.yaml"):
+def test_uripost_and_raw_ammo_send_their_bodies(recording_target: RecordingTarget) -> None:  # noqa: F811
+    for name in ("uripost.yaml", "instances.yaml"):
         recording_target.clear()
         data = convert_tank(FIXTURES / name).plan
         data["target"]["base_url"] = recording_target.base_url
-        data["scenarios"][0]["workload"] = {"type": "closed", "start_vus": 2, "stages": [{"duration_s": 1, "vus": 2}]}
-        data.pop("autostop", None)
+        data["scenarios"][0]["workload"] = {"type": "closed", "start_vus": 2, "stages": [{"duration_s": 0.5, "vus": 2}]}
         if name == "uripost.yaml":
             assert data["parameters"] == {"pass": ""}  # the ammo's password is not in the plan
             data["parameters"]["pass"] = "b"
         _run(data)
         received = recording_target.requests()
         assert len(received) > 20
-        if name == "load.yaml":
-            assert {r.path for r in received} == {"/catalog", "/item/42", "/cart", "/"}
-            assert all(r.method == "GET" and r.headers["user-agent"] == "tank-fixture" for r in received)
-            assert all(r.headers.get("x-client") == "mobile" for r in received if r.path in ("/cart", "/"))
-            assert not any("x-client" in r.headers for r in received if r.path.startswith(("/catalog", "/item")))
+        if name == "uripost.yaml":
+            assert {r.body for r in received} == {b"user=a&pass=b", b"q=horde\nmore", b"q=tank"}
+            assert all(r.method == "POST" for r in received)
+            assert all(r.headers["content-type"] == "application/x-www-form-urlencoded" for r in received)
+            assert all(r.headers["user-agent"] == "tank" for r in received)
         else:
-            bodies = {r.body for r in received}
-            assert bodies == {b"user=a&pass=b", b"q=horde\nmore", b"q=tank"}
-            assert all(
-                r.method == "POST" and r.headers["content-type"] == "application/x-www-form-urlencoded"
-                for r in received
-            )
+            assert {(r.method, r.path, r.body) for r in received} == {
+                ("GET", "/health", b""), ("POST", "/orders", b'{"item": 42, "qty": 1}'),
+            }  # fmt: skip
+            assert all(r.headers["content-type"] == "application/json" for r in received if r.method == "POST")
 
 
 def test_bad_input_is_located_with_a_hint(tmp_path: Path) -> None:
@@ -154,3 +161,24 @@ def test_a_credential_in_the_ammo_becomes_a_parameter_never_written() -> None:
     assert "fixture-token" not in text and "Bearer {{ params.authorization }}" in text
     assert conversion.plan["parameters"] == {"authorization": ""}
     assert "-p authorization=..." in text
+
+
+def test_many_distinct_requests_are_a_feeder_sent_in_the_ammo_s_order(
+    recording_target: RecordingTarget,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    conversion = convert_tank(FIXTURES / "many.yaml")
+    assert not conversion.of(Outcome.APPROXIMATED)  # one feeder: the file's order is kept
+    data = conversion.plan
+    data["target"]["base_url"] = recording_target.base_url
+    data["scenarios"][0]["workload"] = {"type": "closed", "start_vus": 1, "stages": [{"duration_s": 0.5, "vus": 1}]}
+    for file, text in conversion.files.items():
+        (tmp_path / file).parent.mkdir(exist_ok=True)
+        (tmp_path / file).write_text(text)
+    (tmp_path / "plan.json").write_text(json.dumps(data))
+    _run_plan(load_plan(tmp_path / "plan.json"))
+    received = recording_target.requests()
+    ammo = [line.split(" ")[0] for line in (FIXTURES / "catalog.uri").read_text().splitlines()[1:]]
+    sent = [r.path + ("?" + "&".join(f"{k}={v}" for k, v in r.query) if r.query else "") for r in received]
+    assert len(sent) > 130
+    assert sent == [ammo[i % len(ammo)] for i in range(len(sent))]

@@ -13,6 +13,7 @@ converted or approximated (an approximation is said in the plan and the table), 
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
 from pathlib import Path
 from typing import Annotated
@@ -108,13 +109,16 @@ def write(conversion: Conversion, path: Path, *, force: bool = False) -> None:
         raise InvalidInput(f"--out: {path} exists", hint="give another --out, or --force to overwrite it")
     folder = path.parent
     written: list[Path] = []
+    made: list[Path] = []
     temporary = folder / f".{path.stem}.{uuid.uuid4().hex[:12]}.yaml"
     try:
         try:
             folder.mkdir(parents=True, exist_ok=True)
             for name, text in conversion.files.items():
                 written.append(folder / name)
-                written[-1].parent.mkdir(parents=True, exist_ok=True)
+                if not written[-1].parent.exists():
+                    made.append(written[-1].parent)
+                    written[-1].parent.mkdir(parents=True)
                 written[-1].write_text(text, encoding="utf-8")
             temporary.write_text(plan_yaml(conversion, path.name), encoding="utf-8")
         except OSError as error:
@@ -134,6 +138,8 @@ def write(conversion: Conversion, path: Path, *, force: bool = False) -> None:
     except BaseException:
         for file in written:
             file.unlink(missing_ok=True)
+        for made_folder in reversed(made):
+            shutil.rmtree(made_folder, ignore_errors=True)
         raise
     finally:
         temporary.unlink(missing_ok=True)

@@ -800,7 +800,9 @@ class _Converter:
         scenario["steps"] = steps
         scenario["workload"] = workload
         tags = Counter(request.tag for request in cleaned if request.tag)
-        if len(counts) > 1:
+        # A choice draws the requests (the mix kept, not the order); one feeder keeps the order.
+        drawn = steps[0].get("type") == "choice"
+        if drawn:
             self.add(
                 Outcome.APPROXIMATED, 0, f"ammo order ({len(cleaned)} requests)",
                 "phantom fires the ammo in file order, round and round; the plan draws each request by its share: the same mix"
@@ -867,11 +869,13 @@ class _Converter:
             writer = csv.writer(out, lineterminator="\n")
             writer.writerow(["uri", "body"] if with_body else ["uri"])
             for request in group:
-                writer.writerow([request.uri, request.body or ""] if with_body else [request.uri])
+                # Without its leading "/", which the step's path holds (a path starts with "/").
+                uri = request.uri[1:]
+                writer.writerow([uri, request.body or ""] if with_body else [uri])
             file = f"{folder}/{feeder}.csv"
             self.conversion.files[file] = out.getvalue()
             feeders.append({"name": feeder, "path": file, "format": "csv", "mode": "circular"})
-            step: dict[str, Any] = {"name": f"{method} ammo", "method": method, "path": "{{ " + feeder + ".uri }}"}
+            step: dict[str, Any] = {"name": f"{method} ammo", "method": method, "path": "/{{ " + feeder + ".uri }}"}
             if with_body:
                 step["body"] = "{{ " + feeder + ".body }}"
             headers = Counter(tuple(sorted((k, v) for k, v in r.headers.items() if k not in common)) for r in group)
