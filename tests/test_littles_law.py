@@ -3,7 +3,11 @@ loopback, where a pool smaller than the concurrency raises the gap and a clean r
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import time
 from typing import Any
 
 import pytest
@@ -275,3 +279,32 @@ def test_the_gap_is_shown_on_the_console_in_horde_show_the_report_and_the_dashbo
     assert state["littles_law"] == warning
     html = render_run_report(results)
     assert '<div class="warning" id="littles-law-warning">' in html and "a connection pool smaller" in html
+
+
+def test_a_starved_generator_raises_the_gap(horde_cli: HordeCli, builtin_target: Any) -> None:
+    """The generator's process stopped 40 ms of every 100 (SIGSTOP, SIGCONT: the machine does not
+    run it, as a starved generator): its VUs' think times last longer than planned, and no figure
+    holds that time."""
+    plan = horde_cli.tmp_path / "plan.json"
+    step = {"name": "get", "method": "GET", "path": "/", "think_time": {"type": "constant", "duration_ms": 20}}
+    workload = {"type": "closed", "start_vus": 20, "stages": [{"duration_s": 4, "vus": 20}]}
+    target = {"base_url": f"http://127.0.0.1:{builtin_target.port}"}
+    plan.write_text(
+        json.dumps(
+            {"version": 1, "target": target, "scenarios": [{"name": "s", "steps": [step], "workload": workload}]}
+        )
+    )
+    process = horde_cli.popen("run", str(plan), "--workers", "1", "--summary-json", "summary.json")
+    deadline = time.monotonic() + 60
+    while process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.06)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(process.pid, signal.SIGSTOP)
+        time.sleep(0.04)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(process.pid, signal.SIGCONT)
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 0, out + err
+    block = json.loads((horde_cli.tmp_path / "summary.json").read_text())["littles_law"]
+    assert block["consistent"] is False and block["gap_percent"] > 20.0, block
+    assert "the generator's timers" in block["why"] and block["overrun_ms_per_pause"] > 1.0, block
