@@ -58,3 +58,10 @@ def test_bad_input_is_located_with_a_hint_and_exit_2(horde_cli: HordeCli, tmp_pa
     _clean_error(broken, ExitCode.INVALID_INPUT)
     assert "broken.har: log.entries[0]: no request.method" in broken.stderr
     assert not (tmp_path / "broken.horde.yaml").exists()
+
+
+def test_a_jmx_goes_to_the_jmeter_converter(horde_cli: HordeCli, tmp_path: Path) -> None:
+    shutil.copy(FIXTURES / "jmeter" / "arrivals.jmx", tmp_path / "test.plan")
+    result = horde_cli.run("import", "test.plan", "--out", "plan.yaml")  # told by its content
+    assert result.returncode in (ExitCode.OK, ExitCode.IMPORT_INCOMPLETE), result.stderr
+    assert "(jmeter)" in result.stdout and (tmp_path / "plan.yaml").exists()

@@ -17,7 +17,7 @@ from horde.conversion.tank import autostop_rule, convert_tank, parse_schedule
 from horde.errors import InvalidInput
 from horde.plan import plan_from_dict, plan_to_json
 from horde.plan.loader import load_plan
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from recording_target import RecordingTarget, recording_target  # noqa: F401  (the fixture)
 
@@ -182,3 +182,152 @@ def test_many_distinct_requests_are_a_feeder_sent_in_the_ammo_s_order(
     sent = [r.path + ("?" + "&".join(f"{k}={v}" for k, v in r.query) if r.query else "") for r in received]
     assert len(sent) > 130
     assert sent == [ammo[i % len(ammo)] for i in range(len(sent))]
+
+
+# Configs of tank's and pandora's shapes with any value in any place: a plan that validates, or a
+# located InvalidInput, never another exception.
+anyv = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 20000000),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=12),
+    st.lists(st.text(max_size=5), max_size=2),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+)
+
+
+def maybe(strat: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.one_of(strat, anyv)
+
+
+sched = st.lists(
+    st.sampled_from(
+        [
+            "line(1, 5, 2s)",
+            "const(3,1s)",
+            "step(1, 9, 2, 1s)",
+            "line(0,0,1ms)",
+            "const(0.5, 1m)",
+            "step(5,1,1,1)",
+            "line(1e3, 5, 1s)",
+            "const(,1s)",
+            "const(1, 1h30m)",
+        ]
+    ),
+    min_size=1,
+    max_size=3,
+).map(" ".join)
+phantom = st.fixed_dictionaries(
+    {
+        "address": maybe(st.sampled_from(["127.0.0.1:8080", "[::1]:80", "host", "h:443", "http://x:1/p", "a:b"])),
+        "load_profile": maybe(
+            st.fixed_dictionaries(
+                {"load_type": maybe(st.sampled_from(["rps", "instances", "stpd_file"])), "schedule": maybe(sched)}
+            )
+        ),
+        "instances": maybe(st.integers(0, 5000)),
+        "ssl": anyv,
+        "uris": maybe(
+            st.lists(
+                st.sampled_from(["/", "/a tag", "/{{x}}", "http://h/p?q=1", "bad", "/a?token=secret1"]), max_size=3
+            )
+        ),
+        "headers": maybe(
+            st.lists(
+                st.sampled_from(["[Host: h]", "[Authorization: Bearer abcd]", "[X: y]", "[bad", "[: v]"]), max_size=3
+            )
+        ),
+        "timeout": maybe(st.sampled_from(["5s", "1m", "0"])),
+    }
+)
+pool = st.fixed_dictionaries(
+    {
+        "id": anyv,
+        "gun": maybe(
+            st.fixed_dictionaries(
+                {
+                    "type": maybe(st.sampled_from(["http", "grpc", "http2"])),
+                    "target": maybe(st.sampled_from(["127.0.0.1:8080", "h:443"])),
+                }
+            )
+        ),
+        "ammo": maybe(
+            st.fixed_dictionaries(
+                {
+                    "type": maybe(st.sampled_from(["uri", "http/json", "raw", "uripost", "zzz"])),
+                    "file": maybe(st.just("shop.uri")),
+                }
+            )
+        ),
+        "rps": maybe(
+            st.lists(
+                st.fixed_dictionaries(
+                    {
+                        "type": maybe(st.sampled_from(["line", "const", "step", "once", "unlimited", "x"])),
+                        "from": anyv,
+                        "to": anyv,
+                        "ops": anyv,
+                        "duration": maybe(st.sampled_from(["1s", "2m", "0s"])),
+                        "step": anyv,
+                        "times": anyv,
+                    }
+                ),
+                max_size=3,
+            )
+        ),
+        "startup": maybe(st.fixed_dictionaries({"type": maybe(st.sampled_from(["once", "x"])), "times": anyv})),
+    }
+)
+auto = st.fixed_dictionaries(
+    {
+        "autostop": maybe(
+            st.lists(
+                st.sampled_from(
+                    [
+                        "time(1s,2s)",
+                        "http(5xx,10%,5s)",
+                        "http(2xx,1%,1)",
+                        "net(xx,5,1)",
+                        "quantile(95,1s,10s)",
+                        "quantile(101,1s,1s)",
+                        "limit(1m)",
+                        "http(5xx,,)",
+                        "time(x)",
+                        "zzz",
+                        "net(110, 200%, 1s)",
+                        "http(404,5%,0)",
+                    ]
+                ),
+                max_size=4,
+            )
+        )
+    }
+)
+doc = st.one_of(
+    st.fixed_dictionaries({"phantom": phantom, "autostop": maybe(auto)}),
+    st.fixed_dictionaries({"pools": maybe(st.lists(pool, max_size=2))}),
+    st.fixed_dictionaries(
+        {
+            "pandora": st.fixed_dictionaries(
+                {
+                    "enabled": st.just(True),
+                    "config_content": maybe(st.fixed_dictionaries({"pools": st.lists(pool, max_size=2)})),
+                }
+            )
+        }
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(doc)
+def test_the_config_reader_raises_only_invalid_input(tmp_path_factory: pytest.TempPathFactory, document: Any) -> None:
+    folder = tmp_path_factory.mktemp("tank")
+    (folder / "shop.uri").write_text("[Host: h]\n/a tag\n/b\n")
+    (folder / "load.yaml").write_text(json.dumps(document))
+    try:
+        conversion = convert_tank(folder / "load.yaml")
+    except InvalidInput:
+        return
+    plan_from_dict(conversion.plan)

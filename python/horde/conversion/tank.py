@@ -465,6 +465,10 @@ class _Converter:
                     AmmoRequest(r.method, r.uri, r.headers, r.body, r.tag, f"{self.label}:{_line(uris, index)}")
                     for r in parsed
                 ]
+            if not requests:
+                raise InvalidInput(
+                    f"{self.label}:{_line(section, 'uris')}: phantom.uris lists no request", hint="uris: ['/', '/buy tag']"
+                )
             return requests, f"{self.label}:{_line(section, 'uris')} (phantom.uris)"
         ammofile = section.get("ammofile")
         if not isinstance(ammofile, str) or not ammofile:
