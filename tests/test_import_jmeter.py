@@ -438,3 +438,38 @@ def test_the_throughput_controllers_mix_is_kept_within_one_point(builtin_target:
     print(f"mix over {total} requests: {actions}; shares {shares}")
     for name, weight in {"city": 40, "build": 25, "collect": 25, "resources": 10}.items():
         assert abs(shares[name] - weight) < 1, shares
+
+
+def _game_variant(tmp_path: Path, old: str, new: str, *, csv: str | None = "players.csv") -> Conversion:
+    text = (FIXTURES / "game.jmx").read_text()
+    assert old in text
+    (tmp_path / "game.jmx").write_text(text.replace(old, new))
+    if csv is not None:
+        (tmp_path / csv).write_bytes((FIXTURES / "players.csv").read_bytes())
+    conversion = convert_jmx(tmp_path / "game.jmx")
+    check_plan_data(apply_parameters(conversion.plan), folder=tmp_path)
+    return conversion
+
+
+def test_a_csv_file_the_plan_cannot_read_is_no_feeder_and_says_why(tmp_path: Path) -> None:
+    conversion = _game_variant(tmp_path, "players.csv", "elsewhere.csv", csv=None)
+    data_set = finding(conversion, "CSVDataSet 'players'")
+    assert data_set.outcome is Outcome.NOT_CONVERTED and "elsewhere.csv beside the plan" in data_set.note
+    register = conversion.plan["scenarios"][0]["setup"][0]
+    assert "feeders" not in conversion.plan["scenarios"][0] and "${login}" in register["body"]
+    assert "${login}" in finding(conversion, "HTTPSamplerProxy 'register'").note
+
+
+def test_columns_jmeter_names_must_head_the_file(tmp_path: Path) -> None:
+    conversion = _game_variant(
+        tmp_path, '<boolProp name="ignoreFirstLine">true', '<boolProp name="ignoreFirstLine">false'
+    )
+    assert "put the line 'login,password' at the top of players.csv" in finding(conversion, "CSVDataSet 'players'").note
+
+
+def test_a_unique_feeder_shorter_than_the_vus_cycles(tmp_path: Path) -> None:
+    # 4 lines, 20 VUs: 'unique' would refuse the run; the plan cycles and says so.
+    conversion = _game_variant(tmp_path, '<boolProp name="recycle">true', '<boolProp name="recycle">false')
+    assert conversion.plan["scenarios"][0]["feeders"][0]["mode"] == "circular"
+    note = finding(conversion, "CSVDataSet 'players'")
+    assert note.outcome is Outcome.APPROXIMATED and "4 lines for 20 VUs" in note.note

@@ -24,15 +24,16 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import urlsplit
 
 from horde.conversion.findings import Conversion, Outcome
 from horde.conversion.jmeter_controllers import JmeterControllers
-from horde.conversion.jmeter_rules import JmeterRules
+from horde.conversion.jmeter_rules import JmeterRules, Scope, engine_refuses
 from horde.conversion.jmeter_text import Names, identifier
 from horde.conversion.jmeter_threads import arrivals, concurrency, free_form_arrivals, standard, ultimate
 from horde.conversion.jmeter_xml import Node, pairs, read_jmx, walk
 from horde.errors import InvalidInput
+from horde.plan.feeders import check_feeder_file, count_rows, feeder_columns
 
 __all__ = ["convert_jmx"]
 
@@ -65,22 +66,6 @@ def convert_jmx(path: Path) -> Conversion:
     """Converts the JMeter test plan at ``path``; bad XML, or a file that is not a JMeter plan, is
     an :class:`~horde.errors.InvalidInput` located at its line."""
     return _Converter(Path(path)).convert()
-
-
-@dataclass
-class _Scope:
-    """What a controller's configuration gives to every request in its scope."""
-
-    headers: dict[str, str] = field(default_factory=dict)
-    #: Pauses before each request: think-time documents.
-    pauses: list[dict[str, Any]] = field(default_factory=list)
-    extract: list[dict[str, Any]] = field(default_factory=list)
-    checks: list[dict[str, Any]] = field(default_factory=list)
-    #: Duration assertions: the latency limit each request in scope is judged by (ms).
-    max_ms: list[float] = field(default_factory=list)
-
-    def inner(self) -> _Scope:
-        return _Scope(dict(self.headers), list(self.pauses), list(self.extract), list(self.checks), list(self.max_ms))
 
 
 @dataclass
@@ -123,6 +108,8 @@ class _Converter:
         self.pending: list[_Pending] = []
         self.target: dict[str, Any] = {}
         self.base: tuple[str, str, str] | None = None  # scheme, host[:port], path prefix
+        #: Where the target's server was named (``file:line``).
+        self.base_at = f"{self.label}:1"
         self.plan: dict[str, Any] = {"version": 1, "name": path.stem or "plan"}
         self.scenarios: list[dict[str, Any]] = []
         self.thresholds: list[dict[str, Any]] = []
@@ -132,13 +119,20 @@ class _Converter:
         self.modules: list[int] = []
         self.scenario: _Scenario | None = None
         #: The scenario's own scope: a Header Manager there gives the scenario's headers.
-        self.scenario_scope: _Scope | None = None
+        self.scenario_scope: Scope | None = None
         #: CSV Data Sets at the plan's level: every scenario reads them.
         self.plan_feeders: list[dict[str, Any]] = []
         #: Test fragments: their parts are found where a Module or Include Controller inlines them.
         self.fragments: list[Node | None] = []
+        #: Each feeder's finding, which a later check of its rows may amend.
+        self.feeder_findings: dict[int, _Pending] = {}
         #: The elements that have a finding (by identity), so that a fragment nothing inlined is reported.
         self.seen: set[int] = set()
+
+    @property
+    def scenario_name(self) -> str | None:
+        """The name of the scenario being converted (None outside a thread group)."""
+        return self.scenario.name if self.scenario is not None else None
 
     # --- findings -------------------------------------------------------------------------------
 
@@ -153,7 +147,7 @@ class _Converter:
         self.found(outcome, label, node, "; ".join([note, *differences]), anchor)
 
     def inner_steps(
-        self, element: Node, tree: Node | None, scope: _Scope, label: str, siblings: list[dict[str, Any]]
+        self, element: Node, tree: Node | None, scope: Scope, label: str, siblings: list[dict[str, Any]]
     ) -> list[dict[str, Any]]:
         """A controller's steps; a controller with no request inside is reported as such."""
         steps = self.children(tree, scope.inner(), label)
@@ -184,7 +178,7 @@ class _Converter:
             self.plan["name"] = test_plan.name
         self.found(Outcome.CONVERTED, self.label, test_plan, "the plan (its name)")
         self.arguments(test_plan, self.label)
-        scope = _Scope()
+        scope = Scope()
         groups: list[tuple[Node, Node | None]] = []
         for element, subtree in pairs(tree):
             if (
@@ -264,7 +258,20 @@ class _Converter:
                 )
             )
         scheme, host, prefix = self.base
-        return {"base_url": f"{scheme}://{host}{prefix}", **self.target}
+        base_url = f"{scheme}://{host}{prefix}"
+        refused = engine_refuses(base_url=base_url, parameters=self.names.typed_parameters())
+        if refused is not None:
+            self.pending.append(
+                _Pending(
+                    Outcome.NOT_CONVERTED,
+                    self.base_at,
+                    "target",
+                    f"the server {base_url} is not one Horde can reach ({refused}): the plan's target is "
+                    "http://127.0.0.1:8080 (change target.base_url)",
+                )
+            )
+            base_url = "http://127.0.0.1:8080"
+        return {"base_url": base_url, **self.target}
 
     # --- configuration --------------------------------------------------------------------------
 
@@ -297,7 +304,7 @@ class _Converter:
                 _Pending(outcome, f"{label}:{argument.line}", f"User Defined Variable '{name}'", note, self.plan)
             )
 
-    def configure(self, element: Node, subtree: Node | None, scope: _Scope, label: str, *, plan_level: bool) -> bool:
+    def configure(self, element: Node, subtree: Node | None, scope: Scope, label: str, *, plan_level: bool) -> bool:
         """Applies a configuration, timer, extractor or assertion to ``scope``; False when the
         element is none of these (a controller or sampler the caller walks)."""
         kind = element.kind
@@ -308,7 +315,8 @@ class _Converter:
         elif kind == "ConfigTestElement" and "HttpDefaults" in element.attrs.get("guiclass", ""):
             self.http_defaults(element, label, anchor)
         elif kind == "HeaderManager":
-            headers = self.headers(element)
+            refused: list[str] = []
+            headers = self.headers(element, refused)
             if plan_level:
                 self.target.setdefault("headers", {}).update(headers)
                 where = "the target's headers, sent with every request"
@@ -318,7 +326,8 @@ class _Converter:
             else:
                 scope.headers.update(headers)
                 where = "the headers of each request in its scope"
-            self.found(Outcome.CONVERTED, label, element, f"{', '.join(headers) or 'no headers'}: {where}", anchor)
+            differences = [f"'{name}' is not a header name HTTP allows: left out" for name in refused]
+            self.report(label, element, f"{', '.join(headers) or 'no headers'}: {where}", differences, anchor)
         elif kind == "CookieManager":
             clear = element.prop("CookieManager.clearEachIteration").lower() == "true"
             note = "Horde keeps each VU's cookies (a jar by name and path) and sends them back: no setting needed"
@@ -363,6 +372,7 @@ class _Converter:
             base = (fixed[0], fixed[1], fixed[2])
         if self.base is None or self.base == base:
             self.base = base
+            self.base_at = f"{label}:{element.line}"
             note = f"the target {base[0]}://{base[1]}{base[2]}"
             outcome = Outcome.CONVERTED
             if unresolved:
@@ -378,33 +388,42 @@ class _Converter:
                 anchor,
             )
 
-    def headers(self, element: Node) -> dict[str, str]:
+    def headers(self, element: Node, refused: list[str]) -> dict[str, str]:
+        """A Header Manager's headers; a name HTTP does not allow is left out, in ``refused``."""
         headers: dict[str, str] = {}
         unresolved: list[str] = []
         for header in element.collection("HeaderManager.headers"):
             name = header.prop("Header.name").strip()
-            if name:
-                headers[name] = self.names.template(header.prop("Header.value"), unresolved)
+            if not name:
+                continue
+            if engine_refuses(headers={name: "x"}) is not None:
+                refused.append(name)
+                continue
+            headers[name] = self.names.template(header.prop("Header.value"), unresolved)
         return headers
 
     def csv_data_set(self, element: Node, label: str, anchor: object) -> None:
         filename = element.prop("filename")
+        path = self.path.parent / filename
+        fault = check_feeder_file(str(path), "csv") if filename and "${" not in filename else None
+        header = feeder_columns(str(path), "csv") if filename and fault is None else None
+        named = [c.strip() for c in element.prop("variableNames").split(",") if c.strip()]
+        first_line_skipped = element.prop("ignoreFirstLine").lower() == "true"
+        why = None
         if not filename or "${" in filename:
-            self.found(
-                Outcome.NOT_CONVERTED,
-                label,
-                element,
-                f"a file name Horde cannot read before the run: '{filename}'",
-                anchor,
+            why = f"a file name Horde cannot read before the run: '{filename}'"
+        elif fault is not None or header is None:
+            why = f"{filename} beside the plan: {fault.message if fault else 'no header line'}"
+        elif named and (not first_line_skipped or any(column not in header for column in named)):
+            why = (
+                f"JMeter names the columns ({', '.join(named)}); Horde reads them from the file's first line "
+                f"({', '.join(header)}): put the line '{','.join(named)}' at the top of {filename}"
             )
+        if why is not None:
+            self.found(Outcome.NOT_CONVERTED, label, element, f"{why}; the plan has no feeder for it", anchor)
             return
-        columns = [c.strip() for c in element.prop("variableNames").split(",") if c.strip()]
+        assert header is not None
         differences: list[str] = []
-        if columns and element.prop("ignoreFirstLine").lower() != "true":
-            differences.append(
-                f"JMeter names the columns ({', '.join(columns)}) and reads every line; Horde reads the file's first "
-                f"line as its column names: add the line '{','.join(columns)}' at the top of {filename}"
-            )
         delimiter = element.prop("delimiter", ",") or ","
         if delimiter != ",":
             differences.append(f"its delimiter '{delimiter}': Horde's CSV feeders read commas")
@@ -421,16 +440,32 @@ class _Converter:
         target = self.scenario.feeders if self.scenario is not None else self.plan_feeders
         if all(existing["name"] != name for existing in target):
             target.append(feeder)
+        columns = [column for column in (named or header) if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", column)]
         for column in columns:
-            self.names.variables[column] = f"{name}.{identifier(column)}"
-        note = (
-            f"the feeder '{name}' ({mode}) reading {filename} where the plan is (the file is referred to, not copied)"
-        )
+            self.names.variables[column] = f"{name}.{column}"
+        note = f"the feeder '{name}' ({mode}) reading {filename} beside the plan (the file is referred to, not copied)"
         if columns:
             note += f"; {', '.join(columns)} are {{{{ {name}.COLUMN }}}}"
         self.report(label, element, note, differences, feeder)
+        self.feeder_findings[id(feeder)] = self.pending[-1]
 
-    def script(self, element: Node, scope: _Scope, label: str, anchor: object) -> None:
+    def unique_feeders_fit(self, document: dict[str, Any]) -> None:
+        """A ``unique`` feeder with fewer rows than the scenario's VUs would refuse the run: it
+        cycles instead, and its finding says so."""
+        workload = document["workload"]
+        levels = [workload.get("max_vus", 0), workload.get("start_vus", 0)]
+        levels += [stage.get("vus", 0) for stage in workload["stages"]]
+        peak = max(self.names.resolved_number(level) for level in levels)
+        for feeder in document.get("feeders", []):
+            rows = count_rows(str(self.path.parent / feeder["path"]), "csv") if feeder["mode"] == "unique" else None
+            if rows is not None and rows < peak:
+                feeder["mode"] = "circular"
+                finding = self.feeder_findings.get(id(feeder))
+                if finding is not None:
+                    finding.outcome = Outcome.APPROXIMATED
+                    finding.note += f"; {rows} lines for {peak:g} VUs: the plan cycles through them ('circular')"
+
+    def script(self, element: Node, scope: Scope, label: str, anchor: object) -> None:
         code = element.prop("script") or element.prop("BeanShellSampler.query") or element.prop("query")
         file = element.prop("filename") or element.prop("BeanShellSampler.filename")
         lines = [line.rstrip()[:SCRIPT_LINE_CHARS] for line in code.strip().splitlines()[:SCRIPT_LINES]]
@@ -475,7 +510,7 @@ class _Converter:
 
     # --- thread groups --------------------------------------------------------------------------
 
-    def thread_group(self, element: Node, subtree: Node | None, plan_scope: _Scope) -> None:
+    def thread_group(self, element: Node, subtree: Node | None, plan_scope: Scope) -> None:
         label = self.label
         if element.kind in ("SetupThreadGroup", "PostThreadGroup"):
             self.found(
@@ -489,6 +524,10 @@ class _Converter:
             return
         unresolved: list[str] = []
         workload, differences = _THREAD_GROUPS[element.kind](element, self.names, unresolved)
+        refused = engine_refuses(workload=workload, parameters=self.names.typed_parameters())
+        if refused is not None:
+            differences.append(f"its numbers make no workload ({refused}): the plan holds 1 VU for 60 s")
+            workload = {"type": "closed", "start_vus": 1, "stages": [{"duration_s": 60, "vus": 1}]}
         names = [s["name"] for s in self.scenarios]
         name = element.name
         while name in names:
@@ -507,6 +546,7 @@ class _Converter:
         document["steps"] = steps
         document["workload"] = workload
         self.rules.finish_scenario(self, document)
+        self.unique_feeders_fit(document)
         self.names.variables = saved
         if not steps:
             self.found(
@@ -523,7 +563,7 @@ class _Converter:
 
     # --- controllers and samplers ---------------------------------------------------------------
 
-    def children(self, tree: Node | None, scope: _Scope, label: str) -> list[dict[str, Any]]:
+    def children(self, tree: Node | None, scope: Scope, label: str) -> list[dict[str, Any]]:
         """The steps of a controller's children: its configuration applied first (JMeter applies
         it to its whole scope, wherever it stands), then its samplers and controllers in order."""
         items = list(pairs(tree))
@@ -539,7 +579,7 @@ class _Converter:
         return steps
 
     def element(
-        self, element: Node, subtree: Node | None, scope: _Scope, label: str, siblings: list[dict[str, Any]]
+        self, element: Node, subtree: Node | None, scope: Scope, label: str, siblings: list[dict[str, Any]]
     ) -> list[dict[str, Any]]:
         kind = element.kind
         if kind in _SAMPLERS:
@@ -567,7 +607,7 @@ class _Converter:
         return self.controllers.controller(self, element, subtree, scope, label, siblings)
 
     def once_only(
-        self, element: Node, subtree: Node | None, scope: _Scope, label: str, siblings: list[dict[str, Any]]
+        self, element: Node, subtree: Node | None, scope: Scope, label: str, siblings: list[dict[str, Any]]
     ) -> list[dict[str, Any]]:
         scenario = self.scenario
         steps = self.inner_steps(element, subtree, scope, label, siblings)
@@ -585,7 +625,7 @@ class _Converter:
         )
         return [block]
 
-    def inline(self, element: Node, scope: _Scope, label: str, siblings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def inline(self, element: Node, scope: Scope, label: str, siblings: list[dict[str, Any]]) -> list[dict[str, Any]]:
         steps: list[dict[str, Any]]
         if element.kind == "ModuleController":
             path = [item.text.strip() for item in element.collection("ModuleController.node_path")]
@@ -683,19 +723,10 @@ class _Converter:
         return None
 
     def sampler(
-        self, element: Node, subtree: Node | None, scope: _Scope, label: str, siblings: list[dict[str, Any]]
+        self, element: Node, subtree: Node | None, scope: Scope, label: str, siblings: list[dict[str, Any]]
     ) -> list[dict[str, Any]]:
         scenario = self.scenario
         assert scenario is not None  # samplers are reached through a thread group
-        own = scope.inner()
-        # The sampler's own children (headers, extractors, assertions, timers) apply to it alone.
-        for child, child_tree in pairs(subtree):
-            if not child.enabled:
-                self.disabled(child, child_tree, label, siblings)
-            elif not self.configure(child, child_tree, own, label, plan_level=False):
-                self.found(
-                    Outcome.NOT_CONVERTED, label, child, "an element Horde has no equal for, under a sampler", siblings
-                )
         method = (element.prop("HTTPSampler.method") or "GET").upper()
         if method not in _METHODS:
             self.found(
@@ -705,7 +736,17 @@ class _Converter:
                 f"the method {method}: Horde sends {', '.join(sorted(_METHODS))}",
                 siblings,
             )
+            self.skipped(label, subtree, f"under {element.kind} '{element.name}', which was not converted", siblings)
             return []
+        own = scope.inner()
+        # The sampler's own children (headers, extractors, assertions, timers) apply to it alone.
+        for child, child_tree in pairs(subtree):
+            if not child.enabled:
+                self.disabled(child, child_tree, label, siblings)
+            elif not self.configure(child, child_tree, own, label, plan_level=False):
+                self.found(
+                    Outcome.NOT_CONVERTED, label, child, "an element Horde has no equal for, under a sampler", siblings
+                )
         unresolved: list[str] = []
         differences: list[str] = []
         raw_path = element.prop("HTTPSampler.path")
@@ -719,9 +760,10 @@ class _Converter:
             here = (scheme or "http", host + (f":{port}" if port else ""), "")
             if self.base is None:
                 self.base = here
+                self.base_at = f"{label}:{element.line}"
             elif (here[0], here[1]) != (self.base[0], self.base[1]):
                 differences.append(f"JMeter sends it to {here[0]}://{here[1]}; the plan's one target is {self.base[1]}")
-        path = self.names.template(raw_path if raw_path.startswith("/") else "/" + raw_path, unresolved)
+        path = self.names.url_template(raw_path if raw_path.startswith("/") else "/" + raw_path, unresolved)
         body: str | None = None
         arguments = element.collection("Arguments.arguments")
         raw_body = element.prop("HTTPSampler.postBodyRaw").lower() == "true"
@@ -761,12 +803,11 @@ class _Converter:
         name = argument.prop("Argument.name")
         value = argument.prop("Argument.value")
         encode = argument.prop("HTTPArgument.always_encode").lower() == "true"
-        if encode and "${" not in value:
-            value = quote(value, safe="")
-        text = self.names.template(value, unresolved)
+        text = self.names.url_template(value, unresolved, every=encode)
+        name = self.names.url_template(name, unresolved, every=True)
         if argument.prop("HTTPArgument.use_equals", "true").lower() == "false" and not value:
-            return quote(name, safe="") if encode else name
-        return f"{quote(name, safe='') if encode else name}={text}"
+            return name
+        return f"{name}={text}"
 
 
 def _is_script(element: Node) -> bool:

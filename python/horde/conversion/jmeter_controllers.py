@@ -8,15 +8,12 @@ converter's own (:mod:`horde.conversion.jmeter`): they shape the walk.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from horde.conversion.findings import Outcome
-from horde.conversion.jmeter_rules import Steps, engine_refuses
+from horde.conversion.jmeter_rules import Scope, Steps, Walk, engine_refuses
 from horde.conversion.jmeter_text import condition, identifier, is_number
 from horde.conversion.jmeter_xml import Node, pairs
-
-if TYPE_CHECKING:
-    from horde.conversion.jmeter import _Converter, _Scope
 
 #: A While Controller's passes at most (JMeter has no bound; Horde's loops have one).
 WHILE_MAX = 1000
@@ -28,10 +25,10 @@ class Place(NamedTuple):
     """A controller met in the walk: the converter, the element, its children's tree, the scope
     they get, its file's label, and the steps beside it (where a finding about it goes)."""
 
-    conv: _Converter
+    conv: Walk
     element: Node
     tree: Node | None
-    scope: _Scope
+    scope: Scope
     label: str
     siblings: Steps
 
@@ -41,7 +38,7 @@ class Place(NamedTuple):
 
 class JmeterControllers:
     def controller(
-        self, conv: _Converter, element: Node, tree: Node | None, scope: _Scope, label: str, siblings: Steps
+        self, conv: Walk, element: Node, tree: Node | None, scope: Scope, label: str, siblings: Steps
     ) -> Steps:
         kind = element.kind
         handler = getattr(self, f"_c_{kind}", None)
@@ -57,7 +54,7 @@ class JmeterControllers:
         steps: Steps = handler(Place(conv, element, tree, scope, label, siblings))
         return steps
 
-    def _branches(self, conv: _Converter, tree: Node | None, scope: _Scope, label: str) -> list[Steps]:
+    def _branches(self, conv: Walk, tree: Node | None, scope: Scope, label: str) -> list[Steps]:
         inner = scope.inner()
         rest = []
         for child, child_tree in pairs(tree):
@@ -181,7 +178,7 @@ class JmeterControllers:
         conv.found(Outcome.CONVERTED, label, element, f"a loop of {raw} passes", loop)
         return [loop]
 
-    def _expression(self, conv: _Converter, text: str, whole_var: str) -> tuple[str, set[str]] | None:
+    def _expression(self, conv: Walk, text: str, whole_var: str) -> tuple[str, set[str]] | None:
         """A condition, where a lone ``${var}`` means ``var <whole_var>``."""
         lone = re.fullmatch(r"\s*\$\{([A-Za-z_][A-Za-z0-9_]*)\}\s*", text)
         if lone is not None:

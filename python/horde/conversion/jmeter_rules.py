@@ -12,20 +12,20 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from horde.conversion.findings import Outcome
-from horde.conversion.jmeter_text import identifier, is_number
+from horde.conversion.jmeter_text import Names, identifier, is_number
 from horde.conversion.jmeter_xml import Node
 from horde.errors import PlanInvalid
+from horde.plan.parameters import apply_parameters
 from horde.plan.problems import plan_from_dict
-
-if TYPE_CHECKING:
-    from horde.conversion.jmeter import _Converter, _Scope
 
 #: The pause the plan's steering divides (``by: pace``) where the game team's JSR223 timer stood:
 #: paces from 0.005 to 10 give 20 s to 10 ms, the bounds the timer kept its sleep in.
 STEERED_PAUSE_MS = 100
+#: The target when the plan gives none: the game team's (their field report agreed on 50 ms).
+DEFAULT_TARGET_MS = 50
 
 Steps = list[dict[str, Any]]
 
@@ -36,15 +36,22 @@ def engine_refuses(
     checks: list[dict[str, Any]] | None = None,
     control: dict[str, Any] | None = None,
     variables: tuple[str, ...] = (),
+    headers: dict[str, str] | None = None,
+    base_url: str = "http://127.0.0.1:1",
+    parameters: dict[str, Any] | None = None,
+    workload: dict[str, Any] | None = None,
 ) -> str | None:
-    """Why the plan layer refuses a request with these extractions and checks (or a ``control``
-    step, an ``if`` or ``loop``, around it), or None when it accepts them. The ``variables`` the
-    expression reads are set by a step before it."""
+    """Why the plan layer refuses a request with these extractions, checks and headers (or a
+    ``control`` step, an ``if`` or ``loop``, around it; or this target), or None when it accepts
+    them. The ``variables`` the expression reads are set by a step before it; the ``parameters``
+    are substituted first, as the loader does."""
     request: dict[str, Any] = {"name": "probe", "method": "GET", "path": "/"}
     if extract:
         request["extract"] = extract
     if checks:
         request["checks"] = checks
+    if headers:
+        request["headers"] = headers
     steps: list[dict[str, Any]] = [request]
     if control is not None:
         steps = [{**control, **({"then": steps} if control.get("type") == "if" else {"steps": steps})}]
@@ -54,21 +61,65 @@ def engine_refuses(
     ]
     document = {
         "version": 1,
-        "target": {"base_url": "http://127.0.0.1:1"},
+        "parameters": parameters or {},
+        "target": {"base_url": base_url},
         "scenarios": [
             {
                 "name": "s",
                 "setup": setup,
                 "steps": steps,
-                "workload": {"type": "closed", "stages": [{"duration_s": 1, "vus": 1}]},
+                "workload": workload or {"type": "closed", "stages": [{"duration_s": 1, "vus": 1}]},
             }
         ],
     }
     try:
-        plan_from_dict(document)
+        plan_from_dict(apply_parameters(document).data)
     except PlanInvalid as error:
         return "; ".join(problem.message for problem in error.problems[:2])
     return None
+
+
+@dataclass
+class Scope:
+    """What a controller's configuration gives to every request in its scope."""
+
+    headers: dict[str, str] = field(default_factory=dict)
+    #: Pauses before each request: think-time documents.
+    pauses: list[dict[str, Any]] = field(default_factory=list)
+    extract: list[dict[str, Any]] = field(default_factory=list)
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    #: Duration assertions: the latency limit each request in scope is judged by (ms).
+    max_ms: list[float] = field(default_factory=list)
+
+    def inner(self) -> Scope:
+        return Scope(dict(self.headers), list(self.pauses), list(self.extract), list(self.checks), list(self.max_ms))
+
+
+class Walk(Protocol):
+    """The converter's walk, as the rules and controllers use it (horde.conversion.jmeter)."""
+
+    names: Names
+    plan: dict[str, Any]
+    steer: dict[str, Any] | None
+
+    @property
+    def scenario_name(self) -> str | None: ...
+
+    def found(self, outcome: Outcome, label: str, node: Node, note: str, anchor: object = None) -> None: ...
+
+    def report(self, label: str, node: Node, note: str, differences: list[str], anchor: object) -> None: ...
+
+    def skipped(self, label: str, tree: Node | None, why: str, anchor: object) -> None: ...
+
+    def disabled(self, element: Node, subtree: Node | None, label: str, anchor: object) -> None: ...
+
+    def configure(self, element: Node, subtree: Node | None, scope: Scope, label: str, *, plan_level: bool) -> bool: ...
+
+    def children(self, tree: Node | None, scope: Scope, label: str) -> Steps: ...
+
+    def element(self, element: Node, subtree: Node | None, scope: Scope, label: str, siblings: Steps) -> Steps: ...
+
+    def inner_steps(self, element: Node, tree: Node | None, scope: Scope, label: str, siblings: Steps) -> Steps: ...
 
 
 _REFUSED = "the plan refuses it as written ({}); nothing is {}"
@@ -78,9 +129,9 @@ class Met(NamedTuple):
     """An element met in the walk, and where: the converter, the element, the scope it applies
     to, its file's label and the plan's part its finding is about."""
 
-    conv: _Converter
+    conv: Walk
     element: Node
-    scope: _Scope
+    scope: Scope
     label: str
     anchor: object
 
@@ -92,7 +143,7 @@ class JmeterRules:
 
     # --- timers, extractors, assertions ---------------------------------------------------------
 
-    def apply(self, conv: _Converter, element: Node, scope: _Scope, label: str, anchor: object) -> None:
+    def apply(self, conv: Walk, element: Node, scope: Scope, label: str, anchor: object) -> None:
         kind = element.kind
         if kind in ("ConstantThroughputTimer", "PreciseThroughputTimer"):
             self.throughput.append((element, label))
@@ -124,7 +175,7 @@ class JmeterRules:
             return None
         return offset, spread
 
-    def _millis(self, conv: _Converter, element: Node, name: str, unresolved: list[str]) -> float | None:
+    def _millis(self, conv: Walk, element: Node, name: str, unresolved: list[str]) -> float | None:
         value = conv.names.number(element.prop(name) or "0", unresolved)
         return None if value is None else conv.names.resolved_number(value)
 
@@ -468,17 +519,18 @@ class JmeterRules:
 
     # --- the game team's timer ------------------------------------------------------------------
 
-    def target_response_time(self, conv: _Converter, element: Node, scope: _Scope, label: str, quoted: str) -> None:
-        scenario = conv.scenario
-        assert scenario is not None
+    def target_response_time(self, conv: Walk, element: Node, scope: Scope, label: str, quoted: str) -> None:
+        scenario = conv.scenario_name
+        assert scenario is not None  # a timer's scope is inside a thread group
         unresolved: list[str] = []
         target = conv.names.number("${TARGET_RESPONSE_TIME}", unresolved)
         differences: list[str] = []
         if target is None:
-            name = conv.names.parameter("TARGET_RESPONSE_TIME", "50")
-            conv.names.parameters[name].numeric = True
-            target = "{{ params." + name + " }}"
-            differences.append("the plan does not give TARGET_RESPONSE_TIME: its parameter's default is 50 ms")
+            target = DEFAULT_TARGET_MS
+            differences.append(
+                f"the plan gives TARGET_RESPONSE_TIME no number: the steering holds {DEFAULT_TARGET_MS} ms "
+                "(change steer.target_ms)"
+            )
         scope.pauses.append({"type": "constant", "duration_ms": STEERED_PAUSE_MS})
         if conv.steer is None:
             conv.steer = {
@@ -491,7 +543,7 @@ class JmeterRules:
                 "max": STEERED_PAUSE_MS / 10,
                 "scenarios": [],
             }
-        conv.steer["scenarios"].append(scenario.name)
+        conv.steer["scenarios"].append(scenario)
         note = (
             f"a script ({quoted}) that lengthened or shortened a sleep to hold TARGET_RESPONSE_TIME: the plan's "
             f"steering on the target response time (steer: by pace) does it, dividing a {STEERED_PAUSE_MS} ms pause "
@@ -502,7 +554,7 @@ class JmeterRules:
 
     # --- a scenario's throughput timers -----------------------------------------------------------
 
-    def finish_scenario(self, conv: _Converter, document: dict[str, Any]) -> None:
+    def finish_scenario(self, conv: Walk, document: dict[str, Any]) -> None:
         timers, self.throughput = self.throughput, []
         per_iteration = expected_requests(document.get("steps", []), conv)
         workload = document["workload"]
@@ -556,7 +608,7 @@ class JmeterRules:
             )
 
 
-def expected_requests(steps: Steps, conv: _Converter) -> float:
+def expected_requests(steps: Steps, conv: Walk) -> float:
     """How many requests a pass over ``steps`` sends on average (a choice by its weights, a loop
     by its count, an ``if`` as if it held)."""
     total = 0.0

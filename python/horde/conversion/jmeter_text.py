@@ -11,13 +11,17 @@ text) and reported, so the plan stays valid and the finding says what to fix.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from urllib.parse import quote
 
 #: ``${...}`` without nested braces: JMeter's own parser reads nested ones, real plans rarely do.
 _REFERENCE = re.compile(r"\$\{([^{}]*)\}")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NUMBER = re.compile(r"-?\d+(\.\d+)?")
 _PROPERTY = re.compile(r"\s*__(?:P|property)\(\s*([^,()]*?)\s*(?:,\s*([^()]*?)\s*)?(?:,\s*[^()]*)?\)\s*")
+#: What a path keeps as it is: RFC 3986's delimiters and '%' (text JMeter already encoded).
+_URL_SAFE = "/?#[]@!$&'()*+,;=:~%"
 _RANDOM = re.compile(r"\s*__Random\(\s*(-?\d+)\s*,\s*(-?\d+)\s*(?:,[^()]*)?\)\s*")
 
 
@@ -81,22 +85,34 @@ class Names:
             return "vu"
         return None
 
-    def template(self, text: str, unresolved: list[str]) -> str:
+    def url_template(self, text: str, unresolved: list[str], *, every: bool = False) -> str:
+        """:meth:`template` for a path or a query value: the text outside references
+        percent-encoded (spaces, control characters, non-ASCII; with ``every`` the URL's own
+        delimiters too, as JMeter's "URL Encode?" does), so that the request line is valid."""
+        safe = "" if every else _URL_SAFE
+        return self.template(text, unresolved, literal=lambda part: quote(part, safe=safe))
+
+    def template(self, text: str, unresolved: list[str], literal: Callable[[str], str] | None = None) -> str:
         """``text`` with every ``${...}`` Horde can express as a template expression; the others are
         left as written and appended to ``unresolved``. Text that minijinja would read as a tag
         (``{{``, ``{%``, ``{#``) is escaped so that it is sent as written."""
+        written = literal or _literal
         out: list[str] = []
         last = 0
         for match in _REFERENCE.finditer(text):
-            out.append(_literal(text[last : match.start()]))
+            out.append(written(text[last : match.start()]))
             expression = self.reference(match.group(1))
             if expression is None:
                 unresolved.append(match.group(0))
-                out.append(_literal(match.group(0)))
+                # Sent as JMeter wrote it (what JMeter sends for a variable nothing set), unless it
+                # holds a space a request line cannot carry.
+                out.append(
+                    _literal(match.group(0)) if not re.search(r"\s", match.group(0)) else written(match.group(0))
+                )
             else:
                 out.append("{{ " + expression + " }}")
             last = match.end()
-        out.append(_literal(text[last:]))
+        out.append(written(text[last:]))
         return "".join(out)
 
     def number(self, text: str, unresolved: list[str]) -> int | float | str | None:
@@ -133,10 +149,12 @@ def number(text: str) -> int | float:
 
 
 def _literal(text: str) -> str:
-    """Text minijinja sends as it is: its tag openers written as template strings."""
-    if not any(opener in text for opener in ("{{", "{%", "{#")):
+    """Text minijinja sends as it is: its tag openers written as template strings, and a '{' at
+    the end too (a template may follow it, and '{' + '{{' would open a tag a character early)."""
+    if not any(opener in text for opener in ("{{", "{%", "{#")) and not text.endswith("{"):
         return text
-    return re.sub(r"\{([{%#])", lambda m: "{{ '{" + m.group(1) + "' }}", text)
+    text = re.sub(r"\{([{%#])", lambda m: "{{ '{" + m.group(1) + "' }}", text)
+    return text[:-1] + "{{ '{' }}" if text.endswith("{") else text
 
 
 # --- conditions -----------------------------------------------------------------------------------
