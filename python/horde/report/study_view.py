@@ -123,7 +123,7 @@ def _band_edge(x: list[float], y: list[float | None], name: str, *, fill: bool) 
         "y": y,
         "line": {"width": 0, "color": "rgba(255,127,14,0.25)"},
         "fill": "tonexty" if fill else "none",
-        "fillcolor": "rgba(255,127,14,0.18)",
+        "fillcolor": "rgba(255,127,14,0.32)",
         "showlegend": fill,
         "legendgroup": "band",
         "hoverinfo": "skip",
