@@ -8,9 +8,11 @@ import json
 import os
 import signal
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
+from cdp import Browser, chromium_or_skip
 from conftest import HordeCli
 from horde.engine import histogram
 from horde.engine.run import Run, checked_plan_json
@@ -21,6 +23,7 @@ from horde.results.littles_law import littles_law_warning, mean_think_ms, plan_s
 from horde.results.stored_run import load_run
 from horde.results.summary import summarise
 from horde.store import Store
+from horde.web import DashboardServer
 from horde.web.api import finished_state
 
 
@@ -243,33 +246,27 @@ def test_a_real_pool_smaller_than_the_concurrency_raises_the_gap(builtin_target:
     assert "pool" in (littles_law_warning(summary) or "")
 
 
+def _run_pooled(horde_cli: HordeCli, port: int) -> tuple[dict[str, Any], str]:
+    """``horde run`` of 10 VUs on a pool of 2 for 4 s: its summary and its console output."""
+    plan = horde_cli.tmp_path / "plan.json"
+    step = {"name": "get", "method": "GET", "path": "/delay/10"}
+    workload = {"type": "closed", "start_vus": 10, "stages": [{"duration_s": 4, "vus": 10}]}
+    target = {"base_url": f"http://127.0.0.1:{port}", "connections": {"pool": 2}}
+    scenario = {"name": "s", "steps": [step], "workload": workload}
+    plan.write_text(json.dumps({"version": 1, "name": "pooled", "target": target, "scenarios": [scenario]}))
+    result = horde_cli.run("run", str(plan), "--workers", "1", "--summary-json", "summary.json", timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return json.loads((horde_cli.tmp_path / "summary.json").read_text()), result.stdout
+
+
 def test_the_gap_is_shown_on_the_console_in_horde_show_the_report_and_the_dashboard(
     horde_cli: HordeCli, builtin_target: Any
 ) -> None:
-    plan = horde_cli.tmp_path / "plan.json"
-    plan.write_text(
-        json.dumps(
-            {
-                "version": 1,
-                "name": "pooled",
-                "target": {"base_url": f"http://127.0.0.1:{builtin_target.port}", "connections": {"pool": 2}},
-                "scenarios": [
-                    {
-                        "name": "s",
-                        "steps": [{"name": "get", "method": "GET", "path": "/delay/10"}],
-                        "workload": {"type": "closed", "start_vus": 10, "stages": [{"duration_s": 4, "vus": 10}]},
-                    }
-                ],
-            }
-        )
-    )
-    result = horde_cli.run("run", str(plan), "--workers", "1", "--summary-json", "summary.json", timeout=60)
-    assert result.returncode == 0, result.stdout + result.stderr
-    summary = json.loads((horde_cli.tmp_path / "summary.json").read_text())
+    summary, stdout = _run_pooled(horde_cli, builtin_target.port)
     warning = littles_law_warning(summary)
     assert summary["littles_law"]["consistent"] is False and warning is not None, summary["littles_law"]
     # The console wraps long lines: compare without the line breaks.
-    assert warning in " ".join(result.stdout.split()), result.stdout
+    assert warning in " ".join(stdout.split()), stdout
     shown = horde_cli.run("show", summary["run_id"]).stdout
     assert warning in " ".join(shown.split())
     with Store.open(horde_cli.store_url) as store:
@@ -279,6 +276,20 @@ def test_the_gap_is_shown_on_the_console_in_horde_show_the_report_and_the_dashbo
     assert state["littles_law"] == warning
     html = render_run_report(results)
     assert '<div class="warning" id="littles-law-warning">' in html and "a connection pool smaller" in html
+
+
+def test_the_dashboards_run_page_shows_the_gap(horde_cli: HordeCli, builtin_target: Any, tmp_path: Path) -> None:
+    chromium_or_skip()
+    summary, _ = _run_pooled(horde_cli, builtin_target.port)
+    with DashboardServer(horde_cli.store_url) as server, Browser(tmp_path / "profile") as browser:
+        browser.open(f"{server.url}runs/{summary['run_id']}")
+        shown = browser.wait_for(
+            "(w => w && !w.hidden && w.textContent)(document.getElementById('littles-law-warning'))",
+            timeout_s=15,
+            what="the Little's-law warning",
+        )
+        assert shown == f"Figures inconsistent by Little's law. {littles_law_warning(summary)}"
+        assert browser.errors() == []
 
 
 def test_a_starved_generator_raises_the_gap(horde_cli: HordeCli, builtin_target: Any) -> None:
