@@ -35,7 +35,7 @@ def test_parts_not_converted_exit_19_and_are_marked_in_the_plan(horde_cli: Horde
     assert result.returncode == ExitCode.IMPORT_INCOMPLETE == 19, result.stderr
     text = (tmp_path / "shop.yaml").read_text()
     assert "# NOT CONVERTED (shop.har: log.entries[3])" in text
-    assert text.count("# APPROXIMATED (shop.har: log.entries[") == 2
+    assert text.count("# APPROXIMATED (shop.har: log.entries[") == 3
     assert horde_cli.run("validate", "shop.yaml").returncode == 0
     again = horde_cli.run("import", str(FIXTURES / "har" / "shop.har"), "--out", "shop.yaml")
     _clean_error(again, ExitCode.INVALID_INPUT)

@@ -41,6 +41,8 @@ STATIC_EXTENSIONS = (
     ".png", ".jpg", ".jpeg", ".gif", ".svg", ".ico", ".webp", ".avif", ".bmp", ".css", ".js", ".mjs", ".map",
     ".woff", ".woff2", ".ttf", ".otf", ".eot", ".mp4", ".webm", ".mp3", ".ogg",
 )  # fmt: skip
+#: Chromium's ``_resourceType`` of static assets.
+STATIC_KINDS = ("image", "stylesheet", "script", "font", "media", "manifest")
 #: Headers the engine writes itself (or the target decides), and HTTP/2's pseudo-headers.
 _SKIPPED_HEADERS = ("host", "content-length", "connection", "accept-encoding", "cookie", "keep-alive", "te", "upgrade")
 #: Values shorter than this are not looked for in earlier responses (a "1" is everywhere).
@@ -136,7 +138,10 @@ class _Har:
                 )
                 continue
             mime = str(_dict(_dict(entry.get("response")).get("content")).get("mimeType") or "").lower()
-            if not self.keep_static and (STATIC_MIME.match(mime) or parts.path.lower().endswith(STATIC_EXTENSIONS)):
+            # Chromium says what the page used the response as (``_resourceType``), whatever its MIME type.
+            kind = str(entry.get("_resourceType") or "")
+            static = STATIC_MIME.match(mime) or parts.path.lower().endswith(STATIC_EXTENSIONS) or kind in STATIC_KINDS
+            if not self.keep_static and static:
                 self.conversion.add(
                     Outcome.APPROXIMATED, where, f"{method} {parts.path[:80]} ({mime or 'by extension'})",
                     "a static asset, left out by rule (a browser caches them); --keep-static keeps it", ("scenarios", 0, "steps"),
