@@ -42,7 +42,9 @@ def register(app: typer.Typer) -> None:
         "import",
         cls=HordeCommand,
         epilog="Examples:\n\n  horde import load.yaml --out plan.yaml\n\n  horde import shop.har --keep-static"
-        "\n\n  horde import test.jmx --format jmeter --out test.yaml --force",
+        "\n\n  horde import test.jmx --format jmeter --out test.yaml --force"
+        "\n\nExit codes: 0 converted (approximations included), 19 written with parts not converted, 2 bad input."
+        " See docs/import.md.",
     )(import_plan)
 
 
