@@ -139,3 +139,16 @@ def test_the_written_plan_loads_as_the_conversion_holds_it(tmp_path: Path) -> No
     (tmp_path / "plan.yaml").write_text(plan_yaml(conversion))
     (tmp_path / "plan.json").write_text(json.dumps(conversion.plan))
     assert plan_to_json(load_plan(tmp_path / "plan.yaml")) == plan_to_json(load_plan(tmp_path / "plan.json"))
+
+
+def test_the_target_is_the_page_s_host_not_the_first_request_s(tmp_path: Path) -> None:
+    document = json.loads(HAR.read_text())
+    entries = document["log"]["entries"]
+    entries.insert(0, {**entries[3], "startedDateTime": "2026-03-01T09:59:59.000Z"})  # analytics first
+    (tmp_path / "visit.har").write_text(json.dumps(document))
+    conversion = convert_har(tmp_path / "visit.har")
+    assert conversion.plan["target"]["base_url"] == "http://127.0.0.1:8080"
+    assert [f.location for f in conversion.of(Outcome.NOT_CONVERTED)] == [
+        "visit.har: log.entries[0]",
+        "visit.har: log.entries[4]",
+    ]

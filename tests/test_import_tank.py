@@ -331,3 +331,8 @@ def test_the_config_reader_raises_only_invalid_input(tmp_path_factory: pytest.Te
     except InvalidInput:
         return
     plan_from_dict(conversion.plan)
+
+
+def test_a_criterion_on_one_tag_is_not_converted_and_says_how_to_scope_a_rule() -> None:
+    outcome, rule, note = autostop_rule("quantile(95, 100ms, 10s, checkout)")
+    assert (outcome, rule) == (Outcome.NOT_CONVERTED, None) and "step: NAME" in note and "checkout" in note

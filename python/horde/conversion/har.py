@@ -119,7 +119,7 @@ class _Har:
 
     def convert(self, entries: list[Any]) -> Conversion:
         kept: list[tuple[int, Any]] = []
-        origin: str | None = None
+        candidates: list[tuple[int, Any, str, str, bool]] = []
         for index, entry in enumerate(entries):
             where = self.where(index)
             method = str(_field(entry, where, "request", "method")).upper()
@@ -157,11 +157,17 @@ class _Har:
                 )
                 continue
             here = f"{parts.scheme}://{parts.netloc}"
-            if origin is None:
-                origin = here
-            elif here != origin:
+            page = kind == "document" or mime.startswith("text/html")
+            candidates.append((index, entry, here, f"{method} {redact_url_query(url)[:80]}", page))
+        # The target: the first page's host (the site visited), else the host most requests went to
+        # (not an analytics call that happened to come first).
+        hosts = Counter(here for _, _, here, _, _ in candidates)
+        pages = [here for _, _, here, _, page in candidates if page]
+        origin = pages[0] if pages else (hosts.most_common(1)[0][0] if hosts else None)
+        for index, entry, here, element, _ in candidates:
+            if here != origin:
                 self.conversion.add(
-                    Outcome.NOT_CONVERTED, where, f"{method} {redact_url_query(url)[:80]}",
+                    Outcome.NOT_CONVERTED, self.where(index), element,
                     f"another host than {origin}: a plan has one target; left out", ("scenarios", 0, "steps"),
                 )  # fmt: skip
                 continue

@@ -290,6 +290,12 @@ def autostop_rule(criterion: str) -> tuple[Outcome, dict[str, Any] | None, str]:
             {"when": f"errors > {share:g}%", "window_s": seconds},
             f"counts HTTP errors too, not only network ones ({mask}); {per_second}",
         )
+    if name in ("time", "quantile", "http", "net") and len(args) == 4:
+        return (
+            Outcome.NOT_CONVERTED,
+            None,
+            f"a criterion on tag {args[3]}: a Horde autostop rule takes step: NAME (the step of that tag) beside when",
+        )
     if name == "limit":
         return Outcome.NOT_CONVERTED, None, "a limit on the test's length: the plan's stages end it (shorten them)"
     return (
@@ -467,7 +473,8 @@ class _Converter:
                 ]
             if not requests:
                 raise InvalidInput(
-                    f"{self.label}:{_line(section, 'uris')}: phantom.uris lists no request", hint="uris: ['/', '/buy tag']"
+                    f"{self.label}:{_line(section, 'uris')}: phantom.uris lists no request",
+                    hint="uris: ['/', '/buy tag']",
                 )
             return requests, f"{self.label}:{_line(section, 'uris')} (phantom.uris)"
         ammofile = section.get("ammofile")
