@@ -12,6 +12,7 @@ the source asked for.
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections import Counter
 from pathlib import Path
@@ -263,7 +264,8 @@ def test_scripts_are_quoted_not_run_and_say_what_the_plan_does_instead() -> None
     # 30 samples a minute for each thread, one request an iteration: an iteration every 2 s.
     assert devices["pacing_s"] == 2
     assert devices["steps"][0] == {"type": "think", "think_time": {"type": "normal", "mean_ms": 300, "stddev_ms": 100}}
-    assert devices["steps"][1]["body"] == "device={{ vu }}&sig=${signature}"
+    # sig (what the script signed) is named like a credential: a parameter the user gives.
+    assert devices["steps"][1]["body"] == "device={{ vu }}&sig={{ params.sig }}"
     assert devices["steps"][1]["extract"][0]["expression"] == "<state(?:\\s[^>]*)?>([^<]*)</state>"
     # 6000 samples an hour over the thread group: 1.67 iterations a second, open.
     assert payments["workload"]["type"] == "open" and payments["workload"]["stages"][0]["rate_per_s"] == pytest.approx(
@@ -306,6 +308,12 @@ def test_other_files_are_not_jmeter_plans(tmp_path: Path) -> None:
         tmp_path, '<jmeterTestPlan><hashTree><ThreadGroup testclass="ThreadGroup"/></hashTree></jmeterTestPlan>'
     )
     assert "not a TestPlan" in error.message
+
+
+@pytest.mark.parametrize("encoding", ["TF-8", "shift_jis", "utf-32", "idna", "punycode", "undefined", "rot13"])
+def test_an_encoding_expat_cannot_read_is_invalid_input(tmp_path: Path, encoding: str) -> None:
+    text = f'<?xml version="1.0" encoding="{encoding}"?>\n<jmeterTestPlan><hashTree/></jmeterTestPlan>\n'
+    assert "bad.jmx:1:" in _refused(tmp_path, text).message
 
 
 def test_size_and_depth_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -473,3 +481,20 @@ def test_a_unique_feeder_shorter_than_the_vus_cycles(tmp_path: Path) -> None:
     assert conversion.plan["scenarios"][0]["feeders"][0]["mode"] == "circular"
     note = finding(conversion, "CSVDataSet 'players'")
     assert note.outcome is Outcome.APPROXIMATED and "4 lines for 20 VUs" in note.note
+
+
+def test_credentials_the_jmeter_plan_holds_are_parameters_never_written() -> None:
+    conversion = convert("scripts")
+    written = json.dumps(conversion.plan)
+    for secret in ("k-5550123", "ZGV2aWNlOmh1bnRlcjIy", "tok-777"):
+        assert secret not in written
+        assert all(secret not in f.note for f in conversion.findings)
+    report = conversion.plan["scenarios"][0]["steps"][1]
+    assert report["headers"]["Authorization"] == "Basic {{ params.authorization }}"
+    assert report["headers"]["X-Api-Key"] == "{{ params.API_KEY }}"
+    assert report["path"] == "/report?access_token={{ params.access_token }}&v=2"
+    parameters = conversion.plan["parameters"]
+    assert parameters["API_KEY"] == parameters["authorization"] == parameters["access_token"] == ""
+    assert "a credential" in finding(conversion, "User Defined Variable 'API_KEY'").note
+    plan = validated(conversion, API_KEY="k-1", authorization="x", access_token="t", sig="s")
+    assert plan.scenarios[0].steps[1].headers["X-Api-Key"] == "k-1"

@@ -26,10 +26,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from horde.conversion.credentials import Credentials
 from horde.conversion.findings import Conversion, Outcome
 from horde.conversion.jmeter_controllers import JmeterControllers
 from horde.conversion.jmeter_rules import JmeterRules, Scope, engine_refuses
-from horde.conversion.jmeter_text import Names, identifier
+from horde.conversion.jmeter_text import Names, Parameter, identifier
 from horde.conversion.jmeter_threads import arrivals, concurrency, free_form_arrivals, standard, ultimate
 from horde.conversion.jmeter_xml import Node, pairs, read_jmx, walk
 from horde.errors import InvalidInput
@@ -105,6 +106,8 @@ class _Converter:
         self.names = Names()
         self.rules = JmeterRules()
         self.controllers = JmeterControllers()
+        #: Credentials the source holds literally (headers, bodies, queries): parameters the user gives.
+        self.credentials = Credentials()
         self.pending: list[_Pending] = []
         self.target: dict[str, Any] = {}
         self.base: tuple[str, str, str] | None = None  # scheme, host[:port], path prefix
@@ -297,6 +300,8 @@ class _Converter:
                 parameter = self.names.parameter(name, value)
                 self.names.variables[name] = f"params.{parameter}"
                 note = f"the parameter {parameter} (-p {parameter}=...; its default '{value}')"
+            if self.names.parameters[self.names.variables[name].removeprefix("params.")].secret:
+                note = f"{note.split(' (')[0]}, a credential: its value is not written to the plan (give it with -p)"
             outcome = Outcome.APPROXIMATED if unresolved else Outcome.CONVERTED
             if unresolved:
                 note += f"; {', '.join(unresolved)} in its value is not turned over"
@@ -399,8 +404,16 @@ class _Converter:
             if engine_refuses(headers={name: "x"}) is not None:
                 refused.append(name)
                 continue
-            headers[name] = self.names.template(header.prop("Header.value"), unresolved)
+            value = self.names.template(header.prop("Header.value"), unresolved)
+            headers[name] = self.credential(self.credentials.header(name, value)) or value
         return headers
+
+    def credential(self, written: str | None) -> str | None:
+        """``written`` (what a credential became), once the parameters it names are the plan's."""
+        for name in self.credentials.parameters:
+            self.names.parameters.setdefault(name, Parameter("", secret=True))
+        self.credentials.taken |= {name.lower() for name in self.names.parameters}
+        return written
 
     def csv_data_set(self, element: Node, label: str, anchor: object) -> None:
         filename = element.prop("filename")
@@ -783,8 +796,13 @@ class _Converter:
         step: dict[str, Any] = {"name": scenario.unique(element.name), "method": method, "path": path}
         if headers:
             step["headers"] = {name: value for name, value in headers.items()}
+        step["path"], in_query = self.credentials.query(step["path"])
         if body is not None:
-            step["body"] = body
+            step["body"], in_body = self.credentials.body(body)
+            in_query += in_body
+        self.credential(None)
+        if in_query:
+            differences.append(f"{', '.join(in_query)}: a credential, a parameter given with -p (never written)")
         if own.extract:
             step["extract"] = own.extract
         if own.checks:
@@ -796,7 +814,7 @@ class _Converter:
         steps: list[dict[str, Any]] = [{"type": "think", "think_time": pause} for pause in own.pauses]
         steps.append(step)
         scenario.requested = True
-        self.report(label, element, f"the step '{step['name']}' ({method} {raw_path or '/'})", differences, step)
+        self.report(label, element, f"the step '{step['name']}' ({method} {step['path']})", differences, step)
         return steps
 
     def argument(self, argument: Node, unresolved: list[str]) -> str:

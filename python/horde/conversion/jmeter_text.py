@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
+from horde.plan.redaction import is_secret_header, is_secret_parameter
+
 #: ``${...}`` without nested braces: JMeter's own parser reads nested ones, real plans rarely do.
 _REFERENCE = re.compile(r"\$\{([^{}]*)\}")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -37,6 +39,8 @@ class Parameter:
     default: str
     #: Used where the plan needs a number (VUs, durations): its default is written as one.
     numeric: bool = False
+    #: A credential's: JMeter's value is left out of the plan.
+    secret: bool = False
 
 
 @dataclass
@@ -50,12 +54,15 @@ class Names:
     lists: set[str] = field(default_factory=set)
 
     def parameter(self, name: str, default: str) -> str:
-        """Declares (once) a parameter for JMeter's property ``name``; its Horde name."""
+        """Declares (once) a parameter for JMeter's property ``name``; its Horde name. A name the
+        plan layer calls a credential's (``password``, ``api_key``...) gets an empty default: the
+        value is given with ``-p``, never written to the plan."""
         horde_name = identifier(name)
         for known in self.parameters:
             if known.lower() == horde_name.lower():
                 return known
-        self.parameters[horde_name] = Parameter(default)
+        secret = is_secret_header(name) or is_secret_parameter(name)
+        self.parameters[horde_name] = Parameter("" if secret else default, secret=secret and bool(default))
         return horde_name
 
     def typed_parameters(self) -> dict[str, bool | int | float | str]:

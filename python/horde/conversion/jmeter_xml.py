@@ -133,6 +133,12 @@ def parse_jmx(data: bytes, label: str) -> Node:
             f"{label}:{error.lineno}: not well-formed XML ({expat.errors.messages[error.code]}, column {error.offset + 1})",
             hint=_HINT,
         ) from None
+    except (LookupError, ValueError) as error:
+        # The XML declaration names an encoding Python does not know, or expat cannot read
+        # (multi-byte ones), or whose codec fails (UnicodeError is a ValueError).
+        raise InvalidInput(
+            f"{label}:1: cannot read its encoding ({error})", hint="save the plan as UTF-8, as JMeter does"
+        ) from None
     except RecursionError:  # pragma: no cover - the depth bound stops first
         raise InvalidInput(f"{label}: the XML nests too deep", hint=_HINT) from None
     if not roots or roots[0].tag != "jmeterTestPlan":
