@@ -486,7 +486,8 @@ def test_a_unique_feeder_shorter_than_the_vus_cycles(tmp_path: Path) -> None:
 def test_credentials_the_jmeter_plan_holds_are_parameters_never_written() -> None:
     conversion = convert("scripts")
     written = json.dumps(conversion.plan)
-    for secret in ("k-5550123", "ZGV2aWNlOmh1bnRlcjIy", "tok-777"):
+    assert 'def secret = "***"' in finding(conversion, "JSR223Sampler 'sign payload'").note
+    for secret in ("k-5550123", "ZGV2aWNlOmh1bnRlcjIy", "tok-777", "mac-k3y-0042"):
         assert secret not in written
         assert all(secret not in f.note for f in conversion.findings)
     report = conversion.plan["scenarios"][0]["steps"][1]

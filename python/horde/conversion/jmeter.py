@@ -35,6 +35,7 @@ from horde.conversion.jmeter_threads import arrivals, concurrency, free_form_arr
 from horde.conversion.jmeter_xml import Node, pairs, read_jmx, walk
 from horde.errors import InvalidInput
 from horde.plan.feeders import check_feeder_file, count_rows, feeder_columns
+from horde.plan.redaction import is_secret_header
 
 __all__ = ["convert_jmx"]
 
@@ -481,7 +482,7 @@ class _Converter:
     def script(self, element: Node, scope: Scope, label: str, anchor: object) -> None:
         code = element.prop("script") or element.prop("BeanShellSampler.query") or element.prop("query")
         file = element.prop("filename") or element.prop("BeanShellSampler.filename")
-        lines = [line.rstrip()[:SCRIPT_LINE_CHARS] for line in code.strip().splitlines()[:SCRIPT_LINES]]
+        lines = [_masked(line.rstrip())[:SCRIPT_LINE_CHARS] for line in code.strip().splitlines()[:SCRIPT_LINES]]
         quoted = " | ".join(line.strip() for line in lines if line.strip()) or (
             f"the file {file}" if file else "no code"
         )
@@ -826,6 +827,19 @@ class _Converter:
         if argument.prop("HTTPArgument.use_equals", "true").lower() == "false" and not value:
             return name
         return f"{name}={text}"
+
+
+#: A quoted literal after a name in code (``password = "x"``, ``vars.put("token", "x")``,
+#: ``"apiKey": "x"``): the name, then the literal.
+_ASSIGNED = re.compile(r"""([A-Za-z_][\w-]*)["']?\s*(?:=|:|,)\s*(["'])([^"'\n]+)\2""")
+
+
+def _masked(line: str) -> str:
+    """A line of a script as its finding quotes it: a literal given to a name the plan layer
+    calls a credential's is masked, so that the quote (written to the plan) holds no secret."""
+    return _ASSIGNED.sub(
+        lambda m: m.group(0).replace(m.group(3), "***") if is_secret_header(m.group(1)) else m.group(0), line
+    )
 
 
 def _is_script(element: Node) -> bool:
