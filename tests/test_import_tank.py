@@ -336,3 +336,40 @@ def test_the_config_reader_raises_only_invalid_input(tmp_path_factory: pytest.Te
 def test_a_criterion_on_one_tag_is_not_converted_and_says_how_to_scope_a_rule() -> None:
     outcome, rule, note = autostop_rule("quantile(95, 100ms, 10s, checkout)")
     assert (outcome, rule) == (Outcome.NOT_CONVERTED, None) and "step: NAME" in note and "checkout" in note
+
+
+def test_a_feeder_holds_no_credential_and_the_step_sends_the_parameter(
+    recording_target: RecordingTarget,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    lines = [f"/item/{n}?access_token=t0k3n-secret&page={n % 3}" for n in range(60)]
+    (tmp_path / "ammo.uri").write_text("\n".join(lines) + "\n")
+    posts = b"".join(
+        f"{len(b)} /login\n".encode() + b + b"\n"
+        for b in (f"user=u{n}&password=pw-{n}-secret".encode() for n in range(60))
+    )
+    (tmp_path / "post.ammo").write_bytes(posts)
+    for ammo, kind in (("ammo.uri", "uri"), ("post.ammo", "uripost")):
+        (tmp_path / "load.yaml").write_text(
+            f"phantom:\n  address: {recording_target.base_url.removeprefix('http://')}\n"
+            f"  load_profile: {{load_type: instances, schedule: 'const(1, 1s)'}}\n  ammofile: {ammo}\n  ammo_type: {kind}\n"
+        )
+        conversion = convert_tank(tmp_path / "load.yaml")
+        written = plan_yaml(conversion) + "".join(conversion.files.values())
+        assert "t0k3n" not in written and "pw-" not in written
+        if kind == "uripost":
+            assert [f.element for f in conversion.of(Outcome.NOT_CONVERTED)] == [
+                "body field password of 60 POST requests"
+            ]
+            continue
+        for file, text in conversion.files.items():
+            (tmp_path / file).parent.mkdir(exist_ok=True)
+            (tmp_path / file).write_text(text)
+        (tmp_path / "plan.yaml").write_text(plan_yaml(conversion))
+        _run_plan(load_plan(tmp_path / "plan.yaml", {"access_token": "given"}))
+        received = recording_target.requests()
+        assert len(received) > 60
+        assert [r.path for r in received[:60]] == [line.split("?")[0] for line in lines]
+        assert all(
+            dict(r.query) == {"page": str(int(r.path.rsplit("/", 1)[1]) % 3), "access_token": "given"} for r in received
+        )

@@ -28,6 +28,7 @@ import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
@@ -38,6 +39,7 @@ from horde.conversion.credentials import Credentials
 from horde.conversion.findings import Conversion, Outcome, PlanPath
 from horde.errors import InvalidInput
 from horde.plan.profiles import lower_profile
+from horde.plan.redaction import is_secret_parameter
 
 #: Distinct requests written as steps; more become a request feeder.
 MAX_STEPS = 40
@@ -807,7 +809,7 @@ class _Converter:
         if len(counts) <= MAX_STEPS:
             steps = self.request_steps(counts, first, path)
         else:
-            steps = self.feeder_steps(name, cleaned, common, scenario, path)
+            steps = self.feeder_steps(name, list(zip(cleaned, requests)), common, scenario, path)
         scenario["steps"] = steps
         scenario["workload"] = workload
         tags = Counter(request.tag for request in cleaned if request.tag)
@@ -865,42 +867,78 @@ class _Converter:
         ]
 
     def feeder_steps(
-        self, name: str, requests: list[AmmoRequest], common: dict[str, str], scenario: dict[str, Any], path: PlanPath
+        self,
+        name: str,
+        requests: list[tuple[AmmoRequest, AmmoRequest]],
+        common: dict[str, str],
+        scenario: dict[str, Any],
+        path: PlanPath,
     ) -> list[dict[str, Any]]:
-        by_method: dict[str, list[AmmoRequest]] = {}
-        for request in requests:
-            by_method.setdefault(request.method, []).append(request)
+        """Requests as feeder rows: each pair is the request as the plan sends it (its headers)
+        and as the ammo wrote it (its URI and body are data in a row, no template)."""
+        by_method: dict[str, list[tuple[AmmoRequest, AmmoRequest]]] = {}
+        for pair in requests:
+            by_method.setdefault(pair[0].method, []).append(pair)
         folder = f"{self.conversion.source.stem}-ammo"
         feeders: list[dict[str, Any]] = []
         branches: list[dict[str, Any]] = []
         for method, group in by_method.items():
             feeder = f"ammo_{re.sub(r'[^a-z0-9]', '_', name.lower())}_{method.lower()}"
-            with_body = any(request.body is not None for request in group)
+            with_body = any(original.body is not None for _, original in group)
             out = io.StringIO()
             writer = csv.writer(out, lineterminator="\n")
             writer.writerow(["uri", "body"] if with_body else ["uri"])
-            for request in group:
+            query_sets: Counter[tuple[str, ...]] = Counter()
+            emptied: Counter[str] = Counter()
+            for _, original in group:
+                # A row holds no credential: a query field's is the step's parameter, a body field's
+                # is left empty (a row is data, no template can stand in it).
+                uri, fields = _without_credentials(original.uri)
+                query_sets[fields] += 1
+                body = original.body or ""
+                if body:
+                    templated, named = self.credentials.body(body)
+                    body = re.sub(r"\{\{ params\.\w+ \}\}", "", templated)
+                    emptied.update(named)
                 # Without its leading "/", which the step's path holds (a path starts with "/").
-                uri = request.uri[1:]
-                writer.writerow([uri, request.body or ""] if with_body else [uri])
+                writer.writerow([uri[1:], body] if with_body else [uri[1:]])
             file = f"{folder}/{feeder}.csv"
             self.conversion.files[file] = out.getvalue()
             feeders.append({"name": feeder, "path": file, "format": "csv", "mode": "circular"})
-            step: dict[str, Any] = {"name": f"{method} ammo", "method": method, "path": "/{{ " + feeder + ".uri }}"}
+            step_path = "/{{ " + feeder + ".uri }}"
+            fields, seen = query_sets.most_common(1)[0]
+            if fields:
+                joined = "&".join(f"{field}={{{{ params.{self.credentials.parameter(field)} }}}}" for field in fields)
+                step_path += "{{ '&' if '?' in " + feeder + ".uri else '?' }}" + joined
+            if seen < len(group):
+                self.add(
+                    Outcome.APPROXIMATED, 0, f"credential query fields of {len(group) - seen} {method} requests",
+                    f"a feeder's step sends one set of them: {', '.join(fields) or 'none'}", (*path, "steps"),
+                    label=group[0][1].location.rsplit(":", 1)[0],
+                )  # fmt: skip
+            for field, count in emptied.items():
+                self.add(
+                    Outcome.NOT_CONVERTED, 0, f"body field {field} of {count} {method} requests",
+                    "a credential: the feeder's rows leave it empty; give the accounts in a feeder of your own "
+                    "and put its column in the step's body", (*path, "steps"),
+                    label=group[0][1].location.rsplit(":", 1)[0],
+                )  # fmt: skip
+            step: dict[str, Any] = {"name": f"{method} ammo", "method": method, "path": step_path}
             if with_body:
                 step["body"] = "{{ " + feeder + ".body }}"
-            headers = Counter(tuple(sorted((k, v) for k, v in r.headers.items() if k not in common)) for r in group)
+            headers = Counter(tuple(sorted((k, v) for k, v in r.headers.items() if k not in common)) for r, _ in group)
             usual, seen = headers.most_common(1)[0]
             if usual:
                 step["headers"] = dict(usual)
             if seen < len(group):
                 self.add(
                     Outcome.APPROXIMATED, 0, f"headers of {len(group) - seen} {method} requests",
-                    "a feeder's step sends one set of headers: the most common one", (*path, "steps"), label=group[0].location.split(":")[0],
+                    "a feeder's step sends one set of headers: the most common one", (*path, "steps"),
+                    label=group[0][1].location.rsplit(":", 1)[0],
                 )  # fmt: skip
             branches.append({"weight": len(group), "steps": [step]})
             self.conversion.add(
-                Outcome.CONVERTED, group[0].location, f"{len(group)} {method} requests",
+                Outcome.CONVERTED, group[0][1].location, f"{len(group)} {method} requests",
                 f"feeder {feeder} ({file}, in file order), step '{step['name']}'", (*path, "feeders"),
             )  # fmt: skip
         scenario["feeders"] = feeders
@@ -962,3 +1000,23 @@ def literal(text: str) -> str:
     lead = "/" if text.startswith("/") else ""
     inside = text[len(lead) :].replace("{% endraw %}", "{% endraw %}{{ '{% endraw %}' }}{% raw %}")
     return lead + "{% raw %}" + inside + "{% endraw %}"
+
+
+def _without_credentials(uri: str) -> tuple[str, tuple[str, ...]]:
+    """The URI without its query fields that hold a credential, and those fields' names (the rest
+    of the query kept as written).
+
+    >>> _without_credentials("/a?page=2&token=s3cr3t&q=x")
+    ('/a?page=2&q=x', ('token',))
+    """
+    base, mark, query = uri.partition("?")
+    if not mark:
+        return uri, ()
+    kept, fields = [], []
+    for part in query.split("&"):
+        field, _, value = part.partition("=")
+        if value and is_secret_parameter(unquote(field)):
+            fields.append(unquote(field))
+        else:
+            kept.append(part)
+    return base + ("?" + "&".join(kept) if kept else ""), tuple(fields)
