@@ -24,7 +24,9 @@ from recording_target import RecordingTarget, recording_target  # noqa: F401  (t
 FIXTURES = Path(__file__).parent / "fixtures" / "import" / "tank"
 
 
-@pytest.mark.parametrize("name", ["load.yaml", "instances.yaml", "uripost.yaml", "pandora.yaml", "many.yaml"])
+@pytest.mark.parametrize(
+    "name", ["load.yaml", "instances.yaml", "uripost.yaml", "pandora.yaml", "many.yaml", "tank_pandora.yaml"]
+)
 def test_each_fixture_converts_to_a_plan_that_loads_as_written(name: str, tmp_path: Path) -> None:
     conversion = convert_tank(FIXTURES / name)
     written = tmp_path / "plan.yaml"
@@ -373,3 +375,11 @@ def test_a_feeder_holds_no_credential_and_the_step_sends_the_parameter(
         assert all(
             dict(r.query) == {"page": str(int(r.path.rsplit("/", 1)[1]) % 3), "access_token": "given"} for r in received
         )
+
+
+def test_tank_driving_pandora_from_its_config_file() -> None:
+    conversion = convert_tank(FIXTURES / "tank_pandora.yaml")
+    assert [scenario["name"] for scenario in conversion.plan["scenarios"]] == ["api", "static"]
+    assert [rule["when"] for rule in conversion.plan["autostop"]] == ["p99 > 2000ms", "errors.status_503 > 2%"]
+    located = {f.element: f.location for f in conversion.findings}
+    assert located["rps line"] == "pandora.yaml:14" and located["section phantom"] == "tank_pandora.yaml:2"
