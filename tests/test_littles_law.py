@@ -246,6 +246,36 @@ def test_a_real_pool_smaller_than_the_concurrency_raises_the_gap(builtin_target:
     assert "pool" in (littles_law_warning(summary) or "")
 
 
+@pytest.mark.parametrize("connections", ["per_vu", {"pool": 2}])
+def test_an_open_model_on_a_pool_smaller_than_its_concurrency_raises_the_gap(
+    builtin_target: Any, connections: Any
+) -> None:
+    """300 arrivals a second of 10 ms: about 3 in flight, never inconsistent on their own
+    connections (with so few, a reading's whole VU may leave it not known). On 2
+    pooled connections the target serves 200 a second; the rest queue in the pool until all 40
+    VUs are busy, of which at most 2 are at the target."""
+    workload = {
+        "type": "open",
+        "max_vus": 40,
+        "start_rate_per_s": 300,
+        "stages": [{"duration_s": 5, "rate_per_s": 300}],
+    }
+    step = {"name": "get", "method": "GET", "path": "/delay/10"}
+    target = {"base_url": f"http://127.0.0.1:{builtin_target.port}", "connections": connections}
+    plan = plan_from_dict(
+        {"version": 1, "target": target, "scenarios": [{"name": "s", "steps": [step], "workload": workload}]}
+    )
+    with Run.start(plan, workers=1) as run:
+        snapshots = list(run)
+    summary = summarise(snapshots, run_id="r", status="finished", workers=1, plan=json.loads(checked_plan_json(plan)))
+    block = summary["littles_law"]
+    if connections == "per_vu":
+        assert block["consistent"] is not False, block
+    else:
+        assert block["consistent"] is False and block["measured"] > 30 and block["expected"] <= 2.0, block
+        assert block["why"].startswith("a connection pool smaller than the concurrency"), block
+
+
 def _run_pooled(horde_cli: HordeCli, port: int) -> tuple[dict[str, Any], str]:
     """``horde run`` of 10 VUs on a pool of 2 for 4 s: its summary and its console output."""
     plan = horde_cli.tmp_path / "plan.json"
