@@ -18,6 +18,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
+from xml.sax.saxutils import escape
 
 import pytest
 from horde.conversion import Conversion, Outcome, jmeter_xml
@@ -499,3 +500,162 @@ def test_credentials_the_jmeter_plan_holds_are_parameters_never_written() -> Non
     assert "a credential" in finding(conversion, "User Defined Variable 'API_KEY'").note
     plan = validated(conversion, API_KEY="k-1", authorization="x", access_token="t", sig="s")
     assert plan.scenarios[0].steps[1].headers["X-Api-Key"] == "k-1"
+
+
+# Random JMeter trees: elements of the kinds the converter knows (and some it does not), with
+# properties drawn from the values real plans hold, nested in any order.
+_KINDS = [
+    "ThreadGroup",
+    "HTTPSamplerProxy",
+    "ConfigTestElement",
+    "HeaderManager",
+    "CookieManager",
+    "CSVDataSet",
+    "RegexExtractor",
+    "JSONPostProcessor",
+    "BoundaryExtractor",
+    "XPathExtractor",
+    "ResponseAssertion",
+    "JSONPathAssertion",
+    "DurationAssertion",
+    "ConstantTimer",
+    "UniformRandomTimer",
+    "GaussianRandomTimer",
+    "ConstantThroughputTimer",
+    "PreciseThroughputTimer",
+    "ThroughputController",
+    "RandomController",
+    "InterleaveControl",
+    "LoopController",
+    "WhileController",
+    "IfController",
+    "ForeachController",
+    "TransactionController",
+    "GenericController",
+    "OnceOnlyController",
+    "ModuleController",
+    "IncludeController",
+    "TestFragmentController",
+    "JSR223Timer",
+    "JSR223PreProcessor",
+    "ResultCollector",
+    "SwitchController",
+    "kg.apc.jmeter.threads.UltimateThreadGroup",
+    "com.blazemeter.jmeter.threads.arrivals.ArrivalsThreadGroup",
+]
+_PROPS = [
+    "ThreadGroup.num_threads",
+    "ThreadGroup.ramp_time",
+    "ThreadGroup.duration",
+    "ThreadGroup.scheduler",
+    "HTTPSampler.path",
+    "HTTPSampler.method",
+    "HTTPSampler.domain",
+    "HTTPSampler.port",
+    "HTTPSampler.postBodyRaw",
+    "ThroughputController.style",
+    "ThroughputController.percentThroughput",
+    "ThroughputController.maxThroughput",
+    "LoopController.loops",
+    "WhileController.condition",
+    "IfController.condition",
+    "ConstantTimer.delay",
+    "RandomTimer.range",
+    "RegexExtractor.refname",
+    "RegexExtractor.regex",
+    "RegexExtractor.match_number",
+    "JSONPostProcessor.referenceNames",
+    "JSONPostProcessor.jsonPathExprs",
+    "JSON_PATH",
+    "EXPECTED_VALUE",
+    "JSONVALIDATION",
+    "Assertion.test_field",
+    "Assertion.test_type",
+    "DurationAssertion.duration",
+    "throughput",
+    "calcMode",
+    "TargetLevel",
+    "RampUp",
+    "Hold",
+    "Unit",
+    "filename",
+    "variableNames",
+    "script",
+    "ForeachController.inputVal",
+    "ForeachController.returnVal",
+    "IncludeController.includepath",
+]
+_VALUES = st.sampled_from(
+    [
+        "",
+        "0",
+        "1",
+        "-1",
+        "3",
+        "50.5",
+        "100",
+        "true",
+        "false",
+        "GET",
+        "POST",
+        "TRACE",
+        "/",
+        "/a b",
+        "/x?y=${v}",
+        "${v}",
+        "${__P(n,5)}",
+        "${__jexl3(\"${v}\" == \"a\")}",
+        "$.a",
+        "(\\d+)",
+        "(?=x)",
+        "M",
+        "S",
+        "players.csv",
+        "Assertion.response_code",
+        "Assertion.response_data",
+        "16",
+        "8",
+        "200",
+        "v",
+        "a{{b",
+        "{",
+    ]
+)
+
+
+def _elements(depth: int) -> st.SearchStrategy[str]:
+    def element(kind: str, props: list[tuple[str, str]], children: list[str], enabled: bool) -> str:
+        body = "".join(f'<stringProp name="{name}">{escape(value)}</stringProp>' for name, value in props)
+        tree = "<hashTree>" + "".join(children) + "</hashTree>"
+        return f'<{kind} testclass="{kind}" testname="{kind.rsplit(".", 1)[-1]}" enabled="{str(enabled).lower()}">{body}</{kind}>{tree}'
+
+    children = st.lists(_elements(depth - 1), max_size=3) if depth > 0 else st.just([])
+    return st.builds(
+        element,
+        st.sampled_from(_KINDS),
+        st.lists(st.tuples(st.sampled_from(_PROPS), _VALUES), max_size=5),
+        children,
+        st.booleans(),
+    )
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(_elements(3), max_size=4))
+def test_random_jmeter_trees_convert_to_a_valid_plan_or_invalid_input(tmp_path: Path, parts: list[str]) -> None:
+    # Inside a thread group with one request, so that most trees give a plan to check.
+    group = (
+        '<ThreadGroup testclass="ThreadGroup" testname="g"><stringProp name="ThreadGroup.num_threads">2</stringProp>'
+        '</ThreadGroup><hashTree><HTTPSamplerProxy testclass="HTTPSamplerProxy" testname="r"/><hashTree/>'
+        + "".join(parts)
+        + "</hashTree>"
+    )
+    plan = '<TestPlan testclass="TestPlan" testname="fuzz"/><hashTree>' + group + "".join(parts[:1]) + "</hashTree>"
+    (tmp_path / "fuzz.jmx").write_text(f"<jmeterTestPlan><hashTree>{plan}</hashTree></jmeterTestPlan>")
+    (tmp_path / "players.csv").write_bytes((FIXTURES / "players.csv").read_bytes())
+    try:
+        conversion = convert_jmx(tmp_path / "fuzz.jmx")
+    except InvalidInput:
+        return
+    check_plan_data(apply_parameters(conversion.plan), folder=tmp_path)
