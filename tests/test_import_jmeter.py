@@ -431,7 +431,7 @@ def test_the_throughput_controllers_mix_is_kept_within_one_point(builtin_target:
 
     players = plan["scenarios"][0]
     players["steps"] = without_pauses(players["steps"])
-    steps = _run(plan, host="127.0.0.1", port=str(builtin_target.port), THREAD_COUNT_TOTAL=8, RAMPUP=0.5, DURATION=2)
+    steps = _run(plan, host="127.0.0.1", port=str(builtin_target.port), THREAD_COUNT_TOTAL=8, RAMPUP=0.5, DURATION=3)
     counts: Counter[str] = Counter()
     for entry in steps:
         counts[entry["step"]] += entry["requests"]
@@ -659,3 +659,25 @@ def test_random_jmeter_trees_convert_to_a_valid_plan_or_invalid_input(tmp_path: 
     except InvalidInput:
         return
     check_plan_data(apply_parameters(conversion.plan), folder=tmp_path)
+
+
+def test_the_random_controller_and_a_throughput_percent_keep_their_mix(builtin_target: Any) -> None:
+    """controllers.jmx's Random Controller (three requests, one a pass) and its 30 % Throughput
+    Controller, run alone (the other controllers' requests would only slow the count) against the
+    built-in target, which answers these paths 404: counted all the same."""
+    plan = copy.deepcopy(convert("controllers").plan)
+    scenario = plan["scenarios"][0]
+    random_choice, checkout = scenario["steps"][1], scenario["steps"][3]
+    assert [b["steps"][0]["name"] for b in random_choice["branches"]] == ["red", "green", "blue"]
+    scenario.pop("setup")
+    scenario["steps"] = [random_choice, checkout]
+    scenario["workload"] = {"type": "closed", "start_vus": 8, "stages": [{"duration_s": 2, "vus": 8}]}
+    counts: Counter[str] = Counter()
+    for entry in _run(plan, host="127.0.0.1", port=str(builtin_target.port)):
+        counts[entry["step"]] += entry["requests"]
+    passes = counts["red"] + counts["green"] + counts["blue"]
+    assert passes >= 20_000, f"too few passes to judge a mix within 1 point: {counts}"
+    print(f"random controller over {passes} passes: {dict(counts)}")
+    for color in ("red", "green", "blue"):
+        assert abs(100 * counts[color] / passes - 100 / 3) < 1, counts
+    assert abs(100 * counts["cart"] / passes - 30) < 1, counts
