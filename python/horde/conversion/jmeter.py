@@ -538,6 +538,12 @@ class _Converter:
             return
         unresolved: list[str] = []
         workload, differences = _THREAD_GROUPS[element.kind](element, self.names, unresolved)
+        on_error = element.prop("ThreadGroup.on_sample_error", "continue") or "continue"
+        if on_error != "continue":
+            differences.append(
+                f"JMeter's action after a sampler error ({on_error}) is not kept: the plan goes on with the "
+                "iteration (a step's on_check_failure: end_iteration ends it)"
+            )
         refused = engine_refuses(workload=workload, parameters=self.names.typed_parameters())
         if refused is not None:
             differences.append(f"its numbers make no workload ({refused}): the plan holds 1 VU for 60 s")
