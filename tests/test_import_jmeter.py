@@ -210,6 +210,9 @@ def test_every_controller_becomes_its_control_flow() -> None:
     scenario = conversion.plan["scenarios"][0]
     steps = scenario["steps"]
     assert [step["name"] for step in scenario["setup"]] == ["signin"]
+    assert conversion.plan["target"]["connect_timeout_ms"] == 2000
+    assert conversion.plan["target"]["request_timeout_ms"] == 15000
+    assert "the whole exchange in Horde" in finding(conversion, "ConfigTestElement 'HTTP Request Defaults'").note
     assert steps[0] == {
         "type": "if",
         "condition": "iteration < 3",

@@ -364,13 +364,16 @@ class _Converter:
         return True
 
     def http_defaults(self, element: Node, label: str, anchor: object) -> None:
+        differences = self.timeouts(element)
+        if element.prop("HTTPSampler.image_parser").lower() == "true":
+            differences.append(_EMBEDDED)
         unresolved: list[str] = []
         scheme = (element.prop("HTTPSampler.protocol") or "http").lower()
         host = element.prop("HTTPSampler.domain")
         port = element.prop("HTTPSampler.port")
         prefix = element.prop("HTTPSampler.path")
         if not host:
-            self.found(Outcome.CONVERTED, label, element, "no server named: the target comes from the samplers", anchor)
+            self.report(label, element, "no server named: the target comes from the samplers", differences, anchor)
             return
         base = (scheme, host + (f":{port}" if port else ""), prefix.rstrip("/") if prefix.startswith("/") else "")
         if "${" in "".join(base):
@@ -379,12 +382,9 @@ class _Converter:
         if self.base is None or self.base == base:
             self.base = base
             self.base_at = f"{label}:{element.line}"
-            note = f"the target {base[0]}://{base[1]}{base[2]}"
-            outcome = Outcome.CONVERTED
             if unresolved:
-                note += f"; {', '.join(unresolved)} is not turned over"
-                outcome = Outcome.APPROXIMATED
-            self.found(outcome, label, element, note, anchor)
+                differences.append(f"{', '.join(unresolved)} is not turned over")
+            self.report(label, element, f"the target {base[0]}://{base[1]}{base[2]}", differences, anchor)
         else:
             self.found(
                 Outcome.APPROXIMATED,
@@ -393,6 +393,26 @@ class _Converter:
                 f"a second server {base[1]}: Horde's plan has one target, {self.base[1]}; its requests go there",
                 anchor,
             )
+
+    def timeouts(self, element: Node) -> list[str]:
+        """HTTP Request Defaults' timeouts as the target's, when the plan layer takes them."""
+        differences: list[str] = []
+        for prop, key in (
+            ("HTTPSampler.connect_timeout", "connect_timeout_ms"),
+            ("HTTPSampler.response_timeout", "request_timeout_ms"),
+        ):
+            value = element.prop(prop)
+            if not value:
+                continue
+            if not value.isdigit() or engine_refuses(target={key: int(value)}) is not None:
+                differences.append(f"its {prop.removeprefix('HTTPSampler.')} '{value}' is not a timeout the plan takes")
+                continue
+            self.target[key] = int(value)
+            if key == "request_timeout_ms":
+                differences.append(
+                    f"its response timeout {value} ms bounds the wait between bytes in JMeter, the whole exchange in Horde"
+                )
+        return differences
 
     def headers(self, element: Node, refused: list[str]) -> dict[str, str]:
         """A Header Manager's headers; a name HTTP does not allow is left out, in ``refused``."""
@@ -798,6 +818,8 @@ class _Converter:
                     headers["Content-Type"] = "application/x-www-form-urlencoded"
             else:
                 path += ("&" if "?" in path else "?") + pairs_text
+        if element.prop("HTTPSampler.image_parser").lower() == "true":
+            differences.append(_EMBEDDED)
         if any(f.prop("File.path") for f in element.collection("HTTPFileArgs.files")):
             differences.append("its file upload is not sent (Horde's body is text)")
         step: dict[str, Any] = {"name": scenario.unique(element.name), "method": method, "path": path}
@@ -834,6 +856,11 @@ class _Converter:
             return name
         return f"{name}={text}"
 
+
+_EMBEDDED = (
+    "JMeter also fetched the page's embedded resources (images, scripts, styles); the plan sends the page "
+    "alone (a parallel step can fetch them)"
+)
 
 #: A quoted literal after a name in code (``password = "x"``, ``vars.put("token", "x")``,
 #: ``"apiKey": "x"``): the name, then the literal.

@@ -40,6 +40,7 @@ def engine_refuses(
     base_url: str = "http://127.0.0.1:1",
     parameters: dict[str, Any] | None = None,
     workload: dict[str, Any] | None = None,
+    target: dict[str, Any] | None = None,
 ) -> str | None:
     """Why the plan layer refuses a request with these extractions, checks and headers (or a
     ``control`` step, an ``if`` or ``loop``, around it; or this target), or None when it accepts
@@ -62,7 +63,7 @@ def engine_refuses(
     document = {
         "version": 1,
         "parameters": parameters or {},
-        "target": {"base_url": base_url},
+        "target": {"base_url": base_url, **(target or {})},
         "scenarios": [
             {
                 "name": "s",
