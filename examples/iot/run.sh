@@ -31,7 +31,7 @@ if [ "$quick" = 1 ]; then
   # 100 VUs (at the weights) send about 430 req/s: one instance (4 workers: 200 req/s)
   # saturates near 46, and a short step gathers the samples find-max needs.
   workers=${WORKERS:-4}
-  pace=(-p every_1=0.1 -p every_5=0.5 -p every_10=1 -p every_1_ms=100 -p every_5_ms=500 -p every_10_ms=1000
+  pace=(-p every_1=0.1 -p every_5=0.5 -p every_10=1 -p every_1_ms=90 -p every_5_ms=450 -p every_10_ms=900
         -p user_think_ms=200)
   start=36 step=12 step_duration=2s
 else
