@@ -76,7 +76,7 @@ def report(scale: dict[str, Any], runs: dict[str, dict[str, Any]]) -> list[str]:
             + (
                 f"Throughput peaks at {peak} instances; past it, more instances serve less."
                 if peak
-                else "No peak in sight: the knees bend only by contention."
+                else "The fitted curve has no peak: its κ is 0, so the knees bend by contention alone."
             ),
             "",
         ]
