@@ -159,6 +159,12 @@ class _Converter:
             self.found(Outcome.NOT_CONVERTED, label, element, "no request inside: nothing to convert", siblings)
         return steps
 
+    def left_out(self, label: str, element: Node, tree: Node | None, note: str, anchor: object) -> list[dict[str, Any]]:
+        """An element not converted, and every element under it with it; no steps."""
+        self.found(Outcome.NOT_CONVERTED, label, element, note, anchor)
+        self.skipped(label, tree, f"inside {element.kind} '{element.name}', which was not converted", anchor)
+        return []
+
     def skipped(self, label: str, tree: Node | None, why: str, anchor: object) -> None:
         """A finding for every element under a part that was not converted."""
         for element, subtree in pairs(tree):
@@ -357,8 +363,7 @@ class _Converter:
         elif _is_listener(element):
             self.found(Outcome.NOT_CONVERTED, label, element, _NOT_NEEDED, anchor)
         elif plan_level:
-            self.found(Outcome.NOT_CONVERTED, label, element, "an element Horde has no equal for", anchor)
-            self.skipped(label, subtree, f"inside {element.kind} '{element.name}', which was not converted", anchor)
+            self.left_out(label, element, subtree, "an element Horde has no equal for", anchor)
         else:
             return False
         return True
@@ -547,14 +552,8 @@ class _Converter:
     def thread_group(self, element: Node, subtree: Node | None, plan_scope: Scope) -> None:
         label = self.label
         if element.kind in ("SetupThreadGroup", "PostThreadGroup"):
-            self.found(
-                Outcome.NOT_CONVERTED,
-                label,
-                element,
-                "Horde has no run-wide setUp/tearDown: put a VU's own setup in a scenario's setup steps",
-                self.plan,
-            )
-            self.skipped(label, subtree, f"inside {element.kind} '{element.name}', which was not converted", self.plan)
+            why = "Horde has no run-wide setUp/tearDown: put a VU's own setup in a scenario's setup steps"
+            self.left_out(label, element, subtree, why, self.plan)
             return
         unresolved: list[str] = []
         workload, differences = _THREAD_GROUPS[element.kind](element, self.names, unresolved)
@@ -769,15 +768,8 @@ class _Converter:
         assert scenario is not None  # samplers are reached through a thread group
         method = (element.prop("HTTPSampler.method") or "GET").upper()
         if method not in _METHODS:
-            self.found(
-                Outcome.NOT_CONVERTED,
-                label,
-                element,
-                f"the method {method}: Horde sends {', '.join(sorted(_METHODS))}",
-                siblings,
-            )
-            self.skipped(label, subtree, f"under {element.kind} '{element.name}', which was not converted", siblings)
-            return []
+            why = f"the method {method}: Horde sends {', '.join(sorted(_METHODS))}"
+            return self.left_out(label, element, subtree, why, siblings)
         own = scope.inner()
         # The sampler's own children (headers, extractors, assertions, timers) apply to it alone.
         for child, child_tree in pairs(subtree):

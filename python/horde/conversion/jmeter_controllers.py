@@ -48,9 +48,7 @@ class JmeterControllers:
                 if "Sampler" in kind
                 else f"{kind}: an element Horde has no equal for"
             )
-            conv.found(Outcome.NOT_CONVERTED, label, element, why, siblings)
-            conv.skipped(label, tree, f"inside {kind} '{element.name}', which was not converted", siblings)
-            return []
+            return conv.left_out(label, element, tree, why, siblings)
         steps: Steps = handler(Place(conv, element, tree, scope, label, siblings))
         return steps
 
@@ -207,13 +205,7 @@ class JmeterControllers:
         if translated is None or refused is not None:
             shown = text.strip()[:SCRIPT_QUOTE] or "(empty: until a sampler fails)"
             why = f"its condition is not plain: {shown}" + (f" ({refused})" if refused else "")
-            conv.found(
-                Outcome.NOT_CONVERTED, label, element, f"{why}; the plan leaves it and its children out", siblings
-            )
-            conv.skipped(
-                label, tree, f"inside {element.kind} '{element.name}', whose condition was not converted", siblings
-            )
-            return []
+            return conv.left_out(label, element, tree, f"{why}; the plan leaves it and its children out", siblings)
         steps = at.inner_steps()
         if not steps:
             return []
@@ -232,15 +224,8 @@ class JmeterControllers:
         name = element.prop("ForeachController.returnVal")
         variable = conv.names.variables.get(source)
         if source not in conv.names.variables or variable not in conv.names.lists or not name:
-            conv.found(
-                Outcome.NOT_CONVERTED,
-                label,
-                element,
-                f"it walks {source}_1, {source}_2...: the plan has no list '{source}' (an extraction with match -1 makes one)",
-                siblings,
-            )
-            conv.skipped(label, tree, f"inside ForeachController '{element.name}', which was not converted", siblings)
-            return []
+            why = f"it walks {source}_1, {source}_2...: the plan has no list '{source}' (an extraction with match -1 makes one)"
+            return conv.left_out(label, element, tree, why, siblings)
         conv.names.variables[name] = identifier(name)
         steps = at.inner_steps()
         if not steps:

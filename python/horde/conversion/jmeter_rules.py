@@ -41,18 +41,15 @@ def engine_refuses(
     parameters: dict[str, Any] | None = None,
     workload: dict[str, Any] | None = None,
     target: dict[str, Any] | None = None,
+    think_time: dict[str, Any] | None = None,
 ) -> str | None:
     """Why the plan layer refuses a request with these extractions, checks and headers (or a
     ``control`` step, an ``if`` or ``loop``, around it; or this target), or None when it accepts
     them. The ``variables`` the expression reads are set by a step before it; the ``parameters``
     are substituted first, as the loader does."""
     request: dict[str, Any] = {"name": "probe", "method": "GET", "path": "/"}
-    if extract:
-        request["extract"] = extract
-    if checks:
-        request["checks"] = checks
-    if headers:
-        request["headers"] = headers
+    given = {"extract": extract, "checks": checks, "headers": headers, "think_time": think_time}
+    request.update({key: value for key, value in given.items() if value})
     steps: list[dict[str, Any]] = [request]
     if control is not None:
         steps = [{**control, **({"then": steps} if control.get("type") == "if" else {"steps": steps})}]
@@ -112,6 +109,8 @@ class Walk(Protocol):
 
     def skipped(self, label: str, tree: Node | None, why: str, anchor: object) -> None: ...
 
+    def left_out(self, label: str, element: Node, tree: Node | None, note: str, anchor: object) -> Steps: ...
+
     def disabled(self, element: Node, subtree: Node | None, label: str, anchor: object) -> None: ...
 
     def configure(self, element: Node, subtree: Node | None, scope: Scope, label: str, *, plan_level: bool) -> bool: ...
@@ -160,6 +159,10 @@ class JmeterRules:
         outcome: Outcome = Outcome.CONVERTED,
     ) -> None:
         conv, element, scope, label, anchor = at.conv, at.element, at.scope, at.label, at.anchor
+        refused = engine_refuses(think_time=pause, parameters=conv.names.typed_parameters())
+        if refused is not None:
+            conv.found(Outcome.NOT_CONVERTED, label, element, _REFUSED.format(refused, "paused"), anchor)
+            return
         scope.pauses.append(pause)
         conv.found(outcome, label, element, f"a pause before each request in its scope: {note}", anchor)
 
