@@ -56,6 +56,8 @@ CONFIDENCE = 0.90
 #: Bootstrap replicates, and their seed (answers are reproducible).
 BOOTSTRAP_REPLICATES = 300
 BOOTSTRAP_SEED = 39
+#: New measurements drawn around each replicate's forecast for a prediction interval.
+NOISE_DRAWS_PER_REPLICATE = 4
 
 
 @dataclass(frozen=True)
@@ -129,9 +131,13 @@ class ScalabilityFit:
     rms_residual: float | None = None
     #: Relative noise from repeated runs at the same N (None without repeats).
     noise: float | None = None
-    #: The refitted bootstrap curves, and the relative residuals resampled into forecasts.
+    #: The refitted bootstrap curves, and the relative residuals they were refitted to.
     replicates: list[Model] = field(default_factory=list)
     residuals: list[float] = field(default_factory=list)
+    #: Draws of a new measurement's relative noise: Student's t with the fit's spare degrees of
+    #: freedom, scaled by the residuals' standard deviation (a dozen residuals resampled have no
+    #: tails: their 5 % and 95 % quantiles fall short of the noise's).
+    noise_draws: list[float] = field(default_factory=list)
     note: str | None = None
 
     @property
@@ -170,9 +176,20 @@ class ScalabilityFit:
         # The median of the bootstrap curves, not the single fit's: far out (κ barely seen in the
         # measured range) it is the less biased of the two (bench/scalability_backtest.py).
         value = _quantile(sorted(model.throughput(n) for model in self.replicates), 0.5)
-        predicted = sorted(model.throughput(n) * (1 + e) for model in self.replicates for e in self.residuals)
+        low, high = (1 - CONFIDENCE) / 2, (1 + CONFIDENCE) / 2
+        count = len(self.replicates)
+        predicted = sorted(
+            self.replicates[index % count].throughput(n) * (1 + draw) for index, draw in enumerate(self.noise_draws)
+        )
+        # The fitted curve's own noise band too: when σ or κ is fitted at its bound of 0, the
+        # replicates can only lie on one side of it, and their band alone misses the truth
+        # there more often than it says (bench/scalability_backtest.py: κ = 0).
+        own = sorted(self.model.throughput(n) * (1 + draw) for draw in self.noise_draws)
         return Forecast(
-            n, value, _quantile(predicted, (1 - CONFIDENCE) / 2), _quantile(predicted, (1 + CONFIDENCE) / 2)
+            n,
+            value,
+            min(_quantile(predicted, low), _quantile(own, low)),
+            max(_quantile(predicted, high), _quantile(own, high)),
         )
 
     def _too_far(self, n: float) -> str:
@@ -190,7 +207,8 @@ class ScalabilityFit:
         need = peak / (1 - headroom_percent / 100)
         limit = math.floor(self.forecast_limit + 1e-9)
         counts = range(1, limit + 1)
-        central = next((k for k in counts if (self.forecast(k).throughput or 0) >= need), None)
+        forecasts = {k: self.forecast(k) for k in counts}
+        central = next((k for k in counts if (forecasts[k].throughput or 0) >= need), None)
         if central is None:
             best = self.model.best_whole_n()
             if best is not None and self.model.throughput(best) < need:
@@ -204,7 +222,6 @@ class ScalabilityFit:
             )
         if not self.replicates:
             return CountAnswer(central)
-        forecasts = {k: self.forecast(k) for k in counts}
         low = next((k for k in counts if (forecasts[k].high or 0) >= need), central)
         high = next((k for k in counts if (forecasts[k].low or 0) >= need), None)
         return CountAnswer(central, low, high)
@@ -294,7 +311,8 @@ def fit_scalability(points: Sequence[tuple[float, float]], *, unit: str = "insta
     fit.rms_residual = math.sqrt(sum(e * e for e in relative) / len(relative))
     noise_ss, noise_df = _pure_noise(points)
     fit.noise = math.sqrt(noise_ss / noise_df) if noise_df else None
-    lack_df = len(distinct) - parameters
+    # A parameter held at its bound of 0 was not fitted: the misfit has its degree of freedom.
+    lack_df = len(distinct) - (1 + (model.sigma > 0) + (model.kappa > 0))
     lack_ss = max(sum(e * e for e in relative) - noise_ss, 0.0)
     if noise_df and lack_df > 0:
         if noise_ss == 0:
@@ -326,6 +344,12 @@ def fit_scalability(points: Sequence[tuple[float, float]], *, unit: str = "insta
     inflate = math.sqrt(len(points) / spare)
     mean = sum(relative) / len(relative)
     fit.residuals = [(e - mean) * inflate for e in relative]
+    spread = math.sqrt(sum((e - mean) ** 2 for e in relative) / spare)
+    draws = random.Random(BOOTSTRAP_SEED + 1)
+    fit.noise_draws = [
+        spread * draws.gauss(0, 1) / math.sqrt(draws.gammavariate(spare / 2, 2) / spare)
+        for _ in range(NOISE_DRAWS_PER_REPLICATE * BOOTSTRAP_REPLICATES)
+    ]
     rng = random.Random(BOOTSTRAP_SEED)
     fitted = [model.throughput(n) for n, _ in points]
     for _ in range(BOOTSTRAP_REPLICATES):
