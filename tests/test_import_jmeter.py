@@ -684,3 +684,41 @@ def test_the_random_controller_and_a_throughput_percent_keep_their_mix(builtin_t
     for color in ("red", "green", "blue"):
         assert abs(100 * counts[color] / passes - 100 / 3) < 1, counts
     assert abs(100 * counts["cart"] / passes - 30) < 1, counts
+
+
+def test_the_controllers_plan_sends_what_its_controllers_say(recording_target: RecordingTarget) -> None:  # noqa: F811
+    recording_target.answer("/page", '{"next": "more"}')
+    recording_target.answer("/more", '{"next": "done"}')
+    recording_target.answer("/catalog", '{"items": [{"id": "a1"}, {"id": "b2"}]}')
+    plan = copy.deepcopy(convert("controllers").plan)
+    plan["scenarios"][0]["workload"] = {"type": "closed", "start_vus": 2, "stages": [{"duration_s": 1, "vus": 2}]}
+    port = recording_target.base_url.rsplit(":", 1)[1]
+    _run(plan, host="127.0.0.1", port=port)
+    received = recording_target.requests()
+    methods = {(r.method, r.path) for r in received}
+    expected = {
+        ("POST", "/signin"),
+        ("GET", "/welcome"),
+        ("GET", "/cart"),
+        ("POST", "/pay"),
+        ("GET", "/page"),
+        ("GET", "/more"),
+        ("GET", "/catalog"),
+        ("GET", "/items/a1"),
+        ("GET", "/items/b2"),
+        ("GET", "/profile"),
+        ("PUT", "/settings"),
+        ("GET", "/search"),
+    }
+    colors = {("GET", f"/color/{c}") for c in ("red", "green", "blue")}
+    sides = {("GET", "/side/left"), ("GET", "/side/right")}
+    assert expected <= methods and methods & colors and methods & sides, methods
+    # Nothing the plan left out (a script's condition, a Switch Controller, an unreferenced
+    # fragment) or whose condition never held (next is "done" after the While loop) was sent.
+    assert methods <= expected | colors | sides, methods - expected - colors - sides
+    assert sum(r.path == "/signin" for r in received) == 2  # once per VU: the Once Only Controller
+    assert sum(r.path == "/welcome" for r in received) <= 2 * 3  # the first three passes of each VU
+    passes = sum(r.path == "/catalog" for r in received)
+    assert sum(r.path == "/page" for r in received) >= 3 * (passes - 2)  # three pages a pass (the last may be cut)
+    assert {r.query for r in received if r.path == "/search"} == {(("q", "red shoes"),)}
+    assert {int(dict(r.query)["n"]) for r in received if r.path == "/page"} <= set(range(1, 10))
