@@ -55,7 +55,6 @@ _THREAD_GROUPS = {
     "ArrivalsThreadGroup": arrivals,
     "FreeFormArrivalsThreadGroup": free_form_arrivals,
 }
-_CHOICE_CONTROLLERS = {"ThroughputController", "RandomController", "InterleaveControl", "RandomOrderController"}
 _INLINED = {"GenericController", "RecordingController", "CriticalSectionController"}
 _EXTRACTORS = {"RegexExtractor", "JSONPostProcessor", "BoundaryExtractor", "XPathExtractor", "XPath2Extractor"}
 _ASSERTIONS = {"ResponseAssertion", "JSONPathAssertion", "DurationAssertion"}
@@ -77,8 +76,6 @@ class _Scenario:
     used_names: set[str] = field(default_factory=set)
     feeders: list[dict[str, Any]] = field(default_factory=list)
     setup: list[dict[str, Any]] = field(default_factory=list)
-    #: The first request was met: a Once Only Controller after it is no longer the VU's setup.
-    requested: bool = False
 
     def unique(self, name: str) -> str:
         base = name.strip() or "request"
@@ -191,9 +188,8 @@ class _Converter:
         scope = Scope()
         groups: list[tuple[Node, Node | None]] = []
         for element, subtree in pairs(tree):
-            if (
-                element.kind == "TestFragmentController"
-            ):  # JMeter saves fragments disabled: they run only when referred to
+            # Before the enabled check: JMeter saves fragments disabled, and runs them where referred to.
+            if element.kind == "TestFragmentController":
                 self.found(
                     Outcome.CONVERTED,
                     self.label,
@@ -834,7 +830,6 @@ class _Converter:
             differences.append(f"{', '.join(sorted(set(unresolved)))}: nothing in the plan sets it, sent as written")
         steps: list[dict[str, Any]] = [{"type": "think", "think_time": pause} for pause in own.pauses]
         steps.append(step)
-        scenario.requested = True
         self.report(label, element, f"the step '{step['name']}' ({method} {step['path']})", differences, step)
         return steps
 
