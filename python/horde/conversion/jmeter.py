@@ -592,6 +592,7 @@ class _Converter:
         self.scenarios.append(document)
         if unresolved:
             differences.append(f"{', '.join(unresolved)} is not a number the plan can hold")
+        workload = document["workload"]  # a throughput timer may have made it open
         note = f"the scenario '{name}', a {workload['type']} workload with {len(workload['stages'])} stage(s)"
         self.report(label, element, note, differences, document)
         self.scenario = None
@@ -826,8 +827,10 @@ class _Converter:
             step["checks"] = own.checks
         for limit in own.max_ms:
             self.thresholds.append({"condition": f"max < {limit:g}ms", "step": step["name"], "scenario": scenario.name})
+        sent = str([step["path"], step.get("body"), step.get("headers")])
+        unresolved = sorted({text for text in unresolved if text in sent})  # a credential's became a parameter
         if unresolved:
-            differences.append(f"{', '.join(sorted(set(unresolved)))}: nothing in the plan sets it, sent as written")
+            differences.append(f"{', '.join(unresolved)}: nothing in the plan sets it, sent as written")
         steps: list[dict[str, Any]] = [{"type": "think", "think_time": pause} for pause in own.pauses]
         steps.append(step)
         self.report(label, element, f"the step '{step['name']}' ({method} {step['path']})", differences, step)

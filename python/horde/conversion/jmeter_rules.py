@@ -421,6 +421,10 @@ class JmeterRules:
                 )
                 return
             codes = sorted({int(s) for s in strings})
+            if any(code >= 400 for code in codes) and element.prop("Assertion.assume_success").lower() != "true":
+                differences.append(
+                    "JMeter still failed a status >= 400 (its 'Ignore Status' unset); the plan's check accepts it"
+                )
             if len(codes) > 1 and not either:
                 differences.append(
                     "JMeter wanted every pattern to match the one code (never true); the plan takes any of them"
@@ -585,7 +589,7 @@ class JmeterRules:
                     label,
                     element,
                     f"an open workload of {rate:.4g} iterations/s ({raw} samples per {period:g} s over {per_iteration:g} "
-                    f"requests an iteration), at most {peak} VUs (the thread count): JMeter schedules each sample, "
+                    f"request(s) an iteration), at most {peak} VUs (the thread count): JMeter schedules each sample, "
                     "the plan each iteration",
                     workload,
                 )
@@ -606,7 +610,7 @@ class JmeterRules:
                 Outcome.APPROXIMATED,
                 label,
                 element,
-                f"pacing_s {pacing:g} ({note}, {per_iteration:g} requests an iteration): JMeter spaces each sample, "
+                f"pacing_s {pacing:g} ({note}, {per_iteration:g} request(s) an iteration): JMeter spaces each sample, "
                 "the plan starts each iteration on time",
                 document,
             )
