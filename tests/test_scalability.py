@@ -225,6 +225,9 @@ def test_scale_from_a_stored_study_answers_instances_for_a_peak(horde_cli: Any, 
     assert peak["instances_needed"] == expected and peak["throughput_falls_past"] == 14
     assert peak["instances_model"] == "scalability model"
     assert peak["answer"] in " ".join(result.stdout.split())
+    # The terminal's forecasts at 2×, 3× and 4× the largest count measured (6), in the JSON too.
+    assert [point["n"] for point in forecast["beyond"]] == [12, 18, 24]
+    assert "forecast: 12 instances" in result.stdout and "· 24 instances" in result.stdout
     assert f"{expected} instances (" in peak["answer"] and "past 14 instances throughput falls" in peak["answer"]
     page = (tmp_path / "study.html").read_text()
     assert 'id="chart-scalability"' in page and peak["answer"] in page and "inconsistent by Little&#39;s law" in page

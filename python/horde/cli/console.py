@@ -623,7 +623,7 @@ def _forecast_lines(forecast: dict[str, Any]) -> list[str]:
         return "" if pair is None else f" ({format(pair[0], form)}–{format(pair[1], form)})"
 
     peak = forecast["peak_n"]
-    where = "no peak in sight (κ = 0)" if peak is None else f"throughput peaks at {peak:.1f} instances"
+    where = "the fitted curve has no peak (κ = 0)" if peak is None else f"throughput peaks at {peak:.1f} instances"
     if peak is not None and forecast["peak_n_interval"]:
         low, high = forecast["peak_n_interval"]
         where += f" ({low:.1f}–{'beyond' if high is None else f'{high:.1f}'})"
@@ -632,8 +632,7 @@ def _forecast_lines(forecast: dict[str, Any]) -> list[str]:
         f"σ {forecast['sigma']:.4f}{spread(forecast['sigma_interval'], '.4f')}, "
         f"κ {forecast['kappa']:.6f}{spread(forecast['kappa_interval'], '.6f')}; {where}"
     )
-    measured = max(n for n, _ in forecast["points"])
-    shown = [point for point in forecast["curve"] if point["n"] in (2 * measured, 3 * measured, 4 * measured)]
+    shown = forecast.get("beyond") or []
     if shown:
         lines.append(
             "forecast: "

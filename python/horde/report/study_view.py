@@ -183,7 +183,7 @@ def study_panel(store: Store, tags: dict[str, str]) -> tuple[dict[str, Any], Fig
         answer = forecast["peak"]["answer"]
     else:
         peak_n = forecast["peak_n"]
-        where = "no peak in sight" if peak_n is None else f"throughput peaks at {peak_n:.1f} instances"
+        where = "the fitted curve has no peak" if peak_n is None else f"throughput peaks at {peak_n:.1f} instances"
         answer = f"σ {forecast['sigma']:.4f}, κ {forecast['kappa']:.6f}: {where}"
     panel = {
         "study_id": study["study_id"],

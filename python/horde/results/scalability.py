@@ -272,6 +272,8 @@ class ScalabilityFit:
                 "noise": _round(self.noise, 5),
                 "note": self.note,
                 "curve": [self.forecast(n).to_dict() for n in curve_counts(self.forecast_limit)],
+                # At 2×, 3× and 4× the largest measured count: what the terminal prints.
+                "beyond": [self.forecast(k * self.max_n).to_dict() for k in (2, 3, 4)],
             }
         )
         return block
