@@ -65,3 +65,16 @@ def test_a_jmx_goes_to_the_jmeter_converter(horde_cli: HordeCli, tmp_path: Path)
     result = horde_cli.run("import", "test.plan", "--out", "plan.yaml")  # told by its content
     assert result.returncode in (ExitCode.OK, ExitCode.IMPORT_INCOMPLETE), result.stderr
     assert "(jmeter)" in result.stdout and (tmp_path / "plan.yaml").exists()
+
+
+def test_a_plan_written_elsewhere_reads_the_sources_files_from_there(horde_cli: HordeCli, tmp_path: Path) -> None:
+    # A JMeter plan's CSV Data Set names its file relative to the .jmx; the plan is written in
+    # another folder, so its feeder's path is made relative to that folder.
+    for name in ("game.jmx", "players.csv"):
+        shutil.copy(FIXTURES / "jmeter" / name, tmp_path / name)
+    (tmp_path / "plans").mkdir()
+    result = horde_cli.run("import", "game.jmx", "--out", "plans/game.yaml")
+    assert result.returncode in (ExitCode.OK, ExitCode.IMPORT_INCOMPLETE), result.stderr
+    assert "path: ../players.csv" in (tmp_path / "plans" / "game.yaml").read_text()
+    validated = horde_cli.run("validate", "plans/game.yaml")
+    assert validated.returncode == 0, validated.stderr

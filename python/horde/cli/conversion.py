@@ -12,6 +12,8 @@ converted or approximated (an approximation is said in the plan and the table), 
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import os
 import shutil
 import uuid
@@ -110,6 +112,7 @@ def write(conversion: Conversion, path: Path, *, force: bool = False) -> None:
     if path.exists() and not force:
         raise InvalidInput(f"--out: {path} exists", hint="give another --out, or --force to overwrite it")
     folder = path.parent
+    conversion = _feeders_read_from(conversion, folder)
     written: list[Path] = []
     made: list[Path] = []
     temporary = folder / f".{path.stem}.{uuid.uuid4().hex[:12]}.yaml"
@@ -145,6 +148,22 @@ def write(conversion: Conversion, path: Path, *, force: bool = False) -> None:
         raise
     finally:
         temporary.unlink(missing_ok=True)
+
+
+def _feeders_read_from(conversion: Conversion, folder: Path) -> Conversion:
+    """The conversion with its plan's relative feeder paths made relative to ``folder``, where the
+    plan is written: a converter names the source's own files (a JMeter plan's CSV) relative to
+    the source, and a plan's relative paths are read from the plan's folder. The files the
+    conversion writes itself go beside the plan and keep their names."""
+    plan = copy.deepcopy(conversion.plan)
+    source_folder = conversion.source.resolve().parent
+    for scenario in plan.get("scenarios") or []:
+        for feeder in scenario.get("feeders") or []:
+            name = feeder.get("path")
+            if not isinstance(name, str) or Path(name).is_absolute() or name in conversion.files:
+                continue
+            feeder["path"] = os.path.relpath(source_folder / name, folder.resolve())
+    return dataclasses.replace(conversion, plan=plan)
 
 
 def _print(conversion: Conversion, path: Path) -> None:
