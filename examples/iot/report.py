@@ -34,7 +34,7 @@ def _read(path: str) -> dict[str, Any]:
 
 def report(scale: dict[str, Any], runs: dict[str, dict[str, Any]]) -> list[str]:
     rows = scale["rows"]
-    forecast = scale.get("forecast") or {}
+    forecast = scale["forecast"]
     measured = ", ".join(f"{row['instances']} → {row['throughput_rps']:,.0f} req/s" for row in rows)
     lines = [
         "# IoT platform: the maximum throughput before p95 passes 1 s, and past the measured instances",
@@ -63,12 +63,9 @@ def report(scale: dict[str, Any], runs: dict[str, dict[str, Any]]) -> list[str]:
             f"| {row.get('latency_ms')} | {row.get('saturation_reason') or ''} | {_read_share(run)} | {consistent} "
             f"| {row['run_id']} |"
         )
-    lines += ["", "## 2. The forecast", ""]
-    if not forecast:
-        lines.append("No scalability model: this Horde's `horde scale` writes no `forecast` block.")
-    elif forecast.get("refusal"):
-        lines.append(f"No forecast: {forecast['refusal']}.")
-    else:
+    refusal = forecast.get("refusal")
+    lines += ["", "## 2. The forecast", "", *([f"No forecast: {refusal}."] if refusal else [])]
+    if not refusal:
         peak = forecast.get("peak_n")
         lines += [
             f"Fitted X(N) = λN / (1 + σ(N−1) + κN(N−1)): λ {forecast['lambda']:,.1f} req/s (one instance), "

@@ -42,13 +42,13 @@ def report(
     peak_rps: float,
     headroom: float,
 ) -> list[str]:
-    forecast = scale.get("forecast") or {}
+    forecast = scale["forecast"]
     peak = forecast.get("peak") or {}
     rows = scale["rows"]
     one = next((row["throughput_rps"] for row in rows if row["instances"] == 1), None)
     need = peak_rps / (1 - headroom / 100)
     linear = math.ceil(need / one) if one else None
-    answer = peak.get("answer") or forecast.get("refusal") or "no forecast: this Horde's horde scale fits no model"
+    answer = peak.get("answer") or f"no forecast: {forecast.get('refusal')}"
     lines = [
         "# Payments: how many instances for next year's peak",
         "",
@@ -117,9 +117,7 @@ def report(
             f"| {row.get('latency_ms')} | {row['run_id']} |"
         )
     lines += ["", "## 5. The forecast", ""]
-    if not forecast:
-        lines.append("No scalability model: this Horde's `horde scale` writes no `forecast` block.")
-    elif forecast.get("refusal"):
+    if forecast.get("refusal"):
         lines.append(f"No forecast: {forecast['refusal']}.")
     else:
         lines += [
