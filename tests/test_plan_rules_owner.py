@@ -67,7 +67,6 @@ NOT_YET_THE_ENGINE_S = {
     "message.Network._rate_limit",
     "model.Feeder._check_name",
     "model.Scenario._check_structure",
-    "model.Plan._check_message_steps",
     "rules.Extractor._check_var",
     "rules.Extractor._check_expression",
     "sql.SqlExtractor._check_var",

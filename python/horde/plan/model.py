@@ -71,7 +71,7 @@ from horde.errors import PlanInvalid
 from horde.plan.parameters import ParameterValue
 from horde.plan.target import HEADERS_DESCRIPTION as _HEADERS_DESCRIPTION
 from horde.plan.target import Target
-from horde.plan.message import Network, message_step_problems
+from horde.plan.message import Network
 from horde.plan.workloads import ClosedModel, ClosedStage, Workload
 from horde.plan.monitors import Monitor, check_monitor_names
 from horde.plan.control import AutostopRule, Generators, Steer, Threshold, check_control_names
@@ -458,13 +458,6 @@ class Plan(BaseModel):
     @model_validator(mode="after")
     def _check_control_names(self) -> Plan:
         check_control_names(self)
-        return self
-
-    @model_validator(mode="after")
-    def _check_message_steps(self) -> Plan:
-        problems = message_step_problems(self.target.base_url, self.scenarios)
-        if problems:
-            raise_located("Plan", problems)
         return self
 
 
