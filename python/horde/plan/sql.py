@@ -24,7 +24,6 @@ from horde.plan.common import (
     THINK_TIME_DESCRIPTION,
     ThinkTime,
     check_json_value,
-    check_variable_name,
 )
 
 __all__ = ["SqlColumnCheck", "SqlExtractor", "SqlRowCountCheck", "SqlStatement", "SqlStep", "is_postgres_url"]
@@ -63,11 +62,6 @@ class SqlExtractor(BaseModel):
     )
     column: str | None = Field(default=None, description="from: column: the column's name")
     default: Any = Field(default=None, description="the value when there is no row or the column is NULL")
-
-    @field_validator("var")
-    @classmethod
-    def _check_var(cls, var: str) -> str:
-        return check_variable_name(var, "variable")
 
     @field_validator("default")
     @classmethod

@@ -59,7 +59,6 @@ from horde.plan.common import (
     check_expression,
     check_header_name,
     check_json_value,
-    check_variable_name,
     custom,
     is_identifier,
     raise_located,
@@ -359,11 +358,6 @@ class LoopStep(BaseModel):
     )
     steps: list[Step] = Field(min_length=1, description=f"the loop's {_STEPS_DESCRIPTION}; at least one")
 
-    @field_validator("while_")
-    @classmethod
-    def _check_while(cls, condition: str | None) -> str | None:
-        return None if condition is None else check_expression(condition, "condition")
-
     @field_validator("for_each")
     @classmethod
     def _check_for_each(cls, name: str | None) -> str | None:
@@ -375,11 +369,6 @@ class LoopStep(BaseModel):
                 "response, extract it first with pick: all",
             )
         return name
-
-    @field_validator("as_")
-    @classmethod
-    def _check_as(cls, name: str | None) -> str | None:
-        return None if name is None else check_variable_name(name, "loop variable")
 
     @model_validator(mode="after")
     def _check_kind(self) -> LoopStep:
