@@ -586,15 +586,18 @@ def render_sight(console: Console, report: dict[str, Any]) -> None:
 
 
 def render_scale(console: Console, report: dict[str, Any]) -> None:
-    """The scalability study: throughput per instance count and how linear it was."""
+    """The scalability study: throughput per instance (or user) count and how linear it was."""
+    from horde.control.scale import per_one
+
+    unit = report.get("unit", "instances")
     table = Table(title=f"scalability study {report['study_id']}", title_justify="left", header_style="bold")
-    for column in ("instances", "req/s", "per instance", "latency ms", "efficiency", "stopped by", "run"):
+    for column in (unit, "req/s", f"per {unit[:-1]}", "latency ms", "efficiency", "stopped by", "run"):
         table.add_column(column, justify="left" if column in ("stopped by", "run") else "right")
     for row in report["rows"]:
         table.add_row(
-            str(row["instances"]),
+            str(row[unit]),
             f"{row['throughput_rps']:,.1f}",
-            f"{row['per_instance_rps']:,.1f}",
+            f"{row[per_one(unit)]:,.1f}",
             "" if row["latency_ms"] is None else f"{row['latency_ms']:.2f}",
             "" if row["efficiency"] is None else f"{row['efficiency'] * 100:.0f} %",
             row["saturation_reason"] or row["status"],
@@ -610,9 +613,10 @@ def render_scale(console: Console, report: dict[str, Any]) -> None:
 def _forecast_lines(forecast: dict[str, Any]) -> list[str]:
     """The scalability model fitted to a study, in a few lines: its parameters with their
     intervals, where throughput peaks, forecasts past the measured range, and the instances for
-    the asked peak (or why there is no forecast)."""
+    the asked peak or the users supported at the asked rate (or why there is no forecast)."""
+    unit = forecast.get("unit", "instances")
     lines = [
-        f"left out of the fit: {row['instances']} instance(s), run {row['run_id']}: {row['why']}"
+        f"left out of the fit: {row[unit]} {unit[:-1]}(s), run {row['run_id']}: {row['why']}"
         for row in forecast.get("left_out", [])
     ]
     if forecast["refusal"]:
@@ -623,12 +627,12 @@ def _forecast_lines(forecast: dict[str, Any]) -> list[str]:
         return "" if pair is None else f" ({format(pair[0], form)}–{format(pair[1], form)})"
 
     peak = forecast["peak_n"]
-    where = "the fitted curve has no peak (κ = 0)" if peak is None else f"throughput peaks at {peak:.1f} instances"
+    where = "the fitted curve has no peak (κ = 0)" if peak is None else f"throughput peaks at {peak:.1f} {unit}"
     if peak is not None and forecast["peak_n_interval"]:
         low, high = forecast["peak_n_interval"]
         where += f" ({low:.1f}–{'beyond' if high is None else f'{high:.1f}'})"
     lines.append(
-        f"scalability model (intervals at {level}): λ {forecast['lambda']:,.1f}/s{spread(forecast['lambda_interval'], ',.1f')}, "
+        f"scalability model (intervals at {level}): λ {forecast['lambda']:,.1f}/s per {unit[:-1]}{spread(forecast['lambda_interval'], ',.1f')}, "
         f"σ {forecast['sigma']:.4f}{spread(forecast['sigma_interval'], '.4f')}, "
         f"κ {forecast['kappa']:.6f}{spread(forecast['kappa_interval'], '.6f')}; {where}"
     )
@@ -637,15 +641,16 @@ def _forecast_lines(forecast: dict[str, Any]) -> list[str]:
         lines.append(
             "forecast: "
             + " · ".join(
-                f"{point['n']:g} instances {point['throughput']:,.0f}/s"
+                f"{point['n']:g} {unit} {point['throughput']:,.0f}/s"
                 + ("" if point["low"] is None else f" ({point['low']:,.0f}–{point['high']:,.0f})")
                 for point in shown
             )
         )
     if forecast.get("note"):
         lines.append(forecast["note"])
-    if forecast.get("peak"):
-        lines.append(forecast["peak"]["answer"])
+    for answer in ("peak", "users"):
+        if forecast.get(answer):
+            lines.append(forecast[answer]["answer"])
     return lines
 
 

@@ -58,7 +58,7 @@ def register(app: typer.Typer) -> None:
         "scale",
         cls=HordeCommand,
         context_settings=_EXTRA_WORDS_NAMED,
-        epilog="Examples:\n\n  horde scale plan.yaml --instances 4\n\n  horde scale --url http://127.0.0.1:8080/ --instances 3 --find-max\n\n  horde scale --url http://127.0.0.1:8080/ --instances 3 --target-response-ms 50 --duration 2m\n\n  horde scale --url http://127.0.0.1:8080/ --instances 4 --find-max --peak-rps 19500 --report study.html\n\n  horde scale --from-study 20261128-140209-c352 --peak-rps 19500 --headroom 20",
+        epilog="Examples:\n\n  horde scale plan.yaml --instances 4\n\n  horde scale --url http://127.0.0.1:8080/ --instances 3 --find-max\n\n  horde scale --url http://127.0.0.1:8080/ --instances 3 --target-response-ms 50 --duration 2m\n\n  horde scale --url http://127.0.0.1:8080/ --instances 4 --find-max --peak-rps 19500 --report study.html\n\n  horde scale --from-study 20261128-140209-c352 --peak-rps 19500 --headroom 20\n\n  horde scale --from-study players-1 --per-user-rate 2.5",
     )(scale)
     app.command(
         "retarget",
@@ -873,6 +873,14 @@ def scale(
         float,
         typer.Option("--headroom", help="percent of each instance kept free at the peak", rich_help_panel="Forecast"),
     ] = 20.0,
+    per_user_rate: Annotated[
+        Optional[float],
+        typer.Option(
+            "--per-user-rate",
+            help="a users study (--from-study, runs tagged users=N): users supported at this many req/s each",
+            rich_help_panel="Forecast",
+        ),
+    ] = None,
     from_study: Annotated[
         Optional[str],
         typer.Option(
@@ -894,7 +902,9 @@ def scale(
 ) -> int:
     """Scalability study: the same plan against 1..N instances of a target; throughput per
     instance count, scaling efficiency, and the scalability model's forecast (with --peak-rps:
-    instances for that peak)."""
+    instances for that peak). With --from-study, a stored study is fitted again: horde scale's
+    (runs tagged instances=K) or a users study (one plan's runs at several user counts, tagged
+    users=N; with --per-user-rate: the users supported at that rate each)."""
     from horde.control.capacity import CapacityQuestion
     from horde.control.conductor import conduct, cpu_limit_percent, planned_duration_s
     from horde.cli.target import shared_costs
@@ -908,6 +918,11 @@ def scale(
 
     # Checked before any load is sent: a bad --peak-rps or --headroom is known at once.
     CapacityQuestion(peak_rps=peak_rps, headroom_percent=headroom)
+    if per_user_rate is not None and not 0 < per_user_rate < float("inf"):
+        raise InvalidInput(
+            f"--per-user-rate must be a number of requests/s above 0 (got {per_user_rate:g})",
+            hint="e.g. --per-user-rate 2.5: each user asks 2.5 requests a second",
+        )
     if from_study is not None:
         starters = (("PLAN", plan_path), ("--url", url), ("--instance", instance), ("--instances", instances))
         given = [flag for flag, value in starters if value]
@@ -917,7 +932,15 @@ def scale(
                 hint=f"horde scale --from-study {from_study} --peak-rps 19500",
             )
         with Store.open(store_url) as store:
-            return _finish_study(stored_study(store, from_study), peak_rps, headroom, summary_json, report_path)
+            study = stored_study(store, from_study)
+        _refuse_other_unit(study, peak_rps=peak_rps, per_user_rate=per_user_rate)
+        return _finish_study(study, peak_rps, headroom, summary_json, report_path, per_user_rate)
+    if per_user_rate is not None:
+        raise InvalidInput(
+            "--per-user-rate answers a users study, and horde scale runs an instances study",
+            hint="give --peak-rps for instances; for users, tag one plan's runs scale_study=ID and users=N, "
+            "then horde scale --from-study ID --per-user-rate R",
+        )
     if (instance is None) == (instances is None):
         raise InvalidInput(
             "give the instances: --instance URL (repeatable) or --instances N (built-in targets)",
@@ -1006,8 +1029,29 @@ def scale(
     return _finish_study({"study_id": study_id, **report}, peak_rps, headroom, summary_json, report_path)
 
 
+def _refuse_other_unit(study: dict[str, Any], *, peak_rps: float | None, per_user_rate: float | None) -> None:
+    """The question must fit what the study counts: a peak for instances, a per-user rate for users."""
+    if study["unit"] == "users" and peak_rps is not None:
+        raise InvalidInput(
+            f"study {study['study_id']} counts users: --peak-rps asks for instances",
+            hint=f"ask the users supported at each user's rate: horde scale --from-study {study['study_id']} "
+            "--per-user-rate 2.5",
+        )
+    if study["unit"] == "instances" and per_user_rate is not None:
+        raise InvalidInput(
+            f"study {study['study_id']} counts instances (its runs are tagged instances=K): --per-user-rate "
+            "answers a users study",
+            hint=f"ask the instances for a peak: horde scale --from-study {study['study_id']} --peak-rps 19500",
+        )
+
+
 def _finish_study(
-    report: dict[str, Any], peak_rps: float | None, headroom: float, summary_json: Path | None, page: Path | None
+    report: dict[str, Any],
+    peak_rps: float | None,
+    headroom: float,
+    summary_json: Path | None,
+    page: Path | None,
+    per_user_rate: float | None = None,
 ) -> int:
     """A study's forecast added, printed and written: the same for a study just run and one
     read back from the store."""
@@ -1015,7 +1059,9 @@ def _finish_study(
     from horde.control.scale import forecast_block
     from horde.report.study_view import render_study_report
 
-    report["forecast"] = forecast_block(report, peak_rps=peak_rps, headroom_percent=headroom)
+    report["forecast"] = forecast_block(
+        report, peak_rps=peak_rps, headroom_percent=headroom, per_user_rate=per_user_rate
+    )
     render_scale(stdout, report)
     if summary_json is not None:
         _write_output(

@@ -123,6 +123,17 @@ def instances_from_study(fit: ScalabilityFit, peak_rps: float, headroom_percent:
     return block
 
 
+def count_interval(low: int | None, high: int | None, limit: int, confidence: float) -> str:
+    """A count's interval as the answers print it after the count (instances for a peak, users
+    supported): its far end past ``limit`` (the most the model forecasts) said so."""
+    level = f"{confidence * 100:.0f} %"
+    if low is None:
+        return " (no interval: too few points)"
+    if high is None:
+        return f" ({low:,} to more than {limit:,} at {level})"
+    return f" ({low:,}–{high:,} at {level})"
+
+
 def peak_sentence(block: dict[str, Any]) -> str:
     """The answer of :func:`instances_from_study` in one sentence, as the console, the report
     and the dashboard print it.
@@ -136,14 +147,13 @@ def peak_sentence(block: dict[str, Any]) -> str:
             f"no instance count carries {block['peak_rps']:,.0f} req/s with {block['headroom_percent']:g} % "
             f"headroom: {block['refusal']}"
         )
-    count, low, high = block["instances_needed"], block.get("instances_low"), block.get("instances_high")
-    level = f"{block.get('confidence', 0.9) * 100:.0f} %"
-    if low is None:
-        spread = " (no interval: too few points)"
-    elif high is None:
-        spread = f" ({low} to more than {block.get('instances_limit', count)} at {level})"
-    else:
-        spread = f" ({low}–{high} at {level})"
+    count = block["instances_needed"]
+    spread = count_interval(
+        block.get("instances_low"),
+        block.get("instances_high"),
+        block.get("instances_limit", count),
+        block.get("confidence", 0.9),
+    )
     sentence = (
         f"{count} instance{'s' if count != 1 else ''}{spread} for {block['peak_rps']:,.0f} req/s "
         f"with {block['headroom_percent']:g} % headroom"

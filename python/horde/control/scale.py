@@ -10,23 +10,28 @@ throughput is what the instances served; a find-max plan's is its knee.
 Scaling efficiency at k is X(k) / (k × X(1)): 1.0 is linear, and what falls short of it is what
 the instances share (a database, a lock, a pool).
 
+A study read back from the store counts either instances (``horde scale``'s runs, tagged
+``instances=K``) or users (runs of one plan at several user counts, tagged ``users=N``): the
+same model then answers how many users are served at a per-user rate.
+
 >>> efficiency([(1, 500.0), (2, 990.0), (4, 1600.0)])
 [1.0, 0.99, 0.8]
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from horde.control.capacity import instances_from_study
+from horde.control.capacity import count_interval, instances_from_study
 from horde.engine.target import start
 from horde.errors import InvalidInput
 from horde.plan import ClosedModel, OpenModel, Plan, Scenario
 from horde.plan.control import FindMax
-from horde.results.scalability import fit_scalability
+from horde.results.scalability import CONFIDENCE, ScalabilityFit, fit_scalability, fit_users
 from horde.store import Store
 
 #: The most instances a study may have (each is a run of its own, one after the other).
@@ -81,9 +86,14 @@ def _scaled(scenario: Scenario, k: int, *, cap: bool) -> Scenario:
     return scenario.model_copy(update={"workload": scaled})
 
 
+#: What a study counts: its runs' tag, and the name its rows and its fit give the count.
+UNITS = ("instances", "users")
+
+
 @dataclass
 class ScaleRow:
-    instances: int
+    #: Instances, or users in a users study (the study's ``unit`` says which).
+    count: int
     run_id: str
     status: str
     throughput_rps: float
@@ -112,16 +122,19 @@ def throughput_of(summary: Mapping[str, Any]) -> tuple[float, float | None, str 
     return ok / summary["duration_s"] if summary["duration_s"] else 0.0, summary["latency_ms"]["p95"], None
 
 
-def study_block(rows: Sequence[ScaleRow]) -> dict[str, Any]:
-    ratios = efficiency([(row.instances, row.throughput_rps) for row in rows])
+def study_block(rows: Sequence[ScaleRow], unit: str = "instances") -> dict[str, Any]:
+    """The study's rows, each keyed by its ``unit`` (``instances`` or ``users``) and its
+    throughput per one of them (``per_instance_rps``, ``per_user_rps``)."""
+    ratios = efficiency([(row.count, row.throughput_rps) for row in rows])
     return {
+        "unit": unit,
         "rows": [
             {
-                "instances": row.instances,
+                unit: row.count,
                 "run_id": row.run_id,
                 "status": row.status,
                 "throughput_rps": round(row.throughput_rps, 3),
-                "per_instance_rps": round(row.throughput_rps / row.instances, 3),
+                per_one(unit): round(row.throughput_rps / row.count, 3),
                 "latency_ms": row.latency_ms,
                 "saturation_reason": row.saturation_reason,
                 "efficiency": ratio,
@@ -130,6 +143,11 @@ def study_block(rows: Sequence[ScaleRow]) -> dict[str, Any]:
             for row, ratio in zip(rows, ratios)
         ],
     }
+
+
+def per_one(unit: str) -> str:
+    """The row's key for the throughput per instance or per user."""
+    return f"per_{unit[:-1]}_rps"
 
 
 @contextmanager
@@ -174,19 +192,24 @@ def consistent(summary: Mapping[str, Any]) -> bool:
     return not isinstance(check, dict) or check.get("consistent") is not False
 
 
-def forecast_block(study: dict[str, Any], *, peak_rps: float | None, headroom_percent: float) -> dict[str, Any]:
+def forecast_block(
+    study: dict[str, Any], *, peak_rps: float | None, headroom_percent: float, per_user_rate: float | None = None
+) -> dict[str, Any]:
     """The scalability model fitted to the study's rows (only the consistent runs that finished
-    with a throughput), and the instances for ``peak_rps`` from it."""
+    with a throughput), and from it the instances for ``peak_rps`` (an instances study) or the
+    users supported at ``per_user_rate`` each (a users study)."""
+    unit = study.get("unit", "instances")
     used = [
         row
         for row in study["rows"]
         if row.get("consistent", True) and row["status"] not in UNFINISHED and row["throughput_rps"] > 0
     ]
-    fit = fit_scalability([(row["instances"], row["throughput_rps"]) for row in used])
+    points = [(row[unit], row["throughput_rps"]) for row in used]
+    fit = fit_users(points) if unit == "users" else fit_scalability(points)
     block = fit.to_dict()
     block["left_out"] = [
         {
-            "instances": row["instances"],
+            unit: row[unit],
             "throughput_rps": row["throughput_rps"],
             "run_id": row["run_id"],
             "why": _why_left_out(row),
@@ -196,7 +219,47 @@ def forecast_block(study: dict[str, Any], *, peak_rps: float | None, headroom_pe
     ]
     if peak_rps is not None:
         block["peak"] = instances_from_study(fit, peak_rps, headroom_percent)
+    if per_user_rate is not None:
+        block["users"] = users_from_study(fit, per_user_rate)
     return block
+
+
+def users_from_study(fit: ScalabilityFit, per_user_rate: float) -> dict[str, Any]:
+    """The users a users study's model serves at ``per_user_rate`` requests/s each: the count,
+    its interval, and the answer as a sentence (or the model's refusal in its place)."""
+    answer = fit.users_supported(per_user_rate)
+    block: dict[str, Any] = {
+        "per_user_rate": per_user_rate,
+        "users_supported": answer.count,
+        "users_low": answer.low,
+        "users_high": answer.high,
+        # The most users the model forecasts: where an interval's far end stops.
+        "users_limit": math.floor(fit.forecast_limit + 1e-9),
+        "confidence": CONFIDENCE,
+        "refusal": answer.refusal,
+    }
+    block["answer"] = users_sentence(block)
+    return block
+
+
+def users_sentence(block: dict[str, Any]) -> str:
+    """The answer of :func:`users_from_study` in one sentence, as the console, the report and
+    the dashboard print it.
+
+    >>> users_sentence({"users_supported": 180, "users_low": 160, "users_high": 205, "confidence": 0.9,
+    ...                 "per_user_rate": 2.5, "users_limit": 64, "refusal": None})
+    '180 users supported (160–205 at 90 %) at 2.5 req/s each'
+    >>> users_sentence({"per_user_rate": 2.5, "refusal": "even 1 user gets less than 2.5/s from the fitted curve"})
+    'no user count is served 2.5 req/s each: even 1 user gets less than 2.5/s from the fitted curve'
+    """
+    rate = f"{block['per_user_rate']:,.4g} req/s each"
+    if block.get("refusal"):
+        return f"no user count is served {rate}: {block['refusal']}"
+    count = block["users_supported"]
+    spread = count_interval(
+        block.get("users_low"), block.get("users_high"), block.get("users_limit", count), block.get("confidence", 0.9)
+    )
+    return f"{count:,} users supported{spread} at {rate}"
 
 
 #: Statuses of a run whose throughput is not the count's (it did not run to its end), and why.
@@ -217,7 +280,9 @@ STUDY_SEARCH_LIMIT = 10_000
 
 def stored_study(store: Store, study_id: str) -> dict[str, Any]:
     """A study read back from its runs in the store (tagged ``scale_study`` = ``study_id``), as
-    :func:`run_study` reported it, without sending load."""
+    :func:`run_study` reported it, without sending load. Its runs are tagged ``instances=K``
+    (``horde scale``'s) or ``users=N`` (one plan at several user counts), all the one or all
+    the other."""
     records = [
         record
         for record in store.list_runs(limit=STUDY_SEARCH_LIMIT)
@@ -228,18 +293,45 @@ def stored_study(store: Store, study_id: str) -> dict[str, Any]:
             f"no stored run belongs to the scalability study {study_id!r}",
             hint="`horde scale` prints its study id and tags each run scale_study=ID; `horde runs` lists runs",
         )
+    unit = _study_unit(study_id, records)
     rows = []
     for record in records:
-        count = record.tags.get("instances", "")
+        count = record.tags[unit]
         if not count.isdigit() or int(count) < 1:
             raise InvalidInput(
-                f"run {record.run_id} of study {study_id}: its tag instances={count!r} is no instance count",
-                hint="each run of a study is tagged instances=K, K a whole number from 1",
+                f"run {record.run_id} of study {study_id}: its tag {unit}={count!r} is no {unit[:-1]} count",
+                hint=f"each run of a study is tagged {unit}=N, N a whole number from 1",
             )
         summary = record.summary or {}
         throughput, latency, reason = throughput_of(summary)
         rows.append(
             ScaleRow(int(count), record.run_id, record.status, throughput, latency, reason, consistent(summary))
         )
-    rows.sort(key=lambda row: (row.instances, row.run_id))
-    return {"study_id": study_id, **study_block(rows)}
+    rows.sort(key=lambda row: (row.count, row.run_id))
+    return {"study_id": study_id, **study_block(rows, unit)}
+
+
+def _study_unit(study_id: str, records: Sequence[Any]) -> str:
+    """What the study's runs count, from their tags: one unit for every run, or a located refusal."""
+    by_unit: dict[str, list[str]] = {unit: [] for unit in UNITS}
+    for record in records:
+        tagged = [unit for unit in UNITS if unit in record.tags]
+        if len(tagged) != 1:
+            raise InvalidInput(
+                f"run {record.run_id} of study {study_id} is tagged "
+                + (
+                    " and ".join(f"{unit}={record.tags[unit]!r}" for unit in tagged)
+                    or "with neither instances nor users"
+                ),
+                hint="each run of a study is tagged either instances=K (horde scale's runs) or users=N "
+                f"(e.g. horde run plan.yaml --vus N --tag scale_study={study_id} --tag users=N)",
+            )
+        by_unit[tagged[0]].append(record.run_id)
+    if all(by_unit.values()):
+        raise InvalidInput(
+            f"study {study_id} mixes instance counts (runs {', '.join(sorted(by_unit['instances']))}) "
+            f"and user counts (runs {', '.join(sorted(by_unit['users']))}): one model cannot fit both",
+            hint="a study measures one of the two: run the users runs again under a study id of their own "
+            "(--tag scale_study=ANOTHER_ID); `horde runs` lists the runs with their tags",
+        )
+    return "users" if by_unit["users"] else "instances"

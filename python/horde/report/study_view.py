@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from horde import __version__
-from horde.control.scale import forecast_block, stored_study
+from horde.control.scale import forecast_block, per_one, stored_study
 from horde.report.charts import Figure, chart_layout
 from horde.report.page import render
 from horde.store import Store
@@ -30,7 +30,8 @@ CHART_ID: Final = "chart-scalability"
 def scalability_chart(forecast: dict[str, Any]) -> Figure:
     """The study's forecast block (``control.scale.forecast_block``) as a plotly figure: the
     measured points (those left out of the fit apart), the fitted curve in its prediction band,
-    a line at the peak N, and the asked peak's throughput need with its answer."""
+    a line at the peak N, and the asked peak's throughput need with its answer (or, for a users
+    study, a line at the users supported with its answer)."""
     unit = forecast.get("unit", "instances")
     left_out = forecast.get("left_out", [])
     data: list[dict[str, Any]] = [
@@ -49,7 +50,7 @@ def scalability_chart(forecast: dict[str, Any]) -> Figure:
                 "type": "scatter",
                 "mode": "markers",
                 "name": "left out of the fit",
-                "x": [row["instances"] for row in left_out],
+                "x": [row[unit] for row in left_out],
                 "y": [row["throughput_rps"] for row in left_out],
                 "marker": {"size": 9, "symbol": "x", "color": "#999"},
             }
@@ -97,9 +98,30 @@ def scalability_chart(forecast: dict[str, Any]) -> Figure:
         )  # fmt: skip
         if peak.get("instances_needed") is not None:
             shapes.append(_vertical(peak["instances_needed"], "#2ca02c"))
-    title = "Throughput by instance count: measured and the scalability model"
+    users = forecast.get("users")
+    if users:
+        # Users supported: where the curve crosses N × the per-user rate; the line shows the rate asked.
+        rate = users["per_user_rate"]
+        counts = [point["n"] for point in curve] or [n for n, _ in forecast["points"]]
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": f"{rate:,.4g} req/s per user",
+                "x": counts,
+                "y": [n * rate for n in counts],
+                "line": {"color": "#2ca02c", "dash": "dash"},
+            }
+        )
+        if users.get("users_supported") is not None:
+            shapes.append(_vertical(users["users_supported"], "#2ca02c"))
+        annotations.append(
+            {"xref": "paper", "x": 0.01, "yref": "paper", "y": 1.0, "text": users["answer"], "showarrow": False,
+             "xanchor": "left", "yanchor": "bottom", "font": {"size": 11, "color": "#2ca02c"}}
+        )  # fmt: skip
+    title = f"Throughput by {unit[:-1]} count: measured and the scalability model"
     if forecast.get("refusal"):
-        title = "Throughput by instance count (no model: see the forecast's refusal)"
+        title = f"Throughput by {unit[:-1]} count (no model: see the forecast's refusal)"
     return {
         "data": data,
         "layout": chart_layout(
@@ -157,6 +179,8 @@ def render_study_report(study: dict[str, Any]) -> str:
         forecast=study["forecast"],
         chart_id=CHART_ID,
         figures={CHART_ID: scalability_chart(study["forecast"])},
+        unit=study.get("unit", "instances"),
+        per_key=per_one(study.get("unit", "instances")),
         runs=study["rows"],  # the footer speaks of the stored runs
     )
 
@@ -183,12 +207,13 @@ def study_panel(store: Store, tags: dict[str, str]) -> tuple[dict[str, Any], Fig
         answer = forecast["peak"]["answer"]
     else:
         peak_n = forecast["peak_n"]
-        where = "the fitted curve has no peak" if peak_n is None else f"throughput peaks at {peak_n:.1f} instances"
+        unit = forecast["unit"]
+        where = "the fitted curve has no peak" if peak_n is None else f"throughput peaks at {peak_n:.1f} {unit}"
         answer = f"σ {forecast['sigma']:.4f}, κ {forecast['kappa']:.6f}: {where}"
     panel = {
         "study_id": study["study_id"],
         "answer": answer,
-        "runs": [{"instances": row["instances"], "run_id": row["run_id"]} for row in study["rows"]],
+        "runs": [{"count": row[study["unit"]], "run_id": row["run_id"]} for row in study["rows"]],
     }
     return panel, scalability_chart(forecast)
 

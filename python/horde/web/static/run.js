@@ -181,7 +181,7 @@
       parts.push(element("h2", {id: "section-scale-study"}, ["Scalability study " + study.study_id]),
         element("p", {id: "scale-study-answer"}, [study.answer]),
         element("p", {class: "muted"}, ["Its runs: " + study.runs.map(function (run) {
-          return run.instances + " × " + run.run_id; }).join(", ")]),
+          return run.count + " × " + run.run_id; }).join(", ")]),
         element("div", {class: "chart", id: "chart-scalability"}));
     }
     const cluster = summary.cluster;
