@@ -6,6 +6,7 @@ unit's question."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -111,15 +112,38 @@ def test_a_users_study_answers_the_users_supported_at_a_per_user_rate(
     assert any(trace["name"] == "12.5 req/s per user" for trace in chart["data"])
 
 
-def stored_runs(store_path: Path, tagged: list[dict[str, str]]) -> None:
+def stored_runs(store_path: Path, tagged: list[dict[str, str]], throughputs: list[float] | None = None) -> None:
     """Runs written to the store with these tags (and a throughput each), no load sent."""
     from horde.store import Store
 
     with Store.open(f"sqlite:///{store_path}") as store:
         for index, tags in enumerate(tagged):
             run_id = store.create_run(plan={}, plan_name="study", parameters={}, tags=tags)
-            summary = {"capacity": {"method": "find_max", "max_rps": 100.0 * (index + 1)}}
-            store.finish_run(run_id, status="finished", summary=summary)
+            throughput = throughputs[index] if throughputs else 100.0 * (index + 1)
+            store.finish_run(
+                run_id, status="finished", summary={"capacity": {"method": "find_max", "max_rps": throughput}}
+            )
+
+
+def test_the_dashboard_answers_a_users_study_at_its_tagged_rate(horde_cli: Any) -> None:
+    """The dashboard's panel beside a run of a users study: the users supported at the rate its
+    runs are tagged with, against the law solved by hand for a curve of known λ, σ and κ."""
+    from horde.report.study_view import PER_USER_RATE_TAG, study_panel
+    from horde.store import Store
+
+    lam, sigma, kappa, rate = 50.0, 0.02, 0.0005, 20.0
+    counts = (10, 20, 40, 80)
+    tags = [{"scale_study": "gateway", "users": str(n), PER_USER_RATE_TAG: f"{rate:g}"} for n in counts]
+    stored_runs(horde_cli.store_path, tags, [lam * n / (1 + sigma * (n - 1) + kappa * n * (n - 1)) for n in counts])
+    # X(N)/N = rate where κN² + (σ − κ)N − (λ/rate − 1 + σ) = 0: its root, rounded down.
+    known = math.floor(
+        (-(sigma - kappa) + math.sqrt((sigma - kappa) ** 2 + 4 * kappa * (lam / rate - 1 + sigma))) / (2 * kappa)
+    )
+    with Store.open(horde_cli.store_url) as store:
+        panel, chart = study_panel(store, tags[0])
+    assert panel["answer"].startswith(f"{known} users supported (") and panel["answer"].endswith("at 20 req/s each")
+    assert [run["count"] for run in panel["runs"]] == list(counts)
+    assert chart["layout"]["xaxis"]["title"]["text"] == "users"
 
 
 def test_a_study_that_mixes_instances_and_users_is_refused(horde_cli: Any) -> None:

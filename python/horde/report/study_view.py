@@ -188,23 +188,32 @@ def render_study_report(study: dict[str, Any]) -> str:
 #: The tags `horde scale --peak-rps` stores with each run of its study: the asked peak and headroom.
 PEAK_TAG: Final = "scale_peak_rps"
 HEADROOM_TAG: Final = "scale_headroom"
+#: The tag a users study's runs may carry: the rate each user asks, req/s, that the dashboard answers.
+PER_USER_RATE_TAG: Final = "scale_per_user_rate"
 
 
 def study_panel(store: Store, tags: dict[str, str]) -> tuple[dict[str, Any], Figure]:
     """The study a run belongs to (its ``scale_study`` tag), as the dashboard shows it beside
-    the run: the study read back from the store, the model's answer (for the peak the study
-    was asked, when it was) in a sentence, and the chart."""
+    the run: the study read back from the store, the model's answer (for the peak an instances
+    study was asked, or the per-user rate a users study's runs are tagged with, when they were)
+    in a sentence, and the chart."""
     study = stored_study(store, tags["scale_study"])
+    users = study["unit"] == "users"
     peak, headroom = _number(tags.get(PEAK_TAG)), _number(tags.get(HEADROOM_TAG))
-    if peak is not None and peak <= 0:
+    rate = _number(tags.get(PER_USER_RATE_TAG))
+    if users or peak is not None and peak <= 0:
         peak = None
+    if not users or rate is not None and not rate > 0:
+        rate = None
     if headroom is None or not 0 <= headroom < 100:
         headroom = 20.0
-    forecast = forecast_block(study, peak_rps=peak, headroom_percent=headroom)
+    forecast = forecast_block(study, peak_rps=peak, headroom_percent=headroom, per_user_rate=rate)
     if forecast["refusal"]:
         answer = f"No forecast: {forecast['refusal']}"
     elif forecast.get("peak"):
         answer = forecast["peak"]["answer"]
+    elif forecast.get("users"):
+        answer = forecast["users"]["answer"]
     else:
         peak_n = forecast["peak_n"]
         unit = forecast["unit"]
