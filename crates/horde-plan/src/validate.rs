@@ -401,6 +401,16 @@ impl StepWalker<'_> {
     }
 
     fn expression(&mut self, path: String, source: &str) {
+        if source.contains("{{") || source.contains("{%") {
+            // A template where an expression goes: said as such, not as the syntax error it makes.
+            self.problems.push_hint(
+                path,
+                format!("condition '{source}' is an expression, not a template"),
+                "write it without {{ }}, e.g. 'gold >= 100 and buildings' (parameters {{ params.NAME }} are \
+                 substituted before this check, so they are fine)",
+            );
+            return;
+        }
         match templates::expression_variables(&self.environment, source) {
             Ok(names) => self.unknown_names(path, names),
             Err(error) => self.problems.push_hint(path, format!("invalid expression: {error}"), EXPRESSION_HINT),
@@ -481,7 +491,14 @@ impl StepWalker<'_> {
                     self.expression(format!("{path}.while"), condition);
                 }
                 if let Some(variable) = &loop_step.for_each {
-                    if !self.known.contains(variable) {
+                    if !is_identifier(variable) {
+                        self.problems.push_hint(
+                            format!("{path}.for_each"),
+                            format!("for_each '{variable}' is not a variable name"),
+                            "name a list variable, without {{ }}, e.g. 'buildings'; to loop over part of a response, \
+                             extract it first with pick: all",
+                        );
+                    } else if !self.known.contains(variable) {
                         self.problems.push_hint(
                             format!("{path}.for_each"),
                             format!("unknown variable '{variable}': no step, feeder, loop or parameter sets it"),
@@ -920,6 +937,45 @@ mod tests {
             "{problems:#?}"
         );
         assert!(found[3].1, "the misspelt 'tokn' is an unknown variable");
+    }
+
+    #[test]
+    fn a_template_where_an_expression_or_a_name_goes_is_said_as_such() {
+        let steps = r#"{"name": "items", "method": "GET", "path": "/",
+                        "extract": [{"var": "items", "from": "json", "expression": "$.ids", "pick": "all"}]},
+                       {"type": "loop", "for_each": "{{ items }}", "as": "item", "steps": [{"type": "end_iteration"}]},
+                       {"type": "loop", "while": "{{ items }}", "steps": [{"type": "end_iteration"}]},
+                       {"type": "if", "condition": "{% if items %}", "then": []}"#;
+        let json = format!(
+            r#"{{"version": 1, "target": {{"base_url": "http://h"}},
+                "scenarios": [{{"name": "s", "steps": [{steps}], "workload": {CLOSED}}}]}}"#
+        );
+        let problems: Vec<(String, String, bool)> = decode(&json)
+            .unwrap()
+            .validate()
+            .into_iter()
+            .map(|p| (p.path, p.message, p.hint.is_some_and(|hint| hint.starts_with("write it without {{ }}"))))
+            .collect();
+        assert_eq!(
+            problems,
+            vec![
+                (
+                    "scenarios[0].steps[1].for_each".to_owned(),
+                    "for_each '{{ items }}' is not a variable name".to_owned(),
+                    false
+                ),
+                (
+                    "scenarios[0].steps[2].while".to_owned(),
+                    "condition '{{ items }}' is an expression, not a template".to_owned(),
+                    true
+                ),
+                (
+                    "scenarios[0].steps[3].condition".to_owned(),
+                    "condition '{% if items %}' is an expression, not a template".to_owned(),
+                    true
+                ),
+            ],
+        );
     }
 
     #[test]

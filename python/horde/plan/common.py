@@ -183,18 +183,6 @@ def check_json_value(value: Any) -> Any:
     return value
 
 
-def check_expression(text: str, what: str) -> str:
-    """A condition is an expression, not a template: no ``{{ }}`` around it."""
-    if "{{" in text or "{%" in text:
-        raise custom(
-            "expression_braces",
-            f"{what} '{text}' is an expression, not a template",
-            "write it without {{ }}, e.g. 'gold >= 100 and buildings' (parameters "
-            "{{ params.NAME }} are substituted before this check, so they are fine)",
-        )
-    return text
-
-
 def validate_unique_names(items: Any, handler: ValidatorFunctionWrapHandler, what: str) -> Any:
     """Validates a list of named things; duplicate names are reported even when items are bad.
 

@@ -56,7 +56,6 @@ from horde.plan.common import (
     Located,
     Method,
     ThinkTime,
-    check_expression,
     check_header_name,
     check_json_value,
     custom,
@@ -358,18 +357,6 @@ class LoopStep(BaseModel):
     )
     steps: list[Step] = Field(min_length=1, description=f"the loop's {_STEPS_DESCRIPTION}; at least one")
 
-    @field_validator("for_each")
-    @classmethod
-    def _check_for_each(cls, name: str | None) -> str | None:
-        if name is not None and not is_identifier(name):
-            raise custom(
-                "for_each",
-                f"for_each '{name}' is not a variable name",
-                "name a list variable, without {{ }}, e.g. 'buildings'; to loop over part of a "
-                "response, extract it first with pick: all",
-            )
-        return name
-
     @model_validator(mode="after")
     def _check_kind(self) -> LoopStep:
         given = [
@@ -449,11 +436,6 @@ class IfStep(BaseModel):
         alias="else",
         description=f"the {_STEPS_DESCRIPTION} run when it does not (default none)",
     )
-
-    @field_validator("condition")
-    @classmethod
-    def _check_condition(cls, condition: str) -> str:
-        return check_expression(condition, "condition")
 
 
 class ThinkStep(BaseModel):
