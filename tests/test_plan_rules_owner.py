@@ -42,6 +42,7 @@ TYPE_LEVEL = {
     "rules.Extractor._check_default": "a default is a JSON value (as steps.HttpStep._check_json)",
     "sql.SqlExtractor._check_default": "a default is a JSON value (as steps.HttpStep._check_json)",
     "rules.JsonCheck._check_equals": "the value compared is a JSON value (as steps.HttpStep._check_json)",
+    "message.Network._no_bool": "a rate is a number or a text: pydantic would read true as the number 1",
 }
 
 #: Rules on the parts of a plan the engine never reads: crates/horde-plan keeps the control plane's
@@ -64,7 +65,6 @@ CONTROL_PLANE_S = {
 
 #: Semantic rules still written in pydantic as well as in horde-plan: the rest of issue 38's move.
 NOT_YET_THE_ENGINE_S = {
-    "message.Network._rate_limit",
     "model.Feeder._check_name",
     "model.Scenario._check_structure",
     "rules.Extractor._check_var",
