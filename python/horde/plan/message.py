@@ -49,8 +49,6 @@ __all__ = [
     "Network",
     "NewlineFraming",
     "PingStep",
-    "RATE_LIMIT_MAX",
-    "RATE_LIMIT_MIN",
     "RawFraming",
     "ReceiveStep",
     "SendStep",
