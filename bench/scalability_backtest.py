@@ -7,10 +7,12 @@ none, moderate — peaks between 22 and 70 instances, the case the acceptance fi
 and strong — peaks between 10 and 22, so that 16 may lie past the peak) and measures it as a
 study with repeats would: 3 runs at each of 1, 2, 3, 4 instances, each off the true curve by
 Gaussian relative noise. The forecast's
-error is against the true curve; the 90 % prediction interval's coverage is against a fresh
-measurement at that count (what a study of 8..16 instances would then see).
+error is against the true curve (its median, and its median with its sign: above 0 the forecast
+runs high); the 90 % prediction interval's coverage is against a fresh measurement at that count
+(what a study of 8..16 instances would then see), and its width is (high − low) / forecast, the
+median over seeds: an interval that covers by being useless shows there.
 
-    .venv/bin/python bench/scalability_backtest.py              # 200 seeds per row (~12 min)
+    .venv/bin/python bench/scalability_backtest.py              # 200 seeds per row (~8 min on 2 cores)
     .venv/bin/python bench/scalability_backtest.py --seeds 40   # quicker
 
 Pure Python, no load: runs anywhere. Writes its table in bench/FIGURES.md (unless --no-readme).
@@ -19,10 +21,12 @@ Pure Python, no load: runs anywhere. Writes its table in bench/FIGURES.md (unles
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,6 +58,9 @@ class Backtest:
     noise: float
     errors: dict[int, list[float]]
     covered: dict[int, list[bool]]
+    #: Signed relative errors (forecast − truth) / truth, and the intervals' relative widths.
+    signed: dict[int, list[float]]
+    widths: dict[int, list[float]]
     refused: int
     seeds: int
 
@@ -61,31 +68,66 @@ class Backtest:
         pooled = self.errors[n] if n is not None else [e for values in self.errors.values() for e in values]
         return statistics.median(pooled)
 
+    def bias(self, n: int | None = None) -> float:
+        pooled = self.signed[n] if n is not None else [e for values in self.signed.values() for e in values]
+        return statistics.median(pooled)
+
+    def width(self, n: int | None = None) -> float:
+        pooled = self.widths[n] if n is not None else [w for values in self.widths.values() for w in values]
+        return statistics.median(pooled)
+
     def coverage(self, n: int | None = None) -> float:
         pooled = self.covered[n] if n is not None else [c for values in self.covered.values() for c in values]
         return sum(pooled) / len(pooled)
 
 
-def backtest(seeds: int, noise: float, *, system: str = MODERATE, first_seed: int = 0) -> Backtest:
-    lowest, highest = SYSTEMS[system]
+def backtest(seeds: int, noise: float, *, system: str = MODERATE, first_seed: int = 0, workers: int = 1) -> Backtest:
     errors: dict[int, list[float]] = {n: [] for n in FORECAST}
+    signed: dict[int, list[float]] = {n: [] for n in FORECAST}
+    widths: dict[int, list[float]] = {n: [] for n in FORECAST}
     covered: dict[int, list[bool]] = {n: [] for n in FORECAST}
+    jobs = [(seed, noise, system) for seed in range(first_seed, first_seed + seeds)]
+    if workers > 1:
+        with ProcessPoolExecutor(workers) as pool:
+            outcomes = list(pool.map(_one_seed, jobs, chunksize=4))
+    else:
+        outcomes = [_one_seed(job) for job in jobs]
     refused = 0
-    for seed in range(first_seed, first_seed + seeds):
-        draw = random.Random(seed)
-        truth = scalability.Model(1000.0, draw.uniform(0.01, 0.08), draw.uniform(lowest, highest))
-        points = [(n, truth.throughput(n) * (1 + draw.gauss(0, noise))) for n in MEASURED for _ in range(REPEATS)]
-        fit = scalability.fit_scalability(points)
-        if fit.model is None:
+    for outcome in outcomes:
+        if outcome is None:
             refused += 1  # the lack-of-fit test at 1 % refuses about 1 in 100 true curves
             continue
-        for n in FORECAST:
-            forecast = fit.forecast(n)
-            assert forecast.throughput is not None and forecast.low is not None and forecast.high is not None
-            errors[n].append(abs(forecast.throughput - truth.throughput(n)) / truth.throughput(n))
-            measured = truth.throughput(n) * (1 + draw.gauss(0, noise))
-            covered[n].append(forecast.low <= measured <= forecast.high)
-    return Backtest(system, noise, errors, covered, refused, seeds)
+        for n, (error, width, hit) in outcome.items():
+            errors[n].append(abs(error))
+            signed[n].append(error)
+            widths[n].append(width)
+            covered[n].append(hit)
+    return Backtest(system, noise, errors, covered, signed, widths, refused, seeds)
+
+
+def _one_seed(job: tuple[int, float, str]) -> dict[int, tuple[float, float, bool]] | None:
+    """One simulated study: per forecast count, the signed relative error, the interval's relative
+    width and whether it held a fresh measurement; None when the fit was refused."""
+    seed, noise, system = job
+    lowest, highest = SYSTEMS[system]
+    draw = random.Random(seed)
+    truth = scalability.Model(1000.0, draw.uniform(0.01, 0.08), draw.uniform(lowest, highest))
+    points = [(n, truth.throughput(n) * (1 + draw.gauss(0, noise))) for n in MEASURED for _ in range(REPEATS)]
+    fit = scalability.fit_scalability(points)
+    if fit.model is None:
+        return None
+    outcome = {}
+    for n in FORECAST:
+        forecast = fit.forecast(n)
+        assert forecast.throughput is not None and forecast.low is not None and forecast.high is not None
+        true = truth.throughput(n)
+        measured = true * (1 + draw.gauss(0, noise))
+        outcome[n] = (
+            (forecast.throughput - true) / true,
+            (forecast.high - forecast.low) / forecast.throughput,
+            forecast.low <= measured <= forecast.high,
+        )
+    return outcome
 
 
 def table(results: list[Backtest], elapsed_s: float) -> str:
@@ -97,18 +139,19 @@ def table(results: list[Backtest], elapsed_s: float) -> str:
             f"{scalability.BOOTSTRAP_REPLICATES} bootstrap replicates; {elapsed_s:.0f} s in all."
         ),
         "",
-        "| systems | noise | forecast at | median error | 90 % interval covers | refused fits |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| systems | noise | forecast at | median error | median signed error | 90 % interval covers "
+        "| interval width (median) | refused fits |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for result in results:
         for n in FORECAST:
             lines.append(
                 f"| {result.system} | {result.noise:.0%} | {n} ({n // MEASURED[-1]}×) | {result.median_error(n):.1%} "
-                f"| {result.coverage(n):.0%} | {result.refused} |"
+                f"| {result.bias(n):+.1%} | {result.coverage(n):.0%} | {result.width(n):.0%} | {result.refused} |"
             )
         lines.append(
             f"| {result.system} | {result.noise:.0%} | **8–16 pooled** | **{result.median_error():.1%}** "
-            f"| **{result.coverage():.0%}** | {result.refused} |"
+            f"| {result.bias():+.1%} | **{result.coverage():.0%}** | {result.width():.0%} | {result.refused} |"
         )
     judged = [result for result in results if result.system == MODERATE]
     lines.append("")
@@ -137,11 +180,13 @@ def table(results: list[Backtest], elapsed_s: float) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=200)
+    parser.add_argument("--workers", type=int, default=0, help="processes (default: one per CPU)")
     parser.add_argument("--no-readme", action="store_true", help="print the table only")
     arguments = parser.parse_args()
     started = time.monotonic()
     rows = [(MODERATE, 0.01), (MODERATE, 0.02), ("no coherency (κ 0)", 0.01), ("strong κ 0.002–0.01", 0.01)]
-    results = [backtest(arguments.seeds, noise, system=system) for system, noise in rows]
+    workers = arguments.workers or os.cpu_count() or 1
+    results = [backtest(arguments.seeds, noise, system=system, workers=workers) for system, noise in rows]
     text = table(results, time.monotonic() - started)
     print(text)
     if not arguments.no_readme:
