@@ -174,6 +174,27 @@ def table(results: list[Backtest], elapsed_s: float) -> str:
         lines.append("Met at every count, and pooled.")
     else:
         lines.append(f"{'Met' if pooled else 'Not met'} pooled over 2–4×; not met at {'; '.join(missed)}.")
+    short = [
+        f"{result.system} {result.noise:.0%} at {n} ({result.coverage(n):.0%})"
+        for result in results
+        for n in FORECAST
+        if result.coverage(n) < MIN_COVERAGE
+    ]
+    lines.append(
+        f"Coverage ≥ {MIN_COVERAGE:.0%} on every row and count: "
+        + ("met." if not short else f"not met at {'; '.join(short)}.")
+    )
+    far = FORECAST[-1]
+    lines.append(
+        f"At {far} ({far // MEASURED[-1]}×), the error against the bias (a signed error near the "
+        "error would be a bias to correct; one near 0 is the noise the data leave, as wide as the interval): "
+        + "; ".join(
+            f"{result.system} {result.noise:.0%}: median error {result.median_error(far):.1%}, signed "
+            f"{result.bias(far):+.1%}, interval {result.width(far):.0%} of the forecast wide"
+            for result in results
+        )
+        + "."
+    )
     return "\n".join(lines) + "\n"
 
 
