@@ -68,7 +68,6 @@ NOT_YET_THE_ENGINE_S = {
     "model.Feeder._check_name",
     "model.Scenario._check_structure",
     "rules.Extractor._check_var",
-    "rules.Extractor._check_expression",
     "steps.HttpStep._check_method",
     "steps.ParallelStep._check_requests_only",
     "steps.LoopStep._check_kind",

@@ -617,24 +617,35 @@ impl StepWalker<'_> {
         for (index, extractor) in extractors.iter().enumerate() {
             let extractor_path = format!("{path}.extract[{index}]");
             self.variable_name(format!("{extractor_path}.var"), &extractor.var);
-            match (extractor.from, &extractor.expression) {
-                (ExtractFrom::Status, None) => {}
-                (ExtractFrom::Status, Some(_)) => {
-                    self.problems
-                        .push(format!("{extractor_path}.expression"), "a status extractor takes no expression");
+            let expression_path = format!("{extractor_path}.expression");
+            let given = extractor.expression.as_deref().filter(|expression| !expression.trim().is_empty());
+            match (extractor.from, given) {
+                (ExtractFrom::Status, None) if extractor.expression.is_none() => {}
+                (ExtractFrom::Status, _) => self.problems.push_hint(
+                    expression_path,
+                    "an extractor from 'status' takes no expression",
+                    "remove 'expression': the status code is the value",
+                ),
+                (from, None) => {
+                    let (name, example) = match from {
+                        ExtractFrom::Json => ("json", "'$.items[0].id'"),
+                        ExtractFrom::Regex => ("regex", "'token=([a-z0-9]+)'"),
+                        _ => ("header", "'location'"),
+                    };
+                    self.problems.push_hint(
+                        expression_path,
+                        format!("an extractor from '{name}' needs an expression"),
+                        format!("add 'expression', e.g. {example}"),
+                    );
                 }
-                (_, None) => self.problems.push(format!("{extractor_path}.expression"), "is required for this 'from'"),
-                (ExtractFrom::Json, Some(expression)) => {
-                    check_json_path(self.problems, format!("{extractor_path}.expression"), expression)
-                }
-                (ExtractFrom::Regex, Some(expression)) => {
-                    check_regex(self.problems, format!("{extractor_path}.expression"), expression)
-                }
+                (ExtractFrom::Json, Some(expression)) => check_json_path(self.problems, expression_path, expression),
+                (ExtractFrom::Regex, Some(expression)) => check_regex(self.problems, expression_path, expression),
                 (ExtractFrom::Header, Some(expression)) => {
                     if !is_token(expression) {
-                        self.problems.push(
-                            format!("{extractor_path}.expression"),
-                            format!("'{expression}' is not a header name"),
+                        self.problems.push_hint(
+                            expression_path,
+                            format!("'{expression}' is not a valid header name"),
+                            "give the response header's name, e.g. 'location' or 'x-request-id'",
                         );
                     }
                 }

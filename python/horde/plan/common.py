@@ -67,8 +67,6 @@ RESERVED_NAMES: frozenset[str] = frozenset(
     }
 )
 
-# RFC 9110 token characters: what a header name may contain.
-_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -121,17 +119,6 @@ def reraisable(line: ErrorDetails) -> InitErrorDetails:
     if ctx is not None:
         details["ctx"] = ctx
     return details
-
-
-def check_header_name(name: str) -> str:
-    """One header name (an extractor reading a header)."""
-    if not _TOKEN.match(name):
-        raise custom(
-            "header_name",
-            f"'{name}' is not a valid header name",
-            "give the response header's name, e.g. 'location' or 'x-request-id'",
-        )
-    return name
 
 
 def check_variable_name(name: str, what: str) -> str:

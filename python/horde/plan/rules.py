@@ -7,18 +7,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, Field, field_validator, model_validator
-from pydantic_core import PydanticCustomError
+from pydantic import BaseModel, Field, field_validator
 
 from horde.plan.common import (
     STRICT_KEYS,
     TAGGED,
-    Located,
-    check_header_name,
     check_json_value,
     check_variable_name,
-    custom,
-    raise_located,
 )
 
 __all__ = ["BodyContainsCheck", "BodyMatchesCheck", "Check", "Extractor", "JsonCheck", "StatusCheck"]
@@ -60,49 +55,6 @@ class Extractor(BaseModel):
     @classmethod
     def _check_default(cls, value: Any) -> Any:
         return check_json_value(value)
-
-    @model_validator(mode="after")
-    def _check_expression(self) -> Extractor:
-        expression = self.expression
-        errors: list[Located] = []
-        if self.from_ == "status":
-            if expression is not None:
-                errors.append(
-                    (
-                        ("expression",),
-                        expression,
-                        custom(
-                            "extract_expression",
-                            "an extractor from 'status' takes no expression",
-                            "remove 'expression': the status code is the value",
-                        ),
-                    )
-                )
-        elif expression is None or not expression.strip():
-            examples = {
-                "json": "'$.items[0].id'",
-                "regex": "'token=([a-z0-9]+)'",
-                "header": "'location'",
-            }
-            errors.append(
-                (
-                    ("expression",),
-                    expression,
-                    custom(
-                        "extract_expression",
-                        f"an extractor from '{self.from_}' needs an expression",
-                        f"add 'expression', e.g. {examples[self.from_]}",
-                    ),
-                )
-            )
-        elif self.from_ == "header":
-            try:
-                check_header_name(expression)
-            except PydanticCustomError as error:
-                errors.append((("expression",), expression, error))
-        if errors:
-            raise_located("Extractor", errors)
-        return self
 
 
 class StatusCheck(BaseModel):

@@ -39,7 +39,6 @@ from pydantic import (
     model_validator,
 )
 
-from pydantic_core import PydanticCustomError
 
 from horde.plan.sql import SqlStep
 from horde.plan.message import CloseStep, ConnectStep, PingStep, ReceiveStep, SendStep, StreamStep
@@ -56,10 +55,8 @@ from horde.plan.common import (
     Located,
     Method,
     ThinkTime,
-    check_header_name,
     check_json_value,
     custom,
-    is_identifier,
     raise_located,
 )
 
