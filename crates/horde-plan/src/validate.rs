@@ -472,11 +472,6 @@ impl StepWalker<'_> {
                 }
             }
             Step::Loop(loop_step) => {
-                let modes =
-                    [loop_step.count.is_some(), loop_step.while_condition.is_some(), loop_step.for_each.is_some()];
-                if modes.iter().filter(|set| **set).count() != 1 {
-                    self.problems.push(path.to_owned(), "needs exactly one of 'count', 'while' or 'for_each'");
-                }
                 if loop_step.steps.is_empty() {
                     self.problems.push(format!("{path}.steps"), "must hold at least one step");
                 }
@@ -487,32 +482,32 @@ impl StepWalker<'_> {
                     self.problems
                         .push(format!("{path}.max_iterations"), format!("must be between 1 and {MAX_LOOP_COUNT}"));
                 }
-                if let Some(condition) = &loop_step.while_condition {
-                    self.expression(format!("{path}.while"), condition);
-                }
-                if let Some(variable) = &loop_step.for_each {
-                    if !is_identifier(variable) {
-                        self.problems.push_hint(
-                            format!("{path}.for_each"),
-                            format!("for_each '{variable}' is not a variable name"),
-                            "name a list variable, without {{ }}, e.g. 'buildings'; to loop over part of a response, \
-                             extract it first with pick: all",
-                        );
-                    } else if !self.known.contains(variable) {
-                        self.problems.push_hint(
-                            format!("{path}.for_each"),
-                            format!("unknown variable '{variable}': no step, feeder, loop or parameter sets it"),
-                            UNKNOWN_VARIABLE_HINT,
-                        );
+                // What kind of loop it is comes first: a loop of no kind, or of two, or a for_each
+                // without its 'as', is not read further (its condition and list would be checked
+                // for a loop it is not).
+                if self.loop_kind(path, loop_step) {
+                    if let Some(condition) = &loop_step.while_condition {
+                        self.expression(format!("{path}.while"), condition);
                     }
-                }
-                match (&loop_step.for_each, &loop_step.as_name) {
-                    (Some(_), Some(name)) => self.variable_name(format!("{path}.as"), name),
-                    (Some(_), None) => {
-                        self.problems.push(format!("{path}.as"), "'for_each' needs 'as': the name of each item")
+                    if let Some(variable) = &loop_step.for_each {
+                        if !is_identifier(variable) {
+                            self.problems.push_hint(
+                                format!("{path}.for_each"),
+                                format!("for_each '{variable}' is not a variable name"),
+                                "name a list variable, without {{ }}, e.g. 'buildings'; to loop over part of a \
+                                 response, extract it first with pick: all",
+                            );
+                        } else if !self.known.contains(variable) {
+                            self.problems.push_hint(
+                                format!("{path}.for_each"),
+                                format!("unknown variable '{variable}': no step, feeder, loop or parameter sets it"),
+                                UNKNOWN_VARIABLE_HINT,
+                            );
+                        }
                     }
-                    (None, Some(_)) => self.problems.push(format!("{path}.as"), "'as' goes with 'for_each'"),
-                    (None, None) => {}
+                    if let (Some(_), Some(name)) = (&loop_step.for_each, &loop_step.as_name) {
+                        self.variable_name(format!("{path}.as"), name);
+                    }
                 }
                 self.walk(&format!("{path}.steps"), &loop_step.steps);
             }
@@ -529,6 +524,48 @@ impl StepWalker<'_> {
     /// A `parallel` group: its requests go out at once, so it holds `http` steps only (control
     /// flow or a pause inside would order what has no order) and none pauses after its request.
     /// python/horde/plan/steps.py (`ParallelStep`) words the same problems.
+    /// Whether the loop is of one kind (count, while or for_each with its 'as'); its problem
+    /// otherwise, located at what to change.
+    fn loop_kind(&mut self, path: &str, loop_step: &crate::LoopStep) -> bool {
+        let given: Vec<&str> = [
+            ("count", loop_step.count.is_some()),
+            ("while", loop_step.while_condition.is_some()),
+            ("for_each", loop_step.for_each.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(key, set)| set.then_some(key))
+        .collect();
+        let before = self.problems.0.len();
+        if given.is_empty() {
+            self.problems.push_hint(
+                path.to_owned(),
+                "a loop needs one of 'count', 'while' or 'for_each'",
+                "add count: N, while: 'EXPRESSION', or for_each: LIST_VARIABLE with as: ITEM",
+            );
+        }
+        for extra in given.iter().skip(1) {
+            self.problems.push_hint(
+                format!("{path}.{extra}"),
+                format!("a loop takes one of 'count', 'while' or 'for_each'; this one also has '{}'", given[0]),
+                "keep one of them (nest two loops for both)",
+            );
+        }
+        match (&loop_step.for_each, &loop_step.as_name) {
+            (Some(_), None) => self.problems.push_hint(
+                format!("{path}.as"),
+                "a for_each loop needs 'as': the variable that holds the current item",
+                "add e.g. as: item, then use {{ item }} in the loop's steps",
+            ),
+            (None, Some(_)) => self.problems.push_hint(
+                format!("{path}.as"),
+                "'as' names the item of a for_each loop; this loop has no for_each",
+                "remove 'as', or loop with for_each: LIST_VARIABLE",
+            ),
+            _ => {}
+        }
+        self.problems.0.len() == before
+    }
+
     fn parallel(&mut self, path: &str, parallel: &crate::ParallelStep) {
         self.unique_name(path, &parallel.name);
         if parallel.steps.is_empty() {
@@ -936,11 +973,11 @@ mod tests {
                 "scenarios[0].steps[0].checks[0].in[1]",
                 "scenarios[0].steps[1].steps[0].path",
                 "scenarios[0].steps[1].steps[1].branches[0].weight",
-                "scenarios[0].steps[1].steps[2]",
                 "scenarios[0].steps[1].steps[2].steps",
+                // A loop of two kinds is said at the second; it is not read further.
                 "scenarios[0].steps[1].steps[2].while",
                 "scenarios[0].steps[1].steps[3].steps",
-                "scenarios[0].steps[1].steps[3].for_each",
+                // A for_each without its 'as' is said there; its list is not read further.
                 "scenarios[0].steps[1].steps[3].as",
                 "scenarios[0].steps[1].steps[4].condition",
                 "scenarios[0].steps[1].steps[5].name",

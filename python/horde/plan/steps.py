@@ -354,66 +354,6 @@ class LoopStep(BaseModel):
     )
     steps: list[Step] = Field(min_length=1, description=f"the loop's {_STEPS_DESCRIPTION}; at least one")
 
-    @model_validator(mode="after")
-    def _check_kind(self) -> LoopStep:
-        given = [
-            key
-            for key, value in (("count", self.count), ("while", self.while_), ("for_each", self.for_each))
-            if value is not None
-        ]
-        errors: list[Located] = []
-        if not given:
-            errors.append(
-                (
-                    (),
-                    None,
-                    custom(
-                        "loop_kind",
-                        "a loop needs one of 'count', 'while' or 'for_each'",
-                        "add count: N, while: 'EXPRESSION', or for_each: LIST_VARIABLE with as: ITEM",
-                    ),
-                )
-            )
-        for key in given[1:]:
-            errors.append(
-                (
-                    (key,),
-                    getattr(self, {"while": "while_"}.get(key, key)),
-                    custom(
-                        "loop_kind",
-                        f"a loop takes one of 'count', 'while' or 'for_each'; this one also has '{given[0]}'",
-                        "keep one of them (nest two loops for both)",
-                    ),
-                )
-            )
-        if self.for_each is not None and self.as_ is None:
-            errors.append(
-                (
-                    ("as",),
-                    None,
-                    custom(
-                        "loop_as",
-                        "a for_each loop needs 'as': the variable that holds the current item",
-                        "add e.g. as: item, then use {{ item }} in the loop's steps",
-                    ),
-                )
-            )
-        if self.as_ is not None and self.for_each is None:
-            errors.append(
-                (
-                    ("as",),
-                    self.as_,
-                    custom(
-                        "loop_as",
-                        "'as' names the item of a for_each loop; this loop has no for_each",
-                        "remove 'as', or loop with for_each: LIST_VARIABLE",
-                    ),
-                )
-            )
-        if errors:
-            raise_located("LoopStep", errors)
-        return self
-
 
 class IfStep(BaseModel):
     """``then`` steps when a condition holds, else ``else`` steps."""
