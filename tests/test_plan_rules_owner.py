@@ -69,7 +69,6 @@ NOT_YET_THE_ENGINE_S = {
     "model.Scenario._check_structure",
     "rules.Extractor._check_var",
     "steps.HttpStep._check_method",
-    "steps.ParallelStep._check_requests_only",
     "target.Target._check_base_url",
     "target.Target._check_instances",
     "workloads.ClosedModel._check_duration",

@@ -583,20 +583,23 @@ impl StepWalker<'_> {
             match step {
                 Step::Http(http) => {
                     if http.think_time.is_some() {
-                        self.problems.push(
+                        self.problems.push_hint(
                             format!("{step_path}.think_time"),
                             "a request of a parallel group takes no think time: its requests go out at once (pause after the group with a think step)",
+                            "remove think_time here, and add {type: think, ...} after the group",
                         );
                     }
                     self.http(&step_path, http);
                 }
-                Step::Think(_) => self.problems.push(
+                Step::Think(_) => self.problems.push_hint(
                     format!("{step_path}.type"),
                     "a think step inside a parallel group: its requests go out at once (put the pause before or after the group)",
+                    "move the think step out of the group",
                 ),
-                other => self.problems.push(
+                other => self.problems.push_hint(
                     format!("{step_path}.type"),
                     format!("a parallel group holds http steps only, not '{}' (put control flow around the group)", step_type(other)),
+                    "keep only requests in the group; a loop, if or choice may hold the whole group",
                 ),
             }
         }

@@ -36,7 +36,6 @@ from pydantic import (
     Tag,
     TypeAdapter,
     field_validator,
-    model_validator,
 )
 
 
@@ -52,12 +51,10 @@ from horde.plan.common import (
     STRICT_KEYS,
     TAGGED,
     THINK_TIME_DESCRIPTION,
-    Located,
     Method,
     ThinkTime,
     check_json_value,
     custom,
-    raise_located,
 )
 
 __all__ = [
@@ -209,14 +206,19 @@ class ParallelStep(BaseModel):
     group ends, in step order (the later step wins). Its steps are ``http`` steps without think
     times: nothing in the group comes after anything else.
 
-    >>> ParallelStep.model_validate({"name": "page", "steps": [
-    ...     {"name": "css", "method": "GET", "path": "/site.css"},
-    ...     {"type": "think", "think_time": {"type": "constant", "duration_ms": 5}}]})
-    Traceback (most recent call last):
-    ...
-    pydantic_core._pydantic_core.ValidationError: 1 validation error for ParallelStep
-    steps.1.type
-      a think step inside a parallel group: its requests go out at once (put the pause before or after the group) ...
+    What a group may hold is horde-plan's rule, told when a plan is read:
+
+    >>> from horde.errors import PlanInvalid
+    >>> from horde.plan import plan_from_dict
+    >>> try:
+    ...     plan_from_dict({"version": 1, "target": {"base_url": "http://127.0.0.1:8080"}, "scenarios": [
+    ...         {"name": "s", "workload": {"type": "closed", "stages": [{"duration_s": 1, "vus": 1}]},
+    ...          "steps": [{"type": "parallel", "name": "page", "steps": [
+    ...              {"name": "css", "method": "GET", "path": "/site.css"},
+    ...              {"type": "think", "think_time": {"type": "constant", "duration_ms": 5}}]}]}]})
+    ... except PlanInvalid as refused:
+    ...     [(problem.location, problem.hint) for problem in refused.problems]
+    [('scenarios[0].steps[0].steps[1].type', 'move the think step out of the group')]
     """
 
     model_config = TAGGED
@@ -232,66 +234,6 @@ class ParallelStep(BaseModel):
         description="the HTTP requests ({name, method, path, ...}) sent at once; at least one, "
         "http steps only, without think_time",
     )
-
-    @model_validator(mode="after")
-    def _check_requests_only(self) -> ParallelStep:
-        problems = parallel_problems(self)
-        if problems:
-            raise_located("ParallelStep", problems)
-        return self
-
-
-def parallel_problems(data: Any) -> list[Located]:
-    """A parallel group's steps that cannot go out at once, located in the group: anything but an
-    http step, and a think time (crates/horde-plan words the same problems)."""
-    if isinstance(data, BaseModel):
-        data = data.model_dump(by_alias=True)
-    steps = data.get("steps") if isinstance(data, dict) else None
-    problems: list[Located] = []
-    for index, step in enumerate(steps if isinstance(steps, list) else []):
-        if isinstance(step, BaseModel):
-            step = step.model_dump(by_alias=True)
-        kind = _step_type(step)
-        if kind == "http":
-            if isinstance(step, dict) and step.get("think_time") is not None:
-                problems.append(
-                    (
-                        ("steps", index, "think_time"),
-                        step["think_time"],
-                        custom(
-                            "parallel_think",
-                            "a request of a parallel group takes no think time: its requests go out at once "
-                            "(pause after the group with a think step)",
-                            "remove think_time here, and add {type: think, ...} after the group",
-                        ),
-                    )
-                )
-        elif kind == "think":
-            problems.append(
-                (
-                    ("steps", index, "type"),
-                    kind,
-                    custom(
-                        "parallel_think",
-                        "a think step inside a parallel group: its requests go out at once (put the pause "
-                        "before or after the group)",
-                        "move the think step out of the group",
-                    ),
-                )
-            )
-        elif isinstance(kind, str):
-            problems.append(
-                (
-                    ("steps", index, "type"),
-                    kind,
-                    custom(
-                        "parallel_step",
-                        f"a parallel group holds http steps only, not '{kind}' (put control flow around the group)",
-                        "keep only requests in the group; a loop, if or choice may hold the whole group",
-                    ),
-                )
-            )
-    return problems
 
 
 class Branch(BaseModel):
