@@ -139,8 +139,10 @@ def table(results: list[Backtest], elapsed_s: float) -> str:
             f"{scalability.BOOTSTRAP_REPLICATES} bootstrap replicates; {elapsed_s:.0f} s in all."
         ),
         "",
-        "| systems | noise | forecast at | median error | median signed error | 90 % interval covers "
-        "| interval width (median) | refused fits |",
+        (
+            "| systems | noise | forecast at | median error | median signed error | 90 % interval covers "
+            "| interval width (median) | refused fits |"
+        ),
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for result in results:
