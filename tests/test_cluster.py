@@ -402,7 +402,9 @@ def test_target_response_time_steers_the_merged_run(
     assert result.returncode == ExitCode.OK, result.stderr + result.stdout
     capacity = json.loads(summary_path.read_text())["capacity"]
     assert capacity["outcome"] in ("held", "cliff"), capacity["sentence"]
-    assert capacity["level_at_max"] in (20, 21, 22), capacity["readings"]
+    # As tests/e2e/test_steering.py allows on one generator: 21 VUs is the highest under T, 22
+    # within the band; a loaded machine's slower seconds can put the held level one higher.
+    assert capacity["level_at_max"] in (20, 21, 22, 23), capacity["readings"]
     assert abs(capacity["max_rps"] - 500) <= 25
 
 
