@@ -36,10 +36,13 @@ def test_the_payments_study_answers_instances_for_the_peak(horde_cli: HordeCli) 
     # 4 workers × (8 ms + the mix's 1.67 ms mean delay) + 0.5 ms serial, 0.05 ms crosstalk:
     # λ = 4 / 10.17 ms = 393/s, σ = 0.049, κ = 0.0049. 1,500 req/s with 20 % headroom needs
     # 1,875: X(7) = 1,834 falls short, X(8) = 1,944 carries it; linear arithmetic says 5.
-    answer = re.search(r"\*\*Answer: (\d+) instances \((\d+)–(\d+) at 90 %\) for 1,500 req/s", text)
+    # The interval's far end may lie past what the model forecasts: "(6 to more than 16 at 90 %)".
+    answer = re.search(
+        r"\*\*Answer: (\d+) instances \((\d+)(?:–(\d+)| to more than (\d+)) at 90 %\) for 1,500 req/s", text
+    )
     assert answer is not None, text
     assert 7 <= int(answer[1]) <= 9, answer[0]
-    assert int(answer[2]) <= 8 <= int(answer[3]) + 1, answer[0]
+    assert int(answer[2]) <= 8 <= int(answer[3] or answer[4]) + 1, answer[0]
     assert "would say 5 instances" in text
     for section in ("## 1. The production profile", "## 2. The sighting shot", "## 3. One instance's knee"):
         assert section in text
