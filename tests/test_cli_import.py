@@ -3,12 +3,17 @@ documented exit codes (0, 19 with parts not converted, 2 for bad input), --out k
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shutil
 from pathlib import Path
 
+import pytest
+
 from conftest import HordeCli
-from horde.errors import ExitCode
+from horde.cli.conversion import convert, write
+from horde.engine import written_plan
+from horde.errors import ExitCode, PlanInvalid, Problem
 
 FIXTURES = Path(__file__).parent / "fixtures" / "import"
 
@@ -78,3 +83,25 @@ def test_a_plan_written_elsewhere_reads_the_sources_files_from_there(horde_cli: 
     assert "path: ../players.csv" in (tmp_path / "plans" / "game.yaml").read_text()
     validated = horde_cli.run("validate", "plans/game.yaml")
     assert validated.returncode == 0, validated.stderr
+
+
+def test_a_plan_refused_on_writing_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A converter's mistake the engine refuses: no plan, no temporary file, none of its files nor
+    # the folders made for them; an older plan at the path stays as it was.
+    def refused(plan: object, *, locate: object = None, source: str = "") -> str:
+        raise PlanInvalid([Problem("scenarios[0].steps[0]", "refused by the engine")], source=source)
+
+    monkeypatch.setattr(written_plan, "checked_plan_json", refused)
+    for name in ("instances.yaml", "raw.ammo"):
+        shutil.copy(FIXTURES / "tank" / name, tmp_path / name)
+    conversion = dataclasses.replace(convert(tmp_path / "instances.yaml", None), files={"data/requests.csv": "GET,/\n"})
+    with pytest.raises(PlanInvalid) as refusal:
+        write(conversion, tmp_path / "new" / "deeper" / "plan.yaml")
+    assert "plan.yaml (converted from" in refusal.value.source and "not written" in refusal.value.source
+    assert not (tmp_path / "new").exists()
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "plan.yaml").write_text("# an older plan\n")
+    with pytest.raises(PlanInvalid):
+        write(conversion, tmp_path / "old" / "plan.yaml", force=True)
+    assert [path.name for path in (tmp_path / "old").iterdir()] == ["plan.yaml"]
+    assert (tmp_path / "old" / "plan.yaml").read_text() == "# an older plan\n"

@@ -573,8 +573,8 @@ def test_one_endpoint_is_one_row_whatever_the_kinds_of_its_ids(tmp_path: Path) -
 def test_a_plan_that_fails_its_check_is_not_left_on_disk(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from horde.engine import written_plan
     from horde.errors import PlanInvalid, Problem
-    from horde.profile import plan_writer
 
     def refused(plan: object, *, locate: object = None, source: str = "") -> str:
         raise PlanInvalid([Problem("scenarios[0].steps[0]", "refused by the engine")], source=source)
@@ -583,7 +583,7 @@ def test_a_plan_that_fails_its_check_is_not_left_on_disk(
     out = tmp_path / "out"
     out.mkdir()
     (out / "old.yaml").write_text("# an older plan\n")
-    monkeypatch.setattr(plan_writer, "checked_plan_json", refused)
+    monkeypatch.setattr(written_plan, "checked_plan_json", refused)
     code = main(
         [
             "profile",

@@ -15,8 +15,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
-import shutil
-import uuid
 from pathlib import Path
 from typing import Annotated
 
@@ -29,7 +27,7 @@ from horde.cli.terminal import stdout
 from horde.conversion import Conversion, Outcome
 from horde.conversion.detect import FORMAT_HINT, FORMATS, detect_format
 from horde.conversion.plan_yaml import plan_yaml
-from horde.errors import ExitCode, InvalidInput, PlanInvalid, Problem
+from horde.errors import ExitCode, InvalidInput
 
 #: How much of the file tells its format.
 _HEAD_BYTES = 65536
@@ -104,50 +102,20 @@ def write(conversion: Conversion, path: Path, *, force: bool = False) -> None:
     """Writes the plan and the files it reads, once both sides have checked it: first to a
     temporary file beside ``path``, then renamed over it; a plan that fails its check is not left
     on disk, nor are its files."""
-    from horde.engine.run import checked_plan_json
-    from horde.plan.loader import load_plan_file
+    from horde.engine.written_plan import write_checked_plan
 
     if path.is_dir():
         raise InvalidInput(f"--out: {path} is a directory", hint="give a file path, e.g. --out plan.yaml")
     if path.exists() and not force:
         raise InvalidInput(f"--out: {path} exists", hint="give another --out, or --force to overwrite it")
-    folder = path.parent
-    conversion = _feeders_read_from(conversion, folder)
-    written: list[Path] = []
-    made: list[Path] = []
-    temporary = folder / f".{path.stem}.{uuid.uuid4().hex[:12]}.yaml"
-    try:
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            for name, text in conversion.files.items():
-                written.append(folder / name)
-                if not written[-1].parent.exists():
-                    made.append(written[-1].parent)
-                    written[-1].parent.mkdir(parents=True)
-                written[-1].write_text(text, encoding="utf-8")
-            temporary.write_text(plan_yaml(conversion, path.name), encoding="utf-8")
-        except OSError as error:
-            raise InvalidInput(
-                f"cannot write the plan to {path}: {error.strerror or error}", hint="give a writable path with --out"
-            ) from None
-        try:
-            loaded = load_plan_file(temporary)
-            checked_plan_json(loaded.plan, locate=loaded.located, source=str(path))
-        except PlanInvalid as error:
-            # A converter's mistake, told at the written plan's name (the temporary's means nothing).
-            raise PlanInvalid(
-                [Problem(p.location.replace(str(temporary), str(path)), p.message, p.hint) for p in error.problems],
-                source=f"{path} (converted from {conversion.source}, not written)",
-            ) from None
-        os.replace(temporary, path)
-    except BaseException:
-        for file in written:
-            file.unlink(missing_ok=True)
-        for made_folder in reversed(made):
-            shutil.rmtree(made_folder, ignore_errors=True)
-        raise
-    finally:
-        temporary.unlink(missing_ok=True)
+    conversion = _feeders_read_from(conversion, path.parent)
+    write_checked_plan(
+        path,
+        plan_yaml(conversion, path.name),
+        {path.parent / name: text for name, text in conversion.files.items()},
+        flag="--out",
+        source=f"converted from {conversion.source}",
+    )
 
 
 def _feeders_read_from(conversion: Conversion, folder: Path) -> Conversion:

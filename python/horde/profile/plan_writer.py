@@ -35,10 +35,7 @@ import csv
 import io
 import json
 import math
-import os
 import re
-import shutil
-import uuid
 from datetime import datetime, timezone
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -49,11 +46,10 @@ from urllib.parse import quote
 from ruamel.yaml import YAML
 
 from horde.control.sight import SUGGESTED_STEP_DURATION_S, SUGGESTED_STEPS, nice_number
-from horde.engine.run import checked_plan_json
-from horde.errors import InvalidInput, PlanInvalid, Problem
+from horde.engine.written_plan import write_checked_plan
+from horde.errors import InvalidInput
 from horde.plan import MAX_THINK_TIME_MS, METHODS
 from horde.plan.bounds import MAX_PLAN_BYTES
-from horde.plan.loader import load_plan_file
 from horde.plan.engine_rules import is_to_supply
 from horde.profile import supply
 from horde.profile.endpoints import Slot
@@ -377,7 +373,13 @@ def _write(
     text = _header(profile, options, coverage, left_out, sizing, parameters, intensity) + _yaml(data)
     if len(text.encode("utf-8")) > MAX_PLAN_BYTES:
         return None
-    written = _write_checked(path, text, feeder_dir, {f"{name}.csv": _csv(table) for name, table in feeders.items()})
+    written = write_checked_plan(
+        path,
+        text,
+        {feeder_dir / f"{name}.csv": _csv(table) for name, table in feeders.items()},
+        flag="--plan",
+        accept=lambda problem: is_to_supply(problem.message),
+    )
     notes = list(coverage.notes) + supply.notes(sent)
     unseen = intensity.unseen(chosen)
     if unseen:
@@ -405,59 +407,6 @@ def _left_out_row(profile: Profile, stats: EndpointStats) -> dict[str, Any]:
         "share_by_count": round(profile.share(stats, "count"), 6),
         "share_by_time": round(profile.share(stats, "time"), 6) if profile.timed else None,
     }
-
-
-def _write_checked(path: Path, text: str, feeder_dir: Path, feeders: dict[str, str]) -> list[Path]:
-    """Writes the plan and its feeder files, the plan only once checked on both sides: first to
-    a temporary file in its folder (its feeders found from there as from the plan), then renamed
-    over ``path``. A plan that fails its check is not left on disk, nor are the feeder files
-    written for it (an older plan at ``path`` stays as it was). The feeder files written."""
-    written: list[Path] = []
-    made_dir = False
-    temporary: Path | None = None
-    try:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if feeders:
-                made_dir = not feeder_dir.exists()
-                feeder_dir.mkdir(exist_ok=True)
-                for name, table in feeders.items():
-                    written.append(feeder_dir / name)
-                    written[-1].write_text(table, encoding="utf-8")
-            # Made as any file is (the umask's permissions), under a name no one else takes.
-            temporary = path.parent / f".{path.stem}.{uuid.uuid4().hex[:12]}{path.suffix}"
-            with temporary.open("x", encoding="utf-8") as out:
-                out.write(text)
-        except OSError as error:
-            raise InvalidInput(
-                f"cannot write the plan to {path}: {error.strerror or error}", hint="give a writable path with --plan"
-            ) from error
-        try:
-            loaded = load_plan_file(temporary)
-            checked_plan_json(loaded.plan, locate=loaded.located, source=str(path))
-        except PlanInvalid as error:
-            # The only problems a written plan may have: the parts left to the user.
-            if not all(is_to_supply(problem.message) for problem in error.problems):
-                # Told as the plan's own problems: the temporary file's name means nothing to the reader.
-                raise PlanInvalid(
-                    [
-                        Problem(problem.location.replace(str(temporary), str(path)), problem.message, problem.hint)
-                        for problem in error.problems
-                    ],
-                    source=f"{path} (not written)",
-                ) from None
-        os.replace(temporary, path)
-        temporary = None
-        return written
-    except BaseException:
-        for file in written:
-            file.unlink(missing_ok=True)
-        if made_dir:
-            shutil.rmtree(feeder_dir, ignore_errors=True)
-        raise
-    finally:
-        if temporary is not None:
-            temporary.unlink(missing_ok=True)
 
 
 def _path_template(
