@@ -92,11 +92,14 @@ def test_target_response_time_from_a_cold_start_on_a_smooth_target(horde_cli: Ho
         "40",
         "--percentile",
         "95",
+        # 150 s: a convergence by 100 s at worst, then a hold long enough that one stretch out of
+        # the band (a loaded runner's slow seconds move the level; CI's 2-CPU run once held 58.8 %
+        # of 120 s) is not most of what the held share is read from.
         "--duration",
-        "120s",
+        "150s",
         "--summary-json",
         str(out),
-        timeout=200,
+        timeout=230,
     )
     assert result.returncode == ExitCode.OK, result.stderr
     summary = json.loads(out.read_text())
