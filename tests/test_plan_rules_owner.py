@@ -3,7 +3,9 @@ and pydantic keeps the types, defaults, unknown-key refusal, the JSON Schema and
 
 This test walks every pydantic model of ``horde.plan`` and lists its validators. Each must be
 either type-level (with the reason it is), a rule on a part of the plan the engine never reads
-(``CONTROL_PLANE_S``: its one owner is the control plane), or in ``NOT_YET_THE_ENGINE_S``: a
+(``CONTROL_PLANE_S``: its one owner is the control plane), a relay of an engine rule (``RELAYS``:
+the rule, its message and hint are horde-plan's, asked through the binding so that a plan built
+in code fails where it is built), or in ``NOT_YET_THE_ENGINE_S``: a
 semantic rule that horde-plan also checks and that is still to leave pydantic (issue 38). That
 list only shrinks: a new semantic validator in pydantic fails here; write the rule in horde-plan
 instead.
@@ -63,11 +65,17 @@ CONTROL_PLANE_S = {
     "monitors.PostgresMonitor._check_dsn": "monitors: the database's URL, and no password in it",
 }
 
+#: Validators that ask horde-plan for a rule (message and hint included) through the binding, so
+#: that building a plan in code fails at the model built; the rule itself is written once, in Rust.
+#: Each names the binding it asks (``test_relays_ask_the_engine``).
+RELAYS = {
+    "model.Feeder._check_name": "variable_name_problem",
+    "rules.Extractor._check_var": "variable_name_problem",
+}
+
 #: Semantic rules still written in pydantic as well as in horde-plan: the rest of issue 38's move.
 NOT_YET_THE_ENGINE_S = {
-    "model.Feeder._check_name",
     "model.Scenario._check_structure",
-    "rules.Extractor._check_var",
     "steps.HttpStep._check_method",
     "target.Target._check_base_url",
     "target.Target._check_instances",
@@ -92,15 +100,47 @@ def _validators() -> set[str]:
 
 def test_each_pydantic_validator_is_type_level_or_listed_to_move() -> None:
     found = _validators()
-    unlisted = sorted(found - set(TYPE_LEVEL) - set(CONTROL_PLANE_S) - NOT_YET_THE_ENGINE_S)
+    unlisted = sorted(found - set(TYPE_LEVEL) - set(CONTROL_PLANE_S) - set(RELAYS) - NOT_YET_THE_ENGINE_S)
     assert unlisted == [], (
         f"semantic rules belong in crates/horde-plan (or, if type-level, in TYPE_LEVEL with why): {unlisted}"
     )
 
 
 def test_the_lists_name_only_validators_that_exist() -> None:
-    gone = sorted((set(TYPE_LEVEL) | set(CONTROL_PLANE_S) | NOT_YET_THE_ENGINE_S) - _validators())
+    gone = sorted((set(TYPE_LEVEL) | set(CONTROL_PLANE_S) | set(RELAYS) | NOT_YET_THE_ENGINE_S) - _validators())
     assert gone == [], f"moved or removed: take them off the lists {gone}"
+
+
+def test_relays_ask_the_engine() -> None:
+    """A relay's rule is the engine's: the binding it names exists, and what the validator raises
+    is what the engine's own check says of the same plan (message and hint, word for word)."""
+    import json
+
+    from pydantic import ValidationError
+
+    from horde import _engine
+    from horde.engine.run import engine_problems
+    from horde.plan import Feeder
+    from horde.plan.rules import Extractor
+
+    for name, binding in RELAYS.items():
+        assert callable(getattr(_engine, binding)), name
+    extracting = _plan(
+        {"name": "a", "method": "GET", "path": "/", "extract": [{"from": "json", "expression": "$.a", "var": "2nd"}]}
+    )
+    feeding = _plan({"name": "a", "method": "GET", "path": "/"})
+    feeding["scenarios"][0]["feeders"] = [{"name": "vu", "path": "x.csv"}]  # type: ignore[index]
+    for model, arguments, plan, field in (
+        (Feeder, {"name": "vu", "path": "x.csv"}, feeding, "feeders[0].name"),
+        (Extractor, {"from": "json", "expression": "$.a", "var": "2nd"}, extracting, "extract[0].var"),
+    ):
+        with pytest.raises(ValidationError) as caught:
+            model.model_validate(arguments)
+        (error,) = caught.value.errors()
+        engine = [problem for problem in engine_problems(json.dumps(plan)) if problem.location.endswith(field)]
+        assert len(engine) == 1, engine
+        assert error["msg"] == engine[0].message
+        assert (error.get("ctx") or {}).get("hint") == engine[0].hint
 
 
 def test_the_engine_keeps_the_control_planes_part_opaque() -> None:

@@ -21,6 +21,10 @@ def is_secret_query_field(name: str) -> bool:
     """Whether a query field so named holds a secret: a credential's name, or a one-time
     credential's field (``code``, ``state``, ``nonce``, ``hash``)."""
 
+def variable_name_problem(name: str, what: str) -> tuple[str, str] | None:
+    """Why ``name`` cannot name a variable templates read (``what`` says which: "feeder name",
+    "variable"): the problem and its hint, or None (horde-plan's rule)."""
+
 def plan_bounds() -> dict[str, int | float]:
     """The engine's bounds on a plan's values by name (``MAX_VUS``, ...): counts as ints,
     amounts as floats; ``horde.plan.bounds`` reads them once."""

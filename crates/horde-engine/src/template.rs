@@ -2,6 +2,8 @@
 //! up by name when a VU renders it. The HTTP, SQL and message steps all hold their templated
 //! parts in these types; the VU renders them (`vu.rs`, `vu/http_step.rs`).
 
+use horde_plan::templates::{is_identifier, EXPRESSION_WORDS};
+
 /// What a typed JSON template renders when its expression is undefined.
 pub(crate) const UNDEFINED_MARK: &str = "\u{1}undefined\u{1}";
 
@@ -79,10 +81,6 @@ impl PartialEq for ColumnHint {
     }
 }
 
-/// Words minijinja reads as literals or operators, never as a variable.
-const KEYWORDS: [&str; 13] =
-    ["true", "false", "none", "True", "False", "None", "and", "or", "not", "in", "is", "if", "else"];
-
 impl Direct {
     /// The direct form of a template's source, when it is exactly `{{ expression }}` (no text
     /// around it, no whitespace control) of one of the two shapes.
@@ -100,11 +98,7 @@ impl Direct {
             Some((name, field)) => (name, Some(field)),
             None => (inner, None),
         };
-        let identifier = |word: &str| {
-            word.chars().next().is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
-                && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                && !KEYWORDS.contains(&word)
-        };
+        let identifier = |word: &str| is_identifier(word) && !EXPRESSION_WORDS.contains(&word);
         (identifier(name) && field.is_none_or(identifier)).then(|| Direct::Var {
             name: name.to_owned(),
             field: field.map(minijinja::Value::from),

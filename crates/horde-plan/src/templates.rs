@@ -13,6 +13,45 @@ use std::collections::HashSet;
 /// Names every template may use besides the scenario's own variables.
 pub const BUILTIN_NAMES: [&str; 7] = ["params", "vu", "iteration", "random_int", "random_choice", "uuid", "now_ms"];
 
+/// Words the expression language reads as literals or operators, never as a variable.
+pub const EXPRESSION_WORDS: [&str; 13] =
+    ["true", "false", "none", "True", "False", "None", "and", "or", "not", "in", "is", "if", "else"];
+
+/// What a template's `for` loop is called inside it: no variable can take the name either.
+const LOOP_NAME: &str = "loop";
+
+/// A name made of ASCII letters, digits and '_', not starting with a digit.
+pub fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(first) if first.is_ascii_alphabetic() || first == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Why `name` cannot name a variable the templates read (an extractor's `var`, a loop's `as`, a
+/// feeder's `name`; `what` says which, e.g. "feeder name"): the problem and its hint, or None.
+/// The one rule: the plan's check applies it, and the plan's Python types ask it through the
+/// binding (`horde._engine.variable_name_problem`) when a plan is built in code.
+pub fn variable_name_problem(name: &str, what: &str) -> Option<(String, String)> {
+    if !is_identifier(name) {
+        return Some((
+            format!("{what} '{name}' is not a valid variable name"),
+            "use letters, digits and '_', not starting with a digit, e.g. 'building_id'; templates refer to it as \
+             {{ building_id }}"
+                .to_owned(),
+        ));
+    }
+    if BUILTIN_NAMES.contains(&name) || EXPRESSION_WORDS.contains(&name) || name == LOOP_NAME {
+        let mut reserved: Vec<&str> = BUILTIN_NAMES.iter().chain(EXPRESSION_WORDS.iter()).copied().collect();
+        reserved.push(LOOP_NAME);
+        reserved.sort_unstable();
+        return Some((
+            format!("{what} '{name}' is a name templates already use"),
+            format!("pick another name; reserved: {}", reserved.join(", ")),
+        ));
+    }
+    None
+}
+
 /// Whether `text` needs rendering at all (most paths and bodies are constant: they are sent as
 /// they are, without touching the template engine).
 pub fn is_template(text: &str) -> bool {

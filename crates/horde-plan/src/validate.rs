@@ -252,8 +252,8 @@ fn check_scenario(problems: &mut Problems, path: &str, scenario: &Scenario) {
     let mut feeder_names = HashSet::new();
     for (index, feeder) in scenario.feeders.iter().enumerate() {
         let feeder_path = format!("{path}.feeders[{index}]");
-        if !is_variable_name(&feeder.name) {
-            problems.push(format!("{feeder_path}.name"), format!("'{}' is not a name templates can use", feeder.name));
+        if let Some((message, hint)) = templates::variable_name_problem(&feeder.name, "feeder name") {
+            problems.push_hint(format!("{feeder_path}.name"), message, hint);
         } else if !feeder_names.insert(feeder.name.as_str()) {
             problems.push(format!("{feeder_path}.name"), format!("duplicate feeder name '{}'", feeder.name));
         }
@@ -310,12 +310,6 @@ fn known_variables(scenario: &Scenario) -> HashSet<String> {
     known
 }
 
-fn is_identifier(name: &str) -> bool {
-    let mut chars = name.chars();
-    matches!(chars.next(), Some(first) if first.is_ascii_alphabetic() || first == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
 /// Walks a scenario's step tree in order, checking each step.
 struct StepWalker<'a> {
     problems: &'a mut Problems,
@@ -344,8 +338,8 @@ impl StepWalker<'_> {
     }
 
     fn variable_name(&mut self, path: String, name: &str) {
-        if !is_variable_name(name) {
-            self.problems.push(path, format!("'{name}' is not a variable name templates can use"));
+        if let Some((message, hint)) = templates::variable_name_problem(name, "variable") {
+            self.problems.push_hint(path, message, hint);
         } else if self.feeders.contains(name) {
             self.problems.push(path, format!("'{name}' is a feeder's name"));
         }
@@ -490,7 +484,7 @@ impl StepWalker<'_> {
                         self.expression(format!("{path}.while"), condition);
                     }
                     if let Some(variable) = &loop_step.for_each {
-                        if !is_identifier(variable) {
+                        if !templates::is_identifier(variable) {
                             self.problems.push_hint(
                                 format!("{path}.for_each"),
                                 format!("for_each '{variable}' is not a variable name"),
@@ -779,15 +773,6 @@ fn check_think_time(problems: &mut Problems, think_path: &str, think_time: &Thin
             problems.non_negative(format!("{think_path}.mean_ms"), mean_ms, MAX_THINK_TIME_MS);
         }
     }
-}
-
-/// Words of the expression language a variable cannot take (besides the template context's own
-/// names, `templates::BUILTIN_NAMES`); `plan_common.py` holds the same list.
-const KEYWORDS: [&str; 14] =
-    ["true", "false", "none", "True", "False", "None", "and", "or", "not", "in", "is", "if", "else", "loop"];
-
-fn is_variable_name(name: &str) -> bool {
-    is_identifier(name) && !templates::BUILTIN_NAMES.contains(&name) && !KEYWORDS.contains(&name)
 }
 
 fn check_workload(problems: &mut Problems, path: &str, workload: &Workload) {

@@ -47,6 +47,14 @@ fn is_secret_query_field(name: &str) -> bool {
     horde_plan::secrets::is_secret_query_field(name)
 }
 
+/// Why `name` cannot name a variable templates read (`what` says which: "feeder name",
+/// "variable"): the problem and its hint, or None. horde-plan's rule, which the plan's Python
+/// types relay when a plan is built in code.
+#[pyfunction]
+fn variable_name_problem(name: &str, what: &str) -> Option<(String, String)> {
+    horde_plan::templates::variable_name_problem(name, what)
+}
+
 /// The engine's bounds on a plan's values, by name: counts as ints, amounts as floats. The one
 /// copy `horde.plan` reads (`horde_plan::bounds`).
 #[pyfunction]
@@ -365,6 +373,7 @@ fn _engine(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(plan_bounds, module)?)?;
     module.add_function(wrap_pyfunction!(is_secret_name, module)?)?;
     module.add_function(wrap_pyfunction!(is_secret_query_field, module)?)?;
+    module.add_function(wrap_pyfunction!(variable_name_problem, module)?)?;
     module.add_function(wrap_pyfunction!(start_run, module)?)?;
     module.add_function(wrap_pyfunction!(histogram_merge, module)?)?;
     module.add_function(wrap_pyfunction!(snapshots::merge_seconds, module)?)?;

@@ -7,8 +7,8 @@ steps (:mod:`horde.plan.steps`) and the plan can both build on it.
 
 from __future__ import annotations
 
-import math
 import json
+import math
 import re
 from typing import Annotated, Any, Literal, NoReturn, Union
 
@@ -38,34 +38,6 @@ Method = Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
 MAX_PACING_S = MAX_STAGE_DURATION_S  # as long as a stage
 MAX_LOOP_ITERATIONS = MAX_LOOP_COUNT  # a while loop's max_iterations: the engine's one loop bound
-
-#: Names a variable (an extractor's ``var``, a loop's ``as``, a feeder's ``name``) cannot take:
-#: the template context's own names and functions, and the expression language's words.
-RESERVED_NAMES: frozenset[str] = frozenset(
-    {
-        "params",
-        "vu",
-        "iteration",
-        "random_int",
-        "random_choice",
-        "uuid",
-        "now_ms",
-        "true",
-        "false",
-        "none",
-        "True",
-        "False",
-        "None",
-        "and",
-        "or",
-        "not",
-        "in",
-        "is",
-        "if",
-        "else",
-        "loop",
-    }
-)
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -119,24 +91,6 @@ def reraisable(line: ErrorDetails) -> InitErrorDetails:
     if ctx is not None:
         details["ctx"] = ctx
     return details
-
-
-def check_variable_name(name: str, what: str) -> str:
-    """A name the templates will use as a variable: an identifier, not one of RESERVED_NAMES."""
-    if not _IDENTIFIER.match(name):
-        raise custom(
-            "variable_name",
-            f"{what} '{name}' is not a valid variable name",
-            "use letters, digits and '_', not starting with a digit, e.g. 'building_id'; "
-            "templates refer to it as {{ " + (name if name.isidentifier() else "building_id") + " }}",
-        )
-    if name in RESERVED_NAMES:
-        raise custom(
-            "variable_reserved",
-            f"{what} '{name}' is a name templates already use",
-            "pick another name; reserved: " + ", ".join(sorted(RESERVED_NAMES)),
-        )
-    return name
 
 
 def is_identifier(name: str) -> bool:

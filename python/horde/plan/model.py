@@ -67,31 +67,28 @@ from pydantic import (
     model_validator,
 )
 
-from horde.errors import PlanInvalid
-from horde.plan.parameters import ParameterValue
-from horde.plan.target import HEADERS_DESCRIPTION as _HEADERS_DESCRIPTION
-from horde.plan.target import Target
-from horde.plan.message import Network
-from horde.plan.workloads import ClosedModel, ClosedStage, Workload
-from horde.plan.monitors import Monitor, check_monitor_names
-from horde.plan.control import AutostopRule, Generators, Steer, Threshold, check_control_names
 from horde.plan.common import (
-    kind_of,
     MAX_GRACEFUL_STOP_S,
     MAX_PACING_S,
     MAX_STEP_DEPTH,
     MAX_WEIGHT,
     STRICT_KEYS,
-    ConstantThinkTime,
     Located,
-    ThinkTime,
-    check_variable_name,
     custom,
     is_identifier,
+    kind_of,
     raise_located,
     with_problems,
 )
-from horde.plan.steps import AnyStep, HttpStep, Step, child_step_lists, iter_steps
+from horde.plan.control import AutostopRule, Generators, Steer, Threshold, check_control_names
+from horde.plan.message import Network
+from horde.plan.monitors import Monitor, check_monitor_names
+from horde.plan.parameters import ParameterValue
+from horde.plan.steps import AnyStep, Step, child_step_lists, iter_steps
+from horde.plan.target import HEADERS_DESCRIPTION as _HEADERS_DESCRIPTION
+from horde.plan.target import Target
+from horde.plan.variable_names import check_variable_name
+from horde.plan.workloads import Workload
 
 __all__ = ["Feeder", "Plan", "Scenario", "plan_json_schema", "plan_to_json"]
 

@@ -13,8 +13,8 @@ from horde.plan.common import (
     STRICT_KEYS,
     TAGGED,
     check_json_value,
-    check_variable_name,
 )
+from horde.plan.variable_names import check_variable_name
 
 __all__ = ["BodyContainsCheck", "BodyMatchesCheck", "Check", "Extractor", "JsonCheck", "StatusCheck"]
 
