@@ -71,12 +71,12 @@ CONTROL_PLANE_S = {
 RELAYS = {
     "model.Feeder._check_name": "variable_name_problem",
     "rules.Extractor._check_var": "variable_name_problem",
+    "steps.HttpStep._check_method": "method_problem",
 }
 
 #: Semantic rules still written in pydantic as well as in horde-plan: the rest of issue 38's move.
 NOT_YET_THE_ENGINE_S = {
     "model.Scenario._check_structure",
-    "steps.HttpStep._check_method",
     "target.Target._check_base_url",
     "target.Target._check_instances",
     "workloads.ClosedModel._check_duration",
@@ -120,7 +120,7 @@ def test_relays_ask_the_engine() -> None:
 
     from horde import _engine
     from horde.engine.run import engine_problems
-    from horde.plan import Feeder
+    from horde.plan import Feeder, HttpStep
     from horde.plan.rules import Extractor
 
     for name, binding in RELAYS.items():
@@ -133,6 +133,18 @@ def test_relays_ask_the_engine() -> None:
     for model, arguments, plan, field in (
         (Feeder, {"name": "vu", "path": "x.csv"}, feeding, "feeders[0].name"),
         (Extractor, {"from": "json", "expression": "$.a", "var": "2nd"}, extracting, "extract[0].var"),
+        (
+            HttpStep,
+            {"name": "a", "method": "get", "path": "/"},
+            _plan({"name": "a", "method": "get", "path": "/"}),
+            "method",
+        ),
+        (
+            HttpStep,
+            {"name": "a", "method": "FETCH", "path": "/"},
+            _plan({"name": "a", "method": "FETCH", "path": "/"}),
+            "method",
+        ),
     ):
         with pytest.raises(ValidationError) as caught:
             model.model_validate(arguments)
@@ -141,6 +153,17 @@ def test_relays_ask_the_engine() -> None:
         assert len(engine) == 1, engine
         assert error["msg"] == engine[0].message
         assert (error.get("ctx") or {}).get("hint") == engine[0].hint
+
+
+def test_the_static_method_type_is_the_engines_list() -> None:
+    # The builder's Literal is for mypy; its values are horde-plan's METHODS, in its order.
+    from typing import get_args
+
+    from horde import _engine
+    from horde.plan import METHODS
+    from horde.plan.common import Method
+
+    assert get_args(Method) == tuple(_engine.http_methods()) == METHODS
 
 
 def test_the_engine_keeps_the_control_planes_part_opaque() -> None:

@@ -25,6 +25,12 @@ def variable_name_problem(name: str, what: str) -> tuple[str, str] | None:
     """Why ``name`` cannot name a variable templates read (``what`` says which: "feeder name",
     "variable"): the problem and its hint, or None (horde-plan's rule)."""
 
+def http_methods() -> list[str]:
+    """The HTTP methods an http step sends, upper case (horde-plan's one list)."""
+
+def method_problem(method: str) -> tuple[str, str] | None:
+    """Why an http step cannot send ``method``: the problem and its hint, or None."""
+
 def plan_bounds() -> dict[str, int | float]:
     """The engine's bounds on a plan's values by name (``MAX_VUS``, ...): counts as ints,
     amounts as floats; ``horde.plan.bounds`` reads them once."""

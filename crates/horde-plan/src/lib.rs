@@ -76,6 +76,23 @@ pub enum Bound {
     Amount(f64),
 }
 
+/// The HTTP methods an http step sends, upper case: the one list (the plan's Python types and
+/// the converters read it through `horde._engine.http_methods`).
+pub const METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+
+/// Why an http step cannot send `method`: the problem and its hint, or None.
+pub fn method_problem(method: &str) -> Option<(String, String)> {
+    if METHODS.contains(&method) {
+        return None;
+    }
+    let upper = method.to_ascii_uppercase();
+    Some(if METHODS.contains(&upper.as_str()) {
+        (format!("method '{method}' must be upper case"), format!("write '{upper}'"))
+    } else {
+        (format!("'{method}' is not a method Horde sends"), format!("use one of: {}", METHODS.join(", ")))
+    })
+}
+
 /// Every bound and default size the engine checks a plan against, by its name: the one list the
 /// control plane (its JSON Schema, its messages, `horde.plan`) reads through `horde._engine`.
 pub fn bounds() -> Vec<(&'static str, Bound)> {

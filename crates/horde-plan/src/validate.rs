@@ -57,8 +57,6 @@ pub(crate) fn pydantic_path(serde_path: &str) -> String {
     }
 }
 
-const METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
-
 /// A template that calls `supply("what")` stands for something the plan's author must still
 /// give: a request body, a header, a credential that the source the plan was written from
 /// could not hold (`horde profile` writes them for an access log's POST bodies). Nothing
@@ -602,21 +600,8 @@ impl StepWalker<'_> {
 
     fn http(&mut self, path: &str, step: &HttpStep) {
         self.unique_name(path, &step.name);
-        if !METHODS.contains(&step.method.as_str()) {
-            let upper = step.method.to_ascii_uppercase();
-            if METHODS.contains(&upper.as_str()) {
-                self.problems.push_hint(
-                    format!("{path}.method"),
-                    format!("method '{}' must be upper case", step.method),
-                    format!("write '{upper}'"),
-                );
-            } else {
-                self.problems.push_hint(
-                    format!("{path}.method"),
-                    format!("'{}' is not a method Horde sends", step.method),
-                    format!("use one of: {}", METHODS.join(", ")),
-                );
-            }
+        if let Some((message, hint)) = crate::method_problem(&step.method) {
+            self.problems.push_hint(format!("{path}.method"), message, hint);
         }
         // A path refused as written is not read as a template too: one problem for one mistake.
         if check_request_path(self.problems, &format!("{path}.path"), &step.path) {

@@ -55,6 +55,18 @@ fn variable_name_problem(name: &str, what: &str) -> Option<(String, String)> {
     horde_plan::templates::variable_name_problem(name, what)
 }
 
+/// The HTTP methods an http step sends (horde-plan's one list).
+#[pyfunction]
+fn http_methods() -> Vec<&'static str> {
+    horde_plan::METHODS.to_vec()
+}
+
+/// Why an http step cannot send `method`: the problem and its hint, or None (horde-plan's rule).
+#[pyfunction]
+fn method_problem(method: &str) -> Option<(String, String)> {
+    horde_plan::method_problem(method)
+}
+
 /// The engine's bounds on a plan's values, by name: counts as ints, amounts as floats. The one
 /// copy `horde.plan` reads (`horde_plan::bounds`).
 #[pyfunction]
@@ -374,6 +386,8 @@ fn _engine(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(is_secret_name, module)?)?;
     module.add_function(wrap_pyfunction!(is_secret_query_field, module)?)?;
     module.add_function(wrap_pyfunction!(variable_name_problem, module)?)?;
+    module.add_function(wrap_pyfunction!(http_methods, module)?)?;
+    module.add_function(wrap_pyfunction!(method_problem, module)?)?;
     module.add_function(wrap_pyfunction!(start_run, module)?)?;
     module.add_function(wrap_pyfunction!(histogram_merge, module)?)?;
     module.add_function(wrap_pyfunction!(snapshots::merge_seconds, module)?)?;

@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from horde.errors import InvalidInput
+from horde.plan import METHODS
 
 AMMO_TYPES = ("uri", "uripost", "phantom", "raw", "jsonline", "http/json")
 #: The names each format goes by in tank's and pandora's configs.
 ALIASES = {"http/json": "jsonline", "raw": "phantom", "http/raw": "phantom", "uripost": "uripost", "uri": "uri"}
-METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 _HEADER_LINE = re.compile(r"^\[\s*([^:\]]+?)\s*:\s*(.*?)\s*\]$")
 _SIZE_LINE = re.compile(rb"^(\d+)(?:[ \t]+(\S.*?))?[ \t]*\r?$")
 

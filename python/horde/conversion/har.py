@@ -31,9 +31,9 @@ from horde.conversion.credentials import Credentials, identifier, leaves
 from horde.conversion.findings import Conversion, Outcome
 from horde.conversion.tank import literal
 from horde.errors import InvalidInput
+from horde.plan import METHODS
 from horde.plan.redaction import redact_url_query
 
-METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 STATIC_MIME = re.compile(
     r"^(image/|font/|audio/|video/|text/css|(text|application)/(x-)?javascript|application/(x-)?font)"
 )

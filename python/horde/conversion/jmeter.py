@@ -34,6 +34,7 @@ from horde.conversion.jmeter_text import Names, Parameter, identifier
 from horde.conversion.jmeter_threads import arrivals, concurrency, free_form_arrivals, standard, ultimate
 from horde.conversion.jmeter_xml import Node, pairs, read_jmx, walk
 from horde.errors import InvalidInput
+from horde.plan import METHODS
 from horde.plan.feeders import check_feeder_file, count_rows, feeder_columns
 from horde.plan.redaction import is_secret_header
 
@@ -45,8 +46,7 @@ MAX_INCLUDE_DEPTH = 8
 SCRIPT_LINES = 6
 SCRIPT_LINE_CHARS = 160
 
-_METHODS = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
-_BODY_METHODS = {"POST", "PUT", "PATCH"}
+_BODYMETHODS = {"POST", "PUT", "PATCH"}
 _SAMPLERS = {"HTTPSamplerProxy", "HTTPSampler", "HTTPSampler2"}
 _THREAD_GROUPS = {
     "ThreadGroup": standard,
@@ -764,8 +764,8 @@ class _Converter:
         scenario = self.scenario
         assert scenario is not None  # samplers are reached through a thread group
         method = (element.prop("HTTPSampler.method") or "GET").upper()
-        if method not in _METHODS:
-            why = f"the method {method}: Horde sends {', '.join(sorted(_METHODS))}"
+        if method not in METHODS:
+            why = f"the method {method}: Horde sends {', '.join(METHODS)}"
             return self.left_out(label, element, subtree, why, siblings)
         own = scope.inner()
         # The sampler's own children (headers, extractors, assertions, timers) apply to it alone.
@@ -801,7 +801,7 @@ class _Converter:
             body = self.names.template(arguments[0].prop("Argument.value"), unresolved)
         elif arguments:
             pairs_text = "&".join(self.argument(argument, unresolved) for argument in arguments)
-            if method in _BODY_METHODS and element.prop("HTTPSampler.use_multipart_for_http_post").lower() != "true":
+            if method in _BODYMETHODS and element.prop("HTTPSampler.use_multipart_for_http_post").lower() != "true":
                 body = pairs_text
                 if not any(name.lower() == "content-type" for name in headers):
                     headers["Content-Type"] = "application/x-www-form-urlencoded"

@@ -26,7 +26,6 @@ from horde.plan.common import (
     MAX_TIMEOUT_MS,
     MAX_VUS,
     MAX_WEIGHT,
-    METHODS,
     ConstantThinkTime,
     ExponentialThinkTime,
     NormalThinkTime,
@@ -91,6 +90,7 @@ from horde.plan.monitors import (
 from horde.plan.parameters import (
     ParameterValue,
 )
+from horde.plan.relayed_rules import METHODS
 from horde.plan.model import (
     Feeder,
     Plan,

@@ -59,7 +59,7 @@ from horde.errors import PlanInvalid, Problem
 from horde.plan.bounds import MAX_DEPTH, shape_problems
 from horde.plan.problems import format_path
 from horde.plan.model import Plan
-from horde.plan.common import is_identifier
+from horde.plan.common import Method, is_identifier
 from horde.plan.loader import check_plan_data
 from horde.plan.parameters import apply_parameters, current_explicit_parameters
 
@@ -256,7 +256,6 @@ def exponential(mean_ms: Number) -> ThinkTimeSpec:
 
 # --- HTTP steps --------------------------------------------------------------------------------
 
-Method = Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 OnCheckFailure = Literal["continue", "end_iteration"]
 
 

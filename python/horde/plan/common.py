@@ -32,8 +32,9 @@ from horde.plan.bounds import MAX_VUS as MAX_VUS
 from horde.plan.bounds import MAX_WEIGHT as MAX_WEIGHT
 
 #: The HTTP methods a step may use, upper case as they go on the wire.
-METHODS: tuple[str, ...] = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
+#: An http step's method as a static type (for the builder and mypy); its values are horde-plan's
+#: METHODS, which a test holds it to (tests/test_plan_rules_owner.py).
 Method = Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
 MAX_PACING_S = MAX_STAGE_DURATION_S  # as long as a stage

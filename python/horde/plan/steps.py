@@ -43,11 +43,11 @@ from horde.plan.sql import SqlStep
 from horde.plan.message import CloseStep, ConnectStep, PingStep, ReceiveStep, SendStep, StreamStep
 from horde.plan.rules import BodyContainsCheck, BodyMatchesCheck, Check, Extractor, JsonCheck, StatusCheck
 
+from horde.plan.relayed_rules import METHODS, check_method
 from horde.plan.common import (
     MAX_LOOP_COUNT,
     MAX_LOOP_ITERATIONS,
     MAX_WEIGHT,
-    METHODS,
     STRICT_KEYS,
     TAGGED,
     THINK_TIME_DESCRIPTION,
@@ -162,19 +162,7 @@ class HttpStep(BaseModel):
     @field_validator("method", mode="before")
     @classmethod
     def _check_method(cls, method: Any) -> Any:
-        if isinstance(method, str) and method not in METHODS:
-            if method.upper() in METHODS:
-                raise custom(
-                    "method_case",
-                    f"method '{method}' must be upper case",
-                    f"write '{method.upper()}'",
-                )
-            raise custom(
-                "method",
-                f"'{method}' is not a method Horde sends",
-                "use one of: " + ", ".join(METHODS),
-            )
-        return method
+        return check_method(method) if isinstance(method, str) else method
 
     @field_validator("json_")
     @classmethod
