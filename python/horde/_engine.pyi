@@ -31,6 +31,10 @@ def http_methods() -> list[str]:
 def method_problem(method: str) -> tuple[str, str] | None:
     """Why an http step cannot send ``method``: the problem and its hint, or None."""
 
+def target_problems(target_json: str) -> list[tuple[str, str, str | None]]:
+    """A target's own problems as ``(path, message, hint)``, located under ``target.``
+    (horde-plan's rules); ValueError when the JSON is no target."""
+
 def plan_bounds() -> dict[str, int | float]:
     """The engine's bounds on a plan's values by name (``MAX_VUS``, ...): counts as ints,
     amounts as floats; ``horde.plan.bounds`` reads them once."""

@@ -4,9 +4,9 @@
 //! accepts must pass here, and the tests in `tests/` feed both sides the same bad plans.
 
 use crate::{
-    templates, Check, ExtractFrom, HttpStep, LoopStep, Plan, Scenario, Step, ThinkTime, Workload, MAX_GRACEFUL_STOP_S,
-    MAX_RATE_PER_S, MAX_STAGE_DURATION_S, MAX_STEP_DEPTH, MAX_THINK_TIME_MS, MAX_TIMEOUT_MS, MAX_VUS, MAX_WEIGHT,
-    PLAN_VERSION,
+    templates, Check, ExtractFrom, HttpStep, LoopStep, Plan, Scenario, Step, Target, ThinkTime, Workload,
+    MAX_GRACEFUL_STOP_S, MAX_RATE_PER_S, MAX_STAGE_DURATION_S, MAX_STEP_DEPTH, MAX_THINK_TIME_MS, MAX_TIMEOUT_MS,
+    MAX_VUS, MAX_WEIGHT, PLAN_VERSION,
 };
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -134,17 +134,9 @@ impl Plan {
             problems.push("version".into(), format!("unsupported plan version (got the number {})", self.version));
         }
         problems.non_negative("graceful_stop_s".into(), self.graceful_stop_s, MAX_GRACEFUL_STOP_S);
-        if !crate::is_postgres_url(&self.target.base_url)
-            && crate::MessageTransport::of_url(&self.target.base_url).is_none()
-        {
-            target::check_target_urls(&mut problems, &self.target.base_url, &self.target.instances);
-        }
-        sql::check_transport(&mut problems, self);
-        message::check_transport(&mut problems, self);
-        target::check_connections(&mut problems, &self.target);
-        check_headers(&mut problems, "target.headers", &self.target.headers);
-        problems.positive("target.connect_timeout_ms".into(), self.target.connect_timeout_ms, MAX_TIMEOUT_MS);
-        problems.positive("target.request_timeout_ms".into(), self.target.request_timeout_ms, MAX_TIMEOUT_MS);
+        check_target(&mut problems, &self.target);
+        sql::check_steps(&mut problems, self);
+        message::check_scenarios(&mut problems, self);
         if self.scenarios.is_empty() {
             problems.push("scenarios".into(), "must hold at least one scenario");
         }
@@ -164,6 +156,28 @@ impl Plan {
         }
         problems.0
     }
+}
+
+/// The target's own problems, located under `target.`: its URLs (of any protocol), how VUs reach
+/// it, and its options against its protocol; the part of a plan's check that reads nothing but
+/// the target. The plan's Python types relay it as a target is built
+/// (`horde._engine.target_problems`).
+pub fn target_problems(target: &Target) -> Vec<PlanError> {
+    let mut problems = Problems(Vec::new());
+    check_target(&mut problems, target);
+    problems.0
+}
+
+fn check_target(problems: &mut Problems, target: &Target) {
+    if !crate::is_postgres_url(&target.base_url) && crate::MessageTransport::of_url(&target.base_url).is_none() {
+        target::check_target_urls(problems, &target.base_url, &target.instances);
+    }
+    sql::check_target(problems, target);
+    message::check_target(problems, target);
+    target::check_connections(problems, target);
+    check_headers(problems, "target.headers", &target.headers);
+    problems.positive("target.connect_timeout_ms".into(), target.connect_timeout_ms, MAX_TIMEOUT_MS);
+    problems.positive("target.request_timeout_ms".into(), target.request_timeout_ms, MAX_TIMEOUT_MS);
 }
 
 /// An http step's path: relative to the target's base URL, with no spaces or control characters

@@ -34,6 +34,20 @@ fn validate_plan(plan_json: &str) -> Vec<(String, String, Option<String>)> {
     }
 }
 
+/// A target's own problems (its URLs, how VUs reach it, its options against its protocol) as
+/// `(path, message, hint)` triples located under `target.`: horde-plan's rules, which the plan's
+/// Python types relay as a target is built. A target JSON that does not decode is a ValueError
+/// (the types that dumped it are the Python side's, and agree with these).
+#[pyfunction]
+fn target_problems(target_json: &str) -> PyResult<Vec<(String, String, Option<String>)>> {
+    let target: horde_plan::Target = serde_json::from_str(target_json)
+        .map_err(|error| pyo3::exceptions::PyValueError::new_err(format!("target: {error}")))?;
+    Ok(horde_plan::target_problems(&target)
+        .into_iter()
+        .map(|problem| (problem.path, problem.message, problem.hint))
+        .collect())
+}
+
 /// Whether a header, query field, body field, variable or parameter so named carries a
 /// credential: horde-plan's rule, the one the engine redacts recorded exchanges by.
 #[pyfunction]
@@ -388,6 +402,7 @@ fn _engine(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(variable_name_problem, module)?)?;
     module.add_function(wrap_pyfunction!(http_methods, module)?)?;
     module.add_function(wrap_pyfunction!(method_problem, module)?)?;
+    module.add_function(wrap_pyfunction!(target_problems, module)?)?;
     module.add_function(wrap_pyfunction!(start_run, module)?)?;
     module.add_function(wrap_pyfunction!(histogram_merge, module)?)?;
     module.add_function(wrap_pyfunction!(snapshots::merge_seconds, module)?)?;

@@ -32,7 +32,6 @@ from horde.plan.common import (
     STRICT_KEYS,
     TAGGED,
     THINK_TIME_DESCRIPTION,
-    Located,
     ThinkTime,
     check_json_value,
     custom,
@@ -55,7 +54,6 @@ __all__ = [
     "StreamStep",
     "is_message_url",
     "is_websocket_url",
-    "message_option_problems",
 ]
 
 #: The schemes of a message target.
@@ -80,31 +78,6 @@ def is_websocket_url(url: str) -> bool:
     (True, False)
     """
     return url.startswith(("ws://", "wss://"))
-
-
-def message_option_problems(data: dict[str, Any]) -> list[Located]:
-    """The target's framing and KCP knobs against its scheme (raw target data), located; the
-    engine's check words them alike.
-
-    >>> [error.message() for _, _, error in message_option_problems({"base_url": "ws://h", "framing": {"type": "raw"}})]
-    ["a WebSocket's frames are its messages: framing is for tcp://"]
-    """
-    url = data.get("base_url")
-    if not isinstance(url, str):
-        return []
-    problems: list[Located] = []
-    framing = data.get("framing")
-    if framing is not None and not url.startswith("tcp://"):
-        if is_websocket_url(url):
-            message = "a WebSocket's frames are its messages: framing is for tcp://"
-        elif is_message_url(url):
-            message = "a udp:// or kcp:// target's datagram is a message: framing is for tcp://"
-        else:
-            message = "framing is for a tcp:// target"
-        problems.append((("framing",), framing, custom("framing", message, "remove framing")))
-    if data.get("kcp") is not None and not url.startswith("kcp://"):
-        problems.append((("kcp",), data["kcp"], custom("kcp", "KCP's knobs are for a kcp:// target", "remove kcp")))
-    return problems
 
 
 class NewlineFraming(BaseModel):

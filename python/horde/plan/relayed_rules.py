@@ -1,13 +1,18 @@
 """The engine's rules that the plan's pydantic types relay, so that a plan built in code fails at
 the model being built: horde-plan words each problem and its hint (``variable_name_problem``,
-``method_problem``), and the engine's own check of a plan says the same words. Nothing here
+``method_problem``, ``target_problems``), and the engine's own check of a plan says the same
+words. Nothing here
 decides anything; each function asks the binding.
 """
 
 from __future__ import annotations
 
+import json
+import re
+from typing import Any
+
 from horde import _engine
-from horde.plan.common import custom
+from horde.plan.common import Located, custom
 
 #: The HTTP methods an http step sends, upper case: horde-plan's list.
 METHODS: tuple[str, ...] = tuple(_engine.http_methods())
@@ -30,3 +35,35 @@ def check_method(method: str) -> str:
         message, hint = problem
         raise custom("method", message, hint)
     return method
+
+
+def target_problems(target_json: str) -> list[Located]:
+    """The engine's problems of a target (its JSON as the engine reads it), each located
+    relative to the target, with the engine's message and hint."""
+    found = _engine.target_problems(target_json)
+    if not found:
+        return []
+    target = json.loads(target_json)
+    located: list[Located] = []
+    for path, message, hint in found:
+        location = _location(path.removeprefix("target."))
+        located.append((location, _value_at(target, location), custom("target", message, hint or "")))
+    return located
+
+
+_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def _value_at(document: Any, location: tuple[str | int, ...]) -> Any:
+    """What the problem is about, for the error's input (None where the path leaves the document)."""
+    for part in location:
+        try:
+            document = document[part]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return document
+
+
+def _location(path: str) -> tuple[str | int, ...]:
+    """``instances[1]`` as pydantic locates it: ``("instances", 1)``."""
+    return tuple(int(index) if index else name for name, index in _PART.findall(path))

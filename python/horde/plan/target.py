@@ -12,14 +12,14 @@ ConnectionPool(pool=100)
 
 from __future__ import annotations
 
-import ipaddress
 import os
 from typing import Any, Literal, Union
-from urllib.parse import SplitResult, urlsplit
 
-from pydantic import BaseModel, Field, ValidatorFunctionWrapHandler, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, ValidatorFunctionWrapHandler, model_validator
+from pydantic_core import InitErrorDetails
 
-from horde.plan.message import Framing, KcpOptions, is_message_url, is_websocket_url, message_option_problems
+from horde.plan.message import Framing, KcpOptions
+from horde.plan.relayed_rules import target_problems
 from horde.plan.bounds import (
     DEFAULT_H2_CONNECTION_WINDOW_BYTES,
     DEFAULT_H2_STREAM_WINDOW_BYTES,
@@ -36,7 +36,15 @@ from horde.plan.bounds import (
     MIN_RESPONSE_HEADER_BYTES,
 )
 from horde.plan.sql import is_postgres_url
-from horde.plan.common import MAX_TIMEOUT_MS, STRICT_KEYS, Located, custom, with_problems
+from horde.plan.common import (
+    MAX_TIMEOUT_MS,
+    STRICT_KEYS,
+    Located,
+    custom,
+    raise_located,
+    reraisable,
+    with_problems,
+)
 
 
 _CONNECTIONS_HINT = (
@@ -180,60 +188,28 @@ HttpVersion = Literal["1.1", "2", "auto"]
 
 
 def _check_http_version(data: dict[str, Any], problems: list[Located]) -> dict[str, Any]:
-    """``http_version`` read as YAML writes it (``2`` and ``1.1`` unquoted are numbers) and
-    checked against the rest of the target; crates/horde-plan (validate/target.rs) words the
-    problems the same. A bad value is left out so that it is reported once."""
+    """``http_version`` read as YAML writes it (``2`` and ``1.1`` unquoted are numbers), and a
+    value that is no HTTP version told once (pydantic's Literal error would not say what to
+    write); a bad value is then left out so that it is reported once. Whether the version suits
+    the rest of the target is the engine's rule (``target_problems``)."""
     if "http_version" not in data:
-        return _check_http2(data, problems)
+        return data
     value = data["http_version"]
     text = (
         {2: "2", 1.1: "1.1"}.get(value, value)
         if isinstance(value, (int, float)) and not isinstance(value, bool)
         else value
     )
-    problem = None
-    if text not in ("1.1", "2", "auto"):
-        problem = custom(
-            "http_version",
-            f"{_describe(value)} is not an HTTP version",
-            "write http_version: '1.1' (the default), '2' (h2c for http://, h2 required over TLS) "
-            "or auto (ALPN over TLS offers h2 and http/1.1)",
-        )
-    elif text != "1.1" and isinstance(data.get("base_url"), str) and is_postgres_url(data["base_url"]):
-        problem = custom(
-            "http_version",
-            f"'{text}' is for http:// and https:// targets",
-            "leave http_version out for a postgresql:// target",
-        )
-    elif text == "auto" and data.get("connections", "per_vu") != "per_vu":
-        problem = custom(
-            "http_version",
-            "'auto' cannot be combined with connections: {pool: N} (a pool "
-            "multiplexes HTTP/2 connections and must know the protocol before connecting)",
-            "write http_version: '2' (the server speaks HTTP/2) or '1.1'",
-        )
-    if problem is None:
-        return _check_http2({**data, "http_version": text}, problems)
+    if text in ("1.1", "2", "auto"):
+        return {**data, "http_version": text}
+    problem = custom(
+        "http_version",
+        f"{_describe(value)} is not an HTTP version",
+        "write http_version: '1.1' (the default), '2' (h2c for http://, h2 required over TLS) "
+        "or auto (ALPN over TLS offers h2 and http/1.1)",
+    )
     problems.append((("http_version",), value, problem))
     return {key: item for key, item in data.items() if key != "http_version"}
-
-
-def _check_http2(data: dict[str, Any], problems: list[Located]) -> dict[str, Any]:
-    """``http2`` only where HTTP/2 may be spoken; crates/horde-plan words it the same."""
-    if data.get("http2") is None or data.get("http_version", "1.1") != "1.1":
-        return data
-    problems.append(
-        (
-            ("http2",),
-            data["http2"],
-            custom(
-                "http2",
-                "HTTP/2's settings need http_version '2' or 'auto' (the target speaks HTTP/1.1)",
-                "add http_version: '2' or auto, or leave http2 out",
-            ),
-        )
-    )
-    return {key: item for key, item in data.items() if key != "http2"}
 
 
 def _describe(value: Any) -> str:
@@ -273,106 +249,6 @@ def _password_env_problems(data: dict[str, Any]) -> list[Located]:
             ),
         )
     ]
-
-
-def _source_address_problems(data: dict[str, Any]) -> list[Located]:
-    """Each source address an IP literal, listed once, of the family of the target's address
-    (when the target is given by address: a name may resolve to either)."""
-    addresses = data.get("source_addresses")
-    if not isinstance(addresses, list):
-        return []
-    urls = [data.get("base_url"), *(data.get("instances") or [])]
-    families = {ip.version for ip in map(_url_ip, urls) if ip is not None}
-    problems: list[Located] = []
-    seen: set[ipaddress.IPv4Address | ipaddress.IPv6Address] = set()
-    for index, text in enumerate(addresses):
-        if not isinstance(text, str):
-            continue  # pydantic says it must be a string
-        location = ("source_addresses", index)
-        try:
-            address = ipaddress.ip_address(text)
-        except ValueError:
-            problems.append(
-                (
-                    location,
-                    text,
-                    custom(
-                        "source_address",
-                        f"'{text}' is not an IP address",
-                        "write IP addresses of this machine, e.g. '127.0.0.2' (names are not resolved here)",
-                    ),
-                )
-            )
-            continue
-        if address in seen:
-            problems.append(
-                (location, text, custom("source_address", f"'{text}' is listed twice", "list each address once"))
-            )
-            continue
-        seen.add(address)
-        if any(family != address.version for family in families):
-            own, other = ("IPv4", "IPv6") if address.version == 4 else ("IPv6", "IPv4")
-            problems.append(
-                (
-                    location,
-                    text,
-                    custom(
-                        "source_address",
-                        f"'{text}' is an {own} address but the target is reached over {other}",
-                        f"give {other} addresses, or reach the target over {own}",
-                    ),
-                )
-            )
-    return problems
-
-
-def _url_ip(url: Any) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    """The host of a target URL when it is an IP literal."""
-    if not isinstance(url, str):
-        return None
-    try:
-        host = urlsplit(url).hostname
-        return ipaddress.ip_address(host) if host else None
-    except ValueError:
-        return None
-
-
-def _host_as_written(parts: SplitResult) -> str:
-    """The host of a URL as written (urlsplit's ``hostname`` is lower-cased, without brackets)."""
-    host_and_port = parts.netloc.rpartition("@")[2]
-    if host_and_port.startswith("["):
-        return host_and_port[1:].partition("]")[0]
-    return host_and_port.rpartition(":")[0] if ":" in host_and_port else host_and_port
-
-
-def _host_problem(parts: SplitResult) -> str | None:
-    """Why a URL's host cannot be connected to as written, if it cannot: an IPv6 literal that
-    does not parse; a name with a space or another character no host name has, an empty label,
-    a label starting or ending with ``-`` (``-bad-.com``) or a trailing dot (``example.com.``
-    would go to the system resolver as an absolute name).
-    crates/horde-plan (``host_problem`` in validate/target.rs) says the same.
-
-    >>> _host_problem(urlsplit("http://example.com.:80")), _host_problem(urlsplit("http://[::1]:80"))
-    ('it ends with a dot', None)
-    """
-    host = _host_as_written(parts)
-    if parts.netloc.rpartition("@")[2].startswith("["):
-        try:
-            ipaddress.IPv6Address(host)
-        except ValueError:
-            return "not an IPv6 address"
-        return None
-    if any(character.isspace() or not character.isprintable() for character in host):
-        return "it contains a space or a control character"
-    if host.endswith("."):
-        return "it ends with a dot"
-    if not all(character.isascii() and (character.isalnum() or character in "-._") for character in host):
-        return "a host name has only ASCII letters, digits, '-', '_' and '.'; write an international name as xn--..."
-    if any(label == "" for label in host.split(".")):
-        return "it has an empty label between dots"
-    if any(label.startswith("-") or label.endswith("-") for label in host.split(".")):
-        return "a label starts or ends with '-' (no resolver looks such a name up)"
-    return None
 
 
 HEADERS_DESCRIPTION = "HTTP headers as a mapping of name to value, e.g. {accept: application/json}"
@@ -509,212 +385,75 @@ class Target(BaseModel):
         "keep the plan's pace either way",
     )
 
-    @staticmethod
-    def _url_problem(url: str, field: str, location: tuple[str | int, ...] = ()) -> Located | None:
-        """What is wrong with one URL of the target, if anything (``field``: how messages name it)."""
-        if is_websocket_url(url):
-            scheme = url.split("://", 1)[0]
-            try:
-                parts = urlsplit(url)
-                port_ok = parts.port != 0
-                well_formed = bool(parts.hostname) and port_ok and not (parts.query or parts.fragment or parts.username)
-            except ValueError:
-                well_formed = False
-            if not well_formed:
-                return (
-                    location,
-                    url,
-                    custom(
-                        "base_url",
-                        f"'{url}' is not {scheme}://host[:port][/path]",
-                        f"e.g. '{scheme}://127.0.0.1:8080/ws/echo'; a query goes in the connect step's path",
-                    ),
-                )
-            return None
-        if is_message_url(url):
-            try:
-                parts = urlsplit(url)
-                well_formed = bool(parts.hostname and parts.port) and not (parts.path or parts.query or parts.username)
-            except ValueError:
-                well_formed = False
-            if not well_formed:
-                scheme = url.split("://", 1)[0]
-                return (
-                    location,
-                    url,
-                    custom(
-                        "base_url",
-                        f"'{url}' is not {scheme}://host:port",
-                        f"e.g. '{scheme}://127.0.0.1:7000'",
-                    ),
-                )
-            return None
-        if is_postgres_url(url):
-            if not urlsplit(url).hostname:
-                return (
-                    location,
-                    url,
-                    custom(
-                        "base_url",
-                        f"'{url}' names no host",
-                        "e.g. 'postgresql://app@127.0.0.1:5432/game'",
-                    ),
-                )
-            return None
-        try:
-            parts = urlsplit(url)
-            port = parts.port
-        except ValueError as error:
-            return (
-                location,
-                url,
-                custom(
-                    "base_url",
-                    f"'{url}' is not a valid URL ({error})",
-                    "write it as scheme://host[:port][/prefix], e.g. 'http://127.0.0.1:8080'",
-                ),
-            )
-        problem = None
-        if parts.scheme not in ("http", "https") or not url.startswith(f"{parts.scheme}://"):
-            if parts.scheme in ("http", "https") and url[: len(parts.scheme) + 3].lower() == f"{parts.scheme}://":
-                message = f"'{url}' writes its scheme in upper case: write http:// or https://"
-                hint = f"write '{parts.scheme}://{url[len(parts.scheme) + 3 :]}'"
-            elif "://" in url:
-                message = f"'{url}' uses scheme '{parts.scheme}'; only http and https are supported"
-                hint = "use an http:// or https:// URL"
-            else:
-                message = f"'{url}' has no http:// or https:// scheme"
-                hint = "write the full URL, e.g. 'http://127.0.0.1:8080'"
-            problem = custom("base_url", message, hint)
-        elif not parts.hostname:
-            problem = custom(
-                "base_url",
-                f"'{url}' has no host",
-                "put the host after the scheme, e.g. 'http://127.0.0.1:8080'",
-            )
-        elif parts.netloc.endswith(":"):
-            problem = custom(
-                "base_url",
-                f"'{url}' has an empty port (a ':' with no number after it)",
-                "write the port the target listens on, e.g. 'http://127.0.0.1:8080', or leave out "
-                "the ':' for the scheme's default port",
-            )
-        elif (host_problem := _host_problem(parts)) is not None:
-            problem = custom(
-                "base_url",
-                f"'{url}' has an invalid host '{_host_as_written(parts)}' ({host_problem})",
-                "write a host name (letters, digits, '-', '.'), an IPv4 address, or an IPv6 "
-                "address in brackets, e.g. 'http://[::1]:8080'",
-            )
-        elif port == 0:
-            problem = custom("base_url", f"'{url}' has port 0", "use the port the target listens on")
-        elif "@" in parts.netloc:
-            # The engine does not send URL credentials, and they would be stored with the run.
-            problem = custom(
-                "base_url",
-                f"{field} must not carry credentials (user:password@)",
-                "send them as a header instead, e.g. headers: {Authorization: 'Basic ...'}; secret headers are redacted in the store",
-            )
-        elif parts.query or parts.fragment or url.endswith(("?", "#")):
-            problem = custom(
-                "base_url",
-                f"'{url}' has a query or fragment",
-                f"keep {field} to scheme, host, port and path prefix; put query strings in each step's path",
-            )
-        return None if problem is None else (location, url, problem)
-
-    @field_validator("base_url")
-    @classmethod
-    def _check_base_url(cls, url: str) -> str:
-        problem = cls._url_problem(url, "base_url")
-        if problem is not None:
-            raise problem[2]
-        return url
-
     @model_validator(mode="wrap")
     @classmethod
-    def _check_instances(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-        # Checked on the raw data, beside the fields' own checks, so that a bad base_url does
-        # not hide the instances' problems; crates/horde-plan (validate/target.rs) words them
-        # the same.
+    def _check_target(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        """The forms pydantic's own messages would garble (connections' union, http_version as
+        YAML writes it), told once each, and whether password_env is set where horde runs; then
+        the engine's rules on the target, relayed (horde-plan's ``target_problems``: its URLs
+        of any protocol, its instances, source addresses, and options against its protocol).
+        A value of the wrong type hides none of the engine's problems with the others."""
         if not isinstance(data, dict):
             return handler(data)
         problems: list[Located] = []
         data = _check_connections(data, problems)
         data = _check_http_version(data, problems)
-        problems += _source_address_problems(data)
         problems += _password_env_problems(data)
-        problems += message_option_problems(data)
-        if not isinstance(data.get("instances"), list):
-            return with_problems(data, handler, problems, "Target", tuple(cls.model_fields))
-        base_url = data.get("base_url")
-        base = None
-        seen: dict[tuple[str, int], str] = {}
-        if isinstance(base_url, str) and cls._url_problem(base_url, "base_url") is None:
-            base = urlsplit(base_url)
-            seen[cls._address(base_url)] = "base_url"
-        for index, url in enumerate(data["instances"]):
-            if not isinstance(url, str):
-                continue  # pydantic says it must be a string
-            location = ("instances", index)
-            problem = cls._url_problem(url, "an instance", location)
-            if problem is not None:
-                problems.append(problem)
-                continue
-            parts = urlsplit(url)
-            if base is not None and parts.scheme != base.scheme:
-                problems.append(
-                    (
-                        location,
-                        url,
-                        custom(
-                            "instance_scheme",
-                            f"'{url}' uses {parts.scheme}:// but base_url uses {base.scheme}://",
-                            "the instances are one target behind one protocol; give each base_url's scheme",
-                        ),
-                    )
-                )
-                continue
-            if base is not None and parts.path.rstrip("/") != base.path.rstrip("/"):
-                problems.append(
-                    (
-                        location,
-                        url,
-                        custom(
-                            "instance_prefix",
-                            f"'{url}' has path prefix {cls._prefix(parts.path)} but base_url has "
-                            f"{cls._prefix(base.path)}",
-                            "instances differ only in host and port; give each base_url's path prefix",
-                        ),
-                    )
-                )
-                continue
-            address = cls._address(url)
-            if address in seen:
-                problems.append(
-                    (
-                        location,
-                        url,
-                        custom(
-                            "instance_duplicate",
-                            f"'{url}' is the same instance as {seen[address]}",
-                            "list each instance once (base_url is the first instance; a port left out is "
-                            "the scheme's default)",
-                        ),
-                    )
-                )
-            else:
-                seen[address] = f"instances[{index}]"
-        return with_problems(data, handler, problems, "Target", tuple(cls.model_fields))
+        order = tuple(cls.model_fields)
+        try:
+            target = with_problems(data, handler, problems, "Target", order)
+        except ValidationError as error:
+            relayed = _relayed_beside(data, handler, error)
+            if not relayed:
+                raise
+            lines = [reraisable(line) for line in error.errors()]
+            lines += [InitErrorDetails(type=kind, loc=loc, input=value) for loc, value, kind in relayed]
+            lines.sort(key=lambda line: order.index(str(line["loc"][0])) if line["loc"] else len(order))
+            raise ValidationError.from_exception_data(error.title, lines) from None
+        relayed = target_problems(target.model_dump_json(by_alias=True))
+        if relayed:
+            raise_located("Target", relayed)
+        return target
 
-    @staticmethod
-    def _address(url: str) -> tuple[str, int]:
-        """An instance is its host and port: scheme and path prefix are base_url's anyway."""
-        parts = urlsplit(url)
-        default = 5432 if is_postgres_url(url) else 443 if parts.scheme == "https" else 80
-        return (parts.hostname or "", parts.port or default)
 
-    @staticmethod
-    def _prefix(path: str) -> str:
-        prefix = path.rstrip("/")
-        return f"'{prefix}'" if prefix else "none"
+def _relayed_beside(
+    data: dict[str, Any], handler: ValidatorFunctionWrapHandler, error: ValidationError
+) -> list[Located]:
+    """The engine's problems of a target some of whose values pydantic refused: those values left
+    out (a list's refused items dropped, the others' places kept), the engine asked about the
+    rest. None when base_url itself was refused (every other URL is judged against it)."""
+    refused: dict[str, set[int] | None] = {}
+    for line in error.errors():
+        loc = line["loc"]
+        if not loc:
+            return []
+        key = str(loc[0])
+        if len(loc) > 1 and isinstance(loc[1], int) and isinstance(data.get(key), list):
+            indices = refused.setdefault(key, set())
+            if indices is not None:
+                indices.add(loc[1])
+        else:
+            refused[key] = None
+    if "base_url" in refused:
+        return []
+    partial: dict[str, Any] = {}
+    places: dict[str, list[int]] = {}
+    for key, value in data.items():
+        if key not in refused:
+            partial[key] = value
+        elif (indices := refused[key]) is not None:
+            places[key] = [index for index in range(len(value)) if index not in indices]
+            partial[key] = [value[index] for index in places[key]]
+    try:
+        rest = handler(partial)
+    except ValidationError:
+        return []
+    located: list[Located] = []
+    for loc, value, kind in target_problems(rest.model_dump_json(by_alias=True)):
+        key = str(loc[0])
+        if key in refused and refused[key] is None:
+            continue  # about the default that stood in for a refused value
+        if key in places and len(loc) > 1 and isinstance(loc[1], int):
+            loc = (loc[0], places[key][loc[1]], *loc[2:])
+        located.append((loc, value, kind))
+    return located

@@ -5,14 +5,14 @@
 
 use super::{check_headers, check_json_path, check_think_time, regex_problem, Problems, StepWalker};
 use crate::message::{Framing, MessageTransport, Network, Payload, MAX_STREAM_MESSAGES};
-use crate::{Check, ExtractFrom, Plan, Step, MAX_TIMEOUT_MS, SEQ_VARIABLE};
+use crate::{Check, ExtractFrom, Plan, Step, Target, MAX_TIMEOUT_MS, SEQ_VARIABLE};
 
-/// `target` and the steps of every scenario against the transport `base_url` names.
-pub(super) fn check_transport(problems: &mut Problems, plan: &Plan) {
-    let transport = MessageTransport::of_url(&plan.target.base_url);
+/// The target's URLs and options against the transport `base_url` names.
+pub(super) fn check_target(problems: &mut Problems, target: &Target) {
+    let transport = MessageTransport::of_url(&target.base_url);
     if let Some(transport) = transport {
-        check_message_url(problems, "target.base_url".into(), &plan.target.base_url, transport);
-        for (index, url) in plan.target.instances.iter().enumerate() {
+        check_message_url(problems, "target.base_url".into(), &target.base_url, transport);
+        for (index, url) in target.instances.iter().enumerate() {
             let path = format!("target.instances[{index}]");
             if MessageTransport::of_url(url) != Some(transport) {
                 problems.push(path, format!("'{url}' must use the scheme of base_url ({})", transport.scheme()));
@@ -20,30 +20,40 @@ pub(super) fn check_transport(problems: &mut Problems, plan: &Plan) {
                 check_message_url(problems, path, url, transport);
             }
         }
-        if plan.target.connections.pool_size().is_some() {
+        if target.connections.pool_size().is_some() {
             problems.push("target.connections".into(), "a message target has one connection per VU: remove the pool");
         }
-        if transport.is_websocket() && plan.target.framing.is_some() {
-            problems.push("target.framing".into(), "a WebSocket's frames are its messages: framing is for tcp://");
-        } else if transport != MessageTransport::Tcp && plan.target.framing.is_some() {
-            problems.push(
+        if transport.is_websocket() && target.framing.is_some() {
+            problems.push_hint(
+                "target.framing".into(),
+                "a WebSocket's frames are its messages: framing is for tcp://",
+                "remove framing",
+            );
+        } else if transport != MessageTransport::Tcp && target.framing.is_some() {
+            problems.push_hint(
                 "target.framing".into(),
                 "a udp:// or kcp:// target's datagram is a message: framing is for tcp://",
+                "remove framing",
             );
         }
-        if let Some(Framing::Length { bytes, .. }) = plan.target.framing {
+        if let Some(Framing::Length { bytes, .. }) = target.framing {
             if !matches!(bytes, 1 | 2 | 4) {
                 problems.push("target.framing.bytes".into(), format!("must be 1, 2 or 4 (got {bytes})"));
             }
         }
-    } else if plan.target.framing.is_some() {
-        problems.push("target.framing".into(), "framing is for a tcp:// target");
+    } else if target.framing.is_some() {
+        problems.push_hint("target.framing".into(), "framing is for a tcp:// target", "remove framing");
     }
-    match (&plan.target.kcp, transport) {
+    match (&target.kcp, transport) {
         (Some(kcp), Some(MessageTransport::Kcp)) => check_kcp(problems, kcp),
-        (Some(_), _) => problems.push("target.kcp".into(), "KCP's knobs are for a kcp:// target"),
+        (Some(_), _) => problems.push_hint("target.kcp".into(), "KCP's knobs are for a kcp:// target", "remove kcp"),
         _ => {}
     }
+}
+
+/// Each scenario's impaired network and its steps against the transport `base_url` names.
+pub(super) fn check_scenarios(problems: &mut Problems, plan: &Plan) {
+    let transport = MessageTransport::of_url(&plan.target.base_url);
     for (index, scenario) in plan.scenarios.iter().enumerate() {
         if let Some(network) = &scenario.network {
             let path = format!("scenarios[{index}].network");

@@ -3,33 +3,37 @@
 
 use super::{Problems, StepWalker};
 use crate::sql::{is_postgres_url, SqlCheck, SqlExtractFrom, SqlStep};
-use crate::{Plan, Step};
+use crate::{Plan, Step, Target};
 
-/// `target` and the steps of every scenario against the transport `base_url` names.
-pub(super) fn check_transport(problems: &mut Problems, plan: &Plan) {
-    let postgres = is_postgres_url(&plan.target.base_url);
-    if postgres {
-        check_postgres_url(problems, "target.base_url".into(), &plan.target.base_url);
-        for (index, url) in plan.target.instances.iter().enumerate() {
+/// The target's URLs and its password's source against the transport `base_url` names.
+pub(super) fn check_target(problems: &mut Problems, target: &Target) {
+    if is_postgres_url(&target.base_url) {
+        check_postgres_url(problems, "target.base_url".into(), &target.base_url);
+        for (index, url) in target.instances.iter().enumerate() {
             check_postgres_url(problems, format!("target.instances[{index}]"), url);
         }
-        if plan.target.password_env.is_some() && plan.target.password_file.is_some() {
+        if target.password_env.is_some() && target.password_file.is_some() {
             problems
                 .push("target.password_file".into(), "give the password by password_env or password_file, not both");
         }
-        if let Some(name) = &plan.target.password_env {
+        if let Some(name) = &target.password_env {
             if name.is_empty() || name.contains('=') || name.contains('\0') {
                 problems.push("target.password_env".into(), format!("'{name}' is not an environment variable name"));
             }
         }
     } else {
-        if plan.target.password_env.is_some() {
+        if target.password_env.is_some() {
             problems.push("target.password_env".into(), "only a postgresql:// target takes a password");
         }
-        if plan.target.password_file.is_some() {
+        if target.password_file.is_some() {
             problems.push("target.password_file".into(), "only a postgresql:// target takes a password");
         }
     }
+}
+
+/// The steps of every scenario against the transport `base_url` names.
+pub(super) fn check_steps(problems: &mut Problems, plan: &Plan) {
+    let postgres = is_postgres_url(&plan.target.base_url);
     for (index, scenario) in plan.scenarios.iter().enumerate() {
         for (part, steps) in [("setup", &scenario.setup), ("steps", &scenario.steps), ("teardown", &scenario.teardown)]
         {

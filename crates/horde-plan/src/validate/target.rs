@@ -1,5 +1,5 @@
 //! The target's checks: its URLs (base_url and its instances) and how VUs reach it
-//! (`connections`, `source_addresses`). python/horde/plan_target.py words them the same way.
+//! (`connections`, `source_addresses`). The plan's Python types relay them (`target_problems`).
 
 use super::Problems;
 use crate::{
@@ -22,7 +22,6 @@ struct TargetUrl<'a> {
 
 /// `base_url`, then each of `instances` (located `target.instances[i]`): each a URL the engine
 /// can reach; the instances with base_url's scheme and path prefix, and no instance twice.
-/// python/horde/plan_target.py (`Target`) words the instance problems the same way.
 pub(super) fn check_target_urls(problems: &mut Problems, base_url: &str, instances: &[String]) {
     let base = check_target_url(problems, "target.base_url".into(), base_url, "base_url");
     let mut seen: Vec<(String, u16, String)> = Vec::new();
@@ -34,28 +33,39 @@ pub(super) fn check_target_urls(problems: &mut Problems, base_url: &str, instanc
         let Some(instance) = check_target_url(problems, path.clone(), url, "an instance") else { continue };
         if let Some(base) = &base {
             if instance.scheme != base.scheme {
-                problems
-                    .push(path, format!("'{url}' uses {}:// but base_url uses {}://", instance.scheme, base.scheme));
+                problems.push_hint(
+                    path,
+                    format!("'{url}' uses {}:// but base_url uses {}://", instance.scheme, base.scheme),
+                    "the instances are one target behind one protocol; give each base_url's scheme",
+                );
                 continue;
             }
             if instance.prefix != base.prefix {
-                problems.push(
+                problems.push_hint(
                     path,
                     format!(
                         "'{url}' has path prefix {} but base_url has {}",
                         describe_prefix(instance.prefix),
                         describe_prefix(base.prefix)
                     ),
+                    "instances differ only in host and port; give each base_url's path prefix",
                 );
                 continue;
             }
         }
         match seen.iter().find(|(host, port, _)| *host == instance.host && *port == instance.port) {
-            Some((_, _, first)) => problems.push(path, format!("'{url}' is the same instance as {first}")),
+            Some((_, _, first)) => problems.push_hint(
+                path,
+                format!("'{url}' is the same instance as {first}"),
+                "list each instance once (base_url is the first instance; a port left out is the scheme's default)",
+            ),
             None => seen.push((instance.host, instance.port, format!("instances[{index}]"))),
         }
     }
 }
+
+/// The hint under a URL that does not parse.
+const URL_FORM: &str = "write it as scheme://host[:port][/prefix], e.g. 'http://127.0.0.1:8080'";
 
 fn describe_prefix(prefix: &str) -> String {
     if prefix.is_empty() {
@@ -72,19 +82,22 @@ fn check_target_url<'a>(problems: &mut Problems, path: String, url: &'a str, fie
         let upper_case = url
             .split_once("://")
             .is_some_and(|(scheme, _)| scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https"));
-        if upper_case {
-            problems.push(path, format!("'{url}' writes its scheme in upper case: write http:// or https://"));
-        } else {
-            problems.push(
+        match url.split_once("://") {
+            Some((scheme, rest)) if upper_case => problems.push_hint(
                 path,
-                match url.split_once("://") {
-                    Some((scheme, _)) => format!(
-                        "'{url}' uses scheme '{}'; only http and https are supported",
-                        scheme.to_ascii_lowercase()
-                    ),
-                    None => format!("'{url}' has no http:// or https:// scheme"),
-                },
-            );
+                format!("'{url}' writes its scheme in upper case: write http:// or https://"),
+                format!("write '{}://{rest}'", scheme.to_ascii_lowercase()),
+            ),
+            Some((scheme, _)) => problems.push_hint(
+                path,
+                format!("'{url}' uses scheme '{}'; only http and https are supported", scheme.to_ascii_lowercase()),
+                "use an http:// or https:// URL",
+            ),
+            None => problems.push_hint(
+                path,
+                format!("'{url}' has no http:// or https:// scheme"),
+                "write the full URL, e.g. 'http://127.0.0.1:8080'",
+            ),
         }
         return None;
     };
@@ -100,7 +113,7 @@ fn check_target_url<'a>(problems: &mut Problems, path: String, url: &'a str, fie
         Some(bracketed) => match bracketed.split_once(']') {
             Some((host, tail)) => (host, tail.strip_prefix(':')),
             None => {
-                problems.push(path, format!("'{url}' is not a valid URL (unclosed '[' in IPv6 host)"));
+                problems.push_hint(path, format!("'{url}' is not a valid URL (unclosed '[' in IPv6 host)"), URL_FORM);
                 return None;
             }
         },
@@ -114,33 +127,57 @@ fn check_target_url<'a>(problems: &mut Problems, path: String, url: &'a str, fie
         None => default_port,
         // `http://h:` (a colon and no number) is a port left out by mistake, not the default.
         Some(Err(_)) if port == Some("") => {
-            problems.push(path, format!("'{url}' has an empty port (a ':' with no number after it)"));
+            problems.push_hint(
+                path,
+                format!("'{url}' has an empty port (a ':' with no number after it)"),
+                "write the port the target listens on, e.g. 'http://127.0.0.1:8080', or leave out the ':' for the \
+                 scheme's default port",
+            );
             return None;
         }
         Some(Ok(port)) => port,
         Some(Err(_)) => {
-            problems.push(path, format!("'{url}' is not a valid URL (bad port)"));
+            problems.push_hint(path, format!("'{url}' is not a valid URL (bad port)"), URL_FORM);
             return None;
         }
     };
     if host.is_empty() {
-        problems.push(path, format!("'{url}' has no host"));
+        problems.push_hint(
+            path,
+            format!("'{url}' has no host"),
+            "put the host after the scheme, e.g. 'http://127.0.0.1:8080'",
+        );
         return None;
     }
     if let Some(why) = host_problem(host, host_and_port.starts_with('[')) {
-        problems.push(path, format!("'{url}' has an invalid host '{host}' ({why})"));
+        problems.push_hint(
+            path,
+            format!("'{url}' has an invalid host '{host}' ({why})"),
+            "write a host name (letters, digits, '-', '.'), an IPv4 address, or an IPv6 address in brackets, e.g. \
+             'http://[::1]:8080'",
+        );
         return None;
     }
     if port == 0 {
-        problems.push(path, format!("'{url}' has port 0"));
+        problems.push_hint(path, format!("'{url}' has port 0"), "use the port the target listens on");
         return None;
     }
     if credentials.is_some() {
-        problems.push(path, format!("{field} must not carry credentials (user:password@)"));
+        // The engine does not send URL credentials, and they would be stored with the run.
+        problems.push_hint(
+            path,
+            format!("{field} must not carry credentials (user:password@)"),
+            "send them as a header instead, e.g. headers: {Authorization: 'Basic ...'}; secret headers are redacted \
+             in the store",
+        );
         return None;
     }
     if rest.contains(['?', '#']) {
-        problems.push(path, format!("'{url}' has a query or fragment"));
+        problems.push_hint(
+            path,
+            format!("'{url}' has a query or fragment"),
+            format!("keep {field} to scheme, host, port and path prefix; put query strings in each step's path"),
+        );
         return None;
     }
     Some(TargetUrl { scheme, host: host.to_ascii_lowercase(), port, prefix: prefix.trim_end_matches('/') })
@@ -151,7 +188,6 @@ fn check_target_url<'a>(problems: &mut Problems, path: String, url: &'a str, fie
 /// an empty label, a label starting or ending with `-` (`-bad-.com`), or a trailing dot
 /// (`example.com.` would go to the system resolver as an absolute name, and differ from
 /// `example.com` in the Host header and TLS name).
-/// python/horde/plan/target.py (`_host_problem`) says the same.
 pub(crate) fn host_problem(host: &str, bracketed: bool) -> Option<&'static str> {
     if bracketed {
         return host.parse::<std::net::Ipv6Addr>().is_err().then_some("not an IPv6 address");
@@ -181,10 +217,17 @@ pub(crate) fn host_problem(host: &str, bracketed: bool) -> Option<&'static str> 
 pub(super) fn check_connections(problems: &mut Problems, target: &Target) {
     if let Connections::Pool(size) = target.connections {
         if size == 0 {
-            problems.push("target.connections.pool".into(), "must be at least 1 (got 0)");
+            problems.push_hint(
+                "target.connections.pool".into(),
+                "must be at least 1 (got 0)",
+                "a pool holds at least one connection; per_vu gives each VU its own",
+            );
         } else if size > MAX_POOL_CONNECTIONS {
-            problems
-                .push("target.connections.pool".into(), format!("must be at most {MAX_POOL_CONNECTIONS} (got {size})"));
+            problems.push_hint(
+                "target.connections.pool".into(),
+                format!("must be at most {MAX_POOL_CONNECTIONS} (got {size})"),
+                "one process cannot hold more; use more generator processes",
+            );
         }
     }
     check_http_version(problems, target);
@@ -218,17 +261,25 @@ pub(super) fn check_connections(problems: &mut Problems, target: &Target) {
     for (index, text) in target.source_addresses.iter().enumerate() {
         let path = format!("target.source_addresses[{index}]");
         let Ok(address) = text.parse::<IpAddr>() else {
-            problems.push(path, format!("'{text}' is not an IP address"));
+            problems.push_hint(
+                path,
+                format!("'{text}' is not an IP address"),
+                "write IP addresses of this machine, e.g. '127.0.0.2' (names are not resolved here)",
+            );
             continue;
         };
         if seen.contains(&address) {
-            problems.push(path, format!("'{text}' is listed twice"));
+            problems.push_hint(path, format!("'{text}' is listed twice"), "list each address once");
             continue;
         }
         seen.push(address);
         if target_families.iter().any(|&ipv4| ipv4 != address.is_ipv4()) {
             let (own, other) = if address.is_ipv4() { ("IPv4", "IPv6") } else { ("IPv6", "IPv4") };
-            problems.push(path, format!("'{text}' is an {own} address but the target is reached over {other}"));
+            problems.push_hint(
+                path,
+                format!("'{text}' is an {own} address but the target is reached over {other}"),
+                format!("give {other} addresses, or reach the target over {own}"),
+            );
         }
     }
 }
@@ -243,26 +294,30 @@ fn check_http_version(problems: &mut Problems, target: &Target) {
         HttpVersion::Auto => "auto",
     };
     if crate::is_postgres_url(&target.base_url) {
-        problems.push(
+        problems.push_hint(
             "target.http_version".into(),
-            format!("'{wanted}' is for http:// and https:// targets; leave it out for a postgresql:// one"),
+            format!("'{wanted}' is for http:// and https:// targets"),
+            "leave http_version out for a postgresql:// target",
         );
     } else if target.http_version == HttpVersion::Auto && target.connections.pool_size().is_some() {
-        problems.push(
+        problems.push_hint(
             "target.http_version".into(),
-            "'auto' cannot be combined with connections: {pool: N} (a pool multiplexes HTTP/2 connections and must know the protocol before connecting): write '2' or '1.1'",
+            "'auto' cannot be combined with connections: {pool: N} (a pool multiplexes HTTP/2 connections and must \
+             know the protocol before connecting)",
+            "write http_version: '2' (the server speaks HTTP/2) or '1.1'",
         );
     }
 }
 
 /// `http2`: RFC 9113's bounds on the windows, at least one stream, and only where HTTP/2 may
-/// be spoken. python/horde/plan/target.py (`Http2Settings`) words them the same.
+/// be spoken.
 fn check_http2_settings(problems: &mut Problems, target: &Target) {
     let Some(settings) = &target.http2 else { return };
     if target.http_version == HttpVersion::Http1 {
-        problems.push(
+        problems.push_hint(
             "target.http2".into(),
             "HTTP/2's settings need http_version '2' or 'auto' (the target speaks HTTP/1.1)",
+            "add http_version: '2' or auto, or leave http2 out",
         );
         return;
     }
