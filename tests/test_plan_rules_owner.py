@@ -75,13 +75,13 @@ RELAYS = {
     # Beside the relay it reads two forms YAML writes (connections' union, http_version's
     # numbers) and whether password_env is set where horde runs, which only this machine knows.
     "target.Target._check_target": "target_problems",
+    "workloads.ClosedModel._check_workload": "workload_problems",
+    "workloads.OpenModel._check_workload": "workload_problems",
 }
 
 #: Semantic rules still written in pydantic as well as in horde-plan: the rest of issue 38's move.
 NOT_YET_THE_ENGINE_S = {
     "model.Scenario._check_structure",
-    "workloads.ClosedModel._check_duration",
-    "workloads.OpenModel._check_duration",
 }
 
 
@@ -121,7 +121,7 @@ def test_relays_ask_the_engine() -> None:
 
     from horde import _engine
     from horde.engine.run import engine_problems
-    from horde.plan import Feeder, HttpStep, Target
+    from horde.plan import ClosedModel, Feeder, HttpStep, OpenModel, Target
     from horde.plan.rules import Extractor
 
     for name, binding in RELAYS.items():
@@ -147,6 +147,18 @@ def test_relays_ask_the_engine() -> None:
             "method",
         ),
         (Target, {"base_url": "HTTP://h"}, _target("HTTP://h"), "target.base_url"),
+        (
+            ClosedModel,
+            {"stages": []},
+            _plan({"name": "a", "method": "GET", "path": "/"}, workload={"type": "closed", "stages": []}),
+            "workload.stages",
+        ),
+        (
+            OpenModel,
+            {"stages": [], "max_vus": 5},
+            _plan({"name": "a", "method": "GET", "path": "/"}, workload={"type": "open", "stages": [], "max_vus": 5}),
+            "workload.stages",
+        ),
         (
             Target,
             {"base_url": "http://h", "instances": ["http://h:80"]},

@@ -35,6 +35,10 @@ def target_problems(target_json: str) -> list[tuple[str, str, str | None]]:
     """A target's own problems as ``(path, message, hint)``, located under ``target.``
     (horde-plan's rules); ValueError when the JSON is no target."""
 
+def workload_problems(workload_json: str) -> list[tuple[str, str, str | None]]:
+    """A workload's own problems as ``(path, message, hint)``, located under ``workload.``
+    (horde-plan's rules); ValueError when the JSON is no workload."""
+
 def plan_bounds() -> dict[str, int | float]:
     """The engine's bounds on a plan's values by name (``MAX_VUS``, ...): counts as ints,
     amounts as floats; ``horde.plan.bounds`` reads them once."""

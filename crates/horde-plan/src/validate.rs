@@ -168,6 +168,14 @@ pub fn target_problems(target: &Target) -> Vec<PlanError> {
     problems.0
 }
 
+/// A workload's own problems (its levels' bounds, its stages), located under `workload.`; the
+/// plan's Python types relay them as a workload is built (`horde._engine.workload_problems`).
+pub fn workload_problems(workload: &Workload) -> Vec<PlanError> {
+    let mut problems = Problems(Vec::new());
+    check_workload(&mut problems, "workload", workload);
+    problems.0
+}
+
 fn check_target(problems: &mut Problems, target: &Target) {
     if !crate::is_postgres_url(&target.base_url) && crate::MessageTransport::of_url(&target.base_url).is_none() {
         target::check_target_urls(problems, &target.base_url, &target.instances);

@@ -48,6 +48,19 @@ fn target_problems(target_json: &str) -> PyResult<Vec<(String, String, Option<St
         .collect())
 }
 
+/// A workload's own problems as `(path, message, hint)` triples located under `workload.`
+/// (horde-plan's rules, relayed by the plan's Python types); ValueError for JSON that is no
+/// workload.
+#[pyfunction]
+fn workload_problems(workload_json: &str) -> PyResult<Vec<(String, String, Option<String>)>> {
+    let workload: horde_plan::Workload = serde_json::from_str(workload_json)
+        .map_err(|error| pyo3::exceptions::PyValueError::new_err(format!("workload: {error}")))?;
+    Ok(horde_plan::workload_problems(&workload)
+        .into_iter()
+        .map(|problem| (problem.path, problem.message, problem.hint))
+        .collect())
+}
+
 /// Whether a header, query field, body field, variable or parameter so named carries a
 /// credential: horde-plan's rule, the one the engine redacts recorded exchanges by.
 #[pyfunction]
@@ -403,6 +416,7 @@ fn _engine(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(http_methods, module)?)?;
     module.add_function(wrap_pyfunction!(method_problem, module)?)?;
     module.add_function(wrap_pyfunction!(target_problems, module)?)?;
+    module.add_function(wrap_pyfunction!(workload_problems, module)?)?;
     module.add_function(wrap_pyfunction!(start_run, module)?)?;
     module.add_function(wrap_pyfunction!(histogram_merge, module)?)?;
     module.add_function(wrap_pyfunction!(snapshots::merge_seconds, module)?)?;

@@ -1,6 +1,6 @@
 """The engine's rules that the plan's pydantic types relay, so that a plan built in code fails at
 the model being built: horde-plan words each problem and its hint (``variable_name_problem``,
-``method_problem``, ``target_problems``), and the engine's own check of a plan says the same
+``method_problem``, ``target_problems``, ``workload_problems``), and the engine's own check of a plan says the same
 words. Nothing here
 decides anything; each function asks the binding.
 """
@@ -40,18 +40,23 @@ def check_method(method: str) -> str:
 def target_problems(target_json: str) -> list[Located]:
     """The engine's problems of a target (its JSON as the engine reads it), each located
     relative to the target, with the engine's message and hint."""
-    found = _engine.target_problems(target_json)
+    return _located(_engine.target_problems(target_json), target_json, "target.")
+
+
+def workload_problems(workload_json: str) -> list[Located]:
+    """The engine's problems of a workload, located relative to it (as :func:`target_problems`)."""
+    return _located(_engine.workload_problems(workload_json), workload_json, "workload.")
+
+
+def _located(found: list[tuple[str, str, str | None]], document_json: str, prefix: str) -> list[Located]:
     if not found:
         return []
-    target = json.loads(target_json)
+    document = json.loads(document_json)
     located: list[Located] = []
     for path, message, hint in found:
-        location = _location(path.removeprefix("target."))
-        located.append((location, _value_at(target, location), custom("target", message, hint or "")))
+        location = _location(path.removeprefix(prefix))
+        located.append((location, _value_at(document, location), custom("engine_rule", message, hint or "")))
     return located
-
-
-_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
 
 def _value_at(document: Any, location: tuple[str | int, ...]) -> Any:
@@ -62,6 +67,9 @@ def _value_at(document: Any, location: tuple[str | int, ...]) -> Any:
         except (KeyError, IndexError, TypeError):
             return None
     return document
+
+
+_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
 
 def _location(path: str) -> tuple[str | int, ...]:

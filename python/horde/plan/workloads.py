@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidatorFunctionWrapHandler, model_validator
 
 from horde.plan.common import (
     MAX_RATE_PER_S,
@@ -20,16 +20,16 @@ from horde.plan.common import (
     type_is_required,
 )
 from horde.plan.profiles import PROFILE_HINT, lower_profile
+from horde.plan.relayed_rules import workload_problems
 
 
-def _check_stages_duration(stages: list[Any]) -> None:
-    total = sum(stage.duration_s for stage in stages)
-    if not total > 0:
-        raise custom(
-            "workload_duration",
-            f"the stages last {total:g} s in total; a workload needs at least one stage",
-            "add a stage, e.g. {duration_s: 10, vus: 5} (closed) or {duration_s: 10, rate_per_s: 20} (open)",
-        )
+def _relay(workload: Any) -> Any:
+    """The engine's rules on a workload built (its stages, its levels' bounds), relayed: the
+    workload, or its problems located in it with the engine's words."""
+    problems = workload_problems(workload.model_dump_json(by_alias=True))
+    if problems:
+        raise_located(type(workload).__name__, problems)
+    return workload
 
 
 class ClosedStage(BaseModel):
@@ -108,11 +108,10 @@ class ClosedModel(BaseModel):
     def _lower_profile(cls, data: Any) -> Any:
         return _lowered_profile(data, "ClosedModel", "start_vus", "vus", whole=True)
 
-    @field_validator("stages")
+    @model_validator(mode="wrap")
     @classmethod
-    def _check_duration(cls, stages: list[ClosedStage]) -> list[ClosedStage]:
-        _check_stages_duration(stages)
-        return stages
+    def _check_workload(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        return _relay(handler(data))
 
 
 class OpenModel(BaseModel):
@@ -153,11 +152,10 @@ class OpenModel(BaseModel):
         "exponential gaps, as from many independent clients)",
     )
 
-    @field_validator("stages")
+    @model_validator(mode="wrap")
     @classmethod
-    def _check_duration(cls, stages: list[OpenStage]) -> list[OpenStage]:
-        _check_stages_duration(stages)
-        return stages
+    def _check_workload(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        return _relay(handler(data))
 
 
 Workload = Annotated[Union[ClosedModel, OpenModel], Field(discriminator="type")]
