@@ -27,12 +27,12 @@ ABOVE_THE_PLAN = (
 #: The plan modules that read the engine's plan contract (its bounds) from the native module:
 #: the engine owns the plan's rules (engine_rules) and bounds (bounds), so the plan layer asks it
 #: rather than keep a copy; and what names a secret (redaction), the rule the engine redacts
-#: recorded exchanges by; and the rules the types relay as a plan is built (relayed_rules).
+#: recorded exchanges by; and the rules the types ask as a plan is built (build_rules).
 PLAN_ASKS_THE_ENGINE = (
     "horde.plan.bounds",
     "horde.plan.engine_rules",
     "horde.plan.redaction",
-    "horde.plan.relayed_rules",
+    "horde.plan.build_rules",
 )
 
 #: Imports inside functions that are there on purpose: (importing module, imported module).

@@ -3,9 +3,9 @@ and pydantic keeps the types, defaults, unknown-key refusal, the JSON Schema and
 
 This test walks every pydantic model of ``horde.plan`` and lists its validators. Each must be
 either type-level (with the reason it is), a rule on a part of the plan the engine never reads
-(``CONTROL_PLANE_S``: its one owner is the control plane), a relay of an engine rule (``RELAYS``:
-the rule, its message and hint are horde-plan's, asked through the binding so that a plan built
-in code fails where it is built), or in ``NOT_YET_THE_ENGINE_S``: a
+(``CONTROL_PLANE_S``: its one owner is the control plane), an engine rule asked as the model is
+built (``ASKED_ON_BUILD``: the rule, its message and hint are horde-plan's, asked through the
+binding so that a plan built in code fails where it is built), or in ``NOT_YET_THE_ENGINE_S``: a
 semantic rule that horde-plan also checks and that is still to leave pydantic (issue 38). That
 list only shrinks: a new semantic validator in pydantic fails here; write the rule in horde-plan
 instead.
@@ -67,12 +67,12 @@ CONTROL_PLANE_S = {
 
 #: Validators that ask horde-plan for a rule (message and hint included) through the binding, so
 #: that building a plan in code fails at the model built; the rule itself is written once, in Rust.
-#: Each names the binding it asks (``test_relays_ask_the_engine``).
-RELAYS = {
+#: Each names the binding it asks (``test_rules_asked_on_build_are_the_engines``).
+ASKED_ON_BUILD = {
     "model.Feeder._check_name": "variable_name_problem",
     "rules.Extractor._check_var": "variable_name_problem",
     "steps.HttpStep._check_method": "method_problem",
-    # Beside the relay it reads two forms YAML writes (connections' union, http_version's
+    # Beside what it asks it reads two forms YAML writes (connections' union, http_version's
     # numbers) and whether password_env is set where horde runs, which only this machine knows.
     "target.Target._check_target": "target_problems",
     "workloads.ClosedModel._check_workload": "workload_problems",
@@ -101,19 +101,19 @@ def _validators() -> set[str]:
 
 def test_each_pydantic_validator_is_type_level_or_listed_to_move() -> None:
     found = _validators()
-    unlisted = sorted(found - set(TYPE_LEVEL) - set(CONTROL_PLANE_S) - set(RELAYS) - NOT_YET_THE_ENGINE_S)
+    unlisted = sorted(found - set(TYPE_LEVEL) - set(CONTROL_PLANE_S) - set(ASKED_ON_BUILD) - NOT_YET_THE_ENGINE_S)
     assert unlisted == [], (
         f"semantic rules belong in crates/horde-plan (or, if type-level, in TYPE_LEVEL with why): {unlisted}"
     )
 
 
 def test_the_lists_name_only_validators_that_exist() -> None:
-    gone = sorted((set(TYPE_LEVEL) | set(CONTROL_PLANE_S) | set(RELAYS) | NOT_YET_THE_ENGINE_S) - _validators())
+    gone = sorted((set(TYPE_LEVEL) | set(CONTROL_PLANE_S) | set(ASKED_ON_BUILD) | NOT_YET_THE_ENGINE_S) - _validators())
     assert gone == [], f"moved or removed: take them off the lists {gone}"
 
 
-def test_relays_ask_the_engine() -> None:
-    """A relay's rule is the engine's: the binding it names exists, and what the validator raises
+def test_rules_asked_on_build_are_the_engines() -> None:
+    """A rule asked on build is the engine's: the binding it names exists, and what the validator raises
     is what the engine's own check says of the same plan (message and hint, word for word)."""
     import json
 
@@ -124,7 +124,7 @@ def test_relays_ask_the_engine() -> None:
     from horde.plan import ClosedModel, Feeder, HttpStep, OpenModel, Target
     from horde.plan.rules import Extractor
 
-    for name, binding in RELAYS.items():
+    for name, binding in ASKED_ON_BUILD.items():
         assert callable(getattr(_engine, binding)), name
     extracting = _plan(
         {"name": "a", "method": "GET", "path": "/", "extract": [{"from": "json", "expression": "$.a", "var": "2nd"}]}

@@ -160,7 +160,7 @@ impl Plan {
 
 /// The target's own problems, located under `target.`: its URLs (of any protocol), how VUs reach
 /// it, and its options against its protocol; the part of a plan's check that reads nothing but
-/// the target. The plan's Python types relay it as a target is built
+/// the target. The plan's Python types ask it as a target is built
 /// (`horde._engine.target_problems`).
 pub fn target_problems(target: &Target) -> Vec<PlanError> {
     let mut problems = Problems(Vec::new());
@@ -169,7 +169,7 @@ pub fn target_problems(target: &Target) -> Vec<PlanError> {
 }
 
 /// A workload's own problems (its levels' bounds, its stages), located under `workload.`; the
-/// plan's Python types relay them as a workload is built (`horde._engine.workload_problems`).
+/// plan's Python types ask it as a workload is built (`horde._engine.workload_problems`).
 pub fn workload_problems(workload: &Workload) -> Vec<PlanError> {
     let mut problems = Problems(Vec::new());
     check_workload(&mut problems, "workload", workload);

@@ -36,7 +36,7 @@ fn validate_plan(plan_json: &str) -> Vec<(String, String, Option<String>)> {
 
 /// A target's own problems (its URLs, how VUs reach it, its options against its protocol) as
 /// `(path, message, hint)` triples located under `target.`: horde-plan's rules, which the plan's
-/// Python types relay as a target is built. A target JSON that does not decode is a ValueError
+/// Python types ask as a target is built. A target JSON that does not decode is a ValueError
 /// (the types that dumped it are the Python side's, and agree with these).
 #[pyfunction]
 fn target_problems(target_json: &str) -> PyResult<Vec<(String, String, Option<String>)>> {
@@ -49,7 +49,7 @@ fn target_problems(target_json: &str) -> PyResult<Vec<(String, String, Option<St
 }
 
 /// A workload's own problems as `(path, message, hint)` triples located under `workload.`
-/// (horde-plan's rules, relayed by the plan's Python types); ValueError for JSON that is no
+/// (horde-plan's rules, asked by the plan's Python types); ValueError for JSON that is no
 /// workload.
 #[pyfunction]
 fn workload_problems(workload_json: &str) -> PyResult<Vec<(String, String, Option<String>)>> {
@@ -76,7 +76,7 @@ fn is_secret_query_field(name: &str) -> bool {
 
 /// Why `name` cannot name a variable templates read (`what` says which: "feeder name",
 /// "variable"): the problem and its hint, or None. horde-plan's rule, which the plan's Python
-/// types relay when a plan is built in code.
+/// types ask when a plan is built in code.
 #[pyfunction]
 fn variable_name_problem(name: &str, what: &str) -> Option<(String, String)> {
     horde_plan::templates::variable_name_problem(name, what)

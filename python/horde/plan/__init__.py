@@ -90,7 +90,7 @@ from horde.plan.monitors import (
 from horde.plan.parameters import (
     ParameterValue,
 )
-from horde.plan.relayed_rules import METHODS
+from horde.plan.build_rules import METHODS
 from horde.plan.model import (
     Feeder,
     Plan,

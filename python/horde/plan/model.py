@@ -87,7 +87,7 @@ from horde.plan.parameters import ParameterValue
 from horde.plan.steps import AnyStep, Step, child_step_lists, iter_steps
 from horde.plan.target import HEADERS_DESCRIPTION as _HEADERS_DESCRIPTION
 from horde.plan.target import Target
-from horde.plan.relayed_rules import check_variable_name
+from horde.plan.build_rules import check_variable_name
 from horde.plan.workloads import Workload
 
 __all__ = ["Feeder", "Plan", "Scenario", "plan_json_schema", "plan_to_json"]

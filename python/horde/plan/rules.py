@@ -14,7 +14,7 @@ from horde.plan.common import (
     TAGGED,
     check_json_value,
 )
-from horde.plan.relayed_rules import check_variable_name
+from horde.plan.build_rules import check_variable_name
 
 __all__ = ["BodyContainsCheck", "BodyMatchesCheck", "Check", "Extractor", "JsonCheck", "StatusCheck"]
 

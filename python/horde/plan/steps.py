@@ -43,7 +43,7 @@ from horde.plan.sql import SqlStep
 from horde.plan.message import CloseStep, ConnectStep, PingStep, ReceiveStep, SendStep, StreamStep
 from horde.plan.rules import BodyContainsCheck, BodyMatchesCheck, Check, Extractor, JsonCheck, StatusCheck
 
-from horde.plan.relayed_rules import METHODS, check_method
+from horde.plan.build_rules import METHODS, check_method
 from horde.plan.common import (
     MAX_LOOP_COUNT,
     MAX_LOOP_ITERATIONS,

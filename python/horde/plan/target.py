@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field, ValidationError, ValidatorFunctionWrapHan
 from pydantic_core import InitErrorDetails
 
 from horde.plan.message import Framing, KcpOptions
-from horde.plan.relayed_rules import target_problems
+from horde.plan.build_rules import target_problems
 from horde.plan.bounds import (
     DEFAULT_H2_CONNECTION_WINDOW_BYTES,
     DEFAULT_H2_STREAM_WINDOW_BYTES,
@@ -390,7 +390,7 @@ class Target(BaseModel):
     def _check_target(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
         """The forms pydantic's own messages would garble (connections' union, http_version as
         YAML writes it), told once each, and whether password_env is set where horde runs; then
-        the engine's rules on the target, relayed (horde-plan's ``target_problems``: its URLs
+        the engine's rules on the target, asked (horde-plan's ``target_problems``: its URLs
         of any protocol, its instances, source addresses, and options against its protocol).
         A value of the wrong type hides none of the engine's problems with the others."""
         if not isinstance(data, dict):
@@ -403,22 +403,20 @@ class Target(BaseModel):
         try:
             target = with_problems(data, handler, problems, "Target", order)
         except ValidationError as error:
-            relayed = _relayed_beside(data, handler, error)
-            if not relayed:
+            asked = _asked_beside(data, handler, error)
+            if not asked:
                 raise
             lines = [reraisable(line) for line in error.errors()]
-            lines += [InitErrorDetails(type=kind, loc=loc, input=value) for loc, value, kind in relayed]
+            lines += [InitErrorDetails(type=kind, loc=loc, input=value) for loc, value, kind in asked]
             lines.sort(key=lambda line: order.index(str(line["loc"][0])) if line["loc"] else len(order))
             raise ValidationError.from_exception_data(error.title, lines) from None
-        relayed = target_problems(target.model_dump_json(by_alias=True))
-        if relayed:
-            raise_located("Target", relayed)
+        asked = target_problems(target.model_dump_json(by_alias=True))
+        if asked:
+            raise_located("Target", asked)
         return target
 
 
-def _relayed_beside(
-    data: dict[str, Any], handler: ValidatorFunctionWrapHandler, error: ValidationError
-) -> list[Located]:
+def _asked_beside(data: dict[str, Any], handler: ValidatorFunctionWrapHandler, error: ValidationError) -> list[Located]:
     """The engine's problems of a target some of whose values pydantic refused: those values left
     out (a list's refused items dropped, the others' places kept), the engine asked about the
     rest. None when base_url itself was refused (every other URL is judged against it)."""

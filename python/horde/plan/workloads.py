@@ -20,11 +20,11 @@ from horde.plan.common import (
     type_is_required,
 )
 from horde.plan.profiles import PROFILE_HINT, lower_profile
-from horde.plan.relayed_rules import workload_problems
+from horde.plan.build_rules import workload_problems
 
 
-def _relay(workload: Any) -> Any:
-    """The engine's rules on a workload built (its stages, its levels' bounds), relayed: the
+def _asked(workload: Any) -> Any:
+    """The engine's rules on a workload built (its stages, its levels' bounds), asked: the
     workload, or its problems located in it with the engine's words."""
     problems = workload_problems(workload.model_dump_json(by_alias=True))
     if problems:
@@ -111,7 +111,7 @@ class ClosedModel(BaseModel):
     @model_validator(mode="wrap")
     @classmethod
     def _check_workload(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-        return _relay(handler(data))
+        return _asked(handler(data))
 
 
 class OpenModel(BaseModel):
@@ -155,7 +155,7 @@ class OpenModel(BaseModel):
     @model_validator(mode="wrap")
     @classmethod
     def _check_workload(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-        return _relay(handler(data))
+        return _asked(handler(data))
 
 
 Workload = Annotated[Union[ClosedModel, OpenModel], Field(discriminator="type")]

@@ -1,5 +1,5 @@
 //! The target's checks: its URLs (base_url and its instances) and how VUs reach it
-//! (`connections`, `source_addresses`). The plan's Python types relay them (`target_problems`).
+//! (`connections`, `source_addresses`). The plan's Python types ask them (`target_problems`).
 
 use super::Problems;
 use crate::{

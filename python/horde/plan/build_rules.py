@@ -1,8 +1,8 @@
-"""The engine's rules that the plan's pydantic types relay, so that a plan built in code fails at
-the model being built: horde-plan words each problem and its hint (``variable_name_problem``,
-``method_problem``, ``target_problems``, ``workload_problems``), and the engine's own check of a plan says the same
-words. Nothing here
-decides anything; each function asks the binding.
+"""The engine's rules that the plan's pydantic types ask as they are built, so that a plan built
+in code fails at the model being built: horde-plan words each problem and its hint
+(``variable_name_problem``, ``method_problem``, ``target_problems``, ``workload_problems``), and
+the engine's own check of a plan says the same words. Nothing here decides anything; each
+function asks the binding.
 """
 
 from __future__ import annotations
