@@ -27,38 +27,41 @@ use std::time::Duration;
 /// Every problem of a plan as `(path, message, hint)` triples (the hint None where the rule has
 /// none); empty when the engine can run it.
 #[pyfunction]
-fn validate_plan(plan_json: &str) -> Vec<(String, String, Option<String>)> {
+fn validate_plan(plan_json: &str) -> Triples {
     match horde_plan::decode_and_validate(plan_json) {
         Ok(_) => Vec::new(),
         Err(problems) => problems.into_iter().map(|problem| (problem.path, problem.message, problem.hint)).collect(),
     }
 }
 
-/// A target's own problems (its URLs, how VUs reach it, its options against its protocol) as
-/// `(path, message, hint)` triples located under `target.`: horde-plan's rules, which the plan's
-/// Python types ask as a target is built. A target JSON that does not decode is a ValueError
-/// (the types that dumped it are the Python side's, and agree with these).
-#[pyfunction]
-fn target_problems(target_json: &str) -> PyResult<Vec<(String, String, Option<String>)>> {
-    let target: horde_plan::Target = serde_json::from_str(target_json)
-        .map_err(|error| pyo3::exceptions::PyValueError::new_err(format!("target: {error}")))?;
-    Ok(horde_plan::target_problems(&target)
-        .into_iter()
-        .map(|problem| (problem.path, problem.message, problem.hint))
-        .collect())
+/// Problems as the binding gives them: `(path, message, hint)`, the hint None where the rule
+/// has none.
+type Triples = Vec<(String, String, Option<String>)>;
+
+/// One part of a plan decoded from JSON and checked alone by `check`; a JSON that is no such
+/// part is a ValueError (the Python types that dumped it agree with horde-plan's).
+fn part_problems<T: serde::de::DeserializeOwned>(
+    json: &str,
+    what: &str,
+    check: fn(&T) -> Vec<horde_plan::PlanError>,
+) -> PyResult<Triples> {
+    let part: T = serde_json::from_str(json)
+        .map_err(|error| pyo3::exceptions::PyValueError::new_err(format!("{what}: {error}")))?;
+    Ok(check(&part).into_iter().map(|problem| (problem.path, problem.message, problem.hint)).collect())
 }
 
-/// A workload's own problems as `(path, message, hint)` triples located under `workload.`
-/// (horde-plan's rules, asked by the plan's Python types); ValueError for JSON that is no
-/// workload.
+/// A target's own problems (its URLs, how VUs reach it, its options against its protocol),
+/// located under `target.`: horde-plan's rules, which the plan's Python types ask as a target
+/// is built.
 #[pyfunction]
-fn workload_problems(workload_json: &str) -> PyResult<Vec<(String, String, Option<String>)>> {
-    let workload: horde_plan::Workload = serde_json::from_str(workload_json)
-        .map_err(|error| pyo3::exceptions::PyValueError::new_err(format!("workload: {error}")))?;
-    Ok(horde_plan::workload_problems(&workload)
-        .into_iter()
-        .map(|problem| (problem.path, problem.message, problem.hint))
-        .collect())
+fn target_problems(target_json: &str) -> PyResult<Triples> {
+    part_problems(target_json, "target", horde_plan::target_problems)
+}
+
+/// A workload's own problems (its stages, its levels' bounds), located under `workload.`.
+#[pyfunction]
+fn workload_problems(workload_json: &str) -> PyResult<Triples> {
+    part_problems(workload_json, "workload", horde_plan::workload_problems)
 }
 
 /// Whether a header, query field, body field, variable or parameter so named carries a
