@@ -134,6 +134,27 @@ def test_a_forecast_far_past_the_measured_range_is_refused() -> None:
     assert fit.forecast(0.5).refusal is not None
 
 
+def test_the_model_reaches_only_as_far_as_its_interval_says_something() -> None:
+    # One noisy run per count (1 spare degree of freedom): κ barely shows in 1..4, so far out the
+    # 90 % interval spans most of the forecast and the model stops before 4×, saying why; the
+    # measured range itself is never refused.
+    truth = Model(1000.0, 0.05, 0.001)
+    loose = fit_scalability(measured(truth, (1, 2, 3, 4), 1, 0.01, seed=5))
+    assert loose.refusal is None
+    assert 4 < loose.forecast_limit < 16
+    far = loose.forecast(16)
+    assert far.throughput is None and far.refusal is not None
+    assert f"past {loose.forecast_limit:g} instances the 90 % interval" in far.refusal and "80 %" in far.refusal
+    edge = loose.forecast(loose.forecast_limit)
+    assert edge.throughput is not None and edge.low is not None and edge.high is not None
+    assert edge.high - edge.low <= scalability.MAX_INTERVAL_WIDTH * edge.throughput
+    assert all(loose.forecast(n).refusal is None for n in (1, 2, 3, 4))
+    assert loose.to_dict()["forecast_limit"] == round(loose.forecast_limit, 2)
+    # Three quiet runs per count tell the curve to 4×: the reach is the whole 4×.
+    tight = fit_scalability(measured(truth, (1, 2, 3, 4), 3, 0.002, seed=5))
+    assert tight.forecast_limit == 16 and tight.forecast(16).refusal is None
+
+
 def test_three_points_fit_exactly_with_no_interval() -> None:
     fit = fit_scalability([(1, 1000.0), (2, 1800.0), (4, 2600.0)])
     assert fit.model is not None and fit.refusal is None and not fit.replicates

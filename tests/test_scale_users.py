@@ -94,6 +94,13 @@ def test_a_users_study_answers_the_users_supported_at_a_per_user_rate(
         # A refusal is allowed only as the model's own, said in words.
         assert answer["refusal"] == forecast["refusal"] and f"no forecast: {forecast['refusal']}" in printed
         return
+    if answer["users_at_least"]:
+        # Served as far as the model reaches (a short, noisy study reaches little past its
+        # largest count): the lower bound must be true, and said.
+        assert known >= answer["users_supported"], (known, answer, study["rows"])
+        assert answer["answer"].startswith(f"at least {answer['users_supported']} users supported at 12.5")
+        assert answer["answer"] in printed, printed
+        return
     assert answer["refusal"] is None, answer
     high = answer["users_high"] if answer["users_high"] is not None else float("inf")
     assert answer["users_low"] <= known <= high, (known, answer, study["rows"])

@@ -641,11 +641,16 @@ def _forecast_lines(forecast: dict[str, Any]) -> list[str]:
         lines.append(
             "forecast: "
             + " · ".join(
-                f"{point['n']:g} {unit} {point['throughput']:,.0f}/s"
+                f"{point['n']:g} {unit} not known"
+                if point["throughput"] is None
+                else f"{point['n']:g} {unit} {point['throughput']:,.0f}/s"
                 + ("" if point["low"] is None else f" ({point['low']:,.0f}–{point['high']:,.0f})")
                 for point in shown
             )
         )
+        refused = next((point["refusal"] for point in shown if point["throughput"] is None), None)
+        if refused:
+            lines.append(f"not known: {refused}")
     if forecast.get("note"):
         lines.append(forecast["note"])
     for answer in ("peak", "users"):

@@ -237,6 +237,9 @@ def users_from_study(fit: ScalabilityFit, per_user_rate: float) -> dict[str, Any
         "users_limit": math.floor(fit.forecast_limit + 1e-9),
         "confidence": CONFIDENCE,
         "refusal": answer.refusal,
+        # A lower bound: served where the model's reach ends (why it reaches no further).
+        "users_at_least": answer.at_least,
+        "reach": answer.why,
     }
     block["answer"] = users_sentence(block)
     return block
@@ -249,6 +252,9 @@ def users_sentence(block: dict[str, Any]) -> str:
     >>> users_sentence({"users_supported": 180, "users_low": 160, "users_high": 205, "confidence": 0.9,
     ...                 "per_user_rate": 2.5, "users_limit": 64, "refusal": None})
     '180 users supported (160–205 at 90 %) at 2.5 req/s each'
+    >>> users_sentence({"users_supported": 16, "users_at_least": True, "per_user_rate": 12.5, "refusal": None,
+    ...                 "reach": "past 16 users the 90 % interval of the forecast is wider than 80 % of it"})
+    'at least 16 users supported at 12.5 req/s each; past 16 users the 90 % interval of the forecast is wider than 80 % of it'
     >>> users_sentence({"per_user_rate": 2.5, "refusal": "even 1 user gets less than 2.5/s from the fitted curve"})
     'no user count is served 2.5 req/s each: even 1 user gets less than 2.5/s from the fitted curve'
     """
@@ -256,6 +262,8 @@ def users_sentence(block: dict[str, Any]) -> str:
     if block.get("refusal"):
         return f"no user count is served {rate}: {block['refusal']}"
     count = block["users_supported"]
+    if block.get("users_at_least"):
+        return f"at least {count:,} users supported at {rate}; {block['reach']}"
     spread = count_interval(
         block.get("users_low"), block.get("users_high"), block.get("users_limit", count), block.get("confidence", 0.9)
     )

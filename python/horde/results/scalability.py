@@ -60,6 +60,12 @@ MIN_DISTINCT_N = 3
 #: points bent (the backtest in bench/FIGURES.md measures its error there); further out the
 #: answer is κ's guess.
 MAX_EXTRAPOLATION = 4.0
+#: ... and only as far as its 90 % prediction interval is at most this share of the forecast
+#: wide (about ±40 %: the interval's low end over 0.6 of its high end). Wider, the measured points
+#: do not tell the curve there (κ barely shows in them) and no count could be sized by it: the
+#: forecast is refused as not known, with how far the model does reach. The backtest
+#: (bench/FIGURES.md) gives the share of forecasts given at 2–4× and their error.
+MAX_INTERVAL_WIDTH = 0.8
 #: Without repeated runs there is no noise estimate: a fit missing the points by more than this
 #: (root mean square of relative residuals) is refused. A steady run's throughput repeats within
 #: a few per cent on one machine, and a curve USL can draw stays within that; a step or a
@@ -136,6 +142,10 @@ class CountAnswer:
     low: int | None = None
     high: int | None = None
     refusal: str | None = None
+    #: The count is a lower bound: served where the model's reach ends, and past it not known
+    #: (``why`` says why the model reaches no further).
+    at_least: bool = False
+    why: str | None = None
 
 
 @dataclass
@@ -167,6 +177,8 @@ class ScalabilityFit:
     #: The F test's p-value for κ = 0 against the fitted curve (1 when κ was fitted at 0).
     kappa_zero_p: float | None = None
     note: str | None = None
+    #: How far the model is forecast (see :attr:`forecast_limit`), found once asked.
+    _reach: float | None = field(default=None, repr=False)
 
     @property
     def max_n(self) -> float:
@@ -174,7 +186,26 @@ class ScalabilityFit:
 
     @property
     def forecast_limit(self) -> float:
-        return MAX_EXTRAPOLATION * self.max_n
+        """How far the model is forecast: at most ``MAX_EXTRAPOLATION`` times the largest
+        measured count, and only while the prediction interval is at most
+        ``MAX_INTERVAL_WIDTH`` of the forecast wide (never less than the largest measured)."""
+        if self._reach is None:
+            self._reach = self._find_reach()
+        return self._reach
+
+    def _find_reach(self) -> float:
+        far = MAX_EXTRAPOLATION * self.max_n
+        if self.model is None or not self.replicates:
+            return far
+        reach = self.max_n
+        for n in curve_counts(far):
+            if n <= self.max_n:
+                continue
+            value, low, high = self._predicted(n)
+            if (high - low) > MAX_INTERVAL_WIDTH * value:
+                return reach
+            reach = n
+        return far
 
     def interval(self, name: str) -> tuple[float, float] | None:
         """The ``CONFIDENCE`` interval of ``lam``, ``sigma`` or ``kappa`` over the replicates."""
@@ -201,6 +232,12 @@ class ScalabilityFit:
             return Forecast(n, refusal=self._too_far(n))
         if not self.replicates:
             return Forecast(n, self.model.throughput(n))
+        return Forecast(n, *self._predicted(n))
+
+    def _predicted(self, n: float) -> tuple[float, float, float]:
+        """The forecast at ``n`` and its prediction interval, wherever ``n`` lies (the fit has
+        replicates)."""
+        assert self.model is not None
         # The median of the bootstrap curves, not the single fit's: far out (κ barely seen in the
         # measured range) it is the less biased of the two (bench/scalability_backtest.py).
         value = _quantile(sorted(model.throughput(n) for model in self.replicates), 0.5)
@@ -210,12 +247,22 @@ class ScalabilityFit:
         ]
         if self.nested_replicates:
             bands.append(_band(self.nested_replicates, self.nested_scales, self.nested_noise_draws, n))
-        return Forecast(n, value, min(b[0] for b in bands), max(b[1] for b in bands))
+        return value, min(b[0] for b in bands), max(b[1] for b in bands)
 
     def _too_far(self, n: float) -> str:
+        if n > MAX_EXTRAPOLATION * self.max_n + 1e-9:
+            return (
+                f"{_count(n, self.unit)} is past {MAX_EXTRAPOLATION:g}× the largest measured "
+                f"({_count(self.max_n, self.unit)}): the model is not forecast beyond {self.forecast_limit:g}"
+            )
+        return f"{_count(n, self.unit)}: " + self._reach_reason()
+
+    def _reach_reason(self) -> str:
+        """Why the model stops where it does, when its interval stopped it."""
         return (
-            f"{_count(n, self.unit)} is past {MAX_EXTRAPOLATION:g}× the largest measured "
-            f"({_count(self.max_n, self.unit)}): the model is not forecast beyond {self.forecast_limit:g}"
+            f"past {_count(self.forecast_limit, self.unit)} the 90 % interval of the forecast is wider than "
+            f"{MAX_INTERVAL_WIDTH * 100:.0f} % of it: the measured points do not tell the curve that far (measure a "
+            "larger count, or repeat runs, to forecast further)"
         )
 
     def instances_for(self, peak: float, headroom_percent: float) -> CountAnswer:
@@ -236,6 +283,8 @@ class ScalabilityFit:
                     refusal=f"throughput peaks at {self.model.throughput(best):,.0f}/s with {_count(best, self.unit)} "
                     "and falls past it"
                 )
+            if self.forecast_limit < MAX_EXTRAPOLATION * self.max_n - 1e-9:
+                return CountAnswer(refusal=f"it needs more than {_count(limit, self.unit)}; " + self._reach_reason())
             return CountAnswer(
                 refusal=f"it needs more than {_count(limit, self.unit)}, and the model is not forecast past "
                 f"{MAX_EXTRAPOLATION:g}× the largest measured ({_count(self.max_n, self.unit)})"
@@ -258,7 +307,9 @@ class ScalabilityFit:
         if central < 1:
             return CountAnswer(refusal=f"even 1 user gets less than {per_user_rate:g}/s from the fitted curve")
         if central >= limit:
-            return CountAnswer(refusal=f"the users supported are more than {limit:,}; " + self._too_far(limit + 1))
+            # Served where the reach ends; whether more are is past what the model forecasts.
+            short = self.forecast_limit < MAX_EXTRAPOLATION * self.max_n - 1e-9
+            return CountAnswer(limit, at_least=True, why=self._reach_reason() if short else self._too_far(limit + 1))
         if not self.replicates:
             return CountAnswer(central)
         low = math.floor(_quantile(answers, (1 - CONFIDENCE) / 2))
@@ -273,6 +324,7 @@ class ScalabilityFit:
             "refusal": self.refusal,
             "confidence": CONFIDENCE,
             "max_extrapolation": MAX_EXTRAPOLATION,
+            "max_interval_width": MAX_INTERVAL_WIDTH,
         }
         if self.model is None:
             return block
@@ -291,6 +343,7 @@ class ScalabilityFit:
                 "rms_residual": _round(self.rms_residual, 5),
                 "noise": _round(self.noise, 5),
                 "note": self.note,
+                "forecast_limit": _round(self.forecast_limit, 2),
                 "curve": [self.forecast(n).to_dict() for n in curve_counts(self.forecast_limit)],
                 # At 2×, 3× and 4× the largest measured count: what the terminal prints.
                 "beyond": [self.forecast(k * self.max_n).to_dict() for k in (2, 3, 4)],
