@@ -30,13 +30,17 @@ import statistics
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 from harness import write_readme_block
 from horde.results import scalability
+
+T = TypeVar("T")
 
 MEASURED = (1, 2, 3, 4)
 REPEATS = 3
@@ -62,8 +66,7 @@ class Backtest:
     noise: float
     errors: dict[int, list[float]]
     all_errors: dict[int, list[float]]
-    #: Per count, how many of the fitted studies gave a forecast there.
-    given: dict[int, int]
+    #: The studies whose fit was not refused (each gave a forecast at a count or refused it).
     fitted: int
     covered: dict[int, list[bool]]
     #: Signed relative errors (forecast − truth) / truth, and the intervals' relative widths.
@@ -73,34 +76,34 @@ class Backtest:
     seeds: int
 
     def given_share(self, n: int | None = None) -> float:
-        counts = [self.given[n]] if n is not None else list(self.given.values())
-        return sum(counts) / (self.fitted * len(counts)) if self.fitted else 0.0
+        counts = 1 if n is not None else len(self.errors)
+        return len(_pooled(self.errors, n)) / (self.fitted * counts) if self.fitted else 0.0
 
     def median_error_all(self, n: int | None = None) -> float:
-        pooled = self.all_errors[n] if n is not None else [e for values in self.all_errors.values() for e in values]
-        return statistics.median(pooled)
+        return statistics.median(_pooled(self.all_errors, n))
 
     def median_error(self, n: int | None = None) -> float:
-        pooled = self.errors[n] if n is not None else [e for values in self.errors.values() for e in values]
-        return statistics.median(pooled)
+        return statistics.median(_pooled(self.errors, n))
 
     def bias(self, n: int | None = None) -> float:
-        pooled = self.signed[n] if n is not None else [e for values in self.signed.values() for e in values]
-        return statistics.median(pooled)
+        return statistics.median(_pooled(self.signed, n))
 
     def width(self, n: int | None = None) -> float:
-        pooled = self.widths[n] if n is not None else [w for values in self.widths.values() for w in values]
-        return statistics.median(pooled)
+        return statistics.median(_pooled(self.widths, n))
 
     def coverage(self, n: int | None = None) -> float:
-        pooled = self.covered[n] if n is not None else [c for values in self.covered.values() for c in values]
+        pooled = _pooled(self.covered, n)
         return sum(pooled) / len(pooled)
+
+
+def _pooled(by_count: dict[int, list[T]], n: int | None) -> list[T]:
+    """One count's values, or every count's together (n None)."""
+    return by_count[n] if n is not None else [value for values in by_count.values() for value in values]
 
 
 def backtest(seeds: int, noise: float, *, system: str = MODERATE, first_seed: int = 0, workers: int = 1) -> Backtest:
     errors: dict[int, list[float]] = {n: [] for n in FORECAST}
     all_errors: dict[int, list[float]] = {n: [] for n in FORECAST}
-    given = {n: 0 for n in FORECAST}
     signed: dict[int, list[float]] = {n: [] for n in FORECAST}
     widths: dict[int, list[float]] = {n: [] for n in FORECAST}
     covered: dict[int, list[bool]] = {n: [] for n in FORECAST}
@@ -119,13 +122,12 @@ def backtest(seeds: int, noise: float, *, system: str = MODERATE, first_seed: in
             all_errors[n].append(abs(error))
             if not was_given:
                 continue
-            given[n] += 1
             errors[n].append(abs(error))
             signed[n].append(error)
             widths[n].append(width)
             covered[n].append(hit)
     fitted = seeds - refused
-    return Backtest(system, noise, errors, all_errors, given, fitted, covered, signed, widths, refused, seeds)
+    return Backtest(system, noise, errors, all_errors, fitted, covered, signed, widths, refused, seeds)
 
 
 def _one_seed(job: tuple[int, float, str]) -> dict[int, tuple[float, float, bool, bool]] | None:
@@ -150,20 +152,9 @@ def _one_seed(job: tuple[int, float, str]) -> dict[int, tuple[float, float, bool
     return outcome
 
 
-def _median(result: Backtest, n: int) -> str:
-    return f"{result.median_error(n):.1%}" if result.errors[n] else "none given"
-
-
-def _bias(result: Backtest, n: int) -> str:
-    return f"{result.bias(n):+.1%}" if result.errors[n] else "–"
-
-
-def _coverage(result: Backtest, n: int) -> str:
-    return f"{result.coverage(n):.0%}" if result.errors[n] else "–"
-
-
-def _width(result: Backtest, n: int) -> str:
-    return f"{result.width(n):.0%}" if result.errors[n] else "–"
+def _of_given(result: Backtest, n: int, figure: Callable[[int], float], form: str) -> str:
+    """A figure over the forecasts given at ``n``, or a dash where none was."""
+    return format(figure(n), form) if result.errors[n] else "–"
 
 
 def table(results: list[Backtest], elapsed_s: float) -> str:
@@ -186,8 +177,8 @@ def table(results: list[Backtest], elapsed_s: float) -> str:
         for n in FORECAST:
             lines.append(
                 f"| {result.system} | {result.noise:.0%} | {n} ({n // MEASURED[-1]}×) | {result.given_share(n):.0%} "
-                f"| {_median(result, n)} | {result.median_error_all(n):.1%} "
-                f"| {_bias(result, n)} | {_coverage(result, n)} | {_width(result, n)} | {result.refused} |"
+                f"| {_of_given(result, n, result.median_error, '.1%')} | {result.median_error_all(n):.1%} "
+                f"| {_of_given(result, n, result.bias, '+.1%')} | {_of_given(result, n, result.coverage, '.0%')} | {_of_given(result, n, result.width, '.0%')} | {result.refused} |"
             )
         lines.append(
             f"| {result.system} | {result.noise:.0%} | **8–16 pooled** | {result.given_share():.0%} "
@@ -231,7 +222,7 @@ def table(results: list[Backtest], elapsed_s: float) -> str:
         f"At {far} ({far // MEASURED[-1]}×), how much the reach leaves out, and what it keeps: "
         + "; ".join(
             f"{result.system} {result.noise:.0%}: {result.given_share(far):.0%} given, median error "
-            f"{_median(result, far)} (had all been given {result.median_error_all(far):.1%}), signed {_bias(result, far)}"
+            f"{_of_given(result, far, result.median_error, '.1%')} (had all been given {result.median_error_all(far):.1%}), signed {_of_given(result, far, result.bias, '+.1%')}"
             for result in results
         )
         + ". A refused forecast says how far the model reaches and to measure a larger count or repeat runs."

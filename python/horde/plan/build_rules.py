@@ -8,11 +8,10 @@ function asks the binding.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from horde import _engine
-from horde.plan.common import Located, custom
+from horde.plan.common import Located, custom, parse_path
 
 #: The HTTP methods an http step sends, upper case: horde-plan's list.
 METHODS: tuple[str, ...] = tuple(_engine.http_methods())
@@ -54,7 +53,7 @@ def _located(found: list[tuple[str, str, str | None]], document_json: str, prefi
     document = json.loads(document_json)
     located: list[Located] = []
     for path, message, hint in found:
-        location = _location(path.removeprefix(prefix))
+        location = parse_path(path.removeprefix(prefix))
         located.append((location, _value_at(document, location), custom("engine_rule", message, hint or "")))
     return located
 
@@ -67,11 +66,3 @@ def _value_at(document: Any, location: tuple[str | int, ...]) -> Any:
         except (KeyError, IndexError, TypeError):
             return None
     return document
-
-
-_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
-
-
-def _location(path: str) -> tuple[str | int, ...]:
-    """``instances[1]`` as pydantic locates it: ``("instances", 1)``."""
-    return tuple(int(index) if index else name for name, index in _PART.findall(path))

@@ -76,6 +76,17 @@ def custom(kind: str, message: str, hint: str) -> PydanticCustomError:
 Located = tuple[tuple[str | int, ...], Any, PydanticCustomError]
 
 
+Loc = tuple[str | int, ...]
+
+_PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def parse_path(path: str) -> Loc:
+    """A location from its written form (``scenarios[0].steps[1].path``, as the engine and
+    :func:`horde.plan.problems.format_path` write it)."""
+    return tuple(int(index) if index else key for key, index in _PATH_PART.findall(path))
+
+
 def raise_located(title: str, errors: list[Located]) -> NoReturn:
     """Raises every error at once, each at its location relative to what is being validated."""
     details = [InitErrorDetails(type=error, loc=loc, input=value) for loc, value, error in errors]
@@ -186,18 +197,24 @@ def with_problems(
     except ValidationError as error:
         if not problems:
             raise
-        lines = [reraisable(line) for line in error.errors()]
-        lines += [InitErrorDetails(type=kind, loc=loc, input=value) for loc, value, kind in problems]
-        if order:
-            lines.sort(
-                key=lambda line: (
-                    order.index(str(line["loc"][0])) if line["loc"] and str(line["loc"][0]) in order else len(order)
-                )
-            )
-        raise ValidationError.from_exception_data(error.title, lines) from None
+        raise merged(error, problems, order) from None
     if problems:
         raise_located(title, problems)
     return validated
+
+
+def merged(error: ValidationError, problems: list[Located], order: tuple[str, ...]) -> ValidationError:
+    """``error``'s lines and ``problems`` as one error, sorted by the field each belongs to
+    (``order``, the model's fields) so they read in model order."""
+    lines = [reraisable(line) for line in error.errors()]
+    lines += [InitErrorDetails(type=kind, loc=loc, input=value) for loc, value, kind in problems]
+    if order:
+        lines.sort(
+            key=lambda line: (
+                order.index(str(line["loc"][0])) if line["loc"] and str(line["loc"][0]) in order else len(order)
+            )
+        )
+    return ValidationError.from_exception_data(error.title, lines)
 
 
 # --- think times -----------------------------------------------------------------------------

@@ -27,18 +27,8 @@ from typing import Any
 
 from horde import _engine
 from horde.plan.bounds import MAX_PROBLEMS
+from horde.plan.common import Loc, parse_path
 from horde.plan.model import Plan, plan_to_json
-
-Loc = tuple[str | int, ...]
-
-_PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
-
-
-def parse_path(path: str) -> Loc:
-    """A location from its written form (``scenarios[0].steps[1].path``, as the engine and
-    :func:`horde.plan.problems.format_path` write it)."""
-    return tuple(int(index) if index else key for key, index in _PATH_PART.findall(path))
-
 
 #: How the engine words a part the plan's author must still give, a ``supply(...)`` template
 #: (crates/horde-plan's ``SUPPLY_PREFIX``). Not a mistake in the plan as read: a plan ``horde

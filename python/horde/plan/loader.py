@@ -42,7 +42,8 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from horde.errors import InvalidInput, PlanInvalid, Problem
 from horde.plan.bounds import MAX_DEPTH, MAX_PLAN_BYTES, MAX_PROBLEMS, flow_depth_problem, shape_problems
-from horde.plan.engine_rules import Loc, parse_path, rule_problems, rule_problems_beside
+from horde.plan.common import Loc, parse_path
+from horde.plan.engine_rules import rule_problems, rule_problems_beside
 from horde.plan.feeders import check_feeder_file, unique_feeder_faults, unknown_column_faults
 from horde.plan.model import FEEDER_FORMATS_BY_SUFFIX, Plan
 from horde.plan.parameters import (

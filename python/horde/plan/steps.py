@@ -54,7 +54,6 @@ from horde.plan.common import (
     Method,
     ThinkTime,
     check_json_value,
-    custom,
 )
 
 __all__ = [

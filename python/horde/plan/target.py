@@ -16,7 +16,6 @@ import os
 from typing import Any, Literal, Union
 
 from pydantic import BaseModel, Field, ValidationError, ValidatorFunctionWrapHandler, model_validator
-from pydantic_core import InitErrorDetails
 
 from horde.plan.message import Framing, KcpOptions
 from horde.plan.build_rules import target_problems
@@ -41,8 +40,8 @@ from horde.plan.common import (
     STRICT_KEYS,
     Located,
     custom,
+    merged,
     raise_located,
-    reraisable,
     with_problems,
 )
 
@@ -406,10 +405,7 @@ class Target(BaseModel):
             asked = _asked_beside(data, handler, error)
             if not asked:
                 raise
-            lines = [reraisable(line) for line in error.errors()]
-            lines += [InitErrorDetails(type=kind, loc=loc, input=value) for loc, value, kind in asked]
-            lines.sort(key=lambda line: order.index(str(line["loc"][0])) if line["loc"] else len(order))
-            raise ValidationError.from_exception_data(error.title, lines) from None
+            raise merged(error, asked, order) from None
         asked = target_problems(target.model_dump_json(by_alias=True))
         if asked:
             raise_located("Target", asked)

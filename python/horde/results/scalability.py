@@ -193,6 +193,11 @@ class ScalabilityFit:
             self._reach = self._find_reach()
         return self._reach
 
+    @property
+    def _cut_short(self) -> bool:
+        """Whether the interval ended the reach before ``MAX_EXTRAPOLATION``."""
+        return self.forecast_limit < MAX_EXTRAPOLATION * self.max_n - 1e-9
+
     def _find_reach(self) -> float:
         far = MAX_EXTRAPOLATION * self.max_n
         if self.model is None or not self.replicates:
@@ -250,7 +255,7 @@ class ScalabilityFit:
         return value, min(b[0] for b in bands), max(b[1] for b in bands)
 
     def _too_far(self, n: float) -> str:
-        if n > MAX_EXTRAPOLATION * self.max_n + 1e-9:
+        if not self._cut_short or n > MAX_EXTRAPOLATION * self.max_n + 1e-9:
             return (
                 f"{_count(n, self.unit)} is past {MAX_EXTRAPOLATION:g}× the largest measured "
                 f"({_count(self.max_n, self.unit)}): the model is not forecast beyond {self.forecast_limit:g}"
@@ -283,7 +288,7 @@ class ScalabilityFit:
                     refusal=f"throughput peaks at {self.model.throughput(best):,.0f}/s with {_count(best, self.unit)} "
                     "and falls past it"
                 )
-            if self.forecast_limit < MAX_EXTRAPOLATION * self.max_n - 1e-9:
+            if self._cut_short:
                 return CountAnswer(refusal=f"it needs more than {_count(limit, self.unit)}; " + self._reach_reason())
             return CountAnswer(
                 refusal=f"it needs more than {_count(limit, self.unit)}, and the model is not forecast past "
@@ -308,8 +313,9 @@ class ScalabilityFit:
             return CountAnswer(refusal=f"even 1 user gets less than {per_user_rate:g}/s from the fitted curve")
         if central >= limit:
             # Served where the reach ends; whether more are is past what the model forecasts.
-            short = self.forecast_limit < MAX_EXTRAPOLATION * self.max_n - 1e-9
-            return CountAnswer(limit, at_least=True, why=self._reach_reason() if short else self._too_far(limit + 1))
+            return CountAnswer(
+                limit, at_least=True, why=self._reach_reason() if self._cut_short else self._too_far(limit + 1)
+            )
         if not self.replicates:
             return CountAnswer(central)
         low = math.floor(_quantile(answers, (1 - CONFIDENCE) / 2))
