@@ -5,10 +5,8 @@ This test walks every pydantic model of ``horde.plan`` and lists its validators.
 either type-level (with the reason it is), a rule on a part of the plan the engine never reads
 (``CONTROL_PLANE_S``: its one owner is the control plane), an engine rule asked as the model is
 built (``ASKED_ON_BUILD``: the rule, its message and hint are horde-plan's, asked through the
-binding so that a plan built in code fails where it is built), or in ``NOT_YET_THE_ENGINE_S``: a
-semantic rule that horde-plan also checks and that is still to leave pydantic (issue 38). That
-list only shrinks: a new semantic validator in pydantic fails here; write the rule in horde-plan
-instead.
+binding so that a plan built in code fails where it is built). No semantic rule is written in
+pydantic: a new semantic validator there fails here; write the rule in horde-plan instead.
 """
 
 from __future__ import annotations
@@ -77,11 +75,8 @@ ASKED_ON_BUILD = {
     "target.Target._check_target": "target_problems",
     "workloads.ClosedModel._check_workload": "workload_problems",
     "workloads.OpenModel._check_workload": "workload_problems",
-}
-
-#: Semantic rules still written in pydantic as well as in horde-plan: the rest of issue 38's move.
-NOT_YET_THE_ENGINE_S = {
-    "model.Scenario._check_structure",
+    # Asked of the scenario's input before its types are read, so its problems list with theirs.
+    "model.Scenario._check_structure": "scenario_structure_problems",
 }
 
 
@@ -99,16 +94,16 @@ def _validators() -> set[str]:
     return found
 
 
-def test_each_pydantic_validator_is_type_level_or_listed_to_move() -> None:
+def test_each_pydantic_validator_is_type_level_the_control_planes_or_the_engines() -> None:
     found = _validators()
-    unlisted = sorted(found - set(TYPE_LEVEL) - set(CONTROL_PLANE_S) - set(ASKED_ON_BUILD) - NOT_YET_THE_ENGINE_S)
+    unlisted = sorted(found - set(TYPE_LEVEL) - set(CONTROL_PLANE_S) - set(ASKED_ON_BUILD))
     assert unlisted == [], (
         f"semantic rules belong in crates/horde-plan (or, if type-level, in TYPE_LEVEL with why): {unlisted}"
     )
 
 
 def test_the_lists_name_only_validators_that_exist() -> None:
-    gone = sorted((set(TYPE_LEVEL) | set(CONTROL_PLANE_S) | set(ASKED_ON_BUILD) | NOT_YET_THE_ENGINE_S) - _validators())
+    gone = sorted((set(TYPE_LEVEL) | set(CONTROL_PLANE_S) | set(ASKED_ON_BUILD)) - _validators())
     assert gone == [], f"moved or removed: take them off the lists {gone}"
 
 
@@ -121,11 +116,16 @@ def test_rules_asked_on_build_are_the_engines() -> None:
 
     from horde import _engine
     from horde.engine.run import engine_problems
-    from horde.plan import ClosedModel, Feeder, HttpStep, OpenModel, Target
+    from horde.plan import MAX_STEP_DEPTH, ClosedModel, Feeder, HttpStep, OpenModel, Scenario, Target
     from horde.plan.rules import Extractor
 
     for name, binding in ASKED_ON_BUILD.items():
         assert callable(getattr(_engine, binding)), name
+    twice = {"name": "a", "method": "GET", "path": "/"}
+    nested: dict[str, object] = {"name": "leaf", "method": "GET", "path": "/"}
+    for depth in range(MAX_STEP_DEPTH):
+        nested = {"type": "group", "name": f"g{depth}", "steps": [nested]}
+    nested_scenario = {"name": "s", "workload": {"type": "closed", "stages": [{"duration_s": 1, "vus": 1}]}}
     extracting = _plan(
         {"name": "a", "method": "GET", "path": "/", "extract": [{"from": "json", "expression": "$.a", "var": "2nd"}]}
     )
@@ -166,6 +166,22 @@ def test_rules_asked_on_build_are_the_engines() -> None:
             "instances[0]",
         ),
         (Target, {"base_url": "ws://h", "kcp": {}}, _target("ws://h", kcp={}), "target.kcp"),
+        (
+            Scenario,
+            {
+                "name": "s",
+                "steps": [twice, twice],
+                "workload": {"type": "closed", "stages": [{"duration_s": 1, "vus": 1}]},
+            },
+            _plan(twice, twice),
+            "steps[1].name",
+        ),
+        (
+            Scenario,
+            {**nested_scenario, "steps": [nested]},
+            _plan(nested),
+            "steps[0]" + ".steps[0]" * MAX_STEP_DEPTH,
+        ),
     ):
         with pytest.raises(ValidationError) as caught:
             model.model_validate(arguments)

@@ -39,6 +39,12 @@ def workload_problems(workload_json: str) -> list[tuple[str, str, str | None]]:
     """A workload's own problems as ``(path, message, hint)``, located under ``workload.``
     (horde-plan's rules); ValueError when the JSON is no workload."""
 
+def scenario_structure_problems(scenario_json: str) -> list[tuple[str, str, str | None]]:
+    """The problems that span a scenario's step lists (names unique at any depth, step depth,
+    feeders and variables named like them, pacing against the workload) as ``(path, message,
+    hint)``, located from the scenario; any JSON is read, what is not of the shape a rule reads
+    is left to the types."""
+
 def plan_bounds() -> dict[str, int | float]:
     """The engine's bounds on a plan's values by name (``MAX_VUS``, ...): counts as ints,
     amounts as floats; ``horde.plan.bounds`` reads them once."""

@@ -32,7 +32,7 @@ pub use steps::{
     Branch, Check, ChoiceStep, EndIterationStep, ExtractFrom, Extractor, Feeder, FeederFormat, FeederMode, GroupStep,
     IfStep, LoopStep, OnCheckFailure, ParallelStep, Pick, Step, ThinkStep,
 };
-pub use validate::{target_problems, workload_problems, PlanError};
+pub use validate::{scenario_structure_problems, target_problems, workload_problems, PlanError};
 
 /// The only plan version this engine reads.
 pub const PLAN_VERSION: u32 = 1;

@@ -14,7 +14,10 @@ use std::sync::OnceLock;
 
 mod message;
 mod sql;
+mod structure;
 mod target;
+
+pub use structure::scenario_structure_problems;
 
 /// One problem in a plan, located by its path (`scenarios[0].steps[1].path`): what is wrong,
 /// and, where the rule knows it, what to write instead (`hint`, shown under the message).
@@ -259,23 +262,14 @@ fn check_scenario(problems: &mut Problems, path: &str, scenario: &Scenario) {
     check_headers(problems, &format!("{path}.headers"), &scenario.headers);
     if let Some(pacing_s) = scenario.pacing_s {
         problems.positive(format!("{path}.pacing_s"), pacing_s, MAX_STAGE_DURATION_S);
-        if matches!(scenario.workload, Workload::Open { .. }) {
-            problems.push(
-                format!("{path}.pacing_s"),
-                "pacing applies to the closed model (the open model's arrivals already set the pace)",
-            );
-        }
     }
     if scenario.steps.is_empty() {
         problems.push(format!("{path}.steps"), "must hold at least one step");
     }
-    let mut feeder_names = HashSet::new();
     for (index, feeder) in scenario.feeders.iter().enumerate() {
         let feeder_path = format!("{path}.feeders[{index}]");
         if let Some((message, hint)) = templates::variable_name_problem(&feeder.name, "feeder name") {
             problems.push_hint(format!("{feeder_path}.name"), message, hint);
-        } else if !feeder_names.insert(feeder.name.as_str()) {
-            problems.push(format!("{feeder_path}.name"), format!("duplicate feeder name '{}'", feeder.name));
         }
         if feeder.path.is_empty() {
             problems.push(format!("{feeder_path}.path"), "must not be empty");
@@ -286,17 +280,14 @@ fn check_scenario(problems: &mut Problems, path: &str, scenario: &Scenario) {
             );
         }
     }
-    let mut walker = StepWalker {
-        problems,
-        environment: templates::environment(),
-        known: known_variables(scenario),
-        names: HashMap::new(),
-        feeders: scenario.feeders.iter().map(|feeder| feeder.name.clone()).collect(),
-        depth: 0,
-    };
+    let mut walker =
+        StepWalker { problems, environment: templates::environment(), known: known_variables(scenario), depth: 0 };
     for (part, steps) in [("setup", &scenario.setup), ("steps", &scenario.steps), ("teardown", &scenario.teardown)] {
         walker.walk(&format!("{path}.{part}"), steps);
     }
+    // The rules that span the step lists read the scenario as JSON, as they are asked of a
+    // scenario the plan's Python types are building: one owner of each, whichever side asks.
+    structure::check(walker.problems, &format!("{path}."), &serde_json::to_value(scenario).unwrap_or_default());
     check_workload(walker.problems, &format!("{path}.workload"), &scenario.workload);
 }
 
@@ -335,21 +326,15 @@ struct StepWalker<'a> {
     problems: &'a mut Problems,
     environment: minijinja::Environment<'static>,
     known: HashSet<String>,
-    /// Names of http steps and groups seen so far: unique within the scenario.
-    /// Each name, with where it was first given (from the scenario: `steps[0]`).
-    names: HashMap<String, String>,
-    /// Feeder names: no variable may take one.
-    feeders: HashSet<String>,
-    /// How deep the walk is (a top-level step is at depth 1).
+    /// How deep the walk is (a top-level step is at depth 1); past MAX_STEP_DEPTH it goes no
+    /// further (the structure's check says so).
     depth: usize,
 }
 
 impl StepWalker<'_> {
     fn walk(&mut self, path: &str, steps: &[Step]) {
         self.depth += 1;
-        if self.depth > MAX_STEP_DEPTH && !steps.is_empty() {
-            self.problems.push(path.to_owned(), format!("steps are nested more than {MAX_STEP_DEPTH} deep here"));
-        } else {
+        if self.depth <= MAX_STEP_DEPTH {
             for (index, step) in steps.iter().enumerate() {
                 self.step(&format!("{path}[{index}]"), step);
             }
@@ -360,20 +345,14 @@ impl StepWalker<'_> {
     fn variable_name(&mut self, path: String, name: &str) {
         if let Some((message, hint)) = templates::variable_name_problem(name, "variable") {
             self.problems.push_hint(path, message, hint);
-        } else if self.feeders.contains(name) {
-            self.problems.push(path, format!("'{name}' is a feeder's name"));
         }
     }
 
-    fn unique_name(&mut self, path: &str, name: &str) {
+    /// A step's or group's name is given (that it is the scenario's only one of that name is
+    /// the structure's rule).
+    fn named(&mut self, path: &str, name: &str) {
         if name.is_empty() {
             self.problems.push(format!("{path}.name"), "must not be empty");
-        } else if let Some(first) = self.names.get(name) {
-            self.problems.push(format!("{path}.name"), format!("duplicate step name '{name}' (also at {first})"));
-        } else {
-            // The path from the scenario: what follows `scenarios[N].`.
-            let from_scenario = path.split_once("].").map_or(path, |(_, rest)| rest);
-            self.names.insert(name.to_owned(), from_scenario.to_owned());
         }
     }
 
@@ -468,7 +447,7 @@ impl StepWalker<'_> {
                 self.message(path, step)
             }
             Step::Group(group) => {
-                self.unique_name(path, &group.name);
+                self.named(path, &group.name);
                 if group.steps.is_empty() {
                     self.problems.push(format!("{path}.steps"), "must hold at least one step");
                 }
@@ -581,14 +560,12 @@ impl StepWalker<'_> {
     }
 
     fn parallel(&mut self, path: &str, parallel: &crate::ParallelStep) {
-        self.unique_name(path, &parallel.name);
+        self.named(path, &parallel.name);
         if parallel.steps.is_empty() {
             self.problems.push(format!("{path}.steps"), "must hold at least one step");
         }
         self.depth += 1;
-        if self.depth > MAX_STEP_DEPTH && !parallel.steps.is_empty() {
-            self.problems
-                .push(format!("{path}.steps"), format!("steps are nested more than {MAX_STEP_DEPTH} deep here"));
+        if self.depth > MAX_STEP_DEPTH {
             self.depth -= 1;
             return;
         }
@@ -621,7 +598,7 @@ impl StepWalker<'_> {
     }
 
     fn http(&mut self, path: &str, step: &HttpStep) {
-        self.unique_name(path, &step.name);
+        self.named(path, &step.name);
         if let Some((message, hint)) = crate::method_problem(&step.method) {
             self.problems.push_hint(format!("{path}.method"), message, hint);
         }
@@ -1044,8 +1021,8 @@ mod tests {
                 "scenarios[0].steps[0].steps[1].think_time: a request of a parallel group takes no think time: its requests go out at once (pause after the group with a think step)",
                 "scenarios[0].steps[0].steps[2].type: a think step inside a parallel group: its requests go out at once (put the pause before or after the group)",
                 "scenarios[0].steps[0].steps[3].type: a parallel group holds http steps only, not 'group' (put control flow around the group)",
-                "scenarios[0].steps[0].steps[4].name: duplicate step name 'css' (also at steps[0].steps[0])",
                 "scenarios[0].steps[1].steps: must hold at least one step",
+                "scenarios[0].steps[0].steps[4].name: duplicate step name 'css' (also at steps[0].steps[0])",
             ],
         );
         let postgres = format!(

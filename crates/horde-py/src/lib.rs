@@ -64,6 +64,15 @@ fn workload_problems(workload_json: &str) -> PyResult<Triples> {
     part_problems(workload_json, "workload", horde_plan::workload_problems)
 }
 
+/// The structure problems of a scenario's JSON, of any shape (names unique at any depth, how
+/// deep steps nest, feeders and the variables beside them, pacing against the workload),
+/// located from the scenario: horde-plan's rules, which the plan's Python types ask as a scenario
+/// is built, listed with its type mistakes.
+#[pyfunction]
+fn scenario_structure_problems(scenario_json: &str) -> PyResult<Triples> {
+    part_problems(scenario_json, "scenario", horde_plan::scenario_structure_problems)
+}
+
 /// Whether a header, query field, body field, variable or parameter so named carries a
 /// credential: horde-plan's rule, the one the engine redacts recorded exchanges by.
 #[pyfunction]
@@ -420,6 +429,7 @@ fn _engine(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(method_problem, module)?)?;
     module.add_function(wrap_pyfunction!(target_problems, module)?)?;
     module.add_function(wrap_pyfunction!(workload_problems, module)?)?;
+    module.add_function(wrap_pyfunction!(scenario_structure_problems, module)?)?;
     module.add_function(wrap_pyfunction!(start_run, module)?)?;
     module.add_function(wrap_pyfunction!(histogram_merge, module)?)?;
     module.add_function(wrap_pyfunction!(snapshots::merge_seconds, module)?)?;

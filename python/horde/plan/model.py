@@ -84,10 +84,10 @@ from horde.plan.control import AutostopRule, Generators, Steer, Threshold, check
 from horde.plan.message import Network
 from horde.plan.monitors import Monitor, check_monitor_names
 from horde.plan.parameters import ParameterValue
-from horde.plan.steps import AnyStep, Step, child_step_lists, iter_steps
+from horde.plan.steps import AnyStep, Step, iter_steps
 from horde.plan.target import HEADERS_DESCRIPTION as _HEADERS_DESCRIPTION
 from horde.plan.target import Target
-from horde.plan.build_rules import check_variable_name
+from horde.plan.build_rules import check_variable_name, scenario_structure_problems
 from horde.plan.workloads import Workload
 
 __all__ = ["Feeder", "Plan", "Scenario", "plan_json_schema", "plan_to_json"]
@@ -142,130 +142,6 @@ class Feeder(BaseModel):
     @classmethod
     def _check_name(cls, name: str) -> str:
         return check_variable_name(name, "feeder name")
-
-
-def _format_loc(loc: tuple[str | int, ...]) -> str:
-    out = ""
-    for element in loc:
-        out += f"[{element}]" if isinstance(element, int) else (f".{element}" if out else str(element))
-    return out
-
-
-_STEP_PARTS = ("setup", "steps", "teardown")
-
-
-def _scenario_structure(data: Any) -> list[Located]:
-    """The checks that span a scenario's step lists, read from its input before validation (so
-    they are listed together with the other problems): names of http and group steps unique
-    across setup, steps and teardown at any depth; steps nested at most MAX_STEP_DEPTH deep;
-    feeder names unique, and no variable named like a feeder."""
-    if not isinstance(data, dict):
-        return []
-    errors: list[Located] = []
-    feeders: dict[str, int] = {}
-    if isinstance(data.get("feeders"), list):
-        for index, feeder in enumerate(data["feeders"]):
-            name = feeder.get("name") if isinstance(feeder, dict) else getattr(feeder, "name", None)
-            if not isinstance(name, str):
-                continue
-            if name in feeders:
-                errors.append(
-                    (
-                        ("feeders", index, "name"),
-                        name,
-                        custom(
-                            "duplicate_name",
-                            f"duplicate feeder name '{name}' (also at feeders[{feeders[name]}])",
-                            "give each feeder its own name: it is the variable that holds the feeder's row",
-                        ),
-                    )
-                )
-            else:
-                feeders[name] = index
-    names: dict[str, tuple[str | int, ...]] = {}
-
-    def walk(steps: Any, prefix: tuple[str | int, ...], depth: int) -> None:
-        if not isinstance(steps, list):
-            return
-        for index, step in enumerate(steps):
-            if isinstance(step, BaseModel):  # built in Python code
-                step = step.model_dump(by_alias=True)
-            if not isinstance(step, dict):
-                continue
-            loc = (*prefix, index)
-            if depth > MAX_STEP_DEPTH:
-                errors.append(
-                    (
-                        loc,
-                        step,
-                        custom(
-                            "step_depth",
-                            f"steps are nested more than {MAX_STEP_DEPTH} deep here",
-                            "flatten the scenario: move inner steps up, or split it into groups side by side",
-                        ),
-                    )
-                )
-                return
-            kind = step.get("type", "http")
-            name = step.get("name")
-            if kind in ("http", "group", "parallel") and isinstance(name, str):
-                if name in names:
-                    errors.append(
-                        (
-                            (*loc, "name"),
-                            name,
-                            custom(
-                                "duplicate_name",
-                                f"duplicate step name '{name}' (also at {_format_loc(names[name])})",
-                                "give each step and group its own name (across setup, steps and teardown); "
-                                "results are reported by step name",
-                            ),
-                        )
-                    )
-                else:
-                    names[name] = loc
-            variables: list[tuple[tuple[str | int, ...], Any]] = []
-            if kind == "http" and isinstance(step.get("extract"), list):
-                variables += [
-                    ((*loc, "extract", i, "var"), e.get("var"))
-                    for i, e in enumerate(step["extract"])
-                    if isinstance(e, dict)
-                ]
-            if kind == "loop":
-                variables.append(((*loc, "as"), step.get("as")))
-            for where, var in variables:
-                if isinstance(var, str) and var in feeders:
-                    errors.append(
-                        (
-                            where,
-                            var,
-                            custom(
-                                "variable_feeder",
-                                f"variable '{var}' has the name of feeder '{var}'",
-                                "rename the variable or the feeder: the feeder's row is the variable of its name",
-                            ),
-                        )
-                    )
-            for suffix, children in child_step_lists(step):
-                walk(children, (*loc, *suffix), depth + 1)
-
-    for part in _STEP_PARTS:
-        walk(data.get(part), (part,), 1)
-    workload = data.get("workload")
-    kind = workload.get("type") if isinstance(workload, dict) else getattr(workload, "type", None)
-    if data.get("pacing_s") is not None and kind == "open":
-        errors.append(
-            (
-                ("pacing_s",),
-                data["pacing_s"],
-                custom(
-                    "pacing_open",
-                    "pacing applies to the closed model; in the open model the arrival rate sets when iterations start",
-                    "remove pacing_s, or use a closed workload",
-                ),
-            )
-        )
-    return errors
 
 
 _STEPS_DESCRIPTION = (
@@ -327,7 +203,7 @@ class Scenario(BaseModel):
     @model_validator(mode="wrap")
     @classmethod
     def _check_structure(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-        problems = _scenario_structure(data)
+        problems = scenario_structure_problems(data)
         return with_problems(data, handler, problems, "Scenario", tuple(cls.model_fields))
 
     def all_steps(self) -> Iterator[AnyStep]:

@@ -75,7 +75,6 @@ __all__ = [
     "StatusCheck",
     "Step",
     "ThinkStep",
-    "child_step_lists",
     "iter_steps",
     "plan_step",
 ]
@@ -396,31 +395,6 @@ def plan_step(data: Any) -> AnyStep:
         return model.model_validate(data)
     step: AnyStep = _STEP_ADAPTER.validate_python(data)
     return step
-
-
-def child_step_lists(step: Any) -> list[tuple[tuple[str | int, ...], Any]]:
-    """The step lists inside a step (plain data or a model), each with its location in the step.
-
-    >>> child_step_lists({"type": "if", "condition": "x", "then": [], "else": []})
-    [(('then',), []), (('else',), [])]
-    >>> child_step_lists({"name": "home", "method": "GET", "path": "/"})
-    []
-    """
-    if isinstance(step, BaseModel):
-        step = step.model_dump(by_alias=True)
-    if not isinstance(step, dict):
-        return []
-    kind = step.get("type", "http")
-    found: list[tuple[tuple[str | int, ...], Any]] = []
-    if kind in ("group", "parallel", "loop"):
-        found.append((("steps",), step.get("steps")))
-    elif kind == "if":
-        found += [(("then",), step.get("then")), (("else",), step.get("else"))]
-    elif kind == "choice" and isinstance(step.get("branches"), list):
-        for index, branch in enumerate(step["branches"]):
-            if isinstance(branch, dict):
-                found.append((("branches", index, "steps"), branch.get("steps")))
-    return found
 
 
 AnyStep = Union[

@@ -241,7 +241,7 @@ impl StepWalker<'_> {
     pub(super) fn message(&mut self, path: &str, step: &Step) {
         match step {
             Step::Connect(connect) => {
-                self.unique_name(path, &connect.name);
+                self.named(path, &connect.name);
                 if let Some(upgrade_path) = &connect.path {
                     self.template(format!("{path}.path"), upgrade_path);
                     if !upgrade_path.starts_with('/') {
@@ -259,12 +259,12 @@ impl StepWalker<'_> {
                 self.think(path, connect.think_time.as_ref());
             }
             Step::Send(send) => {
-                self.unique_name(path, &send.name);
+                self.named(path, &send.name);
                 self.payload(path, &send.payloads());
                 self.think(path, send.think_time.as_ref());
             }
             Step::Receive(receive) => {
-                self.unique_name(path, &receive.name);
+                self.named(path, &receive.name);
                 if let Some(pattern) = &receive.pattern {
                     if let Some(message) = regex_problem(pattern) {
                         self.problems.push_hint(format!("{path}.match"), message, "e.g. match: '^pong'");
@@ -304,7 +304,7 @@ impl StepWalker<'_> {
                 self.think(path, receive.think_time.as_ref());
             }
             Step::Ping(ping) => {
-                self.unique_name(path, &ping.name);
+                self.named(path, &ping.name);
                 self.template(format!("{path}.text"), &ping.text);
                 if !ping.text.contains(SEQ_VARIABLE) {
                     self.problems.push_hint(
@@ -334,7 +334,7 @@ impl StepWalker<'_> {
                 self.think(path, ping.think_time.as_ref());
             }
             Step::Stream(stream) => {
-                self.unique_name(path, &stream.name);
+                self.named(path, &stream.name);
                 self.payload(path, &stream.payloads());
                 match (stream.every_ms, stream.per_second) {
                     (Some(every_ms), None) => {

@@ -106,7 +106,7 @@ fn check_postgres_url(problems: &mut Problems, path: String, url: &str) {
 
 impl StepWalker<'_> {
     pub(super) fn sql(&mut self, path: &str, step: &SqlStep) {
-        self.unique_name(path, &step.name);
+        self.named(path, &step.name);
         match (&step.query, step.statements.is_empty()) {
             (Some(_), false) => self.problems.push_hint(
                 format!("{path}.statements"),
