@@ -10,6 +10,13 @@ end of the session. Without binaries the tests using it are skipped, unless
 
 ``postgres_database`` (function): a URL of a fresh, empty database on that server, dropped after
 the test, so tests never see each other's rows.
+
+Declared blocks
+---------------
+Every block a run's observers fold into its summary (the capacity answer, thresholds, autostop,
+monitors, a cluster's spread, a sighting run's reading) is checked against its declaration in
+``horde.results.summary_blocks`` in every test that conducts a run in this process; a block
+that is not what its type says fails the test.
 """
 
 from __future__ import annotations
@@ -285,9 +292,36 @@ class HordeCli:
 
 
 @pytest.fixture
-def horde_cli(tmp_path: Path) -> HordeCli:
-    """The ``horde`` command, with ``HORDE_STORE`` pointing into this test's ``tmp_path``."""
-    return HordeCli(tmp_path)
+def horde_cli(tmp_path: Path) -> Iterator[HordeCli]:
+    """The ``horde`` command, with ``HORDE_STORE`` pointing into this test's ``tmp_path``. After
+    the test, every summary the command stored there is checked against its declaration
+    (``horde.results.summary.Summary``, its blocks included): a key missing, undeclared or of
+    another type fails the test."""
+    cli = HordeCli(tmp_path)
+    yield cli
+    if cli.store_path.exists():
+        problems = stored_summary_problems(cli.store_url)
+        if problems:
+            pytest.fail("a stored summary is not what horde.results.summary declares: " + "; ".join(problems[:20]))
+
+
+def stored_summary_problems(store_url: str) -> list[str]:
+    """Where each summary stored at ``store_url`` differs from ``Summary``."""
+    from horde.results.summary import Summary
+    from horde.store import Store
+    from typed_dicts import conforms
+
+    store = Store.open(store_url)
+    try:
+        records = store.list_runs(limit=10_000)
+        return [
+            problem
+            for record in records
+            if record.summary is not None
+            for problem in conforms(record.summary, Summary, f"run {record.run_id}")
+        ]
+    finally:
+        store.close()
 
 
 @pytest.fixture(scope="module")
@@ -338,3 +372,22 @@ def target_process() -> Iterator[Callable[..., int]]:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=10)
+
+
+@pytest.fixture(autouse=True)
+def _blocks_are_what_they_declare(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    from horde.control import conductor
+    from horde.results.summary import SummaryBlocks
+    from typed_dicts import conforms
+
+    problems: list[str] = []
+    fold = conductor.fold_blocks
+
+    def checked(summary: Any, blocks: Any) -> None:
+        problems.extend(conforms(blocks, SummaryBlocks, "summary"))
+        fold(summary, blocks)
+
+    monkeypatch.setattr(conductor, "fold_blocks", checked)
+    yield
+    if problems:
+        pytest.fail("a summary block is not what horde.results.summary_blocks declares: " + "; ".join(problems))

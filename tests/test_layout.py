@@ -43,6 +43,9 @@ LOADED_ON_DEMAND = {
     ("horde.profile", "horde.profile.page"),
     # The postgres source brings psycopg; only a run with a postgres monitor loads it.
     ("horde.monitors.sampler", "horde.monitors.postgres"),
+    # The sighting block's declaration, for mypy only: `horde --help` loads the sight module,
+    # and the results package (with the store) it does not need.
+    ("horde.control.sight", "horde.results.summary_blocks"),
 }
 
 

@@ -4,13 +4,13 @@ its totals the sums of the snapshots; and its naming and generator figures follo
 from __future__ import annotations
 
 import time
-import typing
 from collections import Counter
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import pytest
 
 from horde.engine import histogram
+from typed_dicts import conforms
 from horde.plan import plan_from_dict
 from horde.engine.run import Run, Snapshot
 from horde.results.summary import (
@@ -247,34 +247,33 @@ def test_groups_are_reported_but_not_counted_again_in_the_totals(two_scenario_sn
     assert summary["latency_ms"]["p99"] == merged.percentile(99.0)
 
 
-def _conforms(value: Any, declared: Any, where: str) -> list[str]:
-    """Where ``value`` differs from the TypedDict ``declared`` (keys missing or not declared,
-    nested TypedDicts followed; other values checked by their outer type only)."""
-    hints = typing.get_type_hints(declared)
-    # Under postponed annotations a NotRequired key still counts in __required_keys__.
-    extras = typing.get_type_hints(declared, include_extras=True)
-    required = {key for key in declared.__required_keys__ if typing.get_origin(extras[key]) is not typing.NotRequired}
-    problems = [f"{where}.{key}: missing" for key in required - value.keys()]
-    problems += [f"{where}.{key}: not declared" for key in value.keys() - hints.keys()]
-    for key in value.keys() & hints.keys():
-        hint = hints[key]
-        if typing.is_typeddict(hint):
-            problems += _conforms(value[key], hint, f"{where}.{key}")
-        elif typing.get_origin(hint) is dict and typing.is_typeddict(typing.get_args(hint)[1]):
-            for name, item in value[key].items():
-                problems += _conforms(item, typing.get_args(hint)[1], f"{where}.{key}[{name}]")
-        elif not isinstance(value[key], typing.get_origin(hint) or hint):
-            problems.append(f"{where}.{key}: {type(value[key]).__name__}, declared {hint}")
-    return problems
+class _Point(TypedDict):
+    x: float
+    label: str | None
+    tags: NotRequired[list[str]]
+
+
+def test_the_conformance_check_sees_keys_and_value_types() -> None:
+    assert conforms({"x": 1, "label": None}, _Point, "point") == []
+    assert conforms({"x": "1", "tags": [3], "z": 0}, _Point, "point") == [
+        "point.label: missing",
+        "point.z: not declared",
+        "point.x: '1' is not float",
+        "point.tags[0]: 3 is not str",
+    ]
+    assert conforms({"x": True, "label": 2}, _Point, "point") == [
+        "point.x: True is not float",
+        "point.label: 2 is not str | None",
+    ]
 
 
 def test_a_real_summary_is_what_its_type_declares(two_scenario_snapshots: list[Snapshot]) -> None:
     # mypy checks summarise() builds a Summary; this checks the run's figures as they come.
     summary = summarise(two_scenario_snapshots, run_id="r", status="finished")
-    assert _conforms(summary, Summary, "summary") == []
+    assert conforms(summary, Summary, "summary") == []
     assert (
         summary["steps"] and summary["checks"] == [] and summary["errors_by_kind"] == {"status_503": summary["errors"]}
     )
     # A step's figures are Figures and its kind: a key the type lacks is reported.
     broken: dict[str, Any] = {**summary, "steps": {"home": {**next(iter(summary["steps"].values())), "extra": 1}}}
-    assert _conforms(broken, Summary, "summary") == ["summary.steps[home].extra: not declared"]
+    assert conforms(broken, Summary, "summary") == ["summary.steps[home].extra: not declared"]

@@ -363,7 +363,7 @@ def render_judgement(console: Console, summary: Summary) -> None:
         _render_monitors(console, monitors)
 
 
-def _render_monitors(console: Console, monitors: dict[str, Any]) -> None:
+def _render_monitors(console: Console, monitors: Mapping[str, Any]) -> None:
     """One line per monitor (samples, gaps, its headline figures' mean and peak), then the
     diagnosis: a sentence per rule that fired, with the second it started."""
     for name, source in monitors.get("sources", {}).items():
@@ -389,7 +389,7 @@ def _render_monitors(console: Console, monitors: dict[str, Any]) -> None:
 MAX_READINGS_SHOWN = 30
 
 
-def _capacity_question_lines(capacity: dict[str, Any]) -> list[str]:
+def _capacity_question_lines(capacity: Mapping[str, Any]) -> list[str]:
     """The answers to the capacity question asked with the run (users, instances), in the rate's
     own unit (messages/s for a gateway, req/s otherwise)."""
     rate_unit = "messages/s" if capacity.get("rate_unit") == "messages/s" else "req/s"
@@ -417,7 +417,7 @@ def _knee_lines(why: Mapping[str, Any] | None) -> list[str]:
     return lines
 
 
-def _render_target_response_time(console: Console, capacity: dict[str, Any]) -> None:
+def _render_target_response_time(console: Console, capacity: Mapping[str, Any]) -> None:
     """Target response time: its answer in one sentence (never "max sustainable" when T was
     not held), how long it took and held, then its readings."""
     lines = [str(capacity["sentence"])]
@@ -464,7 +464,7 @@ def _render_target_response_time(console: Console, capacity: dict[str, Any]) -> 
     console.print(table)
 
 
-def _render_capacity(console: Console, capacity: dict[str, Any]) -> None:
+def _render_capacity(console: Console, capacity: Mapping[str, Any]) -> None:
     if capacity.get("method") == "target_response_time":
         _render_target_response_time(console, capacity)
         return
@@ -536,7 +536,7 @@ def _render_capacity(console: Console, capacity: dict[str, Any]) -> None:
         console.print(table)
 
 
-def render_sight(console: Console, report: dict[str, Any]) -> None:
+def render_sight(console: Console, report: Mapping[str, Any]) -> None:
     """The sighting shot: each step's unloaded latency and the ramp to start from."""
     table = Table(
         title=f"sighting shot — one VU per scenario for {report['duration_s']:.0f} s",

@@ -46,6 +46,7 @@ from horde import __version__
 from horde.errors import ClusterUnavailable, InvalidInput
 from horde.plan import Plan
 from horde.engine.run import POLL_INTERVAL_S, load_levels, paced_scenarios
+from horde.results.summary_blocks import ClusterBlock
 
 #: A generator's second ``s`` is due this long after the agreed start + ``s``: the engine hands
 #: a second over a few milliseconds after it ends, the pull takes a round trip, and a generator
@@ -227,7 +228,7 @@ class ClusterRun:
         generators: list[_Generator],
         start_s: float,
         planned_duration_s: float,
-        report: dict[str, Any],
+        report: ClusterBlock,
     ) -> None:
         self._ray = ray
         self.plan = plan
@@ -391,7 +392,7 @@ class ClusterRun:
         )
         for generator, answer in zip(generators, started):
             generator.pid = int(answer["pid"])
-        report: dict[str, Any] = {
+        report: ClusterBlock = {
             "provision": provisioned.describe(),
             "slots": provisioned.slots,
             "memory_warnings": check_memory(provisioned, demand, nodes, limits),
@@ -484,7 +485,7 @@ class ClusterRun:
 
     # --- what the run reports ---------------------------------------------------------------
 
-    def spread_block(self) -> dict[str, Any]:
+    def spread_block(self) -> ClusterBlock:
         """The ``cluster`` block of the summary: provisioning, each generator, skew and losses."""
         skews = [abs(generator.skew_ms) for generator in self.generators if generator.skew_ms is not None]
         lost = [generator for generator in self.generators if generator.state == "lost"]

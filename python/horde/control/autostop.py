@@ -34,6 +34,7 @@ from horde.engine.snapshot import Snapshot
 from horde.plan.control import AutostopRule, Condition
 from horde.monitors import ConditionStreak
 from horde.results.summary import is_generator_saturated
+from horde.results.summary_blocks import AutostopBlock
 from horde.store import MonitorSample
 
 #: The exit code the run ends with, by the reason autostop fired.
@@ -66,7 +67,7 @@ class Firing:
     #: ``autostop: p95 over the last 10 s was 812.4 ms (> 500 ms) at 00:37``.
     message: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> AutostopBlock:
         """The firing as it is stored with the run."""
         return {
             "when": self.rule.when,

@@ -34,6 +34,7 @@ from typing import Any
 
 from horde.errors import InvalidInput
 from horde.results.scalability import CONFIDENCE, ScalabilityFit
+from horde.results.summary_blocks import CapacityBlock
 
 #: What ``instances_needed`` rests on when no study was fitted.
 LINEAR = "linear: no scalability study (`horde scale --peak-rps` fits one)"
@@ -79,9 +80,9 @@ class CapacityQuestion:
         return None
 
 
-def capacity_block(found: dict[str, Any], question: CapacityQuestion | None) -> dict[str, Any]:
+def capacity_block(found: CapacityBlock, question: CapacityQuestion | None) -> CapacityBlock:
     """``found`` (a steering's result, at least ``max_rps``) with the answers to ``question``."""
-    block = dict(found)
+    block = found.copy()
     max_rps = found.get("max_rps")
     if found.get("max_messages_per_s"):
         max_rps = found["max_messages_per_s"]

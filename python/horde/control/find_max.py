@@ -55,6 +55,7 @@ from horde.control.steered_level import (
     steered_scenarios,
 )
 from horde.results.summary import GENERATOR_SATURATED, GENERATOR_STARVED, generator_state
+from horde.results.summary_blocks import CapacityBlock
 
 #: The share of a step skipped before it is judged.
 SETTLE_SHARE = 0.25
@@ -637,7 +638,7 @@ class FindMaxSteering:
 
     # -- the answer --------------------------------------------------------------------------
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> CapacityBlock:
         """The capacity block's find-max part."""
         knee = self._good
         first = self.first_saturated

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, Union
+from typing import Any, Protocol, Union, cast
 
 from horde.cluster.coordinator import ClusterRun
 from horde.control.autostop import AutostopWatch, Firing
@@ -26,6 +26,7 @@ from horde.errors import HordeError
 from horde.plan import Plan
 from horde.plan.redaction import redact_values
 from horde.results.summary import SummaryBlocks
+from horde.results.summary_blocks import CapacityBlock
 from horde.store import MonitorSample, Store
 
 #: A run on this process's engine, or over a cluster's generators (the same surface).
@@ -313,9 +314,12 @@ class Monitors(Observer):
         blocks: SummaryBlocks = {"monitors": block}
         if self.steered and "capacity" in summary:
             # The monitors as evidence beside the knee: which limit was crossed first, and when.
-            capacity = summary["capacity"]
-            broke = self.monitors.what_broke_first(capacity, ending.stored, ending.monitor_samples, block)
-            blocks["capacity"] = {**capacity, "what_broke_first": broke}
+            # The summary holds the capacity block the Capacity observer folded in before this one.
+            capacity = cast(CapacityBlock, dict(summary["capacity"]))
+            capacity["what_broke_first"] = self.monitors.what_broke_first(
+                capacity, ending.stored, ending.monitor_samples, block
+            )
+            blocks["capacity"] = capacity
         return blocks
 
 

@@ -16,9 +16,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from horde.plan import ClosedModel, ClosedStage, Plan
+
+if TYPE_CHECKING:  # `horde --help` loads this module; the results layer (and the store) it does not need
+    from horde.results.summary_blocks import SightBlock
 
 #: How many find-max steps the suggested stepped ramp takes to reach the plan's own peak.
 SUGGESTED_STEPS = 20
@@ -51,7 +54,7 @@ def _planned_peak_rps(plan: Plan, vu_rps: float) -> float | None:
     return peak or None
 
 
-def sight_block(plan: Plan, summary: Mapping[str, Any], plan_label: str, *, quick: bool = False) -> dict[str, Any]:
+def sight_block(plan: Plan, summary: Mapping[str, Any], plan_label: str, *, quick: bool = False) -> SightBlock:
     """Per step: median, p95 and the rate one VU gets out of it (1000 / median); per VU: the
     measured request rate; and a suggested find-max. ``quick``: a ``--url`` plan, which find-max
     steers as an arrival rate and which has no peak of its own."""

@@ -22,6 +22,7 @@ from horde.control.target_response_time import TargetResponseTimeSteering
 from horde.engine.snapshot import Snapshot
 from horde.plan import Plan
 from horde.plan.control import FindMax
+from horde.results.summary_blocks import CapacityBlock
 
 __all__ = ["FindMaxSteering", "LevelSetter", "Steering", "TargetResponseTimeSteering", "steering_for"]
 
@@ -45,7 +46,7 @@ class Steering(Protocol):
 
     def status(self) -> dict[str, Any]: ...
 
-    def result(self) -> dict[str, Any]: ...
+    def result(self) -> CapacityBlock: ...
 
 
 def steering_for(plan: Plan) -> Steering | None:

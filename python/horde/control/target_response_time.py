@@ -77,6 +77,7 @@ from horde.engine.snapshot import Snapshot
 from horde.plan import ClosedModel, ClosedStage, Plan
 from horde.plan.control import TargetResponseTime
 from horde.results.summary import GENERATOR_SATURATED, GENERATOR_STARVED, generator_state
+from horde.results.summary_blocks import CapacityBlock
 
 #: A reading's percentile "holds" T within this share of it, either side.
 BAND = 0.10
@@ -952,7 +953,7 @@ class TargetResponseTimeSteering:
 
     # -- the answer --------------------------------------------------------------------------
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> CapacityBlock:
         """The capacity block's target-response-time part (see the module's last paragraph)."""
         tracked = [
             entry
@@ -963,7 +964,7 @@ class TargetResponseTimeSteering:
         held_s = len(held_entries)
         tracked_s = len(tracked)
         outcome, limit = self._outcome(held_s, tracked_s)
-        answer: dict[str, Any] = {
+        answer: CapacityBlock = {
             "method": "target_response_time",
             "by": self.steer.by,
             "level_unit": self.level_unit,
@@ -1012,7 +1013,9 @@ class TargetResponseTimeSteering:
         if outcome == "cliff" and highest is not None:
             # The highest level under T is the answer to "the most load with the percentile at
             # or under T", though T itself cannot be held: the sentence says so.
-            answer.update(max_rps=highest.ok_rps, level_at_max=highest.level, latency_ms_at_max=highest.latency_ms)
+            answer.update(
+                {"max_rps": highest.ok_rps, "level_at_max": highest.level, "latency_ms_at_max": highest.latency_ms}
+            )
         lowest_over = self._lowest_over_above(highest.level if highest else 0.0)
         answer["lowest_over_target"] = (
             None
@@ -1095,13 +1098,13 @@ class TargetResponseTimeSteering:
         over = [r for r in self.readings if r.verdict == "over" and r.level > level]
         return min(over, key=lambda r: (r.level, -r.judged_at_s), default=None)
 
-    def _sentence(self, answer: dict[str, Any]) -> str:
+    def _sentence(self, answer: CapacityBlock) -> str:
         """The answer in one sentence, as the summary, report and dashboard print it."""
         percentile = f"p{self.steer.percentile:g}"
         target = f"{percentile} {self.target:g} ms"
         highest = answer["highest_under_target"]
         outcome = answer["outcome"]
-        if outcome == "held":
+        if outcome == "held" and answer["level_at_max"] is not None:
             return (
                 f"T held: {target} at {answer['max_rps']:,.1f} req/s (level {_level_text(answer['level_at_max'], self.level_unit)}) "
                 f"for {answer['held_s']} of {answer['tracked_s']} s after convergence (from second {self.converged_at_s}); "
@@ -1130,8 +1133,8 @@ class TargetResponseTimeSteering:
                 "dropped_arrivals": "the open model's max_vus (arrivals dropped)",
             }.get(answer["limit"] or "", str(answer["limit"]))
             return f"T not reached: at the highest level allowed ({why}) latency stayed under {target}{under}"
-        if outcome == "cliff":
-            over = answer["lowest_over_target"]
+        over = answer["lowest_over_target"]
+        if outcome == "cliff" and over is not None:  # a cliff is judged between a level under T and one over
             return (
                 f"T cannot be held: latency jumps past {target} between adjacent levels{under}; "
                 f"level {_level_text(over['level'], self.level_unit)} gave {over['latency_ms']:,.2f} ms"

@@ -26,6 +26,7 @@ from horde.monitors import judge_monitor_condition
 from horde.plan.control import Condition, Threshold
 from horde.plan.monitors import MonitorCondition
 from horde.store import MonitorSample
+from horde.results.summary_blocks import ThresholdVerdict
 
 
 @dataclass(frozen=True)
@@ -146,7 +147,7 @@ def all_passed(verdicts: Iterable[Verdict]) -> bool:
     return all(verdict.passed for verdict in verdicts)
 
 
-def verdicts_to_json(verdicts: Iterable[Verdict]) -> list[dict[str, Any]]:
+def verdicts_to_json(verdicts: Iterable[Verdict]) -> list[ThresholdVerdict]:
     """The verdicts as the summary JSON keeps them (measured rounded to 0.001 in its unit).
 
     >>> verdicts_to_json([Verdict("rps > 10", None, None, "all requests", 12.34567, "req/s", "> 10 req/s",

@@ -9,7 +9,7 @@ monitors pays nothing (every method of the empty :class:`RunMonitors` returns at
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from horde.control.autostop import Firing, MonitorWatch
@@ -20,6 +20,7 @@ from horde.monitors.crossings import limit_crossings
 from horde.plan import Plan
 from horde.plan.monitors import PrometheusMonitor
 from horde.store import MonitorSample, Store
+from horde.results.summary_blocks import MonitorsBlock
 
 
 class _Notes(Protocol):
@@ -90,7 +91,7 @@ class RunMonitors:
     def samples(self, store: Store, run_id: str) -> dict[str, list[MonitorSample]]:
         return store.monitor_samples(run_id) if self._monitoring is not None else {}
 
-    def block(self, samples: dict[str, list[MonitorSample]]) -> dict[str, Any] | None:
+    def block(self, samples: dict[str, list[MonitorSample]]) -> MonitorsBlock | None:
         """The summary's ``monitors`` block, its diagnosis made again from the stored samples
         (so ``horde show`` on the stored run says the same)."""
         if self._monitoring is None:
@@ -106,10 +107,10 @@ class RunMonitors:
 
     def what_broke_first(
         self,
-        capacity: dict[str, Any],
+        capacity: Mapping[str, Any],
         snapshots: Sequence[Snapshot],
         samples: dict[str, list[MonitorSample]],
-        block: dict[str, Any],
+        block: MonitorsBlock,
     ) -> dict[str, Any] | None:
         """A steered run's capacity block's ``what_broke_first`` (the limits the monitors saw
         crossed beside the moment the load gave way, and find-max's knee by the utilization

@@ -195,7 +195,7 @@ class Run:
         """Nothing to release: the engine's threads end with the run (a cluster run kills its
         generators here)."""
 
-    def spread_block(self) -> dict[str, Any] | None:
+    def spread_block(self) -> None:
         """The summary's block about how the run was spread (a cluster run's); None here."""
         return None
 

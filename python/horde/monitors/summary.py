@@ -18,6 +18,7 @@ from typing import Any
 
 from horde.monitors.diagnosis import Finding
 from horde.store import MonitorSample
+from horde.results.summary_blocks import MonitorsBlock
 
 #: The figures a summary lists per kind of source, in this order, when the source gave them.
 HEADLINE: dict[str, tuple[str, ...]] = {
@@ -124,7 +125,7 @@ def monitors_block(
     samples: dict[str, list[MonitorSample]],
     findings: Sequence[Finding],
     warnings: Sequence[str],
-) -> dict[str, Any]:
+) -> MonitorsBlock:
     """The summary's ``monitors`` block."""
     sources: dict[str, Any] = {}
     for name, kind in kinds.items():

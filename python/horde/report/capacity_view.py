@@ -14,7 +14,7 @@ report and the dashboard both draw it.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from horde.control.target_response_time import BAND, HELD_WINDOW_S
@@ -66,7 +66,7 @@ _FACTS: tuple[tuple[str, str], ...] = (
 )
 
 
-def capacity_facts(capacity: dict[str, Any]) -> list[tuple[str, Any]]:
+def capacity_facts(capacity: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """The answer in labelled figures (the steps go to :func:`capacity_steps`, notes last)."""
     if capacity.get("method") == TARGET_RESPONSE_TIME:
         return _target_response_time_facts(capacity)
@@ -130,7 +130,7 @@ def _knee_facts(why: dict[str, Any] | None) -> list[tuple[str, Any]]:
     ]
 
 
-def _sight_and_notes(capacity: dict[str, Any]) -> list[tuple[str, Any]]:
+def _sight_and_notes(capacity: Mapping[str, Any]) -> list[tuple[str, Any]]:
     facts: list[tuple[str, Any]] = []
     sight = capacity.get("sight")
     if sight:
@@ -146,7 +146,7 @@ def _sight_and_notes(capacity: dict[str, Any]) -> list[tuple[str, Any]]:
     return facts
 
 
-def capacity_steps(capacity: dict[str, Any]) -> list[dict[str, Any]]:
+def capacity_steps(capacity: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The answer's table as rows (heading → value), in the order they ran: find-max's steps,
     or target response time's readings."""
     if capacity.get("method") == TARGET_RESPONSE_TIME:
@@ -168,14 +168,14 @@ def capacity_steps(capacity: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def capacity_columns(capacity: dict[str, Any]) -> list[str]:
+def capacity_columns(capacity: Mapping[str, Any]) -> list[str]:
     """The headings of :func:`capacity_steps`' rows, in order."""
     if capacity.get("method") == TARGET_RESPONSE_TIME:
         return list(_reading_columns(capacity))
     return [heading for heading, _, _ in STEP_COLUMNS]
 
 
-def capacity_chart_ids(capacity: dict[str, Any] | None) -> list[str]:
+def capacity_chart_ids(capacity: Mapping[str, Any] | None) -> list[str]:
     """The element ids :func:`capacity_charts` draws into, in page order."""
     if not capacity:
         return []
@@ -184,7 +184,7 @@ def capacity_chart_ids(capacity: dict[str, Any] | None) -> list[str]:
     return list(FIND_MAX_CHARTS) if capacity.get("steps") else []
 
 
-def capacity_charts(capacity: dict[str, Any] | None) -> dict[str, Figure]:
+def capacity_charts(capacity: Mapping[str, Any] | None) -> dict[str, Figure]:
     """Find-max: load–throughput and load–latency of its steps, the knee marked. Target response
     time: the level and the percentile over the run's time axis
     (:func:`target_response_time_chart`). None without steps, or without seconds."""
@@ -305,7 +305,7 @@ def capacity_charts(capacity: dict[str, Any] | None) -> dict[str, Figure]:
     }
 
 
-def broke_first_marks(capacity: dict[str, Any] | None) -> list[tuple[float, str]]:
+def broke_first_marks(capacity: Mapping[str, Any] | None) -> list[tuple[float, str]]:
     """The moments of what broke first, to mark on the charts over the run's time axis: the
     first limit a monitor saw crossed, and when the load side gave way."""
     broke = (capacity or {}).get("what_broke_first") or {}
@@ -319,7 +319,7 @@ def broke_first_marks(capacity: dict[str, Any] | None) -> list[tuple[float, str]
     return marks
 
 
-def capacity_view(capacity: dict[str, Any] | None) -> dict[str, Any] | None:
+def capacity_view(capacity: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The capacity block as the report and the dashboard draw it: ``facts``; the table's
     ``steps`` (rows), ``columns`` (headings), ``table`` (its ``data-section``) and ``passed``
     (each row's verdict: a good step, a reading under T or at it); the ``charts``' element ids,
@@ -423,7 +423,7 @@ _TARGET_CHART_NOTE: Final = (
 )
 
 
-def _percentile(capacity: dict[str, Any]) -> str:
+def _percentile(capacity: Mapping[str, Any]) -> str:
     return f"p{capacity.get('percentile', 95):g}"
 
 
@@ -447,7 +447,7 @@ def _level_value(level: float, unit: str) -> float:
     return round(level, 3 if unit == "pace" else 1)
 
 
-def _target_response_time_facts(capacity: dict[str, Any]) -> list[tuple[str, Any]]:
+def _target_response_time_facts(capacity: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """The answer's sentence, then the facts behind it, in the words of a latency target: what
     held T and for how long, never a maximum or a knee."""
     unit = str(capacity.get("level_unit") or "")
@@ -535,7 +535,7 @@ def _target_response_time_facts(capacity: dict[str, Any]) -> list[tuple[str, Any
     return facts
 
 
-def _reading_columns(capacity: dict[str, Any]) -> tuple[str, ...]:
+def _reading_columns(capacity: Mapping[str, Any]) -> tuple[str, ...]:
     unit = _LEVEL_HEADINGS.get(str(capacity.get("level_unit")), "level")
     return (
         "reading",
@@ -550,7 +550,7 @@ def _reading_columns(capacity: dict[str, Any]) -> tuple[str, ...]:
     )
 
 
-def _reading_row(reading: dict[str, Any], capacity: dict[str, Any]) -> dict[str, Any]:
+def _reading_row(reading: dict[str, Any], capacity: Mapping[str, Any]) -> dict[str, Any]:
     """One judged window as a table row: its verdict says why when the interval did not decide
     (the time was up, errors, a limit), its percentile comes with the interval it lies in."""
     verdict = str(reading.get("verdict"))
@@ -633,7 +633,7 @@ def _readings_trace(readings: list[dict[str, Any]], unit: str) -> dict[str, Any]
     }
 
 
-def target_response_time_chart(capacity: dict[str, Any]) -> Figure:
+def target_response_time_chart(capacity: Mapping[str, Any]) -> Figure:
     """The steering over the run's time axis (zoomed with the run's other charts): the level on
     its own axis, the percentile of the level's window and over the held window each second,
     each reading with its interval, against T and its ±BAND band; the seconds T held shaded, the

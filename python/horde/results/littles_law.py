@@ -33,6 +33,7 @@ from typing import Any, Final
 
 from horde.engine import histogram
 from horde.engine.snapshot import Snapshot
+from horde.results.summary_blocks import LittlesLawBlock
 
 #: A gap above this share of the VUs (either way) is more than the per-second bookkeeping's
 #: own error: something queued that no figure measured.
@@ -295,13 +296,13 @@ class LittlesLaw:
         sums.pool_queued_s += queued
         sums.think_s += think
 
-    def block(self, generator: Mapping[str, Any]) -> dict[str, Any]:
+    def block(self, generator: Mapping[str, Any]) -> LittlesLawBlock:
         """The summary's ``littles_law`` block (see :func:`judge`); ``generator`` is the
         summary's generator health, named when it explains a gap."""
         return judge(self.shape, self.sums, generator)
 
 
-def judge(shape: PlanShape, sums: Sums, generator: Mapping[str, Any]) -> dict[str, Any]:
+def judge(shape: PlanShape, sums: Sums, generator: Mapping[str, Any]) -> LittlesLawBlock:
     """``expected`` VUs (what the figures account for) against ``measured`` ones, the gap in %
     of the measured, ``consistent`` (the gap within :data:`TOLERANCE_PERCENT`; ``None``: not
     known) and ``why``: for a gap, what likely queued unmeasured; when not known, why not.
@@ -322,7 +323,7 @@ def judge(shape: PlanShape, sums: Sums, generator: Mapping[str, Any]) -> dict[st
     (80.0, False, 'a connection pool smaller than the concurrency')
     """
     model = shape.model
-    base: dict[str, Any] = {"model": model, "seconds": sums.seconds, "tolerance_percent": TOLERANCE_PERCENT}
+    base: LittlesLawBlock = {"model": model, "seconds": sums.seconds, "tolerance_percent": TOLERANCE_PERCENT}
     if model is None:
         return {**base, "consistent": None, "why": "not known: the plan mixes closed and open scenarios"}
     if shape.unknowable:
@@ -337,7 +338,7 @@ def judge(shape: PlanShape, sums: Sums, generator: Mapping[str, Any]) -> dict[st
     measured = sums.measured_vu_s / elapsed
     expected = sums.expected_vu_s / elapsed
     untimed = sums.requests - sums.responses
-    figures = {
+    figures: LittlesLawBlock = {
         **base,
         "expected": round(expected, 3),
         "measured": round(measured, 3),

@@ -13,6 +13,16 @@ from typing import Any, NotRequired, TypedDict, cast
 from horde.engine import histogram
 from horde.engine.snapshot import ErrorDetail, MessageCounts, Snapshot, StepSnapshot, merge_steps
 from horde.results.littles_law import LittlesLaw, plan_shape
+from horde.results.summary_blocks import (
+    AutostopBlock,
+    CapacityBlock,
+    ClusterBlock,
+    LittlesLawBlock,
+    MonitorsBlock,
+    OutputBlock,
+    SightBlock,
+    ThresholdVerdict,
+)
 
 
 class Latency(TypedDict):
@@ -82,17 +92,17 @@ class SummaryBlocks(TypedDict, total=False):
     the run's observers (``control.observers``) and the command (``sight``, ``outputs``), and
     kept as stored when a stored run's summary is recomputed (:func:`with_stored_blocks`)."""
 
-    thresholds: list[dict[str, Any]]
-    autostop: dict[str, Any]
+    thresholds: list[ThresholdVerdict]
+    autostop: AutostopBlock
     #: A steering's answer, or a plain run's throughput asked a capacity question; with the
     #: monitors, what broke first beside it.
-    capacity: dict[str, Any]
-    monitors: dict[str, Any]
+    capacity: CapacityBlock
+    monitors: MonitorsBlock
     #: How a cluster run's load was spread over its generators.
-    cluster: dict[str, Any]
-    sight: dict[str, Any]
+    cluster: ClusterBlock
+    sight: SightBlock
     #: What the push outputs (``--out``) delivered.
-    outputs: list[dict[str, Any]]
+    outputs: list[OutputBlock]
 
 
 #: The blocks' names, in the order a summary shows them.
@@ -117,7 +127,7 @@ class Summary(Figures, SummaryBlocks):
     peak_vus: int
     steps: dict[str, StepFigures]
     generator: GeneratorHealth
-    littles_law: dict[str, Any]
+    littles_law: LittlesLawBlock
 
 
 def with_stored_blocks(summary: Summary, stored: Mapping[str, Any] | None) -> tuple[str, ...]:

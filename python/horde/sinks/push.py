@@ -49,6 +49,7 @@ from horde import __version__
 from horde.engine.snapshot import Snapshot
 from horde.errors import InvalidInput
 from horde.sinks.prometheus import Family, Labels, RunFigures, run_labels
+from horde.results.summary_blocks import OutputBlock
 
 #: The kinds of ``--out KIND=URL`` that push.
 PROMETHEUS_RW: Final = "prometheus-rw"
@@ -136,7 +137,7 @@ class PushReport:
     series_not_sent: int
     last_error: str | None
 
-    def as_dict(self) -> dict[str, object]:
+    def as_dict(self) -> OutputBlock:
         return {
             "kind": self.kind,
             "url": self.url,
