@@ -346,8 +346,12 @@ def test_seconds_behind_a_slow_push_go_with_the_next_one_and_are_counted(otlp: O
     for second in range(1, 5):
         push.update(synthetic_second(second, 10 * second))
     report = push.close()
-    assert report.pushed + report.failed == 4 and report.failed >= 1 and report.pushed == len(otlp.received) >= 1
-    assert report.last_error is not None and "slower than a push a second" in report.last_error
+    assert (
+        report["pushed"] + report["failed"] == 4
+        and report["failed"] >= 1
+        and report["pushed"] == len(otlp.received) >= 1
+    )
+    assert report["last_error"] is not None and "slower than a push a second" in report["last_error"]
     # The counters of the seconds that waited went with the last push.
     assert int(otlp.points(len(otlp.received) - 1, "horde_requests_total")[0]["asInt"]) == 10 + 20 + 30 + 40
 
@@ -360,7 +364,7 @@ def test_a_refused_push_is_not_tried_again_and_is_counted(otlp: OtlpReceiver) ->
     push.update(synthetic_second(1, 2))
     report = push.close()
     assert len(otlp.received) == 1, "a 400 says the data is refused: no second try"
-    assert (report.pushed, report.failed, report.last_error) == (0, 1, "HTTP 400: bad data point")
+    assert (report["pushed"], report["failed"], report["last_error"]) == (0, 1, "HTTP 400: bad data point")
     # Series as a scrape counts them: a histogram's are its buckets, its _sum and its _count.
     metrics = otlp.received[0].body["resourceMetrics"][0]["scopeMetrics"][0]["metrics"]
     series = sum(
@@ -368,7 +372,7 @@ def test_a_refused_push_is_not_tried_again_and_is_counted(otlp: OtlpReceiver) ->
         for metric in metrics
         for point in (metric.get("sum") or metric.get("gauge") or metric.get("histogram"))["dataPoints"]
     )
-    assert report.series_not_sent == series
+    assert report["series_not_sent"] == series
     assert warnings and "HTTP 400" in warnings[0]
 
 
@@ -466,7 +470,7 @@ def test_the_merged_run_is_pushed_with_percentiles_of_the_exact_merge(builtin_ta
         while len(otlp.received) <= index and time.monotonic() < deadline:
             time.sleep(0.01)
     report = push.close()
-    assert report.failed == 0 and report.pushed == seconds == len(otlp.received)
+    assert report["failed"] == 0 and report["pushed"] == seconds == len(otlp.received)
 
     # The last full second's p99 of all requests: that of both generators' latencies together.
     last_full = seconds - 2

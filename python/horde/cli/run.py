@@ -24,7 +24,7 @@ from horde.cli.arguments import HordeCommand, parse_duration, parse_header, pars
 from horde.cli.terminal import stdout
 
 if TYPE_CHECKING:  # types only: the commands import their layers when they run
-    from horde.sinks.push import PushReport
+    from horde.results.summary_blocks import OutputBlock
     from horde.control.conductor import Outcome
     from horde.plan import Plan
     from horde.plan.loader import LoadedPlan
@@ -556,7 +556,7 @@ def run(
         if pushed:
             _render_pushed(pushed)
             # In --summary-json only: what reached the targets is this command's doing, not the run's.
-            outcome.summary["outputs"] = [report.as_dict() for report in pushed]
+            outcome.summary["outputs"] = pushed
         render_judgement(stdout, outcome.summary)
     _write_outputs(outcome, summary_json, junit, plan.name)
     return outcome.exit_code
@@ -656,12 +656,13 @@ def _with_monitor_flags(plan: Plan, flags: list[str]) -> Plan:
     return plan.model_copy(update={"monitors": [*plan.monitors, *added]}) if added else plan
 
 
-def _render_pushed(reports: list[PushReport]) -> None:
+def _render_pushed(reports: list[OutputBlock]) -> None:
     for report in reports:
-        if report.failed:
+        if report["failed"]:
             stdout.print(
-                f"warning: --out {report.kind} {report.url}: {report.failed} of {report.pushed + report.failed} "
-                f"seconds not sent ({report.series_not_sent} series); last error: {report.last_error}",
+                f"warning: --out {report['kind']} {report['url']}: {report['failed']} of "
+                f"{report['pushed'] + report['failed']} seconds not sent ({report['series_not_sent']} series); "
+                f"last error: {report['last_error']}",
                 style="yellow",
                 markup=False,
                 highlight=False,
@@ -669,7 +670,7 @@ def _render_pushed(reports: list[PushReport]) -> None:
             )
         else:
             stdout.print(
-                f"pushed {report.pushed} seconds to {report.kind} {report.url}",
+                f"pushed {report['pushed']} seconds to {report['kind']} {report['url']}",
                 markup=False,
                 highlight=False,
                 soft_wrap=True,

@@ -224,42 +224,32 @@ def conduct(
         raise
     monitors.begin()  # the monitors' second N is the snapshots' second N
     try:
-        return _conduct_run(
-            plan, store, run_id, engine_run, steering, sink, workers, question, annotate, monitors, secrets
+        state = RunState(
+            engine_run=engine_run, store=store, run_id=run_id, sink=sink, cpu_limit_percent=cpu_limit_percent(workers)
         )
+        thresholds = Thresholds(plan)
+        observers: list[RunObserver] = [
+            StoreWriter(secrets),
+            ControlQueue(steered=steering is not None),
+            thresholds,
+            Autostop(plan, state.cpu_limit_percent),
+            Capacity(steering, question),
+            Monitors(monitors, steered=steering is not None),
+            Spread(engine_run),
+        ]
+        interrupts = _drive(state, observers)
+        monitors.close(store, run_id)
+        return _verdict(state, observers, thresholds, monitors, interrupts, workers=workers, annotate=annotate)
     finally:
         monitors.close()
         engine_run.close()
 
 
-def _conduct_run(
-    plan: Plan,
-    store: Store,
-    run_id: str,
-    engine_run: EngineRun,
-    steering: Steering | None,
-    sink: Sink,
-    workers: int | None,
-    question: CapacityQuestion | None,
-    annotate: Callable[[Summary], SummaryBlocks] | None,
-    monitors: RunMonitors,
-    secrets: frozenset[str] = frozenset(),
-) -> Outcome:
-    """The run's seconds through the observers, then its verdict folded from their blocks (see
-    :func:`conduct` and :mod:`horde.control.observers`)."""
-    state = RunState(
-        engine_run=engine_run, store=store, run_id=run_id, sink=sink, cpu_limit_percent=cpu_limit_percent(workers)
-    )
-    thresholds = Thresholds(plan)
-    observers: list[RunObserver] = [
-        StoreWriter(secrets),
-        ControlQueue(steered=steering is not None),
-        thresholds,
-        Autostop(plan, state.cpu_limit_percent),
-        Capacity(steering, question),
-        Monitors(monitors, steered=steering is not None),
-        Spread(engine_run),
-    ]
+def _drive(state: RunState, observers: list[RunObserver]) -> _Interrupts:
+    """The run's seconds, each passed through the observers in order (see
+    :mod:`horde.control.observers`) until the engine ends, or a second stop signal stops the
+    wait for its drain; the stop signals counted."""
+    engine_run, sink = state.engine_run, state.sink
     with _Interrupts() as interrupts:
         while not engine_run.finished:
             if interrupts.count >= 2:
@@ -281,14 +271,29 @@ def _conduct_run(
             for observer in observers:
                 shown = observer.shown(shown)
             sink.update(shown)
-    monitors.close(store, run_id)
+    return interrupts
+
+
+def _verdict(
+    state: RunState,
+    observers: list[RunObserver],
+    thresholds: Thresholds,
+    monitors: RunMonitors,
+    interrupts: _Interrupts,
+    *,
+    workers: int | None,
+    annotate: Callable[[Summary], SummaryBlocks] | None,
+) -> Outcome:
+    """The ended run's status, its summary made again from the store with each observer's block
+    folded in (then ``annotate``'s), stored with the run; and the exit code."""
+    store, run_id = state.store, state.run_id
     status = (
         "interrupted"
         if interrupts.count or state.stop_asked
         else "autostopped"
         if state.firing is not None
         else "aborted"
-        if engine_run.stopped_for_loss
+        if state.engine_run.stopped_for_loss
         else "finished"
     )
     stored = store.snapshots(run_id)

@@ -126,28 +126,6 @@ def _without_password(text: str) -> str:
     return text
 
 
-@dataclass(frozen=True)
-class PushReport:
-    """What one push output sent: seconds pushed and not, series not sent, the last error."""
-
-    kind: str
-    url: str
-    pushed: int
-    failed: int
-    series_not_sent: int
-    last_error: str | None
-
-    def as_dict(self) -> OutputBlock:
-        return {
-            "kind": self.kind,
-            "url": self.url,
-            "pushed": self.pushed,
-            "failed": self.failed,
-            "series_not_sent": self.series_not_sent,
-            "last_error": self.last_error,
-        }
-
-
 #: One second as queued: when it came, and its snapshot (None: the run has ended).
 _Queued = tuple[int, Snapshot | None]
 
@@ -208,7 +186,7 @@ class PushSink:
 
     # -- the end ------------------------------------------------------------------------------
 
-    def close(self, timeout_s: float = CLOSE_TIMEOUT_S) -> PushReport:
+    def close(self, timeout_s: float = CLOSE_TIMEOUT_S) -> OutputBlock:
         """Waits (up to ``timeout_s``) for the queued seconds to go out, then stops; a second
         still queued then counts as not sent. Idempotent."""
         self._queue.put((time.time_ns(), None))
@@ -226,11 +204,18 @@ class PushSink:
         self._tell_warnings()
         return self.report()
 
-    def report(self) -> PushReport:
+    def report(self) -> OutputBlock:
+        """What this output sent: seconds pushed and not, series not sent, the last error (the
+        summary's ``outputs`` entry)."""
         with self._lock:
-            return PushReport(
-                self.target.kind, self.target.shown, self._pushed, self._failed, self._series_not_sent, self._last_error
-            )
+            return {
+                "kind": self.target.kind,
+                "url": self.target.shown,
+                "pushed": self._pushed,
+                "failed": self._failed,
+                "series_not_sent": self._series_not_sent,
+                "last_error": self._last_error,
+            }
 
     # -- sending ------------------------------------------------------------------------------
 
