@@ -87,7 +87,7 @@ class MessageCounts(TypedDict):
 
 
 #: The counters of :class:`MessageCounts`, in order.
-MESSAGE_COUNTERS = ("sent", "received", "datagrams_sent", "datagrams_received", "late", "retransmitted")
+MESSAGE_COUNTERS: tuple[str, ...] = tuple(MessageCounts.__annotations__)
 
 
 class StepSnapshot(TypedDict):

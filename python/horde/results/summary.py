@@ -36,6 +36,15 @@ class Latency(TypedDict):
     mean: float
 
 
+class MessageFigures(MessageCounts):
+    """A message step's counts over the run, with the rates a second of those on the wire."""
+
+    sent_per_s: float
+    received_per_s: float
+    datagrams_sent_per_s: float
+    datagrams_received_per_s: float
+
+
 class Figures(TypedDict):
     """What a step's seconds, or the run's requests, add up to."""
 
@@ -58,7 +67,7 @@ class Figures(TypedDict):
     responses: int
     error_details: list[ErrorDetail]
     #: A message step's counts and their rates a second.
-    messages: NotRequired[dict[str, Any]]
+    messages: NotRequired[MessageFigures]
     latency_ms: Latency
 
 
@@ -528,16 +537,23 @@ def _figures(totals: StepSnapshot, duration_s: float) -> Figures:
     return figures
 
 
-def _message_figures(counts: MessageCounts, duration_s: float) -> dict[str, Any]:
+def _message_figures(counts: MessageCounts, duration_s: float) -> MessageFigures:
     """A message step's counts with their rates (messages and datagrams a second).
 
     >>> _message_figures({"sent": 20, "received": 10, "datagrams_sent": 20, "datagrams_received": 10, "late": 0}, 10.0)["sent_per_s"]
     2.0
     """
-    figures: dict[str, Any] = dict(counts)
-    for counter in ("sent", "received", "datagrams_sent", "datagrams_received"):
-        figures[f"{counter}_per_s"] = round(int(counts[counter]) / duration_s, 3) if duration_s > 0 else 0.0
-    return figures
+
+    def rate(count: int) -> float:
+        return round(count / duration_s, 3) if duration_s > 0 else 0.0
+
+    return {
+        **counts,
+        "sent_per_s": rate(counts["sent"]),
+        "received_per_s": rate(counts["received"]),
+        "datagrams_sent_per_s": rate(counts["datagrams_sent"]),
+        "datagrams_received_per_s": rate(counts["datagrams_received"]),
+    }
 
 
 def summarise(
