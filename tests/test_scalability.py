@@ -397,3 +397,44 @@ def test_a_study_run_live_keeps_its_forecast_and_asked_peak(horde_cli: Any, tmp_
     with Store.open(horde_cli.store_url) as store:
         tags = [record.tags for record in store.list_runs() if record.tags.get("scale_study") == study["study_id"]]
     assert len(tags) == 3 and all(t["scale_peak_rps"] == "500" and t["scale_headroom"] == "25" for t in tags)
+
+
+def test_a_study_repeats_each_count_in_turn(horde_cli: Any, tmp_path: Path) -> None:
+    """`--repeats 2` over 2 built-in targets: four runs, the counts in turn (1, 2, 1, 2), the rows
+    by count, efficiency against the mean of the one-instance runs; a bad count is refused before
+    any load, and a stored study is not run again."""
+    from horde.store import Store
+
+    out = tmp_path / "study.json"
+    result = horde_cli.run(
+        "scale",
+        "--url",
+        "http://127.0.0.1:1/",
+        "--instances",
+        "2",
+        "--vus",
+        "2",
+        "--duration",
+        "1s",
+        "--repeats",
+        "2",
+        "--summary-json",
+        str(out),
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "1 instance(s) (run 2 of 2)" in result.stdout
+    study = json.loads(out.read_text())
+    rows = study["rows"]
+    assert [row["instances"] for row in rows] == [1, 1, 2, 2]
+    ones = [row["efficiency"] for row in rows if row["instances"] == 1]
+    assert abs(sum(ones) / 2 - 1.0) <= 0.001 and all(row["throughput_rps"] > 0 for row in rows)
+    with Store.open(horde_cli.store_url) as store:
+        runs = [record for record in store.list_runs() if record.tags.get("scale_study") == study["study_id"]]
+    in_order = sorted(runs, key=lambda record: record.started_at)
+    assert [record.tags["instances"] for record in in_order] == ["1", "2", "1", "2"]
+    for bad in ("0", "11"):
+        refused = horde_cli.run("scale", "--url", "http://127.0.0.1:1/", "--instances", "2", "--repeats", bad)
+        assert refused.returncode == 2 and "--repeats must be between 1 and 10" in refused.stderr, refused.stderr
+    again = horde_cli.run("scale", "--from-study", study["study_id"], "--repeats", "3")
+    assert again.returncode == 2 and "--from-study re-reads a stored study; --repeats" in again.stderr

@@ -809,6 +809,14 @@ def scale(
     duration: Annotated[
         Optional[str], typer.Option("--duration", help="length of each run (without --find-max)")
     ] = None,
+    repeats: Annotated[
+        int,
+        typer.Option(
+            "--repeats",
+            help="runs of each instance count, the counts in turn: the model tells noise from misfit and "
+            "forecasts further (3 is a good start)",
+        ),
+    ] = 1,
     find_max: Annotated[
         bool,
         typer.Option(
@@ -926,7 +934,7 @@ def scale(
         )
     if from_study is not None:
         starters = (("PLAN", plan_path), ("--url", url), ("--instance", instance), ("--instances", instances))
-        given = [flag for flag, value in starters if value]
+        given = [flag for flag, value in starters if value] + (["--repeats"] if repeats != 1 else [])
         if given:
             raise InvalidInput(
                 f"--from-study re-reads a stored study; {', '.join(given)} would start a new one",
@@ -988,9 +996,13 @@ def scale(
     # The asked peak is kept with the study's runs: the dashboard's view of a run answers it.
     asked = {PEAK_TAG: f"{peak_rps:g}", HEADROOM_TAG: f"{headroom:g}"} if peak_rps is not None else {}
 
+    runs_of: dict[int, int] = {}
+
     def run_one(instance_plan: Plan, k: int) -> tuple[str, str, Mapping[str, Any]]:
+        runs_of[k] = runs_of.get(k, 0) + 1
+        which = f" (run {runs_of[k]} of {repeats})" if repeats > 1 else ""
         stdout.print(
-            f"— {k} instance(s): {', '.join([instance_plan.target.base_url, *instance_plan.target.instances])}",
+            f"— {k} instance(s){which}: {', '.join([instance_plan.target.base_url, *instance_plan.target.instances])}",
             markup=False,
             highlight=False,
             soft_wrap=True,
@@ -1024,9 +1036,9 @@ def scale(
             with builtin_instances(
                 instances, workers=target_workers, service_ms=target_service_ms, shared=shared
             ) as urls:
-                report = run_study(plan, urls, run_one)
+                report = run_study(plan, urls, run_one, repeats=repeats)
         else:
-            report = run_study(plan, list(instance or []), run_one)
+            report = run_study(plan, list(instance or []), run_one, repeats=repeats)
     return _finish_study({"study_id": study_id, **report}, peak_rps, headroom, summary_json, report_path)
 
 

@@ -8,7 +8,9 @@ VU caps are multiplied by k, so each instance sees the same load whatever k is. 
 throughput is what the instances served; a find-max plan's is its knee.
 
 Scaling efficiency at k is X(k) / (k × X(1)): 1.0 is linear, and what falls short of it is what
-the instances share (a database, a lock, a pool).
+the instances share (a database, a lock, a pool). With repeated runs (``--repeats``) X(1) is the
+mean of the one-instance runs; the counts are run in turn (1, 2, ... N, then again), so that a
+machine that drifts over the study moves every count alike rather than the last ones.
 
 A study read back from the store counts either instances (``horde scale``'s runs, tagged
 ``instances=K``) or users (runs of one plan at several user counts, tagged ``users=N``): the
@@ -16,6 +18,8 @@ same model then answers how many users are served at a per-user rate.
 
 >>> efficiency([(1, 500.0), (2, 990.0), (4, 1600.0)])
 [1.0, 0.99, 0.8]
+>>> efficiency([(1, 490.0), (1, 510.0), (2, 990.0)])
+[0.98, 1.02, 0.99]
 """
 
 from __future__ import annotations
@@ -36,11 +40,15 @@ from horde.store import Store
 
 #: The most instances a study may have (each is a run of its own, one after the other).
 MAX_INSTANCES = 64
+#: The most runs a study makes of each count (``--repeats``).
+MAX_REPEATS = 10
 
 
 def efficiency(throughputs: Sequence[tuple[int, float]]) -> list[float | None]:
-    """X(k) / (k × X(1)) for each (k, X(k)), the first row being k = 1."""
-    base = throughputs[0][1] if throughputs and throughputs[0][0] == 1 else None
+    """X(k) / (k × X(1)) for each (k, X(k)), X(1) the mean of the rows with k = 1 (None
+    without one)."""
+    ones = [x for k, x in throughputs if k == 1]
+    base = sum(ones) / len(ones) if ones else None
     return [round(x / (k * base), 3) if base else None for k, x in throughputs]
 
 
@@ -171,18 +179,29 @@ def builtin_instances(
 
 
 def run_study(
-    plan: Plan, urls: Sequence[str], run_one: Callable[[Plan, int], tuple[str, str, Mapping[str, Any]]]
+    plan: Plan,
+    urls: Sequence[str],
+    run_one: Callable[[Plan, int], tuple[str, str, Mapping[str, Any]]],
+    *,
+    repeats: int = 1,
 ) -> dict[str, Any]:
-    """Runs the plan against 1..len(urls) instances, one run each (``run_one(plan, k)`` returns
-    the run's id, status and summary), and reports throughput and efficiency per count."""
+    """Runs the plan against 1..len(urls) instances, ``repeats`` runs each, the counts in turn
+    (``run_one(plan, k)`` returns the run's id, status and summary), and reports throughput and
+    efficiency per run, its rows by count. An interrupted run ends the study there."""
+    if not 1 <= repeats <= MAX_REPEATS:
+        raise InvalidInput(
+            f"--repeats must be between 1 and {MAX_REPEATS} (got {repeats})",
+            hint="3 runs of each count let the model tell noise from misfit and reach further",
+        )
     rows = []
-    for k in range(1, len(urls) + 1):
-        run_id, status, summary = run_one(plan_for_instances(plan, urls, k), k)
-        throughput, latency, reason = throughput_of(summary)
-        rows.append(ScaleRow(k, run_id, status, throughput, latency, reason, consistent(summary)))
-        if status == "interrupted":
-            break
-    return study_block(rows)
+    for _ in range(repeats):
+        for k in range(1, len(urls) + 1):
+            run_id, status, summary = run_one(plan_for_instances(plan, urls, k), k)
+            throughput, latency, reason = throughput_of(summary)
+            rows.append(ScaleRow(k, run_id, status, throughput, latency, reason, consistent(summary)))
+            if status == "interrupted":
+                return study_block(sorted(rows, key=lambda row: row.count))
+    return study_block(sorted(rows, key=lambda row: row.count))
 
 
 def consistent(summary: Mapping[str, Any]) -> bool:
