@@ -292,14 +292,15 @@ class HordeCli:
 
 
 @pytest.fixture
-def horde_cli(tmp_path: Path) -> Iterator[HordeCli]:
+def horde_cli(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[HordeCli]:
     """The ``horde`` command, with ``HORDE_STORE`` pointing into this test's ``tmp_path``. After
     the test, every summary the command stored there is checked against its declaration
     (``horde.results.summary.Summary``, its blocks included): a key missing, undeclared or of
-    another type fails the test."""
+    another type fails the test (a test that writes summaries of its own there is marked
+    ``hand_made_summaries``; a store the test broke is not read)."""
     cli = HordeCli(tmp_path)
     yield cli
-    if cli.store_path.exists():
+    if cli.store_path.exists() and request.node.get_closest_marker("hand_made_summaries") is None:
         problems = stored_summary_problems(cli.store_url)
         if problems:
             pytest.fail("a stored summary is not what horde.results.summary declares: " + "; ".join(problems[:20]))
@@ -307,11 +308,15 @@ def horde_cli(tmp_path: Path) -> Iterator[HordeCli]:
 
 def stored_summary_problems(store_url: str) -> list[str]:
     """Where each summary stored at ``store_url`` differs from ``Summary``."""
+    from horde.errors import HordeError
     from horde.results.summary import Summary
     from horde.store import Store
     from typed_dicts import conforms
 
-    store = Store.open(store_url)
+    try:
+        store = Store.open(store_url)
+    except HordeError:
+        return []  # a store the test broke on purpose (emptied, read-only): nothing of a run to check
     try:
         records = store.list_runs(limit=10_000)
         return [

@@ -242,6 +242,7 @@ def stored_study(store_path: Path, throughputs: dict[int, float], *, inconsisten
     return study_id
 
 
+@pytest.mark.hand_made_summaries
 def test_scale_from_a_stored_study_answers_instances_for_a_peak(horde_cli: Any, tmp_path: Path) -> None:
     curve = {n: usl(1000.0, 0.05, 0.005, n) for n in (1, 2, 3, 4, 6)}
     # A run found inconsistent is left out: its throughput (far off the curve) would refuse the fit.
@@ -279,6 +280,7 @@ def test_scale_from_a_stored_study_answers_instances_for_a_peak(horde_cli: Any, 
     assert 'id="chart-scalability"' in page and peak["answer"] in page and "inconsistent by Little&#39;s law" in page
 
 
+@pytest.mark.hand_made_summaries
 def test_scale_refusals_are_sentences_not_tracebacks(horde_cli: Any) -> None:
     study_id = stored_study(horde_cli.store_path, {1: 1000.0, 2: 1900.0})
     result = horde_cli.run("scale", "--from-study", study_id, "--peak-rps", "5000")
@@ -293,6 +295,7 @@ def test_scale_refusals_are_sentences_not_tracebacks(horde_cli: Any) -> None:
     assert bad.returncode == 2 and "--headroom" in bad.stderr
 
 
+@pytest.mark.hand_made_summaries
 def test_the_dashboard_draws_the_study_beside_its_runs(horde_cli: Any, builtin_target: Any, tmp_path: Path) -> None:
     """A run of a study on the dashboard, in a real headless chromium: the study's answer for the
     peak it was asked and its chart (measured points, the model's curve in its band) drawn."""
@@ -333,6 +336,7 @@ def test_the_dashboard_draws_the_study_beside_its_runs(horde_cli: Any, builtin_t
         assert browser.errors() == []
 
 
+@pytest.mark.hand_made_summaries
 def test_the_study_report_draws_the_model_offline(horde_cli: Any, tmp_path: Path) -> None:
     """`horde scale --report`: the page, opened from disk in a real headless chromium, draws the
     measured points, the model's curve in its band, the peak N's line and the answer's."""

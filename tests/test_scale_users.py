@@ -132,6 +132,7 @@ def stored_runs(store_path: Path, tagged: list[dict[str, str]], throughputs: lis
             )
 
 
+@pytest.mark.hand_made_summaries
 def test_the_dashboard_answers_a_users_study_at_its_tagged_rate(horde_cli: Any) -> None:
     """The dashboard's panel beside a run of a users study: the users supported at the rate its
     runs are tagged with, against the law solved by hand for a curve of known λ, σ and κ."""
@@ -153,6 +154,7 @@ def test_the_dashboard_answers_a_users_study_at_its_tagged_rate(horde_cli: Any) 
     assert chart["layout"]["xaxis"]["title"]["text"] == "users"
 
 
+@pytest.mark.hand_made_summaries
 def test_a_study_that_mixes_instances_and_users_is_refused(horde_cli: Any) -> None:
     stored_runs(
         horde_cli.store_path,
@@ -168,6 +170,7 @@ def test_a_study_that_mixes_instances_and_users_is_refused(horde_cli: Any) -> No
     assert both.returncode == 2 and "is tagged instances='2' and users='20'" in " ".join(both.stderr.split())
 
 
+@pytest.mark.hand_made_summaries
 def test_each_study_is_asked_its_own_question(horde_cli: Any) -> None:
     stored_runs(horde_cli.store_path, [{"scale_study": "hosts", "instances": str(k)} for k in (1, 2, 3)])
     stored_runs(horde_cli.store_path, [{"scale_study": "players", "users": str(n)} for n in (10, 20, 40)])
