@@ -194,13 +194,12 @@ def run_study(
             hint="3 runs of each count let the model tell noise from misfit and reach further",
         )
     rows = []
-    for _ in range(repeats):
-        for k in range(1, len(urls) + 1):
-            run_id, status, summary = run_one(plan_for_instances(plan, urls, k), k)
-            throughput, latency, reason = throughput_of(summary)
-            rows.append(ScaleRow(k, run_id, status, throughput, latency, reason, consistent(summary)))
-            if status == "interrupted":
-                return study_block(sorted(rows, key=lambda row: row.count))
+    for k in [k for _ in range(repeats) for k in range(1, len(urls) + 1)]:
+        run_id, status, summary = run_one(plan_for_instances(plan, urls, k), k)
+        throughput, latency, reason = throughput_of(summary)
+        rows.append(ScaleRow(k, run_id, status, throughput, latency, reason, consistent(summary)))
+        if status == "interrupted":
+            break
     return study_block(sorted(rows, key=lambda row: row.count))
 
 
